@@ -1,0 +1,91 @@
+# nucleus build. Variants: make BUILD=release (default) | debug | asan
+#   make            build build/$(BUILD)/nucleus
+#   make test       unit tests (release and ASan+UBSan) and end-to-end tests
+#   make unit       unit tests of this variant only
+#   make e2e        pytest end-to-end tests against the real binary and model
+#   make model      fetch the default model into models/
+#   make format     clang-format every source file
+BUILD ?= release
+BUILDDIR := build/$(BUILD)
+CC ?= cc
+
+CSTD := -std=c17 -D_GNU_SOURCE
+WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+INCLUDES := -Iinclude -Isrc
+LIBS := -ljansson -lpcre2-8 -lmicrohttpd -lpthread -lm
+
+ifeq ($(BUILD),release)
+  OPT := -O2 -g
+else ifeq ($(BUILD),debug)
+  OPT := -O0 -g3
+else ifeq ($(BUILD),asan)
+  OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+         -fno-sanitize-recover=all
+  LDOPT := -fsanitize=address,undefined
+else
+  $(error unknown BUILD=$(BUILD): use release, debug or asan)
+endif
+
+CFLAGS += $(CSTD) $(WARN) $(OPT) $(INCLUDES) -MMD -MP
+LDFLAGS += $(LDOPT)
+
+LIB_SRCS := $(sort $(wildcard src/*.c src/kernels/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILDDIR)/%.o)
+TOOL_SRCS := $(sort $(wildcard tools/cli/*.c tools/server/*.c))
+TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILDDIR)/%.o)
+NUCLEUS := $(BUILDDIR)/nucleus
+
+# Each module's fragment adds its unit tests: UNIT_TESTS += name, and
+# name_DEPS := the src/ objects it links (so one module's work in progress
+# never blocks another's tests). Per-file SIMD flags live there too.
+UNIT_TESTS :=
+include $(sort $(wildcard mk/*.mk))
+
+UNIT_BINS := $(UNIT_TESTS:%=$(BUILDDIR)/tests/%)
+
+.PHONY: all test unit e2e model format clean run
+all: $(NUCLEUS)
+
+$(BUILDDIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CFLAGS_$(notdir $*)) -c $< -o $@
+
+$(BUILDDIR)/libnucleus.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(NUCLEUS): $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a
+	$(CC) $(LDFLAGS) $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a $(LIBS) -o $@
+
+.SECONDEXPANSION:
+$(BUILDDIR)/tests/%: tests/unit/%.c $$(patsubst %,$(BUILDDIR)/src/%.o,$$(%_DEPS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(patsubst %,$(BUILDDIR)/src/%.o,$($*_DEPS)) \
+	  $(LIBS) -lcmocka -o $@
+
+unit: $(UNIT_BINS) $(NUCLEUS)
+	@set -e; for t in $(UNIT_BINS); do \
+	  echo "== $$t"; NUCLEUS_MODEL=$(CURDIR)/models/SmolLM2-135M-Instruct.Q4_1.gguf \
+	  NUCLEUS_ROOT=$(CURDIR) $$t; done
+
+e2e: $(NUCLEUS) model
+	NUCLEUS_BIN=$(CURDIR)/$(NUCLEUS) python3 -m pytest -q tests/e2e
+
+model:
+	@scripts/fetch_model.sh
+
+test: model
+	$(MAKE) BUILD=release unit
+	$(MAKE) BUILD=asan unit
+	$(MAKE) BUILD=release e2e
+
+run: $(NUCLEUS) model
+	$(NUCLEUS) run -p "The three primary colors are" -n 64
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d)

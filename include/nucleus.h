@@ -1,0 +1,290 @@
+/* nucleus: an LLM inference engine in C. The public API.
+ *
+ * Every object is an opaque handle created by a *_create/_load function and
+ * released by its matching *_free/_destroy. Every fallible call returns a
+ * nucleus_status and, when given a nucleus_error, fills it with a message.
+ * Parameter structs come with a *_default_params() function: start from it.
+ */
+#ifndef NUCLEUS_H
+#define NUCLEUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum nucleus_status {
+  NUCLEUS_OK = 0,
+  NUCLEUS_ERR_IO,               /* file missing, unreadable, socket error */
+  NUCLEUS_ERR_FORMAT,           /* malformed model file or template */
+  NUCLEUS_ERR_UNSUPPORTED,      /* valid but not supported (arch, type) */
+  NUCLEUS_ERR_NOMEM,            /* allocation failed */
+  NUCLEUS_ERR_INVALID_ARGUMENT, /* bad parameter: message names it */
+  NUCLEUS_ERR_LIMIT,            /* a size, depth or context limit */
+  NUCLEUS_ERR_BUSY,             /* queue full: try again later */
+  NUCLEUS_ERR_CANCELLED,        /* cancelled by the caller */
+  NUCLEUS_ERR_INTERNAL,
+} nucleus_status;
+
+typedef struct nucleus_error {
+  nucleus_status code;
+  char message[512];
+} nucleus_error;
+
+const char *nucleus_status_name(nucleus_status code);
+
+/* Frees memory that the API returned to the caller (token arrays, strings). */
+void nucleus_free(void *ptr);
+
+/* ----------------------------------------------------------------- model */
+
+typedef struct nucleus_model nucleus_model;
+
+typedef struct nucleus_model_params {
+  int n_threads;              /* 0: all online cores */
+  bool reference_kernels;     /* force the plain-C kernels (for checking) */
+  const char *chat_template;  /* override the model's template (text), or NULL */
+} nucleus_model_params;
+
+nucleus_model_params nucleus_model_default_params(void);
+
+nucleus_status nucleus_model_load(const char *path,
+                                  const nucleus_model_params *params,
+                                  nucleus_model **out, nucleus_error *err);
+void nucleus_model_free(nucleus_model *model);
+
+/* Prints the metadata and the tensor table of a GGUF file (no weights read). */
+nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,
+                                       nucleus_error *err);
+
+int32_t nucleus_model_n_vocab(const nucleus_model *model);
+int32_t nucleus_model_n_ctx_train(const nucleus_model *model);
+const char *nucleus_model_name(const nucleus_model *model);
+const char *nucleus_model_arch(const nucleus_model *model);
+
+/* ------------------------------------------------------------- tokenizer */
+
+/* Tokenizes text (any bytes). add_special adds BOS/EOS as the model's
+ * metadata asks; parse_special turns special-token text into special tokens.
+ * *ids_out is allocated; release it with nucleus_free. */
+nucleus_status nucleus_tokenize(const nucleus_model *model, const char *text,
+                                size_t len, bool add_special,
+                                bool parse_special, int32_t **ids_out,
+                                size_t *n_out, nucleus_error *err);
+
+/* Decodes ids to text (NUL-terminated, *len_out without the NUL). */
+nucleus_status nucleus_detokenize(const nucleus_model *model,
+                                  const int32_t *ids, size_t n,
+                                  bool skip_special, char **text_out,
+                                  size_t *len_out, nucleus_error *err);
+
+/* The raw bytes of one token's piece (special tokens rendered as text). */
+nucleus_status nucleus_token_piece(const nucleus_model *model, int32_t id,
+                                   char *buf, size_t cap, size_t *len_out,
+                                   nucleus_error *err);
+
+bool nucleus_token_is_eog(const nucleus_model *model, int32_t id);
+int32_t nucleus_token_bos(const nucleus_model *model); /* -1 when none */
+
+/* --------------------------------------------------------- chat template */
+
+/* Renders the model's chat template (or params.chat_template) for a JSON
+ * array of messages ([{"role":..., "content":...}, ...]); tools_json may be
+ * NULL or a JSON array. The result is allocated; release with nucleus_free.
+ * Fails with a clear error when the model has no template. */
+nucleus_status nucleus_chat_render(const nucleus_model *model,
+                                   const char *messages_json,
+                                   const char *tools_json,
+                                   bool add_generation_prompt, char **out,
+                                   size_t *len_out, nucleus_error *err);
+
+/* ------------------------------------------------------ teacher forcing */
+
+/* Logits for every position of tokens (n * n_vocab floats into logits), as
+ * one sequence starting at position 0. use_cache = false recomputes each
+ * position from scratch without the KV cache (the reference mode). */
+nucleus_status nucleus_eval_logits(nucleus_model *model, const int32_t *tokens,
+                                   size_t n, bool use_cache, float *logits,
+                                   nucleus_error *err);
+
+/* ------------------------------------------------------------- sampling */
+
+typedef struct nucleus_logit_bias {
+  int32_t token;
+  float bias; /* clamped to [-100, 100] */
+} nucleus_logit_bias;
+
+typedef struct nucleus_sampling_params {
+  float temperature;        /* 1; 0 = greedy */
+  int32_t top_k;            /* 0 = off */
+  float top_p;              /* 1 = off */
+  float min_p;              /* 0 = off */
+  float typical_p;          /* 1 = off */
+  float repetition_penalty; /* 1 = off; over prompt and output */
+  float presence_penalty;   /* 0 = off; [-2, 2] */
+  float frequency_penalty;  /* 0 = off; [-2, 2] */
+  const nucleus_logit_bias *logit_bias;
+  size_t n_logit_bias;
+  const int32_t *allowed_tokens; /* NULL = all */
+  size_t n_allowed_tokens;
+  const int32_t *banned_tokens;
+  size_t n_banned_tokens;
+  bool has_seed;            /* false: a seed is drawn and reported back */
+  uint64_t seed;
+  bool logprobs;            /* report the chosen token's logprob */
+  int32_t top_logprobs;     /* 0..20 alternatives */
+  bool processed_logprobs;  /* from the processed distribution, not raw */
+} nucleus_sampling_params;
+
+nucleus_sampling_params nucleus_sampling_default_params(void);
+
+/* ------------------------------------------------------------- requests */
+
+typedef enum nucleus_finish_reason {
+  NUCLEUS_FINISH_NONE = 0,
+  NUCLEUS_FINISH_STOP,   /* eos/eog token, stop token id, stop string */
+  NUCLEUS_FINISH_LENGTH, /* max_tokens, or the context is full */
+  NUCLEUS_FINISH_ABORT,  /* cancelled, client gone, shutdown */
+  NUCLEUS_FINISH_ERROR,  /* the request could not run: see event.error */
+} nucleus_finish_reason;
+
+const char *nucleus_finish_reason_name(nucleus_finish_reason reason);
+
+#define NUCLEUS_MAX_STOP_STRINGS 16
+#define NUCLEUS_MAX_STOP_STRING_BYTES 512
+#define NUCLEUS_MAX_TOP_LOGPROBS 20
+
+typedef struct nucleus_request_params {
+  nucleus_sampling_params sampling;
+  int32_t max_tokens;  /* -1: until the context is full */
+  int32_t min_tokens;  /* eog and stop tokens are masked until reached */
+  bool ignore_eos;
+  const char *const *stop; /* stop strings */
+  size_t n_stop;
+  const int32_t *stop_token_ids;
+  size_t n_stop_token_ids;
+  bool include_stop_str_in_output;
+  bool skip_special_tokens; /* true by default */
+  int32_t n;                /* completions of one prompt, sharing its KV */
+  int32_t beam_width;       /* > 1: beam search (returns the best n beams) */
+  float length_penalty;     /* beam score = sum logprob / len^penalty */
+  bool early_stopping;
+} nucleus_request_params;
+
+nucleus_request_params nucleus_request_default_params(void);
+
+/* Validates every parameter against the model (token ids in range, ...). */
+nucleus_status nucleus_request_params_validate(
+    const nucleus_model *model, const nucleus_request_params *params,
+    nucleus_error *err);
+
+/* --------------------------------------------------------------- engine */
+
+typedef struct nucleus_engine nucleus_engine;
+typedef struct nucleus_request nucleus_request;
+
+typedef struct nucleus_engine_params {
+  int32_t n_ctx;            /* per-sequence context; 0 = model's (capped) */
+  int64_t kv_cache_tokens;  /* KV pool size in tokens; 0 = derive */
+  int32_t kv_block_tokens;  /* tokens per KV block (16) */
+  int32_t max_batch_tokens; /* token budget per step (chunked prefill) */
+  int32_t max_running;      /* sequences decoding at once */
+  int32_t max_queued;       /* waiting requests beyond which submit is busy */
+} nucleus_engine_params;
+
+nucleus_engine_params nucleus_engine_default_params(void);
+
+/* Starts the engine thread over a loaded model (which must outlive it). */
+nucleus_status nucleus_engine_create(nucleus_model *model,
+                                     const nucleus_engine_params *params,
+                                     nucleus_engine **out, nucleus_error *err);
+
+/* Aborts every request still running and joins the engine thread. */
+void nucleus_engine_destroy(nucleus_engine *engine);
+
+/* Thread-safe. The request handle is owned by the caller: release it with
+ * nucleus_request_release once done reading events. */
+nucleus_status nucleus_engine_submit(nucleus_engine *engine,
+                                     const int32_t *prompt, size_t n_prompt,
+                                     const nucleus_request_params *params,
+                                     nucleus_request **out,
+                                     nucleus_error *err);
+
+/* Thread-safe; the request ends with finish reason abort at the next step. */
+void nucleus_request_cancel(nucleus_request *request);
+void nucleus_request_release(nucleus_request *request);
+
+typedef enum nucleus_event_kind {
+  NUCLEUS_EVENT_TOKEN,  /* one generated token, with the text it released */
+  NUCLEUS_EVENT_FINISH, /* one completion (index) ended */
+  NUCLEUS_EVENT_DONE,   /* every completion ended: no more events */
+} nucleus_event_kind;
+
+typedef struct nucleus_token_logprob {
+  int32_t token;
+  float logprob;
+} nucleus_token_logprob;
+
+typedef struct nucleus_usage {
+  int32_t prompt_tokens;
+  int32_t completion_tokens;
+} nucleus_usage;
+
+typedef struct nucleus_timings {
+  double time_to_first_token_ms;
+  double prompt_tokens_per_s;
+  double generation_tokens_per_s;
+} nucleus_timings;
+
+/* Pointers inside an event stay valid until the next call to
+ * nucleus_request_next_event on the same request. */
+typedef struct nucleus_event {
+  nucleus_event_kind kind;
+  int32_t index; /* which completion (0..n-1) */
+  /* TOKEN */
+  int32_t token;
+  const char *text; /* text delta released by this token (may be empty) */
+  size_t text_len;
+  float logprob; /* when logprobs were asked for */
+  const nucleus_token_logprob *top_logprobs;
+  int32_t n_top_logprobs;
+  /* FINISH */
+  nucleus_finish_reason finish_reason;
+  const char *stop_string; /* the matched stop string, or NULL */
+  int32_t stop_token;      /* the matched stop/eog token, or -1 */
+  nucleus_error error;     /* for NUCLEUS_FINISH_ERROR */
+  /* FINISH and DONE */
+  nucleus_usage usage;
+  nucleus_timings timings;
+  uint64_t seed; /* the seed used (drawn from the OS when none was given) */
+} nucleus_event;
+
+/* Blocks up to timeout_ms (-1: forever) for the next event. Returns
+ * NUCLEUS_OK with *ev filled, or NUCLEUS_ERR_LIMIT on timeout. */
+nucleus_status nucleus_request_next_event(nucleus_request *request,
+                                          nucleus_event *ev, int timeout_ms);
+
+typedef struct nucleus_engine_stats {
+  int32_t queued;
+  int32_t running;
+  int64_t kv_blocks_used;
+  int64_t kv_blocks_free;
+  int64_t prompt_tokens_total;
+  int64_t generated_tokens_total;
+  int64_t steps_total;
+  int64_t preemptions_total;
+} nucleus_engine_stats;
+
+void nucleus_engine_get_stats(nucleus_engine *engine,
+                              nucleus_engine_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

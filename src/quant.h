@@ -1,0 +1,84 @@
+/* quant: tensor element types (ggml's ids and block layouts), conversions
+ * between f32 and half/bfloat16, dequantization of every supported type and
+ * quantization of activation rows to the dot partner formats (Q8_0, Q8_1,
+ * Q8_K), exactly as llama.cpp's reference C code rounds them. */
+#ifndef NC_QUANT_H
+#define NC_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum nc_type {
+  NC_TYPE_F32 = 0,
+  NC_TYPE_F16 = 1,
+  NC_TYPE_Q4_0 = 2,
+  NC_TYPE_Q4_1 = 3,
+  NC_TYPE_Q5_0 = 6,
+  NC_TYPE_Q5_1 = 7,
+  NC_TYPE_Q8_0 = 8,
+  NC_TYPE_Q8_1 = 9,
+  NC_TYPE_Q2_K = 10,
+  NC_TYPE_Q3_K = 11,
+  NC_TYPE_Q4_K = 12,
+  NC_TYPE_Q5_K = 13,
+  NC_TYPE_Q6_K = 14,
+  NC_TYPE_Q8_K = 15,
+  NC_TYPE_BF16 = 30,
+  NC_TYPE_COUNT = 43 /* ids below this are known to ggml (some removed) */
+} nc_type;
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK8_0 32
+#define QK8_1 32
+#define QK_K 256
+#define K_SCALE_SIZE 12
+
+typedef uint16_t nc_fp16;
+typedef uint16_t nc_bf16;
+
+/* Packed block layouts (byte-identical to ggml's). */
+typedef struct { nc_fp16 d; uint8_t qs[QK4_0 / 2]; } block_q4_0;
+typedef struct { nc_fp16 d, m; uint8_t qs[QK4_1 / 2]; } block_q4_1;
+typedef struct { nc_fp16 d; uint8_t qh[4]; uint8_t qs[QK5_0 / 2]; } block_q5_0;
+typedef struct { nc_fp16 d, m; uint8_t qh[4]; uint8_t qs[QK5_1 / 2]; } block_q5_1;
+typedef struct { nc_fp16 d; int8_t qs[QK8_0]; } block_q8_0;
+typedef struct { nc_fp16 d, s; int8_t qs[QK8_1]; } block_q8_1;
+typedef struct { uint8_t scales[QK_K / 16]; uint8_t qs[QK_K / 4]; nc_fp16 d, dmin; } block_q2_K;
+typedef struct { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; nc_fp16 d; } block_q3_K;
+typedef struct { nc_fp16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K / 2]; } block_q4_K;
+typedef struct { nc_fp16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; } block_q5_K;
+typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; nc_fp16 d; } block_q6_K;
+typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K;
+
+typedef struct nc_type_traits {
+  const char *name;      /* "Q4_1" */
+  int64_t block_size;    /* elements per block */
+  size_t type_size;      /* bytes per block */
+  bool supported;        /* we can dequantize and dot it */
+  nc_type vec_dot_type;  /* the activation format its dot expects */
+} nc_type_traits;
+
+/* NULL for an id ggml does not know (or that was removed). */
+const nc_type_traits *nc_type_traits_of(uint32_t type);
+const char *nc_type_name(uint32_t type); /* "?" when unknown */
+/* Bytes for a row of n elements; 0 if n is not a multiple of the block. */
+size_t nc_row_size(nc_type type, int64_t n);
+
+float nc_fp16_to_fp32(nc_fp16 h);
+nc_fp16 nc_fp32_to_fp16(float f);
+float nc_bf16_to_fp32(nc_bf16 h);
+nc_bf16 nc_fp32_to_bf16(float f);
+
+/* Dequantizes n elements (a multiple of the block size) of any supported
+ * type (F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, Q8_K). */
+void nc_dequantize_row(nc_type type, const void *src, float *dst, int64_t n);
+
+/* Quantizes an activation row to a dot partner format: Q8_0, Q8_1, Q8_K,
+ * F16, BF16 or F32 (copy). Reference rounding (llama.cpp's *_ref). */
+void nc_quantize_row(nc_type type, const float *src, void *dst, int64_t n);
+
+#endif

@@ -1,0 +1,47 @@
+/* nucleus: one binary, many subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+typedef struct command {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+  const char *help;
+} command;
+
+static const command COMMANDS[] = {
+    {"run", cmd_run, "generate a continuation of a prompt"},
+    {"chat", cmd_chat, "interactive chat with the model's template"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
+    {"info", cmd_info, "print a GGUF file's metadata and tensors"},
+    {"tokenize", cmd_tokenize, "print the token ids of a text"},
+    {"template", cmd_template, "render the chat template for messages"},
+    {"perplexity", cmd_perplexity, "perplexity of a text file"},
+    {"bench", cmd_bench, "prefill and decode speed"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: nucleus <command> [options]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+    fprintf(out, "  %-11s %s\n", COMMANDS[i].name, COMMANDS[i].help);
+  fprintf(out, "\nnucleus <command> --help for the command's options\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+      !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+    if (!strcmp(argv[1], COMMANDS[i].name))
+      return COMMANDS[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "nucleus: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
