@@ -10,7 +10,7 @@ BUILDDIR := build/$(BUILD)
 CC ?= cc
 
 CSTD := -std=c17 -D_GNU_SOURCE
-WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation
 INCLUDES := -Iinclude -Isrc
 LIBS := -ljansson -lpcre2-8 -lmicrohttpd -lpthread -lm
 
