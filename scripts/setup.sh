@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what building and testing nucleus needs on Debian 12:
+# compilers and libraries from Debian, test oracles/clients from PyPI,
+# and the default model. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+$SUDO apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+  build-essential clang-14 libclang-rt-14-dev pkg-config curl \
+  libjansson-dev libpcre2-dev libmicrohttpd-dev libcmocka-dev \
+  python3 python3-pip python3-venv >/dev/null
+
+# Python test oracles and clients. --break-system-packages lets this work
+# with Debian's own python3 (PEP 668) as well as with a pyenv python.
+PIP_FLAGS="--quiet --disable-pip-version-check"
+if python3 -m pip install --help 2>/dev/null | grep -q -- --break-system-packages; then
+  PIP_FLAGS="$PIP_FLAGS --break-system-packages"
+fi
+python3 -m pip install $PIP_FLAGS -r requirements-test.txt
+
+scripts/fetch_model.sh
