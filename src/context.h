@@ -1,0 +1,46 @@
+/* context: running a batch through the model. Owns the scratch buffers, the
+ * persistent thread pool and the matmul/attention dispatch; the arch file
+ * (arch_llama.c) describes the graph. The KV cache is the caller's. */
+#ifndef NC_CONTEXT_H
+#define NC_CONTEXT_H
+
+#include <stdint.h>
+
+#include "batch.h"
+#include "kv_cache.h"
+#include "model.h"
+#include "status.h"
+
+typedef struct nc_context nc_context;
+
+/* max_batch_tokens: the most entries one forward call may carry. */
+nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
+                          int32_t max_batch_tokens, nc_context **out,
+                          nc_error *err);
+void nc_context_free(nc_context *ctx);
+
+/* Runs a batch: a flat list of (seq, pos, token); several sequences and
+ * several tokens per sequence in one call. The positions of a sequence are
+ * consecutive, in order, and start at its current length; the caller has
+ * reserved KV space for them. Writes the logits of the rows with
+ * want_logits into logits ([rows, n_vocab], batch order) and advances each
+ * sequence's length. A row's logits are bit-identical whatever else shares
+ * the batch, the chunking of its prompt and the thread count. */
+nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
+                           float *logits, nc_error *err);
+
+int32_t nc_context_max_batch_tokens(const nc_context *ctx);
+const nucleus_model *nc_context_model(const nc_context *ctx);
+nc_kv_cache *nc_context_kv(nc_context *ctx);
+
+/* Reference: the logits of every position of tokens (one sequence from
+ * position 0), each position recomputed from scratch in a fresh contiguous
+ * cache (no state carried between positions). O(n^2). */
+nc_code nc_forward_nocache(const nucleus_model *m, const int32_t *tokens,
+                           int32_t n, float *logits_all, nc_error *err);
+/* The logits of the last position only, from scratch (one pass over the
+ * n tokens in a private one-block cache). */
+nc_code nc_forward_nocache_last(const nucleus_model *m, const int32_t *tokens,
+                                int32_t n, float *logits, nc_error *err);
+
+#endif

@@ -1,0 +1,80 @@
+/* kv_cache: the paged key/value cache.
+ *
+ * A pool of n_blocks fixed-size blocks (block_tokens positions each, 16 by
+ * default) is allocated at creation. Each block stores K and V of every
+ * layer for its positions, in F16 (as llama.cpp's default cache type: the
+ * match with llama.cpp is closer and the cache half the size of F32).
+ * Each sequence has a block table; blocks are refcounted so that forked
+ * sequences share their prefix. A shared block is copied (copy-on-write)
+ * only when a sequence is about to write into it, which can only be the
+ * partial last block: a fork never copies the whole prefix.
+ *
+ * A sequence's length is the number of positions whose K/V are written;
+ * nc_kv_seq_reserve makes room beyond it, the forward pass writes and then
+ * advances the length. */
+#ifndef NC_KV_CACHE_H
+#define NC_KV_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "quant.h"
+#include "status.h"
+
+typedef struct nc_kv_cache nc_kv_cache;
+
+nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
+                           int32_t block_tokens, int32_t max_seqs,
+                           nc_kv_cache **out, nc_error *err);
+void nc_kv_cache_free(nc_kv_cache *kv);
+
+/* A new empty sequence; -1 when max_seqs are live. */
+int32_t nc_kv_seq_new(nc_kv_cache *kv);
+/* Releases a sequence; its blocks return to the pool at once when no other
+ * sequence shares them. Ignores ids that are not live. */
+void nc_kv_seq_free(nc_kv_cache *kv, int32_t seq);
+/* A new sequence sharing all of src's blocks and length; -1 when max_seqs
+ * are live or src is not live. */
+int32_t nc_kv_seq_fork(nc_kv_cache *kv, int32_t src);
+/* Makes room for positions [0, n_tokens_total): allocates missing blocks and
+ * copies a shared block that will be written. All or nothing: NC_ERR_BUSY
+ * when the pool is short (nothing changes). */
+nc_code nc_kv_seq_reserve(nc_kv_cache *kv, int32_t seq, int32_t n_tokens_total,
+                          nc_error *err);
+/* Blocks nc_kv_seq_reserve would take from the pool (copy-on-write
+ * included); 0 when nothing is needed, -1 for a seq that is not live. */
+int64_t nc_kv_blocks_needed(const nc_kv_cache *kv, int32_t seq,
+                            int32_t n_tokens_total);
+/* Keeps positions [0, n_tokens); blocks past them are released. */
+void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens);
+/* Positions written (0 for a seq that is not live). */
+int32_t nc_kv_seq_len(const nc_kv_cache *kv, int32_t seq);
+/* Positions the sequence's reserved blocks can hold. */
+int32_t nc_kv_seq_capacity(const nc_kv_cache *kv, int32_t seq);
+bool nc_kv_seq_is_live(const nc_kv_cache *kv, int32_t seq);
+
+int64_t nc_kv_blocks_total(const nc_kv_cache *kv);
+int64_t nc_kv_blocks_free(const nc_kv_cache *kv);
+int64_t nc_kv_blocks_used(const nc_kv_cache *kv);
+int32_t nc_kv_block_tokens(const nc_kv_cache *kv);
+int32_t nc_kv_max_seqs(const nc_kv_cache *kv);
+size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens);
+
+/* ---- used by the forward pass */
+
+/* The K (or V) row of one layer at a position below the sequence's
+ * capacity: n_head_kv * head_dim (head_dim_v) halves. NULL when out of
+ * range. Positions of one block are contiguous. */
+nc_fp16 *nc_kv_k_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos);
+nc_fp16 *nc_kv_v_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos);
+const nc_fp16 *nc_kv_k_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+                             int32_t pos);
+const nc_fp16 *nc_kv_v_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+                             int32_t pos);
+/* Marks positions [0, n_tokens) written (n_tokens <= capacity). */
+void nc_kv_seq_set_len(nc_kv_cache *kv, int32_t seq, int32_t n_tokens);
+/* The refcount of the block holding pos (tests and diagnostics). */
+int32_t nc_kv_block_refcount(const nc_kv_cache *kv, int32_t seq, int32_t pos);
+
+#endif

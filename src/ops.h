@@ -1,0 +1,35 @@
+/* ops: plain-C element-wise and row operations of the forward pass, each
+ * rounding as ggml's CPU backend does. */
+#ifndef NC_OPS_H
+#define NC_OPS_H
+
+#include <stdint.h>
+
+/* y = (x / sqrt(mean(x^2) + eps)) * w; the sum of squares in double, the
+ * scale in float, the weight applied after (as ggml's rms_norm then mul).
+ * w may be NULL (no weight). y may alias x. */
+void nc_rmsnorm(const float *x, const float *w, float *y, int64_t n, float eps);
+
+/* The cos/sin table for one position: n_rot/2 pairs, theta built as ggml
+ * does (theta = pos, multiplied by theta_scale = base^(-2/n_rot) for each
+ * pair; divided by freq_factors[k] when given; times freq_scale). */
+void nc_rope_cache(int32_t pos, int32_t n_rot, float freq_base,
+                   float freq_scale, const float *freq_factors, float *cos_out,
+                   float *sin_out);
+/* Rotates n_heads heads of head_dim values in place with a cache from
+ * nc_rope_cache. NORMAL pairs (x[2k], x[2k+1]); NEOX pairs (x[k],
+ * x[k+n_rot/2]). Dimensions past n_rot are left alone. */
+void nc_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+                   int rope_type, const float *cos_c, const float *sin_c);
+
+/* In place: x = softmax(x) over n values (max subtracted, sum in double). */
+void nc_softmax(float *x, int64_t n);
+
+float nc_silu(float x);
+/* out = silu(gate) * up, n values (out may alias gate). */
+void nc_swiglu(const float *gate, const float *up, float *out, int64_t n);
+
+/* y += x */
+void nc_add(float *y, const float *x, int64_t n);
+
+#endif
