@@ -58,9 +58,9 @@ $(NUCLEUS): $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a
 	$(CC) $(LDFLAGS) $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a $(LIBS) -o $@
 
 .SECONDEXPANSION:
-$(BUILDDIR)/tests/%: tests/unit/%.c $$(patsubst %,$(BUILDDIR)/src/%.o,$$(%_DEPS))
+$(BUILDDIR)/tests/%: tests/unit/%.c $$(addprefix $(BUILDDIR)/src/,$$(addsuffix .o,$$($$*_DEPS)))
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(patsubst %,$(BUILDDIR)/src/%.o,$($*_DEPS)) \
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(addprefix $(BUILDDIR)/src/,$(addsuffix .o,$($*_DEPS))) \
 	  $(LIBS) -lcmocka -o $@
 
 unit: $(UNIT_BINS) $(NUCLEUS)

@@ -1,0 +1,3 @@
+# The engine: request lifecycle, stop strings, scheduler.
+UNIT_TESTS += test_stop_matcher
+test_stop_matcher_DEPS := status stop_matcher
