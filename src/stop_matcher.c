@@ -20,7 +20,8 @@ struct nc_stop_matcher {
 
 void nc_stop_matcher_free(nc_stop_matcher *m) {
   if (!m) return;
-  for (size_t i = 0; i < m->n_stops; i++) free(m->stops[i]);
+  for (size_t i = 0; i < m->n_stops; i++)
+    free(m->stops[i]);
   free(m->stops);
   free(m->stop_lens);
   free(m->pending);
@@ -64,7 +65,9 @@ nomem:
   return nc_fail(err, NC_ERR_NOMEM, "out of memory");
 }
 
-void nc_stop_matcher_arm(nc_stop_matcher *m, bool armed) { m->armed = armed; }
+void nc_stop_matcher_arm(nc_stop_matcher *m, bool armed) {
+  m->armed = armed;
+}
 
 const char *nc_stop_matcher_string(const nc_stop_matcher *m, int index) {
   if (index < 0 || (size_t)index >= m->n_stops) return NULL;
@@ -74,7 +77,8 @@ const char *nc_stop_matcher_string(const nc_stop_matcher *m, int index) {
 static bool reserve(char **buf, size_t *cap, size_t need) {
   if (need <= *cap) return true;
   size_t cap2 = *cap ? *cap : 64;
-  while (cap2 < need) cap2 *= 2;
+  while (cap2 < need)
+    cap2 *= 2;
   char *p = realloc(*buf, cap2);
   if (!p) return false;
   *buf = p;

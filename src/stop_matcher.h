@@ -31,9 +31,9 @@ void nc_stop_matcher_free(nc_stop_matcher *m);
  * hold-back still applies. Matchers start armed. */
 void nc_stop_matcher_arm(nc_stop_matcher *m, bool armed);
 
-/* Appends text; released (released_len bytes) is the text safe to emit now (valid
- * until the next call). Returns the index of the stop string that matched,
- * or -1. After a match, further pushes release nothing. */
+/* Appends text; released (released_len bytes) is the text safe to emit now
+ * (valid until the next call). Returns the index of the stop string that
+ * matched, or -1. After a match, further pushes release nothing. */
 int nc_stop_matcher_push(nc_stop_matcher *m, const char *text, size_t len,
                          const char **released, size_t *released_len);
 

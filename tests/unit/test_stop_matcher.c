@@ -31,8 +31,8 @@ static stream_result run_pieces(const char *const *stops, size_t n_stops,
   for (size_t i = 0; pieces[i] && r.match < 0; i++) {
     const char *out;
     size_t out_len;
-    r.match = nc_stop_matcher_push(m, pieces[i], strlen(pieces[i]), &out,
-                                   &out_len);
+    r.match =
+        nc_stop_matcher_push(m, pieces[i], strlen(pieces[i]), &out, &out_len);
     memcpy(r.text + r.len, out, out_len);
     r.len += out_len;
   }
@@ -133,7 +133,8 @@ static void test_invalid_stops_rejected(void **state) {
   assert_int_equal(nc_stop_matcher_create(bigs, 1, false, &m, &err),
                    NC_ERR_INVALID_ARGUMENT);
   const char *many[NUCLEUS_MAX_STOP_STRINGS + 1];
-  for (int i = 0; i <= NUCLEUS_MAX_STOP_STRINGS; i++) many[i] = "s";
+  for (int i = 0; i <= NUCLEUS_MAX_STOP_STRINGS; i++)
+    many[i] = "s";
   assert_int_equal(nc_stop_matcher_create(many, NUCLEUS_MAX_STOP_STRINGS + 1,
                                           false, &m, &err),
                    NC_ERR_INVALID_ARGUMENT);
@@ -176,14 +177,16 @@ static void test_property_random(void **state) {
   for (int iter = 0; iter < 3000; iter++) {
     char text[80];
     size_t n = 1 + RNG() % 60;
-    for (size_t i = 0; i < n; i++) text[i] = "abc"[RNG() % 3];
+    for (size_t i = 0; i < n; i++)
+      text[i] = "abc"[RNG() % 3];
     text[n] = '\0';
     char stop_buf[3][8];
     const char *stops[3];
     size_t n_stops = 1 + RNG() % 3;
     for (size_t s = 0; s < n_stops; s++) {
       size_t sl = 1 + RNG() % 5;
-      for (size_t i = 0; i < sl; i++) stop_buf[s][i] = "abc"[RNG() % 3];
+      for (size_t i = 0; i < sl; i++)
+        stop_buf[s][i] = "abc"[RNG() % 3];
       stop_buf[s][sl] = '\0';
       stops[s] = stop_buf[s];
     }
@@ -227,9 +230,11 @@ static void test_property_random(void **state) {
     stream_result r = run_pieces(stops, n_stops, include, pieces);
     if (strcmp(r.text, expect)) {
       fprintf(stderr, "text=%s include=%d stops:", text, include);
-      for (size_t s = 0; s < n_stops; s++) fprintf(stderr, " [%s]", stops[s]);
+      for (size_t s = 0; s < n_stops; s++)
+        fprintf(stderr, " [%s]", stops[s]);
       fprintf(stderr, " pieces:");
-      for (size_t i = 0; i < np; i++) fprintf(stderr, " [%s]", pieces[i]);
+      for (size_t i = 0; i < np; i++)
+        fprintf(stderr, " [%s]", pieces[i]);
       fprintf(stderr, "\n");
     }
     assert_string_equal(r.text, expect);
