@@ -13,11 +13,19 @@
  * to w's vec_dot_type; n elements. */
 typedef float (*nc_vec_dot_fn)(int64_t n, const void *w, const void *a);
 typedef void (*nc_quantize_fn)(const float *src, void *dst, int64_t n);
+/* Dots of one weight row with nrows activation rows (each quantized to w's
+ * vec_dot_type, a_stride bytes apart): out[r * out_stride] = the dot with
+ * row r. Batch invariance: each out value is bit-identical to vec_dot of
+ * the same table on that row alone, whatever nrows is. */
+typedef void (*nc_vec_dot_rows_fn)(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride);
 
 typedef struct nc_kernels {
-  const char *name; /* "ref", "avx2", "avx512" */
-  nc_vec_dot_fn vec_dot[NC_TYPE_COUNT];       /* indexed by weight type */
-  nc_quantize_fn quantize_act[NC_TYPE_COUNT]; /* indexed by vec_dot type */
+  const char *name;                               /* "ref", "avx2", "avx512" */
+  nc_vec_dot_fn vec_dot[NC_TYPE_COUNT];           /* indexed by weight type */
+  nc_vec_dot_rows_fn vec_dot_rows[NC_TYPE_COUNT]; /* same, many act rows */
+  nc_quantize_fn quantize_act[NC_TYPE_COUNT];     /* indexed by vec_dot type */
 } nc_kernels;
 
 const nc_kernels *nc_kernels_ref(void);

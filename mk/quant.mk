@@ -1,0 +1,4 @@
+# quant: tensor types, dequantization, activation quantization and the dot
+# kernels (src/quant*.c, src/kernels/).
+UNIT_TESTS += test_quant
+test_quant_DEPS := quant quant_dequant

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Regenerates tests/data/quant/: small golden files for test_quant and
+test_kernels.
+
+Oracles:
+  * dequantization: the PyPI package gguf (gguf.quants.dequantize), checked
+    against llama.cpp's own dequantize_row_* when llama-cpp-python is
+    installed (its libggml-base.so);
+  * activation quantization (Q8_0, Q8_1, Q8_K) and dot products: llama.cpp's
+    CPU backend (libggml-cpu.so from llama-cpp-python, a native build on an
+    x86 machine), i.e. the x86 quantize_row_q8_0/q8_1 and both the generic C
+    vec_dot (ggml_vec_dot_*_generic) and the SIMD one the backend dispatches
+    to. Without llama-cpp-python only the dequantization files are written.
+
+Files (all little-endian):
+  deq_<TYPE>.bin   4 blocks (64 elements for F16/BF16) of raw bytes, then
+                   their dequantized values as f32
+  act.f32          1024 f32 activation values (the second half holds exact
+                   .5 rounding ties)
+  act_<Q>.bin      llama.cpp's quantization of act.f32 to Q8_0, Q8_1, Q8_K,
+                   F16, BF16
+  dot_<TYPE>.bin   one weight row of n = 512 elements (raw bytes), then two
+                   f32: llama.cpp's generic C dot and its SIMD dot with
+                   act_<vec_dot_type>.bin (first 512 elements); for F32/F16/
+                   BF16 both values are the SIMD dot
+Usage: scripts/gen_quant_golden.py [outdir]
+"""
+import ctypes
+import os
+import sys
+
+import numpy as np
+from gguf import GGMLQuantizationType as T
+from gguf import quants
+from gguf.constants import GGML_QUANT_SIZES
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "quant")
+
+WEIGHT_TYPES = ["F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",
+                "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+# byte offsets of the fp16 scale fields in each block
+HALF_FIELDS = {
+    "Q4_0": [0], "Q4_1": [0, 2], "Q5_0": [0], "Q5_1": [0, 2], "Q8_0": [0],
+    "Q2_K": [80, 82], "Q3_K": [108], "Q4_K": [0, 2], "Q5_K": [0, 2],
+    "Q6_K": [208],
+}
+VEC_DOT_TYPE = {
+    "F32": "F32", "F16": "F16", "BF16": "BF16", "Q4_0": "Q8_0",
+    "Q4_1": "Q8_1", "Q5_0": "Q8_0", "Q5_1": "Q8_1", "Q8_0": "Q8_0",
+    "Q2_K": "Q8_K", "Q3_K": "Q8_K", "Q4_K": "Q8_K", "Q5_K": "Q8_K",
+    "Q6_K": "Q8_K",
+}
+GENERIC = {
+    "Q4_0": "ggml_vec_dot_q4_0_q8_0_generic",
+    "Q4_1": "ggml_vec_dot_q4_1_q8_1_generic",
+    "Q5_0": "ggml_vec_dot_q5_0_q8_0_generic",
+    "Q5_1": "ggml_vec_dot_q5_1_q8_1_generic",
+    "Q8_0": "ggml_vec_dot_q8_0_q8_0_generic",
+    "Q2_K": "ggml_vec_dot_q2_K_q8_K_generic",
+    "Q3_K": "ggml_vec_dot_q3_K_q8_K_generic",
+    "Q4_K": "ggml_vec_dot_q4_K_q8_K_generic",
+    "Q5_K": "ggml_vec_dot_q5_K_q8_K_generic",
+    "Q6_K": "ggml_vec_dot_q6_K_q8_K_generic",
+}
+N_DOT = 512
+
+
+def sizes(name):
+    # gguf-py still lists Q8_1 with f32 d and s (40 bytes); ggml's is 36
+    if name == "Q8_1":
+        return 32, 36
+    return GGML_QUANT_SIZES[T[name]]
+
+
+def random_blocks(name, nblocks, rng):
+    """Random but valid blocks: random bytes, finite fp16 scales (one of them
+    a half subnormal, to exercise that path)."""
+    if name in ("F16", "BF16", "F32"):
+        vals = (rng.standard_normal(nblocks) * 2).astype(np.float32)
+        if name == "F32":
+            return vals.view(np.uint8)
+        if name == "F16":
+            vals[3] = np.float32(3e-6)  # half subnormal
+            return vals.astype(np.float16).view(np.uint8)
+        return quants.quantize(vals, T.BF16).view(np.uint8).reshape(-1)
+    bs, ts = sizes(name)
+    raw = rng.integers(0, 256, size=(nblocks, ts), dtype=np.uint8)
+    for b in range(nblocks):
+        for k, off in enumerate(HALF_FIELDS[name]):
+            v = np.float16(rng.standard_normal() * 0.02)
+            if b == 1 and k == 0:
+                v = np.array([0x0203], dtype=np.uint16).view(np.float16)[0]
+            raw[b, off:off + 2] = np.array([v], dtype=np.float16).view(np.uint8)
+    return raw.reshape(-1)
+
+
+def load_ggml():
+    try:
+        import llama_cpp
+    except ImportError:
+        return None, None
+    lib = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
+    base = ctypes.CDLL(os.path.join(lib, "libggml-base.so"))
+    cpu = ctypes.CDLL(os.path.join(lib, "libggml-cpu.so"))
+    cpu.ggml_cpu_init()
+    return base, cpu
+
+
+class TraitsCpu(ctypes.Structure):
+    _fields_ = [("from_float", ctypes.c_void_p), ("vec_dot", ctypes.c_void_p),
+                ("vec_dot_type", ctypes.c_int), ("nrows", ctypes.c_int64)]
+
+
+FROM_FLOAT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_int64)
+VEC_DOT = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.POINTER(ctypes.c_float),
+                           ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+                           ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+
+
+def cpu_traits(cpu, name):
+    cpu.ggml_get_type_traits_cpu.restype = ctypes.POINTER(TraitsCpu)
+    return cpu.ggml_get_type_traits_cpu(int(T[name])).contents
+
+
+def ptr(a):
+    return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def ggml_quantize(cpu, name, x):
+    bs, ts = sizes(name)
+    out = np.zeros(len(x) // bs * ts, dtype=np.uint8)
+    FROM_FLOAT(cpu_traits(cpu, name).from_float)(ptr(x), ptr(out), len(x))
+    return out
+
+
+def ggml_dot(fn_addr, n, w, a):
+    s = ctypes.c_float(0)
+    VEC_DOT(fn_addr)(n, ctypes.byref(s), 0, ptr(w), 0, ptr(a), 0, 1)
+    return s.value
+
+
+def activation(rng):
+    i = np.arange(512, dtype=np.float32)
+    first = (0.1 + 2 * np.cos(i + 0.25) + 0.3 * rng.standard_normal(512))
+    # exact ties: blocks of 32 whose amax is 127 (id = 1), values k + 0.5
+    ties = rng.integers(-120, 120, size=512).astype(np.float32) + 0.5
+    ties[::32] = 127.0
+    ties[16::64] = -127.0
+    return np.concatenate([first, ties]).astype(np.float32)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    rng = np.random.default_rng(20261129)
+    base, cpu = load_ggml()
+
+    for name in WEIGHT_TYPES:
+        nb = 64 if name in ("F16", "BF16") else 4
+        raw = random_blocks(name, nb, rng)
+        deq = quants.dequantize(raw, T[name]).astype(np.float32).reshape(-1)
+        if base is not None and name not in ("F16", "BF16"):
+            fn = getattr(base, "dequantize_row_" + name.lower().replace(
+                "_k", "_K"))
+            ref = np.zeros_like(deq)
+            fn(ptr(raw), ptr(ref), ctypes.c_int64(len(deq)))
+            assert ref.view(np.uint32).tolist() == deq.view(
+                np.uint32).tolist(), name + ": gguf and ggml disagree"
+        with open(os.path.join(OUT, "deq_%s.bin" % name), "wb") as f:
+            f.write(raw.tobytes())
+            f.write(deq.astype("<f4").tobytes())
+
+    if cpu is None:
+        print("llama-cpp-python missing: wrote dequantization goldens only")
+        return
+
+    act = activation(rng)
+    act.astype("<f4").tofile(os.path.join(OUT, "act.f32"))
+    qact = {}
+    for q in ("Q8_0", "Q8_1", "Q8_K", "F16", "BF16"):
+        qact[q] = ggml_quantize(cpu, q, act)
+        qact[q].tofile(os.path.join(OUT, "act_%s.bin" % q))
+    qact["F32"] = act.view(np.uint8)
+
+    for name in ["F32"] + WEIGHT_TYPES:
+        bs, ts = sizes(name)
+        w = random_blocks(name, N_DOT // bs, rng)
+        a = qact[VEC_DOT_TYPE[name]]
+        simd = ggml_dot(cpu_traits(cpu, name).vec_dot, N_DOT, w, a)
+        if name in GENERIC:
+            addr = ctypes.cast(getattr(cpu, GENERIC[name]),
+                               ctypes.c_void_p).value
+            gen = ggml_dot(addr, N_DOT, w, a)
+        else:
+            gen = simd
+        with open(os.path.join(OUT, "dot_%s.bin" % name), "wb") as f:
+            f.write(w.tobytes())
+            f.write(np.array([gen, simd], dtype="<f4").tobytes())
+        print("%-5s generic %.9g simd %.9g" % (name, gen, simd))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,378 @@
+/* ref: plain-C dot kernels, the reference every SIMD table is tested
+ * against. Each follows the arithmetic of ggml's generic C kernel for the
+ * same pair (integer sums per block, float scaling, same accumulation
+ * order); the F32/F16/BF16 dots accumulate f32 products in double. */
+#include <string.h>
+
+#include "kernels.h"
+
+#define H2F(x) nc_fp16_to_fp32(x)
+
+static float dot_f32(int64_t n, const void *vw, const void *va) {
+  const float *w = vw, *a = va;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++)
+    sum += (double)(w[i] * a[i]);
+  return (float)sum;
+}
+
+static float dot_f16(int64_t n, const void *vw, const void *va) {
+  const nc_fp16 *w = vw, *a = va;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++)
+    sum += (double)(nc_fp16_to_fp32(w[i]) * nc_fp16_to_fp32(a[i]));
+  return (float)sum;
+}
+
+static float dot_bf16(int64_t n, const void *vw, const void *va) {
+  const nc_bf16 *w = vw, *a = va;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++)
+    sum += (double)(nc_bf16_to_fp32(w[i]) * nc_bf16_to_fp32(a[i]));
+  return (float)sum;
+}
+
+static float dot_q4_0(int64_t n, const void *vw, const void *va) {
+  const block_q4_0 *x = vw;
+  const block_q8_0 *y = va;
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK8_0; i++) {
+    int s0 = 0, s1 = 0;
+    for (int j = 0; j < QK8_0 / 2; j++) {
+      s0 += ((x[i].qs[j] & 0x0f) - 8) * y[i].qs[j];
+      s1 += ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + QK8_0 / 2];
+    }
+    sumf += (float)(s0 + s1) * H2F(x[i].d) * H2F(y[i].d);
+  }
+  return sumf;
+}
+
+static float dot_q4_1(int64_t n, const void *vw, const void *va) {
+  const block_q4_1 *x = vw;
+  const block_q8_1 *y = va;
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK8_1; i++) {
+    int s0 = 0, s1 = 0;
+    for (int j = 0; j < QK8_1 / 2; j++) {
+      s0 += (x[i].qs[j] & 0x0f) * y[i].qs[j];
+      s1 += (x[i].qs[j] >> 4) * y[i].qs[j + QK8_1 / 2];
+    }
+    sumf += (H2F(x[i].d) * H2F(y[i].d)) * (float)(s0 + s1) +
+            H2F(x[i].m) * H2F(y[i].s);
+  }
+  return sumf;
+}
+
+static uint32_t load_u32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static float dot_q5_0(int64_t n, const void *vw, const void *va) {
+  const block_q5_0 *x = vw;
+  const block_q8_0 *y = va;
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK8_0; i++) {
+    const uint32_t qh = load_u32(x[i].qh);
+    int s0 = 0, s1 = 0;
+    for (int j = 0; j < QK8_0 / 2; j++) {
+      int lo = ((x[i].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4)) - 16;
+      int hi = ((x[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4)) - 16;
+      s0 += lo * y[i].qs[j];
+      s1 += hi * y[i].qs[j + QK8_0 / 2];
+    }
+    sumf += (H2F(x[i].d) * H2F(y[i].d)) * (float)(s0 + s1);
+  }
+  return sumf;
+}
+
+static float dot_q5_1(int64_t n, const void *vw, const void *va) {
+  const block_q5_1 *x = vw;
+  const block_q8_1 *y = va;
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK8_1; i++) {
+    const uint32_t qh = load_u32(x[i].qh);
+    int s0 = 0, s1 = 0;
+    for (int j = 0; j < QK8_1 / 2; j++) {
+      int lo = (x[i].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4);
+      int hi = (x[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+      s0 += lo * y[i].qs[j];
+      s1 += hi * y[i].qs[j + QK8_1 / 2];
+    }
+    sumf += (H2F(x[i].d) * H2F(y[i].d)) * (float)(s0 + s1) +
+            H2F(x[i].m) * H2F(y[i].s);
+  }
+  return sumf;
+}
+
+static float dot_q8_0(int64_t n, const void *vw, const void *va) {
+  const block_q8_0 *x = vw;
+  const block_q8_0 *y = va;
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK8_0; i++) {
+    int s = 0;
+    for (int j = 0; j < QK8_0; j++)
+      s += x[i].qs[j] * y[i].qs[j];
+    sumf += (float)s * (H2F(x[i].d) * H2F(y[i].d));
+  }
+  return sumf;
+}
+
+static float dot_q2_k(int64_t n, const void *vw, const void *va) {
+  const block_q2_K *x = vw;
+  const block_q8_K *y = va;
+  float sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    const uint8_t *q2 = x[i].qs;
+    const int8_t *q8 = y[i].qs;
+    const uint8_t *sc = x[i].scales;
+    int summs = 0;
+    for (int j = 0; j < 16; j++)
+      summs += y[i].bsums[j] * (sc[j] >> 4);
+    const float dall = y[i].d * H2F(x[i].d);
+    const float dmin = y[i].d * H2F(x[i].dmin);
+    int isum = 0, is = 0;
+    for (int k = 0; k < QK_K / 128; k++, q2 += 32) {
+      for (int shift = 0; shift < 8; shift += 2, q8 += 32) {
+        for (int half = 0; half < 2; half++) {
+          int d = sc[is++] & 0x0f, s = 0;
+          for (int l = 16 * half; l < 16 * half + 16; l++)
+            s += q8[l] * ((q2[l] >> shift) & 3);
+          isum += d * s;
+        }
+      }
+    }
+    sumf += dall * (float)isum - dmin * (float)summs;
+  }
+  return sumf;
+}
+
+/* The K-quant kernels below keep ggml's eight int32 lanes (element index
+ * mod 8) per block and eight float partial sums across blocks. */
+
+static float dot_q3_k(int64_t n, const void *vw, const void *va) {
+  const block_q3_K *x = vw;
+  const block_q8_K *y = va;
+  float sums[8] = {0};
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int8_t q[QK_K];
+    const uint8_t *q3 = x[i].qs;
+    int8_t *a = q;
+    uint8_t m = 1;
+    for (int j = 0; j < QK_K; j += 128, q3 += 32)
+      for (int shift = 0; shift < 8; shift += 2, m <<= 1, a += 32)
+        for (int l = 0; l < 32; l++)
+          a[l] = (int8_t)(((q3[l] >> shift) & 3) - (x[i].hmask[l] & m ? 0 : 4));
+    int sc[16];
+    for (int k = 0; k < 16; k++) {
+      int lo = k < 8 ? (x[i].scales[k] & 0x0f) : (x[i].scales[k - 8] >> 4);
+      int hi = (x[i].scales[8 + k % 4] >> (2 * (k / 4))) & 3;
+      sc[k] = (lo | (hi << 4)) - 32;
+    }
+    int32_t lane[8] = {0};
+    for (int e = 0; e < QK_K; e++)
+      lane[e % 8] += sc[e / 16] * (y[i].qs[e] * q[e]);
+    const float d = H2F(x[i].d) * y[i].d;
+    for (int l = 0; l < 8; l++)
+      sums[l] += d * (float)lane[l];
+  }
+  float sumf = 0.0f;
+  for (int l = 0; l < 8; l++)
+    sumf += sums[l];
+  return sumf;
+}
+
+/* Scales and mins of the 8 sub-blocks of Q4_K/Q5_K. */
+static void k4_scales(const uint8_t *q, uint8_t sc[8], uint8_t mn[8]) {
+  for (int j = 0; j < 8; j++) {
+    if (j < 4) {
+      sc[j] = q[j] & 63;
+      mn[j] = q[j + 4] & 63;
+    } else {
+      sc[j] = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+      mn[j] = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+  }
+}
+
+/* Shared tail of Q4_K/Q5_K: q holds the 256 unsigned quants. */
+static void k4_block(const int8_t *q, const uint8_t *scales, nc_fp16 xd,
+                     nc_fp16 xdmin, const block_q8_K *y, float sums[8],
+                     float *sumf) {
+  uint8_t sc[8], mn[8];
+  k4_scales(scales, sc, mn);
+  int sumi = 0;
+  for (int j = 0; j < QK_K / 16; j++)
+    sumi += y->bsums[j] * mn[j / 2];
+  int32_t lane[8] = {0};
+  for (int e = 0; e < QK_K; e++)
+    lane[e % 8] += sc[e / 32] * (y->qs[e] * q[e]);
+  const float d = H2F(xd) * y->d;
+  for (int l = 0; l < 8; l++)
+    sums[l] += d * (float)lane[l];
+  const float dmin = H2F(xdmin) * y->d;
+  *sumf -= dmin * (float)sumi;
+}
+
+static float dot_q4_k(int64_t n, const void *vw, const void *va) {
+  const block_q4_K *x = vw;
+  const block_q8_K *y = va;
+  float sums[8] = {0}, sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int8_t q[QK_K];
+    for (int c = 0; c < 4; c++)
+      for (int l = 0; l < 32; l++) {
+        q[64 * c + l] = (int8_t)(x[i].qs[32 * c + l] & 0x0f);
+        q[64 * c + 32 + l] = (int8_t)(x[i].qs[32 * c + l] >> 4);
+      }
+    k4_block(q, x[i].scales, x[i].d, x[i].dmin, &y[i], sums, &sumf);
+  }
+  for (int l = 0; l < 8; l++)
+    sumf += sums[l];
+  return sumf;
+}
+
+static float dot_q5_k(int64_t n, const void *vw, const void *va) {
+  const block_q5_K *x = vw;
+  const block_q8_K *y = va;
+  float sums[8] = {0}, sumf = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int8_t q[QK_K];
+    for (int c = 0; c < 4; c++)
+      for (int l = 0; l < 32; l++) {
+        uint8_t b = x[i].qs[32 * c + l], h = x[i].qh[l];
+        q[64 * c + l] = (int8_t)((b & 0x0f) + ((h >> (2 * c)) & 1) * 16);
+        q[64 * c + 32 + l] = (int8_t)((b >> 4) + ((h >> (2 * c + 1)) & 1) * 16);
+      }
+    k4_block(q, x[i].scales, x[i].d, x[i].dmin, &y[i], sums, &sumf);
+  }
+  for (int l = 0; l < 8; l++)
+    sumf += sums[l];
+  return sumf;
+}
+
+static float dot_q6_k(int64_t n, const void *vw, const void *va) {
+  const block_q6_K *x = vw;
+  const block_q8_K *y = va;
+  float sums[8] = {0};
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int8_t q[QK_K];
+    const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+    for (int h = 0; h < QK_K; h += 128, ql += 64, qh += 32)
+      for (int l = 0; l < 32; l++) {
+        q[h + l] = (int8_t)(((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32);
+        q[h + l + 32] =
+            (int8_t)(((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32);
+        q[h + l + 64] =
+            (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+        q[h + l + 96] =
+            (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+      }
+    int32_t lane[8] = {0};
+    for (int e = 0; e < QK_K; e++)
+      lane[e % 8] += x[i].scales[e / 16] * (y[i].qs[e] * q[e]);
+    const float d = H2F(x[i].d) * y[i].d;
+    for (int l = 0; l < 8; l++)
+      sums[l] += d * (float)lane[l];
+  }
+  float sumf = 0.0f;
+  for (int l = 0; l < 8; l++)
+    sumf += sums[l];
+  return sumf;
+}
+
+/* Multi-row entry points: a loop over the single-row kernel, so they are
+ * trivially batch invariant. */
+#define ROWS(fn)                                                               \
+  static void fn##_rows(int64_t n, const void *w, const void *a,               \
+                        size_t a_stride, int nrows, float *out,                \
+                        size_t out_stride) {                                   \
+    const char *ap = a;                                                        \
+    for (int r = 0; r < nrows; r++)                                            \
+      out[(size_t)r * out_stride] = fn(n, w, ap + (size_t)r * a_stride);       \
+  }
+ROWS(dot_f32)
+ROWS(dot_f16)
+ROWS(dot_bf16)
+ROWS(dot_q4_0)
+ROWS(dot_q4_1)
+ROWS(dot_q5_0)
+ROWS(dot_q5_1)
+ROWS(dot_q8_0)
+ROWS(dot_q2_k)
+ROWS(dot_q3_k)
+ROWS(dot_q4_k)
+ROWS(dot_q5_k)
+ROWS(dot_q6_k)
+#undef ROWS
+
+static void quant_f32(const float *src, void *dst, int64_t n) {
+  nc_quantize_row(NC_TYPE_F32, src, dst, n);
+}
+static void quant_f16(const float *src, void *dst, int64_t n) {
+  nc_quantize_row(NC_TYPE_F16, src, dst, n);
+}
+static void quant_bf16(const float *src, void *dst, int64_t n) {
+  nc_quantize_row(NC_TYPE_BF16, src, dst, n);
+}
+static void quant_q8_0(const float *src, void *dst, int64_t n) {
+  nc_quantize_row(NC_TYPE_Q8_0, src, dst, n);
+}
+static void quant_q8_1(const float *src, void *dst, int64_t n) {
+  nc_quantize_row(NC_TYPE_Q8_1, src, dst, n);
+}
+static void quant_q8_k(const float *src, void *dst, int64_t n) {
+  nc_quantize_row(NC_TYPE_Q8_K, src, dst, n);
+}
+
+#define ENTRY(t, fn) [t] = fn
+static const nc_kernels k_ref = {
+    .name = "ref",
+    .vec_dot =
+        {
+            ENTRY(NC_TYPE_F32, dot_f32),
+            ENTRY(NC_TYPE_F16, dot_f16),
+            ENTRY(NC_TYPE_BF16, dot_bf16),
+            ENTRY(NC_TYPE_Q4_0, dot_q4_0),
+            ENTRY(NC_TYPE_Q4_1, dot_q4_1),
+            ENTRY(NC_TYPE_Q5_0, dot_q5_0),
+            ENTRY(NC_TYPE_Q5_1, dot_q5_1),
+            ENTRY(NC_TYPE_Q8_0, dot_q8_0),
+            ENTRY(NC_TYPE_Q2_K, dot_q2_k),
+            ENTRY(NC_TYPE_Q3_K, dot_q3_k),
+            ENTRY(NC_TYPE_Q4_K, dot_q4_k),
+            ENTRY(NC_TYPE_Q5_K, dot_q5_k),
+            ENTRY(NC_TYPE_Q6_K, dot_q6_k),
+        },
+    .vec_dot_rows =
+        {
+            ENTRY(NC_TYPE_F32, dot_f32_rows),
+            ENTRY(NC_TYPE_F16, dot_f16_rows),
+            ENTRY(NC_TYPE_BF16, dot_bf16_rows),
+            ENTRY(NC_TYPE_Q4_0, dot_q4_0_rows),
+            ENTRY(NC_TYPE_Q4_1, dot_q4_1_rows),
+            ENTRY(NC_TYPE_Q5_0, dot_q5_0_rows),
+            ENTRY(NC_TYPE_Q5_1, dot_q5_1_rows),
+            ENTRY(NC_TYPE_Q8_0, dot_q8_0_rows),
+            ENTRY(NC_TYPE_Q2_K, dot_q2_k_rows),
+            ENTRY(NC_TYPE_Q3_K, dot_q3_k_rows),
+            ENTRY(NC_TYPE_Q4_K, dot_q4_k_rows),
+            ENTRY(NC_TYPE_Q5_K, dot_q5_k_rows),
+            ENTRY(NC_TYPE_Q6_K, dot_q6_k_rows),
+        },
+    .quantize_act =
+        {
+            ENTRY(NC_TYPE_F32, quant_f32),
+            ENTRY(NC_TYPE_F16, quant_f16),
+            ENTRY(NC_TYPE_BF16, quant_bf16),
+            ENTRY(NC_TYPE_Q8_0, quant_q8_0),
+            ENTRY(NC_TYPE_Q8_1, quant_q8_1),
+            ENTRY(NC_TYPE_Q8_K, quant_q8_k),
+        },
+};
+#undef ENTRY
+
+const nc_kernels *nc_kernels_ref(void) {
+  return &k_ref;
+}

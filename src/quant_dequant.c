@@ -1,0 +1,238 @@
+/* quant_dequant: block -> f32 for every supported type. Each formula and its
+ * float operation order follow ggml's dequantize_row_* so results are bit
+ * for bit the same (this file is compiled without FMA contraction). */
+#include <string.h>
+
+#include "quant.h"
+
+#define H2F(x) nc_fp16_to_fp32(x)
+
+static void deq_q4_0(const block_q4_0 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK4_0) {
+    const float d = H2F(x[i].d);
+    for (int j = 0; j < QK4_0 / 2; j++) {
+      y[j] = (float)((x[i].qs[j] & 0x0f) - 8) * d;
+      y[j + QK4_0 / 2] = (float)((x[i].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+static void deq_q4_1(const block_q4_1 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK4_1) {
+    const float d = H2F(x[i].d), m = H2F(x[i].m);
+    for (int j = 0; j < QK4_1 / 2; j++) {
+      y[j] = (float)(x[i].qs[j] & 0x0f) * d + m;
+      y[j + QK4_1 / 2] = (float)(x[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+static uint32_t load_u32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static void deq_q5_0(const block_q5_0 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK5_0) {
+    const float d = H2F(x[i].d);
+    const uint32_t qh = load_u32(x[i].qh);
+    for (int j = 0; j < QK5_0 / 2; j++) {
+      int lo = (x[i].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4);
+      int hi = (x[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+      y[j] = (float)(lo - 16) * d;
+      y[j + QK5_0 / 2] = (float)(hi - 16) * d;
+    }
+  }
+}
+
+static void deq_q5_1(const block_q5_1 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK5_1) {
+    const float d = H2F(x[i].d), m = H2F(x[i].m);
+    const uint32_t qh = load_u32(x[i].qh);
+    for (int j = 0; j < QK5_1 / 2; j++) {
+      int lo = (x[i].qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4);
+      int hi = (x[i].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+      y[j] = (float)lo * d + m;
+      y[j + QK5_1 / 2] = (float)hi * d + m;
+    }
+  }
+}
+
+static void deq_q8_0(const block_q8_0 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK8_0) {
+    const float d = H2F(x[i].d);
+    for (int j = 0; j < QK8_0; j++)
+      y[j] = (float)x[i].qs[j] * d;
+  }
+}
+
+static void deq_q8_1(const block_q8_1 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK8_1) {
+    const float d = H2F(x[i].d);
+    for (int j = 0; j < QK8_1; j++)
+      y[j] = (float)x[i].qs[j] * d;
+  }
+}
+
+static void deq_q2_k(const block_q2_K *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++) {
+    const float d = H2F(x[i].d), dmin = H2F(x[i].dmin);
+    const uint8_t *q = x[i].qs;
+    int is = 0;
+    for (int n = 0; n < QK_K; n += 128, q += 32) {
+      for (int shift = 0; shift < 8; shift += 2) {
+        for (int half = 0; half < 2; half++) {
+          uint8_t sc = x[i].scales[is++];
+          const float dl = d * (float)(sc & 0x0f), ml = dmin * (float)(sc >> 4);
+          for (int l = 0; l < 16; l++)
+            *y++ = dl * (float)((q[16 * half + l] >> shift) & 3) - ml;
+        }
+      }
+    }
+  }
+}
+
+/* The 16 six-bit scales of Q3_K, still biased by 32. */
+static void q3k_scales(const uint8_t s[12], int out[16]) {
+  for (int i = 0; i < 16; i++) {
+    int lo = i < 8 ? (s[i] & 0x0f) : (s[i - 8] >> 4);
+    int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+    out[i] = lo | (hi << 4);
+  }
+}
+
+static void deq_q3_k(const block_q3_K *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++) {
+    const float d_all = H2F(x[i].d);
+    int sc[16];
+    q3k_scales(x[i].scales, sc);
+    const uint8_t *q = x[i].qs;
+    uint8_t m = 1;
+    int is = 0;
+    for (int n = 0; n < QK_K; n += 128, q += 32) {
+      for (int shift = 0; shift < 8; shift += 2, m <<= 1) {
+        for (int half = 0; half < 2; half++) {
+          const float dl = d_all * (float)(sc[is++] - 32);
+          for (int l = 0; l < 16; l++) {
+            int v = (q[16 * half + l] >> shift) & 3;
+            if (!(x[i].hmask[16 * half + l] & m)) v -= 4;
+            *y++ = dl * (float)v;
+          }
+        }
+      }
+    }
+  }
+}
+
+/* Scale and min of sub-block j (0..7) of Q4_K/Q5_K. */
+static void k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+static void deq_q4_k(const block_q4_K *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++) {
+    const float d = H2F(x[i].d), min = H2F(x[i].dmin);
+    const uint8_t *q = x[i].qs;
+    for (int c = 0; c < 4; c++, q += 32) {
+      uint8_t sc, m;
+      k4_scale_min(2 * c, x[i].scales, &sc, &m);
+      const float d1 = d * (float)sc, m1 = min * (float)m;
+      k4_scale_min(2 * c + 1, x[i].scales, &sc, &m);
+      const float d2 = d * (float)sc, m2 = min * (float)m;
+      for (int l = 0; l < 32; l++)
+        *y++ = d1 * (float)(q[l] & 0x0f) - m1;
+      for (int l = 0; l < 32; l++)
+        *y++ = d2 * (float)(q[l] >> 4) - m2;
+    }
+  }
+}
+
+static void deq_q5_k(const block_q5_K *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++) {
+    const float d = H2F(x[i].d), min = H2F(x[i].dmin);
+    const uint8_t *ql = x[i].qs, *qh = x[i].qh;
+    uint8_t u1 = 1, u2 = 2;
+    for (int c = 0; c < 4; c++, ql += 32, u1 <<= 2, u2 <<= 2) {
+      uint8_t sc, m;
+      k4_scale_min(2 * c, x[i].scales, &sc, &m);
+      const float d1 = d * (float)sc, m1 = min * (float)m;
+      k4_scale_min(2 * c + 1, x[i].scales, &sc, &m);
+      const float d2 = d * (float)sc, m2 = min * (float)m;
+      for (int l = 0; l < 32; l++)
+        *y++ = d1 * (float)((ql[l] & 0x0f) + (qh[l] & u1 ? 16 : 0)) - m1;
+      for (int l = 0; l < 32; l++)
+        *y++ = d2 * (float)((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+    }
+  }
+}
+
+static void deq_q6_k(const block_q6_K *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++) {
+    const float d = H2F(x[i].d);
+    const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+    const int8_t *sc = x[i].scales;
+    for (int n = 0; n < QK_K; n += 128, ql += 64, qh += 32, sc += 8) {
+      for (int l = 0; l < 32; l++) {
+        int is = l / 16;
+        int q1 = ((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        int q2 = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        y[n + l] = d * (float)sc[is] * (float)q1;
+        y[n + l + 32] = d * (float)sc[is + 2] * (float)q2;
+        y[n + l + 64] = d * (float)sc[is + 4] * (float)q3;
+        y[n + l + 96] = d * (float)sc[is + 6] * (float)q4;
+      }
+    }
+    y += QK_K;
+  }
+}
+
+static void deq_q8_k(const block_q8_K *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++)
+    for (int j = 0; j < QK_K; j++)
+      *y++ = x[i].d * (float)x[i].qs[j];
+}
+
+void nc_dequantize_row(nc_type type, const void *src, float *dst, int64_t n) {
+  const nc_type_traits *t = nc_type_traits_of((uint32_t)type);
+  if (!t || n <= 0) return;
+  const int64_t nb = n / t->block_size;
+  switch (type) {
+  case NC_TYPE_F32: memcpy(dst, src, (size_t)n * sizeof(float)); return;
+  case NC_TYPE_F16: {
+    const nc_fp16 *h = src;
+    for (int64_t i = 0; i < n; i++)
+      dst[i] = nc_fp16_to_fp32(h[i]);
+    return;
+  }
+  case NC_TYPE_BF16: {
+    const nc_bf16 *h = src;
+    for (int64_t i = 0; i < n; i++)
+      dst[i] = nc_bf16_to_fp32(h[i]);
+    return;
+  }
+  case NC_TYPE_Q4_0: deq_q4_0(src, dst, nb); return;
+  case NC_TYPE_Q4_1: deq_q4_1(src, dst, nb); return;
+  case NC_TYPE_Q5_0: deq_q5_0(src, dst, nb); return;
+  case NC_TYPE_Q5_1: deq_q5_1(src, dst, nb); return;
+  case NC_TYPE_Q8_0: deq_q8_0(src, dst, nb); return;
+  case NC_TYPE_Q8_1: deq_q8_1(src, dst, nb); return;
+  case NC_TYPE_Q2_K: deq_q2_k(src, dst, nb); return;
+  case NC_TYPE_Q3_K: deq_q3_k(src, dst, nb); return;
+  case NC_TYPE_Q4_K: deq_q4_k(src, dst, nb); return;
+  case NC_TYPE_Q5_K: deq_q5_k(src, dst, nb); return;
+  case NC_TYPE_Q6_K: deq_q6_k(src, dst, nb); return;
+  case NC_TYPE_Q8_K: deq_q8_k(src, dst, nb); return;
+  default: /* known but unsupported: defined output rather than garbage */
+    memset(dst, 0, (size_t)n * sizeof(float));
+    return;
+  }
+}
