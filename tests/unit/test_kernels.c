@@ -1,0 +1,357 @@
+/* kernels: every vec_dot of the reference table against llama.cpp's generic
+ * C kernel (bit for bit, goldens), against dequantize-then-double-dot, the
+ * multi-row entry points against the single-row ones (batch invariance),
+ * and every other table (SIMD) against ref. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/kernels.h"
+#include "quant_golden.h"
+
+enum { N_DOT = 512 };
+
+static const nc_type k_weight_types[] = {
+    NC_TYPE_F32,  NC_TYPE_F16,  NC_TYPE_BF16, NC_TYPE_Q4_0, NC_TYPE_Q4_1,
+    NC_TYPE_Q5_0, NC_TYPE_Q5_1, NC_TYPE_Q8_0, NC_TYPE_Q2_K, NC_TYPE_Q3_K,
+    NC_TYPE_Q4_K, NC_TYPE_Q5_K, NC_TYPE_Q6_K,
+};
+#define N_WEIGHT_TYPES (sizeof k_weight_types / sizeof k_weight_types[0])
+
+static uint32_t bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/* A small deterministic generator (xorshift64*), so tests need no state. */
+static uint64_t next_u64(uint64_t *s) {
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 0x2545F4914F6CDD1DULL;
+}
+
+static float next_normalish(uint64_t *s) {
+  /* sum of 4 uniforms in [-1, 1): roughly normal, variance 4/3 */
+  float v = 0;
+  for (int i = 0; i < 4; i++)
+    v += (float)((next_u64(s) >> 40) * 0x1p-24) * 2.0f - 1.0f;
+  return v;
+}
+
+/* Byte offsets of the fp16 scale fields per block (kept finite). */
+static void half_fields(nc_type t, int off[2], int *n) {
+  *n = 1;
+  off[1] = 2;
+  switch (t) {
+  case NC_TYPE_Q4_1:
+  case NC_TYPE_Q5_1:
+  case NC_TYPE_Q4_K:
+  case NC_TYPE_Q5_K: off[0] = 0, *n = 2; return;
+  case NC_TYPE_Q2_K: off[0] = 80, off[1] = 82, *n = 2; return;
+  case NC_TYPE_Q3_K: off[0] = 108; return;
+  case NC_TYPE_Q6_K: off[0] = 208; return;
+  default: off[0] = 0; return;
+  }
+}
+
+/* A random valid weight row of n elements of type t (caller frees). */
+static void *random_row(nc_type t, int64_t n, uint64_t *s) {
+  size_t size = nc_row_size(t, n);
+  uint8_t *row = malloc(size);
+  if (t == NC_TYPE_F32 || t == NC_TYPE_F16 || t == NC_TYPE_BF16) {
+    float *f = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+      f[i] = next_normalish(s);
+    nc_quantize_row(t, f, row, n);
+    free(f);
+    return row;
+  }
+  for (size_t i = 0; i < size; i++)
+    row[i] = (uint8_t)next_u64(s);
+  const nc_type_traits *tr = nc_type_traits_of(t);
+  int off[2], nf;
+  half_fields(t, off, &nf);
+  for (size_t b = 0; b < size / tr->type_size; b++)
+    for (int k = 0; k < nf; k++) {
+      nc_fp16 h = nc_fp32_to_fp16(next_normalish(s) * 0.02f);
+      memcpy(row + b * tr->type_size + off[k], &h, 2);
+    }
+  return row;
+}
+
+static float *random_act(int64_t n, uint64_t *s) {
+  float *a = malloc((size_t)n * sizeof(float));
+  for (int64_t i = 0; i < n; i++)
+    a[i] = 0.1f + 2 * cosf((float)i) + 0.5f * next_normalish(s);
+  return a;
+}
+
+static const char *golden_name(nc_type t) {
+  return nc_type_name(t);
+}
+
+/* ------------------------------------------------------------- goldens */
+
+static double deq_dot(nc_type t, const void *w, nc_type at, const void *a,
+                      int64_t n, double *abs_sum);
+
+/* ref's vec_dot on llama.cpp's own quantized activation against llama.cpp's
+ * generic C kernel and its SIMD kernel (goldens). The K-quant kernels agree
+ * bit for bit. The 32-block kernels agree up to FMA contraction: the golden
+ * build (clang, -march=native, -ffp-contract=on) fuses sumf += x * y into
+ * an fma, which gcc -std=c17 does not; compiled that way ref.c reproduces
+ * every golden bit for bit (checked by hand), so the bound here is a few
+ * float roundings: 1e-6 of sum |w_i a_i|. The SIMD kernels reorder float
+ * additions: 1e-5 of sum |w_i a_i|. */
+static void test_ref_matches_llama_cpp(void **state) {
+  (void)state;
+  const nc_kernels *k = nc_kernels_ref();
+  for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+    nc_type t = k_weight_types[i];
+    nc_type at = nc_type_traits_of(t)->vec_dot_type;
+    char name[64];
+    size_t wlen, alen;
+    snprintf(name, sizeof name, "dot_%s.bin", golden_name(t));
+    unsigned char *w = golden_read(name, &wlen);
+    if (at == NC_TYPE_F32)
+      snprintf(name, sizeof name, "act.f32");
+    else
+      snprintf(name, sizeof name, "act_%s.bin", nc_type_name(at));
+    unsigned char *a = golden_read(name, &alen);
+    if (!w || !a) fail_msg("golden for %s missing", nc_type_name(t));
+    size_t row = nc_row_size(t, N_DOT);
+    assert_int_equal(wlen, row + 2 * sizeof(float));
+    assert_true(alen >= nc_row_size(at, N_DOT));
+    float want[2];
+    memcpy(want, w + row, sizeof want);
+    float got = k->vec_dot[t](N_DOT, w, a);
+    double abs_sum;
+    deq_dot(t, w, at, a, N_DOT, &abs_sum);
+    bool kquant = nc_type_traits_of(t)->block_size == QK_K;
+    if (kquant && bits(got) != bits(want[0]))
+      fail_msg("%s: ref %.9g, llama.cpp generic %.9g", nc_type_name(t), got,
+               want[0]);
+    if (fabs((double)got - want[0]) > 1e-6 * abs_sum)
+      fail_msg("%s: ref %.9g, llama.cpp generic %.9g", nc_type_name(t), got,
+               want[0]);
+    if (fabs((double)got - want[1]) > 1e-5 * abs_sum)
+      fail_msg("%s: ref %.9g, llama.cpp SIMD %.9g", nc_type_name(t), got,
+               want[1]);
+    free(w);
+    free(a);
+  }
+}
+
+/* ---------------------------------------- against dequantize-then-dot */
+
+/* The dot of the dequantized rows, in double. */
+static double deq_dot(nc_type t, const void *w, nc_type at, const void *a,
+                      int64_t n, double *abs_sum) {
+  float *fw = malloc((size_t)n * sizeof(float));
+  float *fa = malloc((size_t)n * sizeof(float));
+  nc_dequantize_row(t, w, fw, n);
+  nc_dequantize_row(at, a, fa, n);
+  double s = 0, as = 0;
+  for (int64_t i = 0; i < n; i++) {
+    s += (double)fw[i] * fa[i];
+    as += fabs((double)fw[i] * fa[i]);
+  }
+  free(fw);
+  free(fa);
+  *abs_sum = as;
+  return s;
+}
+
+/* Every vec_dot of a table equals the exact dot of the dequantized inputs
+ * up to float rounding of the scales and the accumulation: a relative
+ * bound of 1e-5 of sum |w_i a_i| (Q8_1's s field is a rounded half, so the
+ * Q4_1/Q5_1 min term carries 2^-11 of sum |m| |sum a|: allow 1e-3 there).
+ * Also test-quantize-fns' dot product error |dot_q - dot_f32| / n < 0.02
+ * (0.04 for Q2_K) against the unquantized activation. */
+static void check_table_vs_dequant(const nc_kernels *k) {
+  uint64_t s = 0x9e3779b97f4a7c15ULL;
+  for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+    nc_type t = k_weight_types[i];
+    nc_type at = nc_type_traits_of(t)->vec_dot_type;
+    for (int rep = 0; rep < 4; rep++) {
+      int64_t n = N_DOT * (rep + 1);
+      void *w = random_row(t, n, &s);
+      float *act = random_act(n, &s);
+      void *qa = malloc(nc_row_size(at, n));
+      assert_non_null(k->quantize_act[at]);
+      k->quantize_act[at](act, qa, n);
+      float got = k->vec_dot[t](n, w, qa);
+      double abs_sum;
+      double want = deq_dot(t, w, at, qa, n, &abs_sum);
+      double tol = (at == NC_TYPE_Q8_1 ? 1e-3 : 1e-5) * abs_sum + 1e-6;
+      if (fabs(got - want) > tol)
+        fail_msg("%s %s n=%lld: vec_dot %.9g, dequantized dot %.9g", k->name,
+                 nc_type_name(t), (long long)n, got, want);
+      /* against the f32 activation */
+      float *fw = malloc((size_t)n * sizeof(float));
+      nc_dequantize_row(t, w, fw, n);
+      double exact = 0;
+      for (int64_t j = 0; j < n; j++)
+        exact += (double)fw[j] * act[j];
+      double lim = t == NC_TYPE_Q2_K ? 0.04 : 0.02;
+      /* random-byte weights are larger than trained ones: scale the
+       * threshold by the rms weight */
+      double rms = 0;
+      for (int64_t j = 0; j < n; j++)
+        rms += (double)fw[j] * fw[j];
+      rms = sqrt(rms / n);
+      if (fabs(got - exact) / n > lim * (rms > 1 ? rms : 1))
+        fail_msg("%s %s: dot error %g", k->name, nc_type_name(t),
+                 fabs(got - exact) / n);
+      free(fw);
+      free(w);
+      free(act);
+      free(qa);
+    }
+  }
+}
+
+static void test_ref_vs_dequant(void **state) {
+  (void)state;
+  check_table_vs_dequant(nc_kernels_ref());
+}
+
+/* --------------------------------------------------- batch invariance */
+
+/* vec_dot_rows gives exactly vec_dot's value for every row, whatever the
+ * number of rows and their strides. */
+static void check_rows(const nc_kernels *k) {
+  uint64_t s = 12345;
+  enum { ROWS = 9 };
+  for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+    nc_type t = k_weight_types[i];
+    nc_type at = nc_type_traits_of(t)->vec_dot_type;
+    const int64_t n = 768 + (t == NC_TYPE_F32 ? 13 : 0) * 0;
+    int64_t nn = n % nc_type_traits_of(t)->block_size ? 1024 : n;
+    void *w = random_row(t, nn, &s);
+    size_t arow = nc_row_size(at, nn);
+    size_t stride = arow + 64; /* padded, to catch stride mix-ups */
+    uint8_t *qa = calloc(ROWS, stride);
+    for (int r = 0; r < ROWS; r++) {
+      float *act = random_act(nn, &s);
+      k->quantize_act[at](act, qa + (size_t)r * stride, nn);
+      free(act);
+    }
+    float single[ROWS];
+    for (int r = 0; r < ROWS; r++)
+      single[r] = k->vec_dot[t](nn, w, qa + (size_t)r * stride);
+    assert_non_null(k->vec_dot_rows[t]);
+    for (int nrows = 1; nrows <= ROWS; nrows++) {
+      for (int start = 0; start + nrows <= ROWS; start += 2) {
+        float out[2 * ROWS];
+        for (int r = 0; r < 2 * ROWS; r++)
+          out[r] = -1234.5f;
+        k->vec_dot_rows[t](nn, w, qa + (size_t)start * stride, stride, nrows,
+                           out, 2);
+        for (int r = 0; r < nrows; r++)
+          if (bits(out[2 * r]) != bits(single[start + r]))
+            fail_msg("%s %s: rows(%d) row %d = %.9g, single %.9g", k->name,
+                     nc_type_name(t), nrows, r, out[2 * r], single[start + r]);
+        for (int r = 0; r < nrows; r++)
+          assert_true(out[2 * r + 1] == -1234.5f); /* stride respected */
+      }
+    }
+    free(w);
+    free(qa);
+  }
+}
+
+static void test_ref_rows(void **state) {
+  (void)state;
+  check_rows(nc_kernels_ref());
+}
+
+/* quantize_act entries are the activation quantizers of quant.h. */
+static void test_ref_quantize_act(void **state) {
+  (void)state;
+  const nc_kernels *k = nc_kernels_ref();
+  static const nc_type acts[] = {NC_TYPE_F32,  NC_TYPE_F16,  NC_TYPE_BF16,
+                                 NC_TYPE_Q8_0, NC_TYPE_Q8_1, NC_TYPE_Q8_K};
+  uint64_t s = 99;
+  float *x = random_act(512, &s);
+  for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+    size_t sz = nc_row_size(acts[i], 512);
+    uint8_t *a = calloc(1, sz), *b = calloc(1, sz);
+    k->quantize_act[acts[i]](x, a, 512);
+    nc_quantize_row(acts[i], x, b, 512);
+    assert_memory_equal(a, b, sz);
+    free(a);
+    free(b);
+  }
+  free(x);
+  assert_string_equal(k->name, "ref");
+  /* no entries for types we cannot dot */
+  assert_null(k->vec_dot[NC_TYPE_Q8_K]);
+  assert_null(k->vec_dot[20 /* IQ4_NL */]);
+}
+
+/* ------------------------------------------------------- other tables */
+
+/* The best table (SIMD when the CPU has it) agrees with ref: bit for bit
+ * where both reduce in the same integer/float order, else within a stated
+ * float reordering bound (1e-6 of sum |w_i a_i|); it passes the same
+ * dequantize and batch-invariance checks. */
+static void test_best_vs_ref(void **state) {
+  (void)state;
+  const nc_kernels *best = nc_kernels_best();
+  const nc_kernels *ref = nc_kernels_ref();
+  assert_non_null(best);
+  print_message("best kernel table: %s\n", best->name);
+  if (best == ref) return;
+  uint64_t s = 777;
+  for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+    nc_type t = k_weight_types[i];
+    nc_type at = nc_type_traits_of(t)->vec_dot_type;
+    assert_non_null(best->vec_dot[t]);
+    assert_non_null(best->vec_dot_rows[t]);
+    assert_non_null(best->quantize_act[at]);
+    for (int rep = 0; rep < 8; rep++) {
+      int64_t n = 256 * (rep + 1);
+      if (n % nc_type_traits_of(t)->block_size) continue;
+      void *w = random_row(t, n, &s);
+      float *act = random_act(n, &s);
+      size_t asz = nc_row_size(at, n);
+      uint8_t *qa = malloc(asz), *qb = malloc(asz);
+      ref->quantize_act[at](act, qa, n);
+      best->quantize_act[at](act, qb, n);
+      assert_memory_equal(qa, qb, asz); /* quantizers are bit-exact */
+      float r = ref->vec_dot[t](n, w, qa), b = best->vec_dot[t](n, w, qa);
+      double abs_sum;
+      deq_dot(t, w, at, qa, n, &abs_sum);
+      if (fabs((double)r - b) > 1e-6 * abs_sum)
+        fail_msg("%s %s n=%lld: %.9g vs ref %.9g", best->name, nc_type_name(t),
+                 (long long)n, b, r);
+      free(w);
+      free(act);
+      free(qa);
+      free(qb);
+    }
+  }
+  check_table_vs_dequant(best);
+  check_rows(best);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ref_matches_llama_cpp),
+      cmocka_unit_test(test_ref_vs_dequant),
+      cmocka_unit_test(test_ref_rows),
+      cmocka_unit_test(test_ref_quantize_act),
+      cmocka_unit_test(test_best_vs_ref),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
