@@ -1,0 +1,23 @@
+# The sampler: logits to tokens per request across a batch, request-owned
+# randomness, beam search bookkeeping.
+SAMPLER_OBJS := status rng sampler sampler_params sampler_math sampler_select \
+                sampler_batch
+CFLAGS_sampler_math := -O3 -fno-trapping-math
+
+UNIT_TESTS += test_rng test_sampler test_sampler_pipeline test_sampler_props \
+              test_beam
+test_rng_DEPS := status rng
+test_sampler_DEPS := $(SAMPLER_OBJS)
+test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
+test_sampler_props_DEPS := $(SAMPLER_OBJS)
+test_beam_DEPS := status beam
+
+# make bench-sampler: microseconds per row (release build).
+.PHONY: bench-sampler
+bench-sampler: $(BUILDDIR)/bench/sampler
+	$(BUILDDIR)/bench/sampler
+
+$(BUILDDIR)/bench/sampler: bench/sampler.c \
+    $(patsubst %,$(BUILDDIR)/src/%.o,$(SAMPLER_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lm -o $@

@@ -1,0 +1,428 @@
+/* sampler_batch: the sampling pipeline over a batch of rows (the order is
+ * documented in sampler.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+#include "sampler_internal.h"
+#include "sampler_math.h"
+#include "sampler_select.h"
+
+#define BLOCK 1024 /* elements per block sum in the no-truncation draw */
+
+struct nc_sample_workspace {
+  int32_t n_vocab;
+  float *x;         /* processed logits */
+  float *w;         /* weights when nothing truncates */
+  double *block;    /* block sums of w */
+  nc_cand *cand;    /* candidates */
+  int32_t *top_ids; /* top-k heap */
+  float *top_vals;
+};
+
+nc_code nc_sample_workspace_create(int32_t n_vocab, nc_sample_workspace **out,
+                                   nc_error *err) {
+  *out = NULL;
+  if (n_vocab <= 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "sample workspace: n_vocab = %d must be at least 1",
+                   n_vocab);
+  nc_sample_workspace *ws = calloc(1, sizeof *ws);
+  if (!ws) return nc_fail(err, NC_ERR_NOMEM, "sample workspace: out of memory");
+  size_t v = (size_t)n_vocab;
+  ws->n_vocab = n_vocab;
+  ws->x = malloc(v * sizeof *ws->x);
+  ws->w = malloc(v * sizeof *ws->w);
+  ws->block = malloc((v / BLOCK + 1) * sizeof *ws->block);
+  ws->cand = malloc(v * sizeof *ws->cand);
+  ws->top_ids = malloc(v * sizeof *ws->top_ids);
+  ws->top_vals = malloc(v * sizeof *ws->top_vals);
+  if (!ws->x || !ws->w || !ws->block || !ws->cand || !ws->top_ids ||
+      !ws->top_vals) {
+    nc_sample_workspace_free(ws);
+    return nc_fail(err, NC_ERR_NOMEM, "sample workspace: out of memory");
+  }
+  *out = ws;
+  return NC_OK;
+}
+
+void nc_sample_workspace_free(nc_sample_workspace *ws) {
+  if (!ws) return;
+  free(ws->x);
+  free(ws->w);
+  free(ws->block);
+  free(ws->cand);
+  free(ws->top_ids);
+  free(ws->top_vals);
+  free(ws);
+}
+
+/* What the pipeline leaves for the draw and the logprobs. */
+typedef struct row_state {
+  const nc_sampler *s;
+  const float *raw;
+  int32_t V;
+  bool greedy;
+  int32_t argmax;
+  float m;     /* max of the processed logits */
+  float scale; /* 1 / T (1 for greedy) */
+  bool full;   /* the final set is every token, weights in ws->w */
+  size_t n;    /* otherwise the final set is ws->cand[0..n) */
+  double mass; /* sum of the final set's weights */
+} row_state;
+
+/* Steps 1-3: bias, masks, penalties, into ws->x. */
+static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
+                            row_state *st, nc_error *err) {
+  const nc_sampler *s = st->s;
+  float *x = ws->x;
+  int32_t V = st->V;
+  if (s->has_allowed) {
+    for (int32_t i = 0; i < V; i++)
+      x[i] = -INFINITY;
+    for (size_t i = 0; i < s->n_allowed; i++)
+      x[s->allowed[i]] = st->raw[s->allowed[i]];
+  } else {
+    memcpy(x, st->raw, (size_t)V * sizeof *x);
+  }
+  for (size_t i = 0; i < s->n_bias; i++)
+    x[s->bias[i].token] += s->bias[i].bias;
+  for (size_t i = 0; i < s->n_banned; i++)
+    x[s->banned[i]] = -INFINITY;
+  if (row->n_suppress > 0 && !row->suppress)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "suppress: %d ids announced but the array is NULL",
+                   row->n_suppress);
+  for (int32_t i = 0; i < row->n_suppress; i++) {
+    int32_t t = row->suppress[i];
+    if (t < 0 || t >= V)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "suppress[%d] = %d is not a token id: allowed range "
+                     "[0, %d]",
+                     i, t, V - 1);
+    x[t] = -INFINITY;
+  }
+  const float r = s->p.repetition_penalty;
+  const float freq = s->p.frequency_penalty, pres = s->p.presence_penalty;
+  for (int32_t e = 0; e < s->n_seen; e++) {
+    const nc_seen *seen = &s->seen[e];
+    float v = x[seen->token];
+    if (r != 1.0f) v = v > 0.0f ? v / r : v * r;
+    if (seen->count > 0) v -= (float)seen->count * freq + pres;
+    x[seen->token] = v;
+  }
+  return NC_OK;
+}
+
+static void fill_cand(nc_cand *c, int32_t id, float v, float m, float scale) {
+  c->id = id;
+  c->s = (v - m) * scale;
+  c->w = nc_expf_neg(c->s);
+  c->key = -c->s;
+}
+
+static double cand_mass(const nc_cand *c, size_t n) {
+  double acc = 0.0;
+  for (size_t i = 0; i < n; i++)
+    acc += c[i].w;
+  return acc;
+}
+
+/* Steps 5-8 (T > 0). */
+static void truncate(nc_sample_workspace *ws, row_state *st) {
+  const nucleus_sampling_params *p = &st->s->p;
+  const float *x = ws->x;
+  nc_cand *cand = ws->cand;
+  bool top_k = p->top_k > 0 && p->top_k < st->V;
+  bool top_p = p->top_p<1.0f, min_p = p->min_p> 0.0f;
+  bool typical = p->typical_p < 1.0f;
+  if (!top_k && !top_p && !min_p && !typical) {
+    st->full = true;
+    double total = 0.0;
+    for (int32_t b = 0; b * BLOCK < st->V; b++) {
+      int32_t lo = b * BLOCK, len = st->V - lo < BLOCK ? st->V - lo : BLOCK;
+      ws->block[b] =
+          nc_row_exp(x + lo, (size_t)len, st->m, st->scale, ws->w + lo);
+      total += ws->block[b];
+    }
+    st->mass = total;
+    return;
+  }
+  size_t n = 0;
+  if (top_k) {
+    n = nc_row_topn(x, (size_t)st->V, (size_t)p->top_k, true, ws->top_ids,
+                    ws->top_vals);
+    for (size_t i = 0; i < n; i++)
+      fill_cand(&cand[i], ws->top_ids[i], ws->top_vals[i], st->m, st->scale);
+    if (top_p) n = nc_cand_select_mass(cand, n, p->top_p * cand_mass(cand, n));
+  } else if (top_p) {
+    /* The top-p set is a prefix by probability: collect the tokens within
+     * -thr of the max, widening only while they hold less than the target
+     * mass (then the prefix lies among them). */
+    double target =
+        p->top_p * nc_row_exp(x, (size_t)st->V, st->m, st->scale, NULL);
+    for (float thr = -16.0f;; thr *= 4.0f) {
+      if (thr < -200.0f) thr = -INFINITY;
+      n = nc_row_collect(x, (size_t)st->V, st->m, st->scale, thr, cand);
+      if (thr == -INFINITY || cand_mass(cand, n) >= target) break;
+    }
+    n = nc_cand_select_mass(cand, n, target);
+  } else {
+    float thr = min_p ? logf(p->min_p) : -INFINITY;
+    n = nc_row_collect(x, (size_t)st->V, st->m, st->scale, thr, cand);
+  }
+  if (min_p) {
+    float thr = logf(p->min_p);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+      if (cand[i].s >= thr) cand[kept++] = cand[i];
+    n = kept;
+  }
+  if (typical && n > 1) {
+    double mass = cand_mass(cand, n), ws_sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+      ws_sum += (double)cand[i].w * cand[i].s;
+    double log_mass = log(mass);
+    double entropy = log_mass - ws_sum / mass;
+    for (size_t i = 0; i < n; i++)
+      cand[i].key = (float)fabs(-((double)cand[i].s - log_mass) - entropy);
+    n = nc_cand_select_mass(cand, n, p->typical_p * mass);
+  }
+  st->n = n;
+  st->mass = cand_mass(cand, n);
+}
+
+/* Steps 1-8 for one row. */
+static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
+                           row_state *st, nc_error *err) {
+  memset(st, 0, sizeof *st);
+  if (!row->sampler || !row->logits)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "sampler or logits missing (NULL)");
+  st->s = row->sampler;
+  st->raw = row->logits;
+  st->V = st->s->n_vocab;
+  if (st->V > ws->n_vocab)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "the sampler's vocabulary (%d) is larger than the "
+                   "workspace's (%d)",
+                   st->V, ws->n_vocab);
+  bool bad = false;
+  nc_row_max(st->raw, (size_t)st->V, &bad);
+  if (bad) {
+    size_t i = nc_row_find_bad(st->raw, (size_t)st->V);
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "logits[%zu] = %g: logits must be finite or -inf", i,
+                   (double)st->raw[i]);
+  }
+  nc_code rc = build_logits(ws, row, st, err);
+  if (rc) return rc;
+  st->m = nc_row_max(ws->x, (size_t)st->V, &bad);
+  if (st->m == -INFINITY)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "every token is masked (allowed_tokens, banned_tokens, "
+                   "logit_bias or suppressed ids leave nothing to sample)");
+  st->argmax = (int32_t)nc_row_find(ws->x, (size_t)st->V, st->m);
+  if (st->s->p.temperature == 0.0f) {
+    st->greedy = true;
+    st->scale = 1.0f;
+    st->n = 1;
+    st->mass = 1.0;
+    fill_cand(&ws->cand[0], st->argmax, st->m, st->m, 1.0f);
+    return NC_OK;
+  }
+  st->scale = 1.0f / st->s->p.temperature;
+  truncate(ws, st);
+  return NC_OK;
+}
+
+/* Step 9: inverse CDF at u over the final set; never a zero weight. */
+static int32_t draw(const nc_sample_workspace *ws, const row_state *st,
+                    double u) {
+  if (st->greedy) return st->argmax;
+  double target = u * st->mass, acc = 0.0;
+  if (!st->full) {
+    int32_t last = ws->cand[0].id;
+    for (size_t i = 0; i < st->n; i++) {
+      if (!(ws->cand[i].w > 0.0f)) continue;
+      acc += ws->cand[i].w;
+      last = ws->cand[i].id;
+      if (acc > target) return last;
+    }
+    return last;
+  }
+  int32_t last = st->argmax;
+  for (int32_t b = 0; b * BLOCK < st->V; b++) {
+    int32_t lo = b * BLOCK, hi = st->V - lo < BLOCK ? st->V : lo + BLOCK;
+    if (acc + ws->block[b] <= target && hi < st->V) {
+      acc += ws->block[b];
+      continue;
+    }
+    for (int32_t i = lo; i < hi; i++) {
+      if (!(ws->w[i] > 0.0f)) continue;
+      acc += ws->w[i];
+      last = i;
+      if (acc > target) return i;
+    }
+  }
+  return last;
+}
+
+static float clamp_lp(double lp) {
+  if (!(lp >= NC_LOGPROB_FLOOR)) return NC_LOGPROB_FLOOR; /* also NaN */
+  return lp > 0.0 ? 0.0f : (float)lp;
+}
+
+/* Top n of the row by value with logprob = (v - m) * scale - log_z. */
+static int32_t top_from_row(nc_sample_workspace *ws, const float *x, int32_t V,
+                            int32_t n, float m, float scale, double log_z,
+                            nucleus_token_logprob *top) {
+  size_t got =
+      nc_row_topn(x, (size_t)V, (size_t)n, false, ws->top_ids, ws->top_vals);
+  for (size_t i = 0; i < got; i++)
+    top[i] = (nucleus_token_logprob){
+        ws->top_ids[i],
+        clamp_lp((double)((ws->top_vals[i] - m) * scale) - log_z)};
+  return (int32_t)got;
+}
+
+static bool kept_in(const nc_cand *c, size_t n, int32_t id) {
+  for (size_t i = 0; i < n; i++)
+    if (c[i].id == id) return true;
+  return false;
+}
+
+/* Processed logprobs over the truncated set: the kept tokens by weight,
+ * padded with the best dropped tokens at the floor. */
+static int32_t top_from_cand(nc_sample_workspace *ws, const row_state *st,
+                             int32_t n_top, double log_mass,
+                             nucleus_token_logprob *top) {
+  const nc_cand *c = ws->cand;
+  int32_t got = 0;
+  nc_cand best[NUCLEUS_MAX_TOP_LOGPROBS];
+  for (size_t i = 0; i < st->n; i++) {
+    nc_cand v = c[i];
+    v.key = -v.s;
+    if (got == n_top) {
+      nc_cand *worst = &best[got - 1];
+      if (!(v.key < worst->key || (v.key == worst->key && v.id < worst->id)))
+        continue;
+      got--;
+    }
+    int32_t j = got++;
+    while (j > 0 && (v.key < best[j - 1].key ||
+                     (v.key == best[j - 1].key && v.id < best[j - 1].id))) {
+      best[j] = best[j - 1];
+      j--;
+    }
+    best[j] = v;
+  }
+  for (int32_t i = 0; i < got; i++)
+    top[i] = (nucleus_token_logprob){best[i].id,
+                                     clamp_lp((double)best[i].s - log_mass)};
+  if (got < n_top) {
+    size_t want = (size_t)n_top + st->n;
+    size_t more = nc_row_topn(ws->x, (size_t)st->V, want, false, ws->top_ids,
+                              ws->top_vals);
+    for (size_t i = 0; i < more && got < n_top; i++)
+      if (!kept_in(c, st->n, ws->top_ids[i]))
+        top[got++] = (nucleus_token_logprob){ws->top_ids[i], NC_LOGPROB_FLOOR};
+  }
+  return got;
+}
+
+static void logprobs(nc_sample_workspace *ws, const row_state *st,
+                     nc_sample_result *res) {
+  const nucleus_sampling_params *p = &st->s->p;
+  int32_t n_top = p->top_logprobs;
+  res->logprob = 0.0f;
+  res->n_top = 0;
+  if (!p->logprobs && n_top == 0) return;
+  int32_t tok = res->token;
+  if (!p->processed_logprobs || st->greedy) {
+    /* log-softmax of the raw (or, processed greedy: step 1-3) logits */
+    const float *x = p->processed_logprobs ? ws->x : st->raw;
+    bool bad;
+    float m = nc_row_max(x, (size_t)st->V, &bad);
+    double log_z = log(nc_row_exp(x, (size_t)st->V, m, 1.0f, NULL));
+    res->logprob = clamp_lp((double)(x[tok] - m) - log_z);
+    if (n_top > 0)
+      res->n_top = top_from_row(ws, x, st->V, n_top, m, 1.0f, log_z, res->top);
+    return;
+  }
+  double log_mass = log(st->mass);
+  res->logprob =
+      clamp_lp((double)((ws->x[tok] - st->m) * st->scale) - log_mass);
+  if (n_top == 0) return;
+  if (st->full)
+    res->n_top = top_from_row(ws, ws->x, st->V, n_top, st->m, st->scale,
+                              log_mass, res->top);
+  else
+    res->n_top = top_from_cand(ws, st, n_top, log_mass, res->top);
+}
+
+nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
+                        int32_t n_rows, nc_sample_result *results,
+                        nc_error *err) {
+  if (!ws || (n_rows > 0 && (!rows || !results)) || n_rows < 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "sample batch: workspace, rows or results missing "
+                   "(n_rows = %d)",
+                   n_rows);
+  nc_code first = NC_OK;
+  for (int32_t r = 0; r < n_rows; r++) {
+    nc_sample_result *res = &results[r];
+    memset(res, 0, sizeof *res);
+    row_state st;
+    nc_error row_err = {0};
+    nc_code rc = process_row(ws, &rows[r], &st, &row_err);
+    if (rc) {
+      res->token = -1;
+      res->status = rc;
+      if (!first) {
+        first = rc;
+        nc_fail(err, rc, "row %d: %s", r, row_err.message);
+      }
+      continue;
+    }
+    double u = nc_rng_uniform(st.s->seed, st.s->stream, st.s->step, 0);
+    res->token = draw(ws, &st, u);
+    res->n_kept = st.full ? st.V : (int32_t)st.n;
+    res->status = NC_OK;
+    logprobs(ws, &st, res);
+  }
+  return first;
+}
+
+static int cmp_prob_desc(const void *pa, const void *pb) {
+  const nc_cand *a = pa, *b = pb;
+  if (a->s != b->s) return a->s > b->s ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+nc_code nc_sample_distribution(nc_sample_workspace *ws,
+                               const nc_sample_row *row, int32_t *ids,
+                               double *probs, int32_t *n_out, nc_error *err) {
+  *n_out = 0;
+  if (!ws || !row || !ids || !probs)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "sample distribution: an argument is NULL");
+  row_state st;
+  nc_code rc = process_row(ws, row, &st, err);
+  if (rc) return rc;
+  size_t n = st.n;
+  if (st.full) {
+    n = 0;
+    for (int32_t i = 0; i < st.V; i++)
+      if (ws->w[i] > 0.0f)
+        fill_cand(&ws->cand[n++], i, ws->x[i], st.m, st.scale);
+  }
+  qsort(ws->cand, n, sizeof *ws->cand, cmp_prob_desc);
+  for (size_t i = 0; i < n; i++) {
+    ids[i] = ws->cand[i].id;
+    probs[i] = ws->cand[i].w / st.mass;
+  }
+  *n_out = (int32_t)n;
+  return NC_OK;
+}
