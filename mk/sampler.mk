@@ -4,8 +4,7 @@ SAMPLER_OBJS := status rng sampler sampler_params sampler_math sampler_select \
                 sampler_batch
 CFLAGS_sampler_math := -O3 -fno-trapping-math
 
-UNIT_TESTS += test_rng test_sampler test_sampler_pipeline test_sampler_props \
-              test_beam
+UNIT_TESTS += test_rng
 test_rng_DEPS := status rng
 test_sampler_DEPS := $(SAMPLER_OBJS)
 test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
