@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Writes tests/data/gguf/gguf_py_all_types.gguf with gguf-py (the writer
+behind llama.cpp's convert scripts), an independent check of our reader:
+tests/unit/test_gguf.c (test_gguf_py_golden) asserts these exact values.
+It is also a seed of the fuzz corpus (fuzz/corpus/gguf/)."""
+import os
+import sys
+
+import numpy as np
+import gguf
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main() -> int:
+    out = os.path.join(ROOT, "tests", "data", "gguf", "gguf_py_all_types.gguf")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    w = gguf.GGUFWriter(out, "llama")
+    T = gguf.GGUFValueType
+    w.add_uint8("test.u8", 250)
+    w.add_int8("test.i8", -100)
+    w.add_uint16("test.u16", 65535)
+    w.add_int16("test.i16", -32768)
+    w.add_uint32("test.u32", 4294967295)
+    w.add_int32("test.i32", -2147483648)
+    w.add_uint64("test.u64", 2**64 - 1)
+    w.add_int64("test.i64", -(2**63))
+    w.add_float32("test.f32", 0.25)
+    w.add_float64("test.f64", -1e300)
+    w.add_bool("test.bool", False)
+    w.add_string("test.str", "héllo wörld")
+    w.add_array("test.arr_str", ["a", "", "ünï", "<s>"])
+    w.add_key_value("test.arr_i32", [0, -1, 2, -3, -4], T.ARRAY, T.INT32)
+    w.add_key_value("test.arr_f32", [1.0, 2.5], T.ARRAY, T.FLOAT32)
+    w.add_tensor("tok.weight", np.arange(24, dtype=np.float32).reshape(3, 8) * 0.5)
+    q = np.zeros((2, 4 * 34 // 2), dtype=np.uint8)  # 2 rows of 64 Q8_0 values
+    for r in range(2):
+        for blk in range(2):
+            o = blk * 34
+            q[r, o:o + 2] = np.frombuffer(np.float16(0.5).tobytes(), np.uint8)
+            q[r, o + 2:o + 34] = np.arange(32, dtype=np.int8).view(np.uint8) - r
+    w.add_tensor("q.weight", q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.add_tensor("h.weight", np.linspace(-1, 1, 32, dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(out, os.path.getsize(out), "bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
