@@ -1,0 +1,10 @@
+# model: loading (model, arch_*), the paged KV cache, batches, the forward
+# pass (context, ops, threadpool) and the public model API (api_model).
+MODEL_OBJS := status mapped_file gguf_index gguf gguf_get quant quant_dequant \
+              kernels/ref kernels/dispatch threadpool ops batch kv_cache model \
+              arch_llama context api_model
+
+UNIT_TESTS += test_ops test_kv_cache test_forward
+test_ops_DEPS := ops threadpool status
+test_kv_cache_DEPS := status kv_cache batch quant quant_dequant
+test_forward_DEPS := $(MODEL_OBJS)

@@ -1,0 +1,90 @@
+/* The public model API: loading, facts, teacher-forced logits. */
+#include <stdlib.h>
+
+#include "context.h"
+#include "model.h"
+#include "nucleus.h"
+
+void nucleus_free(void *ptr) {
+  free(ptr);
+}
+
+nucleus_model_params nucleus_model_default_params(void) {
+  nucleus_model_params p = {
+      .n_threads = 0, .reference_kernels = false, .chat_template = NULL};
+  return p;
+}
+
+nucleus_status nucleus_model_load(const char *path,
+                                  const nucleus_model_params *params,
+                                  nucleus_model **out, nucleus_error *err) {
+  if (!out)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "model load: out is NULL");
+  return nc_model_load(path, params, out, err);
+}
+
+void nucleus_model_free(nucleus_model *model) {
+  nc_model_free(model);
+}
+
+int32_t nucleus_model_n_vocab(const nucleus_model *model) {
+  return model ? nc_model_hparams(model)->n_vocab : 0;
+}
+
+int32_t nucleus_model_n_ctx_train(const nucleus_model *model) {
+  return model ? nc_model_hparams(model)->n_ctx_train : 0;
+}
+
+const char *nucleus_model_name(const nucleus_model *model) {
+  return model ? nc_model_name_str(model) : "";
+}
+
+const char *nucleus_model_arch(const nucleus_model *model) {
+  return model ? nc_model_arch_name(model) : "";
+}
+
+#define EVAL_BLOCK_TOKENS 16
+#define EVAL_CHUNK 256
+
+static nc_code eval_cached(const nucleus_model *m, const int32_t *tokens,
+                           int32_t n, float *logits, nc_error *err) {
+  nc_kv_cache *kv = NULL;
+  nc_context *ctx = NULL;
+  nc_batch b = {0};
+  const int32_t chunk = n < EVAL_CHUNK ? n : EVAL_CHUNK;
+  const int64_t n_vocab = nc_model_hparams(m)->n_vocab;
+  nc_code rc = nc_kv_cache_create(
+      nc_model_hparams(m), (n + EVAL_BLOCK_TOKENS - 1) / EVAL_BLOCK_TOKENS,
+      EVAL_BLOCK_TOKENS, 1, &kv, err);
+  if (!rc) rc = nc_context_create(m, kv, chunk, &ctx, err);
+  if (!rc) rc = nc_batch_init(&b, chunk, err);
+  const int32_t s = rc ? -1 : nc_kv_seq_new(kv);
+  if (!rc) rc = nc_kv_seq_reserve(kv, s, n, err);
+  for (int32_t i0 = 0; !rc && i0 < n; i0 += chunk) {
+    nc_batch_clear(&b);
+    for (int32_t i = i0; i < n && i < i0 + chunk; i++)
+      nc_batch_add(&b, tokens[i], i, s, true);
+    rc = nc_context_forward(ctx, &b, logits + (int64_t)i0 * n_vocab, err);
+  }
+  nc_batch_free(&b);
+  nc_context_free(ctx);
+  nc_kv_cache_free(kv);
+  return rc;
+}
+
+nucleus_status nucleus_eval_logits(nucleus_model *model, const int32_t *tokens,
+                                   size_t n, bool use_cache, float *logits,
+                                   nucleus_error *err) {
+  if (!model || !tokens || !logits)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "eval_logits: model, tokens and logits are required");
+  if (n == 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "eval_logits: no tokens");
+  if (n > (size_t)nc_model_hparams(model)->n_ctx_train || n > (1u << 20))
+    return nc_fail(err, NC_ERR_LIMIT,
+                   "eval_logits: %zu tokens, more than the model's context "
+                   "of %d",
+                   n, (int)nc_model_hparams(model)->n_ctx_train);
+  if (use_cache) return eval_cached(model, tokens, (int32_t)n, logits, err);
+  return nc_forward_nocache(model, tokens, (int32_t)n, logits, err);
+}

@@ -1,0 +1,43 @@
+/* arch: what differs between model architectures. Each arch_<name>.c
+ * defines one nc_arch: its extra hyperparameters, its tensors and its
+ * forward graph (built from the primitives of forward.h). */
+#ifndef NC_ARCH_H
+#define NC_ARCH_H
+
+#include "batch.h"
+#include "gguf.h"
+#include "model.h"
+#include "status.h"
+
+typedef struct nc_context nc_context;
+
+typedef struct nc_arch {
+  const char *name; /* general.architecture */
+  int rope_type;
+  /* Checks and completes hp after the generic keys were read. */
+  nc_code (*check_hparams)(const gguf_file *f, nc_hparams *hp, nc_error *err);
+  /* Fills w (allocating w->layers) from the file, checking every shape. */
+  nc_code (*load_weights)(const gguf_file *f, const nc_hparams *hp,
+                          const nc_kernels *kern, nc_model_weights *w,
+                          nc_error *err);
+  /* Runs one batch (already validated by the context). */
+  nc_code (*forward)(nc_context *ctx, const nc_batch *b, float *logits,
+                     nc_error *err);
+} nc_arch;
+
+extern const nc_arch nc_arch_llama;
+
+/* The arch of a loaded model. */
+const nc_arch *nc_model_arch(const nucleus_model *m);
+
+/* The arch named name (len bytes), or NULL. */
+const nc_arch *nc_arch_find(const char *name, size_t len);
+
+/* Loads one weight tensor and checks it: name, shape {ne0, ne1} (ne1 = 1
+ * for a vector), and that a vector is F32 and a matrix has a dot kernel.
+ * An absent optional tensor leaves out->data NULL. */
+nc_code nc_weight_load(const gguf_file *f, const char *name, int64_t ne0,
+                       int64_t ne1, bool required, const nc_kernels *kern,
+                       nc_weight *out, nc_error *err);
+
+#endif

@@ -1,0 +1,163 @@
+/* arch_llama: the `llama` architecture (SmolLM2, Llama 2/3.x, Mistral):
+ * pre-norm blocks of GQA attention with NORMAL RoPE and a SwiGLU FFN. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "arch.h"
+#include "context.h"
+#include "forward.h"
+#include "ops.h"
+
+static nc_code llama_check_hparams(const gguf_file *f, nc_hparams *hp,
+                                   nc_error *err) {
+  (void)f;
+  if (hp->n_rot != hp->head_dim)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "llama: rope dimension count %d must equal the head size "
+                   "%d",
+                   (int)hp->n_rot, (int)hp->head_dim);
+  return NC_OK;
+}
+
+static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
+                                  const nc_kernels *kern, nc_model_weights *w,
+                                  nc_error *err) {
+  const int64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+  const int64_t Q = (int64_t)hp->n_head * hp->head_dim;
+  const int64_t K = (int64_t)hp->n_head_kv * hp->head_dim;
+  const int64_t Vd = (int64_t)hp->n_head_kv * hp->head_dim_v;
+  const int64_t O = (int64_t)hp->n_head * hp->head_dim_v;
+  if (gguf_find_tensor(f, "blk.0.ffn_gate_inp.weight"))
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "llama: mixture-of-experts files (ffn_gate_inp) are not "
+                   "supported");
+  if (gguf_find_tensor(f, "blk.0.attn_qkv.weight"))
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "llama: fused attn_qkv tensors are not supported");
+  nc_code rc;
+  if ((rc = nc_weight_load(f, "token_embd.weight", E, V, true, kern,
+                           &w->tok_embd, err)) ||
+      (rc = nc_weight_load(f, "output_norm.weight", E, 1, true, kern,
+                           &w->output_norm, err)) ||
+      (rc = nc_weight_load(f, "output.weight", E, V, false, kern, &w->output,
+                           err)) ||
+      (rc = nc_weight_load(f, "rope_freqs.weight", hp->n_rot / 2, 1, false,
+                           kern, &w->rope_freqs, err)))
+    return rc;
+  if (!w->output.data) w->output = w->tok_embd; /* tied embeddings */
+  if (!kern->vec_dot[w->output.type])
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "tensor '%s': no dot-product kernel for type %s",
+                   w->output.name, nc_type_name(w->output.type));
+  w->layers = calloc((size_t)hp->n_layer, sizeof *w->layers);
+  if (!w->layers) return nc_fail(err, NC_ERR_NOMEM, "llama: out of memory");
+  for (int32_t l = 0; l < hp->n_layer; l++) {
+    nc_layer_weights *L = &w->layers[l];
+    struct {
+      const char *suffix;
+      int64_t ne0, ne1;
+      bool required;
+      nc_weight *out;
+    } t[] = {
+        {"attn_norm.weight", E, 1, true, &L->attn_norm},
+        {"attn_q.weight", E, Q, true, &L->wq},
+        {"attn_k.weight", E, K, true, &L->wk},
+        {"attn_v.weight", E, Vd, true, &L->wv},
+        {"attn_output.weight", O, E, true, &L->wo},
+        {"attn_output.bias", E, 1, false, &L->bo},
+        {"ffn_norm.weight", E, 1, true, &L->ffn_norm},
+        {"ffn_gate.weight", E, F, true, &L->ffn_gate},
+        {"ffn_up.weight", E, F, true, &L->ffn_up},
+        {"ffn_down.weight", F, E, true, &L->ffn_down},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+      char name[GGUF_MAX_NAME];
+      snprintf(name, sizeof name, "blk.%d.%s", (int)l, t[i].suffix);
+      if ((rc = nc_weight_load(f, name, t[i].ne0, t[i].ne1, t[i].required, kern,
+                               t[i].out, err)))
+        return rc;
+    }
+  }
+  return NC_OK;
+}
+
+static void norm_rows(const float *x, const float *w, float *y, int32_t rows,
+                      int64_t n, float eps) {
+  for (int32_t t = 0; t < rows; t++)
+    nc_rmsnorm(x + t * n, w, y + t * n, n, eps);
+}
+
+static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
+                             nc_error *err) {
+  (void)err;
+  const nucleus_model *m = nc_fwd_model(ctx);
+  const nc_hparams *hp = nc_model_hparams(m);
+  const nc_model_weights *w = nc_model_weights_of(m);
+  const nc_fwd_bufs *s = nc_fwd_scratch(ctx);
+  const int32_t T = b->n_tokens;
+  const int64_t E = hp->n_embd, F = hp->n_ff;
+  const int64_t Q = (int64_t)hp->n_head * hp->head_dim;
+  const int64_t K = nc_hp_n_embd_k(hp), Vd = nc_hp_n_embd_v(hp);
+  const int64_t O = (int64_t)hp->n_head * hp->head_dim_v;
+  const int32_t half = hp->n_rot / 2;
+  const float *ff = w->rope_freqs.data;
+
+  for (int32_t t = 0; t < T; t++) {
+    const uint8_t *row = (const uint8_t *)w->tok_embd.data +
+                         (size_t)b->token[t] * w->tok_embd.row_bytes;
+    nc_dequantize_row(w->tok_embd.type, row, s->x + t * E, E);
+    nc_rope_cache(b->pos[t], hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale,
+                  ff, s->rope_cos + (int64_t)t * half,
+                  s->rope_sin + (int64_t)t * half);
+  }
+  for (int32_t l = 0; l < hp->n_layer; l++) {
+    const nc_layer_weights *L = &w->layers[l];
+    norm_rows(s->x, L->attn_norm.data, s->xn, T, E, hp->rms_eps);
+    const nc_mm qkv[3] = {
+        {&L->wq, s->q, Q}, {&L->wk, s->k, K}, {&L->wv, s->v, Vd}};
+    nc_fwd_matmul(ctx, s->xn, E, T, qkv, 3);
+    for (int32_t t = 0; t < T; t++) {
+      const float *c = s->rope_cos + (int64_t)t * half;
+      const float *sn = s->rope_sin + (int64_t)t * half;
+      nc_rope_apply(s->q + t * Q, hp->n_head, hp->head_dim, hp->n_rot,
+                    hp->rope_type, c, sn);
+      nc_rope_apply(s->k + t * K, hp->n_head_kv, hp->head_dim, hp->n_rot,
+                    hp->rope_type, c, sn);
+    }
+    nc_fwd_attention(ctx, l, b, s->q, s->k, s->v, s->attn);
+    const nc_mm wo = {&L->wo, s->xn, E};
+    nc_fwd_matmul(ctx, s->attn, O, T, &wo, 1);
+    for (int32_t t = 0; t < T; t++) {
+      if (L->bo.data) nc_add(s->xn + t * E, L->bo.data, E);
+      nc_add(s->x + t * E, s->xn + t * E, E);
+    }
+    norm_rows(s->x, L->ffn_norm.data, s->xn, T, E, hp->rms_eps);
+    const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
+    nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
+    nc_swiglu(s->gate, s->up, s->gate, (int64_t)T * F);
+    const nc_mm down = {&L->ffn_down, s->xn, E};
+    nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
+    for (int32_t t = 0; t < T; t++)
+      nc_add(s->x + t * E, s->xn + t * E, E);
+  }
+  int32_t n_out = 0;
+  for (int32_t t = 0; t < T; t++)
+    if (b->want_logits[t]) {
+      nc_rmsnorm(s->x + t * E, w->output_norm.data, s->xn + n_out * E, E,
+                 hp->rms_eps);
+      n_out++;
+    }
+  if (n_out > 0) {
+    const nc_mm out = {&w->output, logits, hp->n_vocab};
+    nc_fwd_matmul(ctx, s->xn, E, n_out, &out, 1);
+  }
+  return NC_OK;
+}
+
+const nc_arch nc_arch_llama = {
+    .name = "llama",
+    .rope_type = NC_ROPE_NORMAL,
+    .check_hparams = llama_check_hparams,
+    .load_weights = llama_load_weights,
+    .forward = llama_forward,
+};

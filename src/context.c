@@ -1,0 +1,457 @@
+/* context: scratch buffers, the thread pool, matmul and attention dispatch,
+ * and batch validation around the arch's forward graph. */
+#include "context.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "forward.h"
+#include "threadpool.h"
+
+struct nc_context {
+  const nucleus_model *m;
+  const nc_hparams *hp;
+  const nc_kernels *kern;
+  nc_kv_cache *kv;
+  int32_t max_tokens;
+  nc_threadpool *tp;
+  nc_fwd_bufs bufs;
+  float *buf_mem;
+  uint8_t *qact; /* quantized activation rows */
+  size_t qact_bytes;
+  float *f16tab; /* [65536]: half bits -> float */
+  float *att;    /* per thread: scores [att_max_pos], q [hd], acc [hd_v] */
+  size_t att_stride;
+  int32_t att_max_pos;
+  int32_t *next_pos; /* [max_seqs]: validation */
+  uint8_t *touched;  /* [max_seqs] */
+};
+
+static int32_t max3(int32_t a, int32_t b, int32_t c) {
+  const int32_t m = a > b ? a : b;
+  return m > c ? m : c;
+}
+
+nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
+                          int32_t max_batch_tokens, nc_context **out,
+                          nc_error *err) {
+  *out = NULL;
+  if (!m || !kv)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "context: model and KV cache are required");
+  if (max_batch_tokens < 1 || max_batch_tokens > (1 << 20))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "max_batch_tokens %d: must be in [1, %d]",
+                   (int)max_batch_tokens, 1 << 20);
+  nc_context *c = calloc(1, sizeof *c);
+  if (!c) return nc_fail(err, NC_ERR_NOMEM, "context: out of memory");
+  c->m = m;
+  c->hp = nc_model_hparams(m);
+  c->kern = nc_model_kernels(m);
+  c->kv = kv;
+  c->max_tokens = max_batch_tokens;
+  const nc_hparams *hp = c->hp;
+  nc_code rc = nc_threadpool_create(nc_model_n_threads(m), &c->tp, err);
+  if (rc) {
+    free(c);
+    return rc;
+  }
+  const size_t T = (size_t)max_batch_tokens;
+  const size_t w_q = (size_t)hp->n_head * (size_t)hp->head_dim;
+  const size_t w_att = (size_t)hp->n_head * (size_t)hp->head_dim_v;
+  const size_t w_xn = (size_t)hp->n_embd > w_att ? (size_t)hp->n_embd : w_att;
+  const size_t half = (size_t)hp->n_rot / 2;
+  const size_t per_row =
+      (size_t)hp->n_embd + w_xn + w_q + (size_t)nc_hp_n_embd_k(hp) +
+      (size_t)nc_hp_n_embd_v(hp) + w_att + 2 * (size_t)hp->n_ff + 2 * half;
+  c->buf_mem = malloc(T * per_row * sizeof(float));
+  /* Any activation format takes at most 4 bytes per element plus a block
+   * header, which one extra element per 8 covers. */
+  const size_t kmax = (size_t)max3(hp->n_embd, hp->n_ff, (int32_t)w_att);
+  c->qact_bytes = T * (kmax * 4 + kmax / 2 + 64);
+  c->qact = malloc(c->qact_bytes);
+  c->f16tab = malloc(65536 * sizeof(float));
+  const int64_t kv_pos =
+      nc_kv_blocks_total(kv) * (int64_t)nc_kv_block_tokens(kv);
+  c->att_max_pos = (int32_t)kv_pos;
+  c->att_stride =
+      (size_t)kv_pos + (size_t)hp->head_dim + (size_t)hp->head_dim_v + 16;
+  c->att =
+      malloc(c->att_stride * (size_t)nc_threadpool_size(c->tp) * sizeof(float));
+  c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
+  c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
+  if (!c->buf_mem || !c->qact || !c->f16tab || !c->att || !c->next_pos ||
+      !c->touched) {
+    nc_context_free(c);
+    return nc_fail(err, NC_ERR_NOMEM,
+                   "context for %d batch tokens: out of memory",
+                   (int)max_batch_tokens);
+  }
+  float *p = c->buf_mem;
+  c->bufs.x = p, p += T * (size_t)hp->n_embd;
+  c->bufs.xn = p, p += T * w_xn;
+  c->bufs.q = p, p += T * w_q;
+  c->bufs.k = p, p += T * (size_t)nc_hp_n_embd_k(hp);
+  c->bufs.v = p, p += T * (size_t)nc_hp_n_embd_v(hp);
+  c->bufs.attn = p, p += T * w_att;
+  c->bufs.gate = p, p += T * (size_t)hp->n_ff;
+  c->bufs.up = p, p += T * (size_t)hp->n_ff;
+  c->bufs.rope_cos = p, p += T * half;
+  c->bufs.rope_sin = p, p += T * half;
+  for (uint32_t h = 0; h < 65536; h++)
+    c->f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+  *out = c;
+  return NC_OK;
+}
+
+void nc_context_free(nc_context *c) {
+  if (!c) return;
+  nc_threadpool_free(c->tp);
+  free(c->buf_mem);
+  free(c->qact);
+  free(c->f16tab);
+  free(c->att);
+  free(c->next_pos);
+  free(c->touched);
+  free(c);
+}
+
+int32_t nc_context_max_batch_tokens(const nc_context *ctx) {
+  return ctx->max_tokens;
+}
+const nucleus_model *nc_context_model(const nc_context *ctx) {
+  return ctx->m;
+}
+nc_kv_cache *nc_context_kv(nc_context *ctx) {
+  return ctx->kv;
+}
+const nc_fwd_bufs *nc_fwd_scratch(nc_context *ctx) {
+  return &ctx->bufs;
+}
+const nucleus_model *nc_fwd_model(const nc_context *ctx) {
+  return ctx->m;
+}
+void nc_fwd_parallel(nc_context *ctx, nc_task_fn fn, void *arg) {
+  nc_threadpool_run(ctx->tp, fn, arg);
+}
+
+/* ---- matmul */
+
+typedef struct quant_task {
+  const float *x;
+  int64_t x_stride, n;
+  int32_t rows;
+  uint8_t *dst;
+  size_t dst_stride;
+  nc_type vdt;
+  nc_quantize_fn fn;
+} quant_task;
+
+static void quant_worker(void *p, int ith, int nth) {
+  const quant_task *q = p;
+  int64_t lo, hi;
+  nc_split_range(q->rows, ith, nth, &lo, &hi);
+  for (int64_t t = lo; t < hi; t++) {
+    const float *src = q->x + t * q->x_stride;
+    void *dst = q->dst + (size_t)t * q->dst_stride;
+    if (q->fn)
+      q->fn(src, dst, q->n);
+    else
+      nc_quantize_row(q->vdt, src, dst, q->n);
+  }
+}
+
+typedef struct mm_task {
+  const nc_kernels *kern;
+  const nc_mm *mm[8];
+  int n_mm;
+  int64_t total; /* output rows over all matmuls */
+  const uint8_t *a;
+  size_t a_stride;
+  int32_t rows;
+} mm_task;
+
+static void mm_worker(void *p, int ith, int nth) {
+  const mm_task *t = p;
+  int64_t lo, hi;
+  nc_split_range(t->total, ith, nth, &lo, &hi);
+  int64_t off = 0;
+  for (int i = 0; i < t->n_mm && off < hi; i++) {
+    const nc_mm *mm = t->mm[i];
+    const nc_weight *w = mm->w;
+    const int64_t r0 = (lo > off ? lo : off) - off;
+    const int64_t r1 = (hi < off + w->ne1 ? hi : off + w->ne1) - off;
+    off += w->ne1;
+    const nc_vec_dot_fn dot = t->kern->vec_dot[w->type];
+    const nc_vec_dot_rows_fn dots = t->kern->vec_dot_rows[w->type];
+    for (int64_t r = r0; r < r1; r++) {
+      const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+      if (dots && t->rows > 1) {
+        dots(w->ne0, wr, t->a, t->a_stride, t->rows, mm->y + r,
+             (size_t)mm->y_stride);
+      } else {
+        for (int32_t k = 0; k < t->rows; k++)
+          mm->y[(int64_t)k * mm->y_stride + r] =
+              dot(w->ne0, wr, t->a + (size_t)k * t->a_stride);
+      }
+    }
+  }
+}
+
+void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
+                   int32_t rows, const nc_mm *mm, int n_mm) {
+  bool done[8] = {false};
+  if (n_mm > 8) n_mm = 8;
+  for (int i = 0; i < n_mm; i++) {
+    if (done[i]) continue;
+    const nc_type vdt = nc_type_traits_of(mm[i].w->type)->vec_dot_type;
+    const int64_t n = mm[i].w->ne0;
+    mm_task t = {.kern = ctx->kern, .rows = rows};
+    for (int j = i; j < n_mm; j++) {
+      if (done[j] || mm[j].w->ne0 != n ||
+          nc_type_traits_of(mm[j].w->type)->vec_dot_type != vdt)
+        continue;
+      done[j] = true;
+      t.mm[t.n_mm++] = &mm[j];
+      t.total += mm[j].w->ne1;
+    }
+    quant_task q = {.x = x,
+                    .x_stride = x_stride,
+                    .n = n,
+                    .rows = rows,
+                    .dst = ctx->qact,
+                    .dst_stride = nc_row_size(vdt, n),
+                    .vdt = vdt,
+                    .fn = ctx->kern->quantize_act[vdt]};
+    if (rows >= 4)
+      nc_threadpool_run(ctx->tp, quant_worker, &q);
+    else
+      quant_worker(&q, 0, 1);
+    t.a = ctx->qact;
+    t.a_stride = q.dst_stride;
+    nc_threadpool_run(ctx->tp, mm_worker, &t);
+  }
+}
+
+/* ---- attention */
+
+typedef struct att_task {
+  nc_context *ctx;
+  int32_t layer;
+  const nc_batch *b;
+  const float *q;
+  float *out;
+} att_task;
+
+/* One (row, head): scores over the sequence's positions [0, pos] read from
+ * the paged cache block by block, softmax as ggml (scale, max, exp, sum in
+ * double), probabilities rounded to F16 as llama.cpp's F16 V path does,
+ * then the weighted sum of V in position order. */
+static void att_one(const att_task *a, int32_t t, int32_t h, float *scratch) {
+  const nc_context *c = a->ctx;
+  const nc_hparams *hp = c->hp;
+  const float *tab = c->f16tab;
+  const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
+  const int32_t dk = nc_hp_n_embd_k(hp), dv = nc_hp_n_embd_v(hp);
+  const int32_t kvh = h / (hp->n_head / hp->n_head_kv);
+  const int32_t seq = a->b->seq[t], n = a->b->pos[t] + 1;
+  const int32_t bt = nc_kv_block_tokens(c->kv);
+  float *s = scratch, *qh = scratch + c->att_max_pos, *acc = qh + hd;
+  const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h * hd;
+  for (int32_t d = 0; d < hd; d++)
+    qh[d] = tab[nc_fp32_to_fp16(qrow[d])];
+  for (int32_t j0 = 0; j0 < n; j0 += bt) {
+    const nc_fp16 *kb =
+        nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
+    const int32_t jn = n - j0 < bt ? n - j0 : bt;
+    for (int32_t jj = 0; jj < jn; jj++) {
+      const nc_fp16 *kr = kb + (int64_t)jj * dk;
+      float p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+      int32_t d = 0;
+      for (; d + 3 < hd; d += 4) {
+        p0 += qh[d] * tab[kr[d]];
+        p1 += qh[d + 1] * tab[kr[d + 1]];
+        p2 += qh[d + 2] * tab[kr[d + 2]];
+        p3 += qh[d + 3] * tab[kr[d + 3]];
+      }
+      for (; d < hd; d++)
+        p0 += qh[d] * tab[kr[d]];
+      s[j0 + jj] = (p0 + p1) + (p2 + p3);
+    }
+  }
+  const float scale = hp->attn_scale;
+  float max = -INFINITY;
+  for (int32_t j = 0; j < n; j++) {
+    s[j] *= scale;
+    if (s[j] > max) max = s[j];
+  }
+  double sum = 0.0;
+  for (int32_t j = 0; j < n; j++) {
+    const float e = expf(s[j] - max);
+    s[j] = e;
+    sum += (double)e;
+  }
+  const float inv = (float)(1.0 / sum);
+  for (int32_t j = 0; j < n; j++)
+    s[j] = tab[nc_fp32_to_fp16(s[j] * inv)];
+  for (int32_t d = 0; d < hdv; d++)
+    acc[d] = 0.0f;
+  for (int32_t j0 = 0; j0 < n; j0 += bt) {
+    const nc_fp16 *vb =
+        nc_kv_v_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hdv;
+    const int32_t jn = n - j0 < bt ? n - j0 : bt;
+    for (int32_t jj = 0; jj < jn; jj++) {
+      const nc_fp16 *vr = vb + (int64_t)jj * dv;
+      const float pj = s[j0 + jj];
+      for (int32_t d = 0; d < hdv; d++)
+        acc[d] += pj * tab[vr[d]];
+    }
+  }
+  float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)h * hdv;
+  memcpy(o, acc, sizeof(float) * (size_t)hdv);
+}
+
+static void att_worker(void *p, int ith, int nth) {
+  const att_task *a = p;
+  const int32_t H = a->ctx->hp->n_head;
+  const int64_t items = (int64_t)a->b->n_tokens * H;
+  float *scratch = a->ctx->att + (size_t)ith * a->ctx->att_stride;
+  for (int64_t i = ith; i < items; i += nth)
+    att_one(a, (int32_t)(i / H), (int32_t)(i % H), scratch);
+}
+
+void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,
+                      const float *q, const float *k, const float *v,
+                      float *out) {
+  const int32_t dk = nc_hp_n_embd_k(ctx->hp), dv = nc_hp_n_embd_v(ctx->hp);
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    nc_fp16 *kr = nc_kv_k_row(ctx->kv, layer, b->seq[t], b->pos[t]);
+    nc_fp16 *vr = nc_kv_v_row(ctx->kv, layer, b->seq[t], b->pos[t]);
+    for (int32_t d = 0; d < dk; d++)
+      kr[d] = nc_fp32_to_fp16(k[(int64_t)t * dk + d]);
+    for (int32_t d = 0; d < dv; d++)
+      vr[d] = nc_fp32_to_fp16(v[(int64_t)t * dv + d]);
+  }
+  att_task a = {.ctx = ctx, .layer = layer, .b = b, .q = q, .out = out};
+  nc_threadpool_run(ctx->tp, att_worker, &a);
+}
+
+/* ---- running a batch */
+
+static nc_code validate(nc_context *ctx, const nc_batch *b, nc_error *err) {
+  if (!b || b->n_tokens < 1)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "forward: empty batch");
+  if (b->n_tokens > ctx->max_tokens)
+    return nc_fail(err, NC_ERR_LIMIT,
+                   "forward: batch of %d tokens, the context takes at most %d",
+                   (int)b->n_tokens, (int)ctx->max_tokens);
+  const int32_t max_seqs = nc_kv_max_seqs(ctx->kv);
+  memset(ctx->touched, 0, (size_t)max_seqs);
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    const int32_t tok = b->token[t], s = b->seq[t], pos = b->pos[t];
+    if (tok < 0 || tok >= ctx->hp->n_vocab)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "forward: row %d: token %d out of range [0, %d)", (int)t,
+                     (int)tok, (int)ctx->hp->n_vocab);
+    if (!nc_kv_seq_is_live(ctx->kv, s))
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "forward: row %d: sequence %d is not live", (int)t,
+                     (int)s);
+    if (!ctx->touched[s]) {
+      ctx->touched[s] = 1;
+      ctx->next_pos[s] = nc_kv_seq_len(ctx->kv, s);
+    }
+    if (pos != ctx->next_pos[s])
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "forward: row %d: sequence %d expects position %d, got "
+                     "%d",
+                     (int)t, (int)s, (int)ctx->next_pos[s], (int)pos);
+    if (pos >= nc_kv_seq_capacity(ctx->kv, s))
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "forward: row %d: position %d of sequence %d has no KV "
+                     "space reserved (capacity %d)",
+                     (int)t, (int)pos, (int)s,
+                     (int)nc_kv_seq_capacity(ctx->kv, s));
+    if (pos >= ctx->att_max_pos)
+      return nc_fail(err, NC_ERR_LIMIT, "forward: position %d too large",
+                     (int)pos);
+    ctx->next_pos[s]++;
+  }
+  return NC_OK;
+}
+
+nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
+                           float *logits, nc_error *err) {
+  nc_code rc = validate(ctx, batch, err);
+  if (rc) return rc;
+  if (!logits && nc_batch_n_logits(batch) > 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "forward: rows want logits but the output is NULL");
+  rc = nc_model_arch(ctx->m)->forward(ctx, batch, logits, err);
+  if (rc) return rc;
+  const int32_t max_seqs = nc_kv_max_seqs(ctx->kv);
+  for (int32_t s = 0; s < max_seqs; s++)
+    if (ctx->touched[s]) nc_kv_seq_set_len(ctx->kv, s, ctx->next_pos[s]);
+  return NC_OK;
+}
+
+/* ---- reference mode */
+
+static nc_code nocache_setup(const nucleus_model *m, int32_t n,
+                             nc_kv_cache **kv, nc_context **ctx, nc_batch *b,
+                             nc_error *err) {
+  *kv = NULL;
+  *ctx = NULL;
+  memset(b, 0, sizeof *b);
+  if (n < 1)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "no-cache forward: %d tokens, need at least 1", (int)n);
+  nc_code rc = nc_kv_cache_create(nc_model_hparams(m), 1, n, 1, kv, err);
+  if (!rc) rc = nc_context_create(m, *kv, n, ctx, err);
+  if (!rc) rc = nc_batch_init(b, n, err);
+  return rc;
+}
+
+static nc_code nocache_prefix(nc_context *ctx, nc_batch *b,
+                              const int32_t *tokens, int32_t n, float *logits,
+                              nc_error *err) {
+  nc_kv_cache *kv = ctx->kv;
+  nc_kv_seq_free(kv, 0);
+  const int32_t s = nc_kv_seq_new(kv);
+  nc_code rc = nc_kv_seq_reserve(kv, s, n, err);
+  if (rc) return rc;
+  nc_batch_clear(b);
+  for (int32_t i = 0; i < n; i++)
+    nc_batch_add(b, tokens[i], i, s, i == n - 1);
+  return nc_context_forward(ctx, b, logits, err);
+}
+
+nc_code nc_forward_nocache_last(const nucleus_model *m, const int32_t *tokens,
+                                int32_t n, float *logits, nc_error *err) {
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch b;
+  nc_code rc = nocache_setup(m, n, &kv, &ctx, &b, err);
+  if (!rc) rc = nocache_prefix(ctx, &b, tokens, n, logits, err);
+  nc_batch_free(&b);
+  nc_context_free(ctx);
+  nc_kv_cache_free(kv);
+  return rc;
+}
+
+nc_code nc_forward_nocache(const nucleus_model *m, const int32_t *tokens,
+                           int32_t n, float *logits_all, nc_error *err) {
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch b;
+  nc_code rc = nocache_setup(m, n, &kv, &ctx, &b, err);
+  const int64_t nv = nc_model_hparams(m)->n_vocab;
+  for (int32_t i = 0; !rc && i < n; i++)
+    rc = nocache_prefix(ctx, &b, tokens, i + 1, logits_all + i * nv, err);
+  nc_batch_free(&b);
+  nc_context_free(ctx);
+  nc_kv_cache_free(kv);
+  return rc;
+}

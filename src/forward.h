@@ -1,0 +1,57 @@
+/* forward: the primitives a forward graph (arch_*.c) is built from,
+ * implemented by context.c over its scratch buffers, thread pool and KV
+ * cache. Every primitive computes each output value in a fixed order that
+ * depends only on its own row, so results are batch-invariant. */
+#ifndef NC_FORWARD_H
+#define NC_FORWARD_H
+
+#include <stdint.h>
+
+#include "batch.h"
+#include "model.h"
+#include "threadpool.h"
+
+typedef struct nc_context nc_context;
+
+/* Scratch rows for up to max_batch_tokens entries (row-major, one row per
+ * batch entry). */
+typedef struct nc_fwd_bufs {
+  float *x;    /* [T, n_embd] residual stream */
+  float *xn;   /* [T, max(n_embd, n_head * head_dim_v)] normed / scratch */
+  float *q;    /* [T, n_head * head_dim] */
+  float *k;    /* [T, n_head_kv * head_dim] */
+  float *v;    /* [T, n_head_kv * head_dim_v] */
+  float *attn; /* [T, n_head * head_dim_v] */
+  float *gate; /* [T, n_ff] */
+  float *up;   /* [T, n_ff] */
+  float *rope_cos, *rope_sin; /* [T, n_rot / 2]: per-row rope tables */
+} nc_fwd_bufs;
+
+const nc_fwd_bufs *nc_fwd_scratch(nc_context *ctx);
+const nucleus_model *nc_fwd_model(const nc_context *ctx);
+
+/* One matmul of a group sharing the input: y[t * y_stride + r] = W_r . x_t
+ * for every weight row r. */
+typedef struct nc_mm {
+  const nc_weight *w;
+  float *y;
+  int64_t y_stride;
+} nc_mm;
+
+/* Quantizes each of the rows of x (x_stride floats apart) once per distinct
+ * vec_dot_type, then runs the n_mm matmuls in one parallel pass. */
+void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
+                   int32_t rows, const nc_mm *mm, int n_mm);
+
+/* Attention of one layer for the batch's rows: writes K and V (rope already
+ * applied to k) into the KV cache at each row's (seq, pos), then for each
+ * row and head: softmax(scale * q.K) over positions [0, pos] of the row's
+ * sequence, times V, into out [T, n_head * head_dim_v]. */
+void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,
+                      const float *q, const float *k, const float *v,
+                      float *out);
+
+/* Runs fn(arg, ith, nth) on the context's thread pool. */
+void nc_fwd_parallel(nc_context *ctx, nc_task_fn fn, void *arg);
+
+#endif

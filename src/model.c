@@ -1,0 +1,383 @@
+/* model: loading hyperparameters and weights from a GGUF file. */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch.h"
+#if __has_include("vocab.h")
+#include "vocab.h"
+#define NC_HAVE_VOCAB 1
+#endif
+
+struct nucleus_model {
+  gguf_file *gguf;
+  const nc_arch *arch;
+  nc_hparams hp;
+  nc_model_weights w;
+  nc_vocab *vocab;
+  const nc_kernels *kernels;
+  int n_threads;
+  char *chat_template;
+  char arch_name[32];
+  char *name;
+};
+
+static const nc_arch *const ARCHS[] = {&nc_arch_llama};
+
+const nc_arch *nc_arch_find(const char *name, size_t len) {
+  for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
+    if (strlen(ARCHS[i]->name) == len && !memcmp(ARCHS[i]->name, name, len))
+      return ARCHS[i];
+  return NULL;
+}
+
+/* ---- hyperparameters */
+
+/* Reads an integer key {arch}.suffix that may also be a per-layer array of
+ * equal values. *found is false when absent. */
+static nc_code get_int(const gguf_file *f, const char *arch, const char *suffix,
+                       bool required, int64_t lo, int64_t hi, int32_t *out,
+                       bool *found, nc_error *err) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.%s", arch, suffix);
+  if (found) *found = false;
+  if (gguf_find_key(f, key) < 0) {
+    if (required)
+      return nc_fail(err, NC_ERR_FORMAT, "missing metadata key '%s'", key);
+    return NC_OK;
+  }
+  int64_t v = 0;
+  gguf_value_type et;
+  uint64_t count;
+  if (gguf_get_arr(f, key, &et, &count)) {
+    if (count == 0)
+      return nc_fail(err, NC_ERR_FORMAT, "metadata '%s' is an empty array",
+                     key);
+    for (uint64_t i = 0; i < count; i++) {
+      int64_t e;
+      if (!gguf_get_arr_i64(f, key, i, &e))
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "metadata '%s'[%llu] is not an integer", key,
+                       (unsigned long long)i);
+      if (i > 0 && e != v)
+        return nc_fail(err, NC_ERR_UNSUPPORTED,
+                       "metadata '%s' varies per layer (%lld vs %lld): not "
+                       "supported",
+                       key, (long long)v, (long long)e);
+      v = e;
+    }
+  } else if (!gguf_get_i64(f, key, &v)) {
+    return nc_fail(err, NC_ERR_FORMAT, "metadata '%s' is not an integer", key);
+  }
+  if (v < lo || v > hi)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "metadata '%s' = %lld: must be in [%lld, %lld]", key,
+                   (long long)v, (long long)lo, (long long)hi);
+  *out = (int32_t)v;
+  if (found) *found = true;
+  return NC_OK;
+}
+
+static nc_code get_float(const gguf_file *f, const char *arch,
+                         const char *suffix, bool required, float *out,
+                         bool *found, nc_error *err) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.%s", arch, suffix);
+  if (found) *found = false;
+  if (gguf_find_key(f, key) < 0) {
+    if (required)
+      return nc_fail(err, NC_ERR_FORMAT, "missing metadata key '%s'", key);
+    return NC_OK;
+  }
+  double v;
+  if (!gguf_get_f64(f, key, &v) || !isfinite(v))
+    return nc_fail(err, NC_ERR_FORMAT, "metadata '%s' is not a finite number",
+                   key);
+  *out = (float)v;
+  if (found) *found = true;
+  return NC_OK;
+}
+
+static nc_code load_hparams(const gguf_file *f, const char *arch,
+                            nc_hparams *hp, nc_error *err) {
+  memset(hp, 0, sizeof *hp);
+  const int64_t BIG = 1 << 24;
+  nc_code rc;
+  bool found;
+  if ((rc = get_int(f, arch, "context_length", true, 1, INT32_MAX,
+                    &hp->n_ctx_train, NULL, err)) ||
+      (rc = get_int(f, arch, "embedding_length", true, 1, BIG, &hp->n_embd,
+                    NULL, err)) ||
+      (rc = get_int(f, arch, "block_count", true, 1, 4096, &hp->n_layer, NULL,
+                    err)) ||
+      (rc = get_int(f, arch, "feed_forward_length", true, 1, BIG, &hp->n_ff,
+                    NULL, err)) ||
+      (rc = get_int(f, arch, "attention.head_count", true, 1, 4096, &hp->n_head,
+                    NULL, err)))
+    return rc;
+  hp->n_head_kv = hp->n_head;
+  if ((rc = get_int(f, arch, "attention.head_count_kv", false, 1, 4096,
+                    &hp->n_head_kv, NULL, err)))
+    return rc;
+  if (hp->n_head % hp->n_head_kv != 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "%d attention heads are not a multiple of %d KV heads",
+                   (int)hp->n_head, (int)hp->n_head_kv);
+  hp->head_dim = hp->n_embd / hp->n_head;
+  if ((rc = get_int(f, arch, "attention.key_length", false, 1, 65536,
+                    &hp->head_dim, &found, err)))
+    return rc;
+  if (!found && hp->n_embd % hp->n_head != 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "n_embd %d is not a multiple of %d heads and "
+                   "%s.attention.key_length is absent",
+                   (int)hp->n_embd, (int)hp->n_head, arch);
+  hp->head_dim_v = hp->head_dim;
+  if ((rc = get_int(f, arch, "attention.value_length", false, 1, 65536,
+                    &hp->head_dim_v, NULL, err)))
+    return rc;
+  hp->n_rot = hp->head_dim;
+  if ((rc = get_int(f, arch, "rope.dimension_count", false, 0, 65536,
+                    &hp->n_rot, NULL, err)))
+    return rc;
+  if (hp->n_rot % 2 != 0 || hp->n_rot > hp->head_dim)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "rope dimension count %d: must be even and at most the "
+                   "head size %d",
+                   (int)hp->n_rot, (int)hp->head_dim);
+  if ((rc = get_float(f, arch, "attention.layer_norm_rms_epsilon", true,
+                      &hp->rms_eps, NULL, err)))
+    return rc;
+  if (hp->rms_eps < 0)
+    return nc_fail(err, NC_ERR_FORMAT, "RMS norm epsilon %g is negative",
+                   (double)hp->rms_eps);
+  hp->rope_freq_base = 10000.0f;
+  if ((rc = get_float(f, arch, "rope.freq_base", false, &hp->rope_freq_base,
+                      NULL, err)))
+    return rc;
+  if (!(hp->rope_freq_base > 0))
+    return nc_fail(err, NC_ERR_FORMAT, "rope.freq_base %g: must be > 0",
+                   (double)hp->rope_freq_base);
+  char key[128];
+  snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+  gguf_str st;
+  if (gguf_get_str(f, key, &st)) {
+    const bool linear = st.len == 6 && !memcmp(st.ptr, "linear", 6);
+    const bool none = st.len == 4 && !memcmp(st.ptr, "none", 4);
+    if (!linear && !none)
+      return nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "rope scaling type '%.*s' is not supported (linear, "
+                     "none)",
+                     (int)(st.len > 32 ? 32 : st.len), st.ptr);
+  }
+  float factor = 0.0f;
+  if ((rc = get_float(f, arch, "rope.scaling.factor", false, &factor, &found,
+                      err)))
+    return rc;
+  if (!found || factor == 0.0f) {
+    if ((rc = get_float(f, arch, "rope.scale_linear", false, &factor, NULL,
+                        err)))
+      return rc;
+  }
+  hp->rope_freq_scale = factor > 0.0f ? 1.0f / factor : 1.0f;
+  hp->n_vocab = 0;
+  if ((rc = get_int(f, arch, "vocab_size", false, 1, INT32_MAX, &hp->n_vocab,
+                    NULL, err)))
+    return rc;
+  if (hp->n_vocab == 0) {
+    gguf_value_type et;
+    uint64_t count;
+    if (gguf_get_arr(f, "tokenizer.ggml.tokens", &et, &count) && count > 0 &&
+        count < INT32_MAX)
+      hp->n_vocab = (int32_t)count;
+  }
+  if (hp->n_vocab == 0) {
+    const gguf_tensor_info *te = gguf_find_tensor(f, "token_embd.weight");
+    if (te && te->ne[1] > 0 && te->ne[1] < INT32_MAX)
+      hp->n_vocab = (int32_t)te->ne[1];
+  }
+  if (hp->n_vocab == 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "cannot tell the vocabulary size: no %s.vocab_size, "
+                   "tokenizer.ggml.tokens or token_embd.weight",
+                   arch);
+  hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+  return NC_OK;
+}
+
+/* ---- weights */
+
+nc_code nc_weight_load(const gguf_file *f, const char *name, int64_t ne0,
+                       int64_t ne1, bool required, const nc_kernels *kern,
+                       nc_weight *out, nc_error *err) {
+  memset(out, 0, sizeof *out);
+  const gguf_tensor_info *t = gguf_find_tensor(f, name);
+  if (!t) {
+    if (!required) return NC_OK;
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "missing tensor '%s' (expected shape {%lld, %lld})", name,
+                   (long long)ne0, (long long)ne1);
+  }
+  if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected "
+                   "{%lld, %lld}",
+                   name, (long long)t->ne[0], (long long)t->ne[1],
+                   (long long)t->ne[2], (long long)t->ne[3], (long long)ne0,
+                   (long long)ne1);
+  const nc_type_traits *tr = nc_type_traits_of(t->type);
+  if (!tr || !tr->supported)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "tensor '%s' has type %s (id %u), which is not supported",
+                   name, nc_type_name(t->type), (unsigned)t->type);
+  const bool vector = ne1 == 1 && strstr(name, "token_embd") == NULL;
+  if (vector && t->type != NC_TYPE_F32)
+    return nc_fail(err, NC_ERR_FORMAT, "tensor '%s' has type %s, expected F32",
+                   name, nc_type_name(t->type));
+  if (!vector && kern && !kern->vec_dot[t->type])
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "tensor '%s': no dot-product kernel for type %s in the "
+                   "'%s' kernels",
+                   name, nc_type_name(t->type), kern->name);
+  const size_t rb = nc_row_size((nc_type)t->type, ne0);
+  if (rb == 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "tensor '%s': row of %lld elements is not a whole number "
+                   "of %s blocks",
+                   name, (long long)ne0, nc_type_name(t->type));
+  if (!t->data || (uint64_t)rb * (uint64_t)ne1 > t->nbytes)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "tensor '%s': data of %llu bytes, expected %llu", name,
+                   (unsigned long long)t->nbytes,
+                   (unsigned long long)rb * (unsigned long long)ne1);
+  out->data = t->data;
+  out->type = (nc_type)t->type;
+  out->ne0 = ne0;
+  out->ne1 = ne1;
+  out->row_bytes = rb;
+  out->name = t->name;
+  return NC_OK;
+}
+
+/* ---- the model */
+
+static int online_cores(void) {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : (n > 512 ? 512 : (int)n);
+}
+
+nc_code nc_model_load(const char *path, const nucleus_model_params *params,
+                      nucleus_model **out, nc_error *err) {
+  *out = NULL;
+  if (!path) return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "model path is NULL");
+  nucleus_model_params defaults = {0};
+  if (!params) params = &defaults;
+  if (params->n_threads < 0 || params->n_threads > 1024)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "n_threads %d: must be in [0, 1024] (0: all cores)",
+                   params->n_threads);
+  nucleus_model *m = calloc(1, sizeof *m);
+  if (!m) return nc_fail(err, NC_ERR_NOMEM, "model: out of memory");
+  nc_code rc = gguf_open(path, &m->gguf, err);
+  if (rc) goto fail;
+  gguf_str arch;
+  if (!gguf_get_str(m->gguf, "general.architecture", &arch)) {
+    rc = nc_fail(err, NC_ERR_FORMAT,
+                 "%s: missing metadata key 'general.architecture'", path);
+    goto fail;
+  }
+  m->arch = nc_arch_find(arch.ptr, arch.len);
+  if (!m->arch || arch.len >= sizeof m->arch_name) {
+    rc = nc_fail(err, NC_ERR_UNSUPPORTED,
+                 "%s: architecture '%.*s' is not supported (supported: "
+                 "llama)",
+                 path, (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
+    goto fail;
+  }
+  memcpy(m->arch_name, arch.ptr, arch.len);
+  m->arch_name[arch.len] = '\0';
+  gguf_str name;
+  if (gguf_get_str(m->gguf, "general.name", &name)) {
+    m->name = strndup(name.ptr, name.len);
+  } else {
+    m->name = strdup("");
+  }
+  if (!m->name) {
+    rc = nc_fail(err, NC_ERR_NOMEM, "model: out of memory");
+    goto fail;
+  }
+  if ((rc = load_hparams(m->gguf, m->arch_name, &m->hp, err))) goto fail;
+  m->hp.rope_type = m->arch->rope_type;
+  if (m->arch->check_hparams &&
+      (rc = m->arch->check_hparams(m->gguf, &m->hp, err)))
+    goto fail;
+  m->kernels = params->reference_kernels ? nc_kernels_ref() : nc_kernels_best();
+  if ((rc = m->arch->load_weights(m->gguf, &m->hp, m->kernels, &m->w, err)))
+    goto fail;
+  m->hp.has_rope_freqs = m->w.rope_freqs.data != NULL;
+#ifdef NC_HAVE_VOCAB
+  if ((rc = nc_vocab_load(m->gguf, &m->vocab, err))) goto fail;
+#endif
+  m->n_threads = params->n_threads ? params->n_threads : online_cores();
+  if (params->chat_template) {
+    m->chat_template = strdup(params->chat_template);
+    if (!m->chat_template) {
+      rc = nc_fail(err, NC_ERR_NOMEM, "model: out of memory");
+      goto fail;
+    }
+  }
+  *out = m;
+  return NC_OK;
+fail:
+  if (err && rc != NC_OK && strstr(err->message, path) == NULL)
+    nc_error_prefix(err, "%s", path);
+  nc_model_free(m);
+  return rc;
+}
+
+void nc_model_free(nucleus_model *m) {
+  if (!m) return;
+#ifdef NC_HAVE_VOCAB
+  if (m->vocab) nc_vocab_free(m->vocab);
+#endif
+  free(m->w.layers);
+  free(m->chat_template);
+  free(m->name);
+  gguf_close(m->gguf);
+  free(m);
+}
+
+const nc_hparams *nc_model_hparams(const nucleus_model *m) {
+  return &m->hp;
+}
+const nc_model_weights *nc_model_weights_of(const nucleus_model *m) {
+  return &m->w;
+}
+const gguf_file *nc_model_gguf(const nucleus_model *m) {
+  return m->gguf;
+}
+const nc_vocab *nc_model_vocab(const nucleus_model *m) {
+  return m->vocab;
+}
+const nc_kernels *nc_model_kernels(const nucleus_model *m) {
+  return m->kernels;
+}
+const char *nc_model_chat_template_override(const nucleus_model *m) {
+  return m->chat_template;
+}
+int nc_model_n_threads(const nucleus_model *m) {
+  return m->n_threads;
+}
+const char *nc_model_arch_name(const nucleus_model *m) {
+  return m->arch_name;
+}
+const char *nc_model_name_str(const nucleus_model *m) {
+  return m->name;
+}
+const nc_arch *nc_model_arch(const nucleus_model *m) {
+  return m->arch;
+}

@@ -1,0 +1,200 @@
+/* ops and threadpool: each op against a double-precision reference and
+ * ggml's rounding rules; the pool runs every share exactly once. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+#include "ops.h"
+#include "threadpool.h"
+
+static void test_rmsnorm(void **state) {
+  (void)state;
+  enum { N = 576 };
+  float x[N], w[N], y[N], y2[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = 0.1f + 2.0f * cosf((float)i);
+    w[i] = 0.5f + 0.001f * (float)i;
+  }
+  nc_rmsnorm(x, w, y, N, 1e-5f);
+  double ss = 0;
+  for (int i = 0; i < N; i++)
+    ss += (double)x[i] * x[i];
+  const double sc = 1.0 / sqrt(ss / N + 1e-5);
+  for (int i = 0; i < N; i++)
+    assert_true(fabs(y[i] - x[i] * sc * w[i]) <=
+                1e-5 * fabs(x[i] * sc * w[i]) + 1e-7);
+  /* In place gives the same bits; no weight is weight 1. */
+  memcpy(y2, x, sizeof x);
+  nc_rmsnorm(y2, w, y2, N, 1e-5f);
+  assert_memory_equal(y, y2, sizeof y);
+  nc_rmsnorm(x, NULL, y2, N, 1e-5f);
+  double ss2 = 0;
+  for (int i = 0; i < N; i++)
+    ss2 += (double)y2[i] * y2[i];
+  assert_true(fabs(ss2 / N - 1.0) < 1e-4);
+}
+
+static void test_rope_normal_and_neox(void **state) {
+  (void)state;
+  enum { HD = 64, H = 3, HALF = HD / 2 };
+  float c[HALF], s[HALF];
+  const int32_t pos = 37;
+  const float base = 100000.0f;
+  nc_rope_cache(pos, HD, base, 1.0f, NULL, c, s);
+  for (int k = 0; k < HALF; k++) {
+    const double th = pos * pow(base, -2.0 * k / HD);
+    assert_true(fabs(c[k] - cos(th)) < 2e-4);
+    assert_true(fabs(s[k] - sin(th)) < 2e-4);
+  }
+  /* Position 0: the identity. */
+  float c0[HALF], s0[HALF];
+  nc_rope_cache(0, HD, base, 1.0f, NULL, c0, s0);
+  float x[H * HD], x0[H * HD];
+  for (int i = 0; i < H * HD; i++)
+    x[i] = x0[i] = sinf((float)i * 0.7f);
+  nc_rope_apply(x, H, HD, HD, NC_ROPE_NORMAL, c0, s0);
+  assert_memory_equal(x, x0, sizeof x);
+  /* NORMAL rotates adjacent pairs, NEOX pairs k and k + half. */
+  float xn[H * HD], xx[H * HD];
+  memcpy(xn, x0, sizeof x0);
+  memcpy(xx, x0, sizeof x0);
+  nc_rope_apply(xn, H, HD, HD, NC_ROPE_NORMAL, c, s);
+  nc_rope_apply(xx, H, HD, HD, NC_ROPE_NEOX, c, s);
+  for (int h = 0; h < H; h++)
+    for (int k = 0; k < HALF; k++) {
+      const float *v = x0 + h * HD;
+      const float a = v[2 * k], b = v[2 * k + 1];
+      assert_float_equal(xn[h * HD + 2 * k], a * c[k] - b * s[k], 1e-6);
+      assert_float_equal(xn[h * HD + 2 * k + 1], a * s[k] + b * c[k], 1e-6);
+      const float p = v[k], q = v[k + HALF];
+      assert_float_equal(xx[h * HD + k], p * c[k] - q * s[k], 1e-6);
+      assert_float_equal(xx[h * HD + k + HALF], p * s[k] + q * c[k], 1e-6);
+    }
+  /* Rotation keeps each pair's norm. */
+  for (int k = 0; k < HALF; k++) {
+    const double n0 = hypot(x0[2 * k], x0[2 * k + 1]);
+    const double n1 = hypot(xn[2 * k], xn[2 * k + 1]);
+    assert_true(fabs(n0 - n1) < 1e-5);
+  }
+  /* Frequency factors divide theta; freq_scale multiplies it. */
+  float ff[HALF], cf[HALF], sf[HALF], cs[HALF], ss[HALF];
+  for (int k = 0; k < HALF; k++)
+    ff[k] = 2.0f;
+  nc_rope_cache(pos, HD, base, 1.0f, ff, cf, sf);
+  nc_rope_cache(pos, HD, base, 0.5f, NULL, cs, ss);
+  for (int k = 0; k < HALF; k++) {
+    assert_float_equal(cf[k], cs[k], 1e-6);
+    assert_float_equal(sf[k], ss[k], 1e-6);
+  }
+  /* A partial rotation leaves the tail alone. */
+  float xp[HD];
+  memcpy(xp, x0, sizeof xp);
+  nc_rope_apply(xp, 1, HD, 32, NC_ROPE_NORMAL, c, s);
+  assert_memory_equal(xp + 32, x0 + 32, sizeof(float) * 32);
+}
+
+static void test_softmax(void **state) {
+  (void)state;
+  float x[100];
+  double ref[100], sum = 0;
+  for (int i = 0; i < 100; i++) {
+    x[i] = (float)(i % 17) * 0.9f - 3.0f + (i == 50 ? 80.0f : 0.0f);
+  }
+  double mx = -1e30;
+  for (int i = 0; i < 100; i++)
+    mx = x[i] > mx ? x[i] : mx;
+  for (int i = 0; i < 100; i++)
+    sum += ref[i] = exp(x[i] - mx);
+  nc_softmax(x, 100);
+  double tot = 0;
+  for (int i = 0; i < 100; i++) {
+    assert_true(fabs(x[i] - ref[i] / sum) < 1e-6);
+    tot += x[i];
+  }
+  assert_true(fabs(tot - 1.0) < 1e-5);
+  float one[1] = {-1e30f};
+  nc_softmax(one, 1);
+  assert_float_equal(one[0], 1.0f, 0);
+}
+
+static void test_silu_swiglu_add(void **state) {
+  (void)state;
+  assert_float_equal(nc_silu(0.0f), 0.0f, 0);
+  assert_float_equal(nc_silu(2.0f), 2.0 / (1.0 + exp(-2.0)), 1e-6);
+  assert_float_equal(nc_silu(-30.0f), -30.0 / (1.0 + exp(30.0)), 1e-9);
+  float g[4] = {1, -1, 3, 0.5f}, u[4] = {2, 2, -1, 4}, o[4];
+  nc_swiglu(g, u, o, 4);
+  for (int i = 0; i < 4; i++)
+    assert_float_equal(o[i], g[i] / (1.0 + exp(-g[i])) * u[i], 1e-6);
+  nc_add(o, u, 4);
+  assert_float_equal(o[1], -1.0 / (1.0 + exp(1.0)) * 2 + 2, 1e-6);
+}
+
+typedef struct pool_arg {
+  int hits[64];
+  int nth_seen;
+} pool_arg;
+
+static void pool_fn(void *p, int ith, int nth) {
+  pool_arg *a = p;
+  a->hits[ith]++;
+  a->nth_seen = nth;
+}
+
+static void test_threadpool(void **state) {
+  (void)state;
+  for (int n = 1; n <= 4; n++) {
+    nc_threadpool *tp;
+    nucleus_error err;
+    assert_int_equal(nc_threadpool_create(n, &tp, &err), NC_OK);
+    assert_int_equal(nc_threadpool_size(tp), n);
+    pool_arg a;
+    memset(&a, 0, sizeof a);
+    for (int r = 0; r < 500; r++)
+      nc_threadpool_run(tp, pool_fn, &a);
+    for (int i = 0; i < n; i++)
+      assert_int_equal(a.hits[i], 500);
+    assert_int_equal(a.hits[n], 0);
+    assert_int_equal(a.nth_seen, n);
+    nc_threadpool_free(tp);
+  }
+  nc_threadpool *tp;
+  nucleus_error err;
+  assert_int_equal(nc_threadpool_create(0, &tp, &err), NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "thread count"));
+}
+
+static void test_split_range(void **state) {
+  (void)state;
+  for (int nth = 1; nth <= 7; nth++)
+    for (int64_t n = 0; n < 40; n++) {
+      int64_t next = 0;
+      for (int i = 0; i < nth; i++) {
+        int64_t lo, hi;
+        nc_split_range(n, i, nth, &lo, &hi);
+        assert_int_equal(lo, next);
+        assert_true(hi >= lo && hi - lo <= n / nth + 1);
+        next = hi;
+      }
+      assert_int_equal(next, n);
+    }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_rmsnorm),
+      cmocka_unit_test(test_rope_normal_and_neox),
+      cmocka_unit_test(test_softmax),
+      cmocka_unit_test(test_silu_swiglu_add),
+      cmocka_unit_test(test_threadpool),
+      cmocka_unit_test(test_split_range),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
