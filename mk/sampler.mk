@@ -20,3 +20,5 @@ $(BUILDDIR)/bench/sampler: bench/sampler.c \
     $(patsubst %,$(BUILDDIR)/src/%.o,$(SAMPLER_OBJS))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lm -o $@
+UNIT_TESTS += test_sampler
+test_sampler_DEPS := $(SAMPLER_OBJS)
