@@ -39,6 +39,8 @@ NUCLEUS := $(BUILDDIR)/nucleus
 # name_DEPS := the src/ objects it links (so one module's work in progress
 # never blocks another's tests). Per-file SIMD flags live there too.
 UNIT_TESTS :=
+# Fragments may define extra targets (fuzz-*, bench-*): keep `all` the default.
+.DEFAULT_GOAL := all
 include $(sort $(wildcard mk/*.mk))
 
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILDDIR)/tests/%)
