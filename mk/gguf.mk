@@ -14,6 +14,6 @@ fuzz-gguf: build/fuzz/fuzz_gguf
 build/fuzz/fuzz_gguf: $(FUZZ_GGUF_SRCS) src/gguf.h src/gguf_internal.h \
     src/gguf_index.h src/mapped_file.h src/quant.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CSTD) $(WARN) -O1 -g $(INCLUDES) \
+	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(FUZZ_GGUF_SRCS) -lm -o $@

@@ -2,7 +2,7 @@
 """Writes tests/data/gguf/gguf_py_all_types.gguf with gguf-py (the writer
 behind llama.cpp's convert scripts), an independent check of our reader:
 tests/unit/test_gguf.c (test_gguf_py_golden) asserts these exact values.
-It is also a seed of the fuzz corpus (fuzz/corpus/gguf/)."""
+With --seeds it also writes small valid files to fuzz/corpus/gguf/."""
 import os
 import sys
 
@@ -12,7 +12,35 @@ import gguf
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def write_seeds() -> None:
+    """Small valid files for the fuzz seed corpus (fuzz/corpus/gguf/)."""
+    d = os.path.join(ROOT, "fuzz", "corpus", "gguf")
+    os.makedirs(d, exist_ok=True)
+    T = gguf.GGUFValueType
+    # 1: metadata only
+    w = gguf.GGUFWriter(os.path.join(d, "seed_meta_only.gguf"), "llama")
+    w.add_uint32("llama.block_count", 2)
+    w.add_float32("llama.rope.freq_base", 10000.0)
+    w.add_bool("tokenizer.ggml.add_bos_token", True)
+    w.add_array("tokenizer.ggml.tokens", ["<s>", "</s>", "a", "b"])
+    w.add_key_value("tokenizer.ggml.token_type", [3, 3, 1, 1], T.ARRAY, T.INT32)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    # 2: a tiny model-shaped file with custom alignment
+    w = gguf.GGUFWriter(os.path.join(d, "seed_align64.gguf"), "llama")
+    w.add_uint32("general.alignment", 64)
+    w.add_tensor("token_embd.weight", np.ones((4, 32), dtype=np.float32))
+    w.add_tensor("output_norm.weight", np.ones(32, dtype=np.float16))
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    # 3: one quantized tensor (Q4_1 block: d, m, 16 bytes)
+    w = gguf.GGUFWriter(os.path.join(d, "seed_q4_1.gguf"), "llama")
+    w.add_tensor("blk.0.attn_q.weight", np.zeros((1, 20), dtype=np.uint8),
+                 raw_dtype=gguf.GGMLQuantizationType.Q4_1)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+
+
 def main() -> int:
+    if "--seeds" in sys.argv:
+        write_seeds()
     out = os.path.join(ROOT, "tests", "data", "gguf", "gguf_py_all_types.gguf")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     w = gguf.GGUFWriter(out, "llama")

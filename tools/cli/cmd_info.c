@@ -1,11 +1,52 @@
-/* nucleus info: placeholder until its module lands. */
+/* nucleus info: print a GGUF file's metadata and tensor table. */
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
+#include "nucleus.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: nucleus info [FILE.gguf | -m FILE.gguf]\n\n"
+          "Prints the header, every metadata key (type and value; arrays\n"
+          "abbreviated with their count) and the tensor table (name, type,\n"
+          "shape, offset, bytes). Without a file: the default model.\n"
+          "Exit status 1 when the file is missing or malformed.\n");
+}
 
 int cmd_info(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "nucleus info: not available yet\n");
-  return 1;
+  const char *path = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(arg, "-m") || !strcmp(arg, "--model")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "nucleus info: %s needs a file\n", arg);
+        return 2;
+      }
+      arg = argv[++i];
+    } else if (arg[0] == '-' && arg[1]) {
+      fprintf(stderr, "nucleus info: unknown option '%s'\n\n", arg);
+      usage(stderr);
+      return 2;
+    }
+    if (path) {
+      fprintf(stderr, "nucleus info: one file at a time\n\n");
+      usage(stderr);
+      return 2;
+    }
+    path = arg;
+  }
+  if (!path) path = cli_default_model();
+  if (!path) return 1;
+  nucleus_error err = {0};
+  if (nucleus_print_gguf_info(path, stdout, &err) != NUCLEUS_OK) {
+    fflush(stdout);
+    fprintf(stderr, "nucleus info: %s\n", err.message);
+    return 1;
+  }
+  return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -1,0 +1,65 @@
+"""`nucleus info`: the real model's header and tensor table, and clean
+failures (exit code 1, a message with the byte offset) on broken files."""
+import os
+import re
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+BIN = os.environ.get("NUCLEUS_BIN", os.path.join(ROOT, "build", "release", "nucleus"))
+
+pytestmark = pytest.mark.skipif(not os.path.exists(MODEL), reason="model not fetched")
+
+
+def info(*args):
+    return subprocess.run([BIN, "info", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_info_real_model():
+    r = info(MODEL)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "gguf: version 3, alignment 32" in out
+    assert "metadata: 33 key-value pairs" in out
+    assert re.search(r'^\s+general\.architecture\s+STRING\s+"llama"$', out, re.M)
+    assert re.search(r"^\s+llama\.embedding_length\s+UINT32\s+576$", out, re.M)
+    assert re.search(r'^\s+tokenizer\.ggml\.tokens\s+ARRAY\[STRING\]\s+\[49152 x STRING\] '
+                     r'"<\|endoftext\|>", "<\|im_start\|>"', out, re.M)
+    assert "tensors: 272 " in out
+    assert re.search(r"^\s+0\s+token_embd\.weight\s+Q8_0\s+\[576, 49152\]\s+0\s+30081024$",
+                     out, re.M)
+    assert re.search(r"^\s+271\s+output_norm\.weight\s+F32\s+\[576\]\s+\d+\s+2304$", out, re.M)
+    assert len(re.findall(r"^\s+\d+\s+\S+\s+(F32|Q4_1|Q8_0)\s+\[", out, re.M)) == 272
+
+
+@pytest.mark.parametrize("keep", [20, 1_000_000, 1_785_700, 98_000_000])
+def test_info_truncated_model(tmp_path, keep):
+    cut = tmp_path / "cut.gguf"
+    with open(MODEL, "rb") as src, open(cut, "wb") as dst:
+        dst.write(src.read(keep))
+    r = info(str(cut))
+    assert r.returncode == 1
+    assert r.stdout == ""
+    assert "offset" in r.stderr
+    assert str(cut) in r.stderr
+
+
+def test_info_not_gguf(tmp_path):
+    p = tmp_path / "x.gguf"
+    p.write_bytes(b"PK\x03\x04" + b"\0" * 100)
+    r = info(str(p))
+    assert r.returncode == 1
+    assert "bad magic at offset 0" in r.stderr
+
+
+def test_info_missing_file_and_usage(tmp_path):
+    r = info(str(tmp_path / "absent.gguf"))
+    assert r.returncode == 1
+    assert "cannot open" in r.stderr
+    assert info("--bogus").returncode == 2
+    assert info("a.gguf", "b.gguf").returncode == 2
+    r = info("--help")
+    assert r.returncode == 0 and "usage: nucleus info" in r.stdout
