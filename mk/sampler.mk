@@ -22,3 +22,5 @@ $(BUILDDIR)/bench/sampler: bench/sampler.c \
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lm -o $@
 UNIT_TESTS += test_sampler
 test_sampler_DEPS := $(SAMPLER_OBJS)
+UNIT_TESTS += test_sampler_pipeline
+test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
