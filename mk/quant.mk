@@ -1,5 +1,11 @@
 # quant: tensor types, dequantization, activation quantization and the dot
-# kernels (src/quant*.c, src/kernels/).
+# kernels (src/quant*.c, src/kernels/). Each SIMD file gets its own flags;
+# the dispatcher calls it only on CPUs that have them.
+CFLAGS_avx2 := -mavx2 -mfma -mf16c
+CFLAGS_avx512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl \
+  -mavx512vnni
+
+KERNEL_OBJS := kernels/ref kernels/avx2 kernels/dispatch
 UNIT_TESTS += test_quant test_kernels
 test_quant_DEPS := quant quant_dequant
-test_kernels_DEPS := quant quant_dequant kernels/ref kernels/dispatch
+test_kernels_DEPS := quant quant_dequant $(KERNEL_OBJS)

@@ -1,6 +1,28 @@
-/* dispatch: picks the fastest kernel table this CPU supports. */
-#include "kernels.h"
+/* dispatch: picks a kernel table from the CPU's features (cpuid, with the
+ * operating system's register-state support, via __builtin_cpu_supports). */
+#include <string.h>
+
+#include "tables.h"
+
+static bool cpu_has_avx2(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+
+const nc_kernels *nc_kernels_by_name(const char *name) {
+  if (!name) return NULL;
+  if (strcmp(name, "ref") == 0) return nc_kernels_ref();
+  if (strcmp(name, "avx2") == 0)
+    return cpu_has_avx2() ? nc_kernels_avx2_table() : NULL;
+  return NULL;
+}
 
 const nc_kernels *nc_kernels_best(void) {
+  static const char *const order[] = {"avx512", "avx2"};
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+    const nc_kernels *k = nc_kernels_by_name(order[i]);
+    if (k) return k;
+  }
   return nc_kernels_ref();
 }

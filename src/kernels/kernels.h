@@ -31,5 +31,8 @@ typedef struct nc_kernels {
 const nc_kernels *nc_kernels_ref(void);
 /* The fastest table this CPU supports (ref when nothing better). */
 const nc_kernels *nc_kernels_best(void);
+/* A table by name ("ref", "avx2", "avx512"); NULL when the name is unknown
+ * or this CPU lacks the instructions the table needs. */
+const nc_kernels *nc_kernels_by_name(const char *name);
 
 #endif

@@ -4,11 +4,11 @@
  * order); the F32/F16/BF16 dots accumulate f32 products in double. */
 #include <string.h>
 
-#include "kernels.h"
+#include "ref.h"
 
 #define H2F(x) nc_fp16_to_fp32(x)
 
-static float dot_f32(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_f32(int64_t n, const void *vw, const void *va) {
   const float *w = vw, *a = va;
   double sum = 0.0;
   for (int64_t i = 0; i < n; i++)
@@ -16,7 +16,7 @@ static float dot_f32(int64_t n, const void *vw, const void *va) {
   return (float)sum;
 }
 
-static float dot_f16(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_f16(int64_t n, const void *vw, const void *va) {
   const nc_fp16 *w = vw, *a = va;
   double sum = 0.0;
   for (int64_t i = 0; i < n; i++)
@@ -24,7 +24,7 @@ static float dot_f16(int64_t n, const void *vw, const void *va) {
   return (float)sum;
 }
 
-static float dot_bf16(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_bf16(int64_t n, const void *vw, const void *va) {
   const nc_bf16 *w = vw, *a = va;
   double sum = 0.0;
   for (int64_t i = 0; i < n; i++)
@@ -32,7 +32,7 @@ static float dot_bf16(int64_t n, const void *vw, const void *va) {
   return (float)sum;
 }
 
-static float dot_q4_0(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q4_0(int64_t n, const void *vw, const void *va) {
   const block_q4_0 *x = vw;
   const block_q8_0 *y = va;
   float sumf = 0.0f;
@@ -47,7 +47,7 @@ static float dot_q4_0(int64_t n, const void *vw, const void *va) {
   return sumf;
 }
 
-static float dot_q4_1(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q4_1(int64_t n, const void *vw, const void *va) {
   const block_q4_1 *x = vw;
   const block_q8_1 *y = va;
   float sumf = 0.0f;
@@ -69,7 +69,7 @@ static uint32_t load_u32(const uint8_t *p) {
   return v;
 }
 
-static float dot_q5_0(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q5_0(int64_t n, const void *vw, const void *va) {
   const block_q5_0 *x = vw;
   const block_q8_0 *y = va;
   float sumf = 0.0f;
@@ -87,7 +87,7 @@ static float dot_q5_0(int64_t n, const void *vw, const void *va) {
   return sumf;
 }
 
-static float dot_q5_1(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q5_1(int64_t n, const void *vw, const void *va) {
   const block_q5_1 *x = vw;
   const block_q8_1 *y = va;
   float sumf = 0.0f;
@@ -106,7 +106,7 @@ static float dot_q5_1(int64_t n, const void *vw, const void *va) {
   return sumf;
 }
 
-static float dot_q8_0(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q8_0(int64_t n, const void *vw, const void *va) {
   const block_q8_0 *x = vw;
   const block_q8_0 *y = va;
   float sumf = 0.0f;
@@ -119,7 +119,7 @@ static float dot_q8_0(int64_t n, const void *vw, const void *va) {
   return sumf;
 }
 
-static float dot_q2_k(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q2_k(int64_t n, const void *vw, const void *va) {
   const block_q2_K *x = vw;
   const block_q8_K *y = va;
   float sumf = 0.0f;
@@ -151,7 +151,7 @@ static float dot_q2_k(int64_t n, const void *vw, const void *va) {
 /* The K-quant kernels below keep ggml's eight int32 lanes (element index
  * mod 8) per block and eight float partial sums across blocks. */
 
-static float dot_q3_k(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q3_k(int64_t n, const void *vw, const void *va) {
   const block_q3_K *x = vw;
   const block_q8_K *y = va;
   float sums[8] = {0};
@@ -215,7 +215,7 @@ static void k4_block(const int8_t *q, const uint8_t *scales, nc_fp16 xd,
   *sumf -= dmin * (float)sumi;
 }
 
-static float dot_q4_k(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q4_k(int64_t n, const void *vw, const void *va) {
   const block_q4_K *x = vw;
   const block_q8_K *y = va;
   float sums[8] = {0}, sumf = 0.0f;
@@ -233,7 +233,7 @@ static float dot_q4_k(int64_t n, const void *vw, const void *va) {
   return sumf;
 }
 
-static float dot_q5_k(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q5_k(int64_t n, const void *vw, const void *va) {
   const block_q5_K *x = vw;
   const block_q8_K *y = va;
   float sums[8] = {0}, sumf = 0.0f;
@@ -252,7 +252,7 @@ static float dot_q5_k(int64_t n, const void *vw, const void *va) {
   return sumf;
 }
 
-static float dot_q6_k(int64_t n, const void *vw, const void *va) {
+float nc_ref_dot_q6_k(int64_t n, const void *vw, const void *va) {
   const block_q6_K *x = vw;
   const block_q8_K *y = va;
   float sums[8] = {0};
@@ -285,12 +285,13 @@ static float dot_q6_k(int64_t n, const void *vw, const void *va) {
 /* Multi-row entry points: a loop over the single-row kernel, so they are
  * trivially batch invariant. */
 #define ROWS(fn)                                                               \
-  static void fn##_rows(int64_t n, const void *w, const void *a,               \
-                        size_t a_stride, int nrows, float *out,                \
-                        size_t out_stride) {                                   \
+  void nc_ref_##fn##_rows(int64_t n, const void *w, const void *a,             \
+                          size_t a_stride, int nrows, float *out,              \
+                          size_t out_stride) {                                 \
     const char *ap = a;                                                        \
     for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] = fn(n, w, ap + (size_t)r * a_stride);       \
+      out[(size_t)r * out_stride] =                                            \
+          nc_ref_##fn(n, w, ap + (size_t)r * a_stride);                        \
   }
 ROWS(dot_f32)
 ROWS(dot_f16)
@@ -307,22 +308,22 @@ ROWS(dot_q5_k)
 ROWS(dot_q6_k)
 #undef ROWS
 
-static void quant_f32(const float *src, void *dst, int64_t n) {
+void nc_ref_quant_f32(const float *src, void *dst, int64_t n) {
   nc_quantize_row(NC_TYPE_F32, src, dst, n);
 }
-static void quant_f16(const float *src, void *dst, int64_t n) {
+void nc_ref_quant_f16(const float *src, void *dst, int64_t n) {
   nc_quantize_row(NC_TYPE_F16, src, dst, n);
 }
-static void quant_bf16(const float *src, void *dst, int64_t n) {
+void nc_ref_quant_bf16(const float *src, void *dst, int64_t n) {
   nc_quantize_row(NC_TYPE_BF16, src, dst, n);
 }
-static void quant_q8_0(const float *src, void *dst, int64_t n) {
+void nc_ref_quant_q8_0(const float *src, void *dst, int64_t n) {
   nc_quantize_row(NC_TYPE_Q8_0, src, dst, n);
 }
-static void quant_q8_1(const float *src, void *dst, int64_t n) {
+void nc_ref_quant_q8_1(const float *src, void *dst, int64_t n) {
   nc_quantize_row(NC_TYPE_Q8_1, src, dst, n);
 }
-static void quant_q8_k(const float *src, void *dst, int64_t n) {
+void nc_ref_quant_q8_k(const float *src, void *dst, int64_t n) {
   nc_quantize_row(NC_TYPE_Q8_K, src, dst, n);
 }
 
@@ -331,44 +332,44 @@ static const nc_kernels k_ref = {
     .name = "ref",
     .vec_dot =
         {
-            ENTRY(NC_TYPE_F32, dot_f32),
-            ENTRY(NC_TYPE_F16, dot_f16),
-            ENTRY(NC_TYPE_BF16, dot_bf16),
-            ENTRY(NC_TYPE_Q4_0, dot_q4_0),
-            ENTRY(NC_TYPE_Q4_1, dot_q4_1),
-            ENTRY(NC_TYPE_Q5_0, dot_q5_0),
-            ENTRY(NC_TYPE_Q5_1, dot_q5_1),
-            ENTRY(NC_TYPE_Q8_0, dot_q8_0),
-            ENTRY(NC_TYPE_Q2_K, dot_q2_k),
-            ENTRY(NC_TYPE_Q3_K, dot_q3_k),
-            ENTRY(NC_TYPE_Q4_K, dot_q4_k),
-            ENTRY(NC_TYPE_Q5_K, dot_q5_k),
-            ENTRY(NC_TYPE_Q6_K, dot_q6_k),
+            ENTRY(NC_TYPE_F32, nc_ref_dot_f32),
+            ENTRY(NC_TYPE_F16, nc_ref_dot_f16),
+            ENTRY(NC_TYPE_BF16, nc_ref_dot_bf16),
+            ENTRY(NC_TYPE_Q4_0, nc_ref_dot_q4_0),
+            ENTRY(NC_TYPE_Q4_1, nc_ref_dot_q4_1),
+            ENTRY(NC_TYPE_Q5_0, nc_ref_dot_q5_0),
+            ENTRY(NC_TYPE_Q5_1, nc_ref_dot_q5_1),
+            ENTRY(NC_TYPE_Q8_0, nc_ref_dot_q8_0),
+            ENTRY(NC_TYPE_Q2_K, nc_ref_dot_q2_k),
+            ENTRY(NC_TYPE_Q3_K, nc_ref_dot_q3_k),
+            ENTRY(NC_TYPE_Q4_K, nc_ref_dot_q4_k),
+            ENTRY(NC_TYPE_Q5_K, nc_ref_dot_q5_k),
+            ENTRY(NC_TYPE_Q6_K, nc_ref_dot_q6_k),
         },
     .vec_dot_rows =
         {
-            ENTRY(NC_TYPE_F32, dot_f32_rows),
-            ENTRY(NC_TYPE_F16, dot_f16_rows),
-            ENTRY(NC_TYPE_BF16, dot_bf16_rows),
-            ENTRY(NC_TYPE_Q4_0, dot_q4_0_rows),
-            ENTRY(NC_TYPE_Q4_1, dot_q4_1_rows),
-            ENTRY(NC_TYPE_Q5_0, dot_q5_0_rows),
-            ENTRY(NC_TYPE_Q5_1, dot_q5_1_rows),
-            ENTRY(NC_TYPE_Q8_0, dot_q8_0_rows),
-            ENTRY(NC_TYPE_Q2_K, dot_q2_k_rows),
-            ENTRY(NC_TYPE_Q3_K, dot_q3_k_rows),
-            ENTRY(NC_TYPE_Q4_K, dot_q4_k_rows),
-            ENTRY(NC_TYPE_Q5_K, dot_q5_k_rows),
-            ENTRY(NC_TYPE_Q6_K, dot_q6_k_rows),
+            ENTRY(NC_TYPE_F32, nc_ref_dot_f32_rows),
+            ENTRY(NC_TYPE_F16, nc_ref_dot_f16_rows),
+            ENTRY(NC_TYPE_BF16, nc_ref_dot_bf16_rows),
+            ENTRY(NC_TYPE_Q4_0, nc_ref_dot_q4_0_rows),
+            ENTRY(NC_TYPE_Q4_1, nc_ref_dot_q4_1_rows),
+            ENTRY(NC_TYPE_Q5_0, nc_ref_dot_q5_0_rows),
+            ENTRY(NC_TYPE_Q5_1, nc_ref_dot_q5_1_rows),
+            ENTRY(NC_TYPE_Q8_0, nc_ref_dot_q8_0_rows),
+            ENTRY(NC_TYPE_Q2_K, nc_ref_dot_q2_k_rows),
+            ENTRY(NC_TYPE_Q3_K, nc_ref_dot_q3_k_rows),
+            ENTRY(NC_TYPE_Q4_K, nc_ref_dot_q4_k_rows),
+            ENTRY(NC_TYPE_Q5_K, nc_ref_dot_q5_k_rows),
+            ENTRY(NC_TYPE_Q6_K, nc_ref_dot_q6_k_rows),
         },
     .quantize_act =
         {
-            ENTRY(NC_TYPE_F32, quant_f32),
-            ENTRY(NC_TYPE_F16, quant_f16),
-            ENTRY(NC_TYPE_BF16, quant_bf16),
-            ENTRY(NC_TYPE_Q8_0, quant_q8_0),
-            ENTRY(NC_TYPE_Q8_1, quant_q8_1),
-            ENTRY(NC_TYPE_Q8_K, quant_q8_k),
+            ENTRY(NC_TYPE_F32, nc_ref_quant_f32),
+            ENTRY(NC_TYPE_F16, nc_ref_quant_f16),
+            ENTRY(NC_TYPE_BF16, nc_ref_quant_bf16),
+            ENTRY(NC_TYPE_Q8_0, nc_ref_quant_q8_0),
+            ENTRY(NC_TYPE_Q8_1, nc_ref_quant_q8_1),
+            ENTRY(NC_TYPE_Q8_K, nc_ref_quant_q8_k),
         },
 };
 #undef ENTRY

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "kernels/kernels.h"
+#include "kernels/tables.h"
 #include "quant_golden.h"
 
 enum { N_DOT = 512 };
@@ -301,39 +302,33 @@ static void test_ref_quantize_act(void **state) {
 
 /* ------------------------------------------------------- other tables */
 
-/* The best table (SIMD when the CPU has it) agrees with ref: bit for bit
- * where both reduce in the same integer/float order, else within a stated
- * float reordering bound (1e-6 of sum |w_i a_i|); it passes the same
- * dequantize and batch-invariance checks. */
-static void test_best_vs_ref(void **state) {
-  (void)state;
-  const nc_kernels *best = nc_kernels_best();
+/* A SIMD table agrees with ref: its quantizers bit for bit, its dots
+ * within a float reordering bound of 1e-6 of sum |w_i a_i| (the integer
+ * block sums are exact; only the order of the float scaling and additions
+ * differs); it passes the same dequantize and batch-invariance checks. */
+static void check_table_vs_ref(const nc_kernels *k) {
   const nc_kernels *ref = nc_kernels_ref();
-  assert_non_null(best);
-  print_message("best kernel table: %s\n", best->name);
-  if (best == ref) return;
   uint64_t s = 777;
   for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
     nc_type t = k_weight_types[i];
     nc_type at = nc_type_traits_of(t)->vec_dot_type;
-    assert_non_null(best->vec_dot[t]);
-    assert_non_null(best->vec_dot_rows[t]);
-    assert_non_null(best->quantize_act[at]);
+    assert_non_null(k->vec_dot[t]);
+    assert_non_null(k->vec_dot_rows[t]);
+    assert_non_null(k->quantize_act[at]);
     for (int rep = 0; rep < 8; rep++) {
       int64_t n = 256 * (rep + 1);
-      if (n % nc_type_traits_of(t)->block_size) continue;
       void *w = random_row(t, n, &s);
       float *act = random_act(n, &s);
       size_t asz = nc_row_size(at, n);
       uint8_t *qa = malloc(asz), *qb = malloc(asz);
       ref->quantize_act[at](act, qa, n);
-      best->quantize_act[at](act, qb, n);
-      assert_memory_equal(qa, qb, asz); /* quantizers are bit-exact */
-      float r = ref->vec_dot[t](n, w, qa), b = best->vec_dot[t](n, w, qa);
+      k->quantize_act[at](act, qb, n);
+      assert_memory_equal(qa, qb, asz);
+      float r = ref->vec_dot[t](n, w, qa), b = k->vec_dot[t](n, w, qa);
       double abs_sum;
       deq_dot(t, w, at, qa, n, &abs_sum);
       if (fabs((double)r - b) > 1e-6 * abs_sum)
-        fail_msg("%s %s n=%lld: %.9g vs ref %.9g", best->name, nc_type_name(t),
+        fail_msg("%s %s n=%lld: %.9g vs ref %.9g", k->name, nc_type_name(t),
                  (long long)n, b, r);
       free(w);
       free(act);
@@ -341,8 +336,68 @@ static void test_best_vs_ref(void **state) {
       free(qb);
     }
   }
-  check_table_vs_dequant(best);
-  check_rows(best);
+  check_table_vs_dequant(k);
+  check_rows(k);
+}
+
+/* Kernels that reproduce llama.cpp's x86 float order give its SIMD golden
+ * value bit for bit. */
+static void check_llama_order(const nc_kernels *k, nc_type t) {
+  nc_type at = nc_type_traits_of(t)->vec_dot_type;
+  char name[64];
+  size_t wlen, alen;
+  snprintf(name, sizeof name, "dot_%s.bin", nc_type_name(t));
+  unsigned char *w = golden_read(name, &wlen);
+  snprintf(name, sizeof name, "act_%s.bin", nc_type_name(at));
+  unsigned char *a = golden_read(name, &alen);
+  if (!w || !a) fail_msg("golden for %s missing", nc_type_name(t));
+  float want[2];
+  memcpy(want, w + nc_row_size(t, N_DOT), sizeof want);
+  float got = k->vec_dot[t](N_DOT, w, a);
+  if (bits(got) != bits(want[1]))
+    fail_msg("%s %s: %.9g, llama.cpp x86 %.9g", k->name, nc_type_name(t), got,
+             want[1]);
+  free(w);
+  free(a);
+}
+
+static void test_table(const char *name) {
+  const nc_kernels *k = nc_kernels_by_name(name);
+  if (!k) {
+    print_message("CPU lacks %s: table not tested\n", name);
+    skip();
+  }
+  assert_string_equal(k->name, name);
+  check_table_vs_ref(k);
+}
+
+static void test_avx2(void **state) {
+  (void)state;
+  test_table("avx2");
+  const nc_kernels *k = nc_kernels_by_name("avx2");
+  check_llama_order(k, NC_TYPE_Q4_1);
+  check_llama_order(k, NC_TYPE_Q8_0);
+}
+
+static void test_avx512(void **state) {
+  (void)state;
+  test_table("avx512");
+}
+
+static void test_dispatch(void **state) {
+  (void)state;
+  const nc_kernels *best = nc_kernels_best();
+  assert_non_null(best);
+  print_message("best kernel table: %s\n", best->name);
+  assert_ptr_equal(nc_kernels_by_name(best->name), best);
+  assert_ptr_equal(nc_kernels_by_name("ref"), nc_kernels_ref());
+  assert_null(nc_kernels_by_name("sse9"));
+  assert_null(nc_kernels_by_name(NULL));
+  /* best is never slower-ranked than an available table */
+  if (nc_kernels_by_name("avx512"))
+    assert_string_equal(best->name, "avx512");
+  else if (nc_kernels_by_name("avx2"))
+    assert_string_equal(best->name, "avx2");
 }
 
 int main(void) {
@@ -351,7 +406,9 @@ int main(void) {
       cmocka_unit_test(test_ref_vs_dequant),
       cmocka_unit_test(test_ref_rows),
       cmocka_unit_test(test_ref_quantize_act),
-      cmocka_unit_test(test_best_vs_ref),
+      cmocka_unit_test(test_dispatch),
+      cmocka_unit_test(test_avx2),
+      cmocka_unit_test(test_avx512),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

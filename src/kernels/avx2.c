@@ -1,0 +1,183 @@
+/* avx2: AVX2 + FMA + F16C dot kernels (compiled with those flags only; the
+ * dispatcher calls them only on CPUs that have them).
+ *
+ * Float order. Q4_1·Q8_1 and Q8_0·Q8_0 reproduce llama.cpp's x86 kernels
+ * (ggml-cpu/arch/x86/quants.c) exactly: per 32-block, 8 int32 lanes (lane k
+ * = elements 4k..4k+3) converted to float and fused-multiply-added with the
+ * block's d_w * d_a into 8 float lanes; then the lanes are summed as
+ * (k + k+4) then (0+2, 1+3) then the two; Q4_1 adds the min terms, summed
+ * with fma in block order, last. So these agree bit for bit with the
+ * llama.cpp build that produced the golden logits. The F32/F16 dots keep 32
+ * float lanes (4 x 8), summed pairwise at the end. Everything else falls
+ * back to ref. */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "ref.h"
+
+static inline float hsum8(__m256 x) {
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
+
+static inline float h2f(nc_fp16 h) {
+  return _cvtsh_ss(h);
+}
+
+/* 16 packed bytes -> 32 bytes: low nibbles, then high nibbles. */
+static inline __m256i unpack_nibbles(const uint8_t *p) {
+  __m128i v = _mm_loadu_si128((const __m128i *)p);
+  __m256i b = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+  return _mm256_and_si256(b, _mm256_set1_epi8(0x0f));
+}
+
+/* u8 x s8 products summed in groups of 4 into 8 int32 lanes. */
+static inline __m256i dot_u8s8(__m256i u, __m256i s) {
+  __m256i p16 = _mm256_maddubs_epi16(u, s);
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+static float dot_q4_1(int64_t n, const void *vw, const void *va) {
+  const block_q4_1 *x = vw;
+  const block_q8_1 *y = va;
+  __m256 acc = _mm256_setzero_ps();
+  float summs = 0.0f;
+  for (int64_t i = 0; i < n / QK8_1; i++) {
+    summs = fmaf(h2f(x[i].m), h2f(y[i].s), summs);
+    const __m256 d =
+        _mm256_mul_ps(_mm256_set1_ps(h2f(x[i].d)), _mm256_set1_ps(h2f(y[i].d)));
+    __m256i qx = unpack_nibbles(x[i].qs);
+    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8s8(qx, qy)), acc);
+  }
+  return hsum8(acc) + summs;
+}
+
+static float dot_q8_0(int64_t n, const void *vw, const void *va) {
+  const block_q8_0 *x = vw;
+  const block_q8_0 *y = va;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK8_0; i++) {
+    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
+    __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
+    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
+    /* |x| (unsigned) times y with x's sign: same products as x * y */
+    __m256i ax = _mm256_sign_epi8(qx, qx);
+    __m256i sy = _mm256_sign_epi8(qy, qx);
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8s8(ax, sy)), acc);
+  }
+  return hsum8(acc);
+}
+
+static inline float hsum_4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  return hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+static float dot_f32(int64_t n, const void *vw, const void *va) {
+  const float *w = vw, *a = va;
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(a + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(a + i + 8),
+                         s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16),
+                         _mm256_loadu_ps(a + i + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 24),
+                         _mm256_loadu_ps(a + i + 24), s3);
+  }
+  float sum = hsum_4x8(s0, s1, s2, s3);
+  for (; i < n; i++)
+    sum = fmaf(w[i], a[i], sum);
+  return sum;
+}
+
+static inline __m256 load_h8(const nc_fp16 *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+static float dot_f16(int64_t n, const void *vw, const void *va) {
+  const nc_fp16 *w = vw, *a = va;
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm256_fmadd_ps(load_h8(w + i), load_h8(a + i), s0);
+    s1 = _mm256_fmadd_ps(load_h8(w + i + 8), load_h8(a + i + 8), s1);
+    s2 = _mm256_fmadd_ps(load_h8(w + i + 16), load_h8(a + i + 16), s2);
+    s3 = _mm256_fmadd_ps(load_h8(w + i + 24), load_h8(a + i + 24), s3);
+  }
+  float sum = hsum_4x8(s0, s1, s2, s3);
+  for (; i < n; i++)
+    sum = fmaf(h2f(w[i]), h2f(a[i]), sum);
+  return sum;
+}
+
+/* One weight row against many activation rows: a loop over the single-row
+ * kernel, hence bit-identical to it. */
+#define ROWS(fn)                                                               \
+  static void fn##_rows(int64_t n, const void *w, const void *a,               \
+                        size_t a_stride, int nrows, float *out,                \
+                        size_t out_stride) {                                   \
+    const char *ap = a;                                                        \
+    for (int r = 0; r < nrows; r++)                                            \
+      out[(size_t)r * out_stride] = fn(n, w, ap + (size_t)r * a_stride);       \
+  }
+ROWS(dot_q4_1)
+ROWS(dot_q8_0)
+ROWS(dot_f32)
+ROWS(dot_f16)
+#undef ROWS
+
+#define E(t, fn) [t] = fn
+static const nc_kernels k_avx2 = {
+    .name = "avx2",
+    .vec_dot =
+        {
+            E(NC_TYPE_F32, dot_f32),
+            E(NC_TYPE_F16, dot_f16),
+            E(NC_TYPE_BF16, nc_ref_dot_bf16),
+            E(NC_TYPE_Q4_0, nc_ref_dot_q4_0),
+            E(NC_TYPE_Q4_1, dot_q4_1),
+            E(NC_TYPE_Q5_0, nc_ref_dot_q5_0),
+            E(NC_TYPE_Q5_1, nc_ref_dot_q5_1),
+            E(NC_TYPE_Q8_0, dot_q8_0),
+            E(NC_TYPE_Q2_K, nc_ref_dot_q2_k),
+            E(NC_TYPE_Q3_K, nc_ref_dot_q3_k),
+            E(NC_TYPE_Q4_K, nc_ref_dot_q4_k),
+            E(NC_TYPE_Q5_K, nc_ref_dot_q5_k),
+            E(NC_TYPE_Q6_K, nc_ref_dot_q6_k),
+        },
+    .vec_dot_rows =
+        {
+            E(NC_TYPE_F32, dot_f32_rows),
+            E(NC_TYPE_F16, dot_f16_rows),
+            E(NC_TYPE_BF16, nc_ref_dot_bf16_rows),
+            E(NC_TYPE_Q4_0, nc_ref_dot_q4_0_rows),
+            E(NC_TYPE_Q4_1, dot_q4_1_rows),
+            E(NC_TYPE_Q5_0, nc_ref_dot_q5_0_rows),
+            E(NC_TYPE_Q5_1, nc_ref_dot_q5_1_rows),
+            E(NC_TYPE_Q8_0, dot_q8_0_rows),
+            E(NC_TYPE_Q2_K, nc_ref_dot_q2_k_rows),
+            E(NC_TYPE_Q3_K, nc_ref_dot_q3_k_rows),
+            E(NC_TYPE_Q4_K, nc_ref_dot_q4_k_rows),
+            E(NC_TYPE_Q5_K, nc_ref_dot_q5_k_rows),
+            E(NC_TYPE_Q6_K, nc_ref_dot_q6_k_rows),
+        },
+    .quantize_act =
+        {
+            E(NC_TYPE_F32, nc_ref_quant_f32),
+            E(NC_TYPE_F16, nc_ref_quant_f16),
+            E(NC_TYPE_BF16, nc_ref_quant_bf16),
+            E(NC_TYPE_Q8_0, nc_ref_quant_q8_0),
+            E(NC_TYPE_Q8_1, nc_ref_quant_q8_1),
+            E(NC_TYPE_Q8_K, nc_ref_quant_q8_k),
+        },
+};
+#undef E
+
+const nc_kernels *nc_kernels_avx2_table(void) {
+  return &k_avx2;
+}

@@ -1,0 +1,35 @@
+/* ref.h: the plain-C kernels by name, so the SIMD tables can fall back to
+ * them for the types they do not accelerate. Internal to src/kernels/. */
+#ifndef NC_KERNELS_REF_H
+#define NC_KERNELS_REF_H
+
+#include "kernels.h"
+
+#define NC_REF_DOT(name)                                                       \
+  float nc_ref_dot_##name(int64_t n, const void *w, const void *a);            \
+  void nc_ref_dot_##name##_rows(int64_t n, const void *w, const void *a,       \
+                                size_t a_stride, int nrows, float *out,        \
+                                size_t out_stride);
+NC_REF_DOT(f32)
+NC_REF_DOT(f16)
+NC_REF_DOT(bf16)
+NC_REF_DOT(q4_0)
+NC_REF_DOT(q4_1)
+NC_REF_DOT(q5_0)
+NC_REF_DOT(q5_1)
+NC_REF_DOT(q8_0)
+NC_REF_DOT(q2_k)
+NC_REF_DOT(q3_k)
+NC_REF_DOT(q4_k)
+NC_REF_DOT(q5_k)
+NC_REF_DOT(q6_k)
+#undef NC_REF_DOT
+
+void nc_ref_quant_f32(const float *src, void *dst, int64_t n);
+void nc_ref_quant_f16(const float *src, void *dst, int64_t n);
+void nc_ref_quant_bf16(const float *src, void *dst, int64_t n);
+void nc_ref_quant_q8_0(const float *src, void *dst, int64_t n);
+void nc_ref_quant_q8_1(const float *src, void *dst, int64_t n);
+void nc_ref_quant_q8_k(const float *src, void *dst, int64_t n);
+
+#endif
