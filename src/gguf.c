@@ -203,15 +203,35 @@ static nc_name_ref tensor_name(const void *ctx, int64_t i) {
   return (nc_name_ref){f->tensors[i].name, strlen(f->tensors[i].name)};
 }
 
-static nc_code read_kvs(reader *r, gguf_file *f) {
-  nc_code c = nc_name_index_init(&f->key_index, f->n_kv, kv_name, f, r->err);
-  if (c) return c;
-  f->kv = f->n_kv ? calloc((size_t)f->n_kv, sizeof *f->kv) : NULL;
-  if (f->n_kv && !f->kv)
-    return nc_fail(r->err, NC_ERR_NOMEM,
-                   "gguf: out of memory for %" PRId64 " key-value pairs",
-                   f->n_kv);
-  for (int64_t i = 0; i < f->n_kv; i++) {
+/* Makes room for need elements of size elsz in *arr (capacity *cap), by
+ * doubling: memory follows what the file holds, not what it claims. */
+static nc_code reserve(reader *r, void **arr, size_t *cap, size_t need,
+                       size_t elsz, const char *what) {
+  if (need <= *cap) return NC_OK;
+  size_t n = *cap ? *cap : 16;
+  while (n < need) {
+    if (n > SIZE_MAX / 2 / elsz)
+      return nc_fail(r->err, NC_ERR_NOMEM, "gguf: too many %s", what);
+    n *= 2;
+  }
+  void *p = realloc(*arr, n * elsz);
+  if (!p)
+    return nc_fail(r->err, NC_ERR_NOMEM, "gguf: out of memory for %zu %s", n,
+                   what);
+  memset((char *)p + *cap * elsz, 0, (n - *cap) * elsz);
+  *arr = p;
+  *cap = n;
+  return NC_OK;
+}
+
+static nc_code read_kvs(reader *r, gguf_file *f, int64_t n_kv) {
+  nc_code c = nc_name_index_init(&f->key_index, kv_name, f, r->err);
+  size_t cap = 0;
+  for (int64_t i = 0; !c && i < n_kv; i++) {
+    c = reserve(r, (void **)&f->kv, &cap, (size_t)i + 1, sizeof *f->kv,
+                "key-value pairs");
+    if (c) return c;
+    f->n_kv = i + 1; /* gguf_close frees what this entry allocates */
     gguf_kv *kv = &f->kv[i];
     kv->offset = r->pos;
     set_ctx(r, "key-value pair %" PRId64, i);
@@ -232,15 +252,16 @@ static nc_code read_kvs(reader *r, gguf_file *f) {
     kv->type = (gguf_value_type)t;
     c = read_value(r, kv);
     if (c) return c;
-    int64_t prev = nc_name_index_add(&f->key_index, i);
-    if (prev >= 0)
+    int64_t prev;
+    c = nc_name_index_add(&f->key_index, i, &prev, r->err);
+    if (!c && prev >= 0)
       return fail(r,
                   "duplicate key at offset %" PRIu64
                   " (first at offset %" PRIu64 ")",
                   kv->offset, f->kv[prev].offset);
   }
   set_ctx(r, "%s", "");
-  return NC_OK;
+  return c;
 }
 
 static bool is_pow2(uint64_t x) {
@@ -360,10 +381,11 @@ static nc_code read_tensor_info(reader *r, gguf_file *f, int64_t idx,
                 "data offset %" PRIu64
                 " is not a multiple of the alignment %" PRIu32,
                 t->offset, f->alignment);
-  int64_t prev = nc_name_index_add(&f->tensor_index, idx);
-  if (prev >= 0)
+  int64_t prev;
+  c = nc_name_index_add(&f->tensor_index, idx, &prev, r->err);
+  if (!c && prev >= 0)
     return fail(r, "duplicate tensor name (also tensor %" PRId64 ")", prev);
-  return NC_OK;
+  return c;
 }
 
 /* Data section at the aligned end of the infos; every tensor inside it. */
@@ -392,27 +414,27 @@ static nc_code place_data(reader *r, gguf_file *f, const uint64_t *info_at) {
   return NC_OK;
 }
 
-static nc_code read_tensors(reader *r, gguf_file *f) {
+static nc_code read_tensors(reader *r, gguf_file *f, int64_t n_tensors) {
   /* bound again now that the metadata has been read */
-  if ((uint64_t)f->n_tensors > remaining(r) / MIN_TENSOR_BYTES)
+  if ((uint64_t)n_tensors > remaining(r) / MIN_TENSOR_BYTES)
     return fail(r,
                 "tensor_count %" PRId64
                 " (at offset 8) cannot fit in the %zu bytes left after the "
                 "metadata, at offset %zu",
-                f->n_tensors, remaining(r), r->pos);
-  nc_code c = nc_name_index_init(&f->tensor_index, f->n_tensors, tensor_name, f,
-                                 r->err);
-  if (c) return c;
-  size_t n = (size_t)f->n_tensors;
-  f->tensors = n ? calloc(n, sizeof *f->tensors) : NULL;
-  uint64_t *info_at = n ? malloc(n * sizeof *info_at) : NULL;
-  if (n && (!f->tensors || !info_at)) {
-    free(info_at);
-    return nc_fail(r->err, NC_ERR_NOMEM,
-                   "gguf: out of memory for %zu tensor infos", n);
+                n_tensors, remaining(r), r->pos);
+  nc_code c = nc_name_index_init(&f->tensor_index, tensor_name, f, r->err);
+  uint64_t *info_at = NULL; /* where each info starts, for messages */
+  size_t cap = 0, cap_at = 0;
+  for (int64_t i = 0; !c && i < n_tensors; i++) {
+    c = reserve(r, (void **)&f->tensors, &cap, (size_t)i + 1,
+                sizeof *f->tensors, "tensor infos");
+    if (!c)
+      c = reserve(r, (void **)&info_at, &cap_at, (size_t)i + 1, sizeof *info_at,
+                  "tensor infos");
+    if (c) break;
+    f->n_tensors = i + 1;
+    c = read_tensor_info(r, f, i, &info_at[i]);
   }
-  for (size_t i = 0; i < n && !c; i++)
-    c = read_tensor_info(r, f, (int64_t)i, &info_at[i]);
   set_ctx(r, "%s", "");
   if (!c) c = place_data(r, f, info_at);
   free(info_at);
@@ -471,11 +493,9 @@ static nc_code parse(reader *r, gguf_file *f) {
                    " at offset 16 is impossible: the %zu bytes left hold at "
                    "most %zu key-value pairs",
                    nkv, remaining(r), remaining(r) / MIN_KV_BYTES);
-  f->n_tensors = (int64_t)nt;
-  f->n_kv = (int64_t)nkv;
-  c = read_kvs(r, f);
+  c = read_kvs(r, f, (int64_t)nkv);
   if (!c) c = check_special_keys(r, f);
-  if (!c) c = read_tensors(r, f);
+  if (!c) c = read_tensors(r, f, (int64_t)nt);
   return c;
 }
 

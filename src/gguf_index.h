@@ -21,18 +21,21 @@ typedef nc_name_ref (*nc_name_of_fn)(const void *ctx, int64_t i);
 typedef struct nc_name_index {
   int64_t *slots; /* entry + 1; 0 = empty */
   uint64_t mask;
+  uint64_t count;
   nc_name_of_fn name_of;
   const void *ctx;
 } nc_name_index;
 
-/* Sizes the index for up to n entries (n already bounded by the caller). */
-nc_code nc_name_index_init(nc_name_index *ix, int64_t n, nc_name_of_fn name_of,
+/* An empty index; it grows as entries are added. */
+nc_code nc_name_index_init(nc_name_index *ix, nc_name_of_fn name_of,
                            const void *ctx, nc_error *err);
 void nc_name_index_free(nc_name_index *ix);
 
-/* Adds entry i under its name. Returns -1 when added, or the entry that
- * already holds that name (and then adds nothing). */
-int64_t nc_name_index_add(nc_name_index *ix, int64_t i);
+/* Adds entry i under its name: *prev = -1 when added, or the entry that
+ * already holds that name (and then nothing is added). NC_ERR_NOMEM when
+ * the index cannot grow. */
+nc_code nc_name_index_add(nc_name_index *ix, int64_t i, int64_t *prev,
+                          nc_error *err);
 /* The entry named name, or -1. */
 int64_t nc_name_index_find(const nc_name_index *ix, const char *name,
                            uint64_t len);

@@ -330,6 +330,61 @@ static void test_valid_v2_and_alignment(void **state) {
   gguf_close(NULL);
 }
 
+/* Many keys and tensors (the name indexes grow), all found by name; a
+ * duplicate placed after the growth is still caught. */
+static void build_many(gw *b, int n_kv, int n_t, const char *last_key,
+                       const char *last_tensor) {
+  gw_header(b, 3, (uint64_t)n_t, (uint64_t)n_kv);
+  char name[32];
+  for (int i = 0; i < n_kv; i++) {
+    snprintf(name, sizeof name, "k.%d", i);
+    gw_kv_u32(b, i == n_kv - 1 && last_key ? last_key : name, (uint32_t)i);
+  }
+  for (int i = 0; i < n_t; i++) {
+    snprintf(name, sizeof name, "t.%d", i);
+    gw_tensor(b, i == n_t - 1 && last_tensor ? last_tensor : name, 1,
+              (uint64_t[]){8}, NC_TYPE_F32, (uint64_t)i * 32);
+  }
+  gw_align(b, 32);
+  gw_fill(b, (size_t)n_t * 32, 5);
+}
+
+static void test_many_entries(void **state) {
+  (void)state;
+  gw b = {0};
+  build_many(&b, 2000, 600, NULL, NULL);
+  gguf_file *f = open_ok(&b);
+  assert_int_equal(gguf_kv_count(f), 2000);
+  assert_int_equal(gguf_tensor_count(f), 600);
+  char name[32];
+  for (int i = 0; i < 2000; i++) {
+    snprintf(name, sizeof name, "k.%d", i);
+    uint64_t u = 0;
+    assert_int_equal(gguf_find_key(f, name), i);
+    assert_true(gguf_get_u64(f, name, &u));
+    assert_int_equal(u, (uint64_t)i);
+  }
+  for (int i = 0; i < 600; i++) {
+    snprintf(name, sizeof name, "t.%d", i);
+    const gguf_tensor_info *t = gguf_find_tensor(f, name);
+    assert_ptr_equal(t, gguf_tensor_at(f, i));
+    assert_ptr_equal(t->data, b.p + gguf_data_offset(f) + (size_t)i * 32);
+  }
+  assert_int_equal(gguf_find_key(f, "k.2000"), -1);
+  assert_null(gguf_find_tensor(f, "t.600"));
+  gguf_close(f);
+  gw_free(&b);
+
+  build_many(&b, 2000, 600, "k.3", NULL);
+  expect_fail(b.p, b.len, NC_ERR_FORMAT, "key 'k.3': duplicate key");
+  gw_free(&b);
+  build_many(&b, 2000, 600, NULL, "t.17");
+  expect_fail(b.p, b.len, NC_ERR_FORMAT, "tensor 't.17' (info at offset");
+  expect_fail(b.p, b.len, NC_ERR_FORMAT,
+              "duplicate tensor name (also tensor 17)");
+  gw_free(&b);
+}
+
 /* Every strict prefix of the valid file is refused with an offset. */
 static void test_every_prefix(void **state) {
   (void)state;
@@ -1136,6 +1191,7 @@ int main(void) {
   static const struct CMUnitTest fixed[] = {
       cmocka_unit_test(test_valid_every_getter),
       cmocka_unit_test(test_valid_v2_and_alignment),
+      cmocka_unit_test(test_many_entries),
       cmocka_unit_test(test_every_prefix),
       cmocka_unit_test(test_truncation_names_field),
       cmocka_unit_test(test_open_errors),
