@@ -24,3 +24,5 @@ UNIT_TESTS += test_sampler
 test_sampler_DEPS := $(SAMPLER_OBJS)
 UNIT_TESTS += test_sampler_pipeline
 test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
+UNIT_TESTS += test_sampler_props
+test_sampler_props_DEPS := $(SAMPLER_OBJS)
