@@ -1,0 +1,107 @@
+"""Shared fixtures for end-to-end tests that drive the real nucleus binary.
+
+Servers: the `start_server` fixture (module scope) starts `nucleus serve` on a
+free loopback port with the given extra arguments, waits for GET /health and
+stops every server it started when the module ends:
+
+    @pytest.fixture(scope="module")
+    def server(start_server):
+        return start_server("-c", "1024")
+
+    def test_x(server):
+        requests.get(server.url + "/health")
+"""
+
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+import requests
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NUCLEUS_BIN = os.environ.get("NUCLEUS_BIN", str(ROOT / "build/release/nucleus"))
+DEFAULT_MODEL = os.environ.get(
+    "NUCLEUS_MODEL", str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class NucleusServer:
+    """One `nucleus serve` process on a free loopback port."""
+
+    def __init__(self, *args, model=None, env=None, ready_timeout=180):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.base_url = self.url + "/v1"
+        self.args = [NUCLEUS_BIN, "serve", "-m", model or DEFAULT_MODEL,
+                     "--host", "127.0.0.1", "--port", str(self.port), *args]
+        self.log_file = tempfile.NamedTemporaryFile(
+            prefix="nucleus-serve-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            self.args, stdout=self.log_file, stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})})
+        self._wait_ready(ready_timeout)
+
+    def _wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                if "not available yet" in self.log():
+                    pytest.skip("nucleus serve is not built into this binary")
+                raise RuntimeError(
+                    f"nucleus serve exited with {self.proc.returncode}:\n"
+                    + self.log())
+            try:
+                if requests.get(self.url + "/health", timeout=1).ok:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        self.stop(signal.SIGKILL)
+        raise RuntimeError("nucleus serve did not become ready:\n" + self.log())
+
+    def log(self):
+        with open(self.log_file.name, "r", errors="replace") as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        """Sends sig and returns the exit status (kills after timeout)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def require_binary_and_model(model=None):
+    if not os.access(NUCLEUS_BIN, os.X_OK):
+        pytest.skip(f"{NUCLEUS_BIN} is not built")
+    if not os.path.exists(model or DEFAULT_MODEL):
+        pytest.skip(f"model {model or DEFAULT_MODEL} is missing (make model)")
+
+
+@pytest.fixture(scope="module")
+def start_server():
+    started = []
+
+    def start(*args, **kwargs):
+        require_binary_and_model(kwargs.get("model"))
+        srv = NucleusServer(*args, **kwargs)
+        started.append(srv)
+        return srv
+
+    yield start
+    for srv in started:
+        srv.stop()

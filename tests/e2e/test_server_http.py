@@ -1,0 +1,230 @@
+"""nucleus serve: routing, limits, validation and the non-generating
+endpoints, checked over plain HTTP against the real binary and model."""
+
+import http.client
+import json
+
+import pytest
+import requests
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    return start_server("-c", "1024", "--max-body-bytes", "65536")
+
+
+def post(server, path, body, **kw):
+    return requests.post(server.url + path, json=body, timeout=60, **kw)
+
+
+def assert_error(resp, status, param=None):
+    assert resp.status_code == status, resp.text
+    err = resp.json()["error"]
+    assert set(err) >= {"message", "type", "param", "code"}
+    assert err["message"]
+    if status == 400:
+        assert err["type"] == "invalid_request_error"
+    if param is not None:
+        assert err["param"] == param, err
+    return err
+
+
+def test_health(server):
+    r = requests.get(server.url + "/health", timeout=5)
+    assert r.status_code == 200
+    assert r.json() == {"status": "ok"}
+
+
+def test_models_lists_the_loaded_model(server):
+    r = requests.get(server.base_url + "/models", timeout=5)
+    assert r.status_code == 200
+    body = r.json()
+    assert body["object"] == "list"
+    assert len(body["data"]) == 1
+    model = body["data"][0]
+    assert model["object"] == "model"
+    assert model["id"].endswith(".gguf")
+
+
+def test_unknown_route_is_404(server):
+    assert_error(requests.get(server.url + "/v1/nope", timeout=5), 404)
+
+
+def test_wrong_method_is_405(server):
+    r = requests.get(server.base_url + "/chat/completions", timeout=5)
+    assert_error(r, 405)
+    assert r.headers["Allow"] == "POST"
+
+
+def test_malformed_json_is_400(server):
+    r = requests.post(server.base_url + "/chat/completions",
+                      data=b'{"messages": [', timeout=5,
+                      headers={"Content-Type": "application/json"})
+    assert_error(r, 400)
+
+
+def test_body_not_an_object_is_400(server):
+    assert_error(post(server, "/v1/completions", [1, 2, 3]), 400)
+
+
+CHAT = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+
+
+@pytest.mark.parametrize("field,value", [
+    ("temperature", -1), ("temperature", 3), ("temperature", "hot"),
+    ("top_p", 0), ("top_p", 1.5), ("top_k", -2), ("top_k", 1.5),
+    ("min_p", 2), ("typical_p", 0), ("repetition_penalty", 0),
+    ("presence_penalty", 2.5), ("frequency_penalty", -3),
+    ("n", 0), ("n", 1000), ("max_tokens", 0), ("max_tokens", -5),
+    ("max_completion_tokens", 0), ("top_logprobs", 21), ("logprobs", 3),
+    ("stop", 5), ("stop", [""]), ("stop", ["x"] * 17),
+    ("logit_bias", {"abc": 1}), ("logit_bias", {"1": 500}),
+    ("logit_bias", {"99999999": 1}), ("logit_bias", []),
+    ("seed", "x"), ("stream", "yes"), ("min_tokens", -1),
+    ("ignore_eos", 1), ("skip_special_tokens", "no"),
+    ("stream_options", 3),
+])
+def test_chat_bad_parameter_is_400_naming_it(server, field, value):
+    body = dict(CHAT, **{field: value})
+    err = assert_error(post(server, "/v1/chat/completions", body), 400)
+    assert err["param"] == field or (
+        field == "stream_options" and err["param"] == "stream_options"), err
+
+
+@pytest.mark.parametrize("messages", [
+    None, [], "hi", [{"content": "no role"}], [{"role": "wizard",
+                                                "content": "x"}],
+    [{"role": "user", "content": 5}],
+    [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
+])
+def test_chat_bad_messages_is_400(server, messages):
+    body = {"max_tokens": 2}
+    if messages is not None:
+        body["messages"] = messages
+    assert_error(post(server, "/v1/chat/completions", body), 400, "messages")
+
+
+@pytest.mark.parametrize("prompt", [None, 5, "", [], [-1], [10**9],
+                                    ["a", "b"], {"x": 1}])
+def test_completions_bad_prompt_is_400(server, prompt):
+    body = {"max_tokens": 2}
+    if prompt is not None:
+        body["prompt"] = prompt
+    assert_error(post(server, "/v1/completions", body), 400, "prompt")
+
+
+def test_completions_logprobs_must_be_int(server):
+    body = {"prompt": "a", "max_tokens": 1, "logprobs": True}
+    assert_error(post(server, "/v1/completions", body), 400, "logprobs")
+
+
+def test_prompt_longer_than_context_is_400(server):
+    body = {"prompt": "hello " * 3000, "max_tokens": 2}
+    err = assert_error(post(server, "/v1/completions", body), 400)
+    assert err["code"] == "context_length_exceeded"
+
+
+def test_body_over_limit_is_413_from_content_length(server):
+    big = {"prompt": "x" * 70000, "max_tokens": 1}
+    assert_error(post(server, "/v1/completions", big), 413)
+
+
+def test_chunked_body_over_limit_is_413(server):
+    def chunks():
+        yield b'{"prompt": "'
+        for _ in range(40):
+            yield b"y" * 4096
+        yield b'"}'
+    r = requests.post(server.url + "/v1/completions", data=chunks(),
+                      timeout=30)
+    assert_error(r, 413)
+
+
+def test_tokenize_detokenize_round_trip(server):
+    r = post(server, "/tokenize", {"content": "Hello world"})
+    assert r.status_code == 200, r.text
+    tokens = r.json()["tokens"]
+    assert tokens and all(isinstance(t, int) for t in tokens)
+    r = post(server, "/detokenize", {"tokens": tokens})
+    assert r.status_code == 200, r.text
+    assert r.json()["content"] == "Hello world"
+
+
+def test_tokenize_with_pieces(server):
+    r = post(server, "/tokenize", {"content": "Hello world",
+                                   "with_pieces": True})
+    pieces = r.json()["tokens"]
+    assert all(set(p) == {"id", "piece"} for p in pieces)
+    assert "".join(p["piece"] for p in pieces).replace("\u0120", " ") \
+        .endswith("world")
+
+
+def test_detokenize_bad_ids_is_400(server):
+    assert_error(post(server, "/detokenize", {"tokens": [-4]}), 400, "tokens")
+    assert_error(post(server, "/detokenize", {"tokens": "x"}), 400, "tokens")
+
+
+def test_apply_template(server):
+    r = post(server, "/apply-template",
+             {"messages": [{"role": "user", "content": "What is 2+2?"}]})
+    assert r.status_code == 200, r.text
+    prompt = r.json()["prompt"]
+    assert "What is 2+2?" in prompt
+
+
+def test_metrics_prometheus_text(server):
+    requests.get(server.url + "/health", timeout=5)
+    r = requests.get(server.url + "/metrics", timeout=5)
+    assert r.status_code == 200
+    assert r.headers["Content-Type"].startswith("text/plain")
+    text = r.text
+    for name in ["nucleus_requests_total", "nucleus_prompt_tokens_total",
+                 "nucleus_generation_tokens_total", "nucleus_queue_length",
+                 "nucleus_kv_blocks_used", "nucleus_kv_blocks_free",
+                 "nucleus_time_to_first_token_seconds_bucket",
+                 "nucleus_inter_token_latency_seconds_bucket"]:
+        assert f"\n{name}" in text, name
+    assert 'nucleus_requests_total{status="200"}' in text
+
+
+def test_slow_headers_time_out_and_server_keeps_serving(server):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn.connect()
+    conn.sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+    r = requests.get(server.url + "/health", timeout=5)
+    assert r.status_code == 200
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def keyed(start_server):
+    return start_server("-c", "512", "--api-key", "s3cret-key")
+
+
+@pytest.mark.parametrize("path,method", [
+    ("/v1/models", "GET"), ("/metrics", "GET"), ("/tokenize", "POST"),
+    ("/v1/chat/completions", "POST"), ("/v1/completions", "POST"),
+    ("/detokenize", "POST"), ("/apply-template", "POST"), ("/nope", "GET")])
+def test_api_key_required_except_health(keyed, path, method):
+    for headers in [{}, {"Authorization": "Bearer wrong"},
+                    {"Authorization": "Bearer s3cret-ke"},
+                    {"Authorization": "s3cret-key"}]:
+        r = requests.request(method, keyed.url + path, json={}, timeout=5,
+                             headers=headers)
+        if path == "/nope":
+            assert r.status_code in (401, 404)
+        else:
+            assert_error(r, 401)
+            assert r.json()["error"]["type"] == "authentication_error"
+    assert requests.get(keyed.url + "/health", timeout=5).status_code == 200
+
+
+def test_api_key_accepted(keyed):
+    ok = {"Authorization": "Bearer s3cret-key"}
+    r = requests.get(keyed.base_url + "/models", headers=ok, timeout=5)
+    assert r.status_code == 200
+    r = requests.post(keyed.url + "/tokenize", json={"content": "hi"},
+                      headers={"X-Api-Key": "s3cret-key"}, timeout=5)
+    assert r.status_code == 200
+    body = json.loads(r.text)
+    assert body["tokens"]
