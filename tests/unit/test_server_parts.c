@@ -1,0 +1,133 @@
+/* nucleus serve: the parts that need no model: UTF-8 sanitizing for JSON,
+ * the constant-time key compare, metrics text, option parsing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "auth.h"
+#include "json_text.h"
+#include "metrics.h"
+#include "server_config.h"
+
+static void check_text(const char *in, size_t n, const char *want) {
+  json_t *j = json_text(in, n);
+  assert_non_null(j);
+  assert_int_equal(json_string_length(j), strlen(want));
+  assert_memory_equal(json_string_value(j), want, strlen(want));
+  json_decref(j);
+}
+
+static void test_json_text_sanitizes(void **state) {
+  (void)state;
+  check_text("hello", 5, "hello");
+  check_text("caf\xc3\xa9", 5, "caf\xc3\xa9");
+  check_text("\xe2\x82", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"); /* cut sequence */
+  check_text("a\xffz", 3, "a\xEF\xBF\xBDz");
+  check_text("\xc0\xaf", 2, "\xEF\xBF\xBD\xEF\xBF\xBD"); /* overlong */
+  check_text("\xed\xa0\x80", 3, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  check_text("\xf0\x9f\x98\x80", 4, "\xf0\x9f\x98\x80");
+  check_text("", 0, "");
+}
+
+static void test_json_finite(void **state) {
+  (void)state;
+  json_t *j = json_finite(-1.0 / 0.0);
+  assert_non_null(j);
+  assert_true(json_real_value(j) == -9999.0);
+  json_decref(j);
+  j = json_finite(-0.25);
+  assert_true(json_real_value(j) == -0.25);
+  json_decref(j);
+}
+
+static void test_auth_equal(void **state) {
+  (void)state;
+  assert_true(auth_equal("secret", 6, "secret"));
+  assert_false(auth_equal("secre", 5, "secret"));
+  assert_false(auth_equal("secret1", 7, "secret"));
+  assert_false(auth_equal("Secret", 6, "secret"));
+  assert_false(auth_equal("", 0, "secret"));
+}
+
+static void test_metrics_render(void **state) {
+  (void)state;
+  metrics *m = metrics_create();
+  assert_non_null(m);
+  metrics_count_response(m, 200);
+  metrics_count_response(m, 200);
+  metrics_count_response(m, 400);
+  metrics_count_response(m, 9999); /* ignored, no crash */
+  metrics_add_tokens(m, 10, 3);
+  metrics_observe_ttft(m, 0.2);
+  metrics_observe_itl(m, 0.004);
+  metrics_observe_itl(m, 100.0);
+  nucleus_engine_stats st = {
+      .queued = 2, .kv_blocks_used = 5, .kv_blocks_free = 27};
+  char *text = metrics_render(m, &st, 1);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "nucleus_requests_total{status=\"200\"} 2\n"));
+  assert_non_null(strstr(text, "nucleus_requests_total{status=\"400\"} 1\n"));
+  assert_non_null(strstr(text, "\nnucleus_prompt_tokens_total 10\n"));
+  assert_non_null(strstr(text, "\nnucleus_generation_tokens_total 3\n"));
+  assert_non_null(strstr(text, "\nnucleus_queue_length 2\n"));
+  assert_non_null(strstr(text, "\nnucleus_kv_blocks_used 5\n"));
+  assert_non_null(strstr(text, "\nnucleus_kv_blocks_free 27\n"));
+  assert_non_null(strstr(
+      text, "nucleus_time_to_first_token_seconds_bucket{le=\"0.1\"} 0\n"));
+  assert_non_null(strstr(
+      text, "nucleus_time_to_first_token_seconds_bucket{le=\"0.25\"} 1\n"));
+  assert_non_null(strstr(
+      text, "nucleus_inter_token_latency_seconds_bucket{le=\"0.005\"} 1\n"));
+  assert_non_null(strstr(
+      text, "nucleus_inter_token_latency_seconds_bucket{le=\"2.5\"} 1\n"));
+  assert_non_null(strstr(
+      text, "nucleus_inter_token_latency_seconds_bucket{le=\"+Inf\"} 2\n"));
+  assert_non_null(
+      strstr(text, "nucleus_inter_token_latency_seconds_count 2\n"));
+  free(text);
+  metrics_destroy(m);
+}
+
+static void test_config_defaults_and_options(void **state) {
+  (void)state;
+  server_config cfg;
+  char msg[256];
+  char *none[] = {"serve"};
+  assert_int_equal(server_config_parse(1, none, &cfg, msg, sizeof msg), 0);
+  assert_string_equal(cfg.host, "127.0.0.1");
+  assert_int_equal(cfg.port, 8080);
+  assert_int_equal(cfg.max_body_bytes, 8u * 1024 * 1024);
+  char *args[] = {"serve", "-m",          "x.gguf", "--port",
+                  "9000",  "--parallel",  "4",      "--api-key",
+                  "k",     "--kv-tokens", "4096"};
+  assert_int_equal(server_config_parse(11, args, &cfg, msg, sizeof msg), 0);
+  assert_string_equal(cfg.model_path, "x.gguf");
+  assert_int_equal(cfg.port, 9000);
+  assert_int_equal(cfg.parallel, 4);
+  assert_string_equal(cfg.api_key, "k");
+  assert_int_equal(cfg.kv_tokens, 4096);
+  char *bad_port[] = {"serve", "--port", "70000"};
+  assert_int_equal(server_config_parse(3, bad_port, &cfg, msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "--port"));
+  char *missing[] = {"serve", "--port"};
+  assert_int_equal(server_config_parse(2, missing, &cfg, msg, sizeof msg), -1);
+  char *unknown[] = {"serve", "--frobnicate"};
+  assert_int_equal(server_config_parse(2, unknown, &cfg, msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "--frobnicate"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_json_text_sanitizes),
+      cmocka_unit_test(test_json_finite),
+      cmocka_unit_test(test_auth_equal),
+      cmocka_unit_test(test_metrics_render),
+      cmocka_unit_test(test_config_defaults_and_options),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,46 @@
+/* nucleus serve: building OpenAI-shaped error bodies. */
+#include "api_error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json_text.h"
+
+int api_fail(api_error *e, unsigned status, const char *param, const char *fmt,
+             ...) {
+  memset(e, 0, sizeof *e);
+  e->status = status;
+  if (param) snprintf(e->param, sizeof e->param, "%s", param);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+const char *api_error_type(unsigned status) {
+  if (status == 401) return "authentication_error";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
+}
+
+json_t *api_error_json(const api_error *e) {
+  json_t *inner = json_object();
+  json_t *root = json_object();
+  if (!inner || !root) {
+    json_decref(inner);
+    json_decref(root);
+    return NULL;
+  }
+  json_object_set_new(inner, "message",
+                      json_text(e->message, strlen(e->message)));
+  json_object_set_new(inner, "type", json_string(api_error_type(e->status)));
+  json_object_set_new(inner, "param",
+                      e->param[0] ? json_text(e->param, strlen(e->param))
+                                  : json_null());
+  json_object_set_new(inner, "code",
+                      e->code ? json_string(e->code) : json_null());
+  json_object_set_new(root, "error", inner);
+  return root;
+}

@@ -1,0 +1,27 @@
+/* nucleus serve: OpenAI-shaped errors
+ * {"error": {"message", "type", "param", "code"}}. */
+#ifndef NUCLEUS_SERVER_API_ERROR_H
+#define NUCLEUS_SERVER_API_ERROR_H
+
+#include <jansson.h>
+
+typedef struct api_error {
+  unsigned status;   /* HTTP status */
+  const char *code;  /* NULL, or e.g. "context_length_exceeded" */
+  const char *allow; /* for 405: the allowed method */
+  char param[64];    /* the offending request field, "" for none */
+  char message[512];
+} api_error;
+
+/* Fills *e and returns -1 so that parsers can `return api_fail(...)`. */
+int api_fail(api_error *e, unsigned status, const char *param, const char *fmt,
+             ...) __attribute__((format(printf, 4, 5)));
+
+/* The error "type" for a status: invalid_request_error (4xx),
+ * authentication_error (401), server_error (5xx). */
+const char *api_error_type(unsigned status);
+
+/* The {"error": {...}} body; NULL when out of memory. */
+json_t *api_error_json(const api_error *e);
+
+#endif

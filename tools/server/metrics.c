@@ -1,0 +1,180 @@
+/* nucleus serve: metrics storage and the Prometheus text rendering. */
+#include "metrics.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STATUS_MAX 600
+
+static const double TTFT_BUCKETS[] = {0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
+                                      0.5,   1.0,  2.5,   5.0,  10.0, 30.0};
+static const double ITL_BUCKETS[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                     0.1,   0.25,   0.5,   1.0,  2.5};
+#define N_TTFT (sizeof TTFT_BUCKETS / sizeof TTFT_BUCKETS[0])
+#define N_ITL (sizeof ITL_BUCKETS / sizeof ITL_BUCKETS[0])
+
+typedef struct histogram {
+  uint64_t counts[16]; /* per bucket, not cumulative; last = +Inf */
+  uint64_t n;
+  double sum;
+} histogram;
+
+struct metrics {
+  pthread_mutex_t mu;
+  uint64_t by_status[STATUS_MAX];
+  int64_t prompt_tokens;
+  int64_t generated_tokens;
+  histogram ttft;
+  histogram itl;
+};
+
+metrics *metrics_create(void) {
+  metrics *m = calloc(1, sizeof *m);
+  if (m) pthread_mutex_init(&m->mu, NULL);
+  return m;
+}
+
+void metrics_destroy(metrics *m) {
+  if (!m) return;
+  pthread_mutex_destroy(&m->mu);
+  free(m);
+}
+
+void metrics_count_response(metrics *m, unsigned status) {
+  if (status >= STATUS_MAX) return;
+  pthread_mutex_lock(&m->mu);
+  m->by_status[status]++;
+  pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_add_tokens(metrics *m, int64_t prompt, int64_t generated) {
+  pthread_mutex_lock(&m->mu);
+  m->prompt_tokens += prompt;
+  m->generated_tokens += generated;
+  pthread_mutex_unlock(&m->mu);
+}
+
+static void observe(metrics *m, histogram *h, const double *bounds, size_t nb,
+                    double v) {
+  size_t i = 0;
+  while (i < nb && v > bounds[i])
+    i++;
+  pthread_mutex_lock(&m->mu);
+  h->counts[i]++;
+  h->n++;
+  h->sum += v;
+  pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_observe_ttft(metrics *m, double s) {
+  observe(m, &m->ttft, TTFT_BUCKETS, N_TTFT, s);
+}
+
+void metrics_observe_itl(metrics *m, double s) {
+  observe(m, &m->itl, ITL_BUCKETS, N_ITL, s);
+}
+
+/* A growable text buffer local to rendering. */
+typedef struct text {
+  char *p;
+  size_t len, cap;
+  int failed;
+} text;
+
+__attribute__((format(printf, 2, 3))) static void put(text *t, const char *fmt,
+                                                      ...) {
+  if (t->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      t->failed = 1;
+      return;
+    }
+    if ((size_t)n < t->cap - t->len) {
+      t->len += (size_t)n;
+      return;
+    }
+    size_t cap = (t->cap + (size_t)n + 1) * 2;
+    char *grown = realloc(t->p, cap);
+    if (!grown) {
+      t->failed = 1;
+      return;
+    }
+    t->p = grown;
+    t->cap = cap;
+  }
+}
+
+static void put_histogram(text *t, const char *name, const char *help,
+                          const histogram *h, const double *bounds, size_t nb) {
+  put(t, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < nb; i++) {
+    cum += h->counts[i];
+    put(t, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i],
+        (unsigned long long)cum);
+  }
+  put(t, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)h->n);
+  put(t, "%s_sum %.6f\n%s_count %llu\n", name, h->sum, name,
+      (unsigned long long)h->n);
+}
+
+static void put_gauge(text *t, const char *name, const char *type,
+                      const char *help, long long v) {
+  put(t, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name, help, name, type, name,
+      v);
+}
+
+char *metrics_render(metrics *m, const nucleus_engine_stats *stats,
+                     size_t in_flight) {
+  text t = {.cap = 4096};
+  t.p = malloc(t.cap);
+  if (!t.p) return NULL;
+  t.p[0] = '\0';
+  pthread_mutex_lock(&m->mu);
+  put(&t, "# HELP nucleus_requests_total HTTP requests answered, by status.\n"
+          "# TYPE nucleus_requests_total counter\n");
+  for (unsigned s = 0; s < STATUS_MAX; s++)
+    if (m->by_status[s])
+      put(&t, "nucleus_requests_total{status=\"%u\"} %llu\n", s,
+          (unsigned long long)m->by_status[s]);
+  put_gauge(&t, "nucleus_prompt_tokens_total", "counter",
+            "Prompt tokens of admitted requests.", (long long)m->prompt_tokens);
+  put_gauge(&t, "nucleus_generation_tokens_total", "counter",
+            "Tokens generated.", (long long)m->generated_tokens);
+  put_histogram(&t, "nucleus_time_to_first_token_seconds",
+                "Time from admission to the first generated token.", &m->ttft,
+                TTFT_BUCKETS, N_TTFT);
+  put_histogram(&t, "nucleus_inter_token_latency_seconds",
+                "Time between two tokens of one completion.", &m->itl,
+                ITL_BUCKETS, N_ITL);
+  pthread_mutex_unlock(&m->mu);
+  put_gauge(&t, "nucleus_requests_in_flight", "gauge",
+            "Requests admitted and not yet finished.", (long long)in_flight);
+  if (stats) {
+    put_gauge(&t, "nucleus_queue_length", "gauge",
+              "Requests waiting for the engine.", stats->queued);
+    put_gauge(&t, "nucleus_requests_running", "gauge",
+              "Sequences the engine is running.", stats->running);
+    put_gauge(&t, "nucleus_kv_blocks_used", "gauge", "KV cache blocks in use.",
+              (long long)stats->kv_blocks_used);
+    put_gauge(&t, "nucleus_kv_blocks_free", "gauge", "KV cache blocks free.",
+              (long long)stats->kv_blocks_free);
+    put_gauge(&t, "nucleus_engine_steps_total", "counter", "Engine steps run.",
+              (long long)stats->steps_total);
+    put_gauge(&t, "nucleus_preemptions_total", "counter",
+              "Sequences preempted for KV space.",
+              (long long)stats->preemptions_total);
+  }
+  if (t.failed) {
+    free(t.p);
+    return NULL;
+  }
+  return t.p;
+}

@@ -1,0 +1,127 @@
+/* nucleus serve: parsing the command line into a server_config. */
+#include "server_config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1024u * 1024u)
+
+void server_config_usage(FILE *out) {
+  fprintf(out,
+          "usage: nucleus serve [options]\n"
+          "  -m, --model FILE        GGUF model (default: the bundled one)\n"
+          "  --host ADDR             bind address (default 127.0.0.1)\n"
+          "  --port N                TCP port (default 8080)\n"
+          "  -t, --threads N         compute threads (default: all cores)\n"
+          "  -c, --ctx N             context per sequence (default: model)\n"
+          "  --kv-tokens N           KV cache size in tokens\n"
+          "  --max-queue N           waiting requests before 503\n"
+          "  --parallel N            sequences decoding at once\n"
+          "  --api-key KEY           require 'Authorization: Bearer KEY'\n"
+          "                          (or $NUCLEUS_API_KEY)\n"
+          "  --max-body-bytes N      request body limit (default 8 MiB)\n"
+          "  --drain-timeout S       seconds to finish requests on SIGTERM "
+          "(default 30)\n"
+          "  --timeout S             idle connection timeout (default 30)\n"
+          "  --max-connections N     open connections (default 1024)\n"
+          "  --chat-template FILE    override the model's chat template\n");
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi,
+                      long *out, char *msg, size_t cap) {
+  if (!s) {
+    snprintf(msg, cap, "%s needs a value", opt);
+    return -1;
+  }
+  errno = 0;
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) {
+    snprintf(msg, cap, "%s: '%s' is not an integer in [%ld, %ld]", opt, s, lo,
+             hi);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static void set_defaults(server_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->host = "127.0.0.1";
+  cfg->port = 8080;
+  cfg->max_body_bytes = 8 * MIB;
+  cfg->drain_timeout_s = 30;
+  cfg->timeout_s = 30;
+  cfg->max_connections = 1024;
+  const char *key = getenv("NUCLEUS_API_KEY");
+  if (key && *key) cfg->api_key = key;
+}
+
+int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
+                        size_t cap) {
+  set_defaults(cfg);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long n = 0;
+    int rc = 0;
+    bool takes_value = true;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      cfg->help = true;
+      takes_value = false;
+    } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+      if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
+      cfg->model_path = v;
+    } else if (!strcmp(a, "--host")) {
+      if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
+      cfg->host = v;
+    } else if (!strcmp(a, "--port")) {
+      rc = parse_long(a, v, 0, 65535, &n, msg, cap);
+      cfg->port = (int)n;
+    } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+      rc = parse_long(a, v, 0, 1024, &n, msg, cap);
+      cfg->n_threads = (int)n;
+    } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) {
+      rc = parse_long(a, v, 0, 1 << 24, &n, msg, cap);
+      cfg->n_ctx = (int)n;
+    } else if (!strcmp(a, "--kv-tokens")) {
+      rc = parse_long(a, v, 0, 1L << 30, &n, msg, cap);
+      cfg->kv_tokens = n;
+    } else if (!strcmp(a, "--max-queue")) {
+      rc = parse_long(a, v, 0, 1 << 20, &n, msg, cap);
+      cfg->max_queue = (int)n;
+    } else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) {
+      rc = parse_long(a, v, 0, 4096, &n, msg, cap);
+      cfg->parallel = (int)n;
+    } else if (!strcmp(a, "--api-key")) {
+      if (!v || !*v) {
+        snprintf(msg, cap, "--api-key needs a non-empty value");
+        rc = -1;
+      }
+      cfg->api_key = v;
+    } else if (!strcmp(a, "--max-body-bytes")) {
+      rc = parse_long(a, v, 1024, 1L << 32, &n, msg, cap);
+      cfg->max_body_bytes = (size_t)n;
+    } else if (!strcmp(a, "--drain-timeout")) {
+      rc = parse_long(a, v, 0, 86400, &n, msg, cap);
+      cfg->drain_timeout_s = (int)n;
+    } else if (!strcmp(a, "--timeout")) {
+      rc = parse_long(a, v, 1, 86400, &n, msg, cap);
+      cfg->timeout_s = (int)n;
+    } else if (!strcmp(a, "--max-connections")) {
+      rc = parse_long(a, v, 1, 1 << 16, &n, msg, cap);
+      cfg->max_connections = (int)n;
+    } else if (!strcmp(a, "--chat-template")) {
+      if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
+      cfg->chat_template_path = v;
+    } else {
+      snprintf(msg, cap, "unknown option '%s'", a);
+      return -1;
+    }
+    if (rc) return -1;
+    if (takes_value) i++;
+  }
+  return 0;
+}

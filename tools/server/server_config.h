@@ -1,0 +1,35 @@
+/* nucleus serve: command-line options. */
+#ifndef NUCLEUS_SERVER_CONFIG_H
+#define NUCLEUS_SERVER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct server_config {
+  const char *model_path; /* NULL: the default model */
+  const char *host;       /* bind address, 127.0.0.1 by default */
+  int port;
+  int n_threads;       /* 0: all cores */
+  int n_ctx;           /* 0: the engine's default */
+  int64_t kv_tokens;   /* 0: the engine's default */
+  int max_queue;       /* 0: the engine's default */
+  int parallel;        /* sequences decoding at once, 0: default */
+  const char *api_key; /* NULL: no authentication */
+  size_t max_body_bytes;
+  int drain_timeout_s;
+  int timeout_s; /* idle connection timeout (headers, body, reads) */
+  int max_connections;
+  const char *chat_template_path; /* NULL: the model's template */
+  bool help;
+} server_config;
+
+/* Fills cfg from argv (argv[0] is "serve"). Returns 0 on success, or -1
+ * after writing a message naming the bad option into msg. */
+int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
+                        size_t msg_cap);
+
+void server_config_usage(FILE *out);
+
+#endif
