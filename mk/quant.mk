@@ -5,7 +5,7 @@ CFLAGS_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_avx512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl \
   -mavx512vnni
 
-KERNEL_OBJS := kernels/ref kernels/avx2 kernels/dispatch
+KERNEL_OBJS := kernels/ref kernels/avx2 kernels/avx512 kernels/dispatch
 UNIT_TESTS += test_quant test_kernels
 test_quant_DEPS := quant quant_dequant
 test_kernels_DEPS := quant quant_dequant $(KERNEL_OBJS)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ref.h"
+#include "tables.h"
 
 static inline float hsum8(__m256 x) {
   __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
@@ -40,7 +41,7 @@ static inline __m256i dot_u8s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
-static float dot_q4_1(int64_t n, const void *vw, const void *va) {
+float nc_avx2_dot_q4_1(int64_t n, const void *vw, const void *va) {
   const block_q4_1 *x = vw;
   const block_q8_1 *y = va;
   __m256 acc = _mm256_setzero_ps();
@@ -56,7 +57,7 @@ static float dot_q4_1(int64_t n, const void *vw, const void *va) {
   return hsum8(acc) + summs;
 }
 
-static float dot_q8_0(int64_t n, const void *vw, const void *va) {
+float nc_avx2_dot_q8_0(int64_t n, const void *vw, const void *va) {
   const block_q8_0 *x = vw;
   const block_q8_0 *y = va;
   __m256 acc = _mm256_setzero_ps();
@@ -76,7 +77,7 @@ static inline float hsum_4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
 
-static float dot_f32(int64_t n, const void *vw, const void *va) {
+float nc_avx2_dot_f32(int64_t n, const void *vw, const void *va) {
   const float *w = vw, *a = va;
   __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   int64_t i = 0;
@@ -99,7 +100,7 @@ static inline __m256 load_h8(const nc_fp16 *p) {
   return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
-static float dot_f16(int64_t n, const void *vw, const void *va) {
+float nc_avx2_dot_f16(int64_t n, const void *vw, const void *va) {
   const nc_fp16 *w = vw, *a = va;
   __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
   int64_t i = 0;
@@ -118,12 +119,13 @@ static float dot_f16(int64_t n, const void *vw, const void *va) {
 /* One weight row against many activation rows: a loop over the single-row
  * kernel, hence bit-identical to it. */
 #define ROWS(fn)                                                               \
-  static void fn##_rows(int64_t n, const void *w, const void *a,               \
-                        size_t a_stride, int nrows, float *out,                \
-                        size_t out_stride) {                                   \
+  void nc_avx2_##fn##_rows(int64_t n, const void *w, const void *a,            \
+                           size_t a_stride, int nrows, float *out,             \
+                           size_t out_stride) {                                \
     const char *ap = a;                                                        \
     for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] = fn(n, w, ap + (size_t)r * a_stride);       \
+      out[(size_t)r * out_stride] =                                            \
+          nc_avx2_##fn(n, w, ap + (size_t)r * a_stride);                       \
   }
 ROWS(dot_q4_1)
 ROWS(dot_q8_0)
@@ -136,14 +138,14 @@ static const nc_kernels k_avx2 = {
     .name = "avx2",
     .vec_dot =
         {
-            E(NC_TYPE_F32, dot_f32),
-            E(NC_TYPE_F16, dot_f16),
+            E(NC_TYPE_F32, nc_avx2_dot_f32),
+            E(NC_TYPE_F16, nc_avx2_dot_f16),
             E(NC_TYPE_BF16, nc_ref_dot_bf16),
             E(NC_TYPE_Q4_0, nc_ref_dot_q4_0),
-            E(NC_TYPE_Q4_1, dot_q4_1),
+            E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1),
             E(NC_TYPE_Q5_0, nc_ref_dot_q5_0),
             E(NC_TYPE_Q5_1, nc_ref_dot_q5_1),
-            E(NC_TYPE_Q8_0, dot_q8_0),
+            E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0),
             E(NC_TYPE_Q2_K, nc_ref_dot_q2_k),
             E(NC_TYPE_Q3_K, nc_ref_dot_q3_k),
             E(NC_TYPE_Q4_K, nc_ref_dot_q4_k),
@@ -152,14 +154,14 @@ static const nc_kernels k_avx2 = {
         },
     .vec_dot_rows =
         {
-            E(NC_TYPE_F32, dot_f32_rows),
-            E(NC_TYPE_F16, dot_f16_rows),
+            E(NC_TYPE_F32, nc_avx2_dot_f32_rows),
+            E(NC_TYPE_F16, nc_avx2_dot_f16_rows),
             E(NC_TYPE_BF16, nc_ref_dot_bf16_rows),
             E(NC_TYPE_Q4_0, nc_ref_dot_q4_0_rows),
-            E(NC_TYPE_Q4_1, dot_q4_1_rows),
+            E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1_rows),
             E(NC_TYPE_Q5_0, nc_ref_dot_q5_0_rows),
             E(NC_TYPE_Q5_1, nc_ref_dot_q5_1_rows),
-            E(NC_TYPE_Q8_0, dot_q8_0_rows),
+            E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0_rows),
             E(NC_TYPE_Q2_K, nc_ref_dot_q2_k_rows),
             E(NC_TYPE_Q3_K, nc_ref_dot_q3_k_rows),
             E(NC_TYPE_Q4_K, nc_ref_dot_q4_k_rows),

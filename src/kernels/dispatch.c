@@ -10,11 +10,20 @@ static bool cpu_has_avx2(void) {
          __builtin_cpu_supports("f16c");
 }
 
+static bool cpu_has_avx512(void) {
+  return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512vnni");
+}
+
 const nc_kernels *nc_kernels_by_name(const char *name) {
   if (!name) return NULL;
   if (strcmp(name, "ref") == 0) return nc_kernels_ref();
   if (strcmp(name, "avx2") == 0)
     return cpu_has_avx2() ? nc_kernels_avx2_table() : NULL;
+  if (strcmp(name, "avx512") == 0)
+    return cpu_has_avx512() ? nc_kernels_avx512_table() : NULL;
   return NULL;
 }
 

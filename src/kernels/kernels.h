@@ -4,6 +4,7 @@
 #ifndef NC_KERNELS_H
 #define NC_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,9 @@ typedef struct nc_kernels {
   nc_vec_dot_fn vec_dot[NC_TYPE_COUNT];           /* indexed by weight type */
   nc_vec_dot_rows_fn vec_dot_rows[NC_TYPE_COUNT]; /* same, many act rows */
   nc_quantize_fn quantize_act[NC_TYPE_COUNT];     /* indexed by vec_dot type */
+  /* true where this table's quantize_act writes its own layout (same size,
+   * nc_row_size(type, n)): feed those rows only to this table's dots. */
+  bool private_act[NC_TYPE_COUNT];
 } nc_kernels;
 
 const nc_kernels *nc_kernels_ref(void);

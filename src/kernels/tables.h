@@ -9,4 +9,16 @@
 const nc_kernels *nc_kernels_avx2_table(void);   /* AVX2, FMA, F16C */
 const nc_kernels *nc_kernels_avx512_table(void); /* + AVX-512 F/BW/VL/VNNI */
 
+/* avx2 kernels by name, reused by the avx512 table. */
+#define NC_AVX2_DOT(name)                                                      \
+  float nc_avx2_dot_##name(int64_t n, const void *w, const void *a);           \
+  void nc_avx2_dot_##name##_rows(int64_t n, const void *w, const void *a,      \
+                                 size_t a_stride, int nrows, float *out,       \
+                                 size_t out_stride);
+NC_AVX2_DOT(f32)
+NC_AVX2_DOT(f16)
+NC_AVX2_DOT(q4_1)
+NC_AVX2_DOT(q8_0)
+#undef NC_AVX2_DOT
+
 #endif

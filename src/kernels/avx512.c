@@ -1,0 +1,223 @@
+/* avx512: AVX-512 (F, BW, VL) + VNNI kernels, for prefill throughput.
+ *
+ * Q4_1 · Q8_1 works on groups of 16 blocks (512 elements) held "block per
+ * lane": int32 lane j of every vector belongs to block j of the group, so
+ * eight vpdpbusd produce the 16 whole-block integer dots in one register,
+ * and the float scaling costs two FMAs per 16 blocks instead of per block.
+ * To make that possible this table quantizes Q8_1 activations into its own
+ * layout (same byte size as block_q8_1 rows; see act_group below) and
+ * transposes the weight blocks on the fly, once per weight row for all the
+ * activation rows of a vec_dot_rows call.
+ *
+ * Float order (one weight row, one activation row): acc (16 lanes) starts at
+ * 0; for each group, acc = fma(m_w, s_a, fma(d_w * d_a, I, acc)) where I is
+ * block j's exact integer dot; the result is the sum of acc's 16 lanes. A
+ * partial last group uses the same layout with fewer lanes (the others are
+ * masked to zero). vec_dot and vec_dot_rows run the very same operations
+ * per activation row, so their results are bit-identical whatever nrows.
+ *
+ * Other types use the avx2 and ref kernels (standard layouts). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "ref.h"
+#include "tables.h"
+
+enum { GB = 16 }; /* blocks per group */
+
+/* Activation layout of one group of g <= 16 Q8_1 blocks (36 g bytes):
+ *   d[g] (fp16), s[g] (fp16), then 8 slices of 4 g bytes: slice 2c + h
+ *   holds, for each block j, its 4 quants 16 h + 4 c .. 16 h + 4 c + 3.
+ * Full groups come first; the row's last group may be partial. */
+static void quantize_q8_1_il(const float *src, void *dst, int64_t n) {
+  uint8_t *out = dst;
+  for (int64_t b0 = 0; b0 < n / QK8_1; b0 += GB) {
+    int g = (int)(n / QK8_1 - b0 < GB ? n / QK8_1 - b0 : GB);
+    block_q8_1 tmp[GB];
+    nc_quantize_row(NC_TYPE_Q8_1, src + b0 * QK8_1, tmp, (int64_t)g * QK8_1);
+    for (int j = 0; j < g; j++) {
+      memcpy(out + 2 * j, &tmp[j].d, 2);
+      memcpy(out + 2 * g + 2 * j, &tmp[j].s, 2);
+      for (int v = 0; v < 8; v++) {
+        int first = 16 * (v & 1) + 4 * (v >> 1);
+        memcpy(out + 4 * g + v * 4 * g + 4 * j, tmp[j].qs + first, 4);
+      }
+    }
+    out += 36 * g;
+  }
+}
+
+/* Back to standard blocks (for the kernels without a grouped version). */
+static void group_to_blocks(const uint8_t *in, int g, block_q8_1 *blk) {
+  for (int j = 0; j < g; j++) {
+    memcpy(&blk[j].d, in + 2 * j, 2);
+    memcpy(&blk[j].s, in + 2 * g + 2 * j, 2);
+    for (int v = 0; v < 8; v++) {
+      int first = 16 * (v & 1) + 4 * (v >> 1);
+      memcpy(blk[j].qs + first, in + 4 * g + v * 4 * g + 4 * j, 4);
+    }
+  }
+}
+
+/* Weight side of one group: the 16 blocks transposed to block-per-lane. */
+typedef struct w_group {
+  __m512 d, m;     /* per-block scales and mins */
+  __m512i q[8];    /* slice 2c + h: unsigned quants, as in act_group */
+  __mmask16 lanes; /* blocks present */
+} w_group;
+
+static inline void load_w_q4_1(const block_q4_1 *x, int g, w_group *wg) {
+  const __m512i stride = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32((int)sizeof(block_q4_1)));
+  const __mmask16 k = (__mmask16)((1u << g) - 1);
+  const __m512i zero = _mm512_setzero_si512();
+  const uint8_t *base = (const uint8_t *)x;
+  __m512i dm = _mm512_mask_i32gather_epi32(zero, k, stride, base, 1);
+  wg->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
+  wg->m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  for (int c = 0; c < 4; c++) {
+    __m512i word =
+        _mm512_mask_i32gather_epi32(zero, k, stride, base + 4 + 4 * c, 1);
+    wg->q[2 * c] = _mm512_and_si512(word, low);
+    wg->q[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi32(word, 4), low);
+  }
+  wg->lanes = k;
+}
+
+/* One activation row's contribution for one group. */
+static inline __m512 group_dot(const w_group *wg, const uint8_t *a, int g,
+                               __m512 acc) {
+  const __mmask16 k = wg->lanes;
+  __m512 da = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, a));
+  __m512 sa = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, a + 2 * g));
+  const uint8_t *q = a + 4 * g;
+  __m512i sum = _mm512_setzero_si512();
+  for (int v = 0; v < 8; v++)
+    sum = _mm512_dpbusd_epi32(sum, wg->q[v],
+                              _mm512_maskz_loadu_epi32(k, q + v * 4 * g));
+  acc = _mm512_fmadd_ps(_mm512_mul_ps(wg->d, da), _mm512_cvtepi32_ps(sum), acc);
+  return _mm512_fmadd_ps(wg->m, sa, acc);
+}
+
+/* R activation rows at once (R a compile-time constant after inlining). */
+static inline __attribute__((always_inline)) void
+q4_1_rows_r(int64_t n, const block_q4_1 *x, const uint8_t *a, size_t a_stride,
+            float *out, size_t out_stride, const int R) {
+  __m512 acc[8];
+  for (int r = 0; r < R; r++)
+    acc[r] = _mm512_setzero_ps();
+  const int64_t nb = n / QK8_1;
+  for (int64_t b0 = 0; b0 < nb; b0 += GB) {
+    const int g = (int)(nb - b0 < GB ? nb - b0 : GB);
+    w_group wg;
+    load_w_q4_1(x + b0, g, &wg);
+    const size_t off = (size_t)b0 * sizeof(block_q8_1);
+    for (int r = 0; r < R; r++)
+      acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, g, acc[r]);
+  }
+  for (int r = 0; r < R; r++)
+    out[(size_t)r * out_stride] = _mm512_reduce_add_ps(acc[r]);
+}
+
+static void dot_q4_1_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 8 <= nrows; r += 8)
+    q4_1_rows_r(n, w, ap + (size_t)r * a_stride, a_stride,
+                out + (size_t)r * out_stride, out_stride, 8);
+  for (; r + 4 <= nrows; r += 4)
+    q4_1_rows_r(n, w, ap + (size_t)r * a_stride, a_stride,
+                out + (size_t)r * out_stride, out_stride, 4);
+  for (; r < nrows; r++)
+    q4_1_rows_r(n, w, ap + (size_t)r * a_stride, a_stride,
+                out + (size_t)r * out_stride, out_stride, 1);
+}
+
+static float dot_q4_1(int64_t n, const void *w, const void *a) {
+  float out;
+  q4_1_rows_r(n, w, a, 0, &out, 1, 1);
+  return out;
+}
+
+/* Q5_1 · Q8_1 (this table's layout): standard blocks per group, then ref's
+ * kernel per group, the group results summed in order. */
+static float dot_q5_1(int64_t n, const void *w, const void *a) {
+  const block_q5_1 *x = w;
+  const uint8_t *ap = a;
+  const int64_t nb = n / QK8_1;
+  float sum = 0.0f;
+  for (int64_t b0 = 0; b0 < nb; b0 += GB) {
+    const int g = (int)(nb - b0 < GB ? nb - b0 : GB);
+    block_q8_1 blk[GB];
+    group_to_blocks(ap + (size_t)b0 * sizeof(block_q8_1), g, blk);
+    sum += nc_ref_dot_q5_1((int64_t)g * QK8_1, x + b0, blk);
+  }
+  return sum;
+}
+
+static void dot_q5_1_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const uint8_t *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] = dot_q5_1(n, w, ap + (size_t)r * a_stride);
+}
+
+#define E(t, fn) [t] = fn
+static const nc_kernels k_avx512 = {
+    .name = "avx512",
+    .vec_dot =
+        {
+            E(NC_TYPE_F32, nc_avx2_dot_f32),
+            E(NC_TYPE_F16, nc_avx2_dot_f16),
+            E(NC_TYPE_BF16, nc_ref_dot_bf16),
+            E(NC_TYPE_Q4_0, nc_ref_dot_q4_0),
+            E(NC_TYPE_Q4_1, dot_q4_1),
+            E(NC_TYPE_Q5_0, nc_ref_dot_q5_0),
+            E(NC_TYPE_Q5_1, dot_q5_1),
+            E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0),
+            E(NC_TYPE_Q2_K, nc_ref_dot_q2_k),
+            E(NC_TYPE_Q3_K, nc_ref_dot_q3_k),
+            E(NC_TYPE_Q4_K, nc_ref_dot_q4_k),
+            E(NC_TYPE_Q5_K, nc_ref_dot_q5_k),
+            E(NC_TYPE_Q6_K, nc_ref_dot_q6_k),
+        },
+    .vec_dot_rows =
+        {
+            E(NC_TYPE_F32, nc_avx2_dot_f32_rows),
+            E(NC_TYPE_F16, nc_avx2_dot_f16_rows),
+            E(NC_TYPE_BF16, nc_ref_dot_bf16_rows),
+            E(NC_TYPE_Q4_0, nc_ref_dot_q4_0_rows),
+            E(NC_TYPE_Q4_1, dot_q4_1_rows),
+            E(NC_TYPE_Q5_0, nc_ref_dot_q5_0_rows),
+            E(NC_TYPE_Q5_1, dot_q5_1_rows),
+            E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0_rows),
+            E(NC_TYPE_Q2_K, nc_ref_dot_q2_k_rows),
+            E(NC_TYPE_Q3_K, nc_ref_dot_q3_k_rows),
+            E(NC_TYPE_Q4_K, nc_ref_dot_q4_k_rows),
+            E(NC_TYPE_Q5_K, nc_ref_dot_q5_k_rows),
+            E(NC_TYPE_Q6_K, nc_ref_dot_q6_k_rows),
+        },
+    .quantize_act =
+        {
+            E(NC_TYPE_F32, nc_ref_quant_f32),
+            E(NC_TYPE_F16, nc_ref_quant_f16),
+            E(NC_TYPE_BF16, nc_ref_quant_bf16),
+            E(NC_TYPE_Q8_0, nc_ref_quant_q8_0),
+            E(NC_TYPE_Q8_1, quantize_q8_1_il),
+            E(NC_TYPE_Q8_K, nc_ref_quant_q8_k),
+        },
+    .private_act =
+        {
+            E(NC_TYPE_Q8_1, true),
+        },
+};
+#undef E
+
+const nc_kernels *nc_kernels_avx512_table(void) {
+  return &k_avx512;
+}
