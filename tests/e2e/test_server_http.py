@@ -228,3 +228,46 @@ def test_api_key_accepted(keyed):
     assert r.status_code == 200
     body = json.loads(r.text)
     assert body["tokens"]
+
+
+@pytest.fixture(scope="module")
+def tiny(start_server):
+    return start_server("-c", "512", "--parallel", "1", "--max-queue", "1",
+                        "--timeout", "1")
+
+
+def test_full_queue_is_503_with_retry_after(tiny):
+    import threading
+    results = []
+
+    def one():
+        r = requests.post(tiny.url + "/v1/completions", timeout=300, json={
+            "prompt": "Count: 1, 2, 3,", "max_tokens": 24, "ignore_eos": True})
+        results.append(r)
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    codes = sorted(r.status_code for r in results)
+    assert set(codes) <= {200, 503}, codes
+    assert 200 in codes and 503 in codes, codes
+    busy = next(r for r in results if r.status_code == 503)
+    assert busy.headers["Retry-After"]
+    assert busy.json()["error"]["type"] == "server_error"
+
+
+def test_idle_connection_times_out(tiny):
+    import socket
+    import time
+    s = socket.create_connection(("127.0.0.1", tiny.port))
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # never finished
+    s.settimeout(10)
+    t0 = time.monotonic()
+    data = s.recv(4096)
+    took = time.monotonic() - t0
+    s.close()
+    assert took < 5
+    assert data == b"" or data.startswith(b"HTTP/1.1 408")
+    assert requests.get(tiny.url + "/health", timeout=5).status_code == 200
