@@ -36,24 +36,75 @@ float nc_expf_neg(float x) {
   return expf_neg_body(x);
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* The same operations as expf_neg_body, four at a time (bit-identical:
+ * no FMA, same order). */
+static inline __m128 exp4_neg(__m128 x) {
+  const __m128 lo = _mm_set1_ps(-87.3f);
+  const __m128 shifter = _mm_set1_ps(12582912.0f);
+  __m128 zero = _mm_cmplt_ps(x, lo);
+  __m128 xc = _mm_max_ps(x, lo);
+  __m128 t =
+      _mm_add_ps(_mm_mul_ps(xc, _mm_set1_ps(1.44269504088896341f)), shifter);
+  __m128 n = _mm_sub_ps(t, shifter);
+  __m128 r = _mm_sub_ps(xc, _mm_mul_ps(n, _mm_set1_ps(0.693359375f)));
+  r = _mm_sub_ps(r, _mm_mul_ps(n, _mm_set1_ps(-2.12194440e-4f)));
+  __m128 p = _mm_set1_ps(1.9875691500e-4f);
+  p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(1.3981999507e-3f));
+  p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(8.3334519073e-3f));
+  p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(4.1665795894e-2f));
+  p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(1.6666665459e-1f));
+  p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(5.0000001201e-1f));
+  p = _mm_add_ps(_mm_add_ps(_mm_mul_ps(_mm_mul_ps(p, r), r), r),
+                 _mm_set1_ps(1.0f));
+  __m128i bits = _mm_slli_epi32(
+      _mm_add_epi32(_mm_cvttps_epi32(n), _mm_set1_epi32(127)), 23);
+  return _mm_andnot_ps(zero, _mm_mul_ps(p, _mm_castsi128_ps(bits)));
+}
+
+static inline float hmax4(__m128 v) {
+  float l[4];
+  _mm_storeu_ps(l, v);
+  float m = l[0];
+  for (int i = 1; i < 4; i++)
+    m = l[i] > m ? l[i] : m;
+  return m;
+}
+
+/* max of 16 floats */
+static inline float block_max16(const float *x) {
+  __m128 a = _mm_max_ps(_mm_loadu_ps(x), _mm_loadu_ps(x + 4));
+  __m128 b = _mm_max_ps(_mm_loadu_ps(x + 8), _mm_loadu_ps(x + 12));
+  return hmax4(_mm_max_ps(a, b));
+}
+#else
+static inline float block_max16(const float *x) {
+  float m = x[0];
+  for (int l = 1; l < LANES; l++)
+    m = x[l] > m ? x[l] : m;
+  return m;
+}
+#endif
+
 float nc_row_max(const float *x, size_t n, bool *bad) {
-  float acc[LANES];
-  int32_t nan[LANES];
-  for (int l = 0; l < LANES; l++)
-    acc[l] = -INFINITY, nan[l] = 0;
-  size_t i = 0;
-  for (; i + LANES <= n; i += LANES)
-    for (int l = 0; l < LANES; l++) {
-      float v = x[i + l];
-      acc[l] = v > acc[l] ? v : acc[l];
-      nan[l] |= v != v;
-    }
   float m = -INFINITY;
-  int32_t any_nan = 0;
-  for (int l = 0; l < LANES; l++) {
-    m = acc[l] > m ? acc[l] : m;
-    any_nan |= nan[l];
-  }
+  bool any_nan = false;
+  size_t i = 0;
+#if defined(__SSE2__)
+  __m128 acc[4], nan = _mm_setzero_ps();
+  for (int l = 0; l < 4; l++)
+    acc[l] = _mm_set1_ps(-INFINITY);
+  for (; i + LANES <= n; i += LANES)
+    for (int l = 0; l < 4; l++) {
+      __m128 v = _mm_loadu_ps(x + i + 4 * l);
+      acc[l] = _mm_max_ps(v, acc[l]); /* NaN in v keeps acc */
+      nan = _mm_or_ps(nan, _mm_cmpunord_ps(v, v));
+    }
+  m = hmax4(_mm_max_ps(_mm_max_ps(acc[0], acc[1]), _mm_max_ps(acc[2], acc[3])));
+  any_nan = _mm_movemask_ps(nan) != 0;
+#endif
   for (; i < n; i++) {
     m = x[i] > m ? x[i] : m;
     any_nan |= x[i] != x[i];
@@ -63,7 +114,15 @@ float nc_row_max(const float *x, size_t n, bool *bad) {
 }
 
 size_t nc_row_find(const float *x, size_t n, float m) {
-  for (size_t i = 0; i < n; i++)
+  size_t i = 0;
+#if defined(__SSE2__)
+  __m128 vm = _mm_set1_ps(m);
+  for (; i + 4 <= n; i += 4) {
+    int mask = _mm_movemask_ps(_mm_cmpeq_ps(_mm_loadu_ps(x + i), vm));
+    if (mask) return i + (size_t)__builtin_ctz((unsigned)mask);
+  }
+#endif
+  for (; i < n; i++)
     if (x[i] == m) return i;
   return n;
 }
@@ -74,48 +133,51 @@ size_t nc_row_find_bad(const float *x, size_t n) {
   return n;
 }
 
-/* exp of one block of at most FLUSH elements, summed in LANES float lanes;
- * stored into w when store. */
-static inline double exp_block(const float *x, size_t n, float m, float scale,
-                               float *w, bool store) {
-  float acc[LANES] = {0};
+/* exp of one block of at most FLUSH elements, summed in LANES float lanes
+ * in a fixed order; stored into w when not NULL. */
+static double exp_block(const float *x, size_t n, float m, float scale,
+                        float *w) {
+  float lanes[LANES] = {0};
   size_t i = 0;
+#if defined(__SSE2__)
+  __m128 acc[4];
+  for (int l = 0; l < 4; l++)
+    acc[l] = _mm_setzero_ps();
+  __m128 vm = _mm_set1_ps(m), vs = _mm_set1_ps(scale);
+  for (; i + LANES <= n; i += LANES)
+    for (int l = 0; l < 4; l++) {
+      __m128 v = _mm_loadu_ps(x + i + 4 * l);
+      __m128 e = exp4_neg(_mm_mul_ps(_mm_sub_ps(v, vm), vs));
+      if (w) _mm_storeu_ps(w + i + 4 * l, e);
+      acc[l] = _mm_add_ps(acc[l], e);
+    }
+  for (int l = 0; l < 4; l++)
+    _mm_storeu_ps(lanes + 4 * l, acc[l]);
+#else
   for (; i + LANES <= n; i += LANES)
     for (int l = 0; l < LANES; l++) {
       float e = expf_neg_body((x[i + l] - m) * scale);
-      if (store) w[i + l] = e;
-      acc[l] += e;
+      if (w) w[i + l] = e;
+      lanes[l] += e;
     }
+#endif
   for (; i < n; i++) {
     float e = expf_neg_body((x[i] - m) * scale);
-    if (store) w[i] = e;
-    acc[0] += e;
+    if (w) w[i] = e;
+    lanes[0] += e;
   }
   double block = 0.0;
   for (int l = 0; l < LANES; l++)
-    block += acc[l];
+    block += lanes[l];
   return block;
 }
 
-static double exp_store(const float *x, size_t n, float m, float scale,
-                        float *w) {
-  double total = 0.0;
-  for (size_t i = 0; i < n; i += FLUSH)
-    total +=
-        exp_block(x + i, n - i > FLUSH ? FLUSH : n - i, m, scale, w + i, true);
-  return total;
-}
-
-static double exp_sum(const float *x, size_t n, float m, float scale) {
-  double total = 0.0;
-  for (size_t i = 0; i < n; i += FLUSH)
-    total +=
-        exp_block(x + i, n - i > FLUSH ? FLUSH : n - i, m, scale, NULL, false);
-  return total;
-}
-
 double nc_row_exp(const float *x, size_t n, float m, float scale, float *w) {
-  return w ? exp_store(x, n, m, scale, w) : exp_sum(x, n, m, scale);
+  double total = 0.0;
+  for (size_t i = 0; i < n; i += FLUSH)
+    total += exp_block(x + i, n - i > FLUSH ? FLUSH : n - i, m, scale,
+                       w ? w + i : NULL);
+  return total;
 }
 
 size_t nc_row_collect(const float *x, size_t n, float m, float scale, float thr,
@@ -125,15 +187,9 @@ size_t nc_row_collect(const float *x, size_t n, float m, float scale, float thr,
   float cut = m + thr / scale;
   float loose = cut - fabsf(cut) * 1e-6f - 1e-30f;
   size_t count = 0;
-  size_t i = 0;
-  for (; i < n; i += LANES) {
+  for (size_t i = 0; i < n; i += LANES) {
     size_t end = n - i > LANES ? i + LANES : n;
-    if (end - i == LANES) {
-      float bm = -INFINITY;
-      for (int l = 0; l < LANES; l++)
-        bm = x[i + l] > bm ? x[i + l] : bm;
-      if (!(bm >= loose)) continue;
-    }
+    if (end - i == LANES && !(block_max16(x + i) >= loose)) continue;
     for (size_t j = i; j < end; j++) {
       if (!(x[j] >= loose) || x[j] == -INFINITY) continue;
       float s = (x[j] - m) * scale;
@@ -188,10 +244,7 @@ size_t nc_row_topn(const float *x, size_t n, size_t k, bool skip_neg_inf,
     /* Full heap: skip whole blocks that cannot beat the root. Indices only
      * grow, so an equal value never beats the root either. */
     if (size == k && n - i >= LANES) {
-      float bm = -INFINITY;
-      for (int l = 0; l < LANES; l++)
-        bm = x[i + l] > bm ? x[i + l] : bm;
-      if (!(bm > vals[0])) {
+      if (!(block_max16(x + i) > vals[0])) {
         i += LANES;
         continue;
       }

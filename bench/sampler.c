@@ -1,0 +1,129 @@
+/* Sampler cost: microseconds per row for greedy, top-k + top-p and the full
+ * pipeline with penalties, at vocab 49,152 and 151,936, batch 1 and 64.
+ * Logits are synthetic: N(0, 3^2)-like values (a real model's logits have a
+ * standard deviation of 2-4), different for every row.
+ *   make bench-sampler   (or build/release/bench/sampler [seconds]) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "rng.h"
+#include "sampler.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void fill_logits(float *x, int32_t n, uint64_t seed) {
+  for (int32_t i = 0; i < n; i++) {
+    double a = nc_rng_uniform(seed, 1, (uint64_t)i, 0);
+    double b = nc_rng_uniform(seed, 1, (uint64_t)i, 1);
+    double c = nc_rng_uniform(seed, 1, (uint64_t)i, 2);
+    x[i] = (float)(3.0 * 2.0 * (a + b + c - 1.5)); /* sd 3 */
+  }
+}
+
+typedef struct config {
+  const char *name;
+  nucleus_sampling_params p;
+  bool history; /* 512 prompt + 256 output tokens of history */
+} config;
+
+static int bench(const config *c, int32_t V, int32_t batch, float *logits,
+                 nc_sample_workspace *ws, double seconds, double *us_per_row) {
+  nc_sampler **s = calloc((size_t)batch, sizeof *s);
+  nc_sample_row *rows = calloc((size_t)batch, sizeof *rows);
+  nc_sample_result *res = calloc((size_t)batch, sizeof *res);
+  nc_error err = {0};
+  for (int32_t r = 0; r < batch; r++) {
+    if (nc_sampler_create(&c->p, V, 42 + (uint64_t)r, 0, &s[r], &err)) {
+      fprintf(stderr, "%s\n", err.message);
+      return 1;
+    }
+    if (c->history) {
+      for (int32_t i = 0; i < 512; i++) {
+        int32_t t = (int32_t)(nc_mix64((uint64_t)(r * 1000 + i)) % (uint64_t)V);
+        nc_sampler_accept_prompt(s[r], &t, 1);
+      }
+      for (int32_t i = 0; i < 256; i++)
+        nc_sampler_accept(s[r], (int32_t)(nc_mix64((uint64_t)i) % 3000));
+    }
+    rows[r] = (nc_sample_row){s[r], logits + (size_t)r * (size_t)V, NULL, 0};
+  }
+  double best = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    int iters = 0;
+    double t0 = now_s(), t1;
+    do {
+      if (nc_sample_batch(ws, rows, batch, res, &err)) {
+        fprintf(stderr, "%s\n", err.message);
+        return 1;
+      }
+      for (int32_t r = 0; r < batch; r++)
+        nc_sampler_accept(s[r], res[r].token);
+      iters++;
+      t1 = now_s();
+    } while (t1 - t0 < seconds / 3);
+    double us = (t1 - t0) * 1e6 / ((double)iters * batch);
+    best = us < best ? us : best;
+  }
+  *us_per_row = best;
+  for (int32_t r = 0; r < batch; r++)
+    nc_sampler_free(s[r]);
+  free(s);
+  free(rows);
+  free(res);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  double seconds = argc > 1 ? atof(argv[1]) : 0.3;
+  static nucleus_logit_bias bias[10];
+  for (int i = 0; i < 10; i++)
+    bias[i] = (nucleus_logit_bias){i * 97, 1.5f};
+  config cfg[5];
+  for (int i = 0; i < 5; i++)
+    cfg[i].p = nucleus_sampling_default_params();
+  cfg[0].name = "greedy";
+  cfg[0].p.temperature = 0.0f, cfg[0].history = false;
+  cfg[1].name = "T=1, no truncation";
+  cfg[1].history = false;
+  cfg[2].name = "top-k 40 + top-p 0.95";
+  cfg[2].p.temperature = 0.8f, cfg[2].p.top_k = 40, cfg[2].p.top_p = 0.95f;
+  cfg[2].history = false;
+  for (int i = 3; i < 5; i++) {
+    nucleus_sampling_params *p = &cfg[i].p;
+    p->temperature = 0.8f, p->top_p = 0.95f, p->min_p = 0.05f;
+    p->repetition_penalty = 1.1f, p->presence_penalty = 0.5f;
+    p->frequency_penalty = 0.5f, p->logit_bias = bias, p->n_logit_bias = 10;
+    p->logprobs = true, p->top_logprobs = 5;
+    cfg[i].history = true;
+  }
+  cfg[3].name = "full: top-k 40, top/min-p, penalties, bias, logprobs 5";
+  cfg[3].p.top_k = 40;
+  cfg[4].name = "full without top-k (top-p over the vocab)";
+  const int32_t vocabs[2] = {49152, 151936};
+  const int32_t batches[2] = {1, 64};
+  printf("%-58s %8s %6s %12s\n", "config", "vocab", "batch", "us/row");
+  for (int vi = 0; vi < 2; vi++) {
+    int32_t V = vocabs[vi];
+    float *logits = malloc(sizeof(float) * (size_t)V * 64);
+    for (int r = 0; r < 64; r++)
+      fill_logits(logits + (size_t)r * V, V, 7 + r);
+    nc_sample_workspace *ws = NULL;
+    if (nc_sample_workspace_create(V, &ws, NULL)) return 1;
+    for (int ci = 0; ci < 5; ci++)
+      for (int bi = 0; bi < 2; bi++) {
+        double us;
+        if (bench(&cfg[ci], V, batches[bi], logits, ws, seconds, &us)) return 1;
+        printf("%-58s %8d %6d %12.1f\n", cfg[ci].name, V, batches[bi], us);
+        fflush(stdout);
+      }
+    nc_sample_workspace_free(ws);
+    free(logits);
+  }
+  return 0;
+}
