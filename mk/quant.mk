@@ -9,3 +9,13 @@ KERNEL_OBJS := kernels/ref kernels/avx2 kernels/avx512 kernels/dispatch
 UNIT_TESTS += test_quant test_kernels
 test_quant_DEPS := quant quant_dequant
 test_kernels_DEPS := quant quant_dequant $(KERNEL_OBJS)
+
+# make bench: kernel micro-benchmark (not a test), ns per dot next to
+# llama.cpp's vec_dot loaded at run time.
+.PHONY: bench bench-kernels
+bench: bench-kernels
+bench-kernels: $(BUILDDIR)/bench/kernels
+$(BUILDDIR)/bench/kernels: bench/kernels.c \
+    $(patsubst %,$(BUILDDIR)/src/%.o,quant quant_dequant $(KERNEL_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -ldl -lm -o $@

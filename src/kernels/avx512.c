@@ -66,7 +66,8 @@ typedef struct w_group {
   __mmask16 lanes; /* blocks present */
 } w_group;
 
-static inline void load_w_q4_1(const block_q4_1 *x, int g, w_group *wg) {
+static inline __attribute__((always_inline)) void
+load_w_q4_1(const block_q4_1 *x, int g, w_group *wg) {
   const __m512i stride = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32((int)sizeof(block_q4_1)));
@@ -77,6 +78,7 @@ static inline void load_w_q4_1(const block_q4_1 *x, int g, w_group *wg) {
   wg->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
   wg->m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
   const __m512i low = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
   for (int c = 0; c < 4; c++) {
     __m512i word =
         _mm512_mask_i32gather_epi32(zero, k, stride, base + 4 + 4 * c, 1);
@@ -86,17 +88,23 @@ static inline void load_w_q4_1(const block_q4_1 *x, int g, w_group *wg) {
   wg->lanes = k;
 }
 
-/* One activation row's contribution for one group. */
-static inline __m512 group_dot(const w_group *wg, const uint8_t *a, int g,
-                               __m512 acc) {
+/* One activation row's contribution for one group of g blocks. */
+static inline __attribute__((always_inline)) __m512
+group_dot(const w_group *wg, const uint8_t *a, const int g, __m512 acc) {
   const __mmask16 k = wg->lanes;
   __m512 da = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, a));
   __m512 sa = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, a + 2 * g));
   const uint8_t *q = a + 4 * g;
-  __m512i sum = _mm512_setzero_si512();
-  for (int v = 0; v < 8; v++)
-    sum = _mm512_dpbusd_epi32(sum, wg->q[v],
-                              _mm512_maskz_loadu_epi32(k, q + v * 4 * g));
+  /* two chains for latency: exact integer sums, the split changes nothing */
+  __m512i s0 = _mm512_setzero_si512(), s1 = s0;
+#pragma GCC unroll 4
+  for (int v = 0; v < 8; v += 2) {
+    __m512i a0 = _mm512_maskz_loadu_epi32(k, q + v * 4 * g);
+    __m512i a1 = _mm512_maskz_loadu_epi32(k, q + (v + 1) * 4 * g);
+    s0 = _mm512_dpbusd_epi32(s0, wg->q[v], a0);
+    s1 = _mm512_dpbusd_epi32(s1, wg->q[v + 1], a1);
+  }
+  __m512i sum = _mm512_add_epi32(s0, s1);
   acc = _mm512_fmadd_ps(_mm512_mul_ps(wg->d, da), _mm512_cvtepi32_ps(sum), acc);
   return _mm512_fmadd_ps(wg->m, sa, acc);
 }
@@ -106,17 +114,29 @@ static inline __attribute__((always_inline)) void
 q4_1_rows_r(int64_t n, const block_q4_1 *x, const uint8_t *a, size_t a_stride,
             float *out, size_t out_stride, const int R) {
   __m512 acc[8];
+#pragma GCC unroll 8
   for (int r = 0; r < R; r++)
     acc[r] = _mm512_setzero_ps();
   const int64_t nb = n / QK8_1;
-  for (int64_t b0 = 0; b0 < nb; b0 += GB) {
-    const int g = (int)(nb - b0 < GB ? nb - b0 : GB);
+  int64_t b0 = 0;
+  for (; b0 + GB <= nb; b0 += GB) { /* full groups: g = 16 known */
+    w_group wg;
+    load_w_q4_1(x + b0, GB, &wg);
+    const size_t off = (size_t)b0 * sizeof(block_q8_1);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+      acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, GB, acc[r]);
+  }
+  if (b0 < nb) { /* the partial last group */
+    const int g = (int)(nb - b0);
     w_group wg;
     load_w_q4_1(x + b0, g, &wg);
     const size_t off = (size_t)b0 * sizeof(block_q8_1);
+#pragma GCC unroll 8
     for (int r = 0; r < R; r++)
       acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, g, acc[r]);
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; r++)
     out[(size_t)r * out_stride] = _mm512_reduce_add_ps(acc[r]);
 }
