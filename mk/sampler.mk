@@ -26,3 +26,5 @@ UNIT_TESTS += test_sampler_pipeline
 test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
 UNIT_TESTS += test_sampler_props
 test_sampler_props_DEPS := $(SAMPLER_OBJS)
+UNIT_TESTS += test_beam
+test_beam_DEPS := status beam
