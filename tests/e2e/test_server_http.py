@@ -271,3 +271,32 @@ def test_idle_connection_times_out(tiny):
     assert took < 5
     assert data == b"" or data.startswith(b"HTTP/1.1 408")
     assert requests.get(tiny.url + "/health", timeout=5).status_code == 200
+
+
+def test_stream_waiting_in_queue_outlives_idle_timeout(tiny):
+    """--timeout 1: a stream queued behind a longer one waits for its first
+    token longer than the idle timeout and must still complete."""
+    import threading
+    results = {}
+
+    def one(name, max_tokens):
+        body = {"prompt": "Count: 1, 2, 3,", "max_tokens": max_tokens,
+                "ignore_eos": True, "stream": True}
+        with requests.post(tiny.url + "/v1/completions", json=body,
+                           stream=True, timeout=300) as r:
+            lines = [x for x in r.iter_lines() if x]
+        results[name] = (r.status_code, lines[-1] if lines else None)
+
+    a = threading.Thread(target=one, args=("long", 96))
+    a.start()
+    import time
+    time.sleep(0.2)
+    b = threading.Thread(target=one, args=("queued", 4))
+    b.start()
+    a.join()
+    b.join()
+    assert results["long"] == (200, b"data: [DONE]")
+    status, last = results["queued"]
+    assert status in (200, 503), results
+    if status == 200:
+        assert last == b"data: [DONE]"
