@@ -300,3 +300,50 @@ def test_stream_waiting_in_queue_outlives_idle_timeout(tiny):
     assert status in (200, 503), results
     if status == 200:
         assert last == b"data: [DONE]"
+
+
+@pytest.mark.parametrize("raw", [
+    b"[" * 100000 + b"]" * 100000,
+    b'{"messages": [{"role": "user", "content": "\\ud800"}]}',
+    b'{"messages": [{"role": "user", "content": "a\\u0000b"}]}',
+    b'{"prompt": "x", "max_tokens": 1e400}',
+    b'{"prompt": "x", "temperature": NaN}',
+    b'{"prompt": "x", "max_tokens": 99999999999999999999999}',
+    b'{"prompt": "x", "seed": -1e30}',
+    b'{"prompt": "x", "n": 1.5}',
+    b"\xff\xfe\x00garbage",
+    b"",
+    b"null",
+    b'{"prompt": "\xff\xfe"}',
+])
+def test_hostile_bodies_get_4xx(server, raw):
+    for path in ["/v1/completions", "/v1/chat/completions", "/tokenize",
+                 "/detokenize", "/apply-template"]:
+        r = requests.post(server.url + path, data=raw, timeout=30,
+                          headers={"Content-Type": "application/json"})
+        assert 400 <= r.status_code < 500, (path, r.status_code, r.text)
+        assert r.json()["error"]["message"]
+    assert requests.get(server.url + "/health", timeout=5).status_code == 200
+
+
+def test_garbage_http_does_not_kill_the_server(server):
+    import socket
+    for junk in [b"\x00" * 64 + b"\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
+                 b"POST /v1/completions HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+                 b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+                 b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\n\r\n",
+                 b"GET / HTTP/1.1\r\n" + b"X-A: b\r\n" * 5000 + b"\r\n"]:
+        s = socket.create_connection(("127.0.0.1", server.port))
+        try:
+            s.sendall(junk)
+            s.settimeout(5)
+            data = s.recv(4096)
+            if data:
+                status = int(data.split(b" ")[1])
+                assert 400 <= status < 500 or status == 505, data[:200]
+        except (ConnectionResetError, BrokenPipeError, socket.timeout):
+            pass
+        finally:
+            s.close()
+    assert requests.get(server.url + "/health", timeout=5).status_code == 200
