@@ -1,0 +1,693 @@
+/* vocab: loading the token table from GGUF metadata (llama.cpp rules). */
+#include "vocab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer_internal.h"
+#include "unicode.h"
+
+#define KEY(k) "tokenizer.ggml." k
+
+typedef struct pre_entry {
+  const char *name;
+  nc_pre_type pre;
+  bool clean_spaces, ignore_merges, add_bos;
+} pre_entry;
+
+/* The pre-tokenizer names llama.cpp knows, for the families we implement. */
+static const pre_entry k_pre[] = {
+    {"default", NC_PRE_DEFAULT, true, false, false},
+    {"llama3", NC_PRE_LLAMA3, true, true, true},
+    {"llama-v3", NC_PRE_LLAMA3, true, true, true},
+    {"llama-bpe", NC_PRE_LLAMA3, true, true, true},
+    {"falcon3", NC_PRE_LLAMA3, true, true, true},
+    {"falcon-h1", NC_PRE_LLAMA3, true, true, true},
+    {"pixtral", NC_PRE_LLAMA3, true, true, true},
+    {"midm-2.0", NC_PRE_LLAMA3, true, true, true},
+    {"lfm2", NC_PRE_LLAMA3, true, true, true},
+    {"starcoder", NC_PRE_DIGITS_GPT2, true, false, false},
+    {"refact", NC_PRE_DIGITS_GPT2, true, false, false},
+    {"command-r", NC_PRE_DIGITS_GPT2, false, false, false},
+    {"smollm", NC_PRE_DIGITS_GPT2, false, false, false},
+    {"codeshell", NC_PRE_DIGITS_GPT2, true, false, false},
+    {"exaone", NC_PRE_DIGITS_GPT2, true, false, false},
+    {"minerva-7b", NC_PRE_DIGITS_GPT2, true, false, false},
+    {"gpt-2", NC_PRE_GPT2, true, false, false},
+    {"phi-2", NC_PRE_GPT2, true, false, false},
+    {"jina-es", NC_PRE_GPT2, true, false, false},
+    {"jina-de", NC_PRE_GPT2, true, false, false},
+    {"gigachat", NC_PRE_GPT2, true, false, false},
+    {"jina-v2-es", NC_PRE_GPT2, true, false, false},
+    {"jina-v2-de", NC_PRE_GPT2, true, false, false},
+    {"a.x-4.0", NC_PRE_GPT2, true, false, false},
+    {"mellum", NC_PRE_GPT2, true, false, false},
+    {"modern-bert", NC_PRE_GPT2, true, false, false},
+    {"exaone4", NC_PRE_GPT2, true, false, false},
+    {"mpt", NC_PRE_GPT2, true, false, false},
+    {"olmo", NC_PRE_GPT2, true, false, false},
+    {"jais", NC_PRE_GPT2, true, false, false},
+    {"trillion", NC_PRE_GPT2, false, false, false},
+    {"granite-docling", NC_PRE_GPT2, false, false, false},
+    {"jina-v1-en", NC_PRE_GPT2, true, false, false},
+    {"jina-v2-code", NC_PRE_GPT2, true, false, false},
+    {"roberta-bpe", NC_PRE_GPT2, true, false, false},
+    {"qwen2", NC_PRE_QWEN2, false, false, false},
+    {"deepseek-r1-qwen", NC_PRE_QWEN2, false, false, false},
+    {"kormo", NC_PRE_QWEN2, false, false, false},
+    {"f2llmv2", NC_PRE_QWEN2, false, false, false},
+    {"megrez", NC_PRE_QWEN2, true, false, false},
+    {"stablelm2", NC_PRE_QWEN2, true, false, false},
+    {"hunyuan", NC_PRE_QWEN2, false, false, false},
+    {"solar-open", NC_PRE_QWEN2, false, false, false},
+};
+
+/* Texts that end generation (llama.cpp's list, by token text). */
+static const char *const k_eog_texts[] = {
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+    "[e~[",
+    NULL};
+
+static const char *const k_eot_texts[] = {
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+    "<end_of_utterance>",
+    NULL};
+static const char *const k_eom_texts[] = {"<|eom_id|>", NULL};
+static const char *const k_fim_pre_texts[] = {"<|fim_prefix|>",
+                                              "<fim-prefix>",
+                                              "<fim_prefix>",
+                                              "<\xef\xbd\x9c"
+                                              "fim\xe2\x96\x81"
+                                              "begin\xef\xbd\x9c>",
+                                              "<PRE>",
+                                              "\xe2\x96\x81<PRE>",
+                                              "<|code_prefix|>",
+                                              "<|prefix|>",
+                                              NULL};
+static const char *const k_fim_suf_texts[] = {
+    "<|fim_suffix|>",
+    "<fim-suffix>",
+    "<fim_suffix>",
+    "<\xef\xbd\x9c"
+    "fim\xe2\x96\x81hole\xef\xbd\x9c>",
+    "<SUF>",
+    "\xe2\x96\x81<SUF>",
+    "<|code_suffix|>",
+    "<|suffix|>",
+    NULL};
+static const char *const k_fim_mid_texts[] = {"<|fim_middle|>",
+                                              "<fim-middle>",
+                                              "<fim_middle>",
+                                              "<\xef\xbd\x9c"
+                                              "fim\xe2\x96\x81"
+                                              "end\xef\xbd\x9c>",
+                                              "<MID>",
+                                              "\xe2\x96\x81<MID>",
+                                              "<|code_middle|>",
+                                              "<|middle|>",
+                                              NULL};
+static const char *const k_fim_pad_texts[] = {
+    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL};
+static const char *const k_fim_rep_texts[] = {"<|fim_repo|>", "<|repo_name|>",
+                                              "<fim-repo>",   "<REPO>",
+                                              "<reponame>",   NULL};
+static const char *const k_fim_sep_texts[] = {"<|file_sep|>", NULL};
+
+static bool text_in(const char *s, size_t n, const char *const *list) {
+  for (; *list; list++)
+    if (strlen(*list) == n && memcmp(*list, s, n) == 0) return true;
+  return false;
+}
+
+void nc_vocab_free(nc_vocab *v) {
+  if (!v) return;
+  nc_strtab_free(&v->strs);
+  free(v->scores);
+  free(v->attr);
+  free(v->eog);
+  free(v->merges);
+  free(v->special);
+  free(v->trie);
+  free(v->piece_bytes);
+  free(v->piece_off);
+  free(v->piece_len);
+  free(v);
+}
+
+static nc_code oom(nc_error *err, const char *what) {
+  return nc_fail(err, NC_ERR_NOMEM, "vocab: out of memory (%s)", what);
+}
+
+/* Checks that key, when present, is an array of n elements of an allowed
+ * type. Returns false (and fails err) otherwise; *present says if it is. */
+static bool check_array(const gguf_file *f, const char *key, uint64_t n,
+                        const gguf_value_type *types, int n_types,
+                        bool *present, nc_error *err) {
+  gguf_value_type t;
+  uint64_t count;
+  *present = false;
+  if (gguf_find_key(f, key) < 0) return true;
+  if (!gguf_get_arr(f, key, &t, &count)) {
+    nc_fail(err, NC_ERR_FORMAT, "vocab: %s is not an array", key);
+    return false;
+  }
+  bool ok = false;
+  for (int i = 0; i < n_types; i++)
+    ok |= t == types[i];
+  if (!ok) {
+    nc_fail(err, NC_ERR_FORMAT, "vocab: %s has elements of type %s", key,
+            gguf_value_type_name(t));
+    return false;
+  }
+  if (count != n) {
+    nc_fail(err, NC_ERR_FORMAT,
+            "vocab: %s has %llu entries, the vocab has %llu tokens", key,
+            (unsigned long long)count, (unsigned long long)n);
+    return false;
+  }
+  *present = true;
+  return true;
+}
+
+static nc_code load_tokens(nc_vocab *v, const gguf_file *f, nc_error *err) {
+  gguf_value_type t;
+  uint64_t n;
+  if (!gguf_get_arr(f, KEY("tokens"), &t, &n) || t != GGUF_TYPE_STRING)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "vocab: " KEY("tokens") " is missing or not a string "
+                                           "array");
+  if (n == 0 || n > (1u << 30))
+    return nc_fail(err, NC_ERR_FORMAT, "vocab: %llu tokens (allowed 1..%u)",
+                   (unsigned long long)n, 1u << 30);
+  v->n_tokens = (int32_t)n;
+  static const gguf_value_type score_types[] = {GGUF_TYPE_FLOAT32,
+                                                GGUF_TYPE_INT32};
+  static const gguf_value_type tt_types[] = {GGUF_TYPE_INT32};
+  bool has_scores, has_types;
+  if (!check_array(f, KEY("scores"), n, score_types, 2, &has_scores, err) ||
+      !check_array(f, KEY("token_type"), n, tt_types, 1, &has_types, err))
+    return err ? err->code : NC_ERR_FORMAT;
+
+  v->scores = calloc(n, sizeof *v->scores);
+  v->attr = calloc(n, sizeof *v->attr);
+  v->eog = calloc(n, 1);
+  if (!v->scores || !v->attr || !v->eog) return oom(err, "token arrays");
+  for (uint64_t i = 0; i < n; i++) {
+    gguf_str s;
+    if (!gguf_get_arr_str(f, KEY("tokens"), i, &s))
+      return nc_fail(err, NC_ERR_FORMAT, "vocab: cannot read token %llu",
+                     (unsigned long long)i);
+    char empty[32];
+    const char *p = s.ptr;
+    size_t len = (size_t)s.len;
+    if (len == 0) { /* llama.cpp renames empty tokens */
+      len = (size_t)snprintf(empty, sizeof empty, "[EMPTY_%llu]",
+                             (unsigned long long)i);
+      p = empty;
+    }
+    if (nc_strtab_find(&v->strs, p, len) >= 0)
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "vocab: token %llu duplicates the text of token %d",
+                     (unsigned long long)i, nc_strtab_find(&v->strs, p, len));
+    if (nc_strtab_add(&v->strs, p, len) != (int32_t)i)
+      return oom(err, "token text");
+    double score = 0;
+    if (has_scores && !gguf_get_arr_f64(f, KEY("scores"), i, &score))
+      return nc_fail(err, NC_ERR_FORMAT, "vocab: cannot read score %llu",
+                     (unsigned long long)i);
+    v->scores[i] = (float)score;
+    uint32_t attr = NC_TOKEN_ATTR_NORMAL;
+    if (has_types) {
+      int64_t tt;
+      if (!gguf_get_arr_i64(f, KEY("token_type"), i, &tt))
+        return nc_fail(err, NC_ERR_FORMAT, "vocab: cannot read token type %llu",
+                       (unsigned long long)i);
+      switch (tt) {
+      case 1: attr = NC_TOKEN_ATTR_NORMAL; break;
+      case 2: attr = NC_TOKEN_ATTR_UNKNOWN; break;
+      case 3: attr = NC_TOKEN_ATTR_CONTROL; break;
+      case 4: attr = NC_TOKEN_ATTR_USER_DEFINED; break;
+      case 5: attr = NC_TOKEN_ATTR_UNUSED; break;
+      case 6: attr = NC_TOKEN_ATTR_BYTE; break;
+      default: attr = NC_TOKEN_ATTR_UNDEFINED; break;
+      }
+    }
+    v->attr[i] = attr;
+  }
+  return NC_OK;
+}
+
+static nc_code load_merges(nc_vocab *v, const gguf_file *f, nc_error *err) {
+  gguf_value_type t;
+  uint64_t n;
+  if (!gguf_get_arr(f, KEY("merges"), &t, &n) || t != GGUF_TYPE_STRING)
+    return nc_fail(
+        err, NC_ERR_FORMAT,
+        "vocab: a gpt2 tokenizer needs " KEY("merges") " (a string array)");
+  if (n > (1u << 30))
+    return nc_fail(err, NC_ERR_FORMAT, "vocab: %llu merges (at most %u)",
+                   (unsigned long long)n, 1u << 30);
+  size_t slots = 16;
+  while (slots < n * 2)
+    slots *= 2;
+  v->merges = malloc(slots * sizeof *v->merges);
+  if (!v->merges) return oom(err, "merges");
+  for (size_t i = 0; i < slots; i++)
+    v->merges[i].key = UINT64_MAX;
+  v->n_merge_slots = slots;
+  char *buf = NULL;
+  size_t cap = 0;
+  nc_code rc = NC_OK;
+  for (uint64_t i = 0; i < n; i++) {
+    gguf_str s;
+    if (!gguf_get_arr_str(f, KEY("merges"), i, &s)) {
+      rc = nc_fail(err, NC_ERR_FORMAT, "vocab: cannot read merge %llu",
+                   (unsigned long long)i);
+      break;
+    }
+    /* "left right", split at the first space at index >= 1; an entry
+     * without one can never match a symbol, so it is skipped. */
+    const char *sp = s.len > 1 ? memchr(s.ptr + 1, ' ', s.len - 1) : NULL;
+    if (!sp) continue;
+    size_t nl = (size_t)(sp - s.ptr), nr = (size_t)s.len - nl - 1;
+    if (nl + nr > cap) {
+      cap = (nl + nr) * 2;
+      char *nb = realloc(buf, cap);
+      if (!nb) {
+        rc = oom(err, "merges");
+        break;
+      }
+      buf = nb;
+    }
+    int32_t a = nc_strtab_find(&v->strs, s.ptr, nl);
+    if (a < 0) a = nc_strtab_add(&v->strs, s.ptr, nl);
+    int32_t b = nc_strtab_find(&v->strs, sp + 1, nr);
+    if (b < 0) b = nc_strtab_add(&v->strs, sp + 1, nr);
+    memcpy(buf, s.ptr, nl);
+    memcpy(buf + nl, sp + 1, nr);
+    int32_t c = nc_strtab_find(&v->strs, buf, nl + nr);
+    if (c < 0) c = nc_strtab_add(&v->strs, buf, nl + nr);
+    if (a < 0 || b < 0 || c < 0) {
+      rc = oom(err, "merge strings");
+      break;
+    }
+    nc_merge_insert(v, a, b, (int32_t)i, c);
+  }
+  free(buf);
+  return rc;
+}
+
+static nc_code load_type(nc_vocab *v, const gguf_file *f,
+                         const nc_vocab_options *opt, nc_error *err) {
+  gguf_str model;
+  if (!gguf_get_str(f, KEY("model"), &model))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "vocab: " KEY("model") " is missing (or not a string)");
+  bool is_spm = model.len == 5 && memcmp(model.ptr, "llama", 5) == 0;
+  bool is_bpe = model.len == 4 && memcmp(model.ptr, "gpt2", 4) == 0;
+  if (!is_spm && !is_bpe)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "vocab: tokenizer model '%.*s' is not supported (gpt2 "
+                   "and llama are)",
+                   (int)(model.len > 64 ? 64 : model.len), model.ptr);
+  v->unk = v->sep = v->pad = v->mask = -1;
+  v->eot = v->eom = -1;
+  v->fim_pre = v->fim_suf = v->fim_mid = -1;
+  v->fim_pad = v->fim_rep = v->fim_sep = -1;
+  if (is_spm) {
+    v->type = NC_VOCAB_SPM;
+    v->pre = NC_PRE_DEFAULT;
+    v->bos = 1;
+    v->eos = 2;
+    v->unk = 0;
+    v->add_space_prefix = true;
+    v->clean_spaces = false;
+    v->add_bos = true;
+    v->add_eos = false;
+  } else {
+    v->type = NC_VOCAB_BPE;
+    v->bos = v->eos = 11; /* llama.cpp's legacy defaults */
+    v->add_space_prefix = false;
+    v->clean_spaces = true;
+    v->add_bos = false;
+    gguf_str pre = {"", 0};
+    if (opt && opt->pre_override) {
+      pre.ptr = opt->pre_override;
+      pre.len = strlen(opt->pre_override);
+    } else {
+      gguf_get_str(f, KEY("pre"), &pre);
+    }
+    const pre_entry *e = NULL;
+    if (pre.len == 0) e = &k_pre[0];
+    for (size_t i = 0; !e && i < sizeof k_pre / sizeof k_pre[0]; i++)
+      if (strlen(k_pre[i].name) == pre.len &&
+          memcmp(k_pre[i].name, pre.ptr, pre.len) == 0)
+        e = &k_pre[i];
+    if (!e)
+      return nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "vocab: pre-tokenizer '%.*s' is not supported",
+                     (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
+    v->pre = e->pre;
+    v->clean_spaces = e->clean_spaces;
+    v->ignore_merges = e->ignore_merges;
+    if (e->add_bos) v->add_bos = true;
+  }
+  bool b;
+  if (gguf_get_bool(f, KEY("add_space_prefix"), &b)) v->add_space_prefix = b;
+  return NC_OK;
+}
+
+static void read_special_ids(nc_vocab *v, const gguf_file *f) {
+  struct {
+    const char *key;
+    int32_t *id;
+  } ids[] = {
+      {KEY("bos_token_id"), &v->bos},
+      {KEY("eos_token_id"), &v->eos},
+      {KEY("eot_token_id"), &v->eot},
+      {KEY("eom_token_id"), &v->eom},
+      {KEY("unknown_token_id"), &v->unk},
+      {KEY("seperator_token_id"), &v->sep}, /* sic: the GGUF spelling */
+      {KEY("padding_token_id"), &v->pad},
+      {KEY("mask_token_id"), &v->mask},
+      {KEY("fim_pre_token_id"), &v->fim_pre},
+      {KEY("fim_suf_token_id"), &v->fim_suf},
+      {KEY("fim_mid_token_id"), &v->fim_mid},
+      {KEY("fim_pad_token_id"), &v->fim_pad},
+      {KEY("fim_rep_token_id"), &v->fim_rep},
+      {KEY("fim_sep_token_id"), &v->fim_sep},
+      {KEY("prefix_token_id"), &v->fim_pre},
+      {KEY("suffix_token_id"), &v->fim_suf},
+      {KEY("middle_token_id"), &v->fim_mid},
+  };
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    int32_t *id = ids[i].id;
+    if (*id >= v->n_tokens) *id = -1; /* default out of range: disabled */
+    uint64_t u;
+    if (!gguf_get_u64(f, ids[i].key, &u)) continue;
+    if (u < (uint64_t)v->n_tokens) *id = (int32_t)u; /* else: keep default */
+  }
+  bool b;
+  if (gguf_get_bool(f, KEY("add_bos_token"), &b)) v->add_bos = b;
+  if (gguf_get_bool(f, KEY("add_eos_token"), &b)) v->add_eos = b;
+}
+
+static void mark_control(nc_vocab *v, int32_t id) {
+  v->attr[id] |= NC_TOKEN_ATTR_CONTROL;
+}
+
+/* Text-based detection of EOT/EOM/FIM tokens, unused tokens and the EOG
+ * set (llama.cpp's rules; ties between candidates go to the lowest id). */
+static void detect_specials(nc_vocab *v) {
+  struct {
+    int32_t *id;
+    const char *const *texts;
+  } det[] = {
+      {&v->eot, k_eot_texts},         {&v->eom, k_eom_texts},
+      {&v->fim_pre, k_fim_pre_texts}, {&v->fim_suf, k_fim_suf_texts},
+      {&v->fim_mid, k_fim_mid_texts}, {&v->fim_pad, k_fim_pad_texts},
+      {&v->fim_rep, k_fim_rep_texts}, {&v->fim_sep, k_fim_sep_texts},
+  };
+  for (int32_t id = 0; id < v->n_tokens; id++) {
+    size_t n;
+    const char *s = nc_vocab_token_text(v, id, &n);
+    for (size_t k = 0; k < sizeof det / sizeof det[0]; k++) {
+      if (*det[k].id < 0 && text_in(s, n, det[k].texts)) {
+        *det[k].id = id;
+        mark_control(v, id);
+      }
+    }
+  }
+  for (int32_t id = 0; id < v->n_tokens; id++) {
+    size_t n;
+    const char *s = nc_vocab_token_text(v, id, &n);
+    if ((v->attr[id] & NC_TOKEN_ATTR_CONTROL) && memmem(s, n, "unused", 6))
+      v->attr[id] |= NC_TOKEN_ATTR_UNUSED;
+  }
+  if (v->fim_pad >= 0) v->eog[v->fim_pad] = 1;
+  if (v->fim_rep >= 0) v->eog[v->fim_rep] = 1;
+  if (v->fim_sep >= 0) v->eog[v->fim_sep] = 1;
+  for (int32_t id = 0; id < v->n_tokens; id++) {
+    size_t n;
+    const char *s = nc_vocab_token_text(v, id, &n);
+    if (text_in(s, n, k_eog_texts)) {
+      v->eog[id] = 1;
+      mark_control(v, id);
+    }
+    static const char *const k_user[] = {"<|channel|>", "<|message|>",
+                                         "<|start|>", "<|constrain|>", NULL};
+    if (text_in(s, n, k_user)) v->attr[id] = NC_TOKEN_ATTR_USER_DEFINED;
+  }
+  if (v->eos >= 0) v->eog[v->eos] = 1;
+  if (v->eot >= 0) v->eog[v->eot] = 1;
+  if (v->eom >= 0) v->eog[v->eom] = 1;
+  /* o200k_harmony / solar-open: <|end|> is not an end of generation. */
+  int32_t end = -1;
+  bool has_return = false, has_call = false, has_flush = false;
+  bool has_marker = false;
+  int32_t s_id = -1;
+  for (int32_t id = 0; id < v->n_tokens; id++) {
+    if (!v->eog[id]) continue;
+    size_t n;
+    const char *s = nc_vocab_token_text(v, id, &n);
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(s, lit, n) == 0)
+    if (IS("<|return|>")) has_return = true;
+    if (IS("<|call|>") || IS("<|calls|>")) has_call = true;
+    if (IS("<|flush|>")) has_flush = true;
+    if (IS("<|end|>")) end = id;
+    if (IS("<|tool_response>") || IS("<|plamo:eos|>")) has_marker = true;
+    if (IS("</s>")) s_id = id;
+#undef IS
+  }
+  if (end >= 0 && ((has_return && has_call) || (has_call && has_flush))) {
+    v->eog[end] = 0;
+    v->attr[end] = NC_TOKEN_ATTR_USER_DEFINED;
+  }
+  if (has_marker && s_id >= 0) {
+    v->eog[s_id] = 0;
+    v->attr[s_id] = NC_TOKEN_ATTR_NORMAL;
+  }
+}
+
+static int32_t trie_new(nc_vocab *v, uint8_t byte) {
+  if (v->n_trie == v->cap_trie) {
+    int32_t cap = v->cap_trie ? v->cap_trie * 2 : 256;
+    nc_trie_node *t = realloc(v->trie, (size_t)cap * sizeof *t);
+    if (!t) return -1;
+    v->trie = t;
+    v->cap_trie = cap;
+  }
+  nc_trie_node *n = &v->trie[v->n_trie];
+  n->first_child = n->next_sibling = n->token = -1;
+  n->byte = byte;
+  return v->n_trie++;
+}
+
+typedef struct len_id {
+  uint32_t len;
+  int32_t id;
+} len_id;
+
+static int cmp_len_id(const void *a, const void *b) {
+  const len_id *x = a, *y = b;
+  if (x->len != y->len) return x->len > y->len ? -1 : 1; /* longest first */
+  return x->id < y->id ? -1 : x->id > y->id;             /* then by id */
+}
+
+static nc_code build_special(nc_vocab *v, nc_error *err) {
+  const uint32_t mask = NC_TOKEN_ATTR_CONTROL | NC_TOKEN_ATTR_USER_DEFINED |
+                        NC_TOKEN_ATTR_UNKNOWN;
+  int32_t n = 0;
+  for (int32_t id = 0; id < v->n_tokens; id++)
+    if (v->attr[id] & mask) n++;
+  v->special = malloc(((size_t)n + 1) * sizeof *v->special);
+  len_id *tmp = malloc(((size_t)n + 1) * sizeof *tmp);
+  if (!v->special || !tmp) {
+    free(tmp);
+    return oom(err, "special tokens");
+  }
+  int32_t k = 0;
+  for (int32_t id = 0; id < v->n_tokens; id++)
+    if (v->attr[id] & mask) tmp[k++] = (len_id){v->strs.len[id], id};
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_len_id);
+  for (int32_t i = 0; i < n; i++)
+    v->special[i] = tmp[i].id;
+  free(tmp);
+  v->n_special = n;
+  if (trie_new(v, 0) < 0) return oom(err, "special trie");
+  for (int32_t i = 0; i < n; i++) {
+    int32_t id = v->special[i];
+    size_t len;
+    const char *s = nc_vocab_token_text(v, id, &len);
+    int32_t node = 0;
+    for (size_t j = 0; j < len; j++) {
+      uint8_t c = (uint8_t)s[j];
+      int32_t ch = v->trie[node].first_child;
+      while (ch >= 0 && v->trie[ch].byte != c)
+        ch = v->trie[ch].next_sibling;
+      if (ch < 0) {
+        ch = trie_new(v, c);
+        if (ch < 0) return oom(err, "special trie");
+        v->trie[ch].next_sibling = v->trie[node].first_child;
+        v->trie[node].first_child = ch;
+      }
+      node = ch;
+    }
+    v->trie[node].token = i; /* index into v->special */
+  }
+  return NC_OK;
+}
+
+static void build_byte_maps(nc_vocab *v) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (int b = 0; b < 256; b++) {
+    char c = (char)b;
+    v->byte_str[b] = nc_strtab_find(&v->strs, &c, 1);
+    uint32_t cp = nc_gpt2_byte_to_cp((uint8_t)b);
+    v->gpt2_len[b] = (uint8_t)nc_utf8_encode(cp, v->gpt2_utf8[b]);
+    v->gpt2_sid[b] = nc_strtab_find(&v->strs, v->gpt2_utf8[b], v->gpt2_len[b]);
+    char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+    int32_t id = nc_vocab_token_id(v, name, 6);
+    if (id < 0) id = nc_vocab_token_id(v, &c, 1);
+    v->byte_token[b] = id;
+  }
+}
+
+nc_code nc_vocab_load_ex(const gguf_file *f, const nc_vocab_options *opt,
+                         nc_vocab **out, nc_error *err) {
+  *out = NULL;
+  if (!f) return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "vocab: no file");
+  nc_vocab *v = calloc(1, sizeof *v);
+  if (!v) return oom(err, "vocab");
+  nc_code rc = load_type(v, f, opt, err);
+  if (rc == NC_OK) rc = load_tokens(v, f, err);
+  if (rc == NC_OK && v->type == NC_VOCAB_BPE) rc = load_merges(v, f, err);
+  if (rc == NC_OK) {
+    read_special_ids(v, f);
+    if (v->add_bos && v->bos < 0)
+      rc = nc_fail(err, NC_ERR_FORMAT,
+                   "vocab: add_bos_token is set but there is no valid BOS "
+                   "id");
+    else if (v->add_eos && v->eos < 0)
+      rc = nc_fail(err, NC_ERR_FORMAT,
+                   "vocab: add_eos_token is set but there is no valid EOS "
+                   "id");
+  }
+  if (rc == NC_OK) {
+    detect_specials(v);
+    build_byte_maps(v);
+    rc = build_special(v, err);
+  }
+  if (rc == NC_OK) rc = nc_vocab_build_pieces(v, err);
+  if (rc != NC_OK) {
+    nc_vocab_free(v);
+    return rc;
+  }
+  *out = v;
+  return NC_OK;
+}
+
+nc_code nc_vocab_load(const gguf_file *f, nc_vocab **out, nc_error *err) {
+  return nc_vocab_load_ex(f, NULL, out, err);
+}
+
+int32_t nc_vocab_n_tokens(const nc_vocab *v) {
+  return v->n_tokens;
+}
+nc_vocab_type nc_vocab_get_type(const nc_vocab *v) {
+  return v->type;
+}
+nc_pre_type nc_vocab_pre_type(const nc_vocab *v) {
+  return v->pre;
+}
+int32_t nc_vocab_bos(const nc_vocab *v) {
+  return v->bos;
+}
+int32_t nc_vocab_eos(const nc_vocab *v) {
+  return v->eos;
+}
+int32_t nc_vocab_eot(const nc_vocab *v) {
+  return v->eot;
+}
+int32_t nc_vocab_eom(const nc_vocab *v) {
+  return v->eom;
+}
+int32_t nc_vocab_unk(const nc_vocab *v) {
+  return v->unk;
+}
+int32_t nc_vocab_sep(const nc_vocab *v) {
+  return v->sep;
+}
+int32_t nc_vocab_pad(const nc_vocab *v) {
+  return v->pad;
+}
+bool nc_vocab_add_bos(const nc_vocab *v) {
+  return v->add_bos;
+}
+bool nc_vocab_add_eos(const nc_vocab *v) {
+  return v->add_eos;
+}
+bool nc_vocab_add_space_prefix(const nc_vocab *v) {
+  return v->add_space_prefix;
+}
+
+bool nc_vocab_is_eog(const nc_vocab *v, int32_t id) {
+  return id >= 0 && id < v->n_tokens && v->eog[id];
+}
+
+bool nc_vocab_is_control(const nc_vocab *v, int32_t id) {
+  return id >= 0 && id < v->n_tokens && (v->attr[id] & NC_TOKEN_ATTR_CONTROL);
+}
+
+uint32_t nc_vocab_token_attr(const nc_vocab *v, int32_t id) {
+  return id >= 0 && id < v->n_tokens ? v->attr[id] : 0;
+}
+
+float nc_vocab_token_score(const nc_vocab *v, int32_t id) {
+  return id >= 0 && id < v->n_tokens ? v->scores[id] : 0.0f;
+}
+
+const char *nc_vocab_token_text(const nc_vocab *v, int32_t id, size_t *len) {
+  if (id < 0 || id >= v->n_tokens) {
+    if (len) *len = 0;
+    return NULL;
+  }
+  if (len) *len = v->strs.len[id];
+  return v->strs.bytes + v->strs.off[id];
+}
+
+int32_t nc_vocab_find(const nc_vocab *v, const char *s, size_t len) {
+  return nc_vocab_token_id(v, s, len);
+}
