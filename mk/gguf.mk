@@ -3,7 +3,8 @@ UNIT_TESTS += test_gguf
 test_gguf_DEPS := status mapped_file gguf_index gguf gguf_get quant
 
 # libFuzzer target: make fuzz-gguf (clang-14), then e.g.
-#   build/fuzz/fuzz_gguf -max_total_time=600 fuzz/corpus-run/gguf fuzz/corpus/gguf
+#   build/fuzz/fuzz_gguf -dict=fuzz/gguf.dict -max_total_time=600 \
+#     fuzz/corpus-run/gguf fuzz/corpus/gguf
 FUZZ_CC ?= clang-14
 FUZZ_GGUF_SRCS := fuzz/fuzz_gguf.c src/status.c src/mapped_file.c \
   src/gguf_index.c src/gguf.c src/gguf_get.c src/quant.c

@@ -27,7 +27,7 @@ def write_seeds() -> None:
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
     # 2: a tiny model-shaped file with custom alignment
     w = gguf.GGUFWriter(os.path.join(d, "seed_align64.gguf"), "llama")
-    w.add_uint32("general.alignment", 64)
+    w.add_custom_alignment(64)  # sets the key and pads to it
     w.add_tensor("token_embd.weight", np.ones((4, 32), dtype=np.float32))
     w.add_tensor("output_norm.weight", np.ones(32, dtype=np.float16))
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()

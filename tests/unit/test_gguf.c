@@ -2,6 +2,7 @@
  * every getter, a table of malformed files (each must fail with the right
  * code, a distinctive message and an offset), every truncation of a valid
  * file, the gguf-py golden file, and the real model. */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1139,6 +1140,32 @@ static void test_gguf_py_golden(void **state) {
   gguf_close(f);
 }
 
+/* The fuzz seeds (fuzz/corpus/gguf/, written by gguf-py) are valid files. */
+static void test_fuzz_seeds_parse(void **state) {
+  (void)state;
+  char *dir = repo_path("fuzz/corpus/gguf");
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    size_t len = strlen(dir) + strlen(e->d_name) + 2;
+    char *path = malloc(len);
+    snprintf(path, len, "%s/%s", dir, e->d_name);
+    nc_error err = {0};
+    gguf_file *f = NULL;
+    if (gguf_open(path, &f, &err) != NC_OK) fail_msg("%s", err.message);
+    assert_true(gguf_kv_count(f) >= 1);
+    gguf_close(f);
+    free(path);
+    n++;
+  }
+  closedir(d);
+  free(dir);
+  assert_true(n >= 4);
+}
+
 static void test_real_model(void **state) {
   (void)state;
   const char *path = getenv("NUCLEUS_MODEL");
@@ -1196,6 +1223,7 @@ int main(void) {
       cmocka_unit_test(test_truncation_names_field),
       cmocka_unit_test(test_open_errors),
       cmocka_unit_test(test_gguf_py_golden),
+      cmocka_unit_test(test_fuzz_seeds_parse),
       cmocka_unit_test(test_real_model),
   };
   size_t nf = sizeof fixed / sizeof fixed[0];
