@@ -2,10 +2,12 @@
 # kernels (src/quant*.c, src/kernels/). Each SIMD file gets its own flags;
 # the dispatcher calls it only on CPUs that have them.
 CFLAGS_avx2 := -mavx2 -mfma -mf16c
+CFLAGS_avx2_kquant := -mavx2 -mfma -mf16c
 CFLAGS_avx512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl \
   -mavx512vnni
 
-KERNEL_OBJS := kernels/ref kernels/avx2 kernels/avx512 kernels/dispatch
+KERNEL_OBJS := kernels/ref kernels/avx2 kernels/avx2_kquant kernels/avx512 \
+  kernels/dispatch
 UNIT_TESTS += test_quant test_kernels
 test_quant_DEPS := quant quant_dequant
 test_kernels_DEPS := quant quant_dequant $(KERNEL_OBJS)

@@ -1,0 +1,205 @@
+/* avx2_kquant: AVX2 + FMA + F16C kernels for Q4_K · Q8_K and Q6_K · Q8_K,
+ * single-row and multi-row (shared by the avx2 and avx512 tables).
+ *
+ * Within a 256-element super-block everything is integer: the sub-block
+ * scales multiply int16 pair sums (maddubs, then madd with the scale), the
+ * mins (Q4_K) and the -32 offset (Q6_K) use the activation's bsums. Float
+ * order per (weight row, activation row): for each super-block,
+ * acc = fma(d_w * d_a, I, acc) over 8 int32 lanes I (and, for Q4_K,
+ * accm = fma(dmin_w * d_a, M, accm)); the result is hsum(acc) - hsum(accm)
+ * with hsum = (k + k+4), then (0+2, 1+3), then the two. The multi-row
+ * kernel unpacks each weight block once for up to 8 activation rows and
+ * runs the same operations per row, so it is bit-identical to vec_dot. */
+#include <immintrin.h>
+
+#include "ref.h"
+#include "tables.h"
+
+enum { MAX_R = 8 };
+
+static inline float hsum8(__m256 x) {
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
+
+/* --------------------------------------------------------------- Q4_K */
+
+typedef struct q4k_w {
+  uint8_t q[QK_K]; /* unsigned quants in element order */
+  __m256i sc[8];   /* scale of each 32-element sub-block, as int16 */
+  __m256i mins;    /* min of sub-block k/2 for each of the 16 bsums */
+  float d, dmin;
+} q4k_w;
+
+static inline void q4k_unpack(const block_q4_K *x, q4k_w *u) {
+  const uint8_t *s = x->scales;
+  uint8_t sc[8], mn[8];
+  for (int j = 0; j < 8; j++) {
+    if (j < 4) {
+      sc[j] = s[j] & 63;
+      mn[j] = s[j + 4] & 63;
+    } else {
+      sc[j] = (uint8_t)((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
+      mn[j] = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+  }
+  const __m256i low = _mm256_set1_epi8(0x0f);
+  for (int c = 0; c < 4; c++) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * c));
+    _mm256_storeu_si256((__m256i *)(u->q + 64 * c), _mm256_and_si256(v, low));
+    _mm256_storeu_si256((__m256i *)(u->q + 64 * c + 32),
+                        _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+  }
+  for (int j = 0; j < 8; j++)
+    u->sc[j] = _mm256_set1_epi16(sc[j]);
+  u->mins =
+      _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3],
+                        mn[4], mn[4], mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
+  u->d = _cvtsh_ss(x->d);
+  u->dmin = _cvtsh_ss(x->dmin);
+}
+
+static inline void q4k_row(const q4k_w *u, const block_q8_K *y, __m256 *acc,
+                           __m256 *accm) {
+  __m256i isum = _mm256_setzero_si256();
+  for (int j = 0; j < 8; j++) {
+    __m256i w = _mm256_loadu_si256((const __m256i *)(u->q + 32 * j));
+    __m256i a = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j));
+    __m256i p = _mm256_maddubs_epi16(w, a);
+    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u->sc[j]));
+  }
+  __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+  __m256i m = _mm256_madd_epi16(bs, u->mins);
+  *acc = _mm256_fmadd_ps(_mm256_set1_ps(u->d * y->d), _mm256_cvtepi32_ps(isum),
+                         *acc);
+  *accm = _mm256_fmadd_ps(_mm256_set1_ps(u->dmin * y->d), _mm256_cvtepi32_ps(m),
+                          *accm);
+}
+
+/* nr (1..8) activation rows against one Q4_K weight row. */
+static void q4k_chunk(int64_t n, const block_q4_K *x, const uint8_t *a,
+                      size_t a_stride, int nr, float *out, size_t out_stride) {
+  __m256 acc[MAX_R], accm[MAX_R];
+  for (int r = 0; r < nr; r++)
+    acc[r] = accm[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    q4k_w u;
+    q4k_unpack(x + i, &u);
+    for (int r = 0; r < nr; r++) {
+      const block_q8_K *y = (const block_q8_K *)(a + (size_t)r * a_stride);
+      q4k_row(&u, y + i, &acc[r], &accm[r]);
+    }
+  }
+  for (int r = 0; r < nr; r++)
+    out[(size_t)r * out_stride] = hsum8(acc[r]) - hsum8(accm[r]);
+}
+
+float nc_avx2_dot_q4_k(int64_t n, const void *w, const void *a) {
+  float out;
+  q4k_chunk(n, w, a, 0, 1, &out, 1);
+  return out;
+}
+
+void nc_avx2_dot_q4_k_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  for (int r = 0; r < nrows; r += MAX_R) {
+    int nr = nrows - r < MAX_R ? nrows - r : MAX_R;
+    q4k_chunk(n, w, ap + (size_t)r * a_stride, a_stride, nr,
+              out + (size_t)r * out_stride, out_stride);
+  }
+}
+
+/* --------------------------------------------------------------- Q6_K */
+
+typedef struct q6k_w {
+  uint8_t q[QK_K]; /* unsigned quants (0..63) in element order */
+  __m256i sc[8];   /* per 32 elements: two 16-group scales as int16 */
+  __m256i sc16;    /* the 16 scales as int16, for the bsums correction */
+  float d;
+} q6k_w;
+
+static inline void q6k_unpack(const block_q6_K *x, q6k_w *u) {
+  const __m256i low = _mm256_set1_epi8(0x0f), hi = _mm256_set1_epi8(0x30);
+  for (int h = 0; h < 2; h++) {
+    const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
+    __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+    __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+    __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
+    __m256i q0 =
+        _mm256_or_si256(_mm256_and_si256(l0, low),
+                        _mm256_and_si256(_mm256_slli_epi16(hb, 4), hi));
+    __m256i q1 =
+        _mm256_or_si256(_mm256_and_si256(l1, low),
+                        _mm256_and_si256(_mm256_slli_epi16(hb, 2), hi));
+    __m256i q2 =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low),
+                        _mm256_and_si256(hb, hi));
+    __m256i q3 =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low),
+                        _mm256_and_si256(_mm256_srli_epi16(hb, 2), hi));
+    uint8_t *q = u->q + 128 * h;
+    _mm256_storeu_si256((__m256i *)q, q0);
+    _mm256_storeu_si256((__m256i *)(q + 32), q1);
+    _mm256_storeu_si256((__m256i *)(q + 64), q2);
+    _mm256_storeu_si256((__m256i *)(q + 96), q3);
+  }
+  for (int j = 0; j < 8; j++)
+    u->sc[j] = _mm256_set_m128i(_mm_set1_epi16(x->scales[2 * j + 1]),
+                                _mm_set1_epi16(x->scales[2 * j]));
+  u->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+  u->d = _cvtsh_ss(x->d);
+}
+
+static inline void q6k_row(const q6k_w *u, const block_q8_K *y, __m256 *acc) {
+  __m256i isum = _mm256_setzero_si256();
+  for (int j = 0; j < 8; j++) {
+    __m256i w = _mm256_loadu_si256((const __m256i *)(u->q + 32 * j));
+    __m256i a = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j));
+    __m256i p = _mm256_maddubs_epi16(w, a);
+    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u->sc[j]));
+  }
+  /* the quants were stored + 32: subtract 32 * sum(scale * bsum) */
+  __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+  __m256i corr = _mm256_madd_epi16(bs, u->sc16);
+  isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(corr, 5));
+  *acc = _mm256_fmadd_ps(_mm256_set1_ps(u->d * y->d), _mm256_cvtepi32_ps(isum),
+                         *acc);
+}
+
+static void q6k_chunk(int64_t n, const block_q6_K *x, const uint8_t *a,
+                      size_t a_stride, int nr, float *out, size_t out_stride) {
+  __m256 acc[MAX_R];
+  for (int r = 0; r < nr; r++)
+    acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    q6k_w u;
+    q6k_unpack(x + i, &u);
+    for (int r = 0; r < nr; r++) {
+      const block_q8_K *y = (const block_q8_K *)(a + (size_t)r * a_stride);
+      q6k_row(&u, y + i, &acc[r]);
+    }
+  }
+  for (int r = 0; r < nr; r++)
+    out[(size_t)r * out_stride] = hsum8(acc[r]);
+}
+
+float nc_avx2_dot_q6_k(int64_t n, const void *w, const void *a) {
+  float out;
+  q6k_chunk(n, w, a, 0, 1, &out, 1);
+  return out;
+}
+
+void nc_avx2_dot_q6_k_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  for (int r = 0; r < nrows; r += MAX_R) {
+    int nr = nrows - r < MAX_R ? nrows - r : MAX_R;
+    q6k_chunk(n, w, ap + (size_t)r * a_stride, a_stride, nr,
+              out + (size_t)r * out_stride, out_stride);
+  }
+}
