@@ -60,10 +60,10 @@ $(NUCLEUS): $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a
 	$(CC) $(LDFLAGS) $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a $(LIBS) -o $@
 
 .SECONDEXPANSION:
-$(BUILDDIR)/tests/%: tests/unit/%.c $$(addprefix $(BUILDDIR)/src/,$$(addsuffix .o,$$($$*_DEPS)))
+$(BUILDDIR)/tests/%: tests/unit/%.c $$(addprefix $(BUILDDIR)/src/,$$(addsuffix .o,$$($$*_DEPS))) $$(if $$($$*_LIB),$(BUILDDIR)/libnucleus.a)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(addprefix $(BUILDDIR)/src/,$(addsuffix .o,$($*_DEPS))) \
-	  $(LIBS) -lcmocka -o $@
+	  $(if $($*_LIB),$(BUILDDIR)/libnucleus.a) $(LIBS) -lcmocka -o $@
 
 unit: $(UNIT_BINS) $(NUCLEUS)
 	@set -e; for t in $(UNIT_BINS); do \

@@ -1,11 +1,211 @@
-/* nucleus chat: placeholder until its module lands. */
+/* nucleus chat: an interactive chat with the model's own chat template. */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "cli_options.h"
+#include "cli_stream.h"
 #include "commands.h"
 
+/* The one piece of global state: set by the SIGINT handler. */
+static volatile sig_atomic_t g_interrupted;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  g_interrupted = 1;
+}
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: nucleus chat [options]\n\n"
+               "  -s, --system TEXT       system prompt\n"
+               "In the chat: /reset clears the history, /exit (or Ctrl-D) "
+               "quits,\nCtrl-C stops the current reply.\n\n");
+  cli_options_help(out);
+}
+
+static void add_message(json_t *messages, const char *role, const char *text,
+                        size_t len) {
+  json_t *m = json_object();
+  json_object_set_new(m, "role", json_string(role));
+  json_object_set_new(m, "content", json_stringn(text, len));
+  json_array_append_new(messages, m);
+}
+
+/* Reads one line (without the newline); NULL at end of input. A Ctrl-C at
+ * the prompt returns "" so the caller re-prompts. */
+static char *read_line(void) {
+  size_t cap = 256, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) return NULL;
+  for (;;) {
+    int ch = fgetc(stdin);
+    if (ch == EOF) {
+      if (ferror(stdin) && errno == EINTR && g_interrupted) {
+        clearerr(stdin);
+        g_interrupted = 0;
+        buf[0] = '\0';
+        fputc('\n', stdout);
+        return buf;
+      }
+      if (len == 0) {
+        free(buf);
+        return NULL;
+      }
+      break;
+    }
+    if (ch == '\n') break;
+    if (len + 2 > cap) {
+      char *p = realloc(buf, cap * 2);
+      if (!p) {
+        free(buf);
+        return NULL;
+      }
+      buf = p;
+      cap *= 2;
+    }
+    buf[len++] = (char)ch;
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+/* Renders the history, tokenizes it and streams the reply. Returns the
+ * reply text (malloc'd) or NULL. */
+static char *reply(nucleus_model *model, nucleus_engine *engine,
+                   const cli_options *o, json_t *messages) {
+  char *history = json_dumps(messages, JSON_COMPACT);
+  char *prompt = NULL;
+  size_t prompt_len = 0;
+  int32_t *ids = NULL;
+  size_t n_ids = 0;
+  nucleus_request *req = NULL;
+  nucleus_error err = {0};
+  char *text = NULL;
+  if (!history) return NULL;
+  if (nucleus_chat_render(model, history, NULL, true, &prompt, &prompt_len,
+                          &err) != NUCLEUS_OK ||
+      nucleus_tokenize(model, prompt, prompt_len, true, true, &ids, &n_ids,
+                       &err) != NUCLEUS_OK ||
+      nucleus_engine_submit(engine, ids, n_ids, &o->request, &req, &err) !=
+          NUCLEUS_OK) {
+    fprintf(stderr, "error: %s\n", err.message);
+    goto done;
+  }
+  cli_stream_result res;
+  g_interrupted = 0;
+  cli_stream_request(model, req, &o->request, stdout, &g_interrupted, &res);
+  if (res.reason == NUCLEUS_FINISH_ABORT)
+    fprintf(stderr, "(reply stopped)\n");
+  else if (res.reason == NUCLEUS_FINISH_LENGTH)
+    fprintf(stderr, "(reply cut: %s)\n", "length limit reached");
+  else if (res.reason == NUCLEUS_FINISH_ERROR)
+    fprintf(stderr, "error: %s\n", res.detail);
+  g_interrupted = 0;
+  text = res.text ? res.text : strdup("");
+  res.text = NULL;
+done:
+  nucleus_request_release(req);
+  nucleus_free(ids);
+  nucleus_free(prompt);
+  free(history);
+  return text;
+}
+
 int cmd_chat(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "nucleus chat: not available yet\n");
-  return 1;
+  cli_options o;
+  cli_options_init(&o);
+  const char *system_prompt = NULL;
+  for (int i = 1; i < argc; i++) {
+    int r = cli_options_parse(&o, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 0;
+    }
+    if ((!strcmp(argv[i], "-s") || !strcmp(argv[i], "--system")) &&
+        i + 1 < argc) {
+      system_prompt = argv[++i];
+      continue;
+    }
+    fprintf(stderr, "error: unknown or incomplete option '%s'\n\n", argv[i]);
+    usage(stderr);
+    return 2;
+  }
+  if (o.request.n != 1) {
+    fprintf(stderr, "error: chat replies with one completion\n");
+    return 2;
+  }
+  nucleus_model *model = cli_load_model(&o);
+  if (!model) return 1;
+  nucleus_error err = {0};
+  /* Fail early and clearly when the model has no chat template. */
+  char *probe = NULL;
+  size_t probe_len = 0;
+  if (nucleus_chat_render(model, "[{\"role\":\"user\",\"content\":\"hi\"}]",
+                          NULL, true, &probe, &probe_len, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "error: %s\n", err.message);
+    nucleus_model_free(model);
+    return 1;
+  }
+  nucleus_free(probe);
+  nucleus_engine *engine = NULL;
+  if (o.engine.kv_cache_tokens == 0) o.engine.kv_cache_tokens = 8192;
+  if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "error: %s\n", err.message);
+    nucleus_model_free(model);
+    return 1;
+  }
+  struct sigaction sa = {0};
+  sa.sa_handler = on_sigint; /* no SA_RESTART: reads return on Ctrl-C */
+  sigaction(SIGINT, &sa, NULL);
+
+  json_t *messages = json_array();
+  if (system_prompt)
+    add_message(messages, "system", system_prompt, strlen(system_prompt));
+  bool tty = isatty(STDIN_FILENO);
+  fprintf(stderr, "nucleus chat: %s. /reset clears the history, /exit quits.\n",
+          nucleus_model_name(model));
+  for (;;) {
+    if (tty) {
+      fputs("> ", stdout);
+      fflush(stdout);
+    }
+    char *line = read_line();
+    if (!line) break;
+    if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) {
+      free(line);
+      break;
+    }
+    if (!strcmp(line, "/reset")) {
+      json_array_clear(messages);
+      if (system_prompt)
+        add_message(messages, "system", system_prompt, strlen(system_prompt));
+      fprintf(stderr, "(history cleared)\n");
+      free(line);
+      continue;
+    }
+    if (!line[0]) {
+      free(line);
+      continue;
+    }
+    add_message(messages, "user", line, strlen(line));
+    free(line);
+    char *text = reply(model, engine, &o, messages);
+    if (!text) {
+      /* Could not even start: forget the turn. */
+      json_array_remove(messages, json_array_size(messages) - 1);
+      continue;
+    }
+    add_message(messages, "assistant", text, strlen(text));
+    free(text);
+  }
+  json_decref(messages);
+  nucleus_engine_destroy(engine);
+  nucleus_model_free(model);
+  return 0;
 }

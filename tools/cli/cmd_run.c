@@ -1,11 +1,175 @@
-/* nucleus run: placeholder until its module lands. */
+/* nucleus run: generate a continuation of a prompt, streamed. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "cli_options.h"
+#include "cli_stream.h"
 #include "commands.h"
 
+/* The one piece of global state: set by the SIGINT handler. */
+static volatile sig_atomic_t g_interrupted;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  g_interrupted = 1;
+}
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: nucleus run [options] -p PROMPT\n\n"
+               "  -p, --prompt TEXT       the prompt\n"
+               "  -f, --file FILE         read the prompt from a file\n"
+               "  --tokens 1,2,3          the prompt as token ids\n");
+  cli_options_help(out);
+}
+
+static int32_t *parse_tokens(const char *s, size_t *n_out) {
+  size_t cap = 16, n = 0;
+  int32_t *ids = malloc(cap * sizeof *ids);
+  while (ids && *s) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || v < 0 || v > INT32_MAX) {
+      free(ids);
+      return NULL;
+    }
+    if (n == cap) {
+      cap *= 2;
+      int32_t *p = realloc(ids, cap * sizeof *ids);
+      if (!p) {
+        free(ids);
+        return NULL;
+      }
+      ids = p;
+    }
+    ids[n++] = (int32_t)v;
+    s = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') {
+      free(ids);
+      return NULL;
+    }
+  }
+  *n_out = n;
+  return ids;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  size_t got;
+  while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+    len += got;
+    if (cap - len - 1 == 0) {
+      char *p = realloc(buf, cap * 2);
+      if (!p) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = p;
+      cap *= 2;
+    }
+  }
+  fclose(f);
+  if (buf) buf[len] = '\0';
+  return buf;
+}
+
 int cmd_run(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "nucleus run: not available yet\n");
-  return 1;
+  cli_options o;
+  cli_options_init(&o);
+  const char *prompt = NULL, *tokens_arg = NULL, *file = NULL;
+  for (int i = 1; i < argc; i++) {
+    int r = cli_options_parse(&o, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    }
+    if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && i + 1 < argc) {
+      prompt = argv[++i];
+    } else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && i + 1 < argc) {
+      file = argv[++i];
+    } else if (!strcmp(a, "--tokens") && i + 1 < argc) {
+      tokens_arg = argv[++i];
+    } else {
+      fprintf(stderr, "error: unknown or incomplete option '%s'\n\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  char *file_text = NULL;
+  if (file) {
+    file_text = slurp(file);
+    if (!file_text) {
+      fprintf(stderr, "error: cannot read %s: %s\n", file, strerror(errno));
+      return 1;
+    }
+    prompt = file_text;
+  }
+  if (!prompt && !tokens_arg) {
+    fprintf(stderr, "error: give a prompt with -p, -f or --tokens\n\n");
+    usage(stderr);
+    free(file_text);
+    return 2;
+  }
+
+  nucleus_model *model = cli_load_model(&o);
+  if (!model) {
+    free(file_text);
+    return 1;
+  }
+  int rc = 1;
+  int32_t *ids = NULL;
+  size_t n_ids = 0;
+  nucleus_error err = {0};
+  nucleus_engine *engine = NULL;
+  nucleus_request *req = NULL;
+  if (tokens_arg) {
+    ids = parse_tokens(tokens_arg, &n_ids);
+    if (!ids) {
+      fprintf(stderr, "error: --tokens: expected comma-separated ids\n");
+      goto done;
+    }
+  } else if (nucleus_tokenize(model, prompt, strlen(prompt), true, true, &ids,
+                              &n_ids, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "error: %s\n", err.message);
+    goto done;
+  }
+  /* One request: a KV pool of one context is enough. */
+  if (o.engine.kv_cache_tokens == 0) {
+    int32_t ctx = o.engine.n_ctx ? o.engine.n_ctx : 8192;
+    int32_t n_ctx_train = nucleus_model_n_ctx_train(model);
+    if (ctx > n_ctx_train) ctx = n_ctx_train;
+    o.engine.kv_cache_tokens = (int64_t)ctx * o.request.n;
+  }
+  if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK ||
+      nucleus_engine_submit(engine, ids, n_ids, &o.request, &req, &err) !=
+          NUCLEUS_OK) {
+    fprintf(stderr, "error: %s\n", err.message);
+    goto done;
+  }
+  struct sigaction sa = {0};
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, NULL);
+  if (prompt && o.request.n == 1) fputs(prompt, stdout);
+  cli_stream_result res;
+  cli_stream_request(model, req, &o.request, stdout, &g_interrupted, &res);
+  cli_print_summary(&res);
+  rc = res.reason == NUCLEUS_FINISH_ERROR ? 1 : 0;
+  cli_stream_result_free(&res);
+done:
+  nucleus_request_release(req);
+  nucleus_engine_destroy(engine);
+  nucleus_free(ids);
+  nucleus_model_free(model);
+  free(file_text);
+  return rc;
 }

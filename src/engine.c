@@ -1,0 +1,883 @@
+/* engine: requests, the step loop, stop rules, finish reasons, cancellation
+ * and events.
+ *
+ * One engine thread owns the model context, the KV cache and the samplers.
+ * Callers submit requests from any thread into the inbox (the engine's one
+ * mutex); each step the engine takes new requests, applies cancellations,
+ * asks the scheduler for a plan, runs one forward call over every running
+ * sequence's next tokens, samples, and turns tokens into events: text
+ * deltas that are never revised, finish reasons, usage and timings.
+ *
+ * A request's life: queued -> prefill -> decode -> finished, with exactly
+ * one finish reason per completion: stop (end-of-generation token, stop
+ * token id, stop string), length (max_tokens, or the context is full),
+ * abort (cancelled, shutdown) or error (it can never fit in the KV pool).
+ */
+#include "engine.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "context.h"
+#include "detokenizer.h"
+#include "kv_cache.h"
+#include "model.h"
+#include "request.h"
+#include "rng.h"
+#include "sampler.h"
+#include "scheduler.h"
+#include "stop_matcher.h"
+#include "vocab.h"
+
+typedef struct group group;
+
+typedef struct completion {
+  group *owner;
+  int32_t index;
+  int32_t kv_seq; /* -1 when not in the cache */
+  nc_sampler *sampler;
+  nc_detok *detok;
+  nc_stop_matcher *stop;
+  int32_t *tokens; /* prompt + generated; the last one may not be fed yet */
+  int32_t n_tokens, cap;
+  int32_t n_generated;
+  bool finished;
+} completion;
+
+struct group {
+  nucleus_request *req;
+  completion *comps;
+  int32_t n_comps;  /* params.n */
+  int32_t n_active; /* 1 until the prompt is prefilled, then n */
+  int32_t n_finished;
+  bool running;
+  uint64_t admit_order;
+  int32_t *suppress; /* eog + stop token ids, masked until min_tokens */
+  int32_t n_suppress;
+  int32_t completion_tokens;
+  double t_admit_ms, t_first_token_ms;
+};
+
+struct nucleus_engine {
+  nucleus_model *model;
+  const nc_vocab *vocab;
+  nucleus_engine_params params;
+  int32_t n_vocab;
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch batch;
+  float *logits;
+  nc_sample_workspace *ws;
+  int32_t *eog_ids;
+  int32_t n_eog;
+
+  /* Engine-thread state. */
+  group **groups; /* arrival order */
+  int32_t n_groups, cap_groups;
+  uint64_t admit_counter;
+  nc_sched_group *sg;
+  nc_sched_seq *ss;
+  completion **seq_comp; /* scheduler seq index -> completion */
+  nc_sched_item *items;
+  nc_sched_verdict *verdicts;
+  nc_sample_row *rows;
+  nc_sample_result *results;
+  completion **row_comp;    /* forward rows with logits -> completion */
+  completion **sample_comp; /* sampling rows -> completion */
+
+  /* Shared with submitters: guarded by mu. */
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  nucleus_request **inbox;
+  int32_t n_inbox, cap_inbox;
+  bool shutdown;
+  bool stepped; /* no thread: the caller drives nc_engine_step (tests) */
+  uint64_t next_id;
+  nucleus_engine_stats stats;
+};
+
+/* ------------------------------------------------------------ completions */
+
+static void completion_clear(completion *c) {
+  nc_sampler_free(c->sampler);
+  nc_detok_free(c->detok);
+  nc_stop_matcher_free(c->stop);
+  free(c->tokens);
+}
+
+static bool completion_push_token(completion *c, int32_t tok) {
+  if (c->n_tokens == c->cap) {
+    int32_t cap = c->cap ? c->cap * 2 : 64;
+    int32_t *t = realloc(c->tokens, (size_t)cap * sizeof *t);
+    if (!t) return false;
+    c->tokens = t;
+    c->cap = cap;
+  }
+  c->tokens[c->n_tokens++] = tok;
+  return true;
+}
+
+static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
+                               int32_t index, nc_error *err) {
+  const nucleus_request *r = g->req;
+  c->owner = g;
+  c->index = index;
+  c->kv_seq = -1;
+  const nucleus_request_params *p = &r->params;
+  nc_code rc = nc_sampler_create(&p->sampling, e->n_vocab, r->seed,
+                                 (uint64_t)index, &c->sampler, err);
+  if (rc != NC_OK) return rc;
+  nc_sampler_accept_prompt(c->sampler, r->prompt, (size_t)r->n_prompt);
+  c->detok = nc_detok_create(e->vocab, p->skip_special_tokens);
+  if (!c->detok) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  rc = nc_stop_matcher_create(p->stop, p->n_stop, p->include_stop_str_in_output,
+                              &c->stop, err);
+  if (rc != NC_OK) return rc;
+  for (int32_t i = 0; i < r->n_prompt; i++)
+    if (!completion_push_token(c, r->prompt[i]))
+      return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  nc_stop_matcher_arm(c->stop, p->min_tokens <= 0);
+  return NC_OK;
+}
+
+/* ----------------------------------------------------------------- groups */
+
+static void group_free(group *g) {
+  if (!g) return;
+  for (int32_t i = 0; i < g->n_comps; i++)
+    completion_clear(&g->comps[i]);
+  free(g->comps);
+  free(g->suppress);
+  free(g);
+}
+
+static nc_code group_create(nucleus_engine *e, nucleus_request *r, group **out,
+                            nc_error *err) {
+  *out = NULL;
+  group *g = calloc(1, sizeof *g);
+  if (!g) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  g->req = r;
+  g->n_comps = r->params.n > 0 ? r->params.n : 1;
+  g->n_active = 1;
+  g->comps = calloc((size_t)g->n_comps, sizeof *g->comps);
+  size_t n_sup = (size_t)e->n_eog + r->params.n_stop_token_ids;
+  g->suppress = malloc((n_sup ? n_sup : 1) * sizeof *g->suppress);
+  if (!g->comps || !g->suppress) {
+    group_free(g);
+    return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  }
+  memcpy(g->suppress, e->eog_ids, (size_t)e->n_eog * sizeof *g->suppress);
+  memcpy(g->suppress + e->n_eog, r->params.stop_token_ids,
+         r->params.n_stop_token_ids * sizeof *g->suppress);
+  g->n_suppress = (int32_t)n_sup;
+  for (int32_t i = 0; i < g->n_comps; i++) {
+    nc_code rc = completion_init(e, g, &g->comps[i], i, err);
+    if (rc != NC_OK) {
+      group_free(g);
+      return rc;
+    }
+  }
+  *out = g;
+  return NC_OK;
+}
+
+static void emit(group *g, const nucleus_event *ev) {
+  nc_request_push_event(g->req, ev);
+}
+
+static nucleus_timings group_timings(const group *g, double now) {
+  nucleus_timings t = {0};
+  if (g->t_first_token_ms > 0) {
+    t.time_to_first_token_ms = g->t_first_token_ms - g->req->t_submit_ms;
+    double prefill = g->t_first_token_ms - g->t_admit_ms;
+    if (prefill > 0) t.prompt_tokens_per_s = g->req->n_prompt / (prefill / 1e3);
+    double gen = now - g->t_first_token_ms;
+    if (gen > 0 && g->completion_tokens > 1)
+      t.generation_tokens_per_s = (g->completion_tokens - 1) / (gen / 1e3);
+  }
+  return t;
+}
+
+static void release_kv(nucleus_engine *e, completion *c) {
+  if (c->kv_seq >= 0) nc_kv_seq_free(e->kv, c->kv_seq);
+  c->kv_seq = -1;
+}
+
+/* Ends one completion with its reason; trailing text rides on the event. */
+static void finish_completion(nucleus_engine *e, group *g, completion *c,
+                              nucleus_finish_reason reason, int32_t stop_tok,
+                              const char *stop_str, const char *text,
+                              size_t text_len, const nc_error *error) {
+  c->finished = true;
+  g->n_finished++;
+  release_kv(e, c);
+  nucleus_event ev = {0};
+  ev.kind = NUCLEUS_EVENT_FINISH;
+  ev.index = c->index;
+  ev.token = -1;
+  ev.text = text ? text : "";
+  ev.text_len = text ? text_len : 0;
+  ev.finish_reason = reason;
+  ev.stop_string = stop_str;
+  ev.stop_token = stop_tok;
+  if (error) ev.error = *error;
+  ev.usage.prompt_tokens = g->req->n_prompt;
+  ev.usage.completion_tokens = c->n_generated;
+  ev.timings = group_timings(g, nc_now_ms());
+  ev.seed = g->req->seed;
+  emit(g, &ev);
+}
+
+/* Ends every unfinished completion of a group with the same reason. */
+static void finish_group(nucleus_engine *e, group *g,
+                         nucleus_finish_reason reason, const nc_error *error) {
+  for (int32_t i = 0; i < g->n_comps; i++) {
+    completion *c = &g->comps[i];
+    if (c->finished) continue;
+    finish_completion(e, g, c, reason, -1, NULL, NULL, 0, error);
+  }
+}
+
+static void emit_done(group *g) {
+  nucleus_event ev = {0};
+  ev.kind = NUCLEUS_EVENT_DONE;
+  ev.token = -1;
+  ev.text = "";
+  ev.usage.prompt_tokens = g->req->n_prompt;
+  ev.usage.completion_tokens = g->completion_tokens;
+  ev.timings = group_timings(g, nc_now_ms());
+  ev.seed = g->req->seed;
+  emit(g, &ev);
+}
+
+/* ------------------------------------------------------------ the tokens */
+
+static bool is_stop_token(const group *g, int32_t tok) {
+  const nucleus_request_params *p = &g->req->params;
+  for (size_t i = 0; i < p->n_stop_token_ids; i++)
+    if (p->stop_token_ids[i] == tok) return true;
+  return false;
+}
+
+/* Flushes the detokenizer through the stop matcher at the end of a
+ * completion; the text goes into buf (caller frees). */
+static char *final_text(completion *c, size_t *len, int *stop_hit) {
+  const char *piece, *out;
+  size_t piece_len, out_len;
+  nc_detok_flush(c->detok, &piece, &piece_len);
+  char *buf = malloc(piece_len + NUCLEUS_MAX_STOP_STRING_BYTES + 8);
+  if (!buf) {
+    *len = 0;
+    return NULL;
+  }
+  *stop_hit = nc_stop_matcher_push(c->stop, piece, piece_len, &out, &out_len);
+  memcpy(buf, out, out_len);
+  *len = out_len;
+  if (*stop_hit < 0) {
+    nc_stop_matcher_flush(c->stop, &out, &out_len);
+    memcpy(buf + *len, out, out_len);
+    *len += out_len;
+  }
+  return buf;
+}
+
+/* One sampled token for one completion: events and finish rules. */
+static void handle_token(nucleus_engine *e, group *g, completion *c,
+                         const nc_sample_result *res) {
+  const nucleus_request_params *p = &g->req->params;
+  int32_t tok = res->token;
+  double now = nc_now_ms();
+  if (g->t_first_token_ms == 0) g->t_first_token_ms = now;
+  c->n_generated++;
+  g->completion_tokens++;
+  nc_sampler_accept(c->sampler, tok);
+  if (!completion_push_token(c, tok)) {
+    nc_error err;
+    nc_fail(&err, NC_ERR_NOMEM, "out of memory");
+    finish_completion(e, g, c, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0, &err);
+    return;
+  }
+
+  /* An end-of-generation or stop token ends the completion; its text is
+   * not part of the output. */
+  bool eog = !p->ignore_eos && nc_vocab_is_eog(e->vocab, tok);
+  if (eog || is_stop_token(g, tok)) {
+    size_t len = 0;
+    int hit = -1;
+    char *text = final_text(c, &len, &hit);
+    finish_completion(e, g, c, NUCLEUS_FINISH_STOP, hit >= 0 ? -1 : tok,
+                      hit >= 0 ? nc_stop_matcher_string(c->stop, hit) : NULL,
+                      text, len, NULL);
+    free(text);
+    return;
+  }
+
+  if (c->n_generated >= p->min_tokens) nc_stop_matcher_arm(c->stop, true);
+  const char *piece, *released;
+  size_t piece_len, released_len;
+  nc_detok_push(c->detok, tok, &piece, &piece_len);
+  int hit =
+      nc_stop_matcher_push(c->stop, piece, piece_len, &released, &released_len);
+
+  nucleus_event ev = {0};
+  ev.kind = NUCLEUS_EVENT_TOKEN;
+  ev.index = c->index;
+  ev.token = tok;
+  ev.text = released;
+  ev.text_len = released_len;
+  ev.stop_token = -1;
+  if (p->sampling.logprobs || p->sampling.top_logprobs > 0) {
+    ev.logprob = res->logprob;
+    ev.top_logprobs = res->top;
+    ev.n_top_logprobs = res->n_top;
+  }
+  ev.seed = g->req->seed;
+  emit(g, &ev);
+
+  if (hit >= 0) {
+    finish_completion(e, g, c, NUCLEUS_FINISH_STOP, -1,
+                      nc_stop_matcher_string(c->stop, hit), NULL, 0, NULL);
+    return;
+  }
+  bool budget = p->max_tokens >= 0 && c->n_generated >= p->max_tokens;
+  bool ctx_full = c->n_tokens >= e->params.n_ctx;
+  if (budget || ctx_full) {
+    size_t len = 0;
+    int stop_hit = -1;
+    char *text = final_text(c, &len, &stop_hit);
+    if (stop_hit >= 0)
+      finish_completion(e, g, c, NUCLEUS_FINISH_STOP, -1,
+                        nc_stop_matcher_string(c->stop, stop_hit), text, len,
+                        NULL);
+    else
+      finish_completion(e, g, c, NUCLEUS_FINISH_LENGTH, -1, NULL, text, len,
+                        NULL);
+    free(text);
+  }
+}
+
+/* ------------------------------------------------------------- the step */
+
+static bool grow(void **arr, int32_t *cap, int32_t need, size_t elem) {
+  if (need <= *cap) return true;
+  int32_t c = *cap ? *cap : 16;
+  while (c < need)
+    c *= 2;
+  void *p = realloc(*arr, (size_t)c * elem);
+  if (!p) return false;
+  *arr = p;
+  *cap = c;
+  return true;
+}
+
+/* Takes new requests and cancellations; false when shutting down. */
+static bool take_inbox(nucleus_engine *e) {
+  pthread_mutex_lock(&e->mu);
+  while (!e->stepped && !e->shutdown && e->n_inbox == 0 && e->n_groups == 0)
+    pthread_cond_wait(&e->cv, &e->mu);
+  bool shutdown = e->shutdown;
+  nucleus_request **in = e->inbox;
+  int32_t n_in = e->n_inbox;
+  e->inbox = NULL;
+  e->n_inbox = e->cap_inbox = 0;
+  pthread_mutex_unlock(&e->mu);
+
+  for (int32_t i = 0; i < n_in; i++) {
+    nucleus_request *r = in[i];
+    group *g = NULL;
+    nc_error err = {0};
+    nc_code rc = NC_ERR_NOMEM;
+    if (grow((void **)&e->groups, &e->cap_groups, e->n_groups + 1,
+             sizeof *e->groups))
+      rc = group_create(e, r, &g, &err);
+    if (rc != NC_OK) {
+      nucleus_event ev = {0};
+      ev.kind = NUCLEUS_EVENT_FINISH;
+      ev.finish_reason = NUCLEUS_FINISH_ERROR;
+      ev.error = err;
+      ev.stop_token = -1;
+      ev.token = -1;
+      nc_request_push_event(r, &ev);
+      ev.kind = NUCLEUS_EVENT_DONE;
+      nc_request_push_event(r, &ev);
+      nc_request_unref(r);
+      continue;
+    }
+    e->groups[e->n_groups++] = g;
+  }
+  free(in);
+  return !shutdown;
+}
+
+static void apply_cancellations(nucleus_engine *e) {
+  for (int32_t i = 0; i < e->n_groups; i++) {
+    group *g = e->groups[i];
+    if (atomic_load(&g->req->cancelled) && g->n_finished < g->n_comps)
+      finish_group(e, g, NUCLEUS_FINISH_ABORT, NULL);
+  }
+}
+
+/* Drops groups whose completions have all finished. */
+static void retire_groups(nucleus_engine *e) {
+  int32_t w = 0;
+  for (int32_t i = 0; i < e->n_groups; i++) {
+    group *g = e->groups[i];
+    if (g->n_finished < g->n_comps) {
+      e->groups[w++] = g;
+      continue;
+    }
+    emit_done(g);
+    nucleus_request *r = g->req;
+    group_free(g);
+    nc_request_unref(r);
+  }
+  e->n_groups = w;
+}
+
+static int64_t group_blocks_held(const nucleus_engine *e, const group *g) {
+  /* Shared blocks are shared only within a group (forks of its prompt), so
+   * summing 1/refcount over its sequences' blocks counts each once. */
+  int32_t bt = nc_kv_block_tokens(e->kv);
+  double held = 0;
+  for (int32_t i = 0; i < g->n_active; i++) {
+    const completion *c = &g->comps[i];
+    if (c->finished || c->kv_seq < 0) continue;
+    int32_t capacity = nc_kv_seq_capacity(e->kv, c->kv_seq);
+    for (int32_t pos = 0; pos < capacity; pos += bt) {
+      int32_t rc = nc_kv_block_refcount(e->kv, c->kv_seq, pos);
+      if (rc > 0) held += 1.0 / rc;
+    }
+  }
+  return (int64_t)(held + 0.5);
+}
+
+/* Builds the scheduler's view; returns the number of seqs. */
+static int32_t build_sched_state(nucleus_engine *e) {
+  int32_t n_seqs = 0;
+  int32_t bt = nc_kv_block_tokens(e->kv);
+  for (int32_t i = 0; i < e->n_groups; i++) {
+    group *g = e->groups[i];
+    nc_sched_group *sg = &e->sg[i];
+    sg->running = g->running;
+    sg->admit_order = g->admit_order;
+    sg->blocks_held = g->running ? group_blocks_held(e, g) : 0;
+    sg->first_seq = n_seqs;
+    for (int32_t k = 0; k < g->n_active; k++) {
+      completion *c = &g->comps[k];
+      if (c->finished) continue;
+      int32_t kv_len = c->kv_seq >= 0 ? nc_kv_seq_len(e->kv, c->kv_seq) : 0;
+      bool cow = c->kv_seq >= 0 && kv_len % bt != 0 &&
+                 nc_kv_block_refcount(e->kv, c->kv_seq, kv_len - 1) > 1;
+      e->ss[n_seqs] = (nc_sched_seq){i, kv_len, c->n_tokens - kv_len, cow};
+      e->seq_comp[n_seqs] = c;
+      n_seqs++;
+    }
+    sg->n_seqs = n_seqs - sg->first_seq;
+  }
+  return n_seqs;
+}
+
+static bool ensure_step_arrays(nucleus_engine *e) {
+  int32_t n_seqs = 0;
+  for (int32_t i = 0; i < e->n_groups; i++)
+    n_seqs += e->groups[i]->n_comps;
+  int32_t ng = e->n_groups > 0 ? e->n_groups : 1;
+  int32_t ns = n_seqs > 0 ? n_seqs : 1;
+  e->sg = realloc(e->sg, (size_t)ng * sizeof *e->sg);
+  e->verdicts = realloc(e->verdicts, (size_t)ng * sizeof *e->verdicts);
+  e->ss = realloc(e->ss, (size_t)ns * sizeof *e->ss);
+  e->seq_comp = realloc(e->seq_comp, (size_t)ns * sizeof *e->seq_comp);
+  e->items = realloc(e->items, (size_t)ns * sizeof *e->items);
+  e->rows = realloc(e->rows, (size_t)ns * sizeof *e->rows);
+  e->results = realloc(e->results, (size_t)ns * sizeof *e->results);
+  e->row_comp = realloc(e->row_comp, (size_t)ns * sizeof *e->row_comp);
+  e->sample_comp = realloc(e->sample_comp, (size_t)ns * sizeof *e->sample_comp);
+  return e->sg && e->verdicts && e->ss && e->seq_comp && e->items && e->rows &&
+         e->results && e->row_comp && e->sample_comp;
+}
+
+/* Applies the scheduler's verdicts: fail, preempt, admit. */
+static void apply_verdicts(nucleus_engine *e) {
+  for (int32_t i = 0; i < e->n_groups; i++) {
+    group *g = e->groups[i];
+    switch (e->verdicts[i]) {
+    case NC_SCHED_KEEP: break;
+    case NC_SCHED_FAIL: {
+      nc_error err;
+      nc_fail(&err, NC_ERR_LIMIT,
+              "the request needs more KV cache than the pool holds (%lld "
+              "blocks of %d tokens)",
+              (long long)nc_kv_blocks_total(e->kv), nc_kv_block_tokens(e->kv));
+      finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
+      g->running = false;
+      break;
+    }
+    case NC_SCHED_PREEMPT:
+      for (int32_t k = 0; k < g->n_active; k++)
+        release_kv(e, &g->comps[k]);
+      g->running = false;
+      e->stats.preemptions_total++;
+      break;
+    case NC_SCHED_ADMIT:
+      g->running = true;
+      g->admit_order = ++e->admit_counter;
+      if (g->t_admit_ms == 0) g->t_admit_ms = nc_now_ms();
+      for (int32_t k = 0; k < g->n_active; k++) {
+        completion *c = &g->comps[k];
+        if (!c->finished && c->kv_seq < 0) c->kv_seq = nc_kv_seq_new(e->kv);
+      }
+      break;
+    }
+  }
+}
+
+/* After the prompt of an n > 1 request is prefilled, the other completions
+ * fork its KV sequence (sharing every block) and sample from its logits. */
+static void fork_completions(nucleus_engine *e, group *g) {
+  completion *c0 = &g->comps[0];
+  for (int32_t k = 1; k < g->n_comps; k++) {
+    completion *c = &g->comps[k];
+    c->kv_seq = nc_kv_seq_fork(e->kv, c0->kv_seq);
+  }
+  g->n_active = g->n_comps;
+}
+
+/* Runs one step; false when there was nothing to do. */
+static bool step(nucleus_engine *e) {
+  if (!ensure_step_arrays(e)) return false;
+  int32_t n_seqs = build_sched_state(e);
+  nc_sched_capacity cap = {
+      .free_blocks = nc_kv_blocks_free(e->kv),
+      .total_blocks = nc_kv_blocks_total(e->kv),
+      .block_tokens = nc_kv_block_tokens(e->kv),
+      .token_budget = e->params.max_batch_tokens,
+      .max_running = e->params.max_running,
+  };
+  nc_sched_plan plan = {e->items, 0, e->verdicts};
+  nc_schedule(e->sg, e->n_groups, e->ss, n_seqs, &cap, &plan);
+  apply_verdicts(e);
+
+  nc_batch_clear(&e->batch);
+  int32_t n_rows = 0;
+  for (int32_t i = 0; i < plan.n_items; i++) {
+    nc_sched_item it = plan.items[i];
+    completion *c = e->seq_comp[it.seq];
+    group *g = e->groups[e->ss[it.seq].group];
+    if (c->finished || c->kv_seq < 0 || !g->running) continue;
+    int32_t kv_len = nc_kv_seq_len(e->kv, c->kv_seq);
+    int32_t n = it.n_tokens;
+    if (kv_len + n > c->n_tokens) n = c->n_tokens - kv_len;
+    if (n <= 0) continue;
+    if (nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + n, NULL) != NC_OK)
+      continue; /* the pool is short this step: it waits */
+    for (int32_t k = 0; k < n; k++) {
+      int32_t pos = kv_len + k;
+      bool last = pos == c->n_tokens - 1;
+      nc_batch_add(&e->batch, c->tokens[pos], pos, c->kv_seq, last);
+      if (last) e->row_comp[n_rows++] = c;
+    }
+  }
+  if (e->batch.n_tokens == 0) return plan.n_items > 0;
+
+  nc_error err = {0};
+  if (nc_context_forward(e->ctx, &e->batch, e->logits, &err) != NC_OK) {
+    /* The model failed: end every request in the batch with the error. */
+    for (int32_t i = 0; i < e->n_groups; i++)
+      if (e->groups[i]->running)
+        finish_group(e, e->groups[i], NUCLEUS_FINISH_ERROR, &err);
+    return true;
+  }
+  e->stats.steps_total++;
+
+  /* Sampling rows: one per completion that got logits; a group whose
+   * prompt just finished prefilling forks its other completions first. */
+  int32_t n_sample = 0;
+  for (int32_t r = 0; r < n_rows; r++) {
+    completion *c = e->row_comp[r];
+    group *g = c->owner;
+    int32_t first = c->index, last = c->index;
+    if (c->index == 0 && g->n_active < g->n_comps) {
+      fork_completions(e, g);
+      last = g->n_comps - 1;
+    }
+    for (int32_t k = first; k <= last; k++) {
+      completion *ck = &g->comps[k];
+      bool masked = ck->n_generated < g->req->params.min_tokens;
+      e->rows[n_sample] = (nc_sample_row){
+          .sampler = ck->sampler,
+          .logits = e->logits + (size_t)r * (size_t)e->n_vocab,
+          .suppress = masked ? g->suppress : NULL,
+          .n_suppress = masked ? g->n_suppress : 0,
+      };
+      e->sample_comp[n_sample++] = ck;
+    }
+  }
+  nc_sample_batch(e->ws, e->rows, n_sample, e->results, NULL);
+  for (int32_t s = 0; s < n_sample; s++) {
+    completion *c = e->sample_comp[s];
+    group *g = c->owner;
+    if (c->finished) continue;
+    if (e->results[s].token < 0) {
+      nc_error serr;
+      nc_fail(&serr,
+              e->results[s].status ? e->results[s].status : NC_ERR_INTERNAL,
+              "sampling failed (the logits hold NaN or every token is "
+              "masked)");
+      finish_completion(e, g, c, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0,
+                        &serr);
+      continue;
+    }
+    handle_token(e, g, c, &e->results[s]);
+  }
+  e->stats.generated_tokens_total += n_sample;
+  return true;
+}
+
+static void update_stats(nucleus_engine *e) {
+  int32_t queued = 0, running = 0;
+  for (int32_t i = 0; i < e->n_groups; i++) {
+    const group *g = e->groups[i];
+    if (g->running)
+      running += g->n_active - g->n_finished;
+    else
+      queued++;
+  }
+  pthread_mutex_lock(&e->mu);
+  e->stats.queued = queued + e->n_inbox;
+  e->stats.running = running;
+  e->stats.kv_blocks_used = nc_kv_blocks_used(e->kv);
+  e->stats.kv_blocks_free = nc_kv_blocks_free(e->kv);
+  pthread_mutex_unlock(&e->mu);
+}
+
+/* One iteration of the loop; false once shutting down. */
+static bool iterate(nucleus_engine *e) {
+  if (!take_inbox(e)) return false;
+  apply_cancellations(e);
+  retire_groups(e);
+  step(e);
+  retire_groups(e);
+  update_stats(e);
+  return true;
+}
+
+static void abort_all(nucleus_engine *e) {
+  for (int32_t i = 0; i < e->n_groups; i++)
+    finish_group(e, e->groups[i], NUCLEUS_FINISH_ABORT, NULL);
+  retire_groups(e);
+  update_stats(e);
+}
+
+static void *engine_main(void *arg) {
+  nucleus_engine *e = arg;
+  while (iterate(e)) {
+  }
+  abort_all(e);
+  return NULL;
+}
+
+bool nc_engine_step(nucleus_engine *e) {
+  iterate(e);
+  return e->n_groups > 0;
+}
+
+/* ------------------------------------------------------------ public API */
+
+static nc_code collect_eog(nucleus_engine *e, nc_error *err) {
+  int32_t n = 0;
+  for (int32_t t = 0; t < e->n_vocab; t++)
+    if (nc_vocab_is_eog(e->vocab, t)) n++;
+  e->eog_ids = malloc((size_t)(n ? n : 1) * sizeof *e->eog_ids);
+  if (!e->eog_ids) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  for (int32_t t = 0; t < e->n_vocab; t++)
+    if (nc_vocab_is_eog(e->vocab, t)) e->eog_ids[e->n_eog++] = t;
+  return NC_OK;
+}
+
+static nc_code engine_create(nucleus_model *model,
+                             const nucleus_engine_params *params, bool stepped,
+                             nucleus_engine **out, nc_error *err) {
+  *out = NULL;
+  nucleus_engine *e = calloc(1, sizeof *e);
+  if (!e) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  e->stepped = stepped;
+  e->model = model;
+  e->vocab = nc_model_vocab(model);
+  const nc_hparams *hp = nc_model_hparams(model);
+  e->n_vocab = hp->n_vocab;
+  nc_code rc = nc_engine_resolve_params(hp, params, &e->params, err);
+  if (rc == NC_OK) rc = collect_eog(e, err);
+  int64_t n_blocks =
+      (e->params.kv_cache_tokens + e->params.kv_block_tokens - 1) /
+      e->params.kv_block_tokens;
+  if (rc == NC_OK)
+    rc = nc_kv_cache_create(hp, n_blocks, e->params.kv_block_tokens,
+                            2 * e->params.max_running + 8, &e->kv, err);
+  if (rc == NC_OK)
+    rc = nc_context_create(model, e->kv, e->params.max_batch_tokens, &e->ctx,
+                           err);
+  if (rc == NC_OK)
+    rc = nc_batch_init(&e->batch, e->params.max_batch_tokens, err);
+  if (rc == NC_OK) rc = nc_sample_workspace_create(e->n_vocab, &e->ws, err);
+  if (rc == NC_OK) {
+    size_t rows = (size_t)e->params.max_batch_tokens;
+    e->logits = malloc(rows * (size_t)e->n_vocab * sizeof *e->logits);
+    if (!e->logits) rc = nc_fail(err, NC_ERR_NOMEM, "out of memory (logits)");
+  }
+  if (rc == NC_OK) {
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    e->stats.kv_blocks_free = nc_kv_blocks_free(e->kv);
+    if (!stepped && pthread_create(&e->thread, NULL, engine_main, e) != 0) {
+      pthread_mutex_destroy(&e->mu);
+      pthread_cond_destroy(&e->cv);
+      rc = nc_fail(err, NC_ERR_INTERNAL, "cannot start the engine thread");
+    }
+  }
+  if (rc != NC_OK) {
+    nc_sample_workspace_free(e->ws);
+    free(e->logits);
+    nc_batch_free(&e->batch);
+    nc_context_free(e->ctx);
+    nc_kv_cache_free(e->kv);
+    free(e->eog_ids);
+    free(e);
+    return rc;
+  }
+  *out = e;
+  return NC_OK;
+}
+
+nucleus_status nucleus_engine_create(nucleus_model *model,
+                                     const nucleus_engine_params *params,
+                                     nucleus_engine **out, nucleus_error *err) {
+  return engine_create(model, params, false, out, err);
+}
+
+nc_code nc_engine_create_stepped(nucleus_model *model,
+                                 const nucleus_engine_params *params,
+                                 nucleus_engine **out, nc_error *err) {
+  return engine_create(model, params, true, out, err);
+}
+
+void nucleus_engine_destroy(nucleus_engine *e) {
+  if (!e) return;
+  pthread_mutex_lock(&e->mu);
+  e->shutdown = true;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  if (e->stepped) {
+    take_inbox(e);
+    abort_all(e);
+  } else {
+    pthread_join(e->thread, NULL);
+  }
+  for (int32_t i = 0; i < e->n_inbox; i++) {
+    nucleus_event ev = {.kind = NUCLEUS_EVENT_FINISH,
+                        .finish_reason = NUCLEUS_FINISH_ABORT,
+                        .token = -1,
+                        .stop_token = -1};
+    nc_request_push_event(e->inbox[i], &ev);
+    ev.kind = NUCLEUS_EVENT_DONE;
+    nc_request_push_event(e->inbox[i], &ev);
+    nc_request_unref(e->inbox[i]);
+  }
+  free(e->inbox);
+  free(e->groups);
+  free(e->sg);
+  free(e->ss);
+  free(e->seq_comp);
+  free(e->items);
+  free(e->verdicts);
+  free(e->rows);
+  free(e->results);
+  free(e->row_comp);
+  free(e->sample_comp);
+  nc_sample_workspace_free(e->ws);
+  free(e->logits);
+  nc_batch_free(&e->batch);
+  nc_context_free(e->ctx);
+  nc_kv_cache_free(e->kv);
+  free(e->eog_ids);
+  pthread_mutex_destroy(&e->mu);
+  pthread_cond_destroy(&e->cv);
+  free(e);
+}
+
+nucleus_status nucleus_engine_submit(nucleus_engine *e, const int32_t *prompt,
+                                     size_t n_prompt,
+                                     const nucleus_request_params *params,
+                                     nucleus_request **out,
+                                     nucleus_error *err) {
+  *out = NULL;
+  nc_code rc = nucleus_request_params_validate(e->model, params, err);
+  if (rc != NC_OK) return rc;
+  if (n_prompt == 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "prompt: empty; at least one token is needed");
+  if (n_prompt >= (size_t)e->params.n_ctx)
+    return nc_fail(err, NC_ERR_LIMIT,
+                   "prompt: %zu tokens; the context holds %d (leave room for "
+                   "at least one generated token)",
+                   n_prompt, e->params.n_ctx);
+  for (size_t i = 0; i < n_prompt; i++)
+    if (prompt[i] < 0 || prompt[i] >= e->n_vocab)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "prompt[%zu]: token id %d out of range [0, %d)", i,
+                     prompt[i], e->n_vocab);
+  if (params->n > e->params.max_running)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "n: %d completions; this engine runs at most %d sequences "
+                   "at once",
+                   params->n, e->params.max_running);
+  uint64_t seed =
+      params->sampling.has_seed ? params->sampling.seed : nc_seed_from_os();
+
+  pthread_mutex_lock(&e->mu);
+  if (e->shutdown) {
+    pthread_mutex_unlock(&e->mu);
+    return nc_fail(err, NC_ERR_BUSY, "the engine is shutting down");
+  }
+  if (e->stats.queued + e->n_inbox >= e->params.max_queued) {
+    pthread_mutex_unlock(&e->mu);
+    return nc_fail(err, NC_ERR_BUSY,
+                   "busy: %d requests are already waiting (the queue holds "
+                   "%d); try again later",
+                   e->stats.queued + e->n_inbox, e->params.max_queued);
+  }
+  uint64_t id = ++e->next_id;
+  pthread_mutex_unlock(&e->mu);
+
+  nucleus_request *r = NULL;
+  rc = nc_request_create(id, prompt, n_prompt, params, seed, &r, err);
+  if (rc != NC_OK) return rc;
+
+  pthread_mutex_lock(&e->mu);
+  if (!grow((void **)&e->inbox, &e->cap_inbox, e->n_inbox + 1,
+            sizeof *e->inbox)) {
+    pthread_mutex_unlock(&e->mu);
+    nc_request_unref(r);
+    nc_request_unref(r);
+    return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  }
+  e->inbox[e->n_inbox++] = r;
+  e->stats.prompt_tokens_total += (int64_t)n_prompt;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+  *out = r;
+  return NC_OK;
+}
+
+void nucleus_engine_get_stats(nucleus_engine *e, nucleus_engine_stats *stats) {
+  pthread_mutex_lock(&e->mu);
+  *stats = e->stats;
+  pthread_mutex_unlock(&e->mu);
+}
+
+int32_t nc_engine_n_ctx(const nucleus_engine *e) {
+  return e->params.n_ctx;
+}

@@ -1,0 +1,133 @@
+/* Defaults and validation of request and engine parameters. */
+#include <math.h>
+#include <string.h>
+
+#include "engine.h"
+#include "sampler.h"
+
+#define DEFAULT_N_CTX_CAP 8192
+#define DEFAULT_KV_TOKENS 16384
+
+const char *nucleus_finish_reason_name(nucleus_finish_reason reason) {
+  switch (reason) {
+  case NUCLEUS_FINISH_NONE: return "none";
+  case NUCLEUS_FINISH_STOP: return "stop";
+  case NUCLEUS_FINISH_LENGTH: return "length";
+  case NUCLEUS_FINISH_ABORT: return "abort";
+  case NUCLEUS_FINISH_ERROR: return "error";
+  }
+  return "unknown";
+}
+
+nucleus_request_params nucleus_request_default_params(void) {
+  nucleus_request_params p;
+  memset(&p, 0, sizeof p);
+  p.sampling = nucleus_sampling_default_params();
+  p.max_tokens = -1;
+  p.min_tokens = 0;
+  p.skip_special_tokens = true;
+  p.n = 1;
+  p.beam_width = 1;
+  p.length_penalty = 1.0f;
+  return p;
+}
+
+nucleus_engine_params nucleus_engine_default_params(void) {
+  nucleus_engine_params p;
+  memset(&p, 0, sizeof p);
+  p.kv_block_tokens = 16;
+  p.max_batch_tokens = 512;
+  p.max_running = 64;
+  p.max_queued = 256;
+  return p;
+}
+
+nucleus_status nucleus_request_params_validate(const nucleus_model *model,
+                                               const nucleus_request_params *p,
+                                               nucleus_error *err) {
+  int32_t n_vocab = nc_model_hparams(model)->n_vocab;
+  nc_code rc = nc_sampling_validate(&p->sampling, n_vocab, err);
+  if (rc != NC_OK) return rc;
+  if (p->max_tokens < -1 || p->max_tokens == 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "max_tokens: %d; must be >= 1 (or -1: until the context "
+                   "is full)",
+                   p->max_tokens);
+  if (p->min_tokens < 0 || (p->max_tokens > 0 && p->min_tokens > p->max_tokens))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "min_tokens: %d; must be in [0, max_tokens]", p->min_tokens);
+  if (p->n < 1 || p->n > 128)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "n: %d; must be in [1, 128]",
+                   p->n);
+  if (p->n_stop > NUCLEUS_MAX_STOP_STRINGS)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "stop: %zu strings; at most %d allowed", p->n_stop,
+                   NUCLEUS_MAX_STOP_STRINGS);
+  for (size_t i = 0; i < p->n_stop; i++) {
+    size_t len = p->stop[i] ? strlen(p->stop[i]) : 0;
+    if (len == 0 || len > NUCLEUS_MAX_STOP_STRING_BYTES)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "stop[%zu]: %zu bytes; must be 1..%d bytes", i, len,
+                     NUCLEUS_MAX_STOP_STRING_BYTES);
+  }
+  for (size_t i = 0; i < p->n_stop_token_ids; i++)
+    if (p->stop_token_ids[i] < 0 || p->stop_token_ids[i] >= n_vocab)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "stop_token_ids[%zu]: %d; token ids are in [0, %d)", i,
+                     p->stop_token_ids[i], n_vocab);
+  if (p->beam_width < 1 || p->beam_width > 64)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "beam_width: %d; must be in [1, 64]", p->beam_width);
+  if (p->beam_width > 1 && p->n > p->beam_width)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "n: %d; with beam search it must be <= beam_width (%d)",
+                   p->n, p->beam_width);
+  if (!isfinite(p->length_penalty) || fabsf(p->length_penalty) > 10.0f)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "length_penalty: %g; must be finite, in [-10, 10]",
+                   (double)p->length_penalty);
+  return NC_OK;
+}
+
+nc_code nc_engine_resolve_params(const nc_hparams *hp,
+                                 const nucleus_engine_params *params,
+                                 nucleus_engine_params *out, nc_error *err) {
+  *out = params ? *params : nucleus_engine_default_params();
+  nucleus_engine_params d = nucleus_engine_default_params();
+  if (out->n_ctx < 0 || out->n_ctx > hp->n_ctx_train)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "n_ctx: %d; must be in [1, %d] (the model's training "
+                   "context), or 0 for the default",
+                   out->n_ctx, hp->n_ctx_train);
+  if (out->n_ctx == 0)
+    out->n_ctx = hp->n_ctx_train < DEFAULT_N_CTX_CAP ? hp->n_ctx_train
+                                                     : DEFAULT_N_CTX_CAP;
+  if (out->kv_block_tokens == 0) out->kv_block_tokens = d.kv_block_tokens;
+  if (out->max_batch_tokens == 0) out->max_batch_tokens = d.max_batch_tokens;
+  if (out->max_running == 0) out->max_running = d.max_running;
+  if (out->max_queued == 0) out->max_queued = d.max_queued;
+  if (out->kv_block_tokens < 1 || out->kv_block_tokens > 1024)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "kv_block_tokens: %d; must be in [1, 1024]",
+                   out->kv_block_tokens);
+  if (out->max_batch_tokens < 1 || out->max_batch_tokens > 65536)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "max_batch_tokens: %d; must be in [1, 65536]",
+                   out->max_batch_tokens);
+  if (out->max_running < 1 || out->max_running > 4096)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "max_running: %d; must be in [1, 4096]", out->max_running);
+  if (out->max_queued < 1)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "max_queued: %d; must be >= 1",
+                   out->max_queued);
+  if (out->kv_cache_tokens < 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "kv_cache_tokens: %lld; must be >= 0",
+                   (long long)out->kv_cache_tokens);
+  if (out->kv_cache_tokens == 0)
+    out->kv_cache_tokens =
+        out->n_ctx > DEFAULT_KV_TOKENS ? out->n_ctx : DEFAULT_KV_TOKENS;
+  if (out->kv_cache_tokens < out->kv_block_tokens)
+    out->kv_cache_tokens = out->kv_block_tokens;
+  return NC_OK;
+}

@@ -1,0 +1,439 @@
+/* The engine end to end on the real model: finish reasons, stop strings,
+ * n > 1, cancellation, continuous batching with bit-identical results
+ * (batch invariance), memory pressure with preemption, and a KV pool that
+ * is whole again at the end. Uses the stepped engine (no thread) so that
+ * arrival steps are exact. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "nucleus.h"
+
+#define MAX_GEN 64
+#define MAX_N 4
+
+typedef struct outcome {
+  int32_t tokens[MAX_N][MAX_GEN];
+  float logprobs[MAX_N][MAX_GEN];
+  nucleus_token_logprob top[MAX_N][MAX_GEN][3];
+  int32_t n_tokens[MAX_N];
+  char text[MAX_N][2048];
+  size_t text_len[MAX_N];
+  nucleus_finish_reason reason[MAX_N];
+  char stop_string[MAX_N][64];
+  int32_t stop_token[MAX_N];
+  int n_finish;
+  bool done;
+  nucleus_usage usage;
+} outcome;
+
+typedef struct req_spec {
+  int32_t prompt[64];
+  size_t n_prompt;
+  nucleus_request_params params;
+  int arrival; /* engine step at which it is submitted */
+} req_spec;
+
+static nucleus_model *g_model;
+static int32_t g_vocab;
+
+static int setup(void **state) {
+  (void)state;
+  const char *path = getenv("NUCLEUS_MODEL");
+  if (!path) return 0;
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  nucleus_error err = {0};
+  if (nucleus_model_load(path, &mp, &g_model, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "cannot load %s: %s\n", path, err.message);
+    g_model = NULL;
+    return 0;
+  }
+  g_vocab = nucleus_model_n_vocab(g_model);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  nucleus_model_free(g_model);
+  return 0;
+}
+
+#define NEED_MODEL()                                                           \
+  do {                                                                         \
+    if (!g_model) skip();                                                      \
+  } while (0)
+
+/* Drains every available event of a request into o. */
+static void drain(nucleus_request *r, outcome *o) {
+  nucleus_event ev;
+  while (nucleus_request_next_event(r, &ev, 0) == NUCLEUS_OK) {
+    if (ev.kind == NUCLEUS_EVENT_DONE) {
+      o->done = true;
+      o->usage = ev.usage;
+      continue;
+    }
+    int i = ev.index;
+    assert_true(i >= 0 && i < MAX_N);
+    assert_true(o->text_len[i] + ev.text_len < sizeof o->text[i]);
+    memcpy(o->text[i] + o->text_len[i], ev.text, ev.text_len);
+    o->text_len[i] += ev.text_len;
+    if (ev.kind == NUCLEUS_EVENT_TOKEN) {
+      int k = o->n_tokens[i]++;
+      assert_true(k < MAX_GEN);
+      o->tokens[i][k] = ev.token;
+      o->logprobs[i][k] = ev.logprob;
+      for (int j = 0; j < ev.n_top_logprobs && j < 3; j++)
+        o->top[i][k][j] = ev.top_logprobs[j];
+    } else if (ev.kind == NUCLEUS_EVENT_FINISH) {
+      assert_int_equal(o->reason[i], NUCLEUS_FINISH_NONE); /* exactly once */
+      o->reason[i] = ev.finish_reason;
+      o->stop_token[i] = ev.stop_token;
+      if (ev.stop_string)
+        snprintf(o->stop_string[i], sizeof o->stop_string[i], "%s",
+                 ev.stop_string);
+      o->n_finish++;
+    }
+  }
+}
+
+static nucleus_engine *stepped_engine(int64_t kv_tokens, int32_t budget) {
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = 512;
+  ep.kv_cache_tokens = kv_tokens;
+  ep.max_batch_tokens = budget;
+  nucleus_engine *e = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nc_engine_create_stepped(g_model, &ep, &e, &err), NC_OK);
+  return e;
+}
+
+/* Runs the specs on one engine, each submitted at its arrival step. */
+static void run_specs(const req_spec *specs, int n, outcome *outs,
+                      int64_t kv_tokens, int32_t budget,
+                      nucleus_engine_stats *final) {
+  nucleus_engine *e = stepped_engine(kv_tokens, budget);
+  nucleus_request *reqs[32] = {0};
+  memset(outs, 0, (size_t)n * sizeof *outs);
+  int submitted = 0;
+  for (int step = 0; step < 10000; step++) {
+    for (int i = 0; i < n; i++) {
+      if (specs[i].arrival != step) continue;
+      nucleus_error err = {0};
+      assert_int_equal(nucleus_engine_submit(e, specs[i].prompt,
+                                             specs[i].n_prompt,
+                                             &specs[i].params, &reqs[i], &err),
+                       NUCLEUS_OK);
+      submitted++;
+    }
+    bool more = nc_engine_step(e);
+    for (int i = 0; i < n; i++)
+      if (reqs[i]) drain(reqs[i], &outs[i]);
+    bool all_done = submitted == n;
+    for (int i = 0; i < n && all_done; i++)
+      all_done = outs[i].done;
+    if (all_done && !more) break;
+  }
+  for (int i = 0; i < n; i++) {
+    assert_true(outs[i].done);
+    nucleus_request_release(reqs[i]);
+  }
+  if (final) nucleus_engine_get_stats(e, final);
+  nucleus_engine_destroy(e);
+}
+
+static void run_one(const req_spec *spec, outcome *out) {
+  req_spec s = *spec;
+  s.arrival = 0;
+  run_specs(&s, 1, out, 4096, 512, NULL);
+}
+
+static req_spec greedy_spec(const char *text, int32_t max_tokens) {
+  req_spec s = {0};
+  int32_t *ids = NULL;
+  size_t n = 0;
+  assert_int_equal(
+      nucleus_tokenize(g_model, text, strlen(text), true, true, &ids, &n, NULL),
+      NUCLEUS_OK);
+  assert_true(n <= 64);
+  memcpy(s.prompt, ids, n * sizeof *ids);
+  s.n_prompt = n;
+  nucleus_free(ids);
+  s.params = nucleus_request_default_params();
+  s.params.sampling.temperature = 0;
+  s.params.max_tokens = max_tokens;
+  return s;
+}
+
+static void test_budget_is_length_never_stop(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req_spec s = greedy_spec("The three primary colors are", 8);
+  outcome o;
+  run_one(&s, &o);
+  assert_int_equal(o.reason[0], NUCLEUS_FINISH_LENGTH);
+  assert_int_equal(o.n_tokens[0], 8);
+  assert_int_equal(o.usage.completion_tokens, 8);
+  assert_int_equal(o.usage.prompt_tokens, (int)s.n_prompt);
+}
+
+static void test_stop_string_and_stop_token(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req_spec s = greedy_spec("1, 2, 3, 4, 5,", 24);
+  outcome base;
+  run_one(&s, &base);
+  assert_true(base.text_len[0] > 6);
+  /* A stop string made of the middle of the greedy text. */
+  char stop[8];
+  memcpy(stop, base.text[0] + 3, 3);
+  stop[3] = '\0';
+  const char *stops[] = {stop};
+  s.params.stop = stops;
+  s.params.n_stop = 1;
+  outcome o;
+  run_one(&s, &o);
+  assert_int_equal(o.reason[0], NUCLEUS_FINISH_STOP);
+  assert_string_equal(o.stop_string[0], stop);
+  const char *at = strstr(base.text[0], stop);
+  assert_non_null(at);
+  assert_int_equal(o.text_len[0], (size_t)(at - base.text[0]));
+  assert_memory_equal(o.text[0], base.text[0], o.text_len[0]);
+  /* include_stop_str_in_output keeps it. */
+  s.params.include_stop_str_in_output = true;
+  run_one(&s, &o);
+  assert_int_equal(o.text_len[0], (size_t)(at - base.text[0]) + 3);
+  /* A stop token id: the third generated token. */
+  s.params.n_stop = 0;
+  s.params.include_stop_str_in_output = false;
+  int32_t stop_tok = base.tokens[0][2];
+  s.params.stop_token_ids = &stop_tok;
+  s.params.n_stop_token_ids = 1;
+  run_one(&s, &o);
+  assert_int_equal(o.reason[0], NUCLEUS_FINISH_STOP);
+  assert_int_equal(o.stop_token[0], stop_tok);
+  int first = 0;
+  while (base.tokens[0][first] != stop_tok)
+    first++;
+  assert_int_equal(o.n_tokens[0], first); /* the stop token is not output */
+  /* min_tokens masks it: generation goes past it. */
+  s.params.min_tokens = first + 2;
+  run_one(&s, &o);
+  assert_true(o.n_tokens[0] >= first + 2);
+}
+
+static void test_eos_stop_and_ignore_eos(void **state) {
+  (void)state;
+  NEED_MODEL();
+  /* A chat turn: the model ends its reply with <|im_end|>. */
+  req_spec s = greedy_spec(
+      "<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n", 48);
+  outcome o;
+  run_one(&s, &o);
+  assert_int_equal(o.reason[0], NUCLEUS_FINISH_STOP);
+  assert_true(o.stop_token[0] >= 0);
+  assert_true(nucleus_token_is_eog(g_model, o.stop_token[0]));
+  s.params.ignore_eos = true;
+  s.params.max_tokens = o.n_tokens[0] + 3;
+  outcome o2;
+  run_one(&s, &o2);
+  assert_int_equal(o2.reason[0], NUCLEUS_FINISH_LENGTH);
+  assert_int_equal(o2.n_tokens[0], o.n_tokens[0] + 3);
+}
+
+static void test_n_completions_share_prompt(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req_spec s = greedy_spec("Once upon a time", 6);
+  s.params.sampling.temperature = 1.0f;
+  s.params.sampling.has_seed = true;
+  s.params.sampling.seed = 1234;
+  outcome one;
+  run_one(&s, &one);
+  s.params.n = 3;
+  outcome three;
+  run_one(&s, &three);
+  assert_int_equal(three.n_finish, 3);
+  /* Completion 0 of n=3 is the n=1 completion with the same seed. */
+  assert_int_equal(three.n_tokens[0], one.n_tokens[0]);
+  assert_memory_equal(three.tokens[0], one.tokens[0],
+                      (size_t)one.n_tokens[0] * sizeof(int32_t));
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(three.reason[i], NUCLEUS_FINISH_LENGTH);
+  bool differ = memcmp(three.tokens[1], three.tokens[0], 6 * 4) ||
+                memcmp(three.tokens[2], three.tokens[0], 6 * 4);
+  assert_true(differ);
+}
+
+static void test_cancel_frees_blocks(void **state) {
+  (void)state;
+  NEED_MODEL();
+  nucleus_engine *e = stepped_engine(2048, 512);
+  req_spec s = greedy_spec("Tell me a long story about", -1);
+  nucleus_request *r = NULL;
+  assert_int_equal(
+      nucleus_engine_submit(e, s.prompt, s.n_prompt, &s.params, &r, NULL),
+      NUCLEUS_OK);
+  outcome o = {0};
+  for (int i = 0; i < 4; i++)
+    nc_engine_step(e);
+  nucleus_engine_stats st;
+  nucleus_engine_get_stats(e, &st);
+  assert_true(st.kv_blocks_used > 0);
+  nucleus_request_cancel(r);
+  nc_engine_step(e);
+  drain(r, &o);
+  assert_int_equal(o.reason[0], NUCLEUS_FINISH_ABORT);
+  assert_true(o.done);
+  nucleus_engine_get_stats(e, &st);
+  assert_int_equal(st.kv_blocks_used, 0);
+  nucleus_request_release(r);
+  nucleus_engine_destroy(e);
+}
+
+static uint64_t rng_next(uint64_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  return *x;
+}
+
+static void random_specs(req_spec *specs, int n, uint64_t seed) {
+  uint64_t x = seed;
+  for (int i = 0; i < n; i++) {
+    req_spec *s = &specs[i];
+    memset(s, 0, sizeof *s);
+    s->n_prompt = 3 + rng_next(&x) % 40;
+    for (size_t k = 0; k < s->n_prompt; k++)
+      s->prompt[k] = (int32_t)(rng_next(&x) % (uint64_t)g_vocab);
+    s->params = nucleus_request_default_params();
+    s->params.max_tokens = 3 + (int32_t)(rng_next(&x) % 10);
+    s->params.sampling.logprobs = true;
+    s->params.sampling.top_logprobs = 3;
+    if (i % 2 == 0) {
+      s->params.sampling.temperature = 0;
+    } else {
+      s->params.sampling.temperature = 0.5f + (float)(rng_next(&x) % 100) / 100;
+      s->params.sampling.top_k = (int32_t)(rng_next(&x) % 50);
+      s->params.sampling.top_p = 0.8f + (float)(rng_next(&x) % 20) / 100;
+      s->params.sampling.repetition_penalty = 1.1f;
+      s->params.sampling.has_seed = true;
+      s->params.sampling.seed = rng_next(&x);
+    }
+    s->arrival = (int)(rng_next(&x) % 12);
+  }
+}
+
+static void assert_same(const outcome *a, const outcome *b) {
+  assert_int_equal(a->n_tokens[0], b->n_tokens[0]);
+  assert_memory_equal(a->tokens[0], b->tokens[0],
+                      (size_t)a->n_tokens[0] * sizeof(int32_t));
+  /* Bit-identical logprobs. */
+  assert_memory_equal(a->logprobs[0], b->logprobs[0],
+                      (size_t)a->n_tokens[0] * sizeof(float));
+  assert_memory_equal(a->top[0], b->top[0],
+                      (size_t)a->n_tokens[0] * sizeof a->top[0][0]);
+  assert_int_equal(a->reason[0], b->reason[0]);
+  assert_int_equal(a->text_len[0], b->text_len[0]);
+}
+
+static void check_batch_invariance(int64_t kv_tokens, int32_t budget,
+                                   bool expect_preemption) {
+  enum { N = 16 };
+  req_spec specs[N];
+  random_specs(specs, N, 0xC0FFEEull + (uint64_t)kv_tokens);
+  static outcome alone[N], together[N];
+  for (int i = 0; i < N; i++)
+    run_one(&specs[i], &alone[i]);
+  nucleus_engine_stats st;
+  run_specs(specs, N, together, kv_tokens, budget, &st);
+  for (int i = 0; i < N; i++)
+    assert_same(&alone[i], &together[i]);
+  assert_int_equal(st.kv_blocks_used, 0);
+  assert_true(st.kv_blocks_free > 0);
+  if (expect_preemption) assert_true(st.preemptions_total > 0);
+  fprintf(stderr, "  kv_tokens=%lld budget=%d: %lld steps, %lld preemptions\n",
+          (long long)kv_tokens, budget, (long long)st.steps_total,
+          (long long)st.preemptions_total);
+}
+
+static void test_batch_invariance(void **state) {
+  (void)state;
+  NEED_MODEL();
+  check_batch_invariance(4096, 512, false);
+}
+
+static void test_chunked_prefill_invariance(void **state) {
+  (void)state;
+  NEED_MODEL();
+  /* A small token budget splits prompts into chunks across steps. */
+  check_batch_invariance(4096, 7, false);
+}
+
+static void test_memory_pressure_preempts(void **state) {
+  (void)state;
+  NEED_MODEL();
+  /* About a tenth of what 16 requests need at once: preemption and
+   * recomputation, results unchanged. */
+  check_batch_invariance(80, 512, true);
+}
+
+static void test_request_larger_than_pool_fails_clearly(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req_spec s = greedy_spec("one two three four five six seven eight nine "
+                           "ten eleven twelve thirteen fourteen",
+                           40);
+  s.arrival = 0;
+  outcome o;
+  run_specs(&s, 1, &o, 16, 512, NULL); /* one block of 16 tokens */
+  assert_int_equal(o.reason[0], NUCLEUS_FINISH_ERROR);
+}
+
+static void test_bad_requests_rejected(void **state) {
+  (void)state;
+  NEED_MODEL();
+  nucleus_engine *e = stepped_engine(1024, 512);
+  req_spec s = greedy_spec("hello", 4);
+  nucleus_request *r = NULL;
+  nucleus_error err = {0};
+  s.params.sampling.top_p = 1.5f;
+  assert_int_equal(
+      nucleus_engine_submit(e, s.prompt, s.n_prompt, &s.params, &r, &err),
+      NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "top_p"));
+  s.params.sampling.top_p = 1.0f;
+  int32_t bad = g_vocab + 5;
+  assert_int_equal(nucleus_engine_submit(e, &bad, 1, &s.params, &r, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  static int32_t long_prompt[600];
+  assert_int_equal(
+      nucleus_engine_submit(e, long_prompt, 600, &s.params, &r, &err),
+      NUCLEUS_ERR_LIMIT);
+  assert_non_null(strstr(err.message, "context"));
+  nucleus_engine_destroy(e);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_budget_is_length_never_stop),
+      cmocka_unit_test(test_stop_string_and_stop_token),
+      cmocka_unit_test(test_eos_stop_and_ignore_eos),
+      cmocka_unit_test(test_n_completions_share_prompt),
+      cmocka_unit_test(test_cancel_frees_blocks),
+      cmocka_unit_test(test_batch_invariance),
+      cmocka_unit_test(test_chunked_prefill_invariance),
+      cmocka_unit_test(test_memory_pressure_preempts),
+      cmocka_unit_test(test_request_larger_than_pool_fails_clearly),
+      cmocka_unit_test(test_bad_requests_rejected),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

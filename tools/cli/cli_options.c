@@ -1,0 +1,261 @@
+#include "cli_options.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+
+void cli_options_init(cli_options *o) {
+  memset(o, 0, sizeof *o);
+  o->engine = nucleus_engine_default_params();
+  o->request = nucleus_request_default_params();
+}
+
+static bool parse_int(const char *flag, const char *s, long lo, long hi,
+                      long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) {
+    fprintf(stderr, "error: %s: '%s' is not an integer in [%ld, %ld]\n", flag,
+            s, lo, hi);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+static bool parse_float(const char *flag, const char *s, float *out) {
+  char *end;
+  errno = 0;
+  float v = strtof(s, &end);
+  if (errno || end == s || *end || !isfinite(v)) {
+    fprintf(stderr, "error: %s: '%s' is not a finite number\n", flag, s);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+typedef enum { OPT_INT, OPT_FLOAT, OPT_BOOL } opt_kind;
+
+typedef struct opt_spec {
+  const char *name, *alias;
+  opt_kind kind;
+  size_t offset; /* into cli_options */
+  long lo, hi;
+  const char *help;
+} opt_spec;
+
+#define OFF(field) offsetof(cli_options, field)
+
+static const opt_spec SPECS[] = {
+    {"-t", "--threads", OPT_INT, OFF(n_threads), 0, 1024,
+     "threads (default: all cores)"},
+    {"-c", "--ctx-size", OPT_INT, OFF(engine.n_ctx), 0, 1 << 24,
+     "context size per sequence (default: the model's, at most 8192)"},
+    {"-n", "--n-predict", OPT_INT, OFF(request.max_tokens), -1, 1 << 24,
+     "tokens to generate (-1: until end of generation or a full context)"},
+    {"--temp", "--temperature", OPT_FLOAT, OFF(request.sampling.temperature), 0,
+     0, "temperature (0: greedy)"},
+    {"--top-k", NULL, OPT_INT, OFF(request.sampling.top_k), 0, 1 << 24,
+     "top-k (0: off)"},
+    {"--top-p", NULL, OPT_FLOAT, OFF(request.sampling.top_p), 0, 0,
+     "top-p (1: off)"},
+    {"--min-p", NULL, OPT_FLOAT, OFF(request.sampling.min_p), 0, 0,
+     "min-p (0: off)"},
+    {"--typical", NULL, OPT_FLOAT, OFF(request.sampling.typical_p), 0, 0,
+     "locally typical sampling p (1: off)"},
+    {"--repeat-penalty", NULL, OPT_FLOAT,
+     OFF(request.sampling.repetition_penalty), 0, 0,
+     "repetition penalty over prompt and output (1: off)"},
+    {"--presence-penalty", NULL, OPT_FLOAT,
+     OFF(request.sampling.presence_penalty), 0, 0, "presence penalty (0: off)"},
+    {"--frequency-penalty", NULL, OPT_FLOAT,
+     OFF(request.sampling.frequency_penalty), 0, 0,
+     "frequency penalty (0: off)"},
+    {"--min-tokens", NULL, OPT_INT, OFF(request.min_tokens), 0, 1 << 24,
+     "end-of-generation and stop tokens are masked until this many"},
+    {"--ignore-eos", NULL, OPT_BOOL, OFF(request.ignore_eos), 0, 0,
+     "keep generating past end-of-generation tokens"},
+    {"--n-completions", NULL, OPT_INT, OFF(request.n), 1, 128,
+     "completions of the prompt (sharing its KV cache)"},
+    {"--logprobs", NULL, OPT_INT, OFF(request.sampling.top_logprobs), 0,
+     NUCLEUS_MAX_TOP_LOGPROBS,
+     "print each token's logprob and this many alternatives"},
+    {"--kv-tokens", NULL, OPT_INT, OFF(engine.kv_cache_tokens), 0, 1 << 30,
+     "KV cache pool size in tokens (default: derived)"},
+    {"--parallel", NULL, OPT_INT, OFF(engine.max_running), 0, 4096,
+     "sequences decoding at once"},
+    {"--batch-tokens", NULL, OPT_INT, OFF(engine.max_batch_tokens), 0, 65536,
+     "tokens per forward step (chunked prefill budget)"},
+    {"--reference-kernels", NULL, OPT_BOOL, OFF(reference_kernels), 0, 0,
+     "use the plain-C reference kernels"},
+};
+
+void cli_options_help(FILE *out) {
+  fprintf(out, "  -m, --model FILE        GGUF model (default: the default "
+               "model, fetched if missing)\n");
+  fprintf(out,
+          "  --chat-template FILE    override the model's chat template\n");
+  fprintf(out,
+          "  --seed N                seed (default: drawn and reported)\n");
+  fprintf(out, "  --stop TEXT             stop string (repeatable, up to %d)\n",
+          NUCLEUS_MAX_STOP_STRINGS);
+  fprintf(out, "  --logit-bias ID=BIAS    add BIAS to token ID (repeatable)\n");
+  for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
+    char names[64];
+    snprintf(names, sizeof names, "%s%s%s", SPECS[i].name,
+             SPECS[i].alias ? ", " : "", SPECS[i].alias ? SPECS[i].alias : "");
+    fprintf(out, "  %-23s %s\n", names, SPECS[i].help);
+  }
+}
+
+int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+#define NEED_VALUE()                                                           \
+  do {                                                                         \
+    if (!v) {                                                                  \
+      fprintf(stderr, "error: %s needs a value\n", a);                         \
+      return -1;                                                               \
+    }                                                                          \
+    (*i)++;                                                                    \
+  } while (0)
+  if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+    NEED_VALUE();
+    o->model_path = v;
+    return 1;
+  }
+  if (!strcmp(a, "--chat-template")) {
+    NEED_VALUE();
+    o->chat_template_file = v;
+    return 1;
+  }
+  if (!strcmp(a, "--seed")) {
+    NEED_VALUE();
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(v, &end, 10);
+    if (errno || end == v || *end || *v == '-') {
+      fprintf(stderr, "error: --seed: '%s' is not a non-negative integer\n", v);
+      return -1;
+    }
+    o->request.sampling.has_seed = true;
+    o->request.sampling.seed = s;
+    return 1;
+  }
+  if (!strcmp(a, "--stop")) {
+    NEED_VALUE();
+    if (o->request.n_stop >= NUCLEUS_MAX_STOP_STRINGS) {
+      fprintf(stderr, "error: --stop: at most %d stop strings\n",
+              NUCLEUS_MAX_STOP_STRINGS);
+      return -1;
+    }
+    o->stops[o->request.n_stop++] = v;
+    o->request.stop = o->stops;
+    return 1;
+  }
+  if (!strcmp(a, "--logit-bias")) {
+    NEED_VALUE();
+    const char *eq = strchr(v, '=');
+    long id;
+    float bias;
+    char idbuf[32];
+    if (!eq || (size_t)(eq - v) >= sizeof idbuf) {
+      fprintf(stderr, "error: --logit-bias: expected ID=BIAS, got '%s'\n", v);
+      return -1;
+    }
+    memcpy(idbuf, v, (size_t)(eq - v));
+    idbuf[eq - v] = '\0';
+    if (!parse_int("--logit-bias", idbuf, 0, 1L << 30, &id) ||
+        !parse_float("--logit-bias", eq + 1, &bias))
+      return -1;
+    if (o->request.sampling.n_logit_bias >= CLI_MAX_LOGIT_BIAS) {
+      fprintf(stderr, "error: --logit-bias: at most %d entries\n",
+              CLI_MAX_LOGIT_BIAS);
+      return -1;
+    }
+    o->bias[o->request.sampling.n_logit_bias++] =
+        (nucleus_logit_bias){(int32_t)id, bias};
+    o->request.sampling.logit_bias = o->bias;
+    return 1;
+  }
+  for (size_t k = 0; k < sizeof SPECS / sizeof SPECS[0]; k++) {
+    const opt_spec *s = &SPECS[k];
+    if (strcmp(a, s->name) && (!s->alias || strcmp(a, s->alias))) continue;
+    char *field = (char *)o + s->offset;
+    if (s->kind == OPT_BOOL) {
+      *(bool *)field = true;
+      return 1;
+    }
+    NEED_VALUE();
+    if (s->kind == OPT_FLOAT) return parse_float(a, v, (float *)field) ? 1 : -1;
+    long n;
+    if (!parse_int(a, v, s->lo, s->hi, &n)) return -1;
+    if (s->offset == OFF(engine.kv_cache_tokens))
+      *(int64_t *)field = n;
+    else
+      *(int32_t *)field = (int32_t)n;
+    if (s->offset == OFF(request.sampling.top_logprobs))
+      o->request.sampling.logprobs = true;
+    return 1;
+  }
+  return 0;
+#undef NEED_VALUE
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      cap = cap ? cap * 2 : 8192;
+      char *p = realloc(buf, cap);
+      if (!p) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = p;
+    }
+    size_t n = fread(buf + len, 1, 4096, f);
+    len += n;
+    if (n == 0) break;
+  }
+  fclose(f);
+  buf[len] = '\0';
+  return buf;
+}
+
+nucleus_model *cli_load_model(const cli_options *o) {
+  const char *path = o->model_path ? o->model_path : cli_default_model();
+  if (!path) return NULL;
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = o->n_threads;
+  mp.reference_kernels = o->reference_kernels;
+  char *tmpl = NULL;
+  if (o->chat_template_file) {
+    tmpl = read_file(o->chat_template_file);
+    if (!tmpl) {
+      fprintf(stderr, "error: cannot read chat template %s: %s\n",
+              o->chat_template_file, strerror(errno));
+      return NULL;
+    }
+    mp.chat_template = tmpl;
+  }
+  nucleus_model *model = NULL;
+  nucleus_error err = {0};
+  nucleus_status rc = nucleus_model_load(path, &mp, &model, &err);
+  free(tmpl);
+  if (rc != NUCLEUS_OK) {
+    fprintf(stderr, "error: %s\n", err.message);
+    return NULL;
+  }
+  return model;
+}
