@@ -41,6 +41,11 @@ static inline __m256i dot_u8s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
+/* Signed weights (the sign trick): 8 int32 lanes of x * y products. */
+static inline __m256i dot_s8s8(__m256i qx, __m256i qy) {
+  return dot_u8s8(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(qy, qx));
+}
+
 float nc_avx2_dot_q4_1(int64_t n, const void *vw, const void *va) {
   const block_q4_1 *x = vw;
   const block_q8_1 *y = va;
@@ -65,12 +70,68 @@ float nc_avx2_dot_q8_0(int64_t n, const void *vw, const void *va) {
     const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
     __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
     __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
-    /* |x| (unsigned) times y with x's sign: same products as x * y */
-    __m256i ax = _mm256_sign_epi8(qx, qx);
-    __m256i sy = _mm256_sign_epi8(qy, qx);
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8s8(ax, sy)), acc);
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8s8(qx, qy)), acc);
   }
   return hsum8(acc);
+}
+
+/* Byte i (0..31) = 0xff where bit i of the little-endian u32 at p is set. */
+static inline __m256i bit_bytes(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  const __m256i spread = _mm256_setr_epi8(
+      0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  /* bytes 0, 1 */
+      2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3); /* bytes 2, 3 */
+  const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+  __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)v), spread);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
+}
+
+float nc_avx2_dot_q4_0(int64_t n, const void *vw, const void *va) {
+  const block_q4_0 *x = vw;
+  const block_q8_0 *y = va;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK8_0; i++) {
+    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
+    __m256i qx = _mm256_sub_epi8(unpack_nibbles(x[i].qs), _mm256_set1_epi8(8));
+    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8s8(qx, qy)), acc);
+  }
+  return hsum8(acc);
+}
+
+float nc_avx2_dot_q5_0(int64_t n, const void *vw, const void *va) {
+  const block_q5_0 *x = vw;
+  const block_q8_0 *y = va;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK8_0; i++) {
+    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
+    /* q - 16: where the fifth bit is clear, nibble | 0xf0 is nibble - 16 */
+    __m256i hi =
+        _mm256_andnot_si256(bit_bytes(x[i].qh), _mm256_set1_epi8((char)0xf0));
+    __m256i qx = _mm256_or_si256(unpack_nibbles(x[i].qs), hi);
+    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8s8(qx, qy)), acc);
+  }
+  return hsum8(acc);
+}
+
+float nc_avx2_dot_q5_1(int64_t n, const void *vw, const void *va) {
+  const block_q5_1 *x = vw;
+  const block_q8_1 *y = va;
+  __m256 acc = _mm256_setzero_ps();
+  float summs = 0.0f;
+  for (int64_t i = 0; i < n / QK8_1; i++) {
+    const __m256 dx = _mm256_set1_ps(h2f(x[i].d));
+    summs = fmaf(h2f(x[i].m), h2f(y[i].s), summs);
+    __m256i hi = _mm256_and_si256(bit_bytes(x[i].qh), _mm256_set1_epi8(0x10));
+    __m256i qx = _mm256_or_si256(unpack_nibbles(x[i].qs), hi);
+    const __m256 dy = _mm256_set1_ps(h2f(y[i].d));
+    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(qx, qy)),
+                          _mm256_mul_ps(dx, dy), acc);
+  }
+  return hsum8(acc) + summs;
 }
 
 static inline float hsum_4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
@@ -129,6 +190,9 @@ float nc_avx2_dot_f16(int64_t n, const void *vw, const void *va) {
   }
 ROWS(dot_q4_1)
 ROWS(dot_q8_0)
+ROWS(dot_q4_0)
+ROWS(dot_q5_0)
+ROWS(dot_q5_1)
 ROWS(dot_f32)
 ROWS(dot_f16)
 #undef ROWS
@@ -141,10 +205,10 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_F32, nc_avx2_dot_f32),
             E(NC_TYPE_F16, nc_avx2_dot_f16),
             E(NC_TYPE_BF16, nc_ref_dot_bf16),
-            E(NC_TYPE_Q4_0, nc_ref_dot_q4_0),
+            E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0),
             E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1),
-            E(NC_TYPE_Q5_0, nc_ref_dot_q5_0),
-            E(NC_TYPE_Q5_1, nc_ref_dot_q5_1),
+            E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),
+            E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1),
             E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0),
             E(NC_TYPE_Q2_K, nc_ref_dot_q2_k),
             E(NC_TYPE_Q3_K, nc_ref_dot_q3_k),
@@ -157,10 +221,10 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_F32, nc_avx2_dot_f32_rows),
             E(NC_TYPE_F16, nc_avx2_dot_f16_rows),
             E(NC_TYPE_BF16, nc_ref_dot_bf16_rows),
-            E(NC_TYPE_Q4_0, nc_ref_dot_q4_0_rows),
+            E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0_rows),
             E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1_rows),
-            E(NC_TYPE_Q5_0, nc_ref_dot_q5_0_rows),
-            E(NC_TYPE_Q5_1, nc_ref_dot_q5_1_rows),
+            E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0_rows),
+            E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1_rows),
             E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0_rows),
             E(NC_TYPE_Q2_K, nc_ref_dot_q2_k_rows),
             E(NC_TYPE_Q3_K, nc_ref_dot_q3_k_rows),

@@ -19,6 +19,9 @@ NC_AVX2_DOT(f32)
 NC_AVX2_DOT(f16)
 NC_AVX2_DOT(q4_1)
 NC_AVX2_DOT(q8_0)
+NC_AVX2_DOT(q4_0)
+NC_AVX2_DOT(q5_0)
+NC_AVX2_DOT(q5_1)
 NC_AVX2_DOT(q4_k) /* avx2_kquant.c */
 NC_AVX2_DOT(q6_k)
 #undef NC_AVX2_DOT

@@ -381,7 +381,10 @@ static void test_avx2(void **state) {
   (void)state;
   test_table("avx2");
   const nc_kernels *k = nc_kernels_by_name("avx2");
+  check_llama_order(k, NC_TYPE_Q4_0);
   check_llama_order(k, NC_TYPE_Q4_1);
+  check_llama_order(k, NC_TYPE_Q5_0);
+  check_llama_order(k, NC_TYPE_Q5_1);
   check_llama_order(k, NC_TYPE_Q8_0);
 }
 
