@@ -177,8 +177,9 @@ int main(int argc, char **argv) {
   int64_t n = argc > 1 ? atoll(argv[1]) : 1536;
   int a_rows = argc > 2 ? atoi(argv[2]) : 64;
   const char *only = argc > 3 ? argv[3] : NULL; /* one type, e.g. Q4_1 */
-  if (n <= 0 || n % 256 || a_rows <= 0 || a_rows > 4096) {
-    fprintf(stderr, "usage: kernels [n (multiple of 256)] [rows 1..4096]\n");
+  if (n <= 0 || n % 32 || a_rows <= 0 || a_rows > 4096) {
+    fprintf(stderr, "usage: kernels [n (multiple of 32)] [rows 1..4096] "
+                    "[type]\n");
     return 2;
   }
   static const nc_type types[] = {
@@ -196,6 +197,7 @@ int main(int argc, char **argv) {
   uint64_t seed = 0x1234567;
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
     if (only && strcmp(only, nc_type_name(types[ti])) != 0) continue;
+    if (n % nc_type_traits_of(types[ti])->block_size) continue;
     bench_case c = {.t = types[ti], .n = n, .a_rows = a_rows};
     c.w_row = nc_row_size(c.t, n);
     c.w = malloc(c.w_row * W_ROWS);
