@@ -1,8 +1,10 @@
 # The sampler: logits to tokens per request across a batch, request-owned
 # randomness, beam search bookkeeping.
-SAMPLER_OBJS := status rng sampler sampler_params sampler_math sampler_select \
+SAMPLER_OBJS := status rng sampler sampler_params sampler_math sampler_avx2 \
+                sampler_select \
                 sampler_batch
 CFLAGS_sampler_math := -O3 -fno-trapping-math
+CFLAGS_sampler_avx2 := -O3 -mavx2
 
 UNIT_TESTS += test_rng
 test_rng_DEPS := status rng

@@ -72,37 +72,67 @@ typedef struct row_state {
   double mass; /* sum of the final set's weights */
 } row_state;
 
-/* Steps 1-3: bias, masks, penalties, into ws->x. */
+/* Tracks the max of x through sparse edits: the max of the untouched
+ * tokens is the raw max unless an edited token held it and lost it. */
+typedef struct max_track {
+  float raw_max;  /* max before the edits */
+  float edit_max; /* max of the edited tokens' final values */
+  bool lowered;   /* a token at raw_max ended below it: rescan */
+} max_track;
+
+static inline void track(const float *raw, const float *x, int32_t t,
+                         max_track *mt) {
+  if (raw[t] == mt->raw_max && x[t] < mt->raw_max) mt->lowered = true;
+  mt->edit_max = x[t] > mt->edit_max ? x[t] : mt->edit_max;
+}
+
+/* Steps 1-3: bias, masks, penalties, into ws->x; st->m is their max. */
 static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
                             row_state *st, nc_error *err) {
   const nc_sampler *s = st->s;
   float *x = ws->x;
   int32_t V = st->V;
-  if (s->has_allowed) {
-    for (int32_t i = 0; i < V; i++)
-      x[i] = -INFINITY;
-    for (size_t i = 0; i < s->n_allowed; i++)
-      x[s->allowed[i]] = st->raw[s->allowed[i]];
-  } else {
-    memcpy(x, st->raw, (size_t)V * sizeof *x);
-  }
-  for (size_t i = 0; i < s->n_bias; i++)
-    x[s->bias[i].token] += s->bias[i].bias;
-  for (size_t i = 0; i < s->n_banned; i++)
-    x[s->banned[i]] = -INFINITY;
   if (row->n_suppress > 0 && !row->suppress)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "suppress: %d ids announced but the array is NULL",
                    row->n_suppress);
-  for (int32_t i = 0; i < row->n_suppress; i++) {
-    int32_t t = row->suppress[i];
-    if (t < 0 || t >= V)
+  for (int32_t i = 0; i < row->n_suppress; i++)
+    if (row->suppress[i] < 0 || row->suppress[i] >= V)
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "suppress[%d] = %d is not a token id: allowed range "
                      "[0, %d]",
-                     i, t, V - 1);
-    x[t] = -INFINITY;
+                     i, row->suppress[i], V - 1);
+  bool bad = false;
+  max_track mt = {.edit_max = -INFINITY};
+  if (s->has_allowed) {
+    nc_row_max(st->raw, (size_t)V, &bad);
+    if (!bad) {
+      for (int32_t i = 0; i < V; i++)
+        x[i] = -INFINITY;
+      mt.raw_max = -INFINITY;
+      for (size_t i = 0; i < s->n_allowed; i++) {
+        float v = st->raw[s->allowed[i]];
+        x[s->allowed[i]] = v;
+        mt.raw_max = v > mt.raw_max ? v : mt.raw_max;
+      }
+    }
+  } else {
+    mt.raw_max = nc_row_copy_max(st->raw, x, (size_t)V, &bad);
   }
+  if (bad) {
+    size_t i = nc_row_find_bad(st->raw, (size_t)V);
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "logits[%zu] = %g: logits must be finite or -inf", i,
+                   (double)st->raw[i]);
+  }
+  for (size_t i = 0; i < s->n_bias; i++) {
+    int32_t t = s->bias[i].token;
+    x[t] += s->bias[i].bias;
+  }
+  for (size_t i = 0; i < s->n_banned; i++)
+    x[s->banned[i]] = -INFINITY;
+  for (int32_t i = 0; i < row->n_suppress; i++)
+    x[row->suppress[i]] = -INFINITY;
   const float r = s->p.repetition_penalty;
   const float freq = s->p.frequency_penalty, pres = s->p.presence_penalty;
   for (int32_t e = 0; e < s->n_seen; e++) {
@@ -112,6 +142,19 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
     if (seen->count > 0) v -= (float)seen->count * freq + pres;
     x[seen->token] = v;
   }
+  /* the edited tokens' final values */
+  for (size_t i = 0; i < s->n_bias; i++)
+    track(st->raw, x, s->bias[i].token, &mt);
+  for (size_t i = 0; i < s->n_banned; i++)
+    track(st->raw, x, s->banned[i], &mt);
+  for (int32_t i = 0; i < row->n_suppress; i++)
+    track(st->raw, x, row->suppress[i], &mt);
+  for (int32_t e = 0; e < s->n_seen; e++)
+    track(st->raw, x, s->seen[e].token, &mt);
+  if (mt.lowered)
+    st->m = nc_row_max(x, (size_t)V, &bad);
+  else
+    st->m = mt.edit_max > mt.raw_max ? mt.edit_max : mt.raw_max;
   return NC_OK;
 }
 
@@ -135,7 +178,8 @@ static void truncate(nc_sample_workspace *ws, row_state *st) {
   const float *x = ws->x;
   nc_cand *cand = ws->cand;
   bool top_k = p->top_k > 0 && p->top_k < st->V;
-  bool top_p = p->top_p<1.0f, min_p = p->min_p> 0.0f;
+  bool top_p = p->top_p < 1.0f;
+  bool min_p = p->min_p > 0.0f;
   bool typical = p->typical_p < 1.0f;
   if (!top_k && !top_p && !min_p && !typical) {
     st->full = true;
@@ -159,15 +203,22 @@ static void truncate(nc_sample_workspace *ws, row_state *st) {
   } else if (top_p) {
     /* The top-p set is a prefix by probability: collect the tokens within
      * -thr of the max, widening only while they hold less than the target
-     * mass (then the prefix lies among them). */
+     * mass (then the prefix lies among them). Min-p keeps a prefix too, so
+     * nothing below its cut is ever collected: when the min-p set holds
+     * less than the target, it is the answer (it lies inside top-p's). */
     double target =
         p->top_p * nc_row_exp(x, (size_t)st->V, st->m, st->scale, NULL);
-    for (float thr = -16.0f;; thr *= 4.0f) {
+    float floor_thr = min_p ? logf(p->min_p) : -INFINITY;
+    for (float thr = -4.0f;; thr *= 2.0f) {
       if (thr < -200.0f) thr = -INFINITY;
+      if (thr <= floor_thr) thr = floor_thr;
       n = nc_row_collect(x, (size_t)st->V, st->m, st->scale, thr, cand);
-      if (thr == -INFINITY || cand_mass(cand, n) >= target) break;
+      if (cand_mass(cand, n) >= target) {
+        n = nc_cand_select_mass(cand, n, target);
+        break;
+      }
+      if (thr == floor_thr) break;
     }
-    n = nc_cand_select_mass(cand, n, target);
   } else {
     float thr = min_p ? logf(p->min_p) : -INFINITY;
     n = nc_row_collect(x, (size_t)st->V, st->m, st->scale, thr, cand);
@@ -208,17 +259,8 @@ static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
                    "the sampler's vocabulary (%d) is larger than the "
                    "workspace's (%d)",
                    st->V, ws->n_vocab);
-  bool bad = false;
-  nc_row_max(st->raw, (size_t)st->V, &bad);
-  if (bad) {
-    size_t i = nc_row_find_bad(st->raw, (size_t)st->V);
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "logits[%zu] = %g: logits must be finite or -inf", i,
-                   (double)st->raw[i]);
-  }
   nc_code rc = build_logits(ws, row, st, err);
   if (rc) return rc;
-  st->m = nc_row_max(ws->x, (size_t)st->V, &bad);
   if (st->m == -INFINITY)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "every token is masked (allowed_tokens, banned_tokens, "

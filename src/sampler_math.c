@@ -1,5 +1,7 @@
 #include "sampler_math.h"
 
+#include "sampler_simd.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -88,29 +90,55 @@ static inline float block_max16(const float *x) {
 }
 #endif
 
-float nc_row_max(const float *x, size_t n, bool *bad) {
+static bool use_avx2(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+float nc_row_copy_max(const float *x, float *dst, size_t n, bool *bad) {
+  return nc_row_copy_max_isa(x, dst, n, bad, use_avx2());
+}
+
+float nc_row_copy_max_isa(const float *x, float *dst, size_t n, bool *bad,
+                          bool avx2) {
   float m = -INFINITY;
   bool any_nan = false;
   size_t i = 0;
+  if (avx2 && use_avx2()) {
+    m = nc_sampler_max16_avx2(x, dst, n, &any_nan);
+    i = n - n % LANES;
+  }
 #if defined(__SSE2__)
-  __m128 acc[4], nan = _mm_setzero_ps();
-  for (int l = 0; l < 4; l++)
-    acc[l] = _mm_set1_ps(-INFINITY);
-  for (; i + LANES <= n; i += LANES)
-    for (int l = 0; l < 4; l++) {
-      __m128 v = _mm_loadu_ps(x + i + 4 * l);
-      acc[l] = _mm_max_ps(v, acc[l]); /* NaN in v keeps acc */
-      nan = _mm_or_ps(nan, _mm_cmpunord_ps(v, v));
-    }
-  m = hmax4(_mm_max_ps(_mm_max_ps(acc[0], acc[1]), _mm_max_ps(acc[2], acc[3])));
-  any_nan = _mm_movemask_ps(nan) != 0;
+  else {
+    __m128 acc[4], nan = _mm_setzero_ps();
+    for (int l = 0; l < 4; l++)
+      acc[l] = _mm_set1_ps(-INFINITY);
+    for (; i + LANES <= n; i += LANES)
+      for (int l = 0; l < 4; l++) {
+        __m128 v = _mm_loadu_ps(x + i + 4 * l);
+        if (dst) _mm_storeu_ps(dst + i + 4 * l, v);
+        acc[l] = _mm_max_ps(v, acc[l]); /* NaN in v keeps acc */
+        nan = _mm_or_ps(nan, _mm_cmpunord_ps(v, v));
+      }
+    m = hmax4(
+        _mm_max_ps(_mm_max_ps(acc[0], acc[1]), _mm_max_ps(acc[2], acc[3])));
+    any_nan = _mm_movemask_ps(nan) != 0;
+  }
 #endif
   for (; i < n; i++) {
+    if (dst) dst[i] = x[i];
     m = x[i] > m ? x[i] : m;
     any_nan |= x[i] != x[i];
   }
   *bad = any_nan || m == INFINITY;
   return m;
+}
+
+float nc_row_max(const float *x, size_t n, bool *bad) {
+  return nc_row_copy_max(x, NULL, n, bad);
 }
 
 size_t nc_row_find(const float *x, size_t n, float m) {
@@ -136,30 +164,38 @@ size_t nc_row_find_bad(const float *x, size_t n) {
 /* exp of one block of at most FLUSH elements, summed in LANES float lanes
  * in a fixed order; stored into w when not NULL. */
 static double exp_block(const float *x, size_t n, float m, float scale,
-                        float *w) {
+                        float *w, bool avx2) {
   float lanes[LANES] = {0};
   size_t i = 0;
+  if (avx2 && use_avx2()) {
+    nc_sampler_exp16_avx2(x, n, m, scale, w, lanes);
+    i = n - n % LANES;
+  }
 #if defined(__SSE2__)
-  __m128 acc[4];
-  for (int l = 0; l < 4; l++)
-    acc[l] = _mm_setzero_ps();
-  __m128 vm = _mm_set1_ps(m), vs = _mm_set1_ps(scale);
-  for (; i + LANES <= n; i += LANES)
-    for (int l = 0; l < 4; l++) {
-      __m128 v = _mm_loadu_ps(x + i + 4 * l);
-      __m128 e = exp4_neg(_mm_mul_ps(_mm_sub_ps(v, vm), vs));
-      if (w) _mm_storeu_ps(w + i + 4 * l, e);
-      acc[l] = _mm_add_ps(acc[l], e);
-    }
-  for (int l = 0; l < 4; l++)
-    _mm_storeu_ps(lanes + 4 * l, acc[l]);
+  else {
+    __m128 acc[4];
+    for (int l = 0; l < 4; l++)
+      acc[l] = _mm_setzero_ps();
+    __m128 vm = _mm_set1_ps(m), vs = _mm_set1_ps(scale);
+    for (; i + LANES <= n; i += LANES)
+      for (int l = 0; l < 4; l++) {
+        __m128 v = _mm_loadu_ps(x + i + 4 * l);
+        __m128 e = exp4_neg(_mm_mul_ps(_mm_sub_ps(v, vm), vs));
+        if (w) _mm_storeu_ps(w + i + 4 * l, e);
+        acc[l] = _mm_add_ps(acc[l], e);
+      }
+    for (int l = 0; l < 4; l++)
+      _mm_storeu_ps(lanes + 4 * l, acc[l]);
+  }
 #else
-  for (; i + LANES <= n; i += LANES)
-    for (int l = 0; l < LANES; l++) {
-      float e = expf_neg_body((x[i + l] - m) * scale);
-      if (w) w[i + l] = e;
-      lanes[l] += e;
-    }
+  else {
+    for (; i + LANES <= n; i += LANES)
+      for (int l = 0; l < LANES; l++) {
+        float e = expf_neg_body((x[i + l] - m) * scale);
+        if (w) w[i + l] = e;
+        lanes[l] += e;
+      }
+  }
 #endif
   for (; i < n; i++) {
     float e = expf_neg_body((x[i] - m) * scale);
@@ -173,10 +209,15 @@ static double exp_block(const float *x, size_t n, float m, float scale,
 }
 
 double nc_row_exp(const float *x, size_t n, float m, float scale, float *w) {
+  return nc_row_exp_isa(x, n, m, scale, w, use_avx2());
+}
+
+double nc_row_exp_isa(const float *x, size_t n, float m, float scale, float *w,
+                      bool avx2) {
   double total = 0.0;
   for (size_t i = 0; i < n; i += FLUSH)
     total += exp_block(x + i, n - i > FLUSH ? FLUSH : n - i, m, scale,
-                       w ? w + i : NULL);
+                       w ? w + i : NULL, avx2);
   return total;
 }
 

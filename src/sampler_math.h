@@ -21,6 +21,9 @@ typedef struct nc_cand {
 /* exp(x) for x <= 0 within ~2 ulp; 0 below -87.3 and for -inf. */
 float nc_expf_neg(float x);
 
+/* Max of x[0..n), copying x to dst when dst is not NULL, and whether any
+ * element is NaN or +inf (bad). */
+float nc_row_copy_max(const float *x, float *dst, size_t n, bool *bad);
 /* Max of x[0..n) and whether any element is NaN or +inf (bad). */
 float nc_row_max(const float *x, size_t n, bool *bad);
 /* The lowest index i with x[i] == m (n when none). */
@@ -31,6 +34,13 @@ size_t nc_row_find_bad(const float *x, size_t n);
 /* Sum of exp((x[i] - m) * scale) in a fixed order; also stored into w when
  * w is not NULL. x[i] <= m is assumed (-inf gives 0). */
 double nc_row_exp(const float *x, size_t n, float m, float scale, float *w);
+
+/* The same two passes with the AVX2 version allowed or not (for tests:
+ * both must give bit-identical results). avx2 is ignored without AVX2. */
+float nc_row_copy_max_isa(const float *x, float *dst, size_t n, bool *bad,
+                          bool avx2);
+double nc_row_exp_isa(const float *x, size_t n, float m, float scale, float *w,
+                      bool avx2);
 
 /* Appends every i with (x[i] - m) * scale >= thr (and x[i] finite) to out,
  * with s and w filled and key = -s; returns the count. */

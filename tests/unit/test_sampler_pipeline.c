@@ -65,6 +65,37 @@ static void bias_and_masks(void **state) {
   assert_int_equal(greedy_token(&p, logits, 4), 1);
 }
 
+static void the_max_follows_every_edit(void **state) {
+  (void)state;
+  /* token 0 is the raw max, raised by its bias, then halved by the
+   * repetition penalty below token 1 */
+  float logits[3] = {3.0f, 2.9f, 0.0f};
+  nucleus_sampling_params p = greedy();
+  nucleus_logit_bias bias[1] = {{0, 1.0f}};
+  p.logit_bias = bias, p.n_logit_bias = 1, p.repetition_penalty = 2.0f;
+  nc_sampler *s = make_sampler(&p, 3, 1);
+  int32_t prompt[1] = {0};
+  nc_sampler_accept_prompt(s, prompt, 1);
+  nc_sample_workspace *ws = make_ws(3);
+  assert_int_equal(sample_one(ws, s, logits).token, 1); /* 2 < 2.9 */
+  nc_sample_workspace_free(ws);
+  nc_sampler_free(s);
+  /* sampling sees the same max: the distribution is exact */
+  p.temperature = 1.0f;
+  test_dist d;
+  dist_of(&p, logits, 3, prompt, 1, &d);
+  double z = exp(2.0) + exp(2.9) + 1.0;
+  NEAR(dist_prob(&d, 0), exp(2.0) / z);
+  NEAR(dist_prob(&d, 1), exp(2.9) / z);
+  /* a banned max under top-k 1 leaves the next one */
+  p = nucleus_sampling_default_params();
+  int32_t banned[1] = {0};
+  p.banned_tokens = banned, p.n_banned_tokens = 1, p.top_k = 1;
+  dist_of(&p, logits, 3, NULL, 0, &d);
+  assert_int_equal(d.n, 1);
+  assert_int_equal(d.ids[0], 1);
+}
+
 static void suppress_masks_one_step(void **state) {
   (void)state;
   float logits[3] = {1.0f, 2.0f, 3.0f};
@@ -318,6 +349,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(greedy_ties_go_to_the_lowest_id),
       cmocka_unit_test(bias_and_masks),
+      cmocka_unit_test(the_max_follows_every_edit),
       cmocka_unit_test(suppress_masks_one_step),
       cmocka_unit_test(repetition_divides_positive_multiplies_negative),
       cmocka_unit_test(presence_and_frequency_use_output_counts),

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "rng.h"
+#include "sampler_math.h"
 #include "test_sampler_util.h"
 
 /* Deterministic test logits: normal-ish values from the rng. */
@@ -65,6 +66,47 @@ static void top_p_set_is_minimal_and_normalised(void **state) {
           if (dist_prob(&d, i) == 0.0) assert_true(ref[i] <= smallest + 1e-9);
       }
     }
+  }
+}
+
+static int cmp_desc(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x < y) - (x > y);
+}
+
+/* top-p then min-p (no top-k) against a plain sort-based reference */
+static void top_p_then_min_p_matches_a_reference(void **state) {
+  (void)state;
+  enum { V = 400 };
+  float logits[V];
+  double ref[V], sorted[V];
+  const float ps[] = {0.3f, 0.7f, 0.95f};
+  const float mps[] = {0.01f, 0.1f, 0.5f};
+  for (uint64_t seed = 20; seed < 24; seed++) {
+    random_logits(seed, logits, V, seed % 2 ? 8.0f : 2.0f);
+    softmax(logits, V, 0.9, ref);
+    memcpy(sorted, ref, sizeof ref);
+    qsort(sorted, V, sizeof *sorted, cmp_desc);
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) {
+        /* reference: the prefix reaching p, then p_i >= min_p * p_max */
+        int32_t n_top = 0;
+        double acc = 0.0;
+        while (n_top < V && acc < ps[a] - 1e-7)
+          acc += sorted[n_top++];
+        int32_t expect = 0;
+        for (int32_t i = 0; i < n_top; i++)
+          expect += sorted[i] >= mps[b] * sorted[0];
+        nucleus_sampling_params p = nucleus_sampling_default_params();
+        p.temperature = 0.9f, p.top_p = ps[a], p.min_p = mps[b];
+        test_dist d;
+        dist_of(&p, logits, V, NULL, 0, &d);
+        if (abs(d.n - expect) > 1)
+          fail_msg("seed %d p %g min_p %g: kept %d, reference %d", (int)seed,
+                   (double)ps[a], (double)mps[b], d.n, expect);
+        for (int32_t i = 0; i < d.n; i++)
+          assert_true(fabs(ref[d.ids[i]] - sorted[i]) < 1e-6);
+      }
   }
 }
 
@@ -411,9 +453,50 @@ static void draws_follow_the_final_distribution(void **state) {
   assert_true(draw_pvalue(&p, big, V, 100000) > 0.001);
 }
 
+static void vector_exp_matches_the_scalar_one(void **state) {
+  (void)state;
+  /* whichever row pass runs (AVX2, SSE2, C), each weight is bit-identical
+   * to the scalar function and the sum is within rounding of it */
+  enum { V = 1000 + 13 };
+  float x[V], w[V];
+  random_logits(11, x, V, 20.0f);
+  x[5] = -INFINITY, x[6] = -1000.0f;
+  bool bad;
+  float m = nc_row_max(x, V, &bad);
+  assert_false(bad);
+  double sum = nc_row_exp(x, V, m, 0.7f, w), ref = 0.0;
+  for (int i = 0; i < V; i++) {
+    float e = nc_expf_neg((x[i] - m) * 0.7f);
+    assert_true(memcmp(&e, &w[i], sizeof e) == 0);
+    double want = exp((double)((x[i] - m) * 0.7f)); /* same argument */
+    assert_true(fabs(e - want) <= 2.5e-7 * want + 1.3e-38);
+    ref += e;
+  }
+  assert_true(w[5] == 0.0f && w[6] == 0.0f);
+  assert_true(fabs(sum - ref) < 1e-6 * ref);
+  assert_true(nc_row_exp(x, V, m, 0.7f, NULL) == sum);
+  /* the portable path gives the very same bits */
+  float w2[V], copy[V];
+  assert_true(nc_row_exp_isa(x, V, m, 0.7f, w2, false) == sum);
+  assert_memory_equal(w, w2, sizeof w);
+  assert_true(nc_row_copy_max_isa(x, copy, V, &bad, false) == m);
+  assert_memory_equal(copy, x, sizeof x);
+  assert_true(nc_row_copy_max_isa(x, copy, V, &bad, true) == m);
+  x[700] = NAN;
+  nc_row_max(x, V, &bad);
+  assert_true(bad);
+  x[700] = INFINITY;
+  nc_row_max(x, V, &bad);
+  assert_true(bad);
+  x[700] = 0.0f, x[V - 1] = NAN; /* in the tail */
+  nc_row_max(x, V, &bad);
+  assert_true(bad);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(top_p_set_is_minimal_and_normalised),
+      cmocka_unit_test(top_p_then_min_p_matches_a_reference),
       cmocka_unit_test(kept_probabilities_sum_to_one),
       cmocka_unit_test(the_top_token_survives_p_to_zero),
       cmocka_unit_test(temperature_to_zero_is_greedy),
@@ -424,6 +507,7 @@ int main(void) {
       cmocka_unit_test(batch_invariance),
       cmocka_unit_test(chi_square_cdf_is_right),
       cmocka_unit_test(draws_follow_the_final_distribution),
+      cmocka_unit_test(vector_exp_matches_the_scalar_one),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

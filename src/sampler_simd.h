@@ -1,0 +1,20 @@
+/* sampler_simd: the AVX2 versions of the sampler's row passes, chosen at run
+ * time when the CPU has AVX2. They use the same 16 lanes (element i goes to
+ * lane i % 16), the same operations and the same order as the SSE2 and
+ * plain-C versions (no FMA), so every result is bit-identical whichever
+ * version runs. Internal to the sampler. */
+#ifndef NC_SAMPLER_SIMD_H
+#define NC_SAMPLER_SIMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Max over x[0..n - n % 16) in 16 lanes, and whether a NaN was seen;
+ * dst (when not NULL) receives a copy. The caller finishes the tail. */
+float nc_sampler_max16_avx2(const float *x, float *dst, size_t n, bool *nan);
+/* exp((x - m) * scale) over x[0..n - n % 16) into 16 lane sums (lanes) and
+ * into w when not NULL. */
+void nc_sampler_exp16_avx2(const float *x, size_t n, float m, float scale,
+                           float *w, float lanes[16]);
+
+#endif
