@@ -1,10 +1,12 @@
 # model: loading (model, arch_*), the paged KV cache, batches, the forward
 # pass (context, ops, threadpool) and the public model API (api_model).
-MODEL_OBJS := status mapped_file gguf_index gguf gguf_get quant quant_dequant \
-              kernels/ref kernels/dispatch threadpool ops batch kv_cache model \
-              arch_llama context api_model
+# Recursive (=) so that KERNEL_OBJS and TOKENIZER_OBJS (fragments included
+# later) expand.
+MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
+             $(KERNEL_OBJS) threadpool ops batch kv_cache model arch_llama \
+             context api_model $(TOKENIZER_OBJS)
 
-UNIT_TESTS += test_ops test_kv_cache test_forward
+UNIT_TESTS += test_ops test_kv_cache
 test_ops_DEPS := ops threadpool status
 test_kv_cache_DEPS := status kv_cache batch quant quant_dequant
-test_forward_DEPS := $(MODEL_OBJS)
+test_forward_DEPS = $(MODEL_OBJS)

@@ -8,10 +8,7 @@
 #include <unistd.h>
 
 #include "arch.h"
-#if __has_include("vocab.h")
 #include "vocab.h"
-#define NC_HAVE_VOCAB 1
-#endif
 
 struct nucleus_model {
   gguf_file *gguf;
@@ -319,9 +316,7 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if ((rc = m->arch->load_weights(m->gguf, &m->hp, m->kernels, &m->w, err)))
     goto fail;
   m->hp.has_rope_freqs = m->w.rope_freqs.data != NULL;
-#ifdef NC_HAVE_VOCAB
   if ((rc = nc_vocab_load(m->gguf, &m->vocab, err))) goto fail;
-#endif
   m->n_threads = params->n_threads ? params->n_threads : online_cores();
   if (params->chat_template) {
     m->chat_template = strdup(params->chat_template);
@@ -341,9 +336,7 @@ fail:
 
 void nc_model_free(nucleus_model *m) {
   if (!m) return;
-#ifdef NC_HAVE_VOCAB
   if (m->vocab) nc_vocab_free(m->vocab);
-#endif
   free(m->w.layers);
   free(m->chat_template);
   free(m->name);

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#define NC_SPIN_ITERS 20000
+#define NC_SPIN_ITERS 2000
 
 struct nc_threadpool {
   int n_threads; /* including the caller */

@@ -1,0 +1,197 @@
+/* kv_cache: the paged pool (no model needed): allocation, all-or-nothing
+ * reservation, refcounted sharing, copy-on-write of the partial block only,
+ * truncation, and that rows land in distinct, stable storage. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kv_cache.h"
+
+static nc_hparams tiny_hp(void) {
+  nc_hparams hp = {0};
+  hp.n_layer = 2;
+  hp.n_head = 4;
+  hp.n_head_kv = 2;
+  hp.head_dim = hp.head_dim_v = 8;
+  return hp;
+}
+
+static nc_kv_cache *make(int64_t blocks, int32_t bt, int32_t seqs) {
+  nc_hparams hp = tiny_hp();
+  nc_kv_cache *kv = NULL;
+  nucleus_error err;
+  assert_int_equal(nc_kv_cache_create(&hp, blocks, bt, seqs, &kv, &err), NC_OK);
+  return kv;
+}
+
+static void fill(nc_kv_cache *kv, int32_t seq, int32_t from, int32_t to,
+                 uint16_t tag) {
+  for (int32_t l = 0; l < 2; l++)
+    for (int32_t p = from; p < to; p++) {
+      nc_fp16 *k = nc_kv_k_row(kv, l, seq, p), *v = nc_kv_v_row(kv, l, seq, p);
+      assert_non_null(k);
+      assert_non_null(v);
+      for (int d = 0; d < 16; d++) {
+        k[d] = (nc_fp16)(tag + p * 16 + d + l * 7);
+        v[d] = (nc_fp16)(tag + p * 16 + d + l * 7 + 1);
+      }
+    }
+  nc_kv_seq_set_len(kv, seq, to);
+}
+
+static void check(const nc_kv_cache *kv, int32_t seq, int32_t from, int32_t to,
+                  uint16_t tag) {
+  for (int32_t l = 0; l < 2; l++)
+    for (int32_t p = from; p < to; p++) {
+      const nc_fp16 *k = nc_kv_k_row_c(kv, l, seq, p);
+      const nc_fp16 *v = nc_kv_v_row_c(kv, l, seq, p);
+      for (int d = 0; d < 16; d++) {
+        assert_int_equal(k[d], (nc_fp16)(tag + p * 16 + d + l * 7));
+        assert_int_equal(v[d], (nc_fp16)(tag + p * 16 + d + l * 7 + 1));
+      }
+    }
+}
+
+static void test_create_errors(void **state) {
+  (void)state;
+  nc_hparams hp = tiny_hp();
+  nc_kv_cache *kv = (nc_kv_cache *)1;
+  nucleus_error err;
+  assert_int_equal(nc_kv_cache_create(&hp, 0, 16, 1, &kv, &err),
+                   NC_ERR_INVALID_ARGUMENT);
+  assert_null(kv);
+  assert_non_null(strstr(err.message, "blocks"));
+  assert_int_equal(nc_kv_cache_create(&hp, 4, 0, 1, &kv, &err),
+                   NC_ERR_INVALID_ARGUMENT);
+  assert_int_equal(nc_kv_cache_create(&hp, 4, 16, 0, &kv, &err),
+                   NC_ERR_INVALID_ARGUMENT);
+  assert_int_equal(nc_kv_cache_create(&hp, 1 << 30, 1 << 20, 1, &kv, &err),
+                   NC_ERR_LIMIT);
+  /* 2 layers x 4 tokens x (16 + 16) halves. */
+  assert_int_equal(nc_kv_bytes_per_block(&hp, 4), 2 * 4 * 32 * 2);
+}
+
+static void test_reserve_and_free(void **state) {
+  (void)state;
+  nc_kv_cache *kv = make(8, 4, 3);
+  nucleus_error err;
+  assert_int_equal(nc_kv_blocks_total(kv), 8);
+  assert_int_equal(nc_kv_blocks_free(kv), 8);
+  const int32_t a = nc_kv_seq_new(kv), b = nc_kv_seq_new(kv);
+  assert_true(a >= 0 && b >= 0 && a != b);
+  assert_int_equal(nc_kv_blocks_needed(kv, a, 9), 3);
+  assert_int_equal(nc_kv_seq_reserve(kv, a, 9, &err), NC_OK);
+  assert_int_equal(nc_kv_seq_capacity(kv, a), 12);
+  assert_int_equal(nc_kv_seq_len(kv, a), 0);
+  assert_int_equal(nc_kv_blocks_used(kv), 3);
+  /* Reserving less than what is held is free. */
+  assert_int_equal(nc_kv_blocks_needed(kv, a, 5), 0);
+  /* All or nothing: b asks for 6 blocks, 5 are free. */
+  assert_int_equal(nc_kv_blocks_needed(kv, b, 24), 6);
+  assert_int_equal(nc_kv_seq_reserve(kv, b, 24, &err), NC_ERR_BUSY);
+  assert_non_null(strstr(err.message, "6 blocks"));
+  assert_int_equal(nc_kv_blocks_free(kv), 5);
+  assert_int_equal(nc_kv_seq_capacity(kv, b), 0);
+  assert_int_equal(nc_kv_seq_reserve(kv, b, 20, &err), NC_OK);
+  assert_int_equal(nc_kv_blocks_free(kv), 0);
+  fill(kv, a, 0, 9, 100);
+  fill(kv, b, 0, 20, 3000);
+  check(kv, a, 0, 9, 100);
+  check(kv, b, 0, 20, 3000);
+  /* Rows past the capacity do not exist. */
+  assert_null(nc_kv_k_row(kv, 0, a, 12));
+  assert_null(nc_kv_k_row(kv, 2, a, 0));
+  assert_null(nc_kv_k_row(kv, 0, 2, 0));
+  /* max_seqs */
+  assert_true(nc_kv_seq_new(kv) >= 0);
+  assert_int_equal(nc_kv_seq_new(kv), -1);
+  nc_kv_seq_free(kv, b);
+  assert_int_equal(nc_kv_blocks_free(kv), 5);
+  assert_int_equal(nc_kv_seq_len(kv, b), 0);
+  assert_false(nc_kv_seq_is_live(kv, b));
+  assert_int_equal(nc_kv_seq_reserve(kv, b, 1, &err), NC_ERR_INVALID_ARGUMENT);
+  nc_kv_seq_free(kv, b); /* twice: ignored */
+  assert_int_equal(nc_kv_blocks_free(kv), 5);
+  check(kv, a, 0, 9, 100);
+  nc_kv_cache_free(kv);
+}
+
+static void test_fork_shares_and_copies_partial_block(void **state) {
+  (void)state;
+  nc_kv_cache *kv = make(10, 4, 4);
+  nucleus_error err;
+  const int32_t a = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_reserve(kv, a, 10, &err), NC_OK);
+  fill(kv, a, 0, 10, 7);
+  const int32_t c = nc_kv_seq_fork(kv, a);
+  assert_true(c >= 0);
+  assert_int_equal(nc_kv_seq_len(kv, c), 10);
+  assert_int_equal(nc_kv_blocks_used(kv), 3); /* nothing copied */
+  assert_int_equal(nc_kv_block_refcount(kv, c, 0), 2);
+  check(kv, c, 0, 10, 7);
+  /* Writing position 10 touches the shared partial block 2 only. */
+  assert_int_equal(nc_kv_blocks_needed(kv, c, 11), 1);
+  assert_int_equal(nc_kv_blocks_needed(kv, c, 13), 2);
+  assert_int_equal(nc_kv_seq_reserve(kv, c, 13, &err), NC_OK);
+  assert_int_equal(nc_kv_blocks_used(kv), 5);
+  assert_int_equal(nc_kv_block_refcount(kv, c, 8), 1);
+  assert_int_equal(nc_kv_block_refcount(kv, a, 8), 1);
+  assert_int_equal(nc_kv_block_refcount(kv, c, 4), 2);
+  /* The copy holds the prefix; the child's writes do not reach the parent. */
+  check(kv, c, 0, 10, 7);
+  fill(kv, c, 10, 13, 900);
+  check(kv, a, 0, 10, 7);
+  assert_ptr_not_equal(nc_kv_k_row(kv, 0, a, 9), nc_kv_k_row(kv, 0, c, 9));
+  assert_ptr_equal(nc_kv_k_row(kv, 0, a, 3), nc_kv_k_row(kv, 0, c, 3));
+  /* The parent now owns block 2 alone: writing needs no copy. */
+  assert_int_equal(nc_kv_blocks_needed(kv, a, 12), 0);
+  /* A fork at a block boundary copies nothing when written. */
+  const int32_t d = nc_kv_seq_fork(kv, a);
+  nc_kv_seq_truncate(kv, d, 8);
+  assert_int_equal(nc_kv_seq_len(kv, d), 8);
+  assert_int_equal(nc_kv_blocks_needed(kv, d, 12), 1); /* block 2 shared */
+  /* Freeing the parent keeps shared blocks alive for the children. */
+  nc_kv_seq_free(kv, a);
+  check(kv, c, 0, 10, 7);
+  check(kv, d, 0, 8, 7);
+  nc_kv_seq_free(kv, c);
+  nc_kv_seq_free(kv, d);
+  assert_int_equal(nc_kv_blocks_used(kv), 0);
+  /* Fork of a dead sequence. */
+  assert_int_equal(nc_kv_seq_fork(kv, a), -1);
+  nc_kv_cache_free(kv);
+}
+
+static void test_truncate(void **state) {
+  (void)state;
+  nc_kv_cache *kv = make(6, 4, 2);
+  nucleus_error err;
+  const int32_t a = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_reserve(kv, a, 16, &err), NC_OK);
+  fill(kv, a, 0, 16, 1);
+  nc_kv_seq_truncate(kv, a, 5);
+  assert_int_equal(nc_kv_seq_len(kv, a), 5);
+  assert_int_equal(nc_kv_seq_capacity(kv, a), 8);
+  assert_int_equal(nc_kv_blocks_used(kv), 2);
+  check(kv, a, 0, 5, 1);
+  nc_kv_seq_truncate(kv, a, 0);
+  assert_int_equal(nc_kv_blocks_used(kv), 0);
+  nc_kv_seq_truncate(kv, a, -3); /* ignored */
+  nc_kv_seq_set_len(kv, a, 1);   /* beyond capacity: ignored */
+  assert_int_equal(nc_kv_seq_len(kv, a), 0);
+  nc_kv_cache_free(kv);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_create_errors),
+      cmocka_unit_test(test_reserve_and_free),
+      cmocka_unit_test(test_fork_shares_and_copies_partial_block),
+      cmocka_unit_test(test_truncate),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
