@@ -125,7 +125,7 @@ static double time_table(const bench_case *c, const nc_kernels *k, bool rows) {
   for (int r = 0; r < c->a_rows; r++)
     k->quantize_act[at](c->act + (size_t)r * c->n, qa + r * a_row, c->n);
   double best = 1e30;
-  for (int rep = 0; rep < 5; rep++) {
+  for (int rep = 0; rep < 15; rep++) {
     double t0 = now_ns();
     for (int i = 0; i < W_ROWS; i++) {
       const uint8_t *wr = c->w + (size_t)i * c->w_row;
@@ -160,7 +160,7 @@ static double time_llama(const bench_case *c, get_traits_fn get) {
       atr->from_float(c->act + (size_t)r * c->n, qa + r * a_row, c->n);
   }
   double best = 1e30;
-  for (int rep = 0; rep < 5; rep++) {
+  for (int rep = 0; rep < 15; rep++) {
     double t0 = now_ns();
     for (int i = 0; i < W_ROWS; i++)
       for (int r = 0; r < c->a_rows; r++)

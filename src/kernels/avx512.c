@@ -11,13 +11,15 @@
  *
  * Float order (one weight row, one activation row): acc (16 lanes) starts at
  * 0; for each group, acc = fma(m_w, s_a, fma(d_w * d_a, I, acc)) where I is
- * block j's exact integer dot; the result is the sum of acc's 16 lanes. A
- * partial last group uses the same layout with fewer lanes (the others are
- * masked to zero). vec_dot and vec_dot_rows run the very same operations
+ * block j's exact integer dot; the result is the sum of acc's 16 lanes. The
+ * last n / 32 % 16 blocks stay in the plain layout and go llama.cpp's way
+ * (8 lanes, one fma per block, min terms summed by fma on the side); their
+ * sum is added last. vec_dot and vec_dot_rows run the very same operations
  * per activation row, so their results are bit-identical whatever nrows.
  *
  * Other types use the avx2 and ref kernels (standard layouts). */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "ref.h"
@@ -25,36 +27,38 @@
 
 enum { GB = 16 }; /* blocks per group */
 
-/* Activation layout of one group of g <= 16 Q8_1 blocks (36 g bytes):
- *   d[g] (fp16), s[g] (fp16), then 8 slices of 4 g bytes: slice 2c + h
- *   holds, for each block j, its 4 quants 16 h + 4 c .. 16 h + 4 c + 3.
- * Full groups come first; the row's last group may be partial. */
+/* Activation layout: each full group of 16 Q8_1 blocks (576 bytes) as
+ *   d[16] (fp16), s[16] (fp16), then 8 slices of 64 bytes: slice 2c + h
+ *   holds, for each block j, its 4 quants 16 h + 4 c .. 16 h + 4 c + 3;
+ * then the row's last n / 32 % 16 blocks as plain block_q8_1. */
 static void quantize_q8_1_il(const float *src, void *dst, int64_t n) {
   uint8_t *out = dst;
-  for (int64_t b0 = 0; b0 < n / QK8_1; b0 += GB) {
-    int g = (int)(n / QK8_1 - b0 < GB ? n / QK8_1 - b0 : GB);
+  const int64_t nb = n / QK8_1;
+  int64_t b0 = 0;
+  for (; b0 + GB <= nb; b0 += GB, out += GB * sizeof(block_q8_1)) {
     block_q8_1 tmp[GB];
-    nc_quantize_row(NC_TYPE_Q8_1, src + b0 * QK8_1, tmp, (int64_t)g * QK8_1);
-    for (int j = 0; j < g; j++) {
+    nc_quantize_row(NC_TYPE_Q8_1, src + b0 * QK8_1, tmp, GB * QK8_1);
+    for (int j = 0; j < GB; j++) {
       memcpy(out + 2 * j, &tmp[j].d, 2);
-      memcpy(out + 2 * g + 2 * j, &tmp[j].s, 2);
+      memcpy(out + 2 * GB + 2 * j, &tmp[j].s, 2);
       for (int v = 0; v < 8; v++) {
         int first = 16 * (v & 1) + 4 * (v >> 1);
-        memcpy(out + 4 * g + v * 4 * g + 4 * j, tmp[j].qs + first, 4);
+        memcpy(out + 4 * GB + v * 4 * GB + 4 * j, tmp[j].qs + first, 4);
       }
     }
-    out += 36 * g;
   }
+  if (b0 < nb)
+    nc_quantize_row(NC_TYPE_Q8_1, src + b0 * QK8_1, out, (nb - b0) * QK8_1);
 }
 
-/* Back to standard blocks (for the kernels without a grouped version). */
-static void group_to_blocks(const uint8_t *in, int g, block_q8_1 *blk) {
-  for (int j = 0; j < g; j++) {
+/* A full group back to plain blocks (for kernels without a grouped path). */
+static void group_to_blocks(const uint8_t *in, block_q8_1 *blk) {
+  for (int j = 0; j < GB; j++) {
     memcpy(&blk[j].d, in + 2 * j, 2);
-    memcpy(&blk[j].s, in + 2 * g + 2 * j, 2);
+    memcpy(&blk[j].s, in + 2 * GB + 2 * j, 2);
     for (int v = 0; v < 8; v++) {
       int first = 16 * (v & 1) + 4 * (v >> 1);
-      memcpy(blk[j].qs + first, in + 4 * g + v * 4 * g + 4 * j, 4);
+      memcpy(blk[j].qs + first, in + 4 * GB + v * 4 * GB + 4 * j, 4);
     }
   }
 }
@@ -127,18 +131,44 @@ q4_1_rows_r(int64_t n, const block_q4_1 *x, const uint8_t *a, size_t a_stride,
     for (int r = 0; r < R; r++)
       acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, GB, acc[r]);
   }
-  if (b0 < nb) { /* the partial last group */
-    const int g = (int)(nb - b0);
-    w_group wg;
-    load_w_q4_1(x + b0, g, &wg);
-    const size_t off = (size_t)b0 * sizeof(block_q8_1);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++)
-      acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, g, acc[r]);
-  }
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++)
     out[(size_t)r * out_stride] = _mm512_reduce_add_ps(acc[r]);
+  if (b0 == nb) return;
+  /* the last nb % 16 blocks, plain layout: per block, 8 lanes */
+  __m256 acct[8];
+  float tm[8];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++) {
+    acct[r] = _mm256_setzero_ps();
+    tm[r] = 0.0f;
+  }
+  for (; b0 < nb; b0++) {
+    __m128i v = _mm_loadu_si128((const __m128i *)x[b0].qs);
+    __m256i qx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v),
+                                  _mm256_set1_epi8(0x0f));
+    const float dw = _cvtsh_ss(x[b0].d), mw = _cvtsh_ss(x[b0].m);
+    const size_t off = (size_t)b0 * sizeof(block_q8_1);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_1 *y =
+          (const block_q8_1 *)(a + (size_t)r * a_stride + off);
+      __m256i l =
+          _mm256_dpbusd_epi32(_mm256_setzero_si256(), qx,
+                              _mm256_loadu_si256((const __m256i *)y->qs));
+      acct[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * _cvtsh_ss(y->d)),
+                                _mm256_cvtepi32_ps(l), acct[r]);
+      tm[r] = fmaf(mw, _cvtsh_ss(y->s), tm[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++) {
+    __m128 t = _mm_add_ps(_mm256_extractf128_ps(acct[r], 1),
+                          _mm256_castps256_ps128(acct[r]));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    out[(size_t)r * out_stride] += _mm_cvtss_f32(t) + tm[r];
+  }
 }
 
 static void dot_q4_1_rows(int64_t n, const void *w, const void *a,
@@ -213,12 +243,15 @@ static float dot_q5_1(int64_t n, const void *w, const void *a) {
   const uint8_t *ap = a;
   const int64_t nb = n / QK8_1;
   float sum = 0.0f;
-  for (int64_t b0 = 0; b0 < nb; b0 += GB) {
-    const int g = (int)(nb - b0 < GB ? nb - b0 : GB);
+  int64_t b0 = 0;
+  for (; b0 + GB <= nb; b0 += GB) {
     block_q8_1 blk[GB];
-    group_to_blocks(ap + (size_t)b0 * sizeof(block_q8_1), g, blk);
-    sum += nc_ref_dot_q5_1((int64_t)g * QK8_1, x + b0, blk);
+    group_to_blocks(ap + (size_t)b0 * sizeof(block_q8_1), blk);
+    sum += nc_ref_dot_q5_1(GB * QK8_1, x + b0, blk);
   }
+  if (b0 < nb)
+    sum += nc_ref_dot_q5_1((nb - b0) * QK8_1, x + b0,
+                           ap + (size_t)b0 * sizeof(block_q8_1));
   return sum;
 }
 
