@@ -177,6 +177,27 @@ float nc_avx2_dot_f16(int64_t n, const void *vw, const void *va) {
   return sum;
 }
 
+static inline __m256 load_b8(const nc_bf16 *p) {
+  __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+float nc_avx2_dot_bf16(int64_t n, const void *vw, const void *va) {
+  const nc_bf16 *w = vw, *a = va;
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm256_fmadd_ps(load_b8(w + i), load_b8(a + i), s0);
+    s1 = _mm256_fmadd_ps(load_b8(w + i + 8), load_b8(a + i + 8), s1);
+    s2 = _mm256_fmadd_ps(load_b8(w + i + 16), load_b8(a + i + 16), s2);
+    s3 = _mm256_fmadd_ps(load_b8(w + i + 24), load_b8(a + i + 24), s3);
+  }
+  float sum = hsum_4x8(s0, s1, s2, s3);
+  for (; i < n; i++)
+    sum = fmaf(nc_bf16_to_fp32(w[i]), nc_bf16_to_fp32(a[i]), sum);
+  return sum;
+}
+
 /* One weight row against many activation rows: a loop over the single-row
  * kernel, hence bit-identical to it. */
 #define ROWS(fn)                                                               \
@@ -195,6 +216,7 @@ ROWS(dot_q5_0)
 ROWS(dot_q5_1)
 ROWS(dot_f32)
 ROWS(dot_f16)
+ROWS(dot_bf16)
 #undef ROWS
 
 #define E(t, fn) [t] = fn
@@ -204,7 +226,7 @@ static const nc_kernels k_avx2 = {
         {
             E(NC_TYPE_F32, nc_avx2_dot_f32),
             E(NC_TYPE_F16, nc_avx2_dot_f16),
-            E(NC_TYPE_BF16, nc_ref_dot_bf16),
+            E(NC_TYPE_BF16, nc_avx2_dot_bf16),
             E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0),
             E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1),
             E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),
@@ -220,7 +242,7 @@ static const nc_kernels k_avx2 = {
         {
             E(NC_TYPE_F32, nc_avx2_dot_f32_rows),
             E(NC_TYPE_F16, nc_avx2_dot_f16_rows),
-            E(NC_TYPE_BF16, nc_ref_dot_bf16_rows),
+            E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),
             E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0_rows),
             E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1_rows),
             E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0_rows),

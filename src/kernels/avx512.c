@@ -270,7 +270,7 @@ static const nc_kernels k_avx512 = {
         {
             E(NC_TYPE_F32, nc_avx2_dot_f32),
             E(NC_TYPE_F16, nc_avx2_dot_f16),
-            E(NC_TYPE_BF16, nc_ref_dot_bf16),
+            E(NC_TYPE_BF16, nc_avx2_dot_bf16),
             E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0),
             E(NC_TYPE_Q4_1, dot_q4_1),
             E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),
@@ -286,7 +286,7 @@ static const nc_kernels k_avx512 = {
         {
             E(NC_TYPE_F32, nc_avx2_dot_f32_rows),
             E(NC_TYPE_F16, nc_avx2_dot_f16_rows),
-            E(NC_TYPE_BF16, nc_ref_dot_bf16_rows),
+            E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),
             E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0_rows),
             E(NC_TYPE_Q4_1, dot_q4_1_rows),
             E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0_rows),

@@ -17,6 +17,7 @@ const nc_kernels *nc_kernels_avx512_table(void); /* + AVX-512 F/BW/VL/VNNI */
                                  size_t out_stride);
 NC_AVX2_DOT(f32)
 NC_AVX2_DOT(f16)
+NC_AVX2_DOT(bf16)
 NC_AVX2_DOT(q4_1)
 NC_AVX2_DOT(q8_0)
 NC_AVX2_DOT(q4_0)
