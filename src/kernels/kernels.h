@@ -33,7 +33,8 @@ typedef struct nc_kernels {
 } nc_kernels;
 
 const nc_kernels *nc_kernels_ref(void);
-/* The fastest table this CPU supports (ref when nothing better). */
+/* The fastest table this CPU supports (ref when nothing better), unless
+ * $NUCLEUS_KERNELS names another table this CPU supports. */
 const nc_kernels *nc_kernels_best(void);
 /* A table by name ("ref", "avx2", "avx512"); NULL when the name is unknown
  * or this CPU lacks the instructions the table needs. */

@@ -399,6 +399,7 @@ static void test_avx512(void **state) {
 
 static void test_dispatch(void **state) {
   (void)state;
+  unsetenv("NUCLEUS_KERNELS");
   const nc_kernels *best = nc_kernels_best();
   assert_non_null(best);
   print_message("best kernel table: %s\n", best->name);
@@ -406,6 +407,12 @@ static void test_dispatch(void **state) {
   assert_ptr_equal(nc_kernels_by_name("ref"), nc_kernels_ref());
   assert_null(nc_kernels_by_name("sse9"));
   assert_null(nc_kernels_by_name(NULL));
+  /* $NUCLEUS_KERNELS overrides the choice when the table is available */
+  setenv("NUCLEUS_KERNELS", "ref", 1);
+  assert_ptr_equal(nc_kernels_best(), nc_kernels_ref());
+  setenv("NUCLEUS_KERNELS", "no-such-table", 1);
+  assert_ptr_equal(nc_kernels_best(), best);
+  unsetenv("NUCLEUS_KERNELS");
   /* best is never slower-ranked than an available table */
   if (nc_kernels_by_name("avx512"))
     assert_string_equal(best->name, "avx512");
