@@ -4,7 +4,24 @@ TOKENIZER_OBJS := unicode unicode_tables unicode_stream vocab tokenizer \
   tokenizer_strtab tokenizer_split tokenizer_bpe tokenizer_spm detokenizer
 TOKENIZER_GGUF_OBJS := status mapped_file gguf_index gguf gguf_get quant
 
-UNIT_TESTS += test_tokenizer_golden
+UNIT_TESTS += test_tokenizer test_tokenizer_golden test_detokenizer
 test_tokenizer_DEPS := $(TOKENIZER_OBJS) $(TOKENIZER_GGUF_OBJS)
 test_tokenizer_golden_DEPS := $(TOKENIZER_OBJS) $(TOKENIZER_GGUF_OBJS)
 test_detokenizer_DEPS := $(TOKENIZER_OBJS) $(TOKENIZER_GGUF_OBJS)
+
+# libFuzzer target: make fuzz-tokenizer (clang-14), then from the repository
+# root (it loads models/):
+#   build/fuzz/fuzz_tokenizer -max_total_time=600 fuzz/corpus-run/tokenizer \
+#     fuzz/corpus/tokenizer
+FUZZ_CC ?= clang-14
+FUZZ_TOKENIZER_SRCS := fuzz/fuzz_tokenizer.c \
+  $(patsubst %,src/%.c,$(TOKENIZER_OBJS) $(TOKENIZER_GGUF_OBJS))
+
+.PHONY: fuzz-tokenizer
+fuzz-tokenizer: build/fuzz/fuzz_tokenizer
+
+build/fuzz/fuzz_tokenizer: $(FUZZ_TOKENIZER_SRCS) $(wildcard src/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(FUZZ_TOKENIZER_SRCS) -lm -o $@

@@ -13,6 +13,9 @@ on those (std::invalid_argument in unicode_cpt_to_utf8); nucleus reads the
 lead byte as invalid instead, which tests/unit/test_tokenizer.c checks.
 
 usage: python3 scripts/gen_tokenizer_corpus.py [OUT]
+       python3 scripts/gen_tokenizer_corpus.py --fuzz-seeds DIR
+The second form writes fuzz/corpus/tokenizer seeds: a sample of the corpus,
+each with a flag byte in front (see fuzz/fuzz_tokenizer.c).
 """
 import random
 import sys
@@ -226,6 +229,16 @@ def main():
         b = invalid_bytes()
         if not llama_aborts(b):
             add(b)
+    if out == "--fuzz-seeds":
+        import os
+        d = sys.argv[2]
+        os.makedirs(d, exist_ok=True)
+        pick = random.Random(SEED + 1)
+        for i, b in enumerate(pick.sample(items, 96)):
+            with open(os.path.join(d, f"seed{i:03d}"), "wb") as f:
+                f.write(bytes([pick.randrange(16)]) + b)
+        print(f"96 seeds -> {d}", file=sys.stderr)
+        return
     with open(out, "w") as f:
         for b in items:
             f.write(b.hex() + "\n")

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "gguf_writer.h"
 #include "vocab.h"
 
 /* Reads a whole file (NUL-terminated) or returns NULL. */
@@ -89,6 +90,72 @@ static inline long tt_unhex(const char *s, size_t n, char *out) {
     out[i / 2] = (char)(a * 16 + b);
   }
   return (long)(n / 2);
+}
+
+/* ------------------------------------------------ in-memory vocabularies */
+
+typedef struct spec {
+  const char *model; /* tokenizer.ggml.model */
+  const char *pre;   /* NULL: absent */
+  const char *const *tokens;
+  size_t n_tokens;
+  const float *scores; /* NULL: absent */
+  size_t n_scores;
+  const int32_t *types; /* NULL: absent */
+  size_t n_types;
+  const char *const *merges; /* NULL: absent */
+  size_t n_merges;
+  int64_t bos;          /* < 0: absent */
+  int add_bos;          /* -1: absent */
+  int add_space_prefix; /* -1: absent */
+} spec;
+
+static inline void kv_bool(gw *b, const char *key, bool v) {
+  gw_key(b, key, 7);
+  gw_u8(b, v);
+}
+
+/* Writes the GGUF and loads it; returns the load status. */
+static inline nc_code load_spec(const spec *s, nc_vocab **v, nc_error *err) {
+  gw b = {0};
+  uint64_t n_kv = 2 + (s->pre != NULL) + (s->scores != NULL) +
+                  (s->types != NULL) + (s->merges != NULL) + (s->bos >= 0) +
+                  (s->add_bos >= 0) + (s->add_space_prefix >= 0);
+  gw_header(&b, 3, 0, n_kv);
+  gw_kv_str(&b, "tokenizer.ggml.model", s->model);
+  if (s->pre) gw_kv_str(&b, "tokenizer.ggml.pre", s->pre);
+  gw_kv_arr(&b, "tokenizer.ggml.tokens", 8, s->n_tokens);
+  for (size_t i = 0; i < s->n_tokens; i++)
+    gw_str(&b, s->tokens[i]);
+  if (s->scores) {
+    gw_kv_arr(&b, "tokenizer.ggml.scores", 6, s->n_scores);
+    for (size_t i = 0; i < s->n_scores; i++)
+      gw_f32(&b, s->scores[i]);
+  }
+  if (s->types) {
+    gw_kv_arr(&b, "tokenizer.ggml.token_type", 5, s->n_types);
+    for (size_t i = 0; i < s->n_types; i++)
+      gw_u32(&b, (uint32_t)s->types[i]);
+  }
+  if (s->merges) {
+    gw_kv_arr(&b, "tokenizer.ggml.merges", 8, s->n_merges);
+    for (size_t i = 0; i < s->n_merges; i++)
+      gw_str(&b, s->merges[i]);
+  }
+  if (s->bos >= 0)
+    gw_kv_u32(&b, "tokenizer.ggml.bos_token_id", (uint32_t)s->bos);
+  if (s->add_bos >= 0) kv_bool(&b, "tokenizer.ggml.add_bos_token", s->add_bos);
+  if (s->add_space_prefix >= 0)
+    kv_bool(&b, "tokenizer.ggml.add_space_prefix", s->add_space_prefix);
+  gw_align(&b, 32);
+  gguf_file *f = NULL;
+  nc_code rc = gguf_open_memory(b.p, b.len, &f, err);
+  if (rc == NC_OK) {
+    rc = nc_vocab_load(f, v, err);
+    gguf_close(f);
+  }
+  gw_free(&b);
+  return rc;
 }
 
 #endif
