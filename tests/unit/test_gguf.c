@@ -1028,6 +1028,17 @@ static void test_bad_case(void **state) {
   if (b.len) memcpy(copy, b.p, b.len);
   expect_fail(copy, b.len, bc->code, bc->substr);
   free(copy);
+  /* $NC_GGUF_DUMP_DIR: also write the case to a file, for comparing with
+   * other readers (scripts/diff_gguf_llama.py) */
+  const char *dump = getenv("NC_GGUF_DUMP_DIR");
+  if (dump && *dump) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.gguf", dump, bc->name);
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    assert_int_equal(fwrite(b.p, 1, b.len, out), b.len);
+    fclose(out);
+  }
   gw_free(&b);
 }
 
