@@ -95,7 +95,9 @@ nc_code nc_sampler_clone(const nc_sampler *s, uint64_t new_stream,
 /* Prompt tokens: seen by the repetition penalty. Ids out of range are
  * ignored. */
 void nc_sampler_accept_prompt(nc_sampler *s, const int32_t *ids, size_t n);
-/* One output token: updates the penalty counts incrementally, step++. */
+/* One output token: updates the penalty counts incrementally, step++.
+ * (Should growing the history fail for lack of memory, that token's count
+ * is lost: the penalty weakens, nothing else changes.) */
 void nc_sampler_accept(nc_sampler *s, int32_t id);
 
 uint64_t nc_sampler_step(const nc_sampler *s); /* output tokens accepted */
@@ -131,7 +133,11 @@ typedef struct nc_sample_result {
 /* Samples every row; does not advance the samplers (call nc_sampler_accept
  * with the token you keep). Returns NC_OK when every row succeeded;
  * otherwise the first failing row's code, with err naming the row; the
- * other rows are still sampled and results[i].status tells them apart. */
+ * other rows are still sampled and results[i].status tells them apart.
+ * logprob and top are filled only when the sampler asks for logprobs
+ * (logprobs or top_logprobs > 0); n_kept is n_vocab when nothing truncated.
+ * A workspace serves one thread at a time; samplers are only read, so one
+ * sampler may appear in several rows (e.g. to score alternatives). */
 nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
                         int32_t n_rows, nc_sample_result *results,
                         nc_error *err);

@@ -65,11 +65,14 @@ typedef struct row_state {
   int32_t V;
   bool greedy;
   int32_t argmax;
-  float m;     /* max of the processed logits */
-  float scale; /* 1 / T (1 for greedy) */
-  bool full;   /* the final set is every token, weights in ws->w */
-  size_t n;    /* otherwise the final set is ws->cand[0..n) */
-  double mass; /* sum of the final set's weights */
+  float m;       /* max of the processed logits */
+  float scale;   /* 1 / T (1 for greedy) */
+  bool full;     /* the final set is every token, weights in ws->w */
+  size_t n;      /* otherwise the final set is ws->cand[0..n) */
+  double mass;   /* sum of the final set's weights */
+  float raw_max; /* max of the raw logits, when raw_known */
+  bool raw_known;
+  bool pristine; /* no edit: the processed logits are the raw ones */
 } row_state;
 
 /* Tracks the max of x through sparse edits: the max of the untouched
@@ -118,6 +121,7 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
     }
   } else {
     mt.raw_max = nc_row_copy_max(st->raw, x, (size_t)V, &bad);
+    st->raw_max = mt.raw_max, st->raw_known = true;
   }
   if (bad) {
     size_t i = nc_row_find_bad(st->raw, (size_t)V);
@@ -142,6 +146,8 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
     if (seen->count > 0) v -= (float)seen->count * freq + pres;
     x[seen->token] = v;
   }
+  st->pristine = !s->has_allowed && s->n_bias == 0 && s->n_banned == 0 &&
+                 row->n_suppress == 0 && s->n_seen == 0;
   /* the edited tokens' final values */
   for (size_t i = 0; i < s->n_bias; i++)
     track(st->raw, x, s->bias[i].token, &mt);
@@ -386,8 +392,15 @@ static void logprobs(nc_sample_workspace *ws, const row_state *st,
     /* log-softmax of the raw (or, processed greedy: step 1-3) logits */
     const float *x = p->processed_logprobs ? ws->x : st->raw;
     bool bad;
-    float m = nc_row_max(x, (size_t)st->V, &bad);
-    double log_z = log(nc_row_exp(x, (size_t)st->V, m, 1.0f, NULL));
+    float m = x == ws->x      ? st->m
+              : st->raw_known ? st->raw_max
+                              : nc_row_max(x, (size_t)st->V, &bad);
+    /* untouched logits at T = 1 without truncation: the sampling pass
+     * already summed exactly this (same blocks, same order) */
+    double z = st->pristine && st->full && st->scale == 1.0f
+                   ? st->mass
+                   : nc_row_exp(x, (size_t)st->V, m, 1.0f, NULL);
+    double log_z = log(z);
     res->logprob = clamp_lp((double)(x[tok] - m) - log_z);
     if (n_top > 0)
       res->n_top = top_from_row(ws, x, st->V, n_top, m, 1.0f, log_z, res->top);

@@ -63,8 +63,9 @@ nc_code nc_sampling_validate(const nucleus_sampling_params *p, int32_t n_vocab,
     return rc;
   if (p->top_k < 0)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "top_k = %d is out of range: 0 (off) or [1, %d]", p->top_k,
-                   n_vocab);
+                   "top_k = %d is out of range: 0 (off) or >= 1 (%d or more "
+                   "keeps every token)",
+                   p->top_k, n_vocab);
   if ((rc = check_range("top_p", p->top_p, 0.0f, 1.0f, true, err))) return rc;
   if ((rc = check_range("min_p", p->min_p, 0.0f, 1.0f, false, err))) return rc;
   if ((rc = check_range("typical_p", p->typical_p, 0.0f, 1.0f, true, err)))

@@ -57,7 +57,7 @@ static void validation_names_parameter_and_range(void **state) {
   p = d, p.top_p = 1.5f;
   expect_invalid(&p, 10, "top_p = 1.5", "(0, 1]");
   p = d, p.top_k = -1;
-  expect_invalid(&p, 10, "top_k = -1", "[1, 10]");
+  expect_invalid(&p, 10, "top_k = -1", "0 (off) or >= 1");
   p = d, p.min_p = 1.01f;
   expect_invalid(&p, 10, "min_p", "[0, 1]");
   p = d, p.typical_p = 0.0f;

@@ -493,6 +493,37 @@ static void vector_exp_matches_the_scalar_one(void **state) {
   assert_true(bad);
 }
 
+/* The shortcuts (raw max and sum reused when nothing was edited) give the
+ * same bits as the long way (forced here by a zero bias). */
+static void logprob_shortcuts_change_nothing(void **state) {
+  (void)state;
+  enum { V = 3000 };
+  static float logits[V];
+  random_logits(31, logits, V, 4.0f);
+  nucleus_logit_bias zero[1] = {{17, 0.0f}};
+  for (int c = 0; c < 4; c++) {
+    nucleus_sampling_params p = nucleus_sampling_default_params();
+    p.logprobs = true, p.top_logprobs = 7;
+    p.temperature = c == 1 ? 0.0f : c == 2 ? 0.7f : 1.0f;
+    p.processed_logprobs = c == 3;
+    if (c == 3) p.top_k = 30;
+    nc_sampler *a = make_sampler(&p, V, 5);
+    p.logit_bias = zero, p.n_logit_bias = 1;
+    nc_sampler *b = make_sampler(&p, V, 5);
+    nc_sample_workspace *ws = make_ws(V);
+    for (int step = 0; step < 5; step++) {
+      nc_sample_result ra = sample_one(ws, a, logits);
+      nc_sample_result rb = sample_one(ws, b, logits);
+      assert_memory_equal(&ra, &rb, sizeof ra);
+      nc_sampler_accept(a, ra.token);
+      nc_sampler_accept(b, rb.token);
+    }
+    nc_sample_workspace_free(ws);
+    nc_sampler_free(a);
+    nc_sampler_free(b);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(top_p_set_is_minimal_and_normalised),
@@ -508,6 +539,7 @@ int main(void) {
       cmocka_unit_test(chi_square_cdf_is_right),
       cmocka_unit_test(draws_follow_the_final_distribution),
       cmocka_unit_test(vector_exp_matches_the_scalar_one),
+      cmocka_unit_test(logprob_shortcuts_change_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
