@@ -524,6 +524,66 @@ static void logprob_shortcuts_change_nothing(void **state) {
   }
 }
 
+/* Random valid settings on random rows (with -inf, ties, tiny vocabs):
+ * never a crash, a token of the kept set, finite logprobs in [-9999, 0],
+ * probabilities that sum to 1. */
+static void random_settings_keep_every_promise(void **state) {
+  (void)state;
+  nc_sample_workspace *ws = make_ws(300);
+  test_dist *d = malloc(sizeof *d);
+  for (uint64_t it = 0; it < 3000; it++) {
+    double u[12];
+    for (int k = 0; k < 12; k++)
+      u[k] = nc_rng_uniform(77, it, (uint64_t)k, 0);
+    int32_t V = 1 + (int32_t)(u[0] * 299);
+    float logits[300];
+    random_logits(it, logits, V, (float)(u[1] * 20));
+    for (int32_t i = 0; i < V; i++) {
+      if ((i * 7 + (int32_t)it) % 5 == 0 && u[2] < 0.3) logits[i] = -INFINITY;
+      if (u[3] < 0.2) logits[i] = (float)(int)logits[i]; /* many ties */
+    }
+    logits[(int32_t)(u[4] * V)] = 1.0f; /* at least one finite */
+    nucleus_sampling_params p = nucleus_sampling_default_params();
+    p.temperature = u[5] < 0.2 ? 0.0f : (float)(u[5] * 3);
+    p.top_k = u[6] < 0.5 ? 0 : 1 + (int32_t)(u[6] * 2 * V);
+    p.top_p = u[7] < 0.5 ? 1.0f : (float)(0.01 + u[7] * 0.99);
+    p.min_p = u[8] < 0.5 ? 0.0f : (float)(u[8] - 0.5) * 2;
+    p.typical_p = u[9] < 0.7 ? 1.0f : (float)(0.05 + u[9] * 0.95);
+    p.repetition_penalty = u[10] < 0.5 ? 1.0f : (float)(0.5 + u[10] * 2);
+    p.presence_penalty = (float)(u[11] * 4 - 2);
+    p.frequency_penalty = (float)(u[1] * 4 - 2);
+    p.logprobs = true, p.top_logprobs = (int32_t)(u[2] * 21);
+    p.processed_logprobs = u[3] < 0.5;
+    nc_sampler *s = make_sampler(&p, V, it);
+    for (int k = 0; k < 5; k++)
+      nc_sampler_accept(s, (int32_t)((it + k) % V));
+    nc_sample_row row = {.sampler = s, .logits = logits};
+    nc_sample_result r;
+    nc_code rc = nc_sample_batch(ws, &row, 1, &r, NULL);
+    assert_int_equal(rc, NC_OK);
+    assert_int_equal(
+        nc_sample_distribution(ws, &row, d->ids, d->probs, &d->n, NULL), NC_OK);
+    double sum = 0.0;
+    for (int32_t i = 0; i < d->n; i++)
+      sum += d->probs[i];
+    assert_true(fabs(sum - 1.0) < 1e-6);
+    if (!(dist_prob(d, r.token) > 0.0))
+      fail_msg("iteration %d: token %d drawn outside the kept set", (int)it,
+               r.token);
+    assert_true(r.logprob <= 0.0f && r.logprob >= NC_LOGPROB_FLOOR);
+    assert_true(r.n_top <= p.top_logprobs && r.n_top <= V);
+    for (int32_t k = 0; k < r.n_top; k++) {
+      assert_true(r.top[k].logprob <= 0.0f);
+      assert_true(r.top[k].logprob >= NC_LOGPROB_FLOOR);
+      assert_true(r.top[k].token >= 0 && r.top[k].token < V);
+      if (k > 0) assert_true(r.top[k].logprob <= r.top[k - 1].logprob);
+    }
+    nc_sampler_free(s);
+  }
+  free(d);
+  nc_sample_workspace_free(ws);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(top_p_set_is_minimal_and_normalised),
@@ -540,6 +600,7 @@ int main(void) {
       cmocka_unit_test(draws_follow_the_final_distribution),
       cmocka_unit_test(vector_exp_matches_the_scalar_one),
       cmocka_unit_test(logprob_shortcuts_change_nothing),
+      cmocka_unit_test(random_settings_keep_every_promise),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
