@@ -2,7 +2,7 @@
 # randomness, beam search bookkeeping.
 SAMPLER_OBJS := status rng sampler sampler_params sampler_math sampler_avx2 \
                 sampler_select \
-                sampler_batch
+                sampler_batch sampler_parallel threadpool
 CFLAGS_sampler_math := -O3 -fno-trapping-math
 CFLAGS_sampler_avx2 := -O3 -mavx2
 
@@ -21,7 +21,7 @@ bench-sampler: $(BUILDDIR)/bench/sampler
 $(BUILDDIR)/bench/sampler: bench/sampler.c \
     $(patsubst %,$(BUILDDIR)/src/%.o,$(SAMPLER_OBJS))
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lm -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lm -lpthread -o $@
 UNIT_TESTS += test_sampler
 test_sampler_DEPS := $(SAMPLER_OBJS)
 UNIT_TESTS += test_sampler_pipeline
@@ -30,3 +30,5 @@ UNIT_TESTS += test_sampler_props
 test_sampler_props_DEPS := $(SAMPLER_OBJS)
 UNIT_TESTS += test_beam
 test_beam_DEPS := status beam
+UNIT_TESTS += test_sampler_parallel
+test_sampler_parallel_DEPS := $(SAMPLER_OBJS)

@@ -142,6 +142,16 @@ nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
                         int32_t n_rows, nc_sample_result *results,
                         nc_error *err);
 
+/* The same over a thread pool (threadpool.h): the rows are split among its
+ * threads, thread i using ws[i] (n_ws >= the pool's size). The results are
+ * identical to nc_sample_batch's, whatever the thread count. With tp NULL
+ * or one thread: nc_sample_batch on ws[0]. */
+typedef struct nc_threadpool nc_threadpool;
+nc_code nc_sample_batch_parallel(nc_sample_workspace *const *ws, int n_ws,
+                                 nc_threadpool *tp, const nc_sample_row *rows,
+                                 int32_t n_rows, nc_sample_result *results,
+                                 nc_error *err);
+
 /* The final distribution of one row (after step 8) without drawing: the
  * kept ids and their probabilities (summing to 1), in descending
  * probability (ties to the lower id). ids and probs have room for n_vocab.
