@@ -20,85 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
-#include "context.h"
-#include "detokenizer.h"
-#include "kv_cache.h"
-#include "model.h"
-#include "request.h"
+#include "engine_internal.h"
 #include "rng.h"
-#include "sampler.h"
-#include "scheduler.h"
-#include "stop_matcher.h"
-#include "vocab.h"
-
-typedef struct group group;
-
-typedef struct completion {
-  group *owner;
-  int32_t index;
-  int32_t kv_seq; /* -1 when not in the cache */
-  nc_sampler *sampler;
-  nc_detok *detok;
-  nc_stop_matcher *stop;
-  int32_t *tokens; /* prompt + generated; the last one may not be fed yet */
-  int32_t n_tokens, cap;
-  int32_t n_generated;
-  bool finished;
-} completion;
-
-struct group {
-  nucleus_request *req;
-  completion *comps;
-  int32_t n_comps;  /* params.n */
-  int32_t n_active; /* 1 until the prompt is prefilled, then n */
-  int32_t n_finished;
-  bool running;
-  uint64_t admit_order;
-  int32_t *suppress; /* eog + stop token ids, masked until min_tokens */
-  int32_t n_suppress;
-  int32_t completion_tokens;
-  double t_admit_ms, t_first_token_ms;
-};
-
-struct nucleus_engine {
-  nucleus_model *model;
-  const nc_vocab *vocab;
-  nucleus_engine_params params;
-  int32_t n_vocab;
-  nc_kv_cache *kv;
-  nc_context *ctx;
-  nc_batch batch;
-  float *logits;
-  nc_sample_workspace *ws;
-  int32_t *eog_ids;
-  int32_t n_eog;
-
-  /* Engine-thread state. */
-  group **groups; /* arrival order */
-  int32_t n_groups, cap_groups;
-  uint64_t admit_counter;
-  nc_sched_group *sg;
-  nc_sched_seq *ss;
-  completion **seq_comp; /* scheduler seq index -> completion */
-  nc_sched_item *items;
-  nc_sched_verdict *verdicts;
-  nc_sample_row *rows;
-  nc_sample_result *results;
-  completion **row_comp;    /* forward rows with logits -> completion */
-  completion **sample_comp; /* sampling rows -> completion */
-
-  /* Shared with submitters: guarded by mu. */
-  pthread_t thread;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  nucleus_request **inbox;
-  int32_t n_inbox, cap_inbox;
-  bool shutdown;
-  bool stepped; /* no thread: the caller drives nc_engine_step (tests) */
-  uint64_t next_id;
-  nucleus_engine_stats stats;
-};
 
 /* ------------------------------------------------------------ completions */
 
@@ -109,7 +32,7 @@ static void completion_clear(completion *c) {
   free(c->tokens);
 }
 
-static bool completion_push_token(completion *c, int32_t tok) {
+bool nc_engine_push_token(completion *c, int32_t tok) {
   if (c->n_tokens == c->cap) {
     int32_t cap = c->cap ? c->cap * 2 : 64;
     int32_t *t = realloc(c->tokens, (size_t)cap * sizeof *t);
@@ -128,6 +51,12 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
   c->index = index;
   c->kv_seq = -1;
   const nucleus_request_params *p = &r->params;
+  if (p->beam_width > 1) { /* a beam: tokens and KV only */
+    for (int32_t i = 0; i < r->n_prompt; i++)
+      if (!nc_engine_push_token(c, r->prompt[i]))
+        return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+    return NC_OK;
+  }
   nc_code rc = nc_sampler_create(&p->sampling, e->n_vocab, r->seed,
                                  (uint64_t)index, &c->sampler, err);
   if (rc != NC_OK) return rc;
@@ -138,7 +67,7 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
                               &c->stop, err);
   if (rc != NC_OK) return rc;
   for (int32_t i = 0; i < r->n_prompt; i++)
-    if (!completion_push_token(c, r->prompt[i]))
+    if (!nc_engine_push_token(c, r->prompt[i]))
       return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   nc_stop_matcher_arm(c->stop, p->min_tokens <= 0);
   return NC_OK;
@@ -161,7 +90,9 @@ static nc_code group_create(nucleus_engine *e, nucleus_request *r, group **out,
   group *g = calloc(1, sizeof *g);
   if (!g) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   g->req = r;
-  g->n_comps = r->params.n > 0 ? r->params.n : 1;
+  g->n_comps = r->params.beam_width > 1 ? r->params.beam_width
+               : r->params.n > 0        ? r->params.n
+                                        : 1;
   g->n_active = 1;
   g->comps = calloc((size_t)g->n_comps, sizeof *g->comps);
   size_t n_sup = (size_t)e->n_eog + r->params.n_stop_token_ids;
@@ -171,11 +102,19 @@ static nc_code group_create(nucleus_engine *e, nucleus_request *r, group **out,
     return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   }
   memcpy(g->suppress, e->eog_ids, (size_t)e->n_eog * sizeof *g->suppress);
-  memcpy(g->suppress + e->n_eog, r->params.stop_token_ids,
-         r->params.n_stop_token_ids * sizeof *g->suppress);
+  if (r->params.n_stop_token_ids)
+    memcpy(g->suppress + e->n_eog, r->params.stop_token_ids,
+           r->params.n_stop_token_ids * sizeof *g->suppress);
   g->n_suppress = (int32_t)n_sup;
   for (int32_t i = 0; i < g->n_comps; i++) {
     nc_code rc = completion_init(e, g, &g->comps[i], i, err);
+    if (rc != NC_OK) {
+      group_free(g);
+      return rc;
+    }
+  }
+  if (r->params.beam_width > 1) {
+    nc_code rc = nc_beam_group_init(e, g, err);
     if (rc != NC_OK) {
       group_free(g);
       return rc;
@@ -202,9 +141,32 @@ static nucleus_timings group_timings(const group *g, double now) {
   return t;
 }
 
-static void release_kv(nucleus_engine *e, completion *c) {
+void nc_engine_release_kv(nucleus_engine *e, completion *c) {
   if (c->kv_seq >= 0) nc_kv_seq_free(e->kv, c->kv_seq);
   c->kv_seq = -1;
+}
+
+void nc_engine_emit_finish(nucleus_engine *e, group *g, int32_t index,
+                           nucleus_finish_reason reason, int32_t stop_tok,
+                           const char *stop_str, const char *text,
+                           size_t text_len, int32_t n_generated,
+                           const nc_error *error) {
+  (void)e;
+  nucleus_event ev = {0};
+  ev.kind = NUCLEUS_EVENT_FINISH;
+  ev.index = index;
+  ev.token = -1;
+  ev.text = text ? text : "";
+  ev.text_len = text ? text_len : 0;
+  ev.finish_reason = reason;
+  ev.stop_string = stop_str;
+  ev.stop_token = stop_tok;
+  if (error) ev.error = *error;
+  ev.usage.prompt_tokens = g->req->n_prompt;
+  ev.usage.completion_tokens = n_generated;
+  ev.timings = group_timings(g, nc_now_ms());
+  ev.seed = g->req->seed;
+  emit(g, &ev);
 }
 
 /* Ends one completion with its reason; trailing text rides on the event. */
@@ -214,27 +176,25 @@ static void finish_completion(nucleus_engine *e, group *g, completion *c,
                               size_t text_len, const nc_error *error) {
   c->finished = true;
   g->n_finished++;
-  release_kv(e, c);
-  nucleus_event ev = {0};
-  ev.kind = NUCLEUS_EVENT_FINISH;
-  ev.index = c->index;
-  ev.token = -1;
-  ev.text = text ? text : "";
-  ev.text_len = text ? text_len : 0;
-  ev.finish_reason = reason;
-  ev.stop_string = stop_str;
-  ev.stop_token = stop_tok;
-  if (error) ev.error = *error;
-  ev.usage.prompt_tokens = g->req->n_prompt;
-  ev.usage.completion_tokens = c->n_generated;
-  ev.timings = group_timings(g, nc_now_ms());
-  ev.seed = g->req->seed;
-  emit(g, &ev);
+  nc_engine_release_kv(e, c);
+  nc_engine_emit_finish(e, g, c->index, reason, stop_tok, stop_str, text,
+                        text_len, c->n_generated, error);
 }
 
 /* Ends every unfinished completion of a group with the same reason. */
 static void finish_group(nucleus_engine *e, group *g,
                          nucleus_finish_reason reason, const nc_error *error) {
+  if (g->beam) { /* the beams end together: one event per returned rank */
+    for (int32_t i = 0; i < g->n_comps; i++) {
+      nc_engine_release_kv(e, &g->comps[i]);
+      g->comps[i].finished = true;
+    }
+    g->n_finished = g->n_comps;
+    int32_t n_ret = g->req->params.n > 0 ? g->req->params.n : 1;
+    for (int32_t i = 0; i < n_ret; i++)
+      nc_engine_emit_finish(e, g, i, reason, -1, NULL, NULL, 0, 0, error);
+    return;
+  }
   for (int32_t i = 0; i < g->n_comps; i++) {
     completion *c = &g->comps[i];
     if (c->finished) continue;
@@ -295,7 +255,7 @@ static void handle_token(nucleus_engine *e, group *g, completion *c,
   c->n_generated++;
   g->completion_tokens++;
   nc_sampler_accept(c->sampler, tok);
-  if (!completion_push_token(c, tok)) {
+  if (!nc_engine_push_token(c, tok)) {
     nc_error err;
     nc_fail(&err, NC_ERR_NOMEM, "out of memory");
     finish_completion(e, g, c, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0, &err);
@@ -518,7 +478,7 @@ static void apply_verdicts(nucleus_engine *e) {
     }
     case NC_SCHED_PREEMPT:
       for (int32_t k = 0; k < g->n_active; k++)
-        release_kv(e, &g->comps[k]);
+        nc_engine_release_kv(e, &g->comps[k]);
       g->running = false;
       e->stats.preemptions_total++;
       break;
@@ -599,6 +559,10 @@ static bool step(nucleus_engine *e) {
   for (int32_t r = 0; r < n_rows; r++) {
     completion *c = e->row_comp[r];
     group *g = c->owner;
+    if (g->beam) {
+      nc_beam_take_logits(e, g, c, e->logits + (size_t)r * (size_t)e->n_vocab);
+      continue;
+    }
     int32_t first = c->index, last = c->index;
     if (c->index == 0 && g->n_active < g->n_comps) {
       fork_completions(e, g);
@@ -829,11 +793,12 @@ nucleus_status nucleus_engine_submit(nucleus_engine *e, const int32_t *prompt,
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "prompt[%zu]: token id %d out of range [0, %d)", i,
                      prompt[i], e->n_vocab);
-  if (params->n > e->params.max_running)
+  if (params->n > e->params.max_running ||
+      params->beam_width > e->params.max_running)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "n: %d completions; this engine runs at most %d sequences "
-                   "at once",
-                   params->n, e->params.max_running);
+                   "n: %d completions (beam_width %d); this engine runs at "
+                   "most %d sequences at once",
+                   params->n, params->beam_width, e->params.max_running);
   uint64_t seed =
       params->sampling.has_seed ? params->sampling.seed : nc_seed_from_os();
 

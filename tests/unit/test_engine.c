@@ -299,6 +299,59 @@ static void test_cancel_frees_blocks(void **state) {
   nucleus_engine_destroy(e);
 }
 
+static void test_beam_search(void **state) {
+  (void)state;
+  NEED_MODEL();
+  /* Width 1 is greedy. */
+  req_spec g = greedy_spec("The quick brown fox", 6);
+  outcome greedy;
+  run_one(&g, &greedy);
+  req_spec b = g;
+  b.params.beam_width = 1;
+  outcome beam1;
+  run_one(&b, &beam1);
+  assert_int_equal(beam1.n_finish, 1);
+  assert_int_equal(beam1.text_len[0], greedy.text_len[0]);
+  assert_memory_equal(beam1.text[0], greedy.text[0], greedy.text_len[0]);
+
+  /* Width 4, best 2: the beams share the prompt's blocks (copy-on-write
+   * of the last partial block only): far fewer than four private copies. */
+  req_spec w = greedy_spec("In the beginning there was a small village by the "
+                           "sea, where the fishermen went out every morning "
+                           "and came back with",
+                           8);
+  w.params.beam_width = 4;
+  w.params.n = 2;
+  nucleus_engine *e = stepped_engine(4096, 512);
+  nucleus_request *r = NULL;
+  assert_int_equal(
+      nucleus_engine_submit(e, w.prompt, w.n_prompt, &w.params, &r, NULL),
+      NUCLEUS_OK);
+  outcome o = {0};
+  int64_t peak = 0;
+  while (nc_engine_step(e)) {
+    nucleus_engine_stats st;
+    nucleus_engine_get_stats(e, &st);
+    if (st.kv_blocks_used > peak) peak = st.kv_blocks_used;
+    drain(r, &o);
+  }
+  drain(r, &o);
+  assert_true(o.done);
+  assert_int_equal(o.n_finish, 2);
+  assert_true(o.text_len[0] > 0 && o.text_len[1] > 0);
+  assert_true(o.reason[0] == NUCLEUS_FINISH_LENGTH ||
+              o.reason[0] == NUCLEUS_FINISH_STOP);
+  int64_t prompt_blocks = ((int64_t)w.n_prompt + 8 + 15) / 16;
+  fprintf(stderr, "  beam 4: peak %lld blocks (prompt+gen alone: %lld)\n",
+          (long long)peak, (long long)prompt_blocks);
+  assert_true(peak < 4 * prompt_blocks);
+  nucleus_engine_stats st;
+  nucleus_engine_get_stats(e, &st);
+  assert_int_equal(st.kv_blocks_used, 0);
+  nucleus_request_release(r);
+  nucleus_engine_destroy(e);
+}
+
 static uint64_t rng_next(uint64_t *x) {
   *x ^= *x << 13;
   *x ^= *x >> 7;
@@ -429,6 +482,7 @@ int main(void) {
       cmocka_unit_test(test_eos_stop_and_ignore_eos),
       cmocka_unit_test(test_n_completions_share_prompt),
       cmocka_unit_test(test_cancel_frees_blocks),
+      cmocka_unit_test(test_beam_search),
       cmocka_unit_test(test_batch_invariance),
       cmocka_unit_test(test_chunked_prefill_invariance),
       cmocka_unit_test(test_memory_pressure_preempts),

@@ -1,0 +1,182 @@
+/* engine_beam: beam search over the paged KV cache.
+ *
+ * A beam-search request keeps up to width live beams, each a KV sequence.
+ * The prompt is prefilled once (beam 0); every step, once each live beam has
+ * its logits, nc_beam_step picks the next live beams as (parent, token); each
+ * new beam forks its parent's sequence (blocks shared, copy-on-write of the
+ * partial last block only, never the whole prefix) and the old sequences are
+ * freed. When the search is done (every hypothesis finished, early stopping,
+ * max_tokens or a full context), the best n hypotheses are detokenized and
+ * reported as completions 0..n-1. Beam search emits no per-token events:
+ * the text of a live beam can still change. Stop strings do not apply. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err) {
+  const nucleus_request_params *p = &g->req->params;
+  int32_t width = p->beam_width;
+  int32_t n_eog = e->n_eog + (int32_t)p->n_stop_token_ids;
+  int32_t *eog = malloc((size_t)(n_eog ? n_eog : 1) * sizeof *eog);
+  if (!eog) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  if (!p->ignore_eos) memcpy(eog, e->eog_ids, (size_t)e->n_eog * sizeof *eog);
+  int32_t k = p->ignore_eos ? 0 : e->n_eog;
+  for (size_t i = 0; i < p->n_stop_token_ids; i++)
+    eog[k++] = p->stop_token_ids[i];
+  nc_beam_params bp = {
+      .width = width,
+      .n_return = p->n > 0 ? p->n : 1,
+      .length_penalty = p->length_penalty,
+      .early_stopping = p->early_stopping,
+      .eog = eog,
+      .n_eog = k,
+  };
+  nc_code rc = nc_beam_create(&bp, &g->beam, err);
+  free(eog);
+  if (rc != NC_OK) return rc;
+  g->beam_rows = malloc((size_t)width * (size_t)e->n_vocab * sizeof(float));
+  g->beam_ready = calloc((size_t)width, 1);
+  if (!g->beam_rows || !g->beam_ready)
+    return nc_fail(err, NC_ERR_NOMEM, "out of memory (beam rows)");
+  return NC_OK;
+}
+
+void nc_beam_group_free(group *g) {
+  nc_beam_free(g->beam);
+  free(g->beam_rows);
+  free(g->beam_ready);
+  g->beam = NULL;
+  g->beam_rows = NULL;
+  g->beam_ready = NULL;
+}
+
+static void log_softmax(const float *x, float *out, int32_t n) {
+  float max = -INFINITY;
+  for (int32_t i = 0; i < n; i++)
+    if (x[i] > max) max = x[i];
+  double sum = 0;
+  for (int32_t i = 0; i < n; i++)
+    sum += exp((double)x[i] - max);
+  float lse = max + (float)log(sum);
+  for (int32_t i = 0; i < n; i++)
+    out[i] = x[i] - lse;
+}
+
+static bool is_end(const nucleus_engine *e, const nucleus_request_params *p,
+                   int32_t tok) {
+  if (nc_vocab_is_eog(e->vocab, tok)) return true;
+  for (size_t s = 0; s < p->n_stop_token_ids; s++)
+    if (p->stop_token_ids[s] == tok) return true;
+  return false;
+}
+
+/* Detokenizes the ranked hypotheses and ends the request. */
+static void report(nucleus_engine *e, group *g) {
+  const nucleus_request_params *p = &g->req->params;
+  int32_t n_ret = p->n > 0 ? p->n : 1;
+  if (n_ret > nc_beam_n_finished(g->beam)) n_ret = nc_beam_n_finished(g->beam);
+  for (int32_t i = 0; i < g->n_comps; i++) {
+    nc_engine_release_kv(e, &g->comps[i]);
+    g->comps[i].finished = true;
+  }
+  g->n_finished = g->n_comps;
+  for (int32_t rank = 0; rank < n_ret; rank++) {
+    const int32_t *toks = NULL;
+    int32_t n = 0;
+    float score, cum;
+    nc_error err = {0};
+    if (nc_beam_result(g->beam, rank, &toks, &n, &score, &cum, &err) != NC_OK) {
+      nc_engine_emit_finish(e, g, rank, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0,
+                            0, &err);
+      continue;
+    }
+    bool ended = n > 0 && !p->ignore_eos && is_end(e, p, toks[n - 1]);
+    int32_t n_text = ended ? n - 1 : n;
+    char *text = NULL;
+    size_t len = 0;
+    nc_detokenize(e->vocab, toks, (size_t)n_text, p->skip_special_tokens, &text,
+                  &len, NULL);
+    g->completion_tokens += n;
+    nc_engine_emit_finish(e, g, rank,
+                          ended ? NUCLEUS_FINISH_STOP : NUCLEUS_FINISH_LENGTH,
+                          ended ? toks[n - 1] : -1, NULL, text, len, n, NULL);
+    free(text);
+  }
+}
+
+void nc_beam_take_logits(nucleus_engine *e, group *g, completion *c,
+                         const float *logits) {
+  int32_t n_vocab = e->n_vocab;
+  int32_t i = c->index;
+  float *row = g->beam_rows + (size_t)i * (size_t)n_vocab;
+  log_softmax(logits, row, n_vocab);
+  const nucleus_request_params *p = &g->req->params;
+  if (c->n_generated < p->min_tokens)
+    for (int32_t k = 0; k < g->n_suppress; k++)
+      row[g->suppress[k]] = -INFINITY;
+  g->beam_ready[i] = 1;
+  int32_t n_live = nc_beam_n_live(g->beam);
+  for (int32_t k = 0; k < n_live; k++)
+    if (!g->beam_ready[k]) return; /* wait for the other beams */
+  memset(g->beam_ready, 0, (size_t)g->n_comps);
+  if (g->t_first_token_ms == 0) g->t_first_token_ms = nc_now_ms();
+
+  const float *rows[NC_BEAM_MAX_WIDTH];
+  for (int32_t k = 0; k < n_live; k++)
+    rows[k] = g->beam_rows + (size_t)k * (size_t)n_vocab;
+  nc_beam_next next[NC_BEAM_MAX_WIDTH];
+  int32_t n_next = 0;
+  nc_error err = {0};
+  if (nc_beam_step(g->beam, rows, n_vocab, next, &n_next, &err) != NC_OK) {
+    for (int32_t k = 0; k < g->n_comps; k++)
+      nc_engine_release_kv(e, &g->comps[k]);
+    for (int32_t k = 0; k < g->n_comps; k++)
+      g->comps[k].finished = true;
+    g->n_finished = g->n_comps;
+    int32_t n_ret = p->n > 0 ? p->n : 1;
+    for (int32_t r = 0; r < n_ret; r++)
+      nc_engine_emit_finish(e, g, r, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0, 0,
+                            &err);
+    return;
+  }
+  int32_t generated = c->n_generated + 1;
+  int32_t n_tokens = c->n_tokens + 1;
+  bool budget = p->max_tokens >= 0 && generated >= p->max_tokens;
+  if (!nc_beam_done(g->beam) && (budget || n_tokens >= e->params.n_ctx))
+    nc_beam_finish(g->beam);
+  if (nc_beam_done(g->beam) || n_next == 0) {
+    if (!nc_beam_done(g->beam)) nc_beam_finish(g->beam);
+    report(e, g);
+    return;
+  }
+
+  /* The next live beams fork their parents' sequences; then the old
+   * sequences are freed (a parent nobody chose returns its blocks). */
+  completion fresh[NC_BEAM_MAX_WIDTH];
+  memset(fresh, 0, sizeof fresh);
+  for (int32_t j = 0; j < n_next; j++) {
+    const completion *parent = &g->comps[next[j].parent];
+    completion *f = &fresh[j];
+    f->owner = g;
+    f->index = j;
+    f->kv_seq =
+        parent->kv_seq >= 0 ? nc_kv_seq_fork(e->kv, parent->kv_seq) : -1;
+    f->n_generated = parent->n_generated + 1;
+    for (int32_t t = 0; t < parent->n_tokens; t++)
+      nc_engine_push_token(f, parent->tokens[t]);
+    nc_engine_push_token(f, next[j].token);
+  }
+  for (int32_t k = 0; k < g->n_comps; k++) {
+    nc_engine_release_kv(e, &g->comps[k]);
+    free(g->comps[k].tokens);
+    g->comps[k] = (completion){.owner = g, .index = k, .kv_seq = -1};
+  }
+  for (int32_t j = 0; j < n_next; j++)
+    g->comps[j] = fresh[j];
+  for (int32_t k = n_next; k < g->n_comps; k++)
+    g->comps[k].finished = true;
+  g->n_active = n_next;
+  g->n_finished = g->n_comps - n_next;
+}

@@ -1,0 +1,112 @@
+/* engine_internal: the engine's state, shared by engine.c (the request
+ * lifecycle and step loop) and engine_beam.c (beam search). Only the engine
+ * thread touches it, except the fields marked as guarded by mu. */
+#ifndef NC_ENGINE_INTERNAL_H
+#define NC_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "beam.h"
+#include "context.h"
+#include "detokenizer.h"
+#include "kv_cache.h"
+#include "model.h"
+#include "request.h"
+#include "sampler.h"
+#include "scheduler.h"
+#include "stop_matcher.h"
+#include "vocab.h"
+
+typedef struct group group;
+
+typedef struct completion {
+  group *owner;
+  int32_t index;
+  int32_t kv_seq; /* -1 when not in the cache */
+  nc_sampler *sampler;
+  nc_detok *detok;
+  nc_stop_matcher *stop;
+  int32_t *tokens; /* prompt + generated; the last one may not be fed yet */
+  int32_t n_tokens, cap;
+  int32_t n_generated;
+  bool finished;
+} completion;
+
+struct group {
+  nucleus_request *req;
+  completion *comps;
+  int32_t n_comps;  /* params.n */
+  int32_t n_active; /* 1 until the prompt is prefilled, then n */
+  int32_t n_finished;
+  bool running;
+  uint64_t admit_order;
+  int32_t *suppress; /* eog + stop token ids, masked until min_tokens */
+  int32_t n_suppress;
+  int32_t completion_tokens;
+  double t_admit_ms, t_first_token_ms;
+  /* Beam search (params.beam_width > 1): comps are the live beams. */
+  nc_beam *beam;
+  float *beam_rows;    /* [width, n_vocab] log-softmax of each live beam */
+  uint8_t *beam_ready; /* which rows hold this step's logits */
+};
+
+struct nucleus_engine {
+  nucleus_model *model;
+  const nc_vocab *vocab;
+  nucleus_engine_params params;
+  int32_t n_vocab;
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch batch;
+  float *logits;
+  nc_sample_workspace *ws;
+  int32_t *eog_ids;
+  int32_t n_eog;
+
+  /* Engine-thread state. */
+  group **groups; /* arrival order */
+  int32_t n_groups, cap_groups;
+  uint64_t admit_counter;
+  nc_sched_group *sg;
+  nc_sched_seq *ss;
+  completion **seq_comp; /* scheduler seq index -> completion */
+  nc_sched_item *items;
+  nc_sched_verdict *verdicts;
+  nc_sample_row *rows;
+  nc_sample_result *results;
+  completion **row_comp;    /* forward rows with logits -> completion */
+  completion **sample_comp; /* sampling rows -> completion */
+
+  /* Shared with submitters: guarded by mu. */
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  nucleus_request **inbox;
+  int32_t n_inbox, cap_inbox;
+  bool shutdown;
+  bool stepped; /* no thread: the caller drives nc_engine_step (tests) */
+  uint64_t next_id;
+  nucleus_engine_stats stats;
+};
+
+/* engine.c */
+void nc_engine_release_kv(nucleus_engine *e, completion *c);
+bool nc_engine_push_token(completion *c, int32_t tok);
+void nc_engine_emit_finish(nucleus_engine *e, group *g, int32_t index,
+                           nucleus_finish_reason reason, int32_t stop_tok,
+                           const char *stop_str, const char *text,
+                           size_t text_len, int32_t n_generated,
+                           const nc_error *error);
+
+/* engine_beam.c */
+nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err);
+void nc_beam_group_free(group *g);
+/* Takes one beam's logits of this step; advances the search once every
+ * live beam has them (forking and freeing KV sequences). */
+void nc_beam_take_logits(nucleus_engine *e, group *g, completion *c,
+                         const float *logits);
+
+#endif
