@@ -6,7 +6,7 @@ conversations with Python's jinja2 set up exactly as HF transformers'
 apply_chat_template does (src/transformers/utils/chat_template_utils.py):
 
   ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                extensions=[loopcontrols])
+                                extensions=[AssistantTracker, loopcontrols])
   filters["tojson"] = json.dumps(ensure_ascii=False, ...)
   globals["raise_exception"], globals["strftime_now"]
   render(messages=..., tools=... or None, documents=None,
@@ -193,6 +193,172 @@ CONVERSATIONS = [
 ]
 
 
+# Small templates exercising one feature each (filters, tests, slicing,
+# whitespace control, loops, macros, ...), rendered with these variables.
+FEATURE_VARS = {
+    "s": "  Hello, World  ",
+    "u": "héllo wörld ß straße",
+    "n": 7,
+    "f": 2.5,
+    "big": 12345678901234,
+    "items": [3, 1, 2],
+    "words": ["b", "A", "c", "a"],
+    "d": {"b": 2, "a": 1, "items": "x"},
+    "msgs": [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None},
+        {"role": "user", "content": "bye", "name": "bob"},
+    ],
+    "nested": {"x": {"y": [10, 20, {"z": "deep"}]}},
+    "empty": [],
+    "t": True,
+    "nil": None,
+}
+
+FEATURES = [
+    # literals and output
+    ("lit_int", "{{ 1 }}|{{ -3 }}|{{ 1_000 }}|{{ 0 }}"),
+    ("lit_float", "{{ 1.5 }}|{{ 2.0 }}|{{ 1e3 }}|{{ 0.1 + 0.2 }}|{{ 1e20 }}|{{ 1.5e-7 }}|{{ 3.0e16 }}"),
+    ("lit_str", "{{ 'a\\tb\\n' }}|{{ \"x'y\" }}|{{ 'a' 'b' }}|{{ '\\u00e9\\x41' }}"),
+    ("lit_bool_none", "{{ true }} {{ True }} {{ false }} {{ none }} {{ None }}"),
+    ("lit_list", "{{ [1, 'a', none, true, 1.5] }}|{{ [] }}|{{ [[1], [2, [3]]] }}"),
+    ("lit_dict", "{{ {'a': 1, 'b': [1, 2]} }}|{{ {} }}"),
+    ("lit_tuple", "{{ (1, 2) }}|{{ (1,) }}|{{ () }}"),
+    ("repr_quotes", "{{ [\"it's\", 'say \"hi\"', 'both \\' \"', 'nl\\n'] }}"),
+    # arithmetic
+    ("arith", "{{ 7 + 3 }} {{ 7 - 10 }} {{ 7 * 3 }} {{ 7 / 2 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 2 ** -1 }}"),
+    ("arith_float", "{{ 7.5 // 2 }} {{ -7.5 % 2 }} {{ f * 2 }} {{ n / 7 }} {{ 1 + true }}"),
+    ("concat", "{{ 'a' + 'b' }} {{ 'a' ~ 1 ~ none ~ true }} {{ [1] + [2, 3] }} {{ 'ab' * 3 }} {{ 3 * [0] }}"),
+    ("precedence", "{{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ -2 ** 2 }} {{ 2 ** 3 ** 2 }} {{ not true or true }} {{ (1 + 2) ~ 3 }} {{ 1 ~ (2 + 3) }} {{ 2 * 3 ~ 4 }}"),
+    ("filter_precedence", "{{ 'a' + s | trim + 'b' }}|{{ -n | abs }}|{{ ' x ' | trim | upper }}"),
+    # comparisons and logic
+    ("compare", "{{ 1 < 2 }} {{ 2 <= 2 }} {{ 'a' < 'b' }} {{ 1 == 1.0 }} {{ 1 != 2 }} {{ [1, 2] < [1, 3] }} {{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }}"),
+    ("logic", "{{ true and 'x' }} {{ false or 'y' }} {{ none or [] }} {{ 0 and 1 }} {{ not none }}"),
+    ("in_ops", "{{ 'ell' in 'hello' }} {{ 2 in items }} {{ 'a' in d }} {{ 'zz' not in d }} {{ 5 not in items }} {{ '' in 'x' }}"),
+    ("condexpr", "{{ 'yes' if t else 'no' }} {{ 'yes' if nil else 'no' }} [{{ 'x' if false }}]"),
+    # attribute and subscript
+    ("attr_item", "{{ nested.x.y[1] }} {{ nested['x']['y'][2].z }} {{ nested.x.y.0 }} {{ msgs[-1].name }} {{ d['b'] }}"),
+    ("attr_missing", "[{{ d.zzz }}][{{ msgs[0].nope }}][{{ items[10] }}][{{ nil.x }}][{{ 'abc'[5] }}]"),
+    ("dict_method_attr", "{{ d.items is defined }} {{ d['items'] }} {{ d.get('a') }} {{ d.get('zz', 'dflt') }} {{ d.get('zz') }}"),
+    ("slices", "{{ items[1:] }} {{ items[:-1] }} {{ items[::-1] }} {{ items[::2] }} {{ 'hello'[1:3] }} {{ 'héllo'[::-1] }} {{ u[2:5] }} {{ items[5:] }} {{ items[-10:1] }}"),
+    ("str_index", "{{ 'héllo'[1] }} {{ 'abc'[-1] }}"),
+    # strings: methods
+    ("str_methods1", "{{ s.strip() }}|{{ s.lstrip() }}|{{ s.rstrip() }}|{{ 'xxhixx'.strip('x') }}|{{ s.upper() }}|{{ s.lower() }}"),
+    ("str_methods2", "{{ 'a,b,,c'.split(',') }} {{ ' a  b c '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'a,b,c'.rsplit(',', 1) }} {{ '  a b  '.split(None, 1) }}"),
+    ("str_methods3", "{{ 'hello'.startswith('he') }} {{ 'hello'.endswith('lo') }} {{ 'hello'.startswith(('x', 'h')) }} {{ 'hello'.replace('l', 'L') }} {{ 'hello'.replace('l', 'L', 1) }} {{ 'aaa'.replace('', '-') }}"),
+    ("str_methods4", "{{ 'hello'.find('l') }} {{ 'hello'.rfind('l') }} {{ 'hello'.find('z') }} {{ 'hello'.count('l') }} {{ '-'.join(['a', 'b']) }} {{ 'hello world'.title() }} {{ 'hELLO'.capitalize() }}"),
+    ("str_methods5", "{{ '123'.isdigit() }} {{ 'abc'.isalpha() }} {{ '  '.isspace() }} {{ 'ABC'.isupper() }} {{ 'abc'.islower() }} {{ 'a\\nb\\r\\nc'.splitlines() }}"),
+    ("unicode_case", "{{ u.upper() }}|{{ u | upper }}|{{ u.title() }}|{{ u | title }}|{{ u | length }}"),
+    # filters
+    ("f_trim", "[{{ s | trim }}][{{ 'xxaxx' | trim('x') }}][{{ '\\u00a0\\u3000a\\u2003' | trim }}][{{ none | trim }}][{{ 5 | trim }}]"),
+    ("f_case", "{{ 'hello world' | title }} {{ 'hello-world (foo) [bar] <baz>' | title }} {{ \"it's\" | title }} {{ 'HELLO' | capitalize }} {{ 'Ab' | lower }} {{ 'ab' | upper }}"),
+    ("f_default", "{{ missing | default('dflt') }} {{ missing | d('dd') }} {{ '' | default('e') }} {{ '' | default('e', true) }} {{ none | default('n') }} {{ none | default('n', boolean=true) }}"),
+    ("f_length", "{{ items | length }} {{ 'héllo' | length }} {{ d | length }} {{ missing | length }} {{ items | count }}"),
+    ("f_first_last", "{{ items | first }} {{ items | last }} {{ 'abc' | first }} {{ 'abc' | last }} [{{ empty | first }}]"),
+    ("f_join", "{{ items | join }} {{ items | join(', ') }} {{ msgs | join('|', attribute='role') }} {{ [1, none, 'a'] | join('-') }}"),
+    ("f_list_string", "{{ 'abc' | list }} {{ d | list }} {{ 5 | string }} {{ none | string }} {{ [1, 'a'] | string }}"),
+    ("f_int_float", "{{ '42' | int }} {{ ' 7 ' | int }} {{ '4.7' | int }} {{ 'x' | int }} {{ 'x' | int(5) }} {{ 3.9 | int }} {{ '0x1A' | int(0, 16) }} {{ '2.5' | float }} {{ 'y' | float }} {{ 3 | float }}"),
+    ("f_replace", "{{ 'aXbXc' | replace('X', '-') }} {{ 'aXbXc' | replace('X', '-', 1) }} {{ 5 | replace('5', 'five') }}"),
+    ("f_items", "{% for k, v in d | items %}{{ k }}={{ v }};{% endfor %}{% for k, v in d.items() %}{{ k }}:{{ v }},{% endfor %}"),
+    ("f_select", "{{ msgs | selectattr('role', 'equalto', 'user') | map(attribute='content') | list }} {{ msgs | rejectattr('role', 'eq', 'user') | map(attribute='role') | join(',') }}"),
+    ("f_select2", "{{ msgs | selectattr('name') | list | length }} {{ msgs | selectattr('name', 'defined') | list | length }} {{ items | select('odd') | list }} {{ items | reject('odd') | list }} {{ [0, 1, '', 'a', none] | select | list }}"),
+    ("f_map", "{{ words | map('upper') | list }} {{ msgs | map(attribute='name', default='anon') | list }} {{ nested.x.y[:2] | map('string') | join }}"),
+    ("f_sort", "{{ items | sort }} {{ words | sort }} {{ words | sort(case_sensitive=true) }} {{ items | sort(reverse=true) }} {{ msgs | sort(attribute='role') | map(attribute='role') | list }}"),
+    ("f_misc", "{{ items | reverse | list }} {{ 'abc' | reverse }} {{ words | unique | list }} {{ items | min }} {{ items | max }} {{ items | sum }} {{ -3 | abs }} {{ 2.567 | round(1) }} {{ 2.5 | round }} {{ 3.5 | round }} {{ 2.1 | round(0, 'ceil') }}"),
+    ("f_dictsort", "{{ d | dictsort }} {{ d | dictsort(reverse=true) }}"),
+    ("f_indent", "{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent('> ', blank=true) }}"),
+    ("f_tojson", "{{ d | tojson }}|{{ msgs[2] | tojson }}|{{ 'é\"\\\\\\n\\u0001' | tojson }}|{{ [1.0, 2.5, 1e20, true, none] | tojson }}"),
+    ("f_tojson_indent", "{{ nested | tojson(indent=2) }}|{{ d | tojson(indent=4, sort_keys=true) }}|{{ [] | tojson(indent=2) }}|{{ {'a': {}} | tojson(indent=1) }}"),
+    ("f_tojson_opts", "{{ u | tojson(ensure_ascii=true) }}|{{ d | tojson(separators=(',', ':')) }}|{{ '🦙' | tojson(ensure_ascii=true) }}"),
+    ("f_escape_safe", "{{ '<a href=\"x\">&\\'</a>' | e }} {{ '<b>' | safe }}"),
+    ("f_wordcount", "{{ 'hello big_world, 42 times!' | wordcount }}"),
+    # tests
+    ("tests1", "{{ d is mapping }} {{ items is mapping }} {{ s is string }} {{ n is number }} {{ f is number }} {{ t is number }} {{ n is integer }} {{ f is float }} {{ t is boolean }}"),
+    ("tests2", "{{ missing is defined }} {{ missing is undefined }} {{ nil is none }} {{ nil is defined }} {{ items is iterable }} {{ s is iterable }} {{ n is iterable }} {{ missing is iterable }} {{ d is sequence }} {{ n is sequence }}"),
+    ("tests3", "{{ n is odd }} {{ n is even }} {{ 9 is divisibleby 3 }} {{ 9 is divisibleby(2) }} {{ n is eq 7 }} {{ n is equalto(7) }} {{ n is ne 7 }} {{ n is gt 3 }} {{ n is lt(3) }} {{ n is ge 7 }} {{ n is le 6 }}"),
+    ("tests4", "{{ t is true }} {{ 1 is true }} {{ false is false }} {{ '' is false }} {{ nil is sameas none }} {{ 'a' is in 'abc' }} {{ 2 is in items }} {{ 'abc' is lower }} {{ 'ABC' is upper }} {{ range is callable }} {{ n is not none }}"),
+    # control flow
+    ("if_elif", "{% for x in [1, 2, 3, 4] %}{% if x == 1 %}one{% elif x == 2 %}two{% elif x == 3 %}three{% else %}many{% endif %},{% endfor %}"),
+    ("for_loop_vars", "{% for x in 'abc' %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}|{% endfor %}"),
+    ("for_prev_next", "{% for x in items %}[{{ loop.previtem }}<{{ x }}>{{ loop.nextitem }}]{% endfor %}{% for x in items %}{{ loop.cycle('a', 'b') }}{% endfor %}"),
+    ("for_else", "{% for x in empty %}x{% else %}empty{% endfor %}|{% for x in items if x > 5 %}{{ x }}{% else %}none above 5{% endfor %}"),
+    ("for_filter", "{% for m in msgs if m.role == 'user' %}{{ loop.index }}/{{ loop.length }}:{{ m.content }} {% endfor %}"),
+    ("for_unpack", "{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }} {% endfor %}{% for k in d %}{{ k }}{% endfor %}"),
+    ("for_dict_str", "{% for c in 'hé' %}<{{ c }}>{% endfor %}{% for x in missing %}never{% endfor %}"),
+    ("break_continue", "{% for x in range(10) %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 5 %}{% break %}{% endif %}{{ x }}{% endfor %}"),
+    ("nested_loops", "{% for a in [1, 2] %}{% for b in [3, 4] %}{{ a }}{{ b }}({{ loop.index }}){% endfor %}/{{ loop.index }} {% endfor %}"),
+    ("range", "{{ range(3) | list }} {{ range(1, 7, 2) | list }} {{ range(5, 0, -2) | list }} {{ range(0) | list }}"),
+    # assignment and scoping
+    ("set_scope", "{% set x = 1 %}{% for i in [1, 2] %}{% set x = x + i %}{{ x }}{% endfor %}|{{ x }}{% if true %}{% set x = 9 %}{% endif %}|{{ x }}"),
+    ("set_tuple", "{% set a, b = [1, 2] %}{{ a }}{{ b }}{% set c, d = 'xy' %}{{ c }}{{ d }}"),
+    ("namespace", "{% set ns = namespace(count=0, last=none) %}{% for m in msgs %}{% set ns.count = ns.count + 1 %}{% set ns.last = m.role %}{% endfor %}{{ ns.count }} {{ ns.last }}"),
+    ("namespace_empty", "{% set ns = namespace() %}{% set ns.a = [1] %}{{ ns.a }} {{ ns.b is defined }}"),
+    ("set_block", "{% set block %}Hello {{ n }}!\n  indented{% endset %}[{{ block }}]{% set up | upper %}shout {{ n }}{% endset %}[{{ up }}]"),
+    ("override_messages", "{% set msgs = msgs[1:] %}{{ msgs | length }}{% set msgs = [] %}{{ msgs | length }}"),
+    # macros and call
+    ("macro", "{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('Ann') }} {{ greet('Bo', '?') }} {{ greet(punct='.', name='Cy') }}"),
+    ("macro_recursion", "{% macro fact(k) %}{% if k <= 1 %}1{% else %}{{ k * (fact(k - 1) | int) }}{% endif %}{% endmacro %}{{ fact(6) }}"),
+    ("macro_scope", "{% set g = 'global' %}{% macro m() %}{{ g }}{% set g = 'local' %}{{ g }}{% endmacro %}{{ m() }} {{ g }}"),
+    ("call_block", "{% macro wrap(tag) %}<{{ tag }}>{{ caller() }}</{{ tag }}>{% endmacro %}{% call wrap('b') %}bold {{ n }}{% endcall %}"),
+    ("filter_block", "{% filter upper %}shout {{ n }}{% endfilter %}|{% filter trim | title %}  two words  {% endfilter %}"),
+    ("with_block", "{% with a = 1, b = n %}{{ a + b }}{% endwith %}[{{ a }}]"),
+    # whitespace control (trim_blocks, lstrip_blocks, -, +)
+    ("ws_trim_blocks", "{% if true %}\nline1\n{% endif %}\nline2\n"),
+    ("ws_lstrip_blocks", "    {% if true %}\n    indented\n    {% endif %}\nend"),
+    ("ws_minus", "a   {%- if true -%}   b   {%- endif -%}   c\n{{- ' d ' -}}\n   e {#- comment -#}  f"),
+    ("ws_plus", "x\n    {%+ if true +%}\ny\n  {%+ endif %}z"),
+    ("ws_vars_not_trimmed", "{{ 'a' }}\n{{ 'b' }}\n    {{ 'c' }}\n"),
+    ("ws_comment", "a\n{# comment #}\nb\n  {# indented comment #}\nc {#- x #} d"),
+    ("ws_trailing_newline", "text\n"),
+    ("ws_crlf", "a\r\n{% if true %}\r\nb\r\n{% endif %}\r\nc"),
+    ("ws_mixed", "<<\n{%- for x in items %}\n  {{ x }}\n{%- endfor %}\n>>"),
+    ("raw", "{% raw %}{{ not evaluated }} {% if %}{% endraw %}|{%- raw -%}  x  {%- endraw -%}  |"),
+    ("generation_passthrough", "{% for m in msgs %}{% if m.role == 'assistant' %}{% generation %}A{% endgeneration %}{% else %}{{ m.role[0] }}{% endif %}{% endfor %}"),
+    # globals
+    ("strftime", "{{ strftime_now('%Y-%m-%d %H:%M %A %b') }}|{{ strftime_now('%d %b %Y') }}"),
+    ("dict_global", "{{ dict(a=1, b='x') }} {{ dict(a=1) | tojson }}"),
+    ("none_str_ops", "{{ msgs[2].content }} {{ msgs[2].content is none }} {{ msgs[2].content | string }} {{ (msgs[2].content or '') + 'x' }}"),
+    ("undefined_ops", "[{{ missing }}][{{ missing ~ 'x' }}][{{ missing | trim }}][{{ missing | join }}][{{ missing | list }}][{{ missing == missing }}][{{ missing != 1 }}][{{ 'a' in missing }}]"),
+    ("loop_in_loop_ns", "{% set ns = namespace(out='') %}{% for m in msgs %}{% for c in m.role %}{% if loop.first %}{% set ns.out = ns.out + c %}{% endif %}{% endfor %}{% endfor %}{{ ns.out }}"),
+    ("reverse_index", "{% for m in msgs[::-1] %}{{ (msgs | length - 1) - loop.index0 }}{{ m.role[0] }} {% endfor %}"),
+    ("bool_arith", "{{ true + true }} {{ 10 * false }} {{ [1, 2][true] }}"),
+    ("big_int", "{{ big * 1000 }} {{ big | string | length }}"),
+    # errors (the goldens record that jinja2 fails too)
+    ("err_undefined_attr", "{{ missing.attr }}"),
+    ("err_undefined_call", "{{ missing() }}"),
+    ("err_add_types", "{{ 'a' + 1 }}"),
+    ("err_none_concat", "{{ msgs[2].content + 'x' }}"),
+    ("err_raise", "{% if true %}{{ raise_exception('custom failure') }}{% endif %}"),
+    ("err_div_zero", "{{ 1 / 0 }}"),
+    ("err_unpack", "{% set a, b = [1, 2, 3] %}"),
+    ("err_mutate", "{{ items.append(4) }}"),
+    ("err_ns_assign", "{% set x = 1 %}{% set x.y = 2 %}"),
+    ("err_compare", "{{ 1 < 'a' }}"),
+    ("err_syntax_unclosed", "{% if true %}no end"),
+    ("err_syntax_expr", "{{ 1 + }}"),
+    ("err_syntax_tag", "{% frobnicate %}"),
+    ("err_unknown_filter", "{{ 1 | nosuchfilter }}"),
+    ("err_iterate_int", "{% for x in 5 %}{% endfor %}"),
+    ("err_tojson_undefined", "{{ missing | tojson }}"),
+]
+
+
+class AssistantTracker(jinja2.ext.Extension):
+    """transformers' {% generation %} tag: renders its body in place (the
+    index tracking it also does is not needed for rendering)."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_generation_support"), [], [], body).set_lineno(lineno)
+
+    def _generation_support(self, caller):
+        return caller()
+
+
 def make_env():
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
@@ -203,7 +369,7 @@ def make_env():
     def strftime_now(fmt):
         return datetime.fromtimestamp(NOW, timezone.utc).strftime(fmt)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[AssistantTracker, jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
@@ -254,6 +420,18 @@ def main():
         with open(path, "w", encoding="utf-8") as f:
             json.dump(out, f, ensure_ascii=False, indent=1)
             f.write("\n")
+    features = []
+    for name, source in FEATURES:
+        case = {"name": name, "template": source}
+        try:
+            case["expected"] = env.from_string(source).render(**FEATURE_VARS)
+        except Exception as e:
+            case["error"] = "%s: %s" % (type(e).__name__, e)
+        features.append(case)
+    with open(os.path.join(DATA, "features.golden.json"), "w", encoding="utf-8") as f:
+        json.dump({"vars": FEATURE_VARS, "now": NOW, "cases": features}, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    total += len(features)
     print("wrote %d cases (%d rendered, %d errors) for %d families" % (total, ok, total - ok, len(FAMILIES)), file=sys.stderr)
 
 

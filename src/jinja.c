@@ -19,7 +19,7 @@ struct jinja_template {
 jinja_limits jinja_default_limits(void) {
   return (jinja_limits){
       .max_output = 1u << 20,
-      .max_memory = 64u << 20,
+      .max_memory = 32u << 20,
       .max_steps = 1000000,
       .max_range = 100000,
       .max_repeat = 1u << 20,

@@ -27,7 +27,7 @@ typedef struct jinja_limits {
   size_t max_repeat; /* bytes of one string/list repetition */
 } jinja_limits;
 
-/* 1 MiB output, 64 MiB memory, 1,000,000 steps, range 100,000, 1 MiB. */
+/* 1 MiB output, 32 MiB memory, 1,000,000 steps, range 100,000, 1 MiB. */
 jinja_limits jinja_default_limits(void);
 
 typedef struct jinja_render_opts {

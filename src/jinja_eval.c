@@ -40,8 +40,19 @@ bool jv_new_str(jinterp *I, const char *p, size_t n, jv *out) {
   return true;
 }
 
+/* Copying bytes costs steps too (one per 64 bytes), so that loops building
+ * big strings run out of budget before they run out of memory. */
+bool jcharge(jinterp *I, size_t n) {
+  I->fuel -= (int64_t)(n / 64);
+  if (I->fuel < 0)
+    return jfail(I, NC_ERR_LIMIT, "template exceeded %lld evaluation steps",
+                 (long long)I->lim.max_steps);
+  return true;
+}
+
 bool jv_concat(jinterp *I, jv a, jv b, jv *out) {
   size_t n = a.u.s.n + b.u.s.n;
+  if (!jcharge(I, n)) return false;
   if (n > I->lim.max_output + I->lim.max_repeat)
     return jfail(I, NC_ERR_LIMIT, "string longer than the output limit");
   char *s = jinja_arena_alloc(I->a, n + 1);
@@ -55,7 +66,9 @@ bool jv_concat(jinterp *I, jv a, jv b, jv *out) {
 
 bool jv_from_buf(jinterp *I, jbuf *b, jv *out) {
   bool ok;
-  if (b->over)
+  if (!jcharge(I, b->n))
+    ok = false;
+  else if (b->over)
     ok = jfail(I, NC_ERR_LIMIT, "output longer than %zu bytes",
                I->lim.max_output);
   else if (b->oom)
@@ -96,6 +109,7 @@ bool jv_iterate(jinterp *I, jv v, jlist **out) {
   }
   case JV_STR: {
     size_t n = ju_count(v.u.s.p, v.u.s.n), i = 0, adv;
+    if (!jcharge(I, n * 64)) return false;
     jlist *l = jlist_new(I->a, n);
     if (!l) return jfail_mem(I);
     for (size_t k = 0; k < n; k++) {
@@ -237,9 +251,14 @@ bool jgetitem(jinterp *I, jv obj, jv key, jv *out) {
   jbuf b;
   jbuf_init(&b, 100);
   jv_write_repr(&b, key);
-  bool ok = make_undef(I, obj, b.p ? b.p : "", b.n, true, out);
+  char msg[200];
+  snprintf(msg, sizeof msg, "'%s object' has no element %.*s",
+           jv_type_name(obj), (int)b.n, b.p ? b.p : "");
   jbuf_free(&b);
-  return ok;
+  char *s = jinja_arena_strdup(I->a, msg, strlen(msg));
+  if (!s) return jfail_mem(I);
+  *out = jv_undef(s);
+  return true;
 }
 
 /* ------------------------------------------------------------ operators */

@@ -60,6 +60,11 @@ static bool range(jinterp *I, const jv *args, size_t nargs, jv *out) {
                  "range() of more than %lld items is not allowed",
                  (long long)I->lim.max_range);
   size_t n = (size_t)count;
+  /* building the list is work too: charge it against the step budget */
+  I->fuel -= (int64_t)n;
+  if (I->fuel < 0)
+    return jfail(I, NC_ERR_LIMIT, "template exceeded %lld evaluation steps",
+                 (long long)I->lim.max_steps);
   jlist *l = jlist_new(I->a, n);
   if (!l) return jfail_mem(I);
   for (size_t i = 0; i < n; i++)

@@ -64,6 +64,8 @@ bool jfail(jinterp *I, nc_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Fails for use of an undefined value (jinja2's UndefinedError). */
 bool jfail_undef(jinterp *I, jv u);
+/* Charges the step budget for copying n bytes (one step per 64). */
+bool jcharge(jinterp *I, size_t n);
 /* Fails with the arena's out-of-memory limit. */
 bool jfail_mem(jinterp *I);
 

@@ -337,7 +337,10 @@ static nc_code lex_tag(lexer *L, bool is_block) {
       return NC_ERR_FORMAT;
     }
     if (strchr("([{", op[0]) && op[1] == '\0') {
-      if (depth == MAX_BALANCE) return lex_fail(L, "brackets nested too deep");
+      if (depth == MAX_BALANCE)
+        return nc_fail(L->err, NC_ERR_LIMIT,
+                       "template line %d: brackets nested too deep (limit %d)",
+                       L->line, MAX_BALANCE);
       balance[depth++] = op[0] == '(' ? ')' : op[0] == '[' ? ']' : '}';
     } else if (strchr(")]}", op[0]) && op[1] == '\0') {
       if (depth == 0 || balance[depth - 1] != op[0]) {

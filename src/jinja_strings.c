@@ -56,6 +56,26 @@ bool jstr_case(jinterp *I, jv s, int mode, jv *out) {
   uint32_t prev = 0;
   while (i < s.u.s.n) {
     uint32_t cp = ju_decode(s.u.s.p + i, s.u.s.n - i, &adv), r = cp;
+    if (cp == 0xDF) { /* sharp s: upper "SS", title "Ss" */
+      bool start = mode == JCASE_TITLE_PY     ? !prev_cased
+                   : mode == JCASE_CAPITALIZE ? first
+                   : mode == JCASE_TITLE_JINJA
+                       ? (first || jinja_title_sep(prev))
+                       : false;
+      bool up = mode == JCASE_UPPER || mode == JCASE_SWAP ||
+                (mode == JCASE_TITLE_JINJA && start);
+      if (up || start) {
+        o[n++] = 'S';
+        o[n++] = up ? 'S' : 's';
+      } else {
+        n += ju_encode(cp, o + n);
+      }
+      prev_cased = true;
+      prev = cp;
+      first = false;
+      i += adv;
+      continue;
+    }
     switch (mode) {
     case JCASE_UPPER: r = ju_upper(cp); break;
     case JCASE_LOWER: r = ju_lower(cp); break;
@@ -92,6 +112,7 @@ bool jstr_repeat(jinterp *I, jv s, int64_t times, jv *out) {
     return jfail(I, NC_ERR_LIMIT, "string repetition longer than %zu bytes",
                  I->lim.max_repeat);
   size_t n = s.u.s.n * (size_t)times;
+  if (!jcharge(I, n)) return false;
   char *o = jinja_arena_alloc(I->a, n + 1);
   if (!o) return jfail_mem(I);
   for (int64_t t = 0; t < times; t++)

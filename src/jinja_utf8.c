@@ -113,7 +113,7 @@ bool ju_isdigit(uint32_t cp) {
 }
 
 bool ju_iscased(uint32_t cp) {
-  return ju_upper(cp) != cp || ju_lower(cp) != cp;
+  return cp == 0xDF || ju_upper(cp) != cp || ju_lower(cp) != cp;
 }
 
 bool ju_isalpha(uint32_t cp) {

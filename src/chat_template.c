@@ -1,0 +1,139 @@
+/* chat_template: JSON inputs to template variables, then a bounded render. */
+#include "chat_template.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jinja.h"
+
+struct nc_chat_template {
+  jinja_template *jt;
+};
+
+nc_code nc_chat_template_compile(const char *tmpl, size_t tmpl_len,
+                                 nc_chat_template **out, nc_error *err) {
+  *out = NULL;
+  if (!tmpl) return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "no chat template");
+  nc_chat_template *t = calloc(1, sizeof *t);
+  if (!t) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  nc_code rc = jinja_compile(tmpl, tmpl_len, &t->jt, err);
+  if (rc != NC_OK) {
+    nc_error_prefix(err, "chat template");
+    free(t);
+    return rc;
+  }
+  *out = t;
+  return NC_OK;
+}
+
+void nc_chat_template_free(nc_chat_template *t) {
+  if (!t) return;
+  jinja_free(t->jt);
+  free(t);
+}
+
+/* Parses one JSON input; what names it in errors. */
+static nc_code parse_json(const char *text, const char *what, json_t **out,
+                          nc_error *err) {
+  json_error_t je;
+  *out = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+  if (!*out)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "%s is not valid JSON: %s (line %d, column %d)", what,
+                   je.text, je.line, je.column);
+  return NC_OK;
+}
+
+static nc_code build_vars(const nc_chat_args *a, json_t *vars, nc_error *err) {
+  json_t *messages = NULL, *tools = NULL, *kwargs = NULL;
+  nc_code rc;
+  if (!a->messages_json)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "no messages given");
+  if ((rc = parse_json(a->messages_json, "messages", &messages, err)))
+    return rc;
+  if (!json_is_array(messages)) {
+    json_decref(messages);
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "messages must be a JSON array of message objects");
+  }
+  json_object_set_new(vars, "messages", messages);
+  if (a->tools_json) {
+    if ((rc = parse_json(a->tools_json, "tools", &tools, err))) return rc;
+    if (!json_is_array(tools) && !json_is_null(tools)) {
+      json_decref(tools);
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "tools must be a JSON array or null");
+    }
+  }
+  json_object_set_new(vars, "tools", tools ? tools : json_null());
+  json_object_set_new(vars, "documents", json_null());
+  json_object_set_new(vars, "add_generation_prompt",
+                      json_boolean(a->add_generation_prompt));
+  if (a->kwargs_json) {
+    if ((rc = parse_json(a->kwargs_json, "template kwargs", &kwargs, err)))
+      return rc;
+    if (!json_is_object(kwargs)) {
+      json_decref(kwargs);
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "template kwargs must be a JSON object");
+    }
+    json_object_update(vars, kwargs);
+    json_decref(kwargs);
+  }
+  if (a->bos_token)
+    json_object_set_new(vars, "bos_token", json_string_nocheck(a->bos_token));
+  if (a->eos_token)
+    json_object_set_new(vars, "eos_token", json_string_nocheck(a->eos_token));
+  return NC_OK;
+}
+
+/* The default limits, raised in proportion to the input so that long but
+ * legitimate conversations still render. */
+static jinja_limits scaled_limits(const nc_chat_args *a) {
+  size_t in = strlen(a->messages_json);
+  if (a->tools_json) in += strlen(a->tools_json);
+  if (a->kwargs_json) in += strlen(a->kwargs_json);
+  if (in > ((size_t)1 << 30)) in = (size_t)1 << 30;
+  jinja_limits lim = jinja_default_limits();
+  lim.max_output += 4 * in;
+  lim.max_memory += 32 * in;
+  lim.max_steps += 64 * (int64_t)in;
+  return lim;
+}
+
+nc_code nc_chat_template_apply(const nc_chat_template *t, const nc_chat_args *a,
+                               char **out, size_t *out_len, nc_error *err) {
+  *out = NULL;
+  if (out_len) *out_len = 0;
+  json_t *vars = json_object();
+  if (!vars) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  nc_code rc = build_vars(a, vars, err);
+  if (rc == NC_OK) {
+    jinja_render_opts o = {.limits = scaled_limits(a), .now = a->now};
+    rc = jinja_render(t->jt, vars, &o, out, out_len, err);
+    if (rc != NC_OK) nc_error_prefix(err, "chat template");
+  }
+  json_decref(vars);
+  return rc;
+}
+
+nc_code nc_chat_template_render(const char *tmpl, size_t tmpl_len,
+                                const char *messages_json,
+                                const char *tools_json,
+                                bool add_generation_prompt,
+                                const char *bos_token, const char *eos_token,
+                                char **out, size_t *out_len, nc_error *err) {
+  *out = NULL;
+  nc_chat_template *t;
+  nc_code rc = nc_chat_template_compile(tmpl, tmpl_len, &t, err);
+  if (rc != NC_OK) return rc;
+  nc_chat_args a = {.messages_json = messages_json,
+                    .tools_json = tools_json,
+                    .add_generation_prompt = add_generation_prompt,
+                    .bos_token = bos_token,
+                    .eos_token = eos_token};
+  rc = nc_chat_template_apply(t, &a, out, out_len, err);
+  nc_chat_template_free(t);
+  return rc;
+}
