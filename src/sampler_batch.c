@@ -64,13 +64,13 @@ typedef struct row_state {
   const float *raw;
   int32_t V;
   bool greedy;
-  int32_t argmax;
-  float m;       /* max of the processed logits */
-  float scale;   /* 1 / T (1 for greedy) */
-  bool full;     /* the final set is every token, weights in ws->w */
-  size_t n;      /* otherwise the final set is ws->cand[0..n) */
-  double mass;   /* sum of the final set's weights */
-  float raw_max; /* max of the raw logits, when raw_known */
+  int32_t argmax; /* greedy only */
+  float m;        /* max of the processed logits */
+  float scale;    /* 1 / T (1 for greedy) */
+  bool full;      /* the final set is every token, weights in ws->w */
+  size_t n;       /* otherwise the final set is ws->cand[0..n) */
+  double mass;    /* sum of the final set's weights */
+  float raw_max;  /* max of the raw logits, when raw_known */
   bool raw_known;
   bool pristine; /* no edit: the processed logits are the raw ones */
 } row_state;
@@ -271,9 +271,9 @@ static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "every token is masked (allowed_tokens, banned_tokens, "
                    "logit_bias or suppressed ids leave nothing to sample)");
-  st->argmax = (int32_t)nc_row_find(ws->x, (size_t)st->V, st->m);
   if (st->s->p.temperature == 0.0f) {
     st->greedy = true;
+    st->argmax = (int32_t)nc_row_find(ws->x, (size_t)st->V, st->m);
     st->scale = 1.0f;
     st->n = 1;
     st->mass = 1.0;
@@ -300,11 +300,12 @@ static int32_t draw(const nc_sample_workspace *ws, const row_state *st,
     }
     return last;
   }
-  int32_t last = st->argmax;
+  int32_t last = -1, skipped = -1; /* last block skipped with mass */
   for (int32_t b = 0; b * BLOCK < st->V; b++) {
     int32_t lo = b * BLOCK, hi = st->V - lo < BLOCK ? st->V : lo + BLOCK;
     if (acc + ws->block[b] <= target && hi < st->V) {
       acc += ws->block[b];
+      if (ws->block[b] > 0.0) skipped = b;
       continue;
     }
     for (int32_t i = lo; i < hi; i++) {
@@ -314,7 +315,10 @@ static int32_t draw(const nc_sample_workspace *ws, const row_state *st,
       if (acc > target) return i;
     }
   }
-  return last;
+  if (last < 0 && skipped >= 0) /* rounding: the last token with mass */
+    for (int32_t i = skipped * BLOCK; i < (skipped + 1) * BLOCK; i++)
+      if (ws->w[i] > 0.0f) last = i;
+  return last < 0 ? 0 : last;
 }
 
 static float clamp_lp(double lp) {
