@@ -1,11 +1,172 @@
-/* nucleus template: placeholder until its module lands. */
+/* nucleus template: print the prompt a model's chat template makes of a
+ * conversation (exactly, with no newline added). */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "nucleus.h"
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: nucleus template [-m MODEL] [--chat-template FILE] "
+          "MESSAGES.json\n\n"
+          "Renders the model's chat template (tokenizer.chat_template, or "
+          "FILE)\nfor the conversation in MESSAGES.json ('-' for standard "
+          "input) and\nprints the prompt exactly, with no newline added. The "
+          "file holds\neither a JSON array of messages or an object:\n"
+          "  {\"messages\": [...], \"add_generation_prompt\": true,"
+          " \"tools\": [...]}\n"
+          "(add_generation_prompt defaults to true, tools to none).\n"
+          "  -m MODEL              the GGUF file (default: the default "
+          "model)\n"
+          "  --chat-template FILE  use the Jinja template in FILE instead\n");
+}
+
+/* Reads a whole file ("-": standard input); NULL with a message on error. */
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  if (!f) {
+    fprintf(stderr, "nucleus template: cannot open %s\n", path);
+    return NULL;
+  }
+  size_t cap = 4096, n = 0;
+  char *p = malloc(cap + 1);
+  while (p) {
+    size_t r = fread(p + n, 1, cap - n, f);
+    n += r;
+    if (r == 0) break;
+    if (n == cap) {
+      char *q = cap > ((size_t)1 << 32) ? NULL : realloc(p, cap * 2 + 1);
+      if (!q) {
+        free(p);
+        p = NULL;
+        break;
+      }
+      p = q;
+      cap *= 2;
+    }
+  }
+  bool bad = ferror(f);
+  if (f != stdin) fclose(f);
+  if (!p || bad) {
+    free(p);
+    fprintf(stderr, "nucleus template: cannot read %s\n", path);
+    return NULL;
+  }
+  p[n] = '\0';
+  *len = n;
+  return p;
+}
+
+/* Splits the conversation file into messages/tools JSON texts. */
+static int parse_conversation(const char *text, size_t len, char **messages,
+                              char **tools, bool *add_gen) {
+  json_error_t je;
+  json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, &je);
+  *messages = *tools = NULL;
+  *add_gen = true;
+  if (!j) {
+    fprintf(stderr, "nucleus template: invalid JSON: %s (line %d, column %d)\n",
+            je.text, je.line, je.column);
+    return 1;
+  }
+  json_t *msgs = j, *tl = NULL;
+  if (json_is_object(j)) {
+    msgs = json_object_get(j, "messages");
+    tl = json_object_get(j, "tools");
+    json_t *agp = json_object_get(j, "add_generation_prompt");
+    if (agp && !json_is_boolean(agp)) {
+      fprintf(stderr, "nucleus template: add_generation_prompt must be true "
+                      "or false\n");
+      json_decref(j);
+      return 1;
+    }
+    if (agp) *add_gen = json_is_true(agp);
+  }
+  if (!json_is_array(msgs)) {
+    fprintf(stderr, "nucleus template: expected a JSON array of messages or "
+                    "an object with \"messages\": [...]\n");
+    json_decref(j);
+    return 1;
+  }
+  *messages = json_dumps(msgs, JSON_ENCODE_ANY);
+  if (tl && !json_is_null(tl)) *tools = json_dumps(tl, JSON_ENCODE_ANY);
+  json_decref(j);
+  return *messages ? 0 : 1;
+}
 
 int cmd_template(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "nucleus template: not available yet\n");
-  return 1;
+  const char *model_path = NULL, *tmpl_path = NULL, *conv_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(arg, "-m") || !strcmp(arg, "--model") ||
+               !strcmp(arg, "--chat-template")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "nucleus template: %s needs a file\n", arg);
+        return 2;
+      }
+      if (arg[1] == '-' && arg[2] == 'c')
+        tmpl_path = argv[++i];
+      else
+        model_path = argv[++i];
+    } else if (arg[0] == '-' && arg[1]) {
+      fprintf(stderr, "nucleus template: unknown option '%s'\n\n", arg);
+      usage(stderr);
+      return 2;
+    } else if (conv_path) {
+      fprintf(stderr, "nucleus template: one MESSAGES.json only\n");
+      return 2;
+    } else {
+      conv_path = arg;
+    }
+  }
+  if (!conv_path) {
+    usage(stderr);
+    return 2;
+  }
+  size_t len;
+  char *conv = read_all(conv_path, &len), *tmpl = NULL;
+  if (!conv) return 1;
+  if (tmpl_path && !(tmpl = read_all(tmpl_path, &len))) {
+    free(conv);
+    return 1;
+  }
+  char *messages = NULL, *tools = NULL;
+  bool add_gen = true;
+  int rc = parse_conversation(conv, strlen(conv), &messages, &tools, &add_gen);
+  free(conv);
+  if (!rc && !model_path && !(model_path = cli_default_model())) rc = 1;
+  nucleus_model *model = NULL;
+  nucleus_error err = {0};
+  if (!rc) {
+    nucleus_model_params mp = nucleus_model_default_params();
+    mp.chat_template = tmpl;
+    if (nucleus_model_load(model_path, &mp, &model, &err) != NUCLEUS_OK) {
+      fprintf(stderr, "nucleus template: %s\n", err.message);
+      rc = 1;
+    }
+  }
+  if (!rc) {
+    char *out = NULL;
+    size_t n = 0;
+    if (nucleus_chat_render(model, messages, tools, add_gen, &out, &n, &err) !=
+        NUCLEUS_OK) {
+      fprintf(stderr, "nucleus template: %s\n", err.message);
+      rc = 1;
+    } else {
+      fwrite(out, 1, n, stdout);
+      if (fflush(stdout) != 0) rc = 1;
+    }
+    nucleus_free(out);
+  }
+  nucleus_model_free(model);
+  free(messages);
+  free(tools);
+  free(tmpl);
+  return rc;
 }

@@ -1,0 +1,54 @@
+/* Public API: nucleus_chat_render (the model's chat template, or the one
+ * given in nucleus_model_params.chat_template). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat_template.h"
+#include "gguf.h"
+#include "model.h"
+#include "nucleus.h"
+#include "vocab.h"
+
+/* The text of a special token as a NUL-terminated copy, or NULL. */
+static char *token_text(const nc_vocab *v, int32_t id) {
+  size_t len;
+  const char *p = id >= 0 ? nc_vocab_token_text(v, id, &len) : NULL;
+  if (!p || memchr(p, '\0', len)) return NULL;
+  char *s = malloc(len + 1);
+  if (!s) return NULL;
+  memcpy(s, p, len);
+  s[len] = '\0';
+  return s;
+}
+
+nucleus_status nucleus_chat_render(const nucleus_model *model,
+                                   const char *messages_json,
+                                   const char *tools_json,
+                                   bool add_generation_prompt, char **out,
+                                   size_t *len_out, nucleus_error *err) {
+  if (out) *out = NULL;
+  if (len_out) *len_out = 0;
+  if (!model || !messages_json || !out)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "nucleus_chat_render needs a model, messages and out");
+  const char *tmpl = nc_model_chat_template_override(model);
+  size_t tmpl_len = tmpl ? strlen(tmpl) : 0;
+  gguf_str s;
+  const gguf_file *g = nc_model_gguf(model);
+  if (!tmpl && g && gguf_get_str(g, "tokenizer.chat_template", &s)) {
+    tmpl = s.ptr;
+    tmpl_len = (size_t)s.len;
+  }
+  if (!tmpl)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "model has no chat template; pass --chat-template FILE");
+  const nc_vocab *v = nc_model_vocab(model);
+  char *bos = v ? token_text(v, nc_vocab_bos(v)) : NULL;
+  char *eos = v ? token_text(v, nc_vocab_eos(v)) : NULL;
+  nc_code rc = nc_chat_template_render(tmpl, tmpl_len, messages_json,
+                                       tools_json, add_generation_prompt, bos,
+                                       eos, out, len_out, err);
+  free(bos);
+  free(eos);
+  return rc;
+}
