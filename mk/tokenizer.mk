@@ -25,3 +25,14 @@ build/fuzz/fuzz_tokenizer: $(FUZZ_TOKENIZER_SRCS) $(wildcard src/*.h)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(FUZZ_TOKENIZER_SRCS) -lm -o $@
+
+# make bench-tokenizer: throughput vs llama.cpp and no-space scaling (needs
+# llama-cpp-python; not a test).
+.PHONY: bench-tokenizer
+bench-tokenizer: $(BUILDDIR)/bench/tokenizer
+	TOKENIZER_BENCH=$(BUILDDIR)/bench/tokenizer python3 bench/tokenizer.py
+
+$(BUILDDIR)/bench/tokenizer: bench/tokenizer.c \
+    $(patsubst %,$(BUILDDIR)/src/%.o,$(TOKENIZER_OBJS) $(TOKENIZER_GGUF_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lm -o $@

@@ -14,10 +14,29 @@ typedef struct sym {
   uint32_t start, n; /* bytes of the word it covers; n = 0: merged away */
 } sym;
 
-typedef struct bigram {
-  int32_t rank, left, right, result;
-  uint32_t size;
-} bigram;
+/* A queued pair: (rank << 32) | left symbol, so that the smallest key is
+ * the lowest rank, leftmost on ties (llama.cpp's order). Whether it is
+ * still current is checked when it is popped: the pair at `left` must still
+ * merge with this rank (a rank names one (left, right) text pair, and
+ * symbol texts only grow, so this equals llama.cpp's text comparison). */
+typedef uint64_t bigram;
+
+/* For long words, a bucket queue: one small heap of left indices per rank
+ * and a two-level bitmap of the non-empty ranks. It pops in exactly the
+ * binary heap's order (lowest rank, then leftmost) but touches little
+ * memory per operation, so time grows about linearly with the word. */
+typedef struct rank_bucket {
+  uint32_t *left; /* min-heap */
+  uint32_t n, cap;
+} rank_bucket;
+
+typedef struct rank_queue {
+  rank_bucket *b; /* [n_ranks] */
+  uint64_t *bits, *top;
+  size_t n_ranks, n_words, n_top;
+} rank_queue;
+
+#define LONG_WORD 4096
 
 typedef struct bpe_work {
   uint32_t *cps;
@@ -30,6 +49,8 @@ typedef struct bpe_work {
   size_t cap_syms;
   bigram *heap;
   size_t n_heap, cap_heap;
+  rank_queue rq; /* long words */
+  bool long_word;
   bool oom;
 } bpe_work;
 
@@ -45,9 +66,17 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
   return true;
 }
 
-/* a before b: lower rank, then lower left index. */
-static inline bool before(const bigram *a, const bigram *b) {
-  return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+static void sift_down(bigram *h, size_t n, size_t i) {
+  bigram x = h[i];
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && h[c + 1] < h[c]) c++;
+    if (h[c] >= x) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = x;
 }
 
 static void heap_push(bpe_work *w, bigram b) {
@@ -58,7 +87,7 @@ static void heap_push(bpe_work *w, bigram b) {
   size_t i = w->n_heap++;
   while (i > 0) {
     size_t p = (i - 1) / 2;
-    if (!before(&b, &w->heap[p])) break;
+    if (w->heap[p] <= b) break;
     w->heap[i] = w->heap[p];
     i = p;
   }
@@ -67,26 +96,94 @@ static void heap_push(bpe_work *w, bigram b) {
 
 static bigram heap_pop(bpe_work *w) {
   bigram top = w->heap[0];
-  bigram last = w->heap[--w->n_heap];
-  size_t i = 0, n = w->n_heap;
+  w->heap[0] = w->heap[--w->n_heap];
+  if (w->n_heap) sift_down(w->heap, w->n_heap, 0);
+  return top;
+}
+
+static bool rq_init(rank_queue *q, size_t n_ranks) {
+  if (q->b) return true;
+  q->n_ranks = n_ranks ? n_ranks : 1;
+  q->n_words = (q->n_ranks + 63) / 64;
+  q->n_top = (q->n_words + 63) / 64;
+  q->b = calloc(q->n_ranks, sizeof *q->b);
+  q->bits = calloc(q->n_words, sizeof *q->bits);
+  q->top = calloc(q->n_top, sizeof *q->top);
+  return q->b && q->bits && q->top;
+}
+
+static void rq_free(rank_queue *q) {
+  if (q->b)
+    for (size_t i = 0; i < q->n_ranks; i++)
+      free(q->b[i].left);
+  free(q->b);
+  free(q->bits);
+  free(q->top);
+}
+
+static bool rq_push(rank_queue *q, uint32_t rank, uint32_t left) {
+  rank_bucket *b = &q->b[rank];
+  if (b->n == b->cap) {
+    uint32_t cap = b->cap ? b->cap * 2 : 8;
+    uint32_t *p = realloc(b->left, (size_t)cap * sizeof *p);
+    if (!p) return false;
+    b->left = p;
+    b->cap = cap;
+  }
+  uint32_t i = b->n++;
+  while (i > 0) {
+    uint32_t par = (i - 1) / 2;
+    if (b->left[par] <= left) break;
+    b->left[i] = b->left[par];
+    i = par;
+  }
+  b->left[i] = left;
+  q->bits[rank / 64] |= 1ull << (rank % 64);
+  q->top[rank / 4096] |= 1ull << (rank / 64 % 64);
+  return true;
+}
+
+/* Pops the smallest (rank, left); false when empty. */
+static bool rq_pop(rank_queue *q, uint32_t *rank, uint32_t *left) {
+  size_t t = 0;
+  while (t < q->n_top && !q->top[t])
+    t++;
+  if (t == q->n_top) return false;
+  size_t w = t * 64 + (size_t)__builtin_ctzll(q->top[t]);
+  uint32_t r = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(q->bits[w]));
+  rank_bucket *b = &q->b[r];
+  *rank = r;
+  *left = b->left[0];
+  uint32_t x = b->left[--b->n], n = b->n, i = 0;
   for (;;) {
-    size_t c = 2 * i + 1;
+    uint32_t c = 2 * i + 1;
     if (c >= n) break;
-    if (c + 1 < n && before(&w->heap[c + 1], &w->heap[c])) c++;
-    if (!before(&w->heap[c], &last)) break;
-    w->heap[i] = w->heap[c];
+    if (c + 1 < n && b->left[c + 1] < b->left[c]) c++;
+    if (b->left[c] >= x) break;
+    b->left[i] = b->left[c];
     i = c;
   }
-  if (n) w->heap[i] = last;
-  return top;
+  if (n) b->left[i] = x;
+  if (!n) {
+    q->bits[w] &= ~(1ull << (r % 64));
+    if (!q->bits[w]) q->top[t] &= ~(1ull << (w % 64));
+  }
+  return true;
+}
+
+static inline bigram key(int32_t rank, size_t left) {
+  return ((uint64_t)(uint32_t)rank << 32) | (uint32_t)left;
 }
 
 static void try_pair(const nc_vocab *v, bpe_work *w, int32_t l, int32_t r) {
   if (l < 0 || r < 0) return;
   int32_t rank, result;
   if (!nc_merge_find(v, w->syms[l].sid, w->syms[r].sid, &rank, &result)) return;
-  bigram b = {rank, l, r, result, w->syms[l].n + w->syms[r].n};
-  heap_push(w, b);
+  if (w->long_word) {
+    if (!rq_push(&w->rq, (uint32_t)rank, (uint32_t)l)) w->oom = true;
+  } else {
+    heap_push(w, key(rank, (size_t)l));
+  }
 }
 
 static void emit_symbol(const nc_vocab *v, const bpe_work *w, const sym *s,
@@ -139,21 +236,56 @@ static void bpe_word(const nc_vocab *v, bpe_work *w, size_t n, nc_ids *out) {
     s->start = (uint32_t)i;
     s->n = 1;
   }
+  w->long_word = n > LONG_WORD && n < UINT32_MAX;
+  if (w->long_word && !rq_init(&w->rq, (size_t)v->n_merges)) {
+    w->oom = true;
+    return;
+  }
+  /* Seed the queue with every adjacent pair (heapified in O(n)). */
+  if (!w->long_word &&
+      !grow((void **)&w->heap, &w->cap_heap, n, sizeof(bigram))) {
+    w->oom = true;
+    return;
+  }
   w->n_heap = 0;
-  for (size_t i = 1; i < n; i++)
-    try_pair(v, w, (int32_t)i - 1, (int32_t)i);
-  while (w->n_heap && !w->oom) {
-    bigram b = heap_pop(w);
-    sym *l = &w->syms[b.left], *r = &w->syms[b.right];
-    if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
+  for (size_t i = 1; i < n && !w->oom; i++) {
+    int32_t rank, result;
+    if (!nc_merge_find(v, w->syms[i - 1].sid, w->syms[i].sid, &rank, &result))
+      continue;
+    if (w->long_word)
+      w->oom = !rq_push(&w->rq, (uint32_t)rank, (uint32_t)(i - 1));
+    else
+      w->heap[w->n_heap++] = key(rank, i - 1);
+  }
+  for (size_t i = w->n_heap / 2; i-- > 0;)
+    sift_down(w->heap, w->n_heap, i);
+  for (;;) {
+    uint32_t qrank, qleft;
+    if (w->oom) break;
+    if (w->long_word) {
+      if (!rq_pop(&w->rq, &qrank, &qleft)) break;
+    } else {
+      if (!w->n_heap) break;
+      bigram b = heap_pop(w);
+      qrank = (uint32_t)(b >> 32);
+      qleft = (uint32_t)b;
+    }
+    int32_t li = (int32_t)qleft, rank, result;
+    sym *l = &w->syms[li];
+    if (l->n == 0 || l->next < 0) continue;
+    sym *r = &w->syms[l->next];
+    if (!nc_merge_find(v, l->sid, r->sid, &rank, &result) ||
+        (uint32_t)rank != qrank)
+      continue; /* stale: the pair changed since it was queued */
     l->n += r->n;
-    l->sid = b.result;
+    l->sid = result;
     r->n = 0;
     l->next = r->next;
-    if (r->next >= 0) w->syms[r->next].prev = b.left;
-    try_pair(v, w, l->prev, b.left);
-    try_pair(v, w, b.left, l->next);
+    if (r->next >= 0) w->syms[r->next].prev = li;
+    try_pair(v, w, l->prev, li);
+    try_pair(v, w, li, l->next);
   }
+  if (w->oom) return;
   for (int32_t i = 0; i >= 0 && n; i = w->syms[i].next)
     emit_symbol(v, w, &w->syms[i], out);
 }
@@ -166,6 +298,7 @@ static void work_free(bpe_work *w) {
   free(w->enc);
   free(w->syms);
   free(w->heap);
+  rq_free(&w->rq);
 }
 
 bool nc_bpe_fragment(const nc_vocab *v, const char *text, size_t len,

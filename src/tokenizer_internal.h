@@ -46,6 +46,7 @@ struct nc_vocab {
 
   nc_merge_slot *merges;
   size_t n_merge_slots;
+  int32_t n_merges; /* ranks are 0..n_merges-1 */
 
   int32_t bos, eos, eot, eom, unk, sep, pad, mask;
   int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;

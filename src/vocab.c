@@ -287,6 +287,7 @@ static nc_code load_merges(nc_vocab *v, const gguf_file *f, nc_error *err) {
   for (size_t i = 0; i < slots; i++)
     v->merges[i].key = UINT64_MAX;
   v->n_merge_slots = slots;
+  v->n_merges = (int32_t)n;
   char *buf = NULL;
   size_t cap = 0;
   nc_code rc = NC_OK;
