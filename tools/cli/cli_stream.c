@@ -122,6 +122,7 @@ int cli_stream_request(const nucleus_model *model, nucleus_request *req,
     }
   }
   if (n == 1) fputc('\n', out);
+  fflush(out);
   if (want_lp && n_rows) {
     fprintf(out, "\n%-8s %-20s %10s  top alternatives\n", "id", "piece",
             "logprob");
@@ -136,6 +137,7 @@ int cli_stream_request(const nucleus_model *model, nucleus_request *req,
       }
       fputc('\n', out);
     }
+    fflush(out);
   }
   result->text = texts[0].data;
   result->text_len = texts[0].len;

@@ -19,6 +19,7 @@ static void on_sigint(int sig) {
 
 static void usage(FILE *out) {
   fprintf(out, "usage: nucleus run [options] -p PROMPT\n\n"
+               "Streams a continuation (greedy unless --temp is given).\n\n"
                "  -p, --prompt TEXT       the prompt\n"
                "  -f, --file FILE         read the prompt from a file\n"
                "  --tokens 1,2,3          the prompt as token ids\n");
@@ -83,6 +84,7 @@ static char *slurp(const char *path) {
 int cmd_run(int argc, char **argv) {
   cli_options o;
   cli_options_init(&o);
+  o.request.sampling.temperature = 0; /* greedy unless --temp says else */
   const char *prompt = NULL, *tokens_arg = NULL, *file = NULL;
   for (int i = 1; i < argc; i++) {
     int r = cli_options_parse(&o, argc, argv, &i);
