@@ -2,7 +2,7 @@
 # randomness, beam search bookkeeping.
 SAMPLER_OBJS := status rng sampler sampler_params sampler_math sampler_avx2 \
                 sampler_select \
-                sampler_batch sampler_parallel threadpool
+                sampler_batch sampler_logprobs sampler_parallel threadpool
 CFLAGS_sampler_math := -O3 -fno-trapping-math
 CFLAGS_sampler_avx2 := -O3 -mavx2
 

@@ -5,21 +5,10 @@
 #include <string.h>
 
 #include "rng.h"
-#include "sampler_internal.h"
-#include "sampler_math.h"
+#include "sampler_row.h"
 #include "sampler_select.h"
 
-#define BLOCK 1024 /* elements per block sum in the no-truncation draw */
-
-struct nc_sample_workspace {
-  int32_t n_vocab;
-  float *x;         /* processed logits */
-  float *w;         /* weights when nothing truncates */
-  double *block;    /* block sums of w */
-  nc_cand *cand;    /* candidates */
-  int32_t *top_ids; /* top-k heap */
-  float *top_vals;
-};
+#define BLOCK NC_SAMPLE_BLOCK
 
 nc_code nc_sample_workspace_create(int32_t n_vocab, nc_sample_workspace **out,
                                    nc_error *err) {
@@ -59,21 +48,6 @@ void nc_sample_workspace_free(nc_sample_workspace *ws) {
 }
 
 /* What the pipeline leaves for the draw and the logprobs. */
-typedef struct row_state {
-  const nc_sampler *s;
-  const float *raw;
-  int32_t V;
-  bool greedy;
-  int32_t argmax; /* greedy only */
-  float m;        /* max of the processed logits */
-  float scale;    /* 1 / T (1 for greedy) */
-  bool full;      /* the final set is every token, weights in ws->w */
-  size_t n;       /* otherwise the final set is ws->cand[0..n) */
-  double mass;    /* sum of the final set's weights */
-  float raw_max;  /* max of the raw logits, when raw_known */
-  bool raw_known;
-  bool pristine; /* no edit: the processed logits are the raw ones */
-} row_state;
 
 /* Tracks the max of x through sparse edits: the max of the untouched
  * tokens is the raw max unless an edited token held it and lost it. */
@@ -91,7 +65,7 @@ static inline void track(const float *raw, const float *x, int32_t t,
 
 /* Steps 1-3: bias, masks, penalties, into ws->x; st->m is their max. */
 static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
-                            row_state *st, nc_error *err) {
+                            nc_row_state *st, nc_error *err) {
   const nc_sampler *s = st->s;
   float *x = ws->x;
   int32_t V = st->V;
@@ -179,7 +153,7 @@ static double cand_mass(const nc_cand *c, size_t n) {
 }
 
 /* Steps 5-8 (T > 0). */
-static void truncate(nc_sample_workspace *ws, row_state *st) {
+static void truncate(nc_sample_workspace *ws, nc_row_state *st) {
   const nucleus_sampling_params *p = &st->s->p;
   const float *x = ws->x;
   nc_cand *cand = ws->cand;
@@ -252,7 +226,7 @@ static void truncate(nc_sample_workspace *ws, row_state *st) {
 
 /* Steps 1-8 for one row. */
 static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
-                           row_state *st, nc_error *err) {
+                           nc_row_state *st, nc_error *err) {
   memset(st, 0, sizeof *st);
   if (!row->sampler || !row->logits)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
@@ -286,7 +260,7 @@ static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
 }
 
 /* Step 9: inverse CDF at u over the final set; never a zero weight. */
-static int32_t draw(const nc_sample_workspace *ws, const row_state *st,
+static int32_t draw(const nc_sample_workspace *ws, const nc_row_state *st,
                     double u) {
   if (st->greedy) return st->argmax;
   double target = u * st->mass, acc = 0.0;
@@ -321,106 +295,6 @@ static int32_t draw(const nc_sample_workspace *ws, const row_state *st,
   return last < 0 ? 0 : last;
 }
 
-static float clamp_lp(double lp) {
-  if (!(lp >= NC_LOGPROB_FLOOR)) return NC_LOGPROB_FLOOR; /* also NaN */
-  return lp > 0.0 ? 0.0f : (float)lp;
-}
-
-/* Top n of the row by value with logprob = (v - m) * scale - log_z. */
-static int32_t top_from_row(nc_sample_workspace *ws, const float *x, int32_t V,
-                            int32_t n, float m, float scale, double log_z,
-                            nucleus_token_logprob *top) {
-  size_t got =
-      nc_row_topn(x, (size_t)V, (size_t)n, false, ws->top_ids, ws->top_vals);
-  for (size_t i = 0; i < got; i++)
-    top[i] = (nucleus_token_logprob){
-        ws->top_ids[i],
-        clamp_lp((double)((ws->top_vals[i] - m) * scale) - log_z)};
-  return (int32_t)got;
-}
-
-static bool kept_in(const nc_cand *c, size_t n, int32_t id) {
-  for (size_t i = 0; i < n; i++)
-    if (c[i].id == id) return true;
-  return false;
-}
-
-/* Processed logprobs over the truncated set: the kept tokens by weight,
- * padded with the best dropped tokens at the floor. */
-static int32_t top_from_cand(nc_sample_workspace *ws, const row_state *st,
-                             int32_t n_top, double log_mass,
-                             nucleus_token_logprob *top) {
-  const nc_cand *c = ws->cand;
-  int32_t got = 0;
-  nc_cand best[NUCLEUS_MAX_TOP_LOGPROBS];
-  for (size_t i = 0; i < st->n; i++) {
-    nc_cand v = c[i];
-    v.key = -v.s;
-    if (got == n_top) {
-      nc_cand *worst = &best[got - 1];
-      if (!(v.key < worst->key || (v.key == worst->key && v.id < worst->id)))
-        continue;
-      got--;
-    }
-    int32_t j = got++;
-    while (j > 0 && (v.key < best[j - 1].key ||
-                     (v.key == best[j - 1].key && v.id < best[j - 1].id))) {
-      best[j] = best[j - 1];
-      j--;
-    }
-    best[j] = v;
-  }
-  for (int32_t i = 0; i < got; i++)
-    top[i] = (nucleus_token_logprob){best[i].id,
-                                     clamp_lp((double)best[i].s - log_mass)};
-  if (got < n_top) {
-    size_t want = (size_t)n_top + st->n;
-    size_t more = nc_row_topn(ws->x, (size_t)st->V, want, false, ws->top_ids,
-                              ws->top_vals);
-    for (size_t i = 0; i < more && got < n_top; i++)
-      if (!kept_in(c, st->n, ws->top_ids[i]))
-        top[got++] = (nucleus_token_logprob){ws->top_ids[i], NC_LOGPROB_FLOOR};
-  }
-  return got;
-}
-
-static void logprobs(nc_sample_workspace *ws, const row_state *st,
-                     nc_sample_result *res) {
-  const nucleus_sampling_params *p = &st->s->p;
-  int32_t n_top = p->top_logprobs;
-  res->logprob = 0.0f;
-  res->n_top = 0;
-  if (!p->logprobs && n_top == 0) return;
-  int32_t tok = res->token;
-  if (!p->processed_logprobs || st->greedy) {
-    /* log-softmax of the raw (or, processed greedy: step 1-3) logits */
-    const float *x = p->processed_logprobs ? ws->x : st->raw;
-    bool bad;
-    float m = x == ws->x      ? st->m
-              : st->raw_known ? st->raw_max
-                              : nc_row_max(x, (size_t)st->V, &bad);
-    /* untouched logits at T = 1 without truncation: the sampling pass
-     * already summed exactly this (same blocks, same order) */
-    double z = st->pristine && st->full && st->scale == 1.0f
-                   ? st->mass
-                   : nc_row_exp(x, (size_t)st->V, m, 1.0f, NULL);
-    double log_z = log(z);
-    res->logprob = clamp_lp((double)(x[tok] - m) - log_z);
-    if (n_top > 0)
-      res->n_top = top_from_row(ws, x, st->V, n_top, m, 1.0f, log_z, res->top);
-    return;
-  }
-  double log_mass = log(st->mass);
-  res->logprob =
-      clamp_lp((double)((ws->x[tok] - st->m) * st->scale) - log_mass);
-  if (n_top == 0) return;
-  if (st->full)
-    res->n_top = top_from_row(ws, ws->x, st->V, n_top, st->m, st->scale,
-                              log_mass, res->top);
-  else
-    res->n_top = top_from_cand(ws, st, n_top, log_mass, res->top);
-}
-
 nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
                         int32_t n_rows, nc_sample_result *results,
                         nc_error *err) {
@@ -433,7 +307,7 @@ nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
   for (int32_t r = 0; r < n_rows; r++) {
     nc_sample_result *res = &results[r];
     memset(res, 0, sizeof *res);
-    row_state st;
+    nc_row_state st;
     nc_error row_err = {0};
     nc_code rc = process_row(ws, &rows[r], &st, &row_err);
     if (rc) {
@@ -449,7 +323,7 @@ nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
     res->token = draw(ws, &st, u);
     res->n_kept = st.full ? st.V : (int32_t)st.n;
     res->status = NC_OK;
-    logprobs(ws, &st, res);
+    nc_sample_logprobs(ws, &st, res);
   }
   return first;
 }
@@ -467,7 +341,7 @@ nc_code nc_sample_distribution(nc_sample_workspace *ws,
   if (!ws || !row || !ids || !probs)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "sample distribution: an argument is NULL");
-  row_state st;
+  nc_row_state st;
   nc_code rc = process_row(ws, row, &st, err);
   if (rc) return rc;
   size_t n = st.n;

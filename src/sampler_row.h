@@ -1,0 +1,44 @@
+/* sampler_row: what one row's pass through the pipeline leaves behind
+ * (the workspace and the row state), shared by the sampler's files.
+ * Internal to the sampler. */
+#ifndef NC_SAMPLER_ROW_H
+#define NC_SAMPLER_ROW_H
+
+#include "sampler_internal.h"
+#include "sampler_math.h"
+
+/* Elements per block sum in the no-truncation draw; equal to the chunk of
+ * nc_row_exp so that its sums can be reused (a test checks the bits). */
+#define NC_SAMPLE_BLOCK 1024
+
+struct nc_sample_workspace {
+  int32_t n_vocab;
+  float *x;         /* processed logits */
+  float *w;         /* weights when nothing truncates */
+  double *block;    /* block sums of w */
+  nc_cand *cand;    /* candidates */
+  int32_t *top_ids; /* top-k heap */
+  float *top_vals;
+};
+
+typedef struct nc_row_state {
+  const nc_sampler *s;
+  const float *raw;
+  int32_t V;
+  bool greedy;
+  int32_t argmax; /* greedy only */
+  float m;        /* max of the processed logits */
+  float scale;    /* 1 / T (1 for greedy) */
+  bool full;      /* the final set is every token, weights in ws->w */
+  size_t n;       /* otherwise the final set is ws->cand[0..n) */
+  double mass;    /* sum of the final set's weights */
+  float raw_max;  /* max of the raw logits, when raw_known */
+  bool raw_known;
+  bool pristine; /* no edit: the processed logits are the raw ones */
+} nc_row_state;
+
+/* Fills res->logprob and res->top as the sampler asks (res->token set). */
+void nc_sample_logprobs(nc_sample_workspace *ws, const nc_row_state *st,
+                        nc_sample_result *res);
+
+#endif
