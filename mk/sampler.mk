@@ -1,10 +1,12 @@
 # The sampler: logits to tokens per request across a batch, request-owned
 # randomness, beam search bookkeeping.
 SAMPLER_OBJS := status rng sampler sampler_params sampler_math sampler_avx2 \
+                sampler_avx512 \
                 sampler_select \
                 sampler_batch sampler_logprobs sampler_parallel threadpool
 CFLAGS_sampler_math := -O3 -fno-trapping-math
-CFLAGS_sampler_avx2 := -O3 -mavx2
+CFLAGS_sampler_avx2 := -O3 -mavx2 -ffp-contract=off
+CFLAGS_sampler_avx512 := -O3 -mavx512f -ffp-contract=off
 
 UNIT_TESTS += test_rng
 test_rng_DEPS := status rng

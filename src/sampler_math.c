@@ -98,16 +98,27 @@ static bool use_avx2(void) {
 #endif
 }
 
+static bool use_avx512(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
 float nc_row_copy_max(const float *x, float *dst, size_t n, bool *bad) {
-  return nc_row_copy_max_isa(x, dst, n, bad, use_avx2());
+  return nc_row_copy_max_isa(x, dst, n, bad, NC_SIMD_BEST);
 }
 
 float nc_row_copy_max_isa(const float *x, float *dst, size_t n, bool *bad,
-                          bool avx2) {
+                          int simd) {
   float m = -INFINITY;
   bool any_nan = false;
   size_t i = 0;
-  if (avx2 && use_avx2()) {
+  if (simd >= NC_SIMD_AVX512 && use_avx512()) {
+    m = nc_sampler_max16_avx512(x, dst, n, &any_nan);
+    i = n - n % LANES;
+  } else if (simd >= NC_SIMD_AVX2 && use_avx2()) {
     m = nc_sampler_max16_avx2(x, dst, n, &any_nan);
     i = n - n % LANES;
   }
@@ -164,10 +175,13 @@ size_t nc_row_find_bad(const float *x, size_t n) {
 /* exp of one block of at most FLUSH elements, summed in LANES float lanes
  * in a fixed order; stored into w when not NULL. */
 static double exp_block(const float *x, size_t n, float m, float scale,
-                        float *w, bool avx2) {
+                        float *w, int simd) {
   float lanes[LANES] = {0};
   size_t i = 0;
-  if (avx2 && use_avx2()) {
+  if (simd >= NC_SIMD_AVX512 && use_avx512()) {
+    nc_sampler_exp16_avx512(x, n, m, scale, w, lanes);
+    i = n - n % LANES;
+  } else if (simd >= NC_SIMD_AVX2 && use_avx2()) {
     nc_sampler_exp16_avx2(x, n, m, scale, w, lanes);
     i = n - n % LANES;
   }
@@ -209,15 +223,15 @@ static double exp_block(const float *x, size_t n, float m, float scale,
 }
 
 double nc_row_exp(const float *x, size_t n, float m, float scale, float *w) {
-  return nc_row_exp_isa(x, n, m, scale, w, use_avx2());
+  return nc_row_exp_isa(x, n, m, scale, w, NC_SIMD_BEST);
 }
 
 double nc_row_exp_isa(const float *x, size_t n, float m, float scale, float *w,
-                      bool avx2) {
+                      int simd) {
   double total = 0.0;
   for (size_t i = 0; i < n; i += FLUSH)
     total += exp_block(x + i, n - i > FLUSH ? FLUSH : n - i, m, scale,
-                       w ? w + i : NULL, avx2);
+                       w ? w + i : NULL, simd);
   return total;
 }
 

@@ -35,12 +35,14 @@ size_t nc_row_find_bad(const float *x, size_t n);
  * w is not NULL. x[i] <= m is assumed (-inf gives 0). */
 double nc_row_exp(const float *x, size_t n, float m, float scale, float *w);
 
-/* The same two passes with the AVX2 version allowed or not (for tests:
- * both must give bit-identical results). avx2 is ignored without AVX2. */
+/* The same two passes using SIMD up to a level (for tests: every level
+ * must give bit-identical results); a level the CPU lacks falls back. */
+enum { NC_SIMD_PORTABLE = 0, NC_SIMD_AVX2 = 1, NC_SIMD_AVX512 = 2 };
+#define NC_SIMD_BEST NC_SIMD_AVX512
 float nc_row_copy_max_isa(const float *x, float *dst, size_t n, bool *bad,
-                          bool avx2);
+                          int simd);
 double nc_row_exp_isa(const float *x, size_t n, float m, float scale, float *w,
-                      bool avx2);
+                      int simd);
 
 /* Appends every i with (x[i] - m) * scale >= thr (and x[i] finite) to out,
  * with s and w filled and key = -s; returns the count. */

@@ -1,7 +1,7 @@
-/* sampler_simd: the AVX2 versions of the sampler's row passes, chosen at run
- * time when the CPU has AVX2. They use the same 16 lanes (element i goes to
- * lane i % 16), the same operations and the same order as the SSE2 and
- * plain-C versions (no FMA), so every result is bit-identical whichever
+/* sampler_simd: the AVX2 and AVX-512 versions of the sampler's row passes,
+ * chosen at run time from what the CPU has. They use the same 16 lanes (element
+ * i goes to lane i % 16), the same operations and the same order as the SSE2
+ * and plain-C versions (no FMA), so every result is bit-identical whichever
  * version runs. Internal to the sampler. */
 #ifndef NC_SAMPLER_SIMD_H
 #define NC_SAMPLER_SIMD_H
@@ -16,5 +16,10 @@ float nc_sampler_max16_avx2(const float *x, float *dst, size_t n, bool *nan);
  * into w when not NULL. */
 void nc_sampler_exp16_avx2(const float *x, size_t n, float m, float scale,
                            float *w, float lanes[16]);
+
+/* The same with AVX-512F (one register holds the 16 lanes). */
+float nc_sampler_max16_avx512(const float *x, float *dst, size_t n, bool *nan);
+void nc_sampler_exp16_avx512(const float *x, size_t n, float m, float scale,
+                             float *w, float lanes[16]);
 
 #endif
