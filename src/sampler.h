@@ -106,7 +106,8 @@ uint64_t nc_sampler_stream(const nc_sampler *s);
 int32_t nc_sampler_n_vocab(const nc_sampler *s);
 const nucleus_sampling_params *nc_sampler_params(const nc_sampler *s);
 /* How many times id appeared in the output; -1 when never seen at all,
- * 0 when seen only in the prompt. */
+ * 0 when seen only in the prompt. Kept only while a penalty is active
+ * (otherwise always -1): nothing else reads the history. */
 int32_t nc_sampler_count(const nc_sampler *s, int32_t id);
 
 /* Scratch for rows of up to n_vocab logits. */

@@ -135,6 +135,9 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
     st->m = nc_row_max(x, (size_t)V, &bad);
   else
     st->m = mt.edit_max > mt.raw_max ? mt.edit_max : mt.raw_max;
+  if (st->m == INFINITY) /* e.g. a huge logit over a penalty below 1 */
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "a logit overflowed to +inf after bias and penalties");
   return NC_OK;
 }
 

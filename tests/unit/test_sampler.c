@@ -218,6 +218,19 @@ static void bad_rows_fail_alone(void **state) {
     assert_int_equal(res[r].status, NC_ERR_INVALID_ARGUMENT);
     assert_int_equal(res[r].token, -1);
   }
+  /* a logit pushed to +inf by a penalty below 1 fails the row */
+  nucleus_sampling_params big = p;
+  big.repetition_penalty = 0.01f;
+  nc_sampler *sb = make_sampler(&big, V, 1);
+  int32_t seen[1] = {3};
+  nc_sampler_accept_prompt(sb, seen, 1);
+  float huge[V] = {0, 0, 0, 3e38f, 0, 0, 0, 0};
+  nc_sample_row hr = {.sampler = sb, .logits = huge};
+  nc_sample_result hres;
+  assert_int_equal(nc_sample_batch(ws, &hr, 1, &hres, &err),
+                   NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "+inf"));
+  nc_sampler_free(sb);
   /* the good row alone gives the same token */
   assert_int_equal(sample_one(ws, s, good).token, res[0].token);
   /* a workspace too small for the sampler */
