@@ -243,6 +243,21 @@ def main():
         for b in items:
             f.write(b.hex() + "\n")
     print(f"{len(items)} strings -> {out}", file=sys.stderr)
+    # Long words (over 4096 bytes: the BPE bucket-queue path), next to it.
+    lrng = random.Random(SEED + 2)
+    longs = [
+        "".join(lrng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6000)),
+        "".join(lrng.choice("etaoinshrdlu") for _ in range(9000)),
+        "aaaaaaaaab" * 600,
+        "".join(lrng.choice(WORDS) for _ in range(1500)),
+        "".join(lrng.choice(CJK.replace(" ", "")) for _ in range(2000)),
+        "x" * 5000 + " " * 5000 + "\n" * 300 + "1234567890" * 500,
+    ]
+    long_out = out.replace("corpus.hex", "long.hex")
+    with open(long_out, "w") as f:
+        for t in longs:
+            f.write(t.encode().hex() + "\n")
+    print(f"{len(longs)} long strings -> {long_out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 """Regenerates the tokenizer goldens in tests/data/tokenizer/ with llama.cpp
 (llama-cpp-python, the peer), for every string of corpus.hex:
 
-  <name>.ids   one line per corpus string: the ids llama_tokenize gives
+  <name>.ids   one line per corpus string (<name>.long.ids: per long.hex
+               string, words over 4096 bytes): the ids llama_tokenize gives
                (add_special = false), space-separated; when
                llama_detokenize(ids, remove_special = false,
                unparse_special = true) is not the input bytes, " | " and
@@ -95,21 +96,28 @@ def sha256(path):
 def main():
     with open(os.path.join(DATA, "corpus.hex")) as f:
         corpus = [bytes.fromhex(line.strip()) for line in f]
+    with open(os.path.join(DATA, "long.hex")) as f:
+        longs = [bytes.fromhex(line.strip()) for line in f]
     smol_sha = sha256(SMOL)
     hdr = f"# model SmolLM2-135M-Instruct.Q4_1.gguf sha256 {smol_sha}"
     write_golden(SMOL, "smollm.ids", corpus, False, hdr + " pre smollm")
     write_golden(SMOL, "smollm.special.ids", corpus, True,
                  hdr + " pre smollm parse_special")
+    write_golden(SMOL, "smollm.long.ids", longs, False, hdr + " pre smollm")
     with tempfile.TemporaryDirectory() as tmp:
         for pre in ["llama-bpe", "qwen2", "gpt-2", "default"]:
             path = os.path.join(tmp, pre + ".gguf")
             relabel(SMOL, path, pre)
             write_golden(path, pre + ".ids", corpus, False, hdr + " pre " + pre)
+            if pre == "llama-bpe":
+                write_golden(path, pre + ".long.ids", longs, False,
+                             hdr + " pre " + pre)
     if os.path.exists(GEMMA):
         hdr = f"# model gemma-3-270m-q4_k_m.gguf sha256 {sha256(GEMMA)}"
         write_golden(GEMMA, "gemma.ids", corpus, False, hdr)
         write_golden(GEMMA, "gemma.special.ids", corpus, True,
                      hdr + " parse_special")
+        write_golden(GEMMA, "gemma.long.ids", longs, False, hdr)
     else:
         print("models/ has no Gemma 3: skipped (scripts/fetch_gemma.sh)",
               file=sys.stderr)
