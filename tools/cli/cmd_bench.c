@@ -1,11 +1,181 @@
-/* nucleus bench: placeholder until its module lands. */
+/* nucleus bench: prefill and decode speed (like llama-bench) and aggregate
+ * throughput with many concurrent requests (like llama-batched-bench), on
+ * random prompts, through the public API. bench/ compares both with
+ * llama.cpp in the same run. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "cli_options.h"
 #include "commands.h"
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: nucleus bench [options]\n\n"
+          "  -p, --n-prompt N        prefill test: prompt tokens (512)\n"
+          "  -g, --n-gen N           decode test: generated tokens (128)\n"
+          "  -r, --repetitions N     runs of each test; the median is "
+          "printed (5)\n"
+          "  --concurrency 1,4,16    throughput test: concurrent requests\n"
+          "  --batch-prompt N        its prompt tokens per request (128)\n"
+          "  --batch-gen N           its generated tokens per request (128)\n"
+          "  -m, -t, -c and the other model options as for run.\n"
+          "Output: one line per test, 'test value tok/s'.\n");
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int32_t *random_prompt(int32_t n, int32_t n_vocab, uint64_t *state) {
+  int32_t *ids = malloc((size_t)n * sizeof *ids);
+  for (int32_t i = 0; ids && i < n; i++) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    ids[i] = (int32_t)(*state % (uint64_t)n_vocab);
+  }
+  return ids;
+}
+
+/* Runs `count` requests at once; returns the wall time, or -1. The caller's
+ * times get each request's time to first token and last event. */
+static double run_batch(nucleus_engine *engine, nucleus_model *model,
+                        int32_t count, int32_t n_prompt, int32_t n_gen,
+                        uint64_t *rng, double *prefill_s) {
+  nucleus_request_params rp = nucleus_request_default_params();
+  rp.sampling.temperature = 0;
+  rp.max_tokens = n_gen;
+  rp.ignore_eos = true;
+  nucleus_request **reqs = calloc((size_t)count, sizeof *reqs);
+  int32_t n_vocab = nucleus_model_n_vocab(model);
+  double t0 = now_s(), first = 0;
+  for (int32_t i = 0; i < count; i++) {
+    int32_t *ids = random_prompt(n_prompt, n_vocab, rng);
+    nucleus_error err = {0};
+    if (!ids || nucleus_engine_submit(engine, ids, (size_t)n_prompt, &rp,
+                                      &reqs[i], &err) != NUCLEUS_OK) {
+      fprintf(stderr, "error: %s\n", err.message);
+      free(ids);
+      for (int32_t k = 0; k < i; k++)
+        nucleus_request_release(reqs[k]);
+      free(reqs);
+      return -1;
+    }
+    free(ids);
+  }
+  for (int32_t i = 0; i < count; i++) {
+    nucleus_event ev;
+    while (nucleus_request_next_event(reqs[i], &ev, -1) == NUCLEUS_OK) {
+      if (ev.kind == NUCLEUS_EVENT_TOKEN && first == 0) first = now_s();
+      if (ev.kind == NUCLEUS_EVENT_DONE) break;
+    }
+    nucleus_request_release(reqs[i]);
+  }
+  double t = now_s() - t0;
+  if (prefill_s) *prefill_s = first - t0;
+  free(reqs);
+  return t;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int cmd_bench(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "nucleus bench: not available yet\n");
-  return 1;
+  cli_options o;
+  cli_options_init(&o);
+  int32_t n_prompt = 512, n_gen = 128, reps = 5;
+  int32_t batch_prompt = 128, batch_gen = 128;
+  const char *concurrency = NULL;
+  for (int i = 1; i < argc; i++) {
+    int r = cli_options_parse(&o, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (v && (!strcmp(a, "-p") || !strcmp(a, "--n-prompt"))) {
+      n_prompt = atoi(v);
+    } else if (v && (!strcmp(a, "-g") || !strcmp(a, "--n-gen"))) {
+      n_gen = atoi(v);
+    } else if (v && (!strcmp(a, "-r") || !strcmp(a, "--repetitions"))) {
+      reps = atoi(v);
+    } else if (v && !strcmp(a, "--concurrency")) {
+      concurrency = v;
+    } else if (v && !strcmp(a, "--batch-prompt")) {
+      batch_prompt = atoi(v);
+    } else if (v && !strcmp(a, "--batch-gen")) {
+      batch_gen = atoi(v);
+    } else {
+      fprintf(stderr, "error: unknown or incomplete option '%s'\n\n", a);
+      usage(stderr);
+      return 2;
+    }
+    i++;
+  }
+  if (n_prompt < 0 || n_gen < 0 || reps < 1 || reps > 100 || batch_prompt < 1 ||
+      batch_gen < 1) {
+    fprintf(stderr, "error: counts must be positive (repetitions 1..100)\n");
+    return 2;
+  }
+  nucleus_model *model = cli_load_model(&o);
+  if (!model) return 1;
+  nucleus_engine *engine = NULL;
+  nucleus_error err = {0};
+  if (o.engine.max_batch_tokens == 0)
+    o.engine.max_batch_tokens = n_prompt > 512 ? n_prompt : 512;
+  if (o.engine.kv_cache_tokens == 0) o.engine.kv_cache_tokens = 65536;
+  if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "error: %s\n", err.message);
+    nucleus_model_free(model);
+    return 1;
+  }
+  uint64_t rng = 0x5EEDull;
+  double *v = calloc((size_t)reps, sizeof *v);
+  int rc = 0;
+  if (n_prompt > 0) {
+    run_batch(engine, model, 1, n_prompt, 1, &rng, NULL); /* warm-up */
+    for (int r = 0; r < reps; r++) {
+      double pre = 0;
+      if (run_batch(engine, model, 1, n_prompt, 1, &rng, &pre) < 0) rc = 1;
+      v[r] = n_prompt / pre;
+    }
+    printf("pp%d %.2f tok/s\n", n_prompt, median(v, reps));
+    fflush(stdout);
+  }
+  if (n_gen > 0) {
+    for (int r = 0; r < reps; r++) {
+      double pre = 0, t = run_batch(engine, model, 1, 1, n_gen, &rng, &pre);
+      if (t < 0) rc = 1;
+      v[r] = (n_gen - 1) / (t - pre);
+    }
+    printf("tg%d %.2f tok/s\n", n_gen, median(v, reps));
+    fflush(stdout);
+  }
+  for (const char *c = concurrency; c && *c;) {
+    int32_t count = atoi(c);
+    if (count < 1) break;
+    double t =
+        run_batch(engine, model, count, batch_prompt, batch_gen, &rng, NULL);
+    if (t < 0) rc = 1;
+    printf("batched%d %.2f tok/s\n", count, count * batch_gen / t);
+    fflush(stdout);
+    c = strchr(c, ',');
+    if (c) c++;
+  }
+  free(v);
+  nucleus_engine_destroy(engine);
+  nucleus_model_free(model);
+  return rc;
 }
