@@ -2,7 +2,7 @@
 # chat-template layer over it (src/chat_template.c, src/api_template.c).
 JINJA_OBJS := status jinja jinja_arena jinja_buf jinja_utf8 jinja_value \
   jinja_lex jinja_parse jinja_eval jinja_exec jinja_strings jinja_methods \
-  jinja_globals jinja_filters jinja_tests jinja_json
+  jinja_globals jinja_filters jinja_tests jinja_json jinja_format
 
 UNIT_TESTS += test_jinja test_chat_template
 test_jinja_DEPS := $(JINJA_OBJS) chat_template

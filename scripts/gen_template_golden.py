@@ -273,6 +273,8 @@ FEATURES = [
     ("f_tojson_opts", "{{ u | tojson(ensure_ascii=true) }}|{{ d | tojson(separators=(',', ':')) }}|{{ '🦙' | tojson(ensure_ascii=true) }}"),
     ("f_escape_safe", "{{ '<a href=\"x\">&\\'</a>' | e }} {{ '<b>' | safe }}"),
     ("f_wordcount", "{{ 'hello big_world, 42 times!' | wordcount }}"),
+    ("f_format", "{{ '%s and %s' | format('a', 1) }} {{ '%5d|%-4s|%.2f|%x|%%|%r' % (42, 'ab', 3.14159, 255, 'q') }} {{ '%(a)s=%(b)d' | format(a='k', b=3) }} {{ 'n=%d' % 7 }}"),
+    ("str_format", "{{ '{} + {} = {}'.format(1, 2, 3) }} {{ '{0}{1}{0}'.format('a', 'b') }} {{ '{name}!r={name!r}'.format(name='x') }} {{ '{{literal}}'.format() }}"),
     # tests
     ("tests1", "{{ d is mapping }} {{ items is mapping }} {{ s is string }} {{ n is number }} {{ f is number }} {{ t is number }} {{ n is integer }} {{ f is float }} {{ t is boolean }}"),
     ("tests2", "{{ missing is defined }} {{ missing is undefined }} {{ nil is none }} {{ nil is defined }} {{ items is iterable }} {{ s is iterable }} {{ n is iterable }} {{ missing is iterable }} {{ d is sequence }} {{ n is sequence }}"),

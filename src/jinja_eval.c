@@ -332,10 +332,7 @@ static bool arith(jinterp *I, int op, jv a, jv b, jv *out) {
     if ((b.t == JV_STR || b.t == JV_LIST) && both_int(a, a))
       return repeat(I, b, ival(a), out);
   }
-  if (op == '%' && a.t == JV_STR)
-    return jfail(I, NC_ERR_UNSUPPORTED,
-                 "printf-style string formatting "
-                 "('...' %% x) is not supported");
+  if (op == '%' && a.t == JV_STR) return jformat_percent(I, a, b, out);
   if (!jv_is_num(a) || !jv_is_num(b)) return type_error(I, opname, a, b);
   if (both_int(a, b) && op != '/') {
     int64_t x = ival(a), y = ival(b), r;

@@ -620,6 +620,27 @@ bool jfilter(jinterp *I, const char *name, size_t len, jv in, const jv *args,
   if (IS("round")) return f_round(I, in, &a, out);
   if (IS("escape") || IS("e") || IS("forceescape")) return f_escape(I, in, out);
   if (IS("wordcount")) return f_wordcount(I, in, out);
+  if (IS("format")) {
+    if (nargs && nkw)
+      return jfail(I, NC_ERR_INVALID_ARGUMENT,
+                   "format takes positional or keyword arguments, not both");
+    jv arg;
+    if (nkw) {
+      jdict *d = jdict_new(I->a, nkw);
+      if (!d) return jfail_mem(I);
+      for (size_t k = 0; k < nkw; k++)
+        if (!jdict_set(I->a, d, jv_str(kw[k].name, kw[k].len), kw[k].val))
+          return jfail_mem(I);
+      arg.t = JV_DICT;
+      arg.u.d = d;
+    } else {
+      if (!new_list(I, nargs, &l)) return false;
+      l->tuple = true;
+      if (nargs) memcpy(l->v, args, nargs * sizeof(jv));
+      arg = list_val(l);
+    }
+    return soft_str(I, in, &s) && jformat_percent(I, s, arg, out);
+  }
   if (IS("attr")) {
     const jv *name_arg = arg(&a, 0, "name");
     if (!name_arg || name_arg->t != JV_STR)

@@ -118,6 +118,11 @@ typedef struct jjson_opts {
 } jjson_opts;
 bool jjson_dump(jinterp *I, jv v, const jjson_opts *o, jbuf *b);
 
+/* jinja_format.c: "..." % args and "...".format(...). */
+bool jformat_percent(jinterp *I, jv fmt, jv arg, jv *out);
+bool jformat_method(jinterp *I, jv fmt, const jv *args, size_t nargs,
+                    const jkw *kw, size_t nkw, jv *out);
+
 /* String utilities (jinja_strings.c). */
 bool jstr_strip(jinterp *I, jv s, const jv *chars, bool left, bool right,
                 jv *out);

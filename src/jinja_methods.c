@@ -36,6 +36,7 @@ enum {
   M_ISUPPER,
   M_ISLOWER,
   M_SPLITLINES,
+  M_FORMAT,
   /* dict */
   M_GET,
   M_ITEMS,
@@ -80,6 +81,7 @@ static const method METHODS[] = {
     {JV_STR, "isupper", M_ISUPPER},
     {JV_STR, "islower", M_ISLOWER},
     {JV_STR, "splitlines", M_SPLITLINES},
+    {JV_STR, "format", M_FORMAT},
     {JV_DICT, "get", M_GET},
     {JV_DICT, "items", M_ITEMS},
     {JV_DICT, "keys", M_KEYS},
@@ -318,6 +320,8 @@ bool jmethod_call(jinterp *I, const jfunc *fn, const jv *args, size_t nargs,
                   const jkw *kw, size_t nkw, jv *out) {
   const method *m = (const method *)fn->node;
   jv self = fn->self;
+  if (fn->id == M_FORMAT)
+    return jformat_method(I, self, args, nargs, kw, nkw, out);
   if (nkw)
     return jfail(I, NC_ERR_UNSUPPORTED,
                  "keyword arguments to %s() are not supported", m->name);
