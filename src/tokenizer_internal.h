@@ -39,6 +39,7 @@ struct nc_vocab {
   nc_vocab_type type;
   nc_pre_type pre;
   int32_t n_tokens;
+  uint32_t max_token_len; /* longest token text, in bytes */
   nc_strtab strs;
   float *scores;
   uint32_t *attr;
@@ -78,6 +79,7 @@ uint64_t nc_str_hash(const char *s, size_t n);
 int32_t nc_strtab_find(const nc_strtab *t, const char *s, size_t n);
 static inline int32_t nc_vocab_token_id(const nc_vocab *v, const char *s,
                                         size_t n) {
+  if (n > v->max_token_len) return -1;
   int32_t id = nc_strtab_find(&v->strs, s, n);
   return id < v->n_tokens ? id : -1;
 }

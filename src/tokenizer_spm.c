@@ -73,6 +73,7 @@ static bigram heap_pop(spm_work *w) {
 static void try_pair(const nc_vocab *v, spm_work *w, int32_t l, int32_t r) {
   if (l < 0 || r < 0) return;
   const sym *a = &w->syms[l], *b = &w->syms[r];
+  if (a->n + b->n > v->max_token_len) return; /* no token is that long */
   int32_t id = nc_vocab_token_id(v, w->text + a->start, a->n + b->n);
   if (id < 0) return;
   bigram g = {v->scores[id], l, r, a->n + b->n};

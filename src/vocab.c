@@ -243,6 +243,7 @@ static nc_code load_tokens(nc_vocab *v, const gguf_file *f, nc_error *err) {
                      (unsigned long long)i, nc_strtab_find(&v->strs, p, len));
     if (nc_strtab_add(&v->strs, p, len) != (int32_t)i)
       return oom(err, "token text");
+    if (len > v->max_token_len) v->max_token_len = (uint32_t)len;
     double score = 0;
     if (has_scores && !gguf_get_arr_f64(f, KEY("scores"), i, &score))
       return nc_fail(err, NC_ERR_FORMAT, "vocab: cannot read score %llu",
