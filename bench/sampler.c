@@ -5,6 +5,8 @@
  *           language model usually gives: top-p 0.95 keeps a few tokens);
  *   flat:   sd 3, no plausible tokens (the worst case for top-p without
  *           top-k: the nucleus holds thousands of tokens).
+ * Next to each: llama.cpp's sampler chain on the same rows and history
+ * (bench/sampler_peer.c; its default order, no logprobs) and the ratio.
  *   make bench-sampler   (or build/release/bench/sampler [seconds]) */
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 
 #include "rng.h"
 #include "sampler.h"
+#include "sampler_peer.h"
 
 /* Thread CPU time, not wall time: the machine is shared, and time spent
  * descheduled is not the sampler's cost. */
@@ -43,6 +46,14 @@ typedef struct config {
   bool history; /* 512 prompt + 256 output tokens of history */
 } config;
 
+enum { N_PROMPT = 512, N_OUTPUT = 256 };
+
+static int32_t history_token(int32_t r, int32_t i, int32_t V) {
+  if (i < N_PROMPT)
+    return (int32_t)(nc_mix64((uint64_t)(r * 1000 + i)) % (uint64_t)V);
+  return (int32_t)(nc_mix64((uint64_t)(i - N_PROMPT)) % 3000);
+}
+
 static int bench(const config *c, int32_t V, int32_t batch, float *logits,
                  nc_sample_workspace *ws, double seconds, double *us_per_row) {
   nc_sampler **s = calloc((size_t)batch, sizeof *s);
@@ -55,12 +66,12 @@ static int bench(const config *c, int32_t V, int32_t batch, float *logits,
       return 1;
     }
     if (c->history) {
-      for (int32_t i = 0; i < 512; i++) {
-        int32_t t = (int32_t)(nc_mix64((uint64_t)(r * 1000 + i)) % (uint64_t)V);
+      for (int32_t i = 0; i < N_PROMPT; i++) {
+        int32_t t = history_token(r, i, V);
         nc_sampler_accept_prompt(s[r], &t, 1);
       }
-      for (int32_t i = 0; i < 256; i++)
-        nc_sampler_accept(s[r], (int32_t)(nc_mix64((uint64_t)i) % 3000));
+      for (int32_t i = N_PROMPT; i < N_PROMPT + N_OUTPUT; i++)
+        nc_sampler_accept(s[r], history_token(r, i, V));
     }
     rows[r] = (nc_sample_row){s[r], logits + (size_t)r * (size_t)V, NULL, 0};
   }
@@ -88,6 +99,57 @@ static int bench(const config *c, int32_t V, int32_t batch, float *logits,
   free(rows);
   free(res);
   return 0;
+}
+
+/* The same rows through llama.cpp's chain (-1 when it is missing). */
+static double bench_peer(peer_lib *lib, const config *c, int32_t V,
+                         int32_t batch, const float *logits, double seconds) {
+  const nucleus_sampling_params *p = &c->p;
+  int32_t bias_tokens[16];
+  float bias_values[16];
+  for (size_t i = 0; i < p->n_logit_bias && i < 16; i++)
+    bias_tokens[i] = p->logit_bias[i].token,
+    bias_values[i] = p->logit_bias[i].bias;
+  peer_settings ps = {
+      .temperature = p->temperature,
+      .top_k = p->top_k,
+      .top_p = p->top_p,
+      .min_p = p->min_p,
+      .repetition = p->repetition_penalty,
+      .frequency = p->frequency_penalty,
+      .presence = p->presence_penalty,
+      .penalty_last_n = N_PROMPT + N_OUTPUT,
+      .bias_tokens = bias_tokens,
+      .bias_values = bias_values,
+      .n_bias = (int32_t)(p->n_logit_bias < 16 ? p->n_logit_bias : 16),
+  };
+  peer_chain **ch = calloc((size_t)batch, sizeof *ch);
+  for (int32_t r = 0; r < batch; r++) {
+    ch[r] = peer_chain_create(lib, &ps, V, 42 + (uint32_t)r);
+    if (!ch[r]) return -1;
+    if (c->history)
+      for (int32_t i = 0; i < N_PROMPT + N_OUTPUT; i++)
+        peer_accept(ch[r], history_token(r, i, V));
+  }
+  double best = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    int iters = 0;
+    double t0 = now_s(), t1;
+    do {
+      for (int32_t r = 0; r < batch; r++) {
+        int32_t t = peer_sample(ch[r], logits + (size_t)r * (size_t)V);
+        if (t >= 0) peer_accept(ch[r], t);
+      }
+      iters++;
+      t1 = now_s();
+    } while (t1 - t0 < seconds / 3);
+    double us = (t1 - t0) * 1e6 / ((double)iters * batch);
+    best = us < best ? us : best;
+  }
+  for (int32_t r = 0; r < batch; r++)
+    peer_chain_free(ch[r]);
+  free(ch);
+  return best;
 }
 
 int main(int argc, char **argv) {
@@ -118,8 +180,10 @@ int main(int argc, char **argv) {
   cfg[4].name = "full without top-k (top-p over the vocab)";
   const int32_t vocabs[2] = {49152, 151936};
   const int32_t batches[2] = {1, 64};
-  printf("%-58s %6s %8s %6s %10s\n", "config", "logits", "vocab", "batch",
-         "us/row");
+  peer_lib *lib = peer_load();
+  printf("peer: %s\n", lib ? peer_path(lib) : "libllama.so not found");
+  printf("%-58s %6s %8s %6s %10s %10s %7s\n", "config", "logits", "vocab",
+         "batch", "us/row", "llama.cpp", "ratio");
   for (int vi = 0; vi < 4; vi++) {
     int32_t V = vocabs[vi / 2];
     bool peaked = vi % 2 == 0;
@@ -132,12 +196,17 @@ int main(int argc, char **argv) {
       for (int bi = 0; bi < 2; bi++) {
         double us;
         if (bench(&cfg[ci], V, batches[bi], logits, ws, seconds, &us)) return 1;
-        printf("%-58s %6s %8d %6d %10.1f\n", cfg[ci].name,
-               peaked ? "peaked" : "flat", V, batches[bi], us);
+        double peer =
+            lib ? bench_peer(lib, &cfg[ci], V, batches[bi], logits, seconds)
+                : -1.0;
+        printf("%-58s %6s %8d %6d %10.1f %10.1f %7.3f\n", cfg[ci].name,
+               peaked ? "peaked" : "flat", V, batches[bi], us, peer,
+               peer > 0 ? us / peer : 0.0);
         fflush(stdout);
       }
     nc_sample_workspace_free(ws);
     free(logits);
   }
+  peer_unload(lib);
   return 0;
 }

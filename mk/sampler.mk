@@ -15,15 +15,16 @@ test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
 test_sampler_props_DEPS := $(SAMPLER_OBJS)
 test_beam_DEPS := status beam
 
-# make bench-sampler: microseconds per row (release build).
+# make bench-sampler: microseconds per row (release build), next to
+# llama.cpp's sampler chain loaded at run time.
 .PHONY: bench-sampler
 bench-sampler: $(BUILDDIR)/bench/sampler
 	$(BUILDDIR)/bench/sampler
 
-$(BUILDDIR)/bench/sampler: bench/sampler.c \
+$(BUILDDIR)/bench/sampler: bench/sampler.c bench/sampler_peer.c \
     $(patsubst %,$(BUILDDIR)/src/%.o,$(SAMPLER_OBJS))
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -lm -lpthread -o $@
+	$(CC) $(CFLAGS) -Ibench $(LDFLAGS) $^ -ldl -lm -lpthread -o $@
 UNIT_TESTS += test_sampler
 test_sampler_DEPS := $(SAMPLER_OBJS)
 UNIT_TESTS += test_sampler_pipeline
