@@ -23,3 +23,5 @@ fi
 python3 -m pip install $PIP_FLAGS -r requirements-test.txt
 
 scripts/fetch_model.sh
+# Gemma 3 270M: its SentencePiece vocabulary is a tokenizer test oracle.
+scripts/fetch_gemma.sh
