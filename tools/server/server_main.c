@@ -1,11 +1,190 @@
-/* nucleus serve: placeholder until the server lands. */
+/* nucleus serve: load the model, start the engine and the HTTP listener,
+ * wait for SIGINT/SIGTERM, drain, exit 0. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "../cli/commands.h"
+#include "http_server.h"
+#include "server.h"
+
+#define DEFAULT_CTX_CAP 4096
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      cap = cap ? cap * 2 : 8192;
+      char *grown = realloc(buf, cap);
+      if (!grown) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = grown;
+    }
+    size_t n = fread(buf + len, 1, 4096, f);
+    len += n;
+    if (n < 4096) break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return NULL;
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Waits until no request is in flight or the deadline passes. Returns
+ * false when a second signal asked for an immediate exit. */
+static bool wait_drained(server_ctx *srv, const sigset_t *sigs,
+                         double seconds) {
+  double deadline = now_s() + seconds;
+  while (inflight_count(srv->inflight) > 0 && now_s() < deadline) {
+    struct timespec tick = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+    if (sigtimedwait(sigs, NULL, &tick) > 0) return false;
+  }
+  return true;
+}
+
+static void drain(server_ctx *srv, http_server *hs, const sigset_t *sigs,
+                  int sig) {
+  size_t n = inflight_count(srv->inflight);
+  fprintf(stderr,
+          "nucleus: %s: no new requests; draining %zu in flight (up to %d "
+          "s)\n",
+          sig == SIGINT ? "SIGINT" : "SIGTERM", n, srv->cfg->drain_timeout_s);
+  atomic_store(&srv->draining, true);
+  http_server_quiesce(hs);
+  bool patient = wait_drained(srv, sigs, srv->cfg->drain_timeout_s);
+  if (inflight_count(srv->inflight) > 0) {
+    fprintf(stderr, "nucleus: %s; cancelling %zu requests\n",
+            patient ? "drain timeout" : "second signal",
+            inflight_count(srv->inflight));
+    inflight_cancel_all(srv->inflight);
+    wait_drained(srv, sigs, 2.0);
+  }
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static nucleus_engine *start_engine(const server_config *cfg,
+                                    nucleus_model *model, int32_t n_ctx) {
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = n_ctx;
+  if (cfg->kv_tokens) ep.kv_cache_tokens = cfg->kv_tokens;
+  if (cfg->parallel) ep.max_running = cfg->parallel;
+  if (cfg->max_queue) ep.max_queued = cfg->max_queue;
+  nucleus_engine *engine = NULL;
+  nucleus_error err = {0};
+  if (nucleus_engine_create(model, &ep, &engine, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "nucleus serve: engine: %s\n", err.message);
+    return NULL;
+  }
+  return engine;
+}
+
+static int serve(const server_config *cfg, const char *path,
+                 const sigset_t *sigs) {
+  int rc = 1;
+  char *template_text = NULL;
+  if (cfg->chat_template_path &&
+      !(template_text = read_file(cfg->chat_template_path))) {
+    fprintf(stderr, "nucleus serve: cannot read --chat-template %s: %s\n",
+            cfg->chat_template_path, strerror(errno));
+    return 1;
+  }
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = cfg->n_threads;
+  mp.chat_template = template_text;
+  server_ctx srv = {.cfg = cfg};
+  nucleus_error err = {0};
+  http_server *hs = NULL;
+  if (nucleus_model_load(path, &mp, &srv.model, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "nucleus serve: %s: %s\n", path, err.message);
+    goto out;
+  }
+  int32_t train = nucleus_model_n_ctx_train(srv.model);
+  srv.n_ctx =
+      cfg->n_ctx
+          ? cfg->n_ctx
+          : (train > 0 && train < DEFAULT_CTX_CAP ? train : DEFAULT_CTX_CAP);
+  srv.n_vocab = nucleus_model_n_vocab(srv.model);
+  srv.created = (int64_t)time(NULL);
+  snprintf(srv.model_id, sizeof srv.model_id, "%s", base_name(path));
+  srv.metrics = metrics_create();
+  srv.inflight = inflight_create();
+  if (!srv.metrics || !srv.inflight) goto out;
+  if (!(srv.engine = start_engine(cfg, srv.model, srv.n_ctx))) goto out;
+  char msg[256];
+  if (!(hs = http_server_start(&srv, msg, sizeof msg))) {
+    fprintf(stderr, "nucleus serve: %s\n", msg);
+    goto out;
+  }
+  const char *host = cfg->host;
+  bool v6 = strchr(host, ':') != NULL;
+  fprintf(stderr, "nucleus: listening on http://%s%s%s:%d (model %s, ctx %d)\n",
+          v6 ? "[" : "", host, v6 ? "]" : "", http_server_port(hs),
+          srv.model_id, srv.n_ctx);
+  if (!cfg->api_key && strcmp(host, "127.0.0.1") && strcmp(host, "::1") &&
+      strcmp(host, "localhost"))
+    fprintf(stderr, "nucleus: WARNING: listening on %s without --api-key\n",
+            host);
+  fflush(stderr);
+  int sig = 0;
+  sigwait(sigs, &sig);
+  drain(&srv, hs, sigs, sig);
+  rc = 0;
+out:
+  http_server_stop(hs);
+  if (srv.engine) nucleus_engine_destroy(srv.engine);
+  nucleus_model_free(srv.model);
+  inflight_destroy(srv.inflight);
+  metrics_destroy(srv.metrics);
+  free(template_text);
+  if (rc == 0) fprintf(stderr, "nucleus: stopped\n");
+  return rc;
+}
 
 int cmd_serve(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "nucleus serve: not available yet\n");
-  return 1;
+  server_config cfg;
+  char msg[256];
+  if (server_config_parse(argc, argv, &cfg, msg, sizeof msg)) {
+    fprintf(stderr, "nucleus serve: %s\n\n", msg);
+    server_config_usage(stderr);
+    return 2;
+  }
+  if (cfg.help) {
+    server_config_usage(stdout);
+    return 0;
+  }
+  const char *path = cfg.model_path ? cfg.model_path : cli_default_model();
+  if (!path) return 1;
+  /* Every thread started from here on inherits the blocked signals; this
+   * thread takes them with sigwait, so no handler and no global flag. */
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  return serve(&cfg, path, &sigs);
 }

@@ -1,0 +1,294 @@
+/* nucleus serve: building completion responses and chunks. */
+#include "completion_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "json_text.h"
+
+#define FINGERPRINT "fp_nucleus"
+
+const char *finish_reason_text(nucleus_finish_reason r) {
+  switch (r) {
+  case NUCLEUS_FINISH_STOP: return "stop";
+  case NUCLEUS_FINISH_LENGTH: return "length";
+  case NUCLEUS_FINISH_ABORT: return "abort";
+  case NUCLEUS_FINISH_ERROR: return "error";
+  case NUCLEUS_FINISH_NONE: break;
+  }
+  return NULL;
+}
+
+int completion_out_init(completion_out *out, server_ctx *srv,
+                        const gen_request *req, int32_t prompt_tokens) {
+  memset(out, 0, sizeof *out);
+  out->srv = srv;
+  out->req = req;
+  out->n = req->params.n > 0 ? req->params.n : 1;
+  out->created = (int64_t)time(NULL);
+  out->model = req->model[0] ? req->model : srv->model_id;
+  out->prompt_tokens = prompt_tokens;
+  unsigned char rnd[12] = {0};
+  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    memcpy(rnd, &ts, sizeof rnd < sizeof ts ? sizeof rnd : sizeof ts);
+  }
+  int o = snprintf(out->id, sizeof out->id, "%s",
+                   req->chat ? "chatcmpl-" : "cmpl-");
+  for (size_t i = 0; i < sizeof rnd; i++)
+    o += snprintf(out->id + o, sizeof out->id - (size_t)o, "%02x", rnd[i]);
+  out->choices = calloc((size_t)out->n, sizeof *out->choices);
+  return out->choices ? 0 : -1;
+}
+
+void completion_out_free(completion_out *out) {
+  if (!out->choices) return;
+  for (int32_t i = 0; i < out->n; i++) {
+    free(out->choices[i].text);
+    json_decref(out->choices[i].logprobs);
+  }
+  free(out->choices);
+  out->choices = NULL;
+}
+
+/* The token's text as a JSON string plus its raw bytes. */
+static json_t *token_text(server_ctx *srv, int32_t id, json_t **bytes) {
+  char buf[256];
+  size_t len = 0;
+  nucleus_error err;
+  if (nucleus_token_piece(srv->model, id, buf, sizeof buf, &len, &err) !=
+      NUCLEUS_OK)
+    len = 0;
+  if (len > sizeof buf) len = sizeof buf;
+  if (bytes) {
+    *bytes = json_array();
+    for (size_t i = 0; *bytes && i < len; i++)
+      json_array_append_new(*bytes, json_integer((unsigned char)buf[i]));
+  }
+  return json_text(buf, len);
+}
+
+/* Chat: {"token", "logprob", "bytes", "top_logprobs": [...]}. */
+static json_t *chat_logprob_entry(server_ctx *srv, const nucleus_event *ev,
+                                  int32_t top_n) {
+  json_t *bytes = NULL;
+  json_t *e = json_object();
+  json_object_set_new(e, "token", token_text(srv, ev->token, &bytes));
+  json_object_set_new(e, "logprob", json_finite(ev->logprob));
+  json_object_set_new(e, "bytes", bytes);
+  json_t *top = json_array();
+  for (int32_t i = 0; i < ev->n_top_logprobs && i < top_n; i++) {
+    json_t *alt_bytes = NULL;
+    json_t *alt = json_object();
+    json_object_set_new(alt, "token",
+                        token_text(srv, ev->top_logprobs[i].token, &alt_bytes));
+    json_object_set_new(alt, "logprob",
+                        json_finite(ev->top_logprobs[i].logprob));
+    json_object_set_new(alt, "bytes", alt_bytes);
+    json_array_append_new(top, alt);
+  }
+  json_object_set_new(e, "top_logprobs", top);
+  return e;
+}
+
+static json_t *completions_logprobs_empty(void) {
+  return json_pack("{s:[],s:[],s:[],s:[]}", "tokens", "token_logprobs",
+                   "top_logprobs", "text_offset");
+}
+
+/* Completions: appends one token to the four parallel arrays. */
+static void completions_logprob_append(server_ctx *srv, json_t *lp,
+                                       const nucleus_event *ev, int32_t top_n,
+                                       size_t offset) {
+  json_array_append_new(json_object_get(lp, "tokens"),
+                        token_text(srv, ev->token, NULL));
+  json_array_append_new(json_object_get(lp, "token_logprobs"),
+                        json_finite(ev->logprob));
+  json_t *top = json_object();
+  for (int32_t i = 0; i < ev->n_top_logprobs && i < top_n; i++) {
+    json_t *key = token_text(srv, ev->top_logprobs[i].token, NULL);
+    if (key && !json_object_get(top, json_string_value(key)))
+      json_object_set_new(top, json_string_value(key),
+                          json_finite(ev->top_logprobs[i].logprob));
+    json_decref(key);
+  }
+  json_array_append_new(json_object_get(lp, "top_logprobs"), top);
+  json_array_append_new(json_object_get(lp, "text_offset"),
+                        json_integer((json_int_t)offset));
+}
+
+/* The logprobs object for one token event (chunks and accumulation). */
+static json_t *event_logprobs(const completion_out *out,
+                              const nucleus_event *ev, size_t offset) {
+  const gen_request *req = out->req;
+  if (req->chat) {
+    json_t *content = json_array();
+    json_array_append_new(content,
+                          chat_logprob_entry(out->srv, ev, req->top_logprobs));
+    return json_pack("{s:o}", "content", content);
+  }
+  json_t *lp = completions_logprobs_empty();
+  completions_logprob_append(out->srv, lp, ev, req->top_logprobs, offset);
+  return lp;
+}
+
+static int append_text(choice_state *c, const char *s, size_t n) {
+  if (c->len + n + 1 > c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 256;
+    while (cap < c->len + n + 1)
+      cap *= 2;
+    char *grown = realloc(c->text, cap);
+    if (!grown) return -1;
+    c->text = grown;
+    c->cap = cap;
+  }
+  memcpy(c->text + c->len, s, n);
+  c->len += n;
+  c->text[c->len] = '\0';
+  return 0;
+}
+
+int completion_out_record(completion_out *out, const nucleus_event *ev,
+                          bool accumulate) {
+  if (ev->kind == NUCLEUS_EVENT_DONE) {
+    if (ev->usage.completion_tokens > out->completion_tokens)
+      out->completion_tokens = ev->usage.completion_tokens;
+    if (ev->usage.prompt_tokens > 0)
+      out->prompt_tokens = ev->usage.prompt_tokens;
+    return 0;
+  }
+  if (ev->index < 0 || ev->index >= out->n) return 0;
+  choice_state *c = &out->choices[ev->index];
+  if (ev->kind == NUCLEUS_EVENT_FINISH) {
+    c->finish = ev->finish_reason;
+    c->finished = true;
+    if (ev->finish_reason == NUCLEUS_FINISH_ERROR && !out->failed) {
+      out->failed = true;
+      out->error = ev->error;
+    }
+    return 0;
+  }
+  out->completion_tokens++;
+  if (accumulate && out->req->logprobs) {
+    if (!c->logprobs)
+      c->logprobs = out->req->chat ? json_pack("{s:[]}", "content")
+                                   : completions_logprobs_empty();
+    if (!c->logprobs) return -1;
+    if (out->req->chat)
+      json_array_append_new(
+          json_object_get(c->logprobs, "content"),
+          chat_logprob_entry(out->srv, ev, out->req->top_logprobs));
+    else
+      completions_logprob_append(out->srv, c->logprobs, ev,
+                                 out->req->top_logprobs, c->text_offset);
+  }
+  c->text_offset += ev->text_len;
+  if (accumulate && ev->text_len && append_text(c, ev->text, ev->text_len))
+    return -1;
+  return 0;
+}
+
+static json_t *usage_json(const completion_out *out) {
+  return json_pack("{s:i,s:i,s:i}", "prompt_tokens", out->prompt_tokens,
+                   "completion_tokens", out->completion_tokens, "total_tokens",
+                   out->prompt_tokens + out->completion_tokens);
+}
+
+static json_t *envelope(const completion_out *out, bool chunk) {
+  const char *object =
+      out->req->chat ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                     : "text_completion";
+  json_t *o = json_object();
+  json_object_set_new(o, "id", json_string(out->id));
+  json_object_set_new(o, "object", json_string(object));
+  json_object_set_new(o, "created", json_integer(out->created));
+  json_object_set_new(o, "model", json_text(out->model, strlen(out->model)));
+  json_object_set_new(o, "system_fingerprint", json_string(FINGERPRINT));
+  return o;
+}
+
+static json_t *finish_json(nucleus_finish_reason r) {
+  const char *s = finish_reason_text(r);
+  return s ? json_string(s) : json_null();
+}
+
+json_t *completion_out_response(const completion_out *out) {
+  json_t *o = envelope(out, false);
+  json_t *choices = json_array();
+  for (int32_t i = 0; i < out->n; i++) {
+    const choice_state *c = &out->choices[i];
+    json_t *ch = json_object();
+    json_object_set_new(ch, "index", json_integer(i));
+    json_t *text = json_text(c->text ? c->text : "", c->len);
+    if (out->req->chat)
+      json_object_set_new(
+          ch, "message",
+          json_pack("{s:s,s:o}", "role", "assistant", "content", text));
+    else
+      json_object_set_new(ch, "text", text);
+    json_t *lp = c->logprobs ? json_incref(c->logprobs) : NULL;
+    if (!lp && out->req->logprobs)
+      lp = out->req->chat ? json_pack("{s:[]}", "content")
+                          : completions_logprobs_empty();
+    json_object_set_new(ch, "logprobs", lp ? lp : json_null());
+    json_object_set_new(ch, "finish_reason", finish_json(c->finish));
+    json_array_append_new(choices, ch);
+  }
+  json_object_set_new(o, "choices", choices);
+  json_object_set_new(o, "usage", usage_json(out));
+  return o;
+}
+
+/* A chunk with one choice: delta (chat) or text (completions). */
+static json_t *chunk(const completion_out *out, int32_t index, json_t *delta,
+                     const char *text, size_t len, json_t *logprobs,
+                     nucleus_finish_reason finish) {
+  json_t *o = envelope(out, true);
+  json_t *ch = json_object();
+  json_object_set_new(ch, "index", json_integer(index));
+  if (out->req->chat)
+    json_object_set_new(ch, "delta", delta ? delta : json_object());
+  else
+    json_object_set_new(ch, "text", json_text(text ? text : "", len));
+  json_object_set_new(ch, "logprobs", logprobs ? logprobs : json_null());
+  json_object_set_new(ch, "finish_reason", finish_json(finish));
+  json_object_set_new(o, "choices", json_pack("[o]", ch));
+  if (out->req->include_usage) json_object_set_new(o, "usage", json_null());
+  return o;
+}
+
+json_t *completion_chunk_role(const completion_out *out, int32_t index) {
+  if (!out->req->chat) return NULL;
+  json_t *delta = json_pack("{s:s,s:s}", "role", "assistant", "content", "");
+  return chunk(out, index, delta, NULL, 0, NULL, NUCLEUS_FINISH_NONE);
+}
+
+json_t *completion_chunk_token(const completion_out *out,
+                               const nucleus_event *ev) {
+  if (ev->index < 0 || ev->index >= out->n) return NULL;
+  if (!ev->text_len && !out->req->logprobs) return NULL;
+  /* text_offset was already advanced past this token by record(). */
+  size_t offset = out->choices[ev->index].text_offset - ev->text_len;
+  json_t *lp = out->req->logprobs ? event_logprobs(out, ev, offset) : NULL;
+  json_t *delta = NULL;
+  if (out->req->chat)
+    delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));
+  return chunk(out, ev->index, delta, ev->text, ev->text_len, lp,
+               NUCLEUS_FINISH_NONE);
+}
+
+json_t *completion_chunk_finish(const completion_out *out, int32_t index) {
+  if (index < 0 || index >= out->n) return NULL;
+  return chunk(out, index, NULL, NULL, 0, NULL, out->choices[index].finish);
+}
+
+json_t *completion_chunk_usage(const completion_out *out) {
+  json_t *o = envelope(out, true);
+  json_object_set_new(o, "choices", json_array());
+  json_object_set_new(o, "usage", usage_json(out));
+  return o;
+}

@@ -1,0 +1,57 @@
+/* nucleus serve: the OpenAI response objects for chat.completion(.chunk)
+ * and text_completion, built from engine events. One completion_out per
+ * request accumulates what a non-streaming response needs. */
+#ifndef NUCLEUS_SERVER_COMPLETION_JSON_H
+#define NUCLEUS_SERVER_COMPLETION_JSON_H
+
+#include <jansson.h>
+
+#include "request_parse.h"
+#include "server.h"
+
+typedef struct choice_state {
+  char *text; /* accumulated text (non-streaming) */
+  size_t len, cap;
+  json_t *logprobs; /* chat: {"content": [...]}; completions: 4 arrays */
+  size_t text_offset;
+  nucleus_finish_reason finish;
+  bool finished;
+} choice_state;
+
+typedef struct completion_out {
+  server_ctx *srv;
+  const gen_request *req;
+  char id[48];
+  int64_t created;
+  const char *model;
+  int32_t n;
+  choice_state *choices;
+  int32_t prompt_tokens;
+  int32_t completion_tokens;
+  bool failed; /* some completion ended with NUCLEUS_FINISH_ERROR */
+  nucleus_error error;
+} completion_out;
+
+int completion_out_init(completion_out *out, server_ctx *srv,
+                        const gen_request *req, int32_t prompt_tokens);
+void completion_out_free(completion_out *out);
+
+/* Records one event (text, logprobs, finish reasons, usage). When
+ * accumulate is false the text is not kept (streaming). Returns -1 when
+ * out of memory. */
+int completion_out_record(completion_out *out, const nucleus_event *ev,
+                          bool accumulate);
+
+/* The whole non-streaming response. */
+json_t *completion_out_response(const completion_out *out);
+
+/* Streaming chunks (NULL when there is nothing to send). */
+json_t *completion_chunk_role(const completion_out *out, int32_t index);
+json_t *completion_chunk_token(const completion_out *out,
+                               const nucleus_event *ev);
+json_t *completion_chunk_finish(const completion_out *out, int32_t index);
+json_t *completion_chunk_usage(const completion_out *out);
+
+const char *finish_reason_text(nucleus_finish_reason r);
+
+#endif

@@ -1,0 +1,141 @@
+/* nucleus serve: POST /v1/chat/completions and POST /v1/completions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_reply.h"
+#include "job.h"
+#include "prompt.h"
+#include "routes.h"
+
+void job_free(job *j) {
+  if (!j) return;
+  gen_free(j->g);
+  completion_out_free(&j->out);
+  gen_request_free(&j->req);
+  free(j->prompt);
+  free(j);
+}
+
+static int context_error(server_ctx *srv, size_t n_prompt, api_error *e) {
+  api_fail(e, 400, NULL,
+           "this model's context holds %d tokens, but the prompt has %zu "
+           "tokens",
+           srv->n_ctx, n_prompt);
+  e->code = "context_length_exceeded";
+  return -1;
+}
+
+/* Parses the body and builds the prompt: 0, or -1 with *e. */
+static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
+                   job *j, api_error *e) {
+  json_error_t jerr;
+  json_t *root = json_loadb(body, len, 0, &jerr);
+  if (!root)
+    return api_fail(e, 400, NULL, "invalid JSON at line %d, column %d: %s",
+                    jerr.line, jerr.column, jerr.text);
+  int rc = gen_request_parse(root, chat, srv->n_vocab, &j->req, e);
+  if (!rc)
+    rc = chat
+             ? prompt_chat_tokens(srv, root, &j->prompt, &j->n_prompt, e)
+             : prompt_completion_tokens(srv, root, &j->prompt, &j->n_prompt, e);
+  json_decref(root);
+  if (rc) return -1;
+  if (j->n_prompt == 0)
+    return api_fail(e, 400, chat ? "messages" : "prompt",
+                    "the prompt is empty");
+  if (j->n_prompt >= (size_t)srv->n_ctx)
+    return context_error(srv, j->n_prompt, e);
+  nucleus_error err = {0};
+  if (nucleus_request_params_validate(srv->model, &j->req.params, &err) !=
+      NUCLEUS_OK)
+    return api_fail(e, 400, NULL, "%s", err.message);
+  if (completion_out_init(&j->out, srv, &j->req, (int32_t)j->n_prompt))
+    return api_fail(e, 500, NULL, "out of memory");
+  return 0;
+}
+
+static int submit(server_ctx *srv, struct MHD_Connection *conn, job *j,
+                  api_error *e) {
+  nucleus_error err = {0};
+  nucleus_status st =
+      gen_start(srv, conn, j->prompt, j->n_prompt, &j->req.params, &j->g, &err);
+  switch (st) {
+  case NUCLEUS_OK: return 0;
+  case NUCLEUS_ERR_BUSY:
+    return api_fail(e, 503, NULL, "the server is busy: %s", err.message);
+  case NUCLEUS_ERR_LIMIT:
+    context_error(srv, j->n_prompt, e);
+    snprintf(e->message, sizeof e->message, "%s", err.message);
+    return -1;
+  case NUCLEUS_ERR_INVALID_ARGUMENT:
+  case NUCLEUS_ERR_UNSUPPORTED:
+    return api_fail(e, 400, NULL, "%s", err.message);
+  case NUCLEUS_ERR_NOMEM:
+    return api_fail(e, 503, NULL, "out of memory: %s", err.message);
+  default: return api_fail(e, 500, NULL, "engine: %s", err.message);
+  }
+}
+
+/* Non-streaming: wait for every event, then answer once. */
+static enum MHD_Result wait_and_reply(server_ctx *srv,
+                                      struct MHD_Connection *conn, job *j) {
+  for (;;) {
+    nucleus_event ev;
+    gen_wait w = gen_next(j->g, &ev);
+    if (w == GEN_GONE) {
+      job_free(j);
+      return MHD_NO; /* the client left: close without an answer */
+    }
+    api_error e;
+    if (w == GEN_FAILED || completion_out_record(&j->out, &ev, true) != 0) {
+      job_free(j);
+      api_fail(&e, 500, NULL, "the engine stopped delivering events");
+      return reply_error(srv, conn, &e);
+    }
+    if (ev.kind == NUCLEUS_EVENT_DONE) break;
+  }
+  bool all_failed = j->out.failed;
+  for (int32_t i = 0; i < j->out.n; i++)
+    if (j->out.choices[i].finish != NUCLEUS_FINISH_ERROR) all_failed = false;
+  /* Generating took a while: restart the idle timer before answering. */
+  reply_touch(conn, (unsigned)srv->cfg->timeout_s);
+  enum MHD_Result r;
+  if (all_failed) {
+    api_error e;
+    nucleus_status code = j->out.error.code;
+    api_fail(&e,
+             code == NUCLEUS_ERR_INVALID_ARGUMENT || code == NUCLEUS_ERR_LIMIT
+                 ? 400
+                 : 500,
+             NULL, "%s", j->out.error.message);
+    r = reply_error(srv, conn, &e);
+  } else {
+    r = reply_json(srv, conn, 200, completion_out_response(&j->out));
+  }
+  job_free(j);
+  return r;
+}
+
+static enum MHD_Result run(server_ctx *srv, struct MHD_Connection *conn,
+                           const char *body, size_t len, bool chat) {
+  job *j = calloc(1, sizeof *j);
+  if (!j) return MHD_NO;
+  api_error e;
+  if (prepare(srv, body, len, chat, j, &e) || submit(srv, conn, j, &e)) {
+    job_free(j);
+    return reply_error(srv, conn, &e);
+  }
+  if (j->req.stream) return sse_stream_start(srv, conn, j);
+  return wait_and_reply(srv, conn, j);
+}
+
+enum MHD_Result handle_chat_completions(server_ctx *srv,
+                                        struct MHD_Connection *conn,
+                                        const char *body, size_t len) {
+  return run(srv, conn, body, len, true);
+}
+
+enum MHD_Result handle_completions(server_ctx *srv, struct MHD_Connection *conn,
+                                   const char *body, size_t len) {
+  return run(srv, conn, body, len, false);
+}

@@ -1,0 +1,75 @@
+/* nucleus serve: complete (non-streaming) responses. */
+#include "http_reply.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void reply_add_common_headers(struct MHD_Response *resp,
+                              const char *content_type) {
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+  MHD_add_response_header(resp, "Server", "nucleus");
+}
+
+enum MHD_Result reply_queue(server_ctx *srv, struct MHD_Connection *conn,
+                            unsigned status, struct MHD_Response *resp) {
+  if (!resp) return MHD_NO;
+  enum MHD_Result r = MHD_queue_response(conn, status, resp);
+  MHD_destroy_response(resp);
+  if (r == MHD_YES) metrics_count_response(srv->metrics, status);
+  return r;
+}
+
+enum MHD_Result reply_text(server_ctx *srv, struct MHD_Connection *conn,
+                           unsigned status, const char *content_type,
+                           const char *text, size_t len) {
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+  if (!resp) return MHD_NO;
+  reply_add_common_headers(resp, content_type);
+  return reply_queue(srv, conn, status, resp);
+}
+
+enum MHD_Result reply_json(server_ctx *srv, struct MHD_Connection *conn,
+                           unsigned status, json_t *body) {
+  if (!body) return MHD_NO;
+  char *text = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  if (!text) return MHD_NO;
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer_with_free_callback(strlen(text), text,
+                                                         free);
+  if (!resp) {
+    free(text);
+    return MHD_NO;
+  }
+  reply_add_common_headers(resp, "application/json");
+  return reply_queue(srv, conn, status, resp);
+}
+
+enum MHD_Result reply_error(server_ctx *srv, struct MHD_Connection *conn,
+                            const api_error *e) {
+  json_t *body = api_error_json(e);
+  if (!body) return MHD_NO;
+  char *text = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  if (!text) return MHD_NO;
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer_with_free_callback(strlen(text), text,
+                                                         free);
+  if (!resp) {
+    free(text);
+    return MHD_NO;
+  }
+  reply_add_common_headers(resp, "application/json");
+  if (e->status == 503) MHD_add_response_header(resp, "Retry-After", "1");
+  if (e->status == 401)
+    MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+  if (e->status == 405 && e->allow)
+    MHD_add_response_header(resp, "Allow", e->allow);
+  return reply_queue(srv, conn, e->status, resp);
+}
+
+void reply_touch(struct MHD_Connection *conn, unsigned timeout_s) {
+  MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+  MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, timeout_s);
+}

@@ -1,0 +1,199 @@
+/* nucleus serve: the libmicrohttpd daemon and the per-request plumbing. */
+#include "http_server.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "http_reply.h"
+#include "routes.h"
+
+struct http_server {
+  struct MHD_Daemon *daemon;
+  struct sockaddr_storage addr;
+  int port;
+};
+
+/* Per-request state, owned by the connection until the request completes. */
+typedef struct request_state {
+  const route *route;
+  char *body;
+  size_t len, cap;
+  bool too_large;
+  size_t discarded;
+} request_state;
+
+static int append_body(request_state *st, const char *data, size_t n) {
+  if (st->len + n + 1 > st->cap) {
+    size_t cap = st->cap ? st->cap : 4096;
+    while (cap < st->len + n + 1)
+      cap *= 2;
+    char *grown = realloc(st->body, cap);
+    if (!grown) return -1;
+    st->body = grown;
+    st->cap = cap;
+  }
+  memcpy(st->body + st->len, data, n);
+  st->len += n;
+  st->body[st->len] = '\0';
+  return 0;
+}
+
+static bool content_length_over(struct MHD_Connection *conn, size_t limit) {
+  const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if (!cl) return false;
+  char *end = NULL;
+  unsigned long long v = strtoull(cl, &end, 10);
+  return end != cl && v > limit;
+}
+
+/* The first call for a request: route, authenticate, check limits. Returns
+ * the route, or NULL after filling *e. */
+static const route *admit(server_ctx *srv, struct MHD_Connection *conn,
+                          const char *url, const char *method, api_error *e) {
+  const route *r = route_find(method, url, e);
+  if (!r) return NULL;
+  if (!r->is_public && srv->cfg->api_key &&
+      !auth_request_ok(conn, srv->cfg->api_key)) {
+    api_fail(e, 401, NULL, "invalid or missing API key");
+    return NULL;
+  }
+  if (content_length_over(conn, srv->cfg->max_body_bytes)) {
+    api_fail(e, 413, NULL, "request body is larger than the %zu-byte limit",
+             srv->cfg->max_body_bytes);
+    return NULL;
+  }
+  if (r->is_work && atomic_load(&srv->draining)) {
+    api_fail(e, 503, NULL, "the server is shutting down");
+    return NULL;
+  }
+  return r;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
+  (void)version;
+  server_ctx *srv = cls;
+  request_state *st = *con_cls;
+  if (!st) {
+    api_error e;
+    const route *r = admit(srv, conn, url, method, &e);
+    if (!r) return reply_error(srv, conn, &e);
+    st = calloc(1, sizeof *st);
+    if (!st) return MHD_NO;
+    st->route = r;
+    *con_cls = st;
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    size_t n = *upload_size;
+    *upload_size = 0;
+    if (st->too_large || st->len + n > srv->cfg->max_body_bytes) {
+      /* Over the limit (a chunked body): drop what arrives, answer 413 at
+       * the end, and give up on the connection when it goes on and on. */
+      st->too_large = true;
+      st->discarded += n;
+      free(st->body);
+      st->body = NULL;
+      st->len = st->cap = 0;
+      return st->discarded > 4 * srv->cfg->max_body_bytes ? MHD_NO : MHD_YES;
+    }
+    return append_body(st, upload, n) ? MHD_NO : MHD_YES;
+  }
+  if (st->too_large) {
+    api_error e;
+    api_fail(&e, 413, NULL, "request body is larger than the %zu-byte limit",
+             srv->cfg->max_body_bytes);
+    return reply_error(srv, conn, &e);
+  }
+  return st->route->fn(srv, conn, st->body ? st->body : "", st->len);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode why) {
+  (void)cls;
+  (void)conn;
+  (void)why;
+  request_state *st = *con_cls;
+  if (!st) return;
+  free(st->body);
+  free(st);
+  *con_cls = NULL;
+}
+
+static int resolve(const char *host, int port, struct sockaddr_storage *out,
+                   char *msg, size_t cap) {
+  struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                           .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
+  char port_s[16];
+  snprintf(port_s, sizeof port_s, "%d", port);
+  struct addrinfo *res = NULL;
+  int rc = getaddrinfo(host, port_s, &hints, &res);
+  if (rc != 0 || !res) {
+    snprintf(msg, cap, "cannot resolve --host '%s': %s", host,
+             gai_strerror(rc));
+    return -1;
+  }
+  memset(out, 0, sizeof *out);
+  memcpy(out, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return 0;
+}
+
+http_server *http_server_start(server_ctx *srv, char *msg, size_t cap) {
+  const server_config *cfg = srv->cfg;
+  http_server *hs = calloc(1, sizeof *hs);
+  if (!hs) {
+    snprintf(msg, cap, "out of memory");
+    return NULL;
+  }
+  if (resolve(cfg->host, cfg->port, &hs->addr, msg, cap)) {
+    free(hs);
+    return NULL;
+  }
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
+                   MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
+                   MHD_USE_ERROR_LOG | MHD_USE_POLL;
+  if (hs->addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  hs->daemon = MHD_start_daemon(
+      flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&hs->addr,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
+  if (!hs->daemon) {
+    snprintf(msg, cap, "cannot listen on %s:%d (address in use?)", cfg->host,
+             cfg->port);
+    free(hs);
+    return NULL;
+  }
+  const union MHD_DaemonInfo *info =
+      MHD_get_daemon_info(hs->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  hs->port = info ? info->port : cfg->port;
+  return hs;
+}
+
+int http_server_port(http_server *hs) {
+  return hs->port;
+}
+
+void http_server_quiesce(http_server *hs) {
+  if (!hs || !hs->daemon) return;
+  MHD_socket fd = MHD_quiesce_daemon(hs->daemon);
+  if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+void http_server_stop(http_server *hs) {
+  if (!hs) return;
+  if (hs->daemon) MHD_stop_daemon(hs->daemon);
+  free(hs);
+}

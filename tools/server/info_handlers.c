@@ -1,0 +1,47 @@
+/* nucleus serve: GET /health, GET /v1/models, GET /metrics. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_reply.h"
+#include "json_text.h"
+#include "routes.h"
+
+enum MHD_Result handle_health(server_ctx *srv, struct MHD_Connection *conn,
+                              const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  if (atomic_load(&srv->draining))
+    return reply_json(srv, conn, 503, json_pack("{s:s}", "status", "draining"));
+  return reply_json(srv, conn, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+enum MHD_Result handle_models(server_ctx *srv, struct MHD_Connection *conn,
+                              const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  json_t *model =
+      json_pack("{s:o,s:s,s:I,s:s,s:{s:i,s:i,s:i}}", "id",
+                json_text(srv->model_id, strlen(srv->model_id)), "object",
+                "model", "created", (json_int_t)srv->created, "owned_by",
+                "nucleus", "meta", "n_vocab", srv->n_vocab, "n_ctx", srv->n_ctx,
+                "n_ctx_train", nucleus_model_n_ctx_train(srv->model));
+  return reply_json(srv, conn, 200,
+                    json_pack("{s:s,s:[o]}", "object", "list", "data", model));
+}
+
+enum MHD_Result handle_metrics(server_ctx *srv, struct MHD_Connection *conn,
+                               const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  nucleus_engine_stats stats;
+  memset(&stats, 0, sizeof stats);
+  if (srv->engine) nucleus_engine_get_stats(srv->engine, &stats);
+  char *text = metrics_render(srv->metrics, srv->engine ? &stats : NULL,
+                              inflight_count(srv->inflight));
+  if (!text) return MHD_NO;
+  enum MHD_Result r =
+      reply_text(srv, conn, 200, "text/plain; version=0.0.4; charset=utf-8",
+                 text, strlen(text));
+  free(text);
+  return r;
+}

@@ -1,0 +1,206 @@
+/* nucleus serve: prompt building and tokenization. */
+#include "prompt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const ROLES[] = {"system", "user",      "assistant",
+                                    "tool",   "developer", "function"};
+
+static bool known_role(const char *role) {
+  for (size_t i = 0; i < sizeof ROLES / sizeof ROLES[0]; i++)
+    if (!strcmp(role, ROLES[i])) return true;
+  return false;
+}
+
+/* A message's content as one string: text parts are joined by "\n". */
+static json_t *content_text(const json_t *content, size_t idx, api_error *e) {
+  if (!content) return json_string("");
+  if (json_is_string(content)) return json_copy((json_t *)content);
+  if (!json_is_array(content)) {
+    api_fail(e, 400, "messages",
+             "messages[%zu].content must be a string or a list of parts", idx);
+    return NULL;
+  }
+  size_t total = 0, i;
+  const json_t *part;
+  json_array_foreach(content, i, part) {
+    const json_t *type = json_object_get(part, "type");
+    const json_t *text = json_object_get(part, "text");
+    if (!json_is_string(type) || strcmp(json_string_value(type), "text") ||
+        !json_is_string(text)) {
+      api_fail(e, 400, "messages",
+               "messages[%zu].content[%zu]: only {\"type\": \"text\", "
+               "\"text\": ...} parts are supported",
+               idx, i);
+      return NULL;
+    }
+    total += json_string_length(text) + 1;
+  }
+  char *buf = malloc(total + 1);
+  if (!buf) {
+    api_fail(e, 500, NULL, "out of memory");
+    return NULL;
+  }
+  size_t o = 0;
+  json_array_foreach(content, i, part) {
+    const json_t *text = json_object_get(part, "text");
+    if (i) buf[o++] = '\n';
+    memcpy(buf + o, json_string_value(text), json_string_length(text));
+    o += json_string_length(text);
+  }
+  json_t *s = json_stringn(buf, o);
+  free(buf);
+  if (!s) api_fail(e, 400, "messages", "message content is not UTF-8");
+  return s;
+}
+
+/* Checks the messages and returns a normalized copy ([{role, content}]). */
+static json_t *normalize_messages(const json_t *msgs, api_error *e) {
+  if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
+    api_fail(e, 400, "messages", "'messages' must be a non-empty list");
+    return NULL;
+  }
+  json_t *out = json_array();
+  if (!out) return NULL;
+  size_t i;
+  const json_t *m;
+  json_array_foreach(msgs, i, m) {
+    const json_t *role = json_object_get(m, "role");
+    if (!json_is_object(m) || !json_is_string(role) ||
+        !known_role(json_string_value(role))) {
+      json_decref(out);
+      api_fail(e, 400, "messages",
+               "messages[%zu] must be an object with a role among system, "
+               "user, assistant, tool, developer",
+               i);
+      return NULL;
+    }
+    const json_t *content = json_object_get(m, "content");
+    json_t *text = content_text(json_is_null(content) ? NULL : content, i, e);
+    json_t *copy = json_object();
+    if (!text || !copy) {
+      json_decref(text);
+      json_decref(copy);
+      json_decref(out);
+      return NULL;
+    }
+    json_object_set(copy, "role", (json_t *)role);
+    json_object_set_new(copy, "content", text);
+    const char *keep[] = {"name", "tool_calls", "tool_call_id"};
+    for (size_t k = 0; k < 3; k++) {
+      json_t *v = json_object_get(m, keep[k]);
+      if (v) json_object_set(copy, keep[k], v);
+    }
+    json_array_append_new(out, copy);
+  }
+  return out;
+}
+
+int prompt_render_chat(server_ctx *srv, const json_t *root, char **text,
+                       size_t *len, api_error *e) {
+  json_t *msgs = normalize_messages(json_object_get(root, "messages"), e);
+  if (!msgs) return e->status ? -1 : api_fail(e, 500, NULL, "out of memory");
+  char *msgs_json = json_dumps(msgs, JSON_COMPACT);
+  json_decref(msgs);
+  char *tools_json = NULL;
+  const json_t *tools = json_object_get(root, "tools");
+  if (json_is_array(tools) && json_array_size(tools))
+    tools_json = json_dumps(tools, JSON_COMPACT);
+  if (!msgs_json) {
+    free(tools_json);
+    return api_fail(e, 500, NULL, "out of memory");
+  }
+  nucleus_error err = {0};
+  nucleus_status st = nucleus_chat_render(srv->model, msgs_json, tools_json,
+                                          true, text, len, &err);
+  free(msgs_json);
+  free(tools_json);
+  if (st != NUCLEUS_OK)
+    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, "messages",
+                    "chat template: %s", err.message);
+  return 0;
+}
+
+int prompt_tokenize(server_ctx *srv, const char *text, size_t len,
+                    bool add_special, bool parse_special, int32_t **ids,
+                    size_t *n, api_error *e) {
+  nucleus_error err = {0};
+  int32_t *toks = NULL;
+  size_t count = 0;
+  nucleus_status st = nucleus_tokenize(srv->model, text, len, add_special,
+                                       parse_special, &toks, &count, &err);
+  if (st != NUCLEUS_OK)
+    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, NULL,
+                    "tokenize: %s", err.message);
+  /* Copy into memory this module owns, so callers use plain free(). */
+  *ids = malloc((count ? count : 1) * sizeof **ids);
+  if (!*ids) {
+    nucleus_free(toks);
+    return api_fail(e, 500, NULL, "out of memory");
+  }
+  if (count) memcpy(*ids, toks, count * sizeof **ids);
+  nucleus_free(toks);
+  *n = count;
+  return 0;
+}
+
+int prompt_chat_tokens(server_ctx *srv, const json_t *root, int32_t **ids,
+                       size_t *n, api_error *e) {
+  char *text = NULL;
+  size_t len = 0;
+  if (prompt_render_chat(srv, root, &text, &len, e)) return -1;
+  int rc = prompt_tokenize(srv, text, len, true, true, ids, n, e);
+  nucleus_free(text);
+  if (rc) return -1;
+  /* The template may print bos_token itself: keep one BOS. */
+  int32_t bos = nucleus_token_bos(srv->model);
+  if (bos >= 0 && *n >= 2 && (*ids)[0] == bos && (*ids)[1] == bos) {
+    memmove(*ids, *ids + 1, (*n - 1) * sizeof **ids);
+    (*n)--;
+  }
+  return 0;
+}
+
+static int token_list(server_ctx *srv, const json_t *arr, int32_t **ids,
+                      size_t *n, api_error *e) {
+  size_t count = json_array_size(arr), i;
+  *ids = malloc((count ? count : 1) * sizeof **ids);
+  if (!*ids) return api_fail(e, 500, NULL, "out of memory");
+  const json_t *v;
+  json_array_foreach(arr, i, v) {
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) >= srv->n_vocab) {
+      free(*ids);
+      *ids = NULL;
+      return api_fail(e, 400, "prompt",
+                      "prompt[%zu] is not a token id in [0, %d)", i,
+                      srv->n_vocab);
+    }
+    (*ids)[i] = (int32_t)json_integer_value(v);
+  }
+  *n = count;
+  return 0;
+}
+
+int prompt_completion_tokens(server_ctx *srv, const json_t *root, int32_t **ids,
+                             size_t *n, api_error *e) {
+  const json_t *p = json_object_get(root, "prompt");
+  if (json_is_array(p) && json_array_size(p) == 1 &&
+      !json_is_integer(json_array_get(p, 0)))
+    p = json_array_get(p, 0); /* ["text"] or [[ids]] */
+  if (json_is_string(p) && json_string_length(p) == 0)
+    return api_fail(e, 400, "prompt", "the prompt is empty");
+  if (json_is_string(p))
+    return prompt_tokenize(srv, json_string_value(p), json_string_length(p),
+                           true, true, ids, n, e);
+  if (json_is_array(p)) {
+    const json_t *first = json_array_get(p, 0);
+    if (first && !json_is_integer(first))
+      return api_fail(e, 400, "prompt",
+                      "only one prompt per request is supported");
+    return token_list(srv, p, ids, n, e);
+  }
+  return api_fail(e, 400, "prompt",
+                  "'prompt' must be a string or a list of token ids");
+}

@@ -1,0 +1,305 @@
+/* nucleus serve: parsing and validating generation parameters. */
+#include "request_parse.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A field's value, or NULL when it is absent or JSON null. */
+static const json_t *field(const json_t *root, const char *key) {
+  const json_t *v = json_object_get(root, key);
+  return json_is_null(v) ? NULL : v;
+}
+
+/* Reads an optional number in [lo, hi]; *out is left alone when absent. */
+static int get_float(const json_t *root, const char *key, double lo, double hi,
+                     float *out, api_error *e) {
+  const json_t *v = field(root, key);
+  if (!v) return 0;
+  if (!json_is_number(v))
+    return api_fail(e, 400, key, "'%s' must be a number", key);
+  double d = json_number_value(v);
+  if (!isfinite(d) || d < lo || d > hi)
+    return api_fail(e, 400, key, "'%s' must be in [%g, %g], got %g", key, lo,
+                    hi, d);
+  *out = (float)d;
+  return 0;
+}
+
+/* Reads an optional integer in [lo, hi] (integral floats accepted). */
+static int get_int(const json_t *root, const char *key, long long lo,
+                   long long hi, long long *out, bool *present, api_error *e) {
+  const json_t *v = field(root, key);
+  if (present) *present = v != NULL;
+  if (!v) return 0;
+  long long x;
+  if (json_is_integer(v)) {
+    x = json_integer_value(v);
+  } else if (json_is_real(v) && isfinite(json_real_value(v)) &&
+             json_real_value(v) == floor(json_real_value(v)) &&
+             fabs(json_real_value(v)) < 9e15) {
+    x = (long long)json_real_value(v);
+  } else {
+    return api_fail(e, 400, key, "'%s' must be an integer", key);
+  }
+  if (x < lo || x > hi)
+    return api_fail(e, 400, key, "'%s' must be in [%lld, %lld], got %lld", key,
+                    lo, hi, x);
+  *out = x;
+  return 0;
+}
+
+static int get_bool(const json_t *root, const char *key, bool *out,
+                    api_error *e) {
+  const json_t *v = field(root, key);
+  if (!v) return 0;
+  if (!json_is_boolean(v))
+    return api_fail(e, 400, key, "'%s' must be true or false", key);
+  *out = json_is_true(v);
+  return 0;
+}
+
+static int add_stop(gen_request *r, const json_t *s, api_error *e) {
+  if (!json_is_string(s))
+    return api_fail(e, 400, "stop",
+                    "'stop' must be a string or a list of "
+                    "strings");
+  size_t len = json_string_length(s);
+  if (len == 0 || len > NUCLEUS_MAX_STOP_STRING_BYTES)
+    return api_fail(e, 400, "stop",
+                    "each stop string must be 1 to %d bytes, got %zu",
+                    NUCLEUS_MAX_STOP_STRING_BYTES, len);
+  if (memchr(json_string_value(s), 0, len))
+    return api_fail(e, 400, "stop", "stop strings must not contain NUL");
+  size_t i = r->params.n_stop;
+  if (i >= NUCLEUS_MAX_STOP_STRINGS)
+    return api_fail(e, 400, "stop", "at most %d stop strings are allowed",
+                    NUCLEUS_MAX_STOP_STRINGS);
+  r->stop_copies[i] = strdup(json_string_value(s));
+  if (!r->stop_copies[i]) return api_fail(e, 500, NULL, "out of memory");
+  r->stop_ptrs[i] = r->stop_copies[i];
+  r->params.n_stop = i + 1;
+  return 0;
+}
+
+static int parse_stop(const json_t *root, gen_request *r, api_error *e) {
+  const json_t *v = field(root, "stop");
+  if (!v) return 0;
+  if (json_is_array(v)) {
+    size_t i;
+    const json_t *s;
+    json_array_foreach(v, i, s) if (add_stop(r, s, e)) return -1;
+  } else if (add_stop(r, v, e)) {
+    return -1;
+  }
+  r->params.stop = r->stop_ptrs;
+  return 0;
+}
+
+static int parse_logit_bias(const json_t *root, int32_t n_vocab, gen_request *r,
+                            api_error *e) {
+  const json_t *v = field(root, "logit_bias");
+  if (!v) return 0;
+  if (!json_is_object(v))
+    return api_fail(e, 400, "logit_bias",
+                    "'logit_bias' must be an object of token id -> bias");
+  size_t n = json_object_size(v);
+  if (n > SERVER_MAX_LOGIT_BIAS)
+    return api_fail(e, 400, "logit_bias",
+                    "'logit_bias' has %zu entries; at most %d are allowed", n,
+                    SERVER_MAX_LOGIT_BIAS);
+  if (n == 0) return 0;
+  r->bias = calloc(n, sizeof *r->bias);
+  if (!r->bias) return api_fail(e, 500, NULL, "out of memory");
+  const char *key;
+  const json_t *val;
+  size_t i = 0;
+  json_object_foreach((json_t *)v, key, val) {
+    errno = 0;
+    char *end = NULL;
+    long id = strtol(key, &end, 10);
+    if (errno || end == key || *end || id < 0 || id >= n_vocab)
+      return api_fail(e, 400, "logit_bias",
+                      "logit_bias key '%.64s' is not a token id in [0, %d)",
+                      key, n_vocab);
+    if (!json_is_number(val) || !isfinite(json_number_value(val)) ||
+        fabs(json_number_value(val)) > 100)
+      return api_fail(e, 400, "logit_bias",
+                      "logit_bias value for token %ld must be a number in "
+                      "[-100, 100]",
+                      id);
+    r->bias[i].token = (int32_t)id;
+    r->bias[i].bias = (float)json_number_value(val);
+    i++;
+  }
+  r->params.sampling.logit_bias = r->bias;
+  r->params.sampling.n_logit_bias = i;
+  return 0;
+}
+
+static int parse_stop_token_ids(const json_t *root, int32_t n_vocab,
+                                gen_request *r, api_error *e) {
+  const json_t *v = field(root, "stop_token_ids");
+  if (!v) return 0;
+  if (!json_is_array(v) || json_array_size(v) > SERVER_MAX_STOP_TOKEN_IDS)
+    return api_fail(e, 400, "stop_token_ids",
+                    "'stop_token_ids' must be a list of at most %d token ids",
+                    SERVER_MAX_STOP_TOKEN_IDS);
+  size_t n = json_array_size(v);
+  if (n == 0) return 0;
+  r->stop_ids = calloc(n, sizeof *r->stop_ids);
+  if (!r->stop_ids) return api_fail(e, 500, NULL, "out of memory");
+  size_t i;
+  const json_t *id;
+  json_array_foreach(v, i, id) {
+    if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+        json_integer_value(id) >= n_vocab)
+      return api_fail(e, 400, "stop_token_ids",
+                      "stop_token_ids[%zu] is not a token id in [0, %d)", i,
+                      n_vocab);
+    r->stop_ids[i] = (int32_t)json_integer_value(id);
+  }
+  r->params.stop_token_ids = r->stop_ids;
+  r->params.n_stop_token_ids = n;
+  return 0;
+}
+
+static int parse_sampling(const json_t *root, gen_request *r, api_error *e) {
+  nucleus_sampling_params *s = &r->params.sampling;
+  long long k = 0;
+  bool has = false;
+  if (get_float(root, "temperature", 0, 2, &s->temperature, e) ||
+      get_float(root, "top_p", 0, 1, &s->top_p, e) ||
+      get_float(root, "min_p", 0, 1, &s->min_p, e) ||
+      get_float(root, "typical_p", 0, 1, &s->typical_p, e) ||
+      get_float(root, "repetition_penalty", 0, 10, &s->repetition_penalty, e) ||
+      get_float(root, "presence_penalty", -2, 2, &s->presence_penalty, e) ||
+      get_float(root, "frequency_penalty", -2, 2, &s->frequency_penalty, e))
+    return -1;
+  if (field(root, "top_p") && s->top_p <= 0)
+    return api_fail(e, 400, "top_p", "'top_p' must be in (0, 1], got 0");
+  if (field(root, "typical_p") && s->typical_p <= 0)
+    return api_fail(e, 400, "typical_p",
+                    "'typical_p' must be in (0, 1], got 0");
+  if (field(root, "repetition_penalty") && s->repetition_penalty <= 0)
+    return api_fail(e, 400, "repetition_penalty",
+                    "'repetition_penalty' must be in (0, 10], got 0");
+  if (get_int(root, "top_k", -1, 1 << 30, &k, &has, e)) return -1;
+  if (has) s->top_k = k < 0 ? 0 : (int32_t)k;
+  if (get_int(root, "seed", INT64_MIN, INT64_MAX, &k, &has, e)) return -1;
+  if (has) {
+    s->has_seed = true;
+    s->seed = (uint64_t)k;
+  }
+  return 0;
+}
+
+static int parse_logprobs(const json_t *root, gen_request *r, api_error *e) {
+  long long k = 0;
+  bool has = false;
+  if (r->chat) {
+    if (get_bool(root, "logprobs", &r->logprobs, e)) return -1;
+    if (get_int(root, "top_logprobs", 0, NUCLEUS_MAX_TOP_LOGPROBS, &k, &has, e))
+      return -1;
+    if (has && k > 0 && !r->logprobs)
+      return api_fail(e, 400, "top_logprobs",
+                      "'top_logprobs' needs 'logprobs': true");
+    r->top_logprobs = (int32_t)k;
+  } else {
+    const json_t *v = field(root, "logprobs");
+    if (json_is_boolean(v))
+      return api_fail(e, 400, "logprobs",
+                      "'logprobs' must be an integer in [0, %d] for "
+                      "completions",
+                      NUCLEUS_MAX_TOP_LOGPROBS);
+    if (get_int(root, "logprobs", 0, NUCLEUS_MAX_TOP_LOGPROBS, &k, &has, e))
+      return -1;
+    r->logprobs = has;
+    r->top_logprobs = (int32_t)k;
+  }
+  r->params.sampling.logprobs = r->logprobs;
+  r->params.sampling.top_logprobs = r->top_logprobs;
+  return 0;
+}
+
+static int parse_lengths(const json_t *root, gen_request *r, api_error *e) {
+  long long k = 0;
+  bool has = false;
+  if (get_int(root, "n", 1, SERVER_MAX_N, &k, &has, e)) return -1;
+  if (has) r->params.n = (int32_t)k;
+  if (get_int(root, "max_tokens", 1, INT32_MAX, &k, &has, e)) return -1;
+  if (has) r->params.max_tokens = (int32_t)k;
+  if (get_int(root, "max_completion_tokens", 1, INT32_MAX, &k, &has, e))
+    return -1;
+  if (has) r->params.max_tokens = (int32_t)k;
+  if (get_int(root, "min_tokens", 0, INT32_MAX, &k, &has, e)) return -1;
+  if (has) r->params.min_tokens = (int32_t)k;
+  if (r->params.max_tokens > 0 && r->params.min_tokens > r->params.max_tokens)
+    return api_fail(e, 400, "min_tokens",
+                    "'min_tokens' (%d) must not exceed max_tokens (%d)",
+                    r->params.min_tokens, r->params.max_tokens);
+  if (get_int(root, "best_of", 1, SERVER_MAX_N, &k, &has, e)) return -1;
+  if (has && k != r->params.n)
+    return api_fail(e, 400, "best_of",
+                    "'best_of' is not supported (it must equal n)");
+  return 0;
+}
+
+static int parse_flags(const json_t *root, gen_request *r, api_error *e) {
+  if (get_bool(root, "stream", &r->stream, e) ||
+      get_bool(root, "ignore_eos", &r->params.ignore_eos, e) ||
+      get_bool(root, "include_stop_str_in_output",
+               &r->params.include_stop_str_in_output, e) ||
+      get_bool(root, "skip_special_tokens", &r->params.skip_special_tokens, e))
+    return -1;
+  const json_t *so = field(root, "stream_options");
+  if (so) {
+    if (!json_is_object(so))
+      return api_fail(e, 400, "stream_options",
+                      "'stream_options' must be an object");
+    const json_t *iu = field(so, "include_usage");
+    if (iu && !json_is_boolean(iu))
+      return api_fail(e, 400, "stream_options",
+                      "'stream_options.include_usage' must be true or false");
+    r->include_usage = json_is_true(iu);
+  }
+  bool echo = false;
+  if (get_bool(root, "echo", &echo, e)) return -1;
+  if (echo) return api_fail(e, 400, "echo", "'echo' is not supported");
+  const json_t *suffix = field(root, "suffix");
+  if (suffix && !(json_is_string(suffix) && !json_string_length(suffix)))
+    return api_fail(e, 400, "suffix", "'suffix' is not supported");
+  const json_t *model = field(root, "model");
+  if (model && !json_is_string(model))
+    return api_fail(e, 400, "model", "'model' must be a string");
+  if (model)
+    snprintf(r->model, sizeof r->model, "%s", json_string_value(model));
+  return 0;
+}
+
+int gen_request_parse(const json_t *root, bool chat, int32_t n_vocab,
+                      gen_request *r, api_error *e) {
+  memset(r, 0, sizeof *r);
+  r->chat = chat;
+  r->params = nucleus_request_default_params();
+  r->params.sampling = nucleus_sampling_default_params();
+  if (!json_is_object(root))
+    return api_fail(e, 400, NULL, "the request body must be a JSON object");
+  if (parse_flags(root, r, e) || parse_sampling(root, r, e) ||
+      parse_lengths(root, r, e) || parse_logprobs(root, r, e) ||
+      parse_stop(root, r, e) || parse_logit_bias(root, n_vocab, r, e) ||
+      parse_stop_token_ids(root, n_vocab, r, e)) {
+    gen_request_free(r);
+    return -1;
+  }
+  return 0;
+}
+
+void gen_request_free(gen_request *r) {
+  for (size_t i = 0; i < NUCLEUS_MAX_STOP_STRINGS; i++)
+    free(r->stop_copies[i]);
+  free(r->bias);
+  free(r->stop_ids);
+  memset(r, 0, sizeof *r);
+}

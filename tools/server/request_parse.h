@@ -1,0 +1,38 @@
+/* nucleus serve: a /v1/chat/completions or /v1/completions JSON body ->
+ * engine request parameters, every field range-checked with an error that
+ * names it. The prompt itself is handled by prompt.h. */
+#ifndef NUCLEUS_SERVER_REQUEST_PARSE_H
+#define NUCLEUS_SERVER_REQUEST_PARSE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "api_error.h"
+#include "nucleus.h"
+
+#define SERVER_MAX_N 16
+#define SERVER_MAX_LOGIT_BIAS 1024
+#define SERVER_MAX_STOP_TOKEN_IDS 64
+
+typedef struct gen_request {
+  bool chat;
+  bool stream;
+  bool include_usage;
+  bool logprobs;                 /* report the chosen token's logprob */
+  int32_t top_logprobs;          /* alternatives per token */
+  char model[256];               /* echoed back in responses */
+  nucleus_request_params params; /* points into the storage below */
+  char *stop_copies[NUCLEUS_MAX_STOP_STRINGS];
+  const char *stop_ptrs[NUCLEUS_MAX_STOP_STRINGS];
+  nucleus_logit_bias *bias;
+  int32_t *stop_ids;
+} gen_request;
+
+/* Parses root (an object). n_vocab bounds token ids. Returns 0, or -1
+ * with *e filled (400 naming the parameter). */
+int gen_request_parse(const json_t *root, bool chat, int32_t n_vocab,
+                      gen_request *out, api_error *e);
+
+void gen_request_free(gen_request *r);
+
+#endif

@@ -1,0 +1,42 @@
+/* nucleus serve: the route table. */
+#include "routes.h"
+
+#include <string.h>
+
+static const route ROUTES[] = {
+    {"GET", "/health", true, false, handle_health},
+    {"GET", "/v1/models", false, false, handle_models},
+    {"GET", "/metrics", false, false, handle_metrics},
+    {"POST", "/v1/chat/completions", false, true, handle_chat_completions},
+    {"POST", "/v1/completions", false, true, handle_completions},
+    {"POST", "/tokenize", false, true, handle_tokenize},
+    {"POST", "/detokenize", false, true, handle_detokenize},
+    {"POST", "/apply-template", false, true, handle_apply_template},
+};
+#define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
+
+/* The path without its query string, compared exactly. */
+static bool path_is(const char *url, const char *path) {
+  size_t n = strcspn(url, "?");
+  return strlen(path) == n && !memcmp(url, path, n);
+}
+
+const route *route_find(const char *method, const char *url, api_error *e) {
+  const route *same_path = NULL;
+  for (size_t i = 0; i < N_ROUTES; i++) {
+    if (!path_is(url, ROUTES[i].path)) continue;
+    bool head = !strcmp(method, "HEAD") && !strcmp(ROUTES[i].method, "GET");
+    if (!strcmp(method, ROUTES[i].method) || head) return &ROUTES[i];
+    same_path = &ROUTES[i];
+  }
+  if (same_path) {
+    api_fail(e, 405, NULL, "method %s is not allowed on %s (use %s)", method,
+             same_path->path, same_path->method);
+    e->allow = same_path->method;
+  } else {
+    size_t n = strcspn(url, "?");
+    if (n > 200) n = 200;
+    api_fail(e, 404, NULL, "no route for %s %.*s", method, (int)n, url);
+  }
+  return NULL;
+}

@@ -1,0 +1,44 @@
+/* nucleus serve: the route table (method + path -> handler). */
+#ifndef NUCLEUS_SERVER_ROUTES_H
+#define NUCLEUS_SERVER_ROUTES_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#include "api_error.h"
+#include "server.h"
+
+typedef enum MHD_Result (*route_fn)(server_ctx *srv,
+                                    struct MHD_Connection *conn,
+                                    const char *body, size_t len);
+
+typedef struct route {
+  const char *method;
+  const char *path;
+  bool is_public; /* served without the API key (only /health) */
+  bool is_work;   /* refused with 503 while draining */
+  route_fn fn;
+} route;
+
+/* Finds the route for a request, or fills *e with 404 or 405. */
+const route *route_find(const char *method, const char *url, api_error *e);
+
+/* Handlers, each in its own file. */
+enum MHD_Result handle_health(server_ctx *, struct MHD_Connection *,
+                              const char *, size_t);
+enum MHD_Result handle_models(server_ctx *, struct MHD_Connection *,
+                              const char *, size_t);
+enum MHD_Result handle_metrics(server_ctx *, struct MHD_Connection *,
+                               const char *, size_t);
+enum MHD_Result handle_tokenize(server_ctx *, struct MHD_Connection *,
+                                const char *, size_t);
+enum MHD_Result handle_detokenize(server_ctx *, struct MHD_Connection *,
+                                  const char *, size_t);
+enum MHD_Result handle_apply_template(server_ctx *, struct MHD_Connection *,
+                                      const char *, size_t);
+enum MHD_Result handle_chat_completions(server_ctx *, struct MHD_Connection *,
+                                        const char *, size_t);
+enum MHD_Result handle_completions(server_ctx *, struct MHD_Connection *,
+                                   const char *, size_t);
+
+#endif

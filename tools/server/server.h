@@ -1,0 +1,27 @@
+/* nucleus serve: the state every HTTP thread shares (one per process,
+ * owned by cmd_serve and passed to handlers; never a global). */
+#ifndef NUCLEUS_SERVER_H
+#define NUCLEUS_SERVER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "inflight.h"
+#include "metrics.h"
+#include "nucleus.h"
+#include "server_config.h"
+
+typedef struct server_ctx {
+  const server_config *cfg;
+  nucleus_model *model;
+  nucleus_engine *engine;
+  metrics *metrics;
+  inflight *inflight;
+  atomic_bool draining; /* SIGTERM seen: refuse new work with 503 */
+  char model_id[256];   /* what /v1/models lists */
+  int64_t created;      /* unix time the model was loaded */
+  int32_t n_ctx;        /* per-sequence context a prompt must fit in */
+  int32_t n_vocab;
+} server_ctx;
+
+#endif
