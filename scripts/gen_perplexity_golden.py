@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""llama.cpp perplexity golden for tests/e2e/test_perplexity.py.
+
+llama-perplexity's method reproduced in Python over llama-cpp-python
+(llama.cpp's own logits): the text is tokenized by llama.cpp (BOS added when
+the model asks), cut into non-overlapping windows of N tokens; each window is
+decoded from an empty KV cache (first token replaced by BOS when the model
+adds one) and its second half scored: NLL of token j+1 under the logits of
+position j for j in [N/2, N-1). PPL = exp(mean NLL). llama.cpp settings:
+flash attention off, no weight repacking, F16 KV cache, one window per batch.
+
+Writes tests/data/perplexity/gpl3_smollm2_q4_1.json.
+Usage: scripts/gen_perplexity_golden.py [MODEL] [TEXT]
+"""
+import json
+import math
+import os
+import sys
+
+import llama_cpp as L
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODEL = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+TEXT = sys.argv[2] if len(sys.argv) > 2 else "/usr/share/common-licenses/GPL-3"
+OUT = os.path.join(ROOT, "tests", "data", "perplexity",
+                   "gpl3_smollm2_q4_1.json")
+CONFIGS = [(256, 8), (512, None)]  # (window, chunks or None = all)
+
+
+def main():
+    L.llama_backend_init()
+    mp = L.llama_model_default_params()
+    mp.use_extra_bufts = False
+    model = L.llama_model_load_from_file(MODEL.encode(), mp)
+    vocab = L.llama_model_get_vocab(model)
+    n_vocab = L.llama_vocab_n_tokens(vocab)
+    add_bos = L.llama_vocab_get_add_bos(vocab)
+    bos = L.llama_vocab_bos(vocab)
+    data = open(TEXT, "rb").read()
+    buf = (L.llama_token * (len(data) + 16))()
+    n = L.llama_tokenize(vocab, data, len(data), buf, len(buf), True, False)
+    tokens = list(buf[:n])
+    results = []
+    for n_ctx, chunks in CONFIGS:
+        cp = L.llama_context_default_params()
+        cp.n_ctx = cp.n_batch = cp.n_ubatch = n_ctx
+        cp.n_threads = cp.n_threads_batch = 2
+        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        ctx = L.llama_init_from_model(model, cp)
+        n_chunk = len(tokens) // n_ctx
+        if chunks:
+            n_chunk = min(n_chunk, chunks)
+        first = n_ctx // 2
+        nll, count = 0.0, 0
+        for c in range(n_chunk):
+            win = tokens[c * n_ctx:(c + 1) * n_ctx]
+            if add_bos:
+                win[0] = bos
+            L.llama_memory_clear(L.llama_get_memory(ctx), True)
+            batch = L.llama_batch_init(n_ctx, 0, 1)
+            batch.n_tokens = n_ctx
+            for i, t in enumerate(win):
+                batch.token[i] = t
+                batch.pos[i] = i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = 1 if i >= first else 0
+            if L.llama_decode(ctx, batch) != 0:
+                raise SystemExit("decode failed")
+            for j in range(first, n_ctx - 1):
+                row = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, j),
+                                            shape=(n_vocab,))
+                mx = row.max()
+                s = np.exp((row - mx).astype(np.float32)).astype(np.float64).sum()
+                tok = tokens[c * n_ctx + j + 1]
+                nll += -(float(row[tok] - mx) - math.log(s))
+                count += 1
+            L.llama_batch_free(batch)
+        L.llama_free(ctx)
+        ppl = math.exp(nll / count)
+        print(f"n_ctx {n_ctx} chunks {n_chunk}: PPL = {ppl:.4f}")
+        results.append({"n_ctx": n_ctx, "chunks": n_chunk, "scored": count,
+                        "ppl": round(ppl, 6)})
+    L.llama_model_free(model)
+    out = {
+        "generator": "scripts/gen_perplexity_golden.py (llama-perplexity's "
+                     "method over llama-cpp-python " + L.__version__ +
+                     " logits; flash attention off, no repack)",
+        "model": os.path.basename(MODEL),
+        "text": TEXT,
+        "n_tokens": len(tokens),
+        "add_bos": bool(add_bos),
+        "results": results,
+    }
+    with open(OUT, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    main()
