@@ -17,15 +17,20 @@
  *   4. temperature 0 = greedy: the argmax of the logits after 1-3, ties to
  *      the lowest id; nothing below runs. Otherwise logits / T;
  *   5. top-k: the k largest logits (exactly k: ties at the boundary go to
- *      the lower ids);
+ *      the lower ids; k >= n_vocab keeps everything), by a heap that skips
+ *      blocks of 16 that cannot enter it (no sort of the vocabulary);
  *   6. top-p: the smallest set, in order of probability (ties to the lower
  *      id), whose mass reaches p of the mass left after top-k; the top token
- *      is always kept, so p -> 0 tends to greedy;
+ *      is always kept, so p -> 0 tends to greedy. Found without sorting:
+ *      the tokens within a threshold of the max are collected (the
+ *      threshold widens only while they hold less than the target mass),
+ *      then a quickselect on mass finds the prefix among them;
  *   7. min-p: keep p_i >= min_p * p_max (after temperature and top-k/top-p:
  *      relative to the top token, so truncation does not change it);
  *   8. typical-p (locally typical sampling): with H the entropy of what is
  *      left, keep the smallest set ordered by |-log p_i - H| (ties to the
- *      lower id) whose mass reaches typical_p; at least one token;
+ *      lower id) whose mass reaches typical_p; at least one token (which
+ *      need not be the top one);
  *   9. draw: one uniform u from the request's counter-based generator keyed
  *      on (seed, stream, step) (see rng.h), inverse CDF over the kept tokens
  *      in a deterministic order. A token of zero probability is never drawn.
