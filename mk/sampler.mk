@@ -35,3 +35,20 @@ UNIT_TESTS += test_beam
 test_beam_DEPS := status beam
 UNIT_TESTS += test_sampler_parallel
 test_sampler_parallel_DEPS := $(SAMPLER_OBJS)
+
+# libFuzzer target: make fuzz-sampler (clang-14), then e.g.
+#   build/fuzz/fuzz_sampler -max_total_time=300 fuzz/corpus-run/sampler \
+#     fuzz/corpus/sampler
+# (built in one clang command: the AVX2/AVX-512 files compile to stubs and
+# the portable passes run.)
+FUZZ_SAMPLER_SRCS := fuzz/fuzz_sampler.c src/status.c src/rng.c \
+  src/sampler.c src/sampler_params.c src/sampler_math.c src/sampler_avx2.c \
+  src/sampler_avx512.c src/sampler_select.c src/sampler_batch.c \
+  src/sampler_logprobs.c src/beam.c
+.PHONY: fuzz-sampler
+fuzz-sampler: build/fuzz/fuzz_sampler
+build/fuzz/fuzz_sampler: $(FUZZ_SAMPLER_SRCS) src/sampler.h src/beam.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(FUZZ_SAMPLER_SRCS) -lm -o $@

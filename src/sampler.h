@@ -45,7 +45,8 @@
  *   - vLLM keeps every token tied with the k-th logit; we keep exactly k.
  *   - vLLM raises 0 < T < 0.01 to 0.01; we keep T exact (the computation is
  *     done as exp((x - max) / T), which does not overflow), so tiny T tends
- *     to greedy. T is allowed in [0, 100] (OpenAI documents 0..2).
+ *     to greedy (a T whose inverse overflows, below ~3e-39, is greedy).
+ *     T is allowed in [0, 100] (OpenAI documents 0..2).
  *   - llama.cpp's repetition/presence/frequency penalties read a window of
  *     the last 64 tokens (prompt tail included); we use the whole prompt +
  *     output for repetition and the output only for presence/frequency (as

@@ -4,6 +4,10 @@
 
 #if defined(__AVX2__)
 #include <immintrin.h>
+
+bool nc_sampler_avx2_built(void) {
+  return true;
+}
 #include <math.h>
 
 float nc_sampler_max16_avx2(const float *x, float *dst, size_t n, bool *nan) {
@@ -73,6 +77,10 @@ void nc_sampler_exp16_avx2(const float *x, size_t n, float m, float scale,
   _mm256_storeu_ps(lanes + 8, acc1);
 }
 #else
+bool nc_sampler_avx2_built(void) {
+  return false;
+}
+
 /* Not an x86 build with AVX2 flags: never called (the dispatcher checks). */
 float nc_sampler_max16_avx2(const float *x, float *dst, size_t n, bool *nan) {
   (void)x, (void)dst, (void)n;

@@ -5,6 +5,10 @@
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
+
+bool nc_sampler_avx512_built(void) {
+  return true;
+}
 #include <math.h>
 
 float nc_sampler_max16_avx512(const float *x, float *dst, size_t n, bool *nan) {
@@ -61,6 +65,10 @@ void nc_sampler_exp16_avx512(const float *x, size_t n, float m, float scale,
   _mm512_storeu_ps(lanes, acc);
 }
 #else
+bool nc_sampler_avx512_built(void) {
+  return false;
+}
+
 /* Not built with AVX-512 flags: never called (the dispatcher checks). */
 float nc_sampler_max16_avx512(const float *x, float *dst, size_t n, bool *nan) {
   (void)x, (void)dst, (void)n;

@@ -215,8 +215,8 @@ static void truncate(nc_sample_workspace *ws, nc_row_state *st) {
   }
   if (typical && n > 1) {
     double mass = cand_mass(cand, n), ws_sum = 0.0;
-    for (size_t i = 0; i < n; i++)
-      ws_sum += (double)cand[i].w * cand[i].s;
+    for (size_t i = 0; i < n; i++) /* p log p -> 0 as p -> 0 */
+      if (cand[i].w > 0.0f) ws_sum += (double)cand[i].w * cand[i].s;
     double log_mass = log(mass);
     double entropy = log_mass - ws_sum / mass;
     for (size_t i = 0; i < n; i++)
@@ -248,7 +248,8 @@ static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "every token is masked (allowed_tokens, banned_tokens, "
                    "logit_bias or suppressed ids leave nothing to sample)");
-  if (st->s->p.temperature == 0.0f) {
+  /* T so small that 1/T overflows acts as greedy (the limit T -> 0+) */
+  if (st->s->p.temperature == 0.0f || isinf(1.0f / st->s->p.temperature)) {
     st->greedy = true;
     st->argmax = (int32_t)nc_row_find(ws->x, (size_t)st->V, st->m);
     st->scale = 1.0f;

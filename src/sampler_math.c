@@ -92,7 +92,7 @@ static inline float block_max16(const float *x) {
 
 static bool use_avx2(void) {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx2");
+  return nc_sampler_avx2_built() && __builtin_cpu_supports("avx2");
 #else
   return false;
 #endif
@@ -100,7 +100,7 @@ static bool use_avx2(void) {
 
 static bool use_avx512(void) {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512f");
+  return nc_sampler_avx512_built() && __builtin_cpu_supports("avx512f");
 #else
   return false;
 #endif

@@ -9,6 +9,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Whether the file was built with the flags that enable its version (a
+ * build without them gets stubs that must never be called). */
+bool nc_sampler_avx2_built(void);
+bool nc_sampler_avx512_built(void);
+
 /* Max over x[0..n - n % 16) in 16 lanes, and whether a NaN was seen;
  * dst (when not NULL) receives a copy. The caller finishes the tail. */
 float nc_sampler_max16_avx2(const float *x, float *dst, size_t n, bool *nan);

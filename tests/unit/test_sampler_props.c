@@ -166,7 +166,9 @@ static void temperature_to_zero_is_greedy(void **state) {
   for (uint64_t seed = 1; seed <= 10; seed++) {
     random_logits(seed, logits, V, 3.0f);
     nucleus_sampling_params p = nucleus_sampling_default_params();
-    p.temperature = 1e-6f;
+    /* 1e-6, and a denormal whose inverse overflows to inf */
+    p.temperature = seed % 2 ? 1e-6f : 1e-40f;
+    p.typical_p = seed % 3 ? 1.0f : 0.5f;
     for (uint64_t s_seed = 0; s_seed < 20; s_seed++) {
       nc_sampler *s = make_sampler(&p, V, s_seed);
       assert_int_equal(sample_one(ws, s, logits).token, argmax(logits, V));
