@@ -11,6 +11,7 @@
  * kernel unpacks each weight block once for up to 8 activation rows and
  * runs the same operations per row, so it is bit-identical to vec_dot. */
 #include <immintrin.h>
+#include <string.h>
 
 #include "ref.h"
 #include "tables.h"
@@ -33,18 +34,33 @@ typedef struct q4k_w {
   float d, dmin;
 } q4k_w;
 
+/* Word j of a 128-bit vector of int16, broadcast to all 16 lanes. */
+static inline __m256i bcast_word(__m128i v, int j) {
+  __m128i b = _mm_shuffle_epi8(v, _mm_set1_epi16((short)(0x0100 + 0x0202 * j)));
+  return _mm256_set_m128i(b, b);
+}
+
 static inline void q4k_unpack(const block_q4_K *x, q4k_w *u) {
-  const uint8_t *s = x->scales;
-  uint8_t sc[8], mn[8];
-  for (int j = 0; j < 8; j++) {
-    if (j < 4) {
-      sc[j] = s[j] & 63;
-      mn[j] = s[j + 4] & 63;
-    } else {
-      sc[j] = (uint8_t)((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
-      mn[j] = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-    }
-  }
+  /* 6-bit scales and mins: words a = bytes 0..3, b = 4..7, c = 8..11 hold
+   * sc0..3 (+ top bits of sc4..7), m0..3 (+ top bits of m4..7), and the
+   * low nibbles of sc4..7 (low half) and m4..7 (high half). */
+  uint32_t w[3];
+  memcpy(w, x->scales, 12);
+  const uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x30303030;
+  const uint32_t sm[4] = {
+      w[0] & k6,                              /* sc0..3 */
+      (w[2] & k4) | ((w[0] >> 2) & k2),       /* sc4..7 */
+      w[1] & k6,                              /* m0..3 */
+      ((w[2] >> 4) & k4) | ((w[1] >> 2) & k2) /* m4..7 */
+  };
+  const __m256i v16 =
+      _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)sm));
+  const __m128i sc16 = _mm256_castsi256_si128(v16);
+  const __m128i mn16 = _mm256_extracti128_si256(v16, 1);
+  for (int k = 0; k < 8; k++)
+    u->sc[k] = bcast_word(sc16, k);
+  u->mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16),
+                             _mm_unpacklo_epi16(mn16, mn16));
   const __m256i low = _mm256_set1_epi8(0x0f);
   for (int c = 0; c < 4; c++) {
     __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * c));
@@ -52,11 +68,6 @@ static inline void q4k_unpack(const block_q4_K *x, q4k_w *u) {
     _mm256_storeu_si256((__m256i *)(u->q + 64 * c + 32),
                         _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
   }
-  for (int j = 0; j < 8; j++)
-    u->sc[j] = _mm256_set1_epi16(sc[j]);
-  u->mins =
-      _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3],
-                        mn[4], mn[4], mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
   u->d = _cvtsh_ss(x->d);
   u->dmin = _cvtsh_ss(x->dmin);
 }
@@ -147,10 +158,16 @@ static inline void q6k_unpack(const block_q6_K *x, q6k_w *u) {
     _mm256_storeu_si256((__m256i *)(q + 64), q2);
     _mm256_storeu_si256((__m256i *)(q + 96), q3);
   }
-  for (int j = 0; j < 8; j++)
-    u->sc[j] = _mm256_set_m128i(_mm_set1_epi16(x->scales[2 * j + 1]),
-                                _mm_set1_epi16(x->scales[2 * j]));
   u->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+  const __m128i s_lo = _mm256_castsi256_si128(u->sc16);
+  const __m128i s_hi = _mm256_extracti128_si256(u->sc16, 1);
+  for (int j = 0; j < 8; j++) { /* scales 2j (low half), 2j + 1 (high) */
+    const __m128i src = j < 4 ? s_lo : s_hi;
+    const int w0 = (2 * j) % 8, w1 = (2 * j + 1) % 8;
+    u->sc[j] = _mm256_set_m128i(
+        _mm_shuffle_epi8(src, _mm_set1_epi16((short)(0x0100 + 0x0202 * w1))),
+        _mm_shuffle_epi8(src, _mm_set1_epi16((short)(0x0100 + 0x0202 * w0))));
+  }
   u->d = _cvtsh_ss(x->d);
 }
 
