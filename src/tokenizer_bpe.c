@@ -11,7 +11,8 @@
 typedef struct sym {
   int32_t sid; /* string id of the symbol's (byte-encoded) text, or -1 */
   int32_t prev, next;
-  uint32_t start, n; /* bytes of the word it covers; n = 0: merged away */
+  uint32_t n; /* bytes of the word it covers (from its own index, where
+               * it started as one byte); 0: merged away */
 } sym;
 
 /* A queued pair: (rank << 32) | left symbol, so that the smallest key is
@@ -195,7 +196,7 @@ static void emit_symbol(const nc_vocab *v, const bpe_work *w, const sym *s,
   /* Not a token: look each byte of its encoded text up as a one-byte
    * token; bytes without one are dropped (as llama.cpp does). */
   for (uint32_t i = 0; i < s->n; i++) {
-    unsigned char b = (unsigned char)w->word[s->start + i];
+    unsigned char b = (unsigned char)w->word[(size_t)(s - w->syms) + i];
     for (int k = 0; k < v->gpt2_len[b]; k++) {
       int32_t id = v->byte_str[(unsigned char)v->gpt2_utf8[b][k]];
       if (id >= 0 && id < v->n_tokens) nc_ids_push(out, id);
@@ -233,7 +234,6 @@ static void bpe_word(const nc_vocab *v, bpe_work *w, size_t n, nc_ids *out) {
     s->sid = v->gpt2_sid[(unsigned char)w->word[i]];
     s->prev = (int32_t)i - 1;
     s->next = i + 1 < n ? (int32_t)i + 1 : -1;
-    s->start = (uint32_t)i;
     s->n = 1;
   }
   w->long_word = n > LONG_WORD && n < UINT32_MAX;
@@ -264,6 +264,12 @@ static void bpe_word(const nc_vocab *v, bpe_work *w, size_t n, nc_ids *out) {
     if (w->oom) break;
     if (w->long_word) {
       if (!rq_pop(&w->rq, &qrank, &qleft)) break;
+      /* the next pops are most likely the next pairs of this rank (the
+       * top of its heap): start fetching their symbols now (words this
+       * long miss the cache) */
+      const rank_bucket *nb = &w->rq.b[qrank];
+      for (uint32_t k = 0; k < nb->n && k < 7; k++)
+        __builtin_prefetch(&w->syms[nb->left[k]]);
     } else {
       if (!w->n_heap) break;
       bigram b = heap_pop(w);
