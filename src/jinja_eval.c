@@ -97,6 +97,15 @@ bool jv_to_str(jinterp *I, jv v, jv *out) {
 bool jv_iterate(jinterp *I, jv v, jlist **out) {
   switch (v.t) {
   case JV_LIST: *out = v.u.l; return true;
+  case JV_GEN: {
+    jgen *g = v.u.gen;
+    jlist *l = jlist_new(I->a, g->l->n - g->pos);
+    if (!l) return jfail_mem(I);
+    if (l->n) memcpy(l->v, g->l->v + g->pos, l->n * sizeof(jv));
+    g->pos = g->l->n; /* consumed */
+    *out = l;
+    return true;
+  }
   case JV_UNDEF: *out = jlist_new(I->a, 0); return *out || jfail_mem(I);
   case JV_DICT:
   case JV_NS: {
@@ -401,6 +410,13 @@ static bool contains(jinterp *I, jv item, jv box, bool *res) {
     else
       *res = memmem(box.u.s.p, box.u.s.n, item.u.s.p, item.u.s.n) != NULL;
     return true;
+  case JV_GEN: {
+    jlist *l;
+    if (!jv_iterate(I, box, &l)) return false;
+    box.t = JV_LIST;
+    box.u.l = l;
+  }
+    /* fall through */
   case JV_LIST:
     *res = false;
     for (size_t i = 0; i < box.u.l->n && !*res; i++)

@@ -39,6 +39,18 @@ static jv list_val(jlist *l) {
   return v;
 }
 
+/* Wraps a computed list as the generator jinja2 would return. */
+static bool as_gen(jinterp *I, jv *v) {
+  if (v->t != JV_LIST) return true;
+  jgen *g = jinja_arena_alloc(I->a, sizeof *g);
+  if (!g) return jfail_mem(I);
+  g->l = v->u.l;
+  g->pos = 0;
+  v->t = JV_GEN;
+  v->u.gen = g;
+  return true;
+}
+
 /* jinja2's make_attrgetter: "a.b.0" looked up with item semantics. */
 static bool attr_path(jinterp *I, jv item, jv path, jv *out) {
   if (path.t != JV_STR) return jgetitem(I, item, path, out);
@@ -82,6 +94,9 @@ static bool f_length(jinterp *I, jv in, jv *out) {
   case JV_DICT:
   case JV_NS: *out = jv_int((int64_t)in.u.d->n); return true;
   case JV_LOOP: *out = jv_int(in.u.loop->length); return true;
+  case JV_GEN:
+    return jfail(I, NC_ERR_INVALID_ARGUMENT,
+                 "object of type 'generator' has no len()");
   default:
     return jfail(I, NC_ERR_INVALID_ARGUMENT, "object of type '%s' has no len()",
                  jv_type_name(in));
@@ -90,6 +105,17 @@ static bool f_length(jinterp *I, jv in, jv *out) {
 
 static bool f_first_last(jinterp *I, jv in, bool last, jv *out) {
   jlist *items;
+  if (in.t == JV_GEN) {
+    jgen *g = in.u.gen;
+    if (last)
+      return jfail(I, NC_ERR_INVALID_ARGUMENT,
+                   "'generator' object is not reversible");
+    if (g->pos < g->l->n)
+      *out = g->l->v[g->pos++];
+    else
+      *out = jv_undef("no first item, sequence was empty");
+    return true;
+  }
   if (!jv_iterate(I, in, &items)) return false;
   if (items->n == 0)
     *out = jv_undef("no first or last item, sequence was empty");
@@ -157,6 +183,7 @@ static bool f_reverse(jinterp *I, jv in, jv *out) {
 static bool f_select(jinterp *I, jv in, const fargs *a, bool attr, bool keep,
                      jv *out) {
   jlist *items, *l;
+  if (!jv_truthy(in)) in = jv_undef(NULL); /* jinja2: "if value:" */
   if (!jv_iterate(I, in, &items) || !new_list(I, items->n, &l)) return false;
   size_t first = 0;
   const jv *path = NULL;
@@ -190,6 +217,7 @@ static bool f_select(jinterp *I, jv in, const fargs *a, bool attr, bool keep,
 
 static bool f_map(jinterp *I, jv in, const fargs *a, jv *out) {
   jlist *items, *l;
+  if (!jv_truthy(in)) in = jv_undef(NULL); /* jinja2: "if value:" */
   if (!jv_iterate(I, in, &items) || !new_list(I, items->n, &l)) return false;
   const jv *attr = NULL;
   for (size_t k = 0; k < a->nkw; k++)
@@ -591,13 +619,17 @@ bool jfilter(jinterp *I, const char *name, size_t len, jv in, const jv *args,
     *out = list_val(copy);
     return true;
   }
-  if (IS("items")) return f_items(I, in, out);
+  if (IS("items")) return f_items(I, in, out) && as_gen(I, out);
   if (IS("reverse")) return f_reverse(I, in, out);
-  if (IS("select")) return f_select(I, in, &a, false, true, out);
-  if (IS("reject")) return f_select(I, in, &a, false, false, out);
-  if (IS("selectattr")) return f_select(I, in, &a, true, true, out);
-  if (IS("rejectattr")) return f_select(I, in, &a, true, false, out);
-  if (IS("map")) return f_map(I, in, &a, out);
+  if (IS("select"))
+    return f_select(I, in, &a, false, true, out) && as_gen(I, out);
+  if (IS("reject"))
+    return f_select(I, in, &a, false, false, out) && as_gen(I, out);
+  if (IS("selectattr"))
+    return f_select(I, in, &a, true, true, out) && as_gen(I, out);
+  if (IS("rejectattr"))
+    return f_select(I, in, &a, true, false, out) && as_gen(I, out);
+  if (IS("map")) return f_map(I, in, &a, out) && as_gen(I, out);
   if (IS("int")) return f_int(I, in, &a, out);
   if (IS("float")) return f_float(in, &a, out);
   if (IS("abs")) {
@@ -613,7 +645,7 @@ bool jfilter(jinterp *I, const char *name, size_t len, jv in, const jv *args,
   }
   if (IS("sort")) return f_sort(I, in, &a, out);
   if (IS("dictsort")) return f_dictsort(I, in, &a, out);
-  if (IS("unique")) return f_unique(I, in, &a, out);
+  if (IS("unique")) return f_unique(I, in, &a, out) && as_gen(I, out);
   if (IS("min") || IS("max")) return f_minmax(I, in, &a, IS("max"), out);
   if (IS("sum")) return f_sum(I, in, &a, out);
   if (IS("indent")) return f_indent(I, in, &a, out);

@@ -86,7 +86,7 @@ bool jtest(jinterp *I, const char *name, size_t len, jv v, const jv *args,
     *out = false;
   else if (IS("iterable"))
     *out = v.t == JV_STR || v.t == JV_LIST || v.t == JV_DICT ||
-           v.t == JV_UNDEF || v.t == JV_LOOP;
+           v.t == JV_UNDEF || v.t == JV_LOOP || v.t == JV_GEN;
   else if (IS("sequence"))
     *out = v.t == JV_STR || v.t == JV_LIST || v.t == JV_DICT || v.t == JV_UNDEF;
   else if (IS("odd") || IS("even")) {

@@ -20,6 +20,7 @@ const char *jv_type_name(jv v) {
   case JV_NS: return "Namespace";
   case JV_LOOP: return "LoopContext";
   case JV_FUNC: return "function";
+  case JV_GEN: return "generator";
   }
   return "object";
 }
@@ -76,6 +77,7 @@ bool jv_equal(jv a, jv b) {
   case JV_NS: return a.u.d == b.u.d;
   case JV_LOOP: return a.u.loop == b.u.loop;
   case JV_FUNC: return a.u.fn == b.u.fn;
+  case JV_GEN: return a.u.gen == b.u.gen;
   default: return false;
   }
 }
@@ -235,6 +237,7 @@ static bool write_scalar(jbuf *b, jv v, int depth) {
                        (long long)v.u.loop->index0 + 1,
                        (long long)v.u.loop->length);
   case JV_FUNC: return jbuf_adds(b, "<function>");
+  case JV_GEN: return jbuf_adds(b, "<generator object>");
   default: return write_container(b, v, depth);
   }
 }

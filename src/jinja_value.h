@@ -28,12 +28,14 @@ typedef enum jv_type {
   JV_NS,   /* namespace(): a dict whose slots may be reassigned */
   JV_LOOP, /* the loop variable of a for */
   JV_FUNC, /* a global function, bound method or macro */
+  JV_GEN,  /* a one-shot iterator (what map, select, ... return) */
 } jv_type;
 
 typedef struct jlist jlist;
 typedef struct jdict jdict;
 typedef struct jloop jloop;
 typedef struct jfunc jfunc;
+typedef struct jgen jgen;
 
 typedef struct jv {
   jv_type t;
@@ -49,6 +51,7 @@ typedef struct jv {
     jdict *d;
     jloop *loop;
     jfunc *fn;
+    jgen *gen;
   } u;
 } jv;
 
@@ -61,6 +64,13 @@ struct jlist {
 struct jdict {
   size_t n, cap;
   jv *k, *v; /* insertion order, like a Python dict */
+};
+
+/* Like a Python generator: always truthy, no len(), and iterating it
+ * consumes it (a second loop over it sees nothing). */
+struct jgen {
+  jlist *l;
+  size_t pos;
 };
 
 struct jloop {
