@@ -1,4 +1,4 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """Tokenizer benchmark (not a test): nucleus vs llama.cpp (llama-cpp-python)
 in the same run, on the default model's vocab.
 
