@@ -6,7 +6,7 @@ MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
              $(KERNEL_OBJS) threadpool ops batch kv_cache model arch_llama \
              context api_model $(TOKENIZER_OBJS)
 
-UNIT_TESTS += test_ops test_kv_cache
+UNIT_TESTS += test_ops test_kv_cache test_forward
 test_ops_DEPS := ops threadpool status
 test_kv_cache_DEPS := status kv_cache batch quant quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)

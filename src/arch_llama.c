@@ -113,6 +113,7 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
     norm_rows(s->x, L->attn_norm.data, s->xn, T, E, hp->rms_eps);
+    nc_fwd_debug(ctx, "attn_norm", l, s->xn, T, E);
     const nc_mm qkv[3] = {
         {&L->wq, s->q, Q}, {&L->wk, s->k, K}, {&L->wv, s->v, Vd}};
     nc_fwd_matmul(ctx, s->xn, E, T, qkv, 3);
@@ -124,21 +125,33 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
       nc_rope_apply(s->k + t * K, hp->n_head_kv, hp->head_dim, hp->n_rot,
                     hp->rope_type, c, sn);
     }
+    nc_fwd_debug(ctx, "Qcur", l, s->q, T, Q);
+    nc_fwd_debug(ctx, "Kcur", l, s->k, T, K);
+    nc_fwd_debug(ctx, "Vcur", l, s->v, T, Vd);
     nc_fwd_attention(ctx, l, b, s->q, s->k, s->v, s->attn);
+    nc_fwd_debug(ctx, "kqv_out", l, s->attn, T, O);
     const nc_mm wo = {&L->wo, s->xn, E};
     nc_fwd_matmul(ctx, s->attn, O, T, &wo, 1);
+    nc_fwd_debug(ctx, "attn_out", l, s->xn, T, E);
     for (int32_t t = 0; t < T; t++) {
       if (L->bo.data) nc_add(s->xn + t * E, L->bo.data, E);
       nc_add(s->x + t * E, s->xn + t * E, E);
     }
+    nc_fwd_debug(ctx, "ffn_inp", l, s->x, T, E);
     norm_rows(s->x, L->ffn_norm.data, s->xn, T, E, hp->rms_eps);
+    nc_fwd_debug(ctx, "ffn_norm", l, s->xn, T, E);
     const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
     nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
+    nc_fwd_debug(ctx, "ffn_gate", l, s->gate, T, F);
+    nc_fwd_debug(ctx, "ffn_up", l, s->up, T, F);
     nc_swiglu(s->gate, s->up, s->gate, (int64_t)T * F);
+    nc_fwd_debug(ctx, "ffn_swiglu", l, s->gate, T, F);
     const nc_mm down = {&L->ffn_down, s->xn, E};
     nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
+    nc_fwd_debug(ctx, "ffn_out", l, s->xn, T, E);
     for (int32_t t = 0; t < T; t++)
       nc_add(s->x + t * E, s->xn + t * E, E);
+    nc_fwd_debug(ctx, "l_out", l, s->x, T, E);
   }
   int32_t n_out = 0;
   for (int32_t t = 0; t < T; t++)
@@ -147,6 +160,7 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
                  hp->rms_eps);
       n_out++;
     }
+  nc_fwd_debug(ctx, "result_norm", -1, s->xn, n_out, E);
   if (n_out > 0) {
     const nc_mm out = {&w->output, logits, hp->n_vocab};
     nc_fwd_matmul(ctx, s->xn, E, n_out, &out, 1);

@@ -27,6 +27,8 @@ struct nc_context {
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
   uint8_t *touched;  /* [max_seqs] */
+  nc_debug_fn debug;
+  void *debug_user;
 };
 
 static int32_t max3(int32_t a, int32_t b, int32_t c) {
@@ -133,6 +135,16 @@ const nc_fwd_bufs *nc_fwd_scratch(nc_context *ctx) {
 const nucleus_model *nc_fwd_model(const nc_context *ctx) {
   return ctx->m;
 }
+void nc_context_set_debug(nc_context *ctx, nc_debug_fn fn, void *user) {
+  ctx->debug = fn;
+  ctx->debug_user = user;
+}
+
+void nc_fwd_debug(nc_context *ctx, const char *name, int32_t layer,
+                  const float *data, int64_t rows, int64_t cols) {
+  if (ctx->debug) ctx->debug(ctx->debug_user, name, layer, data, rows, cols);
+}
+
 void nc_fwd_parallel(nc_context *ctx, nc_task_fn fn, void *arg) {
   nc_threadpool_run(ctx->tp, fn, arg);
 }

@@ -51,6 +51,10 @@ void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out);
 
+/* Hands an intermediate to the debug callback, when one is set. */
+void nc_fwd_debug(nc_context *ctx, const char *name, int32_t layer,
+                  const float *data, int64_t rows, int64_t cols);
+
 /* Runs fn(arg, ith, nth) on the context's thread pool. */
 void nc_fwd_parallel(nc_context *ctx, nc_task_fn fn, void *arg);
 
