@@ -271,6 +271,66 @@ static void test_spm(void **state) {
   nc_vocab_free(v);
 }
 
+/* ------------------------------------------------------------- unicode */
+
+static void test_unicode_tables(void **state) {
+  (void)state;
+  static const struct {
+    uint32_t cp;
+    unsigned flags;
+  } cases[] = {
+      {'A', NC_UF_LETTER},
+      {'5', NC_UF_NUMBER},
+      {' ', NC_UF_SEPARATOR | NC_UF_WHITESPACE},
+      {'\n', NC_UF_CONTROL | NC_UF_WHITESPACE},
+      {'$', NC_UF_SYMBOL},
+      {'!', NC_UF_PUNCT},
+      {0x0085, NC_UF_CONTROL | NC_UF_WHITESPACE},
+      {0x0301, NC_UF_MARK},
+      {0x0378, 0}, /* unassigned */
+      {0x0660, NC_UF_NUMBER},
+      {0x0E01, NC_UF_LETTER},
+      {0x2028, NC_UF_SEPARATOR | NC_UF_WHITESPACE},
+      {0x200B, NC_UF_CONTROL}, /* zero width space: Cf, not \s */
+      {0x2FFC, NC_UF_SYMBOL},  /* new in Unicode 15.1 */
+      {0x3000, NC_UF_SEPARATOR | NC_UF_WHITESPACE},
+      {0x4E00, NC_UF_LETTER},
+      {0xE000, NC_UF_CONTROL}, /* private use */
+      {0xFFFD, NC_UF_SYMBOL},
+      {0x1F600, NC_UF_SYMBOL},
+      {0x10FFFF, 0},
+      {0x110000, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (nc_unicode_flags(cases[i].cp) != cases[i].flags)
+      fprintf(stderr, "U+%04X: %u\n", cases[i].cp,
+              nc_unicode_flags(cases[i].cp));
+    assert_int_equal(nc_unicode_flags(cases[i].cp), cases[i].flags);
+  }
+  /* the GPT-2 byte map is a bijection onto its 256 code points */
+  for (int b = 0; b < 256; b++) {
+    uint32_t cp = nc_gpt2_byte_to_cp((uint8_t)b);
+    assert_int_equal(nc_gpt2_cp_to_byte(cp), b);
+  }
+  assert_int_equal(nc_gpt2_byte_to_cp(' '), 0x120);
+  assert_int_equal(nc_gpt2_byte_to_cp('\n'), 0x10A);
+  assert_int_equal(nc_gpt2_byte_to_cp(0xAD), 0x143);
+  assert_int_equal(nc_gpt2_cp_to_byte(0x144), -1);
+  /* lenient decoding: llama.cpp's rules */
+  size_t off = 0;
+  assert_int_equal(nc_utf8_decode_lenient("\xc0\x80", 2, &off), 0);
+  assert_int_equal(off, 2); /* overlong accepted, as llama.cpp does */
+  off = 0;
+  assert_int_equal(nc_utf8_decode_lenient("\xe6\x97", 2, &off), 0xFFFD);
+  assert_int_equal(off, 1); /* truncated: one byte consumed */
+  off = 0;
+  assert_int_equal(nc_utf8_decode_lenient("\xf4\x90\x80\x80", 4, &off), 0xFFFD);
+  assert_int_equal(off, 1); /* above U+10FFFF: invalid (llama.cpp aborts) */
+  assert_true(nc_utf8_valid("\xf4\x8f\xbf\xbf", 4));
+  assert_false(nc_utf8_valid("\xed\xa0\x80", 3));
+  assert_false(nc_utf8_valid("\xc0\x80", 2));
+}
+
 /* ---------------------------------------------------- real vocabularies */
 
 static void test_smollm_facts(void **state) {
@@ -474,6 +534,7 @@ static void test_fuzz_corpus_replay(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_unicode_tables),
       cmocka_unit_test(test_bpe_merge_order),
       cmocka_unit_test(test_special_partition),
       cmocka_unit_test(test_bos_out_of_range),
