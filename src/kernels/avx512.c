@@ -17,7 +17,8 @@
  * sum is added last. vec_dot and vec_dot_rows run the very same operations
  * per activation row, so their results are bit-identical whatever nrows.
  *
- * Other types use the avx2 and ref kernels (standard layouts). */
+ * Q8_0, Q4_0 and Q5_0 work the same way (avx512_q8.c); the other types
+ * use the avx2 and ref kernels (standard layouts). */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -193,49 +194,6 @@ static float dot_q4_1(int64_t n, const void *w, const void *a) {
   return out;
 }
 
-/* Q8_0 · Q8_0 in llama.cpp's x86 float order (as avx2.c: 8 lanes, one fma
- * per block in block order, the same hsum), with vpdpbusd for the integer
- * lanes (identical values) and two blocks per iteration. */
-static inline __m256i q8_lanes(const block_q8_0 *x, const block_q8_0 *y) {
-  __m256i qx = _mm256_loadu_si256((const __m256i *)x->qs);
-  __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
-  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(qx),
-                             _mm256_sign_epi8(qy, qx));
-}
-
-static float dot_q8_0(int64_t n, const void *vw, const void *va) {
-  const block_q8_0 *x = vw;
-  const block_q8_0 *y = va;
-  const int64_t nb = n / QK8_0;
-  __m256 acc = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 2 <= nb; i += 2) {
-    __m256i l0 = q8_lanes(x + i, y + i), l1 = q8_lanes(x + i + 1, y + i + 1);
-    float d0 = _cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d);
-    float d1 = _cvtsh_ss(x[i + 1].d) * _cvtsh_ss(y[i + 1].d);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d0), _mm256_cvtepi32_ps(l0), acc);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d1), _mm256_cvtepi32_ps(l1), acc);
-  }
-  for (; i < nb; i++) {
-    float d = _cvtsh_ss(x[i].d) * _cvtsh_ss(y[i].d);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d),
-                          _mm256_cvtepi32_ps(q8_lanes(x + i, y + i)), acc);
-  }
-  __m128 r =
-      _mm_add_ps(_mm256_extractf128_ps(acc, 1), _mm256_castps256_ps128(acc));
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
-}
-
-static void dot_q8_0_rows(int64_t n, const void *w, const void *a,
-                          size_t a_stride, int nrows, float *out,
-                          size_t out_stride) {
-  const uint8_t *ap = a;
-  for (int r = 0; r < nrows; r++)
-    out[(size_t)r * out_stride] = dot_q8_0(n, w, ap + (size_t)r * a_stride);
-}
-
 /* Q5_1 · Q8_1 (this table's layout): standard blocks per group, then ref's
  * kernel per group, the group results summed in order. */
 static float dot_q5_1(int64_t n, const void *w, const void *a) {
@@ -271,11 +229,11 @@ static const nc_kernels k_avx512 = {
             E(NC_TYPE_F32, nc_avx2_dot_f32),
             E(NC_TYPE_F16, nc_avx2_dot_f16),
             E(NC_TYPE_BF16, nc_avx2_dot_bf16),
-            E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0),
+            E(NC_TYPE_Q4_0, nc_avx512_dot_q4_0),
             E(NC_TYPE_Q4_1, dot_q4_1),
-            E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),
+            E(NC_TYPE_Q5_0, nc_avx512_dot_q5_0),
             E(NC_TYPE_Q5_1, dot_q5_1),
-            E(NC_TYPE_Q8_0, dot_q8_0),
+            E(NC_TYPE_Q8_0, nc_avx512_dot_q8_0),
             E(NC_TYPE_Q2_K, nc_ref_dot_q2_k),
             E(NC_TYPE_Q3_K, nc_ref_dot_q3_k),
             E(NC_TYPE_Q4_K, nc_avx2_dot_q4_k),
@@ -287,11 +245,11 @@ static const nc_kernels k_avx512 = {
             E(NC_TYPE_F32, nc_avx2_dot_f32_rows),
             E(NC_TYPE_F16, nc_avx2_dot_f16_rows),
             E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),
-            E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0_rows),
+            E(NC_TYPE_Q4_0, nc_avx512_dot_q4_0_rows),
             E(NC_TYPE_Q4_1, dot_q4_1_rows),
-            E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0_rows),
+            E(NC_TYPE_Q5_0, nc_avx512_dot_q5_0_rows),
             E(NC_TYPE_Q5_1, dot_q5_1_rows),
-            E(NC_TYPE_Q8_0, dot_q8_0_rows),
+            E(NC_TYPE_Q8_0, nc_avx512_dot_q8_0_rows),
             E(NC_TYPE_Q2_K, nc_ref_dot_q2_k_rows),
             E(NC_TYPE_Q3_K, nc_ref_dot_q3_k_rows),
             E(NC_TYPE_Q4_K, nc_avx2_dot_q4_k_rows),
@@ -303,12 +261,13 @@ static const nc_kernels k_avx512 = {
             E(NC_TYPE_F32, nc_ref_quant_f32),
             E(NC_TYPE_F16, nc_ref_quant_f16),
             E(NC_TYPE_BF16, nc_ref_quant_bf16),
-            E(NC_TYPE_Q8_0, nc_ref_quant_q8_0),
+            E(NC_TYPE_Q8_0, nc_avx512_quant_q8_0),
             E(NC_TYPE_Q8_1, quantize_q8_1_il),
             E(NC_TYPE_Q8_K, nc_ref_quant_q8_k),
         },
     .private_act =
         {
+            E(NC_TYPE_Q8_0, true),
             E(NC_TYPE_Q8_1, true),
         },
 };

@@ -27,4 +27,16 @@ NC_AVX2_DOT(q4_k) /* avx2_kquant.c */
 NC_AVX2_DOT(q6_k)
 #undef NC_AVX2_DOT
 
+/* avx512_q8.c: Q8_0/Q4_0/Q5_0 on the avx512 table's Q8_0 layout. */
+void nc_avx512_quant_q8_0(const float *src, void *dst, int64_t n);
+#define NC_AVX512_DOT(name)                                                    \
+  float nc_avx512_dot_##name(int64_t n, const void *w, const void *a);         \
+  void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \
+                                   size_t a_stride, int nrows, float *out,     \
+                                   size_t out_stride);
+NC_AVX512_DOT(q8_0)
+NC_AVX512_DOT(q4_0)
+NC_AVX512_DOT(q5_0)
+#undef NC_AVX512_DOT
+
 #endif

@@ -391,10 +391,6 @@ static void test_avx2(void **state) {
 static void test_avx512(void **state) {
   (void)state;
   test_table("avx512");
-  const nc_kernels *k = nc_kernels_by_name("avx512");
-  check_llama_order(k, NC_TYPE_Q4_0);
-  check_llama_order(k, NC_TYPE_Q5_0);
-  check_llama_order(k, NC_TYPE_Q8_0);
 }
 
 static void test_dispatch(void **state) {
