@@ -75,18 +75,29 @@ static inline float hmax4(__m128 v) {
   return m;
 }
 
-/* max of 16 floats */
-static inline float block_max16(const float *x) {
+/* Whether any of 16 floats is > t (strict) or >= t: one compare of the
+ * lane-wise max against t, no horizontal reduction. NaN never passes. */
+static inline __m128 block_max4x4(const float *x) {
   __m128 a = _mm_max_ps(_mm_loadu_ps(x), _mm_loadu_ps(x + 4));
   __m128 b = _mm_max_ps(_mm_loadu_ps(x + 8), _mm_loadu_ps(x + 12));
-  return hmax4(_mm_max_ps(a, b));
+  return _mm_max_ps(a, b);
+}
+static inline bool block_any_gt16(const float *x, float t) {
+  return _mm_movemask_ps(_mm_cmpgt_ps(block_max4x4(x), _mm_set1_ps(t))) != 0;
+}
+static inline bool block_any_ge16(const float *x, float t) {
+  return _mm_movemask_ps(_mm_cmpge_ps(block_max4x4(x), _mm_set1_ps(t))) != 0;
 }
 #else
-static inline float block_max16(const float *x) {
-  float m = x[0];
-  for (int l = 1; l < LANES; l++)
-    m = x[l] > m ? x[l] : m;
-  return m;
+static inline bool block_any_gt16(const float *x, float t) {
+  for (int l = 0; l < LANES; l++)
+    if (x[l] > t) return true;
+  return false;
+}
+static inline bool block_any_ge16(const float *x, float t) {
+  for (int l = 0; l < LANES; l++)
+    if (x[l] >= t) return true;
+  return false;
 }
 #endif
 
@@ -244,7 +255,7 @@ size_t nc_row_collect(const float *x, size_t n, float m, float scale, float thr,
   size_t count = 0;
   for (size_t i = 0; i < n; i += LANES) {
     size_t end = n - i > LANES ? i + LANES : n;
-    if (end - i == LANES && !(block_max16(x + i) >= loose)) continue;
+    if (end - i == LANES && !block_any_ge16(x + i, loose)) continue;
     for (size_t j = i; j < end; j++) {
       if (!(x[j] >= loose) || x[j] == -INFINITY) continue;
       float s = (x[j] - m) * scale;
@@ -264,18 +275,19 @@ static bool worse(float va, int32_t ia, float vb, int32_t ib) {
   return va < vb || (va == vb && ia > ib);
 }
 
+/* Moves the element at i down to its place (a hole travels, no swaps). */
 static void sift_down(int32_t *ids, float *vals, size_t k, size_t i) {
+  float v = vals[i];
+  int32_t id = ids[i];
   for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < k && worse(vals[l], ids[l], vals[m], ids[m])) m = l;
-    if (r < k && worse(vals[r], ids[r], vals[m], ids[m])) m = r;
-    if (m == i) return;
-    float tv = vals[i];
-    int32_t ti = ids[i];
-    vals[i] = vals[m], ids[i] = ids[m];
-    vals[m] = tv, ids[m] = ti;
-    i = m;
+    size_t c = 2 * i + 1;
+    if (c >= k) break;
+    if (c + 1 < k && worse(vals[c + 1], ids[c + 1], vals[c], ids[c])) c++;
+    if (!worse(vals[c], ids[c], v, id)) break;
+    vals[i] = vals[c], ids[i] = ids[c];
+    i = c;
   }
+  vals[i] = v, ids[i] = id;
 }
 
 static void sift_up(int32_t *ids, float *vals, size_t i) {
@@ -299,7 +311,7 @@ size_t nc_row_topn(const float *x, size_t n, size_t k, bool skip_neg_inf,
     /* Full heap: skip whole blocks that cannot beat the root. Indices only
      * grow, so an equal value never beats the root either. */
     if (size == k && n - i >= LANES) {
-      if (!(block_max16(x + i) > vals[0])) {
+      if (!block_any_gt16(x + i, vals[0])) {
         i += LANES;
         continue;
       }
