@@ -367,6 +367,31 @@ static void check_llama_order(const nc_kernels *k, nc_type t) {
   free(a);
 }
 
+/* Float rows of any length (the SIMD loops' scalar tails), and n = 0. */
+static void check_odd_lengths(const nc_kernels *k) {
+  static const nc_type ft[] = {NC_TYPE_F32, NC_TYPE_F16, NC_TYPE_BF16};
+  static const int64_t ns[] = {1, 7, 31, 33, 100, 257};
+  uint64_t s = 4242;
+  for (size_t i = 0; i < sizeof ft / sizeof ft[0]; i++)
+    for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+      void *w = random_row(ft[i], ns[j], &s);
+      void *a = random_row(ft[i], ns[j], &s);
+      float r = nc_kernels_ref()->vec_dot[ft[i]](ns[j], w, a);
+      float b = k->vec_dot[ft[i]](ns[j], w, a);
+      double abs_sum;
+      deq_dot(ft[i], w, ft[i], a, ns[j], &abs_sum);
+      if (fabs((double)r - b) > 1e-6 * abs_sum)
+        fail_msg("%s %s n=%lld: %.9g vs ref %.9g", k->name, nc_type_name(ft[i]),
+                 (long long)ns[j], b, r);
+      free(w);
+      free(a);
+    }
+  /* n = 0: an empty sum, for every type */
+  uint8_t zero[512] = {0};
+  for (size_t i = 0; i < N_WEIGHT_TYPES; i++)
+    assert_true(k->vec_dot[k_weight_types[i]](0, zero, zero) == 0.0f);
+}
+
 static void test_table(const char *name) {
   const nc_kernels *k = nc_kernels_by_name(name);
   if (!k) {
@@ -375,6 +400,12 @@ static void test_table(const char *name) {
   }
   assert_string_equal(k->name, name);
   check_table_vs_ref(k);
+  check_odd_lengths(k);
+}
+
+static void test_ref_odd_lengths(void **state) {
+  (void)state;
+  check_odd_lengths(nc_kernels_ref());
 }
 
 static void test_avx2(void **state) {
@@ -422,6 +453,7 @@ int main(void) {
       cmocka_unit_test(test_ref_vs_dequant),
       cmocka_unit_test(test_ref_rows),
       cmocka_unit_test(test_ref_quantize_act),
+      cmocka_unit_test(test_ref_odd_lengths),
       cmocka_unit_test(test_dispatch),
       cmocka_unit_test(test_avx2),
       cmocka_unit_test(test_avx512),
