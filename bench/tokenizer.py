@@ -50,8 +50,11 @@ def texts():
     return files, paths
 
 
-def nucleus(paths, names, reps):
-    r = subprocess.run([BIN, MODEL, str(reps)] + [str(paths[n]) for n in names],
+GEMMA = ROOT / "models/gemma-3-270m-q4_k_m.gguf"
+
+
+def nucleus(paths, names, reps, model=MODEL):
+    r = subprocess.run([BIN, str(model), str(reps)] + [str(paths[n]) for n in names],
                        capture_output=True, text=True, check=True)
     out = {}
     for line in r.stdout.splitlines():
@@ -62,9 +65,9 @@ def nucleus(paths, names, reps):
     return out
 
 
-def llama(files, names, reps):
+def llama(files, names, reps, model=MODEL):
     from llama_cpp import Llama
-    m = Llama(model_path=MODEL, vocab_only=True, verbose=False)
+    m = Llama(model_path=str(model), vocab_only=True, verbose=False)
     out = {}
     for n in names:
         best = 1e30
@@ -86,6 +89,11 @@ def main():
           f", llama.cpp {rt * 1e3:.1f} ms ({1 / rt:.2f} MB/s, {rn} tokens)")
     print(f"  ratio nucleus/llama.cpp throughput: {rt / t:.2f}x"
           f"  (same token count: {n == rn}; ids are checked by the unit tests)")
+    if GEMMA.exists():  # SentencePiece (scripts/fetch_gemma.sh)
+        t, n = nucleus(paths, ["mixed_1MB"], 3, GEMMA)["mixed_1MB"]
+        rt, rn = llama(files, ["mixed_1MB"], 1, GEMMA)["mixed_1MB"]
+        print(f"Gemma 3 (SPM) mixed 1 MB: nucleus {t * 1e3:.1f} ms, llama.cpp "
+              f"{rt * 1e3:.1f} ms: {rt / t:.2f}x (same token count: {n == rn})")
     print("no spaces (one word):")
     base = ours["nospace_10KB"][0]
     for name in ["nospace_10KB", "nospace_100KB", "nospace_1MB"]:
