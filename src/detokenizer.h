@@ -12,8 +12,11 @@
  * The incremental detokenizer (nc_detok) releases only text that will never
  * change: valid UTF-8 with the unicode_stream.h replacement policy. It
  * applies the leading-space rule but not clean_spaces (which needs the
- * future); its stream equals nc_utf8 sanitizing nc_detokenize_ex(clean =
- * false) of the same ids.
+ * future); its stream equals nc_utf8_sanitize(nc_detokenize_ex(clean =
+ * false)) of the same ids. (One exception: nc_detokenize drops a trailing
+ * EOS when the vocab adds EOS and skip_special is set; a stream cannot
+ * know a token is the last, so it renders it like any other. EOS is a
+ * control token in practice, rendered as nothing when skipping.)
  */
 #ifndef NC_DETOKENIZER_H
 #define NC_DETOKENIZER_H
