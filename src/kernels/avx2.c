@@ -257,11 +257,11 @@ static const nc_kernels k_avx2 = {
     .quantize_act =
         {
             E(NC_TYPE_F32, nc_ref_quant_f32),
-            E(NC_TYPE_F16, nc_ref_quant_f16),
+            E(NC_TYPE_F16, nc_avx2_quant_f16),
             E(NC_TYPE_BF16, nc_ref_quant_bf16),
-            E(NC_TYPE_Q8_0, nc_ref_quant_q8_0),
-            E(NC_TYPE_Q8_1, nc_ref_quant_q8_1),
-            E(NC_TYPE_Q8_K, nc_ref_quant_q8_k),
+            E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0),
+            E(NC_TYPE_Q8_1, nc_avx2_quant_q8_1),
+            E(NC_TYPE_Q8_K, nc_avx2_quant_q8_k),
         },
 };
 #undef E

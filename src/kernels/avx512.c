@@ -38,7 +38,7 @@ static void quantize_q8_1_il(const float *src, void *dst, int64_t n) {
   int64_t b0 = 0;
   for (; b0 + GB <= nb; b0 += GB, out += GB * sizeof(block_q8_1)) {
     block_q8_1 tmp[GB];
-    nc_quantize_row(NC_TYPE_Q8_1, src + b0 * QK8_1, tmp, GB * QK8_1);
+    nc_avx2_quant_q8_1(src + b0 * QK8_1, tmp, GB * QK8_1);
     for (int j = 0; j < GB; j++) {
       memcpy(out + 2 * j, &tmp[j].d, 2);
       memcpy(out + 2 * GB + 2 * j, &tmp[j].s, 2);
@@ -48,8 +48,7 @@ static void quantize_q8_1_il(const float *src, void *dst, int64_t n) {
       }
     }
   }
-  if (b0 < nb)
-    nc_quantize_row(NC_TYPE_Q8_1, src + b0 * QK8_1, out, (nb - b0) * QK8_1);
+  if (b0 < nb) nc_avx2_quant_q8_1(src + b0 * QK8_1, out, (nb - b0) * QK8_1);
 }
 
 /* A full group back to plain blocks (for kernels without a grouped path). */
@@ -259,11 +258,11 @@ static const nc_kernels k_avx512 = {
     .quantize_act =
         {
             E(NC_TYPE_F32, nc_ref_quant_f32),
-            E(NC_TYPE_F16, nc_ref_quant_f16),
+            E(NC_TYPE_F16, nc_avx2_quant_f16),
             E(NC_TYPE_BF16, nc_ref_quant_bf16),
             E(NC_TYPE_Q8_0, nc_avx512_quant_q8_0),
             E(NC_TYPE_Q8_1, quantize_q8_1_il),
-            E(NC_TYPE_Q8_K, nc_ref_quant_q8_k),
+            E(NC_TYPE_Q8_K, nc_avx2_quant_q8_k),
         },
     .private_act =
         {

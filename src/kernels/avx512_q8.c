@@ -30,15 +30,14 @@ void nc_avx512_quant_q8_0(const float *src, void *dst, int64_t n) {
   int64_t b0 = 0;
   for (; b0 + GB <= nb; b0 += GB, out += GB * sizeof(block_q8_0)) {
     block_q8_0 tmp[GB];
-    nc_quantize_row(NC_TYPE_Q8_0, src + b0 * QK8_0, tmp, GB * QK8_0);
+    nc_avx2_quant_q8_0(src + b0 * QK8_0, tmp, GB * QK8_0);
     for (int j = 0; j < GB; j++) {
       memcpy(out + 2 * j, &tmp[j].d, 2);
       for (int v = 0; v < 8; v++)
         memcpy(out + 2 * GB + 64 * v + 4 * j, tmp[j].qs + 4 * v, 4);
     }
   }
-  if (b0 < nb)
-    nc_quantize_row(NC_TYPE_Q8_0, src + b0 * QK8_0, out, (nb - b0) * QK8_0);
+  if (b0 < nb) nc_avx2_quant_q8_0(src + b0 * QK8_0, out, (nb - b0) * QK8_0);
 }
 
 /* Weight side of a full group: |w| per slice, the lanes' negative bytes,

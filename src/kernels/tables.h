@@ -27,6 +27,12 @@ NC_AVX2_DOT(q4_k) /* avx2_kquant.c */
 NC_AVX2_DOT(q6_k)
 #undef NC_AVX2_DOT
 
+/* avx2_quant.c: activation quantizers, bit-exact with nc_quantize_row. */
+void nc_avx2_quant_q8_0(const float *src, void *dst, int64_t n);
+void nc_avx2_quant_q8_1(const float *src, void *dst, int64_t n);
+void nc_avx2_quant_q8_k(const float *src, void *dst, int64_t n);
+void nc_avx2_quant_f16(const float *src, void *dst, int64_t n);
+
 /* avx512_q8.c: Q8_0/Q4_0/Q5_0 on the avx512 table's Q8_0 layout. */
 void nc_avx512_quant_q8_0(const float *src, void *dst, int64_t n);
 #define NC_AVX512_DOT(name)                                                    \

@@ -392,6 +392,45 @@ static void check_odd_lengths(const nc_kernels *k) {
     assert_true(k->vec_dot[k_weight_types[i]](0, zero, zero) == 0.0f);
 }
 
+/* The table's standard-layout quantizers equal nc_quantize_row byte for
+ * byte, on the golden activation (with exact .5 ties) and on zeros, NaN,
+ * infinities and huge values. */
+static void check_quantizers(const nc_kernels *k) {
+  enum { N = 1024 };
+  size_t len;
+  float *gold = (float *)golden_read("act.f32", &len);
+  if (!gold || len != N * sizeof(float)) fail_msg("golden act.f32 missing");
+  float *odd = calloc(N, sizeof(float));
+  for (int i = 256; i < N; i++)
+    odd[i] = (float)(i % 7) - 3.0f;
+  odd[300] = NAN;
+  odd[301] = -NAN;
+  odd[600] = INFINITY;
+  odd[700] = -INFINITY;
+  odd[800] = 3e38f;
+  odd[801] = -1e-40f; /* subnormal */
+  const float *inputs[] = {gold, odd};
+  static const nc_type acts[] = {NC_TYPE_F32,  NC_TYPE_F16,  NC_TYPE_BF16,
+                                 NC_TYPE_Q8_0, NC_TYPE_Q8_1, NC_TYPE_Q8_K};
+  for (size_t t = 0; t < sizeof acts / sizeof acts[0]; t++) {
+    if (k->private_act[acts[t]]) continue;
+    size_t sz = nc_row_size(acts[t], N);
+    for (int in = 0; in < 2; in++) {
+      uint8_t *a = calloc(1, sz), *b = calloc(1, sz);
+      k->quantize_act[acts[t]](inputs[in], a, N);
+      nc_quantize_row(acts[t], inputs[in], b, N);
+      for (size_t i = 0; i < sz; i++)
+        if (a[i] != b[i])
+          fail_msg("%s quantize %s input %d: byte %zu is %d, ref %d", k->name,
+                   nc_type_name(acts[t]), in, i, a[i], b[i]);
+      free(a);
+      free(b);
+    }
+  }
+  free(gold);
+  free(odd);
+}
+
 static void test_table(const char *name) {
   const nc_kernels *k = nc_kernels_by_name(name);
   if (!k) {
@@ -401,6 +440,7 @@ static void test_table(const char *name) {
   assert_string_equal(k->name, name);
   check_table_vs_ref(k);
   check_odd_lengths(k);
+  check_quantizers(k);
 }
 
 static void test_ref_odd_lengths(void **state) {
