@@ -18,13 +18,8 @@
 
 /* A tiny SPM vocabulary whose tokens are raw byte strings: every byte
  * 0x00..0xFF as <0xNN> (ids 3..258), then the extra texts given. */
-typedef struct bytes_vocab {
-  nc_vocab *v;
-  char names[256][8];
-} bytes_vocab;
-
 static nc_vocab *make_bytes_vocab(const char *const *extra, size_t n_extra) {
-  static char names[256][8];
+  char names[256][8]; /* the writer copies them */
   const char *toks[3 + 256 + 16];
   int32_t types[3 + 256 + 16];
   size_t n = 0;
