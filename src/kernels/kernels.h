@@ -1,6 +1,20 @@
 /* kernels: the compute primitives behind one interface, with a plain-C
  * reference (ref.c) that every SIMD implementation is tested against.
- * A table is chosen once at start-up from the CPU's features. */
+ * A table is chosen once at start-up from the CPU's features.
+ *
+ * Contract: activation rows given to a table's vec_dot / vec_dot_rows must
+ * come from the same table's quantize_act (a table may use its own layout,
+ * see private_act). Rows hold n elements, n a multiple of the block size
+ * (only whole blocks are used; n <= 0 gives 0).
+ *
+ * Tables: "ref" follows ggml's generic C kernels (integer block sums, same
+ * float order; bit-exact with them up to FMA contraction). "avx2" (AVX2,
+ * FMA, F16C) reproduces llama.cpp's x86 kernels bit for bit for Q4_0, Q4_1,
+ * Q5_0, Q5_1 and Q8_0, and has its own Q4_K/Q6_K/F32/F16/BF16 kernels.
+ * "avx512" (+ AVX-512 F/BW/VL/VNNI) computes Q4_0/Q4_1/Q5_0/Q8_0 on groups
+ * of 16 blocks held one block per lane, with private Q8_0/Q8_1 activation
+ * layouts, for multi-row throughput; it differs from ref by float
+ * reordering only (tested within 1e-6 of sum |w_i a_i|). */
 #ifndef NC_KERNELS_H
 #define NC_KERNELS_H
 
