@@ -275,6 +275,7 @@ FEATURES = [
     ("f_tojson_indent", "{{ nested | tojson(indent=2) }}|{{ d | tojson(indent=4, sort_keys=true) }}|{{ [] | tojson(indent=2) }}|{{ {'a': {}} | tojson(indent=1) }}"),
     ("f_tojson_opts", "{{ u | tojson(ensure_ascii=true) }}|{{ d | tojson(separators=(',', ':')) }}|{{ '🦙' | tojson(ensure_ascii=true) }}"),
     ("f_escape_safe", "{{ '<a href=\"x\">&\\'</a>' | e }} {{ '<b>' | safe }}"),
+    ("markup", "{{ ('a' | safe) + '<b>' }} {{ '<b>' + ('x' | safe) }} {{ ('<' | safe) ~ '<' }} {{ '<' | e + '<' }} {{ ('<' | safe) + ('>' | safe) }} {{ '<' | e | e }} {{ '<' | forceescape | forceescape }}"),
     ("f_wordcount", "{{ 'hello big_world, 42 times!' | wordcount }}"),
     ("f_format", "{{ '%s and %s' | format('a', 1) }} {{ '%5d|%-4s|%.2f|%x|%%|%r' % (42, 'ab', 3.14159, 255, 'q') }} {{ '%(a)s=%(b)d' | format(a='k', b=3) }} {{ 'n=%d' % 7 }}"),
     ("str_format", "{{ '{} + {} = {}'.format(1, 2, 3) }} {{ '{0}{1}{0}'.format('a', 'b') }} {{ '{name}!r={name!r}'.format(name='x') }} {{ '{{literal}}'.format() }}"),

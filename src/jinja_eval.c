@@ -331,7 +331,21 @@ static bool arith(jinterp *I, int op, jv a, jv b, jv *out) {
   if (op == 'F') strcpy(opname, "//");
   if (op == 'P') strcpy(opname, "**");
   if (op == '+') {
-    if (a.t == JV_STR && b.t == JV_STR) return jv_concat(I, a, b, out);
+    if (a.t == JV_STR && b.t == JV_STR && a.markup != b.markup) {
+      /* Markup + str escapes the plain side, like markupsafe */
+      jv ea, eb;
+      if (!jescape(I, a, &ea) || !jescape(I, b, &eb) ||
+          !jv_concat(I, ea, eb, out))
+        return false;
+      out->markup = true;
+      return true;
+    }
+    if (a.t == JV_STR && b.t == JV_STR) {
+      bool m = a.markup;
+      if (!jv_concat(I, a, b, out)) return false;
+      out->markup = m;
+      return true;
+    }
     if (a.t == JV_LIST && b.t == JV_LIST && a.u.l->tuple == b.u.l->tuple)
       return list_concat(I, a, b, out);
   }

@@ -516,8 +516,12 @@ static bool f_round(jinterp *I, jv in, const fargs *a, jv *out) {
   return true;
 }
 
-static bool f_escape(jinterp *I, jv in, jv *out) {
+bool jescape(jinterp *I, jv in, jv *out) {
   jv s;
+  if (in.t == JV_STR && in.markup) {
+    *out = in;
+    return true;
+  }
   if (!soft_str(I, in, &s)) return false;
   jbuf b;
   jbuf_init(&b, I->lim.max_output);
@@ -531,7 +535,9 @@ static bool f_escape(jinterp *I, jv in, jv *out) {
     default: jbuf_addc(&b, s.u.s.p[i]);
     }
   }
-  return jv_from_buf(I, &b, out);
+  if (!jv_from_buf(I, &b, out)) return false;
+  out->markup = true;
+  return true;
 }
 
 static bool f_sum(jinterp *I, jv in, const fargs *a, jv *out) {
@@ -582,8 +588,9 @@ bool jfilter(jinterp *I, const char *name, size_t len, jv in, const jv *args,
   if (IS("default") || IS("d")) return f_default(in, &a, out);
   if (IS("length") || IS("count")) return f_length(I, in, out);
   if (IS("tojson")) return f_tojson(I, in, &a, out);
-  if (IS("safe")) {
-    *out = in;
+  if (IS("safe")) { /* Markup(value): a string marked safe */
+    if (!soft_str(I, in, out)) return false;
+    out->markup = true;
     return true;
   }
   if (IS("string")) return soft_str(I, in, out);
@@ -650,7 +657,11 @@ bool jfilter(jinterp *I, const char *name, size_t len, jv in, const jv *args,
   if (IS("sum")) return f_sum(I, in, &a, out);
   if (IS("indent")) return f_indent(I, in, &a, out);
   if (IS("round")) return f_round(I, in, &a, out);
-  if (IS("escape") || IS("e") || IS("forceescape")) return f_escape(I, in, out);
+  if (IS("escape") || IS("e")) return jescape(I, in, out);
+  if (IS("forceescape")) {
+    in.markup = false;
+    return jescape(I, in, out);
+  }
   if (IS("wordcount")) return f_wordcount(I, in, out);
   if (IS("format")) {
     if (nargs && nkw)

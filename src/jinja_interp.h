@@ -118,6 +118,9 @@ typedef struct jjson_opts {
 } jjson_opts;
 bool jjson_dump(jinterp *I, jv v, const jjson_opts *o, jbuf *b);
 
+/* HTML-escapes str(v) into a Markup string (Markup stays as it is). */
+bool jescape(jinterp *I, jv v, jv *out);
+
 /* jinja_format.c: "..." % args and "...".format(...). */
 bool jformat_percent(jinterp *I, jv fmt, jv arg, jv *out);
 bool jformat_method(jinterp *I, jv fmt, const jv *args, size_t nargs,

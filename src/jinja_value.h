@@ -39,6 +39,7 @@ typedef struct jgen jgen;
 
 typedef struct jv {
   jv_type t;
+  bool markup; /* JV_STR marked safe (jinja2's Markup): see jinja_eval.c */
   union {
     bool b;
     int64_t i;
