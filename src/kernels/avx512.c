@@ -70,26 +70,40 @@ typedef struct w_group {
   __mmask16 lanes; /* blocks present */
 } w_group;
 
+/* Weight side of a full group (16 x 20 contiguous bytes = 80 dwords):
+ * dword k of block j sits at dword 5 j + k. Five loads, then per field k
+ * one two-source permute for dwords 0..31, one for 32..63 and one for
+ * 64..79, merged by lane masks (cheaper than five 16-lane gathers). */
 static inline __attribute__((always_inline)) void
 load_w_q4_1(const block_q4_1 *x, int g, w_group *wg) {
-  const __m512i stride = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32((int)sizeof(block_q4_1)));
-  const __mmask16 k = (__mmask16)((1u << g) - 1);
-  const __m512i zero = _mm512_setzero_si512();
-  const uint8_t *base = (const uint8_t *)x;
-  __m512i dm = _mm512_mask_i32gather_epi32(zero, k, stride, base, 1);
-  wg->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
-  wg->m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16)));
+  (void)g; /* full groups only */
+  const int32_t *p = (const int32_t *)x;
+  const __m512i z0 = _mm512_loadu_si512(p), z1 = _mm512_loadu_si512(p + 16);
+  const __m512i z2 = _mm512_loadu_si512(p + 32),
+                z3 = _mm512_loadu_si512(p + 48);
+  const __m512i z4 = _mm512_loadu_si512(p + 64);
+  static const __mmask16 mid[5] = {0x1f80, 0x1f80, 0x1fc0, 0x1fc0, 0x0fc0};
+  static const __mmask16 top[5] = {0xe000, 0xe000, 0xe000, 0xe000, 0xf000};
+  const __m512i j5 = _mm512_setr_epi32(0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50,
+                                       55, 60, 65, 70, 75);
+  __m512i f[5];
+#pragma GCC unroll 5
+  for (int k = 0; k < 5; k++) {
+    const __m512i idx = _mm512_add_epi32(j5, _mm512_set1_epi32(k));
+    __m512i r = _mm512_permutex2var_epi32(z0, idx, z1);
+    r = _mm512_mask_mov_epi32(r, mid[k],
+                              _mm512_permutex2var_epi32(z2, idx, z3));
+    f[k] = _mm512_mask_mov_epi32(r, top[k], _mm512_permutexvar_epi32(idx, z4));
+  }
+  wg->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(f[0]));
+  wg->m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(f[0], 16)));
   const __m512i low = _mm512_set1_epi8(0x0f);
 #pragma GCC unroll 4
   for (int c = 0; c < 4; c++) {
-    __m512i word =
-        _mm512_mask_i32gather_epi32(zero, k, stride, base + 4 + 4 * c, 1);
-    wg->q[2 * c] = _mm512_and_si512(word, low);
-    wg->q[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi32(word, 4), low);
+    wg->q[2 * c] = _mm512_and_si512(f[c + 1], low);
+    wg->q[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi32(f[c + 1], 4), low);
   }
-  wg->lanes = k;
+  wg->lanes = 0xffff;
 }
 
 /* One activation row's contribution for one group of g blocks. */
