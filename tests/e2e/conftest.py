@@ -103,5 +103,11 @@ def start_server():
         return srv
 
     yield start
+    failed = []
     for srv in started:
-        srv.stop()
+        if srv.stop() != 0:
+            failed.append(f"{' '.join(srv.args)} exited with "
+                          f"{srv.proc.returncode}:\n{srv.log()[-4000:]}")
+    if failed:
+        pytest.fail("a server did not shut down cleanly (exit 0 on "
+                    "SIGTERM):\n" + "\n".join(failed))
