@@ -65,9 +65,8 @@ static void group_to_blocks(const uint8_t *in, block_q8_1 *blk) {
 
 /* Weight side of one group: the 16 blocks transposed to block-per-lane. */
 typedef struct w_group {
-  __m512 d, m;     /* per-block scales and mins */
-  __m512i q[8];    /* slice 2c + h: unsigned quants, as in act_group */
-  __mmask16 lanes; /* blocks present */
+  __m512 d, m;  /* per-block scales and mins */
+  __m512i q[8]; /* slice 2c + h: unsigned quants, as in the act layout */
 } w_group;
 
 /* Weight side of a full group (16 x 20 contiguous bytes = 80 dwords):
@@ -75,8 +74,7 @@ typedef struct w_group {
  * one two-source permute for dwords 0..31, one for 32..63 and one for
  * 64..79, merged by lane masks (cheaper than five 16-lane gathers). */
 static inline __attribute__((always_inline)) void
-load_w_q4_1(const block_q4_1 *x, int g, w_group *wg) {
-  (void)g; /* full groups only */
+load_w_q4_1(const block_q4_1 *x, w_group *wg) {
   const int32_t *p = (const int32_t *)x;
   const __m512i z0 = _mm512_loadu_si512(p), z1 = _mm512_loadu_si512(p + 16);
   const __m512i z2 = _mm512_loadu_si512(p + 32),
@@ -103,24 +101,21 @@ load_w_q4_1(const block_q4_1 *x, int g, w_group *wg) {
     wg->q[2 * c] = _mm512_and_si512(f[c + 1], low);
     wg->q[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi32(f[c + 1], 4), low);
   }
-  wg->lanes = 0xffff;
 }
 
-/* One activation row's contribution for one group of g blocks. */
+/* One activation row's contribution for one full group. */
 static inline __attribute__((always_inline)) __m512
-group_dot(const w_group *wg, const uint8_t *a, const int g, __m512 acc) {
-  const __mmask16 k = wg->lanes;
-  __m512 da = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, a));
-  __m512 sa = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, a + 2 * g));
-  const uint8_t *q = a + 4 * g;
+group_dot(const w_group *wg, const uint8_t *a, __m512 acc) {
+  __m512 da = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)a));
+  __m512 sa = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a + 32)));
+  const uint8_t *q = a + 64;
   /* two chains for latency: exact integer sums, the split changes nothing */
   __m512i s0 = _mm512_setzero_si512(), s1 = s0;
 #pragma GCC unroll 4
   for (int v = 0; v < 8; v += 2) {
-    __m512i a0 = _mm512_maskz_loadu_epi32(k, q + v * 4 * g);
-    __m512i a1 = _mm512_maskz_loadu_epi32(k, q + (v + 1) * 4 * g);
-    s0 = _mm512_dpbusd_epi32(s0, wg->q[v], a0);
-    s1 = _mm512_dpbusd_epi32(s1, wg->q[v + 1], a1);
+    s0 = _mm512_dpbusd_epi32(s0, wg->q[v], _mm512_loadu_si512(q + 64 * v));
+    s1 = _mm512_dpbusd_epi32(s1, wg->q[v + 1],
+                             _mm512_loadu_si512(q + 64 * (v + 1)));
   }
   __m512i sum = _mm512_add_epi32(s0, s1);
   acc = _mm512_fmadd_ps(_mm512_mul_ps(wg->d, da), _mm512_cvtepi32_ps(sum), acc);
@@ -139,11 +134,11 @@ q4_1_rows_r(int64_t n, const block_q4_1 *x, const uint8_t *a, size_t a_stride,
   int64_t b0 = 0;
   for (; b0 + GB <= nb; b0 += GB) { /* full groups: g = 16 known */
     w_group wg;
-    load_w_q4_1(x + b0, GB, &wg);
+    load_w_q4_1(x + b0, &wg);
     const size_t off = (size_t)b0 * sizeof(block_q8_1);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
-      acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, GB, acc[r]);
+      acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, acc[r]);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < R; r++)
