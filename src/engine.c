@@ -79,6 +79,7 @@ static void group_free(group *g) {
   if (!g) return;
   for (int32_t i = 0; i < g->n_comps; i++)
     completion_clear(&g->comps[i]);
+  nc_beam_group_free(g);
   free(g->comps);
   free(g->suppress);
   free(g);
