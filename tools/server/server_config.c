@@ -9,24 +9,26 @@
 #define MIB (1024u * 1024u)
 
 void server_config_usage(FILE *out) {
-  fprintf(out,
-          "usage: nucleus serve [options]\n"
-          "  -m, --model FILE        GGUF model (default: the bundled one)\n"
-          "  --host ADDR             bind address (default 127.0.0.1)\n"
-          "  --port N                TCP port (default 8080)\n"
-          "  -t, --threads N         compute threads (default: all cores)\n"
-          "  -c, --ctx N             context per sequence (default: model)\n"
-          "  --kv-tokens N           KV cache size in tokens\n"
-          "  --max-queue N           waiting requests before 503\n"
-          "  --parallel N            sequences decoding at once\n"
-          "  --api-key KEY           require 'Authorization: Bearer KEY'\n"
-          "                          (or $NUCLEUS_API_KEY)\n"
-          "  --max-body-bytes N      request body limit (default 8 MiB)\n"
-          "  --drain-timeout S       seconds to finish requests on SIGTERM "
-          "(default 30)\n"
-          "  --timeout S             idle connection timeout (default 30)\n"
-          "  --max-connections N     open connections (default 1024)\n"
-          "  --chat-template FILE    override the model's chat template\n");
+  fprintf(
+      out,
+      "usage: nucleus serve [options]\n"
+      "  -m, --model FILE        GGUF model (default: the bundled one)\n"
+      "  --host ADDR             bind address (default 127.0.0.1)\n"
+      "  --port N                TCP port (default 8080)\n"
+      "  -t, --threads N         compute threads (default: all cores)\n"
+      "  -c, --ctx N             context per sequence (default: the model's,\n"
+      "                          at most 4096)\n"
+      "  --kv-tokens N           KV cache size in tokens\n"
+      "  --max-queue N           waiting requests before 503\n"
+      "  --parallel N            sequences decoding at once\n"
+      "  --api-key KEY           require 'Authorization: Bearer KEY'\n"
+      "                          (or $NUCLEUS_API_KEY)\n"
+      "  --max-body-bytes N      request body limit (default 8 MiB)\n"
+      "  --drain-timeout S       seconds to finish requests on SIGTERM "
+      "(default 30)\n"
+      "  --timeout S             idle connection timeout (default 30)\n"
+      "  --max-connections N     open connections (default 1024)\n"
+      "  --chat-template FILE    override the model's chat template\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
