@@ -126,8 +126,8 @@ group_dot(const w_group *wg, const uint8_t *a, __m512 acc) {
 static inline __attribute__((always_inline)) void
 q4_1_rows_r(int64_t n, const block_q4_1 *x, const uint8_t *a, size_t a_stride,
             float *out, size_t out_stride, const int R) {
-  __m512 acc[8];
-#pragma GCC unroll 8
+  __m512 acc[16];
+#pragma GCC unroll 16
   for (int r = 0; r < R; r++)
     acc[r] = _mm512_setzero_ps();
   const int64_t nb = n / QK8_1;
@@ -136,18 +136,18 @@ q4_1_rows_r(int64_t n, const block_q4_1 *x, const uint8_t *a, size_t a_stride,
     w_group wg;
     load_w_q4_1(x + b0, &wg);
     const size_t off = (size_t)b0 * sizeof(block_q8_1);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++)
       acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, acc[r]);
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < R; r++)
     out[(size_t)r * out_stride] = _mm512_reduce_add_ps(acc[r]);
   if (b0 == nb) return;
   /* the last nb % 16 blocks, plain layout: per block, 8 lanes */
-  __m256 acct[8];
-  float tm[8];
-#pragma GCC unroll 8
+  __m256 acct[16];
+  float tm[16];
+#pragma GCC unroll 16
   for (int r = 0; r < R; r++) {
     acct[r] = _mm256_setzero_ps();
     tm[r] = 0.0f;
@@ -158,7 +158,7 @@ q4_1_rows_r(int64_t n, const block_q4_1 *x, const uint8_t *a, size_t a_stride,
                                   _mm256_set1_epi8(0x0f));
     const float dw = _cvtsh_ss(x[b0].d), mw = _cvtsh_ss(x[b0].m);
     const size_t off = (size_t)b0 * sizeof(block_q8_1);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
       const block_q8_1 *y =
           (const block_q8_1 *)(a + (size_t)r * a_stride + off);
@@ -170,7 +170,7 @@ q4_1_rows_r(int64_t n, const block_q4_1 *x, const uint8_t *a, size_t a_stride,
       tm[r] = fmaf(mw, _cvtsh_ss(y->s), tm[r]);
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < R; r++) {
     __m128 t = _mm_add_ps(_mm256_extractf128_ps(acct[r], 1),
                           _mm256_castps256_ps128(acct[r]));
@@ -185,6 +185,9 @@ static void dot_q4_1_rows(int64_t n, const void *w, const void *a,
                           size_t out_stride) {
   const uint8_t *ap = a;
   int r = 0;
+  for (; r + 16 <= nrows; r += 16)
+    q4_1_rows_r(n, w, ap + (size_t)r * a_stride, a_stride,
+                out + (size_t)r * out_stride, out_stride, 16);
   for (; r + 8 <= nrows; r += 8)
     q4_1_rows_r(n, w, ap + (size_t)r * a_stride, a_stride,
                 out + (size_t)r * out_stride, out_stride, 8);
