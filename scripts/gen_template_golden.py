@@ -15,8 +15,10 @@ apply_chat_template does (src/transformers/utils/chat_template_utils.py):
 strftime_now reads a fixed clock (NOW, shown in UTC) so the goldens are
 deterministic; the C side gets the same instant.
 
-Output: <family>.golden.json with the inputs and either the expected text or
-the error the template raises. Re-run after changing a template or a case:
+Output: conversations.json (the inputs) and <family>.golden.json with, for
+each conversation and add_generation_prompt, the expected text or the error
+the template raises; features.golden.json holds small single-feature
+templates with their expected output. Re-run after changing a template or a case:
 
   python3 scripts/gen_template_golden.py
 """
@@ -45,6 +47,12 @@ FAMILIES = {
     "mistral-nemo": ("mistral-nemo.jinja", "<s>", "</s>"),
     "mistral-small-3.2": ("mistral-small-3.2.jinja", "<s>", "</s>"),
     "phi3.5": ("phi3.5.jinja", "<s>", "<|endoftext|>"),
+    # more published templates (copies in llama.cpp's models/templates/)
+    "gpt-oss": ("gpt-oss.jinja", "<|startoftext|>", "<|return|>"),
+    "hermes3": ("hermes3.jinja", "<|begin_of_text|>", "<|im_end|>"),
+    "deepseek-r1-distill": ("deepseek-r1-distill.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+    "granite3.3": ("granite3.3.jinja", "<|end_of_text|>", "<|end_of_text|>"),
+    "smollm3": ("smollm3.jinja", None, "<|im_end|>"),
 }
 
 WEATHER_TOOL = {
@@ -394,19 +402,17 @@ def render(env, source, bos, eos, messages, tools, agp, kwargs):
 def main():
     env = make_env()
     total = ok = 0
+    convs = [{"name": n, "messages": m, "tools": t, "kwargs": k} for n, m, t, k in CONVERSATIONS]
+    with open(os.path.join(DATA, "conversations.json"), "w", encoding="utf-8") as f:
+        json.dump(convs, f, ensure_ascii=False, indent=1)
+        f.write("\n")
     for family, (fname, bos, eos) in FAMILIES.items():
         with open(os.path.join(DATA, fname), encoding="utf-8", newline="") as f:
             source = f.read()
         cases = []
         for name, messages, tools, kwargs in CONVERSATIONS:
             for agp in (True, False):
-                case = {
-                    "name": "%s/%s" % (name, "gen" if agp else "nogen"),
-                    "messages": messages,
-                    "tools": tools,
-                    "kwargs": kwargs,
-                    "add_generation_prompt": agp,
-                }
+                case = {"conversation": name, "add_generation_prompt": agp}
                 try:
                     case["expected"] = render(env, source, bos, eos, messages, tools, agp, kwargs)
                     ok += 1
@@ -420,6 +426,7 @@ def main():
             "bos_token": bos,
             "eos_token": eos,
             "now": NOW,
+            "conversations": "conversations.json",
             "cases": cases,
         }
         path = os.path.join(DATA, family + ".golden.json")

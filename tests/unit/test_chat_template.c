@@ -16,8 +16,21 @@
 #include "chat_template.h"
 
 static const char *const FAMILIES[] = {
-    "smollm2", "qwen2.5", "qwen3",        "llama3.2",          "llama3.3",
-    "gemma2",  "gemma3",  "mistral-nemo", "mistral-small-3.2", "phi3.5",
+    "smollm2",
+    "qwen2.5",
+    "qwen3",
+    "llama3.2",
+    "llama3.3",
+    "gemma2",
+    "gemma3",
+    "mistral-nemo",
+    "mistral-small-3.2",
+    "phi3.5",
+    "gpt-oss",
+    "hermes3",
+    "deepseek-r1-distill",
+    "granite3.3",
+    "smollm3",
 };
 #define N_FAMILIES (sizeof FAMILIES / sizeof FAMILIES[0])
 
@@ -48,7 +61,17 @@ typedef struct tally {
   size_t rendered, refused, bad;
 } tally;
 
-static void run_family(const char *family, tally *t) {
+/* The conversation named name in conversations.json. */
+static json_t *find_conversation(json_t *convs, const char *name) {
+  size_t i;
+  json_t *c;
+  json_array_foreach(convs, i, c) {
+    if (!strcmp(json_string_value(json_object_get(c, "name")), name)) return c;
+  }
+  return NULL;
+}
+
+static void run_family(json_t *convs, const char *family, tally *t) {
   char rel[256];
   snprintf(rel, sizeof rel, "tests/data/templates/%s.golden.json", family);
   char *path = repo_path(rel);
@@ -70,10 +93,13 @@ static void run_family(const char *family, tally *t) {
   size_t i;
   json_t *c;
   json_array_foreach(cases, i, c) {
-    char *messages = json_dumps(json_object_get(c, "messages"), 0);
-    json_t *tools_j = json_object_get(c, "tools");
+    const char *name = json_string_value(json_object_get(c, "conversation"));
+    json_t *conv = find_conversation(convs, name);
+    assert_non_null(conv);
+    char *messages = json_dumps(json_object_get(conv, "messages"), 0);
+    json_t *tools_j = json_object_get(conv, "tools");
     char *tools = json_is_null(tools_j) ? NULL : json_dumps(tools_j, 0);
-    json_t *kw_j = json_object_get(c, "kwargs");
+    json_t *kw_j = json_object_get(conv, "kwargs");
     char *kwargs = json_object_size(kw_j) ? json_dumps(kw_j, 0) : NULL;
     nc_chat_args a = {
         .messages_json = messages,
@@ -89,7 +115,6 @@ static void run_family(const char *family, tally *t) {
     size_t n = 0;
     nc_code rc = nc_chat_template_apply(tmpl, &a, &out, &n, &err);
     json_t *want = json_object_get(c, "expected");
-    const char *name = json_string_value(json_object_get(c, "name"));
     if (want) {
       t->rendered++;
       if (rc != NC_OK || n != json_string_length(want) ||
@@ -120,8 +145,14 @@ static void run_family(const char *family, tally *t) {
 static void test_family_goldens(void **state) {
   (void)state;
   tally t = {0};
+  char *path = repo_path("tests/data/templates/conversations.json");
+  json_error_t je;
+  json_t *convs = json_load_file(path, 0, &je);
+  free(path);
+  assert_true(json_is_array(convs));
   for (size_t f = 0; f < N_FAMILIES; f++)
-    run_family(FAMILIES[f], &t);
+    run_family(convs, FAMILIES[f], &t);
+  json_decref(convs);
   fprintf(stderr,
           "%zu families: %zu conversations rendered identically, "
           "%zu refused as jinja2 does\n",
