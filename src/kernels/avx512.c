@@ -51,18 +51,6 @@ static void quantize_q8_1_il(const float *src, void *dst, int64_t n) {
   if (b0 < nb) nc_avx2_quant_q8_1(src + b0 * QK8_1, out, (nb - b0) * QK8_1);
 }
 
-/* A full group back to plain blocks (for kernels without a grouped path). */
-static void group_to_blocks(const uint8_t *in, block_q8_1 *blk) {
-  for (int j = 0; j < GB; j++) {
-    memcpy(&blk[j].d, in + 2 * j, 2);
-    memcpy(&blk[j].s, in + 2 * GB + 2 * j, 2);
-    for (int v = 0; v < 8; v++) {
-      int first = 16 * (v & 1) + 4 * (v >> 1);
-      memcpy(blk[j].qs + first, in + 4 * GB + v * 4 * GB + 4 * j, 4);
-    }
-  }
-}
-
 /* Weight side of one group: the 16 blocks transposed to block-per-lane. */
 typedef struct w_group {
   __m512 d, m;  /* per-block scales and mins */
@@ -103,6 +91,54 @@ load_w_q4_1(const block_q4_1 *x, w_group *wg) {
   }
 }
 
+/* Byte k (0..3) of each lane: 0x10 where bit shift + k of the lane's u32
+ * is set (the fifth bit of four consecutive elements). */
+static inline __m512i fifth_bits(__m512i qh, int shift) {
+  /* copy each lane's low byte (after the shift) to its four bytes */
+  const __m512i dup =
+      _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
+  __m512i b = _mm512_shuffle_epi8(_mm512_srli_epi32(qh, (unsigned)shift), dup);
+  __mmask64 set = _mm512_test_epi8_mask(b, _mm512_set1_epi32(0x08040201));
+  return _mm512_maskz_mov_epi8(set, _mm512_set1_epi8(0x10));
+}
+
+/* Q5_1: 16 x 24 bytes = 96 dwords, dword k of block j at 6 j + k (d|m,
+ * qh, then the four qs words). */
+static inline __attribute__((always_inline)) void
+load_w_q5_1(const block_q5_1 *x, w_group *wg) {
+  const int32_t *p = (const int32_t *)x;
+  __m512i z[6];
+  for (int i = 0; i < 6; i++)
+    z[i] = _mm512_loadu_si512(p + 16 * i);
+  static const __mmask16 mid[6] = {0x07c0, 0x07c0, 0x07e0,
+                                   0x07e0, 0x03e0, 0x03e0};
+  static const __mmask16 top[6] = {0xf800, 0xf800, 0xf800,
+                                   0xf800, 0xfc00, 0xfc00};
+  const __m512i j6 = _mm512_setr_epi32(0, 6, 12, 18, 24, 30, 36, 42, 48, 54, 60,
+                                       66, 72, 78, 84, 90);
+  __m512i f[6];
+#pragma GCC unroll 6
+  for (int k = 0; k < 6; k++) {
+    const __m512i idx = _mm512_add_epi32(j6, _mm512_set1_epi32(k));
+    __m512i r = _mm512_permutex2var_epi32(z[0], idx, z[1]);
+    r = _mm512_mask_mov_epi32(r, mid[k],
+                              _mm512_permutex2var_epi32(z[2], idx, z[3]));
+    f[k] = _mm512_mask_mov_epi32(r, top[k],
+                                 _mm512_permutex2var_epi32(z[4], idx, z[5]));
+  }
+  wg->d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(f[0]));
+  wg->m = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(f[0], 16)));
+  const __m512i low = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; c++) {
+    wg->q[2 * c] = _mm512_or_si512(_mm512_and_si512(f[c + 2], low),
+                                   fifth_bits(f[1], 4 * c));
+    wg->q[2 * c + 1] =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(f[c + 2], 4), low),
+                        fifth_bits(f[1], 16 + 4 * c));
+  }
+}
+
 /* One activation row's contribution for one full group. */
 static inline __attribute__((always_inline)) __m512
 group_dot(const w_group *wg, const uint8_t *a, __m512 acc) {
@@ -122,115 +158,74 @@ group_dot(const w_group *wg, const uint8_t *a, __m512 acc) {
   return _mm512_fmadd_ps(wg->m, sa, acc);
 }
 
-/* R activation rows at once (R a compile-time constant after inlining). */
+typedef void (*w_loader)(const void *x, int64_t block, w_group *wg);
+typedef float (*tail_dot)(int64_t n, const void *w, const void *a);
+
+static void ld_q4_1(const void *x, int64_t b, w_group *wg) {
+  load_w_q4_1((const block_q4_1 *)x + b, wg);
+}
+static void ld_q5_1(const void *x, int64_t b, w_group *wg) {
+  load_w_q5_1((const block_q5_1 *)x + b, wg);
+}
+
+/* R activation rows at once (R a compile-time constant after inlining).
+ * The last nb % 16 blocks (plain layout) go through the avx2 kernel in
+ * llama.cpp's order, added to the groups' sum. */
 static inline __attribute__((always_inline)) void
-q4_1_rows_r(int64_t n, const block_q4_1 *x, const uint8_t *a, size_t a_stride,
-            float *out, size_t out_stride, const int R) {
+rows_r(int64_t n, const uint8_t *x, size_t wblock, w_loader load, tail_dot tail,
+       const uint8_t *a, size_t a_stride, float *out, size_t out_stride,
+       const int R) {
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int r = 0; r < R; r++)
     acc[r] = _mm512_setzero_ps();
   const int64_t nb = n / QK8_1;
   int64_t b0 = 0;
-  for (; b0 + GB <= nb; b0 += GB) { /* full groups: g = 16 known */
+  for (; b0 + GB <= nb; b0 += GB) {
     w_group wg;
-    load_w_q4_1(x + b0, &wg);
+    load(x, b0, &wg);
     const size_t off = (size_t)b0 * sizeof(block_q8_1);
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++)
       acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, acc[r]);
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++)
-    out[(size_t)r * out_stride] = _mm512_reduce_add_ps(acc[r]);
-  if (b0 == nb) return;
-  /* the last nb % 16 blocks, plain layout: per block, 8 lanes */
-  __m256 acct[16];
-  float tm[16];
-#pragma GCC unroll 16
   for (int r = 0; r < R; r++) {
-    acct[r] = _mm256_setzero_ps();
-    tm[r] = 0.0f;
-  }
-  for (; b0 < nb; b0++) {
-    __m128i v = _mm_loadu_si128((const __m128i *)x[b0].qs);
-    __m256i qx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v),
-                                  _mm256_set1_epi8(0x0f));
-    const float dw = _cvtsh_ss(x[b0].d), mw = _cvtsh_ss(x[b0].m);
-    const size_t off = (size_t)b0 * sizeof(block_q8_1);
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) {
-      const block_q8_1 *y =
-          (const block_q8_1 *)(a + (size_t)r * a_stride + off);
-      __m256i l =
-          _mm256_dpbusd_epi32(_mm256_setzero_si256(), qx,
-                              _mm256_loadu_si256((const __m256i *)y->qs));
-      acct[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * _cvtsh_ss(y->d)),
-                                _mm256_cvtepi32_ps(l), acct[r]);
-      tm[r] = fmaf(mw, _cvtsh_ss(y->s), tm[r]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++) {
-    __m128 t = _mm_add_ps(_mm256_extractf128_ps(acct[r], 1),
-                          _mm256_castps256_ps128(acct[r]));
-    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
-    t = _mm_add_ss(t, _mm_movehdup_ps(t));
-    out[(size_t)r * out_stride] += _mm_cvtss_f32(t) + tm[r];
+    float v = _mm512_reduce_add_ps(acc[r]);
+    if (b0 < nb)
+      v += tail((nb - b0) * QK8_1, x + (size_t)b0 * wblock,
+                a + (size_t)r * a_stride + (size_t)b0 * sizeof(block_q8_1));
+    out[(size_t)r * out_stride] = v;
   }
 }
 
-static void dot_q4_1_rows(int64_t n, const void *w, const void *a,
-                          size_t a_stride, int nrows, float *out,
-                          size_t out_stride) {
-  const uint8_t *ap = a;
-  int r = 0;
-  for (; r + 16 <= nrows; r += 16)
-    q4_1_rows_r(n, w, ap + (size_t)r * a_stride, a_stride,
-                out + (size_t)r * out_stride, out_stride, 16);
-  for (; r + 8 <= nrows; r += 8)
-    q4_1_rows_r(n, w, ap + (size_t)r * a_stride, a_stride,
-                out + (size_t)r * out_stride, out_stride, 8);
-  for (; r + 4 <= nrows; r += 4)
-    q4_1_rows_r(n, w, ap + (size_t)r * a_stride, a_stride,
-                out + (size_t)r * out_stride, out_stride, 4);
-  for (; r < nrows; r++)
-    q4_1_rows_r(n, w, ap + (size_t)r * a_stride, a_stride,
-                out + (size_t)r * out_stride, out_stride, 1);
-}
-
-static float dot_q4_1(int64_t n, const void *w, const void *a) {
-  float out;
-  q4_1_rows_r(n, w, a, 0, &out, 1, 1);
-  return out;
-}
-
-/* Q5_1 · Q8_1 (this table's layout): standard blocks per group, then ref's
- * kernel per group, the group results summed in order. */
-static float dot_q5_1(int64_t n, const void *w, const void *a) {
-  const block_q5_1 *x = w;
-  const uint8_t *ap = a;
-  const int64_t nb = n / QK8_1;
-  float sum = 0.0f;
-  int64_t b0 = 0;
-  for (; b0 + GB <= nb; b0 += GB) {
-    block_q8_1 blk[GB];
-    group_to_blocks(ap + (size_t)b0 * sizeof(block_q8_1), blk);
-    sum += nc_ref_dot_q5_1(GB * QK8_1, x + b0, blk);
+#define KERNEL(name, block)                                                    \
+  static float dot_##name(int64_t n, const void *w, const void *a) {           \
+    float out;                                                                 \
+    rows_r(n, w, sizeof(block), ld_##name, nc_avx2_dot_##name, a, 0, &out, 1,  \
+           1);                                                                 \
+    return out;                                                                \
+  }                                                                            \
+  static void dot_##name##_rows(int64_t n, const void *w, const void *a,       \
+                                size_t a_stride, int nrows, float *out,        \
+                                size_t out_stride) {                           \
+    const uint8_t *ap = a;                                                     \
+    int r = 0;                                                                 \
+    for (; r + 16 <= nrows; r += 16)                                           \
+      rows_r(n, w, sizeof(block), ld_##name, nc_avx2_dot_##name,               \
+             ap + (size_t)r * a_stride, a_stride,                              \
+             out + (size_t)r * out_stride, out_stride, 16);                    \
+    for (; r + 4 <= nrows; r += 4)                                             \
+      rows_r(n, w, sizeof(block), ld_##name, nc_avx2_dot_##name,               \
+             ap + (size_t)r * a_stride, a_stride,                              \
+             out + (size_t)r * out_stride, out_stride, 4);                     \
+    for (; r < nrows; r++)                                                     \
+      rows_r(n, w, sizeof(block), ld_##name, nc_avx2_dot_##name,               \
+             ap + (size_t)r * a_stride, a_stride,                              \
+             out + (size_t)r * out_stride, out_stride, 1);                     \
   }
-  if (b0 < nb)
-    sum += nc_ref_dot_q5_1((nb - b0) * QK8_1, x + b0,
-                           ap + (size_t)b0 * sizeof(block_q8_1));
-  return sum;
-}
-
-static void dot_q5_1_rows(int64_t n, const void *w, const void *a,
-                          size_t a_stride, int nrows, float *out,
-                          size_t out_stride) {
-  const uint8_t *ap = a;
-  for (int r = 0; r < nrows; r++)
-    out[(size_t)r * out_stride] = dot_q5_1(n, w, ap + (size_t)r * a_stride);
-}
+KERNEL(q4_1, block_q4_1)
+KERNEL(q5_1, block_q5_1)
+#undef KERNEL
 
 #define E(t, fn) [t] = fn
 static const nc_kernels k_avx512 = {
