@@ -69,27 +69,92 @@ static inline void finish_slices(const __m512i w[8], sw_group *g) {
   }
 }
 
+/* Transposes of a group's quants to block-per-lane: the index vectors of
+ * two-source dword permutes (bit 4 picks the second source). */
+static const int32_t k_pair_lo[2][16] = {
+    /* lanes 2b, 2b+1 <- dwords {0,1} / {2,3} of 4-dword row b (8 rows) */
+    {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29},
+    {2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31},
+};
+static const int32_t k_even_odd[2][16] = {
+    /* lane j <- dword 2j / 2j + 1 */
+    {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30},
+    {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31},
+};
+static const int32_t k_quad[2][16] = {
+    /* lanes 4b..4b+3 <- dwords {0..3} / {4..7} of 8-dword row b (4 rows) */
+    {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27},
+    {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31},
+};
+
+static inline __m512i perm2(__m512i a, const int32_t *idx, __m512i b) {
+  return _mm512_permutex2var_epi32(a, _mm512_loadu_si512(idx), b);
+}
+
+/* 16 rows of 16 bytes (row j at base + j * stride) -> out[c], lane j =
+ * dword c of row j. */
+static inline void transpose16x4(const uint8_t *base, size_t stride,
+                                 __m512i out[4]) {
+  __m512i z[4];
+  for (int i = 0; i < 4; i++) {
+    const uint8_t *r = base + (size_t)(4 * i) * stride;
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)r));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(r + stride)),
+                           1);
+    v = _mm512_inserti32x4(
+        v, _mm_loadu_si128((const __m128i *)(r + 2 * stride)), 2);
+    z[i] = _mm512_inserti32x4(
+        v, _mm_loadu_si128((const __m128i *)(r + 3 * stride)), 3);
+  }
+  __m512i t[4];
+  for (int h = 0; h < 2; h++) {
+    t[h] = perm2(z[0], k_pair_lo[h], z[1]);     /* rows 0..7 */
+    t[2 + h] = perm2(z[2], k_pair_lo[h], z[3]); /* rows 8..15 */
+  }
+  for (int c = 0; c < 4; c++)
+    out[c] = perm2(t[c / 2], k_even_odd[c % 2], t[2 + c / 2]);
+}
+
+/* 16 rows of 32 bytes -> out[w], lane j = dword w of row j. */
+static inline void transpose16x8(const uint8_t *base, size_t stride,
+                                 __m512i out[8]) {
+  __m512i z[8], t[8], u[8];
+  for (int i = 0; i < 8; i++) {
+    const uint8_t *r = base + (size_t)(2 * i) * stride;
+    __m512i v = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)r));
+    z[i] = _mm512_inserti64x4(
+        v, _mm256_loadu_si256((const __m256i *)(r + stride)), 1);
+  }
+  for (int p = 0; p < 4; p++) /* rows 4p..4p+3, dwords 4h..4h+3 */
+    for (int h = 0; h < 2; h++)
+      t[2 * p + h] = perm2(z[2 * p], k_quad[h], z[2 * p + 1]);
+  for (int q = 0; q < 2; q++) /* rows 8q..8q+7, dwords 4h+2g, 4h+2g+1 */
+    for (int h = 0; h < 2; h++)
+      for (int g = 0; g < 2; g++)
+        u[4 * q + 2 * h + g] =
+            perm2(t[4 * q + h], k_pair_lo[g], t[4 * q + 2 + h]);
+  for (int w = 0; w < 8; w++)
+    out[w] = perm2(u[w / 2], k_even_odd[w % 2], u[4 + w / 2]);
+}
+
 static inline void load_q8_0(const block_q8_0 *x, sw_group *g) {
   const uint8_t *base = (const uint8_t *)x;
   __m512i w[8];
   g->d = gather_d(base, (int)sizeof(block_q8_0));
-  for (int v = 0; v < 8; v++)
-    w[v] = _mm512_i32gather_epi32(
-        block_offsets((int)sizeof(block_q8_0), 2 + 4 * v), base, 1);
+  transpose16x8(base + 2, sizeof(block_q8_0), w);
   finish_slices(w, g);
 }
 
 static inline void load_q4_0(const block_q4_0 *x, sw_group *g) {
   const uint8_t *base = (const uint8_t *)x;
   const __m512i low = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
-  __m512i w[8];
+  __m512i w[8], q[4];
   g->d = gather_d(base, (int)sizeof(block_q4_0));
+  transpose16x4(base + 2, sizeof(block_q4_0), q);
   for (int c = 0; c < 4; c++) { /* word c: elements 4c.. (lo), 16 + 4c.. */
-    __m512i q = _mm512_i32gather_epi32(
-        block_offsets((int)sizeof(block_q4_0), 2 + 4 * c), base, 1);
-    w[c] = _mm512_sub_epi8(_mm512_and_si512(q, low), eight);
-    w[c + 4] =
-        _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi32(q, 4), low), eight);
+    w[c] = _mm512_sub_epi8(_mm512_and_si512(q[c], low), eight);
+    w[c + 4] = _mm512_sub_epi8(
+        _mm512_and_si512(_mm512_srli_epi32(q[c], 4), low), eight);
   }
   finish_slices(w, g);
 }
@@ -108,17 +173,17 @@ static inline __m512i fifth_bits(__m512i qh, int shift) {
 static inline void load_q5_0(const block_q5_0 *x, sw_group *g) {
   const uint8_t *base = (const uint8_t *)x;
   const __m512i low = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
-  __m512i w[8];
+  __m512i w[8], q[4];
   g->d = gather_d(base, (int)sizeof(block_q5_0));
   __m512i qh = _mm512_i32gather_epi32(block_offsets((int)sizeof(block_q5_0), 2),
                                       base, 1);
+  transpose16x4(base + 6, sizeof(block_q5_0), q);
   for (int c = 0; c < 4; c++) {
-    __m512i q = _mm512_i32gather_epi32(
-        block_offsets((int)sizeof(block_q5_0), 6 + 4 * c), base, 1);
     __m512i lo =
-        _mm512_or_si512(_mm512_and_si512(q, low), fifth_bits(qh, 4 * c));
-    __m512i hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q, 4), low),
-                                 fifth_bits(qh, 16 + 4 * c));
+        _mm512_or_si512(_mm512_and_si512(q[c], low), fifth_bits(qh, 4 * c));
+    __m512i hi =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q[c], 4), low),
+                        fifth_bits(qh, 16 + 4 * c));
     w[c] = _mm512_sub_epi8(lo, sixteen);
     w[c + 4] = _mm512_sub_epi8(hi, sixteen);
   }
