@@ -104,6 +104,16 @@ nucleus_status nucleus_chat_render(const nucleus_model *model,
                                    bool add_generation_prompt, char **out,
                                    size_t *len_out, nucleus_error *err);
 
+/* As nucleus_chat_render, plus kwargs_json: NULL or a JSON object of extra
+ * template variables (the chat_template_kwargs of an OpenAI-style request,
+ * e.g. {"enable_thinking": false} for Qwen3). */
+nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
+                                      const char *messages_json,
+                                      const char *tools_json,
+                                      const char *kwargs_json,
+                                      bool add_generation_prompt, char **out,
+                                      size_t *len_out, nucleus_error *err);
+
 /* ------------------------------------------------------ teacher forcing */
 
 /* Logits for every position of tokens (n * n_vocab floats into logits), as

@@ -1,5 +1,5 @@
-/* Public API: nucleus_chat_render (the model's chat template, or the one
- * given in nucleus_model_params.chat_template). */
+/* Public API: nucleus_chat_render(_ex) (the model's chat template, or the
+ * one given in nucleus_model_params.chat_template). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,11 +21,12 @@ static char *token_text(const nc_vocab *v, int32_t id) {
   return s;
 }
 
-nucleus_status nucleus_chat_render(const nucleus_model *model,
-                                   const char *messages_json,
-                                   const char *tools_json,
-                                   bool add_generation_prompt, char **out,
-                                   size_t *len_out, nucleus_error *err) {
+nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
+                                      const char *messages_json,
+                                      const char *tools_json,
+                                      const char *kwargs_json,
+                                      bool add_generation_prompt, char **out,
+                                      size_t *len_out, nucleus_error *err) {
   if (out) *out = NULL;
   if (len_out) *len_out = 0;
   if (!model || !messages_json || !out)
@@ -42,13 +43,30 @@ nucleus_status nucleus_chat_render(const nucleus_model *model,
   if (!tmpl)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "model has no chat template; pass --chat-template FILE");
+  nc_chat_template *t;
+  nc_code rc = nc_chat_template_compile(tmpl, tmpl_len, &t, err);
+  if (rc != NC_OK) return rc;
   const nc_vocab *v = nc_model_vocab(model);
   char *bos = v ? token_text(v, nc_vocab_bos(v)) : NULL;
   char *eos = v ? token_text(v, nc_vocab_eos(v)) : NULL;
-  nc_code rc = nc_chat_template_render(tmpl, tmpl_len, messages_json,
-                                       tools_json, add_generation_prompt, bos,
-                                       eos, out, len_out, err);
+  nc_chat_args a = {.messages_json = messages_json,
+                    .tools_json = tools_json,
+                    .kwargs_json = kwargs_json,
+                    .add_generation_prompt = add_generation_prompt,
+                    .bos_token = bos,
+                    .eos_token = eos};
+  rc = nc_chat_template_apply(t, &a, out, len_out, err);
+  nc_chat_template_free(t);
   free(bos);
   free(eos);
   return rc;
+}
+
+nucleus_status nucleus_chat_render(const nucleus_model *model,
+                                   const char *messages_json,
+                                   const char *tools_json,
+                                   bool add_generation_prompt, char **out,
+                                   size_t *len_out, nucleus_error *err) {
+  return nucleus_chat_render_ex(model, messages_json, tools_json, NULL,
+                                add_generation_prompt, out, len_out, err);
 }
