@@ -161,10 +161,12 @@ group_dot(const w_group *wg, const uint8_t *a, __m512 acc) {
 typedef void (*w_loader)(const void *x, int64_t block, w_group *wg);
 typedef float (*tail_dot)(int64_t n, const void *w, const void *a);
 
-static void ld_q4_1(const void *x, int64_t b, w_group *wg) {
+static inline __attribute__((always_inline)) void
+ld_q4_1(const void *x, int64_t b, w_group *wg) {
   load_w_q4_1((const block_q4_1 *)x + b, wg);
 }
-static void ld_q5_1(const void *x, int64_t b, w_group *wg) {
+static inline __attribute__((always_inline)) void
+ld_q5_1(const void *x, int64_t b, w_group *wg) {
   load_w_q5_1((const block_q5_1 *)x + b, wg);
 }
 

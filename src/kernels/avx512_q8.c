@@ -93,8 +93,8 @@ static inline __m512i perm2(__m512i a, const int32_t *idx, __m512i b) {
 
 /* 16 rows of 16 bytes (row j at base + j * stride) -> out[c], lane j =
  * dword c of row j. */
-static inline void transpose16x4(const uint8_t *base, size_t stride,
-                                 __m512i out[4]) {
+static inline __attribute__((always_inline)) void
+transpose16x4(const uint8_t *base, size_t stride, __m512i out[4]) {
   __m512i z[4];
   for (int i = 0; i < 4; i++) {
     const uint8_t *r = base + (size_t)(4 * i) * stride;
@@ -116,8 +116,8 @@ static inline void transpose16x4(const uint8_t *base, size_t stride,
 }
 
 /* 16 rows of 32 bytes -> out[w], lane j = dword w of row j. */
-static inline void transpose16x8(const uint8_t *base, size_t stride,
-                                 __m512i out[8]) {
+static inline __attribute__((always_inline)) void
+transpose16x8(const uint8_t *base, size_t stride, __m512i out[8]) {
   __m512i z[8], t[8], u[8];
   for (int i = 0; i < 8; i++) {
     const uint8_t *r = base + (size_t)(2 * i) * stride;
@@ -137,7 +137,8 @@ static inline void transpose16x8(const uint8_t *base, size_t stride,
     out[w] = perm2(u[w / 2], k_even_odd[w % 2], u[4 + w / 2]);
 }
 
-static inline void load_q8_0(const block_q8_0 *x, sw_group *g) {
+static inline __attribute__((always_inline)) void load_q8_0(const block_q8_0 *x,
+                                                            sw_group *g) {
   const uint8_t *base = (const uint8_t *)x;
   __m512i w[8];
   g->d = gather_d(base, (int)sizeof(block_q8_0));
@@ -145,7 +146,8 @@ static inline void load_q8_0(const block_q8_0 *x, sw_group *g) {
   finish_slices(w, g);
 }
 
-static inline void load_q4_0(const block_q4_0 *x, sw_group *g) {
+static inline __attribute__((always_inline)) void load_q4_0(const block_q4_0 *x,
+                                                            sw_group *g) {
   const uint8_t *base = (const uint8_t *)x;
   const __m512i low = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
   __m512i w[8], q[4];
@@ -170,7 +172,8 @@ static inline __m512i fifth_bits(__m512i qh, int shift) {
   return _mm512_maskz_mov_epi8(set, _mm512_set1_epi8(0x10));
 }
 
-static inline void load_q5_0(const block_q5_0 *x, sw_group *g) {
+static inline __attribute__((always_inline)) void load_q5_0(const block_q5_0 *x,
+                                                            sw_group *g) {
   const uint8_t *base = (const uint8_t *)x;
   const __m512i low = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
   __m512i w[8], q[4];
@@ -212,13 +215,16 @@ sgroup_dot(const sw_group *g, const uint8_t *a, __m512 acc) {
 typedef void (*load_fn)(const void *x, int64_t block, sw_group *g);
 typedef float (*tail_fn)(int64_t n, const void *w, const void *a);
 
-static void ld_q8_0(const void *x, int64_t b, sw_group *g) {
+static inline __attribute__((always_inline)) void
+ld_q8_0(const void *x, int64_t b, sw_group *g) {
   load_q8_0((const block_q8_0 *)x + b, g);
 }
-static void ld_q4_0(const void *x, int64_t b, sw_group *g) {
+static inline __attribute__((always_inline)) void
+ld_q4_0(const void *x, int64_t b, sw_group *g) {
   load_q4_0((const block_q4_0 *)x + b, g);
 }
-static void ld_q5_0(const void *x, int64_t b, sw_group *g) {
+static inline __attribute__((always_inline)) void
+ld_q5_0(const void *x, int64_t b, sw_group *g) {
   load_q5_0((const block_q5_0 *)x + b, g);
 }
 
