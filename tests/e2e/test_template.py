@@ -108,6 +108,16 @@ def test_chat_template_file(tmp_path, family):
 
 
 @needs_model
+def test_chat_template_kwargs(tmp_path):
+    messages = [{"role": "user", "content": "Quick: capital of France?"}]
+    r = run_template(tmp_path, {"messages": messages,
+                                "chat_template_kwargs": {"enable_thinking": False}},
+                     "--chat-template", str(TEMPLATES / "qwen3.jinja"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.endswith(b"<|im_start|>assistant\n<think>\n\n</think>\n\n")
+
+
+@needs_model
 def test_template_errors_are_clear(tmp_path):
     bad = tmp_path / "bad.jinja"
     bad.write_text("{% for m in messages %}\n{{ raise_exception('no') }}"

@@ -17,8 +17,9 @@ static void usage(FILE *out) {
           "input) and\nprints the prompt exactly, with no newline added. The "
           "file holds\neither a JSON array of messages or an object:\n"
           "  {\"messages\": [...], \"add_generation_prompt\": true,"
-          " \"tools\": [...]}\n"
-          "(add_generation_prompt defaults to true, tools to none).\n"
+          " \"tools\": [...],\n   \"chat_template_kwargs\": {...}}\n"
+          "(add_generation_prompt defaults to true, tools to none; the\n"
+          "chat_template_kwargs become extra template variables).\n"
           "  -m MODEL              the GGUF file (default: the default "
           "model)\n"
           "  --chat-template FILE  use the Jinja template in FILE instead\n");
@@ -62,20 +63,27 @@ static char *read_all(const char *path, size_t *len) {
 
 /* Splits the conversation file into messages/tools JSON texts. */
 static int parse_conversation(const char *text, size_t len, char **messages,
-                              char **tools, bool *add_gen) {
+                              char **tools, char **kwargs, bool *add_gen) {
   json_error_t je;
   json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, &je);
-  *messages = *tools = NULL;
+  *messages = *tools = *kwargs = NULL;
   *add_gen = true;
   if (!j) {
     fprintf(stderr, "nucleus template: invalid JSON: %s (line %d, column %d)\n",
             je.text, je.line, je.column);
     return 1;
   }
-  json_t *msgs = j, *tl = NULL;
+  json_t *msgs = j, *tl = NULL, *kw = NULL;
   if (json_is_object(j)) {
     msgs = json_object_get(j, "messages");
     tl = json_object_get(j, "tools");
+    kw = json_object_get(j, "chat_template_kwargs");
+    if (kw && !json_is_object(kw)) {
+      fprintf(stderr, "nucleus template: chat_template_kwargs must be an "
+                      "object\n");
+      json_decref(j);
+      return 1;
+    }
     json_t *agp = json_object_get(j, "add_generation_prompt");
     if (agp && !json_is_boolean(agp)) {
       fprintf(stderr, "nucleus template: add_generation_prompt must be true "
@@ -93,6 +101,7 @@ static int parse_conversation(const char *text, size_t len, char **messages,
   }
   *messages = json_dumps(msgs, JSON_ENCODE_ANY);
   if (tl && !json_is_null(tl)) *tools = json_dumps(tl, JSON_ENCODE_ANY);
+  if (kw) *kwargs = json_dumps(kw, 0);
   json_decref(j);
   return *messages ? 0 : 1;
 }
@@ -136,9 +145,10 @@ int cmd_template(int argc, char **argv) {
     free(conv);
     return 1;
   }
-  char *messages = NULL, *tools = NULL;
+  char *messages = NULL, *tools = NULL, *kwargs = NULL;
   bool add_gen = true;
-  int rc = parse_conversation(conv, strlen(conv), &messages, &tools, &add_gen);
+  int rc = parse_conversation(conv, strlen(conv), &messages, &tools, &kwargs,
+                              &add_gen);
   free(conv);
   if (!rc && !model_path && !(model_path = cli_default_model())) rc = 1;
   nucleus_model *model = NULL;
@@ -154,8 +164,8 @@ int cmd_template(int argc, char **argv) {
   if (!rc) {
     char *out = NULL;
     size_t n = 0;
-    if (nucleus_chat_render(model, messages, tools, add_gen, &out, &n, &err) !=
-        NUCLEUS_OK) {
+    if (nucleus_chat_render_ex(model, messages, tools, kwargs, add_gen, &out,
+                               &n, &err) != NUCLEUS_OK) {
       fprintf(stderr, "nucleus template: %s\n", err.message);
       rc = 1;
     } else {
@@ -167,6 +177,7 @@ int cmd_template(int argc, char **argv) {
   nucleus_model_free(model);
   free(messages);
   free(tools);
+  free(kwargs);
   free(tmpl);
   return rc;
 }
