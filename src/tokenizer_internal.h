@@ -92,6 +92,10 @@ int32_t nc_strtab_add(nc_strtab *t, const char *s, size_t n);
 void nc_strtab_free(nc_strtab *t);
 void nc_merge_insert(nc_vocab *v, int32_t a, int32_t b, int32_t rank,
                      int32_t result);
+/* Special tokens (tokenizer_special.c): marks EOT/EOM/FIM/EOG by text and
+ * builds v->special (longest first) and v->trie. */
+void nc_vocab_detect_specials(nc_vocab *v);
+nc_code nc_vocab_build_special(nc_vocab *v, nc_error *err);
 /* Builds v->piece_* (token_to_piece with special = true for every id). */
 nc_code nc_vocab_build_pieces(nc_vocab *v, nc_error *err);
 
