@@ -51,8 +51,7 @@ static const char *const k_bpe_tokens[] = {
     "ab",
     "bc",
     "\xc4\xa0",
-    "\xc4\xa0"
-    "a",
+    "\xc4\xa0\x61", /* "Ġa" */
     "1",
     "2",
     "3",
@@ -211,20 +210,11 @@ static void test_bad_vocab(void **state) {
 /* SPM: "▁" "a" "b" "ab" "▁ab" "<0x41>".. with scores */
 static void test_spm(void **state) {
   (void)state;
-  static const char *const toks[] = {"<unk>",
-                                     "<s>",
-                                     "</s>",
-                                     "\xe2\x96\x81",
-                                     "a",
-                                     "b",
-                                     "ab",
-                                     "\xe2\x96\x81"
-                                     "ab",
-                                     "<0x43>",
-                                     "<0xE6>",
-                                     "<0x97>",
-                                     "<0xA5>",
-                                     "ba"};
+  static const char *const toks[] = {
+      "<unk>",  "<s>",    "</s>",   "\xe2\x96\x81",
+      "a",      "b",      "ab",     "\xe2\x96\x81\x61\x62", /* ▁ab */
+      "<0x43>", "<0xE6>", "<0x97>", "<0xA5>",
+      "ba"};
   static const float scores[] = {0,     0, 0, -1, -2, -2,   -1,
                                  -0.5f, 0, 0, 0,  0,  -0.1f};
   static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 6, 6, 6, 6, 1};
