@@ -1,4 +1,4 @@
-/* avx2_kquant: AVX2 + FMA + F16C kernels for Q4_K · Q8_K and Q6_K · Q8_K,
+/* avx2_kquant: AVX2 + FMA + F16C kernels for Q4_K, Q5_K and Q6_K · Q8_K,
  * single-row and multi-row (shared by the avx2 and avx512 tables).
  *
  * Within a 256-element super-block everything is integer: the sub-block
@@ -11,6 +11,7 @@
  * kernel unpacks each weight block once for up to 8 activation rows and
  * runs the same operations per row, so it is bit-identical to vec_dot. */
 #include <immintrin.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "ref.h"
@@ -40,12 +41,13 @@ static inline __m256i bcast_word(__m128i v, int j) {
   return _mm256_set_m128i(b, b);
 }
 
-static inline void q4k_unpack(const block_q4_K *x, q4k_w *u) {
+/* Scales and mins of a Q4_K/Q5_K block (the same 12-byte packing). */
+static inline void k4_unpack_scales(const uint8_t *scales, q4k_w *u) {
   /* 6-bit scales and mins: words a = bytes 0..3, b = 4..7, c = 8..11 hold
    * sc0..3 (+ top bits of sc4..7), m0..3 (+ top bits of m4..7), and the
    * low nibbles of sc4..7 (low half) and m4..7 (high half). */
   uint32_t w[3];
-  memcpy(w, x->scales, 12);
+  memcpy(w, scales, 12);
   const uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x30303030;
   const uint32_t sm[4] = {
       w[0] & k6,                              /* sc0..3 */
@@ -61,12 +63,41 @@ static inline void q4k_unpack(const block_q4_K *x, q4k_w *u) {
     u->sc[k] = bcast_word(sc16, k);
   u->mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16),
                              _mm_unpacklo_epi16(mn16, mn16));
+}
+
+static inline void q4k_unpack(const block_q4_K *x, q4k_w *u) {
+  k4_unpack_scales(x->scales, u);
   const __m256i low = _mm256_set1_epi8(0x0f);
   for (int c = 0; c < 4; c++) {
     __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * c));
     _mm256_storeu_si256((__m256i *)(u->q + 64 * c), _mm256_and_si256(v, low));
     _mm256_storeu_si256((__m256i *)(u->q + 64 * c + 32),
                         _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+  }
+  u->d = _cvtsh_ss(x->d);
+  u->dmin = _cvtsh_ss(x->dmin);
+}
+
+/* Bit k (0..7) of every byte, moved to bit 4 (0x10 where set). Word
+ * shifts of at most 4 never move bits across bytes into bit 4. */
+static inline __m256i bit_to_16(__m256i v, int k) {
+  __m256i s =
+      k <= 4 ? _mm256_slli_epi16(v, 4 - k) : _mm256_srli_epi16(v, k - 4);
+  return _mm256_and_si256(s, _mm256_set1_epi8(0x10));
+}
+
+static inline void q5k_unpack(const block_q5_K *x, q4k_w *u) {
+  k4_unpack_scales(x->scales, u);
+  const __m256i low = _mm256_set1_epi8(0x0f);
+  const __m256i hb = _mm256_loadu_si256((const __m256i *)x->qh);
+  for (int c = 0; c < 4; c++) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * c));
+    __m256i lo =
+        _mm256_or_si256(_mm256_and_si256(v, low), bit_to_16(hb, 2 * c));
+    __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low),
+                                 bit_to_16(hb, 2 * c + 1));
+    _mm256_storeu_si256((__m256i *)(u->q + 64 * c), lo);
+    _mm256_storeu_si256((__m256i *)(u->q + 64 * c + 32), hi);
   }
   u->d = _cvtsh_ss(x->d);
   u->dmin = _cvtsh_ss(x->dmin);
@@ -89,15 +120,19 @@ static inline void q4k_row(const q4k_w *u, const block_q8_K *y, __m256 *acc,
                           *accm);
 }
 
-/* nr (1..8) activation rows against one Q4_K weight row. */
-static void q4k_chunk(int64_t n, const block_q4_K *x, const uint8_t *a,
-                      size_t a_stride, int nr, float *out, size_t out_stride) {
+/* nr (1..8) activation rows against one Q4_K (q5 = false) or Q5_K row. */
+static inline __attribute__((always_inline)) void
+k4_chunk(int64_t n, const uint8_t *x, bool q5, const uint8_t *a,
+         size_t a_stride, int nr, float *out, size_t out_stride) {
   __m256 acc[MAX_R], accm[MAX_R];
   for (int r = 0; r < nr; r++)
     acc[r] = accm[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / QK_K; i++) {
     q4k_w u;
-    q4k_unpack(x + i, &u);
+    if (q5)
+      q5k_unpack((const block_q5_K *)x + i, &u);
+    else
+      q4k_unpack((const block_q4_K *)x + i, &u);
     for (int r = 0; r < nr; r++) {
       const block_q8_K *y = (const block_q8_K *)(a + (size_t)r * a_stride);
       q4k_row(&u, y + i, &acc[r], &accm[r]);
@@ -107,22 +142,25 @@ static void q4k_chunk(int64_t n, const block_q4_K *x, const uint8_t *a,
     out[(size_t)r * out_stride] = hsum8(acc[r]) - hsum8(accm[r]);
 }
 
-float nc_avx2_dot_q4_k(int64_t n, const void *w, const void *a) {
-  float out;
-  q4k_chunk(n, w, a, 0, 1, &out, 1);
-  return out;
-}
-
-void nc_avx2_dot_q4_k_rows(int64_t n, const void *w, const void *a,
-                           size_t a_stride, int nrows, float *out,
-                           size_t out_stride) {
-  const uint8_t *ap = a;
-  for (int r = 0; r < nrows; r += MAX_R) {
-    int nr = nrows - r < MAX_R ? nrows - r : MAX_R;
-    q4k_chunk(n, w, ap + (size_t)r * a_stride, a_stride, nr,
-              out + (size_t)r * out_stride, out_stride);
+#define K4(name, q5)                                                           \
+  float nc_avx2_dot_##name(int64_t n, const void *w, const void *a) {          \
+    float out;                                                                 \
+    k4_chunk(n, w, q5, a, 0, 1, &out, 1);                                      \
+    return out;                                                                \
+  }                                                                            \
+  void nc_avx2_dot_##name##_rows(int64_t n, const void *w, const void *a,      \
+                                 size_t a_stride, int nrows, float *out,       \
+                                 size_t out_stride) {                          \
+    const uint8_t *ap = a;                                                     \
+    for (int r = 0; r < nrows; r += MAX_R) {                                   \
+      int nr = nrows - r < MAX_R ? nrows - r : MAX_R;                          \
+      k4_chunk(n, w, q5, ap + (size_t)r * a_stride, a_stride, nr,              \
+               out + (size_t)r * out_stride, out_stride);                      \
+    }                                                                          \
   }
-}
+K4(q4_k, false)
+K4(q5_k, true)
+#undef K4
 
 /* --------------------------------------------------------------- Q6_K */
 

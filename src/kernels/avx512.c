@@ -245,7 +245,7 @@ static const nc_kernels k_avx512 = {
             E(NC_TYPE_Q2_K, nc_ref_dot_q2_k),
             E(NC_TYPE_Q3_K, nc_ref_dot_q3_k),
             E(NC_TYPE_Q4_K, nc_avx2_dot_q4_k),
-            E(NC_TYPE_Q5_K, nc_ref_dot_q5_k),
+            E(NC_TYPE_Q5_K, nc_avx2_dot_q5_k),
             E(NC_TYPE_Q6_K, nc_avx2_dot_q6_k),
         },
     .vec_dot_rows =
@@ -261,7 +261,7 @@ static const nc_kernels k_avx512 = {
             E(NC_TYPE_Q2_K, nc_ref_dot_q2_k_rows),
             E(NC_TYPE_Q3_K, nc_ref_dot_q3_k_rows),
             E(NC_TYPE_Q4_K, nc_avx2_dot_q4_k_rows),
-            E(NC_TYPE_Q5_K, nc_ref_dot_q5_k_rows),
+            E(NC_TYPE_Q5_K, nc_avx2_dot_q5_k_rows),
             E(NC_TYPE_Q6_K, nc_avx2_dot_q6_k_rows),
         },
     .quantize_act =
