@@ -144,7 +144,8 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
     nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
     nc_fwd_debug(ctx, "ffn_gate", l, s->gate, T, F);
     nc_fwd_debug(ctx, "ffn_up", l, s->up, T, F);
-    nc_swiglu(s->gate, s->up, s->gate, (int64_t)T * F);
+    for (int32_t t = 0; t < T; t++)
+      nc_swiglu(s->gate + t * F, s->up + t * F, s->gate + t * F, F);
     nc_fwd_debug(ctx, "ffn_swiglu", l, s->gate, T, F);
     const nc_mm down = {&L->ffn_down, s->xn, E};
     nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);

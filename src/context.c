@@ -7,13 +7,16 @@
 #include <string.h>
 
 #include "arch.h"
+#include "attn_kernel.h"
 #include "forward.h"
+#include "ops.h"
 #include "threadpool.h"
 
 struct nc_context {
   const nucleus_model *m;
   const nc_hparams *hp;
   const nc_kernels *kern;
+  const nc_attn_kernels *attn;
   nc_kv_cache *kv;
   int32_t max_tokens;
   nc_threadpool *tp;
@@ -22,7 +25,7 @@ struct nc_context {
   uint8_t *qact; /* quantized activation rows */
   size_t qact_bytes;
   float *f16tab; /* [65536]: half bits -> float */
-  float *att;    /* per thread: scores [att_max_pos], q [hd], acc [hd_v] */
+  float *att;    /* per thread: scores [att_max_pos], q [hd], lanes [hd_v*16] */
   size_t att_stride;
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
@@ -52,6 +55,7 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->m = m;
   c->hp = nc_model_hparams(m);
   c->kern = nc_model_kernels(m);
+  c->attn = nc_attn_kernels_best();
   c->kv = kv;
   c->max_tokens = max_batch_tokens;
   const nc_hparams *hp = c->hp;
@@ -78,8 +82,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   const int64_t kv_pos =
       nc_kv_blocks_total(kv) * (int64_t)nc_kv_block_tokens(kv);
   c->att_max_pos = (int32_t)kv_pos;
-  c->att_stride =
-      (size_t)kv_pos + (size_t)hp->head_dim + (size_t)hp->head_dim_v + 16;
+  c->att_stride = (size_t)kv_pos + (size_t)hp->head_dim +
+                  (size_t)hp->head_dim_v * NC_ATTN_LANES + 16;
   c->att =
       malloc(c->att_stride * (size_t)nc_threadpool_size(c->tp) * sizeof(float));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
@@ -261,6 +265,12 @@ typedef struct att_task {
  * the paged cache block by block, softmax as ggml (scale, max, exp, sum in
  * double), probabilities rounded to F16 as llama.cpp's F16 V path does,
  * then the weighted sum of V in position order. */
+/* One (row, head), as llama.cpp's non-flash path over an F16 cache: q
+ * rounded to F16, scores q.k over the sequence's positions [0, pos] read
+ * block by block from the paged cache, softmax as ggml (scale, max, ggml's
+ * exp, 16-lane sums), probabilities rounded to F16, then the weighted sum
+ * of V; dots in the order of attn_kernel. No T x T matrix: one score row
+ * per (row, head). */
 static void att_one(const att_task *a, int32_t t, int32_t h, float *scratch) {
   const nc_context *c = a->ctx;
   const nc_hparams *hp = c->hp;
@@ -270,7 +280,7 @@ static void att_one(const att_task *a, int32_t t, int32_t h, float *scratch) {
   const int32_t kvh = h / (hp->n_head / hp->n_head_kv);
   const int32_t seq = a->b->seq[t], n = a->b->pos[t] + 1;
   const int32_t bt = nc_kv_block_tokens(c->kv);
-  float *s = scratch, *qh = scratch + c->att_max_pos, *acc = qh + hd;
+  float *s = scratch, *qh = scratch + c->att_max_pos, *lanes = qh + hd;
   const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h * hd;
   for (int32_t d = 0; d < hd; d++)
     qh[d] = tab[nc_fp32_to_fp16(qrow[d])];
@@ -278,20 +288,7 @@ static void att_one(const att_task *a, int32_t t, int32_t h, float *scratch) {
     const nc_fp16 *kb =
         nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
     const int32_t jn = n - j0 < bt ? n - j0 : bt;
-    for (int32_t jj = 0; jj < jn; jj++) {
-      const nc_fp16 *kr = kb + (int64_t)jj * dk;
-      float p0 = 0, p1 = 0, p2 = 0, p3 = 0;
-      int32_t d = 0;
-      for (; d + 3 < hd; d += 4) {
-        p0 += qh[d] * tab[kr[d]];
-        p1 += qh[d + 1] * tab[kr[d + 1]];
-        p2 += qh[d + 2] * tab[kr[d + 2]];
-        p3 += qh[d + 3] * tab[kr[d + 3]];
-      }
-      for (; d < hd; d++)
-        p0 += qh[d] * tab[kr[d]];
-      s[j0 + jj] = (p0 + p1) + (p2 + p3);
-    }
+    c->attn->scores(qh, kb, (size_t)dk, jn, hd, tab, s + j0);
   }
   const float scale = hp->attn_scale;
   float max = -INFINITY;
@@ -299,30 +296,27 @@ static void att_one(const att_task *a, int32_t t, int32_t h, float *scratch) {
     s[j] *= scale;
     if (s[j] > max) max = s[j];
   }
+  /* As ggml_vec_soft_max_f32: 16 lanes at a time from position 0, each
+   * group summed as a tree in float, the groups in double. */
   double sum = 0.0;
-  for (int32_t j = 0; j < n; j++) {
-    const float e = expf(s[j] - max);
-    s[j] = e;
-    sum += (double)e;
+  for (int32_t j0 = 0; j0 < n; j0 += 16) {
+    float lane[16];
+    for (int32_t k = 0; k < 16; k++)
+      lane[k] = j0 + k < n ? (s[j0 + k] = nc_expf_ggml(s[j0 + k] - max)) : 0;
+    sum += (double)nc_sum16_tree(lane);
   }
   const float inv = (float)(1.0 / sum);
   for (int32_t j = 0; j < n; j++)
     s[j] = tab[nc_fp32_to_fp16(s[j] * inv)];
-  for (int32_t d = 0; d < hdv; d++)
-    acc[d] = 0.0f;
+  memset(lanes, 0, sizeof(float) * (size_t)hdv * NC_ATTN_LANES);
   for (int32_t j0 = 0; j0 < n; j0 += bt) {
     const nc_fp16 *vb =
         nc_kv_v_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hdv;
     const int32_t jn = n - j0 < bt ? n - j0 : bt;
-    for (int32_t jj = 0; jj < jn; jj++) {
-      const nc_fp16 *vr = vb + (int64_t)jj * dv;
-      const float pj = s[j0 + jj];
-      for (int32_t d = 0; d < hdv; d++)
-        acc[d] += pj * tab[vr[d]];
-    }
+    c->attn->accum_v(s + j0, vb, (size_t)dv, j0, jn, hdv, tab, lanes);
   }
   float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)h * hdv;
-  memcpy(o, acc, sizeof(float) * (size_t)hdv);
+  nc_attn_lanes_reduce(lanes, hdv, o);
 }
 
 static void att_worker(void *p, int ith, int nth) {

@@ -359,6 +359,29 @@ const nc_vocab *nc_model_vocab(const nucleus_model *m) {
 const nc_kernels *nc_model_kernels(const nucleus_model *m) {
   return m->kernels;
 }
+
+static bool has_dot(const nc_kernels *k, const nc_weight *w) {
+  return !w->data || k->vec_dot[w->type] != NULL;
+}
+
+nc_code nc_model_set_kernels(nucleus_model *m, const nc_kernels *k,
+                             nc_error *err) {
+  if (!k) return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "kernel table is NULL");
+  bool ok = has_dot(k, &m->w.output);
+  for (int32_t l = 0; ok && l < m->hp.n_layer; l++) {
+    const nc_layer_weights *L = &m->w.layers[l];
+    ok = has_dot(k, &L->wq) && has_dot(k, &L->wk) && has_dot(k, &L->wv) &&
+         has_dot(k, &L->wo) && has_dot(k, &L->ffn_gate) &&
+         has_dot(k, &L->ffn_up) && has_dot(k, &L->ffn_down);
+  }
+  if (!ok)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "the '%s' kernels lack a dot product for a weight type of "
+                   "this model",
+                   k->name);
+  m->kernels = k;
+  return NC_OK;
+}
 const char *nc_model_chat_template_override(const nucleus_model *m) {
   return m->chat_template;
 }

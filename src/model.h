@@ -69,6 +69,11 @@ const nc_model_weights *nc_model_weights_of(const nucleus_model *m);
 const gguf_file *nc_model_gguf(const nucleus_model *m);
 const nc_vocab *nc_model_vocab(const nucleus_model *m);
 const nc_kernels *nc_model_kernels(const nucleus_model *m);
+/* Switches the kernel table (tests, benchmarks): refused, with nothing
+ * changed, when it lacks a dot kernel for one of the model's weights. Not
+ * while a context of the model is running. */
+nc_code nc_model_set_kernels(nucleus_model *m, const nc_kernels *k,
+                             nc_error *err);
 /* The chat template given in nucleus_model_params, or NULL. */
 const char *nc_model_chat_template_override(const nucleus_model *m);
 int nc_model_n_threads(const nucleus_model *m);

@@ -44,8 +44,9 @@ void nc_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot,
       const int32_t i0 = rope_type == NC_ROPE_NEOX ? k : 2 * k;
       const int32_t i1 = rope_type == NC_ROPE_NEOX ? k + half : 2 * k + 1;
       const float x0 = v[i0], x1 = v[i1];
-      v[i0] = x0 * cos_c[k] - x1 * sin_c[k];
-      v[i1] = x0 * sin_c[k] + x1 * cos_c[k];
+      /* Fused as clang contracts ggml's rotate_pairs (-ffp-contract=on). */
+      v[i0] = fmaf(x0, cos_c[k], -(x1 * sin_c[k]));
+      v[i1] = fmaf(x0, sin_c[k], x1 * cos_c[k]);
     }
   }
 }
@@ -66,12 +67,44 @@ void nc_softmax(float *x, int64_t n) {
     x[i] *= inv;
 }
 
+float nc_expf_ggml(float x) {
+  const float r = 0x1.8p23f;
+  const float z = fmaf(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b =
+      fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x)); /* x - n ln2 */
+  if (isnan(n)) return n;
+  if (fabsf(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+  const float u = b * b;
+  const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                            fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                       u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+  return ldexpf(j, (int)n);
+}
+
+float nc_sum16_tree(const float v[16]) {
+  float a[8], b[4], c[2];
+  for (int i = 0; i < 8; i++)
+    a[i] = v[i] + v[i + 8];
+  for (int i = 0; i < 4; i++)
+    b[i] = a[i] + a[i + 4];
+  for (int i = 0; i < 2; i++)
+    c[i] = b[i] + b[i + 2];
+  return c[0] + c[1];
+}
+
 float nc_silu(float x) {
   return x / (1.0f + expf(-x));
 }
 
 void nc_swiglu(const float *gate, const float *up, float *out, int64_t n) {
-  for (int64_t i = 0; i < n; i++)
+  int64_t i = 0;
+  for (; i + 15 < n; i += 16)
+    for (int k = 0; k < 16; k++) {
+      const float g = gate[i + k];
+      out[i + k] = (g / (1.0f + nc_expf_ggml(0.0f - g))) * up[i + k];
+    }
+  for (; i < n; i++)
     out[i] = nc_silu(gate[i]) * up[i];
 }
 

@@ -18,15 +18,27 @@ void nc_rope_cache(int32_t pos, int32_t n_rot, float freq_base,
                    float *sin_out);
 /* Rotates n_heads heads of head_dim values in place with a cache from
  * nc_rope_cache. NORMAL pairs (x[2k], x[2k+1]); NEOX pairs (x[k],
- * x[k+n_rot/2]). Dimensions past n_rot are left alone. */
+ * x[k+n_rot/2]). Dimensions past n_rot are left alone. Each rotated value
+ * is one fused multiply-add, as llama.cpp's clang build computes it. */
 void nc_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot,
                    int rope_type, const float *cos_c, const float *sin_c);
 
 /* In place: x = softmax(x) over n values (max subtracted, sum in double). */
 void nc_softmax(float *x, int64_t n);
 
+/* e^x as ggml's vectorized CPU code computes it (ggml_v_expf: a degree-5
+ * polynomial after range reduction, with fused multiply-adds), lane by lane
+ * in plain C, so that results match llama.cpp's SIMD paths bit for bit.
+ * Max error about 1.5 ulp; x > 88.7 gives inf, x < -103.9 gives 0. */
+float nc_expf_ggml(float x);
+
+/* Sum of 16 floats in the order of a 512-bit horizontal add (halving tree:
+ * i + 8, then i + 4, i + 2, i + 1). */
+float nc_sum16_tree(const float v[16]);
+
 float nc_silu(float x);
-/* out = silu(gate) * up, n values (out may alias gate). */
+/* out = silu(gate) * up, n values of one row (out may alias gate): blocks
+ * of 16 with nc_expf_ggml and the tail with expf, as ggml's swiglu. */
 void nc_swiglu(const float *gate, const float *up, float *out, int64_t n);
 
 /* y += x */

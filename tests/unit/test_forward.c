@@ -214,18 +214,31 @@ static double lse(const float *x, int32_t n) {
   return mx + log(s);
 }
 
-static void test_matches_llama_cpp(void **state) {
-  fixture *fx = *state;
-  NEED_MODEL(fx);
-  int64_t n_pos = 0, top1 = 0;
-  double kl_sum = 0, kl_max = 0, diff_max = 0;
+typedef struct agreement {
+  int64_t n_pos, top1;
+  double kl_mean, kl_max, diff_max;
+} agreement;
+
+/* Per position: KL(llama.cpp || nucleus) over llama.cpp's top 32 tokens
+ * plus one bucket for the rest, top-1 agreement, max |logit diff| over the
+ * stored logits. */
+static agreement compare_golden(fixture *fx, bool cached) {
+  agreement a = {0};
+  double kl_sum = 0;
+  const int32_t nv = fx->n_vocab;
+  float *buf = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
   for (int p = 0; p < fx->n_prompts; p++) {
     const golden_prompt *g = &fx->prompts[p];
-    const float *lg = alone(fx, p);
+    const int32_t all[1] = {g->n};
+    const float *lg = buf;
+    if (cached)
+      lg = alone(fx, p); /* the default kernels */
+    else
+      run_chunked(fx->m, g->tokens, g->n, all, 1, buf);
     for (int32_t i = 0; i < g->n; i++) {
       const golden_pos *gp = &g->pos[i];
-      const float *row = lg + (int64_t)i * fx->n_vocab;
-      const double our_lse = lse(row, fx->n_vocab);
+      const float *row = lg + (int64_t)i * nv;
+      const double our_lse = lse(row, nv);
       double p_top = 0, q_top = 0, kl = 0;
       for (int k = 0; k < TOPK; k++) {
         const double pk = exp(gp->logit[k] - gp->lse);
@@ -233,34 +246,67 @@ static void test_matches_llama_cpp(void **state) {
         p_top += pk;
         q_top += qk;
         kl += pk * log(pk / qk);
-        const double d = fabs((double)row[gp->id[k]] - gp->logit[k]);
-        diff_max = d > diff_max ? d : diff_max;
+        a.diff_max =
+            fmax(a.diff_max, fabs((double)row[gp->id[k]] - gp->logit[k]));
       }
       const double pr = fmax(1.0 - p_top, 1e-30), qr = fmax(1.0 - q_top, 1e-30);
       kl += pr * log(pr / qr);
       kl_sum += kl;
-      kl_max = kl > kl_max ? kl : kl_max;
-      top1 += argmax(row, fx->n_vocab) == gp->id[0];
-      n_pos++;
+      a.kl_max = fmax(a.kl_max, kl);
+      a.top1 += argmax(row, nv) == gp->id[0];
+      a.n_pos++;
     }
   }
-  const double top1_pct = 100.0 * (double)top1 / (double)n_pos;
-  const double kl_mean = kl_sum / (double)n_pos;
-  printf("vs llama.cpp: %lld positions, top-1 agreement %.2f%%, mean KL "
-         "%.3g, max KL %.3g, max |logit diff| %.4g\n",
-         (long long)n_pos, top1_pct, kl_mean, kl_max, diff_max);
-  /* The issue asked for top-1 >= 99% and mean KL <= 1e-3. Measured: about
-   * 97.9% and 2.9e-3. The model re-quantizes activations to Q8 before every
-   * matmul, and SmolLM2's rows with outliers make that rounding chaotic: a
-   * last-bit difference anywhere (float order of a dot kernel) flips Q8
-   * values downstream. Our own ref and SIMD kernel tables differ from each
-   * other by the same amount (mean KL ~5e-3), and layer 0's V projection
-   * already differs from llama.cpp's in its last bits from bit-identical
-   * inputs. These bounds catch real bugs (a wrong RoPE layout or mask gives
-   * KL > 0.1) without asking for bit-exactness with one llama.cpp build. */
-  assert_true(n_pos >= 256);
-  assert_true(top1_pct >= 97.0);
-  assert_true(kl_mean <= 5e-3);
+  a.kl_mean = kl_sum / (double)a.n_pos;
+  free(buf);
+  return a;
+}
+
+static double pct(const agreement *a) {
+  return 100.0 * (double)a->top1 / (double)a->n_pos;
+}
+
+/* llama.cpp's x86 build multiplies Q4_1 and Q8_0 weights with its AVX2
+ * code (also on AVX-512 CPUs), and our "avx2" table reproduces that float
+ * order; with the ops of this module rounding as ggml's, the logits then
+ * agree to the last bits: the issue's bounds (top-1 >= 99%, mean KL <=
+ * 1e-3) hold with a wide margin.
+ *
+ * Any other order (our ref and avx512 tables) differs in the last bits of a
+ * dot, and the model re-quantizes activations to Q8 before every matmul:
+ * SmolLM2's rows with large outliers make that rounding chaotic, so last-bit
+ * differences grow to about 2% top-1 disagreement and mean KL ~3e-3 (the
+ * same distance as between llama.cpp and a float64 reference). Those tables
+ * get the looser bounds below, which still catch real bugs (a wrong RoPE
+ * layout or mask gives KL > 0.1). */
+static void test_matches_llama_cpp(void **state) {
+  fixture *fx = *state;
+  NEED_MODEL(fx);
+  const nc_kernels *def = nc_model_kernels(fx->m);
+  const agreement d = compare_golden(fx, true);
+  printf("vs llama.cpp, kernels '%s' (default): %lld positions, top-1 %.2f%%, "
+         "mean KL %.3g, max KL %.3g, max |logit diff| %.4g\n",
+         def->name, (long long)d.n_pos, pct(&d), d.kl_mean, d.kl_max,
+         d.diff_max);
+  assert_true(d.n_pos >= 256);
+  const nc_kernels *avx2 = nc_kernels_by_name("avx2");
+  if (def == avx2) {
+    assert_true(pct(&d) >= 99.0);
+    assert_true(d.kl_mean <= 1e-3);
+  } else {
+    assert_true(pct(&d) >= 97.0);
+    assert_true(d.kl_mean <= 5e-3);
+  }
+  if (!avx2 || def == avx2) return;
+  nucleus_error err;
+  assert_int_equal(nc_model_set_kernels(fx->m, avx2, &err), NC_OK);
+  const agreement e = compare_golden(fx, false);
+  assert_int_equal(nc_model_set_kernels(fx->m, def, &err), NC_OK);
+  printf("vs llama.cpp, kernels 'avx2' (llama.cpp's order): top-1 %.2f%%, "
+         "mean KL %.3g, max KL %.3g, max |logit diff| %.4g\n",
+         pct(&e), e.kl_mean, e.kl_max, e.diff_max);
+  assert_true(pct(&e) >= 99.0);
+  assert_true(e.kl_mean <= 1e-3);
 }
 
 static void assert_same_bits(const float *a, const float *b, int64_t n,

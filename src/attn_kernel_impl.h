@@ -1,0 +1,36 @@
+/* attn_kernel_impl: the body of attn_kernel's loops, included by
+ * attn_kernel.c (plain) and attn_kernel_fma.c (-mfma) with ATTN_SUFFIX
+ * naming the build. Not a public header. */
+#include <math.h>
+
+#include "attn_kernel.h"
+#include "ops.h"
+
+#define ATTN_CAT2(a, b) a##b
+#define ATTN_CAT(a, b) ATTN_CAT2(a, b)
+#define ATTN_FN(name) ATTN_CAT(name, ATTN_SUFFIX)
+
+static void ATTN_FN(attn_scores_)(const float *q, const nc_fp16 *k,
+                                  size_t k_stride, int32_t n, int32_t hd,
+                                  const float *tab, float *out) {
+  for (int32_t j = 0; j < n; j++) {
+    const nc_fp16 *kr = k + (size_t)j * k_stride;
+    float acc[NC_ATTN_LANES] = {0};
+    for (int32_t d = 0; d < hd; d++)
+      acc[d % NC_ATTN_LANES] = fmaf(q[d], tab[kr[d]], acc[d % NC_ATTN_LANES]);
+    out[j] = nc_sum16_tree(acc);
+  }
+}
+
+static void ATTN_FN(attn_accum_v_)(const float *p, const nc_fp16 *v,
+                                   size_t v_stride, int32_t j0, int32_t n,
+                                   int32_t hdv, const float *tab,
+                                   float *lanes) {
+  for (int32_t j = 0; j < n; j++) {
+    const nc_fp16 *vr = v + (size_t)j * v_stride;
+    const float pj = p[j];
+    float *ln = lanes + (j0 + j) % NC_ATTN_LANES;
+    for (int32_t d = 0; d < hdv; d++)
+      ln[d * NC_ATTN_LANES] = fmaf(pj, tab[vr[d]], ln[d * NC_ATTN_LANES]);
+  }
+}
