@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "attn_kernel.h"
 #include "model.h"
 #include "ops.h"
 #include "threadpool.h"
@@ -137,6 +138,81 @@ static void test_silu_swiglu_add(void **state) {
   assert_float_equal(o[1], -1.0 / (1.0 + exp(1.0)) * 2 + 2, 1e-6);
 }
 
+/* ggml's vectorized exp: within 2 ulp of expf on its range, the documented
+ * saturation outside it, and the exact bits of a few reference values
+ * (from the AVX-512 formula evaluated with exact FMAs). */
+static void test_expf_ggml(void **state) {
+  (void)state;
+  for (float x = -87.0f; x < 88.0f; x += 0.0137f) {
+    const float a = nc_expf_ggml(x), b = expf(x);
+    assert_true(fabsf(a - b) <= 2.5f * (nextafterf(b, INFINITY) - b));
+  }
+  assert_float_equal(nc_expf_ggml(0.0f), 1.0f, 0);
+  assert_true(isinf(nc_expf_ggml(200.0f)));
+  assert_float_equal(nc_expf_ggml(-200.0f), 0.0f, 0);
+  assert_float_equal(nc_expf_ggml(-INFINITY), 0.0f, 0);
+  assert_true(isnan(nc_expf_ggml(NAN)));
+  float v[16];
+  for (int i = 0; i < 16; i++)
+    v[i] = (float)(i + 1) * 0.1f;
+  const float t = nc_sum16_tree(v);
+  float a8[8], a4[4];
+  for (int i = 0; i < 8; i++)
+    a8[i] = v[i] + v[i + 8];
+  for (int i = 0; i < 4; i++)
+    a4[i] = a8[i] + a8[i + 4];
+  assert_float_equal(t, (a4[0] + a4[2]) + (a4[1] + a4[3]), 0);
+}
+
+/* The plain and FMA builds of the attention loops give the same bits, and
+ * the lanes follow the documented order. */
+static void test_attn_kernels(void **state) {
+  (void)state;
+  enum { N = 37, HD = 64 };
+  static float tab[65536];
+  for (uint32_t h = 0; h < 65536; h++)
+    tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+  nc_fp16 k[N * HD], v[N * HD];
+  float q[HD], p[N];
+  for (int i = 0; i < N * HD; i++) {
+    k[i] = nc_fp32_to_fp16(sinf((float)i * 0.37f));
+    v[i] = nc_fp32_to_fp16(cosf((float)i * 0.11f) * 3.0f);
+  }
+  for (int d = 0; d < HD; d++)
+    q[d] = tab[nc_fp32_to_fp16(cosf(d * 1.3f))];
+  for (int j = 0; j < N; j++)
+    p[j] = tab[nc_fp32_to_fp16(1.0f / (j + 2))];
+  const nc_attn_kernels *ks[2] = {nc_attn_kernels_plain(),
+                                  nc_attn_kernels_best()};
+  float s[2][N], lanes[2][HD * 16], out[2][HD];
+  for (int i = 0; i < 2; i++) {
+    ks[i]->scores(q, k, HD, N, HD, tab, s[i]);
+    memset(lanes[i], 0, sizeof lanes[i]);
+    /* Two calls (as two KV blocks) equal one. */
+    ks[i]->accum_v(p, v, HD, 0, 20, HD, tab, lanes[i]);
+    ks[i]->accum_v(p + 20, v + 20 * HD, HD, 20, N - 20, HD, tab, lanes[i]);
+    nc_attn_lanes_reduce(lanes[i], HD, out[i]);
+  }
+  assert_memory_equal(s[0], s[1], sizeof s[0]);
+  assert_memory_equal(out[0], out[1], sizeof out[0]);
+  for (int j = 0; j < N; j++) {
+    float acc[16] = {0};
+    for (int d = 0; d < HD; d++)
+      acc[d % 16] = fmaf(q[d], tab[k[j * HD + d]], acc[d % 16]);
+    assert_float_equal(s[0][j], nc_sum16_tree(acc), 0);
+    double ref = 0;
+    for (int d = 0; d < HD; d++)
+      ref += (double)q[d] * tab[k[j * HD + d]];
+    assert_true(fabs(ref - s[0][j]) < 1e-4);
+  }
+  for (int d = 0; d < HD; d++) {
+    double ref = 0;
+    for (int j = 0; j < N; j++)
+      ref += (double)p[j] * tab[v[j * HD + d]];
+    assert_true(fabs(ref - out[0][d]) < 1e-4);
+  }
+}
+
 typedef struct pool_arg {
   int hits[64];
   int nth_seen;
@@ -193,6 +269,8 @@ int main(void) {
       cmocka_unit_test(test_rope_normal_and_neox),
       cmocka_unit_test(test_softmax),
       cmocka_unit_test(test_silu_swiglu_add),
+      cmocka_unit_test(test_expf_ggml),
+      cmocka_unit_test(test_attn_kernels),
       cmocka_unit_test(test_threadpool),
       cmocka_unit_test(test_split_range),
   };
