@@ -29,9 +29,9 @@ static inline float hsum8(__m256 x) {
 /* --------------------------------------------------------------- Q4_K */
 
 typedef struct q4k_w {
-  uint8_t q[QK_K]; /* unsigned quants in element order */
-  __m256i sc[8];   /* scale of each 32-element sub-block, as int16 */
-  __m256i mins;    /* min of sub-block k/2 for each of the 16 bsums */
+  __m256i q[8];  /* unsigned quants in element order, 32 per vector */
+  __m256i sc[8]; /* scale of each 32-element sub-block, as int16 */
+  __m256i mins;  /* min of sub-block k/2 for each of the 16 bsums */
   float d, dmin;
 } q4k_w;
 
@@ -59,20 +59,22 @@ static inline void k4_unpack_scales(const uint8_t *scales, q4k_w *u) {
       _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)sm));
   const __m128i sc16 = _mm256_castsi256_si128(v16);
   const __m128i mn16 = _mm256_extracti128_si256(v16, 1);
+#pragma GCC unroll 8
   for (int k = 0; k < 8; k++)
     u->sc[k] = bcast_word(sc16, k);
   u->mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16),
                              _mm_unpacklo_epi16(mn16, mn16));
 }
 
-static inline void q4k_unpack(const block_q4_K *x, q4k_w *u) {
+static inline __attribute__((always_inline)) void
+q4k_unpack(const block_q4_K *x, q4k_w *u) {
   k4_unpack_scales(x->scales, u);
   const __m256i low = _mm256_set1_epi8(0x0f);
+#pragma GCC unroll 8
   for (int c = 0; c < 4; c++) {
     __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * c));
-    _mm256_storeu_si256((__m256i *)(u->q + 64 * c), _mm256_and_si256(v, low));
-    _mm256_storeu_si256((__m256i *)(u->q + 64 * c + 32),
-                        _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+    u->q[2 * c] = _mm256_and_si256(v, low);
+    u->q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
   }
   u->d = _cvtsh_ss(x->d);
   u->dmin = _cvtsh_ss(x->dmin);
@@ -86,28 +88,31 @@ static inline __m256i bit_to_16(__m256i v, int k) {
   return _mm256_and_si256(s, _mm256_set1_epi8(0x10));
 }
 
-static inline void q5k_unpack(const block_q5_K *x, q4k_w *u) {
+static inline __attribute__((always_inline)) void
+q5k_unpack(const block_q5_K *x, q4k_w *u) {
   k4_unpack_scales(x->scales, u);
   const __m256i low = _mm256_set1_epi8(0x0f);
   const __m256i hb = _mm256_loadu_si256((const __m256i *)x->qh);
+#pragma GCC unroll 8
   for (int c = 0; c < 4; c++) {
     __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * c));
     __m256i lo =
         _mm256_or_si256(_mm256_and_si256(v, low), bit_to_16(hb, 2 * c));
     __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low),
                                  bit_to_16(hb, 2 * c + 1));
-    _mm256_storeu_si256((__m256i *)(u->q + 64 * c), lo);
-    _mm256_storeu_si256((__m256i *)(u->q + 64 * c + 32), hi);
+    u->q[2 * c] = lo;
+    u->q[2 * c + 1] = hi;
   }
   u->d = _cvtsh_ss(x->d);
   u->dmin = _cvtsh_ss(x->dmin);
 }
 
-static inline void q4k_row(const q4k_w *u, const block_q8_K *y, __m256 *acc,
-                           __m256 *accm) {
+static inline __attribute__((always_inline)) void
+q4k_row(const q4k_w *u, const block_q8_K *y, __m256 *acc, __m256 *accm) {
   __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
   for (int j = 0; j < 8; j++) {
-    __m256i w = _mm256_loadu_si256((const __m256i *)(u->q + 32 * j));
+    __m256i w = u->q[j];
     __m256i a = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j));
     __m256i p = _mm256_maddubs_epi16(w, a);
     isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u->sc[j]));
@@ -152,11 +157,16 @@ k4_chunk(int64_t n, const uint8_t *x, bool q5, const uint8_t *a,
                                  size_t a_stride, int nrows, float *out,       \
                                  size_t out_stride) {                          \
     const uint8_t *ap = a;                                                     \
-    for (int r = 0; r < nrows; r += MAX_R) {                                   \
-      int nr = nrows - r < MAX_R ? nrows - r : MAX_R;                          \
-      k4_chunk(n, w, q5, ap + (size_t)r * a_stride, a_stride, nr,              \
+    int r = 0;                                                                 \
+    for (; r + 8 <= nrows; r += 8)                                             \
+      k4_chunk(n, w, q5, ap + (size_t)r * a_stride, a_stride, 8,               \
                out + (size_t)r * out_stride, out_stride);                      \
-    }                                                                          \
+    for (; r + 4 <= nrows; r += 4)                                             \
+      k4_chunk(n, w, q5, ap + (size_t)r * a_stride, a_stride, 4,               \
+               out + (size_t)r * out_stride, out_stride);                      \
+    for (; r < nrows; r++)                                                     \
+      k4_chunk(n, w, q5, ap + (size_t)r * a_stride, a_stride, 1,               \
+               out + (size_t)r * out_stride, out_stride);                      \
   }
 K4(q4_k, false)
 K4(q5_k, true)
@@ -165,14 +175,16 @@ K4(q5_k, true)
 /* --------------------------------------------------------------- Q6_K */
 
 typedef struct q6k_w {
-  uint8_t q[QK_K]; /* unsigned quants (0..63) in element order */
-  __m256i sc[8];   /* per 32 elements: two 16-group scales as int16 */
-  __m256i sc16;    /* the 16 scales as int16, for the bsums correction */
+  __m256i q[8];  /* unsigned quants (0..63) in element order */
+  __m256i sc[8]; /* per 32 elements: two 16-group scales as int16 */
+  __m256i sc16;  /* the 16 scales as int16, for the bsums correction */
   float d;
 } q6k_w;
 
-static inline void q6k_unpack(const block_q6_K *x, q6k_w *u) {
+static inline __attribute__((always_inline)) void
+q6k_unpack(const block_q6_K *x, q6k_w *u) {
   const __m256i low = _mm256_set1_epi8(0x0f), hi = _mm256_set1_epi8(0x30);
+#pragma GCC unroll 8
   for (int h = 0; h < 2; h++) {
     const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
     __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
@@ -190,15 +202,15 @@ static inline void q6k_unpack(const block_q6_K *x, q6k_w *u) {
     __m256i q3 =
         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low),
                         _mm256_and_si256(_mm256_srli_epi16(hb, 2), hi));
-    uint8_t *q = u->q + 128 * h;
-    _mm256_storeu_si256((__m256i *)q, q0);
-    _mm256_storeu_si256((__m256i *)(q + 32), q1);
-    _mm256_storeu_si256((__m256i *)(q + 64), q2);
-    _mm256_storeu_si256((__m256i *)(q + 96), q3);
+    u->q[4 * h] = q0;
+    u->q[4 * h + 1] = q1;
+    u->q[4 * h + 2] = q2;
+    u->q[4 * h + 3] = q3;
   }
   u->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
   const __m128i s_lo = _mm256_castsi256_si128(u->sc16);
   const __m128i s_hi = _mm256_extracti128_si256(u->sc16, 1);
+#pragma GCC unroll 8
   for (int j = 0; j < 8; j++) { /* scales 2j (low half), 2j + 1 (high) */
     const __m128i src = j < 4 ? s_lo : s_hi;
     const int w0 = (2 * j) % 8, w1 = (2 * j + 1) % 8;
@@ -209,10 +221,12 @@ static inline void q6k_unpack(const block_q6_K *x, q6k_w *u) {
   u->d = _cvtsh_ss(x->d);
 }
 
-static inline void q6k_row(const q6k_w *u, const block_q8_K *y, __m256 *acc) {
+static inline __attribute__((always_inline)) void
+q6k_row(const q6k_w *u, const block_q8_K *y, __m256 *acc) {
   __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
   for (int j = 0; j < 8; j++) {
-    __m256i w = _mm256_loadu_si256((const __m256i *)(u->q + 32 * j));
+    __m256i w = u->q[j];
     __m256i a = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j));
     __m256i p = _mm256_maddubs_epi16(w, a);
     isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u->sc[j]));
@@ -225,8 +239,9 @@ static inline void q6k_row(const q6k_w *u, const block_q8_K *y, __m256 *acc) {
                          *acc);
 }
 
-static void q6k_chunk(int64_t n, const block_q6_K *x, const uint8_t *a,
-                      size_t a_stride, int nr, float *out, size_t out_stride) {
+static inline __attribute__((always_inline)) void
+q6k_chunk(int64_t n, const block_q6_K *x, const uint8_t *a, size_t a_stride,
+          int nr, float *out, size_t out_stride) {
   __m256 acc[MAX_R];
   for (int r = 0; r < nr; r++)
     acc[r] = _mm256_setzero_ps();
@@ -252,9 +267,14 @@ void nc_avx2_dot_q6_k_rows(int64_t n, const void *w, const void *a,
                            size_t a_stride, int nrows, float *out,
                            size_t out_stride) {
   const uint8_t *ap = a;
-  for (int r = 0; r < nrows; r += MAX_R) {
-    int nr = nrows - r < MAX_R ? nrows - r : MAX_R;
-    q6k_chunk(n, w, ap + (size_t)r * a_stride, a_stride, nr,
+  int r = 0;
+  for (; r + 8 <= nrows; r += 8)
+    q6k_chunk(n, w, ap + (size_t)r * a_stride, a_stride, 8,
               out + (size_t)r * out_stride, out_stride);
-  }
+  for (; r + 4 <= nrows; r += 4)
+    q6k_chunk(n, w, ap + (size_t)r * a_stride, a_stride, 4,
+              out + (size_t)r * out_stride, out_stride);
+  for (; r < nrows; r++)
+    q6k_chunk(n, w, ap + (size_t)r * a_stride, a_stride, 1,
+              out + (size_t)r * out_stride, out_stride);
 }
