@@ -380,6 +380,9 @@ static bool arith(jinterp *I, int op, jv a, jv b, jv *out) {
       break;
     default: /* ** */
       if (y < 0) {
+        if (x == 0)
+          return jfail(I, NC_ERR_INVALID_ARGUMENT,
+                       "0.0 cannot be raised to a negative power");
         *out = jv_float(pow((double)x, (double)y));
         return true;
       }
@@ -404,7 +407,11 @@ static bool arith(jinterp *I, int op, jv a, jv b, jv *out) {
     if (y == 0) return jfail(I, NC_ERR_INVALID_ARGUMENT, "division by zero");
     r = op == '/' ? x / y : op == 'F' ? floor(x / y) : py_fmod(x, y);
     break;
-  default: r = pow(x, y);
+  default:
+    if (x == 0 && y < 0)
+      return jfail(I, NC_ERR_INVALID_ARGUMENT,
+                   "0.0 cannot be raised to a negative power");
+    r = pow(x, y);
   }
   *out = jv_float(r);
   return true;
@@ -524,8 +531,11 @@ static bool eval_slice(jinterp *I, const jnode *n, jv *out) {
     return jstr_slice(I, obj, &parts[0], &parts[1], &parts[2], out);
   if (obj.t == JV_LIST)
     return jlist_slice(I, obj, &parts[0], &parts[1], &parts[2], out);
-  *out = jv_undef("value is not sliceable");
-  return true;
+  /* jinja2 compiles a slice as a plain Python subscript: no Undefined */
+  if (obj.t == JV_DICT || obj.t == JV_NS)
+    return jfail(I, NC_ERR_INVALID_ARGUMENT, "unhashable type: 'slice'");
+  return jfail(I, NC_ERR_INVALID_ARGUMENT, "'%s' object is not subscriptable",
+               jv_type_name(obj));
 }
 
 static bool eval_collection(jinterp *I, const jnode *n, jv *out) {

@@ -468,6 +468,11 @@ static bool f_indent(jinterp *I, jv in, const fargs *a, jv *out) {
   const jv *width = arg(a, 0, "width"), *first = arg(a, 1, "first"),
            *blank = arg(a, 2, "blank");
   jv ind, s;
+  if (in.t == JV_UNDEF) return jfail_undef(I, in);
+  if (in.t != JV_STR) /* jinja2 appends "\n" to the value itself */
+    return jfail(I, NC_ERR_INVALID_ARGUMENT,
+                 "unsupported operand type(s) for +=: '%s' and 'str'",
+                 jv_type_name(in));
   if (width && width->t == JV_STR)
     ind = *width;
   else {
@@ -506,6 +511,12 @@ static bool f_round(jinterp *I, jv in, const fargs *a, jv *out) {
   if (p > 15) p = 15;
   if (p < -15) p = -15;
   double scale = pow(10.0, (double)p), x = jv_num(in) * scale, r;
+  if ((!method || jv_is_str(*method, "common")) && in.t != JV_FLOAT) {
+    /* Python's round() keeps an int an int */
+    int64_t v = in.t == JV_BOOL ? in.u.b : in.u.i;
+    *out = jv_int(p >= 0 ? v : (int64_t)(nearbyint(x) / scale));
+    return true;
+  }
   if (method && jv_is_str(*method, "ceil"))
     r = ceil(x);
   else if (method && jv_is_str(*method, "floor"))

@@ -134,7 +134,12 @@ bool jformat_percent(jinterp *I, jv fmtv, jv arg, jv *out) {
       return false;
     }
   }
-  if (argi < nargs && arg.t == JV_LIST && arg.u.l->tuple) {
+  bool is_tuple = arg.t == JV_LIST && arg.u.l->tuple;
+  /* like Python: an unused argument is an error unless it is a mapping or
+   * another non-tuple, non-str object with __getitem__ (a list) */
+  bool mapping_like =
+      arg.t == JV_DICT || arg.t == JV_NS || (arg.t == JV_LIST && !is_tuple);
+  if (argi < nargs && !mapping_like) {
     jbuf_free(&b);
     return jfail(I, NC_ERR_INVALID_ARGUMENT,
                  "not all arguments converted during string formatting");

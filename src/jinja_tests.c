@@ -1,5 +1,6 @@
 /* jinja_tests: jinja2's tests (x is defined, x is string, x is divisibleby 3,
  * ...). Names follow jinja2.tests.TESTS, aliases included. */
+#include <math.h>
 #include <string.h>
 
 #include "jinja_interp.h"
@@ -90,11 +91,16 @@ bool jtest(jinterp *I, const char *name, size_t len, jv v, const jv *args,
   else if (IS("sequence"))
     *out = v.t == JV_STR || v.t == JV_LIST || v.t == JV_DICT || v.t == JV_UNDEF;
   else if (IS("odd") || IS("even")) {
-    if (v.t != JV_INT && v.t != JV_BOOL)
-      return jfail(I, NC_ERR_INVALID_ARGUMENT, "test '%.*s' needs an integer",
+    if (!jv_is_num(v))
+      return jfail(I, NC_ERR_INVALID_ARGUMENT, "test '%.*s' needs a number",
                    (int)len, name);
-    int64_t x = v.t == JV_BOOL ? v.u.b : v.u.i;
-    *out = IS("odd") ? (x % 2 != 0) : (x % 2 == 0);
+    if (v.t == JV_FLOAT) {
+      double m = fmod(fabs(v.u.f), 2.0); /* Python's x % 2 is >= 0 */
+      *out = IS("odd") ? m == 1.0 : m == 0.0;
+    } else {
+      bool odd = ((v.t == JV_BOOL ? v.u.b : v.u.i) % 2) != 0;
+      *out = IS("odd") ? odd : !odd;
+    }
   } else if (IS("divisibleby")) {
     if (!need_arg(I, nargs, name, len)) return false;
     if (v.t != JV_INT || args[0].t != JV_INT || args[0].u.i == 0)
