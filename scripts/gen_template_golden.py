@@ -338,6 +338,12 @@ FEATURES = [
     ("reverse_index", "{% for m in msgs[::-1] %}{{ (msgs | length - 1) - loop.index0 }}{{ m.role[0] }} {% endfor %}"),
     ("bool_arith", "{{ true + true }} {{ 10 * false }} {{ [1, 2][true] }}"),
     ("big_int", "{{ big * 1000 }} {{ big | string | length }}"),
+    ("edge_numbers", "{{ f is even }} {{ 4.0 is even }} {{ 3.0 is odd }} {{ n | round }} {{ -2 | round }} {{ 2.5 | round }} {{ '%s' % [1, 2] }} {{ 1 // 1.0 }} {{ 2 ** 0.5 }}"),
+    ("err_slice_int", "{{ n[1:] }}"),
+    ("err_slice_dict", "{{ d[1:] }}"),
+    ("err_format_extra", "{{ 'no fields' % 'x' }}"),
+    ("err_zero_pow", "{{ (n - 7) ** -1 }}"),
+    ("err_indent_list", "{{ n | indent }}"),
     # errors (the goldens record that jinja2 fails too)
     ("err_undefined_attr", "{{ missing.attr }}"),
     ("err_undefined_call", "{{ missing() }}"),
