@@ -14,17 +14,11 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "avx2_util.h"
 #include "ref.h"
 #include "tables.h"
 
 enum { MAX_R = 8 };
-
-static inline float hsum8(__m256 x) {
-  __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
-}
 
 /* --------------------------------------------------------------- Q4_K */
 
@@ -144,7 +138,7 @@ k4_chunk(int64_t n, const uint8_t *x, bool q5, const uint8_t *a,
     }
   }
   for (int r = 0; r < nr; r++)
-    out[(size_t)r * out_stride] = hsum8(acc[r]) - hsum8(accm[r]);
+    out[(size_t)r * out_stride] = nc_hsum8(acc[r]) - nc_hsum8(accm[r]);
 }
 
 #define K4(name, q5)                                                           \
@@ -208,16 +202,7 @@ q6k_unpack(const block_q6_K *x, q6k_w *u) {
     u->q[4 * h + 3] = q3;
   }
   u->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-  const __m128i s_lo = _mm256_castsi256_si128(u->sc16);
-  const __m128i s_hi = _mm256_extracti128_si256(u->sc16, 1);
-#pragma GCC unroll 8
-  for (int j = 0; j < 8; j++) { /* scales 2j (low half), 2j + 1 (high) */
-    const __m128i src = j < 4 ? s_lo : s_hi;
-    const int w0 = (2 * j) % 8, w1 = (2 * j + 1) % 8;
-    u->sc[j] = _mm256_set_m128i(
-        _mm_shuffle_epi8(src, _mm_set1_epi16((short)(0x0100 + 0x0202 * w1))),
-        _mm_shuffle_epi8(src, _mm_set1_epi16((short)(0x0100 + 0x0202 * w0))));
-  }
+  nc_pair_scales(u->sc16, u->sc);
   u->d = _cvtsh_ss(x->d);
 }
 
@@ -254,7 +239,7 @@ q6k_chunk(int64_t n, const block_q6_K *x, const uint8_t *a, size_t a_stride,
     }
   }
   for (int r = 0; r < nr; r++)
-    out[(size_t)r * out_stride] = hsum8(acc[r]);
+    out[(size_t)r * out_stride] = nc_hsum8(acc[r]);
 }
 
 float nc_avx2_dot_q6_k(int64_t n, const void *w, const void *a) {

@@ -25,6 +25,8 @@ NC_AVX2_DOT(q5_0)
 NC_AVX2_DOT(q5_1)
 NC_AVX2_DOT(q4_k) /* avx2_kquant.c */
 NC_AVX2_DOT(q5_k)
+NC_AVX2_DOT(q2_k) /* avx2_klow.c */
+NC_AVX2_DOT(q3_k)
 NC_AVX2_DOT(q6_k)
 #undef NC_AVX2_DOT
 

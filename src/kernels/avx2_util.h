@@ -1,0 +1,32 @@
+/* avx2_util.h: small AVX2 helpers shared by the AVX2 kernel files (include
+ * only from files compiled with -mavx2 -mfma -mf16c). Internal. */
+#ifndef NC_KERNELS_AVX2_UTIL_H
+#define NC_KERNELS_AVX2_UTIL_H
+
+#include <immintrin.h>
+
+/* Sum of 8 floats as (k + k+4), then (0+2, 1+3), then the two: the order
+ * llama.cpp's hsum_float_8 uses. */
+static inline float nc_hsum8(__m256 x) {
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
+
+/* From 16 int16 scales (one per 16 elements), for each 32-element chunk j
+ * the madd multiplier: scale 2j in the low 8 lanes, 2j + 1 in the high 8. */
+static inline void nc_pair_scales(__m256i sc16, __m256i out[8]) {
+  const __m128i s_lo = _mm256_castsi256_si128(sc16);
+  const __m128i s_hi = _mm256_extracti128_si256(sc16, 1);
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; j++) {
+    const __m128i src = j < 4 ? s_lo : s_hi;
+    const int w0 = (2 * j) % 8, w1 = (2 * j + 1) % 8;
+    out[j] = _mm256_set_m128i(
+        _mm_shuffle_epi8(src, _mm_set1_epi16((short)(0x0100 + 0x0202 * w1))),
+        _mm_shuffle_epi8(src, _mm_set1_epi16((short)(0x0100 + 0x0202 * w0))));
+  }
+}
+
+#endif
