@@ -51,6 +51,7 @@ float nc_avx2_dot_q4_1(int64_t n, const void *vw, const void *va) {
   const block_q8_1 *y = va;
   __m256 acc = _mm256_setzero_ps();
   float summs = 0.0f;
+#pragma GCC unroll 4
   for (int64_t i = 0; i < n / QK8_1; i++) {
     summs = fmaf(h2f(x[i].m), h2f(y[i].s), summs);
     const __m256 d =
@@ -66,6 +67,7 @@ float nc_avx2_dot_q8_0(int64_t n, const void *vw, const void *va) {
   const block_q8_0 *x = vw;
   const block_q8_0 *y = va;
   __m256 acc = _mm256_setzero_ps();
+#pragma GCC unroll 4
   for (int64_t i = 0; i < n / QK8_0; i++) {
     const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
     __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
@@ -91,6 +93,7 @@ float nc_avx2_dot_q4_0(int64_t n, const void *vw, const void *va) {
   const block_q4_0 *x = vw;
   const block_q8_0 *y = va;
   __m256 acc = _mm256_setzero_ps();
+#pragma GCC unroll 4
   for (int64_t i = 0; i < n / QK8_0; i++) {
     const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
     __m256i qx = _mm256_sub_epi8(unpack_nibbles(x[i].qs), _mm256_set1_epi8(8));
@@ -104,6 +107,7 @@ float nc_avx2_dot_q5_0(int64_t n, const void *vw, const void *va) {
   const block_q5_0 *x = vw;
   const block_q8_0 *y = va;
   __m256 acc = _mm256_setzero_ps();
+#pragma GCC unroll 4
   for (int64_t i = 0; i < n / QK8_0; i++) {
     const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
     /* q - 16: where the fifth bit is clear, nibble | 0xf0 is nibble - 16 */
@@ -121,6 +125,7 @@ float nc_avx2_dot_q5_1(int64_t n, const void *vw, const void *va) {
   const block_q8_1 *y = va;
   __m256 acc = _mm256_setzero_ps();
   float summs = 0.0f;
+#pragma GCC unroll 4
   for (int64_t i = 0; i < n / QK8_1; i++) {
     const __m256 dx = _mm256_set1_ps(h2f(x[i].d));
     summs = fmaf(h2f(x[i].m), h2f(y[i].s), summs);
