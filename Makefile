@@ -90,4 +90,4 @@ format:
 clean:
 	rm -rf build
 
--include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(UNIT_BINS:=.d)
