@@ -78,7 +78,10 @@ class Server:
 def one_stream(url, prompt, max_tokens, out):
     body = {"model": "bench", "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
-            "stream": True, "stream_options": {"include_usage": True}}
+            "stream": True, "stream_options": {"include_usage": True},
+            # equal work: llama-server would otherwise reuse the KV of an
+            # earlier request's prefix (nucleus has no prefix cache yet)
+            "cache_prompt": False}
     t0 = time.monotonic()
     stamps = []
     usage = None
@@ -107,7 +110,8 @@ def run_level(url, clients, max_tokens):
     results = []
     threads = [threading.Thread(
         target=one_stream,
-        args=(url, PROMPTS[i % len(PROMPTS)], max_tokens, results))
+        args=(url, f"{PROMPTS[i % len(PROMPTS)]} ({clients}.{i})",
+              max_tokens, results))
         for i in range(clients)]
     t0 = time.monotonic()
     for t in threads:
@@ -167,7 +171,9 @@ def main():
             peer.stop()
 
     print(f"\nstreaming chat, {args.max_tokens} tokens per request, greedy, "
-          f"{args.threads} threads, model {pathlib.Path(args.model).name}")
+          f"{args.threads} threads, model {pathlib.Path(args.model).name}; "
+          f"medians of TTFT and ITL, tok/s = all tokens / wall time; "
+          f"load average {os.getloadavg()[0]:.1f}")
     header = f"{'clients':>7} {'server':>13} {'TTFT ms':>9} {'ITL ms':>8} " \
              f"{'tok/s':>8}"
     print(header)
