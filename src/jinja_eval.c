@@ -99,6 +99,7 @@ bool jv_iterate(jinterp *I, jv v, jlist **out) {
   case JV_LIST: *out = v.u.l; return true;
   case JV_GEN: {
     jgen *g = v.u.gen;
+    if (g->err) return jfail(I, NC_ERR_INVALID_ARGUMENT, "%s", g->err);
     jlist *l = jlist_new(I->a, g->l->n - g->pos);
     if (!l) return jfail_mem(I);
     if (l->n) memcpy(l->v, g->l->v + g->pos, l->n * sizeof(jv));

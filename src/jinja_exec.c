@@ -40,6 +40,17 @@ bool jcapture(jinterp *I, const jnode *body, jv *out) {
   return jv_from_buf(I, &buf, out);
 }
 
+/* Captures a set block's or filter block's body, which jinja2 runs in a
+ * scope of its own (its assignments do not leak out). */
+static bool capture_scoped(jinterp *I, const jnode *body, jv *out) {
+  jframe *outer = I->frame, *f = jframe_new(I, outer);
+  if (!f) return false;
+  I->frame = f;
+  bool ok = jcapture(I, body, out);
+  I->frame = outer;
+  return ok;
+}
+
 /* Binds a for/set target (a name or a tuple of names) to v. */
 static bool assign(jinterp *I, jframe *f, const jnode *target, jv v) {
   if (target->kind == JN_NAME)
@@ -91,6 +102,9 @@ static bool exec_for(jinterp *I, const jnode *n) {
   jv loopv = {.t = JV_LOOP};
   loopv.u.loop = loop;
   bool ok = true;
+  /* jinja2 clears its "run the else block" flag at the end of the body, so
+   * an iteration left by break or continue does not count */
+  bool completed = false;
   I->frame = f;
   for (size_t i = 0; i < items->n && ok; i++) {
     if (--I->fuel < 0) {
@@ -105,6 +119,7 @@ static bool exec_for(jinterp *I, const jnode *n) {
     f->vars->n = 0; /* each iteration starts from the enclosing scope */
     ok = jframe_set(I, f, "loop", 4, loopv) && assign(I, f, n->a, items->v[i]);
     if (ok) ok = jexec(I, n->d);
+    if (ok && I->ctl == 0) completed = true;
     if (I->ctl == JN_BREAK) {
       I->ctl = 0;
       break;
@@ -112,6 +127,7 @@ static bool exec_for(jinterp *I, const jnode *n) {
     I->ctl = 0;
   }
   I->frame = outer;
+  if (ok && !completed && n->e) ok = jexec(I, n->e);
   return ok;
 }
 
@@ -131,7 +147,7 @@ static bool exec_set(jinterp *I, const jnode *n) {
     return true;
   }
   if (n->kind == JN_SETBLOCK) {
-    if (!jcapture(I, n->b, &v)) return false;
+    if (!capture_scoped(I, n->b, &v)) return false;
     if (n->c) {
       const jnode *chain[32];
       size_t k = 0;
@@ -218,7 +234,7 @@ static bool exec_inner(jinterp *I, const jnode *n) {
   case JN_FILTERBLOCK: {
     jnode applied;
     jnode lit = {.kind = JN_LIT, .line = n->line};
-    if (!jcapture(I, n->b, &lit.value)) return false;
+    if (!capture_scoped(I, n->b, &lit.value)) return false;
     /* the chain's innermost input is NULL: feed it the captured text */
     jnode *chain[32];
     size_t k = 0;

@@ -39,6 +39,26 @@ static jv list_val(jlist *l) {
   return v;
 }
 
+/* jinja2's map/select/... are generators: a bad input only fails once the
+ * result is consumed. Returns true with a failing generator in *out when in
+ * cannot be iterated. */
+static bool lazy_not_iterable(jinterp *I, jv in, jv *out) {
+  if (in.t == JV_STR || in.t == JV_LIST || in.t == JV_DICT || in.t == JV_NS ||
+      in.t == JV_UNDEF || in.t == JV_GEN)
+    return false;
+  jgen *g = jinja_arena_alloc(I->a, sizeof *g);
+  char msg[80];
+  snprintf(msg, sizeof msg, "'%s' object is not iterable", jv_type_name(in));
+  char *s = jinja_arena_strdup(I->a, msg, strlen(msg));
+  if (!g || !s) return jfail_mem(I), true;
+  g->l = NULL;
+  g->pos = 0;
+  g->err = s;
+  out->t = JV_GEN;
+  out->u.gen = g;
+  return true;
+}
+
 /* Wraps a computed list as the generator jinja2 would return. */
 static bool as_gen(jinterp *I, jv *v) {
   if (v->t != JV_LIST) return true;
@@ -46,6 +66,7 @@ static bool as_gen(jinterp *I, jv *v) {
   if (!g) return jfail_mem(I);
   g->l = v->u.l;
   g->pos = 0;
+  g->err = NULL;
   v->t = JV_GEN;
   v->u.gen = g;
   return true;
@@ -107,6 +128,7 @@ static bool f_first_last(jinterp *I, jv in, bool last, jv *out) {
   jlist *items;
   if (in.t == JV_GEN) {
     jgen *g = in.u.gen;
+    if (g->err) return jfail(I, NC_ERR_INVALID_ARGUMENT, "%s", g->err);
     if (last)
       return jfail(I, NC_ERR_INVALID_ARGUMENT,
                    "'generator' object is not reversible");
@@ -639,6 +661,10 @@ bool jfilter(jinterp *I, const char *name, size_t len, jv in, const jv *args,
   }
   if (IS("items")) return f_items(I, in, out) && as_gen(I, out);
   if (IS("reverse")) return f_reverse(I, in, out);
+  bool lazy = IS("select") || IS("reject") || IS("selectattr") ||
+              IS("rejectattr") || IS("map");
+  if ((lazy && jv_truthy(in)) || IS("unique"))
+    if (lazy_not_iterable(I, in, out)) return !I->failed;
   if (IS("select"))
     return f_select(I, in, &a, false, true, out) && as_gen(I, out);
   if (IS("reject"))

@@ -103,10 +103,19 @@ bool jtest(jinterp *I, const char *name, size_t len, jv v, const jv *args,
     }
   } else if (IS("divisibleby")) {
     if (!need_arg(I, nargs, name, len)) return false;
-    if (v.t != JV_INT || args[0].t != JV_INT || args[0].u.i == 0)
+    if (!jv_is_num(v) || !jv_is_num(args[0]))
+      return jfail(I, NC_ERR_INVALID_ARGUMENT, "divisibleby needs numbers");
+    if (jv_num(args[0]) == 0)
       return jfail(I, NC_ERR_INVALID_ARGUMENT,
-                   "divisibleby needs non-zero integers");
-    *out = args[0].u.i == -1 || v.u.i % args[0].u.i == 0;
+                   "integer division or modulo by "
+                   "zero");
+    if (v.t == JV_FLOAT || args[0].t == JV_FLOAT) {
+      *out = fmod(jv_num(v), jv_num(args[0])) == 0;
+    } else {
+      int64_t x = v.t == JV_BOOL ? v.u.b : v.u.i;
+      int64_t y = args[0].t == JV_BOOL ? args[0].u.b : args[0].u.i;
+      *out = y == -1 || x % y == 0;
+    }
   } else if (IS("eq") || IS("equalto") || IS("==")) {
     if (!need_arg(I, nargs, name, len)) return false;
     *out = jv_equal(v, args[0]);

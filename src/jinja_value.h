@@ -72,6 +72,7 @@ struct jdict {
 struct jgen {
   jlist *l;
   size_t pos;
+  const char *err; /* consuming it fails with this (a lazy error) */
 };
 
 struct jloop {
