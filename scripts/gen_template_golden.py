@@ -309,6 +309,9 @@ FEATURES = [
     ("namespace", "{% set ns = namespace(count=0, last=none) %}{% for m in msgs %}{% set ns.count = ns.count + 1 %}{% set ns.last = m.role %}{% endfor %}{{ ns.count }} {{ ns.last }}"),
     ("namespace_empty", "{% set ns = namespace() %}{% set ns.a = [1] %}{{ ns.a }} {{ ns.b is defined }}"),
     ("set_block", "{% set block %}Hello {{ n }}!\n  indented{% endset %}[{{ block }}]{% set up | upper %}shout {{ n }}{% endset %}[{{ up }}]"),
+    ("set_block_scope", "{% set b = 1 %}{% set blk %}{% set b = 2 %}{{ b }}{% endset %}{{ blk }}{{ b }}{% filter upper %}{% set b = 3 %}x{{ b }}{% endfilter %}{{ b }}"),
+    ("for_else_continue", "{% for i in [1, 2] %}{% continue %}{% else %}E1{% endfor %}|{% for i in [1, 2] %}{% if i == 2 %}{% break %}{% endif %}{% else %}E2{% endfor %}|{% for i in [1] %}{% break %}{% else %}E3{% endfor %}"),
+    ("lazy_select", "{% set g = n | select('odd') %}{% if g %}lazy{% endif %}{% if nil | map('upper') %}x{% else %}empty{% endif %}{{ 9 is divisibleby 3.0 }}{{ t is divisibleby 2 }}"),
     ("override_messages", "{% set msgs = msgs[1:] %}{{ msgs | length }}{% set msgs = [] %}{{ msgs | length }}"),
     # macros and call
     ("macro", "{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('Ann') }} {{ greet('Bo', '?') }} {{ greet(punct='.', name='Cy') }}"),
