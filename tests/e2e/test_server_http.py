@@ -347,3 +347,36 @@ def test_garbage_http_does_not_kill_the_server(server):
         finally:
             s.close()
     assert requests.get(server.url + "/health", timeout=5).status_code == 200
+
+
+def test_no_cors_headers_by_default(server):
+    r = requests.get(server.url + "/health", timeout=5,
+                     headers={"Origin": "http://evil.example"})
+    assert "Access-Control-Allow-Origin" not in r.headers
+    r = requests.options(server.url + "/v1/chat/completions", timeout=5)
+    assert r.status_code == 405
+
+
+@pytest.fixture(scope="module")
+def cors(start_server):
+    return start_server("-c", "512", "--cors-origin", "http://app.example",
+                        "--api-key", "k")
+
+
+def test_cors_preflight_and_headers(cors):
+    r = requests.options(cors.url + "/v1/chat/completions", timeout=5,
+                         headers={"Origin": "http://app.example",
+                                  "Access-Control-Request-Method": "POST",
+                                  "Access-Control-Request-Headers":
+                                      "authorization, content-type"})
+    assert r.status_code == 204
+    assert r.headers["Access-Control-Allow-Origin"] == "http://app.example"
+    assert "POST" in r.headers["Access-Control-Allow-Methods"]
+    assert "Authorization" in r.headers["Access-Control-Allow-Headers"]
+    r = requests.get(cors.base_url + "/models", timeout=5,
+                     headers={"Authorization": "Bearer k"})
+    assert r.status_code == 200
+    assert r.headers["Access-Control-Allow-Origin"] == "http://app.example"
+    r = requests.get(cors.base_url + "/models", timeout=5)
+    assert r.status_code == 401
+    assert r.headers["Access-Control-Allow-Origin"] == "http://app.example"

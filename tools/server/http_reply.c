@@ -13,6 +13,12 @@ void reply_add_common_headers(struct MHD_Response *resp,
 enum MHD_Result reply_queue(server_ctx *srv, struct MHD_Connection *conn,
                             unsigned status, struct MHD_Response *resp) {
   if (!resp) return MHD_NO;
+  if (srv->cfg->cors_origin) {
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin",
+                            srv->cfg->cors_origin);
+    if (strcmp(srv->cfg->cors_origin, "*"))
+      MHD_add_response_header(resp, "Vary", "Origin");
+  }
   enum MHD_Result r = MHD_queue_response(conn, status, resp);
   MHD_destroy_response(resp);
   if (r == MHD_YES) metrics_count_response(srv->metrics, status);
@@ -72,4 +78,16 @@ enum MHD_Result reply_error(server_ctx *srv, struct MHD_Connection *conn,
 void reply_touch(struct MHD_Connection *conn, unsigned timeout_s) {
   MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
   MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, timeout_s);
+}
+
+enum MHD_Result reply_preflight(server_ctx *srv, struct MHD_Connection *conn) {
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+  if (!resp) return MHD_NO;
+  MHD_add_response_header(resp, "Access-Control-Allow-Methods",
+                          "GET, POST, OPTIONS");
+  MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                          "Authorization, Content-Type, X-Api-Key");
+  MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+  return reply_queue(srv, conn, 204, resp);
 }

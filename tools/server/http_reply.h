@@ -20,9 +20,13 @@ enum MHD_Result reply_text(server_ctx *srv, struct MHD_Connection *conn,
 enum MHD_Result reply_error(server_ctx *srv, struct MHD_Connection *conn,
                             const api_error *e);
 
-/* Queues resp (and drops this reference to it), counting the status. */
+/* Queues resp (and drops this reference to it), counting the status and
+ * adding the CORS header when --cors-origin is set. */
 enum MHD_Result reply_queue(server_ctx *srv, struct MHD_Connection *conn,
                             unsigned status, struct MHD_Response *resp);
+
+/* 204 for a CORS preflight (OPTIONS) request. */
+enum MHD_Result reply_preflight(server_ctx *srv, struct MHD_Connection *conn);
 
 /* Restarts the connection's idle timer (libmicrohttpd resets it only when
  * the timeout goes from 0 to a value). */

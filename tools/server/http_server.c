@@ -83,6 +83,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   server_ctx *srv = cls;
   request_state *st = *con_cls;
   if (!st) {
+    /* Browsers send preflights without credentials: answer them before
+     * routing and authentication when CORS is on. */
+    if (srv->cfg->cors_origin && !strcmp(method, "OPTIONS"))
+      return reply_preflight(srv, conn);
     api_error e;
     const route *r = admit(srv, conn, url, method, &e);
     if (!r) return reply_error(srv, conn, &e);

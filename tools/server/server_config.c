@@ -28,7 +28,9 @@ void server_config_usage(FILE *out) {
       "(default 30)\n"
       "  --timeout S             idle connection timeout (default 30)\n"
       "  --max-connections N     open connections (default 1024)\n"
-      "  --chat-template FILE    override the model's chat template\n");
+      "  --chat-template FILE    override the model's chat template\n"
+      "  --cors-origin ORIGIN    let browser pages from ORIGIN (or *) call "
+      "the API\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
@@ -115,6 +117,12 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "--max-connections")) {
       rc = parse_long(a, v, 1, 1 << 16, &n, msg, cap);
       cfg->max_connections = (int)n;
+    } else if (!strcmp(a, "--cors-origin")) {
+      if (!v || !*v) {
+        snprintf(msg, cap, "--cors-origin needs an origin or '*'");
+        rc = -1;
+      }
+      cfg->cors_origin = v;
     } else if (!strcmp(a, "--chat-template")) {
       if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
       cfg->chat_template_path = v;

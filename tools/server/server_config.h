@@ -22,6 +22,7 @@ typedef struct server_config {
   int timeout_s; /* idle connection timeout (headers, body, reads) */
   int max_connections;
   const char *chat_template_path; /* NULL: the model's template */
+  const char *cors_origin;        /* NULL: no CORS headers; "*" or an origin */
   bool help;
 } server_config;
 
