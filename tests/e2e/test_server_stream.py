@@ -174,6 +174,8 @@ def test_non_streaming_disconnect_cancels(server):
         time.sleep(0.02)
     s.close()
     took = wait_metric(server, "nucleus_kv_blocks_used", 0, timeout=5)
+    print(f"\nnon-streaming: KV blocks freed {took * 1000:.0f} ms after the "
+          f"disconnect")
     assert took < 2.0
 
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define POLL_MS 50
+#define POLL_MS 20
 
 struct gen {
   server_ctx *srv;
