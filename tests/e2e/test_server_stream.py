@@ -220,3 +220,23 @@ def test_shutdown_after_drain_timeout_aborts(start_server):
     finishes = [json.loads(x[6:])["choices"][0]["finish_reason"]
                 for x in lines if x.startswith(b"data: {")]
     assert "abort" in finishes
+
+
+def test_second_signal_cancels_at_once(start_server):
+    srv = start_server("-c", "1024", "--drain-timeout", "300")
+    body = {"prompt": "Once upon a time", "max_tokens": 900, "stream": True,
+            "ignore_eos": True}
+    with requests.post(srv.url + "/v1/completions", json=body, stream=True,
+                       timeout=120) as r:
+        it = r.iter_lines()
+        for line in it:
+            if line.startswith(b"data: {"):
+                break
+        t0 = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        srv.proc.send_signal(signal.SIGINT)
+        lines = [line for line in it if line]
+    assert srv.proc.wait(timeout=10) == 0
+    assert time.monotonic() - t0 < 5
+    assert lines[-1] == b"data: [DONE]"
