@@ -14,15 +14,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "avx2_util.h"
 #include "ref.h"
 #include "tables.h"
-
-static inline float hsum8(__m256 x) {
-  __m128 r = _mm_add_ps(_mm256_extractf128_ps(x, 1), _mm256_castps256_ps128(x));
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
-}
 
 static inline float h2f(nc_fp16 h) {
   return _cvtsh_ss(h);
@@ -60,7 +54,7 @@ float nc_avx2_dot_q4_1(int64_t n, const void *vw, const void *va) {
     __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8s8(qx, qy)), acc);
   }
-  return hsum8(acc) + summs;
+  return nc_hsum8(acc) + summs;
 }
 
 float nc_avx2_dot_q8_0(int64_t n, const void *vw, const void *va) {
@@ -74,7 +68,7 @@ float nc_avx2_dot_q8_0(int64_t n, const void *vw, const void *va) {
     __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8s8(qx, qy)), acc);
   }
-  return hsum8(acc);
+  return nc_hsum8(acc);
 }
 
 /* Byte i (0..31) = 0xff where bit i of the little-endian u32 at p is set. */
@@ -100,7 +94,7 @@ float nc_avx2_dot_q4_0(int64_t n, const void *vw, const void *va) {
     __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8s8(qx, qy)), acc);
   }
-  return hsum8(acc);
+  return nc_hsum8(acc);
 }
 
 float nc_avx2_dot_q5_0(int64_t n, const void *vw, const void *va) {
@@ -117,7 +111,7 @@ float nc_avx2_dot_q5_0(int64_t n, const void *vw, const void *va) {
     __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8s8(qx, qy)), acc);
   }
-  return hsum8(acc);
+  return nc_hsum8(acc);
 }
 
 float nc_avx2_dot_q5_1(int64_t n, const void *vw, const void *va) {
@@ -136,11 +130,11 @@ float nc_avx2_dot_q5_1(int64_t n, const void *vw, const void *va) {
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(qx, qy)),
                           _mm256_mul_ps(dx, dy), acc);
   }
-  return hsum8(acc) + summs;
+  return nc_hsum8(acc) + summs;
 }
 
 static inline float hsum_4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-  return hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  return nc_hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
 
 float nc_avx2_dot_f32(int64_t n, const void *vw, const void *va) {

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "avx2_util.h"
-#include "ref.h"
 #include "tables.h"
 
 enum { MAX_R = 8 };

@@ -1,13 +1,13 @@
 /* avx512: AVX-512 (F, BW, VL) + VNNI kernels, for prefill throughput.
  *
- * Q4_1 · Q8_1 works on groups of 16 blocks (512 elements) held "block per
- * lane": int32 lane j of every vector belongs to block j of the group, so
- * eight vpdpbusd produce the 16 whole-block integer dots in one register,
- * and the float scaling costs two FMAs per 16 blocks instead of per block.
- * To make that possible this table quantizes Q8_1 activations into its own
- * layout (same byte size as block_q8_1 rows; see act_group below) and
- * transposes the weight blocks on the fly, once per weight row for all the
- * activation rows of a vec_dot_rows call.
+ * Q4_1 · Q8_1 and Q5_1 · Q8_1 work on groups of 16 blocks (512 elements) held
+ * "block per lane": int32 lane j of every vector belongs to block j of the
+ * group, so eight vpdpbusd produce the 16 whole-block integer dots in one
+ * register, and the float scaling costs two FMAs per 16 blocks instead of per
+ * block. To make that possible this table quantizes Q8_1 activations into its
+ * own layout (same byte size as block_q8_1 rows; see quantize_q8_1_il) and
+ * transposes the weight blocks on the fly, once per weight row for up to
+ * 16 activation rows of a vec_dot_rows call.
  *
  * Float order (one weight row, one activation row): acc (16 lanes) starts at
  * 0; for each group, acc = fma(m_w, s_a, fma(d_w * d_a, I, acc)) where I is
@@ -18,11 +18,12 @@
  * per activation row, so their results are bit-identical whatever nrows.
  *
  * Q8_0, Q4_0 and Q5_0 work the same way (avx512_q8.c); the other types
- * use the avx2 and ref kernels (standard layouts). */
+ * use the avx2 kernels (standard layouts). */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
+#include "avx512_util.h"
 #include "ref.h"
 #include "tables.h"
 
@@ -91,17 +92,6 @@ load_w_q4_1(const block_q4_1 *x, w_group *wg) {
   }
 }
 
-/* Byte k (0..3) of each lane: 0x10 where bit shift + k of the lane's u32
- * is set (the fifth bit of four consecutive elements). */
-static inline __m512i fifth_bits(__m512i qh, int shift) {
-  /* copy each lane's low byte (after the shift) to its four bytes */
-  const __m512i dup =
-      _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
-  __m512i b = _mm512_shuffle_epi8(_mm512_srli_epi32(qh, (unsigned)shift), dup);
-  __mmask64 set = _mm512_test_epi8_mask(b, _mm512_set1_epi32(0x08040201));
-  return _mm512_maskz_mov_epi8(set, _mm512_set1_epi8(0x10));
-}
-
 /* Q5_1: 16 x 24 bytes = 96 dwords, dword k of block j at 6 j + k (d|m,
  * qh, then the four qs words). */
 static inline __attribute__((always_inline)) void
@@ -132,10 +122,10 @@ load_w_q5_1(const block_q5_1 *x, w_group *wg) {
 #pragma GCC unroll 4
   for (int c = 0; c < 4; c++) {
     wg->q[2 * c] = _mm512_or_si512(_mm512_and_si512(f[c + 2], low),
-                                   fifth_bits(f[1], 4 * c));
+                                   nc_fifth_bits(f[1], 4 * c));
     wg->q[2 * c + 1] =
         _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(f[c + 2], 4), low),
-                        fifth_bits(f[1], 16 + 4 * c));
+                        nc_fifth_bits(f[1], 16 + 4 * c));
   }
 }
 

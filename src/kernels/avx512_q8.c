@@ -20,6 +20,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "avx512_util.h"
 #include "tables.h"
 
 enum { GB = 16, MAX_R = 8 };
@@ -161,17 +162,6 @@ static inline __attribute__((always_inline)) void load_q4_0(const block_q4_0 *x,
   finish_slices(w, g);
 }
 
-/* Byte k (0..3) of each lane: 0x10 where bit shift + k of the lane's u32
- * is set. */
-static inline __m512i fifth_bits(__m512i qh, int shift) {
-  /* copy each lane's low byte (after the shift) to its four bytes */
-  const __m512i dup =
-      _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
-  __m512i b = _mm512_shuffle_epi8(_mm512_srli_epi32(qh, (unsigned)shift), dup);
-  __mmask64 set = _mm512_test_epi8_mask(b, _mm512_set1_epi32(0x08040201));
-  return _mm512_maskz_mov_epi8(set, _mm512_set1_epi8(0x10));
-}
-
 static inline __attribute__((always_inline)) void load_q5_0(const block_q5_0 *x,
                                                             sw_group *g) {
   const uint8_t *base = (const uint8_t *)x;
@@ -183,10 +173,10 @@ static inline __attribute__((always_inline)) void load_q5_0(const block_q5_0 *x,
   transpose16x4(base + 6, sizeof(block_q5_0), q);
   for (int c = 0; c < 4; c++) {
     __m512i lo =
-        _mm512_or_si512(_mm512_and_si512(q[c], low), fifth_bits(qh, 4 * c));
+        _mm512_or_si512(_mm512_and_si512(q[c], low), nc_fifth_bits(qh, 4 * c));
     __m512i hi =
         _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(q[c], 4), low),
-                        fifth_bits(qh, 16 + 4 * c));
+                        nc_fifth_bits(qh, 16 + 4 * c));
     w[c] = _mm512_sub_epi8(lo, sixteen);
     w[c + 4] = _mm512_sub_epi8(hi, sixteen);
   }
