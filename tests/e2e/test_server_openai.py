@@ -195,3 +195,27 @@ def test_context_overflow_raises_bad_request(client):
 def test_server_still_serves_after_errors(client):
     r = client.completions.create(model="m", prompt="Hello", max_tokens=2)
     assert r.choices[0].text is not None
+
+
+def test_stream_with_stop_matches_non_stream(client):
+    kw = dict(model="m", prompt="1, 2, 3, 4, 5, 6, 7,", max_tokens=12,
+              temperature=0, extra_body={"ignore_eos": True})
+    text = client.completions.create(**kw).choices[0].text
+    stop = text[3:5]
+    full = client.completions.create(stop=[stop], **kw)
+    chunks = list(client.completions.create(stop=[stop], stream=True, **kw))
+    streamed = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert streamed == full.choices[0].text
+    assert stop not in streamed
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_stream_chat_logprobs(client):
+    chunks = list(client.chat.completions.create(
+        model="m", messages=MESSAGES, max_tokens=5, temperature=0,
+        logprobs=True, top_logprobs=2, stream=True,
+        stream_options={"include_usage": True}))
+    entries = [e for c in chunks if c.choices and c.choices[0].logprobs
+               for e in c.choices[0].logprobs.content]
+    assert len(entries) == chunks[-1].usage.completion_tokens
+    assert all(e.logprob <= 0 and len(e.top_logprobs) <= 2 for e in entries)
