@@ -181,7 +181,7 @@ static void quant_worker(void *p, int ith, int nth) {
 
 typedef struct mm_task {
   const nc_kernels *kern;
-  const nc_mm *mm[8];
+  const nc_mm *mm[NC_FWD_MAX_MM];
   int n_mm;
   int64_t total; /* output rows over all matmuls */
   const uint8_t *a;
@@ -218,8 +218,8 @@ static void mm_worker(void *p, int ith, int nth) {
 
 void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
                    int32_t rows, const nc_mm *mm, int n_mm) {
-  bool done[8] = {false};
-  if (n_mm > 8) n_mm = 8;
+  bool done[NC_FWD_MAX_MM] = {false};
+  if (n_mm > NC_FWD_MAX_MM) n_mm = NC_FWD_MAX_MM;
   for (int i = 0; i < n_mm; i++) {
     if (done[i]) continue;
     const nc_type vdt = nc_type_traits_of(mm[i].w->type)->vec_dot_type;

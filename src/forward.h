@@ -39,7 +39,9 @@ typedef struct nc_mm {
 } nc_mm;
 
 /* Quantizes each of the rows of x (x_stride floats apart) once per distinct
- * vec_dot_type, then runs the n_mm matmuls in one parallel pass. */
+ * vec_dot_type, then runs the n_mm (at most NC_FWD_MAX_MM) matmuls in one
+ * parallel pass, threads splitting the output rows. */
+#define NC_FWD_MAX_MM 8
 void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
                    int32_t rows, const nc_mm *mm, int n_mm);
 
