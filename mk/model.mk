@@ -8,7 +8,8 @@ MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
 # The FMA build of the attention loops (chosen at run time; same results).
 CFLAGS_attn_kernel_fma := -mfma
 
-UNIT_TESTS += test_ops test_kv_cache test_forward
+UNIT_TESTS += test_ops test_kv_cache test_forward test_model_load
 test_ops_DEPS := ops threadpool status attn_kernel attn_kernel_fma quant
 test_kv_cache_DEPS := status kv_cache batch quant quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)
+test_model_load_DEPS = $(MODEL_OBJS)
