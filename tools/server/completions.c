@@ -1,4 +1,5 @@
 /* nucleus serve: POST /v1/chat/completions and POST /v1/completions. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,8 +8,23 @@
 #include "prompt.h"
 #include "routes.h"
 
+/* One line per generation request, written when it ends. */
+static void log_job(const job *j) {
+  const completion_out *o = &j->out;
+  if (!j->g || !o->choices) return;
+  double ttft, elapsed;
+  gen_timing(j->g, &ttft, &elapsed);
+  const char *finish = finish_reason_text(o->choices[0].finish);
+  fprintf(stderr,
+          "nucleus: %s %s n=%d prompt=%d completion=%d finish=%s ttft=%.3fs "
+          "total=%.3fs\n",
+          o->id, j->req.stream ? "stream" : "sync", o->n, o->prompt_tokens,
+          o->completion_tokens, finish ? finish : "gone", ttft, elapsed);
+}
+
 void job_free(job *j) {
   if (!j) return;
+  log_job(j);
   gen_free(j->g);
   completion_out_free(&j->out);
   gen_request_free(&j->req);

@@ -15,6 +15,7 @@ struct gen {
   int fd;   /* the client's socket, -1 when unknown */
   bool done;
   double t_submit;
+  double t_first;   /* first token of any completion, 0 before */
   double t_checked; /* when the socket was last checked */
   int32_t n;
   double *t_last; /* per completion: time of its last token, 0 before */
@@ -73,6 +74,7 @@ static void observe(gen *g, const nucleus_event *ev) {
   metrics_add_tokens(g->srv->metrics, 0, 1);
   if (ev->index < 0 || ev->index >= g->n) return;
   double *last = &g->t_last[ev->index];
+  if (g->t_first == 0) g->t_first = t;
   if (*last == 0)
     metrics_observe_ttft(g->srv->metrics, t - g->t_submit);
   else
@@ -104,6 +106,11 @@ gen_wait gen_next(gen *g, nucleus_event *ev) {
       return GEN_GONE;
     }
   }
+}
+
+void gen_timing(const gen *g, double *ttft_s, double *elapsed_s) {
+  *ttft_s = g->t_first > 0 ? g->t_first - g->t_submit : -1;
+  *elapsed_s = now_s() - g->t_submit;
 }
 
 void gen_free(gen *g) {

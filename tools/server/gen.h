@@ -30,6 +30,9 @@ gen_wait gen_next(gen *g, nucleus_event *ev);
 /* True when the peer of this connection has closed its side. */
 bool gen_client_gone(gen *g);
 
+/* Seconds from submit to the first token (-1 before it) and to now. */
+void gen_timing(const gen *g, double *ttft_s, double *elapsed_s);
+
 /* Cancels the request unless it has finished, and releases it. */
 void gen_free(gen *g);
 

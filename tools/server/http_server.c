@@ -2,6 +2,7 @@
 #include "http_server.h"
 
 #include <netdb.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   *con_cls = NULL;
 }
 
+/* libmicrohttpd's own messages, marked as such. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  (void)cls;
+  fputs("nucleus: http: ", stderr);
+  vfprintf(stderr, fmt, ap);
+}
+
 static int resolve(const char *host, int port, struct sockaddr_storage *out,
                    char *msg, size_t cap) {
   struct addrinfo hints = {.ai_family = AF_UNSPEC,
@@ -169,11 +177,12 @@ http_server *http_server_start(server_ctx *srv, char *msg, size_t cap) {
   if (hs->addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
   hs->daemon = MHD_start_daemon(
       flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&hs->addr,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
+      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+      (struct sockaddr *)&hs->addr, MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+      MHD_OPTION_END);
   if (!hs->daemon) {
     snprintf(msg, cap, "cannot listen on %s:%d (address in use?)", cfg->host,
              cfg->port);
