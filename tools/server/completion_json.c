@@ -155,6 +155,7 @@ static int append_text(choice_state *c, const char *s, size_t n) {
 int completion_out_record(completion_out *out, const nucleus_event *ev,
                           bool accumulate) {
   if (ev->kind == NUCLEUS_EVENT_DONE) {
+    out->timings = ev->timings;
     if (ev->usage.completion_tokens > out->completion_tokens)
       out->completion_tokens = ev->usage.completion_tokens;
     if (ev->usage.prompt_tokens > 0)

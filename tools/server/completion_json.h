@@ -28,7 +28,8 @@ typedef struct completion_out {
   choice_state *choices;
   int32_t prompt_tokens;
   int32_t completion_tokens;
-  bool failed; /* some completion ended with NUCLEUS_FINISH_ERROR */
+  nucleus_timings timings; /* from the engine's DONE event */
+  bool failed;             /* some completion ended with NUCLEUS_FINISH_ERROR */
   nucleus_error error;
 } completion_out;
 

@@ -17,9 +17,10 @@ static void log_job(const job *j) {
   const char *finish = finish_reason_text(o->choices[0].finish);
   fprintf(stderr,
           "nucleus: %s %s n=%d prompt=%d completion=%d finish=%s ttft=%.3fs "
-          "total=%.3fs\n",
+          "(engine %.3fs) total=%.3fs\n",
           o->id, j->req.stream ? "stream" : "sync", o->n, o->prompt_tokens,
-          o->completion_tokens, finish ? finish : "gone", ttft, elapsed);
+          o->completion_tokens, finish ? finish : "gone", ttft,
+          o->timings.time_to_first_token_ms * 1e-3, elapsed);
 }
 
 void job_free(job *j) {
