@@ -9,8 +9,8 @@ test_jinja_DEPS := $(JINJA_OBJS) chat_template
 test_chat_template_DEPS := $(JINJA_OBJS) chat_template
 
 # libFuzzer target: make fuzz-template (clang-14), then
-#   build/fuzz/fuzz_template -max_total_time=600 fuzz/corpus-run/template \
-#     fuzz/corpus/template
+#   build/fuzz/fuzz_template -max_total_time=600 -dict=fuzz/template.dict \
+#     fuzz/corpus-run/template fuzz/corpus/template
 FUZZ_CC ?= clang-14
 FUZZ_TEMPLATE_SRCS := fuzz/fuzz_template.c \
   $(patsubst %,src/%.c,$(JINJA_OBJS) chat_template)
