@@ -219,3 +219,9 @@ def test_stream_chat_logprobs(client):
                for e in c.choices[0].logprobs.content]
     assert len(entries) == chunks[-1].usage.completion_tokens
     assert all(e.logprob <= 0 and len(e.top_logprobs) <= 2 for e in entries)
+
+
+def test_models_list_and_retrieve(client):
+    models = client.models.list().data
+    assert len(models) == 1
+    assert client.models.retrieve(models[0].id).id == models[0].id

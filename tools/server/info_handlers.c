@@ -15,18 +15,30 @@ enum MHD_Result handle_health(server_ctx *srv, struct MHD_Connection *conn,
   return reply_json(srv, conn, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+static json_t *model_object(server_ctx *srv) {
+  return json_pack("{s:o,s:s,s:I,s:s,s:{s:i,s:i,s:i}}", "id",
+                   json_text(srv->model_id, strlen(srv->model_id)), "object",
+                   "model", "created", (json_int_t)srv->created, "owned_by",
+                   "nucleus", "meta", "n_vocab", srv->n_vocab, "n_ctx",
+                   srv->n_ctx, "n_ctx_train",
+                   nucleus_model_n_ctx_train(srv->model));
+}
+
 enum MHD_Result handle_models(server_ctx *srv, struct MHD_Connection *conn,
                               const char *body, size_t len) {
   (void)body;
   (void)len;
-  json_t *model =
-      json_pack("{s:o,s:s,s:I,s:s,s:{s:i,s:i,s:i}}", "id",
-                json_text(srv->model_id, strlen(srv->model_id)), "object",
-                "model", "created", (json_int_t)srv->created, "owned_by",
-                "nucleus", "meta", "n_vocab", srv->n_vocab, "n_ctx", srv->n_ctx,
-                "n_ctx_train", nucleus_model_n_ctx_train(srv->model));
-  return reply_json(srv, conn, 200,
-                    json_pack("{s:s,s:[o]}", "object", "list", "data", model));
+  return reply_json(
+      srv, conn, 200,
+      json_pack("{s:s,s:[o]}", "object", "list", "data", model_object(srv)));
+}
+
+/* Any id names the one loaded model, as requests accept any "model". */
+enum MHD_Result handle_model(server_ctx *srv, struct MHD_Connection *conn,
+                             const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  return reply_json(srv, conn, 200, model_object(srv));
 }
 
 enum MHD_Result handle_metrics(server_ctx *srv, struct MHD_Connection *conn,

@@ -6,6 +6,7 @@
 static const route ROUTES[] = {
     {"GET", "/health", true, false, handle_health},
     {"GET", "/v1/models", false, false, handle_models},
+    {"GET", "/v1/models/", false, false, handle_model},
     {"GET", "/metrics", false, false, handle_metrics},
     {"POST", "/v1/chat/completions", false, true, handle_chat_completions},
     {"POST", "/v1/completions", false, true, handle_completions},
@@ -15,10 +16,15 @@ static const route ROUTES[] = {
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
-/* The path without its query string, compared exactly. */
+/* The path without its query string, compared exactly; a path ending in
+ * '/' matches any one non-empty segment after it (/v1/models/ID). */
 static bool path_is(const char *url, const char *path) {
   size_t n = strcspn(url, "?");
-  return strlen(path) == n && !memcmp(url, path, n);
+  size_t len = strlen(path);
+  if (len && path[len - 1] == '/')
+    return n > len && !memcmp(url, path, len) &&
+           !memchr(url + len, '/', n - len);
+  return len == n && !memcmp(url, path, n);
 }
 
 const route *route_find(const char *method, const char *url, api_error *e) {
