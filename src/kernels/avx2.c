@@ -40,21 +40,30 @@ static inline __m256i dot_s8s8(__m256i qx, __m256i qy) {
   return dot_u8s8(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(qy, qx));
 }
 
+/* The two fp16 at p (d then m, or d then s) as floats in lanes 0 and 1. */
+static inline __m128 h2f_pair(const void *p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(v));
+}
+
 float nc_avx2_dot_q4_1(int64_t n, const void *vw, const void *va) {
   const block_q4_1 *x = vw;
   const block_q8_1 *y = va;
   __m256 acc = _mm256_setzero_ps();
-  float summs = 0.0f;
+  /* lane 1 runs the min-term chain summs = fma(m_w, s_a, summs); lane 0
+   * computes the same kind of chain on d_w, d_a and is ignored */
+  __m128 summs = _mm_setzero_ps();
 #pragma GCC unroll 4
   for (int64_t i = 0; i < n / QK8_1; i++) {
-    summs = fmaf(h2f(x[i].m), h2f(y[i].s), summs);
-    const __m256 d =
-        _mm256_mul_ps(_mm256_set1_ps(h2f(x[i].d)), _mm256_set1_ps(h2f(y[i].d)));
+    const __m128 xdm = h2f_pair(&x[i].d), yds = h2f_pair(&y[i].d);
+    summs = _mm_fmadd_ps(xdm, yds, summs);
+    const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(xdm, yds));
     __m256i qx = unpack_nibbles(x[i].qs);
     __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8s8(qx, qy)), acc);
   }
-  return nc_hsum8(acc) + summs;
+  return nc_hsum8(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
 }
 
 float nc_avx2_dot_q8_0(int64_t n, const void *vw, const void *va) {
@@ -118,19 +127,18 @@ float nc_avx2_dot_q5_1(int64_t n, const void *vw, const void *va) {
   const block_q5_1 *x = vw;
   const block_q8_1 *y = va;
   __m256 acc = _mm256_setzero_ps();
-  float summs = 0.0f;
+  __m128 summs = _mm_setzero_ps(); /* lane 1: the min terms, as in q4_1 */
 #pragma GCC unroll 4
   for (int64_t i = 0; i < n / QK8_1; i++) {
-    const __m256 dx = _mm256_set1_ps(h2f(x[i].d));
-    summs = fmaf(h2f(x[i].m), h2f(y[i].s), summs);
+    const __m128 xdm = h2f_pair(&x[i].d), yds = h2f_pair(&y[i].d);
+    summs = _mm_fmadd_ps(xdm, yds, summs);
     __m256i hi = _mm256_and_si256(bit_bytes(x[i].qh), _mm256_set1_epi8(0x10));
     __m256i qx = _mm256_or_si256(unpack_nibbles(x[i].qs), hi);
-    const __m256 dy = _mm256_set1_ps(h2f(y[i].d));
     __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(qx, qy)),
-                          _mm256_mul_ps(dx, dy), acc);
+                          _mm256_broadcastss_ps(_mm_mul_ss(xdm, yds)), acc);
   }
-  return nc_hsum8(acc) + summs;
+  return nc_hsum8(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
 }
 
 static inline float hsum_4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
