@@ -664,6 +664,7 @@ static bool eval_inner(jinterp *I, const jnode *n, jv *out) {
 
 bool jeval(jinterp *I, const jnode *n, jv *out) {
   if (I->failed) return false;
+  if (!n) return jfail(I, NC_ERR_INTERNAL, "missing expression");
   if (--I->fuel < 0)
     return jfail(I, NC_ERR_LIMIT, "template exceeded %lld evaluation steps",
                  (long long)I->lim.max_steps);

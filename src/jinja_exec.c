@@ -270,6 +270,7 @@ static bool exec_inner(jinterp *I, const jnode *n) {
 
 bool jexec(jinterp *I, const jnode *n) {
   if (I->failed) return false;
+  if (!n) return jfail(I, NC_ERR_INTERNAL, "missing statement");
   if (--I->fuel < 0)
     return jfail(I, NC_ERR_LIMIT, "template exceeded %lld evaluation steps",
                  (long long)I->lim.max_steps);

@@ -355,6 +355,10 @@ static jnode *parse_postfix(parser *P, jnode *nd) {
       }
       if (!expect_op(P, "]")) return NULL;
       if (idx->n_kids == 0) return fail_at(P, "expected a subscript");
+      for (size_t k = 0; idx->n_kids > 1 && k < idx->n_kids; k++)
+        if (idx->kids[k]->kind == JN_SLICE) /* jinja2 cannot compile it */
+          return fail_msg(P, NC_ERR_FORMAT,
+                          "a slice must be the only subscript");
       jnode *arg = idx->n_kids == 1 ? idx->kids[0] : idx;
       jnode *sub = node(P, arg->kind == JN_SLICE ? JN_SLICE : JN_SUBSCRIPT);
       if (!sub) return NULL;

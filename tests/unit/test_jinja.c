@@ -153,6 +153,9 @@ static void test_error_lines(void **state) {
   expect_error("{% include 'other.jinja' %}", NULL, NC_ERR_UNSUPPORTED,
                "sandbox");
   expect_error("{% break %}", NULL, NC_ERR_FORMAT, "outside a loop");
+  /* found by fuzz_template: a slice among several subscripts */
+  expect_error("{{ x[1:2, 3] }}", "{\"x\": [1, 2, 3]}", NC_ERR_FORMAT,
+               "only subscript");
   expect_error("{{ messages[0].content }}", "{\"messages\": []}",
                NC_ERR_INVALID_ARGUMENT, "'list object' has no element 0");
 }
