@@ -79,7 +79,13 @@ float nc_expf_ggml(float x) {
   const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
                             fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
                        u, fmaf(0x1.ffffecp-1f, b, 1.0f));
-  return ldexpf(j, (int)n);
+  const int e = (int)n;
+  if (e < -126 || e > 127) return ldexpf(j, e); /* subnormal or overflow */
+  union {
+    uint32_t u;
+    float f;
+  } p2 = {.u = (uint32_t)(e + 127) << 23};
+  return j * p2.f; /* exact scaling: one rounding, as scalef */
 }
 
 float nc_sum16_tree(const float v[16]) {
