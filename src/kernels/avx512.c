@@ -11,10 +11,11 @@
  *
  * Float order (one weight row, one activation row): acc (16 lanes) starts at
  * 0; for each group, acc = fma(m_w, s_a, fma(d_w * d_a, I, acc)) where I is
- * block j's exact integer dot; the result is the sum of acc's 16 lanes. The
- * last n / 32 % 16 blocks stay in the plain layout and go llama.cpp's way
- * (8 lanes, one fma per block, min terms summed by fma on the side); their
- * sum is added last. vec_dot and vec_dot_rows run the very same operations
+ * block j's exact integer dot. The last t = n / 32 % 16 blocks go in pairs
+ * into a second accumulator (8 lanes per block, lane k = elements 4k..4k+3):
+ * acct = fma(d_w * d_a, I, acct), then m_w s_a added by fma in lanes 0 and
+ * 8; the result is the sum (_mm512_reduce_add_ps) of acc + acct, or of acc
+ * when t = 0. vec_dot and vec_dot_rows run the very same operations
  * per activation row, so their results are bit-identical whatever nrows.
  *
  * Q8_0, Q4_0 and Q5_0 work the same way (avx512_q8.c); the other types
@@ -32,7 +33,8 @@ enum { GB = 16 }; /* blocks per group */
 /* Activation layout: each full group of 16 Q8_1 blocks (576 bytes) as
  *   d[16] (fp16), s[16] (fp16), then 8 slices of 64 bytes: slice 2c + h
  *   holds, for each block j, its 4 quants 16 h + 4 c .. 16 h + 4 c + 3;
- * then the row's last n / 32 % 16 blocks as plain block_q8_1. */
+ * then the row's last t = n / 32 % 16 blocks as d[t], s[t] (fp16) and
+ * their quants, 32 per block in element order. */
 static void quantize_q8_1_il(const float *src, void *dst, int64_t n) {
   uint8_t *out = dst;
   const int64_t nb = n / QK8_1;
@@ -49,7 +51,16 @@ static void quantize_q8_1_il(const float *src, void *dst, int64_t n) {
       }
     }
   }
-  if (b0 < nb) nc_avx2_quant_q8_1(src + b0 * QK8_1, out, (nb - b0) * QK8_1);
+  if (b0 < nb) { /* tail of t < 16 blocks: d[t], s[t], then the quants */
+    const int t = (int)(nb - b0);
+    block_q8_1 tmp[GB];
+    nc_avx2_quant_q8_1(src + b0 * QK8_1, tmp, (int64_t)t * QK8_1);
+    for (int j = 0; j < t; j++) {
+      memcpy(out + 2 * j, &tmp[j].d, 2);
+      memcpy(out + 2 * t + 2 * j, &tmp[j].s, 2);
+      memcpy(out + 4 * t + QK8_1 * j, tmp[j].qs, QK8_1);
+    }
+  }
 }
 
 /* Weight side of one group: the 16 blocks transposed to block-per-lane. */
@@ -148,8 +159,90 @@ group_dot(const w_group *wg, const uint8_t *a, __m512 acc) {
   return _mm512_fmadd_ps(wg->m, sa, acc);
 }
 
+/* Weight side of a tail pair (one or two blocks, natural order): quants
+ * of block 2p in bytes 0..31 and of 2p + 1 in 32..63, scales and mins per
+ * lane (lanes 0..7: first block, 8..15: second). */
+typedef struct w_pair {
+  __m512i q;
+  __m512 d, m;
+} w_pair;
+
+static inline __m256i nibbles32(const uint8_t *qs) {
+  __m128i v = _mm_loadu_si128((const __m128i *)qs);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v),
+                          _mm256_set1_epi8(0x0f));
+}
+
+static inline __attribute__((always_inline)) void
+pair_finish(__m256i q0, __m256i q1, const uint8_t *dm0, const uint8_t *dm1,
+            w_pair *wp) {
+  wp->q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+  int32_t v0, v1 = 0;
+  memcpy(&v0, dm0, 4);
+  if (dm1) memcpy(&v1, dm1, 4);
+  /* fp16 lanes d0, m0, d1, m1 -> floats */
+  const __m512 dm =
+      _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi32(v0, v1, 0, 0)));
+  wp->d = _mm512_permutexvar_ps(
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), dm);
+  wp->m = _mm512_permutexvar_ps(
+      _mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), dm);
+}
+
+static inline __attribute__((always_inline)) void
+pair_q4_1(const block_q4_1 *x, int cnt, w_pair *wp) {
+  __m256i q1 = cnt > 1 ? nibbles32(x[1].qs) : _mm256_setzero_si256();
+  pair_finish(nibbles32(x[0].qs), q1, (const uint8_t *)&x[0].d,
+              cnt > 1 ? (const uint8_t *)&x[1].d : NULL, wp);
+}
+
+static inline __m256i nibbles32_q5(const block_q5_1 *b) {
+  uint32_t qh;
+  memcpy(&qh, b->qh, 4);
+  return _mm256_or_si256(
+      nibbles32(b->qs),
+      _mm256_maskz_mov_epi8((__mmask32)qh, _mm256_set1_epi8(0x10)));
+}
+
+static inline __attribute__((always_inline)) void
+pair_q5_1(const block_q5_1 *x, int cnt, w_pair *wp) {
+  __m256i q1 = cnt > 1 ? nibbles32_q5(&x[1]) : _mm256_setzero_si256();
+  pair_finish(nibbles32_q5(&x[0]), q1, (const uint8_t *)&x[0].d,
+              cnt > 1 ? (const uint8_t *)&x[1].d : NULL, wp);
+}
+
+/* One activation row's contribution for tail pair p of a tail of t blocks
+ * at a: acct = fma(d_w d_a, I, acct) over 16 lanes (8 per block), then the
+ * min terms m_w s_a in lanes 0 and 8 only. */
+static inline __attribute__((always_inline)) __m512
+pair_dot(const w_pair *wp, const uint8_t *a, int t, int p, int cnt,
+         __m512 acct) {
+  const __m512i lo8 =
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  int32_t dv, sv;
+  if (cnt > 1) {
+    memcpy(&dv, a + 4 * p, 4);
+    memcpy(&sv, a + 2 * t + 4 * p, 4);
+  } else {
+    uint16_t hd, hs;
+    memcpy(&hd, a + 4 * p, 2);
+    memcpy(&hs, a + 2 * t + 4 * p, 2);
+    dv = hd;
+    sv = hs;
+  }
+  const __m512 da = _mm512_permutexvar_ps(
+      lo8, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dv))));
+  const __m512 sa = _mm512_permutexvar_ps(
+      lo8, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(sv))));
+  const __mmask16 k = cnt > 1 ? 0xffff : 0x00ff;
+  const __m512i q = _mm512_maskz_loadu_epi32(k, a + 4 * t + 64 * p);
+  const __m512i i = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wp->q, q);
+  acct = _mm512_fmadd_ps(_mm512_mul_ps(wp->d, da), _mm512_cvtepi32_ps(i), acct);
+  return _mm512_mask3_fmadd_ps(wp->m, sa, acct, (__mmask16)(k & 0x0101));
+}
+
 typedef void (*w_loader)(const void *x, int64_t block, w_group *wg);
-typedef float (*tail_dot)(int64_t n, const void *w, const void *a);
+typedef void (*p_loader)(const void *x, int64_t block, int cnt, w_pair *wp);
 
 static inline __attribute__((always_inline)) void
 ld_q4_1(const void *x, int64_t b, w_group *wg) {
@@ -159,12 +252,18 @@ static inline __attribute__((always_inline)) void
 ld_q5_1(const void *x, int64_t b, w_group *wg) {
   load_w_q5_1((const block_q5_1 *)x + b, wg);
 }
-
-/* R activation rows at once (R a compile-time constant after inlining).
- * The last nb % 16 blocks (plain layout) go through the avx2 kernel in
- * llama.cpp's order, added to the groups' sum. */
 static inline __attribute__((always_inline)) void
-rows_r(int64_t n, const uint8_t *x, size_t wblock, w_loader load, tail_dot tail,
+lp_q4_1(const void *x, int64_t b, int cnt, w_pair *wp) {
+  pair_q4_1((const block_q4_1 *)x + b, cnt, wp);
+}
+static inline __attribute__((always_inline)) void
+lp_q5_1(const void *x, int64_t b, int cnt, w_pair *wp) {
+  pair_q5_1((const block_q5_1 *)x + b, cnt, wp);
+}
+
+/* R activation rows at once (R a compile-time constant after inlining). */
+static inline __attribute__((always_inline)) void
+rows_r(int64_t n, const uint8_t *x, w_loader load, p_loader pload,
        const uint8_t *a, size_t a_stride, float *out, size_t out_stride,
        const int R) {
   __m512 acc[16];
@@ -181,20 +280,35 @@ rows_r(int64_t n, const uint8_t *x, size_t wblock, w_loader load, tail_dot tail,
     for (int r = 0; r < R; r++)
       acc[r] = group_dot(&wg, a + (size_t)r * a_stride + off, acc[r]);
   }
-  for (int r = 0; r < R; r++) {
-    float v = _mm512_reduce_add_ps(acc[r]);
-    if (b0 < nb)
-      v += tail((nb - b0) * QK8_1, x + (size_t)b0 * wblock,
-                a + (size_t)r * a_stride + (size_t)b0 * sizeof(block_q8_1));
-    out[(size_t)r * out_stride] = v;
+  const int t = (int)(nb - b0);
+  if (t > 0) { /* the tail, in pairs of blocks, into a second accumulator */
+    __m512 acct[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++)
+      acct[r] = _mm512_setzero_ps();
+    const size_t off = (size_t)b0 * sizeof(block_q8_1);
+    for (int p = 0; 2 * p < t; p++) {
+      const int cnt = t - 2 * p > 1 ? 2 : 1;
+      w_pair wp;
+      pload(x, b0 + 2 * p, cnt, &wp);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; r++)
+        acct[r] =
+            pair_dot(&wp, a + (size_t)r * a_stride + off, t, p, cnt, acct[r]);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++)
+      acc[r] = _mm512_add_ps(acc[r], acct[r]);
   }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
+    out[(size_t)r * out_stride] = _mm512_reduce_add_ps(acc[r]);
 }
 
-#define KERNEL(name, block)                                                    \
+#define KERNEL(name)                                                           \
   static float dot_##name(int64_t n, const void *w, const void *a) {           \
     float out;                                                                 \
-    rows_r(n, w, sizeof(block), ld_##name, nc_avx2_dot_##name, a, 0, &out, 1,  \
-           1);                                                                 \
+    rows_r(n, w, ld_##name, lp_##name, a, 0, &out, 1, 1);                      \
     return out;                                                                \
   }                                                                            \
   static void dot_##name##_rows(int64_t n, const void *w, const void *a,       \
@@ -203,20 +317,17 @@ rows_r(int64_t n, const uint8_t *x, size_t wblock, w_loader load, tail_dot tail,
     const uint8_t *ap = a;                                                     \
     int r = 0;                                                                 \
     for (; r + 16 <= nrows; r += 16)                                           \
-      rows_r(n, w, sizeof(block), ld_##name, nc_avx2_dot_##name,               \
-             ap + (size_t)r * a_stride, a_stride,                              \
+      rows_r(n, w, ld_##name, lp_##name, ap + (size_t)r * a_stride, a_stride,  \
              out + (size_t)r * out_stride, out_stride, 16);                    \
     for (; r + 4 <= nrows; r += 4)                                             \
-      rows_r(n, w, sizeof(block), ld_##name, nc_avx2_dot_##name,               \
-             ap + (size_t)r * a_stride, a_stride,                              \
+      rows_r(n, w, ld_##name, lp_##name, ap + (size_t)r * a_stride, a_stride,  \
              out + (size_t)r * out_stride, out_stride, 4);                     \
     for (; r < nrows; r++)                                                     \
-      rows_r(n, w, sizeof(block), ld_##name, nc_avx2_dot_##name,               \
-             ap + (size_t)r * a_stride, a_stride,                              \
+      rows_r(n, w, ld_##name, lp_##name, ap + (size_t)r * a_stride, a_stride,  \
              out + (size_t)r * out_stride, out_stride, 1);                     \
   }
-KERNEL(q4_1, block_q4_1)
-KERNEL(q5_1, block_q5_1)
+KERNEL(q4_1)
+KERNEL(q5_1)
 #undef KERNEL
 
 #define E(t, fn) [t] = fn
