@@ -7,7 +7,21 @@
  * template that fails gets an error naming its line, never a crash.
  *
  * Compile once, render many: a jinja_template is immutable after compiling
- * and may be rendered from several threads at once. */
+ * and may be rendered from several threads at once.
+ *
+ * Supported: {{ }} {% %} {# #} with jinja2's whitespace control, raw;
+ * if/elif/else, for (tuple targets, "if" filter, else, loop.*, break,
+ * continue), set (names, tuples, ns.attr, set blocks with filters), macros
+ * with defaults and keyword arguments, call blocks (caller), filter blocks,
+ * with, generation (transformers' tag, rendered in place); literals, Python
+ * operators and precedence, slices, attribute/item lookup with jinja2's
+ * fallbacks, Undefined, Markup from safe/escape; jinja2's common filters and
+ * tests, str/dict/list methods, % and str.format formatting, range,
+ * namespace, dict, raise_exception, strftime_now; map/select/... return
+ * one-shot generators like jinja2.
+ * Not supported (an error, never a crash): include/import/extends, recursive
+ * loops, *args/**kwargs, macro varargs, filters batch/slice/groupby/
+ * truncate/wordwrap/center/urlize/striptags/xmlattr/pprint/random. */
 #ifndef NC_JINJA_H
 #define NC_JINJA_H
 
