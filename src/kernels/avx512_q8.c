@@ -11,12 +11,14 @@
  * Activation layout (private to the avx512 table, same size as Q8_0 rows):
  * each full group of 16 blocks (544 bytes) as d[16] (fp16), then 8 slices
  * of 64 bytes, slice v holding quants 4v..4v+3 of each block j; then the
- * last n / 32 % 16 blocks as plain block_q8_0.
+ * last t = n / 32 % 16 blocks as d[t] then their quants in element order.
  *
- * Float order per (weight row, activation row): acc (16 lanes) = fma(d_w *
- * d_a, I, acc) per group; result = (sum of acc's lanes) + the plain tail's
- * dot in llama.cpp's x86 order (avx2.c). vec_dot and vec_dot_rows run the
- * same operations per row: bit-identical whatever nrows. */
+ * The tail blocks go in pairs into a second accumulator (8 lanes per
+ * block). Float order per (weight row, activation row): acc (16 lanes) =
+ * fma(d_w * d_a, I, acc) per group, acct likewise per tail pair; result =
+ * _mm512_reduce_add_ps(acc + acct) (of acc when t = 0). vec_dot and
+ * vec_dot_rows run the same operations per row: bit-identical whatever
+ * nrows. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -38,7 +40,15 @@ void nc_avx512_quant_q8_0(const float *src, void *dst, int64_t n) {
         memcpy(out + 2 * GB + 64 * v + 4 * j, tmp[j].qs + 4 * v, 4);
     }
   }
-  if (b0 < nb) nc_avx2_quant_q8_0(src + b0 * QK8_0, out, (nb - b0) * QK8_0);
+  if (b0 < nb) { /* tail of t < 16 blocks: d[t], then the quants */
+    const int t = (int)(nb - b0);
+    block_q8_0 tmp[GB];
+    nc_avx2_quant_q8_0(src + b0 * QK8_0, tmp, (int64_t)t * QK8_0);
+    for (int j = 0; j < t; j++) {
+      memcpy(out + 2 * j, &tmp[j].d, 2);
+      memcpy(out + 2 * t + QK8_0 * j, tmp[j].qs, QK8_0);
+    }
+  }
 }
 
 /* Weight side of a full group: |w| per slice, the lanes' negative bytes,
@@ -203,7 +213,6 @@ sgroup_dot(const sw_group *g, const uint8_t *a, __m512 acc) {
 }
 
 typedef void (*load_fn)(const void *x, int64_t block, sw_group *g);
-typedef float (*tail_fn)(int64_t n, const void *w, const void *a);
 
 static inline __attribute__((always_inline)) void
 ld_q8_0(const void *x, int64_t b, sw_group *g) {
@@ -218,8 +227,103 @@ ld_q5_0(const void *x, int64_t b, sw_group *g) {
   load_q5_0((const block_q5_0 *)x + b, g);
 }
 
+/* Weight side of a tail pair (one or two blocks, natural order): |w| of
+ * block 2p in bytes 0..31 and of 2p + 1 in 32..63, the negative bytes,
+ * the scale per lane (lanes 0..7: first block, 8..15: second). */
+typedef struct sw_pair {
+  __m512i absw;
+  __mmask64 neg;
+  __m512 d;
+} sw_pair;
+
 static inline __attribute__((always_inline)) void
-srows(int64_t n, const uint8_t *x, size_t wblock, load_fn load, tail_fn tail,
+spair_finish(__m256i w0, __m256i w1, const uint8_t *d0, const uint8_t *d1,
+             sw_pair *sp) {
+  __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
+  sp->neg = _mm512_movepi8_mask(w);
+  sp->absw = _mm512_abs_epi8(w);
+  uint16_t h0, h1 = 0;
+  memcpy(&h0, d0, 2);
+  if (d1) memcpy(&h1, d1, 2);
+  const __m512 d = _mm512_castps128_ps512(
+      _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)h1 << 16 | h0))));
+  sp->d = _mm512_permutexvar_ps(
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), d);
+}
+
+static inline __m256i snib32(const uint8_t *qs, int off) {
+  __m128i v = _mm_loadu_si128((const __m128i *)qs);
+  __m256i b = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v),
+                               _mm256_set1_epi8(0x0f));
+  return _mm256_sub_epi8(b, _mm256_set1_epi8((char)off));
+}
+
+static inline __m256i q5_0_32(const block_q5_0 *b) {
+  uint32_t qh;
+  memcpy(&qh, b->qh, 4);
+  __m256i lo = _mm256_and_si256(
+      _mm256_set_m128i(
+          _mm_srli_epi16(_mm_loadu_si128((const __m128i *)b->qs), 4),
+          _mm_loadu_si128((const __m128i *)b->qs)),
+      _mm256_set1_epi8(0x0f));
+  lo = _mm256_or_si256(
+      lo, _mm256_maskz_mov_epi8((__mmask32)qh, _mm256_set1_epi8(0x10)));
+  return _mm256_sub_epi8(lo, _mm256_set1_epi8(16));
+}
+
+static inline __attribute__((always_inline)) void
+lp_q8_0(const void *x, int64_t b, int cnt, sw_pair *sp) {
+  const block_q8_0 *p = (const block_q8_0 *)x + b;
+  __m256i w1 = cnt > 1 ? _mm256_loadu_si256((const __m256i *)p[1].qs)
+                       : _mm256_setzero_si256();
+  spair_finish(_mm256_loadu_si256((const __m256i *)p[0].qs), w1,
+               (const uint8_t *)&p[0].d,
+               cnt > 1 ? (const uint8_t *)&p[1].d : NULL, sp);
+}
+
+static inline __attribute__((always_inline)) void
+lp_q4_0(const void *x, int64_t b, int cnt, sw_pair *sp) {
+  const block_q4_0 *p = (const block_q4_0 *)x + b;
+  __m256i w1 = cnt > 1 ? snib32(p[1].qs, 8) : _mm256_setzero_si256();
+  spair_finish(snib32(p[0].qs, 8), w1, (const uint8_t *)&p[0].d,
+               cnt > 1 ? (const uint8_t *)&p[1].d : NULL, sp);
+}
+
+static inline __attribute__((always_inline)) void
+lp_q5_0(const void *x, int64_t b, int cnt, sw_pair *sp) {
+  const block_q5_0 *p = (const block_q5_0 *)x + b;
+  __m256i w1 = cnt > 1 ? q5_0_32(&p[1]) : _mm256_setzero_si256();
+  spair_finish(q5_0_32(&p[0]), w1, (const uint8_t *)&p[0].d,
+               cnt > 1 ? (const uint8_t *)&p[1].d : NULL, sp);
+}
+
+/* One activation row, tail pair p of a tail of t blocks at a:
+ * acct = fma(d_w d_a, I, acct) over 16 lanes (8 per block). */
+static inline __attribute__((always_inline)) __m512
+spair_dot(const sw_pair *sp, const uint8_t *a, int t, int p, int cnt,
+          __m512 acct) {
+  int32_t dv;
+  if (cnt > 1) {
+    memcpy(&dv, a + 4 * p, 4);
+  } else {
+    uint16_t h;
+    memcpy(&h, a + 4 * p, 2);
+    dv = h;
+  }
+  const __m512 da = _mm512_permutexvar_ps(
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+      _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dv))));
+  const __mmask16 k = cnt > 1 ? 0xffff : 0x00ff;
+  __m512i q = _mm512_maskz_loadu_epi32(k, a + 2 * t + 64 * p);
+  q = _mm512_mask_sub_epi8(q, sp->neg, _mm512_setzero_si512(), q);
+  const __m512i i = _mm512_dpbusd_epi32(_mm512_setzero_si512(), sp->absw, q);
+  return _mm512_fmadd_ps(_mm512_mul_ps(sp->d, da), _mm512_cvtepi32_ps(i), acct);
+}
+
+typedef void (*pload_fn)(const void *x, int64_t block, int cnt, sw_pair *sp);
+
+static inline __attribute__((always_inline)) void
+srows(int64_t n, const uint8_t *x, load_fn load, pload_fn pload,
       const uint8_t *a, size_t a_stride, const int R, float *out,
       size_t out_stride) {
   __m512 acc[MAX_R];
@@ -236,19 +340,35 @@ srows(int64_t n, const uint8_t *x, size_t wblock, load_fn load, tail_fn tail,
     for (int r = 0; r < R; r++)
       acc[r] = sgroup_dot(&g, a + (size_t)r * a_stride + off, acc[r]);
   }
-  for (int r = 0; r < R; r++) {
-    float v = _mm512_reduce_add_ps(acc[r]);
-    if (b0 < nb)
-      v += tail((nb - b0) * QK8_0, x + (size_t)b0 * wblock,
-                a + (size_t)r * a_stride + (size_t)b0 * sizeof(block_q8_0));
-    out[(size_t)r * out_stride] = v;
+  const int t = (int)(nb - b0);
+  if (t > 0) { /* the tail, in pairs of blocks, into a second accumulator */
+    __m512 acct[MAX_R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+      acct[r] = _mm512_setzero_ps();
+    const size_t off = (size_t)b0 * sizeof(block_q8_0);
+    for (int p = 0; 2 * p < t; p++) {
+      const int cnt = t - 2 * p > 1 ? 2 : 1;
+      sw_pair sp;
+      pload(x, b0 + 2 * p, cnt, &sp);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++)
+        acct[r] =
+            spair_dot(&sp, a + (size_t)r * a_stride + off, t, p, cnt, acct[r]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+      acc[r] = _mm512_add_ps(acc[r], acct[r]);
   }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++)
+    out[(size_t)r * out_stride] = _mm512_reduce_add_ps(acc[r]);
 }
 
-#define KERNEL(name, block, tailfn)                                            \
+#define KERNEL(name)                                                           \
   float nc_avx512_dot_##name(int64_t n, const void *w, const void *a) {        \
     float out;                                                                 \
-    srows(n, w, sizeof(block), ld_##name, tailfn, a, 0, 1, &out, 1);           \
+    srows(n, w, ld_##name, lp_##name, a, 0, 1, &out, 1);                       \
     return out;                                                                \
   }                                                                            \
   void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \
@@ -257,16 +377,16 @@ srows(int64_t n, const uint8_t *x, size_t wblock, load_fn load, tail_fn tail,
     const uint8_t *ap = a;                                                     \
     int r = 0;                                                                 \
     for (; r + 8 <= nrows; r += 8)                                             \
-      srows(n, w, sizeof(block), ld_##name, tailfn, ap + (size_t)r * a_stride, \
-            a_stride, 8, out + (size_t)r * out_stride, out_stride);            \
+      srows(n, w, ld_##name, lp_##name, ap + (size_t)r * a_stride, a_stride,   \
+            8, out + (size_t)r * out_stride, out_stride);                      \
     for (; r + 4 <= nrows; r += 4)                                             \
-      srows(n, w, sizeof(block), ld_##name, tailfn, ap + (size_t)r * a_stride, \
-            a_stride, 4, out + (size_t)r * out_stride, out_stride);            \
+      srows(n, w, ld_##name, lp_##name, ap + (size_t)r * a_stride, a_stride,   \
+            4, out + (size_t)r * out_stride, out_stride);                      \
     for (; r < nrows; r++)                                                     \
-      srows(n, w, sizeof(block), ld_##name, tailfn, ap + (size_t)r * a_stride, \
-            a_stride, 1, out + (size_t)r * out_stride, out_stride);            \
+      srows(n, w, ld_##name, lp_##name, ap + (size_t)r * a_stride, a_stride,   \
+            1, out + (size_t)r * out_stride, out_stride);                      \
   }
-KERNEL(q8_0, block_q8_0, nc_avx2_dot_q8_0)
-KERNEL(q4_0, block_q4_0, nc_avx2_dot_q4_0)
-KERNEL(q5_0, block_q5_0, nc_avx2_dot_q5_0)
+KERNEL(q8_0)
+KERNEL(q4_0)
+KERNEL(q5_0)
 #undef KERNEL
