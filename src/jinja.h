@@ -20,7 +20,7 @@
  * namespace, dict, raise_exception, strftime_now; map/select/... return
  * one-shot generators like jinja2.
  * Not supported (an error, never a crash): include/import/extends, recursive
- * loops, *args/**kwargs, macro varargs, filters batch/slice/groupby/
+ * loops, *args and **kwargs, macro varargs, filters batch/slice/groupby/
  * truncate/wordwrap/center/urlize/striptags/xmlattr/pprint/random. */
 #ifndef NC_JINJA_H
 #define NC_JINJA_H
