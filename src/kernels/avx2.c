@@ -35,49 +35,11 @@ static inline __m256i dot_u8s8(__m256i u, __m256i s) {
   return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
-/* Signed weights (the sign trick): 8 int32 lanes of x * y products. */
-static inline __m256i dot_s8s8(__m256i qx, __m256i qy) {
-  return dot_u8s8(_mm256_sign_epi8(qx, qx), _mm256_sign_epi8(qy, qx));
-}
-
 /* The two fp16 at p (d then m, or d then s) as floats in lanes 0 and 1. */
 static inline __m128 h2f_pair(const void *p) {
   int32_t v;
   memcpy(&v, p, sizeof v);
   return _mm_cvtph_ps(_mm_cvtsi32_si128(v));
-}
-
-float nc_avx2_dot_q4_1(int64_t n, const void *vw, const void *va) {
-  const block_q4_1 *x = vw;
-  const block_q8_1 *y = va;
-  __m256 acc = _mm256_setzero_ps();
-  /* lane 1 runs the min-term chain summs = fma(m_w, s_a, summs); lane 0
-   * computes the same kind of chain on d_w, d_a and is ignored */
-  __m128 summs = _mm_setzero_ps();
-#pragma GCC unroll 4
-  for (int64_t i = 0; i < n / QK8_1; i++) {
-    const __m128 xdm = h2f_pair(&x[i].d), yds = h2f_pair(&y[i].d);
-    summs = _mm_fmadd_ps(xdm, yds, summs);
-    const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(xdm, yds));
-    __m256i qx = unpack_nibbles(x[i].qs);
-    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8s8(qx, qy)), acc);
-  }
-  return nc_hsum8(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
-}
-
-float nc_avx2_dot_q8_0(int64_t n, const void *vw, const void *va) {
-  const block_q8_0 *x = vw;
-  const block_q8_0 *y = va;
-  __m256 acc = _mm256_setzero_ps();
-#pragma GCC unroll 4
-  for (int64_t i = 0; i < n / QK8_0; i++) {
-    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
-    __m256i qx = _mm256_loadu_si256((const __m256i *)x[i].qs);
-    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8s8(qx, qy)), acc);
-  }
-  return nc_hsum8(acc);
 }
 
 /* Byte i (0..31) = 0xff where bit i of the little-endian u32 at p is set. */
@@ -92,54 +54,143 @@ static inline __m256i bit_bytes(const uint8_t *p) {
   return _mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit);
 }
 
-float nc_avx2_dot_q4_0(int64_t n, const void *vw, const void *va) {
-  const block_q4_0 *x = vw;
-  const block_q8_0 *y = va;
-  __m256 acc = _mm256_setzero_ps();
-#pragma GCC unroll 4
-  for (int64_t i = 0; i < n / QK8_0; i++) {
-    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
-    __m256i qx = _mm256_sub_epi8(unpack_nibbles(x[i].qs), _mm256_set1_epi8(8));
-    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8s8(qx, qy)), acc);
-  }
-  return nc_hsum8(acc);
+/* ---- Q4_1 / Q5_1 (unsigned quants and a min term), llama.cpp's order:
+ * per block, acc = fma(d_w d_a, lanes, acc) and summs = fma(m_w, s_a,
+ * summs); result hsum8(acc) + summs. The weight block is prepared once for
+ * the R activation rows of the multi-row kernel, which runs the very same
+ * operations per row as the single-row one. */
+
+typedef struct wq_min {
+  __m256i q; /* 32 unsigned quants */
+  __m128 dm; /* d_w, m_w in lanes 0, 1 */
+} wq_min;
+
+static inline __attribute__((always_inline)) wq_min prep_q4_1(const void *p) {
+  const block_q4_1 *x = p;
+  return (wq_min){unpack_nibbles(x->qs), h2f_pair(&x->d)};
 }
 
-float nc_avx2_dot_q5_0(int64_t n, const void *vw, const void *va) {
-  const block_q5_0 *x = vw;
-  const block_q8_0 *y = va;
-  __m256 acc = _mm256_setzero_ps();
-#pragma GCC unroll 4
-  for (int64_t i = 0; i < n / QK8_0; i++) {
-    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
-    /* q - 16: where the fifth bit is clear, nibble | 0xf0 is nibble - 16 */
-    __m256i hi =
-        _mm256_andnot_si256(bit_bytes(x[i].qh), _mm256_set1_epi8((char)0xf0));
-    __m256i qx = _mm256_or_si256(unpack_nibbles(x[i].qs), hi);
-    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_s8s8(qx, qy)), acc);
-  }
-  return nc_hsum8(acc);
+static inline __attribute__((always_inline)) wq_min prep_q5_1(const void *p) {
+  const block_q5_1 *x = p;
+  __m256i hi = _mm256_and_si256(bit_bytes(x->qh), _mm256_set1_epi8(0x10));
+  return (wq_min){_mm256_or_si256(unpack_nibbles(x->qs), hi), h2f_pair(&x->d)};
 }
 
-float nc_avx2_dot_q5_1(int64_t n, const void *vw, const void *va) {
-  const block_q5_1 *x = vw;
-  const block_q8_1 *y = va;
-  __m256 acc = _mm256_setzero_ps();
-  __m128 summs = _mm_setzero_ps(); /* lane 1: the min terms, as in q4_1 */
+typedef wq_min (*prep_min_fn)(const void *p);
+
+static inline __attribute__((always_inline)) void
+rows_min(int64_t n, const uint8_t *x, size_t wsize, prep_min_fn prep,
+         const uint8_t *a, size_t a_stride, float *out, size_t out_stride,
+         const int R) {
+  __m256 acc[4];
+  /* lane 1 runs the min chain summs = fma(m_w, s_a, summs); lane 0 runs
+   * the same kind of chain on d_w, d_a and is ignored */
+  __m128 summs[4];
 #pragma GCC unroll 4
+  for (int r = 0; r < R; r++) {
+    acc[r] = _mm256_setzero_ps();
+    summs[r] = _mm_setzero_ps();
+  }
   for (int64_t i = 0; i < n / QK8_1; i++) {
-    const __m128 xdm = h2f_pair(&x[i].d), yds = h2f_pair(&y[i].d);
-    summs = _mm_fmadd_ps(xdm, yds, summs);
-    __m256i hi = _mm256_and_si256(bit_bytes(x[i].qh), _mm256_set1_epi8(0x10));
-    __m256i qx = _mm256_or_si256(unpack_nibbles(x[i].qs), hi);
-    __m256i qy = _mm256_loadu_si256((const __m256i *)y[i].qs);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(qx, qy)),
-                          _mm256_broadcastss_ps(_mm_mul_ss(xdm, yds)), acc);
+    const wq_min w = prep(x + (size_t)i * wsize);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+      const block_q8_1 *y = (const block_q8_1 *)(a + (size_t)r * a_stride) + i;
+      const __m128 yds = h2f_pair(&y->d);
+      summs[r] = _mm_fmadd_ps(w.dm, yds, summs[r]);
+      const __m256 d = _mm256_broadcastss_ps(_mm_mul_ss(w.dm, yds));
+      __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
+      acc[r] =
+          _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8s8(w.q, qy)), acc[r]);
+    }
   }
-  return nc_hsum8(acc) + _mm_cvtss_f32(_mm_movehdup_ps(summs));
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++)
+    out[(size_t)r * out_stride] =
+        nc_hsum8(acc[r]) + _mm_cvtss_f32(_mm_movehdup_ps(summs[r]));
 }
+
+/* ---- Q4_0 / Q5_0 / Q8_0 (signed quants), llama.cpp's order: per block
+ * acc = fma(d_w d_a, lanes, acc); result hsum8(acc). */
+
+typedef struct wq_sgn {
+  __m256i q;  /* 32 signed quants */
+  __m256i aq; /* their magnitudes (the sign trick) */
+  float d;
+} wq_sgn;
+
+static inline __attribute__((always_inline)) wq_sgn sgn(__m256i q, nc_fp16 d) {
+  return (wq_sgn){q, _mm256_sign_epi8(q, q), h2f(d)};
+}
+
+static inline __attribute__((always_inline)) wq_sgn prep_q8_0(const void *p) {
+  const block_q8_0 *x = p;
+  return sgn(_mm256_loadu_si256((const __m256i *)x->qs), x->d);
+}
+
+static inline __attribute__((always_inline)) wq_sgn prep_q4_0(const void *p) {
+  const block_q4_0 *x = p;
+  return sgn(_mm256_sub_epi8(unpack_nibbles(x->qs), _mm256_set1_epi8(8)), x->d);
+}
+
+static inline __attribute__((always_inline)) wq_sgn prep_q5_0(const void *p) {
+  const block_q5_0 *x = p;
+  /* q - 16: where the fifth bit is clear, nibble | 0xf0 is nibble - 16 */
+  __m256i hi =
+      _mm256_andnot_si256(bit_bytes(x->qh), _mm256_set1_epi8((char)0xf0));
+  return sgn(_mm256_or_si256(unpack_nibbles(x->qs), hi), x->d);
+}
+
+typedef wq_sgn (*prep_sgn_fn)(const void *p);
+
+static inline __attribute__((always_inline)) void
+rows_sgn(int64_t n, const uint8_t *x, size_t wsize, prep_sgn_fn prep,
+         const uint8_t *a, size_t a_stride, float *out, size_t out_stride,
+         const int R) {
+  __m256 acc[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++)
+    acc[r] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK8_0; i++) {
+    const wq_sgn w = prep(x + (size_t)i * wsize);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+      const block_q8_0 *y = (const block_q8_0 *)(a + (size_t)r * a_stride) + i;
+      const __m256 d = _mm256_set1_ps(w.d * h2f(y->d));
+      __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
+      __m256i l = dot_u8s8(w.aq, _mm256_sign_epi8(qy, w.q));
+      acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(l), acc[r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++)
+    out[(size_t)r * out_stride] = nc_hsum8(acc[r]);
+}
+
+#define LLAMA_KERNEL(name, block, rows)                                        \
+  float nc_avx2_dot_##name(int64_t n, const void *w, const void *a) {          \
+    float out;                                                                 \
+    rows(n, w, sizeof(block), prep_##name, a, 0, &out, 1, 1);                  \
+    return out;                                                                \
+  }                                                                            \
+  void nc_avx2_dot_##name##_rows(int64_t n, const void *w, const void *a,      \
+                                 size_t a_stride, int nrows, float *out,       \
+                                 size_t out_stride) {                          \
+    const uint8_t *ap = a;                                                     \
+    int r = 0;                                                                 \
+    for (; r + 4 <= nrows; r += 4)                                             \
+      rows(n, w, sizeof(block), prep_##name, ap + (size_t)r * a_stride,        \
+           a_stride, out + (size_t)r * out_stride, out_stride, 4);             \
+    for (; r < nrows; r++)                                                     \
+      rows(n, w, sizeof(block), prep_##name, ap + (size_t)r * a_stride,        \
+           a_stride, out + (size_t)r * out_stride, out_stride, 1);             \
+  }
+LLAMA_KERNEL(q4_1, block_q4_1, rows_min)
+LLAMA_KERNEL(q5_1, block_q5_1, rows_min)
+LLAMA_KERNEL(q8_0, block_q8_0, rows_sgn)
+LLAMA_KERNEL(q4_0, block_q4_0, rows_sgn)
+LLAMA_KERNEL(q5_0, block_q5_0, rows_sgn)
+#undef LLAMA_KERNEL
 
 static inline float hsum_4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return nc_hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
@@ -216,11 +267,6 @@ float nc_avx2_dot_bf16(int64_t n, const void *vw, const void *va) {
       out[(size_t)r * out_stride] =                                            \
           nc_avx2_##fn(n, w, ap + (size_t)r * a_stride);                       \
   }
-ROWS(dot_q4_1)
-ROWS(dot_q8_0)
-ROWS(dot_q4_0)
-ROWS(dot_q5_0)
-ROWS(dot_q5_1)
 ROWS(dot_f32)
 ROWS(dot_f16)
 ROWS(dot_bf16)
