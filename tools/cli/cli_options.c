@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_io.h"
 #include "commands.h"
 
 void cli_options_init(cli_options *o) {
@@ -208,31 +209,6 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
 #undef NEED_VALUE
 }
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 4096 + 1 > cap) {
-      cap = cap ? cap * 2 : 8192;
-      char *p = realloc(buf, cap);
-      if (!p) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = p;
-    }
-    size_t n = fread(buf + len, 1, 4096, f);
-    len += n;
-    if (n == 0) break;
-  }
-  fclose(f);
-  buf[len] = '\0';
-  return buf;
-}
-
 nucleus_model *cli_load_model(const cli_options *o) {
   const char *path = o->model_path ? o->model_path : cli_default_model();
   if (!path) return NULL;
@@ -241,7 +217,7 @@ nucleus_model *cli_load_model(const cli_options *o) {
   mp.reference_kernels = o->reference_kernels;
   char *tmpl = NULL;
   if (o->chat_template_file) {
-    tmpl = read_file(o->chat_template_file);
+    tmpl = cli_read_file(o->chat_template_file, NULL);
     if (!tmpl) {
       fprintf(stderr, "error: cannot read chat template %s: %s\n",
               o->chat_template_file, strerror(errno));

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_io.h"
 #include "commands.h"
 #include "nucleus.h"
 
@@ -27,35 +28,6 @@ static void usage(FILE *out) {
           "  -c N         window size in tokens (default 512)\n"
           "  -t THREADS   threads (default: all cores)\n"
           "  --chunks K   score at most K windows (default: all)\n");
-}
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *p = malloc(cap);
-  while (p) {
-    if (n == cap) {
-      char *q = realloc(p, cap * 2);
-      if (!q) {
-        free(p);
-        p = NULL;
-        break;
-      }
-      p = q;
-      cap *= 2;
-    }
-    const size_t r = fread(p + n, 1, cap - n, f);
-    n += r;
-    if (r == 0) break;
-  }
-  if (p && ferror(f)) {
-    free(p);
-    p = NULL;
-  }
-  fclose(f);
-  *len = n;
-  return p;
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out) {
@@ -123,7 +95,7 @@ int cmd_perplexity(int argc, char **argv) {
   }
   if (!model_path && !(model_path = cli_default_model())) return 1;
   size_t text_len = 0;
-  char *text = read_file(text_path, &text_len);
+  char *text = cli_read_file(text_path, &text_len);
   if (!text) {
     fprintf(stderr, "error: cannot read %s: %s\n", text_path, strerror(errno));
     return 1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_io.h"
 #include "cli_options.h"
 #include "cli_stream.h"
 #include "commands.h"
@@ -57,30 +58,6 @@ static int32_t *parse_tokens(const char *s, size_t *n_out) {
   return ids;
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  size_t got;
-  while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len - 1 == 0) {
-      char *p = realloc(buf, cap * 2);
-      if (!p) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = p;
-      cap *= 2;
-    }
-  }
-  fclose(f);
-  if (buf) buf[len] = '\0';
-  return buf;
-}
-
 int cmd_run(int argc, char **argv) {
   cli_options o;
   cli_options_init(&o);
@@ -109,7 +86,7 @@ int cmd_run(int argc, char **argv) {
   }
   char *file_text = NULL;
   if (file) {
-    file_text = slurp(file);
+    file_text = cli_read_file(file, NULL);
     if (!file_text) {
       fprintf(stderr, "error: cannot read %s: %s\n", file, strerror(errno));
       return 1;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_io.h"
 #include "commands.h"
 #include "nucleus.h"
 
@@ -17,33 +18,6 @@ static void usage(FILE *out) {
           "  --no-bos            do not add BOS/EOS even if the model asks\n"
           "  --no-parse-special  treat special-token text as plain text\n"
           "  -m MODEL            the GGUF file (default: the default model)\n");
-}
-
-/* Reads all of stdin; NULL when out of memory or on a read error. */
-static char *read_stdin(size_t *len) {
-  size_t cap = 4096, n = 0;
-  char *p = malloc(cap);
-  if (!p) return NULL;
-  for (;;) {
-    if (n == cap) {
-      char *q = cap > ((size_t)1 << 40) ? NULL : realloc(p, cap * 2);
-      if (!q) {
-        free(p);
-        return NULL;
-      }
-      p = q;
-      cap *= 2;
-    }
-    size_t r = fread(p + n, 1, cap - n, stdin);
-    n += r;
-    if (r == 0) break;
-  }
-  if (ferror(stdin)) {
-    free(p);
-    return NULL;
-  }
-  *len = n;
-  return p;
 }
 
 /* Prints a piece quoted: printable ASCII and valid multi-byte UTF-8 as is,
@@ -131,7 +105,7 @@ int cmd_tokenize(int argc, char **argv) {
   char *input = NULL;
   size_t len = 0;
   if (from_stdin) {
-    input = read_stdin(&len);
+    input = cli_read_stream(stdin, &len);
     if (!input) {
       fprintf(stderr, "nucleus tokenize: cannot read standard input\n");
       return 1;

@@ -8,41 +8,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "../cli/cli_io.h"
 #include "../cli/commands.h"
 #include "http_server.h"
 #include "server.h"
 
 #define DEFAULT_CTX_CAP 4096
-
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 4096 + 1 > cap) {
-      cap = cap ? cap * 2 : 8192;
-      char *grown = realloc(buf, cap);
-      if (!grown) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = grown;
-    }
-    size_t n = fread(buf + len, 1, 4096, f);
-    len += n;
-    if (n < 4096) break;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return NULL;
-  }
-  buf[len] = '\0';
-  return buf;
-}
 
 static double now_s(void) {
   struct timespec ts;
@@ -107,7 +78,7 @@ static int serve(const server_config *cfg, const char *path,
   int rc = 1;
   char *template_text = NULL;
   if (cfg->chat_template_path &&
-      !(template_text = read_file(cfg->chat_template_path))) {
+      !(template_text = cli_read_file(cfg->chat_template_path, NULL))) {
     fprintf(stderr, "nucleus serve: cannot read --chat-template %s: %s\n",
             cfg->chat_template_path, strerror(errno));
     return 1;

@@ -1,0 +1,16 @@
+/* Reading whole files and streams, for the commands. */
+#ifndef NUCLEUS_CLI_IO_H
+#define NUCLEUS_CLI_IO_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* All of f, NUL-terminated (the NUL not counted in *len, which may be NULL).
+ * NULL when out of memory or on a read error. */
+char *cli_read_stream(FILE *f, size_t *len);
+
+/* All of the file at path ("-" reads standard input); NULL with errno set
+ * when it cannot be opened or read. */
+char *cli_read_file(const char *path, size_t *len);
+
+#endif
