@@ -2,6 +2,8 @@
 #define ATTN_SUFFIX plain
 #include "attn_kernel_impl.h"
 
+#include <stdbool.h>
+
 static const nc_attn_kernels PLAIN = {
     .name = "plain",
     .scores = attn_scores_plain,
@@ -12,16 +14,33 @@ const nc_attn_kernels *nc_attn_kernels_plain(void) {
   return &PLAIN;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static bool cpu_has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 const nc_attn_kernels *nc_attn_kernels_best(void) {
 #if defined(__x86_64__) || defined(__i386__)
-  const nc_attn_kernels *f = nc_attn_kernels_fma();
   __builtin_cpu_init();
+  const nc_attn_kernels *v = nc_attn_kernels_avx2();
+  if (v && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      cpu_has_f16c())
+    return v;
+  const nc_attn_kernels *f = nc_attn_kernels_fma();
   if (f && __builtin_cpu_supports("fma")) return f;
 #endif
   return &PLAIN;
 }
 
 void nc_attn_lanes_reduce(const float *lanes, int32_t hdv, float *out) {
-  for (int32_t d = 0; d < hdv; d++)
-    out[d] = nc_sum16_tree(lanes + (size_t)d * NC_ATTN_LANES);
+  for (int32_t d = 0; d < hdv; d++) {
+    float v[NC_ATTN_LANES];
+    for (int32_t l = 0; l < NC_ATTN_LANES; l++)
+      v[l] = lanes[(size_t)l * (size_t)hdv + (size_t)d];
+    out[d] = nc_sum16_tree(v);
+  }
 }

@@ -4,9 +4,11 @@
  * tree). Every result is a fixed function of its own inputs: the same bits
  * from both builds below, whatever the batch or thread count.
  *
- * Two builds of one source: plain C (fmaf from libm) and one compiled with
- * -mfma, chosen at run time when the CPU has FMA. fmaf is exactly rounded,
- * so both give identical results. */
+ * Three builds: plain C (fmaf from libm), the same source compiled with
+ * -mfma, and AVX2 + F16C intrinsics (attn_kernel_avx2.c) that run the very
+ * same per-lane chains 8 lanes at a time. fmaf is exactly rounded and half
+ * to float is exact, so all three give identical results; the fastest the
+ * CPU has is chosen at run time. */
 #ifndef NC_ATTN_KERNEL_H
 #define NC_ATTN_KERNEL_H
 
@@ -23,18 +25,21 @@ typedef struct nc_attn_kernels {
    * q already rounded to F16 and widened; tab maps half bits to float. */
   void (*scores)(const float *q, const nc_fp16 *k, size_t k_stride, int32_t n,
                  int32_t hd, const float *tab, float *out);
-  /* lanes[d * 16 + (j0 + j) % 16] += p[j] * v_j[d] (fused) for n rows of V
-   * starting at position j0; lanes holds hdv * 16 floats. */
+  /* lanes[((j0 + j) % 16) * hdv + d] += p[j] * v_j[d] (fused) for n rows
+   * of V starting at position j0; lanes holds 16 * hdv floats, lane-major
+   * so that one row of V updates one contiguous lane. */
   void (*accum_v)(const float *p, const nc_fp16 *v, size_t v_stride, int32_t j0,
                   int32_t n, int32_t hdv, const float *tab, float *lanes);
 } nc_attn_kernels;
 
 const nc_attn_kernels *nc_attn_kernels_plain(void);
-const nc_attn_kernels *nc_attn_kernels_fma(void); /* NULL when not built */
-/* The FMA build when this CPU has FMA, else the plain one. */
+const nc_attn_kernels *nc_attn_kernels_fma(void);  /* NULL when not built */
+const nc_attn_kernels *nc_attn_kernels_avx2(void); /* NULL when not built */
+/* The AVX2 build when this CPU has AVX2, FMA and F16C, else the FMA build
+ * when it has FMA, else the plain one. */
 const nc_attn_kernels *nc_attn_kernels_best(void);
 
-/* out[d] = the halving-tree sum of lanes[d * 16 .. d * 16 + 15]. */
+/* out[d] = the halving-tree sum of lanes[l * hdv + d] over l = 0..15. */
 void nc_attn_lanes_reduce(const float *lanes, int32_t hdv, float *out);
 
 #endif

@@ -29,8 +29,8 @@ static void ATTN_FN(attn_accum_v_)(const float *p, const nc_fp16 *v,
   for (int32_t j = 0; j < n; j++) {
     const nc_fp16 *vr = v + (size_t)j * v_stride;
     const float pj = p[j];
-    float *ln = lanes + (j0 + j) % NC_ATTN_LANES;
+    float *ln = lanes + (size_t)((j0 + j) % NC_ATTN_LANES) * (size_t)hdv;
     for (int32_t d = 0; d < hdv; d++)
-      ln[d * NC_ATTN_LANES] = fmaf(pj, tab[vr[d]], ln[d * NC_ATTN_LANES]);
+      ln[d] = fmaf(pj, tab[vr[d]], ln[d]);
   }
 }
