@@ -347,6 +347,7 @@ FEATURES = [
     ("err_format_extra", "{{ 'no fields' % 'x' }}"),
     ("err_zero_pow", "{{ (n - 7) ** -1 }}"),
     ("err_indent_list", "{{ n | indent }}"),
+    ("err_int_undefined", "{{ missing | int }}"),
     # errors (the goldens record that jinja2 fails too)
     ("err_undefined_attr", "{{ missing.attr }}"),
     ("err_undefined_call", "{{ missing() }}"),

@@ -50,6 +50,21 @@ bool jcharge(jinterp *I, size_t n) {
   return true;
 }
 
+static bool out_of_steps(jinterp *I) {
+  return jfail(I, NC_ERR_LIMIT, "template exceeded %lld evaluation steps",
+               (long long)I->lim.max_steps);
+}
+
+bool jequal(jinterp *I, jv a, jv b, bool *res) {
+  *res = jv_equal_b(a, b, &I->fuel);
+  return I->fuel >= 0 || out_of_steps(I);
+}
+
+bool jorder(jinterp *I, jv a, jv b, int *cmp, bool *ok) {
+  *ok = jv_compare_b(a, b, cmp, &I->fuel);
+  return I->fuel >= 0 || out_of_steps(I);
+}
+
 bool jv_concat(jinterp *I, jv a, jv b, jv *out) {
   size_t n = a.u.s.n + b.u.s.n;
   if (!jcharge(I, n)) return false;
@@ -96,7 +111,10 @@ bool jv_to_str(jinterp *I, jv v, jv *out) {
 
 bool jv_iterate(jinterp *I, jv v, jlist **out) {
   switch (v.t) {
-  case JV_LIST: *out = v.u.l; return true;
+  case JV_LIST:
+    if (!jcharge(I, v.u.l->n * 8)) return false; /* n/8 steps */
+    *out = v.u.l;
+    return true;
   case JV_GEN: {
     jgen *g = v.u.gen;
     if (g->err) return jfail(I, NC_ERR_INVALID_ARGUMENT, "%s", g->err);
@@ -238,6 +256,7 @@ bool jgetitem(jinterp *I, jv obj, jv key, jv *out) {
     break;
   case JV_STR:
     if (key.t == JV_INT || key.t == JV_BOOL) {
+      if (!jcharge(I, obj.u.s.n)) return false;
       size_t n = ju_count(obj.u.s.p, obj.u.s.n);
       if (index_of(key, n, &idx)) {
         size_t off = ju_offset(obj.u.s.p, obj.u.s.n, idx), adv;
@@ -427,6 +446,7 @@ static bool contains(jinterp *I, jv item, jv box, bool *res) {
       return jfail(I, NC_ERR_INVALID_ARGUMENT,
                    "'in <string>' requires string as left operand, not %s",
                    jv_type_name(item));
+    if (!jcharge(I, box.u.s.n)) return false;
     if (item.u.s.n == 0)
       *res = true;
     else
@@ -442,7 +462,7 @@ static bool contains(jinterp *I, jv item, jv box, bool *res) {
   case JV_LIST:
     *res = false;
     for (size_t i = 0; i < box.u.l->n && !*res; i++)
-      *res = jv_equal(item, box.u.l->v[i]);
+      if (!jequal(I, item, box.u.l->v[i], res)) return false;
     return true;
   case JV_DICT:
   case JV_NS: {
@@ -460,8 +480,11 @@ static bool compare(jinterp *I, int op, jv a, jv b, bool *res) {
   static const char *const names[] = {"==", "!=", "<", "<=", ">", ">="};
   int c;
   switch (op) {
-  case JC_EQ: *res = jv_equal(a, b); return true;
-  case JC_NE: *res = !jv_equal(a, b); return true;
+  case JC_EQ: return jequal(I, a, b, res);
+  case JC_NE:
+    if (!jequal(I, a, b, res)) return false;
+    *res = !*res;
+    return true;
   case JC_IN: return contains(I, a, b, res);
   case JC_NOTIN:
     if (!contains(I, a, b, res)) return false;
@@ -470,7 +493,9 @@ static bool compare(jinterp *I, int op, jv a, jv b, bool *res) {
   default:
     if (a.t == JV_UNDEF) return jfail_undef(I, a);
     if (b.t == JV_UNDEF) return jfail_undef(I, b);
-    if (!jv_compare(a, b, &c))
+    bool orderable;
+    if (!jorder(I, a, b, &c, &orderable)) return false;
+    if (!orderable)
       return jfail(I, NC_ERR_INVALID_ARGUMENT,
                    "'%s' not supported between instances of '%s' and '%s'",
                    names[op], jv_type_name(a), jv_type_name(b));
@@ -550,6 +575,7 @@ static bool eval_collection(jinterp *I, const jnode *n, jv *out) {
       if (k.t == JV_LIST || k.t == JV_DICT || k.t == JV_NS)
         return jfail(I, NC_ERR_INVALID_ARGUMENT, "unhashable type: '%s'",
                      jv_type_name(k));
+      if (!jcharge(I, d->n * 8)) return false;
       if (!jdict_set(I->a, d, k, v)) return jfail_mem(I);
     }
     out->t = JV_DICT;

@@ -275,24 +275,47 @@ static bool sort_key(jinterp *I, jv v, const jv *attr, bool cs, jv *key) {
   return true;
 }
 
+/* Does b sort strictly before a? (fails when they are not orderable) */
+static bool sorts_before(jinterp *I, jv b, jv a, bool reverse, bool *res) {
+  int c;
+  bool ok;
+  if (!jorder(I, b, a, &c, &ok)) return false;
+  if (!ok)
+    return jfail(I, NC_ERR_INVALID_ARGUMENT,
+                 "'<' not supported between instances of '%s' and '%s'",
+                 jv_type_name(b), jv_type_name(a));
+  *res = reverse ? c > 0 : c < 0;
+  return true;
+}
+
+/* Stable merge sort of l by keys (Python's sorted, reverse keeping equal
+ * items in order); every comparison spends a step. */
 static bool sort_items(jinterp *I, jlist *l, jv *keys, bool reverse) {
-  /* stable insertion sort with Python's ordering (lists are small) */
-  for (size_t i = 1; i < l->n; i++) {
-    jv v = l->v[i], k = keys[i];
-    size_t j = i;
-    while (j > 0) {
-      int c;
-      if (!jv_compare(keys[j - 1], k, &c))
-        return jfail(I, NC_ERR_INVALID_ARGUMENT,
-                     "'<' not supported between instances of '%s' and '%s'",
-                     jv_type_name(keys[j - 1]), jv_type_name(k));
-      if (reverse ? !(c < 0) : !(c > 0)) break;
-      l->v[j] = l->v[j - 1];
-      keys[j] = keys[j - 1];
-      j--;
+  size_t n = l->n;
+  if (n < 2) return true;
+  jv *tv = jinja_arena_alloc(I->a, n * sizeof *tv);
+  jv *tk = jinja_arena_alloc(I->a, n * sizeof *tk);
+  if (!tv || !tk) return jfail_mem(I);
+  for (size_t width = 1; width < n; width *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * width) {
+      size_t mid = lo + width < n ? lo + width : n;
+      size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      size_t i = lo, j = mid, o = lo;
+      while (i < mid && j < hi) {
+        bool take_right = false;
+        if (!sorts_before(I, keys[j], keys[i], reverse, &take_right))
+          return false;
+        size_t from = take_right ? j++ : i++;
+        tv[o] = l->v[from];
+        tk[o++] = keys[from];
+      }
+      while (i < mid)
+        tv[o] = l->v[i], tk[o++] = keys[i++];
+      while (j < hi)
+        tv[o] = l->v[j], tk[o++] = keys[j++];
     }
-    l->v[j] = v;
-    keys[j] = k;
+    memcpy(l->v, tv, n * sizeof *tv);
+    memcpy(keys, tk, n * sizeof *tk);
   }
   return true;
 }
@@ -345,7 +368,7 @@ static bool f_unique(jinterp *I, jv in, const fargs *a, jv *out) {
       return false;
     bool dup = false;
     for (size_t k = 0; k < n && !dup; k++)
-      dup = jv_equal(seen[k], key);
+      if (!jequal(I, seen[k], key, &dup)) return false;
     if (dup) continue;
     seen[n] = key;
     l->v[n++] = items->v[i];
@@ -370,7 +393,9 @@ static bool f_minmax(jinterp *I, jv in, const fargs *a, bool max, jv *out) {
     int c;
     if (!sort_key(I, items->v[i], attr, cs && jv_truthy(*cs), &key))
       return false;
-    if (!jv_compare(key, bkey, &c))
+    bool ok;
+    if (!jorder(I, key, bkey, &c, &ok)) return false;
+    if (!ok)
       return jfail(I, NC_ERR_INVALID_ARGUMENT, "values are not comparable");
     if (max ? c > 0 : c < 0) {
       best = items->v[i];
@@ -615,6 +640,8 @@ static bool f_wordcount(jinterp *I, jv in, jv *out) {
 bool jfilter(jinterp *I, const char *name, size_t len, jv in, const jv *args,
              size_t nargs, const jkw *kw, size_t nkw, jv *out) {
   fargs a = {args, nargs, kw, nkw};
+  /* string filters walk their input: charge its length */
+  if (in.t == JV_STR && !jcharge(I, in.u.s.n)) return false;
   jv s;
   jlist *l;
 #define IS(lit) name_is(name, len, lit)
@@ -674,6 +701,8 @@ bool jfilter(jinterp *I, const char *name, size_t len, jv in, const jv *args,
   if (IS("rejectattr"))
     return f_select(I, in, &a, true, false, out) && as_gen(I, out);
   if (IS("map")) return f_map(I, in, &a, out) && as_gen(I, out);
+  if ((IS("int") || IS("float")) && in.t == JV_UNDEF)
+    return jfail_undef(I, in); /* Undefined.__int__ raises in jinja2 */
   if (IS("int")) return f_int(I, in, &a, out);
   if (IS("float")) return f_float(in, &a, out);
   if (IS("abs")) {

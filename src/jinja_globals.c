@@ -84,9 +84,15 @@ static bool make_mapping(jinterp *I, jv_type t, const jv *args, size_t nargs,
     if (args[0].t != JV_DICT && args[0].t != JV_NS)
       return jfail(I, NC_ERR_INVALID_ARGUMENT, "expected a mapping, got '%s'",
                    jv_type_name(args[0]));
-    for (size_t i = 0; i < args[0].u.d->n; i++)
-      if (!jdict_set(I->a, d, args[0].u.d->k[i], args[0].u.d->v[i]))
-        return jfail_mem(I);
+    /* the keys of a mapping are distinct: copy without lookups */
+    jdict *src = args[0].u.d;
+    if (!jcharge(I, src->n * 8)) return false;
+    jdict *big = jdict_new(I->a, src->n + nkw + 4);
+    if (!big) return jfail_mem(I);
+    memcpy(big->k, src->k, src->n * sizeof(jv));
+    memcpy(big->v, src->v, src->n * sizeof(jv));
+    big->n = src->n;
+    d = big;
   }
   for (size_t i = 0; i < nkw; i++)
     if (!jdict_set(I->a, d, jv_str(kw[i].name, kw[i].len), kw[i].val))

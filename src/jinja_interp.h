@@ -64,6 +64,11 @@ bool jfail(jinterp *I, nc_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Fails for use of an undefined value (jinja2's UndefinedError). */
 bool jfail_undef(jinterp *I, jv u);
+/* Python == and < that spend the step budget (big values cost more); false
+ * with a recorded failure when the budget runs out. jorder sets *ok false
+ * when the values are not orderable. */
+bool jequal(jinterp *I, jv a, jv b, bool *res);
+bool jorder(jinterp *I, jv a, jv b, int *cmp, bool *ok);
 /* Charges the step budget for copying n bytes (one step per 64). */
 bool jcharge(jinterp *I, size_t n);
 /* Fails with the arena's out-of-memory limit. */

@@ -320,6 +320,9 @@ bool jmethod_call(jinterp *I, const jfunc *fn, const jv *args, size_t nargs,
                   const jkw *kw, size_t nkw, jv *out) {
   const method *m = (const method *)fn->node;
   jv self = fn->self;
+  if (self.t == JV_STR && !jcharge(I, self.u.s.n)) return false;
+  if (self.t == JV_LIST && !jcharge(I, self.u.l->n * 8)) return false;
+  if (self.t == JV_DICT && !jcharge(I, self.u.d->n * 8)) return false;
   if (fn->id == M_FORMAT)
     return jformat_method(I, self, args, nargs, kw, nkw, out);
   if (nkw)
@@ -349,14 +352,16 @@ bool jmethod_call(jinterp *I, const jfunc *fn, const jv *args, size_t nargs,
       return jfail(I, NC_ERR_INVALID_ARGUMENT, "%s() takes 1 argument",
                    m->name);
     int64_t c = 0;
-    for (size_t i = 0; i < self.u.l->n; i++)
-      if (jv_equal(self.u.l->v[i], args[0])) {
-        if (fn->id == M_LINDEX) {
-          *out = jv_int((int64_t)i);
-          return true;
-        }
-        c++;
+    for (size_t i = 0; i < self.u.l->n; i++) {
+      bool eq;
+      if (!jequal(I, self.u.l->v[i], args[0], &eq)) return false;
+      if (!eq) continue;
+      if (fn->id == M_LINDEX) {
+        *out = jv_int((int64_t)i);
+        return true;
       }
+      c++;
+    }
     if (fn->id == M_LINDEX)
       return jfail(I, NC_ERR_INVALID_ARGUMENT, "value is not in list");
     *out = jv_int(c);

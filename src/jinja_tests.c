@@ -19,7 +19,9 @@ static bool ordered(jinterp *I, jv a, jv b, int want, bool *out) {
   int c;
   if (a.t == JV_UNDEF) return jfail_undef(I, a);
   if (b.t == JV_UNDEF) return jfail_undef(I, b);
-  if (!jv_compare(a, b, &c))
+  bool ok;
+  if (!jorder(I, a, b, &c, &ok)) return false;
+  if (!ok)
     return jfail(I, NC_ERR_INVALID_ARGUMENT, "cannot compare '%s' with '%s'",
                  jv_type_name(a), jv_type_name(b));
   switch (want) {
@@ -118,10 +120,11 @@ bool jtest(jinterp *I, const char *name, size_t len, jv v, const jv *args,
     }
   } else if (IS("eq") || IS("equalto") || IS("==")) {
     if (!need_arg(I, nargs, name, len)) return false;
-    *out = jv_equal(v, args[0]);
+    return jequal(I, v, args[0], out);
   } else if (IS("ne") || IS("!=")) {
     if (!need_arg(I, nargs, name, len)) return false;
-    *out = !jv_equal(v, args[0]);
+    if (!jequal(I, v, args[0], out)) return false;
+    *out = !*out;
   } else if (IS("lt") || IS("lessthan") || IS("<")) {
     return need_arg(I, nargs, name, len) && ordered(I, v, args[0], JC_LT, out);
   } else if (IS("le") || IS("<=")) {
@@ -145,7 +148,7 @@ bool jtest(jinterp *I, const char *name, size_t len, jv v, const jv *args,
     } else if (seq.t == JV_LIST) {
       *out = false;
       for (size_t i = 0; i < seq.u.l->n && !*out; i++)
-        *out = jv_equal(v, seq.u.l->v[i]);
+        if (!jequal(I, v, seq.u.l->v[i], out)) return false;
     } else if (seq.t == JV_DICT || seq.t == JV_NS) {
       jv tmp;
       *out = jdict_get(seq.u.d, v, &tmp);

@@ -50,7 +50,8 @@ static int64_t as_int(jv v) {
   return v.t == JV_BOOL ? (int64_t)v.u.b : v.u.i;
 }
 
-bool jv_equal(jv a, jv b) {
+bool jv_equal_b(jv a, jv b, int64_t *budget) {
+  if (--*budget < 0) return false;
   if (jv_is_num(a) && jv_is_num(b)) {
     if (a.t != JV_FLOAT && b.t != JV_FLOAT) return as_int(a) == as_int(b);
     return jv_num(a) == jv_num(b);
@@ -60,18 +61,21 @@ bool jv_equal(jv a, jv b) {
   case JV_UNDEF:
   case JV_NONE: return true;
   case JV_STR:
-    return a.u.s.n == b.u.s.n && memcmp(a.u.s.p, b.u.s.p, a.u.s.n) == 0;
+    if (a.u.s.n != b.u.s.n) return false;
+    *budget -= (int64_t)(a.u.s.n / 64);
+    return *budget >= 0 && memcmp(a.u.s.p, b.u.s.p, a.u.s.n) == 0;
   case JV_LIST:
     if (a.u.l->n != b.u.l->n || a.u.l->tuple != b.u.l->tuple) return false;
     for (size_t i = 0; i < a.u.l->n; i++)
-      if (!jv_equal(a.u.l->v[i], b.u.l->v[i])) return false;
+      if (!jv_equal_b(a.u.l->v[i], b.u.l->v[i], budget)) return false;
     return true;
   case JV_DICT:
     if (a.u.d->n != b.u.d->n) return false;
     for (size_t i = 0; i < a.u.d->n; i++) {
       jv other;
       if (!jdict_get(b.u.d, a.u.d->k[i], &other)) return false;
-      if (!jv_equal(a.u.d->v[i], other)) return false;
+      *budget -= (int64_t)(b.u.d->n / 8); /* the key lookup */
+      if (!jv_equal_b(a.u.d->v[i], other, budget)) return false;
     }
     return true;
   case JV_NS: return a.u.d == b.u.d;
@@ -82,7 +86,14 @@ bool jv_equal(jv a, jv b) {
   }
 }
 
-bool jv_compare(jv a, jv b, int *cmp) {
+bool jv_equal(jv a, jv b) {
+  int64_t budget = INT64_MAX;
+  return jv_equal_b(a, b, &budget);
+}
+
+bool jv_compare_b(jv a, jv b, int *cmp, int64_t *budget) {
+  *cmp = 0;
+  if (--*budget < 0) return true; /* the caller fails on the budget */
   if (jv_is_num(a) && jv_is_num(b)) {
     if (a.t != JV_FLOAT && b.t != JV_FLOAT) {
       int64_t x = as_int(a), y = as_int(b);
@@ -98,6 +109,7 @@ bool jv_compare(jv a, jv b, int *cmp) {
   }
   if (a.t == JV_STR && b.t == JV_STR) {
     size_t n = a.u.s.n < b.u.s.n ? a.u.s.n : b.u.s.n;
+    *budget -= (int64_t)(n / 64);
     int c = n ? memcmp(a.u.s.p, b.u.s.p, n) : 0;
     if (c == 0) c = a.u.s.n < b.u.s.n ? -1 : a.u.s.n > b.u.s.n;
     *cmp = c < 0 ? -1 : c > 0;
@@ -106,13 +118,19 @@ bool jv_compare(jv a, jv b, int *cmp) {
   if (a.t == JV_LIST && b.t == JV_LIST && a.u.l->tuple == b.u.l->tuple) {
     size_t n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
     for (size_t i = 0; i < n; i++) {
-      if (jv_equal(a.u.l->v[i], b.u.l->v[i])) continue;
-      return jv_compare(a.u.l->v[i], b.u.l->v[i], cmp);
+      if (jv_equal_b(a.u.l->v[i], b.u.l->v[i], budget)) continue;
+      if (*budget < 0) return true;
+      return jv_compare_b(a.u.l->v[i], b.u.l->v[i], cmp, budget);
     }
     *cmp = a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
     return true;
   }
   return false;
+}
+
+bool jv_compare(jv a, jv b, int *cmp) {
+  int64_t budget = INT64_MAX;
+  return jv_compare_b(a, b, cmp, &budget);
 }
 
 void jv_format_float(double f, char out[40]) {

@@ -123,6 +123,10 @@ const char *jv_type_name(jv v);
 bool jv_truthy(jv v);
 /* Python ==, deep for lists and dicts; 1 == 1.0 == True. */
 bool jv_equal(jv a, jv b);
+/* The same, spending *budget (one per element, one per 64 string bytes);
+ * once it goes negative the answer is meaningless and the caller fails. */
+bool jv_equal_b(jv a, jv b, int64_t *budget);
+bool jv_compare_b(jv a, jv b, int *cmp, int64_t *budget);
 /* Python ordering (<): numbers, strings (code point order), lists.
  * Returns false when the two are not orderable (a TypeError in Python). */
 bool jv_compare(jv a, jv b, int *cmp);

@@ -218,6 +218,17 @@ static void test_hostile_templates(void **state) {
                "{% endfor %}",
                NULL, NC_ERR_LIMIT, "line 1");
   expect_error("{{ 9223372036854775807 + 1 }}", NULL, NC_ERR_LIMIT, "overflow");
+  /* quadratic or big work inside one filter call spends the step budget
+   * (found by fuzz_template: these used to run for seconds) */
+  expect_error("{{ range(20000) | unique | list | length }}", NULL,
+               NC_ERR_LIMIT, "steps");
+  expect_error("{% set l = range(90000) | list %}{% for i in range(100) %}"
+               "{{ l | sort | length }}{% endfor %}",
+               NULL, NC_ERR_LIMIT, "steps");
+  expect_error("{% set s = 'x' * 1000000 %}{% for i in range(10000) %}"
+               "{{ s | length }}{{ s == s ~ '' }}{% endfor %}",
+               NULL, NC_ERR_LIMIT, "steps");
+  expect_render("{{ range(2000) | reverse | sort | first }}", NULL, "0");
   /* a namespace holding itself prints without recursing forever */
   char *out;
   nc_error err = {0};
