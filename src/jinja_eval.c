@@ -222,6 +222,7 @@ bool jgetattr(jinterp *I, jv obj, const char *name, size_t len, jv *out) {
   case JV_DICT:
     if (jmethod_lookup(I, obj, name, len, out)) return true;
     if (I->failed) return false;
+    if (!jcharge(I, obj.u.d->n * 8)) return false; /* a linear lookup */
     if (jdict_get_str(obj.u.d, name, len, out)) return true;
     return make_undef(I, obj, name, len, false, out);
   default:
@@ -246,6 +247,7 @@ bool jgetitem(jinterp *I, jv obj, jv key, jv *out) {
   case JV_UNDEF: return jfail_undef(I, obj);
   case JV_DICT:
   case JV_NS:
+    if (!jcharge(I, obj.u.d->n * 8)) return false; /* a linear lookup */
     if (jdict_get(obj.u.d, key, out)) return true;
     break;
   case JV_LIST:
