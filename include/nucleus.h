@@ -78,6 +78,14 @@ nucleus_status nucleus_tokenize(const nucleus_model *model, const char *text,
                                 bool parse_special, int32_t **ids_out,
                                 size_t *n_out, nucleus_error *err);
 
+/* Tokenizes a prompt rendered by a chat template: special-token text
+ * becomes special tokens, BOS is added as the model asks, and a template
+ * that prints bos_token itself does not end up with two. */
+nucleus_status nucleus_tokenize_chat(const nucleus_model *model,
+                                     const char *text, size_t len,
+                                     int32_t **ids_out, size_t *n_out,
+                                     nucleus_error *err);
+
 /* Decodes ids to text (NUL-terminated, *len_out without the NUL). */
 nucleus_status nucleus_detokenize(const nucleus_model *model,
                                   const int32_t *ids, size_t n,

@@ -88,8 +88,8 @@ static char *reply(nucleus_model *model, nucleus_engine *engine,
   if (!history) return NULL;
   if (nucleus_chat_render(model, history, NULL, true, &prompt, &prompt_len,
                           &err) != NUCLEUS_OK ||
-      nucleus_tokenize(model, prompt, prompt_len, true, true, &ids, &n_ids,
-                       &err) != NUCLEUS_OK ||
+      nucleus_tokenize_chat(model, prompt, prompt_len, &ids, &n_ids, &err) !=
+          NUCLEUS_OK ||
       nucleus_engine_submit(engine, ids, n_ids, &o->request, &req, &err) !=
           NUCLEUS_OK) {
     fprintf(stderr, "error: %s\n", err.message);

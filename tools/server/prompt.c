@@ -150,15 +150,14 @@ int prompt_chat_tokens(server_ctx *srv, const json_t *root, int32_t **ids,
   char *text = NULL;
   size_t len = 0;
   if (prompt_render_chat(srv, root, &text, &len, e)) return -1;
-  int rc = prompt_tokenize(srv, text, len, true, true, ids, n, e);
+  nucleus_error err = {0};
+  /* One BOS even when the template prints bos_token itself. */
+  nucleus_status st =
+      nucleus_tokenize_chat(srv->model, text, len, ids, n, &err);
   nucleus_free(text);
-  if (rc) return -1;
-  /* The template may print bos_token itself: keep one BOS. */
-  int32_t bos = nucleus_token_bos(srv->model);
-  if (bos >= 0 && *n >= 2 && (*ids)[0] == bos && (*ids)[1] == bos) {
-    memmove(*ids, *ids + 1, (*n - 1) * sizeof **ids);
-    (*n)--;
-  }
+  if (st != NUCLEUS_OK)
+    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, NULL,
+                    "tokenize: %s", err.message);
   return 0;
 }
 
