@@ -77,6 +77,7 @@ model:
 	@scripts/fetch_model.sh
 
 test: model
+	python3 scripts/check_layers.py
 	$(MAKE) BUILD=release unit
 	$(MAKE) BUILD=asan unit
 	$(MAKE) BUILD=release e2e
