@@ -663,6 +663,16 @@ static nc_code collect_eog(nucleus_engine *e, nc_error *err) {
   return NC_OK;
 }
 
+/* What engine_create builds before the thread starts (NULL-safe). */
+static void free_resources(nucleus_engine *e) {
+  nc_sample_workspace_free(e->ws);
+  free(e->logits);
+  nc_batch_free(&e->batch);
+  nc_context_free(e->ctx);
+  nc_kv_cache_free(e->kv);
+  free(e->eog_ids);
+}
+
 static nc_code engine_create(nucleus_model *model,
                              const nucleus_engine_params *params, bool stepped,
                              nucleus_engine **out, nc_error *err) {
@@ -704,12 +714,7 @@ static nc_code engine_create(nucleus_model *model,
     }
   }
   if (rc != NC_OK) {
-    nc_sample_workspace_free(e->ws);
-    free(e->logits);
-    nc_batch_free(&e->batch);
-    nc_context_free(e->ctx);
-    nc_kv_cache_free(e->kv);
-    free(e->eog_ids);
+    free_resources(e);
     free(e);
     return rc;
   }
@@ -762,12 +767,7 @@ void nucleus_engine_destroy(nucleus_engine *e) {
   free(e->results);
   free(e->row_comp);
   free(e->sample_comp);
-  nc_sample_workspace_free(e->ws);
-  free(e->logits);
-  nc_batch_free(&e->batch);
-  nc_context_free(e->ctx);
-  nc_kv_cache_free(e->kv);
-  free(e->eog_ids);
+  free_resources(e);
   pthread_mutex_destroy(&e->mu);
   pthread_cond_destroy(&e->cv);
   free(e);

@@ -1,10 +1,12 @@
 /* nucleus template: print the prompt a model's chat template makes of a
  * conversation (exactly, with no newline added). */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_io.h"
 #include "commands.h"
 #include "nucleus.h"
 
@@ -27,38 +29,11 @@ static void usage(FILE *out) {
 
 /* Reads a whole file ("-": standard input); NULL with a message on error. */
 static char *read_all(const char *path, size_t *len) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-  if (!f) {
-    fprintf(stderr, "nucleus template: cannot open %s\n", path);
-    return NULL;
-  }
-  size_t cap = 4096, n = 0;
-  char *p = malloc(cap + 1);
-  while (p) {
-    size_t r = fread(p + n, 1, cap - n, f);
-    n += r;
-    if (r == 0) break;
-    if (n == cap) {
-      char *q = cap > ((size_t)1 << 32) ? NULL : realloc(p, cap * 2 + 1);
-      if (!q) {
-        free(p);
-        p = NULL;
-        break;
-      }
-      p = q;
-      cap *= 2;
-    }
-  }
-  bool bad = ferror(f);
-  if (f != stdin) fclose(f);
-  if (!p || bad) {
-    free(p);
-    fprintf(stderr, "nucleus template: cannot read %s\n", path);
-    return NULL;
-  }
-  p[n] = '\0';
-  *len = n;
-  return p;
+  char *text = cli_read_file(path, len);
+  if (!text)
+    fprintf(stderr, "nucleus template: cannot read %s: %s\n", path,
+            strerror(errno));
+  return text;
 }
 
 /* Splits the conversation file into messages/tools JSON texts. */
