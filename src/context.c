@@ -189,30 +189,52 @@ typedef struct mm_task {
   int32_t rows;
 } mm_task;
 
+/* Rows per gemm call: a weight panel that stays in L1 while every
+ * activation row streams past it. Thread ranges are cut in units of
+ * MM_UNIT rows so that kernels see whole register panels. */
+enum { MM_PANEL = 64, MM_UNIT = 16 };
+
+static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
+  const nc_weight *w = mm->w;
+  const nc_gemm_fn gemm = t->kern->gemm[w->type];
+  const nc_vec_dot_fn dot = t->kern->vec_dot[w->type];
+  const nc_vec_dot_rows_fn dots = t->kern->vec_dot_rows[w->type];
+  const uint8_t *base = w->data;
+  if (gemm) {
+    for (int64_t r = r0; r < r1; r += MM_PANEL) {
+      const int64_t nr = r1 - r < MM_PANEL ? r1 - r : MM_PANEL;
+      gemm(w->ne0, base + (size_t)r * w->row_bytes, w->row_bytes, nr, t->a,
+           t->a_stride, t->rows, mm->y + r, (size_t)mm->y_stride);
+    }
+    return;
+  }
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t *wr = base + (size_t)r * w->row_bytes;
+    if (dots && t->rows > 1) {
+      dots(w->ne0, wr, t->a, t->a_stride, t->rows, mm->y + r,
+           (size_t)mm->y_stride);
+    } else {
+      for (int32_t k = 0; k < t->rows; k++)
+        mm->y[(int64_t)k * mm->y_stride + r] =
+            dot(w->ne0, wr, t->a + (size_t)k * t->a_stride);
+    }
+  }
+}
+
 static void mm_worker(void *p, int ith, int nth) {
   const mm_task *t = p;
   int64_t lo, hi;
-  nc_split_range(t->total, ith, nth, &lo, &hi);
+  nc_split_range((t->total + MM_UNIT - 1) / MM_UNIT, ith, nth, &lo, &hi);
+  lo *= MM_UNIT;
+  hi = hi * MM_UNIT < t->total ? hi * MM_UNIT : t->total;
   int64_t off = 0;
   for (int i = 0; i < t->n_mm && off < hi; i++) {
     const nc_mm *mm = t->mm[i];
-    const nc_weight *w = mm->w;
+    const int64_t ne1 = mm->w->ne1;
     const int64_t r0 = (lo > off ? lo : off) - off;
-    const int64_t r1 = (hi < off + w->ne1 ? hi : off + w->ne1) - off;
-    off += w->ne1;
-    const nc_vec_dot_fn dot = t->kern->vec_dot[w->type];
-    const nc_vec_dot_rows_fn dots = t->kern->vec_dot_rows[w->type];
-    for (int64_t r = r0; r < r1; r++) {
-      const uint8_t *wr = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-      if (dots && t->rows > 1) {
-        dots(w->ne0, wr, t->a, t->a_stride, t->rows, mm->y + r,
-             (size_t)mm->y_stride);
-      } else {
-        for (int32_t k = 0; k < t->rows; k++)
-          mm->y[(int64_t)k * mm->y_stride + r] =
-              dot(w->ne0, wr, t->a + (size_t)k * t->a_stride);
-      }
-    }
+    const int64_t r1 = (hi < off + ne1 ? hi : off + ne1) - off;
+    off += ne1;
+    if (r0 < r1) mm_rows(t, mm, r0, r1);
   }
 }
 

@@ -40,10 +40,24 @@ typedef void (*nc_vec_dot_rows_fn)(int64_t n, const void *w, const void *a,
                                    size_t a_stride, int nrows, float *out,
                                    size_t out_stride);
 
+/* Many weight rows times many activation rows (prefill and batches):
+ * out[a * out_stride + r] = the dot of weight row r (w + r * w_stride) with
+ * activation row a (act + a * a_stride), for r in [0, nw), a in [0, na).
+ * Batch invariance: each value is bit-identical to this table's vec_dot on
+ * that pair alone, whatever nw and na are. The kernel blocks for the caches
+ * itself (a panel of a few weight rows against a few activation rows held
+ * in registers); callers pass up to ~64 weight rows and all activation rows
+ * per call, so the weight panel stays in L1 while activations stream from
+ * L2. NULL where a table has none: callers loop vec_dot_rows. */
+typedef void (*nc_gemm_fn)(int64_t n, const void *w, size_t w_stride,
+                           int64_t nw, const void *act, size_t a_stride,
+                           int64_t na, float *out, size_t out_stride);
+
 typedef struct nc_kernels {
   const char *name;                               /* "ref", "avx2", "avx512" */
   nc_vec_dot_fn vec_dot[NC_TYPE_COUNT];           /* indexed by weight type */
   nc_vec_dot_rows_fn vec_dot_rows[NC_TYPE_COUNT]; /* same, many act rows */
+  nc_gemm_fn gemm[NC_TYPE_COUNT];                 /* may be NULL */
   nc_quantize_fn quantize_act[NC_TYPE_COUNT];     /* indexed by vec_dot type */
   /* true where this table's quantize_act writes its own layout (same size,
    * nc_row_size(type, n)): feed those rows only to this table's dots. */
