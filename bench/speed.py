@@ -1,95 +1,285 @@
 #!/usr/bin/env python3
 """Prefill and decode speed of nucleus against llama.cpp, in one run.
 
-Builds the peer (bench/build_peer.sh: llama.cpp from the PyPI sdist of
-llama-cpp-python, clang, native, with its AMX path), then for each thread
-count runs llama-bench and `nucleus bench` interleaved, several rounds, and
-prints one table of medians: prefill tok/s for a 512-token prompt, decode
-tok/s for 128 tokens, and the ratio nucleus / llama.cpp.
+One command does it all: builds nucleus (make), builds the peer when it is
+missing (bench/build_peer.sh: llama.cpp from the PyPI sdist of
+llama-cpp-python, clang, native, with its AMX path), makes the Q8_0 and
+Q4_K_M versions of the default model with the peer's llama-quantize
+(scripts/make_bench_models.sh), then for each model and thread count runs
+llama-bench and `nucleus bench` interleaved (peer, nucleus, peer, nucleus,
+...; one run of each test per call, so that load changes on a shared machine
+hit both engines alike) and prints one table of medians: prefill tok/s for a
+512-token prompt (pp512), decode tok/s for 128 tokens (tg128), and the ratio
+nucleus / llama.cpp. Both engines run with their defaults (llama-bench: flash
+attention auto, weight repacking on; nucleus: its default kernel table, or
+the one NUCLEUS_KERNELS names).
 
-usage: bench/speed.py [--model GGUF] [--threads 1,2] [--rounds 5]
+usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M]
+                      [--threads 1,2] [--pp 512] [--tg 128]
+  --models takes the names above or paths to .gguf files.
+  Quick development run: bench/speed.py --rounds 1 --models Q4_1 --threads 2
 """
 import argparse
+import datetime
 import json
 import os
 import pathlib
 import platform
+import re
+import shlex
 import statistics
 import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEFAULT_MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+MADE_TYPES = ("Q8_0", "Q4_K_M")  # made by scripts/make_bench_models.sh
+MIN_ROUNDS = 5  # fewer is a quick run, and the table says so
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def run(cmd, what, env=None):
+    """Runs cmd; returns stdout, or raises with its stderr on failure."""
+    try:
+        p = subprocess.run([str(c) for c in cmd], capture_output=True,
+                           text=True, env=env)
+    except OSError as e:
+        raise BenchError(f"{what}: cannot run {cmd[0]}: {e}") from e
+    if p.returncode != 0:
+        raise BenchError(
+            f"{what} failed (exit {p.returncode}): {shlex.join(map(str, cmd))}"
+            f"\n{p.stderr[-3000:]}")
+    return p.stdout
 
 
 def cpu_name():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
+    """The model name, with family/model/stepping (VMs often show a generic
+    name)."""
+    info = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if ":" not in line:
+                if info:
+                    break  # the first processor is enough
+                continue
+            k, v = (x.strip() for x in line.split(":", 1))
+            info.setdefault(k, v)
+    name = info.get("model name") or platform.processor() or "unknown CPU"
+    ids = [f"{k} {info[k]}" for k in ("cpu family", "model", "stepping")
+           if k in info]
+    return f"{name} ({', '.join(ids)})" if ids else name
 
 
-def peer_bench(bin_dir, model, threads, pp, tg, reps):
-    out = subprocess.run(
-        [str(bin_dir / "llama-bench"), "-m", model, "-t", str(threads), "-p",
-         str(pp), "-n", str(tg), "-r", str(reps), "-o", "json"],
-        capture_output=True, text=True, check=True).stdout
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return [x for x in ("avx2", "avx512f", "avx512_vnni",
+                                    "avx512_bf16", "avx512_fp16", "amx_int8")
+                        if x in have]
+    return []
+
+
+def loadavg():
+    return " ".join(pathlib.Path("/proc/loadavg").read_text().split()[:3])
+
+
+def peer_bench(bin_dir, model, threads, pp, tg):
+    """One llama-bench run of each test: {"pp": tok/s, "tg": tok/s}."""
+    out = run([bin_dir / "llama-bench", "-m", model, "-t", threads, "-p", pp,
+               "-n", tg, "-r", 1, "-o", "json"], "llama-bench")
+    try:
+        rows = json.loads(out)
+    except json.JSONDecodeError as e:
+        raise BenchError(f"llama-bench printed no JSON ({e}):\n{out[:2000]}")
     res = {}
-    for row in json.loads(out):
-        key = "pp" if row["n_prompt"] > 0 else "tg"
-        res[key] = row["avg_ts"]
-    return res
+    for row in rows:
+        n_prompt, n_gen = row.get("n_prompt"), row.get("n_gen")
+        if n_prompt == pp and n_gen == 0:
+            res["pp"] = float(row["avg_ts"])
+        elif n_prompt == 0 and n_gen == tg:
+            res["tg"] = float(row["avg_ts"])
+    return check_tests(res, pp, tg, "llama-bench", out)
 
 
-def nucleus_bench(nucleus, model, threads, pp, tg, reps):
-    out = subprocess.run(
-        [nucleus, "bench", "-m", model, "-t", str(threads), "-p", str(pp),
-         "-g", str(tg), "-r", str(reps)],
-        capture_output=True, text=True, check=True).stdout
+# `nucleus bench` prints one line per test: "pp512 93.12 tok/s".
+NUCLEUS_LINE = re.compile(
+    r"^\s*(pp|tg)(\d+)\s*[:=]?\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?\d+)?)"
+    r"\s*tok/s\b")
+
+
+def parse_nucleus(out, pp, tg):
     res = {}
     for line in out.splitlines():
-        name, value = line.split()[:2]
-        res["pp" if name.startswith("pp") else "tg"] = float(value)
+        m = NUCLEUS_LINE.match(line)
+        if not m:
+            continue
+        kind, n, value = m.group(1), int(m.group(2)), float(m.group(3))
+        if (kind == "pp" and n == pp) or (kind == "tg" and n == tg):
+            res[kind] = value
+    return check_tests(res, pp, tg, "nucleus bench", out)
+
+
+def nucleus_bench(nucleus, model, threads, pp, tg):
+    out = run([nucleus, "bench", "-m", model, "-t", threads, "-p", pp, "-g",
+               tg, "-r", 1], "nucleus bench")
+    return parse_nucleus(out, pp, tg)
+
+
+def check_tests(res, pp, tg, who, out):
+    want = [k for k, n in (("pp", pp), ("tg", tg)) if n > 0]
+    missing = [k for k in want if k not in res or not res[k] > 0]
+    if missing:
+        raise BenchError(f"{who}: no positive result for "
+                         f"{', '.join(missing)} in its output:\n{out[-2000:]}")
     return res
+
+
+def resolve_models(spec, peer_dir):
+    """Model names (Q4_1, Q8_0, Q4_K_M) or .gguf paths -> [(label, path)]."""
+    made = None
+    models = []
+    for item in [s.strip() for s in spec.split(",") if s.strip()]:
+        if item.upper() == "Q4_1":
+            if not DEFAULT_MODEL.exists():
+                run([ROOT / "scripts/fetch_model.sh"], "fetching the model")
+            models.append(("Q4_1", DEFAULT_MODEL))
+        elif item.upper() in MADE_TYPES:
+            if made is None:
+                out = run([ROOT / "scripts/make_bench_models.sh"],
+                          "scripts/make_bench_models.sh",
+                          env={**os.environ, "PEER_DIR": str(peer_dir)})
+                made = [pathlib.Path(p) for p in out.split()]
+            path = next((p for p in made if f".{item.upper()}." in p.name),
+                        None)
+            if path is None:
+                raise BenchError(f"make_bench_models.sh made no {item} file")
+            label = item.upper()
+            if ".from-" in path.name:
+                label += " (requant. " + path.name.split(".from-")[1].split(
+                    ".gguf")[0] + ")"
+            models.append((label, path))
+        elif item.endswith(".gguf"):
+            if not pathlib.Path(item).is_file():
+                raise BenchError(f"model file {item} does not exist")
+            models.append((pathlib.Path(item).name, pathlib.Path(item)))
+        else:
+            raise BenchError(f"--models: '{item}' is neither Q4_1, "
+                             f"{', '.join(MADE_TYPES)} nor a .gguf path")
+    if not models:
+        raise BenchError("--models: no model given")
+    return models
+
+
+def fmt(x):
+    return f"{x:.1f}" if x == x else "-"
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model",
-                    default=str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
-    ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--pp", type=int, default=512)
-    ap.add_argument("--tg", type=int, default=128)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="Q4_1," + ",".join(MADE_TYPES),
+                    help="comma list of Q4_1, Q8_0, Q4_K_M or .gguf paths "
+                    "(default: all three)")
+    ap.add_argument("--model", help="one .gguf file (same as --models PATH)")
+    ap.add_argument("--threads", default="1,2",
+                    help="comma list of thread counts (default: 1,2)")
+    ap.add_argument("--rounds", type=int, default=MIN_ROUNDS,
+                    help=f"interleaved runs of each engine (default "
+                    f"{MIN_ROUNDS}; fewer only for quick checks)")
+    ap.add_argument("--pp", type=int, default=512, help="prompt tokens")
+    ap.add_argument("--tg", type=int, default=128, help="generated tokens")
     ap.add_argument("--nucleus", default=str(ROOT / "build/release/nucleus"))
     ap.add_argument("--peer-dir", default="/opt/peer/llama.cpp")
+    ap.add_argument("--no-make", action="store_true",
+                    help="do not run make first (use --nucleus as it is)")
     a = ap.parse_args()
+    command = shlex.join(["bench/speed.py", *sys.argv[1:]])
+    try:
+        threads = [int(x) for x in a.threads.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--threads: expected numbers like 1,2, got '{a.threads}'")
+    if not threads or min(threads) < 1:
+        ap.error("--threads: thread counts must be >= 1")
+    if a.rounds < 1 or a.pp < 0 or a.tg < 0 or a.pp + a.tg == 0:
+        ap.error("--rounds must be >= 1, --pp/--tg >= 0 and not both 0")
 
-    subprocess.run(["make", "-C", str(ROOT), "-s"], check=True)
-    bin_dir = pathlib.Path(subprocess.run(
-        [str(ROOT / "bench/build_peer.sh"), a.peer_dir], capture_output=True,
-        text=True, check=True).stdout.strip().splitlines()[-1])
+    try:
+        if not a.no_make:
+            run(["make", "-C", ROOT, "-s", f"-j{os.cpu_count() or 1}"],
+                "make (nucleus)")
+        if not os.access(a.nucleus, os.X_OK):
+            raise BenchError(f"{a.nucleus} is not an executable")
+        out = run([ROOT / "bench/build_peer.sh", a.peer_dir],
+                  "bench/build_peer.sh")
+        bin_dir = pathlib.Path(out.strip().splitlines()[-1])
+        models = resolve_models(a.model or a.models, a.peer_dir)
 
-    rows = []
-    for t in [int(x) for x in a.threads.split(",")]:
-        samples = {("peer", "pp"): [], ("peer", "tg"): [],
-                   ("nucleus", "pp"): [], ("nucleus", "tg"): []}
-        for _ in range(a.rounds):  # interleave the two engines
-            for k, v in peer_bench(bin_dir, a.model, t, a.pp, a.tg, 1).items():
-                samples[("peer", k)].append(v)
-            for k, v in nucleus_bench(a.nucleus, a.model, t, a.pp, a.tg,
-                                      1).items():
-                samples[("nucleus", k)].append(v)
-        med = {k: statistics.median(v) for k, v in samples.items()}
-        rows.append((t, med))
+        load_before = loadavg()
+        started = datetime.datetime.now(datetime.timezone.utc)
+        rows = []
+        for label, path in models:
+            for t in threads:
+                s = {(e, k): [] for e in ("peer", "nucleus")
+                     for k in ("pp", "tg")}
+                for r in range(a.rounds):  # interleave the two engines
+                    print(f"[{label}, {t} thread(s), round {r + 1}/"
+                          f"{a.rounds}]", file=sys.stderr, flush=True)
+                    for k, v in peer_bench(bin_dir, path, t, a.pp,
+                                           a.tg).items():
+                        s[("peer", k)].append(v)
+                    for k, v in nucleus_bench(a.nucleus, path, t, a.pp,
+                                              a.tg).items():
+                        s[("nucleus", k)].append(v)
+                med = {k: statistics.median(v) if v else float("nan")
+                       for k, v in s.items()}
+                rows.append((label, t, med, s))
+        load_after = loadavg()
+    except BenchError as e:
+        print(f"bench/speed.py: error: {e}", file=sys.stderr)
+        return 1
 
-    print(f"model: {os.path.basename(a.model)}; CPU: {cpu_name()}; "
-          f"medians of {a.rounds} interleaved rounds")
-    print(f"| test | threads | llama.cpp tok/s | nucleus tok/s | ratio |")
-    print(f"|---|---:|---:|---:|---:|")
-    for t, med in rows:
-        for k, name in (("pp", f"pp{a.pp}"), ("tg", f"tg{a.tg}")):
+    kernels = os.environ.get("NUCLEUS_KERNELS")
+    print(f"command: {command}")
+    print(f"date: {started:%Y-%m-%d %H:%M} UTC; load average (1/5/15 min) "
+          f"before {load_before}, after {load_after}")
+    print(f"CPU: {cpu_name()} ({os.cpu_count()} logical cores; "
+          f"{' '.join(cpu_flags())})")
+    print(f"llama.cpp: {bin_dir} (llama-cpp-python sdist, clang, native); "
+          f"nucleus: {a.nucleus}"
+          + (f" (NUCLEUS_KERNELS={kernels})" if kernels else ""))
+    quick = "" if a.rounds >= MIN_ROUNDS else \
+        f" (quick run: fewer than {MIN_ROUNDS} rounds, not for the record)"
+    print(f"medians of {a.rounds} interleaved runs per engine, tok/s{quick}")
+    if any("requant." in label for label, _ in models):
+        print("requant. Q4_1: made by llama-quantize --allow-requantize from "
+              "the Q4_1 file's dequantized weights (no F16 GGUF of the model "
+              "at hand); scripts/make_bench_models.sh")
+    print()
+    pp, tg = f"pp{a.pp}", f"tg{a.tg}"
+    print(f"| model | threads | {pp} llama.cpp | {pp} nucleus | ratio "
+          f"| {tg} llama.cpp | {tg} nucleus | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, t, med, _ in rows:
+        cells = []
+        for k in ("pp", "tg"):
             p, n = med[("peer", k)], med[("nucleus", k)]
-            print(f"| {name} | {t} | {p:.1f} | {n:.1f} | {n / p:.2f} |")
+            ratio = f"{n / p:.2f}" if p == p and n == n and p > 0 else "-"
+            cells += [fmt(p), fmt(n), ratio]
+        print(f"| {label} | {t} | " + " | ".join(cells) + " |")
+    print()
+    print("samples (tok/s, in run order):")
+    for label, t, _, s in rows:
+        for e in ("peer", "nucleus"):
+            for k in ("pp", "tg"):
+                if s[(e, k)]:
+                    print(f"  {label} t={t} {e:7s} {k}: "
+                          + " ".join(f"{v:.1f}" for v in s[(e, k)]))
     return 0
 
 

