@@ -36,3 +36,44 @@ def test_speed_parser_rejects_missing_or_mismatched_tests():
         except speed.BenchError:
             continue
         raise AssertionError(f"accepted {bad!r}")
+
+
+def load_profile():
+    spec = importlib.util.spec_from_file_location("profile_",
+                                                  ROOT / "bench/profile.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_profile_groups_helpers_with_their_caller():
+    prof = load_profile()
+    text = (
+        "123 \n"
+        "\t68b0 fmaf@plt (/x/nucleus)\n"
+        "\t3adb4 nc_expf_ggml (/x/nucleus)\n"
+        "\t16574 att_one (inlined)\n"
+        "\t16574 att_worker (/x/nucleus)\n"
+        "\t42845 nc_threadpool_run (/x/nucleus)\n"
+        "\n"
+        "124 \n"
+        "\t3adb4 nc_expf_ggml (/x/nucleus)\n"
+        "\t3af9f nc_swiglu (/x/nucleus)\n"
+        "\n"
+        "125 \n"
+        "\tffffffff8158c3e1 futex_wait (kernel.kallsyms)\n"
+        "\t5c404 __GI___lll_lock_wait (/lib/libc.so.6)\n"
+        "\t5c404 mm_worker (/x/nucleus)\n"
+        "\n"
+        "126 \n"
+        "\t1 _mm256_fmadd_ps (inlined)\n"
+        "\t2 nc_avx2_dot_q4_1 (/x/nucleus)\n"
+        "\t3 worker_main (/x/nucleus)\n"
+        "\n"
+        "127 \n"
+        "\t1 nc_strtab_find (/x/nucleus)\n")
+    got = prof.samples(text)
+    assert [prof.classify(f) for f in got] == [
+        "attention", "elementwise", "thread pool/sync", "matmul", "other"]
+    rows = {g: syms for g, _, syms in prof.summarize(got, 2)}
+    assert rows["matmul"].startswith("nc_avx2_dot_q4_1 ")
