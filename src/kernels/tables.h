@@ -48,4 +48,18 @@ NC_AVX512_DOT(q4_0)
 NC_AVX512_DOT(q5_0)
 #undef NC_AVX512_DOT
 
+/* avx512_kquant.c: Q4_K and Q6_K · Q8_K (standard Q8_K layout) in llama.cpp's
+ * x86 float order, bit-identical to its AVX2 vec_dot; gemm as in kernels.h. */
+#define NC_AVX512_KQUANT_DOT(name)                                             \
+  float nc_avx512_dot_##name(int64_t n, const void *w, const void *a);         \
+  void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \
+                                   size_t a_stride, int nrows, float *out,     \
+                                   size_t out_stride);                         \
+  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+                             int64_t nw, const void *act, size_t a_stride,     \
+                             int64_t na, float *out, size_t out_stride);
+NC_AVX512_KQUANT_DOT(q4_k)
+NC_AVX512_KQUANT_DOT(q6_k)
+#undef NC_AVX512_KQUANT_DOT
+
 #endif

@@ -1,0 +1,453 @@
+/* avx512_kquant: AVX-512 (F, BW, VL) + VNNI kernels for Q4_K and Q6_K · Q8_K
+ * that add in exactly llama.cpp's x86 (AVX2) order, so every dot is bit-
+ * identical to llama.cpp's ggml_vec_dot_q4_K_q8_K / ggml_vec_dot_q6_K_q8_K
+ * on the same inputs (and the avx2 table's Q4_K/Q6_K kernels).
+ *
+ * llama.cpp's order, per (weight row, activation row) and super-block i of
+ * 256 elements in 8 chunks of 32 (integer sums are exact in any order;
+ * only the float operations below are fixed):
+ *
+ *   Q4_K: 8 int32 lanes I_k = sum over chunks c of sc_c * (the 4 products
+ *         of elements 32c + 4k .. 32c + 4k + 3), and 4 lanes
+ *         M_k = m_2k S_2k + m_2k+1 S_2k+1 (S_s = the activation sum of chunk
+ *         s, from two bsums). With d = y.d * x.d and dmin = -y.d * x.dmin:
+ *         acc_k = fma(d, (float)I_k, acc_k); accm_k = fma(dmin, M_k, accm_k).
+ *         Result: hsum8(acc) + ((accm_0 + accm_2) + (accm_1 + accm_3)),
+ *         hsum8 = (k + k+4) for k < 4, then (0+2, 1+3), then the two.
+ *   Q6_K: I_k = sum over c of (sc_2c for k < 4, else sc_2c+1) * (the 4
+ *         products of 32c + 4k ..), the quants taken as 0..63, minus
+ *         32 * (bs_2k sc_2k + bs_2k+1 sc_2k+1) (bsums undo the -32 offset);
+ *         acc_k = fma(y.d * x.d, (float)I_k, acc_k); result hsum8(acc).
+ *
+ * The integer lanes come from vpmaddubsw (pairs of products; no saturation:
+ * |pair| <= 2 * 63 * 128) and vpdpwssd against the int16 scales, so each
+ * lane holds llama.cpp's integer exactly; the float operations are the same
+ * instructions per lane. Two layouts:
+ *
+ *   - one row (vec_dot, and gemm with few activation rows): a zmm covers 64
+ *     consecutive elements, chunk 2j in the low half and 2j+1 in the high
+ *     half; the halves are added (exact, int32) into llama.cpp's 8 lanes
+ *     before the float step, which runs on 8 lanes as in llama.cpp.
+ *   - a pair of weight rows (gemm): zmm lanes 0..7 belong to row 2p, lanes
+ *     8..15 to row 2p+1, against one activation row broadcast to both
+ *     halves. gemm unpacks a panel of pairs once into a stack scratch and
+ *     runs it against 8 activation rows at a time (weights reused from
+ *     registers), the float accumulators of 2 rows x 8 activations in
+ *     registers; the Q4_K min lanes run on 16 lanes (each M_k twice).
+ *
+ * Both layouts perform llama.cpp's float operations on the same values, so
+ * vec_dot, vec_dot_rows and gemm agree bit for bit whatever the batch. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "avx2_util.h"
+#include "tables.h"
+
+/* gemm: activation rows per register block, the scratch for the unpacked
+ * weight panel (stack) and the batch below which rows go one by one. */
+enum { R_MAX = 8, SCRATCH_BYTES = 48 * 1024, MIN_BATCH = 3 };
+
+/* The 4 float lanes of llama.cpp's Q4_K min accumulator, summed as
+ * (0 + 2) + (1 + 3). */
+static inline float hsum4_m(__m128 m) {
+  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_add_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+static inline __m256 lo8(__m512 v) {
+  return _mm512_castps512_ps256(v);
+}
+static inline __m256 hi8(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+static inline __m256i lo8i(__m512i v) {
+  return _mm512_castsi512_si256(v);
+}
+static inline __m256i hi8i(__m512i v) {
+  return _mm512_extracti64x4_epi64(v, 1);
+}
+
+/* 32 bytes broadcast to both halves of a zmm. */
+static inline __m512i bcast32(const void *p) {
+  return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* Two rows' 32 bytes: a in the low half, b in the high half. */
+static inline __m512i join32(__m256i a, __m256i b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+/* A float of row 0 in lanes 0..7 and one of row 1 in lanes 8..15. */
+static inline __m512 pair_ps(float a, float b) {
+  return _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(a), _mm512_set1_ps(b));
+}
+
+/* int16 lane i of the result = lane lo of v for i < 16, lane hi for i >= 16
+ * (a vpermw index). */
+static inline __m512i idx_halves(int lo, int hi) {
+  return _mm512_mask_blend_epi16(0xffff0000, _mm512_set1_epi16((short)lo),
+                                 _mm512_set1_epi16((short)hi));
+}
+
+/* --------------------------------------------------------------- Q4_K */
+
+/* The 6-bit scales and mins of a Q4_K block as 16 bytes: sc0..7, m0..7.
+ * Bytes 0..3 hold sc0..3 (+ the top bits of sc4..7), bytes 4..7 m0..3
+ * (+ the top bits of m4..7), bytes 8..11 the low nibbles of sc4..7 (low)
+ * and m4..7 (high). */
+static inline __m128i q4k_scales_mins(const uint8_t *s) {
+  uint32_t w[3];
+  memcpy(w, s, 12);
+  const uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x30303030;
+  const uint32_t sm[4] = {
+      w[0] & k6,
+      (w[2] & k4) | ((w[0] >> 2) & k2),
+      w[1] & k6,
+      ((w[2] >> 4) & k4) | ((w[1] >> 2) & k2),
+  };
+  return _mm_loadu_si128((const __m128i *)sm);
+}
+
+/* One super-block of one row against one activation row (see the top). */
+static inline __attribute__((always_inline)) void
+q4k_sb(const block_q4_K *x, const block_q8_K *y, __m256 *acc, __m128 *accm) {
+  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins(x->scales));
+  const __m512i sm512 = _mm512_castsi256_si512(sm);
+  /* mins: S_s = bsum 2s + bsum 2s+1, M_k = m_2k S_2k + m_2k+1 S_2k+1 */
+  const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+  const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+                                     _mm256_extracti128_si256(bs, 1));
+  const __m128i prod = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
+  const float d = y->d * _cvtsh_ss(x->d);
+  const float dmin = -y->d * _cvtsh_ss(x->dmin);
+  *accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), *accm);
+  /* chunk 2j (low nibbles of qs[32j..]) in the low half, 2j+1 (high
+   * nibbles) in the high half */
+  const __m512i shift = _mm512_mask_blend_epi16(
+      0xffff0000, _mm512_setzero_si512(), _mm512_set1_epi16(4));
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {
+    const __m512i q =
+        _mm512_and_si512(_mm512_srlv_epi16(bcast32(x->qs + 32 * j), shift), m4);
+    const __m512i a = _mm512_loadu_si512(y->qs + 64 * j);
+    const __m512i sc =
+        _mm512_permutexvar_epi16(idx_halves(2 * j, 2 * j + 1), sm512);
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a), sc);
+  }
+  const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
+  *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
+}
+
+float nc_avx512_dot_q4_k(int64_t n, const void *w, const void *a) {
+  const block_q4_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  __m128 accm = _mm_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q4k_sb(x + i, y + i, &acc, &accm);
+  return nc_hsum8(acc) + hsum4_m(accm);
+}
+
+/* A super-block of a pair of weight rows, unpacked for gemm. */
+typedef struct q4k_pair {
+  __m512i q[4];  /* qs[32j..32j+31] of row 0 | of row 1 (both nibbles) */
+  __m512i sc[8]; /* chunk c's scale as int16: row 0 x16 | row 1 x16 */
+  __m512i mins;  /* int16 lane i: m_(i/2) of row 0 (i < 16) | row 1 */
+  __m512 d;      /* x.d of row 0 in lanes 0..7 | row 1 in 8..15 */
+  __m512 dmin;   /* x.dmin likewise */
+} q4k_pair;
+
+static inline void q4k_unpack_pair(const block_q4_K *x0, const block_q4_K *x1,
+                                   q4k_pair *u) {
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++)
+    u->q[j] = join32(_mm256_loadu_si256((const __m256i *)(x0->qs + 32 * j)),
+                     _mm256_loadu_si256((const __m256i *)(x1->qs + 32 * j)));
+  /* int16 lanes 0..7 sc, 8..15 mins of row 0; 16..31 the same of row 1 */
+  const __m512i sm = join32(_mm256_cvtepu8_epi16(q4k_scales_mins(x0->scales)),
+                            _mm256_cvtepu8_epi16(q4k_scales_mins(x1->scales)));
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++)
+    u->sc[c] = _mm512_permutexvar_epi16(idx_halves(c, 16 + c), sm);
+  static const int16_t mins_idx[32] = {
+      8,  8,  9,  9,  10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15,
+      24, 24, 25, 25, 26, 26, 27, 27, 28, 28, 29, 29, 30, 30, 31, 31,
+  };
+  u->mins = _mm512_permutexvar_epi16(_mm512_loadu_si512(mins_idx), sm);
+  u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
+  u->dmin = pair_ps(_cvtsh_ss(x0->dmin), _cvtsh_ss(x1->dmin));
+}
+
+/* nb super-blocks of a pair (u) against R activation rows: lanes of acc
+ * and accm as in q4k_sb, row 0 in lanes 0..7, row 1 in 8..15; accm lanes
+ * 2k and 2k+1 both hold M_k's accumulator. */
+static inline __attribute__((always_inline)) void
+q4k_pair_rows(const q4k_pair *u, int64_t nb, const uint8_t *act,
+              size_t a_stride, int R, __m512 *acc, __m512 *accm) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  for (int64_t i = 0; i < nb; i++) {
+    const q4k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+      q[2 * j] = _mm512_and_si512(p->q[j], m4);
+      q[2 * j + 1] = _mm512_and_si512(_mm512_srli_epi16(p->q[j], 4), m4);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+      /* lane 2k (and 2k+1) of pr: m_2k S_2k + m_2k+1 S_2k+1 */
+      __m512i pr = _mm512_madd_epi16(bcast32(y->bsums), p->mins);
+      pr = _mm512_add_epi32(pr, _mm512_shuffle_epi32(pr, _MM_PERM_CDAB));
+      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y->d), p->dmin);
+      accm[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), accm[r]);
+    }
+  }
+}
+
+/* The finished dot of row h (0, 1) of a pair from its accumulators. */
+static inline float q4k_pair_result(__m512 acc, __m512 accm, int h) {
+  const __m256 a = h ? hi8(acc) : lo8(acc);
+  const __m256 m8 = h ? hi8(accm) : lo8(accm);
+  /* accm lanes 0, 2, 4, 6 hold the 4 lanes of llama.cpp's acc_m */
+  const __m128 m = _mm_shuffle_ps(_mm256_castps256_ps128(m8),
+                                  _mm256_extractf128_ps(m8, 1), 0x88);
+  return nc_hsum8(a) + hsum4_m(m);
+}
+
+static inline __attribute__((always_inline)) void
+q4k_block(const q4k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, float *out, size_t out_stride, bool two) {
+  __m512 acc[R_MAX], accm[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = accm[r] = _mm512_setzero_ps();
+  q4k_pair_rows(u, nb, act, a_stride, R, acc, accm);
+  for (int r = 0; r < R; r++) {
+    out[(size_t)r * out_stride] = q4k_pair_result(acc[r], accm[r], 0);
+    if (two)
+      out[(size_t)r * out_stride + 1] = q4k_pair_result(acc[r], accm[r], 1);
+  }
+}
+
+/* --------------------------------------------------------------- Q6_K */
+
+/* Chunk c (0..7, elements 32c..32c+31) of a Q6_K block as 32 unsigned
+ * 6-bit quants (value + 32). In 128-element half h = c / 4, part k = c % 4
+ * takes its low nibbles from ql[64h + 32 (k & 1) ..] (low nibble for
+ * k < 2, high for k >= 2) and its top two bits from bits 2k of qh[32h..]. */
+static inline __m256i q6k_chunk(const block_q6_K *x, int c) {
+  const int h = c / 4, k = c % 4;
+  const __m256i l =
+      _mm256_loadu_si256((const __m256i *)(x->ql + 64 * h + 32 * (k & 1)));
+  const __m256i hb = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+  const __m256i lo = _mm256_and_si256(k < 2 ? l : _mm256_srli_epi16(l, 4),
+                                      _mm256_set1_epi8(0x0f));
+  /* bits 2k, 2k+1 of each byte to bits 4, 5 (word shifts by <= 4 never
+   * carry other bytes' bits into bits 4..5) */
+  const __m256i hs = 2 * k <= 4 ? _mm256_slli_epi16(hb, 4 - 2 * k)
+                                : _mm256_srli_epi16(hb, 2 * k - 4);
+  return _mm256_or_si256(lo, _mm256_and_si256(hs, _mm256_set1_epi8(0x30)));
+}
+
+static inline __attribute__((always_inline)) void
+q6k_sb(const block_q6_K *x, const block_q8_K *y, __m256 *acc) {
+  const __m256i sc16 =
+      _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+  const __m512i sc512 = _mm512_castsi256_si512(sc16);
+  const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+  const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5);
+  const float d = y->d * _cvtsh_ss(x->d);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  /* high-bit shifts: chunk 4h+k gets bits 2k of qh; low half k = 0 / 2,
+   * high half k = 1 / 3 */
+  const __m512i sl =
+      _mm512_mask_blend_epi16(0xffff0000, _mm512_set1_epi16(4),
+                              _mm512_set1_epi16(2)); /* k = 0 | 1, left */
+  const __m512i sr = _mm512_mask_blend_epi16(0xffff0000, _mm512_setzero_si512(),
+                                             _mm512_set1_epi16(2)); /* 2 | 3 */
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++) {
+    const __m512i l = _mm512_loadu_si512(x->ql + 64 * h);
+    const __m512i hb = bcast32(x->qh + 32 * h);
+    /* chunks 4h, 4h+1 (low nibbles) and 4h+2, 4h+3 (high nibbles) */
+    const __m512i q01 =
+        _mm512_or_si512(_mm512_and_si512(l, m4),
+                        _mm512_and_si512(_mm512_sllv_epi16(hb, sl), m30));
+    const __m512i q23 =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                        _mm512_and_si512(_mm512_srlv_epi16(hb, sr), m30));
+    const __m512i a01 = _mm512_loadu_si512(y->qs + 128 * h);
+    const __m512i a23 = _mm512_loadu_si512(y->qs + 128 * h + 64);
+    /* chunk c uses scales 2c (elements 0..15) and 2c+1 (16..31) */
+    const int s = 8 * h;
+    const __m512i i01 = _mm512_mask_blend_epi16(
+        0xffff0000,
+        _mm512_mask_blend_epi16(0xff00, _mm512_set1_epi16((short)s),
+                                _mm512_set1_epi16((short)(s + 1))),
+        _mm512_mask_blend_epi16(0xff000000, _mm512_set1_epi16((short)(s + 2)),
+                                _mm512_set1_epi16((short)(s + 3))));
+    const __m512i i23 = _mm512_add_epi16(i01, _mm512_set1_epi16(4));
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q01, a01),
+                               _mm512_permutexvar_epi16(i01, sc512));
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a23),
+                               _mm512_permutexvar_epi16(i23, sc512));
+  }
+  const __m256i s8 =
+      _mm256_sub_epi32(_mm256_add_epi32(lo8i(sumi), hi8i(sumi)), corr);
+  *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
+}
+
+float nc_avx512_dot_q6_k(int64_t n, const void *w, const void *a) {
+  const block_q6_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q6k_sb(x + i, y + i, &acc);
+  return nc_hsum8(acc);
+}
+
+typedef struct q6k_pair {
+  __m512i q[8];  /* chunk c's quants (0..63): row 0 | row 1 */
+  __m512i sc[8]; /* chunk c: int16 sc_2c x8, sc_2c+1 x8 of row 0 | row 1 */
+  __m512i scm;   /* -32 * the 16 scales (int16): row 0 | row 1 */
+  __m512 d;      /* x.d: row 0 in lanes 0..7 | row 1 in 8..15 */
+} q6k_pair;
+
+static inline void q6k_unpack_pair(const block_q6_K *x0, const block_q6_K *x1,
+                                   q6k_pair *u) {
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++)
+    u->q[c] = join32(q6k_chunk(x0, c), q6k_chunk(x1, c));
+  const __m512i sc = join32(
+      _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x0->scales)),
+      _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x1->scales)));
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++) {
+    const __m512i idx =
+        _mm512_mask_blend_epi16(0xff00ff00, idx_halves(2 * c, 16 + 2 * c),
+                                idx_halves(2 * c + 1, 17 + 2 * c));
+    u->sc[c] = _mm512_permutexvar_epi16(idx, sc);
+  }
+  u->scm = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc, 5));
+  u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
+}
+
+static inline __attribute__((always_inline)) void
+q6k_pair_rows(const q6k_pair *u, int64_t nb, const uint8_t *act,
+              size_t a_stride, int R, __m512 *acc) {
+  for (int64_t i = 0; i < nb; i++) {
+    const q6k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      /* the bsums correction first: integer, exact in any order */
+      __m512i sumi = _mm512_madd_epi16(bcast32(y->bsums), p->scm);
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+}
+
+static inline __attribute__((always_inline)) void
+q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, float *out, size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = _mm512_setzero_ps();
+  q6k_pair_rows(u, nb, act, a_stride, R, acc);
+  for (int r = 0; r < R; r++) {
+    out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
+    if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
+  }
+}
+
+/* ------------------------------------------------------------- drivers */
+
+/* gemm over weight pairs: unpack up to SCRATCH_BYTES of pairs, then run
+ * them against R_MAX activation rows at a time (the activation block stays
+ * in L1 while the unpacked panel streams from L1/L2). Rows of an odd panel
+ * pair with themselves (the second result is dropped). Small batches and
+ * rows too long for the scratch go through vec_dot, which is bit-identical
+ * per pair. */
+#define KQ_GEMM(name, blk, PAIR, unpack, block)                                \
+  static void block##_any(const PAIR *u, int64_t nb, const uint8_t *act,       \
+                          size_t a_stride, int R, float *out,                  \
+                          size_t out_stride, bool two) {                       \
+    switch (R) {                                                               \
+    case 8: block(u, nb, act, a_stride, 8, out, out_stride, two); return;      \
+    case 4: block(u, nb, act, a_stride, 4, out, out_stride, two); return;      \
+    case 2: block(u, nb, act, a_stride, 2, out, out_stride, two); return;      \
+    default:                                                                   \
+      for (int r = 0; r < R; r++)                                              \
+        block(u, nb, act + (size_t)r * a_stride, a_stride, 1,                  \
+              out + (size_t)r * out_stride, out_stride, two);                  \
+    }                                                                          \
+  }                                                                            \
+  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+                             int64_t nw, const void *act, size_t a_stride,     \
+                             int64_t na, float *out, size_t out_stride) {      \
+    const uint8_t *wb = w, *ab = act;                                          \
+    const int64_t nb = n > 0 ? n / QK_K : 0;                                   \
+    const int64_t per_pass =                                                   \
+        nb ? (int64_t)(SCRATCH_BYTES / sizeof(PAIR)) / nb : 0;                 \
+    if (na < MIN_BATCH || per_pass < 1) {                                      \
+      for (int64_t a = 0; a < na; a++)                                         \
+        for (int64_t r = 0; r < nw; r++)                                       \
+          out[(size_t)a * out_stride + (size_t)r] = nc_avx512_dot_##name(      \
+              n, wb + (size_t)r * w_stride, ab + (size_t)a * a_stride);        \
+      return;                                                                  \
+    }                                                                          \
+    _Alignas(64) PAIR scratch[SCRATCH_BYTES / sizeof(PAIR)];                   \
+    for (int64_t r0 = 0; r0 < nw; r0 += 2 * per_pass) {                        \
+      const int64_t rows = nw - r0 < 2 * per_pass ? nw - r0 : 2 * per_pass;    \
+      const int64_t np = (rows + 1) / 2;                                       \
+      for (int64_t p = 0; p < np; p++) {                                       \
+        const int64_t ra = r0 + 2 * p, rb = ra + 1 < nw ? ra + 1 : ra;         \
+        const blk *xa = (const blk *)(wb + (size_t)ra * w_stride);             \
+        const blk *xb = (const blk *)(wb + (size_t)rb * w_stride);             \
+        for (int64_t i = 0; i < nb; i++)                                       \
+          unpack(xa + i, xb + i, &scratch[p * nb + i]);                        \
+      }                                                                        \
+      for (int64_t a0 = 0; a0 < na;) {                                         \
+        const int64_t left = na - a0;                                          \
+        const int R = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;       \
+        for (int64_t p = 0; p < np; p++)                                       \
+          block##_any(&scratch[p * nb], nb, ab + (size_t)a0 * a_stride,        \
+                      a_stride, R,                                             \
+                      out + (size_t)a0 * out_stride + (size_t)(r0 + 2 * p),    \
+                      out_stride, r0 + 2 * p + 1 < nw);                        \
+        a0 += R;                                                               \
+      }                                                                        \
+    }                                                                          \
+  }                                                                            \
+  void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \
+                                   size_t a_stride, int nrows, float *out,     \
+                                   size_t out_stride) {                        \
+    nc_avx512_gemm_##name(n, w, 0, 1, a, a_stride, nrows, out, out_stride);    \
+  }
+KQ_GEMM(q4_k, block_q4_K, q4k_pair, q4k_unpack_pair, q4k_block)
+KQ_GEMM(q6_k, block_q6_K, q6k_pair, q6k_unpack_pair, q6k_block)
+#undef KQ_GEMM
