@@ -2,9 +2,9 @@
  * AVX2 ggml_vec_dot_q4_K_q8_K / ggml_vec_dot_q6_K_q8_K (its integer lanes and
  * its float operations, one by one), checked against llama.cpp's SIMD golden
  * dots and against ref; then every kernel claiming that order (avx512_kquant.c
- * and the avx2 table's Q6_K) bit for bit against the model on random rows,
- * and gemm / vec_dot_rows bit for bit against vec_dot for any panel and batch
- * shape (batch invariance). */
+ * and the avx2 table's Q4_K and Q6_K) bit for bit against the model on random
+ * rows, and gemm / vec_dot_rows bit for bit against vec_dot for any panel and
+ * batch shape (batch invariance). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -292,6 +292,7 @@ static void test_avx2_dot_vs_model(void **state) {
   (void)state;
   const nc_kernels *k = nc_kernels_by_name("avx2");
   if (!k) skip();
+  check_dot_vs_model("avx2", NC_TYPE_Q4_K, k->vec_dot[NC_TYPE_Q4_K]);
   check_dot_vs_model("avx2", NC_TYPE_Q6_K, k->vec_dot[NC_TYPE_Q6_K]);
 }
 
