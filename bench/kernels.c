@@ -1,9 +1,11 @@
 /* bench/kernels: nanoseconds per dot product for every weight type and
- * kernel table, single-row (vec_dot, decode) and multi-row (vec_dot_rows,
- * prefill), next to llama.cpp's own CPU vec_dot measured in the same run
- * (dlopen of libggml-cpu.so; path from $GGML_CPU_LIB, else llama-cpp-python's
- * copy if found). Not a test: `make bench`, then build/release/bench/kernels
- * [n] [rows] [type]. Times are thread CPU time.
+ * kernel table, single-row (vec_dot, decode), multi-row (vec_dot_rows) and
+ * gemm (64-row weight panels x all activation rows, as the matmul driver
+ * calls it; prefill), next to llama.cpp's own CPU vec_dot measured in the
+ * same run (dlopen of libggml-cpu.so; path from $GGML_CPU_LIB, else
+ * llama-cpp-python's copy if found); ratio = llama.cpp / the faster of
+ * vec_dot_rows and gemm. Not a test: `make bench`, then
+ * build/release/bench/kernels [n] [rows] [type]. Times are thread CPU time.
  *
  * Each case multiplies a weight matrix of W rows x n columns by A
  * activation rows, timing the best of several passes. */
@@ -117,8 +119,13 @@ typedef struct bench_case {
   size_t w_row; /* bytes */
 } bench_case;
 
-/* ns per dot: the best of `reps` passes over the W_ROWS x a_rows matrix. */
-static double time_table(const bench_case *c, const nc_kernels *k, bool rows) {
+enum { PANEL = 64 }; /* weight rows per gemm call, as the matmul driver */
+
+/* ns per dot: the best of `reps` passes over the W_ROWS x a_rows matrix,
+ * by vec_dot (mode 0), vec_dot_rows (1) or gemm in PANEL-row panels (2;
+ * NAN when the table has no gemm for the type). */
+static double time_table(const bench_case *c, const nc_kernels *k, int mode) {
+  if (mode == 2 && !k->gemm[c->t]) return NAN;
   nc_type at = nc_type_traits_of(c->t)->vec_dot_type;
   size_t a_row = nc_row_size(at, c->n);
   uint8_t *qa = malloc(a_row * (size_t)c->a_rows);
@@ -127,9 +134,13 @@ static double time_table(const bench_case *c, const nc_kernels *k, bool rows) {
   double best = 1e30;
   for (int rep = 0; rep < 15; rep++) {
     double t0 = now_ns();
-    for (int i = 0; i < W_ROWS; i++) {
+    for (int i = 0; i < W_ROWS && mode == 2; i += PANEL)
+      k->gemm[c->t](c->n, c->w + (size_t)i * c->w_row, c->w_row,
+                    W_ROWS - i < PANEL ? W_ROWS - i : PANEL, qa, a_row,
+                    c->a_rows, c->out + i, W_ROWS);
+    for (int i = 0; i < W_ROWS && mode < 2; i++) {
       const uint8_t *wr = c->w + (size_t)i * c->w_row;
-      if (rows)
+      if (mode == 1)
         k->vec_dot_rows[c->t](c->n, wr, qa, a_row, c->a_rows, c->out + i,
                               W_ROWS);
       else
@@ -192,8 +203,8 @@ int main(int argc, char **argv) {
   printf("n = %lld, %d weight rows x %d activation rows; ns per dot "
          "(GMAC/s); llama.cpp = its CPU vec_dot%s\n",
          (long long)n, W_ROWS, a_rows, llama ? "" : " (not found)");
-  printf("%-5s %-7s %16s %16s %16s %7s\n", "type", "table", "vec_dot",
-         "vec_dot_rows", "llama.cpp", "ratio");
+  printf("%-5s %-7s %16s %16s %16s %16s %7s\n", "type", "table", "vec_dot",
+         "vec_dot_rows", "gemm", "llama.cpp", "ratio");
   uint64_t seed = 0x1234567;
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
     if (only && strcmp(only, nc_type_name(types[ti])) != 0) continue;
@@ -210,11 +221,14 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < sizeof tables / sizeof tables[0]; k++) {
       const nc_kernels *kt = nc_kernels_by_name(tables[k]);
       if (!kt) continue;
-      double single = time_table(&c, kt, false);
-      double multi = time_table(&c, kt, true);
-      printf("%-5s %-7s %8.1f (%5.1f) %8.1f (%5.1f) %8.1f (%5.1f) %7.2f\n",
+      double single = time_table(&c, kt, 0);
+      double multi = time_table(&c, kt, 1);
+      double gemm = time_table(&c, kt, 2);
+      double best = gemm < multi ? gemm : multi; /* NAN compares false */
+      printf("%-5s %-7s %8.1f (%5.1f) %8.1f (%5.1f) %8.1f (%5.1f) %8.1f "
+             "(%5.1f) %7.2f\n",
              nc_type_name(c.t), kt->name, single, n / single, multi, n / multi,
-             ll, n / ll, ll / multi);
+             gemm, n / gemm, ll, n / ll, ll / best);
     }
     free(c.w);
     free(c.act);

@@ -43,9 +43,11 @@
 #include "avx2_util.h"
 #include "tables.h"
 
-/* gemm: activation rows per register block, the scratch for the unpacked
- * weight panel (stack) and the batch below which rows go one by one. */
-enum { R_MAX = 8, SCRATCH_BYTES = 48 * 1024, MIN_BATCH = 3 };
+/* gemm: activation rows per register block (per type; 6..8 measure the
+ * same here), the scratch for the unpacked weight panel (stack) and the
+ * batch below which rows go one by one. */
+enum { R_MAX = 8, KQ4_R = 8, KQ6_R = 8 };
+enum { SCRATCH_BYTES = 48 * 1024, MIN_BATCH = 3 };
 
 /* The 4 float lanes of llama.cpp's Q4_K min accumulator, summed as
  * (0 + 2) + (1 + 3). */
@@ -392,12 +394,12 @@ q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
  * pair with themselves (the second result is dropped). Small batches and
  * rows too long for the scratch go through vec_dot, which is bit-identical
  * per pair. */
-#define KQ_GEMM(name, blk, PAIR, unpack, block)                                \
+#define KQ_GEMM(name, blk, PAIR, unpack, block, RB)                            \
   static void block##_any(const PAIR *u, int64_t nb, const uint8_t *act,       \
                           size_t a_stride, int R, float *out,                  \
                           size_t out_stride, bool two) {                       \
     switch (R) {                                                               \
-    case 8: block(u, nb, act, a_stride, 8, out, out_stride, two); return;      \
+    case RB: block(u, nb, act, a_stride, RB, out, out_stride, two); return;    \
     case 4: block(u, nb, act, a_stride, 4, out, out_stride, two); return;      \
     case 2: block(u, nb, act, a_stride, 2, out, out_stride, two); return;      \
     default:                                                                   \
@@ -433,7 +435,7 @@ q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
       }                                                                        \
       for (int64_t a0 = 0; a0 < na;) {                                         \
         const int64_t left = na - a0;                                          \
-        const int R = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;       \
+        const int R = left >= RB ? RB : left >= 4 ? 4 : left >= 2 ? 2 : 1;     \
         for (int64_t p = 0; p < np; p++)                                       \
           block##_any(&scratch[p * nb], nb, ab + (size_t)a0 * a_stride,        \
                       a_stride, R,                                             \
@@ -448,6 +450,6 @@ q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
                                    size_t out_stride) {                        \
     nc_avx512_gemm_##name(n, w, 0, 1, a, a_stride, nrows, out, out_stride);    \
   }
-KQ_GEMM(q4_k, block_q4_K, q4k_pair, q4k_unpack_pair, q4k_block)
-KQ_GEMM(q6_k, block_q6_K, q6k_pair, q6k_unpack_pair, q6k_block)
+KQ_GEMM(q4_k, block_q4_K, q4k_pair, q4k_unpack_pair, q4k_block, KQ4_R)
+KQ_GEMM(q6_k, block_q6_K, q6k_pair, q6k_unpack_pair, q6k_block, KQ6_R)
 #undef KQ_GEMM
