@@ -41,12 +41,10 @@ const nc_kernels *nc_kernels_best(void) {
    * for comparing tables end to end. */
   const nc_kernels *forced = nc_kernels_by_name(getenv("NUCLEUS_KERNELS"));
   if (forced) return forced;
-  /* avx2 first: it adds in exactly llama.cpp's x86 order, so logits match
-   * llama.cpp's on the same file (top-1 100%, KL ~1e-10), while avx512's
-   * lane-per-block VNNI sums (3-6x faster multi-row dots) drift by a mean
-   * KL of ~3e-3 on SmolLM2, past the fidelity bound. Fidelity first:
-   * avx512 is opt-in with NUCLEUS_KERNELS=avx512. */
-  static const char *const order[] = {"avx2", "avx512"};
+  /* Fastest first. Both SIMD tables add in llama.cpp's x86 order (the
+   * avx512 table only adds VNNI matmuls bit-identical to the avx2 dots), so
+   * the choice changes speed, never logits. */
+  static const char *const order[] = {"avx512", "avx2"};
   for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
     const nc_kernels *k = nc_kernels_by_name(order[i]);
     if (k) return k;

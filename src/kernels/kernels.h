@@ -11,10 +11,8 @@
  * float order; bit-exact with them up to FMA contraction). "avx2" (AVX2,
  * FMA, F16C) reproduces llama.cpp's x86 kernels bit for bit for Q4_0, Q4_1,
  * Q5_0, Q5_1 and Q8_0, and has its own Q4_K/Q6_K/F32/F16/BF16 kernels.
- * "avx512" (+ AVX-512 F/BW/VL/VNNI) computes Q4_0/Q4_1/Q5_0/Q8_0 on groups
- * of 16 blocks held one block per lane, with private Q8_0/Q8_1 activation
- * layouts, for multi-row throughput; it differs from ref by float
- * reordering only (tested within 1e-6 of sum |w_i a_i|). */
+ * "avx512" (+ AVX-512 F/BW/VL/VNNI) has the avx2 dots and adds VNNI
+ * matmuls (gemm) for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0, bit-identical to them. */
 #ifndef NC_KERNELS_H
 #define NC_KERNELS_H
 

@@ -36,17 +36,17 @@ void nc_avx2_quant_q8_1(const float *src, void *dst, int64_t n);
 void nc_avx2_quant_q8_k(const float *src, void *dst, int64_t n);
 void nc_avx2_quant_f16(const float *src, void *dst, int64_t n);
 
-/* avx512_q8.c: Q8_0/Q4_0/Q5_0 on the avx512 table's Q8_0 layout. */
-void nc_avx512_quant_q8_0(const float *src, void *dst, int64_t n);
-#define NC_AVX512_DOT(name)                                                    \
-  float nc_avx512_dot_##name(int64_t n, const void *w, const void *a);         \
-  void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \
-                                   size_t a_stride, int nrows, float *out,     \
-                                   size_t out_stride);
-NC_AVX512_DOT(q8_0)
-NC_AVX512_DOT(q4_0)
-NC_AVX512_DOT(q5_0)
-#undef NC_AVX512_DOT
+/* avx512_gemm.c: VNNI matmuls, bit-identical to the avx2 dots. */
+#define NC_AVX512_GEMM(name)                                                   \
+  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+                             int64_t nw, const void *a, size_t a_stride,       \
+                             int64_t na, float *out, size_t out_stride);
+NC_AVX512_GEMM(q4_0)
+NC_AVX512_GEMM(q4_1)
+NC_AVX512_GEMM(q5_0)
+NC_AVX512_GEMM(q5_1)
+NC_AVX512_GEMM(q8_0)
+#undef NC_AVX512_GEMM
 
 /* avx512_kquant.c: Q4_K and Q6_K · Q8_K (standard Q8_K layout) in llama.cpp's
  * x86 float order, bit-identical to its AVX2 vec_dot; gemm as in kernels.h. */

@@ -279,6 +279,68 @@ static void test_ref_rows(void **state) {
   check_rows(nc_kernels_ref());
 }
 
+/* A table's gemm gives, for every (weight row, activation row), the bits
+ * of its vec_dot on that pair: any panel height (register tiles of 4 and 2
+ * rows and a single-row tail), any number of activation rows (full and
+ * partial tiles of 8), odd block counts, padded strides. */
+static void check_gemm(const nc_kernels *k) {
+  static const int64_t nws[] = {1, 2, 3, 4, 5, 7, 16, 66};
+  static const int64_t nas[] = {1, 2, 3, 7, 8, 9, 17};
+  uint64_t s = 2024;
+  for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
+    const nc_type t = k_weight_types[i];
+    if (!k->gemm[t]) continue;
+    const nc_type at = nc_type_traits_of(t)->vec_dot_type;
+    const int64_t bs = nc_type_traits_of(t)->block_size;
+    for (int rep = 0; rep < 3; rep++) {
+      const int64_t n = rep == 0 ? bs : rep == 1 ? 576 : 1536 + 32 * 5;
+      if (n % bs) continue;
+      const size_t wrow = nc_row_size(t, n), wstride = wrow + 20;
+      const size_t arow = nc_row_size(at, n), astride = arow + 36;
+      const int64_t NW = 66, NA = 17;
+      uint8_t *w = calloc(NW, wstride), *qa = calloc(NA, astride);
+      for (int64_t r = 0; r < NW; r++) {
+        void *row = random_row(t, n, &s);
+        memcpy(w + (size_t)r * wstride, row, wrow);
+        free(row);
+      }
+      for (int64_t a = 0; a < NA; a++) {
+        float *act = random_act(n, &s);
+        k->quantize_act[at](act, qa + (size_t)a * astride, n);
+        free(act);
+      }
+      float *out = malloc(sizeof(float) * NW * NA * 2);
+      for (size_t x = 0; x < sizeof nws / sizeof nws[0]; x++)
+        for (size_t y = 0; y < sizeof nas / sizeof nas[0]; y++) {
+          const int64_t nw = nws[x], na = nas[y];
+          const size_t ostride = (size_t)nw + 3;
+          for (int64_t j = 0; j < NW * NA * 2; j++)
+            out[j] = -1234.5f;
+          k->gemm[t](n, w, wstride, nw, qa, astride, na, out, ostride);
+          for (int64_t a = 0; a < na; a++) {
+            for (int64_t r = 0; r < nw; r++) {
+              const float want = k->vec_dot[t](n, w + (size_t)r * wstride,
+                                               qa + (size_t)a * astride);
+              const float got = out[(size_t)a * ostride + (size_t)r];
+              if (bits(got) != bits(want))
+                fail_msg("%s %s gemm n=%lld nw=%lld na=%lld: [%lld][%lld] = "
+                         "%.9g, vec_dot %.9g",
+                         k->name, nc_type_name(t), (long long)n, (long long)nw,
+                         (long long)na, (long long)a, (long long)r, got, want);
+            }
+            for (size_t r = (size_t)nw; r < ostride; r++)
+              if (out[(size_t)a * ostride + r] != -1234.5f)
+                fail_msg("%s %s gemm wrote past its rows", k->name,
+                         nc_type_name(t));
+          }
+        }
+      free(out);
+      free(w);
+      free(qa);
+    }
+  }
+}
+
 /* quantize_act entries are the activation quantizers of quant.h. */
 static void test_ref_quantize_act(void **state) {
   (void)state;
@@ -344,6 +406,7 @@ static void check_table_vs_ref(const nc_kernels *k) {
   }
   check_table_vs_dequant(k);
   check_rows(k);
+  check_gemm(k);
 }
 
 /* Kernels that reproduce llama.cpp's x86 float order give its SIMD golden
@@ -462,6 +525,12 @@ static void test_avx2(void **state) {
 static void test_avx512(void **state) {
   (void)state;
   test_table("avx512");
+  const nc_kernels *k = nc_kernels_by_name("avx512");
+  check_llama_order(k, NC_TYPE_Q4_0);
+  check_llama_order(k, NC_TYPE_Q4_1);
+  check_llama_order(k, NC_TYPE_Q5_0);
+  check_llama_order(k, NC_TYPE_Q5_1);
+  check_llama_order(k, NC_TYPE_Q8_0);
 }
 
 static void test_dispatch(void **state) {
@@ -480,9 +549,11 @@ static void test_dispatch(void **state) {
   setenv("NUCLEUS_KERNELS", "no-such-table", 1);
   assert_ptr_equal(nc_kernels_best(), best);
   unsetenv("NUCLEUS_KERNELS");
-  /* The default is the table in llama.cpp's summation order (fidelity
-   * first, see dispatch.c) whenever the CPU has it. */
-  if (nc_kernels_by_name("avx2"))
+  /* The default is the fastest table (all SIMD tables add in llama.cpp's
+   * order, see dispatch.c). */
+  if (nc_kernels_by_name("avx512"))
+    assert_string_equal(best->name, "avx512");
+  else if (nc_kernels_by_name("avx2"))
     assert_string_equal(best->name, "avx2");
   else
     assert_string_equal(best->name, "ref");

@@ -1,0 +1,317 @@
+/* avx512_gemm: AVX-512 VNNI matmul kernels (many weight rows x many
+ * activation rows) for the 32-element block types Q4_0, Q4_1, Q5_0, Q5_1
+ * and Q8_0, in llama.cpp's x86 float order.
+ *
+ * Float order. llama.cpp's AVX2 dot (and our avx2 table, bit for bit) keeps
+ * 8 float lanes per (weight row, activation row) pair; per 32-block, lane k
+ * gets fma(d_w * d_a, (float)I_k, lane) where I_k is the exact integer dot
+ * of elements 4k..4k+3; at the end the lanes are summed by nc_hsum8, and the
+ * min types add summs, the fma chain of m_w * s_a over the blocks. Integer
+ * sums are exact in any order, so vpdpbusd (u8 x s8, 4 products per int32
+ * lane, with a zero accumulator) yields the same I_k; we then run the same
+ * float operations per lane. So every output is bit-identical to the avx2
+ * table's vec_dot, hence to llama.cpp's.
+ *
+ * Layout. A zmm holds two pairs: lanes 0..7 for weight row r, 8..15 for row
+ * r + 1, both against the same activation row, whose 32 quants are
+ * broadcast to both halves. A register tile is 2 such weight-row pairs (4
+ * rows) x up to 8 activation rows: 16 accumulators, and each weight block
+ * is unpacked once per 8 activation rows. Activation scales (d_a, s_a) are
+ * converted to float once per call, transposed per block, so the inner
+ * loop broadcasts them straight from memory.
+ *
+ * Signed weights (Q4_0, Q5_0, Q8_0) use llama.cpp's sign trick: |w| as the
+ * unsigned operand and the activation negated where w < 0 (the same int8
+ * wrap for -128 as _mm256_sign_epi8). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "avx2_util.h"
+#include "tables.h"
+
+enum {
+  TILE_A = 8,        /* activation rows per register tile */
+  MAX_BLOCKS = 1024, /* n <= 32768: larger rows fall back to vec_dot_rows */
+};
+
+/* Scales of up to TILE_A activation rows, per block, as floats. */
+typedef struct act_chunk {
+  const uint8_t *q[TILE_A]; /* each row's first block */
+  int n_rows;
+  float d[MAX_BLOCKS][TILE_A];
+  float s[MAX_BLOCKS][TILE_A]; /* Q8_1 only */
+} act_chunk;
+
+typedef struct wpair {
+  __m512i q;     /* quants: unsigned (min types) or |w| (signed types) */
+  __mmask64 neg; /* signed types: where w < 0 */
+  __m512 d;      /* d_w of row r in lanes 0..7, of row r + 1 in 8..15 */
+  __m128 dm;     /* d_r, m_r, d_r1, m_r1 (min types) */
+} wpair;
+
+/* Two rows' 16 packed nibble bytes -> 64 bytes: row r's low nibbles, its
+ * high nibbles, then row r + 1's. */
+static inline __m512i nibbles2(const uint8_t *q0, const uint8_t *q1) {
+  const __m256i v = _mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q0)),
+      _mm_loadu_si128((const __m128i *)q1), 1);
+  __m512i z = _mm512_permutexvar_epi64(
+      _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(v));
+  z = _mm512_srlv_epi64(z, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
+  return _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
+}
+
+/* Two fp16 scales (each the first half of a 32-bit header word) -> floats:
+ * [h0, h0b, h1, h1b] from the two header words, and lanes 0..7 = lane 0,
+ * 8..15 = lane 2. */
+static inline __m128 header2(const void *p0, const void *p1) {
+  int32_t a, b;
+  memcpy(&a, p0, 4);
+  memcpy(&b, p1, 4);
+  return _mm_cvtph_ps(_mm_setr_epi32(a, b, 0, 0));
+}
+
+static inline __m512 spread_d(__m128 f) {
+  return _mm512_permutexvar_ps(
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
+      _mm512_castps128_ps512(f));
+}
+
+static inline wpair signed_pair(__m512i q, __m128 hdr) {
+  wpair w;
+  w.neg = _mm512_movepi8_mask(q);
+  w.q = _mm512_abs_epi8(q);
+  w.d = spread_d(hdr);
+  w.dm = hdr;
+  return w;
+}
+
+static inline uint64_t qh2(const uint8_t *h0, const uint8_t *h1) {
+  uint32_t a, b;
+  memcpy(&a, h0, 4);
+  memcpy(&b, h1, 4);
+  return (uint64_t)a | (uint64_t)b << 32;
+}
+
+static inline __attribute__((always_inline)) wpair prep_q4_0(const void *p0,
+                                                             const void *p1) {
+  const block_q4_0 *x0 = p0, *x1 = p1;
+  const __m512i q =
+      _mm512_sub_epi8(nibbles2(x0->qs, x1->qs), _mm512_set1_epi8(8));
+  /* block_q4_0 starts with d (2 bytes) then quants: pad the header read */
+  const nc_fp16 d[4] = {x0->d, 0, x1->d, 0};
+  return signed_pair(q, header2(&d[0], &d[2]));
+}
+
+static inline __attribute__((always_inline)) wpair prep_q5_0(const void *p0,
+                                                             const void *p1) {
+  const block_q5_0 *x0 = p0, *x1 = p1;
+  const __m512i u = nibbles2(x0->qs, x1->qs);
+  /* q - 16: where the fifth bit is clear, nibble | 0xf0 is nibble - 16 */
+  const __m512i q = _mm512_mask_blend_epi8(
+      qh2(x0->qh, x1->qh), _mm512_or_si512(u, _mm512_set1_epi8((char)0xf0)), u);
+  const nc_fp16 d[4] = {x0->d, 0, x1->d, 0};
+  return signed_pair(q, header2(&d[0], &d[2]));
+}
+
+static inline __attribute__((always_inline)) wpair prep_q8_0(const void *p0,
+                                                             const void *p1) {
+  const block_q8_0 *x0 = p0, *x1 = p1;
+  const __m512i q = _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x0->qs)),
+      _mm256_loadu_si256((const __m256i *)x1->qs), 1);
+  const nc_fp16 d[4] = {x0->d, 0, x1->d, 0};
+  return signed_pair(q, header2(&d[0], &d[2]));
+}
+
+static inline __attribute__((always_inline)) wpair prep_q4_1(const void *p0,
+                                                             const void *p1) {
+  const block_q4_1 *x0 = p0, *x1 = p1;
+  const __m128 hdr = header2(&x0->d, &x1->d);
+  return (wpair){nibbles2(x0->qs, x1->qs), 0, spread_d(hdr), hdr};
+}
+
+static inline __attribute__((always_inline)) wpair prep_q5_1(const void *p0,
+                                                             const void *p1) {
+  const block_q5_1 *x0 = p0, *x1 = p1;
+  const __m512i u = nibbles2(x0->qs, x1->qs);
+  const __m512i q = _mm512_mask_blend_epi8(
+      qh2(x0->qh, x1->qh), u, _mm512_or_si512(u, _mm512_set1_epi8(0x10)));
+  const __m128 hdr = header2(&x0->d, &x1->d);
+  return (wpair){q, 0, spread_d(hdr), hdr};
+}
+
+typedef wpair (*prep_fn)(const void *p0, const void *p1);
+
+/* One register tile: P pairs (2P weight rows, w_stride bytes apart) x A
+ * activation rows of ac; nb blocks of bsize bytes (wq = offset of the
+ * quants in an activation block: 2 for Q8_0, 4 for Q8_1). out[a *
+ * out_stride + r]. */
+static inline __attribute__((always_inline)) void
+tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize, prep_fn prep,
+     bool has_min, size_t abytes, size_t aq, const act_chunk *ac, const int P,
+     const int A, float *out, size_t out_stride) {
+  __m512 acc[2][TILE_A];
+  __m256 summs[4]; /* per weight row, lane a = activation row a */
+#pragma GCC unroll 2
+  for (int p = 0; p < P; p++)
+#pragma GCC unroll 8
+    for (int a = 0; a < A; a++)
+      acc[p][a] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int r = 0; r < 2 * P; r++)
+    summs[r] = _mm256_setzero_ps();
+  const __m512i zero = _mm512_setzero_si512();
+  /* The next tile's weights (the 2P rows after these, contiguous when rows
+   * are) are prefetched as this one runs: 2P blocks ahead per block. In
+   * decode each weight byte is read once, from L3 or DRAM, and the
+   * hardware prefetchers alone leave the loads waiting. */
+  const uint8_t *pf = w + (size_t)(2 * P) * w_stride;
+  const size_t pf_step = (size_t)(2 * P) * bsize;
+  for (int64_t i = 0; i < nb; i++) {
+    _mm_prefetch((const char *)pf + (size_t)i * pf_step, _MM_HINT_T0);
+    _mm_prefetch((const char *)pf + (size_t)i * pf_step + 64, _MM_HINT_T0);
+    wpair wp[2];
+#pragma GCC unroll 2
+    for (int p = 0; p < P; p++) {
+      const uint8_t *b0 = w + (size_t)(2 * p) * w_stride + (size_t)i * bsize;
+      wp[p] = prep(b0, b0 + w_stride);
+    }
+    if (has_min) {
+      const __m256 s_a = _mm256_loadu_ps(ac->s[i]);
+#pragma GCC unroll 2
+      for (int p = 0; p < P; p++) {
+        /* summs = fma(m_w, s_a, summs), as llama.cpp, per activation row */
+        summs[2 * p] =
+            _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(wp[p].dm)),
+                            s_a, summs[2 * p]);
+        summs[2 * p + 1] =
+            _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(
+                                _mm_movehl_ps(wp[p].dm, wp[p].dm))),
+                            s_a, summs[2 * p + 1]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int a = 0; a < A; a++) {
+      const __m512i y = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+          (const __m256i *)(ac->q[a] + (size_t)i * abytes + aq)));
+      const __m512 d_a = _mm512_set1_ps(ac->d[i][a]);
+#pragma GCC unroll 2
+      for (int p = 0; p < P; p++) {
+        const __m512i ys =
+            has_min ? y : _mm512_mask_sub_epi8(y, wp[p].neg, zero, y);
+        const __m512i l = _mm512_dpbusd_epi32(zero, wp[p].q, ys);
+        acc[p][a] = _mm512_fmadd_ps(_mm512_mul_ps(wp[p].d, d_a),
+                                    _mm512_cvtepi32_ps(l), acc[p][a]);
+      }
+    }
+  }
+  float sm[4][8];
+#pragma GCC unroll 4
+  for (int r = 0; r < 2 * P; r++)
+    _mm256_storeu_ps(sm[r], summs[r]);
+#pragma GCC unroll 2
+  for (int p = 0; p < P; p++)
+#pragma GCC unroll 8
+    for (int a = 0; a < A; a++) {
+      const __m512 v = acc[p][a];
+      float lo = nc_hsum8(_mm512_castps512_ps256(v));
+      float hi = nc_hsum8(
+          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+      if (has_min) {
+        lo += sm[2 * p][a];
+        hi += sm[2 * p + 1][a];
+      }
+      out[(size_t)a * out_stride + 2 * p] = lo;
+      out[(size_t)a * out_stride + 2 * p + 1] = hi;
+    }
+}
+
+/* Instances per (P, A) with A the activation rows of this chunk. */
+static inline __attribute__((always_inline)) void
+tile_any(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
+         prep_fn prep, bool has_min, size_t abytes, size_t aq,
+         const act_chunk *ac, int P, float *out, size_t out_stride) {
+#define T(PP, AA)                                                              \
+  tile(nb, w, w_stride, bsize, prep, has_min, abytes, aq, ac, PP, AA, out,     \
+       out_stride)
+#define CASES(PP)                                                              \
+  switch (ac->n_rows) {                                                        \
+  case 1: T(PP, 1); break;                                                     \
+  case 2: T(PP, 2); break;                                                     \
+  case 3: T(PP, 3); break;                                                     \
+  case 4: T(PP, 4); break;                                                     \
+  case 5: T(PP, 5); break;                                                     \
+  case 6: T(PP, 6); break;                                                     \
+  case 7: T(PP, 7); break;                                                     \
+  default: T(PP, 8); break;                                                    \
+  }
+  if (P == 2) {
+    CASES(2)
+  } else {
+    CASES(1)
+  }
+#undef CASES
+#undef T
+}
+
+static inline __attribute__((always_inline)) void
+gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
+     size_t a_stride, int64_t na, float *out, size_t out_stride, size_t bsize,
+     prep_fn prep, bool has_min, nc_vec_dot_rows_fn fallback) {
+  const int64_t nb = n / 32;
+  const uint8_t *w = wv, *a = av;
+  const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
+  const size_t aq = has_min ? 4 : 2;
+  if (nb > MAX_BLOCKS || nb <= 0) {
+    for (int64_t r = 0; r < nw; r++)
+      fallback(n, w + (size_t)r * w_stride, a, a_stride, (int)na, out + r,
+               out_stride);
+    return;
+  }
+  act_chunk *ac = NULL;
+  act_chunk local;
+  ac = &local;
+  for (int64_t a0 = 0; a0 < na; a0 += TILE_A) {
+    const int A = na - a0 < TILE_A ? (int)(na - a0) : TILE_A;
+    ac->n_rows = A;
+    for (int k = 0; k < TILE_A; k++)
+      ac->q[k] = a + (size_t)(a0 + (k < A ? k : 0)) * a_stride;
+    for (int64_t i = 0; i < nb; i++) {
+      for (int k = 0; k < A; k++) {
+        const uint8_t *blk = ac->q[k] + (size_t)i * abytes;
+        nc_fp16 h[2];
+        memcpy(h, blk, sizeof h);
+        ac->d[i][k] = _cvtsh_ss(h[0]);
+        ac->s[i][k] = has_min ? _cvtsh_ss(h[1]) : 0.0f;
+      }
+      for (int k = A; k < TILE_A; k++)
+        ac->d[i][k] = ac->s[i][k] = 0.0f;
+    }
+    float *o = out + (size_t)a0 * out_stride;
+    int64_t r = 0;
+    for (; r + 4 <= nw; r += 4)
+      tile_any(nb, w + (size_t)r * w_stride, w_stride, bsize, prep, has_min,
+               abytes, aq, ac, 2, o + r, out_stride);
+    for (; r + 2 <= nw; r += 2)
+      tile_any(nb, w + (size_t)r * w_stride, w_stride, bsize, prep, has_min,
+               abytes, aq, ac, 1, o + r, out_stride);
+    if (r < nw)
+      fallback(n, w + (size_t)r * w_stride, a + (size_t)a0 * a_stride, a_stride,
+               A, o + r, out_stride);
+  }
+}
+
+#define GEMM(name, block, has_min)                                             \
+  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+                             int64_t nw, const void *a, size_t a_stride,       \
+                             int64_t na, float *out, size_t out_stride) {      \
+    gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
+         prep_##name, has_min, nc_avx2_dot_##name##_rows);                     \
+  }
+GEMM(q4_0, block_q4_0, false)
+GEMM(q5_0, block_q5_0, false)
+GEMM(q8_0, block_q8_0, false)
+GEMM(q4_1, block_q4_1, true)
+GEMM(q5_1, block_q5_1, true)
+#undef GEMM
