@@ -1,26 +1,34 @@
-/* avx512_kquant: AVX-512 (F, BW, VL) + VNNI kernels for Q4_K and Q6_K · Q8_K
- * that add in exactly llama.cpp's x86 (AVX2) order, so every dot is bit-
- * identical to llama.cpp's ggml_vec_dot_q4_K_q8_K / ggml_vec_dot_q6_K_q8_K
- * on the same inputs (and the avx2 table's Q4_K/Q6_K kernels).
+/* avx512_kquant: AVX-512 (F, BW, VL) + VNNI kernels for Q2_K, Q3_K, Q4_K,
+ * Q5_K and Q6_K · Q8_K that add in exactly llama.cpp's x86 (AVX2) order, so
+ * every dot is bit-identical to llama.cpp's ggml_vec_dot_qN_K_q8_K on the
+ * same inputs (and to the avx2 table's Q4_K/Q6_K kernels).
  *
  * llama.cpp's order, per (weight row, activation row) and super-block i of
  * 256 elements in 8 chunks of 32 (integer sums are exact in any order;
- * only the float operations below are fixed):
+ * only the float operations below are fixed). Every type has 8 int32
+ * lanes I_k = sum over chunks c of scale * (the 4 products of elements
+ * 32c + 4k .. 32c + 4k + 3), the scale being the chunk's (Q4_K, Q5_K) or
+ * its 16-element scale 2c (k < 4) / 2c+1 (k >= 4) (Q2_K, Q3_K, Q6_K), and
+ * d = y.d * x.d, dmin = -y.d * x.dmin:
  *
- *   Q4_K: 8 int32 lanes I_k = sum over chunks c of sc_c * (the 4 products
- *         of elements 32c + 4k .. 32c + 4k + 3), and 4 lanes
- *         M_k = m_2k S_2k + m_2k+1 S_2k+1 (S_s = the activation sum of chunk
- *         s, from two bsums). With d = y.d * x.d and dmin = -y.d * x.dmin:
- *         acc_k = fma(d, (float)I_k, acc_k); accm_k = fma(dmin, M_k, accm_k).
- *         Result: hsum8(acc) + ((accm_0 + accm_2) + (accm_1 + accm_3)),
- *         hsum8 = (k + k+4) for k < 4, then (0+2, 1+3), then the two.
- *   Q6_K: I_k = sum over c of (sc_2c for k < 4, else sc_2c+1) * (the 4
- *         products of 32c + 4k ..), the quants taken as 0..63, minus
- *         32 * (bs_2k sc_2k + bs_2k+1 sc_2k+1) (bsums undo the -32 offset);
- *         acc_k = fma(y.d * x.d, (float)I_k, acc_k); result hsum8(acc).
+ *   Q4_K: 4 min lanes M_k = m_2k S_2k + m_2k+1 S_2k+1 (S_s = the activation
+ *         sum of chunk s, from two bsums); acc_k = fma(d, (float)I_k, acc_k),
+ *         accm_k = fma(dmin, M_k, accm_k); result hsum8(acc) +
+ *         ((accm_0 + accm_2) + (accm_1 + accm_3)).
+ *   Q5_K: quants with a fifth bit; the min lanes summed into one integer M,
+ *         summs = fma(dmin, (float)M, summs); result hsum8(acc) + summs.
+ *   Q6_K: quants taken as 0..63, I_k minus 32 (bs_2k sc_2k + bs_2k+1
+ *         sc_2k+1); acc_k = fma(d, (float)I_k, acc_k); result hsum8(acc).
+ *   Q3_K: signed quants (-4..3) and scales; as Q6_K without the offset.
+ *   Q2_K: acc_k = fma(dmin, (float)(min_2k bs_2k + min_2k+1 bs_2k+1),
+ *         acc_k), then acc_k = fma(d, (float)I_k, acc_k); hsum8(acc).
+ *
+ * hsum8 = (k + k+4) for k < 4, then (0+2, 1+3), then the two.
  *
  * The integer lanes come from vpmaddubsw (pairs of products; no saturation:
- * |pair| <= 2 * 63 * 128) and vpdpwssd against the int16 scales, so each
+ * |pair| <= 2 * 63 * 128, or 2 * 255 * 4 for Q3_K's gemm layout, which
+ * multiplies a + 128 by the signed quants and subtracts 128 * the scaled
+ * quant sums) and vpdpwssd against the int16 scales, so each
  * lane holds llama.cpp's integer exactly; the float operations are the same
  * instructions per lane. Two layouts:
  *
@@ -386,6 +394,414 @@ q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
   }
 }
 
+/* int16 vpermw index for 16-element scales, one row: lanes 0..7 take scale
+ * s, 8..15 s+1, 16..23 s+2, 24..31 s+3 (chunks s/2 and s/2+1 side by side). */
+static inline __m512i idx_quarters(int s) {
+  return _mm512_mask_blend_epi16(
+      0xffff0000,
+      _mm512_mask_blend_epi16(0xff00, _mm512_set1_epi16((short)s),
+                              _mm512_set1_epi16((short)(s + 1))),
+      _mm512_mask_blend_epi16(0xff000000, _mm512_set1_epi16((short)(s + 2)),
+                              _mm512_set1_epi16((short)(s + 3))));
+}
+
+/* The same for chunk c of a pair of rows whose 16 scales sit in int16 lanes
+ * 0..15 (row 0) and 16..31 (row 1): row 0's scales 2c, 2c+1 in the low
+ * half, row 1's in the high half. */
+static inline __m512i idx_pair16(int c) {
+  return _mm512_mask_blend_epi16(0xff00ff00, idx_halves(2 * c, 16 + 2 * c),
+                                 idx_halves(2 * c + 1, 17 + 2 * c));
+}
+
+/* Bytes with bit b0 in the low half and bit b1 in the high half. */
+static inline __m512i bit_halves(int b0, int b1) {
+  return _mm512_mask_blend_epi8(0xffffffff00000000ULL,
+                                _mm512_set1_epi8((char)(1 << b0)),
+                                _mm512_set1_epi8((char)(1 << b1)));
+}
+
+/* Bit k (0..7) of every byte moved to bit 4 (0x10 where set); word shifts
+ * by at most 4 never carry another byte's bit into bit 4. */
+static inline __m256i bit_to_16(__m256i v, int k) {
+  const __m256i s =
+      k <= 4 ? _mm256_slli_epi16(v, 4 - k) : _mm256_srli_epi16(v, k - 4);
+  return _mm256_and_si256(s, _mm256_set1_epi8(0x10));
+}
+
+/* --------------------------------------------------------------- Q5_K */
+
+static inline __attribute__((always_inline)) void
+q5k_sb(const block_q5_K *x, const block_q8_K *y, __m256 *acc, float *summs) {
+  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins(x->scales));
+  const __m512i sm512 = _mm512_castsi256_si512(sm);
+  /* the mins: llama.cpp's 4 lanes of Q4_K, summed (exact) into one int,
+   * then summs = fma(dmin, (float)M, summs) */
+  const __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+  const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+                                     _mm256_extracti128_si256(bs, 1));
+  __m128i t = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+  const float d = y->d * _cvtsh_ss(x->d);
+  const float dmin = -y->d * _cvtsh_ss(x->dmin);
+  *summs = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(dmin),
+                                      _mm_set_ss((float)_mm_cvtsi128_si32(t)),
+                                      _mm_set_ss(*summs)));
+  const __m512i shift = _mm512_mask_blend_epi16(
+      0xffff0000, _mm512_setzero_si512(), _mm512_set1_epi16(4));
+  const __m512i m4 = _mm512_set1_epi8(0x0f), c16 = _mm512_set1_epi8(0x10);
+  const __m512i hb = bcast32(x->qh);
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {
+    __m512i q =
+        _mm512_and_si512(_mm512_srlv_epi16(bcast32(x->qs + 32 * j), shift), m4);
+    /* the fifth bit: bit c of qh[e] for element e of chunk c */
+    const __mmask64 k = _mm512_test_epi8_mask(hb, bit_halves(2 * j, 2 * j + 1));
+    q = _mm512_mask_add_epi8(q, k, q, c16);
+    const __m512i a = _mm512_loadu_si512(y->qs + 64 * j);
+    const __m512i sc =
+        _mm512_permutexvar_epi16(idx_halves(2 * j, 2 * j + 1), sm512);
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a), sc);
+  }
+  const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
+  *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
+}
+
+float nc_avx512_dot_q5_k(int64_t n, const void *w, const void *a) {
+  const block_q5_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  float summs = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q5k_sb(x + i, y + i, &acc, &summs);
+  return nc_hsum8(acc) + summs;
+}
+
+typedef struct q5k_pair {
+  __m512i q[8];  /* chunk c's quants (0..31): row 0 | row 1 */
+  __m512i sc[8]; /* as q4k_pair */
+  __m512i mins;  /* as q4k_pair */
+  __m512 d, dmin;
+} q5k_pair;
+
+static inline __m256i q5k_chunk(const block_q5_K *x, int c) {
+  const __m256i v = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * (c / 2)));
+  const __m256i lo = _mm256_and_si256(c % 2 ? _mm256_srli_epi16(v, 4) : v,
+                                      _mm256_set1_epi8(0x0f));
+  return _mm256_or_si256(
+      lo, bit_to_16(_mm256_loadu_si256((const __m256i *)x->qh), c));
+}
+
+static inline void q5k_unpack_pair(const block_q5_K *x0, const block_q5_K *x1,
+                                   q5k_pair *u) {
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++)
+    u->q[c] = join32(q5k_chunk(x0, c), q5k_chunk(x1, c));
+  const __m512i sm = join32(_mm256_cvtepu8_epi16(q4k_scales_mins(x0->scales)),
+                            _mm256_cvtepu8_epi16(q4k_scales_mins(x1->scales)));
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++)
+    u->sc[c] = _mm512_permutexvar_epi16(idx_halves(c, 16 + c), sm);
+  static const int16_t mins_idx[32] = {
+      8,  8,  9,  9,  10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15,
+      24, 24, 25, 25, 26, 26, 27, 27, 28, 28, 29, 29, 30, 30, 31, 31,
+  };
+  u->mins = _mm512_permutexvar_epi16(_mm512_loadu_si512(mins_idx), sm);
+  u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
+  u->dmin = pair_ps(_cvtsh_ss(x0->dmin), _cvtsh_ss(x1->dmin));
+}
+
+/* acc as in q4k_pair_rows; summ: every lane of a half holds its row's
+ * summs (the min total is reduced across the half before the fma). */
+static inline __attribute__((always_inline)) void
+q5k_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, float *out, size_t out_stride, bool two) {
+  __m512 acc[R_MAX], summ[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = summ[r] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nb; i++) {
+    const q5k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+      __m512i pr = _mm512_madd_epi16(bcast32(y->bsums), p->mins);
+      pr = _mm512_add_epi32(pr, _mm512_shuffle_epi32(pr, _MM_PERM_CDAB));
+      pr = _mm512_add_epi32(pr, _mm512_shuffle_epi32(pr, _MM_PERM_BADC));
+      pr = _mm512_add_epi32(pr, _mm512_shuffle_i32x4(pr, pr, 0xb1));
+      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y->d), p->dmin);
+      summ[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), summ[r]);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    out[(size_t)r * out_stride] =
+        nc_hsum8(lo8(acc[r])) + _mm512_cvtss_f32(summ[r]);
+    if (two)
+      out[(size_t)r * out_stride + 1] =
+          nc_hsum8(hi8(acc[r])) + _mm256_cvtss_f32(hi8(summ[r]));
+  }
+}
+
+/* --------------------------------------------------------------- Q2_K */
+
+/* Chunk c = 4j + k (elements 32c..32c+31) of Q2_K / Q3_K: bits 2k, 2k+1 of
+ * qs[32j..32j+31]; 16-element scales (chunk c: scales 2c, 2c+1). */
+static inline __attribute__((always_inline)) void
+q2k_sb(const block_q2_K *x, const block_q8_K *y, __m256 *acc) {
+  const __m128i raw = _mm_loadu_si128((const __m128i *)x->scales);
+  const __m128i m4 = _mm_set1_epi8(0x0f);
+  const __m512i sc512 =
+      _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(raw, m4)));
+  const __m256i mins =
+      _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+  const __m256i prod =
+      _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)y->bsums));
+  const float d = y->d * _cvtsh_ss(x->d);
+  const float dmin = -y->d * _cvtsh_ss(x->dmin);
+  *acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod), *acc);
+  const __m512i m3 = _mm512_set1_epi8(3);
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 2
+  for (int j = 0; j < 2; j++) {
+    const __m512i qb = bcast32(x->qs + 32 * j);
+#pragma GCC unroll 2
+    for (int m = 0; m < 2; m++) { /* chunks 4j+2m | 4j+2m+1 */
+      const __m512i shift =
+          _mm512_mask_blend_epi16(0xffff0000, _mm512_set1_epi16((short)(4 * m)),
+                                  _mm512_set1_epi16((short)(4 * m + 2)));
+      const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qb, shift), m3);
+      const __m512i a = _mm512_loadu_si512(y->qs + 128 * j + 64 * m);
+      const __m512i sc =
+          _mm512_permutexvar_epi16(idx_quarters(8 * j + 4 * m), sc512);
+      sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a), sc);
+    }
+  }
+  const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
+  *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
+}
+
+float nc_avx512_dot_q2_k(int64_t n, const void *w, const void *a) {
+  const block_q2_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q2k_sb(x + i, y + i, &acc);
+  return nc_hsum8(acc);
+}
+
+typedef struct q2k_pair {
+  __m512i q[8];  /* chunk c's quants (0..3): row 0 | row 1 */
+  __m512i sc[8]; /* chunk c: int16 sc_2c x8, sc_2c+1 x8 of row 0 | row 1 */
+  __m512i mins;  /* the 16 mins (int16): row 0 | row 1 */
+  __m512 d, dmin;
+} q2k_pair;
+
+static inline __m256i q2k_chunk(const uint8_t *qs, int c) {
+  const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * (c / 4)));
+  return _mm256_and_si256(_mm256_srli_epi16(v, 2 * (c % 4)),
+                          _mm256_set1_epi8(3));
+}
+
+static inline void q2k_unpack_pair(const block_q2_K *x0, const block_q2_K *x1,
+                                   q2k_pair *u) {
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++)
+    u->q[c] = join32(q2k_chunk(x0->qs, c), q2k_chunk(x1->qs, c));
+  const __m256i raw =
+      _mm256_set_m128i(_mm_loadu_si128((const __m128i *)x1->scales),
+                       _mm_loadu_si128((const __m128i *)x0->scales));
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const __m512i sc = _mm512_cvtepu8_epi16(_mm256_and_si256(raw, m4));
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++)
+    u->sc[c] = _mm512_permutexvar_epi16(idx_pair16(c), sc);
+  u->mins =
+      _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+  u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
+  u->dmin = pair_ps(_cvtsh_ss(x0->dmin), _cvtsh_ss(x1->dmin));
+}
+
+static inline __attribute__((always_inline)) void
+q2k_block(const q2k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, float *out, size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nb; i++) {
+    const q2k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      const __m512i pr = _mm512_madd_epi16(bcast32(y->bsums), p->mins);
+      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y->d), p->dmin);
+      acc[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), acc[r]);
+      __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
+    if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
+  }
+}
+
+/* --------------------------------------------------------------- Q3_K */
+
+/* The 16 signed scales of a Q3_K block (6 bits - 32) as int8: low nibbles
+ * in bytes 0..7 (scales 0..7 low, 8..15 high), top bits in bytes 8..11. */
+static inline __m128i q3k_scales(const uint8_t *s) {
+  uint32_t a[3];
+  memcpy(a, s, 12);
+  const uint32_t m2 = 0x03030303, m4 = 0x0f0f0f0f;
+  const uint32_t v[4] = {
+      (a[0] & m4) | ((a[2] & m2) << 4),
+      (a[1] & m4) | (((a[2] >> 2) & m2) << 4),
+      ((a[0] >> 4) & m4) | (((a[2] >> 4) & m2) << 4),
+      ((a[1] >> 4) & m4) | (((a[2] >> 6) & m2) << 4),
+  };
+  return _mm_sub_epi8(_mm_loadu_si128((const __m128i *)v), _mm_set1_epi8(32));
+}
+
+/* Quants q = low2 - 4 (hmask bit c clear) or low2 (set), -4..3: as
+ * llama.cpp, maddubs of the low bits minus maddubs of the 4s. */
+static inline __attribute__((always_inline)) void
+q3k_sb(const block_q3_K *x, const block_q8_K *y, __m256 *acc) {
+  const __m512i sc512 =
+      _mm512_castsi256_si512(_mm256_cvtepi8_epi16(q3k_scales(x->scales)));
+  const float d = y->d * _cvtsh_ss(x->d);
+  const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  const __m512i hb = bcast32(x->hmask);
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 2
+  for (int j = 0; j < 2; j++) {
+    const __m512i qb = bcast32(x->qs + 32 * j);
+#pragma GCC unroll 2
+    for (int m = 0; m < 2; m++) { /* chunks c0 = 4j+2m | c0 + 1 */
+      const int c0 = 4 * j + 2 * m;
+      const __m512i shift =
+          _mm512_mask_blend_epi16(0xffff0000, _mm512_set1_epi16((short)(4 * m)),
+                                  _mm512_set1_epi16((short)(4 * m + 2)));
+      const __m512i ql = _mm512_and_si512(_mm512_srlv_epi16(qb, shift), m3);
+      const __mmask64 k = _mm512_test_epi8_mask(hb, bit_halves(c0, c0 + 1));
+      const __m512i qh =
+          _mm512_mask_blend_epi8(k, four, _mm512_setzero_si512());
+      const __m512i a = _mm512_loadu_si512(y->qs + 128 * j + 64 * m);
+      const __m512i p = _mm512_sub_epi16(_mm512_maddubs_epi16(ql, a),
+                                         _mm512_maddubs_epi16(qh, a));
+      sumi = _mm512_dpwssd_epi32(
+          sumi, p, _mm512_permutexvar_epi16(idx_quarters(2 * c0), sc512));
+    }
+  }
+  const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
+  *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
+}
+
+float nc_avx512_dot_q3_k(int64_t n, const void *w, const void *a) {
+  const block_q3_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q3k_sb(x + i, y + i, &acc);
+  return nc_hsum8(acc);
+}
+
+/* gemm layout: signed quants against the activation + 128 (unsigned, a
+ * xor 0x80): maddubs((a + 128), q) = a q + 128 q per pair, so each row
+ * carries ncorr = -(128 * its scaled quant sums), the same int32 lanes as
+ * the weights alone give; the lanes stay exact. */
+typedef struct q3k_pair {
+  __m512i q[8];  /* chunk c's quants (-4..3): row 0 | row 1 */
+  __m512i sc[8]; /* as q2k_pair (signed scales) */
+  __m512i ncorr; /* -128 * sum over chunks of sc * (4 quants), per lane */
+  __m512 d;
+} q3k_pair;
+
+static inline __m256i q3k_chunk(const block_q3_K *x, int c) {
+  const __m256i low = q2k_chunk(x->qs, c);
+  const __m256i hm = _mm256_loadu_si256((const __m256i *)x->hmask);
+  const __m256i bit =
+      _mm256_and_si256(_mm256_srli_epi16(hm, c), _mm256_set1_epi8(1));
+  /* low - 4 where the bit is clear: (bit ^ 1) << 2 stays within bytes */
+  return _mm256_sub_epi8(
+      low, _mm256_slli_epi16(_mm256_xor_si256(bit, _mm256_set1_epi8(1)), 2));
+}
+
+static inline void q3k_unpack_pair(const block_q3_K *x0, const block_q3_K *x1,
+                                   q3k_pair *u) {
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++)
+    u->q[c] = join32(q3k_chunk(x0, c), q3k_chunk(x1, c));
+  const __m512i sc = join32(_mm256_cvtepi8_epi16(q3k_scales(x0->scales)),
+                            _mm256_cvtepi8_epi16(q3k_scales(x1->scales)));
+  __m512i t = _mm512_setzero_si512();
+  const __m512i b128 = _mm512_set1_epi8((char)0x80); /* 128 as unsigned */
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++) {
+    u->sc[c] = _mm512_permutexvar_epi16(idx_pair16(c), sc);
+    t = _mm512_dpwssd_epi32(t, _mm512_maddubs_epi16(b128, u->q[c]), u->sc[c]);
+  }
+  u->ncorr = _mm512_sub_epi32(_mm512_setzero_si512(), t);
+  u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
+}
+
+static inline __attribute__((always_inline)) void
+q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, float *out, size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  const __m512i b128 = _mm512_set1_epi8((char)0x80);
+  for (int r = 0; r < R; r++)
+    acc[r] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nb; i++) {
+    const q3k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = p->ncorr;
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++) {
+        const __m512i au = _mm512_xor_si512(bcast32(y->qs + 32 * c), b128);
+        sumi =
+            _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(au, q[c]), p->sc[c]);
+      }
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
+    if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
+  }
+}
+
 /* ------------------------------------------------------------- drivers */
 
 /* gemm over weight pairs: unpack up to SCRATCH_BYTES of pairs, then run
@@ -452,4 +868,7 @@ q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
   }
 KQ_GEMM(q4_k, block_q4_K, q4k_pair, q4k_unpack_pair, q4k_block, KQ4_R)
 KQ_GEMM(q6_k, block_q6_K, q6k_pair, q6k_unpack_pair, q6k_block, KQ6_R)
+KQ_GEMM(q5_k, block_q5_K, q5k_pair, q5k_unpack_pair, q5k_block, KQ4_R)
+KQ_GEMM(q2_k, block_q2_K, q2k_pair, q2k_unpack_pair, q2k_block, KQ6_R)
+KQ_GEMM(q3_k, block_q3_K, q3k_pair, q3k_unpack_pair, q3k_block, KQ6_R)
 #undef KQ_GEMM

@@ -48,7 +48,7 @@ NC_AVX512_GEMM(q5_1)
 NC_AVX512_GEMM(q8_0)
 #undef NC_AVX512_GEMM
 
-/* avx512_kquant.c: Q4_K and Q6_K · Q8_K (standard Q8_K layout) in llama.cpp's
+/* avx512_kquant.c: Q2_K..Q6_K · Q8_K (standard Q8_K layout) in llama.cpp's
  * x86 float order, bit-identical to its AVX2 vec_dot; gemm as in kernels.h. */
 #define NC_AVX512_KQUANT_DOT(name)                                             \
   float nc_avx512_dot_##name(int64_t n, const void *w, const void *a);         \
@@ -60,6 +60,9 @@ NC_AVX512_GEMM(q8_0)
                              int64_t na, float *out, size_t out_stride);
 NC_AVX512_KQUANT_DOT(q4_k)
 NC_AVX512_KQUANT_DOT(q6_k)
+NC_AVX512_KQUANT_DOT(q5_k)
+NC_AVX512_KQUANT_DOT(q2_k)
+NC_AVX512_KQUANT_DOT(q3_k)
 #undef NC_AVX512_KQUANT_DOT
 
 #endif

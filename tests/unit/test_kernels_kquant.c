@@ -1,7 +1,7 @@
 /* kernels (K-quants in llama.cpp's x86 order): a plain-C model of llama.cpp's
- * AVX2 ggml_vec_dot_q4_K_q8_K / ggml_vec_dot_q6_K_q8_K (its integer lanes and
- * its float operations, one by one), checked against llama.cpp's SIMD golden
- * dots and against ref; then every kernel claiming that order (avx512_kquant.c
+ * AVX2 ggml_vec_dot_q{2,3,4,5,6}_K_q8_K (its integer lanes and its float
+ * operations, one by one), checked against llama.cpp's SIMD golden dots and
+ * against ref; then every kernel claiming that order (avx512_kquant.c
  * and the avx2 table's Q4_K and Q6_K) bit for bit against the model on random
  * rows, and gemm / vec_dot_rows bit for bit against vec_dot for any panel and
  * batch shape (batch invariance). */
@@ -119,6 +119,91 @@ static float model_q6k(int64_t n, const void *w, const void *a) {
   return hsum8(acc);
 }
 
+/* Q5_K: Q4_K's lanes with a fifth bit (bit c of qh[e] for element e of
+ * chunk c); the mins go to one float, s = fma(dmin, sum of the 4 min
+ * lanes, s) per block (llama.cpp's summs += dmin * hsum, contracted);
+ * result hsum8(acc) + s. */
+static float model_q5k(int64_t n, const void *w, const void *a) {
+  const block_q5_K *x = w;
+  const block_q8_K *y = a;
+  float acc[8] = {0}, summs = 0;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int sc[8], m[8];
+    for (int j = 0; j < 8; j++)
+      q4k_scale_min(x[i].scales, j, &sc[j], &m[j]);
+    int32_t lane[8] = {0};
+    for (int c = 0; c < 8; c++)
+      for (int e = 0; e < 32; e++) {
+        const uint8_t b = x[i].qs[32 * (c / 2) + e];
+        const int q = (c % 2 ? b >> 4 : b & 0xf) | ((x[i].qh[e] >> c) & 1) << 4;
+        lane[e / 4] += sc[c] * q * y[i].qs[32 * c + e];
+      }
+    int32_t mins = 0;
+    for (int s = 0; s < 8; s++)
+      mins += m[s] * (y[i].bsums[2 * s] + y[i].bsums[2 * s + 1]);
+    const float d = y[i].d * nc_fp16_to_fp32(x[i].d);
+    const float dmin = -y[i].d * nc_fp16_to_fp32(x[i].dmin);
+    summs = fmaf(dmin, (float)mins, summs);
+    for (int k = 0; k < 8; k++)
+      acc[k] = fmaf(d, (float)lane[k], acc[k]);
+  }
+  return hsum8(acc) + summs;
+}
+
+/* Q2_K / Q3_K element c * 32 + e (chunk c = 4j + k of 128-element half j):
+ * bits 2k, 2k+1 of qs[32j + e]; 16-element scales. One float accumulator:
+ * Q2_K adds fma(dmin, M_k, acc) (M_k = min_2k bs_2k + min_2k+1 bs_2k+1)
+ * before fma(d, I_k, acc) each block; Q3_K only the latter. */
+static float model_q2k(int64_t n, const void *w, const void *a) {
+  const block_q2_K *x = w;
+  const block_q8_K *y = a;
+  float acc[8] = {0};
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int32_t lane[8] = {0}, mins[8];
+    for (int idx = 0; idx < QK_K; idx++) {
+      const int c = idx / 32, e = idx % 32;
+      const int q = (x[i].qs[32 * (c / 4) + e] >> (2 * (c % 4))) & 3;
+      lane[e / 4] += (x[i].scales[idx / 16] & 0xf) * q * y[i].qs[idx];
+    }
+    for (int k = 0; k < 8; k++)
+      mins[k] = (x[i].scales[2 * k] >> 4) * y[i].bsums[2 * k] +
+                (x[i].scales[2 * k + 1] >> 4) * y[i].bsums[2 * k + 1];
+    const float d = y[i].d * nc_fp16_to_fp32(x[i].d);
+    const float dmin = -y[i].d * nc_fp16_to_fp32(x[i].dmin);
+    for (int k = 0; k < 8; k++)
+      acc[k] = fmaf(dmin, (float)mins[k], acc[k]);
+    for (int k = 0; k < 8; k++)
+      acc[k] = fmaf(d, (float)lane[k], acc[k]);
+  }
+  return hsum8(acc);
+}
+
+/* The 16 signed 6-bit scales of a Q3_K block. */
+static int q3k_scale(const uint8_t *s, int j) {
+  const int lo = j < 8 ? s[j] & 0xf : s[j - 8] >> 4;
+  const int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (lo | hi << 4) - 32;
+}
+
+static float model_q3k(int64_t n, const void *w, const void *a) {
+  const block_q3_K *x = w;
+  const block_q8_K *y = a;
+  float acc[8] = {0};
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int32_t lane[8] = {0};
+    for (int idx = 0; idx < QK_K; idx++) {
+      const int c = idx / 32, e = idx % 32;
+      const int low = (x[i].qs[32 * (c / 4) + e] >> (2 * (c % 4))) & 3;
+      const int q = low - ((x[i].hmask[e] >> c) & 1 ? 0 : 4);
+      lane[e / 4] += q3k_scale(x[i].scales, idx / 16) * q * y[i].qs[idx];
+    }
+    const float d = y[i].d * nc_fp16_to_fp32(x[i].d);
+    for (int k = 0; k < 8; k++)
+      acc[k] = fmaf(d, (float)lane[k], acc[k]);
+  }
+  return hsum8(acc);
+}
+
 /* ------------------------------------------------------------ fixtures */
 
 typedef struct kq_case {
@@ -128,8 +213,9 @@ typedef struct kq_case {
 } kq_case;
 
 static const kq_case k_cases[] = {
-    {NC_TYPE_Q4_K, model_q4k, {0, 2}},
-    {NC_TYPE_Q6_K, model_q6k, {208, -1}},
+    {NC_TYPE_Q4_K, model_q4k, {0, 2}},    {NC_TYPE_Q6_K, model_q6k, {208, -1}},
+    {NC_TYPE_Q5_K, model_q5k, {0, 2}},    {NC_TYPE_Q2_K, model_q2k, {80, 82}},
+    {NC_TYPE_Q3_K, model_q3k, {108, -1}},
 };
 enum { N_CASES = sizeof k_cases / sizeof k_cases[0] };
 
@@ -140,12 +226,25 @@ typedef struct kq_fns {
   nc_gemm_fn gemm;
 } kq_fns;
 
+#define FNS(name)                                                              \
+  (kq_fns) {                                                                   \
+    nc_avx512_dot_##name, nc_avx512_dot_##name##_rows, nc_avx512_gemm_##name   \
+  }
 static kq_fns avx512_fns(nc_type t) {
-  if (t == NC_TYPE_Q4_K)
-    return (kq_fns){nc_avx512_dot_q4_k, nc_avx512_dot_q4_k_rows,
-                    nc_avx512_gemm_q4_k};
-  return (kq_fns){nc_avx512_dot_q6_k, nc_avx512_dot_q6_k_rows,
-                  nc_avx512_gemm_q6_k};
+  switch (t) {
+  case NC_TYPE_Q2_K: return FNS(q2_k);
+  case NC_TYPE_Q3_K: return FNS(q3_k);
+  case NC_TYPE_Q4_K: return FNS(q4_k);
+  case NC_TYPE_Q5_K: return FNS(q5_k);
+  default: return FNS(q6_k);
+  }
+}
+#undef FNS
+
+static const kq_case *case_of(nc_type t) {
+  for (int ci = 0; ci < N_CASES; ci++)
+    if (k_cases[ci].t == t) return &k_cases[ci];
+  return NULL;
 }
 
 static bool have_avx512(void) {
@@ -250,7 +349,7 @@ static void test_model_vs_ref(void **state) {
 
 /* A kernel in llama.cpp's order equals the model bit for bit. */
 static void check_dot_vs_model(const char *what, nc_type t, nc_vec_dot_fn dot) {
-  const kq_case *kc = t == NC_TYPE_Q4_K ? &k_cases[0] : &k_cases[1];
+  const kq_case *kc = case_of(t);
   uint64_t s = 0x5eed + (uint64_t)t;
   for (int rep = 0; rep < 60; rep++) {
     const int64_t n = QK_K * (1 + rep % 13);
