@@ -395,6 +395,33 @@ static void test_avx2_dot_vs_model(void **state) {
   check_dot_vs_model("avx2", NC_TYPE_Q6_K, k->vec_dot[NC_TYPE_Q6_K]);
 }
 
+/* The avx512 table uses these kernels for every K type: its dots are in
+ * llama.cpp's order, its gemm agrees with its vec_dot. */
+static void test_avx512_table(void **state) {
+  (void)state;
+  const nc_kernels *k = nc_kernels_by_name("avx512");
+  if (!k) skip();
+  uint64_t s = 1009;
+  for (int ci = 0; ci < N_CASES; ci++) {
+    const nc_type t = k_cases[ci].t;
+    check_dot_vs_model("avx512 table", t, k->vec_dot[t]);
+    assert_non_null(k->gemm[t]);
+    enum { NW = 5, NA = 9, N = 512 };
+    const size_t wrow = nc_row_size(t, N), arow = nc_row_size(NC_TYPE_Q8_K, N);
+    uint8_t *w = random_rows(&k_cases[ci], N, NW, &s);
+    uint8_t *a = random_acts(N, NA, arow, &s);
+    float out[NA * NW];
+    k->gemm[t](N, w, wrow, NW, a, arow, NA, out, NW);
+    for (int ai = 0; ai < NA; ai++)
+      for (int r = 0; r < NW; r++)
+        assert_true(bits(out[ai * NW + r]) ==
+                    bits(k->vec_dot[t](N, w + (size_t)r * wrow,
+                                       a + (size_t)ai * arow)));
+    free(w);
+    free(a);
+  }
+}
+
 /* gemm: every (weight row, activation row) value equals vec_dot on that
  * pair, for odd and even panels, every register-block tail, padded
  * strides, and a row too long for the kernel's scratch (n = 64 blocks). */
@@ -480,6 +507,7 @@ int main(void) {
       cmocka_unit_test(test_avx2_dot_vs_model),
       cmocka_unit_test(test_avx512_gemm_batch_invariance),
       cmocka_unit_test(test_avx512_empty),
+      cmocka_unit_test(test_avx512_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
