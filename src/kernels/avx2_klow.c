@@ -6,12 +6,16 @@
  * 256 quants in element order, 32 per vector. Each 16 elements have their
  * own scale, applied with madd to the int16 pair sums of maddubs.
  *
- * Q2_K: q in 0..3 with a 4-bit scale and a 4-bit min per 16 elements;
- *   acc = fma(d_w d_a, I, acc), accm = fma(dmin_w d_a, M, accm) per block,
- *   result hsum(acc) - hsum(accm) (M from the bsums).
+ * Both in llama.cpp's AVX2 order (bit-identical dots): 8 int32 lanes I_k
+ * (lane k: elements 32c + 4k .. 32c + 4k + 3 of every chunk c, times their
+ * 16-element scale), d = d_a * d_w, result hsum(acc).
+ * Q2_K: q in 0..3 with a 4-bit scale and a 4-bit min per 16 elements; per
+ *   block acc = fma(-d_a * dmin_w, M, acc) (M_k = min_2k bs_2k +
+ *   min_2k+1 bs_2k+1), then acc = fma(d, I, acc).
  * Q3_K: q = 2-bit value - 4 unless the hmask bit is set, signed 6-bit
- *   scales; stored as q + 4 (unsigned) and corrected by 4 * sum(scale *
- *   bsum); acc = fma(d_w d_a, I, acc), result hsum(acc).
+ *   scales; stored as q + 4 (unsigned), with maddubs(4, a) subtracted from
+ *   each pair sum (so each lane holds exactly llama.cpp's integer);
+ *   acc = fma(d, I, acc).
  * The multi-row kernels unpack each weight block once for up to 8
  * activation rows and run the same operations per row: bit-identical to
  * vec_dot whatever nrows. */
@@ -25,7 +29,7 @@
 typedef struct klow_w {
   __m256i q[8];  /* unsigned quants in element order */
   __m256i sc[8]; /* madd multipliers per 32 elements (two scales) */
-  __m256i sc16;  /* Q2_K: the 16 mins; Q3_K: the 16 scales (correction) */
+  __m256i sc16;  /* Q2_K: the 16 mins; Q3_K: the 16 scales */
   float d, dmin;
 } klow_w;
 
@@ -89,12 +93,14 @@ q3k_unpack(const block_q3_K *x, klow_w *u) {
 }
 
 static inline __attribute__((always_inline)) __m256i
-klow_isum(const klow_w *u, const block_q8_K *y) {
+klow_isum(const klow_w *u, const block_q8_K *y, bool q3) {
   __m256i isum = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int j = 0; j < 8; j++) {
     __m256i a = _mm256_loadu_si256((const __m256i *)(y->qs + 32 * j));
     __m256i p = _mm256_maddubs_epi16(u->q[j], a);
+    if (q3) /* undo the + 4 per pair: exact int16 */
+      p = _mm256_sub_epi16(p, _mm256_maddubs_epi16(_mm256_set1_epi8(4), a));
     isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, u->sc[j]));
   }
   return isum;
@@ -104,9 +110,9 @@ klow_isum(const klow_w *u, const block_q8_K *y) {
 static inline __attribute__((always_inline)) void
 klow_chunk(int64_t n, const uint8_t *x, bool q3, const uint8_t *a,
            size_t a_stride, int nr, float *out, size_t out_stride) {
-  __m256 acc[8], accm[8];
+  __m256 acc[8];
   for (int r = 0; r < nr; r++)
-    acc[r] = accm[r] = _mm256_setzero_ps();
+    acc[r] = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / QK_K; i++) {
     klow_w u;
     if (q3)
@@ -115,22 +121,19 @@ klow_chunk(int64_t n, const uint8_t *x, bool q3, const uint8_t *a,
       q2k_unpack((const block_q2_K *)x + i, &u);
     for (int r = 0; r < nr; r++) {
       const block_q8_K *y = (const block_q8_K *)(a + (size_t)r * a_stride) + i;
-      __m256i isum = klow_isum(&u, y);
-      __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
-      __m256i m = _mm256_madd_epi16(bs, u.sc16);
-      if (q3) { /* the quants were stored + 4 */
-        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(m, 2));
-      } else {
-        accm[r] = _mm256_fmadd_ps(_mm256_set1_ps(u.dmin * y->d),
-                                  _mm256_cvtepi32_ps(m), accm[r]);
+      if (!q3) { /* the mins first, into the same accumulator */
+        __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
+        __m256i m = _mm256_madd_epi16(bs, u.sc16);
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(-y->d * u.dmin),
+                                 _mm256_cvtepi32_ps(m), acc[r]);
       }
+      __m256i isum = klow_isum(&u, y, q3);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(u.d * y->d),
                                _mm256_cvtepi32_ps(isum), acc[r]);
     }
   }
   for (int r = 0; r < nr; r++)
-    out[(size_t)r * out_stride] =
-        q3 ? nc_hsum8(acc[r]) : nc_hsum8(acc[r]) - nc_hsum8(accm[r]);
+    out[(size_t)r * out_stride] = nc_hsum8(acc[r]);
 }
 
 #define KLOW(name, q3)                                                         \

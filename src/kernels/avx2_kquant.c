@@ -7,12 +7,13 @@
  * Float order per (weight row, activation row): for each super-block,
  * acc = fma(d_w * d_a, I, acc) over 8 int32 lanes I (lane k: elements
  * 32c + 4k .. 32c + 4k + 3 of every chunk c, times the chunk's scale).
- * Q4_K and Q6_K are llama.cpp's AVX2 order exactly (bit-identical dots):
+ * Q4_K, Q5_K and Q6_K are llama.cpp's AVX2 order exactly (bit-identical):
  * Q4_K adds accm = fma(-d_a * dmin_w, M, accm) over 4 lanes
  * M_k = m_2k S_2k + m_2k+1 S_2k+1 (S_s: the activation sum of 32-element
  * chunk s) and returns hsum(acc) + ((accm_0 + accm_2) + (accm_1 + accm_3)).
- * Q5_K keeps 8 min lanes, accm = fma(dmin_w * d_a, M, accm), and returns
- * hsum(acc) - hsum(accm). hsum = (k + k+4), then (0+2, 1+3), then the two.
+ * Q5_K (also llama.cpp's order) sums those 4 min lanes into one integer M,
+ * s = fma(-d_a * dmin_w, (float)M, s), and returns hsum(acc) + s.
+ * hsum = (k + k+4), then (0+2, 1+3), then the two.
  * The multi-row
  * kernel unpacks each weight block once for up to 8 activation rows and
  * runs the same operations per row, so it is bit-identical to vec_dot. */
@@ -30,7 +31,6 @@ enum { MAX_R = 8 };
 typedef struct q4k_w {
   __m256i q[8];  /* unsigned quants in element order, 32 per vector */
   __m256i sc[8]; /* scale of each 32-element sub-block, as int16 */
-  __m256i mins;  /* min of sub-block k/2 for each of the 16 bsums */
   __m128i mins8; /* the 8 mins as int16 (llama.cpp's Q4_K min lanes) */
   float d, dmin;
 } q4k_w;
@@ -62,8 +62,6 @@ static inline void k4_unpack_scales(const uint8_t *scales, q4k_w *u) {
 #pragma GCC unroll 8
   for (int k = 0; k < 8; k++)
     u->sc[k] = bcast_word(sc16, k);
-  u->mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn16, mn16),
-                             _mm_unpacklo_epi16(mn16, mn16));
   u->mins8 = mn16;
 }
 
@@ -109,7 +107,7 @@ q5k_unpack(const block_q5_K *x, q4k_w *u) {
 }
 
 static inline __attribute__((always_inline)) void
-q4k_row(const q4k_w *u, const block_q8_K *y, bool q5, __m256 *acc, __m256 *accm,
+q4k_row(const q4k_w *u, const block_q8_K *y, bool q5, __m256 *acc, float *summs,
         __m128 *accm4) {
   __m256i isum = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -122,14 +120,17 @@ q4k_row(const q4k_w *u, const block_q8_K *y, bool q5, __m256 *acc, __m256 *accm,
   __m256i bs = _mm256_loadu_si256((const __m256i *)y->bsums);
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(u->d * y->d), _mm256_cvtepi32_ps(isum),
                          *acc);
-  if (q5) {
-    __m256i m = _mm256_madd_epi16(bs, u->mins);
-    *accm = _mm256_fmadd_ps(_mm256_set1_ps(u->dmin * y->d),
-                            _mm256_cvtepi32_ps(m), *accm);
-  } else { /* llama.cpp's 4 min lanes: S_s = bsum 2s + bsum 2s+1 */
-    __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
-                                 _mm256_extracti128_si256(bs, 1));
-    __m128i m = _mm_madd_epi16(u->mins8, q8s);
+  /* llama.cpp's 4 min lanes: S_s = bsum 2s + bsum 2s+1 */
+  __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+                               _mm256_extracti128_si256(bs, 1));
+  __m128i m = _mm_madd_epi16(u->mins8, q8s);
+  if (q5) { /* their sum (exact), one scalar fma */
+    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+    *summs = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(-y->d * u->dmin),
+                                        _mm_set_ss((float)_mm_cvtsi128_si32(m)),
+                                        _mm_set_ss(*summs)));
+  } else {
     *accm4 =
         _mm_fmadd_ps(_mm_set1_ps(-y->d * u->dmin), _mm_cvtepi32_ps(m), *accm4);
   }
@@ -146,11 +147,13 @@ static inline float hsum4_m(__m128 m) {
 static inline __attribute__((always_inline)) void
 k4_chunk(int64_t n, const uint8_t *x, bool q5, const uint8_t *a,
          size_t a_stride, int nr, float *out, size_t out_stride) {
-  __m256 acc[MAX_R], accm[MAX_R];
+  __m256 acc[MAX_R];
   __m128 accm4[MAX_R];
+  float summs[MAX_R];
   for (int r = 0; r < nr; r++) {
-    acc[r] = accm[r] = _mm256_setzero_ps();
+    acc[r] = _mm256_setzero_ps();
     accm4[r] = _mm_setzero_ps();
+    summs[r] = 0;
   }
   for (int64_t i = 0; i < n / QK_K; i++) {
     q4k_w u;
@@ -160,12 +163,12 @@ k4_chunk(int64_t n, const uint8_t *x, bool q5, const uint8_t *a,
       q4k_unpack((const block_q4_K *)x + i, &u);
     for (int r = 0; r < nr; r++) {
       const block_q8_K *y = (const block_q8_K *)(a + (size_t)r * a_stride);
-      q4k_row(&u, y + i, q5, &acc[r], &accm[r], &accm4[r]);
+      q4k_row(&u, y + i, q5, &acc[r], &summs[r], &accm4[r]);
     }
   }
   for (int r = 0; r < nr; r++)
-    out[(size_t)r * out_stride] = q5 ? nc_hsum8(acc[r]) - nc_hsum8(accm[r])
-                                     : nc_hsum8(acc[r]) + hsum4_m(accm4[r]);
+    out[(size_t)r * out_stride] =
+        q5 ? nc_hsum8(acc[r]) + summs[r] : nc_hsum8(acc[r]) + hsum4_m(accm4[r]);
 }
 
 #define K4(name, q5)                                                           \

@@ -2,7 +2,7 @@
  * AVX2 ggml_vec_dot_q{2,3,4,5,6}_K_q8_K (its integer lanes and its float
  * operations, one by one), checked against llama.cpp's SIMD golden dots and
  * against ref; then every kernel claiming that order (avx512_kquant.c
- * and the avx2 table's Q4_K and Q6_K) bit for bit against the model on random
+ * and the avx2 table's) bit for bit against the model on random
  * rows, and gemm / vec_dot_rows bit for bit against vec_dot for any panel and
  * batch shape (batch invariance). */
 #include <math.h>
@@ -391,8 +391,8 @@ static void test_avx2_dot_vs_model(void **state) {
   (void)state;
   const nc_kernels *k = nc_kernels_by_name("avx2");
   if (!k) skip();
-  check_dot_vs_model("avx2", NC_TYPE_Q4_K, k->vec_dot[NC_TYPE_Q4_K]);
-  check_dot_vs_model("avx2", NC_TYPE_Q6_K, k->vec_dot[NC_TYPE_Q6_K]);
+  for (int ci = 0; ci < N_CASES; ci++)
+    check_dot_vs_model("avx2", k_cases[ci].t, k->vec_dot[k_cases[ci].t]);
 }
 
 /* The avx512 table uses these kernels for every K type: its dots are in
