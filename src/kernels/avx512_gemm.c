@@ -143,12 +143,39 @@ static inline __attribute__((always_inline)) wpair prep_q5_1(const void *p0,
 
 typedef wpair (*prep_fn)(const void *p0, const void *p1);
 
-/* One register tile: P pairs (2P weight rows, w_stride bytes apart) x A
- * activation rows of ac; nb blocks of bsize bytes (wq = offset of the
- * quants in an activation block: 2 for Q8_0, 4 for Q8_1). out[a *
- * out_stride + r]. */
+/* A weight panel unpacked once for many activation rows (prefill): per
+ * (pair, block) the 64 quant bytes and the spread d_w vector, the sign mask
+ * and the two m_w. Worth it from PACK_MIN_A activation rows on; the panel
+ * lives on the stack, PACK_BUDGET bytes, so rows per pass shrink as n
+ * grows (and very long rows fall back to unpacking in the tile loop). */
+enum { PACK_MIN_A = 8, PACK_BUDGET = 128 * 1024 };
+
+typedef struct pack_blk {
+  __m512i q;
+  __m512 d;
+} pack_blk;
+
+typedef struct pack_aux {
+  uint64_t neg;
+  float m[2];
+} pack_aux;
+
+enum { PACK_PAIR_BLOCK = sizeof(pack_blk) + sizeof(pack_aux) };
+
+/* Where a tile's weights come from: raw blocks (w, w_stride, bsize, prep)
+ * or a packed panel (pb, px: pair p, block i at [p * nb + i]). */
+typedef struct tile_src {
+  const uint8_t *w;
+  size_t w_stride, bsize;
+  const pack_blk *pb;
+  const pack_aux *px;
+} tile_src;
+
+/* One register tile: P pairs (2P weight rows) x A activation rows of ac;
+ * nb blocks (abytes per activation block, its quants at offset aq).
+ * out[a * out_stride + r]. */
 static inline __attribute__((always_inline)) void
-tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize, prep_fn prep,
+tile(int64_t nb, const tile_src *src, prep_fn prep, const bool packed,
      bool has_min, size_t abytes, size_t aq, const act_chunk *ac, const int P,
      const int A, float *out, size_t out_stride) {
   __m512 acc[2][TILE_A];
@@ -162,33 +189,49 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize, prep_fn prep,
   for (int r = 0; r < 2 * P; r++)
     summs[r] = _mm256_setzero_ps();
   const __m512i zero = _mm512_setzero_si512();
-  /* The next tile's weights (the 2P rows after these, contiguous when rows
-   * are) are prefetched as this one runs: 2P blocks ahead per block. In
-   * decode each weight byte is read once, from L3 or DRAM, and the
-   * hardware prefetchers alone leave the loads waiting. */
-  const uint8_t *pf = w + (size_t)(2 * P) * w_stride;
-  const size_t pf_step = (size_t)(2 * P) * bsize;
+  /* Raw blocks: the next tile's weights (the 2P rows after these,
+   * contiguous when rows are) are prefetched as this one runs, 2P blocks
+   * ahead per block. In decode each weight byte is read once, from L3 or
+   * DRAM, and the hardware prefetchers alone leave the loads waiting. */
+  const uint8_t *pf = packed ? NULL : src->w + (size_t)(2 * P) * src->w_stride;
+  const size_t pf_step = packed ? 0 : (size_t)(2 * P) * src->bsize;
   for (int64_t i = 0; i < nb; i++) {
-    _mm_prefetch((const char *)pf + (size_t)i * pf_step, _MM_HINT_T0);
-    _mm_prefetch((const char *)pf + (size_t)i * pf_step + 64, _MM_HINT_T0);
     wpair wp[2];
+    float m[2][2];
+    if (packed) {
 #pragma GCC unroll 2
-    for (int p = 0; p < P; p++) {
-      const uint8_t *b0 = w + (size_t)(2 * p) * w_stride + (size_t)i * bsize;
-      wp[p] = prep(b0, b0 + w_stride);
+      for (int p = 0; p < P; p++) {
+        const pack_blk *b = &src->pb[(size_t)p * (size_t)nb + (size_t)i];
+        const pack_aux *x = &src->px[(size_t)p * (size_t)nb + (size_t)i];
+        wp[p].q = _mm512_load_si512(&b->q);
+        wp[p].d = _mm512_load_ps(&b->d);
+        wp[p].neg = x->neg;
+        m[p][0] = x->m[0];
+        m[p][1] = x->m[1];
+      }
+    } else {
+      _mm_prefetch((const char *)pf + (size_t)i * pf_step, _MM_HINT_T0);
+      _mm_prefetch((const char *)pf + (size_t)i * pf_step + 64, _MM_HINT_T0);
+#pragma GCC unroll 2
+      for (int p = 0; p < P; p++) {
+        const uint8_t *b0 =
+            src->w + (size_t)(2 * p) * src->w_stride + (size_t)i * src->bsize;
+        wp[p] = prep(b0, b0 + src->w_stride);
+      }
     }
     if (has_min) {
       const __m256 s_a = _mm256_loadu_ps(ac->s[i]);
 #pragma GCC unroll 2
       for (int p = 0; p < P; p++) {
         /* summs = fma(m_w, s_a, summs), as llama.cpp, per activation row */
-        summs[2 * p] =
-            _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(wp[p].dm)),
-                            s_a, summs[2 * p]);
-        summs[2 * p + 1] =
-            _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(
-                                _mm_movehl_ps(wp[p].dm, wp[p].dm))),
-                            s_a, summs[2 * p + 1]);
+        const __m256 m0 =
+            packed ? _mm256_set1_ps(m[p][0])
+                   : _mm256_broadcastss_ps(_mm_movehdup_ps(wp[p].dm));
+        const __m256 m1 = packed ? _mm256_set1_ps(m[p][1])
+                                 : _mm256_broadcastss_ps(_mm_movehdup_ps(
+                                       _mm_movehl_ps(wp[p].dm, wp[p].dm)));
+        summs[2 * p] = _mm256_fmadd_ps(m0, s_a, summs[2 * p]);
+        summs[2 * p + 1] = _mm256_fmadd_ps(m1, s_a, summs[2 * p + 1]);
       }
     }
 #pragma GCC unroll 8
@@ -229,12 +272,11 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize, prep_fn prep,
 
 /* Instances per (P, A) with A the activation rows of this chunk. */
 static inline __attribute__((always_inline)) void
-tile_any(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
-         prep_fn prep, bool has_min, size_t abytes, size_t aq,
-         const act_chunk *ac, int P, float *out, size_t out_stride) {
+tile_any(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
+         bool has_min, size_t abytes, size_t aq, const act_chunk *ac, int P,
+         float *out, size_t out_stride) {
 #define T(PP, AA)                                                              \
-  tile(nb, w, w_stride, bsize, prep, has_min, abytes, aq, ac, PP, AA, out,     \
-       out_stride)
+  tile(nb, src, prep, PK, has_min, abytes, aq, ac, PP, AA, out, out_stride)
 #define CASES(PP)                                                              \
   switch (ac->n_rows) {                                                        \
   case 1: T(PP, 1); break;                                                     \
@@ -246,13 +288,74 @@ tile_any(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
   case 7: T(PP, 7); break;                                                     \
   default: T(PP, 8); break;                                                    \
   }
-  if (P == 2) {
-    CASES(2)
+  if (packed) {
+#define PK true
+    if (P == 2) {
+      CASES(2)
+    } else {
+      CASES(1)
+    }
+#undef PK
   } else {
-    CASES(1)
+#define PK false
+    if (P == 2) {
+      CASES(2)
+    } else {
+      CASES(1)
+    }
+#undef PK
   }
 #undef CASES
 #undef T
+}
+
+/* Activation rows a0 .. a0 + A - 1: block pointers and float scales. */
+static void load_chunk(act_chunk *ac, const uint8_t *a, size_t a_stride,
+                       int64_t a0, int A, int64_t nb, size_t abytes,
+                       bool has_min) {
+  ac->n_rows = A;
+  for (int k = 0; k < TILE_A; k++)
+    ac->q[k] = a + (size_t)(a0 + (k < A ? k : 0)) * a_stride;
+  for (int64_t i = 0; i < nb; i++) {
+    for (int k = 0; k < A; k++) {
+      nc_fp16 h[2];
+      memcpy(h, ac->q[k] + (size_t)i * abytes, sizeof h);
+      ac->d[i][k] = _cvtsh_ss(h[0]);
+      ac->s[i][k] = has_min ? _cvtsh_ss(h[1]) : 0.0f;
+    }
+    for (int k = A; k < TILE_A; k++)
+      ac->d[i][k] = ac->s[i][k] = 0.0f;
+  }
+}
+
+/* Weight rows [0, nw) against activation rows [0, na): 4-row tiles (2-row
+ * for a pair left over), a single leftover row by the avx2 kernel. */
+static inline __attribute__((always_inline)) void
+rows_x_acts(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
+            bool has_min, size_t abytes, size_t aq, act_chunk *ac,
+            const uint8_t *a, size_t a_stride, int64_t na, int64_t nw,
+            float *out, size_t out_stride, nc_vec_dot_rows_fn fallback,
+            int64_t n) {
+  for (int64_t a0 = 0; a0 < na; a0 += TILE_A) {
+    const int A = na - a0 < TILE_A ? (int)(na - a0) : TILE_A;
+    load_chunk(ac, a, a_stride, a0, A, nb, abytes, has_min);
+    float *o = out + (size_t)a0 * out_stride;
+    int64_t r = 0;
+    for (; r + 2 <= nw; r += r + 4 <= nw ? 4 : 2) {
+      tile_src t = *src;
+      if (packed) {
+        t.pb += (size_t)(r / 2) * (size_t)nb;
+        t.px += (size_t)(r / 2) * (size_t)nb;
+      } else {
+        t.w += (size_t)r * src->w_stride;
+      }
+      tile_any(nb, &t, prep, packed, has_min, abytes, aq, ac,
+               r + 4 <= nw ? 2 : 1, o + r, out_stride);
+    }
+    if (r < nw && !packed)
+      fallback(n, src->w + (size_t)r * src->w_stride, a + (size_t)a0 * a_stride,
+               a_stride, A, o + r, out_stride);
+  }
 }
 
 static inline __attribute__((always_inline)) void
@@ -269,36 +372,38 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
                out_stride);
     return;
   }
-  act_chunk *ac = NULL;
-  act_chunk local;
-  ac = &local;
-  for (int64_t a0 = 0; a0 < na; a0 += TILE_A) {
-    const int A = na - a0 < TILE_A ? (int)(na - a0) : TILE_A;
-    ac->n_rows = A;
-    for (int k = 0; k < TILE_A; k++)
-      ac->q[k] = a + (size_t)(a0 + (k < A ? k : 0)) * a_stride;
-    for (int64_t i = 0; i < nb; i++) {
-      for (int k = 0; k < A; k++) {
-        const uint8_t *blk = ac->q[k] + (size_t)i * abytes;
-        nc_fp16 h[2];
-        memcpy(h, blk, sizeof h);
-        ac->d[i][k] = _cvtsh_ss(h[0]);
-        ac->s[i][k] = has_min ? _cvtsh_ss(h[1]) : 0.0f;
+  act_chunk ac;
+  /* rows per packed pass: a multiple of 4 that fits the budget */
+  const int64_t pack_rows = (PACK_BUDGET / (PACK_PAIR_BLOCK * nb)) * 2 / 4 * 4;
+  if (na < PACK_MIN_A || pack_rows < 4) {
+    const tile_src src = {.w = w, .w_stride = w_stride, .bsize = bsize};
+    rows_x_acts(nb, &src, prep, false, has_min, abytes, aq, &ac, a, a_stride,
+                na, nw, out, out_stride, fallback, n);
+    return;
+  }
+  _Alignas(64) uint8_t buf[PACK_BUDGET];
+  for (int64_t r0 = 0; r0 < nw; r0 += pack_rows) {
+    const int64_t rows = nw - r0 < pack_rows ? nw - r0 : pack_rows;
+    const int64_t pairs = rows / 2;
+    pack_blk *pb = (pack_blk *)buf;
+    pack_aux *px = (pack_aux *)(buf + sizeof(pack_blk) * (size_t)(pairs * nb));
+    const uint8_t *wr = w + (size_t)r0 * w_stride;
+    for (int64_t p = 0; p < pairs; p++)
+      for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *b0 = wr + (size_t)(2 * p) * w_stride + (size_t)i * bsize;
+        const wpair wp = prep(b0, b0 + w_stride);
+        float hdr[4];
+        _mm_storeu_ps(hdr, wp.dm);
+        _mm512_store_si512(&pb[p * nb + i].q, wp.q);
+        _mm512_store_ps(&pb[p * nb + i].d, wp.d);
+        px[p * nb + i] = (pack_aux){wp.neg, {hdr[1], hdr[3]}};
       }
-      for (int k = A; k < TILE_A; k++)
-        ac->d[i][k] = ac->s[i][k] = 0.0f;
-    }
-    float *o = out + (size_t)a0 * out_stride;
-    int64_t r = 0;
-    for (; r + 4 <= nw; r += 4)
-      tile_any(nb, w + (size_t)r * w_stride, w_stride, bsize, prep, has_min,
-               abytes, aq, ac, 2, o + r, out_stride);
-    for (; r + 2 <= nw; r += 2)
-      tile_any(nb, w + (size_t)r * w_stride, w_stride, bsize, prep, has_min,
-               abytes, aq, ac, 1, o + r, out_stride);
-    if (r < nw)
-      fallback(n, w + (size_t)r * w_stride, a + (size_t)a0 * a_stride, a_stride,
-               A, o + r, out_stride);
+    const tile_src src = {.pb = pb, .px = px};
+    rows_x_acts(nb, &src, prep, true, has_min, abytes, aq, &ac, a, a_stride, na,
+                pairs * 2, out + r0, out_stride, fallback, n);
+    if (rows % 2) /* the odd last row, unpacked */
+      fallback(n, wr + (size_t)(rows - 1) * w_stride, a, a_stride, (int)na,
+               out + r0 + rows - 1, out_stride);
   }
 }
 
