@@ -71,7 +71,8 @@ static inline __m256i q3k_scales(const uint8_t *s) {
       ((w[0] >> 4) & k4) | (((w[2] >> 4) & k2) << 4),
       ((w[1] >> 4) & k4) | (((w[2] >> 6) & k2) << 4),
   };
-  __m256i u = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)v));
+  __m256i u = _mm256_cvtepu8_epi16(
+      _mm_set_epi32((int)v[3], (int)v[2], (int)v[1], (int)v[0]));
   return _mm256_sub_epi16(u, _mm256_set1_epi16(32));
 }
 

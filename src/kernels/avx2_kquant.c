@@ -55,8 +55,8 @@ static inline void k4_unpack_scales(const uint8_t *scales, q4k_w *u) {
       w[1] & k6,                              /* m0..3 */
       ((w[2] >> 4) & k4) | ((w[1] >> 2) & k2) /* m4..7 */
   };
-  const __m256i v16 =
-      _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)sm));
+  const __m256i v16 = _mm256_cvtepu8_epi16(
+      _mm_set_epi32((int)sm[3], (int)sm[2], (int)sm[1], (int)sm[0]));
   const __m128i sc16 = _mm256_castsi256_si128(v16);
   const __m128i mn16 = _mm256_extracti128_si256(v16, 1);
 #pragma GCC unroll 8

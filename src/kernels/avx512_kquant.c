@@ -93,11 +93,102 @@ static inline __m512 pair_ps(float a, float b) {
   return _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(a), _mm512_set1_ps(b));
 }
 
-/* int16 lane i of the result = lane lo of v for i < 16, lane hi for i >= 16
- * (a vpermw index). */
-static inline __m512i idx_halves(int lo, int hi) {
-  return _mm512_mask_blend_epi16(0xffff0000, _mm512_set1_epi16((short)lo),
-                                 _mm512_set1_epi16((short)hi));
+/* Constant vectors (tables, so that the unrolled loops load them instead
+ * of building them): vpermw indices and per-half shift counts and bits. */
+/* scale of chunk 2j in the low half, 2j+1 in the high half (one row) */
+static const _Alignas(64) int16_t k_idx_k4[4][32] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+    {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+     3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+     5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5},
+    {6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6,
+     7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7},
+};
+/* chunk c of a pair: row 0's scale c (low half), row 1's 16 + c (high) */
+static const _Alignas(64) int16_t k_idx_k4_pair[8][32] = {
+    {0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16},
+    {1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,
+     17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17},
+    {2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,  2,
+     18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18},
+    {3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,  3,
+     19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19},
+    {4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,  4,
+     20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20},
+    {5,  5,  5,  5,  5,  5,  5,  5,  5,  5,  5,  5,  5,  5,  5,  5,
+     21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21},
+    {6,  6,  6,  6,  6,  6,  6,  6,  6,  6,  6,  6,  6,  6,  6,  6,
+     22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22, 22},
+    {7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  7,
+     23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23, 23},
+};
+/* 16-element scales s, s+1 | s+2, s+3 of one row (s = 4i) */
+static const _Alignas(64) int16_t k_idx_16[4][32] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+     2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5,
+     6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8,  8,  8,  8,  8,  8,  8,  8,  9,  9,  9,  9,  9,  9,  9,  9,
+     10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13,
+     14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+};
+/* chunk c of a pair: row 0's scales 2c, 2c+1 | row 1's 16 + 2c, 17 + 2c */
+static const _Alignas(64) int16_t k_idx_16_pair[8][32] = {
+    {0,  0,  0,  0,  0,  0,  0,  0,  1,  1,  1,  1,  1,  1,  1,  1,
+     16, 16, 16, 16, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17, 17},
+    {2,  2,  2,  2,  2,  2,  2,  2,  3,  3,  3,  3,  3,  3,  3,  3,
+     18, 18, 18, 18, 18, 18, 18, 18, 19, 19, 19, 19, 19, 19, 19, 19},
+    {4,  4,  4,  4,  4,  4,  4,  4,  5,  5,  5,  5,  5,  5,  5,  5,
+     20, 20, 20, 20, 20, 20, 20, 20, 21, 21, 21, 21, 21, 21, 21, 21},
+    {6,  6,  6,  6,  6,  6,  6,  6,  7,  7,  7,  7,  7,  7,  7,  7,
+     22, 22, 22, 22, 22, 22, 22, 22, 23, 23, 23, 23, 23, 23, 23, 23},
+    {8,  8,  8,  8,  8,  8,  8,  8,  9,  9,  9,  9,  9,  9,  9,  9,
+     24, 24, 24, 24, 24, 24, 24, 24, 25, 25, 25, 25, 25, 25, 25, 25},
+    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11,
+     26, 26, 26, 26, 26, 26, 26, 26, 27, 27, 27, 27, 27, 27, 27, 27},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13,
+     28, 28, 28, 28, 28, 28, 28, 28, 29, 29, 29, 29, 29, 29, 29, 29},
+    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15,
+     30, 30, 30, 30, 30, 30, 30, 30, 31, 31, 31, 31, 31, 31, 31, 31},
+};
+/* bytes with bit 2m in the low half and bit 2m+1 in the high half */
+static const _Alignas(64) uint8_t k_bits[4][64] = {
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+     2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
+    {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+     4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+     8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8},
+    {16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+     16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16,
+     32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32,
+     32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32},
+    {64,  64,  64,  64,  64,  64,  64,  64,  64,  64,  64,  64,  64,
+     64,  64,  64,  64,  64,  64,  64,  64,  64,  64,  64,  64,  64,
+     64,  64,  64,  64,  64,  64,  128, 128, 128, 128, 128, 128, 128,
+     128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128,
+     128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128},
+};
+/* per-half word shift counts: [0 | 4], [4 | 2], [0 | 2], [4 | 6] */
+static const _Alignas(64) int16_t k_sh_0_4[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+static const _Alignas(64) int16_t k_sh_4_2[32] = {
+    4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+static const _Alignas(64) int16_t k_sh_0_2[32] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+static const _Alignas(64) int16_t k_sh_4_6[32] = {
+    4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+    6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6};
+
+static inline __m512i ld(const void *p) {
+  return _mm512_load_si512(p);
 }
 
 /* --------------------------------------------------------------- Q4_K */
@@ -116,7 +207,7 @@ static inline __m128i q4k_scales_mins(const uint8_t *s) {
       w[1] & k6,
       ((w[2] >> 4) & k4) | ((w[1] >> 2) & k2),
   };
-  return _mm_loadu_si128((const __m128i *)sm);
+  return _mm_set_epi32((int)sm[3], (int)sm[2], (int)sm[1], (int)sm[0]);
 }
 
 /* One super-block of one row against one activation row (see the top). */
@@ -134,8 +225,7 @@ q4k_sb(const block_q4_K *x, const block_q8_K *y, __m256 *acc, __m128 *accm) {
   *accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), *accm);
   /* chunk 2j (low nibbles of qs[32j..]) in the low half, 2j+1 (high
    * nibbles) in the high half */
-  const __m512i shift = _mm512_mask_blend_epi16(
-      0xffff0000, _mm512_setzero_si512(), _mm512_set1_epi16(4));
+  const __m512i shift = ld(k_sh_0_4);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512i sumi = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -143,8 +233,7 @@ q4k_sb(const block_q4_K *x, const block_q8_K *y, __m256 *acc, __m128 *accm) {
     const __m512i q =
         _mm512_and_si512(_mm512_srlv_epi16(bcast32(x->qs + 32 * j), shift), m4);
     const __m512i a = _mm512_loadu_si512(y->qs + 64 * j);
-    const __m512i sc =
-        _mm512_permutexvar_epi16(idx_halves(2 * j, 2 * j + 1), sm512);
+    const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4[j]), sm512);
     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a), sc);
   }
   const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
@@ -181,7 +270,7 @@ static inline void q4k_unpack_pair(const block_q4_K *x0, const block_q4_K *x1,
                             _mm256_cvtepu8_epi16(q4k_scales_mins(x1->scales)));
 #pragma GCC unroll 8
   for (int c = 0; c < 8; c++)
-    u->sc[c] = _mm512_permutexvar_epi16(idx_halves(c, 16 + c), sm);
+    u->sc[c] = _mm512_permutexvar_epi16(ld(k_idx_k4_pair[c]), sm);
   static const int16_t mins_idx[32] = {
       8,  8,  9,  9,  10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15,
       24, 24, 25, 25, 26, 26, 27, 27, 28, 28, 29, 29, 30, 30, 31, 31,
@@ -282,11 +371,8 @@ q6k_sb(const block_q6_K *x, const block_q8_K *y, __m256 *acc) {
   const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
   /* high-bit shifts: chunk 4h+k gets bits 2k of qh; low half k = 0 / 2,
    * high half k = 1 / 3 */
-  const __m512i sl =
-      _mm512_mask_blend_epi16(0xffff0000, _mm512_set1_epi16(4),
-                              _mm512_set1_epi16(2)); /* k = 0 | 1, left */
-  const __m512i sr = _mm512_mask_blend_epi16(0xffff0000, _mm512_setzero_si512(),
-                                             _mm512_set1_epi16(2)); /* 2 | 3 */
+  const __m512i sl = ld(k_sh_4_2); /* k = 0 | 1, left */
+  const __m512i sr = ld(k_sh_0_2); /* k = 2 | 3, right */
   __m512i sumi = _mm512_setzero_si512();
 #pragma GCC unroll 2
   for (int h = 0; h < 2; h++) {
@@ -302,14 +388,7 @@ q6k_sb(const block_q6_K *x, const block_q8_K *y, __m256 *acc) {
     const __m512i a01 = _mm512_loadu_si512(y->qs + 128 * h);
     const __m512i a23 = _mm512_loadu_si512(y->qs + 128 * h + 64);
     /* chunk c uses scales 2c (elements 0..15) and 2c+1 (16..31) */
-    const int s = 8 * h;
-    const __m512i i01 = _mm512_mask_blend_epi16(
-        0xffff0000,
-        _mm512_mask_blend_epi16(0xff00, _mm512_set1_epi16((short)s),
-                                _mm512_set1_epi16((short)(s + 1))),
-        _mm512_mask_blend_epi16(0xff000000, _mm512_set1_epi16((short)(s + 2)),
-                                _mm512_set1_epi16((short)(s + 3))));
-    const __m512i i23 = _mm512_add_epi16(i01, _mm512_set1_epi16(4));
+    const __m512i i01 = ld(k_idx_16[2 * h]), i23 = ld(k_idx_16[2 * h + 1]);
     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q01, a01),
                                _mm512_permutexvar_epi16(i01, sc512));
     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a23),
@@ -346,10 +425,7 @@ static inline void q6k_unpack_pair(const block_q6_K *x0, const block_q6_K *x1,
       _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x1->scales)));
 #pragma GCC unroll 8
   for (int c = 0; c < 8; c++) {
-    const __m512i idx =
-        _mm512_mask_blend_epi16(0xff00ff00, idx_halves(2 * c, 16 + 2 * c),
-                                idx_halves(2 * c + 1, 17 + 2 * c));
-    u->sc[c] = _mm512_permutexvar_epi16(idx, sc);
+    u->sc[c] = _mm512_permutexvar_epi16(ld(k_idx_16_pair[c]), sc);
   }
   u->scm = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc, 5));
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
@@ -394,32 +470,6 @@ q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
   }
 }
 
-/* int16 vpermw index for 16-element scales, one row: lanes 0..7 take scale
- * s, 8..15 s+1, 16..23 s+2, 24..31 s+3 (chunks s/2 and s/2+1 side by side). */
-static inline __m512i idx_quarters(int s) {
-  return _mm512_mask_blend_epi16(
-      0xffff0000,
-      _mm512_mask_blend_epi16(0xff00, _mm512_set1_epi16((short)s),
-                              _mm512_set1_epi16((short)(s + 1))),
-      _mm512_mask_blend_epi16(0xff000000, _mm512_set1_epi16((short)(s + 2)),
-                              _mm512_set1_epi16((short)(s + 3))));
-}
-
-/* The same for chunk c of a pair of rows whose 16 scales sit in int16 lanes
- * 0..15 (row 0) and 16..31 (row 1): row 0's scales 2c, 2c+1 in the low
- * half, row 1's in the high half. */
-static inline __m512i idx_pair16(int c) {
-  return _mm512_mask_blend_epi16(0xff00ff00, idx_halves(2 * c, 16 + 2 * c),
-                                 idx_halves(2 * c + 1, 17 + 2 * c));
-}
-
-/* Bytes with bit b0 in the low half and bit b1 in the high half. */
-static inline __m512i bit_halves(int b0, int b1) {
-  return _mm512_mask_blend_epi8(0xffffffff00000000ULL,
-                                _mm512_set1_epi8((char)(1 << b0)),
-                                _mm512_set1_epi8((char)(1 << b1)));
-}
-
 /* Bit k (0..7) of every byte moved to bit 4 (0x10 where set); word shifts
  * by at most 4 never carry another byte's bit into bit 4. */
 static inline __m256i bit_to_16(__m256i v, int k) {
@@ -447,8 +497,7 @@ q5k_sb(const block_q5_K *x, const block_q8_K *y, __m256 *acc, float *summs) {
   *summs = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(dmin),
                                       _mm_set_ss((float)_mm_cvtsi128_si32(t)),
                                       _mm_set_ss(*summs)));
-  const __m512i shift = _mm512_mask_blend_epi16(
-      0xffff0000, _mm512_setzero_si512(), _mm512_set1_epi16(4));
+  const __m512i shift = ld(k_sh_0_4);
   const __m512i m4 = _mm512_set1_epi8(0x0f), c16 = _mm512_set1_epi8(0x10);
   const __m512i hb = bcast32(x->qh);
   __m512i sumi = _mm512_setzero_si512();
@@ -457,11 +506,10 @@ q5k_sb(const block_q5_K *x, const block_q8_K *y, __m256 *acc, float *summs) {
     __m512i q =
         _mm512_and_si512(_mm512_srlv_epi16(bcast32(x->qs + 32 * j), shift), m4);
     /* the fifth bit: bit c of qh[e] for element e of chunk c */
-    const __mmask64 k = _mm512_test_epi8_mask(hb, bit_halves(2 * j, 2 * j + 1));
+    const __mmask64 k = _mm512_test_epi8_mask(hb, ld(k_bits[j]));
     q = _mm512_mask_add_epi8(q, k, q, c16);
     const __m512i a = _mm512_loadu_si512(y->qs + 64 * j);
-    const __m512i sc =
-        _mm512_permutexvar_epi16(idx_halves(2 * j, 2 * j + 1), sm512);
+    const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4[j]), sm512);
     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a), sc);
   }
   const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
@@ -502,7 +550,7 @@ static inline void q5k_unpack_pair(const block_q5_K *x0, const block_q5_K *x1,
                             _mm256_cvtepu8_epi16(q4k_scales_mins(x1->scales)));
 #pragma GCC unroll 8
   for (int c = 0; c < 8; c++)
-    u->sc[c] = _mm512_permutexvar_epi16(idx_halves(c, 16 + c), sm);
+    u->sc[c] = _mm512_permutexvar_epi16(ld(k_idx_k4_pair[c]), sm);
   static const int16_t mins_idx[32] = {
       8,  8,  9,  9,  10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15,
       24, 24, 25, 25, 26, 26, 27, 27, 28, 28, 29, 29, 30, 30, 31, 31,
@@ -579,13 +627,11 @@ q2k_sb(const block_q2_K *x, const block_q8_K *y, __m256 *acc) {
     const __m512i qb = bcast32(x->qs + 32 * j);
 #pragma GCC unroll 2
     for (int m = 0; m < 2; m++) { /* chunks 4j+2m | 4j+2m+1 */
-      const __m512i shift =
-          _mm512_mask_blend_epi16(0xffff0000, _mm512_set1_epi16((short)(4 * m)),
-                                  _mm512_set1_epi16((short)(4 * m + 2)));
+      const __m512i shift = ld(m ? k_sh_4_6 : k_sh_0_2);
       const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qb, shift), m3);
       const __m512i a = _mm512_loadu_si512(y->qs + 128 * j + 64 * m);
       const __m512i sc =
-          _mm512_permutexvar_epi16(idx_quarters(8 * j + 4 * m), sc512);
+          _mm512_permutexvar_epi16(ld(k_idx_16[2 * j + m]), sc512);
       sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a), sc);
     }
   }
@@ -627,7 +673,7 @@ static inline void q2k_unpack_pair(const block_q2_K *x0, const block_q2_K *x1,
   const __m512i sc = _mm512_cvtepu8_epi16(_mm256_and_si256(raw, m4));
 #pragma GCC unroll 8
   for (int c = 0; c < 8; c++)
-    u->sc[c] = _mm512_permutexvar_epi16(idx_pair16(c), sc);
+    u->sc[c] = _mm512_permutexvar_epi16(ld(k_idx_16_pair[c]), sc);
   u->mins =
       _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
@@ -683,7 +729,8 @@ static inline __m128i q3k_scales(const uint8_t *s) {
       ((a[0] >> 4) & m4) | (((a[2] >> 4) & m2) << 4),
       ((a[1] >> 4) & m4) | (((a[2] >> 6) & m2) << 4),
   };
-  return _mm_sub_epi8(_mm_loadu_si128((const __m128i *)v), _mm_set1_epi8(32));
+  return _mm_sub_epi8(_mm_set_epi32((int)v[3], (int)v[2], (int)v[1], (int)v[0]),
+                      _mm_set1_epi8(32));
 }
 
 /* Quants q = low2 - 4 (hmask bit c clear) or low2 (set), -4..3: as
@@ -700,20 +747,17 @@ q3k_sb(const block_q3_K *x, const block_q8_K *y, __m256 *acc) {
   for (int j = 0; j < 2; j++) {
     const __m512i qb = bcast32(x->qs + 32 * j);
 #pragma GCC unroll 2
-    for (int m = 0; m < 2; m++) { /* chunks c0 = 4j+2m | c0 + 1 */
-      const int c0 = 4 * j + 2 * m;
-      const __m512i shift =
-          _mm512_mask_blend_epi16(0xffff0000, _mm512_set1_epi16((short)(4 * m)),
-                                  _mm512_set1_epi16((short)(4 * m + 2)));
+    for (int m = 0; m < 2; m++) { /* chunks 4j+2m | 4j+2m+1 */
+      const __m512i shift = ld(m ? k_sh_4_6 : k_sh_0_2);
       const __m512i ql = _mm512_and_si512(_mm512_srlv_epi16(qb, shift), m3);
-      const __mmask64 k = _mm512_test_epi8_mask(hb, bit_halves(c0, c0 + 1));
+      const __mmask64 k = _mm512_test_epi8_mask(hb, ld(k_bits[2 * j + m]));
       const __m512i qh =
           _mm512_mask_blend_epi8(k, four, _mm512_setzero_si512());
       const __m512i a = _mm512_loadu_si512(y->qs + 128 * j + 64 * m);
       const __m512i p = _mm512_sub_epi16(_mm512_maddubs_epi16(ql, a),
                                          _mm512_maddubs_epi16(qh, a));
       sumi = _mm512_dpwssd_epi32(
-          sumi, p, _mm512_permutexvar_epi16(idx_quarters(2 * c0), sc512));
+          sumi, p, _mm512_permutexvar_epi16(ld(k_idx_16[2 * j + m]), sc512));
     }
   }
   const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
@@ -761,7 +805,7 @@ static inline void q3k_unpack_pair(const block_q3_K *x0, const block_q3_K *x1,
   const __m512i b128 = _mm512_set1_epi8((char)0x80); /* 128 as unsigned */
 #pragma GCC unroll 8
   for (int c = 0; c < 8; c++) {
-    u->sc[c] = _mm512_permutexvar_epi16(idx_pair16(c), sc);
+    u->sc[c] = _mm512_permutexvar_epi16(ld(k_idx_16_pair[c]), sc);
     t = _mm512_dpwssd_epi32(t, _mm512_maddubs_epi16(b128, u->q[c]), u->sc[c]);
   }
   u->ncorr = _mm512_sub_epi32(_mm512_setzero_si512(), t);
