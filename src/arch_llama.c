@@ -81,10 +81,10 @@ static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
   return NC_OK;
 }
 
-static void norm_rows(const float *x, const float *w, float *y, int32_t rows,
-                      int64_t n, float eps) {
+static void norm_rows(const nc_ops_kernels *op, const float *x, const float *w,
+                      float *y, int32_t rows, int64_t n, float eps) {
   for (int32_t t = 0; t < rows; t++)
-    nc_rmsnorm(x + t * n, w, y + t * n, n, eps);
+    op->rmsnorm(x + t * n, w, y + t * n, n, eps);
 }
 
 static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
@@ -94,6 +94,8 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
   const nc_hparams *hp = nc_model_hparams(m);
   const nc_model_weights *w = nc_model_weights_of(m);
   const nc_fwd_bufs *s = nc_fwd_scratch(ctx);
+  const nc_ops_kernels *op = nc_fwd_ops(ctx);
+  const bool neox = hp->rope_type == NC_ROPE_NEOX;
   const int32_t T = b->n_tokens;
   const int64_t E = hp->n_embd, F = hp->n_ff;
   const int64_t Q = (int64_t)hp->n_head * hp->head_dim;
@@ -112,7 +114,7 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
   }
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
-    norm_rows(s->x, L->attn_norm.data, s->xn, T, E, hp->rms_eps);
+    norm_rows(op, s->x, L->attn_norm.data, s->xn, T, E, hp->rms_eps);
     nc_fwd_debug(ctx, "attn_norm", l, s->xn, T, E);
     const nc_mm qkv[3] = {
         {&L->wq, s->q, Q}, {&L->wk, s->k, K}, {&L->wv, s->v, Vd}};
@@ -120,10 +122,10 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
     for (int32_t t = 0; t < T; t++) {
       const float *c = s->rope_cos + (int64_t)t * half;
       const float *sn = s->rope_sin + (int64_t)t * half;
-      nc_rope_apply(s->q + t * Q, hp->n_head, hp->head_dim, hp->n_rot,
-                    hp->rope_type, c, sn);
-      nc_rope_apply(s->k + t * K, hp->n_head_kv, hp->head_dim, hp->n_rot,
-                    hp->rope_type, c, sn);
+      op->rope_apply(s->q + t * Q, hp->n_head, hp->head_dim, hp->n_rot, neox, c,
+                     sn);
+      op->rope_apply(s->k + t * K, hp->n_head_kv, hp->head_dim, hp->n_rot, neox,
+                     c, sn);
     }
     nc_fwd_debug(ctx, "Qcur", l, s->q, T, Q);
     nc_fwd_debug(ctx, "Kcur", l, s->k, T, K);
@@ -134,31 +136,31 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
     nc_fwd_matmul(ctx, s->attn, O, T, &wo, 1);
     nc_fwd_debug(ctx, "attn_out", l, s->xn, T, E);
     for (int32_t t = 0; t < T; t++) {
-      if (L->bo.data) nc_add(s->xn + t * E, L->bo.data, E);
-      nc_add(s->x + t * E, s->xn + t * E, E);
+      if (L->bo.data) op->add(s->xn + t * E, L->bo.data, E);
+      op->add(s->x + t * E, s->xn + t * E, E);
     }
     nc_fwd_debug(ctx, "ffn_inp", l, s->x, T, E);
-    norm_rows(s->x, L->ffn_norm.data, s->xn, T, E, hp->rms_eps);
+    norm_rows(op, s->x, L->ffn_norm.data, s->xn, T, E, hp->rms_eps);
     nc_fwd_debug(ctx, "ffn_norm", l, s->xn, T, E);
     const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
     nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
     nc_fwd_debug(ctx, "ffn_gate", l, s->gate, T, F);
     nc_fwd_debug(ctx, "ffn_up", l, s->up, T, F);
     for (int32_t t = 0; t < T; t++)
-      nc_swiglu(s->gate + t * F, s->up + t * F, s->gate + t * F, F);
+      op->swiglu(s->gate + t * F, s->up + t * F, s->gate + t * F, F);
     nc_fwd_debug(ctx, "ffn_swiglu", l, s->gate, T, F);
     const nc_mm down = {&L->ffn_down, s->xn, E};
     nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
     nc_fwd_debug(ctx, "ffn_out", l, s->xn, T, E);
     for (int32_t t = 0; t < T; t++)
-      nc_add(s->x + t * E, s->xn + t * E, E);
+      op->add(s->x + t * E, s->xn + t * E, E);
     nc_fwd_debug(ctx, "l_out", l, s->x, T, E);
   }
   int32_t n_out = 0;
   for (int32_t t = 0; t < T; t++)
     if (b->want_logits[t]) {
-      nc_rmsnorm(s->x + t * E, w->output_norm.data, s->xn + n_out * E, E,
-                 hp->rms_eps);
+      op->rmsnorm(s->x + t * E, w->output_norm.data, s->xn + n_out * E, E,
+                  hp->rms_eps);
       n_out++;
     }
   nc_fwd_debug(ctx, "result_norm", -1, s->xn, n_out, E);

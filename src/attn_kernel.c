@@ -8,6 +8,8 @@ static const nc_attn_kernels PLAIN = {
     .name = "plain",
     .scores = attn_scores_plain,
     .accum_v = attn_accum_v_plain,
+    .softmax = attn_softmax_plain,
+    .reduce = nc_attn_lanes_reduce,
 };
 
 const nc_attn_kernels *nc_attn_kernels_plain(void) {

@@ -30,6 +30,14 @@ typedef struct nc_attn_kernels {
    * so that one row of V updates one contiguous lane. */
   void (*accum_v)(const float *p, const nc_fp16 *v, size_t v_stride, int32_t j0,
                   int32_t n, int32_t hdv, const float *tab, float *lanes);
+  /* In place over n scores, as ggml_soft_max then llama.cpp's F16 V path:
+   * s[j] *= scale; max; s[j] = nc_expf_ggml(s[j] - max), summed 16 lanes at
+   * a time from position 0 (each group by nc_sum16_tree in float, lanes past
+   * n being 0, the group sums added in double); then s[j] = the half
+   * rounding of s[j] * (float)(1 / sum). */
+  void (*softmax)(float *s, int32_t n, float scale, const float *tab);
+  /* nc_attn_lanes_reduce. */
+  void (*reduce)(const float *lanes, int32_t hdv, float *out);
 } nc_attn_kernels;
 
 const nc_attn_kernels *nc_attn_kernels_plain(void);

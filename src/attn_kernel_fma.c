@@ -8,6 +8,8 @@ static const nc_attn_kernels FMA = {
     .name = "fma",
     .scores = attn_scores_fma,
     .accum_v = attn_accum_v_fma,
+    .softmax = attn_softmax_fma,
+    .reduce = nc_attn_lanes_reduce,
 };
 
 const nc_attn_kernels *nc_attn_kernels_fma(void) {

@@ -34,3 +34,22 @@ static void ATTN_FN(attn_accum_v_)(const float *p, const nc_fp16 *v,
       ln[d] = fmaf(pj, tab[vr[d]], ln[d]);
   }
 }
+
+static void ATTN_FN(attn_softmax_)(float *s, int32_t n, float scale,
+                                   const float *tab) {
+  float max = -INFINITY;
+  for (int32_t j = 0; j < n; j++) {
+    s[j] *= scale;
+    if (s[j] > max) max = s[j];
+  }
+  double sum = 0.0;
+  for (int32_t j0 = 0; j0 < n; j0 += NC_ATTN_LANES) {
+    float lane[NC_ATTN_LANES];
+    for (int32_t k = 0; k < NC_ATTN_LANES; k++)
+      lane[k] = j0 + k < n ? (s[j0 + k] = nc_expf_ggml(s[j0 + k] - max)) : 0;
+    sum += (double)nc_sum16_tree(lane);
+  }
+  const float inv = (float)(1.0 / sum);
+  for (int32_t j = 0; j < n; j++)
+    s[j] = tab[nc_fp32_to_fp16(s[j] * inv)];
+}

@@ -17,6 +17,7 @@ struct nc_context {
   const nc_hparams *hp;
   const nc_kernels *kern;
   const nc_attn_kernels *attn;
+  const nc_ops_kernels *ops;
   nc_kv_cache *kv;
   int32_t max_tokens;
   nc_threadpool *tp;
@@ -56,6 +57,7 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->hp = nc_model_hparams(m);
   c->kern = nc_model_kernels(m);
   c->attn = nc_attn_kernels_best();
+  c->ops = nc_ops_best();
   c->kv = kv;
   c->max_tokens = max_batch_tokens;
   const nc_hparams *hp = c->hp;
@@ -138,6 +140,9 @@ const nc_fwd_bufs *nc_fwd_scratch(nc_context *ctx) {
 }
 const nucleus_model *nc_fwd_model(const nc_context *ctx) {
   return ctx->m;
+}
+const nc_ops_kernels *nc_fwd_ops(const nc_context *ctx) {
+  return ctx->ops;
 }
 void nc_context_set_debug(nc_context *ctx, nc_debug_fn fn, void *user) {
   ctx->debug = fn;
@@ -283,10 +288,6 @@ typedef struct att_task {
   float *out;
 } att_task;
 
-/* One (row, head): scores over the sequence's positions [0, pos] read from
- * the paged cache block by block, softmax as ggml (scale, max, exp, sum in
- * double), probabilities rounded to F16 as llama.cpp's F16 V path does,
- * then the weighted sum of V in position order. */
 /* One (row, head), as llama.cpp's non-flash path over an F16 cache: q
  * rounded to F16, scores q.k over the sequence's positions [0, pos] read
  * block by block from the paged cache, softmax as ggml (scale, max, ggml's
@@ -304,32 +305,14 @@ static void att_one(const att_task *a, int32_t t, int32_t h, float *scratch) {
   const int32_t bt = nc_kv_block_tokens(c->kv);
   float *s = scratch, *qh = scratch + c->att_max_pos, *lanes = qh + hd;
   const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h * hd;
-  for (int32_t d = 0; d < hd; d++)
-    qh[d] = tab[nc_fp32_to_fp16(qrow[d])];
+  c->ops->round_f16(qrow, qh, hd);
   for (int32_t j0 = 0; j0 < n; j0 += bt) {
     const nc_fp16 *kb =
         nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
     const int32_t jn = n - j0 < bt ? n - j0 : bt;
     c->attn->scores(qh, kb, (size_t)dk, jn, hd, tab, s + j0);
   }
-  const float scale = hp->attn_scale;
-  float max = -INFINITY;
-  for (int32_t j = 0; j < n; j++) {
-    s[j] *= scale;
-    if (s[j] > max) max = s[j];
-  }
-  /* As ggml_vec_soft_max_f32: 16 lanes at a time from position 0, each
-   * group summed as a tree in float, the groups in double. */
-  double sum = 0.0;
-  for (int32_t j0 = 0; j0 < n; j0 += 16) {
-    float lane[16];
-    for (int32_t k = 0; k < 16; k++)
-      lane[k] = j0 + k < n ? (s[j0 + k] = nc_expf_ggml(s[j0 + k] - max)) : 0;
-    sum += (double)nc_sum16_tree(lane);
-  }
-  const float inv = (float)(1.0 / sum);
-  for (int32_t j = 0; j < n; j++)
-    s[j] = tab[nc_fp32_to_fp16(s[j] * inv)];
+  c->attn->softmax(s, n, hp->attn_scale, tab);
   memset(lanes, 0, sizeof(float) * (size_t)hdv * NC_ATTN_LANES);
   for (int32_t j0 = 0; j0 < n; j0 += bt) {
     const nc_fp16 *vb =
@@ -338,7 +321,7 @@ static void att_one(const att_task *a, int32_t t, int32_t h, float *scratch) {
     c->attn->accum_v(s + j0, vb, (size_t)dv, j0, jn, hdv, tab, lanes);
   }
   float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)h * hdv;
-  nc_attn_lanes_reduce(lanes, hdv, o);
+  c->attn->reduce(lanes, hdv, o);
 }
 
 static void att_worker(void *p, int ith, int nth) {
@@ -357,10 +340,8 @@ void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,
   for (int32_t t = 0; t < b->n_tokens; t++) {
     nc_fp16 *kr = nc_kv_k_row(ctx->kv, layer, b->seq[t], b->pos[t]);
     nc_fp16 *vr = nc_kv_v_row(ctx->kv, layer, b->seq[t], b->pos[t]);
-    for (int32_t d = 0; d < dk; d++)
-      kr[d] = nc_fp32_to_fp16(k[(int64_t)t * dk + d]);
-    for (int32_t d = 0; d < dv; d++)
-      vr[d] = nc_fp32_to_fp16(v[(int64_t)t * dv + d]);
+    ctx->ops->to_f16(k + (int64_t)t * dk, kr, dk);
+    ctx->ops->to_f16(v + (int64_t)t * dv, vr, dv);
   }
   att_task a = {.ctx = ctx, .layer = layer, .b = b, .q = q, .out = out};
   nc_threadpool_run(ctx->tp, att_worker, &a);

@@ -9,6 +9,7 @@
 
 #include "batch.h"
 #include "model.h"
+#include "ops.h"
 #include "threadpool.h"
 
 typedef struct nc_context nc_context;
@@ -29,6 +30,8 @@ typedef struct nc_fwd_bufs {
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_context *ctx);
 const nucleus_model *nc_fwd_model(const nc_context *ctx);
+/* The row ops build the context chose (nc_ops_best). */
+const nc_ops_kernels *nc_fwd_ops(const nc_context *ctx);
 
 /* One matmul of a group sharing the input: y[t * y_stride + r] = W_r . x_t
  * for every weight row r. */

@@ -1,12 +1,17 @@
-/* ops: plain-C row operations, rounding as ggml's CPU backend does. */
+/* ops: the plain-C row operations (the reference for every SIMD build),
+ * rounding as ggml's CPU backend does, and the run-time choice of build. */
 #include "ops.h"
 
 #include <math.h>
 
 #include "model.h"
 
-void nc_rmsnorm(const float *x, const float *w, float *y, int64_t n,
-                float eps) {
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+static void rmsnorm_plain(const float *x, const float *w, float *y, int64_t n,
+                          float eps) {
   double sum = 0.0;
   for (int64_t i = 0; i < n; i++)
     sum += (double)(x[i] * x[i]);
@@ -35,14 +40,15 @@ void nc_rope_cache(int32_t pos, int32_t n_rot, float freq_base,
   }
 }
 
-void nc_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot,
-                   int rope_type, const float *cos_c, const float *sin_c) {
+static void rope_plain(float *x, int32_t n_heads, int32_t head_dim,
+                       int32_t n_rot, bool neox, const float *cos_c,
+                       const float *sin_c) {
   const int32_t half = n_rot / 2;
   for (int32_t h = 0; h < n_heads; h++) {
     float *v = x + (int64_t)h * head_dim;
     for (int32_t k = 0; k < half; k++) {
-      const int32_t i0 = rope_type == NC_ROPE_NEOX ? k : 2 * k;
-      const int32_t i1 = rope_type == NC_ROPE_NEOX ? k + half : 2 * k + 1;
+      const int32_t i0 = neox ? k : 2 * k;
+      const int32_t i1 = neox ? k + half : 2 * k + 1;
       const float x0 = v[i0], x1 = v[i1];
       /* Fused as clang contracts ggml's rotate_pairs (-ffp-contract=on). */
       v[i0] = fmaf(x0, cos_c[k], -(x1 * sin_c[k]));
@@ -103,7 +109,8 @@ float nc_silu(float x) {
   return x / (1.0f + expf(-x));
 }
 
-void nc_swiglu(const float *gate, const float *up, float *out, int64_t n) {
+static void swiglu_plain(const float *gate, const float *up, float *out,
+                         int64_t n) {
   int64_t i = 0;
   for (; i + 15 < n; i += 16)
     for (int k = 0; k < 16; k++) {
@@ -114,7 +121,63 @@ void nc_swiglu(const float *gate, const float *up, float *out, int64_t n) {
     out[i] = nc_silu(gate[i]) * up[i];
 }
 
-void nc_add(float *y, const float *x, int64_t n) {
+static void add_plain(float *y, const float *x, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     y[i] += x[i];
+}
+
+static void to_f16_plain(const float *x, nc_fp16 *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    y[i] = nc_fp32_to_fp16(x[i]);
+}
+
+static void round_f16_plain(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    y[i] = nc_fp16_to_fp32(nc_fp32_to_fp16(x[i]));
+}
+
+static const nc_ops_kernels PLAIN = {
+    .name = "plain",
+    .rmsnorm = rmsnorm_plain,
+    .rope_apply = rope_plain,
+    .swiglu = swiglu_plain,
+    .add = add_plain,
+    .to_f16 = to_f16_plain,
+    .round_f16 = round_f16_plain,
+};
+
+const nc_ops_kernels *nc_ops_plain(void) {
+  return &PLAIN;
+}
+
+const nc_ops_kernels *nc_ops_best(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  unsigned a, b, c, d;
+  const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+  const nc_ops_kernels *v = nc_ops_avx2();
+  if (v && f16c && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma"))
+    return v;
+#endif
+  return &PLAIN;
+}
+
+void nc_rmsnorm(const float *x, const float *w, float *y, int64_t n,
+                float eps) {
+  rmsnorm_plain(x, w, y, n, eps);
+}
+
+void nc_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+                   int rope_type, const float *cos_c, const float *sin_c) {
+  rope_plain(x, n_heads, head_dim, n_rot, rope_type == NC_ROPE_NEOX, cos_c,
+             sin_c);
+}
+
+void nc_swiglu(const float *gate, const float *up, float *out, int64_t n) {
+  swiglu_plain(gate, up, out, n);
+}
+
+void nc_add(float *y, const float *x, int64_t n) {
+  add_plain(y, x, n);
 }

@@ -1,9 +1,18 @@
-/* ops: plain-C element-wise and row operations of the forward pass, each
- * rounding as ggml's CPU backend does. */
+/* ops: element-wise and row operations of the forward pass, each rounding
+ * as ggml's CPU backend does.
+ *
+ * The nc_* functions are the plain-C reference. nc_ops_kernels tables hold
+ * builds of the row ops: the plain one (the same functions) and an AVX2 +
+ * FMA + F16C one (ops_avx2.c) that computes the same IEEE operations lane by
+ * lane, so every build gives the reference's bits. The forward pass uses
+ * the table its context chose at creation (nc_ops_best). */
 #ifndef NC_OPS_H
 #define NC_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "quant.h"
 
 /* y = (x / sqrt(mean(x^2) + eps)) * w; the sum of squares in double, the
  * scale in float, the weight applied after (as ggml's rms_norm then mul).
@@ -43,5 +52,26 @@ void nc_swiglu(const float *gate, const float *up, float *out, int64_t n);
 
 /* y += x */
 void nc_add(float *y, const float *x, int64_t n);
+
+/* One build of the row ops above, plus the half rounding of attention:
+ * to_f16: y[i] = nc_fp32_to_fp16(x[i]); round_f16: y[i] =
+ * nc_fp16_to_fp32(nc_fp32_to_fp16(x[i])) (y may alias x). rope takes
+ * neox = (rope_type == NC_ROPE_NEOX). */
+typedef struct nc_ops_kernels {
+  const char *name;
+  void (*rmsnorm)(const float *x, const float *w, float *y, int64_t n,
+                  float eps);
+  void (*rope_apply)(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+                     bool neox, const float *cos_c, const float *sin_c);
+  void (*swiglu)(const float *gate, const float *up, float *out, int64_t n);
+  void (*add)(float *y, const float *x, int64_t n);
+  void (*to_f16)(const float *x, nc_fp16 *y, int64_t n);
+  void (*round_f16)(const float *x, float *y, int64_t n);
+} nc_ops_kernels;
+
+const nc_ops_kernels *nc_ops_plain(void);
+const nc_ops_kernels *nc_ops_avx2(void); /* NULL when not built */
+/* The AVX2 build when the CPU has AVX2, FMA and F16C, else plain. */
+const nc_ops_kernels *nc_ops_best(void);
 
 #endif

@@ -1,0 +1,319 @@
+/* ops and attention kernels: every SIMD build against the plain-C reference,
+ * bit for bit (memcmp, NaN payloads included), on random rows of every
+ * length around the vector widths and on edge values: +-0, +-inf, NaNs with
+ * payloads, subnormals, half overflow and underflow boundaries, exp's range
+ * limits. A build this compiler or CPU lacks is skipped. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attn_kernel.h"
+#include "ops.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t)(rng_state >> 16);
+}
+
+static float from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Same bits, or both NaN: when two NaNs meet in one operation, which
+ * payload survives depends on the instruction's operand order, which the
+ * compiler may pick either way for a commutative operation. */
+static void assert_same(const float *a, const float *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(a[i]) && isnan(b[i])) continue;
+    if (memcmp(&a[i], &b[i], sizeof(float)) != 0)
+      fail_msg("element %lld: %a vs %a", (long long)i, (double)a[i],
+               (double)b[i]);
+  }
+}
+
+/* Uniform in [-a, a]. */
+static float unif(float a) {
+  return a * ((float)(rnd() & 0xffffff) / 8388608.0f - 1.0f);
+}
+
+static const uint32_t EDGE_BITS[] = {
+    0x00000000, 0x80000000, 0x7f800000, 0xff800000, /* zeros, infs */
+    0x7fc00000, 0xffc00000, 0x7fc12345, 0xffd55555, /* quiet NaNs */
+    0x7f800001, 0xff812345, 0x7fbfffff,             /* signalling NaNs */
+    0x00000001, 0x807fffff, 0x00400000,             /* f32 subnormals */
+    0x00800000, 0x7f7fffff, 0xff7fffff,             /* FLT_MIN, FLT_MAX */
+    0x477fe000, 0x477fefff, 0x477ff000, 0x477fffff, /* 65504 .. 2^16 */
+    0x47800000, 0xc77ff000, 0x33000000, 0x33000001, /* 2^-25 (+ulp) */
+    0x32ffffff, 0x33800000, 0x387fc000, 0x38800000, /* half subnormals */
+    0x387fe000, 0x38000000, 0xb3400000, 0x337fffff,
+};
+#define N_EDGE (sizeof EDGE_BITS / sizeof EDGE_BITS[0])
+
+/* Fills x: mostly random in [-a, a], every `every`-th an edge value. */
+static void fill(float *x, int64_t n, float a, int every) {
+  for (int64_t i = 0; i < n; i++)
+    x[i] = every && rnd() % (uint32_t)every == 0
+               ? from_bits(EDGE_BITS[rnd() % N_EDGE])
+               : unif(a);
+}
+
+/* The tables to check against plain (NULL: not built or not usable). */
+static int simd_ops(const nc_ops_kernels *out[2]) {
+  int n = 0;
+  const nc_ops_kernels *best = nc_ops_best();
+  if (nc_ops_avx2() && best == nc_ops_avx2()) out[n++] = nc_ops_avx2();
+  if (best != nc_ops_plain() && (n == 0 || out[0] != best)) out[n++] = best;
+  if (n == 0) print_message("no SIMD ops build on this CPU: skipped\n");
+  return n;
+}
+
+static void test_f16_rows(void **state) {
+  (void)state;
+  const nc_ops_kernels *simd[2];
+  const int ns = simd_ops(simd);
+  const nc_ops_kernels *plain = nc_ops_plain();
+  enum { CHUNK = 4099 };
+  static float x[CHUNK], ya[CHUNK], yb[CHUNK];
+  static nc_fp16 ha[CHUNK], hb[CHUNK];
+  /* A stride through all 2^32 bit patterns, then every edge value at each
+   * position of a vector, then random. */
+  for (uint64_t base = 0; base < (1ull << 32); base += (uint64_t)CHUNK * 997) {
+    for (int i = 0; i < CHUNK; i++)
+      x[i] = from_bits((uint32_t)(base + (uint64_t)i * 997));
+    for (int s = 0; s < ns; s++) {
+      plain->to_f16(x, ha, CHUNK);
+      simd[s]->to_f16(x, hb, CHUNK);
+      assert_memory_equal(ha, hb, sizeof ha);
+      plain->round_f16(x, ya, CHUNK);
+      simd[s]->round_f16(x, yb, CHUNK);
+      assert_memory_equal(ya, yb, sizeof ya);
+    }
+  }
+  for (int n = 0; n < 40; n++) {
+    for (int i = 0; i < n; i++)
+      x[i] = from_bits(EDGE_BITS[(size_t)(i + n) % N_EDGE]);
+    for (int s = 0; s < ns; s++) {
+      plain->to_f16(x, ha, n);
+      simd[s]->to_f16(x, hb, n);
+      assert_memory_equal(ha, hb, sizeof(nc_fp16) * (size_t)n);
+      plain->round_f16(x, ya, n);
+      simd[s]->round_f16(x, yb, n);
+      assert_memory_equal(ya, yb, sizeof(float) * (size_t)n);
+    }
+  }
+  /* The reference itself: round trips of every finite half. */
+  for (uint32_t h = 0; h < 65536; h++) {
+    const float f = nc_fp16_to_fp32((nc_fp16)h);
+    if (isnan(f)) continue;
+    assert_int_equal(nc_fp32_to_fp16(f), h);
+  }
+}
+
+static void test_rmsnorm_add(void **state) {
+  (void)state;
+  const nc_ops_kernels *simd[2];
+  const int ns = simd_ops(simd);
+  const nc_ops_kernels *plain = nc_ops_plain();
+  enum { MAXN = 600 };
+  static float x[MAXN], w[MAXN], ya[MAXN], yb[MAXN];
+  for (int round = 0; round < 200; round++) {
+    const int64_t n = round < 80     ? round + 1
+                      : round == 199 ? 576
+                                     : (int64_t)(rnd() % MAXN) + 1;
+    const int every = round % 3 == 0 ? 7 : 0;
+    fill(x, n, round % 2 ? 3.0f : 1e-20f, every);
+    fill(w, n, 2.0f, every);
+    for (int s = 0; s < ns; s++) {
+      plain->rmsnorm(x, w, ya, n, 1e-5f);
+      simd[s]->rmsnorm(x, w, yb, n, 1e-5f);
+      assert_same(ya, yb, n);
+      plain->rmsnorm(x, NULL, ya, n, 1e-6f);
+      memcpy(yb, x, sizeof(float) * (size_t)n);
+      simd[s]->rmsnorm(yb, NULL, yb, n, 1e-6f); /* in place */
+      assert_same(ya, yb, n);
+      memcpy(ya, w, sizeof(float) * (size_t)n);
+      memcpy(yb, w, sizeof(float) * (size_t)n);
+      plain->add(ya, x, n);
+      simd[s]->add(yb, x, n);
+      assert_same(ya, yb, n);
+    }
+  }
+}
+
+static void test_rope(void **state) {
+  (void)state;
+  const nc_ops_kernels *simd[2];
+  const int ns = simd_ops(simd);
+  const nc_ops_kernels *plain = nc_ops_plain();
+  enum { H = 5, MAXHD = 128 };
+  static float x[H * MAXHD], xa[H * MAXHD], xb[H * MAXHD];
+  static float c[MAXHD / 2], sn[MAXHD / 2];
+  const int dims[][2] = {{64, 64}, {128, 128}, {64, 32}, {80, 80},
+                         {64, 24}, {8, 8},     {6, 6},   {64, 2}};
+  for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
+    const int hd = dims[t][0], nrot = dims[t][1];
+    for (int round = 0; round < 20; round++) {
+      nc_rope_cache((int32_t)(rnd() % 5000), nrot, 10000.0f, 1.0f, NULL, c, sn);
+      fill(x, H * hd, 4.0f, round % 4 == 0 ? 9 : 0);
+      for (int neox = 0; neox < 2; neox++)
+        for (int s = 0; s < ns; s++) {
+          memcpy(xa, x, sizeof(float) * (size_t)(H * hd));
+          memcpy(xb, x, sizeof(float) * (size_t)(H * hd));
+          plain->rope_apply(xa, H, hd, nrot, neox, c, sn);
+          simd[s]->rope_apply(xb, H, hd, nrot, neox, c, sn);
+          assert_same(xa, xb, H * hd);
+        }
+    }
+  }
+}
+
+/* swiglu runs ggml's exp on -gate: a sweep over exp's whole range (the
+ * vector fast path, the subnormal and overflow fallbacks, saturation). */
+static void test_swiglu(void **state) {
+  (void)state;
+  const nc_ops_kernels *simd[2];
+  const int ns = simd_ops(simd);
+  const nc_ops_kernels *plain = nc_ops_plain();
+  enum { MAXN = 2048 };
+  static float g[MAXN], u[MAXN], ya[MAXN], yb[MAXN];
+  for (int round = 0; round < 300; round++) {
+    const int64_t n = round < 70     ? round + 1
+                      : round == 299 ? 1536
+                                     : (int64_t)(rnd() % MAXN) + 1;
+    const float a = round % 5 == 0 ? 120.0f : round % 5 == 1 ? 8.0f : 95.0f;
+    fill(g, n, a, round % 3 == 0 ? 11 : 0);
+    fill(u, n, 2.0f, round % 7 == 0 ? 5 : 0);
+    for (int s = 0; s < ns; s++) {
+      plain->swiglu(g, u, ya, n);
+      simd[s]->swiglu(g, u, yb, n);
+      assert_same(ya, yb, n);
+      memcpy(yb, g, sizeof(float) * (size_t)n);
+      simd[s]->swiglu(yb, u, yb, n); /* out aliases gate */
+      assert_same(ya, yb, n);
+    }
+  }
+  /* A fine sweep of -gate over [-110, 110] in blocks of 16. */
+  const int64_t n = MAXN;
+  for (float x0 = -110.0f; x0 < 110.0f; x0 += 0.0171f * MAXN) {
+    for (int64_t i = 0; i < n; i++) {
+      g[i] = -(x0 + 0.0171f * (float)i);
+      u[i] = 1.0f;
+    }
+    for (int s = 0; s < ns; s++) {
+      plain->swiglu(g, u, ya, n);
+      simd[s]->swiglu(g, u, yb, n);
+      assert_memory_equal(ya, yb, sizeof(float) * (size_t)n);
+    }
+  }
+}
+
+static float f16tab[65536];
+
+static void attn_tables(const nc_attn_kernels *ks[3]) {
+  ks[0] = nc_attn_kernels_fma();
+  ks[1] = nc_attn_kernels_avx2();
+  ks[2] = nc_attn_kernels_best();
+  /* Only those this CPU can run: best() checked the features. */
+  const nc_attn_kernels *best = ks[2];
+  if (best != ks[1]) ks[1] = NULL;
+  if (best == nc_attn_kernels_plain()) ks[0] = NULL;
+}
+
+static void test_attn_softmax(void **state) {
+  (void)state;
+  for (uint32_t h = 0; h < 65536; h++)
+    f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+  const nc_attn_kernels *ks[3];
+  attn_tables(ks);
+  const nc_attn_kernels *plain = nc_attn_kernels_plain();
+  enum { MAXN = 700 };
+  static float x[MAXN], ya[MAXN], yb[MAXN];
+  for (int round = 0; round < 400; round++) {
+    const int32_t n = round < 100 ? round + 1 : (int32_t)(rnd() % MAXN) + 1;
+    const float a = round % 4 == 0 ? 2000.0f : round % 4 == 1 ? 3.0f : 60.0f;
+    fill(x, n, a, round % 5 == 0 ? 13 : 0);
+    if (round % 9 == 0) /* masked-out style scores */
+      for (int32_t j = 0; j < n; j += 3)
+        x[j] = -INFINITY;
+    const float scale = round % 2 ? 0.125f : 1.0f / sqrtf(80.0f);
+    memcpy(ya, x, sizeof(float) * (size_t)n);
+    plain->softmax(ya, n, scale, f16tab);
+    for (int i = 0; i < 3; i++) {
+      if (!ks[i]) continue;
+      memcpy(yb, x, sizeof(float) * (size_t)n);
+      ks[i]->softmax(yb, n, scale, f16tab);
+      assert_memory_equal(ya, yb, sizeof(float) * (size_t)n);
+    }
+  }
+  /* Sanity of the reference: a probability vector in half precision. */
+  for (int32_t j = 0; j < 50; j++)
+    x[j] = (float)(j % 11) - 4.0f;
+  plain->softmax(x, 50, 0.5f, f16tab);
+  double tot = 0;
+  for (int32_t j = 0; j < 50; j++) {
+    assert_true(x[j] > 0.0f && x[j] < 1.0f);
+    assert_int_equal(nc_fp16_to_fp32(nc_fp32_to_fp16(x[j])), x[j]);
+    tot += x[j];
+  }
+  assert_true(fabs(tot - 1.0) < 1e-2);
+}
+
+static void test_attn_scores_reduce(void **state) {
+  (void)state;
+  for (uint32_t h = 0; h < 65536; h++)
+    f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+  const nc_attn_kernels *ks[3];
+  attn_tables(ks);
+  const nc_attn_kernels *plain = nc_attn_kernels_plain();
+  enum { MAXN = 40, MAXHD = 128, STRIDE = 3 * MAXHD };
+  static nc_fp16 k[MAXN * STRIDE];
+  static float q[MAXHD], sa[MAXN], sb[MAXN], lanes[16 * MAXHD];
+  static float oa[MAXHD], ob[MAXHD];
+  const int hds[] = {64, 128, 16, 32, 80, 24};
+  for (size_t t = 0; t < sizeof hds / sizeof hds[0]; t++) {
+    const int hd = hds[t];
+    for (int32_t n = 1; n <= MAXN; n++) {
+      for (int i = 0; i < MAXN * STRIDE; i++)
+        k[i] = nc_fp32_to_fp16(unif(2.0f));
+      for (int d = 0; d < hd; d++)
+        q[d] = f16tab[nc_fp32_to_fp16(unif(1.5f))];
+      plain->scores(q, k, STRIDE, n, hd, f16tab, sa);
+      for (int i = 0; i < 16 * hd; i++)
+        lanes[i] = unif(10.0f);
+      nc_attn_lanes_reduce(lanes, hd, oa);
+      for (int i = 0; i < 3; i++) {
+        if (!ks[i]) continue;
+        ks[i]->scores(q, k, STRIDE, n, hd, f16tab, sb);
+        assert_memory_equal(sa, sb, sizeof(float) * (size_t)n);
+        ks[i]->reduce(lanes, hd, ob);
+        assert_memory_equal(oa, ob, sizeof(float) * (size_t)hd);
+      }
+    }
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_f16_rows),
+      cmocka_unit_test(test_rmsnorm_add),
+      cmocka_unit_test(test_rope),
+      cmocka_unit_test(test_swiglu),
+      cmocka_unit_test(test_attn_softmax),
+      cmocka_unit_test(test_attn_scores_reduce),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
