@@ -328,12 +328,19 @@ static inline float q4k_pair_result(__m512 acc, __m512 accm, int h) {
 
 static inline __attribute__((always_inline)) void
 q4k_block(const q4k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, float *out, size_t out_stride, bool two) {
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
   __m512 acc[R_MAX], accm[R_MAX];
-  for (int r = 0; r < R; r++)
-    acc[r] = accm[r] = _mm512_setzero_ps();
-  q4k_pair_rows(u, nb, act, a_stride, R, acc, accm);
   for (int r = 0; r < R; r++) {
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+    accm[r] = first ? _mm512_setzero_ps() : st[2 * r + 1];
+  }
+  q4k_pair_rows(u, nb, act, a_stride, R, acc, accm);
+  for (int r = 0; r < R && !last; r++) {
+    st[2 * r] = acc[r];
+    st[2 * r + 1] = accm[r];
+  }
+  for (int r = 0; r < R && last; r++) {
     out[(size_t)r * out_stride] = q4k_pair_result(acc[r], accm[r], 0);
     if (two)
       out[(size_t)r * out_stride + 1] = q4k_pair_result(acc[r], accm[r], 1);
@@ -459,12 +466,15 @@ q6k_pair_rows(const q6k_pair *u, int64_t nb, const uint8_t *act,
 
 static inline __attribute__((always_inline)) void
 q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, float *out, size_t out_stride, bool two) {
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
   __m512 acc[R_MAX];
   for (int r = 0; r < R; r++)
-    acc[r] = _mm512_setzero_ps();
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
   q6k_pair_rows(u, nb, act, a_stride, R, acc);
-  for (int r = 0; r < R; r++) {
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
     out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
     if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
   }
@@ -564,10 +574,13 @@ static inline void q5k_unpack_pair(const block_q5_K *x0, const block_q5_K *x1,
  * summs (the min total is reduced across the half before the fma). */
 static inline __attribute__((always_inline)) void
 q5k_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, float *out, size_t out_stride, bool two) {
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
   __m512 acc[R_MAX], summ[R_MAX];
-  for (int r = 0; r < R; r++)
-    acc[r] = summ[r] = _mm512_setzero_ps();
+  for (int r = 0; r < R; r++) {
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+    summ[r] = first ? _mm512_setzero_ps() : st[2 * r + 1];
+  }
   for (int64_t i = 0; i < nb; i++) {
     const q5k_pair *p = u + i;
     __m512i q[8];
@@ -594,7 +607,11 @@ q5k_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
       summ[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), summ[r]);
     }
   }
-  for (int r = 0; r < R; r++) {
+  for (int r = 0; r < R && !last; r++) {
+    st[2 * r] = acc[r];
+    st[2 * r + 1] = summ[r];
+  }
+  for (int r = 0; r < R && last; r++) {
     out[(size_t)r * out_stride] =
         nc_hsum8(lo8(acc[r])) + _mm512_cvtss_f32(summ[r]);
     if (two)
@@ -682,10 +699,11 @@ static inline void q2k_unpack_pair(const block_q2_K *x0, const block_q2_K *x1,
 
 static inline __attribute__((always_inline)) void
 q2k_block(const q2k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, float *out, size_t out_stride, bool two) {
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
   __m512 acc[R_MAX];
   for (int r = 0; r < R; r++)
-    acc[r] = _mm512_setzero_ps();
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
   for (int64_t i = 0; i < nb; i++) {
     const q2k_pair *p = u + i;
     __m512i q[8];
@@ -709,7 +727,9 @@ q2k_block(const q2k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
       acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
     }
   }
-  for (int r = 0; r < R; r++) {
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
     out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
     if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
   }
@@ -814,11 +834,12 @@ static inline void q3k_unpack_pair(const block_q3_K *x0, const block_q3_K *x1,
 
 static inline __attribute__((always_inline)) void
 q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, float *out, size_t out_stride, bool two) {
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
   __m512 acc[R_MAX];
   const __m512i b128 = _mm512_set1_epi8((char)0x80);
   for (int r = 0; r < R; r++)
-    acc[r] = _mm512_setzero_ps();
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
   for (int64_t i = 0; i < nb; i++) {
     const q3k_pair *p = u + i;
     __m512i q[8];
@@ -840,7 +861,9 @@ q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
       acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
     }
   }
-  for (int r = 0; r < R; r++) {
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
     out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
     if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
   }
@@ -851,21 +874,31 @@ q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
 /* gemm over weight pairs: unpack up to SCRATCH_BYTES of pairs, then run
  * them against R_MAX activation rows at a time (the activation block stays
  * in L1 while the unpacked panel streams from L1/L2). Rows of an odd panel
- * pair with themselves (the second result is dropped). Small batches and
- * rows too long for the scratch go through vec_dot, which is bit-identical
- * per pair. */
+ * pair with themselves (the second result is dropped). A pair too long for
+ * the scratch goes in segments of super-blocks, up to SEG_ROWS activation
+ * rows at a time, the accumulators kept in st between segments (the same
+ * float operations in the same order). Batches below MIN_BATCH go through
+ * vec_dot, which is bit-identical per pair. */
+enum { SEG_ROWS = 64 };
 #define KQ_GEMM(name, blk, PAIR, unpack, block, RB)                            \
   static void block##_any(const PAIR *u, int64_t nb, const uint8_t *act,       \
-                          size_t a_stride, int R, float *out,                  \
-                          size_t out_stride, bool two) {                       \
+                          size_t a_stride, int R, __m512 *st, bool first,      \
+                          bool last, float *out, size_t out_stride,            \
+                          bool two) {                                          \
     switch (R) {                                                               \
-    case RB: block(u, nb, act, a_stride, RB, out, out_stride, two); return;    \
-    case 4: block(u, nb, act, a_stride, 4, out, out_stride, two); return;      \
-    case 2: block(u, nb, act, a_stride, 2, out, out_stride, two); return;      \
+    case RB:                                                                   \
+      block(u, nb, act, a_stride, RB, st, first, last, out, out_stride, two);  \
+      return;                                                                  \
+    case 4:                                                                    \
+      block(u, nb, act, a_stride, 4, st, first, last, out, out_stride, two);   \
+      return;                                                                  \
+    case 2:                                                                    \
+      block(u, nb, act, a_stride, 2, st, first, last, out, out_stride, two);   \
+      return;                                                                  \
     default:                                                                   \
       for (int r = 0; r < R; r++)                                              \
-        block(u, nb, act + (size_t)r * a_stride, a_stride, 1,                  \
-              out + (size_t)r * out_stride, out_stride, two);                  \
+        block(u, nb, act + (size_t)r * a_stride, a_stride, 1, st + 2 * r,      \
+              first, last, out + (size_t)r * out_stride, out_stride, two);     \
     }                                                                          \
   }                                                                            \
   void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
@@ -873,17 +906,17 @@ q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
                              int64_t na, float *out, size_t out_stride) {      \
     const uint8_t *wb = w, *ab = act;                                          \
     const int64_t nb = n > 0 ? n / QK_K : 0;                                   \
-    const int64_t per_pass =                                                   \
-        nb ? (int64_t)(SCRATCH_BYTES / sizeof(PAIR)) / nb : 0;                 \
-    if (na < MIN_BATCH || per_pass < 1) {                                      \
+    enum { CAP = SCRATCH_BYTES / sizeof(PAIR) };                               \
+    if (na < MIN_BATCH || nb == 0) {                                           \
       for (int64_t a = 0; a < na; a++)                                         \
         for (int64_t r = 0; r < nw; r++)                                       \
           out[(size_t)a * out_stride + (size_t)r] = nc_avx512_dot_##name(      \
               n, wb + (size_t)r * w_stride, ab + (size_t)a * a_stride);        \
       return;                                                                  \
     }                                                                          \
-    _Alignas(64) PAIR scratch[SCRATCH_BYTES / sizeof(PAIR)];                   \
-    for (int64_t r0 = 0; r0 < nw; r0 += 2 * per_pass) {                        \
+    _Alignas(64) PAIR scratch[CAP];                                            \
+    const int64_t per_pass = CAP / nb;                                         \
+    for (int64_t r0 = 0; r0 < nw && per_pass >= 1; r0 += 2 * per_pass) {       \
       const int64_t rows = nw - r0 < 2 * per_pass ? nw - r0 : 2 * per_pass;    \
       const int64_t np = (rows + 1) / 2;                                       \
       for (int64_t p = 0; p < np; p++) {                                       \
@@ -898,10 +931,37 @@ q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
         const int R = left >= RB ? RB : left >= 4 ? 4 : left >= 2 ? 2 : 1;     \
         for (int64_t p = 0; p < np; p++)                                       \
           block##_any(&scratch[p * nb], nb, ab + (size_t)a0 * a_stride,        \
-                      a_stride, R,                                             \
+                      a_stride, R, NULL, true, true,                           \
                       out + (size_t)a0 * out_stride + (size_t)(r0 + 2 * p),    \
                       out_stride, r0 + 2 * p + 1 < nw);                        \
         a0 += R;                                                               \
+      }                                                                        \
+    }                                                                          \
+    if (per_pass >= 1) return;                                                 \
+    /* long rows: one pair, CAP super-blocks per segment */                    \
+    _Alignas(64) __m512 st[2 * SEG_ROWS];                                      \
+    for (int64_t ra = 0; ra < nw; ra += 2) {                                   \
+      const int64_t rb = ra + 1 < nw ? ra + 1 : ra;                            \
+      const blk *xa = (const blk *)(wb + (size_t)ra * w_stride);               \
+      const blk *xb = (const blk *)(wb + (size_t)rb * w_stride);               \
+      for (int64_t c0 = 0; c0 < na; c0 += SEG_ROWS) {                          \
+        const int64_t c1 = na - c0 < SEG_ROWS ? na : c0 + SEG_ROWS;            \
+        for (int64_t i0 = 0; i0 < nb; i0 += CAP) {                             \
+          const int64_t len = nb - i0 < CAP ? nb - i0 : CAP;                   \
+          for (int64_t i = 0; i < len; i++)                                    \
+            unpack(xa + i0 + i, xb + i0 + i, &scratch[i]);                     \
+          for (int64_t a0 = c0; a0 < c1;) {                                    \
+            const int64_t left = c1 - a0;                                      \
+            const int R = left >= RB ? RB : left >= 4 ? 4 : left >= 2 ? 2 : 1; \
+            block##_any(                                                       \
+                scratch, len,                                                  \
+                ab + (size_t)a0 * a_stride + (size_t)i0 * sizeof(block_q8_K),  \
+                a_stride, R, st + 2 * (a0 - c0), i0 == 0, i0 + len == nb,      \
+                out + (size_t)a0 * out_stride + (size_t)ra, out_stride,        \
+                ra + 1 < nw);                                                  \
+            a0 += R;                                                           \
+          }                                                                    \
+        }                                                                      \
       }                                                                        \
     }                                                                          \
   }                                                                            \

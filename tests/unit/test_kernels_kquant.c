@@ -424,7 +424,8 @@ static void test_avx512_table(void **state) {
 
 /* gemm: every (weight row, activation row) value equals vec_dot on that
  * pair, for odd and even panels, every register-block tail, padded
- * strides, and a row too long for the kernel's scratch (n = 64 blocks). */
+ * strides, and rows too long for the kernel's scratch (n = 64
+ * blocks: super-block segments, more than 64 activation rows). */
 static void test_avx512_gemm_batch_invariance(void **state) {
   (void)state;
   if (!have_avx512()) skip();
@@ -434,7 +435,7 @@ static void test_avx512_gemm_batch_invariance(void **state) {
     int nw, na;
   } shapes[] = {{256, 1, 1},    {256, 2, 2},   {512, 3, 3},   {768, 5, 8},
                 {1536, 64, 21}, {1536, 7, 17}, {2304, 9, 11}, {256, 64, 64},
-                {16384, 3, 5},  {4096, 13, 4}};
+                {16384, 3, 5},  {4096, 13, 4}, {16384, 3, 70}};
   for (int ci = 0; ci < N_CASES; ci++) {
     const kq_case *kc = &k_cases[ci];
     const kq_fns f = avx512_fns(kc->t);
