@@ -1,17 +1,30 @@
 /* threadpool: persistent workers, woken per run by a generation counter.
  *
- * A run publishes (fn, arg), bumps the generation and wakes the workers;
- * each worker runs its share and decrements the pending count. Waiting
- * spins for a short while (cheap back-to-back runs) and then sleeps on a
- * condition variable, so idle workers cost nothing on a shared machine. */
+ * A run publishes (fn, arg) and bumps the generation; each worker runs its
+ * share and decrements the pending count; the caller runs share 0 and then
+ * waits for pending == 0. Both sides wait by spinning first (a forward pass
+ * runs ~10 short parallel sections per layer, so the next run or the last
+ * share is usually microseconds away), then by yielding the CPU (cheap when
+ * the machine has more runnable threads than cores), and after a time
+ * budget by sleeping on a condition variable, so that idle workers cost
+ * nothing for long. The mutex and condition variables are touched only
+ * when somebody sleeps: a hand-off between spinning threads is a few cache
+ * line transfers. */
 #include "threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
-#define NC_SPIN_ITERS 2000
+/* How long a waiter spins (pause), then yields, before it sleeps. */
+#define NC_SPIN_NS 50000
+#define NC_YIELD_NS 1000000
+/* Pause instructions between clock reads. */
+#define NC_SPIN_CHECK 64
 
 struct nc_threadpool {
   int n_threads; /* including the caller */
@@ -20,11 +33,15 @@ struct nc_threadpool {
   pthread_mutex_t mu;
   pthread_cond_t wake; /* workers wait for a new generation */
   pthread_cond_t done; /* the caller waits for pending == 0 */
-  atomic_uint generation;
-  atomic_int pending;
-  atomic_bool stop;
   nc_task_fn fn;
   void *arg;
+  /* Each on its own cache line: workers poll generation while they finish
+   * by decrementing pending. */
+  alignas(64) atomic_uint generation;
+  alignas(64) atomic_int pending;
+  alignas(64) atomic_int sleepers; /* workers in (or entering) wake */
+  atomic_bool caller_sleeping;     /* the caller is in (or entering) done */
+  atomic_bool stop;
 };
 
 typedef struct worker_arg {
@@ -38,6 +55,33 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spins, then yields, until ready(tp, x) or the time budget is spent. */
+static inline void spin_wait(bool (*ready)(nc_threadpool *, unsigned),
+                             nc_threadpool *tp, unsigned x) {
+  int64_t t0 = 0;
+  for (unsigned it = 1; !ready(tp, x); it++) {
+    if (it % NC_SPIN_CHECK) {
+      cpu_relax();
+      continue;
+    }
+    const int64_t t = now_ns();
+    if (!t0) t0 = t;
+    if (t - t0 > NC_YIELD_NS) return;
+    if (t - t0 > NC_SPIN_NS) sched_yield();
+  }
+}
+
+static bool new_gen(nc_threadpool *tp, unsigned seen) {
+  return atomic_load_explicit(&tp->generation, memory_order_acquire) != seen ||
+         atomic_load_explicit(&tp->stop, memory_order_relaxed);
+}
+
 static void *worker_main(void *p) {
   worker_arg *wa = p;
   nc_threadpool *tp = wa->tp;
@@ -45,23 +89,25 @@ static void *worker_main(void *p) {
   free(wa);
   unsigned seen = 0;
   for (;;) {
+    spin_wait(new_gen, tp, seen);
     unsigned gen = atomic_load_explicit(&tp->generation, memory_order_acquire);
-    for (int i = 0; gen == seen && i < NC_SPIN_ITERS; i++) {
-      if (atomic_load_explicit(&tp->stop, memory_order_relaxed)) break;
-      cpu_relax();
-      gen = atomic_load_explicit(&tp->generation, memory_order_acquire);
-    }
-    if (gen == seen) {
+    if (gen == seen && !atomic_load(&tp->stop)) {
+      /* Announce the sleep before the last look at the generation; the
+       * caller bumps the generation before it looks at sleepers (both
+       * sequentially consistent), so one of the two sees the other. */
       pthread_mutex_lock(&tp->mu);
+      atomic_fetch_add(&tp->sleepers, 1);
       while ((gen = atomic_load(&tp->generation)) == seen &&
              !atomic_load(&tp->stop))
         pthread_cond_wait(&tp->wake, &tp->mu);
+      atomic_fetch_sub(&tp->sleepers, 1);
       pthread_mutex_unlock(&tp->mu);
     }
     if (atomic_load(&tp->stop)) return NULL;
     seen = gen;
     tp->fn(tp->arg, ith, tp->n_threads);
-    if (atomic_fetch_sub_explicit(&tp->pending, 1, memory_order_acq_rel) == 1) {
+    if (atomic_fetch_sub(&tp->pending, 1) == 1 &&
+        atomic_load(&tp->caller_sleeping)) {
       pthread_mutex_lock(&tp->mu);
       pthread_cond_signal(&tp->done);
       pthread_mutex_unlock(&tp->mu);
@@ -75,14 +121,16 @@ nc_code nc_threadpool_create(int n_threads, nc_threadpool **out,
   if (n_threads < 1 || n_threads > 1024)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "thread count %d: must be in [1, 1024]", n_threads);
-  nc_threadpool *tp = calloc(1, sizeof *tp);
+  nc_threadpool *tp = aligned_alloc(64, (sizeof *tp + 63) / 64 * 64);
   if (!tp) return nc_fail(err, NC_ERR_NOMEM, "thread pool: out of memory");
-  tp->n_threads = n_threads;
+  *tp = (nc_threadpool){.n_threads = n_threads};
   pthread_mutex_init(&tp->mu, NULL);
   pthread_cond_init(&tp->wake, NULL);
   pthread_cond_init(&tp->done, NULL);
   atomic_init(&tp->generation, 0);
   atomic_init(&tp->pending, 0);
+  atomic_init(&tp->sleepers, 0);
+  atomic_init(&tp->caller_sleeping, false);
   atomic_init(&tp->stop, false);
   if (n_threads > 1) {
     tp->threads = calloc((size_t)n_threads - 1, sizeof(pthread_t));
@@ -130,6 +178,11 @@ int nc_threadpool_size(const nc_threadpool *tp) {
   return tp->n_threads;
 }
 
+static bool all_done(nc_threadpool *tp, unsigned unused) {
+  (void)unused;
+  return atomic_load_explicit(&tp->pending, memory_order_acquire) == 0;
+}
+
 void nc_threadpool_run(nc_threadpool *tp, nc_task_fn fn, void *arg) {
   if (tp->n_threads == 1) {
     fn(arg, 0, 1);
@@ -138,18 +191,20 @@ void nc_threadpool_run(nc_threadpool *tp, nc_task_fn fn, void *arg) {
   tp->fn = fn;
   tp->arg = arg;
   atomic_store_explicit(&tp->pending, tp->n_threads - 1, memory_order_relaxed);
-  pthread_mutex_lock(&tp->mu);
-  atomic_fetch_add_explicit(&tp->generation, 1, memory_order_release);
-  pthread_cond_broadcast(&tp->wake);
-  pthread_mutex_unlock(&tp->mu);
-  fn(arg, 0, tp->n_threads);
-  for (int i = 0; i < NC_SPIN_ITERS; i++) {
-    if (atomic_load_explicit(&tp->pending, memory_order_acquire) == 0) return;
-    cpu_relax();
+  atomic_fetch_add(&tp->generation, 1); /* publishes fn, arg, pending */
+  if (atomic_load(&tp->sleepers) > 0) {
+    pthread_mutex_lock(&tp->mu);
+    pthread_cond_broadcast(&tp->wake);
+    pthread_mutex_unlock(&tp->mu);
   }
+  fn(arg, 0, tp->n_threads);
+  spin_wait(all_done, tp, 0);
+  if (all_done(tp, 0)) return;
   pthread_mutex_lock(&tp->mu);
+  atomic_store(&tp->caller_sleeping, true);
   while (atomic_load(&tp->pending) != 0)
     pthread_cond_wait(&tp->done, &tp->mu);
+  atomic_store(&tp->caller_sleeping, false);
   pthread_mutex_unlock(&tp->mu);
 }
 

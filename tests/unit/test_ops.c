@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -219,13 +220,13 @@ static void test_attn_kernels(void **state) {
 
 typedef struct pool_arg {
   int hits[64];
-  int nth_seen;
+  int nth_seen[64]; /* per share: no two threads write one slot */
 } pool_arg;
 
 static void pool_fn(void *p, int ith, int nth) {
   pool_arg *a = p;
   a->hits[ith]++;
-  a->nth_seen = nth;
+  a->nth_seen[ith] = nth;
 }
 
 static void test_threadpool(void **state) {
@@ -239,16 +240,54 @@ static void test_threadpool(void **state) {
     memset(&a, 0, sizeof a);
     for (int r = 0; r < 500; r++)
       nc_threadpool_run(tp, pool_fn, &a);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
       assert_int_equal(a.hits[i], 500);
+      assert_int_equal(a.nth_seen[i], n);
+    }
     assert_int_equal(a.hits[n], 0);
-    assert_int_equal(a.nth_seen, n);
     nc_threadpool_free(tp);
   }
   nc_threadpool *tp;
   nucleus_error err;
   assert_int_equal(nc_threadpool_create(0, &tp, &err), NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(err.message, "thread count"));
+}
+
+static double cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ms * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Idle workers spin briefly and then sleep (no CPU burnt while idle), and
+ * sleeping workers wake for the next run; runs from other threads' point of
+ * view still happen exactly once per share. */
+static void test_threadpool_idle(void **state) {
+  (void)state;
+  nc_threadpool *tp;
+  nucleus_error err;
+  assert_int_equal(nc_threadpool_create(3, &tp, &err), NC_OK);
+  pool_arg a;
+  memset(&a, 0, sizeof a);
+  nc_threadpool_run(tp, pool_fn, &a);
+  sleep_ms(30); /* past the spin and yield budget: the workers sleep */
+  const double c0 = cpu_seconds();
+  sleep_ms(100);
+  const double idle = cpu_seconds() - c0;
+  /* Two spinning workers would burn ~0.2 s here. */
+  assert_true(idle < 0.05);
+  for (int r = 0; r < 40; r++) {
+    nc_threadpool_run(tp, pool_fn, &a);
+    if (r % 8 == 0) sleep_ms(5);
+  }
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(a.hits[i], 41);
+  nc_threadpool_free(tp);
 }
 
 static void test_split_range(void **state) {
@@ -276,6 +315,7 @@ int main(void) {
       cmocka_unit_test(test_expf_ggml),
       cmocka_unit_test(test_attn_kernels),
       cmocka_unit_test(test_threadpool),
+      cmocka_unit_test(test_threadpool_idle),
       cmocka_unit_test(test_split_range),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
