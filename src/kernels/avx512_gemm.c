@@ -24,6 +24,7 @@
  * unsigned operand and the activation negated where w < 0 (the same int8
  * wrap for -128 as _mm256_sign_epi8). */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "avx2_util.h"
@@ -52,11 +53,9 @@ typedef struct wpair {
 /* Two rows' 16 packed nibble bytes -> 64 bytes: row r's low nibbles, its
  * high nibbles, then row r + 1's. */
 static inline __m512i nibbles2(const uint8_t *q0, const uint8_t *q1) {
-  const __m256i v = _mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q0)),
-      _mm_loadu_si128((const __m128i *)q1), 1);
-  __m512i z = _mm512_permutexvar_epi64(
-      _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(v));
+  __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)q0));
+  z = _mm512_mask_broadcast_i32x4(z, 0xff00,
+                                  _mm_loadu_si128((const __m128i *)q1));
   z = _mm512_srlv_epi64(z, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
   return _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
 }
@@ -270,6 +269,80 @@ tile(int64_t nb, const tile_src *src, prep_fn prep, const bool packed,
     }
 }
 
+/* Block headers of one weight row, 16 blocks per gather: d (and m) as
+ * floats. */
+static inline __attribute__((always_inline)) void
+row_headers(const uint8_t *row, size_t bsize, int64_t nb, bool has_min,
+            float *d, float *m) {
+  const __m512i idx = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32((int)bsize));
+  for (int64_t i = 0; i < nb; i += 16) {
+    const __mmask16 k =
+        nb - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nb - i)) - 1);
+    const __m512i h = _mm512_mask_i32gather_epi32(
+        _mm512_setzero_si512(), k, idx, row + (size_t)i * bsize, 1);
+    _mm512_mask_storeu_ps(d + i, k, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
+    if (has_min)
+      _mm512_mask_storeu_ps(
+          m + i, k,
+          _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))));
+  }
+}
+
+/* Decode: 4 weight rows x one activation row. The headers are converted
+ * first (gathers), so the block loop only unpacks quants, builds each
+ * pair's d_w vector with two broadcasts, and runs the min chains as scalar
+ * FMAs (port 1, idle under 512-bit code). Same operations per lane as
+ * tile, hence the same bits. */
+static inline __attribute__((always_inline)) void
+tile_gemv(int64_t nb, const tile_src *src, prep_fn prep, bool has_min,
+          size_t aq, size_t abytes, const act_chunk *ac, float *out) {
+  float d[4][MAX_BLOCKS], m[4][MAX_BLOCKS];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; r++)
+    row_headers(src->w + (size_t)r * src->w_stride, src->bsize, nb, has_min,
+                d[r], m[r]);
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  float summs[4] = {0, 0, 0, 0};
+  const __m512i zero = _mm512_setzero_si512();
+  const uint8_t *pf = src->w + 4 * src->w_stride;
+  const size_t pf_step = 4 * src->bsize;
+  for (int64_t i = 0; i < nb; i++) {
+    _mm_prefetch((const char *)pf + (size_t)i * pf_step, _MM_HINT_T0);
+    _mm_prefetch((const char *)pf + (size_t)i * pf_step + 64, _MM_HINT_T0);
+    const __m512i y = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+        (const __m256i *)(ac->q[0] + (size_t)i * abytes + aq)));
+    const __m512 d_a = _mm512_set1_ps(ac->d[i][0]);
+#pragma GCC unroll 2
+    for (int p = 0; p < 2; p++) {
+      const uint8_t *b0 =
+          src->w + (size_t)(2 * p) * src->w_stride + (size_t)i * src->bsize;
+      const wpair wp = prep(b0, b0 + src->w_stride);
+      const __m512 dw = _mm512_mask_broadcastss_ps(
+          _mm512_set1_ps(d[2 * p][i]), 0xff00, _mm_set_ss(d[2 * p + 1][i]));
+      const __m512i ys = has_min ? y : _mm512_mask_sub_epi8(y, wp.neg, zero, y);
+      const __m512i l = _mm512_dpbusd_epi32(zero, wp.q, ys);
+      acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dw, d_a), _mm512_cvtepi32_ps(l),
+                               acc[p]);
+    }
+    if (has_min) {
+      const float s_a = ac->s[i][0];
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; r++)
+        summs[r] = fmaf(m[r][i], s_a, summs[r]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int p = 0; p < 2; p++) {
+    float lo = nc_hsum8(_mm512_castps512_ps256(acc[p]));
+    float hi = nc_hsum8(
+        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
+    out[2 * p] = has_min ? lo + summs[2 * p] : lo;
+    out[2 * p + 1] = has_min ? hi + summs[2 * p + 1] : hi;
+  }
+}
+
 /* Instances per (P, A) with A the activation rows of this chunk. */
 static inline __attribute__((always_inline)) void
 tile_any(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
@@ -349,8 +422,11 @@ rows_x_acts(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
       } else {
         t.w += (size_t)r * src->w_stride;
       }
-      tile_any(nb, &t, prep, packed, has_min, abytes, aq, ac,
-               r + 4 <= nw ? 2 : 1, o + r, out_stride);
+      if (!packed && A == 1 && r + 4 <= nw)
+        tile_gemv(nb, &t, prep, has_min, aq, abytes, ac, o + r);
+      else
+        tile_any(nb, &t, prep, packed, has_min, abytes, aq, ac,
+                 r + 4 <= nw ? 2 : 1, o + r, out_stride);
     }
     if (r < nw && !packed)
       fallback(n, src->w + (size_t)r * src->w_stride, a + (size_t)a0 * a_stride,
