@@ -194,10 +194,10 @@ typedef struct mm_task {
   int32_t rows;
 } mm_task;
 
-/* Rows per gemm call: a weight panel that stays in L1 while every
- * activation row streams past it. Thread ranges are cut in units of
- * MM_UNIT rows so that kernels see whole register panels. */
-enum { MM_PANEL = 64, MM_UNIT = 16 };
+/* Thread ranges are cut in units of MM_UNIT rows so that kernels see
+ * whole register tiles; a gemm call takes a thread's whole range of a
+ * matrix and blocks for the caches itself. */
+enum { MM_UNIT = 16 };
 
 static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
   const nc_weight *w = mm->w;
@@ -206,11 +206,8 @@ static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
   const nc_vec_dot_rows_fn dots = t->kern->vec_dot_rows[w->type];
   const uint8_t *base = w->data;
   if (gemm) {
-    for (int64_t r = r0; r < r1; r += MM_PANEL) {
-      const int64_t nr = r1 - r < MM_PANEL ? r1 - r : MM_PANEL;
-      gemm(w->ne0, base + (size_t)r * w->row_bytes, w->row_bytes, nr, t->a,
-           t->a_stride, t->rows, mm->y + r, (size_t)mm->y_stride);
-    }
+    gemm(w->ne0, base + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, t->a,
+         t->a_stride, t->rows, mm->y + r0, (size_t)mm->y_stride);
     return;
   }
   for (int64_t r = r0; r < r1; r++) {

@@ -40,6 +40,7 @@ typedef struct act_chunk {
   const uint8_t *q[TILE_A]; /* each row's first block */
   int n_rows;
   float d[MAX_BLOCKS][TILE_A];
+  float dv[MAX_BLOCKS];        /* row 0's d, by block */
   float s[MAX_BLOCKS][TILE_A]; /* Q8_1 only */
 } act_chunk;
 
@@ -147,7 +148,7 @@ typedef wpair (*prep_fn)(const void *p0, const void *p1);
  * and the two m_w. Worth it from PACK_MIN_A activation rows on; the panel
  * lives on the stack, PACK_BUDGET bytes, so rows per pass shrink as n
  * grows (and very long rows fall back to unpacking in the tile loop). */
-enum { PACK_MIN_A = 8, PACK_BUDGET = 128 * 1024 };
+enum { PACK_MIN_A = 8, PACK_BUDGET = 256 * 1024 };
 
 typedef struct pack_blk {
   __m512i q;
@@ -219,7 +220,8 @@ tile(int64_t nb, const tile_src *src, prep_fn prep, const bool packed,
       }
     }
     if (has_min) {
-      const __m256 s_a = _mm256_loadu_ps(ac->s[i]);
+      const __m256 s_a =
+          _mm256_maskz_loadu_ps((__mmask8)((1u << A) - 1), ac->s[i]);
 #pragma GCC unroll 2
       for (int p = 0; p < P; p++) {
         /* summs = fma(m_w, s_a, summs), as llama.cpp, per activation row */
@@ -300,9 +302,19 @@ tile_gemv(int64_t nb, const tile_src *src, prep_fn prep, bool has_min,
           size_t aq, size_t abytes, const act_chunk *ac, float *out) {
   float d[4][MAX_BLOCKS], m[4][MAX_BLOCKS];
 #pragma GCC unroll 4
-  for (int r = 0; r < 4; r++)
+  for (int r = 0; r < 4; r++) {
     row_headers(src->w + (size_t)r * src->w_stride, src->bsize, nb, has_min,
                 d[r], m[r]);
+    /* d_w * d_a, the same float product the tile takes per lane */
+    for (int64_t i = 0; i < nb; i += 16) {
+      const __mmask16 k =
+          nb - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nb - i)) - 1);
+      _mm512_mask_storeu_ps(
+          d[r] + i, k,
+          _mm512_mul_ps(_mm512_maskz_loadu_ps(k, d[r] + i),
+                        _mm512_maskz_loadu_ps(k, ac->dv + i)));
+    }
+  }
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   float summs[4] = {0, 0, 0, 0};
   const __m512i zero = _mm512_setzero_si512();
@@ -313,18 +325,16 @@ tile_gemv(int64_t nb, const tile_src *src, prep_fn prep, bool has_min,
     _mm_prefetch((const char *)pf + (size_t)i * pf_step + 64, _MM_HINT_T0);
     const __m512i y = _mm512_broadcast_i64x4(_mm256_loadu_si256(
         (const __m256i *)(ac->q[0] + (size_t)i * abytes + aq)));
-    const __m512 d_a = _mm512_set1_ps(ac->d[i][0]);
 #pragma GCC unroll 2
     for (int p = 0; p < 2; p++) {
       const uint8_t *b0 =
           src->w + (size_t)(2 * p) * src->w_stride + (size_t)i * src->bsize;
       const wpair wp = prep(b0, b0 + src->w_stride);
-      const __m512 dw = _mm512_mask_broadcastss_ps(
+      const __m512 dd = _mm512_mask_broadcastss_ps(
           _mm512_set1_ps(d[2 * p][i]), 0xff00, _mm_set_ss(d[2 * p + 1][i]));
       const __m512i ys = has_min ? y : _mm512_mask_sub_epi8(y, wp.neg, zero, y);
       const __m512i l = _mm512_dpbusd_epi32(zero, wp.q, ys);
-      acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dw, d_a), _mm512_cvtepi32_ps(l),
-                               acc[p]);
+      acc[p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(l), acc[p]);
     }
     if (has_min) {
       const float s_a = ac->s[i][0];
@@ -382,22 +392,35 @@ tile_any(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
 #undef T
 }
 
-/* Activation rows a0 .. a0 + A - 1: block pointers and float scales. */
+/* Activation rows a0 .. a0 + A - 1: block pointers and float scales,
+ * 16 blocks per gather (the fp16 d, s pair leads every block) and scatter
+ * into the per-block layout. */
 static void load_chunk(act_chunk *ac, const uint8_t *a, size_t a_stride,
                        int64_t a0, int A, int64_t nb, size_t abytes,
                        bool has_min) {
   ac->n_rows = A;
   for (int k = 0; k < TILE_A; k++)
     ac->q[k] = a + (size_t)(a0 + (k < A ? k : 0)) * a_stride;
-  for (int64_t i = 0; i < nb; i++) {
+  const __m512i lanes =
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i src_idx =
+      _mm512_mullo_epi32(lanes, _mm512_set1_epi32((int)abytes));
+  const __m512i dst_idx = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(TILE_A));
+  for (int64_t i = 0; i < nb; i += 16) {
+    const __mmask16 m =
+        nb - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nb - i)) - 1);
     for (int k = 0; k < A; k++) {
-      nc_fp16 h[2];
-      memcpy(h, ac->q[k] + (size_t)i * abytes, sizeof h);
-      ac->d[i][k] = _cvtsh_ss(h[0]);
-      ac->s[i][k] = has_min ? _cvtsh_ss(h[1]) : 0.0f;
+      const __m512i h = _mm512_mask_i32gather_epi32(
+          _mm512_setzero_si512(), m, src_idx, ac->q[k] + (size_t)i * abytes, 1);
+      const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
+      if (k == 0) _mm512_mask_storeu_ps(ac->dv + i, m, d);
+      _mm512_mask_i32scatter_ps(&ac->d[i][k], m, dst_idx, d, 4);
+      if (has_min)
+        _mm512_mask_i32scatter_ps(
+            &ac->s[i][k], m, dst_idx,
+            _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))),
+            4);
     }
-    for (int k = A; k < TILE_A; k++)
-      ac->d[i][k] = ac->s[i][k] = 0.0f;
   }
 }
 

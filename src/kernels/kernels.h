@@ -44,10 +44,10 @@ typedef void (*nc_vec_dot_rows_fn)(int64_t n, const void *w, const void *a,
  * activation row a (act + a * a_stride), for r in [0, nw), a in [0, na).
  * Batch invariance: each value is bit-identical to this table's vec_dot on
  * that pair alone, whatever nw and na are. The kernel blocks for the caches
- * itself (a panel of a few weight rows against a few activation rows held
- * in registers); callers pass up to ~64 weight rows and all activation rows
- * per call, so the weight panel stays in L1 while activations stream from
- * L2. NULL where a table has none: callers loop vec_dot_rows. */
+ * itself (weight panels unpacked once and kept in L2, register tiles of a
+ * few weight rows x a few activation rows); callers pass a thread's whole
+ * range of weight rows and all activation rows in one call. NULL where a
+ * table has none: callers loop vec_dot_rows. */
 typedef void (*nc_gemm_fn)(int64_t n, const void *w, size_t w_stride,
                            int64_t nw, const void *act, size_t a_stride,
                            int64_t na, float *out, size_t out_stride);
