@@ -28,10 +28,12 @@ static bool cpu_has_f16c(void) {
 const nc_attn_kernels *nc_attn_kernels_best(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") &&
+                    __builtin_cpu_supports("fma") && cpu_has_f16c();
+  const nc_attn_kernels *z = nc_attn_kernels_avx512();
+  if (z && avx2 && __builtin_cpu_supports("avx512f")) return z;
   const nc_attn_kernels *v = nc_attn_kernels_avx2();
-  if (v && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      cpu_has_f16c())
-    return v;
+  if (v && avx2) return v;
   const nc_attn_kernels *f = nc_attn_kernels_fma();
   if (f && __builtin_cpu_supports("fma")) return f;
 #endif

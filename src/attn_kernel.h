@@ -4,11 +4,12 @@
  * tree). Every result is a fixed function of its own inputs: the same bits
  * from both builds below, whatever the batch or thread count.
  *
- * Three builds: plain C (fmaf from libm), the same source compiled with
- * -mfma, and AVX2 + F16C intrinsics (attn_kernel_avx2.c) that run the very
- * same per-lane chains 8 lanes at a time. fmaf is exactly rounded and half
- * to float is exact, so all three give identical results; the fastest the
- * CPU has is chosen at run time. */
+ * Four builds: plain C (fmaf from libm), the same source compiled with
+ * -mfma, AVX2 + F16C intrinsics (attn_kernel_avx2.c) and AVX-512
+ * (attn_kernel_avx512.c) that run the very same per-lane chains 8 or 16
+ * lanes at a time. fmaf is exactly rounded and half to float is exact, so
+ * all give identical results; the fastest the CPU has is chosen at run
+ * time. */
 #ifndef NC_ATTN_KERNEL_H
 #define NC_ATTN_KERNEL_H
 
@@ -19,17 +20,27 @@
 
 #define NC_ATTN_LANES 16
 
+/* The score and value loops take m queries at once (the heads of one GQA
+ * group, which share K and V): each K or V row is loaded and widened once
+ * for all of them, while every query's results are exactly those of a
+ * one-query call. */
 typedef struct nc_attn_kernels {
   const char *name;
-  /* out[j] = q . k_j for n keys (k_j = k + j * k_stride halves), hd values;
-   * q already rounded to F16 and widened; tab maps half bits to float. */
-  void (*scores)(const float *q, const nc_fp16 *k, size_t k_stride, int32_t n,
-                 int32_t hd, const float *tab, float *out);
-  /* lanes[((j0 + j) % 16) * hdv + d] += p[j] * v_j[d] (fused) for n rows
-   * of V starting at position j0; lanes holds 16 * hdv floats, lane-major
-   * so that one row of V updates one contiguous lane. */
-  void (*accum_v)(const float *p, const nc_fp16 *v, size_t v_stride, int32_t j0,
-                  int32_t n, int32_t hdv, const float *tab, float *lanes);
+  /* out[i * out_stride + j] = q_i . k_j for m queries (q_i = q + i * hd,
+   * already rounded to F16 and widened) and n keys (k_j = k + j * k_stride
+   * halves), hd values; tab maps half bits to float. */
+  void (*scores)(const float *q, int32_t m, const nc_fp16 *k, size_t k_stride,
+                 int32_t n, int32_t hd, const float *tab, float *out,
+                 size_t out_stride);
+  /* For each query i < m, with p_i = p + i * p_stride and lanes_i = lanes +
+   * i * l_stride (at least 16 * hdv floats each): lanes_i[((j0 + j) % 16) *
+   * hdv + d] += p_i[j] * v_j[d] (fused) for n rows of V starting at
+   * position j0; lane-major so that one row of V updates one contiguous
+   * lane. (A stride that is not a multiple of 4 KiB keeps the queries'
+   * lanes from aliasing in the store buffer.) */
+  void (*accum_v)(const float *p, int32_t m, size_t p_stride, const nc_fp16 *v,
+                  size_t v_stride, int32_t j0, int32_t n, int32_t hdv,
+                  const float *tab, float *lanes, size_t l_stride);
   /* In place over n scores, as ggml_soft_max then llama.cpp's F16 V path:
    * s[j] *= scale; max; s[j] = nc_expf_ggml(s[j] - max), summed 16 lanes at
    * a time from position 0 (each group by nc_sum16_tree in float, lanes past
@@ -41,10 +52,12 @@ typedef struct nc_attn_kernels {
 } nc_attn_kernels;
 
 const nc_attn_kernels *nc_attn_kernels_plain(void);
-const nc_attn_kernels *nc_attn_kernels_fma(void);  /* NULL when not built */
-const nc_attn_kernels *nc_attn_kernels_avx2(void); /* NULL when not built */
-/* The AVX2 build when this CPU has AVX2, FMA and F16C, else the FMA build
- * when it has FMA, else the plain one. */
+const nc_attn_kernels *nc_attn_kernels_fma(void);    /* NULL when not built */
+const nc_attn_kernels *nc_attn_kernels_avx2(void);   /* NULL when not built */
+const nc_attn_kernels *nc_attn_kernels_avx512(void); /* NULL when not built */
+/* The AVX-512 build when this CPU has AVX-512 F and the AVX2 build's
+ * features, else the AVX2 build when it has AVX2, FMA and F16C, else the
+ * FMA build when it has FMA, else the plain one. */
 const nc_attn_kernels *nc_attn_kernels_best(void);
 
 /* out[d] = the halving-tree sum of lanes[l * hdv + d] over l = 0..15. */

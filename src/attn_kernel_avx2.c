@@ -14,56 +14,125 @@
 #include "ops.h"
 #include "ops_simd.h"
 
-/* Key j's 16 lanes: lo (d % 16 < 8) and hi. */
-static inline void score_lanes(const float *q, const nc_fp16 *kr, int32_t hd,
-                               __m256 *lo_out, __m256 *hi_out) {
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+/* Queries per pass: their accumulators stay in registers. */
+#define MQ 4
+
+/* Key kr's 16 lanes for M queries (a constant once inlined: the
+ * accumulators stay in registers): lo[i][t] (d % 16 < 8) and hi[i][t]. */
+static inline __attribute__((always_inline)) void
+key_lanes(const int M, const float *qb, int32_t hd, const nc_fp16 *kr,
+          __m256 lo[][8], __m256 hi[][8], int32_t t) {
+  __m256 l[MQ], h[MQ];
+#pragma GCC unroll 4
+  for (int i = 0; i < M; i++)
+    l[i] = h[i] = _mm256_setzero_ps();
   for (int32_t d = 0; d < hd; d += NC_ATTN_LANES) {
-    __m256 k0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + d)));
-    __m256 k1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + d + 8)));
-    lo = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), k0, lo);
-    hi = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), k1, hi);
+    const __m256 k0 =
+        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + d)));
+    const __m256 k1 =
+        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + d + 8)));
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++) {
+      const float *qi = qb + (size_t)i * (size_t)hd + d;
+      l[i] = _mm256_fmadd_ps(_mm256_loadu_ps(qi), k0, l[i]);
+      h[i] = _mm256_fmadd_ps(_mm256_loadu_ps(qi + 8), k1, h[i]);
+    }
   }
-  *lo_out = lo;
-  *hi_out = hi;
+#pragma GCC unroll 4
+  for (int i = 0; i < M; i++) {
+    lo[i][t] = l[i];
+    hi[i][t] = h[i];
+  }
 }
 
-static void scores_avx2(const float *q, const nc_fp16 *k, size_t k_stride,
-                        int32_t n, int32_t hd, const float *tab, float *out) {
+static void scores_avx2(const float *q, int32_t m, const nc_fp16 *k,
+                        size_t k_stride, int32_t n, int32_t hd,
+                        const float *tab, float *out, size_t out_stride) {
   if (hd % NC_ATTN_LANES != 0) {
-    nc_attn_kernels_plain()->scores(q, k, k_stride, n, hd, tab, out);
+    nc_attn_kernels_plain()->scores(q, m, k, k_stride, n, hd, tab, out,
+                                    out_stride);
     return;
   }
-  int32_t j = 0;
-  /* Eight keys at a time: their eight tree sums share instructions. */
-  for (; j + 8 <= n; j += 8) {
-    __m256 lo[8], hi[8];
-    for (int i = 0; i < 8; i++)
-      score_lanes(q, k + (size_t)(j + i) * k_stride, hd, &lo[i], &hi[i]);
-    _mm256_storeu_ps(out + j, nc_v8x16_sum_tree(lo, hi));
-  }
-  for (; j < n; j++) {
-    __m256 lo, hi;
-    score_lanes(q, k + (size_t)j * k_stride, hd, &lo, &hi);
-    out[j] = nc_v16_sum_tree(lo, hi);
+  for (int32_t i0 = 0; i0 < m; i0 += MQ) {
+    const int32_t mm = m - i0 < MQ ? m - i0 : MQ;
+    const float *qb = q + (size_t)i0 * (size_t)hd;
+    float *ob = out + (size_t)i0 * out_stride;
+    /* Eight keys at a time so that their tree sums share instructions. */
+    __m256 lo[MQ][8], hi[MQ][8];
+    for (int32_t j = 0; j < n; j += 8) {
+      const int32_t nk = n - j < 8 ? n - j : 8;
+      for (int32_t t = 0; t < nk; t++) {
+        const nc_fp16 *kr = k + (size_t)(j + t) * k_stride;
+        switch (mm) {
+        case 4: key_lanes(4, qb, hd, kr, lo, hi, t); break;
+        case 3: key_lanes(3, qb, hd, kr, lo, hi, t); break;
+        case 2: key_lanes(2, qb, hd, kr, lo, hi, t); break;
+        default: key_lanes(1, qb, hd, kr, lo, hi, t); break;
+        }
+      }
+      for (int32_t i = 0; i < mm; i++) {
+        float *o = ob + (size_t)i * out_stride + (size_t)j;
+        if (nk == 8) {
+          _mm256_storeu_ps(o, nc_v8x16_sum_tree(lo[i], hi[i]));
+        } else {
+          for (int32_t t = 0; t < nk; t++)
+            o[t] = nc_v16_sum_tree(lo[i][t], hi[i][t]);
+        }
+      }
+    }
   }
 }
 
-static void accum_v_avx2(const float *p, const nc_fp16 *v, size_t v_stride,
-                         int32_t j0, int32_t n, int32_t hdv, const float *tab,
-                         float *lanes) {
-  if (hdv % 8 != 0) {
-    nc_attn_kernels_plain()->accum_v(p, v, v_stride, j0, n, hdv, tab, lanes);
-    return;
-  }
+/* Rows [0, n) of V into the lanes of M queries (a constant once inlined:
+ * the broadcast probabilities stay in registers). */
+static inline __attribute__((always_inline)) void
+accum_rows(const int M, const float *p, size_t p_stride, const nc_fp16 *v,
+           size_t v_stride, int32_t j0, int32_t n, int32_t hdv, float *lanes,
+           size_t l_stride) {
   for (int32_t j = 0; j < n; j++) {
     const nc_fp16 *vr = v + (size_t)j * v_stride;
-    const __m256 pj = _mm256_set1_ps(p[j]);
     float *ln = lanes + (size_t)((j0 + j) % NC_ATTN_LANES) * (size_t)hdv;
+    __m256 pj[MQ];
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++)
+      pj[i] = _mm256_set1_ps(p[(size_t)i * p_stride + (size_t)j]);
     for (int32_t d = 0; d < hdv; d += 8) {
-      __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + d)));
-      _mm256_storeu_ps(ln + d,
-                       _mm256_fmadd_ps(pj, vv, _mm256_loadu_ps(ln + d)));
+      const __m256 vv =
+          _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + d)));
+#pragma GCC unroll 4
+      for (int i = 0; i < M; i++) {
+        float *li = ln + (size_t)i * l_stride + d;
+        _mm256_storeu_ps(li, _mm256_fmadd_ps(pj[i], vv, _mm256_loadu_ps(li)));
+      }
+    }
+  }
+}
+
+static void accum_v_avx2(const float *p, int32_t m, size_t p_stride,
+                         const nc_fp16 *v, size_t v_stride, int32_t j0,
+                         int32_t n, int32_t hdv, const float *tab, float *lanes,
+                         size_t l_stride) {
+  if (hdv % 8 != 0) {
+    nc_attn_kernels_plain()->accum_v(p, m, p_stride, v, v_stride, j0, n, hdv,
+                                     tab, lanes, l_stride);
+    return;
+  }
+  for (int32_t i0 = 0; i0 < m; i0 += MQ) {
+    const float *pb = p + (size_t)i0 * p_stride;
+    float *lb = lanes + (size_t)i0 * l_stride;
+    switch (m - i0 < MQ ? m - i0 : MQ) {
+    case 4:
+      accum_rows(4, pb, p_stride, v, v_stride, j0, n, hdv, lb, l_stride);
+      break;
+    case 3:
+      accum_rows(3, pb, p_stride, v, v_stride, j0, n, hdv, lb, l_stride);
+      break;
+    case 2:
+      accum_rows(2, pb, p_stride, v, v_stride, j0, n, hdv, lb, l_stride);
+      break;
+    default:
+      accum_rows(1, pb, p_stride, v, v_stride, j0, n, hdv, lb, l_stride);
+      break;
     }
   }
 }

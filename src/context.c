@@ -26,8 +26,8 @@ struct nc_context {
   uint8_t *qact; /* quantized activation rows */
   size_t qact_bytes;
   float *f16tab; /* [65536]: half bits -> float */
-  float *att;    /* per thread: scores [att_max_pos], q [hd], lanes [hd_v*16] */
-  size_t att_stride;
+  float *att;    /* per thread, for one GQA group's heads: scores, q, lanes */
+  size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
   uint8_t *touched;  /* [max_seqs] */
@@ -84,10 +84,17 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   const int64_t kv_pos =
       nc_kv_blocks_total(kv) * (int64_t)nc_kv_block_tokens(kv);
   c->att_max_pos = (int32_t)kv_pos;
-  c->att_stride = (size_t)kv_pos + (size_t)hp->head_dim +
-                  (size_t)hp->head_dim_v * NC_ATTN_LANES + 16;
-  c->att =
-      malloc(c->att_stride * (size_t)nc_threadpool_size(c->tp) * sizeof(float));
+  /* Per thread, for the heads of one GQA group: score rows, q rows, lane
+   * sets; 64-byte aligned, and rows padded off multiples of 4 KiB (store
+   * buffer aliasing between the heads' rows). */
+  const size_t group = (size_t)(hp->n_head / hp->n_head_kv);
+  c->att_ss = (size_t)kv_pos / 16 * 16 + 32;
+  c->att_ls = (size_t)hp->head_dim_v * NC_ATTN_LANES + 16;
+  c->att_stride = group * c->att_ss +
+                  (group * (size_t)hp->head_dim + 15) / 16 * 16 +
+                  group * c->att_ls;
+  c->att = aligned_alloc(64, c->att_stride * (size_t)nc_threadpool_size(c->tp) *
+                                 sizeof(float));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
   if (!c->buf_mem || !c->qact || !c->f16tab || !c->att || !c->next_pos ||
@@ -290,44 +297,60 @@ typedef struct att_task {
  * block by block from the paged cache, softmax as ggml (scale, max, ggml's
  * exp, 16-lane sums), probabilities rounded to F16, then the weighted sum
  * of V; dots in the order of attn_kernel. No T x T matrix: one score row
- * per (row, head). */
-static void att_one(const att_task *a, int32_t t, int32_t h, float *scratch) {
+ * per (row, head). att_heads runs heads h0 .. h0 + m - 1 of row t, which
+ * share one KV head, together: the kernels read each K and V row once for
+ * all of them, and every head's result is the one it gets alone. */
+static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
+                      float *scratch) {
   const nc_context *c = a->ctx;
   const nc_hparams *hp = c->hp;
   const float *tab = c->f16tab;
   const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
   const int32_t dk = nc_hp_n_embd_k(hp), dv = nc_hp_n_embd_v(hp);
-  const int32_t kvh = h / (hp->n_head / hp->n_head_kv);
+  const int32_t kvh = h0 / (hp->n_head / hp->n_head_kv);
   const int32_t seq = a->b->seq[t], n = a->b->pos[t] + 1;
   const int32_t bt = nc_kv_block_tokens(c->kv);
-  float *s = scratch, *qh = scratch + c->att_max_pos, *lanes = qh + hd;
-  const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h * hd;
-  c->ops->round_f16(qrow, qh, hd);
+  const size_t ss = c->att_ss, ls = c->att_ls;
+  float *s = scratch, *qh = s + (size_t)m * ss;
+  float *lanes = qh + ((size_t)m * (size_t)hd + 15) / 16 * 16;
+  const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h0 * hd;
+  c->ops->round_f16(qrow, qh, (int64_t)m * hd);
   for (int32_t j0 = 0; j0 < n; j0 += bt) {
     const nc_fp16 *kb =
         nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
     const int32_t jn = n - j0 < bt ? n - j0 : bt;
-    c->attn->scores(qh, kb, (size_t)dk, jn, hd, tab, s + j0);
+    c->attn->scores(qh, m, kb, (size_t)dk, jn, hd, tab, s + j0, ss);
   }
-  c->attn->softmax(s, n, hp->attn_scale, tab);
-  memset(lanes, 0, sizeof(float) * (size_t)hdv * NC_ATTN_LANES);
+  for (int32_t i = 0; i < m; i++)
+    c->attn->softmax(s + (size_t)i * ss, n, hp->attn_scale, tab);
+  memset(lanes, 0, sizeof(float) * (size_t)m * ls);
   for (int32_t j0 = 0; j0 < n; j0 += bt) {
     const nc_fp16 *vb =
         nc_kv_v_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hdv;
     const int32_t jn = n - j0 < bt ? n - j0 : bt;
-    c->attn->accum_v(s + j0, vb, (size_t)dv, j0, jn, hdv, tab, lanes);
+    c->attn->accum_v(s + j0, m, ss, vb, (size_t)dv, j0, jn, hdv, tab, lanes,
+                     ls);
   }
-  float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)h * hdv;
-  c->attn->reduce(lanes, hdv, o);
+  for (int32_t i = 0; i < m; i++) {
+    float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)(h0 + i) * hdv;
+    c->attn->reduce(lanes + (size_t)i * ls, hdv, o);
+  }
 }
 
+/* Work items: (row, GQA group) when there are enough of them to keep every
+ * thread busy (prefill), else (row, head) (decode: a few rows). */
 static void att_worker(void *p, int ith, int nth) {
   const att_task *a = p;
-  const int32_t H = a->ctx->hp->n_head;
-  const int64_t items = (int64_t)a->b->n_tokens * H;
+  const nc_hparams *hp = a->ctx->hp;
+  const int32_t H = hp->n_head, G = H / hp->n_head_kv;
+  const int32_t per =
+      (int64_t)a->b->n_tokens * hp->n_head_kv >= 4 * nth ? G : 1;
+  const int32_t units = H / per;
+  const int64_t items = (int64_t)a->b->n_tokens * units;
   float *scratch = a->ctx->att + (size_t)ith * a->ctx->att_stride;
   for (int64_t i = ith; i < items; i += nth)
-    att_one(a, (int32_t)(i / H), (int32_t)(i % H), scratch);
+    att_heads(a, (int32_t)(i / units), (int32_t)(i % units) * per, per,
+              scratch);
 }
 
 void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,

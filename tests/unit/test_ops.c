@@ -189,11 +189,12 @@ static void test_attn_kernels(void **state) {
   float s[4][N], lanes[4][HD * 16], out[4][HD];
   for (int i = 0; i < 4; i++) {
     if (!ks[i]) ks[i] = ks[0]; /* a build this compiler did not make */
-    ks[i]->scores(q, k, HD, N, HD, tab, s[i]);
+    ks[i]->scores(q, 1, k, HD, N, HD, tab, s[i], N);
     memset(lanes[i], 0, sizeof lanes[i]);
     /* Two calls (as two KV blocks) equal one. */
-    ks[i]->accum_v(p, v, HD, 0, 20, HD, tab, lanes[i]);
-    ks[i]->accum_v(p + 20, v + 20 * HD, HD, 20, N - 20, HD, tab, lanes[i]);
+    ks[i]->accum_v(p, 1, N, v, HD, 0, 20, HD, tab, lanes[i], HD * 16);
+    ks[i]->accum_v(p + 20, 1, N, v + 20 * HD, HD, 20, N - 20, HD, tab, lanes[i],
+                   HD * 16);
     nc_attn_lanes_reduce(lanes[i], HD, out[i]);
   }
   for (int i = 1; i < 4; i++) {

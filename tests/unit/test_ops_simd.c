@@ -7,6 +7,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -223,21 +224,26 @@ static void test_swiglu(void **state) {
 
 static float f16tab[65536];
 
-static void attn_tables(const nc_attn_kernels *ks[3]) {
-  ks[0] = nc_attn_kernels_fma();
-  ks[1] = nc_attn_kernels_avx2();
-  ks[2] = nc_attn_kernels_best();
-  /* Only those this CPU can run: best() checked the features. */
-  const nc_attn_kernels *best = ks[2];
-  if (best != ks[1]) ks[1] = NULL;
-  if (best == nc_attn_kernels_plain()) ks[0] = NULL;
+enum { N_ATTN = 4 };
+
+/* The non-plain attention builds this CPU runs (NULL where not). */
+static void attn_tables(const nc_attn_kernels *ks[N_ATTN]) {
+  const nc_attn_kernels *best = nc_attn_kernels_best();
+  const bool avx512 = best == nc_attn_kernels_avx512();
+  const bool avx2 = avx512 || best == nc_attn_kernels_avx2();
+  const bool fma = avx2 || best == nc_attn_kernels_fma();
+  ks[0] = fma ? nc_attn_kernels_fma() : NULL;
+  ks[1] = avx2 ? nc_attn_kernels_avx2() : NULL;
+  ks[2] = avx512 ? nc_attn_kernels_avx512() : NULL;
+  ks[3] = best;
+  if (!ks[1] && !ks[2]) print_message("no SIMD attention build here\n");
 }
 
 static void test_attn_softmax(void **state) {
   (void)state;
   for (uint32_t h = 0; h < 65536; h++)
     f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
-  const nc_attn_kernels *ks[3];
+  const nc_attn_kernels *ks[N_ATTN];
   attn_tables(ks);
   const nc_attn_kernels *plain = nc_attn_kernels_plain();
   enum { MAXN = 700 };
@@ -252,7 +258,7 @@ static void test_attn_softmax(void **state) {
     const float scale = round % 2 ? 0.125f : 1.0f / sqrtf(80.0f);
     memcpy(ya, x, sizeof(float) * (size_t)n);
     plain->softmax(ya, n, scale, f16tab);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N_ATTN; i++) {
       if (!ks[i]) continue;
       memcpy(yb, x, sizeof(float) * (size_t)n);
       ks[i]->softmax(yb, n, scale, f16tab);
@@ -272,35 +278,71 @@ static void test_attn_softmax(void **state) {
   assert_true(fabs(tot - 1.0) < 1e-2);
 }
 
-static void test_attn_scores_reduce(void **state) {
+/* Scores, values and the lane reduce for 1..6 queries at once, head sizes
+ * on and off the vector widths, key counts around 8 and 16: every build
+ * equals plain, and each query of a multi-query call equals a one-query
+ * call. */
+static void test_attn_scores_values(void **state) {
   (void)state;
   for (uint32_t h = 0; h < 65536; h++)
     f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
-  const nc_attn_kernels *ks[3];
+  const nc_attn_kernels *ks[N_ATTN];
   attn_tables(ks);
   const nc_attn_kernels *plain = nc_attn_kernels_plain();
-  enum { MAXN = 40, MAXHD = 128, STRIDE = 3 * MAXHD };
-  static nc_fp16 k[MAXN * STRIDE];
-  static float q[MAXHD], sa[MAXN], sb[MAXN], lanes[16 * MAXHD];
-  static float oa[MAXHD], ob[MAXHD];
-  const int hds[] = {64, 128, 16, 32, 80, 24};
+  enum { MAXN = 40, MAXHD = 128, STRIDE = 3 * MAXHD, MAXM = 6 };
+  enum { LSET = 16 * MAXHD + 16 };
+  static nc_fp16 k[MAXN * STRIDE], v[MAXN * STRIDE];
+  static float q[MAXM * MAXHD], p[MAXM * MAXN], sa[MAXM * MAXN],
+      sb[MAXM * MAXN], la[MAXM * LSET], lb[MAXM * LSET], oa[MAXHD], ob[MAXHD];
+  const int hds[] = {64, 128, 16, 32, 80, 24, 8};
   for (size_t t = 0; t < sizeof hds / sizeof hds[0]; t++) {
     const int hd = hds[t];
-    for (int32_t n = 1; n <= MAXN; n++) {
-      for (int i = 0; i < MAXN * STRIDE; i++)
+    /* lane sets padded (as the context does) or back to back */
+    const size_t lset = (size_t)16 * (size_t)hd + (t % 2 ? 16 : 0);
+    for (int32_t n = 1; n <= MAXN; n += n < 18 ? 1 : 7) {
+      const int32_t m = 1 + (int32_t)(rnd() % MAXM);
+      for (int i = 0; i < MAXN * STRIDE; i++) {
         k[i] = nc_fp32_to_fp16(unif(2.0f));
-      for (int d = 0; d < hd; d++)
-        q[d] = f16tab[nc_fp32_to_fp16(unif(1.5f))];
-      plain->scores(q, k, STRIDE, n, hd, f16tab, sa);
-      for (int i = 0; i < 16 * hd; i++)
-        lanes[i] = unif(10.0f);
-      nc_attn_lanes_reduce(lanes, hd, oa);
-      for (int i = 0; i < 3; i++) {
-        if (!ks[i]) continue;
-        ks[i]->scores(q, k, STRIDE, n, hd, f16tab, sb);
-        assert_memory_equal(sa, sb, sizeof(float) * (size_t)n);
-        ks[i]->reduce(lanes, hd, ob);
-        assert_memory_equal(oa, ob, sizeof(float) * (size_t)hd);
+        v[i] = nc_fp32_to_fp16(unif(3.0f));
+      }
+      for (int i = 0; i < m * hd; i++)
+        q[i] = f16tab[nc_fp32_to_fp16(unif(1.5f))];
+      for (int i = 0; i < m * MAXN; i++)
+        p[i] = f16tab[nc_fp32_to_fp16(unif(1.0f))];
+      /* plain, and plain one query at a time */
+      plain->scores(q, m, k, STRIDE, n, hd, f16tab, sa, MAXN);
+      for (int32_t i = 0; i < m; i++) {
+        plain->scores(q + i * hd, 1, k, STRIDE, n, hd, f16tab, sb, MAXN);
+        assert_memory_equal(sa + i * MAXN, sb, sizeof(float) * (size_t)n);
+      }
+      /* Values in two calls, as two KV blocks starting at position 3. */
+      const int32_t n1 = n / 2;
+      memset(la, 0, sizeof la);
+      plain->accum_v(p, m, MAXN, v, STRIDE, 3, n1, hd, f16tab, la, lset);
+      plain->accum_v(p + n1, m, MAXN, v + (size_t)n1 * STRIDE, STRIDE, 3 + n1,
+                     n - n1, hd, f16tab, la, lset);
+      for (int32_t i = 0; i < m; i++) {
+        memset(lb, 0, sizeof(float) * lset);
+        plain->accum_v(p + i * MAXN, 1, MAXN, v, STRIDE, 3, n, hd, f16tab, lb,
+                       lset);
+        assert_memory_equal(la + (size_t)i * lset, lb, sizeof(float) * lset);
+      }
+      for (int b = 0; b < N_ATTN; b++) {
+        if (!ks[b]) continue;
+        ks[b]->scores(q, m, k, STRIDE, n, hd, f16tab, sb, MAXN);
+        for (int32_t i = 0; i < m; i++)
+          assert_memory_equal(sa + i * MAXN, sb + i * MAXN,
+                              sizeof(float) * (size_t)n);
+        memset(lb, 0, sizeof lb);
+        ks[b]->accum_v(p, m, MAXN, v, STRIDE, 3, n1, hd, f16tab, lb, lset);
+        ks[b]->accum_v(p + n1, m, MAXN, v + (size_t)n1 * STRIDE, STRIDE, 3 + n1,
+                       n - n1, hd, f16tab, lb, lset);
+        assert_memory_equal(la, lb, sizeof(float) * lset * (size_t)m);
+        for (int32_t i = 0; i < m; i++) {
+          nc_attn_lanes_reduce(la + (size_t)i * lset, hd, oa);
+          ks[b]->reduce(la + (size_t)i * lset, hd, ob);
+          assert_memory_equal(oa, ob, sizeof(float) * (size_t)hd);
+        }
       }
     }
   }
@@ -313,7 +355,7 @@ int main(void) {
       cmocka_unit_test(test_rope),
       cmocka_unit_test(test_swiglu),
       cmocka_unit_test(test_attn_softmax),
-      cmocka_unit_test(test_attn_scores_reduce),
+      cmocka_unit_test(test_attn_scores_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

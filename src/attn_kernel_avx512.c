@@ -1,0 +1,186 @@
+/* attn_kernel_avx512: attn_kernel's score and value loops with AVX-512
+ * (compiled with -mavx512f -mavx2 -mfma -mf16c, see mk/model.mk; chosen at
+ * run time). One 512-bit register holds the 16 lanes of a dot: lane l is
+ * the chain of fused multiply-adds over d = l, l + 16, ... exactly as in the
+ * plain build, and the halving tree of sixteen keys runs at once through
+ * shuffles that add the same operands as nc_sum16_tree, so the results are
+ * identical. Each K or V row is widened once for all the queries of a call.
+ * Head sizes that are not a multiple of 16 take the AVX2 build; so do the
+ * softmax and the lane reduce, which are not worth a wider build. */
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) &&           \
+    defined(__F16C__)
+#include <immintrin.h>
+
+#include "attn_kernel.h"
+
+#define MQ 4
+
+/* The nc_sum16_tree of sixteen 16-lane accumulators a[0..15]; returns the
+ * sixteen sums in order. Every add pairs the same operands as the scalar
+ * tree (v[i] + v[i + 8], then + 4, + 2, + 1), several trees per add. */
+static inline __m512 sum16x16_tree(const __m512 a[16]) {
+  __m512 b[8], c[4], d[2];
+  /* b[k] = [a_2k[i] + a_2k[i + 8] (8 lanes) | same for a_2k+1] */
+  for (int k = 0; k < 8; k++)
+    b[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * k], a[2 * k + 1], 0xee));
+  /* 128-bit blocks of b[k]: x0 = key 2k [0..3], x1 = key 2k [4..7], x2, x3
+   * the same for key 2k+1. c[k] = four keys' [i] + [i + 4] (4 lanes each):
+   * keys 4k .. 4k+3 in order. */
+  for (int k = 0; k < 4; k++)
+    c[k] = _mm512_add_ps(
+        _mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+        _mm512_shuffle_f32x4(b[2 * k], b[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  /* Within each 128-bit block l: [x[0] x[1] y[0] y[1]] + [x[2] x[3] y[2]
+   * y[3]] with x = key 4k+l of c[k], y = key 4(k+1)+l of c[k + 1]. */
+  for (int k = 0; k < 2; k++)
+    d[k] = _mm512_add_ps(
+        _mm512_shuffle_ps(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+        _mm512_shuffle_ps(c[2 * k], c[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  /* d[0] block l: [key l: c0 c1, key 4+l: c0 c1], d[1]: keys 8+l, 12+l.
+   * Sum: block l = [s_l, s_4+l, s_8+l, s_12+l]: element 4l + r is key
+   * l + 4r. */
+  const __m512 s =
+      _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                    _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i idx =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(idx, s);
+}
+
+/* Key kr's 16 lanes for M queries (a constant once inlined). */
+static inline __attribute__((always_inline)) void
+key_lanes(const int M, const float *qb, int32_t hd, const nc_fp16 *kr,
+          __m512 acc[][16], int32_t t) {
+  __m512 a[MQ];
+#pragma GCC unroll 4
+  for (int i = 0; i < M; i++)
+    a[i] = _mm512_setzero_ps();
+  for (int32_t d = 0; d < hd; d += NC_ATTN_LANES) {
+    const __m512 kz =
+        _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + d)));
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++)
+      a[i] = _mm512_fmadd_ps(_mm512_loadu_ps(qb + (size_t)i * (size_t)hd + d),
+                             kz, a[i]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < M; i++)
+    acc[i][t] = a[i];
+}
+
+static void scores_avx512(const float *q, int32_t m, const nc_fp16 *k,
+                          size_t k_stride, int32_t n, int32_t hd,
+                          const float *tab, float *out, size_t out_stride) {
+  if (hd % NC_ATTN_LANES != 0) {
+    nc_attn_kernels_avx2()->scores(q, m, k, k_stride, n, hd, tab, out,
+                                   out_stride);
+    return;
+  }
+  for (int32_t i0 = 0; i0 < m; i0 += MQ) {
+    const int32_t mm = m - i0 < MQ ? m - i0 : MQ;
+    const float *qb = q + (size_t)i0 * (size_t)hd;
+    float *ob = out + (size_t)i0 * out_stride;
+    __m512 acc[MQ][16];
+    for (int32_t j = 0; j < n; j += 16) {
+      const int32_t nk = n - j < 16 ? n - j : 16;
+      for (int32_t t = 0; t < nk; t++) {
+        const nc_fp16 *kr = k + (size_t)(j + t) * k_stride;
+        switch (mm) {
+        case 4: key_lanes(4, qb, hd, kr, acc, t); break;
+        case 3: key_lanes(3, qb, hd, kr, acc, t); break;
+        case 2: key_lanes(2, qb, hd, kr, acc, t); break;
+        default: key_lanes(1, qb, hd, kr, acc, t); break;
+        }
+      }
+      for (int32_t i = 0; i < mm; i++) {
+        for (int32_t t = nk; t < 16; t++) /* unused trees */
+          acc[i][t] = _mm512_setzero_ps();
+        _mm512_mask_storeu_ps(ob + (size_t)i * out_stride + (size_t)j,
+                              (__mmask16)((1u << nk) - 1),
+                              sum16x16_tree(acc[i]));
+      }
+    }
+  }
+}
+
+/* Rows [0, n) of V into the lanes of M queries (a constant once inlined:
+ * the broadcast probabilities stay in registers). */
+static inline __attribute__((always_inline)) void
+accum_rows(const int M, const float *p, size_t p_stride, const nc_fp16 *v,
+           size_t v_stride, int32_t j0, int32_t n, int32_t hdv, float *lanes,
+           size_t l_stride) {
+  for (int32_t j = 0; j < n; j++) {
+    const nc_fp16 *vr = v + (size_t)j * v_stride;
+    float *ln = lanes + (size_t)((j0 + j) % NC_ATTN_LANES) * (size_t)hdv;
+    __m512 pj[MQ];
+#pragma GCC unroll 4
+    for (int i = 0; i < M; i++)
+      pj[i] = _mm512_set1_ps(p[(size_t)i * p_stride + (size_t)j]);
+    for (int32_t d = 0; d < hdv; d += NC_ATTN_LANES) {
+      const __m512 vz =
+          _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + d)));
+#pragma GCC unroll 4
+      for (int i = 0; i < M; i++) {
+        float *li = ln + (size_t)i * l_stride + d;
+        _mm512_storeu_ps(li, _mm512_fmadd_ps(pj[i], vz, _mm512_loadu_ps(li)));
+      }
+    }
+  }
+}
+
+static void accum_v_avx512(const float *p, int32_t m, size_t p_stride,
+                           const nc_fp16 *v, size_t v_stride, int32_t j0,
+                           int32_t n, int32_t hdv, const float *tab,
+                           float *lanes, size_t l_stride) {
+  if (hdv % NC_ATTN_LANES != 0) {
+    nc_attn_kernels_avx2()->accum_v(p, m, p_stride, v, v_stride, j0, n, hdv,
+                                    tab, lanes, l_stride);
+    return;
+  }
+  for (int32_t i0 = 0; i0 < m; i0 += MQ) {
+    const float *pb = p + (size_t)i0 * p_stride;
+    float *lb = lanes + (size_t)i0 * l_stride;
+    switch (m - i0 < MQ ? m - i0 : MQ) {
+    case 4:
+      accum_rows(4, pb, p_stride, v, v_stride, j0, n, hdv, lb, l_stride);
+      break;
+    case 3:
+      accum_rows(3, pb, p_stride, v, v_stride, j0, n, hdv, lb, l_stride);
+      break;
+    case 2:
+      accum_rows(2, pb, p_stride, v, v_stride, j0, n, hdv, lb, l_stride);
+      break;
+    default:
+      accum_rows(1, pb, p_stride, v, v_stride, j0, n, hdv, lb, l_stride);
+      break;
+    }
+  }
+}
+
+static void softmax_avx512(float *s, int32_t n, float scale, const float *tab) {
+  nc_attn_kernels_avx2()->softmax(s, n, scale, tab);
+}
+
+static void reduce_avx512(const float *lanes, int32_t hdv, float *out) {
+  nc_attn_kernels_avx2()->reduce(lanes, hdv, out);
+}
+
+static const nc_attn_kernels AVX512 = {
+    .name = "avx512",
+    .scores = scores_avx512,
+    .accum_v = accum_v_avx512,
+    .softmax = softmax_avx512,
+    .reduce = reduce_avx512,
+};
+
+const nc_attn_kernels *nc_attn_kernels_avx512(void) {
+  return &AVX512;
+}
+#else
+#include "attn_kernel.h"
+
+const nc_attn_kernels *nc_attn_kernels_avx512(void) {
+  return NULL;
+}
+#endif
