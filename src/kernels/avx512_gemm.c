@@ -20,11 +20,12 @@
  * converted to float once per call, transposed per block, so the inner
  * loop broadcasts them straight from memory.
  *
- * Signed weights (Q4_0, Q5_0, Q8_0) use llama.cpp's sign trick: |w| as the
- * unsigned operand and the activation negated where w < 0 (the same int8
- * wrap for -128 as _mm256_sign_epi8). */
+ * Signed weights (Q4_0, Q5_0, Q8_0) go in offset by a constant c so that
+ * they are unsigned, and each lane's integer sum starts at -c times the sum
+ * of its activation quants (see wpair): the same exact integers. */
 #include <immintrin.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "avx2_util.h"
@@ -35,20 +36,42 @@ enum {
   MAX_BLOCKS = 1024, /* n <= 32768: larger rows fall back to vec_dot_rows */
 };
 
-/* Scales of up to TILE_A activation rows, per block, as floats. */
+/* Up to TILE_A activation rows: per block, their scales as floats and,
+ * for the signed weight types, the offset correction (see wpair). Sized
+ * for nb blocks at run time (act_chunk_new). */
 typedef struct act_chunk {
   const uint8_t *q[TILE_A]; /* each row's first block */
   int n_rows;
-  float d[MAX_BLOCKS][TILE_A];
-  float dv[MAX_BLOCKS];        /* row 0's d, by block */
-  float s[MAX_BLOCKS][TILE_A]; /* Q8_1 only */
+  float (*d)[TILE_A];
+  float *dv;                  /* row 0's d, by block */
+  float (*s)[TILE_A];         /* Q8_1 only */
+  int32_t (*corr)[TILE_A][8]; /* signed types: -c * (sums of 4 quants) */
+  void *mem;
 } act_chunk;
 
+static bool act_chunk_new(act_chunk *ac, int64_t nb) {
+  const size_t f = sizeof(float) * TILE_A * (size_t)nb;
+  const size_t bytes = 2 * f + sizeof(float) * ((size_t)nb + 16) +
+                       sizeof(int32_t) * 8 * TILE_A * (size_t)nb;
+  ac->mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!ac->mem) return false;
+  uint8_t *p = ac->mem;
+  ac->corr = (void *)p, p += sizeof(int32_t) * 8 * TILE_A * (size_t)nb;
+  ac->d = (void *)p, p += f;
+  ac->s = (void *)p, p += f;
+  ac->dv = (void *)p;
+  return true;
+}
+
+/* Two weight rows' block. Quants are always unsigned: the signed types
+ * store q + c (Q4_0: the nibble, c = 8; Q5_0: the 5-bit value, c = 16;
+ * Q8_0: q ^ 0x80, c = 128), and the activation side starts each lane's
+ * integer sum at -c * (sum of its 4 activation quants), so vpdpbusd ends at
+ * exactly sum q * a: the same integers as llama.cpp's sign trick. */
 typedef struct wpair {
-  __m512i q;     /* quants: unsigned (min types) or |w| (signed types) */
-  __mmask64 neg; /* signed types: where w < 0 */
-  __m512 d;      /* d_w of row r in lanes 0..7, of row r + 1 in 8..15 */
-  __m128 dm;     /* d_r, m_r, d_r1, m_r1 (min types) */
+  __m512i q;
+  __m512 d;  /* d_w of row r in lanes 0..7, of row r + 1 in 8..15 */
+  __m128 dm; /* d_r, m_r, d_r1, m_r1 (min types) */
 } wpair;
 
 /* Two rows' 16 packed nibble bytes -> 64 bytes: row r's low nibbles, its
@@ -77,13 +100,8 @@ static inline __m512 spread_d(__m128 f) {
       _mm512_castps128_ps512(f));
 }
 
-static inline wpair signed_pair(__m512i q, __m128 hdr) {
-  wpair w;
-  w.neg = _mm512_movepi8_mask(q);
-  w.q = _mm512_abs_epi8(q);
-  w.d = spread_d(hdr);
-  w.dm = hdr;
-  return w;
+static inline wpair offset_pair(__m512i u, __m128 hdr) {
+  return (wpair){u, spread_d(hdr), hdr};
 }
 
 static inline uint64_t qh2(const uint8_t *h0, const uint8_t *h1) {
@@ -96,22 +114,19 @@ static inline uint64_t qh2(const uint8_t *h0, const uint8_t *h1) {
 static inline __attribute__((always_inline)) wpair prep_q4_0(const void *p0,
                                                              const void *p1) {
   const block_q4_0 *x0 = p0, *x1 = p1;
-  const __m512i q =
-      _mm512_sub_epi8(nibbles2(x0->qs, x1->qs), _mm512_set1_epi8(8));
   /* block_q4_0 starts with d (2 bytes) then quants: pad the header read */
   const nc_fp16 d[4] = {x0->d, 0, x1->d, 0};
-  return signed_pair(q, header2(&d[0], &d[2]));
+  return offset_pair(nibbles2(x0->qs, x1->qs), header2(&d[0], &d[2]));
 }
 
 static inline __attribute__((always_inline)) wpair prep_q5_0(const void *p0,
                                                              const void *p1) {
   const block_q5_0 *x0 = p0, *x1 = p1;
   const __m512i u = nibbles2(x0->qs, x1->qs);
-  /* q - 16: where the fifth bit is clear, nibble | 0xf0 is nibble - 16 */
   const __m512i q = _mm512_mask_blend_epi8(
-      qh2(x0->qh, x1->qh), _mm512_or_si512(u, _mm512_set1_epi8((char)0xf0)), u);
+      qh2(x0->qh, x1->qh), u, _mm512_or_si512(u, _mm512_set1_epi8(0x10)));
   const nc_fp16 d[4] = {x0->d, 0, x1->d, 0};
-  return signed_pair(q, header2(&d[0], &d[2]));
+  return offset_pair(q, header2(&d[0], &d[2]));
 }
 
 static inline __attribute__((always_inline)) wpair prep_q8_0(const void *p0,
@@ -121,14 +136,15 @@ static inline __attribute__((always_inline)) wpair prep_q8_0(const void *p0,
       _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x0->qs)),
       _mm256_loadu_si256((const __m256i *)x1->qs), 1);
   const nc_fp16 d[4] = {x0->d, 0, x1->d, 0};
-  return signed_pair(q, header2(&d[0], &d[2]));
+  return offset_pair(_mm512_xor_si512(q, _mm512_set1_epi8((char)0x80)),
+                     header2(&d[0], &d[2]));
 }
 
 static inline __attribute__((always_inline)) wpair prep_q4_1(const void *p0,
                                                              const void *p1) {
   const block_q4_1 *x0 = p0, *x1 = p1;
   const __m128 hdr = header2(&x0->d, &x1->d);
-  return (wpair){nibbles2(x0->qs, x1->qs), 0, spread_d(hdr), hdr};
+  return (wpair){nibbles2(x0->qs, x1->qs), spread_d(hdr), hdr};
 }
 
 static inline __attribute__((always_inline)) wpair prep_q5_1(const void *p0,
@@ -138,7 +154,7 @@ static inline __attribute__((always_inline)) wpair prep_q5_1(const void *p0,
   const __m512i q = _mm512_mask_blend_epi8(
       qh2(x0->qh, x1->qh), u, _mm512_or_si512(u, _mm512_set1_epi8(0x10)));
   const __m128 hdr = header2(&x0->d, &x1->d);
-  return (wpair){q, 0, spread_d(hdr), hdr};
+  return (wpair){q, spread_d(hdr), hdr};
 }
 
 typedef wpair (*prep_fn)(const void *p0, const void *p1);
@@ -156,7 +172,6 @@ typedef struct pack_blk {
 } pack_blk;
 
 typedef struct pack_aux {
-  uint64_t neg;
   float m[2];
 } pack_aux;
 
@@ -205,7 +220,6 @@ tile(int64_t nb, const tile_src *src, prep_fn prep, const bool packed,
         const pack_aux *x = &src->px[(size_t)p * (size_t)nb + (size_t)i];
         wp[p].q = _mm512_load_si512(&b->q);
         wp[p].d = _mm512_load_ps(&b->d);
-        wp[p].neg = x->neg;
         m[p][0] = x->m[0];
         m[p][1] = x->m[1];
       }
@@ -240,11 +254,13 @@ tile(int64_t nb, const tile_src *src, prep_fn prep, const bool packed,
       const __m512i y = _mm512_broadcast_i64x4(_mm256_loadu_si256(
           (const __m256i *)(ac->q[a] + (size_t)i * abytes + aq)));
       const __m512 d_a = _mm512_set1_ps(ac->d[i][a]);
+      const __m512i corr = has_min ? zero
+                                   : _mm512_broadcast_i64x4(_mm256_load_si256(
+                                         (const __m256i *)ac->corr[i][a]));
 #pragma GCC unroll 2
       for (int p = 0; p < P; p++) {
-        const __m512i ys =
-            has_min ? y : _mm512_mask_sub_epi8(y, wp[p].neg, zero, y);
-        const __m512i l = _mm512_dpbusd_epi32(zero, wp[p].q, ys);
+        const __m512i l =
+            _mm512_dpbusd_epi32(has_min ? zero : corr, wp[p].q, y);
         acc[p][a] = _mm512_fmadd_ps(_mm512_mul_ps(wp[p].d, d_a),
                                     _mm512_cvtepi32_ps(l), acc[p][a]);
       }
@@ -325,6 +341,9 @@ tile_gemv(int64_t nb, const tile_src *src, prep_fn prep, bool has_min,
     _mm_prefetch((const char *)pf + (size_t)i * pf_step + 64, _MM_HINT_T0);
     const __m512i y = _mm512_broadcast_i64x4(_mm256_loadu_si256(
         (const __m256i *)(ac->q[0] + (size_t)i * abytes + aq)));
+    const __m512i corr = has_min ? zero
+                                 : _mm512_broadcast_i64x4(_mm256_load_si256(
+                                       (const __m256i *)ac->corr[i][0]));
 #pragma GCC unroll 2
     for (int p = 0; p < 2; p++) {
       const uint8_t *b0 =
@@ -332,8 +351,7 @@ tile_gemv(int64_t nb, const tile_src *src, prep_fn prep, bool has_min,
       const wpair wp = prep(b0, b0 + src->w_stride);
       const __m512 dd = _mm512_mask_broadcastss_ps(
           _mm512_set1_ps(d[2 * p][i]), 0xff00, _mm_set_ss(d[2 * p + 1][i]));
-      const __m512i ys = has_min ? y : _mm512_mask_sub_epi8(y, wp.neg, zero, y);
-      const __m512i l = _mm512_dpbusd_epi32(zero, wp.q, ys);
+      const __m512i l = _mm512_dpbusd_epi32(has_min ? zero : corr, wp.q, y);
       acc[p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(l), acc[p]);
     }
     if (has_min) {
@@ -396,8 +414,8 @@ tile_any(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
  * 16 blocks per gather (the fp16 d, s pair leads every block) and scatter
  * into the per-block layout. */
 static void load_chunk(act_chunk *ac, const uint8_t *a, size_t a_stride,
-                       int64_t a0, int A, int64_t nb, size_t abytes,
-                       bool has_min) {
+                       int64_t a0, int A, int64_t nb, size_t abytes, size_t aq,
+                       bool has_min, int offset_c) {
   ac->n_rows = A;
   for (int k = 0; k < TILE_A; k++)
     ac->q[k] = a + (size_t)(a0 + (k < A ? k : 0)) * a_stride;
@@ -422,6 +440,18 @@ static void load_chunk(act_chunk *ac, const uint8_t *a, size_t a_stride,
             4);
     }
   }
+  if (offset_c) {
+    const __m256i c = _mm256_set1_epi8((char)offset_c);
+    for (int64_t i = 0; i < nb; i++)
+      for (int k = 0; k < A; k++) {
+        const __m256i y = _mm256_loadu_si256(
+            (const __m256i *)(ac->q[k] + (size_t)i * abytes + aq));
+        _mm256_store_si256((__m256i *)ac->corr[i][k],
+                           _mm256_sub_epi32(_mm256_setzero_si256(),
+                                            _mm256_dpbusd_epi32(
+                                                _mm256_setzero_si256(), c, y)));
+      }
+  }
 }
 
 /* Weight rows [0, nw) against activation rows [0, na): 4-row tiles (2-row
@@ -431,10 +461,10 @@ rows_x_acts(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
             bool has_min, size_t abytes, size_t aq, act_chunk *ac,
             const uint8_t *a, size_t a_stride, int64_t na, int64_t nw,
             float *out, size_t out_stride, nc_vec_dot_rows_fn fallback,
-            int64_t n) {
+            int64_t n, int offset_c) {
   for (int64_t a0 = 0; a0 < na; a0 += TILE_A) {
     const int A = na - a0 < TILE_A ? (int)(na - a0) : TILE_A;
-    load_chunk(ac, a, a_stride, a0, A, nb, abytes, has_min);
+    load_chunk(ac, a, a_stride, a0, A, nb, abytes, aq, has_min, offset_c);
     float *o = out + (size_t)a0 * out_stride;
     int64_t r = 0;
     for (; r + 2 <= nw; r += r + 4 <= nw ? 4 : 2) {
@@ -460,24 +490,25 @@ rows_x_acts(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
 static inline __attribute__((always_inline)) void
 gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
      size_t a_stride, int64_t na, float *out, size_t out_stride, size_t bsize,
-     prep_fn prep, bool has_min, nc_vec_dot_rows_fn fallback) {
+     prep_fn prep, bool has_min, int offset_c, nc_vec_dot_rows_fn fallback) {
   const int64_t nb = n / 32;
   const uint8_t *w = wv, *a = av;
   const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
   const size_t aq = has_min ? 4 : 2;
-  if (nb > MAX_BLOCKS || nb <= 0) {
+  act_chunk ac;
+  if (nb > MAX_BLOCKS || nb <= 0 || !act_chunk_new(&ac, nb)) {
     for (int64_t r = 0; r < nw; r++)
       fallback(n, w + (size_t)r * w_stride, a, a_stride, (int)na, out + r,
                out_stride);
     return;
   }
-  act_chunk ac;
   /* rows per packed pass: a multiple of 4 that fits the budget */
   const int64_t pack_rows = (PACK_BUDGET / (PACK_PAIR_BLOCK * nb)) * 2 / 4 * 4;
   if (na < PACK_MIN_A || pack_rows < 4) {
     const tile_src src = {.w = w, .w_stride = w_stride, .bsize = bsize};
     rows_x_acts(nb, &src, prep, false, has_min, abytes, aq, &ac, a, a_stride,
-                na, nw, out, out_stride, fallback, n);
+                na, nw, out, out_stride, fallback, n, offset_c);
+    free(ac.mem);
     return;
   }
   _Alignas(64) uint8_t buf[PACK_BUDGET];
@@ -495,27 +526,29 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
         _mm_storeu_ps(hdr, wp.dm);
         _mm512_store_si512(&pb[p * nb + i].q, wp.q);
         _mm512_store_ps(&pb[p * nb + i].d, wp.d);
-        px[p * nb + i] = (pack_aux){wp.neg, {hdr[1], hdr[3]}};
+        px[p * nb + i] = (pack_aux){{hdr[1], hdr[3]}};
       }
     const tile_src src = {.pb = pb, .px = px};
     rows_x_acts(nb, &src, prep, true, has_min, abytes, aq, &ac, a, a_stride, na,
-                pairs * 2, out + r0, out_stride, fallback, n);
+                pairs * 2, out + r0, out_stride, fallback, n, offset_c);
     if (rows % 2) /* the odd last row, unpacked */
       fallback(n, wr + (size_t)(rows - 1) * w_stride, a, a_stride, (int)na,
                out + r0 + rows - 1, out_stride);
   }
+  free(ac.mem);
 }
 
-#define GEMM(name, block, has_min)                                             \
+/* has_min: Q4_1/Q5_1 (x Q8_1, min term); offset: the signed types' c. */
+#define GEMM(name, block, has_min, offset)                                     \
   void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *a, size_t a_stride,       \
                              int64_t na, float *out, size_t out_stride) {      \
     gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
-         prep_##name, has_min, nc_avx2_dot_##name##_rows);                     \
+         prep_##name, has_min, offset, nc_avx2_dot_##name##_rows);             \
   }
-GEMM(q4_0, block_q4_0, false)
-GEMM(q5_0, block_q5_0, false)
-GEMM(q8_0, block_q8_0, false)
-GEMM(q4_1, block_q4_1, true)
-GEMM(q5_1, block_q5_1, true)
+GEMM(q4_0, block_q4_0, false, 8)
+GEMM(q5_0, block_q5_0, false, 16)
+GEMM(q8_0, block_q8_0, false, 128)
+GEMM(q4_1, block_q4_1, true, 0)
+GEMM(q5_1, block_q5_1, true, 0)
 #undef GEMM
