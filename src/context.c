@@ -337,14 +337,15 @@ static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
   }
 }
 
-/* Work items: (row, GQA group) when there are enough of them to keep every
- * thread busy (prefill), else (row, head) (decode: a few rows). */
+/* Work items: (row, GQA group) when there is at least one per thread, else
+ * (row, head) (decode with many threads). A group costs ~1.3 heads (its K
+ * and V are widened once for all of its heads), so even the uneven split
+ * of a one-row decode (3 groups on 2 threads) beats 9 heads split 5:4. */
 static void att_worker(void *p, int ith, int nth) {
   const att_task *a = p;
   const nc_hparams *hp = a->ctx->hp;
   const int32_t H = hp->n_head, G = H / hp->n_head_kv;
-  const int32_t per =
-      (int64_t)a->b->n_tokens * hp->n_head_kv >= 4 * nth ? G : 1;
+  const int32_t per = (int64_t)a->b->n_tokens * hp->n_head_kv >= nth ? G : 1;
   const int32_t units = H / per;
   const int64_t items = (int64_t)a->b->n_tokens * units;
   float *scratch = a->ctx->att + (size_t)ith * a->ctx->att_stride;
