@@ -9,7 +9,14 @@
  * budget by sleeping on a condition variable, so that idle workers cost
  * nothing for long. The mutex and condition variables are touched only
  * when somebody sleeps: a hand-off between spinning threads is a few cache
- * line transfers. */
+ * line transfers.
+ *
+ * Share i of a run is claimed once (a per-share generation stamp); when the
+ * caller is done with share 0 it claims and runs the shares that no worker
+ * has started yet. On a machine with more runnable threads than cores a
+ * worker may not get a CPU for milliseconds; its share then runs on the
+ * caller instead of stalling the run. fn sees the same (ith, nth) either
+ * way, so results do not change. */
 #include "threadpool.h"
 
 #include <pthread.h>
@@ -26,6 +33,10 @@
 /* Pause instructions between clock reads. */
 #define NC_SPIN_CHECK 64
 
+typedef struct share_slot {
+  alignas(64) atomic_uint gen; /* the last run whose share was claimed */
+} share_slot;
+
 struct nc_threadpool {
   int n_threads; /* including the caller */
   pthread_t *threads;
@@ -35,6 +46,7 @@ struct nc_threadpool {
   pthread_cond_t done; /* the caller waits for pending == 0 */
   nc_task_fn fn;
   void *arg;
+  share_slot *slots; /* [n_threads]; slot 0 unused (the caller's share) */
   /* Each on its own cache line: workers poll generation while they finish
    * by decrementing pending. */
   alignas(64) atomic_uint generation;
@@ -82,6 +94,27 @@ static bool new_gen(nc_threadpool *tp, unsigned seen) {
          atomic_load_explicit(&tp->stop, memory_order_relaxed);
 }
 
+/* True for exactly one caller per (share, run): the stamp moves forward to
+ * run g only from an older run (wrap-safe comparison). */
+static bool claim(nc_threadpool *tp, int i, unsigned g) {
+  unsigned cur = atomic_load(&tp->slots[i].gen);
+  while ((int)(cur - g) < 0)
+    if (atomic_compare_exchange_weak(&tp->slots[i].gen, &cur, g)) return true;
+  return false;
+}
+
+/* Runs share i of the current run (claimed, so the run cannot end and
+ * fn/arg cannot change meanwhile) and counts it done. */
+static void run_share(nc_threadpool *tp, int i) {
+  tp->fn(tp->arg, i, tp->n_threads);
+  if (atomic_fetch_sub(&tp->pending, 1) == 1 &&
+      atomic_load(&tp->caller_sleeping)) {
+    pthread_mutex_lock(&tp->mu);
+    pthread_cond_signal(&tp->done);
+    pthread_mutex_unlock(&tp->mu);
+  }
+}
+
 static void *worker_main(void *p) {
   worker_arg *wa = p;
   nc_threadpool *tp = wa->tp;
@@ -105,13 +138,7 @@ static void *worker_main(void *p) {
     }
     if (atomic_load(&tp->stop)) return NULL;
     seen = gen;
-    tp->fn(tp->arg, ith, tp->n_threads);
-    if (atomic_fetch_sub(&tp->pending, 1) == 1 &&
-        atomic_load(&tp->caller_sleeping)) {
-      pthread_mutex_lock(&tp->mu);
-      pthread_cond_signal(&tp->done);
-      pthread_mutex_unlock(&tp->mu);
-    }
+    if (claim(tp, ith, gen)) run_share(tp, ith);
   }
 }
 
@@ -134,7 +161,11 @@ nc_code nc_threadpool_create(int n_threads, nc_threadpool **out,
   atomic_init(&tp->stop, false);
   if (n_threads > 1) {
     tp->threads = calloc((size_t)n_threads - 1, sizeof(pthread_t));
-    if (!tp->threads) {
+    tp->slots = aligned_alloc(64, sizeof(share_slot) * (size_t)n_threads);
+    if (tp->slots)
+      for (int i = 0; i < n_threads; i++)
+        atomic_init(&tp->slots[i].gen, 0);
+    if (!tp->threads || !tp->slots) {
       nc_threadpool_free(tp);
       return nc_fail(err, NC_ERR_NOMEM, "thread pool: out of memory");
     }
@@ -168,6 +199,7 @@ void nc_threadpool_free(nc_threadpool *tp) {
   for (int i = 0; i < tp->n_started; i++)
     pthread_join(tp->threads[i], NULL);
   free(tp->threads);
+  free(tp->slots);
   pthread_mutex_destroy(&tp->mu);
   pthread_cond_destroy(&tp->wake);
   pthread_cond_destroy(&tp->done);
@@ -191,13 +223,16 @@ void nc_threadpool_run(nc_threadpool *tp, nc_task_fn fn, void *arg) {
   tp->fn = fn;
   tp->arg = arg;
   atomic_store_explicit(&tp->pending, tp->n_threads - 1, memory_order_relaxed);
-  atomic_fetch_add(&tp->generation, 1); /* publishes fn, arg, pending */
+  /* publishes fn, arg, pending */
+  const unsigned g = atomic_fetch_add(&tp->generation, 1) + 1;
   if (atomic_load(&tp->sleepers) > 0) {
     pthread_mutex_lock(&tp->mu);
     pthread_cond_broadcast(&tp->wake);
     pthread_mutex_unlock(&tp->mu);
   }
   fn(arg, 0, tp->n_threads);
+  for (int i = 1; i < tp->n_threads; i++)
+    if (claim(tp, i, g)) run_share(tp, i);
   spin_wait(all_done, tp, 0);
   if (all_done(tp, 0)) return;
   pthread_mutex_lock(&tp->mu);

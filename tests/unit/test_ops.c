@@ -3,6 +3,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -291,6 +292,44 @@ static void test_threadpool_idle(void **state) {
   nc_threadpool_free(tp);
 }
 
+typedef struct busy_arg {
+  _Atomic int running[16]; /* share i being run right now */
+  _Atomic int hits[16];
+  _Atomic int overlap;
+} busy_arg;
+
+static void busy_fn(void *p, int ith, int nth) {
+  busy_arg *a = p;
+  (void)nth;
+  if (atomic_exchange(&a->running[ith], 1)) atomic_store(&a->overlap, 1);
+  volatile double x = 1.0;
+  for (int i = 0; i < 200 * (ith + 1); i++)
+    x *= 1.0000001;
+  atomic_store(&a->running[ith], 0);
+  atomic_fetch_add(&a->hits[ith], 1);
+}
+
+/* More threads than cores: shares are claimed once, so whichever thread
+ * runs share i (its worker, or the caller taking over an unstarted one),
+ * it runs exactly once per run and never twice at the same time. */
+static void test_threadpool_oversubscribed(void **state) {
+  (void)state;
+  nc_threadpool *tp;
+  nucleus_error err;
+  enum { N = 12, RUNS = 1500 };
+  assert_int_equal(nc_threadpool_create(N, &tp, &err), NC_OK);
+  static busy_arg a;
+  memset(&a, 0, sizeof a);
+  for (int r = 0; r < RUNS; r++) {
+    nc_threadpool_run(tp, busy_fn, &a);
+    if (r % 500 == 499) sleep_ms(3); /* some workers asleep: wake path */
+  }
+  for (int i = 0; i < N; i++)
+    assert_int_equal(atomic_load(&a.hits[i]), RUNS);
+  assert_int_equal(atomic_load(&a.overlap), 0);
+  nc_threadpool_free(tp);
+}
+
 static void test_split_range(void **state) {
   (void)state;
   for (int nth = 1; nth <= 7; nth++)
@@ -317,6 +356,7 @@ int main(void) {
       cmocka_unit_test(test_attn_kernels),
       cmocka_unit_test(test_threadpool),
       cmocka_unit_test(test_threadpool_idle),
+      cmocka_unit_test(test_threadpool_oversubscribed),
       cmocka_unit_test(test_split_range),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
