@@ -11,7 +11,11 @@
     defined(__F16C__)
 #include <immintrin.h>
 
+#include <math.h>
+#include <string.h>
+
 #include "attn_kernel.h"
+#include "ops_simd.h"
 
 #define MQ 4
 
@@ -158,8 +162,58 @@ static void accum_v_avx512(const float *p, int32_t m, size_t p_stride,
   }
 }
 
+/* The AVX2 build's softmax with 16 lanes per instruction: one register is
+ * one 16-score group of the sum. */
 static void softmax_avx512(float *s, int32_t n, float scale, const float *tab) {
-  nc_attn_kernels_avx2()->softmax(s, n, scale, tab);
+  (void)tab;
+  const __m512 vs = _mm512_set1_ps(scale);
+  /* max_ps(x, m) = x > m ? x : m per lane, as the plain loop's test (only
+   * which zero wins may differ; e^(s - max) is 1 for s = +-0 either way). */
+  __m512 vm = _mm512_set1_ps(-INFINITY);
+  int32_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 x = _mm512_mul_ps(_mm512_loadu_ps(s + j), vs);
+    _mm512_storeu_ps(s + j, x);
+    vm = _mm512_max_ps(x, vm);
+  }
+  float lane[16];
+  _mm512_storeu_ps(lane, vm);
+  float max = -INFINITY;
+  for (int i = 0; i < 16; i++)
+    if (lane[i] > max) max = lane[i];
+  for (; j < n; j++) {
+    s[j] *= scale;
+    if (s[j] > max) max = s[j];
+  }
+  const __m512 vmax = _mm512_set1_ps(max);
+  double sum = 0.0;
+  int32_t j0 = 0;
+  for (; j0 + 16 <= n; j0 += 16) {
+    const __m512 e =
+        nc_v16_expf_ggml(_mm512_sub_ps(_mm512_loadu_ps(s + j0), vmax));
+    _mm512_storeu_ps(s + j0, e);
+    sum += (double)nc_v16_sum_tree(nc_v16_lo(e), nc_v16_hi(e));
+  }
+  if (j0 < n) {
+    /* The partial group: padding lanes hold max (e^0: the fast path), then
+     * are zeroed as the plain loop's. */
+    const __mmask16 k = (__mmask16)((1u << (n - j0)) - 1);
+    const __m512 x = _mm512_mask_loadu_ps(vmax, k, s + j0);
+    const __m512 e =
+        _mm512_maskz_mov_ps(k, nc_v16_expf_ggml(_mm512_sub_ps(x, vmax)));
+    _mm512_mask_storeu_ps(s + j0, k, e);
+    sum += (double)nc_v16_sum_tree(nc_v16_lo(e), nc_v16_hi(e));
+  }
+  const float inv = (float)(1.0 / sum);
+  const __m512 vi = _mm512_set1_ps(inv);
+  for (j = 0; j + 16 <= n; j += 16)
+    _mm512_storeu_ps(
+        s + j, nc_v16_round_f16(_mm512_mul_ps(_mm512_loadu_ps(s + j), vi)));
+  if (j < n) {
+    const __mmask16 k = (__mmask16)((1u << (n - j)) - 1);
+    const __m512 x = _mm512_maskz_loadu_ps(k, s + j);
+    _mm512_mask_storeu_ps(s + j, k, nc_v16_round_f16(_mm512_mul_ps(x, vi)));
+  }
 }
 
 static void reduce_avx512(const float *lanes, int32_t hdv, float *out) {

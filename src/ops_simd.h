@@ -129,4 +129,61 @@ static inline __m256 nc_v8x16_sum_tree(const __m256 lo[8], const __m256 hi[8]) {
   return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+/* ---- AVX-512 forms (files compiled with -mavx512f) */
+#if defined(__AVX512F__)
+
+/* nc_v8_expf_ggml on 16 lanes: the same operations; a vector with any lane
+ * outside the scalar fast path goes through the 8-lane function (which
+ * reruns such lanes with the scalar one). */
+static inline __m512 nc_v16_expf_ggml(__m512 x) {
+  const __m512 r = _mm512_set1_ps(0x1.8p23f);
+  const __m512 z = _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), r);
+  const __m512 n = _mm512_sub_ps(z, r);
+  const __mmask16 in =
+      _mm512_cmp_ps_mask(n, _mm512_set1_ps(-126.0f), _CMP_GE_OQ) &
+      _mm512_cmp_ps_mask(n, _mm512_set1_ps(127.0f), _CMP_LE_OQ);
+  if (__builtin_expect(in != 0xffff, 0)) {
+    const __m256 lo = nc_v8_expf_ggml(_mm512_castps512_ps256(x));
+    const __m256 hi = nc_v8_expf_ggml(
+        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+    return _mm512_castpd_ps(_mm512_insertf64x4(
+        _mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+  }
+  const __m512 b =
+      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                       _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 u = _mm512_mul_ps(b, b);
+  const __m512 j = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b,
+                                      _mm512_set1_ps(0x1.573e2ep-5f)),
+                      u,
+                      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b,
+                                      _mm512_set1_ps(0x1.fffdb6p-2f))),
+      u,
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512i e = _mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(j, _mm512_castsi512_ps(e));
+}
+
+static inline __m256 nc_v16_lo(__m512 x) {
+  return _mm512_castps512_ps256(x);
+}
+static inline __m256 nc_v16_hi(__m512 x) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
+}
+
+/* nc_v8_round_f16 on 16 lanes (NaN lanes through the 8-lane patch). */
+static inline __m512 nc_v16_round_f16(__m512 x) {
+  if (__builtin_expect(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q) != 0, 0)) {
+    const __m256 lo = nc_v8_round_f16(nc_v16_lo(x));
+    const __m256 hi = nc_v8_round_f16(nc_v16_hi(x));
+    return _mm512_castpd_ps(_mm512_insertf64x4(
+        _mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+  }
+  return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+}
+
+#endif
+
 #endif
