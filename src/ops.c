@@ -155,10 +155,12 @@ const nc_ops_kernels *nc_ops_best(void) {
   __builtin_cpu_init();
   unsigned a, b, c, d;
   const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+  const bool avx2 =
+      f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const nc_ops_kernels *z = nc_ops_avx512();
+  if (z && avx2 && __builtin_cpu_supports("avx512f")) return z;
   const nc_ops_kernels *v = nc_ops_avx2();
-  if (v && f16c && __builtin_cpu_supports("avx2") &&
-      __builtin_cpu_supports("fma"))
-    return v;
+  if (v && avx2) return v;
 #endif
   return &PLAIN;
 }

@@ -73,12 +73,13 @@ static void fill(float *x, int64_t n, float a, int every) {
                : unif(a);
 }
 
-/* The tables to check against plain (NULL: not built or not usable). */
+/* The SIMD tables this CPU runs, to check against plain. */
 static int simd_ops(const nc_ops_kernels *out[2]) {
   int n = 0;
   const nc_ops_kernels *best = nc_ops_best();
-  if (nc_ops_avx2() && best == nc_ops_avx2()) out[n++] = nc_ops_avx2();
-  if (best != nc_ops_plain() && (n == 0 || out[0] != best)) out[n++] = best;
+  if (best == nc_ops_avx512() || best == nc_ops_avx2())
+    out[n++] = nc_ops_avx2();
+  if (best == nc_ops_avx512()) out[n++] = best;
   if (n == 0) print_message("no SIMD ops build on this CPU: skipped\n");
   return n;
 }

@@ -1,0 +1,61 @@
+/* ops_avx512: the row ops where 16 lanes pay (swiglu: ggml's exp), compiled
+ * with -mavx512f -mavx2 -mfma -mf16c (see mk/model.mk; chosen at run time);
+ * the others are the AVX2 build's. Same operations lane by lane as the
+ * plain reference (ops_simd.h), so the same bits. */
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) &&           \
+    defined(__F16C__)
+#include "ops.h"
+#include "ops_simd.h"
+
+static void swiglu_avx512(const float *gate, const float *up, float *out,
+                          int64_t n) {
+  int64_t i = 0;
+  for (; i + 15 < n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 e = nc_v16_expf_ggml(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    const __m512 s = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(s, _mm512_loadu_ps(up + i)));
+  }
+  for (; i < n; i++)
+    out[i] = nc_silu(gate[i]) * up[i];
+}
+
+static void rmsnorm_avx512(const float *x, const float *w, float *y, int64_t n,
+                           float eps) {
+  nc_ops_avx2()->rmsnorm(x, w, y, n, eps);
+}
+static void rope_avx512(float *x, int32_t n_heads, int32_t head_dim,
+                        int32_t n_rot, bool neox, const float *cos_c,
+                        const float *sin_c) {
+  nc_ops_avx2()->rope_apply(x, n_heads, head_dim, n_rot, neox, cos_c, sin_c);
+}
+static void add_avx512(float *y, const float *x, int64_t n) {
+  nc_ops_avx2()->add(y, x, n);
+}
+static void to_f16_avx512(const float *x, nc_fp16 *y, int64_t n) {
+  nc_ops_avx2()->to_f16(x, y, n);
+}
+static void round_f16_avx512(const float *x, float *y, int64_t n) {
+  nc_ops_avx2()->round_f16(x, y, n);
+}
+
+static const nc_ops_kernels AVX512 = {
+    .name = "avx512",
+    .rmsnorm = rmsnorm_avx512,
+    .rope_apply = rope_avx512,
+    .swiglu = swiglu_avx512,
+    .add = add_avx512,
+    .to_f16 = to_f16_avx512,
+    .round_f16 = round_f16_avx512,
+};
+
+const nc_ops_kernels *nc_ops_avx512(void) {
+  return &AVX512;
+}
+#else
+#include "ops.h"
+
+const nc_ops_kernels *nc_ops_avx512(void) {
+  return NULL;
+}
+#endif
