@@ -1,12 +1,11 @@
-/* attn_kernel_avx512: attn_kernel's score and value loops with AVX-512
- * (compiled with -mavx512f -mavx2 -mfma -mf16c, see mk/model.mk; chosen at
- * run time). One 512-bit register holds the 16 lanes of a dot: lane l is
- * the chain of fused multiply-adds over d = l, l + 16, ... exactly as in the
- * plain build, and the halving tree of sixteen keys runs at once through
- * shuffles that add the same operands as nc_sum16_tree, so the results are
- * identical. Each K or V row is widened once for all the queries of a call.
- * Head sizes that are not a multiple of 16 take the AVX2 build; so do the
- * softmax and the lane reduce, which are not worth a wider build. */
+/* attn_kernel_avx512: attn_kernel's loops (scores, values, softmax, lane
+ * reduce) with AVX-512 (compiled with -mavx512f -mavx2 -mfma -mf16c, see
+ * mk/model.mk; chosen at run time). One 512-bit register holds the 16 lanes of
+ * a dot: lane l is the chain of fused multiply-adds over d = l, l + 16, ...
+ * exactly as in the plain build, and the halving tree of sixteen keys runs at
+ * once through shuffles that add the same operands as nc_sum16_tree, so the
+ * results are identical. Each K or V row is widened once for all the queries of
+ * a call. Head sizes that are not a multiple of 16 take the AVX2 build. */
 #if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) &&           \
     defined(__F16C__)
 #include <immintrin.h>
@@ -216,8 +215,24 @@ static void softmax_avx512(float *s, int32_t n, float scale, const float *tab) {
   }
 }
 
+/* nc_attn_lanes_reduce, 16 values of d per register: vertical adds in the
+ * tree's order (lane l + 8, then + 4, + 2, + 1). */
 static void reduce_avx512(const float *lanes, int32_t hdv, float *out) {
-  nc_attn_kernels_avx2()->reduce(lanes, hdv, out);
+  if (hdv % NC_ATTN_LANES != 0) {
+    nc_attn_kernels_avx2()->reduce(lanes, hdv, out);
+    return;
+  }
+  for (int32_t d = 0; d < hdv; d += NC_ATTN_LANES) {
+    __m512 a[8];
+    for (int l = 0; l < 8; l++)
+      a[l] = _mm512_add_ps(_mm512_loadu_ps(lanes + (size_t)l * hdv + d),
+                           _mm512_loadu_ps(lanes + (size_t)(l + 8) * hdv + d));
+    for (int l = 0; l < 4; l++)
+      a[l] = _mm512_add_ps(a[l], a[l + 4]);
+    for (int l = 0; l < 2; l++)
+      a[l] = _mm512_add_ps(a[l], a[l + 2]);
+    _mm512_storeu_ps(out + d, _mm512_add_ps(a[0], a[1]));
+  }
 }
 
 static const nc_attn_kernels AVX512 = {
