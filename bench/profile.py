@@ -14,9 +14,16 @@ a table of the share of CPU samples per group, with the top symbols of each:
   other            everything else (engine, tokenizer, model load, kernel)
 
 Each sample goes to the group of the first frame, from the leaf up, that
-belongs to one; helpers (expf, fmaf, fp16 conversion, memcpy, PLT stubs)
-count for their caller, so the exp of attention's softmax is attention and
-the exp of swiglu elementwise. nucleus is built without frame pointers, so
+has one. A function's group comes from its source file, read from the
+binary's debug info (`nm -l`): src/kernels/ matmul, src/attn_kernel*.c and
+src/kv_cache.c attention, src/sampler*.c sampling, src/threadpool.c sync,
+src/ops*.c elementwise; otherwise from its name (src/context.c's mm_worker
+and att_worker, libc's and the kernel's futex and scheduler functions).
+Helpers (expf, fmaf, F16 conversion, memcpy, intrinsics, PLT stubs) and the
+src/ops*.c functions count for their caller when it has a group: attention's
+softmax is attention, swiglu's exp elementwise. A thread-pool frame counts
+as sync only when the sample is in the pool itself (waiting or spinning),
+not when a worker runs a task below it. nucleus is built without frame pointers, so
 the call graphs are recorded with DWARF unwinding (--call-graph dwarf; the
 frame-pointer chains of `perf record -g` stop at the leaf here). Shares are
 of on-CPU samples of all the process's threads (cpu-clock): a spinning
@@ -41,34 +48,49 @@ DEFAULT_MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 GROUPS = ["matmul", "attention", "elementwise", "sampling/logits",
           "thread pool/sync", "other"]
-# Tried in this order on each frame, from the leaf up; the first match
-# decides the sample's group.
-RULES = [
-    ("thread pool/sync", re.compile(
-        r"^(worker_main|nc_threadpool_\w*|pthread_\w*|__pthread\w*|"
+SYNC = "thread pool/sync"
+
+# Source files of nucleus -> group (symbols are mapped to files with the
+# binary's debug info, `nm -l`). Functions of src/ops*.c are "weak": they
+# count for their caller when it has a group (attention's softmax and F16
+# conversions are attention), elementwise otherwise.
+FILE_RULES = [
+    (re.compile(r"^src/kernels/"), "matmul", True),
+    (re.compile(r"^src/(attn_kernel\w*|kv_cache)\.c$"), "attention", True),
+    (re.compile(r"^src/sampler\w*\.c$"), "sampling/logits", True),
+    (re.compile(r"^src/threadpool\.c$"), SYNC, True),
+    (re.compile(r"^src/ops\w*\.c$"), "elementwise", False),
+]
+# By name, for what the files do not settle (mixed files such as
+# src/context.c, inlined frames, libc and the kernel); tried in this order.
+NAME_RULES = [
+    (SYNC, re.compile(
+        r"^(worker_main|run_share|nc_threadpool_\w*|pthread_\w*|__pthread\w*|"
         r"__GI___pthread\w*|__GI___lll\w*|__lll_\w*|\w*futex\w*|"
         r"__schedule|schedule\w*|finish_task_switch\S*|sched_\w*|"
-        r"__sched_\w*|\w*_spin_(un)?lock\w*|sem_\w*|nc_spin\w*|"
+        r"__sched_\w*|do_sched_yield|__x64_sys_sched_yield|cpu_relax|"
+        r"\w*_spin_(un)?lock\w*|sem_\w*|nc_spin\w*|"
         r"nc_barrier\w*)$")),
     ("sampling/logits", re.compile(
         r"(sampler|^nc_cand_|logprob|^nc_sample|^nc_top_|^nc_argmax|"
         r"penalt|^nc_logit)")),
     ("matmul", re.compile(
         r"(^nc_(avx2|avx512|ref|amx|vnni)_\w+|_dot_|^dot_|gemm|^mm_worker$|"
-        r"^nc_fwd_matmul|^nc_matmul|quant_q8|^nc_quantize_row|"
-        r"^quantize_row|^nc_kernels_)")),
+        r"^quant_worker$|^nc_fwd_matmul|^nc_matmul|quant_q8|"
+        r"^nc_quantize_row|^quantize_row|^nc_kernels_)")),
     ("attention", re.compile(
         r"(^att_|^attn_|^nc_attn|scores|accum_v|^nc_fwd_attention|^nc_kv_|"
         r"^nc_fwd_kv|^kv_write)")),
     ("elementwise", re.compile(
         r"(rmsnorm|rope|swiglu|silu|^nc_add\w*|^nc_mul\w*|softmax|"
-        r"^nc_expf\w*|^expf|^__expf\w*|gelu|^nc_scale\w*)")),
+        r"^nc_\w*expf\w*|^expf|^__expf\w*|gelu|^nc_scale\w*)")),
 ]
-# Frames that count for their caller; they decide only when no caller does.
+# Helpers count for their caller; they decide only when no caller does.
 HELPERS = re.compile(
-    r"(^nc_expf\w*|^expf|^__expf\w*|fmaf|^nc_sum16_tree|^nc_fp32_to_fp16|"
-    r"^nc_fp16_to_fp32|^nc_bf16_to_fp32|^_*mem(cpy|set|move)\w*|@plt$|"
-    r"^\[unknown\]$|^__\w+_(evex|avx2|avx512|erms|fma3?)\w*$)")
+    r"(^nc_\w*expf\w*|^expf|^__expf\w*|fmaf|^nc_sum16_tree|"
+    r"^nc_fp32_to_fp16|^nc_fp16_to_fp32|^nc_bf16_to_fp32|"
+    r"^_*mem(cpy|set|move)\w*|@plt$|^\[unknown\]$|"
+    r"^__\w+_(evex|avx2|avx512|erms|fma3?)\w*$|^_mm\w*)")
 # User stack bytes copied per sample: deep enough for the engine thread
 # (main -> engine step -> forward -> thread pool -> kernel).
 STACK_BYTES = 4096
@@ -79,31 +101,63 @@ class ProfileError(RuntimeError):
     pass
 
 
-def classify_symbol(sym):
-    for group, rx in RULES:
+def source_files(binary):
+    """{symbol: source path relative to the repository} from `nm -l`."""
+    if not shutil.which("nm"):
+        raise ProfileError("nm (binutils) is not installed")
+    p = subprocess.run(["nm", "-l", "--defined-only", str(binary)],
+                       capture_output=True, text=True)
+    files = {}
+    for line in p.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[1] in "tTwW":
+            path = parts[3].rsplit(":", 1)[0]
+            try:
+                path = str(pathlib.Path(path).resolve().relative_to(ROOT))
+            except ValueError:
+                pass
+            files.setdefault(parts[2], path)
+    return files
+
+
+def classify_frame(sym, files):
+    """-> (group or None, strong)."""
+    path = files.get(sym)
+    if path:
+        for rx, group, strong in FILE_RULES:
+            if rx.search(path):
+                return group, strong and not HELPERS.search(sym)
+    for group, rx in NAME_RULES:
         if rx.search(sym):
-            return group
-    return None
+            return group, not HELPERS.search(sym)
+    return None, False
 
 
-def classify(frames):
-    """frames: (symbol, inlined) from the leaf up -> group."""
-    fallback = None
-    for sym, _ in frames:
-        group = classify_symbol(sym)
-        if HELPERS.search(sym):
-            if fallback is None and group is not None:
-                fallback = group
-            continue
-        if group is not None:
+def classify(frames, files=None):
+    """frames: (symbol, dso) from the leaf up -> group.
+
+    The first frame with a strong group decides. A thread-pool frame above
+    other code (a worker running a task) is not waiting: the task decides,
+    or the sample is "other"."""
+    files = files or {}
+    fallback, below = None, False
+    for sym, dso in frames:
+        group, strong = classify_frame(sym, files)
+        if strong and group == SYNC and (fallback or below):
+            break
+        if strong:
             return group
+        if group and fallback is None:
+            fallback = group
+        if group is None and sym in files and dso != "inlined":
+            below = True  # a nucleus function with no group (a task)
     return fallback or "other"
 
 
 def samples(script_text):
     """perf script output (-F tid,ip,sym,dso) -> one list per sample of
-    (symbol, inlined) frames from the leaf up. DWARF unwinding lists inlined
-    calls (intrinsics included) as frames of their own."""
+    (symbol, dso) frames from the leaf up; dso is "inlined" for inlined
+    calls (intrinsics included), which DWARF unwinding lists as frames."""
     out, cur = [], None
     for line in script_text.splitlines():
         if not line.strip():
@@ -115,7 +169,7 @@ def samples(script_text):
         if m:
             if cur is None:
                 cur = []
-            cur.append((m.group(2).split("+0x")[0], m.group(3) == "inlined"))
+            cur.append((m.group(2).split("+0x")[0], m.group(3)))
         else:
             if cur:
                 out.append(cur)
@@ -152,15 +206,16 @@ def profile(nucleus, model, threads, pp, tg, reps, freq, workdir):
     return shlex.join(map(str, bench)), speed, got
 
 
-def summarize(got, top):
+def summarize(got, top, files=None):
     by_group = collections.Counter()
     by_sym = collections.defaultdict(collections.Counter)
     for frames in got:
-        group = classify(frames)
+        group = classify(frames, files)
         by_group[group] += 1
         # The function the sample is in, as perf report names it (not an
         # intrinsic or helper inlined into it).
-        func = next((sym for sym, inl in frames if not inl), frames[0][0])
+        func = next((sym for sym, dso in frames if dso != "inlined"),
+                    frames[0][0])
         by_sym[group][func] += 1
     n = len(got)
     rows = []
@@ -199,6 +254,9 @@ def main():
                 "make (nucleus)")
         if not os.path.isfile(a.model):
             raise ProfileError(f"model {a.model} is missing (make model)")
+        files = source_files(a.nucleus)
+        if not files:
+            raise ProfileError(f"nm -l found no symbols in {a.nucleus}")
         load = " ".join(open("/proc/loadavg").read().split()[:3])
         with tempfile.TemporaryDirectory(prefix="nucleus-profile-") as tmp:
             for name, pp, tg in runs:
@@ -212,7 +270,7 @@ def main():
                 print()
                 print("| group | share of CPU samples | top symbols (self) |")
                 print("|---|---:|---|")
-                for g, pct, syms in summarize(got, a.top):
+                for g, pct, syms in summarize(got, a.top, files):
                     print(f"| {g} | {pct:.1f}% | {syms} |")
                 print()
     except ProfileError as e:

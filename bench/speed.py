@@ -84,6 +84,12 @@ def cpu_flags():
     return []
 
 
+def git_commit():
+    p = subprocess.run(["git", "-C", str(ROOT), "describe", "--always",
+                        "--dirty"], capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 else "unknown"
+
+
 def loadavg():
     return " ".join(pathlib.Path("/proc/loadavg").read_text().split()[:3])
 
@@ -251,7 +257,7 @@ def main():
     print(f"CPU: {cpu_name()} ({os.cpu_count()} logical cores; "
           f"{' '.join(cpu_flags())})")
     print(f"llama.cpp: {bin_dir} (llama-cpp-python sdist, clang, native); "
-          f"nucleus: {a.nucleus}"
+          f"nucleus: {a.nucleus} (commit {git_commit()})"
           + (f" (NUCLEUS_KERNELS={kernels})" if kernels else ""))
     quick = "" if a.rounds >= MIN_ROUNDS else \
         f" (quick run: fewer than {MIN_ROUNDS} rounds, not for the record)"

@@ -48,6 +48,14 @@ def load_profile():
 
 def test_profile_groups_helpers_with_their_caller():
     prof = load_profile()
+    files = {"nc_expf_ggml": "src/ops.c", "att_worker": "src/context.c",
+             "nc_threadpool_run": "src/threadpool.c",
+             "worker_main": "src/threadpool.c", "add_avx2": "src/ops_avx2.c",
+             "rows_worker": "src/arch_llama.c", "mm_worker": "src/context.c",
+             "nc_avx2_dot_q4_1": "src/kernels/avx2.c",
+             "load_chunk": "src/kernels/avx512_gemm.c",
+             "nc_strtab_find": "src/tokenizer_strtab.c",
+             "llama_forward": "src/arch_llama.c"}
     text = (
         "123 \n"
         "\t68b0 fmaf@plt (/x/nucleus)\n"
@@ -57,8 +65,9 @@ def test_profile_groups_helpers_with_their_caller():
         "\t42845 nc_threadpool_run (/x/nucleus)\n"
         "\n"
         "124 \n"
-        "\t3adb4 nc_expf_ggml (/x/nucleus)\n"
-        "\t3af9f nc_swiglu (/x/nucleus)\n"
+        "\t3adb4 add_avx2 (/x/nucleus)\n"
+        "\t3af9f rows_worker (/x/nucleus)\n"
+        "\t3af9f worker_main (/x/nucleus)\n"
         "\n"
         "125 \n"
         "\tffffffff8158c3e1 futex_wait (kernel.kallsyms)\n"
@@ -71,9 +80,21 @@ def test_profile_groups_helpers_with_their_caller():
         "\t3 worker_main (/x/nucleus)\n"
         "\n"
         "127 \n"
-        "\t1 nc_strtab_find (/x/nucleus)\n")
+        "\t1 nc_strtab_find (/x/nucleus)\n"
+        "\n"
+        "128 \n"
+        "\t1 spin_pause (inlined)\n"
+        "\t1 worker_main (/x/nucleus)\n"
+        "\n"
+        "129 \n"
+        "\t1 llama_forward (/x/nucleus)\n"
+        "\t3 nc_threadpool_run (/x/nucleus)\n"
+        "\n"
+        "130 \n"
+        "\t1 load_chunk (/x/nucleus)\n")
     got = prof.samples(text)
-    assert [prof.classify(f) for f in got] == [
-        "attention", "elementwise", "thread pool/sync", "matmul", "other"]
-    rows = {g: syms for g, _, syms in prof.summarize(got, 2)}
+    assert [prof.classify(f, files) for f in got] == [
+        "attention", "elementwise", "thread pool/sync", "matmul", "other",
+        "thread pool/sync", "other", "matmul"]
+    rows = {g: syms for g, _, syms in prof.summarize(got, 2, files)}
     assert rows["matmul"].startswith("nc_avx2_dot_q4_1 ")
