@@ -262,6 +262,12 @@ def main():
     quick = "" if a.rounds >= MIN_ROUNDS else \
         f" (quick run: fewer than {MIN_ROUNDS} rounds, not for the record)"
     print(f"medians of {a.rounds} interleaved runs per engine, tok/s{quick}")
+    busy = float(load_before.split()[0])
+    if busy > 0.5:
+        print(f"warning: load average {busy} before the run on "
+              f"{os.cpu_count()} cores: other jobs shared the CPUs, so the "
+              f"multi-thread figures (llama.cpp's spinning threads most) "
+              f"are not representative")
     if any("requant." in label for label, _ in models):
         print("requant. Q4_1: made by llama-quantize --allow-requantize from "
               "the Q4_1 file's dequantized weights (no F16 GGUF of the model "
