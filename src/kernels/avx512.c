@@ -1,7 +1,8 @@
 /* avx512: the AVX-512 (F, BW, VL) + VNNI table. Its dots are the avx2
  * table's (llama.cpp's float order, standard activation layouts) except
- * the K-quants Q2_K..Q6_K (avx512_kquant.c, also llama.cpp's order), and
- * its matmuls (gemm) are VNNI kernels bit-identical to those dots
+ * the K-quants Q2_K..Q6_K (avx512_kquant.c: the order of llama.cpp's tiled
+ * K-quant matmul, which llama.cpp uses for prompts, i.e. 8+ rows at once),
+ * and its matmuls (gemm) are VNNI kernels bit-identical to those dots
  * (avx512_gemm.c, avx512_kquant.c): so this table gives llama.cpp's
  * logits, only faster. */
 #include "tables.h"
@@ -21,11 +22,11 @@ static const nc_kernels k_avx512 = {
             E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),
             E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1),
             E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0),
-            E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k),
-            E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k),
-            E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k),
-            E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k),
-            E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k),
+            E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled),
+            E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled),
+            E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled),
+            E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled),
+            E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled),
         },
     .vec_dot_rows =
         {
@@ -37,11 +38,11 @@ static const nc_kernels k_avx512 = {
             E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0_rows),
             E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1_rows),
             E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0_rows),
-            E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_rows),
-            E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_rows),
-            E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_rows),
-            E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_rows),
-            E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_rows),
+            E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled_rows),
+            E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled_rows),
+            E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled_rows),
+            E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled_rows),
+            E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled_rows),
         },
     .gemm =
         {
@@ -50,11 +51,11 @@ static const nc_kernels k_avx512 = {
             E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0),
             E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),
             E(NC_TYPE_Q8_0, nc_avx512_gemm_q8_0),
-            E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k),
-            E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k),
-            E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k),
-            E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k),
-            E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k),
+            E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k_tiled),
+            E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k_tiled),
+            E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k_tiled),
+            E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k_tiled),
+            E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k_tiled),
         },
     .quantize_act =
         {

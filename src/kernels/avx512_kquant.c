@@ -44,7 +44,12 @@
  *     registers; the Q4_K min lanes run on 16 lanes (each M_k twice).
  *
  * Both layouts perform llama.cpp's float operations on the same values, so
- * vec_dot, vec_dot_rows and gemm agree bit for bit whatever the batch. */
+ * vec_dot, vec_dot_rows and gemm agree bit for bit whatever the batch.
+ *
+ * The *_tiled kernels at the end reproduce instead llama.cpp's tiled K-quant
+ * matmul, which it runs for 8 or more activation rows (prompts); the avx512
+ * table uses those, the vec_dot-order ones match llama.cpp's decode and the
+ * avx2 table. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -869,6 +874,227 @@ q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
   }
 }
 
+/* ----------------------------------------- llama.cpp's tiled order */
+
+/* llama.cpp's CPU backend (ggml-cpu/tiled, in the llama-cpp-python 0.3.36
+ * build that makes our goldens) multiplies K-quant weights by 8 or
+ * more activation rows with its "tiled" kernel, not vec_dot; batches below
+ * 8 still use vec_dot. Its float order per (weight row, activation row):
+ * acc = 0; for each super-block, with S1 = the block's exact integer dot
+ * (sum over sub-blocks of scale * quant dot; Q6_K's quants signed) and S2
+ * = sum of min_s * (activation sum of sub-block s):
+ *   t = (float)S1 * d_w;  t = fma(-dmin_w, (float)S2, t) (Q4_K only);
+ *   acc = acc + t * d_a   (a multiply, then an add: no fma).
+ * These kernels reproduce that order bit for bit (same integers from the
+ * vec_dot lanes, summed exactly). */
+
+/* Each 256-bit half's 8 int32 lanes summed (exact) into all its lanes. */
+static inline __m512i hsum_halves(__m512i v) {
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_BADC));
+  return _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xb1));
+}
+
+/* gemm blocks in the tiled order: the pair layouts above, each half's
+ * lanes summed to S1 (and S2) before the float step; acc holds the row's
+ * running sum in every lane of its half. */
+static inline __attribute__((always_inline)) void
+q4kt_block(const q4k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+           int R, __m512 *st, bool first, bool last, float *out,
+           size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  for (int64_t i = 0; i < nb; i++) {
+    const q4k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+      q[2 * j] = _mm512_and_si512(p->q[j], m4);
+      q[2 * j + 1] = _mm512_and_si512(_mm512_srli_epi16(p->q[j], 4), m4);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512i s1 = hsum_halves(sumi);
+      const __m512i s2 =
+          hsum_halves(_mm512_madd_epi16(bcast32(y->bsums), p->mins));
+      __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), p->d);
+      t = _mm512_fnmadd_ps(p->dmin, _mm512_cvtepi32_ps(s2), t);
+      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
+    }
+  }
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
+    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
+  }
+}
+
+static inline __attribute__((always_inline)) void
+q6kt_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+           int R, __m512 *st, bool first, bool last, float *out,
+           size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+  for (int64_t i = 0; i < nb; i++) {
+    const q6k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = _mm512_madd_epi16(bcast32(y->bsums), p->scm);
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512 t =
+          _mm512_mul_ps(_mm512_cvtepi32_ps(hsum_halves(sumi)), p->d);
+      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
+    }
+  }
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
+    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
+  }
+}
+
+/* Q5_K: Q4_K's step on Q5_K's pair layout (the same min lanes). */
+static inline __attribute__((always_inline)) void
+q5kt_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+           int R, __m512 *st, bool first, bool last, float *out,
+           size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+  for (int64_t i = 0; i < nb; i++) {
+    const q5k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512i s1 = hsum_halves(sumi);
+      const __m512i s2 =
+          hsum_halves(_mm512_madd_epi16(bcast32(y->bsums), p->mins));
+      __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), p->d);
+      t = _mm512_fnmadd_ps(p->dmin, _mm512_cvtepi32_ps(s2), t);
+      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
+    }
+  }
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
+    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
+  }
+}
+
+/* Q2_K: S2 from the 16-element mins and bsums. */
+static inline __attribute__((always_inline)) void
+q2kt_block(const q2k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+           int R, __m512 *st, bool first, bool last, float *out,
+           size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+  for (int64_t i = 0; i < nb; i++) {
+    const q2k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512i s1 = hsum_halves(sumi);
+      const __m512i s2 =
+          hsum_halves(_mm512_madd_epi16(bcast32(y->bsums), p->mins));
+      __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), p->d);
+      t = _mm512_fnmadd_ps(p->dmin, _mm512_cvtepi32_ps(s2), t);
+      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
+    }
+  }
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
+    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
+  }
+}
+
+/* Q3_K: signed quants against a + 128, ncorr removes the 128s: S1 exact. */
+static inline __attribute__((always_inline)) void
+q3kt_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+           int R, __m512 *st, bool first, bool last, float *out,
+           size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  const __m512i b128 = _mm512_set1_epi8((char)0x80);
+  for (int r = 0; r < R; r++)
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+  for (int64_t i = 0; i < nb; i++) {
+    const q3k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = p->ncorr;
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++) {
+        const __m512i au = _mm512_xor_si512(bcast32(y->qs + 32 * c), b128);
+        sumi =
+            _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(au, q[c]), p->sc[c]);
+      }
+      const __m512 t =
+          _mm512_mul_ps(_mm512_cvtepi32_ps(hsum_halves(sumi)), p->d);
+      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
+    }
+  }
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
+    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
+  }
+}
+
 /* ------------------------------------------------------------- drivers */
 
 /* gemm over weight pairs: unpack up to SCRATCH_BYTES of pairs, then run
@@ -880,7 +1106,7 @@ q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
  * float operations in the same order). Batches below MIN_BATCH go through
  * vec_dot, which is bit-identical per pair. */
 enum { SEG_ROWS = 64 };
-#define KQ_GEMM(name, blk, PAIR, unpack, block, RB)                            \
+#define KQ_GEMM(name, blk, PAIR, unpack, block, RB, MINB)                      \
   static void block##_any(const PAIR *u, int64_t nb, const uint8_t *act,       \
                           size_t a_stride, int R, __m512 *st, bool first,      \
                           bool last, float *out, size_t out_stride,            \
@@ -907,7 +1133,7 @@ enum { SEG_ROWS = 64 };
     const uint8_t *wb = w, *ab = act;                                          \
     const int64_t nb = n > 0 ? n / QK_K : 0;                                   \
     enum { CAP = SCRATCH_BYTES / sizeof(PAIR) };                               \
-    if (na < MIN_BATCH || nb == 0) {                                           \
+    if (na < MINB || nb == 0) {                                                \
       for (int64_t a = 0; a < na; a++)                                         \
         for (int64_t r = 0; r < nw; r++)                                       \
           out[(size_t)a * out_stride + (size_t)r] = nc_avx512_dot_##name(      \
@@ -970,9 +1196,40 @@ enum { SEG_ROWS = 64 };
                                    size_t out_stride) {                        \
     nc_avx512_gemm_##name(n, w, 0, 1, a, a_stride, nrows, out, out_stride);    \
   }
-KQ_GEMM(q4_k, block_q4_K, q4k_pair, q4k_unpack_pair, q4k_block, KQ4_R)
-KQ_GEMM(q6_k, block_q6_K, q6k_pair, q6k_unpack_pair, q6k_block, KQ6_R)
-KQ_GEMM(q5_k, block_q5_K, q5k_pair, q5k_unpack_pair, q5k_block, KQ4_R)
-KQ_GEMM(q2_k, block_q2_K, q2k_pair, q2k_unpack_pair, q2k_block, KQ6_R)
-KQ_GEMM(q3_k, block_q3_K, q3k_pair, q3k_unpack_pair, q3k_block, KQ6_R)
+KQ_GEMM(q4_k, block_q4_K, q4k_pair, q4k_unpack_pair, q4k_block, KQ4_R,
+        MIN_BATCH)
+KQ_GEMM(q6_k, block_q6_K, q6k_pair, q6k_unpack_pair, q6k_block, KQ6_R,
+        MIN_BATCH)
+KQ_GEMM(q5_k, block_q5_K, q5k_pair, q5k_unpack_pair, q5k_block, KQ4_R,
+        MIN_BATCH)
+KQ_GEMM(q2_k, block_q2_K, q2k_pair, q2k_unpack_pair, q2k_block, KQ6_R,
+        MIN_BATCH)
+KQ_GEMM(q3_k, block_q3_K, q3k_pair, q3k_unpack_pair, q3k_block, KQ6_R,
+        MIN_BATCH)
+
+/* The tiled-order dots: the row paired with itself, one super-block at a
+ * time through the gemm block (the same float operations). Their gemm
+ * takes every batch through the pair path (MINB 1). */
+#define KQ_TILED(name, blk, PAIR, unpack, block, RB)                           \
+  float nc_avx512_dot_##name(int64_t n, const void *w, const void *a) {        \
+    const blk *x = w;                                                          \
+    const block_q8_K *y = a;                                                   \
+    const int64_t nb = n > 0 ? n / QK_K : 0;                                   \
+    float out = 0;                                                             \
+    __m512 st[2];                                                              \
+    for (int64_t i = 0; i < nb; i++) {                                         \
+      _Alignas(64) PAIR u;                                                     \
+      unpack(x + i, x + i, &u);                                                \
+      block(&u, 1, (const uint8_t *)(y + i), 0, 1, st, i == 0, i == nb - 1,    \
+            &out, 1, false);                                                   \
+    }                                                                          \
+    return out;                                                                \
+  }                                                                            \
+  KQ_GEMM(name, blk, PAIR, unpack, block, RB, 1)
+KQ_TILED(q4_k_tiled, block_q4_K, q4k_pair, q4k_unpack_pair, q4kt_block, KQ4_R)
+KQ_TILED(q6_k_tiled, block_q6_K, q6k_pair, q6k_unpack_pair, q6kt_block, KQ6_R)
+KQ_TILED(q5_k_tiled, block_q5_K, q5k_pair, q5k_unpack_pair, q5kt_block, KQ4_R)
+KQ_TILED(q2_k_tiled, block_q2_K, q2k_pair, q2k_unpack_pair, q2kt_block, KQ6_R)
+KQ_TILED(q3_k_tiled, block_q3_K, q3k_pair, q3k_unpack_pair, q3kt_block, KQ6_R)
+#undef KQ_TILED
 #undef KQ_GEMM

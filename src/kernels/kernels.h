@@ -11,9 +11,11 @@
  * float order; bit-exact with them up to FMA contraction). "avx2" (AVX2,
  * FMA, F16C) reproduces llama.cpp's x86 kernels bit for bit for Q4_0, Q4_1,
  * Q5_0, Q5_1, Q8_0 and Q2_K..Q6_K, and has its own F32/F16/BF16 kernels.
- * "avx512" (+ AVX-512 F/BW/VL/VNNI) has the avx2 dots except Q2_K..Q6_K
- * (VNNI, the same llama.cpp order) and adds VNNI matmuls (gemm) for
- * Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and Q2_K..Q6_K, bit-identical to its dots. */
+ * "avx512" (+ AVX-512 F/BW/VL/VNNI) has the avx2 dots except Q2_K..Q6_K,
+ * which follow llama.cpp's tiled K-quant matmul (the order llama.cpp uses
+ * for prompts, 8+ rows at once; its decode at 1..7 rows uses vec_dot's
+ * order), and adds VNNI matmuls (gemm) for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and
+ * Q2_K..Q6_K, bit-identical to its dots. */
 #ifndef NC_KERNELS_H
 #define NC_KERNELS_H
 

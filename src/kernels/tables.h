@@ -63,6 +63,14 @@ NC_AVX512_KQUANT_DOT(q6_k)
 NC_AVX512_KQUANT_DOT(q5_k)
 NC_AVX512_KQUANT_DOT(q2_k)
 NC_AVX512_KQUANT_DOT(q3_k)
+/* The same products in the order of llama.cpp's "tiled" K-quant
+ * matmul (ggml-cpu/tiled), which llama.cpp uses instead of vec_dot when 8
+ * or more activation rows are multiplied at once (see avx512_kquant.c). */
+NC_AVX512_KQUANT_DOT(q2_k_tiled)
+NC_AVX512_KQUANT_DOT(q3_k_tiled)
+NC_AVX512_KQUANT_DOT(q4_k_tiled)
+NC_AVX512_KQUANT_DOT(q5_k_tiled)
+NC_AVX512_KQUANT_DOT(q6_k_tiled)
 #undef NC_AVX512_KQUANT_DOT
 
 #endif

@@ -1,13 +1,15 @@
 /* kernels (K-quants in llama.cpp's x86 order): a plain-C model of llama.cpp's
  * AVX2 ggml_vec_dot_q{2,3,4,5,6}_K_q8_K (its integer lanes and its float
  * operations, one by one), checked against llama.cpp's SIMD golden dots and
- * against ref; then every kernel claiming that order (avx512_kquant.c
- * and the avx2 table's) bit for bit against the model on random
- * rows, and gemm / vec_dot_rows bit for bit against vec_dot for any panel and
- * batch shape (batch invariance). */
+ * against ref; a model of llama.cpp's tiled K-quant matmul (its order for
+ * 8+ activation rows) for the *_tiled kernels the avx512 table uses; then every
+ * kernel claiming that order (avx512_kquant.c and the avx2 table's) bit for bit
+ * against the model on random rows, and gemm / vec_dot_rows bit for bit against
+ * vec_dot for any panel and batch shape (batch invariance). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -204,6 +206,85 @@ static float model_q3k(int64_t n, const void *w, const void *a) {
   return hsum8(acc);
 }
 
+/* llama.cpp's tiled K-quant matmul (ggml-cpu/tiled; used instead of vec_dot
+ * for 8 or more activation rows): per super-block the exact integer dot S1
+ * and min sum S2, t = (float)S1 * d_w, t = fma(-dmin_w, (float)S2, t),
+ * acc = acc + t * d_a. Checked against llama.cpp's own mul_mat by hand
+ * (its library, 32k values, every K type, bit for bit). */
+static void block_ints(nc_type t, const uint8_t *wb, const block_q8_K *y,
+                       int32_t *s1, int32_t *s2, float *d, float *dmin) {
+  *s1 = *s2 = 0;
+  *dmin = 0;
+  if (t == NC_TYPE_Q4_K || t == NC_TYPE_Q5_K) {
+    const block_q4_K *x4 = (const block_q4_K *)wb;
+    const block_q5_K *x5 = (const block_q5_K *)wb;
+    const uint8_t *sc6 = t == NC_TYPE_Q4_K ? x4->scales : x5->scales;
+    const uint8_t *qs = t == NC_TYPE_Q4_K ? x4->qs : x5->qs;
+    for (int c = 0; c < 8; c++) {
+      int sc, m;
+      q4k_scale_min(sc6, c, &sc, &m);
+      int32_t raw = 0;
+      for (int e = 0; e < 32; e++) {
+        const uint8_t b = qs[32 * (c / 2) + e];
+        int q = c % 2 ? b >> 4 : b & 0xf;
+        if (t == NC_TYPE_Q5_K) q |= ((x5->qh[e] >> c) & 1) << 4;
+        raw += q * y->qs[32 * c + e];
+      }
+      *s1 += sc * raw;
+      *s2 += m * (y->bsums[2 * c] + y->bsums[2 * c + 1]);
+    }
+    *d = nc_fp16_to_fp32(t == NC_TYPE_Q4_K ? x4->d : x5->d);
+    *dmin = nc_fp16_to_fp32(t == NC_TYPE_Q4_K ? x4->dmin : x5->dmin);
+  } else if (t == NC_TYPE_Q6_K) {
+    const block_q6_K *x = (const block_q6_K *)wb;
+    for (int idx = 0; idx < QK_K; idx++) {
+      const int h = idx / 128, part = idx % 128 / 32, e = idx % 32;
+      const uint8_t l = x->ql[64 * h + 32 * (part & 1) + e];
+      const int lo = part < 2 ? l & 0xf : l >> 4;
+      const int hi = (x->qh[32 * h + e] >> (2 * part)) & 3;
+      *s1 += x->scales[idx / 16] * ((lo | hi << 4) - 32) * y->qs[idx];
+    }
+    *d = nc_fp16_to_fp32(x->d);
+  } else if (t == NC_TYPE_Q2_K) {
+    const block_q2_K *x = (const block_q2_K *)wb;
+    for (int idx = 0; idx < QK_K; idx++) {
+      const int c = idx / 32, e = idx % 32;
+      const int q = (x->qs[32 * (c / 4) + e] >> (2 * (c % 4))) & 3;
+      *s1 += (x->scales[idx / 16] & 0xf) * q * y->qs[idx];
+    }
+    for (int j = 0; j < 16; j++)
+      *s2 += (x->scales[j] >> 4) * y->bsums[j];
+    *d = nc_fp16_to_fp32(x->d);
+    *dmin = nc_fp16_to_fp32(x->dmin);
+  } else { /* Q3_K */
+    const block_q3_K *x = (const block_q3_K *)wb;
+    for (int idx = 0; idx < QK_K; idx++) {
+      const int c = idx / 32, e = idx % 32;
+      const int low = (x->qs[32 * (c / 4) + e] >> (2 * (c % 4))) & 3;
+      const int q = low - ((x->hmask[e] >> c) & 1 ? 0 : 4);
+      *s1 += q3k_scale(x->scales, idx / 16) * q * y->qs[idx];
+    }
+    *d = nc_fp16_to_fp32(x->d);
+  }
+}
+
+static float model_tiled(nc_type t, int64_t n, const void *w, const void *a) {
+  const size_t bs = nc_type_traits_of(t)->type_size;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int32_t s1, s2;
+    float d, dmin;
+    block_ints(t, (const uint8_t *)w + (size_t)i * bs, y + i, &s1, &s2, &d,
+               &dmin);
+    float v = (float)s1 * d;
+    v = fmaf(-dmin, (float)s2, v);
+    const float u = v * y[i].d;
+    acc = acc + u;
+  }
+  return acc;
+}
+
 /* ------------------------------------------------------------ fixtures */
 
 typedef struct kq_case {
@@ -237,6 +318,21 @@ static kq_fns avx512_fns(nc_type t) {
   case NC_TYPE_Q4_K: return FNS(q4_k);
   case NC_TYPE_Q5_K: return FNS(q5_k);
   default: return FNS(q6_k);
+  }
+}
+#undef FNS
+
+#define FNS(name)                                                              \
+  (kq_fns) {                                                                   \
+    nc_avx512_dot_##name, nc_avx512_dot_##name##_rows, nc_avx512_gemm_##name   \
+  }
+static kq_fns tiled_fns(nc_type t) {
+  switch (t) {
+  case NC_TYPE_Q2_K: return FNS(q2_k_tiled);
+  case NC_TYPE_Q3_K: return FNS(q3_k_tiled);
+  case NC_TYPE_Q4_K: return FNS(q4_k_tiled);
+  case NC_TYPE_Q5_K: return FNS(q5_k_tiled);
+  default: return FNS(q6_k_tiled);
   }
 }
 #undef FNS
@@ -336,9 +432,11 @@ static void test_model_vs_ref(void **state) {
       for (int64_t i = 0; i < n; i++)
         abs_sum += fabs((double)fw[i] * fa[i]);
       const float m = kc->model(n, w, a), r = ref->vec_dot[kc->t](n, w, a);
-      if (fabs((double)m - r) > 1e-6 * abs_sum)
-        fail_msg("%s n=%lld: model %.9g, ref %.9g", nc_type_name(kc->t),
-                 (long long)n, m, r);
+      const float mt = model_tiled(kc->t, n, w, a);
+      if (fabs((double)m - r) > 1e-6 * abs_sum ||
+          fabs((double)mt - r) > 1e-6 * abs_sum)
+        fail_msg("%s n=%lld: model %.9g, tiled %.9g, ref %.9g",
+                 nc_type_name(kc->t), (long long)n, m, mt, r);
       free(fw);
       free(fa);
       free(w);
@@ -347,15 +445,18 @@ static void test_model_vs_ref(void **state) {
   }
 }
 
-/* A kernel in llama.cpp's order equals the model bit for bit. */
-static void check_dot_vs_model(const char *what, nc_type t, nc_vec_dot_fn dot) {
+/* A kernel in llama.cpp's vec_dot (or tiled) order equals the model bit
+ * for bit. */
+static void check_dot_vs_model(const char *what, nc_type t, nc_vec_dot_fn dot,
+                               bool tiled) {
   const kq_case *kc = case_of(t);
   uint64_t s = 0x5eed + (uint64_t)t;
   for (int rep = 0; rep < 60; rep++) {
     const int64_t n = QK_K * (1 + rep % 13);
     uint8_t *w = random_rows(kc, n, 1, &s);
     uint8_t *a = random_acts(n, 1, nc_row_size(NC_TYPE_Q8_K, n), &s);
-    const float want = kc->model(n, w, a), got = dot(n, w, a);
+    const float want = tiled ? model_tiled(t, n, w, a) : kc->model(n, w, a);
+    const float got = dot(n, w, a);
     if (bits(got) != bits(want))
       fail_msg("%s %s n=%lld: %.9g, llama.cpp order %.9g", what,
                nc_type_name(t), (long long)n, got, want);
@@ -371,6 +472,7 @@ static void check_dot_vs_model(const char *what, nc_type t, nc_vec_dot_fn dot) {
   if (!gw || !ga) fail_msg("golden for %s missing", nc_type_name(t));
   float want[2];
   memcpy(want, gw + nc_row_size(t, 512), sizeof want);
+  if (tiled) want[1] = model_tiled(t, 512, gw, ga);
   if (bits(dot(512, gw, ga)) != bits(want[1]))
     fail_msg("%s %s: golden row %.9g, llama.cpp x86 %.9g", what,
              nc_type_name(t), dot(512, gw, ga), want[1]);
@@ -384,7 +486,15 @@ static void test_avx512_dot_vs_model(void **state) {
   if (!have_avx512()) skip();
   for (int ci = 0; ci < N_CASES; ci++)
     check_dot_vs_model("avx512_kquant", k_cases[ci].t,
-                       avx512_fns(k_cases[ci].t).dot);
+                       avx512_fns(k_cases[ci].t).dot, false);
+}
+
+static void test_avx512_tiled_vs_model(void **state) {
+  (void)state;
+  if (!have_avx512()) skip();
+  for (int ci = 0; ci < N_CASES; ci++)
+    check_dot_vs_model("avx512_kquant tiled", k_cases[ci].t,
+                       tiled_fns(k_cases[ci].t).dot, true);
 }
 
 static void test_avx2_dot_vs_model(void **state) {
@@ -392,11 +502,12 @@ static void test_avx2_dot_vs_model(void **state) {
   const nc_kernels *k = nc_kernels_by_name("avx2");
   if (!k) skip();
   for (int ci = 0; ci < N_CASES; ci++)
-    check_dot_vs_model("avx2", k_cases[ci].t, k->vec_dot[k_cases[ci].t]);
+    check_dot_vs_model("avx2", k_cases[ci].t, k->vec_dot[k_cases[ci].t], false);
 }
 
-/* The avx512 table uses these kernels for every K type: its dots are in
- * llama.cpp's order, its gemm agrees with its vec_dot. */
+/* The avx512 table uses the tiled-order kernels for every K type (llama.cpp
+ * multiplies prompts that way): its dots are in that order, its gemm
+ * agrees with its vec_dot. */
 static void test_avx512_table(void **state) {
   (void)state;
   const nc_kernels *k = nc_kernels_by_name("avx512");
@@ -404,7 +515,7 @@ static void test_avx512_table(void **state) {
   uint64_t s = 1009;
   for (int ci = 0; ci < N_CASES; ci++) {
     const nc_type t = k_cases[ci].t;
-    check_dot_vs_model("avx512 table", t, k->vec_dot[t]);
+    check_dot_vs_model("avx512 table", t, k->vec_dot[t], true);
     assert_non_null(k->gemm[t]);
     enum { NW = 5, NA = 9, N = 512 };
     const size_t wrow = nc_row_size(t, N), arow = nc_row_size(NC_TYPE_Q8_K, N);
@@ -436,9 +547,9 @@ static void test_avx512_gemm_batch_invariance(void **state) {
   } shapes[] = {{256, 1, 1},    {256, 2, 2},   {512, 3, 3},   {768, 5, 8},
                 {1536, 64, 21}, {1536, 7, 17}, {2304, 9, 11}, {256, 64, 64},
                 {16384, 3, 5},  {4096, 13, 4}, {16384, 3, 70}};
-  for (int ci = 0; ci < N_CASES; ci++) {
-    const kq_case *kc = &k_cases[ci];
-    const kq_fns f = avx512_fns(kc->t);
+  for (int ci = 0; ci < 2 * N_CASES; ci++) {
+    const kq_case *kc = &k_cases[ci % N_CASES];
+    const kq_fns f = ci < N_CASES ? avx512_fns(kc->t) : tiled_fns(kc->t);
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
       const int64_t n = shapes[si].n;
       const int nw = shapes[si].nw, na = shapes[si].na;
@@ -491,8 +602,9 @@ static void test_avx512_empty(void **state) {
   (void)state;
   if (!have_avx512()) skip();
   uint8_t zero[512] = {0};
-  for (int ci = 0; ci < N_CASES; ci++) {
-    const kq_fns f = avx512_fns(k_cases[ci].t);
+  for (int ci = 0; ci < 2 * N_CASES; ci++) {
+    const nc_type t = k_cases[ci % N_CASES].t;
+    const kq_fns f = ci < N_CASES ? avx512_fns(t) : tiled_fns(t);
     float out[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     f.gemm(0, zero, 0, 2, zero, 0, 4, out, 2);
     for (int i = 0; i < 8; i++)
@@ -508,6 +620,7 @@ int main(void) {
       cmocka_unit_test(test_avx2_dot_vs_model),
       cmocka_unit_test(test_avx512_gemm_batch_invariance),
       cmocka_unit_test(test_avx512_empty),
+      cmocka_unit_test(test_avx512_tiled_vs_model),
       cmocka_unit_test(test_avx512_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
