@@ -41,6 +41,14 @@ typedef struct nc_attn_kernels {
   void (*accum_v)(const float *p, int32_t m, size_t p_stride, const nc_fp16 *v,
                   size_t v_stride, int32_t j0, int32_t n, int32_t hdv,
                   const float *tab, float *lanes, size_t l_stride);
+  /* scores from keys stored transposed (may be NULL: use scores): kt holds
+   * blocks of 16 keys as floats, block b at kt + b * 16 * hd, key j of the
+   * block at [d * 16 + j]; keys past n in the last block are ignored. The
+   * same results as scores on the same keys; hd a multiple of 16. With the
+   * keys as register lanes the 16 per-lane chains are 16 accumulators and
+   * the tree is vertical adds: no widening or shuffles per query. */
+  void (*scores_t)(const float *q, int32_t m, const float *kt, int32_t n,
+                   int32_t hd, float *out, size_t out_stride);
   /* In place over n scores, as ggml_soft_max then llama.cpp's F16 V path:
    * s[j] *= scale; max; s[j] = nc_expf_ggml(s[j] - max), summed 16 lanes at
    * a time from position 0 (each group by nc_sum16_tree in float, lanes past

@@ -235,9 +235,48 @@ static void reduce_avx512(const float *lanes, int32_t hdv, float *out) {
   }
 }
 
+static void scores_t_avx512(const float *q, int32_t m, const float *kt,
+                            int32_t n, int32_t hd, float *out,
+                            size_t out_stride) {
+  /* Block-outer: a block (16 * hd floats) stays in L1 for all m queries. */
+  for (int32_t j = 0; j < n; j += 16) {
+    const float *kb = kt + (size_t)j * (size_t)hd; /* block j / 16 */
+    const int32_t nk = n - j < 16 ? n - j : 16;
+    for (int32_t i = 0; i < m; i++) {
+      const float *qi = q + (size_t)i * (size_t)hd;
+      __m512 acc[16];
+#pragma GCC unroll 16
+      for (int l = 0; l < 16; l++)
+        acc[l] = _mm512_setzero_ps();
+      /* acc[l], lane = key: the chain over d = l, l + 16, ... */
+      for (int32_t d = 0; d < hd; d += 16) {
+#pragma GCC unroll 16
+        for (int l = 0; l < 16; l++)
+          acc[l] = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + l]),
+                                   _mm512_load_ps(kb + (size_t)(d + l) * 16),
+                                   acc[l]);
+      }
+      /* nc_sum16_tree per key: l + 8, + 4, + 2, + 1 */
+#pragma GCC unroll 8
+      for (int l = 0; l < 8; l++)
+        acc[l] = _mm512_add_ps(acc[l], acc[l + 8]);
+#pragma GCC unroll 4
+      for (int l = 0; l < 4; l++)
+        acc[l] = _mm512_add_ps(acc[l], acc[l + 4]);
+#pragma GCC unroll 2
+      for (int l = 0; l < 2; l++)
+        acc[l] = _mm512_add_ps(acc[l], acc[l + 2]);
+      _mm512_mask_storeu_ps(out + (size_t)i * out_stride + (size_t)j,
+                            (__mmask16)((1u << nk) - 1),
+                            _mm512_add_ps(acc[0], acc[1]));
+    }
+  }
+}
+
 static const nc_attn_kernels AVX512 = {
     .name = "avx512",
     .scores = scores_avx512,
+    .scores_t = scores_t_avx512,
     .accum_v = accum_v_avx512,
     .softmax = softmax_avx512,
     .reduce = reduce_avx512,

@@ -28,6 +28,8 @@ struct nc_context {
   float *f16tab; /* [65536]: half bits -> float */
   float *att;    /* per thread, for one GQA group's heads: scores, q, lanes */
   size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
+  float *kt;     /* prefill: the batch sequence's keys, transposed */
+  size_t kt_cap; /* floats */
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
   uint8_t *touched;  /* [max_seqs] */
@@ -127,6 +129,7 @@ void nc_context_free(nc_context *c) {
   free(c->buf_mem);
   free(c->qact);
   free(c->f16tab);
+  free(c->kt);
   free(c->att);
   free(c->next_pos);
   free(c->touched);
@@ -290,6 +293,8 @@ typedef struct att_task {
   const nc_batch *b;
   const float *q;
   float *out;
+  const float *kt; /* NULL, or keys transposed: kt_head floats per KV head */
+  size_t kt_head;
 } att_task;
 
 /* One (row, head), as llama.cpp's non-flash path over an F16 cache: q
@@ -315,11 +320,15 @@ static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
   float *lanes = qh + ((size_t)m * (size_t)hd + 15) / 16 * 16;
   const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h0 * hd;
   c->ops->round_f16(qrow, qh, (int64_t)m * hd);
-  for (int32_t j0 = 0; j0 < n; j0 += bt) {
-    const nc_fp16 *kb =
-        nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
-    const int32_t jn = n - j0 < bt ? n - j0 : bt;
-    c->attn->scores(qh, m, kb, (size_t)dk, jn, hd, tab, s + j0, ss);
+  if (a->kt) {
+    c->attn->scores_t(qh, m, a->kt + (size_t)kvh * a->kt_head, n, hd, s, ss);
+  } else {
+    for (int32_t j0 = 0; j0 < n; j0 += bt) {
+      const nc_fp16 *kb =
+          nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
+      const int32_t jn = n - j0 < bt ? n - j0 : bt;
+      c->attn->scores(qh, m, kb, (size_t)dk, jn, hd, tab, s + j0, ss);
+    }
   }
   for (int32_t i = 0; i < m; i++)
     c->attn->softmax(s + (size_t)i * ss, n, hp->attn_scale, tab);
@@ -354,6 +363,45 @@ static void att_worker(void *p, int ith, int nth) {
               scratch);
 }
 
+/* Prefill of one sequence (every row's keys come from it): the keys of
+ * positions [0, max pos] of each KV head, widened and transposed once per
+ * layer into blocks of 16 (attn_kernel's scores_t), for all the rows'
+ * queries to share. Leaves a->kt NULL (the per-block scores) otherwise. */
+enum { KT_MIN_ROWS = 16 };
+
+static void keys_transposed(nc_context *ctx, int32_t layer, const nc_batch *b,
+                            att_task *a) {
+  const nc_hparams *hp = ctx->hp;
+  const int32_t hd = hp->head_dim;
+  if (!ctx->attn->scores_t || hd % 16 != 0 || b->n_tokens < KT_MIN_ROWS) return;
+  int32_t n = 0;
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    if (b->seq[t] != b->seq[0]) return;
+    if (b->pos[t] + 1 > n) n = b->pos[t] + 1;
+  }
+  const size_t n16 = ((size_t)n + 15) / 16 * 16;
+  const size_t head = n16 * (size_t)hd, need = head * (size_t)hp->n_head_kv;
+  if (need > ctx->kt_cap) {
+    free(ctx->kt);
+    ctx->kt = aligned_alloc(64, need * sizeof(float));
+    ctx->kt_cap = ctx->kt ? need : 0;
+    if (!ctx->kt) return;
+  }
+  const float *tab = ctx->f16tab;
+  for (int32_t j = 0; j < (int32_t)n16; j++) {
+    const nc_fp16 *kr =
+        j < n ? nc_kv_k_row_c(ctx->kv, layer, b->seq[0], j) : NULL;
+    for (int32_t h = 0; h < hp->n_head_kv; h++) {
+      float *dst = ctx->kt + (size_t)h * head + (size_t)(j / 16) * 16 * hd +
+                   (size_t)(j % 16);
+      for (int32_t d = 0; d < hd; d++)
+        dst[(size_t)d * 16] = kr ? tab[kr[(size_t)h * hd + d]] : 0.0f;
+    }
+  }
+  a->kt = ctx->kt;
+  a->kt_head = head;
+}
+
 void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out) {
@@ -365,6 +413,7 @@ void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,
     ctx->ops->to_f16(v + (int64_t)t * dv, vr, dv);
   }
   att_task a = {.ctx = ctx, .layer = layer, .b = b, .q = q, .out = out};
+  keys_transposed(ctx, layer, b, &a);
   nc_threadpool_run(ctx->tp, att_worker, &a);
 }
 

@@ -297,6 +297,7 @@ static void test_attn_scores_values(void **state) {
   enum { MAXN = 40, MAXHD = 128, STRIDE = 3 * MAXHD, MAXM = 6 };
   enum { LSET = 16 * MAXHD + 16 };
   static nc_fp16 k[MAXN * STRIDE], v[MAXN * STRIDE];
+  static float kt[48 * MAXHD] __attribute__((aligned(64)));
   static float q[MAXM * MAXHD], p[MAXM * MAXN], sa[MAXM * MAXN],
       sb[MAXM * MAXN], la[MAXM * LSET], lb[MAXM * LSET], oa[MAXHD], ob[MAXHD];
   const int hds[] = {64, 128, 16, 32, 80, 24, 8};
@@ -338,6 +339,20 @@ static void test_attn_scores_values(void **state) {
         for (int32_t i = 0; i < m; i++)
           assert_memory_equal(sa + i * MAXN, sb + i * MAXN,
                               sizeof(float) * (size_t)n);
+        if (ks[b]->scores_t && hd % 16 == 0) {
+          /* The same keys transposed in blocks of 16 (padding: garbage,
+           * which must not reach the outputs). */
+          for (int32_t j = 0; j < (n + 15) / 16 * 16; j++)
+            for (int d = 0; d < hd; d++)
+              kt[(size_t)(j / 16) * 16 * hd + (size_t)d * 16 +
+                 (size_t)(j % 16)] =
+                  j < n ? f16tab[k[(size_t)j * STRIDE + (size_t)d]] : NAN;
+          memset(sb, 0, sizeof sb);
+          ks[b]->scores_t(q, m, kt, n, hd, sb, MAXN);
+          for (int32_t i = 0; i < m; i++)
+            assert_memory_equal(sa + i * MAXN, sb + i * MAXN,
+                                sizeof(float) * (size_t)n);
+        }
         memset(lb, 0, sizeof lb);
         ks[b]->accum_v(p, m, MAXN, v, STRIDE, 3, n1, hd, f16tab, lb, lset);
         ks[b]->accum_v(p + n1, m, MAXN, v + (size_t)n1 * STRIDE, STRIDE, 3 + n1,
