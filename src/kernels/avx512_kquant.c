@@ -196,6 +196,25 @@ static inline __m512i ld(const void *p) {
   return _mm512_load_si512(p);
 }
 
+/* Integer lane sums (exact) and llama.cpp's tiled step (see the end of the
+ * file): acc + ((float)S1 * d_w - dmin_w * (float)S2) * d_a. */
+static inline int32_t hsum8i(__m256i v) {
+  __m128i t =
+      _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(t);
+}
+static inline int32_t hsum16i(__m512i v) {
+  return hsum8i(_mm256_add_epi32(lo8i(v), hi8i(v)));
+}
+static inline float tiled_step(float acc, int32_t s1, float d, float dmin,
+                               int32_t s2, float da) {
+  const __m128 t = _mm_mul_ss(_mm_set_ss((float)s1), _mm_set_ss(d));
+  const __m128 u = _mm_fnmadd_ss(_mm_set_ss(dmin), _mm_set_ss((float)s2), t);
+  return acc + _mm_cvtss_f32(_mm_mul_ss(u, _mm_set_ss(da)));
+}
+
 /* --------------------------------------------------------------- Q4_K */
 
 /* The 6-bit scales and mins of a Q4_K block as 16 bytes: sc0..7, m0..7.
@@ -217,7 +236,8 @@ static inline __m128i q4k_scales_mins(const uint8_t *s) {
 
 /* One super-block of one row against one activation row (see the top). */
 static inline __attribute__((always_inline)) void
-q4k_sb(const block_q4_K *x, const block_q8_K *y, __m256 *acc, __m128 *accm) {
+q4k_sb(const block_q4_K *x, const block_q8_K *y, __m256 *acc, __m128 *accm,
+       float *tl) {
   const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins(x->scales));
   const __m512i sm512 = _mm512_castsi256_si512(sm);
   /* mins: S_s = bsum 2s + bsum 2s+1, M_k = m_2k S_2k + m_2k+1 S_2k+1 */
@@ -227,7 +247,8 @@ q4k_sb(const block_q4_K *x, const block_q8_K *y, __m256 *acc, __m128 *accm) {
   const __m128i prod = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
   const float d = y->d * _cvtsh_ss(x->d);
   const float dmin = -y->d * _cvtsh_ss(x->dmin);
-  *accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), *accm);
+  if (!tl)
+    *accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), *accm);
   /* chunk 2j (low nibbles of qs[32j..]) in the low half, 2j+1 (high
    * nibbles) in the high half */
   const __m512i shift = ld(k_sh_0_4);
@@ -241,6 +262,13 @@ q4k_sb(const block_q4_K *x, const block_q8_K *y, __m256 *acc, __m128 *accm) {
     const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4[j]), sm512);
     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a), sc);
   }
+  if (tl) { /* tiled order: S2 = the 4 min lanes' sum */
+    __m128i m = _mm_add_epi32(prod, _mm_shuffle_epi32(prod, 0x4e));
+    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0xb1));
+    *tl = tiled_step(*tl, hsum16i(sumi), _cvtsh_ss(x->d), _cvtsh_ss(x->dmin),
+                     _mm_cvtsi128_si32(m), y->d);
+    return;
+  }
   const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
@@ -251,7 +279,7 @@ float nc_avx512_dot_q4_k(int64_t n, const void *w, const void *a) {
   __m256 acc = _mm256_setzero_ps();
   __m128 accm = _mm_setzero_ps();
   for (int64_t i = 0; i < n / QK_K; i++)
-    q4k_sb(x + i, y + i, &acc, &accm);
+    q4k_sb(x + i, y + i, &acc, &accm, NULL);
   return nc_hsum8(acc) + hsum4_m(accm);
 }
 
@@ -373,7 +401,7 @@ static inline __m256i q6k_chunk(const block_q6_K *x, int c) {
 }
 
 static inline __attribute__((always_inline)) void
-q6k_sb(const block_q6_K *x, const block_q8_K *y, __m256 *acc) {
+q6k_sb(const block_q6_K *x, const block_q8_K *y, __m256 *acc, float *tl) {
   const __m256i sc16 =
       _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
   const __m512i sc512 = _mm512_castsi256_si512(sc16);
@@ -406,6 +434,11 @@ q6k_sb(const block_q6_K *x, const block_q8_K *y, __m256 *acc) {
     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a23),
                                _mm512_permutexvar_epi16(i23, sc512));
   }
+  if (tl) {
+    *tl = tiled_step(*tl, hsum16i(sumi) - hsum8i(corr), _cvtsh_ss(x->d), 0, 0,
+                     y->d);
+    return;
+  }
   const __m256i s8 =
       _mm256_sub_epi32(_mm256_add_epi32(lo8i(sumi), hi8i(sumi)), corr);
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
@@ -416,7 +449,7 @@ float nc_avx512_dot_q6_k(int64_t n, const void *w, const void *a) {
   const block_q8_K *y = a;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / QK_K; i++)
-    q6k_sb(x + i, y + i, &acc);
+    q6k_sb(x + i, y + i, &acc, NULL);
   return nc_hsum8(acc);
 }
 
@@ -496,7 +529,8 @@ static inline __m256i bit_to_16(__m256i v, int k) {
 /* --------------------------------------------------------------- Q5_K */
 
 static inline __attribute__((always_inline)) void
-q5k_sb(const block_q5_K *x, const block_q8_K *y, __m256 *acc, float *summs) {
+q5k_sb(const block_q5_K *x, const block_q8_K *y, __m256 *acc, float *summs,
+       float *tl) {
   const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins(x->scales));
   const __m512i sm512 = _mm512_castsi256_si512(sm);
   /* the mins: llama.cpp's 4 lanes of Q4_K, summed (exact) into one int,
@@ -509,9 +543,10 @@ q5k_sb(const block_q5_K *x, const block_q8_K *y, __m256 *acc, float *summs) {
   t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
   const float d = y->d * _cvtsh_ss(x->d);
   const float dmin = -y->d * _cvtsh_ss(x->dmin);
-  *summs = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(dmin),
-                                      _mm_set_ss((float)_mm_cvtsi128_si32(t)),
-                                      _mm_set_ss(*summs)));
+  if (!tl)
+    *summs = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(dmin),
+                                        _mm_set_ss((float)_mm_cvtsi128_si32(t)),
+                                        _mm_set_ss(*summs)));
   const __m512i shift = ld(k_sh_0_4);
   const __m512i m4 = _mm512_set1_epi8(0x0f), c16 = _mm512_set1_epi8(0x10);
   const __m512i hb = bcast32(x->qh);
@@ -527,6 +562,11 @@ q5k_sb(const block_q5_K *x, const block_q8_K *y, __m256 *acc, float *summs) {
     const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4[j]), sm512);
     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a), sc);
   }
+  if (tl) {
+    *tl = tiled_step(*tl, hsum16i(sumi), _cvtsh_ss(x->d), _cvtsh_ss(x->dmin),
+                     _mm_cvtsi128_si32(t), y->d);
+    return;
+  }
   const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
@@ -537,7 +577,7 @@ float nc_avx512_dot_q5_k(int64_t n, const void *w, const void *a) {
   __m256 acc = _mm256_setzero_ps();
   float summs = 0;
   for (int64_t i = 0; i < n / QK_K; i++)
-    q5k_sb(x + i, y + i, &acc, &summs);
+    q5k_sb(x + i, y + i, &acc, &summs, NULL);
   return nc_hsum8(acc) + summs;
 }
 
@@ -630,7 +670,7 @@ q5k_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
 /* Chunk c = 4j + k (elements 32c..32c+31) of Q2_K / Q3_K: bits 2k, 2k+1 of
  * qs[32j..32j+31]; 16-element scales (chunk c: scales 2c, 2c+1). */
 static inline __attribute__((always_inline)) void
-q2k_sb(const block_q2_K *x, const block_q8_K *y, __m256 *acc) {
+q2k_sb(const block_q2_K *x, const block_q8_K *y, __m256 *acc, float *tl) {
   const __m128i raw = _mm_loadu_si128((const __m128i *)x->scales);
   const __m128i m4 = _mm_set1_epi8(0x0f);
   const __m512i sc512 =
@@ -641,7 +681,9 @@ q2k_sb(const block_q2_K *x, const block_q8_K *y, __m256 *acc) {
       _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)y->bsums));
   const float d = y->d * _cvtsh_ss(x->d);
   const float dmin = -y->d * _cvtsh_ss(x->dmin);
-  *acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod), *acc);
+  if (!tl)
+    *acc =
+        _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod), *acc);
   const __m512i m3 = _mm512_set1_epi8(3);
   __m512i sumi = _mm512_setzero_si512();
 #pragma GCC unroll 2
@@ -657,6 +699,11 @@ q2k_sb(const block_q2_K *x, const block_q8_K *y, __m256 *acc) {
       sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a), sc);
     }
   }
+  if (tl) {
+    *tl = tiled_step(*tl, hsum16i(sumi), _cvtsh_ss(x->d), _cvtsh_ss(x->dmin),
+                     hsum8i(prod), y->d);
+    return;
+  }
   const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
@@ -666,7 +713,7 @@ float nc_avx512_dot_q2_k(int64_t n, const void *w, const void *a) {
   const block_q8_K *y = a;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / QK_K; i++)
-    q2k_sb(x + i, y + i, &acc);
+    q2k_sb(x + i, y + i, &acc, NULL);
   return nc_hsum8(acc);
 }
 
@@ -761,7 +808,7 @@ static inline __m128i q3k_scales(const uint8_t *s) {
 /* Quants q = low2 - 4 (hmask bit c clear) or low2 (set), -4..3: as
  * llama.cpp, maddubs of the low bits minus maddubs of the 4s. */
 static inline __attribute__((always_inline)) void
-q3k_sb(const block_q3_K *x, const block_q8_K *y, __m256 *acc) {
+q3k_sb(const block_q3_K *x, const block_q8_K *y, __m256 *acc, float *tl) {
   const __m512i sc512 =
       _mm512_castsi256_si512(_mm256_cvtepi8_epi16(q3k_scales(x->scales)));
   const float d = y->d * _cvtsh_ss(x->d);
@@ -785,6 +832,10 @@ q3k_sb(const block_q3_K *x, const block_q8_K *y, __m256 *acc) {
           sumi, p, _mm512_permutexvar_epi16(ld(k_idx_16[2 * j + m]), sc512));
     }
   }
+  if (tl) {
+    *tl = tiled_step(*tl, hsum16i(sumi), _cvtsh_ss(x->d), 0, 0, y->d);
+    return;
+  }
   const __m256i s8 = _mm256_add_epi32(lo8i(sumi), hi8i(sumi));
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
@@ -794,7 +845,7 @@ float nc_avx512_dot_q3_k(int64_t n, const void *w, const void *a) {
   const block_q8_K *y = a;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / QK_K; i++)
-    q3k_sb(x + i, y + i, &acc);
+    q3k_sb(x + i, y + i, &acc, NULL);
   return nc_hsum8(acc);
 }
 
@@ -1207,29 +1258,50 @@ KQ_GEMM(q2_k, block_q2_K, q2k_pair, q2k_unpack_pair, q2k_block, KQ6_R,
 KQ_GEMM(q3_k, block_q3_K, q3k_pair, q3k_unpack_pair, q3k_block, KQ6_R,
         MIN_BATCH)
 
-/* The tiled-order dots: the row paired with itself, one super-block at a
- * time through the gemm block (the same float operations). Their gemm
- * takes every batch through the pair path (MINB 1). */
-#define KQ_TILED(name, blk, PAIR, unpack, block, RB)                           \
+/* The tiled-order dots: the single-row kernels' integers, llama.cpp's
+ * tiled float step per super-block. Their gemm: pairs from MIN_BATCH
+ * activation rows on, these dots below (the same operations). */
+#define KQ_TILED(name, blk, sb, PAIR, unpack, block, RB)                       \
   float nc_avx512_dot_##name(int64_t n, const void *w, const void *a) {        \
     const blk *x = w;                                                          \
     const block_q8_K *y = a;                                                   \
-    const int64_t nb = n > 0 ? n / QK_K : 0;                                   \
-    float out = 0;                                                             \
-    __m512 st[2];                                                              \
-    for (int64_t i = 0; i < nb; i++) {                                         \
-      _Alignas(64) PAIR u;                                                     \
-      unpack(x + i, x + i, &u);                                                \
-      block(&u, 1, (const uint8_t *)(y + i), 0, 1, st, i == 0, i == nb - 1,    \
-            &out, 1, false);                                                   \
-    }                                                                          \
-    return out;                                                                \
+    float acc = 0;                                                             \
+    for (int64_t i = 0; i < n / QK_K; i++)                                     \
+      sb(x + i, y + i, NULL, NULL, &acc);                                      \
+    return acc;                                                                \
   }                                                                            \
-  KQ_GEMM(name, blk, PAIR, unpack, block, RB, 1)
-KQ_TILED(q4_k_tiled, block_q4_K, q4k_pair, q4k_unpack_pair, q4kt_block, KQ4_R)
-KQ_TILED(q6_k_tiled, block_q6_K, q6k_pair, q6k_unpack_pair, q6kt_block, KQ6_R)
-KQ_TILED(q5_k_tiled, block_q5_K, q5k_pair, q5k_unpack_pair, q5kt_block, KQ4_R)
-KQ_TILED(q2_k_tiled, block_q2_K, q2k_pair, q2k_unpack_pair, q2kt_block, KQ6_R)
-KQ_TILED(q3_k_tiled, block_q3_K, q3k_pair, q3k_unpack_pair, q3kt_block, KQ6_R)
+  KQ_GEMM(name, blk, PAIR, unpack, block, RB, MIN_BATCH)
+/* adapters: the same argument list for every type's single-row kernel */
+static inline __attribute__((always_inline)) void q6k_sb4(const block_q6_K *x,
+                                                          const block_q8_K *y,
+                                                          __m256 *a, void *b,
+                                                          float *tl) {
+  (void)b;
+  q6k_sb(x, y, a, tl);
+}
+static inline __attribute__((always_inline)) void q2k_sb4(const block_q2_K *x,
+                                                          const block_q8_K *y,
+                                                          __m256 *a, void *b,
+                                                          float *tl) {
+  (void)b;
+  q2k_sb(x, y, a, tl);
+}
+static inline __attribute__((always_inline)) void q3k_sb4(const block_q3_K *x,
+                                                          const block_q8_K *y,
+                                                          __m256 *a, void *b,
+                                                          float *tl) {
+  (void)b;
+  q3k_sb(x, y, a, tl);
+}
+KQ_TILED(q4_k_tiled, block_q4_K, q4k_sb, q4k_pair, q4k_unpack_pair, q4kt_block,
+         KQ4_R)
+KQ_TILED(q6_k_tiled, block_q6_K, q6k_sb4, q6k_pair, q6k_unpack_pair, q6kt_block,
+         KQ6_R)
+KQ_TILED(q5_k_tiled, block_q5_K, q5k_sb, q5k_pair, q5k_unpack_pair, q5kt_block,
+         KQ4_R)
+KQ_TILED(q2_k_tiled, block_q2_K, q2k_sb4, q2k_pair, q2k_unpack_pair, q2kt_block,
+         KQ6_R)
+KQ_TILED(q3_k_tiled, block_q3_K, q3k_sb4, q3k_pair, q3k_unpack_pair, q3kt_block,
+         KQ6_R)
 #undef KQ_TILED
 #undef KQ_GEMM
