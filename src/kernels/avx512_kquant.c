@@ -946,6 +946,16 @@ static inline __m512i hsum_halves(__m512i v) {
   return _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xb1));
 }
 
+/* S1 = the sum of a's lanes and S2 = the sum of b's lanes per 256-bit half
+ * (exact), as floats: S1 in the even lanes, S2 in the odd ones. */
+static inline __m512 hsum_halves2(__m512i a, __m512i b) {
+  __m512i w = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b),
+                               _mm512_unpackhi_epi32(a, b));
+  w = _mm512_add_epi32(w, _mm512_shuffle_epi32(w, _MM_PERM_BADC));
+  w = _mm512_add_epi32(w, _mm512_shuffle_i32x4(w, w, 0xb1));
+  return _mm512_cvtepi32_ps(w);
+}
+
 /* gemm blocks in the tiled order: the pair layouts above, each half's
  * lanes summed to S1 (and S2) before the float step; acc holds the row's
  * running sum in every lane of its half. */
@@ -975,11 +985,10 @@ q4kt_block(const q4k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
         sumi = _mm512_dpwssd_epi32(
             sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
             p->sc[c]);
-      const __m512i s1 = hsum_halves(sumi);
-      const __m512i s2 =
-          hsum_halves(_mm512_madd_epi16(bcast32(y->bsums), p->mins));
-      __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), p->d);
-      t = _mm512_fnmadd_ps(p->dmin, _mm512_cvtepi32_ps(s2), t);
+      const __m512 s =
+          hsum_halves2(sumi, _mm512_madd_epi16(bcast32(y->bsums), p->mins));
+      __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), p->d);
+      t = _mm512_fnmadd_ps(p->dmin, _mm512_movehdup_ps(s), t);
       acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
     }
   }
@@ -1051,11 +1060,10 @@ q5kt_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
         sumi = _mm512_dpwssd_epi32(
             sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
             p->sc[c]);
-      const __m512i s1 = hsum_halves(sumi);
-      const __m512i s2 =
-          hsum_halves(_mm512_madd_epi16(bcast32(y->bsums), p->mins));
-      __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), p->d);
-      t = _mm512_fnmadd_ps(p->dmin, _mm512_cvtepi32_ps(s2), t);
+      const __m512 s =
+          hsum_halves2(sumi, _mm512_madd_epi16(bcast32(y->bsums), p->mins));
+      __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), p->d);
+      t = _mm512_fnmadd_ps(p->dmin, _mm512_movehdup_ps(s), t);
       acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
     }
   }
@@ -1091,11 +1099,10 @@ q2kt_block(const q2k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
         sumi = _mm512_dpwssd_epi32(
             sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
             p->sc[c]);
-      const __m512i s1 = hsum_halves(sumi);
-      const __m512i s2 =
-          hsum_halves(_mm512_madd_epi16(bcast32(y->bsums), p->mins));
-      __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s1), p->d);
-      t = _mm512_fnmadd_ps(p->dmin, _mm512_cvtepi32_ps(s2), t);
+      const __m512 s =
+          hsum_halves2(sumi, _mm512_madd_epi16(bcast32(y->bsums), p->mins));
+      __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), p->d);
+      t = _mm512_fnmadd_ps(p->dmin, _mm512_movehdup_ps(s), t);
       acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
     }
   }
