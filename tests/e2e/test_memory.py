@@ -10,13 +10,17 @@
   file's mapping in `nucleus serve` is resident and the process's anonymous
   memory is a small fraction of the file.
 
-Peak RSS is the child's own ru_maxrss (os.wait4), so other tests' children
-do not count.
+Peak RSS is the child's own ru_maxrss (os.wait4), taken by a fresh, small
+Python launcher: Linux starts a child's ru_maxrss at the high-water RSS of
+the process that forked it (the mm it had before exec), so a child of this
+pytest process (openai, jinja2, ... imported: ~180 MiB) would report at
+least that much whatever nucleus uses.
 """
 
 import os
 import re
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -72,20 +76,36 @@ def kv_bytes(hp, positions):
     return blocks * KV_BLOCK_TOKENS * per_pos * KV_ELEM_BYTES
 
 
+# Runs argv[2:], writes its ru_maxrss (KiB) to the file argv[1], exits with
+# its status. Small (a bare interpreter, ~10 MiB), so it cannot mask
+# nucleus's own peak.
+LAUNCHER = """
+import os, subprocess, sys
+p = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(p.pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(args):
     """Runs args; returns (exit code, output, peak RSS in bytes)."""
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+    with tempfile.TemporaryFile() as out, \
+            tempfile.NamedTemporaryFile("r") as rss:
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", LAUNCHER, rss.name, *args],
+            stdout=out, stderr=subprocess.STDOUT)
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         except BaseException:
             proc.kill()
             proc.wait()
             raise
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
-    return proc.returncode, text, usage.ru_maxrss * 1024  # Linux: KiB
+        peak_kib = int(rss.read() or 0)
+    return proc.returncode, text, peak_kib * 1024  # Linux: KiB
 
 
 @pytest.fixture(scope="module")
