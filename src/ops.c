@@ -10,13 +10,17 @@
 #include <cpuid.h>
 #endif
 
-static void rmsnorm_plain(const float *x, const float *w, float *y, int64_t n,
-                          float eps) {
+float nc_rms_scale(const float *x, int64_t n, float eps) {
   double sum = 0.0;
   for (int64_t i = 0; i < n; i++)
     sum += (double)(x[i] * x[i]);
   const float mean = (float)(sum / (double)n);
-  const float scale = 1.0f / sqrtf(mean + eps);
+  return 1.0f / sqrtf(mean + eps);
+}
+
+static void rmsnorm_plain(const float *x, const float *w, float *y, int64_t n,
+                          float eps) {
+  const float scale = nc_rms_scale(x, n, eps);
   if (w) {
     for (int64_t i = 0; i < n; i++)
       y[i] = (x[i] * scale) * w[i];

@@ -19,6 +19,9 @@
  * scale in float, the weight applied after (as ggml's rms_norm then mul).
  * w may be NULL (no weight). y may alias x. */
 void nc_rmsnorm(const float *x, const float *w, float *y, int64_t n, float eps);
+/* The scale of nc_rmsnorm: 1 / sqrt(mean(x^2) + eps), the sum of squares in
+ * double in element order (one dependent chain: every build shares it). */
+float nc_rms_scale(const float *x, int64_t n, float eps);
 
 /* The cos/sin table for one position: n_rot/2 pairs, theta built as ggml
  * does (theta = pos, multiplied by theta_scale = base^(-2/n_rot) for each

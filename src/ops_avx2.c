@@ -14,11 +14,7 @@ static void rmsnorm_avx2(const float *x, const float *w, float *y, int64_t n,
                          float eps) {
   /* The double sum is one chain of dependent additions in the reference's
    * order: nothing to vectorize without changing its rounding. */
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; i++)
-    sum += (double)(x[i] * x[i]);
-  const float mean = (float)(sum / (double)n);
-  const float scale = 1.0f / sqrtf(mean + eps);
+  const float scale = nc_rms_scale(x, n, eps);
   const __m256 vs = _mm256_set1_ps(scale);
   int64_t i = 0;
   if (w) {

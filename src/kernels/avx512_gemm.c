@@ -389,23 +389,22 @@ tile_any(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
   case 7: T(PP, 7); break;                                                     \
   default: T(PP, 8); break;                                                    \
   }
+#define PAIRS                                                                  \
+  if (P == 2) {                                                                \
+    CASES(2)                                                                   \
+  } else {                                                                     \
+    CASES(1)                                                                   \
+  }
   if (packed) {
 #define PK true
-    if (P == 2) {
-      CASES(2)
-    } else {
-      CASES(1)
-    }
+    PAIRS
 #undef PK
   } else {
 #define PK false
-    if (P == 2) {
-      CASES(2)
-    } else {
-      CASES(1)
-    }
+    PAIRS
 #undef PK
   }
+#undef PAIRS
 #undef CASES
 #undef T
 }

@@ -717,12 +717,10 @@ float nc_avx512_dot_q2_k(int64_t n, const void *w, const void *a) {
   return nc_hsum8(acc);
 }
 
-typedef struct q2k_pair {
-  __m512i q[8];  /* chunk c's quants (0..3): row 0 | row 1 */
-  __m512i sc[8]; /* chunk c: int16 sc_2c x8, sc_2c+1 x8 of row 0 | row 1 */
-  __m512i mins;  /* the 16 mins (int16): row 0 | row 1 */
-  __m512 d, dmin;
-} q2k_pair;
+/* Q2_K's pair has Q5_K's layout: q[c] chunk c's quants (0..3 here),
+ * sc[c] chunk c's int16 scales (sc_2c x8, sc_2c+1 x8 of row 0 | row 1),
+ * mins the 16 mins (int16), d and dmin. */
+typedef q5k_pair q2k_pair;
 
 static inline __m256i q2k_chunk(const uint8_t *qs, int c) {
   const __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * (c / 4)));
@@ -1036,7 +1034,8 @@ q6kt_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
   }
 }
 
-/* Q5_K: Q4_K's step on Q5_K's pair layout (the same min lanes). */
+/* Q5_K and Q2_K (same pair layout): Q4_K's step with the 16-element mins
+ * and bsums giving S2. */
 static inline __attribute__((always_inline)) void
 q5kt_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
            int R, __m512 *st, bool first, bool last, float *out,
@@ -1075,43 +1074,13 @@ q5kt_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
   }
 }
 
-/* Q2_K: S2 from the 16-element mins and bsums. */
+/* Q2_K: the Q5_K step (same pair layout), under its own name for the
+ * gemm instance of its register tile. */
 static inline __attribute__((always_inline)) void
 q2kt_block(const q2k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
            int R, __m512 *st, bool first, bool last, float *out,
            size_t out_stride, bool two) {
-  __m512 acc[R_MAX];
-  for (int r = 0; r < R; r++)
-    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
-  for (int64_t i = 0; i < nb; i++) {
-    const q2k_pair *p = u + i;
-    __m512i q[8];
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; c++)
-      q[c] = p->q[c];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-      const block_q8_K *y =
-          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      __m512i sumi = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; c++)
-        sumi = _mm512_dpwssd_epi32(
-            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
-            p->sc[c]);
-      const __m512 s =
-          hsum_halves2(sumi, _mm512_madd_epi16(bcast32(y->bsums), p->mins));
-      __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), p->d);
-      t = _mm512_fnmadd_ps(p->dmin, _mm512_movehdup_ps(s), t);
-      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
-    }
-  }
-  for (int r = 0; r < R && !last; r++)
-    st[2 * r] = acc[r];
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
-    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
-  }
+  q5kt_block(u, nb, act, a_stride, R, st, first, last, out, out_stride, two);
 }
 
 /* Q3_K: signed quants against a + 128, ncorr removes the 128s: S1 exact. */
