@@ -957,6 +957,41 @@ static inline __m512 hsum_halves2(__m512i a, __m512i b) {
 /* gemm blocks in the tiled order: the pair layouts above, each half's
  * lanes summed to S1 (and S2) before the float step; acc holds the row's
  * running sum in every lane of its half. */
+/* The tiled step shared by Q4_K, Q5_K and Q2_K (min types): for each of
+ * R activation rows, S1 from the 8 chunks' quants q and S2 from the mins,
+ * acc += (d * S1 - dmin * S2) * d_a. */
+static inline __attribute__((always_inline)) void
+kt_min_rows(const __m512i q[8], const __m512i sc[8], __m512i mins, __m512 d,
+            __m512 dmin, int64_t i, const uint8_t *act, size_t a_stride, int R,
+            __m512 *acc) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++) {
+    const block_q8_K *y = (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+    __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      sumi = _mm512_dpwssd_epi32(
+          sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)), sc[c]);
+    const __m512 s =
+        hsum_halves2(sumi, _mm512_madd_epi16(bcast32(y->bsums), mins));
+    __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), d);
+    t = _mm512_fnmadd_ps(dmin, _mm512_movehdup_ps(s), t);
+    acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
+  }
+}
+
+/* End of a tiled segment: keep the accumulators, or write the results. */
+static inline __attribute__((always_inline)) void
+kt_finish(const __m512 *acc, int R, __m512 *st, bool last, float *out,
+          size_t out_stride, bool two) {
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
+    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
+  }
+}
+
 static inline __attribute__((always_inline)) void
 q4kt_block(const q4k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
            int R, __m512 *st, bool first, bool last, float *out,
@@ -973,29 +1008,9 @@ q4kt_block(const q4k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
       q[2 * j] = _mm512_and_si512(p->q[j], m4);
       q[2 * j + 1] = _mm512_and_si512(_mm512_srli_epi16(p->q[j], 4), m4);
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-      const block_q8_K *y =
-          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      __m512i sumi = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; c++)
-        sumi = _mm512_dpwssd_epi32(
-            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
-            p->sc[c]);
-      const __m512 s =
-          hsum_halves2(sumi, _mm512_madd_epi16(bcast32(y->bsums), p->mins));
-      __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), p->d);
-      t = _mm512_fnmadd_ps(p->dmin, _mm512_movehdup_ps(s), t);
-      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
-    }
+    kt_min_rows(q, p->sc, p->mins, p->d, p->dmin, i, act, a_stride, R, acc);
   }
-  for (int r = 0; r < R && !last; r++)
-    st[2 * r] = acc[r];
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
-    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
-  }
+  kt_finish(acc, R, st, last, out, out_stride, two);
 }
 
 static inline __attribute__((always_inline)) void
@@ -1026,12 +1041,7 @@ q6kt_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
       acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
     }
   }
-  for (int r = 0; r < R && !last; r++)
-    st[2 * r] = acc[r];
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
-    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
-  }
+  kt_finish(acc, R, st, last, out, out_stride, two);
 }
 
 /* Q5_K and Q2_K (same pair layout): Q4_K's step with the 16-element mins
@@ -1045,33 +1055,9 @@ q5kt_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
     acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
   for (int64_t i = 0; i < nb; i++) {
     const q5k_pair *p = u + i;
-    __m512i q[8];
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; c++)
-      q[c] = p->q[c];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-      const block_q8_K *y =
-          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      __m512i sumi = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; c++)
-        sumi = _mm512_dpwssd_epi32(
-            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
-            p->sc[c]);
-      const __m512 s =
-          hsum_halves2(sumi, _mm512_madd_epi16(bcast32(y->bsums), p->mins));
-      __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), p->d);
-      t = _mm512_fnmadd_ps(p->dmin, _mm512_movehdup_ps(s), t);
-      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
-    }
+    kt_min_rows(p->q, p->sc, p->mins, p->d, p->dmin, i, act, a_stride, R, acc);
   }
-  for (int r = 0; r < R && !last; r++)
-    st[2 * r] = acc[r];
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
-    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
-  }
+  kt_finish(acc, R, st, last, out, out_stride, two);
 }
 
 /* Q2_K: the Q5_K step (same pair layout), under its own name for the
@@ -1114,12 +1100,7 @@ q3kt_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
       acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
     }
   }
-  for (int r = 0; r < R && !last; r++)
-    st[2 * r] = acc[r];
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
-    if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
-  }
+  kt_finish(acc, R, st, last, out, out_stride, two);
 }
 
 /* ------------------------------------------------------------- drivers */
