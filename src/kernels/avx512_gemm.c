@@ -15,10 +15,11 @@
  * Layout. A zmm holds two pairs: lanes 0..7 for weight row r, 8..15 for row
  * r + 1, both against the same activation row, whose 32 quants are
  * broadcast to both halves. A register tile is 2 such weight-row pairs (4
- * rows) x up to 8 activation rows: 16 accumulators, and each weight block
- * is unpacked once per 8 activation rows. Activation scales (d_a, s_a) are
- * converted to float once per call, transposed per block, so the inner
- * loop broadcasts them straight from memory.
+ * rows) x up to 8 activation rows: 16 accumulators. From 8 activation
+ * rows on, a weight panel is unpacked once (see pack_blk) and every tile
+ * loads it; a single activation row (decode) takes tile_gemv. Activation
+ * scales (d_a, s_a) are converted to float per chunk of 8 rows, transposed
+ * per block, so the inner loop broadcasts them straight from memory.
  *
  * Signed weights (Q4_0, Q5_0, Q8_0) go in offset by a constant c so that
  * they are unsigned, and each lane's integer sum starts at -c times the sum

@@ -886,12 +886,26 @@ static inline void q3k_unpack_pair(const block_q3_K *x0, const block_q3_K *x1,
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
 }
 
+/* Q3_K's exact integer lanes (S1) for one activation block: the signed
+ * quants against a + 128, ncorr removing the 128s. Shared by the vec_dot
+ * and tiled orders, which differ only in the float steps after it. */
+static inline __attribute__((always_inline)) __m512i
+q3k_s1(const q3k_pair *p, const __m512i q[8], const block_q8_K *y) {
+  const __m512i b128 = _mm512_set1_epi8((char)0x80);
+  __m512i sumi = p->ncorr;
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++) {
+    const __m512i au = _mm512_xor_si512(bcast32(y->qs + 32 * c), b128);
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(au, q[c]), p->sc[c]);
+  }
+  return sumi;
+}
+
 static inline __attribute__((always_inline)) void
 q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
           int R, __m512 *st, bool first, bool last, float *out,
           size_t out_stride, bool two) {
   __m512 acc[R_MAX];
-  const __m512i b128 = _mm512_set1_epi8((char)0x80);
   for (int r = 0; r < R; r++)
     acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
   for (int64_t i = 0; i < nb; i++) {
@@ -904,13 +918,7 @@ q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
     for (int r = 0; r < R; r++) {
       const block_q8_K *y =
           (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      __m512i sumi = p->ncorr;
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; c++) {
-        const __m512i au = _mm512_xor_si512(bcast32(y->qs + 32 * c), b128);
-        sumi =
-            _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(au, q[c]), p->sc[c]);
-      }
+      const __m512i sumi = q3k_s1(p, q, y);
       const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
       acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
     }
@@ -1075,7 +1083,6 @@ q3kt_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
            int R, __m512 *st, bool first, bool last, float *out,
            size_t out_stride, bool two) {
   __m512 acc[R_MAX];
-  const __m512i b128 = _mm512_set1_epi8((char)0x80);
   for (int r = 0; r < R; r++)
     acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
   for (int64_t i = 0; i < nb; i++) {
@@ -1088,13 +1095,7 @@ q3kt_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
     for (int r = 0; r < R; r++) {
       const block_q8_K *y =
           (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      __m512i sumi = p->ncorr;
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; c++) {
-        const __m512i au = _mm512_xor_si512(bcast32(y->qs + 32 * c), b128);
-        sumi =
-            _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(au, q[c]), p->sc[c]);
-      }
+      const __m512i sumi = q3k_s1(p, q, y);
       const __m512 t =
           _mm512_mul_ps(_mm512_cvtepi32_ps(hsum_halves(sumi)), p->d);
       acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
