@@ -4,6 +4,30 @@
 #define NC_KERNELS_AVX2_UTIL_H
 
 #include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decode reads each weight byte once, from L3 or DRAM, and the hardware
+ * prefetchers alone leave the loads waiting: the matmul loops prefetch the
+ * rows about this far ahead. One 4-row tile ahead (1-4 KiB) left each
+ * tile's first loads waiting on memory; 8 KiB ahead decoded the default
+ * model ~1.3x faster (4..8 KiB measured alike, 16 KiB worse). */
+enum { NC_PREFETCH_AHEAD = 8192 };
+
+/* The start of the first whole tile (tile_bytes of contiguous rows) at
+ * least NC_PREFETCH_AHEAD bytes after w. */
+static inline const uint8_t *nc_prefetch_base(const uint8_t *w,
+                                              size_t tile_bytes) {
+  if (tile_bytes == 0) return w;
+  return w + (NC_PREFETCH_AHEAD + tile_bytes - 1) / tile_bytes * tile_bytes;
+}
+
+/* Prefetch the cache lines of [p, p + n) into L1 (a hint: p may lie past
+ * the mapping). */
+static inline void nc_prefetch_lines(const void *p, size_t n) {
+  for (size_t o = 0; o < n; o += 64)
+    _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+}
 
 /* Sum of 8 floats as (k + k+4), then (0+2, 1+3), then the two: the order
  * llama.cpp's hsum_float_8 uses. */

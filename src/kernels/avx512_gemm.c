@@ -17,7 +17,7 @@
  * broadcast to both halves. A register tile is 2 such weight-row pairs (4
  * rows) x up to 8 activation rows: 16 accumulators. From 8 activation
  * rows on, a weight panel is unpacked once (see pack_blk) and every tile
- * loads it; a single activation row (decode) takes tile_gemv. Activation
+ * loads it; a single activation row (decode) goes to avx512_gemv.c. Activation
  * scales (d_a, s_a) are converted to float per chunk of 8 rows, transposed
  * per block, so the inner loop broadcasts them straight from memory.
  *
@@ -44,7 +44,6 @@ typedef struct act_chunk {
   const uint8_t *q[TILE_A]; /* each row's first block */
   int n_rows;
   float (*d)[TILE_A];
-  float *dv;                  /* row 0's d, by block */
   float (*s)[TILE_A];         /* Q8_1 only */
   int32_t (*corr)[TILE_A][8]; /* signed types: -c * (sums of 4 quants) */
   void *mem;
@@ -52,15 +51,13 @@ typedef struct act_chunk {
 
 static bool act_chunk_new(act_chunk *ac, int64_t nb) {
   const size_t f = sizeof(float) * TILE_A * (size_t)nb;
-  const size_t bytes = 2 * f + sizeof(float) * ((size_t)nb + 16) +
-                       sizeof(int32_t) * 8 * TILE_A * (size_t)nb;
+  const size_t bytes = 2 * f + sizeof(int32_t) * 8 * TILE_A * (size_t)nb;
   ac->mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!ac->mem) return false;
   uint8_t *p = ac->mem;
   ac->corr = (void *)p, p += sizeof(int32_t) * 8 * TILE_A * (size_t)nb;
   ac->d = (void *)p, p += f;
-  ac->s = (void *)p, p += f;
-  ac->dv = (void *)p;
+  ac->s = (void *)p;
   return true;
 }
 
@@ -205,11 +202,10 @@ tile(int64_t nb, const tile_src *src, prep_fn prep, const bool packed,
   for (int r = 0; r < 2 * P; r++)
     summs[r] = _mm256_setzero_ps();
   const __m512i zero = _mm512_setzero_si512();
-  /* Raw blocks: the next tile's weights (the 2P rows after these,
-   * contiguous when rows are) are prefetched as this one runs, 2P blocks
-   * ahead per block. In decode each weight byte is read once, from L3 or
-   * DRAM, and the hardware prefetchers alone leave the loads waiting. */
-  const uint8_t *pf = packed ? NULL : src->w + (size_t)(2 * P) * src->w_stride;
+  /* Raw blocks: the rows ahead are prefetched as this tile runs (see
+   * nc_prefetch_base), 2P blocks' bytes per block. */
+  const uint8_t *pf =
+      packed ? NULL : nc_prefetch_base(src->w, (size_t)(2 * P) * src->w_stride);
   const size_t pf_step = packed ? 0 : (size_t)(2 * P) * src->bsize;
   for (int64_t i = 0; i < nb; i++) {
     wpair wp[2];
@@ -225,8 +221,7 @@ tile(int64_t nb, const tile_src *src, prep_fn prep, const bool packed,
         m[p][1] = x->m[1];
       }
     } else {
-      _mm_prefetch((const char *)pf + (size_t)i * pf_step, _MM_HINT_T0);
-      _mm_prefetch((const char *)pf + (size_t)i * pf_step + 64, _MM_HINT_T0);
+      nc_prefetch_lines(pf + (size_t)i * pf_step, pf_step);
 #pragma GCC unroll 2
       for (int p = 0; p < P; p++) {
         const uint8_t *b0 =
@@ -288,90 +283,6 @@ tile(int64_t nb, const tile_src *src, prep_fn prep, const bool packed,
     }
 }
 
-/* Block headers of one weight row, 16 blocks per gather: d (and m) as
- * floats. */
-static inline __attribute__((always_inline)) void
-row_headers(const uint8_t *row, size_t bsize, int64_t nb, bool has_min,
-            float *d, float *m) {
-  const __m512i idx = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32((int)bsize));
-  for (int64_t i = 0; i < nb; i += 16) {
-    const __mmask16 k =
-        nb - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nb - i)) - 1);
-    const __m512i h = _mm512_mask_i32gather_epi32(
-        _mm512_setzero_si512(), k, idx, row + (size_t)i * bsize, 1);
-    _mm512_mask_storeu_ps(d + i, k, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
-    if (has_min)
-      _mm512_mask_storeu_ps(
-          m + i, k,
-          _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))));
-  }
-}
-
-/* Decode: 4 weight rows x one activation row. The headers are converted
- * first (gathers), so the block loop only unpacks quants, builds each
- * pair's d_w vector with two broadcasts, and runs the min chains as scalar
- * FMAs (port 1, idle under 512-bit code). Same operations per lane as
- * tile, hence the same bits. */
-static inline __attribute__((always_inline)) void
-tile_gemv(int64_t nb, const tile_src *src, prep_fn prep, bool has_min,
-          size_t aq, size_t abytes, const act_chunk *ac, float *out) {
-  float d[4][MAX_BLOCKS], m[4][MAX_BLOCKS];
-#pragma GCC unroll 4
-  for (int r = 0; r < 4; r++) {
-    row_headers(src->w + (size_t)r * src->w_stride, src->bsize, nb, has_min,
-                d[r], m[r]);
-    /* d_w * d_a, the same float product the tile takes per lane */
-    for (int64_t i = 0; i < nb; i += 16) {
-      const __mmask16 k =
-          nb - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nb - i)) - 1);
-      _mm512_mask_storeu_ps(
-          d[r] + i, k,
-          _mm512_mul_ps(_mm512_maskz_loadu_ps(k, d[r] + i),
-                        _mm512_maskz_loadu_ps(k, ac->dv + i)));
-    }
-  }
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  float summs[4] = {0, 0, 0, 0};
-  const __m512i zero = _mm512_setzero_si512();
-  const uint8_t *pf = src->w + 4 * src->w_stride;
-  const size_t pf_step = 4 * src->bsize;
-  for (int64_t i = 0; i < nb; i++) {
-    _mm_prefetch((const char *)pf + (size_t)i * pf_step, _MM_HINT_T0);
-    _mm_prefetch((const char *)pf + (size_t)i * pf_step + 64, _MM_HINT_T0);
-    const __m512i y = _mm512_broadcast_i64x4(_mm256_loadu_si256(
-        (const __m256i *)(ac->q[0] + (size_t)i * abytes + aq)));
-    const __m512i corr = has_min ? zero
-                                 : _mm512_broadcast_i64x4(_mm256_load_si256(
-                                       (const __m256i *)ac->corr[i][0]));
-#pragma GCC unroll 2
-    for (int p = 0; p < 2; p++) {
-      const uint8_t *b0 =
-          src->w + (size_t)(2 * p) * src->w_stride + (size_t)i * src->bsize;
-      const wpair wp = prep(b0, b0 + src->w_stride);
-      const __m512 dd = _mm512_mask_broadcastss_ps(
-          _mm512_set1_ps(d[2 * p][i]), 0xff00, _mm_set_ss(d[2 * p + 1][i]));
-      const __m512i l = _mm512_dpbusd_epi32(has_min ? zero : corr, wp.q, y);
-      acc[p] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(l), acc[p]);
-    }
-    if (has_min) {
-      const float s_a = ac->s[i][0];
-#pragma GCC unroll 4
-      for (int r = 0; r < 4; r++)
-        summs[r] = fmaf(m[r][i], s_a, summs[r]);
-    }
-  }
-#pragma GCC unroll 2
-  for (int p = 0; p < 2; p++) {
-    float lo = nc_hsum8(_mm512_castps512_ps256(acc[p]));
-    float hi = nc_hsum8(
-        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1)));
-    out[2 * p] = has_min ? lo + summs[2 * p] : lo;
-    out[2 * p + 1] = has_min ? hi + summs[2 * p + 1] : hi;
-  }
-}
-
 /* Instances per (P, A) with A the activation rows of this chunk. */
 static inline __attribute__((always_inline)) void
 tile_any(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
@@ -431,7 +342,6 @@ static void load_chunk(act_chunk *ac, const uint8_t *a, size_t a_stride,
       const __m512i h = _mm512_mask_i32gather_epi32(
           _mm512_setzero_si512(), m, src_idx, ac->q[k] + (size_t)i * abytes, 1);
       const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
-      if (k == 0) _mm512_mask_storeu_ps(ac->dv + i, m, d);
       _mm512_mask_i32scatter_ps(&ac->d[i][k], m, dst_idx, d, 4);
       if (has_min)
         _mm512_mask_i32scatter_ps(
@@ -475,11 +385,8 @@ rows_x_acts(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
       } else {
         t.w += (size_t)r * src->w_stride;
       }
-      if (!packed && A == 1 && r + 4 <= nw)
-        tile_gemv(nb, &t, prep, has_min, aq, abytes, ac, o + r);
-      else
-        tile_any(nb, &t, prep, packed, has_min, abytes, aq, ac,
-                 r + 4 <= nw ? 2 : 1, o + r, out_stride);
+      tile_any(nb, &t, prep, packed, has_min, abytes, aq, ac,
+               r + 4 <= nw ? 2 : 1, o + r, out_stride);
     }
     if (r < nw && !packed)
       fallback(n, src->w + (size_t)r * src->w_stride, a + (size_t)a0 * a_stride,
@@ -543,6 +450,10 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
   void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *a, size_t a_stride,       \
                              int64_t na, float *out, size_t out_stride) {      \
+    if (na == 1) {                                                             \
+      nc_avx512_gemv_##name(n, w, w_stride, nw, a, out);                       \
+      return;                                                                  \
+    }                                                                          \
     gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
          prep_##name, has_min, offset, nc_avx2_dot_##name##_rows);             \
   }

@@ -1143,10 +1143,13 @@ enum { SEG_ROWS = 64 };
     const int64_t nb = n > 0 ? n / QK_K : 0;                                   \
     enum { CAP = SCRATCH_BYTES / sizeof(PAIR) };                               \
     if (na < MINB || nb == 0) {                                                \
-      for (int64_t a = 0; a < na; a++)                                         \
-        for (int64_t r = 0; r < nw; r++)                                       \
-          out[(size_t)a * out_stride + (size_t)r] = nc_avx512_dot_##name(      \
-              n, wb + (size_t)r * w_stride, ab + (size_t)a * a_stride);        \
+      for (int64_t r = 0; r < nw; r++) {                                       \
+        const uint8_t *wr = wb + (size_t)r * w_stride;                         \
+        nc_prefetch_lines(nc_prefetch_base(wr, w_stride), w_stride);           \
+        for (int64_t a = 0; a < na; a++)                                       \
+          out[(size_t)a * out_stride + (size_t)r] =                            \
+              nc_avx512_dot_##name(n, wr, ab + (size_t)a * a_stride);          \
+      }                                                                        \
       return;                                                                  \
     }                                                                          \
     _Alignas(64) PAIR scratch[CAP];                                            \

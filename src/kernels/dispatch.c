@@ -23,7 +23,7 @@ static bool cpu_has_avx512(void) {
   return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
          __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512vnni");
+         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2");
 }
 
 const nc_kernels *nc_kernels_by_name(const char *name) {

@@ -48,6 +48,18 @@ NC_AVX512_GEMM(q5_1)
 NC_AVX512_GEMM(q8_0)
 #undef NC_AVX512_GEMM
 
+/* avx512_gemv.c: the same products for a single activation row (decode):
+ * out[r] = row r of w . a, for r < nw. */
+#define NC_AVX512_GEMV(name)                                                   \
+  void nc_avx512_gemv_##name(int64_t n, const void *w, size_t w_stride,        \
+                             int64_t nw, const void *a, float *out);
+NC_AVX512_GEMV(q4_0)
+NC_AVX512_GEMV(q4_1)
+NC_AVX512_GEMV(q5_0)
+NC_AVX512_GEMV(q5_1)
+NC_AVX512_GEMV(q8_0)
+#undef NC_AVX512_GEMV
+
 /* avx512_kquant.c: Q2_K..Q6_K · Q8_K (standard Q8_K layout) in llama.cpp's
  * x86 float order, bit-identical to its AVX2 vec_dot; gemm as in kernels.h. */
 #define NC_AVX512_KQUANT_DOT(name)                                             \
