@@ -1,6 +1,7 @@
-/* avx512_gemm: AVX-512 VNNI matmul kernels (many weight rows x many
- * activation rows) for the 32-element block types Q4_0, Q4_1, Q5_0, Q5_1
- * and Q8_0, in llama.cpp's x86 float order.
+/* avx512_gemm: AVX-512 VNNI matmuls (many weight rows x many activation
+ * rows) for the 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, in
+ * llama.cpp's x86 float order. A single activation row goes to
+ * avx512_gemv.c.
  *
  * Float order. llama.cpp's AVX2 dot (and our avx2 table, bit for bit) keeps
  * 8 float lanes per (weight row, activation row) pair; per 32-block, lane k
@@ -8,288 +9,199 @@
  * of elements 4k..4k+3; at the end the lanes are summed by nc_hsum8, and the
  * min types add summs, the fma chain of m_w * s_a over the blocks. Integer
  * sums are exact in any order, so vpdpbusd (u8 x s8, 4 products per int32
- * lane, with a zero accumulator) yields the same I_k; we then run the same
- * float operations per lane. So every output is bit-identical to the avx2
- * table's vec_dot, hence to llama.cpp's.
+ * lane) yields the same I_k; we then run the same float operations per
+ * lane. So every output is bit-identical to the avx2 table's vec_dot, hence
+ * to llama.cpp's.
  *
- * Layout. A zmm holds two pairs: lanes 0..7 for weight row r, 8..15 for row
- * r + 1, both against the same activation row, whose 32 quants are
- * broadcast to both halves. A register tile is 2 such weight-row pairs (4
- * rows) x up to 8 activation rows: 16 accumulators. From 8 activation
- * rows on, a weight panel is unpacked once (see pack_blk) and every tile
- * loads it; a single activation row (decode) goes to avx512_gemv.c. Activation
- * scales (d_a, s_a) are converted to float per chunk of 8 rows, transposed
- * per block, so the inner loop broadcasts them straight from memory.
- *
- * Signed weights (Q4_0, Q5_0, Q8_0) go in offset by a constant c so that
- * they are unsigned, and each lane's integer sum starts at -c times the sum
- * of its activation quants (see wpair): the same exact integers. */
+ * Layout (avx512_pairs.h). A zmm holds two weight rows' lanes interleaved
+ * against one activation row. A weight panel (up to PACK_BUDGET bytes, on
+ * the stack) is unpacked once into that layout with each pair's block
+ * scales, then every chunk of up to 8 activation rows runs register tiles
+ * of 2 pairs (4 rows) x the chunk: 16 accumulators. Per tile and block, the
+ * d_w * d_a products of all (row, activation) are made 16 at a time before
+ * the block loop, which then takes each pair's two as one 8-byte broadcast:
+ * per 64 multiply-adds, vpdpbusd, a convert and an fma. The min types' m_w
+ * * s_a chains run 16 (row, activation) lanes per fma. */
 #include <immintrin.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "avx2_util.h"
+#include "avx512_pairs.h"
 #include "tables.h"
 
 enum {
   TILE_A = 8,        /* activation rows per register tile */
   MAX_BLOCKS = 1024, /* n <= 32768: larger rows fall back to vec_dot_rows */
+  PACK_BUDGET = 256 * 1024,
 };
 
-/* Up to TILE_A activation rows: per block, their scales as floats and,
- * for the signed weight types, the offset correction (see wpair). Sized
- * for nb blocks at run time (act_chunk_new). */
+/* Up to TILE_A activation rows, per block: their quants doubled (y), the
+ * signed types' starting sums (c), and d_a and s_a, each twice, by row
+ * ([a0 a0 a1 a1 ...]: the interleaved lanes' order). Plus the tile's
+ * d_w * d_a scratch (dd). Sized for nb blocks (act_chunk_new). */
 typedef struct act_chunk {
-  const uint8_t *q[TILE_A]; /* each row's first block */
   int n_rows;
-  float (*d)[TILE_A];
-  float (*s)[TILE_A];         /* Q8_1 only */
-  int32_t (*corr)[TILE_A][8]; /* signed types: -c * (sums of 4 quants) */
+  __m512i (*y)[TILE_A];
+  __m512i (*c)[TILE_A];
+  __m512 *d;
+  __m512 *s;
+  __m512 *dd; /* per pair (of 2) and block: the 16 products */
   void *mem;
 } act_chunk;
 
-static bool act_chunk_new(act_chunk *ac, int64_t nb) {
-  const size_t f = sizeof(float) * TILE_A * (size_t)nb;
-  const size_t bytes = 2 * f + sizeof(int32_t) * 8 * TILE_A * (size_t)nb;
-  ac->mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
+static bool act_chunk_new(act_chunk *ac, int64_t nb, bool has_offset) {
+  const size_t v = sizeof(__m512i) * (size_t)nb;
+  const size_t bytes = v * TILE_A * (has_offset ? 2 : 1) + 4 * v;
+  ac->mem = aligned_alloc(64, bytes);
   if (!ac->mem) return false;
   uint8_t *p = ac->mem;
-  ac->corr = (void *)p, p += sizeof(int32_t) * 8 * TILE_A * (size_t)nb;
-  ac->d = (void *)p, p += f;
-  ac->s = (void *)p;
+  ac->y = (void *)p, p += v * TILE_A;
+  ac->c = has_offset ? (void *)p : NULL, p += has_offset ? v * TILE_A : 0;
+  ac->d = (void *)p, p += v;
+  ac->s = (void *)p, p += v;
+  ac->dd = (void *)p;
   return true;
 }
 
-/* Two weight rows' block. Quants are always unsigned: the signed types
- * store q + c (Q4_0: the nibble, c = 8; Q5_0: the 5-bit value, c = 16;
- * Q8_0: q ^ 0x80, c = 128), and the activation side starts each lane's
- * integer sum at -c * (sum of its 4 activation quants), so vpdpbusd ends at
- * exactly sum q * a: the same integers as llama.cpp's sign trick. */
-typedef struct wpair {
-  __m512i q;
-  __m512 d;  /* d_w of row r in lanes 0..7, of row r + 1 in 8..15 */
-  __m128 dm; /* d_r, m_r, d_r1, m_r1 (min types) */
-} wpair;
-
-/* Two rows' 16 packed nibble bytes -> 64 bytes: row r's low nibbles, its
- * high nibbles, then row r + 1's. */
-static inline __m512i nibbles2(const uint8_t *q0, const uint8_t *q1) {
-  __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)q0));
-  z = _mm512_mask_broadcast_i32x4(z, 0xff00,
-                                  _mm_loadu_si128((const __m128i *)q1));
-  z = _mm512_srlv_epi64(z, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
-  return _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
+/* Activation rows a0 .. a0 + A - 1 of a, nb blocks of abytes (fp16 d, then
+ * for Q8_1 fp16 s, then the 32 quants at aq). */
+static void load_chunk(act_chunk *ac, const uint8_t *a, size_t a_stride,
+                       int64_t a0, int A, int64_t nb, size_t abytes, size_t aq,
+                       int offset_c) {
+  ac->n_rows = A;
+  for (int64_t i = 0; i < nb; i++) {
+    _Alignas(64) float d[2 * TILE_A] = {0}, s[2 * TILE_A] = {0};
+    for (int k = 0; k < A; k++) {
+      const uint8_t *blk = a + (size_t)(a0 + k) * a_stride + (size_t)i * abytes;
+      ac->y[i][k] = nc_il_act(blk + aq);
+      if (offset_c) ac->c[i][k] = nc_il_offset(blk + aq, offset_c);
+      int32_t h; /* fp16 d, then s (Q8_1) or two quants (Q8_0) */
+      memcpy(&h, blk, sizeof h);
+      const __m128 ds = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
+      d[2 * k] = d[2 * k + 1] = _mm_cvtss_f32(ds);
+      s[2 * k] = s[2 * k + 1] = _mm_cvtss_f32(_mm_movehdup_ps(ds));
+    }
+    ac->d[i] = _mm512_load_ps(d);
+    ac->s[i] = _mm512_load_ps(s);
+  }
 }
 
-/* Two fp16 scales (each the first half of a 32-bit header word) -> floats:
- * [h0, h0b, h1, h1b] from the two header words, and lanes 0..7 = lane 0,
- * 8..15 = lane 2. */
-static inline __m128 header2(const void *p0, const void *p1) {
-  int32_t a, b;
-  memcpy(&a, p0, 4);
-  memcpy(&b, p1, 4);
-  return _mm_cvtph_ps(_mm_setr_epi32(a, b, 0, 0));
+/* Two rows' block headers as {d_r, d_r1, m_r, m_r1} (m: min types). */
+static inline __m128 pair_headers(const uint8_t *b0, const uint8_t *b1) {
+  int32_t x, y;
+  memcpy(&x, b0, 4);
+  memcpy(&y, b1, 4);
+  const __m128 f = _mm_cvtph_ps(_mm_setr_epi32(x, y, 0, 0));
+  return _mm_shuffle_ps(f, f, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-static inline __m512 spread_d(__m128 f) {
-  return _mm512_permutexvar_ps(
-      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2),
-      _mm512_castps128_ps512(f));
-}
+/* A weight panel in the interleaved layout: pair p, block i at
+ * [p * nb + i]. */
+typedef struct panel {
+  const __m512i *q;
+  const float (*h)[4];
+} panel;
 
-static inline wpair offset_pair(__m512i u, __m128 hdr) {
-  return (wpair){u, spread_d(hdr), hdr};
-}
-
-static inline uint64_t qh2(const uint8_t *h0, const uint8_t *h1) {
-  uint32_t a, b;
-  memcpy(&a, h0, 4);
-  memcpy(&b, h1, 4);
-  return (uint64_t)a | (uint64_t)b << 32;
-}
-
-static inline __attribute__((always_inline)) wpair prep_q4_0(const void *p0,
-                                                             const void *p1) {
-  const block_q4_0 *x0 = p0, *x1 = p1;
-  /* block_q4_0 starts with d (2 bytes) then quants: pad the header read */
-  const nc_fp16 d[4] = {x0->d, 0, x1->d, 0};
-  return offset_pair(nibbles2(x0->qs, x1->qs), header2(&d[0], &d[2]));
-}
-
-static inline __attribute__((always_inline)) wpair prep_q5_0(const void *p0,
-                                                             const void *p1) {
-  const block_q5_0 *x0 = p0, *x1 = p1;
-  const __m512i u = nibbles2(x0->qs, x1->qs);
-  const __m512i q = _mm512_mask_blend_epi8(
-      qh2(x0->qh, x1->qh), u, _mm512_or_si512(u, _mm512_set1_epi8(0x10)));
-  const nc_fp16 d[4] = {x0->d, 0, x1->d, 0};
-  return offset_pair(q, header2(&d[0], &d[2]));
-}
-
-static inline __attribute__((always_inline)) wpair prep_q8_0(const void *p0,
-                                                             const void *p1) {
-  const block_q8_0 *x0 = p0, *x1 = p1;
-  const __m512i q = _mm512_inserti64x4(
-      _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x0->qs)),
-      _mm256_loadu_si256((const __m256i *)x1->qs), 1);
-  const nc_fp16 d[4] = {x0->d, 0, x1->d, 0};
-  return offset_pair(_mm512_xor_si512(q, _mm512_set1_epi8((char)0x80)),
-                     header2(&d[0], &d[2]));
-}
-
-static inline __attribute__((always_inline)) wpair prep_q4_1(const void *p0,
-                                                             const void *p1) {
-  const block_q4_1 *x0 = p0, *x1 = p1;
-  const __m128 hdr = header2(&x0->d, &x1->d);
-  return (wpair){nibbles2(x0->qs, x1->qs), spread_d(hdr), hdr};
-}
-
-static inline __attribute__((always_inline)) wpair prep_q5_1(const void *p0,
-                                                             const void *p1) {
-  const block_q5_1 *x0 = p0, *x1 = p1;
-  const __m512i u = nibbles2(x0->qs, x1->qs);
-  const __m512i q = _mm512_mask_blend_epi8(
-      qh2(x0->qh, x1->qh), u, _mm512_or_si512(u, _mm512_set1_epi8(0x10)));
-  const __m128 hdr = header2(&x0->d, &x1->d);
-  return (wpair){q, spread_d(hdr), hdr};
-}
-
-typedef wpair (*prep_fn)(const void *p0, const void *p1);
-
-/* A weight panel unpacked once for many activation rows (prefill): per
- * (pair, block) the 64 quant bytes and the spread d_w vector, the sign mask
- * and the two m_w. Worth it from PACK_MIN_A activation rows on; the panel
- * lives on the stack, PACK_BUDGET bytes, so rows per pass shrink as n
- * grows (and very long rows fall back to unpacking in the tile loop). */
-enum { PACK_MIN_A = 8, PACK_BUDGET = 256 * 1024 };
-
-typedef struct pack_blk {
-  __m512i q;
-  __m512 d;
-} pack_blk;
-
-typedef struct pack_aux {
-  float m[2];
-} pack_aux;
-
-enum { PACK_PAIR_BLOCK = sizeof(pack_blk) + sizeof(pack_aux) };
-
-/* Where a tile's weights come from: raw blocks (w, w_stride, bsize, prep)
- * or a packed panel (pb, px: pair p, block i at [p * nb + i]). */
-typedef struct tile_src {
-  const uint8_t *w;
-  size_t w_stride, bsize;
-  const pack_blk *pb;
-  const pack_aux *px;
-} tile_src;
-
-/* One register tile: P pairs (2P weight rows) x A activation rows of ac;
- * nb blocks (abytes per activation block, its quants at offset aq).
- * out[a * out_stride + r]. */
+/* Activation rows a and (if two) a + 1 of a tile: each (row, activation)'s
+ * 8 lanes summed in nc_hsum8's order, ((0+4)+(2+6))+((1+5)+(3+7)), four
+ * accumulators at a time, plus the min types' summs; out[a * out_stride +
+ * r] for the tile's 2P rows. */
 static inline __attribute__((always_inline)) void
-tile(int64_t nb, const tile_src *src, prep_fn prep, const bool packed,
-     bool has_min, size_t abytes, size_t aq, const act_chunk *ac, const int P,
-     const int A, float *out, size_t out_stride) {
-  __m512 acc[2][TILE_A];
-  __m256 summs[4]; /* per weight row, lane a = activation row a */
-#pragma GCC unroll 2
+store_sums(__m512 acc[2][TILE_A], const __m512 sm[2], bool has_min, int a,
+           bool two, int P, float *out, size_t out_stride) {
+  const int b = two ? a + 1 : a;
+  /* lanes k + (k + 4): [pair 0 | pair 1] per activation row */
+  const __m512 ta = _mm512_add_ps(
+      _mm512_shuffle_f32x4(acc[0][a], acc[1][a], _MM_SHUFFLE(1, 0, 1, 0)),
+      _mm512_shuffle_f32x4(acc[0][a], acc[1][a], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 tb = _mm512_add_ps(
+      _mm512_shuffle_f32x4(acc[0][b], acc[1][b], _MM_SHUFFLE(1, 0, 1, 0)),
+      _mm512_shuffle_f32x4(acc[0][b], acc[1][b], _MM_SHUFFLE(3, 2, 3, 2)));
+  /* + (k + 2): quarters [a pair 0, a pair 1, b pair 0, b pair 1], each
+   * (k0 row r, k0 row r + 1, k1 row r, k1 row r + 1) */
+  const __m512 u =
+      _mm512_add_ps(_mm512_shuffle_f32x4(ta, tb, _MM_SHUFFLE(2, 0, 2, 0)),
+                    _mm512_shuffle_f32x4(ta, tb, _MM_SHUFFLE(3, 1, 3, 1)));
+  /* k0 + k1, in dwords 0 and 1 of each quarter */
+  const __m512 v =
+      _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(1, 0, 3, 2)));
+  __m512 o = _mm512_permutexvar_ps(
+      _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0), v);
+  if (has_min)
+    o = _mm512_add_ps(
+        o, _mm512_permutex2var_ps(
+               sm[0],
+               _mm512_setr_epi32(2 * a, 2 * a + 1, 16 + 2 * a, 17 + 2 * a,
+                                 2 * b, 2 * b + 1, 16 + 2 * b, 17 + 2 * b, 0, 0,
+                                 0, 0, 0, 0, 0, 0),
+               sm[1]));
+  const __mmask8 rows = P == 2 ? 0x0f : 0x03;
+  _mm_mask_storeu_ps(out + (size_t)a * out_stride, rows,
+                     _mm512_castps512_ps128(o));
+  if (two)
+    _mm_mask_storeu_ps(out + (size_t)b * out_stride, rows,
+                       _mm512_extractf32x4_ps(o, 1));
+}
+
+/* One register tile: P pairs from pn (at pair 0) x the A activation rows of
+ * ac; out[a * out_stride + r]. */
+static inline __attribute__((always_inline)) void
+tile(int64_t nb, panel pn, bool has_min, bool has_offset, act_chunk *ac,
+     const int P, const int A, float *out, size_t out_stride) {
+  /* d_w * d_a of every (row, activation), 16 per multiply */
   for (int p = 0; p < P; p++)
+    for (int64_t i = 0; i < nb; i++) {
+      const __m512 dw = nc_il_pair_bcast(pn.h[(size_t)p * (size_t)nb + i]);
+      ac->dd[(size_t)p * (size_t)nb + i] = _mm512_mul_ps(dw, ac->d[i]);
+    }
+  __m512 acc[2][TILE_A], sm[2];
+#pragma GCC unroll 2
+  for (int p = 0; p < P; p++) {
+    sm[p] = _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int a = 0; a < A; a++)
       acc[p][a] = _mm512_setzero_ps();
-#pragma GCC unroll 4
-  for (int r = 0; r < 2 * P; r++)
-    summs[r] = _mm256_setzero_ps();
-  const __m512i zero = _mm512_setzero_si512();
-  /* Raw blocks: the rows ahead are prefetched as this tile runs (see
-   * nc_prefetch_base), 2P blocks' bytes per block. */
-  const uint8_t *pf =
-      packed ? NULL : nc_prefetch_base(src->w, (size_t)(2 * P) * src->w_stride);
-  const size_t pf_step = packed ? 0 : (size_t)(2 * P) * src->bsize;
+  }
   for (int64_t i = 0; i < nb; i++) {
-    wpair wp[2];
-    float m[2][2];
-    if (packed) {
+    __m512i q[2];
+    const float *dd[2];
 #pragma GCC unroll 2
-      for (int p = 0; p < P; p++) {
-        const pack_blk *b = &src->pb[(size_t)p * (size_t)nb + (size_t)i];
-        const pack_aux *x = &src->px[(size_t)p * (size_t)nb + (size_t)i];
-        wp[p].q = _mm512_load_si512(&b->q);
-        wp[p].d = _mm512_load_ps(&b->d);
-        m[p][0] = x->m[0];
-        m[p][1] = x->m[1];
-      }
-    } else {
-      nc_prefetch_lines(pf + (size_t)i * pf_step, pf_step);
-#pragma GCC unroll 2
-      for (int p = 0; p < P; p++) {
-        const uint8_t *b0 =
-            src->w + (size_t)(2 * p) * src->w_stride + (size_t)i * src->bsize;
-        wp[p] = prep(b0, b0 + src->w_stride);
-      }
-    }
-    if (has_min) {
-      const __m256 s_a =
-          _mm256_maskz_loadu_ps((__mmask8)((1u << A) - 1), ac->s[i]);
-#pragma GCC unroll 2
-      for (int p = 0; p < P; p++) {
-        /* summs = fma(m_w, s_a, summs), as llama.cpp, per activation row */
-        const __m256 m0 =
-            packed ? _mm256_set1_ps(m[p][0])
-                   : _mm256_broadcastss_ps(_mm_movehdup_ps(wp[p].dm));
-        const __m256 m1 = packed ? _mm256_set1_ps(m[p][1])
-                                 : _mm256_broadcastss_ps(_mm_movehdup_ps(
-                                       _mm_movehl_ps(wp[p].dm, wp[p].dm)));
-        summs[2 * p] = _mm256_fmadd_ps(m0, s_a, summs[2 * p]);
-        summs[2 * p + 1] = _mm256_fmadd_ps(m1, s_a, summs[2 * p + 1]);
-      }
+    for (int p = 0; p < P; p++) {
+      const size_t at = (size_t)p * (size_t)nb + (size_t)i;
+      q[p] = _mm512_load_si512(&pn.q[at]);
+      dd[p] = (const float *)&ac->dd[at];
+      if (has_min)
+        sm[p] =
+            _mm512_fmadd_ps(nc_il_pair_bcast(&pn.h[at][2]), ac->s[i], sm[p]);
     }
 #pragma GCC unroll 8
     for (int a = 0; a < A; a++) {
-      const __m512i y = _mm512_broadcast_i64x4(_mm256_loadu_si256(
-          (const __m256i *)(ac->q[a] + (size_t)i * abytes + aq)));
-      const __m512 d_a = _mm512_set1_ps(ac->d[i][a]);
-      const __m512i corr = has_min ? zero
-                                   : _mm512_broadcast_i64x4(_mm256_load_si256(
-                                         (const __m256i *)ac->corr[i][a]));
+      const __m512i y = _mm512_load_si512(&ac->y[i][a]);
+      const __m512i *c0 = has_offset ? &ac->c[i][a] : NULL;
 #pragma GCC unroll 2
-      for (int p = 0; p < P; p++) {
-        const __m512i l =
-            _mm512_dpbusd_epi32(has_min ? zero : corr, wp[p].q, y);
-        acc[p][a] = _mm512_fmadd_ps(_mm512_mul_ps(wp[p].d, d_a),
-                                    _mm512_cvtepi32_ps(l), acc[p][a]);
-      }
+      for (int p = 0; p < P; p++)
+        acc[p][a] = _mm512_fmadd_ps(nc_il_pair_bcast(dd[p] + 2 * a),
+                                    _mm512_cvtepi32_ps(nc_il_dot(c0, q[p], y)),
+                                    acc[p][a]);
     }
   }
-  float sm[4][8];
-#pragma GCC unroll 4
-  for (int r = 0; r < 2 * P; r++)
-    _mm256_storeu_ps(sm[r], summs[r]);
-#pragma GCC unroll 2
-  for (int p = 0; p < P; p++)
+  if (P == 1) {
+    acc[1][0] = sm[1] = _mm512_setzero_ps();
 #pragma GCC unroll 8
-    for (int a = 0; a < A; a++) {
-      const __m512 v = acc[p][a];
-      float lo = nc_hsum8(_mm512_castps512_ps256(v));
-      float hi = nc_hsum8(
-          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-      if (has_min) {
-        lo += sm[2 * p][a];
-        hi += sm[2 * p + 1][a];
-      }
-      out[(size_t)a * out_stride + 2 * p] = lo;
-      out[(size_t)a * out_stride + 2 * p + 1] = hi;
-    }
+    for (int a = 1; a < A; a++)
+      acc[1][a] = acc[1][0];
+  }
+#pragma GCC unroll 4
+  for (int a = 0; a < A; a += 2)
+    store_sums(acc, sm, has_min, a, a + 1 < A, P, out, out_stride);
 }
 
 /* Instances per (P, A) with A the activation rows of this chunk. */
 static inline __attribute__((always_inline)) void
-tile_any(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
-         bool has_min, size_t abytes, size_t aq, const act_chunk *ac, int P,
-         float *out, size_t out_stride) {
-#define T(PP, AA)                                                              \
-  tile(nb, src, prep, PK, has_min, abytes, aq, ac, PP, AA, out, out_stride)
+tile_any(int64_t nb, panel pn, bool has_min, bool has_offset, act_chunk *ac,
+         int P, float *out, size_t out_stride) {
+#define T(PP, AA) tile(nb, pn, has_min, has_offset, ac, PP, AA, out, out_stride)
 #define CASES(PP)                                                              \
   switch (ac->n_rows) {                                                        \
   case 1: T(PP, 1); break;                                                     \
@@ -301,144 +213,62 @@ tile_any(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
   case 7: T(PP, 7); break;                                                     \
   default: T(PP, 8); break;                                                    \
   }
-#define PAIRS                                                                  \
-  if (P == 2) {                                                                \
-    CASES(2)                                                                   \
-  } else {                                                                     \
-    CASES(1)                                                                   \
-  }
-  if (packed) {
-#define PK true
-    PAIRS
-#undef PK
+  if (P == 2) {
+    CASES(2)
   } else {
-#define PK false
-    PAIRS
-#undef PK
+    CASES(1)
   }
-#undef PAIRS
 #undef CASES
 #undef T
-}
-
-/* Activation rows a0 .. a0 + A - 1: block pointers and float scales,
- * 16 blocks per gather (the fp16 d, s pair leads every block) and scatter
- * into the per-block layout. */
-static void load_chunk(act_chunk *ac, const uint8_t *a, size_t a_stride,
-                       int64_t a0, int A, int64_t nb, size_t abytes, size_t aq,
-                       bool has_min, int offset_c) {
-  ac->n_rows = A;
-  for (int k = 0; k < TILE_A; k++)
-    ac->q[k] = a + (size_t)(a0 + (k < A ? k : 0)) * a_stride;
-  const __m512i lanes =
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i src_idx =
-      _mm512_mullo_epi32(lanes, _mm512_set1_epi32((int)abytes));
-  const __m512i dst_idx = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(TILE_A));
-  for (int64_t i = 0; i < nb; i += 16) {
-    const __mmask16 m =
-        nb - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (nb - i)) - 1);
-    for (int k = 0; k < A; k++) {
-      const __m512i h = _mm512_mask_i32gather_epi32(
-          _mm512_setzero_si512(), m, src_idx, ac->q[k] + (size_t)i * abytes, 1);
-      const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
-      _mm512_mask_i32scatter_ps(&ac->d[i][k], m, dst_idx, d, 4);
-      if (has_min)
-        _mm512_mask_i32scatter_ps(
-            &ac->s[i][k], m, dst_idx,
-            _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16))),
-            4);
-    }
-  }
-  if (offset_c) {
-    const __m256i c = _mm256_set1_epi8((char)offset_c);
-    for (int64_t i = 0; i < nb; i++)
-      for (int k = 0; k < A; k++) {
-        const __m256i y = _mm256_loadu_si256(
-            (const __m256i *)(ac->q[k] + (size_t)i * abytes + aq));
-        _mm256_store_si256((__m256i *)ac->corr[i][k],
-                           _mm256_sub_epi32(_mm256_setzero_si256(),
-                                            _mm256_dpbusd_epi32(
-                                                _mm256_setzero_si256(), c, y)));
-      }
-  }
-}
-
-/* Weight rows [0, nw) against activation rows [0, na): 4-row tiles (2-row
- * for a pair left over), a single leftover row by the avx2 kernel. */
-static inline __attribute__((always_inline)) void
-rows_x_acts(int64_t nb, const tile_src *src, prep_fn prep, bool packed,
-            bool has_min, size_t abytes, size_t aq, act_chunk *ac,
-            const uint8_t *a, size_t a_stride, int64_t na, int64_t nw,
-            float *out, size_t out_stride, nc_vec_dot_rows_fn fallback,
-            int64_t n, int offset_c) {
-  for (int64_t a0 = 0; a0 < na; a0 += TILE_A) {
-    const int A = na - a0 < TILE_A ? (int)(na - a0) : TILE_A;
-    load_chunk(ac, a, a_stride, a0, A, nb, abytes, aq, has_min, offset_c);
-    float *o = out + (size_t)a0 * out_stride;
-    int64_t r = 0;
-    for (; r + 2 <= nw; r += r + 4 <= nw ? 4 : 2) {
-      tile_src t = *src;
-      if (packed) {
-        t.pb += (size_t)(r / 2) * (size_t)nb;
-        t.px += (size_t)(r / 2) * (size_t)nb;
-      } else {
-        t.w += (size_t)r * src->w_stride;
-      }
-      tile_any(nb, &t, prep, packed, has_min, abytes, aq, ac,
-               r + 4 <= nw ? 2 : 1, o + r, out_stride);
-    }
-    if (r < nw && !packed)
-      fallback(n, src->w + (size_t)r * src->w_stride, a + (size_t)a0 * a_stride,
-               a_stride, A, o + r, out_stride);
-  }
 }
 
 static inline __attribute__((always_inline)) void
 gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
      size_t a_stride, int64_t na, float *out, size_t out_stride, size_t bsize,
-     prep_fn prep, bool has_min, int offset_c, nc_vec_dot_rows_fn fallback) {
+     nc_il_pair_fn pair, bool has_min, int offset_c,
+     nc_vec_dot_rows_fn fallback) {
   const int64_t nb = n / 32;
   const uint8_t *w = wv, *a = av;
-  const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
-  const size_t aq = has_min ? 4 : 2;
   act_chunk ac;
-  if (nb > MAX_BLOCKS || nb <= 0 || !act_chunk_new(&ac, nb)) {
+  if (nb > MAX_BLOCKS || nb <= 0 || !act_chunk_new(&ac, nb, offset_c != 0)) {
     for (int64_t r = 0; r < nw; r++)
       fallback(n, w + (size_t)r * w_stride, a, a_stride, (int)na, out + r,
                out_stride);
     return;
   }
-  /* rows per packed pass: a multiple of 4 that fits the budget */
-  const int64_t pack_rows = (PACK_BUDGET / (PACK_PAIR_BLOCK * nb)) * 2 / 4 * 4;
-  if (na < PACK_MIN_A || pack_rows < 4) {
-    const tile_src src = {.w = w, .w_stride = w_stride, .bsize = bsize};
-    rows_x_acts(nb, &src, prep, false, has_min, abytes, aq, &ac, a, a_stride,
-                na, nw, out, out_stride, fallback, n, offset_c);
-    free(ac.mem);
-    return;
-  }
+  const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
+  const size_t aq = has_min ? 4 : 2;
+  const size_t pair_block = sizeof(__m512i) + 4 * sizeof(float);
+  /* rows per panel: an even number that fits the budget (>= 2: nb is at
+   * most MAX_BLOCKS) */
+  const int64_t panel_rows = (int64_t)(PACK_BUDGET / (pair_block * nb)) * 2;
   _Alignas(64) uint8_t buf[PACK_BUDGET];
-  for (int64_t r0 = 0; r0 < nw; r0 += pack_rows) {
-    const int64_t rows = nw - r0 < pack_rows ? nw - r0 : pack_rows;
+  for (int64_t r0 = 0; r0 < nw; r0 += panel_rows) {
+    const int64_t rows = nw - r0 < panel_rows ? nw - r0 : panel_rows;
     const int64_t pairs = rows / 2;
-    pack_blk *pb = (pack_blk *)buf;
-    pack_aux *px = (pack_aux *)(buf + sizeof(pack_blk) * (size_t)(pairs * nb));
+    __m512i *pq = (__m512i *)buf;
+    float(*ph)[4] = (void *)(buf + sizeof(__m512i) * (size_t)(pairs * nb));
     const uint8_t *wr = w + (size_t)r0 * w_stride;
-    for (int64_t p = 0; p < pairs; p++)
+    for (int64_t p = 0; p < pairs; p++) {
+      const uint8_t *row = wr + (size_t)(2 * p) * w_stride;
+      nc_prefetch_lines(nc_prefetch_base(row, 2 * w_stride), 2 * w_stride);
       for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *b0 = wr + (size_t)(2 * p) * w_stride + (size_t)i * bsize;
-        const wpair wp = prep(b0, b0 + w_stride);
-        float hdr[4];
-        _mm_storeu_ps(hdr, wp.dm);
-        _mm512_store_si512(&pb[p * nb + i].q, wp.q);
-        _mm512_store_ps(&pb[p * nb + i].d, wp.d);
-        px[p * nb + i] = (pack_aux){{hdr[1], hdr[3]}};
+        const uint8_t *b0 = row + (size_t)i * bsize;
+        pq[p * nb + i] = pair(b0, b0 + w_stride);
+        _mm_store_ps(ph[p * nb + i], pair_headers(b0, b0 + w_stride));
       }
-    const tile_src src = {.pb = pb, .px = px};
-    rows_x_acts(nb, &src, prep, true, has_min, abytes, aq, &ac, a, a_stride, na,
-                pairs * 2, out + r0, out_stride, fallback, n, offset_c);
-    if (rows % 2) /* the odd last row, unpacked */
+    }
+    for (int64_t a0 = 0; a0 < na; a0 += TILE_A) {
+      const int A = na - a0 < TILE_A ? (int)(na - a0) : TILE_A;
+      load_chunk(&ac, a, a_stride, a0, A, nb, abytes, aq, offset_c);
+      float *o = out + (size_t)a0 * out_stride + (size_t)r0;
+      for (int64_t p = 0; p < pairs; p += 2) {
+        const panel pn = {pq + p * nb, (const float(*)[4])ph + p * nb};
+        tile_any(nb, pn, has_min, offset_c != 0, &ac, pairs - p >= 2 ? 2 : 1,
+                 o + 2 * p, out_stride);
+      }
+    }
+    if (rows % 2) /* the odd last row */
       fallback(n, wr + (size_t)(rows - 1) * w_stride, a, a_stride, (int)na,
                out + r0 + rows - 1, out_stride);
   }
@@ -455,7 +285,7 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
       return;                                                                  \
     }                                                                          \
     gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
-         prep_##name, has_min, offset, nc_avx2_dot_##name##_rows);             \
+         nc_il_pair_##name, has_min, offset, nc_avx2_dot_##name##_rows);       \
   }
 GEMM(q4_0, block_q4_0, false, 8)
 GEMM(q5_0, block_q5_0, false, 16)

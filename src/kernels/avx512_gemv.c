@@ -3,12 +3,10 @@
  * Q5_1 and Q8_0, bit-identical to the avx2 dots (llama.cpp's float order,
  * see avx512_gemm.c).
  *
- * Layout. A zmm holds two (weight row, activation) pairs with their dword
- * lanes interleaved: lane 2k is row r's lane k (elements 4k..4k+3 of the
- * block), lane 2k + 1 is row r + 1's. One vpermt2d builds the interleave
- * from the two rows' quants, and the activation block is stored once per
- * call with each dword doubled. Then a pair's d_w * d_a vector is a single
- * 8-byte broadcast of the two rows' products, a plain load.
+ * Layout: avx512_pairs.h, two weight rows' lanes interleaved in a zmm. The
+ * activation block is stored once per call with each dword doubled, so a
+ * pair's d_w * d_a vector is a single 8-byte broadcast of the two rows'
+ * products, a plain load.
  *
  * Per tile of 4 rows, the block headers come first: one gather takes 4
  * blocks x 4 rows, in block-major order, so the d_w * d_a products and the
@@ -22,6 +20,7 @@
 #include <string.h>
 
 #include "avx2_util.h"
+#include "avx512_pairs.h"
 #include "tables.h"
 
 enum { MAX_BLOCKS = 1024 }; /* n <= 32768, as the gemm */
@@ -36,9 +35,6 @@ typedef struct act_row {
   void *mem;
 } act_row;
 
-static const int32_t DOUBLE_DWORDS[16] = {0, 0, 1, 1, 2, 2, 3, 3,
-                                          4, 4, 5, 5, 6, 6, 7, 7};
-
 static bool act_row_new(act_row *ar, const uint8_t *a, int64_t nb, bool has_min,
                         int offset_c) {
   const size_t bytes =
@@ -52,17 +48,10 @@ static bool act_row_new(act_row *ar, const uint8_t *a, int64_t nb, bool has_min,
   ar->s = (void *)p;
   const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
   const size_t aq = has_min ? 4 : 2;
-  const __m512i dbl = _mm512_loadu_si512(DOUBLE_DWORDS);
-  const __m256i c = _mm256_set1_epi8((char)offset_c);
   for (int64_t i = 0; i < nb; i++) {
     const uint8_t *blk = a + (size_t)i * abytes;
-    const __m256i q = _mm256_loadu_si256((const __m256i *)(blk + aq));
-    ar->y[i] = _mm512_permutexvar_epi32(dbl, _mm512_castsi256_si512(q));
-    if (offset_c)
-      ar->c[i] = _mm512_permutexvar_epi32(
-          dbl, _mm512_castsi256_si512(_mm256_sub_epi32(
-                   _mm256_setzero_si256(),
-                   _mm256_dpbusd_epi32(_mm256_setzero_si256(), c, q))));
+    ar->y[i] = nc_il_act(blk + aq);
+    if (offset_c) ar->c[i] = nc_il_offset(blk + aq, offset_c);
     int32_t h; /* fp16 d, then s (Q8_1) or two quants (Q8_0) */
     memcpy(&h, blk, sizeof h);
     const __m128 ds = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
@@ -70,65 +59,6 @@ static bool act_row_new(act_row *ar, const uint8_t *a, int64_t nb, bool has_min,
     ar->s[i] = _mm_cvtss_f32(_mm_movehdup_ps(ds));
   }
   return true;
-}
-
-/* Two rows' blocks -> their unsigned quants, dword-interleaved. */
-typedef __m512i (*pair_fn)(const uint8_t *b0, const uint8_t *b1);
-
-/* [A0 B0 A1 B1 A2 B2 A3 B3] twice, then the upper half's high nibbles. */
-static inline __m512i nibbles_il(const uint8_t *q0, const uint8_t *q1) {
-  const __m512i idx =
-      _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 0, 16, 1, 17, 2, 18, 3, 19);
-  __m512i z = _mm512_permutex2var_epi32(
-      _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)q0)), idx,
-      _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)q1)));
-  z = _mm512_mask_srli_epi32(z, 0xff00, z, 4);
-  return _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
-}
-
-/* Byte mask of the interleaved layout from two rows' 32 high bits: byte
- * 8k + t is row 0's element 4k + t, byte 8k + 4 + t row 1's. */
-static inline __mmask64 qh_il(const uint8_t *h0, const uint8_t *h1) {
-  uint32_t a, b;
-  memcpy(&a, h0, 4);
-  memcpy(&b, h1, 4);
-  return _pdep_u64(a, 0x0f0f0f0f0f0f0f0full) |
-         _pdep_u64(b, 0xf0f0f0f0f0f0f0f0ull);
-}
-
-static inline __m512i or_high_bit(__m512i u, __mmask64 m) {
-  return _mm512_mask_blend_epi8(m, u,
-                                _mm512_or_si512(u, _mm512_set1_epi8(0x10)));
-}
-
-static inline __m512i pair_q4_0(const uint8_t *b0, const uint8_t *b1) {
-  return nibbles_il(((const block_q4_0 *)b0)->qs, ((const block_q4_0 *)b1)->qs);
-}
-
-static inline __m512i pair_q4_1(const uint8_t *b0, const uint8_t *b1) {
-  return nibbles_il(((const block_q4_1 *)b0)->qs, ((const block_q4_1 *)b1)->qs);
-}
-
-static inline __m512i pair_q5_0(const uint8_t *b0, const uint8_t *b1) {
-  const block_q5_0 *x0 = (const void *)b0, *x1 = (const void *)b1;
-  return or_high_bit(nibbles_il(x0->qs, x1->qs), qh_il(x0->qh, x1->qh));
-}
-
-static inline __m512i pair_q5_1(const uint8_t *b0, const uint8_t *b1) {
-  const block_q5_1 *x0 = (const void *)b0, *x1 = (const void *)b1;
-  return or_high_bit(nibbles_il(x0->qs, x1->qs), qh_il(x0->qh, x1->qh));
-}
-
-static inline __m512i pair_q8_0(const uint8_t *b0, const uint8_t *b1) {
-  const __m512i idx =
-      _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i z = _mm512_permutex2var_epi32(
-      _mm512_castsi256_si512(
-          _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)b0)->qs)),
-      idx,
-      _mm512_castsi256_si512(
-          _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)b1)->qs)));
-  return _mm512_xor_si512(z, _mm512_set1_epi8((char)0x80));
 }
 
 /* Rows 0..3 of the tile: per block, d_w * d_a (dd) and m_w (mm) by row.
@@ -162,26 +92,11 @@ tile_headers(const uint8_t *w, size_t w_stride, size_t bsize, int64_t nb,
   }
 }
 
-static inline __m512 pair_dd(const float *dd_row_pair) {
-  double v;
-  memcpy(&v, dd_row_pair, sizeof v);
-  return _mm512_castpd_ps(_mm512_set1_pd(v));
-}
-
-/* Row 2k's lanes (even) or row 2k + 1's (odd) of an interleaved vector. */
-static inline __m256 lanes_of(__m512 v, int odd) {
-  const __m512i idx =
-      odd ? _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)
-          : _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0,
-                              0);
-  return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, v));
-}
-
 /* P pairs (2P rows from w) x the activation row; out[0 .. 2P). */
 static inline __attribute__((always_inline)) void
-tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize, pair_fn pair,
-     bool has_min, bool has_offset, const act_row *ar, const int P,
-     float *out) {
+tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
+     nc_il_pair_fn pair, bool has_min, bool has_offset, const act_row *ar,
+     const int P, float *out) {
   float dd[MAX_BLOCKS + 4][4], mm[MAX_BLOCKS + 4][4];
   tile_headers(w, w_stride, bsize, nb, 2 * P, has_min, ar, dd, mm);
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -192,14 +107,13 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize, pair_fn pair,
   for (int64_t i = 0; i < nb; i++) {
     nc_prefetch_lines(pf + (size_t)i * pf_step, pf_step);
     const __m512i y = _mm512_load_si512(&ar->y[i]);
-    const __m512i c0 =
-        has_offset ? _mm512_load_si512(&ar->c[i]) : _mm512_setzero_si512();
+    const __m512i *c0 = has_offset ? &ar->c[i] : NULL;
 #pragma GCC unroll 2
     for (int p = 0; p < P; p++) {
       const uint8_t *b0 = w + (size_t)(2 * p) * w_stride + (size_t)i * bsize;
-      const __m512i l = _mm512_dpbusd_epi32(c0, pair(b0, b0 + w_stride), y);
-      acc[p] = _mm512_fmadd_ps(pair_dd(&dd[i][2 * p]), _mm512_cvtepi32_ps(l),
-                               acc[p]);
+      const __m512i l = nc_il_dot(c0, pair(b0, b0 + w_stride), y);
+      acc[p] = _mm512_fmadd_ps(nc_il_pair_bcast(&dd[i][2 * p]),
+                               _mm512_cvtepi32_ps(l), acc[p]);
     }
     if (has_min)
       summs = _mm_fmadd_ps(_mm_loadu_ps(mm[i]), _mm_set1_ps(ar->s[i]), summs);
@@ -210,14 +124,14 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize, pair_fn pair,
   for (int p = 0; p < P; p++)
 #pragma GCC unroll 2
     for (int odd = 0; odd < 2; odd++) {
-      const float v = nc_hsum8(lanes_of(acc[p], odd));
+      const float v = nc_hsum8(nc_il_lanes(acc[p], odd));
       out[2 * p + odd] = has_min ? v + sm[2 * p + odd] : v;
     }
 }
 
 static inline __attribute__((always_inline)) void
 gemv(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
-     float *out, size_t bsize, pair_fn pair, bool has_min, int offset_c,
+     float *out, size_t bsize, nc_il_pair_fn pair, bool has_min, int offset_c,
      nc_vec_dot_fn fallback) {
   const int64_t nb = n / 32;
   const uint8_t *w = wv;
@@ -244,8 +158,8 @@ gemv(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
 #define GEMV(name, block, has_min, offset)                                     \
   void nc_avx512_gemv_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *a, float *out) {          \
-    gemv(n, w, w_stride, nw, a, out, sizeof(block), pair_##name, has_min,      \
-         offset, nc_avx2_dot_##name);                                          \
+    gemv(n, w, w_stride, nw, a, out, sizeof(block), nc_il_pair_##name,         \
+         has_min, offset, nc_avx2_dot_##name);                                 \
   }
 GEMV(q4_0, block_q4_0, false, 8)
 GEMV(q5_0, block_q5_0, false, 16)
