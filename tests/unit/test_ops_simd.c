@@ -294,7 +294,7 @@ static void test_attn_scores_values(void **state) {
   const nc_attn_kernels *ks[N_ATTN];
   attn_tables(ks);
   const nc_attn_kernels *plain = nc_attn_kernels_plain();
-  enum { MAXN = 40, MAXHD = 128, STRIDE = 3 * MAXHD, MAXM = 6 };
+  enum { MAXN = 40, MAXHD = 128, STRIDE = 3 * MAXHD, MAXM = 11 };
   enum { LSET = 16 * MAXHD + 16 };
   static nc_fp16 k[MAXN * STRIDE], v[MAXN * STRIDE];
   static float kt[48 * MAXHD] __attribute__((aligned(64)));
