@@ -23,10 +23,12 @@ static inline const uint8_t *nc_prefetch_base(const uint8_t *w,
 }
 
 /* Prefetch the cache lines of [p, p + n) into L1 (a hint: p may lie past
- * the mapping). */
+ * the mapping). __builtin_prefetch, not _mm_prefetch: GCC 12 dropped every
+ * _mm_prefetch of this loop once inlined into the AVX-512 kernels (no
+ * prefetch instruction left in the object; decode ran ~1.7x slower). */
 static inline void nc_prefetch_lines(const void *p, size_t n) {
   for (size_t o = 0; o < n; o += 64)
-    _mm_prefetch((const char *)p + o, _MM_HINT_T0);
+    __builtin_prefetch((const char *)p + o, 0, 3);
 }
 
 /* Sum of 8 floats as (k + k+4), then (0+2, 1+3), then the two: the order

@@ -1,7 +1,7 @@
 /* avx512_gemm: AVX-512 VNNI matmuls (many weight rows x many activation
  * rows) for the 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, in
- * llama.cpp's x86 float order. A single activation row goes to
- * avx512_gemv.c.
+ * llama.cpp's x86 float order. Up to NC_AVX512_GEMV_MAX_A activation rows
+ * go to avx512_gemv.c.
  *
  * Float order. llama.cpp's AVX2 dot (and our avx2 table, bit for bit) keeps
  * 8 float lanes per (weight row, activation row) pair; per 32-block, lane k
@@ -280,8 +280,9 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
   void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *a, size_t a_stride,       \
                              int64_t na, float *out, size_t out_stride) {      \
-    if (na == 1) {                                                             \
-      nc_avx512_gemv_##name(n, w, w_stride, nw, a, out);                       \
+    if (na <= NC_AVX512_GEMV_MAX_A) {                                          \
+      nc_avx512_gemv_##name(n, w, w_stride, nw, a, a_stride, (int)na, out,     \
+                            out_stride);                                       \
       return;                                                                  \
     }                                                                          \
     gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \

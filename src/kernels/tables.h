@@ -48,11 +48,13 @@ NC_AVX512_GEMM(q5_1)
 NC_AVX512_GEMM(q8_0)
 #undef NC_AVX512_GEMM
 
-/* avx512_gemv.c: the same products for a single activation row (decode):
- * out[r] = row r of w . a, for r < nw. */
+/* avx512_gemv.c: the same products for 1..NC_AVX512_GEMV_MAX_A activation
+ * rows (decode): out[a * out_stride + r] = row r of w . activation row a. */
+enum { NC_AVX512_GEMV_MAX_A = 4 };
 #define NC_AVX512_GEMV(name)                                                   \
   void nc_avx512_gemv_##name(int64_t n, const void *w, size_t w_stride,        \
-                             int64_t nw, const void *a, float *out);
+                             int64_t nw, const void *a, size_t a_stride,       \
+                             int na, float *out, size_t out_stride);
 NC_AVX512_GEMV(q4_0)
 NC_AVX512_GEMV(q4_1)
 NC_AVX512_GEMV(q5_0)
