@@ -285,7 +285,7 @@ static void test_ref_rows(void **state) {
  * partial tiles of 8), odd block counts, padded strides. */
 static void check_gemm(const nc_kernels *k) {
   static const int64_t nws[] = {1, 2, 3, 4, 5, 7, 16, 66};
-  static const int64_t nas[] = {1, 2, 3, 7, 8, 9, 17};
+  static const int64_t nas[] = {1, 2, 3, 4, 5, 7, 8, 9, 17};
   uint64_t s = 2024;
   for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
     const nc_type t = k_weight_types[i];
