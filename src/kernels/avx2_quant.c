@@ -21,6 +21,13 @@ static inline float amax32(const float *x) {
   return _mm_cvtss_f32(r);
 }
 
+/* A block scale to fp16 with F16C: the same bits as nc_fp32_to_fp16 for
+ * the values a scale takes (no NaN but the default one, whose fp16 both
+ * make 0xfe00), in one instruction instead of a bit-twiddling call. */
+static inline nc_fp16 scale_to_fp16(float f) {
+  return (nc_fp16)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
+
 /* round(x * id) as int32, NaN -> 0, clamped to [-127, 127]. */
 static inline __m256i q8_lanes(const float *x, __m256 id) {
   __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x), id);
@@ -55,7 +62,7 @@ void nc_avx2_quant_q8_0(const float *x, void *vy, int64_t n) {
     const float amax = amax32(x);
     const float d = amax / 127.0f;
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-    y[i].d = nc_fp32_to_fp16(d);
+    y[i].d = scale_to_fp16(d);
     store_q8(y[i].qs, q8_lanes(x, id), q8_lanes(x + 8, id),
              q8_lanes(x + 16, id), q8_lanes(x + 24, id));
   }
@@ -71,8 +78,8 @@ void nc_avx2_quant_q8_1(const float *x, void *vy, int64_t n) {
     __m256i i2 = q8_lanes(x + 16, id), i3 = q8_lanes(x + 24, id);
     const int sum = hsum_i32(
         _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
-    y[i].d = nc_fp32_to_fp16(d);
-    y[i].s = nc_fp32_to_fp16(d * (float)sum);
+    y[i].d = scale_to_fp16(d);
+    y[i].s = scale_to_fp16(d * (float)sum);
     store_q8(y[i].qs, i0, i1, i2, i3);
   }
 }

@@ -71,20 +71,28 @@ static void load_chunk(act_chunk *ac, const uint8_t *a, size_t a_stride,
                        int64_t a0, int A, int64_t nb, size_t abytes, size_t aq,
                        int offset_c) {
   ac->n_rows = A;
+  /* the rows' block headers, one gather per block: fp16 d, then s (Q8_1)
+   * or two quants (Q8_0); rows past A read nothing and give 0 */
+  const __m256i rows =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                         _mm256_set1_epi32((int)a_stride));
+  const __mmask8 live = (__mmask8)((1u << A) - 1);
+  const __m512i d_idx =
+      _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
+  const __m512i s_idx = _mm512_add_epi32(d_idx, _mm512_set1_epi32(1));
+  const uint8_t *base = a + (size_t)a0 * a_stride;
   for (int64_t i = 0; i < nb; i++) {
-    _Alignas(64) float d[2 * TILE_A] = {0}, s[2 * TILE_A] = {0};
+    const uint8_t *bi = base + (size_t)i * abytes;
     for (int k = 0; k < A; k++) {
-      const uint8_t *blk = a + (size_t)(a0 + k) * a_stride + (size_t)i * abytes;
-      ac->y[i][k] = nc_il_act(blk + aq);
-      if (offset_c) ac->c[i][k] = nc_il_offset(blk + aq, offset_c);
-      int32_t h; /* fp16 d, then s (Q8_1) or two quants (Q8_0) */
-      memcpy(&h, blk, sizeof h);
-      const __m128 ds = _mm_cvtph_ps(_mm_cvtsi32_si128(h));
-      d[2 * k] = d[2 * k + 1] = _mm_cvtss_f32(ds);
-      s[2 * k] = s[2 * k + 1] = _mm_cvtss_f32(_mm_movehdup_ps(ds));
+      const uint8_t *q = bi + (size_t)k * a_stride + aq;
+      ac->y[i][k] = nc_il_act(q);
+      if (offset_c) ac->c[i][k] = nc_il_offset(q, offset_c);
     }
-    ac->d[i] = _mm512_load_ps(d);
-    ac->s[i] = _mm512_load_ps(s);
+    /* [d0 s0 d1 s1 ...] -> [d0 d0 d1 d1 ...] and [s0 s0 s1 s1 ...] */
+    const __m512 ds = _mm512_cvtph_ps(_mm256_mmask_i32gather_epi32(
+        _mm256_setzero_si256(), live, rows, bi, 1));
+    ac->d[i] = _mm512_permutexvar_ps(d_idx, ds);
+    ac->s[i] = _mm512_permutexvar_ps(s_idx, ds);
   }
 }
 
