@@ -41,6 +41,15 @@ typedef struct nc_attn_kernels {
   void (*accum_v)(const float *p, int32_t m, size_t p_stride, const nc_fp16 *v,
                   size_t v_stride, int32_t j0, int32_t n, int32_t hdv,
                   const float *tab, float *lanes, size_t l_stride);
+  /* accum_v over the rows of several blocks in one call (may be NULL: call
+   * accum_v per block): row j < n at blocks[j / bt] + (j % bt) * v_stride,
+   * position j0 + j; the same results as accum_v on each block in order.
+   * Taking each lane's rows together keeps the lane in registers instead of
+   * loading and storing it for every row. */
+  void (*accum_v_blocks)(const float *p, int32_t m, size_t p_stride,
+                         const nc_fp16 *const *blocks, int32_t bt,
+                         size_t v_stride, int32_t j0, int32_t n, int32_t hdv,
+                         const float *tab, float *lanes, size_t l_stride);
   /* scores from keys stored transposed (may be NULL: use scores): kt holds
    * blocks of 16 keys as floats, block b at kt + b * 16 * hd, key j of the
    * block at [d * 16 + j]; keys past n in the last block are ignored. The

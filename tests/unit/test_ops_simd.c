@@ -297,6 +297,8 @@ static void test_attn_scores_values(void **state) {
   enum { MAXN = 40, MAXHD = 128, STRIDE = 3 * MAXHD, MAXM = 11 };
   enum { LSET = 16 * MAXHD + 16 };
   static nc_fp16 k[MAXN * STRIDE], v[MAXN * STRIDE];
+  static nc_fp16 vs[(MAXN + 16) * STRIDE]; /* blocks rearranged: room for a
+                                            * partial block moved last */
   static float kt[48 * MAXHD] __attribute__((aligned(64)));
   static float q[MAXM * MAXHD], p[MAXM * MAXN], sa[MAXM * MAXN],
       sb[MAXM * MAXN], la[MAXM * LSET], lb[MAXM * LSET], oa[MAXHD], ob[MAXHD];
@@ -358,6 +360,30 @@ static void test_attn_scores_values(void **state) {
         ks[b]->accum_v(p + n1, m, MAXN, v + (size_t)n1 * STRIDE, STRIDE, 3 + n1,
                        n - n1, hd, f16tab, lb, lset);
         assert_memory_equal(la, lb, sizeof(float) * lset * (size_t)m);
+        /* The same rows from blocks of bt rows stored in reverse order, in
+         * one call and in two (split at a block boundary). */
+        for (int32_t bt = 4; ks[b]->accum_v_blocks && bt <= 16; bt *= 4) {
+          const int32_t nblk = (n + bt - 1) / bt;
+          const nc_fp16 *blocks[MAXN];
+          for (int32_t bi = 0; bi < nblk; bi++) {
+            nc_fp16 *dst = vs + (size_t)(nblk - 1 - bi) * (size_t)bt * STRIDE;
+            const int32_t rows = n - bi * bt < bt ? n - bi * bt : bt;
+            memcpy(dst, v + (size_t)bi * (size_t)bt * STRIDE,
+                   sizeof(nc_fp16) * (size_t)rows * STRIDE);
+            blocks[bi] = dst;
+          }
+          memset(lb, 0, sizeof lb);
+          ks[b]->accum_v_blocks(p, m, MAXN, blocks, bt, STRIDE, 3, n, hd,
+                                f16tab, lb, lset);
+          assert_memory_equal(la, lb, sizeof(float) * lset * (size_t)m);
+          const int32_t nb1 = nblk / 2, j1 = nb1 * bt;
+          memset(lb, 0, sizeof lb);
+          ks[b]->accum_v_blocks(p, m, MAXN, blocks, bt, STRIDE, 3, j1, hd,
+                                f16tab, lb, lset);
+          ks[b]->accum_v_blocks(p + j1, m, MAXN, blocks + nb1, bt, STRIDE,
+                                3 + j1, n - j1, hd, f16tab, lb, lset);
+          assert_memory_equal(la, lb, sizeof(float) * lset * (size_t)m);
+        }
         for (int32_t i = 0; i < m; i++) {
           nc_attn_lanes_reduce(la + (size_t)i * lset, hd, oa);
           ks[b]->reduce(la + (size_t)i * lset, hd, ob);
