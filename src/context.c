@@ -384,6 +384,34 @@ static void att_worker(void *p, int ith, int nth) {
  * queries to share. Leaves a->kt NULL (the per-block scores) otherwise. */
 enum { KT_MIN_ROWS = 16 };
 
+typedef struct kt_task {
+  nc_context *ctx;
+  int32_t layer, seq, n;
+  size_t head; /* floats per KV head */
+} kt_task;
+
+/* Whole blocks of 16 keys per thread (the threads never share a cache
+ * line of the transposed keys). */
+static void kt_worker(void *p, int ith, int nth) {
+  const kt_task *t = p;
+  const nc_context *ctx = t->ctx;
+  const nc_hparams *hp = ctx->hp;
+  const int32_t hd = hp->head_dim;
+  const float *tab = ctx->f16tab;
+  int64_t lo, hi;
+  nc_split_range(((int64_t)t->n + 15) / 16, ith, nth, &lo, &hi);
+  for (int32_t j = (int32_t)lo * 16; j < (int32_t)hi * 16; j++) {
+    const nc_fp16 *kr =
+        j < t->n ? nc_kv_k_row_c(ctx->kv, t->layer, t->seq, j) : NULL;
+    for (int32_t h = 0; h < hp->n_head_kv; h++) {
+      float *dst = ctx->kt + (size_t)h * t->head +
+                   (size_t)(j / 16) * 16 * (size_t)hd + (size_t)(j % 16);
+      for (int32_t d = 0; d < hd; d++)
+        dst[(size_t)d * 16] = kr ? tab[kr[(size_t)h * hd + d]] : 0.0f;
+    }
+  }
+}
+
 static void keys_transposed(nc_context *ctx, int32_t layer, const nc_batch *b,
                             att_task *a) {
   const nc_hparams *hp = ctx->hp;
@@ -402,17 +430,9 @@ static void keys_transposed(nc_context *ctx, int32_t layer, const nc_batch *b,
     ctx->kt_cap = ctx->kt ? need : 0;
     if (!ctx->kt) return;
   }
-  const float *tab = ctx->f16tab;
-  for (int32_t j = 0; j < (int32_t)n16; j++) {
-    const nc_fp16 *kr =
-        j < n ? nc_kv_k_row_c(ctx->kv, layer, b->seq[0], j) : NULL;
-    for (int32_t h = 0; h < hp->n_head_kv; h++) {
-      float *dst = ctx->kt + (size_t)h * head + (size_t)(j / 16) * 16 * hd +
-                   (size_t)(j % 16);
-      for (int32_t d = 0; d < hd; d++)
-        dst[(size_t)d * 16] = kr ? tab[kr[(size_t)h * hd + d]] : 0.0f;
-    }
-  }
+  kt_task kt = {
+      .ctx = ctx, .layer = layer, .seq = b->seq[0], .n = n, .head = head};
+  nc_threadpool_run(ctx->tp, kt_worker, &kt);
   a->kt = ctx->kt;
   a->kt_head = head;
 }
