@@ -249,9 +249,8 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
   const uint8_t *w = wv, *a = av;
   act_chunk ac;
   if (nb > MAX_BLOCKS || nb <= 0 || !act_chunk_new(&ac, nb, offset_c != 0)) {
-    for (int64_t r = 0; r < nw; r++)
-      fallback(n, w + (size_t)r * w_stride, a, a_stride, (int)na, out + r,
-               out_stride);
+    nc_il_rows_fallback(fallback, n, w, w_stride, nw, a, a_stride, (int)na, out,
+                        out_stride);
     return;
   }
   const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);

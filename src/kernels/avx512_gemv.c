@@ -204,9 +204,8 @@ gemv(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
   act_rows ar;
   if (na < 1 || na > MAX_A || nb > MAX_BLOCKS || nb <= 0 ||
       !act_rows_new(&ar, av, a_stride, na, nb, has_min, offset_c)) {
-    for (int64_t r = 0; r < nw; r++)
-      fallback(n, w + (size_t)r * w_stride, av, a_stride, na, out + r,
-               out_stride);
+    nc_il_rows_fallback(fallback, n, w, w_stride, nw, av, a_stride, na, out,
+                        out_stride);
     return;
   }
   int64_t r = 0;

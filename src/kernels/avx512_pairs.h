@@ -127,6 +127,17 @@ static inline __m512 nc_il_pair_bcast(const float *p) {
   return _mm512_castpd_ps(_mm512_set1_pd(v));
 }
 
+/* The avx2 rows kernel for every weight row: where the fast paths do not
+ * apply (rows too long, no memory for the activation scratch). */
+static inline void nc_il_rows_fallback(nc_vec_dot_rows_fn rows, int64_t n,
+                                       const uint8_t *w, size_t w_stride,
+                                       int64_t nw, const void *a,
+                                       size_t a_stride, int na, float *out,
+                                       size_t out_stride) {
+  for (int64_t r = 0; r < nw; r++)
+    rows(n, w + (size_t)r * w_stride, a, a_stride, na, out + r, out_stride);
+}
+
 /* Row r's 8 lanes (even) or row r + 1's (odd), in lane order. */
 static inline __m256 nc_il_lanes(__m512 v, int odd) {
   const __m512i idx =

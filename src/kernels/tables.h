@@ -36,31 +36,23 @@ void nc_avx2_quant_q8_1(const float *src, void *dst, int64_t n);
 void nc_avx2_quant_q8_k(const float *src, void *dst, int64_t n);
 void nc_avx2_quant_f16(const float *src, void *dst, int64_t n);
 
-/* avx512_gemm.c: VNNI matmuls, bit-identical to the avx2 dots. */
-#define NC_AVX512_GEMM(name)                                                   \
-  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
-                             int64_t nw, const void *a, size_t a_stride,       \
-                             int64_t na, float *out, size_t out_stride);
-NC_AVX512_GEMM(q4_0)
-NC_AVX512_GEMM(q4_1)
-NC_AVX512_GEMM(q5_0)
-NC_AVX512_GEMM(q5_1)
-NC_AVX512_GEMM(q8_0)
-#undef NC_AVX512_GEMM
-
-/* avx512_gemv.c: the same products for 1..NC_AVX512_GEMV_MAX_A activation
+/* avx512_gemm.c: VNNI matmuls, bit-identical to the avx2 dots; and
+ * avx512_gemv.c, the same products for 1..NC_AVX512_GEMV_MAX_A activation
  * rows (decode): out[a * out_stride + r] = row r of w . activation row a. */
 enum { NC_AVX512_GEMV_MAX_A = 4 };
-#define NC_AVX512_GEMV(name)                                                   \
+#define NC_AVX512_MATMUL(name)                                                 \
+  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+                             int64_t nw, const void *a, size_t a_stride,       \
+                             int64_t na, float *out, size_t out_stride);       \
   void nc_avx512_gemv_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *a, size_t a_stride,       \
                              int na, float *out, size_t out_stride);
-NC_AVX512_GEMV(q4_0)
-NC_AVX512_GEMV(q4_1)
-NC_AVX512_GEMV(q5_0)
-NC_AVX512_GEMV(q5_1)
-NC_AVX512_GEMV(q8_0)
-#undef NC_AVX512_GEMV
+NC_AVX512_MATMUL(q4_0)
+NC_AVX512_MATMUL(q4_1)
+NC_AVX512_MATMUL(q5_0)
+NC_AVX512_MATMUL(q5_1)
+NC_AVX512_MATMUL(q8_0)
+#undef NC_AVX512_MATMUL
 
 /* avx512_kquant.c: Q2_K..Q6_K · Q8_K (standard Q8_K layout) in llama.cpp's
  * x86 float order, bit-identical to its AVX2 vec_dot; gemm as in kernels.h. */
