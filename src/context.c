@@ -207,7 +207,7 @@ typedef struct mm_task {
 /* Thread ranges are cut in units of MM_UNIT rows so that kernels see
  * whole register tiles; a gemm call takes a thread's whole range of a
  * matrix and blocks for the caches itself. */
-enum { MM_UNIT = 16 };
+enum { MM_UNIT = 16, MM_PREFETCH = 8192 };
 
 static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
   const nc_weight *w = mm->w;
@@ -220,8 +220,16 @@ static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
          t->a_stride, t->rows, mm->y + r0, (size_t)mm->y_stride);
     return;
   }
+  /* Tables without a gemm read one row at a time: prefetch the row about
+   * MM_PREFETCH bytes ahead, as the avx512 kernels do for themselves (the
+   * hardware prefetchers alone leave decode waiting on memory). */
+  const int64_t ahead = (MM_PREFETCH + (int64_t)w->row_bytes - 1) /
+                        ((int64_t)w->row_bytes > 0 ? (int64_t)w->row_bytes : 1);
   for (int64_t r = r0; r < r1; r++) {
     const uint8_t *wr = base + (size_t)r * w->row_bytes;
+    if (r + ahead < r1)
+      for (size_t o = 0; o < w->row_bytes; o += 64)
+        __builtin_prefetch(wr + (size_t)ahead * w->row_bytes + o, 0, 3);
     if (dots && t->rows > 1) {
       dots(w->ne0, wr, t->a, t->a_stride, t->rows, mm->y + r,
            (size_t)mm->y_stride);
