@@ -40,6 +40,21 @@ const nc_attn_kernels *nc_attn_kernels_best(void) {
   return &PLAIN;
 }
 
+void nc_attn_accum_v_blocks(const nc_attn_kernels *k, const float *p, int32_t m,
+                            size_t p_stride, const nc_fp16 *const *blocks,
+                            int32_t bt, size_t v_stride, int32_t j0, int32_t n,
+                            int32_t hdv, const float *tab, float *lanes,
+                            size_t l_stride) {
+  if (k->accum_v_blocks) {
+    k->accum_v_blocks(p, m, p_stride, blocks, bt, v_stride, j0, n, hdv, tab,
+                      lanes, l_stride);
+    return;
+  }
+  for (int32_t j = 0; j < n; j += bt)
+    k->accum_v(p + j, m, p_stride, blocks[j / bt], v_stride, j0 + j,
+               n - j < bt ? n - j : bt, hdv, tab, lanes, l_stride);
+}
+
 void nc_attn_lanes_reduce(const float *lanes, int32_t hdv, float *out) {
   for (int32_t d = 0; d < hdv; d++) {
     float v[NC_ATTN_LANES];

@@ -77,6 +77,14 @@ const nc_attn_kernels *nc_attn_kernels_avx512(void); /* NULL when not built */
  * FMA build when it has FMA, else the plain one. */
 const nc_attn_kernels *nc_attn_kernels_best(void);
 
+/* k's accum_v_blocks, or its accum_v on each block in order when it has
+ * none: the same results either way. */
+void nc_attn_accum_v_blocks(const nc_attn_kernels *k, const float *p, int32_t m,
+                            size_t p_stride, const nc_fp16 *const *blocks,
+                            int32_t bt, size_t v_stride, int32_t j0, int32_t n,
+                            int32_t hdv, const float *tab, float *lanes,
+                            size_t l_stride);
+
 /* out[d] = the halving-tree sum of lanes[l * hdv + d] over l = 0..15. */
 void nc_attn_lanes_reduce(const float *lanes, int32_t hdv, float *out);
 

@@ -341,27 +341,17 @@ static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
   for (int32_t i = 0; i < m; i++)
     c->attn->softmax(s + (size_t)i * ss, n, hp->attn_scale, tab);
   memset(lanes, 0, sizeof(float) * (size_t)m * ls);
-  if (c->attn->accum_v_blocks) {
-    /* up to ATT_BLOCKS blocks per call: each lane stays in registers
-     * across their rows */
-    enum { ATT_BLOCKS = 64 };
-    const nc_fp16 *blocks[ATT_BLOCKS];
-    for (int32_t j0 = 0; j0 < n; j0 += ATT_BLOCKS * bt) {
-      const int32_t jn = n - j0 < ATT_BLOCKS * bt ? n - j0 : ATT_BLOCKS * bt;
-      for (int32_t b = 0; b * bt < jn; b++)
-        blocks[b] = nc_kv_v_row_c(c->kv, a->layer, seq, j0 + b * bt) +
-                    (int64_t)kvh * hdv;
-      c->attn->accum_v_blocks(s + j0, m, ss, blocks, bt, (size_t)dv, j0, jn,
-                              hdv, tab, lanes, ls);
-    }
-  } else {
-    for (int32_t j0 = 0; j0 < n; j0 += bt) {
-      const nc_fp16 *vb =
-          nc_kv_v_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hdv;
-      const int32_t jn = n - j0 < bt ? n - j0 : bt;
-      c->attn->accum_v(s + j0, m, ss, vb, (size_t)dv, j0, jn, hdv, tab, lanes,
-                       ls);
-    }
+  /* up to ATT_BLOCKS blocks per call: the kernel can hold each lane in
+   * registers across their rows */
+  enum { ATT_BLOCKS = 64 };
+  const nc_fp16 *blocks[ATT_BLOCKS];
+  for (int32_t j0 = 0; j0 < n; j0 += ATT_BLOCKS * bt) {
+    const int32_t jn = n - j0 < ATT_BLOCKS * bt ? n - j0 : ATT_BLOCKS * bt;
+    for (int32_t b = 0; b * bt < jn; b++)
+      blocks[b] =
+          nc_kv_v_row_c(c->kv, a->layer, seq, j0 + b * bt) + (int64_t)kvh * hdv;
+    nc_attn_accum_v_blocks(c->attn, s + j0, m, ss, blocks, bt, (size_t)dv, j0,
+                           jn, hdv, tab, lanes, ls);
   }
   for (int32_t i = 0; i < m; i++) {
     float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)(h0 + i) * hdv;

@@ -71,26 +71,16 @@ static void load_chunk(act_chunk *ac, const uint8_t *a, size_t a_stride,
                        int64_t a0, int A, int64_t nb, size_t abytes, size_t aq,
                        int offset_c) {
   ac->n_rows = A;
-  /* the rows' block headers, one gather per block: fp16 d, then s (Q8_1)
-   * or two quants (Q8_0); rows past A read nothing and give 0 */
-  const __m256i rows =
-      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                         _mm256_set1_epi32((int)a_stride));
-  const __mmask8 live = (__mmask8)((1u << A) - 1);
   const __m512i d_idx =
       _mm512_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14);
   const __m512i s_idx = _mm512_add_epi32(d_idx, _mm512_set1_epi32(1));
   const uint8_t *base = a + (size_t)a0 * a_stride;
   for (int64_t i = 0; i < nb; i++) {
     const uint8_t *bi = base + (size_t)i * abytes;
-    for (int k = 0; k < A; k++) {
-      const uint8_t *q = bi + (size_t)k * a_stride + aq;
-      ac->y[i][k] = nc_il_act(q);
-      if (offset_c) ac->c[i][k] = nc_il_offset(q, offset_c);
-    }
+    nc_il_act_rows(bi, a_stride, A, aq, offset_c, ac->y[i],
+                   offset_c ? ac->c[i] : NULL);
     /* [d0 s0 d1 s1 ...] -> [d0 d0 d1 d1 ...] and [s0 s0 s1 s1 ...] */
-    const __m512 ds = _mm512_cvtph_ps(_mm256_mmask_i32gather_epi32(
-        _mm256_setzero_si256(), live, rows, bi, 1));
+    const __m512 ds = nc_il_act_scales(bi, a_stride, A);
     ac->d[i] = _mm512_permutexvar_ps(d_idx, ds);
     ac->s[i] = _mm512_permutexvar_ps(s_idx, ds);
   }

@@ -57,24 +57,14 @@ static bool act_rows_new(act_rows *ar, const uint8_t *a, size_t a_stride, int A,
   ar->d1 = (void *)p;
   const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
   const size_t aq = has_min ? 4 : 2;
-  /* the rows' block headers, one gather per block: fp16 d, then s (Q8_1)
-   * or two quants (Q8_0); rows past A read nothing and give 0 */
-  const __m128i rows = _mm_mullo_epi32(_mm_setr_epi32(0, 1, 2, 3),
-                                       _mm_set1_epi32((int)a_stride));
-  const __mmask8 live = (__mmask8)((1u << A) - 1);
   const __m512i d_idx =
       _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6);
   const __m512i s_idx = _mm512_add_epi32(d_idx, _mm512_set1_epi32(1));
   for (int64_t i = 0; i < nb; i++) {
     const uint8_t *bi = a + (size_t)i * abytes;
-    for (int k = 0; k < A; k++) {
-      const uint8_t *q = bi + (size_t)k * a_stride + aq;
-      ar->y[i][k] = nc_il_act(q);
-      if (offset_c) ar->c[i][k] = nc_il_offset(q, offset_c);
-    }
+    nc_il_act_rows(bi, a_stride, A, aq, offset_c, ar->y[i], ar->c[i]);
     /* [d0 s0 d1 s1 ...] -> each d (s) 4 times, by activation row */
-    const __m512 ds = _mm512_castps256_ps512(_mm256_cvtph_ps(
-        _mm_mmask_i32gather_epi32(_mm_setzero_si128(), live, rows, bi, 1)));
+    const __m512 ds = nc_il_act_scales(bi, a_stride, A);
     ar->d[i] = _mm512_permutexvar_ps(d_idx, ds);
     ar->s[i] = _mm512_permutexvar_ps(s_idx, ds);
     _mm_storeu_ps(ar->d1[i], _mm512_castps512_ps128(ar->d[i]));

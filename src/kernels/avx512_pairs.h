@@ -42,6 +42,31 @@ static inline __m512i nc_il_offset(const uint8_t *q, int c) {
                                            _mm256_set1_epi8((char)c), y)));
 }
 
+/* Block i of up to 8 activation rows (row k at bi + k * a_stride; quants
+ * at offset aq): each row's quants doubled into y[k] and, for the signed
+ * weight types (offset_c != 0), its lanes' starting sums into c[k]. */
+static inline void nc_il_act_rows(const uint8_t *bi, size_t a_stride, int A,
+                                  size_t aq, int offset_c, __m512i *y,
+                                  __m512i *c) {
+  for (int k = 0; k < A; k++) {
+    const uint8_t *q = bi + (size_t)k * a_stride + aq;
+    y[k] = nc_il_act(q);
+    if (offset_c) c[k] = nc_il_offset(q, offset_c);
+  }
+}
+
+/* The block headers of up to 8 activation rows in one gather, as floats
+ * [d0 s0 d1 s1 ...]: fp16 d, then s (Q8_1) or two quants (Q8_0); rows past
+ * A read nothing and give 0. */
+static inline __m512 nc_il_act_scales(const uint8_t *bi, size_t a_stride,
+                                      int A) {
+  const __m256i rows =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                         _mm256_set1_epi32((int)a_stride));
+  return _mm512_cvtph_ps(_mm256_mmask_i32gather_epi32(
+      _mm256_setzero_si256(), (__mmask8)((1u << A) - 1), rows, bi, 1));
+}
+
 /* Two rows' 16 nibble bytes: [A0 B0 A1 B1 A2 B2 A3 B3] twice (dwords),
  * the upper half shifted to the high nibbles. */
 static inline __m512i nc_il_nibbles(const uint8_t *q0, const uint8_t *q1) {
