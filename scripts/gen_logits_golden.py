@@ -10,7 +10,13 @@ llama.cpp settings: flash attention OFF (flash_attn_type = disabled), weight
 repacking OFF (model param use_extra_bufts = false), default F16 K/V cache,
 every prompt decoded in one batch with logits for every position.
 
-Usage: scripts/gen_logits_golden.py [MODEL] [OUT]
+--amx: weight repacking ON instead, for a llama.cpp built with its AMX path
+(bench/build_peer.sh's flags, as shared libraries; point LLAMA_CPP_LIB_PATH
+at them) on a CPU with AMX: its Q4_0/Q4_1/Q8_0 matmuls then add in block
+order (one float conversion per 32-block), the order of nucleus's amx
+kernel table. Default OUT is then tests/data/logits/smollm2_q4_1_amx.txt.
+
+Usage: scripts/gen_logits_golden.py [--amx] [MODEL] [OUT]
 """
 import ctypes
 import os
@@ -20,10 +26,13 @@ import llama_cpp as L
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+AMX = "--amx" in sys.argv[1:]
+ARGS = [a for a in sys.argv[1:] if a != "--amx"]
+MODEL = ARGS[0] if len(ARGS) > 0 else os.path.join(
     ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
-    ROOT, "tests", "data", "logits", "smollm2_q4_1.txt")
+OUT = ARGS[1] if len(ARGS) > 1 else os.path.join(
+    ROOT, "tests", "data", "logits",
+    "smollm2_q4_1_amx.txt" if AMX else "smollm2_q4_1.txt")
 TOPK = 32
 N_TOKENS = 128  # every prompt is cut to exactly this many tokens
 
@@ -94,7 +103,7 @@ def tokenize(vocab, text):
 def main():
     L.llama_backend_init()
     mp = L.llama_model_default_params()
-    mp.use_extra_bufts = False  # no weight repacking
+    mp.use_extra_bufts = AMX  # weight repacking: llama.cpp's AMX path
     model = L.llama_model_load_from_file(MODEL.encode(), mp)
     if not model:
         raise SystemExit(f"cannot load {MODEL}")
@@ -108,8 +117,8 @@ def main():
     cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
     lines = [
         "# nucleus logits golden v1 (scripts/gen_logits_golden.py): llama.cpp "
-        f"{L.__version__} via llama-cpp-python, flash attention off, no "
-        "repack, F16 KV cache",
+        f"{L.__version__} via llama-cpp-python, flash attention off, "
+        + ("repack on (AMX build)" if AMX else "no repack") + ", F16 KV cache",
         f"model {os.path.basename(MODEL)}",
         f"n_vocab {n_vocab}",
         f"topk {TOPK}",

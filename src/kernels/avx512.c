@@ -4,71 +4,87 @@
  * K-quant matmul, which llama.cpp uses for prompts, i.e. 8+ rows at once),
  * and its matmuls (gemm) are VNNI kernels bit-identical to those dots
  * (avx512_gemm.c, avx512_kquant.c): so this table gives llama.cpp's
- * logits, only faster. */
+ * logits, only faster. The amx table (below) is the same but for Q4_0,
+ * Q4_1 and Q8_0. */
 #include "tables.h"
 
 #include "ref.h"
 
 #define E(t, fn) [t] = fn
+/* The entries both tables share: all but Q4_0, Q4_1 and Q8_0. */
+#define SHARED_VEC_DOT                                                         \
+  E(NC_TYPE_F32, nc_avx2_dot_f32), E(NC_TYPE_F16, nc_avx2_dot_f16),            \
+      E(NC_TYPE_BF16, nc_avx2_dot_bf16), E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),    \
+      E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1),                                       \
+      E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled),                               \
+      E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled),                               \
+      E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled),                               \
+      E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled),                               \
+      E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled)
+#define SHARED_VEC_DOT_ROWS                                                    \
+  E(NC_TYPE_F32, nc_avx2_dot_f32_rows), E(NC_TYPE_F16, nc_avx2_dot_f16_rows),  \
+      E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),                                  \
+      E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0_rows),                                  \
+      E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1_rows),                                  \
+      E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled_rows),                          \
+      E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled_rows),                          \
+      E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled_rows),                          \
+      E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled_rows),                          \
+      E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled_rows)
+#define SHARED_GEMM                                                            \
+  E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0), E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),  \
+      E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k_tiled),                              \
+      E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k_tiled),                              \
+      E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k_tiled),                              \
+      E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k_tiled),                              \
+      E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k_tiled)
+#define SHARED_QUANTIZE_ACT                                                    \
+  E(NC_TYPE_F32, nc_ref_quant_f32), E(NC_TYPE_F16, nc_avx2_quant_f16),         \
+      E(NC_TYPE_BF16, nc_ref_quant_bf16), E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0), \
+      E(NC_TYPE_Q8_1, nc_avx2_quant_q8_1), E(NC_TYPE_Q8_K, nc_avx2_quant_q8_k)
+
 static const nc_kernels k_avx512 = {
     .name = "avx512",
-    .vec_dot =
-        {
-            E(NC_TYPE_F32, nc_avx2_dot_f32),
-            E(NC_TYPE_F16, nc_avx2_dot_f16),
-            E(NC_TYPE_BF16, nc_avx2_dot_bf16),
-            E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0),
-            E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1),
-            E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),
-            E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1),
-            E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0),
-            E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled),
-            E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled),
-            E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled),
-            E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled),
-            E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled),
-        },
-    .vec_dot_rows =
-        {
-            E(NC_TYPE_F32, nc_avx2_dot_f32_rows),
-            E(NC_TYPE_F16, nc_avx2_dot_f16_rows),
-            E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),
-            E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0_rows),
-            E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1_rows),
-            E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0_rows),
-            E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1_rows),
-            E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0_rows),
-            E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled_rows),
-            E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled_rows),
-            E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled_rows),
-            E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled_rows),
-            E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled_rows),
-        },
-    .gemm =
-        {
-            E(NC_TYPE_Q4_0, nc_avx512_gemm_q4_0),
-            E(NC_TYPE_Q4_1, nc_avx512_gemm_q4_1),
-            E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0),
-            E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),
-            E(NC_TYPE_Q8_0, nc_avx512_gemm_q8_0),
-            E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k_tiled),
-            E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k_tiled),
-            E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k_tiled),
-            E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k_tiled),
-            E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k_tiled),
-        },
-    .quantize_act =
-        {
-            E(NC_TYPE_F32, nc_ref_quant_f32),
-            E(NC_TYPE_F16, nc_avx2_quant_f16),
-            E(NC_TYPE_BF16, nc_ref_quant_bf16),
-            E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0),
-            E(NC_TYPE_Q8_1, nc_avx2_quant_q8_1),
-            E(NC_TYPE_Q8_K, nc_avx2_quant_q8_k),
-        },
+    .vec_dot = {SHARED_VEC_DOT, E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0),
+                E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1),
+                E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0)},
+    .vec_dot_rows = {SHARED_VEC_DOT_ROWS,
+                     E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0_rows),
+                     E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1_rows),
+                     E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0_rows)},
+    .gemm = {SHARED_GEMM, E(NC_TYPE_Q4_0, nc_avx512_gemm_q4_0),
+             E(NC_TYPE_Q4_1, nc_avx512_gemm_q4_1),
+             E(NC_TYPE_Q8_0, nc_avx512_gemm_q8_0)},
+    .quantize_act = {SHARED_QUANTIZE_ACT},
 };
+
+/* The amx table: Q4_0, Q4_1 and Q8_0 in block order (ref_block.c), with
+ * matmuls on the tile unit (amx_gemm.c, amx_gemv.c). Their single dots are
+ * the plain-C reference: the model only calls the matmuls. */
+static const nc_kernels k_amx = {
+    .name = "amx",
+    .vec_dot = {SHARED_VEC_DOT, E(NC_TYPE_Q4_0, nc_ref_dot_blk_q4_0),
+                E(NC_TYPE_Q4_1, nc_ref_dot_blk_q4_1),
+                E(NC_TYPE_Q8_0, nc_ref_dot_blk_q8_0)},
+    .vec_dot_rows = {SHARED_VEC_DOT_ROWS,
+                     E(NC_TYPE_Q4_0, nc_ref_dot_blk_q4_0_rows),
+                     E(NC_TYPE_Q4_1, nc_ref_dot_blk_q4_1_rows),
+                     E(NC_TYPE_Q8_0, nc_ref_dot_blk_q8_0_rows)},
+    .gemm = {SHARED_GEMM, E(NC_TYPE_Q4_0, nc_amx_gemm_q4_0),
+             E(NC_TYPE_Q4_1, nc_amx_gemm_q4_1),
+             E(NC_TYPE_Q8_0, nc_amx_gemm_q8_0)},
+    .quantize_act = {SHARED_QUANTIZE_ACT},
+};
+#undef SHARED_VEC_DOT
+#undef SHARED_VEC_DOT_ROWS
+#undef SHARED_GEMM
+#undef SHARED_QUANTIZE_ACT
 #undef E
 
 const nc_kernels *nc_kernels_avx512_table(void) {
   return &k_avx512;
+}
+
+const nc_kernels *nc_kernels_amx_table(void) {
+  return &k_amx;
 }

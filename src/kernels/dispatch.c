@@ -3,6 +3,8 @@
 #include <cpuid.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "tables.h"
 
@@ -26,6 +28,28 @@ static bool cpu_has_avx512(void) {
          __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2");
 }
 
+/* AMX-TILE and AMX-INT8 (cpuid leaf 7, edx bits 24 and 25), with the
+ * tile state enabled by the operating system (XCR0 bits 17 and 18) and, on
+ * Linux, granted to this process: the tile data state is off by default
+ * and a process must ask for it (arch_prctl ARCH_REQ_XCOMP_PERM) before its
+ * first tile instruction, else that instruction faults. The grant is for
+ * the whole process and asking again is harmless. */
+static bool cpu_has_amx(void) {
+  enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+  unsigned a, b, c, d;
+  if (!cpu_has_avx512() || !__get_cpuid_count(7, 0, &a, &b, &c, &d) ||
+      !(d & (1u << 24)) || !(d & (1u << 25)))
+    return false;
+  unsigned lo, hi;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+  return false;
+#endif
+}
+
 const nc_kernels *nc_kernels_by_name(const char *name) {
   if (!name) return NULL;
   if (strcmp(name, "ref") == 0) return nc_kernels_ref();
@@ -33,6 +57,8 @@ const nc_kernels *nc_kernels_by_name(const char *name) {
     return cpu_has_avx2() ? nc_kernels_avx2_table() : NULL;
   if (strcmp(name, "avx512") == 0)
     return cpu_has_avx512() ? nc_kernels_avx512_table() : NULL;
+  if (strcmp(name, "amx") == 0)
+    return cpu_has_amx() ? nc_kernels_amx_table() : NULL;
   return NULL;
 }
 
@@ -41,10 +67,12 @@ const nc_kernels *nc_kernels_best(void) {
    * for comparing tables end to end. */
   const nc_kernels *forced = nc_kernels_by_name(getenv("NUCLEUS_KERNELS"));
   if (forced) return forced;
-  /* Fastest first. Both SIMD tables add in llama.cpp's x86 order (the
-   * avx512 table only adds VNNI matmuls bit-identical to the avx2 dots), so
-   * the choice changes speed, never logits. */
-  static const char *const order[] = {"avx512", "avx2"};
+  /* Fastest first. The avx2 and avx512 tables add in llama.cpp's x86
+   * order (the avx512 table only adds VNNI matmuls bit-identical to the
+   * avx2 dots); the amx table adds Q4_0, Q4_1 and Q8_0 in the order of
+   * llama.cpp's AMX build, so its logits differ from theirs by float
+   * rounding only. */
+  static const char *const order[] = {"amx", "avx512", "avx2"};
   for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
     const nc_kernels *k = nc_kernels_by_name(order[i]);
     if (k) return k;

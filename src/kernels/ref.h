@@ -23,6 +23,12 @@ NC_REF_DOT(q3_k)
 NC_REF_DOT(q4_k)
 NC_REF_DOT(q5_k)
 NC_REF_DOT(q6_k)
+
+/* ref_block.c: the same products in block order (llama.cpp's AMX build),
+ * the reference of the amx table's Q4_0, Q4_1 and Q8_0 kernels. */
+NC_REF_DOT(blk_q4_0)
+NC_REF_DOT(blk_q4_1)
+NC_REF_DOT(blk_q8_0)
 #undef NC_REF_DOT
 
 void nc_ref_quant_f32(const float *src, void *dst, int64_t n);

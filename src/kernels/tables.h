@@ -8,6 +8,7 @@
 
 const nc_kernels *nc_kernels_avx2_table(void);   /* AVX2, FMA, F16C */
 const nc_kernels *nc_kernels_avx512_table(void); /* + AVX-512 F/BW/VL/VNNI */
+const nc_kernels *nc_kernels_amx_table(void);    /* + AMX-TILE, AMX-INT8 */
 
 /* avx2 kernels by name, reused by the avx512 table. */
 #define NC_AVX2_DOT(name)                                                      \
@@ -53,6 +54,22 @@ NC_AVX512_MATMUL(q5_0)
 NC_AVX512_MATMUL(q5_1)
 NC_AVX512_MATMUL(q8_0)
 #undef NC_AVX512_MATMUL
+
+/* The amx table's Q4_0, Q4_1 and Q8_0 matmuls, in block order (ref_block.c):
+ * amx_gemm.c on the tile unit, and amx_gemv.c (AVX-512 VNNI) for
+ * 1..NC_AMX_GEMV_MAX_A activation rows, which amx_gemm hands to it. */
+enum { NC_AMX_GEMV_MAX_A = 4 };
+#define NC_AMX_MATMUL(name)                                                    \
+  void nc_amx_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
+                          int64_t nw, const void *a, size_t a_stride,          \
+                          int64_t na, float *out, size_t out_stride);          \
+  void nc_amx_gemv_##name(int64_t n, const void *w, size_t w_stride,           \
+                          int64_t nw, const void *a, size_t a_stride, int na,  \
+                          float *out, size_t out_stride);
+NC_AMX_MATMUL(q4_0)
+NC_AMX_MATMUL(q4_1)
+NC_AMX_MATMUL(q8_0)
+#undef NC_AMX_MATMUL
 
 /* avx512_kquant.c: Q2_K..Q6_K · Q8_K (standard Q8_K layout) in llama.cpp's
  * x86 float order, bit-identical to its AVX2 vec_dot; gemm as in kernels.h. */

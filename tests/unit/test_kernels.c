@@ -284,8 +284,8 @@ static void test_ref_rows(void **state) {
  * rows and a single-row tail), any number of activation rows (full and
  * partial tiles of 8), odd block counts, padded strides. */
 static void check_gemm(const nc_kernels *k) {
-  static const int64_t nws[] = {1, 2, 3, 4, 5, 7, 16, 66};
-  static const int64_t nas[] = {1, 2, 3, 4, 5, 7, 8, 9, 17};
+  static const int64_t nws[] = {1, 2, 3, 4, 5, 7, 16, 33, 66};
+  static const int64_t nas[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33};
   uint64_t s = 2024;
   for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
     const nc_type t = k_weight_types[i];
@@ -297,7 +297,7 @@ static void check_gemm(const nc_kernels *k) {
       if (n % bs) continue;
       const size_t wrow = nc_row_size(t, n), wstride = wrow + 20;
       const size_t arow = nc_row_size(at, n), astride = arow + 36;
-      const int64_t NW = 66, NA = 17;
+      const int64_t NW = 66, NA = 33;
       uint8_t *w = calloc(NW, wstride), *qa = calloc(NA, astride);
       for (int64_t r = 0; r < NW; r++) {
         void *row = random_row(t, n, &s);
@@ -533,6 +533,66 @@ static void test_avx512(void **state) {
   check_llama_order(k, NC_TYPE_Q8_0);
 }
 
+/* The amx table's block-order dots are the plain-C reference (ref_block.c)
+ * itself, so check_gemm holds its matmuls (tile unit and VNNI gemv) to that
+ * reference bit for bit; here the reference is held to ref (a float
+ * reordering bound, in check_table_vs_ref) and, bit for bit, to a second
+ * spelling of llama.cpp's AMX epilogue. */
+static float blk_expected(nc_type t, int64_t n, const uint8_t *w,
+                          const uint8_t *a) {
+  /* block bytes: Q4_0 {d, 16 nibble bytes}, Q4_1 {d, m, 16}, Q8_0 {d, 32};
+   * activations Q8_0 {d, 32 quants}, Q8_1 {d, s, 32} */
+  const bool q41 = t == NC_TYPE_Q4_1, q80 = t == NC_TYPE_Q8_0;
+  const size_t wb = q41 ? 20 : q80 ? 34 : 18, wq = q41 ? 4 : 2;
+  const size_t ab = q41 ? 36 : 34, aq = q41 ? 4 : 2;
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n / 32; i++) {
+    const uint8_t *wi = w + (size_t)i * wb, *ai = a + (size_t)i * ab;
+    nc_fp16 hw[2], ha[2];
+    memcpy(hw, wi, sizeof hw);
+    memcpy(ha, ai, sizeof ha);
+    long isum = 0;
+    for (int j = 0; j < 32; j++) {
+      long q;
+      if (q80)
+        q = (int8_t)wi[wq + j];
+      else
+        q = (j < 16 ? wi[wq + j] & 15 : wi[wq + j - 16] >> 4) - (q41 ? 0 : 8);
+      isum += q * (int8_t)ai[aq + j];
+    }
+    const volatile float dd = nc_fp16_to_fp32(hw[0]) * nc_fp16_to_fp32(ha[0]);
+    acc = fmaf((float)isum, dd, acc);
+    if (q41) acc = fmaf(nc_fp16_to_fp32(hw[1]), nc_fp16_to_fp32(ha[1]), acc);
+  }
+  return acc;
+}
+
+static void test_amx(void **state) {
+  (void)state;
+  test_table("amx");
+  const nc_kernels *k = nc_kernels_by_name("amx");
+  static const nc_type types[] = {NC_TYPE_Q4_0, NC_TYPE_Q4_1, NC_TYPE_Q8_0};
+  uint64_t s = 31337;
+  for (size_t i = 0; i < 3; i++) {
+    const nc_type t = types[i], at = nc_type_traits_of(t)->vec_dot_type;
+    for (int rep = 0; rep < 20; rep++) {
+      const int64_t n = 32 * (1 + rep * 7);
+      uint8_t *w = random_row(t, n, &s);
+      float *act = random_act(n, &s);
+      uint8_t *qa = malloc(nc_row_size(at, n));
+      k->quantize_act[at](act, qa, n);
+      const float got = k->vec_dot[t](n, w, qa),
+                  want = blk_expected(t, n, w, qa);
+      if (bits(got) != bits(want))
+        fail_msg("amx %s n=%lld: %.9g, block order %.9g", nc_type_name(t),
+                 (long long)n, got, want);
+      free(w);
+      free(act);
+      free(qa);
+    }
+  }
+}
+
 static void test_dispatch(void **state) {
   (void)state;
   unsetenv("NUCLEUS_KERNELS");
@@ -549,9 +609,10 @@ static void test_dispatch(void **state) {
   setenv("NUCLEUS_KERNELS", "no-such-table", 1);
   assert_ptr_equal(nc_kernels_best(), best);
   unsetenv("NUCLEUS_KERNELS");
-  /* The default is the fastest table (all SIMD tables add in llama.cpp's
-   * order, see dispatch.c). */
-  if (nc_kernels_by_name("avx512"))
+  /* The default is the fastest table (see dispatch.c). */
+  if (nc_kernels_by_name("amx"))
+    assert_string_equal(best->name, "amx");
+  else if (nc_kernels_by_name("avx512"))
     assert_string_equal(best->name, "avx512");
   else if (nc_kernels_by_name("avx2"))
     assert_string_equal(best->name, "avx2");
@@ -569,6 +630,7 @@ int main(void) {
       cmocka_unit_test(test_dispatch),
       cmocka_unit_test(test_avx2),
       cmocka_unit_test(test_avx512),
+      cmocka_unit_test(test_amx),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,306 @@
+/* amx_gemm: the amx table's matmuls (many weight rows x many activation
+ * rows: prefill and batches) for Q4_0, Q4_1 and Q8_0 on the CPU's tile
+ * matrix unit (AMX-INT8), in block order (ref_block.c), the order of
+ * llama.cpp's AMX build. Up to NC_AMX_GEMV_MAX_A activation rows go to
+ * amx_gemv.c, which gives the same bits.
+ *
+ * One tdpbssd multiplies a tile of 16 activation rows x one 32-block (A:
+ * 16 rows x 32 signed bytes, read straight from the quantized activation
+ * rows with their stride) by 16 weight rows' same block (B: 8 rows x 64
+ * bytes, "VNNI" layout: row k holds dword k of each weight row) into C, the
+ * 16 x 16 exact block sums. C goes to memory and AVX-512 runs the block's
+ * float steps for 16 weight rows per vector, the accumulators of the 16
+ * activation rows staying in registers across the blocks:
+ *   acc[t] = fma((float)C[t], d_w * d_a[t], acc[t]) (+ fma(m_w, s_a[t], ..))
+ * The tile unit computes block i + 1 while the vector units scale block i.
+ *
+ * Per 16 weight rows a panel is unpacked once (the B tiles of every block,
+ * with d_w and m_w as floats), then every 16 activation rows run against
+ * it. The weights go in signed (Q4_1's nibbles as they are, Q4_0's minus 8,
+ * Q8_0's raw), so tdpbssd gives the integer dots directly.
+ *
+ * Tile instructions are written as inline asm (see TILE_LOAD): GCC 12's
+ * intrinsics tell the compiler neither that tileloadd reads memory nor
+ * that ldtilecfg reads the whole 64-byte configuration. */
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "avx512_pairs.h"
+#include "ref.h"
+#include "tables.h"
+
+enum {
+  TILE = 16,         /* weight rows and activation rows per tile */
+  RING = 4,          /* C buffers in memory (see tile_rows) */
+  MAX_BLOCKS = 1024, /* n <= 32768: larger rows use the reference */
+  PANEL_BLOCK = 8 * 64 + 2 * TILE * (int)sizeof(float), /* B tile, d_w, m_w */
+};
+
+/* The tile instructions' memory operands are spelled out for the
+ * compiler: a tile load reads (no clobber: callers put a compiler barrier
+ * after writing what the loads read, see tile_rows), a tile store writes
+ * the 1 KiB of C it names. A "memory" clobber on each would make GCC keep
+ * the 16 accumulators in memory, a load and a store per vector per block. */
+#define TILE_LOAD(t, base, stride)                                             \
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t                             \
+                   :                                                           \
+                   : "r"(base), "r"((long)(stride)))
+#define TILE_STORE(t, c)                                                       \
+  __asm__ volatile("tilestored %%tmm" #t ", (%1,%2,1)"                         \
+                   : "=m"(*(int32_t(*)[TILE * TILE])(c))                       \
+                   : "r"(c), "r"(64L))
+#define TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
+#define TILE_DPBSSD(c, a, b)                                                   \
+  __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+
+/* Palette 1: tmm0, tmm1 = C (16 x 16 int32), tmm4, tmm5 = A (16 x 32
+ * bytes), tmm6, tmm7 = B (8 x 64 bytes): two of each, for even and odd
+ * blocks. */
+typedef struct tile_config {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} tile_config;
+
+static void tiles_configure(void) {
+  tile_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) {
+    cfg.rows[t] = t < 6 ? TILE : 8;
+    cfg.colsb[t] = t == 4 || t == 5 ? 32 : 64;
+  }
+  cfg.rows[2] = cfg.rows[3] = 0; /* unused */
+  cfg.colsb[2] = cfg.colsb[3] = 0;
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+static void tiles_release(void) {
+  __asm__ volatile("tilerelease" ::);
+}
+
+/* 8 qword vectors (v[p] = 8 qwords) -> their transpose: out[k] = qword k of
+ * v[0..7]. */
+static inline void transpose_qwords(const __m512i v[8], __m512i out[8]) {
+  __m512i l[8], m[8];
+  const __m512i lo1 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
+  const __m512i hi1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+  const __m512i lo2 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i hi2 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  const __m512i lo3 = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
+  const __m512i hi3 = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+  for (int j = 0; j < 4; j++) { /* [v0.q0 v1.q0 v0.q1 v1.q1 ...] */
+    l[2 * j] = _mm512_permutex2var_epi64(v[2 * j], lo1, v[2 * j + 1]);
+    l[2 * j + 1] = _mm512_permutex2var_epi64(v[2 * j], hi1, v[2 * j + 1]);
+  }
+  for (int j = 0; j < 2; j++) /* l[4j + h] with l[4j + 2 + h]: 4 vectors */
+    for (int h = 0; h < 2; h++) {
+      m[4 * j + 2 * h] =
+          _mm512_permutex2var_epi64(l[4 * j + h], lo2, l[4 * j + 2 + h]);
+      m[4 * j + 2 * h + 1] =
+          _mm512_permutex2var_epi64(l[4 * j + h], hi2, l[4 * j + 2 + h]);
+    }
+  /* m[4j + x]: qwords 2x, 2x + 1 of v[4j .. 4j + 3] */
+  for (int k = 0; k < 4; k++) {
+    out[2 * k] = _mm512_permutex2var_epi64(m[k], lo3, m[4 + k]);
+    out[2 * k + 1] = _mm512_permutex2var_epi64(m[k], hi3, m[4 + k]);
+  }
+}
+
+/* The panel of 16 weight rows: per block, the B tile (row k = dword k of
+ * rows 0..15, signed quants) then d_w and m_w of the 16 rows as floats. */
+static void pack_panel(const uint8_t *w, size_t w_stride, int64_t nb,
+                       size_t bsize, nc_il_pair_fn pair, int offset_c,
+                       bool has_min, uint8_t *panel) {
+  const __m512i hdr = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32((int)w_stride));
+  for (int64_t i = 0; i < nb; i++) {
+    const uint8_t *bi = w + (size_t)i * bsize;
+    uint8_t *pb = panel + (size_t)i * PANEL_BLOCK;
+    __m512i v[8], t[8];
+    for (int p = 0; p < 8; p++) {
+      v[p] = pair(bi + (size_t)(2 * p) * w_stride,
+                  bi + (size_t)(2 * p + 1) * w_stride);
+      if (offset_c)
+        v[p] = _mm512_sub_epi8(v[p], _mm512_set1_epi8((char)offset_c));
+    }
+    transpose_qwords(v, t);
+    for (int k = 0; k < 8; k++)
+      _mm512_store_si512(pb + 64 * k, t[k]);
+    const __m512i h = _mm512_i32gather_epi32(hdr, bi, 1);
+    float *f = (float *)(pb + 8 * 64);
+    _mm512_store_ps(f, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
+    if (has_min)
+      _mm512_store_ps(f + TILE, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(
+                                    _mm512_srli_epi32(h, 16))));
+  }
+}
+
+/* One block's float steps for the 16 activation rows of a tile: C (16 x 16
+ * int32) against the panel block's d_w, m_w and the rows' d_a, s_a. */
+static inline __attribute__((always_inline)) void
+scale_block(__m512 acc[TILE], const int32_t *c, const uint8_t *pb,
+            const float *da, const float *sa, bool has_min) {
+  const float *f = (const float *)(pb + 8 * 64);
+  const __m512 dw = _mm512_load_ps(f);
+  const __m512 mw = has_min ? _mm512_load_ps(f + TILE) : dw;
+#pragma GCC unroll 16
+  for (int t = 0; t < TILE; t++) {
+    const __m512 ci = _mm512_cvtepi32_ps(_mm512_load_si512(c + TILE * t));
+    acc[t] =
+        _mm512_fmadd_ps(ci, _mm512_mul_ps(dw, _mm512_set1_ps(da[t])), acc[t]);
+    if (has_min) acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(sa[t]), acc[t]);
+  }
+}
+
+/* Activation tile (16 rows from a, stride a_stride, quants of block i at
+ * i * abytes + aq) x the panel: out[t * out_stride + j], t < rows. da, sa:
+ * d_a and s_a by [block][16]. */
+static inline __attribute__((always_inline)) void
+tile_rows(int64_t nb, const uint8_t *a, size_t a_stride, size_t abytes,
+          size_t aq, const uint8_t *panel, const float *da, const float *sa,
+          bool has_min, int32_t (*cbuf)[TILE * TILE], float *out,
+          size_t out_stride, int rows) {
+  /* the panel and the padded rows are written: the tile loads below
+   * read them (see TILE_LOAD) */
+  __asm__ volatile("" ::: "memory");
+  __m512 acc[TILE];
+#pragma GCC unroll 16
+  for (int t = 0; t < TILE; t++)
+    acc[t] = _mm512_setzero_ps();
+  const uint8_t *aq0 = a + aq;
+#define BLOCK_TILES(c, at, bt, i)                                              \
+  do {                                                                         \
+    TILE_LOAD(at, aq0 + (size_t)(i)*abytes, a_stride);                         \
+    TILE_LOAD(bt, panel + (size_t)(i)*PANEL_BLOCK, 64);                        \
+    TILE_ZERO(c);                                                              \
+    TILE_DPBSSD(c, at, bt);                                                    \
+  } while (0)
+  /* C(i) goes to cbuf[i % RING] and is scaled RING - 1 blocks later: a
+   * load cannot take its data from a tile store, so it waits until the
+   * store has retired and written L1; loads right after the store would
+   * stall each block's scaling until the previous one had retired. */
+  enum { LAG = RING - 1 };
+#define SCALE(k)                                                               \
+  scale_block(acc, cbuf[(k) % RING], panel + (size_t)(k)*PANEL_BLOCK,          \
+              da + TILE * (k), sa + TILE * (k), has_min)
+  BLOCK_TILES(0, 4, 6, 0);
+  for (int64_t i = 0; i < nb; i += 2) {
+    TILE_STORE(0, cbuf[i % RING]);
+    if (i + 1 < nb) BLOCK_TILES(1, 5, 7, i + 1);
+    if (i >= LAG) SCALE(i - LAG);
+    if (i + 1 >= nb) break;
+    TILE_STORE(1, cbuf[(i + 1) % RING]);
+    if (i + 2 < nb) BLOCK_TILES(0, 4, 6, i + 2);
+    if (i + 1 >= LAG) SCALE(i + 1 - LAG);
+  }
+  for (int64_t k = nb > LAG ? nb - LAG : 0; k < nb; k++)
+    SCALE(k);
+#undef SCALE
+#undef BLOCK_TILES
+  for (int t = 0; t < rows; t++)
+    _mm512_storeu_ps(out + (size_t)t * out_stride, acc[t]);
+}
+
+/* d_a and s_a of activation rows a0 .. a0 + 15 (zero past na), by
+ * [block][16]. */
+static void act_scales(const uint8_t *a, size_t a_stride, int64_t a0,
+                       int64_t na, int64_t nb, size_t abytes, bool has_min,
+                       float *da, float *sa) {
+  for (int64_t i = 0; i < nb; i++)
+    for (int t = 0; t < TILE; t++) {
+      float d = 0.0f, s = 0.0f;
+      if (a0 + t < na) {
+        nc_fp16 h[2];
+        memcpy(h, a + (size_t)(a0 + t) * a_stride + (size_t)i * abytes,
+               sizeof h);
+        d = nc_fp16_to_fp32(h[0]);
+        s = has_min ? nc_fp16_to_fp32(h[1]) : 0.0f;
+      }
+      da[TILE * i + t] = d;
+      sa[TILE * i + t] = s;
+    }
+}
+
+static inline __attribute__((always_inline)) void
+gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
+     size_t a_stride, int64_t na, float *out, size_t out_stride, size_t bsize,
+     nc_il_pair_fn pair, bool has_min, int offset_c,
+     nc_vec_dot_rows_fn fallback) {
+  const int64_t nb = n / 32;
+  const uint8_t *w = wv, *a = av;
+  const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
+  const size_t aq = has_min ? 4 : 2;
+  const int64_t n_tiles = (na + TILE - 1) / TILE;
+  const size_t arow = abytes * (size_t)nb;
+  /* the panel; d_a, s_a of every activation tile; C twice; a zero-padded
+   * copy of the last partial activation tile */
+  const size_t panel_bytes = PANEL_BLOCK * (size_t)nb;
+  const size_t scale_bytes = 2 * sizeof(float) * TILE * (size_t)nb;
+  const size_t c_bytes = RING * sizeof(int32_t) * TILE * TILE;
+  const size_t pad_bytes = TILE * arow;
+  uint8_t *mem = NULL;
+  int64_t r = 0;
+  if (nb > 0 && nb <= MAX_BLOCKS && nw >= TILE)
+    mem = aligned_alloc(64, (panel_bytes + scale_bytes * (size_t)n_tiles +
+                             c_bytes + pad_bytes + 63) /
+                                64 * 64);
+  if (mem) {
+    uint8_t *panel = mem;
+    float *scales = (float *)(mem + panel_bytes);
+    int32_t(*cbuf)[TILE * TILE] =
+        (void *)((uint8_t *)scales + scale_bytes * (size_t)n_tiles);
+    uint8_t *pad = (uint8_t *)cbuf + c_bytes;
+    const int64_t full = na / TILE;
+    if (full < n_tiles) { /* the partial tile, zero-padded */
+      memset(pad, 0, pad_bytes);
+      for (int64_t t = full * TILE; t < na; t++)
+        memcpy(pad + (size_t)(t - full * TILE) * arow, a + (size_t)t * a_stride,
+               arow);
+    }
+    for (int64_t j = 0; j < n_tiles; j++) {
+      float *da = scales + 2 * TILE * (size_t)nb * (size_t)j;
+      act_scales(a, a_stride, j * TILE, na, nb, abytes, has_min, da,
+                 da + TILE * nb);
+    }
+    tiles_configure();
+    for (; r + TILE <= nw; r += TILE) {
+      pack_panel(w + (size_t)r * w_stride, w_stride, nb, bsize, pair, offset_c,
+                 has_min, panel);
+      for (int64_t j = 0; j < n_tiles; j++) {
+        const float *da = scales + 2 * TILE * (size_t)nb * (size_t)j;
+        const bool partial = j == full;
+        tile_rows(nb, partial ? pad : a + (size_t)(j * TILE) * a_stride,
+                  partial ? arow : a_stride, abytes, aq, panel, da,
+                  da + TILE * nb, has_min, cbuf,
+                  out + (size_t)(j * TILE) * out_stride + (size_t)r, out_stride,
+                  partial ? (int)(na - full * TILE) : TILE);
+      }
+    }
+    tiles_release();
+    free(mem);
+  }
+  /* rows past the last whole tile of 16 (or everything, without memory) */
+  for (; r < nw; r++)
+    fallback(n, w + (size_t)r * w_stride, a, a_stride, (int)na, out + r,
+             out_stride);
+}
+
+#define GEMM(name, block, has_min, offset)                                     \
+  void nc_amx_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
+                          int64_t nw, const void *a, size_t a_stride,          \
+                          int64_t na, float *out, size_t out_stride) {         \
+    if (na <= NC_AMX_GEMV_MAX_A) {                                             \
+      nc_amx_gemv_##name(n, w, w_stride, nw, a, a_stride, (int)na, out,        \
+                         out_stride);                                          \
+      return;                                                                  \
+    }                                                                          \
+    gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
+         nc_il_pair_##name, has_min, offset, nc_ref_dot_blk_##name##_rows);    \
+  }
+GEMM(q4_0, block_q4_0, false, 8)
+GEMM(q8_0, block_q8_0, false, 128)
+GEMM(q4_1, block_q4_1, true, 0)
+#undef GEMM
