@@ -11,8 +11,7 @@ repacking OFF (model param use_extra_bufts = false), default F16 K/V cache,
 every prompt decoded in one batch with logits for every position.
 
 --amx: weight repacking ON instead, for a llama.cpp built with its AMX path
-(bench/build_peer.sh's flags, as shared libraries; point LLAMA_CPP_LIB_PATH
-at them) on a CPU with AMX: its Q4_0/Q4_1/Q8_0 matmuls then add in block
+on a CPU with AMX (scripts/gen_amx_golden.sh builds one and runs this): its Q4_0/Q4_1/Q8_0 matmuls then add in block
 order (one float conversion per 32-block), the order of nucleus's amx
 kernel table. Default OUT is then tests/data/logits/smollm2_q4_1_amx.txt.
 
