@@ -205,23 +205,25 @@ tile_rows(int64_t nb, const uint8_t *a, size_t a_stride, size_t abytes,
 }
 
 /* d_a and s_a of activation rows a0 .. a0 + 15 (zero past na), by
- * [block][16]. */
+ * [block][16]: one gather of the 16 rows' block headers per block. */
 static void act_scales(const uint8_t *a, size_t a_stride, int64_t a0,
                        int64_t na, int64_t nb, size_t abytes, bool has_min,
                        float *da, float *sa) {
-  for (int64_t i = 0; i < nb; i++)
-    for (int t = 0; t < TILE; t++) {
-      float d = 0.0f, s = 0.0f;
-      if (a0 + t < na) {
-        nc_fp16 h[2];
-        memcpy(h, a + (size_t)(a0 + t) * a_stride + (size_t)i * abytes,
-               sizeof h);
-        d = nc_fp16_to_fp32(h[0]);
-        s = has_min ? nc_fp16_to_fp32(h[1]) : 0.0f;
-      }
-      da[TILE * i + t] = d;
-      sa[TILE * i + t] = s;
-    }
+  const __mmask16 rows =
+      na - a0 >= TILE ? (__mmask16)0xffff : (__mmask16)((1u << (na - a0)) - 1);
+  const __m512i idx = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32((int)a_stride));
+  const uint8_t *base = a + (size_t)a0 * a_stride;
+  for (int64_t i = 0; i < nb; i++) {
+    const __m512i h = _mm512_mask_i32gather_epi32(
+        _mm512_setzero_si512(), rows, idx, base + (size_t)i * abytes, 1);
+    _mm512_storeu_ps(da + TILE * i, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
+    _mm512_storeu_ps(sa + TILE * i, has_min
+                                        ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(
+                                              _mm512_srli_epi32(h, 16)))
+                                        : _mm512_setzero_ps());
+  }
 }
 
 static inline __attribute__((always_inline)) void
