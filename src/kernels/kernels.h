@@ -15,7 +15,9 @@
  * which follow llama.cpp's tiled K-quant matmul (the order llama.cpp uses
  * for prompts, 8+ rows at once; its decode at 1..7 rows uses vec_dot's
  * order), and adds VNNI matmuls (gemm) for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and
- * Q2_K..Q6_K, bit-identical to its dots. */
+ * Q2_K..Q6_K, bit-identical to its dots. "amx" (+ AMX-INT8) is the avx512
+ * table but for Q4_0, Q4_1 and Q8_0, which add in block order, the order of
+ * llama.cpp's AMX build (ref_block.c), with matmuls on the tile unit. */
 #ifndef NC_KERNELS_H
 #define NC_KERNELS_H
 
@@ -55,8 +57,8 @@ typedef void (*nc_gemm_fn)(int64_t n, const void *w, size_t w_stride,
                            int64_t na, float *out, size_t out_stride);
 
 typedef struct nc_kernels {
-  const char *name;                               /* "ref", "avx2", "avx512" */
-  nc_vec_dot_fn vec_dot[NC_TYPE_COUNT];           /* indexed by weight type */
+  const char *name;                     /* "ref", "avx2", "avx512", "amx" */
+  nc_vec_dot_fn vec_dot[NC_TYPE_COUNT]; /* indexed by weight type */
   nc_vec_dot_rows_fn vec_dot_rows[NC_TYPE_COUNT]; /* same, many act rows */
   nc_gemm_fn gemm[NC_TYPE_COUNT];                 /* may be NULL */
   nc_quantize_fn quantize_act[NC_TYPE_COUNT];     /* indexed by vec_dot type */
@@ -69,8 +71,8 @@ const nc_kernels *nc_kernels_ref(void);
 /* The fastest table this CPU supports (ref when nothing better), unless
  * $NUCLEUS_KERNELS names another table this CPU supports. */
 const nc_kernels *nc_kernels_best(void);
-/* A table by name ("ref", "avx2", "avx512"); NULL when the name is unknown
- * or this CPU lacks the instructions the table needs. */
+/* A table by name ("ref", "avx2", "avx512", "amx"); NULL when the name is
+ * unknown or this CPU lacks the instructions the table needs. */
 const nc_kernels *nc_kernels_by_name(const char *name);
 
 #endif
