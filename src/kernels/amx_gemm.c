@@ -35,6 +35,8 @@ enum {
   RING = 4,          /* C buffers in memory (see tile_rows) */
   MAX_BLOCKS = 1024, /* n <= 32768: larger rows use the reference */
   PANEL_BLOCK = 8 * 64 + 2 * TILE * (int)sizeof(float), /* B tile, d_w, m_w */
+  ACT_QUANTS = TILE * 32, /* an A tile: 16 rows x 32 quants */
+  ACT_BLOCK = ACT_QUANTS + 2 * TILE * (int)sizeof(float), /* + d_a, s_a */
 };
 
 /* The tile instructions' memory operands are spelled out for the
@@ -110,9 +112,9 @@ static inline void transpose_qwords(const __m512i v[8], __m512i out[8]) {
 
 /* The panel of 16 weight rows: per block, the B tile (row k = dword k of
  * rows 0..15, signed quants) then d_w and m_w of the 16 rows as floats. */
-static void pack_panel(const uint8_t *w, size_t w_stride, int64_t nb,
-                       size_t bsize, nc_il_pair_fn pair, int offset_c,
-                       bool has_min, uint8_t *panel) {
+static inline __attribute__((always_inline)) void
+pack_panel(const uint8_t *w, size_t w_stride, int64_t nb, size_t bsize,
+           nc_il_pair_fn pair, int offset_c, bool has_min, uint8_t *panel) {
   const __m512i hdr = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32((int)w_stride));
@@ -155,25 +157,24 @@ scale_block(__m512 acc[TILE], const int32_t *c, const uint8_t *pb,
   }
 }
 
-/* Activation tile (16 rows from a, stride a_stride, quants of block i at
- * i * abytes + aq) x the panel: out[t * out_stride + j], t < rows. da, sa:
- * d_a and s_a by [block][16]. */
+/* Activation tile j (act_tile, see pack_act_tile) x the panel:
+ * out[t * out_stride + r], t < rows. */
 static inline __attribute__((always_inline)) void
-tile_rows(int64_t nb, const uint8_t *a, size_t a_stride, size_t abytes,
-          size_t aq, const uint8_t *panel, const float *da, const float *sa,
-          bool has_min, int32_t (*cbuf)[TILE * TILE], float *out,
-          size_t out_stride, int rows) {
-  /* the panel and the padded rows are written: the tile loads below
+tile_rows(int64_t nb, const uint8_t *tile, const uint8_t *panel, bool has_min,
+          int32_t (*cbuf)[TILE * TILE], float *out, size_t out_stride,
+          int rows) {
+  const float *da = (const float *)(tile + ACT_QUANTS * (size_t)nb);
+  const float *sa = da + TILE * nb;
+  /* the panel and the activation tiles are written: the tile loads below
    * read them (see TILE_LOAD) */
   __asm__ volatile("" ::: "memory");
   __m512 acc[TILE];
 #pragma GCC unroll 16
   for (int t = 0; t < TILE; t++)
     acc[t] = _mm512_setzero_ps();
-  const uint8_t *aq0 = a + aq;
 #define BLOCK_TILES(c, at, bt, i)                                              \
   do {                                                                         \
-    TILE_LOAD(at, aq0 + (size_t)(i)*abytes, a_stride);                         \
+    TILE_LOAD(at, tile + (size_t)(i)*ACT_QUANTS, 32);                          \
     TILE_LOAD(bt, panel + (size_t)(i)*PANEL_BLOCK, 64);                        \
     TILE_ZERO(c);                                                              \
     TILE_DPBSSD(c, at, bt);                                                    \
@@ -204,25 +205,36 @@ tile_rows(int64_t nb, const uint8_t *a, size_t a_stride, size_t abytes,
     _mm512_storeu_ps(out + (size_t)t * out_stride, acc[t]);
 }
 
-/* d_a and s_a of activation rows a0 .. a0 + 15 (zero past na), by
- * [block][16]: one gather of the 16 rows' block headers per block. */
-static void act_scales(const uint8_t *a, size_t a_stride, int64_t a0,
-                       int64_t na, int64_t nb, size_t abytes, bool has_min,
-                       float *da, float *sa) {
-  const __mmask16 rows =
-      na - a0 >= TILE ? (__mmask16)0xffff : (__mmask16)((1u << (na - a0)) - 1);
+/* Activation rows a0 .. a0 + 15 (zero past na) as one activation tile:
+ * per block, the 16 rows' 32 quants contiguous (the A tile, 512 bytes:
+ * whole cache lines, where the rows' own blocks would fill half of 16);
+ * then d_a and s_a by [block][16], one header gather per block. */
+static void pack_act_tile(const uint8_t *a, size_t a_stride, int64_t a0,
+                          int64_t na, int64_t nb, size_t abytes, size_t aq,
+                          bool has_min, uint8_t *tile) {
+  const int rows = na - a0 >= TILE ? TILE : (int)(na - a0);
+  const __mmask16 live = (__mmask16)((1u << rows) - 1);
   const __m512i idx = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32((int)a_stride));
   const uint8_t *base = a + (size_t)a0 * a_stride;
+  float *da = (float *)(tile + ACT_QUANTS * (size_t)nb), *sa = da + TILE * nb;
   for (int64_t i = 0; i < nb; i++) {
-    const __m512i h = _mm512_mask_i32gather_epi32(
-        _mm512_setzero_si512(), rows, idx, base + (size_t)i * abytes, 1);
-    _mm512_storeu_ps(da + TILE * i, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
-    _mm512_storeu_ps(sa + TILE * i, has_min
-                                        ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(
-                                              _mm512_srli_epi32(h, 16)))
-                                        : _mm512_setzero_ps());
+    const uint8_t *bi = base + (size_t)i * abytes;
+    uint8_t *q = tile + (size_t)i * ACT_QUANTS;
+    for (int t = 0; t < TILE; t++)
+      _mm256_store_si256(
+          (__m256i *)(q + 32 * t),
+          t < rows ? _mm256_loadu_si256(
+                         (const __m256i *)(bi + (size_t)t * a_stride + aq))
+                   : _mm256_setzero_si256());
+    const __m512i h =
+        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, bi, 1);
+    _mm512_store_ps(da + TILE * i, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
+    _mm512_store_ps(sa + TILE * i, has_min
+                                       ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(
+                                             _mm512_srli_epi32(h, 16)))
+                                       : _mm512_setzero_ps());
   }
 }
 
@@ -236,50 +248,30 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
   const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
   const size_t aq = has_min ? 4 : 2;
   const int64_t n_tiles = (na + TILE - 1) / TILE;
-  const size_t arow = abytes * (size_t)nb;
-  /* the panel; d_a, s_a of every activation tile; C twice; a zero-padded
-   * copy of the last partial activation tile */
+  /* the panel; the activation tiles; the ring of C buffers */
   const size_t panel_bytes = PANEL_BLOCK * (size_t)nb;
-  const size_t scale_bytes = 2 * sizeof(float) * TILE * (size_t)nb;
+  const size_t tile_bytes = ACT_BLOCK * (size_t)nb;
   const size_t c_bytes = RING * sizeof(int32_t) * TILE * TILE;
-  const size_t pad_bytes = TILE * arow;
   uint8_t *mem = NULL;
   int64_t r = 0;
   if (nb > 0 && nb <= MAX_BLOCKS && nw >= TILE)
-    mem = aligned_alloc(64, (panel_bytes + scale_bytes * (size_t)n_tiles +
-                             c_bytes + pad_bytes + 63) /
-                                64 * 64);
+    mem =
+        aligned_alloc(64, panel_bytes + tile_bytes * (size_t)n_tiles + c_bytes);
   if (mem) {
-    uint8_t *panel = mem;
-    float *scales = (float *)(mem + panel_bytes);
+    uint8_t *panel = mem, *tiles = mem + panel_bytes;
     int32_t(*cbuf)[TILE * TILE] =
-        (void *)((uint8_t *)scales + scale_bytes * (size_t)n_tiles);
-    uint8_t *pad = (uint8_t *)cbuf + c_bytes;
-    const int64_t full = na / TILE;
-    if (full < n_tiles) { /* the partial tile, zero-padded */
-      memset(pad, 0, pad_bytes);
-      for (int64_t t = full * TILE; t < na; t++)
-        memcpy(pad + (size_t)(t - full * TILE) * arow, a + (size_t)t * a_stride,
-               arow);
-    }
-    for (int64_t j = 0; j < n_tiles; j++) {
-      float *da = scales + 2 * TILE * (size_t)nb * (size_t)j;
-      act_scales(a, a_stride, j * TILE, na, nb, abytes, has_min, da,
-                 da + TILE * nb);
-    }
+        (void *)(tiles + tile_bytes * (size_t)n_tiles);
+    for (int64_t j = 0; j < n_tiles; j++)
+      pack_act_tile(a, a_stride, j * TILE, na, nb, abytes, aq, has_min,
+                    tiles + tile_bytes * (size_t)j);
     tiles_configure();
     for (; r + TILE <= nw; r += TILE) {
       pack_panel(w + (size_t)r * w_stride, w_stride, nb, bsize, pair, offset_c,
                  has_min, panel);
-      for (int64_t j = 0; j < n_tiles; j++) {
-        const float *da = scales + 2 * TILE * (size_t)nb * (size_t)j;
-        const bool partial = j == full;
-        tile_rows(nb, partial ? pad : a + (size_t)(j * TILE) * a_stride,
-                  partial ? arow : a_stride, abytes, aq, panel, da,
-                  da + TILE * nb, has_min, cbuf,
+      for (int64_t j = 0; j < n_tiles; j++)
+        tile_rows(nb, tiles + tile_bytes * (size_t)j, panel, has_min, cbuf,
                   out + (size_t)(j * TILE) * out_stride + (size_t)r, out_stride,
-                  partial ? (int)(na - full * TILE) : TILE);
-      }
+                  na - j * TILE >= TILE ? TILE : (int)(na - j * TILE));
     }
     tiles_release();
     free(mem);
