@@ -282,17 +282,8 @@ float nc_ref_dot_q6_k(int64_t n, const void *vw, const void *va) {
   return sumf;
 }
 
-/* Multi-row entry points: a loop over the single-row kernel, so they are
- * trivially batch invariant. */
-#define ROWS(fn)                                                               \
-  void nc_ref_##fn##_rows(int64_t n, const void *w, const void *a,             \
-                          size_t a_stride, int nrows, float *out,              \
-                          size_t out_stride) {                                 \
-    const char *ap = a;                                                        \
-    for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] =                                            \
-          nc_ref_##fn(n, w, ap + (size_t)r * a_stride);                        \
-  }
+/* Multi-row entry points (ref.h). */
+#define ROWS(fn) NC_REF_ROWS_DEFINE(fn)
 ROWS(dot_f32)
 ROWS(dot_f16)
 ROWS(dot_bf16)

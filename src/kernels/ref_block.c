@@ -53,15 +53,7 @@ float nc_ref_dot_blk_q8_0(int64_t n, const void *vw, const void *va) {
   return acc;
 }
 
-#define ROWS(fn)                                                               \
-  void nc_ref_dot_blk_##fn##_rows(int64_t n, const void *w, const void *a,     \
-                                  size_t a_stride, int nrows, float *out,      \
-                                  size_t out_stride) {                         \
-    const char *ap = a;                                                        \
-    for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] =                                            \
-          nc_ref_dot_blk_##fn(n, w, ap + (size_t)r * a_stride);                \
-  }
+#define ROWS(fn) NC_REF_ROWS_DEFINE(dot_blk_##fn)
 ROWS(q4_0)
 ROWS(q4_1)
 ROWS(q8_0)
