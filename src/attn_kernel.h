@@ -50,6 +50,13 @@ typedef struct nc_attn_kernels {
                          const nc_fp16 *const *blocks, int32_t bt,
                          size_t v_stride, int32_t j0, int32_t n, int32_t hdv,
                          const float *tab, float *lanes, size_t l_stride);
+  /* accum_v on rows already widened to float (may be NULL): row j < n at
+   * v + j * v_stride floats, position j0 + j. Half to float is exact, so
+   * the results are those of accum_v on the F16 rows, without widening
+   * each row again for every query group that reads it. */
+  void (*accum_v_wide)(const float *p, int32_t m, size_t p_stride,
+                       const float *v, size_t v_stride, int32_t j0, int32_t n,
+                       int32_t hdv, float *lanes, size_t l_stride);
   /* scores from keys stored transposed (may be NULL: use scores): kt holds
    * blocks of 16 keys as floats, block b at kt + b * 16 * hd, key j of the
    * block at [d * 16 + j]; keys past n in the last block are ignored. The

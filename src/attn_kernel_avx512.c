@@ -163,12 +163,13 @@ static void accum_v_avx512(const float *p, int32_t m, size_t p_stride,
 
 /* One lane pass of accum_v_blocks: lane l's rows (positions j0 + j = l
  * mod 16) into M queries' lanes, DC x 16 values from d0, the lane held in
- * registers across the rows. */
+ * registers across the rows. Rows come from the F16 blocks, or (vw not
+ * NULL: accum_v_wide) already widened, row j at vw + j * v_stride. */
 static inline __attribute__((always_inline)) void
 lane_pass(const int M, const int DC, const float *p, size_t p_stride,
-          const nc_fp16 *const *blocks, int32_t bt, size_t v_stride, int32_t l,
-          int32_t first, int32_t n, int32_t hdv, int32_t d0, float *lanes,
-          size_t l_stride) {
+          const nc_fp16 *const *blocks, const float *vw, int32_t bt,
+          size_t v_stride, int32_t l, int32_t first, int32_t n, int32_t hdv,
+          int32_t d0, float *lanes, size_t l_stride) {
   float *ln = lanes + (size_t)l * (size_t)hdv + (size_t)d0;
   __m512 acc[MQ][4];
 #pragma GCC unroll 4
@@ -177,13 +178,20 @@ lane_pass(const int M, const int DC, const float *p, size_t p_stride,
     for (int c = 0; c < DC; c++)
       acc[i][c] = _mm512_loadu_ps(ln + (size_t)i * l_stride + 16 * c);
   for (int32_t j = first; j < n; j += NC_ATTN_LANES) {
-    const nc_fp16 *vr =
-        blocks[j / bt] + (size_t)(j % bt) * v_stride + (size_t)d0;
     __m512 vz[4];
+    if (vw) {
+      const float *vr = vw + (size_t)j * v_stride + (size_t)d0;
 #pragma GCC unroll 4
-    for (int c = 0; c < DC; c++)
-      vz[c] =
-          _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * c)));
+      for (int c = 0; c < DC; c++)
+        vz[c] = _mm512_loadu_ps(vr + 16 * c);
+    } else {
+      const nc_fp16 *vr =
+          blocks[j / bt] + (size_t)(j % bt) * v_stride + (size_t)d0;
+#pragma GCC unroll 4
+      for (int c = 0; c < DC; c++)
+        vz[c] =
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * c)));
+    }
 #pragma GCC unroll 4
     for (int i = 0; i < M; i++) {
       const __m512 pj = _mm512_set1_ps(p[(size_t)i * p_stride + (size_t)j]);
@@ -201,8 +209,8 @@ lane_pass(const int M, const int DC, const float *p, size_t p_stride,
 
 static inline __attribute__((always_inline)) void
 lanes_blocks(const int M, const float *p, size_t p_stride,
-             const nc_fp16 *const *blocks, int32_t bt, size_t v_stride,
-             int32_t j0, int32_t n, int32_t hdv, float *lanes,
+             const nc_fp16 *const *blocks, const float *vw, int32_t bt,
+             size_t v_stride, int32_t j0, int32_t n, int32_t hdv, float *lanes,
              size_t l_stride) {
   for (int32_t l = 0; l < NC_ATTN_LANES; l++) {
     /* the first row of lane l: (j0 + j) % 16 == l */
@@ -211,11 +219,39 @@ lanes_blocks(const int M, const float *p, size_t p_stride,
     if (first >= n) continue;
     int32_t d0 = 0;
     for (; d0 + 64 <= hdv; d0 += 64)
-      lane_pass(M, 4, p, p_stride, blocks, bt, v_stride, l, first, n, hdv, d0,
-                lanes, l_stride);
+      lane_pass(M, 4, p, p_stride, blocks, vw, bt, v_stride, l, first, n, hdv,
+                d0, lanes, l_stride);
     for (; d0 < hdv; d0 += 16)
-      lane_pass(M, 1, p, p_stride, blocks, bt, v_stride, l, first, n, hdv, d0,
-                lanes, l_stride);
+      lane_pass(M, 1, p, p_stride, blocks, vw, bt, v_stride, l, first, n, hdv,
+                d0, lanes, l_stride);
+  }
+}
+
+/* The query groups of up to MQ of accum_v_blocks and accum_v_wide (hdv a
+ * multiple of 16). */
+static inline __attribute__((always_inline)) void
+lanes_groups(const float *p, int32_t m, size_t p_stride,
+             const nc_fp16 *const *blocks, const float *vw, int32_t bt,
+             size_t v_stride, int32_t j0, int32_t n, int32_t hdv, float *lanes,
+             size_t l_stride) {
+  for (int32_t i0 = 0; i0 < m; i0 += MQ) {
+    const float *pb = p + (size_t)i0 * p_stride;
+    float *lb = lanes + (size_t)i0 * l_stride;
+#define ROWS(M)                                                                \
+  case M:                                                                      \
+    lanes_blocks(M, pb, p_stride, blocks, vw, bt, v_stride, j0, n, hdv, lb,    \
+                 l_stride);                                                    \
+    break;
+    switch (m - i0 < MQ ? m - i0 : MQ) {
+      ROWS(4)
+      ROWS(3)
+      ROWS(2)
+    default:
+      lanes_blocks(1, pb, p_stride, blocks, vw, bt, v_stride, j0, n, hdv, lb,
+                   l_stride);
+      break;
+    }
+#undef ROWS
   }
 }
 
@@ -230,25 +266,27 @@ static void accum_v_blocks_avx512(const float *p, int32_t m, size_t p_stride,
                      n - j < bt ? n - j : bt, hdv, tab, lanes, l_stride);
     return;
   }
-  for (int32_t i0 = 0; i0 < m; i0 += MQ) {
-    const float *pb = p + (size_t)i0 * p_stride;
-    float *lb = lanes + (size_t)i0 * l_stride;
-#define ROWS(M)                                                                \
-  case M:                                                                      \
-    lanes_blocks(M, pb, p_stride, blocks, bt, v_stride, j0, n, hdv, lb,        \
-                 l_stride);                                                    \
-    break;
-    switch (m - i0 < MQ ? m - i0 : MQ) {
-      ROWS(4)
-      ROWS(3)
-      ROWS(2)
-    default:
-      lanes_blocks(1, pb, p_stride, blocks, bt, v_stride, j0, n, hdv, lb,
-                   l_stride);
-      break;
-    }
-#undef ROWS
+  lanes_groups(p, m, p_stride, blocks, NULL, bt, v_stride, j0, n, hdv, lanes,
+               l_stride);
+}
+
+static void accum_v_wide_avx512(const float *p, int32_t m, size_t p_stride,
+                                const float *v, size_t v_stride, int32_t j0,
+                                int32_t n, int32_t hdv, float *lanes,
+                                size_t l_stride) {
+  if (hdv % NC_ATTN_LANES != 0) { /* accum_v's arithmetic, one at a time */
+    for (int32_t i = 0; i < m; i++)
+      for (int32_t j = 0; j < n; j++) {
+        float *ln = lanes + (size_t)i * l_stride +
+                    (size_t)((j0 + j) % NC_ATTN_LANES) * (size_t)hdv;
+        const float pj = p[(size_t)i * p_stride + (size_t)j];
+        for (int32_t d = 0; d < hdv; d++)
+          ln[d] = fmaf(pj, v[(size_t)j * v_stride + (size_t)d], ln[d]);
+      }
+    return;
   }
+  lanes_groups(p, m, p_stride, NULL, v, 1, v_stride, j0, n, hdv, lanes,
+               l_stride);
 }
 
 /* The AVX2 build's softmax with 16 lanes per instruction: one register is
@@ -369,6 +407,7 @@ static const nc_attn_kernels AVX512 = {
     .scores_t = scores_t_avx512,
     .accum_v = accum_v_avx512,
     .accum_v_blocks = accum_v_blocks_avx512,
+    .accum_v_wide = accum_v_wide_avx512,
     .softmax = softmax_avx512,
     .reduce = reduce_avx512,
 };

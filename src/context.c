@@ -30,6 +30,8 @@ struct nc_context {
   size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
   float *kt;     /* prefill: the batch sequence's keys, transposed */
   size_t kt_cap; /* floats */
+  float *vw;     /* and its values, widened: one row of n_embd_v per position */
+  size_t vw_cap; /* floats */
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
   uint8_t *touched;  /* [max_seqs] */
@@ -130,6 +132,7 @@ void nc_context_free(nc_context *c) {
   free(c->qact);
   free(c->f16tab);
   free(c->kt);
+  free(c->vw);
   free(c->att);
   free(c->next_pos);
   free(c->touched);
@@ -303,6 +306,7 @@ typedef struct att_task {
   float *out;
   const float *kt; /* NULL, or keys transposed: kt_head floats per KV head */
   size_t kt_head;
+  const float *vw; /* NULL, or values widened (with kt; see keys_transposed) */
 } att_task;
 
 /* One (row, head), as llama.cpp's non-flash path over an F16 cache: q
@@ -341,17 +345,22 @@ static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
   for (int32_t i = 0; i < m; i++)
     c->attn->softmax(s + (size_t)i * ss, n, hp->attn_scale, tab);
   memset(lanes, 0, sizeof(float) * (size_t)m * ls);
-  /* up to ATT_BLOCKS blocks per call: the kernel can hold each lane in
-   * registers across their rows */
-  enum { ATT_BLOCKS = 64 };
-  const nc_fp16 *blocks[ATT_BLOCKS];
-  for (int32_t j0 = 0; j0 < n; j0 += ATT_BLOCKS * bt) {
-    const int32_t jn = n - j0 < ATT_BLOCKS * bt ? n - j0 : ATT_BLOCKS * bt;
-    for (int32_t b = 0; b * bt < jn; b++)
-      blocks[b] =
-          nc_kv_v_row_c(c->kv, a->layer, seq, j0 + b * bt) + (int64_t)kvh * hdv;
-    nc_attn_accum_v_blocks(c->attn, s + j0, m, ss, blocks, bt, (size_t)dv, j0,
-                           jn, hdv, tab, lanes, ls);
+  if (a->vw) {
+    c->attn->accum_v_wide(s, m, ss, a->vw + (size_t)kvh * hdv, (size_t)dv, 0, n,
+                          hdv, lanes, ls);
+  } else {
+    /* up to ATT_BLOCKS blocks per call: the kernel can hold each lane in
+     * registers across their rows */
+    enum { ATT_BLOCKS = 64 };
+    const nc_fp16 *blocks[ATT_BLOCKS];
+    for (int32_t j0 = 0; j0 < n; j0 += ATT_BLOCKS * bt) {
+      const int32_t jn = n - j0 < ATT_BLOCKS * bt ? n - j0 : ATT_BLOCKS * bt;
+      for (int32_t b = 0; b * bt < jn; b++)
+        blocks[b] = nc_kv_v_row_c(c->kv, a->layer, seq, j0 + b * bt) +
+                    (int64_t)kvh * hdv;
+      nc_attn_accum_v_blocks(c->attn, s + j0, m, ss, blocks, bt, (size_t)dv, j0,
+                             jn, hdv, tab, lanes, ls);
+    }
   }
   for (int32_t i = 0; i < m; i++) {
     float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)(h0 + i) * hdv;
@@ -378,14 +387,16 @@ static void att_worker(void *p, int ith, int nth) {
 
 /* Prefill of one sequence (every row's keys come from it): the keys of
  * positions [0, max pos] of each KV head, widened and transposed once per
- * layer into blocks of 16 (attn_kernel's scores_t), for all the rows'
- * queries to share. Leaves a->kt NULL (the per-block scores) otherwise. */
+ * layer into blocks of 16 (attn_kernel's scores_t), and its values widened
+ * (accum_v_wide, where the kernels have it), for all the rows' queries to
+ * share. Leaves a->kt and a->vw NULL (the per-block kernels) otherwise. */
 enum { KT_MIN_ROWS = 16 };
 
 typedef struct kt_task {
   nc_context *ctx;
   int32_t layer, seq, n;
   size_t head; /* floats per KV head */
+  bool values; /* also widen the values into ctx->vw */
 } kt_task;
 
 /* Whole blocks of 16 keys per thread (the threads never share a cache
@@ -406,6 +417,13 @@ static void kt_worker(void *p, int ith, int nth) {
                    (size_t)(j / 16) * 16 * (size_t)hd + (size_t)(j % 16);
       for (int32_t d = 0; d < hd; d++)
         dst[(size_t)d * 16] = kr ? tab[kr[(size_t)h * hd + d]] : 0.0f;
+    }
+    if (t->values && j < t->n) {
+      const int32_t dv = nc_hp_n_embd_v(hp);
+      const nc_fp16 *vr = nc_kv_v_row_c(ctx->kv, t->layer, t->seq, j);
+      float *dst = ctx->vw + (size_t)j * (size_t)dv;
+      for (int32_t d = 0; d < dv; d++)
+        dst[d] = tab[vr[d]];
     }
   }
 }
@@ -428,11 +446,25 @@ static void keys_transposed(nc_context *ctx, int32_t layer, const nc_batch *b,
     ctx->kt_cap = ctx->kt ? need : 0;
     if (!ctx->kt) return;
   }
-  kt_task kt = {
-      .ctx = ctx, .layer = layer, .seq = b->seq[0], .n = n, .head = head};
+  /* the values too, when the attention kernels take widened rows */
+  const size_t vneed = n16 * (size_t)nc_hp_n_embd_v(hp);
+  bool values = ctx->attn->accum_v_wide != NULL;
+  if (values && vneed > ctx->vw_cap) {
+    free(ctx->vw);
+    ctx->vw = aligned_alloc(64, vneed * sizeof(float));
+    ctx->vw_cap = ctx->vw ? vneed : 0;
+    values = ctx->vw != NULL;
+  }
+  kt_task kt = {.ctx = ctx,
+                .layer = layer,
+                .seq = b->seq[0],
+                .n = n,
+                .head = head,
+                .values = values};
   nc_threadpool_run(ctx->tp, kt_worker, &kt);
   a->kt = ctx->kt;
   a->kt_head = head;
+  a->vw = values ? ctx->vw : NULL;
 }
 
 void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,

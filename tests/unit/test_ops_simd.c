@@ -300,6 +300,7 @@ static void test_attn_scores_values(void **state) {
   static nc_fp16 vs[(MAXN + 16) * STRIDE]; /* blocks rearranged: room for a
                                             * partial block moved last */
   static float kt[48 * MAXHD] __attribute__((aligned(64)));
+  static float vwide[MAXN * (MAXHD + 5)];
   static float q[MAXM * MAXHD], p[MAXM * MAXN], sa[MAXM * MAXN],
       sb[MAXM * MAXN], la[MAXM * LSET], lb[MAXM * LSET], oa[MAXHD], ob[MAXHD];
   const int hds[] = {64, 128, 16, 32, 80, 24, 8};
@@ -382,6 +383,23 @@ static void test_attn_scores_values(void **state) {
                                 f16tab, lb, lset);
           ks[b]->accum_v_blocks(p + j1, m, MAXN, blocks + nb1, bt, STRIDE,
                                 3 + j1, n - j1, hd, f16tab, lb, lset);
+          assert_memory_equal(la, lb, sizeof(float) * lset * (size_t)m);
+        }
+        /* The same rows widened to float (a padded row stride), in one
+         * call and in two. */
+        if (ks[b]->accum_v_wide) {
+          const size_t ws = (size_t)hd + 5;
+          for (int32_t j = 0; j < n; j++)
+            for (int d = 0; d < hd; d++)
+              vwide[(size_t)j * ws + (size_t)d] =
+                  f16tab[v[(size_t)j * STRIDE + (size_t)d]];
+          memset(lb, 0, sizeof lb);
+          ks[b]->accum_v_wide(p, m, MAXN, vwide, ws, 3, n, hd, lb, lset);
+          assert_memory_equal(la, lb, sizeof(float) * lset * (size_t)m);
+          memset(lb, 0, sizeof lb);
+          ks[b]->accum_v_wide(p, m, MAXN, vwide, ws, 3, n1, hd, lb, lset);
+          ks[b]->accum_v_wide(p + n1, m, MAXN, vwide + (size_t)n1 * ws, ws,
+                              3 + n1, n - n1, hd, lb, lset);
           assert_memory_equal(la, lb, sizeof(float) * lset * (size_t)m);
         }
         for (int32_t i = 0; i < m; i++) {
