@@ -49,7 +49,7 @@ typedef struct gguf_tensor_info {
   uint32_t type;             /* ggml type id (see quant.h) */
   uint64_t offset;           /* relative to the data section */
   uint64_t nbytes;
-  const void *data;          /* into the mapped file */
+  const void *data; /* into the mapped file */
 } gguf_tensor_info;
 
 /* Opens and validates a file (mmap). */

@@ -41,6 +41,8 @@ typedef uint16_t nc_fp16;
 typedef uint16_t nc_bf16;
 
 /* Packed block layouts (byte-identical to ggml's). */
+/* one line per block layout */
+/* clang-format off */
 typedef struct { nc_fp16 d; uint8_t qs[QK4_0 / 2]; } block_q4_0;
 typedef struct { nc_fp16 d, m; uint8_t qs[QK4_1 / 2]; } block_q4_1;
 typedef struct { nc_fp16 d; uint8_t qh[4]; uint8_t qs[QK5_0 / 2]; } block_q5_0;
@@ -53,13 +55,14 @@ typedef struct { nc_fp16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K 
 typedef struct { nc_fp16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; } block_q5_K;
 typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; nc_fp16 d; } block_q6_K;
 typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K;
+/* clang-format on */
 
 typedef struct nc_type_traits {
-  const char *name;      /* "Q4_1" */
-  int64_t block_size;    /* elements per block */
-  size_t type_size;      /* bytes per block */
-  bool supported;        /* we can dequantize and dot it */
-  nc_type vec_dot_type;  /* the activation format its dot expects */
+  const char *name;     /* "Q4_1" */
+  int64_t block_size;   /* elements per block */
+  size_t type_size;     /* bytes per block */
+  bool supported;       /* we can dequantize and dot it */
+  nc_type vec_dot_type; /* the activation format its dot expects */
 } nc_type_traits;
 
 /* NULL for an id ggml does not know (or that was removed). */
