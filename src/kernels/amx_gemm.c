@@ -283,17 +283,8 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
 }
 
 #define GEMM(name, block, has_min, offset)                                     \
-  void nc_amx_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
-                          int64_t nw, const void *a, size_t a_stride,          \
-                          int64_t na, float *out, size_t out_stride) {         \
-    if (na <= NC_AMX_GEMV_MAX_A) {                                             \
-      nc_amx_gemv_##name(n, w, w_stride, nw, a, a_stride, (int)na, out,        \
-                         out_stride);                                          \
-      return;                                                                  \
-    }                                                                          \
-    gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
-         nc_il_pair_##name, has_min, offset, nc_ref_dot_blk_##name##_rows);    \
-  }
+  NC_IL_GEMM_DEFINE(nc_amx, name, block, has_min, offset, NC_AMX_GEMV_MAX_A,   \
+                    nc_ref_dot_blk_##name##_rows)
 GEMM(q4_0, block_q4_0, false, 8)
 GEMM(q8_0, block_q8_0, false, 128)
 GEMM(q4_1, block_q4_1, true, 0)

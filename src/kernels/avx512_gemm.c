@@ -289,17 +289,8 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
 
 /* has_min: Q4_1/Q5_1 (x Q8_1, min term); offset: the signed types' c. */
 #define GEMM(name, block, has_min, offset)                                     \
-  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
-                             int64_t nw, const void *a, size_t a_stride,       \
-                             int64_t na, float *out, size_t out_stride) {      \
-    if (na <= NC_AVX512_GEMV_MAX_A) {                                          \
-      nc_avx512_gemv_##name(n, w, w_stride, nw, a, a_stride, (int)na, out,     \
-                            out_stride);                                       \
-      return;                                                                  \
-    }                                                                          \
-    gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
-         nc_il_pair_##name, has_min, offset, nc_avx2_dot_##name##_rows);       \
-  }
+  NC_IL_GEMM_DEFINE(nc_avx512, name, block, has_min, offset,                   \
+                    NC_AVX512_GEMV_MAX_A, nc_avx2_dot_##name##_rows)
 GEMM(q4_0, block_q4_0, false, 8)
 GEMM(q5_0, block_q5_0, false, 16)
 GEMM(q8_0, block_q8_0, false, 128)
