@@ -351,12 +351,24 @@ static void test_matches_llama_cpp(void **state) {
                   false);
   static const char *const tables[] = {"avx2", "avx512", "amx"};
   nucleus_error err;
+  const int32_t nv = fx->n_vocab, n = fx->prompts[0].n;
+  float *one = malloc(sizeof(float) * (size_t)n * (size_t)nv);
+  float *steps = malloc(sizeof(float) * (size_t)n * (size_t)nv);
   for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
     const nc_kernels *k = nc_kernels_by_name(tables[i]);
     if (!k || k == def) continue;
     assert_int_equal(nc_model_set_kernels(fx->m, k, &err), NC_OK);
     check_agreement(fx, k, golden_for(fx, k), false, true);
+    /* its matmuls for many rows (prefill) and for one (decode) give the
+     * same bits: one call == token by token */
+    const int32_t all[1] = {n}, single[1] = {1};
+    run_chunked(fx->m, fx->prompts[0].tokens, n, all, 1, one);
+    run_chunked(fx->m, fx->prompts[0].tokens, n, single, 1, steps);
+    if (memcmp(one, steps, sizeof(float) * (size_t)n * (size_t)nv) != 0)
+      fail_msg("kernels '%s': one call and token by token differ", k->name);
   }
+  free(one);
+  free(steps);
   assert_int_equal(nc_model_set_kernels(fx->m, def, &err), NC_OK);
 }
 
