@@ -69,12 +69,11 @@ static void tiles_configure(void) {
   tile_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
-  for (int t = 0; t < 8; t++) {
-    cfg.rows[t] = t < 6 ? TILE : 8;
-    cfg.colsb[t] = t == 4 || t == 5 ? 32 : 64;
-  }
-  cfg.rows[2] = cfg.rows[3] = 0; /* unused */
-  cfg.colsb[2] = cfg.colsb[3] = 0;
+  /* tmm0..7: C, C, unused, unused, A, A, B, B */
+  static const uint8_t rows[8] = {TILE, TILE, 0, 0, TILE, TILE, 8, 8};
+  static const uint16_t colsb[8] = {64, 64, 0, 0, 32, 32, 64, 64};
+  memcpy(cfg.rows, rows, sizeof rows);
+  memcpy(cfg.colsb, colsb, sizeof colsb);
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
 }
 

@@ -13,7 +13,6 @@
  * order. Rows past the last whole tile of 16 use the plain-C reference. */
 #include <immintrin.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "avx2_util.h"
 #include "avx512_pairs.h"
@@ -79,11 +78,11 @@ static bool act_rows_new(act_rows *ar, const uint8_t *a, size_t a_stride, int A,
   for (int64_t i = 0; i < nb; i++) {
     const uint8_t *bi = a + (size_t)i * abytes;
     nc_il_act_rows(bi, a_stride, A, aq, offset_c, ar->y[i], ar->c[i]);
+    _Alignas(64) float ds[16]; /* [d0 s0 d1 s1 ...], see nc_il_act_scales */
+    _mm512_store_ps(ds, nc_il_act_scales(bi, a_stride, A));
     for (int k = 0; k < A; k++) {
-      nc_fp16 h[2];
-      memcpy(h, bi + (size_t)k * a_stride, sizeof h);
-      ar->d[i][k] = nc_fp16_to_fp32(h[0]);
-      ar->s[i][k] = has_min ? nc_fp16_to_fp32(h[1]) : 0.0f;
+      ar->d[i][k] = ds[2 * k];
+      ar->s[i][k] = has_min ? ds[2 * k + 1] : 0.0f;
     }
   }
   return true;
