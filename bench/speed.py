@@ -11,11 +11,12 @@ llama-bench and `nucleus bench` interleaved (peer, nucleus, peer, nucleus,
 hit both engines alike) and prints one table of medians: prefill tok/s for a
 512-token prompt (pp512), decode tok/s for 128 tokens (tg128), and the ratio
 nucleus / llama.cpp. Both engines run with their defaults (llama-bench: flash
-attention auto, weight repacking on; nucleus: its default kernel table, or
-the one NUCLEUS_KERNELS names).
+attention auto, weight repacking on; nucleus: its default kernel table, amx
+on AMX CPUs, or with --no-repack the fastest table in the float order of
+llama.cpp --no-repack, or the table NUCLEUS_KERNELS names).
 
 usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M]
-                      [--threads 1,2] [--pp 512] [--tg 128]
+                      [--threads 1,2] [--pp 512] [--tg 128] [--no-repack]
   --models takes the names above or paths to .gguf files.
   Quick development run: bench/speed.py --rounds 1 --models Q4_1 --threads 2
 """
@@ -130,10 +131,18 @@ def parse_nucleus(out, pp, tg):
     return check_tests(res, pp, tg, "nucleus bench", out)
 
 
-def nucleus_bench(nucleus, model, threads, pp, tg):
+def nucleus_bench(nucleus, model, threads, pp, tg, extra=()):
     out = run([nucleus, "bench", "-m", model, "-t", threads, "-p", pp, "-g",
-               tg, "-r", 1], "nucleus bench")
+               tg, "-r", 1, *extra], "nucleus bench")
     return parse_nucleus(out, pp, tg)
+
+
+def nucleus_kernels(nucleus, model, extra=()):
+    """The kernel table `nucleus bench` reports ("kernels: amx")."""
+    out = run([nucleus, "bench", "-m", model, "-p", 1, "-g", 0, "-r", 1,
+               *extra], "nucleus bench")
+    m = re.search(r"^kernels: (\S+)$", out, re.M)
+    return m.group(1) if m else "?"
 
 
 def check_tests(res, pp, tg, who, out):
@@ -202,6 +211,9 @@ def main():
     ap.add_argument("--tg", type=int, default=128, help="generated tokens")
     ap.add_argument("--nucleus", default=str(ROOT / "build/release/nucleus"))
     ap.add_argument("--peer-dir", default="/opt/peer/llama.cpp")
+    ap.add_argument("--no-repack", action="store_true",
+                    help="run nucleus in the float order of llama.cpp "
+                    "--no-repack (llama.cpp keeps its defaults)")
     ap.add_argument("--no-make", action="store_true",
                     help="do not run make first (use --nucleus as it is)")
     a = ap.parse_args()
@@ -225,6 +237,8 @@ def main():
                   "bench/build_peer.sh")
         bin_dir = pathlib.Path(out.strip().splitlines()[-1])
         models = resolve_models(a.model or a.models, a.peer_dir)
+        extra = ["--no-repack"] if a.no_repack else []
+        kernels = nucleus_kernels(a.nucleus, models[0][1], extra)
 
         load_before = loadavg()
         started = datetime.datetime.now(datetime.timezone.utc)
@@ -240,7 +254,7 @@ def main():
                                            a.tg).items():
                         s[("peer", k)].append(v)
                     for k, v in nucleus_bench(a.nucleus, path, t, a.pp,
-                                              a.tg).items():
+                                              a.tg, extra).items():
                         s[("nucleus", k)].append(v)
                 med = {k: statistics.median(v) if v else float("nan")
                        for k, v in s.items()}
@@ -250,15 +264,16 @@ def main():
         print(f"bench/speed.py: error: {e}", file=sys.stderr)
         return 1
 
-    kernels = os.environ.get("NUCLEUS_KERNELS")
+    forced = os.environ.get("NUCLEUS_KERNELS")
     print(f"command: {command}")
     print(f"date: {started:%Y-%m-%d %H:%M} UTC; load average (1/5/15 min) "
           f"before {load_before}, after {load_after}")
     print(f"CPU: {cpu_name()} ({os.cpu_count()} logical cores; "
           f"{' '.join(cpu_flags())})")
     print(f"llama.cpp: {bin_dir} (llama-cpp-python sdist, clang, native); "
-          f"nucleus: {a.nucleus} (commit {git_commit()})"
-          + (f" (NUCLEUS_KERNELS={kernels})" if kernels else ""))
+          f"nucleus: {a.nucleus} (commit {git_commit()}), kernels {kernels}"
+          + (f" (NUCLEUS_KERNELS={forced})" if forced else "")
+          + (" (--no-repack)" if a.no_repack else ""))
     quick = "" if a.rounds >= MIN_ROUNDS else \
         f" (quick run: fewer than {MIN_ROUNDS} rounds, not for the record)"
     print(f"medians of {a.rounds} interleaved runs per engine, tok/s{quick}")

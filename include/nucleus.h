@@ -47,9 +47,13 @@ void nucleus_free(void *ptr);
 typedef struct nucleus_model nucleus_model;
 
 typedef struct nucleus_model_params {
-  int n_threads;              /* 0: all online cores */
-  bool reference_kernels;     /* force the plain-C kernels (for checking) */
-  const char *chat_template;  /* override the model's template (text), or NULL */
+  int n_threads;          /* 0: all online cores */
+  bool reference_kernels; /* force the plain-C kernels (for checking) */
+  /* Add in the float order of llama.cpp run with --no-repack (its plain x86
+   * dots), not of its default build on this CPU (AMX tiles where the CPU
+   * has them): slower prompts on AMX CPUs, the same logits as that run. */
+  bool no_repack;
+  const char *chat_template; /* override the model's template (text), or NULL */
 } nucleus_model_params;
 
 nucleus_model_params nucleus_model_default_params(void);
@@ -67,6 +71,8 @@ int32_t nucleus_model_n_vocab(const nucleus_model *model);
 int32_t nucleus_model_n_ctx_train(const nucleus_model *model);
 const char *nucleus_model_name(const nucleus_model *model);
 const char *nucleus_model_arch(const nucleus_model *model);
+/* The kernel table in use: "amx", "avx512", "avx2" or "ref". */
+const char *nucleus_model_kernels(const nucleus_model *model);
 
 /* ------------------------------------------------------------- tokenizer */
 
@@ -153,11 +159,11 @@ typedef struct nucleus_sampling_params {
   size_t n_allowed_tokens;
   const int32_t *banned_tokens;
   size_t n_banned_tokens;
-  bool has_seed;            /* false: a seed is drawn and reported back */
+  bool has_seed; /* false: a seed is drawn and reported back */
   uint64_t seed;
-  bool logprobs;            /* report the chosen token's logprob */
-  int32_t top_logprobs;     /* 0..20 alternatives */
-  bool processed_logprobs;  /* from the processed distribution, not raw */
+  bool logprobs;           /* report the chosen token's logprob */
+  int32_t top_logprobs;    /* 0..20 alternatives */
+  bool processed_logprobs; /* from the processed distribution, not raw */
 } nucleus_sampling_params;
 
 nucleus_sampling_params nucleus_sampling_default_params(void);
@@ -180,8 +186,8 @@ const char *nucleus_finish_reason_name(nucleus_finish_reason reason);
 
 typedef struct nucleus_request_params {
   nucleus_sampling_params sampling;
-  int32_t max_tokens;  /* -1: until the context is full */
-  int32_t min_tokens;  /* eog and stop tokens are masked until reached */
+  int32_t max_tokens; /* -1: until the context is full */
+  int32_t min_tokens; /* eog and stop tokens are masked until reached */
   bool ignore_eos;
   const char *const *stop; /* stop strings */
   size_t n_stop;
@@ -198,9 +204,10 @@ typedef struct nucleus_request_params {
 nucleus_request_params nucleus_request_default_params(void);
 
 /* Validates every parameter against the model (token ids in range, ...). */
-nucleus_status nucleus_request_params_validate(
-    const nucleus_model *model, const nucleus_request_params *params,
-    nucleus_error *err);
+nucleus_status
+nucleus_request_params_validate(const nucleus_model *model,
+                                const nucleus_request_params *params,
+                                nucleus_error *err);
 
 /* --------------------------------------------------------------- engine */
 
@@ -231,8 +238,7 @@ void nucleus_engine_destroy(nucleus_engine *engine);
 nucleus_status nucleus_engine_submit(nucleus_engine *engine,
                                      const int32_t *prompt, size_t n_prompt,
                                      const nucleus_request_params *params,
-                                     nucleus_request **out,
-                                     nucleus_error *err);
+                                     nucleus_request **out, nucleus_error *err);
 
 /* Thread-safe; the request ends with finish reason abort at the next step. */
 void nucleus_request_cancel(nucleus_request *request);

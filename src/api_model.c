@@ -10,8 +10,10 @@ void nucleus_free(void *ptr) {
 }
 
 nucleus_model_params nucleus_model_default_params(void) {
-  nucleus_model_params p = {
-      .n_threads = 0, .reference_kernels = false, .chat_template = NULL};
+  nucleus_model_params p = {.n_threads = 0,
+                            .reference_kernels = false,
+                            .no_repack = false,
+                            .chat_template = NULL};
   return p;
 }
 
@@ -41,6 +43,10 @@ const char *nucleus_model_name(const nucleus_model *model) {
 
 const char *nucleus_model_arch(const nucleus_model *model) {
   return model ? nc_model_arch_name(model) : "";
+}
+
+const char *nucleus_model_kernels(const nucleus_model *model) {
+  return model ? nc_model_kernels(model)->name : "";
 }
 
 #define EVAL_BLOCK_TOKENS 16

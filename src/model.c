@@ -312,7 +312,8 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if (m->arch->check_hparams &&
       (rc = m->arch->check_hparams(m->gguf, &m->hp, err)))
     goto fail;
-  m->kernels = params->reference_kernels ? nc_kernels_ref() : nc_kernels_best();
+  m->kernels = params->reference_kernels ? nc_kernels_ref()
+                                         : nc_kernels_best(params->no_repack);
   if ((rc = m->arch->load_weights(m->gguf, &m->hp, m->kernels, &m->w, err)))
     goto fail;
   m->hp.has_rope_freqs = m->w.rope_freqs.data != NULL;

@@ -62,20 +62,21 @@ const nc_kernels *nc_kernels_by_name(const char *name) {
   return NULL;
 }
 
-const nc_kernels *nc_kernels_best(void) {
+const nc_kernels *nc_kernels_best(bool no_repack) {
   /* $NUCLEUS_KERNELS names a table to use instead (when this CPU has it),
    * for comparing tables end to end. */
   const nc_kernels *forced = nc_kernels_by_name(getenv("NUCLEUS_KERNELS"));
   if (forced) return forced;
-  /* Fastest first, among the tables that add in the order of llama.cpp's
-   * x86 build without weight repacking (the order issue #2's fidelity is
-   * defined against): avx512 (VNNI matmuls bit-identical to the avx2 dots),
-   * then avx2. The amx table is faster still but adds Q4_0/Q4_1/Q8_0 in the
-   * order of llama.cpp's AMX build, whose logits differ from that by float
-   * rounding grown through the layers (top-1 ~98%): it is chosen by name
-   * only (NUCLEUS_KERNELS=amx). */
-  static const char *const order[] = {"avx512", "avx2"};
-  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+  /* Fastest first. Each table adds in the order of one llama.cpp build on
+   * this CPU, so its logits are that build's to the last bits: amx follows
+   * llama.cpp's default on AMX CPUs (weights repacked for the tile unit,
+   * Q4_0/Q4_1/Q8_0 summed per 32-block); avx512 (VNNI matmuls bit-identical
+   * to the avx2 dots) and avx2 follow llama.cpp with --no-repack (and its
+   * default on CPUs without AMX). The two orders differ in the last bits of
+   * a dot, which grow through the layers to top-1 ~98%, so a caller
+   * comparing against a --no-repack run asks for no_repack. */
+  static const char *const order[] = {"amx", "avx512", "avx2"};
+  for (size_t i = no_repack ? 1 : 0; i < sizeof order / sizeof order[0]; i++) {
     const nc_kernels *k = nc_kernels_by_name(order[i]);
     if (k) return k;
   }

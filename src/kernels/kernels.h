@@ -69,8 +69,9 @@ typedef struct nc_kernels {
 
 const nc_kernels *nc_kernels_ref(void);
 /* The fastest table this CPU supports (ref when nothing better), unless
- * $NUCLEUS_KERNELS names another table this CPU supports. */
-const nc_kernels *nc_kernels_best(void);
+ * $NUCLEUS_KERNELS names another table this CPU supports. no_repack: only
+ * the tables in the float order of llama.cpp without weight repacking. */
+const nc_kernels *nc_kernels_best(bool no_repack);
 /* A table by name ("ref", "avx2", "avx512", "amx"); NULL when the name is
  * unknown or this CPU lacks the instructions the table needs. */
 const nc_kernels *nc_kernels_by_name(const char *name);

@@ -372,6 +372,29 @@ static void test_matches_llama_cpp(void **state) {
   assert_int_equal(nc_model_set_kernels(fx->m, def, &err), NC_OK);
 }
 
+/* no_repack (--no-repack) loads the fastest table in llama.cpp --no-repack's
+ * order (the golden of issue #2), which test_matches_llama_cpp checks with
+ * the strict bounds; the default is the fastest table of all. */
+static void test_no_repack_param(void **state) {
+  fixture *fx = *state;
+  NEED_MODEL(fx);
+  nucleus_model_params p = nucleus_model_default_params();
+  p.n_threads = 1;
+  p.no_repack = true;
+  nucleus_model *m = NULL;
+  nucleus_error err;
+  assert_int_equal(nucleus_model_load(getenv("NUCLEUS_MODEL"), &p, &m, &err),
+                   NUCLEUS_OK);
+  const char *name = nucleus_model_kernels(m);
+  printf("kernels: default %s, no_repack %s\n", nucleus_model_kernels(fx->m),
+         name);
+  assert_string_equal(name, nc_kernels_best(true)->name);
+  if (!getenv("NUCLEUS_KERNELS")) assert_true(strcmp(name, "amx") != 0);
+  assert_string_equal(nucleus_model_kernels(fx->m),
+                      nc_kernels_best(false)->name);
+  nucleus_model_free(m);
+}
+
 static void assert_same_bits(const float *a, const float *b, int64_t n,
                              const char *what) {
   if (memcmp(a, b, sizeof(float) * (size_t)n) != 0) {
@@ -693,6 +716,7 @@ int main(void) {
       cmocka_unit_test(test_load_errors),
       cmocka_unit_test(test_model_facts),
       cmocka_unit_test(test_matches_llama_cpp),
+      cmocka_unit_test(test_no_repack_param),
       cmocka_unit_test(test_cache_invariance),
       cmocka_unit_test(test_public_eval_logits),
       cmocka_unit_test(test_batch_invariance),

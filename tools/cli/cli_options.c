@@ -95,6 +95,8 @@ static const opt_spec SPECS[] = {
      "tokens per forward step (chunked prefill budget)"},
     {"--reference-kernels", NULL, OPT_BOOL, OFF(reference_kernels), 0, 0,
      "use the plain-C reference kernels"},
+    {"--no-repack", NULL, OPT_BOOL, OFF(no_repack), 0, 0,
+     "add in the float order of llama.cpp --no-repack (no AMX tiles)"},
 };
 
 void cli_options_help(FILE *out) {
@@ -215,6 +217,7 @@ nucleus_model *cli_load_model(const cli_options *o) {
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = o->n_threads;
   mp.reference_kernels = o->reference_kernels;
+  mp.no_repack = o->no_repack;
   char *tmpl = NULL;
   if (o->chat_template_file) {
     tmpl = cli_read_file(o->chat_template_file, NULL);

@@ -20,6 +20,7 @@ typedef struct cli_options {
   const char *stops[NUCLEUS_MAX_STOP_STRINGS];
   nucleus_logit_bias bias[CLI_MAX_LOGIT_BIAS];
   bool reference_kernels;
+  bool no_repack;
 } cli_options;
 
 void cli_options_init(cli_options *o);

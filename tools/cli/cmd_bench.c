@@ -141,6 +141,7 @@ int cmd_bench(int argc, char **argv) {
     nucleus_model_free(model);
     return 1;
   }
+  printf("kernels: %s\n", nucleus_model_kernels(model));
   uint64_t rng = 0x5EEDull;
   double *v = calloc((size_t)reps, sizeof *v);
   int rc = 0;

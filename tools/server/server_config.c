@@ -30,7 +30,9 @@ void server_config_usage(FILE *out) {
       "  --max-connections N     open connections (default 1024)\n"
       "  --chat-template FILE    override the model's chat template\n"
       "  --cors-origin ORIGIN    let browser pages from ORIGIN (or *) call "
-      "the API\n");
+      "the API\n"
+      "  --no-repack             add in the float order of llama.cpp "
+      "--no-repack\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
@@ -74,6 +76,9 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     bool takes_value = true;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       cfg->help = true;
+      takes_value = false;
+    } else if (!strcmp(a, "--no-repack")) {
+      cfg->no_repack = true;
       takes_value = false;
     } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
       if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);

@@ -23,6 +23,7 @@ typedef struct server_config {
   int max_connections;
   const char *chat_template_path; /* NULL: the model's template */
   const char *cors_origin;        /* NULL: no CORS headers; "*" or an origin */
+  bool no_repack;                 /* llama.cpp --no-repack's float order */
   bool help;
 } server_config;
 
