@@ -6,6 +6,9 @@ figure is generated tokens per second of wall time (prefill included), for
 1, 4, 16 and 64 concurrent requests, with peak RSS of nucleus.
 
 usage: bench/batched.py [--model GGUF] [--threads 2] [--concurrency 1,4,16,64]
+                        [--no-repack]
+--no-repack runs nucleus in the float order of llama.cpp --no-repack (not
+its default amx kernels on AMX CPUs); llama.cpp keeps its defaults.
 """
 import argparse
 import pathlib
@@ -34,12 +37,12 @@ def peer(bin_dir, model, threads, npp, ntg, npl):
     return res
 
 
-def ours(nucleus, model, threads, npp, ntg, npl):
+def ours(nucleus, model, threads, npp, ntg, npl, extra):
     cmd = ["/usr/bin/time", "-f", "maxrss_kb %M", nucleus, "bench", "-m",
            model, "-t", str(threads), "-p", "0", "-g", "0", "--concurrency",
            ",".join(map(str, npl)), "--batch-prompt", str(npp), "--batch-gen",
            str(ntg), "--kv-tokens", str(max(npl) * (npp + ntg) + 64),
-           "--parallel", str(max(max(npl), 1))]
+           "--parallel", str(max(max(npl), 1)), *extra]
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
     res = {}
     for line in p.stdout.splitlines():
@@ -47,7 +50,9 @@ def ours(nucleus, model, threads, npp, ntg, npl):
         if m:
             res[int(m.group(1))] = float(m.group(2))
     rss = re.search(r"maxrss_kb (\d+)", p.stderr)
-    return res, int(rss.group(1)) // 1024 if rss else None
+    kernels = re.search(r"^kernels: (\S+)$", p.stdout, re.M)
+    return (res, int(rss.group(1)) // 1024 if rss else None,
+            kernels.group(1) if kernels else "?")
 
 
 def main():
@@ -60,6 +65,8 @@ def main():
     ap.add_argument("--ntg", type=int, default=128)
     ap.add_argument("--nucleus", default=str(ROOT / "build/release/nucleus"))
     ap.add_argument("--peer-dir", default="/opt/peer/llama.cpp")
+    ap.add_argument("--no-repack", action="store_true",
+                    help="nucleus in llama.cpp --no-repack's float order")
     a = ap.parse_args()
     npl = [int(x) for x in a.concurrency.split(",")]
     subprocess.run(["make", "-C", str(ROOT), "-s"], check=True)
@@ -67,9 +74,11 @@ def main():
         [str(ROOT / "bench/build_peer.sh"), a.peer_dir], capture_output=True,
         text=True, check=True).stdout.strip().splitlines()[-1])
     p = peer(bin_dir, a.model, a.threads, a.npp, a.ntg, npl)
-    n, rss = ours(a.nucleus, a.model, a.threads, a.npp, a.ntg, npl)
+    n, rss, kernels = ours(a.nucleus, a.model, a.threads, a.npp, a.ntg, npl,
+                           ["--no-repack"] if a.no_repack else [])
     print(f"{a.npp}-token prompts, {a.ntg} generated each, {a.threads} "
-          f"threads; generated tokens per second of wall time")
+          f"threads; generated tokens per second of wall time; nucleus "
+          f"kernels {kernels}")
     print("| concurrent | llama.cpp tok/s | nucleus tok/s | ratio |")
     print("|---:|---:|---:|---:|")
     for b in npl:
