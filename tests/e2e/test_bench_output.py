@@ -2,6 +2,9 @@
 one 'tgN V tok/s' line, with positive values for the sizes asked for."""
 
 import importlib.util
+import os
+import pathlib
+import re
 import subprocess
 
 from conftest import DEFAULT_MODEL, NUCLEUS_BIN, ROOT, require_binary_and_model
@@ -23,6 +26,29 @@ def test_speed_parses_nucleus_bench_output():
         check=True).stdout
     res = load_speed().parse_nucleus(out, 16, 8)
     assert res["pp"] > 0 and res["tg"] > 0, out
+
+
+def test_bench_reports_its_kernels():
+    """`nucleus bench` names the kernel table; --no-repack never picks amx
+    (llama.cpp --no-repack's order), the default is amx exactly when the CPU
+    has it (the --no-repack table otherwise)."""
+    require_binary_and_model()
+    env = {k: v for k, v in os.environ.items() if k != "NUCLEUS_KERNELS"}
+
+    def kernels(*extra):
+        out = subprocess.run(
+            [NUCLEUS_BIN, "bench", "-m", DEFAULT_MODEL, "-t", "1", "-p", "1",
+             "-g", "0", "-r", "1", *extra], capture_output=True, text=True,
+            timeout=120, check=True, env=env).stdout
+        m = re.search(r"^kernels: (\S+)$", out, re.M)
+        assert m, out
+        return m.group(1)
+
+    plain, default = kernels("--no-repack"), kernels()
+    assert plain in ("avx512", "avx2", "ref")
+    assert default in ("amx", plain)
+    if default == "amx":
+        assert "amx_int8" in pathlib.Path("/proc/cpuinfo").read_text()
 
 
 def test_speed_parser_rejects_missing_or_mismatched_tests():
