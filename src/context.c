@@ -25,6 +25,8 @@ struct nc_context {
   float *buf_mem;
   uint8_t *qact; /* quantized activation rows */
   size_t qact_bytes;
+  uint8_t *qpack; /* the kernels' shared activation layout (grown on use) */
+  size_t qpack_cap;
   float *f16tab; /* [65536]: half bits -> float */
   float *att;    /* per thread, for one GQA group's heads: scores, q, lanes */
   size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
@@ -130,6 +132,7 @@ void nc_context_free(nc_context *c) {
   nc_threadpool_free(c->tp);
   free(c->buf_mem);
   free(c->qact);
+  free(c->qpack);
   free(c->f16tab);
   free(c->kt);
   free(c->vw);
@@ -181,12 +184,20 @@ typedef struct quant_task {
   size_t dst_stride;
   nc_type vdt;
   nc_quantize_fn fn;
+  nc_pack_act_fn pack; /* NULL, or the rows are packed into packed too */
+  int pack_rows;
+  uint8_t *packed;
 } quant_task;
 
+/* Each thread quantizes a range of rows; with a pack function, whole units
+ * of pack_rows rows, which it then packs (no other thread's rows needed). */
 static void quant_worker(void *p, int ith, int nth) {
   const quant_task *q = p;
+  const int64_t unit = q->pack ? q->pack_rows : 1;
   int64_t lo, hi;
-  nc_split_range(q->rows, ith, nth, &lo, &hi);
+  nc_split_range((q->rows + unit - 1) / unit, ith, nth, &lo, &hi);
+  lo *= unit;
+  hi = hi * unit < q->rows ? hi * unit : q->rows;
   for (int64_t t = lo; t < hi; t++) {
     const float *src = q->x + t * q->x_stride;
     void *dst = q->dst + (size_t)t * q->dst_stride;
@@ -195,6 +206,8 @@ static void quant_worker(void *p, int ith, int nth) {
     else
       nc_quantize_row(q->vdt, src, dst, q->n);
   }
+  if (q->pack && lo < hi)
+    q->pack(q->n, q->dst, q->dst_stride, q->rows, lo, hi, q->packed);
 }
 
 typedef struct mm_task {
@@ -204,6 +217,7 @@ typedef struct mm_task {
   int64_t total; /* output rows over all matmuls */
   const uint8_t *a;
   size_t a_stride;
+  const uint8_t *packed; /* NULL, or a's shared layout for gemm_packed */
   int32_t rows;
 } mm_task;
 
@@ -218,6 +232,12 @@ static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
   const nc_vec_dot_fn dot = t->kern->vec_dot[w->type];
   const nc_vec_dot_rows_fn dots = t->kern->vec_dot_rows[w->type];
   const uint8_t *base = w->data;
+  if (t->packed) {
+    t->kern->gemm_packed[w->type](
+        w->ne0, base + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, t->a,
+        t->a_stride, t->packed, t->rows, mm->y + r0, (size_t)mm->y_stride);
+    return;
+  }
   if (gemm) {
     gemm(w->ne0, base + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, t->a,
          t->a_stride, t->rows, mm->y + r0, (size_t)mm->y_stride);
@@ -261,6 +281,25 @@ static void mm_worker(void *p, int ith, int nth) {
   }
 }
 
+/* True when the kernels build a shared activation layout for this matmul
+ * group (every weight has a gemm_packed, the kernels want one for this many
+ * rows) and ctx->qpack holds it. */
+static bool shared_layout(nc_context *ctx, const mm_task *t, nc_type vdt,
+                          int64_t n, int32_t rows) {
+  const nc_kernels *k = ctx->kern;
+  if (!k->pack_act[vdt] || !k->pack_bytes || k->pack_rows < 1) return false;
+  for (int i = 0; i < t->n_mm; i++)
+    if (!k->gemm_packed[t->mm[i]->w->type]) return false;
+  const size_t need = k->pack_bytes(n, rows);
+  if (!need) return false;
+  if (need > ctx->qpack_cap) {
+    free(ctx->qpack);
+    ctx->qpack = aligned_alloc(64, (need + 63) / 64 * 64);
+    ctx->qpack_cap = ctx->qpack ? need : 0;
+  }
+  return ctx->qpack != NULL;
+}
+
 void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
                    int32_t rows, const nc_mm *mm, int n_mm) {
   bool done[NC_FWD_MAX_MM] = {false};
@@ -286,6 +325,12 @@ void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
                     .dst_stride = nc_row_size(vdt, n),
                     .vdt = vdt,
                     .fn = ctx->kern->quantize_act[vdt]};
+    if (shared_layout(ctx, &t, vdt, n, rows)) {
+      q.pack = ctx->kern->pack_act[vdt];
+      q.pack_rows = ctx->kern->pack_rows;
+      q.packed = ctx->qpack;
+      t.packed = ctx->qpack;
+    }
     if (rows >= 4)
       nc_threadpool_run(ctx->tp, quant_worker, &q);
     else

@@ -5,8 +5,8 @@
  * amx_gemv.c, which gives the same bits.
  *
  * One tdpbssd multiplies a tile of 16 activation rows x one 32-block (A:
- * 16 rows x 32 signed bytes, read straight from the quantized activation
- * rows with their stride) by 16 weight rows' same block (B: 8 rows x 64
+ * 16 rows x 32 signed bytes, contiguous in the activation tiles) by 16
+ * weight rows' same block (B: 8 rows x 64
  * bytes, "VNNI" layout: row k holds dword k of each weight row) into C, the
  * 16 x 16 exact block sums. C goes to memory and AVX-512 runs the block's
  * float steps for 16 weight rows per vector, the accumulators of the 16
@@ -16,7 +16,11 @@
  *
  * Per 16 weight rows a panel is unpacked once (the B tiles of every block,
  * with d_w and m_w as floats), then every 16 activation rows run against
- * it. The weights go in signed (Q4_1's nibbles as they are, Q4_0's minus 8,
+ * it. The activation tiles (per block the 16 rows' quants, then d_a and
+ * s_a as floats) are built once per matmul: the forward pass has each
+ * thread pack the tiles of the rows it quantized (nc_amx_pack_q8_0/_q8_1)
+ * and every thread's gemm_packed read them all; the gemm entry packs its
+ * own. The weights go in signed (Q4_1's nibbles as they are, Q4_0's minus 8,
  * Q8_0's raw), so tdpbssd gives the integer dots directly.
  *
  * Tile instructions are written as inline asm (see TILE_LOAD): GCC 12's
@@ -237,32 +241,55 @@ static void pack_act_tile(const uint8_t *a, size_t a_stride, int64_t a0,
   }
 }
 
-static inline __attribute__((always_inline)) void
-gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
-     size_t a_stride, int64_t na, float *out, size_t out_stride, size_t bsize,
-     nc_il_pair_fn pair, bool has_min, int offset_c,
-     nc_vec_dot_rows_fn fallback) {
+size_t nc_amx_act_tiles_bytes(int64_t n, int64_t na) {
   const int64_t nb = n / 32;
-  const uint8_t *w = wv, *a = av;
+  if (na <= NC_AMX_GEMV_MAX_A || n % 32 || nb < 1 || nb > MAX_BLOCKS) return 0;
+  return (size_t)ACT_BLOCK * (size_t)nb * (size_t)((na + TILE - 1) / TILE);
+}
+
+/* The activation tiles holding rows [r0, r1) of na (r0 a multiple of 16),
+ * each at its place in the layout of all of them. */
+static void pack_tiles(int64_t n, const uint8_t *a, size_t a_stride, int64_t na,
+                       int64_t r0, int64_t r1, bool has_min, uint8_t *tiles) {
+  const int64_t nb = n / 32;
   const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
   const size_t aq = has_min ? 4 : 2;
+  const size_t tile_bytes = ACT_BLOCK * (size_t)nb;
+  if (r1 > na) r1 = na;
+  for (int64_t j = r0 / TILE; j * TILE < r1; j++)
+    pack_act_tile(a, a_stride, j * TILE, na, nb, abytes, aq, has_min,
+                  tiles + tile_bytes * (size_t)j);
+}
+
+void nc_amx_pack_q8_0(int64_t n, const void *a, size_t a_stride, int64_t na,
+                      int64_t r0, int64_t r1, void *tiles) {
+  pack_tiles(n, a, a_stride, na, r0, r1, false, tiles);
+}
+
+void nc_amx_pack_q8_1(int64_t n, const void *a, size_t a_stride, int64_t na,
+                      int64_t r0, int64_t r1, void *tiles) {
+  pack_tiles(n, a, a_stride, na, r0, r1, true, tiles);
+}
+
+/* Weight rows x the packed activation tiles (NULL: none, the reference
+ * takes every row); rows past the last whole 16 go to the reference. */
+static inline __attribute__((always_inline)) void
+gemm_tiles(int64_t n, const void *wv, size_t w_stride, int64_t nw,
+           const void *a, size_t a_stride, const uint8_t *tiles, int64_t na,
+           float *out, size_t out_stride, size_t bsize, nc_il_pair_fn pair,
+           bool has_min, int offset_c, nc_vec_dot_rows_fn fallback) {
+  const int64_t nb = n / 32;
+  const uint8_t *w = wv;
   const int64_t n_tiles = (na + TILE - 1) / TILE;
-  /* the panel; the activation tiles; the ring of C buffers */
   const size_t panel_bytes = PANEL_BLOCK * (size_t)nb;
   const size_t tile_bytes = ACT_BLOCK * (size_t)nb;
   const size_t c_bytes = RING * sizeof(int32_t) * TILE * TILE;
   uint8_t *mem = NULL;
   int64_t r = 0;
-  if (nb > 0 && nb <= MAX_BLOCKS && nw >= TILE)
-    mem =
-        aligned_alloc(64, panel_bytes + tile_bytes * (size_t)n_tiles + c_bytes);
+  if (tiles && nw >= TILE) mem = aligned_alloc(64, panel_bytes + c_bytes);
   if (mem) {
-    uint8_t *panel = mem, *tiles = mem + panel_bytes;
-    int32_t(*cbuf)[TILE * TILE] =
-        (void *)(tiles + tile_bytes * (size_t)n_tiles);
-    for (int64_t j = 0; j < n_tiles; j++)
-      pack_act_tile(a, a_stride, j * TILE, na, nb, abytes, aq, has_min,
-                    tiles + tile_bytes * (size_t)j);
+    uint8_t *panel = mem;
+    int32_t(*cbuf)[TILE * TILE] = (void *)(mem + panel_bytes);
     tiles_configure();
     for (; r + TILE <= nw; r += TILE) {
       pack_panel(w + (size_t)r * w_stride, w_stride, nb, bsize, pair, offset_c,
@@ -275,15 +302,41 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
     tiles_release();
     free(mem);
   }
-  /* rows past the last whole tile of 16 (or everything, without memory) */
   for (; r < nw; r++)
     fallback(n, w + (size_t)r * w_stride, a, a_stride, (int)na, out + r,
              out_stride);
 }
 
+/* The gemm entry for callers without shared tiles: packs its own. */
+static inline __attribute__((always_inline)) void
+gemm(int64_t n, const void *w, size_t w_stride, int64_t nw, const void *a,
+     size_t a_stride, int64_t na, float *out, size_t out_stride, size_t bsize,
+     nc_il_pair_fn pair, bool has_min, int offset_c,
+     nc_vec_dot_rows_fn fallback) {
+  const size_t bytes = nw >= TILE ? nc_amx_act_tiles_bytes(n, na) : 0;
+  uint8_t *tiles = bytes ? aligned_alloc(64, bytes) : NULL;
+  if (tiles) pack_tiles(n, a, a_stride, na, 0, na, has_min, tiles);
+  gemm_tiles(n, w, w_stride, nw, a, a_stride, tiles, na, out, out_stride, bsize,
+             pair, has_min, offset_c, fallback);
+  free(tiles);
+}
+
 #define GEMM(name, block, has_min, offset)                                     \
   NC_IL_GEMM_DEFINE(nc_amx, name, block, has_min, offset, NC_AMX_GEMV_MAX_A,   \
-                    nc_ref_dot_blk_##name##_rows)
+                    nc_ref_dot_blk_##name##_rows)                              \
+  void nc_amx_gemm_packed_##name(int64_t n, const void *w, size_t w_stride,    \
+                                 int64_t nw, const void *a, size_t a_stride,   \
+                                 const void *tiles, int64_t na, float *out,    \
+                                 size_t out_stride) {                          \
+    if (!tiles || na <= NC_AMX_GEMV_MAX_A) {                                   \
+      nc_amx_gemm_##name(n, w, w_stride, nw, a, a_stride, na, out,             \
+                         out_stride);                                          \
+      return;                                                                  \
+    }                                                                          \
+    gemm_tiles(n, w, w_stride, nw, a, a_stride, tiles, na, out, out_stride,    \
+               sizeof(block), nc_il_pair_##name, has_min, offset,              \
+               nc_ref_dot_blk_##name##_rows);                                  \
+  }
 GEMM(q4_0, block_q4_0, false, 8)
 GEMM(q8_0, block_q8_0, false, 128)
 GEMM(q4_1, block_q4_1, true, 0)

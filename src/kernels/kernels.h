@@ -56,6 +56,23 @@ typedef void (*nc_gemm_fn)(int64_t n, const void *w, size_t w_stride,
                            int64_t nw, const void *act, size_t a_stride,
                            int64_t na, float *out, size_t out_stride);
 
+/* Optional, for a gemm that reads the activation rows in a layout of its
+ * own (the amx tiles): the layout is built once per matmul by all threads
+ * (pack), then every thread's gemm_packed reads it. pack writes the part of
+ * rows [r0, r1) of the na quantized rows at a (r0 a multiple of pack_rows);
+ * pack_bytes(n, na) is the layout's size, 0 where gemm_packed would not use
+ * one (few activation rows: the gemm's single-row path). gemm_packed is
+ * gemm with the layout beside the rows (the rows serve edge cases), giving
+ * the same bits. */
+typedef void (*nc_pack_act_fn)(int64_t n, const void *act, size_t a_stride,
+                               int64_t na, int64_t r0, int64_t r1,
+                               void *packed);
+typedef size_t (*nc_pack_bytes_fn)(int64_t n, int64_t na);
+typedef void (*nc_gemm_packed_fn)(int64_t n, const void *w, size_t w_stride,
+                                  int64_t nw, const void *act, size_t a_stride,
+                                  const void *packed, int64_t na, float *out,
+                                  size_t out_stride);
+
 typedef struct nc_kernels {
   const char *name;                     /* "ref", "avx2", "avx512", "amx" */
   nc_vec_dot_fn vec_dot[NC_TYPE_COUNT]; /* indexed by weight type */
@@ -65,6 +82,11 @@ typedef struct nc_kernels {
   /* true where this table's quantize_act writes its own layout (same size,
    * nc_row_size(type, n)): feed those rows only to this table's dots. */
   bool private_act[NC_TYPE_COUNT];
+  /* Shared activation layouts (see nc_pack_act_fn); NULL / 0 elsewhere. */
+  nc_pack_act_fn pack_act[NC_TYPE_COUNT]; /* indexed by vec_dot type */
+  nc_pack_bytes_fn pack_bytes;
+  int pack_rows;
+  nc_gemm_packed_fn gemm_packed[NC_TYPE_COUNT]; /* indexed by weight type */
 } nc_kernels;
 
 const nc_kernels *nc_kernels_ref(void);

@@ -70,6 +70,23 @@ NC_AMX_MATMUL(q4_0)
 NC_AMX_MATMUL(q4_1)
 NC_AMX_MATMUL(q8_0)
 #undef NC_AMX_MATMUL
+/* amx_gemm.c's activation tiles, built once per matmul (kernels.h's
+ * nc_pack_act_fn): 16 rows per tile. */
+enum { NC_AMX_PACK_ROWS = 16 };
+size_t nc_amx_act_tiles_bytes(int64_t n, int64_t na);
+void nc_amx_pack_q8_0(int64_t n, const void *a, size_t a_stride, int64_t na,
+                      int64_t r0, int64_t r1, void *tiles);
+void nc_amx_pack_q8_1(int64_t n, const void *a, size_t a_stride, int64_t na,
+                      int64_t r0, int64_t r1, void *tiles);
+#define NC_AMX_GEMM_PACKED(name)                                               \
+  void nc_amx_gemm_packed_##name(int64_t n, const void *w, size_t w_stride,    \
+                                 int64_t nw, const void *a, size_t a_stride,   \
+                                 const void *tiles, int64_t na, float *out,    \
+                                 size_t out_stride);
+NC_AMX_GEMM_PACKED(q4_0)
+NC_AMX_GEMM_PACKED(q4_1)
+NC_AMX_GEMM_PACKED(q8_0)
+#undef NC_AMX_GEMM_PACKED
 
 /* avx512_kquant.c: Q2_K..Q6_K · Q8_K (standard Q8_K layout) in llama.cpp's
  * x86 float order, bit-identical to its AVX2 vec_dot; gemm as in kernels.h. */

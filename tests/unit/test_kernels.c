@@ -279,6 +279,40 @@ static void test_ref_rows(void **state) {
   check_rows(nc_kernels_ref());
 }
 
+/* Where a table shares an activation layout across threads (kernels.h's
+ * nc_pack_act_fn), gemm_packed over a layout packed in two parts (as two
+ * threads would) gives gemm's bits (in want). */
+static void check_gemm_packed(const nc_kernels *k, nc_type t, int64_t n,
+                              const uint8_t *w, size_t wstride, int64_t nw,
+                              const uint8_t *qa, size_t astride, int64_t na,
+                              const float *want, size_t ostride) {
+  const nc_type at = nc_type_traits_of(t)->vec_dot_type;
+  if (!k->gemm_packed[t]) return;
+  assert_non_null(k->pack_act[at]);
+  const size_t bytes = k->pack_bytes(n, na);
+  if (!bytes) return;
+  uint8_t *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  const int64_t unit = k->pack_rows;
+  const int64_t split = (na + unit - 1) / unit / 2 * unit;
+  k->pack_act[at](n, qa, astride, na, split, na, packed);
+  if (split > 0) k->pack_act[at](n, qa, astride, na, 0, split, packed);
+  float *got = malloc(sizeof(float) * (size_t)na * ostride);
+  for (size_t j = 0; j < (size_t)na * ostride; j++)
+    got[j] = -1234.5f;
+  k->gemm_packed[t](n, w, wstride, nw, qa, astride, packed, na, got, ostride);
+  for (int64_t a = 0; a < na; a++)
+    for (size_t r = 0; r < ostride; r++)
+      if (bits(got[(size_t)a * ostride + r]) !=
+          bits(want[(size_t)a * ostride + r]))
+        fail_msg("%s %s gemm_packed n=%lld nw=%lld na=%lld: [%lld][%zu] = "
+                 "%.9g, gemm %.9g",
+                 k->name, nc_type_name(t), (long long)n, (long long)nw,
+                 (long long)na, (long long)a, r, got[(size_t)a * ostride + r],
+                 want[(size_t)a * ostride + r]);
+  free(got);
+  free(packed);
+}
+
 /* A table's gemm gives, for every (weight row, activation row), the bits
  * of its vec_dot on that pair: any panel height (register tiles of 4 and 2
  * rows and a single-row tail), any number of activation rows (full and
@@ -333,6 +367,8 @@ static void check_gemm(const nc_kernels *k) {
                 fail_msg("%s %s gemm wrote past its rows", k->name,
                          nc_type_name(t));
           }
+          check_gemm_packed(k, t, n, w, wstride, nw, qa, astride, na, out,
+                            ostride);
         }
       free(out);
       free(w);
