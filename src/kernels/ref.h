@@ -25,10 +25,14 @@ NC_REF_DOT(q5_k)
 NC_REF_DOT(q6_k)
 
 /* ref_block.c: the same products in block order (llama.cpp's AMX build),
- * the reference of the amx table's Q4_0, Q4_1 and Q8_0 kernels. */
+ * the reference of the amx table's Q4_0, Q4_1 and Q8_0 kernels; and its
+ * K-quant order (per 256-superblock). */
 NC_REF_DOT(blk_q4_0)
 NC_REF_DOT(blk_q4_1)
 NC_REF_DOT(blk_q8_0)
+NC_REF_DOT(blk_q4_k)
+NC_REF_DOT(blk_q5_k)
+NC_REF_DOT(blk_q6_k)
 #undef NC_REF_DOT
 
 /* Defines nc_ref_<fn>_rows, the multi-row entry point of nc_ref_<fn>: a

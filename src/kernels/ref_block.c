@@ -3,8 +3,19 @@
  * the exact integer dot I of the block becomes one float and
  *   acc = fma((float)I, d_w * d_a, acc)        (all three types)
  *   acc = fma(m_w, s_a, acc)                   (Q4_1: the min term)
- * from acc = 0, blocks in order. The amx table's SIMD kernels (amx_gemv.c,
- * amx_gemm.c) are tested against these bit for bit. */
+ * from acc = 0, blocks in order. The K-quants (Q4_K, Q5_K, Q6_K against
+ * Q8_K) in the same build sum each 256-superblock in integers: the
+ * sub-blocks' exact dots times their scales, S = sum_j sc_j * I_j, and for
+ * Q4_K/Q5_K the mins against the activation's 32-sums, M = sum_j m_j * b_j;
+ * then two float steps per superblock:
+ *   acc = fma((float)S, d_a * d_w, acc)
+ *   acc = fma((float)M, -d_a * dmin_w, acc)    (Q4_K, Q5_K)
+ * The amx table's SIMD kernels are tested against these bit for bit. The
+ * K-quant ones have no SIMD kernels yet (the amx table keeps the avx512
+ * K-quants, in llama.cpp --no-repack's order): as the table's dots they
+ * gave llama.cpp's AMX build's logits to the last bit (max |diff| 0) on
+ * Llama-shaped Q4_K and Q4_K_M (Q4_K + Q6_K) models, and they are the
+ * reference for the tile kernels that will follow. */
 #include <math.h>
 
 #include "ref.h"
@@ -49,6 +60,103 @@ float nc_ref_dot_blk_q8_0(int64_t n, const void *vw, const void *va) {
     for (int j = 0; j < QK8_0; j++)
       s += x[i].qs[j] * y[i].qs[j];
     acc = fmaf((float)s, H2F(x[i].d) * H2F(y[i].d), acc);
+  }
+  return acc;
+}
+
+/* Scale and min of sub-block j (0..7) of Q4_K/Q5_K's packed 6-bit pairs. */
+static void k4_scale_min(int j, const uint8_t *q, int *sc, int *m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+/* Q4_K/Q5_K superblock: S and M (see the top), quants q[256] in element
+ * order. */
+static void k4_sums(const int8_t *q, const uint8_t *scales, const block_q8_K *y,
+                    int64_t *s_out, int64_t *m_out) {
+  int64_t s = 0, m = 0;
+  for (int j = 0; j < 8; j++) {
+    int sc, mn, dot = 0;
+    k4_scale_min(j, scales, &sc, &mn);
+    for (int l = 0; l < 32; l++)
+      dot += q[32 * j + l] * y->qs[32 * j + l];
+    s += (int64_t)sc * dot;
+    m += (int64_t)mn * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+  }
+  *s_out = s;
+  *m_out = m;
+}
+
+float nc_ref_dot_blk_q4_k(int64_t n, const void *vw, const void *va) {
+  const block_q4_K *x = vw;
+  const block_q8_K *y = va;
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int8_t q[QK_K];
+    for (int c = 0; c < 4; c++)
+      for (int l = 0; l < 32; l++) {
+        q[64 * c + l] = (int8_t)(x[i].qs[32 * c + l] & 0x0f);
+        q[64 * c + 32 + l] = (int8_t)(x[i].qs[32 * c + l] >> 4);
+      }
+    int64_t s, m;
+    k4_sums(q, x[i].scales, &y[i], &s, &m);
+    acc = fmaf((float)s, y[i].d * H2F(x[i].d), acc);
+    acc = fmaf((float)m, -y[i].d * H2F(x[i].dmin), acc);
+  }
+  return acc;
+}
+
+float nc_ref_dot_blk_q5_k(int64_t n, const void *vw, const void *va) {
+  const block_q5_K *x = vw;
+  const block_q8_K *y = va;
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int8_t q[QK_K];
+    for (int c = 0; c < 4; c++)
+      for (int l = 0; l < 32; l++) {
+        const uint8_t h = x[i].qh[l];
+        q[64 * c + l] = (int8_t)((x[i].qs[32 * c + l] & 0x0f) |
+                                 (((h >> (2 * c)) & 1) << 4));
+        q[64 * c + 32 + l] = (int8_t)((x[i].qs[32 * c + l] >> 4) |
+                                      (((h >> (2 * c + 1)) & 1) << 4));
+      }
+    int64_t s, m;
+    k4_sums(q, x[i].scales, &y[i], &s, &m);
+    acc = fmaf((float)s, y[i].d * H2F(x[i].d), acc);
+    acc = fmaf((float)m, -y[i].d * H2F(x[i].dmin), acc);
+  }
+  return acc;
+}
+
+float nc_ref_dot_blk_q6_k(int64_t n, const void *vw, const void *va) {
+  const block_q6_K *x = vw;
+  const block_q8_K *y = va;
+  float acc = 0.0f;
+  for (int64_t i = 0; i < n / QK_K; i++) {
+    int8_t q[QK_K];
+    const uint8_t *ql = x[i].ql, *qh = x[i].qh;
+    for (int h = 0; h < 2; h++, ql += 64, qh += 32)
+      for (int l = 0; l < 32; l++) {
+        int8_t *o = q + 128 * h + l;
+        o[0] = (int8_t)(((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32);
+        o[32] =
+            (int8_t)(((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32);
+        o[64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+        o[96] = (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+      }
+    int64_t s = 0;
+    for (int g = 0; g < 16; g++) {
+      int dot = 0;
+      for (int l = 0; l < 16; l++)
+        dot += q[16 * g + l] * y[i].qs[16 * g + l];
+      s += (int64_t)x[i].scales[g] * dot;
+    }
+    acc = fmaf((float)s, y[i].d * H2F(x[i].d), acc);
   }
   return acc;
 }

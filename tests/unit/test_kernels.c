@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "kernels/kernels.h"
+#include "kernels/ref.h"
 #include "kernels/tables.h"
 #include "quant_golden.h"
 
@@ -629,6 +630,43 @@ static void test_amx(void **state) {
   }
 }
 
+/* ref_block.c's K-quant dots (llama.cpp's AMX order, per superblock) add
+ * the same products as ref.c's (its --no-repack order): they agree to float
+ * rounding, on rows whose scales and mins take every value. */
+static void test_ref_block_kquants(void **state) {
+  (void)state;
+  static const struct {
+    nc_type t;
+    nc_vec_dot_fn blk, plain;
+  } cases[] = {{NC_TYPE_Q4_K, nc_ref_dot_blk_q4_k, nc_ref_dot_q4_k},
+               {NC_TYPE_Q5_K, nc_ref_dot_blk_q5_k, nc_ref_dot_q5_k},
+               {NC_TYPE_Q6_K, nc_ref_dot_blk_q6_k, nc_ref_dot_q6_k}};
+  uint64_t s = 4242;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int rep = 0; rep < 20; rep++) {
+      const int64_t n = 256 * (1 + rep % 6);
+      uint8_t *w = random_row(cases[c].t, n, &s);
+      float *act = random_act(n, &s);
+      uint8_t *qa = malloc(nc_row_size(NC_TYPE_Q8_K, n));
+      nc_quantize_row(NC_TYPE_Q8_K, act, qa, n);
+      /* the magnitude of the terms, for the tolerance */
+      float *wf = malloc(sizeof(float) * (size_t)n);
+      nc_dequantize_row(cases[c].t, w, wf, n);
+      double mag = 0;
+      for (int64_t j = 0; j < n; j++)
+        mag += fabs((double)wf[j] * act[j]);
+      const double got = cases[c].blk(n, w, qa),
+                   want = cases[c].plain(n, w, qa);
+      if (fabs(got - want) > 1e-5 * mag + 1e-6)
+        fail_msg("%s n=%lld: block order %.9g, ref %.9g (terms %.3g)",
+                 nc_type_name(cases[c].t), (long long)n, got, want, mag);
+      free(w);
+      free(act);
+      free(qa);
+      free(wf);
+    }
+}
+
 static void test_dispatch(void **state) {
   (void)state;
   unsetenv("NUCLEUS_KERNELS");
@@ -671,6 +709,7 @@ int main(void) {
       cmocka_unit_test(test_avx2),
       cmocka_unit_test(test_avx512),
       cmocka_unit_test(test_amx),
+      cmocka_unit_test(test_ref_block_kquants),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
