@@ -13,11 +13,12 @@ CFLAGS_avx512_kquant := $(CFLAGS_avx512)
 # The tile instructions are inline asm (see amx_gemm.c): no -mamx flags.
 CFLAGS_amx_gemm := $(CFLAGS_avx512)
 CFLAGS_amx_gemv := $(CFLAGS_avx512)
+CFLAGS_amx_kquant := $(CFLAGS_avx512)
 
 KERNEL_OBJS := kernels/ref kernels/ref_block kernels/avx2 kernels/avx2_kquant kernels/avx2_klow \
   kernels/avx2_quant kernels/avx512 \
   kernels/avx512_gemm kernels/avx512_gemv kernels/avx512_kquant \
-  kernels/amx_gemm kernels/amx_gemv kernels/dispatch
+  kernels/amx_gemm kernels/amx_gemv kernels/amx_kquant kernels/dispatch
 UNIT_TESTS += test_quant test_kernels
 test_quant_DEPS := quant quant_dequant
 test_kernels_DEPS := quant quant_dequant $(KERNEL_OBJS)

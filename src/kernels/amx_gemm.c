@@ -23,95 +23,23 @@
  * own. The weights go in signed (Q4_1's nibbles as they are, Q4_0's minus 8,
  * Q8_0's raw), so tdpbssd gives the integer dots directly.
  *
- * Tile instructions are written as inline asm (see TILE_LOAD): GCC 12's
- * intrinsics tell the compiler neither that tileloadd reads memory nor
- * that ldtilecfg reads the whole 64-byte configuration. */
+ * The tile instructions and their configuration: amx_tiles.h. */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "amx_tiles.h"
 #include "avx512_pairs.h"
 #include "ref.h"
 #include "tables.h"
 
 enum {
-  TILE = 16,         /* weight rows and activation rows per tile */
   RING = 4,          /* C buffers in memory (see tile_rows) */
   MAX_BLOCKS = 1024, /* n <= 32768: larger rows use the reference */
   PANEL_BLOCK = 8 * 64 + 2 * TILE * (int)sizeof(float), /* B tile, d_w, m_w */
   ACT_QUANTS = TILE * 32, /* an A tile: 16 rows x 32 quants */
   ACT_BLOCK = ACT_QUANTS + 2 * TILE * (int)sizeof(float), /* + d_a, s_a */
 };
-
-/* The tile instructions' memory operands are spelled out for the
- * compiler: a tile load reads (no clobber: callers put a compiler barrier
- * after writing what the loads read, see tile_rows), a tile store writes
- * the 1 KiB of C it names. A "memory" clobber on each would make GCC keep
- * the 16 accumulators in memory, a load and a store per vector per block. */
-#define TILE_LOAD(t, base, stride)                                             \
-  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t                             \
-                   :                                                           \
-                   : "r"(base), "r"((long)(stride)))
-#define TILE_STORE(t, c)                                                       \
-  __asm__ volatile("tilestored %%tmm" #t ", (%1,%2,1)"                         \
-                   : "=m"(*(int32_t(*)[TILE * TILE])(c))                       \
-                   : "r"(c), "r"(64L))
-#define TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
-#define TILE_DPBSSD(c, a, b)                                                   \
-  __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
-
-/* Palette 1: tmm0, tmm1 = C (16 x 16 int32), tmm4, tmm5 = A (16 x 32
- * bytes), tmm6, tmm7 = B (8 x 64 bytes): two of each, for even and odd
- * blocks. */
-typedef struct tile_config {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} tile_config;
-
-static void tiles_configure(void) {
-  tile_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  /* tmm0..7: C, C, unused, unused, A, A, B, B */
-  static const uint8_t rows[8] = {TILE, TILE, 0, 0, TILE, TILE, 8, 8};
-  static const uint16_t colsb[8] = {64, 64, 0, 0, 32, 32, 64, 64};
-  memcpy(cfg.rows, rows, sizeof rows);
-  memcpy(cfg.colsb, colsb, sizeof colsb);
-  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-}
-
-static void tiles_release(void) {
-  __asm__ volatile("tilerelease" ::);
-}
-
-/* 8 qword vectors (v[p] = 8 qwords) -> their transpose: out[k] = qword k of
- * v[0..7]. */
-static inline void transpose_qwords(const __m512i v[8], __m512i out[8]) {
-  __m512i l[8], m[8];
-  const __m512i lo1 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
-  const __m512i hi1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
-  const __m512i lo2 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-  const __m512i hi2 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-  const __m512i lo3 = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
-  const __m512i hi3 = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
-  for (int j = 0; j < 4; j++) { /* [v0.q0 v1.q0 v0.q1 v1.q1 ...] */
-    l[2 * j] = _mm512_permutex2var_epi64(v[2 * j], lo1, v[2 * j + 1]);
-    l[2 * j + 1] = _mm512_permutex2var_epi64(v[2 * j], hi1, v[2 * j + 1]);
-  }
-  for (int j = 0; j < 2; j++) /* l[4j + h] with l[4j + 2 + h]: 4 vectors */
-    for (int h = 0; h < 2; h++) {
-      m[4 * j + 2 * h] =
-          _mm512_permutex2var_epi64(l[4 * j + h], lo2, l[4 * j + 2 + h]);
-      m[4 * j + 2 * h + 1] =
-          _mm512_permutex2var_epi64(l[4 * j + h], hi2, l[4 * j + 2 + h]);
-    }
-  /* m[4j + x]: qwords 2x, 2x + 1 of v[4j .. 4j + 3] */
-  for (int k = 0; k < 4; k++) {
-    out[2 * k] = _mm512_permutex2var_epi64(m[k], lo3, m[4 + k]);
-    out[2 * k + 1] = _mm512_permutex2var_epi64(m[k], hi3, m[4 + k]);
-  }
-}
 
 /* The panel of 16 weight rows: per block, the B tile (row k = dword k of
  * rows 0..15, signed quants) then d_w and m_w of the 16 rows as floats. */
@@ -290,7 +218,7 @@ gemm_tiles(int64_t n, const void *wv, size_t w_stride, int64_t nw,
   if (mem) {
     uint8_t *panel = mem;
     int32_t(*cbuf)[TILE * TILE] = (void *)(mem + panel_bytes);
-    tiles_configure();
+    tiles_configure(32);
     for (; r + TILE <= nw; r += TILE) {
       pack_panel(w + (size_t)r * w_stride, w_stride, nb, bsize, pair, offset_c,
                  has_min, panel);

@@ -17,27 +17,18 @@
       E(NC_TYPE_BF16, nc_avx2_dot_bf16), E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),    \
       E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1),                                       \
       E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled),                               \
-      E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled),                               \
-      E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled),                               \
-      E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled),                               \
-      E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled)
+      E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled)
 #define SHARED_VEC_DOT_ROWS                                                    \
   E(NC_TYPE_F32, nc_avx2_dot_f32_rows), E(NC_TYPE_F16, nc_avx2_dot_f16_rows),  \
       E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),                                  \
       E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0_rows),                                  \
       E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1_rows),                                  \
       E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled_rows),                          \
-      E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled_rows),                          \
-      E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled_rows),                          \
-      E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled_rows),                          \
-      E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled_rows)
+      E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled_rows)
 #define SHARED_GEMM                                                            \
   E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0), E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),  \
       E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k_tiled),                              \
-      E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k_tiled),                              \
-      E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k_tiled),                              \
-      E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k_tiled),                              \
-      E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k_tiled)
+      E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k_tiled)
 #define SHARED_QUANTIZE_ACT                                                    \
   E(NC_TYPE_F32, nc_ref_quant_f32), E(NC_TYPE_F16, nc_avx2_quant_f16),         \
       E(NC_TYPE_BF16, nc_ref_quant_bf16), E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0), \
@@ -47,14 +38,23 @@ static const nc_kernels k_avx512 = {
     .name = "avx512",
     .vec_dot = {SHARED_VEC_DOT, E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0),
                 E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1),
-                E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0)},
+                E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0),
+                E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled),
+                E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled),
+                E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled)},
     .vec_dot_rows = {SHARED_VEC_DOT_ROWS,
                      E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0_rows),
                      E(NC_TYPE_Q4_1, nc_avx2_dot_q4_1_rows),
-                     E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0_rows)},
+                     E(NC_TYPE_Q8_0, nc_avx2_dot_q8_0_rows),
+                     E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled_rows),
+                     E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled_rows),
+                     E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled_rows)},
     .gemm = {SHARED_GEMM, E(NC_TYPE_Q4_0, nc_avx512_gemm_q4_0),
              E(NC_TYPE_Q4_1, nc_avx512_gemm_q4_1),
-             E(NC_TYPE_Q8_0, nc_avx512_gemm_q8_0)},
+             E(NC_TYPE_Q8_0, nc_avx512_gemm_q8_0),
+             E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k_tiled),
+             E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k_tiled),
+             E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k_tiled)},
     .quantize_act = {SHARED_QUANTIZE_ACT},
 };
 
@@ -65,14 +65,23 @@ static const nc_kernels k_amx = {
     .name = "amx",
     .vec_dot = {SHARED_VEC_DOT, E(NC_TYPE_Q4_0, nc_ref_dot_blk_q4_0),
                 E(NC_TYPE_Q4_1, nc_ref_dot_blk_q4_1),
-                E(NC_TYPE_Q8_0, nc_ref_dot_blk_q8_0)},
+                E(NC_TYPE_Q8_0, nc_ref_dot_blk_q8_0),
+                E(NC_TYPE_Q4_K, nc_ref_dot_blk_q4_k),
+                E(NC_TYPE_Q5_K, nc_ref_dot_blk_q5_k),
+                E(NC_TYPE_Q6_K, nc_ref_dot_blk_q6_k)},
     .vec_dot_rows = {SHARED_VEC_DOT_ROWS,
                      E(NC_TYPE_Q4_0, nc_ref_dot_blk_q4_0_rows),
                      E(NC_TYPE_Q4_1, nc_ref_dot_blk_q4_1_rows),
-                     E(NC_TYPE_Q8_0, nc_ref_dot_blk_q8_0_rows)},
+                     E(NC_TYPE_Q8_0, nc_ref_dot_blk_q8_0_rows),
+                     E(NC_TYPE_Q4_K, nc_ref_dot_blk_q4_k_rows),
+                     E(NC_TYPE_Q5_K, nc_ref_dot_blk_q5_k_rows),
+                     E(NC_TYPE_Q6_K, nc_ref_dot_blk_q6_k_rows)},
     .gemm = {SHARED_GEMM, E(NC_TYPE_Q4_0, nc_amx_gemm_q4_0),
              E(NC_TYPE_Q4_1, nc_amx_gemm_q4_1),
-             E(NC_TYPE_Q8_0, nc_amx_gemm_q8_0)},
+             E(NC_TYPE_Q8_0, nc_amx_gemm_q8_0),
+             E(NC_TYPE_Q4_K, nc_amx_gemm_q4_k),
+             E(NC_TYPE_Q5_K, nc_amx_gemm_q5_k),
+             E(NC_TYPE_Q6_K, nc_amx_gemm_q6_k)},
     .quantize_act = {SHARED_QUANTIZE_ACT},
     .pack_act = {E(NC_TYPE_Q8_0, nc_amx_pack_q8_0),
                  E(NC_TYPE_Q8_1, nc_amx_pack_q8_1)},

@@ -165,4 +165,7 @@ float nc_ref_dot_blk_q6_k(int64_t n, const void *vw, const void *va) {
 ROWS(q4_0)
 ROWS(q4_1)
 ROWS(q8_0)
+ROWS(q4_k)
+ROWS(q5_k)
+ROWS(q6_k)
 #undef ROWS

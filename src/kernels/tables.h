@@ -70,6 +70,16 @@ NC_AMX_MATMUL(q4_0)
 NC_AMX_MATMUL(q4_1)
 NC_AMX_MATMUL(q8_0)
 #undef NC_AMX_MATMUL
+/* amx_kquant.c: Q4_K, Q5_K and Q6_K in llama.cpp's AMX order (ref_block.c):
+ * VNNI for up to NC_AMX_GEMV_MAX_A activation rows, the tile unit above. */
+#define NC_AMX_KGEMM(name)                                                     \
+  void nc_amx_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
+                          int64_t nw, const void *a, size_t a_stride,          \
+                          int64_t na, float *out, size_t out_stride);
+NC_AMX_KGEMM(q4_k)
+NC_AMX_KGEMM(q5_k)
+NC_AMX_KGEMM(q6_k)
+#undef NC_AMX_KGEMM
 /* amx_gemm.c's activation tiles, built once per matmul (kernels.h's
  * nc_pack_act_fn): 16 rows per tile. */
 enum { NC_AMX_PACK_ROWS = 16 };

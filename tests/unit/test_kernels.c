@@ -327,8 +327,11 @@ static void check_gemm(const nc_kernels *k) {
     if (!k->gemm[t]) continue;
     const nc_type at = nc_type_traits_of(t)->vec_dot_type;
     const int64_t bs = nc_type_traits_of(t)->block_size;
-    for (int rep = 0; rep < 3; rep++) {
-      const int64_t n = rep == 0 ? bs : rep == 1 ? 576 : 1536 + 32 * 5;
+    for (int rep = 0; rep < 4; rep++) {
+      const int64_t n = rep == 0   ? bs
+                        : rep == 1 ? 576
+                        : rep == 2 ? 1536 + 32 * 5
+                                   : 256 * 5;
       if (n % bs) continue;
       const size_t wrow = nc_row_size(t, n), wstride = wrow + 20;
       const size_t arow = nc_row_size(at, n), astride = arow + 36;

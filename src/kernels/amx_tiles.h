@@ -1,0 +1,88 @@
+/* amx_tiles.h: the tile matrix unit (AMX-INT8) for the amx kernels
+ * (amx_gemm.c, amx_kquant.c): its instructions, its configuration, and the
+ * qword transpose that builds B tiles in the "VNNI" layout.
+ *
+ * Tile instructions are written as inline asm (see TILE_LOAD): GCC 12's
+ * intrinsics tell the compiler neither that tileloadd reads memory nor
+ * that ldtilecfg reads the whole 64-byte configuration. */
+#ifndef NC_KERNELS_AMX_TILES_H
+#define NC_KERNELS_AMX_TILES_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { TILE = 16 }; /* weight rows and activation rows per tile */
+
+/* The tile instructions' memory operands are spelled out for the
+ * compiler: a tile load reads (no clobber: callers put a compiler barrier
+ * after writing what the loads read, see tile_rows), a tile store writes
+ * the 1 KiB of C it names. A "memory" clobber on each would make GCC keep
+ * the 16 accumulators in memory, a load and a store per vector per block. */
+#define TILE_LOAD(t, base, stride)                                             \
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t                             \
+                   :                                                           \
+                   : "r"(base), "r"((long)(stride)))
+#define TILE_STORE(t, c)                                                       \
+  __asm__ volatile("tilestored %%tmm" #t ", (%1,%2,1)"                         \
+                   : "=m"(*(int32_t(*)[TILE * TILE])(c))                       \
+                   : "r"(c), "r"(64L))
+#define TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
+#define TILE_DPBSSD(c, a, b)                                                   \
+  __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
+
+/* Palette 1: tmm0, tmm1 = C (16 x 16 int32), tmm4, tmm5 = A (16 x k
+ * bytes), tmm6, tmm7 = B (k / 4 x 64 bytes): two of each, for even and odd
+ * steps; k = 32 (a 32-block) or 16 (Q6_K's 16-groups). */
+typedef struct tile_config {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} tile_config;
+
+static inline void tiles_configure(int k) {
+  tile_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  /* tmm0..7: C, C, unused, unused, A, A, B, B */
+  const uint8_t rows[8] = {
+      TILE, TILE, 0, 0, TILE, TILE, (uint8_t)(k / 4), (uint8_t)(k / 4)};
+  const uint16_t colsb[8] = {64, 64, 0, 0, (uint16_t)k, (uint16_t)k, 64, 64};
+  memcpy(cfg.rows, rows, sizeof rows);
+  memcpy(cfg.colsb, colsb, sizeof colsb);
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+static inline void tiles_release(void) {
+  __asm__ volatile("tilerelease" ::);
+}
+
+/* 8 qword vectors (v[p] = 8 qwords) -> their transpose: out[k] = qword k of
+ * v[0..7]. */
+static inline void transpose_qwords(const __m512i v[8], __m512i out[8]) {
+  __m512i l[8], m[8];
+  const __m512i lo1 = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
+  const __m512i hi1 = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+  const __m512i lo2 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i hi2 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  const __m512i lo3 = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
+  const __m512i hi3 = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+  for (int j = 0; j < 4; j++) { /* [v0.q0 v1.q0 v0.q1 v1.q1 ...] */
+    l[2 * j] = _mm512_permutex2var_epi64(v[2 * j], lo1, v[2 * j + 1]);
+    l[2 * j + 1] = _mm512_permutex2var_epi64(v[2 * j], hi1, v[2 * j + 1]);
+  }
+  for (int j = 0; j < 2; j++) /* l[4j + h] with l[4j + 2 + h]: 4 vectors */
+    for (int h = 0; h < 2; h++) {
+      m[4 * j + 2 * h] =
+          _mm512_permutex2var_epi64(l[4 * j + h], lo2, l[4 * j + 2 + h]);
+      m[4 * j + 2 * h + 1] =
+          _mm512_permutex2var_epi64(l[4 * j + h], hi2, l[4 * j + 2 + h]);
+    }
+  /* m[4j + x]: qwords 2x, 2x + 1 of v[4j .. 4j + 3] */
+  for (int k = 0; k < 4; k++) {
+    out[2 * k] = _mm512_permutex2var_epi64(m[k], lo3, m[4 + k]);
+    out[2 * k + 1] = _mm512_permutex2var_epi64(m[k], hi3, m[4 + k]);
+  }
+}
+
+#endif
