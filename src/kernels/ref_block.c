@@ -10,12 +10,10 @@
  * then two float steps per superblock:
  *   acc = fma((float)S, d_a * d_w, acc)
  *   acc = fma((float)M, -d_a * dmin_w, acc)    (Q4_K, Q5_K)
- * The amx table's SIMD kernels are tested against these bit for bit. The
- * K-quant ones have no SIMD kernels yet (the amx table keeps the avx512
- * K-quants, in llama.cpp --no-repack's order): as the table's dots they
- * gave llama.cpp's AMX build's logits to the last bit (max |diff| 0) on
- * Llama-shaped Q4_K and Q4_K_M (Q4_K + Q6_K) models, and they are the
- * reference for the tile kernels that will follow. */
+ * The amx table's SIMD kernels (amx_gemv.c, amx_gemm.c; amx_kquant.c for
+ * the K-quants) are tested against these bit for bit. With them, the amx
+ * table gave llama.cpp's AMX build's logits to the last bit (max |diff| 0)
+ * on Llama-shaped Q4_K, Q5_K and Q4_K_M (Q4_K + Q6_K) models. */
 #include <math.h>
 
 #include "ref.h"
