@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
       NC_TYPE_Q5_0, NC_TYPE_Q5_1, NC_TYPE_Q8_0, NC_TYPE_Q2_K, NC_TYPE_Q3_K,
       NC_TYPE_Q4_K, NC_TYPE_Q5_K, NC_TYPE_Q6_K,
   };
-  const char *tables[] = {"ref", "avx2", "avx512"};
+  const char *tables[] = {"ref", "avx2", "avx512", "amx"};
   get_traits_fn llama = load_llama();
   printf("n = %lld, %d weight rows x %d activation rows; ns per dot "
          "(GMAC/s); llama.cpp = its CPU vec_dot%s\n",

@@ -234,6 +234,48 @@ static inline void k4_scales16(__m512i s0, __m512i s1, __m512i s2,
                                     _mm512_set1_epi32(aq[k_][g_dword]));       \
   } while (0)
 
+/* in[r] = 16 dwords of row r -> out[k] = dword k of rows 0..15. Two
+ * unpack rounds make, per 128-bit lane l, u[4m + k] = dword 4l + k of rows
+ * 4m .. 4m + 3; two rounds of 128-bit lane shuffles then gather lane l of
+ * u[k], u[4 + k], u[8 + k], u[12 + k] into out[4l + k]. */
+static inline void transpose_16x16(const __m512i in[16], __m512i out[16]) {
+  __m512i t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; m++) {
+    u[4 * m] = _mm512_unpacklo_epi64(t[4 * m], t[4 * m + 2]);
+    u[4 * m + 1] = _mm512_unpackhi_epi64(t[4 * m], t[4 * m + 2]);
+    u[4 * m + 2] = _mm512_unpacklo_epi64(t[4 * m + 1], t[4 * m + 3]);
+    u[4 * m + 3] = _mm512_unpackhi_epi64(t[4 * m + 1], t[4 * m + 3]);
+  }
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    const __m512i x0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x44);
+    const __m512i x1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xee);
+    const __m512i x2 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x44);
+    const __m512i x3 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xee);
+    out[k] = _mm512_shuffle_i32x4(x0, x2, 0x88);
+    out[4 + k] = _mm512_shuffle_i32x4(x0, x2, 0xdd);
+    out[8 + k] = _mm512_shuffle_i32x4(x1, x3, 0x88);
+    out[12 + k] = _mm512_shuffle_i32x4(x1, x3, 0xdd);
+  }
+}
+
+/* The 64 bytes at off of the 16 rows' superblock, transposed: out[k] =
+ * dword k of each row (what 16 gathers would give, from 16 row loads). */
+static inline void rows_dwords(const uint8_t *sb, size_t w_stride, size_t off,
+                               __m512i out[16]) {
+  __m512i in[16];
+#pragma GCC unroll 16
+  for (int r = 0; r < TILE; r++)
+    in[r] = _mm512_loadu_si512((const void *)(sb + (size_t)r * w_stride + off));
+  transpose_16x16(in, out);
+}
+
 /* 16 weight rows straight from their blocks (the 16 rows' dwords gathered,
  * rows in the lanes) x A activation rows. */
 static inline __attribute__((always_inline)) void
@@ -288,13 +330,17 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
               _mm512_and_si512(sc[4 * q + b], _mm512_set1_epi32(0xffff));
         }
       }
+      __m512i qhs[16];
+      rows_dwords(sb, w_stride, 128, qhs); /* qh: dword 8h + kk */
 #pragma GCC unroll 16
-      for (int h = 0; h < 2; h++)
+      for (int h = 0; h < 2; h++) {
+        __m512i qls[16]; /* ql: dword 8 (j & 1) + kk */
+        rows_dwords(sb, w_stride, 64 * (size_t)h, qls);
 #pragma GCC unroll 16
         for (int kk = 0; kk < 8; kk++) {
-          const __m512i qh = GATHER(128 + 32 * h + 4 * kk);
-          const __m512i ql0 = GATHER(64 * h + 4 * kk);      /* j = 0, 2 */
-          const __m512i ql1 = GATHER(64 * h + 32 + 4 * kk); /* j = 1, 3 */
+          const __m512i qh = qhs[8 * h + kk];
+          const __m512i ql0 = qls[kk];     /* j = 0, 2 */
+          const __m512i ql1 = qls[8 + kk]; /* j = 1, 3 */
 #pragma GCC unroll 16
           for (int j = 0; j < 4; j++) {
             const __m512i ql = j & 1 ? ql1 : ql0;
@@ -315,6 +361,7 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
               s[k] = _mm512_add_epi32(s[k], _mm512_madd_epi16(dot[k], sc16[g]));
           }
         }
+      }
 /* the - 32 of every quant: - 32 * 16-sum * sc per group */
 #pragma GCC unroll 16
       for (int k = 0; k < A; k++)
@@ -328,20 +375,24 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
       dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
       __m512i sc[8];
       k4_scales16(GATHER(4), GATHER(8), GATHER(12), sc, mp);
-      const size_t qs_off = t == KQ4 ? 16 : 48, qh_off = 16;
+      const size_t qs_off = t == KQ4 ? 16 : 48;
+      __m512i qhs[16]; /* Q5_K: dword kk of qh (16 more bytes of qs after) */
+      if (t == KQ5) rows_dwords(sb, w_stride, 16, qhs);
+      __m512i qss[16];
 #pragma GCC unroll 16
       for (int c = 0; c < 4; c++) {
+        if (c % 2 == 0) rows_dwords(sb, w_stride, qs_off + 32 * (size_t)c, qss);
         __m512i dlo[NC_AMX_GEMV_MAX_A], dhi[NC_AMX_GEMV_MAX_A];
 #pragma GCC unroll 16
         for (int k = 0; k < A; k++)
           dlo[k] = dhi[k] = _mm512_setzero_si512();
 #pragma GCC unroll 16
         for (int kk = 0; kk < 8; kk++) {
-          const __m512i x = GATHER(qs_off + 32 * c + 4 * kk);
+          const __m512i x = qss[8 * (c % 2) + kk];
           __m512i lo = _mm512_and_si512(x, nib);
           __m512i hi = _mm512_and_si512(_mm512_srli_epi32(x, 4), nib);
           if (t == KQ5) {
-            const __m512i h = GATHER(qh_off + 4 * kk);
+            const __m512i h = qhs[kk];
             const __m512i one = _mm512_set1_epi32(0x01010101);
             lo = _mm512_or_si512(
                 lo, _mm512_slli_epi32(
