@@ -11,9 +11,11 @@
  * 16-sum) in the "VNNI" layout, 8 rows of 64 bytes per 32 quants (row k =
  * dword k of the 16 weight rows; for Q6_K two groups of 4 rows), with the
  * 16 rows' scales as int32 and d, dmin as floats. Then
- * - 1 to NC_AMX_GEMV_MAX_A activation rows (decode): AVX-512 VNNI, the
- *   weight rows in the lanes: vpdpbusd of a panel row with one broadcast
- *   activation dword adds 4 products for each of the 16 rows, so a group's
+ * - 1 to NC_AMX_GEMV_MAX_A activation rows (decode): AVX-512 VNNI with no
+ *   panel (the 16 rows' quants loaded and transposed in registers, 16 x 16
+ *   dwords), the weight rows in the lanes: vpdpbusd of a transposed row
+ *   with one broadcast activation dword adds 4 products for each of the 16
+ *   rows, so a group's
  *   dots need no horizontal sums;
  * - more: the tile unit, one tdpbssd per group for 16 activation rows x 16
  *   weight rows, with the integer scaling and the float steps on AVX-512
@@ -276,8 +278,9 @@ static inline void rows_dwords(const uint8_t *sb, size_t w_stride, size_t off,
   transpose_16x16(in, out);
 }
 
-/* 16 weight rows straight from their blocks (the 16 rows' dwords gathered,
- * rows in the lanes) x A activation rows. */
+/* 16 weight rows straight from their blocks (the quants loaded a row at a
+ * time and transposed, the scales and d gathered; rows in the lanes) x A
+ * activation rows. */
 static inline __attribute__((always_inline)) void
 gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
           size_t bsize, const uint8_t *a, size_t a_stride, const int A,
