@@ -6,20 +6,20 @@
  * then acc = fma(S, d_a * d_w, acc), acc = fma(M, -d_a * dmin_w, acc).
  * Groups are 32 quants (8 per superblock) for Q4_K/Q5_K, 16 (16) for Q6_K.
  *
- * Per 16 weight rows and superblock a panel block is unpacked: the quants
- * (unsigned: Q6_K's stay 0..63 and I_g subtracts 32 * the activations'
- * 16-sum) in the "VNNI" layout, 8 rows of 64 bytes per 32 quants (row k =
- * dword k of the 16 weight rows; for Q6_K two groups of 4 rows), with the
- * 16 rows' scales as int32 and d, dmin as floats. Then
- * - 1 to NC_AMX_GEMV_MAX_A activation rows (decode): AVX-512 VNNI with no
- *   panel (the 16 rows' quants loaded and transposed in registers, 16 x 16
- *   dwords), the weight rows in the lanes: vpdpbusd of a transposed row
- *   with one broadcast activation dword adds 4 products for each of the 16
- *   rows, so a group's
- *   dots need no horizontal sums;
- * - more: the tile unit, one tdpbssd per group for 16 activation rows x 16
- *   weight rows, with the integer scaling and the float steps on AVX-512
- *   (each C scaled RING - 1 steps after its store, as amx_gemm.c does).
+ * The weight rows go 16 at a time, their quants unsigned (Q6_K's stay
+ * 0..63; its I_g subtracts 32 * the activations' 16-sum) and in the
+ * "VNNI" layout: row k of a B tile = dword k of the 16 weight rows.
+ * - 1 to NC_AMX_GEMV_MAX_A activation rows (decode): AVX-512 VNNI. The 16
+ *   rows' quants are loaded a row at a time and transposed in registers
+ *   (16 x 16 dwords); vpdpbusd of a transposed row with one broadcast
+ *   activation dword adds 4 products for each of the 16 rows, so a group's
+ *   dots need no horizontal sums.
+ * - More: per superblock a panel block is unpacked (the B tiles: 8 rows of
+ *   64 bytes per 32 quants, for Q6_K two groups of 4 rows; the scales as
+ *   int32, d and dmin as floats), then one tdpbssd per group for 16
+ *   activation rows x 16 weight rows, with the integer scaling and the
+ *   float steps on AVX-512 (each C scaled RING - 1 steps after its store,
+ *   as amx_gemm.c does).
  * Rows past the last whole 16 use the plain-C reference. */
 #include <stdlib.h>
 
