@@ -110,26 +110,10 @@ tile_rows(int64_t nb, const uint8_t *tile, const uint8_t *panel, bool has_min,
     TILE_ZERO(c);                                                              \
     TILE_DPBSSD(c, at, bt);                                                    \
   } while (0)
-  /* C(i) goes to cbuf[i % RING] and is scaled RING - 1 blocks later: a
-   * load cannot take its data from a tile store, so it waits until the
-   * store has retired and written L1; loads right after the store would
-   * stall each block's scaling until the previous one had retired. */
-  enum { LAG = RING - 1 };
 #define SCALE(k)                                                               \
   scale_block(acc, cbuf[(k) % RING], panel + (size_t)(k)*PANEL_BLOCK,          \
               da + TILE * (k), sa + TILE * (k), has_min)
-  BLOCK_TILES(0, 4, 6, 0);
-  for (int64_t i = 0; i < nb; i += 2) {
-    TILE_STORE(0, cbuf[i % RING]);
-    if (i + 1 < nb) BLOCK_TILES(1, 5, 7, i + 1);
-    if (i >= LAG) SCALE(i - LAG);
-    if (i + 1 >= nb) break;
-    TILE_STORE(1, cbuf[(i + 1) % RING]);
-    if (i + 2 < nb) BLOCK_TILES(0, 4, 6, i + 2);
-    if (i + 1 >= LAG) SCALE(i + 1 - LAG);
-  }
-  for (int64_t k = nb > LAG ? nb - LAG : 0; k < nb; k++)
-    SCALE(k);
+  NC_TILE_PIPELINE(nb, RING, cbuf, BLOCK_TILES, SCALE);
 #undef SCALE
 #undef BLOCK_TILES
   for (int t = 0; t < rows; t++)

@@ -503,7 +503,6 @@ gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
     TILE_ZERO(c);                                                              \
     TILE_DPBSSD(c, ta, tb);                                                    \
   } while (0)
-  enum { LAG = RING - 1 };
   /* Step s's C: scaled into s_acc; after a superblock's last group, its
    * float steps. */
 #define SCALE(s)                                                               \
@@ -536,18 +535,7 @@ gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
       }                                                                        \
     }                                                                          \
   } while (0)
-  STEP_TILES(0, 4, 6, 0);
-  for (int64_t s = 0; s < steps; s += 2) {
-    TILE_STORE(0, cbuf[s % RING]);
-    if (s + 1 < steps) STEP_TILES(1, 5, 7, s + 1);
-    if (s >= LAG) SCALE(s - LAG);
-    if (s + 1 >= steps) break;
-    TILE_STORE(1, cbuf[(s + 1) % RING]);
-    if (s + 2 < steps) STEP_TILES(0, 4, 6, s + 2);
-    if (s + 1 >= LAG) SCALE(s + 1 - LAG);
-  }
-  for (int64_t s = steps > LAG ? steps - LAG : 0; s < steps; s++)
-    SCALE(s);
+  NC_TILE_PIPELINE(steps, RING, cbuf, STEP_TILES, SCALE);
 #undef SCALE
 #undef STEP_TILES
 #undef A_AT

@@ -31,6 +31,29 @@ enum { TILE = 16 }; /* weight rows and activation rows per tile */
 #define TILE_DPBSSD(c, a, b)                                                   \
   __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
 
+/* The tile pipeline of the amx gemms: steps 0 .. n - 1 alternate between
+ * two tile sets (C, A, B = tmm0, tmm4, tmm6 and tmm1, tmm5, tmm7).
+ * STEP(c, a, b, s) issues step s's tile loads and tdpbssd; its C goes to
+ * cbuf[s % ring] and SCALE(s) reads it ring - 1 steps later: a load cannot
+ * take its data from a tile store, so it waits until the store has retired
+ * and written L1, and loads right after the store would stall every step. */
+#define NC_TILE_PIPELINE(n, ring, cbuf, STEP, SCALE)                           \
+  do {                                                                         \
+    const int64_t n_ = (n), lag_ = (ring)-1;                                   \
+    STEP(0, 4, 6, 0);                                                          \
+    for (int64_t s_ = 0; s_ < n_; s_ += 2) {                                   \
+      TILE_STORE(0, (cbuf)[s_ % (ring)]);                                      \
+      if (s_ + 1 < n_) STEP(1, 5, 7, s_ + 1);                                  \
+      if (s_ >= lag_) SCALE(s_ - lag_);                                        \
+      if (s_ + 1 >= n_) break;                                                 \
+      TILE_STORE(1, (cbuf)[(s_ + 1) % (ring)]);                                \
+      if (s_ + 2 < n_) STEP(0, 4, 6, s_ + 2);                                  \
+      if (s_ + 1 >= lag_) SCALE(s_ + 1 - lag_);                                \
+    }                                                                          \
+    for (int64_t s_ = n_ > lag_ ? n_ - lag_ : 0; s_ < n_; s_++)                \
+      SCALE(s_);                                                               \
+  } while (0)
+
 /* Palette 1: tmm0, tmm1 = C (16 x 16 int32), tmm4, tmm5 = A (16 x k
  * bytes), tmm6, tmm7 = B (k / 4 x 64 bytes): two of each, for even and odd
  * steps; k = 32 (a 32-block) or 16 (Q6_K's 16-groups). */

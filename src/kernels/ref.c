@@ -221,11 +221,7 @@ float nc_ref_dot_q4_k(int64_t n, const void *vw, const void *va) {
   float sums[8] = {0}, sumf = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
     int8_t q[QK_K];
-    for (int c = 0; c < 4; c++)
-      for (int l = 0; l < 32; l++) {
-        q[64 * c + l] = (int8_t)(x[i].qs[32 * c + l] & 0x0f);
-        q[64 * c + 32 + l] = (int8_t)(x[i].qs[32 * c + l] >> 4);
-      }
+    nc_ref_quants_q4_k(&x[i], q);
     k4_block(q, x[i].scales, x[i].d, x[i].dmin, &y[i], sums, &sumf);
   }
   for (int l = 0; l < 8; l++)
@@ -239,12 +235,7 @@ float nc_ref_dot_q5_k(int64_t n, const void *vw, const void *va) {
   float sums[8] = {0}, sumf = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
     int8_t q[QK_K];
-    for (int c = 0; c < 4; c++)
-      for (int l = 0; l < 32; l++) {
-        uint8_t b = x[i].qs[32 * c + l], h = x[i].qh[l];
-        q[64 * c + l] = (int8_t)((b & 0x0f) + ((h >> (2 * c)) & 1) * 16);
-        q[64 * c + 32 + l] = (int8_t)((b >> 4) + ((h >> (2 * c + 1)) & 1) * 16);
-      }
+    nc_ref_quants_q5_k(&x[i], q);
     k4_block(q, x[i].scales, x[i].d, x[i].dmin, &y[i], sums, &sumf);
   }
   for (int l = 0; l < 8; l++)
@@ -258,17 +249,7 @@ float nc_ref_dot_q6_k(int64_t n, const void *vw, const void *va) {
   float sums[8] = {0};
   for (int64_t i = 0; i < n / QK_K; i++) {
     int8_t q[QK_K];
-    const uint8_t *ql = x[i].ql, *qh = x[i].qh;
-    for (int h = 0; h < QK_K; h += 128, ql += 64, qh += 32)
-      for (int l = 0; l < 32; l++) {
-        q[h + l] = (int8_t)(((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32);
-        q[h + l + 32] =
-            (int8_t)(((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32);
-        q[h + l + 64] =
-            (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
-        q[h + l + 96] =
-            (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
-      }
+    nc_ref_quants_q6_k(&x[i], q);
     int32_t lane[8] = {0};
     for (int e = 0; e < QK_K; e++)
       lane[e % 8] += x[i].scales[e / 16] * (y[i].qs[e] * q[e]);

@@ -35,6 +35,39 @@ NC_REF_DOT(blk_q5_k)
 NC_REF_DOT(blk_q6_k)
 #undef NC_REF_DOT
 
+/* A K-quant superblock's quants as integers in element order (ref.c and
+ * ref_block.c add them in their two orders): Q4_K 0..15, Q5_K 0..31, Q6_K
+ * -32..31. */
+static inline void nc_ref_quants_q4_k(const block_q4_K *x, int8_t q[QK_K]) {
+  for (int c = 0; c < 4; c++)
+    for (int l = 0; l < 32; l++) {
+      q[64 * c + l] = (int8_t)(x->qs[32 * c + l] & 0x0f);
+      q[64 * c + 32 + l] = (int8_t)(x->qs[32 * c + l] >> 4);
+    }
+}
+
+static inline void nc_ref_quants_q5_k(const block_q5_K *x, int8_t q[QK_K]) {
+  for (int c = 0; c < 4; c++)
+    for (int l = 0; l < 32; l++) {
+      const uint8_t b = x->qs[32 * c + l], h = x->qh[l];
+      q[64 * c + l] = (int8_t)((b & 0x0f) + ((h >> (2 * c)) & 1) * 16);
+      q[64 * c + 32 + l] = (int8_t)((b >> 4) + ((h >> (2 * c + 1)) & 1) * 16);
+    }
+}
+
+static inline void nc_ref_quants_q6_k(const block_q6_K *x, int8_t q[QK_K]) {
+  const uint8_t *ql = x->ql, *qh = x->qh;
+  for (int h = 0; h < QK_K; h += 128, ql += 64, qh += 32)
+    for (int l = 0; l < 32; l++) {
+      q[h + l] = (int8_t)(((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32);
+      q[h + l + 32] =
+          (int8_t)(((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32);
+      q[h + l + 64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+      q[h + l + 96] =
+          (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+    }
+}
+
 /* Defines nc_ref_<fn>_rows, the multi-row entry point of nc_ref_<fn>: a
  * loop over the single-row kernel, so trivially batch invariant. */
 #define NC_REF_ROWS_DEFINE(fn)                                                 \

@@ -73,10 +73,10 @@ static void k4_scale_min(int j, const uint8_t *q, int *sc, int *m) {
   }
 }
 
-/* Q4_K/Q5_K superblock: S and M (see the top), quants q[256] in element
- * order. */
-static void k4_sums(const int8_t *q, const uint8_t *scales, const block_q8_K *y,
-                    int64_t *s_out, int64_t *m_out) {
+/* One Q4_K/Q5_K superblock (quants q[256] in element order): S and M (see
+ * the top), then its two float steps on acc. */
+static float k4_super(float acc, const int8_t *q, const uint8_t *scales,
+                      nc_fp16 d, nc_fp16 dmin, const block_q8_K *y) {
   int64_t s = 0, m = 0;
   for (int j = 0; j < 8; j++) {
     int sc, mn, dot = 0;
@@ -86,8 +86,8 @@ static void k4_sums(const int8_t *q, const uint8_t *scales, const block_q8_K *y,
     s += (int64_t)sc * dot;
     m += (int64_t)mn * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
   }
-  *s_out = s;
-  *m_out = m;
+  acc = fmaf((float)s, y->d * H2F(d), acc);
+  return fmaf((float)m, -y->d * H2F(dmin), acc);
 }
 
 float nc_ref_dot_blk_q4_k(int64_t n, const void *vw, const void *va) {
@@ -96,15 +96,8 @@ float nc_ref_dot_blk_q4_k(int64_t n, const void *vw, const void *va) {
   float acc = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
     int8_t q[QK_K];
-    for (int c = 0; c < 4; c++)
-      for (int l = 0; l < 32; l++) {
-        q[64 * c + l] = (int8_t)(x[i].qs[32 * c + l] & 0x0f);
-        q[64 * c + 32 + l] = (int8_t)(x[i].qs[32 * c + l] >> 4);
-      }
-    int64_t s, m;
-    k4_sums(q, x[i].scales, &y[i], &s, &m);
-    acc = fmaf((float)s, y[i].d * H2F(x[i].d), acc);
-    acc = fmaf((float)m, -y[i].d * H2F(x[i].dmin), acc);
+    nc_ref_quants_q4_k(&x[i], q);
+    acc = k4_super(acc, q, x[i].scales, x[i].d, x[i].dmin, &y[i]);
   }
   return acc;
 }
@@ -115,18 +108,8 @@ float nc_ref_dot_blk_q5_k(int64_t n, const void *vw, const void *va) {
   float acc = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
     int8_t q[QK_K];
-    for (int c = 0; c < 4; c++)
-      for (int l = 0; l < 32; l++) {
-        const uint8_t h = x[i].qh[l];
-        q[64 * c + l] = (int8_t)((x[i].qs[32 * c + l] & 0x0f) |
-                                 (((h >> (2 * c)) & 1) << 4));
-        q[64 * c + 32 + l] = (int8_t)((x[i].qs[32 * c + l] >> 4) |
-                                      (((h >> (2 * c + 1)) & 1) << 4));
-      }
-    int64_t s, m;
-    k4_sums(q, x[i].scales, &y[i], &s, &m);
-    acc = fmaf((float)s, y[i].d * H2F(x[i].d), acc);
-    acc = fmaf((float)m, -y[i].d * H2F(x[i].dmin), acc);
+    nc_ref_quants_q5_k(&x[i], q);
+    acc = k4_super(acc, q, x[i].scales, x[i].d, x[i].dmin, &y[i]);
   }
   return acc;
 }
@@ -137,16 +120,7 @@ float nc_ref_dot_blk_q6_k(int64_t n, const void *vw, const void *va) {
   float acc = 0.0f;
   for (int64_t i = 0; i < n / QK_K; i++) {
     int8_t q[QK_K];
-    const uint8_t *ql = x[i].ql, *qh = x[i].qh;
-    for (int h = 0; h < 2; h++, ql += 64, qh += 32)
-      for (int l = 0; l < 32; l++) {
-        int8_t *o = q + 128 * h + l;
-        o[0] = (int8_t)(((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32);
-        o[32] =
-            (int8_t)(((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32);
-        o[64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
-        o[96] = (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
-      }
+    nc_ref_quants_q6_k(&x[i], q);
     int64_t s = 0;
     for (int g = 0; g < 16; g++) {
       int dot = 0;
