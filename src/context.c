@@ -287,11 +287,10 @@ static void mm_worker(void *p, int ith, int nth) {
 static bool shared_layout(nc_context *ctx, const mm_task *t, nc_type vdt,
                           int64_t n, int32_t rows) {
   const nc_kernels *k = ctx->kern;
-  if (!k->pack_act[vdt] || !k->pack_bytes[vdt] || k->pack_rows < 1)
-    return false;
+  if (!k->pack_act[vdt] || !k->pack_bytes || k->pack_rows < 1) return false;
   for (int i = 0; i < t->n_mm; i++)
     if (!k->gemm_packed[t->mm[i]->w->type]) return false;
-  const size_t need = k->pack_bytes[vdt](n, rows);
+  const size_t need = k->pack_bytes(n, rows);
   if (!need) return false;
   if (need > ctx->qpack_cap) {
     free(ctx->qpack);

@@ -19,10 +19,7 @@
  *   int32, d and dmin as floats), then one tdpbssd per group for 16
  *   activation rows x 16 weight rows, with the integer scaling and the
  *   float steps on AVX-512 (each C scaled RING - 1 steps after its store,
- *   as amx_gemm.c does). The activation tiles (per superblock: the 16
- *   rows' quants by 32-chunk, d_a, the 32-sum pairs, Q6_K's 32 * 16-sums)
- *   are built once per matmul by all threads (nc_amx_pack_q8_k, see
- *   kernels.h's nc_pack_act_fn); the gemm entry builds its own.
+ *   as amx_gemm.c does).
  * Rows past the last whole 16 use the plain-C reference. */
 #include <stdlib.h>
 
@@ -547,120 +544,74 @@ gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
     _mm512_storeu_ps(out + (size_t)r * out_stride, _mm512_load_ps(acc[r]));
 }
 
-size_t nc_amx_kact_tiles_bytes(int64_t n, int64_t na) {
-  const int64_t nsb = n / QK_K;
-  if (na <= NC_AMX_GEMV_MAX_A || n % QK_K || nsb < 1 || nsb > MAX_SUPER)
-    return 0;
-  return (size_t)ACT_SUPER * (size_t)nsb * (size_t)((na + TILE - 1) / TILE);
-}
-
-/* The activation tiles holding rows [r0, r1) of na (r0 a multiple of 16),
- * each at its place in the layout of all of them. */
-void nc_amx_pack_q8_k(int64_t n, const void *av, size_t a_stride, int64_t na,
-                      int64_t r0, int64_t r1, void *tiles) {
-  const int64_t nsb = n / QK_K;
-  const size_t tile_bytes = ACT_SUPER * (size_t)nsb;
-  if (r1 > na) r1 = na;
-  for (int64_t j = r0 / TILE; j * TILE < r1; j++)
-    for (int64_t i = 0; i < nsb; i++)
-      pack_act_super(av, a_stride, j * TILE, na, i,
-                     (uint8_t *)tiles + tile_bytes * (size_t)j +
-                         ACT_SUPER * (size_t)i);
-}
-
-/* 1..NC_AMX_GEMV_MAX_A activation rows: the VNNI path. */
-static inline __attribute__((always_inline)) int64_t
-kgemv(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride, int64_t nw,
-      const uint8_t *a, size_t a_stride, int na, float *out, size_t out_stride,
-      size_t bsize) {
-  int64_t r = 0;
-  act_vals *vals = malloc(sizeof(act_vals) * (size_t)nsb);
-  if (!vals) return 0;
-  for (int64_t i = 0; i < nsb; i++)
-    for (int k = 0; k < na; k++) {
-      const block_q8_K *y =
-          (const block_q8_K *)(const void *)(a + (size_t)k * a_stride) + i;
-      vals[i].d[k] = y->d;
-      act_sums(y, vals[i].bp[k], vals[i].c32[k]);
-    }
-  for (; r + TILE <= nw; r += TILE) {
-#define V(AA)                                                                  \
-  gemv_tile(t, nsb, w + (size_t)r * w_stride, w_stride, bsize, a, a_stride,    \
-            AA, vals, out + r, out_stride)
-    switch (na) {
-    case 1: V(1); break;
-    case 2: V(2); break;
-    case 3: V(3); break;
-    default: V(4); break;
-    }
-#undef V
-  }
-  free(vals);
-  return r;
-}
-
-/* Weight rows x the activation tiles (NULL: none, the reference takes
- * every row); rows past the last whole 16 go to the reference. */
-static inline __attribute__((always_inline)) void
-kgemm_tiles(kq_type t, int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
-            const uint8_t *a, size_t a_stride, const uint8_t *tiles, int64_t na,
-            float *out, size_t out_stride, size_t bsize,
-            nc_vec_dot_rows_fn fallback) {
-  const int64_t nsb = n / QK_K;
-  int64_t r = 0;
-  if (tiles && nw >= TILE) {
-    const int64_t n_tiles = (na + TILE - 1) / TILE;
-    const size_t panel_bytes = PANEL_SUPER * (size_t)nsb;
-    const size_t tile_bytes = ACT_SUPER * (size_t)nsb;
-    const size_t c_bytes = RING * sizeof(int32_t) * TILE * TILE;
-    uint8_t *mem = aligned_alloc(64, panel_bytes + c_bytes);
-    if (mem) {
-      uint8_t *panel = mem;
-      int32_t(*cbuf)[TILE * TILE] = (void *)(mem + panel_bytes);
-      tiles_configure(t == KQ6 ? 16 : 32);
-      for (; r + TILE <= nw; r += TILE) {
-        for (int64_t i = 0; i < nsb; i++)
-          pack_panel_super(t, w + (size_t)r * w_stride, w_stride, bsize, i,
-                           panel + PANEL_SUPER * (size_t)i);
-        for (int64_t j = 0; j < n_tiles; j++)
-          gemm_tile(t, nsb, tiles + tile_bytes * (size_t)j, panel, cbuf,
-                    out + (size_t)(j * TILE) * out_stride + (size_t)r,
-                    out_stride,
-                    na - j * TILE >= TILE ? TILE : (int)(na - j * TILE));
-      }
-      tiles_release();
-      free(mem);
-    }
-  }
-  for (; r < nw; r++)
-    fallback(n, w + (size_t)r * w_stride, a, a_stride, (int)na, out + r,
-             out_stride);
-}
-
-/* The gemm entry: the VNNI path for few rows, else the tile unit with
- * activation tiles of its own. */
 static inline __attribute__((always_inline)) void
 kgemm(kq_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
       const void *av, size_t a_stride, int64_t na, float *out,
       size_t out_stride, size_t bsize, nc_vec_dot_rows_fn fallback) {
   const int64_t nsb = n / QK_K;
   const uint8_t *w = wv, *a = av;
-  if (na >= 1 && na <= NC_AMX_GEMV_MAX_A) {
-    int64_t r = 0;
-    if (nsb > 0 && nsb <= MAX_SUPER && n % QK_K == 0 && nw >= TILE)
-      r = kgemv(t, nsb, w, w_stride, nw, a, a_stride, (int)na, out, out_stride,
-                bsize);
-    for (; r < nw; r++)
-      fallback(n, w + (size_t)r * w_stride, a, a_stride, (int)na, out + r,
-               out_stride);
-    return;
+  int64_t r = 0;
+  if (nsb > 0 && nsb <= MAX_SUPER && nw >= TILE && na >= 1) {
+    if (na <= NC_AMX_GEMV_MAX_A) {
+      act_vals *vals = malloc(sizeof(act_vals) * (size_t)nsb);
+      if (vals) {
+        for (int64_t i = 0; i < nsb; i++)
+          for (int k = 0; k < na; k++) {
+            const block_q8_K *y =
+                (const block_q8_K *)(const void *)(a + (size_t)k * a_stride) +
+                i;
+            vals[i].d[k] = y->d;
+            act_sums(y, vals[i].bp[k], vals[i].c32[k]);
+          }
+        for (; r + TILE <= nw; r += TILE) {
+#define V(AA)                                                                  \
+  gemv_tile(t, nsb, w + (size_t)r * w_stride, w_stride, bsize, a, a_stride,    \
+            AA, vals, out + r, out_stride)
+          switch (na) {
+          case 1: V(1); break;
+          case 2: V(2); break;
+          case 3: V(3); break;
+          default: V(4); break;
+          }
+#undef V
+        }
+        free(vals);
+      }
+    } else {
+      const int64_t n_tiles = (na + TILE - 1) / TILE;
+      const size_t panel_bytes = PANEL_SUPER * (size_t)nsb;
+      const size_t tile_bytes = ACT_SUPER * (size_t)nsb;
+      const size_t c_bytes = RING * sizeof(int32_t) * TILE * TILE;
+      uint8_t *mem = aligned_alloc(
+          64, panel_bytes + tile_bytes * (size_t)n_tiles + c_bytes);
+      if (mem) {
+        uint8_t *panel = mem, *tiles = mem + panel_bytes;
+        int32_t(*cbuf)[TILE * TILE] =
+            (void *)(tiles + tile_bytes * (size_t)n_tiles);
+        for (int64_t j = 0; j < n_tiles; j++)
+          for (int64_t i = 0; i < nsb; i++)
+            pack_act_super(a, a_stride, j * TILE, na, i,
+                           tiles + tile_bytes * (size_t)j +
+                               ACT_SUPER * (size_t)i);
+        tiles_configure(t == KQ6 ? 16 : 32);
+        for (; r + TILE <= nw; r += TILE) {
+          for (int64_t i = 0; i < nsb; i++)
+            pack_panel_super(t, w + (size_t)r * w_stride, w_stride, bsize, i,
+                             panel + PANEL_SUPER * (size_t)i);
+          for (int64_t j = 0; j < n_tiles; j++)
+            gemm_tile(t, nsb, tiles + tile_bytes * (size_t)j, panel, cbuf,
+                      out + (size_t)(j * TILE) * out_stride + (size_t)r,
+                      out_stride,
+                      na - j * TILE >= TILE ? TILE : (int)(na - j * TILE));
+        }
+        tiles_release();
+        free(mem);
+      }
+    }
   }
-  const size_t bytes = nw >= TILE ? nc_amx_kact_tiles_bytes(n, na) : 0;
-  uint8_t *tiles = bytes ? aligned_alloc(64, bytes) : NULL;
-  if (tiles) nc_amx_pack_q8_k(n, a, a_stride, na, 0, na, tiles);
-  kgemm_tiles(t, n, w, w_stride, nw, a, a_stride, tiles, na, out, out_stride,
-              bsize, fallback);
-  free(tiles);
+  for (; r < nw; r++)
+    fallback(n, w + (size_t)r * w_stride, a, a_stride, (int)na, out + r,
+             out_stride);
 }
 
 #define KGEMM(name, T, block)                                                  \
@@ -669,18 +620,6 @@ kgemm(kq_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
                           int64_t na, float *out, size_t out_stride) {         \
     kgemm(T, n, w, w_stride, nw, a, a_stride, na, out, out_stride,             \
           sizeof(block), nc_ref_dot_blk_##name##_rows);                        \
-  }                                                                            \
-  void nc_amx_gemm_packed_##name(int64_t n, const void *w, size_t w_stride,    \
-                                 int64_t nw, const void *a, size_t a_stride,   \
-                                 const void *tiles, int64_t na, float *out,    \
-                                 size_t out_stride) {                          \
-    if (!tiles || na <= NC_AMX_GEMV_MAX_A) {                                   \
-      nc_amx_gemm_##name(n, w, w_stride, nw, a, a_stride, na, out,             \
-                         out_stride);                                          \
-      return;                                                                  \
-    }                                                                          \
-    kgemm_tiles(T, n, w, w_stride, nw, a, a_stride, tiles, na, out,            \
-                out_stride, sizeof(block), nc_ref_dot_blk_##name##_rows);      \
   }
 KGEMM(q4_k, KQ4, block_q4_K)
 KGEMM(q5_k, KQ5, block_q5_K)

@@ -84,18 +84,12 @@ static const nc_kernels k_amx = {
              E(NC_TYPE_Q6_K, nc_amx_gemm_q6_k)},
     .quantize_act = {SHARED_QUANTIZE_ACT},
     .pack_act = {E(NC_TYPE_Q8_0, nc_amx_pack_q8_0),
-                 E(NC_TYPE_Q8_1, nc_amx_pack_q8_1),
-                 E(NC_TYPE_Q8_K, nc_amx_pack_q8_k)},
-    .pack_bytes = {E(NC_TYPE_Q8_0, nc_amx_act_tiles_bytes),
-                   E(NC_TYPE_Q8_1, nc_amx_act_tiles_bytes),
-                   E(NC_TYPE_Q8_K, nc_amx_kact_tiles_bytes)},
+                 E(NC_TYPE_Q8_1, nc_amx_pack_q8_1)},
+    .pack_bytes = nc_amx_act_tiles_bytes,
     .pack_rows = NC_AMX_PACK_ROWS,
     .gemm_packed = {E(NC_TYPE_Q4_0, nc_amx_gemm_packed_q4_0),
                     E(NC_TYPE_Q4_1, nc_amx_gemm_packed_q4_1),
-                    E(NC_TYPE_Q8_0, nc_amx_gemm_packed_q8_0),
-                    E(NC_TYPE_Q4_K, nc_amx_gemm_packed_q4_k),
-                    E(NC_TYPE_Q5_K, nc_amx_gemm_packed_q5_k),
-                    E(NC_TYPE_Q6_K, nc_amx_gemm_packed_q6_k)},
+                    E(NC_TYPE_Q8_0, nc_amx_gemm_packed_q8_0)},
 };
 #undef SHARED_VEC_DOT
 #undef SHARED_VEC_DOT_ROWS

@@ -60,9 +60,8 @@ typedef void (*nc_gemm_fn)(int64_t n, const void *w, size_t w_stride,
  * own (the amx tiles): the layout is built once per matmul by all threads
  * (pack), then every thread's gemm_packed reads it. pack writes the part of
  * rows [r0, r1) of the na quantized rows at a (r0 a multiple of pack_rows);
- * pack_bytes(n, na), per activation type, is the layout's size, 0 where
- * gemm_packed would not use one (few activation rows: the gemm's
- * single-row path). gemm_packed is
+ * pack_bytes(n, na) is the layout's size, 0 where gemm_packed would not use
+ * one (few activation rows: the gemm's single-row path). gemm_packed is
  * gemm with the layout beside the rows (the rows serve edge cases), giving
  * the same bits. */
 typedef void (*nc_pack_act_fn)(int64_t n, const void *act, size_t a_stride,
@@ -84,8 +83,8 @@ typedef struct nc_kernels {
    * nc_row_size(type, n)): feed those rows only to this table's dots. */
   bool private_act[NC_TYPE_COUNT];
   /* Shared activation layouts (see nc_pack_act_fn); NULL / 0 elsewhere. */
-  nc_pack_act_fn pack_act[NC_TYPE_COUNT];     /* indexed by vec_dot type */
-  nc_pack_bytes_fn pack_bytes[NC_TYPE_COUNT]; /* indexed by vec_dot type */
+  nc_pack_act_fn pack_act[NC_TYPE_COUNT]; /* indexed by vec_dot type */
+  nc_pack_bytes_fn pack_bytes;
   int pack_rows;
   nc_gemm_packed_fn gemm_packed[NC_TYPE_COUNT]; /* indexed by weight type */
 } nc_kernels;

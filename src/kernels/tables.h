@@ -72,17 +72,10 @@ NC_AMX_MATMUL(q8_0)
 #undef NC_AMX_MATMUL
 /* amx_kquant.c: Q4_K, Q5_K and Q6_K in llama.cpp's AMX order (ref_block.c):
  * VNNI for up to NC_AMX_GEMV_MAX_A activation rows, the tile unit above. */
-size_t nc_amx_kact_tiles_bytes(int64_t n, int64_t na);
-void nc_amx_pack_q8_k(int64_t n, const void *a, size_t a_stride, int64_t na,
-                      int64_t r0, int64_t r1, void *tiles);
 #define NC_AMX_KGEMM(name)                                                     \
   void nc_amx_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
                           int64_t nw, const void *a, size_t a_stride,          \
-                          int64_t na, float *out, size_t out_stride);          \
-  void nc_amx_gemm_packed_##name(int64_t n, const void *w, size_t w_stride,    \
-                                 int64_t nw, const void *a, size_t a_stride,   \
-                                 const void *tiles, int64_t na, float *out,    \
-                                 size_t out_stride);
+                          int64_t na, float *out, size_t out_stride);
 NC_AMX_KGEMM(q4_k)
 NC_AMX_KGEMM(q5_k)
 NC_AMX_KGEMM(q6_k)
