@@ -57,6 +57,19 @@ typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K 
 typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K;
 /* clang-format on */
 
+/* Scale and min of sub-block j (0..7) of a Q4_K/Q5_K superblock: 6-bit
+ * values packed in its 12 scale bytes q. */
+static inline void nc_k4_scale_min(int j, const uint8_t *q, uint8_t *sc,
+                                   uint8_t *m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
 typedef struct nc_type_traits {
   const char *name;     /* "Q4_1" */
   int64_t block_size;   /* elements per block */

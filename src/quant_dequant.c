@@ -125,26 +125,15 @@ static void deq_q3_k(const block_q3_K *x, float *y, int64_t nb) {
   }
 }
 
-/* Scale and min of sub-block j (0..7) of Q4_K/Q5_K. */
-static void k4_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
-    *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 static void deq_q4_k(const block_q4_K *x, float *y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++) {
     const float d = H2F(x[i].d), min = H2F(x[i].dmin);
     const uint8_t *q = x[i].qs;
     for (int c = 0; c < 4; c++, q += 32) {
       uint8_t sc, m;
-      k4_scale_min(2 * c, x[i].scales, &sc, &m);
+      nc_k4_scale_min(2 * c, x[i].scales, &sc, &m);
       const float d1 = d * (float)sc, m1 = min * (float)m;
-      k4_scale_min(2 * c + 1, x[i].scales, &sc, &m);
+      nc_k4_scale_min(2 * c + 1, x[i].scales, &sc, &m);
       const float d2 = d * (float)sc, m2 = min * (float)m;
       for (int l = 0; l < 32; l++)
         *y++ = d1 * (float)(q[l] & 0x0f) - m1;
@@ -161,9 +150,9 @@ static void deq_q5_k(const block_q5_K *x, float *y, int64_t nb) {
     uint8_t u1 = 1, u2 = 2;
     for (int c = 0; c < 4; c++, ql += 32, u1 <<= 2, u2 <<= 2) {
       uint8_t sc, m;
-      k4_scale_min(2 * c, x[i].scales, &sc, &m);
+      nc_k4_scale_min(2 * c, x[i].scales, &sc, &m);
       const float d1 = d * (float)sc, m1 = min * (float)m;
-      k4_scale_min(2 * c + 1, x[i].scales, &sc, &m);
+      nc_k4_scale_min(2 * c + 1, x[i].scales, &sc, &m);
       const float d2 = d * (float)sc, m2 = min * (float)m;
       for (int l = 0; l < 32; l++)
         *y++ = d1 * (float)((ql[l] & 0x0f) + (qh[l] & u1 ? 16 : 0)) - m1;

@@ -209,7 +209,7 @@ gemm_tiles(int64_t n, const void *wv, size_t w_stride, int64_t nw,
       for (int64_t j = 0; j < n_tiles; j++)
         tile_rows(nb, tiles + tile_bytes * (size_t)j, panel, has_min, cbuf,
                   out + (size_t)(j * TILE) * out_stride + (size_t)r, out_stride,
-                  na - j * TILE >= TILE ? TILE : (int)(na - j * TILE));
+                  tile_live_rows(na, j));
     }
     tiles_release();
     free(mem);

@@ -54,17 +54,6 @@ static inline int groups_of(kq_type t) {
 
 /* ------------------------------------------------------------- panels */
 
-/* Scale and min of sub-block j (0..7) of Q4_K/Q5_K's packed 6-bit pairs. */
-static inline void k4_scale_min(int j, const uint8_t *q, int *sc, int *m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 /* Chunk c (quants 32c .. 32c + 31, element order) of one superblock row,
  * as unsigned bytes. */
 static inline __m256i chunk_quants(kq_type t, const uint8_t *sb, int c) {
@@ -133,9 +122,9 @@ pack_panel_super(kq_type t, const uint8_t *w, size_t w_stride, size_t bsize,
     const uint8_t *scales = t == KQ4
                                 ? ((const block_q4_K *)(const void *)x)->scales
                                 : ((const block_q5_K *)(const void *)x)->scales;
-    int s[8], m[8];
+    uint8_t s[8], m[8];
     for (int j = 0; j < 8; j++) {
-      k4_scale_min(j, scales, &s[j], &m[j]);
+      nc_k4_scale_min(j, scales, &s[j], &m[j]);
       sc[j * TILE + r] = s[j];
     }
     for (int p = 0; p < 4; p++)
@@ -601,8 +590,7 @@ kgemm(kq_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
           for (int64_t j = 0; j < n_tiles; j++)
             gemm_tile(t, nsb, tiles + tile_bytes * (size_t)j, panel, cbuf,
                       out + (size_t)(j * TILE) * out_stride + (size_t)r,
-                      out_stride,
-                      na - j * TILE >= TILE ? TILE : (int)(na - j * TILE));
+                      out_stride, tile_live_rows(na, j));
         }
         tiles_release();
         free(mem);

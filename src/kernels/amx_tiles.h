@@ -14,6 +14,12 @@
 
 enum { TILE = 16 }; /* weight rows and activation rows per tile */
 
+/* Rows of activation tile j that hold one of the na rows (16 but in the
+ * last tile). */
+static inline int tile_live_rows(int64_t na, int64_t j) {
+  return na - j * TILE >= TILE ? TILE : (int)(na - j * TILE);
+}
+
 /* The tile instructions' memory operands are spelled out for the
  * compiler: a tile load reads (no clobber: callers put a compiler barrier
  * after writing what the loads read, see tile_rows), a tile store writes

@@ -185,15 +185,8 @@ float nc_ref_dot_q3_k(int64_t n, const void *vw, const void *va) {
 
 /* Scales and mins of the 8 sub-blocks of Q4_K/Q5_K. */
 static void k4_scales(const uint8_t *q, uint8_t sc[8], uint8_t mn[8]) {
-  for (int j = 0; j < 8; j++) {
-    if (j < 4) {
-      sc[j] = q[j] & 63;
-      mn[j] = q[j + 4] & 63;
-    } else {
-      sc[j] = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
-      mn[j] = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-  }
+  for (int j = 0; j < 8; j++)
+    nc_k4_scale_min(j, q, &sc[j], &mn[j]);
 }
 
 /* Shared tail of Q4_K/Q5_K: q holds the 256 unsigned quants. */

@@ -62,25 +62,15 @@ float nc_ref_dot_blk_q8_0(int64_t n, const void *vw, const void *va) {
   return acc;
 }
 
-/* Scale and min of sub-block j (0..7) of Q4_K/Q5_K's packed 6-bit pairs. */
-static void k4_scale_min(int j, const uint8_t *q, int *sc, int *m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 /* One Q4_K/Q5_K superblock (quants q[256] in element order): S and M (see
  * the top), then its two float steps on acc. */
 static float k4_super(float acc, const int8_t *q, const uint8_t *scales,
                       nc_fp16 d, nc_fp16 dmin, const block_q8_K *y) {
   int64_t s = 0, m = 0;
   for (int j = 0; j < 8; j++) {
-    int sc, mn, dot = 0;
-    k4_scale_min(j, scales, &sc, &mn);
+    uint8_t sc, mn;
+    int dot = 0;
+    nc_k4_scale_min(j, scales, &sc, &mn);
     for (int l = 0; l < 32; l++)
       dot += q[32 * j + l] * y->qs[32 * j + l];
     s += (int64_t)sc * dot;
