@@ -11,7 +11,8 @@
 #include "ref.h"
 
 #define E(t, fn) [t] = fn
-/* The entries both tables share: all but Q4_0, Q4_1 and Q8_0. */
+/* The entries both tables share: all but Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and
+ * Q6_K. */
 #define SHARED_VEC_DOT                                                         \
   E(NC_TYPE_F32, nc_avx2_dot_f32), E(NC_TYPE_F16, nc_avx2_dot_f16),            \
       E(NC_TYPE_BF16, nc_avx2_dot_bf16), E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),    \
@@ -58,9 +59,10 @@ static const nc_kernels k_avx512 = {
     .quantize_act = {SHARED_QUANTIZE_ACT},
 };
 
-/* The amx table: Q4_0, Q4_1 and Q8_0 in block order (ref_block.c), with
- * matmuls on the tile unit (amx_gemm.c, amx_gemv.c). Their single dots are
- * the plain-C reference: the model only calls the matmuls. */
+/* The amx table: Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K in the order of
+ * llama.cpp's AMX build (ref_block.c), with matmuls on the tile unit
+ * (amx_gemm.c, amx_gemv.c, amx_kquant.c). Their single dots are the plain-C
+ * reference: the model only calls the matmuls. */
 static const nc_kernels k_amx = {
     .name = "amx",
     .vec_dot = {SHARED_VEC_DOT, E(NC_TYPE_Q4_0, nc_ref_dot_blk_q4_0),

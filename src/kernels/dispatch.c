@@ -70,7 +70,8 @@ const nc_kernels *nc_kernels_best(bool no_repack) {
   /* Fastest first. Each table adds in the order of one llama.cpp build on
    * this CPU, so its logits are that build's to the last bits: amx follows
    * llama.cpp's default on AMX CPUs (weights repacked for the tile unit,
-   * Q4_0/Q4_1/Q8_0 summed per 32-block); avx512 (VNNI matmuls bit-identical
+   * Q4_0/Q4_1/Q8_0 per 32-block, the K-quants per superblock); avx512 (VNNI
+   * matmuls bit-identical
    * to the avx2 dots) and avx2 follow llama.cpp with --no-repack (and its
    * default on CPUs without AMX). The two orders differ in the last bits of
    * a dot, which grow through the layers to top-1 ~98%, so a caller

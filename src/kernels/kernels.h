@@ -16,8 +16,9 @@
  * for prompts, 8+ rows at once; its decode at 1..7 rows uses vec_dot's
  * order), and adds VNNI matmuls (gemm) for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and
  * Q2_K..Q6_K, bit-identical to its dots. "amx" (+ AMX-INT8) is the avx512
- * table but for Q4_0, Q4_1 and Q8_0, which add in block order, the order of
- * llama.cpp's AMX build (ref_block.c), with matmuls on the tile unit. */
+ * table but for Q4_0, Q4_1, Q8_0 (per 32-block) and Q4_K, Q5_K, Q6_K (per
+ * 256-superblock), which add in the order of llama.cpp's AMX build
+ * (ref_block.c), with matmuls on the tile unit. */
 #ifndef NC_KERNELS_H
 #define NC_KERNELS_H
 
