@@ -128,6 +128,35 @@ nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
                                       bool add_generation_prompt, char **out,
                                       size_t *len_out, nucleus_error *err);
 
+/* A conversation to turn into a prompt. */
+typedef struct nucleus_chat_params {
+  const char *messages_json;  /* a JSON array of {"role", "content", ...} */
+  const char *tools_json;     /* NULL, or a JSON array */
+  const char *kwargs_json;    /* NULL, or a JSON object of template variables */
+  bool add_generation_prompt; /* true: open the assistant's turn */
+  bool continue_final_message; /* leave the last message open (it is cut
+                                  right after its content): the model
+                                  continues it; needs add_generation_prompt
+                                  false */
+  /* false (default): special-token text inside message contents (a user
+   * typing "<|im_end|>") is ordinary text, and only the template's own
+   * bytes can produce control tokens. true: parse it everywhere, as
+   * llama.cpp does (a user can then forge turns). */
+  bool parse_special_in_content;
+} nucleus_chat_params;
+
+nucleus_chat_params nucleus_chat_default_params(void);
+
+/* Renders the conversation with the model's template and tokenizes it as
+ * nucleus_tokenize_chat does, with parse_special_in_content as above.
+ * Either output may be NULL: *text_out (NUL-terminated) and *ids_out are
+ * allocated; release them with nucleus_free. */
+nucleus_status nucleus_chat_apply(const nucleus_model *model,
+                                  const nucleus_chat_params *params,
+                                  char **text_out, size_t *text_len_out,
+                                  int32_t **ids_out, size_t *n_ids_out,
+                                  nucleus_error *err);
+
 /* ------------------------------------------------------ teacher forcing */
 
 /* Logits for every position of tokens (n * n_vocab floats into logits), as

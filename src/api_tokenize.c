@@ -30,17 +30,7 @@ nucleus_status nucleus_tokenize_chat(const nucleus_model *model,
                                      nucleus_error *err) {
   const nc_vocab *v = vocab_of(model, err);
   if (!v) return NC_ERR_INVALID_ARGUMENT;
-  nc_code rc = nc_tokenize(v, text, len, true, true, ids_out, n_out, err);
-  if (rc != NC_OK) return rc;
-  /* A template that prints bos_token itself plus the BOS the model asks
-   * for would give two: keep one. */
-  int32_t bos = nc_vocab_bos(v);
-  int32_t *ids = *ids_out;
-  if (bos >= 0 && *n_out >= 2 && ids[0] == bos && ids[1] == bos) {
-    memmove(ids, ids + 1, (*n_out - 1) * sizeof *ids);
-    (*n_out)--;
-  }
-  return NC_OK;
+  return nc_tokenize_chat_prompt(v, text, len, NULL, 0, ids_out, n_out, err);
 }
 
 nucleus_status nucleus_detokenize(const nucleus_model *model,

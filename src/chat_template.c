@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_template_guard.h"
 #include "jinja.h"
 
 struct nc_chat_template {
@@ -45,7 +46,8 @@ static nc_code parse_json(const char *text, const char *what, json_t **out,
   return NC_OK;
 }
 
-static nc_code build_vars(const nc_chat_args *a, json_t *vars, nc_error *err) {
+static nc_code build_vars(const nc_chat_args *a, nc_chat_guard *guard,
+                          json_t *vars, nc_error *err) {
   json_t *messages = NULL, *tools = NULL, *kwargs = NULL;
   nc_code rc;
   if (!a->messages_json)
@@ -81,6 +83,8 @@ static nc_code build_vars(const nc_chat_args *a, json_t *vars, nc_error *err) {
     json_object_update(vars, kwargs);
     json_decref(kwargs);
   }
+  /* Everything the request supplied (not the special tokens below). */
+  if (guard && (rc = nc_chat_guard_wrap(guard, vars, err))) return rc;
   if (a->bos_token)
     json_object_set_new(vars, "bos_token", json_string_nocheck(a->bos_token));
   if (a->eos_token)
@@ -102,19 +106,49 @@ static jinja_limits scaled_limits(const nc_chat_args *a) {
   return lim;
 }
 
-nc_code nc_chat_template_apply(const nc_chat_template *t, const nc_chat_args *a,
-                               char **out, size_t *out_len, nc_error *err) {
+static nc_code apply(const nc_chat_template *t, const nc_chat_args *a,
+                     nc_chat_guard *guard, char **out, size_t *out_len,
+                     nc_error *err) {
   *out = NULL;
   if (out_len) *out_len = 0;
   json_t *vars = json_object();
   if (!vars) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
-  nc_code rc = build_vars(a, vars, err);
+  nc_code rc = build_vars(a, guard, vars, err);
   if (rc == NC_OK) {
     jinja_render_opts o = {.limits = scaled_limits(a), .now = a->now};
     rc = jinja_render(t->jt, vars, &o, out, out_len, err);
     if (rc != NC_OK) nc_error_prefix(err, "chat template");
   }
   json_decref(vars);
+  return rc;
+}
+
+nc_code nc_chat_template_apply(const nc_chat_template *t, const nc_chat_args *a,
+                               char **out, size_t *out_len, nc_error *err) {
+  return apply(t, a, NULL, out, out_len, err);
+}
+
+nc_code nc_chat_template_apply_guarded(const nc_chat_template *t,
+                                       const nc_chat_args *a,
+                                       nc_guard_match_fn match,
+                                       const void *match_ctx, char **out,
+                                       size_t *out_len, nc_span **spans,
+                                       size_t *n_spans, nc_error *err) {
+  *spans = NULL;
+  *n_spans = 0;
+  nc_chat_guard guard = {.match = match, .ctx = match_ctx};
+  char *raw = NULL;
+  size_t raw_len = 0;
+  nc_code rc = apply(t, a, &guard, &raw, &raw_len, err);
+  *out = NULL;
+  if (rc == NC_OK) {
+    size_t len = 0;
+    rc = nc_chat_guard_unwrap(&guard, raw, raw_len, out, &len, spans, n_spans,
+                              err);
+    if (out_len) *out_len = len;
+  }
+  free(raw);
+  nc_chat_guard_free(&guard);
   return rc;
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "vocab.h"
 
 typedef struct nc_chat_template nc_chat_template;
 
@@ -36,6 +37,20 @@ typedef struct nc_chat_args {
 nc_code nc_chat_template_apply(const nc_chat_template *t,
                                const nc_chat_args *args, char **out,
                                size_t *out_len, nc_error *err);
+
+/* Length of the protected text at the start of s (0: none). */
+typedef size_t (*nc_guard_match_fn)(const void *ctx, const char *s, size_t n);
+
+/* As nc_chat_template_apply, and reports (*spans, sorted, malloc'd) the
+ * byte ranges of the output where the request's data held text that match
+ * accepts (control-token text): a tokenizer must read them as plain text
+ * (see chat_template_guard.h). */
+nc_code nc_chat_template_apply_guarded(const nc_chat_template *t,
+                                       const nc_chat_args *a,
+                                       nc_guard_match_fn match,
+                                       const void *match_ctx, char **out,
+                                       size_t *out_len, nc_span **spans,
+                                       size_t *n_spans, nc_error *err);
 
 /* Compile + apply in one call. */
 nc_code nc_chat_template_render(const char *tmpl, size_t tmpl_len,

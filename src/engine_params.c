@@ -82,6 +82,28 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "n: %d; with beam search it must be <= beam_width (%d)",
                    p->n, p->beam_width);
+  if (p->beam_width > 1) {
+    /* Beam search ranks raw log-probabilities and does not match stop
+     * strings: what only sampling reads is refused, not ignored. */
+    const nucleus_sampling_params *s = &p->sampling;
+    const char *what =
+        p->n_stop                               ? "stop strings"
+        : s->logprobs || s->top_logprobs        ? "logprobs"
+        : s->n_logit_bias                       ? "logit_bias"
+        : s->allowed_tokens || s->banned_tokens ? "allowed/banned tokens"
+        : s->top_k > 0 || s->top_p < 1 || s->min_p > 0 || s->typical_p < 1
+            ? "top_k/top_p/min_p/typical_p"
+        : s->repetition_penalty != 1 || s->presence_penalty != 0 ||
+                s->frequency_penalty != 0
+            ? "penalties"
+        : p->min_tokens ? "min_tokens"
+                        : NULL;
+    if (what)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "beam_width %d: %s do not apply to beam search, which "
+                     "ranks the raw log-probabilities",
+                     p->beam_width, what);
+  }
   if (!isfinite(p->length_penalty) || fabsf(p->length_penalty) > 10.0f)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "length_penalty: %g; must be finite, in [-10, 10]",

@@ -53,10 +53,30 @@ static void find_occurring(const nc_vocab *v, const char *text, size_t len,
   }
 }
 
+/* The ranges of the text where control tokens are not recognised. */
+typedef struct guard {
+  const nc_span *p;
+  size_t n;
+} guard;
+
+/* True when [at, at + len) overlaps a span of g (sorted by offset). */
+static bool guarded(const guard *g, size_t at, size_t len) {
+  size_t lo = 0, hi = g->n;
+  while (lo < hi) { /* the first span ending after at */
+    size_t mid = lo + (hi - lo) / 2;
+    if (g->p[mid].off + g->p[mid].len <= at)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < g->n && g->p[lo].off < at + len;
+}
+
 /* Splits every raw fragment of *in around the occurrences of special token
- * `id` into *out (leftmost first, non-overlapping). */
+ * `id` into *out (leftmost first, non-overlapping). Occurrences that
+ * overlap g (when given) are left in the raw text. */
 static bool split_on(const nc_vocab *v, int32_t id, const char *text,
-                     const frags *in, frags *out) {
+                     const frags *in, const guard *g, frags *out) {
   size_t tl;
   const char *tt = nc_vocab_token_text(v, id, &tl);
   uint32_t attr = v->attr[id];
@@ -67,10 +87,14 @@ static bool split_on(const nc_vocab *v, int32_t id, const char *text,
       if (!frag_push(out, f)) return false;
       continue;
     }
-    size_t off = f.off, end = f.off + f.len;
+    size_t off = f.off, end = f.off + f.len, from = off;
     for (;;) {
       const char *m =
-          end - off >= tl ? memmem(text + off, end - off, tt, tl) : NULL;
+          end - from >= tl ? memmem(text + from, end - from, tt, tl) : NULL;
+      if (m && g && guarded(g, (size_t)(m - text), tl)) {
+        from = (size_t)(m - text) + 1;
+        continue;
+      }
       if (!m) {
         if (end > off && !frag_push(out, (frag){off, end - off, -1}))
           return false;
@@ -87,6 +111,7 @@ static bool split_on(const nc_vocab *v, int32_t id, const char *text,
       if (attr & NC_TOKEN_ATTR_RSTRIP)
         while (off < end && is_space(text[off]))
           off++;
+      from = off;
       if (off >= end) break;
     }
   }
@@ -94,7 +119,8 @@ static bool split_on(const nc_vocab *v, int32_t id, const char *text,
 }
 
 static nc_code partition(const nc_vocab *v, const char *text, size_t len,
-                         bool parse_special, frags *out, nc_error *err) {
+                         bool parse_special, const guard *g, frags *out,
+                         nc_error *err) {
   out->n = 0;
   if (len == 0) return NC_OK;
   if (!frag_push(out, (frag){0, len, -1})) goto oom;
@@ -110,7 +136,9 @@ static nc_code partition(const nc_vocab *v, const char *text, size_t len,
     if (!parse_special &&
         (v->attr[id] & (NC_TOKEN_ATTR_CONTROL | NC_TOKEN_ATTR_UNKNOWN)))
       continue; /* user-defined tokens are always matched */
-    ok = split_on(v, id, text, out, &tmp);
+    bool control =
+        v->attr[id] & (NC_TOKEN_ATTR_CONTROL | NC_TOKEN_ATTR_UNKNOWN);
+    ok = split_on(v, id, text, out, control ? g : NULL, &tmp);
     frags sw = *out;
     *out = tmp;
     tmp = sw;
@@ -122,9 +150,9 @@ oom:
   return nc_fail(err, NC_ERR_NOMEM, "tokenize: out of memory");
 }
 
-nc_code nc_tokenize(const nc_vocab *v, const char *text, size_t len,
-                    bool add_special, bool parse_special, int32_t **ids_out,
-                    size_t *n_out, nc_error *err) {
+static nc_code tokenize(const nc_vocab *v, const char *text, size_t len,
+                        bool add_special, bool parse_special, const guard *g,
+                        int32_t **ids_out, size_t *n_out, nc_error *err) {
   if (ids_out) *ids_out = NULL;
   if (n_out) *n_out = 0;
   if (!v || !ids_out || !n_out || (!text && len))
@@ -135,7 +163,7 @@ nc_code nc_tokenize(const nc_vocab *v, const char *text, size_t len,
                    "tokenize: text of %zu bytes is over the limit of %zu", len,
                    NC_TOKENIZE_MAX_BYTES);
   frags fr = {0};
-  nc_code rc = partition(v, text, len, parse_special, &fr, err);
+  nc_code rc = partition(v, text, len, parse_special, g, &fr, err);
   if (rc != NC_OK) {
     free(fr.p);
     return rc;
@@ -165,5 +193,64 @@ nc_code nc_tokenize(const nc_vocab *v, const char *text, size_t len,
   }
   *ids_out = ids.p;
   *n_out = ids.n;
+  return NC_OK;
+}
+
+nc_code nc_tokenize(const nc_vocab *v, const char *text, size_t len,
+                    bool add_special, bool parse_special, int32_t **ids_out,
+                    size_t *n_out, nc_error *err) {
+  return tokenize(v, text, len, add_special, parse_special, NULL, ids_out,
+                  n_out, err);
+}
+
+nc_code nc_tokenize_guarded(const nc_vocab *v, const char *text, size_t len,
+                            bool add_special, const nc_span *plain,
+                            size_t n_plain, int32_t **ids_out, size_t *n_out,
+                            nc_error *err) {
+  for (size_t i = 0; i < n_plain; i++)
+    if (plain[i].off > len || plain[i].len > len - plain[i].off ||
+        (i && plain[i].off < plain[i - 1].off + plain[i - 1].len)) {
+      if (ids_out) *ids_out = NULL;
+      if (n_out) *n_out = 0;
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "tokenize: span %zu is out of order or past the text", i);
+    }
+  guard g = {plain, n_plain};
+  return tokenize(v, text, len, add_special, true, &g, ids_out, n_out, err);
+}
+
+size_t nc_vocab_match_control(const nc_vocab *v, const char *s, size_t n) {
+  if (!v->trie) return 0;
+  const nc_trie_node *t = v->trie;
+  int32_t node = 0;
+  size_t best = 0;
+  for (size_t j = 0; j < n; j++) {
+    int32_t ch = t[node].first_child;
+    while (ch >= 0 && t[ch].byte != (uint8_t)s[j])
+      ch = t[ch].next_sibling;
+    if (ch < 0) break;
+    node = ch;
+    int32_t k = t[node].token;
+    if (k >= 0 && (v->attr[v->special[k]] &
+                   (NC_TOKEN_ATTR_CONTROL | NC_TOKEN_ATTR_UNKNOWN)))
+      best = j + 1;
+  }
+  return best;
+}
+
+nc_code nc_tokenize_chat_prompt(const nc_vocab *v, const char *text, size_t len,
+                                const nc_span *plain, size_t n_plain,
+                                int32_t **ids_out, size_t *n_out,
+                                nc_error *err) {
+  nc_code rc = nc_tokenize_guarded(v, text, len, true, plain, n_plain, ids_out,
+                                   n_out, err);
+  if (rc != NC_OK) return rc;
+  /* A template that prints bos_token itself plus the BOS the model asks
+   * for would give two: keep one. */
+  int32_t *ids = *ids_out;
+  if (v->bos >= 0 && *n_out >= 2 && ids[0] == v->bos && ids[1] == v->bos) {
+    memmove(ids, ids + 1, (*n_out - 1) * sizeof *ids);
+    (*n_out)--;
+  }
   return NC_OK;
 }

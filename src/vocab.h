@@ -95,4 +95,29 @@ nc_code nc_tokenize(const nc_vocab *v, const char *text, size_t len,
                     bool add_special, bool parse_special, int32_t **ids_out,
                     size_t *n_out, nc_error *err);
 
+/* A byte range of a text. */
+typedef struct nc_span {
+  size_t off, len;
+} nc_span;
+
+/* As nc_tokenize with parse_special, except that control-token text
+ * overlapping one of the spans (sorted, not overlapping: the bytes a chat
+ * template copied from message contents) stays ordinary text, as if
+ * tokenized without parse_special. */
+nc_code nc_tokenize_guarded(const nc_vocab *v, const char *text, size_t len,
+                            bool add_special, const nc_span *plain,
+                            size_t n_plain, int32_t **ids_out, size_t *n_out,
+                            nc_error *err);
+
+/* A prompt rendered by a chat template: nc_tokenize_guarded with BOS as the
+ * model asks, and one BOS when the template printed bos_token itself. */
+nc_code nc_tokenize_chat_prompt(const nc_vocab *v, const char *text, size_t len,
+                                const nc_span *plain, size_t n_plain,
+                                int32_t **ids_out, size_t *n_out,
+                                nc_error *err);
+
+/* The length of the longest control-token text (one that only
+ * parse_special turns into a token) at the start of s, or 0. */
+size_t nc_vocab_match_control(const nc_vocab *v, const char *s, size_t n);
+
 #endif

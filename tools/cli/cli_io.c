@@ -1,4 +1,5 @@
 #include "cli_io.h"
+#include <stdbool.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -42,4 +43,41 @@ char *cli_read_file(const char *path, size_t *len) {
   fclose(f);
   errno = saved;
   return buf;
+}
+
+/* Prints a piece quoted: printable ASCII and valid multi-byte UTF-8 as is,
+ * everything else escaped. */
+void cli_print_piece(FILE *out, const char *s, size_t n) {
+  fputc('\'', out);
+  for (size_t i = 0; i < n;) {
+    unsigned char c = (unsigned char)s[i];
+    size_t l = c >= 0xF0 && c <= 0xF4   ? 4
+               : c >= 0xE0 && c <= 0xEF ? 3
+               : c >= 0xC2 && c <= 0xDF ? 2
+                                        : 1;
+    bool ok = l > 1 && i + l <= n;
+    for (size_t k = 1; ok && k < l; k++)
+      ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+    if (ok) {
+      fwrite(s + i, 1, l, out);
+      i += l;
+      continue;
+    }
+    if (c == '\n')
+      fputs("\\n", out);
+    else if (c == '\t')
+      fputs("\\t", out);
+    else if (c == '\r')
+      fputs("\\r", out);
+    else if (c == '\\')
+      fputs("\\\\", out);
+    else if (c == '\'')
+      fputs("\\'", out);
+    else if (c >= 0x20 && c < 0x7F)
+      fputc(c, out);
+    else
+      fprintf(out, "\\x%02x", c);
+    i++;
+  }
+  fputc('\'', out);
 }

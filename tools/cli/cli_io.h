@@ -13,4 +13,8 @@ char *cli_read_stream(FILE *f, size_t *len);
  * when it cannot be opened or read. */
 char *cli_read_file(const char *path, size_t *len);
 
+/* Prints a token piece quoted: printable ASCII and whole UTF-8 as is,
+ * everything else escaped (\n, \t, \r, \\, \', \xNN). */
+void cli_print_piece(FILE *out, const char *s, size_t n);
+
 #endif

@@ -84,6 +84,15 @@ static const opt_spec SPECS[] = {
      "keep generating past end-of-generation tokens"},
     {"--n-completions", NULL, OPT_INT, OFF(request.n), 1, 128,
      "completions of the prompt (sharing its KV cache)"},
+    {"--beam-width", NULL, OPT_INT, OFF(request.beam_width), 1, 64,
+     "beam search with this many beams (1: off); -N best are printed"},
+    {"--length-penalty", NULL, OPT_FLOAT, OFF(request.length_penalty), 0, 0,
+     "beam score = sum of logprobs / length^X (default 1)"},
+    {"--early-stopping", NULL, OPT_BOOL, OFF(request.early_stopping), 0, 0,
+     "beam search ends once N beams have finished"},
+    {"--parse-special-in-content", NULL, OPT_BOOL,
+     OFF(parse_special_in_content), 0, 0,
+     "chat: read special-token text in messages as control tokens"},
     {"--logprobs", NULL, OPT_INT, OFF(request.sampling.top_logprobs), 0,
      NUCLEUS_MAX_TOP_LOGPROBS,
      "print each token's logprob and this many alternatives"},
@@ -212,7 +221,10 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
 }
 
 nucleus_model *cli_load_model(const cli_options *o) {
-  const char *path = o->model_path ? o->model_path : cli_default_model();
+  char model_buf[CLI_MODEL_PATH_MAX];
+  const char *path = o->model_path
+                         ? o->model_path
+                         : cli_default_model(model_buf, sizeof model_buf);
   if (!path) return NULL;
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = o->n_threads;

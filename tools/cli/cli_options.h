@@ -21,6 +21,7 @@ typedef struct cli_options {
   nucleus_logit_bias bias[CLI_MAX_LOGIT_BIAS];
   bool reference_kernels;
   bool no_repack;
+  bool parse_special_in_content; /* chat: as nucleus_chat_params says */
 } cli_options;
 
 void cli_options_init(cli_options *o);

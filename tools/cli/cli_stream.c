@@ -1,5 +1,7 @@
 #include "cli_stream.h"
 
+#include "cli_io.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,19 +39,7 @@ static void print_piece(FILE *out, const nucleus_model *model, int32_t id) {
       NUCLEUS_OK)
     len = 0;
   if (len > sizeof piece) len = sizeof piece;
-  fputc('\'', out);
-  for (size_t i = 0; i < len; i++) {
-    unsigned char ch = (unsigned char)piece[i];
-    if (ch == '\n')
-      fputs("\\n", out);
-    else if (ch == '\t')
-      fputs("\\t", out);
-    else if (ch < 0x20)
-      fprintf(out, "\\x%02x", ch);
-    else
-      fputc(ch, out);
-  }
-  fputc('\'', out);
+  cli_print_piece(out, piece, len);
 }
 
 int cli_stream_request(const nucleus_model *model, nucleus_request *req,

@@ -78,17 +78,16 @@ static char *read_line(void) {
 static char *reply(nucleus_model *model, nucleus_engine *engine,
                    const cli_options *o, json_t *messages) {
   char *history = json_dumps(messages, JSON_COMPACT);
-  char *prompt = NULL;
-  size_t prompt_len = 0;
   int32_t *ids = NULL;
   size_t n_ids = 0;
   nucleus_request *req = NULL;
   nucleus_error err = {0};
   char *text = NULL;
   if (!history) return NULL;
-  if (nucleus_chat_render(model, history, NULL, true, &prompt, &prompt_len,
-                          &err) != NUCLEUS_OK ||
-      nucleus_tokenize_chat(model, prompt, prompt_len, &ids, &n_ids, &err) !=
+  nucleus_chat_params cp = nucleus_chat_default_params();
+  cp.messages_json = history;
+  cp.parse_special_in_content = o->parse_special_in_content;
+  if (nucleus_chat_apply(model, &cp, NULL, NULL, &ids, &n_ids, &err) !=
           NUCLEUS_OK ||
       nucleus_engine_submit(engine, ids, n_ids, &o->request, &req, &err) !=
           NUCLEUS_OK) {
@@ -110,7 +109,6 @@ static char *reply(nucleus_model *model, nucleus_engine *engine,
 done:
   nucleus_request_release(req);
   nucleus_free(ids);
-  nucleus_free(prompt);
   free(history);
   return text;
 }
@@ -136,8 +134,9 @@ int cmd_chat(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (o.request.n != 1) {
-    fprintf(stderr, "error: chat replies with one completion\n");
+  if (o.request.n != 1 || o.request.beam_width != 1) {
+    fprintf(stderr, "error: chat replies with one sampled completion (no "
+                    "--n-completions, no --beam-width)\n");
     return 2;
   }
   nucleus_model *model = cli_load_model(&o);

@@ -40,7 +40,8 @@ int cmd_info(int argc, char **argv) {
     }
     path = arg;
   }
-  if (!path) path = cli_default_model();
+  char model_buf[CLI_MODEL_PATH_MAX];
+  if (!path) path = cli_default_model(model_buf, sizeof model_buf);
   if (!path) return 1;
   nucleus_error err = {0};
   if (nucleus_print_gguf_info(path, stdout, &err) != NUCLEUS_OK) {

@@ -97,7 +97,10 @@ int cmd_perplexity(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (!model_path && !(model_path = cli_default_model())) return 1;
+  char model_buf[CLI_MODEL_PATH_MAX];
+  if (!model_path &&
+      !(model_path = cli_default_model(model_buf, sizeof model_buf)))
+    return 1;
   size_t text_len = 0;
   char *text = cli_read_file(text_path, &text_len);
   if (!text) {

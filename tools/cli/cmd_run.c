@@ -84,6 +84,11 @@ int cmd_run(int argc, char **argv) {
       return 2;
     }
   }
+  if (o.request.beam_width > 1 && o.request.sampling.temperature != 0) {
+    fprintf(stderr, "error: --temp does not apply to beam search, which ranks "
+                    "the raw log-probabilities\n");
+    return 2;
+  }
   char *file_text = NULL;
   if (file) {
     file_text = cli_read_file(file, NULL);
@@ -127,7 +132,9 @@ int cmd_run(int argc, char **argv) {
     int32_t ctx = o.engine.n_ctx ? o.engine.n_ctx : 8192;
     int32_t n_ctx_train = nucleus_model_n_ctx_train(model);
     if (ctx > n_ctx_train) ctx = n_ctx_train;
-    o.engine.kv_cache_tokens = (int64_t)ctx * o.request.n;
+    int32_t seqs =
+        o.request.beam_width > o.request.n ? o.request.beam_width : o.request.n;
+    o.engine.kv_cache_tokens = (int64_t)ctx * seqs;
   }
   if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK ||
       nucleus_engine_submit(engine, ids, n_ids, &o.request, &req, &err) !=

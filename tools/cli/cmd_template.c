@@ -125,7 +125,10 @@ int cmd_template(int argc, char **argv) {
   int rc = parse_conversation(conv, strlen(conv), &messages, &tools, &kwargs,
                               &add_gen);
   free(conv);
-  if (!rc && !model_path && !(model_path = cli_default_model())) rc = 1;
+  char model_buf[CLI_MODEL_PATH_MAX];
+  if (!rc && !model_path &&
+      !(model_path = cli_default_model(model_buf, sizeof model_buf)))
+    rc = 1;
   nucleus_model *model = NULL;
   nucleus_error err = {0};
   if (!rc) {

@@ -20,43 +20,6 @@ static void usage(FILE *out) {
           "  -m MODEL            the GGUF file (default: the default model)\n");
 }
 
-/* Prints a piece quoted: printable ASCII and valid multi-byte UTF-8 as is,
- * everything else escaped. */
-static void print_piece(const char *s, size_t n) {
-  putchar('\'');
-  for (size_t i = 0; i < n;) {
-    unsigned char c = (unsigned char)s[i];
-    size_t l = c >= 0xF0 && c <= 0xF4   ? 4
-               : c >= 0xE0 && c <= 0xEF ? 3
-               : c >= 0xC2 && c <= 0xDF ? 2
-                                        : 1;
-    bool ok = l > 1 && i + l <= n;
-    for (size_t k = 1; ok && k < l; k++)
-      ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
-    if (ok) {
-      fwrite(s + i, 1, l, stdout);
-      i += l;
-      continue;
-    }
-    if (c == '\n')
-      fputs("\\n", stdout);
-    else if (c == '\t')
-      fputs("\\t", stdout);
-    else if (c == '\r')
-      fputs("\\r", stdout);
-    else if (c == '\\')
-      fputs("\\\\", stdout);
-    else if (c == '\'')
-      fputs("\\'", stdout);
-    else if (c >= 0x20 && c < 0x7F)
-      putchar(c);
-    else
-      printf("\\x%02x", c);
-    i++;
-  }
-  putchar('\'');
-}
-
 int cmd_tokenize(int argc, char **argv) {
   const char *path = NULL, *text = NULL;
   bool ids_only = false, no_bos = false, from_stdin = false;
@@ -114,7 +77,8 @@ int cmd_tokenize(int argc, char **argv) {
   } else {
     len = strlen(text);
   }
-  if (!path) path = cli_default_model();
+  char model_buf[CLI_MODEL_PATH_MAX];
+  if (!path) path = cli_default_model(model_buf, sizeof model_buf);
   if (!path) {
     free(input);
     return 1;
@@ -147,7 +111,7 @@ int cmd_tokenize(int argc, char **argv) {
           NUCLEUS_OK)
         plen = 0;
       printf("%6d -> ", ids[i]);
-      print_piece(buf, plen < sizeof buf ? plen : sizeof buf);
+      cli_print_piece(stdout, buf, plen < sizeof buf ? plen : sizeof buf);
       putchar('\n');
     }
   }

@@ -2,6 +2,8 @@
 #ifndef NUCLEUS_CLI_COMMANDS_H
 #define NUCLEUS_CLI_COMMANDS_H
 
+#include <stddef.h>
+
 int cmd_info(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_run(int argc, char **argv);
@@ -11,9 +13,9 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
-/* The default model path (models/ beside the binary's repository, or
- * $NUCLEUS_MODEL), fetched with scripts/fetch_model.sh when missing.
- * Returns a static string or NULL after printing an error. */
-const char *cli_default_model(void);
+/* The default model's path (see default_model.c) written into buf, or
+ * NULL after printing why it cannot be had. */
+const char *cli_default_model(char *buf, size_t cap);
+#define CLI_MODEL_PATH_MAX 4096
 
 #endif

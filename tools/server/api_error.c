@@ -44,3 +44,14 @@ json_t *api_error_json(const api_error *e) {
   json_object_set_new(root, "error", inner);
   return root;
 }
+
+unsigned api_status_for(nucleus_status code) {
+  switch (code) {
+  case NUCLEUS_ERR_INVALID_ARGUMENT:
+  case NUCLEUS_ERR_LIMIT:
+  case NUCLEUS_ERR_UNSUPPORTED: return 400;
+  case NUCLEUS_ERR_BUSY:
+  case NUCLEUS_ERR_NOMEM: return 503;
+  default: return 500;
+  }
+}

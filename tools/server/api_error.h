@@ -5,6 +5,8 @@
 
 #include <jansson.h>
 
+#include "nucleus.h"
+
 typedef struct api_error {
   unsigned status;   /* HTTP status */
   const char *code;  /* NULL, or e.g. "context_length_exceeded" */
@@ -23,5 +25,10 @@ const char *api_error_type(unsigned status);
 
 /* The {"error": {...}} body; NULL when out of memory. */
 json_t *api_error_json(const api_error *e);
+
+/* The HTTP status for an engine error: 400 for the request's own fault
+ * (invalid, over a limit, unsupported), 503 for a passing shortage (busy,
+ * memory), 500 otherwise. */
+unsigned api_status_for(nucleus_status code);
 
 #endif

@@ -100,22 +100,73 @@ static json_t *completions_logprobs_empty(void) {
                    "top_logprobs", "text_offset");
 }
 
-/* Completions: appends one token to the four parallel arrays. */
+/* The token's raw piece into buf (at most 256 bytes); its length. */
+static size_t token_piece(server_ctx *srv, int32_t id, char buf[256]) {
+  size_t len = 0;
+  nucleus_error err;
+  if (nucleus_token_piece(srv->model, id, buf, 256, &len, &err) != NUCLEUS_OK)
+    return 0;
+  return len > 256 ? 256 : len;
+}
+
+/* "bytes:\xNN..." (OpenAI's and vLLM's spelling for bytes that are not
+ * whole UTF-8). */
+static json_t *bytes_key(const char *buf, size_t len) {
+  char hex[6 + 4 * 256 + 1];
+  int o = snprintf(hex, sizeof hex, "bytes:");
+  for (size_t i = 0; i < len; i++)
+    o += snprintf(hex + o, sizeof hex - (size_t)o, "\\x%02x",
+                  (unsigned char)buf[i]);
+  return json_stringn(hex, (size_t)o);
+}
+
+/* A completions token string: the piece when it is whole UTF-8, else its
+ * bytes, so that distinct tokens that render alike (the halves of one
+ * character) keep distinct top_logprobs keys. */
+static json_t *token_key(server_ctx *srv, int32_t id) {
+  char buf[256];
+  size_t len = token_piece(srv, id, buf), i = 0;
+  while (i < len) {
+    size_t l = utf8_sequence_length((const unsigned char *)buf + i, len - i);
+    if (!l) return bytes_key(buf, len);
+    i += l;
+  }
+  return json_stringn(buf, len);
+}
+
+/* Adds key -> logprob; a second token with the same text (a byte token
+ * beside a whole one) is keyed by its bytes. */
+static void top_put(server_ctx *srv, json_t *top, int32_t id, float logprob) {
+  json_t *key = token_key(srv, id);
+  if (key && json_object_get(top, json_string_value(key))) {
+    json_decref(key);
+    char buf[256];
+    key = bytes_key(buf, token_piece(srv, id, buf));
+    if (key && json_object_get(top, json_string_value(key))) {
+      json_decref(key); /* the same bytes twice: the same token */
+      return;
+    }
+  }
+  if (key)
+    json_object_set_new(top, json_string_value(key), json_finite(logprob));
+  json_decref(key);
+}
+
+/* Completions: appends one token to the four parallel arrays. top_logprobs
+ * holds the sampled token (first, under the same key as in "tokens") and
+ * the top_n alternatives: up to logprobs + 1 entries, as OpenAI's. */
 static void completions_logprob_append(server_ctx *srv, json_t *lp,
                                        const nucleus_event *ev, int32_t top_n,
                                        size_t offset) {
   json_array_append_new(json_object_get(lp, "tokens"),
-                        token_text(srv, ev->token, NULL));
+                        token_key(srv, ev->token));
   json_array_append_new(json_object_get(lp, "token_logprobs"),
                         json_finite(ev->logprob));
   json_t *top = json_object();
-  for (int32_t i = 0; i < ev->n_top_logprobs && i < top_n; i++) {
-    json_t *key = token_text(srv, ev->top_logprobs[i].token, NULL);
-    if (key && !json_object_get(top, json_string_value(key)))
-      json_object_set_new(top, json_string_value(key),
-                          json_finite(ev->top_logprobs[i].logprob));
-    json_decref(key);
-  }
+  if (top_n > 0) top_put(srv, top, ev->token, ev->logprob);
+  for (int32_t i = 0; i < ev->n_top_logprobs && i < top_n; i++)
+    if (ev->top_logprobs[i].token != ev->token)
+      top_put(srv, top, ev->top_logprobs[i].token, ev->top_logprobs[i].logprob);
   json_array_append_new(json_object_get(lp, "top_logprobs"), top);
   json_array_append_new(json_object_get(lp, "text_offset"),
                         json_integer((json_int_t)offset));
@@ -171,6 +222,12 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
       out->failed = true;
       out->error = ev->error;
     }
+    if (ev->finish_reason == NUCLEUS_FINISH_ABORT) out->aborted = true;
+    /* The text held back until the end (an unfinished stop string, a
+     * partial character, a beam's whole text) rides on this event. */
+    c->text_offset += ev->text_len;
+    if (accumulate && ev->text_len && append_text(c, ev->text, ev->text_len))
+      return -1;
     return 0;
   }
   out->completion_tokens++;
@@ -279,6 +336,16 @@ json_t *completion_chunk_token(const completion_out *out,
   if (out->req->chat)
     delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));
   return chunk(out, ev->index, delta, ev->text, ev->text_len, lp,
+               NUCLEUS_FINISH_NONE);
+}
+
+json_t *completion_chunk_text(const completion_out *out,
+                              const nucleus_event *ev) {
+  if (ev->index < 0 || ev->index >= out->n || !ev->text_len) return NULL;
+  json_t *delta = NULL;
+  if (out->req->chat)
+    delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));
+  return chunk(out, ev->index, delta, ev->text, ev->text_len, NULL,
                NUCLEUS_FINISH_NONE);
 }
 

@@ -30,6 +30,7 @@ typedef struct completion_out {
   int32_t completion_tokens;
   nucleus_timings timings; /* from the engine's DONE event */
   bool failed;             /* some completion ended with NUCLEUS_FINISH_ERROR */
+  bool aborted;            /* some completion was cancelled (server shutdown) */
   nucleus_error error;
 } completion_out;
 
@@ -50,6 +51,9 @@ json_t *completion_out_response(const completion_out *out);
 json_t *completion_chunk_role(const completion_out *out, int32_t index);
 json_t *completion_chunk_token(const completion_out *out,
                                const nucleus_event *ev);
+/* The text a FINISH event releases (NULL when it has none). */
+json_t *completion_chunk_text(const completion_out *out,
+                              const nucleus_event *ev);
 json_t *completion_chunk_finish(const completion_out *out, int32_t index);
 json_t *completion_chunk_usage(const completion_out *out);
 

@@ -33,11 +33,20 @@ void job_free(job *j) {
   free(j);
 }
 
-static int context_error(server_ctx *srv, size_t n_prompt, api_error *e) {
-  api_fail(e, 400, NULL,
-           "this model's context holds %d tokens, but the prompt has %zu "
-           "tokens",
-           srv->n_ctx, n_prompt);
+static int context_error(server_ctx *srv, bool chat, size_t n_prompt,
+                         const gen_request *req, api_error *e) {
+  const char *param = chat ? "messages" : "prompt";
+  if (req && req->max_tokens_given)
+    api_fail(e, 400, param,
+             "this model's maximum context length is %d tokens, but %lld "
+             "tokens were requested (%zu in the %s, %d in the completion)",
+             srv->n_ctx, (long long)n_prompt + req->params.max_tokens, n_prompt,
+             param, req->params.max_tokens);
+  else
+    api_fail(e, 400, param,
+             "this model's maximum context length is %d tokens, but the %s "
+             "has %zu tokens",
+             srv->n_ctx, param, n_prompt);
   e->code = "context_length_exceeded";
   return -1;
 }
@@ -53,7 +62,8 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
   int rc = gen_request_parse(root, chat, srv->n_vocab, &j->req, e);
   if (!rc)
     rc = chat
-             ? prompt_chat_tokens(srv, root, &j->prompt, &j->n_prompt, e)
+             ? prompt_chat(srv, root, &j->req.chat_opts, NULL, NULL, &j->prompt,
+                           &j->n_prompt, e)
              : prompt_completion_tokens(srv, root, &j->prompt, &j->n_prompt, e);
   json_decref(root);
   if (rc) return -1;
@@ -61,7 +71,12 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
     return api_fail(e, 400, chat ? "messages" : "prompt",
                     "the prompt is empty");
   if (j->n_prompt >= (size_t)srv->n_ctx)
-    return context_error(srv, j->n_prompt, e);
+    return context_error(srv, chat, j->n_prompt, NULL, e);
+  /* max_tokens given: prompt + completion must fit, as OpenAI checks;
+   * absent, the completion runs until the context is full (length). */
+  if (j->req.max_tokens_given &&
+      (long long)j->n_prompt + j->req.params.max_tokens > srv->n_ctx)
+    return context_error(srv, chat, j->n_prompt, &j->req, e);
   nucleus_error err = {0};
   if (nucleus_request_params_validate(srv->model, &j->req.params, &err) !=
       NUCLEUS_OK)
@@ -78,10 +93,9 @@ static int submit(server_ctx *srv, struct MHD_Connection *conn, job *j,
       gen_start(srv, conn, j->prompt, j->n_prompt, &j->req.params, &j->g, &err);
   switch (st) {
   case NUCLEUS_OK: return 0;
-  case NUCLEUS_ERR_BUSY:
-    return api_fail(e, 503, NULL, "the server is busy: %s", err.message);
+  case NUCLEUS_ERR_BUSY: return api_fail(e, 503, NULL, "%s", err.message);
   case NUCLEUS_ERR_LIMIT:
-    context_error(srv, j->n_prompt, e);
+    context_error(srv, j->req.chat, j->n_prompt, &j->req, e);
     snprintf(e->message, sizeof e->message, "%s", err.message);
     return -1;
   case NUCLEUS_ERR_INVALID_ARGUMENT:
@@ -111,20 +125,19 @@ static enum MHD_Result wait_and_reply(server_ctx *srv,
     }
     if (ev.kind == NUCLEUS_EVENT_DONE) break;
   }
-  bool all_failed = j->out.failed;
-  for (int32_t i = 0; i < j->out.n; i++)
-    if (j->out.choices[i].finish != NUCLEUS_FINISH_ERROR) all_failed = false;
   /* Generating took a while: restart the idle timer before answering. */
   reply_touch(conn, (unsigned)srv->cfg->timeout_s);
   enum MHD_Result r;
-  if (all_failed) {
-    api_error e;
-    nucleus_status code = j->out.error.code;
-    api_fail(&e,
-             code == NUCLEUS_ERR_INVALID_ARGUMENT || code == NUCLEUS_ERR_LIMIT
-                 ? 400
-                 : 500,
-             NULL, "%s", j->out.error.message);
+  api_error e;
+  if (j->out.failed) {
+    /* A completion that could not run fails the request: OpenAI's finish
+     * reasons have no "error". */
+    api_fail(&e, api_status_for(j->out.error.code), NULL, "%s",
+             j->out.error.message);
+    r = reply_error(srv, conn, &e);
+  } else if (j->out.aborted) {
+    api_fail(&e, 503, NULL,
+             "the request was cancelled: the server is shutting down");
     r = reply_error(srv, conn, &e);
   } else {
     r = reply_json(srv, conn, 200, completion_out_response(&j->out));

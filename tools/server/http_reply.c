@@ -86,8 +86,18 @@ enum MHD_Result reply_preflight(server_ctx *srv, struct MHD_Connection *conn) {
   if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "Access-Control-Allow-Methods",
                           "GET, POST, OPTIONS");
-  MHD_add_response_header(resp, "Access-Control-Allow-Headers",
-                          "Authorization, Content-Type, X-Api-Key");
+  /* Echo the headers the page asks for (the openai SDK sends its
+   * X-Stainless-* headers), when they are plain header names. */
+  const char *asked = MHD_lookup_connection_value(
+      conn, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+  bool plain = asked && strlen(asked) <= 1024;
+  for (const char *p = asked; plain && *p; p++)
+    plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+            (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == ',' ||
+            *p == ' ';
+  MHD_add_response_header(
+      resp, "Access-Control-Allow-Headers",
+      plain && *asked ? asked : "Authorization, Content-Type, X-Api-Key");
   MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
   return reply_queue(srv, conn, 204, resp);
 }

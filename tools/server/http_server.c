@@ -10,11 +10,15 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "conn_watch.h"
 #include "http_reply.h"
+#include "origin_guard.h"
 #include "routes.h"
 
 struct http_server {
+  server_ctx *srv;
   struct MHD_Daemon *daemon;
+  conn_watch *watch;
   struct sockaddr_storage addr;
   int port;
 };
@@ -57,11 +61,27 @@ static bool content_length_over(struct MHD_Connection *conn, size_t limit) {
  * the route, or NULL after filling *e. */
 static const route *admit(server_ctx *srv, struct MHD_Connection *conn,
                           const char *url, const char *method, api_error *e) {
+  if (!host_allowed(srv->cfg,
+                    MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_HOST))) {
+    api_fail(e, 403, NULL,
+             "the Host header names a host this server does not answer "
+             "for; start it with --allowed-host NAME to allow one");
+    return NULL;
+  }
   const route *r = route_find(method, url, e);
   if (!r) return NULL;
   if (!r->is_public && srv->cfg->api_key &&
       !auth_request_ok(conn, srv->cfg->api_key)) {
     api_fail(e, 401, NULL, "invalid or missing API key");
+    e->code = "invalid_api_key";
+    return NULL;
+  }
+  if (!strcmp(method, "POST") &&
+      !content_type_is_json(MHD_lookup_connection_value(
+          conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+    api_fail(e, 415, NULL,
+             "POST bodies must be sent with Content-Type: application/json");
     return NULL;
   }
   if (content_length_over(conn, srv->cfg->max_body_bytes)) {
@@ -81,16 +101,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
   (void)version;
-  server_ctx *srv = cls;
+  http_server *hs = cls;
+  server_ctx *srv = hs->srv;
   request_state *st = *con_cls;
   if (!st) {
     /* Browsers send preflights without credentials: answer them before
      * routing and authentication when CORS is on. */
-    if (srv->cfg->cors_origin && !strcmp(method, "OPTIONS"))
+    if (srv->cfg->cors_origin && !strcmp(method, "OPTIONS")) {
+      conn_watch_request_read(hs->watch, conn);
       return reply_preflight(srv, conn);
+    }
     api_error e;
     const route *r = admit(srv, conn, url, method, &e);
-    if (!r) return reply_error(srv, conn, &e);
+    if (!r) {
+      conn_watch_request_read(hs->watch, conn);
+      return reply_error(srv, conn, &e);
+    }
     st = calloc(1, sizeof *st);
     if (!st) return MHD_NO;
     st->route = r;
@@ -112,6 +138,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     }
     return append_body(st, upload, n) ? MHD_NO : MHD_YES;
   }
+  conn_watch_request_read(hs->watch, conn);
   if (st->too_large) {
     api_error e;
     api_fail(&e, 413, NULL, "request body is larger than the %zu-byte limit",
@@ -123,9 +150,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode why) {
-  (void)cls;
-  (void)conn;
   (void)why;
+  http_server *hs = cls;
+  conn_watch_request_done(hs->watch, conn);
   request_state *st = *con_cls;
   if (!st) return;
   free(st->body);
@@ -133,11 +160,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   *con_cls = NULL;
 }
 
-/* libmicrohttpd's own messages, marked as such. */
+/* libmicrohttpd's own messages, marked as such, each written whole. */
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
-  fputs("nucleus: http: ", stderr);
-  vfprintf(stderr, fmt, ap);
+  char line[1024];
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  if (n < 0) return;
+  size_t len = strlen(line);
+  while (len && line[len - 1] == '\n')
+    line[--len] = '\0';
+  fprintf(stderr, "nucleus: http: %s\n", line);
 }
 
 static int resolve(const char *host, int port, struct sockaddr_storage *out,
@@ -167,7 +199,14 @@ http_server *http_server_start(server_ctx *srv, char *msg, size_t cap) {
     snprintf(msg, cap, "out of memory");
     return NULL;
   }
+  hs->srv = srv;
   if (resolve(cfg->host, cfg->port, &hs->addr, msg, cap)) {
+    free(hs);
+    return NULL;
+  }
+  hs->watch = conn_watch_start(cfg->read_timeout_s, cfg->timeout_s);
+  if (!hs->watch) {
+    snprintf(msg, cap, "cannot start the connection watchdog");
     free(hs);
     return NULL;
   }
@@ -176,14 +215,17 @@ http_server *http_server_start(server_ctx *srv, char *msg, size_t cap) {
                    MHD_USE_ERROR_LOG | MHD_USE_POLL;
   if (hs->addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
   hs->daemon = MHD_start_daemon(
-      flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv,
+      flags, (uint16_t)cfg->port, NULL, NULL, on_request, hs,
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
       (struct sockaddr *)&hs->addr, MHD_OPTION_CONNECTION_TIMEOUT,
       (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
       (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+      (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, hs,
+      MHD_OPTION_NOTIFY_CONNECTION, conn_watch_notify, hs->watch,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
       MHD_OPTION_END);
   if (!hs->daemon) {
+    conn_watch_stop(hs->watch);
     snprintf(msg, cap, "cannot listen on %s:%d (address in use?)", cfg->host,
              cfg->port);
     free(hs);
@@ -208,5 +250,6 @@ void http_server_quiesce(http_server *hs) {
 void http_server_stop(http_server *hs) {
   if (!hs) return;
   if (hs->daemon) MHD_stop_daemon(hs->daemon);
+  conn_watch_stop(hs->watch);
   free(hs);
 }

@@ -97,25 +97,38 @@ static json_t *normalize_messages(const json_t *msgs, api_error *e) {
   return out;
 }
 
-int prompt_render_chat(server_ctx *srv, const json_t *root, char **text,
-                       size_t *len, api_error *e) {
+int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
+                char **text, size_t *len, int32_t **ids, size_t *n,
+                api_error *e) {
   json_t *msgs = normalize_messages(json_object_get(root, "messages"), e);
   if (!msgs) return e->status ? -1 : api_fail(e, 500, NULL, "out of memory");
   char *msgs_json = json_dumps(msgs, JSON_COMPACT);
   json_decref(msgs);
-  char *tools_json = NULL;
+  char *tools_json = NULL, *kwargs_json = NULL;
   const json_t *tools = json_object_get(root, "tools");
   if (json_is_array(tools) && json_array_size(tools))
     tools_json = json_dumps(tools, JSON_COMPACT);
-  if (!msgs_json) {
+  const json_t *kwargs = json_object_get(root, "chat_template_kwargs");
+  if (json_is_object(kwargs)) kwargs_json = json_dumps(kwargs, JSON_COMPACT);
+  if (!msgs_json || (json_is_object(kwargs) && !kwargs_json)) {
+    free(msgs_json);
     free(tools_json);
+    free(kwargs_json);
     return api_fail(e, 500, NULL, "out of memory");
   }
+  nucleus_chat_params p = nucleus_chat_default_params();
+  p.messages_json = msgs_json;
+  p.tools_json = tools_json;
+  p.kwargs_json = kwargs_json;
+  p.add_generation_prompt = opts->add_generation_prompt;
+  p.continue_final_message = opts->continue_final_message;
+  p.parse_special_in_content = srv->cfg->parse_special_in_content;
   nucleus_error err = {0};
-  nucleus_status st = nucleus_chat_render(srv->model, msgs_json, tools_json,
-                                          true, text, len, &err);
+  nucleus_status st =
+      nucleus_chat_apply(srv->model, &p, text, len, ids, n, &err);
   free(msgs_json);
   free(tools_json);
+  free(kwargs_json);
   if (st != NUCLEUS_OK)
     return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, "messages",
                     "chat template: %s", err.message);
@@ -142,22 +155,6 @@ int prompt_tokenize(server_ctx *srv, const char *text, size_t len,
   if (count) memcpy(*ids, toks, count * sizeof **ids);
   nucleus_free(toks);
   *n = count;
-  return 0;
-}
-
-int prompt_chat_tokens(server_ctx *srv, const json_t *root, int32_t **ids,
-                       size_t *n, api_error *e) {
-  char *text = NULL;
-  size_t len = 0;
-  if (prompt_render_chat(srv, root, &text, &len, e)) return -1;
-  nucleus_error err = {0};
-  /* One BOS even when the template prints bos_token itself. */
-  nucleus_status st =
-      nucleus_tokenize_chat(srv->model, text, len, ids, n, &err);
-  nucleus_free(text);
-  if (st != NUCLEUS_OK)
-    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, NULL,
-                    "tokenize: %s", err.message);
   return 0;
 }
 

@@ -6,17 +6,17 @@
 #include <jansson.h>
 
 #include "api_error.h"
+#include "request_parse.h"
 #include "server.h"
 
-/* Renders root["messages"] (and root["tools"]) with the chat template.
- * *text is allocated (release with nucleus_free). */
-int prompt_render_chat(server_ctx *srv, const json_t *root, char **text,
-                       size_t *len, api_error *e);
-
-/* The prompt tokens of a chat request (template, then tokenize with
- * special tokens parsed, never two BOS). *ids: release with free(). */
-int prompt_chat_tokens(server_ctx *srv, const json_t *root, int32_t **ids,
-                       size_t *n, api_error *e);
+/* Renders root["messages"] (with root["tools"] and
+ * root["chat_template_kwargs"]) with the chat template, as opts ends it,
+ * and/or tokenizes it (special-token text inside contents stays text
+ * unless --parse-special-in-content; never two BOS). Either output may be
+ * NULL. *text: release with nucleus_free; *ids: with nucleus_free. */
+int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
+                char **text, size_t *len, int32_t **ids, size_t *n,
+                api_error *e);
 
 /* The prompt tokens of a completions request (root["prompt"]: a string,
  * a list of token ids, or a list holding one of those). */

@@ -230,19 +230,186 @@ static int parse_lengths(const json_t *root, gen_request *r, api_error *e) {
   if (has) r->params.n = (int32_t)k;
   if (get_int(root, "max_tokens", 1, INT32_MAX, &k, &has, e)) return -1;
   if (has) r->params.max_tokens = (int32_t)k;
+  r->max_tokens_given = has;
   if (get_int(root, "max_completion_tokens", 1, INT32_MAX, &k, &has, e))
     return -1;
   if (has) r->params.max_tokens = (int32_t)k;
+  r->max_tokens_given |= has;
   if (get_int(root, "min_tokens", 0, INT32_MAX, &k, &has, e)) return -1;
   if (has) r->params.min_tokens = (int32_t)k;
   if (r->params.max_tokens > 0 && r->params.min_tokens > r->params.max_tokens)
     return api_fail(e, 400, "min_tokens",
                     "'min_tokens' (%d) must not exceed max_tokens (%d)",
                     r->params.min_tokens, r->params.max_tokens);
-  if (get_int(root, "best_of", 1, SERVER_MAX_N, &k, &has, e)) return -1;
-  if (has && k != r->params.n)
+  return 0;
+}
+
+/* vLLM's beam search fields: use_beam_search with best_of (the beam
+ * width, default n), length_penalty and early_stopping. Beam search ranks
+ * raw log-probabilities: options that only sampling reads are refused
+ * rather than ignored. */
+static int parse_beam(const json_t *root, gen_request *r, api_error *e) {
+  long long k = 0;
+  bool has = false, beam = false;
+  if (get_bool(root, "use_beam_search", &beam, e)) return -1;
+  if (get_int(root, "best_of", 1, SERVER_MAX_BEAM_WIDTH, &k, &has, e))
+    return -1;
+  if (!beam) {
+    if (has && k != r->params.n)
+      return api_fail(e, 400, "best_of",
+                      "'best_of' must equal n unless 'use_beam_search' is "
+                      "true (it is then the beam width)");
+    static const char *const beam_only[] = {"length_penalty", "early_stopping"};
+    for (size_t i = 0; i < 2; i++)
+      if (field(root, beam_only[i]))
+        return api_fail(e, 400, beam_only[i],
+                        "'%s' applies only with 'use_beam_search': true",
+                        beam_only[i]);
+    return 0;
+  }
+  int32_t width = has ? (int32_t)k : r->params.n;
+  if (width < r->params.n)
     return api_fail(e, 400, "best_of",
-                    "'best_of' is not supported (it must equal n)");
+                    "'best_of' (the beam width, %d) must be >= n (%d)", width,
+                    r->params.n);
+  if (get_float(root, "length_penalty", -10, 10, &r->params.length_penalty,
+                e) ||
+      get_bool(root, "early_stopping", &r->params.early_stopping, e))
+    return -1;
+  static const char *const refused[] = {"stop",
+                                        "logprobs",
+                                        "top_logprobs",
+                                        "logit_bias",
+                                        "presence_penalty",
+                                        "frequency_penalty",
+                                        "repetition_penalty",
+                                        "top_k",
+                                        "top_p",
+                                        "min_p",
+                                        "typical_p",
+                                        "seed",
+                                        "min_tokens"};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+    if (field(root, refused[i]))
+      return api_fail(e, 400, refused[i],
+                      "'%s' does not apply to beam search, which ranks the "
+                      "raw log-probabilities",
+                      refused[i]);
+  const json_t *t = field(root, "temperature");
+  if (t && (!json_is_number(t) || json_number_value(t) != 0))
+    return api_fail(e, 400, "temperature",
+                    "beam search is deterministic: 'temperature' must be 0 "
+                    "or absent");
+  r->params.beam_width = width < 2 ? 1 : width;
+  r->beam = true;
+  return 0;
+}
+
+int chat_opts_parse(const json_t *root, chat_opts *o, api_error *e) {
+  o->add_generation_prompt = true;
+  o->continue_final_message = false;
+  bool agp_given = field(root, "add_generation_prompt") != NULL;
+  if (get_bool(root, "add_generation_prompt", &o->add_generation_prompt, e) ||
+      get_bool(root, "continue_final_message", &o->continue_final_message, e))
+    return -1;
+  if (o->continue_final_message) {
+    if (agp_given && o->add_generation_prompt)
+      return api_fail(e, 400, "continue_final_message",
+                      "'continue_final_message' and 'add_generation_prompt' "
+                      "cannot both be true");
+    o->add_generation_prompt = false;
+  }
+  const json_t *kw = field(root, "chat_template_kwargs");
+  if (kw && !json_is_object(kw))
+    return api_fail(e, 400, "chat_template_kwargs",
+                    "'chat_template_kwargs' must be an object");
+  return 0;
+}
+
+/* Chat only: how the template ends the prompt. */
+static int parse_template_flags(const json_t *root, gen_request *r,
+                                api_error *e) {
+  static const char *const chat_only[] = {"add_generation_prompt",
+                                          "continue_final_message",
+                                          "chat_template_kwargs"};
+  if (r->chat) return chat_opts_parse(root, &r->chat_opts, e);
+  for (size_t i = 0; i < 3; i++)
+    if (field(root, chat_only[i]))
+      return api_fail(e, 400, chat_only[i],
+                      "'%s' applies only to /v1/chat/completions",
+                      chat_only[i]);
+  return 0;
+}
+
+/* Structured output and tool calls are refused until they are built, so
+ * that a request asking for them never gets free text with a 200. */
+static int parse_unsupported(const json_t *root, gen_request *r, api_error *e) {
+  const json_t *rf = field(root, "response_format");
+  if (rf) {
+    const json_t *type = json_object_get(rf, "type");
+    const char *t = json_is_string(type) ? json_string_value(type) : NULL;
+    if (!json_is_object(rf) || !t)
+      return api_fail(e, 400, "response_format",
+                      "'response_format' must be an object with a 'type'");
+    if (!strcmp(t, "json_object") || !strcmp(t, "json_schema"))
+      return api_fail(e, 400, "response_format",
+                      "'response_format' of type '%s' is not supported yet "
+                      "(structured output is not built)",
+                      t);
+    if (strcmp(t, "text"))
+      return api_fail(e, 400, "response_format",
+                      "'response_format.type' must be 'text', 'json_object' "
+                      "or 'json_schema', got '%.64s'",
+                      t);
+  }
+  static const char *const never[] = {"functions",     "function_call",
+                                      "guided_json",   "guided_regex",
+                                      "guided_choice", "guided_grammar"};
+  for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+    if (field(root, never[i]))
+      return api_fail(e, 400, never[i], "'%s' is not supported yet", never[i]);
+  const json_t *tools = field(root, "tools");
+  size_t n_tools = 0;
+  if (tools) {
+    if (!json_is_array(tools))
+      return api_fail(e, 400, "tools", "'tools' must be a list of tools");
+    size_t i;
+    const json_t *t;
+    json_array_foreach(tools, i, t) {
+      const json_t *type = json_object_get(t, "type");
+      const json_t *fn = json_object_get(t, "function");
+      if (!json_is_object(t) || !json_is_string(type) ||
+          strcmp(json_string_value(type), "function") || !json_is_object(fn) ||
+          !json_is_string(json_object_get(fn, "name")))
+        return api_fail(e, 400, "tools",
+                        "tools[%zu] must be {\"type\": \"function\", "
+                        "\"function\": {\"name\": ...}}",
+                        i);
+    }
+    n_tools = json_array_size(tools);
+  }
+  const json_t *tc = field(root, "tool_choice");
+  if (tc) {
+    const char *c = json_is_string(tc) ? json_string_value(tc) : NULL;
+    bool named =
+        json_is_object(tc) && json_is_string(json_object_get(tc, "type")) &&
+        !strcmp(json_string_value(json_object_get(tc, "type")), "function") &&
+        json_is_string(
+            json_object_get(json_object_get(tc, "function"), "name"));
+    if (!named && !(c && (!strcmp(c, "none") || !strcmp(c, "auto") ||
+                          !strcmp(c, "required"))))
+      return api_fail(e, 400, "tool_choice",
+                      "'tool_choice' must be 'none', 'auto', 'required' or "
+                      "{\"type\": \"function\", \"function\": "
+                      "{\"name\": ...}}");
+    if (!n_tools && !(c && !strcmp(c, "none")))
+      return api_fail(e, 400, "tool_choice", "'tool_choice' needs 'tools'");
+  }
+  if (n_tools)
+    return api_fail(e, 400, "tools",
+                    "'tools' is not supported yet (tool calling is not "
+                    "built)");
+  (void)r;
   return 0;
 }
 
@@ -289,7 +456,8 @@ int gen_request_parse(const json_t *root, bool chat, int32_t n_vocab,
   if (parse_flags(root, r, e) || parse_sampling(root, r, e) ||
       parse_lengths(root, r, e) || parse_logprobs(root, r, e) ||
       parse_stop(root, r, e) || parse_logit_bias(root, n_vocab, r, e) ||
-      parse_stop_token_ids(root, n_vocab, r, e)) {
+      parse_stop_token_ids(root, n_vocab, r, e) || parse_beam(root, r, e) ||
+      parse_template_flags(root, r, e) || parse_unsupported(root, r, e)) {
     gen_request_free(r);
     return -1;
   }

@@ -11,8 +11,19 @@
 #include "nucleus.h"
 
 #define SERVER_MAX_N 16
+#define SERVER_MAX_BEAM_WIDTH 16
 #define SERVER_MAX_LOGIT_BIAS 1024
 #define SERVER_MAX_STOP_TOKEN_IDS 64
+
+/* How a chat prompt ends (chat requests and /apply-template). */
+typedef struct chat_opts {
+  bool add_generation_prompt;  /* true unless asked otherwise */
+  bool continue_final_message; /* the last message stays open */
+} chat_opts;
+
+/* Reads add_generation_prompt, continue_final_message and checks
+ * chat_template_kwargs: 0, or -1 with *e. */
+int chat_opts_parse(const json_t *root, chat_opts *o, api_error *e);
 
 typedef struct gen_request {
   bool chat;
@@ -20,6 +31,9 @@ typedef struct gen_request {
   bool include_usage;
   bool logprobs;                 /* report the chosen token's logprob */
   int32_t top_logprobs;          /* alternatives per token */
+  bool max_tokens_given;         /* else: until the context is full */
+  bool beam;                     /* use_beam_search */
+  chat_opts chat_opts;           /* chat: how the template ends */
   char model[256];               /* echoed back in responses */
   nucleus_request_params params; /* points into the storage below */
   char *stop_copies[NUCLEUS_MAX_STOP_STRINGS];

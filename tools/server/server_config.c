@@ -32,7 +32,21 @@ void server_config_usage(FILE *out) {
       "  --cors-origin ORIGIN    let browser pages from ORIGIN (or *) call "
       "the API\n"
       "  --no-repack             add in the float order of llama.cpp "
-      "--no-repack\n");
+      "--no-repack\n"
+      "  --read-timeout S        a request's headers and body must arrive "
+      "within S\n"
+      "                          seconds, however slowly they trickle "
+      "(default 10)\n"
+      "  --max-connections-per-ip N  open connections from one address "
+      "(default 128)\n"
+      "  --allowed-host NAME     accept this name in the Host header "
+      "(repeatable;\n"
+      "                          IP literals and localhost always are; * "
+      "for any)\n"
+      "  --parse-special-in-content  read special-token text inside chat "
+      "messages\n"
+      "                          as control tokens (lets users forge "
+      "turns)\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
@@ -61,6 +75,8 @@ static void set_defaults(server_config *cfg) {
   cfg->drain_timeout_s = 30;
   cfg->timeout_s = 30;
   cfg->max_connections = 1024;
+  cfg->read_timeout_s = 10;
+  cfg->max_connections_per_ip = 128;
   const char *key = getenv("NUCLEUS_API_KEY");
   if (key && *key) cfg->api_key = key;
 }
@@ -80,6 +96,26 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "--no-repack")) {
       cfg->no_repack = true;
       takes_value = false;
+    } else if (!strcmp(a, "--parse-special-in-content")) {
+      cfg->parse_special_in_content = true;
+      takes_value = false;
+    } else if (!strcmp(a, "--read-timeout")) {
+      rc = parse_long(a, v, 1, 86400, &n, msg, cap);
+      cfg->read_timeout_s = (int)n;
+    } else if (!strcmp(a, "--max-connections-per-ip")) {
+      rc = parse_long(a, v, 1, 1 << 16, &n, msg, cap);
+      cfg->max_connections_per_ip = (int)n;
+    } else if (!strcmp(a, "--allowed-host")) {
+      if (!v || !*v || strlen(v) > 253) {
+        snprintf(msg, cap, "--allowed-host needs a host name (or '*')");
+        rc = -1;
+      } else if (cfg->n_allowed_hosts == SERVER_MAX_ALLOWED_HOSTS) {
+        snprintf(msg, cap, "at most %d --allowed-host names",
+                 SERVER_MAX_ALLOWED_HOSTS);
+        rc = -1;
+      } else {
+        cfg->allowed_hosts[cfg->n_allowed_hosts++] = v;
+      }
     } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
       if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
       cfg->model_path = v;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define SERVER_MAX_ALLOWED_HOSTS 16
+
 typedef struct server_config {
   const char *model_path; /* NULL: the default model */
   const char *host;       /* bind address, 127.0.0.1 by default */
@@ -24,6 +26,13 @@ typedef struct server_config {
   const char *chat_template_path; /* NULL: the model's template */
   const char *cors_origin;        /* NULL: no CORS headers; "*" or an origin */
   bool no_repack;                 /* llama.cpp --no-repack's float order */
+  bool parse_special_in_content;  /* chat contents may hold control tokens */
+  int read_timeout_s;             /* a request's headers and body, in all */
+  int max_connections_per_ip;
+  /* Host names (besides IP literals and localhost) requests may carry in
+   * their Host header; "*" allows any. */
+  const char *allowed_hosts[SERVER_MAX_ALLOWED_HOSTS];
+  int n_allowed_hosts;
   bool help;
 } server_config;
 

@@ -150,7 +150,10 @@ int cmd_serve(int argc, char **argv) {
     server_config_usage(stdout);
     return 0;
   }
-  const char *path = cfg.model_path ? cfg.model_path : cli_default_model();
+  char model_buf[CLI_MODEL_PATH_MAX];
+  const char *path = cfg.model_path
+                         ? cfg.model_path
+                         : cli_default_model(model_buf, sizeof model_buf);
   if (!path) return 1;
   /* Every thread started from here on inherits the blocked signals; this
    * thread takes them with sigwait, so no handler and no global flag. */

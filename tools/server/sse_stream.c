@@ -58,8 +58,15 @@ static int on_event(sse_stream *s, const nucleus_event *ev) {
     return put_event(s, completion_chunk_token(out, ev));
   case NUCLEUS_EVENT_FINISH:
     if (ev->finish_reason == NUCLEUS_FINISH_ERROR)
-      return put_error(s, 500, ev->error.message);
-    return put_event(s, completion_chunk_finish(out, ev->index));
+      return put_error(s, api_status_for(ev->error.code), ev->error.message);
+    if (ev->finish_reason == NUCLEUS_FINISH_ABORT)
+      return put_error(s, 503,
+                       "the request was cancelled: the server is "
+                       "shutting down");
+    return put_event(s, completion_chunk_text(out, ev)) ||
+                   put_event(s, completion_chunk_finish(out, ev->index))
+               ? -1
+               : 0;
   case NUCLEUS_EVENT_DONE:
     if (s->j->req.include_usage && put_event(s, completion_chunk_usage(out)))
       return -1;

@@ -152,7 +152,9 @@ enum MHD_Result handle_apply_template(server_ctx *srv,
   if (!root) return reply_error(srv, conn, &e);
   char *text = NULL;
   size_t text_len = 0;
-  int rc = prompt_render_chat(srv, root, &text, &text_len, &e);
+  chat_opts opts;
+  int rc = chat_opts_parse(root, &opts, &e) ||
+           prompt_chat(srv, root, &opts, &text, &text_len, NULL, NULL, &e);
   json_decref(root);
   if (rc) return reply_error(srv, conn, &e);
   json_t *prompt = json_text(text, text_len);
