@@ -136,7 +136,7 @@ def test_chunked_body_over_limit_is_413(server):
             yield b"y" * 4096
         yield b'"}'
     r = requests.post(server.url + "/v1/completions", data=chunks(),
-                      timeout=30)
+                      timeout=30, headers={"Content-Type": "application/json"})
     assert_error(r, 413)
 
 
@@ -190,7 +190,7 @@ def test_metrics_prometheus_text(server):
 def test_slow_headers_time_out_and_server_keeps_serving(server):
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     conn.connect()
-    conn.sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+    conn.sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     r = requests.get(server.url + "/health", timeout=5)
     assert r.status_code == 200
     conn.close()
@@ -262,7 +262,7 @@ def test_idle_connection_times_out(tiny):
     import socket
     import time
     s = socket.create_connection(("127.0.0.1", tiny.port))
-    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # never finished
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
     s.settimeout(10)
     t0 = time.monotonic()
     data = s.recv(4096)
@@ -330,7 +330,7 @@ def test_garbage_http_does_not_kill_the_server(server):
     import socket
     for junk in [b"\x00" * 64 + b"\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
                  b"POST /v1/completions HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
-                 b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                 b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                  b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
                  b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\n\r\n",
                  b"GET / HTTP/1.1\r\n" + b"X-A: b\r\n" * 5000 + b"\r\n"]:

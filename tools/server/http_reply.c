@@ -1,6 +1,7 @@
 /* nucleus serve: complete (non-streaming) responses. */
 #include "http_reply.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,9 +96,10 @@ enum MHD_Result reply_preflight(server_ctx *srv, struct MHD_Connection *conn) {
     plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
             (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == ',' ||
             *p == ' ';
-  MHD_add_response_header(
-      resp, "Access-Control-Allow-Headers",
-      plain && *asked ? asked : "Authorization, Content-Type, X-Api-Key");
+  char allow[1100];
+  snprintf(allow, sizeof allow, "Authorization, Content-Type, X-Api-Key%s%s",
+           plain && *asked ? ", " : "", plain && *asked ? asked : "");
+  MHD_add_response_header(resp, "Access-Control-Allow-Headers", allow);
   MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
   return reply_queue(srv, conn, 204, resp);
 }

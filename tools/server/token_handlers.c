@@ -65,21 +65,29 @@ static json_t *piece_entry(server_ctx *srv, int32_t id) {
 static enum MHD_Result tokenize(server_ctx *srv, struct MHD_Connection *conn,
                                 json_t *root, api_error *e) {
   const json_t *content = json_object_get(root, "content");
+  bool chat = json_object_get(root, "messages") != NULL;
   bool add_special, parse_special, with_pieces;
-  if (!json_is_string(content)) {
-    api_fail(e, 400, "content", "'content' must be a string");
+  if (!chat && !json_is_string(content)) {
+    api_fail(e, 400, "content",
+             "'content' must be a string (or give 'messages')");
     return reply_error(srv, conn, e);
   }
-  if (opt_bool(root, "add_special", false, &add_special, e) ||
-      opt_bool(root, "parse_special", true, &parse_special, e) ||
-      opt_bool(root, "with_pieces", false, &with_pieces, e))
+  if (opt_bool(root, "with_pieces", false, &with_pieces, e))
     return reply_error(srv, conn, e);
   int32_t *ids = NULL;
   size_t n = 0;
-  if (prompt_tokenize(srv, json_string_value(content),
-                      json_string_length(content), add_special, parse_special,
-                      &ids, &n, e))
+  if (chat) { /* the prompt tokens of a chat request, as vLLM's */
+    chat_opts opts;
+    if (chat_opts_parse(root, &opts, e) ||
+        prompt_chat(srv, root, &opts, NULL, NULL, &ids, &n, e))
+      return reply_error(srv, conn, e);
+  } else if (opt_bool(root, "add_special", false, &add_special, e) ||
+             opt_bool(root, "parse_special", true, &parse_special, e) ||
+             prompt_tokenize(srv, json_string_value(content),
+                             json_string_length(content), add_special,
+                             parse_special, &ids, &n, e)) {
     return reply_error(srv, conn, e);
+  }
   json_t *tokens = json_array();
   for (size_t i = 0; i < n; i++)
     json_array_append_new(tokens, with_pieces ? piece_entry(srv, ids[i])
