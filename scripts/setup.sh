@@ -12,7 +12,7 @@ $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
   build-essential clang-14 libclang-rt-14-dev pkg-config curl \
   libjansson-dev libpcre2-dev libmicrohttpd-dev libcmocka-dev \
-  python3 python3-pip python3-venv >/dev/null
+  python3 python3-pip python3-venv chromium chromium-driver >/dev/null
 
 # Python test oracles and clients. --break-system-packages lets this work
 # with Debian's own python3 (PEP 668) as well as with a pyenv python.

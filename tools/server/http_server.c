@@ -11,6 +11,7 @@
 
 #include "auth.h"
 #include "conn_watch.h"
+#include "http_gate.h"
 #include "http_reply.h"
 #include "origin_guard.h"
 #include "routes.h"
@@ -18,8 +19,10 @@
 struct http_server {
   server_ctx *srv;
   struct MHD_Daemon *daemon;
+  http_gate *gate;
   conn_watch *watch;
   struct sockaddr_storage addr;
+  socklen_t addr_len;
   int port;
 };
 
@@ -173,7 +176,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 static int resolve(const char *host, int port, struct sockaddr_storage *out,
-                   char *msg, size_t cap) {
+                   socklen_t *out_len, char *msg, size_t cap) {
   struct addrinfo hints = {.ai_family = AF_UNSPEC,
                            .ai_socktype = SOCK_STREAM,
                            .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
@@ -188,6 +191,7 @@ static int resolve(const char *host, int port, struct sockaddr_storage *out,
   }
   memset(out, 0, sizeof *out);
   memcpy(out, res->ai_addr, res->ai_addrlen);
+  *out_len = res->ai_addrlen;
   freeaddrinfo(res);
   return 0;
 }
@@ -200,7 +204,7 @@ http_server *http_server_start(server_ctx *srv, char *msg, size_t cap) {
     return NULL;
   }
   hs->srv = srv;
-  if (resolve(cfg->host, cfg->port, &hs->addr, msg, cap)) {
+  if (resolve(cfg->host, cfg->port, &hs->addr, &hs->addr_len, msg, cap)) {
     free(hs);
     return NULL;
   }
@@ -210,30 +214,37 @@ http_server *http_server_start(server_ctx *srv, char *msg, size_t cap) {
     free(hs);
     return NULL;
   }
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
-                   MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
-                   MHD_USE_ERROR_LOG | MHD_USE_POLL;
-  if (hs->addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
-  hs->daemon = MHD_start_daemon(
-      flags, (uint16_t)cfg->port, NULL, NULL, on_request, hs,
-      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-      (struct sockaddr *)&hs->addr, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, hs,
-      MHD_OPTION_NOTIFY_CONNECTION, conn_watch_notify, hs->watch,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
-      MHD_OPTION_END);
-  if (!hs->daemon) {
+  hs->gate = http_gate_listen(srv, (struct sockaddr *)&hs->addr, hs->addr_len,
+                              msg, cap);
+  if (!hs->gate) {
     conn_watch_stop(hs->watch);
-    snprintf(msg, cap, "cannot listen on %s:%d (address in use?)", cfg->host,
-             cfg->port);
     free(hs);
     return NULL;
   }
-  const union MHD_DaemonInfo *info =
-      MHD_get_daemon_info(hs->daemon, MHD_DAEMON_INFO_BIND_PORT);
-  hs->port = info ? info->port : cfg->port;
+  /* The gate owns the listening socket and hands checked connections in. */
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
+                   MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC |
+                   MHD_USE_ERROR_LOG | MHD_USE_POLL | MHD_USE_NO_LISTEN_SOCKET;
+  if (hs->addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  hs->daemon = MHD_start_daemon(
+      flags, 0, NULL, NULL, on_request, hs, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+      NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, hs,
+      MHD_OPTION_NOTIFY_CONNECTION, conn_watch_notify, hs->watch,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,
+      MHD_OPTION_END);
+  if (!hs->daemon || http_gate_start(hs->gate, hs->daemon)) {
+    snprintf(msg, cap, "cannot start the HTTP daemon on %s:%d", cfg->host,
+             cfg->port);
+    http_gate_free(hs->gate);
+    if (hs->daemon) MHD_stop_daemon(hs->daemon);
+    conn_watch_stop(hs->watch);
+    free(hs);
+    return NULL;
+  }
+  hs->port = http_gate_port(hs->gate);
   return hs;
 }
 
@@ -242,13 +253,12 @@ int http_server_port(http_server *hs) {
 }
 
 void http_server_quiesce(http_server *hs) {
-  if (!hs || !hs->daemon) return;
-  MHD_socket fd = MHD_quiesce_daemon(hs->daemon);
-  if (fd != MHD_INVALID_SOCKET) close(fd);
+  if (hs) http_gate_quiesce(hs->gate);
 }
 
 void http_server_stop(http_server *hs) {
   if (!hs) return;
+  http_gate_free(hs->gate);
   if (hs->daemon) MHD_stop_daemon(hs->daemon);
   conn_watch_stop(hs->watch);
   free(hs);

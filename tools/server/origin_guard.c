@@ -27,7 +27,7 @@ static bool same_name(const char *a, size_t an, const char *b) {
 }
 
 bool host_allowed(const server_config *cfg, const char *value) {
-  if (!value) return false;
+  if (!value) return true; /* no browser omits it (HTTP/1.0 clients do) */
   char host[256];
   size_t n = strlen(value);
   if (n == 0 || n >= sizeof host) return false;

@@ -18,7 +18,8 @@
 bool content_type_is_json(const char *value);
 
 /* True when the Host header value (with or without a port) names this
- * server as cfg allows; NULL (no header) is refused. */
+ * server as cfg allows. NULL (no header: HTTP/1.0 clients, never a
+ * browser) is allowed. */
 bool host_allowed(const server_config *cfg, const char *value);
 
 #endif

@@ -1,0 +1,178 @@
+/* nucleus serve: the request-head checker (http_head.c) and the origin
+ * checks (origin_guard.c), without a server; the fuzz seeds replayed. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "http_head.h"
+#include "origin_guard.h"
+
+static http_head_result check(const char *s, unsigned *status) {
+  http_head_verdict v = {0};
+  http_head_result r = http_head_check(s, strlen(s), 4096, &v);
+  if (status) *status = r == HTTP_HEAD_BAD ? v.status : 0;
+  if (r == HTTP_HEAD_BAD) assert_true(v.message[0] != '\0');
+  return r;
+}
+
+static void bad_with(const char *s, unsigned want) {
+  unsigned status;
+  assert_int_equal(check(s, &status), HTTP_HEAD_BAD);
+  assert_int_equal(status, want);
+}
+
+static void test_good_heads(void **state) {
+  (void)state;
+  assert_int_equal(check("GET /health HTTP/1.1\r\nHost: a\r\n\r\n", NULL),
+                   HTTP_HEAD_OK);
+  assert_int_equal(check("\r\nGET / HTTP/1.0\n\n", NULL), HTTP_HEAD_OK);
+  assert_int_equal(check("POST /v1/x?y=1 HTTP/1.1\r\nContent-Length: 12\r\n"
+                         "Content-Length: 12\r\n\r\n",
+                         NULL),
+                   HTTP_HEAD_OK);
+  assert_int_equal(check("POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n"
+                         "\r\n1a;ext=1\r\n",
+                         NULL),
+                   HTTP_HEAD_OK);
+}
+
+static void test_incomplete_heads_wait(void **state) {
+  (void)state;
+  const char *prefixes[] = {"",
+                            "\r\n",
+                            "GE",
+                            "GET /",
+                            "GET / HTTP/1.1",
+                            "GET / HTTP/1.1\r\nHost: a",
+                            "GET / HTTP/1.1\r\n"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    assert_int_equal(check(prefixes[i], NULL), HTTP_HEAD_INCOMPLETE);
+}
+
+static void test_bad_heads(void **state) {
+  (void)state;
+  bad_with("\x01\x02 garbage\r\n\r\n", 400);
+  bad_with("\x01", 400); /* known bad before the line ends */
+  bad_with("GET /health\r\n\r\n", 400);
+  bad_with("GET  / HTTP/1.1\r\n\r\n", 400);
+  bad_with("GET / HTTP/2.0\r\n\r\n", 505);
+  bad_with("GET / HTTP/1.2\r\n\r\n", 505);
+  bad_with("GET / HTTPS/1.1\r\n\r\n", 400);
+  bad_with("GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", 400);
+  bad_with("GET / HTTP/1.1\r\nX: 1\r\n 2\r\n\r\n", 400);
+  bad_with("GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n", 400);
+  bad_with("POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\n", 400);
+  bad_with("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400);
+  bad_with("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+           400);
+  bad_with("POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+           400);
+  bad_with("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501);
+  bad_with("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+           "Content-Length: 3\r\n\r\n",
+           400);
+  bad_with("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400);
+  bad_with("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nz", 400);
+}
+
+static void test_oversized_head_is_431(void **state) {
+  (void)state;
+  char *big = malloc(6000);
+  memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+  memset(big + 19, 'a', 6000 - 20);
+  big[5999] = '\0';
+  bad_with(big, 431);
+  memcpy(big, "GET /", 5);
+  memset(big + 5, 'a', 5000); /* a request line that never ends */
+  big[5005] = '\0';
+  bad_with(big, 431);
+  free(big);
+}
+
+static void test_content_type(void **state) {
+  (void)state;
+  assert_true(content_type_is_json("application/json"));
+  assert_true(content_type_is_json(" Application/JSON ; charset=utf-8"));
+  assert_false(content_type_is_json(NULL));
+  assert_false(content_type_is_json("text/plain"));
+  assert_false(content_type_is_json("application/jsonp"));
+  assert_false(content_type_is_json("application/x-www-form-urlencoded"));
+}
+
+static void test_host(void **state) {
+  (void)state;
+  server_config cfg = {0};
+  cfg.host = "127.0.0.1";
+  const char *ok[] = {NULL,         "127.0.0.1",   "127.0.0.1:8080",
+                      "localhost",  "LocalHost.",  "localhost:1",
+                      "[::1]:8080", "192.168.1.9", "[2001:db8::1]"};
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+    assert_true(host_allowed(&cfg, ok[i]));
+  const char *bad[] = {"",
+                       "evil.example",
+                       "evil.example:8080",
+                       "127.0.0.1.evil.example",
+                       "localhost.evil.example",
+                       "[::1",
+                       "[not-an-ip]",
+                       "a:b:c",
+                       "127.0.0.1:80:80"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    assert_false(host_allowed(&cfg, bad[i]));
+  cfg.allowed_hosts[cfg.n_allowed_hosts++] = "box.internal";
+  assert_true(host_allowed(&cfg, "BOX.internal:9"));
+  assert_false(host_allowed(&cfg, "evil.example"));
+  cfg.allowed_hosts[cfg.n_allowed_hosts++] = "*";
+  assert_true(host_allowed(&cfg, "evil.example"));
+}
+
+/* Every seed of the fuzz target gets a verdict at every prefix length. */
+static void test_fuzz_seeds(void **state) {
+  (void)state;
+  const char *root = getenv("NUCLEUS_ROOT");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/fuzz/corpus/http_head", root ? root : ".");
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char buf[65536];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    for (size_t k = 0; k <= len; k++) {
+      http_head_verdict v;
+      http_head_result r = http_head_check(buf, k, 4096, &v);
+      assert_true(r == HTTP_HEAD_OK || r == HTTP_HEAD_BAD ||
+                  r == HTTP_HEAD_INCOMPLETE);
+    }
+    n++;
+  }
+  closedir(d);
+  assert_true(n >= 5);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_good_heads),
+      cmocka_unit_test(test_incomplete_heads_wait),
+      cmocka_unit_test(test_bad_heads),
+      cmocka_unit_test(test_oversized_head_is_431),
+      cmocka_unit_test(test_content_type),
+      cmocka_unit_test(test_host),
+      cmocka_unit_test(test_fuzz_seeds),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
