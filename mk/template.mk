@@ -7,6 +7,8 @@ JINJA_OBJS := status jinja jinja_arena jinja_buf jinja_utf8 jinja_value \
 UNIT_TESTS += test_jinja test_chat_template
 test_jinja_DEPS := $(JINJA_OBJS) chat_template
 test_chat_template_DEPS := $(JINJA_OBJS) chat_template
+UNIT_TESTS += test_chat_apply
+test_chat_apply_LIB := 1
 
 # libFuzzer target: make fuzz-template (clang-14), then
 #   build/fuzz/fuzz_template -max_total_time=600 -dict=fuzz/template.dict \

@@ -9,7 +9,10 @@
  * placeholders are replaced back and their byte ranges reported, so the
  * tokenizer reads special tokens only in the bytes the template wrote.
  * Occurrences of the two marker characters themselves are protected the
- * same way, so any content round-trips unchanged. */
+ * same way, so any content round-trips unchanged. Protected text is
+ * restored as written: a template that changes the case of a content
+ * leaves it as it was, and one that cuts a placeholder apart (slicing a
+ * content) makes the render fail rather than guess. */
 #ifndef NC_CHAT_TEMPLATE_GUARD_H
 #define NC_CHAT_TEMPLATE_GUARD_H
 
