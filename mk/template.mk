@@ -5,8 +5,8 @@ JINJA_OBJS := status jinja jinja_arena jinja_buf jinja_utf8 jinja_value \
   jinja_globals jinja_filters jinja_tests jinja_json jinja_format
 
 UNIT_TESTS += test_jinja test_chat_template
-test_jinja_DEPS := $(JINJA_OBJS) chat_template
-test_chat_template_DEPS := $(JINJA_OBJS) chat_template
+test_jinja_DEPS := $(JINJA_OBJS) chat_template chat_template_guard
+test_chat_template_DEPS := $(JINJA_OBJS) chat_template chat_template_guard
 UNIT_TESTS += test_chat_apply
 test_chat_apply_LIB := 1
 
@@ -15,7 +15,7 @@ test_chat_apply_LIB := 1
 #     fuzz/corpus-run/template fuzz/corpus/template
 FUZZ_CC ?= clang-14
 FUZZ_TEMPLATE_SRCS := fuzz/fuzz_template.c \
-  $(patsubst %,src/%.c,$(JINJA_OBJS) chat_template)
+  $(patsubst %,src/%.c,$(JINJA_OBJS) chat_template chat_template_guard)
 
 .PHONY: fuzz-template
 fuzz-template: build/fuzz/fuzz_template
