@@ -232,6 +232,61 @@ typedef struct nucleus_request_params {
 
 nucleus_request_params nucleus_request_default_params(void);
 
+/* ------------------------------------------ the generation-parameter contract
+ *
+ * One table of every scalar generation parameter: its name (the OpenAI/vLLM
+ * request field), CLI flag, range, and default on each surface. The library's
+ * validation, the server's parser and the CLI's options all read it, so each
+ * gives the same answer and the same message. Structured parameters (stop,
+ * stop_token_ids, logit_bias, seed, logprobs) are outside the table. */
+
+typedef enum nucleus_param_kind {
+  NUCLEUS_PARAM_FLOAT,
+  NUCLEUS_PARAM_INT,
+  NUCLEUS_PARAM_BOOL,
+} nucleus_param_kind;
+
+typedef enum nucleus_surface {
+  NUCLEUS_SURFACE_LIBRARY, /* nucleus_request_default_params() */
+  NUCLEUS_SURFACE_SERVER,  /* OpenAI's: temperature 1, top_p 1 */
+  NUCLEUS_SURFACE_CLI,     /* llama.cpp's CLI: temperature 0.8, top_k 40,
+                              top_p 0.95, min_p 0.05 */
+  NUCLEUS_SURFACE_COUNT,
+} nucleus_surface;
+
+typedef struct nucleus_param_info {
+  const char *name;     /* the request field, e.g. "temperature" */
+  const char *cli_flag; /* e.g. "--temp"; NULL when the CLI has none */
+  const char *cli_alias;
+  nucleus_param_kind kind;
+  double min, max;    /* the allowed range, inclusive */
+  bool min_exclusive; /* (min, max] */
+  double defaults[NUCLEUS_SURFACE_COUNT];
+  const char *gguf_key; /* general.sampling.* key a model file may set, or
+                           NULL; it overrides the server and CLI defaults */
+  const char *help;
+} nucleus_param_info;
+
+size_t nucleus_params_count(void);
+const nucleus_param_info *nucleus_params_at(size_t i); /* NULL past the end */
+const nucleus_param_info *nucleus_params_find(const char *name);
+
+/* Sets the parameter called name in p to v, checked against its range
+ * ("'NAME' must be in [LO, HI], got V" otherwise). */
+nucleus_status nucleus_params_set(nucleus_request_params *p, const char *name,
+                                  double v, nucleus_error *err);
+double nucleus_params_value(const nucleus_request_params *p, const char *name);
+
+/* The defaults of a surface, with the model's own recommendation
+ * (general.sampling.*, as llama.cpp reads it) first where the file has one
+ * and the surface is the server's or the CLI's. model may be NULL. */
+nucleus_request_params nucleus_request_params_for(const nucleus_model *model,
+                                                  nucleus_surface surface);
+
+/* The model's recommendation for one parameter: true with *v. */
+bool nucleus_model_recommends(const nucleus_model *model, const char *name,
+                              double *v);
+
 /* Validates every parameter against the model (token ids in range, ...). */
 nucleus_status
 nucleus_request_params_validate(const nucleus_model *model,

@@ -4,6 +4,7 @@
 
 #include "engine.h"
 #include "sampler.h"
+#include "sampler_contract.h"
 
 #define DEFAULT_N_CTX_CAP 8192
 #define DEFAULT_KV_TOKENS 16384
@@ -23,12 +24,7 @@ nucleus_request_params nucleus_request_default_params(void) {
   nucleus_request_params p;
   memset(&p, 0, sizeof p);
   p.sampling = nucleus_sampling_default_params();
-  p.max_tokens = -1;
-  p.min_tokens = 0;
-  p.skip_special_tokens = true;
-  p.n = 1;
-  p.beam_width = 1;
-  p.length_penalty = 1.0f;
+  nc_params_apply_defaults(&p, NUCLEUS_SURFACE_LIBRARY);
   return p;
 }
 
@@ -48,17 +44,13 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
   int32_t n_vocab = nc_model_hparams(model)->n_vocab;
   nc_code rc = nc_sampling_validate(&p->sampling, n_vocab, err);
   if (rc != NC_OK) return rc;
-  if (p->max_tokens < -1 || p->max_tokens == 0)
+  /* Every scalar against the one contract (sampler_contract.c), then what
+   * relates one parameter to another. */
+  if ((rc = nc_params_check_request(p, err)) != NC_OK) return rc;
+  if (p->max_tokens > 0 && p->min_tokens > p->max_tokens)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "max_tokens: %d; must be >= 1 (or -1: until the context "
-                   "is full)",
-                   p->max_tokens);
-  if (p->min_tokens < 0 || (p->max_tokens > 0 && p->min_tokens > p->max_tokens))
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "min_tokens: %d; must be in [0, max_tokens]", p->min_tokens);
-  if (p->n < 1 || p->n > 128)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "n: %d; must be in [1, 128]",
-                   p->n);
+                   "'min_tokens' (%d) must not exceed max_tokens (%d)",
+                   p->min_tokens, p->max_tokens);
   if (p->n_stop > NUCLEUS_MAX_STOP_STRINGS)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "stop: %zu strings; at most %d allowed", p->n_stop,
@@ -75,9 +67,6 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "stop_token_ids[%zu]: %d; token ids are in [0, %d)", i,
                      p->stop_token_ids[i], n_vocab);
-  if (p->beam_width < 1 || p->beam_width > 64)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "beam_width: %d; must be in [1, 64]", p->beam_width);
   if (p->beam_width > 1 && p->n > p->beam_width)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "n: %d; with beam search it must be <= beam_width (%d)",
@@ -104,10 +93,6 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
                      "ranks the raw log-probabilities",
                      p->beam_width, what);
   }
-  if (!isfinite(p->length_penalty) || fabsf(p->length_penalty) > 10.0f)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "length_penalty: %g; must be finite, in [-10, 10]",
-                   (double)p->length_penalty);
   return NC_OK;
 }
 

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "sampler.h"
+#include "sampler_contract.h"
 
 nucleus_sampling_params nucleus_sampling_default_params(void) {
   return (nucleus_sampling_params){
@@ -28,15 +29,6 @@ nucleus_sampling_params nucleus_sampling_default_params(void) {
   };
 }
 
-static nc_code check_range(const char *name, float v, float lo, float hi,
-                           bool lo_open, nc_error *err) {
-  bool ok = isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi;
-  if (ok) return NC_OK;
-  return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                 "%s = %g is out of range: %s%g, %g]", name, (double)v,
-                 lo_open ? "(" : "[", (double)lo, (double)hi);
-}
-
 static nc_code check_ids(const char *name, const int32_t *ids, size_t n,
                          int32_t n_vocab, nc_error *err) {
   if (n > 0 && !ids)
@@ -57,32 +49,9 @@ nc_code nc_sampling_validate(const nucleus_sampling_params *p, int32_t n_vocab,
   if (n_vocab <= 0)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "n_vocab = %d: must be at least 1", n_vocab);
-  nc_code rc;
-  if ((rc = check_range("temperature", p->temperature, 0.0f, NC_TEMPERATURE_MAX,
-                        false, err)))
-    return rc;
-  if (p->top_k < 0)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "top_k = %d is out of range: 0 (off) or >= 1 (%d or more "
-                   "keeps every token)",
-                   p->top_k, n_vocab);
-  if ((rc = check_range("top_p", p->top_p, 0.0f, 1.0f, true, err))) return rc;
-  if ((rc = check_range("min_p", p->min_p, 0.0f, 1.0f, false, err))) return rc;
-  if ((rc = check_range("typical_p", p->typical_p, 0.0f, 1.0f, true, err)))
-    return rc;
-  if ((rc = check_range("repetition_penalty", p->repetition_penalty, 0.0f,
-                        NC_REPETITION_PENALTY_MAX, true, err)))
-    return rc;
-  if ((rc = check_range("presence_penalty", p->presence_penalty, -2.0f, 2.0f,
-                        false, err)))
-    return rc;
-  if ((rc = check_range("frequency_penalty", p->frequency_penalty, -2.0f, 2.0f,
-                        false, err)))
-    return rc;
-  if (p->top_logprobs < 0 || p->top_logprobs > NUCLEUS_MAX_TOP_LOGPROBS)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "top_logprobs = %d is out of range: [0, %d]",
-                   p->top_logprobs, NUCLEUS_MAX_TOP_LOGPROBS);
+  /* Every scalar against the one contract (sampler_contract.c). */
+  nc_code rc = nc_params_check_sampling(p, err);
+  if (rc != NC_OK) return rc;
   if (p->n_logit_bias > 0 && !p->logit_bias)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "logit_bias: %zu entries announced but the array is NULL",

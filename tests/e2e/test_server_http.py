@@ -71,7 +71,7 @@ CHAT = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
 
 
 @pytest.mark.parametrize("field,value", [
-    ("temperature", -1), ("temperature", 3), ("temperature", "hot"),
+    ("temperature", -1), ("temperature", 101), ("temperature", "hot"),
     ("top_p", 0), ("top_p", 1.5), ("top_k", -2), ("top_k", 1.5),
     ("min_p", 2), ("typical_p", 0), ("repetition_penalty", 0),
     ("presence_penalty", 2.5), ("frequency_penalty", -3),

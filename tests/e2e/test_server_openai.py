@@ -167,7 +167,7 @@ def test_sampling_parameters_accepted(client):
 
 
 @pytest.mark.parametrize("kw,param", [
-    (dict(temperature=5), "temperature"),
+    (dict(temperature=101), "temperature"),
     (dict(top_p=0), "top_p"),
     (dict(n=0), "n"),
     (dict(max_tokens=0), "max_tokens"),

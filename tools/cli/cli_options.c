@@ -58,44 +58,9 @@ static const opt_spec SPECS[] = {
      "threads (default: all cores)"},
     {"-c", "--ctx-size", OPT_INT, OFF(engine.n_ctx), 0, 1 << 24,
      "context size per sequence (default: the model's, at most 8192)"},
-    {"-n", "--n-predict", OPT_INT, OFF(request.max_tokens), -1, 1 << 24,
-     "tokens to generate (-1: until end of generation or a full context)"},
-    {"--temp", "--temperature", OPT_FLOAT, OFF(request.sampling.temperature), 0,
-     0, "temperature (0: greedy)"},
-    {"--top-k", NULL, OPT_INT, OFF(request.sampling.top_k), 0, 1 << 24,
-     "top-k (0: off)"},
-    {"--top-p", NULL, OPT_FLOAT, OFF(request.sampling.top_p), 0, 0,
-     "top-p (1: off)"},
-    {"--min-p", NULL, OPT_FLOAT, OFF(request.sampling.min_p), 0, 0,
-     "min-p (0: off)"},
-    {"--typical", NULL, OPT_FLOAT, OFF(request.sampling.typical_p), 0, 0,
-     "locally typical sampling p (1: off)"},
-    {"--repeat-penalty", NULL, OPT_FLOAT,
-     OFF(request.sampling.repetition_penalty), 0, 0,
-     "repetition penalty over prompt and output (1: off)"},
-    {"--presence-penalty", NULL, OPT_FLOAT,
-     OFF(request.sampling.presence_penalty), 0, 0, "presence penalty (0: off)"},
-    {"--frequency-penalty", NULL, OPT_FLOAT,
-     OFF(request.sampling.frequency_penalty), 0, 0,
-     "frequency penalty (0: off)"},
-    {"--min-tokens", NULL, OPT_INT, OFF(request.min_tokens), 0, 1 << 24,
-     "end-of-generation and stop tokens are masked until this many"},
-    {"--ignore-eos", NULL, OPT_BOOL, OFF(request.ignore_eos), 0, 0,
-     "keep generating past end-of-generation tokens"},
-    {"--n-completions", NULL, OPT_INT, OFF(request.n), 1, 128,
-     "completions of the prompt (sharing its KV cache)"},
-    {"--beam-width", NULL, OPT_INT, OFF(request.beam_width), 1, 64,
-     "beam search with this many beams (1: off); -N best are printed"},
-    {"--length-penalty", NULL, OPT_FLOAT, OFF(request.length_penalty), 0, 0,
-     "beam score = sum of logprobs / length^X (default 1)"},
-    {"--early-stopping", NULL, OPT_BOOL, OFF(request.early_stopping), 0, 0,
-     "beam search ends once N beams have finished"},
     {"--parse-special-in-content", NULL, OPT_BOOL,
      OFF(parse_special_in_content), 0, 0,
      "chat: read special-token text in messages as control tokens"},
-    {"--logprobs", NULL, OPT_INT, OFF(request.sampling.top_logprobs), 0,
-     NUCLEUS_MAX_TOP_LOGPROBS,
-     "print each token's logprob and this many alternatives"},
     {"--kv-tokens", NULL, OPT_INT, OFF(engine.kv_cache_tokens), 0, 1 << 30,
      "KV cache pool size in tokens (default: derived)"},
     {"--parallel", NULL, OPT_INT, OFF(engine.max_running), 0, 4096,
@@ -108,7 +73,7 @@ static const opt_spec SPECS[] = {
      "add in the float order of llama.cpp --no-repack (no AMX tiles)"},
 };
 
-void cli_options_help(FILE *out) {
+void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out, "  -m, --model FILE        GGUF model (default: the default "
                "model, fetched if missing)\n");
   fprintf(out,
@@ -118,6 +83,16 @@ void cli_options_help(FILE *out) {
   fprintf(out, "  --stop TEXT             stop string (repeatable, up to %d)\n",
           NUCLEUS_MAX_STOP_STRINGS);
   fprintf(out, "  --logit-bias ID=BIAS    add BIAS to token ID (repeatable)\n");
+  for (size_t i = 0; i < nucleus_params_count(); i++) {
+    const nucleus_param_info *p = nucleus_params_at(i);
+    if (!p->cli_flag) continue;
+    char names[64], def[48] = "";
+    snprintf(names, sizeof names, "%s%s%s", p->cli_flag,
+             p->cli_alias ? ", " : "", p->cli_alias ? p->cli_alias : "");
+    if (p->kind != NUCLEUS_PARAM_BOOL)
+      snprintf(def, sizeof def, " (default %g)", p->defaults[surface]);
+    fprintf(out, "  %-23s %s%s\n", names, p->help, def);
+  }
   for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
     char names[64];
     snprintf(names, sizeof names, "%s%s%s", SPECS[i].name,
@@ -196,6 +171,31 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     o->request.sampling.logit_bias = o->bias;
     return 1;
   }
+  for (size_t k = 0; k < nucleus_params_count(); k++) {
+    const nucleus_param_info *p = nucleus_params_at(k);
+    if (!p->cli_flag ||
+        (strcmp(a, p->cli_flag) && (!p->cli_alias || strcmp(a, p->cli_alias))))
+      continue;
+    double x = 1;
+    if (p->kind != NUCLEUS_PARAM_BOOL) {
+      NEED_VALUE();
+      char *end;
+      errno = 0;
+      x = strtod(v, &end);
+      if (errno || end == v || *end) {
+        fprintf(stderr, "error: %s: '%s' is not a number\n", a, v);
+        return -1;
+      }
+    }
+    nucleus_error err = {0};
+    if (nucleus_params_set(&o->request, p->name, x, &err) != NUCLEUS_OK) {
+      fprintf(stderr, "error: %s: %s\n", a, err.message);
+      return -1;
+    }
+    if (k < CLI_MAX_PARAMS) o->given[k] = true;
+    if (!strcmp(p->name, "top_logprobs")) o->request.sampling.logprobs = true;
+    return 1;
+  }
   for (size_t k = 0; k < sizeof SPECS / sizeof SPECS[0]; k++) {
     const opt_spec *s = &SPECS[k];
     if (strcmp(a, s->name) && (!s->alias || strcmp(a, s->alias))) continue;
@@ -212,8 +212,6 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
       *(int64_t *)field = n;
     else
       *(int32_t *)field = (int32_t)n;
-    if (s->offset == OFF(request.sampling.top_logprobs))
-      o->request.sampling.logprobs = true;
     return 1;
   }
   return 0;
@@ -249,4 +247,21 @@ nucleus_model *cli_load_model(const cli_options *o) {
     return NULL;
   }
   return model;
+}
+
+void cli_options_defaults(cli_options *o, const nucleus_model *model,
+                          nucleus_surface surface) {
+  nucleus_request_params d = nucleus_request_params_for(model, surface);
+  for (size_t k = 0; k < nucleus_params_count() && k < CLI_MAX_PARAMS; k++) {
+    const nucleus_param_info *p = nucleus_params_at(k);
+    if (!o->given[k])
+      nucleus_params_set(&o->request, p->name,
+                         nucleus_params_value(&d, p->name), NULL);
+  }
+}
+
+bool cli_options_given(const cli_options *o, const char *name) {
+  for (size_t k = 0; k < nucleus_params_count() && k < CLI_MAX_PARAMS; k++)
+    if (!strcmp(nucleus_params_at(k)->name, name)) return o->given[k];
+  return false;
 }

@@ -9,6 +9,7 @@
 #include "nucleus.h"
 
 #define CLI_MAX_LOGIT_BIAS 256
+#define CLI_MAX_PARAMS 64 /* rows of the parameter contract tracked */
 
 typedef struct cli_options {
   const char *model_path;
@@ -22,6 +23,7 @@ typedef struct cli_options {
   bool reference_kernels;
   bool no_repack;
   bool parse_special_in_content; /* chat: as nucleus_chat_params says */
+  bool given[CLI_MAX_PARAMS];    /* by contract row: set on the command line */
 } cli_options;
 
 void cli_options_init(cli_options *o);
@@ -30,8 +32,16 @@ void cli_options_init(cli_options *o);
  * the flag is not one of these, -1 after printing an error. */
 int cli_options_parse(cli_options *o, int argc, char **argv, int *i);
 
-/* Prints the shared flags' help. */
-void cli_options_help(FILE *out);
+/* Prints the shared flags' help, with the defaults of surface. */
+void cli_options_help(FILE *out, nucleus_surface surface);
+
+/* Every contract parameter not given on the command line takes the
+ * surface's default (the model's recommendation first). */
+void cli_options_defaults(cli_options *o, const nucleus_model *model,
+                          nucleus_surface surface);
+
+/* True when the contract parameter called name was given. */
+bool cli_options_given(const cli_options *o, const char *name);
 
 /* Loads the model (the default one when no -m), with the chat template
  * override read from --chat-template. Prints errors; NULL on failure. */

@@ -24,7 +24,9 @@ static void usage(FILE *out) {
                "  -s, --system TEXT       system prompt\n"
                "In the chat: /reset clears the history, /exit (or Ctrl-D) "
                "quits,\nCtrl-C stops the current reply.\n\n");
-  cli_options_help(out);
+  fprintf(out, "Sampling defaults as listed (llama.cpp's), or as the model "
+               "file\nrecommends (general.sampling.*).\n");
+  cli_options_help(out, NUCLEUS_SURFACE_CLI);
 }
 
 static void add_message(json_t *messages, const char *role, const char *text,
@@ -141,6 +143,7 @@ int cmd_chat(int argc, char **argv) {
   }
   nucleus_model *model = cli_load_model(&o);
   if (!model) return 1;
+  cli_options_defaults(&o, model, NUCLEUS_SURFACE_CLI);
   nucleus_error err = {0};
   /* Fail early and clearly when the model has no chat template. */
   char *probe = NULL;

@@ -20,11 +20,14 @@ static void on_sigint(int sig) {
 
 static void usage(FILE *out) {
   fprintf(out, "usage: nucleus run [options] -p PROMPT\n\n"
-               "Streams a continuation (greedy unless --temp is given).\n\n"
+               "Streams a continuation: greedy unless --temp is given; with\n"
+               "--temp the other sampling options default as listed\n"
+               "(llama.cpp's), or as the model file recommends\n"
+               "(general.sampling.*).\n\n"
                "  -p, --prompt TEXT       the prompt\n"
                "  -f, --file FILE         read the prompt from a file\n"
                "  --tokens 1,2,3          the prompt as token ids\n");
-  cli_options_help(out);
+  cli_options_help(out, NUCLEUS_SURFACE_CLI);
 }
 
 static int32_t *parse_tokens(const char *s, size_t *n_out) {
@@ -61,7 +64,6 @@ static int32_t *parse_tokens(const char *s, size_t *n_out) {
 int cmd_run(int argc, char **argv) {
   cli_options o;
   cli_options_init(&o);
-  o.request.sampling.temperature = 0; /* greedy unless --temp says else */
   const char *prompt = NULL, *tokens_arg = NULL, *file = NULL;
   for (int i = 1; i < argc; i++) {
     int r = cli_options_parse(&o, argc, argv, &i);
@@ -84,7 +86,8 @@ int cmd_run(int argc, char **argv) {
       return 2;
     }
   }
-  if (o.request.beam_width > 1 && o.request.sampling.temperature != 0) {
+  if (o.request.beam_width > 1 && cli_options_given(&o, "temperature") &&
+      o.request.sampling.temperature != 0) {
     fprintf(stderr, "error: --temp does not apply to beam search, which ranks "
                     "the raw log-probabilities\n");
     return 2;
@@ -110,6 +113,13 @@ int cmd_run(int argc, char **argv) {
     free(file_text);
     return 1;
   }
+  /* Greedy unless --temp; with a temperature, the other sampling
+   * parameters take llama.cpp's CLI defaults (or the model's). */
+  if (cli_options_given(&o, "temperature") &&
+      o.request.sampling.temperature > 0)
+    cli_options_defaults(&o, model, NUCLEUS_SURFACE_CLI);
+  else
+    o.request.sampling.temperature = 0;
   int rc = 1;
   int32_t *ids = NULL;
   size_t n_ids = 0;

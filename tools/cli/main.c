@@ -19,6 +19,7 @@ static const command COMMANDS[] = {
     {"template", cmd_template, "render the chat template for messages"},
     {"perplexity", cmd_perplexity, "perplexity of a text file"},
     {"bench", cmd_bench, "prefill and decode speed"},
+    {"params", cmd_params, "the generation parameters and their defaults"},
 };
 
 static void usage(FILE *out) {

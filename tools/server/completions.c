@@ -59,7 +59,8 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
   if (!root)
     return api_fail(e, 400, NULL, "invalid JSON at line %d, column %d: %s",
                     jerr.line, jerr.column, jerr.text);
-  int rc = gen_request_parse(root, chat, srv->n_vocab, &j->req, e);
+  int rc =
+      gen_request_parse(root, chat, srv->n_vocab, &srv->defaults, &j->req, e);
   if (!rc)
     rc = chat
              ? prompt_chat(srv, root, &j->req.chat_opts, NULL, NULL, &j->prompt,

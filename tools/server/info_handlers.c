@@ -1,4 +1,4 @@
-/* nucleus serve: GET /health, GET /v1/models, GET /metrics. */
+/* nucleus serve: GET /health, GET /v1/models, GET /metrics, GET /props. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,4 +56,31 @@ enum MHD_Result handle_metrics(server_ctx *srv, struct MHD_Connection *conn,
                  text, strlen(text));
   free(text);
   return r;
+}
+
+/* The defaults in force: every parameter of the contract as a request
+ * starts from it, and which of them the model file recommends. */
+enum MHD_Result handle_props(server_ctx *srv, struct MHD_Connection *conn,
+                             const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  json_t *settings = json_object();
+  json_t *from_model = json_array();
+  for (size_t i = 0; i < nucleus_params_count(); i++) {
+    const nucleus_param_info *p = nucleus_params_at(i);
+    double v = nucleus_params_value(&srv->defaults, p->name);
+    json_object_set_new(settings, p->name,
+                        p->kind == NUCLEUS_PARAM_BOOL ? json_boolean(v != 0)
+                        : p->kind == NUCLEUS_PARAM_INT
+                            ? json_integer((json_int_t)v)
+                            : json_real(v));
+    if (nucleus_model_recommends(srv->model, p->name, NULL))
+      json_array_append_new(from_model, json_string(p->name));
+  }
+  return reply_json(
+      srv, conn, 200,
+      json_pack("{s:o,s:o,s:o,s:i,s:s}", "default_generation_settings",
+                settings, "recommended_by_model", from_model, "model",
+                json_text(srv->model_id, strlen(srv->model_id)), "n_ctx",
+                srv->n_ctx, "kernels", nucleus_model_kernels(srv->model)));
 }

@@ -12,21 +12,6 @@ static const json_t *field(const json_t *root, const char *key) {
   return json_is_null(v) ? NULL : v;
 }
 
-/* Reads an optional number in [lo, hi]; *out is left alone when absent. */
-static int get_float(const json_t *root, const char *key, double lo, double hi,
-                     float *out, api_error *e) {
-  const json_t *v = field(root, key);
-  if (!v) return 0;
-  if (!json_is_number(v))
-    return api_fail(e, 400, key, "'%s' must be a number", key);
-  double d = json_number_value(v);
-  if (!isfinite(d) || d < lo || d > hi)
-    return api_fail(e, 400, key, "'%s' must be in [%g, %g], got %g", key, lo,
-                    hi, d);
-  *out = (float)d;
-  return 0;
-}
-
 /* Reads an optional integer in [lo, hi] (integral floats accepted). */
 static int get_int(const json_t *root, const char *key, long long lo,
                    long long hi, long long *out, bool *present, api_error *e) {
@@ -165,32 +150,69 @@ static int parse_stop_token_ids(const json_t *root, int32_t n_vocab,
   return 0;
 }
 
-static int parse_sampling(const json_t *root, gen_request *r, api_error *e) {
-  nucleus_sampling_params *s = &r->params.sampling;
-  long long k = 0;
+/* Reads an optional request field into the contract's parameter `name`
+ * (include/nucleus.h: nucleus_params_*): the kind is checked here, the
+ * range and the message come from the library, as on every surface. */
+static int get_param(const json_t *root, const char *key, const char *name,
+                     gen_request *r, bool *present, api_error *e) {
+  const json_t *v = field(root, key);
+  if (present) *present = v != NULL;
+  if (!v) return 0;
+  const nucleus_param_info *info = nucleus_params_find(name);
+  double x;
+  if (info->kind == NUCLEUS_PARAM_BOOL) {
+    if (!json_is_boolean(v))
+      return api_fail(e, 400, key, "'%s' must be true or false", key);
+    x = json_is_true(v);
+  } else {
+    if (!json_is_number(v) ||
+        (info->kind == NUCLEUS_PARAM_INT && json_is_real(v) &&
+         json_real_value(v) != floor(json_real_value(v))))
+      return api_fail(e, 400, key, "'%s' must be %s", key,
+                      info->kind == NUCLEUS_PARAM_INT ? "an integer"
+                                                      : "a number");
+    x = json_number_value(v);
+  }
+  nucleus_error err = {0};
+  if (nucleus_params_set(&r->params, name, x, &err) != NUCLEUS_OK)
+    return api_fail(e, 400, key, "%s", err.message);
+  return 0;
+}
+
+/* The contract's parameters that are plain request fields of the same
+ * name on both routes. */
+static const char *const PLAIN_PARAMS[] = {
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "typical_p",
+    "repetition_penalty",
+    "presence_penalty",
+    "frequency_penalty",
+    "n",
+    "min_tokens",
+    "ignore_eos",
+    "include_stop_str_in_output",
+    "skip_special_tokens",
+};
+
+static int parse_params(const json_t *root, gen_request *r, api_error *e) {
+  for (size_t i = 0; i < sizeof PLAIN_PARAMS / sizeof *PLAIN_PARAMS; i++)
+    if (get_param(root, PLAIN_PARAMS[i], PLAIN_PARAMS[i], r, NULL, e))
+      return -1;
   bool has = false;
-  if (get_float(root, "temperature", 0, 2, &s->temperature, e) ||
-      get_float(root, "top_p", 0, 1, &s->top_p, e) ||
-      get_float(root, "min_p", 0, 1, &s->min_p, e) ||
-      get_float(root, "typical_p", 0, 1, &s->typical_p, e) ||
-      get_float(root, "repetition_penalty", 0, 10, &s->repetition_penalty, e) ||
-      get_float(root, "presence_penalty", -2, 2, &s->presence_penalty, e) ||
-      get_float(root, "frequency_penalty", -2, 2, &s->frequency_penalty, e))
+  if (get_param(root, "max_tokens", "max_tokens", r, &has, e)) return -1;
+  r->max_tokens_given = has;
+  if (get_param(root, "max_completion_tokens", "max_tokens", r, &has, e))
     return -1;
-  if (field(root, "top_p") && s->top_p <= 0)
-    return api_fail(e, 400, "top_p", "'top_p' must be in (0, 1], got 0");
-  if (field(root, "typical_p") && s->typical_p <= 0)
-    return api_fail(e, 400, "typical_p",
-                    "'typical_p' must be in (0, 1], got 0");
-  if (field(root, "repetition_penalty") && s->repetition_penalty <= 0)
-    return api_fail(e, 400, "repetition_penalty",
-                    "'repetition_penalty' must be in (0, 10], got 0");
-  if (get_int(root, "top_k", -1, 1 << 30, &k, &has, e)) return -1;
-  if (has) s->top_k = k < 0 ? 0 : (int32_t)k;
+  r->max_tokens_given |= has;
+  if (r->params.max_tokens < 0) r->max_tokens_given = false; /* -1: full */
+  long long k = 0;
   if (get_int(root, "seed", INT64_MIN, INT64_MAX, &k, &has, e)) return -1;
   if (has) {
-    s->has_seed = true;
-    s->seed = (uint64_t)k;
+    r->params.sampling.has_seed = true;
+    r->params.sampling.seed = (uint64_t)k;
   }
   return 0;
 }
@@ -223,27 +245,6 @@ static int parse_logprobs(const json_t *root, gen_request *r, api_error *e) {
   return 0;
 }
 
-static int parse_lengths(const json_t *root, gen_request *r, api_error *e) {
-  long long k = 0;
-  bool has = false;
-  if (get_int(root, "n", 1, SERVER_MAX_N, &k, &has, e)) return -1;
-  if (has) r->params.n = (int32_t)k;
-  if (get_int(root, "max_tokens", 1, INT32_MAX, &k, &has, e)) return -1;
-  if (has) r->params.max_tokens = (int32_t)k;
-  r->max_tokens_given = has;
-  if (get_int(root, "max_completion_tokens", 1, INT32_MAX, &k, &has, e))
-    return -1;
-  if (has) r->params.max_tokens = (int32_t)k;
-  r->max_tokens_given |= has;
-  if (get_int(root, "min_tokens", 0, INT32_MAX, &k, &has, e)) return -1;
-  if (has) r->params.min_tokens = (int32_t)k;
-  if (r->params.max_tokens > 0 && r->params.min_tokens > r->params.max_tokens)
-    return api_fail(e, 400, "min_tokens",
-                    "'min_tokens' (%d) must not exceed max_tokens (%d)",
-                    r->params.min_tokens, r->params.max_tokens);
-  return 0;
-}
-
 /* vLLM's beam search fields: use_beam_search with best_of (the beam
  * width, default n), length_penalty and early_stopping. Beam search ranks
  * raw log-probabilities: options that only sampling reads are refused
@@ -252,8 +253,7 @@ static int parse_beam(const json_t *root, gen_request *r, api_error *e) {
   long long k = 0;
   bool has = false, beam = false;
   if (get_bool(root, "use_beam_search", &beam, e)) return -1;
-  if (get_int(root, "best_of", 1, SERVER_MAX_BEAM_WIDTH, &k, &has, e))
-    return -1;
+  if (get_int(root, "best_of", 1, INT32_MAX, &k, &has, e)) return -1;
   if (!beam) {
     if (has && k != r->params.n)
       return api_fail(e, 400, "best_of",
@@ -268,13 +268,16 @@ static int parse_beam(const json_t *root, gen_request *r, api_error *e) {
     return 0;
   }
   int32_t width = has ? (int32_t)k : r->params.n;
+  nucleus_error err = {0};
+  if (nucleus_params_set(&r->params, "beam_width", width, &err) != NUCLEUS_OK)
+    return api_fail(e, 400, "best_of", "best_of is the beam width: %s",
+                    err.message);
   if (width < r->params.n)
     return api_fail(e, 400, "best_of",
                     "'best_of' (the beam width, %d) must be >= n (%d)", width,
                     r->params.n);
-  if (get_float(root, "length_penalty", -10, 10, &r->params.length_penalty,
-                e) ||
-      get_bool(root, "early_stopping", &r->params.early_stopping, e))
+  if (get_param(root, "length_penalty", "length_penalty", r, NULL, e) ||
+      get_param(root, "early_stopping", "early_stopping", r, NULL, e))
     return -1;
   static const char *const refused[] = {"stop",
                                         "logprobs",
@@ -300,7 +303,6 @@ static int parse_beam(const json_t *root, gen_request *r, api_error *e) {
     return api_fail(e, 400, "temperature",
                     "beam search is deterministic: 'temperature' must be 0 "
                     "or absent");
-  r->params.beam_width = width < 2 ? 1 : width;
   r->beam = true;
   return 0;
 }
@@ -414,12 +416,7 @@ static int parse_unsupported(const json_t *root, gen_request *r, api_error *e) {
 }
 
 static int parse_flags(const json_t *root, gen_request *r, api_error *e) {
-  if (get_bool(root, "stream", &r->stream, e) ||
-      get_bool(root, "ignore_eos", &r->params.ignore_eos, e) ||
-      get_bool(root, "include_stop_str_in_output",
-               &r->params.include_stop_str_in_output, e) ||
-      get_bool(root, "skip_special_tokens", &r->params.skip_special_tokens, e))
-    return -1;
+  if (get_bool(root, "stream", &r->stream, e)) return -1;
   const json_t *so = field(root, "stream_options");
   if (so) {
     if (!json_is_object(so))
@@ -446,16 +443,16 @@ static int parse_flags(const json_t *root, gen_request *r, api_error *e) {
 }
 
 int gen_request_parse(const json_t *root, bool chat, int32_t n_vocab,
-                      gen_request *r, api_error *e) {
+                      const nucleus_request_params *defaults, gen_request *r,
+                      api_error *e) {
   memset(r, 0, sizeof *r);
   r->chat = chat;
-  r->params = nucleus_request_default_params();
-  r->params.sampling = nucleus_sampling_default_params();
+  r->params = *defaults;
   if (!json_is_object(root))
     return api_fail(e, 400, NULL, "the request body must be a JSON object");
-  if (parse_flags(root, r, e) || parse_sampling(root, r, e) ||
-      parse_lengths(root, r, e) || parse_logprobs(root, r, e) ||
-      parse_stop(root, r, e) || parse_logit_bias(root, n_vocab, r, e) ||
+  if (parse_flags(root, r, e) || parse_params(root, r, e) ||
+      parse_logprobs(root, r, e) || parse_stop(root, r, e) ||
+      parse_logit_bias(root, n_vocab, r, e) ||
       parse_stop_token_ids(root, n_vocab, r, e) || parse_beam(root, r, e) ||
       parse_template_flags(root, r, e) || parse_unsupported(root, r, e)) {
     gen_request_free(r);

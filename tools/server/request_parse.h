@@ -10,8 +10,6 @@
 #include "api_error.h"
 #include "nucleus.h"
 
-#define SERVER_MAX_N 16
-#define SERVER_MAX_BEAM_WIDTH 16
 #define SERVER_MAX_LOGIT_BIAS 1024
 #define SERVER_MAX_STOP_TOKEN_IDS 64
 
@@ -42,10 +40,12 @@ typedef struct gen_request {
   int32_t *stop_ids;
 } gen_request;
 
-/* Parses root (an object). n_vocab bounds token ids. Returns 0, or -1
+/* Parses root (an object) over defaults (the server's: OpenAI's, with the
+ * model's recommendations). n_vocab bounds token ids. Returns 0, or -1
  * with *e filled (400 naming the parameter). */
 int gen_request_parse(const json_t *root, bool chat, int32_t n_vocab,
-                      gen_request *out, api_error *e);
+                      const nucleus_request_params *defaults, gen_request *out,
+                      api_error *e);
 
 void gen_request_free(gen_request *r);
 

@@ -8,6 +8,7 @@ static const route ROUTES[] = {
     {"GET", "/v1/models", false, false, handle_models},
     {"GET", "/v1/models/", false, false, handle_model},
     {"GET", "/metrics", false, false, handle_metrics},
+    {"GET", "/props", false, false, handle_props},
     {"POST", "/v1/chat/completions", false, true, handle_chat_completions},
     {"POST", "/v1/completions", false, true, handle_completions},
     {"POST", "/tokenize", false, true, handle_tokenize},

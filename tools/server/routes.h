@@ -31,6 +31,8 @@ enum MHD_Result handle_models(server_ctx *, struct MHD_Connection *,
 /* GET /v1/models/ID: url is the request's path. */
 enum MHD_Result handle_model(server_ctx *, struct MHD_Connection *,
                              const char *, size_t);
+enum MHD_Result handle_props(server_ctx *, struct MHD_Connection *,
+                             const char *, size_t);
 enum MHD_Result handle_metrics(server_ctx *, struct MHD_Connection *,
                                const char *, size_t);
 enum MHD_Result handle_tokenize(server_ctx *, struct MHD_Connection *,
