@@ -128,6 +128,16 @@ nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
                                       bool add_generation_prompt, char **out,
                                       size_t *len_out, nucleus_error *err);
 
+/* As nucleus_chat_render_ex with strftime_now()'s clock given: now = 0
+ * reads the current local time (as the others do), else it is that many
+ * seconds since the epoch, shown in UTC (reproducible renders: `nucleus
+ * template --now SECONDS`, tests). */
+nucleus_status
+nucleus_chat_render_at(const nucleus_model *model, const char *messages_json,
+                       const char *tools_json, const char *kwargs_json,
+                       bool add_generation_prompt, int64_t now, char **out,
+                       size_t *len_out, nucleus_error *err);
+
 /* ------------------------------------------------------ teacher forcing */
 
 /* Logits for every position of tokens (n * n_vocab floats into logits), as

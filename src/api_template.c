@@ -1,4 +1,4 @@
-/* Public API: nucleus_chat_render(_ex) (the model's chat template, or the
+/* Public API: nucleus_chat_render(_ex, _at) (the model's chat template, or the
  * one given in nucleus_model_params.chat_template). */
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +21,11 @@ static char *token_text(const nc_vocab *v, int32_t id) {
   return s;
 }
 
-nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
-                                      const char *messages_json,
-                                      const char *tools_json,
-                                      const char *kwargs_json,
-                                      bool add_generation_prompt, char **out,
-                                      size_t *len_out, nucleus_error *err) {
+nucleus_status
+nucleus_chat_render_at(const nucleus_model *model, const char *messages_json,
+                       const char *tools_json, const char *kwargs_json,
+                       bool add_generation_prompt, int64_t now, char **out,
+                       size_t *len_out, nucleus_error *err) {
   if (out) *out = NULL;
   if (len_out) *len_out = 0;
   if (!model || !messages_json || !out)
@@ -54,12 +53,23 @@ nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
                     .kwargs_json = kwargs_json,
                     .add_generation_prompt = add_generation_prompt,
                     .bos_token = bos,
-                    .eos_token = eos};
+                    .eos_token = eos,
+                    .now = now};
   rc = nc_chat_template_apply(t, &a, out, len_out, err);
   nc_chat_template_free(t);
   free(bos);
   free(eos);
   return rc;
+}
+
+nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
+                                      const char *messages_json,
+                                      const char *tools_json,
+                                      const char *kwargs_json,
+                                      bool add_generation_prompt, char **out,
+                                      size_t *len_out, nucleus_error *err) {
+  return nucleus_chat_render_at(model, messages_json, tools_json, kwargs_json,
+                                add_generation_prompt, 0, out, len_out, err);
 }
 
 nucleus_status nucleus_chat_render(const nucleus_model *model,

@@ -55,8 +55,6 @@ class NucleusServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                if "not available yet" in self.log():
-                    pytest.skip("nucleus serve is not built into this binary")
                 raise RuntimeError(
                     f"nucleus serve exited with {self.proc.returncode}:\n"
                     + self.log())
@@ -85,11 +83,33 @@ class NucleusServer:
         return self.proc.returncode
 
 
+def without_model():
+    """True when the caller opted out of the model requirement
+    (NUCLEUS_TESTS_WITHOUT_MODEL=1, as for the unit tests)."""
+    return os.environ.get("NUCLEUS_TESTS_WITHOUT_MODEL") == "1"
+
+
+def require_model(path=None):
+    """A test that needs a model file: missing, it fails, or skips under
+    NUCLEUS_TESTS_WITHOUT_MODEL=1 (`make e2e` fetches the models first)."""
+    path = str(path or DEFAULT_MODEL)
+    if not os.path.exists(path):
+        msg = f"model {path} is missing (make model)"
+        if without_model():
+            pytest.skip(msg + " and NUCLEUS_TESTS_WITHOUT_MODEL=1")
+        pytest.fail(msg + "; set NUCLEUS_TESTS_WITHOUT_MODEL=1 to skip")
+
+
+@pytest.fixture
+def model_required():
+    """Marks a test as needing the default model (require_model)."""
+    require_model()
+
+
 def require_binary_and_model(model=None):
     if not os.access(NUCLEUS_BIN, os.X_OK):
-        pytest.skip(f"{NUCLEUS_BIN} is not built")
-    if not os.path.exists(model or DEFAULT_MODEL):
-        pytest.skip(f"model {model or DEFAULT_MODEL} is missing (make model)")
+        pytest.fail(f"{NUCLEUS_BIN} is not built (make)")
+    require_model(model)
 
 
 @pytest.fixture(scope="module")
