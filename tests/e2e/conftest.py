@@ -29,6 +29,50 @@ DEFAULT_MODEL = os.environ.get(
     "NUCLEUS_MODEL", str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
 
 
+def _record_request_bodies(directory):
+    """NUCLEUS_RECORD_BODIES=DIR: every request body a test POSTs (through
+    requests or the openai client's httpx) is also written to DIR, one file
+    per distinct body, named by its SHA-1: the fuzz seeds of
+    fuzz/corpus/request (scripts/gen_request_seeds.py)."""
+    import hashlib
+
+    os.makedirs(directory, exist_ok=True)
+
+    def keep(method, body):
+        if method != "POST" or not body:
+            return
+        if isinstance(body, str):
+            body = body.encode("utf-8", "surrogatepass")
+        if not isinstance(body, bytes):
+            return
+        name = hashlib.sha1(body).hexdigest()[:16]
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(body)
+
+    send = requests.Session.send
+
+    def requests_send(self, request, **kwargs):
+        keep(request.method, request.body)
+        return send(self, request, **kwargs)
+
+    requests.Session.send = requests_send
+    try:
+        import httpx
+    except ImportError:
+        return
+    httpx_send = httpx.Client.send
+
+    def client_send(self, request, **kwargs):
+        keep(request.method, request.read())
+        return httpx_send(self, request, **kwargs)
+
+    httpx.Client.send = client_send
+
+
+if os.environ.get("NUCLEUS_RECORD_BODIES"):
+    _record_request_bodies(os.environ["NUCLEUS_RECORD_BODIES"])
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
