@@ -175,8 +175,13 @@ static int32_t argmax(const float *x, int32_t n) {
 static void top_ids(const float *x, int32_t n, int32_t top[TOPK]) {
   int k = 0;
   for (int32_t i = 0; i < n; i++) {
-    int j = k < TOPK ? k++ : TOPK - 1;
-    if (j == TOPK - 1 && k == TOPK && x[i] <= x[top[j]]) continue;
+    int j;
+    if (k < TOPK)
+      j = k++;
+    else if (x[i] > x[top[TOPK - 1]])
+      j = TOPK - 1;
+    else
+      continue;
     while (j > 0 && x[top[j - 1]] < x[i]) {
       top[j] = top[j - 1];
       j--;
