@@ -5,8 +5,6 @@ goldens (tests/data/tokenizer/smollm.special.ids), --ids / --no-bos /
 import pathlib
 import subprocess
 
-import pytest
-
 from conftest import DEFAULT_MODEL, NUCLEUS_BIN, ROOT, require_model
 
 DATA = ROOT / "tests/data/tokenizer"
