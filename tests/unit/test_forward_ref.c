@@ -2,7 +2,8 @@
  * against the fast path and against llama.cpp, on the real model
  * ($NUCLEUS_MODEL; missing or unloadable fails unless
  * NUCLEUS_TESTS_WITHOUT_MODEL=1), teacher-forced on the prompts of the
- * llama.cpp golden (tests/data/logits/smollm2_q4_1.txt).
+ * llama.cpp goldens (tests/data/logits/smollm2_q4_1.txt, llama.cpp
+ * --no-repack; smollm2_q4_1_amx.txt, its AMX build: the same tokens).
  *
  * The reference keeps activations and the KV cache in f32; the fast path,
  * as llama.cpp, rounds every matmul input to 8-bit blocks (Q8_0/Q8_1/Q8_K)
@@ -65,8 +66,9 @@ typedef struct fixture {
   nucleus_model *m;
   int32_t n_vocab;
   int n_prompts;
-  golden_prompt g[MAX_PROMPTS];
-  float *ref[MAX_PROMPTS]; /* reference logits, [N_POS, n_vocab] */
+  golden_prompt g[MAX_PROMPTS];   /* llama.cpp --no-repack */
+  golden_prompt amx[MAX_PROMPTS]; /* llama.cpp's AMX build */
+  float *ref[MAX_PROMPTS];        /* reference logits, [N_POS, n_vocab] */
   char why[640];
 } fixture;
 
@@ -129,12 +131,22 @@ static int setup(void **state) {
   fx->n_vocab = nucleus_model_n_vocab(fx->m);
   const char *root = getenv("NUCLEUS_ROOT");
   char gpath[4096];
-  snprintf(gpath, sizeof gpath, "%s/tests/data/logits/smollm2_q4_1.txt",
-           root && *root ? root : ".");
-  fx->n_prompts = load_golden(fx->g, gpath);
-  if (fx->n_prompts < N_PROMPTS) {
-    fprintf(stderr, "cannot read the golden %s\n", gpath);
-    return -1;
+  static const char *const names[2] = {"smollm2_q4_1", "smollm2_q4_1_amx"};
+  for (int k = 0; k < 2; k++) {
+    snprintf(gpath, sizeof gpath, "%s/tests/data/logits/%s.txt",
+             root && *root ? root : ".", names[k]);
+    golden_prompt *g = k ? fx->amx : fx->g;
+    const int n = load_golden(g, gpath);
+    if (n < N_PROMPTS) {
+      fprintf(stderr, "cannot read the golden %s\n", gpath);
+      return -1;
+    }
+    for (int i = 0; k && i < N_PROMPTS; i++)
+      if (memcmp(fx->amx[i].tokens, fx->g[i].tokens, sizeof(int32_t) * N_POS)) {
+        fprintf(stderr, "%s: other tokens than %s\n", names[1], names[0]);
+        return -1;
+      }
+    if (!k) fx->n_prompts = n;
   }
   /* The reference logits, once for both comparisons. */
   for (int i = 0; i < N_PROMPTS; i++) {
@@ -152,6 +164,7 @@ static int teardown(void **state) {
   fixture *fx = *state;
   for (int i = 0; i < MAX_PROMPTS; i++) {
     free(fx->g[i].pos);
+    free(fx->amx[i].pos);
     free(fx->ref[i]);
   }
   nucleus_model_free(fx->m);
@@ -280,15 +293,16 @@ static void test_fast_path_matches_reference(void **state) {
  * position): KL over the golden's top 32 plus one bucket for the rest,
  * top-1 agreement, max |logit diff| over the stored logits. llama.cpp
  * quantizes activations as the fast path does, so the bounds are the same.
- * Measured: top-1 98.44%, mean KL 3.8e-3, max KL 0.28, max |diff| 1.37. */
-static void test_reference_matches_llama_cpp(void **state) {
-  fixture *fx = *state;
-  NEED_MODEL(fx);
+ * Measured (4 prompts x 64 positions): against llama.cpp --no-repack
+ * top-1 98.44%, mean KL 3.8e-3, max KL 0.28, max |diff| 1.37; against its
+ * AMX build 97.27%, 3.0e-3, 0.05, 1.38. */
+static void check_golden(const fixture *fx, const golden_prompt *gold,
+                         const char *what) {
   const int32_t nv = fx->n_vocab;
   agreement a = {0};
   for (int pi = 0; pi < N_PROMPTS; pi++)
     for (int32_t t = 0; t < N_POS; t++) {
-      const golden_pos *g = &fx->g[pi].pos[t];
+      const golden_pos *g = &gold[pi].pos[t];
       const float *r = fx->ref[pi] + (int64_t)t * nv;
       const double lse = logsumexp(r, nv);
       double kl = 0, pg_rest = 1, pr_rest = 1;
@@ -307,10 +321,17 @@ static void test_reference_matches_llama_cpp(void **state) {
       a.kl_sum += kl > 0 ? kl : 0;
       if (kl > a.kl_max) a.kl_max = kl;
     }
-  report("reference vs llama.cpp (no repack)", &a);
+  report(what, &a);
   assert_true(100.0 * (double)a.top1 / (double)a.positions >= 95.0);
   assert_true(a.kl_sum / (double)a.positions <= 1e-2);
   assert_true(a.diff_max <= 3.0);
+}
+
+static void test_reference_matches_llama_cpp(void **state) {
+  fixture *fx = *state;
+  NEED_MODEL(fx);
+  check_golden(fx, fx->g, "reference vs llama.cpp (no repack)");
+  check_golden(fx, fx->amx, "reference vs llama.cpp's AMX build");
 }
 
 /* Bad input is refused with a message, and an architecture without a
