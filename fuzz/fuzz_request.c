@@ -32,7 +32,7 @@
 #define FUZZ_CHECK(c)                                                          \
   do {                                                                         \
     if (!(c)) {                                                                \
-      fprintf(stderr, "fuzz_request: check failed: %s (%s:%d)\n", #c,         \
+      fprintf(stderr, "fuzz_request: check failed: %s (%s:%d)\n", #c,          \
               __FILE__, __LINE__);                                             \
       abort();                                                                 \
     }                                                                          \
@@ -155,8 +155,7 @@ static void check_request(const gen_request *r, const nucleus_model *model) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const nc_hparams hp = {.n_vocab = FUZZ_N_VOCAB,
-                                .n_ctx_train = 8192};
+  static const nc_hparams hp = {.n_vocab = FUZZ_N_VOCAB, .n_ctx_train = 8192};
   const nucleus_model *model = (const nucleus_model *)(const void *)&hp;
   json_error_t je;
   json_t *root = json_loadb((const char *)data, size, 0, &je);
