@@ -143,9 +143,21 @@ typedef struct nucleus_chat_params {
    * bytes can produce control tokens. true: parse it everywhere, as
    * llama.cpp does (a user can then forge turns). */
   bool parse_special_in_content;
+  /* strftime_now()'s clock: 0 reads the current local time, else it is
+   * that many seconds since the epoch, shown in UTC (reproducible renders:
+   * `nucleus template --now SECONDS`, tests). */
+  int64_t now;
 } nucleus_chat_params;
 
 nucleus_chat_params nucleus_chat_default_params(void);
+
+/* As nucleus_chat_render_ex with strftime_now()'s clock given (see
+ * nucleus_chat_params.now). */
+nucleus_status
+nucleus_chat_render_at(const nucleus_model *model, const char *messages_json,
+                       const char *tools_json, const char *kwargs_json,
+                       bool add_generation_prompt, int64_t now, char **out,
+                       size_t *len_out, nucleus_error *err);
 
 /* Renders the conversation with the model's template and tokenizes it as
  * nucleus_tokenize_chat does, with parse_special_in_content as above.

@@ -10,7 +10,12 @@ position j for j in [N/2, N-1). PPL = exp(mean NLL). llama.cpp settings:
 flash attention off, no weight repacking, F16 KV cache, one window per batch.
 
 Writes tests/data/perplexity/gpl3_smollm2_q4_1.json.
-Usage: scripts/gen_perplexity_golden.py [MODEL] [TEXT]
+Usage: scripts/gen_perplexity_golden.py [--amx] [MODEL] [TEXT]
+
+--amx: weight repacking on, for llama.cpp's AMX build (the order of
+nucleus's amx kernel table): run it on a CPU with AMX with
+LLAMA_CPP_LIB_PATH pointing at the AMX build of the peer's llama.cpp, as
+scripts/gen_amx_golden.sh does; writes gpl3_smollm2_q4_1_amx.json.
 """
 import json
 import math
@@ -21,18 +26,20 @@ import llama_cpp as L
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+AMX = "--amx" in sys.argv[1:]
+ARGS = [a for a in sys.argv[1:] if a != "--amx"]
+MODEL = ARGS[0] if len(ARGS) > 0 else os.path.join(
     ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-TEXT = sys.argv[2] if len(sys.argv) > 2 else "/usr/share/common-licenses/GPL-3"
+TEXT = ARGS[1] if len(ARGS) > 1 else "/usr/share/common-licenses/GPL-3"
 OUT = os.path.join(ROOT, "tests", "data", "perplexity",
-                   "gpl3_smollm2_q4_1.json")
+                   "gpl3_smollm2_q4_1" + ("_amx" if AMX else "") + ".json")
 CONFIGS = [(256, 8), (512, None)]  # (window, chunks or None = all)
 
 
 def main():
     L.llama_backend_init()
     mp = L.llama_model_default_params()
-    mp.use_extra_bufts = False
+    mp.use_extra_bufts = AMX  # repacking: llama.cpp's AMX path
     model = L.llama_model_load_from_file(MODEL.encode(), mp)
     vocab = L.llama_model_get_vocab(model)
     n_vocab = L.llama_vocab_n_tokens(vocab)
@@ -87,7 +94,8 @@ def main():
     out = {
         "generator": "scripts/gen_perplexity_golden.py (llama-perplexity's "
                      "method over llama-cpp-python " + L.__version__ +
-                     " logits; flash attention off, no repack)",
+                     " logits; flash attention off, " +
+                     ("repacking on, AMX build)" if AMX else "no repack)"),
         "model": os.path.basename(MODEL),
         "text": TEXT,
         "n_tokens": len(tokens),

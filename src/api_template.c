@@ -1,5 +1,5 @@
-/* Public API: nucleus_chat_render(_ex) (the model's chat template, or the
- * one given in nucleus_model_params.chat_template). */
+/* Public API: nucleus_chat_render(_ex, _at) and nucleus_chat_apply (the model's
+ * chat template, or the one given in nucleus_model_params.chat_template). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +58,8 @@ static nc_code render(const nucleus_model *model, const nucleus_chat_params *p,
                     .kwargs_json = p->kwargs_json,
                     .add_generation_prompt = p->add_generation_prompt,
                     .bos_token = bos,
-                    .eos_token = eos};
+                    .eos_token = eos,
+                    .now = p->now};
   if (guard && v)
     rc = nc_chat_template_apply_guarded(t, &a, match_control, v, out, len_out,
                                         spans, n_spans, err);
@@ -176,12 +177,11 @@ nucleus_status nucleus_chat_apply(const nucleus_model *model,
   return rc;
 }
 
-nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
-                                      const char *messages_json,
-                                      const char *tools_json,
-                                      const char *kwargs_json,
-                                      bool add_generation_prompt, char **out,
-                                      size_t *len_out, nucleus_error *err) {
+nucleus_status
+nucleus_chat_render_at(const nucleus_model *model, const char *messages_json,
+                       const char *tools_json, const char *kwargs_json,
+                       bool add_generation_prompt, int64_t now, char **out,
+                       size_t *len_out, nucleus_error *err) {
   if (out) *out = NULL;
   if (len_out) *len_out = 0;
   if (!model || !messages_json || !out)
@@ -193,7 +193,18 @@ nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
   p.kwargs_json = kwargs_json;
   p.add_generation_prompt = add_generation_prompt;
   p.parse_special_in_content = true; /* text only: nothing to guard */
+  p.now = now;
   return nucleus_chat_apply(model, &p, out, len_out, NULL, NULL, err);
+}
+
+nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
+                                      const char *messages_json,
+                                      const char *tools_json,
+                                      const char *kwargs_json,
+                                      bool add_generation_prompt, char **out,
+                                      size_t *len_out, nucleus_error *err) {
+  return nucleus_chat_render_at(model, messages_json, tools_json, kwargs_json,
+                                add_generation_prompt, 0, out, len_out, err);
 }
 
 nucleus_status nucleus_chat_render(const nucleus_model *model,

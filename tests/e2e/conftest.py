@@ -29,6 +29,50 @@ DEFAULT_MODEL = os.environ.get(
     "NUCLEUS_MODEL", str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
 
 
+def _record_request_bodies(directory):
+    """NUCLEUS_RECORD_BODIES=DIR: every request body a test POSTs (through
+    requests or the openai client's httpx) is also written to DIR, one file
+    per distinct body, named by its SHA-1: the fuzz seeds of
+    fuzz/corpus/request (scripts/gen_request_seeds.py)."""
+    import hashlib
+
+    os.makedirs(directory, exist_ok=True)
+
+    def keep(method, body):
+        if method != "POST" or not body:
+            return
+        if isinstance(body, str):
+            body = body.encode("utf-8", "surrogatepass")
+        if not isinstance(body, bytes):
+            return
+        name = hashlib.sha1(body).hexdigest()[:16]
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(body)
+
+    send = requests.Session.send
+
+    def requests_send(self, request, **kwargs):
+        keep(request.method, request.body)
+        return send(self, request, **kwargs)
+
+    requests.Session.send = requests_send
+    try:
+        import httpx
+    except ImportError:
+        return
+    httpx_send = httpx.Client.send
+
+    def client_send(self, request, **kwargs):
+        keep(request.method, request.read())
+        return httpx_send(self, request, **kwargs)
+
+    httpx.Client.send = client_send
+
+
+if os.environ.get("NUCLEUS_RECORD_BODIES"):
+    _record_request_bodies(os.environ["NUCLEUS_RECORD_BODIES"])
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -55,8 +99,6 @@ class NucleusServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                if "not available yet" in self.log():
-                    pytest.skip("nucleus serve is not built into this binary")
                 raise RuntimeError(
                     f"nucleus serve exited with {self.proc.returncode}:\n"
                     + self.log())
@@ -85,11 +127,33 @@ class NucleusServer:
         return self.proc.returncode
 
 
+def without_model():
+    """True when the caller opted out of the model requirement
+    (NUCLEUS_TESTS_WITHOUT_MODEL=1, as for the unit tests)."""
+    return os.environ.get("NUCLEUS_TESTS_WITHOUT_MODEL") == "1"
+
+
+def require_model(path=None):
+    """A test that needs a model file: missing, it fails, or skips under
+    NUCLEUS_TESTS_WITHOUT_MODEL=1 (`make e2e` fetches the models first)."""
+    path = str(path or DEFAULT_MODEL)
+    if not os.path.exists(path):
+        msg = f"model {path} is missing (make model)"
+        if without_model():
+            pytest.skip(msg + " and NUCLEUS_TESTS_WITHOUT_MODEL=1")
+        pytest.fail(msg + "; set NUCLEUS_TESTS_WITHOUT_MODEL=1 to skip")
+
+
+@pytest.fixture
+def model_required():
+    """Marks a test as needing the default model (require_model)."""
+    require_model()
+
+
 def require_binary_and_model(model=None):
     if not os.access(NUCLEUS_BIN, os.X_OK):
-        pytest.skip(f"{NUCLEUS_BIN} is not built")
-    if not os.path.exists(model or DEFAULT_MODEL):
-        pytest.skip(f"model {model or DEFAULT_MODEL} is missing (make model)")
+        pytest.fail(f"{NUCLEUS_BIN} is not built (make)")
+    require_model(model)
 
 
 @pytest.fixture(scope="module")

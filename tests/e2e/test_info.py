@@ -10,7 +10,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 BIN = os.environ.get("NUCLEUS_BIN", os.path.join(ROOT, "build", "release", "nucleus"))
 
-pytestmark = pytest.mark.skipif(not os.path.exists(MODEL), reason="model not fetched")
+from conftest import require_model  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _model():
+    require_model(MODEL)
 
 
 def info(*args):

@@ -71,7 +71,7 @@ CHAT = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
 
 
 @pytest.mark.parametrize("field,value", [
-    ("temperature", -1), ("temperature", 101), ("temperature", "hot"),
+    ("temperature", -1), ("temperature", 3), ("temperature", "hot"),
     ("top_p", 0), ("top_p", 1.5), ("top_k", -2), ("top_k", 1.5),
     ("min_p", 2), ("typical_p", 0), ("repetition_penalty", 0),
     ("presence_penalty", 2.5), ("frequency_penalty", -3),
@@ -136,7 +136,7 @@ def test_chunked_body_over_limit_is_413(server):
             yield b"y" * 4096
         yield b'"}'
     r = requests.post(server.url + "/v1/completions", data=chunks(),
-                      timeout=30, headers={"Content-Type": "application/json"})
+                      timeout=30)
     assert_error(r, 413)
 
 
@@ -190,7 +190,7 @@ def test_metrics_prometheus_text(server):
 def test_slow_headers_time_out_and_server_keeps_serving(server):
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     conn.connect()
-    conn.sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    conn.sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
     r = requests.get(server.url + "/health", timeout=5)
     assert r.status_code == 200
     conn.close()
@@ -262,7 +262,7 @@ def test_idle_connection_times_out(tiny):
     import socket
     import time
     s = socket.create_connection(("127.0.0.1", tiny.port))
-    s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # never finished
     s.settimeout(10)
     t0 = time.monotonic()
     data = s.recv(4096)
@@ -296,10 +296,8 @@ def test_stream_waiting_in_queue_outlives_idle_timeout(tiny):
     a.join()
     b.join()
     assert results["long"] == (200, b"data: [DONE]")
-    status, last = results["queued"]
-    assert status in (200, 503), results
-    if status == 200:
-        assert last == b"data: [DONE]"
+    # --max-queue 1 holds it: it must be served (200), not refused (503).
+    assert results["queued"] == (200, b"data: [DONE]"), results
 
 
 @pytest.mark.parametrize("raw", [
@@ -326,27 +324,48 @@ def test_hostile_bodies_get_4xx(server, raw):
     assert requests.get(server.url + "/health", timeout=5).status_code == 200
 
 
-def test_garbage_http_does_not_kill_the_server(server):
+def _send_junk(port, junk):
+    """Sends junk on a fresh connection; returns what the server wrote
+    before closing it (b"" when it closed without answering). A reset, a
+    failed send or no close within 10 s fails the test."""
     import socket
-    for junk in [b"\x00" * 64 + b"\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
-                 b"POST /v1/completions HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
-                 b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                 b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
-                 b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\n\r\n",
-                 b"GET / HTTP/1.1\r\n" + b"X-A: b\r\n" * 5000 + b"\r\n"]:
-        s = socket.create_connection(("127.0.0.1", server.port))
-        try:
-            s.sendall(junk)
-            s.settimeout(5)
-            data = s.recv(4096)
-            if data:
-                status = int(data.split(b" ")[1])
-                assert 400 <= status < 500 or status == 505, data[:200]
-        except (ConnectionResetError, BrokenPipeError, socket.timeout):
-            pass
-        finally:
-            s.close()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(junk)
+        s.settimeout(10)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+            if b"\r\n\r\n" in data and data.startswith(b"HTTP/1.1 4"):
+                return data  # an error answer; the body may follow
+
+
+@pytest.mark.parametrize("junk, status", [
+    (b"GET / HTTP/9.9\r\n\r\n", 505),
+    (b"POST /v1/completions HTTP/1.1\r\nContent-Length: -5\r\n\r\n", 400),
+    (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+     b"Transfer-Encoding: chunked\r\n\r\nzz\r\n", 400),
+    (b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\n" + b"X-A: b\r\n" * 5000 + b"\r\n", 431),
+])
+def test_garbage_http_gets_an_error_status(server, junk, status):
+    data = _send_junk(server.port, junk)
+    assert data.startswith(b"HTTP/1.1 %d " % status), data[:200]
     assert requests.get(server.url + "/health", timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize("junk", [b"\x00" * 64 + b"\r\n\r\n",
+                                  b"GARBAGE\r\n\r\n"])
+def test_unparseable_request_line_is_closed(tiny, junk):
+    """A request line that is not HTTP at all gets no answer (libmicrohttpd
+    closes the connection, at once or at the idle timeout, here 1 s)."""
+    import time
+    t0 = time.monotonic()
+    assert _send_junk(tiny.port, junk) == b""
+    assert time.monotonic() - t0 < 5
+    assert requests.get(tiny.url + "/health", timeout=5).status_code == 200
 
 
 def test_no_cors_headers_by_default(server):

@@ -21,8 +21,7 @@ DEFAULT_MODEL = os.environ.get(
     "NUCLEUS_MODEL", str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
 TEMPLATES = ROOT / "tests/data/templates"
 
-needs_model = pytest.mark.skipif(not os.path.exists(DEFAULT_MODEL),
-                                 reason="default model not present")
+needs_model = pytest.mark.usefixtures("model_required")
 
 
 @functools.lru_cache(maxsize=None)
@@ -97,14 +96,39 @@ def test_chat_template_file(tmp_path, family):
     source = (TEMPLATES / (family + ".jinja")).read_text(encoding="utf-8")
     messages = [{"role": "user", "content": "What's the weather in Paris?"}]
     tools = [golden.WEATHER_TOOL]
+    # --now fixes strftime_now()'s clock (llama3.2 prints today's date) to
+    # the golden renderer's (scripts/gen_template_golden.py NOW, in UTC).
     r = run_template(tmp_path, {"messages": messages, "tools": tools},
-                     "--chat-template", str(TEMPLATES / (family + ".jinja")))
+                     "--chat-template", str(TEMPLATES / (family + ".jinja")),
+                     "--now", str(golden.NOW))
     assert r.returncode == 0, r.stderr.decode()
     out = r.stdout.decode("utf-8")
-    if "strftime_now" in source:  # today's date: compare around it
-        assert "Cutting Knowledge Date" in out
-        return
     assert out == expected(source, bos, eos, messages, tools)
+    if "strftime_now" in source:
+        assert "26 Jul 2024" in out  # the date came from --now
+
+
+@needs_model
+def test_now_option(tmp_path):
+    """Without --now strftime_now() shows the local date today; --now must
+    be a positive number of seconds."""
+    import datetime
+
+    tmpl = tmp_path / "date.jinja"
+    tmpl.write_text("{{ strftime_now('%Y-%m-%d') }}")
+    conv = [{"role": "user", "content": "x"}]
+    before = datetime.date.today().isoformat()
+    r = run_template(tmp_path, conv, "--chat-template", str(tmpl))
+    after = datetime.date.today().isoformat()
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode() in (before, after)
+    r = run_template(tmp_path, conv, "--chat-template", str(tmpl), "--now",
+                     "86400")
+    assert r.stdout == b"1970-01-02"
+    for bad in ("0", "-5", "x", "12y", ""):
+        r = run_template(tmp_path, conv, "--chat-template", str(tmpl),
+                         "--now", bad)
+        assert r.returncode == 2 and b"--now needs seconds" in r.stderr
 
 
 @needs_model

@@ -83,8 +83,7 @@ static void test_three_byte_char(void **state) {
 /* The same on the real byte-level BPE vocab: each byte's GPT-2 char. */
 static void test_three_byte_char_smollm(void **state) {
   (void)state;
-  nc_vocab *v = tt_load_vocab(tt_smollm_path(), NULL);
-  if (!v) skip();
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
   int32_t ids[3];
   const unsigned char bytes[] = {0xE6, 0x97, 0xA5};
   for (int i = 0; i < 3; i++) {
@@ -192,8 +191,7 @@ static void test_sanitize_matches_python(void **state) {
 
 static void test_special_tokens(void **state) {
   (void)state;
-  nc_vocab *v = tt_load_vocab(tt_smollm_path(), NULL);
-  if (!v) skip();
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
   int32_t ids[] = {1, 26843, 2};
   nc_detok *d = nc_detok_create(v, true);
   const char *t;
@@ -282,16 +280,14 @@ static void property(const nc_vocab *v, uint64_t seed, int rounds) {
 
 static void test_property_smollm(void **state) {
   (void)state;
-  nc_vocab *v = tt_load_vocab(tt_smollm_path(), NULL);
-  if (!v) skip();
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
   property(v, 0x9E3779B97F4A7C15ull, 2000);
   nc_vocab_free(v);
 }
 
 static void test_property_gemma(void **state) {
   (void)state;
-  nc_vocab *v = tt_load_vocab(tt_gemma_path(), NULL);
-  if (!v) skip();
+  nc_vocab *v = tt_need_vocab(tt_gemma_path(), true, NULL);
   property(v, 0xD1B54A32D192ED03ull, 1000);
   nc_vocab_free(v);
 }

@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "nucleus.h"
+#include "test_require.h"
 
 #define MAX_GEN 64
 #define MAX_N 4
@@ -52,16 +53,20 @@ typedef struct req_spec {
 
 static nucleus_model *g_model;
 static int32_t g_vocab;
+static char g_why[640]; /* why g_model is NULL */
 
 static int setup(void **state) {
   (void)state;
   const char *path = getenv("NUCLEUS_MODEL");
-  if (!path) return 0;
+  if (!path || !*path) {
+    snprintf(g_why, sizeof g_why, "NUCLEUS_MODEL is not set");
+    return 0;
+  }
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = 2;
   nucleus_error err = {0};
   if (nucleus_model_load(path, &mp, &g_model, &err) != NUCLEUS_OK) {
-    fprintf(stderr, "cannot load %s: %s\n", path, err.message);
+    snprintf(g_why, sizeof g_why, "cannot load the model: %s", err.message);
     g_model = NULL;
     return 0;
   }
@@ -77,7 +82,7 @@ static int teardown(void **state) {
 
 #define NEED_MODEL()                                                           \
   do {                                                                         \
-    if (!g_model) skip();                                                      \
+    if (!g_model) NC_MODEL_UNAVAILABLE(g_why);                                 \
   } while (0)
 
 /* Drains every available event of a request into o. */

@@ -17,6 +17,7 @@
 #include "gguf.h"
 #include "gguf_writer.h"
 #include "quant.h"
+#include "test_require.h"
 
 enum {
   T_U8,
@@ -1180,7 +1181,8 @@ static void test_fuzz_seeds_parse(void **state) {
 static void test_real_model(void **state) {
   (void)state;
   const char *path = getenv("NUCLEUS_MODEL");
-  if (!path || access(path, R_OK) != 0) skip();
+  if (!path || !*path) NC_MODEL_UNAVAILABLE("NUCLEUS_MODEL is not set");
+  if (access(path, R_OK) != 0) NC_MODEL_UNAVAILABLE(path);
   nc_error err = {0};
   gguf_file *f = NULL;
   nc_code c = gguf_open(path, &f, &err);

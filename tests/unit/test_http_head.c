@@ -92,7 +92,7 @@ static void test_oversized_head_is_431(void **state) {
   memcpy(big, "GET /", 5);
   memset(big + 5, 'a', 5000); /* a request line that never ends */
   big[5005] = '\0';
-  bad_with(big, 431);
+  bad_with(big, 414);
   free(big);
 }
 

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_require.h"
+
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
 #include "kernels/tables.h"
@@ -536,10 +538,7 @@ static void check_quantizers(const nc_kernels *k) {
 
 static void test_table(const char *name) {
   const nc_kernels *k = nc_kernels_by_name(name);
-  if (!k) {
-    print_message("CPU lacks %s: table not tested\n", name);
-    skip();
-  }
+  if (!k) NC_SKIP_BECAUSE("this CPU lacks the %s kernel table", name);
   assert_string_equal(k->name, name);
   check_table_vs_ref(k);
   check_odd_lengths(k);

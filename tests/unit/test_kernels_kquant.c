@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "test_require.h"
+
 #include "kernels/kernels.h"
 #include "kernels/tables.h"
 #include "quant_golden.h"
@@ -483,7 +485,7 @@ static void check_dot_vs_model(const char *what, nc_type t, nc_vec_dot_fn dot,
 
 static void test_avx512_dot_vs_model(void **state) {
   (void)state;
-  if (!have_avx512()) skip();
+  if (!have_avx512()) NC_SKIP_BECAUSE("this CPU lacks AVX-512");
   for (int ci = 0; ci < N_CASES; ci++)
     check_dot_vs_model("avx512_kquant", k_cases[ci].t,
                        avx512_fns(k_cases[ci].t).dot, false);
@@ -491,7 +493,7 @@ static void test_avx512_dot_vs_model(void **state) {
 
 static void test_avx512_tiled_vs_model(void **state) {
   (void)state;
-  if (!have_avx512()) skip();
+  if (!have_avx512()) NC_SKIP_BECAUSE("this CPU lacks AVX-512");
   for (int ci = 0; ci < N_CASES; ci++)
     check_dot_vs_model("avx512_kquant tiled", k_cases[ci].t,
                        tiled_fns(k_cases[ci].t).dot, true);
@@ -500,7 +502,7 @@ static void test_avx512_tiled_vs_model(void **state) {
 static void test_avx2_dot_vs_model(void **state) {
   (void)state;
   const nc_kernels *k = nc_kernels_by_name("avx2");
-  if (!k) skip();
+  if (!k) NC_SKIP_BECAUSE("this CPU lacks the avx2 table");
   for (int ci = 0; ci < N_CASES; ci++)
     check_dot_vs_model("avx2", k_cases[ci].t, k->vec_dot[k_cases[ci].t], false);
 }
@@ -511,7 +513,7 @@ static void test_avx2_dot_vs_model(void **state) {
 static void test_avx512_table(void **state) {
   (void)state;
   const nc_kernels *k = nc_kernels_by_name("avx512");
-  if (!k) skip();
+  if (!k) NC_SKIP_BECAUSE("this CPU lacks the avx512 table");
   uint64_t s = 1009;
   for (int ci = 0; ci < N_CASES; ci++) {
     const nc_type t = k_cases[ci].t;
@@ -539,7 +541,7 @@ static void test_avx512_table(void **state) {
  * blocks: super-block segments, more than 64 activation rows). */
 static void test_avx512_gemm_batch_invariance(void **state) {
   (void)state;
-  if (!have_avx512()) skip();
+  if (!have_avx512()) NC_SKIP_BECAUSE("this CPU lacks AVX-512");
   uint64_t s = 4711;
   static const struct {
     int64_t n;
@@ -600,7 +602,7 @@ static void test_avx512_gemm_batch_invariance(void **state) {
 /* n = 0: gemm writes zeros (empty sums). */
 static void test_avx512_empty(void **state) {
   (void)state;
-  if (!have_avx512()) skip();
+  if (!have_avx512()) NC_SKIP_BECAUSE("this CPU lacks AVX-512");
   uint8_t zero[512] = {0};
   for (int ci = 0; ci < 2 * N_CASES; ci++) {
     const nc_type t = k_cases[ci % N_CASES].t;

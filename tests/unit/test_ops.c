@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 #include <time.h>
 
 #include <cmocka.h>
+
+#include "test_require.h"
 
 #include "attn_kernel.h"
 #include "model.h"
@@ -166,58 +169,126 @@ static void test_expf_ggml(void **state) {
   assert_float_equal(t, (a4[0] + a4[2]) + (a4[1] + a4[3]), 0);
 }
 
-/* The plain, FMA and AVX2 builds of the attention loops give the same bits,
- * and the lanes follow the documented order. */
-static void test_attn_kernels(void **state) {
-  (void)state;
-  enum { N = 37, HD = 64 };
-  static float tab[65536];
+/* The attention loops on fixed data: scores and the value sums (as two KV
+ * blocks) of one build. */
+enum { ATTN_N = 37, ATTN_HD = 64 };
+typedef struct attn_case {
+  float tab[65536];
+  nc_fp16 k[ATTN_N * ATTN_HD], v[ATTN_N * ATTN_HD];
+  float q[ATTN_HD], p[ATTN_N];
+} attn_case;
+
+static attn_case *attn_case_new(void) {
+  attn_case *c = malloc(sizeof *c);
+  assert_non_null(c);
   for (uint32_t h = 0; h < 65536; h++)
-    tab[h] = nc_fp16_to_fp32((nc_fp16)h);
-  nc_fp16 k[N * HD], v[N * HD];
-  float q[HD], p[N];
-  for (int i = 0; i < N * HD; i++) {
-    k[i] = nc_fp32_to_fp16(sinf((float)i * 0.37f));
-    v[i] = nc_fp32_to_fp16(cosf((float)i * 0.11f) * 3.0f);
+    c->tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+  for (int i = 0; i < ATTN_N * ATTN_HD; i++) {
+    c->k[i] = nc_fp32_to_fp16(sinf((float)i * 0.37f));
+    c->v[i] = nc_fp32_to_fp16(cosf((float)i * 0.11f) * 3.0f);
   }
-  for (int d = 0; d < HD; d++)
-    q[d] = tab[nc_fp32_to_fp16(cosf(d * 1.3f))];
-  for (int j = 0; j < N; j++)
-    p[j] = tab[nc_fp32_to_fp16(1.0f / (j + 2))];
-  const nc_attn_kernels *ks[4] = {nc_attn_kernels_plain(),
-                                  nc_attn_kernels_best(), nc_attn_kernels_fma(),
-                                  nc_attn_kernels_avx2()};
-  float s[4][N], lanes[4][HD * 16], out[4][HD];
-  for (int i = 0; i < 4; i++) {
-    if (!ks[i]) ks[i] = ks[0]; /* a build this compiler did not make */
-    ks[i]->scores(q, 1, k, HD, N, HD, tab, s[i], N);
-    memset(lanes[i], 0, sizeof lanes[i]);
-    /* Two calls (as two KV blocks) equal one. */
-    ks[i]->accum_v(p, 1, N, v, HD, 0, 20, HD, tab, lanes[i], HD * 16);
-    ks[i]->accum_v(p + 20, 1, N, v + 20 * HD, HD, 20, N - 20, HD, tab, lanes[i],
-                   HD * 16);
-    nc_attn_lanes_reduce(lanes[i], HD, out[i]);
-  }
-  for (int i = 1; i < 4; i++) {
-    assert_memory_equal(s[0], s[i], sizeof s[0]);
-    assert_memory_equal(out[0], out[i], sizeof out[0]);
-  }
+  for (int d = 0; d < ATTN_HD; d++)
+    c->q[d] = c->tab[nc_fp32_to_fp16(cosf(d * 1.3f))];
+  for (int j = 0; j < ATTN_N; j++)
+    c->p[j] = c->tab[nc_fp32_to_fp16(1.0f / (j + 2))];
+  return c;
+}
+
+static void attn_run(const attn_case *c, const nc_attn_kernels *k,
+                     float s[ATTN_N], float out[ATTN_HD]) {
+  enum { N = ATTN_N, HD = ATTN_HD };
+  static float lanes[HD * 16];
+  k->scores(c->q, 1, c->k, HD, N, HD, c->tab, s, N);
+  memset(lanes, 0, sizeof lanes);
+  /* Two calls (as two KV blocks) equal one. */
+  k->accum_v(c->p, 1, N, c->v, HD, 0, 20, HD, c->tab, lanes, HD * 16);
+  k->accum_v(c->p + 20, 1, N, c->v + 20 * HD, HD, 20, N - 20, HD, c->tab, lanes,
+             HD * 16);
+  nc_attn_lanes_reduce(lanes, HD, out);
+}
+
+/* The plain build follows the documented lane order and the math. */
+static void test_attn_kernels_plain(void **state) {
+  (void)state;
+  enum { N = ATTN_N, HD = ATTN_HD };
+  attn_case *c = attn_case_new();
+  float s[N], out[HD];
+  attn_run(c, nc_attn_kernels_plain(), s, out);
   for (int j = 0; j < N; j++) {
     float acc[16] = {0};
     for (int d = 0; d < HD; d++)
-      acc[d % 16] = fmaf(q[d], tab[k[j * HD + d]], acc[d % 16]);
-    assert_float_equal(s[0][j], nc_sum16_tree(acc), 0);
+      acc[d % 16] = fmaf(c->q[d], c->tab[c->k[j * HD + d]], acc[d % 16]);
+    assert_float_equal(s[j], nc_sum16_tree(acc), 0);
     double ref = 0;
     for (int d = 0; d < HD; d++)
-      ref += (double)q[d] * tab[k[j * HD + d]];
-    assert_true(fabs(ref - s[0][j]) < 1e-4);
+      ref += (double)c->q[d] * c->tab[c->k[j * HD + d]];
+    assert_true(fabs(ref - s[j]) < 1e-4);
   }
   for (int d = 0; d < HD; d++) {
     double ref = 0;
     for (int j = 0; j < N; j++)
-      ref += (double)p[j] * tab[v[j * HD + d]];
-    assert_true(fabs(ref - out[0][d]) < 1e-4);
+      ref += (double)c->p[j] * c->tab[c->v[j * HD + d]];
+    assert_true(fabs(ref - out[d]) < 1e-4);
   }
+  free(c);
+}
+
+/* A SIMD build gives the plain build's bits. One this compiler did not make
+ * (NULL) or this CPU cannot run is skipped, and says so: never compared
+ * with the plain build in its place. */
+static void check_attn_build(const nc_attn_kernels *k, const char *name,
+                             bool cpu_ok) {
+  if (!k) NC_SKIP_BECAUSE("the %s attention build was not compiled", name);
+  if (!cpu_ok)
+    NC_SKIP_BECAUSE("this CPU cannot run the %s attention build", name);
+  assert_ptr_not_equal(k, nc_attn_kernels_plain());
+  attn_case *c = attn_case_new();
+  float s0[ATTN_N], o0[ATTN_HD], s1[ATTN_N], o1[ATTN_HD];
+  attn_run(c, nc_attn_kernels_plain(), s0, o0);
+  attn_run(c, k, s1, o1);
+  assert_memory_equal(s0, s1, sizeof s0);
+  assert_memory_equal(o0, o1, sizeof o0);
+  free(c);
+}
+
+static bool cpu_has(const char *what) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (!strcmp(what, "fma")) return __builtin_cpu_supports("fma");
+  if (!strcmp(what, "avx2"))
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!strcmp(what, "avx512f"))
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+#endif
+  return false;
+}
+
+static void test_attn_kernels_fma(void **state) {
+  (void)state;
+  check_attn_build(nc_attn_kernels_fma(), "FMA", cpu_has("fma"));
+}
+
+static void test_attn_kernels_avx2(void **state) {
+  (void)state;
+  check_attn_build(nc_attn_kernels_avx2(), "AVX2", cpu_has("avx2"));
+}
+
+static void test_attn_kernels_avx512(void **state) {
+  (void)state;
+  check_attn_build(nc_attn_kernels_avx512(), "AVX-512", cpu_has("avx512f"));
+}
+
+/* The best build is one of the others (the plain one only on a CPU without
+ * FMA); its bits are checked by the test of that build. */
+static void test_attn_kernels_best(void **state) {
+  (void)state;
+  const nc_attn_kernels *b = nc_attn_kernels_best();
+  if (b == nc_attn_kernels_plain()) {
+    assert_false(cpu_has("fma") && nc_attn_kernels_fma());
+    NC_SKIP_BECAUSE("the best attention build on this CPU is the plain one");
+  }
+  assert_true(b == nc_attn_kernels_fma() || b == nc_attn_kernels_avx2() ||
+              b == nc_attn_kernels_avx512());
 }
 
 typedef struct pool_arg {
@@ -353,7 +424,11 @@ int main(void) {
       cmocka_unit_test(test_softmax),
       cmocka_unit_test(test_silu_swiglu_add),
       cmocka_unit_test(test_expf_ggml),
-      cmocka_unit_test(test_attn_kernels),
+      cmocka_unit_test(test_attn_kernels_plain),
+      cmocka_unit_test(test_attn_kernels_fma),
+      cmocka_unit_test(test_attn_kernels_avx2),
+      cmocka_unit_test(test_attn_kernels_avx512),
+      cmocka_unit_test(test_attn_kernels_best),
       cmocka_unit_test(test_threadpool),
       cmocka_unit_test(test_threadpool_idle),
       cmocka_unit_test(test_threadpool_oversubscribed),

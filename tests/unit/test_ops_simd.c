@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "test_require.h"
+
 #include "attn_kernel.h"
 #include "ops.h"
 
@@ -80,7 +82,7 @@ static int simd_ops(const nc_ops_kernels *out[2]) {
   if (best == nc_ops_avx512() || best == nc_ops_avx2())
     out[n++] = nc_ops_avx2();
   if (best == nc_ops_avx512()) out[n++] = best;
-  if (n == 0) print_message("no SIMD ops build on this CPU: skipped\n");
+  if (n == 0) NC_SKIP_BECAUSE("this CPU runs no SIMD build of the row ops");
   return n;
 }
 

@@ -325,8 +325,7 @@ static void test_unicode_tables(void **state) {
 
 static void test_smollm_facts(void **state) {
   (void)state;
-  nc_vocab *v = tt_load_vocab(tt_smollm_path(), NULL);
-  if (!v) skip();
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
   assert_int_equal(nc_vocab_n_tokens(v), 49152);
   assert_int_equal(nc_vocab_get_type(v), NC_VOCAB_BPE);
   assert_int_equal(nc_vocab_pre_type(v), NC_PRE_DIGITS_GPT2);
@@ -357,8 +356,7 @@ static void test_smollm_facts(void **state) {
 
 static void test_gemma_facts(void **state) {
   (void)state;
-  nc_vocab *v = tt_load_vocab(tt_gemma_path(), NULL);
-  if (!v) skip(); /* scripts/fetch_gemma.sh */
+  nc_vocab *v = tt_need_vocab(tt_gemma_path(), true, NULL);
   assert_int_equal(nc_vocab_get_type(v), NC_VOCAB_SPM);
   assert_int_equal(nc_vocab_bos(v), 2);
   assert_int_equal(nc_vocab_eos(v), 1);
@@ -387,8 +385,7 @@ static void test_gemma_facts(void **state) {
  * vocab lacks a few control bytes, which llama.cpp drops as well: a string
  * holding one is the only allowed exception (and is counted). */
 static void round_trip(const char *model, bool exceptions_ok) {
-  nc_vocab *v = tt_load_vocab(model, NULL);
-  if (!v) skip();
+  nc_vocab *v = tt_need_vocab(model, !exceptions_ok, NULL);
   char path[4096];
   snprintf(path, sizeof path, "%s/tests/data/tokenizer/corpus.hex", tt_root());
   char *data = tt_read_file(path, NULL);
@@ -448,8 +445,7 @@ static void test_round_trip_gemma(void **state) {
 
 static void test_bad_input(void **state) {
   (void)state;
-  nc_vocab *v = tt_load_vocab(tt_smollm_path(), NULL);
-  if (!v) skip();
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
   nc_error err = {0};
   int32_t *ids = NULL;
   size_t n = 0;
@@ -495,9 +491,8 @@ static void test_bad_input(void **state) {
 /* Replays every committed fuzz seed through the fuzz entry point. */
 static void test_fuzz_corpus_replay(void **state) {
   (void)state;
-  nc_vocab *v = tt_load_vocab(tt_smollm_path(), NULL);
-  if (!v) skip();
-  nc_vocab *g = tt_load_vocab(tt_gemma_path(), NULL);
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
+  nc_vocab *g = tt_need_vocab(tt_gemma_path(), true, NULL);
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/fuzz/corpus/tokenizer", tt_root());
   DIR *d = opendir(dir);

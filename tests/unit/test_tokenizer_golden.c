@@ -131,12 +131,7 @@ static size_t check_golden(const nc_vocab *v, const corpus *c, const char *name,
 
 static void run_file(const char *model, const char *pre, const char *name,
                      bool parse_special, const char *file) {
-  if (!model) {
-    fprintf(stderr, "%s: model absent, skipped\n", name);
-    skip();
-  }
-  nc_vocab *v = tt_load_vocab(model, pre);
-  assert_non_null(v);
+  nc_vocab *v = tt_need_vocab(model, strncmp(name, "gemma", 5) == 0, pre);
   corpus c = load_corpus(file);
   assert_true(c.n >= (strcmp(file, "corpus.hex") ? 6u : 2000u));
   size_t agree = check_golden(v, &c, name, parse_special);

@@ -9,6 +9,7 @@
 
 #include "gguf.h"
 #include "gguf_writer.h"
+#include "test_require.h"
 #include "vocab.h"
 
 /* Reads a whole file (NUL-terminated) or returns NULL. */
@@ -57,6 +58,15 @@ static inline const char *tt_gemma_path(void) {
   return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
+/* Which file a test wanted when its path function returned NULL. */
+static inline const char *tt_model_hint(bool gemma) {
+  return gemma ? "models/gemma-3-270m-q4_k_m.gguf is missing "
+                 "(scripts/fetch_gemma.sh)"
+               : "the default model ($NUCLEUS_MODEL or "
+                 "models/SmolLM2-135M-Instruct.Q4_1.gguf) is missing (make "
+                 "model)";
+}
+
 /* Loads a vocab from a GGUF path (pre may be NULL); NULL on failure. */
 static inline nc_vocab *tt_load_vocab(const char *path, const char *pre) {
   if (!path) return NULL;
@@ -71,6 +81,21 @@ static inline nc_vocab *tt_load_vocab(const char *path, const char *pre) {
   if (nc_vocab_load_ex(f, &opt, &v, &err) != NC_OK)
     fprintf(stderr, "vocab load(%s): %s\n", path, err.message);
   gguf_close(f);
+  return v;
+}
+
+/* The vocab of a model the test needs (tt_smollm_path() or tt_gemma_path()):
+ * a missing file or a load error fails the test, or skips it under
+ * NUCLEUS_TESTS_WITHOUT_MODEL=1 (test_require.h). */
+static inline nc_vocab *tt_need_vocab(const char *path, bool gemma,
+                                      const char *pre) {
+  if (!path) NC_MODEL_UNAVAILABLE(tt_model_hint(gemma));
+  nc_vocab *v = tt_load_vocab(path, pre);
+  if (!v) {
+    char why[4200];
+    snprintf(why, sizeof why, "cannot load the vocab of %s (see above)", path);
+    NC_MODEL_UNAVAILABLE(why);
+  }
   return v;
 }
 

@@ -13,7 +13,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: nucleus template [-m MODEL] [--chat-template FILE] "
-          "MESSAGES.json\n\n"
+          "[--now SECONDS] MESSAGES.json\n\n"
           "Renders the model's chat template (tokenizer.chat_template, or "
           "FILE)\nfor the conversation in MESSAGES.json ('-' for standard "
           "input) and\nprints the prompt exactly, with no newline added. The "
@@ -24,7 +24,12 @@ static void usage(FILE *out) {
           "chat_template_kwargs become extra template variables).\n"
           "  -m MODEL              the GGUF file (default: the default "
           "model)\n"
-          "  --chat-template FILE  use the Jinja template in FILE instead\n");
+          "  --chat-template FILE  use the Jinja template in FILE instead\n"
+          "  --now SECONDS         strftime_now() shows this time (seconds "
+          "since\n"
+          "                        the epoch, in UTC) instead of the local "
+          "time now:\n"
+          "                        a reproducible render\n");
 }
 
 /* Reads a whole file ("-": standard input); NULL with a message on error. */
@@ -83,6 +88,7 @@ static int parse_conversation(const char *text, size_t len, char **messages,
 
 int cmd_template(int argc, char **argv) {
   const char *model_path = NULL, *tmpl_path = NULL, *conv_path = NULL;
+  long long now = 0; /* strftime_now's clock; 0: the local time now */
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
@@ -98,6 +104,18 @@ int cmd_template(int argc, char **argv) {
         tmpl_path = argv[++i];
       else
         model_path = argv[++i];
+    } else if (!strcmp(arg, "--now")) {
+      char *end = NULL;
+      errno = 0;
+      now = i + 1 < argc ? strtoll(argv[i + 1], &end, 10) : 0;
+      if (i + 1 >= argc || !*argv[i + 1] || *end || errno || now <= 0) {
+        fprintf(stderr,
+                "nucleus template: --now needs seconds since the epoch, "
+                "1 or more (got '%s')\n",
+                i + 1 < argc ? argv[i + 1] : "");
+        return 2;
+      }
+      i++;
     } else if (arg[0] == '-' && arg[1]) {
       fprintf(stderr, "nucleus template: unknown option '%s'\n\n", arg);
       usage(stderr);
@@ -142,8 +160,8 @@ int cmd_template(int argc, char **argv) {
   if (!rc) {
     char *out = NULL;
     size_t n = 0;
-    if (nucleus_chat_render_ex(model, messages, tools, kwargs, add_gen, &out,
-                               &n, &err) != NUCLEUS_OK) {
+    if (nucleus_chat_render_at(model, messages, tools, kwargs, add_gen,
+                               (int64_t)now, &out, &n, &err) != NUCLEUS_OK) {
       fprintf(stderr, "nucleus template: %s\n", err.message);
       rc = 1;
     } else {

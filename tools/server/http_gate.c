@@ -106,6 +106,7 @@ static const char *reason(unsigned status) {
   switch (status) {
   case 400: return "Bad Request";
   case 408: return "Request Timeout";
+  case 414: return "URI Too Long";
   case 431: return "Request Header Fields Too Large";
   case 501: return "Not Implemented";
   case 505: return "HTTP Version Not Supported";

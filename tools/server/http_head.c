@@ -149,7 +149,7 @@ http_head_result http_head_check(const char *b, size_t n, size_t max_head,
     /* No line end yet: what has arrived must still be able to become a
      * request line, and be short enough. */
     if (n > max_head)
-      return bad(v, 431, "the request head is larger than %zu bytes", max_head);
+      return bad(v, 414, "the request line is longer than %zu bytes", max_head);
     size_t i = off;
     while (i < n && is_tchar((unsigned char)b[i]))
       i++;
@@ -159,6 +159,8 @@ http_head_result http_head_check(const char *b, size_t n, size_t max_head,
                  "SP HTTP/1.1");
     return HTTP_HEAD_INCOMPLETE;
   }
+  if (next > max_head)
+    return bad(v, 414, "the request line is longer than %zu bytes", max_head);
   http_head_result r = check_request_line(b + off, len, v);
   if (r != HTTP_HEAD_OK) return r;
   framing f = {0};

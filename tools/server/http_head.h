@@ -16,7 +16,7 @@ typedef enum http_head_result {
 } http_head_result;
 
 typedef struct http_head_verdict {
-  unsigned status; /* HTTP_HEAD_BAD: 400, 431, 501 or 505 */
+  unsigned status; /* HTTP_HEAD_BAD: 400, 414, 431, 501 or 505 */
   char message[200];
 } http_head_verdict;
 

@@ -1,0 +1,35 @@
+# The server's request parsing under libFuzzer (fuzz/fuzz_request.c): the
+# JSON body -> parameters (tools/server/request_parse.c), the engine's
+# parameter check (src/engine_params.c) and the prompt (tools/server/
+# prompt.c: messages, tools, token-id prompts; templates through the real
+# Jinja engine). make fuzz-request (clang-14), then e.g.
+#   build/fuzz/fuzz_request -dict=fuzz/request.dict -max_total_time=300 \
+#     fuzz/corpus-run/request fuzz/corpus/request
+# The committed corpus is replayed by test_request_fuzz (make unit).
+REQUEST_FUZZ_SERVER := request_parse prompt api_error json_text
+REQUEST_FUZZ_OBJS = $(sort status engine_params sampler_params sampler_contract \
+  $(JINJA_OBJS) chat_template chat_template_guard)
+FUZZ_REQUEST_SRCS = fuzz/fuzz_request.c \
+  $(REQUEST_FUZZ_SERVER:%=tools/server/%.c) \
+  $(patsubst %,src/%.c,$(REQUEST_FUZZ_OBJS))
+
+.PHONY: fuzz-request
+fuzz-request: build/fuzz/fuzz_request
+
+build/fuzz/fuzz_request: $(FUZZ_REQUEST_SRCS) $(wildcard src/*.h) \
+    $(wildcard tools/server/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
+	  -Itools/server -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=all $(FUZZ_REQUEST_SRCS) -ljansson -lm -o $@
+
+# The corpus replay, in every unit-test build (release and ASan+UBSan).
+UNIT_TESTS += test_request_fuzz
+$(BUILDDIR)/tests/test_request_fuzz: tests/unit/test_request_fuzz.c \
+    fuzz/fuzz_request.c $(REQUEST_FUZZ_SERVER:%=$(BUILDDIR)/tools/server/%.o) \
+    $(patsubst %,$(BUILDDIR)/src/%.o,$(REQUEST_FUZZ_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools/server $(LDFLAGS) $< \
+	  $(REQUEST_FUZZ_SERVER:%=$(BUILDDIR)/tools/server/%.o) \
+	  $(patsubst %,$(BUILDDIR)/src/%.o,$(REQUEST_FUZZ_OBJS)) $(LIBS) \
+	  -lcmocka -o $@

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs cmocka unit-test binaries one after another (as `make unit` does) and
+# prints one summary line over all of them, skips counted:
+#   unit (release): 312 passed, 2 skipped, 0 failed in 31 binaries
+# then each skipped test with the reason it printed ("skipped: ...").
+# Exits 1 when a test failed or a binary exited non-zero (a crash, a group
+# setup error), else 0. Usage: scripts/run_unit.sh LABEL BINARY...
+set -u
+label="$1"
+shift
+passed=0 skipped=0 failed=0 bad_bins="" skip_list=""
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+for t in "$@"; do
+  echo "== $t"
+  "$t" >"$log" 2>&1
+  rc=$?
+  cat "$log"
+  # cmocka's summary: "[  PASSED  ] N test(s).", "[  SKIPPED ] N test(s),
+  # listed below:", "[  FAILED  ] N test(s), listed below:".
+  p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s).*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+  s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s).*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+  f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+  passed=$((passed + p)) skipped=$((skipped + s)) failed=$((failed + f))
+  if [ "$rc" -ne 0 ] || [ "$p$s$f" = "000" ]; then
+    bad_bins="$bad_bins $(basename "$t")(exit $rc)"
+  fi
+  if [ "$s" -gt 0 ]; then
+    # "skipped: why" (test_require.h) is printed just before "[  SKIPPED ] name".
+    skip_list="$skip_list$(awk -v bin="$(basename "$t")" '
+      /^skipped: / { why = substr($0, 10) }
+      /^\[  SKIPPED \] / && $0 !~ /test\(s\)/ && !seen[$4]++ {
+        print "  " bin ": " $4 ": " (why == "" ? "(no reason printed)" : why)
+        why = "" }' "$log")
+"
+  fi
+done
+echo "unit ($label): $passed passed, $skipped skipped, $failed failed in $# binaries"
+if [ -n "$skip_list" ]; then
+  echo "skipped tests:"
+  printf '%s' "$skip_list"
+fi
+if [ "$failed" -gt 0 ] || [ -n "$bad_bins" ]; then
+  [ -n "$bad_bins" ] && echo "failed binaries:$bad_bins"
+  exit 1
+fi
+exit 0

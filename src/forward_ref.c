@@ -1,0 +1,36 @@
+/* forward_ref: the table of reference forward passes (forward_ref.h). */
+#include <string.h>
+
+#include "forward_ref.h"
+
+static const nc_ref_arch *const REF_ARCHS[] = {&nc_ref_arch_llama};
+
+const nc_ref_arch *nc_ref_arch_of(const nucleus_model *m) {
+  const char *name = nc_model_arch_name(m);
+  for (size_t i = 0; name && i < sizeof REF_ARCHS / sizeof REF_ARCHS[0]; i++)
+    if (strcmp(REF_ARCHS[i]->name, name) == 0) return REF_ARCHS[i];
+  return NULL;
+}
+
+nc_code nc_forward_ref(const nucleus_model *m, const int32_t *tokens, int32_t n,
+                       float *logits, nc_error *err) {
+  if (!m || !tokens || !logits)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "nc_forward_ref needs a model, tokens and logits");
+  const nc_hparams *hp = nc_model_hparams(m);
+  if (n < 1 || n > hp->n_ctx_train)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "reference forward: %d tokens, allowed 1 to %d", (int)n,
+                   (int)hp->n_ctx_train);
+  for (int32_t t = 0; t < n; t++)
+    if (tokens[t] < 0 || tokens[t] >= hp->n_vocab)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "reference forward: token %d at %d is outside [0, %d)",
+                     (int)tokens[t], (int)t, (int)hp->n_vocab);
+  const nc_ref_arch *a = nc_ref_arch_of(m);
+  if (!a)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "no reference forward pass for architecture '%s'",
+                   nc_model_arch_name(m));
+  return a->forward(m, tokens, n, logits, err);
+}

@@ -1,0 +1,43 @@
+/* forward_ref: an independent reference forward pass, one per architecture,
+ * written from the math of the model and nothing else of the fast path:
+ * weights are dequantized to f32 (nc_dequantize_row, the one shared piece),
+ * activations stay f32 (no quantized activations, no F16 KV cache), each
+ * attention head builds its whole causal score matrix, and one sequence runs
+ * from position 0 with no KV cache, no paging, no batching, no threads and
+ * no kernel tables. Small, slow and obvious, as llama2.c's forward: the
+ * tests hold the fast path (src/context.c and its kernels) to it, and it to
+ * llama.cpp's goldens.
+ *
+ * A new architecture adds a file forward_ref_<name>.c with its nc_ref_arch
+ * and one line in forward_ref.c's table. */
+#ifndef NC_FORWARD_REF_H
+#define NC_FORWARD_REF_H
+
+#include <stdint.h>
+
+#include "model.h"
+#include "status.h"
+
+/* Teacher-forced logits of tokens[0..n) at positions 0..n-1: n * n_vocab
+ * floats, row t the logits after tokens[0..t]. */
+typedef nc_code (*nc_ref_forward_fn)(const nucleus_model *m,
+                                     const int32_t *tokens, int32_t n,
+                                     float *logits, nc_error *err);
+
+typedef struct nc_ref_arch {
+  const char *name; /* general.architecture */
+  nc_ref_forward_fn forward;
+} nc_ref_arch;
+
+extern const nc_ref_arch nc_ref_arch_llama;
+
+/* The reference of the model's architecture, or NULL when it has none. */
+const nc_ref_arch *nc_ref_arch_of(const nucleus_model *m);
+
+/* Runs the reference of the model's architecture (see nc_ref_forward_fn);
+ * NC_ERR_UNSUPPORTED when it has none. Tokens must be in [0, n_vocab) and
+ * n in [1, n_ctx_train]. */
+nc_code nc_forward_ref(const nucleus_model *m, const int32_t *tokens, int32_t n,
+                       float *logits, nc_error *err);
+
+#endif
