@@ -13,6 +13,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Marks the API: the only symbols libnucleus.so exports (the library is
+ * built with -fvisibility=hidden). */
+#if defined(__GNUC__) || defined(__clang__)
+#define NUCLEUS_API __attribute__((visibility("default")))
+#else
+#define NUCLEUS_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,10 +45,10 @@ typedef struct nucleus_error {
   char message[512];
 } nucleus_error;
 
-const char *nucleus_status_name(nucleus_status code);
+NUCLEUS_API const char *nucleus_status_name(nucleus_status code);
 
 /* Frees memory that the API returned to the caller (token arrays, strings). */
-void nucleus_free(void *ptr);
+NUCLEUS_API void nucleus_free(void *ptr);
 
 /* ----------------------------------------------------------------- model */
 
@@ -56,55 +64,58 @@ typedef struct nucleus_model_params {
   const char *chat_template; /* override the model's template (text), or NULL */
 } nucleus_model_params;
 
-nucleus_model_params nucleus_model_default_params(void);
+NUCLEUS_API nucleus_model_params nucleus_model_default_params(void);
 
-nucleus_status nucleus_model_load(const char *path,
-                                  const nucleus_model_params *params,
-                                  nucleus_model **out, nucleus_error *err);
-void nucleus_model_free(nucleus_model *model);
+NUCLEUS_API nucleus_status
+nucleus_model_load(const char *path, const nucleus_model_params *params,
+                   nucleus_model **out, nucleus_error *err);
+NUCLEUS_API void nucleus_model_free(nucleus_model *model);
 
 /* Prints the metadata and the tensor table of a GGUF file (no weights read). */
-nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,
-                                       nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,
+                                                   nucleus_error *err);
 
-int32_t nucleus_model_n_vocab(const nucleus_model *model);
-int32_t nucleus_model_n_ctx_train(const nucleus_model *model);
-const char *nucleus_model_name(const nucleus_model *model);
-const char *nucleus_model_arch(const nucleus_model *model);
+NUCLEUS_API int32_t nucleus_model_n_vocab(const nucleus_model *model);
+NUCLEUS_API int32_t nucleus_model_n_ctx_train(const nucleus_model *model);
+NUCLEUS_API const char *nucleus_model_name(const nucleus_model *model);
+NUCLEUS_API const char *nucleus_model_arch(const nucleus_model *model);
 /* The kernel table in use: "amx", "avx512", "avx2" or "ref". */
-const char *nucleus_model_kernels(const nucleus_model *model);
+NUCLEUS_API const char *nucleus_model_kernels(const nucleus_model *model);
 
 /* ------------------------------------------------------------- tokenizer */
 
 /* Tokenizes text (any bytes). add_special adds BOS/EOS as the model's
  * metadata asks; parse_special turns special-token text into special tokens.
  * *ids_out is allocated; release it with nucleus_free. */
-nucleus_status nucleus_tokenize(const nucleus_model *model, const char *text,
-                                size_t len, bool add_special,
-                                bool parse_special, int32_t **ids_out,
-                                size_t *n_out, nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_tokenize(
+    const nucleus_model *model, const char *text, size_t len, bool add_special,
+    bool parse_special, int32_t **ids_out, size_t *n_out, nucleus_error *err);
 
 /* Tokenizes a prompt rendered by a chat template: special-token text
  * becomes special tokens, BOS is added as the model asks, and a template
  * that prints bos_token itself does not end up with two. */
-nucleus_status nucleus_tokenize_chat(const nucleus_model *model,
-                                     const char *text, size_t len,
-                                     int32_t **ids_out, size_t *n_out,
-                                     nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_tokenize_chat(const nucleus_model *model,
+                                                 const char *text, size_t len,
+                                                 int32_t **ids_out,
+                                                 size_t *n_out,
+                                                 nucleus_error *err);
 
 /* Decodes ids to text (NUL-terminated, *len_out without the NUL). */
-nucleus_status nucleus_detokenize(const nucleus_model *model,
-                                  const int32_t *ids, size_t n,
-                                  bool skip_special, char **text_out,
-                                  size_t *len_out, nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_detokenize(const nucleus_model *model,
+                                              const int32_t *ids, size_t n,
+                                              bool skip_special,
+                                              char **text_out, size_t *len_out,
+                                              nucleus_error *err);
 
 /* The raw bytes of one token's piece (special tokens rendered as text). */
-nucleus_status nucleus_token_piece(const nucleus_model *model, int32_t id,
-                                   char *buf, size_t cap, size_t *len_out,
-                                   nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_token_piece(const nucleus_model *model,
+                                               int32_t id, char *buf,
+                                               size_t cap, size_t *len_out,
+                                               nucleus_error *err);
 
-bool nucleus_token_is_eog(const nucleus_model *model, int32_t id);
-int32_t nucleus_token_bos(const nucleus_model *model); /* -1 when none */
+NUCLEUS_API bool nucleus_token_is_eog(const nucleus_model *model, int32_t id);
+NUCLEUS_API int32_t
+nucleus_token_bos(const nucleus_model *model); /* -1 when none */
 
 /* --------------------------------------------------------- chat template */
 
@@ -112,30 +123,30 @@ int32_t nucleus_token_bos(const nucleus_model *model); /* -1 when none */
  * array of messages ([{"role":..., "content":...}, ...]); tools_json may be
  * NULL or a JSON array. The result is allocated; release with nucleus_free.
  * Fails with a clear error when the model has no template. */
-nucleus_status nucleus_chat_render(const nucleus_model *model,
-                                   const char *messages_json,
-                                   const char *tools_json,
-                                   bool add_generation_prompt, char **out,
-                                   size_t *len_out, nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_chat_render(const nucleus_model *model,
+                                               const char *messages_json,
+                                               const char *tools_json,
+                                               bool add_generation_prompt,
+                                               char **out, size_t *len_out,
+                                               nucleus_error *err);
 
 /* As nucleus_chat_render, plus kwargs_json: NULL or a JSON object of extra
  * template variables (the chat_template_kwargs of an OpenAI-style request,
  * e.g. {"enable_thinking": false} for Qwen3). */
-nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
-                                      const char *messages_json,
-                                      const char *tools_json,
-                                      const char *kwargs_json,
-                                      bool add_generation_prompt, char **out,
-                                      size_t *len_out, nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_chat_render_ex(
+    const nucleus_model *model, const char *messages_json,
+    const char *tools_json, const char *kwargs_json, bool add_generation_prompt,
+    char **out, size_t *len_out, nucleus_error *err);
 
 /* ------------------------------------------------------ teacher forcing */
 
 /* Logits for every position of tokens (n * n_vocab floats into logits), as
  * one sequence starting at position 0. use_cache = false recomputes each
  * position from scratch without the KV cache (the reference mode). */
-nucleus_status nucleus_eval_logits(nucleus_model *model, const int32_t *tokens,
-                                   size_t n, bool use_cache, float *logits,
-                                   nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_eval_logits(nucleus_model *model,
+                                               const int32_t *tokens, size_t n,
+                                               bool use_cache, float *logits,
+                                               nucleus_error *err);
 
 /* ------------------------------------------------------------- sampling */
 
@@ -166,7 +177,7 @@ typedef struct nucleus_sampling_params {
   bool processed_logprobs; /* from the processed distribution, not raw */
 } nucleus_sampling_params;
 
-nucleus_sampling_params nucleus_sampling_default_params(void);
+NUCLEUS_API nucleus_sampling_params nucleus_sampling_default_params(void);
 
 /* ------------------------------------------------------------- requests */
 
@@ -178,7 +189,8 @@ typedef enum nucleus_finish_reason {
   NUCLEUS_FINISH_ERROR,  /* the request could not run: see event.error */
 } nucleus_finish_reason;
 
-const char *nucleus_finish_reason_name(nucleus_finish_reason reason);
+NUCLEUS_API const char *
+nucleus_finish_reason_name(nucleus_finish_reason reason);
 
 #define NUCLEUS_MAX_STOP_STRINGS 16
 #define NUCLEUS_MAX_STOP_STRING_BYTES 512
@@ -201,13 +213,12 @@ typedef struct nucleus_request_params {
   bool early_stopping;
 } nucleus_request_params;
 
-nucleus_request_params nucleus_request_default_params(void);
+NUCLEUS_API nucleus_request_params nucleus_request_default_params(void);
 
 /* Validates every parameter against the model (token ids in range, ...). */
-nucleus_status
-nucleus_request_params_validate(const nucleus_model *model,
-                                const nucleus_request_params *params,
-                                nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_request_params_validate(
+    const nucleus_model *model, const nucleus_request_params *params,
+    nucleus_error *err);
 
 /* --------------------------------------------------------------- engine */
 
@@ -223,26 +234,26 @@ typedef struct nucleus_engine_params {
   int32_t max_queued;       /* waiting requests beyond which submit is busy */
 } nucleus_engine_params;
 
-nucleus_engine_params nucleus_engine_default_params(void);
+NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
 
 /* Starts the engine thread over a loaded model (which must outlive it). */
-nucleus_status nucleus_engine_create(nucleus_model *model,
-                                     const nucleus_engine_params *params,
-                                     nucleus_engine **out, nucleus_error *err);
+NUCLEUS_API nucleus_status
+nucleus_engine_create(nucleus_model *model, const nucleus_engine_params *params,
+                      nucleus_engine **out, nucleus_error *err);
 
 /* Aborts every request still running and joins the engine thread. */
-void nucleus_engine_destroy(nucleus_engine *engine);
+NUCLEUS_API void nucleus_engine_destroy(nucleus_engine *engine);
 
 /* Thread-safe. The request handle is owned by the caller: release it with
  * nucleus_request_release once done reading events. */
-nucleus_status nucleus_engine_submit(nucleus_engine *engine,
-                                     const int32_t *prompt, size_t n_prompt,
-                                     const nucleus_request_params *params,
-                                     nucleus_request **out, nucleus_error *err);
+NUCLEUS_API nucleus_status
+nucleus_engine_submit(nucleus_engine *engine, const int32_t *prompt,
+                      size_t n_prompt, const nucleus_request_params *params,
+                      nucleus_request **out, nucleus_error *err);
 
 /* Thread-safe; the request ends with finish reason abort at the next step. */
-void nucleus_request_cancel(nucleus_request *request);
-void nucleus_request_release(nucleus_request *request);
+NUCLEUS_API void nucleus_request_cancel(nucleus_request *request);
+NUCLEUS_API void nucleus_request_release(nucleus_request *request);
 
 typedef enum nucleus_event_kind {
   NUCLEUS_EVENT_TOKEN,  /* one generated token, with the text it released */
@@ -291,8 +302,9 @@ typedef struct nucleus_event {
 
 /* Blocks up to timeout_ms (-1: forever) for the next event. Returns
  * NUCLEUS_OK with *ev filled, or NUCLEUS_ERR_LIMIT on timeout. */
-nucleus_status nucleus_request_next_event(nucleus_request *request,
-                                          nucleus_event *ev, int timeout_ms);
+NUCLEUS_API nucleus_status nucleus_request_next_event(nucleus_request *request,
+                                                      nucleus_event *ev,
+                                                      int timeout_ms);
 
 typedef struct nucleus_engine_stats {
   int32_t queued;
@@ -305,8 +317,8 @@ typedef struct nucleus_engine_stats {
   int64_t preemptions_total;
 } nucleus_engine_stats;
 
-void nucleus_engine_get_stats(nucleus_engine *engine,
-                              nucleus_engine_stats *stats);
+NUCLEUS_API void nucleus_engine_get_stats(nucleus_engine *engine,
+                                          nucleus_engine_stats *stats);
 
 #ifdef __cplusplus
 }
