@@ -15,6 +15,8 @@
 
 #include "quant.h"
 
+enum { NC_ROPE_NORMAL = 0, NC_ROPE_NEOX = 2 };
+
 /* y = (x / sqrt(mean(x^2) + eps)) * w; the sum of squares in double, the
  * scale in float, the weight applied after (as ggml's rms_norm then mul).
  * w may be NULL (no weight). y may alias x. */
