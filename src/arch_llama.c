@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include "arch.h"
-#include "context.h"
 #include "forward.h"
 #include "ops.h"
 

@@ -4,8 +4,6 @@
 
 #include <math.h>
 
-#include "model.h"
-
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
