@@ -133,14 +133,14 @@ static void rows_worker(void *p, int ith, int nth) {
   }
 }
 
-static void run_rows(nc_context *ctx, rows_task *t) {
+static void run_rows(nc_fwd *ctx, rows_task *t) {
   if (t->rows >= ROWS_PARALLEL_MIN)
     nc_fwd_parallel(ctx, rows_worker, t);
   else
     rows_worker(t, 0, 1);
 }
 
-static void norm_rows(nc_context *ctx, const nc_ops_kernels *op,
+static void norm_rows(nc_fwd *ctx, const nc_ops_kernels *op,
                       const nc_hparams *hp, const float *x, const float *w,
                       float *y, int32_t rows, int64_t n) {
   rows_task t = {.kind = ROWS_NORM,
@@ -155,7 +155,7 @@ static void norm_rows(nc_context *ctx, const nc_ops_kernels *op,
 }
 
 /* x += y (+ bias first added to y), per row */
-static void residual_rows(nc_context *ctx, const nc_ops_kernels *op,
+static void residual_rows(nc_fwd *ctx, const nc_ops_kernels *op,
                           const nc_hparams *hp, float *x, float *y,
                           const float *bias, int32_t rows, int64_t n) {
   rows_task t = {.kind = ROWS_RESIDUAL,
@@ -169,7 +169,7 @@ static void residual_rows(nc_context *ctx, const nc_ops_kernels *op,
   run_rows(ctx, &t);
 }
 
-static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
+static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                              nc_error *err) {
   (void)err;
   const nucleus_model *m = nc_fwd_model(ctx);

@@ -13,32 +13,12 @@
 #include "threadpool.h"
 
 struct nc_context {
-  const nucleus_model *m;
-  const nc_hparams *hp;
-  const nc_kernels *kern;
-  const nc_attn_kernels *attn;
-  const nc_ops_kernels *ops;
-  nc_kv_cache *kv;
+  nc_fwd fwd; /* what the arch's graph runs over */
   int32_t max_tokens;
-  nc_threadpool *tp;
-  nc_fwd_bufs bufs;
   float *buf_mem;
-  uint8_t *qact; /* quantized activation rows */
-  size_t qact_bytes;
-  uint8_t *qpack; /* the kernels' shared activation layout (grown on use) */
-  size_t qpack_cap;
-  float *f16tab; /* [65536]: half bits -> float */
-  float *att;    /* per thread, for one GQA group's heads: scores, q, lanes */
-  size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
-  float *kt;     /* prefill: the batch sequence's keys, transposed */
-  size_t kt_cap; /* floats */
-  float *vw;     /* and its values, widened: one row of n_embd_v per position */
-  size_t vw_cap; /* floats */
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
   uint8_t *touched;  /* [max_seqs] */
-  nc_debug_fn debug;
-  void *debug_user;
 };
 
 static int32_t max3(int32_t a, int32_t b, int32_t c) {
@@ -59,15 +39,15 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
                    (int)max_batch_tokens, 1 << 20);
   nc_context *c = calloc(1, sizeof *c);
   if (!c) return nc_fail(err, NC_ERR_NOMEM, "context: out of memory");
-  c->m = m;
-  c->hp = nc_model_hparams(m);
-  c->kern = nc_model_kernels(m);
-  c->attn = nc_attn_kernels_best();
-  c->ops = nc_ops_best();
-  c->kv = kv;
+  c->fwd.m = m;
+  c->fwd.hp = nc_model_hparams(m);
+  c->fwd.kern = nc_model_kernels(m);
+  c->fwd.attn = nc_attn_kernels_best();
+  c->fwd.ops = nc_ops_best();
+  c->fwd.kv = kv;
   c->max_tokens = max_batch_tokens;
-  const nc_hparams *hp = c->hp;
-  nc_code rc = nc_threadpool_create(nc_model_n_threads(m), &c->tp, err);
+  const nc_hparams *hp = c->fwd.hp;
+  nc_code rc = nc_threadpool_create(nc_model_n_threads(m), &c->fwd.tp, err);
   if (rc) {
     free(c);
     return rc;
@@ -84,9 +64,9 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   /* Any activation format takes at most 4 bytes per element plus a block
    * header, which one extra element per 8 covers. */
   const size_t kmax = (size_t)max3(hp->n_embd, hp->n_ff, (int32_t)w_att);
-  c->qact_bytes = T * (kmax * 4 + kmax / 2 + 64);
-  c->qact = malloc(c->qact_bytes);
-  c->f16tab = malloc(65536 * sizeof(float));
+  c->fwd.qact_bytes = T * (kmax * 4 + kmax / 2 + 64);
+  c->fwd.qact = malloc(c->fwd.qact_bytes);
+  c->fwd.f16tab = malloc(65536 * sizeof(float));
   const int64_t kv_pos =
       nc_kv_blocks_total(kv) * (int64_t)nc_kv_block_tokens(kv);
   c->att_max_pos = (int32_t)kv_pos;
@@ -94,49 +74,50 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
    * sets; 64-byte aligned, and rows padded off multiples of 4 KiB (store
    * buffer aliasing between the heads' rows). */
   const size_t group = (size_t)(hp->n_head / hp->n_head_kv);
-  c->att_ss = (size_t)kv_pos / 16 * 16 + 32;
-  c->att_ls = (size_t)hp->head_dim_v * NC_ATTN_LANES + 16;
-  c->att_stride = group * c->att_ss +
-                  (group * (size_t)hp->head_dim + 15) / 16 * 16 +
-                  group * c->att_ls;
-  c->att = aligned_alloc(64, c->att_stride * (size_t)nc_threadpool_size(c->tp) *
-                                 sizeof(float));
+  c->fwd.att_ss = (size_t)kv_pos / 16 * 16 + 32;
+  c->fwd.att_ls = (size_t)hp->head_dim_v * NC_ATTN_LANES + 16;
+  c->fwd.att_stride = group * c->fwd.att_ss +
+                      (group * (size_t)hp->head_dim + 15) / 16 * 16 +
+                      group * c->fwd.att_ls;
+  c->fwd.att = aligned_alloc(64, c->fwd.att_stride *
+                                     (size_t)nc_threadpool_size(c->fwd.tp) *
+                                     sizeof(float));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
-  if (!c->buf_mem || !c->qact || !c->f16tab || !c->att || !c->next_pos ||
-      !c->touched) {
+  if (!c->buf_mem || !c->fwd.qact || !c->fwd.f16tab || !c->fwd.att ||
+      !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
                    "context for %d batch tokens: out of memory",
                    (int)max_batch_tokens);
   }
   float *p = c->buf_mem;
-  c->bufs.x = p, p += T * (size_t)hp->n_embd;
-  c->bufs.xn = p, p += T * w_xn;
-  c->bufs.q = p, p += T * w_q;
-  c->bufs.k = p, p += T * (size_t)nc_hp_n_embd_k(hp);
-  c->bufs.v = p, p += T * (size_t)nc_hp_n_embd_v(hp);
-  c->bufs.attn = p, p += T * w_att;
-  c->bufs.gate = p, p += T * (size_t)hp->n_ff;
-  c->bufs.up = p, p += T * (size_t)hp->n_ff;
-  c->bufs.rope_cos = p, p += T * half;
-  c->bufs.rope_sin = p, p += T * half;
+  c->fwd.bufs.x = p, p += T * (size_t)hp->n_embd;
+  c->fwd.bufs.xn = p, p += T * w_xn;
+  c->fwd.bufs.q = p, p += T * w_q;
+  c->fwd.bufs.k = p, p += T * (size_t)nc_hp_n_embd_k(hp);
+  c->fwd.bufs.v = p, p += T * (size_t)nc_hp_n_embd_v(hp);
+  c->fwd.bufs.attn = p, p += T * w_att;
+  c->fwd.bufs.gate = p, p += T * (size_t)hp->n_ff;
+  c->fwd.bufs.up = p, p += T * (size_t)hp->n_ff;
+  c->fwd.bufs.rope_cos = p, p += T * half;
+  c->fwd.bufs.rope_sin = p, p += T * half;
   for (uint32_t h = 0; h < 65536; h++)
-    c->f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+    c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
   *out = c;
   return NC_OK;
 }
 
 void nc_context_free(nc_context *c) {
   if (!c) return;
-  nc_threadpool_free(c->tp);
+  nc_threadpool_free(c->fwd.tp);
   free(c->buf_mem);
-  free(c->qact);
-  free(c->qpack);
-  free(c->f16tab);
-  free(c->kt);
-  free(c->vw);
-  free(c->att);
+  free(c->fwd.qact);
+  free(c->fwd.qpack);
+  free(c->fwd.f16tab);
+  free(c->fwd.kt);
+  free(c->fwd.vw);
+  free(c->fwd.att);
   free(c->next_pos);
   free(c->touched);
   free(c);
@@ -146,31 +127,31 @@ int32_t nc_context_max_batch_tokens(const nc_context *ctx) {
   return ctx->max_tokens;
 }
 const nucleus_model *nc_context_model(const nc_context *ctx) {
-  return ctx->m;
+  return ctx->fwd.m;
 }
 nc_kv_cache *nc_context_kv(nc_context *ctx) {
-  return ctx->kv;
+  return ctx->fwd.kv;
 }
-const nc_fwd_bufs *nc_fwd_scratch(nc_context *ctx) {
+const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx) {
   return &ctx->bufs;
 }
-const nucleus_model *nc_fwd_model(const nc_context *ctx) {
+const nucleus_model *nc_fwd_model(const nc_fwd *ctx) {
   return ctx->m;
 }
-const nc_ops_kernels *nc_fwd_ops(const nc_context *ctx) {
+const nc_ops_kernels *nc_fwd_ops(const nc_fwd *ctx) {
   return ctx->ops;
 }
 void nc_context_set_debug(nc_context *ctx, nc_debug_fn fn, void *user) {
-  ctx->debug = fn;
-  ctx->debug_user = user;
+  ctx->fwd.debug = fn;
+  ctx->fwd.debug_user = user;
 }
 
-void nc_fwd_debug(nc_context *ctx, const char *name, int32_t layer,
+void nc_fwd_debug(nc_fwd *ctx, const char *name, int32_t layer,
                   const float *data, int64_t rows, int64_t cols) {
   if (ctx->debug) ctx->debug(ctx->debug_user, name, layer, data, rows, cols);
 }
 
-void nc_fwd_parallel(nc_context *ctx, nc_task_fn fn, void *arg) {
+void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg) {
   nc_threadpool_run(ctx->tp, fn, arg);
 }
 
@@ -284,8 +265,8 @@ static void mm_worker(void *p, int ith, int nth) {
 /* True when the kernels build a shared activation layout for this matmul
  * group (every weight has a gemm_packed, the kernels want one for this many
  * rows) and ctx->qpack holds it. */
-static bool shared_layout(nc_context *ctx, const mm_task *t, nc_type vdt,
-                          int64_t n, int32_t rows) {
+static bool shared_layout(nc_fwd *ctx, const mm_task *t, nc_type vdt, int64_t n,
+                          int32_t rows) {
   const nc_kernels *k = ctx->kern;
   if (!k->pack_act[vdt] || !k->pack_bytes || k->pack_rows < 1) return false;
   for (int i = 0; i < t->n_mm; i++)
@@ -300,8 +281,8 @@ static bool shared_layout(nc_context *ctx, const mm_task *t, nc_type vdt,
   return ctx->qpack != NULL;
 }
 
-void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
-                   int32_t rows, const nc_mm *mm, int n_mm) {
+void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
+                   const nc_mm *mm, int n_mm) {
   bool done[NC_FWD_MAX_MM] = {false};
   if (n_mm > NC_FWD_MAX_MM) n_mm = NC_FWD_MAX_MM;
   for (int i = 0; i < n_mm; i++) {
@@ -344,7 +325,7 @@ void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
 /* ---- attention */
 
 typedef struct att_task {
-  nc_context *ctx;
+  nc_fwd *ctx;
   int32_t layer;
   const nc_batch *b;
   const float *q;
@@ -364,7 +345,7 @@ typedef struct att_task {
  * all of them, and every head's result is the one it gets alone. */
 static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
                       float *scratch) {
-  const nc_context *c = a->ctx;
+  const nc_fwd *c = a->ctx;
   const nc_hparams *hp = c->hp;
   const float *tab = c->f16tab;
   const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
@@ -438,7 +419,7 @@ static void att_worker(void *p, int ith, int nth) {
 enum { KT_MIN_ROWS = 16 };
 
 typedef struct kt_task {
-  nc_context *ctx;
+  nc_fwd *ctx;
   int32_t layer, seq, n;
   size_t head; /* floats per KV head */
   bool values; /* also widen the values into ctx->vw */
@@ -448,7 +429,7 @@ typedef struct kt_task {
  * line of the transposed keys). */
 static void kt_worker(void *p, int ith, int nth) {
   const kt_task *t = p;
-  const nc_context *ctx = t->ctx;
+  const nc_fwd *ctx = t->ctx;
   const nc_hparams *hp = ctx->hp;
   const int32_t hd = hp->head_dim;
   const float *tab = ctx->f16tab;
@@ -473,7 +454,7 @@ static void kt_worker(void *p, int ith, int nth) {
   }
 }
 
-static void keys_transposed(nc_context *ctx, int32_t layer, const nc_batch *b,
+static void keys_transposed(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                             att_task *a) {
   const nc_hparams *hp = ctx->hp;
   const int32_t hd = hp->head_dim;
@@ -512,7 +493,7 @@ static void keys_transposed(nc_context *ctx, int32_t layer, const nc_batch *b,
   a->vw = values ? ctx->vw : NULL;
 }
 
-void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,
+void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out) {
   const int32_t dk = nc_hp_n_embd_k(ctx->hp), dv = nc_hp_n_embd_v(ctx->hp);
@@ -536,33 +517,33 @@ static nc_code validate(nc_context *ctx, const nc_batch *b, nc_error *err) {
     return nc_fail(err, NC_ERR_LIMIT,
                    "forward: batch of %d tokens, the context takes at most %d",
                    (int)b->n_tokens, (int)ctx->max_tokens);
-  const int32_t max_seqs = nc_kv_max_seqs(ctx->kv);
+  const int32_t max_seqs = nc_kv_max_seqs(ctx->fwd.kv);
   memset(ctx->touched, 0, (size_t)max_seqs);
   for (int32_t t = 0; t < b->n_tokens; t++) {
     const int32_t tok = b->token[t], s = b->seq[t], pos = b->pos[t];
-    if (tok < 0 || tok >= ctx->hp->n_vocab)
+    if (tok < 0 || tok >= ctx->fwd.hp->n_vocab)
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "forward: row %d: token %d out of range [0, %d)", (int)t,
-                     (int)tok, (int)ctx->hp->n_vocab);
-    if (!nc_kv_seq_is_live(ctx->kv, s))
+                     (int)tok, (int)ctx->fwd.hp->n_vocab);
+    if (!nc_kv_seq_is_live(ctx->fwd.kv, s))
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "forward: row %d: sequence %d is not live", (int)t,
                      (int)s);
     if (!ctx->touched[s]) {
       ctx->touched[s] = 1;
-      ctx->next_pos[s] = nc_kv_seq_len(ctx->kv, s);
+      ctx->next_pos[s] = nc_kv_seq_len(ctx->fwd.kv, s);
     }
     if (pos != ctx->next_pos[s])
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "forward: row %d: sequence %d expects position %d, got "
                      "%d",
                      (int)t, (int)s, (int)ctx->next_pos[s], (int)pos);
-    if (pos >= nc_kv_seq_capacity(ctx->kv, s))
+    if (pos >= nc_kv_seq_capacity(ctx->fwd.kv, s))
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "forward: row %d: position %d of sequence %d has no KV "
                      "space reserved (capacity %d)",
                      (int)t, (int)pos, (int)s,
-                     (int)nc_kv_seq_capacity(ctx->kv, s));
+                     (int)nc_kv_seq_capacity(ctx->fwd.kv, s));
     if (pos >= ctx->att_max_pos)
       return nc_fail(err, NC_ERR_LIMIT, "forward: position %d too large",
                      (int)pos);
@@ -578,11 +559,11 @@ nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
   if (!logits && nc_batch_n_logits(batch) > 0)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "forward: rows want logits but the output is NULL");
-  rc = nc_model_arch(ctx->m)->forward(ctx, batch, logits, err);
+  rc = nc_model_arch(ctx->fwd.m)->forward(&ctx->fwd, batch, logits, err);
   if (rc) return rc;
-  const int32_t max_seqs = nc_kv_max_seqs(ctx->kv);
+  const int32_t max_seqs = nc_kv_max_seqs(ctx->fwd.kv);
   for (int32_t s = 0; s < max_seqs; s++)
-    if (ctx->touched[s]) nc_kv_seq_set_len(ctx->kv, s, ctx->next_pos[s]);
+    if (ctx->touched[s]) nc_kv_seq_set_len(ctx->fwd.kv, s, ctx->next_pos[s]);
   return NC_OK;
 }
 
@@ -606,7 +587,7 @@ static nc_code nocache_setup(const nucleus_model *m, int32_t n,
 static nc_code nocache_prefix(nc_context *ctx, nc_batch *b,
                               const int32_t *tokens, int32_t n, float *logits,
                               nc_error *err) {
-  nc_kv_cache *kv = ctx->kv;
+  nc_kv_cache *kv = ctx->fwd.kv;
   nc_kv_seq_free(kv, 0);
   const int32_t s = nc_kv_seq_new(kv);
   nc_code rc = nc_kv_seq_reserve(kv, s, n, err);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "batch.h"
+#include "forward.h"
 #include "kv_cache.h"
 #include "model.h"
 #include "status.h"
@@ -34,8 +35,6 @@ nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
  * attn_norm, Qcur, Kcur, Vcur, kqv_out, attn_out, ffn_inp, ffn_norm,
  * ffn_gate, ffn_up, ffn_swiglu, ffn_out, l_out, result_norm), layer -1 for
  * the ones outside the layers. NULL turns it off. */
-typedef void (*nc_debug_fn)(void *user, const char *name, int32_t layer,
-                            const float *data, int64_t rows, int64_t cols);
 void nc_context_set_debug(nc_context *ctx, nc_debug_fn fn, void *user);
 
 int32_t nc_context_max_batch_tokens(const nc_context *ctx);
