@@ -3,7 +3,7 @@
 # Recursive (=) so that KERNEL_OBJS and TOKENIZER_OBJS (fragments included
 # later) expand.
 MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
-             $(KERNEL_OBJS) threadpool ops ops_avx2 ops_avx512 batch kv_cache model arch_llama \
+             $(KERNEL_OBJS) threadpool ops ops_avx2 ops_avx512 batch kv_cache model arch_llama forward \
              attn_kernel attn_kernel_fma attn_kernel_avx2 attn_kernel_avx512 context api_model $(TOKENIZER_OBJS)
 # The FMA build of the attention loops (chosen at run time; same results).
 CFLAGS_attn_kernel_fma := -mfma
