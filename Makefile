@@ -58,7 +58,7 @@ include $(sort $(wildcard mk/*.mk))
 
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILDDIR)/tests/%)
 
-.PHONY: all test unit e2e model format clean run install
+.PHONY: all test unit e2e model format clean run install layers
 all: $(NUCLEUS) $(SHLIB)
 
 $(BUILDDIR)/%.o: %.c
@@ -113,8 +113,12 @@ e2e: $(NUCLEUS) model
 model:
 	@scripts/fetch_model.sh
 
+# The layering of docs/ARCHITECTURE.md, in includes and in the objects' calls.
+layers: $(LIB_OBJS) $(TOOL_OBJS)
+	python3 scripts/check_layers.py $(BUILDDIR)
+
 test: model
-	python3 scripts/check_layers.py
+	$(MAKE) BUILD=release layers
 	$(MAKE) BUILD=release unit
 	$(MAKE) BUILD=asan unit
 	$(MAKE) BUILD=release e2e
