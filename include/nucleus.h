@@ -4,6 +4,17 @@
  * released by its matching *_free/_destroy. Every fallible call returns a
  * nucleus_status and, when given a nucleus_error, fills it with a message.
  * Parameter structs come with a *_default_params() function: start from it.
+ *
+ * Threads. A loaded model is immutable: every call that takes a
+ * `const nucleus_model *` (the model queries, the tokenizer, detokenizer and
+ * token calls, nucleus_chat_render*) is thread-safe and may run on any number
+ * of threads at once, beside engines running over the same model (a server
+ * tokenizes on its HTTP threads while the engine thread generates).
+ * nucleus_eval_logits runs its own KV cache and thread pool, so it too may
+ * run beside them. nucleus_engine_submit, nucleus_engine_get_stats and the
+ * nucleus_request_* calls are thread-safe. Creating and freeing (model load
+ * and free, engine create and destroy) are not: a model must outlive every
+ * engine and call that uses it.
  */
 #ifndef NUCLEUS_H
 #define NUCLEUS_H
@@ -38,6 +49,7 @@ typedef enum nucleus_status {
   NUCLEUS_ERR_BUSY,             /* queue full: try again later */
   NUCLEUS_ERR_CANCELLED,        /* cancelled by the caller */
   NUCLEUS_ERR_INTERNAL,
+  NUCLEUS_ERR_TIMEOUT, /* nothing happened within the time given */
 } nucleus_status;
 
 typedef struct nucleus_error {
@@ -244,8 +256,11 @@ nucleus_engine_create(nucleus_model *model, const nucleus_engine_params *params,
 /* Aborts every request still running and joins the engine thread. */
 NUCLEUS_API void nucleus_engine_destroy(nucleus_engine *engine);
 
-/* Thread-safe. The request handle is owned by the caller: release it with
- * nucleus_request_release once done reading events. */
+/* Thread-safe. Validates params and the prompt, then deep-copies both (the
+ * stop strings and every token array included): the caller may free or
+ * reuse them as soon as it returns. The request handle is owned by the
+ * caller: release it with nucleus_request_release once done reading
+ * events. */
 NUCLEUS_API nucleus_status
 nucleus_engine_submit(nucleus_engine *engine, const int32_t *prompt,
                       size_t n_prompt, const nucleus_request_params *params,
@@ -253,6 +268,9 @@ nucleus_engine_submit(nucleus_engine *engine, const int32_t *prompt,
 
 /* Thread-safe; the request ends with finish reason abort at the next step. */
 NUCLEUS_API void nucleus_request_cancel(nucleus_request *request);
+/* Releases the caller's handle (NULL is fine). A request still running is
+ * cancelled first (a client that goes away): it ends with finish reason
+ * abort at the engine's next step, which frees its KV blocks. */
 NUCLEUS_API void nucleus_request_release(nucleus_request *request);
 
 typedef enum nucleus_event_kind {
@@ -300,8 +318,9 @@ typedef struct nucleus_event {
   uint64_t seed; /* the seed used (drawn from the OS when none was given) */
 } nucleus_event;
 
-/* Blocks up to timeout_ms (-1: forever) for the next event. Returns
- * NUCLEUS_OK with *ev filled, or NUCLEUS_ERR_LIMIT on timeout. */
+/* Blocks up to timeout_ms (-1: forever, 0: does not block) for the next
+ * event. Returns NUCLEUS_OK with *ev filled, or NUCLEUS_ERR_TIMEOUT when
+ * none came in time. */
 NUCLEUS_API nucleus_status nucleus_request_next_event(nucleus_request *request,
                                                       nucleus_event *ev,
                                                       int timeout_ms);

@@ -45,6 +45,7 @@ const char *nucleus_status_name(nucleus_status code) {
   case NUCLEUS_ERR_BUSY: return "busy";
   case NUCLEUS_ERR_CANCELLED: return "cancelled";
   case NUCLEUS_ERR_INTERNAL: return "internal error";
+  case NUCLEUS_ERR_TIMEOUT: return "timed out";
   }
   return "unknown";
 }
