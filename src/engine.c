@@ -85,15 +85,20 @@ static void group_free(group *g) {
   free(g);
 }
 
+/* The completions (KV sequences) a request runs: its n, or its beams. */
+static int32_t request_n_comps(const nucleus_request *r) {
+  return r->params.beam_width > 1 ? r->params.beam_width
+         : r->params.n > 0        ? r->params.n
+                                  : 1;
+}
+
 static nc_code group_create(nucleus_engine *e, nucleus_request *r, group **out,
                             nc_error *err) {
   *out = NULL;
   group *g = calloc(1, sizeof *g);
   if (!g) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   g->req = r;
-  g->n_comps = r->params.beam_width > 1 ? r->params.beam_width
-               : r->params.n > 0        ? r->params.n
-                                        : 1;
+  g->n_comps = request_n_comps(r);
   g->n_active = 1;
   g->comps = calloc((size_t)g->n_comps, sizeof *g->comps);
   size_t n_sup = (size_t)e->n_eog + r->params.n_stop_token_ids;
@@ -335,27 +340,32 @@ static bool grow(void **arr, int32_t *cap, int32_t need, size_t elem) {
   return true;
 }
 
-/* Takes new requests and cancellations; false when shutting down. */
+/* Takes new requests, in arrival order while the step arrays hold them (the
+ * rest wait in the inbox); false when shutting down. */
 static bool take_inbox(nucleus_engine *e) {
+  engine_step *st = &e->step;
   pthread_mutex_lock(&e->mu);
   while (!e->stepped && !e->shutdown && e->n_inbox == 0 && e->n_groups == 0)
     pthread_cond_wait(&e->cv, &e->mu);
   bool shutdown = e->shutdown;
-  nucleus_request **in = e->inbox;
-  int32_t n_in = e->n_inbox;
-  e->inbox = NULL;
-  e->n_inbox = e->cap_inbox = 0;
+  int32_t n_in = 0;
+  while (n_in < e->n_inbox && e->n_groups + n_in < st->max_groups) {
+    int32_t n = request_n_comps(e->inbox[n_in]);
+    if (e->n_seqs_held + n > st->max_seqs) break;
+    e->n_seqs_held += n;
+    st->taken[n_in] = e->inbox[n_in];
+    n_in++;
+  }
+  e->n_inbox -= n_in;
+  memmove(e->inbox, e->inbox + n_in, (size_t)e->n_inbox * sizeof *e->inbox);
   pthread_mutex_unlock(&e->mu);
 
   for (int32_t i = 0; i < n_in; i++) {
-    nucleus_request *r = in[i];
+    nucleus_request *r = st->taken[i];
     group *g = NULL;
     nc_error err = {0};
-    nc_code rc = NC_ERR_NOMEM;
-    if (grow((void **)&e->groups, &e->cap_groups, e->n_groups + 1,
-             sizeof *e->groups))
-      rc = group_create(e, r, &g, &err);
-    if (rc != NC_OK) {
+    if (group_create(e, r, &g, &err) != NC_OK) {
+      e->n_seqs_held -= request_n_comps(r);
       nucleus_event ev = {0};
       ev.kind = NUCLEUS_EVENT_FINISH;
       ev.finish_reason = NUCLEUS_FINISH_ERROR;
@@ -370,7 +380,6 @@ static bool take_inbox(nucleus_engine *e) {
     }
     e->groups[e->n_groups++] = g;
   }
-  free(in);
   return !shutdown;
 }
 
@@ -393,6 +402,7 @@ static void retire_groups(nucleus_engine *e) {
     }
     emit_done(g);
     nucleus_request *r = g->req;
+    e->n_seqs_held -= g->n_comps;
     group_free(g);
     nc_request_unref(r);
   }
@@ -422,7 +432,7 @@ static int32_t build_sched_state(nucleus_engine *e) {
   int32_t bt = nc_kv_block_tokens(e->kv);
   for (int32_t i = 0; i < e->n_groups; i++) {
     group *g = e->groups[i];
-    nc_sched_group *sg = &e->sg[i];
+    nc_sched_group *sg = &e->step.sg[i];
     sg->running = g->running;
     sg->admit_order = g->admit_order;
     sg->blocks_held = g->running ? group_blocks_held(e, g) : 0;
@@ -433,8 +443,8 @@ static int32_t build_sched_state(nucleus_engine *e) {
       int32_t kv_len = c->kv_seq >= 0 ? nc_kv_seq_len(e->kv, c->kv_seq) : 0;
       bool cow = c->kv_seq >= 0 && kv_len % bt != 0 &&
                  nc_kv_block_refcount(e->kv, c->kv_seq, kv_len - 1) > 1;
-      e->ss[n_seqs] = (nc_sched_seq){i, kv_len, c->n_tokens - kv_len, cow};
-      e->seq_comp[n_seqs] = c;
+      e->step.ss[n_seqs] = (nc_sched_seq){i, kv_len, c->n_tokens - kv_len, cow};
+      e->step.seq_comp[n_seqs] = c;
       n_seqs++;
     }
     sg->n_seqs = n_seqs - sg->first_seq;
@@ -442,30 +452,11 @@ static int32_t build_sched_state(nucleus_engine *e) {
   return n_seqs;
 }
 
-static bool ensure_step_arrays(nucleus_engine *e) {
-  int32_t n_seqs = 0;
-  for (int32_t i = 0; i < e->n_groups; i++)
-    n_seqs += e->groups[i]->n_comps;
-  int32_t ng = e->n_groups > 0 ? e->n_groups : 1;
-  int32_t ns = n_seqs > 0 ? n_seqs : 1;
-  e->sg = realloc(e->sg, (size_t)ng * sizeof *e->sg);
-  e->verdicts = realloc(e->verdicts, (size_t)ng * sizeof *e->verdicts);
-  e->ss = realloc(e->ss, (size_t)ns * sizeof *e->ss);
-  e->seq_comp = realloc(e->seq_comp, (size_t)ns * sizeof *e->seq_comp);
-  e->items = realloc(e->items, (size_t)ns * sizeof *e->items);
-  e->rows = realloc(e->rows, (size_t)ns * sizeof *e->rows);
-  e->results = realloc(e->results, (size_t)ns * sizeof *e->results);
-  e->row_comp = realloc(e->row_comp, (size_t)ns * sizeof *e->row_comp);
-  e->sample_comp = realloc(e->sample_comp, (size_t)ns * sizeof *e->sample_comp);
-  return e->sg && e->verdicts && e->ss && e->seq_comp && e->items && e->rows &&
-         e->results && e->row_comp && e->sample_comp;
-}
-
 /* Applies the scheduler's verdicts: fail, preempt, admit. */
 static void apply_verdicts(nucleus_engine *e) {
   for (int32_t i = 0; i < e->n_groups; i++) {
     group *g = e->groups[i];
-    switch (e->verdicts[i]) {
+    switch (e->step.verdicts[i]) {
     case NC_SCHED_KEEP: break;
     case NC_SCHED_FAIL: {
       nc_error err;
@@ -509,7 +500,6 @@ static void fork_completions(nucleus_engine *e, group *g) {
 
 /* Runs one step; false when there was nothing to do. */
 static bool step(nucleus_engine *e) {
-  if (!ensure_step_arrays(e)) return false;
   int32_t n_seqs = build_sched_state(e);
   nc_sched_capacity cap = {
       .free_blocks = nc_kv_blocks_free(e->kv),
@@ -518,16 +508,16 @@ static bool step(nucleus_engine *e) {
       .token_budget = e->params.max_batch_tokens,
       .max_running = e->params.max_running,
   };
-  nc_sched_plan plan = {e->items, 0, e->verdicts};
-  nc_schedule(e->sg, e->n_groups, e->ss, n_seqs, &cap, &plan);
+  nc_sched_plan plan = {e->step.items, 0, e->step.verdicts};
+  nc_schedule(e->step.sg, e->n_groups, e->step.ss, n_seqs, &cap, &plan);
   apply_verdicts(e);
 
   nc_batch_clear(&e->batch);
   int32_t n_rows = 0;
   for (int32_t i = 0; i < plan.n_items; i++) {
     nc_sched_item it = plan.items[i];
-    completion *c = e->seq_comp[it.seq];
-    group *g = e->groups[e->ss[it.seq].group];
+    completion *c = e->step.seq_comp[it.seq];
+    group *g = e->groups[e->step.ss[it.seq].group];
     if (c->finished || c->kv_seq < 0 || !g->running) continue;
     int32_t kv_len = nc_kv_seq_len(e->kv, c->kv_seq);
     int32_t n = it.n_tokens;
@@ -539,7 +529,7 @@ static bool step(nucleus_engine *e) {
       int32_t pos = kv_len + k;
       bool last = pos == c->n_tokens - 1;
       nc_batch_add(&e->batch, c->tokens[pos], pos, c->kv_seq, last);
-      if (last) e->row_comp[n_rows++] = c;
+      if (last) e->step.row_comp[n_rows++] = c;
     }
   }
   if (e->batch.n_tokens == 0) return plan.n_items > 0;
@@ -558,7 +548,7 @@ static bool step(nucleus_engine *e) {
    * prompt just finished prefilling forks its other completions first. */
   int32_t n_sample = 0;
   for (int32_t r = 0; r < n_rows; r++) {
-    completion *c = e->row_comp[r];
+    completion *c = e->step.row_comp[r];
     group *g = c->owner;
     if (g->beam) {
       nc_beam_take_logits(e, g, c, e->logits + (size_t)r * (size_t)e->n_vocab);
@@ -572,31 +562,32 @@ static bool step(nucleus_engine *e) {
     for (int32_t k = first; k <= last; k++) {
       completion *ck = &g->comps[k];
       bool masked = ck->n_generated < g->req->params.min_tokens;
-      e->rows[n_sample] = (nc_sample_row){
+      e->step.rows[n_sample] = (nc_sample_row){
           .sampler = ck->sampler,
           .logits = e->logits + (size_t)r * (size_t)e->n_vocab,
           .suppress = masked ? g->suppress : NULL,
           .n_suppress = masked ? g->n_suppress : 0,
       };
-      e->sample_comp[n_sample++] = ck;
+      e->step.sample_comp[n_sample++] = ck;
     }
   }
-  nc_sample_batch(e->ws, e->rows, n_sample, e->results, NULL);
+  nc_sample_batch(e->ws, e->step.rows, n_sample, e->step.results, NULL);
   for (int32_t s = 0; s < n_sample; s++) {
-    completion *c = e->sample_comp[s];
+    completion *c = e->step.sample_comp[s];
     group *g = c->owner;
     if (c->finished) continue;
-    if (e->results[s].token < 0) {
+    if (e->step.results[s].token < 0) {
       nc_error serr;
       nc_fail(&serr,
-              e->results[s].status ? e->results[s].status : NC_ERR_INTERNAL,
+              e->step.results[s].status ? e->step.results[s].status
+                                        : NC_ERR_INTERNAL,
               "sampling failed (the logits hold NaN or every token is "
               "masked)");
       finish_completion(e, g, c, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0,
                         &serr);
       continue;
     }
-    handle_token(e, g, c, &e->results[s]);
+    handle_token(e, g, c, &e->step.results[s]);
   }
   e->stats.generated_tokens_total += n_sample;
   return true;
@@ -663,8 +654,55 @@ static nc_code collect_eog(nucleus_engine *e, nc_error *err) {
   return NC_OK;
 }
 
+/* Requests held at once beyond the running ones, whatever max_queued says
+ * (more wait in the inbox): bounds the step arrays. */
+enum { MAX_HELD_WAITING = 1024 };
+
+static nc_code step_alloc(nucleus_engine *e, nc_error *err) {
+  engine_step *st = &e->step;
+  const nucleus_engine_params *p = &e->params;
+  int32_t waiting =
+      p->max_queued < MAX_HELD_WAITING ? p->max_queued : MAX_HELD_WAITING;
+  st->max_groups = p->max_running + waiting;
+  /* a request runs at most max_running completions: one always fits */
+  st->max_seqs = 2 * p->max_running + waiting;
+  const size_t ng = (size_t)st->max_groups, ns = (size_t)st->max_seqs;
+  e->groups = malloc(ng * sizeof *e->groups);
+  st->taken = malloc(ng * sizeof *st->taken);
+  st->sg = malloc(ng * sizeof *st->sg);
+  st->verdicts = malloc(ng * sizeof *st->verdicts);
+  st->ss = malloc(ns * sizeof *st->ss);
+  st->seq_comp = malloc(ns * sizeof *st->seq_comp);
+  st->items = malloc(ns * sizeof *st->items);
+  st->rows = malloc(ns * sizeof *st->rows);
+  st->results = malloc(ns * sizeof *st->results);
+  st->row_comp = malloc(ns * sizeof *st->row_comp);
+  st->sample_comp = malloc(ns * sizeof *st->sample_comp);
+  if (!e->groups || !st->taken || !st->sg || !st->verdicts || !st->ss ||
+      !st->seq_comp || !st->items || !st->rows || !st->results ||
+      !st->row_comp || !st->sample_comp)
+    return nc_fail(err, NC_ERR_NOMEM, "out of memory (engine step arrays)");
+  return NC_OK;
+}
+
+static void step_free(nucleus_engine *e) {
+  engine_step *st = &e->step;
+  free(e->groups);
+  free(st->taken);
+  free(st->sg);
+  free(st->verdicts);
+  free(st->ss);
+  free(st->seq_comp);
+  free(st->items);
+  free(st->rows);
+  free(st->results);
+  free(st->row_comp);
+  free(st->sample_comp);
+}
+
 /* What engine_create builds before the thread starts (NULL-safe). */
 static void free_resources(nucleus_engine *e) {
+  step_free(e);
   nc_sample_workspace_free(e->ws);
   free(e->logits);
   nc_batch_free(&e->batch);
@@ -686,6 +724,7 @@ static nc_code engine_create(nucleus_model *model,
   e->n_vocab = hp->n_vocab;
   nc_code rc = nc_engine_resolve_params(hp, params, &e->params, err);
   if (rc == NC_OK) rc = collect_eog(e, err);
+  if (rc == NC_OK) rc = step_alloc(e, err);
   int64_t n_blocks =
       (e->params.kv_cache_tokens + e->params.kv_block_tokens - 1) /
       e->params.kv_block_tokens;
@@ -757,16 +796,6 @@ void nucleus_engine_destroy(nucleus_engine *e) {
     nc_request_unref(e->inbox[i]);
   }
   free(e->inbox);
-  free(e->groups);
-  free(e->sg);
-  free(e->ss);
-  free(e->seq_comp);
-  free(e->items);
-  free(e->verdicts);
-  free(e->rows);
-  free(e->results);
-  free(e->row_comp);
-  free(e->sample_comp);
   free_resources(e);
   pthread_mutex_destroy(&e->mu);
   pthread_cond_destroy(&e->cv);

@@ -53,6 +53,24 @@ struct group {
   uint8_t *beam_ready; /* which rows hold this step's logits */
 };
 
+/* One step's scratch, sized at create for the most groups and sequences the
+ * engine holds at once (take_inbox admits no more: the rest wait in the
+ * inbox), freed at destroy. */
+typedef struct engine_step {
+  int32_t max_groups;         /* requests held (running or waiting) */
+  int32_t max_seqs;           /* their completions (n or beam_width each) */
+  nucleus_request **taken;    /* [max_groups]: this step's new requests */
+  nc_sched_group *sg;         /* [max_groups] */
+  nc_sched_verdict *verdicts; /* [max_groups] */
+  nc_sched_seq *ss;           /* [max_seqs] */
+  completion **seq_comp;      /* [max_seqs]: scheduler seq -> completion */
+  nc_sched_item *items;       /* [max_seqs] */
+  nc_sample_row *rows;        /* [max_seqs] */
+  nc_sample_result *results;  /* [max_seqs] */
+  completion **row_comp;      /* [max_seqs]: rows with logits -> completion */
+  completion **sample_comp;   /* [max_seqs]: sampling rows -> completion */
+} engine_step;
+
 struct nucleus_engine {
   nucleus_model *model;
   const nc_vocab *vocab;
@@ -67,18 +85,11 @@ struct nucleus_engine {
   int32_t n_eog;
 
   /* Engine-thread state. */
-  group **groups; /* arrival order */
-  int32_t n_groups, cap_groups;
+  group **groups; /* [step.max_groups], arrival order */
+  int32_t n_groups;
+  int32_t n_seqs_held; /* completions of the held groups */
   uint64_t admit_counter;
-  nc_sched_group *sg;
-  nc_sched_seq *ss;
-  completion **seq_comp; /* scheduler seq index -> completion */
-  nc_sched_item *items;
-  nc_sched_verdict *verdicts;
-  nc_sample_row *rows;
-  nc_sample_result *results;
-  completion **row_comp;    /* forward rows with logits -> completion */
-  completion **sample_comp; /* sampling rows -> completion */
+  engine_step step;
 
   /* Shared with submitters: guarded by mu. */
   pthread_t thread;
