@@ -152,22 +152,18 @@ void nc_engine_release_kv(nucleus_engine *e, completion *c) {
   c->kv_seq = -1;
 }
 
-void nc_engine_emit_finish(nucleus_engine *e, group *g, int32_t index,
-                           nucleus_finish_reason reason, int32_t stop_tok,
-                           const char *stop_str, const char *text,
-                           size_t text_len, int32_t n_generated,
-                           const nc_error *error) {
-  (void)e;
+void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
+                           const nc_finish *f) {
   nucleus_event ev = {0};
   ev.kind = NUCLEUS_EVENT_FINISH;
   ev.index = index;
   ev.token = -1;
-  ev.text = text ? text : "";
-  ev.text_len = text ? text_len : 0;
-  ev.finish_reason = reason;
-  ev.stop_string = stop_str;
-  ev.stop_token = stop_tok;
-  if (error) ev.error = *error;
+  ev.text = f->text ? f->text : "";
+  ev.text_len = f->text ? f->text_len : 0;
+  ev.finish_reason = f->reason;
+  ev.stop_string = f->stop_string;
+  ev.stop_token = f->stop_token;
+  if (f->error) ev.error = *f->error;
   ev.usage.prompt_tokens = g->req->n_prompt;
   ev.usage.completion_tokens = n_generated;
   ev.timings = group_timings(g, nc_now_ms());
@@ -175,21 +171,19 @@ void nc_engine_emit_finish(nucleus_engine *e, group *g, int32_t index,
   emit(g, &ev);
 }
 
-/* Ends one completion with its reason; trailing text rides on the event. */
+/* Ends one completion: the one way every completion finishes. */
 static void finish_completion(nucleus_engine *e, group *g, completion *c,
-                              nucleus_finish_reason reason, int32_t stop_tok,
-                              const char *stop_str, const char *text,
-                              size_t text_len, const nc_error *error) {
+                              const nc_finish *f) {
   c->finished = true;
   g->n_finished++;
   nc_engine_release_kv(e, c);
-  nc_engine_emit_finish(e, g, c->index, reason, stop_tok, stop_str, text,
-                        text_len, c->n_generated, error);
+  nc_engine_emit_finish(g, c->index, c->n_generated, f);
 }
 
-/* Ends every unfinished completion of a group with the same reason. */
-static void finish_group(nucleus_engine *e, group *g,
-                         nucleus_finish_reason reason, const nc_error *error) {
+void nc_engine_finish_group(nucleus_engine *e, group *g,
+                            nucleus_finish_reason reason,
+                            const nc_error *error) {
+  const nc_finish f = nc_finish_of(reason, error);
   if (g->beam) { /* the beams end together: one event per returned rank */
     for (int32_t i = 0; i < g->n_comps; i++) {
       nc_engine_release_kv(e, &g->comps[i]);
@@ -198,13 +192,12 @@ static void finish_group(nucleus_engine *e, group *g,
     g->n_finished = g->n_comps;
     int32_t n_ret = g->req->params.n > 0 ? g->req->params.n : 1;
     for (int32_t i = 0; i < n_ret; i++)
-      nc_engine_emit_finish(e, g, i, reason, -1, NULL, NULL, 0, 0, error);
+      nc_engine_emit_finish(g, i, 0, &f);
     return;
   }
   for (int32_t i = 0; i < g->n_comps; i++) {
     completion *c = &g->comps[i];
-    if (c->finished) continue;
-    finish_completion(e, g, c, reason, -1, NULL, NULL, 0, error);
+    if (!c->finished) finish_completion(e, g, c, &f);
   }
 }
 
@@ -251,7 +244,30 @@ static char *final_text(completion *c, size_t *len, int *stop_hit) {
   return buf;
 }
 
-/* One sampled token for one completion: events and finish rules. */
+/* Ends a completion after its last token. The text the detokenizer and the
+ * stop matcher still hold rides on the FINISH event (unless a stop string
+ * matched in the stream already: hit >= 0). The reason is stop when an end
+ * token (end_tok >= 0, its text not part of the output) or a stop string
+ * ended it, else length. */
+static void end_output(nucleus_engine *e, group *g, completion *c,
+                       int32_t end_tok, int hit) {
+  size_t len = 0;
+  char *text = hit < 0 ? final_text(c, &len, &hit) : NULL;
+  nc_finish f = nc_finish_of(end_tok >= 0 || hit >= 0 ? NUCLEUS_FINISH_STOP
+                                                      : NUCLEUS_FINISH_LENGTH,
+                             NULL);
+  if (hit >= 0)
+    f.stop_string = nc_stop_matcher_string(c->stop, hit);
+  else
+    f.stop_token = end_tok;
+  f.text = text;
+  f.text_len = len;
+  finish_completion(e, g, c, &f);
+  free(text);
+}
+
+/* One sampled token for one completion: its TOKEN event (unless it is an
+ * end token), then the finish rules. */
 static void handle_token(nucleus_engine *e, group *g, completion *c,
                          const nc_sample_result *res) {
   const nucleus_request_params *p = &g->req->params;
@@ -264,66 +280,44 @@ static void handle_token(nucleus_engine *e, group *g, completion *c,
   if (!nc_engine_push_token(c, tok)) {
     nc_error err;
     nc_fail(&err, NC_ERR_NOMEM, "out of memory");
-    finish_completion(e, g, c, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0, &err);
+    const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &err);
+    finish_completion(e, g, c, &f);
     return;
   }
 
   /* An end-of-generation or stop token ends the completion; its text is
    * not part of the output. */
-  bool eog = !p->ignore_eos && nc_vocab_is_eog(e->vocab, tok);
-  if (eog || is_stop_token(g, tok)) {
-    size_t len = 0;
-    int hit = -1;
-    char *text = final_text(c, &len, &hit);
-    finish_completion(e, g, c, NUCLEUS_FINISH_STOP, hit >= 0 ? -1 : tok,
-                      hit >= 0 ? nc_stop_matcher_string(c->stop, hit) : NULL,
-                      text, len, NULL);
-    free(text);
-    return;
+  bool end_token = (!p->ignore_eos && nc_vocab_is_eog(e->vocab, tok)) ||
+                   is_stop_token(g, tok);
+  int hit = -1; /* a stop string matched in the stream */
+  if (!end_token) {
+    if (c->n_generated >= p->min_tokens) nc_stop_matcher_arm(c->stop, true);
+    const char *piece, *released;
+    size_t piece_len, released_len;
+    nc_detok_push(c->detok, tok, &piece, &piece_len);
+    hit = nc_stop_matcher_push(c->stop, piece, piece_len, &released,
+                               &released_len);
+
+    nucleus_event ev = {0};
+    ev.kind = NUCLEUS_EVENT_TOKEN;
+    ev.index = c->index;
+    ev.token = tok;
+    ev.text = released;
+    ev.text_len = released_len;
+    ev.stop_token = -1;
+    if (p->sampling.logprobs || p->sampling.top_logprobs > 0) {
+      ev.logprob = res->logprob;
+      ev.top_logprobs = res->top;
+      ev.n_top_logprobs = res->n_top;
+    }
+    ev.seed = g->req->seed;
+    emit(g, &ev);
   }
 
-  if (c->n_generated >= p->min_tokens) nc_stop_matcher_arm(c->stop, true);
-  const char *piece, *released;
-  size_t piece_len, released_len;
-  nc_detok_push(c->detok, tok, &piece, &piece_len);
-  int hit =
-      nc_stop_matcher_push(c->stop, piece, piece_len, &released, &released_len);
-
-  nucleus_event ev = {0};
-  ev.kind = NUCLEUS_EVENT_TOKEN;
-  ev.index = c->index;
-  ev.token = tok;
-  ev.text = released;
-  ev.text_len = released_len;
-  ev.stop_token = -1;
-  if (p->sampling.logprobs || p->sampling.top_logprobs > 0) {
-    ev.logprob = res->logprob;
-    ev.top_logprobs = res->top;
-    ev.n_top_logprobs = res->n_top;
-  }
-  ev.seed = g->req->seed;
-  emit(g, &ev);
-
-  if (hit >= 0) {
-    finish_completion(e, g, c, NUCLEUS_FINISH_STOP, -1,
-                      nc_stop_matcher_string(c->stop, hit), NULL, 0, NULL);
-    return;
-  }
   bool budget = p->max_tokens >= 0 && c->n_generated >= p->max_tokens;
   bool ctx_full = c->n_tokens >= e->params.n_ctx;
-  if (budget || ctx_full) {
-    size_t len = 0;
-    int stop_hit = -1;
-    char *text = final_text(c, &len, &stop_hit);
-    if (stop_hit >= 0)
-      finish_completion(e, g, c, NUCLEUS_FINISH_STOP, -1,
-                        nc_stop_matcher_string(c->stop, stop_hit), text, len,
-                        NULL);
-    else
-      finish_completion(e, g, c, NUCLEUS_FINISH_LENGTH, -1, NULL, text, len,
-                        NULL);
-    free(text);
-  }
+  if (end_token || hit >= 0 || budget || ctx_full)
+    end_output(e, g, c, end_token ? tok : -1, hit);
 }
 
 /* ------------------------------------------------------------- the step */
@@ -387,7 +381,7 @@ static void apply_cancellations(nucleus_engine *e) {
   for (int32_t i = 0; i < e->n_groups; i++) {
     group *g = e->groups[i];
     if (atomic_load(&g->req->cancelled) && g->n_finished < g->n_comps)
-      finish_group(e, g, NUCLEUS_FINISH_ABORT, NULL);
+      nc_engine_finish_group(e, g, NUCLEUS_FINISH_ABORT, NULL);
   }
 }
 
@@ -464,7 +458,7 @@ static void apply_verdicts(nucleus_engine *e) {
               "the request needs more KV cache than the pool holds (%lld "
               "blocks of %d tokens)",
               (long long)nc_kv_blocks_total(e->kv), nc_kv_block_tokens(e->kv));
-      finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
+      nc_engine_finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
       g->running = false;
       break;
     }
@@ -539,7 +533,7 @@ static bool step(nucleus_engine *e) {
     /* The model failed: end every request in the batch with the error. */
     for (int32_t i = 0; i < e->n_groups; i++)
       if (e->groups[i]->running)
-        finish_group(e, e->groups[i], NUCLEUS_FINISH_ERROR, &err);
+        nc_engine_finish_group(e, e->groups[i], NUCLEUS_FINISH_ERROR, &err);
     return true;
   }
   e->stats.steps_total++;
@@ -583,8 +577,8 @@ static bool step(nucleus_engine *e) {
                                         : NC_ERR_INTERNAL,
               "sampling failed (the logits hold NaN or every token is "
               "masked)");
-      finish_completion(e, g, c, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0,
-                        &serr);
+      const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &serr);
+      finish_completion(e, g, c, &f);
       continue;
     }
     handle_token(e, g, c, &e->step.results[s]);
@@ -623,7 +617,7 @@ static bool iterate(nucleus_engine *e) {
 
 static void abort_all(nucleus_engine *e) {
   for (int32_t i = 0; i < e->n_groups; i++)
-    finish_group(e, e->groups[i], NUCLEUS_FINISH_ABORT, NULL);
+    nc_engine_finish_group(e, e->groups[i], NUCLEUS_FINISH_ABORT, NULL);
   retire_groups(e);
   update_stats(e);
 }

@@ -103,14 +103,33 @@ struct nucleus_engine {
   nucleus_engine_stats stats;
 };
 
+/* How a completion ends: the fields of its FINISH event. */
+typedef struct nc_finish {
+  nucleus_finish_reason reason;
+  int32_t stop_token;      /* the matched stop/eog token, or -1 */
+  const char *stop_string; /* the matched stop string, or NULL */
+  const char *text;        /* text released at the end, or NULL */
+  size_t text_len;
+  const nc_error *error; /* for NUCLEUS_FINISH_ERROR, or NULL */
+} nc_finish;
+
+/* A finish that carries only its reason (and error). */
+static inline nc_finish nc_finish_of(nucleus_finish_reason reason,
+                                     const nc_error *error) {
+  return (nc_finish){.reason = reason, .stop_token = -1, .error = error};
+}
+
 /* engine.c */
 void nc_engine_release_kv(nucleus_engine *e, completion *c);
 bool nc_engine_push_token(completion *c, int32_t tok);
-void nc_engine_emit_finish(nucleus_engine *e, group *g, int32_t index,
-                           nucleus_finish_reason reason, int32_t stop_tok,
-                           const char *stop_str, const char *text,
-                           size_t text_len, int32_t n_generated,
-                           const nc_error *error);
+/* Emits the FINISH event of completion index (n_generated tokens). */
+void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
+                           const nc_finish *f);
+/* Ends every unfinished completion of a group with one reason (a beam
+ * search: every rank it returns). */
+void nc_engine_finish_group(nucleus_engine *e, group *g,
+                            nucleus_finish_reason reason,
+                            const nc_error *error);
 
 /* engine_beam.c */
 nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err);
