@@ -5,7 +5,7 @@
 
 #include "arch.h"
 #include "forward.h"
-#include "ops.h"
+#include "kernels/ops.h"
 
 static nc_code llama_check_hparams(const gguf_file *f, nc_hparams *hp,
                                    nc_error *err) {

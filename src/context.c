@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "arch.h"
-#include "attn_kernel.h"
 #include "forward.h"
-#include "ops.h"
+#include "kernels/attn_kernel.h"
+#include "kernels/ops.h"
 #include "threadpool.h"
 
 struct nc_context {

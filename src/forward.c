@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attn_kernel.h"
-#include "ops.h"
+#include "kernels/attn_kernel.h"
+#include "kernels/ops.h"
 #include "threadpool.h"
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx) {

@@ -8,11 +8,11 @@
 
 #include <stdint.h>
 
-#include "attn_kernel.h"
 #include "batch.h"
+#include "kernels/attn_kernel.h"
+#include "kernels/ops.h"
 #include "kv_cache.h"
 #include "model.h"
-#include "ops.h"
 #include "threadpool.h"
 
 /* Scratch rows for up to max_batch_tokens entries (row-major, one row per

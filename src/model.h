@@ -14,7 +14,7 @@
 
 #include "gguf.h"
 #include "kernels/kernels.h"
-#include "ops.h"
+#include "kernels/ops.h"
 #include "quant.h"
 #include "status.h"
 

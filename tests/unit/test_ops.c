@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "attn_kernel.h"
+#include "kernels/attn_kernel.h"
+#include "kernels/ops.h"
 #include "model.h"
-#include "ops.h"
 #include "threadpool.h"
 
 static void test_rmsnorm(void **state) {

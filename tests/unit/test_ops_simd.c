@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "attn_kernel.h"
-#include "ops.h"
+#include "kernels/attn_kernel.h"
+#include "kernels/ops.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
