@@ -3,12 +3,8 @@
 # Recursive (=) so that KERNEL_OBJS and TOKENIZER_OBJS (fragments included
 # later) expand.
 MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
-             $(KERNEL_OBJS) $(OPS_OBJS) $(ATTN_OBJS) threadpool batch kv_cache \
+             $(KERNEL_OBJS) threadpool batch kv_cache \
              model arch_llama forward context api_model $(TOKENIZER_OBJS)
-# The row ops and attention loops (src/kernels/), each with its SIMD builds.
-OPS_OBJS := kernels/ops kernels/ops_avx2 kernels/ops_avx512
-ATTN_OBJS := kernels/attn_kernel kernels/attn_kernel_fma kernels/attn_kernel_avx2 \
-             kernels/attn_kernel_avx512
 # The FMA build of the attention loops (chosen at run time; same results).
 CFLAGS_attn_kernel_fma := -mfma
 CFLAGS_attn_kernel_avx2 := -mavx2 -mfma -mf16c
@@ -17,8 +13,8 @@ CFLAGS_ops_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
 
 UNIT_TESTS += test_ops test_ops_simd test_kv_cache test_forward test_model_load
-test_ops_DEPS := $(OPS_OBJS) $(ATTN_OBJS) threadpool status quant
-test_ops_simd_DEPS := $(OPS_OBJS) $(ATTN_OBJS) quant
+test_ops_DEPS = $(OPS_OBJS) $(ATTN_OBJS) threadpool status quant
+test_ops_simd_DEPS = $(OPS_OBJS) $(ATTN_OBJS) quant
 test_kv_cache_DEPS := status kv_cache batch quant quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)
 test_model_load_DEPS = $(MODEL_OBJS)

@@ -42,8 +42,11 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.m = m;
   c->fwd.hp = nc_model_hparams(m);
   c->fwd.kern = nc_model_kernels(m);
-  c->fwd.attn = nc_attn_kernels_best();
-  c->fwd.ops = nc_ops_best();
+  /* attention and row ops come with the model's kernel table */
+  c->fwd.attn = c->fwd.kern->attn ? c->fwd.kern->attn() : NULL;
+  c->fwd.ops = c->fwd.kern->ops ? c->fwd.kern->ops() : NULL;
+  if (!c->fwd.attn) c->fwd.attn = nc_attn_kernels_plain();
+  if (!c->fwd.ops) c->fwd.ops = nc_ops_plain();
   c->fwd.kv = kv;
   c->max_tokens = max_batch_tokens;
   const nc_hparams *hp = c->fwd.hp;

@@ -731,6 +731,8 @@ static nc_code engine_create(nucleus_model *model,
   if (rc == NC_OK)
     rc = nc_batch_init(&e->batch, e->params.max_batch_tokens, err);
   if (rc == NC_OK) rc = nc_sample_workspace_create(e->n_vocab, &e->ws, err);
+  if (rc == NC_OK) /* the sampler's row passes follow the kernel table */
+    nc_sample_workspace_set_simd(e->ws, nc_model_kernels(model)->sampler_simd);
   if (rc == NC_OK) {
     size_t rows = (size_t)e->params.max_batch_tokens;
     e->logits = malloc(rows * (size_t)e->n_vocab * sizeof *e->logits);

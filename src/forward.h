@@ -61,7 +61,7 @@ typedef struct nc_fwd {
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx);
 const nucleus_model *nc_fwd_model(const nc_fwd *ctx);
-/* The row ops build the context chose (nc_ops_best). */
+/* The row ops build of the model's kernel table. */
 const nc_ops_kernels *nc_fwd_ops(const nc_fwd *ctx);
 
 /* One matmul of a group sharing the input: y[t * y_stride + r] = W_r . x_t

@@ -119,6 +119,9 @@ int32_t nc_sampler_count(const nc_sampler *s, int32_t id);
 /* Scratch for rows of up to n_vocab logits. */
 nc_code nc_sample_workspace_create(int32_t n_vocab, nc_sample_workspace **out,
                                    nc_error *err);
+/* The SIMD level (NC_SIMD_*, kernels/sampler_simd.h) of the row passes:
+ * the backend table's (NC_SIMD_BEST until set). Same results at any level. */
+void nc_sample_workspace_set_simd(nc_sample_workspace *ws, int simd);
 void nc_sample_workspace_free(nc_sample_workspace *ws);
 
 typedef struct nc_sample_row {

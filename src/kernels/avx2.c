@@ -16,6 +16,7 @@
 
 #include "avx2_util.h"
 #include "ref.h"
+#include "sampler_simd.h"
 #include "tables.h"
 
 static inline float h2f(nc_fp16 h) {
@@ -316,6 +317,9 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_Q8_1, nc_avx2_quant_q8_1),
             E(NC_TYPE_Q8_K, nc_avx2_quant_q8_k),
         },
+    .attn = nc_attn_kernels_avx2,
+    .ops = nc_ops_avx2,
+    .sampler_simd = NC_SIMD_AVX2,
 };
 #undef E
 

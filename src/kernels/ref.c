@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ref.h"
+#include "sampler_simd.h"
 
 #define H2F(x) nc_fp16_to_fp32(x)
 
@@ -336,6 +337,9 @@ static const nc_kernels k_ref = {
             ENTRY(NC_TYPE_Q8_1, nc_ref_quant_q8_1),
             ENTRY(NC_TYPE_Q8_K, nc_ref_quant_q8_k),
         },
+    .attn = nc_attn_kernels_plain,
+    .ops = nc_ops_plain,
+    .sampler_simd = NC_SIMD_PORTABLE,
 };
 #undef ENTRY
 
