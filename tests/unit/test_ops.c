@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "kernels/attn_kernel.h"
+#include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "model.h"
 #include "threadpool.h"
@@ -184,9 +185,9 @@ static void test_attn_kernels(void **state) {
     q[d] = tab[nc_fp32_to_fp16(cosf(d * 1.3f))];
   for (int j = 0; j < N; j++)
     p[j] = tab[nc_fp32_to_fp16(1.0f / (j + 2))];
-  const nc_attn_kernels *ks[4] = {nc_attn_kernels_plain(),
-                                  nc_attn_kernels_best(), nc_attn_kernels_fma(),
-                                  nc_attn_kernels_avx2()};
+  const nc_attn_kernels *ks[4] = {
+      nc_attn_kernels_plain(), nc_kernels_best(false)->attn(),
+      nc_attn_kernels_avx2(), nc_attn_kernels_avx512()};
   float s[4][N], lanes[4][HD * 16], out[4][HD];
   for (int i = 0; i < 4; i++) {
     if (!ks[i]) ks[i] = ks[0]; /* a build this compiler did not make */
