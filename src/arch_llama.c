@@ -196,7 +196,6 @@ static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
     norm_rows(ctx, op, hp, s->x, L->attn_norm.data, s->xn, T, E);
-    nc_fwd_debug(ctx, "attn_norm", l, s->xn, T, E);
     const nc_mm qkv[3] = {
         {&L->wq, s->q, Q}, {&L->wk, s->k, K}, {&L->wv, s->v, Vd}};
     nc_fwd_matmul(ctx, s->xn, E, T, qkv, 3);
@@ -211,22 +210,13 @@ static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                       .cos_c = s->rope_cos,
                       .sin_c = s->rope_sin};
     run_rows(ctx, &rope);
-    nc_fwd_debug(ctx, "Qcur", l, s->q, T, Q);
-    nc_fwd_debug(ctx, "Kcur", l, s->k, T, K);
-    nc_fwd_debug(ctx, "Vcur", l, s->v, T, Vd);
     nc_fwd_attention(ctx, l, b, s->q, s->k, s->v, s->attn);
-    nc_fwd_debug(ctx, "kqv_out", l, s->attn, T, O);
     const nc_mm wo = {&L->wo, s->xn, E};
     nc_fwd_matmul(ctx, s->attn, O, T, &wo, 1);
-    nc_fwd_debug(ctx, "attn_out", l, s->xn, T, E);
     residual_rows(ctx, op, hp, s->x, s->xn, L->bo.data, T, E);
-    nc_fwd_debug(ctx, "ffn_inp", l, s->x, T, E);
     norm_rows(ctx, op, hp, s->x, L->ffn_norm.data, s->xn, T, E);
-    nc_fwd_debug(ctx, "ffn_norm", l, s->xn, T, E);
     const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
     nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
-    nc_fwd_debug(ctx, "ffn_gate", l, s->gate, T, F);
-    nc_fwd_debug(ctx, "ffn_up", l, s->up, T, F);
     rows_task glu = {.kind = ROWS_SWIGLU,
                      .op = op,
                      .hp = hp,
@@ -235,12 +225,9 @@ static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                      .y = s->gate,
                      .up = s->up};
     run_rows(ctx, &glu);
-    nc_fwd_debug(ctx, "ffn_swiglu", l, s->gate, T, F);
     const nc_mm down = {&L->ffn_down, s->xn, E};
     nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
-    nc_fwd_debug(ctx, "ffn_out", l, s->xn, T, E);
     residual_rows(ctx, op, hp, s->x, s->xn, NULL, T, E);
-    nc_fwd_debug(ctx, "l_out", l, s->x, T, E);
   }
   int32_t n_out = 0;
   for (int32_t t = 0; t < T; t++)
@@ -249,7 +236,6 @@ static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                   hp->rms_eps);
       n_out++;
     }
-  nc_fwd_debug(ctx, "result_norm", -1, s->xn, n_out, E);
   if (n_out > 0) {
     const nc_mm out = {&w->output, logits, hp->n_vocab};
     nc_fwd_matmul(ctx, s->xn, E, n_out, &out, 1);

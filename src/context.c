@@ -126,20 +126,6 @@ void nc_context_free(nc_context *c) {
   free(c);
 }
 
-int32_t nc_context_max_batch_tokens(const nc_context *ctx) {
-  return ctx->max_tokens;
-}
-const nucleus_model *nc_context_model(const nc_context *ctx) {
-  return ctx->fwd.m;
-}
-nc_kv_cache *nc_context_kv(nc_context *ctx) {
-  return ctx->fwd.kv;
-}
-void nc_context_set_debug(nc_context *ctx, nc_debug_fn fn, void *user) {
-  ctx->fwd.debug = fn;
-  ctx->fwd.debug_user = user;
-}
-
 /* ---- running a batch */
 
 static nc_code validate(nc_context *ctx, const nc_batch *b, nc_error *err) {

@@ -30,17 +30,6 @@ void nc_context_free(nc_context *ctx);
 nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
                            float *logits, nc_error *err);
 
-/* Debugging: called by the forward graph with each named intermediate
- * ([rows, cols] floats, rows = batch entries; names as llama.cpp's graph:
- * attn_norm, Qcur, Kcur, Vcur, kqv_out, attn_out, ffn_inp, ffn_norm,
- * ffn_gate, ffn_up, ffn_swiglu, ffn_out, l_out, result_norm), layer -1 for
- * the ones outside the layers. NULL turns it off. */
-void nc_context_set_debug(nc_context *ctx, nc_debug_fn fn, void *user);
-
-int32_t nc_context_max_batch_tokens(const nc_context *ctx);
-const nucleus_model *nc_context_model(const nc_context *ctx);
-nc_kv_cache *nc_context_kv(nc_context *ctx);
-
 /* Reference: the logits of every position of tokens (one sequence from
  * position 0), each position recomputed from scratch in a fresh contiguous
  * cache (no state carried between positions). O(n^2). */

@@ -868,7 +868,3 @@ void nucleus_engine_get_stats(nucleus_engine *e, nucleus_engine_stats *stats) {
   *stats = e->stats;
   pthread_mutex_unlock(&e->mu);
 }
-
-int32_t nc_engine_n_ctx(const nucleus_engine *e) {
-  return e->params.n_ctx;
-}

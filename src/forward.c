@@ -19,10 +19,6 @@ const nucleus_model *nc_fwd_model(const nc_fwd *ctx) {
 const nc_ops_kernels *nc_fwd_ops(const nc_fwd *ctx) {
   return ctx->ops;
 }
-void nc_fwd_debug(nc_fwd *ctx, const char *name, int32_t layer,
-                  const float *data, int64_t rows, int64_t cols) {
-  if (ctx->debug) ctx->debug(ctx->debug_user, name, layer, data, rows, cols);
-}
 
 void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg) {
   nc_threadpool_run(ctx->tp, fn, arg);

@@ -29,9 +29,6 @@ typedef struct nc_fwd_bufs {
   float *rope_cos, *rope_sin; /* [T, n_rot / 2]: per-row rope tables */
 } nc_fwd_bufs;
 
-typedef void (*nc_debug_fn)(void *user, const char *name, int32_t layer,
-                            const float *data, int64_t rows, int64_t cols);
-
 /* What the primitives run over: the model, the kernels chosen once, the
  * thread pool, the KV cache and the scratch memory, all set up (and freed)
  * by the context that owns it (context.c). */
@@ -55,8 +52,6 @@ typedef struct nc_fwd {
   size_t kt_cap; /* floats */
   float *vw;     /* and its values, widened: one row of n_embd_v per position */
   size_t vw_cap; /* floats */
-  nc_debug_fn debug;
-  void *debug_user;
 } nc_fwd;
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx);
@@ -86,10 +81,6 @@ void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
 void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out);
-
-/* Hands an intermediate to the debug callback, when one is set. */
-void nc_fwd_debug(nc_fwd *ctx, const char *name, int32_t layer,
-                  const float *data, int64_t rows, int64_t cols);
 
 /* Runs fn(arg, ith, nth) on the context's thread pool. */
 void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg);

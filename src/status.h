@@ -29,6 +29,4 @@ nc_code nc_fail(nc_error *err, nc_code code, const char *fmt, ...)
 void nc_error_prefix(nc_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-void nc_error_clear(nc_error *err);
-
 #endif
