@@ -852,7 +852,7 @@ enum { SEG_ROWS = 64 };
               first, last, out + (size_t)r * out_stride, out_stride, two);     \
     }                                                                          \
   }                                                                            \
-  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+  static void kq_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *act, size_t a_stride,     \
                              int64_t na, float *out, size_t out_stride) {      \
     const uint8_t *wb = w, *ab = act;                                          \
@@ -918,26 +918,8 @@ enum { SEG_ROWS = 64 };
         }                                                                      \
       }                                                                        \
     }                                                                          \
-  }                                                                            \
-  void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \
-                                   size_t a_stride, int nrows, float *out,     \
-                                   size_t out_stride) {                        \
-    nc_avx512_gemm_##name(n, w, 0, 1, a, a_stride, nrows, out, out_stride);    \
   }
 
-/* The tiled-order dots: the single-row kernels' integers, llama.cpp's
- * tiled float step per super-block. Their gemm: pairs from MIN_BATCH
- * activation rows on, these dots below (the same operations). */
-#define KQ_TILED(name, blk, sb, PAIR, unpack, block, RB)                       \
-  float nc_avx512_dot_##name(int64_t n, const void *w, const void *a) {        \
-    const blk *x = w;                                                          \
-    const block_q8_K *y = a;                                                   \
-    float acc = 0;                                                             \
-    for (int64_t i = 0; i < n / QK_K; i++)                                     \
-      sb(x + i, y + i, NULL, NULL, &acc);                                      \
-    return acc;                                                                \
-  }                                                                            \
-  KQ_GEMM(name, blk, PAIR, unpack, block, RB, MIN_BATCH)
 /* adapters: the same argument list for every type's single-row kernel */
 static inline __attribute__((always_inline)) void q6k_sb4(const block_q6_K *x,
                                                           const block_q8_K *y,
@@ -960,15 +942,123 @@ static inline __attribute__((always_inline)) void q3k_sb4(const block_q3_K *x,
   (void)b;
   q3k_sb(x, y, a, tl);
 }
-KQ_TILED(q4_k_tiled, block_q4_K, q4k_sb, q4k_pair, q4k_unpack_pair, q4kt_block,
-         KQ4_R)
-KQ_TILED(q6_k_tiled, block_q6_K, q6k_sb4, q6k_pair, q6k_unpack_pair, q6kt_block,
-         KQ6_R)
-KQ_TILED(q5_k_tiled, block_q5_K, q5k_sb, q5k_pair, q5k_unpack_pair, q5kt_block,
-         KQ4_R)
-KQ_TILED(q2_k_tiled, block_q2_K, q2k_sb4, q2k_pair, q2k_unpack_pair, q2kt_block,
-         KQ6_R)
-KQ_TILED(q3_k_tiled, block_q3_K, q3k_sb4, q3k_pair, q3k_unpack_pair, q3kt_block,
-         KQ6_R)
-#undef KQ_TILED
+KQ_GEMM(q4_k_tiled, block_q4_K, q4k_pair, q4k_unpack_pair, q4kt_block, KQ4_R,
+        MIN_BATCH)
+KQ_GEMM(q6_k_tiled, block_q6_K, q6k_pair, q6k_unpack_pair, q6kt_block, KQ6_R,
+        MIN_BATCH)
+KQ_GEMM(q5_k_tiled, block_q5_K, q5k_pair, q5k_unpack_pair, q5kt_block, KQ4_R,
+        MIN_BATCH)
+KQ_GEMM(q2_k_tiled, block_q2_K, q2k_pair, q2k_unpack_pair, q2kt_block, KQ6_R,
+        MIN_BATCH)
+KQ_GEMM(q3_k_tiled, block_q3_K, q3k_pair, q3k_unpack_pair, q3kt_block, KQ6_R,
+        MIN_BATCH)
 #undef KQ_GEMM
+
+/* The entry points (tables.h). The tiled-order dots: the single-row
+ * kernels' integers, llama.cpp's tiled float step per super-block. Their
+ * gemm: pairs from MIN_BATCH activation rows on, these dots below (the same
+ * operations); _rows is the gemm of one weight row. */
+float nc_avx512_dot_q4_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q4_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q4k_sb(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q4_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q4_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q4_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q4_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}
+
+float nc_avx512_dot_q6_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q6_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q6k_sb4(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q6_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q6_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q6_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q6_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}
+
+float nc_avx512_dot_q5_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q5_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q5k_sb(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q5_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q5_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q5_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q5_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}
+
+float nc_avx512_dot_q2_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q2_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q2k_sb4(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q2_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q2_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q2_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q2_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}
+
+float nc_avx512_dot_q3_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q3_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q3k_sb4(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q3_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q3_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q3_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q3_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}
