@@ -140,12 +140,11 @@ static void run_rows(nc_fwd *ctx, rows_task *t) {
     rows_worker(t, 0, 1);
 }
 
-static void norm_rows(nc_fwd *ctx, const nc_ops_kernels *op,
-                      const nc_hparams *hp, const float *x, const float *w,
-                      float *y, int32_t rows, int64_t n) {
+void nc_fwd_rmsnorm(nc_fwd *ctx, const float *x, const float *w, float *y,
+                    int32_t rows, int64_t n) {
   rows_task t = {.kind = ROWS_NORM,
-                 .op = op,
-                 .hp = hp,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
                  .rows = rows,
                  .n = n,
                  .x = x,
@@ -154,18 +153,43 @@ static void norm_rows(nc_fwd *ctx, const nc_ops_kernels *op,
   run_rows(ctx, &t);
 }
 
-/* x += y (+ bias first added to y), per row */
-static void residual_rows(nc_fwd *ctx, const nc_ops_kernels *op,
-                          const nc_hparams *hp, float *x, float *y,
-                          const float *bias, int32_t rows, int64_t n) {
+void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
+                     int32_t rows, int64_t n) {
   rows_task t = {.kind = ROWS_RESIDUAL,
-                 .op = op,
-                 .hp = hp,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
                  .rows = rows,
                  .n = n,
                  .acc = x,
                  .w = bias,
                  .y = y};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
+                 int64_t k_stride, int32_t rows) {
+  rows_task t = {.kind = ROWS_ROPE,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .q = q,
+                 .k = k,
+                 .q_stride = q_stride,
+                 .k_stride = k_stride,
+                 .cos_c = ctx->bufs.rope_cos,
+                 .sin_c = ctx->bufs.rope_sin};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                   int64_t n) {
+  rows_task t = {.kind = ROWS_SWIGLU,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .y = gate,
+                 .up = up};
   run_rows(ctx, &t);
 }
 
@@ -195,39 +219,24 @@ static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   }
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
-    norm_rows(ctx, op, hp, s->x, L->attn_norm.data, s->xn, T, E);
+    /* attention block */
+    nc_fwd_rmsnorm(ctx, s->x, L->attn_norm.data, s->xn, T, E);
     const nc_mm qkv[3] = {
         {&L->wq, s->q, Q}, {&L->wk, s->k, K}, {&L->wv, s->v, Vd}};
     nc_fwd_matmul(ctx, s->xn, E, T, qkv, 3);
-    rows_task rope = {.kind = ROWS_ROPE,
-                      .op = op,
-                      .hp = hp,
-                      .rows = T,
-                      .q = s->q,
-                      .k = s->k,
-                      .q_stride = Q,
-                      .k_stride = K,
-                      .cos_c = s->rope_cos,
-                      .sin_c = s->rope_sin};
-    run_rows(ctx, &rope);
+    nc_fwd_rope(ctx, s->q, Q, s->k, K, T);
     nc_fwd_attention(ctx, l, b, s->q, s->k, s->v, s->attn);
     const nc_mm wo = {&L->wo, s->xn, E};
     nc_fwd_matmul(ctx, s->attn, O, T, &wo, 1);
-    residual_rows(ctx, op, hp, s->x, s->xn, L->bo.data, T, E);
-    norm_rows(ctx, op, hp, s->x, L->ffn_norm.data, s->xn, T, E);
+    nc_fwd_residual(ctx, s->x, s->xn, L->bo.data, T, E);
+    /* feed-forward block */
+    nc_fwd_rmsnorm(ctx, s->x, L->ffn_norm.data, s->xn, T, E);
     const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
     nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
-    rows_task glu = {.kind = ROWS_SWIGLU,
-                     .op = op,
-                     .hp = hp,
-                     .rows = T,
-                     .n = F,
-                     .y = s->gate,
-                     .up = s->up};
-    run_rows(ctx, &glu);
+    nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
     const nc_mm down = {&L->ffn_down, s->xn, E};
     nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
-    residual_rows(ctx, op, hp, s->x, s->xn, NULL, T, E);
+    nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
   }
   int32_t n_out = 0;
   for (int32_t t = 0; t < T; t++)

@@ -82,6 +82,21 @@ void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out);
 
+/* The row-wise steps between matmuls, over rows rows of n values (split
+ * over the thread pool when there are enough rows; each row's result is the
+ * same whoever computes it), with the row ops of the kernel table:
+ * y = rmsnorm(x) * w (eps from the model); x += y (bias first added to y
+ * when not NULL); RoPE of the rows' q and k heads in place with the
+ * scratch's per-row tables (rope_cos/rope_sin); gate = silu(gate) * up. */
+void nc_fwd_rmsnorm(nc_fwd *ctx, const float *x, const float *w, float *y,
+                    int32_t rows, int64_t n);
+void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
+                     int32_t rows, int64_t n);
+void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
+                 int64_t k_stride, int32_t rows);
+void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                   int64_t n);
+
 /* Runs fn(arg, ith, nth) on the context's thread pool. */
 void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg);
 
