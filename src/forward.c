@@ -24,6 +24,121 @@ void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg) {
   nc_threadpool_run(ctx->tp, fn, arg);
 }
 
+/* ---- row-wise steps */
+
+/* The row-wise steps between matmuls, split over the thread pool by rows
+ * when a batch has enough of them (each row's result is the same whoever
+ * computes it). */
+typedef enum { ROWS_NORM, ROWS_ROPE, ROWS_RESIDUAL, ROWS_SWIGLU } rows_kind;
+
+typedef struct rows_task {
+  rows_kind kind;
+  const nc_ops_kernels *op;
+  const nc_hparams *hp;
+  int32_t rows;
+  int64_t n;
+  const float *x, *w; /* NORM: y = norm(x) * w; RESIDUAL: y += w if w */
+  float *y;
+  float *acc;   /* RESIDUAL: acc += y */
+  float *q, *k; /* ROPE */
+  const float *cos_c, *sin_c;
+  int64_t q_stride, k_stride;
+  const float *up; /* SWIGLU: y = silu(y) * up */
+} rows_task;
+
+enum { ROWS_PARALLEL_MIN = 8 };
+
+static void rows_worker(void *p, int ith, int nth) {
+  const rows_task *t = p;
+  int64_t lo, hi;
+  nc_split_range(t->rows, ith, nth, &lo, &hi);
+  const nc_hparams *hp = t->hp;
+  const int32_t half = hp->n_rot / 2;
+  for (int64_t r = lo; r < hi; r++) {
+    switch (t->kind) {
+    case ROWS_NORM:
+      t->op->rmsnorm(t->x + r * t->n, t->w, t->y + r * t->n, t->n, hp->rms_eps);
+      break;
+    case ROWS_ROPE: {
+      const float *c = t->cos_c + r * half, *sn = t->sin_c + r * half;
+      const bool neox = hp->rope_type == NC_ROPE_NEOX;
+      t->op->rope_apply(t->q + r * t->q_stride, hp->n_head, hp->head_dim,
+                        hp->n_rot, neox, c, sn);
+      t->op->rope_apply(t->k + r * t->k_stride, hp->n_head_kv, hp->head_dim,
+                        hp->n_rot, neox, c, sn);
+      break;
+    }
+    case ROWS_RESIDUAL:
+      if (t->w) t->op->add(t->y + r * t->n, t->w, t->n);
+      t->op->add(t->acc + r * t->n, t->y + r * t->n, t->n);
+      break;
+    case ROWS_SWIGLU:
+      t->op->swiglu(t->y + r * t->n, t->up + r * t->n, t->y + r * t->n, t->n);
+      break;
+    }
+  }
+}
+
+static void run_rows(nc_fwd *ctx, rows_task *t) {
+  if (t->rows >= ROWS_PARALLEL_MIN)
+    nc_fwd_parallel(ctx, rows_worker, t);
+  else
+    rows_worker(t, 0, 1);
+}
+
+void nc_fwd_rmsnorm(nc_fwd *ctx, const float *x, const float *w, float *y,
+                    int32_t rows, int64_t n) {
+  rows_task t = {.kind = ROWS_NORM,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .x = x,
+                 .w = w,
+                 .y = y};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
+                     int32_t rows, int64_t n) {
+  rows_task t = {.kind = ROWS_RESIDUAL,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .acc = x,
+                 .w = bias,
+                 .y = y};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
+                 int64_t k_stride, int32_t rows) {
+  rows_task t = {.kind = ROWS_ROPE,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .q = q,
+                 .k = k,
+                 .q_stride = q_stride,
+                 .k_stride = k_stride,
+                 .cos_c = ctx->bufs.rope_cos,
+                 .sin_c = ctx->bufs.rope_sin};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                   int64_t n) {
+  rows_task t = {.kind = ROWS_SWIGLU,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .y = gate,
+                 .up = up};
+  run_rows(ctx, &t);
+}
+
 /* ---- matmul */
 
 typedef struct quant_task {
