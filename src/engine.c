@@ -351,7 +351,8 @@ static bool take_inbox(nucleus_engine *e) {
     n_in++;
   }
   e->n_inbox -= n_in;
-  memmove(e->inbox, e->inbox + n_in, (size_t)e->n_inbox * sizeof *e->inbox);
+  if (n_in > 0) /* (the inbox is NULL until the first submit) */
+    memmove(e->inbox, e->inbox + n_in, (size_t)e->n_inbox * sizeof *e->inbox);
   pthread_mutex_unlock(&e->mu);
 
   for (int32_t i = 0; i < n_in; i++) {
