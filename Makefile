@@ -6,6 +6,8 @@
 #                   (a bounded 60 s server soak included; skips listed)
 #   make model      fetch the default model into models/
 #   make format     clang-format every source file
+#   make install    install the header, libnucleus.a/.so, nucleus and
+#                   nucleus.pc under $(PREFIX) (default /usr/local)
 BUILD ?= release
 BUILDDIR := build/$(BUILD)
 CC ?= cc
@@ -14,6 +16,10 @@ CSTD := -std=c17 -D_GNU_SOURCE
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation
 INCLUDES := -Iinclude -Isrc
 LIBS := -ljansson -lpcre2-8 -lmicrohttpd -lpthread -lm
+# What libnucleus itself needs (the server's libraries are the binary's).
+LIB_LIBS := -ljansson -lpthread -lm
+PREFIX ?= /usr/local
+VERSION := 0.1.0
 
 ifeq ($(BUILD),release)
   OPT := -O2 -g
@@ -35,6 +41,13 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILDDIR)/%.o)
 TOOL_SRCS := $(sort $(wildcard tools/cli/*.c tools/server/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILDDIR)/%.o)
 NUCLEUS := $(BUILDDIR)/nucleus
+SHLIB := $(BUILDDIR)/libnucleus.so
+# Library objects are position-independent (for libnucleus.so) and hide every
+# symbol but the ones include/nucleus.h marks NUCLEUS_API. Unit tests link the
+# same objects statically, where hidden symbols still resolve.
+# (Their flags live here: objects built before a change of them are rebuilt.)
+$(LIB_OBJS): CFLAGS += -fPIC -fvisibility=hidden
+$(LIB_OBJS): Makefile
 
 # Each module's fragment adds its unit tests: UNIT_TESTS += name, and
 # name_DEPS := the src/ objects it links (so one module's work in progress
@@ -46,8 +59,8 @@ include $(sort $(wildcard mk/*.mk))
 
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILDDIR)/tests/%)
 
-.PHONY: all test unit e2e model format clean run
-all: $(NUCLEUS)
+.PHONY: all test unit e2e model format clean run install layers
+all: $(NUCLEUS) $(SHLIB)
 
 $(BUILDDIR)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -56,6 +69,30 @@ $(BUILDDIR)/%.o: %.c
 $(BUILDDIR)/libnucleus.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
+
+$(SHLIB): $(LIB_OBJS)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libnucleus.so $^ $(LIB_LIBS) -o $@
+
+$(BUILDDIR)/nucleus.pc: Makefile
+	@mkdir -p $(dir $@)
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' \
+	  'includedir=$${prefix}/include' '' 'Name: nucleus' \
+	  'Description: LLM inference engine (GGUF models, CPU)' \
+	  'Version: $(VERSION)' 'Cflags: -I$${includedir}' \
+	  'Libs: -L$${libdir} -lnucleus' 'Libs.private: $(LIB_LIBS)' > $@
+
+# PREFIX is baked into nucleus.pc: rebuild it for every install.
+install: $(NUCLEUS) $(SHLIB) $(BUILDDIR)/libnucleus.a
+	@rm -f $(BUILDDIR)/nucleus.pc
+	$(MAKE) $(BUILDDIR)/nucleus.pc
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(NUCLEUS) $(DESTDIR)$(PREFIX)/bin/nucleus
+	install -m 644 include/nucleus.h $(DESTDIR)$(PREFIX)/include/nucleus.h
+	install -m 644 $(BUILDDIR)/libnucleus.a $(DESTDIR)$(PREFIX)/lib/libnucleus.a
+	install -m 755 $(SHLIB) $(DESTDIR)$(PREFIX)/lib/libnucleus.so
+	install -m 644 $(BUILDDIR)/nucleus.pc \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/nucleus.pc
 
 $(NUCLEUS): $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a
 	$(CC) $(LDFLAGS) $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a $(LIBS) -o $@
@@ -79,8 +116,12 @@ e2e: $(NUCLEUS) model
 model:
 	@scripts/fetch_model.sh && scripts/fetch_gemma.sh
 
+# The layering of docs/ARCHITECTURE.md, in includes and in the objects' calls.
+layers: $(LIB_OBJS) $(TOOL_OBJS)
+	python3 scripts/check_layers.py $(BUILDDIR)
+
 test: model
-	python3 scripts/check_layers.py
+	$(MAKE) BUILD=release layers
 	$(MAKE) BUILD=release unit
 	$(MAKE) BUILD=asan unit
 	$(MAKE) BUILD=release e2e

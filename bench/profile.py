@@ -15,12 +15,13 @@ a table of the share of CPU samples per group, with the top symbols of each:
 
 Each sample goes to the group of the first frame, from the leaf up, that
 has one. A function's group comes from its source file, read from the
-binary's debug info (`nm -l`): src/kernels/ matmul, src/attn_kernel*.c and
-src/kv_cache.c attention, src/sampler*.c sampling, src/threadpool.c sync,
-src/ops*.c elementwise; otherwise from its name (src/context.c's mm_worker
+binary's debug info (`nm -l`): src/kernels/attn_kernel*.c and
+src/kv_cache.c attention, src/sampler*.c and src/kernels/sampler*.c
+sampling, src/threadpool.c sync, src/kernels/ops*.c elementwise, the rest of
+src/kernels/ matmul; otherwise from its name (src/forward.c's mm_worker
 and att_worker, libc's and the kernel's futex and scheduler functions).
 Helpers (expf, fmaf, F16 conversion, memcpy, intrinsics, PLT stubs) and the
-src/ops*.c functions count for their caller when it has a group: attention's
+src/kernels/ops*.c functions count for their caller when it has a group: attention's
 softmax is attention, swiglu's exp elementwise. A thread-pool frame counts
 as sync only when the sample is in the pool itself (waiting or spinning),
 not when a worker runs a task below it. nucleus is built without frame pointers, so
@@ -51,18 +52,19 @@ GROUPS = ["matmul", "attention", "elementwise", "sampling/logits",
 SYNC = "thread pool/sync"
 
 # Source files of nucleus -> group (symbols are mapped to files with the
-# binary's debug info, `nm -l`). Functions of src/ops*.c are "weak": they
+# binary's debug info, `nm -l`). Functions of src/kernels/ops*.c are "weak": they
 # count for their caller when it has a group (attention's softmax and F16
 # conversions are attention), elementwise otherwise.
 FILE_RULES = [
-    (re.compile(r"^src/kernels/"), "matmul", True),
-    (re.compile(r"^src/(attn_kernel\w*|kv_cache)\.c$"), "attention", True),
-    (re.compile(r"^src/sampler\w*\.c$"), "sampling/logits", True),
+    (re.compile(r"^src/(kernels/attn_kernel\w*|kv_cache)\.c$"), "attention",
+     True),
+    (re.compile(r"^src/(kernels/)?sampler\w*\.c$"), "sampling/logits", True),
     (re.compile(r"^src/threadpool\.c$"), SYNC, True),
-    (re.compile(r"^src/ops\w*\.c$"), "elementwise", False),
+    (re.compile(r"^src/kernels/ops\w*\.c$"), "elementwise", False),
+    (re.compile(r"^src/kernels/"), "matmul", True),
 ]
 # By name, for what the files do not settle (mixed files such as
-# src/context.c, inlined frames, libc and the kernel); tried in this order.
+# src/forward.c, inlined frames, libc and the kernel); tried in this order.
 NAME_RULES = [
     (SYNC, re.compile(
         r"^(worker_main|run_share|nc_threadpool_\w*|pthread_\w*|__pthread\w*|"

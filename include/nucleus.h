@@ -4,6 +4,17 @@
  * released by its matching *_free/_destroy. Every fallible call returns a
  * nucleus_status and, when given a nucleus_error, fills it with a message.
  * Parameter structs come with a *_default_params() function: start from it.
+ *
+ * Threads. A loaded model is immutable: every call that takes a
+ * `const nucleus_model *` (the model queries, the tokenizer, detokenizer and
+ * token calls, nucleus_chat_render*) is thread-safe and may run on any number
+ * of threads at once, beside engines running over the same model (a server
+ * tokenizes on its HTTP threads while the engine thread generates).
+ * nucleus_eval_logits runs its own KV cache and thread pool, so it too may
+ * run beside them. nucleus_engine_submit, nucleus_engine_get_stats and the
+ * nucleus_request_* calls are thread-safe. Creating and freeing (model load
+ * and free, engine create and destroy) are not: a model must outlive every
+ * engine and call that uses it.
  */
 #ifndef NUCLEUS_H
 #define NUCLEUS_H
@@ -12,6 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* Marks the API: the only symbols libnucleus.so exports (the library is
+ * built with -fvisibility=hidden). */
+#if defined(__GNUC__) || defined(__clang__)
+#define NUCLEUS_API __attribute__((visibility("default")))
+#else
+#define NUCLEUS_API
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +49,7 @@ typedef enum nucleus_status {
   NUCLEUS_ERR_BUSY,             /* queue full: try again later */
   NUCLEUS_ERR_CANCELLED,        /* cancelled by the caller */
   NUCLEUS_ERR_INTERNAL,
+  NUCLEUS_ERR_TIMEOUT, /* nothing happened within the time given */
 } nucleus_status;
 
 typedef struct nucleus_error {
@@ -37,10 +57,10 @@ typedef struct nucleus_error {
   char message[512];
 } nucleus_error;
 
-const char *nucleus_status_name(nucleus_status code);
+NUCLEUS_API const char *nucleus_status_name(nucleus_status code);
 
 /* Frees memory that the API returned to the caller (token arrays, strings). */
-void nucleus_free(void *ptr);
+NUCLEUS_API void nucleus_free(void *ptr);
 
 /* ----------------------------------------------------------------- model */
 
@@ -56,55 +76,58 @@ typedef struct nucleus_model_params {
   const char *chat_template; /* override the model's template (text), or NULL */
 } nucleus_model_params;
 
-nucleus_model_params nucleus_model_default_params(void);
+NUCLEUS_API nucleus_model_params nucleus_model_default_params(void);
 
-nucleus_status nucleus_model_load(const char *path,
-                                  const nucleus_model_params *params,
-                                  nucleus_model **out, nucleus_error *err);
-void nucleus_model_free(nucleus_model *model);
+NUCLEUS_API nucleus_status
+nucleus_model_load(const char *path, const nucleus_model_params *params,
+                   nucleus_model **out, nucleus_error *err);
+NUCLEUS_API void nucleus_model_free(nucleus_model *model);
 
 /* Prints the metadata and the tensor table of a GGUF file (no weights read). */
-nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,
-                                       nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,
+                                                   nucleus_error *err);
 
-int32_t nucleus_model_n_vocab(const nucleus_model *model);
-int32_t nucleus_model_n_ctx_train(const nucleus_model *model);
-const char *nucleus_model_name(const nucleus_model *model);
-const char *nucleus_model_arch(const nucleus_model *model);
+NUCLEUS_API int32_t nucleus_model_n_vocab(const nucleus_model *model);
+NUCLEUS_API int32_t nucleus_model_n_ctx_train(const nucleus_model *model);
+NUCLEUS_API const char *nucleus_model_name(const nucleus_model *model);
+NUCLEUS_API const char *nucleus_model_arch(const nucleus_model *model);
 /* The kernel table in use: "amx", "avx512", "avx2" or "ref". */
-const char *nucleus_model_kernels(const nucleus_model *model);
+NUCLEUS_API const char *nucleus_model_kernels(const nucleus_model *model);
 
 /* ------------------------------------------------------------- tokenizer */
 
 /* Tokenizes text (any bytes). add_special adds BOS/EOS as the model's
  * metadata asks; parse_special turns special-token text into special tokens.
  * *ids_out is allocated; release it with nucleus_free. */
-nucleus_status nucleus_tokenize(const nucleus_model *model, const char *text,
-                                size_t len, bool add_special,
-                                bool parse_special, int32_t **ids_out,
-                                size_t *n_out, nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_tokenize(
+    const nucleus_model *model, const char *text, size_t len, bool add_special,
+    bool parse_special, int32_t **ids_out, size_t *n_out, nucleus_error *err);
 
 /* Tokenizes a prompt rendered by a chat template: special-token text
  * becomes special tokens, BOS is added as the model asks, and a template
  * that prints bos_token itself does not end up with two. */
-nucleus_status nucleus_tokenize_chat(const nucleus_model *model,
-                                     const char *text, size_t len,
-                                     int32_t **ids_out, size_t *n_out,
-                                     nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_tokenize_chat(const nucleus_model *model,
+                                                 const char *text, size_t len,
+                                                 int32_t **ids_out,
+                                                 size_t *n_out,
+                                                 nucleus_error *err);
 
 /* Decodes ids to text (NUL-terminated, *len_out without the NUL). */
-nucleus_status nucleus_detokenize(const nucleus_model *model,
-                                  const int32_t *ids, size_t n,
-                                  bool skip_special, char **text_out,
-                                  size_t *len_out, nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_detokenize(const nucleus_model *model,
+                                              const int32_t *ids, size_t n,
+                                              bool skip_special,
+                                              char **text_out, size_t *len_out,
+                                              nucleus_error *err);
 
 /* The raw bytes of one token's piece (special tokens rendered as text). */
-nucleus_status nucleus_token_piece(const nucleus_model *model, int32_t id,
-                                   char *buf, size_t cap, size_t *len_out,
-                                   nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_token_piece(const nucleus_model *model,
+                                               int32_t id, char *buf,
+                                               size_t cap, size_t *len_out,
+                                               nucleus_error *err);
 
-bool nucleus_token_is_eog(const nucleus_model *model, int32_t id);
-int32_t nucleus_token_bos(const nucleus_model *model); /* -1 when none */
+NUCLEUS_API bool nucleus_token_is_eog(const nucleus_model *model, int32_t id);
+NUCLEUS_API int32_t
+nucleus_token_bos(const nucleus_model *model); /* -1 when none */
 
 /* --------------------------------------------------------- chat template */
 
@@ -112,21 +135,20 @@ int32_t nucleus_token_bos(const nucleus_model *model); /* -1 when none */
  * array of messages ([{"role":..., "content":...}, ...]); tools_json may be
  * NULL or a JSON array. The result is allocated; release with nucleus_free.
  * Fails with a clear error when the model has no template. */
-nucleus_status nucleus_chat_render(const nucleus_model *model,
-                                   const char *messages_json,
-                                   const char *tools_json,
-                                   bool add_generation_prompt, char **out,
-                                   size_t *len_out, nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_chat_render(const nucleus_model *model,
+                                               const char *messages_json,
+                                               const char *tools_json,
+                                               bool add_generation_prompt,
+                                               char **out, size_t *len_out,
+                                               nucleus_error *err);
 
 /* As nucleus_chat_render, plus kwargs_json: NULL or a JSON object of extra
  * template variables (the chat_template_kwargs of an OpenAI-style request,
  * e.g. {"enable_thinking": false} for Qwen3). */
-nucleus_status nucleus_chat_render_ex(const nucleus_model *model,
-                                      const char *messages_json,
-                                      const char *tools_json,
-                                      const char *kwargs_json,
-                                      bool add_generation_prompt, char **out,
-                                      size_t *len_out, nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_chat_render_ex(
+    const nucleus_model *model, const char *messages_json,
+    const char *tools_json, const char *kwargs_json, bool add_generation_prompt,
+    char **out, size_t *len_out, nucleus_error *err);
 
 /* A conversation to turn into a prompt. */
 typedef struct nucleus_chat_params {
@@ -149,34 +171,33 @@ typedef struct nucleus_chat_params {
   int64_t now;
 } nucleus_chat_params;
 
-nucleus_chat_params nucleus_chat_default_params(void);
+NUCLEUS_API nucleus_chat_params nucleus_chat_default_params(void);
 
 /* As nucleus_chat_render_ex with strftime_now()'s clock given (see
  * nucleus_chat_params.now). */
-nucleus_status
-nucleus_chat_render_at(const nucleus_model *model, const char *messages_json,
-                       const char *tools_json, const char *kwargs_json,
-                       bool add_generation_prompt, int64_t now, char **out,
-                       size_t *len_out, nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_chat_render_at(
+    const nucleus_model *model, const char *messages_json,
+    const char *tools_json, const char *kwargs_json, bool add_generation_prompt,
+    int64_t now, char **out, size_t *len_out, nucleus_error *err);
 
 /* Renders the conversation with the model's template and tokenizes it as
  * nucleus_tokenize_chat does, with parse_special_in_content as above.
  * Either output may be NULL: *text_out (NUL-terminated) and *ids_out are
  * allocated; release them with nucleus_free. */
-nucleus_status nucleus_chat_apply(const nucleus_model *model,
-                                  const nucleus_chat_params *params,
-                                  char **text_out, size_t *text_len_out,
-                                  int32_t **ids_out, size_t *n_ids_out,
-                                  nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_chat_apply(
+    const nucleus_model *model, const nucleus_chat_params *params,
+    char **text_out, size_t *text_len_out, int32_t **ids_out, size_t *n_ids_out,
+    nucleus_error *err);
 
 /* ------------------------------------------------------ teacher forcing */
 
 /* Logits for every position of tokens (n * n_vocab floats into logits), as
  * one sequence starting at position 0. use_cache = false recomputes each
  * position from scratch without the KV cache (the reference mode). */
-nucleus_status nucleus_eval_logits(nucleus_model *model, const int32_t *tokens,
-                                   size_t n, bool use_cache, float *logits,
-                                   nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_eval_logits(nucleus_model *model,
+                                               const int32_t *tokens, size_t n,
+                                               bool use_cache, float *logits,
+                                               nucleus_error *err);
 
 /* ------------------------------------------------------------- sampling */
 
@@ -207,7 +228,7 @@ typedef struct nucleus_sampling_params {
   bool processed_logprobs; /* from the processed distribution, not raw */
 } nucleus_sampling_params;
 
-nucleus_sampling_params nucleus_sampling_default_params(void);
+NUCLEUS_API nucleus_sampling_params nucleus_sampling_default_params(void);
 
 /* ------------------------------------------------------------- requests */
 
@@ -219,7 +240,8 @@ typedef enum nucleus_finish_reason {
   NUCLEUS_FINISH_ERROR,  /* the request could not run: see event.error */
 } nucleus_finish_reason;
 
-const char *nucleus_finish_reason_name(nucleus_finish_reason reason);
+NUCLEUS_API const char *
+nucleus_finish_reason_name(nucleus_finish_reason reason);
 
 #define NUCLEUS_MAX_STOP_STRINGS 16
 #define NUCLEUS_MAX_STOP_STRING_BYTES 512
@@ -242,7 +264,7 @@ typedef struct nucleus_request_params {
   bool early_stopping;
 } nucleus_request_params;
 
-nucleus_request_params nucleus_request_default_params(void);
+NUCLEUS_API nucleus_request_params nucleus_request_default_params(void);
 
 /* ------------------------------------------ the generation-parameter contract
  *
@@ -279,31 +301,33 @@ typedef struct nucleus_param_info {
   const char *help;
 } nucleus_param_info;
 
-size_t nucleus_params_count(void);
-const nucleus_param_info *nucleus_params_at(size_t i); /* NULL past the end */
-const nucleus_param_info *nucleus_params_find(const char *name);
+NUCLEUS_API size_t nucleus_params_count(void);
+NUCLEUS_API const nucleus_param_info *
+nucleus_params_at(size_t i); /* NULL past the end */
+NUCLEUS_API const nucleus_param_info *nucleus_params_find(const char *name);
 
 /* Sets the parameter called name in p to v, checked against its range
  * ("'NAME' must be in [LO, HI], got V" otherwise). */
-nucleus_status nucleus_params_set(nucleus_request_params *p, const char *name,
-                                  double v, nucleus_error *err);
-double nucleus_params_value(const nucleus_request_params *p, const char *name);
+NUCLEUS_API nucleus_status nucleus_params_set(nucleus_request_params *p,
+                                              const char *name, double v,
+                                              nucleus_error *err);
+NUCLEUS_API double nucleus_params_value(const nucleus_request_params *p,
+                                        const char *name);
 
 /* The defaults of a surface, with the model's own recommendation
  * (general.sampling.*, as llama.cpp reads it) first where the file has one
  * and the surface is the server's or the CLI's. model may be NULL. */
-nucleus_request_params nucleus_request_params_for(const nucleus_model *model,
-                                                  nucleus_surface surface);
+NUCLEUS_API nucleus_request_params
+nucleus_request_params_for(const nucleus_model *model, nucleus_surface surface);
 
 /* The model's recommendation for one parameter: true with *v. */
-bool nucleus_model_recommends(const nucleus_model *model, const char *name,
-                              double *v);
+NUCLEUS_API bool nucleus_model_recommends(const nucleus_model *model,
+                                          const char *name, double *v);
 
 /* Validates every parameter against the model (token ids in range, ...). */
-nucleus_status
-nucleus_request_params_validate(const nucleus_model *model,
-                                const nucleus_request_params *params,
-                                nucleus_error *err);
+NUCLEUS_API nucleus_status nucleus_request_params_validate(
+    const nucleus_model *model, const nucleus_request_params *params,
+    nucleus_error *err);
 
 /* --------------------------------------------------------------- engine */
 
@@ -319,26 +343,32 @@ typedef struct nucleus_engine_params {
   int32_t max_queued;       /* waiting requests beyond which submit is busy */
 } nucleus_engine_params;
 
-nucleus_engine_params nucleus_engine_default_params(void);
+NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
 
 /* Starts the engine thread over a loaded model (which must outlive it). */
-nucleus_status nucleus_engine_create(nucleus_model *model,
-                                     const nucleus_engine_params *params,
-                                     nucleus_engine **out, nucleus_error *err);
+NUCLEUS_API nucleus_status
+nucleus_engine_create(nucleus_model *model, const nucleus_engine_params *params,
+                      nucleus_engine **out, nucleus_error *err);
 
 /* Aborts every request still running and joins the engine thread. */
-void nucleus_engine_destroy(nucleus_engine *engine);
+NUCLEUS_API void nucleus_engine_destroy(nucleus_engine *engine);
 
-/* Thread-safe. The request handle is owned by the caller: release it with
- * nucleus_request_release once done reading events. */
-nucleus_status nucleus_engine_submit(nucleus_engine *engine,
-                                     const int32_t *prompt, size_t n_prompt,
-                                     const nucleus_request_params *params,
-                                     nucleus_request **out, nucleus_error *err);
+/* Thread-safe. Validates params and the prompt, then deep-copies both (the
+ * stop strings and every token array included): the caller may free or
+ * reuse them as soon as it returns. The request handle is owned by the
+ * caller: release it with nucleus_request_release once done reading
+ * events. */
+NUCLEUS_API nucleus_status
+nucleus_engine_submit(nucleus_engine *engine, const int32_t *prompt,
+                      size_t n_prompt, const nucleus_request_params *params,
+                      nucleus_request **out, nucleus_error *err);
 
 /* Thread-safe; the request ends with finish reason abort at the next step. */
-void nucleus_request_cancel(nucleus_request *request);
-void nucleus_request_release(nucleus_request *request);
+NUCLEUS_API void nucleus_request_cancel(nucleus_request *request);
+/* Releases the caller's handle (NULL is fine). A request still running is
+ * cancelled first (a client that goes away): it ends with finish reason
+ * abort at the engine's next step, which frees its KV blocks. */
+NUCLEUS_API void nucleus_request_release(nucleus_request *request);
 
 typedef enum nucleus_event_kind {
   NUCLEUS_EVENT_TOKEN,  /* one generated token, with the text it released */
@@ -385,10 +415,12 @@ typedef struct nucleus_event {
   uint64_t seed; /* the seed used (drawn from the OS when none was given) */
 } nucleus_event;
 
-/* Blocks up to timeout_ms (-1: forever) for the next event. Returns
- * NUCLEUS_OK with *ev filled, or NUCLEUS_ERR_LIMIT on timeout. */
-nucleus_status nucleus_request_next_event(nucleus_request *request,
-                                          nucleus_event *ev, int timeout_ms);
+/* Blocks up to timeout_ms (-1: forever, 0: does not block) for the next
+ * event. Returns NUCLEUS_OK with *ev filled, or NUCLEUS_ERR_TIMEOUT when
+ * none came in time. */
+NUCLEUS_API nucleus_status nucleus_request_next_event(nucleus_request *request,
+                                                      nucleus_event *ev,
+                                                      int timeout_ms);
 
 typedef struct nucleus_engine_stats {
   int32_t queued;
@@ -401,8 +433,8 @@ typedef struct nucleus_engine_stats {
   int64_t preemptions_total;
 } nucleus_engine_stats;
 
-void nucleus_engine_get_stats(nucleus_engine *engine,
-                              nucleus_engine_stats *stats);
+NUCLEUS_API void nucleus_engine_get_stats(nucleus_engine *engine,
+                                          nucleus_engine_stats *stats);
 
 #ifdef __cplusplus
 }

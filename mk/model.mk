@@ -3,20 +3,18 @@
 # Recursive (=) so that KERNEL_OBJS and TOKENIZER_OBJS (fragments included
 # later) expand.
 MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
-             $(KERNEL_OBJS) threadpool ops ops_avx2 ops_avx512 batch kv_cache model arch_llama \
-             attn_kernel attn_kernel_fma attn_kernel_avx2 attn_kernel_avx512 context api_model $(TOKENIZER_OBJS)
-# The FMA build of the attention loops (chosen at run time; same results).
-CFLAGS_attn_kernel_fma := -mfma
+             $(KERNEL_OBJS) threadpool batch kv_cache \
+             model arch_llama forward context api_model $(TOKENIZER_OBJS)
+# The SIMD builds of the attention loops and row ops (the backend tables
+# choose them; same results).
 CFLAGS_attn_kernel_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_attn_kernel_avx512 := -mavx512f -mavx2 -mfma -mf16c
 CFLAGS_ops_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
 
 UNIT_TESTS += test_ops test_ops_simd test_kv_cache test_forward test_model_load
-test_ops_DEPS := ops ops_avx2 ops_avx512 threadpool status attn_kernel attn_kernel_fma \
-                attn_kernel_avx2 attn_kernel_avx512 quant
-test_ops_simd_DEPS := ops ops_avx2 ops_avx512 quant attn_kernel attn_kernel_fma \
-                     attn_kernel_avx2 attn_kernel_avx512
+test_ops_DEPS = $(KERNEL_OBJS) threadpool status quant quant_dequant
+test_ops_simd_DEPS = $(KERNEL_OBJS) quant quant_dequant
 test_kv_cache_DEPS := status kv_cache batch quant quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)
 test_model_load_DEPS = $(MODEL_OBJS)

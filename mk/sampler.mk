@@ -1,7 +1,7 @@
 # The sampler: logits to tokens per request across a batch, request-owned
 # randomness, beam search bookkeeping.
-SAMPLER_OBJS := status rng sampler sampler_params sampler_contract sampler_math sampler_avx2 \
-                sampler_avx512 \
+SAMPLER_OBJS := status rng sampler sampler_params sampler_contract sampler_math \
+                kernels/sampler_avx2 kernels/sampler_avx512 \
                 sampler_select \
                 sampler_batch sampler_logprobs sampler_parallel threadpool
 CFLAGS_sampler_math := -O3 -fno-trapping-math
@@ -42,8 +42,8 @@ test_sampler_parallel_DEPS := $(SAMPLER_OBJS)
 # (built in one clang command: the AVX2/AVX-512 files compile to stubs and
 # the portable passes run.)
 FUZZ_SAMPLER_SRCS := fuzz/fuzz_sampler.c src/status.c src/rng.c \
-  src/sampler.c src/sampler_params.c src/sampler_contract.c src/sampler_math.c src/sampler_avx2.c \
-  src/sampler_avx512.c src/sampler_select.c src/sampler_batch.c \
+  src/sampler.c src/sampler_params.c src/sampler_contract.c src/sampler_math.c src/kernels/sampler_avx2.c \
+  src/kernels/sampler_avx512.c src/sampler_select.c src/sampler_batch.c \
   src/sampler_logprobs.c src/beam.c
 .PHONY: fuzz-sampler
 fuzz-sampler: build/fuzz/fuzz_sampler

@@ -9,7 +9,7 @@
 #include "model.h"
 #include "status.h"
 
-typedef struct nc_context nc_context;
+typedef struct nc_fwd nc_fwd;
 
 typedef struct nc_arch {
   const char *name; /* general.architecture */
@@ -21,7 +21,7 @@ typedef struct nc_arch {
                           const nc_kernels *kern, nc_model_weights *w,
                           nc_error *err);
   /* Runs one batch (already validated by the context). */
-  nc_code (*forward)(nc_context *ctx, const nc_batch *b, float *logits,
+  nc_code (*forward)(nc_fwd *ctx, const nc_batch *b, float *logits,
                      nc_error *err);
 } nc_arch;
 

@@ -4,9 +4,8 @@
 #include <stdlib.h>
 
 #include "arch.h"
-#include "context.h"
 #include "forward.h"
-#include "ops.h"
+#include "kernels/ops.h"
 
 static nc_code llama_check_hparams(const gguf_file *f, nc_hparams *hp,
                                    nc_error *err) {
@@ -81,96 +80,7 @@ static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
   return NC_OK;
 }
 
-/* The row-wise steps between matmuls, split over the thread pool by rows
- * when a batch has enough of them (each row's result is the same whoever
- * computes it). */
-typedef enum { ROWS_NORM, ROWS_ROPE, ROWS_RESIDUAL, ROWS_SWIGLU } rows_kind;
-
-typedef struct rows_task {
-  rows_kind kind;
-  const nc_ops_kernels *op;
-  const nc_hparams *hp;
-  int32_t rows;
-  int64_t n;
-  const float *x, *w; /* NORM: y = norm(x) * w; RESIDUAL: y += w if w */
-  float *y;
-  float *acc;   /* RESIDUAL: acc += y */
-  float *q, *k; /* ROPE */
-  const float *cos_c, *sin_c;
-  int64_t q_stride, k_stride;
-  const float *up; /* SWIGLU: y = silu(y) * up */
-} rows_task;
-
-enum { ROWS_PARALLEL_MIN = 8 };
-
-static void rows_worker(void *p, int ith, int nth) {
-  const rows_task *t = p;
-  int64_t lo, hi;
-  nc_split_range(t->rows, ith, nth, &lo, &hi);
-  const nc_hparams *hp = t->hp;
-  const int32_t half = hp->n_rot / 2;
-  for (int64_t r = lo; r < hi; r++) {
-    switch (t->kind) {
-    case ROWS_NORM:
-      t->op->rmsnorm(t->x + r * t->n, t->w, t->y + r * t->n, t->n, hp->rms_eps);
-      break;
-    case ROWS_ROPE: {
-      const float *c = t->cos_c + r * half, *sn = t->sin_c + r * half;
-      const bool neox = hp->rope_type == NC_ROPE_NEOX;
-      t->op->rope_apply(t->q + r * t->q_stride, hp->n_head, hp->head_dim,
-                        hp->n_rot, neox, c, sn);
-      t->op->rope_apply(t->k + r * t->k_stride, hp->n_head_kv, hp->head_dim,
-                        hp->n_rot, neox, c, sn);
-      break;
-    }
-    case ROWS_RESIDUAL:
-      if (t->w) t->op->add(t->y + r * t->n, t->w, t->n);
-      t->op->add(t->acc + r * t->n, t->y + r * t->n, t->n);
-      break;
-    case ROWS_SWIGLU:
-      t->op->swiglu(t->y + r * t->n, t->up + r * t->n, t->y + r * t->n, t->n);
-      break;
-    }
-  }
-}
-
-static void run_rows(nc_context *ctx, rows_task *t) {
-  if (t->rows >= ROWS_PARALLEL_MIN)
-    nc_fwd_parallel(ctx, rows_worker, t);
-  else
-    rows_worker(t, 0, 1);
-}
-
-static void norm_rows(nc_context *ctx, const nc_ops_kernels *op,
-                      const nc_hparams *hp, const float *x, const float *w,
-                      float *y, int32_t rows, int64_t n) {
-  rows_task t = {.kind = ROWS_NORM,
-                 .op = op,
-                 .hp = hp,
-                 .rows = rows,
-                 .n = n,
-                 .x = x,
-                 .w = w,
-                 .y = y};
-  run_rows(ctx, &t);
-}
-
-/* x += y (+ bias first added to y), per row */
-static void residual_rows(nc_context *ctx, const nc_ops_kernels *op,
-                          const nc_hparams *hp, float *x, float *y,
-                          const float *bias, int32_t rows, int64_t n) {
-  rows_task t = {.kind = ROWS_RESIDUAL,
-                 .op = op,
-                 .hp = hp,
-                 .rows = rows,
-                 .n = n,
-                 .acc = x,
-                 .w = bias,
-                 .y = y};
-  run_rows(ctx, &t);
-}
-
-static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
+static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                              nc_error *err) {
   (void)err;
   const nucleus_model *m = nc_fwd_model(ctx);
@@ -196,52 +106,24 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
   }
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
-    norm_rows(ctx, op, hp, s->x, L->attn_norm.data, s->xn, T, E);
-    nc_fwd_debug(ctx, "attn_norm", l, s->xn, T, E);
+    /* attention block */
+    nc_fwd_rmsnorm(ctx, s->x, L->attn_norm.data, s->xn, T, E);
     const nc_mm qkv[3] = {
         {&L->wq, s->q, Q}, {&L->wk, s->k, K}, {&L->wv, s->v, Vd}};
     nc_fwd_matmul(ctx, s->xn, E, T, qkv, 3);
-    rows_task rope = {.kind = ROWS_ROPE,
-                      .op = op,
-                      .hp = hp,
-                      .rows = T,
-                      .q = s->q,
-                      .k = s->k,
-                      .q_stride = Q,
-                      .k_stride = K,
-                      .cos_c = s->rope_cos,
-                      .sin_c = s->rope_sin};
-    run_rows(ctx, &rope);
-    nc_fwd_debug(ctx, "Qcur", l, s->q, T, Q);
-    nc_fwd_debug(ctx, "Kcur", l, s->k, T, K);
-    nc_fwd_debug(ctx, "Vcur", l, s->v, T, Vd);
+    nc_fwd_rope(ctx, s->q, Q, s->k, K, T);
     nc_fwd_attention(ctx, l, b, s->q, s->k, s->v, s->attn);
-    nc_fwd_debug(ctx, "kqv_out", l, s->attn, T, O);
     const nc_mm wo = {&L->wo, s->xn, E};
     nc_fwd_matmul(ctx, s->attn, O, T, &wo, 1);
-    nc_fwd_debug(ctx, "attn_out", l, s->xn, T, E);
-    residual_rows(ctx, op, hp, s->x, s->xn, L->bo.data, T, E);
-    nc_fwd_debug(ctx, "ffn_inp", l, s->x, T, E);
-    norm_rows(ctx, op, hp, s->x, L->ffn_norm.data, s->xn, T, E);
-    nc_fwd_debug(ctx, "ffn_norm", l, s->xn, T, E);
+    nc_fwd_residual(ctx, s->x, s->xn, L->bo.data, T, E);
+    /* feed-forward block */
+    nc_fwd_rmsnorm(ctx, s->x, L->ffn_norm.data, s->xn, T, E);
     const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
     nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
-    nc_fwd_debug(ctx, "ffn_gate", l, s->gate, T, F);
-    nc_fwd_debug(ctx, "ffn_up", l, s->up, T, F);
-    rows_task glu = {.kind = ROWS_SWIGLU,
-                     .op = op,
-                     .hp = hp,
-                     .rows = T,
-                     .n = F,
-                     .y = s->gate,
-                     .up = s->up};
-    run_rows(ctx, &glu);
-    nc_fwd_debug(ctx, "ffn_swiglu", l, s->gate, T, F);
+    nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
     const nc_mm down = {&L->ffn_down, s->xn, E};
     nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
-    nc_fwd_debug(ctx, "ffn_out", l, s->xn, T, E);
-    residual_rows(ctx, op, hp, s->x, s->xn, NULL, T, E);
-    nc_fwd_debug(ctx, "l_out", l, s->x, T, E);
+    nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
   }
   int32_t n_out = 0;
   for (int32_t t = 0; t < T; t++)
@@ -250,7 +132,6 @@ static nc_code llama_forward(nc_context *ctx, const nc_batch *b, float *logits,
                   hp->rms_eps);
       n_out++;
     }
-  nc_fwd_debug(ctx, "result_norm", -1, s->xn, n_out, E);
   if (n_out > 0) {
     const nc_mm out = {&w->output, logits, hp->n_vocab};
     nc_fwd_matmul(ctx, s->xn, E, n_out, &out, 1);

@@ -1,5 +1,5 @@
-/* context: scratch buffers, the thread pool, matmul and attention dispatch,
- * and batch validation around the arch's forward graph. */
+/* context: scratch buffers, the thread pool and batch validation around the
+ * arch's forward graph (whose primitives are forward.c's). */
 #include "context.h"
 
 #include <math.h>
@@ -7,38 +7,18 @@
 #include <string.h>
 
 #include "arch.h"
-#include "attn_kernel.h"
 #include "forward.h"
-#include "ops.h"
+#include "kernels/attn_kernel.h"
+#include "kernels/ops.h"
 #include "threadpool.h"
 
 struct nc_context {
-  const nucleus_model *m;
-  const nc_hparams *hp;
-  const nc_kernels *kern;
-  const nc_attn_kernels *attn;
-  const nc_ops_kernels *ops;
-  nc_kv_cache *kv;
+  nc_fwd fwd; /* what the arch's graph runs over */
   int32_t max_tokens;
-  nc_threadpool *tp;
-  nc_fwd_bufs bufs;
   float *buf_mem;
-  uint8_t *qact; /* quantized activation rows */
-  size_t qact_bytes;
-  uint8_t *qpack; /* the kernels' shared activation layout (grown on use) */
-  size_t qpack_cap;
-  float *f16tab; /* [65536]: half bits -> float */
-  float *att;    /* per thread, for one GQA group's heads: scores, q, lanes */
-  size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
-  float *kt;     /* prefill: the batch sequence's keys, transposed */
-  size_t kt_cap; /* floats */
-  float *vw;     /* and its values, widened: one row of n_embd_v per position */
-  size_t vw_cap; /* floats */
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
   uint8_t *touched;  /* [max_seqs] */
-  nc_debug_fn debug;
-  void *debug_user;
 };
 
 static int32_t max3(int32_t a, int32_t b, int32_t c) {
@@ -59,15 +39,18 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
                    (int)max_batch_tokens, 1 << 20);
   nc_context *c = calloc(1, sizeof *c);
   if (!c) return nc_fail(err, NC_ERR_NOMEM, "context: out of memory");
-  c->m = m;
-  c->hp = nc_model_hparams(m);
-  c->kern = nc_model_kernels(m);
-  c->attn = nc_attn_kernels_best();
-  c->ops = nc_ops_best();
-  c->kv = kv;
+  c->fwd.m = m;
+  c->fwd.hp = nc_model_hparams(m);
+  c->fwd.kern = nc_model_kernels(m);
+  /* attention and row ops come with the model's kernel table */
+  c->fwd.attn = c->fwd.kern->attn ? c->fwd.kern->attn() : NULL;
+  c->fwd.ops = c->fwd.kern->ops ? c->fwd.kern->ops() : NULL;
+  if (!c->fwd.attn) c->fwd.attn = nc_attn_kernels_plain();
+  if (!c->fwd.ops) c->fwd.ops = nc_ops_plain();
+  c->fwd.kv = kv;
   c->max_tokens = max_batch_tokens;
-  const nc_hparams *hp = c->hp;
-  nc_code rc = nc_threadpool_create(nc_model_n_threads(m), &c->tp, err);
+  const nc_hparams *hp = c->fwd.hp;
+  nc_code rc = nc_threadpool_create(nc_model_n_threads(m), &c->fwd.tp, err);
   if (rc) {
     free(c);
     return rc;
@@ -84,9 +67,9 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   /* Any activation format takes at most 4 bytes per element plus a block
    * header, which one extra element per 8 covers. */
   const size_t kmax = (size_t)max3(hp->n_embd, hp->n_ff, (int32_t)w_att);
-  c->qact_bytes = T * (kmax * 4 + kmax / 2 + 64);
-  c->qact = malloc(c->qact_bytes);
-  c->f16tab = malloc(65536 * sizeof(float));
+  c->fwd.qact_bytes = T * (kmax * 4 + kmax / 2 + 64);
+  c->fwd.qact = malloc(c->fwd.qact_bytes);
+  c->fwd.f16tab = malloc(65536 * sizeof(float));
   const int64_t kv_pos =
       nc_kv_blocks_total(kv) * (int64_t)nc_kv_block_tokens(kv);
   c->att_max_pos = (int32_t)kv_pos;
@@ -94,437 +77,53 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
    * sets; 64-byte aligned, and rows padded off multiples of 4 KiB (store
    * buffer aliasing between the heads' rows). */
   const size_t group = (size_t)(hp->n_head / hp->n_head_kv);
-  c->att_ss = (size_t)kv_pos / 16 * 16 + 32;
-  c->att_ls = (size_t)hp->head_dim_v * NC_ATTN_LANES + 16;
-  c->att_stride = group * c->att_ss +
-                  (group * (size_t)hp->head_dim + 15) / 16 * 16 +
-                  group * c->att_ls;
-  c->att = aligned_alloc(64, c->att_stride * (size_t)nc_threadpool_size(c->tp) *
-                                 sizeof(float));
+  c->fwd.att_ss = (size_t)kv_pos / 16 * 16 + 32;
+  c->fwd.att_ls = (size_t)hp->head_dim_v * NC_ATTN_LANES + 16;
+  c->fwd.att_stride = group * c->fwd.att_ss +
+                      (group * (size_t)hp->head_dim + 15) / 16 * 16 +
+                      group * c->fwd.att_ls;
+  c->fwd.att = aligned_alloc(64, c->fwd.att_stride *
+                                     (size_t)nc_threadpool_size(c->fwd.tp) *
+                                     sizeof(float));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
-  if (!c->buf_mem || !c->qact || !c->f16tab || !c->att || !c->next_pos ||
-      !c->touched) {
+  if (!c->buf_mem || !c->fwd.qact || !c->fwd.f16tab || !c->fwd.att ||
+      !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
                    "context for %d batch tokens: out of memory",
                    (int)max_batch_tokens);
   }
   float *p = c->buf_mem;
-  c->bufs.x = p, p += T * (size_t)hp->n_embd;
-  c->bufs.xn = p, p += T * w_xn;
-  c->bufs.q = p, p += T * w_q;
-  c->bufs.k = p, p += T * (size_t)nc_hp_n_embd_k(hp);
-  c->bufs.v = p, p += T * (size_t)nc_hp_n_embd_v(hp);
-  c->bufs.attn = p, p += T * w_att;
-  c->bufs.gate = p, p += T * (size_t)hp->n_ff;
-  c->bufs.up = p, p += T * (size_t)hp->n_ff;
-  c->bufs.rope_cos = p, p += T * half;
-  c->bufs.rope_sin = p, p += T * half;
+  c->fwd.bufs.x = p, p += T * (size_t)hp->n_embd;
+  c->fwd.bufs.xn = p, p += T * w_xn;
+  c->fwd.bufs.q = p, p += T * w_q;
+  c->fwd.bufs.k = p, p += T * (size_t)nc_hp_n_embd_k(hp);
+  c->fwd.bufs.v = p, p += T * (size_t)nc_hp_n_embd_v(hp);
+  c->fwd.bufs.attn = p, p += T * w_att;
+  c->fwd.bufs.gate = p, p += T * (size_t)hp->n_ff;
+  c->fwd.bufs.up = p, p += T * (size_t)hp->n_ff;
+  c->fwd.bufs.rope_cos = p, p += T * half;
+  c->fwd.bufs.rope_sin = p, p += T * half;
   for (uint32_t h = 0; h < 65536; h++)
-    c->f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+    c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
   *out = c;
   return NC_OK;
 }
 
 void nc_context_free(nc_context *c) {
   if (!c) return;
-  nc_threadpool_free(c->tp);
+  nc_threadpool_free(c->fwd.tp);
   free(c->buf_mem);
-  free(c->qact);
-  free(c->qpack);
-  free(c->f16tab);
-  free(c->kt);
-  free(c->vw);
-  free(c->att);
+  free(c->fwd.qact);
+  free(c->fwd.qpack);
+  free(c->fwd.f16tab);
+  free(c->fwd.kt);
+  free(c->fwd.vw);
+  free(c->fwd.att);
   free(c->next_pos);
   free(c->touched);
   free(c);
-}
-
-int32_t nc_context_max_batch_tokens(const nc_context *ctx) {
-  return ctx->max_tokens;
-}
-const nucleus_model *nc_context_model(const nc_context *ctx) {
-  return ctx->m;
-}
-nc_kv_cache *nc_context_kv(nc_context *ctx) {
-  return ctx->kv;
-}
-const nc_fwd_bufs *nc_fwd_scratch(nc_context *ctx) {
-  return &ctx->bufs;
-}
-const nucleus_model *nc_fwd_model(const nc_context *ctx) {
-  return ctx->m;
-}
-const nc_ops_kernels *nc_fwd_ops(const nc_context *ctx) {
-  return ctx->ops;
-}
-void nc_context_set_debug(nc_context *ctx, nc_debug_fn fn, void *user) {
-  ctx->debug = fn;
-  ctx->debug_user = user;
-}
-
-void nc_fwd_debug(nc_context *ctx, const char *name, int32_t layer,
-                  const float *data, int64_t rows, int64_t cols) {
-  if (ctx->debug) ctx->debug(ctx->debug_user, name, layer, data, rows, cols);
-}
-
-void nc_fwd_parallel(nc_context *ctx, nc_task_fn fn, void *arg) {
-  nc_threadpool_run(ctx->tp, fn, arg);
-}
-
-/* ---- matmul */
-
-typedef struct quant_task {
-  const float *x;
-  int64_t x_stride, n;
-  int32_t rows;
-  uint8_t *dst;
-  size_t dst_stride;
-  nc_type vdt;
-  nc_quantize_fn fn;
-  nc_pack_act_fn pack; /* NULL, or the rows are packed into packed too */
-  int pack_rows;
-  uint8_t *packed;
-} quant_task;
-
-/* Each thread quantizes a range of rows; with a pack function, whole units
- * of pack_rows rows, which it then packs (no other thread's rows needed). */
-static void quant_worker(void *p, int ith, int nth) {
-  const quant_task *q = p;
-  const int64_t unit = q->pack ? q->pack_rows : 1;
-  int64_t lo, hi;
-  nc_split_range((q->rows + unit - 1) / unit, ith, nth, &lo, &hi);
-  lo *= unit;
-  hi = hi * unit < q->rows ? hi * unit : q->rows;
-  for (int64_t t = lo; t < hi; t++) {
-    const float *src = q->x + t * q->x_stride;
-    void *dst = q->dst + (size_t)t * q->dst_stride;
-    if (q->fn)
-      q->fn(src, dst, q->n);
-    else
-      nc_quantize_row(q->vdt, src, dst, q->n);
-  }
-  if (q->pack && lo < hi)
-    q->pack(q->n, q->dst, q->dst_stride, q->rows, lo, hi, q->packed);
-}
-
-typedef struct mm_task {
-  const nc_kernels *kern;
-  const nc_mm *mm[NC_FWD_MAX_MM];
-  int n_mm;
-  int64_t total; /* output rows over all matmuls */
-  const uint8_t *a;
-  size_t a_stride;
-  const uint8_t *packed; /* NULL, or a's shared layout for gemm_packed */
-  int32_t rows;
-} mm_task;
-
-/* Thread ranges are cut in units of MM_UNIT rows so that kernels see
- * whole register tiles; a gemm call takes a thread's whole range of a
- * matrix and blocks for the caches itself. */
-enum { MM_UNIT = 16, MM_PREFETCH = 8192 };
-
-static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
-  const nc_weight *w = mm->w;
-  const nc_gemm_fn gemm = t->kern->gemm[w->type];
-  const nc_vec_dot_fn dot = t->kern->vec_dot[w->type];
-  const nc_vec_dot_rows_fn dots = t->kern->vec_dot_rows[w->type];
-  const uint8_t *base = w->data;
-  if (t->packed) {
-    t->kern->gemm_packed[w->type](
-        w->ne0, base + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, t->a,
-        t->a_stride, t->packed, t->rows, mm->y + r0, (size_t)mm->y_stride);
-    return;
-  }
-  if (gemm) {
-    gemm(w->ne0, base + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, t->a,
-         t->a_stride, t->rows, mm->y + r0, (size_t)mm->y_stride);
-    return;
-  }
-  /* Tables without a gemm read one row at a time: prefetch the row about
-   * MM_PREFETCH bytes ahead, as the avx512 kernels do for themselves (the
-   * hardware prefetchers alone leave decode waiting on memory). */
-  const int64_t ahead = (MM_PREFETCH + (int64_t)w->row_bytes - 1) /
-                        ((int64_t)w->row_bytes > 0 ? (int64_t)w->row_bytes : 1);
-  for (int64_t r = r0; r < r1; r++) {
-    const uint8_t *wr = base + (size_t)r * w->row_bytes;
-    if (r + ahead < r1)
-      for (size_t o = 0; o < w->row_bytes; o += 64)
-        __builtin_prefetch(wr + (size_t)ahead * w->row_bytes + o, 0, 3);
-    if (dots && t->rows > 1) {
-      dots(w->ne0, wr, t->a, t->a_stride, t->rows, mm->y + r,
-           (size_t)mm->y_stride);
-    } else {
-      for (int32_t k = 0; k < t->rows; k++)
-        mm->y[(int64_t)k * mm->y_stride + r] =
-            dot(w->ne0, wr, t->a + (size_t)k * t->a_stride);
-    }
-  }
-}
-
-static void mm_worker(void *p, int ith, int nth) {
-  const mm_task *t = p;
-  int64_t lo, hi;
-  nc_split_range((t->total + MM_UNIT - 1) / MM_UNIT, ith, nth, &lo, &hi);
-  lo *= MM_UNIT;
-  hi = hi * MM_UNIT < t->total ? hi * MM_UNIT : t->total;
-  int64_t off = 0;
-  for (int i = 0; i < t->n_mm && off < hi; i++) {
-    const nc_mm *mm = t->mm[i];
-    const int64_t ne1 = mm->w->ne1;
-    const int64_t r0 = (lo > off ? lo : off) - off;
-    const int64_t r1 = (hi < off + ne1 ? hi : off + ne1) - off;
-    off += ne1;
-    if (r0 < r1) mm_rows(t, mm, r0, r1);
-  }
-}
-
-/* True when the kernels build a shared activation layout for this matmul
- * group (every weight has a gemm_packed, the kernels want one for this many
- * rows) and ctx->qpack holds it. */
-static bool shared_layout(nc_context *ctx, const mm_task *t, nc_type vdt,
-                          int64_t n, int32_t rows) {
-  const nc_kernels *k = ctx->kern;
-  if (!k->pack_act[vdt] || !k->pack_bytes || k->pack_rows < 1) return false;
-  for (int i = 0; i < t->n_mm; i++)
-    if (!k->gemm_packed[t->mm[i]->w->type]) return false;
-  const size_t need = k->pack_bytes(n, rows);
-  if (!need) return false;
-  if (need > ctx->qpack_cap) {
-    free(ctx->qpack);
-    ctx->qpack = aligned_alloc(64, (need + 63) / 64 * 64);
-    ctx->qpack_cap = ctx->qpack ? need : 0;
-  }
-  return ctx->qpack != NULL;
-}
-
-void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
-                   int32_t rows, const nc_mm *mm, int n_mm) {
-  bool done[NC_FWD_MAX_MM] = {false};
-  if (n_mm > NC_FWD_MAX_MM) n_mm = NC_FWD_MAX_MM;
-  for (int i = 0; i < n_mm; i++) {
-    if (done[i]) continue;
-    const nc_type vdt = nc_type_traits_of(mm[i].w->type)->vec_dot_type;
-    const int64_t n = mm[i].w->ne0;
-    mm_task t = {.kern = ctx->kern, .rows = rows};
-    for (int j = i; j < n_mm; j++) {
-      if (done[j] || mm[j].w->ne0 != n ||
-          nc_type_traits_of(mm[j].w->type)->vec_dot_type != vdt)
-        continue;
-      done[j] = true;
-      t.mm[t.n_mm++] = &mm[j];
-      t.total += mm[j].w->ne1;
-    }
-    quant_task q = {.x = x,
-                    .x_stride = x_stride,
-                    .n = n,
-                    .rows = rows,
-                    .dst = ctx->qact,
-                    .dst_stride = nc_row_size(vdt, n),
-                    .vdt = vdt,
-                    .fn = ctx->kern->quantize_act[vdt]};
-    if (shared_layout(ctx, &t, vdt, n, rows)) {
-      q.pack = ctx->kern->pack_act[vdt];
-      q.pack_rows = ctx->kern->pack_rows;
-      q.packed = ctx->qpack;
-      t.packed = ctx->qpack;
-    }
-    if (rows >= 4)
-      nc_threadpool_run(ctx->tp, quant_worker, &q);
-    else
-      quant_worker(&q, 0, 1);
-    t.a = ctx->qact;
-    t.a_stride = q.dst_stride;
-    nc_threadpool_run(ctx->tp, mm_worker, &t);
-  }
-}
-
-/* ---- attention */
-
-typedef struct att_task {
-  nc_context *ctx;
-  int32_t layer;
-  const nc_batch *b;
-  const float *q;
-  float *out;
-  const float *kt; /* NULL, or keys transposed: kt_head floats per KV head */
-  size_t kt_head;
-  const float *vw; /* NULL, or values widened (with kt; see keys_transposed) */
-} att_task;
-
-/* One (row, head), as llama.cpp's non-flash path over an F16 cache: q
- * rounded to F16, scores q.k over the sequence's positions [0, pos] read
- * block by block from the paged cache, softmax as ggml (scale, max, ggml's
- * exp, 16-lane sums), probabilities rounded to F16, then the weighted sum
- * of V; dots in the order of attn_kernel. No T x T matrix: one score row
- * per (row, head). att_heads runs heads h0 .. h0 + m - 1 of row t, which
- * share one KV head, together: the kernels read each K and V row once for
- * all of them, and every head's result is the one it gets alone. */
-static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
-                      float *scratch) {
-  const nc_context *c = a->ctx;
-  const nc_hparams *hp = c->hp;
-  const float *tab = c->f16tab;
-  const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
-  const int32_t dk = nc_hp_n_embd_k(hp), dv = nc_hp_n_embd_v(hp);
-  const int32_t kvh = h0 / (hp->n_head / hp->n_head_kv);
-  const int32_t seq = a->b->seq[t], n = a->b->pos[t] + 1;
-  const int32_t bt = nc_kv_block_tokens(c->kv);
-  const size_t ss = c->att_ss, ls = c->att_ls;
-  float *s = scratch, *qh = s + (size_t)m * ss;
-  float *lanes = qh + ((size_t)m * (size_t)hd + 15) / 16 * 16;
-  const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h0 * hd;
-  c->ops->round_f16(qrow, qh, (int64_t)m * hd);
-  if (a->kt) {
-    c->attn->scores_t(qh, m, a->kt + (size_t)kvh * a->kt_head, n, hd, s, ss);
-  } else {
-    for (int32_t j0 = 0; j0 < n; j0 += bt) {
-      const nc_fp16 *kb =
-          nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
-      const int32_t jn = n - j0 < bt ? n - j0 : bt;
-      c->attn->scores(qh, m, kb, (size_t)dk, jn, hd, tab, s + j0, ss);
-    }
-  }
-  for (int32_t i = 0; i < m; i++)
-    c->attn->softmax(s + (size_t)i * ss, n, hp->attn_scale, tab);
-  memset(lanes, 0, sizeof(float) * (size_t)m * ls);
-  if (a->vw) {
-    c->attn->accum_v_wide(s, m, ss, a->vw + (size_t)kvh * hdv, (size_t)dv, 0, n,
-                          hdv, lanes, ls);
-  } else {
-    /* up to ATT_BLOCKS blocks per call: the kernel can hold each lane in
-     * registers across their rows */
-    enum { ATT_BLOCKS = 64 };
-    const nc_fp16 *blocks[ATT_BLOCKS];
-    for (int32_t j0 = 0; j0 < n; j0 += ATT_BLOCKS * bt) {
-      const int32_t jn = n - j0 < ATT_BLOCKS * bt ? n - j0 : ATT_BLOCKS * bt;
-      for (int32_t b = 0; b * bt < jn; b++)
-        blocks[b] = nc_kv_v_row_c(c->kv, a->layer, seq, j0 + b * bt) +
-                    (int64_t)kvh * hdv;
-      nc_attn_accum_v_blocks(c->attn, s + j0, m, ss, blocks, bt, (size_t)dv, j0,
-                             jn, hdv, tab, lanes, ls);
-    }
-  }
-  for (int32_t i = 0; i < m; i++) {
-    float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)(h0 + i) * hdv;
-    c->attn->reduce(lanes + (size_t)i * ls, hdv, o);
-  }
-}
-
-/* Work items: (row, GQA group) when there is at least one per thread, else
- * (row, head) (decode with many threads). A group costs ~1.3 heads (its K
- * and V are widened once for all of its heads), so even the uneven split
- * of a one-row decode (3 groups on 2 threads) beats 9 heads split 5:4. */
-static void att_worker(void *p, int ith, int nth) {
-  const att_task *a = p;
-  const nc_hparams *hp = a->ctx->hp;
-  const int32_t H = hp->n_head, G = H / hp->n_head_kv;
-  const int32_t per = (int64_t)a->b->n_tokens * hp->n_head_kv >= nth ? G : 1;
-  const int32_t units = H / per;
-  const int64_t items = (int64_t)a->b->n_tokens * units;
-  float *scratch = a->ctx->att + (size_t)ith * a->ctx->att_stride;
-  for (int64_t i = ith; i < items; i += nth)
-    att_heads(a, (int32_t)(i / units), (int32_t)(i % units) * per, per,
-              scratch);
-}
-
-/* Prefill of one sequence (every row's keys come from it): the keys of
- * positions [0, max pos] of each KV head, widened and transposed once per
- * layer into blocks of 16 (attn_kernel's scores_t), and its values widened
- * (accum_v_wide, where the kernels have it), for all the rows' queries to
- * share. Leaves a->kt and a->vw NULL (the per-block kernels) otherwise. */
-enum { KT_MIN_ROWS = 16 };
-
-typedef struct kt_task {
-  nc_context *ctx;
-  int32_t layer, seq, n;
-  size_t head; /* floats per KV head */
-  bool values; /* also widen the values into ctx->vw */
-} kt_task;
-
-/* Whole blocks of 16 keys per thread (the threads never share a cache
- * line of the transposed keys). */
-static void kt_worker(void *p, int ith, int nth) {
-  const kt_task *t = p;
-  const nc_context *ctx = t->ctx;
-  const nc_hparams *hp = ctx->hp;
-  const int32_t hd = hp->head_dim;
-  const float *tab = ctx->f16tab;
-  int64_t lo, hi;
-  nc_split_range(((int64_t)t->n + 15) / 16, ith, nth, &lo, &hi);
-  for (int32_t j = (int32_t)lo * 16; j < (int32_t)hi * 16; j++) {
-    const nc_fp16 *kr =
-        j < t->n ? nc_kv_k_row_c(ctx->kv, t->layer, t->seq, j) : NULL;
-    for (int32_t h = 0; h < hp->n_head_kv; h++) {
-      float *dst = ctx->kt + (size_t)h * t->head +
-                   (size_t)(j / 16) * 16 * (size_t)hd + (size_t)(j % 16);
-      for (int32_t d = 0; d < hd; d++)
-        dst[(size_t)d * 16] = kr ? tab[kr[(size_t)h * hd + d]] : 0.0f;
-    }
-    if (t->values && j < t->n) {
-      const int32_t dv = nc_hp_n_embd_v(hp);
-      const nc_fp16 *vr = nc_kv_v_row_c(ctx->kv, t->layer, t->seq, j);
-      float *dst = ctx->vw + (size_t)j * (size_t)dv;
-      for (int32_t d = 0; d < dv; d++)
-        dst[d] = tab[vr[d]];
-    }
-  }
-}
-
-static void keys_transposed(nc_context *ctx, int32_t layer, const nc_batch *b,
-                            att_task *a) {
-  const nc_hparams *hp = ctx->hp;
-  const int32_t hd = hp->head_dim;
-  if (!ctx->attn->scores_t || hd % 16 != 0 || b->n_tokens < KT_MIN_ROWS) return;
-  int32_t n = 0;
-  for (int32_t t = 0; t < b->n_tokens; t++) {
-    if (b->seq[t] != b->seq[0]) return;
-    if (b->pos[t] + 1 > n) n = b->pos[t] + 1;
-  }
-  const size_t n16 = ((size_t)n + 15) / 16 * 16;
-  const size_t head = n16 * (size_t)hd, need = head * (size_t)hp->n_head_kv;
-  if (need > ctx->kt_cap) {
-    free(ctx->kt);
-    ctx->kt = aligned_alloc(64, need * sizeof(float));
-    ctx->kt_cap = ctx->kt ? need : 0;
-    if (!ctx->kt) return;
-  }
-  /* the values too, when the attention kernels take widened rows */
-  const size_t vneed = n16 * (size_t)nc_hp_n_embd_v(hp);
-  bool values = ctx->attn->accum_v_wide != NULL;
-  if (values && vneed > ctx->vw_cap) {
-    free(ctx->vw);
-    ctx->vw = aligned_alloc(64, vneed * sizeof(float));
-    ctx->vw_cap = ctx->vw ? vneed : 0;
-    values = ctx->vw != NULL;
-  }
-  kt_task kt = {.ctx = ctx,
-                .layer = layer,
-                .seq = b->seq[0],
-                .n = n,
-                .head = head,
-                .values = values};
-  nc_threadpool_run(ctx->tp, kt_worker, &kt);
-  a->kt = ctx->kt;
-  a->kt_head = head;
-  a->vw = values ? ctx->vw : NULL;
-}
-
-void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,
-                      const float *q, const float *k, const float *v,
-                      float *out) {
-  const int32_t dk = nc_hp_n_embd_k(ctx->hp), dv = nc_hp_n_embd_v(ctx->hp);
-  for (int32_t t = 0; t < b->n_tokens; t++) {
-    nc_fp16 *kr = nc_kv_k_row(ctx->kv, layer, b->seq[t], b->pos[t]);
-    nc_fp16 *vr = nc_kv_v_row(ctx->kv, layer, b->seq[t], b->pos[t]);
-    ctx->ops->to_f16(k + (int64_t)t * dk, kr, dk);
-    ctx->ops->to_f16(v + (int64_t)t * dv, vr, dv);
-  }
-  att_task a = {.ctx = ctx, .layer = layer, .b = b, .q = q, .out = out};
-  keys_transposed(ctx, layer, b, &a);
-  nc_threadpool_run(ctx->tp, att_worker, &a);
 }
 
 /* ---- running a batch */
@@ -536,33 +135,33 @@ static nc_code validate(nc_context *ctx, const nc_batch *b, nc_error *err) {
     return nc_fail(err, NC_ERR_LIMIT,
                    "forward: batch of %d tokens, the context takes at most %d",
                    (int)b->n_tokens, (int)ctx->max_tokens);
-  const int32_t max_seqs = nc_kv_max_seqs(ctx->kv);
+  const int32_t max_seqs = nc_kv_max_seqs(ctx->fwd.kv);
   memset(ctx->touched, 0, (size_t)max_seqs);
   for (int32_t t = 0; t < b->n_tokens; t++) {
     const int32_t tok = b->token[t], s = b->seq[t], pos = b->pos[t];
-    if (tok < 0 || tok >= ctx->hp->n_vocab)
+    if (tok < 0 || tok >= ctx->fwd.hp->n_vocab)
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "forward: row %d: token %d out of range [0, %d)", (int)t,
-                     (int)tok, (int)ctx->hp->n_vocab);
-    if (!nc_kv_seq_is_live(ctx->kv, s))
+                     (int)tok, (int)ctx->fwd.hp->n_vocab);
+    if (!nc_kv_seq_is_live(ctx->fwd.kv, s))
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "forward: row %d: sequence %d is not live", (int)t,
                      (int)s);
     if (!ctx->touched[s]) {
       ctx->touched[s] = 1;
-      ctx->next_pos[s] = nc_kv_seq_len(ctx->kv, s);
+      ctx->next_pos[s] = nc_kv_seq_len(ctx->fwd.kv, s);
     }
     if (pos != ctx->next_pos[s])
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "forward: row %d: sequence %d expects position %d, got "
                      "%d",
                      (int)t, (int)s, (int)ctx->next_pos[s], (int)pos);
-    if (pos >= nc_kv_seq_capacity(ctx->kv, s))
+    if (pos >= nc_kv_seq_capacity(ctx->fwd.kv, s))
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "forward: row %d: position %d of sequence %d has no KV "
                      "space reserved (capacity %d)",
                      (int)t, (int)pos, (int)s,
-                     (int)nc_kv_seq_capacity(ctx->kv, s));
+                     (int)nc_kv_seq_capacity(ctx->fwd.kv, s));
     if (pos >= ctx->att_max_pos)
       return nc_fail(err, NC_ERR_LIMIT, "forward: position %d too large",
                      (int)pos);
@@ -578,11 +177,11 @@ nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
   if (!logits && nc_batch_n_logits(batch) > 0)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "forward: rows want logits but the output is NULL");
-  rc = nc_model_arch(ctx->m)->forward(ctx, batch, logits, err);
+  rc = nc_model_arch(ctx->fwd.m)->forward(&ctx->fwd, batch, logits, err);
   if (rc) return rc;
-  const int32_t max_seqs = nc_kv_max_seqs(ctx->kv);
+  const int32_t max_seqs = nc_kv_max_seqs(ctx->fwd.kv);
   for (int32_t s = 0; s < max_seqs; s++)
-    if (ctx->touched[s]) nc_kv_seq_set_len(ctx->kv, s, ctx->next_pos[s]);
+    if (ctx->touched[s]) nc_kv_seq_set_len(ctx->fwd.kv, s, ctx->next_pos[s]);
   return NC_OK;
 }
 
@@ -606,7 +205,7 @@ static nc_code nocache_setup(const nucleus_model *m, int32_t n,
 static nc_code nocache_prefix(nc_context *ctx, nc_batch *b,
                               const int32_t *tokens, int32_t n, float *logits,
                               nc_error *err) {
-  nc_kv_cache *kv = ctx->kv;
+  nc_kv_cache *kv = ctx->fwd.kv;
   nc_kv_seq_free(kv, 0);
   const int32_t s = nc_kv_seq_new(kv);
   nc_code rc = nc_kv_seq_reserve(kv, s, n, err);

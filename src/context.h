@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "batch.h"
+#include "forward.h"
 #include "kv_cache.h"
 #include "model.h"
 #include "status.h"
@@ -28,19 +29,6 @@ void nc_context_free(nc_context *ctx);
  * the batch, the chunking of its prompt and the thread count. */
 nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
                            float *logits, nc_error *err);
-
-/* Debugging: called by the forward graph with each named intermediate
- * ([rows, cols] floats, rows = batch entries; names as llama.cpp's graph:
- * attn_norm, Qcur, Kcur, Vcur, kqv_out, attn_out, ffn_inp, ffn_norm,
- * ffn_gate, ffn_up, ffn_swiglu, ffn_out, l_out, result_norm), layer -1 for
- * the ones outside the layers. NULL turns it off. */
-typedef void (*nc_debug_fn)(void *user, const char *name, int32_t layer,
-                            const float *data, int64_t rows, int64_t cols);
-void nc_context_set_debug(nc_context *ctx, nc_debug_fn fn, void *user);
-
-int32_t nc_context_max_batch_tokens(const nc_context *ctx);
-const nucleus_model *nc_context_model(const nc_context *ctx);
-nc_kv_cache *nc_context_kv(nc_context *ctx);
 
 /* Reference: the logits of every position of tokens (one sequence from
  * position 0), each position recomputed from scratch in a fresh contiguous

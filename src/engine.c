@@ -85,15 +85,20 @@ static void group_free(group *g) {
   free(g);
 }
 
+/* The completions (KV sequences) a request runs: its n, or its beams. */
+static int32_t request_n_comps(const nucleus_request *r) {
+  return r->params.beam_width > 1 ? r->params.beam_width
+         : r->params.n > 0        ? r->params.n
+                                  : 1;
+}
+
 static nc_code group_create(nucleus_engine *e, nucleus_request *r, group **out,
                             nc_error *err) {
   *out = NULL;
   group *g = calloc(1, sizeof *g);
   if (!g) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   g->req = r;
-  g->n_comps = r->params.beam_width > 1 ? r->params.beam_width
-               : r->params.n > 0        ? r->params.n
-                                        : 1;
+  g->n_comps = request_n_comps(r);
   g->n_active = 1;
   g->comps = calloc((size_t)g->n_comps, sizeof *g->comps);
   size_t n_sup = (size_t)e->n_eog + r->params.n_stop_token_ids;
@@ -147,22 +152,18 @@ void nc_engine_release_kv(nucleus_engine *e, completion *c) {
   c->kv_seq = -1;
 }
 
-void nc_engine_emit_finish(nucleus_engine *e, group *g, int32_t index,
-                           nucleus_finish_reason reason, int32_t stop_tok,
-                           const char *stop_str, const char *text,
-                           size_t text_len, int32_t n_generated,
-                           const nc_error *error) {
-  (void)e;
+void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
+                           const nc_finish *f) {
   nucleus_event ev = {0};
   ev.kind = NUCLEUS_EVENT_FINISH;
   ev.index = index;
   ev.token = -1;
-  ev.text = text ? text : "";
-  ev.text_len = text ? text_len : 0;
-  ev.finish_reason = reason;
-  ev.stop_string = stop_str;
-  ev.stop_token = stop_tok;
-  if (error) ev.error = *error;
+  ev.text = f->text ? f->text : "";
+  ev.text_len = f->text ? f->text_len : 0;
+  ev.finish_reason = f->reason;
+  ev.stop_string = f->stop_string;
+  ev.stop_token = f->stop_token;
+  if (f->error) ev.error = *f->error;
   ev.usage.prompt_tokens = g->req->n_prompt;
   ev.usage.completion_tokens = n_generated;
   ev.timings = group_timings(g, nc_now_ms());
@@ -170,21 +171,19 @@ void nc_engine_emit_finish(nucleus_engine *e, group *g, int32_t index,
   emit(g, &ev);
 }
 
-/* Ends one completion with its reason; trailing text rides on the event. */
+/* Ends one completion: the one way every completion finishes. */
 static void finish_completion(nucleus_engine *e, group *g, completion *c,
-                              nucleus_finish_reason reason, int32_t stop_tok,
-                              const char *stop_str, const char *text,
-                              size_t text_len, const nc_error *error) {
+                              const nc_finish *f) {
   c->finished = true;
   g->n_finished++;
   nc_engine_release_kv(e, c);
-  nc_engine_emit_finish(e, g, c->index, reason, stop_tok, stop_str, text,
-                        text_len, c->n_generated, error);
+  nc_engine_emit_finish(g, c->index, c->n_generated, f);
 }
 
-/* Ends every unfinished completion of a group with the same reason. */
-static void finish_group(nucleus_engine *e, group *g,
-                         nucleus_finish_reason reason, const nc_error *error) {
+void nc_engine_finish_group(nucleus_engine *e, group *g,
+                            nucleus_finish_reason reason,
+                            const nc_error *error) {
+  const nc_finish f = nc_finish_of(reason, error);
   if (g->beam) { /* the beams end together: one event per returned rank */
     for (int32_t i = 0; i < g->n_comps; i++) {
       nc_engine_release_kv(e, &g->comps[i]);
@@ -193,13 +192,12 @@ static void finish_group(nucleus_engine *e, group *g,
     g->n_finished = g->n_comps;
     int32_t n_ret = g->req->params.n > 0 ? g->req->params.n : 1;
     for (int32_t i = 0; i < n_ret; i++)
-      nc_engine_emit_finish(e, g, i, reason, -1, NULL, NULL, 0, 0, error);
+      nc_engine_emit_finish(g, i, 0, &f);
     return;
   }
   for (int32_t i = 0; i < g->n_comps; i++) {
     completion *c = &g->comps[i];
-    if (c->finished) continue;
-    finish_completion(e, g, c, reason, -1, NULL, NULL, 0, error);
+    if (!c->finished) finish_completion(e, g, c, &f);
   }
 }
 
@@ -246,7 +244,30 @@ static char *final_text(completion *c, size_t *len, int *stop_hit) {
   return buf;
 }
 
-/* One sampled token for one completion: events and finish rules. */
+/* Ends a completion after its last token. The text the detokenizer and the
+ * stop matcher still hold rides on the FINISH event (unless a stop string
+ * matched in the stream already: hit >= 0). The reason is stop when an end
+ * token (end_tok >= 0, its text not part of the output) or a stop string
+ * ended it, else length. */
+static void end_output(nucleus_engine *e, group *g, completion *c,
+                       int32_t end_tok, int hit) {
+  size_t len = 0;
+  char *text = hit < 0 ? final_text(c, &len, &hit) : NULL;
+  nc_finish f = nc_finish_of(end_tok >= 0 || hit >= 0 ? NUCLEUS_FINISH_STOP
+                                                      : NUCLEUS_FINISH_LENGTH,
+                             NULL);
+  if (hit >= 0)
+    f.stop_string = nc_stop_matcher_string(c->stop, hit);
+  else
+    f.stop_token = end_tok;
+  f.text = text;
+  f.text_len = len;
+  finish_completion(e, g, c, &f);
+  free(text);
+}
+
+/* One sampled token for one completion: its TOKEN event (unless it is an
+ * end token), then the finish rules. */
 static void handle_token(nucleus_engine *e, group *g, completion *c,
                          const nc_sample_result *res) {
   const nucleus_request_params *p = &g->req->params;
@@ -259,66 +280,44 @@ static void handle_token(nucleus_engine *e, group *g, completion *c,
   if (!nc_engine_push_token(c, tok)) {
     nc_error err;
     nc_fail(&err, NC_ERR_NOMEM, "out of memory");
-    finish_completion(e, g, c, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0, &err);
+    const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &err);
+    finish_completion(e, g, c, &f);
     return;
   }
 
   /* An end-of-generation or stop token ends the completion; its text is
    * not part of the output. */
-  bool eog = !p->ignore_eos && nc_vocab_is_eog(e->vocab, tok);
-  if (eog || is_stop_token(g, tok)) {
-    size_t len = 0;
-    int hit = -1;
-    char *text = final_text(c, &len, &hit);
-    finish_completion(e, g, c, NUCLEUS_FINISH_STOP, hit >= 0 ? -1 : tok,
-                      hit >= 0 ? nc_stop_matcher_string(c->stop, hit) : NULL,
-                      text, len, NULL);
-    free(text);
-    return;
+  bool end_token = (!p->ignore_eos && nc_vocab_is_eog(e->vocab, tok)) ||
+                   is_stop_token(g, tok);
+  int hit = -1; /* a stop string matched in the stream */
+  if (!end_token) {
+    if (c->n_generated >= p->min_tokens) nc_stop_matcher_arm(c->stop, true);
+    const char *piece, *released;
+    size_t piece_len, released_len;
+    nc_detok_push(c->detok, tok, &piece, &piece_len);
+    hit = nc_stop_matcher_push(c->stop, piece, piece_len, &released,
+                               &released_len);
+
+    nucleus_event ev = {0};
+    ev.kind = NUCLEUS_EVENT_TOKEN;
+    ev.index = c->index;
+    ev.token = tok;
+    ev.text = released;
+    ev.text_len = released_len;
+    ev.stop_token = -1;
+    if (p->sampling.logprobs || p->sampling.top_logprobs > 0) {
+      ev.logprob = res->logprob;
+      ev.top_logprobs = res->top;
+      ev.n_top_logprobs = res->n_top;
+    }
+    ev.seed = g->req->seed;
+    emit(g, &ev);
   }
 
-  if (c->n_generated >= p->min_tokens) nc_stop_matcher_arm(c->stop, true);
-  const char *piece, *released;
-  size_t piece_len, released_len;
-  nc_detok_push(c->detok, tok, &piece, &piece_len);
-  int hit =
-      nc_stop_matcher_push(c->stop, piece, piece_len, &released, &released_len);
-
-  nucleus_event ev = {0};
-  ev.kind = NUCLEUS_EVENT_TOKEN;
-  ev.index = c->index;
-  ev.token = tok;
-  ev.text = released;
-  ev.text_len = released_len;
-  ev.stop_token = -1;
-  if (p->sampling.logprobs || p->sampling.top_logprobs > 0) {
-    ev.logprob = res->logprob;
-    ev.top_logprobs = res->top;
-    ev.n_top_logprobs = res->n_top;
-  }
-  ev.seed = g->req->seed;
-  emit(g, &ev);
-
-  if (hit >= 0) {
-    finish_completion(e, g, c, NUCLEUS_FINISH_STOP, -1,
-                      nc_stop_matcher_string(c->stop, hit), NULL, 0, NULL);
-    return;
-  }
   bool budget = p->max_tokens >= 0 && c->n_generated >= p->max_tokens;
   bool ctx_full = c->n_tokens >= e->params.n_ctx;
-  if (budget || ctx_full) {
-    size_t len = 0;
-    int stop_hit = -1;
-    char *text = final_text(c, &len, &stop_hit);
-    if (stop_hit >= 0)
-      finish_completion(e, g, c, NUCLEUS_FINISH_STOP, -1,
-                        nc_stop_matcher_string(c->stop, stop_hit), text, len,
-                        NULL);
-    else
-      finish_completion(e, g, c, NUCLEUS_FINISH_LENGTH, -1, NULL, text, len,
-                        NULL);
-    free(text);
-  }
+  if (end_token || hit >= 0 || budget || ctx_full)
+    end_output(e, g, c, end_token ? tok : -1, hit);
 }
 
 /* ------------------------------------------------------------- the step */
@@ -335,27 +334,33 @@ static bool grow(void **arr, int32_t *cap, int32_t need, size_t elem) {
   return true;
 }
 
-/* Takes new requests and cancellations; false when shutting down. */
+/* Takes new requests, in arrival order while the step arrays hold them (the
+ * rest wait in the inbox); false when shutting down. */
 static bool take_inbox(nucleus_engine *e) {
+  engine_step *st = &e->step;
   pthread_mutex_lock(&e->mu);
   while (!e->stepped && !e->shutdown && e->n_inbox == 0 && e->n_groups == 0)
     pthread_cond_wait(&e->cv, &e->mu);
   bool shutdown = e->shutdown;
-  nucleus_request **in = e->inbox;
-  int32_t n_in = e->n_inbox;
-  e->inbox = NULL;
-  e->n_inbox = e->cap_inbox = 0;
+  int32_t n_in = 0;
+  while (n_in < e->n_inbox && e->n_groups + n_in < st->max_groups) {
+    int32_t n = request_n_comps(e->inbox[n_in]);
+    if (e->n_seqs_held + n > st->max_seqs) break;
+    e->n_seqs_held += n;
+    st->taken[n_in] = e->inbox[n_in];
+    n_in++;
+  }
+  e->n_inbox -= n_in;
+  if (n_in > 0) /* (the inbox is NULL until the first submit) */
+    memmove(e->inbox, e->inbox + n_in, (size_t)e->n_inbox * sizeof *e->inbox);
   pthread_mutex_unlock(&e->mu);
 
   for (int32_t i = 0; i < n_in; i++) {
-    nucleus_request *r = in[i];
+    nucleus_request *r = st->taken[i];
     group *g = NULL;
     nc_error err = {0};
-    nc_code rc = NC_ERR_NOMEM;
-    if (grow((void **)&e->groups, &e->cap_groups, e->n_groups + 1,
-             sizeof *e->groups))
-      rc = group_create(e, r, &g, &err);
-    if (rc != NC_OK) {
+    if (group_create(e, r, &g, &err) != NC_OK) {
+      e->n_seqs_held -= request_n_comps(r);
       nucleus_event ev = {0};
       ev.kind = NUCLEUS_EVENT_FINISH;
       ev.finish_reason = NUCLEUS_FINISH_ERROR;
@@ -370,7 +375,6 @@ static bool take_inbox(nucleus_engine *e) {
     }
     e->groups[e->n_groups++] = g;
   }
-  free(in);
   return !shutdown;
 }
 
@@ -378,7 +382,7 @@ static void apply_cancellations(nucleus_engine *e) {
   for (int32_t i = 0; i < e->n_groups; i++) {
     group *g = e->groups[i];
     if (atomic_load(&g->req->cancelled) && g->n_finished < g->n_comps)
-      finish_group(e, g, NUCLEUS_FINISH_ABORT, NULL);
+      nc_engine_finish_group(e, g, NUCLEUS_FINISH_ABORT, NULL);
   }
 }
 
@@ -393,6 +397,7 @@ static void retire_groups(nucleus_engine *e) {
     }
     emit_done(g);
     nucleus_request *r = g->req;
+    e->n_seqs_held -= g->n_comps;
     group_free(g);
     nc_request_unref(r);
   }
@@ -422,7 +427,7 @@ static int32_t build_sched_state(nucleus_engine *e) {
   int32_t bt = nc_kv_block_tokens(e->kv);
   for (int32_t i = 0; i < e->n_groups; i++) {
     group *g = e->groups[i];
-    nc_sched_group *sg = &e->sg[i];
+    nc_sched_group *sg = &e->step.sg[i];
     sg->running = g->running;
     sg->admit_order = g->admit_order;
     sg->blocks_held = g->running ? group_blocks_held(e, g) : 0;
@@ -433,8 +438,8 @@ static int32_t build_sched_state(nucleus_engine *e) {
       int32_t kv_len = c->kv_seq >= 0 ? nc_kv_seq_len(e->kv, c->kv_seq) : 0;
       bool cow = c->kv_seq >= 0 && kv_len % bt != 0 &&
                  nc_kv_block_refcount(e->kv, c->kv_seq, kv_len - 1) > 1;
-      e->ss[n_seqs] = (nc_sched_seq){i, kv_len, c->n_tokens - kv_len, cow};
-      e->seq_comp[n_seqs] = c;
+      e->step.ss[n_seqs] = (nc_sched_seq){i, kv_len, c->n_tokens - kv_len, cow};
+      e->step.seq_comp[n_seqs] = c;
       n_seqs++;
     }
     sg->n_seqs = n_seqs - sg->first_seq;
@@ -442,30 +447,11 @@ static int32_t build_sched_state(nucleus_engine *e) {
   return n_seqs;
 }
 
-static bool ensure_step_arrays(nucleus_engine *e) {
-  int32_t n_seqs = 0;
-  for (int32_t i = 0; i < e->n_groups; i++)
-    n_seqs += e->groups[i]->n_comps;
-  int32_t ng = e->n_groups > 0 ? e->n_groups : 1;
-  int32_t ns = n_seqs > 0 ? n_seqs : 1;
-  e->sg = realloc(e->sg, (size_t)ng * sizeof *e->sg);
-  e->verdicts = realloc(e->verdicts, (size_t)ng * sizeof *e->verdicts);
-  e->ss = realloc(e->ss, (size_t)ns * sizeof *e->ss);
-  e->seq_comp = realloc(e->seq_comp, (size_t)ns * sizeof *e->seq_comp);
-  e->items = realloc(e->items, (size_t)ns * sizeof *e->items);
-  e->rows = realloc(e->rows, (size_t)ns * sizeof *e->rows);
-  e->results = realloc(e->results, (size_t)ns * sizeof *e->results);
-  e->row_comp = realloc(e->row_comp, (size_t)ns * sizeof *e->row_comp);
-  e->sample_comp = realloc(e->sample_comp, (size_t)ns * sizeof *e->sample_comp);
-  return e->sg && e->verdicts && e->ss && e->seq_comp && e->items && e->rows &&
-         e->results && e->row_comp && e->sample_comp;
-}
-
 /* Applies the scheduler's verdicts: fail, preempt, admit. */
 static void apply_verdicts(nucleus_engine *e) {
   for (int32_t i = 0; i < e->n_groups; i++) {
     group *g = e->groups[i];
-    switch (e->verdicts[i]) {
+    switch (e->step.verdicts[i]) {
     case NC_SCHED_KEEP: break;
     case NC_SCHED_FAIL: {
       nc_error err;
@@ -473,7 +459,7 @@ static void apply_verdicts(nucleus_engine *e) {
               "the request needs more KV cache than the pool holds (%lld "
               "blocks of %d tokens)",
               (long long)nc_kv_blocks_total(e->kv), nc_kv_block_tokens(e->kv));
-      finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
+      nc_engine_finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
       g->running = false;
       break;
     }
@@ -509,7 +495,6 @@ static void fork_completions(nucleus_engine *e, group *g) {
 
 /* Runs one step; false when there was nothing to do. */
 static bool step(nucleus_engine *e) {
-  if (!ensure_step_arrays(e)) return false;
   int32_t n_seqs = build_sched_state(e);
   nc_sched_capacity cap = {
       .free_blocks = nc_kv_blocks_free(e->kv),
@@ -518,16 +503,16 @@ static bool step(nucleus_engine *e) {
       .token_budget = e->params.max_batch_tokens,
       .max_running = e->params.max_running,
   };
-  nc_sched_plan plan = {e->items, 0, e->verdicts};
-  nc_schedule(e->sg, e->n_groups, e->ss, n_seqs, &cap, &plan);
+  nc_sched_plan plan = {e->step.items, 0, e->step.verdicts};
+  nc_schedule(e->step.sg, e->n_groups, e->step.ss, n_seqs, &cap, &plan);
   apply_verdicts(e);
 
   nc_batch_clear(&e->batch);
   int32_t n_rows = 0;
   for (int32_t i = 0; i < plan.n_items; i++) {
     nc_sched_item it = plan.items[i];
-    completion *c = e->seq_comp[it.seq];
-    group *g = e->groups[e->ss[it.seq].group];
+    completion *c = e->step.seq_comp[it.seq];
+    group *g = e->groups[e->step.ss[it.seq].group];
     if (c->finished || c->kv_seq < 0 || !g->running) continue;
     int32_t kv_len = nc_kv_seq_len(e->kv, c->kv_seq);
     int32_t n = it.n_tokens;
@@ -539,7 +524,7 @@ static bool step(nucleus_engine *e) {
       int32_t pos = kv_len + k;
       bool last = pos == c->n_tokens - 1;
       nc_batch_add(&e->batch, c->tokens[pos], pos, c->kv_seq, last);
-      if (last) e->row_comp[n_rows++] = c;
+      if (last) e->step.row_comp[n_rows++] = c;
     }
   }
   if (e->batch.n_tokens == 0) return plan.n_items > 0;
@@ -549,7 +534,7 @@ static bool step(nucleus_engine *e) {
     /* The model failed: end every request in the batch with the error. */
     for (int32_t i = 0; i < e->n_groups; i++)
       if (e->groups[i]->running)
-        finish_group(e, e->groups[i], NUCLEUS_FINISH_ERROR, &err);
+        nc_engine_finish_group(e, e->groups[i], NUCLEUS_FINISH_ERROR, &err);
     return true;
   }
   e->stats.steps_total++;
@@ -558,7 +543,7 @@ static bool step(nucleus_engine *e) {
    * prompt just finished prefilling forks its other completions first. */
   int32_t n_sample = 0;
   for (int32_t r = 0; r < n_rows; r++) {
-    completion *c = e->row_comp[r];
+    completion *c = e->step.row_comp[r];
     group *g = c->owner;
     if (g->beam) {
       nc_beam_take_logits(e, g, c, e->logits + (size_t)r * (size_t)e->n_vocab);
@@ -572,31 +557,32 @@ static bool step(nucleus_engine *e) {
     for (int32_t k = first; k <= last; k++) {
       completion *ck = &g->comps[k];
       bool masked = ck->n_generated < g->req->params.min_tokens;
-      e->rows[n_sample] = (nc_sample_row){
+      e->step.rows[n_sample] = (nc_sample_row){
           .sampler = ck->sampler,
           .logits = e->logits + (size_t)r * (size_t)e->n_vocab,
           .suppress = masked ? g->suppress : NULL,
           .n_suppress = masked ? g->n_suppress : 0,
       };
-      e->sample_comp[n_sample++] = ck;
+      e->step.sample_comp[n_sample++] = ck;
     }
   }
-  nc_sample_batch(e->ws, e->rows, n_sample, e->results, NULL);
+  nc_sample_batch(e->ws, e->step.rows, n_sample, e->step.results, NULL);
   for (int32_t s = 0; s < n_sample; s++) {
-    completion *c = e->sample_comp[s];
+    completion *c = e->step.sample_comp[s];
     group *g = c->owner;
     if (c->finished) continue;
-    if (e->results[s].token < 0) {
+    if (e->step.results[s].token < 0) {
       nc_error serr;
       nc_fail(&serr,
-              e->results[s].status ? e->results[s].status : NC_ERR_INTERNAL,
+              e->step.results[s].status ? e->step.results[s].status
+                                        : NC_ERR_INTERNAL,
               "sampling failed (the logits hold NaN or every token is "
               "masked)");
-      finish_completion(e, g, c, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0,
-                        &serr);
+      const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &serr);
+      finish_completion(e, g, c, &f);
       continue;
     }
-    handle_token(e, g, c, &e->results[s]);
+    handle_token(e, g, c, &e->step.results[s]);
   }
   e->stats.generated_tokens_total += n_sample;
   return true;
@@ -632,7 +618,7 @@ static bool iterate(nucleus_engine *e) {
 
 static void abort_all(nucleus_engine *e) {
   for (int32_t i = 0; i < e->n_groups; i++)
-    finish_group(e, e->groups[i], NUCLEUS_FINISH_ABORT, NULL);
+    nc_engine_finish_group(e, e->groups[i], NUCLEUS_FINISH_ABORT, NULL);
   retire_groups(e);
   update_stats(e);
 }
@@ -663,8 +649,55 @@ static nc_code collect_eog(nucleus_engine *e, nc_error *err) {
   return NC_OK;
 }
 
+/* Requests held at once beyond the running ones, whatever max_queued says
+ * (more wait in the inbox): bounds the step arrays. */
+enum { MAX_HELD_WAITING = 1024 };
+
+static nc_code step_alloc(nucleus_engine *e, nc_error *err) {
+  engine_step *st = &e->step;
+  const nucleus_engine_params *p = &e->params;
+  int32_t waiting =
+      p->max_queued < MAX_HELD_WAITING ? p->max_queued : MAX_HELD_WAITING;
+  st->max_groups = p->max_running + waiting;
+  /* a request runs at most max_running completions: one always fits */
+  st->max_seqs = 2 * p->max_running + waiting;
+  const size_t ng = (size_t)st->max_groups, ns = (size_t)st->max_seqs;
+  e->groups = malloc(ng * sizeof *e->groups);
+  st->taken = malloc(ng * sizeof *st->taken);
+  st->sg = malloc(ng * sizeof *st->sg);
+  st->verdicts = malloc(ng * sizeof *st->verdicts);
+  st->ss = malloc(ns * sizeof *st->ss);
+  st->seq_comp = malloc(ns * sizeof *st->seq_comp);
+  st->items = malloc(ns * sizeof *st->items);
+  st->rows = malloc(ns * sizeof *st->rows);
+  st->results = malloc(ns * sizeof *st->results);
+  st->row_comp = malloc(ns * sizeof *st->row_comp);
+  st->sample_comp = malloc(ns * sizeof *st->sample_comp);
+  if (!e->groups || !st->taken || !st->sg || !st->verdicts || !st->ss ||
+      !st->seq_comp || !st->items || !st->rows || !st->results ||
+      !st->row_comp || !st->sample_comp)
+    return nc_fail(err, NC_ERR_NOMEM, "out of memory (engine step arrays)");
+  return NC_OK;
+}
+
+static void step_free(nucleus_engine *e) {
+  engine_step *st = &e->step;
+  free(e->groups);
+  free(st->taken);
+  free(st->sg);
+  free(st->verdicts);
+  free(st->ss);
+  free(st->seq_comp);
+  free(st->items);
+  free(st->rows);
+  free(st->results);
+  free(st->row_comp);
+  free(st->sample_comp);
+}
+
 /* What engine_create builds before the thread starts (NULL-safe). */
 static void free_resources(nucleus_engine *e) {
+  step_free(e);
   nc_sample_workspace_free(e->ws);
   free(e->logits);
   nc_batch_free(&e->batch);
@@ -686,6 +719,7 @@ static nc_code engine_create(nucleus_model *model,
   e->n_vocab = hp->n_vocab;
   nc_code rc = nc_engine_resolve_params(hp, params, &e->params, err);
   if (rc == NC_OK) rc = collect_eog(e, err);
+  if (rc == NC_OK) rc = step_alloc(e, err);
   int64_t n_blocks =
       (e->params.kv_cache_tokens + e->params.kv_block_tokens - 1) /
       e->params.kv_block_tokens;
@@ -698,6 +732,8 @@ static nc_code engine_create(nucleus_model *model,
   if (rc == NC_OK)
     rc = nc_batch_init(&e->batch, e->params.max_batch_tokens, err);
   if (rc == NC_OK) rc = nc_sample_workspace_create(e->n_vocab, &e->ws, err);
+  if (rc == NC_OK) /* the sampler's row passes follow the kernel table */
+    nc_sample_workspace_set_simd(e->ws, nc_model_kernels(model)->sampler_simd);
   if (rc == NC_OK) {
     size_t rows = (size_t)e->params.max_batch_tokens;
     e->logits = malloc(rows * (size_t)e->n_vocab * sizeof *e->logits);
@@ -757,16 +793,6 @@ void nucleus_engine_destroy(nucleus_engine *e) {
     nc_request_unref(e->inbox[i]);
   }
   free(e->inbox);
-  free(e->groups);
-  free(e->sg);
-  free(e->ss);
-  free(e->seq_comp);
-  free(e->items);
-  free(e->verdicts);
-  free(e->rows);
-  free(e->results);
-  free(e->row_comp);
-  free(e->sample_comp);
   free_resources(e);
   pthread_mutex_destroy(&e->mu);
   pthread_cond_destroy(&e->cv);
@@ -842,8 +868,4 @@ void nucleus_engine_get_stats(nucleus_engine *e, nucleus_engine_stats *stats) {
   pthread_mutex_lock(&e->mu);
   *stats = e->stats;
   pthread_mutex_unlock(&e->mu);
-}
-
-int32_t nc_engine_n_ctx(const nucleus_engine *e) {
-  return e->params.n_ctx;
 }

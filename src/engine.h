@@ -16,8 +16,6 @@ nc_code nc_engine_resolve_params(const nc_hparams *hp,
                                  const nucleus_engine_params *params,
                                  nucleus_engine_params *out, nc_error *err);
 
-int32_t nc_engine_n_ctx(const nucleus_engine *e);
-
 /* An engine without its thread, for deterministic tests: the caller runs
  * each step with nc_engine_step (which returns whether requests remain).
  * Submission, events and destroy work as with a threaded engine. */

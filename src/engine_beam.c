@@ -88,8 +88,8 @@ static void report(nucleus_engine *e, group *g) {
     float score, cum;
     nc_error err = {0};
     if (nc_beam_result(g->beam, rank, &toks, &n, &score, &cum, &err) != NC_OK) {
-      nc_engine_emit_finish(e, g, rank, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0,
-                            0, &err);
+      const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &err);
+      nc_engine_emit_finish(g, rank, 0, &f);
       continue;
     }
     bool ended = n > 0 && !p->ignore_eos && is_end(e, p, toks[n - 1]);
@@ -99,9 +99,12 @@ static void report(nucleus_engine *e, group *g) {
     nc_detokenize(e->vocab, toks, (size_t)n_text, p->skip_special_tokens, &text,
                   &len, NULL);
     g->completion_tokens += n;
-    nc_engine_emit_finish(e, g, rank,
-                          ended ? NUCLEUS_FINISH_STOP : NUCLEUS_FINISH_LENGTH,
-                          ended ? toks[n - 1] : -1, NULL, text, len, n, NULL);
+    nc_finish f =
+        nc_finish_of(ended ? NUCLEUS_FINISH_STOP : NUCLEUS_FINISH_LENGTH, NULL);
+    f.stop_token = ended ? toks[n - 1] : -1;
+    f.text = text;
+    f.text_len = len;
+    nc_engine_emit_finish(g, rank, n, &f);
     free(text);
   }
 }
@@ -130,15 +133,7 @@ void nc_beam_take_logits(nucleus_engine *e, group *g, completion *c,
   int32_t n_next = 0;
   nc_error err = {0};
   if (nc_beam_step(g->beam, rows, n_vocab, next, &n_next, &err) != NC_OK) {
-    for (int32_t k = 0; k < g->n_comps; k++)
-      nc_engine_release_kv(e, &g->comps[k]);
-    for (int32_t k = 0; k < g->n_comps; k++)
-      g->comps[k].finished = true;
-    g->n_finished = g->n_comps;
-    int32_t n_ret = p->n > 0 ? p->n : 1;
-    for (int32_t r = 0; r < n_ret; r++)
-      nc_engine_emit_finish(e, g, r, NUCLEUS_FINISH_ERROR, -1, NULL, NULL, 0, 0,
-                            &err);
+    nc_engine_finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
     return;
   }
   int32_t generated = c->n_generated + 1;

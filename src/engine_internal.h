@@ -53,6 +53,24 @@ struct group {
   uint8_t *beam_ready; /* which rows hold this step's logits */
 };
 
+/* One step's scratch, sized at create for the most groups and sequences the
+ * engine holds at once (take_inbox admits no more: the rest wait in the
+ * inbox), freed at destroy. */
+typedef struct engine_step {
+  int32_t max_groups;         /* requests held (running or waiting) */
+  int32_t max_seqs;           /* their completions (n or beam_width each) */
+  nucleus_request **taken;    /* [max_groups]: this step's new requests */
+  nc_sched_group *sg;         /* [max_groups] */
+  nc_sched_verdict *verdicts; /* [max_groups] */
+  nc_sched_seq *ss;           /* [max_seqs] */
+  completion **seq_comp;      /* [max_seqs]: scheduler seq -> completion */
+  nc_sched_item *items;       /* [max_seqs] */
+  nc_sample_row *rows;        /* [max_seqs] */
+  nc_sample_result *results;  /* [max_seqs] */
+  completion **row_comp;      /* [max_seqs]: rows with logits -> completion */
+  completion **sample_comp;   /* [max_seqs]: sampling rows -> completion */
+} engine_step;
+
 struct nucleus_engine {
   nucleus_model *model;
   const nc_vocab *vocab;
@@ -67,18 +85,11 @@ struct nucleus_engine {
   int32_t n_eog;
 
   /* Engine-thread state. */
-  group **groups; /* arrival order */
-  int32_t n_groups, cap_groups;
+  group **groups; /* [step.max_groups], arrival order */
+  int32_t n_groups;
+  int32_t n_seqs_held; /* completions of the held groups */
   uint64_t admit_counter;
-  nc_sched_group *sg;
-  nc_sched_seq *ss;
-  completion **seq_comp; /* scheduler seq index -> completion */
-  nc_sched_item *items;
-  nc_sched_verdict *verdicts;
-  nc_sample_row *rows;
-  nc_sample_result *results;
-  completion **row_comp;    /* forward rows with logits -> completion */
-  completion **sample_comp; /* sampling rows -> completion */
+  engine_step step;
 
   /* Shared with submitters: guarded by mu. */
   pthread_t thread;
@@ -92,14 +103,33 @@ struct nucleus_engine {
   nucleus_engine_stats stats;
 };
 
+/* How a completion ends: the fields of its FINISH event. */
+typedef struct nc_finish {
+  nucleus_finish_reason reason;
+  int32_t stop_token;      /* the matched stop/eog token, or -1 */
+  const char *stop_string; /* the matched stop string, or NULL */
+  const char *text;        /* text released at the end, or NULL */
+  size_t text_len;
+  const nc_error *error; /* for NUCLEUS_FINISH_ERROR, or NULL */
+} nc_finish;
+
+/* A finish that carries only its reason (and error). */
+static inline nc_finish nc_finish_of(nucleus_finish_reason reason,
+                                     const nc_error *error) {
+  return (nc_finish){.reason = reason, .stop_token = -1, .error = error};
+}
+
 /* engine.c */
 void nc_engine_release_kv(nucleus_engine *e, completion *c);
 bool nc_engine_push_token(completion *c, int32_t tok);
-void nc_engine_emit_finish(nucleus_engine *e, group *g, int32_t index,
-                           nucleus_finish_reason reason, int32_t stop_tok,
-                           const char *stop_str, const char *text,
-                           size_t text_len, int32_t n_generated,
-                           const nc_error *error);
+/* Emits the FINISH event of completion index (n_generated tokens). */
+void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
+                           const nc_finish *f);
+/* Ends every unfinished completion of a group with one reason (a beam
+ * search: every rank it returns). */
+void nc_engine_finish_group(nucleus_engine *e, group *g,
+                            nucleus_finish_reason reason,
+                            const nc_error *error);
 
 /* engine_beam.c */
 nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err);

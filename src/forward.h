@@ -1,18 +1,19 @@
 /* forward: the primitives a forward graph (arch_*.c) is built from,
  * implemented by context.c over its scratch buffers, thread pool and KV
- * cache. Every primitive computes each output value in a fixed order that
- * depends only on its own row, so results are batch-invariant. */
+ * cache (the nc_fwd state below). Every primitive computes each output value
+ * in a fixed order that depends only on its own row, so results are
+ * batch-invariant. */
 #ifndef NC_FORWARD_H
 #define NC_FORWARD_H
 
 #include <stdint.h>
 
 #include "batch.h"
+#include "kernels/attn_kernel.h"
+#include "kernels/ops.h"
+#include "kv_cache.h"
 #include "model.h"
-#include "ops.h"
 #include "threadpool.h"
-
-typedef struct nc_context nc_context;
 
 /* Scratch rows for up to max_batch_tokens entries (row-major, one row per
  * batch entry). */
@@ -28,10 +29,35 @@ typedef struct nc_fwd_bufs {
   float *rope_cos, *rope_sin; /* [T, n_rot / 2]: per-row rope tables */
 } nc_fwd_bufs;
 
-const nc_fwd_bufs *nc_fwd_scratch(nc_context *ctx);
-const nucleus_model *nc_fwd_model(const nc_context *ctx);
-/* The row ops build the context chose (nc_ops_best). */
-const nc_ops_kernels *nc_fwd_ops(const nc_context *ctx);
+/* What the primitives run over: the model, the kernels chosen once, the
+ * thread pool, the KV cache and the scratch memory, all set up (and freed)
+ * by the context that owns it (context.c). */
+typedef struct nc_fwd {
+  const nucleus_model *m;
+  const nc_hparams *hp;
+  const nc_kernels *kern;
+  const nc_attn_kernels *attn;
+  const nc_ops_kernels *ops;
+  nc_kv_cache *kv;
+  nc_threadpool *tp;
+  nc_fwd_bufs bufs;
+  uint8_t *qact; /* quantized activation rows */
+  size_t qact_bytes;
+  uint8_t *qpack; /* the kernels' shared activation layout (grown on use) */
+  size_t qpack_cap;
+  float *f16tab; /* [65536]: half bits -> float */
+  float *att;    /* per thread, for one GQA group's heads: scores, q, lanes */
+  size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
+  float *kt;     /* prefill: the batch sequence's keys, transposed */
+  size_t kt_cap; /* floats */
+  float *vw;     /* and its values, widened: one row of n_embd_v per position */
+  size_t vw_cap; /* floats */
+} nc_fwd;
+
+const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx);
+const nucleus_model *nc_fwd_model(const nc_fwd *ctx);
+/* The row ops build of the model's kernel table. */
+const nc_ops_kernels *nc_fwd_ops(const nc_fwd *ctx);
 
 /* One matmul of a group sharing the input: y[t * y_stride + r] = W_r . x_t
  * for every weight row r. */
@@ -45,22 +71,33 @@ typedef struct nc_mm {
  * vec_dot_type, then runs the n_mm (at most NC_FWD_MAX_MM) matmuls in one
  * parallel pass, threads splitting the output rows. */
 #define NC_FWD_MAX_MM 8
-void nc_fwd_matmul(nc_context *ctx, const float *x, int64_t x_stride,
-                   int32_t rows, const nc_mm *mm, int n_mm);
+void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
+                   const nc_mm *mm, int n_mm);
 
 /* Attention of one layer for the batch's rows: writes K and V (rope already
  * applied to k) into the KV cache at each row's (seq, pos), then for each
  * row and head: softmax(scale * q.K) over positions [0, pos] of the row's
  * sequence, times V, into out [T, n_head * head_dim_v]. */
-void nc_fwd_attention(nc_context *ctx, int32_t layer, const nc_batch *b,
+void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out);
 
-/* Hands an intermediate to the debug callback, when one is set. */
-void nc_fwd_debug(nc_context *ctx, const char *name, int32_t layer,
-                  const float *data, int64_t rows, int64_t cols);
+/* The row-wise steps between matmuls, over rows rows of n values (split
+ * over the thread pool when there are enough rows; each row's result is the
+ * same whoever computes it), with the row ops of the kernel table:
+ * y = rmsnorm(x) * w (eps from the model); x += y (bias first added to y
+ * when not NULL); RoPE of the rows' q and k heads in place with the
+ * scratch's per-row tables (rope_cos/rope_sin); gate = silu(gate) * up. */
+void nc_fwd_rmsnorm(nc_fwd *ctx, const float *x, const float *w, float *y,
+                    int32_t rows, int64_t n);
+void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
+                     int32_t rows, int64_t n);
+void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
+                 int64_t k_stride, int32_t rows);
+void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                   int64_t n);
 
 /* Runs fn(arg, ith, nth) on the context's thread pool. */
-void nc_fwd_parallel(nc_context *ctx, nc_task_fn fn, void *arg);
+void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg);
 
 #endif

@@ -1,67 +1,15 @@
 /* jinja_utf8: UTF-8 decoding and the Unicode facts Python's str uses. */
 #include "jinja_utf8.h"
 
+#include "unicode.h"
+
 uint32_t ju_decode(const char *str, size_t n, size_t *adv) {
-  const unsigned char *s = (const unsigned char *)str;
-  unsigned c = s[0];
-  size_t len;
-  uint32_t cp;
-  if (c < 0x80) {
-    *adv = 1;
-    return c;
-  } else if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    cp = c & 0x07;
-  } else {
-    *adv = 1;
-    return c;
-  }
-  if (len > n) {
-    *adv = 1;
-    return c;
-  }
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xC0) != 0x80) {
-      *adv = 1;
-      return c;
-    }
-    cp = (cp << 6) | (s[i] & 0x3F);
-  }
-  if ((len == 3 && cp < 0x800) ||
-      (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-    *adv = 1;
-    return c;
-  }
-  *adv = len;
-  return cp;
+  const int32_t cp = nc_utf8_decode(str, n, adv);
+  return cp >= 0 ? (uint32_t)cp : (unsigned char)str[0];
 }
 
 size_t ju_encode(uint32_t cp, char *out) {
-  unsigned char *o = (unsigned char *)out;
-  if (cp < 0x80) {
-    o[0] = (unsigned char)cp;
-    return 1;
-  } else if (cp < 0x800) {
-    o[0] = (unsigned char)(0xC0 | (cp >> 6));
-    o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 2;
-  } else if (cp < 0x10000) {
-    o[0] = (unsigned char)(0xE0 | (cp >> 12));
-    o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (unsigned char)(0xF0 | ((cp >> 18) & 0x07));
-  o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-  o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-  return 4;
+  return (size_t)nc_utf8_encode(cp, out);
 }
 
 size_t ju_count(const char *s, size_t n) {

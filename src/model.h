@@ -14,13 +14,12 @@
 
 #include "gguf.h"
 #include "kernels/kernels.h"
+#include "kernels/ops.h"
 #include "quant.h"
 #include "status.h"
 
 /* The token table (vocab.h); the model owns it. */
 typedef struct nc_vocab nc_vocab;
-
-enum { NC_ROPE_NORMAL = 0, NC_ROPE_NEOX = 2 };
 
 typedef struct nc_hparams {
   int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim,

@@ -181,7 +181,7 @@ nucleus_status nucleus_request_next_event(nucleus_request *r, nucleus_event *ev,
     if (!r->head) r->tail = NULL;
   }
   pthread_mutex_unlock(&r->mu);
-  if (!n) return NUCLEUS_ERR_LIMIT;
+  if (!n) return NUCLEUS_ERR_TIMEOUT;
   free_node(r->current);
   r->current = n;
   *ev = n->ev;

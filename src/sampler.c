@@ -192,12 +192,6 @@ uint64_t nc_sampler_seed(const nc_sampler *s) {
 uint64_t nc_sampler_stream(const nc_sampler *s) {
   return s->stream;
 }
-int32_t nc_sampler_n_vocab(const nc_sampler *s) {
-  return s->n_vocab;
-}
-const nucleus_sampling_params *nc_sampler_params(const nc_sampler *s) {
-  return &s->p;
-}
 
 int32_t nc_sampler_count(const nc_sampler *s, int32_t id) {
   int32_t e = find_seen(s, id);

@@ -109,8 +109,6 @@ void nc_sampler_accept(nc_sampler *s, int32_t id);
 uint64_t nc_sampler_step(const nc_sampler *s); /* output tokens accepted */
 uint64_t nc_sampler_seed(const nc_sampler *s);
 uint64_t nc_sampler_stream(const nc_sampler *s);
-int32_t nc_sampler_n_vocab(const nc_sampler *s);
-const nucleus_sampling_params *nc_sampler_params(const nc_sampler *s);
 /* How many times id appeared in the output; -1 when never seen at all,
  * 0 when seen only in the prompt. Kept only while a penalty is active
  * (otherwise always -1): nothing else reads the history. */
@@ -119,6 +117,9 @@ int32_t nc_sampler_count(const nc_sampler *s, int32_t id);
 /* Scratch for rows of up to n_vocab logits. */
 nc_code nc_sample_workspace_create(int32_t n_vocab, nc_sample_workspace **out,
                                    nc_error *err);
+/* The SIMD level (NC_SIMD_*, kernels/sampler_simd.h) of the row passes:
+ * the backend table's (NC_SIMD_BEST until set). Same results at any level. */
+void nc_sample_workspace_set_simd(nc_sample_workspace *ws, int simd);
 void nc_sample_workspace_free(nc_sample_workspace *ws);
 
 typedef struct nc_sample_row {

@@ -21,6 +21,7 @@ nc_code nc_sample_workspace_create(int32_t n_vocab, nc_sample_workspace **out,
   if (!ws) return nc_fail(err, NC_ERR_NOMEM, "sample workspace: out of memory");
   size_t v = (size_t)n_vocab;
   ws->n_vocab = n_vocab;
+  ws->simd = NC_SIMD_BEST;
   ws->x = malloc(v * sizeof *ws->x);
   ws->w = malloc(v * sizeof *ws->w);
   ws->block = malloc((v / BLOCK + 1) * sizeof *ws->block);
@@ -34,6 +35,10 @@ nc_code nc_sample_workspace_create(int32_t n_vocab, nc_sample_workspace **out,
   }
   *out = ws;
   return NC_OK;
+}
+
+void nc_sample_workspace_set_simd(nc_sample_workspace *ws, int simd) {
+  ws->simd = simd;
 }
 
 void nc_sample_workspace_free(nc_sample_workspace *ws) {
@@ -82,7 +87,7 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
   bool bad = false;
   max_track mt = {.edit_max = -INFINITY};
   if (s->has_allowed) {
-    nc_row_max(st->raw, (size_t)V, &bad);
+    nc_row_copy_max_isa(st->raw, NULL, (size_t)V, &bad, ws->simd);
     if (!bad) {
       for (int32_t i = 0; i < V; i++)
         x[i] = -INFINITY;
@@ -94,7 +99,7 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
       }
     }
   } else {
-    mt.raw_max = nc_row_copy_max(st->raw, x, (size_t)V, &bad);
+    mt.raw_max = nc_row_copy_max_isa(st->raw, x, (size_t)V, &bad, ws->simd);
     st->raw_max = mt.raw_max, st->raw_known = true;
   }
   if (bad) {
@@ -132,7 +137,7 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
   for (int32_t e = 0; e < s->n_seen; e++)
     track(st->raw, x, s->seen[e].token, &mt);
   if (mt.lowered)
-    st->m = nc_row_max(x, (size_t)V, &bad);
+    st->m = nc_row_copy_max_isa(x, NULL, (size_t)V, &bad, ws->simd);
   else
     st->m = mt.edit_max > mt.raw_max ? mt.edit_max : mt.raw_max;
   if (st->m == INFINITY) /* e.g. a huge logit over a penalty below 1 */
@@ -169,8 +174,8 @@ static void truncate(nc_sample_workspace *ws, nc_row_state *st) {
     double total = 0.0;
     for (int32_t b = 0; b * BLOCK < st->V; b++) {
       int32_t lo = b * BLOCK, len = st->V - lo < BLOCK ? st->V - lo : BLOCK;
-      ws->block[b] =
-          nc_row_exp(x + lo, (size_t)len, st->m, st->scale, ws->w + lo);
+      ws->block[b] = nc_row_exp_isa(x + lo, (size_t)len, st->m, st->scale,
+                                    ws->w + lo, ws->simd);
       total += ws->block[b];
     }
     st->mass = total;
@@ -189,8 +194,8 @@ static void truncate(nc_sample_workspace *ws, nc_row_state *st) {
      * mass (then the prefix lies among them). Min-p keeps a prefix too, so
      * nothing below its cut is ever collected: when the min-p set holds
      * less than the target, it is the answer (it lies inside top-p's). */
-    double target =
-        p->top_p * nc_row_exp(x, (size_t)st->V, st->m, st->scale, NULL);
+    double target = p->top_p * nc_row_exp_isa(x, (size_t)st->V, st->m,
+                                              st->scale, NULL, ws->simd);
     float floor_thr = min_p ? logf(p->min_p) : -INFINITY;
     for (float thr = -4.0f;; thr *= 2.0f) {
       if (thr < -200.0f) thr = -INFINITY;

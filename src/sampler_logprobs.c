@@ -79,14 +79,15 @@ void nc_sample_logprobs(nc_sample_workspace *ws, const nc_row_state *st,
     /* log-softmax of the raw (or, processed greedy: step 1-3) logits */
     const float *x = p->processed_logprobs ? ws->x : st->raw;
     bool bad;
-    float m = x == ws->x      ? st->m
-              : st->raw_known ? st->raw_max
-                              : nc_row_max(x, (size_t)st->V, &bad);
+    float m = x == ws->x ? st->m
+              : st->raw_known
+                  ? st->raw_max
+                  : nc_row_copy_max_isa(x, NULL, (size_t)st->V, &bad, ws->simd);
     /* untouched logits at T = 1 without truncation: the sampling pass
      * already summed exactly this (same blocks, same order) */
     double z = st->pristine && st->full && st->scale == 1.0f
                    ? st->mass
-                   : nc_row_exp(x, (size_t)st->V, m, 1.0f, NULL);
+                   : nc_row_exp_isa(x, (size_t)st->V, m, 1.0f, NULL, ws->simd);
     double log_z = log(z);
     res->logprob = clamp_lp((double)(x[tok] - m) - log_z);
     if (n_top > 0)

@@ -1,6 +1,6 @@
 #include "sampler_math.h"
 
-#include "sampler_simd.h"
+#include "kernels/sampler_simd.h"
 
 #include <math.h>
 #include <string.h>

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/sampler_simd.h"
+
 /* One candidate token: s = (logit - max) / T (<= 0), w = exp(s), key = the
  * order being selected on (ascending; ties to the lower id). */
 typedef struct nc_cand {
@@ -35,10 +37,9 @@ size_t nc_row_find_bad(const float *x, size_t n);
  * w is not NULL. x[i] <= m is assumed (-inf gives 0). */
 double nc_row_exp(const float *x, size_t n, float m, float scale, float *w);
 
-/* The same two passes using SIMD up to a level (for tests: every level
- * must give bit-identical results); a level the CPU lacks falls back. */
-enum { NC_SIMD_PORTABLE = 0, NC_SIMD_AVX2 = 1, NC_SIMD_AVX512 = 2 };
-#define NC_SIMD_BEST NC_SIMD_AVX512
+/* The same two passes using SIMD up to a level (NC_SIMD_*, from the
+ * backend table; every level gives bit-identical results); a level the CPU
+ * lacks falls back. */
 float nc_row_copy_max_isa(const float *x, float *dst, size_t n, bool *bad,
                           int simd);
 double nc_row_exp_isa(const float *x, size_t n, float m, float scale, float *w,

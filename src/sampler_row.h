@@ -19,6 +19,7 @@ struct nc_sample_workspace {
   nc_cand *cand;    /* candidates */
   int32_t *top_ids; /* top-k heap */
   float *top_vals;
+  int simd; /* NC_SIMD_* level of the row passes (the backend table's) */
 };
 
 typedef struct nc_row_state {

@@ -27,12 +27,6 @@ void nc_error_prefix(nc_error *err, const char *fmt, ...) {
   snprintf(err->message, sizeof err->message, "%s: %s", prefix, old);
 }
 
-void nc_error_clear(nc_error *err) {
-  if (!err) return;
-  err->code = NC_OK;
-  err->message[0] = '\0';
-}
-
 const char *nucleus_status_name(nucleus_status code) {
   switch (code) {
   case NUCLEUS_OK: return "ok";
@@ -45,6 +39,7 @@ const char *nucleus_status_name(nucleus_status code) {
   case NUCLEUS_ERR_BUSY: return "busy";
   case NUCLEUS_ERR_CANCELLED: return "cancelled";
   case NUCLEUS_ERR_INTERNAL: return "internal error";
+  case NUCLEUS_ERR_TIMEOUT: return "timed out";
   }
   return "unknown";
 }

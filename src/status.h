@@ -18,6 +18,7 @@ typedef nucleus_error nc_error;
 #define NC_ERR_BUSY NUCLEUS_ERR_BUSY
 #define NC_ERR_CANCELLED NUCLEUS_ERR_CANCELLED
 #define NC_ERR_INTERNAL NUCLEUS_ERR_INTERNAL
+#define NC_ERR_TIMEOUT NUCLEUS_ERR_TIMEOUT
 
 /* Records code and a printf-style message in *err (err may be NULL) and
  * returns code, so callers can write `return nc_fail(err, NC_ERR_IO, ...)`. */
@@ -27,7 +28,5 @@ nc_code nc_fail(nc_error *err, nc_code code, const char *fmt, ...)
 /* Prepends "prefix: " to an existing message (for adding context). */
 void nc_error_prefix(nc_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
-void nc_error_clear(nc_error *err);
 
 #endif

@@ -87,7 +87,7 @@ static inline int32_t nc_vocab_token_id(const nc_vocab *v, const char *s,
 bool nc_merge_find(const nc_vocab *v, int32_t a, int32_t b, int32_t *rank,
                    int32_t *result);
 
-/* Loading helpers (tokenizer_strtab.c, detokenizer.c). */
+/* Loading helpers (tokenizer_strtab.c, vocab_pieces.c). */
 int32_t nc_strtab_add(nc_strtab *t, const char *s, size_t n);
 void nc_strtab_free(nc_strtab *t);
 void nc_merge_insert(nc_vocab *v, int32_t a, int32_t b, int32_t rank,
@@ -96,7 +96,8 @@ void nc_merge_insert(nc_vocab *v, int32_t a, int32_t b, int32_t rank,
  * builds v->special (longest first) and v->trie. */
 void nc_vocab_detect_specials(nc_vocab *v);
 nc_code nc_vocab_build_special(nc_vocab *v, nc_error *err);
-/* Builds v->piece_* (token_to_piece with special = true for every id). */
+/* Builds v->piece_* (token_to_piece with special = true for every id;
+ * vocab_pieces.c). */
 nc_code nc_vocab_build_pieces(nc_vocab *v, nc_error *err);
 
 #endif

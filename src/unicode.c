@@ -1,4 +1,5 @@
-/* unicode: UTF-8 decoding as llama.cpp does it, and the GPT-2 byte map. */
+/* unicode: UTF-8 decoding (as llama.cpp does it, and strict), and the GPT-2
+ * byte map. */
 #include "unicode.h"
 
 static inline bool is_cont(unsigned char c) {
@@ -84,38 +85,23 @@ int nc_gpt2_cp_to_byte(uint32_t cp) {
   return -1;
 }
 
-bool nc_utf8_valid(const char *s, size_t len) {
+int32_t nc_utf8_decode(const char *s, size_t n, size_t *len) {
   const unsigned char *p = (const unsigned char *)s;
-  size_t i = 0;
-  while (i < len) {
-    unsigned char c = p[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t n;
-    uint32_t min;
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 2;
-      min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 3;
-      min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 4;
-      min = 0x10000;
-    } else {
-      return false;
-    }
-    if (len - i < n) return false;
-    uint32_t cp = c & (0x7F >> n);
-    for (size_t k = 1; k < n; k++) {
-      if (!is_cont(p[i + k])) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += n;
+  const int l = nc_utf8_lead_len(p[0]);
+  *len = 1;
+  if (l == 1) return p[0];
+  if (l == 0 || n < (size_t)l || !nc_utf8_second_ok(p[0], p[1])) return -1;
+  int32_t cp = p[0] & (0x7F >> l);
+  for (int k = 1; k < l; k++) {
+    if (!is_cont(p[k])) return -1;
+    cp = (cp << 6) | (p[k] & 0x3F);
   }
+  *len = (size_t)l;
+  return cp;
+}
+
+bool nc_utf8_valid(const char *s, size_t len) {
+  for (size_t i = 0, l; i < len; i += l)
+    if (nc_utf8_decode(s + i, len - i, &l) < 0) return false;
   return true;
 }

@@ -57,7 +57,35 @@ uint32_t nc_gpt2_byte_to_cp(uint8_t b);
 /* Inverse: the byte a code point stands for, or -1. */
 int nc_gpt2_cp_to_byte(uint32_t cp);
 
-/* Strict UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
+/* Strict UTF-8: the well-formed sequences of the Unicode standard (no
+ * overlongs, no surrogates, nothing above U+10FFFF), in two rules that
+ * nc_utf8_decode, nc_utf8_valid and the stream decoder (unicode_stream.h)
+ * share. */
+/* Length (1..4) of the well-formed sequence a lead byte starts, or 0 when it
+ * starts none (continuation bytes, C0, C1, F5..FF). */
+static inline int nc_utf8_lead_len(unsigned char c) {
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return 2;
+  if (c >= 0xE0 && c <= 0xEF) return 3;
+  if (c >= 0xF0 && c <= 0xF4) return 4;
+  return 0;
+}
+/* Whether c may follow lead as the second byte of a well-formed sequence
+ * (the bytes after it need only be continuation bytes). */
+static inline bool nc_utf8_second_ok(unsigned char lead, unsigned char c) {
+  if ((c & 0xC0) != 0x80) return false;
+  switch (lead) {
+  case 0xE0: return c >= 0xA0; /* no overlongs */
+  case 0xED: return c <= 0x9F; /* no surrogates */
+  case 0xF0: return c >= 0x90; /* no overlongs */
+  case 0xF4: return c <= 0x8F; /* <= U+10FFFF */
+  default: return true;
+  }
+}
+/* Decodes the well-formed sequence at s (n > 0 bytes left): its code point,
+ * with its length in *len; -1 when s does not start one (*len = 1). */
+int32_t nc_utf8_decode(const char *s, size_t n, size_t *len);
+/* Whether all of s is well-formed UTF-8. */
 bool nc_utf8_valid(const char *s, size_t len);
 
 #endif

@@ -3,30 +3,14 @@
 
 #include <string.h>
 
-static const char k_fffd[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
+#include "unicode.h"
 
-/* Length of the sequence a lead byte starts, or 0 if it starts none. */
-static uint8_t lead_len(unsigned char c) {
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return 2;
-  if (c >= 0xE0 && c <= 0xEF) return 3;
-  if (c >= 0xF0 && c <= 0xF4) return 4;
-  return 0;
-}
+static const char k_fffd[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
 
 /* Whether c may follow the bytes held so far. */
 static bool continues(const nc_utf8_stream *s, unsigned char c) {
-  if ((c & 0xC0) != 0x80) return false;
-  if (s->n_pend == 1) {
-    switch (s->pend[0]) {
-    case 0xE0: return c >= 0xA0; /* no overlongs */
-    case 0xED: return c <= 0x9F; /* no surrogates */
-    case 0xF0: return c >= 0x90; /* no overlongs */
-    case 0xF4: return c <= 0x8F; /* <= U+10FFFF */
-    default: return true;
-    }
-  }
-  return true;
+  if (s->n_pend == 1) return nc_utf8_second_ok(s->pend[0], c);
+  return (c & 0xC0) == 0x80;
 }
 
 size_t nc_utf8_stream_feed(nc_utf8_stream *s, const char *in, size_t n,
@@ -48,7 +32,7 @@ size_t nc_utf8_stream_feed(nc_utf8_stream *s, const char *in, size_t n,
       w += 3;
       s->n_pend = 0;
     }
-    uint8_t l = lead_len(c);
+    uint8_t l = (uint8_t)nc_utf8_lead_len(c);
     if (l == 1) {
       out[w++] = (char)c;
     } else if (l == 0) {

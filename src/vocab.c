@@ -406,26 +406,8 @@ int32_t nc_vocab_bos(const nc_vocab *v) {
 int32_t nc_vocab_eos(const nc_vocab *v) {
   return v->eos;
 }
-int32_t nc_vocab_eot(const nc_vocab *v) {
-  return v->eot;
-}
-int32_t nc_vocab_eom(const nc_vocab *v) {
-  return v->eom;
-}
-int32_t nc_vocab_unk(const nc_vocab *v) {
-  return v->unk;
-}
-int32_t nc_vocab_sep(const nc_vocab *v) {
-  return v->sep;
-}
-int32_t nc_vocab_pad(const nc_vocab *v) {
-  return v->pad;
-}
 bool nc_vocab_add_bos(const nc_vocab *v) {
   return v->add_bos;
-}
-bool nc_vocab_add_eos(const nc_vocab *v) {
-  return v->add_eos;
 }
 bool nc_vocab_add_space_prefix(const nc_vocab *v) {
   return v->add_space_prefix;
@@ -437,14 +419,6 @@ bool nc_vocab_is_eog(const nc_vocab *v, int32_t id) {
 
 bool nc_vocab_is_control(const nc_vocab *v, int32_t id) {
   return id >= 0 && id < v->n_tokens && (v->attr[id] & NC_TOKEN_ATTR_CONTROL);
-}
-
-uint32_t nc_vocab_token_attr(const nc_vocab *v, int32_t id) {
-  return id >= 0 && id < v->n_tokens ? v->attr[id] : 0;
-}
-
-float nc_vocab_token_score(const nc_vocab *v, int32_t id) {
-  return id >= 0 && id < v->n_tokens ? v->scores[id] : 0.0f;
 }
 
 const char *nc_vocab_token_text(const nc_vocab *v, int32_t id, size_t *len) {

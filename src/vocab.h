@@ -69,20 +69,12 @@ nc_vocab_type nc_vocab_get_type(const nc_vocab *v);
 nc_pre_type nc_vocab_pre_type(const nc_vocab *v);
 int32_t nc_vocab_bos(const nc_vocab *v); /* -1: none */
 int32_t nc_vocab_eos(const nc_vocab *v); /* -1: none */
-int32_t nc_vocab_eot(const nc_vocab *v); /* -1: none */
-int32_t nc_vocab_eom(const nc_vocab *v);
-int32_t nc_vocab_unk(const nc_vocab *v);
-int32_t nc_vocab_sep(const nc_vocab *v);
-int32_t nc_vocab_pad(const nc_vocab *v);
 bool nc_vocab_add_bos(const nc_vocab *v);
-bool nc_vocab_add_eos(const nc_vocab *v);
 bool nc_vocab_add_space_prefix(const nc_vocab *v);
 
 /* False for ids out of range. */
 bool nc_vocab_is_eog(const nc_vocab *v, int32_t id);
 bool nc_vocab_is_control(const nc_vocab *v, int32_t id);
-uint32_t nc_vocab_token_attr(const nc_vocab *v, int32_t id); /* 0 if bad */
-float nc_vocab_token_score(const nc_vocab *v, int32_t id);
 
 /* Raw vocab text (not NUL-terminated); NULL for ids out of range. */
 const char *nc_vocab_token_text(const nc_vocab *v, int32_t id, size_t *len);

@@ -233,23 +233,74 @@ gemm(int64_t n, const void *w, size_t w_stride, int64_t nw, const void *a,
   free(tiles);
 }
 
-#define GEMM(name, block, has_min, offset)                                     \
-  NC_IL_GEMM_DEFINE(nc_amx, name, block, has_min, offset, NC_AMX_GEMV_MAX_A,   \
-                    nc_ref_dot_blk_##name##_rows)                              \
-  void nc_amx_gemm_packed_##name(int64_t n, const void *w, size_t w_stride,    \
-                                 int64_t nw, const void *a, size_t a_stride,   \
-                                 const void *tiles, int64_t na, float *out,    \
-                                 size_t out_stride) {                          \
-    if (!tiles || na <= NC_AMX_GEMV_MAX_A) {                                   \
-      nc_amx_gemm_##name(n, w, w_stride, nw, a, a_stride, na, out,             \
-                         out_stride);                                          \
-      return;                                                                  \
-    }                                                                          \
-    gemm_tiles(n, w, w_stride, nw, a, a_stride, tiles, na, out, out_stride,    \
-               sizeof(block), nc_il_pair_##name, has_min, offset,              \
-               nc_ref_dot_blk_##name##_rows);                                  \
+void nc_amx_gemm_q4_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                      const void *a, size_t a_stride, int64_t na, float *out,
+                      size_t out_stride) {
+  if (na <= (NC_AMX_GEMV_MAX_A)) {
+    nc_amx_gemv_q4_0(n, w, w_stride, nw, a, a_stride, (int)na, out, out_stride);
+    return;
   }
-GEMM(q4_0, block_q4_0, false, 8)
-GEMM(q8_0, block_q8_0, false, 128)
-GEMM(q4_1, block_q4_1, true, 0)
-#undef GEMM
+  gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_0),
+       nc_il_pair_q4_0, false, 8, nc_ref_dot_blk_q4_0_rows);
+}
+
+void nc_amx_gemm_packed_q4_0(int64_t n, const void *w, size_t w_stride,
+                             int64_t nw, const void *a, size_t a_stride,
+                             const void *tiles, int64_t na, float *out,
+                             size_t out_stride) {
+  if (!tiles || na <= NC_AMX_GEMV_MAX_A) {
+    nc_amx_gemm_q4_0(n, w, w_stride, nw, a, a_stride, na, out, out_stride);
+    return;
+  }
+  gemm_tiles(n, w, w_stride, nw, a, a_stride, tiles, na, out, out_stride,
+             sizeof(block_q4_0), nc_il_pair_q4_0, false, 8,
+             nc_ref_dot_blk_q4_0_rows);
+}
+
+void nc_amx_gemm_q8_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                      const void *a, size_t a_stride, int64_t na, float *out,
+                      size_t out_stride) {
+  if (na <= (NC_AMX_GEMV_MAX_A)) {
+    nc_amx_gemv_q8_0(n, w, w_stride, nw, a, a_stride, (int)na, out, out_stride);
+    return;
+  }
+  gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q8_0),
+       nc_il_pair_q8_0, false, 128, nc_ref_dot_blk_q8_0_rows);
+}
+
+void nc_amx_gemm_packed_q8_0(int64_t n, const void *w, size_t w_stride,
+                             int64_t nw, const void *a, size_t a_stride,
+                             const void *tiles, int64_t na, float *out,
+                             size_t out_stride) {
+  if (!tiles || na <= NC_AMX_GEMV_MAX_A) {
+    nc_amx_gemm_q8_0(n, w, w_stride, nw, a, a_stride, na, out, out_stride);
+    return;
+  }
+  gemm_tiles(n, w, w_stride, nw, a, a_stride, tiles, na, out, out_stride,
+             sizeof(block_q8_0), nc_il_pair_q8_0, false, 128,
+             nc_ref_dot_blk_q8_0_rows);
+}
+
+void nc_amx_gemm_q4_1(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                      const void *a, size_t a_stride, int64_t na, float *out,
+                      size_t out_stride) {
+  if (na <= (NC_AMX_GEMV_MAX_A)) {
+    nc_amx_gemv_q4_1(n, w, w_stride, nw, a, a_stride, (int)na, out, out_stride);
+    return;
+  }
+  gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_1),
+       nc_il_pair_q4_1, true, 0, nc_ref_dot_blk_q4_1_rows);
+}
+
+void nc_amx_gemm_packed_q4_1(int64_t n, const void *w, size_t w_stride,
+                             int64_t nw, const void *a, size_t a_stride,
+                             const void *tiles, int64_t na, float *out,
+                             size_t out_stride) {
+  if (!tiles || na <= NC_AMX_GEMV_MAX_A) {
+    nc_amx_gemm_q4_1(n, w, w_stride, nw, a, a_stride, na, out, out_stride);
+    return;
+  }
+  gemm_tiles(n, w, w_stride, nw, a, a_stride, tiles, na, out, out_stride,
+             sizeof(block_q4_1), nc_il_pair_q4_1, true, 0,
+             nc_ref_dot_blk_q4_1_rows);
+}

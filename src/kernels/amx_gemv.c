@@ -162,14 +162,23 @@ gemv(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
                       av, a_stride, na, out + r, out_stride);
 }
 
-#define GEMV(name, block, has_min, offset)                                     \
-  void nc_amx_gemv_##name(int64_t n, const void *w, size_t w_stride,           \
-                          int64_t nw, const void *a, size_t a_stride, int na,  \
-                          float *out, size_t out_stride) {                     \
-    gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
-         nc_il_pair_##name, has_min, offset, nc_ref_dot_blk_##name##_rows);    \
-  }
-GEMV(q4_0, block_q4_0, false, 8)
-GEMV(q8_0, block_q8_0, false, 128)
-GEMV(q4_1, block_q4_1, true, 0)
-#undef GEMV
+void nc_amx_gemv_q4_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                      const void *a, size_t a_stride, int na, float *out,
+                      size_t out_stride) {
+  gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_0),
+       nc_il_pair_q4_0, false, 8, nc_ref_dot_blk_q4_0_rows);
+}
+
+void nc_amx_gemv_q8_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                      const void *a, size_t a_stride, int na, float *out,
+                      size_t out_stride) {
+  gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q8_0),
+       nc_il_pair_q8_0, false, 128, nc_ref_dot_blk_q8_0_rows);
+}
+
+void nc_amx_gemv_q4_1(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                      const void *a, size_t a_stride, int na, float *out,
+                      size_t out_stride) {
+  gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_1),
+       nc_il_pair_q4_1, true, 0, nc_ref_dot_blk_q4_1_rows);
+}

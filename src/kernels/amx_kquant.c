@@ -602,14 +602,23 @@ kgemm(kq_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
              out_stride);
 }
 
-#define KGEMM(name, T, block)                                                  \
-  void nc_amx_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
-                          int64_t nw, const void *a, size_t a_stride,          \
-                          int64_t na, float *out, size_t out_stride) {         \
-    kgemm(T, n, w, w_stride, nw, a, a_stride, na, out, out_stride,             \
-          sizeof(block), nc_ref_dot_blk_##name##_rows);                        \
-  }
-KGEMM(q4_k, KQ4, block_q4_K)
-KGEMM(q5_k, KQ5, block_q5_K)
-KGEMM(q6_k, KQ6, block_q6_K)
-#undef KGEMM
+void nc_amx_gemm_q4_k(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                      const void *a, size_t a_stride, int64_t na, float *out,
+                      size_t out_stride) {
+  kgemm(KQ4, n, w, w_stride, nw, a, a_stride, na, out, out_stride,
+        sizeof(block_q4_K), nc_ref_dot_blk_q4_k_rows);
+}
+
+void nc_amx_gemm_q5_k(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                      const void *a, size_t a_stride, int64_t na, float *out,
+                      size_t out_stride) {
+  kgemm(KQ5, n, w, w_stride, nw, a, a_stride, na, out, out_stride,
+        sizeof(block_q5_K), nc_ref_dot_blk_q5_k_rows);
+}
+
+void nc_amx_gemm_q6_k(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                      const void *a, size_t a_stride, int64_t na, float *out,
+                      size_t out_stride) {
+  kgemm(KQ6, n, w, w_stride, nw, a, a_stride, na, out, out_stride,
+        sizeof(block_q6_K), nc_ref_dot_blk_q6_k_rows);
+}

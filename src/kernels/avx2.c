@@ -16,6 +16,7 @@
 
 #include "avx2_util.h"
 #include "ref.h"
+#include "sampler_simd.h"
 #include "tables.h"
 
 static inline float h2f(nc_fp16 h) {
@@ -167,30 +168,95 @@ rows_sgn(int64_t n, const uint8_t *x, size_t wsize, prep_sgn_fn prep,
     out[(size_t)r * out_stride] = nc_hsum8(acc[r]);
 }
 
-#define LLAMA_KERNEL(name, block, rows)                                        \
-  float nc_avx2_dot_##name(int64_t n, const void *w, const void *a) {          \
-    float out;                                                                 \
-    rows(n, w, sizeof(block), prep_##name, a, 0, &out, 1, 1);                  \
-    return out;                                                                \
-  }                                                                            \
-  void nc_avx2_dot_##name##_rows(int64_t n, const void *w, const void *a,      \
-                                 size_t a_stride, int nrows, float *out,       \
-                                 size_t out_stride) {                          \
-    const uint8_t *ap = a;                                                     \
-    int r = 0;                                                                 \
-    for (; r + 4 <= nrows; r += 4)                                             \
-      rows(n, w, sizeof(block), prep_##name, ap + (size_t)r * a_stride,        \
-           a_stride, out + (size_t)r * out_stride, out_stride, 4);             \
-    for (; r < nrows; r++)                                                     \
-      rows(n, w, sizeof(block), prep_##name, ap + (size_t)r * a_stride,        \
-           a_stride, out + (size_t)r * out_stride, out_stride, 1);             \
-  }
-LLAMA_KERNEL(q4_1, block_q4_1, rows_min)
-LLAMA_KERNEL(q5_1, block_q5_1, rows_min)
-LLAMA_KERNEL(q8_0, block_q8_0, rows_sgn)
-LLAMA_KERNEL(q4_0, block_q4_0, rows_sgn)
-LLAMA_KERNEL(q5_0, block_q5_0, rows_sgn)
-#undef LLAMA_KERNEL
+float nc_avx2_dot_q4_1(int64_t n, const void *w, const void *a) {
+  float out;
+  rows_min(n, w, sizeof(block_q4_1), prep_q4_1, a, 0, &out, 1, 1);
+  return out;
+}
+void nc_avx2_dot_q4_1_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 4 <= nrows; r += 4)
+    rows_min(n, w, sizeof(block_q4_1), prep_q4_1, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 4);
+  for (; r < nrows; r++)
+    rows_min(n, w, sizeof(block_q4_1), prep_q4_1, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 1);
+}
+
+float nc_avx2_dot_q5_1(int64_t n, const void *w, const void *a) {
+  float out;
+  rows_min(n, w, sizeof(block_q5_1), prep_q5_1, a, 0, &out, 1, 1);
+  return out;
+}
+void nc_avx2_dot_q5_1_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 4 <= nrows; r += 4)
+    rows_min(n, w, sizeof(block_q5_1), prep_q5_1, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 4);
+  for (; r < nrows; r++)
+    rows_min(n, w, sizeof(block_q5_1), prep_q5_1, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 1);
+}
+
+float nc_avx2_dot_q8_0(int64_t n, const void *w, const void *a) {
+  float out;
+  rows_sgn(n, w, sizeof(block_q8_0), prep_q8_0, a, 0, &out, 1, 1);
+  return out;
+}
+void nc_avx2_dot_q8_0_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 4 <= nrows; r += 4)
+    rows_sgn(n, w, sizeof(block_q8_0), prep_q8_0, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 4);
+  for (; r < nrows; r++)
+    rows_sgn(n, w, sizeof(block_q8_0), prep_q8_0, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 1);
+}
+
+float nc_avx2_dot_q4_0(int64_t n, const void *w, const void *a) {
+  float out;
+  rows_sgn(n, w, sizeof(block_q4_0), prep_q4_0, a, 0, &out, 1, 1);
+  return out;
+}
+void nc_avx2_dot_q4_0_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 4 <= nrows; r += 4)
+    rows_sgn(n, w, sizeof(block_q4_0), prep_q4_0, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 4);
+  for (; r < nrows; r++)
+    rows_sgn(n, w, sizeof(block_q4_0), prep_q4_0, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 1);
+}
+
+float nc_avx2_dot_q5_0(int64_t n, const void *w, const void *a) {
+  float out;
+  rows_sgn(n, w, sizeof(block_q5_0), prep_q5_0, a, 0, &out, 1, 1);
+  return out;
+}
+void nc_avx2_dot_q5_0_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 4 <= nrows; r += 4)
+    rows_sgn(n, w, sizeof(block_q5_0), prep_q5_0, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 4);
+  for (; r < nrows; r++)
+    rows_sgn(n, w, sizeof(block_q5_0), prep_q5_0, ap + (size_t)r * a_stride,
+             a_stride, out + (size_t)r * out_stride, out_stride, 1);
+}
 
 static inline float hsum_4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return nc_hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
@@ -258,19 +324,33 @@ float nc_avx2_dot_bf16(int64_t n, const void *vw, const void *va) {
 
 /* One weight row against many activation rows: a loop over the single-row
  * kernel, hence bit-identical to it. */
-#define ROWS(fn)                                                               \
-  void nc_avx2_##fn##_rows(int64_t n, const void *w, const void *a,            \
-                           size_t a_stride, int nrows, float *out,             \
-                           size_t out_stride) {                                \
-    const char *ap = a;                                                        \
-    for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] =                                            \
-          nc_avx2_##fn(n, w, ap + (size_t)r * a_stride);                       \
-  }
-ROWS(dot_f32)
-ROWS(dot_f16)
-ROWS(dot_bf16)
-#undef ROWS
+
+void nc_avx2_dot_f32_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_avx2_dot_f32(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_avx2_dot_f16_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_avx2_dot_f16(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_avx2_dot_bf16_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_avx2_dot_bf16(n, w, ap + (size_t)r * a_stride);
+}
 
 #define E(t, fn) [t] = fn
 static const nc_kernels k_avx2 = {
@@ -316,6 +396,9 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_Q8_1, nc_avx2_quant_q8_1),
             E(NC_TYPE_Q8_K, nc_avx2_quant_q8_k),
         },
+    .attn = nc_attn_kernels_avx2,
+    .ops = nc_ops_avx2,
+    .sampler_simd = NC_SIMD_AVX2,
 };
 #undef E
 

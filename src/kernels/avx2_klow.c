@@ -137,27 +137,44 @@ klow_chunk(int64_t n, const uint8_t *x, bool q3, const uint8_t *a,
     out[(size_t)r * out_stride] = nc_hsum8(acc[r]);
 }
 
-#define KLOW(name, q3)                                                         \
-  float nc_avx2_dot_##name(int64_t n, const void *w, const void *a) {          \
-    float out;                                                                 \
-    klow_chunk(n, w, q3, a, 0, 1, &out, 1);                                    \
-    return out;                                                                \
-  }                                                                            \
-  void nc_avx2_dot_##name##_rows(int64_t n, const void *w, const void *a,      \
-                                 size_t a_stride, int nrows, float *out,       \
-                                 size_t out_stride) {                          \
-    const uint8_t *ap = a;                                                     \
-    int r = 0;                                                                 \
-    for (; r + 8 <= nrows; r += 8)                                             \
-      klow_chunk(n, w, q3, ap + (size_t)r * a_stride, a_stride, 8,             \
-                 out + (size_t)r * out_stride, out_stride);                    \
-    for (; r + 4 <= nrows; r += 4)                                             \
-      klow_chunk(n, w, q3, ap + (size_t)r * a_stride, a_stride, 4,             \
-                 out + (size_t)r * out_stride, out_stride);                    \
-    for (; r < nrows; r++)                                                     \
-      klow_chunk(n, w, q3, ap + (size_t)r * a_stride, a_stride, 1,             \
-                 out + (size_t)r * out_stride, out_stride);                    \
-  }
-KLOW(q2_k, false)
-KLOW(q3_k, true)
-#undef KLOW
+float nc_avx2_dot_q2_k(int64_t n, const void *w, const void *a) {
+  float out;
+  klow_chunk(n, w, false, a, 0, 1, &out, 1);
+  return out;
+}
+void nc_avx2_dot_q2_k_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 8 <= nrows; r += 8)
+    klow_chunk(n, w, false, ap + (size_t)r * a_stride, a_stride, 8,
+               out + (size_t)r * out_stride, out_stride);
+  for (; r + 4 <= nrows; r += 4)
+    klow_chunk(n, w, false, ap + (size_t)r * a_stride, a_stride, 4,
+               out + (size_t)r * out_stride, out_stride);
+  for (; r < nrows; r++)
+    klow_chunk(n, w, false, ap + (size_t)r * a_stride, a_stride, 1,
+               out + (size_t)r * out_stride, out_stride);
+}
+
+float nc_avx2_dot_q3_k(int64_t n, const void *w, const void *a) {
+  float out;
+  klow_chunk(n, w, true, a, 0, 1, &out, 1);
+  return out;
+}
+void nc_avx2_dot_q3_k_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 8 <= nrows; r += 8)
+    klow_chunk(n, w, true, ap + (size_t)r * a_stride, a_stride, 8,
+               out + (size_t)r * out_stride, out_stride);
+  for (; r + 4 <= nrows; r += 4)
+    klow_chunk(n, w, true, ap + (size_t)r * a_stride, a_stride, 4,
+               out + (size_t)r * out_stride, out_stride);
+  for (; r < nrows; r++)
+    klow_chunk(n, w, true, ap + (size_t)r * a_stride, a_stride, 1,
+               out + (size_t)r * out_stride, out_stride);
+}

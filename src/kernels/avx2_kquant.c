@@ -171,30 +171,47 @@ k4_chunk(int64_t n, const uint8_t *x, bool q5, const uint8_t *a,
         q5 ? nc_hsum8(acc[r]) + summs[r] : nc_hsum8(acc[r]) + hsum4_m(accm4[r]);
 }
 
-#define K4(name, q5)                                                           \
-  float nc_avx2_dot_##name(int64_t n, const void *w, const void *a) {          \
-    float out;                                                                 \
-    k4_chunk(n, w, q5, a, 0, 1, &out, 1);                                      \
-    return out;                                                                \
-  }                                                                            \
-  void nc_avx2_dot_##name##_rows(int64_t n, const void *w, const void *a,      \
-                                 size_t a_stride, int nrows, float *out,       \
-                                 size_t out_stride) {                          \
-    const uint8_t *ap = a;                                                     \
-    int r = 0;                                                                 \
-    for (; r + 8 <= nrows; r += 8)                                             \
-      k4_chunk(n, w, q5, ap + (size_t)r * a_stride, a_stride, 8,               \
-               out + (size_t)r * out_stride, out_stride);                      \
-    for (; r + 4 <= nrows; r += 4)                                             \
-      k4_chunk(n, w, q5, ap + (size_t)r * a_stride, a_stride, 4,               \
-               out + (size_t)r * out_stride, out_stride);                      \
-    for (; r < nrows; r++)                                                     \
-      k4_chunk(n, w, q5, ap + (size_t)r * a_stride, a_stride, 1,               \
-               out + (size_t)r * out_stride, out_stride);                      \
-  }
-K4(q4_k, false)
-K4(q5_k, true)
-#undef K4
+float nc_avx2_dot_q4_k(int64_t n, const void *w, const void *a) {
+  float out;
+  k4_chunk(n, w, false, a, 0, 1, &out, 1);
+  return out;
+}
+void nc_avx2_dot_q4_k_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 8 <= nrows; r += 8)
+    k4_chunk(n, w, false, ap + (size_t)r * a_stride, a_stride, 8,
+             out + (size_t)r * out_stride, out_stride);
+  for (; r + 4 <= nrows; r += 4)
+    k4_chunk(n, w, false, ap + (size_t)r * a_stride, a_stride, 4,
+             out + (size_t)r * out_stride, out_stride);
+  for (; r < nrows; r++)
+    k4_chunk(n, w, false, ap + (size_t)r * a_stride, a_stride, 1,
+             out + (size_t)r * out_stride, out_stride);
+}
+
+float nc_avx2_dot_q5_k(int64_t n, const void *w, const void *a) {
+  float out;
+  k4_chunk(n, w, true, a, 0, 1, &out, 1);
+  return out;
+}
+void nc_avx2_dot_q5_k_rows(int64_t n, const void *w, const void *a,
+                           size_t a_stride, int nrows, float *out,
+                           size_t out_stride) {
+  const uint8_t *ap = a;
+  int r = 0;
+  for (; r + 8 <= nrows; r += 8)
+    k4_chunk(n, w, true, ap + (size_t)r * a_stride, a_stride, 8,
+             out + (size_t)r * out_stride, out_stride);
+  for (; r + 4 <= nrows; r += 4)
+    k4_chunk(n, w, true, ap + (size_t)r * a_stride, a_stride, 4,
+             out + (size_t)r * out_stride, out_stride);
+  for (; r < nrows; r++)
+    k4_chunk(n, w, true, ap + (size_t)r * a_stride, a_stride, 1,
+             out + (size_t)r * out_stride, out_stride);
+}
 
 /* --------------------------------------------------------------- Q6_K */
 

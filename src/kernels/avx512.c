@@ -9,6 +9,7 @@
 #include "tables.h"
 
 #include "ref.h"
+#include "sampler_simd.h"
 
 #define E(t, fn) [t] = fn
 /* The entries both tables share: all but Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and
@@ -57,6 +58,9 @@ static const nc_kernels k_avx512 = {
              E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k_tiled),
              E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k_tiled)},
     .quantize_act = {SHARED_QUANTIZE_ACT},
+    .attn = nc_attn_kernels_avx512,
+    .ops = nc_ops_avx512,
+    .sampler_simd = NC_SIMD_AVX512,
 };
 
 /* The amx table: Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K in the order of
@@ -92,6 +96,9 @@ static const nc_kernels k_amx = {
     .gemm_packed = {E(NC_TYPE_Q4_0, nc_amx_gemm_packed_q4_0),
                     E(NC_TYPE_Q4_1, nc_amx_gemm_packed_q4_1),
                     E(NC_TYPE_Q8_0, nc_amx_gemm_packed_q8_0)},
+    .attn = nc_attn_kernels_avx512,
+    .ops = nc_ops_avx512,
+    .sampler_simd = NC_SIMD_AVX512,
 };
 #undef SHARED_VEC_DOT
 #undef SHARED_VEC_DOT_ROWS

@@ -287,13 +287,64 @@ gemm(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
   free(ac.mem);
 }
 
-/* has_min: Q4_1/Q5_1 (x Q8_1, min term); offset: the signed types' c. */
-#define GEMM(name, block, has_min, offset)                                     \
-  NC_IL_GEMM_DEFINE(nc_avx512, name, block, has_min, offset,                   \
-                    NC_AVX512_GEMV_MAX_A, nc_avx2_dot_##name##_rows)
-GEMM(q4_0, block_q4_0, false, 8)
-GEMM(q5_0, block_q5_0, false, 16)
-GEMM(q8_0, block_q8_0, false, 128)
-GEMM(q4_1, block_q4_1, true, 0)
-GEMM(q5_1, block_q5_1, true, 0)
-#undef GEMM
+/* The entry points: gemm with the pairs of each type (has_min: Q4_1/Q5_1,
+ * x Q8_1, min term; offset: the signed types' c), gemv for few rows. */
+void nc_avx512_gemm_q4_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int64_t na, float *out,
+                         size_t out_stride) {
+  if (na <= (NC_AVX512_GEMV_MAX_A)) {
+    nc_avx512_gemv_q4_0(n, w, w_stride, nw, a, a_stride, (int)na, out,
+                        out_stride);
+    return;
+  }
+  gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_0),
+       nc_il_pair_q4_0, false, 8, nc_avx2_dot_q4_0_rows);
+}
+
+void nc_avx512_gemm_q5_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int64_t na, float *out,
+                         size_t out_stride) {
+  if (na <= (NC_AVX512_GEMV_MAX_A)) {
+    nc_avx512_gemv_q5_0(n, w, w_stride, nw, a, a_stride, (int)na, out,
+                        out_stride);
+    return;
+  }
+  gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q5_0),
+       nc_il_pair_q5_0, false, 16, nc_avx2_dot_q5_0_rows);
+}
+
+void nc_avx512_gemm_q8_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int64_t na, float *out,
+                         size_t out_stride) {
+  if (na <= (NC_AVX512_GEMV_MAX_A)) {
+    nc_avx512_gemv_q8_0(n, w, w_stride, nw, a, a_stride, (int)na, out,
+                        out_stride);
+    return;
+  }
+  gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q8_0),
+       nc_il_pair_q8_0, false, 128, nc_avx2_dot_q8_0_rows);
+}
+
+void nc_avx512_gemm_q4_1(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int64_t na, float *out,
+                         size_t out_stride) {
+  if (na <= (NC_AVX512_GEMV_MAX_A)) {
+    nc_avx512_gemv_q4_1(n, w, w_stride, nw, a, a_stride, (int)na, out,
+                        out_stride);
+    return;
+  }
+  gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_1),
+       nc_il_pair_q4_1, true, 0, nc_avx2_dot_q4_1_rows);
+}
+
+void nc_avx512_gemm_q5_1(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int64_t na, float *out,
+                         size_t out_stride) {
+  if (na <= (NC_AVX512_GEMV_MAX_A)) {
+    nc_avx512_gemv_q5_1(n, w, w_stride, nw, a, a_stride, (int)na, out,
+                        out_stride);
+    return;
+  }
+  gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q5_1),
+       nc_il_pair_q5_1, true, 0, nc_avx2_dot_q5_1_rows);
+}

@@ -219,16 +219,37 @@ gemv(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
   free(ar.mem);
 }
 
-#define GEMV(name, block, has_min, offset)                                     \
-  void nc_avx512_gemv_##name(int64_t n, const void *w, size_t w_stride,        \
-                             int64_t nw, const void *a, size_t a_stride,       \
-                             int na, float *out, size_t out_stride) {          \
-    gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
-         nc_il_pair_##name, has_min, offset, nc_avx2_dot_##name##_rows);       \
-  }
-GEMV(q4_0, block_q4_0, false, 8)
-GEMV(q5_0, block_q5_0, false, 16)
-GEMV(q8_0, block_q8_0, false, 128)
-GEMV(q4_1, block_q4_1, true, 0)
-GEMV(q5_1, block_q5_1, true, 0)
-#undef GEMV
+void nc_avx512_gemv_q4_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int na, float *out,
+                         size_t out_stride) {
+  gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_0),
+       nc_il_pair_q4_0, false, 8, nc_avx2_dot_q4_0_rows);
+}
+
+void nc_avx512_gemv_q5_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int na, float *out,
+                         size_t out_stride) {
+  gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q5_0),
+       nc_il_pair_q5_0, false, 16, nc_avx2_dot_q5_0_rows);
+}
+
+void nc_avx512_gemv_q8_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int na, float *out,
+                         size_t out_stride) {
+  gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q8_0),
+       nc_il_pair_q8_0, false, 128, nc_avx2_dot_q8_0_rows);
+}
+
+void nc_avx512_gemv_q4_1(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int na, float *out,
+                         size_t out_stride) {
+  gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_1),
+       nc_il_pair_q4_1, true, 0, nc_avx2_dot_q4_1_rows);
+}
+
+void nc_avx512_gemv_q5_1(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *a, size_t a_stride, int na, float *out,
+                         size_t out_stride) {
+  gemv(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q5_1),
+       nc_il_pair_q5_1, true, 0, nc_avx2_dot_q5_1_rows);
+}

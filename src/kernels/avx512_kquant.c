@@ -46,10 +46,11 @@
  * Both layouts perform llama.cpp's float operations on the same values, so
  * vec_dot, vec_dot_rows and gemm agree bit for bit whatever the batch.
  *
- * The *_tiled kernels at the end reproduce instead llama.cpp's tiled K-quant
- * matmul, which it runs for 8 or more activation rows (prompts); the avx512
- * table uses those, the vec_dot-order ones match llama.cpp's decode and the
- * avx2 table. */
+ * The entry points are the *_tiled kernels at the end: they reproduce
+ * instead llama.cpp's tiled K-quant matmul, which it runs for 8 or more
+ * activation rows (prompts), from the same integer lanes; the avx512 table
+ * uses them. (The vec_dot order above is the avx2 table's: llama.cpp's
+ * decode; the single-row kernels qNk_sb here serve the tiled dots.) */
 #include <immintrin.h>
 #include <string.h>
 
@@ -62,17 +63,6 @@
 enum { R_MAX = 8, KQ4_R = 8, KQ6_R = 8 };
 enum { SCRATCH_BYTES = 48 * 1024, MIN_BATCH = 3 };
 
-/* The 4 float lanes of llama.cpp's Q4_K min accumulator, summed as
- * (0 + 2) + (1 + 3). */
-static inline float hsum4_m(__m128 m) {
-  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_add_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-
-static inline __m256 lo8(__m512 v) {
-  return _mm512_castps512_ps256(v);
-}
 static inline __m256 hi8(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
@@ -273,16 +263,6 @@ q4k_sb(const block_q4_K *x, const block_q8_K *y, __m256 *acc, __m128 *accm,
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
-float nc_avx512_dot_q4_k(int64_t n, const void *w, const void *a) {
-  const block_q4_K *x = w;
-  const block_q8_K *y = a;
-  __m256 acc = _mm256_setzero_ps();
-  __m128 accm = _mm_setzero_ps();
-  for (int64_t i = 0; i < n / QK_K; i++)
-    q4k_sb(x + i, y + i, &acc, &accm, NULL);
-  return nc_hsum8(acc) + hsum4_m(accm);
-}
-
 /* A super-block of a pair of weight rows, unpacked for gemm. */
 typedef struct q4k_pair {
   __m512i q[4];  /* qs[32j..32j+31] of row 0 | of row 1 (both nibbles) */
@@ -311,73 +291,6 @@ static inline void q4k_unpack_pair(const block_q4_K *x0, const block_q4_K *x1,
   u->mins = _mm512_permutexvar_epi16(_mm512_loadu_si512(mins_idx), sm);
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
   u->dmin = pair_ps(_cvtsh_ss(x0->dmin), _cvtsh_ss(x1->dmin));
-}
-
-/* nb super-blocks of a pair (u) against R activation rows: lanes of acc
- * and accm as in q4k_sb, row 0 in lanes 0..7, row 1 in 8..15; accm lanes
- * 2k and 2k+1 both hold M_k's accumulator. */
-static inline __attribute__((always_inline)) void
-q4k_pair_rows(const q4k_pair *u, int64_t nb, const uint8_t *act,
-              size_t a_stride, int R, __m512 *acc, __m512 *accm) {
-  const __m512i m4 = _mm512_set1_epi8(0x0f);
-  for (int64_t i = 0; i < nb; i++) {
-    const q4k_pair *p = u + i;
-    __m512i q[8];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) {
-      q[2 * j] = _mm512_and_si512(p->q[j], m4);
-      q[2 * j + 1] = _mm512_and_si512(_mm512_srli_epi16(p->q[j], 4), m4);
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-      const block_q8_K *y =
-          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      __m512i sumi = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; c++)
-        sumi = _mm512_dpwssd_epi32(
-            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
-            p->sc[c]);
-      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
-      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
-      /* lane 2k (and 2k+1) of pr: m_2k S_2k + m_2k+1 S_2k+1 */
-      __m512i pr = _mm512_madd_epi16(bcast32(y->bsums), p->mins);
-      pr = _mm512_add_epi32(pr, _mm512_shuffle_epi32(pr, _MM_PERM_CDAB));
-      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y->d), p->dmin);
-      accm[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), accm[r]);
-    }
-  }
-}
-
-/* The finished dot of row h (0, 1) of a pair from its accumulators. */
-static inline float q4k_pair_result(__m512 acc, __m512 accm, int h) {
-  const __m256 a = h ? hi8(acc) : lo8(acc);
-  const __m256 m8 = h ? hi8(accm) : lo8(accm);
-  /* accm lanes 0, 2, 4, 6 hold the 4 lanes of llama.cpp's acc_m */
-  const __m128 m = _mm_shuffle_ps(_mm256_castps256_ps128(m8),
-                                  _mm256_extractf128_ps(m8, 1), 0x88);
-  return nc_hsum8(a) + hsum4_m(m);
-}
-
-static inline __attribute__((always_inline)) void
-q4k_block(const q4k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, __m512 *st, bool first, bool last, float *out,
-          size_t out_stride, bool two) {
-  __m512 acc[R_MAX], accm[R_MAX];
-  for (int r = 0; r < R; r++) {
-    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
-    accm[r] = first ? _mm512_setzero_ps() : st[2 * r + 1];
-  }
-  q4k_pair_rows(u, nb, act, a_stride, R, acc, accm);
-  for (int r = 0; r < R && !last; r++) {
-    st[2 * r] = acc[r];
-    st[2 * r + 1] = accm[r];
-  }
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] = q4k_pair_result(acc[r], accm[r], 0);
-    if (two)
-      out[(size_t)r * out_stride + 1] = q4k_pair_result(acc[r], accm[r], 1);
-  }
 }
 
 /* --------------------------------------------------------------- Q6_K */
@@ -444,15 +357,6 @@ q6k_sb(const block_q6_K *x, const block_q8_K *y, __m256 *acc, float *tl) {
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
-float nc_avx512_dot_q6_k(int64_t n, const void *w, const void *a) {
-  const block_q6_K *x = w;
-  const block_q8_K *y = a;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / QK_K; i++)
-    q6k_sb(x + i, y + i, &acc, NULL);
-  return nc_hsum8(acc);
-}
-
 typedef struct q6k_pair {
   __m512i q[8];  /* chunk c's quants (0..63): row 0 | row 1 */
   __m512i sc[8]; /* chunk c: int16 sc_2c x8, sc_2c+1 x8 of row 0 | row 1 */
@@ -474,48 +378,6 @@ static inline void q6k_unpack_pair(const block_q6_K *x0, const block_q6_K *x1,
   }
   u->scm = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc, 5));
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
-}
-
-static inline __attribute__((always_inline)) void
-q6k_pair_rows(const q6k_pair *u, int64_t nb, const uint8_t *act,
-              size_t a_stride, int R, __m512 *acc) {
-  for (int64_t i = 0; i < nb; i++) {
-    const q6k_pair *p = u + i;
-    __m512i q[8];
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; c++)
-      q[c] = p->q[c];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-      const block_q8_K *y =
-          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      /* the bsums correction first: integer, exact in any order */
-      __m512i sumi = _mm512_madd_epi16(bcast32(y->bsums), p->scm);
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; c++)
-        sumi = _mm512_dpwssd_epi32(
-            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
-            p->sc[c]);
-      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
-      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
-    }
-  }
-}
-
-static inline __attribute__((always_inline)) void
-q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, __m512 *st, bool first, bool last, float *out,
-          size_t out_stride, bool two) {
-  __m512 acc[R_MAX];
-  for (int r = 0; r < R; r++)
-    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
-  q6k_pair_rows(u, nb, act, a_stride, R, acc);
-  for (int r = 0; r < R && !last; r++)
-    st[2 * r] = acc[r];
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
-    if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
-  }
 }
 
 /* Bit k (0..7) of every byte moved to bit 4 (0x10 where set); word shifts
@@ -571,16 +433,6 @@ q5k_sb(const block_q5_K *x, const block_q8_K *y, __m256 *acc, float *summs,
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
-float nc_avx512_dot_q5_k(int64_t n, const void *w, const void *a) {
-  const block_q5_K *x = w;
-  const block_q8_K *y = a;
-  __m256 acc = _mm256_setzero_ps();
-  float summs = 0;
-  for (int64_t i = 0; i < n / QK_K; i++)
-    q5k_sb(x + i, y + i, &acc, &summs, NULL);
-  return nc_hsum8(acc) + summs;
-}
-
 typedef struct q5k_pair {
   __m512i q[8];  /* chunk c's quants (0..31): row 0 | row 1 */
   __m512i sc[8]; /* as q4k_pair */
@@ -613,56 +465,6 @@ static inline void q5k_unpack_pair(const block_q5_K *x0, const block_q5_K *x1,
   u->mins = _mm512_permutexvar_epi16(_mm512_loadu_si512(mins_idx), sm);
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
   u->dmin = pair_ps(_cvtsh_ss(x0->dmin), _cvtsh_ss(x1->dmin));
-}
-
-/* acc as in q4k_pair_rows; summ: every lane of a half holds its row's
- * summs (the min total is reduced across the half before the fma). */
-static inline __attribute__((always_inline)) void
-q5k_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, __m512 *st, bool first, bool last, float *out,
-          size_t out_stride, bool two) {
-  __m512 acc[R_MAX], summ[R_MAX];
-  for (int r = 0; r < R; r++) {
-    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
-    summ[r] = first ? _mm512_setzero_ps() : st[2 * r + 1];
-  }
-  for (int64_t i = 0; i < nb; i++) {
-    const q5k_pair *p = u + i;
-    __m512i q[8];
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; c++)
-      q[c] = p->q[c];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-      const block_q8_K *y =
-          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      __m512i sumi = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; c++)
-        sumi = _mm512_dpwssd_epi32(
-            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
-            p->sc[c]);
-      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
-      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
-      __m512i pr = _mm512_madd_epi16(bcast32(y->bsums), p->mins);
-      pr = _mm512_add_epi32(pr, _mm512_shuffle_epi32(pr, _MM_PERM_CDAB));
-      pr = _mm512_add_epi32(pr, _mm512_shuffle_epi32(pr, _MM_PERM_BADC));
-      pr = _mm512_add_epi32(pr, _mm512_shuffle_i32x4(pr, pr, 0xb1));
-      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y->d), p->dmin);
-      summ[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), summ[r]);
-    }
-  }
-  for (int r = 0; r < R && !last; r++) {
-    st[2 * r] = acc[r];
-    st[2 * r + 1] = summ[r];
-  }
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] =
-        nc_hsum8(lo8(acc[r])) + _mm512_cvtss_f32(summ[r]);
-    if (two)
-      out[(size_t)r * out_stride + 1] =
-          nc_hsum8(hi8(acc[r])) + _mm256_cvtss_f32(hi8(summ[r]));
-  }
 }
 
 /* --------------------------------------------------------------- Q2_K */
@@ -708,15 +510,6 @@ q2k_sb(const block_q2_K *x, const block_q8_K *y, __m256 *acc, float *tl) {
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
-float nc_avx512_dot_q2_k(int64_t n, const void *w, const void *a) {
-  const block_q2_K *x = w;
-  const block_q8_K *y = a;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / QK_K; i++)
-    q2k_sb(x + i, y + i, &acc, NULL);
-  return nc_hsum8(acc);
-}
-
 /* Q2_K's pair has Q5_K's layout: q[c] chunk c's quants (0..3 here),
  * sc[c] chunk c's int16 scales (sc_2c x8, sc_2c+1 x8 of row 0 | row 1),
  * mins the 16 mins (int16), d and dmin. */
@@ -745,44 +538,6 @@ static inline void q2k_unpack_pair(const block_q2_K *x0, const block_q2_K *x1,
       _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
   u->dmin = pair_ps(_cvtsh_ss(x0->dmin), _cvtsh_ss(x1->dmin));
-}
-
-static inline __attribute__((always_inline)) void
-q2k_block(const q2k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, __m512 *st, bool first, bool last, float *out,
-          size_t out_stride, bool two) {
-  __m512 acc[R_MAX];
-  for (int r = 0; r < R; r++)
-    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
-  for (int64_t i = 0; i < nb; i++) {
-    const q2k_pair *p = u + i;
-    __m512i q[8];
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; c++)
-      q[c] = p->q[c];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-      const block_q8_K *y =
-          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      const __m512i pr = _mm512_madd_epi16(bcast32(y->bsums), p->mins);
-      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y->d), p->dmin);
-      acc[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), acc[r]);
-      __m512i sumi = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; c++)
-        sumi = _mm512_dpwssd_epi32(
-            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
-            p->sc[c]);
-      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
-      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
-    }
-  }
-  for (int r = 0; r < R && !last; r++)
-    st[2 * r] = acc[r];
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
-    if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
-  }
 }
 
 /* --------------------------------------------------------------- Q3_K */
@@ -838,15 +593,6 @@ q3k_sb(const block_q3_K *x, const block_q8_K *y, __m256 *acc, float *tl) {
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
-float nc_avx512_dot_q3_k(int64_t n, const void *w, const void *a) {
-  const block_q3_K *x = w;
-  const block_q8_K *y = a;
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / QK_K; i++)
-    q3k_sb(x + i, y + i, &acc, NULL);
-  return nc_hsum8(acc);
-}
-
 /* gemm layout: signed quants against the activation + 128 (unsigned, a
  * xor 0x80): maddubs((a + 128), q) = a q + 128 q per pair, so each row
  * carries ncorr = -(128 * its scaled quant sums), the same int32 lanes as
@@ -899,36 +645,6 @@ q3k_s1(const q3k_pair *p, const __m512i q[8], const block_q8_K *y) {
     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(au, q[c]), p->sc[c]);
   }
   return sumi;
-}
-
-static inline __attribute__((always_inline)) void
-q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
-          int R, __m512 *st, bool first, bool last, float *out,
-          size_t out_stride, bool two) {
-  __m512 acc[R_MAX];
-  for (int r = 0; r < R; r++)
-    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
-  for (int64_t i = 0; i < nb; i++) {
-    const q3k_pair *p = u + i;
-    __m512i q[8];
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; c++)
-      q[c] = p->q[c];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; r++) {
-      const block_q8_K *y =
-          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-      const __m512i sumi = q3k_s1(p, q, y);
-      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
-      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
-    }
-  }
-  for (int r = 0; r < R && !last; r++)
-    st[2 * r] = acc[r];
-  for (int r = 0; r < R && last; r++) {
-    out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
-    if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
-  }
 }
 
 /* ----------------------------------------- llama.cpp's tiled order */
@@ -1136,7 +852,7 @@ enum { SEG_ROWS = 64 };
               first, last, out + (size_t)r * out_stride, out_stride, two);     \
     }                                                                          \
   }                                                                            \
-  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+  static void kq_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *act, size_t a_stride,     \
                              int64_t na, float *out, size_t out_stride) {      \
     const uint8_t *wb = w, *ab = act;                                          \
@@ -1202,36 +918,8 @@ enum { SEG_ROWS = 64 };
         }                                                                      \
       }                                                                        \
     }                                                                          \
-  }                                                                            \
-  void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \
-                                   size_t a_stride, int nrows, float *out,     \
-                                   size_t out_stride) {                        \
-    nc_avx512_gemm_##name(n, w, 0, 1, a, a_stride, nrows, out, out_stride);    \
   }
-KQ_GEMM(q4_k, block_q4_K, q4k_pair, q4k_unpack_pair, q4k_block, KQ4_R,
-        MIN_BATCH)
-KQ_GEMM(q6_k, block_q6_K, q6k_pair, q6k_unpack_pair, q6k_block, KQ6_R,
-        MIN_BATCH)
-KQ_GEMM(q5_k, block_q5_K, q5k_pair, q5k_unpack_pair, q5k_block, KQ4_R,
-        MIN_BATCH)
-KQ_GEMM(q2_k, block_q2_K, q2k_pair, q2k_unpack_pair, q2k_block, KQ6_R,
-        MIN_BATCH)
-KQ_GEMM(q3_k, block_q3_K, q3k_pair, q3k_unpack_pair, q3k_block, KQ6_R,
-        MIN_BATCH)
 
-/* The tiled-order dots: the single-row kernels' integers, llama.cpp's
- * tiled float step per super-block. Their gemm: pairs from MIN_BATCH
- * activation rows on, these dots below (the same operations). */
-#define KQ_TILED(name, blk, sb, PAIR, unpack, block, RB)                       \
-  float nc_avx512_dot_##name(int64_t n, const void *w, const void *a) {        \
-    const blk *x = w;                                                          \
-    const block_q8_K *y = a;                                                   \
-    float acc = 0;                                                             \
-    for (int64_t i = 0; i < n / QK_K; i++)                                     \
-      sb(x + i, y + i, NULL, NULL, &acc);                                      \
-    return acc;                                                                \
-  }                                                                            \
-  KQ_GEMM(name, blk, PAIR, unpack, block, RB, MIN_BATCH)
 /* adapters: the same argument list for every type's single-row kernel */
 static inline __attribute__((always_inline)) void q6k_sb4(const block_q6_K *x,
                                                           const block_q8_K *y,
@@ -1254,15 +942,123 @@ static inline __attribute__((always_inline)) void q3k_sb4(const block_q3_K *x,
   (void)b;
   q3k_sb(x, y, a, tl);
 }
-KQ_TILED(q4_k_tiled, block_q4_K, q4k_sb, q4k_pair, q4k_unpack_pair, q4kt_block,
-         KQ4_R)
-KQ_TILED(q6_k_tiled, block_q6_K, q6k_sb4, q6k_pair, q6k_unpack_pair, q6kt_block,
-         KQ6_R)
-KQ_TILED(q5_k_tiled, block_q5_K, q5k_sb, q5k_pair, q5k_unpack_pair, q5kt_block,
-         KQ4_R)
-KQ_TILED(q2_k_tiled, block_q2_K, q2k_sb4, q2k_pair, q2k_unpack_pair, q2kt_block,
-         KQ6_R)
-KQ_TILED(q3_k_tiled, block_q3_K, q3k_sb4, q3k_pair, q3k_unpack_pair, q3kt_block,
-         KQ6_R)
-#undef KQ_TILED
+KQ_GEMM(q4_k_tiled, block_q4_K, q4k_pair, q4k_unpack_pair, q4kt_block, KQ4_R,
+        MIN_BATCH)
+KQ_GEMM(q6_k_tiled, block_q6_K, q6k_pair, q6k_unpack_pair, q6kt_block, KQ6_R,
+        MIN_BATCH)
+KQ_GEMM(q5_k_tiled, block_q5_K, q5k_pair, q5k_unpack_pair, q5kt_block, KQ4_R,
+        MIN_BATCH)
+KQ_GEMM(q2_k_tiled, block_q2_K, q2k_pair, q2k_unpack_pair, q2kt_block, KQ6_R,
+        MIN_BATCH)
+KQ_GEMM(q3_k_tiled, block_q3_K, q3k_pair, q3k_unpack_pair, q3kt_block, KQ6_R,
+        MIN_BATCH)
 #undef KQ_GEMM
+
+/* The entry points (tables.h). The tiled-order dots: the single-row
+ * kernels' integers, llama.cpp's tiled float step per super-block. Their
+ * gemm: pairs from MIN_BATCH activation rows on, these dots below (the same
+ * operations); _rows is the gemm of one weight row. */
+float nc_avx512_dot_q4_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q4_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q4k_sb(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q4_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q4_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q4_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q4_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}
+
+float nc_avx512_dot_q6_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q6_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q6k_sb4(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q6_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q6_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q6_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q6_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}
+
+float nc_avx512_dot_q5_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q5_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q5k_sb(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q5_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q5_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q5_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q5_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}
+
+float nc_avx512_dot_q2_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q2_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q2k_sb4(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q2_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q2_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q2_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q2_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}
+
+float nc_avx512_dot_q3_k_tiled(int64_t n, const void *w, const void *a) {
+  const block_q3_K *x = w;
+  const block_q8_K *y = a;
+  float acc = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q3k_sb4(x + i, y + i, NULL, NULL, &acc);
+  return acc;
+}
+
+void nc_avx512_gemm_q3_k_tiled(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               int64_t na, float *out, size_t out_stride) {
+  kq_gemm_q3_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+}
+
+void nc_avx512_dot_q3_k_tiled_rows(int64_t n, const void *w, const void *a,
+                                   size_t a_stride, int nrows, float *out,
+                                   size_t out_stride) {
+  nc_avx512_gemm_q3_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
+}

@@ -163,24 +163,6 @@ static inline void nc_il_rows_fallback(nc_vec_dot_rows_fn rows, int64_t n,
     rows(n, w + (size_t)r * w_stride, a, a_stride, na, out + r, out_stride);
 }
 
-/* Defines prefix_gemm_name, a table's gemm entry: up to max_a activation
- * rows go to its gemv (prefix_gemv_name), more to the including file's
- * static gemm(), which takes the pair unpacker, the min flag, the signed
- * types' offset and the rows kernel it falls back to. */
-#define NC_IL_GEMM_DEFINE(prefix, name, block, has_min, offset, max_a,         \
-                          fallback)                                            \
-  void prefix##_gemm_##name(int64_t n, const void *w, size_t w_stride,         \
-                            int64_t nw, const void *a, size_t a_stride,        \
-                            int64_t na, float *out, size_t out_stride) {       \
-    if (na <= (max_a)) {                                                       \
-      prefix##_gemv_##name(n, w, w_stride, nw, a, a_stride, (int)na, out,      \
-                           out_stride);                                        \
-      return;                                                                  \
-    }                                                                          \
-    gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block),  \
-         nc_il_pair_##name, has_min, offset, fallback);                        \
-  }
-
 /* Row r's 8 lanes (even) or row r + 1's (odd), in lane order. */
 static inline __m256 nc_il_lanes(__m512 v, int odd) {
   const __m512i idx =

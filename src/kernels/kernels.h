@@ -1,6 +1,7 @@
 /* kernels: the compute primitives behind one interface, with a plain-C
  * reference (ref.c) that every SIMD implementation is tested against.
- * A table is chosen once at start-up from the CPU's features.
+ * A table (the backend: matmuls, attention, row ops and the sampler's row
+ * passes) is chosen once at start-up from the CPU's features.
  *
  * Contract: activation rows given to a table's vec_dot / vec_dot_rows must
  * come from the same table's quantize_act (a table may use its own layout,
@@ -27,6 +28,8 @@
 #include <stdint.h>
 
 #include "../quant.h"
+#include "attn_kernel.h"
+#include "ops.h"
 
 /* Dot of one weight row (type w) with one activation row already quantized
  * to w's vec_dot_type; n elements. */
@@ -88,6 +91,12 @@ typedef struct nc_kernels {
   nc_pack_bytes_fn pack_bytes;
   int pack_rows;
   nc_gemm_packed_fn gemm_packed[NC_TYPE_COUNT]; /* indexed by weight type */
+  /* The rest of the compute comes with the matmuls, so that choosing a
+   * table chooses every build (ref: plain C throughout). Each build gives
+   * the same bits as the others. */
+  const nc_attn_kernels *(*attn)(void); /* attention loops (attn_kernel.h) */
+  const nc_ops_kernels *(*ops)(void);   /* row ops (ops.h) */
+  int sampler_simd; /* NC_SIMD_* level of the sampler's row passes */
 } nc_kernels;
 
 const nc_kernels *nc_kernels_ref(void);

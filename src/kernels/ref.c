@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ref.h"
+#include "sampler_simd.h"
 
 #define H2F(x) nc_fp16_to_fp32(x)
 
@@ -257,21 +258,123 @@ float nc_ref_dot_q6_k(int64_t n, const void *vw, const void *va) {
 }
 
 /* Multi-row entry points (ref.h). */
-#define ROWS(fn) NC_REF_ROWS_DEFINE(fn)
-ROWS(dot_f32)
-ROWS(dot_f16)
-ROWS(dot_bf16)
-ROWS(dot_q4_0)
-ROWS(dot_q4_1)
-ROWS(dot_q5_0)
-ROWS(dot_q5_1)
-ROWS(dot_q8_0)
-ROWS(dot_q2_k)
-ROWS(dot_q3_k)
-ROWS(dot_q4_k)
-ROWS(dot_q5_k)
-ROWS(dot_q6_k)
-#undef ROWS
+
+void nc_ref_dot_f32_rows(int64_t n, const void *w, const void *a,
+                         size_t a_stride, int nrows, float *out,
+                         size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_f32(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_f16_rows(int64_t n, const void *w, const void *a,
+                         size_t a_stride, int nrows, float *out,
+                         size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_f16(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_bf16_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_bf16(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q4_0_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q4_0(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q4_1_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q4_1(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q5_0_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q5_0(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q5_1_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q5_1(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q8_0_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q8_0(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q2_k_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q2_k(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q3_k_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q3_k(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q4_k_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q4_k(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q5_k_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q5_k(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_q6_k_rows(int64_t n, const void *w, const void *a,
+                          size_t a_stride, int nrows, float *out,
+                          size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_q6_k(n, w, ap + (size_t)r * a_stride);
+}
 
 void nc_ref_quant_f32(const float *src, void *dst, int64_t n) {
   nc_quantize_row(NC_TYPE_F32, src, dst, n);
@@ -336,6 +439,9 @@ static const nc_kernels k_ref = {
             ENTRY(NC_TYPE_Q8_1, nc_ref_quant_q8_1),
             ENTRY(NC_TYPE_Q8_K, nc_ref_quant_q8_k),
         },
+    .attn = nc_attn_kernels_plain,
+    .ops = nc_ops_plain,
+    .sampler_simd = NC_SIMD_PORTABLE,
 };
 #undef ENTRY
 

@@ -68,18 +68,6 @@ static inline void nc_ref_quants_q6_k(const block_q6_K *x, int8_t q[QK_K]) {
     }
 }
 
-/* Defines nc_ref_<fn>_rows, the multi-row entry point of nc_ref_<fn>: a
- * loop over the single-row kernel, so trivially batch invariant. */
-#define NC_REF_ROWS_DEFINE(fn)                                                 \
-  void nc_ref_##fn##_rows(int64_t n, const void *w, const void *a,             \
-                          size_t a_stride, int nrows, float *out,              \
-                          size_t out_stride) {                                 \
-    const char *ap = a;                                                        \
-    for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] =                                            \
-          nc_ref_##fn(n, w, ap + (size_t)r * a_stride);                        \
-  }
-
 void nc_ref_quant_f32(const float *src, void *dst, int64_t n);
 void nc_ref_quant_f16(const float *src, void *dst, int64_t n);
 void nc_ref_quant_bf16(const float *src, void *dst, int64_t n);

@@ -123,11 +123,56 @@ float nc_ref_dot_blk_q6_k(int64_t n, const void *vw, const void *va) {
   return acc;
 }
 
-#define ROWS(fn) NC_REF_ROWS_DEFINE(dot_blk_##fn)
-ROWS(q4_0)
-ROWS(q4_1)
-ROWS(q8_0)
-ROWS(q4_k)
-ROWS(q5_k)
-ROWS(q6_k)
-#undef ROWS
+void nc_ref_dot_blk_q4_0_rows(int64_t n, const void *w, const void *a,
+                              size_t a_stride, int nrows, float *out,
+                              size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_blk_q4_0(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_blk_q4_1_rows(int64_t n, const void *w, const void *a,
+                              size_t a_stride, int nrows, float *out,
+                              size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_blk_q4_1(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_blk_q8_0_rows(int64_t n, const void *w, const void *a,
+                              size_t a_stride, int nrows, float *out,
+                              size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_blk_q8_0(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_blk_q4_k_rows(int64_t n, const void *w, const void *a,
+                              size_t a_stride, int nrows, float *out,
+                              size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_blk_q4_k(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_blk_q5_k_rows(int64_t n, const void *w, const void *a,
+                              size_t a_stride, int nrows, float *out,
+                              size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_blk_q5_k(n, w, ap + (size_t)r * a_stride);
+}
+
+void nc_ref_dot_blk_q6_k_rows(int64_t n, const void *w, const void *a,
+                              size_t a_stride, int nrows, float *out,
+                              size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_ref_dot_blk_q6_k(n, w, ap + (size_t)r * a_stride);
+}

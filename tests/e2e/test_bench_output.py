@@ -74,10 +74,10 @@ def load_profile():
 
 def test_profile_groups_helpers_with_their_caller():
     prof = load_profile()
-    files = {"nc_expf_ggml": "src/ops.c", "att_worker": "src/context.c",
+    files = {"nc_expf_ggml": "src/kernels/ops.c", "att_worker": "src/forward.c",
              "nc_threadpool_run": "src/threadpool.c",
-             "worker_main": "src/threadpool.c", "add_avx2": "src/ops_avx2.c",
-             "rows_worker": "src/arch_llama.c", "mm_worker": "src/context.c",
+             "worker_main": "src/threadpool.c", "add_avx2": "src/kernels/ops_avx2.c",
+             "rows_worker": "src/arch_llama.c", "mm_worker": "src/forward.c",
              "nc_avx2_dot_q4_1": "src/kernels/avx2.c",
              "load_chunk": "src/kernels/avx512_gemm.c",
              "nc_strtab_find": "src/tokenizer_strtab.c",

@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
+#include "kernels/sampler_simd.h"
 #include "kernels/tables.h"
 #include "quant_golden.h"
 
@@ -700,6 +701,26 @@ static void test_dispatch(void **state) {
                       nc_kernels_by_name("amx") ? "amx" : expect_plain);
 }
 
+/* One backend: a table brings its attention, row ops and sampler level,
+ * and the reference table is plain C throughout. */
+static void test_backend_table(void **state) {
+  (void)state;
+  const nc_kernels *ref = nc_kernels_ref();
+  assert_ptr_equal(ref->attn(), nc_attn_kernels_plain());
+  assert_ptr_equal(ref->ops(), nc_ops_plain());
+  assert_int_equal(ref->sampler_simd, NC_SIMD_PORTABLE);
+  static const char *const names[] = {"avx2", "avx512", "amx"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const nc_kernels *k = nc_kernels_by_name(names[i]);
+    if (!k) continue;
+    assert_non_null(k->attn());
+    assert_non_null(k->ops());
+    assert_true(k->sampler_simd > NC_SIMD_PORTABLE);
+    print_message("%s: attention %s, row ops %s\n", k->name, k->attn()->name,
+                  k->ops()->name);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ref_matches_llama_cpp),
@@ -708,6 +729,7 @@ int main(void) {
       cmocka_unit_test(test_ref_quantize_act),
       cmocka_unit_test(test_ref_odd_lengths),
       cmocka_unit_test(test_dispatch),
+      cmocka_unit_test(test_backend_table),
       cmocka_unit_test(test_avx2),
       cmocka_unit_test(test_avx512),
       cmocka_unit_test(test_amx),

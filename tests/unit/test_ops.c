@@ -15,9 +15,10 @@
 
 #include "test_require.h"
 
-#include "attn_kernel.h"
+#include "kernels/attn_kernel.h"
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
 #include "model.h"
-#include "ops.h"
 #include "threadpool.h"
 
 static void test_rmsnorm(void **state) {
@@ -254,18 +255,12 @@ static void check_attn_build(const nc_attn_kernels *k, const char *name,
 static bool cpu_has(const char *what) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  if (!strcmp(what, "fma")) return __builtin_cpu_supports("fma");
   if (!strcmp(what, "avx2"))
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (!strcmp(what, "avx512f"))
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
 #endif
   return false;
-}
-
-static void test_attn_kernels_fma(void **state) {
-  (void)state;
-  check_attn_build(nc_attn_kernels_fma(), "FMA", cpu_has("fma"));
 }
 
 static void test_attn_kernels_avx2(void **state) {
@@ -278,17 +273,16 @@ static void test_attn_kernels_avx512(void **state) {
   check_attn_build(nc_attn_kernels_avx512(), "AVX-512", cpu_has("avx512f"));
 }
 
-/* The best build is one of the others (the plain one only on a CPU without
- * FMA); its bits are checked by the test of that build. */
+/* The default kernel table's attention is one of the builds (the plain one
+ * only on a CPU without AVX2); its bits are checked by that build's test. */
 static void test_attn_kernels_best(void **state) {
   (void)state;
-  const nc_attn_kernels *b = nc_attn_kernels_best();
+  const nc_attn_kernels *b = nc_kernels_best(false)->attn();
   if (b == nc_attn_kernels_plain()) {
-    assert_false(cpu_has("fma") && nc_attn_kernels_fma());
-    NC_SKIP_BECAUSE("the best attention build on this CPU is the plain one");
+    assert_false(cpu_has("avx2") && nc_attn_kernels_avx2());
+    NC_SKIP_BECAUSE("the default attention build on this CPU is the plain one");
   }
-  assert_true(b == nc_attn_kernels_fma() || b == nc_attn_kernels_avx2() ||
-              b == nc_attn_kernels_avx512());
+  assert_true(b == nc_attn_kernels_avx2() || b == nc_attn_kernels_avx512());
 }
 
 typedef struct pool_arg {
@@ -425,7 +419,6 @@ int main(void) {
       cmocka_unit_test(test_silu_swiglu_add),
       cmocka_unit_test(test_expf_ggml),
       cmocka_unit_test(test_attn_kernels_plain),
-      cmocka_unit_test(test_attn_kernels_fma),
       cmocka_unit_test(test_attn_kernels_avx2),
       cmocka_unit_test(test_attn_kernels_avx512),
       cmocka_unit_test(test_attn_kernels_best),

@@ -19,8 +19,9 @@
 
 #include "test_require.h"
 
-#include "attn_kernel.h"
-#include "ops.h"
+#include "kernels/attn_kernel.h"
+#include "kernels/kernels.h"
+#include "kernels/ops.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -75,13 +76,14 @@ static void fill(float *x, int64_t n, float a, int every) {
                : unif(a);
 }
 
-/* The SIMD tables this CPU runs, to check against plain. */
+/* The SIMD row-op builds of the backend tables this CPU runs, to check
+ * against plain. */
 static int simd_ops(const nc_ops_kernels *out[2]) {
   int n = 0;
-  const nc_ops_kernels *best = nc_ops_best();
-  if (best == nc_ops_avx512() || best == nc_ops_avx2())
-    out[n++] = nc_ops_avx2();
-  if (best == nc_ops_avx512()) out[n++] = best;
+  const nc_kernels *avx2 = nc_kernels_by_name("avx2");
+  const nc_kernels *avx512 = nc_kernels_by_name("avx512");
+  if (avx2) out[n++] = avx2->ops();
+  if (avx512) out[n++] = avx512->ops();
   if (n == 0) NC_SKIP_BECAUSE("this CPU runs no SIMD build of the row ops");
   return n;
 }
@@ -228,19 +230,17 @@ static void test_swiglu(void **state) {
 
 static float f16tab[65536];
 
-enum { N_ATTN = 4 };
+enum { N_ATTN = 3 };
 
-/* The non-plain attention builds this CPU runs (NULL where not). */
+/* The non-plain attention builds of the backend tables this CPU runs (NULL
+ * where not), and the default table's. */
 static void attn_tables(const nc_attn_kernels *ks[N_ATTN]) {
-  const nc_attn_kernels *best = nc_attn_kernels_best();
-  const bool avx512 = best == nc_attn_kernels_avx512();
-  const bool avx2 = avx512 || best == nc_attn_kernels_avx2();
-  const bool fma = avx2 || best == nc_attn_kernels_fma();
-  ks[0] = fma ? nc_attn_kernels_fma() : NULL;
-  ks[1] = avx2 ? nc_attn_kernels_avx2() : NULL;
-  ks[2] = avx512 ? nc_attn_kernels_avx512() : NULL;
-  ks[3] = best;
-  if (!ks[1] && !ks[2]) print_message("no SIMD attention build here\n");
+  const nc_kernels *avx2 = nc_kernels_by_name("avx2");
+  const nc_kernels *avx512 = nc_kernels_by_name("avx512");
+  ks[0] = avx2 ? avx2->attn() : NULL;
+  ks[1] = avx512 ? avx512->attn() : NULL;
+  ks[2] = nc_kernels_best(false)->attn();
+  if (!ks[0] && !ks[1]) print_message("no SIMD attention build here\n");
 }
 
 static void test_attn_softmax(void **state) {

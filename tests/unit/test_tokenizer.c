@@ -15,6 +15,7 @@
 #include "tokenizer_internal.h"
 #include "tokenizer_test_util.h"
 #include "unicode.h"
+#include "unicode_stream.h"
 
 #define NC_FUZZ_NO_MAIN
 #include "../../fuzz/fuzz_tokenizer.c"
@@ -319,6 +320,40 @@ static void test_unicode_tables(void **state) {
   assert_true(nc_utf8_valid("\xf4\x8f\xbf\xbf", 4));
   assert_false(nc_utf8_valid("\xed\xa0\x80", 3));
   assert_false(nc_utf8_valid("\xc0\x80", 2));
+  size_t len;
+  assert_int_equal(nc_utf8_decode("\xe2\x82\xac", 3, &len), 0x20AC);
+  assert_int_equal(len, 3);
+  assert_int_equal(nc_utf8_decode("\xed\xa0\x80", 3, &len), -1);
+  assert_int_equal(len, 1);
+  assert_int_equal(nc_utf8_decode("\xe2\x82", 2, &len), -1);
+}
+
+/* The strict decoder and the stream decoder are one rule: every 1..3-byte
+ * string built from interesting bytes is valid exactly when the stream
+ * passes it through unchanged with nothing held back. */
+static void test_utf8_strict_rules_agree(void **state) {
+  (void)state;
+  static const unsigned char bytes[] = {
+      0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf,
+      0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee,
+      0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff};
+  const size_t nb = sizeof bytes;
+  char in[4], out[3 * 4 + 8];
+  for (size_t n = 1; n <= 3; n++) {
+    size_t total = 1;
+    for (size_t k = 0; k < n; k++)
+      total *= nb;
+    for (size_t idx = 0; idx < total; idx++) {
+      size_t x = idx;
+      for (size_t k = 0; k < n; k++, x /= nb)
+        in[k] = (char)bytes[x % nb];
+      nc_utf8_stream st = {0};
+      size_t w = nc_utf8_stream_feed(&st, in, n, out);
+      bool same =
+          w == n && memcmp(in, out, n) == 0 && nc_utf8_stream_pending(&st) == 0;
+      assert_int_equal(nc_utf8_valid(in, n), same);
+    }
+  }
 }
 
 /* ---------------------------------------------------- real vocabularies */
@@ -520,6 +555,7 @@ static void test_fuzz_corpus_replay(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unicode_tables),
+      cmocka_unit_test(test_utf8_strict_rules_agree),
       cmocka_unit_test(test_bpe_merge_order),
       cmocka_unit_test(test_special_partition),
       cmocka_unit_test(test_bos_out_of_range),

@@ -100,7 +100,7 @@ gen_wait gen_next(gen *g, nucleus_event *ev) {
       if (ev->kind == NUCLEUS_EVENT_DONE) g->done = true;
       return GEN_EVENT;
     }
-    if (st != NUCLEUS_ERR_LIMIT) return GEN_FAILED;
+    if (st != NUCLEUS_ERR_TIMEOUT) return GEN_FAILED;
     if (gen_client_gone(g)) {
       nucleus_request_cancel(g->req);
       return GEN_GONE;

@@ -4,12 +4,11 @@
  * tree). Every result is a fixed function of its own inputs: the same bits
  * from both builds below, whatever the batch or thread count.
  *
- * Four builds: plain C (fmaf from libm), the same source compiled with
- * -mfma, AVX2 + F16C intrinsics (attn_kernel_avx2.c) and AVX-512
- * (attn_kernel_avx512.c) that run the very same per-lane chains 8 or 16
- * lanes at a time. fmaf is exactly rounded and half to float is exact, so
- * all give identical results; the fastest the CPU has is chosen at run
- * time. */
+ * Three builds: plain C (fmaf), AVX2 + F16C intrinsics (attn_kernel_avx2.c)
+ * and AVX-512 (attn_kernel_avx512.c) that run the very same per-lane chains
+ * 8 or 16 lanes at a time. fmaf is exactly rounded and half to float is
+ * exact, so all give identical results; the backend table chosen at start
+ * (kernels.h) names the build that runs. */
 #ifndef NC_ATTN_KERNEL_H
 #define NC_ATTN_KERNEL_H
 
@@ -75,14 +74,11 @@ typedef struct nc_attn_kernels {
   void (*reduce)(const float *lanes, int32_t hdv, float *out);
 } nc_attn_kernels;
 
+/* The builds; the backend tables (kernels.h) say which runs: ref the plain
+ * one, avx2 the AVX2 build, avx512 and amx the AVX-512 build. */
 const nc_attn_kernels *nc_attn_kernels_plain(void);
-const nc_attn_kernels *nc_attn_kernels_fma(void);    /* NULL when not built */
 const nc_attn_kernels *nc_attn_kernels_avx2(void);   /* NULL when not built */
 const nc_attn_kernels *nc_attn_kernels_avx512(void); /* NULL when not built */
-/* The AVX-512 build when this CPU has AVX-512 F and the AVX2 build's
- * features, else the AVX2 build when it has AVX2, FMA and F16C, else the
- * FMA build when it has FMA, else the plain one. */
-const nc_attn_kernels *nc_attn_kernels_best(void);
 
 /* k's accum_v_blocks, or its accum_v on each block in order when it has
  * none: the same results either way. */

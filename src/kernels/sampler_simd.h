@@ -9,6 +9,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Levels of the sampler's row passes (a backend table names one: ref the
+ * portable one, SSE2 or plain C): every level gives bit-identical results,
+ * and a level the CPU lacks falls back to the one below. */
+enum { NC_SIMD_PORTABLE = 0, NC_SIMD_AVX2 = 1, NC_SIMD_AVX512 = 2 };
+#define NC_SIMD_BEST NC_SIMD_AVX512
+
 /* Whether the file was built with the flags that enable its version (a
  * build without them gets stubs that must never be called). */
 bool nc_sampler_avx2_built(void);

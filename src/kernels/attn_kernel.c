@@ -1,8 +1,6 @@
-/* attn_kernel: the plain build and the run-time choice. */
+/* attn_kernel: the plain build (the backend tables choose the builds). */
 #define ATTN_SUFFIX plain
 #include "attn_kernel_impl.h"
-
-#include <stdbool.h>
 
 static const nc_attn_kernels PLAIN = {
     .name = "plain",
@@ -13,30 +11,6 @@ static const nc_attn_kernels PLAIN = {
 };
 
 const nc_attn_kernels *nc_attn_kernels_plain(void) {
-  return &PLAIN;
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-
-static bool cpu_has_f16c(void) {
-  unsigned a, b, c, d;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-}
-#endif
-
-const nc_attn_kernels *nc_attn_kernels_best(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") &&
-                    __builtin_cpu_supports("fma") && cpu_has_f16c();
-  const nc_attn_kernels *z = nc_attn_kernels_avx512();
-  if (z && avx2 && __builtin_cpu_supports("avx512f")) return z;
-  const nc_attn_kernels *v = nc_attn_kernels_avx2();
-  if (v && avx2) return v;
-  const nc_attn_kernels *f = nc_attn_kernels_fma();
-  if (f && __builtin_cpu_supports("fma")) return f;
-#endif
   return &PLAIN;
 }
 

@@ -1,14 +1,8 @@
 /* ops: the plain-C row operations (the reference for every SIMD build),
- * rounding as ggml's CPU backend does, and the run-time choice of build. */
+ * rounding as ggml's CPU backend does. */
 #include "ops.h"
 
 #include <math.h>
-
-#include "model.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 float nc_rms_scale(const float *x, int64_t n, float eps) {
   double sum = 0.0;
@@ -151,21 +145,6 @@ static const nc_ops_kernels PLAIN = {
 };
 
 const nc_ops_kernels *nc_ops_plain(void) {
-  return &PLAIN;
-}
-
-const nc_ops_kernels *nc_ops_best(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  unsigned a, b, c, d;
-  const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-  const bool avx2 =
-      f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  const nc_ops_kernels *z = nc_ops_avx512();
-  if (z && avx2 && __builtin_cpu_supports("avx512f")) return z;
-  const nc_ops_kernels *v = nc_ops_avx2();
-  if (v && avx2) return v;
-#endif
   return &PLAIN;
 }
 

@@ -5,8 +5,8 @@
  * builds of the row ops: the plain one (the same functions), an AVX2 + FMA +
  * F16C one (ops_avx2.c) and an AVX-512 one (ops_avx512.c: swiglu, the rest
  * from AVX2) that compute the same IEEE operations lane by lane, so every
- * build gives the reference's bits. The forward pass uses
- * the table its context chose at creation (nc_ops_best). */
+ * build gives the reference's bits. The forward pass uses the build of the
+ * model's backend table (kernels.h). */
 #ifndef NC_OPS_H
 #define NC_OPS_H
 
@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "quant.h"
+
+enum { NC_ROPE_NORMAL = 0, NC_ROPE_NEOX = 2 };
 
 /* y = (x / sqrt(mean(x^2) + eps)) * w; the sum of squares in double, the
  * scale in float, the weight applied after (as ggml's rms_norm then mul).
@@ -73,12 +75,9 @@ typedef struct nc_ops_kernels {
   void (*round_f16)(const float *x, float *y, int64_t n);
 } nc_ops_kernels;
 
+/* The builds; the backend tables (kernels.h) say which runs. */
 const nc_ops_kernels *nc_ops_plain(void);
 const nc_ops_kernels *nc_ops_avx2(void);   /* NULL when not built */
 const nc_ops_kernels *nc_ops_avx512(void); /* NULL when not built */
-/* The AVX-512 build when the CPU has AVX-512 F and the AVX2 build's
- * features, else the AVX2 build when it has AVX2, FMA and F16C, else
- * plain. */
-const nc_ops_kernels *nc_ops_best(void);
 
 #endif

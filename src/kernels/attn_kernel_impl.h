@@ -1,6 +1,5 @@
-/* attn_kernel_impl: the body of attn_kernel's loops, included by
- * attn_kernel.c (plain) and attn_kernel_fma.c (-mfma) with ATTN_SUFFIX
- * naming the build. Not a public header. */
+/* attn_kernel_impl: the body of attn_kernel's plain loops, included by
+ * attn_kernel.c with ATTN_SUFFIX naming the build. Not a public header. */
 #include <math.h>
 
 #include "attn_kernel.h"

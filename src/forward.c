@@ -1,0 +1,493 @@
+/* forward: the primitives of forward.h over an nc_fwd (set up by the
+ * context): matmul dispatch (activation rows quantized once per vec_dot type,
+ * threads splitting output rows) and paged attention. */
+#include "forward.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/attn_kernel.h"
+#include "kernels/ops.h"
+#include "threadpool.h"
+
+const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx) {
+  return &ctx->bufs;
+}
+const nucleus_model *nc_fwd_model(const nc_fwd *ctx) {
+  return ctx->m;
+}
+const nc_ops_kernels *nc_fwd_ops(const nc_fwd *ctx) {
+  return ctx->ops;
+}
+
+void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg) {
+  nc_threadpool_run(ctx->tp, fn, arg);
+}
+
+/* ---- row-wise steps */
+
+/* The row-wise steps between matmuls, split over the thread pool by rows
+ * when a batch has enough of them (each row's result is the same whoever
+ * computes it). */
+typedef enum { ROWS_NORM, ROWS_ROPE, ROWS_RESIDUAL, ROWS_SWIGLU } rows_kind;
+
+typedef struct rows_task {
+  rows_kind kind;
+  const nc_ops_kernels *op;
+  const nc_hparams *hp;
+  int32_t rows;
+  int64_t n;
+  const float *x, *w; /* NORM: y = norm(x) * w; RESIDUAL: y += w if w */
+  float *y;
+  float *acc;   /* RESIDUAL: acc += y */
+  float *q, *k; /* ROPE */
+  const float *cos_c, *sin_c;
+  int64_t q_stride, k_stride;
+  const float *up; /* SWIGLU: y = silu(y) * up */
+} rows_task;
+
+enum { ROWS_PARALLEL_MIN = 8 };
+
+static void rows_worker(void *p, int ith, int nth) {
+  const rows_task *t = p;
+  int64_t lo, hi;
+  nc_split_range(t->rows, ith, nth, &lo, &hi);
+  const nc_hparams *hp = t->hp;
+  const int32_t half = hp->n_rot / 2;
+  for (int64_t r = lo; r < hi; r++) {
+    switch (t->kind) {
+    case ROWS_NORM:
+      t->op->rmsnorm(t->x + r * t->n, t->w, t->y + r * t->n, t->n, hp->rms_eps);
+      break;
+    case ROWS_ROPE: {
+      const float *c = t->cos_c + r * half, *sn = t->sin_c + r * half;
+      const bool neox = hp->rope_type == NC_ROPE_NEOX;
+      t->op->rope_apply(t->q + r * t->q_stride, hp->n_head, hp->head_dim,
+                        hp->n_rot, neox, c, sn);
+      t->op->rope_apply(t->k + r * t->k_stride, hp->n_head_kv, hp->head_dim,
+                        hp->n_rot, neox, c, sn);
+      break;
+    }
+    case ROWS_RESIDUAL:
+      if (t->w) t->op->add(t->y + r * t->n, t->w, t->n);
+      t->op->add(t->acc + r * t->n, t->y + r * t->n, t->n);
+      break;
+    case ROWS_SWIGLU:
+      t->op->swiglu(t->y + r * t->n, t->up + r * t->n, t->y + r * t->n, t->n);
+      break;
+    }
+  }
+}
+
+static void run_rows(nc_fwd *ctx, rows_task *t) {
+  if (t->rows >= ROWS_PARALLEL_MIN)
+    nc_fwd_parallel(ctx, rows_worker, t);
+  else
+    rows_worker(t, 0, 1);
+}
+
+void nc_fwd_rmsnorm(nc_fwd *ctx, const float *x, const float *w, float *y,
+                    int32_t rows, int64_t n) {
+  rows_task t = {.kind = ROWS_NORM,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .x = x,
+                 .w = w,
+                 .y = y};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
+                     int32_t rows, int64_t n) {
+  rows_task t = {.kind = ROWS_RESIDUAL,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .acc = x,
+                 .w = bias,
+                 .y = y};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
+                 int64_t k_stride, int32_t rows) {
+  rows_task t = {.kind = ROWS_ROPE,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .q = q,
+                 .k = k,
+                 .q_stride = q_stride,
+                 .k_stride = k_stride,
+                 .cos_c = ctx->bufs.rope_cos,
+                 .sin_c = ctx->bufs.rope_sin};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                   int64_t n) {
+  rows_task t = {.kind = ROWS_SWIGLU,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .y = gate,
+                 .up = up};
+  run_rows(ctx, &t);
+}
+
+/* ---- matmul */
+
+typedef struct quant_task {
+  const float *x;
+  int64_t x_stride, n;
+  int32_t rows;
+  uint8_t *dst;
+  size_t dst_stride;
+  nc_type vdt;
+  nc_quantize_fn fn;
+  nc_pack_act_fn pack; /* NULL, or the rows are packed into packed too */
+  int pack_rows;
+  uint8_t *packed;
+} quant_task;
+
+/* Each thread quantizes a range of rows; with a pack function, whole units
+ * of pack_rows rows, which it then packs (no other thread's rows needed). */
+static void quant_worker(void *p, int ith, int nth) {
+  const quant_task *q = p;
+  const int64_t unit = q->pack ? q->pack_rows : 1;
+  int64_t lo, hi;
+  nc_split_range((q->rows + unit - 1) / unit, ith, nth, &lo, &hi);
+  lo *= unit;
+  hi = hi * unit < q->rows ? hi * unit : q->rows;
+  for (int64_t t = lo; t < hi; t++) {
+    const float *src = q->x + t * q->x_stride;
+    void *dst = q->dst + (size_t)t * q->dst_stride;
+    if (q->fn)
+      q->fn(src, dst, q->n);
+    else
+      nc_quantize_row(q->vdt, src, dst, q->n);
+  }
+  if (q->pack && lo < hi)
+    q->pack(q->n, q->dst, q->dst_stride, q->rows, lo, hi, q->packed);
+}
+
+typedef struct mm_task {
+  const nc_kernels *kern;
+  const nc_mm *mm[NC_FWD_MAX_MM];
+  int n_mm;
+  int64_t total; /* output rows over all matmuls */
+  const uint8_t *a;
+  size_t a_stride;
+  const uint8_t *packed; /* NULL, or a's shared layout for gemm_packed */
+  int32_t rows;
+} mm_task;
+
+/* Thread ranges are cut in units of MM_UNIT rows so that kernels see
+ * whole register tiles; a gemm call takes a thread's whole range of a
+ * matrix and blocks for the caches itself. */
+enum { MM_UNIT = 16, MM_PREFETCH = 8192 };
+
+static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
+  const nc_weight *w = mm->w;
+  const nc_gemm_fn gemm = t->kern->gemm[w->type];
+  const nc_vec_dot_fn dot = t->kern->vec_dot[w->type];
+  const nc_vec_dot_rows_fn dots = t->kern->vec_dot_rows[w->type];
+  const uint8_t *base = w->data;
+  if (t->packed) {
+    t->kern->gemm_packed[w->type](
+        w->ne0, base + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, t->a,
+        t->a_stride, t->packed, t->rows, mm->y + r0, (size_t)mm->y_stride);
+    return;
+  }
+  if (gemm) {
+    gemm(w->ne0, base + (size_t)r0 * w->row_bytes, w->row_bytes, r1 - r0, t->a,
+         t->a_stride, t->rows, mm->y + r0, (size_t)mm->y_stride);
+    return;
+  }
+  /* Tables without a gemm read one row at a time: prefetch the row about
+   * MM_PREFETCH bytes ahead, as the avx512 kernels do for themselves (the
+   * hardware prefetchers alone leave decode waiting on memory). */
+  const int64_t ahead = (MM_PREFETCH + (int64_t)w->row_bytes - 1) /
+                        ((int64_t)w->row_bytes > 0 ? (int64_t)w->row_bytes : 1);
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t *wr = base + (size_t)r * w->row_bytes;
+    if (r + ahead < r1)
+      for (size_t o = 0; o < w->row_bytes; o += 64)
+        __builtin_prefetch(wr + (size_t)ahead * w->row_bytes + o, 0, 3);
+    if (dots && t->rows > 1) {
+      dots(w->ne0, wr, t->a, t->a_stride, t->rows, mm->y + r,
+           (size_t)mm->y_stride);
+    } else {
+      for (int32_t k = 0; k < t->rows; k++)
+        mm->y[(int64_t)k * mm->y_stride + r] =
+            dot(w->ne0, wr, t->a + (size_t)k * t->a_stride);
+    }
+  }
+}
+
+static void mm_worker(void *p, int ith, int nth) {
+  const mm_task *t = p;
+  int64_t lo, hi;
+  nc_split_range((t->total + MM_UNIT - 1) / MM_UNIT, ith, nth, &lo, &hi);
+  lo *= MM_UNIT;
+  hi = hi * MM_UNIT < t->total ? hi * MM_UNIT : t->total;
+  int64_t off = 0;
+  for (int i = 0; i < t->n_mm && off < hi; i++) {
+    const nc_mm *mm = t->mm[i];
+    const int64_t ne1 = mm->w->ne1;
+    const int64_t r0 = (lo > off ? lo : off) - off;
+    const int64_t r1 = (hi < off + ne1 ? hi : off + ne1) - off;
+    off += ne1;
+    if (r0 < r1) mm_rows(t, mm, r0, r1);
+  }
+}
+
+/* True when the kernels build a shared activation layout for this matmul
+ * group (every weight has a gemm_packed, the kernels want one for this many
+ * rows) and ctx->qpack holds it. */
+static bool shared_layout(nc_fwd *ctx, const mm_task *t, nc_type vdt, int64_t n,
+                          int32_t rows) {
+  const nc_kernels *k = ctx->kern;
+  if (!k->pack_act[vdt] || !k->pack_bytes || k->pack_rows < 1) return false;
+  for (int i = 0; i < t->n_mm; i++)
+    if (!k->gemm_packed[t->mm[i]->w->type]) return false;
+  const size_t need = k->pack_bytes(n, rows);
+  if (!need) return false;
+  if (need > ctx->qpack_cap) {
+    free(ctx->qpack);
+    ctx->qpack = aligned_alloc(64, (need + 63) / 64 * 64);
+    ctx->qpack_cap = ctx->qpack ? need : 0;
+  }
+  return ctx->qpack != NULL;
+}
+
+void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
+                   const nc_mm *mm, int n_mm) {
+  bool done[NC_FWD_MAX_MM] = {false};
+  if (n_mm > NC_FWD_MAX_MM) n_mm = NC_FWD_MAX_MM;
+  for (int i = 0; i < n_mm; i++) {
+    if (done[i]) continue;
+    const nc_type vdt = nc_type_traits_of(mm[i].w->type)->vec_dot_type;
+    const int64_t n = mm[i].w->ne0;
+    mm_task t = {.kern = ctx->kern, .rows = rows};
+    for (int j = i; j < n_mm; j++) {
+      if (done[j] || mm[j].w->ne0 != n ||
+          nc_type_traits_of(mm[j].w->type)->vec_dot_type != vdt)
+        continue;
+      done[j] = true;
+      t.mm[t.n_mm++] = &mm[j];
+      t.total += mm[j].w->ne1;
+    }
+    quant_task q = {.x = x,
+                    .x_stride = x_stride,
+                    .n = n,
+                    .rows = rows,
+                    .dst = ctx->qact,
+                    .dst_stride = nc_row_size(vdt, n),
+                    .vdt = vdt,
+                    .fn = ctx->kern->quantize_act[vdt]};
+    if (shared_layout(ctx, &t, vdt, n, rows)) {
+      q.pack = ctx->kern->pack_act[vdt];
+      q.pack_rows = ctx->kern->pack_rows;
+      q.packed = ctx->qpack;
+      t.packed = ctx->qpack;
+    }
+    if (rows >= 4)
+      nc_threadpool_run(ctx->tp, quant_worker, &q);
+    else
+      quant_worker(&q, 0, 1);
+    t.a = ctx->qact;
+    t.a_stride = q.dst_stride;
+    nc_threadpool_run(ctx->tp, mm_worker, &t);
+  }
+}
+
+/* ---- attention */
+
+typedef struct att_task {
+  nc_fwd *ctx;
+  int32_t layer;
+  const nc_batch *b;
+  const float *q;
+  float *out;
+  const float *kt; /* NULL, or keys transposed: kt_head floats per KV head */
+  size_t kt_head;
+  const float *vw; /* NULL, or values widened (with kt; see keys_transposed) */
+} att_task;
+
+/* One (row, head), as llama.cpp's non-flash path over an F16 cache: q
+ * rounded to F16, scores q.k over the sequence's positions [0, pos] read
+ * block by block from the paged cache, softmax as ggml (scale, max, ggml's
+ * exp, 16-lane sums), probabilities rounded to F16, then the weighted sum
+ * of V; dots in the order of attn_kernel. No T x T matrix: one score row
+ * per (row, head). att_heads runs heads h0 .. h0 + m - 1 of row t, which
+ * share one KV head, together: the kernels read each K and V row once for
+ * all of them, and every head's result is the one it gets alone. */
+static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
+                      float *scratch) {
+  const nc_fwd *c = a->ctx;
+  const nc_hparams *hp = c->hp;
+  const float *tab = c->f16tab;
+  const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
+  const int32_t dk = nc_hp_n_embd_k(hp), dv = nc_hp_n_embd_v(hp);
+  const int32_t kvh = h0 / (hp->n_head / hp->n_head_kv);
+  const int32_t seq = a->b->seq[t], n = a->b->pos[t] + 1;
+  const int32_t bt = nc_kv_block_tokens(c->kv);
+  const size_t ss = c->att_ss, ls = c->att_ls;
+  float *s = scratch, *qh = s + (size_t)m * ss;
+  float *lanes = qh + ((size_t)m * (size_t)hd + 15) / 16 * 16;
+  const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h0 * hd;
+  c->ops->round_f16(qrow, qh, (int64_t)m * hd);
+  if (a->kt) {
+    c->attn->scores_t(qh, m, a->kt + (size_t)kvh * a->kt_head, n, hd, s, ss);
+  } else {
+    for (int32_t j0 = 0; j0 < n; j0 += bt) {
+      const nc_fp16 *kb =
+          nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
+      const int32_t jn = n - j0 < bt ? n - j0 : bt;
+      c->attn->scores(qh, m, kb, (size_t)dk, jn, hd, tab, s + j0, ss);
+    }
+  }
+  for (int32_t i = 0; i < m; i++)
+    c->attn->softmax(s + (size_t)i * ss, n, hp->attn_scale, tab);
+  memset(lanes, 0, sizeof(float) * (size_t)m * ls);
+  if (a->vw) {
+    c->attn->accum_v_wide(s, m, ss, a->vw + (size_t)kvh * hdv, (size_t)dv, 0, n,
+                          hdv, lanes, ls);
+  } else {
+    /* up to ATT_BLOCKS blocks per call: the kernel can hold each lane in
+     * registers across their rows */
+    enum { ATT_BLOCKS = 64 };
+    const nc_fp16 *blocks[ATT_BLOCKS];
+    for (int32_t j0 = 0; j0 < n; j0 += ATT_BLOCKS * bt) {
+      const int32_t jn = n - j0 < ATT_BLOCKS * bt ? n - j0 : ATT_BLOCKS * bt;
+      for (int32_t b = 0; b * bt < jn; b++)
+        blocks[b] = nc_kv_v_row_c(c->kv, a->layer, seq, j0 + b * bt) +
+                    (int64_t)kvh * hdv;
+      nc_attn_accum_v_blocks(c->attn, s + j0, m, ss, blocks, bt, (size_t)dv, j0,
+                             jn, hdv, tab, lanes, ls);
+    }
+  }
+  for (int32_t i = 0; i < m; i++) {
+    float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)(h0 + i) * hdv;
+    c->attn->reduce(lanes + (size_t)i * ls, hdv, o);
+  }
+}
+
+/* Work items: (row, GQA group) when there is at least one per thread, else
+ * (row, head) (decode with many threads). A group costs ~1.3 heads (its K
+ * and V are widened once for all of its heads), so even the uneven split
+ * of a one-row decode (3 groups on 2 threads) beats 9 heads split 5:4. */
+static void att_worker(void *p, int ith, int nth) {
+  const att_task *a = p;
+  const nc_hparams *hp = a->ctx->hp;
+  const int32_t H = hp->n_head, G = H / hp->n_head_kv;
+  const int32_t per = (int64_t)a->b->n_tokens * hp->n_head_kv >= nth ? G : 1;
+  const int32_t units = H / per;
+  const int64_t items = (int64_t)a->b->n_tokens * units;
+  float *scratch = a->ctx->att + (size_t)ith * a->ctx->att_stride;
+  for (int64_t i = ith; i < items; i += nth)
+    att_heads(a, (int32_t)(i / units), (int32_t)(i % units) * per, per,
+              scratch);
+}
+
+/* Prefill of one sequence (every row's keys come from it): the keys of
+ * positions [0, max pos] of each KV head, widened and transposed once per
+ * layer into blocks of 16 (attn_kernel's scores_t), and its values widened
+ * (accum_v_wide, where the kernels have it), for all the rows' queries to
+ * share. Leaves a->kt and a->vw NULL (the per-block kernels) otherwise. */
+enum { KT_MIN_ROWS = 16 };
+
+typedef struct kt_task {
+  nc_fwd *ctx;
+  int32_t layer, seq, n;
+  size_t head; /* floats per KV head */
+  bool values; /* also widen the values into ctx->vw */
+} kt_task;
+
+/* Whole blocks of 16 keys per thread (the threads never share a cache
+ * line of the transposed keys). */
+static void kt_worker(void *p, int ith, int nth) {
+  const kt_task *t = p;
+  const nc_fwd *ctx = t->ctx;
+  const nc_hparams *hp = ctx->hp;
+  const int32_t hd = hp->head_dim;
+  const float *tab = ctx->f16tab;
+  int64_t lo, hi;
+  nc_split_range(((int64_t)t->n + 15) / 16, ith, nth, &lo, &hi);
+  for (int32_t j = (int32_t)lo * 16; j < (int32_t)hi * 16; j++) {
+    const nc_fp16 *kr =
+        j < t->n ? nc_kv_k_row_c(ctx->kv, t->layer, t->seq, j) : NULL;
+    for (int32_t h = 0; h < hp->n_head_kv; h++) {
+      float *dst = ctx->kt + (size_t)h * t->head +
+                   (size_t)(j / 16) * 16 * (size_t)hd + (size_t)(j % 16);
+      for (int32_t d = 0; d < hd; d++)
+        dst[(size_t)d * 16] = kr ? tab[kr[(size_t)h * hd + d]] : 0.0f;
+    }
+    if (t->values && j < t->n) {
+      const int32_t dv = nc_hp_n_embd_v(hp);
+      const nc_fp16 *vr = nc_kv_v_row_c(ctx->kv, t->layer, t->seq, j);
+      float *dst = ctx->vw + (size_t)j * (size_t)dv;
+      for (int32_t d = 0; d < dv; d++)
+        dst[d] = tab[vr[d]];
+    }
+  }
+}
+
+static void keys_transposed(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                            att_task *a) {
+  const nc_hparams *hp = ctx->hp;
+  const int32_t hd = hp->head_dim;
+  if (!ctx->attn->scores_t || hd % 16 != 0 || b->n_tokens < KT_MIN_ROWS) return;
+  int32_t n = 0;
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    if (b->seq[t] != b->seq[0]) return;
+    if (b->pos[t] + 1 > n) n = b->pos[t] + 1;
+  }
+  const size_t n16 = ((size_t)n + 15) / 16 * 16;
+  const size_t head = n16 * (size_t)hd, need = head * (size_t)hp->n_head_kv;
+  if (need > ctx->kt_cap) {
+    free(ctx->kt);
+    ctx->kt = aligned_alloc(64, need * sizeof(float));
+    ctx->kt_cap = ctx->kt ? need : 0;
+    if (!ctx->kt) return;
+  }
+  /* the values too, when the attention kernels take widened rows */
+  const size_t vneed = n16 * (size_t)nc_hp_n_embd_v(hp);
+  bool values = ctx->attn->accum_v_wide != NULL;
+  if (values && vneed > ctx->vw_cap) {
+    free(ctx->vw);
+    ctx->vw = aligned_alloc(64, vneed * sizeof(float));
+    ctx->vw_cap = ctx->vw ? vneed : 0;
+    values = ctx->vw != NULL;
+  }
+  kt_task kt = {.ctx = ctx,
+                .layer = layer,
+                .seq = b->seq[0],
+                .n = n,
+                .head = head,
+                .values = values};
+  nc_threadpool_run(ctx->tp, kt_worker, &kt);
+  a->kt = ctx->kt;
+  a->kt_head = head;
+  a->vw = values ? ctx->vw : NULL;
+}
+
+void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                      const float *q, const float *k, const float *v,
+                      float *out) {
+  const int32_t dk = nc_hp_n_embd_k(ctx->hp), dv = nc_hp_n_embd_v(ctx->hp);
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    nc_fp16 *kr = nc_kv_k_row(ctx->kv, layer, b->seq[t], b->pos[t]);
+    nc_fp16 *vr = nc_kv_v_row(ctx->kv, layer, b->seq[t], b->pos[t]);
+    ctx->ops->to_f16(k + (int64_t)t * dk, kr, dk);
+    ctx->ops->to_f16(v + (int64_t)t * dv, vr, dv);
+  }
+  att_task a = {.ctx = ctx, .layer = layer, .b = b, .q = q, .out = out};
+  keys_transposed(ctx, layer, b, &a);
+  nc_threadpool_run(ctx->tp, att_worker, &a);
+}
