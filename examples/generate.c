@@ -47,8 +47,8 @@ int main(int argc, char **argv) {
   }
   rc = 0;
 done:
-  nucleus_request_release(req);
-  nucleus_engine_destroy(engine);
+  nucleus_request_free(req);
+  nucleus_engine_free(engine);
   nucleus_free(ids);
   nucleus_model_free(model);
   return rc;

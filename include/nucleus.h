@@ -1,8 +1,9 @@
 /* nucleus: an LLM inference engine in C. The public API.
  *
  * Every object is an opaque handle created by a *_create/_load function and
- * released by its matching *_free/_destroy. Every fallible call returns a
- * nucleus_status and, when given a nucleus_error, fills it with a message.
+ * released by its matching *_free (one verb for every handle). Every
+ * fallible call returns a nucleus_status and, when given a nucleus_error,
+ * fills it with a message.
  * Parameter structs come with a *_default_params() function: start from it.
  *
  * Threads. A loaded model is immutable: every call that takes a
@@ -351,12 +352,12 @@ nucleus_engine_create(nucleus_model *model, const nucleus_engine_params *params,
                       nucleus_engine **out, nucleus_error *err);
 
 /* Aborts every request still running and joins the engine thread. */
-NUCLEUS_API void nucleus_engine_destroy(nucleus_engine *engine);
+NUCLEUS_API void nucleus_engine_free(nucleus_engine *engine);
 
 /* Thread-safe. Validates params and the prompt, then deep-copies both (the
  * stop strings and every token array included): the caller may free or
  * reuse them as soon as it returns. The request handle is owned by the
- * caller: release it with nucleus_request_release once done reading
+ * caller: release it with nucleus_request_free once done reading
  * events. */
 NUCLEUS_API nucleus_status
 nucleus_engine_submit(nucleus_engine *engine, const int32_t *prompt,
@@ -368,7 +369,7 @@ NUCLEUS_API void nucleus_request_cancel(nucleus_request *request);
 /* Releases the caller's handle (NULL is fine). A request still running is
  * cancelled first (a client that goes away): it ends with finish reason
  * abort at the engine's next step, which frees its KV blocks. */
-NUCLEUS_API void nucleus_request_release(nucleus_request *request);
+NUCLEUS_API void nucleus_request_free(nucleus_request *request);
 
 typedef enum nucleus_event_kind {
   NUCLEUS_EVENT_TOKEN,  /* one generated token, with the text it released */

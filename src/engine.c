@@ -770,7 +770,7 @@ nc_code nc_engine_create_stepped(nucleus_model *model,
   return engine_create(model, params, true, out, err);
 }
 
-void nucleus_engine_destroy(nucleus_engine *e) {
+void nucleus_engine_free(nucleus_engine *e) {
   if (!e) return;
   pthread_mutex_lock(&e->mu);
   e->shutdown = true;

@@ -192,7 +192,7 @@ void nucleus_request_cancel(nucleus_request *r) {
   if (r) atomic_store(&r->cancelled, true);
 }
 
-void nucleus_request_release(nucleus_request *r) {
+void nucleus_request_free(nucleus_request *r) {
   if (!r) return;
   nucleus_request_cancel(r);
   nc_request_unref(r);

@@ -4,7 +4,7 @@
  * Locking lives here and in engine.c's inbox: the event queue has its own
  * mutex and condition variable; the cancel flag is atomic. The request is
  * reference-counted: one reference for the caller (dropped by
- * nucleus_request_release) and one for the engine (dropped when its last
+ * nucleus_request_free) and one for the engine (dropped when its last
  * event is queued), so either side may finish first. */
 #ifndef NC_REQUEST_H
 #define NC_REQUEST_H

@@ -160,10 +160,10 @@ static void run_specs(const req_spec *specs, int n, outcome *outs,
   }
   for (int i = 0; i < n; i++) {
     assert_true(outs[i].done);
-    nucleus_request_release(reqs[i]);
+    nucleus_request_free(reqs[i]);
   }
   if (final) nucleus_engine_get_stats(e, final);
-  nucleus_engine_destroy(e);
+  nucleus_engine_free(e);
 }
 
 static void run_one(const req_spec *spec, outcome *out) {
@@ -311,8 +311,8 @@ static void test_cancel_frees_blocks(void **state) {
   assert_true(o.done);
   nucleus_engine_get_stats(e, &st);
   assert_int_equal(st.kv_blocks_used, 0);
-  nucleus_request_release(r);
-  nucleus_engine_destroy(e);
+  nucleus_request_free(r);
+  nucleus_engine_free(e);
 }
 
 static void test_beam_search(void **state) {
@@ -364,8 +364,8 @@ static void test_beam_search(void **state) {
   nucleus_engine_stats st;
   nucleus_engine_get_stats(e, &st);
   assert_int_equal(st.kv_blocks_used, 0);
-  nucleus_request_release(r);
-  nucleus_engine_destroy(e);
+  nucleus_request_free(r);
+  nucleus_engine_free(e);
 }
 
 static uint64_t rng_next(uint64_t *x) {
@@ -488,7 +488,7 @@ static void test_bad_requests_rejected(void **state) {
       nucleus_engine_submit(e, long_prompt, 600, &s.params, &r, &err),
       NUCLEUS_ERR_LIMIT);
   assert_non_null(strstr(err.message, "context"));
-  nucleus_engine_destroy(e);
+  nucleus_engine_free(e);
 }
 
 int main(void) {

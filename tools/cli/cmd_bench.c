@@ -66,7 +66,7 @@ static double run_batch(nucleus_engine *engine, nucleus_model *model,
       fprintf(stderr, "error: %s\n", err.message);
       free(ids);
       for (int32_t k = 0; k < i; k++)
-        nucleus_request_release(reqs[k]);
+        nucleus_request_free(reqs[k]);
       free(reqs);
       return -1;
     }
@@ -78,7 +78,7 @@ static double run_batch(nucleus_engine *engine, nucleus_model *model,
       if (ev.kind == NUCLEUS_EVENT_TOKEN && first == 0) first = now_s();
       if (ev.kind == NUCLEUS_EVENT_DONE) break;
     }
-    nucleus_request_release(reqs[i]);
+    nucleus_request_free(reqs[i]);
   }
   double t = now_s() - t0;
   if (prefill_s) *prefill_s = first - t0;
@@ -176,7 +176,7 @@ int cmd_bench(int argc, char **argv) {
     if (c) c++;
   }
   free(v);
-  nucleus_engine_destroy(engine);
+  nucleus_engine_free(engine);
   nucleus_model_free(model);
   return rc;
 }

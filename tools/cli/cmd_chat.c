@@ -109,7 +109,7 @@ static char *reply(nucleus_model *model, nucleus_engine *engine,
   text = res.text ? res.text : strdup("");
   res.text = NULL;
 done:
-  nucleus_request_release(req);
+  nucleus_request_free(req);
   nucleus_free(ids);
   free(history);
   return text;
@@ -207,7 +207,7 @@ int cmd_chat(int argc, char **argv) {
     free(text);
   }
   json_decref(messages);
-  nucleus_engine_destroy(engine);
+  nucleus_engine_free(engine);
   nucleus_model_free(model);
   return 0;
 }

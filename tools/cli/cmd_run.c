@@ -162,8 +162,8 @@ int cmd_run(int argc, char **argv) {
   rc = res.reason == NUCLEUS_FINISH_ERROR ? 1 : 0;
   cli_stream_result_free(&res);
 done:
-  nucleus_request_release(req);
-  nucleus_engine_destroy(engine);
+  nucleus_request_free(req);
+  nucleus_engine_free(engine);
   nucleus_free(ids);
   nucleus_model_free(model);
   free(file_text);

@@ -117,7 +117,7 @@ void gen_free(gen *g) {
   if (!g) return;
   inflight_remove(g->srv->inflight, g->slot);
   if (!g->done) nucleus_request_cancel(g->req);
-  nucleus_request_release(g->req);
+  nucleus_request_free(g->req);
   free(g->t_last);
   free(g);
 }

@@ -130,7 +130,7 @@ static int serve(const server_config *cfg, const char *path,
   rc = 0;
 out:
   http_server_stop(hs);
-  if (srv.engine) nucleus_engine_destroy(srv.engine);
+  if (srv.engine) nucleus_engine_free(srv.engine);
   nucleus_model_free(srv.model);
   inflight_destroy(srv.inflight);
   metrics_destroy(srv.metrics);
