@@ -1,6 +1,5 @@
 /* nucleus serve: the request-head checker (http_head.c) and the origin
  * checks (origin_guard.c), without a server; the fuzz seeds replayed. */
-#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "fuzz_corpus.h"
 #include "http_head.h"
 #include "origin_guard.h"
 
@@ -134,34 +134,19 @@ static void test_host(void **state) {
 }
 
 /* Every seed of the fuzz target gets a verdict at every prefix length. */
+static void verdicts(const uint8_t *data, size_t len, void *ctx) {
+  (void)ctx;
+  for (size_t k = 0; k <= len; k++) {
+    http_head_verdict v;
+    http_head_result r = http_head_check((const char *)data, k, 4096, &v);
+    assert_true(r == HTTP_HEAD_OK || r == HTTP_HEAD_BAD ||
+                r == HTTP_HEAD_INCOMPLETE);
+  }
+}
+
 static void test_fuzz_seeds(void **state) {
   (void)state;
-  const char *root = getenv("NUCLEUS_ROOT");
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/fuzz/corpus/http_head", root ? root : ".");
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    char buf[65536];
-    size_t len = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    for (size_t k = 0; k <= len; k++) {
-      http_head_verdict v;
-      http_head_result r = http_head_check(buf, k, 4096, &v);
-      assert_true(r == HTTP_HEAD_OK || r == HTTP_HEAD_BAD ||
-                  r == HTTP_HEAD_INCOMPLETE);
-    }
-    n++;
-  }
-  closedir(d);
-  assert_true(n >= 5);
+  assert_true(fuzz_corpus_replay("http_head", verdicts, NULL) >= 5);
 }
 
 int main(void) {

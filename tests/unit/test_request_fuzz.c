@@ -14,12 +14,11 @@
 #include <cmocka.h>
 
 #include "../../fuzz/fuzz_request.c"
+#include "fuzz_corpus.h"
 
-static char *repo_path(const char *rel) {
-  const char *root = getenv("NUCLEUS_ROOT");
-  char *p = malloc(4096);
-  snprintf(p, 4096, "%s/%s", root && *root ? root : ".", rel);
-  return p;
+static void replay(const uint8_t *data, size_t len, void *ctx) {
+  (void)ctx;
+  LLVMFuzzerTestOneInput(data, len);
 }
 
 static void one(const char *body) {
@@ -44,25 +43,7 @@ static void test_known_bodies(void **state) {
 
 static void test_fuzz_corpus_replay(void **state) {
   (void)state;
-  char *dir = repo_path("fuzz/corpus/request");
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  struct dirent *e;
-  int n = 0;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    static unsigned char buf[1 << 20];
-    size_t len = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, len);
-    n++;
-  }
-  closedir(d);
-  free(dir);
+  int n = fuzz_corpus_replay("request", replay, NULL);
   print_message("replayed %d inputs\n", n);
   assert_true(n >= 50);
 }
