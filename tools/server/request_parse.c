@@ -245,6 +245,15 @@ static int parse_logprobs(const json_t *root, gen_request *r, api_error *e) {
   return 0;
 }
 
+/* A 400 naming the first of names present in root: "'NAME' why". */
+static int refuse_present(const json_t *root, const char *const *names,
+                          size_t n, const char *why, api_error *e) {
+  for (size_t i = 0; i < n; i++)
+    if (field(root, names[i]))
+      return api_fail(e, 400, names[i], "'%s' %s", names[i], why);
+  return 0;
+}
+
 /* vLLM's beam search fields: use_beam_search with best_of (the beam
  * width, default n), length_penalty and early_stopping. Beam search ranks
  * raw log-probabilities: options that only sampling reads are refused
@@ -260,12 +269,8 @@ static int parse_beam(const json_t *root, gen_request *r, api_error *e) {
                       "'best_of' must equal n unless 'use_beam_search' is "
                       "true (it is then the beam width)");
     static const char *const beam_only[] = {"length_penalty", "early_stopping"};
-    for (size_t i = 0; i < 2; i++)
-      if (field(root, beam_only[i]))
-        return api_fail(e, 400, beam_only[i],
-                        "'%s' applies only with 'use_beam_search': true",
-                        beam_only[i]);
-    return 0;
+    return refuse_present(root, beam_only, 2,
+                          "applies only with 'use_beam_search': true", e);
   }
   int32_t width = has ? (int32_t)k : r->params.n;
   nucleus_error err = {0};
@@ -292,12 +297,11 @@ static int parse_beam(const json_t *root, gen_request *r, api_error *e) {
                                         "typical_p",
                                         "seed",
                                         "min_tokens"};
-  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
-    if (field(root, refused[i]))
-      return api_fail(e, 400, refused[i],
-                      "'%s' does not apply to beam search, which ranks the "
-                      "raw log-probabilities",
-                      refused[i]);
+  if (refuse_present(root, refused, sizeof refused / sizeof refused[0],
+                     "does not apply to beam search, which ranks the raw "
+                     "log-probabilities",
+                     e))
+    return -1;
   const json_t *t = field(root, "temperature");
   if (t && (!json_is_number(t) || json_number_value(t) != 0))
     return api_fail(e, 400, "temperature",
@@ -335,12 +339,8 @@ static int parse_template_flags(const json_t *root, gen_request *r,
                                           "continue_final_message",
                                           "chat_template_kwargs"};
   if (r->chat) return chat_opts_parse(root, &r->chat_opts, e);
-  for (size_t i = 0; i < 3; i++)
-    if (field(root, chat_only[i]))
-      return api_fail(e, 400, chat_only[i],
-                      "'%s' applies only to /v1/chat/completions",
-                      chat_only[i]);
-  return 0;
+  return refuse_present(root, chat_only, 3,
+                        "applies only to /v1/chat/completions", e);
 }
 
 /* Structured output and tool calls are refused until they are built, so
@@ -367,9 +367,9 @@ static int parse_unsupported(const json_t *root, gen_request *r, api_error *e) {
   static const char *const never[] = {"functions",     "function_call",
                                       "guided_json",   "guided_regex",
                                       "guided_choice", "guided_grammar"};
-  for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
-    if (field(root, never[i]))
-      return api_fail(e, 400, never[i], "'%s' is not supported yet", never[i]);
+  if (refuse_present(root, never, sizeof never / sizeof never[0],
+                     "is not supported yet", e))
+    return -1;
   const json_t *tools = field(root, "tools");
   size_t n_tools = 0;
   if (tools) {
