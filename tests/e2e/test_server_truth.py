@@ -168,7 +168,7 @@ def top_entries_ok(lp, n_top):
                              lp["top_logprobs"]):
         # up to logprobs + 1 entries, the sampled token among them with its
         # own logprob
-        assert n_top <= len(top) <= n_top + 1, top
+        assert max(n_top, 1) <= len(top) <= n_top + 1, top
         assert tok in top, (tok, top)
         assert top[tok] == pytest.approx(val, abs=1e-6)
 
@@ -191,6 +191,26 @@ def test_the_sampled_token_is_listed_when_not_in_the_top(server):
     top_entries_ok(lp, 1)
     assert any(len(t) == 2 for t in lp["top_logprobs"]), \
         "no sampled token outside the top 1 in 32 hot samples"
+
+
+def test_logprobs_zero_lists_the_sampled_token(server):
+    body = {"prompt": "Once upon a time", "max_tokens": 6, "temperature": 0,
+            "logprobs": 0}
+    lp = completion(server, body)["choices"][0]["logprobs"]
+    top_entries_ok(lp, 0)
+    assert all(len(t) == 1 for t in lp["top_logprobs"])
+
+
+def test_include_stop_str_in_output(server):
+    base = {"prompt": PROMPTS[1], "max_tokens": 12, "temperature": 0}
+    full = completion(server, base)["choices"][0]["text"]
+    stop = full[len(full) // 2:len(full) // 2 + 2]
+    body = {**base, "stop": [stop], "include_stop_str_in_output": True}
+    want = full[:full.find(stop) + len(stop)]
+    ch = completion(server, body)["choices"][0]
+    assert ch["text"] == want and ch["finish_reason"] == "stop"
+    texts, _ = stream_text(server, "/v1/completions", body)
+    assert texts[0] == want
 
 
 def test_add_generation_prompt_false(server):

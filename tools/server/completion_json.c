@@ -163,7 +163,7 @@ static void completions_logprob_append(server_ctx *srv, json_t *lp,
   json_array_append_new(json_object_get(lp, "token_logprobs"),
                         json_finite(ev->logprob));
   json_t *top = json_object();
-  if (top_n > 0) top_put(srv, top, ev->token, ev->logprob);
+  top_put(srv, top, ev->token, ev->logprob); /* logprobs 0: just it */
   for (int32_t i = 0; i < ev->n_top_logprobs && i < top_n; i++)
     if (ev->top_logprobs[i].token != ev->token)
       top_put(srv, top, ev->top_logprobs[i].token, ev->top_logprobs[i].logprob);
