@@ -26,6 +26,8 @@ typedef struct nc_arch {
 } nc_arch;
 
 extern const nc_arch nc_arch_llama;
+extern const nc_arch nc_arch_qwen2;
+extern const nc_arch nc_arch_qwen3;
 
 /* The arch of a loaded model. */
 const nc_arch *nc_model_arch(const nucleus_model *m);

@@ -1,26 +1,28 @@
 /* arch_llama: the `llama` architecture (SmolLM2, Llama 2/3.x, Mistral):
- * pre-norm blocks of GQA attention with NORMAL RoPE and a SwiGLU FFN. */
+ * pre-norm blocks of GQA attention with NORMAL RoPE and a SwiGLU FFN. Its
+ * graph and loader also serve the architectures that only add pieces to it
+ * (arch_llama.h: Q/K/V biases, per-head Q/K norms). */
+#include "arch_llama.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "arch.h"
 #include "forward.h"
 #include "kernels/ops.h"
 
-static nc_code llama_check_hparams(const gguf_file *f, nc_hparams *hp,
-                                   nc_error *err) {
+nc_code nc_llama_check_hparams(const gguf_file *f, nc_hparams *hp,
+                               nc_error *err) {
   (void)f;
   if (hp->n_rot != hp->head_dim)
     return nc_fail(err, NC_ERR_FORMAT,
-                   "llama: rope dimension count %d must equal the head size "
-                   "%d",
+                   "rope dimension count %d must equal the head size %d",
                    (int)hp->n_rot, (int)hp->head_dim);
   return NC_OK;
 }
 
-static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
-                                  const nc_kernels *kern, nc_model_weights *w,
-                                  nc_error *err) {
+nc_code nc_llama_family_load(const gguf_file *f, const nc_hparams *hp,
+                             const nc_kernels *kern, const nc_llama_pieces *pc,
+                             nc_model_weights *w, nc_error *err) {
   const int64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
   const int64_t Q = (int64_t)hp->n_head * hp->head_dim;
   const int64_t K = (int64_t)hp->n_head_kv * hp->head_dim;
@@ -28,11 +30,12 @@ static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
   const int64_t O = (int64_t)hp->n_head * hp->head_dim_v;
   if (gguf_find_tensor(f, "blk.0.ffn_gate_inp.weight"))
     return nc_fail(err, NC_ERR_UNSUPPORTED,
-                   "llama: mixture-of-experts files (ffn_gate_inp) are not "
-                   "supported");
+                   "%s: mixture-of-experts files (ffn_gate_inp) are not "
+                   "supported",
+                   pc->name);
   if (gguf_find_tensor(f, "blk.0.attn_qkv.weight"))
     return nc_fail(err, NC_ERR_UNSUPPORTED,
-                   "llama: fused attn_qkv tensors are not supported");
+                   "%s: fused attn_qkv tensors are not supported", pc->name);
   nc_code rc;
   if ((rc = nc_weight_load(f, "token_embd.weight", E, V, true, kern,
                            &w->tok_embd, err)) ||
@@ -49,7 +52,9 @@ static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
                    "tensor '%s': no dot-product kernel for type %s",
                    w->output.name, nc_type_name(w->output.type));
   w->layers = calloc((size_t)hp->n_layer, sizeof *w->layers);
-  if (!w->layers) return nc_fail(err, NC_ERR_NOMEM, "llama: out of memory");
+  if (!w->layers)
+    return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", pc->name);
+  const int64_t D = hp->head_dim;
   for (int32_t l = 0; l < hp->n_layer; l++) {
     nc_layer_weights *L = &w->layers[l];
     struct {
@@ -68,6 +73,11 @@ static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
         {"ffn_gate.weight", E, F, true, &L->ffn_gate},
         {"ffn_up.weight", E, F, true, &L->ffn_up},
         {"ffn_down.weight", F, E, true, &L->ffn_down},
+        {"attn_q.bias", Q, 1, pc->qkv_bias, &L->bq},
+        {"attn_k.bias", K, 1, pc->qkv_bias, &L->bk},
+        {"attn_v.bias", Vd, 1, pc->qkv_bias, &L->bv},
+        {"attn_q_norm.weight", D, 1, pc->qk_norm, &L->q_norm},
+        {"attn_k_norm.weight", D, 1, pc->qk_norm, &L->k_norm},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
       char name[GGUF_MAX_NAME];
@@ -80,8 +90,8 @@ static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
   return NC_OK;
 }
 
-static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
-                             nc_error *err) {
+nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
+                                nc_error *err) {
   (void)err;
   const nucleus_model *m = nc_fwd_model(ctx);
   const nc_hparams *hp = nc_model_hparams(m);
@@ -111,6 +121,16 @@ static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
     const nc_mm qkv[3] = {
         {&L->wq, s->q, Q}, {&L->wk, s->k, K}, {&L->wv, s->v, Vd}};
     nc_fwd_matmul(ctx, s->xn, E, T, qkv, 3);
+    if (L->bq.data) nc_fwd_add_bias(ctx, s->q, L->bq.data, T, Q);
+    if (L->bk.data) nc_fwd_add_bias(ctx, s->k, L->bk.data, T, K);
+    if (L->bv.data) nc_fwd_add_bias(ctx, s->v, L->bv.data, T, Vd);
+    /* per-head RMSNorm of q and k, before RoPE (the rows are contiguous) */
+    if (L->q_norm.data)
+      nc_fwd_rmsnorm(ctx, s->q, L->q_norm.data, s->q, T * hp->n_head,
+                     hp->head_dim);
+    if (L->k_norm.data)
+      nc_fwd_rmsnorm(ctx, s->k, L->k_norm.data, s->k, T * hp->n_head_kv,
+                     hp->head_dim);
     nc_fwd_rope(ctx, s->q, Q, s->k, K, T);
     nc_fwd_attention(ctx, l, b, s->q, s->k, s->v, s->attn);
     const nc_mm wo = {&L->wo, s->xn, E};
@@ -139,10 +159,18 @@ static nc_code llama_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   return NC_OK;
 }
 
+static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
+                                  const nc_kernels *kern, nc_model_weights *w,
+                                  nc_error *err) {
+  /* llama.cpp reads Q/K/V biases of llama files when they are there */
+  const nc_llama_pieces pc = {.name = "llama"};
+  return nc_llama_family_load(f, hp, kern, &pc, w, err);
+}
+
 const nc_arch nc_arch_llama = {
     .name = "llama",
     .rope_type = NC_ROPE_NORMAL,
-    .check_hparams = llama_check_hparams,
+    .check_hparams = nc_llama_check_hparams,
     .load_weights = llama_load_weights,
-    .forward = llama_forward,
+    .forward = nc_llama_family_forward,
 };

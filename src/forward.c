@@ -29,7 +29,13 @@ void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg) {
 /* The row-wise steps between matmuls, split over the thread pool by rows
  * when a batch has enough of them (each row's result is the same whoever
  * computes it). */
-typedef enum { ROWS_NORM, ROWS_ROPE, ROWS_RESIDUAL, ROWS_SWIGLU } rows_kind;
+typedef enum {
+  ROWS_NORM,
+  ROWS_ROPE,
+  ROWS_RESIDUAL,
+  ROWS_SWIGLU,
+  ROWS_BIAS
+} rows_kind;
 
 typedef struct rows_task {
   rows_kind kind;
@@ -75,6 +81,7 @@ static void rows_worker(void *p, int ith, int nth) {
     case ROWS_SWIGLU:
       t->op->swiglu(t->y + r * t->n, t->up + r * t->n, t->y + r * t->n, t->n);
       break;
+    case ROWS_BIAS: t->op->add(t->y + r * t->n, t->w, t->n); break;
     }
   }
 }
@@ -84,6 +91,18 @@ static void run_rows(nc_fwd *ctx, rows_task *t) {
     nc_fwd_parallel(ctx, rows_worker, t);
   else
     rows_worker(t, 0, 1);
+}
+
+void nc_fwd_add_bias(nc_fwd *ctx, float *y, const float *bias, int32_t rows,
+                     int64_t n) {
+  rows_task t = {.kind = ROWS_BIAS,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .w = bias,
+                 .y = y};
+  run_rows(ctx, &t);
 }
 
 void nc_fwd_rmsnorm(nc_fwd *ctx, const float *x, const float *w, float *y,

@@ -96,6 +96,9 @@ void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
                  int64_t k_stride, int32_t rows);
 void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                    int64_t n);
+/* y += bias for each of rows rows of n values. */
+void nc_fwd_add_bias(nc_fwd *ctx, float *y, const float *bias, int32_t rows,
+                     int64_t n);
 
 /* Runs fn(arg, ith, nth) on the context's thread pool. */
 void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg);

@@ -4,7 +4,8 @@
  *   x_t = E[token_t]                                  (embedding row)
  *   per layer:
  *     h   = rmsnorm(x) * attn_norm,  rmsnorm(x) = x / sqrt(mean(x^2) + eps)
- *     q, k, v = Wq h, Wk h, Wv h                      (per position)
+ *     q, k, v = Wq h + bq, Wk h + bk, Wv h + bv     (biases: qwen2)
+ *     q, k: each head's vector RMSNorm-ed * q_norm / k_norm     (qwen3)
  *     q, k: RoPE by position p: each pair (x_a, x_b) of a head rotated by
  *       theta_i = p * freq_scale * base^(-2i / n_rot) / rope_freqs[i]
  *       (pairs (2i, 2i+1) for NORMAL RoPE, (i, i + n_rot/2) for NEOX)
@@ -62,6 +63,12 @@ static void rmsnorm(const float *x, const float *g, float *y, int64_t n,
   const double scale = 1.0 / sqrt(ss / (double)n + (double)eps);
   for (int64_t i = 0; i < n; i++)
     y[i] = (float)(x[i] * scale) * g[i];
+}
+
+/* x += b (when the file has the bias). */
+static void add_bias(float *x, const void *b, int64_t n) {
+  for (int64_t i = 0; b && i < n; i++)
+    x[i] += ((const float *)b)[i];
 }
 
 /* Rotates the first n_rot dims of each of n_heads heads at position pos. */
@@ -170,6 +177,15 @@ static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
         (rc = matmul(&L->wv, h, T, E, v, Vd, err)))
       goto done;
     for (int32_t t = 0; t < T; t++) {
+      add_bias(q + t * Q, L->bq.data, Q);
+      add_bias(k + t * K, L->bk.data, K);
+      add_bias(v + t * Vd, L->bv.data, Vd);
+      for (int32_t j = 0; L->q_norm.data && j < hp->n_head; j++)
+        rmsnorm(q + t * Q + j * hp->head_dim, L->q_norm.data,
+                q + t * Q + j * hp->head_dim, hp->head_dim, hp->rms_eps);
+      for (int32_t j = 0; L->k_norm.data && j < hp->n_head_kv; j++)
+        rmsnorm(k + t * K + j * hp->head_dim, L->k_norm.data,
+                k + t * K + j * hp->head_dim, hp->head_dim, hp->rms_eps);
       rope(q + t * Q, hp->n_head, hp, w->rope_freqs.data, t);
       rope(k + t * K, hp->n_head_kv, hp, w->rope_freqs.data, t);
     }
@@ -207,4 +223,10 @@ done:
 }
 
 const nc_ref_arch nc_ref_arch_llama = {.name = "llama",
+                                       .forward = llama_ref_forward};
+/* The same math: their extra pieces are the optional ones above (the
+ * rope type, NEOX, comes with the loaded model). */
+const nc_ref_arch nc_ref_arch_qwen2 = {.name = "qwen2",
+                                       .forward = llama_ref_forward};
+const nc_ref_arch nc_ref_arch_qwen3 = {.name = "qwen3",
                                        .forward = llama_ref_forward};

@@ -23,7 +23,8 @@ struct nucleus_model {
   char *name;
 };
 
-static const nc_arch *const ARCHS[] = {&nc_arch_llama};
+static const nc_arch *const ARCHS[] = {&nc_arch_llama, &nc_arch_qwen2,
+                                       &nc_arch_qwen3};
 
 const nc_arch *nc_arch_find(const char *name, size_t len) {
   for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
@@ -291,7 +292,7 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if (!m->arch || arch.len >= sizeof m->arch_name) {
     rc = nc_fail(err, NC_ERR_UNSUPPORTED,
                  "%s: architecture '%.*s' is not supported (supported: "
-                 "llama)",
+                 "llama, qwen2, qwen3)",
                  path, (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
     goto fail;
   }

@@ -49,6 +49,8 @@ typedef struct nc_weight {
 
 typedef struct nc_layer_weights {
   nc_weight attn_norm, wq, wk, wv, wo, bo, ffn_norm, ffn_gate, ffn_up, ffn_down;
+  nc_weight bq, bk, bv;     /* Q/K/V biases (qwen2; optional in llama) */
+  nc_weight q_norm, k_norm; /* per-head RMSNorm of q and k (qwen3) */
 } nc_layer_weights;
 
 typedef struct nc_model_weights {

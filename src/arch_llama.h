@@ -1,0 +1,31 @@
+/* arch_llama: the llama graph and loader, shared with the architectures
+ * that are llama plus optional pieces (qwen2: Q/K/V biases and NEOX RoPE;
+ * qwen3: per-head Q/K RMSNorm and NEOX RoPE). Each of those is its own
+ * arch_<name>.c naming which pieces it requires. */
+#ifndef NC_ARCH_LLAMA_H
+#define NC_ARCH_LLAMA_H
+
+#include <stdbool.h>
+
+#include "arch.h"
+
+/* What a llama-family file must carry beyond llama's tensors (absent
+ * optional pieces are simply not applied). */
+typedef struct nc_llama_pieces {
+  const char *name; /* for messages */
+  bool qkv_bias;    /* attn_{q,k,v}.bias required */
+  bool qk_norm;     /* attn_{q,k}_norm.weight required */
+} nc_llama_pieces;
+
+nc_code nc_llama_check_hparams(const gguf_file *f, nc_hparams *hp,
+                               nc_error *err);
+nc_code nc_llama_family_load(const gguf_file *f, const nc_hparams *hp,
+                             const nc_kernels *kern, const nc_llama_pieces *pc,
+                             nc_model_weights *w, nc_error *err);
+/* The graph: embeddings; per layer RMSNorm, Q/K/V (+ biases, + per-head
+ * Q/K norms), RoPE, attention, output (+ bias), residual, RMSNorm, SwiGLU
+ * FFN, residual; final RMSNorm and the output matrix. */
+nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
+                                nc_error *err);
+
+#endif
