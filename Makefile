@@ -106,7 +106,7 @@ $(BUILDDIR)/tests/%: tests/unit/%.c $$(addprefix $(BUILDDIR)/src/,$$(addsuffix .
 # A missing or unloadable model fails the tests that need it, unless
 # NUCLEUS_TESTS_WITHOUT_MODEL=1 (then they skip). The last lines count the
 # passed, skipped and failed tests of every binary (scripts/run_unit.sh).
-unit: $(UNIT_BINS) $(NUCLEUS) model
+unit: $(UNIT_BINS) $(NUCLEUS) model arch-models
 	@NUCLEUS_MODEL=$(CURDIR)/models/SmolLM2-135M-Instruct.Q4_1.gguf \
 	  NUCLEUS_ROOT=$(CURDIR) scripts/run_unit.sh $(BUILD) $(UNIT_BINS)
 

@@ -3,3 +3,15 @@
 # library so that it follows whatever objects the fast path is made of.
 UNIT_TESTS += test_forward_ref
 test_forward_ref_LIB := 1
+
+# The llama-family architectures against llama.cpp (tests/unit/
+# test_forward_arch.c) on small random-weight files made here (they are not
+# committed; the goldens in tests/data/logits/arch_*.txt are).
+UNIT_TESTS += test_forward_arch
+test_forward_arch_LIB := 1
+ARCH_MODELS := build/arch/qwen2.gguf build/arch/qwen3.gguf
+build/arch/%.gguf: scripts/make_arch_gguf.py
+	@mkdir -p $(dir $@)
+	python3 scripts/make_arch_gguf.py $* $@ --seed 7
+.PHONY: arch-models
+arch-models: model $(ARCH_MODELS)

@@ -1,0 +1,124 @@
+/* The llama-family architectures beyond llama (qwen2, qwen3) against
+ * llama.cpp on the same file and against the reference forward pass.
+ *
+ * The files are small random-weight models (scripts/make_arch_gguf.py ARCH
+ * build/arch/ARCH.gguf --seed 7, made by `make arch-models`, which `make
+ * unit` runs); the goldens tests/data/logits/arch_ARCH.txt are llama.cpp's
+ * logits for them (scripts/gen_logits_golden.py build/arch/ARCH.gguf
+ * tests/data/logits/arch_ARCH.txt: 4 prompts x 128 positions, no repack,
+ * flash attention off, F16 KV cache). The weights are F32, so the fast path
+ * and llama.cpp multiply in f32 and differ only in summation order and the
+ * F16 KV cache: measured max |logit diff| over the golden's top 32 at every
+ * position 1.1e-3 (qwen2) and 5.6e-4 (qwen3), top-1 100% except near-ties.
+ * Bounds: max |diff| <= 1e-2 and top-1 >= 99% (a missing bias or norm
+ * moves logits by 0.1 to 1). Missing files fail the test unless
+ * NUCLEUS_TESTS_WITHOUT_MODEL=1. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "forward_ref.h"
+#include "logits_golden.h"
+#include "model.h"
+#include "nucleus.h"
+#include "test_require.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NC_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NC_SANITIZED 1
+#endif
+#endif
+#ifndef NC_SANITIZED
+#define NC_SANITIZED 0
+#endif
+
+/* Positions per prompt: the sanitizer build checks the same code on a
+ * shorter run (the plain-C reference is slow there). */
+#define N_CHECK (NC_SANITIZED ? 24 : 128)
+
+static const char *root(void) {
+  const char *r = getenv("NUCLEUS_ROOT");
+  return r && *r ? r : ".";
+}
+
+static void check_arch(const char *arch) {
+  char path[4096], gpath[4096], why[4200];
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), arch);
+  snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s.txt", root(),
+           arch);
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  nucleus_model *m = NULL;
+  nucleus_error err;
+  if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) {
+    snprintf(why, sizeof why, "%s (make arch-models): %s", path, err.message);
+    NC_MODEL_UNAVAILABLE(why);
+  }
+  assert_string_equal(nucleus_model_arch(m), arch);
+  golden_prompt g[MAX_PROMPTS] = {0};
+  int n = load_golden(g, gpath);
+  assert_true(n >= 1);
+  const int32_t nv = nucleus_model_n_vocab(m);
+  float *fast = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
+  float *ref = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
+  assert_non_null(fast);
+  assert_non_null(ref);
+  int64_t positions = 0, top1 = 0, top1_ref = 0;
+  double diff = 0, diff_ref = 0;
+  for (int p = 0; p < n; p++) {
+    const int32_t T = g[p].n < N_CHECK ? g[p].n : N_CHECK;
+    assert_int_equal(
+        nucleus_eval_logits(m, g[p].tokens, (size_t)T, true, fast, &err),
+        NUCLEUS_OK);
+    assert_int_equal(nc_forward_ref(m, g[p].tokens, T, ref, &err), NC_OK);
+    for (int32_t t = 0; t < T; t++) {
+      const float *f = fast + (int64_t)t * nv, *r = ref + (int64_t)t * nv;
+      const golden_pos *gp = &g[p].pos[t];
+      positions++;
+      top1 += argmax(f, nv) == gp->id[0];
+      top1_ref += argmax(f, nv) == argmax(r, nv);
+      for (int k = 0; k < TOPK; k++) {
+        double d = fabs((double)f[gp->id[k]] - gp->logit[k]);
+        if (d > diff) diff = d;
+        d = fabs((double)f[gp->id[k]] - r[gp->id[k]]);
+        if (d > diff_ref) diff_ref = d;
+      }
+    }
+    free(g[p].pos);
+  }
+  print_message("%s: %lld positions; vs llama.cpp top-1 %.2f%%, max |diff| "
+                "%.3g; vs reference top-1 %.2f%%, max |diff| %.3g\n",
+                arch, (long long)positions,
+                100.0 * (double)top1 / (double)positions, diff,
+                100.0 * (double)top1_ref / (double)positions, diff_ref);
+  assert_true(100.0 * (double)top1 / (double)positions >= 99.0);
+  assert_true(diff <= 1e-2);
+  assert_true(100.0 * (double)top1_ref / (double)positions >= 99.0);
+  assert_true(diff_ref <= 1e-2);
+  free(fast);
+  free(ref);
+  nucleus_model_free(m);
+}
+
+static void test_qwen2(void **state) {
+  (void)state;
+  check_arch("qwen2");
+}
+
+static void test_qwen3(void **state) {
+  (void)state;
+  check_arch("qwen3");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_qwen2),
+      cmocka_unit_test(test_qwen3),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
