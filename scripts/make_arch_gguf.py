@@ -24,7 +24,10 @@ Values (chosen so activations stay sane and every piece shows in the logits):
 token embedding std 0.2 (tied output: logits std ~3), separate output.weight std
 0.2, projection matrices std 1/sqrt(fan_in), norm weights 1 + 0.1 z (as stored
 in the GGUF: for gemma the HF (1 + w) is already folded in by llama.cpp's
-converter, so the file holds the final multiplier), Q/K/V biases 0.5 z,
+converter, so the file holds the final multiplier); gemma's post-attention and
+post-FFN norms 4 (1 + 0.1 z), so that the layers, not the sqrt(n_embd)-scaled
+embedding, dominate the residual (else every top-1 is the input token); Q/K/V
+biases 0.5 z,
 router std 2/sqrt(n_embd), phi3 rope factors short 1 + 0.5|z|, long 1 + 4|z|.
 Sliding windows are 16 positions (smaller than the golden's prompts);
 gemma2's soft caps are deliberately small (attention 4, final 8) so that
@@ -193,7 +196,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
 
     def vec(name, n, kind):
         z = randn(seed, name, n)
-        x = {"norm": 1.0 + 0.1 * z, "bias": 0.5 * z,
+        x = {"norm": 1.0 + 0.1 * z, "post": 4.0 * (1.0 + 0.1 * z), "bias": 0.5 * z,
              "short": 1.0 + 0.5 * np.abs(z), "long": 1.0 + 4.0 * np.abs(z)}[kind]
         w.add_tensor(name, x.astype(np.float32))
 
@@ -223,7 +226,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             vec(p + "attn_k_norm.weight", hd, "norm")
         mat(p + "attn_output.weight", (N_EMBD, n_q), inv(n_q))
         if arch.startswith("gemma"):
-            vec(p + "post_attention_norm.weight", N_EMBD, "norm")
+            vec(p + "post_attention_norm.weight", N_EMBD, "post")
         vec(p + "ffn_norm.weight", N_EMBD, "norm")
         if arch == "qwen3moe":
             E, F = cfg["n_expert"], cfg["n_ff_exp"]
@@ -240,7 +243,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             mat(p + "ffn_up.weight", (N_FF, N_EMBD), inv(N_EMBD))
             mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
         if arch.startswith("gemma"):
-            vec(p + "post_ffw_norm.weight", N_EMBD, "norm")
+            vec(p + "post_ffw_norm.weight", N_EMBD, "post")
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
