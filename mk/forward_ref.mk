@@ -12,6 +12,6 @@ test_forward_arch_LIB := 1
 ARCH_MODELS := build/arch/qwen2.gguf build/arch/qwen3.gguf
 build/arch/%.gguf: scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)
-	python3 scripts/make_arch_gguf.py $* $@ --seed 7
+	python3 scripts/make_arch_gguf.py $* $@ --seed 17
 .PHONY: arch-models
 arch-models: model $(ARCH_MODELS)

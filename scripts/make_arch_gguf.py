@@ -1,123 +1,274 @@
 #!/usr/bin/env python3
-"""Small random-weight GGUF files of the llama-family architectures nucleus
-runs besides llama (qwen2: Q/K/V biases; qwen3: per-head Q/K norms; both
-NEOX RoPE), for tests against llama.cpp on the same file.
+"""Small random-weight GGUF files for the architectures of issue 17.
 
-The vocabulary (and tokenizer metadata) is the default model's, so token ids
-are real; the weights come from a splitmix64 stream of the seed mapped to
-uniform values, written out here so that a file depends only on the seed
-(not on numpy's generator, whose streams may change between versions).
-Shapes: 256 wide, 3 layers, 4 heads of 64 (2 KV heads), FFN 512; F32.
+Usage: scripts/make_arch_gguf.py ARCH OUT.gguf [--seed N] [--f32] [--tokenizer GGUF]
+       scripts/make_arch_gguf.py --list
 
-usage: scripts/make_arch_gguf.py ARCH OUT.gguf [--seed N]   (ARCH: qwen2, qwen3)
+ARCH: qwen2 qwen3 gemma2 gemma3 phi3 qwen3moe.
+
+The tokenizer (every tokenizer.* key: vocabulary, merges, special ids, chat
+template) is copied from the default model, models/SmolLM2-135M-Instruct.Q4_1.gguf,
+so token ids are valid and the file tokenizes like the default model (49152
+tokens). Weights: 2-D and 3-D tensors F16 (F32 with --f32), norms, biases,
+router and rope factors F32. Tensor names and hyperparameter keys are those
+llama.cpp's loader expects (src/models/<arch>.cpp, llama-arch.cpp).
+
+Determinism: the weights come from a counter-based generator written here
+(splitmix64 of seed, tensor name and element index; the sum of four 16-bit
+lanes of each output, i.e. an Irwin-Hall approximation of a normal), using
+only integer and exact float arithmetic, so the same seed gives the same bytes
+on every machine and numpy version. The key nucleus.gen records the generator
+version and seed.
+
+Values (chosen so activations stay sane and every piece shows in the logits):
+token embedding std 0.2 (tied output: logits std ~3), separate output.weight std
+0.2, projection matrices std 1/sqrt(fan_in), norm weights 1 + 0.1 z (as stored
+in the GGUF: for gemma the HF (1 + w) is already folded in by llama.cpp's
+converter, so the file holds the final multiplier); gemma's post-attention and
+post-FFN norms 4 (1 + 0.1 z), so that the layers, not the sqrt(n_embd)-scaled
+embedding, dominate the residual (else every top-1 is the input token); Q/K/V
+biases 0.5 z,
+router std 2/sqrt(n_embd), phi3 rope factors short 1 + 0.5|z|, long 1 + 4|z|.
+Sliding windows are 16 positions (smaller than the golden's prompts);
+gemma2's soft caps are deliberately small (attention 4, final 8) so that
+skipping or misplacing a cap changes the logits clearly.
 """
+import hashlib
 import os
+import struct
 import sys
 
-import gguf
 import numpy as np
 
+import gguf
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VOCAB_FROM = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-ARCHS = ("qwen2", "qwen3")
-E, N_LAYER, N_HEAD, N_KV, HEAD, FF = 256, 3, 4, 2, 64, 512
+DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+GEN_VERSION = 1
+
+N_EMBD = 256
+N_HEAD = 4
+N_HEAD_KV = 2
+N_FF = 512
+N_CTX = 2048
+SWA = 16
+
+# per arch: layers, head_dim, tied output, rope base
+ARCHS = {
+    "qwen2": dict(n_layer=4, head_dim=64, tied=False, rope_base=1000000.0),
+    "qwen3": dict(n_layer=4, head_dim=128, tied=True, rope_base=1000000.0),
+    "gemma2": dict(n_layer=4, head_dim=128, tied=True, rope_base=10000.0),
+    "gemma3": dict(n_layer=6, head_dim=128, tied=True, rope_base=1000000.0),
+    "phi3": dict(n_layer=4, head_dim=64, tied=False, rope_base=10000.0),
+    "qwen3moe": dict(n_layer=4, head_dim=128, tied=True, rope_base=1000000.0,
+                     n_expert=8, n_expert_used=2, n_ff_exp=128),
+}
+
+# ---------------------------------------------------------------- tokenizer
+
+_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
+           7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 
 
-class Stream:
-    """splitmix64, vectorised: uniform floats in [-1, 1)."""
+def read_tokenizer_kv(path):
+    """[(key, value, GGUFValueType, sub_type)] for the tokenizer.* keys of a GGUF
+    (own minimal parser: gguf.GGUFReader takes seconds on a 49k vocabulary)."""
+    with open(path, "rb") as f:
+        data = f.read(64 << 20)
+    if data[:4] != b"GGUF":
+        raise SystemExit(f"{path}: not a GGUF file")
+    ver, n_tensors, n_kv = struct.unpack_from("<IQQ", data, 4)
+    off = 24
 
-    def __init__(self, seed):
-        self.state = np.uint64(seed)
+    def rstr(o):
+        (n,) = struct.unpack_from("<Q", data, o)
+        return data[o + 8:o + 8 + n].decode("utf-8"), o + 8 + n
 
-    def uniform(self, n):
-        with np.errstate(over="ignore"):
-            idx = np.arange(1, n + 1, dtype=np.uint64)
-            z = self.state + idx * np.uint64(0x9E3779B97F4A7C15)
-            self.state = z[-1] if n else self.state
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            z = z ^ (z >> np.uint64(31))
-        return ((z >> np.uint64(40)).astype(np.float64) / float(1 << 23) -
-                1.0).astype(np.float32)
+    def rval(t, o):
+        if t == 8:
+            return rstr(o)
+        fmt = _SCALAR[t]
+        return struct.unpack_from(fmt, data, o)[0], o + struct.calcsize(fmt)
+
+    out = []
+    for _ in range(n_kv):
+        key, off = rstr(off)
+        (t,) = struct.unpack_from("<I", data, off)
+        off += 4
+        sub = None
+        if t == 9:
+            sub, n = struct.unpack_from("<IQ", data, off)
+            off += 12
+            if sub == 8:
+                val = []
+                for _ in range(n):
+                    s, off = rstr(off)
+                    val.append(s)
+            else:
+                fmt = _SCALAR[sub]
+                sz = struct.calcsize(fmt)
+                val = list(np.frombuffer(data, dtype=np.dtype(fmt), count=n, offset=off).tolist())
+                off += sz * n
+        else:
+            val, off = rval(t, off)
+        if key.startswith("tokenizer."):
+            out.append((key, val, gguf.GGUFValueType(t),
+                        None if sub is None else gguf.GGUFValueType(sub)))
+    return out
+
+# ---------------------------------------------------------------- generator
+
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def field_str(f):
-    return bytes(f.parts[f.data[0]]).decode()
+def _splitmix64(x):
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
 
 
-def main():
-    args = sys.argv[1:]
-    seed = 1
-    if "--seed" in args:
-        i = args.index("--seed")
-        seed = int(args[i + 1])
-        del args[i:i + 2]
-    if len(args) != 2 or args[0] not in ARCHS:
-        raise SystemExit(__doc__)
-    arch, out = args
-    src = gguf.GGUFReader(VOCAB_FROM)
-    f = src.fields
-    tokens = [bytes(f["tokenizer.ggml.tokens"].parts[i])
-              for i in f["tokenizer.ggml.tokens"].data]
-    types = [int(f["tokenizer.ggml.token_type"].parts[i][0])
-             for i in f["tokenizer.ggml.token_type"].data]
-    merges = [bytes(f["tokenizer.ggml.merges"].parts[i])
-              for i in f["tokenizer.ggml.merges"].data]
-    V = len(tokens)
+def randn(seed, name, n):
+    """n approximately standard-normal float64 values, a pure function of
+    (seed, name, index)."""
+    h = hashlib.sha256(f"{seed}:{name}".encode()).digest()
+    base = np.uint64(int.from_bytes(h[:8], "little"))
+    with np.errstate(over="ignore"):
+        z = _splitmix64(np.arange(n, dtype=np.uint64) * np.uint64(0xD1B54A32D192ED03) + base)
+    m = np.uint64(0xFFFF)
+    s = ((z & m) + ((z >> np.uint64(16)) & m) + ((z >> np.uint64(32)) & m)
+         + (z >> np.uint64(48))).astype(np.float64)
+    # four U{0..65535}: mean 2*65535, variance 4*(65536^2-1)/12
+    return (s - 131070.0) * (1.0 / 37837.22694)
+
+# ---------------------------------------------------------------- model
+
+
+def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
+    if arch not in ARCHS:
+        raise SystemExit(f"unknown arch {arch!r}: one of {' '.join(ARCHS)}")
+    cfg = ARCHS[arch]
+    L, hd = cfg["n_layer"], cfg["head_dim"]
+    tok = read_tokenizer_kv(tokenizer)
+    n_vocab = next(len(v) for k, v, _, _ in tok if k == "tokenizer.ggml.tokens")
+    mat_dt = np.float32 if f32 else np.float16
+    n_q, n_kv = N_HEAD * hd, N_HEAD_KV * hd
+
     w = gguf.GGUFWriter(out, arch)
-    w.add_name(f"random {arch} (seed {seed})")
-    w.add_context_length(2048)
-    w.add_embedding_length(E)
-    w.add_block_count(N_LAYER)
-    w.add_feed_forward_length(FF)
+    # general.name must not contain "phi3"/"phi-3": llama.cpp's vocab loader then
+    # sets Phi-3 token attributes and throws (unordered_map::at) on a vocabulary
+    # without </s>, <unk>, <s>.
+    w.add_name("nucleus random weights")
+    w.add_string("nucleus.gen", f"scripts/make_arch_gguf.py v{GEN_VERSION} "
+                 f"{arch} --seed {seed}" + (" --f32" if f32 else ""))
+    w.add_file_type(0 if f32 else 1)
+    w.add_context_length(N_CTX)
+    w.add_embedding_length(N_EMBD)
+    w.add_block_count(L)
+    w.add_feed_forward_length(N_FF)
     w.add_head_count(N_HEAD)
-    w.add_head_count_kv(N_KV)
-    w.add_key_length(HEAD)
-    w.add_value_length(HEAD)
-    w.add_rope_dimension_count(HEAD)
-    w.add_rope_freq_base(1e6)
+    w.add_head_count_kv(N_HEAD_KV)
     w.add_layer_norm_rms_eps(1e-6)
-    w.add_file_type(0)  # all F32
-    w.add_tokenizer_model(field_str(f["tokenizer.ggml.model"]))
-    w.add_tokenizer_pre(field_str(f["tokenizer.ggml.pre"]))
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(int(f["tokenizer.ggml.bos_token_id"].parts[-1][0]))
-    w.add_eos_token_id(int(f["tokenizer.ggml.eos_token_id"].parts[-1][0]))
-    rng = Stream(seed)
+    w.add_rope_freq_base(cfg["rope_base"])
+    if hd * N_HEAD != N_EMBD or arch.startswith(("gemma", "qwen3")):
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+    if arch == "gemma2":
+        w.add_sliding_window(SWA)          # pattern: llama.cpp default 2 (even layers local)
+        w.add_attn_logit_softcapping(4.0)
+        w.add_final_logit_softcapping(8.0)
+    if arch == "gemma3":
+        w.add_sliding_window(SWA)          # pattern: llama.cpp default 6; local rope base default 10000
+    if arch == "phi3":
+        w.add_rope_dimension_count(hd)
+        w.add_rope_scaling_orig_ctx_len(N_CTX)
+    if arch == "qwen3moe":
+        w.add_expert_count(cfg["n_expert"])
+        w.add_expert_used_count(cfg["n_expert_used"])
+        w.add_expert_feed_forward_length(cfg["n_ff_exp"])
+    for k, v, t, sub in tok:
+        w.add_key_value(k, v, t, sub)
 
-    def tensor(name, shape, scale, center=0.0):
-        n = int(np.prod(shape))
-        data = rng.uniform(n).reshape(shape) * np.float32(scale)
-        w.add_tensor(name, data + np.float32(center))
+    def mat(name, shape, std):  # shape in numpy order (rows = GGUF ne1)
+        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
+        w.add_tensor(name, x.astype(mat_dt))
 
-    tensor("token_embd.weight", (V, E), 0.8)
-    tensor("output_norm.weight", (E,), 0.2, 1.0)
-    tensor("output.weight", (V, E), 0.08)
-    for l in range(N_LAYER):
-        p = f"blk.{l}."
-        tensor(p + "attn_norm.weight", (E,), 0.2, 1.0)
-        tensor(p + "attn_q.weight", (N_HEAD * HEAD, E), 0.1)
-        tensor(p + "attn_k.weight", (N_KV * HEAD, E), 0.1)
-        tensor(p + "attn_v.weight", (N_KV * HEAD, E), 0.1)
-        tensor(p + "attn_output.weight", (E, N_HEAD * HEAD), 0.1)
+    def vec(name, n, kind):
+        z = randn(seed, name, n)
+        x = {"norm": 1.0 + 0.1 * z, "post": 4.0 * (1.0 + 0.1 * z), "bias": 0.5 * z,
+             "short": 1.0 + 0.5 * np.abs(z), "long": 1.0 + 4.0 * np.abs(z)}[kind]
+        w.add_tensor(name, x.astype(np.float32))
+
+    inv = lambda n: 1.0 / np.sqrt(n)
+    mat("token_embd.weight", (n_vocab, N_EMBD), 0.2)
+    vec("output_norm.weight", N_EMBD, "norm")
+    if not cfg["tied"]:
+        mat("output.weight", (n_vocab, N_EMBD), 0.2)
+    if arch == "phi3":
+        vec("rope_factors_short.weight", hd // 2, "short")
+        vec("rope_factors_long.weight", hd // 2, "long")
+    for i in range(L):
+        p = f"blk.{i}."
+        vec(p + "attn_norm.weight", N_EMBD, "norm")
+        if arch == "phi3":
+            mat(p + "attn_qkv.weight", (n_q + 2 * n_kv, N_EMBD), inv(N_EMBD))
+        else:
+            mat(p + "attn_q.weight", (n_q, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_k.weight", (n_kv, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_v.weight", (n_kv, N_EMBD), inv(N_EMBD))
         if arch == "qwen2":
-            tensor(p + "attn_q.bias", (N_HEAD * HEAD,), 0.8)
-            tensor(p + "attn_k.bias", (N_KV * HEAD,), 0.8)
-            tensor(p + "attn_v.bias", (N_KV * HEAD,), 0.8)
-        if arch == "qwen3":
-            tensor(p + "attn_q_norm.weight", (HEAD,), 0.2, 1.0)
-            tensor(p + "attn_k_norm.weight", (HEAD,), 0.2, 1.0)
-        tensor(p + "ffn_norm.weight", (E,), 0.2, 1.0)
-        tensor(p + "ffn_gate.weight", (FF, E), 0.1)
-        tensor(p + "ffn_up.weight", (FF, E), 0.1)
-        tensor(p + "ffn_down.weight", (E, FF), 0.1)
+            vec(p + "attn_q.bias", n_q, "bias")
+            vec(p + "attn_k.bias", n_kv, "bias")
+            vec(p + "attn_v.bias", n_kv, "bias")
+        if arch in ("qwen3", "qwen3moe", "gemma3"):
+            vec(p + "attn_q_norm.weight", hd, "norm")
+            vec(p + "attn_k_norm.weight", hd, "norm")
+        mat(p + "attn_output.weight", (N_EMBD, n_q), inv(n_q))
+        if arch.startswith("gemma"):
+            vec(p + "post_attention_norm.weight", N_EMBD, "post")
+        vec(p + "ffn_norm.weight", N_EMBD, "norm")
+        if arch == "qwen3moe":
+            E, F = cfg["n_expert"], cfg["n_ff_exp"]
+            x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD).reshape(E, N_EMBD)
+            w.add_tensor(p + "ffn_gate_inp.weight", (x * 2.0 * inv(N_EMBD)).astype(np.float32))
+            mat(p + "ffn_gate_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_up_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_down_exps.weight", (E, N_EMBD, F), inv(F))
+        elif arch == "phi3":
+            mat(p + "ffn_up.weight", (2 * N_FF, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
+        else:
+            mat(p + "ffn_gate.weight", (N_FF, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_up.weight", (N_FF, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
+        if arch.startswith("gemma"):
+            vec(p + "post_ffw_norm.weight", N_EMBD, "post")
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
+def main(argv):
+    if "--list" in argv:
+        print(" ".join(ARCHS))
+        return
+    args, seed, f32, tokz = [], 0, False, DEFAULT_TOKENIZER
+    it = iter(argv)
+    for a in it:
+        if a == "--seed":
+            seed = int(next(it))
+        elif a == "--f32":
+            f32 = True
+        elif a == "--tokenizer":
+            tokz = next(it)
+        else:
+            args.append(a)
+    if len(args) != 2:
+        raise SystemExit(__doc__)
+    build(args[0], args[1], seed, f32, tokz)
+
+
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -2,17 +2,18 @@
  * llama.cpp on the same file and against the reference forward pass.
  *
  * The files are small random-weight models (scripts/make_arch_gguf.py ARCH
- * build/arch/ARCH.gguf --seed 7, made by `make arch-models`, which `make
- * unit` runs); the goldens tests/data/logits/arch_ARCH.txt are llama.cpp's
- * logits for them (scripts/gen_logits_golden.py build/arch/ARCH.gguf
- * tests/data/logits/arch_ARCH.txt: 4 prompts x 128 positions, no repack,
- * flash attention off, F16 KV cache). The weights are F32, so the fast path
- * and llama.cpp multiply in f32 and differ only in summation order and the
- * F16 KV cache: measured max |logit diff| over the golden's top 32 at every
- * position 1.1e-3 (qwen2) and 5.6e-4 (qwen3), top-1 100% except near-ties.
- * Bounds: max |diff| <= 1e-2 and top-1 >= 99% (a missing bias or norm
- * moves logits by 0.1 to 1). Missing files fail the test unless
- * NUCLEUS_TESTS_WITHOUT_MODEL=1. */
+ * build/arch/ARCH.gguf --seed 17: F16 matrices, F32 norms and biases, the
+ * default model's vocabulary; made by `make arch-models`, which `make unit`
+ * runs); the goldens tests/data/logits/arch_ARCH.txt are llama.cpp's logits
+ * for them (scripts/gen_arch_goldens.py: 2 prompts x 48 positions, no
+ * repack, flash attention off, F16 KV cache; their header has the file's
+ * sha256). With F16 weights the fast path, as llama.cpp, rounds each matmul
+ * input to F16; the reference stays f32. Measured max |logit diff| over the
+ * golden's top 32 at every position: against llama.cpp 5.6e-3 (qwen2),
+ * 6.8e-3 (qwen3); against the reference 7.1e-3, 9.5e-3; top-1 100%.
+ * Bounds: 2e-2 and 3e-2, top-1 >= 99%: a dropped K bias moves logits by
+ * 1.35 (top-1 75%), a skipped K norm by 1.78 (top-1 70%). Missing files
+ * fail the test unless NUCLEUS_TESTS_WITHOUT_MODEL=1. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -97,9 +98,9 @@ static void check_arch(const char *arch) {
                 100.0 * (double)top1 / (double)positions, diff,
                 100.0 * (double)top1_ref / (double)positions, diff_ref);
   assert_true(100.0 * (double)top1 / (double)positions >= 99.0);
-  assert_true(diff <= 1e-2);
+  assert_true(diff <= 2e-2);
   assert_true(100.0 * (double)top1_ref / (double)positions >= 99.0);
-  assert_true(diff_ref <= 1e-2);
+  assert_true(diff_ref <= 3e-2);
   free(fast);
   free(ref);
   nucleus_model_free(m);

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Teacher-forced logits goldens from llama.cpp for the random-weight files of
+scripts/make_arch_gguf.py (issue 17).
+
+For each ARCH (default: all of them) it writes the file with a fixed seed to a
+temporary directory, loads it with llama.cpp through llama-cpp-python, decodes
+each of the PROMPTS (tokenized by llama.cpp, cut to N_TOKENS) in one batch with
+logits for every position, and writes tests/data/logits/arch_<arch>.txt in the
+format of tests/data/logits/smollm2_q4_1.txt (see scripts/gen_logits_golden.py),
+with '#' lines recording the generator command, seed and the sha256 of the GGUF
+so a test can check that it regenerated the same file.
+
+llama.cpp settings exactly as scripts/gen_logits_golden.py: flash attention
+OFF, weight repacking OFF (use_extra_bufts = false), default F16 K/V cache,
+n_ctx = n_batch = n_ubatch = 512, 2 threads.
+
+It also checks every golden: all logits finite, and the top-1 prediction not
+the same at every position (a degenerate model would be useless as a test).
+
+Usage: scripts/gen_arch_goldens.py [--seed N] [--keep DIR] [ARCH ...]
+"""
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+
+import llama_cpp as L
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import make_arch_gguf  # noqa: E402
+
+OUTDIR = os.path.join(ROOT, "tests", "data", "logits")
+TOPK = 32
+N_TOKENS = 48  # > 2 x the sliding window (16) of the gemma files
+SEED = 17
+
+PROMPTS = [
+    "The history of the printing press begins in the fifteenth century, "
+    "when Johannes Gutenberg combined movable metal type, oil-based ink and "
+    "a wooden screw press adapted from those used to make wine. Within fifty "
+    "years, presses were operating in more than two hundred cities.",
+    "def merge_sort(items):\n"
+    "    if len(items) <= 1:\n"
+    "        return list(items)\n"
+    "    mid = len(items) // 2\n"
+    "    left = merge_sort(items[:mid])\n"
+    "    right = merge_sort(items[mid:])\n"
+    "    return merge(left, right)\n",
+]
+
+
+def tokenize(vocab, text):
+    b = text.encode("utf-8")
+    buf = (L.llama_token * (len(b) + 16))()
+    n = L.llama_tokenize(vocab, b, len(b), buf, len(buf), True, True)
+    if n < 0:
+        raise SystemExit("tokenize failed")
+    return list(buf[:n])
+
+
+def golden(arch, path, seed, out):
+    with open(path, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    mp = L.llama_model_default_params()
+    mp.use_extra_bufts = False  # no weight repacking
+    model = L.llama_model_load_from_file(path.encode(), mp)
+    if not model:
+        raise SystemExit(f"{arch}: llama.cpp cannot load {path}")
+    vocab = L.llama_model_get_vocab(model)
+    n_vocab = L.llama_vocab_n_tokens(vocab)
+    cp = L.llama_context_default_params()
+    cp.n_ctx = 512
+    cp.n_batch = 512
+    cp.n_ubatch = 512
+    cp.n_threads = cp.n_threads_batch = 2
+    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    lines = [
+        "# nucleus logits golden v1 (scripts/gen_arch_goldens.py): llama.cpp "
+        f"{L.__version__} via llama-cpp-python, flash attention off, "
+        "no repack, F16 KV cache",
+        f"# file: scripts/make_arch_gguf.py {arch} OUT.gguf --seed {seed}",
+        f"# seed {seed}",
+        f"# gguf sha256 {sha}",
+        f"# regenerate: scripts/gen_arch_goldens.py --seed {seed} {arch}",
+        f"model arch_{arch}.gguf",
+        f"n_vocab {n_vocab}",
+        f"topk {TOPK}",
+        f"prompts {len(PROMPTS)}",
+    ]
+    top1 = []
+    for text in PROMPTS:
+        toks = tokenize(vocab, text)
+        if len(toks) < N_TOKENS:
+            raise SystemExit(f"prompt too short: {len(toks)} tokens")
+        toks = toks[:N_TOKENS]
+        ctx = L.llama_init_from_model(model, cp)
+        batch = L.llama_batch_init(len(toks), 0, 1)
+        batch.n_tokens = len(toks)
+        for i, t in enumerate(toks):
+            batch.token[i] = t
+            batch.pos[i] = i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = 1
+        if L.llama_decode(ctx, batch) != 0:
+            raise SystemExit(f"{arch}: decode failed")
+        lines.append(f"prompt {len(toks)}")
+        lines.append("tokens " + " ".join(map(str, toks)))
+        for i in range(len(toks)):
+            ptr = L.llama_get_logits_ith(ctx, i)
+            lg = np.ctypeslib.as_array(ptr, shape=(n_vocab,)).astype(np.float64)
+            if not np.all(np.isfinite(lg)):
+                raise SystemExit(f"{arch}: non-finite logits at pos {i}")
+            mx = lg.max()
+            lse = mx + np.log(np.exp(lg - mx).sum())
+            top = np.argsort(-lg, kind="stable")[:TOPK]
+            top1.append(int(top[0]))
+            lines.append(f"pos {i} lse {lse:.9g}")
+            lines.append(" ".join(f"{int(t)}:{lg[t]:.8g}" for t in top))
+        L.llama_batch_free(batch)
+        L.llama_free(ctx)
+    L.llama_model_free(model)
+    distinct = len(set(top1))
+    if distinct < len(top1) // 4:
+        raise SystemExit(f"{arch}: degenerate: {distinct} distinct top-1 "
+                         f"over {len(top1)} positions")
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {out}: {len(PROMPTS)} prompts of {N_TOKENS} tokens, "
+          f"{distinct}/{len(top1)} distinct top-1")
+
+
+def main(argv):
+    seed, keep, archs = SEED, None, []
+    it = iter(argv)
+    for a in it:
+        if a == "--seed":
+            seed = int(next(it))
+        elif a == "--keep":
+            keep = next(it)
+        else:
+            archs.append(a)
+    archs = archs or list(make_arch_gguf.ARCHS)
+    L.llama_backend_init()
+    with tempfile.TemporaryDirectory() as tmp:
+        d = keep or tmp
+        os.makedirs(d, exist_ok=True)
+        for arch in archs:
+            path = os.path.join(d, f"arch_{arch}.gguf")
+            # the same command the C test will run
+            subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_arch_gguf.py"),
+                            arch, path, "--seed", str(seed)], check=True)
+            golden(arch, path, seed, os.path.join(OUTDIR, f"arch_{arch}.txt"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
