@@ -33,12 +33,8 @@
 /* Sanitizer builds run the forward ~20x slower. They check memory safety
  * on the same code paths with less work: the golden comparison (numerics,
  * checked by the release build) is skipped, prompts are cut to 48 tokens
- * (three KV blocks) and cache invariance uses one prompt. */
-#if defined(__SANITIZE_ADDRESS__)
-#define NC_SANITIZED 1
-#else
-#define NC_SANITIZED 0
-#endif
+ * (three KV blocks) and cache invariance uses one prompt (NC_SANITIZED:
+ * test_require.h). */
 #define N_USE(n) (NC_SANITIZED && (n) > 48 ? 48 : (n))
 #define MAX_PROMPTS 8
 #define MAX_TOKENS 256

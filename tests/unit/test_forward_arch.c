@@ -27,17 +27,6 @@
 #include "nucleus.h"
 #include "test_require.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define NC_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NC_SANITIZED 1
-#endif
-#endif
-#ifndef NC_SANITIZED
-#define NC_SANITIZED 0
-#endif
-
 /* Positions per prompt: the sanitizer build checks the same code on a
  * shorter run (the plain-C reference is slow there). */
 #define N_CHECK (NC_SANITIZED ? 24 : 128)

@@ -31,17 +31,6 @@
 #include "nucleus.h"
 #include "test_require.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define NC_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NC_SANITIZED 1
-#endif
-#endif
-#ifndef NC_SANITIZED
-#define NC_SANITIZED 0
-#endif
-
 /* Positions compared per prompt (of the golden's 128) and prompts: the
  * reference is O(params) per token in plain C. The sanitizer build checks
  * the same code on a shorter run. */

@@ -40,4 +40,16 @@ static inline bool nc_test_without_model(void) {
     skip();                                                                    \
   } while (0)
 
+/* 1 in the AddressSanitizer build: long checks run a shorter version. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NC_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NC_SANITIZED 1
+#endif
+#endif
+#ifndef NC_SANITIZED
+#define NC_SANITIZED 0
+#endif
+
 #endif
