@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define TOPK 32
-#define MAX_PROMPTS 4
+#define MAX_PROMPTS 8
 #define MAX_TOKENS 512
 
 typedef struct golden_pos {
@@ -25,19 +25,24 @@ typedef struct golden_prompt {
   golden_pos *pos;
 } golden_prompt;
 
-/* The golden format of scripts/gen_logits_golden.py: "prompt N", "tokens
- * ...", then per position "pos P lse X" and a line of TOPK "id:logit". */
+/* Reads a golden (the format of scripts/gen_logits_golden.py: "# ..."
+ * comments, "prompt N", "tokens ...", then per position "pos P lse X" and
+ * a line of TOPK "id:logit") into g[]; returns the number of prompts, or
+ * -1 when the file is missing or malformed. */
 static inline int load_golden(golden_prompt *g, const char *path) {
   FILE *f = fopen(path, "r");
   if (!f) return -1;
   static char line[1 << 16];
-  int cur = -1, pos = -1;
-  while (fgets(line, sizeof line, f)) {
+  int cur = -1, pos = -1, rc = 0;
+  while (!rc && fgets(line, sizeof line, f)) {
+    if (line[0] == '#') continue;
     if (!strncmp(line, "prompt ", 7)) {
       if (++cur >= MAX_PROMPTS) break;
       g[cur].n = atoi(line + 7);
-      if (g[cur].n < 1 || g[cur].n > MAX_TOKENS) break;
-      g[cur].pos = calloc((size_t)g[cur].n, sizeof *g[cur].pos);
+      if (g[cur].n < 1 || g[cur].n > MAX_TOKENS)
+        rc = -1;
+      else
+        g[cur].pos = calloc((size_t)g[cur].n, sizeof *g[cur].pos);
       pos = -1;
     } else if (cur >= 0 && !strncmp(line, "tokens ", 7)) {
       char *s = line + 7;
@@ -47,22 +52,24 @@ static inline int load_golden(golden_prompt *g, const char *path) {
       char *s = line + 4;
       pos = (int)strtol(s, &s, 10);
       s = strstr(s, "lse ");
-      if (pos < 0 || pos >= g[cur].n || !s) break;
-      g[cur].pos[pos].lse = strtod(s + 4, NULL);
+      if (pos < 0 || pos >= g[cur].n || !s)
+        rc = -1;
+      else
+        g[cur].pos[pos].lse = strtod(s + 4, NULL);
     } else if (cur >= 0 && pos >= 0 && line[0] >= '0' && line[0] <= '9') {
       char *s = line;
-      for (int k = 0; k < TOPK; k++) {
+      for (int k = 0; k < TOPK && !rc; k++) {
         g[cur].pos[pos].id[k] = (int32_t)strtol(s, &s, 10);
-        if (*s != ':') {
-          fclose(f);
-          return -1;
-        }
-        g[cur].pos[pos].logit[k] = strtof(s + 1, &s);
+        if (*s != ':')
+          rc = -1;
+        else
+          g[cur].pos[pos].logit[k] = strtof(s + 1, &s);
       }
     }
   }
   fclose(f);
-  return cur + 1;
+  if (rc) return -1;
+  return cur + 1 > 0 ? (cur + 1 > MAX_PROMPTS ? MAX_PROMPTS : cur + 1) : -1;
 }
 
 static inline int32_t argmax(const float *x, int32_t n) {

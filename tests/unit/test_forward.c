@@ -24,11 +24,10 @@
 #include <cmocka.h>
 
 #include "context.h"
+#include "logits_golden.h"
 #include "model.h"
 #include "nucleus.h"
 #include "test_require.h"
-
-#define TOPK 32
 
 /* Sanitizer builds run the forward ~20x slower. They check memory safety
  * on the same code paths with less work: the golden comparison (numerics,
@@ -36,21 +35,6 @@
  * (three KV blocks) and cache invariance uses one prompt (NC_SANITIZED:
  * test_require.h). */
 #define N_USE(n) (NC_SANITIZED && (n) > 48 ? 48 : (n))
-#define MAX_PROMPTS 8
-#define MAX_TOKENS 256
-
-typedef struct golden_pos {
-  double lse;
-  int32_t id[TOPK];
-  float logit[TOPK];
-} golden_pos;
-
-typedef struct golden_prompt {
-  int32_t n;
-  int32_t tokens[MAX_TOKENS];
-  golden_pos *pos; /* [n] */
-} golden_prompt;
-
 typedef struct fixture {
   nucleus_model *m;
   int32_t n_vocab;
@@ -60,64 +44,6 @@ typedef struct fixture {
   float *alone[MAX_PROMPTS]; /* one-call prefill logits, [n, n_vocab] */
   char why[640];             /* why m is NULL */
 } fixture;
-
-static char *read_all(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  if (buf) buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
-/* Reads a golden into prompts[]; returns the number of prompts, -1 on a
- * malformed file. */
-static int load_golden(golden_prompt *prompts, const char *path) {
-  char *text = read_all(path);
-  if (!text) return -1;
-  char *save = NULL;
-  int cur = -1, posi = 0;
-  for (char *line = strtok_r(text, "\n", &save); line;
-       line = strtok_r(NULL, "\n", &save)) {
-    if (line[0] == '#') continue;
-    if (!strncmp(line, "prompt ", 7)) {
-      if (++cur >= MAX_PROMPTS) break;
-      golden_prompt *p = &prompts[cur];
-      p->n = atoi(line + 7);
-      if (p->n < 1 || p->n > MAX_TOKENS) return -1;
-      p->pos = calloc((size_t)p->n, sizeof *p->pos);
-      posi = -1;
-    } else if (!strncmp(line, "tokens ", 7) && cur >= 0) {
-      char *s = line + 7;
-      for (int i = 0; i < prompts[cur].n; i++)
-        prompts[cur].tokens[i] = (int32_t)strtol(s, &s, 10);
-    } else if (!strncmp(line, "pos ", 4) && cur >= 0) {
-      char *s = line + 4;
-      posi = (int)strtol(s, &s, 10);
-      if (posi < 0 || posi >= prompts[cur].n) return -1;
-      s = strstr(s, "lse ");
-      if (!s) return -1;
-      prompts[cur].pos[posi].lse = strtod(s + 4, NULL);
-    } else if (cur >= 0 && posi >= 0 && line[0] >= '0' && line[0] <= '9') {
-      golden_pos *g = &prompts[cur].pos[posi];
-      char *s = line;
-      for (int k = 0; k < TOPK; k++) {
-        g->id[k] = (int32_t)strtol(s, &s, 10);
-        if (*s != ':') return -1;
-        g->logit[k] = strtof(s + 1, &s);
-      }
-    }
-  }
-  free(text);
-  return cur + 1 > 0 ? cur + 1 : -1;
-}
 
 static int setup(void **state) {
   const char *path = getenv("NUCLEUS_MODEL");
@@ -220,13 +146,6 @@ static const float *alone(fixture *fx, int p) {
     run_chunked(fx->m, g->tokens, n, all, 1, fx->alone[p]);
   }
   return fx->alone[p];
-}
-
-static int32_t argmax(const float *x, int32_t n) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < n; i++)
-    if (x[i] > x[best]) best = i;
-  return best;
 }
 
 static double lse(const float *x, int32_t n) {
