@@ -11,30 +11,6 @@
 
 /* ------------------------------------------------------------- pieces */
 
-typedef struct buf {
-  char *p;
-  size_t n, cap;
-  bool oom;
-} buf;
-
-static void put(buf *b, const void *s, size_t n) {
-  if (b->oom) return;
-  if (b->n + n > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + n)
-      cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = true;
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  if (n) memcpy(b->p + b->n, s, n);
-  b->n += n;
-}
-
 /* The piece with llama.cpp's `special` switch applied. */
 static const char *piece(const nc_vocab *v, int32_t id, bool special,
                          size_t *len) {
@@ -117,8 +93,8 @@ nc_code nc_detokenize_ex(const nc_vocab *v, const int32_t *ids, size_t n,
     n--;
   }
   if (skip_special && v->add_eos && n > 0 && ids[n - 1] == v->eos) n--;
-  buf b = {0};
-  put(&b, "", 0);
+  nc_bytes b = {0};
+  nc_bytes_put(&b, "", 0);
   for (size_t i = 0; i < n; i++) {
     size_t len;
     const char *s = piece(v, ids[i], !skip_special, &len);
@@ -127,10 +103,10 @@ nc_code nc_detokenize_ex(const nc_vocab *v, const int32_t *ids, size_t n,
       len--;
     }
     remove_space = false;
-    put(&b, s, len);
+    nc_bytes_put(&b, s, len);
   }
   if (clean && v->clean_spaces && !b.oom) b.n = clean_spaces(b.p, b.n);
-  put(&b, "", 1); /* NUL */
+  nc_bytes_put(&b, "", 1); /* NUL */
   if (b.oom) {
     free(b.p);
     return nc_fail(err, NC_ERR_NOMEM, "detokenize: out of memory");

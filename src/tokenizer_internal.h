@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "vocab.h"
 
@@ -99,5 +101,31 @@ nc_code nc_vocab_build_special(nc_vocab *v, nc_error *err);
 /* Builds v->piece_* (token_to_piece with special = true for every id;
  * vocab_pieces.c). */
 nc_code nc_vocab_build_pieces(nc_vocab *v, nc_error *err);
+
+/* A growing byte buffer; `oom` latches the first allocation failure (the
+ * pieces table and the detokenizer build their text with it). */
+typedef struct nc_bytes {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} nc_bytes;
+
+static inline void nc_bytes_put(nc_bytes *b, const void *s, size_t n) {
+  if (b->oom) return;
+  if (b->n + n > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + n)
+      cap *= 2;
+    char *p = (char *)realloc(b->p, cap);
+    if (!p) {
+      b->oom = true;
+      return;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  if (n) memcpy(b->p + b->n, s, n);
+  b->n += n;
+}
 
 #endif

@@ -6,60 +6,36 @@
 #include "tokenizer_internal.h"
 #include "unicode.h"
 
-typedef struct buf {
-  char *p;
-  size_t n, cap;
-  bool oom;
-} buf;
-
-static void put(buf *b, const void *s, size_t n) {
-  if (b->oom) return;
-  if (b->n + n > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + n)
-      cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = true;
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  if (n) memcpy(b->p + b->n, s, n);
-  b->n += n;
-}
-
 /* llama_decode_text: each code point back to the byte it stands for. */
-static void decode_bytelevel(buf *b, const char *s, size_t n) {
+static void decode_bytelevel(nc_bytes *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   for (size_t off = 0; off < n;) {
     uint32_t cp = nc_utf8_decode_lenient(s, n, &off);
     int byte = nc_gpt2_cp_to_byte(cp);
     if (byte >= 0) {
       char c = (char)byte;
-      put(b, &c, 1);
+      nc_bytes_put(b, &c, 1);
       continue;
     }
     char u[4];
     int k = nc_utf8_encode(cp, u);
-    put(b, "[UNK_BYTE_0x", 12);
+    nc_bytes_put(b, "[UNK_BYTE_0x", 12);
     for (int i = 0; i < k; i++) {
       char h[2] = {hex[(unsigned char)u[i] >> 4], hex[u[i] & 15]};
-      put(b, h, 2);
+      nc_bytes_put(b, h, 2);
     }
-    put(b, s, n); /* sic: llama.cpp appends the whole token text */
-    put(b, "]", 1);
+    nc_bytes_put(b, s, n); /* sic: llama.cpp appends the whole token text */
+    nc_bytes_put(b, "]", 1);
   }
 }
 
-static void unescape_spaces(buf *b, const char *s, size_t n) {
+static void unescape_spaces(nc_bytes *b, const char *s, size_t n) {
   for (size_t i = 0; i < n;) {
     if (n - i >= 3 && memcmp(s + i, "\xe2\x96\x81", 3) == 0) {
-      put(b, " ", 1);
+      nc_bytes_put(b, " ", 1);
       i += 3;
     } else {
-      put(b, s + i, 1);
+      nc_bytes_put(b, s + i, 1);
       i++;
     }
   }
@@ -73,13 +49,13 @@ static char byte_of(const char *s, size_t n) {
   return (char)strtol(hex, NULL, 16);
 }
 
-static void piece_of(const nc_vocab *v, int32_t id, buf *b) {
+static void piece_of(const nc_vocab *v, int32_t id, nc_bytes *b) {
   uint32_t attr = v->attr[id];
   size_t n;
   const char *s = nc_vocab_token_text(v, id, &n);
   if (attr & (NC_TOKEN_ATTR_UNKNOWN | NC_TOKEN_ATTR_CONTROL |
               NC_TOKEN_ATTR_USER_DEFINED)) {
-    put(b, s, n);
+    nc_bytes_put(b, s, n);
   } else if (attr & NC_TOKEN_ATTR_NORMAL) {
     if (v->type == NC_VOCAB_SPM)
       unescape_spaces(b, s, n);
@@ -87,12 +63,12 @@ static void piece_of(const nc_vocab *v, int32_t id, buf *b) {
       decode_bytelevel(b, s, n);
   } else if (attr & NC_TOKEN_ATTR_BYTE) {
     char c = byte_of(s, n);
-    put(b, &c, 1);
+    nc_bytes_put(b, &c, 1);
   }
 }
 
 nc_code nc_vocab_build_pieces(nc_vocab *v, nc_error *err) {
-  buf b = {0};
+  nc_bytes b = {0};
   v->piece_off = malloc((size_t)v->n_tokens * sizeof *v->piece_off);
   v->piece_len = malloc((size_t)v->n_tokens * sizeof *v->piece_len);
   if (!v->piece_off || !v->piece_len)
