@@ -26,14 +26,14 @@ import sys
 import tempfile
 
 import llama_cpp as L
-import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import gen_logits_golden as G  # noqa: E402
 import make_arch_gguf  # noqa: E402
 
 OUTDIR = os.path.join(ROOT, "tests", "data", "logits")
-TOPK = 32
+TOPK = G.TOPK
 N_TOKENS = 48  # > 2 x the sliding window (16) of the gemma files
 SEED = 17
 
@@ -52,15 +52,6 @@ PROMPTS = [
 ]
 
 
-def tokenize(vocab, text):
-    b = text.encode("utf-8")
-    buf = (L.llama_token * (len(b) + 16))()
-    n = L.llama_tokenize(vocab, b, len(b), buf, len(buf), True, True)
-    if n < 0:
-        raise SystemExit("tokenize failed")
-    return list(buf[:n])
-
-
 def golden(arch, path, seed, out):
     with open(path, "rb") as f:
         sha = hashlib.sha256(f.read()).hexdigest()
@@ -71,12 +62,7 @@ def golden(arch, path, seed, out):
         raise SystemExit(f"{arch}: llama.cpp cannot load {path}")
     vocab = L.llama_model_get_vocab(model)
     n_vocab = L.llama_vocab_n_tokens(vocab)
-    cp = L.llama_context_default_params()
-    cp.n_ctx = 512
-    cp.n_batch = 512
-    cp.n_ubatch = 512
-    cp.n_threads = cp.n_threads_batch = 2
-    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    cp = G.context_params()
     lines = [
         "# nucleus logits golden v1 (scripts/gen_arch_goldens.py): llama.cpp "
         f"{L.__version__} via llama-cpp-python, flash attention off, "
@@ -92,36 +78,13 @@ def golden(arch, path, seed, out):
     ]
     top1 = []
     for text in PROMPTS:
-        toks = tokenize(vocab, text)
+        toks = G.tokenize(vocab, text)
         if len(toks) < N_TOKENS:
             raise SystemExit(f"prompt too short: {len(toks)} tokens")
         toks = toks[:N_TOKENS]
-        ctx = L.llama_init_from_model(model, cp)
-        batch = L.llama_batch_init(len(toks), 0, 1)
-        batch.n_tokens = len(toks)
-        for i, t in enumerate(toks):
-            batch.token[i] = t
-            batch.pos[i] = i
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = 0
-            batch.logits[i] = 1
-        if L.llama_decode(ctx, batch) != 0:
-            raise SystemExit(f"{arch}: decode failed")
-        lines.append(f"prompt {len(toks)}")
-        lines.append("tokens " + " ".join(map(str, toks)))
-        for i in range(len(toks)):
-            ptr = L.llama_get_logits_ith(ctx, i)
-            lg = np.ctypeslib.as_array(ptr, shape=(n_vocab,)).astype(np.float64)
-            if not np.all(np.isfinite(lg)):
-                raise SystemExit(f"{arch}: non-finite logits at pos {i}")
-            mx = lg.max()
-            lse = mx + np.log(np.exp(lg - mx).sum())
-            top = np.argsort(-lg, kind="stable")[:TOPK]
-            top1.append(int(top[0]))
-            lines.append(f"pos {i} lse {lse:.9g}")
-            lines.append(" ".join(f"{int(t)}:{lg[t]:.8g}" for t in top))
-        L.llama_batch_free(batch)
-        L.llama_free(ctx)
+        more, tops = G.prompt_lines(model, cp, n_vocab, toks)
+        lines += more
+        top1 += tops
     L.llama_model_free(model)
     distinct = len(set(top1))
     if distinct < len(top1) // 4:

@@ -99,6 +99,51 @@ def tokenize(vocab, text):
     return list(buf[:n])
 
 
+def context_params():
+    """llama.cpp's context for a golden: one batch of up to 512 positions,
+    2 threads, flash attention off (the K/V cache is F16 by default)."""
+    cp = L.llama_context_default_params()
+    cp.n_ctx = 512
+    cp.n_batch = 512
+    cp.n_ubatch = 512
+    cp.n_threads = cp.n_threads_batch = 2
+    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    return cp
+
+
+def prompt_lines(model, cp, n_vocab, toks):
+    """One prompt decoded in one batch with logits for every position: its
+    golden lines ("prompt", "tokens", then "pos P lse X" and the TOPK
+    largest logits per position) and the top-1 id of every position."""
+    ctx = L.llama_init_from_model(model, cp)
+    batch = L.llama_batch_init(len(toks), 0, 1)
+    batch.n_tokens = len(toks)
+    for i, t in enumerate(toks):
+        batch.token[i] = t
+        batch.pos[i] = i
+        batch.n_seq_id[i] = 1
+        batch.seq_id[i][0] = 0
+        batch.logits[i] = 1
+    if L.llama_decode(ctx, batch) != 0:
+        raise SystemExit("decode failed")
+    lines = [f"prompt {len(toks)}", "tokens " + " ".join(map(str, toks))]
+    top1 = []
+    for i in range(len(toks)):
+        ptr = L.llama_get_logits_ith(ctx, i)
+        lg = np.ctypeslib.as_array(ptr, shape=(n_vocab,)).astype(np.float64)
+        if not np.all(np.isfinite(lg)):
+            raise SystemExit(f"non-finite logits at position {i}")
+        mx = lg.max()
+        lse = mx + np.log(np.exp(lg - mx).sum())
+        top = np.argsort(-lg, kind="stable")[:TOPK]
+        top1.append(int(top[0]))
+        lines.append(f"pos {i} lse {lse:.9g}")
+        lines.append(" ".join(f"{int(t)}:{lg[t]:.8g}" for t in top))
+    L.llama_batch_free(batch)
+    L.llama_free(ctx)
+    return lines, top1
+
+
 def main():
     L.llama_backend_init()
     mp = L.llama_model_default_params()
@@ -108,12 +153,7 @@ def main():
         raise SystemExit(f"cannot load {MODEL}")
     vocab = L.llama_model_get_vocab(model)
     n_vocab = L.llama_vocab_n_tokens(vocab)
-    cp = L.llama_context_default_params()
-    cp.n_ctx = 512
-    cp.n_batch = 512
-    cp.n_ubatch = 512
-    cp.n_threads = cp.n_threads_batch = 2
-    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    cp = context_params()
     lines = [
         "# nucleus logits golden v1 (scripts/gen_logits_golden.py): llama.cpp "
         f"{L.__version__} via llama-cpp-python, flash attention off, "
@@ -127,30 +167,7 @@ def main():
         toks = tokenize(vocab, text)
         if len(toks) < N_TOKENS:
             raise SystemExit(f"prompt too short: {len(toks)} tokens")
-        toks = toks[:N_TOKENS]
-        ctx = L.llama_init_from_model(model, cp)
-        batch = L.llama_batch_init(len(toks), 0, 1)
-        batch.n_tokens = len(toks)
-        for i, t in enumerate(toks):
-            batch.token[i] = t
-            batch.pos[i] = i
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = 0
-            batch.logits[i] = 1
-        if L.llama_decode(ctx, batch) != 0:
-            raise SystemExit("decode failed")
-        lines.append(f"prompt {len(toks)}")
-        lines.append("tokens " + " ".join(map(str, toks)))
-        for i in range(len(toks)):
-            ptr = L.llama_get_logits_ith(ctx, i)
-            lg = np.ctypeslib.as_array(ptr, shape=(n_vocab,)).astype(np.float64)
-            mx = lg.max()
-            lse = mx + np.log(np.exp(lg - mx).sum())
-            top = np.argsort(-lg, kind="stable")[:TOPK]
-            lines.append(f"pos {i} lse {lse:.9g}")
-            lines.append(" ".join(f"{int(t)}:{lg[t]:.8g}" for t in top))
-        L.llama_batch_free(batch)
-        L.llama_free(ctx)
+        lines += prompt_lines(model, cp, n_vocab, toks[:N_TOKENS])[0]
     L.llama_model_free(model)
     with open(OUT, "w") as f:
         f.write("\n".join(lines) + "\n")
