@@ -99,6 +99,15 @@ static json_t *fixed_vars(void) {
   return vars;
 }
 
+/* Protected text for the guard: "<|" ... "|>" within 32 bytes. */
+static size_t match_special(const void *ctx, const char *s, size_t n) {
+  (void)ctx;
+  if (n < 4 || s[0] != '<' || s[1] != '|') return 0;
+  for (size_t i = 2; i + 1 < n && i < 32; i++)
+    if (s[i] == '|' && s[i + 1] == '>') return i + 2;
+  return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -152,6 +161,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       char *out = NULL;
       size_t len;
       if (nc_chat_template_apply(t, &a, &out, &len, &err) == NC_OK) free(out);
+      /* The content guard (chat_template_guard.c) on the same input: the
+       * spans it reports are sorted, inside the text, and each holds
+       * exactly one protected text. */
+      nc_span *spans = NULL;
+      size_t n_spans = 0;
+      out = NULL;
+      if (nc_chat_template_apply_guarded(t, &a, match_special, NULL, &out, &len,
+                                         &spans, &n_spans, &err) == NC_OK) {
+        for (size_t i = 0; i < n_spans; i++) {
+          if (spans[i].off > len || spans[i].len > len - spans[i].off ||
+              (i && spans[i].off < spans[i - 1].off + spans[i - 1].len))
+            abort();
+          size_t m = match_special(NULL, out + spans[i].off, spans[i].len);
+          bool marker =
+              spans[i].len == 4 && (unsigned char)out[spans[i].off] == 0xF4;
+          if (m != spans[i].len && !marker) abort();
+        }
+      }
+      free(out);
+      free(spans);
       nc_chat_template_free(t);
     }
     free(mj);
