@@ -190,6 +190,43 @@ NUCLEUS_API nucleus_status nucleus_chat_apply(
     char **text_out, size_t *text_len_out, int32_t **ids_out, size_t *n_ids_out,
     nucleus_error *err);
 
+/* ------------------------------------------------------------ tool calls */
+
+/* The function-call syntax of the model's chat template family (or of the
+ * override): "hermes" (Hermes, Qwen 2.5, Qwen 3: <tool_call>{...}</tool_call>),
+ * "llama3" ({"name", "parameters"}, <|python_tag|>), "mistral"
+ * ([TOOL_CALLS][...]), "mistral-args" ([TOOL_CALLS]name[ARGS]{...}),
+ * "granite" (<|tool_call|>[...]), "deepseek-r1", or "generic" for templates
+ * that render no tools: then nucleus_chat_apply describes the tools in the
+ * system message and asks for <tool_call>{...}</tool_call>. */
+NUCLEUS_API const char *nucleus_model_tool_format(const nucleus_model *model);
+
+typedef struct nucleus_tool_call {
+  char *name;      /* the function */
+  char *arguments; /* a JSON object, compact */
+  char *id;        /* the id the model wrote, or NULL */
+} nucleus_tool_call;
+
+/* What a reply (or the part of it generated so far) says: its content and
+ * its calls, decided from the start; decided bytes never change as the
+ * reply grows. A malformed or unclosed call is content. */
+typedef struct nucleus_tool_reply {
+  char *content; /* NUL-terminated */
+  size_t content_len;
+  nucleus_tool_call *calls;
+  size_t n_calls;
+  size_t decided; /* bytes of the reply decided so far */
+} nucleus_tool_reply;
+
+/* Scans reply[0, len) in the model's format (final: the reply is complete;
+ * everything is decided). Release *out with nucleus_tool_reply_clear. */
+NUCLEUS_API nucleus_status nucleus_tool_reply_scan(const nucleus_model *model,
+                                                   const char *reply,
+                                                   size_t len, bool final,
+                                                   nucleus_tool_reply *out,
+                                                   nucleus_error *err);
+NUCLEUS_API void nucleus_tool_reply_clear(nucleus_tool_reply *r);
+
 /* ------------------------------------------------------ teacher forcing */
 
 /* Logits for every position of tokens (n * n_vocab floats into logits), as

@@ -1,7 +1,7 @@
 # Tool calls: each model family's call syntax parsed out of replies
 # (src/tool_call_*.c).
 UNIT_TESTS += test_tool_call
-test_tool_call_DEPS := status tool_call_parse tool_call_format
+test_tool_call_DEPS := status tool_call_parse tool_call_format tool_call_messages
 
 # libFuzzer target: make fuzz-tool-call (clang-14), then
 #   build/fuzz/fuzz_tool_call -max_total_time=300 fuzz/corpus-run/tool_call \

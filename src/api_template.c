@@ -8,6 +8,7 @@
 #include "gguf.h"
 #include "model.h"
 #include "nucleus.h"
+#include "tool_call.h"
 #include "vocab.h"
 
 /* The text of a special token as a NUL-terminated copy, or NULL. */
@@ -22,21 +23,46 @@ static char *token_text(const nc_vocab *v, int32_t id) {
   return s;
 }
 
-/* The model's template (or the override), compiled. */
-static nc_code compile_template(const nucleus_model *model,
-                                nc_chat_template **t, nc_error *err) {
+/* The source of the model's template (or the override); NULL when none. */
+static const char *template_source(const nucleus_model *model, size_t *len) {
   const char *tmpl = nc_model_chat_template_override(model);
-  size_t tmpl_len = tmpl ? strlen(tmpl) : 0;
+  *len = tmpl ? strlen(tmpl) : 0;
   gguf_str s;
   const gguf_file *g = nc_model_gguf(model);
   if (!tmpl && g && gguf_get_str(g, "tokenizer.chat_template", &s)) {
     tmpl = s.ptr;
-    tmpl_len = (size_t)s.len;
+    *len = (size_t)s.len;
   }
+  return tmpl;
+}
+
+/* The model's template (or the override), compiled. */
+static nc_code compile_template(const nucleus_model *model,
+                                nc_chat_template **t, nc_error *err) {
+  size_t tmpl_len;
+  const char *tmpl = template_source(model, &tmpl_len);
   if (!tmpl)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "model has no chat template; pass --chat-template FILE");
   return nc_chat_template_compile(tmpl, tmpl_len, t, err);
+}
+
+static nc_tool_format model_tool_format(const nucleus_model *model) {
+  size_t len;
+  const char *src = model ? template_source(model, &len) : NULL;
+  return nc_tool_format_of_template(src, src ? len : 0);
+}
+
+const char *nucleus_model_tool_format(const nucleus_model *model) {
+  return nc_tool_format_name(model_tool_format(model));
+}
+
+/* tools_json names at least one tool. */
+static bool has_tools(const char *tools_json) {
+  json_t *t = tools_json ? json_loads(tools_json, 0, NULL) : NULL;
+  bool yes = json_is_array(t) && json_array_size(t) > 0;
+  json_decref(t);
+  return yes;
 }
 
 static size_t match_control(const void *ctx, const char *s, size_t n) {
@@ -50,11 +76,24 @@ static nc_code render(const nucleus_model *model, const nucleus_chat_params *p,
   nc_chat_template *t;
   nc_code rc = compile_template(model, &t, err);
   if (rc != NC_OK) return rc;
+  /* A template that renders no tools: they go in the system message, in
+   * the generic call syntax (tool_call.h). */
+  char *generic = NULL;
+  if (has_tools(p->tools_json) &&
+      model_tool_format(model) == NC_TOOL_FORMAT_GENERIC) {
+    generic = nc_tool_generic_messages(p->messages_json, p->tools_json);
+    if (!generic) {
+      nc_chat_template_free(t);
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "messages or tools are not valid JSON of the expected "
+                     "shape");
+    }
+  }
   const nc_vocab *v = nc_model_vocab(model);
   char *bos = v ? token_text(v, nc_vocab_bos(v)) : NULL;
   char *eos = v ? token_text(v, nc_vocab_eos(v)) : NULL;
-  nc_chat_args a = {.messages_json = p->messages_json,
-                    .tools_json = p->tools_json,
+  nc_chat_args a = {.messages_json = generic ? generic : p->messages_json,
+                    .tools_json = generic ? NULL : p->tools_json,
                     .kwargs_json = p->kwargs_json,
                     .add_generation_prompt = p->add_generation_prompt,
                     .bos_token = bos,
@@ -68,6 +107,7 @@ static nc_code render(const nucleus_model *model, const nucleus_chat_params *p,
   nc_chat_template_free(t);
   free(bos);
   free(eos);
+  free(generic);
   return rc;
 }
 

@@ -81,4 +81,13 @@ void nc_tool_scan_result_clear(nc_tool_scan_result *r);
  * NULL on a tools_json that is not a JSON array or out of memory. */
 char *nc_tool_generic_prompt(const char *tools_json);
 
+/* For GENERIC: messages_json rewritten for a template without tools: the
+ * tool description joined to the (first, or a new) system message, the
+ * assistant's tool_calls written back as <tool_call> lines of its content,
+ * and tool results as user turns of <tool_response> blocks (consecutive
+ * results in one turn). malloc'd JSON, NULL on malformed input or out of
+ * memory. */
+char *nc_tool_generic_messages(const char *messages_json,
+                               const char *tools_json);
+
 #endif

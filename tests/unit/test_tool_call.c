@@ -339,6 +339,41 @@ static void test_generic_prompt(void **state) {
   assert_null(nc_tool_generic_prompt(NULL));
 }
 
+/* The generic rewrite: tools in the system message, earlier calls written
+ * back as <tool_call> lines, consecutive results as one user turn. */
+static void test_generic_messages(void **state) {
+  (void)state;
+  const char *tools =
+      "[{\"type\":\"function\",\"function\":{\"name\":\"add\"}}]";
+  const char *msgs =
+      "[{\"role\":\"user\",\"content\":\"2+3 and 4+5?\"},"
+      "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":["
+      "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":"
+      "\"add\",\"arguments\":\"{\\\"a\\\":2,\\\"b\\\":3}\"}},"
+      "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":"
+      "\"add\",\"arguments\":\"{\\\"a\\\":4,\\\"b\\\":5}\"}}]},"
+      "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"5\"},"
+      "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"9\"}]";
+  char *out = nc_tool_generic_messages(msgs, tools);
+  assert_non_null(out);
+  /* system first, with the description */
+  assert_true(!strncmp(out,
+                       "[{\"role\":\"system\",\"content\":\"You can "
+                       "call functions.",
+                       strlen("[{\"role\":\"system\",\"content\":\"You "
+                              "can call functions.")));
+  assert_non_null(
+      strstr(out, "<tool_call>{\\\"name\\\":\\\"add\\\",\\\"arguments\\\":"
+                  "{\\\"a\\\":2,\\\"b\\\":3}}</tool_call>\\n<tool_call>"));
+  assert_null(strstr(out, "tool_calls"));
+  assert_null(strstr(out, "\"tool\""));
+  assert_non_null(strstr(out, "<tool_response>\\n5\\n</tool_response>\\n"
+                              "<tool_response>\\n9\\n</tool_response>"));
+  free(out);
+  assert_null(nc_tool_generic_messages("{}", tools));
+  assert_null(nc_tool_generic_messages("[{\"content\":\"x\"}]", tools));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_families),
@@ -347,6 +382,7 @@ int main(void) {
       cmocka_unit_test(test_format_of_template),
       cmocka_unit_test(test_project_templates),
       cmocka_unit_test(test_generic_prompt),
+      cmocka_unit_test(test_generic_messages),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
