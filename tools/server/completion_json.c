@@ -31,6 +31,7 @@ int completion_out_init(completion_out *out, server_ctx *srv,
   out->created = (int64_t)time(NULL);
   out->model = req->model[0] ? req->model : srv->model_id;
   out->prompt_tokens = prompt_tokens;
+  out->tools = req->chat && req->tools.choice != TOOL_CHOICE_NONE;
   unsigned char rnd[12] = {0};
   if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
     struct timespec ts;
@@ -226,7 +227,8 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
     /* The text held back until the end (an unfinished stop string, a
      * partial character, a beam's whole text) rides on this event. */
     c->text_offset += ev->text_len;
-    if (accumulate && ev->text_len && append_text(c, ev->text, ev->text_len))
+    if ((accumulate || out->tools) && ev->text_len &&
+        append_text(c, ev->text, ev->text_len))
       return -1;
     return 0;
   }
@@ -245,7 +247,8 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
                                  out->req->top_logprobs, c->text_offset);
   }
   c->text_offset += ev->text_len;
-  if (accumulate && ev->text_len && append_text(c, ev->text, ev->text_len))
+  if ((accumulate || out->tools) && ev->text_len &&
+      append_text(c, ev->text, ev->text_len))
     return -1;
   return 0;
 }
@@ -274,6 +277,12 @@ static json_t *finish_json(nucleus_finish_reason r) {
   return s ? json_string(s) : json_null();
 }
 
+/* A reply that ended by itself after calls ends with "tool_calls". */
+static json_t *choice_finish_json(nucleus_finish_reason r, size_t n_calls) {
+  if (r == NUCLEUS_FINISH_STOP && n_calls) return json_string("tool_calls");
+  return finish_json(r);
+}
+
 json_t *completion_out_response(const completion_out *out) {
   json_t *o = envelope(out, false);
   json_t *choices = json_array();
@@ -281,19 +290,28 @@ json_t *completion_out_response(const completion_out *out) {
     const choice_state *c = &out->choices[i];
     json_t *ch = json_object();
     json_object_set_new(ch, "index", json_integer(i));
-    json_t *text = json_text(c->text ? c->text : "", c->len);
-    if (out->req->chat)
-      json_object_set_new(
-          ch, "message",
-          json_pack("{s:s,s:o}", "role", "assistant", "content", text));
-    else
-      json_object_set_new(ch, "text", text);
+    size_t n_calls = 0;
+    if (out->tools) {
+      json_object_set_new(ch, "message",
+                          tool_reply_message(out->srv->model,
+                                             c->text ? c->text : "", c->len,
+                                             &n_calls));
+    } else {
+      json_t *text = json_text(c->text ? c->text : "", c->len);
+      if (out->req->chat)
+        json_object_set_new(
+            ch, "message",
+            json_pack("{s:s,s:o}", "role", "assistant", "content", text));
+      else
+        json_object_set_new(ch, "text", text);
+    }
     json_t *lp = c->logprobs ? json_incref(c->logprobs) : NULL;
     if (!lp && out->req->logprobs)
       lp = out->req->chat ? json_pack("{s:[]}", "content")
                           : completions_logprobs_empty();
     json_object_set_new(ch, "logprobs", lp ? lp : json_null());
-    json_object_set_new(ch, "finish_reason", finish_json(c->finish));
+    json_object_set_new(ch, "finish_reason",
+                        choice_finish_json(c->finish, n_calls));
     json_array_append_new(choices, ch);
   }
   json_object_set_new(o, "choices", choices);
@@ -313,7 +331,11 @@ static json_t *chunk(const completion_out *out, int32_t index, json_t *delta,
   else
     json_object_set_new(ch, "text", json_text(text ? text : "", len));
   json_object_set_new(ch, "logprobs", logprobs ? logprobs : json_null());
-  json_object_set_new(ch, "finish_reason", finish_json(finish));
+  json_object_set_new(
+      ch, "finish_reason",
+      choice_finish_json(finish, out->tools && index >= 0 && index < out->n
+                                     ? out->choices[index].tools.calls_sent
+                                     : 0));
   json_object_set_new(o, "choices", json_pack("[o]", ch));
   if (out->req->include_usage) json_object_set_new(o, "usage", json_null());
   return o;
@@ -333,15 +355,30 @@ json_t *completion_chunk_token(const completion_out *out,
   size_t offset = out->choices[ev->index].text_offset - ev->text_len;
   json_t *lp = out->req->logprobs ? event_logprobs(out, ev, offset) : NULL;
   json_t *delta = NULL;
-  if (out->req->chat)
+  if (out->tools) {
+    choice_state *c = &out->choices[ev->index];
+    delta = tool_reply_delta(out->srv->model, &c->tools, c->text ? c->text : "",
+                             c->len, false);
+    if (!delta && !lp) return NULL;
+  } else if (out->req->chat) {
     delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));
+  }
   return chunk(out, ev->index, delta, ev->text, ev->text_len, lp,
                NUCLEUS_FINISH_NONE);
 }
 
 json_t *completion_chunk_text(const completion_out *out,
                               const nucleus_event *ev) {
-  if (ev->index < 0 || ev->index >= out->n || !ev->text_len) return NULL;
+  if (ev->index < 0 || ev->index >= out->n) return NULL;
+  if (out->tools) { /* the end decides all: held text, unclosed calls */
+    choice_state *c = &out->choices[ev->index];
+    json_t *delta = tool_reply_delta(out->srv->model, &c->tools,
+                                     c->text ? c->text : "", c->len, true);
+    return delta ? chunk(out, ev->index, delta, NULL, 0, NULL,
+                         NUCLEUS_FINISH_NONE)
+                 : NULL;
+  }
+  if (!ev->text_len) return NULL;
   json_t *delta = NULL;
   if (out->req->chat)
     delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));

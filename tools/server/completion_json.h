@@ -8,6 +8,7 @@
 
 #include "request_parse.h"
 #include "server.h"
+#include "tool_reply.h"
 
 typedef struct choice_state {
   char *text; /* accumulated text (non-streaming) */
@@ -16,6 +17,7 @@ typedef struct choice_state {
   size_t text_offset;
   nucleus_finish_reason finish;
   bool finished;
+  tool_reply tools; /* what of the reply's calls was streamed */
 } choice_state;
 
 typedef struct completion_out {
@@ -31,6 +33,7 @@ typedef struct completion_out {
   nucleus_timings timings; /* from the engine's DONE event */
   bool failed;             /* some completion ended with NUCLEUS_FINISH_ERROR */
   bool aborted;            /* some completion was cancelled (server shutdown) */
+  bool tools; /* chat with tools: replies are read for calls (tool_reply.h) */
   nucleus_error error;
 } completion_out;
 

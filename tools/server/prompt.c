@@ -1,6 +1,8 @@
 /* nucleus serve: prompt building and tokenization. */
 #include "prompt.h"
 
+#include "tool_request.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,12 +102,18 @@ static json_t *normalize_messages(const json_t *msgs, api_error *e) {
 int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
                 char **text, size_t *len, int32_t **ids, size_t *n,
                 api_error *e) {
-  json_t *msgs = normalize_messages(json_object_get(root, "messages"), e);
+  const json_t *raw = json_object_get(root, "messages");
+  if (json_is_array(raw) && tool_messages_check(raw, e)) return -1;
+  json_t *msgs = normalize_messages(raw, e);
   if (!msgs) return e->status ? -1 : api_fail(e, 500, NULL, "out of memory");
   char *msgs_json = json_dumps(msgs, JSON_COMPACT);
   json_decref(msgs);
   char *tools_json = NULL, *kwargs_json = NULL;
+  /* tool_choice "none": the model is not told of the tools. */
   const json_t *tools = json_object_get(root, "tools");
+  const json_t *tc = json_object_get(root, "tool_choice");
+  if (json_is_string(tc) && !strcmp(json_string_value(tc), "none"))
+    tools = NULL;
   if (json_is_array(tools) && json_array_size(tools))
     tools_json = json_dumps(tools, JSON_COMPACT);
   const json_t *kwargs = json_object_get(root, "chat_template_kwargs");

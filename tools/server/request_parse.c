@@ -343,8 +343,8 @@ static int parse_template_flags(const json_t *root, gen_request *r,
                         "applies only to /v1/chat/completions", e);
 }
 
-/* Structured output and tool calls are refused until they are built, so
- * that a request asking for them never gets free text with a 200. */
+/* Structured output is refused until it is built, so that a request asking
+ * for it never gets free text with a 200; tools are tool_request.h's. */
 static int parse_unsupported(const json_t *root, gen_request *r, api_error *e) {
   const json_t *rf = field(root, "response_format");
   if (rf) {
@@ -370,49 +370,7 @@ static int parse_unsupported(const json_t *root, gen_request *r, api_error *e) {
   if (refuse_present(root, never, sizeof never / sizeof never[0],
                      "is not supported yet", e))
     return -1;
-  const json_t *tools = field(root, "tools");
-  size_t n_tools = 0;
-  if (tools) {
-    if (!json_is_array(tools))
-      return api_fail(e, 400, "tools", "'tools' must be a list of tools");
-    size_t i;
-    const json_t *t;
-    json_array_foreach(tools, i, t) {
-      const json_t *type = json_object_get(t, "type");
-      const json_t *fn = json_object_get(t, "function");
-      if (!json_is_object(t) || !json_is_string(type) ||
-          strcmp(json_string_value(type), "function") || !json_is_object(fn) ||
-          !json_is_string(json_object_get(fn, "name")))
-        return api_fail(e, 400, "tools",
-                        "tools[%zu] must be {\"type\": \"function\", "
-                        "\"function\": {\"name\": ...}}",
-                        i);
-    }
-    n_tools = json_array_size(tools);
-  }
-  const json_t *tc = field(root, "tool_choice");
-  if (tc) {
-    const char *c = json_is_string(tc) ? json_string_value(tc) : NULL;
-    bool named =
-        json_is_object(tc) && json_is_string(json_object_get(tc, "type")) &&
-        !strcmp(json_string_value(json_object_get(tc, "type")), "function") &&
-        json_is_string(
-            json_object_get(json_object_get(tc, "function"), "name"));
-    if (!named && !(c && (!strcmp(c, "none") || !strcmp(c, "auto") ||
-                          !strcmp(c, "required"))))
-      return api_fail(e, 400, "tool_choice",
-                      "'tool_choice' must be 'none', 'auto', 'required' or "
-                      "{\"type\": \"function\", \"function\": "
-                      "{\"name\": ...}}");
-    if (!n_tools && !(c && !strcmp(c, "none")))
-      return api_fail(e, 400, "tool_choice", "'tool_choice' needs 'tools'");
-  }
-  if (n_tools)
-    return api_fail(e, 400, "tools",
-                    "'tools' is not supported yet (tool calling is not "
-                    "built)");
-  (void)r;
-  return 0;
+  return tool_opts_parse(root, r->chat, &r->tools, e);
 }
 
 static int parse_flags(const json_t *root, gen_request *r, api_error *e) {

@@ -9,6 +9,7 @@
 
 #include "api_error.h"
 #include "nucleus.h"
+#include "tool_request.h"
 
 #define SERVER_MAX_LOGIT_BIAS 1024
 #define SERVER_MAX_STOP_TOKEN_IDS 64
@@ -32,6 +33,7 @@ typedef struct gen_request {
   bool max_tokens_given;         /* else: until the context is full */
   bool beam;                     /* use_beam_search */
   chat_opts chat_opts;           /* chat: how the template ends */
+  tool_opts tools;               /* chat: tools, tool_choice */
   char model[256];               /* echoed back in responses */
   nucleus_request_params params; /* points into the storage below */
   char *stop_copies[NUCLEUS_MAX_STOP_STRINGS];

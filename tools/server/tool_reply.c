@@ -1,0 +1,92 @@
+/* nucleus serve: tool calls out of chat replies. */
+#include "tool_reply.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "json_text.h"
+
+/* "call_" and 24 random hex digits, or the id the model wrote. */
+static json_t *call_id(const nucleus_tool_call *c) {
+  if (c->id) return json_string(c->id);
+  unsigned char rnd[12];
+  if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    for (size_t i = 0; i < sizeof rnd; i++)
+      rnd[i] = (unsigned char)((uint64_t)ts.tv_nsec >> (i % 8 * 8)) ^
+               (unsigned char)i;
+  }
+  char id[5 + 2 * sizeof rnd + 1] = "call_";
+  for (size_t i = 0; i < sizeof rnd; i++)
+    snprintf(id + 5 + 2 * i, 3, "%02x", rnd[i]);
+  return json_string(id);
+}
+
+static json_t *call_json(const nucleus_tool_call *c, long index) {
+  json_t *o = json_object();
+  if (index >= 0) json_object_set_new(o, "index", json_integer(index));
+  json_object_set_new(o, "id", call_id(c));
+  json_object_set_new(o, "type", json_string("function"));
+  json_object_set_new(
+      o, "function",
+      json_pack("{s:o,s:o}", "name", json_text(c->name, strlen(c->name)),
+                "arguments", json_text(c->arguments, strlen(c->arguments))));
+  return o;
+}
+
+json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
+                         const char *reply, size_t len, bool final) {
+  nucleus_tool_reply r;
+  nucleus_error err;
+  if (nucleus_tool_reply_scan(model, reply, len, final, &r, &err) != NUCLEUS_OK)
+    return NULL;
+  json_t *delta = NULL;
+  if (r.content_len > t->content_sent) {
+    delta = json_object();
+    json_object_set_new(delta, "content",
+                        json_text(r.content + t->content_sent,
+                                  r.content_len - t->content_sent));
+    t->content_sent = r.content_len;
+  }
+  if (r.n_calls > t->calls_sent) {
+    if (!delta) delta = json_object();
+    json_t *calls = json_array();
+    for (size_t i = t->calls_sent; i < r.n_calls; i++)
+      json_array_append_new(calls, call_json(&r.calls[i], (long)i));
+    json_object_set_new(delta, "tool_calls", calls);
+    t->calls_sent = r.n_calls;
+  }
+  nucleus_tool_reply_clear(&r);
+  return delta;
+}
+
+json_t *tool_reply_message(const nucleus_model *model, const char *reply,
+                           size_t len, size_t *n_calls) {
+  nucleus_tool_reply r;
+  nucleus_error err;
+  *n_calls = 0;
+  if (nucleus_tool_reply_scan(model, reply, len, true, &r, &err) != NUCLEUS_OK)
+    return json_pack("{s:s,s:o}", "role", "assistant", "content",
+                     json_text(reply, len));
+  json_t *m = json_object();
+  json_object_set_new(m, "role", json_string("assistant"));
+  bool blank = true; /* content that is only the blanks around calls */
+  for (size_t i = 0; i < r.content_len && blank; i++)
+    blank = strchr(" \t\r\n", r.content[i]) != NULL;
+  json_object_set_new(m, "content",
+                      r.n_calls && blank ? json_null()
+                                         : json_text(r.content, r.content_len));
+  if (r.n_calls) {
+    json_t *calls = json_array();
+    for (size_t i = 0; i < r.n_calls; i++)
+      json_array_append_new(calls, call_json(&r.calls[i], -1));
+    json_object_set_new(m, "tool_calls", calls);
+  }
+  *n_calls = r.n_calls;
+  nucleus_tool_reply_clear(&r);
+  return m;
+}

@@ -1,0 +1,31 @@
+/* nucleus serve: a chat reply read for tool calls in the model's family
+ * syntax (nucleus_tool_reply_scan): the message of a whole reply, or the
+ * deltas of a streamed one (content as it is decided, each call once it is
+ * complete: index, id, name and its arguments), never an opener leaked as
+ * content. */
+#ifndef NUCLEUS_SERVER_TOOL_REPLY_H
+#define NUCLEUS_SERVER_TOOL_REPLY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "nucleus.h"
+
+typedef struct tool_reply {
+  size_t content_sent; /* bytes of decided content already streamed */
+  size_t calls_sent;   /* calls already streamed */
+} tool_reply;
+
+/* The delta of the text so far (reply[0, len), final: it is complete):
+ * {"content": ..., "tool_calls": [...]} with what became decided since the
+ * last call, or NULL when nothing did. */
+json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
+                         const char *reply, size_t len, bool final);
+
+/* The assistant message of a whole reply: content (null when empty and
+ * there are calls) and tool_calls. *n_calls: how many. */
+json_t *tool_reply_message(const nucleus_model *model, const char *reply,
+                           size_t len, size_t *n_calls);
+
+#endif
