@@ -22,6 +22,10 @@ static void on_sigint(int sig) {
 static void usage(FILE *out) {
   fprintf(out, "usage: nucleus chat [options]\n\n"
                "  -s, --system TEXT       system prompt\n"
+               "  --tools FILE            a JSON list of tools (OpenAI's "
+               "format); the model's\n"
+               "                          calls are shown and you type each "
+               "result\n"
                "In the chat: /reset clears the history, /exit (or Ctrl-D) "
                "quits,\nCtrl-C stops the current reply.\n\n");
   fprintf(out, "Sampling defaults as listed (llama.cpp's), or as the model "
@@ -78,7 +82,8 @@ static char *read_line(void) {
 /* Renders the history, tokenizes it and streams the reply. Returns the
  * reply text (malloc'd) or NULL. */
 static char *reply(nucleus_model *model, nucleus_engine *engine,
-                   const cli_options *o, json_t *messages) {
+                   const cli_options *o, json_t *messages,
+                   const char *tools_json) {
   char *history = json_dumps(messages, JSON_COMPACT);
   int32_t *ids = NULL;
   size_t n_ids = 0;
@@ -88,6 +93,7 @@ static char *reply(nucleus_model *model, nucleus_engine *engine,
   if (!history) return NULL;
   nucleus_chat_params cp = nucleus_chat_default_params();
   cp.messages_json = history;
+  cp.tools_json = tools_json;
   cp.parse_special_in_content = o->parse_special_in_content;
   if (nucleus_chat_apply(model, &cp, NULL, NULL, &ids, &n_ids, &err) !=
           NUCLEUS_OK ||
@@ -115,10 +121,83 @@ done:
   return text;
 }
 
+/* A JSON list of tools from path, compact (malloc'd); NULL with a message. */
+static char *load_tools(const char *path) {
+  json_error_t je;
+  json_t *t = json_load_file(path, 0, &je);
+  if (!json_is_array(t)) {
+    fprintf(stderr, "error: --tools %s: %s\n", path,
+            t ? "not a JSON list of tools" : je.text);
+    json_decref(t);
+    return NULL;
+  }
+  size_t i;
+  json_t *tool;
+  json_array_foreach(t, i, tool) {
+    if (!json_is_string(
+            json_object_get(json_object_get(tool, "function"), "name"))) {
+      fprintf(stderr,
+              "error: --tools %s: tools[%zu] must be {\"type\": "
+              "\"function\", \"function\": {\"name\": ...}}\n",
+              path, i);
+      json_decref(t);
+      return NULL;
+    }
+  }
+  char *s = json_dumps(t, JSON_COMPACT);
+  json_decref(t);
+  return s;
+}
+
+/* The reply's calls, if any: shown, each result typed by the user, and the
+ * turn recorded as the assistant's calls plus one tool message per call.
+ * Returns true when there were calls (the model answers next). */
+static bool tool_turn(nucleus_model *model, json_t *messages, const char *text,
+                      bool tty) {
+  nucleus_tool_reply r;
+  nucleus_error err = {0};
+  if (nucleus_tool_reply_scan(model, text, strlen(text), true, &r, &err) !=
+          NUCLEUS_OK ||
+      !r.n_calls) {
+    if (r.content || r.calls) nucleus_tool_reply_clear(&r);
+    return false;
+  }
+  json_t *calls = json_array();
+  json_t *results = json_array();
+  for (size_t i = 0; i < r.n_calls; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "call_%zu_%zu", json_array_size(messages), i);
+    fprintf(stdout, "[tool call %s] %s(%s)\n", id, r.calls[i].name,
+            r.calls[i].arguments);
+    if (tty) {
+      fprintf(stdout, "result of %s> ", r.calls[i].name);
+      fflush(stdout);
+    }
+    char *line = read_line();
+    json_array_append_new(calls, json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id,
+                                           "type", "function", "function",
+                                           "name", r.calls[i].name, "arguments",
+                                           r.calls[i].arguments));
+    json_array_append_new(results, json_pack("{s:s,s:s,s:s}", "role", "tool",
+                                             "tool_call_id", id, "content",
+                                             line ? line : ""));
+    free(line);
+  }
+  json_t *m = json_object();
+  json_object_set_new(m, "role", json_string("assistant"));
+  json_object_set_new(m, "content", json_stringn(r.content, r.content_len));
+  json_object_set_new(m, "tool_calls", calls);
+  json_array_append_new(messages, m);
+  json_array_extend(messages, results);
+  json_decref(results);
+  nucleus_tool_reply_clear(&r);
+  return true;
+}
+
 int cmd_chat(int argc, char **argv) {
   cli_options o;
   cli_options_init(&o);
-  const char *system_prompt = NULL;
+  const char *system_prompt = NULL, *tools_path = NULL;
   for (int i = 1; i < argc; i++) {
     int r = cli_options_parse(&o, argc, argv, &i);
     if (r < 0) return 2;
@@ -132,6 +211,10 @@ int cmd_chat(int argc, char **argv) {
       system_prompt = argv[++i];
       continue;
     }
+    if (!strcmp(argv[i], "--tools") && i + 1 < argc) {
+      tools_path = argv[++i];
+      continue;
+    }
     fprintf(stderr, "error: unknown or incomplete option '%s'\n\n", argv[i]);
     usage(stderr);
     return 2;
@@ -141,8 +224,13 @@ int cmd_chat(int argc, char **argv) {
                     "--n-completions, no --beam-width)\n");
     return 2;
   }
+  char *tools_json = tools_path ? load_tools(tools_path) : NULL;
+  if (tools_path && !tools_json) return 2;
   nucleus_model *model = cli_load_model(&o);
-  if (!model) return 1;
+  if (!model) {
+    free(tools_json);
+    return 1;
+  }
   cli_options_defaults(&o, model, NUCLEUS_SURFACE_CLI);
   nucleus_error err = {0};
   /* Fail early and clearly when the model has no chat template. */
@@ -152,6 +240,7 @@ int cmd_chat(int argc, char **argv) {
                           NULL, true, &probe, &probe_len, &err) != NUCLEUS_OK) {
     fprintf(stderr, "error: %s\n", err.message);
     nucleus_model_free(model);
+    free(tools_json);
     return 1;
   }
   nucleus_free(probe);
@@ -160,6 +249,7 @@ int cmd_chat(int argc, char **argv) {
   if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK) {
     fprintf(stderr, "error: %s\n", err.message);
     nucleus_model_free(model);
+    free(tools_json);
     return 1;
   }
   struct sigaction sa = {0};
@@ -172,6 +262,9 @@ int cmd_chat(int argc, char **argv) {
   bool tty = isatty(STDIN_FILENO);
   fprintf(stderr, "nucleus chat: %s. /reset clears the history, /exit quits.\n",
           nucleus_model_name(model));
+  if (tools_json)
+    fprintf(stderr, "tools: %s call syntax\n",
+            nucleus_model_tool_format(model));
   for (;;) {
     if (tty) {
       fputs("> ", stdout);
@@ -197,15 +290,24 @@ int cmd_chat(int argc, char **argv) {
     }
     add_message(messages, "user", line, strlen(line));
     free(line);
-    char *text = reply(model, engine, &o, messages);
+    char *text = reply(model, engine, &o, messages, tools_json);
     if (!text) {
       /* Could not even start: forget the turn. */
       json_array_remove(messages, json_array_size(messages) - 1);
       continue;
     }
-    add_message(messages, "assistant", text, strlen(text));
+    /* Calls get their results typed in, then the model answers (at most a
+     * few rounds before the user's turn again). */
+    for (int round = 0; tools_json && round < 8 && text &&
+                        tool_turn(model, messages, text, tty);
+         round++) {
+      free(text);
+      text = reply(model, engine, &o, messages, tools_json);
+    }
+    if (text) add_message(messages, "assistant", text, strlen(text));
     free(text);
   }
+  free(tools_json);
   json_decref(messages);
   nucleus_engine_free(engine);
   nucleus_model_free(model);
