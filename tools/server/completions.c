@@ -68,6 +68,12 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
              : prompt_completion_tokens(srv, root, &j->prompt, &j->n_prompt, e);
   json_decref(root);
   if (rc) return -1;
+  /* Families whose call openers are control tokens ([TOOL_CALLS],
+   * <|python_tag|>, ...) need them in the reply to be read. */
+  const char *fmt = nucleus_model_tool_format(srv->model);
+  if (j->req.tools.choice != TOOL_CHOICE_NONE && strcmp(fmt, "generic") &&
+      strcmp(fmt, "hermes"))
+    j->req.params.skip_special_tokens = false;
   if (j->n_prompt == 0)
     return api_fail(e, 400, chat ? "messages" : "prompt",
                     "the prompt is empty");
