@@ -162,6 +162,7 @@ void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
 
 typedef struct quant_task {
   const float *x;
+  const int32_t *idx; /* NULL, or row t is x's row idx[t] */
   int64_t x_stride, n;
   int32_t rows;
   uint8_t *dst;
@@ -183,7 +184,7 @@ static void quant_worker(void *p, int ith, int nth) {
   lo *= unit;
   hi = hi * unit < q->rows ? hi * unit : q->rows;
   for (int64_t t = lo; t < hi; t++) {
-    const float *src = q->x + t * q->x_stride;
+    const float *src = q->x + (q->idx ? q->idx[t] : t) * q->x_stride;
     void *dst = q->dst + (size_t)t * q->dst_stride;
     if (q->fn)
       q->fn(src, dst, q->n);
@@ -286,6 +287,18 @@ static bool shared_layout(nc_fwd *ctx, const mm_task *t, nc_type vdt, int64_t n,
 
 void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
                    const nc_mm *mm, int n_mm) {
+  nc_fwd_matmul_rows(ctx, x, x_stride, NULL, rows, mm, n_mm);
+}
+
+int32_t nc_fwd_ctx_len(const nc_fwd *ctx) {
+  const int64_t n =
+      nc_kv_blocks_total(ctx->kv) * (int64_t)nc_kv_block_tokens(ctx->kv);
+  return n < ctx->hp->n_ctx_train ? (int32_t)n : ctx->hp->n_ctx_train;
+}
+
+void nc_fwd_matmul_rows(nc_fwd *ctx, const float *x, int64_t x_stride,
+                        const int32_t *idx, int32_t rows, const nc_mm *mm,
+                        int n_mm) {
   bool done[NC_FWD_MAX_MM] = {false};
   if (n_mm > NC_FWD_MAX_MM) n_mm = NC_FWD_MAX_MM;
   for (int i = 0; i < n_mm; i++) {
@@ -302,6 +315,7 @@ void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
       t.total += mm[j].w->ne1;
     }
     quant_task q = {.x = x,
+                    .idx = idx,
                     .x_stride = x_stride,
                     .n = n,
                     .rows = rows,

@@ -1,5 +1,6 @@
-/* The llama-family architectures beyond llama (qwen2, qwen3) against
- * llama.cpp on the same file and against the reference forward pass.
+/* The llama-family architectures beyond llama (qwen2, qwen3, phi3,
+ * qwen3moe) against llama.cpp on the same file and against the reference
+ * forward pass.
  *
  * The files are small random-weight models (scripts/make_arch_gguf.py ARCH
  * build/arch/ARCH.gguf --seed 17: F16 matrices, F32 norms and biases, the
@@ -10,9 +11,11 @@
  * sha256). With F16 weights the fast path, as llama.cpp, rounds each matmul
  * input to F16; the reference stays f32. Measured max |logit diff| over the
  * golden's top 32 at every position: against llama.cpp 5.6e-3 (qwen2),
- * 6.8e-3 (qwen3); against the reference 7.1e-3, 9.5e-3; top-1 100%.
+ * 6.8e-3 (qwen3), 8.0e-3 (phi3), 9.1e-3 (qwen3moe); against the reference
+ * 7.1e-3, 9.5e-3, 9.8e-3, 1.2e-2; top-1 100%.
  * Bounds: 2e-2 and 3e-2, top-1 >= 99%: a dropped K bias moves logits by
- * 1.35 (top-1 75%), a skipped K norm by 1.78 (top-1 70%). Missing files
+ * 1.35 (top-1 75%), a skipped K norm by 1.78 (top-1 70%), phi3's gate and
+ * up halves swapped by 14.1 (top-1 4%). Missing files
  * fail the test unless NUCLEUS_TESTS_WITHOUT_MODEL=1. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,10 +108,22 @@ static void test_qwen3(void **state) {
   check_arch("qwen3");
 }
 
+static void test_phi3(void **state) {
+  (void)state;
+  check_arch("phi3");
+}
+
+static void test_qwen3moe(void **state) {
+  (void)state;
+  check_arch("qwen3moe");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qwen2),
       cmocka_unit_test(test_qwen3),
+      cmocka_unit_test(test_phi3),
+      cmocka_unit_test(test_qwen3moe),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
