@@ -10,7 +10,8 @@ test_forward_ref_LIB := 1
 UNIT_TESTS += test_forward_arch
 test_forward_arch_LIB := 1
 ARCH_MODELS := build/arch/qwen2.gguf build/arch/qwen3.gguf \
-               build/arch/phi3.gguf build/arch/qwen3moe.gguf
+               build/arch/phi3.gguf build/arch/qwen3moe.gguf \
+               build/arch/mixtral.gguf
 build/arch/%.gguf: scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)
 	python3 scripts/make_arch_gguf.py $* $@ --seed 17

@@ -4,7 +4,8 @@
 Usage: scripts/make_arch_gguf.py ARCH OUT.gguf [--seed N] [--f32] [--tokenizer GGUF]
        scripts/make_arch_gguf.py --list
 
-ARCH: qwen2 qwen3 gemma2 gemma3 phi3 qwen3moe.
+ARCH: qwen2 qwen3 gemma2 gemma3 phi3 qwen3moe mixtral (a `llama` file with
+experts: ffn_gate_inp and ffn_{gate,up,down}_exps of width n_ff, as Mixtral).
 
 The tokenizer (every tokenizer.* key: vocabulary, merges, special ids, chat
 template) is copied from the default model, models/SmolLM2-135M-Instruct.Q4_1.gguf,
@@ -62,6 +63,9 @@ ARCHS = {
     "phi3": dict(n_layer=4, head_dim=64, tied=False, rope_base=10000.0),
     "qwen3moe": dict(n_layer=4, head_dim=128, tied=True, rope_base=1000000.0,
                      n_expert=8, n_expert_used=2, n_ff_exp=128),
+    # general.architecture "llama"; the experts are n_ff (here 128) wide
+    "mixtral": dict(n_layer=4, head_dim=64, tied=False, rope_base=1000000.0,
+                    n_expert=8, n_expert_used=2, n_ff_exp=128, gguf_arch="llama"),
 }
 
 # ---------------------------------------------------------------- tokenizer
@@ -155,7 +159,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     mat_dt = np.float32 if f32 else np.float16
     n_q, n_kv = N_HEAD * hd, N_HEAD_KV * hd
 
-    w = gguf.GGUFWriter(out, arch)
+    w = gguf.GGUFWriter(out, cfg.get("gguf_arch", arch))
     # general.name must not contain "phi3"/"phi-3": llama.cpp's vocab loader then
     # sets Phi-3 token attributes and throws (unordered_map::at) on a vocabulary
     # without </s>, <unk>, <s>.
@@ -166,7 +170,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     w.add_context_length(N_CTX)
     w.add_embedding_length(N_EMBD)
     w.add_block_count(L)
-    w.add_feed_forward_length(N_FF)
+    w.add_feed_forward_length(cfg["n_ff_exp"] if arch == "mixtral" else N_FF)
     w.add_head_count(N_HEAD)
     w.add_head_count_kv(N_HEAD_KV)
     w.add_layer_norm_rms_eps(1e-6)
@@ -183,9 +187,10 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     if arch == "phi3":
         w.add_rope_dimension_count(hd)
         w.add_rope_scaling_orig_ctx_len(N_CTX)
-    if arch == "qwen3moe":
+    if arch in ("qwen3moe", "mixtral"):
         w.add_expert_count(cfg["n_expert"])
         w.add_expert_used_count(cfg["n_expert_used"])
+    if arch == "qwen3moe":
         w.add_expert_feed_forward_length(cfg["n_ff_exp"])
     for k, v, t, sub in tok:
         w.add_key_value(k, v, t, sub)
@@ -228,7 +233,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         if arch.startswith("gemma"):
             vec(p + "post_attention_norm.weight", N_EMBD, "post")
         vec(p + "ffn_norm.weight", N_EMBD, "norm")
-        if arch == "qwen3moe":
+        if arch in ("qwen3moe", "mixtral"):
             E, F = cfg["n_expert"], cfg["n_ff_exp"]
             x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD).reshape(E, N_EMBD)
             w.add_tensor(p + "ffn_gate_inp.weight", (x * 2.0 * inv(N_EMBD)).astype(np.float32))
