@@ -31,7 +31,10 @@
 
 #include <cmocka.h>
 
+#include "batch.h"
+#include "context.h"
 #include "forward_ref.h"
+#include "kv_cache.h"
 #include "logits_golden.h"
 #include "model.h"
 #include "nucleus.h"
@@ -150,11 +153,130 @@ static void test_mixtral(void **state) {
   check_file("mixtral", "llama");
 }
 
+/* Rows of prompts [0, NP) run in one batch per step, prompt p taking
+ * step[p][it % 4] tokens per step (0: wait), each prompt in its own
+ * sequence; out[p] gets prompt p's rows of logits. */
+enum { NP = 2, INV_TOKENS = 64 }; /* prompts, tokens per prompt at most */
+static void run_shared(const nucleus_model *m, const golden_prompt *g,
+                       const int32_t step[NP][4], float *out[NP]) {
+  const int32_t nv = nc_model_hparams(m)->n_vocab;
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch b;
+  nucleus_error err;
+  assert_int_equal(
+      nc_kv_cache_create(nc_model_hparams(m), NP * 4 + 2, 16, NP, &kv, &err),
+      NC_OK);
+  assert_int_equal(nc_context_create(m, kv, NP * INV_TOKENS, &ctx, &err),
+                   NC_OK);
+  assert_int_equal(nc_batch_init(&b, NP * INV_TOKENS, &err), NC_OK);
+  float *buf = malloc(sizeof(float) * NP * INV_TOKENS * (size_t)nv);
+  assert_non_null(buf);
+  int32_t seq[NP], done[NP] = {0};
+  for (int p = 0; p < NP; p++)
+    seq[p] = nc_kv_seq_new(kv);
+  for (int it = 0; done[0] < g[0].n || done[1] < g[1].n; it++) {
+    nc_batch_clear(&b);
+    int32_t src_p[NP * INV_TOKENS], src_i[NP * INV_TOKENS];
+    for (int p = 0; p < NP; p++) {
+      int32_t take = step[p][it % 4];
+      if (done[p] + take > g[p].n) take = g[p].n - done[p];
+      if (take <= 0) continue;
+      assert_int_equal(nc_kv_seq_reserve(kv, seq[p], done[p] + take, &err),
+                       NC_OK);
+      for (int32_t i = done[p]; i < done[p] + take; i++) {
+        src_p[b.n_tokens] = p;
+        src_i[b.n_tokens] = i;
+        assert_true(nc_batch_add(&b, g[p].tokens[i], i, seq[p], true));
+      }
+      done[p] += take;
+    }
+    if (b.n_tokens == 0) continue;
+    if (nc_context_forward(ctx, &b, buf, &err) != NC_OK)
+      fail_msg("forward: %s", err.message);
+    for (int32_t r = 0; r < b.n_tokens; r++)
+      memcpy(out[src_p[r]] + (int64_t)src_i[r] * nv, buf + (int64_t)r * nv,
+             sizeof(float) * (size_t)nv);
+  }
+  free(buf);
+  nc_batch_free(&b);
+  nc_context_free(ctx);
+  nc_kv_cache_free(kv);
+}
+
+/* A mixture of experts groups a batch's rows by expert: each row's logits
+ * must not depend on the rows it shares its experts with. Each prompt alone
+ * in one call == token by token == two prompts interleaved in uneven
+ * shared batches, bit for bit. */
+static void check_moe_invariance(const char *file) {
+  char path[4096], gpath[4096], why[4200];
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
+  snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s.txt", root(),
+           file);
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  nucleus_model *m = NULL;
+  nucleus_error err;
+  if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) {
+    snprintf(why, sizeof why, "%s (make arch-models): %s", path, err.message);
+    NC_MODEL_UNAVAILABLE(why);
+  }
+  assert_true(nc_model_hparams(m)->n_expert > 0);
+  golden_prompt g[MAX_PROMPTS] = {0};
+  assert_true(load_golden(g, gpath) >= NP);
+  for (int p = 0; p < NP; p++) {
+    assert_true(g[p].n <= INV_TOKENS);
+    if (NC_SANITIZED) g[p].n = 16;
+  }
+  const int32_t nv = nucleus_model_n_vocab(m);
+  const size_t bytes = sizeof(float) * INV_TOKENS * (size_t)nv;
+  float *a[NP], *c[NP];
+  for (int p = 0; p < NP; p++) {
+    a[p] = malloc(bytes);
+    c[p] = malloc(bytes);
+    assert_non_null(a[p]);
+    assert_non_null(c[p]);
+  }
+  const int32_t all[NP][4] = {{INV_TOKENS, 0, 0, 0}, {0, INV_TOKENS, 0, 0}};
+  const int32_t ones[NP][4] = {{1, 0, 1, 0}, {0, 1, 0, 1}};
+  const int32_t mixed[NP][4] = {{7, 20, 1, 13}, {29, 3, 11, 1}};
+  run_shared(m, g, all, a);
+  int64_t rows = 0;
+  for (int k = 0; k < 2; k++) {
+    run_shared(m, g, k ? mixed : ones, c);
+    for (int p = 0; p < NP; p++) {
+      if (memcmp(a[p], c[p], sizeof(float) * (size_t)g[p].n * (size_t)nv))
+        fail_msg("%s: prompt %d %s differs from the prompt alone", file, p,
+                 k ? "in shared batches" : "token by token");
+      rows += g[p].n;
+    }
+  }
+  print_message("%s: %lld rows token by token and in shared batches "
+                "bit-identical to each prompt alone\n",
+                file, (long long)rows);
+  for (int p = 0; p < NP; p++) {
+    free(a[p]);
+    free(c[p]);
+  }
+  for (int p = 0; p < MAX_PROMPTS; p++)
+    free(g[p].pos);
+  nucleus_model_free(m);
+}
+
+static void test_moe_batch_invariance(void **state) {
+  (void)state;
+  check_moe_invariance("qwen3moe");
+  check_moe_invariance("mixtral");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_qwen2),   cmocka_unit_test(test_qwen3),
-      cmocka_unit_test(test_phi3),    cmocka_unit_test(test_qwen3moe),
+      cmocka_unit_test(test_qwen2),
+      cmocka_unit_test(test_qwen3),
+      cmocka_unit_test(test_phi3),
+      cmocka_unit_test(test_qwen3moe),
       cmocka_unit_test(test_mixtral),
+      cmocka_unit_test(test_moe_batch_invariance),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
