@@ -53,7 +53,8 @@ void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
   nc_fwd_matmul(ctx, x, E, rows, &router, 1);
   for (int32_t t = 0; t < rows; t++) {
     float *lg = s->moe_logits + (int64_t)t * NX;
-    route(lg, NX, K, lg, s->moe_sel + (int64_t)t * K, s->moe_w + (int64_t)t * K);
+    route(lg, NX, K, lg, s->moe_sel + (int64_t)t * K,
+          s->moe_w + (int64_t)t * K);
   }
   /* expert by expert, its rows in batch order: gate and up of its rows,
    * silu(gate) * up, down into the next rows of moe_out */
