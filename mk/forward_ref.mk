@@ -11,7 +11,7 @@ UNIT_TESTS += test_forward_arch
 test_forward_arch_LIB := 1
 ARCH_MODELS := build/arch/qwen2.gguf build/arch/qwen3.gguf \
                build/arch/phi3.gguf build/arch/qwen3moe.gguf \
-               build/arch/mixtral.gguf
+               build/arch/mixtral.gguf build/arch/phi3long.gguf
 build/arch/%.gguf: scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)
 	python3 scripts/make_arch_gguf.py $* $@ --seed 17

@@ -127,6 +127,10 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   return NC_OK;
 }
 
+void nc_context_set_n_ctx(nc_context *c, int32_t n_ctx) {
+  c->fwd.n_ctx = n_ctx > 0 ? n_ctx : 0;
+}
+
 void nc_context_free(nc_context *c) {
   if (!c) return;
   nc_threadpool_free(c->fwd.tp);

@@ -291,8 +291,9 @@ void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
 }
 
 int32_t nc_fwd_ctx_len(const nc_fwd *ctx) {
-  const int64_t n =
-      nc_kv_blocks_total(ctx->kv) * (int64_t)nc_kv_block_tokens(ctx->kv);
+  const int64_t n = ctx->n_ctx > 0 ? ctx->n_ctx
+                                   : nc_kv_blocks_total(ctx->kv) *
+                                         (int64_t)nc_kv_block_tokens(ctx->kv);
   return n < ctx->hp->n_ctx_train ? (int32_t)n : ctx->hp->n_ctx_train;
 }
 

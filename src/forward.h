@@ -58,6 +58,7 @@ typedef struct nc_fwd {
   size_t kt_cap; /* floats */
   float *vw;     /* and its values, widened: one row of n_embd_v per position */
   size_t vw_cap; /* floats */
+  int32_t n_ctx; /* 0, or the context one sequence may reach (nc_fwd_ctx_len) */
 } nc_fwd;
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx);
@@ -97,8 +98,9 @@ void nc_fwd_matmul_rows(nc_fwd *ctx, const float *x, int64_t x_stride,
 void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
                 float *y, int32_t rows);
 
-/* The context one sequence may reach: the KV cache's positions, at most
- * the model's training context (llama.cpp's n_ctx_seq for LongRoPE). */
+/* The context one sequence may reach (llama.cpp's n_ctx_seq, for
+ * LongRoPE): the one set by nc_context_set_n_ctx, else the KV cache's
+ * positions; at most the model's training context. */
 int32_t nc_fwd_ctx_len(const nc_fwd *ctx);
 
 /* Attention of one layer for the batch's rows: writes K and V (rope already

@@ -22,7 +22,11 @@
  * 0.0903915 for the second expert) that it breaks the other way and the
  * changed row reaches the later positions through attention: MoE files
  * may have up to 1/16 of the positions past the reference bound (and
- * top-1 >= 97%). Missing files
+ * top-1 >= 97%). phi3long (prompts past original_context_length 32:
+ * rope_factors_long, attn_factor 1.19): 8.9e-3; its position 25 of the
+ * first prompt is a near tie (llama.cpp's top 2 2.4e-3 apart) that the
+ * fast path breaks the other way: top-1 counts a position whose golden top
+ * 2 are closer than the logit bound as agreeing. Missing files
  * fail the test unless NUCLEUS_TESTS_WITHOUT_MODEL=1. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,6 +47,8 @@
 /* Positions per prompt: the sanitizer build checks the same code on a
  * shorter run (the plain-C reference is slow there). */
 #define N_CHECK (NC_SANITIZED ? 24 : 128)
+/* max |logit diff| against llama.cpp */
+#define DIFF_BOUND 2e-2
 /* max |logit diff| of a position against the reference */
 #define REF_BOUND 3e-2
 
@@ -75,7 +81,7 @@ static void check_file(const char *file, const char *arch) {
   float *ref = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
   assert_non_null(fast);
   assert_non_null(ref);
-  int64_t positions = 0, top1 = 0, top1_ref = 0, far_ref = 0;
+  int64_t positions = 0, top1 = 0, top1_ref = 0, far_ref = 0, ties = 0;
   double diff = 0, diff_ref = 0;
   for (int p = 0; p < n; p++) {
     const int32_t T = g[p].n < N_CHECK ? g[p].n : N_CHECK;
@@ -87,8 +93,12 @@ static void check_file(const char *file, const char *arch) {
       const float *f = fast + (int64_t)t * nv, *r = ref + (int64_t)t * nv;
       const golden_pos *gp = &g[p].pos[t];
       positions++;
-      top1 += argmax(f, nv) == gp->id[0];
-      top1_ref += argmax(f, nv) == argmax(r, nv);
+      /* a near tie in llama.cpp's top 2 (closer than the logit bound) may
+       * go either way: it counts as agreeing */
+      const bool tie = gp->logit[0] - gp->logit[1] < DIFF_BOUND;
+      top1 += argmax(f, nv) == gp->id[0] || tie;
+      ties += tie && argmax(f, nv) != gp->id[0];
+      top1_ref += argmax(f, nv) == argmax(r, nv) || tie;
       double pos_ref = 0;
       for (int k = 0; k < TOPK; k++) {
         double d = fabs((double)f[gp->id[k]] - gp->logit[k]);
@@ -103,15 +113,15 @@ static void check_file(const char *file, const char *arch) {
     }
     free(g[p].pos);
   }
-  print_message("%s: %lld positions; vs llama.cpp top-1 %.2f%%, max |diff| "
-                "%.3g; vs reference top-1 %.2f%%, max |diff| %.3g, %lld "
-                "positions past it\n",
+  print_message("%s: %lld positions; vs llama.cpp top-1 %.2f%% (%lld near "
+                "ties the other way), max |diff| %.3g; vs reference top-1 "
+                "%.2f%%, max |diff| %.3g, %lld positions past it\n",
                 file, (long long)positions,
-                100.0 * (double)top1 / (double)positions, diff,
+                100.0 * (double)top1 / (double)positions, (long long)ties, diff,
                 100.0 * (double)top1_ref / (double)positions, diff_ref,
                 (long long)far_ref);
   assert_true(100.0 * (double)top1 / (double)positions >= 99.0);
-  assert_true(diff <= 2e-2);
+  assert_true(diff <= DIFF_BOUND);
   /* A mixture of experts may route a near tie differently from the f32
    * reference (llama.cpp rounds as the fast path does): a few positions. */
   const bool moe = nc_model_hparams(m)->n_expert > 0;
@@ -145,6 +155,13 @@ static void test_phi3(void **state) {
 static void test_qwen3moe(void **state) {
   (void)state;
   check_arch("qwen3moe");
+}
+
+/* phi3 whose prompts run past rope.scaling.original_context_length (32):
+ * rope_factors_long and rope.scaling.attn_factor 1.19 */
+static void test_phi3long(void **state) {
+  (void)state;
+  check_file("phi3long", "phi3");
 }
 
 /* Mixtral: a llama file with experts */
@@ -275,6 +292,7 @@ int main(void) {
       cmocka_unit_test(test_qwen3),
       cmocka_unit_test(test_phi3),
       cmocka_unit_test(test_qwen3moe),
+      cmocka_unit_test(test_phi3long),
       cmocka_unit_test(test_mixtral),
       cmocka_unit_test(test_moe_batch_invariance),
   };
