@@ -67,14 +67,17 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   /* mixture of experts: router logits, weights, outputs per (row, slot) */
   const size_t nx = (size_t)hp->n_expert, nk = (size_t)hp->n_expert_used;
   const size_t w_moe = nx ? nx + nk + nk * (size_t)hp->n_embd : 0;
-  const size_t per_row =
-      (size_t)hp->n_embd + w_xn + w_q + (size_t)nc_hp_n_embd_k(hp) +
-      (size_t)nc_hp_n_embd_v(hp) + w_att + 2 * w_ff + 2 * half + w_moe;
-  c->buf_mem = malloc(T * per_row * sizeof(float));
+  const size_t per_row = (size_t)hp->n_embd + w_xn + w_q +
+                         (size_t)nc_hp_n_embd_k(hp) +
+                         (size_t)nc_hp_n_embd_v(hp) + w_att + 2 * half + w_moe;
+  /* gate and up: a row per batch entry, and at least one per expert used
+   * (one decode row's experts side by side: forward_moe.c) */
+  const size_t T_ff = T > nk ? T : nk;
+  c->buf_mem = malloc((T * per_row + 2 * T_ff * w_ff) * sizeof(float));
   /* Any activation format takes at most 4 bytes per element plus a block
    * header, which one extra element per 8 covers. */
   const size_t kmax = (size_t)max3(hp->n_embd, (int32_t)w_ff, (int32_t)w_att);
-  c->fwd.qact_bytes = T * (kmax * 4 + kmax / 2 + 64);
+  c->fwd.qact_bytes = T_ff * (kmax * 4 + kmax / 2 + 64);
   c->fwd.qact = malloc(c->fwd.qact_bytes);
   c->fwd.f16tab = malloc(65536 * sizeof(float));
   const int64_t kv_pos =
@@ -109,8 +112,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.bufs.k = p, p += T * (size_t)nc_hp_n_embd_k(hp);
   c->fwd.bufs.v = p, p += T * (size_t)nc_hp_n_embd_v(hp);
   c->fwd.bufs.attn = p, p += T * w_att;
-  c->fwd.bufs.gate = p, p += T * w_ff;
-  c->fwd.bufs.up = p, p += T * w_ff;
+  c->fwd.bufs.gate = p, p += T_ff * w_ff;
+  c->fwd.bufs.up = p, p += T_ff * w_ff;
   c->fwd.bufs.rope_cos = p, p += T * half;
   c->fwd.bufs.rope_sin = p, p += T * half;
   if (nx) {
@@ -219,6 +222,7 @@ static nc_code nocache_setup(const nucleus_model *m, int32_t n,
                    "no-cache forward: %d tokens, need at least 1", (int)n);
   nc_code rc = nc_kv_cache_create(nc_model_hparams(m), 1, n, 1, kv, err);
   if (!rc) rc = nc_context_create(m, *kv, n, ctx, err);
+  if (!rc) nc_context_set_n_ctx(*ctx, nc_model_hparams(m)->n_ctx_train);
   if (!rc) rc = nc_batch_init(b, n, err);
   return rc;
 }

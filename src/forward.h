@@ -24,8 +24,8 @@ typedef struct nc_fwd_bufs {
   float *k;    /* [T, n_head_kv * head_dim] */
   float *v;    /* [T, n_head_kv * head_dim_v] */
   float *attn; /* [T, n_head * head_dim_v] */
-  float *gate; /* [T, max(n_ff, n_ff_exp)] */
-  float *up;   /* [T, max(n_ff, n_ff_exp)] */
+  float *gate; /* [max(T, n_expert_used), max(n_ff, n_ff_exp)] */
+  float *up;   /* [max(T, n_expert_used), max(n_ff, n_ff_exp)] */
   float *rope_cos, *rope_sin; /* [T, n_rot / 2]: per-row rope tables */
   /* mixture of experts (NULL when dense; nc_fwd_moe): router logits
    * [T, n_expert], chosen experts and their weights [T, n_expert_used],
@@ -86,6 +86,13 @@ void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
 void nc_fwd_matmul_rows(nc_fwd *ctx, const float *x, int64_t x_stride,
                         const int32_t *idx, int32_t rows, const nc_mm *mm,
                         int n_mm);
+
+/* mm[i] over row i of x alone (n_mm <= NC_FWD_MAX_MM rows), in one
+ * parallel pass: the rows quantized once, threads splitting the output
+ * rows of all the matmuls. Each output row is the value nc_fwd_matmul
+ * gives that row alone. */
+void nc_fwd_matmul_each(nc_fwd *ctx, const float *x, int64_t x_stride,
+                        const nc_mm *mm, int n_mm);
 
 /* The mixture-of-experts FFN of layer L (ffn_gate_inp, ffn_*_exps; as
  * llama.cpp's build_moe_ffn with SiLU experts, softmax gating and
