@@ -15,9 +15,12 @@ attention auto, weight repacking on; nucleus: its default kernel table, amx
 on AMX CPUs, or with --no-repack the fastest table in the float order of
 llama.cpp --no-repack, or the table NUCLEUS_KERNELS names).
 
-usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M]
+usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M]
                       [--threads 1,2] [--pp 512] [--tg 128] [--no-repack]
-  --models takes the names above or paths to .gguf files.
+  --models takes the names above (also MOE_Q8_0) or paths to .gguf files.
+  MOE_*: a Qwen3-MoE-shaped random-weight model (bench/make_moe_shaped.py,
+  8 experts of 1024, 2 used per token, 1024 wide), made by
+  scripts/make_bench_models.sh.
   Quick development run: bench/speed.py --rounds 1 --models Q4_1 --threads 2
 """
 import argparse
@@ -35,6 +38,10 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 MADE_TYPES = ("Q8_0", "Q4_K_M")  # made by scripts/make_bench_models.sh
+# and the Qwen3-MoE-shaped random-weight model it makes (bench/make_moe_shaped.py:
+# 8 experts of 1024, 2 used, 1024 wide, 8 layers): MOE_Q8_0, MOE_Q4_K_M
+MOE_TYPES = ("MOE_Q8_0", "MOE_Q4_K_M")
+MOE_NAME = "qwen3moe-bench"  # make_bench_models.sh's MOE_NAME
 MIN_ROUNDS = 5  # fewer is a quick run, and the table says so
 
 
@@ -163,14 +170,18 @@ def resolve_models(spec, peer_dir):
             if not DEFAULT_MODEL.exists():
                 run([ROOT / "scripts/fetch_model.sh"], "fetching the model")
             models.append(("Q4_1", DEFAULT_MODEL))
-        elif item.upper() in MADE_TYPES:
+        elif item.upper() in MADE_TYPES + MOE_TYPES:
             if made is None:
                 out = run([ROOT / "scripts/make_bench_models.sh"],
                           "scripts/make_bench_models.sh",
-                          env={**os.environ, "PEER_DIR": str(peer_dir)})
+                          env={**os.environ, "PEER_DIR": str(peer_dir),
+                               "MOE_NAME": MOE_NAME})
                 made = [pathlib.Path(p) for p in out.split()]
-            path = next((p for p in made if f".{item.upper()}." in p.name),
-                        None)
+            moe = item.upper() in MOE_TYPES
+            base = MOE_NAME if moe else DEFAULT_MODEL.name.split(".")[0]
+            qtype = item.upper()[4:] if moe else item.upper()
+            path = next((p for p in made if p.name.startswith(base + ".")
+                         and f".{qtype}." in p.name), None)
             if path is None:
                 raise BenchError(f"make_bench_models.sh made no {item} file")
             label = item.upper()
@@ -184,7 +195,8 @@ def resolve_models(spec, peer_dir):
             models.append((pathlib.Path(item).name, pathlib.Path(item)))
         else:
             raise BenchError(f"--models: '{item}' is neither Q4_1, "
-                             f"{', '.join(MADE_TYPES)} nor a .gguf path")
+                             f"{', '.join(MADE_TYPES + MOE_TYPES)} nor a "
+                             ".gguf path")
     if not models:
         raise BenchError("--models: no model given")
     return models
@@ -198,7 +210,8 @@ def main():
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default="Q4_1," + ",".join(MADE_TYPES),
+    ap.add_argument("--models",
+                    default=",".join(("Q4_1",) + MADE_TYPES + MOE_TYPES[1:]),
                     help="comma list of Q4_1, Q8_0, Q4_K_M or .gguf paths "
                     "(default: all three)")
     ap.add_argument("--model", help="one .gguf file (same as --models PATH)")

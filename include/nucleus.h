@@ -230,8 +230,9 @@ NUCLEUS_API void nucleus_tool_reply_clear(nucleus_tool_reply *r);
 /* ------------------------------------------------------ teacher forcing */
 
 /* Logits for every position of tokens (n * n_vocab floats into logits), as
- * one sequence starting at position 0. use_cache = false recomputes each
- * position from scratch without the KV cache (the reference mode). */
+ * one sequence starting at position 0, in a context of the model's training
+ * length (what LongRoPE picks its factors by). use_cache = false recomputes
+ * each position from scratch without the KV cache (the reference mode). */
 NUCLEUS_API nucleus_status nucleus_eval_logits(nucleus_model *model,
                                                const int32_t *tokens, size_t n,
                                                bool use_cache, float *logits,

@@ -2,7 +2,9 @@
 """Writes tests/data/gguf/gguf_py_all_types.gguf with gguf-py (the writer
 behind llama.cpp's convert scripts), an independent check of our reader:
 tests/unit/test_gguf.c (test_gguf_py_golden) asserts these exact values.
-With --seeds it also writes small valid files to fuzz/corpus/gguf/."""
+With --seeds it also writes small valid files to fuzz/corpus/gguf/, among them
+model-shaped files that the model loader must refuse (seed_bad_*.gguf:
+tests/unit/test_model_load.c checks each message)."""
 import os
 import sys
 
@@ -36,11 +38,60 @@ def write_seeds() -> None:
     w.add_tensor("blk.0.attn_q.weight", np.zeros((1, 20), dtype=np.uint8),
                  raw_dtype=gguf.GGMLQuantizationType.Q4_1)
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    write_bad_model_seeds(d)
+
+
+def _tiny_model(path, arch, extra, tensors):
+    """A one-layer model-shaped file (n_embd 32, 2 heads of 16, 1 KV head,
+    n_ff 64, vocab 8) with zero weights (F32 vectors, F16 matrices): tensors is
+    [(name, numpy shape)]."""
+    w = gguf.GGUFWriter(path, arch)
+    w.add_context_length(64)
+    w.add_embedding_length(32)
+    w.add_block_count(1)
+    w.add_feed_forward_length(64)
+    w.add_head_count(2)
+    w.add_head_count_kv(1)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(8)
+    for k, v in extra:
+        w.add_uint32(f"{arch}.{k}", v)
+    for name, shape in tensors:
+        w.add_tensor(name, np.zeros(shape, dtype=np.float32 if len(shape) == 1 else np.float16))
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+
+
+def write_bad_model_seeds(d) -> None:
+    """Issue 17's bad files: a MoE with expert_used_count > expert_count, a
+    phi3 fused attn_qkv of the wrong width, phi3 rope factors of the wrong
+    length."""
+    base = [("token_embd.weight", (8, 32)), ("output_norm.weight", (32,)),
+            ("blk.0.attn_norm.weight", (32,)), ("blk.0.attn_output.weight", (32, 32)),
+            ("blk.0.ffn_norm.weight", (32,))]
+    moe = base + [("blk.0.attn_q.weight", (32, 32)), ("blk.0.attn_k.weight", (16, 32)),
+                  ("blk.0.attn_v.weight", (16, 32)), ("blk.0.attn_q_norm.weight", (16,)),
+                  ("blk.0.attn_k_norm.weight", (16,)), ("blk.0.ffn_gate_inp.weight", (4, 32)),
+                  ("blk.0.ffn_gate_exps.weight", (4, 16, 32)),
+                  ("blk.0.ffn_up_exps.weight", (4, 16, 32)),
+                  ("blk.0.ffn_down_exps.weight", (4, 32, 16))]
+    _tiny_model(os.path.join(d, "seed_bad_moe_used.gguf"), "qwen3moe",
+                [("expert_count", 4), ("expert_used_count", 5),
+                 ("expert_feed_forward_length", 16)], moe)
+
+    def phi3(qkv, rope):
+        return base + [("rope_factors_short.weight", (8,)), ("rope_factors_long.weight", (rope,)),
+                       ("blk.0.attn_qkv.weight", (qkv, 32)), ("blk.0.ffn_up.weight", (128, 32)),
+                       ("blk.0.ffn_down.weight", (32, 64))]
+    _tiny_model(os.path.join(d, "seed_bad_phi3_qkv.gguf"), "phi3", [], phi3(48, 8))
+    _tiny_model(os.path.join(d, "seed_bad_phi3_rope.gguf"), "phi3", [], phi3(64, 5))
 
 
 def main() -> int:
     if "--seeds" in sys.argv:
         write_seeds()
+    if "--bad-model-seeds" in sys.argv:  # only those (the others stay as they are)
+        write_bad_model_seeds(os.path.join(ROOT, "fuzz", "corpus", "gguf"))
+        return 0
     out = os.path.join(ROOT, "tests", "data", "gguf", "gguf_py_all_types.gguf")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     w = gguf.GGUFWriter(out, "llama")

@@ -4,7 +4,11 @@
 Usage: scripts/make_arch_gguf.py ARCH OUT.gguf [--seed N] [--f32] [--tokenizer GGUF]
        scripts/make_arch_gguf.py --list
 
-ARCH: qwen2 qwen3 gemma2 gemma3 phi3 qwen3moe.
+ARCH: qwen2 qwen3 gemma2 gemma3 phi3 qwen3moe mixtral (a `llama` file with
+experts: ffn_gate_inp and ffn_{gate,up,down}_exps of width n_ff, as Mixtral)
+phi3long (phi3 with rope.scaling.original_context_length 32, below the
+prompts' length and llama.cpp's n_ctx, so rope_factors_long applies, and
+rope.scaling.attn_factor 1.19).
 
 The tokenizer (every tokenizer.* key: vocabulary, merges, special ids, chat
 template) is copied from the default model, models/SmolLM2-135M-Instruct.Q4_1.gguf,
@@ -62,6 +66,11 @@ ARCHS = {
     "phi3": dict(n_layer=4, head_dim=64, tied=False, rope_base=10000.0),
     "qwen3moe": dict(n_layer=4, head_dim=128, tied=True, rope_base=1000000.0,
                      n_expert=8, n_expert_used=2, n_ff_exp=128),
+    "phi3long": dict(n_layer=4, head_dim=64, tied=False, rope_base=10000.0,
+                     gguf_arch="phi3", orig_ctx=32, attn_factor=1.19),
+    # general.architecture "llama"; the experts are n_ff (here 128) wide
+    "mixtral": dict(n_layer=4, head_dim=64, tied=False, rope_base=1000000.0,
+                    n_expert=8, n_expert_used=2, n_ff_exp=128, gguf_arch="llama"),
 }
 
 # ---------------------------------------------------------------- tokenizer
@@ -155,7 +164,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     mat_dt = np.float32 if f32 else np.float16
     n_q, n_kv = N_HEAD * hd, N_HEAD_KV * hd
 
-    w = gguf.GGUFWriter(out, arch)
+    w = gguf.GGUFWriter(out, cfg.get("gguf_arch", arch))
     # general.name must not contain "phi3"/"phi-3": llama.cpp's vocab loader then
     # sets Phi-3 token attributes and throws (unordered_map::at) on a vocabulary
     # without </s>, <unk>, <s>.
@@ -166,7 +175,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     w.add_context_length(N_CTX)
     w.add_embedding_length(N_EMBD)
     w.add_block_count(L)
-    w.add_feed_forward_length(N_FF)
+    w.add_feed_forward_length(cfg["n_ff_exp"] if arch == "mixtral" else N_FF)
     w.add_head_count(N_HEAD)
     w.add_head_count_kv(N_HEAD_KV)
     w.add_layer_norm_rms_eps(1e-6)
@@ -180,12 +189,15 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         w.add_final_logit_softcapping(8.0)
     if arch == "gemma3":
         w.add_sliding_window(SWA)          # pattern: llama.cpp default 6; local rope base default 10000
-    if arch == "phi3":
+    if arch in ("phi3", "phi3long"):
         w.add_rope_dimension_count(hd)
-        w.add_rope_scaling_orig_ctx_len(N_CTX)
-    if arch == "qwen3moe":
+        w.add_rope_scaling_orig_ctx_len(cfg.get("orig_ctx", N_CTX))
+    if "attn_factor" in cfg:
+        w.add_rope_scaling_attn_factors(cfg["attn_factor"])
+    if arch in ("qwen3moe", "mixtral"):
         w.add_expert_count(cfg["n_expert"])
         w.add_expert_used_count(cfg["n_expert_used"])
+    if arch == "qwen3moe":
         w.add_expert_feed_forward_length(cfg["n_ff_exp"])
     for k, v, t, sub in tok:
         w.add_key_value(k, v, t, sub)
@@ -205,13 +217,13 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     vec("output_norm.weight", N_EMBD, "norm")
     if not cfg["tied"]:
         mat("output.weight", (n_vocab, N_EMBD), 0.2)
-    if arch == "phi3":
+    if arch in ("phi3", "phi3long"):
         vec("rope_factors_short.weight", hd // 2, "short")
         vec("rope_factors_long.weight", hd // 2, "long")
     for i in range(L):
         p = f"blk.{i}."
         vec(p + "attn_norm.weight", N_EMBD, "norm")
-        if arch == "phi3":
+        if arch in ("phi3", "phi3long"):
             mat(p + "attn_qkv.weight", (n_q + 2 * n_kv, N_EMBD), inv(N_EMBD))
         else:
             mat(p + "attn_q.weight", (n_q, N_EMBD), inv(N_EMBD))
@@ -228,14 +240,14 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         if arch.startswith("gemma"):
             vec(p + "post_attention_norm.weight", N_EMBD, "post")
         vec(p + "ffn_norm.weight", N_EMBD, "norm")
-        if arch == "qwen3moe":
+        if arch in ("qwen3moe", "mixtral"):
             E, F = cfg["n_expert"], cfg["n_ff_exp"]
             x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD).reshape(E, N_EMBD)
             w.add_tensor(p + "ffn_gate_inp.weight", (x * 2.0 * inv(N_EMBD)).astype(np.float32))
             mat(p + "ffn_gate_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
             mat(p + "ffn_up_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
             mat(p + "ffn_down_exps.weight", (E, N_EMBD, F), inv(F))
-        elif arch == "phi3":
+        elif arch in ("phi3", "phi3long"):
             mat(p + "ffn_up.weight", (2 * N_FF, N_EMBD), inv(N_EMBD))
             mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
         else:

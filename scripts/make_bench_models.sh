@@ -9,32 +9,29 @@
 # dequantized weights are quantized again). The output names say which:
 #   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M}.gguf          from F16/BF16
 #   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M}.from-Q4_1.gguf from Q4_1
+# And a Qwen3-MoE-shaped model with random weights (bench/make_moe_shaped.py:
+# 8 layers, 1024 wide, 8 experts of 1024, 2 used; memory-bound):
+#   models/qwen3moe-bench.Q8_0.gguf    written directly (gguf's Q8_0)
+#   models/qwen3moe-bench.Q4_K_M.gguf  its F16 version through llama-quantize
 # Existing outputs are kept. Prints the made paths, one per line, on stdout,
 # and each file's tensor count per type on stderr.
 #
 # usage: scripts/make_bench_models.sh [MODELS_DIR]   (default: models/)
 #   PEER_DIR=DIR   where the peer is built (bench/build_peer.sh's default)
+#   BENCH_MODELS="smol moe"  which of the two families to make (default both)
+#   MOE_ARGS="--layers 2 --embd 256 ..."  other shapes for make_moe_shaped.py
+#   MOE_NAME=NAME  the MoE files' base name (default qwen3moe-bench; give
+#                  another one with MOE_ARGS, e.g. for a quick tiny check)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DIR="${1:-$ROOT/models}"
 BASE="SmolLM2-135M-Instruct"
 TYPES="Q8_0 Q4_K_M"
+BENCH_MODELS="${BENCH_MODELS:-smol moe}"
+MOE_NAME="${MOE_NAME:-qwen3moe-bench}"
+read -r -a MOE_ARGV <<<"${MOE_ARGS:-}"
 
 die() { echo "make_bench_models.sh: error: $*" >&2; exit 1; }
-
-SRC="" SUFFIX="" REQUANT=()
-for f in "$DIR/$BASE.F16.gguf" "$DIR/$BASE.BF16.gguf"; do
-  if [ -f "$f" ]; then SRC="$f"; break; fi
-done
-if [ -z "$SRC" ]; then
-  SRC="$DIR/$BASE.Q4_1.gguf"
-  SUFFIX=".from-Q4_1"
-  REQUANT=(--allow-requantize)
-  if [ ! -f "$SRC" ]; then
-    "$ROOT/scripts/fetch_model.sh" "$DIR" >&2 ||
-      die "cannot fetch the default model into $DIR"
-  fi
-fi
 
 counts() {
   python3 - "$1" <<'PY' >&2
@@ -48,26 +45,76 @@ PY
 }
 
 QUANT=""
-for type in $TYPES; do
-  out="$DIR/$BASE.$type$SUFFIX.gguf"
+quantizer() {
+  if [ -z "$QUANT" ]; then
+    BIN="$("$ROOT/bench/build_peer.sh" ${PEER_DIR:+"$PEER_DIR"} | tail -n 1)" ||
+      die "bench/build_peer.sh failed"
+    QUANT="$BIN/llama-quantize"
+    [ -x "$QUANT" ] || die "no llama-quantize in $BIN"
+  fi
+}
+
+# quantize SRC OUT TYPE [EXTRA...]: llama-quantize into OUT (via a temporary)
+quantize() {
+  local src="$1" out="$2" type="$3"
+  shift 3
+  quantizer
+  echo "make_bench_models.sh: $type from $(basename "$src")" >&2
+  local tmp="$out.tmp.$$"
+  if ! "$QUANT" "$@" "$src" "$tmp" "$type" >"$tmp.log" 2>&1; then
+    tail -n 20 "$tmp.log" >&2
+    rm -f "$tmp" "$tmp.log"
+    die "llama-quantize $type failed (log above)"
+  fi
+  grep -m1 "required fallback" "$tmp.log" >&2 || true
+  rm -f "$tmp.log"
+  mv "$tmp" "$out"
+  counts "$out"
+}
+
+smol_source() {
+  SRC="" SUFFIX="" REQUANT=()
+  for f in "$DIR/$BASE.F16.gguf" "$DIR/$BASE.BF16.gguf"; do
+    if [ -f "$f" ]; then SRC="$f"; break; fi
+  done
+  if [ -z "$SRC" ]; then
+    SRC="$DIR/$BASE.Q4_1.gguf"
+    SUFFIX=".from-Q4_1"
+    REQUANT=(--allow-requantize)
+    if [ ! -f "$SRC" ]; then
+      "$ROOT/scripts/fetch_model.sh" "$DIR" >&2 ||
+        die "cannot fetch the default model into $DIR"
+    fi
+  fi
+}
+
+if [[ " $BENCH_MODELS " == *" smol "* ]]; then
+  SRC="" SUFFIX="" REQUANT=()
+  smol_source
+  for type in $TYPES; do
+    out="$DIR/$BASE.$type$SUFFIX.gguf"
+    [ -s "$out" ] || quantize "$SRC" "$out" "$type" "${REQUANT[@]}"
+    echo "$out"
+  done
+fi
+
+if [[ " $BENCH_MODELS " == *" moe "* ]]; then
+  out="$DIR/$MOE_NAME.Q8_0.gguf"
   if [ ! -s "$out" ]; then
-    if [ -z "$QUANT" ]; then
-      BIN="$("$ROOT/bench/build_peer.sh" ${PEER_DIR:+"$PEER_DIR"} | tail -n 1)" ||
-        die "bench/build_peer.sh failed"
-      QUANT="$BIN/llama-quantize"
-      [ -x "$QUANT" ] || die "no llama-quantize in $BIN"
-    fi
-    echo "make_bench_models.sh: $type from $(basename "$SRC")" >&2
-    tmp="$out.tmp.$$"
-    if ! "$QUANT" "${REQUANT[@]}" "$SRC" "$tmp" "$type" >"$tmp.log" 2>&1; then
-      tail -n 20 "$tmp.log" >&2
-      rm -f "$tmp" "$tmp.log"
-      die "llama-quantize $type failed (log above)"
-    fi
-    grep -m1 "required fallback" "$tmp.log" >&2 || true
-    rm -f "$tmp.log"
-    mv "$tmp" "$out"
+    echo "make_bench_models.sh: $MOE_NAME Q8_0 (bench/make_moe_shaped.py)" >&2
+    python3 "$ROOT/bench/make_moe_shaped.py" "$out.tmp.$$" --type q8_0 \
+      "${MOE_ARGV[@]}" || die "make_moe_shaped.py failed"
+    mv "$out.tmp.$$" "$out"
     counts "$out"
   fi
   echo "$out"
-done
+  out="$DIR/$MOE_NAME.Q4_K_M.gguf"
+  if [ ! -s "$out" ]; then
+    f16="$DIR/$MOE_NAME.F16.tmp.$$.gguf"
+    python3 "$ROOT/bench/make_moe_shaped.py" "$f16" --type f16 \
+      "${MOE_ARGV[@]}" || die "make_moe_shaped.py failed"
+    quantize "$f16" "$out" Q4_K_M || { rm -f "$f16"; exit 1; }
+    rm -f "$f16"
+  fi
+  echo "$out"
+fi

@@ -63,6 +63,9 @@ static nc_code eval_cached(const nucleus_model *m, const int32_t *tokens,
       nc_model_hparams(m), (n + EVAL_BLOCK_TOKENS - 1) / EVAL_BLOCK_TOKENS,
       EVAL_BLOCK_TOKENS, 1, &kv, err);
   if (!rc) rc = nc_context_create(m, kv, chunk, &ctx, err);
+  /* the model at its training context, as llama.cpp's default n_ctx (the
+   * one LongRoPE picks its factors by), however short the tokens */
+  if (!rc) nc_context_set_n_ctx(ctx, nc_model_hparams(m)->n_ctx_train);
   if (!rc) rc = nc_batch_init(&b, chunk, err);
   const int32_t s = rc ? -1 : nc_kv_seq_new(kv);
   if (!rc) rc = nc_kv_seq_reserve(kv, s, n, err);

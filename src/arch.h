@@ -28,6 +28,8 @@ typedef struct nc_arch {
 extern const nc_arch nc_arch_llama;
 extern const nc_arch nc_arch_qwen2;
 extern const nc_arch nc_arch_qwen3;
+extern const nc_arch nc_arch_phi3;
+extern const nc_arch nc_arch_qwen3moe;
 
 /* The arch of a loaded model. */
 const nc_arch *nc_model_arch(const nucleus_model *m);
@@ -41,5 +43,11 @@ const nc_arch *nc_arch_find(const char *name, size_t len);
 nc_code nc_weight_load(const gguf_file *f, const char *name, int64_t ne0,
                        int64_t ne1, bool required, const nc_kernels *kern,
                        nc_weight *out, nc_error *err);
+
+/* As nc_weight_load for a 3-D tensor {ne0, ne1, ne2} (ne2 matrices of ne1
+ * rows: the experts of a mixture-of-experts layer). */
+nc_code nc_weight_load3(const gguf_file *f, const char *name, int64_t ne0,
+                        int64_t ne1, int64_t ne2, bool required,
+                        const nc_kernels *kern, nc_weight *out, nc_error *err);
 
 #endif

@@ -20,6 +20,31 @@ nc_code nc_llama_check_hparams(const gguf_file *f, nc_hparams *hp,
   return NC_OK;
 }
 
+/* Rows [r0, r0 + n) of w, as a weight of its own (a view). */
+static nc_weight weight_rows(const nc_weight *w, int64_t r0, int64_t n) {
+  nc_weight v = *w;
+  v.data = (const uint8_t *)w->data + (size_t)r0 * w->row_bytes;
+  v.ne1 = n;
+  return v;
+}
+
+/* phi3's LongRoPE: rope_factors_short in rope_freqs (the short context's
+ * factors; a file with rope_freqs but none of these keeps rope_freqs). */
+static nc_code load_rope_short(const gguf_file *f, const nc_hparams *hp,
+                               const nc_kernels *kern, nc_model_weights *w,
+                               nc_error *err) {
+  nc_weight s;
+  nc_code rc = nc_weight_load(f, "rope_factors_short.weight", hp->n_rot / 2, 1,
+                              false, kern, &s, err);
+  if (rc) return rc;
+  if (s.data) w->rope_freqs = s;
+  if (w->rope_long.data && !w->rope_freqs.data)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "tensor 'rope_factors_long.weight' without "
+                   "'rope_factors_short.weight'");
+  return NC_OK;
+}
+
 nc_code nc_llama_family_load(const gguf_file *f, const nc_hparams *hp,
                              const nc_kernels *kern, const nc_llama_pieces *pc,
                              nc_model_weights *w, nc_error *err) {
@@ -28,14 +53,22 @@ nc_code nc_llama_family_load(const gguf_file *f, const nc_hparams *hp,
   const int64_t K = (int64_t)hp->n_head_kv * hp->head_dim;
   const int64_t Vd = (int64_t)hp->n_head_kv * hp->head_dim_v;
   const int64_t O = (int64_t)hp->n_head * hp->head_dim_v;
-  if (gguf_find_tensor(f, "blk.0.ffn_gate_inp.weight"))
+  if (!pc->moe && gguf_find_tensor(f, "blk.0.ffn_gate_inp.weight"))
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "%s: mixture-of-experts files (ffn_gate_inp) are not "
-                   "supported",
+                   "supported for this architecture",
                    pc->name);
-  if (gguf_find_tensor(f, "blk.0.attn_qkv.weight"))
+  if (!pc->fused && gguf_find_tensor(f, "blk.0.attn_qkv.weight"))
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "%s: fused attn_qkv tensors are not supported", pc->name);
+  if (pc->moe && (hp->n_expert < 1 || hp->n_expert_used < 1 ||
+                  hp->n_expert_used > hp->n_expert || hp->n_ff_exp < 1))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "%s: a mixture-of-experts file needs '%s.expert_count' >= "
+                   "1 and '%s.expert_used_count' in [1, expert_count] (have "
+                   "%d and %d)",
+                   pc->name, pc->name, pc->name, (int)hp->n_expert,
+                   (int)hp->n_expert_used);
   nc_code rc;
   if ((rc = nc_weight_load(f, "token_embd.weight", E, V, true, kern,
                            &w->tok_embd, err)) ||
@@ -45,6 +78,11 @@ nc_code nc_llama_family_load(const gguf_file *f, const nc_hparams *hp,
                            err)) ||
       (rc = nc_weight_load(f, "rope_freqs.weight", hp->n_rot / 2, 1, false,
                            kern, &w->rope_freqs, err)))
+    return rc;
+  if (pc->fused &&
+      ((rc = nc_weight_load(f, "rope_factors_long.weight", hp->n_rot / 2, 1,
+                            false, kern, &w->rope_long, err)) ||
+       (rc = load_rope_short(f, hp, kern, w, err))))
     return rc;
   if (!w->output.data) w->output = w->tok_embd; /* tied embeddings */
   if (!kern->vec_dot[w->output.type])
@@ -57,34 +95,58 @@ nc_code nc_llama_family_load(const gguf_file *f, const nc_hparams *hp,
   const int64_t D = hp->head_dim;
   for (int32_t l = 0; l < hp->n_layer; l++) {
     nc_layer_weights *L = &w->layers[l];
+    char qkv_name[GGUF_MAX_NAME];
+    snprintf(qkv_name, sizeof qkv_name, "blk.%d.attn_qkv.weight", (int)l);
+    const bool fused_qkv = pc->fused && gguf_find_tensor(f, qkv_name);
+    const bool dense = !pc->moe, split_ffn = dense && !pc->fused;
+    const int64_t NX = hp->n_expert, FX = hp->n_ff_exp;
     struct {
       const char *suffix;
-      int64_t ne0, ne1;
-      bool required;
+      int64_t ne0, ne1, ne2;
+      bool load, required;
       nc_weight *out;
     } t[] = {
-        {"attn_norm.weight", E, 1, true, &L->attn_norm},
-        {"attn_q.weight", E, Q, true, &L->wq},
-        {"attn_k.weight", E, K, true, &L->wk},
-        {"attn_v.weight", E, Vd, true, &L->wv},
-        {"attn_output.weight", O, E, true, &L->wo},
-        {"attn_output.bias", E, 1, false, &L->bo},
-        {"ffn_norm.weight", E, 1, true, &L->ffn_norm},
-        {"ffn_gate.weight", E, F, true, &L->ffn_gate},
-        {"ffn_up.weight", E, F, true, &L->ffn_up},
-        {"ffn_down.weight", F, E, true, &L->ffn_down},
-        {"attn_q.bias", Q, 1, pc->qkv_bias, &L->bq},
-        {"attn_k.bias", K, 1, pc->qkv_bias, &L->bk},
-        {"attn_v.bias", Vd, 1, pc->qkv_bias, &L->bv},
-        {"attn_q_norm.weight", D, 1, pc->qk_norm, &L->q_norm},
-        {"attn_k_norm.weight", D, 1, pc->qk_norm, &L->k_norm},
+        {"attn_norm.weight", E, 1, 1, true, true, &L->attn_norm},
+        {"attn_qkv.weight", E, Q + K + Vd, 1, fused_qkv, true, &L->wq},
+        {"attn_q.weight", E, Q, 1, !fused_qkv, true, &L->wq},
+        {"attn_k.weight", E, K, 1, !fused_qkv, true, &L->wk},
+        {"attn_v.weight", E, Vd, 1, !fused_qkv, true, &L->wv},
+        {"attn_output.weight", O, E, 1, true, true, &L->wo},
+        {"attn_output.bias", E, 1, 1, true, false, &L->bo},
+        {"ffn_norm.weight", E, 1, 1, true, true, &L->ffn_norm},
+        {"ffn_gate.weight", E, F, 1, split_ffn, true, &L->ffn_gate},
+        {"ffn_up.weight", E, F, 1, split_ffn, true, &L->ffn_up},
+        {"ffn_up.weight", E, 2 * F, 1, dense && pc->fused, true, &L->ffn_gate},
+        {"ffn_down.weight", F, E, 1, dense, true, &L->ffn_down},
+        {"ffn_gate_inp.weight", E, NX, 1, pc->moe, true, &L->ffn_gate_inp},
+        {"ffn_gate_exps.weight", E, FX, NX, pc->moe, true, &L->gate_exps},
+        {"ffn_up_exps.weight", E, FX, NX, pc->moe, true, &L->up_exps},
+        {"ffn_down_exps.weight", FX, E, NX, pc->moe, true, &L->down_exps},
+        {"attn_q.bias", Q, 1, 1, true, pc->qkv_bias, &L->bq},
+        {"attn_k.bias", K, 1, 1, true, pc->qkv_bias, &L->bk},
+        {"attn_v.bias", Vd, 1, 1, true, pc->qkv_bias, &L->bv},
+        {"attn_q_norm.weight", D, 1, 1, true, pc->qk_norm, &L->q_norm},
+        {"attn_k_norm.weight", D, 1, 1, true, pc->qk_norm, &L->k_norm},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+      if (!t[i].load) continue;
       char name[GGUF_MAX_NAME];
       snprintf(name, sizeof name, "blk.%d.%s", (int)l, t[i].suffix);
-      if ((rc = nc_weight_load(f, name, t[i].ne0, t[i].ne1, t[i].required, kern,
-                               t[i].out, err)))
+      if ((rc = nc_weight_load3(f, name, t[i].ne0, t[i].ne1, t[i].ne2,
+                                t[i].required, kern, t[i].out, err)))
         return rc;
+    }
+    /* the fused tensors as views of their row ranges: Q, K, V; gate, up */
+    if (fused_qkv) {
+      const nc_weight qkv = L->wq;
+      L->wq = weight_rows(&qkv, 0, Q);
+      L->wk = weight_rows(&qkv, Q, K);
+      L->wv = weight_rows(&qkv, Q + K, Vd);
+    }
+    if (dense && pc->fused) {
+      const nc_weight gu = L->ffn_gate;
+      L->ffn_gate = weight_rows(&gu, 0, F);
+      L->ffn_up = weight_rows(&gu, F, F);
     }
   }
   return NC_OK;
@@ -104,15 +166,25 @@ nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   const int64_t K = nc_hp_n_embd_k(hp), Vd = nc_hp_n_embd_v(hp);
   const int64_t O = (int64_t)hp->n_head * hp->head_dim_v;
   const int32_t half = hp->n_rot / 2;
-  const float *ff = w->rope_freqs.data;
+  /* LongRoPE (phi3): the long factors when a sequence may run past the
+   * original context, as llama.cpp picks them for its n_ctx_seq */
+  const float *ff = w->rope_long.data && nc_fwd_ctx_len(ctx) > hp->n_ctx_orig
+                        ? w->rope_long.data
+                        : w->rope_freqs.data;
 
   for (int32_t t = 0; t < T; t++) {
     const uint8_t *row = (const uint8_t *)w->tok_embd.data +
                          (size_t)b->token[t] * w->tok_embd.row_bytes;
     nc_dequantize_row(w->tok_embd.type, row, s->x + t * E, E);
+    float *rc = s->rope_cos + (int64_t)t * half;
+    float *rs = s->rope_sin + (int64_t)t * half;
     nc_rope_cache(b->pos[t], hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale,
-                  ff, s->rope_cos + (int64_t)t * half,
-                  s->rope_sin + (int64_t)t * half);
+                  ff, rc, rs);
+    /* ggml's rope multiplies cos and sin by the attention factor */
+    for (int32_t i = 0; hp->rope_attn_factor != 1.0f && i < half; i++) {
+      rc[i] *= hp->rope_attn_factor;
+      rs[i] *= hp->rope_attn_factor;
+    }
   }
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
@@ -138,11 +210,15 @@ nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
     nc_fwd_residual(ctx, s->x, s->xn, L->bo.data, T, E);
     /* feed-forward block */
     nc_fwd_rmsnorm(ctx, s->x, L->ffn_norm.data, s->xn, T, E);
-    const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
-    nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
-    nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
-    const nc_mm down = {&L->ffn_down, s->xn, E};
-    nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
+    if (L->ffn_gate_inp.data) {
+      nc_fwd_moe(ctx, L, s->xn, s->xn, T);
+    } else {
+      const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
+      nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
+      nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
+      const nc_mm down = {&L->ffn_down, s->xn, E};
+      nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
+    }
     nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
   }
   int32_t n_out = 0;
@@ -162,15 +238,26 @@ nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
 static nc_code llama_load_weights(const gguf_file *f, const nc_hparams *hp,
                                   const nc_kernels *kern, nc_model_weights *w,
                                   nc_error *err) {
-  /* llama.cpp reads Q/K/V biases of llama files when they are there */
-  const nc_llama_pieces pc = {.name = "llama"};
+  /* llama.cpp reads Q/K/V biases of llama files when they are there, and
+   * takes a file with ffn_gate_inp as a mixture of experts (Mixtral) */
+  const nc_llama_pieces pc = {
+      .name = "llama",
+      .moe = gguf_find_tensor(f, "blk.0.ffn_gate_inp.weight") != NULL};
   return nc_llama_family_load(f, hp, kern, &pc, w, err);
+}
+
+/* Mixtral's experts are n_ff wide (llama.cpp's llama loader reads no
+ * expert_feed_forward_length). */
+static nc_code llama_check_hparams(const gguf_file *f, nc_hparams *hp,
+                                   nc_error *err) {
+  if (hp->n_expert > 0) hp->n_ff_exp = hp->n_ff;
+  return nc_llama_check_hparams(f, hp, err);
 }
 
 const nc_arch nc_arch_llama = {
     .name = "llama",
     .rope_type = NC_ROPE_NORMAL,
-    .check_hparams = nc_llama_check_hparams,
+    .check_hparams = llama_check_hparams,
     .load_weights = llama_load_weights,
     .forward = nc_llama_family_forward,
 };

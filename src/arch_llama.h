@@ -15,6 +15,13 @@ typedef struct nc_llama_pieces {
   const char *name; /* for messages */
   bool qkv_bias;    /* attn_{q,k,v}.bias required */
   bool qk_norm;     /* attn_{q,k}_norm.weight required */
+  /* phi3: attn_qkv (rows Q, K, V) instead of attn_{q,k,v}, and ffn_up of
+   * 2 * n_ff rows (gate, then up) instead of ffn_gate + ffn_up; LongRoPE
+   * factors rope_factors_{short,long} */
+  bool fused;
+  /* the FFN is a mixture of experts (ffn_gate_inp, ffn_*_exps): required
+   * (qwen3moe), or taken when the file has ffn_gate_inp (llama: Mixtral) */
+  bool moe;
 } nc_llama_pieces;
 
 nc_code nc_llama_check_hparams(const gguf_file *f, nc_hparams *hp,
@@ -24,7 +31,8 @@ nc_code nc_llama_family_load(const gguf_file *f, const nc_hparams *hp,
                              nc_model_weights *w, nc_error *err);
 /* The graph: embeddings; per layer RMSNorm, Q/K/V (+ biases, + per-head
  * Q/K norms), RoPE, attention, output (+ bias), residual, RMSNorm, SwiGLU
- * FFN, residual; final RMSNorm and the output matrix. */
+ * FFN (or the mixture of experts), residual; final RMSNorm and the output
+ * matrix. */
 nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                                 nc_error *err);
 

@@ -16,6 +16,8 @@ struct nc_context {
   nc_fwd fwd; /* what the arch's graph runs over */
   int32_t max_tokens;
   float *buf_mem;
+  int32_t
+      *moe_ints; /* mixture of experts: the bufs' moe_sel, moe_at, moe_rows */
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
   uint8_t *touched;  /* [max_seqs] */
@@ -60,14 +62,22 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   const size_t w_att = (size_t)hp->n_head * (size_t)hp->head_dim_v;
   const size_t w_xn = (size_t)hp->n_embd > w_att ? (size_t)hp->n_embd : w_att;
   const size_t half = (size_t)hp->n_rot / 2;
-  const size_t per_row =
-      (size_t)hp->n_embd + w_xn + w_q + (size_t)nc_hp_n_embd_k(hp) +
-      (size_t)nc_hp_n_embd_v(hp) + w_att + 2 * (size_t)hp->n_ff + 2 * half;
-  c->buf_mem = malloc(T * per_row * sizeof(float));
+  const size_t w_ff =
+      (size_t)(hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp);
+  /* mixture of experts: router logits, weights, outputs per (row, slot) */
+  const size_t nx = (size_t)hp->n_expert, nk = (size_t)hp->n_expert_used;
+  const size_t w_moe = nx ? nx + nk + nk * (size_t)hp->n_embd : 0;
+  const size_t per_row = (size_t)hp->n_embd + w_xn + w_q +
+                         (size_t)nc_hp_n_embd_k(hp) +
+                         (size_t)nc_hp_n_embd_v(hp) + w_att + 2 * half + w_moe;
+  /* gate and up: a row per batch entry, and at least one per expert used
+   * (one decode row's experts side by side: forward_moe.c) */
+  const size_t T_ff = T > nk ? T : nk;
+  c->buf_mem = malloc((T * per_row + 2 * T_ff * w_ff) * sizeof(float));
   /* Any activation format takes at most 4 bytes per element plus a block
    * header, which one extra element per 8 covers. */
-  const size_t kmax = (size_t)max3(hp->n_embd, hp->n_ff, (int32_t)w_att);
-  c->fwd.qact_bytes = T * (kmax * 4 + kmax / 2 + 64);
+  const size_t kmax = (size_t)max3(hp->n_embd, (int32_t)w_ff, (int32_t)w_att);
+  c->fwd.qact_bytes = T_ff * (kmax * 4 + kmax / 2 + 64);
   c->fwd.qact = malloc(c->fwd.qact_bytes);
   c->fwd.f16tab = malloc(65536 * sizeof(float));
   const int64_t kv_pos =
@@ -87,8 +97,9 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
                                      sizeof(float));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
-  if (!c->buf_mem || !c->fwd.qact || !c->fwd.f16tab || !c->fwd.att ||
-      !c->next_pos || !c->touched) {
+  if (nx) c->moe_ints = malloc(T * (2 * nk + 1) * sizeof(int32_t));
+  if ((nx && !c->moe_ints) || !c->buf_mem || !c->fwd.qact || !c->fwd.f16tab ||
+      !c->fwd.att || !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
                    "context for %d batch tokens: out of memory",
@@ -101,20 +112,33 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.bufs.k = p, p += T * (size_t)nc_hp_n_embd_k(hp);
   c->fwd.bufs.v = p, p += T * (size_t)nc_hp_n_embd_v(hp);
   c->fwd.bufs.attn = p, p += T * w_att;
-  c->fwd.bufs.gate = p, p += T * (size_t)hp->n_ff;
-  c->fwd.bufs.up = p, p += T * (size_t)hp->n_ff;
+  c->fwd.bufs.gate = p, p += T_ff * w_ff;
+  c->fwd.bufs.up = p, p += T_ff * w_ff;
   c->fwd.bufs.rope_cos = p, p += T * half;
   c->fwd.bufs.rope_sin = p, p += T * half;
+  if (nx) {
+    c->fwd.bufs.moe_logits = p, p += T * nx;
+    c->fwd.bufs.moe_w = p, p += T * nk;
+    c->fwd.bufs.moe_out = p, p += T * nk * (size_t)hp->n_embd;
+    c->fwd.bufs.moe_sel = c->moe_ints;
+    c->fwd.bufs.moe_at = c->moe_ints + T * nk;
+    c->fwd.bufs.moe_rows = c->moe_ints + 2 * T * nk;
+  }
   for (uint32_t h = 0; h < 65536; h++)
     c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
   *out = c;
   return NC_OK;
 }
 
+void nc_context_set_n_ctx(nc_context *c, int32_t n_ctx) {
+  c->fwd.n_ctx = n_ctx > 0 ? n_ctx : 0;
+}
+
 void nc_context_free(nc_context *c) {
   if (!c) return;
   nc_threadpool_free(c->fwd.tp);
   free(c->buf_mem);
+  free(c->moe_ints);
   free(c->fwd.qact);
   free(c->fwd.qpack);
   free(c->fwd.f16tab);
@@ -198,6 +222,7 @@ static nc_code nocache_setup(const nucleus_model *m, int32_t n,
                    "no-cache forward: %d tokens, need at least 1", (int)n);
   nc_code rc = nc_kv_cache_create(nc_model_hparams(m), 1, n, 1, kv, err);
   if (!rc) rc = nc_context_create(m, *kv, n, ctx, err);
+  if (!rc) nc_context_set_n_ctx(*ctx, nc_model_hparams(m)->n_ctx_train);
   if (!rc) rc = nc_batch_init(b, n, err);
   return rc;
 }

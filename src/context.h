@@ -19,6 +19,10 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
                           int32_t max_batch_tokens, nc_context **out,
                           nc_error *err);
 void nc_context_free(nc_context *ctx);
+/* The context length of one sequence (the engine's n_ctx), which LongRoPE
+ * (phi3) picks its factors by, as llama.cpp by its n_ctx_seq; until set,
+ * the KV cache's positions, at most the training context. */
+void nc_context_set_n_ctx(nc_context *ctx, int32_t n_ctx);
 
 /* Runs a batch: a flat list of (seq, pos, token); several sequences and
  * several tokens per sequence in one call. The positions of a sequence are

@@ -729,6 +729,7 @@ static nc_code engine_create(nucleus_model *model,
   if (rc == NC_OK)
     rc = nc_context_create(model, e->kv, e->params.max_batch_tokens, &e->ctx,
                            err);
+  if (rc == NC_OK) nc_context_set_n_ctx(e->ctx, e->params.n_ctx);
   if (rc == NC_OK)
     rc = nc_batch_init(&e->batch, e->params.max_batch_tokens, err);
   if (rc == NC_OK) rc = nc_sample_workspace_create(e->n_vocab, &e->ws, err);

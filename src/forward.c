@@ -162,6 +162,7 @@ void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
 
 typedef struct quant_task {
   const float *x;
+  const int32_t *idx; /* NULL, or row t is x's row idx[t] */
   int64_t x_stride, n;
   int32_t rows;
   uint8_t *dst;
@@ -183,7 +184,7 @@ static void quant_worker(void *p, int ith, int nth) {
   lo *= unit;
   hi = hi * unit < q->rows ? hi * unit : q->rows;
   for (int64_t t = lo; t < hi; t++) {
-    const float *src = q->x + t * q->x_stride;
+    const float *src = q->x + (q->idx ? q->idx[t] : t) * q->x_stride;
     void *dst = q->dst + (size_t)t * q->dst_stride;
     if (q->fn)
       q->fn(src, dst, q->n);
@@ -203,6 +204,7 @@ typedef struct mm_task {
   size_t a_stride;
   const uint8_t *packed; /* NULL, or a's shared layout for gemm_packed */
   int32_t rows;
+  bool each; /* matmul i of row i of a only (nc_fwd_matmul_each) */
 } mm_task;
 
 /* Thread ranges are cut in units of MM_UNIT rows so that kernels see
@@ -248,6 +250,15 @@ static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
   }
 }
 
+/* nc_fwd_matmul_each: matmul i over activation row i alone */
+static void mm_rows_each(const mm_task *t, int i, int64_t r0, int64_t r1) {
+  mm_task one = *t;
+  one.each = false;
+  one.a = t->a + (size_t)i * t->a_stride;
+  one.rows = 1;
+  mm_rows(&one, t->mm[i], r0, r1);
+}
+
 static void mm_worker(void *p, int ith, int nth) {
   const mm_task *t = p;
   int64_t lo, hi;
@@ -261,7 +272,10 @@ static void mm_worker(void *p, int ith, int nth) {
     const int64_t r0 = (lo > off ? lo : off) - off;
     const int64_t r1 = (hi < off + ne1 ? hi : off + ne1) - off;
     off += ne1;
-    if (r0 < r1) mm_rows(t, mm, r0, r1);
+    if (r0 < r1 && t->each)
+      mm_rows_each(t, i, r0, r1);
+    else if (r0 < r1)
+      mm_rows(t, mm, r0, r1);
   }
 }
 
@@ -286,6 +300,19 @@ static bool shared_layout(nc_fwd *ctx, const mm_task *t, nc_type vdt, int64_t n,
 
 void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
                    const nc_mm *mm, int n_mm) {
+  nc_fwd_matmul_rows(ctx, x, x_stride, NULL, rows, mm, n_mm);
+}
+
+int32_t nc_fwd_ctx_len(const nc_fwd *ctx) {
+  const int64_t n = ctx->n_ctx > 0 ? ctx->n_ctx
+                                   : nc_kv_blocks_total(ctx->kv) *
+                                         (int64_t)nc_kv_block_tokens(ctx->kv);
+  return n < ctx->hp->n_ctx_train ? (int32_t)n : ctx->hp->n_ctx_train;
+}
+
+void nc_fwd_matmul_rows(nc_fwd *ctx, const float *x, int64_t x_stride,
+                        const int32_t *idx, int32_t rows, const nc_mm *mm,
+                        int n_mm) {
   bool done[NC_FWD_MAX_MM] = {false};
   if (n_mm > NC_FWD_MAX_MM) n_mm = NC_FWD_MAX_MM;
   for (int i = 0; i < n_mm; i++) {
@@ -302,6 +329,7 @@ void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
       t.total += mm[j].w->ne1;
     }
     quant_task q = {.x = x,
+                    .idx = idx,
                     .x_stride = x_stride,
                     .n = n,
                     .rows = rows,
@@ -323,6 +351,39 @@ void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
     t.a_stride = q.dst_stride;
     nc_threadpool_run(ctx->tp, mm_worker, &t);
   }
+}
+
+void nc_fwd_matmul_each(nc_fwd *ctx, const float *x, int64_t x_stride,
+                        const nc_mm *mm, int n_mm) {
+  if (n_mm > NC_FWD_MAX_MM) n_mm = NC_FWD_MAX_MM;
+  const nc_type vdt = nc_type_traits_of(mm[0].w->type)->vec_dot_type;
+  const int64_t n = mm[0].w->ne0;
+  bool same = true;
+  for (int i = 1; i < n_mm; i++)
+    same = same && mm[i].w->ne0 == n &&
+           nc_type_traits_of(mm[i].w->type)->vec_dot_type == vdt;
+  if (!same) { /* one pass per row */
+    for (int i = 0; i < n_mm; i++)
+      nc_fwd_matmul(ctx, x + (int64_t)i * x_stride, x_stride, 1, &mm[i], 1);
+    return;
+  }
+  mm_task t = {.kern = ctx->kern, .rows = n_mm, .each = true};
+  for (int i = 0; i < n_mm; i++) {
+    t.mm[t.n_mm++] = &mm[i];
+    t.total += mm[i].w->ne1;
+  }
+  quant_task q = {.x = x,
+                  .x_stride = x_stride,
+                  .n = n,
+                  .rows = n_mm,
+                  .dst = ctx->qact,
+                  .dst_stride = nc_row_size(vdt, n),
+                  .vdt = vdt,
+                  .fn = ctx->kern->quantize_act[vdt]};
+  quant_worker(&q, 0, 1);
+  t.a = ctx->qact;
+  t.a_stride = q.dst_stride;
+  nc_threadpool_run(ctx->tp, mm_worker, &t);
 }
 
 /* ---- attention */

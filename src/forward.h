@@ -24,9 +24,15 @@ typedef struct nc_fwd_bufs {
   float *k;    /* [T, n_head_kv * head_dim] */
   float *v;    /* [T, n_head_kv * head_dim_v] */
   float *attn; /* [T, n_head * head_dim_v] */
-  float *gate; /* [T, n_ff] */
-  float *up;   /* [T, n_ff] */
+  float *gate; /* [max(T, n_expert_used), max(n_ff, n_ff_exp)] */
+  float *up;   /* [max(T, n_expert_used), max(n_ff, n_ff_exp)] */
   float *rope_cos, *rope_sin; /* [T, n_rot / 2]: per-row rope tables */
+  /* mixture of experts (NULL when dense; nc_fwd_moe): router logits
+   * [T, n_expert], chosen experts and their weights [T, n_expert_used],
+   * the experts' outputs [T * n_expert_used, n_embd], for each (row, slot)
+   * its row there [T * n_expert_used], and one expert's rows [T] */
+  float *moe_logits, *moe_w, *moe_out;
+  int32_t *moe_sel, *moe_at, *moe_rows;
 } nc_fwd_bufs;
 
 /* What the primitives run over: the model, the kernels chosen once, the
@@ -52,6 +58,7 @@ typedef struct nc_fwd {
   size_t kt_cap; /* floats */
   float *vw;     /* and its values, widened: one row of n_embd_v per position */
   size_t vw_cap; /* floats */
+  int32_t n_ctx; /* 0, or the context one sequence may reach (nc_fwd_ctx_len) */
 } nc_fwd;
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx);
@@ -73,6 +80,35 @@ typedef struct nc_mm {
 #define NC_FWD_MAX_MM 8
 void nc_fwd_matmul(nc_fwd *ctx, const float *x, int64_t x_stride, int32_t rows,
                    const nc_mm *mm, int n_mm);
+/* As nc_fwd_matmul over the rows idx[0..rows) of x (output row k is input
+ * row idx[k]); with idx NULL, rows 0..rows-1. Each output row is the value
+ * nc_fwd_matmul gives that row alone. */
+void nc_fwd_matmul_rows(nc_fwd *ctx, const float *x, int64_t x_stride,
+                        const int32_t *idx, int32_t rows, const nc_mm *mm,
+                        int n_mm);
+
+/* mm[i] over row i of x alone (n_mm <= NC_FWD_MAX_MM rows), in one
+ * parallel pass: the rows quantized once, threads splitting the output
+ * rows of all the matmuls. Each output row is the value nc_fwd_matmul
+ * gives that row alone. */
+void nc_fwd_matmul_each(nc_fwd *ctx, const float *x, int64_t x_stride,
+                        const nc_mm *mm, int n_mm);
+
+/* The mixture-of-experts FFN of layer L (ffn_gate_inp, ffn_*_exps; as
+ * llama.cpp's build_moe_ffn with SiLU experts, softmax gating and
+ * normalised weights): per row, softmax of the router's logits, the top
+ * n_expert_used experts (in order of probability), their probabilities
+ * divided by their sum; y = sum over the chosen experts, in that order, of
+ * weight * down(silu(gate x) * up x). The rows are grouped by expert, so
+ * each expert's matrices are read once per call (nc_fwd_matmul_rows over
+ * its rows). y may be x. */
+void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
+                float *y, int32_t rows);
+
+/* The context one sequence may reach (llama.cpp's n_ctx_seq, for
+ * LongRoPE): the one set by nc_context_set_n_ctx, else the KV cache's
+ * positions; at most the model's training context. */
+int32_t nc_fwd_ctx_len(const nc_fwd *ctx);
 
 /* Attention of one layer for the batch's rows: writes K and V (rope already
  * applied to k) into the KV cache at each row's (seq, pos), then for each

@@ -15,7 +15,17 @@
  *     x  += Wo o (+ bo)
  *     h   = rmsnorm(x) * ffn_norm
  *     x  += Wdown (silu(Wgate h) * (Wup h)),  silu(a) = a / (1 + e^-a)
+ *       or, with a router (mixture of experts: qwen3moe, Mixtral):
+ *       p = softmax(Wrouter h); S = the n_expert_used largest p_e;
+ *       x += sum_{e in S} p_e / (sum_{S} p) * expert_e(h), each expert a
+ *       SwiGLU FFN of its own
  *   logits_t = Wout (rmsnorm(x_t) * output_norm)
+ *
+ * phi3's fused tensors are loaded as views of their row ranges (so they
+ * are Wq, Wk, Wv, Wgate, Wup here); its LongRoPE factors are rope_freqs
+ * (short) or rope_long when the training context exceeds the original
+ * one (llama.cpp's choice at its default n_ctx), and cos/sin are scaled by
+ * rope.scaling.attn_factor.
  *
  * Every value is f32; dot products and softmax sums accumulate in double so
  * that the reference's own rounding stays far below the differences it is
@@ -71,7 +81,8 @@ static void add_bias(float *x, const void *b, int64_t n) {
     x[i] += ((const float *)b)[i];
 }
 
-/* Rotates the first n_rot dims of each of n_heads heads at position pos. */
+/* Rotates the first n_rot dims of each of n_heads heads at position pos
+ * (cos and sin times the attention factor). */
 static void rope(float *x, int32_t n_heads, const nc_hparams *hp,
                  const float *freq_factors, int32_t pos) {
   const int32_t half = hp->n_rot / 2;
@@ -80,7 +91,8 @@ static void rope(float *x, int32_t n_heads, const nc_hparams *hp,
     double theta = (double)pos * hp->rope_freq_scale *
                    pow(hp->rope_freq_base, -2.0 * i / hp->n_rot);
     if (freq_factors) theta /= freq_factors[i];
-    const double c = cos(theta), s = sin(theta);
+    const double c = cos(theta) * hp->rope_attn_factor,
+                 s = sin(theta) * hp->rope_attn_factor;
     for (int32_t h = 0; h < n_heads; h++) {
       float *v = x + (int64_t)h * hp->head_dim;
       const int32_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
@@ -136,11 +148,83 @@ static nc_code attention(const nc_hparams *hp, const float *q, const float *k,
   return NC_OK;
 }
 
+/* One SwiGLU FFN of width F on T rows: y = Wd (silu(Wg h) * (Wu h)). */
+static nc_code swiglu_ffn(const nc_weight *wg, const nc_weight *wu,
+                          const nc_weight *wd, const float *h, int32_t T,
+                          int64_t E, int64_t F, float *gate, float *up,
+                          float *y, nc_error *err) {
+  nc_code rc;
+  if ((rc = matmul(wg, h, T, E, gate, F, err)) ||
+      (rc = matmul(wu, h, T, E, up, F, err)))
+    return rc;
+  for (int64_t i = 0; i < (int64_t)T * F; i++) {
+    const double a = gate[i];
+    gate[i] = (float)(a / (1.0 + exp(-a))) * up[i];
+  }
+  return matmul(wd, gate, T, F, y, E, err);
+}
+
+/* The mixture of experts, one position at a time: x += the weighted sum
+ * of its chosen experts' FFNs of h (gate, up: scratch of n_ff_exp; y: E). */
+static nc_code moe_ffn(const nc_hparams *hp, const nc_layer_weights *L,
+                       const float *h, int32_t T, float *x, float *gate,
+                       float *up, float *y, nc_error *err) {
+  const int64_t E = hp->n_embd, F = hp->n_ff_exp;
+  const int32_t NX = hp->n_expert, K = hp->n_expert_used;
+  float *p = malloc(sizeof(float) * (size_t)NX);
+  int32_t *sel = malloc(sizeof(int32_t) * (size_t)K);
+  nc_code rc = NC_OK;
+  if (!p || !sel) {
+    rc = nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+    goto done;
+  }
+  for (int32_t t = 0; t < T && !rc; t++) {
+    const float *ht = h + (int64_t)t * E;
+    if ((rc = matmul(&L->ffn_gate_inp, ht, 1, E, p, NX, err))) break;
+    double max = -INFINITY, sum = 0;
+    for (int32_t e = 0; e < NX; e++)
+      if (p[e] > max) max = p[e];
+    for (int32_t e = 0; e < NX; e++)
+      sum += exp((double)p[e] - max);
+    for (int32_t e = 0; e < NX; e++)
+      p[e] = (float)(exp((double)p[e] - max) / sum);
+    double psum = 0;
+    for (int32_t j = 0; j < K; j++) { /* the K largest, largest first */
+      int32_t best = -1;
+      for (int32_t e = 0; e < NX; e++) {
+        bool used = false;
+        for (int32_t i = 0; i < j; i++)
+          used = used || sel[i] == e;
+        if (!used && (best < 0 || p[e] > p[best])) best = e;
+      }
+      sel[j] = best;
+      psum += p[best];
+    }
+    for (int32_t j = 0; j < K && !rc; j++) {
+      const nc_weight g = nc_weight_expert(&L->gate_exps, sel[j]);
+      const nc_weight u = nc_weight_expert(&L->up_exps, sel[j]);
+      const nc_weight d = nc_weight_expert(&L->down_exps, sel[j]);
+      if ((rc = swiglu_ffn(&g, &u, &d, ht, 1, E, F, gate, up, y, err))) break;
+      const double wj = p[sel[j]] / psum;
+      for (int64_t i = 0; i < E; i++)
+        x[(int64_t)t * E + i] += (float)(wj * y[i]);
+    }
+  }
+done:
+  free(p);
+  free(sel);
+  return rc;
+}
+
 static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
                                  int32_t T, float *logits, nc_error *err) {
   const nc_hparams *hp = nc_model_hparams(m);
   const nc_model_weights *w = nc_model_weights_of(m);
-  const int64_t E = hp->n_embd, F = hp->n_ff, V = hp->n_vocab;
+  const int64_t E = hp->n_embd, V = hp->n_vocab;
+  const int64_t F = hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp;
+  const float *ff = w->rope_long.data && hp->n_ctx_train > hp->n_ctx_orig
+                        ? w->rope_long.data
+                        : w->rope_freqs.data;
   const int64_t Q = (int64_t)hp->n_head * hp->head_dim;
   const int64_t K = nc_hp_n_embd_k(hp), Vd = nc_hp_n_embd_v(hp);
   const int64_t O = (int64_t)hp->n_head * hp->head_dim_v;
@@ -155,7 +239,7 @@ static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
   float *q = calloc(t_ * (size_t)Q, sizeof(float));
   float *k = calloc(t_ * (size_t)K, sizeof(float));
   float *v = calloc(t_ * (size_t)Vd, sizeof(float));
-  float *o = calloc(t_ * (size_t)O, sizeof(float));
+  float *o = calloc(t_ * (size_t)(E > O ? E : O), sizeof(float));
   float *gate = calloc(t_ * (size_t)F, sizeof(float));
   float *up = calloc(t_ * (size_t)F, sizeof(float));
   nc_code rc = NC_OK;
@@ -186,8 +270,8 @@ static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
       for (int32_t j = 0; L->k_norm.data && j < hp->n_head_kv; j++)
         rmsnorm(k + t * K + j * hp->head_dim, L->k_norm.data,
                 k + t * K + j * hp->head_dim, hp->head_dim, hp->rms_eps);
-      rope(q + t * Q, hp->n_head, hp, w->rope_freqs.data, t);
-      rope(k + t * K, hp->n_head_kv, hp, w->rope_freqs.data, t);
+      rope(q + t * Q, hp->n_head, hp, ff, t);
+      rope(k + t * K, hp->n_head_kv, hp, ff, t);
     }
     if ((rc = attention(hp, q, k, v, T, o, err)) ||
         (rc = matmul(&L->wo, o, T, O, h, E, err)))
@@ -196,16 +280,15 @@ static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
       x[i] += h[i] + (L->bo.data ? ((const float *)L->bo.data)[i % E] : 0.0f);
     for (int32_t t = 0; t < T; t++)
       rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
-    if ((rc = matmul(&L->ffn_gate, h, T, E, gate, F, err)) ||
-        (rc = matmul(&L->ffn_up, h, T, E, up, F, err)))
-      goto done;
-    for (int64_t i = 0; i < (int64_t)T * F; i++) {
-      const double a = gate[i];
-      gate[i] = (float)(a / (1.0 + exp(-a))) * up[i];
+    if (L->ffn_gate_inp.data) {
+      if ((rc = moe_ffn(hp, L, h, T, x, gate, up, o, err))) goto done;
+      continue;
     }
-    if ((rc = matmul(&L->ffn_down, gate, T, F, h, E, err))) goto done;
+    if ((rc = swiglu_ffn(&L->ffn_gate, &L->ffn_up, &L->ffn_down, h, T, E,
+                         hp->n_ff, gate, up, o, err)))
+      goto done;
     for (int64_t i = 0; i < (int64_t)T * E; i++)
-      x[i] += h[i];
+      x[i] += o[i];
   }
   for (int32_t t = 0; t < T; t++)
     rmsnorm(x + t * E, w->output_norm.data, h + t * E, E, hp->rms_eps);
@@ -230,3 +313,7 @@ const nc_ref_arch nc_ref_arch_qwen2 = {.name = "qwen2",
                                        .forward = llama_ref_forward};
 const nc_ref_arch nc_ref_arch_qwen3 = {.name = "qwen3",
                                        .forward = llama_ref_forward};
+const nc_ref_arch nc_ref_arch_phi3 = {.name = "phi3",
+                                      .forward = llama_ref_forward};
+const nc_ref_arch nc_ref_arch_qwen3moe = {.name = "qwen3moe",
+                                          .forward = llama_ref_forward};

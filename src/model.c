@@ -24,7 +24,8 @@ struct nucleus_model {
 };
 
 static const nc_arch *const ARCHS[] = {&nc_arch_llama, &nc_arch_qwen2,
-                                       &nc_arch_qwen3};
+                                       &nc_arch_qwen3, &nc_arch_phi3,
+                                       &nc_arch_qwen3moe};
 
 const nc_arch *nc_arch_find(const char *name, size_t len) {
   for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
@@ -204,6 +205,35 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
                    "tokenizer.ggml.tokens or token_embd.weight",
                    arch);
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+  if ((rc = get_int(f, arch, "expert_count", false, 0, 4096, &hp->n_expert,
+                    NULL, err)) ||
+      (rc = get_int(f, arch, "expert_used_count", false, 0, 4096,
+                    &hp->n_expert_used, NULL, err)) ||
+      (rc = get_int(f, arch, "expert_feed_forward_length", false, 1, BIG,
+                    &hp->n_ff_exp, NULL, err)))
+    return rc;
+  if (hp->n_expert_used > hp->n_expert)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "metadata '%s.expert_used_count' = %d exceeds "
+                   "'%s.expert_count' = %d",
+                   arch, (int)hp->n_expert_used, arch, (int)hp->n_expert);
+  if (hp->n_expert > 0 && hp->n_expert_used == 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "metadata '%s.expert_used_count' is 0 (or absent) with %d "
+                   "experts: must be in [1, %d]",
+                   arch, (int)hp->n_expert, (int)hp->n_expert);
+  hp->n_ctx_orig = hp->n_ctx_train;
+  if ((rc = get_int(f, arch, "rope.scaling.original_context_length", false, 1,
+                    INT32_MAX, &hp->n_ctx_orig, NULL, err)))
+    return rc;
+  hp->rope_attn_factor = 1.0f;
+  if ((rc = get_float(f, arch, "rope.scaling.attn_factor", false,
+                      &hp->rope_attn_factor, NULL, err)))
+    return rc;
+  if (!(hp->rope_attn_factor > 0))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "metadata '%s.rope.scaling.attn_factor' = %g: must be > 0",
+                   arch, (double)hp->rope_attn_factor);
   return NC_OK;
 }
 
@@ -212,21 +242,39 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
 nc_code nc_weight_load(const gguf_file *f, const char *name, int64_t ne0,
                        int64_t ne1, bool required, const nc_kernels *kern,
                        nc_weight *out, nc_error *err) {
+  return nc_weight_load3(f, name, ne0, ne1, 1, required, kern, out, err);
+}
+
+nc_code nc_weight_load3(const gguf_file *f, const char *name, int64_t ne0,
+                        int64_t ne1, int64_t ne2, bool required,
+                        const nc_kernels *kern, nc_weight *out, nc_error *err) {
   memset(out, 0, sizeof *out);
   const gguf_tensor_info *t = gguf_find_tensor(f, name);
   if (!t) {
     if (!required) return NC_OK;
+    if (ne2 > 1)
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "missing tensor '%s' (expected shape {%lld, %lld, %lld})",
+                     name, (long long)ne0, (long long)ne1, (long long)ne2);
     return nc_fail(err, NC_ERR_FORMAT,
                    "missing tensor '%s' (expected shape {%lld, %lld})", name,
                    (long long)ne0, (long long)ne1);
   }
-  if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1)
+  if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1) {
+    if (ne2 > 1)
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "tensor '%s' has shape {%lld, %lld, %lld, %lld}, "
+                     "expected {%lld, %lld, %lld}",
+                     name, (long long)t->ne[0], (long long)t->ne[1],
+                     (long long)t->ne[2], (long long)t->ne[3], (long long)ne0,
+                     (long long)ne1, (long long)ne2);
     return nc_fail(err, NC_ERR_FORMAT,
                    "tensor '%s' has shape {%lld, %lld, %lld, %lld}, expected "
                    "{%lld, %lld}",
                    name, (long long)t->ne[0], (long long)t->ne[1],
                    (long long)t->ne[2], (long long)t->ne[3], (long long)ne0,
                    (long long)ne1);
+  }
   const nc_type_traits *tr = nc_type_traits_of(t->type);
   if (!tr || !tr->supported)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
@@ -247,15 +295,19 @@ nc_code nc_weight_load(const gguf_file *f, const char *name, int64_t ne0,
                    "tensor '%s': row of %lld elements is not a whole number "
                    "of %s blocks",
                    name, (long long)ne0, nc_type_name(t->type));
-  if (!t->data || (uint64_t)rb * (uint64_t)ne1 > t->nbytes)
+  /* the expected shape comes from bounded hyperparameters (n_embd, n_ff
+   * <= 2^24, experts <= 4096), so the products below do not overflow */
+  const uint64_t rows = (uint64_t)ne1 * (uint64_t)ne2;
+  if (!t->data || (uint64_t)rb * rows > t->nbytes)
     return nc_fail(err, NC_ERR_FORMAT,
                    "tensor '%s': data of %llu bytes, expected %llu", name,
                    (unsigned long long)t->nbytes,
-                   (unsigned long long)rb * (unsigned long long)ne1);
+                   (unsigned long long)rb * (unsigned long long)rows);
   out->data = t->data;
   out->type = (nc_type)t->type;
   out->ne0 = ne0;
   out->ne1 = ne1;
+  out->ne2 = ne2;
   out->row_bytes = rb;
   out->name = t->name;
   return NC_OK;
@@ -292,7 +344,7 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if (!m->arch || arch.len >= sizeof m->arch_name) {
     rc = nc_fail(err, NC_ERR_UNSUPPORTED,
                  "%s: architecture '%.*s' is not supported (supported: "
-                 "llama, qwen2, qwen3)",
+                 "llama, qwen2, qwen3, phi3, qwen3moe)",
                  path, (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
     goto fail;
   }
@@ -362,6 +414,15 @@ const nc_kernels *nc_model_kernels(const nucleus_model *m) {
   return m->kernels;
 }
 
+nc_weight nc_weight_expert(const nc_weight *w, int64_t e) {
+  nc_weight v = *w;
+  v.ne2 = 1;
+  if (v.data)
+    v.data =
+        (const uint8_t *)w->data + (size_t)e * (size_t)w->ne1 * w->row_bytes;
+  return v;
+}
+
 static bool has_dot(const nc_kernels *k, const nc_weight *w) {
   return !w->data || k->vec_dot[w->type] != NULL;
 }
@@ -374,7 +435,9 @@ nc_code nc_model_set_kernels(nucleus_model *m, const nc_kernels *k,
     const nc_layer_weights *L = &m->w.layers[l];
     ok = has_dot(k, &L->wq) && has_dot(k, &L->wk) && has_dot(k, &L->wv) &&
          has_dot(k, &L->wo) && has_dot(k, &L->ffn_gate) &&
-         has_dot(k, &L->ffn_up) && has_dot(k, &L->ffn_down);
+         has_dot(k, &L->ffn_up) && has_dot(k, &L->ffn_down) &&
+         has_dot(k, &L->ffn_gate_inp) && has_dot(k, &L->gate_exps) &&
+         has_dot(k, &L->up_exps) && has_dot(k, &L->down_exps);
   }
   if (!ok)
     return nc_fail(err, NC_ERR_UNSUPPORTED,

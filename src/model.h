@@ -28,6 +28,14 @@ typedef struct nc_hparams {
   int rope_type;       /* NC_ROPE_NORMAL or NC_ROPE_NEOX */
   float attn_scale;    /* 1/sqrt(head_dim) */
   bool has_rope_freqs; /* rope_freqs.weight divides theta */
+  /* mixture of experts ({arch}.expert_count, expert_used_count, 0 when
+   * dense; n_ff_exp: one expert's FFN width) */
+  int32_t n_expert, n_expert_used, n_ff_exp;
+  /* LongRoPE (phi3): rope.scaling.original_context_length (else
+   * context_length) and rope.scaling.attn_factor (else 1), which scales the
+   * rotation's cos and sin */
+  int32_t n_ctx_orig;
+  float rope_attn_factor;
 } nc_hparams;
 
 /* Row widths of K and V over all KV heads. */
@@ -38,11 +46,12 @@ static inline int32_t nc_hp_n_embd_v(const nc_hparams *hp) {
   return hp->n_head_kv * hp->head_dim_v;
 }
 
-/* A 2-D (or 1-D) weight tensor: ne0 contiguous elements per row, ne1 rows. */
+/* A 2-D (or 1-D) weight tensor: ne0 contiguous elements per row, ne1 rows;
+ * a 3-D one (experts) holds ne2 such matrices one after another. */
 typedef struct nc_weight {
   const void *data; /* into the mapped file; NULL when absent (optional) */
   nc_type type;
-  int64_t ne0, ne1;
+  int64_t ne0, ne1, ne2; /* ne2: 1, or the expert count of a 3-D tensor */
   size_t row_bytes;
   const char *name; /* the tensor's name in the file (owned by the gguf) */
 } nc_weight;
@@ -51,10 +60,16 @@ typedef struct nc_layer_weights {
   nc_weight attn_norm, wq, wk, wv, wo, bo, ffn_norm, ffn_gate, ffn_up, ffn_down;
   nc_weight bq, bk, bv;     /* Q/K/V biases (qwen2; optional in llama) */
   nc_weight q_norm, k_norm; /* per-head RMSNorm of q and k (qwen3) */
+  /* mixture of experts: router [n_embd -> n_expert] and the experts'
+   * {gate,up} [n_embd -> n_ff_exp] and down [n_ff_exp -> n_embd], 3-D */
+  nc_weight ffn_gate_inp, gate_exps, up_exps, down_exps;
 } nc_layer_weights;
 
 typedef struct nc_model_weights {
   nc_weight tok_embd, output_norm, output, rope_freqs;
+  /* LongRoPE (phi3): rope_freqs holds rope_factors_short; these, used when
+   * the context per sequence exceeds n_ctx_orig, rope_factors_long */
+  nc_weight rope_long;
   nc_layer_weights *layers; /* [n_layer], owned by the model */
 } nc_model_weights;
 
@@ -70,6 +85,8 @@ const nc_model_weights *nc_model_weights_of(const nucleus_model *m);
 const gguf_file *nc_model_gguf(const nucleus_model *m);
 const nc_vocab *nc_model_vocab(const nucleus_model *m);
 const nc_kernels *nc_model_kernels(const nucleus_model *m);
+/* Expert e of a 3-D weight, as a 2-D weight (a view into the same data). */
+nc_weight nc_weight_expert(const nc_weight *w, int64_t e);
 /* Switches the kernel table (tests, benchmarks): refused, with nothing
  * changed, when it lacks a dot kernel for one of the model's weights. Not
  * while a context of the model is running. */

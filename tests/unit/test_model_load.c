@@ -1,11 +1,14 @@
 /* model loading: tiny synthetic GGUF files (no real model needed) that are
  * refused with a message naming what is wrong: unknown arch, a missing key,
- * bad head counts, a missing tensor, a wrong shape, a wrong type. */
+ * bad head counts, a missing tensor, a wrong shape, a wrong type; mixture
+ * of experts counts and expert shapes; phi3's fused widths and LongRoPE
+ * factors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,6 +17,11 @@
 #include "gguf_writer.h"
 #include "nucleus.h"
 
+typedef struct tdef {
+  const char *name;
+  uint64_t ne0, ne1, ne2; /* ne2 0: a 2-D (or 1-D) tensor */
+} tdef;
+
 typedef struct spec {
   const char *arch;
   bool no_eps;
@@ -21,31 +29,77 @@ typedef struct spec {
   const char *skip_tensor; /* leave this tensor out */
   const char *bad_shape;   /* give this tensor shape {32, 32} */
   const char *f16_tensor;  /* store this tensor as F16 */
+  const tdef *tensors;     /* NULL: TENSORS (llama) */
+  size_t n_tensors;
+  const char *u32_key[4]; /* extra {arch}.KEY = u32_val (NULL: none) */
+  uint32_t u32_val[4];
 } spec;
-
-typedef struct tdef {
-  const char *name;
-  uint64_t ne0, ne1;
-} tdef;
 
 /* n_embd 32, 2 heads of 16, 1 KV head, n_ff 64, vocab 8, one layer. */
 static const tdef TENSORS[] = {
-    {"token_embd.weight", 32, 8},         {"output_norm.weight", 32, 1},
-    {"blk.0.attn_norm.weight", 32, 1},    {"blk.0.attn_q.weight", 32, 32},
-    {"blk.0.attn_k.weight", 32, 16},      {"blk.0.attn_v.weight", 32, 16},
-    {"blk.0.attn_output.weight", 32, 32}, {"blk.0.ffn_norm.weight", 32, 1},
-    {"blk.0.ffn_gate.weight", 32, 64},    {"blk.0.ffn_up.weight", 32, 64},
-    {"blk.0.ffn_down.weight", 64, 32},
+    {"token_embd.weight", 32, 8, 0},
+    {"output_norm.weight", 32, 1, 0},
+    {"blk.0.attn_norm.weight", 32, 1, 0},
+    {"blk.0.attn_q.weight", 32, 32, 0},
+    {"blk.0.attn_k.weight", 32, 16, 0},
+    {"blk.0.attn_v.weight", 32, 16, 0},
+    {"blk.0.attn_output.weight", 32, 32, 0},
+    {"blk.0.ffn_norm.weight", 32, 1, 0},
+    {"blk.0.ffn_gate.weight", 32, 64, 0},
+    {"blk.0.ffn_up.weight", 32, 64, 0},
+    {"blk.0.ffn_down.weight", 64, 32, 0},
 };
 #define N_TENSORS (sizeof TENSORS / sizeof TENSORS[0])
 
+/* phi3: fused attn_qkv {32, 32 + 16 + 16} and ffn_up {32, 2 * 64}; LongRoPE
+ * factors of n_rot / 2 = 8. PHI3_BAD_QKV gives attn_qkv a wrong width,
+ * PHI3_BAD_UP ffn_up, PHI3_BAD_ROPE rope_factors_long a wrong length. */
+#define PHI3_TENSORS(qkv, up, rope)                                            \
+  {"token_embd.weight", 32, 8, 0}, {"output_norm.weight", 32, 1, 0},           \
+      {"rope_factors_short.weight", 8, 1, 0},                                  \
+      {"rope_factors_long.weight", rope, 1, 0},                                \
+      {"blk.0.attn_norm.weight", 32, 1, 0},                                    \
+      {"blk.0.attn_qkv.weight", 32, qkv, 0},                                   \
+      {"blk.0.attn_output.weight", 32, 32, 0},                                 \
+      {"blk.0.ffn_norm.weight", 32, 1, 0}, {"blk.0.ffn_up.weight", 32, up, 0}, \
+  {                                                                            \
+    "blk.0.ffn_down.weight", 64, 32, 0                                         \
+  }
+static const tdef PHI3_BAD_QKV[] = {PHI3_TENSORS(48, 128, 8)};
+static const tdef PHI3_BAD_UP[] = {PHI3_TENSORS(64, 64, 8)};
+static const tdef PHI3_BAD_ROPE[] = {PHI3_TENSORS(64, 128, 5)};
+static const tdef PHI3_GOOD[] = {PHI3_TENSORS(64, 128, 8)};
+
+/* qwen3moe with 4 experts of width 16: router {32, 4}, experts 3-D. */
+static const tdef MOE_TENSORS[] = {
+    {"token_embd.weight", 32, 8, 0},
+    {"output_norm.weight", 32, 1, 0},
+    {"blk.0.attn_norm.weight", 32, 1, 0},
+    {"blk.0.attn_q.weight", 32, 32, 0},
+    {"blk.0.attn_k.weight", 32, 16, 0},
+    {"blk.0.attn_v.weight", 32, 16, 0},
+    {"blk.0.attn_q_norm.weight", 16, 1, 0},
+    {"blk.0.attn_k_norm.weight", 16, 1, 0},
+    {"blk.0.attn_output.weight", 32, 32, 0},
+    {"blk.0.ffn_norm.weight", 32, 1, 0},
+    {"blk.0.ffn_gate_inp.weight", 32, 4, 0},
+    {"blk.0.ffn_gate_exps.weight", 32, 16, 4},
+    {"blk.0.ffn_up_exps.weight", 32, 16, 4},
+    {"blk.0.ffn_down_exps.weight", 16, 32, 3}, /* one expert short */
+};
+
 static void write_model(const char *path, const spec *s) {
   const char *arch = s->arch ? s->arch : "llama";
+  const tdef *tens = s->tensors ? s->tensors : TENSORS;
+  const size_t n_tens = s->tensors ? s->n_tensors : N_TENSORS;
+  size_t n_extra = 0;
+  while (n_extra < 4 && s->u32_key[n_extra])
+    n_extra++;
   gw b = {0};
   size_t n_t = 0;
-  for (size_t i = 0; i < N_TENSORS; i++)
-    if (!s->skip_tensor || strcmp(s->skip_tensor, TENSORS[i].name)) n_t++;
-  gw_header(&b, 3, n_t, s->no_eps ? 8 : 9);
+  for (size_t i = 0; i < n_tens; i++)
+    if (!s->skip_tensor || strcmp(s->skip_tensor, tens[i].name)) n_t++;
+  gw_header(&b, 3, n_t, (s->no_eps ? 8 : 9) + n_extra);
   char key[128];
   gw_kv_str(&b, "general.architecture", arch);
   snprintf(key, sizeof key, "%s.context_length", arch);
@@ -67,21 +121,27 @@ static void write_model(const char *path, const spec *s) {
     gw_key(&b, key, 6 /* FLOAT32 */);
     gw_f32(&b, 1e-5f);
   }
+  for (size_t i = 0; i < n_extra; i++) {
+    snprintf(key, sizeof key, "%s.%s", arch, s->u32_key[i]);
+    gw_kv_u32(&b, key, s->u32_val[i]);
+  }
   uint64_t off = 0;
-  size_t sizes[N_TENSORS];
-  for (size_t i = 0; i < N_TENSORS; i++) {
-    const tdef *t = &TENSORS[i];
+  size_t sizes[16];
+  assert_true(n_tens <= 16);
+  for (size_t i = 0; i < n_tens; i++) {
+    const tdef *t = &tens[i];
     if (s->skip_tensor && !strcmp(s->skip_tensor, t->name)) continue;
-    uint64_t ne[2] = {t->ne0, t->ne1};
+    uint64_t ne[3] = {t->ne0, t->ne1, t->ne2 ? t->ne2 : 1};
     if (s->bad_shape && !strcmp(s->bad_shape, t->name)) ne[1] = 32;
     const bool f16 = s->f16_tensor && !strcmp(s->f16_tensor, t->name);
-    gw_tensor(&b, t->name, ne[1] == 1 ? 1 : 2, ne, f16 ? 1 : 0, off);
-    sizes[i] = (size_t)(ne[0] * ne[1] * (f16 ? 2 : 4));
+    gw_tensor(&b, t->name, t->ne2 ? 3 : (ne[1] == 1 ? 1 : 2), ne, f16 ? 1 : 0,
+              off);
+    sizes[i] = (size_t)(ne[0] * ne[1] * ne[2] * (f16 ? 2 : 4));
     off += (sizes[i] + 31) / 32 * 32;
   }
   gw_align(&b, 32);
-  for (size_t i = 0; i < N_TENSORS; i++) {
-    if (s->skip_tensor && !strcmp(s->skip_tensor, TENSORS[i].name)) continue;
+  for (size_t i = 0; i < n_tens; i++) {
+    if (s->skip_tensor && !strcmp(s->skip_tensor, tens[i].name)) continue;
     gw_fill(&b, sizes[i], 0);
     gw_align(&b, 32);
   }
@@ -155,6 +215,106 @@ static void test_wrong_type(void **state) {
                  "tensor 'blk.0.ffn_norm.weight' has type F16, expected F32");
 }
 
+/* Mixture-of-experts counts: used > count, used 0, count 0 (qwen3moe), and
+ * a llama file (Mixtral) with used > count. */
+static void test_moe_counts(void **state) {
+  (void)state;
+  const size_t n = sizeof MOE_TENSORS / sizeof MOE_TENSORS[0];
+  spec s = {.arch = "qwen3moe",
+            .tensors = MOE_TENSORS,
+            .n_tensors = n,
+            .u32_key = {"expert_count", "expert_used_count"},
+            .u32_val = {4, 5}};
+  expect_refused(&s, NUCLEUS_ERR_FORMAT,
+                 "metadata 'qwen3moe.expert_used_count' = 5 exceeds "
+                 "'qwen3moe.expert_count' = 4");
+  s.u32_val[1] = 0;
+  expect_refused(&s, NUCLEUS_ERR_FORMAT,
+                 "metadata 'qwen3moe.expert_used_count' is 0");
+  s.u32_key[0] = "expert_used_count";
+  s.u32_key[1] = NULL;
+  s.u32_val[0] = 0;
+  expect_refused(&s, NUCLEUS_ERR_FORMAT, "'qwen3moe.expert_count' is absent");
+  spec l = {.u32_key = {"expert_count", "expert_used_count"},
+            .u32_val = {2, 3}};
+  expect_refused(&l, NUCLEUS_ERR_FORMAT,
+                 "metadata 'llama.expert_used_count' = 3 exceeds "
+                 "'llama.expert_count' = 2");
+}
+
+/* A 3-D expert tensor of the wrong shape names it. */
+static void test_moe_expert_shape(void **state) {
+  (void)state;
+  spec s = {.arch = "qwen3moe",
+            .tensors = MOE_TENSORS,
+            .n_tensors = sizeof MOE_TENSORS / sizeof MOE_TENSORS[0],
+            .u32_key = {"expert_count", "expert_used_count",
+                        "expert_feed_forward_length"},
+            .u32_val = {4, 2, 16}};
+  expect_refused(&s, NUCLEUS_ERR_FORMAT,
+                 "tensor 'blk.0.ffn_down_exps.weight' has shape {16, 32, 3, "
+                 "1}, expected {16, 32, 4}");
+  s.skip_tensor = "blk.0.ffn_gate_inp.weight";
+  expect_refused(&s, NUCLEUS_ERR_FORMAT,
+                 "missing tensor 'blk.0.ffn_gate_inp.weight'");
+}
+
+/* phi3: a fused attn_qkv or ffn_up of the wrong width, LongRoPE factors of
+ * the wrong length. */
+static void test_phi3_fused_widths(void **state) {
+  (void)state;
+  spec s = {.arch = "phi3",
+            .tensors = PHI3_BAD_QKV,
+            .n_tensors = sizeof PHI3_BAD_QKV / sizeof PHI3_BAD_QKV[0]};
+  expect_refused(&s, NUCLEUS_ERR_FORMAT,
+                 "tensor 'blk.0.attn_qkv.weight' has shape {32, 48, 1, 1}, "
+                 "expected {32, 64}");
+  s.tensors = PHI3_BAD_UP;
+  expect_refused(&s, NUCLEUS_ERR_FORMAT,
+                 "tensor 'blk.0.ffn_up.weight' has shape {32, 64, 1, 1}, "
+                 "expected {32, 128}");
+  s.tensors = PHI3_BAD_ROPE;
+  expect_refused(&s, NUCLEUS_ERR_FORMAT,
+                 "tensor 'rope_factors_long.weight' has shape {5, 1, 1, 1}, "
+                 "expected {8, 1}");
+  s.skip_tensor = "rope_factors_short.weight";
+  s.tensors = PHI3_GOOD;
+  expect_refused(&s, NUCLEUS_ERR_FORMAT,
+                 "tensor 'rope_factors_long.weight' without "
+                 "'rope_factors_short.weight'");
+}
+
+/* The fuzz seeds of the bad files (fuzz/corpus/gguf/seed_bad_*.gguf,
+ * written by gguf-py: scripts/gen_gguf_golden.py --bad-model-seeds) are
+ * refused naming the key or tensor. */
+static void test_bad_model_seeds(void **state) {
+  (void)state;
+  static const struct {
+    const char *file, *needle;
+  } seeds[] = {
+      {"seed_bad_moe_used.gguf", "metadata 'qwen3moe.expert_used_count' = 5 "
+                                 "exceeds 'qwen3moe.expert_count' = 4"},
+      {"seed_bad_phi3_qkv.gguf", "tensor 'blk.0.attn_qkv.weight' has shape "
+                                 "{32, 48, 1, 1}, expected {32, 64}"},
+      {"seed_bad_phi3_rope.gguf", "tensor 'rope_factors_long.weight' has "
+                                  "shape {5, 1, 1, 1}, expected {8, 1}"},
+  };
+  const char *root = getenv("NUCLEUS_ROOT");
+  for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fuzz/corpus/gguf/%s",
+             root && *root ? root : ".", seeds[i].file);
+    nucleus_model *m = (nucleus_model *)1;
+    nucleus_error err;
+    memset(&err, 0, sizeof err);
+    const nucleus_status rc = nucleus_model_load(path, NULL, &m, &err);
+    if (rc != NUCLEUS_ERR_FORMAT || !strstr(err.message, seeds[i].needle))
+      fail_msg("%s: expected a format error with '%s', got %s: %s", path,
+               seeds[i].needle, nucleus_status_name(rc), err.message);
+    assert_null(m);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unknown_arch),
@@ -163,6 +323,10 @@ int main(void) {
       cmocka_unit_test(test_missing_tensor),
       cmocka_unit_test(test_wrong_shape),
       cmocka_unit_test(test_wrong_type),
+      cmocka_unit_test(test_moe_counts),
+      cmocka_unit_test(test_moe_expert_shape),
+      cmocka_unit_test(test_phi3_fused_widths),
+      cmocka_unit_test(test_bad_model_seeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,44 @@
+/* arch_qwen3moe: Qwen3 mixture of experts (llama.cpp's qwen3moe graph):
+ * qwen3's attention (per-head Q/K RMSNorm before NEOX RoPE) and, in place
+ * of the FFN, a router (ffn_gate_inp) whose softmax picks the top
+ * expert_used_count of expert_count SwiGLU experts (ffn_{gate,up,down}_exps),
+ * their weights renormalised to sum 1 (nc_fwd_moe). */
+#include "arch_llama.h"
+#include "kernels/ops.h"
+
+static nc_code qwen3moe_check(const gguf_file *f, nc_hparams *hp,
+                              nc_error *err) {
+  if (hp->n_expert < 1)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "qwen3moe: metadata 'qwen3moe.expert_count' is absent or "
+                   "0: must be >= 1");
+  if (hp->n_expert_used < 1)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "qwen3moe: metadata 'qwen3moe.expert_used_count' is absent "
+                   "or 0: must be in [1, %d]",
+                   (int)hp->n_expert);
+  /* llama.cpp: expert_feed_forward_length, else n_ff / n_expert_used */
+  if (hp->n_ff_exp == 0) hp->n_ff_exp = hp->n_ff / hp->n_expert_used;
+  if (hp->n_ff_exp < 1)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "qwen3moe: no expert width: "
+                   "'qwen3moe.expert_feed_forward_length' is absent and n_ff "
+                   "%d / %d experts used is 0",
+                   (int)hp->n_ff, (int)hp->n_expert_used);
+  return nc_llama_check_hparams(f, hp, err);
+}
+
+static nc_code qwen3moe_load(const gguf_file *f, const nc_hparams *hp,
+                             const nc_kernels *kern, nc_model_weights *w,
+                             nc_error *err) {
+  const nc_llama_pieces pc = {.name = "qwen3moe", .qk_norm = true, .moe = true};
+  return nc_llama_family_load(f, hp, kern, &pc, w, err);
+}
+
+const nc_arch nc_arch_qwen3moe = {
+    .name = "qwen3moe",
+    .rope_type = NC_ROPE_NEOX,
+    .check_hparams = qwen3moe_check,
+    .load_weights = qwen3moe_load,
+    .forward = nc_llama_family_forward,
+};

@@ -1,0 +1,135 @@
+/* forward_moe: the mixture-of-experts FFN (nc_fwd_moe, forward.h): router,
+ * top-k, the batch's rows grouped by expert, the weighted sum. */
+#include <math.h>
+
+#include "forward.h"
+#include "kernels/ops.h"
+
+/* llama.cpp clamps the sum of the chosen weights from below before the
+ * division (build_moe_ffn). */
+#define MOE_MIN_WSUM 6.103515625e-5
+
+/* Row t's experts: softmax of the n router logits (ggml's exp, sum in
+ * double, times 1/sum), the k largest probabilities in descending order
+ * (ties: the lower expert first) and their weights p / sum(p). */
+static void route(const float *logits, int32_t n, int32_t k, float *probs,
+                  int32_t *sel, float *wts) {
+  float max = -INFINITY;
+  for (int32_t e = 0; e < n; e++)
+    if (logits[e] > max) max = logits[e];
+  double sum = 0;
+  for (int32_t e = 0; e < n; e++) {
+    probs[e] = nc_expf_ggml(logits[e] - max);
+    sum += probs[e];
+  }
+  const float inv = (float)(1.0 / sum);
+  for (int32_t e = 0; e < n; e++)
+    probs[e] *= inv;
+  double wsum = 0;
+  for (int32_t j = 0; j < k; j++) {
+    int32_t best = -1;
+    for (int32_t e = 0; e < n; e++) {
+      bool taken = false;
+      for (int32_t i = 0; i < j && !taken; i++)
+        taken = sel[i] == e;
+      if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
+    }
+    sel[j] = best;
+    wts[j] = probs[best];
+    wsum += wts[j];
+  }
+  const float ws = wsum < MOE_MIN_WSUM ? (float)MOE_MIN_WSUM : (float)wsum;
+  for (int32_t j = 0; j < k; j++)
+    wts[j] /= ws;
+}
+
+/* One row (decode): its experts' gate and up matmuls share the row, so
+ * they run together (up to 4 experts per pass), then their downs, each
+ * over its own SwiGLU row (nc_fwd_matmul_each, up to 8 per pass): about 3
+ * parallel passes instead of 2 per expert. Each value is the one the
+ * grouped path computes for the row alone. */
+static void moe_one_row(nc_fwd *ctx, const nc_layer_weights *L,
+                        const float *x) {
+  const nc_hparams *hp = ctx->hp;
+  const nc_fwd_bufs *s = &ctx->bufs;
+  const int32_t K = hp->n_expert_used;
+  const int64_t E = hp->n_embd, F = hp->n_ff_exp;
+  enum { GU_EXPERTS = NC_FWD_MAX_MM / 2 };
+  nc_weight w[NC_FWD_MAX_MM];
+  nc_mm mm[NC_FWD_MAX_MM];
+  for (int32_t j0 = 0; j0 < K; j0 += GU_EXPERTS) {
+    const int32_t nj = K - j0 < GU_EXPERTS ? K - j0 : GU_EXPERTS;
+    for (int32_t j = 0; j < nj; j++) {
+      const int32_t e = s->moe_sel[j0 + j];
+      w[2 * j] = nc_weight_expert(&L->gate_exps, e);
+      w[2 * j + 1] = nc_weight_expert(&L->up_exps, e);
+      mm[2 * j] = (nc_mm){&w[2 * j], s->gate + (int64_t)(j0 + j) * F, F};
+      mm[2 * j + 1] = (nc_mm){&w[2 * j + 1], s->up + (int64_t)(j0 + j) * F, F};
+    }
+    nc_fwd_matmul(ctx, x, E, 1, mm, 2 * nj);
+  }
+  nc_fwd_swiglu(ctx, s->gate, s->up, K, F);
+  for (int32_t j0 = 0; j0 < K; j0 += NC_FWD_MAX_MM) {
+    const int32_t nj = K - j0 < NC_FWD_MAX_MM ? K - j0 : NC_FWD_MAX_MM;
+    for (int32_t j = 0; j < nj; j++) {
+      w[j] = nc_weight_expert(&L->down_exps, s->moe_sel[j0 + j]);
+      mm[j] = (nc_mm){&w[j], s->moe_out + (int64_t)(j0 + j) * E, E};
+      s->moe_at[j0 + j] = j0 + j;
+    }
+    nc_fwd_matmul_each(ctx, s->gate + (int64_t)j0 * F, F, mm, nj);
+  }
+}
+
+void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
+                float *y, int32_t rows) {
+  const nc_hparams *hp = ctx->hp;
+  const nc_fwd_bufs *s = &ctx->bufs;
+  const int32_t NX = hp->n_expert, K = hp->n_expert_used;
+  const int64_t E = hp->n_embd, F = hp->n_ff_exp;
+  const nc_mm router = {&L->ffn_gate_inp, s->moe_logits, NX};
+  nc_fwd_matmul(ctx, x, E, rows, &router, 1);
+  for (int32_t t = 0; t < rows; t++) {
+    float *lg = s->moe_logits + (int64_t)t * NX;
+    route(lg, NX, K, lg, s->moe_sel + (int64_t)t * K,
+          s->moe_w + (int64_t)t * K);
+  }
+  /* expert by expert, its rows in batch order: gate and up of its rows,
+   * silu(gate) * up, down into the next rows of moe_out */
+  int32_t off = 0;
+  if (rows == 1) moe_one_row(ctx, L, x);
+  for (int32_t e = 0; rows > 1 && e < NX; e++) {
+    int32_t n = 0;
+    for (int32_t t = 0; t < rows; t++)
+      for (int32_t j = 0; j < K; j++)
+        if (s->moe_sel[(int64_t)t * K + j] == e) {
+          s->moe_rows[n] = t;
+          s->moe_at[(int64_t)t * K + j] = off + n;
+          n++;
+        }
+    if (n == 0) continue;
+    const nc_weight g = nc_weight_expert(&L->gate_exps, e);
+    const nc_weight u = nc_weight_expert(&L->up_exps, e);
+    const nc_weight d = nc_weight_expert(&L->down_exps, e);
+    const nc_mm gu[2] = {{&g, s->gate, F}, {&u, s->up, F}};
+    nc_fwd_matmul_rows(ctx, x, E, s->moe_rows, n, gu, 2);
+    nc_fwd_swiglu(ctx, s->gate, s->up, n, F);
+    const nc_mm down = {&d, s->moe_out + (int64_t)off * E, E};
+    nc_fwd_matmul(ctx, s->gate, F, n, &down, 1);
+    off += n;
+  }
+  /* y = w0 * e0 + w1 * e1 + ..., in slot order (ggml: the weighted views
+   * added one after another) */
+  for (int32_t t = 0; t < rows; t++) {
+    float *yt = y + (int64_t)t * E;
+    for (int32_t j = 0; j < K; j++) {
+      const float w = s->moe_w[(int64_t)t * K + j];
+      const float *o = s->moe_out + (int64_t)s->moe_at[(int64_t)t * K + j] * E;
+      if (j == 0)
+        for (int64_t i = 0; i < E; i++)
+          yt[i] = o[i] * w;
+      else
+        for (int64_t i = 0; i < E; i++)
+          yt[i] += o[i] * w;
+    }
+  }
+}
