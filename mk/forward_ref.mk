@@ -9,7 +9,8 @@ test_forward_ref_LIB := 1
 # committed; the goldens in tests/data/logits/arch_*.txt are).
 UNIT_TESTS += test_forward_arch
 test_forward_arch_LIB := 1
-ARCH_MODELS := build/arch/qwen2.gguf build/arch/qwen3.gguf
+ARCH_MODELS := build/arch/qwen2.gguf build/arch/qwen3.gguf \
+               build/arch/gemma2.gguf build/arch/gemma3.gguf
 build/arch/%.gguf: scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)
 	python3 scripts/make_arch_gguf.py $* $@ --seed 17

@@ -62,7 +62,7 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   const size_t half = (size_t)hp->n_rot / 2;
   const size_t per_row =
       (size_t)hp->n_embd + w_xn + w_q + (size_t)nc_hp_n_embd_k(hp) +
-      (size_t)nc_hp_n_embd_v(hp) + w_att + 2 * (size_t)hp->n_ff + 2 * half;
+      (size_t)nc_hp_n_embd_v(hp) + w_att + 2 * (size_t)hp->n_ff + 4 * half;
   c->buf_mem = malloc(T * per_row * sizeof(float));
   /* Any activation format takes at most 4 bytes per element plus a block
    * header, which one extra element per 8 covers. */
@@ -70,6 +70,7 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.qact_bytes = T * (kmax * 4 + kmax / 2 + 64);
   c->fwd.qact = malloc(c->fwd.qact_bytes);
   c->fwd.f16tab = malloc(65536 * sizeof(float));
+  c->fwd.gelu_f16 = malloc(65536 * sizeof(nc_fp16));
   const int64_t kv_pos =
       nc_kv_blocks_total(kv) * (int64_t)nc_kv_block_tokens(kv);
   c->att_max_pos = (int32_t)kv_pos;
@@ -87,8 +88,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
                                      sizeof(float));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
-  if (!c->buf_mem || !c->fwd.qact || !c->fwd.f16tab || !c->fwd.att ||
-      !c->next_pos || !c->touched) {
+  if (!c->buf_mem || !c->fwd.qact || !c->fwd.f16tab || !c->fwd.gelu_f16 ||
+      !c->fwd.att || !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
                    "context for %d batch tokens: out of memory",
@@ -105,8 +106,11 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.bufs.up = p, p += T * (size_t)hp->n_ff;
   c->fwd.bufs.rope_cos = p, p += T * half;
   c->fwd.bufs.rope_sin = p, p += T * half;
+  c->fwd.bufs.rope_cos_swa = p, p += T * half;
+  c->fwd.bufs.rope_sin_swa = p, p += T * half;
   for (uint32_t h = 0; h < 65536; h++)
     c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+  nc_fwd_gelu_table(c->fwd.gelu_f16);
   *out = c;
   return NC_OK;
 }
@@ -118,6 +122,7 @@ void nc_context_free(nc_context *c) {
   free(c->fwd.qact);
   free(c->fwd.qpack);
   free(c->fwd.f16tab);
+  free(c->fwd.gelu_f16);
   free(c->fwd.kt);
   free(c->fwd.vw);
   free(c->fwd.att);

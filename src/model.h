@@ -28,6 +28,14 @@ typedef struct nc_hparams {
   int rope_type;       /* NC_ROPE_NORMAL or NC_ROPE_NEOX */
   float attn_scale;    /* 1/sqrt(head_dim) */
   bool has_rope_freqs; /* rope_freqs.weight divides theta */
+  /* gemma: sliding window (query at p sees keys p - n_swa < j <= p on the
+   * layers marked swa; 0: none), the RoPE of those layers, the query scale
+   * applied to q before attention (attn_scale is then 1), and tanh soft
+   * caps of attention scores and final logits (0: none) */
+  int32_t n_swa;
+  float rope_freq_base_swa, rope_freq_scale_swa;
+  float q_scale;
+  float attn_softcap, final_softcap;
 } nc_hparams;
 
 /* Row widths of K and V over all KV heads. */
@@ -51,6 +59,8 @@ typedef struct nc_layer_weights {
   nc_weight attn_norm, wq, wk, wv, wo, bo, ffn_norm, ffn_gate, ffn_up, ffn_down;
   nc_weight bq, bk, bv;     /* Q/K/V biases (qwen2; optional in llama) */
   nc_weight q_norm, k_norm; /* per-head RMSNorm of q and k (qwen3) */
+  nc_weight attn_post_norm, ffn_post_norm; /* gemma: after attn / FFN */
+  bool swa; /* gemma: a sliding-window (local) layer */
 } nc_layer_weights;
 
 typedef struct nc_model_weights {
