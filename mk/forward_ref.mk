@@ -16,3 +16,7 @@ build/arch/%.gguf: scripts/make_arch_gguf.py
 	python3 scripts/make_arch_gguf.py $* $@ --seed 17
 .PHONY: arch-models
 arch-models: model $(ARCH_MODELS)
+
+# The real Gemma 3 270M (fetched by `make model`) against llama.cpp.
+UNIT_TESTS += test_forward_gemma
+test_forward_gemma_LIB := 1
