@@ -74,8 +74,7 @@ static int setup(void **state) {
   p.n_threads = 2;
   nucleus_error err;
   if (nucleus_model_load(path, &p, &fx->m, &err) != NUCLEUS_OK) {
-    snprintf(fx->why, sizeof fx->why, "%s (make model): %s", path,
-             err.message);
+    snprintf(fx->why, sizeof fx->why, "%s (make model): %s", path, err.message);
     fx->m = NULL;
     return 0;
   }
