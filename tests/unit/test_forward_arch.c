@@ -23,6 +23,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -120,12 +123,118 @@ static void test_gemma3(void **state) {
   check_arch("gemma3");
 }
 
+/* ---- bad gemma files: the good file with one field patched in place
+ * (same length, so every offset holds), loaded; the error must name the
+ * key or tensor. */
+
+static uint8_t *read_all(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  const long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *p = len > 0 ? malloc((size_t)len) : NULL;
+  if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
+    free(p);
+    p = NULL;
+  }
+  fclose(f);
+  *n = p ? (size_t)len : 0;
+  return p;
+}
+
+/* The offset just past the first occurrence of s (a GGUF string's bytes)
+ * in the header. */
+static size_t after(const uint8_t *p, size_t n, const char *s) {
+  const uint8_t *hit = memmem(p, n < (1u << 24) ? n : (1u << 24), s, strlen(s));
+  assert_non_null(hit);
+  return (size_t)(hit - p) + strlen(s);
+}
+
+static void put_u32(uint8_t *p, uint32_t v) {
+  memcpy(p, &v, 4); /* GGUF is little-endian, as this machine */
+}
+
+typedef enum { BAD_RENAME, BAD_U32, BAD_NE0 } bad_kind;
+
+static void expect_bad(const char *arch, const char *what, bad_kind kind,
+                       uint32_t value, const char *needle) {
+  char path[4096], bad[4200];
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), arch);
+  size_t n = 0;
+  uint8_t *p = read_all(path, &n);
+  if (!p) NC_MODEL_UNAVAILABLE(path);
+  const size_t at = after(p, n, what);
+  if (kind == BAD_RENAME) {
+    p[at - strlen(".weight") - 1] ^= 0x20; /* attn_q_norm -> attn_q_norM */
+  } else if (kind == BAD_U32) {
+    uint32_t type;
+    memcpy(&type, p + at, 4);
+    assert_int_equal(type, 4); /* GGUF_TYPE_UINT32 */
+    put_u32(p + at + 4, value);
+  } else {
+    put_u32(p + at + 4, value); /* ne[0] (after n_dims), low half */
+  }
+  snprintf(bad, sizeof bad, "%s/build/arch/bad_%s_%u.gguf", root(), arch,
+           (unsigned)kind);
+  FILE *f = fopen(bad, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(p, 1, n, f), n);
+  fclose(f);
+  free(p);
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 1;
+  nucleus_model *m = NULL;
+  nucleus_error err;
+  assert_int_not_equal(nucleus_model_load(bad, &mp, &m, &err), NUCLEUS_OK);
+  assert_null(m);
+  print_message("%s: %s\n", arch, err.message);
+  if (!strstr(err.message, needle))
+    fail_msg("error '%s' does not name '%s'", err.message, needle);
+  remove(bad);
+}
+
+static void test_gemma_bad_files(void **state) {
+  (void)state;
+  expect_bad("gemma3", "blk.0.attn_q_norm.weight", BAD_RENAME, 0,
+             "blk.0.attn_q_norm.weight");
+  expect_bad("gemma3", "gemma3.attention.sliding_window", BAD_U32, 0,
+             "gemma3.attention.sliding_window");
+  expect_bad("gemma2", "gemma2.attention.sliding_window", BAD_U32, 0,
+             "gemma2.attention.sliding_window");
+  expect_bad("gemma3", "gemma3.attention.sliding_window", BAD_U32, 0xFFFFFFFFu,
+             "gemma3.attention.sliding_window");
+  expect_bad("gemma3", "gemma3.attention.sliding_window", BAD_U32, 4096,
+             "gemma3.attention.sliding_window");
+  expect_bad("gemma3", "blk.3.post_attention_norm.weight", BAD_NE0, 128,
+             "blk.3.post_attention_norm.weight");
+  expect_bad("gemma2", "blk.1.post_ffw_norm.weight", BAD_NE0, 64,
+             "blk.1.post_ffw_norm.weight");
+  /* the same faults in the GGUF fuzzer's tiny seeds
+   * (scripts/gen_gemma_seeds.py) */
+  static const char *const seeds[][2] = {
+      {"seed_gemma3_no_q_norm", "blk.0.attn_q_norm.weight"},
+      {"seed_gemma3_window_0", "gemma3.attention.sliding_window"},
+      {"seed_gemma3_post_norm_width", "blk.0.post_attention_norm.weight"}};
+  for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fuzz/corpus/gguf/%s.gguf", root(),
+             seeds[i][0]);
+    nucleus_model_params mp = nucleus_model_default_params();
+    nucleus_model *m = NULL;
+    nucleus_error err;
+    assert_int_not_equal(nucleus_model_load(path, &mp, &m, &err), NUCLEUS_OK);
+    if (!strstr(err.message, seeds[i][1]))
+      fail_msg("%s: error '%s' does not name '%s'", path, err.message,
+               seeds[i][1]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_qwen2),
-      cmocka_unit_test(test_qwen3),
-      cmocka_unit_test(test_gemma2),
-      cmocka_unit_test(test_gemma3),
+      cmocka_unit_test(test_qwen2),           cmocka_unit_test(test_qwen3),
+      cmocka_unit_test(test_gemma2),          cmocka_unit_test(test_gemma3),
+      cmocka_unit_test(test_gemma_bad_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
