@@ -84,6 +84,11 @@ nucleus_model_load(const char *path, const nucleus_model_params *params,
                    nucleus_model **out, nucleus_error *err);
 NUCLEUS_API void nucleus_model_free(nucleus_model *model);
 
+/* The architectures (general.architecture values) this build runs, i in
+ * [0, nucleus_arch_count()); NULL past the end. Static strings. */
+NUCLEUS_API size_t nucleus_arch_count(void);
+NUCLEUS_API const char *nucleus_arch_name(size_t i);
+
 /* Prints the metadata and the tensor table of a GGUF file (no weights read). */
 NUCLEUS_API nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,
                                                    nucleus_error *err);
