@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "context.h"
 #include "forward_ref.h"
 #include "logits_golden.h"
 #include "model.h"
@@ -111,6 +112,79 @@ static void test_qwen2(void **state) {
 static void test_qwen3(void **state) {
   (void)state;
   check_arch("qwen3");
+}
+
+/* tokens through a fresh cache in chunks of chunks[] (cycled). */
+static void run_chunked(const nucleus_model *m, const int32_t *tokens,
+                        int32_t n, const int32_t *chunks, int n_chunks,
+                        float *logits) {
+  const int32_t nv = nc_model_hparams(m)->n_vocab;
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch b;
+  nucleus_error err;
+  assert_int_equal(
+      nc_kv_cache_create(nc_model_hparams(m), (n + 15) / 16, 16, 1, &kv, &err),
+      NC_OK);
+  assert_int_equal(nc_context_create(m, kv, n, &ctx, &err), NC_OK);
+  assert_int_equal(nc_batch_init(&b, n, &err), NC_OK);
+  const int32_t s = nc_kv_seq_new(kv);
+  int ci = 0;
+  for (int32_t i0 = 0; i0 < n;) {
+    const int32_t len = chunks[ci++ % n_chunks];
+    const int32_t end = i0 + len < n ? i0 + len : n;
+    assert_int_equal(nc_kv_seq_reserve(kv, s, end, &err), NC_OK);
+    nc_batch_clear(&b);
+    for (int32_t i = i0; i < end; i++)
+      nc_batch_add(&b, tokens[i], i, s, true);
+    if (nc_context_forward(ctx, &b, logits + (int64_t)i0 * nv, &err) != NC_OK)
+      fail_msg("forward: %s", err.message);
+    i0 = end;
+  }
+  nc_batch_free(&b);
+  nc_context_free(ctx);
+  nc_kv_cache_free(kv);
+}
+
+/* With windows (16) shorter than the prompt: one call (keys transposed
+ * once per layer), token by token (the paged blocks) and uneven chunks
+ * give the same bits. */
+static void check_window_invariance(const char *arch) {
+  char path[4096], gpath[4096];
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), arch);
+  snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s.txt", root(),
+           arch);
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  nucleus_model *m = NULL;
+  nucleus_error err;
+  if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK)
+    NC_MODEL_UNAVAILABLE(path);
+  golden_prompt g[MAX_PROMPTS] = {0};
+  const int n_p = load_golden(g, gpath);
+  assert_true(n_p >= 1);
+  const int32_t n = g[0].n, nv = nucleus_model_n_vocab(m);
+  float *a = malloc(sizeof(float) * (size_t)n * (size_t)nv);
+  float *c = malloc(sizeof(float) * (size_t)n * (size_t)nv);
+  const int32_t all[1] = {n}, one[1] = {1}, uneven[] = {5, 1, 17, 2, 9};
+  run_chunked(m, g[0].tokens, n, all, 1, a);
+  run_chunked(m, g[0].tokens, n, one, 1, c);
+  if (memcmp(a, c, sizeof(float) * (size_t)n * (size_t)nv))
+    fail_msg("%s: one call and token by token differ", arch);
+  run_chunked(m, g[0].tokens, n, uneven, 5, c);
+  if (memcmp(a, c, sizeof(float) * (size_t)n * (size_t)nv))
+    fail_msg("%s: one call and uneven chunks differ", arch);
+  for (int p = 0; p < n_p; p++)
+    free(g[p].pos);
+  free(a);
+  free(c);
+  nucleus_model_free(m);
+}
+
+static void test_gemma_window_invariance(void **state) {
+  (void)state;
+  check_window_invariance("gemma2");
+  check_window_invariance("gemma3");
 }
 
 static void test_gemma2(void **state) {
@@ -232,8 +306,11 @@ static void test_gemma_bad_files(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_qwen2),           cmocka_unit_test(test_qwen3),
-      cmocka_unit_test(test_gemma2),          cmocka_unit_test(test_gemma3),
+      cmocka_unit_test(test_qwen2),
+      cmocka_unit_test(test_qwen3),
+      cmocka_unit_test(test_gemma2),
+      cmocka_unit_test(test_gemma3),
+      cmocka_unit_test(test_gemma_window_invariance),
       cmocka_unit_test(test_gemma_bad_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
