@@ -15,12 +15,13 @@ attention auto, weight repacking on; nucleus: its default kernel table, amx
 on AMX CPUs, or with --no-repack the fastest table in the float order of
 llama.cpp --no-repack, or the table NUCLEUS_KERNELS names).
 
-usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M]
+usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
                       [--threads 1,2] [--pp 512] [--tg 128] [--no-repack]
   --models takes the names above (also MOE_Q8_0) or paths to .gguf files.
   MOE_*: a Qwen3-MoE-shaped random-weight model (bench/make_moe_shaped.py,
   8 experts of 1024, 2 used per token, 1024 wide), made by
-  scripts/make_bench_models.sh.
+  scripts/make_bench_models.sh. gemma3 is Gemma 3 270M Q4_K_M
+  (models/gemma-3-270m-q4_k_m.gguf, fetched when missing).
   Quick development run: bench/speed.py --rounds 1 --models Q4_1 --threads 2
 """
 import argparse
@@ -37,6 +38,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA3_MODEL = ROOT / "models/gemma-3-270m-q4_k_m.gguf"  # scripts/fetch_gemma.sh
 MADE_TYPES = ("Q8_0", "Q4_K_M")  # made by scripts/make_bench_models.sh
 # and the Qwen3-MoE-shaped random-weight model it makes (bench/make_moe_shaped.py:
 # 8 experts of 1024, 2 used, 1024 wide, 8 layers): MOE_Q8_0, MOE_Q4_K_M
@@ -162,7 +164,8 @@ def check_tests(res, pp, tg, who, out):
 
 
 def resolve_models(spec, peer_dir):
-    """Model names (Q4_1, Q8_0, Q4_K_M) or .gguf paths -> [(label, path)]."""
+    """Model names (Q4_1, Q8_0, Q4_K_M, gemma3) or .gguf paths -> [(label,
+    path)]."""
     made = None
     models = []
     for item in [s.strip() for s in spec.split(",") if s.strip()]:
@@ -170,6 +173,10 @@ def resolve_models(spec, peer_dir):
             if not DEFAULT_MODEL.exists():
                 run([ROOT / "scripts/fetch_model.sh"], "fetching the model")
             models.append(("Q4_1", DEFAULT_MODEL))
+        elif item.lower() == "gemma3":
+            if not GEMMA3_MODEL.exists():
+                run([ROOT / "scripts/fetch_gemma.sh"], "fetching Gemma 3 270M")
+            models.append(("Gemma 3 270M Q4_K_M", GEMMA3_MODEL))
         elif item.upper() in MADE_TYPES + MOE_TYPES:
             if made is None:
                 out = run([ROOT / "scripts/make_bench_models.sh"],
@@ -195,8 +202,8 @@ def resolve_models(spec, peer_dir):
             models.append((pathlib.Path(item).name, pathlib.Path(item)))
         else:
             raise BenchError(f"--models: '{item}' is neither Q4_1, "
-                             f"{', '.join(MADE_TYPES + MOE_TYPES)} nor a "
-                             ".gguf path")
+                             f"{', '.join(MADE_TYPES + MOE_TYPES)}, gemma3 "
+                             "nor a .gguf path")
     if not models:
         raise BenchError("--models: no model given")
     return models
@@ -211,9 +218,11 @@ def main():
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models",
-                    default=",".join(("Q4_1",) + MADE_TYPES + MOE_TYPES[1:]),
-                    help="comma list of Q4_1, Q8_0, Q4_K_M or .gguf paths "
-                    "(default: all three)")
+                    default=",".join(("Q4_1",) + MADE_TYPES + MOE_TYPES[1:] +
+                                     ("gemma3",)),
+                    help="comma list of Q4_1, Q8_0, Q4_K_M, MOE_Q8_0, "
+                    "MOE_Q4_K_M, gemma3 or .gguf paths (default: all but "
+                    "MOE_Q8_0)")
     ap.add_argument("--model", help="one .gguf file (same as --models PATH)")
     ap.add_argument("--threads", default="1,2",
                     help="comma list of thread counts (default: 1,2)")

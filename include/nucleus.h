@@ -84,6 +84,11 @@ nucleus_model_load(const char *path, const nucleus_model_params *params,
                    nucleus_model **out, nucleus_error *err);
 NUCLEUS_API void nucleus_model_free(nucleus_model *model);
 
+/* The architectures (general.architecture values) this build runs, i in
+ * [0, nucleus_arch_count()); NULL past the end. Static strings. */
+NUCLEUS_API size_t nucleus_arch_count(void);
+NUCLEUS_API const char *nucleus_arch_name(size_t i);
+
 /* Prints the metadata and the tensor table of a GGUF file (no weights read). */
 NUCLEUS_API nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,
                                                    nucleus_error *err);
@@ -132,10 +137,21 @@ nucleus_token_bos(const nucleus_model *model); /* -1 when none */
 
 /* --------------------------------------------------------- chat template */
 
+/* Which template the model renders with: "override" (params.chat_template),
+ * "file" (tokenizer.chat_template), the name of its family's built-in
+ * template for a file that has none ("gemma": Gemma's turn markers for
+ * gemma*; "chatml" for qwen* and vocabularies with <|im_start|>; "llama3":
+ * the Llama 3 headers, for vocabularies with <|start_header_id|>), or NULL
+ * when there is none. The string is static. */
+NUCLEUS_API const char *
+nucleus_model_chat_template_source(const nucleus_model *model);
+
 /* Renders the model's chat template (or params.chat_template) for a JSON
  * array of messages ([{"role":..., "content":...}, ...]); tools_json may be
  * NULL or a JSON array. The result is allocated; release with nucleus_free.
- * Fails with a clear error when the model has no template. */
+ * A file without tokenizer.chat_template renders with its family's
+ * built-in template (nucleus_model_chat_template_source); fails with a
+ * clear error when there is none. */
 NUCLEUS_API nucleus_status nucleus_chat_render(const nucleus_model *model,
                                                const char *messages_json,
                                                const char *tools_json,

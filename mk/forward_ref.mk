@@ -11,9 +11,14 @@ UNIT_TESTS += test_forward_arch
 test_forward_arch_LIB := 1
 ARCH_MODELS := build/arch/qwen2.gguf build/arch/qwen3.gguf \
                build/arch/phi3.gguf build/arch/qwen3moe.gguf \
-               build/arch/mixtral.gguf build/arch/phi3long.gguf
+               build/arch/mixtral.gguf build/arch/phi3long.gguf \
+               build/arch/gemma2.gguf build/arch/gemma3.gguf
 build/arch/%.gguf: scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)
 	python3 scripts/make_arch_gguf.py $* $@ --seed 17
 .PHONY: arch-models
 arch-models: model $(ARCH_MODELS)
+
+# The real Gemma 3 270M (fetched by `make model`) against llama.cpp.
+UNIT_TESTS += test_forward_gemma
+test_forward_gemma_LIB := 1

@@ -5,7 +5,7 @@
 MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
              $(KERNEL_OBJS) threadpool batch kv_cache \
              model arch_llama arch_qwen2 arch_qwen3 arch_phi3 arch_qwen3moe \
-             forward forward_moe context api_model \
+             arch_gemma forward forward_moe context api_model \
              $(TOKENIZER_OBJS)
 # The SIMD builds of the attention loops and row ops (the backend tables
 # choose them; same results).

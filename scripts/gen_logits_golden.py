@@ -15,7 +15,11 @@ on a CPU with AMX (scripts/gen_amx_golden.sh builds one and runs this): its Q4_0
 order (one float conversion per 32-block), the order of nucleus's amx
 kernel table. Default OUT is then tests/data/logits/smollm2_q4_1_amx.txt.
 
-Usage: scripts/gen_logits_golden.py [--amx] [MODEL] [OUT]
+--decode: every prompt decoded one token per llama_decode call (llama.cpp's
+single-row matmuls: ggml_vec_dot, whose K-quant order differs from its
+multi-row one) instead of in one batch; the header says so.
+
+Usage: scripts/gen_logits_golden.py [--amx] [--decode] [MODEL] [OUT]
 """
 import ctypes
 import os
@@ -26,7 +30,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AMX = "--amx" in sys.argv[1:]
-ARGS = [a for a in sys.argv[1:] if a != "--amx"]
+DECODE = "--decode" in sys.argv[1:]
+ARGS = [a for a in sys.argv[1:] if a not in ("--amx", "--decode")]
 MODEL = ARGS[0] if len(ARGS) > 0 else os.path.join(
     ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 OUT = ARGS[1] if len(ARGS) > 1 else os.path.join(
@@ -116,21 +121,28 @@ def prompt_lines(model, cp, n_vocab, toks):
     golden lines ("prompt", "tokens", then "pos P lse X" and the TOPK
     largest logits per position) and the top-1 id of every position."""
     ctx = L.llama_init_from_model(model, cp)
-    batch = L.llama_batch_init(len(toks), 0, 1)
-    batch.n_tokens = len(toks)
-    for i, t in enumerate(toks):
-        batch.token[i] = t
-        batch.pos[i] = i
-        batch.n_seq_id[i] = 1
-        batch.seq_id[i][0] = 0
-        batch.logits[i] = 1
-    if L.llama_decode(ctx, batch) != 0:
-        raise SystemExit("decode failed")
+    rows = []
+    for i0, n in ([(i, 1) for i in range(len(toks))] if DECODE
+                  else [(0, len(toks))]):
+        batch = L.llama_batch_init(n, 0, 1)
+        batch.n_tokens = n
+        for i in range(n):
+            batch.token[i] = toks[i0 + i]
+            batch.pos[i] = i0 + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = 1
+        if L.llama_decode(ctx, batch) != 0:
+            raise SystemExit("decode failed")
+        for i in range(n):
+            ptr = L.llama_get_logits_ith(ctx, i)
+            rows.append(np.ctypeslib.as_array(ptr, shape=(n_vocab,)).astype(
+                np.float64))
+        L.llama_batch_free(batch)
     lines = [f"prompt {len(toks)}", "tokens " + " ".join(map(str, toks))]
     top1 = []
     for i in range(len(toks)):
-        ptr = L.llama_get_logits_ith(ctx, i)
-        lg = np.ctypeslib.as_array(ptr, shape=(n_vocab,)).astype(np.float64)
+        lg = rows[i]
         if not np.all(np.isfinite(lg)):
             raise SystemExit(f"non-finite logits at position {i}")
         mx = lg.max()
@@ -139,7 +151,6 @@ def prompt_lines(model, cp, n_vocab, toks):
         top1.append(int(top[0]))
         lines.append(f"pos {i} lse {lse:.9g}")
         lines.append(" ".join(f"{int(t)}:{lg[t]:.8g}" for t in top))
-    L.llama_batch_free(batch)
     L.llama_free(ctx)
     return lines, top1
 
@@ -157,7 +168,8 @@ def main():
     lines = [
         "# nucleus logits golden v1 (scripts/gen_logits_golden.py): llama.cpp "
         f"{L.__version__} via llama-cpp-python, flash attention off, "
-        + ("repack on (AMX build)" if AMX else "no repack") + ", F16 KV cache",
+        + ("repack on (AMX build)" if AMX else "no repack") + ", F16 KV cache"
+        + (", one token per decode" if DECODE else ""),
         f"model {os.path.basename(MODEL)}",
         f"n_vocab {n_vocab}",
         f"topk {TOPK}",

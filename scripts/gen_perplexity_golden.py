@@ -9,8 +9,10 @@ adds one) and its second half scored: NLL of token j+1 under the logits of
 position j for j in [N/2, N-1). PPL = exp(mean NLL). llama.cpp settings:
 flash attention off, no weight repacking, F16 KV cache, one window per batch.
 
-Writes tests/data/perplexity/gpl3_smollm2_q4_1.json.
-Usage: scripts/gen_perplexity_golden.py [--amx] [MODEL] [TEXT]
+Writes tests/data/perplexity/gpl3_smollm2_q4_1.json (or OUT).
+Usage: scripts/gen_perplexity_golden.py [--amx] [MODEL] [TEXT] [OUT]
+(Gemma 3 270M: ... models/gemma-3-270m-q4_k_m.gguf
+ /usr/share/common-licenses/GPL-3 tests/data/perplexity/gpl3_gemma3_270m.json)
 
 --amx: weight repacking on, for llama.cpp's AMX build (the order of
 nucleus's amx kernel table): run it on a CPU with AMX with
@@ -31,8 +33,9 @@ ARGS = [a for a in sys.argv[1:] if a != "--amx"]
 MODEL = ARGS[0] if len(ARGS) > 0 else os.path.join(
     ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 TEXT = ARGS[1] if len(ARGS) > 1 else "/usr/share/common-licenses/GPL-3"
-OUT = os.path.join(ROOT, "tests", "data", "perplexity",
-                   "gpl3_smollm2_q4_1" + ("_amx" if AMX else "") + ".json")
+OUT = ARGS[2] if len(ARGS) > 2 else os.path.join(
+    ROOT, "tests", "data", "perplexity",
+    "gpl3_smollm2_q4_1" + ("_amx" if AMX else "") + ".json")
 CONFIGS = [(256, 8), (512, None)]  # (window, chunks or None = all)
 
 

@@ -1,6 +1,7 @@
 /* The public model API: loading, facts, teacher-forced logits. */
 #include <stdlib.h>
 
+#include "arch.h"
 #include "context.h"
 #include "model.h"
 #include "nucleus.h"
@@ -96,4 +97,13 @@ nucleus_status nucleus_eval_logits(nucleus_model *model, const int32_t *tokens,
                    n, (int)nc_model_hparams(model)->n_ctx_train);
   if (use_cache) return eval_cached(model, tokens, (int32_t)n, logits, err);
   return nc_forward_nocache(model, tokens, (int32_t)n, logits, err);
+}
+
+size_t nucleus_arch_count(void) {
+  return nc_arch_count();
+}
+
+const char *nucleus_arch_name(size_t i) {
+  const nc_arch *a = nc_arch_at(i);
+  return a ? a->name : NULL;
 }

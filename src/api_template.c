@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "chat_template.h"
+#include "chat_template_builtin.h"
 #include "gguf.h"
 #include "model.h"
 #include "nucleus.h"
@@ -23,24 +24,44 @@ static char *token_text(const nc_vocab *v, int32_t id) {
   return s;
 }
 
-/* The source of the model's template (or the override); NULL when none. */
-static const char *template_source(const nucleus_model *model, size_t *len) {
+/* The template text the model renders with: the override, the file's, or
+ * its family's built-in one (*builtin set); NULL when there is none. */
+static const char *template_text(const nucleus_model *model, size_t *len,
+                                 const nc_builtin_template **builtin) {
+  if (builtin) *builtin = NULL;
   const char *tmpl = nc_model_chat_template_override(model);
-  *len = tmpl ? strlen(tmpl) : 0;
+  if (tmpl) {
+    *len = strlen(tmpl);
+    return tmpl;
+  }
   gguf_str s;
   const gguf_file *g = nc_model_gguf(model);
-  if (!tmpl && g && gguf_get_str(g, "tokenizer.chat_template", &s)) {
-    tmpl = s.ptr;
+  if (g && gguf_get_str(g, "tokenizer.chat_template", &s)) {
     *len = (size_t)s.len;
+    return s.ptr;
   }
-  return tmpl;
+  const nc_builtin_template *b = nc_chat_template_builtin(
+      nc_model_arch_name(model), nc_model_vocab(model));
+  if (!b) return NULL;
+  if (builtin) *builtin = b;
+  *len = strlen(b->text);
+  return b->text;
 }
 
-/* The model's template (or the override), compiled. */
+const char *nucleus_model_chat_template_source(const nucleus_model *model) {
+  if (!model) return NULL;
+  size_t len;
+  const nc_builtin_template *b;
+  if (!template_text(model, &len, &b)) return NULL;
+  if (b) return b->name;
+  return nc_model_chat_template_override(model) ? "override" : "file";
+}
+
+/* The model's template (or the override, or its family's), compiled. */
 static nc_code compile_template(const nucleus_model *model,
                                 nc_chat_template **t, nc_error *err) {
-  size_t tmpl_len;
-  const char *tmpl = template_source(model, &tmpl_len);
+  size_t tmpl_len = 0;
+  const char *tmpl = template_text(model, &tmpl_len, NULL);
   if (!tmpl)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "model has no chat template; pass --chat-template FILE");
@@ -49,7 +70,7 @@ static nc_code compile_template(const nucleus_model *model,
 
 static nc_tool_format model_tool_format(const nucleus_model *model) {
   size_t len;
-  const char *src = model ? template_source(model, &len) : NULL;
+  const char *src = model ? template_text(model, &len, NULL) : NULL;
   return nc_tool_format_of_template(src, src ? len : 0);
 }
 

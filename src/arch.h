@@ -30,6 +30,12 @@ extern const nc_arch nc_arch_qwen2;
 extern const nc_arch nc_arch_qwen3;
 extern const nc_arch nc_arch_phi3;
 extern const nc_arch nc_arch_qwen3moe;
+extern const nc_arch nc_arch_gemma2;
+extern const nc_arch nc_arch_gemma3;
+
+/* The supported architectures (model.c's table), i < nc_arch_count(). */
+size_t nc_arch_count(void);
+const nc_arch *nc_arch_at(size_t i);
 
 /* The arch of a loaded model. */
 const nc_arch *nc_model_arch(const nucleus_model *m);
@@ -49,5 +55,14 @@ nc_code nc_weight_load(const gguf_file *f, const char *name, int64_t ne0,
 nc_code nc_weight_load3(const gguf_file *f, const char *name, int64_t ne0,
                         int64_t ne1, int64_t ne2, bool required,
                         const nc_kernels *kern, nc_weight *out, nc_error *err);
+/* Reads the metadata integer {arch}.suffix (which may be a per-layer array
+ * of equal values) into *out, refusing values outside [lo, hi] with a
+ * message naming the key; *found (may be NULL) says whether it was there. */
+nc_code nc_meta_int(const gguf_file *f, const char *arch, const char *suffix,
+                    bool required, int64_t lo, int64_t hi, int32_t *out,
+                    bool *found, nc_error *err);
+/* The same for a finite number. */
+nc_code nc_meta_float(const gguf_file *f, const char *arch, const char *suffix,
+                      bool required, float *out, bool *found, nc_error *err);
 
 #endif

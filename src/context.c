@@ -69,7 +69,7 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   const size_t w_moe = nx ? nx + nk + nk * (size_t)hp->n_embd : 0;
   const size_t per_row = (size_t)hp->n_embd + w_xn + w_q +
                          (size_t)nc_hp_n_embd_k(hp) +
-                         (size_t)nc_hp_n_embd_v(hp) + w_att + 2 * half + w_moe;
+                         (size_t)nc_hp_n_embd_v(hp) + w_att + 4 * half + w_moe;
   /* gate and up: a row per batch entry, and at least one per expert used
    * (one decode row's experts side by side: forward_moe.c) */
   const size_t T_ff = T > nk ? T : nk;
@@ -80,6 +80,7 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.qact_bytes = T_ff * (kmax * 4 + kmax / 2 + 64);
   c->fwd.qact = malloc(c->fwd.qact_bytes);
   c->fwd.f16tab = malloc(65536 * sizeof(float));
+  c->fwd.gelu_f16 = malloc(65536 * sizeof(nc_fp16));
   const int64_t kv_pos =
       nc_kv_blocks_total(kv) * (int64_t)nc_kv_block_tokens(kv);
   c->att_max_pos = (int32_t)kv_pos;
@@ -99,6 +100,7 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
   if (nx) c->moe_ints = malloc(T * (2 * nk + 1) * sizeof(int32_t));
   if ((nx && !c->moe_ints) || !c->buf_mem || !c->fwd.qact || !c->fwd.f16tab ||
+      !c->fwd.gelu_f16 ||
       !c->fwd.att || !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
@@ -124,8 +126,11 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
     c->fwd.bufs.moe_at = c->moe_ints + T * nk;
     c->fwd.bufs.moe_rows = c->moe_ints + 2 * T * nk;
   }
+  c->fwd.bufs.rope_cos_swa = p, p += T * half;
+  c->fwd.bufs.rope_sin_swa = p, p += T * half;
   for (uint32_t h = 0; h < 65536; h++)
     c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+  nc_fwd_gelu_table(c->fwd.gelu_f16);
   *out = c;
   return NC_OK;
 }
@@ -142,6 +147,7 @@ void nc_context_free(nc_context *c) {
   free(c->fwd.qact);
   free(c->fwd.qpack);
   free(c->fwd.f16tab);
+  free(c->fwd.gelu_f16);
   free(c->fwd.kt);
   free(c->fwd.vw);
   free(c->fwd.att);

@@ -3,6 +3,7 @@
  * threads splitting output rows) and paged attention. */
 #include "forward.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,6 +147,22 @@ void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
   run_rows(ctx, &t);
 }
 
+void nc_fwd_rope_with(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
+                      int64_t k_stride, int32_t rows, const float *cos_c,
+                      const float *sin_c) {
+  rows_task t = {.kind = ROWS_ROPE,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .q = q,
+                 .k = k,
+                 .q_stride = q_stride,
+                 .k_stride = k_stride,
+                 .cos_c = cos_c,
+                 .sin_c = sin_c};
+  run_rows(ctx, &t);
+}
+
 void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                    int64_t n) {
   rows_task t = {.kind = ROWS_SWIGLU,
@@ -156,6 +173,96 @@ void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                  .y = gate,
                  .up = up};
   run_rows(ctx, &t);
+}
+
+/* ---- element-wise steps */
+
+typedef enum { ELEM_GEGLU, ELEM_SCALE, ELEM_SOFTCAP } elem_kind;
+
+typedef struct elem_task {
+  elem_kind kind;
+  float *y;
+  const float *up;
+  int64_t n;
+  float s;
+  const nc_fp16 *gelu;
+  const float *f16tab;
+} elem_task;
+
+enum { ELEM_PARALLEL_MIN = 8192, ELEM_UNIT = 64 };
+
+static void elem_worker(void *p, int ith, int nth) {
+  const elem_task *t = p;
+  int64_t lo, hi;
+  nc_split_range((t->n + ELEM_UNIT - 1) / ELEM_UNIT, ith, nth, &lo, &hi);
+  lo *= ELEM_UNIT;
+  hi = hi * ELEM_UNIT < t->n ? hi * ELEM_UNIT : t->n;
+  float *y = t->y;
+  switch (t->kind) {
+  case ELEM_GEGLU:
+    for (int64_t i = lo; i < hi; i++) {
+      const float g = y[i];
+      if (g <= -10.0f)
+        y[i] = 0.0f;
+      else if (g >= 10.0f)
+        y[i] = g * t->up[i];
+      else
+        y[i] = t->f16tab[t->gelu[nc_fp32_to_fp16(g)]] * t->up[i];
+    }
+    break;
+  case ELEM_SCALE:
+    for (int64_t i = lo; i < hi; i++)
+      y[i] *= t->s;
+    break;
+  case ELEM_SOFTCAP: {
+    const float inv = 1.0f / t->s;
+    for (int64_t i = lo; i < hi; i++)
+      y[i] = tanhf(y[i] * inv) * t->s;
+    break;
+  }
+  }
+}
+
+static void run_elems(nc_fwd *ctx, elem_task *t) {
+  if (t->n >= ELEM_PARALLEL_MIN)
+    nc_fwd_parallel(ctx, elem_worker, t);
+  else
+    elem_worker(t, 0, 1);
+}
+
+void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                  int64_t n) {
+  elem_task t = {.kind = ELEM_GEGLU,
+                 .y = gate,
+                 .up = up,
+                 .n = (int64_t)rows * n,
+                 .gelu = ctx->gelu_f16,
+                 .f16tab = ctx->f16tab};
+  run_elems(ctx, &t);
+}
+
+void nc_fwd_scale(nc_fwd *ctx, float *y, float s, int32_t rows, int64_t n) {
+  elem_task t = {.kind = ELEM_SCALE, .y = y, .n = (int64_t)rows * n, .s = s};
+  run_elems(ctx, &t);
+}
+
+void nc_fwd_softcap(nc_fwd *ctx, float *y, float cap, int32_t rows, int64_t n) {
+  elem_task t = {
+      .kind = ELEM_SOFTCAP, .y = y, .n = (int64_t)rows * n, .s = cap};
+  run_elems(ctx, &t);
+}
+
+/* ggml's gelu (tanh approximation) as its GCC build computes it: 1 + a x^2
+ * contracted to one fused multiply-add (checked against that build's
+ * table: all 65536 entries equal; without the fma one differs). */
+static float gelu_tanh(float x) {
+  const float a = 0.044715f, c = 0.79788456080286535587989211986876f;
+  return 0.5f * x * (1.0f + tanhf(c * x * fmaf(a * x, x, 1.0f)));
+}
+
+void nc_fwd_gelu_table(nc_fp16 *tab) {
+  for (uint32_t h = 0; h < 65536; h++)
+    tab[h] = nc_fp32_to_fp16(gelu_tanh(nc_fp16_to_fp32((nc_fp16)h)));
 }
 
 /* ---- matmul */
@@ -397,6 +504,8 @@ typedef struct att_task {
   const float *kt; /* NULL, or keys transposed: kt_head floats per KV head */
   size_t kt_head;
   const float *vw; /* NULL, or values widened (with kt; see keys_transposed) */
+  int32_t window;  /* > 0: keys (pos - window, pos] only */
+  float softcap;   /* > 0: scores soft-capped */
 } att_task;
 
 /* One (row, head), as llama.cpp's non-flash path over an F16 cache: q
@@ -422,28 +531,48 @@ static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
   float *lanes = qh + ((size_t)m * (size_t)hd + 15) / 16 * 16;
   const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h0 * hd;
   c->ops->round_f16(qrow, qh, (int64_t)m * hd);
+  /* A window starts the work at st, the first visible key rounded down to
+   * a whole block that is also a whole 16-lane group: every position keeps
+   * its lane, and the keys in [st, lo) are masked (-inf, probability 0), so
+   * the sums are those of the full row with llama.cpp's mask. */
+  const int32_t lo = a->window > 0 && n > a->window ? n - a->window : 0;
+  int32_t unit = bt;
+  while (unit % NC_ATTN_LANES)
+    unit += bt;
+  const int32_t st = lo / unit * unit;
   if (a->kt) {
-    c->attn->scores_t(qh, m, a->kt + (size_t)kvh * a->kt_head, n, hd, s, ss);
+    c->attn->scores_t(qh, m, a->kt + (size_t)kvh * a->kt_head + (size_t)st * hd,
+                      n - st, hd, s + st, ss);
   } else {
-    for (int32_t j0 = 0; j0 < n; j0 += bt) {
+    for (int32_t j0 = st; j0 < n; j0 += bt) {
       const nc_fp16 *kb =
           nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
       const int32_t jn = n - j0 < bt ? n - j0 : bt;
       c->attn->scores(qh, m, kb, (size_t)dk, jn, hd, tab, s + j0, ss);
     }
   }
-  for (int32_t i = 0; i < m; i++)
-    c->attn->softmax(s + (size_t)i * ss, n, hp->attn_scale, tab);
+  for (int32_t i = 0; i < m; i++) {
+    float *si = s + (size_t)i * ss;
+    if (a->softcap > 0) {
+      const float cap = a->softcap, inv = 1.0f / cap;
+      for (int32_t j = st; j < n; j++)
+        si[j] = tanhf(si[j] * inv) * cap;
+    }
+    for (int32_t j = st; j < lo; j++)
+      si[j] = -INFINITY;
+    c->attn->softmax(si + st, n - st, hp->attn_scale, tab);
+  }
   memset(lanes, 0, sizeof(float) * (size_t)m * ls);
   if (a->vw) {
-    c->attn->accum_v_wide(s, m, ss, a->vw + (size_t)kvh * hdv, (size_t)dv, 0, n,
-                          hdv, lanes, ls);
+    c->attn->accum_v_wide(s + st, m, ss,
+                          a->vw + (size_t)st * (size_t)dv + (size_t)kvh * hdv,
+                          (size_t)dv, st, n - st, hdv, lanes, ls);
   } else {
     /* up to ATT_BLOCKS blocks per call: the kernel can hold each lane in
      * registers across their rows */
     enum { ATT_BLOCKS = 64 };
     const nc_fp16 *blocks[ATT_BLOCKS];
-    for (int32_t j0 = 0; j0 < n; j0 += ATT_BLOCKS * bt) {
+    for (int32_t j0 = st; j0 < n; j0 += ATT_BLOCKS * bt) {
       const int32_t jn = n - j0 < ATT_BLOCKS * bt ? n - j0 : ATT_BLOCKS * bt;
       for (int32_t b = 0; b * bt < jn; b++)
         blocks[b] = nc_kv_v_row_c(c->kv, a->layer, seq, j0 + b * bt) +
@@ -560,6 +689,12 @@ static void keys_transposed(nc_fwd *ctx, int32_t layer, const nc_batch *b,
 void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out) {
+  nc_fwd_attention_ext(ctx, layer, b, q, k, v, out, 0, 0.0f);
+}
+
+void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                          const float *q, const float *k, const float *v,
+                          float *out, int32_t window, float softcap) {
   const int32_t dk = nc_hp_n_embd_k(ctx->hp), dv = nc_hp_n_embd_v(ctx->hp);
   for (int32_t t = 0; t < b->n_tokens; t++) {
     nc_fp16 *kr = nc_kv_k_row(ctx->kv, layer, b->seq[t], b->pos[t]);
@@ -567,7 +702,13 @@ void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
     ctx->ops->to_f16(k + (int64_t)t * dk, kr, dk);
     ctx->ops->to_f16(v + (int64_t)t * dv, vr, dv);
   }
-  att_task a = {.ctx = ctx, .layer = layer, .b = b, .q = q, .out = out};
+  att_task a = {.ctx = ctx,
+                .layer = layer,
+                .b = b,
+                .q = q,
+                .out = out,
+                .window = window,
+                .softcap = softcap};
   keys_transposed(ctx, layer, b, &a);
   nc_threadpool_run(ctx->tp, att_worker, &a);
 }

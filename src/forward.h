@@ -33,6 +33,8 @@ typedef struct nc_fwd_bufs {
    * its row there [T * n_expert_used], and one expert's rows [T] */
   float *moe_logits, *moe_w, *moe_out;
   int32_t *moe_sel, *moe_at, *moe_rows;
+  float *rope_cos_swa, *rope_sin_swa; /* the same for sliding-window layers
+                                         (gemma3's own base) */
 } nc_fwd_bufs;
 
 /* What the primitives run over: the model, the kernels chosen once, the
@@ -51,8 +53,9 @@ typedef struct nc_fwd {
   size_t qact_bytes;
   uint8_t *qpack; /* the kernels' shared activation layout (grown on use) */
   size_t qpack_cap;
-  float *f16tab; /* [65536]: half bits -> float */
-  float *att;    /* per thread, for one GQA group's heads: scores, q, lanes */
+  float *f16tab;     /* [65536]: half bits -> float */
+  nc_fp16 *gelu_f16; /* [65536]: half bits -> half of gelu-tanh (ggml's) */
+  float *att; /* per thread, for one GQA group's heads: scores, q, lanes */
   size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
   float *kt;     /* prefill: the batch sequence's keys, transposed */
   size_t kt_cap; /* floats */
@@ -118,6 +121,15 @@ void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out);
 
+/* nc_fwd_attention with the options of sliding-window and soft-capped
+ * layers (gemma): window > 0 limits the keys of a row at pos to positions
+ * (pos - window, pos] (the others are masked, as llama.cpp's -inf mask:
+ * the same bits as scoring them and masking); softcap > 0 maps each score
+ * s to softcap * tanh(s / softcap) before the softmax. */
+void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                          const float *q, const float *k, const float *v,
+                          float *out, int32_t window, float softcap);
+
 /* The row-wise steps between matmuls, over rows rows of n values (split
  * over the thread pool when there are enough rows; each row's result is the
  * same whoever computes it), with the row ops of the kernel table:
@@ -132,6 +144,23 @@ void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
                  int64_t k_stride, int32_t rows);
 void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                    int64_t n);
+/* nc_fwd_rope with the given per-row tables (cos_c, sin_c: [rows, n_rot /
+ * 2]) instead of the scratch's. */
+void nc_fwd_rope_with(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
+                      int64_t k_stride, int32_t rows, const float *cos_c,
+                      const float *sin_c);
+/* Element-wise over rows * n contiguous values (split over the threads by
+ * elements: each value's result is a function of it alone):
+ * gate = gelu_tanh(gate) * up as ggml's GeGLU (gate rounded to F16 and
+ * looked up in ggml's F16 GELU table for -10 < gate < 10, 0 below, gate
+ * itself above); y *= s; y = cap * tanhf(y * (1 / cap)). */
+void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                  int64_t n);
+void nc_fwd_scale(nc_fwd *ctx, float *y, float s, int32_t rows, int64_t n);
+void nc_fwd_softcap(nc_fwd *ctx, float *y, float cap, int32_t rows, int64_t n);
+/* Fills tab[65536] with ggml's F16 GELU table: for each half h, the half
+ * of 0.5 x (1 + tanh(sqrt(2 / pi) x (1 + 0.044715 x^2))), x = h's value. */
+void nc_fwd_gelu_table(nc_fp16 *tab);
 /* y += bias for each of rows rows of n values. */
 void nc_fwd_add_bias(nc_fwd *ctx, float *y, const float *bias, int32_t rows,
                      int64_t n);

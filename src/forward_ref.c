@@ -5,7 +5,8 @@
 
 static const nc_ref_arch *const REF_ARCHS[] = {
     &nc_ref_arch_llama, &nc_ref_arch_qwen2, &nc_ref_arch_qwen3,
-    &nc_ref_arch_phi3, &nc_ref_arch_qwen3moe};
+    &nc_ref_arch_phi3, &nc_ref_arch_qwen3moe, &nc_ref_arch_gemma2,
+    &nc_ref_arch_gemma3};
 
 const nc_ref_arch *nc_ref_arch_of(const nucleus_model *m) {
   const char *name = nc_model_arch_name(m);

@@ -34,6 +34,8 @@ extern const nc_ref_arch nc_ref_arch_qwen2; /* the llama family */
 extern const nc_ref_arch nc_ref_arch_qwen3;
 extern const nc_ref_arch nc_ref_arch_phi3;
 extern const nc_ref_arch nc_ref_arch_qwen3moe;
+extern const nc_ref_arch nc_ref_arch_gemma2; /* forward_ref_gemma.c */
+extern const nc_ref_arch nc_ref_arch_gemma3;
 
 /* The reference of the model's architecture, or NULL when it has none. */
 const nc_ref_arch *nc_ref_arch_of(const nucleus_model *m);

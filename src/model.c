@@ -23,9 +23,17 @@ struct nucleus_model {
   char *name;
 };
 
-static const nc_arch *const ARCHS[] = {&nc_arch_llama, &nc_arch_qwen2,
-                                       &nc_arch_qwen3, &nc_arch_phi3,
-                                       &nc_arch_qwen3moe};
+static const nc_arch *const ARCHS[] = {
+    &nc_arch_llama,    &nc_arch_qwen2,  &nc_arch_qwen3, &nc_arch_phi3,
+    &nc_arch_qwen3moe, &nc_arch_gemma2, &nc_arch_gemma3};
+
+size_t nc_arch_count(void) {
+  return sizeof ARCHS / sizeof ARCHS[0];
+}
+
+const nc_arch *nc_arch_at(size_t i) {
+  return i < nc_arch_count() ? ARCHS[i] : NULL;
+}
 
 const nc_arch *nc_arch_find(const char *name, size_t len) {
   for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
@@ -38,9 +46,9 @@ const nc_arch *nc_arch_find(const char *name, size_t len) {
 
 /* Reads an integer key {arch}.suffix that may also be a per-layer array of
  * equal values. *found is false when absent. */
-static nc_code get_int(const gguf_file *f, const char *arch, const char *suffix,
-                       bool required, int64_t lo, int64_t hi, int32_t *out,
-                       bool *found, nc_error *err) {
+nc_code nc_meta_int(const gguf_file *f, const char *arch, const char *suffix,
+                    bool required, int64_t lo, int64_t hi, int32_t *out,
+                    bool *found, nc_error *err) {
   char key[128];
   snprintf(key, sizeof key, "%s.%s", arch, suffix);
   if (found) *found = false;
@@ -81,9 +89,8 @@ static nc_code get_int(const gguf_file *f, const char *arch, const char *suffix,
   return NC_OK;
 }
 
-static nc_code get_float(const gguf_file *f, const char *arch,
-                         const char *suffix, bool required, float *out,
-                         bool *found, nc_error *err) {
+nc_code nc_meta_float(const gguf_file *f, const char *arch, const char *suffix,
+                      bool required, float *out, bool *found, nc_error *err) {
   char key[128];
   snprintf(key, sizeof key, "%s.%s", arch, suffix);
   if (found) *found = false;
@@ -107,28 +114,28 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
   const int64_t BIG = 1 << 24;
   nc_code rc;
   bool found;
-  if ((rc = get_int(f, arch, "context_length", true, 1, INT32_MAX,
-                    &hp->n_ctx_train, NULL, err)) ||
-      (rc = get_int(f, arch, "embedding_length", true, 1, BIG, &hp->n_embd,
-                    NULL, err)) ||
-      (rc = get_int(f, arch, "block_count", true, 1, 4096, &hp->n_layer, NULL,
-                    err)) ||
-      (rc = get_int(f, arch, "feed_forward_length", true, 1, BIG, &hp->n_ff,
-                    NULL, err)) ||
-      (rc = get_int(f, arch, "attention.head_count", true, 1, 4096, &hp->n_head,
-                    NULL, err)))
+  if ((rc = nc_meta_int(f, arch, "context_length", true, 1, INT32_MAX,
+                        &hp->n_ctx_train, NULL, err)) ||
+      (rc = nc_meta_int(f, arch, "embedding_length", true, 1, BIG, &hp->n_embd,
+                        NULL, err)) ||
+      (rc = nc_meta_int(f, arch, "block_count", true, 1, 4096, &hp->n_layer,
+                        NULL, err)) ||
+      (rc = nc_meta_int(f, arch, "feed_forward_length", true, 1, BIG, &hp->n_ff,
+                        NULL, err)) ||
+      (rc = nc_meta_int(f, arch, "attention.head_count", true, 1, 4096,
+                        &hp->n_head, NULL, err)))
     return rc;
   hp->n_head_kv = hp->n_head;
-  if ((rc = get_int(f, arch, "attention.head_count_kv", false, 1, 4096,
-                    &hp->n_head_kv, NULL, err)))
+  if ((rc = nc_meta_int(f, arch, "attention.head_count_kv", false, 1, 4096,
+                        &hp->n_head_kv, NULL, err)))
     return rc;
   if (hp->n_head % hp->n_head_kv != 0)
     return nc_fail(err, NC_ERR_FORMAT,
                    "%d attention heads are not a multiple of %d KV heads",
                    (int)hp->n_head, (int)hp->n_head_kv);
   hp->head_dim = hp->n_embd / hp->n_head;
-  if ((rc = get_int(f, arch, "attention.key_length", false, 1, 65536,
-                    &hp->head_dim, &found, err)))
+  if ((rc = nc_meta_int(f, arch, "attention.key_length", false, 1, 65536,
+                        &hp->head_dim, &found, err)))
     return rc;
   if (!found && hp->n_embd % hp->n_head != 0)
     return nc_fail(err, NC_ERR_FORMAT,
@@ -136,27 +143,27 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
                    "%s.attention.key_length is absent",
                    (int)hp->n_embd, (int)hp->n_head, arch);
   hp->head_dim_v = hp->head_dim;
-  if ((rc = get_int(f, arch, "attention.value_length", false, 1, 65536,
-                    &hp->head_dim_v, NULL, err)))
+  if ((rc = nc_meta_int(f, arch, "attention.value_length", false, 1, 65536,
+                        &hp->head_dim_v, NULL, err)))
     return rc;
   hp->n_rot = hp->head_dim;
-  if ((rc = get_int(f, arch, "rope.dimension_count", false, 0, 65536,
-                    &hp->n_rot, NULL, err)))
+  if ((rc = nc_meta_int(f, arch, "rope.dimension_count", false, 0, 65536,
+                        &hp->n_rot, NULL, err)))
     return rc;
   if (hp->n_rot % 2 != 0 || hp->n_rot > hp->head_dim)
     return nc_fail(err, NC_ERR_FORMAT,
                    "rope dimension count %d: must be even and at most the "
                    "head size %d",
                    (int)hp->n_rot, (int)hp->head_dim);
-  if ((rc = get_float(f, arch, "attention.layer_norm_rms_epsilon", true,
-                      &hp->rms_eps, NULL, err)))
+  if ((rc = nc_meta_float(f, arch, "attention.layer_norm_rms_epsilon", true,
+                          &hp->rms_eps, NULL, err)))
     return rc;
   if (hp->rms_eps < 0)
     return nc_fail(err, NC_ERR_FORMAT, "RMS norm epsilon %g is negative",
                    (double)hp->rms_eps);
   hp->rope_freq_base = 10000.0f;
-  if ((rc = get_float(f, arch, "rope.freq_base", false, &hp->rope_freq_base,
-                      NULL, err)))
+  if ((rc = nc_meta_float(f, arch, "rope.freq_base", false, &hp->rope_freq_base,
+                          NULL, err)))
     return rc;
   if (!(hp->rope_freq_base > 0))
     return nc_fail(err, NC_ERR_FORMAT, "rope.freq_base %g: must be > 0",
@@ -174,18 +181,18 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
                      (int)(st.len > 32 ? 32 : st.len), st.ptr);
   }
   float factor = 0.0f;
-  if ((rc = get_float(f, arch, "rope.scaling.factor", false, &factor, &found,
-                      err)))
+  if ((rc = nc_meta_float(f, arch, "rope.scaling.factor", false, &factor,
+                          &found, err)))
     return rc;
   if (!found || factor == 0.0f) {
-    if ((rc = get_float(f, arch, "rope.scale_linear", false, &factor, NULL,
-                        err)))
+    if ((rc = nc_meta_float(f, arch, "rope.scale_linear", false, &factor, NULL,
+                            err)))
       return rc;
   }
   hp->rope_freq_scale = factor > 0.0f ? 1.0f / factor : 1.0f;
   hp->n_vocab = 0;
-  if ((rc = get_int(f, arch, "vocab_size", false, 1, INT32_MAX, &hp->n_vocab,
-                    NULL, err)))
+  if ((rc = nc_meta_int(f, arch, "vocab_size", false, 1, INT32_MAX,
+                        &hp->n_vocab, NULL, err)))
     return rc;
   if (hp->n_vocab == 0) {
     gguf_value_type et;
@@ -205,11 +212,11 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
                    "tokenizer.ggml.tokens or token_embd.weight",
                    arch);
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
-  if ((rc = get_int(f, arch, "expert_count", false, 0, 4096, &hp->n_expert,
+  if ((rc = nc_meta_int(f, arch, "expert_count", false, 0, 4096, &hp->n_expert,
                     NULL, err)) ||
-      (rc = get_int(f, arch, "expert_used_count", false, 0, 4096,
+      (rc = nc_meta_int(f, arch, "expert_used_count", false, 0, 4096,
                     &hp->n_expert_used, NULL, err)) ||
-      (rc = get_int(f, arch, "expert_feed_forward_length", false, 1, BIG,
+      (rc = nc_meta_int(f, arch, "expert_feed_forward_length", false, 1, BIG,
                     &hp->n_ff_exp, NULL, err)))
     return rc;
   if (hp->n_expert_used > hp->n_expert)
@@ -223,11 +230,11 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
                    "experts: must be in [1, %d]",
                    arch, (int)hp->n_expert, (int)hp->n_expert);
   hp->n_ctx_orig = hp->n_ctx_train;
-  if ((rc = get_int(f, arch, "rope.scaling.original_context_length", false, 1,
+  if ((rc = nc_meta_int(f, arch, "rope.scaling.original_context_length", false, 1,
                     INT32_MAX, &hp->n_ctx_orig, NULL, err)))
     return rc;
   hp->rope_attn_factor = 1.0f;
-  if ((rc = get_float(f, arch, "rope.scaling.attn_factor", false,
+  if ((rc = nc_meta_float(f, arch, "rope.scaling.attn_factor", false,
                       &hp->rope_attn_factor, NULL, err)))
     return rc;
   if (!(hp->rope_attn_factor > 0))
@@ -342,10 +349,13 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   }
   m->arch = nc_arch_find(arch.ptr, arch.len);
   if (!m->arch || arch.len >= sizeof m->arch_name) {
+    char list[256] = "";
+    for (size_t i = 0, o = 0; i < nc_arch_count() && o < sizeof list; i++)
+      o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
+                            ARCHS[i]->name);
     rc = nc_fail(err, NC_ERR_UNSUPPORTED,
-                 "%s: architecture '%.*s' is not supported (supported: "
-                 "llama, qwen2, qwen3, phi3, qwen3moe)",
-                 path, (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
+                 "%s: architecture '%.*s' is not supported (supported: %s)",
+                 path, (int)(arch.len > 64 ? 64 : arch.len), arch.ptr, list);
     goto fail;
   }
   memcpy(m->arch_name, arch.ptr, arch.len);

@@ -36,6 +36,14 @@ typedef struct nc_hparams {
    * rotation's cos and sin */
   int32_t n_ctx_orig;
   float rope_attn_factor;
+  /* gemma: sliding window (query at p sees keys p - n_swa < j <= p on the
+   * layers marked swa; 0: none), the RoPE of those layers, the query scale
+   * applied to q before attention (attn_scale is then 1), and tanh soft
+   * caps of attention scores and final logits (0: none) */
+  int32_t n_swa;
+  float rope_freq_base_swa, rope_freq_scale_swa;
+  float q_scale;
+  float attn_softcap, final_softcap;
 } nc_hparams;
 
 /* Row widths of K and V over all KV heads. */
@@ -63,6 +71,8 @@ typedef struct nc_layer_weights {
   /* mixture of experts: router [n_embd -> n_expert] and the experts'
    * {gate,up} [n_embd -> n_ff_exp] and down [n_ff_exp -> n_embd], 3-D */
   nc_weight ffn_gate_inp, gate_exps, up_exps, down_exps;
+  nc_weight attn_post_norm, ffn_post_norm; /* gemma: after attn / FFN */
+  bool swa; /* gemma: a sliding-window (local) layer */
 } nc_layer_weights;
 
 typedef struct nc_model_weights {

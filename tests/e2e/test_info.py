@@ -38,6 +38,9 @@ def test_info_real_model():
                      out, re.M)
     assert re.search(r"^\s+271\s+output_norm\.weight\s+F32\s+\[576\]\s+\d+\s+2304$", out, re.M)
     assert len(re.findall(r"^\s+\d+\s+\S+\s+(F32|Q4_1|Q8_0)\s+\[", out, re.M)) == 272
+    # the last line: the architectures of model.c's table
+    assert out.splitlines()[-1] == ("supported architectures: llama, qwen2, "
+                                    "qwen3, gemma2, gemma3")
 
 
 @pytest.mark.parametrize("keep", [20, 1_000_000, 1_785_700, 98_000_000])

@@ -81,3 +81,12 @@ void cli_print_piece(FILE *out, const char *s, size_t n) {
   }
   fputc('\'', out);
 }
+
+void cli_note_template(const nucleus_model *model, const char *who) {
+  const char *src = nucleus_model_chat_template_source(model);
+  if (src && strcmp(src, "file") && strcmp(src, "override"))
+    fprintf(stderr,
+            "%s: the model file has no chat template; using the built-in "
+            "'%s' template (--chat-template FILE overrides)\n",
+            who, src);
+}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_io.h"
 #include "cli_options.h"
 #include "cli_stream.h"
 #include "commands.h"
@@ -244,6 +245,7 @@ int cmd_chat(int argc, char **argv) {
     return 1;
   }
   nucleus_free(probe);
+  cli_note_template(model, "nucleus chat");
   nucleus_engine *engine = NULL;
   if (o.engine.kv_cache_tokens == 0) o.engine.kv_cache_tokens = 8192;
   if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK) {

@@ -158,6 +158,7 @@ int cmd_template(int argc, char **argv) {
     }
   }
   if (!rc) {
+    cli_note_template(model, "nucleus template");
     char *out = NULL;
     size_t n = 0;
     if (nucleus_chat_render_at(model, messages, tools, kwargs, add_gen,

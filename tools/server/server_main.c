@@ -94,6 +94,7 @@ static int serve(const server_config *cfg, const char *path,
     fprintf(stderr, "nucleus serve: %s: %s\n", path, err.message);
     goto out;
   }
+  cli_note_template(srv.model, "nucleus serve");
   int32_t train = nucleus_model_n_ctx_train(srv.model);
   srv.n_ctx =
       cfg->n_ctx

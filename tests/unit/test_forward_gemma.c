@@ -1,0 +1,330 @@
+/* forward on the real Gemma 3 270M (models/gemma-3-270m-q4_k_m.gguf under
+ * $NUCLEUS_ROOT, fetched by `make model`; missing fails unless
+ * NUCLEUS_TESTS_WITHOUT_MODEL=1): Q5_0 / Q4_K / Q6_K / Q8_0 weights, the
+ * tied Q8_0 output head over 262144 tokens, QK norms, GeGLU, post norms,
+ * local layers on their own RoPE base.
+ *
+ * - agreement with llama.cpp: teacher-forced logits against two goldens of
+ *   scripts/gen_logits_golden.py on this file (4 prompts x 128 tokens, no
+ *   repack, flash attention off, F16 KV cache): gemma3_270m_q4_k_m.txt, each
+ *   prompt in one batch, and gemma3_270m_q4_k_m_decode.txt (--decode), one
+ *   token per llama_decode. Per position: KL over llama.cpp's top 32 plus
+ *   one bucket for the rest, top-1 agreement, max |logit diff|.
+ *   Token by token, llama.cpp multiplies every weight type (Q5_0, Q8_0,
+ *   Q4_K, Q6_K) with its AVX2 ggml_vec_dot order, which the avx2 table
+ *   follows: its first three positions of every prompt are bit-identical to
+ *   the decode golden (to its 9 digits; bound: top-1 100%, KL <= 1e-6, max
+ *   |diff| <= 1e-5), which checks the gemma3 graph (embedding scale, QK
+ *   norms, both RoPE bases, Q scale, attention over 1-3 keys, GeGLU on
+ *   ggml's F16 GELU table, post norms, the tied Q8_0 head) to the last bit.
+ *   Past that neither golden can be matched bit for bit by one batch-
+ *   invariant path: llama.cpp's single-row attention (ggml_vec_dot_f16)
+ *   adds in another order than its batched one (tinyBLAS, which our
+ *   attention kernels follow), and in one batch its Q4_K and Q6_K matmuls
+ *   add in an order none of our tables reproduces (at layer 0 of a 16-token
+ *   batch everything else, Q5_0 and Q8_0 matmuls included, is bit-identical;
+ *   the avx512 table's tiled K-quant order is not this build's). The
+ *   model's Q8 re-quantization of activations makes such last-bit
+ *   differences chaotic: measured over all 512 positions, one batch: top-1
+ *   97.3%, mean KL 4.0e-3 (avx512), 97.5% / 4.4e-3 (avx2), 97.5% / 4.8e-3
+ *   (ref); token by token: avx2 97.3% / 3.5e-3. The batch comparisons get the
+ *   default model's loose bounds (top-1 >= 97%, mean KL <= 6e-3);
+ * - cache and batch invariance: one call == token by token == uneven
+ *   chunks, and two prompts interleaved in shared batches, bit-identical. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "context.h"
+#include "logits_golden.h"
+#include "model.h"
+#include "nucleus.h"
+#include "test_require.h"
+
+#define N_USE(n) (NC_SANITIZED && (n) > 24 ? 24 : (n))
+
+typedef struct fixture {
+  nucleus_model *m;
+  int32_t n_vocab;
+  int n_prompts;
+  golden_prompt g[MAX_PROMPTS];  /* one batch per prompt */
+  golden_prompt gd[MAX_PROMPTS]; /* one token per decode, same tokens */
+  char why[4400];
+} fixture;
+
+static int setup(void **state) {
+  fixture *fx = calloc(1, sizeof *fx);
+  *state = fx;
+  const char *root = getenv("NUCLEUS_ROOT");
+  if (!root || !*root) root = ".";
+  char path[4096], gpath[4096], dpath[4096];
+  snprintf(path, sizeof path, "%s/models/gemma-3-270m-q4_k_m.gguf", root);
+  snprintf(gpath, sizeof gpath, "%s/tests/data/logits/gemma3_270m_q4_k_m.txt",
+           root);
+  snprintf(dpath, sizeof dpath,
+           "%s/tests/data/logits/gemma3_270m_q4_k_m_decode.txt", root);
+  nucleus_model_params p = nucleus_model_default_params();
+  p.n_threads = 2;
+  nucleus_error err;
+  if (nucleus_model_load(path, &p, &fx->m, &err) != NUCLEUS_OK) {
+    snprintf(fx->why, sizeof fx->why, "%s (make model): %s", path, err.message);
+    fx->m = NULL;
+    return 0;
+  }
+  fx->n_vocab = nucleus_model_n_vocab(fx->m);
+  fx->n_prompts = load_golden(fx->g, gpath);
+  if (fx->n_prompts < 2 || load_golden(fx->gd, dpath) != fx->n_prompts) {
+    fprintf(stderr, "cannot read the goldens %s, %s\n", gpath, dpath);
+    return -1;
+  }
+  for (int q = 0; q < fx->n_prompts; q++)
+    if (fx->gd[q].n != fx->g[q].n ||
+        memcmp(fx->gd[q].tokens, fx->g[q].tokens,
+               sizeof(int32_t) * (size_t)fx->g[q].n)) {
+      fprintf(stderr, "%s: other tokens than %s\n", dpath, gpath);
+      return -1;
+    }
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *fx = *state;
+  for (int i = 0; i < MAX_PROMPTS; i++) {
+    free(fx->g[i].pos);
+    free(fx->gd[i].pos);
+  }
+  nucleus_model_free(fx->m);
+  free(fx);
+  return 0;
+}
+
+#define NEED_MODEL(fx)                                                         \
+  do {                                                                         \
+    if (!(fx)->m) NC_MODEL_UNAVAILABLE((fx)->why);                             \
+  } while (0)
+
+/* tokens through a fresh cache in chunks of chunks[] (cycled), every row
+ * asking for logits. */
+static void run_chunked(const nucleus_model *m, const int32_t *tokens,
+                        int32_t n, const int32_t *chunks, int n_chunks,
+                        float *logits) {
+  const int32_t nv = nc_model_hparams(m)->n_vocab;
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch b;
+  nucleus_error err;
+  assert_int_equal(
+      nc_kv_cache_create(nc_model_hparams(m), (n + 15) / 16, 16, 1, &kv, &err),
+      NC_OK);
+  assert_int_equal(nc_context_create(m, kv, n, &ctx, &err), NC_OK);
+  assert_int_equal(nc_batch_init(&b, n, &err), NC_OK);
+  const int32_t s = nc_kv_seq_new(kv);
+  int ci = 0;
+  for (int32_t i0 = 0; i0 < n;) {
+    const int32_t len = chunks[ci++ % n_chunks];
+    const int32_t end = i0 + len < n ? i0 + len : n;
+    assert_int_equal(nc_kv_seq_reserve(kv, s, end, &err), NC_OK);
+    nc_batch_clear(&b);
+    for (int32_t i = i0; i < end; i++)
+      nc_batch_add(&b, tokens[i], i, s, true);
+    if (nc_context_forward(ctx, &b, logits + (int64_t)i0 * nv, &err) != NC_OK)
+      fail_msg("forward: %s", err.message);
+    i0 = end;
+  }
+  nc_batch_free(&b);
+  nc_context_free(ctx);
+  nc_kv_cache_free(kv);
+}
+
+static double lse(const float *x, int32_t n) {
+  double mx = -INFINITY, s = 0;
+  for (int32_t i = 0; i < n; i++)
+    mx = x[i] > mx ? x[i] : mx;
+  for (int32_t i = 0; i < n; i++)
+    s += exp((double)x[i] - mx);
+  return mx + log(s);
+}
+
+/* The agreement of table k with a golden: prefilled in one call, or token
+ * by token (decode); the first `first` positions of each prompt (0: all). */
+static void check_table(fixture *fx, const nc_kernels *k, bool decode,
+                        int32_t first, bool strict) {
+  nucleus_error err;
+  assert_int_equal(nc_model_set_kernels(fx->m, k, &err), NC_OK);
+  const int32_t nv = fx->n_vocab;
+  float *lg = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
+  assert_non_null(lg);
+  int64_t n_pos = 0, top1 = 0;
+  double kl_sum = 0, kl_max = 0, diff_max = 0;
+  const int n_prompts = NC_SANITIZED ? 1 : fx->n_prompts;
+  for (int p = 0; p < n_prompts; p++) {
+    const golden_prompt *g = decode ? &fx->gd[p] : &fx->g[p];
+    const int32_t n = first > 0 ? first : N_USE(g->n), all[1] = {n},
+                  one[1] = {1};
+    run_chunked(fx->m, g->tokens, n, decode ? one : all, 1, lg);
+    for (int32_t i = 0; i < n; i++) {
+      const golden_pos *gp = &g->pos[i];
+      const float *row = lg + (int64_t)i * nv;
+      const double our = lse(row, nv);
+      double p_top = 0, q_top = 0, kl = 0;
+      for (int t = 0; t < TOPK; t++) {
+        const double pk = exp(gp->logit[t] - gp->lse);
+        const double qk = exp(row[gp->id[t]] - our);
+        p_top += pk;
+        q_top += qk;
+        kl += pk * log(pk / qk);
+        diff_max = fmax(diff_max, fabs((double)row[gp->id[t]] - gp->logit[t]));
+      }
+      const double pr = fmax(1.0 - p_top, 1e-30), qr = fmax(1.0 - q_top, 1e-30);
+      kl += pr * log(pr / qr);
+      kl_sum += kl;
+      kl_max = fmax(kl_max, kl);
+      top1 += argmax(row, nv) == gp->id[0];
+      n_pos++;
+    }
+  }
+  const double pct = 100.0 * (double)top1 / (double)n_pos;
+  print_message("gemma3 270m, kernels '%s' vs llama.cpp %s: %lld positions, "
+                "top-1 %.2f%%, mean KL %.3g, max KL %.3g, max |logit diff| "
+                "%.4g\n",
+                k->name, decode ? "token by token" : "in one batch",
+                (long long)n_pos, pct, kl_sum / (double)n_pos, kl_max,
+                diff_max);
+  if (strict) {
+    assert_true(pct >= 100.0);
+    assert_true(kl_sum / (double)n_pos <= 1e-6);
+    assert_true(diff_max <= 1e-5);
+  } else {
+    assert_true(pct >= 97.0);
+    assert_true(kl_sum / (double)n_pos <= 6e-3);
+  }
+  free(lg);
+}
+
+static void test_matches_llama_cpp(void **state) {
+  fixture *fx = *state;
+  NEED_MODEL(fx);
+  const nc_kernels *def = nc_model_kernels(fx->m);
+  const nc_kernels *avx2 = nc_kernels_by_name("avx2");
+  if (avx2) check_table(fx, avx2, true, 3, true);
+  /* (the ref table, in plain C, measured 97.5% / 4.8e-3 and is left out
+   * for time) */
+  static const char *const tables[] = {"avx512", "avx2", "amx"};
+  for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+    const nc_kernels *k = nc_kernels_by_name(tables[i]);
+    /* the sanitizer build checks memory on the strict decode run above and
+     * the invariance test; 24 positions are too few for these bounds */
+    if (!k || NC_SANITIZED) continue;
+    check_table(fx, k, false, 0, false);
+  }
+  nucleus_error err;
+  assert_int_equal(nc_model_set_kernels(fx->m, def, &err), NC_OK);
+}
+
+static void assert_same(const float *a, const float *b, int64_t n,
+                        const char *what) {
+  if (memcmp(a, b, sizeof(float) * (size_t)n) != 0)
+    fail_msg("%s: logits differ from one call", what);
+}
+
+static void test_cache_and_batch_invariance(void **state) {
+  fixture *fx = *state;
+  NEED_MODEL(fx);
+  const int32_t nv = fx->n_vocab;
+  const golden_prompt *g0 = &fx->g[0], *g1 = &fx->g[1];
+  const int32_t n = N_USE(g0->n < g1->n ? g0->n : g1->n);
+  float *a0 = malloc(sizeof(float) * (size_t)n * nv);
+  float *a1 = malloc(sizeof(float) * (size_t)n * nv);
+  float *buf = malloc(sizeof(float) * (size_t)n * nv);
+  const int32_t all[1] = {n}, one[1] = {1}, uneven[] = {5, 1, 17, 30, 2, 9};
+  run_chunked(fx->m, g0->tokens, n, all, 1, a0);
+  run_chunked(fx->m, g1->tokens, n, all, 1, a1);
+  run_chunked(fx->m, g0->tokens, n, one, 1, buf);
+  assert_same(a0, buf, (int64_t)n * nv, "token by token");
+  run_chunked(fx->m, g0->tokens, n, uneven, 6, buf);
+  assert_same(a0, buf, (int64_t)n * nv, "uneven chunks");
+  /* both prompts in shared batches of uneven slices */
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch b;
+  nucleus_error err;
+  assert_int_equal(nc_kv_cache_create(nc_model_hparams(fx->m),
+                                      2 * ((n + 15) / 16) + 2, 16, 2, &kv,
+                                      &err),
+                   NC_OK);
+  assert_int_equal(nc_context_create(fx->m, kv, n, &ctx, &err), NC_OK);
+  assert_int_equal(nc_batch_init(&b, n, &err), NC_OK);
+  const int32_t s[2] = {nc_kv_seq_new(kv), nc_kv_seq_new(kv)};
+  const int32_t step[2][3] = {{7, 1, 13}, {2, 19, 3}};
+  int32_t done[2] = {0, 0}, src[256][2];
+  int rows = 0;
+  for (int it = 0; done[0] < n || done[1] < n; it++) {
+    nc_batch_clear(&b);
+    for (int p = 0; p < 2; p++) {
+      int32_t take = step[p][it % 3];
+      if (done[p] + take > n) take = n - done[p];
+      if (b.n_tokens + take > n) take = n - b.n_tokens;
+      if (take <= 0) continue;
+      assert_int_equal(nc_kv_seq_reserve(kv, s[p], done[p] + take, &err),
+                       NC_OK);
+      for (int32_t i = done[p]; i < done[p] + take; i++) {
+        src[b.n_tokens][0] = p;
+        src[b.n_tokens][1] = i;
+        assert_true(nc_batch_add(&b, (p ? g1 : g0)->tokens[i], i, s[p], true));
+      }
+      done[p] += take;
+    }
+    if (nc_context_forward(ctx, &b, buf, &err) != NC_OK)
+      fail_msg("forward: %s", err.message);
+    for (int32_t r = 0; r < b.n_tokens; r++) {
+      const float *ref = (src[r][0] ? a1 : a0) + (int64_t)src[r][1] * nv;
+      assert_same(ref, buf + (int64_t)r * nv, nv, "row in a shared batch");
+      rows++;
+    }
+  }
+  print_message("gemma3 270m: one call == token by token == uneven chunks; "
+                "%d rows of 2 interleaved prompts bit-identical\n",
+                rows);
+  nc_batch_free(&b);
+  nc_context_free(ctx);
+  nc_kv_cache_free(kv);
+  free(a0);
+  free(a1);
+  free(buf);
+}
+
+static void test_model_facts(void **state) {
+  fixture *fx = *state;
+  NEED_MODEL(fx);
+  const nc_hparams *hp = nc_model_hparams(fx->m);
+  const nc_model_weights *w = nc_model_weights_of(fx->m);
+  assert_string_equal(nucleus_model_arch(fx->m), "gemma3");
+  assert_int_equal(hp->n_vocab, 262144);
+  assert_int_equal(hp->n_swa, 512);
+  assert_true(hp->rope_freq_base == 1e6f && hp->rope_freq_base_swa == 1e4f);
+  assert_true(hp->q_scale == 1.0f / 16.0f && hp->attn_scale == 1.0f);
+  assert_true(hp->final_softcap == 0.0f && hp->attn_softcap == 0.0f);
+  /* five local layers, then a global one */
+  for (int32_t l = 0; l < hp->n_layer; l++)
+    assert_int_equal(w->layers[l].swa, l % 6 < 5);
+  /* the tied output head is the token table, run by its own dot kernel */
+  assert_ptr_equal(w->output.data, w->tok_embd.data);
+  assert_int_equal(w->output.type, NC_TYPE_Q8_0);
+  assert_non_null(nc_model_kernels(fx->m)->vec_dot[w->output.type]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_model_facts),
+      cmocka_unit_test(test_matches_llama_cpp),
+      cmocka_unit_test(test_cache_and_batch_invariance),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
