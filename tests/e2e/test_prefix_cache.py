@@ -5,10 +5,12 @@ cache_salt isolation and its 400s, salting by API key, the Prometheus
 counters, and --no-prefix-cache. Real binary, real default model."""
 
 import re
+import subprocess
 
 import openai
 import pytest
 import requests
+from conftest import DEFAULT_MODEL, NUCLEUS_BIN, require_binary_and_model
 
 # About 150 tokens: several full 16-token KV blocks.
 SYSTEM = ("You are a careful assistant for a small bakery. You answer "
@@ -187,3 +189,29 @@ def test_salt_by_key(keyed_server):
     assert cached(run("key-a")) > 0
     assert cached(run("key-b")) == 0
     assert cached(run("key-b")) > 0
+
+
+def chat_stats(*extra):
+    require_binary_and_model()
+    p = subprocess.run(
+        [NUCLEUS_BIN, "chat", "-m", DEFAULT_MODEL, "--stats", "--temp", "0",
+         "-n", "8", "-t", "2", "-s", SYSTEM, *extra],
+        input=b"When do you open?\nAnd when do you close?\n",
+        capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.decode().splitlines()
+             if ln.startswith("prompt: ")]
+    assert len(lines) == 2, p.stderr
+    return lines
+
+
+def test_chat_keeps_history_kv_between_turns():
+    first, second = chat_stats()
+    assert "cached" not in first
+    m = re.search(r"prompt: (\d+) tokens \((\d+) cached\)", second)
+    assert m, second
+    # The whole first turn's prompt (all but its partial last block) hits.
+    first_prompt = int(re.match(r"prompt: (\d+) tokens", first).group(1))
+    assert int(m.group(2)) >= (first_prompt - 1) // 16 * 16 > 0
+    cold_first, cold_second = chat_stats("--no-prefix-cache")
+    assert "cached" not in cold_first and "cached" not in cold_second
