@@ -438,6 +438,9 @@ static void attach_prefix(nucleus_engine *e, group *g, completion *c) {
 static int32_t build_sched_state(nucleus_engine *e) {
   int32_t n_seqs = 0;
   int32_t bt = nc_kv_block_tokens(e->kv);
+  /* Waiting requests past the first max_running cannot be admitted this
+   * step: they are not looked up in the prefix cache. */
+  int32_t peeks = e->params.no_prefix_cache ? 0 : e->params.max_running;
   for (int32_t i = 0; i < e->n_groups; i++) {
     group *g = e->groups[i];
     nc_sched_group *sg = &e->step.sg[i];
@@ -451,7 +454,14 @@ static int32_t build_sched_state(nucleus_engine *e) {
       int32_t kv_len = c->kv_seq >= 0 ? nc_kv_seq_len(e->kv, c->kv_seq) : 0;
       bool cow = c->kv_seq >= 0 && kv_len % bt != 0 &&
                  nc_kv_block_refcount(e->kv, c->kv_seq, kv_len - 1) > 1;
-      e->step.ss[n_seqs] = (nc_sched_seq){i, kv_len, c->n_tokens - kv_len, cow};
+      int64_t pin = 0;
+      if (c->kv_seq < 0 && peeks > 0) { /* waiting: what it would reuse */
+        kv_len =
+            nc_kv_prefix_peek(e->kv, g->salt, c->tokens, c->n_tokens, &pin);
+        peeks--;
+      }
+      e->step.ss[n_seqs] =
+          (nc_sched_seq){i, kv_len, c->n_tokens - kv_len, cow, (int32_t)pin};
       e->step.seq_comp[n_seqs] = c;
       n_seqs++;
     }

@@ -78,6 +78,12 @@ uint64_t nc_kv_salt_hash(const char *salt, size_t len);
  * (its new length, a multiple of the block size); 0 otherwise. */
 int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
                                 const int32_t *tokens, int32_t n_tokens);
+/* What nc_kv_seq_attach_prefix would reuse now, changing nothing: the
+ * positions, and in *n_idle how many of its blocks are cached (refcount 0:
+ * taking them lowers nc_kv_blocks_free). */
+int32_t nc_kv_prefix_peek(const nc_kv_cache *kv, uint64_t salt,
+                          const int32_t *tokens, int32_t n_tokens,
+                          int64_t *n_idle);
 /* Indexes the sequence's written full blocks not yet indexed; tokens holds
  * the ids of its positions [0, n_tokens). */
 void nc_kv_seq_publish(nc_kv_cache *kv, int32_t seq, const int32_t *tokens,

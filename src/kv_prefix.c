@@ -150,15 +150,39 @@ static kv_seq *live_seq(nc_kv_cache *kv, int32_t seq) {
   return &kv->seqs[seq];
 }
 
+/* Blocks a prompt of n_tokens may take from the cache: all its full blocks
+ * but the one holding its last token (which must be fed for logits). */
+static int32_t max_hit_blocks(const nc_kv_cache *kv, int32_t n_tokens) {
+  return n_tokens > 0 ? (n_tokens - 1) / kv->block_tokens : 0;
+}
+
+int32_t nc_kv_prefix_peek(const nc_kv_cache *kv, uint64_t salt,
+                          const int32_t *tokens, int32_t n_tokens,
+                          int64_t *n_idle) {
+  const int32_t bt = kv->block_tokens,
+                max_blocks = max_hit_blocks(kv, n_tokens);
+  uint64_t chain = salt;
+  int32_t i = 0;
+  *n_idle = 0;
+  for (; i < max_blocks; i++) {
+    const int32_t *t = tokens + (size_t)i * (size_t)bt;
+    const uint64_t h = block_hash(chain, t, bt);
+    const int32_t b = lookup(kv, h, chain, t);
+    if (b < 0) break;
+    if (kv->refcount[b] == 0) ++*n_idle;
+    chain = h;
+  }
+  return i * bt;
+}
+
 int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
                                 const int32_t *tokens, int32_t n_tokens) {
   kv_seq *q = live_seq(kv, seq);
   if (!q || q->len != 0 || q->n_blocks != 0) return 0;
   q->root = q->chain = salt;
   q->n_chained = 0;
-  const int32_t bt = kv->block_tokens;
-  /* At least one token is left to feed, so that it has logits. */
-  const int32_t max_blocks = n_tokens > 0 ? (n_tokens - 1) / bt : 0;
+  const int32_t bt = kv->block_tokens,
+                max_blocks = max_hit_blocks(kv, n_tokens);
   if (max_blocks == 0 || !nc_kv_seq_grow_table(q, max_blocks)) return 0;
   for (int32_t i = 0; i < max_blocks; i++) {
     const int32_t *t = tokens + (size_t)i * (size_t)bt;

@@ -513,6 +513,11 @@ static void check_prefix_invariance(int64_t kv_tokens, int32_t budget,
   enum { N = N_BATCH_REQUESTS };
   req_spec specs[N];
   shared_prefix_specs(specs, N, 0xFACADEull + (uint64_t)budget);
+  if (expect_preemption) /* all at once, growing: they outgrow the pool */
+    for (int i = 0; i < N; i++) {
+      specs[i].arrival = 0;
+      specs[i].params.max_tokens = 12;
+    }
   static outcome cold[N], partial[N], warm[N];
   for (int i = 0; i < N; i++)
     run_cold(&specs[i], &cold[i]);
