@@ -11,7 +11,12 @@
  *
  * A sequence's length is the number of positions whose K/V are written;
  * nc_kv_seq_reserve makes room beyond it, the forward pass writes and then
- * advances the length. */
+ * advances the length.
+ *
+ * Prefix caching (kv_prefix.c) names written full blocks by their content,
+ * so that a later sequence starting with the same tokens takes the same
+ * refcounted blocks (the same sharing as forks: one mechanism); blocks
+ * nobody holds stay cached until the pool needs them. */
 #ifndef NC_KV_CACHE_H
 #define NC_KV_CACHE_H
 
