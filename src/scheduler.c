@@ -105,8 +105,9 @@ static int64_t group_total_need(const sched_state *st, int32_t g) {
   int64_t need = 0;
   for (int32_t k = 0; k < grp->n_seqs; k++) {
     const nc_sched_seq *s = &st->seqs[grp->first_seq + k];
-    /* The whole remaining input plus room for the first generated token. */
-    need += nc_sched_blocks_for(s, s->todo + 1, st->cap->block_tokens);
+    /* The whole remaining input plus room for the first generated token,
+     * and the cached prefix blocks it takes from the free ones. */
+    need += nc_sched_blocks_for(s, s->todo + 1, st->cap->block_tokens) + s->pin;
   }
   return need;
 }

@@ -17,7 +17,10 @@
  *   with every other request preempted fails instead of looping.
  * - Waiting requests are admitted in arrival order (no overtaking) while
  *   their whole remaining input fits in the free blocks, the budget has
- *   tokens left and the running cap allows.
+ *   tokens left and the running cap allows. Free blocks include cached
+ *   prefix blocks nobody holds (evicted on demand); a waiting request whose
+ *   prompt starts with cached blocks needs only the rest, plus the cached
+ *   blocks it takes off the free count (pin).
  */
 #ifndef NC_SCHEDULER_H
 #define NC_SCHEDULER_H
@@ -30,6 +33,8 @@ typedef struct nc_sched_seq {
   int32_t kv_len; /* positions already in the cache */
   int32_t todo;   /* tokens waiting to be fed (prompt rest, or 1) */
   bool cow;       /* its last (partial) block is shared: a write copies it */
+  int32_t pin;    /* waiting, with a cached prefix (kv_len): the cached
+                     blocks its admission takes off the free count */
 } nc_sched_seq;
 
 typedef struct nc_sched_group {

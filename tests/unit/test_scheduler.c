@@ -24,7 +24,7 @@ static void add_group(fixture *f, bool running, uint64_t order, int64_t held,
                       int32_t kv_len, int32_t todo) {
   int32_t g = f->n_groups++;
   f->groups[g] = (nc_sched_group){running, order, held, f->n_seqs, 1};
-  f->seqs[f->n_seqs++] = (nc_sched_seq){g, kv_len, todo, false};
+  f->seqs[f->n_seqs++] = (nc_sched_seq){g, kv_len, todo, false, 0};
 }
 
 static void run(fixture *f, int64_t free_blocks, int64_t total, int32_t budget,
@@ -42,7 +42,7 @@ static int32_t tokens_of(const fixture *f, int32_t seq) {
 
 static void test_blocks_for(void **state) {
   (void)state;
-  nc_sched_seq s = {0, 15, 1, false};
+  nc_sched_seq s = {0, 15, 1, false, 0};
   assert_int_equal(nc_sched_blocks_for(&s, 1, 16), 0); /* fills block 0 */
   assert_int_equal(nc_sched_blocks_for(&s, 2, 16), 1);
   s.kv_len = 16;
@@ -145,9 +145,27 @@ static void test_prefill_chunk_shrinks_to_blocks(void **state) {
   assert_int_equal(f.verdicts[0], NC_SCHED_KEEP);
 }
 
+/* A waiting request whose prompt starts with cached blocks needs only the
+ * rest plus the cached blocks it takes off the free count. */
+static void test_cached_prefix_admission(void **state) {
+  (void)state;
+  fixture f = {0};
+  add_group(&f, false, 0, 0, 32, 5); /* 32 cached, 5 to feed */
+  f.seqs[0].pin = 2;                 /* both cached blocks idle */
+  run(&f, 3, 64, 512, 8);            /* 1 new block + 2 pinned */
+  assert_int_equal(f.verdicts[0], NC_SCHED_ADMIT);
+  assert_int_equal(tokens_of(&f, 0), 5); /* only the rest is fed */
+  run(&f, 2, 64, 512, 8);
+  assert_int_equal(f.verdicts[0], NC_SCHED_KEEP);
+  f.seqs[0].pin = 0; /* the cached blocks are held by others: not free */
+  run(&f, 1, 64, 512, 8);
+  assert_int_equal(f.verdicts[0], NC_SCHED_ADMIT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocks_for),
+      cmocka_unit_test(test_cached_prefix_admission),
       cmocka_unit_test(test_decode_before_prefill_chunks),
       cmocka_unit_test(test_admission_in_order),
       cmocka_unit_test(test_max_running),
