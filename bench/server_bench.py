@@ -79,8 +79,9 @@ def one_stream(url, prompt, max_tokens, out):
     body = {"model": "bench", "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
             "stream": True, "stream_options": {"include_usage": True},
-            # equal work: llama-server would otherwise reuse the KV of an
-            # earlier request's prefix (nucleus has no prefix cache yet)
+            # equal work: neither server reuses an earlier request's KV
+            # (nucleus runs with --no-prefix-cache; bench/prefix_cache.py
+            # measures the reuse)
             "cache_prompt": False}
     t0 = time.monotonic()
     stamps = []
@@ -154,7 +155,8 @@ def main():
     nucleus = Server("nucleus", [
         args.bin, "serve", "-m", args.model, "--port", str(port),
         "-t", str(args.threads), "-c", str(args.ctx),
-        "--parallel", str(slots), "--kv-tokens", str(args.ctx * slots)], port)
+        "--parallel", str(slots), "--kv-tokens", str(args.ctx * slots),
+        "--no-prefix-cache"], port)
     try:
         runs["nucleus"] = bench(nucleus, levels, args.max_tokens)
     finally:

@@ -300,7 +300,14 @@ typedef struct nucleus_request_params {
   int32_t beam_width;       /* > 1: beam search (returns the best n beams) */
   float length_penalty;     /* beam score = sum logprob / len^penalty */
   bool early_stopping;
+  /* Prefix cache: mixed into the hash of the prompt's first KV block, so
+   * only requests with the same salt share cached blocks (vLLM's
+   * cache_salt). NULL or "" = no salt; at most NUCLEUS_MAX_CACHE_SALT_BYTES
+   * bytes. */
+  const char *cache_salt;
 } nucleus_request_params;
+
+#define NUCLEUS_MAX_CACHE_SALT_BYTES 256
 
 NUCLEUS_API nucleus_request_params nucleus_request_default_params(void);
 
@@ -379,6 +386,8 @@ typedef struct nucleus_engine_params {
   int32_t max_batch_tokens; /* token budget per step (chunked prefill) */
   int32_t max_running;      /* sequences decoding at once */
   int32_t max_queued;       /* waiting requests beyond which submit is busy */
+  bool no_prefix_cache;     /* true: no KV reuse across requests (the prefix
+                               cache is on by default) */
 } nucleus_engine_params;
 
 NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
@@ -422,6 +431,7 @@ typedef struct nucleus_token_logprob {
 typedef struct nucleus_usage {
   int32_t prompt_tokens;
   int32_t completion_tokens;
+  int32_t cached_tokens; /* prompt tokens whose KV came from the prefix cache */
 } nucleus_usage;
 
 typedef struct nucleus_timings {
@@ -469,6 +479,13 @@ typedef struct nucleus_engine_stats {
   int64_t generated_tokens_total;
   int64_t steps_total;
   int64_t preemptions_total;
+  /* Prefix cache: prompt tokens looked up and found (at a request's first
+   * admission), blocks it names (held or cached) and cached blocks taken
+   * for other content. */
+  int64_t prefix_cache_queried_tokens_total;
+  int64_t prefix_cache_hit_tokens_total;
+  int64_t prefix_cache_blocks;
+  int64_t prefix_cache_evictions_total;
 } nucleus_engine_stats;
 
 NUCLEUS_API void nucleus_engine_get_stats(nucleus_engine *engine,

@@ -3,7 +3,7 @@
 # Recursive (=) so that KERNEL_OBJS and TOKENIZER_OBJS (fragments included
 # later) expand.
 MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
-             $(KERNEL_OBJS) threadpool batch kv_cache \
+             $(KERNEL_OBJS) threadpool batch kv_cache kv_prefix \
              model arch_llama arch_qwen2 arch_qwen3 forward context api_model \
              $(TOKENIZER_OBJS)
 # The SIMD builds of the attention loops and row ops (the backend tables
@@ -16,6 +16,6 @@ CFLAGS_ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
 UNIT_TESTS += test_ops test_ops_simd test_kv_cache test_forward test_model_load
 test_ops_DEPS = $(KERNEL_OBJS) threadpool status quant quant_dequant
 test_ops_simd_DEPS = $(KERNEL_OBJS) quant quant_dequant
-test_kv_cache_DEPS := status kv_cache batch quant quant_dequant
+test_kv_cache_DEPS := status kv_cache kv_prefix batch quant quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)
 test_model_load_DEPS = $(MODEL_OBJS)

@@ -28,7 +28,7 @@ LAYERS = {
     "kernels/": 2,
     # The model, its forward graph and what the graph reads and writes (the
     # flat batch, the paged KV cache); the token table and what builds it.
-    "model": 3, "arch": 3, "forward": 3, "batch": 3, "kv_cache": 3,
+    "model": 3, "arch": 3, "forward": 3, "batch": 3, "kv_cache": 3, "kv_prefix": 3,
     "vocab": 3, "tokenizer_internal": 3, "tokenizer_strtab": 3,
     "tokenizer_special": 3,
     "sampler": 4, "beam": 4, "tokenizer": 4, "detokenizer": 4,

@@ -112,6 +112,8 @@ static nc_code group_create(nucleus_engine *e, nucleus_request *r, group **out,
     memcpy(g->suppress + e->n_eog, r->params.stop_token_ids,
            r->params.n_stop_token_ids * sizeof *g->suppress);
   g->n_suppress = (int32_t)n_sup;
+  const char *salt = r->params.cache_salt;
+  g->salt = nc_kv_salt_hash(salt, salt ? strlen(salt) : 0);
   for (int32_t i = 0; i < g->n_comps; i++) {
     nc_code rc = completion_init(e, g, &g->comps[i], i, err);
     if (rc != NC_OK) {
@@ -166,6 +168,7 @@ void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
   if (f->error) ev.error = *f->error;
   ev.usage.prompt_tokens = g->req->n_prompt;
   ev.usage.completion_tokens = n_generated;
+  ev.usage.cached_tokens = g->cached_tokens;
   ev.timings = group_timings(g, nc_now_ms());
   ev.seed = g->req->seed;
   emit(g, &ev);
@@ -208,6 +211,7 @@ static void emit_done(group *g) {
   ev.text = "";
   ev.usage.prompt_tokens = g->req->n_prompt;
   ev.usage.completion_tokens = g->completion_tokens;
+  ev.usage.cached_tokens = g->cached_tokens;
   ev.timings = group_timings(g, nc_now_ms());
   ev.seed = g->req->seed;
   emit(g, &ev);
@@ -404,21 +408,30 @@ static void retire_groups(nucleus_engine *e) {
   e->n_groups = w;
 }
 
-static int64_t group_blocks_held(const nucleus_engine *e, const group *g) {
-  /* Shared blocks are shared only within a group (forks of its prompt), so
-   * summing 1/refcount over its sequences' blocks counts each once. */
-  int32_t bt = nc_kv_block_tokens(e->kv);
-  double held = 0;
+/* Blocks that return to the pool if the group is preempted: those no other
+ * group holds (its forks share within it, prefix hits across groups). */
+static int64_t group_blocks_held(nucleus_engine *e, const group *g) {
+  int32_t n = 0;
   for (int32_t i = 0; i < g->n_active; i++) {
     const completion *c = &g->comps[i];
-    if (c->finished || c->kv_seq < 0) continue;
-    int32_t capacity = nc_kv_seq_capacity(e->kv, c->kv_seq);
-    for (int32_t pos = 0; pos < capacity; pos += bt) {
-      int32_t rc = nc_kv_block_refcount(e->kv, c->kv_seq, pos);
-      if (rc > 0) held += 1.0 / rc;
-    }
+    if (!c->finished && c->kv_seq >= 0) e->step.seq_ids[n++] = c->kv_seq;
   }
-  return (int64_t)(held + 0.5);
+  return nc_kv_blocks_exclusive(e->kv, e->step.seq_ids, n);
+}
+
+/* A new sequence takes the longest cached run of full blocks prefixing its
+ * tokens; the request's first admission counts its prompt's hit. */
+static void attach_prefix(nucleus_engine *e, group *g, completion *c) {
+  int32_t hit = 0;
+  if (!e->params.no_prefix_cache)
+    hit = nc_kv_seq_attach_prefix(e->kv, c->kv_seq, g->salt, c->tokens,
+                                  c->n_tokens);
+  if (g->queried) return;
+  g->queried = true;
+  g->cached_tokens = hit < g->req->n_prompt ? hit : g->req->n_prompt;
+  if (e->params.no_prefix_cache) return;
+  e->stats.prefix_cache_queried_tokens_total += g->req->n_prompt;
+  e->stats.prefix_cache_hit_tokens_total += g->cached_tokens;
 }
 
 /* Builds the scheduler's view; returns the number of seqs. */
@@ -475,7 +488,10 @@ static void apply_verdicts(nucleus_engine *e) {
       if (g->t_admit_ms == 0) g->t_admit_ms = nc_now_ms();
       for (int32_t k = 0; k < g->n_active; k++) {
         completion *c = &g->comps[k];
-        if (!c->finished && c->kv_seq < 0) c->kv_seq = nc_kv_seq_new(e->kv);
+        if (!c->finished && c->kv_seq < 0) {
+          c->kv_seq = nc_kv_seq_new(e->kv);
+          if (c->kv_seq >= 0) attach_prefix(e, g, c);
+        }
       }
       break;
     }
@@ -508,7 +524,7 @@ static bool step(nucleus_engine *e) {
   apply_verdicts(e);
 
   nc_batch_clear(&e->batch);
-  int32_t n_rows = 0;
+  int32_t n_rows = 0, n_fed = 0;
   for (int32_t i = 0; i < plan.n_items; i++) {
     nc_sched_item it = plan.items[i];
     completion *c = e->step.seq_comp[it.seq];
@@ -520,6 +536,7 @@ static bool step(nucleus_engine *e) {
     if (n <= 0) continue;
     if (nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + n, NULL) != NC_OK)
       continue; /* the pool is short this step: it waits */
+    e->step.fed[n_fed++] = c;
     for (int32_t k = 0; k < n; k++) {
       int32_t pos = kv_len + k;
       bool last = pos == c->n_tokens - 1;
@@ -538,6 +555,10 @@ static bool step(nucleus_engine *e) {
     return true;
   }
   e->stats.steps_total++;
+  /* The full blocks just written join the prefix cache's index. */
+  for (int32_t i = 0; i < n_fed && !e->params.no_prefix_cache; i++)
+    nc_kv_seq_publish(e->kv, e->step.fed[i]->kv_seq, e->step.fed[i]->tokens,
+                      e->step.fed[i]->n_tokens);
 
   /* Sampling rows: one per completion that got logits; a group whose
    * prompt just finished prefilling forks its other completions first. */
@@ -602,6 +623,8 @@ static void update_stats(nucleus_engine *e) {
   e->stats.running = running;
   e->stats.kv_blocks_used = nc_kv_blocks_used(e->kv);
   e->stats.kv_blocks_free = nc_kv_blocks_free(e->kv);
+  e->stats.prefix_cache_blocks = nc_kv_blocks_hashed(e->kv);
+  e->stats.prefix_cache_evictions_total = nc_kv_evictions(e->kv);
   pthread_mutex_unlock(&e->mu);
 }
 
@@ -673,9 +696,11 @@ static nc_code step_alloc(nucleus_engine *e, nc_error *err) {
   st->results = malloc(ns * sizeof *st->results);
   st->row_comp = malloc(ns * sizeof *st->row_comp);
   st->sample_comp = malloc(ns * sizeof *st->sample_comp);
+  st->fed = malloc(ns * sizeof *st->fed);
+  st->seq_ids = malloc(ns * sizeof *st->seq_ids);
   if (!e->groups || !st->taken || !st->sg || !st->verdicts || !st->ss ||
       !st->seq_comp || !st->items || !st->rows || !st->results ||
-      !st->row_comp || !st->sample_comp)
+      !st->row_comp || !st->sample_comp || !st->fed || !st->seq_ids)
     return nc_fail(err, NC_ERR_NOMEM, "out of memory (engine step arrays)");
   return NC_OK;
 }
@@ -693,6 +718,8 @@ static void step_free(nucleus_engine *e) {
   free(st->results);
   free(st->row_comp);
   free(st->sample_comp);
+  free(st->fed);
+  free(st->seq_ids);
 }
 
 /* What engine_create builds before the thread starts (NULL-safe). */

@@ -47,6 +47,11 @@ struct group {
   int32_t n_suppress;
   int32_t completion_tokens;
   double t_admit_ms, t_first_token_ms;
+  /* Prefix cache: the root of its blocks' hash chain (its cache_salt), and
+   * the prompt tokens found cached at its first admission. */
+  uint64_t salt;
+  bool queried;
+  int32_t cached_tokens;
   /* Beam search (params.beam_width > 1): comps are the live beams. */
   nc_beam *beam;
   float *beam_rows;    /* [width, n_vocab] log-softmax of each live beam */
@@ -69,6 +74,8 @@ typedef struct engine_step {
   nc_sample_result *results;  /* [max_seqs] */
   completion **row_comp;      /* [max_seqs]: rows with logits -> completion */
   completion **sample_comp;   /* [max_seqs]: sampling rows -> completion */
+  completion **fed;           /* [max_seqs]: completions in the batch */
+  int32_t *seq_ids;           /* [max_seqs]: one group's KV sequences */
 } engine_step;
 
 struct nucleus_engine {

@@ -62,6 +62,11 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
                      "stop[%zu]: %zu bytes; must be 1..%d bytes", i, len,
                      NUCLEUS_MAX_STOP_STRING_BYTES);
   }
+  if (p->cache_salt &&
+      strnlen(p->cache_salt, NUCLEUS_MAX_CACHE_SALT_BYTES + 1) >
+          NUCLEUS_MAX_CACHE_SALT_BYTES)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "cache_salt: over %d bytes",
+                   NUCLEUS_MAX_CACHE_SALT_BYTES);
   for (size_t i = 0; i < p->n_stop_token_ids; i++)
     if (p->stop_token_ids[i] < 0 || p->stop_token_ids[i] >= n_vocab)
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,

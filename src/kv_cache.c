@@ -7,23 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct kv_seq {
-  bool live;
-  int32_t len;      /* positions written */
-  int32_t n_blocks; /* entries in blocks */
-  int32_t cap;      /* allocated entries of blocks */
-  int32_t *blocks;
-} kv_seq;
-
-struct nc_kv_cache {
-  int32_t n_layer, dim_k, dim_v, block_tokens, max_seqs;
-  int64_t n_blocks;
-  nc_fp16 *k, *v;
-  int32_t *refcount; /* [n_blocks] */
-  int32_t *free_list;
-  int64_t n_free;
-  kv_seq *seqs; /* [max_seqs] */
-};
+#include "kv_cache_internal.h"
 
 size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens) {
   return (size_t)hp->n_layer * (size_t)block_tokens *
@@ -66,7 +50,8 @@ nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
   kv->refcount = calloc((size_t)n_blocks, sizeof(int32_t));
   kv->free_list = malloc((size_t)n_blocks * sizeof(int32_t));
   kv->seqs = calloc((size_t)max_seqs, sizeof(kv_seq));
-  if (!kv->k || !kv->v || !kv->refcount || !kv->free_list || !kv->seqs) {
+  if (!kv->k || !kv->v || !kv->refcount || !kv->free_list || !kv->seqs ||
+      !nc_kv_prefix_alloc(kv)) {
     const size_t bytes =
         (size_t)n_blocks * nc_kv_bytes_per_block(hp, block_tokens);
     nc_kv_cache_free(kv);
@@ -92,6 +77,7 @@ void nc_kv_cache_free(nc_kv_cache *kv) {
   free(kv->v);
   free(kv->refcount);
   free(kv->free_list);
+  nc_kv_prefix_free(kv);
   free(kv);
 }
 
@@ -117,15 +103,35 @@ int32_t nc_kv_seq_new(nc_kv_cache *kv) {
   q->live = true;
   q->len = 0;
   q->n_blocks = 0;
+  q->n_chained = 0;
+  q->root = q->chain = nc_kv_salt_hash(NULL, 0);
   return s;
 }
 
 static void block_release(nc_kv_cache *kv, int32_t b) {
-  if (--kv->refcount[b] == 0) kv->free_list[kv->n_free++] = b;
+  if (--kv->refcount[b] > 0) return;
+  if (kv->hashed[b])
+    nc_kv_lru_push(kv, b); /* cached: reusable until evicted */
+  else
+    kv->free_list[kv->n_free++] = b;
 }
 
+/* Blocks the pool can hand out: free ones, then cached ones (evicted). */
+static int64_t available(const nc_kv_cache *kv) {
+  return kv->n_free + kv->n_cached;
+}
+
+/* Caller checks available() first. */
 static int32_t block_take(nc_kv_cache *kv) {
-  const int32_t b = kv->free_list[--kv->n_free];
+  int32_t b;
+  if (kv->n_free > 0) {
+    b = kv->free_list[--kv->n_free];
+  } else {
+    b = kv->lru_head; /* the least recently released cached block */
+    nc_kv_lru_remove(kv, b);
+    nc_kv_unhash(kv, b);
+    kv->evictions++;
+  }
   kv->refcount[b] = 1;
   return b;
 }
@@ -133,14 +139,15 @@ static int32_t block_take(nc_kv_cache *kv) {
 void nc_kv_seq_free(nc_kv_cache *kv, int32_t seq) {
   kv_seq *q = seq_get(kv, seq);
   if (!q) return;
-  for (int32_t i = 0; i < q->n_blocks; i++)
+  /* Last block first: a cached prefix's head is evicted last. */
+  for (int32_t i = q->n_blocks - 1; i >= 0; i--)
     block_release(kv, q->blocks[i]);
   q->n_blocks = 0;
   q->len = 0;
   q->live = false;
 }
 
-static bool seq_grow_table(kv_seq *q, int32_t need) {
+bool nc_kv_seq_grow_table(kv_seq *q, int32_t need) {
   if (need <= q->cap) return true;
   int32_t cap = q->cap ? q->cap : 8;
   while (cap < need)
@@ -158,12 +165,15 @@ int32_t nc_kv_seq_fork(nc_kv_cache *kv, int32_t src) {
   const int32_t s = seq_slot(kv);
   if (s < 0) return -1;
   kv_seq *q = &kv->seqs[s];
-  if (!seq_grow_table(q, p->n_blocks)) return -1;
+  if (!nc_kv_seq_grow_table(q, p->n_blocks)) return -1;
   memcpy(q->blocks, p->blocks, sizeof(int32_t) * (size_t)p->n_blocks);
   q->n_blocks = p->n_blocks;
   for (int32_t i = 0; i < q->n_blocks; i++)
     kv->refcount[q->blocks[i]]++;
   q->len = p->len;
+  q->n_chained = p->n_chained;
+  q->chain = p->chain;
+  q->root = p->root;
   q->live = true;
   return s;
 }
@@ -180,8 +190,8 @@ int64_t nc_kv_blocks_needed(const nc_kv_cache *kv, int32_t seq,
   for (int64_t i = q->len / bt; i <= last; i++) {
     if (i >= q->n_blocks)
       need++;
-    else if (kv->refcount[q->blocks[i]] > 1)
-      need++; /* copy-on-write */
+    else if (kv->refcount[q->blocks[i]] > 1 || kv->hashed[q->blocks[i]])
+      need++; /* copy-on-write: shared, or named by its content */
   }
   return need;
 }
@@ -210,23 +220,23 @@ nc_code nc_kv_seq_reserve(nc_kv_cache *kv, int32_t seq, int32_t n_tokens_total,
                    "KV reserve: %d tokens is negative", (int)n_tokens_total);
   if (n_tokens_total <= q->len) return NC_OK;
   const int64_t need = nc_kv_blocks_needed(kv, seq, n_tokens_total);
-  if (need > kv->n_free)
+  if (need > available(kv))
     return nc_fail(err, NC_ERR_BUSY,
                    "KV cache full: sequence %d needs %lld blocks for %d "
                    "tokens, %lld free of %lld",
                    (int)seq, (long long)need, (int)n_tokens_total,
-                   (long long)kv->n_free, (long long)kv->n_blocks);
+                   (long long)available(kv), (long long)kv->n_blocks);
   const int32_t bt = kv->block_tokens;
   const int32_t last = (n_tokens_total - 1) / bt;
-  if (!seq_grow_table(q, last + 1))
+  if (!nc_kv_seq_grow_table(q, last + 1))
     return nc_fail(err, NC_ERR_NOMEM, "KV block table: out of memory");
   for (int32_t i = q->len / bt; i <= last; i++) {
     if (i >= q->n_blocks) {
       q->blocks[q->n_blocks++] = block_take(kv);
-    } else if (kv->refcount[q->blocks[i]] > 1) {
+    } else if (kv->refcount[q->blocks[i]] > 1 || kv->hashed[q->blocks[i]]) {
       const int32_t nb = block_take(kv);
       block_copy(kv, nb, q->blocks[i]);
-      kv->refcount[q->blocks[i]]--;
+      block_release(kv, q->blocks[i]);
       q->blocks[i] = nb;
     }
   }
@@ -240,6 +250,10 @@ void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens) {
   const int32_t keep = (n_tokens + kv->block_tokens - 1) / kv->block_tokens;
   while (q->n_blocks > keep)
     block_release(kv, q->blocks[--q->n_blocks]);
+  if (q->n_chained > q->len / kv->block_tokens) { /* re-chain from the root */
+    q->n_chained = 0;
+    q->chain = q->root;
+  }
 }
 
 int32_t nc_kv_seq_len(const nc_kv_cache *kv, int32_t seq) {
@@ -262,10 +276,10 @@ int64_t nc_kv_blocks_total(const nc_kv_cache *kv) {
   return kv->n_blocks;
 }
 int64_t nc_kv_blocks_free(const nc_kv_cache *kv) {
-  return kv->n_free;
+  return available(kv);
 }
 int64_t nc_kv_blocks_used(const nc_kv_cache *kv) {
-  return kv->n_blocks - kv->n_free;
+  return kv->n_blocks - available(kv);
 }
 int32_t nc_kv_block_tokens(const nc_kv_cache *kv) {
   return kv->block_tokens;

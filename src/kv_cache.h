@@ -31,8 +31,9 @@ void nc_kv_cache_free(nc_kv_cache *kv);
 
 /* A new empty sequence; -1 when max_seqs are live. */
 int32_t nc_kv_seq_new(nc_kv_cache *kv);
-/* Releases a sequence; its blocks return to the pool at once when no other
- * sequence shares them. Ignores ids that are not live. */
+/* Releases a sequence (last block first); its blocks return to the pool
+ * (indexed ones as cached) when no other sequence shares them. Ignores ids
+ * that are not live. */
 void nc_kv_seq_free(nc_kv_cache *kv, int32_t seq);
 /* A new sequence sharing all of src's blocks and length; -1 when max_seqs
  * are live or src is not live. */
@@ -60,6 +61,37 @@ int64_t nc_kv_blocks_used(const nc_kv_cache *kv);
 int32_t nc_kv_block_tokens(const nc_kv_cache *kv);
 int32_t nc_kv_max_seqs(const nc_kv_cache *kv);
 size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens);
+
+/* ---- prefix caching (kv_prefix.c): content-addressed full blocks
+ *
+ * A written full block can be indexed by the hash of (its parent's hash,
+ * its token ids), rooted in a salt; when its last holder lets go it stays
+ * cached (reusable, evicted LRU when the pool needs a block). Cached blocks
+ * count as free: nc_kv_blocks_free includes them and nc_kv_seq_reserve
+ * evicts them before it reports the pool short. */
+
+/* The chain root of a salt (NULL/0: no salt). */
+uint64_t nc_kv_salt_hash(const char *salt, size_t len);
+/* On an empty live sequence: roots its chain at salt and takes the longest
+ * run of indexed full blocks whose token ids prefix tokens[0, n_tokens),
+ * leaving at least the last token to feed. Returns the positions reused
+ * (its new length, a multiple of the block size); 0 otherwise. */
+int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
+                                const int32_t *tokens, int32_t n_tokens);
+/* Indexes the sequence's written full blocks not yet indexed; tokens holds
+ * the ids of its positions [0, n_tokens). */
+void nc_kv_seq_publish(nc_kv_cache *kv, int32_t seq, const int32_t *tokens,
+                       int32_t n_tokens);
+/* Blocks that would return to the pool (free or cached) if these sequences
+ * were freed: those no other sequence holds. */
+int64_t nc_kv_blocks_exclusive(nc_kv_cache *kv, const int32_t *seqs,
+                               int32_t n_seqs);
+/* Cached blocks (indexed, refcount 0: reusable or evictable). */
+int64_t nc_kv_blocks_cached(const nc_kv_cache *kv);
+/* Indexed blocks, held or cached. */
+int64_t nc_kv_blocks_hashed(const nc_kv_cache *kv);
+/* Cached blocks taken for other content so far. */
+int64_t nc_kv_evictions(const nc_kv_cache *kv);
 
 /* ---- used by the forward pass */
 

@@ -37,6 +37,7 @@ static void free_params(nucleus_request_params *p) {
   free((nucleus_logit_bias *)p->sampling.logit_bias);
   free((int32_t *)p->sampling.allowed_tokens);
   free((int32_t *)p->sampling.banned_tokens);
+  free((char *)p->cache_salt);
 }
 
 static void *dup_mem(const void *src, size_t n, size_t size, bool *ok) {
@@ -55,6 +56,11 @@ static bool copy_params(nucleus_request_params *dst,
   bool ok = true;
   *dst = *src;
   dst->stop = NULL;
+  dst->cache_salt = NULL;
+  if (src->cache_salt && src->cache_salt[0]) {
+    dst->cache_salt = strdup(src->cache_salt);
+    if (!dst->cache_salt) ok = false;
+  }
   dst->stop_token_ids =
       dup_mem(src->stop_token_ids, src->n_stop_token_ids, sizeof(int32_t), &ok);
   nucleus_sampling_params *s = &dst->sampling;

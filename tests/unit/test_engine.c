@@ -121,22 +121,27 @@ static void drain(nucleus_request *r, outcome *o) {
   assert_int_equal(st, NUCLEUS_ERR_TIMEOUT);
 }
 
-static nucleus_engine *stepped_engine(int64_t kv_tokens, int32_t budget) {
+static nucleus_engine *stepped_engine_cache(int64_t kv_tokens, int32_t budget,
+                                            bool prefix_cache) {
   nucleus_engine_params ep = nucleus_engine_default_params();
   ep.n_ctx = 512;
   ep.kv_cache_tokens = kv_tokens;
   ep.max_batch_tokens = budget;
+  ep.no_prefix_cache = !prefix_cache;
   nucleus_engine *e = NULL;
   nucleus_error err = {0};
   assert_int_equal(nc_engine_create_stepped(g_model, &ep, &e, &err), NC_OK);
   return e;
 }
 
-/* Runs the specs on one engine, each submitted at its arrival step. */
-static void run_specs(const req_spec *specs, int n, outcome *outs,
-                      int64_t kv_tokens, int32_t budget,
-                      nucleus_engine_stats *final) {
-  nucleus_engine *e = stepped_engine(kv_tokens, budget);
+static nucleus_engine *stepped_engine(int64_t kv_tokens, int32_t budget) {
+  return stepped_engine_cache(kv_tokens, budget, true);
+}
+
+/* Runs the specs on engine e, each submitted at its arrival step (counted
+ * from this call). */
+static void run_specs_on(nucleus_engine *e, const req_spec *specs, int n,
+                         outcome *outs) {
   nucleus_request *reqs[32] = {0};
   memset(outs, 0, (size_t)n * sizeof *outs);
   int submitted = 0;
@@ -162,6 +167,14 @@ static void run_specs(const req_spec *specs, int n, outcome *outs,
     assert_true(outs[i].done);
     nucleus_request_free(reqs[i]);
   }
+}
+
+/* Runs the specs on a new engine. */
+static void run_specs(const req_spec *specs, int n, outcome *outs,
+                      int64_t kv_tokens, int32_t budget,
+                      nucleus_engine_stats *final) {
+  nucleus_engine *e = stepped_engine(kv_tokens, budget);
+  run_specs_on(e, specs, n, outs);
   if (final) nucleus_engine_get_stats(e, final);
   nucleus_engine_free(e);
 }
@@ -170,6 +183,15 @@ static void run_one(const req_spec *spec, outcome *out) {
   req_spec s = *spec;
   s.arrival = 0;
   run_specs(&s, 1, out, 4096, 512, NULL);
+}
+
+/* The request alone on an engine without the prefix cache (cold). */
+static void run_cold(const req_spec *spec, outcome *out) {
+  req_spec s = *spec;
+  s.arrival = 0;
+  nucleus_engine *e = stepped_engine_cache(4096, 512, false);
+  run_specs_on(e, &s, 1, out);
+  nucleus_engine_free(e);
 }
 
 static req_spec greedy_spec(const char *text, int32_t max_tokens) {
@@ -412,6 +434,7 @@ static void assert_same(const outcome *a, const outcome *b) {
                       (size_t)a->n_tokens[0] * sizeof a->top[0][0]);
   assert_int_equal(a->reason[0], b->reason[0]);
   assert_int_equal(a->text_len[0], b->text_len[0]);
+  assert_memory_equal(a->text[0], b->text[0], a->text_len[0]);
 }
 
 static void check_batch_invariance(int64_t kv_tokens, int32_t budget,
@@ -453,6 +476,152 @@ static void test_memory_pressure_preempts(void **state) {
   /* About a tenth of what 16 requests need at once: preemption and
    * recomputation, results unchanged. */
   check_batch_invariance(80, 512, true);
+}
+
+/* Random requests whose prompts share prefixes of a few lengths (within and
+ * across block boundaries) of one random base, then diverge. */
+static void shared_prefix_specs(req_spec *specs, int n, uint64_t seed) {
+  random_specs(specs, n, seed);
+  uint64_t x = seed ^ 0x5EEDull;
+  int32_t base[48];
+  for (int k = 0; k < 48; k++)
+    base[k] = (int32_t)(rng_next(&x) % (uint64_t)g_vocab);
+  static const int32_t shared[] = {0, 15, 16, 17, 31, 32, 33, 48};
+  for (int i = 0; i < n; i++) {
+    req_spec *s = &specs[i];
+    int32_t m = shared[rng_next(&x) % 8];
+    int32_t rest = 1 + (int32_t)(rng_next(&x) % 14);
+    memcpy(s->prompt, base, (size_t)m * sizeof *base);
+    for (int32_t k = m; k < m + rest; k++)
+      s->prompt[k] = (int32_t)(rng_next(&x) % (uint64_t)g_vocab);
+    s->n_prompt = (size_t)(m + rest);
+  }
+}
+
+/* The prompt tokens a request finds cached once its whole prompt was
+ * computed: every full block but the one holding its last token. */
+static int32_t full_hit(const req_spec *s) {
+  return (int32_t)((s->n_prompt - 1) / 16 * 16);
+}
+
+/* The same 16 requests cold (alone, no cache), then on one engine with the
+ * cache: partially warm (they share prefixes as they arrive), warm (the
+ * same requests again) and, with a small pool, under preemption: tokens,
+ * logprobs and text bit-identical every time. */
+static void check_prefix_invariance(int64_t kv_tokens, int32_t budget,
+                                    bool expect_preemption) {
+  enum { N = N_BATCH_REQUESTS };
+  req_spec specs[N];
+  shared_prefix_specs(specs, N, 0xFACADEull + (uint64_t)budget);
+  static outcome cold[N], partial[N], warm[N];
+  for (int i = 0; i < N; i++)
+    run_cold(&specs[i], &cold[i]);
+  nucleus_engine *e = stepped_engine_cache(kv_tokens, budget, true);
+  run_specs_on(e, specs, N, partial);
+  nucleus_engine_stats st1;
+  nucleus_engine_get_stats(e, &st1);
+  run_specs_on(e, specs, N, warm);
+  nucleus_engine_stats st;
+  nucleus_engine_get_stats(e, &st);
+  nucleus_engine_free(e);
+  int32_t hits = 0;
+  for (int i = 0; i < N; i++) {
+    assert_same(&cold[i], &partial[i]);
+    assert_same(&cold[i], &warm[i]);
+    assert_int_equal(cold[i].usage.cached_tokens, 0);
+    hits += partial[i].usage.cached_tokens > 0;
+    if (!expect_preemption) /* a big pool keeps every prompt */
+      assert_int_equal(warm[i].usage.cached_tokens, full_hit(&specs[i]));
+    assert_true(warm[i].usage.cached_tokens <= full_hit(&specs[i]));
+  }
+  assert_true(hits > 0); /* some arrived after their prefix was cached */
+  assert_true(st1.prefix_cache_hit_tokens_total > 0);
+  assert_true(st.prefix_cache_hit_tokens_total >
+              st1.prefix_cache_hit_tokens_total);
+  assert_true(st.prefix_cache_queried_tokens_total >=
+              st.prefix_cache_hit_tokens_total);
+  assert_int_equal(st.kv_blocks_used, 0); /* cached blocks count as free */
+  assert_true(st.prefix_cache_blocks > 0);
+  if (expect_preemption) {
+    assert_true(st.preemptions_total > 0);
+    assert_true(st.prefix_cache_evictions_total > 0);
+  }
+  fprintf(stderr,
+          "  prefix kv_tokens=%lld budget=%d: %d/%d partial hits, hit "
+          "%lld/%lld tokens, %lld preemptions, %lld evictions\n",
+          (long long)kv_tokens, budget, hits, N,
+          (long long)st.prefix_cache_hit_tokens_total,
+          (long long)st.prefix_cache_queried_tokens_total,
+          (long long)st.preemptions_total,
+          (long long)st.prefix_cache_evictions_total);
+}
+
+static void test_prefix_cache_invariance(void **state) {
+  (void)state;
+  NEED_MODEL();
+  check_prefix_invariance(4096, 512, false);
+}
+
+static void test_prefix_cache_chunked_invariance(void **state) {
+  (void)state;
+  NEED_MODEL();
+  check_prefix_invariance(4096, 7, false); /* the rest prefills in chunks */
+}
+
+static void test_prefix_cache_under_preemption(void **state) {
+  (void)state;
+  NEED_MODEL();
+  check_prefix_invariance(96, 512, true);
+}
+
+/* n > 1 and beams share the prompt's blocks with later requests too. */
+static void test_prefix_cache_n_and_salt(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req_spec s = greedy_spec("The quick brown fox jumps over the lazy dog, and "
+                           "then the dog wakes up and chases the fox across "
+                           "the field",
+                           5);
+  assert_true(s.n_prompt > 17);
+  s.params.sampling.temperature = 1.0f;
+  s.params.sampling.has_seed = true;
+  s.params.sampling.seed = 99;
+  s.params.n = 3;
+  outcome cold, first, again, salted, salted2;
+  nucleus_engine *c = stepped_engine_cache(4096, 512, false);
+  run_specs_on(c, &s, 1, &cold);
+  nucleus_engine_free(c);
+  nucleus_engine *e = stepped_engine(4096, 512);
+  run_specs_on(e, &s, 1, &first);
+  run_specs_on(e, &s, 1, &again);
+  s.params.cache_salt = "tenant-a";
+  run_specs_on(e, &s, 1, &salted);
+  run_specs_on(e, &s, 1, &salted2);
+  nucleus_engine_stats st;
+  nucleus_engine_get_stats(e, &st);
+  nucleus_engine_free(e);
+  assert_int_equal(first.usage.cached_tokens, 0);
+  assert_int_equal(again.usage.cached_tokens, full_hit(&s));
+  assert_int_equal(salted.usage.cached_tokens, 0); /* another tenant */
+  assert_int_equal(salted2.usage.cached_tokens, full_hit(&s));
+  const outcome *all[] = {&first, &again, &salted, &salted2};
+  for (int k = 0; k < 4; k++)
+    for (int i = 0; i < 3; i++) {
+      assert_int_equal(all[k]->n_tokens[i], cold.n_tokens[i]);
+      assert_memory_equal(all[k]->tokens[i], cold.tokens[i],
+                          (size_t)cold.n_tokens[i] * sizeof(int32_t));
+      assert_memory_equal(all[k]->logprobs[i], cold.logprobs[i],
+                          (size_t)cold.n_tokens[i] * sizeof(float));
+    }
+  assert_int_equal(st.kv_blocks_used, 0);
+  /* An over-long salt is refused. */
+  char big[NUCLEUS_MAX_CACHE_SALT_BYTES + 2];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  s.params.cache_salt = big;
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_request_params_validate(g_model, &s.params, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
 }
 
 static void test_request_larger_than_pool_fails_clearly(void **state) {
@@ -502,6 +671,10 @@ int main(void) {
       cmocka_unit_test(test_batch_invariance),
       cmocka_unit_test(test_chunked_prefill_invariance),
       cmocka_unit_test(test_memory_pressure_preempts),
+      cmocka_unit_test(test_prefix_cache_invariance),
+      cmocka_unit_test(test_prefix_cache_chunked_invariance),
+      cmocka_unit_test(test_prefix_cache_under_preemption),
+      cmocka_unit_test(test_prefix_cache_n_and_salt),
       cmocka_unit_test(test_request_larger_than_pool_fails_clearly),
       cmocka_unit_test(test_bad_requests_rejected),
   };

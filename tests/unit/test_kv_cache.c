@@ -1,6 +1,8 @@
 /* kv_cache: the paged pool (no model needed): allocation, all-or-nothing
  * reservation, refcounted sharing, copy-on-write of the partial block only,
- * truncation, and that rows land in distinct, stable storage. */
+ * truncation, that rows land in distinct, stable storage, and the prefix
+ * cache: content-addressed full blocks, salts, LRU eviction, cached blocks
+ * counted as free. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,12 +188,102 @@ static void test_truncate(void **state) {
   nc_kv_cache_free(kv);
 }
 
+/* Writes tokens' K/V (tag) into a new sequence and indexes its blocks. */
+static int32_t written_seq(nc_kv_cache *kv, const int32_t *tokens, int32_t n,
+                           uint64_t salt, uint16_t tag) {
+  int32_t s = nc_kv_seq_new(kv);
+  assert_true(s >= 0);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, s, salt, tokens, n), 0);
+  assert_int_equal(nc_kv_seq_reserve(kv, s, n, NULL), NC_OK);
+  fill(kv, s, 0, n, tag);
+  nc_kv_seq_publish(kv, s, tokens, n);
+  return s;
+}
+
+static void test_prefix_hits_share_blocks(void **state) {
+  (void)state;
+  nc_kv_cache *kv = make(8, 4, 4);
+  const uint64_t salt = nc_kv_salt_hash(NULL, 0);
+  const int32_t toks[10] = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+  int32_t a = written_seq(kv, toks, 10, salt, 100);
+  assert_int_equal(nc_kv_blocks_hashed(kv), 2); /* the two full blocks */
+  /* A second sequence with the same 10 tokens reuses both full blocks. */
+  int32_t b = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, b, salt, toks, 10), 8);
+  assert_int_equal(nc_kv_seq_len(kv, b), 8);
+  assert_int_equal(nc_kv_block_refcount(kv, b, 0), 2);
+  assert_int_equal(nc_kv_block_refcount(kv, b, 7), 2);
+  check(kv, b, 0, 8, 100);
+  /* At least one token is always left to feed: 8 tokens hit 1 block. */
+  int32_t c = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, c, salt, toks, 8), 4);
+  /* Another salt, or a different earlier token, hits nothing. */
+  int32_t d = nc_kv_seq_new(kv);
+  assert_int_equal(
+      nc_kv_seq_attach_prefix(kv, d, nc_kv_salt_hash("t", 1), toks, 10), 0);
+  nc_kv_seq_free(kv, d);
+  d = nc_kv_seq_new(kv);
+  int32_t other[10];
+  memcpy(other, toks, sizeof other);
+  other[1] = 99;
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, other, 10), 0);
+  nc_kv_seq_free(kv, d);
+  /* Exclusive blocks: a's partial last block only (the rest is shared). */
+  assert_int_equal(nc_kv_blocks_exclusive(kv, &a, 1), 1);
+  int32_t ab[2] = {a, b};
+  assert_int_equal(nc_kv_blocks_exclusive(kv, ab, 2), 2);
+  nc_kv_seq_free(kv, a);
+  nc_kv_seq_free(kv, b);
+  nc_kv_seq_free(kv, c);
+  /* Everything returns; the two named blocks stay cached and count free. */
+  assert_int_equal(nc_kv_blocks_free(kv), 8);
+  assert_int_equal(nc_kv_blocks_cached(kv), 2);
+  int32_t e = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, e, salt, toks, 10), 8);
+  assert_int_equal(nc_kv_blocks_cached(kv), 0);
+  check(kv, e, 0, 8, 100);
+  nc_kv_seq_free(kv, e);
+  nc_kv_cache_free(kv);
+}
+
+static void test_prefix_eviction_lru(void **state) {
+  (void)state;
+  nc_kv_cache *kv = make(4, 4, 4);
+  const uint64_t salt = nc_kv_salt_hash(NULL, 0);
+  const int32_t x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  int32_t a = written_seq(kv, x, 9, salt, 10); /* 3 blocks, 2 named */
+  nc_kv_seq_free(kv, a);
+  assert_int_equal(nc_kv_blocks_cached(kv), 2);
+  assert_int_equal(nc_kv_blocks_free(kv), 4);
+  /* A sequence needing the whole pool evicts the cached blocks: the second
+   * block (released first) before the first. */
+  int32_t b = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_reserve(kv, b, 8, NULL), NC_OK);
+  assert_int_equal(nc_kv_evictions(kv), 0); /* 2 free blocks first... */
+  assert_int_equal(nc_kv_seq_reserve(kv, b, 9, NULL), NC_OK);
+  assert_int_equal(nc_kv_evictions(kv), 1); /* ...then the LRU one */
+  int32_t c = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, c, salt, x, 9), 4);
+  nc_kv_seq_free(kv, c);
+  assert_int_equal(nc_kv_seq_reserve(kv, b, 16, NULL), NC_OK);
+  assert_int_equal(nc_kv_evictions(kv), 2);
+  check(kv, b, 0, 0, 0);
+  assert_int_equal(nc_kv_blocks_hashed(kv), 0);
+  assert_int_equal(nc_kv_blocks_free(kv), 0);
+  assert_int_equal(nc_kv_seq_reserve(kv, b, 17, NULL), NC_ERR_BUSY);
+  nc_kv_seq_free(kv, b);
+  assert_int_equal(nc_kv_blocks_free(kv), 4);
+  nc_kv_cache_free(kv);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_errors),
       cmocka_unit_test(test_reserve_and_free),
       cmocka_unit_test(test_fork_shares_and_copies_partial_block),
       cmocka_unit_test(test_truncate),
+      cmocka_unit_test(test_prefix_hits_share_blocks),
+      cmocka_unit_test(test_prefix_eviction_lru),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,6 +67,8 @@ static const opt_spec SPECS[] = {
      "sequences decoding at once"},
     {"--batch-tokens", NULL, OPT_INT, OFF(engine.max_batch_tokens), 0, 65536,
      "tokens per forward step (chunked prefill budget)"},
+    {"--no-prefix-cache", NULL, OPT_BOOL, OFF(engine.no_prefix_cache), 0, 0,
+     "no KV reuse across requests or chat turns (the prefix cache is on)"},
     {"--reference-kernels", NULL, OPT_BOOL, OFF(reference_kernels), 0, 0,
      "use the plain-C reference kernels"},
     {"--no-repack", NULL, OPT_BOOL, OFF(no_repack), 0, 0,

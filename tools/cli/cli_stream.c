@@ -147,10 +147,13 @@ void cli_stream_result_free(cli_stream_result *r) {
 void cli_print_summary(const cli_stream_result *r) {
   fprintf(stderr, "finish: %s", nucleus_finish_reason_name(r->reason));
   if (r->detail[0]) fprintf(stderr, " (%s)", r->detail);
+  fprintf(stderr, "\nprompt: %d tokens", r->usage.prompt_tokens);
+  if (r->usage.cached_tokens > 0) /* from the prefix cache */
+    fprintf(stderr, " (%d cached)", r->usage.cached_tokens);
   fprintf(stderr,
-          "\nprompt: %d tokens, %.1f tok/s | generation: %d tokens, %.1f "
+          ", %.1f tok/s | generation: %d tokens, %.1f "
           "tok/s | first token after %.0f ms | seed %llu\n",
-          r->usage.prompt_tokens, r->timings.prompt_tokens_per_s,
-          r->usage.completion_tokens, r->timings.generation_tokens_per_s,
-          r->timings.time_to_first_token_ms, (unsigned long long)r->seed);
+          r->timings.prompt_tokens_per_s, r->usage.completion_tokens,
+          r->timings.generation_tokens_per_s, r->timings.time_to_first_token_ms,
+          (unsigned long long)r->seed);
 }

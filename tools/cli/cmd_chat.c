@@ -26,6 +26,11 @@ static void usage(FILE *out) {
                "format); the model's\n"
                "                          calls are shown and you type each "
                "result\n"
+               "  --stats                 after each reply, print its tokens, "
+               "speeds,\n"
+               "                          time to first token and the prompt "
+               "tokens\n"
+               "                          reused from the previous turns' KV\n"
                "In the chat: /reset clears the history, /exit (or Ctrl-D) "
                "quits,\nCtrl-C stops the current reply.\n\n");
   fprintf(out, "Sampling defaults as listed (llama.cpp's), or as the model "
@@ -83,7 +88,7 @@ static char *read_line(void) {
  * reply text (malloc'd) or NULL. */
 static char *reply(nucleus_model *model, nucleus_engine *engine,
                    const cli_options *o, json_t *messages,
-                   const char *tools_json) {
+                   const char *tools_json, bool stats) {
   char *history = json_dumps(messages, JSON_COMPACT);
   int32_t *ids = NULL;
   size_t n_ids = 0;
@@ -112,6 +117,7 @@ static char *reply(nucleus_model *model, nucleus_engine *engine,
   else if (res.reason == NUCLEUS_FINISH_ERROR)
     fprintf(stderr, "error: %s\n", res.detail);
   g_interrupted = 0;
+  if (stats) cli_print_summary(&res);
   text = res.text ? res.text : strdup("");
   res.text = NULL;
 done:
@@ -198,6 +204,7 @@ int cmd_chat(int argc, char **argv) {
   cli_options o;
   cli_options_init(&o);
   const char *system_prompt = NULL, *tools_path = NULL;
+  bool stats = false;
   for (int i = 1; i < argc; i++) {
     int r = cli_options_parse(&o, argc, argv, &i);
     if (r < 0) return 2;
@@ -205,6 +212,10 @@ int cmd_chat(int argc, char **argv) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);
       return 0;
+    }
+    if (!strcmp(argv[i], "--stats")) {
+      stats = true;
+      continue;
     }
     if ((!strcmp(argv[i], "-s") || !strcmp(argv[i], "--system")) &&
         i + 1 < argc) {
@@ -290,7 +301,7 @@ int cmd_chat(int argc, char **argv) {
     }
     add_message(messages, "user", line, strlen(line));
     free(line);
-    char *text = reply(model, engine, &o, messages, tools_json);
+    char *text = reply(model, engine, &o, messages, tools_json, stats);
     if (!text) {
       /* Could not even start: forget the turn. */
       json_array_remove(messages, json_array_size(messages) - 1);
@@ -302,7 +313,7 @@ int cmd_chat(int argc, char **argv) {
                         tool_turn(model, messages, text, tty);
          round++) {
       free(text);
-      text = reply(model, engine, &o, messages, tools_json);
+      text = reply(model, engine, &o, messages, tools_json, stats);
     }
     if (text) add_message(messages, "assistant", text, strlen(text));
     free(text);

@@ -13,4 +13,7 @@ bool auth_equal(const char *given, size_t given_len, const char *key);
  * 'X-Api-Key: KEY'. */
 bool auth_request_ok(struct MHD_Connection *conn, const char *key);
 
+/* The key the request presents (Bearer or X-Api-Key), trimmed, or NULL. */
+const char *auth_request_key(struct MHD_Connection *conn, size_t *len);
+
 #endif

@@ -212,6 +212,7 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
       out->completion_tokens = ev->usage.completion_tokens;
     if (ev->usage.prompt_tokens > 0)
       out->prompt_tokens = ev->usage.prompt_tokens;
+    out->cached_tokens = ev->usage.cached_tokens;
     return 0;
   }
   if (ev->index < 0 || ev->index >= out->n) return 0;
@@ -254,9 +255,11 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
 }
 
 static json_t *usage_json(const completion_out *out) {
-  return json_pack("{s:i,s:i,s:i}", "prompt_tokens", out->prompt_tokens,
+  return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", out->prompt_tokens,
                    "completion_tokens", out->completion_tokens, "total_tokens",
-                   out->prompt_tokens + out->completion_tokens);
+                   out->prompt_tokens + out->completion_tokens,
+                   "prompt_tokens_details", "cached_tokens",
+                   out->cached_tokens);
 }
 
 static json_t *envelope(const completion_out *out, bool chunk) {

@@ -29,6 +29,7 @@ typedef struct completion_out {
   int32_t n;
   choice_state *choices;
   int32_t prompt_tokens;
+  int32_t cached_tokens; /* of the prompt, from the prefix cache */
   int32_t completion_tokens;
   nucleus_timings timings; /* from the engine's DONE event */
   bool failed;             /* some completion ended with NUCLEUS_FINISH_ERROR */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "http_reply.h"
 #include "job.h"
 #include "prompt.h"
@@ -93,9 +94,33 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
   return 0;
 }
 
+static uint64_t fnv64(const char *s, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+/* --prefix-cache-salt-by-key: the cache salt becomes (presented API key,
+ * the request's cache_salt), so that only requests with the same key share
+ * cached prefixes (a request without a key is its own tenant: ""). */
+static void salt_by_key(server_ctx *srv, struct MHD_Connection *conn,
+                        gen_request *r) {
+  if (!srv->cfg->prefix_cache_salt_by_key) return;
+  size_t n = 0;
+  const char *key = auth_request_key(conn, &n);
+  snprintf(r->salted, sizeof r->salted, "k%016llx.%zu.s%016llx",
+           (unsigned long long)fnv64(key ? key : "", key ? n : 0), n,
+           (unsigned long long)fnv64(r->cache_salt, strlen(r->cache_salt)));
+  r->params.cache_salt = r->salted;
+}
+
 static int submit(server_ctx *srv, struct MHD_Connection *conn, job *j,
                   api_error *e) {
   nucleus_error err = {0};
+  salt_by_key(srv, conn, &j->req);
   nucleus_status st =
       gen_start(srv, conn, j->prompt, j->n_prompt, &j->req.params, &j->g, &err);
   switch (st) {

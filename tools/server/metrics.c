@@ -171,6 +171,18 @@ char *metrics_render(metrics *m, const nucleus_engine_stats *stats,
     put_gauge(&t, "nucleus_preemptions_total", "counter",
               "Sequences preempted for KV space.",
               (long long)stats->preemptions_total);
+    put_gauge(&t, "nucleus_prefix_cache_queried_tokens_total", "counter",
+              "Prompt tokens looked up in the prefix cache.",
+              (long long)stats->prefix_cache_queried_tokens_total);
+    put_gauge(&t, "nucleus_prefix_cache_hit_tokens_total", "counter",
+              "Prompt tokens whose KV came from the prefix cache.",
+              (long long)stats->prefix_cache_hit_tokens_total);
+    put_gauge(&t, "nucleus_prefix_cache_blocks", "gauge",
+              "KV blocks the prefix cache names (held or reusable).",
+              (long long)stats->prefix_cache_blocks);
+    put_gauge(&t, "nucleus_prefix_cache_evictions_total", "counter",
+              "Cached KV blocks evicted for other content.",
+              (long long)stats->prefix_cache_evictions_total);
   }
   if (t.failed) {
     free(t.p);

@@ -373,6 +373,25 @@ static int parse_unsupported(const json_t *root, gen_request *r, api_error *e) {
   return tool_opts_parse(root, r->chat, &r->tools, e);
 }
 
+/* vLLM's cache_salt: a string of at most NUCLEUS_MAX_CACHE_SALT_BYTES. */
+static int parse_cache_salt(const json_t *root, gen_request *r, api_error *e) {
+  const json_t *s = field(root, "cache_salt");
+  if (!s) return 0;
+  if (!json_is_string(s))
+    return api_fail(e, 400, "cache_salt", "'cache_salt' must be a string");
+  size_t len = json_string_length(s);
+  if (len > NUCLEUS_MAX_CACHE_SALT_BYTES)
+    return api_fail(e, 400, "cache_salt",
+                    "'cache_salt' is %zu bytes; at most %d are allowed", len,
+                    NUCLEUS_MAX_CACHE_SALT_BYTES);
+  if (strlen(json_string_value(s)) != len)
+    return api_fail(e, 400, "cache_salt",
+                    "'cache_salt' must not contain NUL characters");
+  memcpy(r->cache_salt, json_string_value(s), len + 1);
+  r->params.cache_salt = r->cache_salt[0] ? r->cache_salt : NULL;
+  return 0;
+}
+
 static int parse_flags(const json_t *root, gen_request *r, api_error *e) {
   if (get_bool(root, "stream", &r->stream, e)) return -1;
   const json_t *so = field(root, "stream_options");
@@ -412,7 +431,8 @@ int gen_request_parse(const json_t *root, bool chat, int32_t n_vocab,
       parse_logprobs(root, r, e) || parse_stop(root, r, e) ||
       parse_logit_bias(root, n_vocab, r, e) ||
       parse_stop_token_ids(root, n_vocab, r, e) || parse_beam(root, r, e) ||
-      parse_template_flags(root, r, e) || parse_unsupported(root, r, e)) {
+      parse_template_flags(root, r, e) || parse_unsupported(root, r, e) ||
+      parse_cache_salt(root, r, e)) {
     gen_request_free(r);
     return -1;
   }

@@ -40,6 +40,9 @@ typedef struct gen_request {
   const char *stop_ptrs[NUCLEUS_MAX_STOP_STRINGS];
   nucleus_logit_bias *bias;
   int32_t *stop_ids;
+  /* cache_salt as given (params.cache_salt points here or at salted). */
+  char cache_salt[NUCLEUS_MAX_CACHE_SALT_BYTES + 1];
+  char salted[64]; /* the salt mixed with the API key (salt by key) */
 } gen_request;
 
 /* Parses root (an object) over defaults (the server's: OpenAI's, with the

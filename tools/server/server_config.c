@@ -43,6 +43,12 @@ void server_config_usage(FILE *out) {
       "(repeatable;\n"
       "                          IP literals and localhost always are; * "
       "for any)\n"
+      "  --no-prefix-cache       do not reuse KV across requests (the "
+      "prefix cache\n"
+      "                          is on by default)\n"
+      "  --prefix-cache-salt-by-key  requests share cached prefixes only "
+      "with\n"
+      "                          requests presenting the same API key\n"
       "  --parse-special-in-content  read special-token text inside chat "
       "messages\n"
       "                          as control tokens (lets users forge "
@@ -115,6 +121,12 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
       takes_value = false;
     } else if (!strcmp(a, "--no-repack")) {
       cfg->no_repack = true;
+      takes_value = false;
+    } else if (!strcmp(a, "--no-prefix-cache")) {
+      cfg->no_prefix_cache = true;
+      takes_value = false;
+    } else if (!strcmp(a, "--prefix-cache-salt-by-key")) {
+      cfg->prefix_cache_salt_by_key = true;
       takes_value = false;
     } else if (!strcmp(a, "--parse-special-in-content")) {
       cfg->parse_special_in_content = true;

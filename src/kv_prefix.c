@@ -1,0 +1,225 @@
+/* kv_prefix: the content-addressed index of the paged KV cache.
+ *
+ * A full block is named by a hash chained over its parent's hash and its
+ * token ids; the root of a chain is the hash of the request's salt. The
+ * model and its kernel table are fixed for a cache, so (salt, token ids of
+ * every position up to the block's end) is everything its K/V depend on.
+ * A lookup also compares the stored parent hash and token ids, so a hash
+ * collision cannot hand out another prefix's K/V.
+ *
+ * Hashed blocks whose refcount falls to 0 stay in the index, on an LRU
+ * list (a finished sequence releases its last block first, so a prefix's
+ * head is evicted last); the pool takes free blocks first, then evicts the
+ * least recently released cached block. Sequences, forks (n > 1, beams)
+ * and prefix hits all hold the same refcounted blocks: one mechanism. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv_cache_internal.h"
+
+static uint64_t mix64(uint64_t x) { /* splitmix64's finalizer */
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+uint64_t nc_kv_salt_hash(const char *salt, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the salt's bytes */
+  for (size_t i = 0; salt && i < len; i++) {
+    h ^= (unsigned char)salt[i];
+    h *= 0x100000001b3ull;
+  }
+  return mix64(h ^ ((uint64_t)len << 32) ^ 0x6e75636c65757321ull);
+}
+
+static uint64_t block_hash(uint64_t parent, const int32_t *tokens, int32_t n) {
+  uint64_t h = mix64(parent ^ 0x9e3779b97f4a7c15ull);
+  for (int32_t i = 0; i < n; i++)
+    h = mix64(h ^ (uint32_t)tokens[i] ^ ((uint64_t)i << 40));
+  return h;
+}
+
+bool nc_kv_prefix_alloc(nc_kv_cache *kv) {
+  const size_t n = (size_t)kv->n_blocks;
+  int64_t nb = 1;
+  while (nb < kv->n_blocks)
+    nb *= 2;
+  kv->n_buckets = nb;
+  kv->hashed = calloc(n, sizeof *kv->hashed);
+  kv->hash = calloc(n, sizeof *kv->hash);
+  kv->parent = calloc(n, sizeof *kv->parent);
+  kv->tokens = calloc(n * (size_t)kv->block_tokens, sizeof *kv->tokens);
+  kv->hash_next = malloc(n * sizeof *kv->hash_next);
+  kv->buckets = malloc((size_t)nb * sizeof *kv->buckets);
+  kv->lru_prev = malloc(n * sizeof *kv->lru_prev);
+  kv->lru_next = malloc(n * sizeof *kv->lru_next);
+  kv->scratch = calloc(n, sizeof *kv->scratch);
+  if (!kv->hashed || !kv->hash || !kv->parent || !kv->tokens ||
+      !kv->hash_next || !kv->buckets || !kv->lru_prev || !kv->lru_next ||
+      !kv->scratch)
+    return false;
+  for (int64_t i = 0; i < nb; i++)
+    kv->buckets[i] = -1;
+  kv->lru_head = kv->lru_tail = -1;
+  return true;
+}
+
+void nc_kv_prefix_free(nc_kv_cache *kv) {
+  free(kv->hashed);
+  free(kv->hash);
+  free(kv->parent);
+  free(kv->tokens);
+  free(kv->hash_next);
+  free(kv->buckets);
+  free(kv->lru_prev);
+  free(kv->lru_next);
+  free(kv->scratch);
+}
+
+void nc_kv_lru_push(nc_kv_cache *kv, int32_t b) {
+  kv->lru_prev[b] = kv->lru_tail;
+  kv->lru_next[b] = -1;
+  if (kv->lru_tail >= 0)
+    kv->lru_next[kv->lru_tail] = b;
+  else
+    kv->lru_head = b;
+  kv->lru_tail = b;
+  kv->n_cached++;
+}
+
+void nc_kv_lru_remove(nc_kv_cache *kv, int32_t b) {
+  const int32_t p = kv->lru_prev[b], n = kv->lru_next[b];
+  if (p >= 0)
+    kv->lru_next[p] = n;
+  else
+    kv->lru_head = n;
+  if (n >= 0)
+    kv->lru_prev[n] = p;
+  else
+    kv->lru_tail = p;
+  kv->n_cached--;
+}
+
+static int64_t bucket_of(const nc_kv_cache *kv, uint64_t h) {
+  return (int64_t)(h & (uint64_t)(kv->n_buckets - 1));
+}
+
+void nc_kv_unhash(nc_kv_cache *kv, int32_t b) {
+  if (!kv->hashed[b]) return;
+  int32_t *link = &kv->buckets[bucket_of(kv, kv->hash[b])];
+  while (*link >= 0 && *link != b)
+    link = &kv->hash_next[*link];
+  if (*link == b) *link = kv->hash_next[b];
+  kv->hashed[b] = false;
+  kv->n_hashed--;
+}
+
+static const int32_t *block_tokens_of(const nc_kv_cache *kv, int32_t b) {
+  return kv->tokens + (size_t)b * (size_t)kv->block_tokens;
+}
+
+/* The hashed block of (parent, tokens), or -1. */
+static int32_t lookup(const nc_kv_cache *kv, uint64_t h, uint64_t parent,
+                      const int32_t *tokens) {
+  const size_t bytes = sizeof(int32_t) * (size_t)kv->block_tokens;
+  for (int32_t b = kv->buckets[bucket_of(kv, h)]; b >= 0; b = kv->hash_next[b])
+    if (kv->hash[b] == h && kv->parent[b] == parent &&
+        memcmp(block_tokens_of(kv, b), tokens, bytes) == 0)
+      return b;
+  return -1;
+}
+
+static void insert(nc_kv_cache *kv, int32_t b, uint64_t h, uint64_t parent,
+                   const int32_t *tokens) {
+  kv->hashed[b] = true;
+  kv->hash[b] = h;
+  kv->parent[b] = parent;
+  memcpy(kv->tokens + (size_t)b * (size_t)kv->block_tokens, tokens,
+         sizeof(int32_t) * (size_t)kv->block_tokens);
+  const int64_t k = bucket_of(kv, h);
+  kv->hash_next[b] = kv->buckets[k];
+  kv->buckets[k] = b;
+  kv->n_hashed++;
+}
+
+static kv_seq *live_seq(nc_kv_cache *kv, int32_t seq) {
+  if (!kv || seq < 0 || seq >= kv->max_seqs || !kv->seqs[seq].live) return NULL;
+  return &kv->seqs[seq];
+}
+
+int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
+                                const int32_t *tokens, int32_t n_tokens) {
+  kv_seq *q = live_seq(kv, seq);
+  if (!q || q->len != 0 || q->n_blocks != 0) return 0;
+  q->root = q->chain = salt;
+  q->n_chained = 0;
+  const int32_t bt = kv->block_tokens;
+  /* At least one token is left to feed, so that it has logits. */
+  const int32_t max_blocks = n_tokens > 0 ? (n_tokens - 1) / bt : 0;
+  if (max_blocks == 0 || !nc_kv_seq_grow_table(q, max_blocks)) return 0;
+  for (int32_t i = 0; i < max_blocks; i++) {
+    const int32_t *t = tokens + (size_t)i * (size_t)bt;
+    const uint64_t h = block_hash(q->chain, t, bt);
+    const int32_t b = lookup(kv, h, q->chain, t);
+    if (b < 0) break;
+    if (kv->refcount[b] == 0) nc_kv_lru_remove(kv, b);
+    kv->refcount[b]++;
+    q->blocks[q->n_blocks++] = b;
+    q->chain = h;
+    q->n_chained++;
+  }
+  q->len = q->n_chained * bt;
+  return q->len;
+}
+
+void nc_kv_seq_publish(nc_kv_cache *kv, int32_t seq, const int32_t *tokens,
+                       int32_t n_tokens) {
+  kv_seq *q = live_seq(kv, seq);
+  if (!q || !tokens) return;
+  const int32_t bt = kv->block_tokens;
+  const int32_t upto = (n_tokens < q->len ? n_tokens : q->len) / bt;
+  for (int32_t i = q->n_chained; i < upto && i < q->n_blocks; i++) {
+    const int32_t b = q->blocks[i];
+    const int32_t *t = tokens + (size_t)i * (size_t)bt;
+    const uint64_t h = block_hash(q->chain, t, bt);
+    /* A block already named (a hit, a fork's share) keeps its name; a
+     * duplicate of another block's content stays private. */
+    if (!kv->hashed[b] && lookup(kv, h, q->chain, t) < 0)
+      insert(kv, b, h, q->chain, t);
+    q->chain = h;
+    q->n_chained++;
+  }
+}
+
+int64_t nc_kv_blocks_exclusive(nc_kv_cache *kv, const int32_t *seqs,
+                               int32_t n_seqs) {
+  for (int32_t s = 0; s < n_seqs; s++) {
+    const kv_seq *q = live_seq(kv, seqs[s]);
+    for (int32_t i = 0; q && i < q->n_blocks; i++)
+      kv->scratch[q->blocks[i]]++;
+  }
+  int64_t n = 0;
+  for (int32_t s = 0; s < n_seqs; s++) {
+    const kv_seq *q = live_seq(kv, seqs[s]);
+    for (int32_t i = 0; q && i < q->n_blocks; i++) {
+      const int32_t b = q->blocks[i];
+      if (kv->scratch[b] == 0) continue; /* counted already */
+      if (kv->scratch[b] == kv->refcount[b]) n++;
+      kv->scratch[b] = 0;
+    }
+  }
+  return n;
+}
+
+int64_t nc_kv_blocks_cached(const nc_kv_cache *kv) {
+  return kv->n_cached;
+}
+int64_t nc_kv_blocks_hashed(const nc_kv_cache *kv) {
+  return kv->n_hashed;
+}
+int64_t nc_kv_evictions(const nc_kv_cache *kv) {
+  return kv->evictions;
+}
