@@ -19,6 +19,8 @@ static load_view busy(void) {
   s.running = 2;
   s.kv_blocks_used = 256;
   s.kv_blocks_free = 768;
+  s.prefix_cache_queried_tokens_total = 0;
+  s.prefix_cache_hit_tokens_total = 0;
   return load_view_of(&s, 16);
 }
 
@@ -26,6 +28,8 @@ static void test_fractions(void **state) {
   (void)state;
   load_view v = busy();
   assert_true(load_kv_usage(&v) == 0.25);
+  assert_true(load_prefix_hit_rate(&v) == 0.0); /* none looked up yet */
+  v.prefix_queries = -1;
   assert_true(load_prefix_hit_rate(&v) < 0); /* no count kept */
   v.prefix_queries = 0;
   assert_true(load_prefix_hit_rate(&v) == 0.0);
@@ -62,7 +66,12 @@ static void test_names(void **state) {
   assert_non_null(plain);
   assert_non_null(strstr(plain, "\nnucleus_kv_cache_usage_ratio 0.25\n"));
   assert_null(strstr(plain, "vllm:"));
-  assert_null(strstr(plain, "prefix_cache")); /* not counted: not shown */
+  assert_non_null(strstr(plain, "\nnucleus_prefix_cache_hit_rate 0\n"));
+  free(plain);
+  v.prefix_queries = -1; /* not counted: not shown */
+  plain = load_gauges_render(&v, METRICS_NAMES_LLMD, "m", 7);
+  assert_non_null(plain);
+  assert_null(strstr(plain, "prefix_cache"));
   free(plain);
   v.prefix_queries = 10;
   v.prefix_hits = 5;

@@ -13,8 +13,8 @@ load_view load_view_of(const nucleus_engine_stats *s, int32_t block_tokens) {
       .kv_blocks_used = s->kv_blocks_used,
       .kv_blocks_free = s->kv_blocks_free,
       .kv_block_tokens = block_tokens,
-      .prefix_queries = -1,
-      .prefix_hits = 0,
+      .prefix_queries = s->prefix_cache_queried_tokens_total,
+      .prefix_hits = s->prefix_cache_hit_tokens_total,
   };
   return v;
 }
