@@ -29,7 +29,7 @@ import requests
 
 from conftest import NucleusServer, free_port, require_binary_and_model
 
-REPLICA_ARGS = ("-t", "1", "-c", "1024", "--kv-tokens", "1280",
+REPLICA_ARGS = ("-t", "1", "-c", "1024", "--kv-tokens", "1024",
                 "--drain-timeout", "20")
 CONVERSATIONS = 6
 TURNS = 8
@@ -151,7 +151,7 @@ def system_prompt(c):
     rules = " ".join(
         f"Rule {i} of the {topic} desk: answer questions about {topic} "
         f"briefly, name one fact about {topic} you are sure of, and never "
-        f"change the subject away from {topic} number {i}." for i in range(12))
+        f"change the subject away from {topic} number {i}." for i in range(6))
     return f"You are assistant {c}, the {topic} expert. {rules}"
 
 
@@ -169,7 +169,7 @@ def run_conversations(base_url):
                              "content": f"Question {t}: tell me about "
                                         f"{TOPICS[c]}, part {t}."})
             r = client.chat.completions.create(
-                model="nucleus", messages=messages, max_tokens=6,
+                model="nucleus", messages=messages, max_tokens=4,
                 temperature=0)
             text = r.choices[0].message.content
             details = r.usage.prompt_tokens_details
@@ -193,7 +193,7 @@ def test_router_reads_model_and_limits(cluster):
     model = info["served_model_name"]
     assert model == os.path.basename(servers[0].args[3])
     assert info["context_length"] == 1024
-    assert info["max_total_tokens"] == 1280
+    assert info["max_total_tokens"] == 1024
     assert info["page_size"] == 16 and info["dp_size"] == 1
     assert requests.get(servers[0].url + "/get_server_info",
                         timeout=5).json()["model"] == model
