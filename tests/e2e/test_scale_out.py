@@ -344,3 +344,43 @@ def test_draining_replica_gets_no_new_work(cluster):
     held = int(drained.group(1))
     assert held >= 1
     assert served_lines_in(log[drained.end():]) == held, log
+
+
+def gauge(text, name):
+    m = re.search(rf"^{re.escape(name)}(?:{{[^}}]*}})? (\S+)$", text, re.M)
+    assert m, f"{name} missing from /metrics"
+    return float(m.group(1))
+
+
+def test_llmd_metric_names(cluster):
+    srv = cluster.replicas(1, "--metrics-names", "llm-d")[0]
+    body = {"model": "x", "max_tokens": 2, "temperature": 0,
+            "messages": [{"role": "system", "content": system_prompt(0)},
+                         {"role": "user", "content": "Hello."}]}
+    for _ in range(2):
+        r = requests.post(srv.url + "/v1/chat/completions", json=body,
+                          timeout=120)
+        assert r.status_code == 200
+    assert r.json()["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+    text = requests.get(srv.url + "/metrics", timeout=5).text
+    assert gauge(text, "vllm:num_requests_waiting") == 0
+    assert gauge(text, "vllm:num_requests_running") == 0
+    usage = gauge(text, "vllm:kv_cache_usage_perc")
+    assert usage == gauge(text, "nucleus_kv_cache_usage_ratio")
+    assert 0 <= usage <= 1
+    hits = gauge(text, "vllm:prefix_cache_hits_total")
+    queries = gauge(text, "vllm:prefix_cache_queries_total")
+    assert 0 < hits <= queries
+    assert gauge(text, "nucleus_prefix_cache_hit_rate") == \
+        pytest.approx(hits / queries)
+    assert gauge(text, "vllm:gpu_prefix_cache_hit_rate") == \
+        pytest.approx(hits / queries)
+    model = os.path.basename(srv.args[3])
+    assert (f'vllm:cache_config_info{{model_name="{model}",block_size="16",'
+            f'num_gpu_blocks="64"}} 1') in text
+    # The default names carry no vllm: series; an unknown set is refused.
+    plain = cluster.replicas(1)[0]
+    assert "vllm:" not in requests.get(plain.url + "/metrics", timeout=5).text
+    bad = subprocess.run([srv.args[0], "serve", "--metrics-names", "vllm"],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "--metrics-names" in bad.stderr
