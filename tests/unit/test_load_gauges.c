@@ -88,7 +88,8 @@ static void test_names(void **state) {
   assert_non_null(strstr(llmd, want));
   snprintf(want, sizeof want, "\nvllm:gpu_cache_usage_perc%s 0.25\n", label);
   assert_non_null(strstr(llmd, want));
-  assert_non_null(strstr(llmd, "block_size=\"16\",num_gpu_blocks=\"1024\"} 1\n"));
+  assert_non_null(
+      strstr(llmd, "block_size=\"16\",num_gpu_blocks=\"1024\"} 1\n"));
   assert_non_null(strstr(llmd, "waiting_lora_adapters=\"\"} 7\n"));
   snprintf(want, sizeof want, "\nvllm:prefix_cache_hits_total%s 5\n", label);
   assert_non_null(strstr(llmd, want));
@@ -97,7 +98,8 @@ static void test_names(void **state) {
   assert_non_null(strstr(llmd, want));
   /* Every series has a TYPE line before it. */
   assert_non_null(strstr(llmd, "# TYPE vllm:num_requests_waiting gauge\n"));
-  assert_non_null(strstr(llmd, "# TYPE vllm:prefix_cache_hits_total counter\n"));
+  assert_non_null(
+      strstr(llmd, "# TYPE vllm:prefix_cache_hits_total counter\n"));
   free(llmd);
 }
 

@@ -80,12 +80,10 @@ static void render_vllm(FILE *f, const load_view *v, const char *model,
                         int64_t now) {
   head(f, "vllm:num_requests_waiting", "gauge",
        "Requests waiting to be processed (nucleus_queue_length).");
-  vllm_series(f, "vllm:num_requests_waiting", model, NULL,
-              (double)v->waiting);
+  vllm_series(f, "vllm:num_requests_waiting", model, NULL, (double)v->waiting);
   head(f, "vllm:num_requests_running", "gauge",
        "Sequences running (nucleus_requests_running).");
-  vllm_series(f, "vllm:num_requests_running", model, NULL,
-              (double)v->running);
+  vllm_series(f, "vllm:num_requests_running", model, NULL, (double)v->running);
   head(f, "vllm:kv_cache_usage_perc", "gauge",
        "KV-cache usage; 1 means 100 percent (nucleus_kv_cache_usage_ratio).");
   vllm_series(f, "vllm:kv_cache_usage_perc", model, NULL, load_kv_usage(v));

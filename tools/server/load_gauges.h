@@ -30,8 +30,7 @@ typedef struct load_view {
 } load_view;
 
 /* The view of one stats snapshot (block_tokens: the engine's block size). */
-load_view load_view_of(const nucleus_engine_stats *stats,
-                       int32_t block_tokens);
+load_view load_view_of(const nucleus_engine_stats *stats, int32_t block_tokens);
 
 /* Used blocks over all blocks, in [0, 1] (0 for an empty pool). */
 double load_kv_usage(const load_view *v);

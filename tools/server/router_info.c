@@ -21,8 +21,7 @@ static load_view current_load(server_ctx *srv) {
 
 /* GET /server_info, /get_server_info: the served model's name (the
  * router's model id) and the limits this replica runs under. */
-enum MHD_Result handle_server_info(server_ctx *srv,
-                                   struct MHD_Connection *conn,
+enum MHD_Result handle_server_info(server_ctx *srv, struct MHD_Connection *conn,
                                    const char *body, size_t len) {
   (void)body;
   (void)len;
@@ -61,11 +60,11 @@ enum MHD_Result handle_model_info(server_ctx *srv, struct MHD_Connection *conn,
   (void)body;
   (void)len;
   const char *arch = nucleus_model_arch(srv->model);
-  json_t *info = json_pack(
-      "{s:b,s:s,s:o,s:i,s:i}", "is_generation", 1, "model_type",
-      arch ? arch : "", "served_model_name",
-      json_text(srv->model_id, strlen(srv->model_id)), "n_ctx_train",
-      nucleus_model_n_ctx_train(srv->model), "n_vocab", srv->n_vocab);
+  json_t *info =
+      json_pack("{s:b,s:s,s:o,s:i,s:i}", "is_generation", 1, "model_type",
+                arch ? arch : "", "served_model_name",
+                json_text(srv->model_id, strlen(srv->model_id)), "n_ctx_train",
+                nucleus_model_n_ctx_train(srv->model), "n_vocab", srv->n_vocab);
   const char *hf = hf_architecture(arch);
   if (info && hf)
     json_object_set_new(info, "architectures", json_pack("[s]", hf));
