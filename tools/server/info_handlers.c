@@ -50,11 +50,24 @@ enum MHD_Result handle_metrics(server_ctx *srv, struct MHD_Connection *conn,
   if (srv->engine) nucleus_engine_get_stats(srv->engine, &stats);
   char *text = metrics_render(srv->metrics, srv->engine ? &stats : NULL,
                               inflight_count(srv->inflight));
-  if (!text) return MHD_NO;
-  enum MHD_Result r =
-      reply_text(srv, conn, 200, "text/plain; version=0.0.4; charset=utf-8",
-                 text, strlen(text));
+  char *gauges = router_gauges_text(srv);
+  if (!text || !gauges) {
+    free(text);
+    free(gauges);
+    return MHD_NO;
+  }
+  size_t n = strlen(text), m = strlen(gauges);
+  char *all = malloc(n + m + 1);
+  if (all) {
+    memcpy(all, text, n);
+    memcpy(all + n, gauges, m + 1);
+  }
   free(text);
+  free(gauges);
+  if (!all) return MHD_NO;
+  enum MHD_Result r = reply_text(
+      srv, conn, 200, "text/plain; version=0.0.4; charset=utf-8", all, n + m);
+  free(all);
   return r;
 }
 

@@ -45,5 +45,14 @@ enum MHD_Result handle_chat_completions(server_ctx *, struct MHD_Connection *,
                                         const char *, size_t);
 enum MHD_Result handle_completions(server_ctx *, struct MHD_Connection *,
                                    const char *, size_t);
+/* What routers read (router_info.c). */
+enum MHD_Result handle_server_info(server_ctx *, struct MHD_Connection *,
+                                   const char *, size_t);
+enum MHD_Result handle_model_info(server_ctx *, struct MHD_Connection *,
+                                  const char *, size_t);
+enum MHD_Result handle_get_load(server_ctx *, struct MHD_Connection *,
+                                const char *, size_t);
+/* The load gauges /metrics appends (allocated; NULL when out of memory). */
+char *router_gauges_text(server_ctx *srv);
 
 #endif

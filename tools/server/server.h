@@ -22,6 +22,8 @@ typedef struct server_ctx {
   int64_t created;      /* unix time the model was loaded */
   int32_t n_ctx;        /* per-sequence context a prompt must fit in */
   int32_t n_vocab;
+  /* The engine's parameters as started (limits /server_info reports). */
+  nucleus_engine_params engine_params;
   /* What a request starts from: OpenAI's defaults, with the model's own
    * recommendations (general.sampling.*) first. */
   nucleus_request_params defaults;

@@ -52,7 +52,13 @@ void server_config_usage(FILE *out) {
       "  --parse-special-in-content  read special-token text inside chat "
       "messages\n"
       "                          as control tokens (lets users forge "
-      "turns)\n");
+      "turns)\n"
+      "  --metrics-names SET     nucleus (default) or llm-d: /metrics also "
+      "carries\n"
+      "                          vLLM's gauge names "
+      "(vllm:num_requests_waiting, "
+      "...)\n"
+      "                          that the llm-d endpoint picker reads\n");
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
@@ -71,6 +77,20 @@ static int parse_long(const char *opt, const char *s, long lo, long hi,
   }
   *out = v;
   return 0;
+}
+
+/* "nucleus" / "llm-d" -> *out; -1 for any other name. */
+static int metrics_names_parse(const char *s, metrics_names *out) {
+  if (!s) return -1;
+  if (!strcmp(s, "nucleus")) {
+    *out = METRICS_NAMES_NUCLEUS;
+    return 0;
+  }
+  if (!strcmp(s, "llm-d")) {
+    *out = METRICS_NAMES_LLMD;
+    return 0;
+  }
+  return -1;
 }
 
 static void set_defaults(server_config *cfg) {
@@ -111,6 +131,12 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "--parse-special-in-content")) {
       cfg->parse_special_in_content = true;
       takes_value = false;
+    } else if (!strcmp(a, "--metrics-names")) {
+      if (metrics_names_parse(v, &cfg->metrics_names)) {
+        snprintf(msg, cap, "--metrics-names: '%s' is not nucleus or llm-d",
+                 v ? v : "");
+        rc = -1;
+      }
     } else if (!strcmp(a, "--read-timeout")) {
       rc = parse_long(a, v, 1, 86400, &n, msg, cap);
       cfg->read_timeout_s = (int)n;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "load_gauges.h"
+
 #define SERVER_MAX_ALLOWED_HOSTS 16
 
 typedef struct server_config {
@@ -35,6 +37,7 @@ typedef struct server_config {
    * their Host header; "*" allows any. */
   const char *allowed_hosts[SERVER_MAX_ALLOWED_HOSTS];
   int n_allowed_hosts;
+  metrics_names metrics_names; /* --metrics-names: which names /metrics adds */
   bool help;
 } server_config;
 

@@ -58,13 +58,15 @@ static const char *base_name(const char *path) {
 }
 
 static nucleus_engine *start_engine(const server_config *cfg,
-                                    nucleus_model *model, int32_t n_ctx) {
+                                    nucleus_model *model, int32_t n_ctx,
+                                    nucleus_engine_params *used) {
   nucleus_engine_params ep = nucleus_engine_default_params();
   ep.n_ctx = n_ctx;
   if (cfg->kv_tokens) ep.kv_cache_tokens = cfg->kv_tokens;
   if (cfg->parallel) ep.max_running = cfg->parallel;
   if (cfg->max_queue) ep.max_queued = cfg->max_queue;
   ep.no_prefix_cache = cfg->no_prefix_cache;
+  *used = ep;
   nucleus_engine *engine = NULL;
   nucleus_error err = {0};
   if (nucleus_engine_create(model, &ep, &engine, &err) != NUCLEUS_OK) {
@@ -108,7 +110,9 @@ static int serve(const server_config *cfg, const char *path,
   srv.metrics = metrics_create();
   srv.inflight = inflight_create();
   if (!srv.metrics || !srv.inflight) goto out;
-  if (!(srv.engine = start_engine(cfg, srv.model, srv.n_ctx))) goto out;
+  if (!(srv.engine =
+            start_engine(cfg, srv.model, srv.n_ctx, &srv.engine_params)))
+    goto out;
   char msg[256];
   if (!(hs = http_server_start(&srv, msg, sizeof msg))) {
     fprintf(stderr, "nucleus serve: %s\n", msg);
