@@ -33,6 +33,7 @@ typedef struct completion {
   int32_t n_tokens, cap;
   int32_t n_generated;
   bool finished;
+  nucleus_inspect *inspect; /* this step's record, when inspect_top_n > 0 */
 } completion;
 
 struct group {
