@@ -411,6 +411,7 @@ typedef struct nucleus_timings {
 
 typedef struct nucleus_inspect_candidate {
   int32_t token;
+  float logit; /* the model's raw logit */
   float raw_prob;
   float stage_prob[NUCLEUS_MAX_INSPECT_STAGES]; /* after stages[k] */
   int32_t removed_by; /* index into stages of the first that cut it, or -1 */
@@ -429,6 +430,19 @@ typedef struct nucleus_inspect {
   int32_t token;               /* the drawn id */
 } nucleus_inspect;
 
+/* Runs the sampling pipeline once on a row of n_logits logits (token ids
+ * 0..n_logits-1, e.g. the top candidates of a step that an inspect record
+ * carries), with p's settings and seed (p->has_seed is required), at steps
+ * 0..n_draws-1 of its generator. inspect (when not NULL) receives the
+ * record of step 0 for up to NUCLEUS_MAX_INSPECT_TOP candidates; draws
+ * (n_draws entries, when n_draws > 0) the token drawn at each step. The
+ * penalties need a history and are refused, as are logprobs. n_logits in
+ * [1, 1 << 20], n_draws in [0, 100000]. */
+NUCLEUS_API nucleus_status nucleus_sample_logits(
+    const nucleus_sampling_params *p, const float *logits, int32_t n_logits,
+    int32_t n_draws, nucleus_inspect *inspect, int32_t *draws,
+    nucleus_error *err);
+
 /* Pointers inside an event stay valid until the next call to
  * nucleus_request_next_event on the same request. */
 typedef struct nucleus_event {
@@ -441,7 +455,9 @@ typedef struct nucleus_event {
   float logprob; /* when logprobs were asked for */
   const nucleus_token_logprob *top_logprobs;
   int32_t n_top_logprobs;
-  const nucleus_inspect *inspect; /* when inspect_top_n > 0, else NULL */
+  /* TOKEN, and FINISH when an end token (eog, stop token id) ended it:
+   * that step's sampler record, when inspect_top_n > 0; else NULL */
+  const nucleus_inspect *inspect;
   /* FINISH */
   nucleus_finish_reason finish_reason;
   const char *stop_string; /* the matched stop string, or NULL */

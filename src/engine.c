@@ -173,6 +173,7 @@ void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
   ev.usage.completion_tokens = n_generated;
   ev.timings = group_timings(g, nc_now_ms());
   ev.seed = g->req->seed;
+  ev.inspect = f->inspect;
   emit(g, &ev);
 }
 
@@ -267,6 +268,7 @@ static void end_output(nucleus_engine *e, group *g, completion *c,
     f.stop_token = end_tok;
   f.text = text;
   f.text_len = len;
+  if (end_tok >= 0) f.inspect = c->inspect; /* no TOKEN event had it */
   finish_completion(e, g, c, &f);
   free(text);
 }

@@ -207,6 +207,7 @@ void nc_inspect_finish(nc_inspect_rec *rec, double u, int32_t token,
     int32_t id = c < n ? rec->ids[c] : token;
     bool is_drawn = id == token; /* kept by every stage */
     k->token = id;
+    k->logit = rec->raw[id];
     k->raw_prob = logit_prob(rec->raw, id, raw_m, raw_z);
     k->removed_by = -1;
     float weight = nc_expf_neg((rec->x[id] - rec->m) * rec->scale);
