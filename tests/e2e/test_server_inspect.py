@@ -19,7 +19,8 @@ CHAT = {"model": "m", "messages": [{"role": "user", "content": "Name a color."}]
 
 
 def post(server, path, body, stream=False):
-    return requests.post(server.base_url + path, json=body, stream=stream,
+    base = server.url if path == "/sample" else server.base_url
+    return requests.post(base + path, json=body, stream=stream,
                          timeout=120)
 
 
@@ -110,3 +111,65 @@ def test_inspect_bounds(server, bad):
                                                    inspect=bad))
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"].startswith("inspect")
+
+
+def request_record(server, **settings):
+    body = dict(CHAT, max_tokens=1, seed=5, inspect={"top_n": 16}, **settings)
+    r = post(server, "/chat/completions", body)
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["inspect"][0]
+
+
+def what_if(server, rec, **settings):
+    body = {"candidates": [{"id": c["id"], "logit": c["logit"]}
+                           for c in rec["candidates"]], **settings}
+    r = post(server, "/sample", body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_sample_replays_the_step(server):
+    settings = dict(temperature=0.8, top_k=6, top_p=0.9)
+    rec = request_record(server, **settings)
+    out = what_if(server, rec, seed=5, n_draws=1, **settings)
+    assert out["stages"] == rec["stages"]
+    by_id = {c["id"]: c for c in out["candidates"]}
+    kept = [c["id"] for c in rec["candidates"] if c["removed_by"] is None]
+    assert out["kept"] == kept
+    for c in rec["candidates"]:
+        o = by_id[c["id"]]
+        assert o["removed_by"] == c["removed_by"]
+        assert math.isclose(o["final_prob"], c["final_prob"], rel_tol=1e-4,
+                            abs_tol=1e-7)
+    # the same generator key (seed, step 0) and the same kept set: the same
+    # draw as the request's
+    assert out["histogram"] == [{"id": rec["draw"]["id"], "count": 1}]
+
+
+def test_sample_temperature_changes_the_set(server):
+    rec = request_record(server, temperature=1.0, top_p=0.8)
+    cold = what_if(server, rec, temperature=0.3, top_p=0.8)
+    hot = what_if(server, rec, temperature=3.0, top_p=0.8)
+    assert len(cold["kept"]) < len(hot["kept"])
+    h = what_if(server, rec, temperature=3.0, top_p=0.8, n_draws=200, seed=1)
+    assert sum(b["count"] for b in h["histogram"]) == 200
+    assert {b["id"] for b in h["histogram"]} <= set(h["kept"])
+    # seeded: the same histogram again
+    assert what_if(server, rec, temperature=3.0, top_p=0.8, n_draws=200,
+                   seed=1)["histogram"] == h["histogram"]
+
+
+@pytest.mark.parametrize("body", [
+    {},
+    {"candidates": []},
+    {"candidates": [{"id": 1}]},
+    {"candidates": [{"id": 1, "logit": 0}, {"id": 1, "logit": 1}]},
+    {"candidates": [{"id": -1, "logit": 0}]},
+    {"candidates": [{"id": 1, "logit": 0}], "n_draws": 1001},
+    {"candidates": [{"id": 1, "logit": 0}], "temperature": 101},
+    {"candidates": [{"id": 1, "logit": 0}], "presence_penalty": 1},
+    {"candidates": [{"id": i, "logit": 0} for i in range(65)]},
+])
+def test_sample_refuses(server, body):
+    r = post(server, "/sample", body)
+    assert r.status_code == 400, r.text

@@ -27,6 +27,7 @@ json_t *inspect_json(server_ctx *srv, const nucleus_inspect *in) {
     json_t *o = json_object();
     json_object_set_new(o, "id", json_integer(k->token));
     json_object_set_new(o, "text", piece(srv, k->token));
+    json_object_set_new(o, "logit", json_finite(k->logit));
     json_object_set_new(o, "raw_prob", json_finite(k->raw_prob));
     json_object_set_new(o, "after", after);
     json_object_set_new(o, "removed_by",
