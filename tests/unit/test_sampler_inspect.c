@@ -296,6 +296,53 @@ static void top_n_is_bounded(void **state) {
   assert_int_equal(nc_sampling_validate(&p, 10, &err), NC_OK);
 }
 
+/* The public what-if (nucleus_sample_logits): the same pipeline on a row,
+ * its record and draws that replay, and what it refuses. */
+static void sample_logits_replays(void **state) {
+  (void)state;
+  float x[6] = {2.0f, 1.5f, 1.0f, 0.2f, -1.0f, -3.0f};
+  nucleus_sampling_params p = nucleus_sampling_default_params();
+  p.has_seed = true, p.seed = 9, p.top_k = 3, p.temperature = 2.0f;
+  nucleus_inspect rec;
+  int32_t draws[300], again[300];
+  assert_int_equal(nucleus_sample_logits(&p, x, 6, 300, &rec, draws, NULL),
+                   NUCLEUS_OK);
+  assert_int_equal(nucleus_sample_logits(&p, x, 6, 300, NULL, again, NULL),
+                   NUCLEUS_OK);
+  assert_memory_equal(draws, again, sizeof draws);
+  assert_int_equal(rec.n_candidates, 6);
+  assert_int_equal(rec.token, draws[0]);
+  int counts[6] = {0};
+  for (int k = 0; k < 300; k++) {
+    assert_true(draws[k] >= 0 && draws[k] < 3); /* top-k keeps 0..2 */
+    counts[draws[k]]++;
+  }
+  assert_true(counts[0] > counts[2] && counts[2] > 0);
+  for (int c = 3; c < 6; c++)
+    assert_int_equal(rec.candidates[c].removed_by, 1);
+  /* each draw is the engine's: a sampler at that step draws the same */
+  nc_sampler *s = make_sampler(&p, 6, 9);
+  nc_sample_workspace *ws = make_ws(6);
+  for (int k = 0; k < 300; k++) {
+    assert_int_equal(sample_one(ws, s, x).token, draws[k]);
+    nc_sampler_accept(s, draws[k]);
+  }
+  nc_sampler_free(s);
+  nc_sample_workspace_free(ws);
+  nucleus_error err = {0};
+  p.presence_penalty = 0.5f;
+  assert_int_equal(nucleus_sample_logits(&p, x, 6, 1, NULL, draws, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  p.presence_penalty = 0.0f, p.has_seed = false;
+  assert_int_equal(nucleus_sample_logits(&p, x, 6, 1, NULL, draws, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  p.has_seed = true;
+  assert_int_equal(nucleus_sample_logits(&p, x, 6, 1, NULL, NULL, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_int_equal(nucleus_sample_logits(&p, x, 0, 0, NULL, NULL, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(inspect_changes_nothing),
@@ -306,6 +353,7 @@ int main(void) {
       cmocka_unit_test(greedy_cuts_at_temperature),
       cmocka_unit_test(top_p_wider_than_min_p),
       cmocka_unit_test(top_n_is_bounded),
+      cmocka_unit_test(sample_logits_replays),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
