@@ -281,6 +281,10 @@ typedef struct nucleus_sampling_params {
   bool logprobs;           /* report the chosen token's logprob */
   int32_t top_logprobs;    /* 0..20 alternatives */
   bool processed_logprobs; /* from the processed distribution, not raw */
+  /* 0 = off; 1..NUCLEUS_MAX_INSPECT_TOP: each TOKEN event carries what the
+   * sampler did at that step (event.inspect), for the top_n most likely
+   * tokens before any stage. */
+  int32_t inspect_top_n;
 } nucleus_sampling_params;
 
 NUCLEUS_API nucleus_sampling_params nucleus_sampling_default_params(void);
@@ -457,6 +461,52 @@ typedef struct nucleus_timings {
   double generation_tokens_per_s;
 } nucleus_timings;
 
+/* ------------------------------------------------- the sampler inspector
+ *
+ * What the sampler did at one step, recorded as it ran: the stages that ran
+ * (in the pipeline's order, named as sampler.h names them: "grammar",
+ * "logit_bias", "repetition_penalty", "presence_frequency_penalty",
+ * "temperature", "top_k", "top_p", "min_p", "typical_p"), and for each
+ * candidate its probability before any stage (raw_prob: the softmax of the
+ * model's logits), after each stage that ran, and at the draw. */
+
+#define NUCLEUS_MAX_INSPECT_TOP 64
+#define NUCLEUS_MAX_INSPECT_STAGES 9
+
+typedef struct nucleus_inspect_candidate {
+  int32_t token;
+  float logit; /* the model's raw logit */
+  float raw_prob;
+  float stage_prob[NUCLEUS_MAX_INSPECT_STAGES]; /* after stages[k] */
+  int32_t removed_by; /* index into stages of the first that cut it, or -1 */
+  float final_prob;   /* in the distribution the draw read */
+} nucleus_inspect_candidate;
+
+typedef struct nucleus_inspect {
+  int32_t n_stages;
+  const char *stages[NUCLEUS_MAX_INSPECT_STAGES]; /* static strings */
+  /* the top_n most likely before any stage (descending raw_prob, ties to the
+   * lower id), then the drawn token when it is not among them */
+  int32_t n_candidates;
+  nucleus_inspect_candidate candidates[NUCLEUS_MAX_INSPECT_TOP + 1];
+  uint64_t seed, stream, step; /* the generator's key */
+  double uniform;              /* u in [0, 1); unused for greedy rows */
+  int32_t token;               /* the drawn id */
+} nucleus_inspect;
+
+/* Runs the sampling pipeline once on a row of n_logits logits (token ids
+ * 0..n_logits-1, e.g. the top candidates of a step that an inspect record
+ * carries), with p's settings and seed (p->has_seed is required), at steps
+ * 0..n_draws-1 of its generator. inspect (when not NULL) receives the
+ * record of step 0 for up to NUCLEUS_MAX_INSPECT_TOP candidates; draws
+ * (n_draws entries, when n_draws > 0) the token drawn at each step. The
+ * penalties need a history and are refused, as are logprobs. n_logits in
+ * [1, 1 << 20], n_draws in [0, 100000]. */
+NUCLEUS_API nucleus_status nucleus_sample_logits(
+    const nucleus_sampling_params *p, const float *logits, int32_t n_logits,
+    int32_t n_draws, nucleus_inspect *inspect, int32_t *draws,
+    nucleus_error *err);
+
 /* Pointers inside an event stay valid until the next call to
  * nucleus_request_next_event on the same request. */
 typedef struct nucleus_event {
@@ -469,6 +519,9 @@ typedef struct nucleus_event {
   float logprob; /* when logprobs were asked for */
   const nucleus_token_logprob *top_logprobs;
   int32_t n_top_logprobs;
+  /* TOKEN, and FINISH when an end token (eog, stop token id) ended it:
+   * that step's sampler record, when inspect_top_n > 0; else NULL */
+  const nucleus_inspect *inspect;
   /* FINISH */
   nucleus_finish_reason finish_reason;
   const char *stop_string; /* the matched stop string, or NULL */

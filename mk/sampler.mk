@@ -3,7 +3,7 @@
 SAMPLER_OBJS := status rng sampler sampler_params sampler_contract sampler_math \
                 kernels/sampler_avx2 kernels/sampler_avx512 \
                 sampler_select \
-                sampler_batch sampler_logprobs sampler_parallel threadpool
+                sampler_batch sampler_inspect sampler_logprobs sampler_parallel threadpool
 CFLAGS_sampler_math := -O3 -fno-trapping-math
 CFLAGS_sampler_avx2 := -O3 -mavx2 -ffp-contract=off
 CFLAGS_sampler_avx512 := -O3 -mavx512f -ffp-contract=off
@@ -43,7 +43,7 @@ test_sampler_parallel_DEPS := $(SAMPLER_OBJS)
 # the portable passes run.)
 FUZZ_SAMPLER_SRCS := fuzz/fuzz_sampler.c src/status.c src/rng.c \
   src/sampler.c src/sampler_params.c src/sampler_contract.c src/sampler_math.c src/kernels/sampler_avx2.c \
-  src/kernels/sampler_avx512.c src/sampler_select.c src/sampler_batch.c \
+  src/kernels/sampler_avx512.c src/sampler_select.c src/sampler_batch.c src/sampler_inspect.c \
   src/sampler_logprobs.c src/beam.c
 .PHONY: fuzz-sampler
 fuzz-sampler: build/fuzz/fuzz_sampler
@@ -52,3 +52,5 @@ build/fuzz/fuzz_sampler: $(FUZZ_SAMPLER_SRCS) src/sampler.h src/beam.h
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(FUZZ_SAMPLER_SRCS) -lm -o $@
+UNIT_TESTS += test_sampler_inspect
+test_sampler_inspect_DEPS := $(SAMPLER_OBJS) api_sample

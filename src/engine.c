@@ -30,6 +30,7 @@ static void completion_clear(completion *c) {
   nc_detok_free(c->detok);
   nc_stop_matcher_free(c->stop);
   free(c->tokens);
+  free(c->inspect);
 }
 
 bool nc_engine_push_token(completion *c, int32_t tok) {
@@ -61,6 +62,10 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
                                  (uint64_t)index, &c->sampler, err);
   if (rc != NC_OK) return rc;
   nc_sampler_accept_prompt(c->sampler, r->prompt, (size_t)r->n_prompt);
+  if (p->sampling.inspect_top_n > 0) {
+    c->inspect = malloc(sizeof *c->inspect);
+    if (!c->inspect) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  }
   c->detok = nc_detok_create(e->vocab, p->skip_special_tokens);
   if (!c->detok) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   rc = nc_stop_matcher_create(p->stop, p->n_stop, p->include_stop_str_in_output,
@@ -171,6 +176,7 @@ void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
   ev.usage.cached_tokens = g->cached_tokens;
   ev.timings = group_timings(g, nc_now_ms());
   ev.seed = g->req->seed;
+  ev.inspect = f->inspect;
   emit(g, &ev);
 }
 
@@ -266,6 +272,7 @@ static void end_output(nucleus_engine *e, group *g, completion *c,
     f.stop_token = end_tok;
   f.text = text;
   f.text_len = len;
+  if (end_tok >= 0) f.inspect = c->inspect; /* no TOKEN event had it */
   finish_completion(e, g, c, &f);
   free(text);
 }
@@ -314,6 +321,7 @@ static void handle_token(nucleus_engine *e, group *g, completion *c,
       ev.top_logprobs = res->top;
       ev.n_top_logprobs = res->n_top;
     }
+    ev.inspect = c->inspect;
     ev.seed = g->req->seed;
     emit(g, &ev);
   }
@@ -593,6 +601,7 @@ static bool step(nucleus_engine *e) {
           .logits = e->logits + (size_t)r * (size_t)e->n_vocab,
           .suppress = masked ? g->suppress : NULL,
           .n_suppress = masked ? g->n_suppress : 0,
+          .inspect = ck->inspect,
       };
       e->step.sample_comp[n_sample++] = ck;
     }

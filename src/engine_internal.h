@@ -33,6 +33,7 @@ typedef struct completion {
   int32_t n_tokens, cap;
   int32_t n_generated;
   bool finished;
+  nucleus_inspect *inspect; /* this step's record, when inspect_top_n > 0 */
 } completion;
 
 struct group {
@@ -117,7 +118,8 @@ typedef struct nc_finish {
   const char *stop_string; /* the matched stop string, or NULL */
   const char *text;        /* text released at the end, or NULL */
   size_t text_len;
-  const nc_error *error; /* for NUCLEUS_FINISH_ERROR, or NULL */
+  const nc_error *error;          /* for NUCLEUS_FINISH_ERROR, or NULL */
+  const nucleus_inspect *inspect; /* the end token's step, or NULL */
 } nc_finish;
 
 /* A finish that carries only its reason (and error). */

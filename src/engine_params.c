@@ -83,6 +83,7 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
     const char *what =
         p->n_stop                               ? "stop strings"
         : s->logprobs || s->top_logprobs        ? "logprobs"
+        : s->inspect_top_n                      ? "inspect"
         : s->n_logit_bias                       ? "logit_bias"
         : s->allowed_tokens || s->banned_tokens ? "allowed/banned tokens"
         : s->top_k > 0 || s->top_p < 1 || s->min_p > 0 || s->typical_p < 1

@@ -9,6 +9,7 @@ struct nc_event_node {
   nucleus_event ev;
   char *text;
   nucleus_token_logprob *top;
+  nucleus_inspect *inspect;
   char *stop_string;
   nc_event_node *next;
 };
@@ -23,6 +24,7 @@ static void free_node(nc_event_node *n) {
   if (!n) return;
   free(n->text);
   free(n->top);
+  free(n->inspect);
   free(n->stop_string);
   free(n);
 }
@@ -148,6 +150,9 @@ void nc_request_push_event(nucleus_request *r, const nucleus_event *ev) {
   }
   n->ev.top_logprobs = n->top;
   n->ev.n_top_logprobs = n->top ? ev->n_top_logprobs : 0;
+  if (ev->inspect)
+    n->inspect = dup_mem(ev->inspect, 1, sizeof *n->inspect, &(bool){true});
+  n->ev.inspect = n->inspect;
   if (ev->stop_string) n->stop_string = strdup(ev->stop_string);
   n->ev.stop_string = n->stop_string;
   pthread_mutex_lock(&r->mu);

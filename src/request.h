@@ -42,7 +42,8 @@ nc_code nc_request_create(uint64_t id, const int32_t *prompt, size_t n_prompt,
                           nucleus_request **out, nc_error *err);
 void nc_request_unref(nucleus_request *r);
 
-/* Queues a copy of ev (its text and top logprobs are copied). */
+/* Queues a copy of ev (its text, top logprobs and inspect record are
+ * copied). */
 void nc_request_push_event(nucleus_request *r, const nucleus_event *ev);
 
 double nc_now_ms(void);

@@ -76,6 +76,26 @@
 #define NC_TEMPERATURE_MAX 100.0f
 #define NC_REPETITION_PENALTY_MAX 100.0f
 
+/* The stages, in the pipeline's order, as the inspector names them
+ * (nucleus_inspect.stages): grammar (a structured-output mask, when one
+ * runs before step 1), logit_bias (step 1: bias and masks),
+ * repetition_penalty (2), presence_frequency_penalty (3), temperature (4),
+ * top_k (5), top_p (6), min_p (7), typical_p (8). */
+typedef enum nc_stage {
+  NC_STAGE_GRAMMAR,
+  NC_STAGE_LOGIT_BIAS,
+  NC_STAGE_REPETITION,
+  NC_STAGE_PRESENCE_FREQUENCY,
+  NC_STAGE_TEMPERATURE,
+  NC_STAGE_TOP_K,
+  NC_STAGE_TOP_P,
+  NC_STAGE_MIN_P,
+  NC_STAGE_TYPICAL_P,
+  NC_STAGE_COUNT,
+} nc_stage;
+
+const char *nc_stage_name(nc_stage stage);
+
 typedef struct nc_sampler nc_sampler;
 typedef struct nc_sample_workspace nc_sample_workspace;
 
@@ -127,6 +147,11 @@ typedef struct nc_sample_row {
   const float *logits;     /* n_vocab of the sampler */
   const int32_t *suppress; /* extra tokens masked this step (min_tokens) */
   int32_t n_suppress;
+  /* When not NULL, what the pipeline did to this row is recorded here
+   * (for inspect_top_n candidates; the sampler's inspect_top_n, at least
+   * 1 when its own is 0). NULL costs nothing and the result never depends
+   * on it. */
+  nucleus_inspect *inspect;
 } nc_sample_row;
 
 typedef struct nc_sample_result {

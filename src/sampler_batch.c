@@ -49,6 +49,7 @@ void nc_sample_workspace_free(nc_sample_workspace *ws) {
   free(ws->cand);
   free(ws->top_ids);
   free(ws->top_vals);
+  nc_inspect_rec_free(ws->insp);
   free(ws);
 }
 
@@ -116,15 +117,28 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
     x[s->banned[i]] = -INFINITY;
   for (int32_t i = 0; i < row->n_suppress; i++)
     x[row->suppress[i]] = -INFINITY;
+  if (st->ins &&
+      (s->has_allowed || s->n_bias || s->n_banned || row->n_suppress))
+    nc_inspect_logits(st->ins, NC_STAGE_LOGIT_BIAS, x);
   const float r = s->p.repetition_penalty;
   const float freq = s->p.frequency_penalty, pres = s->p.presence_penalty;
+  /* inspected: the two penalties in two passes, to record between them
+   * (the same float operations in the same order: the same logits) */
+  bool split = st->ins && r != 1.0f && (freq != 0.0f || pres != 0.0f);
   for (int32_t e = 0; e < s->n_seen; e++) {
     const nc_seen *seen = &s->seen[e];
     float v = x[seen->token];
     if (r != 1.0f) v = v > 0.0f ? v / r : v * r;
-    if (seen->count > 0) v -= (float)seen->count * freq + pres;
+    if (seen->count > 0 && !split) v -= (float)seen->count * freq + pres;
     x[seen->token] = v;
   }
+  if (st->ins && r != 1.0f) nc_inspect_logits(st->ins, NC_STAGE_REPETITION, x);
+  if (split)
+    for (int32_t e = 0; e < s->n_seen; e++)
+      if (s->seen[e].count > 0)
+        x[s->seen[e].token] -= (float)s->seen[e].count * freq + pres;
+  if (st->ins && (freq != 0.0f || pres != 0.0f))
+    nc_inspect_logits(st->ins, NC_STAGE_PRESENCE_FREQUENCY, x);
   st->pristine = !s->has_allowed && s->n_bias == 0 && s->n_banned == 0 &&
                  row->n_suppress == 0 && s->n_seen == 0;
   /* the edited tokens' final values */
@@ -187,7 +201,11 @@ static void truncate(nc_sample_workspace *ws, nc_row_state *st) {
                     ws->top_vals);
     for (size_t i = 0; i < n; i++)
       fill_cand(&cand[i], ws->top_ids[i], ws->top_vals[i], st->m, st->scale);
-    if (top_p) n = nc_cand_select_mass(cand, n, p->top_p * cand_mass(cand, n));
+    if (st->ins) nc_inspect_set(st->ins, NC_STAGE_TOP_K, cand, n);
+    if (top_p) {
+      n = nc_cand_select_mass(cand, n, p->top_p * cand_mass(cand, n));
+      if (st->ins) nc_inspect_set(st->ins, NC_STAGE_TOP_P, cand, n);
+    }
   } else if (top_p) {
     /* The top-p set is a prefix by probability: collect the tokens within
      * -thr of the max, widening only while they hold less than the target
@@ -203,9 +221,13 @@ static void truncate(nc_sample_workspace *ws, nc_row_state *st) {
       n = nc_row_collect(x, (size_t)st->V, st->m, st->scale, thr, cand);
       if (cand_mass(cand, n) >= target) {
         n = nc_cand_select_mass(cand, n, target);
+        if (st->ins) nc_inspect_set(st->ins, NC_STAGE_TOP_P, cand, n);
         break;
       }
-      if (thr == floor_thr) break;
+      if (thr == floor_thr) {
+        if (st->ins) nc_inspect_top_p_full(st->ins, target);
+        break;
+      }
     }
   } else {
     float thr = min_p ? logf(p->min_p) : -INFINITY;
@@ -217,6 +239,7 @@ static void truncate(nc_sample_workspace *ws, nc_row_state *st) {
     for (size_t i = 0; i < n; i++)
       if (cand[i].s >= thr) cand[kept++] = cand[i];
     n = kept;
+    if (st->ins) nc_inspect_set(st->ins, NC_STAGE_MIN_P, cand, n);
   }
   if (typical && n > 1) {
     double mass = cand_mass(cand, n), ws_sum = 0.0;
@@ -228,6 +251,7 @@ static void truncate(nc_sample_workspace *ws, nc_row_state *st) {
       cand[i].key = (float)fabs(-((double)cand[i].s - log_mass) - entropy);
     n = nc_cand_select_mass(cand, n, p->typical_p * mass);
   }
+  if (typical && st->ins) nc_inspect_set(st->ins, NC_STAGE_TYPICAL_P, cand, n);
   st->n = n;
   st->mass = cand_mass(cand, n);
 }
@@ -247,6 +271,14 @@ static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
                    "the sampler's vocabulary (%d) is larger than the "
                    "workspace's (%d)",
                    st->V, ws->n_vocab);
+  if (row->inspect) {
+    st->ins = nc_inspect_rec_get(&ws->insp, ws->n_vocab);
+    if (st->ins)
+      nc_inspect_begin(st->ins, row->inspect, st->s->p.inspect_top_n, st->raw,
+                       st->V, st->s->seed, st->s->stream, st->s->step);
+    else
+      memset(row->inspect, 0, sizeof *row->inspect);
+  }
   nc_code rc = build_logits(ws, row, st, err);
   if (rc) return rc;
   if (st->m == -INFINITY)
@@ -261,9 +293,13 @@ static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
     st->n = 1;
     st->mass = 1.0;
     fill_cand(&ws->cand[0], st->argmax, st->m, st->m, 1.0f);
+    if (st->ins)
+      nc_inspect_temperature(st->ins, ws->x, st->m, 1.0f, st->argmax, ws->simd);
     return NC_OK;
   }
   st->scale = 1.0f / st->s->p.temperature;
+  if (st->ins)
+    nc_inspect_temperature(st->ins, ws->x, st->m, st->scale, -1, ws->simd);
   truncate(ws, st);
   return NC_OK;
 }
@@ -330,6 +366,8 @@ nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
     }
     double u = nc_rng_uniform(st.s->seed, st.s->stream, st.s->step, 0);
     res->token = draw(ws, &st, u);
+    if (st.ins)
+      nc_inspect_finish(st.ins, u, res->token, st.mass, st.full ? ws->w : NULL);
     res->n_kept = st.full ? st.V : (int32_t)st.n;
     res->status = NC_OK;
     nc_sample_logprobs(ws, &st, res);
@@ -351,7 +389,9 @@ nc_code nc_sample_distribution(nc_sample_workspace *ws,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "sample distribution: an argument is NULL");
   nc_row_state st;
-  nc_code rc = process_row(ws, row, &st, err);
+  nc_sample_row plain = *row; /* nothing drawn: nothing to inspect */
+  plain.inspect = NULL;
+  nc_code rc = process_row(ws, &plain, &st, err);
   if (rc) return rc;
   size_t n = st.n;
   if (st.full) {

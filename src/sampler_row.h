@@ -4,6 +4,7 @@
 #ifndef NC_SAMPLER_ROW_H
 #define NC_SAMPLER_ROW_H
 
+#include "sampler_inspect.h"
 #include "sampler_internal.h"
 #include "sampler_math.h"
 
@@ -20,6 +21,7 @@ struct nc_sample_workspace {
   int32_t *top_ids; /* top-k heap */
   float *top_vals;
   int simd; /* NC_SIMD_* level of the row passes (the backend table's) */
+  nc_inspect_rec *insp; /* made on the first inspected row */
 };
 
 typedef struct nc_row_state {
@@ -35,7 +37,8 @@ typedef struct nc_row_state {
   double mass;    /* sum of the final set's weights */
   float raw_max;  /* max of the raw logits, when raw_known */
   bool raw_known;
-  bool pristine; /* no edit: the processed logits are the raw ones */
+  bool pristine;       /* no edit: the processed logits are the raw ones */
+  nc_inspect_rec *ins; /* this row's recorder, NULL when not inspected */
 } nc_row_state;
 
 /* Fills res->logprob and res->top as the sampler asks (res->token set). */

@@ -42,6 +42,7 @@ typedef struct outcome {
   int n_finish;
   bool done;
   nucleus_usage usage;
+  int32_t n_inspected; /* TOKEN events with an inspect record */
 } outcome;
 
 typedef struct req_spec {
@@ -107,6 +108,16 @@ static void drain(nucleus_request *r, outcome *o) {
       o->logprobs[i][k] = ev.logprob;
       for (int j = 0; j < ev.n_top_logprobs && j < 3; j++)
         o->top[i][k][j] = ev.top_logprobs[j];
+      if (ev.inspect) { /* the same step as the token and its logprobs */
+        const nucleus_inspect *in = ev.inspect;
+        assert_int_equal(in->token, ev.token);
+        assert_true(in->step == (uint64_t)k);
+        assert_true(in->n_candidates > 0);
+        for (int j = 0; j < ev.n_top_logprobs && j < in->n_candidates; j++)
+          assert_true(fabs(logf(in->candidates[j].raw_prob) -
+                           ev.top_logprobs[j].logprob) < 1e-3);
+        o->n_inspected++;
+      }
     } else if (ev.kind == NUCLEUS_EVENT_FINISH) {
       assert_int_equal(o->reason[i], NUCLEUS_FINISH_NONE); /* exactly once */
       o->reason[i] = ev.finish_reason;
@@ -437,18 +448,26 @@ static void assert_same(const outcome *a, const outcome *b) {
   assert_memory_equal(a->text[0], b->text[0], a->text_len[0]);
 }
 
-static void check_batch_invariance(int64_t kv_tokens, int32_t budget,
-                                   bool expect_preemption) {
+static void check_batch_invariance_of(int64_t kv_tokens, int32_t budget,
+                                      bool expect_preemption, bool inspect) {
   enum { N = N_BATCH_REQUESTS };
   req_spec specs[N];
   random_specs(specs, N, 0xC0FFEEull + (uint64_t)kv_tokens);
   static outcome alone[N], together[N];
+  memset(alone, 0, sizeof alone);
+  memset(together, 0, sizeof together);
   for (int i = 0; i < N; i++)
     run_one(&specs[i], &alone[i]);
+  /* inspected together, plain alone: the record changes no output */
+  for (int i = 0; inspect && i < N; i++)
+    specs[i].params.sampling.inspect_top_n = 1 + i * 4;
   nucleus_engine_stats st;
   run_specs(specs, N, together, kv_tokens, budget, &st);
-  for (int i = 0; i < N; i++)
+  for (int i = 0; i < N; i++) {
     assert_same(&alone[i], &together[i]);
+    assert_int_equal(together[i].n_inspected,
+                     inspect ? together[i].n_tokens[0] : 0);
+  }
   assert_int_equal(st.kv_blocks_used, 0);
   assert_true(st.kv_blocks_free > 0);
   if (expect_preemption) assert_true(st.preemptions_total > 0);
@@ -457,10 +476,21 @@ static void check_batch_invariance(int64_t kv_tokens, int32_t budget,
           (long long)st.preemptions_total);
 }
 
+static void check_batch_invariance(int64_t kv_tokens, int32_t budget,
+                                   bool expect_preemption) {
+  check_batch_invariance_of(kv_tokens, budget, expect_preemption, false);
+}
+
 static void test_batch_invariance(void **state) {
   (void)state;
   NEED_MODEL();
   check_batch_invariance(4096, 512, false);
+}
+
+static void test_batch_invariance_inspected(void **state) {
+  (void)state;
+  NEED_MODEL();
+  check_batch_invariance_of(4096, 512, false, true);
 }
 
 static void test_chunked_prefill_invariance(void **state) {
@@ -674,6 +704,7 @@ int main(void) {
       cmocka_unit_test(test_cancel_frees_blocks),
       cmocka_unit_test(test_beam_search),
       cmocka_unit_test(test_batch_invariance),
+      cmocka_unit_test(test_batch_invariance_inspected),
       cmocka_unit_test(test_chunked_prefill_invariance),
       cmocka_unit_test(test_memory_pressure_preempts),
       cmocka_unit_test(test_prefix_cache_invariance),

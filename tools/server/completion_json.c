@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "inspect_json.h"
 #include "json_text.h"
 
 #define FINGERPRINT "fp_nucleus"
@@ -51,6 +52,7 @@ void completion_out_free(completion_out *out) {
   for (int32_t i = 0; i < out->n; i++) {
     free(out->choices[i].text);
     json_decref(out->choices[i].logprobs);
+    json_decref(out->choices[i].inspect);
   }
   free(out->choices);
   out->choices = NULL;
@@ -204,6 +206,18 @@ static int append_text(choice_state *c, const char *s, size_t n) {
   return 0;
 }
 
+/* The event's sampler record appended to the choice's (the end token's
+ * rides on FINISH: it has no TOKEN event). */
+static int add_inspect(const completion_out *out, choice_state *c,
+                       const nucleus_event *ev) {
+  if (!ev->inspect) return 0;
+  if (!c->inspect) c->inspect = json_array();
+  if (!c->inspect ||
+      json_array_append_new(c->inspect, inspect_json(out->srv, ev->inspect)))
+    return -1;
+  return 0;
+}
+
 int completion_out_record(completion_out *out, const nucleus_event *ev,
                           bool accumulate) {
   if (ev->kind == NUCLEUS_EVENT_DONE) {
@@ -231,9 +245,10 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
     if ((accumulate || out->tools) && ev->text_len &&
         append_text(c, ev->text, ev->text_len))
       return -1;
-    return 0;
+    return accumulate ? add_inspect(out, c, ev) : 0;
   }
   out->completion_tokens++;
+  if (accumulate && add_inspect(out, c, ev)) return -1;
   if (accumulate && out->req->logprobs) {
     if (!c->logprobs)
       c->logprobs = out->req->chat ? json_pack("{s:[]}", "content")
@@ -315,6 +330,9 @@ json_t *completion_out_response(const completion_out *out) {
     json_object_set_new(ch, "logprobs", lp ? lp : json_null());
     json_object_set_new(ch, "finish_reason",
                         choice_finish_json(c->finish, n_calls));
+    if (out->req->params.sampling.inspect_top_n > 0)
+      json_object_set_new(ch, "inspect",
+                          c->inspect ? json_incref(c->inspect) : json_array());
     json_array_append_new(choices, ch);
   }
   json_object_set_new(o, "choices", choices);
@@ -350,10 +368,20 @@ json_t *completion_chunk_role(const completion_out *out, int32_t index) {
   return chunk(out, index, delta, NULL, 0, NULL, NUCLEUS_FINISH_NONE);
 }
 
+/* Adds the event's inspect record to a one-choice chunk. */
+static json_t *with_inspect(const completion_out *out, json_t *o,
+                            const nucleus_event *ev) {
+  if (o && ev->inspect)
+    json_object_set_new(json_array_get(json_object_get(o, "choices"), 0),
+                        "inspect",
+                        json_pack("[o]", inspect_json(out->srv, ev->inspect)));
+  return o;
+}
+
 json_t *completion_chunk_token(const completion_out *out,
                                const nucleus_event *ev) {
   if (ev->index < 0 || ev->index >= out->n) return NULL;
-  if (!ev->text_len && !out->req->logprobs) return NULL;
+  if (!ev->text_len && !out->req->logprobs && !ev->inspect) return NULL;
   /* text_offset was already advanced past this token by record(). */
   size_t offset = out->choices[ev->index].text_offset - ev->text_len;
   json_t *lp = out->req->logprobs ? event_logprobs(out, ev, offset) : NULL;
@@ -362,12 +390,13 @@ json_t *completion_chunk_token(const completion_out *out,
     choice_state *c = &out->choices[ev->index];
     delta = tool_reply_delta(out->srv->model, &c->tools, c->text ? c->text : "",
                              c->len, false);
-    if (!delta && !lp) return NULL;
+    if (!delta && !lp && !ev->inspect) return NULL;
   } else if (out->req->chat) {
     delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));
   }
-  return chunk(out, ev->index, delta, ev->text, ev->text_len, lp,
-               NUCLEUS_FINISH_NONE);
+  return with_inspect(out, chunk(out, ev->index, delta, ev->text, ev->text_len,
+                                 lp, NUCLEUS_FINISH_NONE),
+                      ev);
 }
 
 json_t *completion_chunk_text(const completion_out *out,
@@ -377,16 +406,21 @@ json_t *completion_chunk_text(const completion_out *out,
     choice_state *c = &out->choices[ev->index];
     json_t *delta = tool_reply_delta(out->srv->model, &c->tools,
                                      c->text ? c->text : "", c->len, true);
-    return delta ? chunk(out, ev->index, delta, NULL, 0, NULL,
-                         NUCLEUS_FINISH_NONE)
-                 : NULL;
+    return delta || ev->inspect
+               ? with_inspect(out,
+                              chunk(out, ev->index, delta, NULL, 0, NULL,
+                                    NUCLEUS_FINISH_NONE),
+                              ev)
+               : NULL;
   }
-  if (!ev->text_len) return NULL;
+  if (!ev->text_len && !ev->inspect) return NULL;
   json_t *delta = NULL;
   if (out->req->chat)
     delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));
-  return chunk(out, ev->index, delta, ev->text, ev->text_len, NULL,
-               NUCLEUS_FINISH_NONE);
+  return with_inspect(out,
+                      chunk(out, ev->index, delta, ev->text, ev->text_len, NULL,
+                            NUCLEUS_FINISH_NONE),
+                      ev);
 }
 
 json_t *completion_chunk_finish(const completion_out *out, int32_t index) {

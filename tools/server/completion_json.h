@@ -14,6 +14,7 @@ typedef struct choice_state {
   char *text; /* accumulated text (non-streaming) */
   size_t len, cap;
   json_t *logprobs; /* chat: {"content": [...]}; completions: 4 arrays */
+  json_t *inspect;  /* one sampler record per token, when asked */
   size_t text_offset;
   nucleus_finish_reason finish;
   bool finished;
@@ -55,7 +56,8 @@ json_t *completion_out_response(const completion_out *out);
 json_t *completion_chunk_role(const completion_out *out, int32_t index);
 json_t *completion_chunk_token(const completion_out *out,
                                const nucleus_event *ev);
-/* The text a FINISH event releases (NULL when it has none). */
+/* The text a FINISH event releases and the end token's sampler record
+ * (NULL when it has neither). */
 json_t *completion_chunk_text(const completion_out *out,
                               const nucleus_event *ev);
 json_t *completion_chunk_finish(const completion_out *out, int32_t index);

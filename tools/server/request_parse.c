@@ -245,6 +245,26 @@ static int parse_logprobs(const json_t *root, gen_request *r, api_error *e) {
   return 0;
 }
 
+/* "inspect": {"top_n": N}: each generated token carries what the sampler
+ * did at that step to the N most likely tokens (docs/SERVER.md). */
+static int parse_inspect(const json_t *root, gen_request *r, api_error *e) {
+  const json_t *v = field(root, "inspect");
+  if (!v) return 0;
+  if (!json_is_object(v) || json_object_size(v) != 1 ||
+      !json_object_get(v, "top_n"))
+    return api_fail(e, 400, "inspect",
+                    "'inspect' must be an object {\"top_n\": N} with N in "
+                    "[1, %d]",
+                    NUCLEUS_MAX_INSPECT_TOP);
+  long long k = 0;
+  if (get_int(v, "top_n", 1, NUCLEUS_MAX_INSPECT_TOP, &k, NULL, e)) {
+    snprintf(e->param, sizeof e->param, "inspect.top_n");
+    return -1;
+  }
+  r->params.sampling.inspect_top_n = (int32_t)k;
+  return 0;
+}
+
 /* A 400 naming the first of names present in root: "'NAME' why". */
 static int refuse_present(const json_t *root, const char *const *names,
                           size_t n, const char *why, api_error *e) {
@@ -287,6 +307,7 @@ static int parse_beam(const json_t *root, gen_request *r, api_error *e) {
   static const char *const refused[] = {"stop",
                                         "logprobs",
                                         "top_logprobs",
+                                        "inspect",
                                         "logit_bias",
                                         "presence_penalty",
                                         "frequency_penalty",
@@ -428,8 +449,8 @@ int gen_request_parse(const json_t *root, bool chat, int32_t n_vocab,
   if (!json_is_object(root))
     return api_fail(e, 400, NULL, "the request body must be a JSON object");
   if (parse_flags(root, r, e) || parse_params(root, r, e) ||
-      parse_logprobs(root, r, e) || parse_stop(root, r, e) ||
-      parse_logit_bias(root, n_vocab, r, e) ||
+      parse_logprobs(root, r, e) || parse_inspect(root, r, e) ||
+      parse_stop(root, r, e) || parse_logit_bias(root, n_vocab, r, e) ||
       parse_stop_token_ids(root, n_vocab, r, e) || parse_beam(root, r, e) ||
       parse_template_flags(root, r, e) || parse_unsupported(root, r, e) ||
       parse_cache_salt(root, r, e)) {

@@ -19,6 +19,7 @@ static const route ROUTES[] = {
     {"POST", "/tokenize", false, true, handle_tokenize},
     {"POST", "/detokenize", false, true, handle_detokenize},
     {"POST", "/apply-template", false, true, handle_apply_template},
+    {"POST", "/sample", false, true, handle_sample},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 

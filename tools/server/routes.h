@@ -41,6 +41,9 @@ enum MHD_Result handle_detokenize(server_ctx *, struct MHD_Connection *,
                                   const char *, size_t);
 enum MHD_Result handle_apply_template(server_ctx *, struct MHD_Connection *,
                                       const char *, size_t);
+/* POST /sample: the pipeline on a step's candidates (sample_handler.c). */
+enum MHD_Result handle_sample(server_ctx *, struct MHD_Connection *,
+                              const char *, size_t);
 enum MHD_Result handle_chat_completions(server_ctx *, struct MHD_Connection *,
                                         const char *, size_t);
 enum MHD_Result handle_completions(server_ctx *, struct MHD_Connection *,

@@ -1,0 +1,175 @@
+"""The sampler inspector over HTTP: "inspect": {"top_n": N} on both routes,
+streamed and not. Each token's record comes from the real sampler: its
+drawn id is the token, its raw probabilities equal the step's top logprobs,
+and each stage's cut is where its setting puts it. Real binary, real model."""
+
+import json
+import math
+
+import pytest
+import requests
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    return start_server("-c", "1024")
+
+
+CHAT = {"model": "m", "messages": [{"role": "user", "content": "Name a color."}]}
+
+
+def post(server, path, body, stream=False):
+    base = server.url if path == "/sample" else server.base_url
+    return requests.post(base + path, json=body, stream=stream,
+                         timeout=120)
+
+
+def check_record(rec, top_n, settings_stages):
+    assert [s for s in rec["stages"]] == settings_stages
+    cands = rec["candidates"]
+    assert top_n <= len(cands) <= top_n + 1
+    ids = [c["id"] for c in cands]
+    assert rec["draw"]["id"] in ids
+    drawn = cands[ids.index(rec["draw"]["id"])]
+    assert drawn["removed_by"] is None and drawn["final_prob"] > 0
+    assert 0 <= rec["draw"]["uniform"] < 1
+    raws = [c["raw_prob"] for c in cands[:top_n]]
+    assert raws == sorted(raws, reverse=True)
+    total = 0.0
+    for c in cands:
+        assert set(c["after"]) == set(rec["stages"])
+        if c["removed_by"] is not None:
+            assert c["final_prob"] == 0
+            assert c["after"][c["removed_by"]] == 0
+        total += c["final_prob"]
+    assert total <= 1 + 1e-5
+    return cands
+
+
+def test_chat_inspect_matches_logprobs(server):
+    body = dict(CHAT, max_tokens=6, temperature=0.9, top_k=5, top_p=0.9,
+                seed=3, logprobs=True, top_logprobs=5,
+                inspect={"top_n": 8})
+    r = post(server, "/chat/completions", body)
+    assert r.status_code == 200, r.text
+    ch = r.json()["choices"][0]
+    content = ch["logprobs"]["content"]
+    # the end token has no logprobs entry (its text is not output) but its
+    # step is inspected too
+    n_end = 1 if ch["finish_reason"] == "stop" else 0
+    assert len(ch["inspect"]) == len(content) + n_end > 0
+    for rec, lp in zip(ch["inspect"], content):
+        cands = check_record(rec, 8, ["temperature", "top_k", "top_p"])
+        # the same step: the drawn token is the reported one, and the raw
+        # probabilities are the raw top logprobs
+        assert cands[[c["id"] for c in cands].index(rec["draw"]["id"])][
+            "text"] == lp["token"]
+        for c, alt in zip(cands[:5], lp["top_logprobs"]):
+            assert math.isclose(math.log(c["raw_prob"]), alt["logprob"],
+                                abs_tol=1e-3)
+        # top-k = 5 cuts the 6th to 8th most likely
+        assert all(c["removed_by"] == "top_k" for c in cands[5:8])
+        assert rec["draw"]["seed"] == 3
+
+
+def test_completions_stream_inspect(server):
+    body = {"model": "m", "prompt": "The sky is", "max_tokens": 5,
+            "temperature": 0, "stream": True, "inspect": {"top_n": 3}}
+    r = post(server, "/completions", body, stream=True)
+    assert r.status_code == 200
+    recs = []
+    for line in r.iter_lines():
+        if not line.startswith(b"data: ") or line == b"data: [DONE]":
+            continue
+        chunk = json.loads(line[6:])
+        for ch in chunk["choices"]:
+            recs += ch.get("inspect", [])
+    assert len(recs) >= 1
+    for k, rec in enumerate(recs):
+        cands = check_record(rec, 3, ["temperature"])
+        assert rec["draw"]["step"] == k
+        # greedy: the most likely token, all others cut by temperature 0
+        assert rec["draw"]["id"] == cands[0]["id"]
+        assert cands[0]["final_prob"] == 1
+        assert all(c["removed_by"] == "temperature" for c in cands[1:])
+
+
+def test_same_output_with_inspect(server):
+    body = dict(CHAT, max_tokens=8, temperature=1.2, seed=11, min_p=0.05)
+    a = post(server, "/chat/completions", body).json()
+    b = post(server, "/chat/completions",
+             dict(body, inspect={"top_n": 64})).json()
+    assert a["choices"][0]["message"] == b["choices"][0]["message"]
+    assert "inspect" not in a["choices"][0]
+    assert len(b["choices"][0]["inspect"]) == b["usage"]["completion_tokens"]
+
+
+@pytest.mark.parametrize("bad", [{"top_n": 0}, {"top_n": 65}, {"top_n": "3"},
+                                 {}, {"top_n": 3, "x": 1}, 5, [3]])
+def test_inspect_bounds(server, bad):
+    r = post(server, "/chat/completions", dict(CHAT, max_tokens=1,
+                                                   inspect=bad))
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"].startswith("inspect")
+
+
+def request_record(server, **settings):
+    body = dict(CHAT, max_tokens=1, seed=5, inspect={"top_n": 16}, **settings)
+    r = post(server, "/chat/completions", body)
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["inspect"][0]
+
+
+def what_if(server, rec, **settings):
+    body = {"candidates": [{"id": c["id"], "logit": c["logit"]}
+                           for c in rec["candidates"]], **settings}
+    r = post(server, "/sample", body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_sample_replays_the_step(server):
+    settings = dict(temperature=0.8, top_k=6, top_p=0.9)
+    rec = request_record(server, **settings)
+    out = what_if(server, rec, seed=5, n_draws=1, **settings)
+    assert out["stages"] == rec["stages"]
+    by_id = {c["id"]: c for c in out["candidates"]}
+    kept = [c["id"] for c in rec["candidates"] if c["removed_by"] is None]
+    assert out["kept"] == kept
+    for c in rec["candidates"]:
+        o = by_id[c["id"]]
+        assert o["removed_by"] == c["removed_by"]
+        assert math.isclose(o["final_prob"], c["final_prob"], rel_tol=1e-4,
+                            abs_tol=1e-7)
+    # the same generator key (seed, step 0) and the same kept set: the same
+    # draw as the request's
+    assert out["histogram"] == [{"id": rec["draw"]["id"], "count": 1}]
+
+
+def test_sample_temperature_changes_the_set(server):
+    rec = request_record(server, temperature=1.0, top_p=0.8)
+    cold = what_if(server, rec, temperature=0.3, top_p=0.8)
+    hot = what_if(server, rec, temperature=3.0, top_p=0.8)
+    assert len(cold["kept"]) < len(hot["kept"])
+    h = what_if(server, rec, temperature=3.0, top_p=0.8, n_draws=200, seed=1)
+    assert sum(b["count"] for b in h["histogram"]) == 200
+    assert {b["id"] for b in h["histogram"]} <= set(h["kept"])
+    # seeded: the same histogram again
+    assert what_if(server, rec, temperature=3.0, top_p=0.8, n_draws=200,
+                   seed=1)["histogram"] == h["histogram"]
+
+
+@pytest.mark.parametrize("body", [
+    {},
+    {"candidates": []},
+    {"candidates": [{"id": 1}]},
+    {"candidates": [{"id": 1, "logit": 0}, {"id": 1, "logit": 1}]},
+    {"candidates": [{"id": -1, "logit": 0}]},
+    {"candidates": [{"id": 1, "logit": 0}], "n_draws": 1001},
+    {"candidates": [{"id": 1, "logit": 0}], "temperature": 101},
+    {"candidates": [{"id": 1, "logit": 0}], "presence_penalty": 1},
+    {"candidates": [{"id": i, "logit": 0} for i in range(65)]},
+])
+def test_sample_refuses(server, body):
+    r = post(server, "/sample", body)
+    assert r.status_code == 400, r.text
