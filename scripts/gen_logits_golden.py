@@ -15,7 +15,17 @@ on a CPU with AMX (scripts/gen_amx_golden.sh builds one and runs this): its Q4_0
 order (one float conversion per 32-block), the order of nucleus's amx
 kernel table. Default OUT is then tests/data/logits/smollm2_q4_1_amx.txt.
 
-Usage: scripts/gen_logits_golden.py [--amx] [MODEL] [OUT]
+--fa: flash attention ON (llama.cpp's CPU default, flash_attn_type =
+enabled). Default OUT tests/data/logits/smollm2_q4_1_fa.txt. With --fa,
+--decode runs each prompt one token per decode call (teacher-forced, a
+logit row per call), which takes llama.cpp's per-row flash path
+(ggml_compute_forward_flash_attn_ext_f16_one_chunk: F16 Q, F16 value
+accumulator), the order nucleus follows for every row; without --decode the
+prompt is one batch, which llama.cpp runs through its tiled flash path
+(F32 Q and values) from 64 rows on. Default OUT with --decode:
+tests/data/logits/smollm2_q4_1_fa_decode.txt.
+
+Usage: scripts/gen_logits_golden.py [--amx] [--fa [--decode]] [MODEL] [OUT]
 """
 import ctypes
 import os
@@ -26,12 +36,17 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AMX = "--amx" in sys.argv[1:]
-ARGS = [a for a in sys.argv[1:] if a != "--amx"]
+FA = "--fa" in sys.argv[1:]
+DECODE = "--decode" in sys.argv[1:]
+if DECODE and not FA:
+    raise SystemExit("--decode needs --fa")
+ARGS = [a for a in sys.argv[1:] if a not in ("--amx", "--fa", "--decode")]
 MODEL = ARGS[0] if len(ARGS) > 0 else os.path.join(
     ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 OUT = ARGS[1] if len(ARGS) > 1 else os.path.join(
     ROOT, "tests", "data", "logits",
-    "smollm2_q4_1_amx.txt" if AMX else "smollm2_q4_1.txt")
+    "smollm2_q4_1" + ("_amx" if AMX else "") + ("_fa" if FA else "")
+    + ("_decode" if DECODE else "") + ".txt")
 TOPK = 32
 N_TOKENS = 128  # every prompt is cut to exactly this many tokens
 
@@ -107,7 +122,8 @@ def context_params():
     cp.n_batch = 512
     cp.n_ubatch = 512
     cp.n_threads = cp.n_threads_batch = 2
-    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    cp.flash_attn_type = (L.LLAMA_FLASH_ATTN_TYPE_ENABLED if FA else
+                          L.LLAMA_FLASH_ATTN_TYPE_DISABLED)
     return cp
 
 
@@ -116,6 +132,8 @@ def prompt_lines(model, cp, n_vocab, toks):
     golden lines ("prompt", "tokens", then "pos P lse X" and the TOPK
     largest logits per position) and the top-1 id of every position."""
     ctx = L.llama_init_from_model(model, cp)
+    if DECODE:
+        return decode_lines(ctx, n_vocab, toks)
     batch = L.llama_batch_init(len(toks), 0, 1)
     batch.n_tokens = len(toks)
     for i, t in enumerate(toks):
@@ -144,6 +162,40 @@ def prompt_lines(model, cp, n_vocab, toks):
     return lines, top1
 
 
+def row_lines(lg, i):
+    lg = lg.astype(np.float64)
+    if not np.all(np.isfinite(lg)):
+        raise SystemExit(f"non-finite logits at position {i}")
+    mx = lg.max()
+    lse = mx + np.log(np.exp(lg - mx).sum())
+    top = np.argsort(-lg, kind="stable")[:TOPK]
+    return int(top[0]), [f"pos {i} lse {lse:.9g}",
+                         " ".join(f"{int(t)}:{lg[t]:.8g}" for t in top)]
+
+
+def decode_lines(ctx, n_vocab, toks):
+    """The prompt fed one token per llama_decode (teacher-forced)."""
+    batch = L.llama_batch_init(1, 0, 1)
+    lines = [f"prompt {len(toks)}", "tokens " + " ".join(map(str, toks))]
+    top1 = []
+    for i, t in enumerate(toks):
+        batch.n_tokens = 1
+        batch.token[0] = t
+        batch.pos[0] = i
+        batch.n_seq_id[0] = 1
+        batch.seq_id[0][0] = 0
+        batch.logits[0] = 1
+        if L.llama_decode(ctx, batch) != 0:
+            raise SystemExit("decode failed")
+        ptr = L.llama_get_logits_ith(ctx, 0)
+        t1, ls = row_lines(np.ctypeslib.as_array(ptr, shape=(n_vocab,)), i)
+        top1.append(t1)
+        lines += ls
+    L.llama_batch_free(batch)
+    L.llama_free(ctx)
+    return lines, top1
+
+
 def main():
     L.llama_backend_init()
     mp = L.llama_model_default_params()
@@ -156,7 +208,9 @@ def main():
     cp = context_params()
     lines = [
         "# nucleus logits golden v1 (scripts/gen_logits_golden.py): llama.cpp "
-        f"{L.__version__} via llama-cpp-python, flash attention off, "
+        f"{L.__version__} via llama-cpp-python, flash attention "
+        + ("on" + (" (one token per decode)" if DECODE else "") if FA else "off")
+        + ", "
         + ("repack on (AMX build)" if AMX else "no repack") + ", F16 KV cache",
         f"model {os.path.basename(MODEL)}",
         f"n_vocab {n_vocab}",

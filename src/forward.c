@@ -506,6 +506,10 @@ void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
     ctx->ops->to_f16(k + (int64_t)t * dk, kr, dk);
     ctx->ops->to_f16(v + (int64_t)t * dv, vr, dv);
   }
+  if (ctx->flash) {
+    nc_fwd_attention_flash(ctx, layer, b, q, out, 0, 0.0f);
+    return;
+  }
   att_task a = {.ctx = ctx, .layer = layer, .b = b, .q = q, .out = out};
   keys_transposed(ctx, layer, b, &a);
   nc_threadpool_run(ctx->tp, att_worker, &a);
