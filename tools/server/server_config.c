@@ -33,6 +33,8 @@ void server_config_usage(FILE *out) {
       "the API\n"
       "  --no-repack             add in the float order of llama.cpp "
       "--no-repack\n"
+      "  -fa, --flash-attn WHEN  on, off or auto (default auto: as llama.cpp "
+      "on the CPU)\n"
       "  --read-timeout S        a request's headers and body must arrive "
       "within S\n"
       "                          seconds, however slowly they trickle "
@@ -99,6 +101,11 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "--parse-special-in-content")) {
       cfg->parse_special_in_content = true;
       takes_value = false;
+    } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+      if (!v || !nucleus_flash_attn_parse(v, &cfg->flash_attn)) {
+        snprintf(msg, cap, "%s needs on, off or auto", a);
+        rc = -1;
+      }
     } else if (!strcmp(a, "--read-timeout")) {
       rc = parse_long(a, v, 1, 86400, &n, msg, cap);
       cfg->read_timeout_s = (int)n;

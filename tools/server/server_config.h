@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "nucleus.h"
+
 #define SERVER_MAX_ALLOWED_HOSTS 16
 
 typedef struct server_config {
@@ -26,6 +28,7 @@ typedef struct server_config {
   const char *chat_template_path; /* NULL: the model's template */
   const char *cors_origin;        /* NULL: no CORS headers; "*" or an origin */
   bool no_repack;                 /* llama.cpp --no-repack's float order */
+  nucleus_flash_attn flash_attn;  /* -fa, --flash-attn on|off|auto */
   bool parse_special_in_content;  /* chat contents may hold control tokens */
   int read_timeout_s;             /* a request's headers and body, in all */
   int max_connections_per_ip;
