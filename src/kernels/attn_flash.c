@@ -38,16 +38,16 @@ float nc_flash_score(float dot, float scale, float softcap) {
 }
 
 static void flash_tile_plain(const nc_flash_query *fq, const nc_fp16 *k,
-                             size_t k_stride, const nc_fp16 *v,
-                             size_t v_stride, int32_t n, const float *tab,
-                             float *s, nc_flash_state *st) {
+                             size_t k_stride, const nc_fp16 *v, size_t v_stride,
+                             int32_t n, const float *tab, float *s,
+                             nc_flash_state *st) {
   const int32_t hd = fq->hd, hdv = fq->hdv;
   for (int32_t i = 0; i < fq->m; i++) {
     const nc_fp16 *q = fq->q + (size_t)i * (size_t)hd;
     for (int32_t j = 0; j < n; j++)
-      s[j] = nc_flash_score(nc_flash_dot_f16(k + (size_t)j * k_stride, q, hd,
-                                             tab),
-                            fq->scale, fq->softcap);
+      s[j] =
+          nc_flash_score(nc_flash_dot_f16(k + (size_t)j * k_stride, q, hd, tab),
+                         fq->scale, fq->softcap);
     nc_fp16 *acc = st->acc + (size_t)i * (size_t)hdv;
     float M = st->M[i], S = st->S[i];
     for (int32_t j = 0; j < n; j++) {

@@ -47,8 +47,8 @@ typedef struct nc_flash_query {
 /* Per query: the running maximum M, sum S and the F16 accumulator of hdv
  * halves. nc_flash_state_init sets M = -INF, S = 0, acc = 0. */
 typedef struct nc_flash_state {
-  float *M, *S;  /* m each */
-  nc_fp16 *acc;  /* m * hdv: query i at acc + i * hdv */
+  float *M, *S; /* m each */
+  nc_fp16 *acc; /* m * hdv: query i at acc + i * hdv */
 } nc_flash_state;
 
 typedef struct nc_attn_flash_kernels {
