@@ -83,8 +83,9 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out, "  --stop TEXT             stop string (repeatable, up to %d)\n",
           NUCLEUS_MAX_STOP_STRINGS);
   fprintf(out, "  --logit-bias ID=BIAS    add BIAS to token ID (repeatable)\n");
-  fprintf(out, "  -fa, --flash-attn WHEN  on, off or auto (default auto: as "
-               "llama.cpp on the CPU)\n");
+  fprintf(out,
+          "  -fa, --flash-attn WHEN  on, off or auto (default auto: off for "
+          "now)\n");
   for (size_t i = 0; i < nucleus_params_count(); i++) {
     const nucleus_param_info *p = nucleus_params_at(i);
     if (!p->cli_flag) continue;

@@ -29,8 +29,8 @@ static void usage(FILE *out) {
           "  -t THREADS   threads (default: all cores)\n"
           "  --chunks K   score at most K windows (default: all)\n"
           "  --no-repack  add in the float order of llama.cpp --no-repack\n"
-          "  -fa WHEN     flash attention: on, off or auto (default auto, as\n"
-          "               llama.cpp on the CPU; also --flash-attn)\n");
+          "  -fa WHEN     flash attention: on, off or auto (default auto:\n"
+          "               off for now; also --flash-attn)\n");
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out) {
