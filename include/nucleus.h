@@ -67,6 +67,15 @@ NUCLEUS_API void nucleus_free(void *ptr);
 
 typedef struct nucleus_model nucleus_model;
 
+/* Flash attention, as llama.cpp's --flash-attn. auto (the default) is off
+ * for now (llama.cpp's CPU default is on; nucleus_model_flash_attn says
+ * what a loaded model runs). */
+typedef enum nucleus_flash_attn {
+  NUCLEUS_FLASH_ATTN_AUTO = 0,
+  NUCLEUS_FLASH_ATTN_ON = 1,
+  NUCLEUS_FLASH_ATTN_OFF = 2,
+} nucleus_flash_attn;
+
 typedef struct nucleus_model_params {
   int n_threads;          /* 0: all online cores */
   bool reference_kernels; /* force the plain-C kernels (for checking) */
@@ -74,6 +83,9 @@ typedef struct nucleus_model_params {
    * dots), not of its default build on this CPU (AMX tiles where the CPU
    * has them): slower prompts on AMX CPUs, the same logits as that run. */
   bool no_repack;
+  /* Attention of every context of the model: flash attention in the float
+   * order of llama.cpp's CPU flash path, or its non-flash order (off). */
+  nucleus_flash_attn flash_attn;
   const char *chat_template; /* override the model's template (text), or NULL */
 } nucleus_model_params;
 
@@ -99,6 +111,12 @@ NUCLEUS_API const char *nucleus_model_name(const nucleus_model *model);
 NUCLEUS_API const char *nucleus_model_arch(const nucleus_model *model);
 /* The kernel table in use: "amx", "avx512", "avx2" or "ref". */
 NUCLEUS_API const char *nucleus_model_kernels(const nucleus_model *model);
+/* Whether the model's contexts run flash attention (auto resolved). */
+NUCLEUS_API bool nucleus_model_flash_attn(const nucleus_model *model);
+/* Parses "on", "off" or "auto" (llama.cpp's values of --flash-attn); false
+ * for anything else. */
+NUCLEUS_API bool nucleus_flash_attn_parse(const char *s,
+                                          nucleus_flash_attn *out);
 
 /* ------------------------------------------------------------- tokenizer */
 

@@ -5,16 +5,20 @@
 MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
              $(KERNEL_OBJS) threadpool batch kv_cache kv_prefix \
              model arch_llama arch_qwen2 arch_qwen3 arch_phi3 arch_qwen3moe \
-             arch_gemma forward forward_moe context api_model \
+             arch_gemma forward forward_moe forward_flash context api_model \
              $(TOKENIZER_OBJS)
 # The SIMD builds of the attention loops and row ops (the backend tables
 # choose them; same results).
 CFLAGS_attn_kernel_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_attn_kernel_avx512 := -mavx512f -mavx2 -mfma -mf16c
+CFLAGS_attn_flash_avx512 := -mavx512f -mavx2 -mfma -mf16c
 CFLAGS_ops_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
 
 UNIT_TESTS += test_ops test_ops_simd test_kv_cache test_forward test_model_load
+UNIT_TESTS += test_attn_flash test_forward_flash
+test_attn_flash_DEPS = $(KERNEL_OBJS) quant quant_dequant
+test_forward_flash_DEPS = $(MODEL_OBJS)
 test_ops_DEPS = $(KERNEL_OBJS) threadpool status quant quant_dequant
 test_ops_simd_DEPS = $(KERNEL_OBJS) quant quant_dequant
 test_kv_cache_DEPS := status kv_cache kv_prefix batch quant quant_dequant

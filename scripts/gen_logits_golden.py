@@ -19,7 +19,18 @@ kernel table. Default OUT is then tests/data/logits/smollm2_q4_1_amx.txt.
 single-row matmuls: ggml_vec_dot, whose K-quant order differs from its
 multi-row one) instead of in one batch; the header says so.
 
-Usage: scripts/gen_logits_golden.py [--amx] [--decode] [MODEL] [OUT]
+
+--fa: flash attention ON (llama.cpp's CPU default, flash_attn_type =
+enabled). Default OUT tests/data/logits/smollm2_q4_1_fa.txt. With --fa,
+--decode runs each prompt one token per decode call (teacher-forced, a
+logit row per call), which takes llama.cpp's per-row flash path
+(ggml_compute_forward_flash_attn_ext_f16_one_chunk: F16 Q, F16 value
+accumulator), the order nucleus follows for every row; without --decode the
+prompt is one batch, which llama.cpp runs through its tiled flash path
+(F32 Q and values) from 64 rows on. Default OUT with --decode:
+tests/data/logits/smollm2_q4_1_fa_decode.txt.
+
+Usage: scripts/gen_logits_golden.py [--amx] [--fa] [--decode] [MODEL] [OUT]
 """
 import ctypes
 import os
@@ -30,13 +41,15 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AMX = "--amx" in sys.argv[1:]
+FA = "--fa" in sys.argv[1:]
 DECODE = "--decode" in sys.argv[1:]
-ARGS = [a for a in sys.argv[1:] if a not in ("--amx", "--decode")]
+ARGS = [a for a in sys.argv[1:] if a not in ("--amx", "--fa", "--decode")]
 MODEL = ARGS[0] if len(ARGS) > 0 else os.path.join(
     ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 OUT = ARGS[1] if len(ARGS) > 1 else os.path.join(
     ROOT, "tests", "data", "logits",
-    "smollm2_q4_1_amx.txt" if AMX else "smollm2_q4_1.txt")
+    "smollm2_q4_1" + ("_amx" if AMX else "") + ("_fa" if FA else "")
+    + ("_decode" if DECODE else "") + ".txt")
 TOPK = 32
 N_TOKENS = 128  # every prompt is cut to exactly this many tokens
 
@@ -112,7 +125,8 @@ def context_params():
     cp.n_batch = 512
     cp.n_ubatch = 512
     cp.n_threads = cp.n_threads_batch = 2
-    cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    cp.flash_attn_type = (L.LLAMA_FLASH_ATTN_TYPE_ENABLED if FA else
+                          L.LLAMA_FLASH_ATTN_TYPE_DISABLED)
     return cp
 
 
@@ -167,7 +181,8 @@ def main():
     cp = context_params()
     lines = [
         "# nucleus logits golden v1 (scripts/gen_logits_golden.py): llama.cpp "
-        f"{L.__version__} via llama-cpp-python, flash attention off, "
+        f"{L.__version__} via llama-cpp-python, flash attention "
+        + ("on" if FA else "off") + ", "
         + ("repack on (AMX build)" if AMX else "no repack") + ", F16 KV cache"
         + (", one token per decode" if DECODE else ""),
         f"model {os.path.basename(MODEL)}",

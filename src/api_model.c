@@ -1,5 +1,6 @@
 /* The public model API: loading, facts, teacher-forced logits. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "arch.h"
 #include "context.h"
@@ -14,6 +15,7 @@ nucleus_model_params nucleus_model_default_params(void) {
   nucleus_model_params p = {.n_threads = 0,
                             .reference_kernels = false,
                             .no_repack = false,
+                            .flash_attn = NUCLEUS_FLASH_ATTN_AUTO,
                             .chat_template = NULL};
   return p;
 }
@@ -24,6 +26,25 @@ nucleus_status nucleus_model_load(const char *path,
   if (!out)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "model load: out is NULL");
   return nc_model_load(path, params, out, err);
+}
+
+bool nucleus_model_flash_attn(const nucleus_model *model) {
+  return model && nc_model_flash_attn(model);
+}
+
+bool nucleus_flash_attn_parse(const char *s, nucleus_flash_attn *out) {
+  static const struct {
+    const char *name;
+    nucleus_flash_attn v;
+  } NAMES[] = {{"auto", NUCLEUS_FLASH_ATTN_AUTO},
+               {"on", NUCLEUS_FLASH_ATTN_ON},
+               {"off", NUCLEUS_FLASH_ATTN_OFF}};
+  for (size_t i = 0; s && i < sizeof NAMES / sizeof NAMES[0]; i++)
+    if (!strcmp(s, NAMES[i].name)) {
+      *out = NAMES[i].v;
+      return true;
+    }
+  return false;
 }
 
 void nucleus_model_free(nucleus_model *model) {

@@ -49,6 +49,10 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.ops = c->fwd.kern->ops ? c->fwd.kern->ops() : NULL;
   if (!c->fwd.attn) c->fwd.attn = nc_attn_kernels_plain();
   if (!c->fwd.ops) c->fwd.ops = nc_ops_plain();
+  if (nc_model_flash_attn(m)) {
+    c->fwd.flash = c->fwd.kern->attn_flash ? c->fwd.kern->attn_flash() : NULL;
+    if (!c->fwd.flash) c->fwd.flash = nc_attn_flash_plain();
+  }
   c->fwd.kv = kv;
   c->max_tokens = max_batch_tokens;
   const nc_hparams *hp = c->fwd.hp;
@@ -96,11 +100,14 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.att = aligned_alloc(64, c->fwd.att_stride *
                                      (size_t)nc_threadpool_size(c->fwd.tp) *
                                      sizeof(float));
+  c->fwd.flash_stride = nc_fwd_flash_scratch_bytes(hp);
+  c->fwd.flash_mem = aligned_alloc(
+      64, c->fwd.flash_stride * (size_t)nc_threadpool_size(c->fwd.tp));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
   if (nx) c->moe_ints = malloc(T * (2 * nk + 1) * sizeof(int32_t));
   if ((nx && !c->moe_ints) || !c->buf_mem || !c->fwd.qact || !c->fwd.f16tab ||
-      !c->fwd.gelu_f16 ||
+      !c->fwd.gelu_f16 || !c->fwd.flash_mem ||
       !c->fwd.att || !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
@@ -151,6 +158,7 @@ void nc_context_free(nc_context *c) {
   free(c->fwd.kt);
   free(c->fwd.vw);
   free(c->fwd.att);
+  free(c->fwd.flash_mem);
   free(c->next_pos);
   free(c->touched);
   free(c);

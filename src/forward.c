@@ -702,6 +702,10 @@ void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
     ctx->ops->to_f16(k + (int64_t)t * dk, kr, dk);
     ctx->ops->to_f16(v + (int64_t)t * dv, vr, dv);
   }
+  if (ctx->flash) {
+    nc_fwd_attention_flash(ctx, layer, b, q, out, window, softcap);
+    return;
+  }
   att_task a = {.ctx = ctx,
                 .layer = layer,
                 .b = b,

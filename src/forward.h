@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "batch.h"
+#include "kernels/attn_flash.h"
 #include "kernels/attn_kernel.h"
 #include "kernels/ops.h"
 #include "kv_cache.h"
@@ -62,6 +63,11 @@ typedef struct nc_fwd {
   float *vw;     /* and its values, widened: one row of n_embd_v per position */
   size_t vw_cap; /* floats */
   int32_t n_ctx; /* 0, or the context one sequence may reach (nc_fwd_ctx_len) */
+  /* flash attention (forward_flash.c): the build in use, NULL when off;
+   * per-thread scratch of flash_stride bytes */
+  const nc_attn_flash_kernels *flash;
+  uint8_t *flash_mem;
+  size_t flash_stride;
 } nc_fwd;
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx);
@@ -129,6 +135,16 @@ void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
 void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                           const float *q, const float *k, const float *v,
                           float *out, int32_t window, float softcap);
+/* Flash attention (forward_flash.c, attn_flash.h) of the batch's rows over
+ * K and V already in the cache: for the row at position p, the keys at
+ * positions p0 <= p with p - p0 < n_swa (n_swa 0: every p0 <= p), scores
+ * scaled by the model's attn_scale and soft-capped at softcap (0: none).
+ * Needs ctx->flash; nc_fwd_attention calls it when flash attention is on.
+ * Scratch per thread: nc_fwd_flash_scratch_bytes. */
+void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                            const float *q, float *out, int32_t n_swa,
+                            float softcap);
+size_t nc_fwd_flash_scratch_bytes(const nc_hparams *hp);
 
 /* The row-wise steps between matmuls, over rows rows of n values (split
  * over the thread pool when there are enough rows; each row's result is the

@@ -18,6 +18,7 @@ struct nucleus_model {
   nc_vocab *vocab;
   const nc_kernels *kernels;
   int n_threads;
+  bool flash_attn;
   char *chat_template;
   char arch_name[32];
   char *name;
@@ -337,6 +338,13 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "n_threads %d: must be in [0, 1024] (0: all cores)",
                    params->n_threads);
+  if (params->flash_attn != NUCLEUS_FLASH_ATTN_AUTO &&
+      params->flash_attn != NUCLEUS_FLASH_ATTN_ON &&
+      params->flash_attn != NUCLEUS_FLASH_ATTN_OFF)
+    return nc_fail(
+        err, NC_ERR_INVALID_ARGUMENT,
+        "flash_attn %d: must be NUCLEUS_FLASH_ATTN_AUTO, _ON or _OFF",
+        (int)params->flash_attn);
   nucleus_model *m = calloc(1, sizeof *m);
   if (!m) return nc_fail(err, NC_ERR_NOMEM, "model: out of memory");
   nc_code rc = gguf_open(path, &m->gguf, err);
@@ -382,6 +390,9 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   m->hp.has_rope_freqs = m->w.rope_freqs.data != NULL;
   if ((rc = nc_vocab_load(m->gguf, &m->vocab, err))) goto fail;
   m->n_threads = params->n_threads ? params->n_threads : online_cores();
+  m->flash_attn = params->flash_attn == NUCLEUS_FLASH_ATTN_AUTO
+                      ? NC_FLASH_ATTN_AUTO_ON
+                      : params->flash_attn == NUCLEUS_FLASH_ATTN_ON;
   if (params->chat_template) {
     m->chat_template = strdup(params->chat_template);
     if (!m->chat_template) {
@@ -460,6 +471,10 @@ nc_code nc_model_set_kernels(nucleus_model *m, const nc_kernels *k,
 const char *nc_model_chat_template_override(const nucleus_model *m) {
   return m->chat_template;
 }
+bool nc_model_flash_attn(const nucleus_model *m) {
+  return m->flash_attn;
+}
+
 int nc_model_n_threads(const nucleus_model *m) {
   return m->n_threads;
 }

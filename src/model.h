@@ -105,6 +105,10 @@ nc_code nc_model_set_kernels(nucleus_model *m, const nc_kernels *k,
 /* The chat template given in nucleus_model_params, or NULL. */
 const char *nc_model_chat_template_override(const nucleus_model *m);
 int nc_model_n_threads(const nucleus_model *m);
+/* What flash_attn auto means: llama.cpp's CPU default is on. */
+#define NC_FLASH_ATTN_AUTO_ON false
+/* Whether the model's contexts run flash attention (forward_flash.c). */
+bool nc_model_flash_attn(const nucleus_model *m);
 const char *nc_model_arch_name(const nucleus_model *m);
 const char *nc_model_name_str(const nucleus_model *m); /* general.name or "" */
 

@@ -397,6 +397,7 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_Q8_K, nc_avx2_quant_q8_k),
         },
     .attn = nc_attn_kernels_avx2,
+    .attn_flash = nc_attn_flash_plain,
     .ops = nc_ops_avx2,
     .sampler_simd = NC_SIMD_AVX2,
 };

@@ -59,6 +59,7 @@ static const nc_kernels k_avx512 = {
              E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k_tiled)},
     .quantize_act = {SHARED_QUANTIZE_ACT},
     .attn = nc_attn_kernels_avx512,
+    .attn_flash = nc_attn_flash_avx512,
     .ops = nc_ops_avx512,
     .sampler_simd = NC_SIMD_AVX512,
 };
@@ -97,6 +98,7 @@ static const nc_kernels k_amx = {
                     E(NC_TYPE_Q4_1, nc_amx_gemm_packed_q4_1),
                     E(NC_TYPE_Q8_0, nc_amx_gemm_packed_q8_0)},
     .attn = nc_attn_kernels_avx512,
+    .attn_flash = nc_attn_flash_avx512,
     .ops = nc_ops_avx512,
     .sampler_simd = NC_SIMD_AVX512,
 };

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "../quant.h"
+#include "attn_flash.h"
 #include "attn_kernel.h"
 #include "ops.h"
 
@@ -95,7 +96,9 @@ typedef struct nc_kernels {
    * table chooses every build (ref: plain C throughout). Each build gives
    * the same bits as the others. */
   const nc_attn_kernels *(*attn)(void); /* attention loops (attn_kernel.h) */
-  const nc_ops_kernels *(*ops)(void);   /* row ops (ops.h) */
+  /* flash attention (attn_flash.h) */
+  const nc_attn_flash_kernels *(*attn_flash)(void);
+  const nc_ops_kernels *(*ops)(void); /* row ops (ops.h) */
   int sampler_simd; /* NC_SIMD_* level of the sampler's row passes */
 } nc_kernels;
 

@@ -440,6 +440,7 @@ static const nc_kernels k_ref = {
             ENTRY(NC_TYPE_Q8_K, nc_ref_quant_q8_k),
         },
     .attn = nc_attn_kernels_plain,
+    .attn_flash = nc_attn_flash_plain,
     .ops = nc_ops_plain,
     .sampler_simd = NC_SIMD_PORTABLE,
 };

@@ -85,6 +85,9 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out, "  --stop TEXT             stop string (repeatable, up to %d)\n",
           NUCLEUS_MAX_STOP_STRINGS);
   fprintf(out, "  --logit-bias ID=BIAS    add BIAS to token ID (repeatable)\n");
+  fprintf(out,
+          "  -fa, --flash-attn WHEN  on, off or auto (default auto: off for "
+          "now)\n");
   for (size_t i = 0; i < nucleus_params_count(); i++) {
     const nucleus_param_info *p = nucleus_params_at(i);
     if (!p->cli_flag) continue;
@@ -117,6 +120,14 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
   if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
     NEED_VALUE();
     o->model_path = v;
+    return 1;
+  }
+  if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+    NEED_VALUE();
+    if (!nucleus_flash_attn_parse(v, &o->flash_attn)) {
+      fprintf(stderr, "error: %s: '%s' is not on, off or auto\n", a, v);
+      return -1;
+    }
     return 1;
   }
   if (!strcmp(a, "--chat-template")) {
@@ -230,6 +241,7 @@ nucleus_model *cli_load_model(const cli_options *o) {
   mp.n_threads = o->n_threads;
   mp.reference_kernels = o->reference_kernels;
   mp.no_repack = o->no_repack;
+  mp.flash_attn = o->flash_attn;
   char *tmpl = NULL;
   if (o->chat_template_file) {
     tmpl = cli_read_file(o->chat_template_file, NULL);

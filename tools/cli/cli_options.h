@@ -22,6 +22,7 @@ typedef struct cli_options {
   nucleus_logit_bias bias[CLI_MAX_LOGIT_BIAS];
   bool reference_kernels;
   bool no_repack;
+  nucleus_flash_attn flash_attn; /* -fa, --flash-attn on|off|auto */
   bool parse_special_in_content; /* chat: as nucleus_chat_params says */
   bool given[CLI_MAX_PARAMS];    /* by contract row: set on the command line */
 } cli_options;

@@ -142,6 +142,8 @@ int cmd_bench(int argc, char **argv) {
     return 1;
   }
   printf("kernels: %s\n", nucleus_model_kernels(model));
+  printf("flash attention: %s\n",
+         nucleus_model_flash_attn(model) ? "on" : "off");
   uint64_t rng = 0x5EEDull;
   double *v = calloc((size_t)reps, sizeof *v);
   int rc = 0;

@@ -19,7 +19,7 @@
 static void usage(FILE *out) {
   fprintf(out,
           "usage: nucleus perplexity [-m MODEL] -f TEXT [-c N] [-t THREADS]\n"
-          "                          [--chunks K] [--no-repack]\n\n"
+          "                          [--chunks K] [--no-repack] [-fa WHEN]\n\n"
           "Perplexity of a text file, as llama-perplexity computes it:\n"
           "non-overlapping windows of N tokens, each scored on its second\n"
           "half.\n"
@@ -28,7 +28,9 @@ static void usage(FILE *out) {
           "  -c N         window size in tokens (default 512)\n"
           "  -t THREADS   threads (default: all cores)\n"
           "  --chunks K   score at most K windows (default: all)\n"
-          "  --no-repack  add in the float order of llama.cpp --no-repack\n");
+          "  --no-repack  add in the float order of llama.cpp --no-repack\n"
+          "  -fa WHEN     flash attention: on, off or auto (default auto:\n"
+          "               off for now; also --flash-attn)\n");
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out) {
@@ -56,6 +58,7 @@ int cmd_perplexity(int argc, char **argv) {
   const char *model_path = NULL, *text_path = NULL;
   long n_ctx = 512, n_threads = 0, max_chunks = -1;
   bool no_repack = false;
+  nucleus_flash_attn flash_attn = NUCLEUS_FLASH_ATTN_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const bool has_val = i + 1 < argc;
@@ -80,6 +83,11 @@ int cmd_perplexity(int argc, char **argv) {
       }
     } else if (!strcmp(a, "--no-repack")) {
       no_repack = true;
+    } else if ((!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) && has_val) {
+      if (!nucleus_flash_attn_parse(argv[++i], &flash_attn)) {
+        fprintf(stderr, "error: %s %s: expected on, off or auto\n", a, argv[i]);
+        return 2;
+      }
     } else if (!strcmp(a, "--chunks") && has_val) {
       if (!parse_int(argv[++i], 1, 1 << 30, &max_chunks)) {
         fprintf(stderr, "error: --chunks %s: expected a positive integer\n",
@@ -110,6 +118,7 @@ int cmd_perplexity(int argc, char **argv) {
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = (int)n_threads;
   mp.no_repack = no_repack;
+  mp.flash_attn = flash_attn;
   nucleus_model *model = NULL;
   nucleus_error err;
   int rc = 1;

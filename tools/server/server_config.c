@@ -33,6 +33,8 @@ void server_config_usage(FILE *out) {
       "the API\n"
       "  --no-repack             add in the float order of llama.cpp "
       "--no-repack\n"
+      "  -fa, --flash-attn WHEN  on, off or auto (default auto: off for "
+      "now)\n"
       "  --read-timeout S        a request's headers and body must arrive "
       "within S\n"
       "                          seconds, however slowly they trickle "
@@ -135,6 +137,11 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
       if (metrics_names_parse(v, &cfg->metrics_names)) {
         snprintf(msg, cap, "--metrics-names: '%s' is not nucleus or llm-d",
                  v ? v : "");
+        rc = -1;
+      }
+    } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
+      if (!v || !nucleus_flash_attn_parse(v, &cfg->flash_attn)) {
+        snprintf(msg, cap, "%s needs on, off or auto", a);
         rc = -1;
       }
     } else if (!strcmp(a, "--read-timeout")) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "load_gauges.h"
+#include "nucleus.h"
 
 #define SERVER_MAX_ALLOWED_HOSTS 16
 
@@ -28,6 +29,7 @@ typedef struct server_config {
   const char *chat_template_path; /* NULL: the model's template */
   const char *cors_origin;        /* NULL: no CORS headers; "*" or an origin */
   bool no_repack;                 /* llama.cpp --no-repack's float order */
+  nucleus_flash_attn flash_attn;  /* -fa, --flash-attn on|off|auto */
   bool parse_special_in_content;  /* chat contents may hold control tokens */
   bool no_prefix_cache;           /* no KV reuse across requests */
   bool prefix_cache_salt_by_key;  /* the presented API key salts the cache */

@@ -89,6 +89,7 @@ static int serve(const server_config *cfg, const char *path,
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = cfg->n_threads;
   mp.no_repack = cfg->no_repack;
+  mp.flash_attn = cfg->flash_attn;
   mp.chat_template = template_text;
   server_ctx srv = {.cfg = cfg};
   nucleus_error err = {0};
@@ -122,9 +123,10 @@ static int serve(const server_config *cfg, const char *path,
   bool v6 = strchr(host, ':') != NULL;
   fprintf(stderr,
           "nucleus: listening on http://%s%s%s:%d (model %s, ctx %d, "
-          "kernels %s)\n",
+          "kernels %s, flash attention %s)\n",
           v6 ? "[" : "", host, v6 ? "]" : "", http_server_port(hs),
-          srv.model_id, srv.n_ctx, nucleus_model_kernels(srv.model));
+          srv.model_id, srv.n_ctx, nucleus_model_kernels(srv.model),
+          nucleus_model_flash_attn(srv.model) ? "on" : "off");
   if (!cfg->api_key && strcmp(host, "127.0.0.1") && strcmp(host, "::1") &&
       strcmp(host, "localhost"))
     fprintf(stderr, "nucleus: WARNING: listening on %s without --api-key\n",

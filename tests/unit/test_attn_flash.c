@@ -1,0 +1,184 @@
+/* attn_flash (src/kernels/attn_flash*.c): the AVX-512 tile gives the plain
+ * build's bits; splitting the keys into tiles of any size changes nothing
+ * (the online softmax runs key by key); the result is attention (close to
+ * a float64 softmax); soft-capping and the state helpers work as stated. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/attn_flash.h"
+#include "quant.h"
+
+static float TAB[65536];
+
+static uint32_t rng_state = 12345u;
+static float frand(float lo, float hi) {
+  rng_state = rng_state * 1664525u + 1013904223u;
+  return lo + (hi - lo) * (float)(rng_state >> 8) / (float)(1u << 24);
+}
+
+static void fill_h(nc_fp16 *h, size_t n, float lo, float hi) {
+  for (size_t i = 0; i < n; i++)
+    h[i] = nc_fp32_to_fp16(frand(lo, hi));
+}
+
+typedef struct run {
+  int32_t m, hd, hdv, n;
+  float softcap;
+} run;
+
+/* Runs n keys through k's tile, tile keys at a time; out [m, hdv]. */
+static void attend(const nc_attn_flash_kernels *k, const run *r,
+                   const nc_fp16 *q, const nc_fp16 *kk, const nc_fp16 *v,
+                   size_t ks, size_t vs, int32_t tile, float *out) {
+  float M[4], S[4], s[256];
+  nc_fp16 *acc = malloc(sizeof(nc_fp16) * (size_t)r->m * (size_t)r->hdv);
+  nc_flash_state st = {.M = M, .S = S, .acc = acc};
+  nc_flash_state_init(&st, r->m, r->hdv);
+  const nc_flash_query fq = {.q = q,
+                             .m = r->m,
+                             .hd = r->hd,
+                             .hdv = r->hdv,
+                             .scale = 1.0f / sqrtf((float)r->hd),
+                             .softcap = r->softcap};
+  for (int32_t j = 0; j < r->n; j += tile)
+    k->tile(&fq, kk + (size_t)j * ks, ks, v + (size_t)j * vs, vs,
+            r->n - j < tile ? r->n - j : tile, TAB, s, &st);
+  nc_flash_finish(&st, r->m, r->hdv, TAB, out, (size_t)r->hdv);
+  free(acc);
+}
+
+static const run RUNS[] = {
+    {1, 64, 64, 1, 0.0f},     {3, 64, 64, 100, 0.0f}, {2, 128, 128, 77, 0.0f},
+    {1, 256, 256, 200, 0.0f}, {2, 64, 64, 90, 30.0f}, {1, 80, 80, 50, 0.0f},
+    {4, 256, 256, 33, 50.0f}, {1, 96, 48, 40, 0.0f},
+};
+
+static void test_builds_and_tiles(void **state) {
+  (void)state;
+  const nc_attn_flash_kernels *plain = nc_attn_flash_plain();
+  const nc_attn_flash_kernels *simd = nc_attn_flash_avx512();
+  __builtin_cpu_init();
+  if (simd && !__builtin_cpu_supports("avx512f")) simd = NULL;
+  for (size_t ri = 0; ri < sizeof RUNS / sizeof RUNS[0]; ri++) {
+    const run *r = &RUNS[ri];
+    const size_t ks = (size_t)r->hd + 8, vs = (size_t)r->hdv + 8;
+    nc_fp16 *q = malloc(sizeof(nc_fp16) * (size_t)r->m * (size_t)r->hd);
+    nc_fp16 *k = malloc(sizeof(nc_fp16) * (size_t)r->n * ks);
+    nc_fp16 *v = malloc(sizeof(nc_fp16) * (size_t)r->n * vs);
+    fill_h(q, (size_t)r->m * (size_t)r->hd, -2.0f, 2.0f);
+    fill_h(k, (size_t)r->n * ks, -2.0f, 2.0f);
+    fill_h(v, (size_t)r->n * vs, -1.0f, 1.0f);
+    const size_t no = (size_t)r->m * (size_t)r->hdv;
+    float *a = malloc(sizeof(float) * no), *b = malloc(sizeof(float) * no);
+    attend(plain, r, q, k, v, ks, vs, 64, a);
+    static const int32_t tiles[] = {1, 7, 16, 200};
+    for (size_t t = 0; t < 4; t++) {
+      attend(plain, r, q, k, v, ks, vs, tiles[t], b);
+      assert_memory_equal(a, b, sizeof(float) * no);
+      if (simd) {
+        attend(simd, r, q, k, v, ks, vs, tiles[t], b);
+        assert_memory_equal(a, b, sizeof(float) * no);
+      }
+    }
+    /* float64 attention: the F16 accumulator is within ~1e-3 of it */
+    for (int32_t i = 0; i < r->m; i++) {
+      double *sc = malloc(sizeof(double) * (size_t)r->n), mx = -INFINITY;
+      for (int32_t j = 0; j < r->n; j++) {
+        double d = 0;
+        for (int32_t e = 0; e < r->hd; e++)
+          d += (double)TAB[q[(size_t)i * (size_t)r->hd + (size_t)e]] *
+               TAB[k[(size_t)j * ks + (size_t)e]];
+        d /= sqrt((double)r->hd);
+        if (r->softcap > 0) d = r->softcap * tanh(d / r->softcap);
+        sc[j] = d;
+        mx = fmax(mx, d);
+      }
+      double sum = 0;
+      for (int32_t j = 0; j < r->n; j++)
+        sum += (sc[j] = exp(sc[j] - mx));
+      for (int32_t e = 0; e < r->hdv; e++) {
+        double o = 0;
+        for (int32_t j = 0; j < r->n; j++)
+          o += sc[j] * TAB[v[(size_t)j * vs + (size_t)e]];
+        o /= sum;
+        const float got = a[(size_t)i * (size_t)r->hdv + (size_t)e];
+        if (fabs(got - o) > 4e-3)
+          fail_msg("run %zu: query %d dim %d: %g, float64 %g", ri, (int)i,
+                   (int)e, (double)got, o);
+      }
+      free(sc);
+    }
+    free(q), free(k), free(v), free(a), free(b);
+  }
+}
+
+/* The dot in ggml_vec_dot_f16's order: four 16-lane chains summed 0+2,
+ * 1+3, then the halving tree; a tail past 64 in double. Checked against
+ * the same steps written out for one case where the order matters. */
+static void test_dot_order(void **state) {
+  (void)state;
+  nc_fp16 x[80], y[80];
+  fill_h(x, 80, -3.0f, 3.0f);
+  fill_h(y, 80, -3.0f, 3.0f);
+  float acc[4][16] = {{0}};
+  for (int d = 0; d < 64; d++)
+    acc[d / 16][d % 16] = fmaf(TAB[x[d]], TAB[y[d]], acc[d / 16][d % 16]);
+  float l[16];
+  for (int i = 0; i < 16; i++)
+    l[i] = (acc[0][i] + acc[2][i]) + (acc[1][i] + acc[3][i]);
+  float t8[8], t4[4];
+  for (int i = 0; i < 8; i++)
+    t8[i] = l[i] + l[i + 8];
+  for (int i = 0; i < 4; i++)
+    t4[i] = t8[i] + t8[i + 4];
+  double s = (double)((t4[0] + t4[2]) + (t4[1] + t4[3]));
+  for (int d = 64; d < 80; d++)
+    s += (double)(TAB[x[d]] * TAB[y[d]]);
+  const float want = (float)s;
+  const float got = nc_flash_dot_f16(x, y, 80, TAB);
+  assert_memory_equal(&want, &got, sizeof want);
+}
+
+/* No keys: S = 0 gives 0 (llama.cpp's S_inv = 0); one key: its value. */
+static void test_edges(void **state) {
+  (void)state;
+  float M[1], S[1], out[64];
+  nc_fp16 acc[64], v[64], k[64], q[64];
+  nc_flash_state st = {.M = M, .S = S, .acc = acc};
+  nc_flash_state_init(&st, 1, 64);
+  nc_flash_finish(&st, 1, 64, TAB, out, 64);
+  for (int d = 0; d < 64; d++)
+    assert_true(out[d] == 0.0f);
+  fill_h(v, 64, -1, 1);
+  fill_h(k, 64, -1, 1);
+  fill_h(q, 64, -1, 1);
+  const nc_flash_query fq = {
+      .q = q, .m = 1, .hd = 64, .hdv = 64, .scale = 0.125f, .softcap = 0};
+  float s[1];
+  nc_attn_flash_plain()->tile(&fq, k, 64, v, 64, 1, TAB, s, &st);
+  assert_true(S[0] == 1.0f);
+  nc_flash_finish(&st, 1, 64, TAB, out, 64);
+  for (int d = 0; d < 64; d++)
+    assert_true(out[d] == TAB[v[d]]);
+  /* soft-capping bounds the score */
+  assert_true(fabsf(nc_flash_score(1e6f, 1.0f, 30.0f)) <= 30.0f);
+  assert_true(nc_flash_score(2.0f, 0.5f, 0.0f) == 1.0f);
+}
+
+int main(void) {
+  for (uint32_t h = 0; h < 65536; h++)
+    TAB[h] = nc_fp16_to_fp32((nc_fp16)h);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_builds_and_tiles),
+      cmocka_unit_test(test_dot_order),
+      cmocka_unit_test(test_edges),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
