@@ -10,8 +10,8 @@
 
 #include "grammar.h"
 
-static const char *const k_multi[] = {"ab", "\"}", "{\"", "\xc3\xa9", "\xc3",
-                                      "\xa9x", "true", " ", "\n", "123"};
+static const char *const k_multi[] = {
+    "ab", "\"}", "{\"", "\xc3\xa9", "\xc3", "\xa9x", "true", " ", "\n", "123"};
 #define N_MULTI (sizeof k_multi / sizeof k_multi[0])
 #define N_TOK (256 + N_MULTI + 1)
 
@@ -41,17 +41,14 @@ static nc_grammar_vocab *small_vocab(void) {
 
 static void check_mask(nc_grammar_matcher *m, const nc_grammar_vocab *gv) {
   uint64_t mask[(N_TOK + 63) / 64];
-  if (nc_grammar_matcher_mask(m, gv, mask, NULL) != NC_OK)
-    return;
+  if (nc_grammar_matcher_mask(m, gv, mask, NULL) != NC_OK) return;
   for (int32_t t = 0; t < (int32_t)N_TOK; t++) {
     nc_grammar_matcher *c = NULL;
-    if (nc_grammar_matcher_clone(m, &c, NULL) != NC_OK)
-      abort();
+    if (nc_grammar_matcher_clone(m, &c, NULL) != NC_OK) abort();
     bool ok = false;
     nc_code rc = nc_grammar_matcher_accept_token(c, gv, t, &ok, NULL);
     nc_grammar_matcher_free(c);
-    if (rc != NC_OK)
-      continue;
+    if (rc != NC_OK) continue;
     if (ok != ((mask[t / 64] >> (t % 64)) & 1))
       abort(); /* the mask disagrees with feeding the token */
   }
@@ -59,15 +56,13 @@ static void check_mask(nc_grammar_matcher *m, const nc_grammar_vocab *gv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > 4096)
-    return 0;
+  if (size > 4096) return 0;
   const uint8_t *nul = memchr(data, 0, size);
   size_t glen = nul ? (size_t)(nul - data) : size;
   nc_grammar *g = NULL;
   nc_error err = {0};
   if (nc_grammar_parse((const char *)data, glen, NULL, &g, &err) != NC_OK) {
-    if (!err.message[0])
-      abort(); /* every refusal says why */
+    if (!err.message[0]) abort(); /* every refusal says why */
     return 0;
   }
   nc_grammar_matcher *m = NULL;
@@ -75,16 +70,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     nc_grammar_vocab *gv = small_vocab();
     const uint8_t *in = nul ? nul + 1 : data + size;
     size_t n = nul ? size - glen - 1 : 0;
-    if (n > 64)
-      n = 64;
+    if (n > 64) n = 64;
     check_mask(m, gv);
     for (size_t i = 0; i < n; i++) {
       bool ok;
       if (nc_grammar_matcher_accept(m, (const char *)in + i, 1, &ok, &err) !=
           NC_OK)
         break;
-      if (ok && i % 8 == 7)
-        check_mask(m, gv);
+      if (ok && i % 8 == 7) check_mask(m, gv);
     }
     if (nc_grammar_matcher_complete(m) && !nc_grammar_matcher_accepting(m))
       abort();

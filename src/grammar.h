@@ -41,14 +41,14 @@
 
 #include "status.h"
 
-#define NC_GRAMMAR_MAX_TEXT (1u << 20)    /* bytes of GBNF */
-#define NC_GRAMMAR_MAX_RULES 16384u       /* after desugaring */
-#define NC_GRAMMAR_MAX_ELEMS (1u << 20)   /* symbols in all rules */
-#define NC_GRAMMAR_MAX_NESTING 64u        /* parentheses */
-#define NC_GRAMMAR_MAX_REPEAT 1024u       /* m and n in {m,n} */
-#define NC_GRAMMAR_MAX_STACKS 2048u       /* live parse stacks per step */
-#define NC_GRAMMAR_MAX_DEPTH 1024u        /* symbols on one stack */
-#define NC_GRAMMAR_MAX_WORK (1u << 18)    /* expansions per character */
+#define NC_GRAMMAR_MAX_TEXT (1u << 20)  /* bytes of GBNF */
+#define NC_GRAMMAR_MAX_RULES 16384u     /* after desugaring */
+#define NC_GRAMMAR_MAX_ELEMS (1u << 20) /* symbols in all rules */
+#define NC_GRAMMAR_MAX_NESTING 64u      /* parentheses */
+#define NC_GRAMMAR_MAX_REPEAT 1024u     /* m and n in {m,n} */
+#define NC_GRAMMAR_MAX_STACKS 2048u     /* live parse stacks per step */
+#define NC_GRAMMAR_MAX_DEPTH 1024u      /* symbols on one stack */
+#define NC_GRAMMAR_MAX_WORK (1u << 18)  /* expansions per character */
 
 typedef struct nc_grammar nc_grammar;
 typedef struct nc_grammar_vocab nc_grammar_vocab;
@@ -80,8 +80,8 @@ nc_code nc_grammar_vocab_from(const nc_vocab *v, nc_grammar_vocab **out,
 void nc_grammar_vocab_free(nc_grammar_vocab *gv);
 int32_t nc_grammar_vocab_n_tokens(const nc_grammar_vocab *gv);
 
-nc_code nc_grammar_matcher_create(const nc_grammar *g,
-                                  nc_grammar_matcher **out, nc_error *err);
+nc_code nc_grammar_matcher_create(const nc_grammar *g, nc_grammar_matcher **out,
+                                  nc_error *err);
 void nc_grammar_matcher_free(nc_grammar_matcher *m);
 /* A copy of m in its current state (for forks: n > 1, beams). */
 nc_code nc_grammar_matcher_clone(const nc_grammar_matcher *m,
@@ -108,5 +108,14 @@ nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
 nc_code nc_grammar_matcher_accept_token(nc_grammar_matcher *m,
                                         const nc_grammar_vocab *gv, int32_t id,
                                         bool *ok, nc_error *err);
+
+/* The public handle (nucleus_grammar): a compiled grammar and a count of
+ * its holders (the caller and each request), so one grammar serves many
+ * requests. Any thread may take and drop references. */
+nc_code nc_grammar_handle_create(const char *text, size_t len, const char *root,
+                                 nucleus_grammar **out, nc_error *err);
+void nc_grammar_handle_ref(const nucleus_grammar *h);
+void nc_grammar_handle_unref(const nucleus_grammar *h);
+const nc_grammar *nc_grammar_handle_get(const nucleus_grammar *h);
 
 #endif

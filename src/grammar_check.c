@@ -24,8 +24,7 @@ static nc_code class_nonempty(const nc_grammar *g, const nc_gelem *e,
     return NC_OK;
   }
   uint64_t *r = malloc(e->b * sizeof *r);
-  if (!r)
-    return NC_ERR_NOMEM;
+  if (!r) return NC_ERR_NOMEM;
   for (uint32_t i = 0; i < e->b; i++)
     r[i] = ((uint64_t)g->ranges[2 * (e->a + i)] << 32) |
            g->ranges[2 * (e->a + i) + 1];
@@ -33,10 +32,8 @@ static nc_code class_nonempty(const nc_grammar *g, const nc_gelem *e,
   uint64_t next = 0; /* first code point not yet covered */
   for (uint32_t i = 0; i < e->b; i++) {
     uint64_t lo = r[i] >> 32, hi = r[i] & 0xFFFFFFFFu;
-    if (lo > next)
-      break;
-    if (hi + 1 > next)
-      next = hi + 1;
+    if (lo > next) break;
+    if (hi + 1 > next) next = hi + 1;
   }
   free(r);
   *out = next <= 0x10FFFF;
@@ -44,7 +41,7 @@ static nc_code class_nonempty(const nc_grammar *g, const nc_gelem *e,
 }
 
 typedef struct tables {
-  uint32_t *alt_rule; /* the rule of each alternative */
+  uint32_t *alt_rule;        /* the rule of each alternative */
   uint32_t *occ_start, *occ; /* CSR: rule -> alternatives referencing it */
   uint32_t *need;
   uint32_t *queue;
@@ -111,8 +108,7 @@ static nc_code build_tables(const nc_grammar *g, tables *t) {
   memcpy(fill, t->occ_start, g->n_rules * sizeof(uint32_t));
   for (uint32_t a = 0; a < g->n_alts; a++)
     for (uint32_t e = g->alts[a]; g->elems[e].kind != NC_GE_END; e++)
-      if (g->elems[e].kind == NC_GE_REF)
-        t->occ[fill[g->elems[e].a]++] = a;
+      if (g->elems[e].kind == NC_GE_REF) t->occ[fill[g->elems[e].a]++] = a;
   free(fill);
   return NC_OK;
 }
@@ -138,8 +134,7 @@ static void prune(nc_grammar *g, const uint8_t *class_ok,
       for (uint32_t e = start; keep && g->elems[e].kind != NC_GE_END; e++)
         keep = g->elems[e].kind == NC_GE_REF ? productive[g->elems[e].a]
                                              : class_ok[e];
-      if (keep)
-        g->alts[w++] = start;
+      if (keep) g->alts[w++] = start;
     }
     g->rules[r].first_alt = first;
     g->rules[r].n_alts = w - first;
@@ -163,8 +158,7 @@ static nc_code left_recursion(const nc_grammar *g, const uint8_t *nullable,
     goto done;
   }
   for (uint32_t s = 0; s < n && rc == NC_OK; s++) {
-    if (color[s])
-      continue;
+    if (color[s]) continue;
     uint32_t sp = 0;
     stack[sp] = s;
     cur_alt[sp] = 0;
@@ -177,8 +171,8 @@ static nc_code left_recursion(const nc_grammar *g, const uint8_t *nullable,
       /* The next left-reachable reference of rule r. */
       while (cur_alt[sp - 1] < g->rules[r].n_alts) {
         uint32_t start = g->alts[g->rules[r].first_alt + cur_alt[sp - 1]];
-        uint32_t e = cur_elem[sp - 1] == UINT32_MAX ? start
-                                                     : cur_elem[sp - 1] + 1;
+        uint32_t e =
+            cur_elem[sp - 1] == UINT32_MAX ? start : cur_elem[sp - 1] + 1;
         if (cur_elem[sp - 1] != UINT32_MAX) {
           const nc_gelem *prev = &g->elems[cur_elem[sp - 1]];
           if (!nullable[prev->a])
@@ -234,8 +228,7 @@ nc_code nc_grammar_check(nc_grammar *g, const char *const *names,
     goto done;
   }
   for (uint32_t e = 0; e < g->n_elems; e++) {
-    if (g->elems[e].kind != NC_GE_CLASS)
-      continue;
+    if (g->elems[e].kind != NC_GE_CLASS) continue;
     bool ok;
     if (class_nonempty(g, &g->elems[e], &ok) != NC_OK) {
       rc = nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
@@ -245,10 +238,10 @@ nc_code nc_grammar_check(nc_grammar *g, const char *const *names,
   }
   propagate(g, &t, class_ok, productive);
   if (!productive[g->root]) {
-    rc = nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                 "grammar: empty language: rule '%.*s' matches no string",
-                 (int)(lens[g->root] > 64 ? 64 : lens[g->root]),
-                 names[g->root]);
+    rc =
+        nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                "grammar: empty language: rule '%.*s' matches no string",
+                (int)(lens[g->root] > 64 ? 64 : lens[g->root]), names[g->root]);
     goto done;
   }
   prune(g, class_ok, productive);
@@ -282,8 +275,7 @@ bool nc_grammar_class_meets(const nc_grammar *g, const nc_gelem *e, uint32_t lo,
   const uint32_t *r = g->ranges + 2 * (size_t)e->a;
   if (!e->neg) {
     for (uint32_t i = 0; i < e->b; i++)
-      if (r[2 * i] <= hi && r[2 * i + 1] >= lo)
-        return true;
+      if (r[2 * i] <= hi && r[2 * i + 1] >= lo) return true;
     return false;
   }
   /* Negated: some point of [lo, hi] outside every range. Walk c upwards,
@@ -296,8 +288,7 @@ bool nc_grammar_class_meets(const nc_grammar *g, const nc_gelem *e, uint32_t lo,
         c = (uint64_t)r[2 * i + 1] + 1;
         moved = true;
       }
-    if (!moved)
-      return true;
+    if (!moved) return true;
   }
   return c <= hi && !nc_grammar_class_has(g, e, (uint32_t)c) ? true : false;
 }

@@ -30,8 +30,7 @@ static nc_code add_node(nc_grammar_vocab *gv, uint8_t byte, uint32_t *id) {
   if (gv->n_nodes == gv->cap_nodes) {
     uint32_t cap = gv->cap_nodes ? gv->cap_nodes * 2 : 1024;
     tnode *nn = realloc(gv->nodes, cap * sizeof *nn);
-    if (!nn)
-      return NC_ERR_NOMEM;
+    if (!nn) return NC_ERR_NOMEM;
     gv->nodes = nn;
     gv->cap_nodes = cap;
   }
@@ -50,8 +49,7 @@ static nc_code insert(nc_grammar_vocab *gv, int32_t t) {
     while (c != NONE && gv->nodes[c].byte != s[i])
       c = gv->nodes[c].sibling;
     if (c == NONE) {
-      if (add_node(gv, s[i], &c) != NC_OK)
-        return NC_ERR_NOMEM;
+      if (add_node(gv, s[i], &c) != NC_OK) return NC_ERR_NOMEM;
       gv->nodes[c].sibling = gv->nodes[node].child;
       gv->nodes[node].child = c;
     }
@@ -70,8 +68,7 @@ nc_code nc_grammar_vocab_create(int32_t n, const char *const *pieces,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "grammar: vocabulary size %d out of range", (int)n);
   nc_grammar_vocab *gv = calloc(1, sizeof *gv);
-  if (!gv)
-    return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+  if (!gv) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   gv->n = n;
   size_t total = 0;
   for (int32_t i = 0; i < n; i++)
@@ -90,15 +87,13 @@ nc_code nc_grammar_vocab_create(int32_t n, const char *const *pieces,
     uint8_t k = kinds[i];
     if (k == NC_GRAMMAR_TOKEN_TEXT && (lens[i] == 0 || lens[i] > MAX_PIECE))
       k = NC_GRAMMAR_TOKEN_NEVER; /* empty pieces never advance */
-    if (k > NC_GRAMMAR_TOKEN_END)
-      k = NC_GRAMMAR_TOKEN_NEVER;
+    if (k > NC_GRAMMAR_TOKEN_END) k = NC_GRAMMAR_TOKEN_NEVER;
     gv->kinds[i] = k;
     gv->off[i] = at;
     if (k == NC_GRAMMAR_TOKEN_TEXT) {
       memcpy(gv->bytes + at, pieces[i], lens[i]);
       at += lens[i];
-      if (lens[i] > gv->max_len)
-        gv->max_len = (uint32_t)lens[i];
+      if (lens[i] > gv->max_len) gv->max_len = (uint32_t)lens[i];
     }
   }
   gv->off[n] = at;
@@ -113,8 +108,7 @@ nomem:
 }
 
 void nc_grammar_vocab_free(nc_grammar_vocab *gv) {
-  if (!gv)
-    return;
+  if (!gv) return;
   free(gv->kinds);
   free(gv->bytes);
   free(gv->off);
@@ -131,8 +125,7 @@ static nc_code scratch(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
                        nc_error *err) {
   if (m->n_levels < gv->max_len + 1) {
     nc_gstate *l = realloc(m->levels, (gv->max_len + 1) * sizeof *l);
-    if (!l)
-      return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+    if (!l) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
     memset(l + m->n_levels, 0, (gv->max_len + 1 - m->n_levels) * sizeof *l);
     m->levels = l;
     m->n_levels = gv->max_len + 1;
@@ -141,8 +134,7 @@ static nc_code scratch(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
   size_t need = 2 * (size_t)gv->n_nodes;
   if (m->cap_walk < need) {
     uint32_t *w = realloc(m->walk, need * sizeof *w);
-    if (!w)
-      return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+    if (!w) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
     m->walk = w;
     m->cap_walk = need;
   }
@@ -158,8 +150,7 @@ nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
       if (gv->kinds[i] == NC_GRAMMAR_TOKEN_END)
         mask[i / 64] |= 1ull << (i % 64);
   nc_code rc = scratch(m, gv, err);
-  if (rc != NC_OK)
-    return rc;
+  if (rc != NC_OK) return rc;
   size_t sp = 0;
   for (uint32_t c = gv->nodes[0].child; c != NONE; c = gv->nodes[c].sibling) {
     m->walk[sp++] = c;
@@ -172,10 +163,8 @@ nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
     bool ok;
     rc = nc_gstate_step(m->g, from, gv->nodes[node].byte, &m->levels[depth],
                         &m->work, &ok, err);
-    if (rc != NC_OK)
-      return rc;
-    if (!ok)
-      continue;
+    if (rc != NC_OK) return rc;
+    if (!ok) continue;
     for (uint32_t t = gv->nodes[node].tok; t != NONE; t = gv->tok_next[t])
       mask[t / 64] |= 1ull << (t % 64);
     for (uint32_t c = gv->nodes[node].child; c != NONE;
@@ -198,8 +187,7 @@ nc_code nc_grammar_matcher_accept_token(nc_grammar_matcher *m,
     *ok = nc_gstate_accepting(&m->cur);
     return NC_OK;
   }
-  if (gv->kinds[id] != NC_GRAMMAR_TOKEN_TEXT)
-    return NC_OK;
+  if (gv->kinds[id] != NC_GRAMMAR_TOKEN_TEXT) return NC_OK;
   return nc_grammar_matcher_accept(m, gv->bytes + gv->off[id],
                                    gv->off[id + 1] - gv->off[id], ok, err);
 }

@@ -6,12 +6,11 @@
 
 #include "grammar_state.h"
 
-nc_code nc_grammar_matcher_create(const nc_grammar *g,
-                                  nc_grammar_matcher **out, nc_error *err) {
+nc_code nc_grammar_matcher_create(const nc_grammar *g, nc_grammar_matcher **out,
+                                  nc_error *err) {
   *out = NULL;
   nc_grammar_matcher *m = calloc(1, sizeof *m);
-  if (!m)
-    return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+  if (!m) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   m->g = g;
   nc_code rc = nc_gstate_init(g, &m->cur, &m->work, err);
   if (rc != NC_OK) {
@@ -23,8 +22,7 @@ nc_code nc_grammar_matcher_create(const nc_grammar *g,
 }
 
 void nc_grammar_matcher_free(nc_grammar_matcher *m) {
-  if (!m)
-    return;
+  if (!m) return;
   nc_gstacks_free(&m->cur.st);
   nc_gstacks_free(&m->spare.st);
   nc_gstacks_free(&m->saved.st);
@@ -40,8 +38,7 @@ nc_code nc_grammar_matcher_clone(const nc_grammar_matcher *m,
                                  nc_grammar_matcher **out, nc_error *err) {
   *out = NULL;
   nc_grammar_matcher *c = calloc(1, sizeof *c);
-  if (!c)
-    return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+  if (!c) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   c->g = m->g;
   if (nc_gstate_copy(&c->cur, &m->cur) != NC_OK) {
     nc_grammar_matcher_free(c);
@@ -54,8 +51,7 @@ nc_code nc_grammar_matcher_clone(const nc_grammar_matcher *m,
 nc_code nc_grammar_matcher_accept(nc_grammar_matcher *m, const char *bytes,
                                   size_t len, bool *ok, nc_error *err) {
   *ok = true;
-  if (len == 0)
-    return NC_OK;
+  if (len == 0) return NC_OK;
   if (len > 1 && nc_gstate_copy(&m->saved, &m->cur) != NC_OK)
     return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   for (size_t i = 0; i < len; i++) {

@@ -37,11 +37,10 @@ static nc_code fail_at(parser *p, size_t pos, nc_code code, const char *msg,
       col++;
     }
   }
-  if (arg_len > 64)
-    arg_len = 64;
-  return nc_fail(p->err, code, "grammar: line %zu column %zu: %s%s%.*s%s",
-                 line, col, msg, arg ? " '" : "", (int)arg_len,
-                 arg ? arg : "", arg ? "'" : "");
+  if (arg_len > 64) arg_len = 64;
+  return nc_fail(p->err, code, "grammar: line %zu column %zu: %s%s%.*s%s", line,
+                 col, msg, arg ? " '" : "", (int)arg_len, arg ? arg : "",
+                 arg ? "'" : "");
 }
 
 static nc_code syntax(parser *p, const char *msg) {
@@ -55,8 +54,7 @@ static nc_code vec_push(parser *p, nc_gvec *v, nc_gelem e) {
   if (v->n == v->cap) {
     size_t cap = v->cap ? v->cap * 2 : 8;
     nc_gelem *nv = realloc(v->v, cap * sizeof *nv);
-    if (!nv)
-      return nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
+    if (!nv) return nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
     v->v = nv;
     v->cap = cap;
   }
@@ -67,13 +65,12 @@ static nc_code vec_push(parser *p, nc_gvec *v, nc_gelem e) {
 
 static nc_code range_push(parser *p, uint32_t lo, uint32_t hi) {
   if (p->n_ranges + 2 > 2 * (size_t)NC_GRAMMAR_MAX_ELEMS)
-    return fail_at(p, p->pos, NC_ERR_LIMIT, "grammar too large (ranges)",
-                   NULL, 0);
+    return fail_at(p, p->pos, NC_ERR_LIMIT, "grammar too large (ranges)", NULL,
+                   0);
   if (p->n_ranges + 2 > p->cap_ranges) {
     size_t cap = p->cap_ranges ? p->cap_ranges * 2 : 64;
     uint32_t *nr = realloc(p->ranges, cap * sizeof *nr);
-    if (!nr)
-      return nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
+    if (!nr) return nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
     p->ranges = nr;
     p->cap_ranges = cap;
   }
@@ -82,16 +79,14 @@ static nc_code range_push(parser *p, uint32_t lo, uint32_t hi) {
   return NC_OK;
 }
 
-static nc_code new_rule(parser *p, const char *name, size_t len,
-                        uint32_t *id) {
+static nc_code new_rule(parser *p, const char *name, size_t len, uint32_t *id) {
   if (p->n_rules >= NC_GRAMMAR_MAX_RULES)
     return fail_at(p, p->pos, NC_ERR_LIMIT, "grammar too large (rules)", NULL,
                    0);
   if (p->n_rules == p->cap_rules) {
     uint32_t cap = p->cap_rules ? p->cap_rules * 2 : 16;
     brule *nr = realloc(p->rules, cap * sizeof *nr);
-    if (!nr)
-      return nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
+    if (!nr) return nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
     p->rules = nr;
     p->cap_rules = cap;
   }
@@ -137,12 +132,9 @@ static void skip_space(parser *p, bool newline_ok) {
 }
 
 static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
 
@@ -170,11 +162,9 @@ static nc_code decode_utf8(parser *p, uint32_t *cp) {
   } else {
     return syntax(p, "invalid UTF-8");
   }
-  if (n > left)
-    return syntax(p, "invalid UTF-8");
+  if (n > left) return syntax(p, "invalid UTF-8");
   for (unsigned i = 1; i < n; i++) {
-    if ((s[i] & 0xC0) != 0x80)
-      return syntax(p, "invalid UTF-8");
+    if ((s[i] & 0xC0) != 0x80) return syntax(p, "invalid UTF-8");
     c = (c << 6) | (s[i] & 0x3F);
   }
   if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
@@ -186,60 +176,39 @@ static nc_code decode_utf8(parser *p, uint32_t *cp) {
 
 /* One character of a literal or class, escapes included. */
 static nc_code parse_char(parser *p, uint32_t *cp) {
-  if (p->pos >= p->n)
-    return syntax(p, "unexpected end of input");
-  if (p->s[p->pos] != '\\')
-    return decode_utf8(p, cp);
+  if (p->pos >= p->n) return syntax(p, "unexpected end of input");
+  if (p->s[p->pos] != '\\') return decode_utf8(p, cp);
   if (p->pos + 1 >= p->n)
     return syntax(p, "unexpected end of input after '\\'");
   char e = p->s[p->pos + 1];
   unsigned digits = 0;
   switch (e) {
-  case 'n':
-    *cp = '\n';
-    break;
-  case 'r':
-    *cp = '\r';
-    break;
-  case 't':
-    *cp = '\t';
-    break;
+  case 'n': *cp = '\n'; break;
+  case 'r': *cp = '\r'; break;
+  case 't': *cp = '\t'; break;
   case '\\':
   case '"':
   case '[':
   case ']':
   case '-':
   case '^':
-  case '/':
-    *cp = (unsigned char)e;
-    break;
-  case 'x':
-    digits = 2;
-    break;
-  case 'u':
-    digits = 4;
-    break;
-  case 'U':
-    digits = 8;
-    break;
-  default:
-    return syntax(p, "unknown escape");
+  case '/': *cp = (unsigned char)e; break;
+  case 'x': digits = 2; break;
+  case 'u': digits = 4; break;
+  case 'U': digits = 8; break;
+  default: return syntax(p, "unknown escape");
   }
   p->pos += 2;
-  if (!digits)
-    return NC_OK;
+  if (!digits) return NC_OK;
   uint32_t v = 0;
   for (unsigned i = 0; i < digits; i++) {
     int h = p->pos < p->n ? hexval(p->s[p->pos]) : -1;
-    if (h < 0)
-      return syntax(p, "expected a hex digit");
+    if (h < 0) return syntax(p, "expected a hex digit");
     v = (v << 4) | (uint32_t)h;
     p->pos++;
   }
-  if (v > 0x10FFFF)
-    return syntax(p, "code point above U+10FFFF");
-  if (v >= 0xD800 && v <= 0xDFFF)
-    return syntax(p, "surrogate code point");
+  if (v > 0x10FFFF) return syntax(p, "code point above U+10FFFF");
+  if (v >= 0xD800 && v <= 0xDFFF) return syntax(p, "surrogate code point");
   *cp = v;
   return NC_OK;
 }
@@ -255,15 +224,13 @@ static nc_code parse_literal(parser *p, nc_gvec *out) {
     }
     uint32_t c;
     nc_code rc = parse_char(p, &c);
-    if (rc == NC_OK)
-      rc = range_push(p, c, c);
+    if (rc == NC_OK) rc = range_push(p, c, c);
     if (rc == NC_OK)
       rc = vec_push(p, out,
                     (nc_gelem){.kind = NC_GE_CLASS,
                                .a = (uint32_t)(p->n_ranges / 2 - 1),
                                .b = 1});
-    if (rc != NC_OK)
-      return rc;
+    if (rc != NC_OK) return rc;
   }
 }
 
@@ -283,20 +250,17 @@ static nc_code parse_class(parser *p, nc_gvec *out) {
     }
     uint32_t lo, hi;
     nc_code rc = parse_char(p, &lo);
-    if (rc != NC_OK)
-      return rc;
+    if (rc != NC_OK) return rc;
     hi = lo;
     if (p->pos + 1 < p->n && p->s[p->pos] == '-' && p->s[p->pos + 1] != ']') {
       p->pos++;
       size_t at = p->pos;
-      if ((rc = parse_char(p, &hi)) != NC_OK)
-        return rc;
+      if ((rc = parse_char(p, &hi)) != NC_OK) return rc;
       if (hi < lo)
         return fail_at(p, at, NC_ERR_INVALID_ARGUMENT,
                        "character range out of order", NULL, 0);
     }
-    if ((rc = range_push(p, lo, hi)) != NC_OK)
-      return rc;
+    if ((rc = range_push(p, lo, hi)) != NC_OK) return rc;
     e.b++;
   }
   return vec_push(p, out, e);
@@ -308,31 +272,25 @@ static nc_code parse_alternates(parser *p, nc_gvec *out, bool nested);
 static nc_code repeat(parser *p, nc_gvec *out, size_t start, uint32_t min,
                       uint32_t max) {
   size_t len = out->n - start;
-  if (len == 0)
-    return NC_OK; /* "" repeated is "" */
+  if (len == 0) return NC_OK; /* "" repeated is "" */
   nc_gelem term = out->v[start];
   nc_code rc;
   if (len > 1) { /* a literal of several characters: one rule for it */
     uint32_t id;
-    if ((rc = new_rule(p, NULL, 0, &id)) != NC_OK)
-      return rc;
+    if ((rc = new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
     nc_gvec *body = &p->rules[id].body;
     for (size_t i = start; i < out->n; i++)
-      if ((rc = vec_push(p, body, out->v[i])) != NC_OK)
-        return rc;
+      if ((rc = vec_push(p, body, out->v[i])) != NC_OK) return rc;
     term = (nc_gelem){.kind = NC_GE_REF, .a = id};
   }
   p->n_elems -= len;
   out->n = start;
   for (uint32_t i = 0; i < min; i++)
-    if ((rc = vec_push(p, out, term)) != NC_OK)
-      return rc;
-  if (max == min)
-    return NC_OK;
+    if ((rc = vec_push(p, out, term)) != NC_OK) return rc;
+  if (max == min) return NC_OK;
   uint32_t id;
   if (max == UINT32_MAX) { /* R ::= term R | "" */
-    if ((rc = new_rule(p, NULL, 0, &id)) != NC_OK)
-      return rc;
+    if ((rc = new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
     nc_gvec *body = &p->rules[id].body;
     if ((rc = vec_push(p, body, term)) != NC_OK ||
         (rc = vec_push(p, body, (nc_gelem){.kind = NC_GE_REF, .a = id})) !=
@@ -345,11 +303,9 @@ static nc_code repeat(parser *p, nc_gvec *out, size_t start, uint32_t min,
   bool have = false;
   uint32_t prev = 0;
   for (uint32_t k = min; k < max; k++) {
-    if ((rc = new_rule(p, NULL, 0, &id)) != NC_OK)
-      return rc;
+    if ((rc = new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
     nc_gvec *body = &p->rules[id].body;
-    if ((rc = vec_push(p, body, term)) != NC_OK)
-      return rc;
+    if ((rc = vec_push(p, body, term)) != NC_OK) return rc;
     if (have &&
         (rc = vec_push(p, body, (nc_gelem){.kind = NC_GE_REF, .a = prev})) !=
             NC_OK)
@@ -381,8 +337,7 @@ static nc_code parse_braces(parser *p, uint32_t *min, uint32_t *max) {
   p->pos++; /* '{' */
   skip_space(p, true);
   nc_code rc = parse_count(p, min);
-  if (rc != NC_OK)
-    return rc;
+  if (rc != NC_OK) return rc;
   skip_space(p, true);
   *max = *min;
   if (p->pos < p->n && p->s[p->pos] == ',') {
@@ -390,15 +345,12 @@ static nc_code parse_braces(parser *p, uint32_t *min, uint32_t *max) {
     skip_space(p, true);
     *max = UINT32_MAX;
     if (p->pos < p->n && p->s[p->pos] != '}') {
-      if ((rc = parse_count(p, max)) != NC_OK)
-        return rc;
+      if ((rc = parse_count(p, max)) != NC_OK) return rc;
       skip_space(p, true);
-      if (*max < *min)
-        return syntax(p, "repetition {m,n} with n < m");
+      if (*max < *min) return syntax(p, "repetition {m,n} with n < m");
     }
   }
-  if (p->pos >= p->n || p->s[p->pos] != '}')
-    return syntax(p, "expected '}'");
+  if (p->pos >= p->n || p->s[p->pos] != '}') return syntax(p, "expected '}'");
   p->pos++;
   return NC_OK;
 }
@@ -441,8 +393,7 @@ static nc_code parse_sequence(parser *p, nc_gvec *out, bool nested) {
       if (rc == NC_OK && (p->pos >= p->n || p->s[p->pos] != ')'))
         rc = syntax(p, "expected ')'");
       uint32_t id = 0;
-      if (rc == NC_OK)
-        rc = new_rule(p, NULL, 0, &id);
+      if (rc == NC_OK) rc = new_rule(p, NULL, 0, &id);
       if (rc != NC_OK) {
         free(body.v);
         return rc;
@@ -462,17 +413,14 @@ static nc_code parse_sequence(parser *p, nc_gvec *out, bool nested) {
         min = c == '+' ? 1 : 0;
         max = c == '?' ? 1 : UINT32_MAX;
       }
-      if (rc == NC_OK)
-        rc = repeat(p, out, term, min, max);
+      if (rc == NC_OK) rc = repeat(p, out, term, min, max);
       term = SIZE_MAX;
       start = SIZE_MAX;
     } else {
       break;
     }
-    if (rc != NC_OK)
-      return rc;
-    if (start != SIZE_MAX)
-      term = start;
+    if (rc != NC_OK) return rc;
+    if (start != SIZE_MAX) term = start;
     skip_space(p, nested);
   }
   return NC_OK;
@@ -497,16 +445,14 @@ static nc_code parse_rules(parser *p) {
     size_t s = p->pos;
     while (p->pos < p->n && is_name_char(p->s[p->pos]))
       p->pos++;
-    if (p->pos == s)
-      return syntax(p, "expected a rule name");
+    if (p->pos == s) return syntax(p, "expected a rule name");
     size_t name_end = p->pos;
     skip_space(p, false);
     if (p->n - p->pos < 3 || memcmp(p->s + p->pos, "::=", 3) != 0)
       return syntax(p, "expected '::='");
     uint32_t id;
     nc_code rc = named_rule(p, p->s + s, name_end - s, &id);
-    if (rc != NC_OK)
-      return rc;
+    if (rc != NC_OK) return rc;
     if (p->rules[id].defined)
       return fail_at(p, s, NC_ERR_INVALID_ARGUMENT, "rule defined twice",
                      p->s + s, name_end - s);
@@ -516,8 +462,7 @@ static nc_code parse_rules(parser *p) {
     nc_gvec body = {0};
     rc = parse_alternates(p, &body, false);
     p->rules[id].body = body;
-    if (rc != NC_OK)
-      return rc;
+    if (rc != NC_OK) return rc;
     if (p->pos < p->n && p->s[p->pos] != '\n' && p->s[p->pos] != '\r')
       return syntax(p, "unexpected character");
     skip_space(p, true);
@@ -579,12 +524,10 @@ nc_code nc_grammar_parse(const char *text, size_t len, const char *root,
   if (len > NC_GRAMMAR_MAX_TEXT)
     return nc_fail(err, NC_ERR_LIMIT, "grammar: longer than %u bytes",
                    NC_GRAMMAR_MAX_TEXT);
-  if (!root)
-    root = "root";
+  if (!root) root = "root";
   parser p = {.s = text ? text : "", .n = len, .err = err};
   nc_grammar *g = calloc(1, sizeof *g);
-  if (!g)
-    return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+  if (!g) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   nc_code rc = parse_rules(&p);
   for (uint32_t r = 0; rc == NC_OK && r < p.n_rules; r++)
     if (!p.rules[r].defined)
@@ -600,8 +543,7 @@ nc_code nc_grammar_parse(const char *text, size_t len, const char *root,
       rc = nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "grammar: no rule named '%.64s'", root);
   }
-  if (rc == NC_OK)
-    rc = flatten(&p, g);
+  if (rc == NC_OK) rc = flatten(&p, g);
   if (rc == NC_OK) {
     const char **names = malloc((p.n_rules + 1) * sizeof *names);
     size_t *lens = malloc((p.n_rules + 1) * sizeof *lens);
@@ -627,8 +569,7 @@ nc_code nc_grammar_parse(const char *text, size_t len, const char *root,
 }
 
 void nc_grammar_free(nc_grammar *g) {
-  if (!g)
-    return;
+  if (!g) return;
   free(g->elems);
   free(g->alts);
   free(g->rules);
@@ -636,4 +577,6 @@ void nc_grammar_free(nc_grammar *g) {
   free(g);
 }
 
-uint32_t nc_grammar_n_rules(const nc_grammar *g) { return g->n_rules; }
+uint32_t nc_grammar_n_rules(const nc_grammar *g) {
+  return g->n_rules;
+}

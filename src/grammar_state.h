@@ -22,10 +22,10 @@ typedef struct nc_gstacks {
 
 typedef struct nc_gstate {
   nc_gstacks st;
-  uint32_t cp;   /* the partial character's bits so far */
-  uint8_t left;  /* continuation bytes still expected */
-  uint8_t lead;  /* its first byte */
-  uint8_t seen;  /* bytes of it seen */
+  uint32_t cp;  /* the partial character's bits so far */
+  uint8_t left; /* continuation bytes still expected */
+  uint8_t lead; /* its first byte */
+  uint8_t seen; /* bytes of it seen */
 } nc_gstate;
 
 /* Scratch for the expansions of one step (reused across steps). */

@@ -19,12 +19,10 @@ nc_code nc_grammar_vocab_from(const nc_vocab *v, nc_grammar_vocab **out,
       kinds[i] = NC_GRAMMAR_TOKEN_END;
       continue;
     }
-    if (nc_vocab_is_control(v, i))
-      continue;
+    if (nc_vocab_is_control(v, i)) continue;
     char one[1];
     size_t need = nc_token_to_piece(v, i, false, one, 0);
-    if (need == 0)
-      continue;
+    if (need == 0) continue;
     pieces[i] = malloc(need);
     if (!pieces[i]) {
       rc = nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");

@@ -1,5 +1,7 @@
 #include "request.h"
 
+#include "grammar.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,8 @@ static void free_params(nucleus_request_params *p) {
   free((nucleus_logit_bias *)p->sampling.logit_bias);
   free((int32_t *)p->sampling.allowed_tokens);
   free((int32_t *)p->sampling.banned_tokens);
+  nc_grammar_handle_unref(p->grammar);
+  p->grammar = NULL;
 }
 
 static void *dup_mem(const void *src, size_t n, size_t size, bool *ok) {
@@ -55,6 +59,7 @@ static bool copy_params(nucleus_request_params *dst,
   bool ok = true;
   *dst = *src;
   dst->stop = NULL;
+  nc_grammar_handle_ref(dst->grammar); /* the request's own reference */
   dst->stop_token_ids =
       dup_mem(src->stop_token_ids, src->n_stop_token_ids, sizeof(int32_t), &ok);
   nucleus_sampling_params *s = &dst->sampling;

@@ -116,6 +116,12 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
     x[s->banned[i]] = -INFINITY;
   for (int32_t i = 0; i < row->n_suppress; i++)
     x[row->suppress[i]] = -INFINITY;
+  if (row->grammar) { /* stage 0, "grammar": a hard mask (-inf stays -inf
+                         whatever bias came first) */
+    for (int32_t i = 0; i < V; i++)
+      if (!((row->grammar[i >> 6] >> (i & 63)) & 1)) x[i] = -INFINITY;
+    mt.lowered = true;
+  }
   const float r = s->p.repetition_penalty;
   const float freq = s->p.frequency_penalty, pres = s->p.presence_penalty;
   for (int32_t e = 0; e < s->n_seen; e++) {
@@ -126,7 +132,7 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
     x[seen->token] = v;
   }
   st->pristine = !s->has_allowed && s->n_bias == 0 && s->n_banned == 0 &&
-                 row->n_suppress == 0 && s->n_seen == 0;
+                 row->n_suppress == 0 && s->n_seen == 0 && !row->grammar;
   /* the edited tokens' final values */
   for (size_t i = 0; i < s->n_bias; i++)
     track(st->raw, x, s->bias[i].token, &mt);

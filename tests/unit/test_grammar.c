@@ -21,8 +21,7 @@ static nc_grammar *compile(const char *text) {
   nc_grammar *g = NULL;
   nc_error err = {0};
   nc_code rc = nc_grammar_parse(text, strlen(text), NULL, &g, &err);
-  if (rc != NC_OK)
-    fprintf(stderr, "grammar error: %s\n", err.message);
+  if (rc != NC_OK) fprintf(stderr, "grammar error: %s\n", err.message);
   assert_int_equal(rc, NC_OK);
   return g;
 }
@@ -173,7 +172,8 @@ static void test_dead_alternatives_pruned(void **state) {
 
 static void test_errors_name_line_and_column(void **state) {
   (void)state;
-  const char *m = refuse("root ::= \"a\"\nx ::= \"b\" [c", NC_ERR_INVALID_ARGUMENT);
+  const char *m =
+      refuse("root ::= \"a\"\nx ::= \"b\" [c", NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(m, "line 2 column 13"));
   assert_non_null(strstr(m, "unterminated character class"));
   m = refuse("root ::= a b\na ::= \"x\"\n", NC_ERR_INVALID_ARGUMENT);
@@ -201,12 +201,15 @@ static void test_errors_name_line_and_column(void **state) {
 
 static void test_left_recursion_and_empty_language(void **state) {
   (void)state;
-  const char *m = refuse("root ::= root \"a\" | \"a\"", NC_ERR_INVALID_ARGUMENT);
+  const char *m =
+      refuse("root ::= root \"a\" | \"a\"", NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(m, "left recursion"));
-  m = refuse("root ::= x \"a\"\nx ::= y | \"b\"\ny ::= root", NC_ERR_INVALID_ARGUMENT);
+  m = refuse("root ::= x \"a\"\nx ::= y | \"b\"\ny ::= root",
+             NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(m, "left recursion"));
   /* Through a rule that matches "": */
-  m = refuse("root ::= e root \"a\" | \"b\"\ne ::= \"x\"?", NC_ERR_INVALID_ARGUMENT);
+  m = refuse("root ::= e root \"a\" | \"b\"\ne ::= \"x\"?",
+             NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(m, "left recursion"));
   /* A nullable group under a star. */
   m = refuse("root ::= (\"a\"?)*", NC_ERR_INVALID_ARGUMENT);
@@ -236,8 +239,7 @@ static void test_bounds(void **state) {
   assert_non_null(strstr(m, "nested too deeply"));
   /* Repeating a group repeats a reference to it: nested counts stay
    * linear in size (10^12 characters, a few thousand symbols). */
-  nc_grammar *big =
-      compile("root ::= ((((\"ab\"{1000}){1000}){1000}){1000})");
+  nc_grammar *big = compile("root ::= ((((\"ab\"{1000}){1000}){1000}){1000})");
   assert_true(nc_grammar_n_rules(big) < 5000);
   assert_int_equal(runs(big, "ababab"), 0);
   nc_grammar_free(big);
@@ -273,15 +275,15 @@ static void check_mask(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
     if (ok != bit)
       fprintf(stderr, "token %d: fed %d, mask %d\n", (int)t, ok, bit);
     assert_int_equal(ok, bit);
-    if (bit)
-      allowed[(*n_allowed)++] = t;
+    if (bit) allowed[(*n_allowed)++] = t;
   }
 }
 
 static void test_mask_small_vocab(void **state) {
   (void)state;
-  const char *pieces[] = {"{", "}", "\"", "a", "ab", "\"a", "\":", ":",
-                          "\xc3", "\xa9", "\xc3\xa9", "1", "12", "", "x}"};
+  const char *pieces[] = {"{",        "}",   "\"", "a",    "ab",
+                          "\"a",      "\":", ":",  "\xc3", "\xa9",
+                          "\xc3\xa9", "1",   "12", "",     "x}"};
   uint8_t kinds[15];
   size_t lens[15];
   for (int i = 0; i < 15; i++) {
@@ -290,8 +292,8 @@ static void test_mask_small_vocab(void **state) {
   }
   kinds[13] = NC_GRAMMAR_TOKEN_END;
   nc_grammar_vocab *gv = NULL;
-  assert_int_equal(
-      nc_grammar_vocab_create(15, pieces, lens, kinds, &gv, NULL), NC_OK);
+  assert_int_equal(nc_grammar_vocab_create(15, pieces, lens, kinds, &gv, NULL),
+                   NC_OK);
   nc_grammar *g = compile("root ::= \"{\" \"\\\"\" [a\\u00e9]+ \"\\\":\" "
                           "[0-9]{1,3} \"}\"");
   nc_grammar_matcher *m = NULL;
@@ -356,8 +358,7 @@ static void test_mask_model_vocab(void **state) {
         assert_true(n > 0); /* a viable prefix always has a continuation */
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         int32_t t = allowed[(seed >> 33) % (uint64_t)n];
-        if (nc_vocab_is_eog(v, t))
-          break;
+        if (nc_vocab_is_eog(v, t)) break;
         bool ok;
         assert_int_equal(nc_grammar_matcher_accept_token(m, gv, t, &ok, NULL),
                          NC_OK);
