@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 4; i < 8; i++)
       nc_sampler_accept(s, hist[i]);
     int32_t suppress[2] = {(int32_t)(take_u32(&r) % (uint32_t)V), 0};
-    nc_sample_row rows[2] = {{s, logits, suppress, 1}, {s, logits, NULL, 0}};
+    nc_sample_row rows[2] = {{s, logits, suppress, 1, NULL}, {s, logits, NULL, 0, NULL}};
     nc_sample_result res[2];
     nc_sample_batch(ws, rows, 2, res, &err);
     for (int k = 0; k < 2; k++) {

@@ -103,7 +103,7 @@ static void suppress_masks_one_step(void **state) {
   nc_sampler *s = make_sampler(&p, 3, 1);
   nc_sample_workspace *ws = make_ws(3);
   int32_t eos[1] = {2};
-  nc_sample_row row = {s, logits, eos, 1};
+  nc_sample_row row = {s, logits, eos, 1, NULL};
   nc_sample_result res;
   assert_int_equal(nc_sample_batch(ws, &row, 1, &res, NULL), NC_OK);
   assert_int_equal(res.token, 1);
