@@ -9,4 +9,6 @@ nucleus_status nucleus_grammar_create(const char *gbnf, size_t len,
   return nc_grammar_handle_create(gbnf, len, root, out, err);
 }
 
-void nucleus_grammar_free(nucleus_grammar *g) { nc_grammar_handle_unref(g); }
+void nucleus_grammar_free(nucleus_grammar *g) {
+  nc_grammar_handle_unref(g);
+}

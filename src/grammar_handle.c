@@ -9,13 +9,11 @@ struct nucleus_grammar {
   atomic_int refs;
 };
 
-nc_code nc_grammar_handle_create(const char *text, size_t len,
-                                 const char *root, nucleus_grammar **out,
-                                 nc_error *err) {
+nc_code nc_grammar_handle_create(const char *text, size_t len, const char *root,
+                                 nucleus_grammar **out, nc_error *err) {
   *out = NULL;
   nucleus_grammar *h = calloc(1, sizeof *h);
-  if (!h)
-    return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+  if (!h) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   nc_code rc = nc_grammar_parse(text, len, root, &h->g, err);
   if (rc != NC_OK) {
     free(h);
@@ -29,8 +27,7 @@ nc_code nc_grammar_handle_create(const char *text, size_t len,
 /* References change a count, not the grammar: the handle stays logically
  * const for its holders. */
 void nc_grammar_handle_ref(const nucleus_grammar *h) {
-  if (h)
-    atomic_fetch_add(&((nucleus_grammar *)h)->refs, 1);
+  if (h) atomic_fetch_add(&((nucleus_grammar *)h)->refs, 1);
 }
 
 void nc_grammar_handle_unref(const nucleus_grammar *h) {

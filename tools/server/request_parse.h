@@ -38,6 +38,7 @@ typedef struct gen_request {
   const char *stop_ptrs[NUCLEUS_MAX_STOP_STRINGS];
   nucleus_logit_bias *bias;
   int32_t *stop_ids;
+  nucleus_grammar *grammar; /* structured output (params.grammar), or NULL */
 } gen_request;
 
 /* Parses root (an object) over defaults (the server's: OpenAI's, with the
