@@ -1,6 +1,8 @@
 /* Structured output fields to one grammar (see structured.h). */
 #include "structured.h"
 
+#include "json_schema.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +35,8 @@ static int choice_grammar(const json_t *list, const char *param,
                           nucleus_grammar **out, api_error *e) {
   if (!json_is_array(list) || json_array_size(list) == 0 ||
       json_array_size(list) > MAX_CHOICES)
-    return api_fail(e, 400, param,
-                    "'%s' must be a list of 1 to %d strings", param,
-                    MAX_CHOICES);
+    return api_fail(e, 400, param, "'%s' must be a list of 1 to %d strings",
+                    param, MAX_CHOICES);
   size_t cap = 16, n = 0;
   char *g = malloc(cap);
   if (!g) return api_fail(e, 500, NULL, "out of memory");
@@ -89,6 +90,31 @@ static int text_grammar(const json_t *v, const char *param,
   if (!json_is_string(v))
     return api_fail(e, 400, param, "'%s' must be a string of GBNF", param);
   return compile(json_string_value(v), json_string_length(v), param, out, e);
+}
+
+/* A schema (an object, a boolean, or a string holding JSON) to a grammar. */
+static int schema_grammar(const json_t *v, const char *param,
+                          nucleus_grammar **out, api_error *e) {
+  json_t *parsed = NULL;
+  if (json_is_string(v)) {
+    json_error_t jerr;
+    parsed = json_loads(json_string_value(v), JSON_DECODE_ANY, &jerr);
+    if (!parsed)
+      return api_fail(e, 400, param, "'%s' is not JSON: %s", param, jerr.text);
+    v = parsed;
+  }
+  if (!json_is_object(v) && !json_is_boolean(v)) {
+    json_decref(parsed);
+    return api_fail(e, 400, param, "'%s' must be a JSON Schema object", param);
+  }
+  char *gbnf = NULL;
+  char msg[400];
+  int rc = json_schema_to_gbnf(v, &gbnf, msg, sizeof msg);
+  json_decref(parsed);
+  if (rc) return api_fail(e, 400, param, "'%s': %s", param, msg);
+  rc = compile(gbnf, strlen(gbnf), param, out, e);
+  free(gbnf);
+  return rc;
 }
 
 static const json_t *field(const json_t *root, const char *key) {
@@ -164,11 +190,29 @@ int structured_parse(const json_t *root, nucleus_grammar **out, api_error *e) {
     if (!strcmp(rf_type, "json_object"))
       return compile(structured_json_object_gbnf,
                      strlen(structured_json_object_gbnf), name, out, e);
-    return api_fail(e, 400, name,
-                    "'response_format' of type 'json_schema' is not "
-                    "supported yet (JSON Schema is not built; "
-                    "'json_object' and 'grammar' are)");
+    const json_t *js = json_object_get(v, "json_schema");
+    if (!json_is_object(js))
+      return api_fail(e, 400, name,
+                      "'response_format.json_schema' must be an object "
+                      "{\"name\", \"schema\", \"strict\"}");
+    const json_t *strict = json_object_get(js, "strict");
+    const json_t *nm = json_object_get(js, "name");
+    if ((strict && !json_is_boolean(strict) && !json_is_null(strict)) ||
+        (nm && !json_is_string(nm)))
+      return api_fail(e, 400, name,
+                      "'response_format.json_schema': 'name' must be a "
+                      "string and 'strict' a boolean");
+    const json_t *schema = json_object_get(js, "schema");
+    /* No schema: any JSON object (OpenAI's default). The output always
+     * follows the schema, strict or not. */
+    if (!schema || json_is_null(schema))
+      return compile(structured_json_object_gbnf,
+                     strlen(structured_json_object_gbnf), name, out, e);
+    return schema_grammar(schema, "response_format", out, e);
   }
+  if (!strcmp(name, "json_schema") || !strcmp(name, "guided_json") ||
+      !strcmp(name, "structured_outputs.json"))
+    return schema_grammar(v, name, out, e);
   if (!strcmp(name, "grammar") || !strcmp(name, "guided_grammar") ||
       !strcmp(name, "structured_outputs.grammar"))
     return text_grammar(v, name, out, e);
@@ -176,8 +220,7 @@ int structured_parse(const json_t *root, nucleus_grammar **out, api_error *e) {
       !strcmp(name, "structured_outputs.choice"))
     return choice_grammar(v, name, out, e);
   return api_fail(e, 400, name,
-                  "'%s' is not supported yet (JSON Schema and regular "
-                  "expressions are not built; 'grammar', 'guided_choice' and "
-                  "response_format 'json_object' are)",
+                  "'%s' is not supported yet (regular expressions as a "
+                  "whole output are not built; a JSON Schema 'pattern' is)",
                   name);
 }
