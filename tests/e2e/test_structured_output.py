@@ -134,3 +134,25 @@ def test_bad_structured_requests_are_400(server, body, param, words):
     if param:
         assert err["param"] == param
     assert words in err["message"], err
+
+
+def test_cli_grammar_flags(tmp_path):
+    import subprocess
+    from conftest import DEFAULT_MODEL, NUCLEUS_BIN, require_binary_and_model
+    require_binary_and_model()
+    gfile = tmp_path / "yn.gbnf"
+    gfile.write_text('root ::= ("yes" | "no") "."\n')
+    for flag, value in (("--grammar", gfile.read_text()),
+                        ("--grammar-file", str(gfile))):
+        r = subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, "-t", "2",
+                            "-p", "Is the sky blue?", flag, value],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("Is the sky blue?")
+        assert r.stdout[len("Is the sky blue?"):].strip() in ("yes.", "no.")
+        assert "finish: stop" in r.stdout + r.stderr
+    bad = subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, "-p", "x",
+                          "--grammar", "root ::= x"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0
+    assert "line 1 column 10" in bad.stderr
