@@ -263,6 +263,7 @@ done:
 }
 
 bool nc_grammar_class_has(const nc_grammar *g, const nc_gelem *e, uint32_t c) {
+  if (e->b == 0) return e->neg != 0; /* `.` (ranges may be NULL) */
   const uint32_t *r = g->ranges + 2 * (size_t)e->a;
   bool in = false;
   for (uint32_t i = 0; i < e->b && !in; i++)
@@ -272,6 +273,7 @@ bool nc_grammar_class_has(const nc_grammar *g, const nc_gelem *e, uint32_t c) {
 
 bool nc_grammar_class_meets(const nc_grammar *g, const nc_gelem *e, uint32_t lo,
                             uint32_t hi) {
+  if (e->b == 0) return e->neg != 0;
   const uint32_t *r = g->ranges + 2 * (size_t)e->a;
   if (!e->neg) {
     for (uint32_t i = 0; i < e->b; i++)
