@@ -30,3 +30,12 @@ build/fuzz/fuzz_grammar: $(FUZZ_GRAMMAR_SRCS) $(wildcard src/grammar*.h)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(FUZZ_GRAMMAR_SRCS) -lm -o $@
+
+# The mask dumper for tests/e2e/test_grammar_oracle.py (against llguidance).
+GRAMMAR_DUMP_OBJS := $(TEST_GRAMMAR_OBJS)
+all: $(BUILDDIR)/tests/grammar_mask_dump
+$(BUILDDIR)/tests/grammar_mask_dump: tests/tools/grammar_mask_dump.c \
+    $(patsubst %,$(BUILDDIR)/src/%.o,$(GRAMMAR_DUMP_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< \
+	  $(patsubst %,$(BUILDDIR)/src/%.o,$(GRAMMAR_DUMP_OBJS)) $(LIBS) -o $@
