@@ -255,7 +255,7 @@ def test_continue_final_message(server):
     ({"response_format": {"type": "xml"}}, "response_format"),
     ({"response_format": "json"}, "response_format"),
     ({"response_format": {"type": "json_schema", "json_schema": {
-        "name": "x", "schema": {"type": "object"}}}}, "response_format"),
+        "name": "x", "schema": {"not": {}}}}}, "response_format"),
     ({"tools": "notalist"}, "tools"),
     ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
     ({"tool_choice": "bogus"}, "tool_choice"),
