@@ -73,8 +73,8 @@ static int bench(const config *c, int32_t V, int32_t batch, float *logits,
       for (int32_t i = N_PROMPT; i < N_PROMPT + N_OUTPUT; i++)
         nc_sampler_accept(s[r], history_token(r, i, V));
     }
-    rows[r] =
-        (nc_sample_row){s[r], logits + (size_t)r * (size_t)V, NULL, 0, NULL};
+    rows[r] = (nc_sample_row){.sampler = s[r],
+                              .logits = logits + (size_t)r * (size_t)V};
   }
   double best = 1e30;
   for (int rep = 0; rep < 3; rep++) {

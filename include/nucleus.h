@@ -324,6 +324,28 @@ nucleus_finish_reason_name(nucleus_finish_reason reason);
 #define NUCLEUS_MAX_STOP_STRING_BYTES 512
 #define NUCLEUS_MAX_TOP_LOGPROBS 20
 
+/* ------------------------------------------------------------- grammars
+ *
+ * Structured output: a grammar (llama.cpp's GBNF; see docs/SERVER.md) is
+ * compiled once and attached to any number of requests
+ * (nucleus_request_params.grammar). Each request holds its own reference:
+ * nucleus_grammar_free may be called right after submitting. At every step
+ * only tokens that keep the output a viable prefix of the language may be
+ * drawn (before every other sampling stage); end-of-generation only where
+ * the output is a sentence; an output to which no byte can be added ends
+ * the request with NUCLEUS_FINISH_STOP. Errors: NUCLEUS_ERR_INVALID_ARGUMENT
+ * ("grammar: line L column C: ...", undefined rules, left recursion, empty
+ * languages), NUCLEUS_ERR_LIMIT (sizes). Not with beam search. */
+typedef struct nucleus_grammar nucleus_grammar;
+
+/* root: the start rule (NULL: "root"). */
+NUCLEUS_API nucleus_status nucleus_grammar_create(const char *gbnf, size_t len,
+                                                  const char *root,
+                                                  nucleus_grammar **out,
+                                                  nucleus_error *err);
+/* Drops the caller's reference (NULL is fine). */
+NUCLEUS_API void nucleus_grammar_free(nucleus_grammar *g);
+
 typedef struct nucleus_request_params {
   nucleus_sampling_params sampling;
   int32_t max_tokens; /* -1: until the context is full */
@@ -344,6 +366,7 @@ typedef struct nucleus_request_params {
    * cache_salt). NULL or "" = no salt; at most NUCLEUS_MAX_CACHE_SALT_BYTES
    * bytes. */
   const char *cache_salt;
+  const nucleus_grammar *grammar; /* NULL: none (see nucleus_grammar) */
 } nucleus_request_params;
 
 #define NUCLEUS_MAX_CACHE_SALT_BYTES 256

@@ -3,10 +3,11 @@
 UNIT_TESTS += test_server_parts
 SERVER_PARTS := json_text auth metrics server_config
 $(BUILDDIR)/tests/test_server_parts: tests/unit/test_server_parts.c \
-    $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o)
+    $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/server $(LDFLAGS) $< \
-	  $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) $(LIBS) -lcmocka -o $@
+	  $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) $(BUILDDIR)/libnucleus.a \
+	  $(LIBS) -lcmocka -o $@
 
 # The request-head checker and the origin checks (tools/server).
 UNIT_TESTS += test_http_head

@@ -31,6 +31,8 @@ static void completion_clear(completion *c) {
   nc_stop_matcher_free(c->stop);
   free(c->tokens);
   free(c->inspect);
+  nc_grammar_matcher_free(c->grammar);
+  free(c->grammar_mask);
 }
 
 bool nc_engine_push_token(completion *c, int32_t tok) {
@@ -75,6 +77,17 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
     if (!nc_engine_push_token(c, r->prompt[i]))
       return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   nc_stop_matcher_arm(c->stop, p->min_tokens <= 0);
+  if (p->grammar) {
+    if (!e->grammar_vocab &&
+        (rc = nc_grammar_vocab_from(e->vocab, &e->grammar_vocab, err)) != NC_OK)
+      return rc;
+    rc = nc_grammar_matcher_create(nc_grammar_handle_get(p->grammar),
+                                   &c->grammar, err);
+    if (rc != NC_OK) return rc;
+    c->grammar_mask =
+        malloc(((size_t)e->n_vocab + 63) / 64 * sizeof *c->grammar_mask);
+    if (!c->grammar_mask) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  }
   return NC_OK;
 }
 
@@ -260,11 +273,12 @@ static char *final_text(completion *c, size_t *len, int *stop_hit) {
  * token (end_tok >= 0, its text not part of the output) or a stop string
  * ended it, else length. */
 static void end_output(nucleus_engine *e, group *g, completion *c,
-                       int32_t end_tok, int hit) {
+                       int32_t end_tok, int hit, bool grammar_done) {
   size_t len = 0;
   char *text = hit < 0 ? final_text(c, &len, &hit) : NULL;
-  nc_finish f = nc_finish_of(end_tok >= 0 || hit >= 0 ? NUCLEUS_FINISH_STOP
-                                                      : NUCLEUS_FINISH_LENGTH,
+  nc_finish f = nc_finish_of(end_tok >= 0 || hit >= 0 || grammar_done
+                                 ? NUCLEUS_FINISH_STOP
+                                 : NUCLEUS_FINISH_LENGTH,
                              NULL);
   if (hit >= 0)
     f.stop_string = nc_stop_matcher_string(c->stop, hit);
@@ -300,6 +314,22 @@ static void handle_token(nucleus_engine *e, group *g, completion *c,
    * not part of the output. */
   bool end_token = (!p->ignore_eos && nc_vocab_is_eog(e->vocab, tok)) ||
                    is_stop_token(g, tok);
+  bool grammar_done = false;
+  if (c->grammar && !end_token) {
+    bool ok = false;
+    nc_error gerr = {0};
+    nc_code rc = nc_grammar_matcher_accept_token(c->grammar, e->grammar_vocab,
+                                                 tok, &ok, &gerr);
+    if (rc == NC_OK && !ok)
+      rc = nc_fail(&gerr, NC_ERR_INTERNAL,
+                   "grammar: token %d does not fit the grammar", (int)tok);
+    if (rc != NC_OK) {
+      const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
+      finish_completion(e, g, c, &f);
+      return;
+    }
+    grammar_done = nc_grammar_matcher_complete(c->grammar);
+  }
   int hit = -1; /* a stop string matched in the stream */
   if (!end_token) {
     if (c->n_generated >= p->min_tokens) nc_stop_matcher_arm(c->stop, true);
@@ -328,8 +358,8 @@ static void handle_token(nucleus_engine *e, group *g, completion *c,
 
   bool budget = p->max_tokens >= 0 && c->n_generated >= p->max_tokens;
   bool ctx_full = c->n_tokens >= e->params.n_ctx;
-  if (end_token || hit >= 0 || budget || ctx_full)
-    end_output(e, g, c, end_token ? tok : -1, hit);
+  if (end_token || hit >= 0 || budget || ctx_full || grammar_done)
+    end_output(e, g, c, end_token ? tok : -1, hit, grammar_done);
 }
 
 /* ------------------------------------------------------------- the step */
@@ -596,12 +626,24 @@ static bool step(nucleus_engine *e) {
     for (int32_t k = first; k <= last; k++) {
       completion *ck = &g->comps[k];
       bool masked = ck->n_generated < g->req->params.min_tokens;
+      if (ck->grammar) { /* stage 0: this completion's grammar mask */
+        nc_error gerr = {0};
+        memset(ck->grammar_mask, 0,
+               ((size_t)e->n_vocab + 63) / 64 * sizeof *ck->grammar_mask);
+        if (nc_grammar_matcher_mask(ck->grammar, e->grammar_vocab,
+                                    ck->grammar_mask, &gerr) != NC_OK) {
+          const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
+          finish_completion(e, g, ck, &f);
+          continue;
+        }
+      }
       e->step.rows[n_sample] = (nc_sample_row){
           .sampler = ck->sampler,
           .logits = e->logits + (size_t)r * (size_t)e->n_vocab,
           .suppress = masked ? g->suppress : NULL,
           .n_suppress = masked ? g->n_suppress : 0,
           .inspect = ck->inspect,
+          .grammar = ck->grammar ? ck->grammar_mask : NULL,
       };
       e->step.sample_comp[n_sample++] = ck;
     }
@@ -750,6 +792,7 @@ static void free_resources(nucleus_engine *e) {
   nc_context_free(e->ctx);
   nc_kv_cache_free(e->kv);
   free(e->eog_ids);
+  nc_grammar_vocab_free(e->grammar_vocab);
 }
 
 static nc_code engine_create(nucleus_model *model,

@@ -12,6 +12,7 @@
 #include "beam.h"
 #include "context.h"
 #include "detokenizer.h"
+#include "grammar.h"
 #include "kv_cache.h"
 #include "model.h"
 #include "request.h"
@@ -34,6 +35,10 @@ typedef struct completion {
   int32_t n_generated;
   bool finished;
   nucleus_inspect *inspect; /* this step's record, when inspect_top_n > 0 */
+  /* Structured output (params.grammar): this completion's position in the
+   * language and this step's token mask (ceil(n_vocab / 64) words). */
+  nc_grammar_matcher *grammar;
+  uint64_t *grammar_mask;
 } completion;
 
 struct group {
@@ -91,6 +96,7 @@ struct nucleus_engine {
   nc_sample_workspace *ws;
   int32_t *eog_ids;
   int32_t n_eog;
+  nc_grammar_vocab *grammar_vocab; /* the vocab's trie, at the first grammar */
 
   /* Engine-thread state. */
   group **groups; /* [step.max_groups], arrival order */

@@ -92,6 +92,7 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
                 s->frequency_penalty != 0
             ? "penalties"
         : p->min_tokens ? "min_tokens"
+        : p->grammar    ? "grammars"
                         : NULL;
     if (what)
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,

@@ -1,5 +1,7 @@
 #include "request.h"
 
+#include "grammar.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,8 @@ static void free_params(nucleus_request_params *p) {
   free((int32_t *)p->sampling.allowed_tokens);
   free((int32_t *)p->sampling.banned_tokens);
   free((char *)p->cache_salt);
+  nc_grammar_handle_unref(p->grammar);
+  p->grammar = NULL;
 }
 
 static void *dup_mem(const void *src, size_t n, size_t size, bool *ok) {
@@ -63,6 +67,7 @@ static bool copy_params(nucleus_request_params *dst,
     dst->cache_salt = strdup(src->cache_salt);
     if (!dst->cache_salt) ok = false;
   }
+  nc_grammar_handle_ref(dst->grammar); /* the request's own reference */
   dst->stop_token_ids =
       dup_mem(src->stop_token_ids, src->n_stop_token_ids, sizeof(int32_t), &ok);
   nucleus_sampling_params *s = &dst->sampling;

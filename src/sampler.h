@@ -7,6 +7,9 @@
  * its sampler and its suppress list: never on the other rows.
  *
  * THE ORDER (fixed, one per request):
+ *   0. grammar: the row's grammar mask (structured output, grammar.h), when
+ *      given: tokens whose bit is clear -> -inf. A hard constraint: no later
+ *      stage can bring a masked token back;
  *   1. logit bias (values clamped to [-100, 100]), then masks: tokens not in
  *      allowed_tokens, banned_tokens and the row's suppress list -> -inf;
  *   2. repetition penalty over prompt + output, once per distinct token
@@ -152,6 +155,9 @@ typedef struct nc_sample_row {
    * 1 when its own is 0). NULL costs nothing and the result never depends
    * on it. */
   nucleus_inspect *inspect;
+  /* Stage 0 ("grammar"): bit i of grammar[i / 64] set = token i allowed;
+   * NULL: no grammar. ceil(n_vocab / 64) words. */
+  const uint64_t *grammar;
 } nc_sample_row;
 
 typedef struct nc_sample_result {

@@ -109,6 +109,13 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
                    "logits[%zu] = %g: logits must be finite or -inf", i,
                    (double)st->raw[i]);
   }
+  if (row->grammar) { /* stage 0, "grammar": a hard mask (a bias added
+                         after it leaves -inf at -inf) */
+    for (int32_t i = 0; i < V; i++)
+      if (!((row->grammar[i >> 6] >> (i & 63)) & 1)) x[i] = -INFINITY;
+    mt.lowered = true;
+    if (st->ins) nc_inspect_logits(st->ins, NC_STAGE_GRAMMAR, x);
+  }
   for (size_t i = 0; i < s->n_bias; i++) {
     int32_t t = s->bias[i].token;
     x[t] += s->bias[i].bias;
@@ -140,7 +147,7 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
   if (st->ins && (freq != 0.0f || pres != 0.0f))
     nc_inspect_logits(st->ins, NC_STAGE_PRESENCE_FREQUENCY, x);
   st->pristine = !s->has_allowed && s->n_bias == 0 && s->n_banned == 0 &&
-                 row->n_suppress == 0 && s->n_seen == 0;
+                 row->n_suppress == 0 && s->n_seen == 0 && !row->grammar;
   /* the edited tokens' final values */
   for (size_t i = 0; i < s->n_bias; i++)
     track(st->raw, x, s->bias[i].token, &mt);

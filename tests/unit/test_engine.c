@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "grammar.h"
 #include "nucleus.h"
 #include "test_require.h"
 
@@ -54,6 +55,11 @@ typedef struct req_spec {
 
 static nucleus_model *g_model;
 static int32_t g_vocab;
+/* A small JSON object: outputs finish within MAX_GEN tokens. */
+static const char k_grammar[] =
+    "root ::= \"{\\\"name\\\": \\\"\" [a-z]{1,8} \"\\\", \\\"age\\\": \" "
+    "[1-9] [0-9]? \"}\"\n";
+static nucleus_grammar *g_grammar;
 static char g_why[640]; /* why g_model is NULL */
 
 static int setup(void **state) {
@@ -72,12 +78,18 @@ static int setup(void **state) {
     return 0;
   }
   g_vocab = nucleus_model_n_vocab(g_model);
+  if (nucleus_grammar_create(k_grammar, strlen(k_grammar), NULL, &g_grammar,
+                             &err) != NUCLEUS_OK) {
+    fprintf(stderr, "grammar: %s\n", err.message);
+    abort();
+  }
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
   nucleus_model_free(g_model);
+  nucleus_grammar_free(g_grammar);
   return 0;
 }
 
@@ -430,6 +442,7 @@ static void random_specs(req_spec *specs, int n, uint64_t seed) {
       s->params.sampling.has_seed = true;
       s->params.sampling.seed = rng_next(&x);
     }
+    if (i % 3 == 1) s->params.grammar = g_grammar; /* masked rows too */
     s->arrival = (int)(rng_next(&x) % 12);
   }
 }
@@ -659,6 +672,62 @@ static void test_prefix_cache_n_and_salt(void **state) {
                    NUCLEUS_ERR_INVALID_ARGUMENT);
 }
 
+/* Feeds text to a fresh matcher of k_grammar: 1 a sentence, 0 a viable
+ * prefix, -1 neither. */
+static int grammar_verdict(const char *text, size_t len) {
+  nc_grammar *g = NULL;
+  assert_int_equal(
+      nc_grammar_parse(k_grammar, strlen(k_grammar), NULL, &g, NULL), NC_OK);
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+  bool ok = false;
+  assert_int_equal(nc_grammar_matcher_accept(m, text, len, &ok, NULL), NC_OK);
+  int v = !ok ? -1 : nc_grammar_matcher_complete(m) ? 1 : 0;
+  nc_grammar_matcher_free(m);
+  nc_grammar_free(g);
+  return v;
+}
+
+static void test_grammar_constrains_output(void **state) {
+  (void)state;
+  NEED_MODEL();
+  for (int seed = 1; seed <= 4; seed++) {
+    req_spec s = greedy_spec("Write a poem about the sea.", MAX_GEN);
+    s.params.sampling.temperature = 1.0f;
+    s.params.sampling.has_seed = true;
+    s.params.sampling.seed = (uint64_t)seed;
+    s.params.grammar = g_grammar;
+    outcome o;
+    run_one(&s, &o);
+    fprintf(stderr, "  seed %d: %.*s\n", seed, (int)o.text_len[0], o.text[0]);
+    /* A completed grammar ends the request with stop. */
+    assert_int_equal(o.reason[0], NUCLEUS_FINISH_STOP);
+    assert_int_equal(grammar_verdict(o.text[0], o.text_len[0]), 1);
+  }
+  /* A budget that runs out first: length, and a viable prefix. */
+  req_spec s = greedy_spec("Write a poem about the sea.", 3);
+  s.params.grammar = g_grammar;
+  outcome o;
+  run_one(&s, &o);
+  assert_int_equal(o.reason[0], NUCLEUS_FINISH_LENGTH);
+  assert_int_equal(grammar_verdict(o.text[0], o.text_len[0]), 0);
+  /* Bad grammars and grammars with beam search are refused. */
+  nucleus_grammar *bad = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_grammar_create("root ::= x", 10, NULL, &bad, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_null(bad);
+  assert_non_null(strstr(err.message, "line 1 column 10"));
+  nucleus_engine *e = stepped_engine(1024, 512);
+  s.params.beam_width = 2;
+  nucleus_request *r = NULL;
+  assert_int_equal(
+      nucleus_engine_submit(e, s.prompt, s.n_prompt, &s.params, &r, &err),
+      NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "grammars"));
+  nucleus_engine_free(e);
+}
+
 static void test_request_larger_than_pool_fails_clearly(void **state) {
   (void)state;
   NEED_MODEL();
@@ -703,6 +772,7 @@ int main(void) {
       cmocka_unit_test(test_n_completions_share_prompt),
       cmocka_unit_test(test_cancel_frees_blocks),
       cmocka_unit_test(test_beam_search),
+      cmocka_unit_test(test_grammar_constrains_output),
       cmocka_unit_test(test_batch_invariance),
       cmocka_unit_test(test_batch_invariance_inspected),
       cmocka_unit_test(test_chunked_prefill_invariance),

@@ -28,7 +28,7 @@ static void parallel_equals_serial(void **state) {
     p.logprobs = true, p.top_logprobs = r % 6;
     p.repetition_penalty = 1.0f + 0.05f * (float)(r % 4);
     s[r] = make_sampler(&p, V, 500 + (uint64_t)r);
-    rows[r] = (nc_sample_row){s[r], logits + r * V, NULL, 0, NULL};
+    rows[r] = (nc_sample_row){.sampler = s[r], .logits = logits + r * V};
   }
   float nan_row[V];
   for (int32_t i = 0; i < V; i++)

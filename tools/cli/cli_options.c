@@ -75,6 +75,12 @@ static const opt_spec SPECS[] = {
      "add in the float order of llama.cpp --no-repack (no AMX tiles)"},
 };
 
+void cli_options_free(cli_options *o) {
+  nucleus_grammar_free(o->grammar);
+  o->grammar = NULL;
+  o->request.grammar = NULL;
+}
+
 void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out, "  -m, --model FILE        GGUF model (default: the default "
                "model, fetched if missing)\n");
@@ -88,6 +94,9 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out,
           "  -fa, --flash-attn WHEN  on, off or auto (default auto: off for "
           "now)\n");
+  fprintf(out,
+          "  --grammar GBNF          constrain the output to a GBNF grammar\n");
+  fprintf(out, "  --grammar-file FILE     the same, read from FILE\n");
   for (size_t i = 0; i < nucleus_params_count(); i++) {
     const nucleus_param_info *p = nucleus_params_at(i);
     if (!p->cli_flag) continue;
@@ -157,6 +166,41 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     }
     o->stops[o->request.n_stop++] = v;
     o->request.stop = o->stops;
+    return 1;
+  }
+  if (!strcmp(a, "--grammar") || !strcmp(a, "--grammar-file")) {
+    NEED_VALUE();
+    if (o->grammar) {
+      fprintf(stderr, "error: %s: a grammar was given already\n", a);
+      return -1;
+    }
+    char *text = NULL;
+    size_t len = strlen(v);
+    if (!strcmp(a, "--grammar-file")) {
+      FILE *f = fopen(v, "rb");
+      if (!f) {
+        fprintf(stderr, "error: --grammar-file: cannot open '%s'\n", v);
+        return -1;
+      }
+      size_t cap = 1 << 20; /* the grammar engine's own bound */
+      text = malloc(cap + 1);
+      len = text ? fread(text, 1, cap + 1, f) : 0;
+      fclose(f);
+      if (!text || len > cap) {
+        free(text);
+        fprintf(stderr, "error: --grammar-file: '%s' is over 1 MiB\n", v);
+        return -1;
+      }
+    }
+    nucleus_error err = {0};
+    nucleus_status st =
+        nucleus_grammar_create(text ? text : v, len, NULL, &o->grammar, &err);
+    free(text);
+    if (st != NUCLEUS_OK) {
+      fprintf(stderr, "error: %s: %s\n", a, err.message);
+      return -1;
+    }
+    o->request.grammar = o->grammar;
     return 1;
   }
   if (!strcmp(a, "--logit-bias")) {

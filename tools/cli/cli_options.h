@@ -25,7 +25,11 @@ typedef struct cli_options {
   nucleus_flash_attn flash_attn; /* -fa, --flash-attn on|off|auto */
   bool parse_special_in_content; /* chat: as nucleus_chat_params says */
   bool given[CLI_MAX_PARAMS];    /* by contract row: set on the command line */
+  nucleus_grammar *grammar;      /* --grammar / --grammar-file, or NULL */
 } cli_options;
+
+/* Frees what parsing built (the grammar). */
+void cli_options_free(cli_options *o);
 
 void cli_options_init(cli_options *o);
 

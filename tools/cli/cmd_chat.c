@@ -324,5 +324,6 @@ int cmd_chat(int argc, char **argv) {
   json_decref(messages);
   nucleus_engine_free(engine);
   nucleus_model_free(model);
+  cli_options_free(&o);
   return 0;
 }

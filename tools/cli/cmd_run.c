@@ -167,5 +167,6 @@ done:
   nucleus_free(ids);
   nucleus_model_free(model);
   free(file_text);
+  cli_options_free(&o);
   return rc;
 }

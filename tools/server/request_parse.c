@@ -1,6 +1,8 @@
 /* nucleus serve: parsing and validating generation parameters. */
 #include "request_parse.h"
 
+#include "structured.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -364,33 +366,14 @@ static int parse_template_flags(const json_t *root, gen_request *r,
                         "applies only to /v1/chat/completions", e);
 }
 
-/* Structured output is refused until it is built, so that a request asking
- * for it never gets free text with a 200; tools are tool_request.h's. */
+/* Structured output (structured.h); tools are tool_request.h's. */
 static int parse_unsupported(const json_t *root, gen_request *r, api_error *e) {
-  const json_t *rf = field(root, "response_format");
-  if (rf) {
-    const json_t *type = json_object_get(rf, "type");
-    const char *t = json_is_string(type) ? json_string_value(type) : NULL;
-    if (!json_is_object(rf) || !t)
-      return api_fail(e, 400, "response_format",
-                      "'response_format' must be an object with a 'type'");
-    if (!strcmp(t, "json_object") || !strcmp(t, "json_schema"))
-      return api_fail(e, 400, "response_format",
-                      "'response_format' of type '%s' is not supported yet "
-                      "(structured output is not built)",
-                      t);
-    if (strcmp(t, "text"))
-      return api_fail(e, 400, "response_format",
-                      "'response_format.type' must be 'text', 'json_object' "
-                      "or 'json_schema', got '%.64s'",
-                      t);
-  }
-  static const char *const never[] = {"functions",     "function_call",
-                                      "guided_json",   "guided_regex",
-                                      "guided_choice", "guided_grammar"};
+  static const char *const never[] = {"functions", "function_call"};
   if (refuse_present(root, never, sizeof never / sizeof never[0],
                      "is not supported yet", e))
     return -1;
+  if (structured_parse(root, &r->grammar, e)) return -1;
+  r->params.grammar = r->grammar;
   return tool_opts_parse(root, r->chat, &r->tools, e);
 }
 
@@ -465,5 +448,6 @@ void gen_request_free(gen_request *r) {
     free(r->stop_copies[i]);
   free(r->bias);
   free(r->stop_ids);
+  nucleus_grammar_free(r->grammar);
   memset(r, 0, sizeof *r);
 }

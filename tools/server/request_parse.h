@@ -43,6 +43,7 @@ typedef struct gen_request {
   /* cache_salt as given (params.cache_salt points here or at salted). */
   char cache_salt[NUCLEUS_MAX_CACHE_SALT_BYTES + 1];
   char salted[64]; /* the salt mixed with the API key (salt by key) */
+  nucleus_grammar *grammar; /* structured output (params.grammar), or NULL */
 } gen_request;
 
 /* Parses root (an object) over defaults (the server's: OpenAI's, with the

@@ -1,0 +1,41 @@
+# grammar: GBNF parsing and checks (src/grammar_parse.c, grammar_check.c),
+# the pushdown automaton (grammar_state.c, grammar_match.c) and the token
+# mask over a vocabulary trie (grammar_mask.c); its fuzzer.
+GRAMMAR_CORE := status grammar_parse grammar_check grammar_state grammar_match \
+  grammar_mask
+GRAMMAR_OBJS := $(GRAMMAR_CORE) grammar_vocab
+
+# test_grammar links the fuzz harness too (it replays fuzz/corpus/grammar).
+UNIT_TESTS += test_grammar
+TEST_GRAMMAR_OBJS := $(GRAMMAR_OBJS) unicode unicode_tables unicode_stream vocab \
+  tokenizer_special tokenizer tokenizer_strtab tokenizer_split \
+  tokenizer_bpe tokenizer_spm detokenizer vocab_pieces \
+  mapped_file gguf_index gguf gguf_get quant
+$(BUILDDIR)/tests/test_grammar: tests/unit/test_grammar.c fuzz/fuzz_grammar.c \
+    $(patsubst %,$(BUILDDIR)/src/%.o,$(TEST_GRAMMAR_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< fuzz/fuzz_grammar.c \
+	  $(patsubst %,$(BUILDDIR)/src/%.o,$(TEST_GRAMMAR_OBJS)) $(LIBS) \
+	  -lcmocka -o $@
+
+# libFuzzer target: make fuzz-grammar (clang-14), then e.g.
+#   build/fuzz/fuzz_grammar -max_total_time=300 fuzz/corpus-run/grammar \
+#     fuzz/corpus/grammar
+# The committed corpus is replayed by test_grammar (make unit).
+FUZZ_GRAMMAR_SRCS := fuzz/fuzz_grammar.c $(patsubst %,src/%.c,$(GRAMMAR_CORE))
+.PHONY: fuzz-grammar
+fuzz-grammar: build/fuzz/fuzz_grammar
+build/fuzz/fuzz_grammar: $(FUZZ_GRAMMAR_SRCS) $(wildcard src/grammar*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(FUZZ_GRAMMAR_SRCS) -lm -o $@
+
+# The mask dumper for tests/e2e/test_grammar_oracle.py (against llguidance).
+GRAMMAR_DUMP_OBJS := $(TEST_GRAMMAR_OBJS)
+all: $(BUILDDIR)/tests/grammar_mask_dump
+$(BUILDDIR)/tests/grammar_mask_dump: tests/tools/grammar_mask_dump.c \
+    $(patsubst %,$(BUILDDIR)/src/%.o,$(GRAMMAR_DUMP_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< \
+	  $(patsubst %,$(BUILDDIR)/src/%.o,$(GRAMMAR_DUMP_OBJS)) $(LIBS) -o $@

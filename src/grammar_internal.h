@@ -1,0 +1,59 @@
+/* grammar internals: the compiled rule tables shared by grammar_parse.c
+ * (builds them), grammar_check.c (validates and prunes them) and
+ * grammar_match.c (runs them). */
+#ifndef NC_GRAMMAR_INTERNAL_H
+#define NC_GRAMMAR_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grammar.h"
+
+enum {
+  NC_GE_END = 0, /* end of an alternative */
+  NC_GE_ALT,     /* builder only: separates alternatives */
+  NC_GE_CLASS,   /* a: first range, b: range count, neg: negated */
+  NC_GE_REF,     /* a: rule */
+};
+
+typedef struct nc_gelem {
+  uint8_t kind;
+  uint8_t neg;
+  uint32_t a, b;
+} nc_gelem;
+
+typedef struct nc_grule {
+  uint32_t first_alt; /* into alts */
+  uint32_t n_alts;
+} nc_grule;
+
+struct nc_grammar {
+  nc_gelem *elems; /* alternatives, each ended by NC_GE_END */
+  uint32_t n_elems;
+  uint32_t *alts; /* element index where each alternative starts */
+  uint32_t n_alts;
+  nc_grule *rules;
+  uint32_t n_rules;
+  uint32_t *ranges; /* lo, hi pairs (inclusive code points) */
+  uint32_t n_ranges;
+  uint32_t root;
+};
+
+/* The body of a rule while parsing: alternatives separated by NC_GE_ALT. */
+typedef struct nc_gvec {
+  nc_gelem *v;
+  size_t n, cap;
+} nc_gvec;
+
+/* Prunes alternatives that can never finish and refuses an empty language
+ * or left recursion; names[r] (lens[r] bytes) name rules in messages. */
+nc_code nc_grammar_check(nc_grammar *g, const char *const *names,
+                         const size_t *lens, nc_error *err);
+
+/* Whether code point c is in class element e. */
+bool nc_grammar_class_has(const nc_grammar *g, const nc_gelem *e, uint32_t c);
+/* Whether class element e holds some code point in [lo, hi]. */
+bool nc_grammar_class_meets(const nc_grammar *g, const nc_gelem *e, uint32_t lo,
+                            uint32_t hi);
+
+#endif

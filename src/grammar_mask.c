@@ -1,0 +1,193 @@
+/* The token mask: a depth-first walk of the vocabulary's byte trie from
+ * the matcher's state, one automaton step per trie edge, pruning a whole
+ * subtree as soon as its prefix has no live stack. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar_state.h"
+
+typedef struct tnode {
+  uint32_t child, sibling; /* UINT32_MAX: none */
+  uint32_t tok;            /* first token ending here, or UINT32_MAX */
+  uint8_t byte;
+} tnode;
+
+struct nc_grammar_vocab {
+  int32_t n;
+  uint8_t *kinds;
+  char *bytes;
+  size_t *off; /* n + 1 */
+  uint32_t *tok_next;
+  tnode *nodes;
+  uint32_t n_nodes, cap_nodes;
+  uint32_t max_len;
+};
+
+#define NONE UINT32_MAX
+#define MAX_PIECE 4096u
+
+static nc_code add_node(nc_grammar_vocab *gv, uint8_t byte, uint32_t *id) {
+  if (gv->n_nodes == gv->cap_nodes) {
+    uint32_t cap = gv->cap_nodes ? gv->cap_nodes * 2 : 1024;
+    tnode *nn = realloc(gv->nodes, cap * sizeof *nn);
+    if (!nn) return NC_ERR_NOMEM;
+    gv->nodes = nn;
+    gv->cap_nodes = cap;
+  }
+  gv->nodes[gv->n_nodes] =
+      (tnode){.child = NONE, .sibling = NONE, .tok = NONE, .byte = byte};
+  *id = gv->n_nodes++;
+  return NC_OK;
+}
+
+static nc_code insert(nc_grammar_vocab *gv, int32_t t) {
+  uint32_t node = 0;
+  const uint8_t *s = (const uint8_t *)gv->bytes + gv->off[t];
+  size_t len = gv->off[t + 1] - gv->off[t];
+  for (size_t i = 0; i < len; i++) {
+    uint32_t c = gv->nodes[node].child;
+    while (c != NONE && gv->nodes[c].byte != s[i])
+      c = gv->nodes[c].sibling;
+    if (c == NONE) {
+      if (add_node(gv, s[i], &c) != NC_OK) return NC_ERR_NOMEM;
+      gv->nodes[c].sibling = gv->nodes[node].child;
+      gv->nodes[node].child = c;
+    }
+    node = c;
+  }
+  gv->tok_next[t] = gv->nodes[node].tok;
+  gv->nodes[node].tok = (uint32_t)t;
+  return NC_OK;
+}
+
+nc_code nc_grammar_vocab_create(int32_t n, const char *const *pieces,
+                                const size_t *lens, const uint8_t *kinds,
+                                nc_grammar_vocab **out, nc_error *err) {
+  *out = NULL;
+  if (n < 0 || n > (1 << 24))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "grammar: vocabulary size %d out of range", (int)n);
+  nc_grammar_vocab *gv = calloc(1, sizeof *gv);
+  if (!gv) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+  gv->n = n;
+  size_t total = 0;
+  for (int32_t i = 0; i < n; i++)
+    if (kinds[i] == NC_GRAMMAR_TOKEN_TEXT)
+      total += lens[i] > MAX_PIECE ? 0 : lens[i];
+  gv->kinds = malloc((size_t)n + 1);
+  gv->bytes = malloc(total + 1);
+  gv->off = malloc(((size_t)n + 1) * sizeof *gv->off);
+  gv->tok_next = malloc(((size_t)n + 1) * sizeof *gv->tok_next);
+  uint32_t root;
+  if (!gv->kinds || !gv->bytes || !gv->off || !gv->tok_next ||
+      add_node(gv, 0, &root) != NC_OK)
+    goto nomem;
+  size_t at = 0;
+  for (int32_t i = 0; i < n; i++) {
+    uint8_t k = kinds[i];
+    if (k == NC_GRAMMAR_TOKEN_TEXT && (lens[i] == 0 || lens[i] > MAX_PIECE))
+      k = NC_GRAMMAR_TOKEN_NEVER; /* empty pieces never advance */
+    if (k > NC_GRAMMAR_TOKEN_END) k = NC_GRAMMAR_TOKEN_NEVER;
+    gv->kinds[i] = k;
+    gv->off[i] = at;
+    if (k == NC_GRAMMAR_TOKEN_TEXT) {
+      memcpy(gv->bytes + at, pieces[i], lens[i]);
+      at += lens[i];
+      if (lens[i] > gv->max_len) gv->max_len = (uint32_t)lens[i];
+    }
+  }
+  gv->off[n] = at;
+  for (int32_t i = 0; i < n; i++)
+    if (gv->kinds[i] == NC_GRAMMAR_TOKEN_TEXT && insert(gv, i) != NC_OK)
+      goto nomem;
+  *out = gv;
+  return NC_OK;
+nomem:
+  nc_grammar_vocab_free(gv);
+  return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+}
+
+void nc_grammar_vocab_free(nc_grammar_vocab *gv) {
+  if (!gv) return;
+  free(gv->kinds);
+  free(gv->bytes);
+  free(gv->off);
+  free(gv->tok_next);
+  free(gv->nodes);
+  free(gv);
+}
+
+int32_t nc_grammar_vocab_n_tokens(const nc_grammar_vocab *gv) {
+  return gv->n;
+}
+
+static nc_code scratch(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
+                       nc_error *err) {
+  if (m->n_levels < gv->max_len + 1) {
+    nc_gstate *l = realloc(m->levels, (gv->max_len + 1) * sizeof *l);
+    if (!l) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+    memset(l + m->n_levels, 0, (gv->max_len + 1 - m->n_levels) * sizeof *l);
+    m->levels = l;
+    m->n_levels = gv->max_len + 1;
+  }
+  /* Each walk entry: node, depth. */
+  size_t need = 2 * (size_t)gv->n_nodes;
+  if (m->cap_walk < need) {
+    uint32_t *w = realloc(m->walk, need * sizeof *w);
+    if (!w) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+    m->walk = w;
+    m->cap_walk = need;
+  }
+  return NC_OK;
+}
+
+nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
+                                const nc_grammar_vocab *gv, uint64_t *mask,
+                                nc_error *err) {
+  memset(mask, 0, (((size_t)gv->n + 63) / 64) * sizeof *mask);
+  if (nc_gstate_accepting(&m->cur))
+    for (int32_t i = 0; i < gv->n; i++)
+      if (gv->kinds[i] == NC_GRAMMAR_TOKEN_END)
+        mask[i / 64] |= 1ull << (i % 64);
+  nc_code rc = scratch(m, gv, err);
+  if (rc != NC_OK) return rc;
+  size_t sp = 0;
+  for (uint32_t c = gv->nodes[0].child; c != NONE; c = gv->nodes[c].sibling) {
+    m->walk[sp++] = c;
+    m->walk[sp++] = 1;
+  }
+  while (sp > 0) {
+    uint32_t depth = m->walk[--sp];
+    uint32_t node = m->walk[--sp];
+    const nc_gstate *from = depth == 1 ? &m->cur : &m->levels[depth - 1];
+    bool ok;
+    rc = nc_gstate_step(m->g, from, gv->nodes[node].byte, &m->levels[depth],
+                        &m->work, &ok, err);
+    if (rc != NC_OK) return rc;
+    if (!ok) continue;
+    for (uint32_t t = gv->nodes[node].tok; t != NONE; t = gv->tok_next[t])
+      mask[t / 64] |= 1ull << (t % 64);
+    for (uint32_t c = gv->nodes[node].child; c != NONE;
+         c = gv->nodes[c].sibling) {
+      m->walk[sp++] = c;
+      m->walk[sp++] = depth + 1;
+    }
+  }
+  return NC_OK;
+}
+
+nc_code nc_grammar_matcher_accept_token(nc_grammar_matcher *m,
+                                        const nc_grammar_vocab *gv, int32_t id,
+                                        bool *ok, nc_error *err) {
+  *ok = false;
+  if (id < 0 || id >= gv->n)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "grammar: token %d out of range", (int)id);
+  if (gv->kinds[id] == NC_GRAMMAR_TOKEN_END) {
+    *ok = nc_gstate_accepting(&m->cur);
+    return NC_OK;
+  }
+  if (gv->kinds[id] != NC_GRAMMAR_TOKEN_TEXT) return NC_OK;
+  return nc_grammar_matcher_accept(m, gv->bytes + gv->off[id],
+                                   gv->off[id + 1] - gv->off[id], ok, err);
+}

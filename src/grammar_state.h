@@ -1,0 +1,65 @@
+/* grammar_state: one position of the pushdown automaton (a set of parse
+ * stacks and a partial UTF-8 character) and the byte step on it, shared by
+ * the matcher (grammar_match.c) and the token mask (grammar_mask.c). */
+#ifndef NC_GRAMMAR_STATE_H
+#define NC_GRAMMAR_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "grammar_internal.h"
+
+/* Stacks packed in one buffer: stack i is data[off[i]] (its length) then
+ * that many element indices, bottom first. A stack whose top is a class
+ * waits for a character; the empty stack means "accepted so far". */
+typedef struct nc_gstacks {
+  uint32_t *data;
+  size_t n, cap;
+  uint32_t *off;
+  uint64_t *hash;
+  uint32_t count, cap_off;
+} nc_gstacks;
+
+typedef struct nc_gstate {
+  nc_gstacks st;
+  uint32_t cp;  /* the partial character's bits so far */
+  uint8_t left; /* continuation bytes still expected */
+  uint8_t lead; /* its first byte */
+  uint8_t seen; /* bytes of it seen */
+} nc_gstate;
+
+/* Scratch for the expansions of one step (reused across steps). */
+typedef struct nc_gwork {
+  nc_gstacks pending;
+  uint32_t *tmp; /* NC_GRAMMAR_MAX_DEPTH + 2 */
+} nc_gwork;
+
+/* The matcher (grammar_match.c; the mask in grammar_mask.c reads it). */
+struct nc_grammar_matcher {
+  const nc_grammar *g;
+  nc_gstate cur, spare, saved;
+  nc_gwork work;
+  /* The mask's scratch: one state per trie depth, the walk's stack. */
+  nc_gstate *levels;
+  uint32_t n_levels;
+  uint32_t *walk;
+  size_t cap_walk;
+};
+
+void nc_gstacks_free(nc_gstacks *s);
+void nc_gstacks_clear(nc_gstacks *s);
+nc_code nc_gstate_copy(nc_gstate *dst, const nc_gstate *src);
+void nc_gwork_free(nc_gwork *w);
+
+/* The start position: the root's alternatives expanded. */
+nc_code nc_gstate_init(const nc_grammar *g, nc_gstate *s, nc_gwork *w,
+                       nc_error *err);
+/* out = in after byte b; *ok false when no stack survives (out is then
+ * meaningless). NC_ERR_LIMIT when a bound is hit. */
+nc_code nc_gstate_step(const nc_grammar *g, const nc_gstate *in, uint8_t b,
+                       nc_gstate *out, nc_gwork *w, bool *ok, nc_error *err);
+bool nc_gstate_accepting(const nc_gstate *s);
+/* No stack waits for a character (only the end remains). */
+bool nc_gstate_complete(const nc_gstate *s);
+
+#endif

@@ -1,0 +1,162 @@
+"""Structured output through nucleus serve: llama.cpp's `grammar` (GBNF),
+OpenAI's response_format json_object (also through the official openai
+client), vLLM's guided_choice / guided_grammar / structured_outputs, on
+both routes; the 400s (grammar line and column, two asks at once, what is
+not built yet). One server; max_tokens stays small."""
+
+import json
+import re
+
+import openai
+import pytest
+import requests
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    return start_server("-c", "1024", "-t", "2")
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.base_url, api_key="unused",
+                         max_retries=0, timeout=120)
+
+
+def post(server, path, body):
+    return requests.post(server.url + path, json=body, timeout=120)
+
+
+def chat(server, body):
+    return post(server, "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": "Describe a person."}],
+        **body})
+
+
+PERSON = ('root ::= "{\\"name\\": \\"" [A-Za-z ]{1,12} "\\", \\"age\\": " '
+          '[1-9] [0-9]? "}"\n')
+PERSON_RE = re.compile(r'\{"name": "[A-Za-z ]{1,12}", "age": [1-9][0-9]?\}')
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_gbnf_grammar_output_matches_and_stops(server, seed):
+    r = chat(server, {"grammar": PERSON, "max_tokens": 40, "temperature": 1,
+                      "seed": seed})
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    assert PERSON_RE.fullmatch(choice["message"]["content"]), choice
+    assert choice["finish_reason"] == "stop"
+
+
+def test_grammar_on_completions_route(server):
+    r = post(server, "/v1/completions", {
+        "prompt": "The answer is", "guided_grammar": PERSON,
+        "max_tokens": 40, "temperature": 0})
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    assert PERSON_RE.fullmatch(choice["text"]), choice
+    assert choice["finish_reason"] == "stop"
+
+
+def test_budget_first_is_length_and_a_prefix(server):
+    r = chat(server, {"grammar": PERSON, "max_tokens": 3, "temperature": 0})
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "length"
+    assert '{"name": "'.startswith(choice["message"]["content"][:10]) or \
+        choice["message"]["content"].startswith('{"name": "')
+
+
+@pytest.mark.parametrize("field", ["guided_choice", "structured_outputs"])
+def test_choice(server, field):
+    choices = ["sunny", "rainy", "snowy and cold"]
+    body = ({"guided_choice": choices} if field == "guided_choice"
+            else {"structured_outputs": {"choice": choices}})
+    for seed in (1, 2):
+        r = chat(server, {**body, "max_tokens": 30, "temperature": 1,
+                          "seed": seed})
+        assert r.status_code == 200, r.text
+        choice = r.json()["choices"][0]
+        assert choice["message"]["content"] in choices
+        assert choice["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_json_object_with_openai_client(client, seed):
+    r = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content":
+                              "Give a JSON object describing a cat."}],
+        response_format={"type": "json_object"}, max_tokens=60,
+        temperature=1, seed=seed)
+    text = r.choices[0].message.content
+    assert text.startswith("{")
+    if r.choices[0].finish_reason == "stop":
+        assert isinstance(json.loads(text), dict)
+    else:  # the budget ran out first: the JSON is incomplete, no more
+        assert r.choices[0].finish_reason == "length"
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(text)
+
+
+def test_json_object_streamed_equals_whole(client):
+    kw = dict(model="m", messages=[{"role": "user", "content": "JSON?"}],
+              response_format={"type": "json_object"}, max_tokens=30,
+              temperature=0)
+    whole = client.chat.completions.create(**kw).choices[0].message.content
+    parts = [c.choices[0].delta.content or "" for c in
+             client.chat.completions.create(stream=True, **kw) if c.choices]
+    assert "".join(parts) == whole
+
+
+@pytest.mark.parametrize("body,param,words", [
+    ({"grammar": 'root ::= "a"\nx ::= [b'}, "grammar", "line 2 column"),
+    ({"grammar": "root ::= undefined_rule"}, "grammar", "undefined rule"),
+    ({"grammar": "root ::= root \"a\" | \"a\""}, "grammar", "left recursion"),
+    ({"grammar": "root ::= \"a\" root"}, "grammar", "empty language"),
+    ({"grammar": 5}, "grammar", "string"),
+    ({"guided_choice": []}, "guided_choice", "list"),
+    ({"grammar": "root ::= \"a\"", "guided_choice": ["a"]}, "guided_choice",
+     "give one"),
+    ({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "array", "uniqueItems": True}}}},
+     "response_format", "'uniqueItems'"),
+    ({"guided_json": {"type": "object", "minProperties": 1}}, "guided_json",
+     "'minProperties'"),
+    ({"json_schema": {"type": "string", "format": "hostname"}},
+     "json_schema", "format 'hostname'"),
+    ({"json_schema": {"$ref": "http://x/y"}}, "json_schema", "$ref"),
+    ({"guided_regex": "[a-z]+"}, "guided_regex", "not supported"),
+    ({"structured_outputs": {"whitespace": 1}}, "structured_outputs",
+     "not supported"),
+    ({"grammar": "root ::= \"a\"", "use_beam_search": True, "n": 1,
+      "best_of": 2, "temperature": 0}, None, "grammars"),
+])
+def test_bad_structured_requests_are_400(server, body, param, words):
+    r = chat(server, {"max_tokens": 2, **body})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    if param:
+        assert err["param"] == param
+    assert words in err["message"], err
+
+
+def test_cli_grammar_flags(tmp_path):
+    import subprocess
+    from conftest import DEFAULT_MODEL, NUCLEUS_BIN, require_binary_and_model
+    require_binary_and_model()
+    gfile = tmp_path / "yn.gbnf"
+    gfile.write_text('root ::= ("yes" | "no") "."\n')
+    for flag, value in (("--grammar", gfile.read_text()),
+                        ("--grammar-file", str(gfile))):
+        r = subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, "-t", "2",
+                            "-p", "Is the sky blue?", flag, value],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("Is the sky blue?")
+        assert r.stdout[len("Is the sky blue?"):].strip() in ("yes.", "no.")
+        assert "finish: stop" in r.stdout + r.stderr
+    bad = subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, "-p", "x",
+                          "--grammar", "root ::= x"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0
+    assert "line 1 column 10" in bad.stderr

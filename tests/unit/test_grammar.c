@@ -1,0 +1,406 @@
+/* The grammar engine: GBNF parsing and its errors, matching bytes (UTF-8
+ * split across calls), the token mask against feeding every token to a
+ * copy of the matcher (a small vocabulary and the default model's), and
+ * the fuzz corpus. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fuzz_corpus.h"
+#include "grammar.h"
+#include "tokenizer_test_util.h"
+#include "vocab.h"
+
+static nc_grammar *compile(const char *text) {
+  nc_grammar *g = NULL;
+  nc_error err = {0};
+  nc_code rc = nc_grammar_parse(text, strlen(text), NULL, &g, &err);
+  if (rc != NC_OK) fprintf(stderr, "grammar error: %s\n", err.message);
+  assert_int_equal(rc, NC_OK);
+  return g;
+}
+
+/* The error message of a grammar that must not compile. */
+static const char *refuse(const char *text, nc_code want) {
+  static nc_error err;
+  memset(&err, 0, sizeof err);
+  nc_grammar *g = NULL;
+  nc_code rc = nc_grammar_parse(text, strlen(text), NULL, &g, &err);
+  assert_null(g);
+  assert_int_equal(rc, want);
+  return err.message;
+}
+
+/* Whether s (all of it) is a sentence: 1, a viable prefix only: 0,
+ * refused: -1. */
+static int run(const nc_grammar *g, const char *s, size_t len) {
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+  bool ok = false;
+  assert_int_equal(nc_grammar_matcher_accept(m, s, len, &ok, NULL), NC_OK);
+  int r = !ok ? -1 : nc_grammar_matcher_accepting(m) ? 1 : 0;
+  nc_grammar_matcher_free(m);
+  return r;
+}
+
+static int runs(const nc_grammar *g, const char *s) {
+  return run(g, s, strlen(s));
+}
+
+static void test_literals_alternatives_groups(void **state) {
+  (void)state;
+  nc_grammar *g = compile("root ::= \"ab\" (\"c\" | \"d\" \"e\")? x\n"
+                          "x ::= [0-9]+ # digits\n");
+  assert_int_equal(runs(g, "ab1"), 1);
+  assert_int_equal(runs(g, "abc12"), 1);
+  assert_int_equal(runs(g, "abde9"), 1);
+  assert_int_equal(runs(g, "abd"), 0);
+  assert_int_equal(runs(g, "ab"), 0);
+  assert_int_equal(runs(g, "abx"), -1);
+  assert_int_equal(runs(g, "abdc1"), -1);
+  nc_grammar_free(g);
+}
+
+static void test_repetition_counts(void **state) {
+  (void)state;
+  nc_grammar *g = compile("root ::= \"x\"{2,4} \"ab\"{2} [a-c]{1,}\n");
+  assert_int_equal(runs(g, "xxababc"), 1);
+  assert_int_equal(runs(g, "xxxxababa"), 1);
+  assert_int_equal(runs(g, "xababa"), -1);
+  assert_int_equal(runs(g, "xxxxxab"), -1);
+  assert_int_equal(runs(g, "xxaba"), 0);
+  assert_int_equal(runs(g, "xxabd"), -1);
+  assert_int_equal(runs(g, "xxabab"), 0);
+  nc_grammar_free(g);
+  g = compile("root ::= [a]{0} \"b\" [c]{3,3}");
+  assert_int_equal(runs(g, "bccc"), 1);
+  assert_int_equal(runs(g, "abccc"), -1);
+  nc_grammar_free(g);
+}
+
+static void test_classes_negation_escapes(void **state) {
+  (void)state;
+  nc_grammar *g = compile("root ::= [^\"\\\\\\n] [\\x41-\\x43] "
+                          "[\\u00e9] \"\\t\" . [-a]\n");
+  assert_int_equal(runs(g, "qB\xc3\xa9\t\xe2\x82\xac-"), 1);
+  assert_int_equal(runs(g, "\"B"), -1);
+  assert_int_equal(runs(g, "\nB"), -1);
+  assert_int_equal(runs(g, "qD"), -1);
+  nc_grammar_free(g);
+}
+
+static void test_utf8_split_across_calls(void **state) {
+  (void)state;
+  nc_grammar *g = compile("root ::= \"\xc3\xa9\" [\\u4e00-\\u9fff] \"x\"");
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+  bool ok;
+  assert_int_equal(nc_grammar_matcher_accept(m, "\xc3", 1, &ok, NULL), NC_OK);
+  assert_true(ok);
+  assert_false(nc_grammar_matcher_accepting(m));
+  /* A continuation that makes another character is refused and the
+   * matcher stays where it was. */
+  assert_int_equal(nc_grammar_matcher_accept(m, "\xa8", 1, &ok, NULL), NC_OK);
+  assert_false(ok);
+  assert_int_equal(nc_grammar_matcher_accept(m, "\xa9\xe4", 2, &ok, NULL),
+                   NC_OK);
+  assert_true(ok);
+  /* U+4E00..U+9FFF: E4 B8 80 .. E9 BF BF; E4 80 would be below it. */
+  assert_int_equal(nc_grammar_matcher_accept(m, "\x80", 1, &ok, NULL), NC_OK);
+  assert_false(ok);
+  assert_int_equal(nc_grammar_matcher_accept(m, "\xb8\x80x", 3, &ok, NULL),
+                   NC_OK);
+  assert_true(ok);
+  assert_true(nc_grammar_matcher_complete(m));
+  nc_grammar_matcher_free(m);
+  /* Invalid UTF-8 (overlong, surrogate, stray continuation) never fits. */
+  nc_grammar *any = compile("root ::= .*");
+  assert_int_equal(runs(any, "\xc0\x80"), -1);
+  assert_int_equal(runs(any, "\xed\xa0\x80"), -1);
+  assert_int_equal(runs(any, "\x80"), -1);
+  assert_int_equal(runs(any, "\xf4\x90"), -1);
+  assert_int_equal(runs(any, "\xf0\x9f\x98\x80 ok"), 1);
+  nc_grammar_free(any);
+  nc_grammar_free(g);
+}
+
+static void test_multiline_rules_and_comments(void **state) {
+  (void)state;
+  nc_grammar *g = compile("# a JSON-ish list\n"
+                          "root ::=\n"
+                          "  \"[\" (\n"
+                          "    item\n"
+                          "    (\",\" item)*\n"
+                          "  )? \"]\"\n"
+                          "item ::= \"true\" |\n"
+                          "  \"null\"\n\n");
+  assert_int_equal(runs(g, "[]"), 1);
+  assert_int_equal(runs(g, "[true,null,true]"), 1);
+  assert_int_equal(runs(g, "[true,]"), -1);
+  nc_grammar_free(g);
+}
+
+static void test_completion(void **state) {
+  (void)state;
+  nc_grammar *g = compile("root ::= \"a\" \"b\"?");
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+  bool ok;
+  assert_int_equal(nc_grammar_matcher_accept(m, "a", 1, &ok, NULL), NC_OK);
+  assert_true(nc_grammar_matcher_accepting(m));
+  assert_false(nc_grammar_matcher_complete(m));
+  assert_int_equal(nc_grammar_matcher_accept(m, "b", 1, &ok, NULL), NC_OK);
+  assert_true(nc_grammar_matcher_complete(m));
+  nc_grammar_matcher_free(m);
+  nc_grammar_free(g);
+}
+
+static void test_dead_alternatives_pruned(void **state) {
+  (void)state;
+  /* x never finishes: "a" is not a viable prefix. */
+  nc_grammar *g = compile("root ::= \"a\" x | \"b\"\nx ::= \"c\" x");
+  assert_int_equal(runs(g, "a"), -1);
+  assert_int_equal(runs(g, "b"), 1);
+  nc_grammar_free(g);
+}
+
+static void test_errors_name_line_and_column(void **state) {
+  (void)state;
+  const char *m =
+      refuse("root ::= \"a\"\nx ::= \"b\" [c", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "line 2 column 13"));
+  assert_non_null(strstr(m, "unterminated character class"));
+  m = refuse("root ::= a b\na ::= \"x\"\n", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "undefined rule 'b'"));
+  assert_non_null(strstr(m, "line 1 column 12"));
+  m = refuse("root ::= \"a\" ) ", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "line 1 column 14"));
+  m = refuse("root ::= \"a\"\nroot ::= \"b\"", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "defined twice"));
+  m = refuse("root ::= * \"a\"", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "repetition without"));
+  m = refuse("root ::= [z-a]", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "out of order"));
+  m = refuse("root ::= \"\\q\"", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "unknown escape"));
+  m = refuse("root ::= \"\\uD800\"", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "surrogate"));
+  m = refuse("rot ::= \"a\"", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "no rule named 'root'"));
+  m = refuse("root ::= \"\xff\"", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "invalid UTF-8"));
+  m = refuse("root ::= \"a\"{2,1}", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "n < m"));
+}
+
+static void test_left_recursion_and_empty_language(void **state) {
+  (void)state;
+  const char *m =
+      refuse("root ::= root \"a\" | \"a\"", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "left recursion"));
+  m = refuse("root ::= x \"a\"\nx ::= y | \"b\"\ny ::= root",
+             NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "left recursion"));
+  /* Through a rule that matches "": */
+  m = refuse("root ::= e root \"a\" | \"b\"\ne ::= \"x\"?",
+             NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "left recursion"));
+  /* A nullable group under a star. */
+  m = refuse("root ::= (\"a\"?)*", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "left recursion"));
+  m = refuse("root ::= \"a\" root", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "empty language"));
+  m = refuse("root ::= [^\\x00-\\U0010FFFF]", NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(m, "empty language"));
+  /* Right recursion is fine. */
+  nc_grammar *g = compile("root ::= \"a\" root | \"b\"");
+  assert_int_equal(runs(g, "aaab"), 1);
+  nc_grammar_free(g);
+}
+
+static void test_bounds(void **state) {
+  (void)state;
+  const char *m = refuse("root ::= \"a\"{2000}", NC_ERR_LIMIT);
+  assert_non_null(strstr(m, "repetition count"));
+  char deep[300];
+  memset(deep, '(', 100);
+  memcpy(deep + 100, "\"a\"", 3);
+  memset(deep + 103, ')', 100);
+  deep[203] = '\0';
+  char text[400];
+  snprintf(text, sizeof text, "root ::= %s", deep);
+  m = refuse(text, NC_ERR_LIMIT);
+  assert_non_null(strstr(m, "nested too deeply"));
+  /* Repeating a group repeats a reference to it: nested counts stay
+   * linear in size (10^12 characters, a few thousand symbols). */
+  nc_grammar *big = compile("root ::= ((((\"ab\"{1000}){1000}){1000}){1000})");
+  assert_true(nc_grammar_n_rules(big) < 5000);
+  assert_int_equal(runs(big, "ababab"), 0);
+  nc_grammar_free(big);
+  /* Exponentially many parses of one prefix: refused at match time. */
+  nc_grammar *g = compile("root ::= x*\nx ::= \"a\" | \"a\" \"a\" | "
+                          "\"a\" \"a\" \"a\"\n");
+  nc_grammar_matcher *mt = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &mt, NULL), NC_OK);
+  bool ok;
+  nc_error err = {0};
+  nc_code rc = NC_OK;
+  for (int i = 0; i < 100 && rc == NC_OK; i++)
+    rc = nc_grammar_matcher_accept(mt, "a", 1, &ok, &err);
+  assert_int_equal(rc, NC_OK); /* stacks are deduplicated: this stays small */
+  nc_grammar_matcher_free(mt);
+  nc_grammar_free(g);
+}
+
+/* The mask against feeding each token to a copy. */
+static void check_mask(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
+                       uint64_t *mask, int32_t *allowed, int32_t *n_allowed) {
+  assert_int_equal(nc_grammar_matcher_mask(m, gv, mask, NULL), NC_OK);
+  int32_t n = nc_grammar_vocab_n_tokens(gv);
+  *n_allowed = 0;
+  for (int32_t t = 0; t < n; t++) {
+    nc_grammar_matcher *c = NULL;
+    assert_int_equal(nc_grammar_matcher_clone(m, &c, NULL), NC_OK);
+    bool ok = false;
+    assert_int_equal(nc_grammar_matcher_accept_token(c, gv, t, &ok, NULL),
+                     NC_OK);
+    nc_grammar_matcher_free(c);
+    bool bit = (mask[t / 64] >> (t % 64)) & 1;
+    if (ok != bit)
+      fprintf(stderr, "token %d: fed %d, mask %d\n", (int)t, ok, bit);
+    assert_int_equal(ok, bit);
+    if (bit) allowed[(*n_allowed)++] = t;
+  }
+}
+
+static void test_mask_small_vocab(void **state) {
+  (void)state;
+  const char *pieces[] = {"{",        "}",   "\"", "a",    "ab",
+                          "\"a",      "\":", ":",  "\xc3", "\xa9",
+                          "\xc3\xa9", "1",   "12", "",     "x}"};
+  uint8_t kinds[15];
+  size_t lens[15];
+  for (int i = 0; i < 15; i++) {
+    lens[i] = strlen(pieces[i]);
+    kinds[i] = NC_GRAMMAR_TOKEN_TEXT;
+  }
+  kinds[13] = NC_GRAMMAR_TOKEN_END;
+  nc_grammar_vocab *gv = NULL;
+  assert_int_equal(nc_grammar_vocab_create(15, pieces, lens, kinds, &gv, NULL),
+                   NC_OK);
+  nc_grammar *g = compile("root ::= \"{\" \"\\\"\" [a\\u00e9]+ \"\\\":\" "
+                          "[0-9]{1,3} \"}\"");
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+  uint64_t mask[1];
+  int32_t allowed[15], n;
+  const int32_t path[] = {0, 5, 8, 9, 10, 6, 12, 11, 1};
+  for (size_t i = 0; i < sizeof path / sizeof path[0]; i++) {
+    check_mask(m, gv, mask, allowed, &n);
+    assert_true((mask[0] >> path[i]) & 1);
+    bool ok;
+    assert_int_equal(nc_grammar_matcher_accept_token(m, gv, path[i], &ok, NULL),
+                     NC_OK);
+    assert_true(ok);
+  }
+  check_mask(m, gv, mask, allowed, &n);
+  assert_int_equal(n, 1); /* only the end */
+  assert_int_equal(allowed[0], 13);
+  assert_true(nc_grammar_matcher_complete(m));
+  nc_grammar_matcher_free(m);
+  nc_grammar_free(g);
+  nc_grammar_vocab_free(gv);
+}
+
+static const char *const k_grammars[] = {
+    /* JSON (llama.cpp's json.gbnf, written here in the same shape). */
+    "root ::= object\n"
+    "value ::= object | array | string | number | (\"true\" | \"false\" | "
+    "\"null\") ws\n"
+    "object ::= \"{\" ws ( string \":\" ws value (\",\" ws string \":\" ws "
+    "value)* )? \"}\" ws\n"
+    "array ::= \"[\" ws ( value (\",\" ws value)* )? \"]\" ws\n"
+    "string ::= \"\\\"\" ( [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" "
+    "([\"\\\\bfnrt] | \"u\" [0-9a-fA-F]{4}) )* \"\\\"\" ws\n"
+    "number ::= (\"-\"? ([0-9] | [1-9] [0-9]{0,15})) (\".\" [0-9]+)? "
+    "([eE] [-+]? [0-9] [1-9]{0,15})? ws\n"
+    "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n",
+    "root ::= (\"yes\" | \"no\" | \"maybe so\") \".\"",
+    "root ::= [A-Z] [a-z]{2,8} (\" \" [A-Z] [a-z]{2,8}){0,3} \"\\n\"",
+    "root ::= \"<\" [^>\\u00e0-\\u00ff]* \">\" [0-9]+",
+};
+
+static void test_mask_model_vocab(void **state) {
+  (void)state;
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
+  nc_grammar_vocab *gv = NULL;
+  assert_int_equal(nc_grammar_vocab_from(v, &gv, NULL), NC_OK);
+  int32_t n_tok = nc_grammar_vocab_n_tokens(gv);
+  uint64_t *mask = malloc(((size_t)n_tok + 63) / 64 * sizeof *mask);
+  int32_t *allowed = malloc((size_t)n_tok * sizeof *allowed);
+  uint64_t seed = 12345;
+  int checked = 0;
+  for (size_t gi = 0; gi < sizeof k_grammars / sizeof k_grammars[0]; gi++) {
+    nc_grammar *g = compile(k_grammars[gi]);
+    for (int walk = 0; walk < 2; walk++) {
+      nc_grammar_matcher *m = NULL;
+      assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+      for (int step = 0; step < 6; step++) {
+        int32_t n;
+        check_mask(m, gv, mask, allowed, &n);
+        checked++;
+        assert_true(n > 0); /* a viable prefix always has a continuation */
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int32_t t = allowed[(seed >> 33) % (uint64_t)n];
+        if (nc_vocab_is_eog(v, t)) break;
+        bool ok;
+        assert_int_equal(nc_grammar_matcher_accept_token(m, gv, t, &ok, NULL),
+                         NC_OK);
+        assert_true(ok);
+      }
+      nc_grammar_matcher_free(m);
+    }
+    nc_grammar_free(g);
+  }
+  assert_true(checked >= 8);
+  free(mask);
+  free(allowed);
+  nc_grammar_vocab_free(gv);
+  nc_vocab_free(v);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+static void replay_one(const uint8_t *data, size_t len, void *ctx) {
+  (void)ctx;
+  LLVMFuzzerTestOneInput(data, len);
+}
+
+static void test_fuzz_corpus(void **state) {
+  (void)state;
+  assert_true(fuzz_corpus_replay("grammar", replay_one, NULL) >= 5);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_literals_alternatives_groups),
+      cmocka_unit_test(test_repetition_counts),
+      cmocka_unit_test(test_classes_negation_escapes),
+      cmocka_unit_test(test_utf8_split_across_calls),
+      cmocka_unit_test(test_multiline_rules_and_comments),
+      cmocka_unit_test(test_completion),
+      cmocka_unit_test(test_dead_alternatives_pruned),
+      cmocka_unit_test(test_errors_name_line_and_column),
+      cmocka_unit_test(test_left_recursion_and_empty_language),
+      cmocka_unit_test(test_bounds),
+      cmocka_unit_test(test_mask_small_vocab),
+      cmocka_unit_test(test_mask_model_vocab),
+      cmocka_unit_test(test_fuzz_corpus),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
