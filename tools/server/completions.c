@@ -8,6 +8,7 @@
 #include "job.h"
 #include "prompt.h"
 #include "routes.h"
+#include "tool_grammar.h"
 
 /* One line per generation request, written when it ends. */
 static void log_job(const job *j) {
@@ -67,6 +68,18 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
              ? prompt_chat(srv, root, &j->req.chat_opts, NULL, NULL, &j->prompt,
                            &j->n_prompt, e)
              : prompt_completion_tokens(srv, root, &j->prompt, &j->n_prompt, e);
+  if (!rc && (j->req.tools.choice == TOOL_CHOICE_REQUIRED ||
+              j->req.tools.choice == TOOL_CHOICE_NAMED)) {
+    if (j->req.grammar)
+      rc = api_fail(e, 400, "tool_choice",
+                    "a 'tool_choice' that forces a call cannot be combined "
+                    "with structured output");
+    else
+      rc = tool_grammar_build(json_object_get(root, "tools"), &j->req.tools,
+                              nucleus_model_tool_format(srv->model),
+                              &j->req.grammar, e);
+    j->req.params.grammar = j->req.grammar;
+  }
   json_decref(root);
   if (rc) return -1;
   /* Families whose call openers are control tokens ([TOOL_CALLS],

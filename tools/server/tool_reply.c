@@ -45,7 +45,12 @@ json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
   if (nucleus_tool_reply_scan(model, reply, len, final, &r, &err) != NUCLEUS_OK)
     return NULL;
   json_t *delta = NULL;
-  if (r.content_len > t->content_sent) {
+  /* Blanks around calls are not content (the whole message's content is
+   * null then): content is sent from its first non-blank byte on. */
+  bool blank = t->content_sent == 0 && !(final && !r.n_calls);
+  for (size_t i = 0; i < r.content_len && blank; i++)
+    blank = strchr(" \t\r\n", r.content[i]) != NULL;
+  if (!blank && r.content_len > t->content_sent) {
     delta = json_object();
     json_object_set_new(delta, "content",
                         json_text(r.content + t->content_sent,

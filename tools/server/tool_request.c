@@ -158,11 +158,6 @@ int tool_opts_parse(const json_t *root, bool chat, tool_opts *o, api_error *e) {
   } else {
     o->choice = strcmp(c, "required") ? TOOL_CHOICE_AUTO : TOOL_CHOICE_REQUIRED;
   }
-  /* A forced call needs decoding constrained by a grammar. */
-  if (o->choice == TOOL_CHOICE_REQUIRED || o->choice == TOOL_CHOICE_NAMED)
-    return api_fail(e, 400, "tool_choice",
-                    "'tool_choice' that forces a call is not supported yet "
-                    "(it needs constrained decoding)");
   return 0;
 }
 

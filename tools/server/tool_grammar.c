@@ -1,0 +1,119 @@
+/* nucleus serve: grammars that force tool calls. */
+#include "tool_grammar.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_schema.h"
+
+/* At most this many calls in one forced reply (parallel_tool_calls). */
+#define MAX_FORCED_CALLS 4
+
+/* The JSON Schema of one call's JSON in the format: {"name": NAME,
+ * ARGS_KEY: parameters} for each tool allowed (anyOf when several). */
+static json_t *call_schema(const json_t *tools, const tool_opts *o,
+                           const char *args_key) {
+  json_t *any = json_array();
+  size_t i;
+  const json_t *t;
+  json_array_foreach(tools, i, t) {
+    const json_t *fn = json_object_get(t, "function");
+    const char *name = json_string_value(json_object_get(fn, "name"));
+    if (o->choice == TOOL_CHOICE_NAMED && strcmp(name, o->name)) continue;
+    const json_t *params = json_object_get(fn, "parameters");
+    json_t *props = json_object();
+    json_object_set_new(props, "name", json_pack("{s:s}", "const", name));
+    json_object_set_new(props, args_key,
+                        params ? json_deep_copy(params)
+                               : json_pack("{s:s}", "type", "object"));
+    json_array_append_new(any,
+                          json_pack("{s:s,s:o,s:[s,s],s:b}", "type", "object",
+                                    "properties", props, "required", "name",
+                                    args_key, "additionalProperties", 0));
+  }
+  if (json_array_size(any) == 1) {
+    json_t *one = json_incref(json_array_get(any, 0));
+    json_decref(any);
+    return one;
+  }
+  return json_pack("{s:o}", "anyOf", any);
+}
+
+typedef struct {
+  const char *name;
+  const char *args_key;
+  const char *open, *sep, *close;   /* GBNF literals around the calls */
+  const char *one_open, *one_close; /* around each call */
+} format_syntax;
+
+static const format_syntax SYNTAX[] = {
+    {"generic", "arguments", "", "\"\\n\"", "", "\"<tool_call>\"",
+     "\"</tool_call>\""},
+    {"hermes", "arguments", "", "\"\\n\"", "", "\"<tool_call>\\n\"",
+     "\"\\n</tool_call>\""},
+    {"llama3", "parameters", "", "\"; \"", "", "", ""},
+    {"mistral", "arguments", "\"[TOOL_CALLS][\"", "\", \"", "\"]\"", "", ""},
+    {"granite", "arguments", "\"<|tool_call|>[\"", "\", \"", "\"]\"", "", ""},
+};
+
+int tool_grammar_build(const json_t *tools, const tool_opts *o,
+                       const char *format, nucleus_grammar **out,
+                       api_error *e) {
+  *out = NULL;
+  const format_syntax *fs = NULL;
+  for (size_t i = 0; i < sizeof SYNTAX / sizeof SYNTAX[0]; i++)
+    if (!strcmp(SYNTAX[i].name, format)) fs = &SYNTAX[i];
+  if (!fs)
+    return api_fail(e, 400, "tool_choice",
+                    "'tool_choice' that forces a call is not supported for "
+                    "this model's call syntax (%s); use 'auto'",
+                    format);
+  json_t *schema = call_schema(tools, o, fs->args_key);
+  char *gbnf = NULL, msg[256] = "";
+  int rc = json_schema_to_gbnf(schema, &gbnf, msg, sizeof msg);
+  json_decref(schema);
+  if (rc)
+    return api_fail(e, 400, "tools",
+                    "a tool's parameters are outside the supported JSON "
+                    "Schema subset: %s",
+                    msg);
+  /* The schema's start rule becomes "call"; the calls go around it. */
+  char *at = strstr(gbnf, "root ::=");
+  if (!at || (at != gbnf && at[-1] != '\n')) {
+    free(gbnf);
+    return api_fail(e, 500, NULL, "tool grammar: no root rule");
+  }
+  memcpy(at, "call", 4); /* "root ::=" -> "call ::=" (same length) */
+  at[4] = ' ';
+  /* A named function is one call; "required" may make parallel calls, at
+   * most one per tool (and MAX_FORCED_CALLS). */
+  size_t max_calls =
+      o->n_tools < MAX_FORCED_CALLS ? o->n_tools : MAX_FORCED_CALLS;
+  char head[512];
+  if (o->parallel && o->choice == TOOL_CHOICE_REQUIRED && max_calls > 1)
+    snprintf(head, sizeof head,
+             "root ::= %s one ( %s one ){0,%zu} %s\none ::= %s call %s\n",
+             fs->open, fs->sep, max_calls - 1, fs->close, fs->one_open,
+             fs->one_close);
+  else
+    snprintf(head, sizeof head, "root ::= %s one %s\none ::= %s call %s\n",
+             fs->open, fs->close, fs->one_open, fs->one_close);
+  size_t hl = strlen(head), gl = strlen(gbnf);
+  char *text = malloc(hl + gl + 1);
+  if (!text) {
+    free(gbnf);
+    return api_fail(e, 500, NULL, "out of memory");
+  }
+  memcpy(text, head, hl);
+  memcpy(text + hl, gbnf, gl + 1);
+  free(gbnf);
+  nucleus_error err = {0};
+  nucleus_status st =
+      nucleus_grammar_create(text, strlen(text), NULL, out, &err);
+  free(text);
+  if (st != NUCLEUS_OK)
+    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, "tools",
+                    "the tools' call grammar: %s", err.message);
+  return 0;
+}

@@ -1,0 +1,21 @@
+/* nucleus serve: the grammar that forces a tool call (tool_choice
+ * "required" or a named function): the model family's call syntax around
+ * JSON that names one of the tools and whose arguments match that tool's
+ * parameter schema (json_schema.h), so even a small model's call parses and
+ * validates. */
+#ifndef NUCLEUS_SERVER_TOOL_GRAMMAR_H
+#define NUCLEUS_SERVER_TOOL_GRAMMAR_H
+
+#include <jansson.h>
+
+#include "api_error.h"
+#include "nucleus.h"
+#include "tool_request.h"
+
+/* tools: the request's (checked) list; format: nucleus_model_tool_format.
+ * *out: the compiled grammar (nucleus_grammar_free). 0, or -1 with *e (400
+ * naming `tools` for a schema outside the supported subset). */
+int tool_grammar_build(const json_t *tools, const tool_opts *o,
+                       const char *format, nucleus_grammar **out, api_error *e);
+
+#endif
