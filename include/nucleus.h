@@ -337,6 +337,7 @@ nucleus_finish_reason_name(nucleus_finish_reason reason);
  * ("grammar: line L column C: ...", undefined rules, left recursion, empty
  * languages), NUCLEUS_ERR_LIMIT (sizes). Not with beam search. */
 typedef struct nucleus_grammar nucleus_grammar;
+#define NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES 64
 
 /* root: the start rule (NULL: "root"). */
 NUCLEUS_API nucleus_status nucleus_grammar_create(const char *gbnf, size_t len,
@@ -367,6 +368,13 @@ typedef struct nucleus_request_params {
    * bytes. */
   const char *cache_salt;
   const nucleus_grammar *grammar; /* NULL: none (see nucleus_grammar) */
+  /* With a grammar: NULL (the grammar applies from the first token), or a
+   * trigger of at most NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES bytes: the output
+   * is free until the trigger appears in it, and from the trigger's first
+   * byte on it must follow the grammar (llama.cpp's lazy grammars; tool
+   * calls under tool_choice "auto"). Output that cannot continue the
+   * grammar at the trigger leaves it free. */
+  const char *grammar_trigger;
 } nucleus_request_params;
 
 #define NUCLEUS_MAX_CACHE_SALT_BYTES 256

@@ -81,14 +81,56 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
     if (!e->grammar_vocab &&
         (rc = nc_grammar_vocab_from(e->vocab, &e->grammar_vocab, err)) != NC_OK)
       return rc;
-    rc = nc_grammar_matcher_create(nc_grammar_handle_get(p->grammar),
-                                   &c->grammar, err);
-    if (rc != NC_OK) return rc;
+    if (p->grammar_trigger) {
+      c->grammar_waiting = true; /* started by lazy_grammar_push */
+    } else {
+      rc = nc_grammar_matcher_create(nc_grammar_handle_get(p->grammar),
+                                     &c->grammar, err);
+      if (rc != NC_OK) return rc;
+    }
     c->grammar_mask =
         malloc(((size_t)e->n_vocab + 63) / 64 * sizeof *c->grammar_mask);
     if (!c->grammar_mask) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   }
   return NC_OK;
+}
+
+/* A lazy grammar waiting for its trigger: looks for it in the output so
+ * far (the tail kept from earlier pieces, then this piece). Found, the
+ * grammar starts at the trigger's first byte and takes the bytes from there
+ * on (*done: it is already complete); output that cannot continue it there
+ * leaves the completion free. Returns false when out of memory. */
+static bool lazy_grammar_push(completion *c, const nucleus_request_params *p,
+                              const char *piece, size_t n, bool *done) {
+  const size_t tl = strlen(p->grammar_trigger);
+  size_t all = c->grammar_tail_len + n;
+  char *buf = malloc(all ? all : 1);
+  if (!buf) return false;
+  memcpy(buf, c->grammar_tail, c->grammar_tail_len);
+  if (n) memcpy(buf + c->grammar_tail_len, piece, n);
+  const char *hit = all >= tl ? memmem(buf, all, p->grammar_trigger, tl) : NULL;
+  if (hit) {
+    c->grammar_waiting = false;
+    nc_error gerr = {0};
+    bool ok = false;
+    nc_grammar_matcher *m = NULL;
+    if (nc_grammar_matcher_create(nc_grammar_handle_get(p->grammar), &m,
+                                  &gerr) == NC_OK &&
+        nc_grammar_matcher_accept(m, hit, (size_t)(buf + all - hit), &ok,
+                                  &gerr) == NC_OK &&
+        ok) {
+      c->grammar = m;
+      *done = nc_grammar_matcher_complete(m);
+    } else {
+      nc_grammar_matcher_free(m);
+    }
+  } else { /* keep what may be the trigger's start */
+    size_t keep = all < tl - 1 ? all : tl - 1;
+    memcpy(c->grammar_tail, buf + all - keep, keep);
+    c->grammar_tail_len = keep;
+  }
+  free(buf);
+  return true;
 }
 
 /* ----------------------------------------------------------------- groups */
@@ -336,6 +378,14 @@ static void handle_token(nucleus_engine *e, group *g, completion *c,
     const char *piece, *released;
     size_t piece_len, released_len;
     nc_detok_push(c->detok, tok, &piece, &piece_len);
+    if (c->grammar_waiting &&
+        !lazy_grammar_push(c, p, piece, piece_len, &grammar_done)) {
+      nc_error err;
+      nc_fail(&err, NC_ERR_NOMEM, "out of memory");
+      const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &err);
+      finish_completion(e, g, c, &f);
+      return;
+    }
     hit = nc_stop_matcher_push(c->stop, piece, piece_len, &released,
                                &released_len);
 

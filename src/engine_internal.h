@@ -39,6 +39,11 @@ typedef struct completion {
    * language and this step's token mask (ceil(n_vocab / 64) words). */
   nc_grammar_matcher *grammar;
   uint64_t *grammar_mask;
+  /* A lazy grammar (params.grammar_trigger) not started yet: the bytes
+   * generated so far that may still hold the trigger's start. */
+  bool grammar_waiting;
+  char grammar_tail[NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES];
+  size_t grammar_tail_len;
 } completion;
 
 struct group {

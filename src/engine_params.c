@@ -76,6 +76,17 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "n: %d; with beam search it must be <= beam_width (%d)",
                    p->n, p->beam_width);
+  if (p->grammar_trigger) {
+    size_t n =
+        strnlen(p->grammar_trigger, NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES + 1);
+    if (!p->grammar)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "grammar_trigger needs a grammar");
+    if (n == 0 || n > NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "grammar_trigger must be 1 to %d bytes",
+                     NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES);
+  }
   if (p->beam_width > 1) {
     /* Beam search ranks raw log-probabilities and does not match stop
      * strings: what only sampling reads is refused, not ignored. */

@@ -42,6 +42,7 @@ static void free_params(nucleus_request_params *p) {
   free((int32_t *)p->sampling.allowed_tokens);
   free((int32_t *)p->sampling.banned_tokens);
   free((char *)p->cache_salt);
+  free((char *)p->grammar_trigger);
   nc_grammar_handle_unref(p->grammar);
   p->grammar = NULL;
 }
@@ -68,6 +69,11 @@ static bool copy_params(nucleus_request_params *dst,
     if (!dst->cache_salt) ok = false;
   }
   nc_grammar_handle_ref(dst->grammar); /* the request's own reference */
+  dst->grammar_trigger = NULL;
+  if (src->grammar_trigger && src->grammar_trigger[0]) {
+    dst->grammar_trigger = strdup(src->grammar_trigger);
+    if (!dst->grammar_trigger) ok = false;
+  }
   dst->stop_token_ids =
       dup_mem(src->stop_token_ids, src->n_stop_token_ids, sizeof(int32_t), &ok);
   nucleus_sampling_params *s = &dst->sampling;

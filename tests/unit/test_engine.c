@@ -728,6 +728,55 @@ static void test_grammar_constrains_output(void **state) {
   nucleus_engine_free(e);
 }
 
+/* A lazy grammar: free output until the trigger, then the grammar from the
+ * trigger's first byte, and the request ends when it is complete. */
+static void test_lazy_grammar_starts_at_trigger(void **state) {
+  (void)state;
+  NEED_MODEL();
+  static const char gbnf[] = "root ::= \" the\" [a-z]{1,3} \"!\"";
+  nucleus_grammar *lazy = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(
+      nucleus_grammar_create(gbnf, strlen(gbnf), NULL, &lazy, &err),
+      NUCLEUS_OK);
+  req_spec s = greedy_spec("The three primary colors are", MAX_GEN);
+  s.params.grammar = lazy;
+  s.params.grammar_trigger = " the";
+  outcome o;
+  run_one(&s, &o);
+  req_spec free_spec = greedy_spec("The three primary colors are", MAX_GEN);
+  outcome f;
+  run_one(&free_spec, &f);
+  const char *t = o.text[0];
+  size_t n = (size_t)o.text_len[0];
+  const char *at = memmem(t, n, " the", 4);
+  fprintf(stderr, "  lazy (%d): %.*s\n  free: %.*s\n", (int)o.reason[0], (int)n,
+          t, (int)f.text_len[0], f.text[0]);
+  assert_non_null(at); /* the free text reaches " the" */
+  /* Before the trigger: the free output, token for token. */
+  size_t pre = (size_t)(at - t);
+  assert_true((size_t)f.text_len[0] >= pre);
+  assert_memory_equal(t, f.text[0], pre);
+  /* From it: " the" + 1-3 letters + "!", and the grammar ended it. */
+  const char *q = at + 4;
+  size_t k = 0;
+  while (q + k < t + n && q[k] >= 'a' && q[k] <= 'z')
+    k++;
+  assert_true(k >= 1 && k <= 3);
+  assert_true(q + k + 1 == t + n && q[k] == '!');
+  assert_int_equal(o.reason[0], NUCLEUS_FINISH_STOP);
+  /* A trigger without a grammar, or too long, is refused. */
+  nucleus_engine *e = stepped_engine(1024, 512);
+  req_spec bad = greedy_spec("x", 2);
+  bad.params.grammar_trigger = "x";
+  nucleus_request *r = NULL;
+  assert_int_equal(
+      nucleus_engine_submit(e, bad.prompt, bad.n_prompt, &bad.params, &r, &err),
+      NUCLEUS_ERR_INVALID_ARGUMENT);
+  nucleus_engine_free(e);
+  nucleus_grammar_free(lazy);
+}
+
 static void test_request_larger_than_pool_fails_clearly(void **state) {
   (void)state;
   NEED_MODEL();
@@ -773,6 +822,7 @@ int main(void) {
       cmocka_unit_test(test_cancel_frees_blocks),
       cmocka_unit_test(test_beam_search),
       cmocka_unit_test(test_grammar_constrains_output),
+      cmocka_unit_test(test_lazy_grammar_starts_at_trigger),
       cmocka_unit_test(test_batch_invariance),
       cmocka_unit_test(test_batch_invariance_inspected),
       cmocka_unit_test(test_chunked_prefill_invariance),

@@ -79,6 +79,15 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
                               nucleus_model_tool_format(srv->model),
                               &j->req.grammar, e);
     j->req.params.grammar = j->req.grammar;
+  } else if (!rc && j->req.tools.choice == TOOL_CHOICE_AUTO &&
+             !j->req.grammar) {
+    /* auto: free text until the family's call opener, then a valid call */
+    const char *trigger = NULL;
+    tool_grammar_lazy(json_object_get(root, "tools"), &j->req.tools,
+                      nucleus_model_tool_format(srv->model), &j->req.grammar,
+                      &trigger);
+    j->req.params.grammar = j->req.grammar;
+    j->req.params.grammar_trigger = trigger;
   }
   json_decref(root);
   if (rc) return -1;

@@ -42,19 +42,22 @@ static json_t *call_schema(const json_t *tools, const tool_opts *o,
 
 typedef struct {
   const char *name;
+  const char *trigger; /* the call opener a lazy grammar starts at */
   const char *args_key;
   const char *open, *sep, *close;   /* GBNF literals around the calls */
   const char *one_open, *one_close; /* around each call */
 } format_syntax;
 
 static const format_syntax SYNTAX[] = {
-    {"generic", "arguments", "", "\"\\n\"", "", "\"<tool_call>\"",
-     "\"</tool_call>\""},
-    {"hermes", "arguments", "", "\"\\n\"", "", "\"<tool_call>\\n\"",
-     "\"\\n</tool_call>\""},
-    {"llama3", "parameters", "", "\"; \"", "", "", ""},
-    {"mistral", "arguments", "\"[TOOL_CALLS][\"", "\", \"", "\"]\"", "", ""},
-    {"granite", "arguments", "\"<|tool_call|>[\"", "\", \"", "\"]\"", "", ""},
+    {"generic", "<tool_call>", "arguments", "", "\"\\n\"", "",
+     "\"<tool_call>\"", "\"</tool_call>\""},
+    {"hermes", "<tool_call>", "arguments", "", "\"\\n\"", "",
+     "\"<tool_call>\\n\"", "\"\\n</tool_call>\""},
+    {"llama3", NULL, "parameters", "", "\"; \"", "", "", ""},
+    {"mistral", "[TOOL_CALLS]", "arguments", "\"[TOOL_CALLS][\"", "\", \"",
+     "\"]\"", "", ""},
+    {"granite", "<|tool_call|>", "arguments", "\"<|tool_call|>[\"", "\", \"",
+     "\"]\"", "", ""},
 };
 
 int tool_grammar_build(const json_t *tools, const tool_opts *o,
@@ -116,4 +119,20 @@ int tool_grammar_build(const json_t *tools, const tool_opts *o,
     return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, "tools",
                     "the tools' call grammar: %s", err.message);
   return 0;
+}
+
+void tool_grammar_lazy(const json_t *tools, const tool_opts *o,
+                       const char *format, nucleus_grammar **out,
+                       const char **trigger) {
+  *out = NULL;
+  *trigger = NULL;
+  const format_syntax *fs = NULL;
+  for (size_t i = 0; i < sizeof SYNTAX / sizeof SYNTAX[0]; i++)
+    if (!strcmp(SYNTAX[i].name, format)) fs = &SYNTAX[i];
+  if (!fs || !fs->trigger) return;
+  tool_opts any = *o;
+  any.choice = TOOL_CHOICE_REQUIRED; /* any tool; as many as required's */
+  api_error e;
+  if (tool_grammar_build(tools, &any, format, out, &e)) return;
+  *trigger = fs->trigger;
 }

@@ -18,4 +18,13 @@
 int tool_grammar_build(const json_t *tools, const tool_opts *o,
                        const char *format, nucleus_grammar **out, api_error *e);
 
+/* For tool_choice "auto": the same grammar of calls (any tool, up to one
+ * per tool) and the trigger that starts it (the format's call opener), for
+ * a lazy grammar (nucleus_request_params.grammar_trigger). *out NULL: the
+ * format has no fixed opener (llama3's bare JSON) or a tool's schema is
+ * outside the subset; the reply is then only parsed. */
+void tool_grammar_lazy(const json_t *tools, const tool_opts *o,
+                       const char *format, nucleus_grammar **out,
+                       const char **trigger);
+
 #endif
