@@ -200,6 +200,30 @@ static bool call_from_object(const json_t *o, calls *c) {
   return calls_push(c, call);
 }
 
+/* A call written as its name, its arguments object (JSON text) and
+ * perhaps an id, each apart (mistral-args, deepseek-r1). */
+static bool call_from_parts(const char *name, size_t name_len, const char *args,
+                            size_t args_len, const char *id, size_t id_len,
+                            calls *c) {
+  json_error_t e;
+  json_t *o = json_loadb(args, args_len, 0, &e);
+  bool ok = json_is_object(o) && valid_name(name, name_len);
+  if (ok) {
+    nc_tool_call call = {.name = dup_n(name, name_len),
+                         .arguments = json_dumps(o, JSON_COMPACT)};
+    if (id && valid_name(id, id_len)) call.id = dup_n(id, id_len);
+    if (!call.name || !call.arguments) {
+      call_clear(&call);
+      c->oom = true;
+      ok = false;
+    } else {
+      ok = calls_push(c, call);
+    }
+  }
+  json_decref(o);
+  return ok;
+}
+
 /* A JSON text s[a, b) holding one call object, or an array of them. */
 static bool calls_from_json(const char *s, size_t a, size_t b, bool array,
                             calls *c) {
@@ -267,23 +291,8 @@ static block mistral_args(scan *sc, size_t at, size_t olen, calls *c) {
   size_t end = json_end(s, sc->len, a);
   if (end == 0) return (block){BLOCK_MORE, 0};
   if (end == SIZE_MAX || s[a] != '{') return (block){BLOCK_CONTENT, a};
-  json_error_t e;
-  json_t *o = json_loadb(s + a, end - a, 0, &e);
-  bool ok = json_is_object(o) && valid_name(s + name0, name1 - name0);
-  if (ok) {
-    nc_tool_call call = {.name = dup_n(s + name0, name1 - name0),
-                         .arguments = json_dumps(o, JSON_COMPACT)};
-    if (cid && valid_name(s + id0, id1 - id0))
-      call.id = dup_n(s + id0, id1 - id0);
-    if (!call.name || !call.arguments) {
-      call_clear(&call);
-      c->oom = true;
-      ok = false;
-    } else {
-      ok = calls_push(c, call);
-    }
-  }
-  json_decref(o);
+  bool ok = call_from_parts(s + name0, name1 - name0, s + a, end - a,
+                            cid ? s + id0 : NULL, id1 - id0, c);
   return (block){ok ? BLOCK_CALLS : BLOCK_CONTENT, end};
 }
 
@@ -353,21 +362,8 @@ static block deepseek_r1(scan *sc, size_t at, size_t olen, calls *c) {
     if (!sep || !nl || !js || je == 0 || je == SIZE_MAX)
       return (block){BLOCK_CONTENT, e + strlen(R1_CALL_END)};
     size_t n0 = (size_t)(sep - s) + strlen(R1_SEP), n1 = (size_t)(nl - s);
-    json_error_t jerr;
-    json_t *o = json_loadb(js, je - (size_t)(js - s), 0, &jerr);
-    bool ok = json_is_object(o) && valid_name(s + n0, n1 - n0);
-    if (ok) {
-      nc_tool_call call = {.name = dup_n(s + n0, n1 - n0),
-                           .arguments = json_dumps(o, JSON_COMPACT)};
-      if (!call.name || !call.arguments) {
-        call_clear(&call);
-        c->oom = true;
-        ok = false;
-      } else {
-        ok = calls_push(c, call);
-      }
-    }
-    json_decref(o);
+    bool ok =
+        call_from_parts(s + n0, n1 - n0, js, je - (size_t)(js - s), NULL, 0, c);
     if (!ok) return (block){BLOCK_CONTENT, e + strlen(R1_CALL_END)};
     i = e + strlen(R1_CALL_END);
   }
