@@ -10,7 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-  build-essential clang-14 libclang-rt-14-dev pkg-config curl \
+  build-essential cmake clang-14 libclang-rt-14-dev pkg-config curl \
   libjansson-dev libpcre2-dev libmicrohttpd-dev libcmocka-dev \
   python3 python3-pip python3-venv chromium chromium-driver >/dev/null
 
