@@ -200,6 +200,13 @@ typedef struct nucleus_chat_params {
    * bytes can produce control tokens. true: parse it everywhere, as
    * llama.cpp does (a user can then forge turns). */
   bool parse_special_in_content;
+  /* true: when tools_json names tools and the template renders none (the
+   * "generic" tool format, nucleus_model_tool_format), describe them and
+   * the call syntax in the system message, and write earlier calls and
+   * tool results back as text (the server and `nucleus chat --tools` do).
+   * false (default): the template renders exactly what it renders, as
+   * transformers' apply_chat_template. */
+  bool describe_tools;
   /* strftime_now()'s clock: 0 reads the current local time, else it is
    * that many seconds since the epoch, shown in UTC (reproducible renders:
    * `nucleus template --now SECONDS`, tests). */

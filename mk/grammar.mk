@@ -33,7 +33,7 @@ build/fuzz/fuzz_grammar: $(FUZZ_GRAMMAR_SRCS) $(wildcard src/grammar*.h)
 
 # The mask dumper for tests/e2e/test_grammar_oracle.py (against llguidance).
 GRAMMAR_DUMP_OBJS := $(TEST_GRAMMAR_OBJS)
-all: $(BUILDDIR)/tests/grammar_mask_dump
+all e2e: $(BUILDDIR)/tests/grammar_mask_dump
 $(BUILDDIR)/tests/grammar_mask_dump: tests/tools/grammar_mask_dump.c \
     $(patsubst %,$(BUILDDIR)/src/%.o,$(GRAMMAR_DUMP_OBJS))
 	@mkdir -p $(dir $@)

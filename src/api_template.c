@@ -100,7 +100,7 @@ static nc_code render(const nucleus_model *model, const nucleus_chat_params *p,
   /* A template that renders no tools: they go in the system message, in
    * the generic call syntax (tool_call.h). */
   char *generic = NULL;
-  if (has_tools(p->tools_json) &&
+  if (p->describe_tools && has_tools(p->tools_json) &&
       model_tool_format(model) == NC_TOOL_FORMAT_GENERIC) {
     generic = nc_tool_generic_messages(p->messages_json, p->tools_json);
     if (!generic) {

@@ -40,7 +40,7 @@ def test_info_real_model():
     assert len(re.findall(r"^\s+\d+\s+\S+\s+(F32|Q4_1|Q8_0)\s+\[", out, re.M)) == 272
     # the last line: the architectures of model.c's table
     assert out.splitlines()[-1] == ("supported architectures: llama, qwen2, "
-                                    "qwen3, gemma2, gemma3")
+                                    "qwen3, phi3, qwen3moe, gemma2, gemma3")
 
 
 @pytest.mark.parametrize("keep", [20, 1_000_000, 1_785_700, 98_000_000])

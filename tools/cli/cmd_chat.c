@@ -100,6 +100,7 @@ static char *reply(nucleus_model *model, nucleus_engine *engine,
   nucleus_chat_params cp = nucleus_chat_default_params();
   cp.messages_json = history;
   cp.tools_json = tools_json;
+  cp.describe_tools = true;
   cp.parse_special_in_content = o->parse_special_in_content;
   if (nucleus_chat_apply(model, &cp, NULL, NULL, &ids, &n_ids, &err) !=
           NUCLEUS_OK ||

@@ -127,6 +127,7 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
   nucleus_chat_params p = nucleus_chat_default_params();
   p.messages_json = msgs_json;
   p.tools_json = tools_json;
+  p.describe_tools = true;
   p.kwargs_json = kwargs_json;
   p.add_generation_prompt = opts->add_generation_prompt;
   p.continue_final_message = opts->continue_final_message;
