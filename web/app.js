@@ -315,29 +315,31 @@ function openInspector(m, i, span) {
   }
   const d = rec.draw;
   const drawn = rec.candidates.find((c) => c.id === d.id);
-  /* Where u fell on the cumulative distribution of the kept tokens. */
-  let cum = 0, at = "";
-  for (const c of rec.candidates) {
-    if (c.removed_by) continue;
-    const lo = cum; cum += c.final_prob;
-    if (c.id === d.id) at = ` in [${lo.toFixed(4)}, ${cum.toFixed(4)})`;
-  }
-  $("insp-draw").textContent = `Draw: u = ${Number(d.uniform).toFixed(4)}${at} → “${drawn ? show(drawn.text) : d.id}” (seed ${d.seed_digits || d.seed}, step ${d.step})`;
+  /* The sampler's inverse CDF runs over the whole kept set (the tail
+   * beyond these candidates included) in its own order, so the page shows u
+   * and the drawn token's share rather than an interval it cannot know. */
+  const at = drawn ? ` (final p ${fmt(drawn.final_prob)})` : "";
+  $("insp-draw").textContent = `Draw: u = ${Number(d.uniform).toFixed(4)} → “${drawn ? show(drawn.text) : d.id}”${at} (seed ${d.seed_digits || d.seed}, step ${d.step})`;
   $("insp-draw").dataset.id = String(d.id);
-  /* The same as a strip: kept tokens' final probabilities end to end, the
-   * drawn one marked, u as a line. */
+  /* The distribution the draw read, as a strip: the shown kept tokens'
+   * final probabilities end to end (the rest of the kept set after them),
+   * the drawn one highlighted. */
   const strip = $("insp-cdf");
   strip.textContent = "";
+  let shown = 0;
   for (const c of rec.candidates) {
     if (c.removed_by || !(c.final_prob > 0)) continue;
     const seg = el("span", { class: "seg" + (c.id === d.id ? " drawn" : ""),
       title: show(c.text) + " " + fmt(c.final_prob) });
     seg.style.width = (100 * c.final_prob).toFixed(3) + "%";
+    shown += c.final_prob;
     strip.append(seg);
   }
-  const mark = el("span", { class: "u" });
-  mark.style.left = (100 * d.uniform).toFixed(3) + "%";
-  strip.append(mark);
+  if (shown < 0.9999) {
+    const rest = el("span", { class: "seg rest", title: "the rest of the kept set " + fmt(1 - shown) });
+    rest.style.width = (100 * (1 - shown)).toFixed(3) + "%";
+    strip.append(rest);
+  }
   const s = requestSettings();
   for (const k of ["temperature", "top_k", "top_p", "min_p"]) {
     const p = contract.find((q) => q.name === k);

@@ -155,11 +155,16 @@ def test_chat_streams_and_inspector_matches_api(page, server):
     shots = os.environ.get("NUCLEUS_SCREENSHOTS")
     if shots:
         os.makedirs(shots, exist_ok=True)
+        d.set_window_size(1100, 900)
+        d.find_element(By.CSS_SELECTOR, "#settings-box summary").click()
+        d.execute_script("window.scrollTo(0, 0)")
         d.save_screenshot(os.path.join(shots, "web-light.png"))
         d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
             {"name": "prefers-color-scheme", "value": "dark"}]})
         d.save_screenshot(os.path.join(shots, "web-dark.png"))
         d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        d.find_element(By.CSS_SELECTOR, "#settings-box summary").click()
+        d.set_window_size(1100, 760)
 
 
 def test_stop_frees_kv_and_regenerate(page, server):
