@@ -7,6 +7,7 @@ NUCLEUS_SCREENSHOTS=DIR also writes DIR/web-light.png and DIR/web-dark.png
 (the ones in docs/)."""
 
 import json
+import math
 import os
 import re
 import time
@@ -104,7 +105,8 @@ def test_chat_streams_and_inspector_matches_api(page, server):
     # The same request straight to the API: same text, same records.
     api = requests.post(server.url + "/v1/chat/completions", json={
         "messages": [{"role": "user", "content": "Name three colors."}],
-        "seed": 7, "max_tokens": 12, "inspect": {"top_n": 10}},
+        "seed": 7, "max_tokens": 12, "inspect": {"top_n": 10},
+        "logprobs": True, "top_logprobs": 3},
         timeout=60).json()
     assert api["choices"][0]["message"]["content"] == reply["content"]
     records = api["choices"][0]["inspect"]
@@ -123,6 +125,16 @@ def test_chat_streams_and_inspector_matches_api(page, server):
         cells = row.find_elements(By.TAG_NAME, "td")
         assert cells[1].text == "%.4f" % c["raw_prob"]
         assert cells[2].text == "%.4f" % c["final_prob"]
+    # The shown raw probabilities are the step's logprobs.
+    lp = api["choices"][0]["logprobs"]["content"][step]
+    shown = {int(r.get_attribute("data-id")): float(r.get_attribute(
+        "data-raw")) for r in rows}
+    drawn = records[step]["draw"]["id"]
+    assert math.log(shown[drawn]) == pytest.approx(lp["logprob"], abs=1e-4)
+    by_text = {c["text"]: c["id"] for c in want}
+    for top in lp["top_logprobs"]:
+        assert math.log(shown[by_text[top["token"]]]) == pytest.approx(
+            top["logprob"], abs=1e-4)
     draw = d.find_element(By.ID, "insp-draw")
     assert int(draw.get_attribute("data-id")) == records[step]["draw"]["id"]
     assert "seed 7" in draw.text and "step %d" % step in draw.text
