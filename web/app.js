@@ -259,6 +259,9 @@ $("input").addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("composer").requestSubmit(); }
 });
 $("stop").addEventListener("click", () => { if (busy) busy.abort(); });
+document.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape" && busy) { ev.preventDefault(); busy.abort(); }
+});
 $("regen").addEventListener("click", () => {
   if (busy) return;
   while (chat.messages.length && chat.messages[chat.messages.length - 1].role === "assistant")

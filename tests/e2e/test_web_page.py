@@ -246,3 +246,28 @@ def test_api_key_and_keyboard(page, start_server):
     WebDriverWait(d, 10).until(
         lambda d: d.find_elements(By.CSS_SELECTOR, "#insp-table tbody tr"))
     assert d.find_element(By.ID, "insp-body").is_displayed()
+
+
+def test_code_blocks_and_stored_chat(page, server):
+    d = page
+    d.get(server.url + "/")
+    toks = ["Run", ":\n", "``", "`sh\n", "ls", " -l\n", "```", "\nDone"]
+    chat = {"system": "Be brief.", "messages": [
+        {"role": "user", "content": "How?"},
+        {"role": "assistant", "content": "".join(toks), "meta": "m",
+         "tokens": [{"text": t, "inspect": None} for t in toks]},
+        {"role": "user", "content": "x ```py\nprint(1)\n``` y"}]}
+    d.execute_script("localStorage.setItem('nucleus.chat.v1', arguments[0])",
+                     json.dumps(chat))
+    d.refresh()
+    WebDriverWait(d, 10).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant pre code"))
+    code = d.find_element(By.CSS_SELECTOR, ".msg.assistant pre code").text
+    assert "ls -l" in code and "Done" not in code and "Run" not in code
+    assert d.find_element(By.CSS_SELECTOR,
+                          ".msg.user:last-child pre code").text == "print(1)"
+    assert d.find_element(By.ID, "system").get_attribute("value") == \
+        "Be brief."
+    d.find_element(By.ID, "newchat").click()
+    assert json.loads(d.execute_script(
+        "return localStorage.getItem('nucleus.chat.v1')"))["messages"] == []
