@@ -203,7 +203,16 @@ async function reply() {
   $("status").textContent = "generating…";
   const req = Object.assign(requestSettings(), { messages: apiMessages().slice(0, -1),
     stream: true, inspect: { top_n: TOP_N } });
-  let t0 = 0, finish = null, error = null;
+  let t0 = 0, finish = null, error = null, pending = false;
+  /* At most one redraw per 40 ms however fast tokens come. */
+  const redraw = () => {
+    if (pending) return;
+    pending = true;
+    setTimeout(() => {
+      pending = false;
+      if (li.isConnected) li.querySelector(".body").replaceWith(renderBody(msg));
+    }, 40);
+  };
   try {
     const r = await fetch("/v1/chat/completions", { method: "POST", headers: headers(),
       body: JSON.stringify(req), signal: ctrl.signal });
@@ -226,7 +235,7 @@ async function reply() {
         msg.tokens.push({ text, inspect: recs[0] || null });
         for (const rec of recs.slice(1)) msg.tokens.push({ text: "", inspect: rec });
         msg.content += text;
-        li.querySelector(".body").replaceWith(renderBody(msg));
+        redraw();
       }
       if (c.finish_reason) finish = c.finish_reason;
     });
