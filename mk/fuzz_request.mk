@@ -6,7 +6,7 @@
 #   build/fuzz/fuzz_request -dict=fuzz/request.dict -max_total_time=300 \
 #     fuzz/corpus-run/request fuzz/corpus/request
 # The committed corpus is replayed by test_request_fuzz (make unit).
-REQUEST_FUZZ_SERVER := request_parse prompt api_error json_text
+REQUEST_FUZZ_SERVER := request_parse prompt api_error json_text tool_request
 REQUEST_FUZZ_OBJS = $(sort status engine_params sampler_params sampler_contract \
   $(JINJA_OBJS) chat_template chat_template_guard)
 FUZZ_REQUEST_SRCS = fuzz/fuzz_request.c \
