@@ -16,7 +16,8 @@ let chat = load(STORE, { system: "", messages: [] });
 let settings = load(SET_STORE, {});
 let contract = [];
 let busy = null;       /* the AbortController of the reply in flight */
-let selected = null;   /* {msg, tok} open in the inspector */
+let selected = null;   /* {rec, i}: the record open in the inspector */
+const rowOf = new WeakMap(); /* message -> its <li> */
 
 function load(key, dflt) {
   try { const v = JSON.parse(localStorage.getItem(key)); return v || dflt; }
@@ -153,7 +154,7 @@ function render() {
     const li = el("li", { class: "msg " + m.role }, tools,
       el("div", { class: "who" }, m.role), renderBody(m));
     if (m.meta) li.append(el("div", { class: "meta" }, m.meta));
-    m.li = li;
+    rowOf.set(m, li);
     ol.append(li);
   });
 }
@@ -196,7 +197,7 @@ async function reply() {
   const msg = { role: "assistant", content: "", tokens: [], meta: "" };
   chat.messages.push(msg);
   render();
-  const li = msg.li;
+  const li = rowOf.get(msg);
   const ctrl = new AbortController();
   busy = ctrl;
   $("stop").disabled = false; $("send").disabled = true; $("regen").disabled = true;
@@ -245,7 +246,8 @@ async function reply() {
   }
   const secs = t0 ? (performance.now() - t0) / 1000 : 0;
   const n = msg.tokens.length;
-  msg.meta = `${n} tokens · ${secs > 0 ? (n / secs).toFixed(1) : "–"} tokens/s · finish: ${finish || (error ? "error" : "?")}`;
+  /* Rate after the first token (its time is the prompt's). */
+  msg.meta = `${n} tokens · ${secs > 0 && n > 1 ? ((n - 1) / secs).toFixed(1) : "–"} tokens/s · finish: ${finish || (error ? "error" : "?")}`;
   if (error) msg.meta += " · " + error;
   busy = null;
   $("stop").disabled = true; $("send").disabled = false; $("regen").disabled = false;
