@@ -71,6 +71,18 @@ enum MHD_Result handle_metrics(server_ctx *srv, struct MHD_Connection *conn,
   return r;
 }
 
+/* One row of the parameter contract: its range and the default in force
+ * (what the web page's settings are built from). */
+static json_t *param_json(const nucleus_param_info *p, double v) {
+  const char *kind = p->kind == NUCLEUS_PARAM_BOOL  ? "bool"
+                     : p->kind == NUCLEUS_PARAM_INT ? "int"
+                                                    : "float";
+  return json_pack("{s:s,s:s,s:o,s:o,s:b,s:o,s:s}", "name", p->name, "kind",
+                   kind, "min", json_finite(p->min), "max", json_finite(p->max),
+                   "min_exclusive", p->min_exclusive, "default", json_finite(v),
+                   "help", p->help ? p->help : "");
+}
+
 /* The defaults in force: every parameter of the contract as a request
  * starts from it, and which of them the model file recommends. */
 enum MHD_Result handle_props(server_ctx *srv, struct MHD_Connection *conn,
@@ -79,6 +91,7 @@ enum MHD_Result handle_props(server_ctx *srv, struct MHD_Connection *conn,
   (void)len;
   json_t *settings = json_object();
   json_t *from_model = json_array();
+  json_t *contract = json_array();
   for (size_t i = 0; i < nucleus_params_count(); i++) {
     const nucleus_param_info *p = nucleus_params_at(i);
     double v = nucleus_params_value(&srv->defaults, p->name);
@@ -89,11 +102,13 @@ enum MHD_Result handle_props(server_ctx *srv, struct MHD_Connection *conn,
                             : json_real(v));
     if (nucleus_model_recommends(srv->model, p->name, NULL))
       json_array_append_new(from_model, json_string(p->name));
+    json_array_append_new(contract, param_json(p, v));
   }
   return reply_json(
       srv, conn, 200,
-      json_pack("{s:o,s:o,s:o,s:i,s:s}", "default_generation_settings",
-                settings, "recommended_by_model", from_model, "model",
+      json_pack("{s:o,s:o,s:o,s:o,s:i,s:s}", "default_generation_settings",
+                settings, "recommended_by_model", from_model, "params",
+                contract, "model",
                 json_text(srv->model_id, strlen(srv->model_id)), "n_ctx",
                 srv->n_ctx, "kernels", nucleus_model_kernels(srv->model)));
 }

@@ -5,6 +5,9 @@
 
 static const route ROUTES[] = {
     {"GET", "/health", true, false, handle_health},
+    {"GET", "/", true, false, handle_page},
+    {"GET", "/app.js", true, false, handle_page_js},
+    {"GET", "/app.css", true, false, handle_page_css},
     {"GET", "/v1/models", false, false, handle_models},
     {"GET", "/v1/models/", false, false, handle_model},
     {"GET", "/metrics", false, false, handle_metrics},
@@ -23,12 +26,13 @@ static const route ROUTES[] = {
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
-/* The path without its query string, compared exactly; a path ending in
- * '/' matches any one non-empty segment after it (/v1/models/ID). */
+/* The path without its query string, compared exactly; a path longer than
+ * "/" ending in '/' matches any one non-empty segment after it
+ * (/v1/models/ID). */
 static bool path_is(const char *url, const char *path) {
   size_t n = strcspn(url, "?");
   size_t len = strlen(path);
-  if (len && path[len - 1] == '/')
+  if (len > 1 && path[len - 1] == '/')
     return n > len && !memcmp(url, path, len) &&
            !memchr(url + len, '/', n - len);
   return len == n && !memcmp(url, path, n);

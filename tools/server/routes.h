@@ -15,7 +15,7 @@ typedef enum MHD_Result (*route_fn)(server_ctx *srv,
 typedef struct route {
   const char *method;
   const char *path;
-  bool is_public; /* served without the API key (only /health) */
+  bool is_public; /* served without the API key (/health, the page) */
   bool is_work;   /* refused with 503 while draining */
   route_fn fn;
 } route;
@@ -48,6 +48,13 @@ enum MHD_Result handle_chat_completions(server_ctx *, struct MHD_Connection *,
                                         const char *, size_t);
 enum MHD_Result handle_completions(server_ctx *, struct MHD_Connection *,
                                    const char *, size_t);
+/* The embedded web page (web_handler.c): GET /, /app.js, /app.css. */
+enum MHD_Result handle_page(server_ctx *, struct MHD_Connection *, const char *,
+                            size_t);
+enum MHD_Result handle_page_js(server_ctx *, struct MHD_Connection *,
+                               const char *, size_t);
+enum MHD_Result handle_page_css(server_ctx *, struct MHD_Connection *,
+                                const char *, size_t);
 /* What routers read (router_info.c). */
 enum MHD_Result handle_server_info(server_ctx *, struct MHD_Connection *,
                                    const char *, size_t);

@@ -1,0 +1,273 @@
+"""The web page nucleus serve embeds (GET /), driven in a real headless
+Chromium (issue #21): a streamed chat reply, Stop frees the request's KV,
+the inspector shows the numbers the API gives for that step, and the
+what-if panel re-runs the real sampler (POST /sample).
+
+NUCLEUS_SCREENSHOTS=DIR also writes DIR/web-light.png and DIR/web-dark.png
+(the ones in docs/)."""
+
+import json
+import math
+import os
+import re
+import time
+
+import pytest
+import requests
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+from test_server_guard import browser, metric
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    return start_server("-c", "1024", "-t", "2")
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    d = browser()
+    d.set_window_size(1100, 760)
+    d.get(server.url + "/")
+    WebDriverWait(d, 20).until(
+        lambda d: d.find_elements(By.ID, "set-temperature"))
+    yield d
+    d.quit()
+
+
+def test_assets_and_csp(server):
+    for path, ctype in [("/", "text/html"), ("/app.js", "text/javascript"),
+                        ("/app.css", "text/css")]:
+        r = requests.get(server.url + path, timeout=10)
+        assert r.status_code == 200, path
+        assert r.headers["Content-Type"].startswith(ctype), path
+        csp = r.headers["Content-Security-Policy"]
+        assert "default-src 'self'" in csp and "unsafe-inline" not in csp
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
+    html = requests.get(server.url + "/", timeout=10).text
+    assert not re.search(r"<script(?![^>]*\bsrc=)", html), "inline script"
+    assert not re.search(r"<[^>]+\son[a-z]+\s*=", html), "inline handler"
+    assert not re.search(r"\sstyle\s*=", html), "inline style"
+    assert not re.search(r"https?://", html), "the page fetches nothing else"
+    # "/" is exact: other one-segment paths stay 404.
+    assert requests.get(server.url + "/nope", timeout=10).status_code == 404
+    props = requests.get(server.url + "/props", timeout=10).json()
+    temp = next(p for p in props["params"] if p["name"] == "temperature")
+    assert temp["kind"] == "float" and temp["min"] == 0
+    assert temp["default"] == props["default_generation_settings"][
+        "temperature"]
+
+
+def set_field(d, field_id, value):
+    e = d.find_element(By.ID, field_id)
+    if e.get_attribute("type") == "checkbox":
+        if e.is_selected() != bool(value):
+            e.send_keys(Keys.SPACE)
+    else:
+        e.clear()
+        e.send_keys(str(value))
+    e.send_keys(Keys.TAB)  # "change" fires on leaving the field
+
+
+def send(d, text):
+    box = d.find_element(By.ID, "input")
+    box.send_keys(text)
+    box.send_keys(Keys.ENTER)
+
+
+def wait_done(d, timeout=60):
+    WebDriverWait(d, timeout).until(
+        lambda d: not d.find_element(By.ID, "send").get_attribute("disabled")
+        and d.find_elements(By.CSS_SELECTOR, ".msg.assistant .meta"))
+
+
+def stored_chat(d):
+    return json.loads(d.execute_script(
+        "return localStorage.getItem('nucleus.chat.v1')"))
+
+
+def test_chat_streams_and_inspector_matches_api(page, server):
+    d = page
+    set_field(d, "set-seed", 7)
+    set_field(d, "set-max_tokens", 12)
+    send(d, "Name three colors.")
+    # Streamed: tokens show up before the reply is finished.
+    WebDriverWait(d, 30).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant .tok"))
+    wait_done(d)
+    meta = d.find_element(By.CSS_SELECTOR, ".msg.assistant .meta").text
+    assert "tokens/s" in meta and "finish: length" in meta, meta
+    chat = stored_chat(d)
+    assert [m["role"] for m in chat["messages"]] == ["user", "assistant"]
+    reply = chat["messages"][1]
+    # The same request straight to the API: same text, same records.
+    api = requests.post(server.url + "/v1/chat/completions", json={
+        "messages": [{"role": "user", "content": "Name three colors."}],
+        "seed": 7, "max_tokens": 12, "inspect": {"top_n": 10},
+        "logprobs": True, "top_logprobs": 3},
+        timeout=60).json()
+    assert api["choices"][0]["message"]["content"] == reply["content"]
+    records = api["choices"][0]["inspect"]
+    assert len(records) == len(reply["tokens"]) == 12
+    step = 3
+    d.find_elements(By.CSS_SELECTOR, ".msg.assistant .tok")[step].click()
+    rows = d.find_elements(By.CSS_SELECTOR, "#insp-table tbody tr")
+    assert rows, d.get_log("browser")
+    want = records[step]["candidates"]
+    assert len(rows) == len(want) >= 10
+    for row, c in zip(rows, want):
+        assert int(row.get_attribute("data-id")) == c["id"]
+        assert float(row.get_attribute("data-raw")) == c["raw_prob"]
+        assert float(row.get_attribute("data-final")) == c["final_prob"]
+        assert row.get_attribute("data-removed") == (c["removed_by"] or "")
+        cells = row.find_elements(By.TAG_NAME, "td")
+        assert cells[1].text == "%.4f" % c["raw_prob"]
+        assert cells[2].text == "%.4f" % c["final_prob"]
+    # The shown raw probabilities are the step's logprobs.
+    lp = api["choices"][0]["logprobs"]["content"][step]
+    shown = {int(r.get_attribute("data-id")): float(r.get_attribute(
+        "data-raw")) for r in rows}
+    drawn = records[step]["draw"]["id"]
+    assert math.log(shown[drawn]) == pytest.approx(lp["logprob"], abs=1e-4)
+    by_text = {c["text"]: c["id"] for c in want}
+    for top in lp["top_logprobs"]:
+        assert math.log(shown[by_text[top["token"]]]) == pytest.approx(
+            top["logprob"], abs=1e-4)
+    draw = d.find_element(By.ID, "insp-draw")
+    assert int(draw.get_attribute("data-id")) == records[step]["draw"]["id"]
+    assert "seed 7" in draw.text and "step %d" % step in draw.text
+
+    # What-if: temperature 0 keeps the argmax alone; 1.5 with no
+    # truncation keeps every candidate.
+    for k, v in [("top_k", 0), ("top_p", 1), ("min_p", 0)]:
+        set_field(d, "wi-" + k, v)
+
+    def kept_after(temp):
+        set_field(d, "wi-temperature", temp)
+        d.find_element(By.ID, "wi-run").click()
+        WebDriverWait(d, 20).until(lambda d: "survive" in d.find_element(
+            By.ID, "wi-status").text)
+        return [r.get_attribute("data-id") for r in kept_rows(d)]
+
+    def kept_rows(d):
+        return d.find_elements(By.CSS_SELECTOR,
+                               "#wi-table tbody tr[data-kept='1']")
+
+    assert len(kept_after(0)) == 1
+    assert len(kept_after(1.5)) == len(want)
+    d.find_element(By.ID, "wi-hist").click()
+    WebDriverWait(d, 20).until(
+        lambda d: "200 draws" in d.find_element(By.ID, "wi-status").text)
+    counts = [int(r.get_attribute("data-count")) for r in
+              d.find_elements(By.CSS_SELECTOR, "#wi-table tbody tr")]
+    assert sum(counts) == 200 and max(counts) < 200
+
+    shots = os.environ.get("NUCLEUS_SCREENSHOTS")
+    if shots:
+        os.makedirs(shots, exist_ok=True)
+        set_field(d, "wi-temperature", 0.8)
+        set_field(d, "wi-top_k", 4)
+        d.find_element(By.ID, "wi-hist").click()
+        WebDriverWait(d, 20).until(lambda d: "4 of" in d.find_element(
+            By.ID, "wi-status").text)
+        d.set_window_size(1100, 1150)
+        d.find_element(By.CSS_SELECTOR, "#settings-box summary").click()
+        d.execute_script("window.scrollTo(0, 0)")
+        d.save_screenshot(os.path.join(shots, "web-light.png"))
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
+            {"name": "prefers-color-scheme", "value": "dark"}]})
+        d.save_screenshot(os.path.join(shots, "web-dark.png"))
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        d.find_element(By.CSS_SELECTOR, "#settings-box summary").click()
+        d.set_window_size(1100, 760)
+
+
+def test_stop_frees_kv_and_regenerate(page, server):
+    d = page
+    set_field(d, "set-max_tokens", 900)
+    set_field(d, "set-ignore_eos", True)
+    generated = metric(server, "nucleus_generation_tokens_total")
+    send(d, "Tell me a very long story.")
+    WebDriverWait(d, 30).until(lambda d: len(d.find_elements(
+        By.CSS_SELECTOR, ".msg.assistant:last-child .tok")) >= 5)
+    d.find_element(By.ID, "stop").click()
+    wait_done(d)
+    meta = d.find_elements(By.CSS_SELECTOR, ".msg.assistant .meta")[-1].text
+    assert "finish: stopped" in meta, meta
+    n_tokens = int(meta.split()[0])
+    assert 5 <= n_tokens < 900
+    # The server cancelled it (900 tokens take far longer than this) and
+    # freed its KV.
+    deadline = time.time() + 5
+    while metric(server, "nucleus_kv_blocks_used") != 0:
+        assert time.time() < deadline, requests.get(
+            server.url + "/metrics", timeout=10).text
+        time.sleep(0.1)
+    assert metric(server, "nucleus_requests_running") == 0
+    time.sleep(0.5)
+    n_generated = metric(server, "nucleus_generation_tokens_total") - generated
+    assert n_generated < 900, (n_generated, meta)
+    # Regenerate replaces the last reply; Edit puts the message back.
+    set_field(d, "set-max_tokens", 4)
+    set_field(d, "set-ignore_eos", False)
+    d.find_element(By.ID, "regen").click()
+    time.sleep(0.3)
+    wait_done(d)
+    chat = stored_chat(d)
+    assert chat["messages"][-1]["role"] == "assistant"
+    assert len(chat["messages"][-1]["tokens"]) <= 4
+    assert len(chat["messages"]) == 4
+    d.find_elements(By.CSS_SELECTOR, ".msg.user .edit")[-1].click()
+    assert d.find_element(By.ID, "input").get_attribute("value") == \
+        "Tell me a very long story."
+    assert len(stored_chat(d)["messages"]) == 2
+
+
+def test_api_key_and_keyboard(page, start_server):
+    keyed = start_server("-c", "256", "--api-key", "sekret-key")
+    assert requests.get(keyed.url + "/", timeout=10).status_code == 200
+    assert requests.get(keyed.url + "/props", timeout=10).status_code == 401
+    d = page
+    d.get(keyed.url + "/")  # another origin: its own empty localStorage
+    set_field(d, "apikey", "sekret-key")
+    WebDriverWait(d, 20).until(
+        lambda d: d.find_element(By.ID, "model").text
+        and d.find_elements(By.ID, "set-max_tokens"))
+    set_field(d, "set-max_tokens", 3)
+    send(d, "Hi")
+    wait_done(d)
+    meta = d.find_element(By.CSS_SELECTOR, ".msg.assistant .meta").text
+    assert "finish: length" in meta and "error" not in meta, meta
+    # A token opens the inspector from the keyboard too.
+    tok = d.find_elements(By.CSS_SELECTOR, ".msg.assistant .tok")[0]
+    tok.send_keys(Keys.ENTER)
+    WebDriverWait(d, 10).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#insp-table tbody tr"))
+    assert d.find_element(By.ID, "insp-body").is_displayed()
+
+
+def test_code_blocks_and_stored_chat(page, server):
+    d = page
+    d.get(server.url + "/")
+    toks = ["Run", ":\n", "``", "`sh\n", "ls", " -l\n", "```", "\nDone"]
+    chat = {"system": "Be brief.", "messages": [
+        {"role": "user", "content": "How?"},
+        {"role": "assistant", "content": "".join(toks), "meta": "m",
+         "tokens": [{"text": t, "inspect": None} for t in toks]},
+        {"role": "user", "content": "x ```py\nprint(1)\n``` y"}]}
+    d.execute_script("localStorage.setItem('nucleus.chat.v1', arguments[0])",
+                     json.dumps(chat))
+    d.refresh()
+    WebDriverWait(d, 10).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant pre code"))
+    code = d.find_element(By.CSS_SELECTOR, ".msg.assistant pre code").text
+    assert "ls -l" in code and "Done" not in code and "Run" not in code
+    assert d.find_element(By.CSS_SELECTOR,
+                          ".msg.user:last-child pre code").text == "print(1)"
+    assert d.find_element(By.ID, "system").get_attribute("value") == \
+        "Be brief."
+    d.find_element(By.ID, "newchat").click()
+    assert json.loads(d.execute_script(
+        "return localStorage.getItem('nucleus.chat.v1')"))["messages"] == []

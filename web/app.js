@@ -1,0 +1,408 @@
+/* nucleus web page: chat, settings and the sampler inspector. Plain
+ * JavaScript, no framework; talks only to the server that served it. */
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const STORE = "nucleus.chat.v1";
+const KEY_STORE = "nucleus.apikey";
+const SET_STORE = "nucleus.settings.v1";
+/* Settings the page leaves out: it shows one reply and inspects it (beam
+ * search refuses inspect), and asks for its own top-N. */
+const HIDDEN = new Set(["n", "beam_width", "length_penalty", "early_stopping",
+  "top_logprobs"]);
+const TOP_N = 10;
+
+let chat = load(STORE, { system: "", messages: [] });
+let settings = load(SET_STORE, {});
+let contract = [];
+let busy = null;       /* the AbortController of the reply in flight */
+let selected = null;   /* {rec, i}: the record open in the inspector */
+const rowOf = new WeakMap(); /* message -> its <li> */
+
+function load(key, dflt) {
+  try { const v = JSON.parse(localStorage.getItem(key)); return v || dflt; }
+  catch (e) { return dflt; }
+}
+function save() {
+  try { localStorage.setItem(STORE, JSON.stringify(chat)); }
+  catch (e) { /* quota: keep the text, drop the inspect records */
+    const slim = { system: chat.system, messages: chat.messages.map((m) =>
+      ({ role: m.role, content: m.content, meta: m.meta })) };
+    try { localStorage.setItem(STORE, JSON.stringify(slim)); } catch (e2) { /* give up */ }
+  }
+}
+function el(tag, props, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (k === "class") e.className = v;
+    else if (k === "dataset") Object.assign(e.dataset, v);
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of kids) e.append(c);
+  return e;
+}
+function headers() {
+  const h = { "Content-Type": "application/json" };
+  const key = $("apikey").value.trim();
+  if (key) h.Authorization = "Bearer " + key;
+  return h;
+}
+function fmt(p) { return p === null || p === undefined ? "" : Number(p).toFixed(4); }
+function show(text) {
+  return text.replace(/\n/g, "⏎\n").replace(/ /g, "\u00a0") || "∅";
+}
+
+/* ---- settings from GET /props ---- */
+async function loadProps() {
+  try {
+    const r = await fetch("/props", { headers: headers() });
+    const j = await r.json();
+    if (!r.ok) throw new Error(j.error ? j.error.message : r.status);
+    $("model").textContent = j.model + " · ctx " + j.n_ctx;
+    contract = (j.params || []).filter((p) => !HIDDEN.has(p.name));
+  } catch (e) {
+    $("status").textContent = "GET /props failed: " + e.message;
+  }
+  renderSettings();
+}
+function renderSettings() {
+  const f = $("settings");
+  f.textContent = "";
+  const rows = contract.concat([{ name: "seed", kind: "int", min: 0,
+    max: 4294967295, default: null, help: "generator seed (empty: random)" }]);
+  for (const p of rows) {
+    const id = "set-" + p.name;
+    const input = el("input", { id, name: p.name, title: p.help || "" });
+    if (p.kind === "bool") {
+      input.type = "checkbox";
+      input.checked = settings[p.name] !== undefined ? !!settings[p.name] : !!p.default;
+    } else {
+      input.type = "number";
+      if (p.max >= p.min) { input.min = p.min; input.max = p.max; }
+      input.step = p.kind === "int" ? "1" : "any";
+      if (p.default !== null) input.placeholder = String(p.default);
+      if (settings[p.name] !== undefined) input.value = settings[p.name];
+    }
+    input.addEventListener("change", () => {
+      if (p.kind === "bool") settings[p.name] = input.checked;
+      else if (input.value === "") delete settings[p.name];
+      else settings[p.name] = Number(input.value);
+      localStorage.setItem(SET_STORE, JSON.stringify(settings));
+    });
+    const range = p.kind === "bool" || !(p.max >= p.min) ? "" :
+      ` [${p.min_exclusive ? "(" : ""}${p.min}, ${p.max}]`;
+    f.append(el("label", { for: id, title: p.help || "" }, p.name + range), input);
+  }
+  $("stopstr").value = settings.__stop || "";
+}
+$("stopstr").addEventListener("change", () => {
+  settings.__stop = $("stopstr").value;
+  localStorage.setItem(SET_STORE, JSON.stringify(settings));
+});
+function requestSettings() {
+  const out = {};
+  for (const [k, v] of Object.entries(settings)) if (!k.startsWith("__")) out[k] = v;
+  const stops = ($("stopstr").value || "").split("\n").filter((s) => s.length);
+  if (stops.length) out.stop = stops;
+  return out;
+}
+
+/* ---- the conversation ---- */
+function renderBody(m) {
+  const body = el("div", { class: "body" });
+  if (m.role !== "assistant" || !m.tokens) {
+    appendText(body, m.content);
+    return body;
+  }
+  /* Each token a focusable span; text between ``` fences goes in <pre>. */
+  let box = body, text = "", inCode = false;
+  m.tokens.forEach((t, i) => {
+    const span = el("span", { class: "tok", tabindex: "0", role: "button",
+      dataset: { i: String(i) } }, t.text === "" ? "⟨end⟩" : t.text);
+    if (t.text === "") span.classList.add("muted");
+    span.addEventListener("click", () => openInspector(m, i, span));
+    span.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); openInspector(m, i, span); }
+    });
+    box.append(span);
+    text += t.text;
+    const code = ((text.match(/```/g) || []).length % 2) === 1;
+    if (code !== inCode) {
+      inCode = code;
+      if (code) { const c = el("code"); body.append(el("pre", {}, c)); box = c; }
+      else box = body;
+    }
+  });
+  return body;
+}
+function appendText(body, text) {
+  const parts = text.split("```");
+  parts.forEach((p, i) => {
+    if (i % 2) body.append(el("pre", {}, el("code", {}, p.replace(/^[\w+-]*\n/, ""))));
+    else if (p) body.append(p);
+  });
+}
+function render() {
+  $("system").value = chat.system || "";
+  const ol = $("messages");
+  ol.textContent = "";
+  chat.messages.forEach((m, idx) => {
+    const tools = el("span", { class: "tools" });
+    if (m.role === "user")
+      tools.append(el("button", { type: "button", class: "edit", onclick: () => edit(idx) }, "Edit"));
+    const li = el("li", { class: "msg " + m.role }, tools,
+      el("div", { class: "who" }, m.role), renderBody(m));
+    if (m.meta) li.append(el("div", { class: "meta" }, m.meta));
+    rowOf.set(m, li);
+    ol.append(li);
+  });
+}
+function edit(idx) {
+  if (busy) return;
+  $("input").value = chat.messages[idx].content;
+  chat.messages = chat.messages.slice(0, idx);
+  save(); render();
+  $("input").focus();
+}
+function apiMessages() {
+  const out = [];
+  if (chat.system.trim()) out.push({ role: "system", content: chat.system });
+  for (const m of chat.messages) out.push({ role: m.role, content: m.content });
+  return out;
+}
+
+/* Reads an SSE body, calling onEvent(json) for each data line. */
+async function readSSE(resp, onEvent) {
+  const reader = resp.body.getReader();
+  const dec = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true });
+    let cut;
+    while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut).replace(/^\r?\n\r?\n/, "");
+      const data = block.split(/\r?\n/).filter((l) => l.startsWith("data:"))
+        .map((l) => l.slice(5).replace(/^ /, "")).join("\n");
+      if (!data || data === "[DONE]") continue;
+      onEvent(JSON.parse(data), data);
+    }
+  }
+}
+
+async function reply() {
+  const msg = { role: "assistant", content: "", tokens: [], meta: "" };
+  chat.messages.push(msg);
+  render();
+  const li = rowOf.get(msg);
+  const ctrl = new AbortController();
+  busy = ctrl;
+  $("stop").disabled = false; $("send").disabled = true; $("regen").disabled = true;
+  $("status").textContent = "generating…";
+  const req = Object.assign(requestSettings(), { messages: apiMessages().slice(0, -1),
+    stream: true, inspect: { top_n: TOP_N } });
+  let t0 = 0, finish = null, error = null, pending = false;
+  /* At most one redraw per 40 ms however fast tokens come. */
+  const redraw = () => {
+    if (pending) return;
+    pending = true;
+    setTimeout(() => {
+      pending = false;
+      if (li.isConnected) li.querySelector(".body").replaceWith(renderBody(msg));
+    }, 40);
+  };
+  try {
+    const r = await fetch("/v1/chat/completions", { method: "POST", headers: headers(),
+      body: JSON.stringify(req), signal: ctrl.signal });
+    if (!r.ok) {
+      const j = await r.json().catch(() => ({}));
+      throw new Error(j.error ? j.error.message : "HTTP " + r.status);
+    }
+    await readSSE(r, (ev, raw) => {
+      if (ev.error) throw new Error(ev.error.message);
+      const c = ev.choices && ev.choices[0];
+      if (!c) return;
+      const text = (c.delta && c.delta.content) || "";
+      /* A chunk's inspect holds its token's record (a list of one). Seeds
+       * are 64-bit: keep their digits, which a JS number would round. */
+      const recs = Array.isArray(c.inspect) ? c.inspect : c.inspect ? [c.inspect] : [];
+      const seeds = [...raw.matchAll(/"seed":(-?\d+)/g)].map((x) => x[1]);
+      recs.forEach((rec, k) => { if (seeds[k]) rec.draw.seed_digits = seeds[k]; });
+      if (recs.length || text) {
+        if (!t0) t0 = performance.now();
+        msg.tokens.push({ text, inspect: recs[0] || null });
+        for (const rec of recs.slice(1)) msg.tokens.push({ text: "", inspect: rec });
+        msg.content += text;
+        redraw();
+      }
+      if (c.finish_reason) finish = c.finish_reason;
+    });
+  } catch (e) {
+    if (e.name === "AbortError") finish = "stopped";
+    else error = e.message;
+  }
+  const secs = t0 ? (performance.now() - t0) / 1000 : 0;
+  const n = msg.tokens.length;
+  /* Rate after the first token (its time is the prompt's). */
+  msg.meta = `${n} tokens · ${secs > 0 && n > 1 ? ((n - 1) / secs).toFixed(1) : "–"} tokens/s · finish: ${finish || (error ? "error" : "?")}`;
+  if (error) msg.meta += " · " + error;
+  busy = null;
+  $("stop").disabled = true; $("send").disabled = false; $("regen").disabled = false;
+  $("status").textContent = error ? "error: " + error : "";
+  if (error && !msg.content) chat.messages.pop();
+  save(); render();
+}
+
+$("composer").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  if (busy) return;
+  const text = $("input").value;
+  if (!text.trim()) return;
+  chat.messages.push({ role: "user", content: text });
+  $("input").value = "";
+  save();
+  reply();
+});
+$("input").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("composer").requestSubmit(); }
+});
+$("stop").addEventListener("click", () => { if (busy) busy.abort(); });
+document.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape" && busy) { ev.preventDefault(); busy.abort(); }
+});
+$("regen").addEventListener("click", () => {
+  if (busy) return;
+  while (chat.messages.length && chat.messages[chat.messages.length - 1].role === "assistant")
+    chat.messages.pop();
+  if (!chat.messages.length) return;
+  save();
+  reply();
+});
+$("newchat").addEventListener("click", () => {
+  if (busy) busy.abort();
+  chat = { system: chat.system, messages: [] };
+  save(); render(); closeInspector();
+});
+$("system").addEventListener("change", () => { chat.system = $("system").value; save(); });
+$("apikey").value = localStorage.getItem(KEY_STORE) || "";
+$("apikey").addEventListener("change", () => {
+  localStorage.setItem(KEY_STORE, $("apikey").value);
+  loadProps();
+});
+
+/* ---- the inspector ---- */
+function bars(a, b) {
+  const cell = el("td", { class: "bars" });
+  cell.append(el("div", { class: "bar raw" }), el("div", { class: "bar final" }));
+  cell.children[0].style.width = (100 * a).toFixed(2) + "%";
+  cell.children[1].style.width = (100 * b).toFixed(2) + "%";
+  return cell;
+}
+function closeInspector() {
+  selected = null;
+  $("insp-body").hidden = true; $("insp-empty").hidden = false;
+}
+function openInspector(m, i, span) {
+  document.querySelectorAll(".tok.sel").forEach((s) => s.classList.remove("sel"));
+  span.classList.add("sel");
+  const rec = m.tokens[i].inspect;
+  selected = { rec, i };
+  $("insp-empty").hidden = !!rec; $("insp-body").hidden = !rec;
+  if (!rec) { $("insp-empty").textContent = "No inspect record for this token."; return; }
+  $("insp-title").textContent = `Token ${i}: “${show(m.tokens[i].text)}”`;
+  $("insp-stages").textContent = rec.stages.join(" → ");
+  const tb = $("insp-table").querySelector("tbody");
+  tb.textContent = "";
+  for (const c of rec.candidates) {
+    const tr = el("tr", { dataset: { id: String(c.id), raw: String(c.raw_prob),
+      final: String(c.final_prob), removed: c.removed_by || "" } },
+    el("td", {}, show(c.text)), el("td", { class: "num" }, fmt(c.raw_prob)),
+    el("td", { class: "num" }, fmt(c.final_prob)),
+    el("td", { class: "cutmark" }, c.removed_by ? "✂ " + c.removed_by : ""),
+    bars(c.raw_prob, c.final_prob));
+    if (c.removed_by) tr.classList.add("cut");
+    if (c.id === rec.draw.id) tr.classList.add("drawn");
+    tb.append(tr);
+  }
+  const d = rec.draw;
+  const drawn = rec.candidates.find((c) => c.id === d.id);
+  /* The sampler's inverse CDF runs over the whole kept set (the tail
+   * beyond these candidates included) in its own order, so the page shows u
+   * and the drawn token's share rather than an interval it cannot know. */
+  const at = drawn ? ` (final p ${fmt(drawn.final_prob)})` : "";
+  $("insp-draw").textContent = `Draw: u = ${Number(d.uniform).toFixed(4)} → “${drawn ? show(drawn.text) : d.id}”${at} (seed ${d.seed_digits || d.seed}, step ${d.step})`;
+  $("insp-draw").dataset.id = String(d.id);
+  /* The distribution the draw read, as a strip: the shown kept tokens'
+   * final probabilities end to end (the rest of the kept set after them),
+   * the drawn one highlighted. */
+  const strip = $("insp-cdf");
+  strip.textContent = "";
+  let shown = 0;
+  for (const c of rec.candidates) {
+    if (c.removed_by || !(c.final_prob > 0)) continue;
+    const seg = el("span", { class: "seg" + (c.id === d.id ? " drawn" : ""),
+      title: show(c.text) + " " + fmt(c.final_prob) });
+    seg.style.width = (100 * c.final_prob).toFixed(3) + "%";
+    shown += c.final_prob;
+    strip.append(seg);
+  }
+  if (shown < 0.9999) {
+    const rest = el("span", { class: "seg rest", title: "the rest of the kept set " + fmt(1 - shown) });
+    rest.style.width = (100 * (1 - shown)).toFixed(3) + "%";
+    strip.append(rest);
+  }
+  const s = requestSettings();
+  for (const k of ["temperature", "top_k", "top_p", "min_p"]) {
+    const p = contract.find((q) => q.name === k);
+    const v = s[k] !== undefined ? s[k] : p ? p.default : undefined;
+    if (v !== undefined) $("wi-" + k).value = v;
+  }
+  $("wi-table").querySelector("tbody").textContent = "";
+  $("wi-status").textContent = "";
+  whatIf(0);
+}
+async function whatIf(nDraws) {
+  if (!selected) return;
+  const rec = selected.rec;
+  const body = { candidates: rec.candidates.map((c) => ({ id: c.id, logit: c.logit })),
+    seed: "SEED", n_draws: nDraws };
+  for (const k of ["temperature", "top_k", "top_p", "min_p"]) {
+    const v = $("wi-" + k).value;
+    if (v !== "") body[k] = Number(v);
+  }
+  $("wi-status").textContent = "running…";
+  try {
+    const seed = rec.draw.seed_digits || String(rec.draw.seed);
+    const r = await fetch("/sample", { method: "POST", headers: headers(),
+      body: JSON.stringify(body).replace('"seed":"SEED"', '"seed":' + seed) });
+    const j = await r.json();
+    if (!r.ok) throw new Error(j.error ? j.error.message : "HTTP " + r.status);
+    const kept = new Set(j.kept);
+    const counts = new Map((j.histogram || []).map((h) => [h.id, h.count]));
+    const tb = $("wi-table").querySelector("tbody");
+    tb.textContent = "";
+    for (const c of j.candidates) {
+      const n = counts.get(c.id) || 0;
+      const tr = el("tr", { dataset: { id: String(c.id), kept: kept.has(c.id) ? "1" : "0",
+        final: String(c.final_prob), count: String(n) } },
+      el("td", {}, show(c.text || String(c.id))), el("td", { class: "num" }, fmt(c.final_prob)),
+      el("td", {}, kept.has(c.id) ? "✓" : "✂ " + (c.removed_by || "")),
+      el("td", { class: "num" }, nDraws ? String(n) : ""),
+      bars(c.final_prob, nDraws ? n / nDraws : 0));
+      if (!kept.has(c.id)) tr.classList.add("cut");
+      tb.append(tr);
+    }
+    $("wi-status").textContent = `${kept.size} of ${j.candidates.length} survive (${j.stages.join(" → ")})` +
+      (nDraws ? `; ${nDraws} draws` : "");
+  } catch (e) {
+    $("wi-status").textContent = "POST /sample failed: " + e.message;
+  }
+}
+$("whatif").addEventListener("submit", (ev) => { ev.preventDefault(); whatIf(0); });
+$("wi-hist").addEventListener("click", () => whatIf(200));
+
+render();
+loadProps();
