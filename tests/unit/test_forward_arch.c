@@ -47,6 +47,7 @@
 #include "context.h"
 #include "forward_ref.h"
 #include "kv_cache.h"
+#include "chunked_forward.h"
 #include "logits_golden.h"
 #include "model.h"
 #include "nucleus.h"
@@ -292,38 +293,6 @@ static void test_moe_batch_invariance(void **state) {
   (void)state;
   check_moe_invariance("qwen3moe");
   check_moe_invariance("mixtral");
-}
-
-/* tokens through a fresh cache in chunks of chunks[] (cycled). */
-static void run_chunked(const nucleus_model *m, const int32_t *tokens,
-                        int32_t n, const int32_t *chunks, int n_chunks,
-                        float *logits) {
-  const int32_t nv = nc_model_hparams(m)->n_vocab;
-  nc_kv_cache *kv;
-  nc_context *ctx;
-  nc_batch b;
-  nucleus_error err;
-  assert_int_equal(
-      nc_kv_cache_create(nc_model_hparams(m), (n + 15) / 16, 16, 1, &kv, &err),
-      NC_OK);
-  assert_int_equal(nc_context_create(m, kv, n, &ctx, &err), NC_OK);
-  assert_int_equal(nc_batch_init(&b, n, &err), NC_OK);
-  const int32_t s = nc_kv_seq_new(kv);
-  int ci = 0;
-  for (int32_t i0 = 0; i0 < n;) {
-    const int32_t len = chunks[ci++ % n_chunks];
-    const int32_t end = i0 + len < n ? i0 + len : n;
-    assert_int_equal(nc_kv_seq_reserve(kv, s, end, &err), NC_OK);
-    nc_batch_clear(&b);
-    for (int32_t i = i0; i < end; i++)
-      nc_batch_add(&b, tokens[i], i, s, true);
-    if (nc_context_forward(ctx, &b, logits + (int64_t)i0 * nv, &err) != NC_OK)
-      fail_msg("forward: %s", err.message);
-    i0 = end;
-  }
-  nc_batch_free(&b);
-  nc_context_free(ctx);
-  nc_kv_cache_free(kv);
 }
 
 /* With windows (16) shorter than the prompt: one call (keys transposed

@@ -26,6 +26,7 @@
 #include "model.h"
 #include "nucleus.h"
 
+#include "chunked_forward.h"
 #include "logits_golden.h"
 #include "test_require.h"
 
@@ -86,39 +87,6 @@ static nucleus_model *need_model(int n_threads, nucleus_flash_attn fa) {
   nucleus_model *m = load(n_threads, fa);
   if (!m) NC_MODEL_UNAVAILABLE("cannot load NUCLEUS_MODEL");
   return m;
-}
-
-/* tokens through a fresh paged cache (blocks of 16), chunk sizes cycled
- * from chunks[], logits for every row */
-static void run_chunked(const nucleus_model *m, const int32_t *tokens,
-                        int32_t n, const int32_t *chunks, int n_chunks,
-                        float *logits) {
-  const int32_t nv = nc_model_hparams(m)->n_vocab;
-  nc_kv_cache *kv;
-  nc_context *ctx;
-  nc_batch b;
-  nucleus_error err;
-  assert_int_equal(
-      nc_kv_cache_create(nc_model_hparams(m), (n + 15) / 16, 16, 1, &kv, &err),
-      NC_OK);
-  assert_int_equal(nc_context_create(m, kv, n, &ctx, &err), NC_OK);
-  assert_int_equal(nc_batch_init(&b, n, &err), NC_OK);
-  const int32_t s = nc_kv_seq_new(kv);
-  int ci = 0;
-  for (int32_t i0 = 0; i0 < n;) {
-    const int32_t len = chunks[ci++ % n_chunks];
-    const int32_t end = i0 + len < n ? i0 + len : n;
-    assert_int_equal(nc_kv_seq_reserve(kv, s, end, &err), NC_OK);
-    nc_batch_clear(&b);
-    for (int32_t i = i0; i < end; i++)
-      nc_batch_add(&b, tokens[i], i, s, true);
-    if (nc_context_forward(ctx, &b, logits + (int64_t)i0 * nv, &err) != NC_OK)
-      fail_msg("forward: %s", err.message);
-    i0 = end;
-  }
-  nc_batch_free(&b);
-  nc_context_free(ctx);
-  nc_kv_cache_free(kv);
 }
 
 static double lse(const float *x, int32_t n) {
