@@ -36,6 +36,7 @@ static void run_chunked(const nucleus_model *m, const int32_t *tokens,
       nc_batch_add(&b, tokens[i], i, s, true);
     if (nc_context_forward(ctx, &b, logits + (int64_t)i0 * nv, &err) != NC_OK)
       fail_msg("forward: %s", err.message);
+    assert_int_equal(nc_kv_seq_len(kv, s), end);
     i0 = end;
   }
   nc_batch_free(&b);

@@ -25,6 +25,16 @@ typedef struct golden_prompt {
   golden_pos *pos;
 } golden_prompt;
 
+/* log(sum(exp(x))) over n logits, in double. */
+static inline double logits_lse(const float *x, int32_t n) {
+  double mx = -INFINITY, s = 0;
+  for (int32_t i = 0; i < n; i++)
+    mx = x[i] > mx ? x[i] : mx;
+  for (int32_t i = 0; i < n; i++)
+    s += exp((double)x[i] - mx);
+  return mx + log(s);
+}
+
 /* Reads a golden (the format of scripts/gen_logits_golden.py: "# ..."
  * comments, "prompt N", "tokens ...", then per position "pos P lse X" and
  * a line of TOPK "id:logit") into g[]; returns the number of prompts, or

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "chunked_forward.h"
 #include "context.h"
 #include "logits_golden.h"
 #include "model.h"
@@ -103,40 +104,6 @@ static int teardown(void **state) {
     if (!(fx)->m) NC_MODEL_UNAVAILABLE((fx)->why);                             \
   } while (0)
 
-/* Runs tokens through a fresh cache, chunk sizes from chunks[] (cycled),
- * every row asking for logits. */
-static void run_chunked(const nucleus_model *m, const int32_t *tokens,
-                        int32_t n, const int32_t *chunks, int n_chunks,
-                        float *logits) {
-  const int32_t nv = nc_model_hparams(m)->n_vocab;
-  nc_kv_cache *kv;
-  nc_context *ctx;
-  nc_batch b;
-  nucleus_error err;
-  assert_int_equal(
-      nc_kv_cache_create(nc_model_hparams(m), (n + 15) / 16, 16, 1, &kv, &err),
-      NC_OK);
-  assert_int_equal(nc_context_create(m, kv, n, &ctx, &err), NC_OK);
-  assert_int_equal(nc_batch_init(&b, n, &err), NC_OK);
-  const int32_t s = nc_kv_seq_new(kv);
-  int ci = 0;
-  for (int32_t i0 = 0; i0 < n;) {
-    const int32_t len = chunks[ci++ % n_chunks];
-    const int32_t end = i0 + len < n ? i0 + len : n;
-    assert_int_equal(nc_kv_seq_reserve(kv, s, end, &err), NC_OK);
-    nc_batch_clear(&b);
-    for (int32_t i = i0; i < end; i++)
-      nc_batch_add(&b, tokens[i], i, s, true);
-    if (nc_context_forward(ctx, &b, logits + (int64_t)i0 * nv, &err) != NC_OK)
-      fail_msg("forward: %s", err.message);
-    assert_int_equal(nc_kv_seq_len(kv, s), end);
-    i0 = end;
-  }
-  nc_batch_free(&b);
-  nc_context_free(ctx);
-  nc_kv_cache_free(kv);
-}
-
 static const float *alone(fixture *fx, int p) {
   if (!fx->alone[p]) {
     const golden_prompt *g = &fx->prompts[p];
@@ -146,15 +113,6 @@ static const float *alone(fixture *fx, int p) {
     run_chunked(fx->m, g->tokens, n, all, 1, fx->alone[p]);
   }
   return fx->alone[p];
-}
-
-static double lse(const float *x, int32_t n) {
-  double mx = -INFINITY, s = 0;
-  for (int32_t i = 0; i < n; i++)
-    mx = x[i] > mx ? x[i] : mx;
-  for (int32_t i = 0; i < n; i++)
-    s += exp((double)x[i] - mx);
-  return mx + log(s);
 }
 
 typedef struct agreement {
@@ -182,7 +140,7 @@ static agreement compare_golden(fixture *fx, const golden_prompt *gold,
     for (int32_t i = 0; i < g->n; i++) {
       const golden_pos *gp = &g->pos[i];
       const float *row = lg + (int64_t)i * nv;
-      const double our_lse = lse(row, nv);
+      const double our_lse = logits_lse(row, nv);
       double p_top = 0, q_top = 0, kl = 0;
       for (int k = 0; k < TOPK; k++) {
         const double pk = exp(gp->logit[k] - gp->lse);

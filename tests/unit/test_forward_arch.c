@@ -44,10 +44,10 @@
 #include <cmocka.h>
 
 #include "batch.h"
+#include "chunked_forward.h"
 #include "context.h"
 #include "forward_ref.h"
 #include "kv_cache.h"
-#include "chunked_forward.h"
 #include "logits_golden.h"
 #include "model.h"
 #include "nucleus.h"

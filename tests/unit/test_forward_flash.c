@@ -89,15 +89,6 @@ static nucleus_model *need_model(int n_threads, nucleus_flash_attn fa) {
   return m;
 }
 
-static double lse(const float *x, int32_t n) {
-  double mx = -INFINITY, s = 0;
-  for (int32_t i = 0; i < n; i++)
-    mx = x[i] > mx ? x[i] : mx;
-  for (int32_t i = 0; i < n; i++)
-    s += exp((double)x[i] - mx);
-  return mx + log(s);
-}
-
 typedef struct agreement {
   int64_t n_pos, top1;
   double kl_mean, kl_max, diff_max;
@@ -118,7 +109,7 @@ static agreement compare(const nucleus_model *m, const golden_prompt *gold,
     for (int32_t i = 0; i < g->n; i++) {
       const golden_pos *gp = &g->pos[i];
       const float *row = lg + (int64_t)i * nv;
-      const double our = lse(row, nv);
+      const double our = logits_lse(row, nv);
       double pt = 0, qt = 0, kl = 0;
       for (int k = 0; k < TOPK; k++) {
         const double pk = exp(gp->logit[k] - gp->lse);

@@ -42,8 +42,8 @@
 
 #include <cmocka.h>
 
-#include "context.h"
 #include "chunked_forward.h"
+#include "context.h"
 #include "logits_golden.h"
 #include "model.h"
 #include "nucleus.h"
@@ -111,15 +111,6 @@ static int teardown(void **state) {
     if (!(fx)->m) NC_MODEL_UNAVAILABLE((fx)->why);                             \
   } while (0)
 
-static double lse(const float *x, int32_t n) {
-  double mx = -INFINITY, s = 0;
-  for (int32_t i = 0; i < n; i++)
-    mx = x[i] > mx ? x[i] : mx;
-  for (int32_t i = 0; i < n; i++)
-    s += exp((double)x[i] - mx);
-  return mx + log(s);
-}
-
 /* The agreement of table k with a golden: prefilled in one call, or token
  * by token (decode); the first `first` positions of each prompt (0: all). */
 static void check_table(fixture *fx, const nc_kernels *k, bool decode,
@@ -140,7 +131,7 @@ static void check_table(fixture *fx, const nc_kernels *k, bool decode,
     for (int32_t i = 0; i < n; i++) {
       const golden_pos *gp = &g->pos[i];
       const float *row = lg + (int64_t)i * nv;
-      const double our = lse(row, nv);
+      const double our = logits_lse(row, nv);
       double p_top = 0, q_top = 0, kl = 0;
       for (int t = 0; t < TOPK; t++) {
         const double pk = exp(gp->logit[t] - gp->lse);
