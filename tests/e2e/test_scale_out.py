@@ -329,8 +329,15 @@ def test_draining_replica_gets_no_new_work(cluster):
             assert time.monotonic() < deadline, "no request reached it"
             time.sleep(0.02)
         victim.proc.send_signal(signal.SIGTERM)
-        # Its /health says so on a connection it had open.
-        r = session.get(victim.url + "/health", timeout=5)
+        # Its /health says so on a connection it had open, as soon as the
+        # signal has been taken (delivery is asynchronous: allow 5 s).
+        deadline = time.monotonic() + 5
+        while True:
+            r = session.get(victim.url + "/health", timeout=5)
+            if r.status_code != 200 or time.monotonic() > deadline:
+                break
+            assert r.json() == {"status": "ok"}
+            time.sleep(0.01)
         assert r.status_code == 503 and r.json() == {"status": "draining"}
         later = [ex.submit(one_request, router.url, 10 + i, i % 2 == 1)
                  for i in range(9)]
