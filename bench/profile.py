@@ -6,7 +6,8 @@ prefill (-p 512 -g 0) at 2 threads on the default model, and prints for each
 a table of the share of CPU samples per group, with the top symbols of each:
 
   matmul           the dot/gemm kernels (src/kernels/), the matmul driver and
-                   the quantization of activations
+                   the quantization of activations, for the layers
+  output head      the same for the matmul of n_vocab rows (the logits)
   attention        scores, softmax and value accumulation, KV writes
   elementwise      rmsnorm, rope, swiglu, add, expf
   sampling/logits  the sampler
@@ -47,8 +48,12 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
-GROUPS = ["matmul", "attention", "elementwise", "sampling/logits",
-          "thread pool/sync", "other"]
+GROUPS = ["matmul", "output head", "attention", "elementwise",
+          "sampling/logits", "thread pool/sync", "other"]
+HEAD = "output head"
+# src/forward.c runs the matmul of n_vocab rows (the output head) under
+# this name: its samples are the head's, whatever kernel runs below.
+HEAD_FRAME = "mm_head_rows"
 SYNC = "thread pool/sync"
 
 # Source files of nucleus -> group (symbols are mapped to files with the
@@ -142,6 +147,8 @@ def classify(frames, files=None):
     other code (a worker running a task) is not waiting: the task decides,
     or the sample is "other"."""
     files = files or {}
+    if any(sym == HEAD_FRAME for sym, _ in frames):
+        return HEAD
     fallback, below = None, False
     for sym, dso in frames:
         group, strong = classify_frame(sym, files)

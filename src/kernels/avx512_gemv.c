@@ -40,13 +40,21 @@ typedef struct act_rows {
   __m512i (*c)[MAX_A];
   __m512 *d, *s;
   float (*d1)[4];
+  /* a tile's headers (tile_headers): dd, (nb + 4) * 16 floats; mm, (nb +
+   * 4) x 4. On the heap, not the stack: a frame of 80 KB would hide the
+   * callers from a profiler's stack copy (bench/profile.py). */
+  float *dd;
+  float (*mm)[4];
   void *mem;
 } act_rows;
 
 static bool act_rows_new(act_rows *ar, const uint8_t *a, size_t a_stride, int A,
                          int64_t nb, bool has_min, int offset_c) {
   const size_t v = sizeof(__m512i) * (size_t)nb;
-  const size_t bytes = 2 * v * MAX_A + 2 * v + 4 * sizeof(float) * (size_t)nb;
+  const size_t dd_bytes = 16 * sizeof(float) * (size_t)(nb + 4);
+  const size_t mm_bytes = 4 * sizeof(float) * (size_t)(nb + 4);
+  const size_t bytes = 2 * v * MAX_A + 2 * v + dd_bytes + mm_bytes +
+                       4 * sizeof(float) * (size_t)nb;
   ar->mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!ar->mem) return false;
   uint8_t *p = ar->mem;
@@ -54,6 +62,8 @@ static bool act_rows_new(act_rows *ar, const uint8_t *a, size_t a_stride, int A,
   ar->c = (void *)p, p += v * MAX_A;
   ar->d = (void *)p, p += v;
   ar->s = (void *)p, p += v;
+  ar->dd = (void *)p, p += dd_bytes;
+  ar->mm = (void *)p, p += mm_bytes;
   ar->d1 = (void *)p;
   const size_t abytes = has_min ? sizeof(block_q8_1) : sizeof(block_q8_0);
   const size_t aq = has_min ? 4 : 2;
@@ -121,8 +131,8 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
      nc_il_pair_fn pair, bool has_min, bool has_offset, const act_rows *ar,
      const int P, const int A, float *out, size_t out_stride) {
   const int DD = A == 1 ? 4 : 16; /* dd floats per block */
-  _Alignas(64) float dd[(MAX_BLOCKS + 4) * 16];
-  float mm[MAX_BLOCKS + 4][4];
+  float *dd = ar->dd;
+  float(*mm)[4] = ar->mm;
   tile_headers(w, w_stride, bsize, nb, 2 * P, has_min, ar, A, dd, mm);
   __m512 acc[2][MAX_A];
 #pragma GCC unroll 2

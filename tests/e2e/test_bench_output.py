@@ -124,3 +124,19 @@ def test_profile_groups_helpers_with_their_caller():
         "thread pool/sync", "other", "matmul"]
     rows = {g: syms for g, _, syms in prof.summarize(got, 2, files)}
     assert rows["matmul"].startswith("nc_avx2_dot_q4_1 ")
+
+
+def test_profile_counts_the_output_head_apart():
+    prof = load_profile()
+    files = {"nc_avx512_gemv_q8_0": "src/kernels/avx512_gemv.c",
+             "mm_head_rows": "src/forward.c", "mm_worker": "src/forward.c"}
+    text = ("1 \n"
+            "\t1 nc_avx512_gemv_q8_0 (/x/nucleus)\n"
+            "\t2 mm_head_rows (/x/nucleus)\n"
+            "\t3 mm_worker (/x/nucleus)\n"
+            "\n"
+            "2 \n"
+            "\t1 nc_avx512_gemv_q8_0 (/x/nucleus)\n"
+            "\t3 mm_worker (/x/nucleus)\n")
+    got = prof.samples(text)
+    assert [prof.classify(f, files) for f in got] == ["output head", "matmul"]
