@@ -369,9 +369,8 @@ static void mm_rows_each(const mm_task *t, int i, int64_t r0, int64_t r1) {
 
 /* The output head's rows: mm_rows under a name of its own, so that a
  * profile (bench/profile.py) tells the head from the layers. */
-static __attribute__((noinline)) void mm_head_rows(const mm_task *t,
-                                                   const nc_mm *mm, int64_t r0,
-                                                   int64_t r1) {
+static __attribute__((noinline)) void
+mm_head_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
   mm_rows(t, mm, r0, r1);
   __asm__ volatile("" ::: "memory"); /* no tail call: keep the frame */
 }

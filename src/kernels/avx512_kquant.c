@@ -52,6 +52,7 @@
  * uses them. (The vec_dot order above is the avx2 table's: llama.cpp's
  * decode; the single-row kernels qNk_sb here serve the tiled dots.) */
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "avx2_util.h"
@@ -954,6 +955,182 @@ KQ_GEMM(q3_k_tiled, block_q3_K, q3k_pair, q3k_unpack_pair, q3kt_block, KQ6_R,
         MIN_BATCH)
 #undef KQ_GEMM
 
+/* ---------------------------------------- Q4_K decode: 4 rows, 1 act */
+
+/* The 4 int32 of each of a, b, c, d summed (exact): [sum a, b, c, d]. */
+static inline __m128i hsum4x4i(__m128i a, __m128i b, __m128i c, __m128i d) {
+  return _mm_hadd_epi32(_mm_hadd_epi32(a, b), _mm_hadd_epi32(c, d));
+}
+
+/* The 16 int32 of each of a, b, c, d summed (exact). */
+static inline __m128i hsum4x16i(__m512i a, __m512i b, __m512i c, __m512i d) {
+  const __m256i a8 = _mm256_add_epi32(lo8i(a), hi8i(a));
+  const __m256i b8 = _mm256_add_epi32(lo8i(b), hi8i(b));
+  const __m256i c8 = _mm256_add_epi32(lo8i(c), hi8i(c));
+  const __m256i d8 = _mm256_add_epi32(lo8i(d), hi8i(d));
+  const __m256i h =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(a8, b8), _mm256_hadd_epi32(c8, d8));
+  return _mm_add_epi32(_mm256_castsi256_si128(h),
+                       _mm256_extracti128_si256(h, 1));
+}
+
+/* One super-block of one weight row against the activation's chunks a[]:
+ * S1's 16 lanes and S2's 4 (as q4k_sb's tiled path). */
+static inline __attribute__((always_inline)) __m512i
+q4k_s1_lanes(const block_q4_K *x, const __m512i a[4], __m128i q8s,
+             __m128i *s2) {
+  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins(x->scales));
+  const __m512i sm512 = _mm512_castsi256_si512(sm);
+  *s2 = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
+  const __m512i shift = ld(k_sh_0_4);
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) {
+    const __m512i q =
+        _mm512_and_si512(_mm512_srlv_epi16(bcast32(x->qs + 32 * j), shift), m4);
+    const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4[j]), sm512);
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a[j]), sc);
+  }
+  return sumi;
+}
+
+/* Four fp16 fields as floats: field at byte offset off of x0..x3. */
+static inline __m128 h4_ps(const block_q4_K *const x[4], size_t off) {
+  uint16_t h[4];
+  for (int r = 0; r < 4; r++)
+    memcpy(&h[r], (const uint8_t *)x[r] + off, 2);
+  uint64_t v;
+  memcpy(&v, h, 8);
+  return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)v));
+}
+
+/* Q4_K weight rows x one activation row in the tiled order: 4 rows at a
+ * time share the activation's loads, and the integer sums' reductions and
+ * the tiled step run on the 4 rows' lanes at once (each lane the same
+ * operations as tiled_step: the same bits as nc_avx512_dot_q4_k_tiled). */
+static void q4k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
+                           int64_t nw, const block_q8_K *y, float *out) {
+  const int64_t nb = n / QK_K;
+  int64_t r = 0;
+  for (; r + 4 <= nw; r += 4) {
+    const uint8_t *wr = w + (size_t)r * w_stride;
+    nc_prefetch_lines(nc_prefetch_base(wr, 4 * w_stride), 4 * w_stride);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+      const block_q8_K *yi = y + i;
+      __m512i a[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; j++)
+        a[j] = _mm512_loadu_si512(yi->qs + 64 * j);
+      const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
+      const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+                                         _mm256_extracti128_si256(bs, 1));
+      const block_q4_K *x[4];
+      __m512i s1[4];
+      __m128i s2[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++) {
+        x[k] = (const block_q4_K *)(wr + (size_t)k * w_stride) + i;
+        s1[k] = q4k_s1_lanes(x[k], a, q8s, &s2[k]);
+      }
+      const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
+      const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
+      const __m128 t = _mm_mul_ps(f1, h4_ps(x, offsetof(block_q4_K, d)));
+      const __m128 u =
+          _mm_fnmadd_ps(h4_ps(x, offsetof(block_q4_K, dmin)), f2, t);
+      acc = _mm_add_ps(acc, _mm_mul_ps(u, _mm_set1_ps(yi->d)));
+    }
+    _mm_storeu_ps(out + r, acc);
+  }
+  for (; r < nw; r++)
+    out[r] = nc_avx512_dot_q4_k_tiled(n, w + (size_t)r * w_stride, y);
+}
+
+/* ---------------------------------------- Q6_K decode: 4 rows, 1 act */
+
+/* The 8 int32 of each of a, b, c, d summed (exact). */
+static inline __m128i hsum4x8i(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i h =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(h),
+                       _mm256_extracti128_si256(h, 1));
+}
+
+/* One super-block of one weight row against the activation's chunks a[]:
+ * S1's 16 lanes and the offset's 8 (as q6k_sb's tiled path). */
+static inline __attribute__((always_inline)) __m512i
+q6k_s1_lanes(const block_q6_K *x, const __m512i a[4], __m256i bs,
+             __m256i *corr) {
+  const __m256i sc16 =
+      _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+  const __m512i sc512 = _mm512_castsi256_si512(sc16);
+  *corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  const __m512i sl = ld(k_sh_4_2), sr = ld(k_sh_0_2);
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++) {
+    const __m512i l = _mm512_loadu_si512(x->ql + 64 * h);
+    const __m512i hb = bcast32(x->qh + 32 * h);
+    const __m512i q01 =
+        _mm512_or_si512(_mm512_and_si512(l, m4),
+                        _mm512_and_si512(_mm512_sllv_epi16(hb, sl), m30));
+    const __m512i q23 =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                        _mm512_and_si512(_mm512_srlv_epi16(hb, sr), m30));
+    const __m512i i01 = ld(k_idx_16[2 * h]), i23 = ld(k_idx_16[2 * h + 1]);
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q01, a[2 * h]),
+                               _mm512_permutexvar_epi16(i01, sc512));
+    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a[2 * h + 1]),
+                               _mm512_permutexvar_epi16(i23, sc512));
+  }
+  return sumi;
+}
+
+/* Q6_K weight rows x one activation row in the tiled order, 4 rows at a
+ * time (see q4k_gemv_tiled; tiled_step with dmin = S2 = 0, lane-wise). */
+static void q6k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
+                           int64_t nw, const block_q8_K *y, float *out) {
+  const int64_t nb = n / QK_K;
+  int64_t r = 0;
+  for (; r + 4 <= nw; r += 4) {
+    const uint8_t *wr = w + (size_t)r * w_stride;
+    nc_prefetch_lines(nc_prefetch_base(wr, 4 * w_stride), 4 * w_stride);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+      const block_q8_K *yi = y + i;
+      __m512i a[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; j++)
+        a[j] = _mm512_loadu_si512(yi->qs + 64 * j);
+      const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
+      __m512i s1[4];
+      __m256i corr[4];
+      uint16_t dh[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++) {
+        const block_q6_K *x =
+            (const block_q6_K *)(wr + (size_t)k * w_stride) + i;
+        s1[k] = q6k_s1_lanes(x, a, bs, &corr[k]);
+        memcpy(&dh[k], &x->d, 2);
+      }
+      const __m128i si =
+          _mm_sub_epi32(hsum4x16i(s1[0], s1[1], s1[2], s1[3]),
+                        hsum4x8i(corr[0], corr[1], corr[2], corr[3]));
+      uint64_t dv;
+      memcpy(&dv, dh, 8);
+      const __m128 t = _mm_mul_ps(
+          _mm_cvtepi32_ps(si), _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
+      const __m128 u = _mm_fnmadd_ps(_mm_setzero_ps(), _mm_setzero_ps(), t);
+      acc = _mm_add_ps(acc, _mm_mul_ps(u, _mm_set1_ps(yi->d)));
+    }
+    _mm_storeu_ps(out + r, acc);
+  }
+  for (; r < nw; r++)
+    out[r] = nc_avx512_dot_q6_k_tiled(n, w + (size_t)r * w_stride, y);
+}
+
 /* The entry points (tables.h). The tiled-order dots: the single-row
  * kernels' integers, llama.cpp's tiled float step per super-block. Their
  * gemm: pairs from MIN_BATCH activation rows on, these dots below (the same
@@ -970,6 +1147,10 @@ float nc_avx512_dot_q4_k_tiled(int64_t n, const void *w, const void *a) {
 void nc_avx512_gemm_q4_k_tiled(int64_t n, const void *w, size_t w_stride,
                                int64_t nw, const void *act, size_t a_stride,
                                int64_t na, float *out, size_t out_stride) {
+  if (na == 1 && nw >= 4) {
+    q4k_gemv_tiled(n, w, w_stride, nw, act, out);
+    return;
+  }
   kq_gemm_q4_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
 }
 
@@ -991,6 +1172,10 @@ float nc_avx512_dot_q6_k_tiled(int64_t n, const void *w, const void *a) {
 void nc_avx512_gemm_q6_k_tiled(int64_t n, const void *w, size_t w_stride,
                                int64_t nw, const void *act, size_t a_stride,
                                int64_t na, float *out, size_t out_stride) {
+  if (na == 1 && nw >= 4) {
+    q6k_gemv_tiled(n, w, w_stride, nw, act, out);
+    return;
+  }
   kq_gemm_q6_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
 }
 

@@ -523,9 +523,21 @@ static void test_avx512_gemm_batch_invariance(void **state) {
   static const struct {
     int64_t n;
     int nw, na;
-  } shapes[] = {{256, 1, 1},    {256, 2, 2},   {512, 3, 3},   {768, 5, 8},
-                {1536, 64, 21}, {1536, 7, 17}, {2304, 9, 11}, {256, 64, 64},
-                {16384, 3, 5},  {4096, 13, 4}, {16384, 3, 70}};
+  } shapes[] = {{256, 1, 1},
+                {256, 2, 2},
+                {512, 3, 3},
+                {768, 5, 8},
+                {1536, 64, 21},
+                {1536, 7, 17},
+                {2304, 9, 11},
+                {256, 64, 64},
+                {16384, 3, 5},
+                {4096, 13, 4},
+                {16384, 3, 70},
+                /* one activation row (decode: Q4_K, Q6_K 4 rows at once) */
+                {256, 4, 1},
+                {1024, 9, 1},
+                {2048, 15, 1}};
   for (int ci = 0; ci < N_CASES; ci++) {
     const kq_case *kc = &k_cases[ci];
     const kq_fns f = tiled_fns(kc->t);
