@@ -997,11 +997,14 @@ q4k_s1_lanes(const block_q4_K *x, const __m512i a[4], __m128i q8s,
 
 /* Four fp16 fields as floats: field at byte offset off of x0..x3. */
 static inline __m128 h4_ps(const block_q4_K *const x[4], size_t off) {
-  uint16_t h[4];
-  for (int r = 0; r < 4; r++)
-    memcpy(&h[r], (const uint8_t *)x[r] + off, 2);
-  uint64_t v;
-  memcpy(&v, h, 8);
+  /* built in a general register: 4 narrow stores read back as one wide
+   * load would stall on store forwarding */
+  uint64_t v = 0;
+  for (int r = 0; r < 4; r++) {
+    uint16_t h;
+    memcpy(&h, (const uint8_t *)x[r] + off, 2);
+    v |= (uint64_t)h << (16 * r);
+  }
   return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)v));
 }
 
@@ -1107,19 +1110,19 @@ static void q6k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
       const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
       __m512i s1[4];
       __m256i corr[4];
-      uint16_t dh[4];
+      uint64_t dv = 0; /* the 4 rows' fp16 d (see h4_ps) */
 #pragma GCC unroll 4
       for (int k = 0; k < 4; k++) {
         const block_q6_K *x =
             (const block_q6_K *)(wr + (size_t)k * w_stride) + i;
         s1[k] = q6k_s1_lanes(x, a, bs, &corr[k]);
-        memcpy(&dh[k], &x->d, 2);
+        uint16_t h;
+        memcpy(&h, &x->d, 2);
+        dv |= (uint64_t)h << (16 * k);
       }
       const __m128i si =
           _mm_sub_epi32(hsum4x16i(s1[0], s1[1], s1[2], s1[3]),
                         hsum4x8i(corr[0], corr[1], corr[2], corr[3]));
-      uint64_t dv;
-      memcpy(&dv, dh, 8);
       const __m128 t = _mm_mul_ps(
           _mm_cvtepi32_ps(si), _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
       const __m128 u = _mm_fnmadd_ps(_mm_setzero_ps(), _mm_setzero_ps(), t);
