@@ -16,7 +16,11 @@ on AMX CPUs, or with --no-repack the fastest table in the float order of
 llama.cpp --no-repack, or the table NUCLEUS_KERNELS names).
 
 usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
-                      [--threads 1,2] [--pp 512] [--tg 128] [--no-repack]
+                      [--threads 1,2] [--pp 512] [--tg 128] [--depth 0]
+                      [--no-repack]
+  --depth 0,4096,8192: each test also after that many tokens already in the
+  KV cache (llama-bench -d; nucleus bench -d, which takes them from its
+  prefix cache, computed once before the timed runs).
   --models takes the names above (also MOE_Q8_0) or paths to .gguf files.
   MOE_*: a Qwen3-MoE-shaped random-weight model (bench/make_moe_shaped.py,
   8 experts of 1024, 2 used per token, 1024 wide), made by
@@ -104,16 +108,18 @@ def loadavg():
     return " ".join(pathlib.Path("/proc/loadavg").read_text().split()[:3])
 
 
-def peer_bench(bin_dir, model, threads, pp, tg):
+def peer_bench(bin_dir, model, threads, pp, tg, depth=0):
     """One llama-bench run of each test: {"pp": tok/s, "tg": tok/s}."""
     out = run([bin_dir / "llama-bench", "-m", model, "-t", threads, "-p", pp,
-               "-n", tg, "-r", 1, "-o", "json"], "llama-bench")
+               "-n", tg, "-d", depth, "-r", 1, "-o", "json"], "llama-bench")
     try:
         rows = json.loads(out)
     except json.JSONDecodeError as e:
         raise BenchError(f"llama-bench printed no JSON ({e}):\n{out[:2000]}")
     res = {}
     for row in rows:
+        if row.get("n_depth", 0) != depth:
+            continue
         n_prompt, n_gen = row.get("n_prompt"), row.get("n_gen")
         if n_prompt == pp and n_gen == 0:
             res["pp"] = float(row["avg_ts"])
@@ -122,28 +128,32 @@ def peer_bench(bin_dir, model, threads, pp, tg):
     return check_tests(res, pp, tg, "llama-bench", out)
 
 
-# `nucleus bench` prints one line per test: "pp512 93.12 tok/s".
+# `nucleus bench` prints one line per test: "pp512 93.12 tok/s", with -d
+# "pp512 @ d4096 41.2 tok/s".
 NUCLEUS_LINE = re.compile(
-    r"^\s*(pp|tg)(\d+)\s*[:=]?\s*([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?\d+)?)"
-    r"\s*tok/s\b")
+    r"^\s*(pp|tg)(\d+)(?:\s*@\s*d(\d+))?\s*[:=]?\s*"
+    r"([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?\d+)?)\s*tok/s\b")
 
 
-def parse_nucleus(out, pp, tg):
+def parse_nucleus(out, pp, tg, depth=0):
     res = {}
     for line in out.splitlines():
         m = NUCLEUS_LINE.match(line)
         if not m:
             continue
-        kind, n, value = m.group(1), int(m.group(2)), float(m.group(3))
+        kind, n, value = m.group(1), int(m.group(2)), float(m.group(4))
+        if int(m.group(3) or 0) != depth:
+            continue
         if (kind == "pp" and n == pp) or (kind == "tg" and n == tg):
             res[kind] = value
     return check_tests(res, pp, tg, "nucleus bench", out)
 
 
-def nucleus_bench(nucleus, model, threads, pp, tg, extra=()):
+def nucleus_bench(nucleus, model, threads, pp, tg, extra=(), depth=0):
     out = run([nucleus, "bench", "-m", model, "-t", threads, "-p", pp, "-g",
-               tg, "-r", 1, *extra], "nucleus bench")
-    return parse_nucleus(out, pp, tg)
+               tg, "-r", 1, *(["-d", depth] if depth else []), *extra],
+              "nucleus bench")
+    return parse_nucleus(out, pp, tg, depth)
 
 
 def nucleus_kernels(nucleus, model, extra=()):
@@ -231,6 +241,8 @@ def main():
                     f"{MIN_ROUNDS}; fewer only for quick checks)")
     ap.add_argument("--pp", type=int, default=512, help="prompt tokens")
     ap.add_argument("--tg", type=int, default=128, help="generated tokens")
+    ap.add_argument("--depth", default="0",
+                    help="comma list of KV depths (llama-bench -d; default 0)")
     ap.add_argument("--nucleus", default=str(ROOT / "build/release/nucleus"))
     ap.add_argument("--peer-dir", default="/opt/peer/llama.cpp")
     ap.add_argument("--no-repack", action="store_true",
@@ -246,6 +258,12 @@ def main():
         ap.error(f"--threads: expected numbers like 1,2, got '{a.threads}'")
     if not threads or min(threads) < 1:
         ap.error("--threads: thread counts must be >= 1")
+    try:
+        depths = [int(x) for x in a.depth.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--depth: expected numbers like 0,4096, got '{a.depth}'")
+    if not depths or min(depths) < 0:
+        ap.error("--depth: depths must be >= 0")
     if a.rounds < 1 or a.pp < 0 or a.tg < 0 or a.pp + a.tg == 0:
         ap.error("--rounds must be >= 1, --pp/--tg >= 0 and not both 0")
 
@@ -267,20 +285,22 @@ def main():
         rows = []
         for label, path in models:
             for t in threads:
-                s = {(e, k): [] for e in ("peer", "nucleus")
-                     for k in ("pp", "tg")}
-                for r in range(a.rounds):  # interleave the two engines
-                    print(f"[{label}, {t} thread(s), round {r + 1}/"
-                          f"{a.rounds}]", file=sys.stderr, flush=True)
-                    for k, v in peer_bench(bin_dir, path, t, a.pp,
-                                           a.tg).items():
-                        s[("peer", k)].append(v)
-                    for k, v in nucleus_bench(a.nucleus, path, t, a.pp,
-                                              a.tg, extra).items():
-                        s[("nucleus", k)].append(v)
-                med = {k: statistics.median(v) if v else float("nan")
-                       for k, v in s.items()}
-                rows.append((label, t, med, s))
+                for d in depths:
+                    s = {(e, k): [] for e in ("peer", "nucleus")
+                         for k in ("pp", "tg")}
+                    for r in range(a.rounds):  # interleave the two engines
+                        print(f"[{label}, {t} thread(s), depth {d}, round "
+                              f"{r + 1}/{a.rounds}]", file=sys.stderr, flush=True)
+                        for k, v in peer_bench(bin_dir, path, t, a.pp,
+                                               a.tg, d).items():
+                            s[("peer", k)].append(v)
+                        for k, v in nucleus_bench(a.nucleus, path, t, a.pp,
+                                                  a.tg, extra, d).items():
+                            s[("nucleus", k)].append(v)
+                    med = {k: statistics.median(v) if v else float("nan")
+                           for k, v in s.items()}
+                    label_d = label if d == 0 else f"{label} @ d{d}"
+                    rows.append((label_d, t, med, s))
         load_after = loadavg()
     except BenchError as e:
         print(f"bench/speed.py: error: {e}", file=sys.stderr)

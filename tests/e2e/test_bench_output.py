@@ -140,3 +140,31 @@ def test_profile_counts_the_output_head_apart():
             "\t3 mm_worker (/x/nucleus)\n")
     got = prof.samples(text)
     assert [prof.classify(f, files) for f in got] == ["output head", "matmul"]
+
+
+def test_speed_parses_depth_lines():
+    speed = load_speed()
+    out = "pp512 93.1 tok/s\ntg128 50 tok/s\npp512 @ d4096 41.5 tok/s\n" \
+          "tg128 @ d4096 30.25 tok/s\n"
+    assert speed.parse_nucleus(out, 512, 128, 4096) == {"pp": 41.5,
+                                                        "tg": 30.25}
+    assert speed.parse_nucleus(out, 512, 128) == {"pp": 93.1, "tg": 50.0}
+
+
+def test_bench_depth_runs_after_the_cached_depth():
+    """-d N: both tests after N tokens in the KV cache, which come from the
+    prefix cache (the bench fails if they did not); --no-prefix-cache is
+    refused with -d."""
+    require_binary_and_model()
+    p = subprocess.run(
+        [NUCLEUS_BIN, "bench", "-m", DEFAULT_MODEL, "-t", "1", "-p", "16",
+         "-g", "4", "-r", "1", "-d", "200"], capture_output=True, text=True,
+        timeout=120)
+    assert p.returncode == 0, p.stderr
+    res = load_speed().parse_nucleus(p.stdout, 16, 4, 200)
+    assert res["pp"] > 0 and res["tg"] > 0, p.stdout
+    p = subprocess.run(
+        [NUCLEUS_BIN, "bench", "-m", DEFAULT_MODEL, "-p", "16", "-g", "0",
+         "-d", "200", "--no-prefix-cache"], capture_output=True, text=True,
+        timeout=120)
+    assert p.returncode == 2 and "prefix cache" in p.stderr

@@ -1,7 +1,14 @@
 /* nucleus bench: prefill and decode speed (like llama-bench) and aggregate
  * throughput with many concurrent requests (like llama-batched-bench), on
  * random prompts, through the public API. bench/ compares both with
- * llama.cpp in the same run. */
+ * llama.cpp in the same run.
+ *
+ * -d N (llama-bench's --n-depth): the prefill and decode tests run with N
+ * tokens already in the sequence's KV cache. Those N tokens are one fixed
+ * random prefix, computed once before the timed runs and then taken from
+ * the prefix cache by each run's prompt (prefix + its own tokens), so that
+ * only the tokens after it are timed, as llama-bench fills its cache with
+ * the depth before it starts the clock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +30,8 @@ static void usage(FILE *out) {
           "  -g, --n-gen N           decode test: generated tokens (128)\n"
           "  -r, --repetitions N     runs of each test; the median is "
           "printed (5)\n"
+          "  -d, --n-depth N         both tests after N tokens already in "
+          "the KV cache (0)\n"
           "  --concurrency 1,4,16    throughput test: concurrent requests\n"
           "  --batch-prompt N        its prompt tokens per request (128)\n"
           "  --batch-gen N           its generated tokens per request (128)\n"
@@ -49,8 +58,9 @@ static int32_t *random_prompt(int32_t n, int32_t n_vocab, uint64_t *state) {
 /* Runs `count` requests at once; returns the wall time, or -1. The caller's
  * times get each request's time to first token and last event. */
 static double run_batch(nucleus_engine *engine, nucleus_model *model,
-                        int32_t count, int32_t n_prompt, int32_t n_gen,
-                        uint64_t *rng, double *prefill_s) {
+                        int32_t count, const int32_t *prefix, int32_t n_prefix,
+                        int32_t n_prompt, int32_t n_gen, uint64_t *rng,
+                        double *prefill_s) {
   nucleus_request_params rp = nucleus_request_default_params();
   rp.sampling.temperature = 0;
   rp.max_tokens = n_gen;
@@ -59,10 +69,13 @@ static double run_batch(nucleus_engine *engine, nucleus_model *model,
   int32_t n_vocab = nucleus_model_n_vocab(model);
   double t0 = now_s(), first = 0;
   for (int32_t i = 0; i < count; i++) {
-    int32_t *ids = random_prompt(n_prompt, n_vocab, rng);
+    int32_t *ids = random_prompt(n_prefix + n_prompt, n_vocab, rng);
+    if (ids && n_prefix > 0)
+      memcpy(ids, prefix, (size_t)n_prefix * sizeof *ids);
     nucleus_error err = {0};
-    if (!ids || nucleus_engine_submit(engine, ids, (size_t)n_prompt, &rp,
-                                      &reqs[i], &err) != NUCLEUS_OK) {
+    if (!ids ||
+        nucleus_engine_submit(engine, ids, (size_t)(n_prefix + n_prompt), &rp,
+                              &reqs[i], &err) != NUCLEUS_OK) {
       fprintf(stderr, "error: %s\n", err.message);
       free(ids);
       for (int32_t k = 0; k < i; k++)
@@ -76,9 +89,25 @@ static double run_batch(nucleus_engine *engine, nucleus_model *model,
     nucleus_event ev;
     while (nucleus_request_next_event(reqs[i], &ev, -1) == NUCLEUS_OK) {
       if (ev.kind == NUCLEUS_EVENT_TOKEN && first == 0) first = now_s();
-      if (ev.kind == NUCLEUS_EVENT_DONE) break;
+      if (ev.kind == NUCLEUS_EVENT_DONE) {
+        /* the depth must have come from the prefix cache (all of its full
+         * blocks), or the runs would time its prefill too */
+        if (n_prefix > 0 && n_prompt > 0 &&
+            ev.usage.cached_tokens + 64 < n_prefix) {
+          fprintf(stderr,
+                  "error: %d of the depth's %d tokens came from the prefix "
+                  "cache\n",
+                  ev.usage.cached_tokens, n_prefix);
+          t0 = -1;
+        }
+        break;
+      }
     }
     nucleus_request_free(reqs[i]);
+  }
+  if (t0 < 0) {
+    free(reqs);
+    return -1;
   }
   double t = now_s() - t0;
   if (prefill_s) *prefill_s = first - t0;
@@ -94,7 +123,7 @@ static double median(double *v, int n) {
 int cmd_bench(int argc, char **argv) {
   cli_options o;
   cli_options_init(&o);
-  int32_t n_prompt = 512, n_gen = 128, reps = 5;
+  int32_t n_prompt = 512, n_gen = 128, reps = 5, depth = 0;
   int32_t batch_prompt = 128, batch_gen = 128;
   const char *concurrency = NULL;
   for (int i = 1; i < argc; i++) {
@@ -111,6 +140,8 @@ int cmd_bench(int argc, char **argv) {
       n_gen = atoi(v);
     } else if (v && (!strcmp(a, "-r") || !strcmp(a, "--repetitions"))) {
       reps = atoi(v);
+    } else if (v && (!strcmp(a, "-d") || !strcmp(a, "--n-depth"))) {
+      depth = atoi(v);
     } else if (v && !strcmp(a, "--concurrency")) {
       concurrency = v;
     } else if (v && !strcmp(a, "--batch-prompt")) {
@@ -125,8 +156,13 @@ int cmd_bench(int argc, char **argv) {
     i++;
   }
   if (n_prompt < 0 || n_gen < 0 || reps < 1 || reps > 100 || batch_prompt < 1 ||
-      batch_gen < 1) {
+      batch_gen < 1 || depth < 0 || depth > (1 << 24)) {
     fprintf(stderr, "error: counts must be positive (repetitions 1..100)\n");
+    return 2;
+  }
+  if (depth > 0 && o.engine.no_prefix_cache) {
+    fprintf(stderr, "error: -d needs the prefix cache (it holds the depth's "
+                    "tokens between runs): drop --no-prefix-cache\n");
     return 2;
   }
   nucleus_model *model = cli_load_model(&o);
@@ -135,7 +171,10 @@ int cmd_bench(int argc, char **argv) {
   nucleus_error err = {0};
   if (o.engine.max_batch_tokens == 0)
     o.engine.max_batch_tokens = n_prompt > 512 ? n_prompt : 512;
-  if (o.engine.kv_cache_tokens == 0) o.engine.kv_cache_tokens = 65536;
+  if (o.engine.kv_cache_tokens == 0)
+    o.engine.kv_cache_tokens = 65536 > 2 * (int64_t)depth + 2 * n_prompt + 4096
+                                   ? 65536
+                                   : 2 * (int64_t)depth + 2 * n_prompt + 4096;
   if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK) {
     fprintf(stderr, "error: %s\n", err.message);
     nucleus_model_free(model);
@@ -146,31 +185,45 @@ int cmd_bench(int argc, char **argv) {
          nucleus_model_flash_attn(model) ? "on" : "off");
   uint64_t rng = 0x5EEDull;
   double *v = calloc((size_t)reps, sizeof *v);
-  int rc = 0;
-  if (n_prompt > 0) {
-    run_batch(engine, model, 1, n_prompt, 1, &rng, NULL); /* warm-up */
+  int32_t *prefix =
+      depth > 0 ? random_prompt(depth, nucleus_model_n_vocab(model), &rng)
+                : NULL;
+  int rc = !v || (depth > 0 && !prefix);
+  char at[32] = "";
+  if (depth > 0) snprintf(at, sizeof at, " @ d%d", depth);
+  /* the depth's KV, computed once: every run below takes it from the
+   * prefix cache */
+  if (!rc && depth > 0)
+    rc = run_batch(engine, model, 1, prefix, depth, 0, 1, &rng, NULL) < 0;
+  if (!rc && n_prompt > 0) {
+    /* warm-up */
+    run_batch(engine, model, 1, prefix, depth, n_prompt, 1, &rng, NULL);
     for (int r = 0; r < reps; r++) {
       double pre = 0;
-      if (run_batch(engine, model, 1, n_prompt, 1, &rng, &pre) < 0) rc = 1;
+      if (run_batch(engine, model, 1, prefix, depth, n_prompt, 1, &rng, &pre) <
+          0)
+        rc = 1;
       v[r] = n_prompt / pre;
     }
-    printf("pp%d %.2f tok/s\n", n_prompt, median(v, reps));
+    printf("pp%d%s %.2f tok/s\n", n_prompt, at, median(v, reps));
     fflush(stdout);
   }
-  if (n_gen > 0) {
+  if (!rc && n_gen > 0) {
     for (int r = 0; r < reps; r++) {
-      double pre = 0, t = run_batch(engine, model, 1, 1, n_gen, &rng, &pre);
+      double pre = 0, t = run_batch(engine, model, 1, prefix, depth, 1, n_gen,
+                                    &rng, &pre);
       if (t < 0) rc = 1;
       v[r] = (n_gen - 1) / (t - pre);
     }
-    printf("tg%d %.2f tok/s\n", n_gen, median(v, reps));
+    printf("tg%d%s %.2f tok/s\n", n_gen, at, median(v, reps));
     fflush(stdout);
   }
+  free(prefix);
   for (const char *c = concurrency; c && *c;) {
     int32_t count = atoi(c);
     if (count < 1) break;
-    double t =
-        run_batch(engine, model, count, batch_prompt, batch_gen, &rng, NULL);
+    double t = run_batch(engine, model, count, NULL, 0, batch_prompt, batch_gen,
+                         &rng, NULL);
     if (t < 0) rc = 1;
     printf("batched%d %.2f tok/s\n", count, count * batch_gen / t);
     fflush(stdout);
