@@ -19,7 +19,7 @@ CFLAGS_amx_kquant := $(CFLAGS_avx512)
 OPS_OBJS := kernels/ops kernels/ops_avx2 kernels/ops_avx512
 ATTN_OBJS := kernels/attn_kernel kernels/attn_kernel_avx2 kernels/attn_kernel_avx512 \
   kernels/attn_flash kernels/attn_flash_avx512
-KERNEL_OBJS := kernels/ref kernels/ref_block kernels/avx2 kernels/avx2_kquant kernels/avx2_klow \
+KERNEL_OBJS := kernels/ref kernels/ref_block kernels/ref_tiled kernels/avx2 kernels/avx2_kquant kernels/avx2_klow \
   kernels/avx2_quant kernels/avx512 \
   kernels/avx512_gemm kernels/avx512_gemv kernels/avx512_kquant \
   kernels/amx_gemm kernels/amx_gemv kernels/amx_kquant kernels/dispatch \
@@ -29,6 +29,10 @@ test_quant_DEPS := quant quant_dequant
 test_kernels_DEPS := quant quant_dequant $(KERNEL_OBJS)
 UNIT_TESTS += test_kernels_kquant
 test_kernels_kquant_DEPS := quant quant_dequant $(KERNEL_OBJS)
+# The K-quant matmuls against llama.cpp's own library (llama-cpp-python's,
+# loaded at run time; the tests skip without it).
+UNIT_TESTS += test_kernels_ggml
+test_kernels_ggml_DEPS := quant quant_dequant $(KERNEL_OBJS)
 
 # make bench: kernel micro-benchmark (not a test), ns per dot next to
 # llama.cpp's vec_dot loaded at run time.

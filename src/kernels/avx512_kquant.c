@@ -188,7 +188,7 @@ static inline __m512i ld(const void *p) {
 }
 
 /* Integer lane sums (exact) and llama.cpp's tiled step (see the end of the
- * file): acc + ((float)S1 * d_w - dmin_w * (float)S2) * d_a. */
+ * file): fma((float)S1 * d_w - dmin_w * (float)S2, d_a, acc). */
 static inline int32_t hsum8i(__m256i v) {
   __m128i t =
       _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -203,7 +203,7 @@ static inline float tiled_step(float acc, int32_t s1, float d, float dmin,
                                int32_t s2, float da) {
   const __m128 t = _mm_mul_ss(_mm_set_ss((float)s1), _mm_set_ss(d));
   const __m128 u = _mm_fnmadd_ss(_mm_set_ss(dmin), _mm_set_ss((float)s2), t);
-  return acc + _mm_cvtss_f32(_mm_mul_ss(u, _mm_set_ss(da)));
+  return _mm_cvtss_f32(_mm_fmadd_ss(u, _mm_set_ss(da), _mm_set_ss(acc)));
 }
 
 /* --------------------------------------------------------------- Q4_K */
@@ -657,10 +657,12 @@ q3k_s1(const q3k_pair *p, const __m512i q[8], const block_q8_K *y) {
  * acc = 0; for each super-block, with S1 = the block's exact integer dot
  * (sum over sub-blocks of scale * quant dot; Q6_K's quants signed) and S2
  * = sum of min_s * (activation sum of sub-block s):
- *   t = (float)S1 * d_w;  t = fma(-dmin_w, (float)S2, t) (Q4_K only);
- *   acc = acc + t * d_a   (a multiply, then an add: no fma).
+ *   t = (float)S1 * d_w;  t = fma(-dmin_w, (float)S2, t) (Q4_K, Q5_K,
+ *   Q2_K);  acc = fma(t, d_a, acc)   (one rounding: its microkernel's
+ *   buf + t * d_a is contracted to an fma in that build).
  * These kernels reproduce that order bit for bit (same integers from the
- * vec_dot lanes, summed exactly). */
+ * vec_dot lanes, summed exactly); ref_tiled.c is the plain-C reference,
+ * tests/unit/test_kernels_ggml.c checks both against llama.cpp's library. */
 
 /* Each 256-bit half's 8 int32 lanes summed (exact) into all its lanes. */
 static inline __m512i hsum_halves(__m512i v) {
@@ -684,7 +686,7 @@ static inline __m512 hsum_halves2(__m512i a, __m512i b) {
  * running sum in every lane of its half. */
 /* The tiled step shared by Q4_K, Q5_K and Q2_K (min types): for each of
  * R activation rows, S1 from the 8 chunks' quants q and S2 from the mins,
- * acc += (d * S1 - dmin * S2) * d_a. */
+ * acc = fma(d * S1 - dmin * S2, d_a, acc). */
 static inline __attribute__((always_inline)) void
 kt_min_rows(const __m512i q[8], const __m512i sc[8], __m512i mins, __m512 d,
             __m512 dmin, int64_t i, const uint8_t *act, size_t a_stride, int R,
@@ -701,7 +703,7 @@ kt_min_rows(const __m512i q[8], const __m512i sc[8], __m512i mins, __m512 d,
         hsum_halves2(sumi, _mm512_madd_epi16(bcast32(y->bsums), mins));
     __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), d);
     t = _mm512_fnmadd_ps(dmin, _mm512_movehdup_ps(s), t);
-    acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
+    acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(y->d), acc[r]);
   }
 }
 
@@ -763,7 +765,7 @@ q6kt_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
             p->sc[c]);
       const __m512 t =
           _mm512_mul_ps(_mm512_cvtepi32_ps(hsum_halves(sumi)), p->d);
-      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
+      acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(y->d), acc[r]);
     }
   }
   kt_finish(acc, R, st, last, out, out_stride, two);
@@ -815,7 +817,7 @@ q3kt_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
       const __m512i sumi = q3k_s1(p, q, y);
       const __m512 t =
           _mm512_mul_ps(_mm512_cvtepi32_ps(hsum_halves(sumi)), p->d);
-      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(t, _mm512_set1_ps(y->d)));
+      acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(y->d), acc[r]);
     }
   }
   kt_finish(acc, R, st, last, out, out_stride, two);

@@ -13,13 +13,16 @@
  * FMA, F16C) reproduces llama.cpp's x86 kernels bit for bit for Q4_0, Q4_1,
  * Q5_0, Q5_1, Q8_0 and Q2_K..Q6_K, and has its own F32/F16/BF16 kernels.
  * "avx512" (+ AVX-512 F/BW/VL/VNNI) has the avx2 dots except Q2_K..Q6_K,
- * which follow llama.cpp's tiled K-quant matmul (the order llama.cpp uses
- * for prompts, 8+ rows at once; its decode at 1..7 rows uses vec_dot's
- * order), and adds VNNI matmuls (gemm) for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and
- * Q2_K..Q6_K, bit-identical to its dots. "amx" (+ AMX-INT8) is the avx512
- * table but for Q4_0, Q4_1, Q8_0 (per 32-block) and Q4_K, Q5_K, Q6_K (per
- * 256-superblock), which add in the order of llama.cpp's AMX build
- * (ref_block.c), with matmuls on the tile unit. */
+ * which follow llama.cpp's tiled K-quant matmul (ref_tiled.c). llama.cpp
+ * itself is not batch-invariant there: its x86 builds take the tiled order
+ * for 8+ activation rows (prompts, batches) and vec_dot's for 1..7 (decode);
+ * each of our tables keeps one order for every batch, avx512 the tiled one,
+ * avx2 vec_dot's (tests/unit/test_kernels_ggml.c checks both against
+ * llama.cpp's library). avx512 adds VNNI matmuls (gemm) for
+ * Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and Q2_K..Q6_K, bit-identical to its dots. "amx" (+
+ * AMX-INT8) is the avx512 table but for Q4_0, Q4_1, Q8_0 (per 32-block) and
+ * Q4_K, Q5_K, Q6_K (per 256-superblock), which add in the order of llama.cpp's
+ * AMX build (ref_block.c), with matmuls on the tile unit. */
 #ifndef NC_KERNELS_H
 #define NC_KERNELS_H
 

@@ -2,9 +2,10 @@
  * AVX2 ggml_vec_dot_q{2,3,4,5,6}_K_q8_K (its integer lanes and its float
  * operations, one by one), checked against llama.cpp's SIMD golden dots and
  * against ref; a model of llama.cpp's tiled K-quant matmul (its order for
- * 8+ activation rows) for the *_tiled kernels the avx512 table uses; then every
- * kernel claiming that order (avx512_kquant.c and the avx2 table's) bit for bit
- * against the model on random rows, and gemm / vec_dot_rows bit for bit against
+ * 8+ activation rows) for ref_tiled.c and the *_tiled kernels the avx512
+ * table uses; then every kernel claiming that order (avx512_kquant.c,
+ * ref_tiled.c and the avx2 table's) bit for bit against the model on random
+ * rows, and gemm / vec_dot_rows bit for bit against
  * vec_dot for any panel and batch shape (batch invariance). */
 #include <math.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 #include "test_require.h"
 
 #include "kernels/kernels.h"
+#include "kernels/ref.h"
 #include "kernels/tables.h"
 #include "quant_golden.h"
 
@@ -211,8 +213,8 @@ static float model_q3k(int64_t n, const void *w, const void *a) {
 /* llama.cpp's tiled K-quant matmul (ggml-cpu/tiled; used instead of vec_dot
  * for 8 or more activation rows): per super-block the exact integer dot S1
  * and min sum S2, t = (float)S1 * d_w, t = fma(-dmin_w, (float)S2, t),
- * acc = acc + t * d_a. Checked against llama.cpp's own mul_mat by hand
- * (its library, 32k values, every K type, bit for bit). */
+ * acc = fma(t, d_a, acc). test_kernels_ggml checks this order against
+ * llama.cpp's own mul_mat (its library, every K type, bit for bit). */
 static void block_ints(nc_type t, const uint8_t *wb, const block_q8_K *y,
                        int32_t *s1, int32_t *s2, float *d, float *dmin) {
   *s1 = *s2 = 0;
@@ -281,8 +283,7 @@ static float model_tiled(nc_type t, int64_t n, const void *w, const void *a) {
                &dmin);
     float v = (float)s1 * d;
     v = fmaf(-dmin, (float)s2, v);
-    const float u = v * y[i].d;
-    acc = acc + u;
+    acc = fmaf(v, y[i].d, acc);
   }
   return acc;
 }
@@ -476,6 +477,14 @@ static void test_avx512_tiled_vs_model(void **state) {
                        tiled_fns(k_cases[ci].t).dot, true);
 }
 
+/* ref_tiled.c (plain C, no SIMD needed) in the same order as the model. */
+static void test_ref_tiled_vs_model(void **state) {
+  (void)state;
+  check_dot_vs_model("ref_tiled", NC_TYPE_Q4_K, nc_ref_dot_tiled_q4_k, true);
+  check_dot_vs_model("ref_tiled", NC_TYPE_Q5_K, nc_ref_dot_tiled_q5_k, true);
+  check_dot_vs_model("ref_tiled", NC_TYPE_Q6_K, nc_ref_dot_tiled_q6_k, true);
+}
+
 static void test_avx2_dot_vs_model(void **state) {
   (void)state;
   const nc_kernels *k = nc_kernels_by_name("avx2");
@@ -611,6 +620,7 @@ int main(void) {
       cmocka_unit_test(test_avx512_gemm_batch_invariance),
       cmocka_unit_test(test_avx512_empty),
       cmocka_unit_test(test_avx512_tiled_vs_model),
+      cmocka_unit_test(test_ref_tiled_vs_model),
       cmocka_unit_test(test_avx512_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

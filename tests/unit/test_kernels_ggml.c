@@ -1,0 +1,332 @@
+/* kernels against llama.cpp's own CPU library: the K-quant matmuls
+ * (Q2_K..Q6_K weights times F32 activation rows) computed by ggml's
+ * mul_mat, bit for bit against the tables that claim its orders.
+ *
+ * The library is llama-cpp-python's (libggml-base.so, libggml-cpu.so; the
+ * reference llama.cpp of our goldens), loaded at run time from
+ * $NUCLEUS_GGML_LIB_DIR, else from the directory the python3 package
+ * llama_cpp keeps them in. Without it, or on a CPU without AVX2 + FMA
+ * (where llama.cpp's K-quant orders are other ones), the tests skip and say
+ * why.
+ *
+ * What llama.cpp does there (llama-cpp-python 0.3.36, x86): 1..7
+ * activation rows go through ggml_vec_dot_qN_K_q8_K (the avx2 table's
+ * order), 8 or more through its tiled matmul (ggml-cpu/tiled: per
+ * superblock t = (float)S1 * d_w, t = fma(-dmin_w, S2, t), acc = fma(t,
+ * d_a, acc); ref_tiled.c and the avx512 table). So llama.cpp's own values
+ * depend on the batch size; nucleus's tables do not (each keeps one order
+ * for every batch). Checked here: for every K type, 256..2048 columns and
+ * 1..70 activation rows, ggml's Q8_K activations equal ours byte for byte;
+ * below 8 rows every value equals the avx2 table's vec_dot, from 8 rows on
+ * the avx512 table's vec_dot and gemm and ref_tiled's dots (Q4_K, Q5_K,
+ * Q6_K). */
+#include <dlfcn.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "kernels/kernels.h"
+#include "kernels/ref.h"
+#include "test_require.h"
+
+/* ggml's C API, the few calls used (ggml.h, ggml-cpu.h). */
+typedef struct ggml_init_params {
+  size_t mem_size;
+  void *mem_buffer;
+  bool no_alloc;
+} ggml_init_params;
+typedef struct ggml_lib {
+  void *base, *cpu;
+  void *(*init)(ggml_init_params);
+  void (*free)(void *);
+  void *(*new_tensor_2d)(void *, int, int64_t, int64_t);
+  void *(*mul_mat)(void *, void *, void *);
+  void *(*new_graph)(void *);
+  void (*build_forward_expand)(void *, void *);
+  int (*graph_compute_with_ctx)(void *, void *, int);
+  void *(*get_data)(const void *);
+  void (*quantize_row_q8_k)(const float *, void *, int64_t);
+  char why[600];
+} ggml_lib;
+
+static void lib_close(ggml_lib *g) {
+  if (g->cpu) dlclose(g->cpu);
+  if (g->base) dlclose(g->base);
+  g->cpu = g->base = NULL;
+}
+
+/* The directory of llama_cpp's libraries: $NUCLEUS_GGML_LIB_DIR, else
+ * python3's answer; false when neither gives one. */
+static bool lib_dir(char *dir, size_t len) {
+  const char *env = getenv("NUCLEUS_GGML_LIB_DIR");
+  if (env && *env) {
+    snprintf(dir, len, "%s", env);
+    return true;
+  }
+  FILE *p = popen("python3 -c 'import os, llama_cpp; print(os.path.join("
+                  "os.path.dirname(llama_cpp.__file__), \"lib\"))' "
+                  "2>/dev/null",
+                  "r");
+  if (!p) return false;
+  const bool got = fgets(dir, (int)len, p) != NULL;
+  pclose(p);
+  if (!got) return false;
+  dir[strcspn(dir, "\r\n")] = '\0';
+  return dir[0] != '\0';
+}
+
+static bool lib_open(ggml_lib *g) {
+  memset(g, 0, sizeof *g);
+  char dir[512], path[600];
+  if (!lib_dir(dir, sizeof dir)) {
+    snprintf(g->why, sizeof g->why,
+             "llama.cpp's library not found (no NUCLEUS_GGML_LIB_DIR, no "
+             "python3 package llama_cpp)");
+    return false;
+  }
+  snprintf(path, sizeof path, "%s/libggml-base.so", dir);
+  g->base = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  snprintf(path, sizeof path, "%s/libggml-cpu.so", dir);
+  if (g->base) g->cpu = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (!g->base || !g->cpu) {
+    snprintf(g->why, sizeof g->why, "cannot load llama.cpp's library: %s",
+             dlerror());
+    lib_close(g);
+    return false;
+  }
+#define SYM(h, field, name) *(void **)&g->field = dlsym(g->h, name)
+  SYM(base, init, "ggml_init");
+  SYM(base, free, "ggml_free");
+  SYM(base, new_tensor_2d, "ggml_new_tensor_2d");
+  SYM(base, mul_mat, "ggml_mul_mat");
+  SYM(base, new_graph, "ggml_new_graph");
+  SYM(base, build_forward_expand, "ggml_build_forward_expand");
+  SYM(base, get_data, "ggml_get_data");
+  SYM(cpu, graph_compute_with_ctx, "ggml_graph_compute_with_ctx");
+  SYM(cpu, quantize_row_q8_k, "quantize_row_q8_K");
+#undef SYM
+  void (*cpu_init)(void) = NULL;
+  *(void **)&cpu_init = dlsym(g->cpu, "ggml_cpu_init");
+  if (!g->init || !g->free || !g->new_tensor_2d || !g->mul_mat ||
+      !g->new_graph || !g->build_forward_expand || !g->get_data ||
+      !g->graph_compute_with_ctx || !g->quantize_row_q8_k || !cpu_init) {
+    snprintf(g->why, sizeof g->why, "%s: a ggml function is missing", dir);
+    lib_close(g);
+    return false;
+  }
+  cpu_init();
+  return true;
+}
+
+static int setup(void **state) {
+  ggml_lib *g = calloc(1, sizeof *g);
+  if (!g) return -1;
+  if (!nc_kernels_by_name("avx2"))
+    snprintf(g->why, sizeof g->why,
+             "this CPU lacks AVX2 + FMA: llama.cpp's K-quant orders here are "
+             "not the ones nucleus follows");
+  else
+    lib_open(g);
+  *state = g;
+  return 0;
+}
+
+/* The library stays loaded to the end (ggml keeps a few bytes of its own
+ * state for the process; the sanitizer build names its module in the
+ * suppression below). */
+static int teardown(void **state) {
+  free(*state);
+  return 0;
+}
+
+#if NC_SANITIZED
+/* llama.cpp's allocations are its own, not this test's. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) {
+  return "leak:libggml-cpu.so\nleak:libggml-base.so\n";
+}
+#endif
+
+static uint64_t next_u64(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+static float next_unit(uint64_t *s) { /* [-1, 1) */
+  return (float)((next_u64(s) >> 40) * 0x1p-24) * 2.0f - 1.0f;
+}
+
+/* Random K-quant rows: random bytes, small finite fp16 scales. */
+static void fill_weights(nc_type t, uint8_t *w, size_t bytes, uint64_t *s) {
+  static const int offs[NC_TYPE_COUNT][2] = {
+      [NC_TYPE_Q2_K] = {80, 82},  [NC_TYPE_Q3_K] = {108, -1},
+      [NC_TYPE_Q4_K] = {0, 2},    [NC_TYPE_Q5_K] = {0, 2},
+      [NC_TYPE_Q6_K] = {208, -1},
+  };
+  const size_t bs = nc_type_traits_of(t)->type_size;
+  for (size_t i = 0; i < bytes; i++)
+    w[i] = (uint8_t)next_u64(s);
+  for (size_t b = 0; b < bytes / bs; b++)
+    for (int k = 0; k < 2; k++)
+      if (offs[t][k] >= 0) {
+        const nc_fp16 h = nc_fp32_to_fp16(next_unit(s) * 0.01f);
+        memcpy(w + b * bs + offs[t][k], &h, sizeof h);
+      }
+}
+
+static uint32_t bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/* ref_tiled's dot of type t, NULL for the types it leaves out. */
+static nc_vec_dot_fn ref_tiled(nc_type t) {
+  switch (t) {
+  case NC_TYPE_Q4_K: return nc_ref_dot_tiled_q4_k;
+  case NC_TYPE_Q5_K: return nc_ref_dot_tiled_q5_k;
+  case NC_TYPE_Q6_K: return nc_ref_dot_tiled_q6_k;
+  default: return NULL;
+  }
+}
+
+enum { W_ROWS = 40, MAX_A = 70 };
+
+/* The values of one dot kernel against ggml's y (y[a * W_ROWS + r]);
+ * returns how many differ. */
+static int64_t count_diff(nc_vec_dot_fn dot, int64_t n, const uint8_t *w,
+                          size_t w_row, const uint8_t *qa, size_t a_row, int na,
+                          const float *y) {
+  int64_t bad = 0;
+  for (int a = 0; a < na; a++)
+    for (int r = 0; r < W_ROWS; r++)
+      bad += bits(dot(n, w + (size_t)r * w_row, qa + (size_t)a * a_row)) !=
+             bits(y[(size_t)a * W_ROWS + r]);
+  return bad;
+}
+
+/* One ggml mul_mat of W_ROWS random rows of type t (n columns) by na
+ * random F32 rows, and every check of the top. */
+static void check_case(const ggml_lib *g, nc_type t, int64_t n, int na,
+                       uint64_t *s) {
+  const size_t w_row = nc_row_size(t, n);
+  const size_t a_row = nc_row_size(NC_TYPE_Q8_K, n);
+  const ggml_init_params ip = {(size_t)16 << 20, NULL, false};
+  void *ctx = g->init(ip);
+  assert_non_null(ctx);
+  void *wt = g->new_tensor_2d(ctx, (int)t, n, W_ROWS);
+  void *xt = g->new_tensor_2d(ctx, (int)NC_TYPE_F32, n, na);
+  assert_non_null(wt);
+  assert_non_null(xt);
+  uint8_t *w = g->get_data(wt);
+  float *x = g->get_data(xt);
+  fill_weights(t, w, w_row * W_ROWS, s);
+  for (int64_t i = 0; i < n * na; i++)
+    x[i] = next_unit(s);
+  void *yt = g->mul_mat(ctx, wt, xt);
+  void *graph = g->new_graph(ctx);
+  g->build_forward_expand(graph, yt);
+  assert_int_equal(g->graph_compute_with_ctx(ctx, graph, 2), 0);
+  const float *y = g->get_data(yt);
+
+  /* the activations: ggml's Q8_K rows and ours, byte for byte */
+  uint8_t *qg = malloc(a_row * (size_t)na), *qa = malloc(a_row * (size_t)na);
+  assert_non_null(qg);
+  assert_non_null(qa);
+  const nc_kernels *avx2 = nc_kernels_by_name("avx2");
+  const nc_kernels *avx512 = nc_kernels_by_name("avx512");
+  for (int a = 0; a < na; a++) {
+    g->quantize_row_q8_k(x + (size_t)a * n, qg + (size_t)a * a_row, n);
+    nc_kernels_ref()->quantize_act[NC_TYPE_Q8_K](x + (size_t)a * n,
+                                                 qa + (size_t)a * a_row, n);
+  }
+  if (memcmp(qg, qa, a_row * (size_t)na) != 0)
+    fail_msg("%s n=%lld: ggml's Q8_K activations differ from ours",
+             nc_type_name(t), (long long)n);
+
+  char what[96];
+  snprintf(what, sizeof what, "%s, %lld columns, %d activation rows",
+           nc_type_name(t), (long long)n, na);
+  if (na < 8) { /* llama.cpp's vec_dot */
+    const int64_t bad =
+        count_diff(avx2->vec_dot[t], n, w, w_row, qg, a_row, na, y);
+    if (bad)
+      fail_msg("%s: %lld of %d values differ from the avx2 table's vec_dot",
+               what, (long long)bad, W_ROWS * na);
+  } else { /* its tiled matmul */
+    const nc_vec_dot_fn rt = ref_tiled(t);
+    const int64_t bad = rt ? count_diff(rt, n, w, w_row, qg, a_row, na, y) : 0;
+    if (bad)
+      fail_msg("%s: %lld of %d values differ from ref_tiled", what,
+               (long long)bad, W_ROWS * na);
+    if (avx512) {
+      const int64_t bad_dot =
+          count_diff(avx512->vec_dot[t], n, w, w_row, qg, a_row, na, y);
+      float *out = malloc(sizeof(float) * W_ROWS * (size_t)na);
+      assert_non_null(out);
+      avx512->gemm[t](n, w, w_row, W_ROWS, qg, a_row, na, out, W_ROWS);
+      int64_t bad_gemm = 0;
+      for (int i = 0; i < W_ROWS * na; i++)
+        bad_gemm += bits(out[i]) != bits(y[i]);
+      free(out);
+      if (bad_dot || bad_gemm)
+        fail_msg("%s: %lld (vec_dot), %lld (gemm) of %d values differ from "
+                 "the avx512 table",
+                 what, (long long)bad_dot, (long long)bad_gemm, W_ROWS * na);
+    }
+  }
+  free(qg);
+  free(qa);
+  g->free(ctx);
+}
+
+static const nc_type k_types[] = {NC_TYPE_Q4_K, NC_TYPE_Q6_K, NC_TYPE_Q5_K,
+                                  NC_TYPE_Q2_K, NC_TYPE_Q3_K};
+
+static void run_cases(void **state, const int *rows, int n_rows) {
+  const ggml_lib *g = *state;
+  if (!g->cpu) NC_SKIP_BECAUSE("%s", g->why);
+  static const int64_t cols[] = {256, 1280, 2048};
+  uint64_t s = 0x6a11ull;
+  int cases = 0;
+  for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++)
+    for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++)
+      for (int ri = 0; ri < n_rows; ri++) {
+        check_case(g, k_types[ti], cols[ci], rows[ri], &s);
+        cases++;
+      }
+  print_message("%d ggml mul_mats bit-identical (%d rows x 1..%d "
+                "activation rows each)\n",
+                cases, W_ROWS, rows[n_rows - 1]);
+}
+
+/* 1..7 activation rows: llama.cpp's vec_dot, the avx2 table's order. */
+static void test_few_rows_are_vec_dot(void **state) {
+  static const int rows[] = {1, 2, 7};
+  run_cases(state, rows, 3);
+}
+
+/* 8+ rows: llama.cpp's tiled matmul (its narrow path up to 16 rows, its
+ * 256-row windows beyond), ref_tiled's and the avx512 table's order. */
+static void test_batches_are_tiled(void **state) {
+  static const int rows[] = {8, 16, 17, MAX_A};
+  run_cases(state, rows, NC_SANITIZED ? 2 : 4);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_few_rows_are_vec_dot),
+      cmocka_unit_test(test_batches_are_tiled),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
