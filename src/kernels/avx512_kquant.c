@@ -1044,7 +1044,7 @@ static void q4k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
       const __m128 t = _mm_mul_ps(f1, h4_ps(x, offsetof(block_q4_K, d)));
       const __m128 u =
           _mm_fnmadd_ps(h4_ps(x, offsetof(block_q4_K, dmin)), f2, t);
-      acc = _mm_add_ps(acc, _mm_mul_ps(u, _mm_set1_ps(yi->d)));
+      acc = _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
     }
     _mm_storeu_ps(out + r, acc);
   }
@@ -1128,7 +1128,7 @@ static void q6k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
       const __m128 t = _mm_mul_ps(
           _mm_cvtepi32_ps(si), _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
       const __m128 u = _mm_fnmadd_ps(_mm_setzero_ps(), _mm_setzero_ps(), t);
-      acc = _mm_add_ps(acc, _mm_mul_ps(u, _mm_set1_ps(yi->d)));
+      acc = _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
     }
     _mm_storeu_ps(out + r, acc);
   }
