@@ -3,6 +3,8 @@
  * built, so recursive schemas refer to themselves). */
 #include "json_schema.h"
 
+#include "status.h"
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -90,26 +92,51 @@ typedef struct ctx {
   const char *ref_names[MAX_REFS];
   int ref_ids[MAX_REFS];
   int n_refs;
-  char *msg;
-  size_t msg_cap;
-  bool failed;
+  nc_error *err;
+  nc_code code; /* of the first failure; NC_OK until then */
 } ctx;
+
+/* The first failure wins: its code and message are what the caller gets. */
+static int vfail(ctx *c, nc_code code, const char *fmt, va_list ap) {
+  if (c->code == NC_OK) {
+    c->code = code;
+    if (c->err) {
+      c->err->code = code;
+      vsnprintf(c->err->message, sizeof c->err->message, fmt, ap);
+    }
+  }
+  return -1;
+}
 
 static int fail(ctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int fail(ctx *c, const char *fmt, ...) {
-  if (!c->failed) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->msg, c->msg_cap, fmt, ap);
-    va_end(ap);
-  }
-  c->failed = true;
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(c, NC_ERR_INVALID_ARGUMENT, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* A bound on what the schema makes (rules, $refs, the grammar's size). */
+static int fail_limit(ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int fail_limit(ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(c, NC_ERR_LIMIT, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static int fail_oom(ctx *c) {
+  if (c->code == NC_OK)
+    c->code = nc_fail(c->err, NC_ERR_NOMEM, "out of memory");
   return -1;
 }
 
 static int new_rule(ctx *c) {
-  if (c->n_rules >= MAX_RULES) return fail(c, "schema too large");
+  if (c->n_rules >= MAX_RULES) return fail_limit(c, "schema too large");
   return c->n_rules++;
 }
 
@@ -607,7 +634,7 @@ static int gen_object(ctx *c, const json_t *s, sb *b, int depth) {
     return fail(c, "'additionalProperties' must be a boolean or a schema");
   /* kv rules, then seq rules from the end. */
   int *kv = calloc(n, sizeof *kv);
-  if (!kv) return fail(c, "out of memory");
+  if (!kv) return fail_oom(c);
   const char *key;
   i = 0;
   json_object_foreach((json_t *)props, key, v) {
@@ -703,7 +730,7 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
     }
     const json_t *target = name ? json_object_get(defs, name) : c->root;
     if (!target) return fail(c, "'$ref' %.128s points to nothing", r);
-    if (c->n_refs >= MAX_REFS) return fail(c, "too many $refs");
+    if (c->n_refs >= MAX_REFS) return fail_limit(c, "too many $refs");
     int id = new_rule(c);
     if (id < 0) return -1;
     c->ref_names[c->n_refs] = r;
@@ -726,7 +753,7 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
     for (size_t i = 0; i < n; i++) {
       char *js = json_dumps(cst ? cst : json_array_get(en, i),
                             JSON_COMPACT | JSON_ENCODE_ANY);
-      if (!js) return fail(c, "out of memory");
+      if (!js) return fail_oom(c);
       if (i) sb_add(b, " | ", 3);
       sb_lit(b, js, strlen(js));
       free(js);
@@ -798,18 +825,17 @@ static int gen(ctx *c, const json_t *s, int depth) {
   return id;
 }
 
-int json_schema_to_gbnf(const json_t *schema, char **gbnf, char *msg,
-                        size_t msg_cap) {
+nc_code json_schema_to_gbnf(const json_t *schema, char **gbnf, nc_error *err) {
   *gbnf = NULL;
-  ctx c = {.root = schema, .msg = msg, .msg_cap = msg_cap};
+  ctx c = {.root = schema, .err = err, .code = NC_OK};
   sb_add(&c.out, k_prims, strlen(k_prims));
   int id = gen(&c, schema, 0);
   if (id >= 0) sb_printf(&c.out, "root ::= r%d\n", id);
   if (id < 0 || c.out.oom) {
-    if (!c.failed) fail(&c, "out of memory");
+    if (c.code == NC_OK) nc_fail(err, NC_ERR_NOMEM, "out of memory");
     free(c.out.s);
-    return -1;
+    return c.code == NC_OK ? NC_ERR_NOMEM : c.code;
   }
   *gbnf = c.out.s;
-  return 0;
+  return NC_OK;
 }
