@@ -19,9 +19,10 @@
 #define MAX_REFS 512
 #define MAX_COUNT 1024
 #define MAX_INT_RANGE 1000
-#define MAX_ENUM 4096       /* values of one enum */
-#define MAX_PROPERTIES 2048 /* properties (and required names) of one object   \
-                             */
+#define MAX_ENUM 4096 /* values of one enum */
+#define MAX_PROPERTIES                                                         \
+  2048 /* properties (and required names) of one object                        \
+        */
 /* The grammar the schema becomes: no longer than the engine takes. */
 #define MAX_GBNF NC_GRAMMAR_MAX_TEXT
 
@@ -768,6 +769,44 @@ static int gen_object(ctx *c, const json_t *s, sb *b, int depth) {
   return 0;
 }
 
+/* A schema whose meaning comes from lead ($ref, const, enum or a
+ * combinator) holds only annotations beside it (with const and enum also
+ * 'type'): what else it says is not ignored, it is an error naming it. */
+static int alone(ctx *c, const json_t *s, const char *lead) {
+  bool value = !strcmp(lead, "const") || !strcmp(lead, "enum");
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)s, key, v) {
+    if (is_annotation(key) || !strcmp(key, lead) ||
+        (value && !strcmp(key, "type")))
+      continue;
+    return fail(c, "'%.64s' beside '%s' is not supported", key, lead);
+  }
+  return 0;
+}
+
+/* Whether JSON value x is of the schema's type (absent: any). */
+static bool of_type(const json_t *type, const json_t *x) {
+  if (!type) return true;
+  size_t n = json_is_array(type) ? json_array_size(type) : 1;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *t = json_is_array(type) ? json_array_get(type, i) : type;
+    const char *ts = json_is_string(t) ? json_string_value(t) : "";
+    if ((!strcmp(ts, "string") && json_is_string(x)) ||
+        (!strcmp(ts, "number") && json_is_number(x)) ||
+        (!strcmp(ts, "integer") &&
+         (json_is_integer(x) ||
+          (json_is_real(x) &&
+           json_real_value(x) == floor(json_real_value(x))))) ||
+        (!strcmp(ts, "boolean") && json_is_boolean(x)) ||
+        (!strcmp(ts, "null") && json_is_null(x)) ||
+        (!strcmp(ts, "object") && json_is_object(x)) ||
+        (!strcmp(ts, "array") && json_is_array(x)))
+      return true;
+  }
+  return false;
+}
+
 /* The body of one schema into b. */
 static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
   if (json_is_true(s)) {
@@ -784,6 +823,7 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
   }
   const json_t *ref = json_object_get(s, "$ref");
   if (ref) {
+    if (alone(c, s, "$ref")) return -1;
     if (!json_is_string(ref)) return fail(c, "'$ref' must be a string");
     const char *r = json_string_value(ref);
     for (int i = 0; i < c->n_refs; i++)
@@ -830,15 +870,23 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
       return fail(c, "'enum' must be a non-empty list");
     if (en && json_array_size(en) > MAX_ENUM)
       return fail_limit(c, "'enum' with more than %d values", MAX_ENUM);
-    size_t n = cst ? 1 : json_array_size(en);
+    if (alone(c, s, cst ? "const" : "enum")) return -1;
+    /* A value must also be of the 'type' given: the others cannot
+     * validate. */
+    const json_t *type = json_object_get(s, "type");
+    size_t n = cst ? 1 : json_array_size(en), written = 0;
     for (size_t i = 0; i < n; i++) {
-      char *js = json_dumps(cst ? cst : json_array_get(en, i),
-                            JSON_COMPACT | JSON_ENCODE_ANY);
+      const json_t *x = cst ? cst : json_array_get(en, i);
+      if (!of_type(type, x)) continue;
+      char *js = json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
       if (!js) return fail_oom(c);
-      if (i) sb_add(b, " | ", 3);
+      if (written++) sb_add(b, " | ", 3);
       sb_lit(b, js, strlen(js));
       free(js);
     }
+    if (!written)
+      return fail(c, "no value of '%s' is of the 'type' given",
+                  cst ? "const" : "enum");
     return 0;
   }
   const char *comb[] = {"anyOf", "oneOf", "allOf"};
@@ -847,6 +895,7 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
     if (!list) continue;
     if (!json_is_array(list) || json_array_size(list) == 0)
       return fail(c, "'%s' must be a non-empty list", comb[k]);
+    if (alone(c, s, comb[k])) return -1;
     if (k == 2 && json_array_size(list) != 1)
       return fail(c, "'allOf' with more than one schema is not supported");
     size_t i;

@@ -14,7 +14,9 @@
  *   boolean, null, true/{} (any JSON value).
  * Annotations (title, description, default, examples, $schema, $id,
  * $comment, readOnly, writeOnly, deprecated) are ignored: they do not
- * change what validates. Any other keyword is an error naming it. */
+ * change what validates. Any other keyword is an error naming it. $ref,
+ * const, enum and the combinators stand alone (annotations beside them,
+ * and type beside const/enum): another keyword beside them is an error. */
 #ifndef NC_JSON_SCHEMA_H
 #define NC_JSON_SCHEMA_H
 

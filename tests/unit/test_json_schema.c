@@ -197,6 +197,30 @@ static void test_errors_name_the_keyword(void **state) {
       strstr(REFUSE("{\"type\":", NUCLEUS_ERR_INVALID_ARGUMENT), "not JSON"));
   assert_non_null(
       strstr(REFUSE("5", NUCLEUS_ERR_INVALID_ARGUMENT), "object or a boolean"));
+  /* What a schema says beside $ref, const, enum or a combinator is not
+   * ignored: an error names it. */
+  assert_string_equal(REFUSE("{\"$ref\":\"#/$defs/a\",\"type\":\"string\","
+                             "\"$defs\":{\"a\":{}}}",
+                             NUCLEUS_ERR_INVALID_ARGUMENT),
+                      "'type' beside '$ref' is not supported");
+  assert_string_equal(
+      REFUSE("{\"type\":\"object\",\"anyOf\":[{\"required\":[]}]}",
+             NUCLEUS_ERR_INVALID_ARGUMENT),
+      "'type' beside 'anyOf' is not supported");
+  assert_string_equal(REFUSE("{\"enum\":[\"a\"],\"maxLength\":3}",
+                             NUCLEUS_ERR_INVALID_ARGUMENT),
+                      "'maxLength' beside 'enum' is not supported");
+  /* Annotations beside them are fine; enum values of another type than
+   * the one given are left out (they cannot validate). */
+  const char *e = "{\"type\":\"string\",\"enum\":[\"a\",1,\"b\"],"
+                  "\"title\":\"t\",\"description\":\"d\"}";
+  assert_true(accepts(e, "\"a\""));
+  assert_true(accepts(e, "\"b\""));
+  assert_false(accepts(e, "1"));
+  assert_true(accepts("{\"anyOf\":[{\"type\":\"string\"},{\"type\":"
+                      "\"null\"}],\"default\":null,\"title\":\"x\"}",
+                      "null"));
+  REFUSE("{\"type\":\"string\",\"enum\":[1,2]}", NUCLEUS_ERR_INVALID_ARGUMENT);
   REFUSE("", NUCLEUS_ERR_INVALID_ARGUMENT);
   REFUSE("false", NUCLEUS_ERR_INVALID_ARGUMENT); /* matches nothing */
   nucleus_error err = {0};
