@@ -228,3 +228,8 @@ def test_cli_json_schema_flags(tmp_path):
         "--grammar", 'root ::= "a"', "--json-schema-file", str(sfile))
     assert "cannot open" in fails("--json-schema-file",
                                   str(tmp_path / "missing.json"))
+    # bench times free decoding: it refuses the grammar flags, not ignores.
+    r = subprocess.run([NUCLEUS_BIN, "bench", "-m", DEFAULT_MODEL,
+                        "--json-schema", "{}"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "for run and chat" in r.stderr, r.stderr
