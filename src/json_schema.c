@@ -20,9 +20,8 @@
 #define MAX_COUNT 1024
 #define MAX_INT_RANGE 1000
 #define MAX_ENUM 4096 /* values of one enum */
-#define MAX_PROPERTIES                                                         \
-  2048 /* properties (and required names) of one object                        \
-        */
+/* Properties (and required names) of one object. */
+#define MAX_PROPERTIES 2048
 /* The grammar the schema becomes: no longer than the engine takes. */
 #define MAX_GBNF NC_GRAMMAR_MAX_TEXT
 
