@@ -354,6 +354,24 @@ NUCLEUS_API nucleus_status nucleus_grammar_create(const char *gbnf, size_t len,
 /* Drops the caller's reference (NULL is fine). */
 NUCLEUS_API void nucleus_grammar_free(nucleus_grammar *g);
 
+/* JSON Schema to grammar: schema_json is len bytes of JSON, a schema object
+ * or a boolean, in the subset docs/SERVER.md lists (objects, arrays,
+ * strings with formats and patterns, numbers, enums, anyOf/oneOf, $ref and
+ * $defs, recursive ones too); outputs are compact JSON (no whitespace).
+ * Errors: NUCLEUS_ERR_INVALID_ARGUMENT (not JSON; a keyword outside the
+ * subset, named: "unsupported JSON Schema keyword 'K'"), NUCLEUS_ERR_LIMIT
+ * (a schema whose grammar would be too large: nesting, counts, size).
+ * nucleus_json_schema_to_gbnf gives the GBNF text the schema becomes (root
+ * rule "root"), NUL-terminated; release it with nucleus_free. */
+NUCLEUS_API nucleus_status nucleus_json_schema_to_gbnf(const char *schema_json,
+                                                       size_t len,
+                                                       char **gbnf_out,
+                                                       nucleus_error *err);
+/* The same, compiled: nucleus_grammar_create of that text. */
+NUCLEUS_API nucleus_status
+nucleus_grammar_from_json_schema(const char *schema_json, size_t len,
+                                 nucleus_grammar **out, nucleus_error *err);
+
 typedef struct nucleus_request_params {
   nucleus_sampling_params sampling;
   int32_t max_tokens; /* -1: until the context is full */

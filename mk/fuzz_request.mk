@@ -6,11 +6,11 @@
 #   build/fuzz/fuzz_request -dict=fuzz/request.dict -max_total_time=300 \
 #     fuzz/corpus-run/request fuzz/corpus/request
 # The committed corpus is replayed by test_request_fuzz (make unit).
-REQUEST_FUZZ_SERVER := request_parse structured json_schema prompt api_error \
+REQUEST_FUZZ_SERVER := request_parse structured prompt api_error \
   json_text tool_request
 REQUEST_FUZZ_OBJS = $(sort status engine_params sampler_params sampler_contract \
   $(JINJA_OBJS) chat_template chat_template_guard \
-  api_grammar grammar_handle grammar_parse grammar_check grammar_state \
+  api_grammar grammar_handle grammar_parse grammar_check grammar_state json_schema \
   grammar_match grammar_mask)
 FUZZ_REQUEST_SRCS = fuzz/fuzz_request.c \
   $(REQUEST_FUZZ_SERVER:%=tools/server/%.c) \

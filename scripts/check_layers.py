@@ -33,7 +33,7 @@ LAYERS = {
     "tokenizer_special": 3,
     "sampler": 4, "beam": 4, "tokenizer": 4, "detokenizer": 4,
     "stop_matcher": 4, "jinja": 4, "chat_template": 4, "tool_call": 4,
-    "grammar": 4,
+    "grammar": 4, "json_schema": 4,
     "context": 5, "scheduler": 5,
     "engine": 6, "request": 6,
     "api_": 7, "nucleus.h": 7,

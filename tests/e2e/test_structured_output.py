@@ -160,3 +160,76 @@ def test_cli_grammar_flags(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0
     assert "line 1 column 10" in bad.stderr
+
+
+PERSON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 24},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "role": {"enum": ["admin", "user", "guest"]},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 12},
+                 "maxItems": 3},
+        "address": {"type": "object", "properties": {
+            "city": {"type": "string", "maxLength": 20},
+            "zip": {"type": "string", "pattern": "^[0-9]{5}$"}},
+            "required": ["city", "zip"], "additionalProperties": False},
+    },
+    "required": ["name", "age", "role", "address"],
+    "additionalProperties": False,
+}
+
+
+def test_cli_json_schema_flags(tmp_path):
+    """nucleus run|chat --json-schema / --json-schema-file: the greedy output
+    parses and validates; bad schemas and a second grammar flag are errors
+    that name the keyword or the flags."""
+    import subprocess
+    import jsonschema
+    from conftest import DEFAULT_MODEL, NUCLEUS_BIN, require_binary_and_model
+    require_binary_and_model()
+    sfile = tmp_path / "person.json"
+    sfile.write_text(json.dumps(PERSON_SCHEMA))
+    prompt = "A person as JSON:"
+    for flag, value in (("--json-schema", json.dumps(PERSON_SCHEMA)),
+                        ("--json-schema-file", str(sfile))):
+        r = subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, "-t", "2",
+                            "--temp", "0", "-n", "200", "-p", prompt,
+                            flag, value],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith(prompt)
+        assert "finish: stop" in r.stdout + r.stderr
+        out = r.stdout[len(prompt):].strip()
+        jsonschema.validate(json.loads(out), PERSON_SCHEMA)
+    # chat: one turn from stdin, the reply alone on stdout.
+    r = subprocess.run([NUCLEUS_BIN, "chat", "-m", DEFAULT_MODEL, "-t", "2",
+                        "--temp", "0", "-n", "200", "--json-schema-file",
+                        str(sfile)], input="Invent a person.\n",
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    jsonschema.validate(json.loads(r.stdout.strip()), PERSON_SCHEMA)
+
+    def fails(*args):
+        r = subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, "-p", "x",
+                            *args], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode != 0
+        return r.stderr
+    # The same words as the server's 400.
+    assert ("--json-schema: unsupported JSON Schema keyword 'uniqueItems'"
+            in fails("--json-schema", '{"type":"array","uniqueItems":true}'))
+    assert "--json-schema: not JSON" in fails("--json-schema", '{"type":')
+    assert "format 'hostname'" in fails(
+        "--json-schema", '{"type":"string","format":"hostname"}')
+    assert "exclude each other" in fails(
+        "--json-schema", "{}", "--grammar", 'root ::= "a"')
+    assert "exclude each other" in fails(
+        "--grammar", 'root ::= "a"', "--json-schema-file", str(sfile))
+    assert "cannot open" in fails("--json-schema-file",
+                                  str(tmp_path / "missing.json"))
+    # bench times free decoding: it refuses the grammar flags, not ignores.
+    r = subprocess.run([NUCLEUS_BIN, "bench", "-m", DEFAULT_MODEL,
+                        "--json-schema", "{}"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "for run and chat" in r.stderr, r.stderr

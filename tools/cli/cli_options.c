@@ -97,6 +97,13 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out,
           "  --grammar GBNF          constrain the output to a GBNF grammar\n");
   fprintf(out, "  --grammar-file FILE     the same, read from FILE\n");
+  fprintf(out, "  --json-schema SCHEMA    constrain the output to JSON that "
+               "validates against\n"
+               "                          a JSON Schema (the subset of "
+               "docs/SERVER.md)\n");
+  fprintf(out, "  --json-schema-file FILE the same, read from FILE (one of "
+               "the four grammar\n"
+               "                          flags at most)\n");
   for (size_t i = 0; i < nucleus_params_count(); i++) {
     const nucleus_param_info *p = nucleus_params_at(i);
     if (!p->cli_flag) continue;
@@ -113,6 +120,30 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
              SPECS[i].alias ? ", " : "", SPECS[i].alias ? SPECS[i].alias : "");
     fprintf(out, "  %-23s %s\n", names, SPECS[i].help);
   }
+}
+
+/* The whole of file path (at most 1 MiB, the grammar engine's own bound)
+ * into *text (malloc'd) and *len. Prints an error naming flag; -1. */
+static int read_small_file(const char *flag, const char *path, char **text,
+                           size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "error: %s: cannot open '%s'\n", flag, path);
+    return -1;
+  }
+  size_t cap = 1 << 20;
+  *text = malloc(cap + 1);
+  *len = *text ? fread(*text, 1, cap + 1, f) : 0;
+  bool bad = ferror(f);
+  fclose(f);
+  if (!*text || bad || *len > cap) {
+    free(*text);
+    *text = NULL;
+    fprintf(stderr, "error: %s: '%s' is %s\n", flag, path,
+            bad ? "unreadable" : "over 1 MiB");
+    return -1;
+  }
+  return 0;
 }
 
 int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
@@ -168,33 +199,26 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     o->request.stop = o->stops;
     return 1;
   }
-  if (!strcmp(a, "--grammar") || !strcmp(a, "--grammar-file")) {
+  bool gbnf = !strcmp(a, "--grammar") || !strcmp(a, "--grammar-file");
+  bool schema = !strcmp(a, "--json-schema") || !strcmp(a, "--json-schema-file");
+  if (gbnf || schema) {
     NEED_VALUE();
     if (o->grammar) {
-      fprintf(stderr, "error: %s: a grammar was given already\n", a);
+      fprintf(stderr,
+              "error: %s: a grammar was given already (--grammar, "
+              "--grammar-file, --json-schema and --json-schema-file exclude "
+              "each other)\n",
+              a);
       return -1;
     }
     char *text = NULL;
     size_t len = strlen(v);
-    if (!strcmp(a, "--grammar-file")) {
-      FILE *f = fopen(v, "rb");
-      if (!f) {
-        fprintf(stderr, "error: --grammar-file: cannot open '%s'\n", v);
-        return -1;
-      }
-      size_t cap = 1 << 20; /* the grammar engine's own bound */
-      text = malloc(cap + 1);
-      len = text ? fread(text, 1, cap + 1, f) : 0;
-      fclose(f);
-      if (!text || len > cap) {
-        free(text);
-        fprintf(stderr, "error: --grammar-file: '%s' is over 1 MiB\n", v);
-        return -1;
-      }
-    }
+    if (strstr(a, "-file") && read_small_file(a, v, &text, &len)) return -1;
     nucleus_error err = {0};
-    nucleus_status st =
-        nucleus_grammar_create(text ? text : v, len, NULL, &o->grammar, &err);
+    nucleus_status st = gbnf ? nucleus_grammar_create(text ? text : v, len,
+                                                      NULL, &o->grammar, &err)
+                             : nucleus_grammar_from_json_schema(
+                                   text ? text : v, len, &o->grammar, &err);
     free(text);
     if (st != NUCLEUS_OK) {
       fprintf(stderr, "error: %s: %s\n", a, err.message);

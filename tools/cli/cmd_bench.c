@@ -155,6 +155,12 @@ int cmd_bench(int argc, char **argv) {
     }
     i++;
   }
+  if (o.grammar) { /* bench times free greedy decoding: not accepted */
+    fprintf(stderr, "error: bench: --grammar, --grammar-file, --json-schema "
+                    "and --json-schema-file are for run and chat\n");
+    cli_options_free(&o);
+    return 2;
+  }
   if (n_prompt < 0 || n_gen < 0 || reps < 1 || reps > 100 || batch_prompt < 1 ||
       batch_gen < 1 || depth < 0 || depth > (1 << 24)) {
     fprintf(stderr, "error: counts must be positive (repetitions 1..100)\n");

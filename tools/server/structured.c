@@ -1,8 +1,7 @@
 /* Structured output fields to one grammar (see structured.h). */
 #include "structured.h"
 
-#include "json_schema.h"
-
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,26 +94,36 @@ static int text_grammar(const json_t *v, const char *param,
 /* A schema (an object, a boolean, or a string holding JSON) to a grammar. */
 static int schema_grammar(const json_t *v, const char *param,
                           nucleus_grammar **out, api_error *e) {
-  json_t *parsed = NULL;
+  char *dumped = NULL;
+  const char *text;
+  size_t len;
   if (json_is_string(v)) {
+    text = json_string_value(v);
+    len = json_string_length(v);
     json_error_t jerr;
-    parsed = json_loads(json_string_value(v), JSON_DECODE_ANY, &jerr);
+    json_t *parsed = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
     if (!parsed)
       return api_fail(e, 400, param, "'%s' is not JSON: %s", param, jerr.text);
-    v = parsed;
-  }
-  if (!json_is_object(v) && !json_is_boolean(v)) {
+    bool schema = json_is_object(parsed) || json_is_boolean(parsed);
     json_decref(parsed);
+    if (!schema)
+      return api_fail(e, 400, param, "'%s' must be a JSON Schema object",
+                      param);
+  } else if (json_is_object(v) || json_is_boolean(v)) {
+    dumped = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!dumped) return api_fail(e, 500, NULL, "out of memory");
+    text = dumped;
+    len = strlen(dumped);
+  } else {
     return api_fail(e, 400, param, "'%s' must be a JSON Schema object", param);
   }
-  char *gbnf = NULL;
-  char msg[400];
-  int rc = json_schema_to_gbnf(v, &gbnf, msg, sizeof msg);
-  json_decref(parsed);
-  if (rc) return api_fail(e, 400, param, "'%s': %s", param, msg);
-  rc = compile(gbnf, strlen(gbnf), param, out, e);
-  free(gbnf);
-  return rc;
+  nucleus_error err = {0};
+  nucleus_status st = nucleus_grammar_from_json_schema(text, len, out, &err);
+  free(dumped);
+  if (st != NUCLEUS_OK)
+    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, param, "'%s': %s",
+                    param, err.message);
+  return 0;
 }
 
 static const json_t *field(const json_t *root, const char *key) {

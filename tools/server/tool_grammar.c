@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_schema.h"
-
 /* At most this many calls in one forced reply (parallel_tool_calls). */
 #define MAX_FORCED_CALLS 4
 
@@ -73,18 +71,23 @@ int tool_grammar_build(const json_t *tools, const tool_opts *o,
                     "this model's call syntax (%s); use 'auto'",
                     format);
   json_t *schema = call_schema(tools, o, fs->args_key);
-  char *gbnf = NULL, msg[256] = "";
-  int rc = json_schema_to_gbnf(schema, &gbnf, msg, sizeof msg);
+  char *text_schema = schema ? json_dumps(schema, JSON_COMPACT) : NULL;
   json_decref(schema);
-  if (rc)
-    return api_fail(e, 400, "tools",
+  if (!text_schema) return api_fail(e, 500, NULL, "out of memory");
+  char *gbnf = NULL;
+  nucleus_error jerr = {0};
+  nucleus_status jst = nucleus_json_schema_to_gbnf(
+      text_schema, strlen(text_schema), &gbnf, &jerr);
+  free(text_schema);
+  if (jst != NUCLEUS_OK)
+    return api_fail(e, jst == NUCLEUS_ERR_NOMEM ? 500 : 400, "tools",
                     "a tool's parameters are outside the supported JSON "
                     "Schema subset: %s",
-                    msg);
+                    jerr.message);
   /* The schema's start rule becomes "call"; the calls go around it. */
   char *at = strstr(gbnf, "root ::=");
   if (!at || (at != gbnf && at[-1] != '\n')) {
-    free(gbnf);
+    nucleus_free(gbnf);
     return api_fail(e, 500, NULL, "tool grammar: no root rule");
   }
   memcpy(at, "call", 4); /* "root ::=" -> "call ::=" (same length) */
@@ -105,12 +108,12 @@ int tool_grammar_build(const json_t *tools, const tool_opts *o,
   size_t hl = strlen(head), gl = strlen(gbnf);
   char *text = malloc(hl + gl + 1);
   if (!text) {
-    free(gbnf);
+    nucleus_free(gbnf);
     return api_fail(e, 500, NULL, "out of memory");
   }
   memcpy(text, head, hl);
   memcpy(text + hl, gbnf, gl + 1);
-  free(gbnf);
+  nucleus_free(gbnf);
   nucleus_error err = {0};
   nucleus_status st =
       nucleus_grammar_create(text, strlen(text), NULL, out, &err);

@@ -1,4 +1,4 @@
-/* nucleus serve: JSON Schema -> GBNF for the grammar engine, compact (no
+/* json_schema: JSON Schema -> GBNF for the grammar engine, compact (no
  * whitespace). The subset (docs/SERVER.md):
  *   type (one or a list), enum, const, anyOf, oneOf (as anyOf), allOf of
  *   one schema, $ref to #/$defs/... or #/definitions/... (recursive too);
@@ -14,16 +14,21 @@
  *   boolean, null, true/{} (any JSON value).
  * Annotations (title, description, default, examples, $schema, $id,
  * $comment, readOnly, writeOnly, deprecated) are ignored: they do not
- * change what validates. Any other keyword is an error naming it. */
-#ifndef NUCLEUS_SERVER_JSON_SCHEMA_H
-#define NUCLEUS_SERVER_JSON_SCHEMA_H
+ * change what validates. Any other keyword is an error naming it. $ref,
+ * const, enum and the combinators stand alone (annotations beside them,
+ * and type beside const/enum): another keyword beside them is an error. */
+#ifndef NC_JSON_SCHEMA_H
+#define NC_JSON_SCHEMA_H
 
 #include <jansson.h>
 #include <stddef.h>
 
-/* *gbnf: malloc'd NUL-terminated GBNF (root rule "root"). Returns 0, or -1
- * with why (the keyword, a path) in msg. */
-int json_schema_to_gbnf(const json_t *schema, char **gbnf, char *msg,
-                        size_t msg_cap);
+#include "status.h"
+
+/* *gbnf: malloc'd NUL-terminated GBNF (root rule "root"). Errors:
+ * NC_ERR_INVALID_ARGUMENT outside the subset (the message names the
+ * keyword, as "unsupported JSON Schema keyword 'K'"), NC_ERR_LIMIT for a
+ * schema whose grammar would be too large, NC_ERR_NOMEM. */
+nc_code json_schema_to_gbnf(const json_t *schema, char **gbnf, nc_error *err);
 
 #endif

@@ -3,6 +3,10 @@
  * built, so recursive schemas refer to themselves). */
 #include "json_schema.h"
 
+#include "grammar.h"
+#include "status.h"
+
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,15 +19,25 @@
 #define MAX_REFS 512
 #define MAX_COUNT 1024
 #define MAX_INT_RANGE 1000
+#define MAX_ENUM 4096 /* values of one enum */
+/* Properties (and required names) of one object. */
+#define MAX_PROPERTIES 2048
+/* The grammar the schema becomes: no longer than the engine takes. */
+#define MAX_GBNF NC_GRAMMAR_MAX_TEXT
 
 typedef struct sb {
   char *s;
   size_t n, cap;
   bool oom;
+  bool big; /* would pass MAX_GBNF: nothing more is added */
 } sb;
 
 static void sb_add(sb *b, const char *s, size_t len) {
-  if (b->oom) return;
+  if (b->oom || b->big) return;
+  if (len > MAX_GBNF - b->n) {
+    b->big = true;
+    return;
+  }
   if (b->n + len + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->n + len + 1)
@@ -90,32 +104,64 @@ typedef struct ctx {
   const char *ref_names[MAX_REFS];
   int ref_ids[MAX_REFS];
   int n_refs;
-  char *msg;
-  size_t msg_cap;
-  bool failed;
+  nc_error *err;
+  nc_code code; /* of the first failure; NC_OK until then */
 } ctx;
+
+/* The first failure wins: its code and message are what the caller gets. */
+static int vfail(ctx *c, nc_code code, const char *fmt, va_list ap) {
+  if (c->code == NC_OK) {
+    c->code = code;
+    if (c->err) {
+      c->err->code = code;
+      vsnprintf(c->err->message, sizeof c->err->message, fmt, ap);
+    }
+  }
+  return -1;
+}
 
 static int fail(ctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int fail(ctx *c, const char *fmt, ...) {
-  if (!c->failed) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->msg, c->msg_cap, fmt, ap);
-    va_end(ap);
-  }
-  c->failed = true;
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(c, NC_ERR_INVALID_ARGUMENT, fmt, ap);
+  va_end(ap);
   return -1;
 }
 
+/* A bound on what the schema makes (rules, $refs, the grammar's size). */
+static int fail_limit(ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int fail_limit(ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(c, NC_ERR_LIMIT, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static int fail_oom(ctx *c) {
+  if (c->code == NC_OK)
+    c->code = nc_fail(c->err, NC_ERR_NOMEM, "out of memory");
+  return -1;
+}
+
+static int fail_big(ctx *c) {
+  return fail_limit(c, "the schema's grammar would be longer than %u bytes",
+                    (unsigned)MAX_GBNF);
+}
+
 static int new_rule(ctx *c) {
-  if (c->n_rules >= MAX_RULES) return fail(c, "schema too large");
+  if (c->n_rules >= MAX_RULES) return fail_limit(c, "schema too large");
+  if (c->out.big) return fail_big(c);
   return c->n_rules++;
 }
 
 static void emit(ctx *c, int id, sb *body) {
   sb_printf(&c->out, "r%d ::= %s\n", id, body->s ? body->s : "\"\"");
   if (body->oom) c->out.oom = true;
+  if (body->big) c->out.big = true;
   free(body->s);
 }
 
@@ -295,7 +341,9 @@ static int rx_class_item(rx *r, sb *b, uint32_t *cp, bool *set) {
 static int rx_class(rx *r, sb *b) {
   r->pos++;
   sb_add(b, "[", 1);
-  if (r->pos < r->n && r->s[r->pos] == '^') {
+  size_t at = b->n;
+  bool negated = r->pos < r->n && r->s[r->pos] == '^';
+  if (negated) {
     sb_add(b, "^\"\\\\\\x00-\\x1F\\x7F", strlen("^\"\\\\\\x00-\\x1F\\x7F"));
     r->pos++;
   }
@@ -316,6 +364,9 @@ static int rx_class(rx *r, sb *b) {
   }
   if (r->pos >= r->n) return fail(r->c, "pattern: unterminated class");
   r->pos++;
+  if (b->n == at && !negated)
+    return fail(r->c, "pattern: a class of only characters that JSON escapes "
+                      "(not supported)");
   sb_add(b, "]", 1);
   return 0;
 }
@@ -323,7 +374,8 @@ static int rx_class(rx *r, sb *b) {
 static int rx_atom(rx *r, sb *b) {
   unsigned char ch = (unsigned char)r->s[r->pos];
   if (ch == '(') {
-    if (++r->depth > 32) return fail(r->c, "pattern: nested too deeply");
+    if (++r->depth > 28) /* each group is two GBNF groups deep */
+      return fail_limit(r->c, "pattern: groups nested too deeply");
     r->pos++;
     if (r->pos + 1 < r->n && r->s[r->pos] == '?' && r->s[r->pos + 1] == ':')
       r->pos += 2;
@@ -371,6 +423,42 @@ static int rx_atom(rx *r, sb *b) {
   return rx_char(r, b, ch);
 }
 
+/* A number of at most 4 digits at r->pos, or -1 (none). */
+static long rx_number(rx *r) {
+  long v = -1;
+  for (int d = 0; r->pos < r->n && r->s[r->pos] >= '0' && r->s[r->pos] <= '9';
+       d++, r->pos++) {
+    if (d == 4) return -2;
+    v = (v < 0 ? 0 : v * 10) + (r->s[r->pos] - '0');
+  }
+  return v;
+}
+
+/* {m}, {m,} or {m,n} at r->pos (m <= n <= MAX_COUNT), checked and
+ * written as GBNF. */
+static int rx_count(rx *r, sb *b) {
+  r->pos++;
+  long m = rx_number(r), n = m;
+  bool comma = r->pos < r->n && r->s[r->pos] == ',';
+  if (comma) {
+    r->pos++;
+    n = rx_number(r);
+  }
+  if (m == -2 || n == -2 || m > MAX_COUNT || n > MAX_COUNT)
+    return fail_limit(r->c, "pattern: a count in {m,n} above %d", MAX_COUNT);
+  if (m < 0 || (n < 0 && !comma) || r->pos >= r->n || r->s[r->pos] != '}')
+    return fail(r->c, "pattern: bad {m,n}");
+  r->pos++;
+  if (n >= 0 && n < m) return fail(r->c, "pattern: {m,n} with n < m");
+  if (!comma)
+    sb_printf(b, "{%ld}", m);
+  else if (n < 0)
+    sb_printf(b, "{%ld,}", m);
+  else
+    sb_printf(b, "{%ld,%ld}", m, n);
+  return 0;
+}
+
 static int rx_seq(rx *r, sb *b) {
   bool empty = true;
   while (r->pos < r->n && r->s[r->pos] != '|' && r->s[r->pos] != ')') {
@@ -389,13 +477,7 @@ static int rx_seq(rx *r, sb *b) {
     if (r->pos < r->n && strchr("*+?{", r->s[r->pos])) {
       char q = r->s[r->pos];
       if (q == '{') {
-        size_t end = r->pos;
-        while (end < r->n && r->s[end] != '}')
-          end++;
-        if (end >= r->n || end - r->pos > 16)
-          return fail(r->c, "pattern: bad {m,n}");
-        sb_add(b, r->s + r->pos, end - r->pos + 1);
-        r->pos = end + 1;
+        if (rx_count(r, b)) return -1;
       } else {
         sb_add(b, &q, 1);
         r->pos++;
@@ -474,6 +556,14 @@ static int gen_string(ctx *c, const json_t *s, sb *b) {
   return 0;
 }
 
+#define LIM_INT 1000000000000000000LL /* 1e18 */
+
+static long long clamp_int(double v) {
+  if (!(v > -1e18)) return -LIM_INT; /* NaN too */
+  if (v > 1e18) return LIM_INT;
+  return (long long)v;
+}
+
 static int gen_integer(ctx *c, const json_t *s, sb *b, bool number) {
   const json_t *mn = json_object_get(s, "minimum"),
                *mx = json_object_get(s, "maximum"),
@@ -487,7 +577,6 @@ static int gen_integer(ctx *c, const json_t *s, sb *b, bool number) {
       (xmn && !json_is_number(xmn)) || (xmx && !json_is_number(xmx)))
     return fail(c, "minimum/maximum must be numbers");
   double lo = mn ? json_number_value(mn) : -1e300;
-  double hi = mx ? json_number_value(mx) : 1e300;
   if (number) {
     if (!mx && !xmx && !xmn && mn && lo == 0) {
       sb_add(b, "( \"0\" | [1-9] [0-9]{0,15} ) ( \".\" [0-9]{1,16} )?", 48);
@@ -496,11 +585,20 @@ static int gen_integer(ctx *c, const json_t *s, sb *b, bool number) {
     return fail(c, "'minimum'/'maximum' on a number: only minimum 0 is "
                    "supported");
   }
-  long long ilo = xmn ? (long long)json_number_value(xmn) + 1
-                      : (long long)(lo <= -1e18 ? -1e18 : lo);
-  long long ihi = xmx ? (long long)json_number_value(xmx) - 1
-                      : (long long)(hi >= 1e18 ? 1e18 : hi);
-  if (mn && (double)ilo < lo) ilo++;
+  /* The integers in the bounds, clamped to +-1e18 (in doubles: a cast of
+   * a value out of range is undefined); both of minimum and
+   * exclusiveMinimum (or of the maxima) hold when both are given. */
+  long long ilo = -LIM_INT, ihi = LIM_INT;
+  if (mn) ilo = clamp_int(ceil(json_number_value(mn)));
+  if (xmn) {
+    long long x = clamp_int(floor(json_number_value(xmn)) + 1);
+    if (x > ilo) ilo = x;
+  }
+  if (mx) ihi = clamp_int(floor(json_number_value(mx)));
+  if (xmx) {
+    long long x = clamp_int(ceil(json_number_value(xmx)) - 1);
+    if (x < ihi) ihi = x;
+  }
   if (!mx && !xmx && (ilo == 0 || ilo == 1)) {
     sb_add(b, ilo == 0 ? "( \"0\" | [1-9] [0-9]{0,15} )" : "[1-9] [0-9]{0,15}",
            ilo == 0 ? 28 : 17);
@@ -583,6 +681,9 @@ static int gen_object(ctx *c, const json_t *s, sb *b, int depth) {
     return fail(c, "'properties' must be an object");
   if (req && !json_is_array(req)) return fail(c, "'required' must be a list");
   size_t n = props ? json_object_size(props) : 0;
+  if (n > MAX_PROPERTIES || json_array_size(req) > MAX_PROPERTIES)
+    return fail_limit(c, "an object with more than %d properties",
+                      MAX_PROPERTIES);
   size_t i;
   const json_t *v;
   json_array_foreach(req, i, v) {
@@ -607,30 +708,34 @@ static int gen_object(ctx *c, const json_t *s, sb *b, int depth) {
     return fail(c, "'additionalProperties' must be a boolean or a schema");
   /* kv rules, then seq rules from the end. */
   int *kv = calloc(n, sizeof *kv);
-  if (!kv) return fail(c, "out of memory");
+  const char **names = calloc(n, sizeof *names);
+  if (!kv || !names) {
+    free(kv);
+    free(names);
+    return fail_oom(c);
+  }
   const char *key;
   i = 0;
   json_object_foreach((json_t *)props, key, v) {
     int id = gen(c, v, depth + 1);
     if (id < 0) {
       free(kv);
+      free(names);
       return -1;
     }
+    names[i] = key;
     kv[i++] = id;
   }
   int next[2] = {-1, -1}; /* seq(i+1, first), seq(i+1, not first) */
   for (size_t j = n; j-- > 0;) {
-    const char *name = NULL;
-    size_t t = 0;
-    json_object_foreach((json_t *)props, key, v) {
-      if (t++ == j) name = key;
-    }
+    const char *name = names[j];
     bool required = req && is_required(req, name);
     int ids[2];
     for (int f = 0; f < 2; f++) { /* f = 1: first (no comma) */
       ids[f] = new_rule(c);
       if (ids[f] < 0) {
         free(kv);
+        free(names);
         return -1;
       }
       sb body = {0};
@@ -658,8 +763,47 @@ static int gen_object(ctx *c, const json_t *s, sb *b, int depth) {
     next[1] = ids[1];
   }
   free(kv);
+  free(names);
   sb_printf(b, "\"{\" r%d \"}\"", next[1]);
   return 0;
+}
+
+/* A schema whose meaning comes from lead ($ref, const, enum or a
+ * combinator) holds only annotations beside it (with const and enum also
+ * 'type'): what else it says is not ignored, it is an error naming it. */
+static int alone(ctx *c, const json_t *s, const char *lead) {
+  bool value = !strcmp(lead, "const") || !strcmp(lead, "enum");
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)s, key, v) {
+    if (is_annotation(key) || !strcmp(key, lead) ||
+        (value && !strcmp(key, "type")))
+      continue;
+    return fail(c, "'%.64s' beside '%s' is not supported", key, lead);
+  }
+  return 0;
+}
+
+/* Whether JSON value x is of the schema's type (absent: any). */
+static bool of_type(const json_t *type, const json_t *x) {
+  if (!type) return true;
+  size_t n = json_is_array(type) ? json_array_size(type) : 1;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *t = json_is_array(type) ? json_array_get(type, i) : type;
+    const char *ts = json_is_string(t) ? json_string_value(t) : "";
+    if ((!strcmp(ts, "string") && json_is_string(x)) ||
+        (!strcmp(ts, "number") && json_is_number(x)) ||
+        (!strcmp(ts, "integer") &&
+         (json_is_integer(x) ||
+          (json_is_real(x) &&
+           json_real_value(x) == floor(json_real_value(x))))) ||
+        (!strcmp(ts, "boolean") && json_is_boolean(x)) ||
+        (!strcmp(ts, "null") && json_is_null(x)) ||
+        (!strcmp(ts, "object") && json_is_object(x)) ||
+        (!strcmp(ts, "array") && json_is_array(x)))
+      return true;
+  }
+  return false;
 }
 
 /* The body of one schema into b. */
@@ -678,6 +822,7 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
   }
   const json_t *ref = json_object_get(s, "$ref");
   if (ref) {
+    if (alone(c, s, "$ref")) return -1;
     if (!json_is_string(ref)) return fail(c, "'$ref' must be a string");
     const char *r = json_string_value(ref);
     for (int i = 0; i < c->n_refs; i++)
@@ -703,7 +848,7 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
     }
     const json_t *target = name ? json_object_get(defs, name) : c->root;
     if (!target) return fail(c, "'$ref' %.128s points to nothing", r);
-    if (c->n_refs >= MAX_REFS) return fail(c, "too many $refs");
+    if (c->n_refs >= MAX_REFS) return fail_limit(c, "too many $refs");
     int id = new_rule(c);
     if (id < 0) return -1;
     c->ref_names[c->n_refs] = r;
@@ -722,15 +867,25 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
   if (cst || en) {
     if (en && (!json_is_array(en) || json_array_size(en) == 0))
       return fail(c, "'enum' must be a non-empty list");
-    size_t n = cst ? 1 : json_array_size(en);
+    if (en && json_array_size(en) > MAX_ENUM)
+      return fail_limit(c, "'enum' with more than %d values", MAX_ENUM);
+    if (alone(c, s, cst ? "const" : "enum")) return -1;
+    /* A value must also be of the 'type' given: the others cannot
+     * validate. */
+    const json_t *type = json_object_get(s, "type");
+    size_t n = cst ? 1 : json_array_size(en), written = 0;
     for (size_t i = 0; i < n; i++) {
-      char *js = json_dumps(cst ? cst : json_array_get(en, i),
-                            JSON_COMPACT | JSON_ENCODE_ANY);
-      if (!js) return fail(c, "out of memory");
-      if (i) sb_add(b, " | ", 3);
+      const json_t *x = cst ? cst : json_array_get(en, i);
+      if (!of_type(type, x)) continue;
+      char *js = json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
+      if (!js) return fail_oom(c);
+      if (written++) sb_add(b, " | ", 3);
       sb_lit(b, js, strlen(js));
       free(js);
     }
+    if (!written)
+      return fail(c, "no value of '%s' is of the 'type' given",
+                  cst ? "const" : "enum");
     return 0;
   }
   const char *comb[] = {"anyOf", "oneOf", "allOf"};
@@ -739,6 +894,7 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
     if (!list) continue;
     if (!json_is_array(list) || json_array_size(list) == 0)
       return fail(c, "'%s' must be a non-empty list", comb[k]);
+    if (alone(c, s, comb[k])) return -1;
     if (k == 2 && json_array_size(list) != 1)
       return fail(c, "'allOf' with more than one schema is not supported");
     size_t i;
@@ -786,7 +942,7 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
 }
 
 static int gen(ctx *c, const json_t *s, int depth) {
-  if (depth > MAX_DEPTH) return fail(c, "schema nested too deeply");
+  if (depth > MAX_DEPTH) return fail_limit(c, "schema nested too deeply");
   int id = new_rule(c);
   if (id < 0) return -1;
   sb body = {0};
@@ -798,18 +954,18 @@ static int gen(ctx *c, const json_t *s, int depth) {
   return id;
 }
 
-int json_schema_to_gbnf(const json_t *schema, char **gbnf, char *msg,
-                        size_t msg_cap) {
+nc_code json_schema_to_gbnf(const json_t *schema, char **gbnf, nc_error *err) {
   *gbnf = NULL;
-  ctx c = {.root = schema, .msg = msg, .msg_cap = msg_cap};
+  ctx c = {.root = schema, .err = err, .code = NC_OK};
   sb_add(&c.out, k_prims, strlen(k_prims));
   int id = gen(&c, schema, 0);
   if (id >= 0) sb_printf(&c.out, "root ::= r%d\n", id);
-  if (id < 0 || c.out.oom) {
-    if (!c.failed) fail(&c, "out of memory");
+  if (id >= 0 && c.out.big) fail_big(&c);
+  if (c.code != NC_OK || id < 0 || c.out.oom) {
+    if (c.code == NC_OK) nc_fail(err, NC_ERR_NOMEM, "out of memory");
     free(c.out.s);
-    return -1;
+    return c.code == NC_OK ? NC_ERR_NOMEM : c.code;
   }
   *gbnf = c.out.s;
-  return 0;
+  return NC_OK;
 }

@@ -1,0 +1,332 @@
+/* The JSON Schema converter through its public calls
+ * (nucleus_json_schema_to_gbnf, nucleus_grammar_from_json_schema): what the
+ * grammars accept, the errors (the keyword named), the bounds on what a
+ * schema may make, and the fuzz corpus. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fuzz_corpus.h"
+#include "grammar.h"
+
+static nucleus_grammar *from_schema(const char *schema) {
+  nucleus_grammar *h = NULL;
+  nucleus_error err = {0};
+  nucleus_status st =
+      nucleus_grammar_from_json_schema(schema, strlen(schema), &h, &err);
+  if (st != NUCLEUS_OK) fprintf(stderr, "schema error: %s\n", err.message);
+  assert_int_equal(st, NUCLEUS_OK);
+  assert_non_null(h);
+  return h;
+}
+
+/* Whether the grammar of schema takes text as a whole sentence. */
+static bool accepts(const char *schema, const char *text) {
+  nucleus_grammar *h = from_schema(schema);
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(
+      nc_grammar_matcher_create(nc_grammar_handle_get(h), &m, NULL), NC_OK);
+  bool ok = false;
+  assert_int_equal(nc_grammar_matcher_accept(m, text, strlen(text), &ok, NULL),
+                   NC_OK);
+  bool sentence = ok && nc_grammar_matcher_accepting(m);
+  nc_grammar_matcher_free(m);
+  nucleus_grammar_free(h);
+  return sentence;
+}
+
+/* The message of a schema that must be refused with code want (by both
+ * calls, with the same message). */
+static const char *refuse(const char *schema, size_t len, nucleus_status want) {
+  static nucleus_error err;
+  memset(&err, 0, sizeof err);
+  char *gbnf = (char *)"untouched";
+  assert_int_equal(nucleus_json_schema_to_gbnf(schema, len, &gbnf, &err), want);
+  assert_null(gbnf);
+  nucleus_error err2 = {0};
+  nucleus_grammar *h = (nucleus_grammar *)&err2;
+  assert_int_equal(nucleus_grammar_from_json_schema(schema, len, &h, &err2),
+                   want);
+  assert_null(h);
+  assert_string_equal(err.message, err2.message);
+  assert_int_equal(err.code, want);
+  return err.message;
+}
+#define REFUSE(s, want) refuse((s), strlen(s), (want))
+
+static void test_gbnf_text_and_objects(void **state) {
+  (void)state;
+  const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                  "\"integer\"},\"b\":{\"type\":\"string\"}},\"required\":"
+                  "[\"a\"]}";
+  char *gbnf = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_json_schema_to_gbnf(s, strlen(s), &gbnf, &err),
+                   NUCLEUS_OK);
+  assert_non_null(strstr(gbnf, "\nroot ::= r"));
+  /* The text is what the grammar handle compiles. */
+  nucleus_grammar *h = NULL;
+  assert_int_equal(nucleus_grammar_create(gbnf, strlen(gbnf), NULL, &h, &err),
+                   NUCLEUS_OK);
+  nucleus_grammar_free(h);
+  nucleus_free(gbnf);
+  assert_true(accepts(s, "{\"a\":1}"));
+  assert_true(accepts(s, "{\"a\":-7,\"b\":\"x\"}"));
+  assert_false(accepts(s, "{\"b\":\"x\"}"));
+  assert_false(accepts(s, "{\"a\":1,\"c\":2}"));
+  assert_false(accepts(s, "{ \"a\":1}")); /* compact: no whitespace */
+  /* A boolean schema, and one given as a string with its length. */
+  assert_true(accepts("true", "[1,{\"k\":null}]"));
+  char buf[] = "{\"const\":\"x\"}garbage";
+  nucleus_grammar *hc = NULL;
+  assert_int_equal(nucleus_grammar_from_json_schema(buf, 13, &hc, &err),
+                   NUCLEUS_OK);
+  nucleus_grammar_free(hc);
+}
+
+static void test_recursive_refs(void **state) {
+  (void)state;
+  const char *s =
+      "{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":"
+      "\"integer\"},\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/"
+      "$defs/n\"}}},\"required\":[\"v\"]}},\"$ref\":\"#/$defs/n\"}";
+  assert_true(
+      accepts(s, "{\"v\":1,\"kids\":[{\"v\":2,\"kids\":[{\"v\":3}]}]}"));
+  assert_false(accepts(s, "{\"v\":1,\"kids\":[{}]}"));
+  /* A cycle with no way out converts; the grammar engine refuses it (a
+   * language with no finite string). */
+  const char *c = "{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":"
+                  "{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}";
+  nucleus_grammar *h = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_grammar_from_json_schema(c, strlen(c), &h, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_null(h);
+  assert_non_null(strstr(err.message, "empty language"));
+}
+
+static void test_integer_bounds(void **state) {
+  (void)state;
+  /* Exclusive bounds below zero: -3 and -2 only. */
+  const char *s = "{\"type\":\"integer\",\"exclusiveMinimum\":-3.5,"
+                  "\"exclusiveMaximum\":-1.5}";
+  assert_true(accepts(s, "-3"));
+  assert_true(accepts(s, "-2"));
+  assert_false(accepts(s, "-4"));
+  assert_false(accepts(s, "-1"));
+  /* Fractional inclusive bounds; both kinds together (the tighter holds). */
+  s = "{\"type\":\"integer\",\"minimum\":-2.5,\"maximum\":-0.5}";
+  assert_true(accepts(s, "-2"));
+  assert_true(accepts(s, "-1"));
+  assert_false(accepts(s, "-3"));
+  assert_false(accepts(s, "0"));
+  s = "{\"type\":\"integer\",\"minimum\":1,\"exclusiveMinimum\":4,"
+      "\"maximum\":9,\"exclusiveMaximum\":7}";
+  assert_false(accepts(s, "4"));
+  assert_true(accepts(s, "5"));
+  assert_true(accepts(s, "6"));
+  assert_false(accepts(s, "7"));
+  /* Bounds past a 64-bit integer are an error, not undefined behaviour. */
+  REFUSE("{\"type\":\"integer\",\"exclusiveMinimum\":1e300,"
+         "\"exclusiveMaximum\":-1e300}",
+         NUCLEUS_ERR_INVALID_ARGUMENT);
+  REFUSE("{\"type\":\"integer\",\"minimum\":-1e300,\"maximum\":1e300}",
+         NUCLEUS_ERR_INVALID_ARGUMENT);
+}
+
+static void test_patterns(void **state) {
+  (void)state;
+  const char *s = "{\"type\":\"string\",\"pattern\":\"^a{2,3}b{1,}$\"}";
+  assert_true(accepts(s, "\"aab\""));
+  assert_true(accepts(s, "\"aaabbb\""));
+  assert_false(accepts(s, "\"ab\""));
+  assert_false(accepts(s, "\"aaaab\""));
+  assert_true(
+      accepts("{\"type\":\"string\",\"pattern\":\"^[0-9]{5}$\"}", "\"12345\""));
+  assert_non_null(
+      strstr(REFUSE("{\"type\":\"string\",\"pattern\":\"^a{1,2,3}$\"}",
+                    NUCLEUS_ERR_INVALID_ARGUMENT),
+             "bad {m,n}"));
+  assert_non_null(
+      strstr(REFUSE("{\"type\":\"string\",\"pattern\":\"^a{3,2}$\"}",
+                    NUCLEUS_ERR_INVALID_ARGUMENT),
+             "n < m"));
+  REFUSE("{\"type\":\"string\",\"pattern\":\"^a{2000}$\"}", NUCLEUS_ERR_LIMIT);
+  REFUSE("{\"type\":\"string\",\"pattern\":\"^a{99999999}$\"}",
+         NUCLEUS_ERR_LIMIT);
+  /* A class of only '"' (JSON escapes it) would be an empty GBNF class. */
+  assert_non_null(
+      strstr(REFUSE("{\"type\":\"string\",\"pattern\":\"^[\\\"]$\"}",
+                    NUCLEUS_ERR_INVALID_ARGUMENT),
+             "class"));
+  /* Nested groups: up to the converter's bound the grammar compiles. */
+  char p[256] = "{\"type\":\"string\",\"pattern\":\"^";
+  for (int i = 0; i < 28; i++)
+    strcat(p, "(");
+  strcat(p, "a");
+  for (int i = 0; i < 28; i++)
+    strcat(p, ")");
+  strcat(p, "$\"}");
+  assert_true(accepts(p, "\"a\""));
+  char *q = strstr(p, "a)");
+  memmove(q + 1, q, strlen(q) + 1); /* one more group */
+  memmove(p + 31, p + 30, strlen(p + 30) + 1);
+  p[30] = '(';
+  q[1] = ')';
+  REFUSE(p, NUCLEUS_ERR_LIMIT);
+}
+
+static void test_errors_name_the_keyword(void **state) {
+  (void)state;
+  assert_string_equal(
+      REFUSE("{\"type\":\"string\",\"not\":{}}", NUCLEUS_ERR_INVALID_ARGUMENT),
+      "unsupported JSON Schema keyword 'not'");
+  assert_string_equal(REFUSE("{\"type\":\"array\",\"uniqueItems\":true}",
+                             NUCLEUS_ERR_INVALID_ARGUMENT),
+                      "unsupported JSON Schema keyword 'uniqueItems'");
+  assert_non_null(strstr(REFUSE("{\"type\":\"string\",\"format\":\"hostname\"}",
+                                NUCLEUS_ERR_INVALID_ARGUMENT),
+                         "format 'hostname'"));
+  assert_non_null(
+      strstr(REFUSE("{\"type\":", NUCLEUS_ERR_INVALID_ARGUMENT), "not JSON"));
+  assert_non_null(
+      strstr(REFUSE("5", NUCLEUS_ERR_INVALID_ARGUMENT), "object or a boolean"));
+  /* What a schema says beside $ref, const, enum or a combinator is not
+   * ignored: an error names it. */
+  assert_string_equal(REFUSE("{\"$ref\":\"#/$defs/a\",\"type\":\"string\","
+                             "\"$defs\":{\"a\":{}}}",
+                             NUCLEUS_ERR_INVALID_ARGUMENT),
+                      "'type' beside '$ref' is not supported");
+  assert_string_equal(
+      REFUSE("{\"type\":\"object\",\"anyOf\":[{\"required\":[]}]}",
+             NUCLEUS_ERR_INVALID_ARGUMENT),
+      "'type' beside 'anyOf' is not supported");
+  assert_string_equal(REFUSE("{\"enum\":[\"a\"],\"maxLength\":3}",
+                             NUCLEUS_ERR_INVALID_ARGUMENT),
+                      "'maxLength' beside 'enum' is not supported");
+  /* Annotations beside them are fine; enum values of another type than
+   * the one given are left out (they cannot validate). */
+  const char *e = "{\"type\":\"string\",\"enum\":[\"a\",1,\"b\"],"
+                  "\"title\":\"t\",\"description\":\"d\"}";
+  assert_true(accepts(e, "\"a\""));
+  assert_true(accepts(e, "\"b\""));
+  assert_false(accepts(e, "1"));
+  assert_true(accepts("{\"anyOf\":[{\"type\":\"string\"},{\"type\":"
+                      "\"null\"}],\"default\":null,\"title\":\"x\"}",
+                      "null"));
+  REFUSE("{\"type\":\"string\",\"enum\":[1,2]}", NUCLEUS_ERR_INVALID_ARGUMENT);
+  REFUSE("", NUCLEUS_ERR_INVALID_ARGUMENT);
+  REFUSE("false", NUCLEUS_ERR_INVALID_ARGUMENT); /* matches nothing */
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_json_schema_to_gbnf("{}", 2, NULL, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_int_equal(nucleus_grammar_from_json_schema("{}", 2, NULL, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+}
+
+/* A growing text for big schemas. */
+typedef struct {
+  char *s;
+  size_t n, cap;
+} text;
+
+static void add(text *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char tmp[256];
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (t->n + (size_t)n + 1 > t->cap) {
+    t->cap = (t->cap + (size_t)n + 1) * 2;
+    t->s = realloc(t->s, t->cap);
+    assert_non_null(t->s);
+  }
+  memcpy(t->s + t->n, tmp, (size_t)n + 1);
+  t->n += (size_t)n;
+}
+
+static void test_bounds(void **state) {
+  (void)state;
+  text t = {0};
+  /* Deep nesting. */
+  for (int i = 0; i < 100; i++)
+    add(&t, "{\"type\":\"array\",\"items\":");
+  add(&t, "{\"type\":\"null\"}");
+  for (int i = 0; i < 100; i++)
+    add(&t, "}");
+  assert_non_null(
+      strstr(refuse(t.s, t.n, NUCLEUS_ERR_LIMIT), "nested too deeply"));
+  /* A huge enum. */
+  t.n = 0;
+  add(&t, "{\"enum\":[");
+  for (int i = 0; i < 5000; i++)
+    add(&t, "%s\"v%d\"", i ? "," : "", i);
+  add(&t, "]}");
+  assert_non_null(strstr(refuse(t.s, t.n, NUCLEUS_ERR_LIMIT), "'enum'"));
+  /* Too many properties. */
+  t.n = 0;
+  add(&t, "{\"type\":\"object\",\"properties\":{");
+  for (int i = 0; i < 3000; i++)
+    add(&t, "%s\"k%d\":{\"type\":\"boolean\"}", i ? "," : "", i);
+  add(&t, "}}");
+  assert_non_null(strstr(refuse(t.s, t.n, NUCLEUS_ERR_LIMIT), "properties"));
+  /* Small schemas whose grammar would be huge: integer ranges. */
+  t.n = 0;
+  add(&t, "{\"type\":\"object\",\"properties\":{");
+  for (int i = 0; i < 2000; i++)
+    add(&t, "%s\"p%d\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000}",
+        i ? "," : "", i);
+  add(&t, "}}");
+  assert_non_null(strstr(refuse(t.s, t.n, NUCLEUS_ERR_LIMIT), "longer than"));
+  /* Repetition bounds past the engine's. */
+  REFUSE("{\"type\":\"array\",\"maxItems\":1000000000000}",
+         NUCLEUS_ERR_INVALID_ARGUMENT);
+  REFUSE("{\"type\":\"string\",\"minLength\":1025}",
+         NUCLEUS_ERR_INVALID_ARGUMENT);
+  /* Counts at their bounds, nested, still compile (a grammar, not its
+   * expansion). */
+  assert_true(accepts("{\"type\":\"array\",\"items\":{\"type\":\"array\","
+                      "\"items\":{\"type\":\"integer\"},\"maxItems\":1024},"
+                      "\"minItems\":0,\"maxItems\":1024}",
+                      "[[1,2],[]]"));
+  /* A schema text past 1 MiB. */
+  size_t big = (1u << 20) + 16;
+  char *huge = malloc(big);
+  assert_non_null(huge);
+  memset(huge, ' ', big);
+  huge[0] = '{';
+  huge[big - 1] = '}';
+  refuse(huge, big, NUCLEUS_ERR_LIMIT);
+  free(huge);
+  free(t.s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+static void replay_one(const uint8_t *data, size_t len, void *ctx) {
+  (void)ctx;
+  LLVMFuzzerTestOneInput(data, len);
+}
+
+static void test_fuzz_corpus(void **state) {
+  (void)state;
+  assert_true(fuzz_corpus_replay("json_schema", replay_one, NULL) >= 100);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gbnf_text_and_objects),
+      cmocka_unit_test(test_recursive_refs),
+      cmocka_unit_test(test_integer_bounds),
+      cmocka_unit_test(test_patterns),
+      cmocka_unit_test(test_errors_name_the_keyword),
+      cmocka_unit_test(test_bounds),
+      cmocka_unit_test(test_fuzz_corpus),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
