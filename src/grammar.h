@@ -79,6 +79,8 @@ nc_code nc_grammar_vocab_from(const nc_vocab *v, nc_grammar_vocab **out,
                               nc_error *err);
 void nc_grammar_vocab_free(nc_grammar_vocab *gv);
 int32_t nc_grammar_vocab_n_tokens(const nc_grammar_vocab *gv);
+/* Token id's kind (NC_GRAMMAR_TOKEN_*; NEVER out of range). */
+uint8_t nc_grammar_vocab_kind(const nc_grammar_vocab *gv, int32_t id);
 
 nc_code nc_grammar_matcher_create(const nc_grammar *g, nc_grammar_matcher **out,
                                   nc_error *err);

@@ -1,10 +1,13 @@
 /* The token mask: a depth-first walk of the vocabulary's byte trie from
- * the matcher's state, one automaton step per trie edge, pruning a whole
- * subtree as soon as its prefix has no live stack. */
+ * the matcher's state, pruning a whole subtree as soon as its prefix has
+ * no live stack. The trie is also laid out flat in depth-first order (a
+ * node's subtree is the range up to its end, so a pruned subtree is one
+ * jump) and the walk takes each edge's automaton step from the matcher's
+ * memo (grammar_memo.h): a table lookup once the edge was seen. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar_state.h"
+#include "grammar_memo.h"
 
 typedef struct tnode {
   uint32_t child, sibling; /* UINT32_MAX: none */
@@ -21,6 +24,13 @@ struct nc_grammar_vocab {
   tnode *nodes;
   uint32_t n_nodes, cap_nodes;
   uint32_t max_len;
+  /* The flat trie: node i (0 the root) in depth-first order; its subtree
+   * is i + 1 .. end[i] - 1. */
+  uint8_t *fbyte;
+  uint16_t *fdepth;
+  uint32_t *fend, *ftok;
+  int32_t *ends; /* the END tokens */
+  int32_t n_ends;
 };
 
 #define NONE UINT32_MAX
@@ -57,6 +67,56 @@ static nc_code insert(nc_grammar_vocab *gv, int32_t t) {
   }
   gv->tok_next[t] = gv->nodes[node].tok;
   gv->nodes[node].tok = (uint32_t)t;
+  return NC_OK;
+}
+
+/* The flat copy of the linked trie: an explicit depth-first walk whose
+ * stack holds (node, flat index) pairs; a node's end is set when the walk
+ * leaves it, i.e. when the next node at its depth or above is placed. */
+static nc_code flatten(nc_grammar_vocab *gv) {
+  size_t n = gv->n_nodes;
+  gv->fbyte = malloc(n);
+  gv->fdepth = malloc(n * sizeof *gv->fdepth);
+  gv->fend = malloc(n * sizeof *gv->fend);
+  gv->ftok = malloc(n * sizeof *gv->ftok);
+  uint32_t *stack = malloc(2 * (n + 1) * sizeof *stack);
+  uint32_t *open = malloc(((size_t)gv->max_len + 2) * sizeof *open);
+  if (!gv->fbyte || !gv->fdepth || !gv->fend || !gv->ftok || !stack || !open) {
+    free(stack);
+    free(open);
+    return NC_ERR_NOMEM;
+  }
+  size_t sp = 0;
+  uint32_t at = 0;
+  stack[sp++] = 0; /* node */
+  stack[sp++] = 0; /* depth */
+  while (sp > 0) {
+    uint32_t depth = stack[--sp];
+    uint32_t node = stack[--sp];
+    /* Every open node at this depth or deeper ends here. */
+    for (uint32_t d = depth; d <= gv->max_len && at > 0; d++) {
+      if (open[d] == NONE) break;
+      gv->fend[open[d]] = at;
+      open[d] = NONE;
+    }
+    gv->fbyte[at] = gv->nodes[node].byte;
+    gv->fdepth[at] = (uint16_t)depth;
+    gv->ftok[at] = gv->nodes[node].tok;
+    open[depth] = at;
+    if (depth + 1 <= gv->max_len) open[depth + 1] = NONE;
+    at++;
+    for (uint32_t c = gv->nodes[node].child; c != NONE;
+         c = gv->nodes[c].sibling) {
+      stack[sp++] = c;
+      stack[sp++] = depth + 1;
+    }
+  }
+  for (uint32_t d = 0; d <= gv->max_len; d++) {
+    if (open[d] == NONE) break;
+    gv->fend[open[d]] = at;
+  }
+  free(stack);
+  free(open);
   return NC_OK;
 }
 
@@ -100,6 +160,13 @@ nc_code nc_grammar_vocab_create(int32_t n, const char *const *pieces,
   for (int32_t i = 0; i < n; i++)
     if (gv->kinds[i] == NC_GRAMMAR_TOKEN_TEXT && insert(gv, i) != NC_OK)
       goto nomem;
+  for (int32_t i = 0; i < n; i++)
+    if (gv->kinds[i] == NC_GRAMMAR_TOKEN_END) gv->n_ends++;
+  gv->ends = malloc(((size_t)gv->n_ends + 1) * sizeof *gv->ends);
+  if (!gv->ends || flatten(gv) != NC_OK) goto nomem;
+  gv->n_ends = 0;
+  for (int32_t i = 0; i < n; i++)
+    if (gv->kinds[i] == NC_GRAMMAR_TOKEN_END) gv->ends[gv->n_ends++] = i;
   *out = gv;
   return NC_OK;
 nomem:
@@ -114,6 +181,11 @@ void nc_grammar_vocab_free(nc_grammar_vocab *gv) {
   free(gv->off);
   free(gv->tok_next);
   free(gv->nodes);
+  free(gv->fbyte);
+  free(gv->fdepth);
+  free(gv->fend);
+  free(gv->ftok);
+  free(gv->ends);
   free(gv);
 }
 
@@ -121,9 +193,16 @@ int32_t nc_grammar_vocab_n_tokens(const nc_grammar_vocab *gv) {
   return gv->n;
 }
 
+uint8_t nc_grammar_vocab_kind(const nc_grammar_vocab *gv, int32_t id) {
+  return id >= 0 && id < gv->n ? gv->kinds[id] : NC_GRAMMAR_TOKEN_NEVER;
+}
+
 static nc_code scratch(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
                        nc_error *err) {
   if (m->n_levels < gv->max_len + 1) {
+    uint32_t *lid = realloc(m->lid, (gv->max_len + 1) * sizeof *lid);
+    if (!lid) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+    m->lid = lid;
     nc_gstate *l = realloc(m->levels, (gv->max_len + 1) * sizeof *l);
     if (!l) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
     memset(l + m->n_levels, 0, (gv->max_len + 1 - m->n_levels) * sizeof *l);
@@ -141,9 +220,9 @@ static nc_code scratch(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
   return NC_OK;
 }
 
-nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
-                                const nc_grammar_vocab *gv, uint64_t *mask,
-                                nc_error *err) {
+nc_code nc_grammar_mask_reference(nc_grammar_matcher *m,
+                                  const nc_grammar_vocab *gv, uint64_t *mask,
+                                  nc_error *err) {
   memset(mask, 0, (((size_t)gv->n + 63) / 64) * sizeof *mask);
   if (nc_gstate_accepting(&m->cur))
     for (int32_t i = 0; i < gv->n; i++)
@@ -190,4 +269,108 @@ nc_code nc_grammar_matcher_accept_token(nc_grammar_matcher *m,
   if (gv->kinds[id] != NC_GRAMMAR_TOKEN_TEXT) return NC_OK;
   return nc_grammar_matcher_accept(m, gv->bytes + gv->off[id],
                                    gv->off[id + 1] - gv->off[id], ok, err);
+}
+
+/* The walk of the flat trie through the memo: depth d's state is lid[d]
+ * (an interned state) and the partial character in levels[d] (left 0:
+ * none). *fallback: the memo could not hold the walk's states (it was
+ * flushed; the caller walks without it). */
+static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
+                         uint64_t *mask, bool *fallback, nc_error *err) {
+  *fallback = false;
+  nc_gmemo *mm = m->memo;
+  if (mm->n_states > NC_GMEMO_MAX_STATES / 2 ||
+      mm->words > NC_GMEMO_MAX_WORDS / 2)
+    nc_gmemo_flush(mm); /* room for this walk's new states */
+  uint32_t *lid = m->lid;
+  nc_gstate *lv = m->levels;
+  nc_code rc = nc_gmemo_intern(mm, &m->cur, &lid[0]);
+  if (rc == NC_ERR_LIMIT) {
+    nc_gmemo_flush(mm);
+    *fallback = true;
+    return NC_OK;
+  }
+  if (rc != NC_OK) return nc_fail(err, rc, "grammar: out of memory");
+  size_t words = ((size_t)gv->n + 63) / 64;
+  const uint64_t *kept = m->cur.left == 0 ? nc_gmemo_mask(mm, lid[0]) : NULL;
+  if (kept) {
+    memcpy(mask, kept, words * sizeof *mask);
+    return NC_OK;
+  }
+  lv[0].cp = m->cur.cp;
+  lv[0].left = m->cur.left;
+  lv[0].lead = m->cur.lead;
+  lv[0].seen = m->cur.seen;
+  const uint8_t *fbyte = gv->fbyte;
+  const uint16_t *fdepth = gv->fdepth;
+  const uint32_t *fend = gv->fend, *ftok = gv->ftok;
+  for (uint32_t i = 1; i < gv->n_nodes;) {
+    uint32_t d = fdepth[i];
+    uint32_t p = lid[d - 1], nx = NC_GMEMO_NONE;
+    uint8_t b = fbyte[i];
+    bool full = false;
+    if (lv[d - 1].left == 0) {
+      const uint32_t *tr = mm->states[p].next;
+      if (tr) nx = tr[b];
+      if (nx == NC_GMEMO_NONE)
+        rc = nc_gmemo_next(mm, m->g, p, b, &lv[d], &m->work, &nx, &full, err);
+      if (nx == NC_GMEMO_PARTIAL) nc_gstate_utf8(&lv[d - 1], b, &lv[d]);
+    } else {
+      rc = nc_gmemo_next_partial(mm, m->g, p, &lv[d - 1], b, &lv[d], &lv[d],
+                                 &m->work, &nx, &full, err);
+    }
+    if (rc != NC_OK) return rc;
+    if (full) {
+      nc_gmemo_flush(mm);
+      *fallback = true;
+      return NC_OK;
+    }
+    if (nx == NC_GMEMO_DEAD) {
+      i = fend[i];
+      continue;
+    }
+    if (nx == NC_GMEMO_PARTIAL) {
+      lid[d] = p;
+    } else {
+      lid[d] = nx;
+      lv[d].left = 0;
+    }
+    for (uint32_t t = ftok[i]; t != NONE; t = gv->tok_next[t])
+      mask[t / 64] |= 1ull << (t % 64);
+    i++;
+  }
+  if (m->cur.left == 0) nc_gmemo_keep_mask(mm, lid[0], mask);
+  return NC_OK;
+}
+
+nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
+                                const nc_grammar_vocab *gv, uint64_t *mask,
+                                nc_error *err) {
+  nc_code rc = scratch(m, gv, err);
+  if (rc != NC_OK) return rc;
+  size_t words = ((size_t)gv->n + 63) / 64;
+  if (m->memo && m->memo->vocab != gv) { /* another vocabulary */
+    nc_gmemo_free(m->memo);
+    free(m->memo);
+    m->memo = NULL;
+  }
+  if (!m->memo) {
+    m->memo = malloc(sizeof *m->memo);
+    if (!m->memo || nc_gmemo_init(m->memo, words) != NC_OK) {
+      if (m->memo) nc_gmemo_free(m->memo);
+      free(m->memo);
+      m->memo = NULL;
+      return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+    }
+    m->memo->vocab = gv;
+  }
+  memset(mask, 0, (((size_t)gv->n + 63) / 64) * sizeof *mask);
+  bool fallback;
+  rc = mask_memo(m, gv, mask, &fallback, err);
+  if (rc != NC_OK || fallback)
+    return rc != NC_OK ? rc : nc_grammar_mask_reference(m, gv, mask, err);
+  if (nc_gstate_accepting(&m->cur))
+    for (int32_t i = 0; i < gv->n_ends; i++)
+      mask[gv->ends[i] / 64] |= 1ull << (gv->ends[i] % 64);
+  return NC_OK;
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar_state.h"
+#include "grammar_memo.h"
 
 nc_code nc_grammar_matcher_create(const nc_grammar *g, nc_grammar_matcher **out,
                                   nc_error *err) {
@@ -31,6 +31,9 @@ void nc_grammar_matcher_free(nc_grammar_matcher *m) {
     nc_gstacks_free(&m->levels[i].st);
   free(m->levels);
   free(m->walk);
+  free(m->lid);
+  if (m->memo) nc_gmemo_free(m->memo);
+  free(m->memo);
   free(m);
 }
 
