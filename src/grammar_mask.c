@@ -367,6 +367,7 @@ nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
   memset(mask, 0, (((size_t)gv->n + 63) / 64) * sizeof *mask);
   bool fallback;
   rc = mask_memo(m, gv, mask, &fallback, err);
+  if (fallback) m->memo->fallbacks++;
   if (rc != NC_OK || fallback)
     return rc != NC_OK ? rc : nc_grammar_mask_reference(m, gv, mask, err);
   if (nc_gstate_accepting(&m->cur))

@@ -48,7 +48,8 @@ typedef struct nc_gmemo {
   uint32_t mask_of[NC_GMEMO_MASKS];
   uint64_t *masks;
   size_t n_words;
-  const void *vocab; /* the masks' vocabulary (the states are not its) */
+  const void *vocab;  /* the masks' vocabulary (the states are not its) */
+  uint32_t fallbacks; /* walks the memo could not hold (tests read it) */
   uint32_t mask_turn;
 } nc_gmemo;
 
