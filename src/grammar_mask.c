@@ -15,6 +15,15 @@ typedef struct tnode {
   uint8_t byte;
 } tnode;
 
+/* A node of the flat trie: its byte, its depth, the first token ending
+ * there (NONE: none; MORE set: tok_next holds others). */
+typedef struct fnode {
+  uint32_t tok;
+  uint16_t depth;
+  uint8_t byte;
+} fnode;
+#define MORE 0x80000000u
+
 struct nc_grammar_vocab {
   int32_t n;
   uint8_t *kinds;
@@ -26,14 +35,16 @@ struct nc_grammar_vocab {
   uint32_t max_len;
   /* The flat trie: node i (0 the root) in depth-first order; its subtree
    * is i + 1 .. end[i] - 1. */
-  uint8_t *fbyte;
-  uint16_t *fdepth;
-  uint32_t *fend, *ftok;
+  fnode *flat;
+  uint32_t *fend;
   int32_t *ends; /* the END tokens */
   int32_t n_ends;
 };
 
 #define NONE UINT32_MAX
+#define PBIT 0x80000000u /* the memo walk: a level inside a character */
+
+static const nc_gstate k_boundary; /* no partial character */
 #define MAX_PIECE 4096u
 
 static nc_code add_node(nc_grammar_vocab *gv, uint8_t byte, uint32_t *id) {
@@ -75,13 +86,11 @@ static nc_code insert(nc_grammar_vocab *gv, int32_t t) {
  * leaves it, i.e. when the next node at its depth or above is placed. */
 static nc_code flatten(nc_grammar_vocab *gv) {
   size_t n = gv->n_nodes;
-  gv->fbyte = malloc(n);
-  gv->fdepth = malloc(n * sizeof *gv->fdepth);
+  gv->flat = malloc(n * sizeof *gv->flat);
   gv->fend = malloc(n * sizeof *gv->fend);
-  gv->ftok = malloc(n * sizeof *gv->ftok);
   uint32_t *stack = malloc(2 * (n + 1) * sizeof *stack);
   uint32_t *open = malloc(((size_t)gv->max_len + 2) * sizeof *open);
-  if (!gv->fbyte || !gv->fdepth || !gv->fend || !gv->ftok || !stack || !open) {
+  if (!gv->flat || !gv->fend || !stack || !open) {
     free(stack);
     free(open);
     return NC_ERR_NOMEM;
@@ -99,9 +108,10 @@ static nc_code flatten(nc_grammar_vocab *gv) {
       gv->fend[open[d]] = at;
       open[d] = NONE;
     }
-    gv->fbyte[at] = gv->nodes[node].byte;
-    gv->fdepth[at] = (uint16_t)depth;
-    gv->ftok[at] = gv->nodes[node].tok;
+    uint32_t tok = gv->nodes[node].tok;
+    if (tok != NONE && gv->tok_next[tok] != NONE) tok |= MORE;
+    gv->flat[at] = (fnode){
+        .tok = tok, .depth = (uint16_t)depth, .byte = gv->nodes[node].byte};
     open[depth] = at;
     if (depth + 1 <= gv->max_len) open[depth + 1] = NONE;
     at++;
@@ -181,10 +191,8 @@ void nc_grammar_vocab_free(nc_grammar_vocab *gv) {
   free(gv->off);
   free(gv->tok_next);
   free(gv->nodes);
-  free(gv->fbyte);
-  free(gv->fdepth);
+  free(gv->flat);
   free(gv->fend);
-  free(gv->ftok);
   free(gv->ends);
   free(gv);
 }
@@ -271,10 +279,10 @@ nc_code nc_grammar_matcher_accept_token(nc_grammar_matcher *m,
                                    gv->off[id + 1] - gv->off[id], ok, err);
 }
 
-/* The walk of the flat trie through the memo: depth d's state is lid[d]
- * (an interned state) and the partial character in levels[d] (left 0:
- * none). *fallback: the memo could not hold the walk's states (it was
- * flushed; the caller walks without it). */
+/* The walk of the flat trie through the memo: depth d's state is lid[d],
+ * an interned state, or with PBIT that state's stacks and the partial
+ * character in levels[d]. *fallback: the memo could not hold the walk's states
+ * (it was flushed; the caller walks without it). */
 static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
                          uint64_t *mask, bool *fallback, nc_error *err) {
   *fallback = false;
@@ -301,42 +309,48 @@ static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
   lv[0].left = m->cur.left;
   lv[0].lead = m->cur.lead;
   lv[0].seen = m->cur.seen;
-  const uint8_t *fbyte = gv->fbyte;
-  const uint16_t *fdepth = gv->fdepth;
-  const uint32_t *fend = gv->fend, *ftok = gv->ftok;
+  if (m->cur.left > 0) lid[0] |= PBIT;
+  const fnode *flat = gv->flat;
+  const uint32_t *fend = gv->fend, *tok_next = gv->tok_next;
+  const uint32_t *trans = mm->trans;
   for (uint32_t i = 1; i < gv->n_nodes;) {
-    uint32_t d = fdepth[i];
+    const fnode nd = flat[i];
+    uint32_t d = nd.depth;
     uint32_t p = lid[d - 1], nx = NC_GMEMO_NONE;
-    uint8_t b = fbyte[i];
-    bool full = false;
-    if (lv[d - 1].left == 0) {
-      const uint32_t *tr = mm->states[p].next;
-      if (tr) nx = tr[b];
-      if (nx == NC_GMEMO_NONE)
+    uint8_t b = nd.byte;
+    if (!(p & PBIT)) nx = trans[(size_t)p * 256 + b];
+    if (nx >= NC_GMEMO_PARTIAL) { /* not a state yet: the slow paths */
+      bool full = false;
+      if (p & PBIT) {
+        rc = nc_gmemo_next_partial(mm, m->g, p & ~PBIT, &lv[d - 1], b, &lv[d],
+                                   &lv[d], &m->work, &nx, &full, err);
+      } else if (nx == NC_GMEMO_NONE) {
         rc = nc_gmemo_next(mm, m->g, p, b, &lv[d], &m->work, &nx, &full, err);
-      if (nx == NC_GMEMO_PARTIAL) nc_gstate_utf8(&lv[d - 1], b, &lv[d]);
-    } else {
-      rc = nc_gmemo_next_partial(mm, m->g, p, &lv[d - 1], b, &lv[d], &lv[d],
-                                 &m->work, &nx, &full, err);
+      }
+      if (rc != NC_OK) return rc;
+      if (full) {
+        nc_gmemo_flush(mm);
+        *fallback = true;
+        return NC_OK;
+      }
+      trans = mm->trans; /* a new state may have moved it */
+      if (nx == NC_GMEMO_DEAD) {
+        i = fend[i];
+        continue;
+      }
+      if (nx == NC_GMEMO_PARTIAL) {
+        if (!(p & PBIT)) nc_gstate_utf8(&k_boundary, b, &lv[d]);
+        nx = (p & ~PBIT) | PBIT; /* the same stacks, a partial character */
+      }
     }
-    if (rc != NC_OK) return rc;
-    if (full) {
-      nc_gmemo_flush(mm);
-      *fallback = true;
-      return NC_OK;
-    }
-    if (nx == NC_GMEMO_DEAD) {
-      i = fend[i];
-      continue;
-    }
-    if (nx == NC_GMEMO_PARTIAL) {
-      lid[d] = p;
-    } else {
-      lid[d] = nx;
-      lv[d].left = 0;
-    }
-    for (uint32_t t = ftok[i]; t != NONE; t = gv->tok_next[t])
+    lid[d] = nx;
+    if (nd.tok != NONE) {
+      uint32_t t = nd.tok & ~MORE;
       mask[t / 64] |= 1ull << (t % 64);
+      if (nd.tok & MORE)
+        for (t = tok_next[t]; t != NONE; t = tok_next[t])
+          mask[t / 64] |= 1ull << (t % 64);
+    }
     i++;
   }
   if (m->cur.left == 0) nc_gmemo_keep_mask(mm, lid[0], mask);

@@ -7,11 +7,10 @@
 #define TABLE_CAP (2 * NC_GMEMO_MAX_STATES) /* a power of two */
 
 void nc_gmemo_free(nc_gmemo *mm) {
-  for (uint32_t i = 0; i < mm->cap_states; i++) {
+  for (uint32_t i = 0; i < mm->cap_states; i++)
     nc_gstacks_free(&mm->states[i].s.st);
-    free(mm->states[i].next);
-  }
   free(mm->states);
+  free(mm->trans);
   free(mm->table);
   free(mm->cps);
   free(mm->masks);
@@ -100,6 +99,9 @@ nc_code nc_gmemo_intern(nc_gmemo *mm, const nc_gstate *s, uint32_t *id) {
   if (mm->n_states == mm->cap_states) {
     uint32_t cap = mm->cap_states ? 2 * mm->cap_states : 64;
     if (cap > NC_GMEMO_MAX_STATES) cap = NC_GMEMO_MAX_STATES;
+    uint32_t *nt = realloc(mm->trans, (size_t)cap * 256 * sizeof *nt);
+    if (!nt) return NC_ERR_NOMEM;
+    mm->trans = nt;
     nc_gmemo_state *ns = realloc(mm->states, cap * sizeof *ns);
     if (!ns) return NC_ERR_NOMEM;
     memset(ns + mm->cap_states, 0, (cap - mm->cap_states) * sizeof *ns);
@@ -110,7 +112,7 @@ nc_code nc_gmemo_intern(nc_gmemo *mm, const nc_gstate *s, uint32_t *id) {
   if (nc_gstate_copy(&e->s, s) != NC_OK) return NC_ERR_NOMEM;
   e->s.cp = e->s.left = e->s.lead = e->s.seen = 0;
   e->hash = h;
-  if (e->next) memset(e->next, 0xFF, 256 * sizeof *e->next);
+  memset(mm->trans + (size_t)mm->n_states * 256, 0xFF, 256 * sizeof *mm->trans);
   mm->words += s->st.n;
   mm->table[at] = mm->n_states;
   *id = mm->n_states++;
@@ -136,13 +138,13 @@ nc_code nc_gmemo_next(nc_gmemo *mm, const nc_grammar *g, uint32_t id, uint8_t b,
                       nc_error *err) {
   *full = false;
   *next = NC_GMEMO_NONE;
-  nc_gmemo_state *e = &mm->states[id];
-  if (e->next && e->next[b] != NC_GMEMO_NONE) {
-    *next = e->next[b];
+  uint32_t *row = mm->trans + (size_t)id * 256;
+  if (row[b] != NC_GMEMO_NONE) {
+    *next = row[b];
     return NC_OK;
   }
   bool ok;
-  nc_code rc = nc_gstate_step(g, &e->s, b, out, w, &ok, err);
+  nc_code rc = nc_gstate_step(g, &mm->states[id].s, b, out, w, &ok, err);
   if (rc != NC_OK) return rc;
   uint32_t to;
   if (ok && out->left > 0) {
@@ -151,13 +153,7 @@ nc_code nc_gmemo_next(nc_gmemo *mm, const nc_grammar *g, uint32_t id, uint8_t b,
     rc = take(mm, out, ok, &to, full, err);
     if (rc != NC_OK || *full) return rc;
   }
-  e = &mm->states[id]; /* interning may have moved the array */
-  if (!e->next) {
-    e->next = malloc(256 * sizeof *e->next);
-    if (!e->next) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
-    memset(e->next, 0xFF, 256 * sizeof *e->next);
-  }
-  e->next[b] = to;
+  mm->trans[(size_t)id * 256 + b] = to; /* interning may have moved it */
   *next = to;
   return NC_OK;
 }

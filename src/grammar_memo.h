@@ -29,7 +29,6 @@
 typedef struct nc_gmemo_state {
   nc_gstate s;
   uint64_t hash;
-  uint32_t *next; /* 256 transitions (NONE: not computed yet), or NULL */
 } nc_gmemo_state;
 
 typedef struct nc_gmemo_cp {
@@ -39,6 +38,9 @@ typedef struct nc_gmemo_cp {
 typedef struct nc_gmemo {
   nc_gmemo_state *states;
   uint32_t n_states, cap_states;
+  /* trans[id * 256 + b]: state id's transition on byte b (NONE: not
+   * computed yet), cap_states rows. */
+  uint32_t *trans;
   uint32_t *table; /* open addressing: state ids, NONE empty */
   size_t words;    /* stack words held by all states */
   nc_gmemo_cp *cps;
