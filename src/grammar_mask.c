@@ -39,6 +39,8 @@ struct nc_grammar_vocab {
   uint32_t *fend;
   int32_t *ends; /* the END tokens */
   int32_t n_ends;
+  int32_t *longs; /* the text tokens longer than NC_GRAMMAR_CANON_DEPTH */
+  int32_t n_longs;
 };
 
 #define NONE UINT32_MAX
@@ -177,6 +179,12 @@ nc_code nc_grammar_vocab_create(int32_t n, const char *const *pieces,
   gv->n_ends = 0;
   for (int32_t i = 0; i < n; i++)
     if (gv->kinds[i] == NC_GRAMMAR_TOKEN_END) gv->ends[gv->n_ends++] = i;
+  gv->longs = malloc(((size_t)n + 1) * sizeof *gv->longs);
+  if (!gv->longs) goto nomem;
+  for (int32_t i = 0; i < n; i++)
+    if (gv->kinds[i] == NC_GRAMMAR_TOKEN_TEXT &&
+        gv->off[i + 1] - gv->off[i] > NC_GRAMMAR_CANON_DEPTH)
+      gv->longs[gv->n_longs++] = i;
   *out = gv;
   return NC_OK;
 nomem:
@@ -194,6 +202,7 @@ void nc_grammar_vocab_free(nc_grammar_vocab *gv) {
   free(gv->flat);
   free(gv->fend);
   free(gv->ends);
+  free(gv->longs);
   free(gv);
 }
 
@@ -279,37 +288,43 @@ nc_code nc_grammar_matcher_accept_token(nc_grammar_matcher *m,
                                    gv->off[id + 1] - gv->off[id], ok, err);
 }
 
-/* The walk of the flat trie through the memo: depth d's state is lid[d],
- * an interned state, or with PBIT that state's stacks and the partial
- * character in levels[d]. *fallback: the memo could not hold the walk's states
- * (it was flushed; the caller walks without it). */
-static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
-                         uint64_t *mask, bool *fallback, nc_error *err) {
-  *fallback = false;
+/* The memo's edges: depth d's state is lid[d], an interned state, or with
+ * PBIT that state's stacks and the partial character in levels[d]. The
+ * edge from p on byte b at depth d when the transition table does not
+ * have it (*nx as the table gave it): *nx the next level's lid or DEAD;
+ * *full: the memo could not hold a new state. */
+static nc_code slow_edge(nc_grammar_matcher *m, uint32_t p, uint32_t d,
+                         uint8_t b, uint32_t *nx, bool *full, nc_error *err) {
   nc_gmemo *mm = m->memo;
-  if (mm->n_states > NC_GMEMO_MAX_STATES / 2 ||
-      mm->words > NC_GMEMO_MAX_WORDS / 2)
-    nc_gmemo_flush(mm); /* room for this walk's new states */
+  nc_gstate *lv = m->levels;
+  nc_code rc = NC_OK;
+  *full = false;
+  if (p & PBIT)
+    rc = nc_gmemo_next_partial(mm, m->g, p & ~PBIT, &lv[d - 1], b, &lv[d],
+                               &lv[d], &m->work, nx, full, err);
+  else if (*nx == NC_GMEMO_NONE)
+    rc = nc_gmemo_next(mm, m->g, p, b, &lv[d], &m->work, nx, full, err);
+  if (rc != NC_OK || *full) return rc;
+  if (*nx == NC_GMEMO_PARTIAL) {
+    if (!(p & PBIT)) nc_gstate_utf8(&k_boundary, b, &lv[d]);
+    *nx = (p & ~PBIT) | PBIT; /* the same stacks, a partial character */
+  }
+  return NC_OK;
+}
+
+/* The trie walk from root (an interned state; partial: cur's character)
+ * setting the bits of the text tokens. */
+static nc_code walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
+                    uint32_t root, bool partial, uint64_t *mask, bool *full,
+                    nc_error *err) {
+  nc_gmemo *mm = m->memo;
   uint32_t *lid = m->lid;
   nc_gstate *lv = m->levels;
-  nc_code rc = nc_gmemo_intern(mm, &m->cur, &lid[0]);
-  if (rc == NC_ERR_LIMIT) {
-    nc_gmemo_flush(mm);
-    *fallback = true;
-    return NC_OK;
-  }
-  if (rc != NC_OK) return nc_fail(err, rc, "grammar: out of memory");
-  size_t words = ((size_t)gv->n + 63) / 64;
-  const uint64_t *kept = m->cur.left == 0 ? nc_gmemo_mask(mm, lid[0]) : NULL;
-  if (kept) {
-    memcpy(mask, kept, words * sizeof *mask);
-    return NC_OK;
-  }
   lv[0].cp = m->cur.cp;
   lv[0].left = m->cur.left;
   lv[0].lead = m->cur.lead;
   lv[0].seen = m->cur.seen;
-  if (m->cur.left > 0) lid[0] |= PBIT;
+  lid[0] = partial ? root | PBIT : root;
   const fnode *flat = gv->flat;
   const uint32_t *fend = gv->fend, *tok_next = gv->tok_next;
   const uint32_t *trans = mm->trans;
@@ -317,30 +332,14 @@ static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
     const fnode nd = flat[i];
     uint32_t d = nd.depth;
     uint32_t p = lid[d - 1], nx = NC_GMEMO_NONE;
-    uint8_t b = nd.byte;
-    if (!(p & PBIT)) nx = trans[(size_t)p * 256 + b];
+    if (!(p & PBIT)) nx = trans[(size_t)p * 256 + nd.byte];
     if (nx >= NC_GMEMO_PARTIAL) { /* not a state yet: the slow paths */
-      bool full = false;
-      if (p & PBIT) {
-        rc = nc_gmemo_next_partial(mm, m->g, p & ~PBIT, &lv[d - 1], b, &lv[d],
-                                   &lv[d], &m->work, &nx, &full, err);
-      } else if (nx == NC_GMEMO_NONE) {
-        rc = nc_gmemo_next(mm, m->g, p, b, &lv[d], &m->work, &nx, &full, err);
-      }
-      if (rc != NC_OK) return rc;
-      if (full) {
-        nc_gmemo_flush(mm);
-        *fallback = true;
-        return NC_OK;
-      }
+      nc_code rc = slow_edge(m, p, d, nd.byte, &nx, full, err);
+      if (rc != NC_OK || *full) return rc;
       trans = mm->trans; /* a new state may have moved it */
       if (nx == NC_GMEMO_DEAD) {
         i = fend[i];
         continue;
-      }
-      if (nx == NC_GMEMO_PARTIAL) {
-        if (!(p & PBIT)) nc_gstate_utf8(&k_boundary, b, &lv[d]);
-        nx = (p & ~PBIT) | PBIT; /* the same stacks, a partial character */
       }
     }
     lid[d] = nx;
@@ -353,7 +352,84 @@ static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
     }
     i++;
   }
-  if (m->cur.left == 0) nc_gmemo_keep_mask(mm, lid[0], mask);
+  return NC_OK;
+}
+
+/* Whether the len bytes s fit from interned state root (no partial
+ * character). */
+static nc_code bytes_fit(nc_grammar_matcher *m, uint32_t root, const uint8_t *s,
+                         size_t len, bool *ok, bool *full, nc_error *err) {
+  *ok = false;
+  m->levels[0].left = 0;
+  uint32_t p = root;
+  for (size_t j = 0; j < len; j++) {
+    uint32_t nx = NC_GMEMO_NONE;
+    if (!(p & PBIT)) nx = m->memo->trans[(size_t)p * 256 + s[j]];
+    if (nx >= NC_GMEMO_PARTIAL) {
+      nc_code rc = slow_edge(m, p, (uint32_t)j + 1, s[j], &nx, full, err);
+      if (rc != NC_OK || *full) return rc;
+      if (nx == NC_GMEMO_DEAD) return NC_OK;
+    }
+    p = nx;
+  }
+  *ok = true;
+  return NC_OK;
+}
+
+/* The mask through the memo. With the grammar's canonical map the walk
+ * starts from cur's canonical form, which the tokens of at most
+ * NC_GRAMMAR_CANON_DEPTH bytes cannot tell from cur (so its kept mask
+ * serves every position of a long bounded repetition); the longer tokens
+ * are then fed from cur itself. *fallback: the memo could not hold the
+ * walk's states (it was flushed; the caller walks without it). */
+static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
+                         uint64_t *mask, bool *fallback, nc_error *err) {
+  *fallback = false;
+  nc_gmemo *mm = m->memo;
+  if (mm->n_states > NC_GMEMO_MAX_STATES / 2 ||
+      mm->words > NC_GMEMO_MAX_WORDS / 2)
+    nc_gmemo_flush(mm); /* room for this walk's new states */
+  const nc_gstate *root = &m->cur;
+  bool canon = false;
+  if (m->g->canon && m->cur.left == 0) {
+    if (nc_gstate_map(&m->cur, m->g->canon, &m->canon, &canon) != NC_OK)
+      return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+    if (canon) root = &m->canon;
+  }
+  uint32_t rid, cid;
+  bool full = false;
+  nc_code rc = nc_gmemo_intern(mm, root, &rid);
+  if (rc == NC_OK && canon) rc = nc_gmemo_intern(mm, &m->cur, &cid);
+  if (rc == NC_ERR_LIMIT) {
+    nc_gmemo_flush(mm);
+    *fallback = true;
+    return NC_OK;
+  }
+  if (rc != NC_OK) return nc_fail(err, rc, "grammar: out of memory");
+  size_t words = ((size_t)gv->n + 63) / 64;
+  const uint64_t *kept = m->cur.left == 0 ? nc_gmemo_mask(mm, rid) : NULL;
+  if (kept) {
+    memcpy(mask, kept, words * sizeof *mask);
+  } else {
+    rc = walk(m, gv, rid, m->cur.left > 0, mask, &full, err);
+    if (rc != NC_OK) return rc;
+    if (!full && m->cur.left == 0) nc_gmemo_keep_mask(mm, rid, mask);
+  }
+  for (int32_t i = 0; canon && !full && i < gv->n_longs; i++) {
+    int32_t t = gv->longs[i];
+    bool ok;
+    rc = bytes_fit(m, cid, (const uint8_t *)gv->bytes + gv->off[t],
+                   gv->off[t + 1] - gv->off[t], &ok, &full, err);
+    if (rc != NC_OK) return rc;
+    if (ok)
+      mask[t / 64] |= 1ull << (t % 64);
+    else
+      mask[t / 64] &= ~(1ull << (t % 64));
+  }
+  if (full) {
+    nc_gmemo_flush(mm);
+    *fallback = true;
+  }
   return NC_OK;
 }
 

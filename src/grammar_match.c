@@ -26,6 +26,7 @@ void nc_grammar_matcher_free(nc_grammar_matcher *m) {
   nc_gstacks_free(&m->cur.st);
   nc_gstacks_free(&m->spare.st);
   nc_gstacks_free(&m->saved.st);
+  nc_gstacks_free(&m->canon.st);
   nc_gwork_free(&m->work);
   for (uint32_t i = 0; i < m->n_levels; i++)
     nc_gstacks_free(&m->levels[i].st);

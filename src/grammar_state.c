@@ -253,3 +253,25 @@ bool nc_gstate_complete(const nc_gstate *s) {
     if (s->st.data[s->st.off[i]] != 0) return false;
   return s->st.count > 0;
 }
+
+nc_code nc_gstate_map(const nc_gstate *in, const uint32_t *map, nc_gstate *out,
+                      bool *changed) {
+  uint32_t tmp[NC_GRAMMAR_MAX_DEPTH + 1];
+  nc_gstacks_clear(&out->st);
+  out->cp = in->cp;
+  out->left = in->left;
+  out->lead = in->lead;
+  out->seen = in->seen;
+  *changed = false;
+  for (uint32_t i = 0; i < in->st.count; i++) {
+    const uint32_t *s = in->st.data + in->st.off[i];
+    tmp[0] = s[0];
+    for (uint32_t j = 1; j <= s[0]; j++) {
+      tmp[j] = map[s[j]];
+      *changed |= tmp[j] != s[j];
+    }
+    nc_code rc = push_unique(&out->st, tmp);
+    if (rc != NC_OK) return rc;
+  }
+  return NC_OK;
+}

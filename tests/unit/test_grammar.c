@@ -16,6 +16,7 @@
 
 #include "fuzz_corpus.h"
 #include "grammar.h"
+#include "grammar_internal.h"
 #include "grammar_memo.h"
 #include "tokenizer_test_util.h"
 #include "vocab.h"
@@ -397,12 +398,22 @@ static void test_mask_memo_matches_reference(void **state) {
       "root ::= \"\\\"\" ([^\"\\\\] | \"\\\\\" [nt]){0,60} \"\\\"\"",
       "root ::= ([\\u4e00-\\u9fff\\u00c0-\\u017f] | [a-z ]){1,40} "
       "[\\U0001F600-\\U0001F64F]? \".\"",
+      /* long bounded repetitions (the canonical map): of a rule, of a
+       * class, of a literal, of a term that may be empty, nested */
+      "root ::= \"{\\\"a\\\":\\\"\" c{0,200} \"\\\",\\\"b\\\":[\" "
+      "(\"\\\"\" c{0,30} \"\\\"\" (\",\\\"\" c{0,30} \"\\\"\"){0,3})? \"]}\"\n"
+      "c ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [nt\"]\n",
+      "root ::= [a-z ]{0,100} (\"ab\"{0,40} | [0-9]{3,90}) (\"x\"? "
+      "[.,]?){0,50} "
+      "\"!\"",
+      "root ::= ([a-z]{0,25} \" \"){0,30} \"END\"",
   };
   uint64_t seed = 777;
   int steps = 0, partial_roots = 0;
-  for (size_t gi = 0; gi < 6; gi++) {
+  for (size_t gi = 0; gi < 9; gi++) {
     nc_grammar *g = compile(gi < 4 ? k_grammars[gi] : extra[gi - 4]);
-    for (int walk = 0; walk < 2; walk++) {
+    if (gi >= 6) assert_non_null(g->canon); /* the map is in use */
+    for (int walk = 0; walk < (gi < 4 ? 2 : 1); walk++) {
       nc_grammar_matcher *m = NULL;
       assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
       for (int step = 0; step < 25; step++) {
@@ -429,7 +440,7 @@ static void test_mask_memo_matches_reference(void **state) {
     }
     nc_grammar_free(g);
   }
-  assert_true(steps >= 60);
+  assert_true(steps >= 50);
   (void)partial_roots; /* counted for a debugger: random walks vary */
   free(mask);
   free(ref);
@@ -493,6 +504,39 @@ static void test_mask_memo_bounded(void **state) {
   nc_grammar_vocab_free(gv2);
 }
 
+/* The canonical map: only chains longer than NC_GRAMMAR_CANON_DEPTH + 1
+ * map, each step to the one D + 1 from the end, whoever wrote the chain;
+ * a chain-shaped rule that refers to itself or to a later rule does not. */
+static void test_canon_map(void **state) {
+  (void)state;
+  nc_grammar *g = compile("root ::= [a-z]{0,10} \".\"");
+  assert_null(g->canon);
+  nc_grammar_free(g);
+  g = compile("root ::= [a-z]{0,17} \".\""); /* 17 steps: none maps */
+  assert_null(g->canon);
+  nc_grammar_free(g);
+  g = compile("root ::= [a-z]{0,18} \".\"");
+  assert_non_null(g->canon);
+  nc_grammar_free(g);
+  /* written out by hand: r1 ... r20, the same shape */
+  char text[4096];
+  size_t at = (size_t)snprintf(text, sizeof text,
+                               "root ::= r20 \".\"\nr1 ::= [xy] | \"\"\n");
+  for (int k = 2; k <= 20; k++)
+    at += (size_t)snprintf(text + at, sizeof text - at,
+                           "r%d ::= [xy] r%d | \"\"\n", k, k - 1);
+  g = compile(text);
+  assert_non_null(g->canon);
+  uint32_t moved = 0;
+  for (uint32_t e = 0; e < g->n_elems; e++)
+    moved += g->canon[e] != e;
+  assert_true(moved > 0);
+  nc_grammar_free(g);
+  g = compile("root ::= x \".\"\nx ::= [a-z] x | \"\""); /* unbounded */
+  assert_null(g->canon);
+  nc_grammar_free(g);
+}
+
 static void replay_one(const uint8_t *data, size_t len, void *ctx) {
   (void)ctx;
   LLVMFuzzerTestOneInput(data, len);
@@ -519,6 +563,7 @@ int main(void) {
       cmocka_unit_test(test_mask_model_vocab),
       cmocka_unit_test(test_mask_memo_matches_reference),
       cmocka_unit_test(test_mask_memo_bounded),
+      cmocka_unit_test(test_canon_map),
       cmocka_unit_test(test_fuzz_corpus),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
