@@ -2,12 +2,13 @@
 """Structured-output cost (one command; run on a quiet machine):
 
 1. the token mask's CPU time per step (CLOCK_THREAD_CPUTIME_ID, so load
-   does not inflate it) on the 10-property schema's grammar
+   does not inflate it much) on the 10-property schema's grammar
    (bench/data/person10.gbnf, the schema converter's output for SCHEMA10
    below; regenerate it if the converter changes) and the default model's
-   vocabulary, memoized and by the plain trie walk, from
-   build/release/tests/grammar_mask_bench (random walks through the
-   grammar);
+   vocabulary, from build/release/tests/grammar_mask_bench: replaying a
+   realistic output (bench/data/person10.json, as the tokenizer splits
+   it) memoized and by the plain trie walk (the cost before the memo), and
+   random walks through the grammar memoized;
 2. decode tokens/s of a request constrained by the 10-property JSON schema
    against the same request without it (ignore_eos, the same number of
    tokens), from the streamed chunks' arrival times (first token to last),
@@ -124,19 +125,25 @@ def compile_times(url, paths, repeat):
 
 
 def mask_cost(model, steps):
-    """(memoized line, reference line) of grammar_mask_bench."""
+    """[(what, grammar_mask_bench's line)]: replaying a realistic output
+    (bench/data/person10.json) memoized and by the plain walk, and random
+    walks memoized."""
     exe = ROOT / "build/release/tests/grammar_mask_bench"
     if not exe.exists():
         sys.exit(f"{exe} is not built (make)")
     gbnf = ROOT / "bench/data/person10.gbnf"
-    lines = []
-    for extra in ([], ["--reference"]):
-        # the reference walk costs ~30x more: fewer steps, the same paths
-        n = steps if not extra else max(20, steps // 10)
+    text = ["--text", str(ROOT / "bench/data/person10.json")]
+    runs = [("memoized, realistic output", steps, text),
+            # the plain walk costs ~30x more: fewer steps, the same tokens
+            ("plain walk, realistic output", max(20, steps // 10),
+             ["--reference", *text]),
+            ("memoized, random walks", steps, [])]
+    out = []
+    for what, n, extra in runs:
         r = subprocess.run([str(exe), model, str(gbnf), str(n), "1", *extra],
                            capture_output=True, text=True, check=True)
-        lines.append(r.stdout.strip())
-    return lines
+        out.append((what, r.stdout.strip()))
+    return out
 
 
 def free_port():
@@ -211,9 +218,8 @@ def main():
     ap.add_argument("--no-peer", action="store_true")
     a = ap.parse_args()
 
-    for line, name in zip(mask_cost(a.model, a.mask_steps),
-                          ("memoized", "plain walk")):
-        print(f"mask CPU time ({name}): {line}")
+    for what, line in mask_cost(a.model, a.mask_steps):
+        print(f"mask CPU time ({what}): {line}")
 
     rf = {"response_format": {"type": "json_schema", "json_schema": {
         "name": "person", "schema": SCHEMA10}}}
