@@ -2,7 +2,7 @@
 # the pushdown automaton (grammar_state.c, grammar_match.c) and the token
 # mask over a vocabulary trie (grammar_mask.c); its fuzzer.
 GRAMMAR_CORE := status grammar_parse grammar_check grammar_state grammar_match \
-  grammar_mask grammar_memo grammar_canon
+  grammar_mask grammar_memo grammar_canon grammar_trie
 GRAMMAR_OBJS := $(GRAMMAR_CORE) grammar_vocab
 
 # test_grammar links the fuzz harness too (it replays fuzz/corpus/grammar).
