@@ -115,8 +115,8 @@ static nc_code slow_edge(nc_grammar_matcher *m, uint32_t p, uint32_t d,
 /* The trie walk from root (an interned state; partial: cur's character)
  * setting the bits of the text tokens. */
 static nc_code walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
-                    uint32_t root, bool partial, uint64_t *mask, bool *full,
-                    nc_error *err) {
+                    uint32_t root, bool partial, bool longs_only,
+                    uint64_t *mask, bool *full, nc_error *err) {
   nc_gmemo *mm = m->memo;
   uint32_t *lid = m->lid;
   nc_gstate *lv = m->levels;
@@ -131,6 +131,10 @@ static nc_code walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
   for (uint32_t i = 1; i < gv->n_nodes;) {
     const fnode nd = flat[i];
     uint32_t d = nd.depth;
+    if (longs_only && !nd.deep) {
+      i = fend[i];
+      continue;
+    }
     uint32_t p = lid[d - 1], nx = NC_GMEMO_NONE;
     if (!(p & PBIT)) nx = trans[(size_t)p * 256 + nd.byte];
     if (nx >= NC_GMEMO_PARTIAL) { /* not a state yet: the slow paths */
@@ -143,7 +147,7 @@ static nc_code walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
       }
     }
     lid[d] = nx;
-    if (nd.tok != NONE) {
+    if (nd.tok != NONE && (!longs_only || d > NC_GRAMMAR_CANON_DEPTH)) {
       uint32_t t = nd.tok & ~MORE;
       mask[t / 64] |= 1ull << (t % 64);
       if (nd.tok & MORE)
@@ -155,32 +159,12 @@ static nc_code walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
   return NC_OK;
 }
 
-/* Whether the len bytes s fit from interned state root (no partial
- * character). */
-static nc_code bytes_fit(nc_grammar_matcher *m, uint32_t root, const uint8_t *s,
-                         size_t len, bool *ok, bool *full, nc_error *err) {
-  *ok = false;
-  m->levels[0].left = 0;
-  uint32_t p = root;
-  for (size_t j = 0; j < len; j++) {
-    uint32_t nx = NC_GMEMO_NONE;
-    if (!(p & PBIT)) nx = m->memo->trans[(size_t)p * 256 + s[j]];
-    if (nx >= NC_GMEMO_PARTIAL) {
-      nc_code rc = slow_edge(m, p, (uint32_t)j + 1, s[j], &nx, full, err);
-      if (rc != NC_OK || *full) return rc;
-      if (nx == NC_GMEMO_DEAD) return NC_OK;
-    }
-    p = nx;
-  }
-  *ok = true;
-  return NC_OK;
-}
-
 /* The mask through the memo. With the grammar's canonical map the walk
  * starts from cur's canonical form, which the tokens of at most
  * NC_GRAMMAR_CANON_DEPTH bytes cannot tell from cur (so its kept mask
  * serves every position of a long bounded repetition); the longer tokens
- * are then fed from cur itself. *fallback: the memo could not hold the
+ * are then walked from cur itself (only the trie's subtrees that hold
+ * one). *fallback: the memo could not hold the
  * walk's states (it was flushed; the caller walks without it). */
 static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
                          uint64_t *mask, bool *fallback, nc_error *err) {
@@ -211,20 +195,15 @@ static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
   if (kept) {
     memcpy(mask, kept, words * sizeof *mask);
   } else {
-    rc = walk(m, gv, rid, m->cur.left > 0, mask, &full, err);
+    rc = walk(m, gv, rid, m->cur.left > 0, false, mask, &full, err);
     if (rc != NC_OK) return rc;
     if (!full && m->cur.left == 0) nc_gmemo_keep_mask(mm, rid, mask);
   }
-  for (int32_t i = 0; canon && !full && i < gv->n_longs; i++) {
-    int32_t t = gv->longs[i];
-    bool ok;
-    rc = bytes_fit(m, cid, (const uint8_t *)gv->bytes + gv->off[t],
-                   gv->off[t + 1] - gv->off[t], &ok, &full, err);
+  if (canon && !full) { /* the long tokens as cur itself takes them */
+    for (int32_t i = 0; i < gv->n_longs; i++)
+      mask[gv->longs[i] / 64] &= ~(1ull << (gv->longs[i] % 64));
+    rc = walk(m, gv, cid, false, true, mask, &full, err);
     if (rc != NC_OK) return rc;
-    if (ok)
-      mask[t / 64] |= 1ull << (t % 64);
-    else
-      mask[t / 64] &= ~(1ull << (t % 64));
   }
   if (full) {
     nc_gmemo_flush(mm);

@@ -86,6 +86,13 @@ static nc_code flatten(nc_grammar_vocab *gv) {
   }
   free(stack);
   free(open);
+  /* deep: from the last node back, each node's children come later. */
+  for (uint32_t i = at; i-- > 0;) {
+    fnode *f = &gv->flat[i];
+    f->deep = f->tok != NONE && f->depth > NC_GRAMMAR_CANON_DEPTH;
+    for (uint32_t j = i + 1; j < gv->fend[i] && !f->deep; j = gv->fend[j])
+      f->deep = gv->flat[j].deep;
+  }
   return NC_OK;
 }
 

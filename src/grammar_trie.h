@@ -22,6 +22,8 @@ typedef struct fnode {
   uint32_t tok;
   uint16_t depth;
   uint8_t byte;
+  uint8_t deep; /* a token longer than NC_GRAMMAR_CANON_DEPTH ends in the
+                   subtree (or here) */
 } fnode;
 #define MORE 0x80000000u
 
