@@ -1,8 +1,9 @@
 /* libFuzzer target for the grammar: the input up to its first NUL byte is
  * GBNF; when it compiles, the bytes after the NUL are fed one at a time
  * (a refused byte is skipped), with a token mask over a small vocabulary
- * (every byte, and some multi-byte pieces) checked at each step against
- * feeding each token to a copy of the matcher. */
+ * (every byte, and some multi-byte pieces, three longer than 16 bytes)
+ * checked at each step against feeding each token to a copy of the
+ * matcher. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,7 +12,9 @@
 #include "grammar.h"
 
 static const char *const k_multi[] = {
-    "ab", "\"}", "{\"", "\xc3\xa9", "\xc3", "\xa9x", "true", " ", "\n", "123"};
+    "ab", "\"}", "{\"", "\xc3\xa9", "\xc3", "\xa9x", "true", " ", "\n", "123",
+    /* longer than NC_GRAMMAR_CANON_DEPTH: fed from the real state */
+    "aaaaaaaaaaaaaaaaaaaa", "abcdefghijklmnopq\"}", "0123456789012345678"};
 #define N_MULTI (sizeof k_multi / sizeof k_multi[0])
 #define N_TOK (256 + N_MULTI + 1)
 

@@ -2,7 +2,7 @@
 # the pushdown automaton (grammar_state.c, grammar_match.c) and the token
 # mask over a vocabulary trie (grammar_mask.c); its fuzzer.
 GRAMMAR_CORE := status grammar_parse grammar_check grammar_state grammar_match \
-  grammar_mask
+  grammar_mask grammar_memo grammar_canon grammar_trie
 GRAMMAR_OBJS := $(GRAMMAR_CORE) grammar_vocab
 
 # test_grammar links the fuzz harness too (it replays fuzz/corpus/grammar).
@@ -35,6 +35,15 @@ build/fuzz/fuzz_grammar: $(FUZZ_GRAMMAR_SRCS) $(wildcard src/grammar*.h)
 GRAMMAR_DUMP_OBJS := $(TEST_GRAMMAR_OBJS)
 all e2e: $(BUILDDIR)/tests/grammar_mask_dump
 $(BUILDDIR)/tests/grammar_mask_dump: tests/tools/grammar_mask_dump.c \
+    $(patsubst %,$(BUILDDIR)/src/%.o,$(GRAMMAR_DUMP_OBJS))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< \
+	  $(patsubst %,$(BUILDDIR)/src/%.o,$(GRAMMAR_DUMP_OBJS)) $(LIBS) -o $@
+
+# The mask's CPU time per step (bench/grammar.py runs it):
+#   build/release/tests/grammar_mask_bench MODEL GBNF [STEPS] [SEED] [--check]
+all e2e: $(BUILDDIR)/tests/grammar_mask_bench
+$(BUILDDIR)/tests/grammar_mask_bench: tests/tools/grammar_mask_bench.c \
     $(patsubst %,$(BUILDDIR)/src/%.o,$(GRAMMAR_DUMP_OBJS))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< \

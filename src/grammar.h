@@ -79,6 +79,8 @@ nc_code nc_grammar_vocab_from(const nc_vocab *v, nc_grammar_vocab **out,
                               nc_error *err);
 void nc_grammar_vocab_free(nc_grammar_vocab *gv);
 int32_t nc_grammar_vocab_n_tokens(const nc_grammar_vocab *gv);
+/* Token id's kind (NC_GRAMMAR_TOKEN_*; NEVER out of range). */
+uint8_t nc_grammar_vocab_kind(const nc_grammar_vocab *gv, int32_t id);
 
 nc_code nc_grammar_matcher_create(const nc_grammar *g, nc_grammar_matcher **out,
                                   nc_error *err);
@@ -100,7 +102,9 @@ bool nc_grammar_matcher_complete(const nc_grammar_matcher *m);
 /* Sets bit i of mask (ceil(n_tokens / 64) words, cleared first) for every
  * token that may come next: a TEXT token whose bytes keep the output a
  * viable prefix, an END token when the matcher is accepting. Does not
- * change m's position (m holds the walk's scratch). */
+ * change m's position (m holds the walk's scratch and a bounded memo of
+ * states, transitions and recent masks, grammar_memo.h; a matcher serves
+ * one thread at a time). */
 nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
                                 const nc_grammar_vocab *gv, uint64_t *mask,
                                 nc_error *err);

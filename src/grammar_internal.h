@@ -37,7 +37,17 @@ struct nc_grammar {
   uint32_t *ranges; /* lo, hi pairs (inclusive code points) */
   uint32_t n_ranges;
   uint32_t root;
+  /* canon[e]: the element a stack may hold instead of e without changing
+   * which strings of at most NC_GRAMMAR_CANON_DEPTH bytes can follow (a
+   * long bounded repetition's step mapped to its step D + 1 from the end;
+   * grammar_canon.c); NULL when no element maps elsewhere. */
+  uint32_t *canon;
 };
+
+#define NC_GRAMMAR_CANON_DEPTH 16u
+
+/* Sets g->canon (NC_ERR_NOMEM). */
+nc_code nc_grammar_canon_build(nc_grammar *g);
 
 /* The body of a rule while parsing: alternatives separated by NC_GE_ALT. */
 typedef struct nc_gvec {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar_state.h"
+#include "grammar_memo.h"
 
 nc_code nc_grammar_matcher_create(const nc_grammar *g, nc_grammar_matcher **out,
                                   nc_error *err) {
@@ -26,11 +26,15 @@ void nc_grammar_matcher_free(nc_grammar_matcher *m) {
   nc_gstacks_free(&m->cur.st);
   nc_gstacks_free(&m->spare.st);
   nc_gstacks_free(&m->saved.st);
+  nc_gstacks_free(&m->canon.st);
   nc_gwork_free(&m->work);
   for (uint32_t i = 0; i < m->n_levels; i++)
     nc_gstacks_free(&m->levels[i].st);
   free(m->levels);
   free(m->walk);
+  free(m->lid);
+  if (m->memo) nc_gmemo_free(m->memo);
+  free(m->memo);
   free(m);
 }
 

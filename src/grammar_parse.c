@@ -555,6 +555,8 @@ nc_code nc_grammar_parse(const char *text, size_t len, const char *root,
         lens[r] = p.rules[r].name ? p.rules[r].name_len : 7;
       }
       rc = nc_grammar_check(g, names, lens, err);
+      if (rc == NC_OK && nc_grammar_canon_build(g) != NC_OK)
+        rc = nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
     }
     free(names);
     free(lens);
@@ -574,6 +576,7 @@ void nc_grammar_free(nc_grammar *g) {
   free(g->alts);
   free(g->rules);
   free(g->ranges);
+  free(g->canon);
   free(g);
 }
 

@@ -171,7 +171,7 @@ static void partial_range(const nc_gstate *s, uint32_t *lo, uint32_t *hi) {
 }
 
 /* The UTF-8 decoder's step; false for a byte no valid text has here. */
-static bool utf8_step(const nc_gstate *in, uint8_t b, nc_gstate *out) {
+bool nc_gstate_utf8(const nc_gstate *in, uint8_t b, nc_gstate *out) {
   if (in->left == 0) {
     out->lead = b;
     out->seen = 1;
@@ -210,7 +210,7 @@ nc_code nc_gstate_step(const nc_grammar *g, const nc_gstate *in, uint8_t b,
                        nc_gstate *out, nc_gwork *w, bool *ok, nc_error *err) {
   *ok = false;
   nc_gstacks_clear(&out->st);
-  if (!utf8_step(in, b, out)) return NC_OK;
+  if (!nc_gstate_utf8(in, b, out)) return NC_OK;
   nc_code rc = work_ready(w, err);
   if (rc != NC_OK) return rc;
   if (out->left > 0) { /* keep the stacks that can take the character */
@@ -252,4 +252,26 @@ bool nc_gstate_complete(const nc_gstate *s) {
   for (uint32_t i = 0; i < s->st.count; i++)
     if (s->st.data[s->st.off[i]] != 0) return false;
   return s->st.count > 0;
+}
+
+nc_code nc_gstate_map(const nc_gstate *in, const uint32_t *map, nc_gstate *out,
+                      bool *changed) {
+  uint32_t tmp[NC_GRAMMAR_MAX_DEPTH + 1];
+  nc_gstacks_clear(&out->st);
+  out->cp = in->cp;
+  out->left = in->left;
+  out->lead = in->lead;
+  out->seen = in->seen;
+  *changed = false;
+  for (uint32_t i = 0; i < in->st.count; i++) {
+    const uint32_t *s = in->st.data + in->st.off[i];
+    tmp[0] = s[0];
+    for (uint32_t j = 1; j <= s[0]; j++) {
+      tmp[j] = map[s[j]];
+      *changed |= tmp[j] != s[j];
+    }
+    nc_code rc = push_unique(&out->st, tmp);
+    if (rc != NC_OK) return rc;
+  }
+  return NC_OK;
 }

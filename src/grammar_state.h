@@ -44,6 +44,11 @@ struct nc_grammar_matcher {
   uint32_t n_levels;
   uint32_t *walk;
   size_t cap_walk;
+  /* The memo walk's: each depth's state id (grammar_memo.h), the memo,
+   * the canonical form of cur (nc_grammar.canon). */
+  uint32_t *lid;
+  struct nc_gmemo *memo;
+  nc_gstate canon;
 };
 
 void nc_gstacks_free(nc_gstacks *s);
@@ -59,7 +64,22 @@ nc_code nc_gstate_init(const nc_grammar *g, nc_gstate *s, nc_gwork *w,
 nc_code nc_gstate_step(const nc_grammar *g, const nc_gstate *in, uint8_t b,
                        nc_gstate *out, nc_gwork *w, bool *ok, nc_error *err);
 bool nc_gstate_accepting(const nc_gstate *s);
+/* The UTF-8 decoder's step alone: out's cp, left, lead and seen after
+ * byte b from in's (its stacks untouched); false for a byte no valid text
+ * has here. */
+bool nc_gstate_utf8(const nc_gstate *in, uint8_t b, nc_gstate *out);
 /* No stack waits for a character (only the end remains). */
 bool nc_gstate_complete(const nc_gstate *s);
+
+/* out = in with every stack entry e replaced by map[e] (stacks that become
+ * equal merged); *changed: some entry moved. NC_ERR_NOMEM. */
+nc_code nc_gstate_map(const nc_gstate *in, const uint32_t *map, nc_gstate *out,
+                      bool *changed);
+
+/* The mask by a plain walk of the whole trie, one automaton step per edge
+ * (no memo): what nc_grammar_matcher_mask must equal (tests, benchmarks). */
+nc_code nc_grammar_mask_reference(nc_grammar_matcher *m,
+                                  const nc_grammar_vocab *gv, uint64_t *mask,
+                                  nc_error *err);
 
 #endif

@@ -70,6 +70,26 @@ static inline void track(const float *raw, const float *x, int32_t t,
 }
 
 /* Steps 1-3: bias, masks, penalties, into ws->x; st->m is their max. */
+/* The grammar's bitset on the logits: a word of 64 allowed tokens is
+ * skipped, a word of none is one fill, a mixed one goes bit by bit. */
+static void apply_grammar(float *x, int32_t V, const uint64_t *mask) {
+  int32_t whole = V / 64;
+  for (int32_t w = 0; w < whole; w++) {
+    uint64_t bits = mask[w];
+    if (bits == UINT64_MAX) continue;
+    float *xs = x + (size_t)w * 64;
+    if (bits == 0) {
+      for (int j = 0; j < 64; j++)
+        xs[j] = -INFINITY;
+      continue;
+    }
+    for (int j = 0; j < 64; j++)
+      if (!((bits >> j) & 1)) xs[j] = -INFINITY;
+  }
+  for (int32_t i = whole * 64; i < V; i++)
+    if (!((mask[i >> 6] >> (i & 63)) & 1)) x[i] = -INFINITY;
+}
+
 static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
                             nc_row_state *st, nc_error *err) {
   const nc_sampler *s = st->s;
@@ -111,8 +131,7 @@ static nc_code build_logits(nc_sample_workspace *ws, const nc_sample_row *row,
   }
   if (row->grammar) { /* stage 0, "grammar": a hard mask (a bias added
                          after it leaves -inf at -inf) */
-    for (int32_t i = 0; i < V; i++)
-      if (!((row->grammar[i >> 6] >> (i & 63)) & 1)) x[i] = -INFINITY;
+    apply_grammar(x, V, row->grammar);
     mt.lowered = true;
     if (st->ins) nc_inspect_logits(st->ins, NC_STAGE_GRAMMAR, x);
   }

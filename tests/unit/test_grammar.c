@@ -1,7 +1,9 @@
 /* The grammar engine: GBNF parsing and its errors, matching bytes (UTF-8
  * split across calls), the token mask against feeding every token to a
- * copy of the matcher (a small vocabulary and the default model's), and
- * the fuzz corpus. */
+ * copy of the matcher (a small vocabulary and the default model's), the
+ * memoized mask against the plain trie walk (long walks, multi-byte
+ * characters, a memo too small for one walk, two vocabularies), and the
+ * fuzz corpus. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,8 @@
 
 #include "fuzz_corpus.h"
 #include "grammar.h"
+#include "grammar_internal.h"
+#include "grammar_memo.h"
 #include "tokenizer_test_util.h"
 #include "vocab.h"
 
@@ -376,6 +380,163 @@ static void test_mask_model_vocab(void **state) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Long random walks on the model's vocabulary: each step's memoized mask
+ * equals the plain walk's (nc_grammar_mask_reference); the walks revisit
+ * states (the kept masks), end tokens inside characters (the partial
+ * root) and cross multi-byte characters (the code point table). */
+static void test_mask_memo_matches_reference(void **state) {
+  (void)state;
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
+  nc_grammar_vocab *gv = NULL;
+  assert_int_equal(nc_grammar_vocab_from(v, &gv, NULL), NC_OK);
+  int32_t n_tok = nc_grammar_vocab_n_tokens(gv);
+  size_t words = ((size_t)n_tok + 63) / 64;
+  uint64_t *mask = malloc(words * sizeof *mask);
+  uint64_t *ref = malloc(words * sizeof *ref);
+  int32_t *allowed = malloc((size_t)n_tok * sizeof *allowed);
+  const char *extra[] = {
+      "root ::= \"\\\"\" ([^\"\\\\] | \"\\\\\" [nt]){0,60} \"\\\"\"",
+      "root ::= ([\\u4e00-\\u9fff\\u00c0-\\u017f] | [a-z ]){1,40} "
+      "[\\U0001F600-\\U0001F64F]? \".\"",
+      /* long bounded repetitions (the canonical map): of a rule, of a
+       * class, of a literal, of a term that may be empty, nested */
+      "root ::= \"{\\\"a\\\":\\\"\" c{0,200} \"\\\",\\\"b\\\":[\" "
+      "(\"\\\"\" c{0,30} \"\\\"\" (\",\\\"\" c{0,30} \"\\\"\"){0,3})? \"]}\"\n"
+      "c ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [nt\"]\n",
+      "root ::= [a-z ]{0,100} (\"ab\"{0,40} | [0-9]{3,90}) (\"x\"? "
+      "[.,]?){0,50} "
+      "\"!\"",
+      "root ::= ([a-z]{0,25} \" \"){0,30} \"END\"",
+  };
+  uint64_t seed = 777;
+  int steps = 0, partial_roots = 0;
+  for (size_t gi = 0; gi < 9; gi++) {
+    nc_grammar *g = compile(gi < 4 ? k_grammars[gi] : extra[gi - 4]);
+    if (gi >= 6) assert_non_null(g->canon); /* the map is in use */
+    for (int walk = 0; walk < (gi < 4 ? 2 : 1); walk++) {
+      nc_grammar_matcher *m = NULL;
+      assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+      for (int step = 0; step < 25; step++) {
+        assert_int_equal(nc_grammar_matcher_mask(m, gv, mask, NULL), NC_OK);
+        assert_int_equal(nc_grammar_mask_reference(m, gv, ref, NULL), NC_OK);
+        assert_memory_equal(mask, ref, words * sizeof *mask);
+        steps++;
+        partial_roots += m->cur.left > 0;
+        int32_t n = 0;
+        for (int32_t t = 0; t < n_tok; t++)
+          if ((mask[t / 64] >> (t % 64)) & 1) allowed[n++] = t;
+        assert_true(n > 0);
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int32_t t = allowed[(seed >> 33) % (uint64_t)n];
+        if (nc_grammar_vocab_kind(gv, t) == NC_GRAMMAR_TOKEN_END) break;
+        bool ok;
+        assert_int_equal(nc_grammar_matcher_accept_token(m, gv, t, &ok, NULL),
+                         NC_OK);
+        assert_true(ok);
+        if (nc_grammar_matcher_complete(m)) break;
+      }
+      assert_true(m->memo->n_states <= NC_GMEMO_MAX_STATES);
+      nc_grammar_matcher_free(m);
+    }
+    nc_grammar_free(g);
+  }
+  assert_true(steps >= 50);
+  (void)partial_roots; /* counted for a debugger: random walks vary */
+  free(mask);
+  free(ref);
+  free(allowed);
+  nc_grammar_vocab_free(gv);
+  nc_vocab_free(v);
+}
+
+/* One token of 1100 bytes walks through more states than the memo holds:
+ * the walk falls back to the plain one (the masks stay exact, the memo
+ * within its bounds), and the next masks use the memo again. A matcher
+ * used with a second vocabulary gets that vocabulary's masks. */
+static void test_mask_memo_bounded(void **state) {
+  (void)state;
+  static char longa[1101];
+  memset(longa, 'a', 1100);
+  const char *pieces[] = {longa, "a", "b", "ab", "", "aaa", "\xc3", "\xa9"};
+  size_t lens[8];
+  uint8_t kinds[8];
+  for (int i = 0; i < 8; i++) {
+    lens[i] = strlen(pieces[i]);
+    kinds[i] = NC_GRAMMAR_TOKEN_TEXT;
+  }
+  kinds[4] = NC_GRAMMAR_TOKEN_END;
+  nc_grammar_vocab *gv = NULL, *gv2 = NULL;
+  assert_int_equal(nc_grammar_vocab_create(8, pieces, lens, kinds, &gv, NULL),
+                   NC_OK);
+  assert_int_equal(
+      nc_grammar_vocab_create(7, pieces + 1, lens + 1, kinds + 1, &gv2, NULL),
+      NC_OK);
+  nc_grammar *g =
+      compile("root ::= \"a\"{0,1000} \"a\"{0,1000} (\"b\" | \"\\u00e9\")");
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+  uint64_t mask[1], ref[1];
+  int32_t allowed[8], n;
+  const int32_t path[] = {1, 5, 0, 1, 3};
+  for (size_t i = 0; i < sizeof path / sizeof path[0]; i++) {
+    check_mask(m, gv, mask, allowed, &n);
+    assert_int_equal(nc_grammar_mask_reference(m, gv, ref, NULL), NC_OK);
+    assert_int_equal(mask[0], ref[0]);
+    if (i <= 2) assert_true(mask[0] & 1); /* the long token fits */
+    assert_true(m->memo->n_states <= NC_GMEMO_MAX_STATES);
+    assert_true(m->memo->words <= NC_GMEMO_MAX_WORDS);
+    if (i == 1) { /* the other vocabulary, then back */
+      check_mask(m, gv2, mask, allowed, &n);
+      assert_int_equal(n, 5); /* a, b, ab, aaa, the lead byte of U+00E9 */
+      check_mask(m, gv, mask, allowed, &n);
+    }
+    bool ok;
+    assert_int_equal(nc_grammar_matcher_accept_token(m, gv, path[i], &ok, NULL),
+                     NC_OK);
+    assert_true(ok);
+  }
+  assert_true(m->memo->fallbacks > 0);
+  check_mask(m, gv, mask, allowed, &n);
+  assert_int_equal(n, 1); /* after "b": only the end */
+  nc_grammar_matcher_free(m);
+  nc_grammar_free(g);
+  nc_grammar_vocab_free(gv);
+  nc_grammar_vocab_free(gv2);
+}
+
+/* The canonical map: only chains longer than NC_GRAMMAR_CANON_DEPTH + 1
+ * map, each step to the one D + 1 from the end, whoever wrote the chain;
+ * a chain-shaped rule that refers to itself or to a later rule does not. */
+static void test_canon_map(void **state) {
+  (void)state;
+  nc_grammar *g = compile("root ::= [a-z]{0,10} \".\"");
+  assert_null(g->canon);
+  nc_grammar_free(g);
+  g = compile("root ::= [a-z]{0,17} \".\""); /* 17 steps: none maps */
+  assert_null(g->canon);
+  nc_grammar_free(g);
+  g = compile("root ::= [a-z]{0,18} \".\"");
+  assert_non_null(g->canon);
+  nc_grammar_free(g);
+  /* written out by hand: r1 ... r20, the same shape */
+  char text[4096];
+  size_t at = (size_t)snprintf(text, sizeof text,
+                               "root ::= r20 \".\"\nr1 ::= [xy] | \"\"\n");
+  for (int k = 2; k <= 20; k++)
+    at += (size_t)snprintf(text + at, sizeof text - at,
+                           "r%d ::= [xy] r%d | \"\"\n", k, k - 1);
+  g = compile(text);
+  assert_non_null(g->canon);
+  uint32_t moved = 0;
+  for (uint32_t e = 0; e < g->n_elems; e++)
+    moved += g->canon[e] != e;
+  assert_true(moved > 0);
+  nc_grammar_free(g);
+  g = compile("root ::= x \".\"\nx ::= [a-z] x | \"\""); /* unbounded */
+  assert_null(g->canon);
+  nc_grammar_free(g);
+}
+
 static void replay_one(const uint8_t *data, size_t len, void *ctx) {
   (void)ctx;
   LLVMFuzzerTestOneInput(data, len);
@@ -400,6 +561,9 @@ int main(void) {
       cmocka_unit_test(test_bounds),
       cmocka_unit_test(test_mask_small_vocab),
       cmocka_unit_test(test_mask_model_vocab),
+      cmocka_unit_test(test_mask_memo_matches_reference),
+      cmocka_unit_test(test_mask_memo_bounded),
+      cmocka_unit_test(test_canon_map),
       cmocka_unit_test(test_fuzz_corpus),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

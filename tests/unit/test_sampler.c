@@ -186,6 +186,45 @@ static void a_clone_samples_like_its_parent(void **state) {
   nc_sample_workspace_free(ws);
 }
 
+/* The grammar's bitset (stage 0) over a vocabulary of 3 whole words and a
+ * tail: a full word, an empty one, mixed ones; greedy draws the best
+ * allowed token every time. */
+static void grammar_mask_words_and_tail(void **state) {
+  (void)state;
+  enum { V = 200 };
+  float x[V];
+  uint64_t mask[4];
+  nucleus_sampling_params p = nucleus_sampling_default_params();
+  p.temperature = 0;
+  nc_sampler *s = make_sampler(&p, V, 1);
+  nc_sample_workspace *ws = make_ws(V);
+  uint64_t r = 99;
+  for (int trial = 0; trial < 64; trial++) {
+    for (int i = 0; i < V; i++) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      x[i] = (float)(r >> 40) / 16777216.0f;
+    }
+    for (int w = 0; w < 4; w++) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      int kind = (trial + w) % 3;
+      mask[w] = kind == 0 ? UINT64_MAX : kind == 1 ? 0 : r;
+    }
+    mask[3] &= (1ull << (V - 192)) - 1;     /* no bit past the vocabulary */
+    mask[3] |= 1ull << (trial % (V - 192)); /* one allowed at least */
+    int best = -1;
+    for (int i = 0; i < V; i++)
+      if ((mask[i / 64] >> (i % 64)) & 1 && (best < 0 || x[i] > x[best]))
+        best = i;
+    nc_sample_row row = {.sampler = s, .logits = x, .grammar = mask};
+    nc_sample_result res;
+    nc_error err = {0};
+    assert_int_equal(nc_sample_batch(ws, &row, 1, &res, &err), NC_OK);
+    assert_int_equal(res.token, best);
+  }
+  nc_sample_workspace_free(ws);
+  nc_sampler_free(s);
+}
+
 static void bad_rows_fail_alone(void **state) {
   (void)state;
   enum { V = 8 };
@@ -258,6 +297,7 @@ int main(void) {
       cmocka_unit_test(history_is_incremental_and_clones_are_deep),
       cmocka_unit_test(a_clone_samples_like_its_parent),
       cmocka_unit_test(bad_rows_fail_alone),
+      cmocka_unit_test(grammar_mask_words_and_tail),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,49 @@
+/* grammar_trie: the vocabulary's byte trie (nc_grammar_vocab), built once
+ * per model by grammar_trie.c (linked while building, then laid out flat
+ * in depth-first order) and walked by the token mask (grammar_mask.c). */
+#ifndef NC_GRAMMAR_TRIE_H
+#define NC_GRAMMAR_TRIE_H
+
+#include <stdint.h>
+
+#include "grammar_internal.h"
+
+#define NONE UINT32_MAX
+
+typedef struct tnode {
+  uint32_t child, sibling; /* UINT32_MAX: none */
+  uint32_t tok;            /* first token ending here, or UINT32_MAX */
+  uint8_t byte;
+} tnode;
+
+/* A node of the flat trie: its byte, its depth, the first token ending
+ * there (NONE: none; MORE set: tok_next holds others). */
+typedef struct fnode {
+  uint32_t tok;
+  uint16_t depth;
+  uint8_t byte;
+  uint8_t deep; /* a token longer than NC_GRAMMAR_CANON_DEPTH ends in the
+                   subtree (or here) */
+} fnode;
+#define MORE 0x80000000u
+
+struct nc_grammar_vocab {
+  int32_t n;
+  uint8_t *kinds;
+  char *bytes;
+  size_t *off; /* n + 1 */
+  uint32_t *tok_next;
+  tnode *nodes;
+  uint32_t n_nodes, cap_nodes;
+  uint32_t max_len;
+  /* The flat trie: node i (0 the root) in depth-first order; its subtree
+   * is i + 1 .. end[i] - 1. */
+  fnode *flat;
+  uint32_t *fend;
+  int32_t *ends; /* the END tokens */
+  int32_t n_ends;
+  int32_t *longs; /* the text tokens longer than NC_GRAMMAR_CANON_DEPTH */
+  int32_t n_longs;
+};
+
+#endif
