@@ -41,7 +41,8 @@ nc_code nc_forward_ref(const nucleus_model *m, const int32_t *tokens, int32_t n,
 
 /* The pair index at which `turns` full turns fit in n_ctx_orig positions. */
 static double yarn_dim(const nc_hparams *hp, double base, double turns) {
-  return hp->n_rot * log(hp->n_ctx_orig / (turns * 2 * M_PI)) / (2 * log(base));
+  return hp->n_rot * log(hp->yarn_orig_ctx / (turns * 2 * M_PI)) /
+         (2 * log(base));
 }
 
 void nc_ref_rope_pair(const nc_hparams *hp, double base, double scale,

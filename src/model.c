@@ -136,7 +136,7 @@ nc_rope_params nc_hp_rope(const nc_hparams *hp, bool swa) {
       .freq_scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale,
       .ext_factor = hp->yarn_ext_factor,
       .attn_factor = hp->yarn_attn_factor};
-  nc_rope_yarn_corr_dims(p.n_rot, hp->n_ctx_orig, p.freq_base,
+  nc_rope_yarn_corr_dims(p.n_rot, hp->yarn_orig_ctx, p.freq_base,
                          hp->yarn_beta_fast, hp->yarn_beta_slow, p.corr_dims);
   return p;
 }
@@ -207,6 +207,48 @@ static nc_code load_rope_scaling(const gguf_file *f, const char *arch,
   hp->rope_freq_scale = hp->rope_scaling == NC_ROPE_SCALING_NONE
                             ? 1.0f
                             : hp->rope_freq_scale_train;
+  return NC_OK;
+}
+
+/* The RoPE overrides of nucleus_model_params, applied as llama.cpp's
+ * context applies its flags over the file's values: the global layers' base
+ * and scale (gemma's local layers keep theirs), scaling type none forcing
+ * scale 1, YaRN's parameters recomputed; a YaRN scale other than the
+ * file's sets the training context to yarn_orig_ctx / scale. */
+static nc_code apply_rope_overrides(const nucleus_model_params *mp,
+                                    nc_hparams *hp, nc_error *err) {
+  if (!(mp->rope_scale >= 0.0f) || !isfinite(mp->rope_scale) ||
+      !(mp->rope_freq_base >= 0.0f) || !isfinite(mp->rope_freq_base) ||
+      mp->yarn_orig_ctx < 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "rope overrides: rope_scale %g, rope_freq_base %g, "
+                   "yarn_orig_ctx %d: each must be >= 0 (0: the file's)",
+                   (double)mp->rope_scale, (double)mp->rope_freq_base,
+                   (int)mp->yarn_orig_ctx);
+  if (mp->rope_scaling) {
+    static const char *const names[] = {"none", "linear", "yarn"};
+    static const int types[] = {NC_ROPE_SCALING_NONE, NC_ROPE_SCALING_LINEAR,
+                                NC_ROPE_SCALING_YARN};
+    size_t i = 0;
+    while (i < 3 && strcmp(mp->rope_scaling, names[i]))
+      i++;
+    if (i == 3)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "rope_scaling '%.32s': must be none, linear or yarn",
+                     mp->rope_scaling);
+    hp->rope_scaling = types[i];
+  }
+  if (mp->rope_freq_base > 0.0f) hp->rope_freq_base = mp->rope_freq_base;
+  hp->rope_freq_scale =
+      mp->rope_scale > 0.0f ? 1.0f / mp->rope_scale : hp->rope_freq_scale_train;
+  if (hp->rope_scaling == NC_ROPE_SCALING_NONE) hp->rope_freq_scale = 1.0f;
+  if (mp->yarn_orig_ctx > 0) hp->yarn_orig_ctx = mp->yarn_orig_ctx;
+  nc_hp_yarn_defaults(hp);
+  if (hp->rope_scaling == NC_ROPE_SCALING_YARN &&
+      hp->rope_freq_scale != hp->rope_freq_scale_train) {
+    const double n = (double)hp->yarn_orig_ctx / (double)hp->rope_freq_scale;
+    hp->n_ctx_train = n >= (double)INT32_MAX ? INT32_MAX : (int32_t)n;
+  }
   return NC_OK;
 }
 
@@ -322,6 +364,7 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
     return nc_fail(err, NC_ERR_FORMAT,
                    "metadata '%s.rope.scaling.attn_factor' = %g: must be > 0",
                    arch, (double)hp->rope_attn_factor);
+  hp->yarn_orig_ctx = hp->n_ctx_orig;
   nc_hp_yarn_defaults(hp);
   return NC_OK;
 }
@@ -464,6 +507,7 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if (m->arch->check_hparams &&
       (rc = m->arch->check_hparams(m->gguf, &m->hp, err)))
     goto fail;
+  if ((rc = apply_rope_overrides(params, &m->hp, err))) goto fail;
   m->kernels = params->reference_kernels ? nc_kernels_ref()
                                          : nc_kernels_best(params->no_repack);
   if ((rc = m->arch->load_weights(m->gguf, &m->hp, m->kernels, &m->w, err)))

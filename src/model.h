@@ -48,6 +48,9 @@ typedef struct nc_hparams {
   int32_t n_ctx_orig;
   float rope_attn_factor;
   float yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow;
+  int32_t yarn_orig_ctx; /* n_ctx_orig, or the --yarn-orig-ctx override
+                          * (LongRoPE's choice keeps n_ctx_orig, as
+                          * llama.cpp's) */
   /* gemma: sliding window (query at p sees keys p - n_swa < j <= p on the
    * layers marked swa; 0: none), the RoPE of those layers, the query scale
    * applied to q before attention (attn_scale is then 1), and tanh soft

@@ -513,6 +513,77 @@ static void test_rope_scaling_bad_files(void **state) {
              f32_bits(-1.0f), "llama.rope.scaling.factor");
 }
 
+static nucleus_model *load_with(const char *file, nucleus_model_params mp,
+                                nucleus_error *err) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
+  nucleus_model *m = NULL;
+  mp.n_threads = 1;
+  if (nucleus_model_load(path, &mp, &m, err) != NUCLEUS_OK) return NULL;
+  return m;
+}
+
+/* The overrides (--rope-scaling, --rope-scale, --rope-freq-base,
+ * --yarn-orig-ctx) over the file's values, as llama.cpp's context applies
+ * its flags */
+static void test_rope_overrides(void **state) {
+  (void)state;
+  nucleus_error err;
+  nucleus_model_params mp = nucleus_model_default_params();
+  nucleus_model *m = load_with("llamayarn", mp, &err);
+  if (!m) NC_MODEL_UNAVAILABLE(err.message);
+  const nc_hparams *hp = nc_model_hparams(m);
+  assert_int_equal(hp->rope_scaling, NC_ROPE_SCALING_YARN);
+  assert_float_equal(hp->rope_freq_scale, 0.25f, 0);
+  assert_float_equal(hp->yarn_ext_factor, 1.0f, 0);
+  assert_int_equal(hp->yarn_orig_ctx, 32);
+  const int32_t n_ctx_train = hp->n_ctx_train;
+  nucleus_model_free(m);
+
+  mp.rope_scaling = "none"; /* no scaling at all */
+  m = load_with("llamayarn", mp, &err);
+  assert_non_null(m);
+  hp = nc_model_hparams(m);
+  assert_float_equal(hp->rope_freq_scale, 1.0f, 0);
+  assert_float_equal(hp->yarn_ext_factor, 0.0f, 0);
+  assert_float_equal(hp->yarn_attn_factor, 1.0f, 0);
+  nucleus_model_free(m);
+
+  mp.rope_scaling = "linear"; /* the file's factor, no ramp */
+  mp.rope_freq_base = 5000.0f;
+  m = load_with("llamayarn", mp, &err);
+  assert_non_null(m);
+  hp = nc_model_hparams(m);
+  assert_float_equal(hp->rope_freq_scale, 0.25f, 0);
+  assert_float_equal(hp->yarn_ext_factor, 0.0f, 0);
+  assert_float_equal(hp->rope_freq_base, 5000.0f, 0);
+  assert_int_equal(hp->n_ctx_train, n_ctx_train);
+  nucleus_model_free(m);
+
+  /* YaRN with another factor: the training context becomes
+   * yarn_orig_ctx x factor */
+  mp = nucleus_model_default_params();
+  mp.rope_scale = 8.0f;
+  mp.yarn_orig_ctx = 64;
+  m = load_with("llamayarn", mp, &err);
+  assert_non_null(m);
+  hp = nc_model_hparams(m);
+  assert_float_equal(hp->rope_freq_scale, 0.125f, 0);
+  assert_int_equal(hp->yarn_orig_ctx, 64);
+  assert_int_equal(hp->n_ctx_orig, 32); /* LongRoPE's choice keeps it */
+  assert_int_equal(hp->n_ctx_train, 512);
+  nucleus_model_free(m);
+
+  mp = nucleus_model_default_params();
+  mp.rope_scaling = "ntk";
+  assert_null(load_with("llamayarn", mp, &err));
+  assert_non_null(strstr(err.message, "rope_scaling 'ntk'"));
+  mp = nucleus_model_default_params();
+  mp.rope_scale = -2.0f;
+  assert_null(load_with("llamayarn", mp, &err));
+  assert_non_null(strstr(err.message, "rope_scale -2"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qwen2),
@@ -531,6 +602,7 @@ int main(void) {
       cmocka_unit_test(test_llamalinear),
       cmocka_unit_test(test_gemma3yarn),
       cmocka_unit_test(test_rope_scaling_bad_files),
+      cmocka_unit_test(test_rope_overrides),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
