@@ -87,6 +87,15 @@ typedef struct nucleus_model_params {
    * order of llama.cpp's CPU flash path, or its non-flash order (off). */
   nucleus_flash_attn flash_attn;
   const char *chat_template; /* override the model's template (text), or NULL */
+  /* RoPE overrides, as llama.cpp's flags (each 0 or NULL: the file's value):
+   * rope_scaling "none", "linear" or "yarn" (--rope-scaling), rope_scale
+   * the scaling factor (--rope-scale), rope_freq_base (--rope-freq-base),
+   * yarn_orig_ctx the original context YaRN corrects over
+   * (--yarn-orig-ctx). YaRN with a factor other than the file's makes the
+   * training context yarn_orig_ctx x the factor, as llama.cpp does. */
+  const char *rope_scaling;
+  float rope_scale, rope_freq_base;
+  int32_t yarn_orig_ctx;
 } nucleus_model_params;
 
 NUCLEUS_API nucleus_model_params nucleus_model_default_params(void);

@@ -8,7 +8,9 @@ ARCH: qwen2 qwen3 gemma2 gemma3 phi3 qwen3moe mixtral (a `llama` file with
 experts: ffn_gate_inp and ffn_{gate,up,down}_exps of width n_ff, as Mixtral)
 phi3long (phi3 with rope.scaling.original_context_length 32, below the
 prompts' length and llama.cpp's n_ctx, so rope_factors_long applies, and
-rope.scaling.attn_factor 1.19).
+rope.scaling.attn_factor 1.19); llamayarn, qwen2yarn (llama / qwen2 with
+rope.scaling.type yarn, factor 4, original_context_length 32), llamalinear
+(linear, factor 4) and gemma3yarn (yarn, factor 8, original 32).
 
 The tokenizer (every tokenizer.* key: vocabulary, merges, special ids, chat
 template) is copied from the default model, models/SmolLM2-135M-Instruct.Q4_1.gguf,
@@ -71,6 +73,19 @@ ARCHS = {
     # general.architecture "llama"; the experts are n_ff (here 128) wide
     "mixtral": dict(n_layer=4, head_dim=64, tied=False, rope_base=1000000.0,
                     n_expert=8, n_expert_used=2, n_ff_exp=128, gguf_arch="llama"),
+    # RoPE scaling declared by the file (base: the arch whose tensors and
+    # keys it has). YaRN factor 4 over an original context of 32 positions,
+    # so the 48-token prompts run past it and the ramp spans real pairs.
+    "llamayarn": dict(n_layer=4, head_dim=64, tied=False, rope_base=10000.0,
+                      base="llama", scaling=("yarn", 4.0), orig_ctx=32),
+    "qwen2yarn": dict(n_layer=4, head_dim=64, tied=False, rope_base=1000000.0,
+                      base="qwen2", scaling=("yarn", 4.0), orig_ctx=32),
+    "llamalinear": dict(n_layer=4, head_dim=64, tied=False, rope_base=10000.0,
+                        base="llama", scaling=("linear", 4.0)),
+    # gemma3 with YaRN on its global layers (its local layers keep base
+    # 10000 unscaled, with the same ext_factor and magnitude, as llama.cpp)
+    "gemma3yarn": dict(n_layer=6, head_dim=128, tied=True, rope_base=1000000.0,
+                       base="gemma3", scaling=("yarn", 8.0), orig_ctx=32),
 }
 
 # ---------------------------------------------------------------- tokenizer
@@ -158,6 +173,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     if arch not in ARCHS:
         raise SystemExit(f"unknown arch {arch!r}: one of {' '.join(ARCHS)}")
     cfg = ARCHS[arch]
+    kind, arch = arch, cfg.get("base", arch)
     L, hd = cfg["n_layer"], cfg["head_dim"]
     tok = read_tokenizer_kv(tokenizer)
     n_vocab = next(len(v) for k, v, _, _ in tok if k == "tokenizer.ggml.tokens")
@@ -170,7 +186,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     # without </s>, <unk>, <s>.
     w.add_name("nucleus random weights")
     w.add_string("nucleus.gen", f"scripts/make_arch_gguf.py v{GEN_VERSION} "
-                 f"{arch} --seed {seed}" + (" --f32" if f32 else ""))
+                 f"{kind} --seed {seed}" + (" --f32" if f32 else ""))
     w.add_file_type(0 if f32 else 1)
     w.add_context_length(N_CTX)
     w.add_embedding_length(N_EMBD)
@@ -192,6 +208,11 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     if arch in ("phi3", "phi3long"):
         w.add_rope_dimension_count(hd)
         w.add_rope_scaling_orig_ctx_len(cfg.get("orig_ctx", N_CTX))
+    if "scaling" in cfg:
+        w.add_rope_scaling_type(gguf.RopeScalingType(cfg["scaling"][0]))
+        w.add_rope_scaling_factor(cfg["scaling"][1])
+        if "orig_ctx" in cfg:
+            w.add_rope_scaling_orig_ctx_len(cfg["orig_ctx"])
     if "attn_factor" in cfg:
         w.add_rope_scaling_attn_factors(cfg["attn_factor"])
     if arch in ("qwen3moe", "mixtral"):

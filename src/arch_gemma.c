@@ -54,21 +54,22 @@ static nc_code gemma_hparams(const gemma_kind *g, const gguf_file *f,
   if ((rc = nc_meta_int(f, a, "attention.sliding_window", g->need_window, 1,
                         hp->n_ctx_train, &hp->n_swa, &found, err)))
     return rc;
-  /* gemma2: one RoPE for all layers; gemma3's local layers: base 10000
-   * (or the file's freq_base_swa), no scaling */
+  /* gemma2: the local layers take the file's base and scaling factor
+   * (even with scaling type none, as llama.cpp's rope_freq_scale_train_swa);
+   * gemma3's: base 10000, no scaling; either may set rope.freq_base_swa */
   hp->rope_freq_base_swa = hp->rope_freq_base;
-  hp->rope_freq_scale_swa = hp->rope_freq_scale;
+  hp->rope_freq_scale_swa = hp->rope_freq_scale_train;
   if (g == &GEMMA3) {
     hp->rope_freq_base_swa = 10000.0f;
     hp->rope_freq_scale_swa = 1.0f;
-    if ((rc = nc_meta_float(f, a, "rope.freq_base_swa", false,
-                            &hp->rope_freq_base_swa, NULL, err)))
-      return rc;
-    if (!(hp->rope_freq_base_swa > 0))
-      return nc_fail(err, NC_ERR_FORMAT,
-                     "metadata '%s.rope.freq_base_swa' = %g: must be > 0", a,
-                     (double)hp->rope_freq_base_swa);
   }
+  if ((rc = nc_meta_float(f, a, "rope.freq_base_swa", false,
+                          &hp->rope_freq_base_swa, NULL, err)))
+    return rc;
+  if (!(hp->rope_freq_base_swa > 0))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "metadata '%s.rope.freq_base_swa' = %g: must be > 0", a,
+                   (double)hp->rope_freq_base_swa);
   hp->attn_softcap = g->attn_softcap ? 50.0f : 0.0f;
   hp->final_softcap = g == &GEMMA2 ? 30.0f : 0.0f;
   if (g->attn_softcap &&
@@ -219,16 +220,16 @@ static nc_code gemma_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   const int64_t K = nc_hp_n_embd_k(hp), Vd = nc_hp_n_embd_v(hp);
   const int64_t O = (int64_t)hp->n_head * hp->head_dim_v;
   const int32_t half = hp->n_rot / 2;
+  const nc_rope_params rope = nc_hp_rope(hp, false);
+  const nc_rope_params rope_swa = nc_hp_rope(hp, true);
 
   for (int32_t t = 0; t < T; t++) {
     const uint8_t *row = (const uint8_t *)w->tok_embd.data +
                          (size_t)b->token[t] * w->tok_embd.row_bytes;
     nc_dequantize_row(w->tok_embd.type, row, s->x + t * E, E);
-    nc_rope_cache(b->pos[t], hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale,
-                  NULL, s->rope_cos + (int64_t)t * half,
+    nc_rope_cache(b->pos[t], &rope, NULL, s->rope_cos + (int64_t)t * half,
                   s->rope_sin + (int64_t)t * half);
-    nc_rope_cache(b->pos[t], hp->n_rot, hp->rope_freq_base_swa,
-                  hp->rope_freq_scale_swa, NULL,
+    nc_rope_cache(b->pos[t], &rope_swa, NULL,
                   s->rope_cos_swa + (int64_t)t * half,
                   s->rope_sin_swa + (int64_t)t * half);
   }

@@ -172,19 +172,14 @@ nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                         ? w->rope_long.data
                         : w->rope_freqs.data;
 
+  const nc_rope_params rope = nc_hp_rope(hp, false);
+
   for (int32_t t = 0; t < T; t++) {
     const uint8_t *row = (const uint8_t *)w->tok_embd.data +
                          (size_t)b->token[t] * w->tok_embd.row_bytes;
     nc_dequantize_row(w->tok_embd.type, row, s->x + t * E, E);
-    float *rc = s->rope_cos + (int64_t)t * half;
-    float *rs = s->rope_sin + (int64_t)t * half;
-    nc_rope_cache(b->pos[t], hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale,
-                  ff, rc, rs);
-    /* ggml's rope multiplies cos and sin by the attention factor */
-    for (int32_t i = 0; hp->rope_attn_factor != 1.0f && i < half; i++) {
-      rc[i] *= hp->rope_attn_factor;
-      rs[i] *= hp->rope_attn_factor;
-    }
+    nc_rope_cache(b->pos[t], &rope, ff, s->rope_cos + (int64_t)t * half,
+                  s->rope_sin + (int64_t)t * half);
   }
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];

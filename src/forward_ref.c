@@ -1,11 +1,12 @@
 /* forward_ref: the table of reference forward passes (forward_ref.h). */
+#include <math.h>
 #include <string.h>
 
 #include "forward_ref.h"
 
 static const nc_ref_arch *const REF_ARCHS[] = {
-    &nc_ref_arch_llama, &nc_ref_arch_qwen2, &nc_ref_arch_qwen3,
-    &nc_ref_arch_phi3, &nc_ref_arch_qwen3moe, &nc_ref_arch_gemma2,
+    &nc_ref_arch_llama, &nc_ref_arch_qwen2,    &nc_ref_arch_qwen3,
+    &nc_ref_arch_phi3,  &nc_ref_arch_qwen3moe, &nc_ref_arch_gemma2,
     &nc_ref_arch_gemma3};
 
 const nc_ref_arch *nc_ref_arch_of(const nucleus_model *m) {
@@ -36,4 +37,29 @@ nc_code nc_forward_ref(const nucleus_model *m, const int32_t *tokens, int32_t n,
                    "no reference forward pass for architecture '%s'",
                    nc_model_arch_name(m));
   return a->forward(m, tokens, n, logits, err);
+}
+
+/* The pair index at which `turns` full turns fit in n_ctx_orig positions. */
+static double yarn_dim(const nc_hparams *hp, double base, double turns) {
+  return hp->n_rot * log(hp->yarn_orig_ctx / (turns * 2 * M_PI)) /
+         (2 * log(base));
+}
+
+void nc_ref_rope_pair(const nc_hparams *hp, double base, double scale,
+                      const float *freq_factors, int32_t i, int32_t pos,
+                      double *theta, double *mag) {
+  double freq = pow(base, -2.0 * i / hp->n_rot);
+  if (freq_factors) freq /= freq_factors[i];
+  double s = scale;
+  *mag = hp->rope_attn_factor;
+  if (hp->yarn_ext_factor != 0.0f) {
+    const double lo = fmax(floor(yarn_dim(hp, base, hp->yarn_beta_fast)), 0);
+    const double hi =
+        fmin(ceil(yarn_dim(hp, base, hp->yarn_beta_slow)), hp->n_rot - 1);
+    const double r = fmin(fmax((i - lo) / fmax(hi - lo, 0.001), 0), 1);
+    const double extrap = (1 - r) * hp->yarn_ext_factor;
+    s = scale * (1 - extrap) + extrap;
+    if (scale < 1) *mag *= 1 + 0.1 * log(1 / scale);
+  }
+  *theta = (double)pos * freq * s;
 }

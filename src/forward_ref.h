@@ -37,6 +37,18 @@ extern const nc_ref_arch nc_ref_arch_qwen3moe;
 extern const nc_ref_arch nc_ref_arch_gemma2; /* forward_ref_gemma.c */
 extern const nc_ref_arch nc_ref_arch_gemma3;
 
+/* RoPE pair i (of n_rot / 2) at position pos, from the math: the pair's
+ * frequency base^(-2i / n_rot) (divided by freq_factors[i] when given);
+ * linear scaling multiplies it by scale; YaRN (hp->yarn_ext_factor != 0)
+ * blends scale and 1 over the pairs by a linear ramp between the pairs
+ * whose wavelength fits yarn_beta_fast and yarn_beta_slow times in the
+ * original context (floor and ceil, as Hugging Face's and llama.cpp's
+ * YaRN), and the magnitude is rope.scaling.attn_factor times, for YaRN,
+ * 1 + 0.1 ln(1 / scale) (when scale < 1). In double. */
+void nc_ref_rope_pair(const nc_hparams *hp, double base, double scale,
+                      const float *freq_factors, int32_t i, int32_t pos,
+                      double *theta, double *mag);
+
 /* The reference of the model's architecture, or NULL when it has none. */
 const nc_ref_arch *nc_ref_arch_of(const nucleus_model *m);
 

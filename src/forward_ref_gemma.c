@@ -64,8 +64,9 @@ static void rope(float *x, int32_t n_heads, const nc_hparams *hp, double base,
                  double scale, int32_t pos) {
   const int32_t half = hp->n_rot / 2;
   for (int32_t i = 0; i < half; i++) {
-    const double theta = (double)pos * scale * pow(base, -2.0 * i / hp->n_rot);
-    const double c = cos(theta), s = sin(theta);
+    double theta, mag;
+    nc_ref_rope_pair(hp, base, scale, NULL, i, pos, &theta, &mag);
+    const double c = cos(theta) * mag, s = sin(theta) * mag;
     for (int32_t h = 0; h < n_heads; h++) {
       float *v = x + (int64_t)h * hp->head_dim;
       const double x0 = v[i], x1 = v[i + half];

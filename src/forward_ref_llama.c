@@ -8,7 +8,9 @@
  *     q, k: each head's vector RMSNorm-ed * q_norm / k_norm     (qwen3)
  *     q, k: RoPE by position p: each pair (x_a, x_b) of a head rotated by
  *       theta_i = p * freq_scale * base^(-2i / n_rot) / rope_freqs[i]
- *       (pairs (2i, 2i+1) for NORMAL RoPE, (i, i + n_rot/2) for NEOX)
+ *       (pairs (2i, 2i+1) for NORMAL RoPE, (i, i + n_rot/2) for NEOX;
+ *       YaRN blends freq_scale with 1 over the pairs and scales the
+ *       magnitude: nc_ref_rope_pair)
  *     per head j (KV head j / (n_head / n_head_kv)):
  *       S[t][s] = attn_scale * q_t . k_s for s <= t (causal), P = softmax
  *       over s, o_t = sum_s P[t][s] v_s
@@ -88,11 +90,10 @@ static void rope(float *x, int32_t n_heads, const nc_hparams *hp,
   const int32_t half = hp->n_rot / 2;
   const bool neox = hp->rope_type == NC_ROPE_NEOX;
   for (int32_t i = 0; i < half; i++) {
-    double theta = (double)pos * hp->rope_freq_scale *
-                   pow(hp->rope_freq_base, -2.0 * i / hp->n_rot);
-    if (freq_factors) theta /= freq_factors[i];
-    const double c = cos(theta) * hp->rope_attn_factor,
-                 s = sin(theta) * hp->rope_attn_factor;
+    double theta, mag;
+    nc_ref_rope_pair(hp, hp->rope_freq_base, hp->rope_freq_scale, freq_factors,
+                     i, pos, &theta, &mag);
+    const double c = cos(theta) * mag, s = sin(theta) * mag;
     for (int32_t h = 0; h < n_heads; h++) {
       float *v = x + (int64_t)h * hp->head_dim;
       const int32_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;

@@ -109,6 +109,149 @@ nc_code nc_meta_float(const gguf_file *f, const char *arch, const char *suffix,
   return NC_OK;
 }
 
+/* YaRN's parameters as llama.cpp's context sets them from the scaling type
+ * and freq_scale: ext_factor 1 for yarn (else 0), beta_fast 32, beta_slow 1,
+ * and the magnitude: for yarn get_mscale(factor) = 1 + 0.1 ln(factor)
+ * (factor > 1), times 1 / (1 + 0.1 ln(factor)), which cancels the mscale
+ * the tables multiply in (llama.cpp's library is built without FMA: a
+ * multiply, then an add), times rope.scaling.attn_factor. */
+static void nc_hp_yarn_defaults(nc_hparams *hp) {
+  hp->yarn_beta_fast = 32.0f;
+  hp->yarn_beta_slow = 1.0f;
+  hp->yarn_ext_factor = hp->rope_scaling == NC_ROPE_SCALING_YARN ? 1.0f : 0.0f;
+  float attn = 1.0f;
+  if (hp->yarn_ext_factor != 0.0f) {
+    const float factor = 1.0f / hp->rope_freq_scale;
+    const float l = 0.1f * logf(factor);
+    attn = factor <= 1.0f ? 1.0f : l + 1.0f;
+    attn *= 1.0f / (1.0f + l);
+  }
+  hp->yarn_attn_factor = attn * hp->rope_attn_factor;
+}
+
+nc_rope_params nc_hp_rope(const nc_hparams *hp, bool swa) {
+  nc_rope_params p = {
+      .n_rot = hp->n_rot,
+      .freq_base = swa ? hp->rope_freq_base_swa : hp->rope_freq_base,
+      .freq_scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale,
+      .ext_factor = hp->yarn_ext_factor,
+      .attn_factor = hp->yarn_attn_factor};
+  nc_rope_yarn_corr_dims(p.n_rot, hp->yarn_orig_ctx, p.freq_base,
+                         hp->yarn_beta_fast, hp->yarn_beta_slow, p.corr_dims);
+  return p;
+}
+
+/* {arch}.rope.scaling.type and .factor, as llama.cpp's loader reads them:
+ * the type absent means linear; the factor absent (or 0, as old files
+ * write "no scaling") means 1, the old key rope.scale_linear standing in
+ * for it. A declared linear or yarn scaling needs a factor > 0. */
+static nc_code load_rope_scaling(const gguf_file *f, const char *arch,
+                                 nc_hparams *hp, nc_error *err) {
+  static const struct {
+    const char *name;
+    int type;
+  } types[] = {{"none", NC_ROPE_SCALING_NONE},
+               {"linear", NC_ROPE_SCALING_LINEAR},
+               {"yarn", NC_ROPE_SCALING_YARN},
+               {"longrope", NC_ROPE_SCALING_LONGROPE}};
+  char key[128];
+  snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+  hp->rope_scaling = NC_ROPE_SCALING_LINEAR;
+  bool declared = false;
+  gguf_str st;
+  if (gguf_find_key(f, key) >= 0) {
+    if (!gguf_get_str(f, key, &st))
+      return nc_fail(err, NC_ERR_FORMAT, "metadata '%s' is not a string", key);
+    size_t i = 0;
+    while (i < sizeof types / sizeof types[0] &&
+           !(strlen(types[i].name) == st.len &&
+             !memcmp(types[i].name, st.ptr, st.len)))
+      i++;
+    if (i == sizeof types / sizeof types[0])
+      return nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "metadata '%s' = '%.*s': not a supported RoPE scaling "
+                     "(none, linear, yarn, longrope)",
+                     key, (int)(st.len > 32 ? 32 : st.len), st.ptr);
+    hp->rope_scaling = types[i].type;
+    declared = true;
+  }
+  float factor = 0.0f;
+  bool found = false;
+  nc_code rc;
+  if ((rc = nc_meta_float(f, arch, "rope.scaling.factor", false, &factor,
+                          &found, err)))
+    return rc;
+  const char *fkey = "rope.scaling.factor";
+  if (!found) {
+    fkey = "rope.scale_linear";
+    if ((rc = nc_meta_float(f, arch, fkey, false, &factor, &found, err)))
+      return rc;
+  }
+  if (found && factor < 0.0f)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "metadata '%s.%s' = %g: must be > 0 (or 0: no scaling)",
+                   arch, fkey, (double)factor);
+  if (declared && factor == 0.0f &&
+      (hp->rope_scaling == NC_ROPE_SCALING_LINEAR ||
+       hp->rope_scaling == NC_ROPE_SCALING_YARN))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "metadata '%s' = '%.*s' needs '%s.rope.scaling.factor' > 0 "
+                   "(%s)",
+                   key, (int)st.len, st.ptr, arch,
+                   found ? "it is 0" : "it is absent");
+  hp->rope_freq_scale_train = factor == 0.0f ? 1.0f : 1.0f / factor;
+  if (!(hp->rope_freq_scale_train > 0.0f) ||
+      !isfinite(hp->rope_freq_scale_train))
+    return nc_fail(err, NC_ERR_FORMAT, "metadata '%s.%s' = %g: out of range",
+                   arch, fkey, (double)factor);
+  hp->rope_freq_scale = hp->rope_scaling == NC_ROPE_SCALING_NONE
+                            ? 1.0f
+                            : hp->rope_freq_scale_train;
+  return NC_OK;
+}
+
+/* The RoPE overrides of nucleus_model_params, applied as llama.cpp's
+ * context applies its flags over the file's values: the global layers' base
+ * and scale (gemma's local layers keep theirs), scaling type none forcing
+ * scale 1, YaRN's parameters recomputed; a YaRN scale other than the
+ * file's sets the training context to yarn_orig_ctx / scale. */
+static nc_code apply_rope_overrides(const nucleus_model_params *mp,
+                                    nc_hparams *hp, nc_error *err) {
+  if (!(mp->rope_scale >= 0.0f) || !isfinite(mp->rope_scale) ||
+      !(mp->rope_freq_base >= 0.0f) || !isfinite(mp->rope_freq_base) ||
+      mp->yarn_orig_ctx < 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "rope overrides: rope_scale %g, rope_freq_base %g, "
+                   "yarn_orig_ctx %d: each must be >= 0 (0: the file's)",
+                   (double)mp->rope_scale, (double)mp->rope_freq_base,
+                   (int)mp->yarn_orig_ctx);
+  if (mp->rope_scaling) {
+    static const char *const names[] = {"none", "linear", "yarn"};
+    static const int types[] = {NC_ROPE_SCALING_NONE, NC_ROPE_SCALING_LINEAR,
+                                NC_ROPE_SCALING_YARN};
+    size_t i = 0;
+    while (i < 3 && strcmp(mp->rope_scaling, names[i]))
+      i++;
+    if (i == 3)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "rope_scaling '%.32s': must be none, linear or yarn",
+                     mp->rope_scaling);
+    hp->rope_scaling = types[i];
+  }
+  if (mp->rope_freq_base > 0.0f) hp->rope_freq_base = mp->rope_freq_base;
+  hp->rope_freq_scale =
+      mp->rope_scale > 0.0f ? 1.0f / mp->rope_scale : hp->rope_freq_scale_train;
+  if (hp->rope_scaling == NC_ROPE_SCALING_NONE) hp->rope_freq_scale = 1.0f;
+  if (mp->yarn_orig_ctx > 0) hp->yarn_orig_ctx = mp->yarn_orig_ctx;
+  nc_hp_yarn_defaults(hp);
+  if (hp->rope_scaling == NC_ROPE_SCALING_YARN &&
+      hp->rope_freq_scale != hp->rope_freq_scale_train) {
+    const double n = (double)hp->yarn_orig_ctx / (double)hp->rope_freq_scale;
+    hp->n_ctx_train = n >= (double)INT32_MAX ? INT32_MAX : (int32_t)n;
+  }
+  return NC_OK;
+}
+
 static nc_code load_hparams(const gguf_file *f, const char *arch,
                             nc_hparams *hp, nc_error *err) {
   memset(hp, 0, sizeof *hp);
@@ -169,28 +312,7 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
   if (!(hp->rope_freq_base > 0))
     return nc_fail(err, NC_ERR_FORMAT, "rope.freq_base %g: must be > 0",
                    (double)hp->rope_freq_base);
-  char key[128];
-  snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-  gguf_str st;
-  if (gguf_get_str(f, key, &st)) {
-    const bool linear = st.len == 6 && !memcmp(st.ptr, "linear", 6);
-    const bool none = st.len == 4 && !memcmp(st.ptr, "none", 4);
-    if (!linear && !none)
-      return nc_fail(err, NC_ERR_UNSUPPORTED,
-                     "rope scaling type '%.*s' is not supported (linear, "
-                     "none)",
-                     (int)(st.len > 32 ? 32 : st.len), st.ptr);
-  }
-  float factor = 0.0f;
-  if ((rc = nc_meta_float(f, arch, "rope.scaling.factor", false, &factor,
-                          &found, err)))
-    return rc;
-  if (!found || factor == 0.0f) {
-    if ((rc = nc_meta_float(f, arch, "rope.scale_linear", false, &factor, NULL,
-                            err)))
-      return rc;
-  }
-  hp->rope_freq_scale = factor > 0.0f ? 1.0f / factor : 1.0f;
+  if ((rc = load_rope_scaling(f, arch, hp, err))) return rc;
   hp->n_vocab = 0;
   if ((rc = nc_meta_int(f, arch, "vocab_size", false, 1, INT32_MAX,
                         &hp->n_vocab, NULL, err)))
@@ -214,11 +336,11 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
                    arch);
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
   if ((rc = nc_meta_int(f, arch, "expert_count", false, 0, 4096, &hp->n_expert,
-                    NULL, err)) ||
+                        NULL, err)) ||
       (rc = nc_meta_int(f, arch, "expert_used_count", false, 0, 4096,
-                    &hp->n_expert_used, NULL, err)) ||
+                        &hp->n_expert_used, NULL, err)) ||
       (rc = nc_meta_int(f, arch, "expert_feed_forward_length", false, 1, BIG,
-                    &hp->n_ff_exp, NULL, err)))
+                        &hp->n_ff_exp, NULL, err)))
     return rc;
   if (hp->n_expert_used > hp->n_expert)
     return nc_fail(err, NC_ERR_FORMAT,
@@ -231,17 +353,19 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
                    "experts: must be in [1, %d]",
                    arch, (int)hp->n_expert, (int)hp->n_expert);
   hp->n_ctx_orig = hp->n_ctx_train;
-  if ((rc = nc_meta_int(f, arch, "rope.scaling.original_context_length", false, 1,
-                    INT32_MAX, &hp->n_ctx_orig, NULL, err)))
+  if ((rc = nc_meta_int(f, arch, "rope.scaling.original_context_length", false,
+                        1, INT32_MAX, &hp->n_ctx_orig, NULL, err)))
     return rc;
   hp->rope_attn_factor = 1.0f;
   if ((rc = nc_meta_float(f, arch, "rope.scaling.attn_factor", false,
-                      &hp->rope_attn_factor, NULL, err)))
+                          &hp->rope_attn_factor, NULL, err)))
     return rc;
   if (!(hp->rope_attn_factor > 0))
     return nc_fail(err, NC_ERR_FORMAT,
                    "metadata '%s.rope.scaling.attn_factor' = %g: must be > 0",
                    arch, (double)hp->rope_attn_factor);
+  hp->yarn_orig_ctx = hp->n_ctx_orig;
+  nc_hp_yarn_defaults(hp);
   return NC_OK;
 }
 
@@ -383,6 +507,7 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if (m->arch->check_hparams &&
       (rc = m->arch->check_hparams(m->gguf, &m->hp, err)))
     goto fail;
+  if ((rc = apply_rope_overrides(params, &m->hp, err))) goto fail;
   m->kernels = params->reference_kernels ? nc_kernels_ref()
                                          : nc_kernels_best(params->no_repack);
   if ((rc = m->arch->load_weights(m->gguf, &m->hp, m->kernels, &m->w, err)))

@@ -31,11 +31,26 @@ typedef struct nc_hparams {
   /* mixture of experts ({arch}.expert_count, expert_used_count, 0 when
    * dense; n_ff_exp: one expert's FFN width) */
   int32_t n_expert, n_expert_used, n_ff_exp;
-  /* LongRoPE (phi3): rope.scaling.original_context_length (else
-   * context_length) and rope.scaling.attn_factor (else 1), which scales the
-   * rotation's cos and sin */
+  /* RoPE scaling, as llama.cpp reads {arch}.rope.scaling.*: the type
+   * (NC_ROPE_SCALING_*; absent: linear), freq_scale_train = 1 /
+   * rope.scaling.factor (else rope.scale_linear; absent or 0: 1),
+   * rope_freq_scale the one in force (1 for type none);
+   * rope.scaling.original_context_length (else context_length: YaRN's
+   * correction range, and LongRoPE's choice of factors) and
+   * rope.scaling.attn_factor (else 1). YaRN's ext_factor (1 for yarn, else
+   * 0), beta_fast 32 and beta_slow 1 are llama.cpp's defaults (it reads no
+   * key for them in these architectures); yarn_attn_factor is the
+   * magnitude handed to the RoPE tables, as llama.cpp's context computes
+   * it (the attention factor, and for YaRN its mscale divided back out,
+   * since the tables multiply it in) */
+  int rope_scaling;
+  float rope_freq_scale_train;
   int32_t n_ctx_orig;
   float rope_attn_factor;
+  float yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow;
+  int32_t yarn_orig_ctx; /* n_ctx_orig, or the --yarn-orig-ctx override
+                          * (LongRoPE's choice keeps n_ctx_orig, as
+                          * llama.cpp's) */
   /* gemma: sliding window (query at p sees keys p - n_swa < j <= p on the
    * layers marked swa; 0: none), the RoPE of those layers, the query scale
    * applied to q before attention (attn_scale is then 1), and tanh soft
@@ -45,6 +60,17 @@ typedef struct nc_hparams {
   float q_scale;
   float attn_softcap, final_softcap;
 } nc_hparams;
+
+enum {
+  NC_ROPE_SCALING_NONE,
+  NC_ROPE_SCALING_LINEAR,
+  NC_ROPE_SCALING_YARN,
+  NC_ROPE_SCALING_LONGROPE
+};
+
+/* The RoPE of the model's layers (swa: gemma's sliding-window layers, with
+ * their own base and scale), as ggml_rope_ext gets it from llama.cpp. */
+nc_rope_params nc_hp_rope(const nc_hparams *hp, bool swa);
 
 /* Row widths of K and V over all KV heads. */
 static inline int32_t nc_hp_n_embd_k(const nc_hparams *hp) {

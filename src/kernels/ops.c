@@ -24,16 +24,52 @@ static void rmsnorm_plain(const float *x, const float *w, float *y, int64_t n,
   }
 }
 
-void nc_rope_cache(int32_t pos, int32_t n_rot, float freq_base,
-                   float freq_scale, const float *freq_factors, float *cos_out,
-                   float *sin_out) {
-  const float theta_scale = powf(freq_base, -2.0f / (float)n_rot);
+void nc_rope_yarn_corr_dims(int32_t n_rot, int32_t n_ctx_orig, float freq_base,
+                            float beta_fast, float beta_slow, float dims[2]) {
+  /* ggml_rope_yarn_corr_dim: n_dims * ln(n_ctx_orig / (beta 2 pi)) /
+   * (2 ln base), in float, in ggml's order */
+  const float two_ln_base = 2 * logf(freq_base);
+  const float pi = 3.14159265358979323846f;
+  const float fast = (float)n_rot *
+                     logf((float)n_ctx_orig / (beta_fast * 2 * pi)) /
+                     two_ln_base;
+  const float slow = (float)n_rot *
+                     logf((float)n_ctx_orig / (beta_slow * 2 * pi)) /
+                     two_ln_base;
+  const float start = floorf(fast), end = ceilf(slow);
+  dims[0] = start > 0.0f ? start : 0.0f;
+  dims[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
+}
+
+/* YaRN's ramp for pair k: 1 below corr_dims[0], 0 above corr_dims[1]
+ * (ggml's rope_yarn_ramp, i0 / 2 = k) */
+static float yarn_ramp(const float dims[2], int32_t k) {
+  const float span = dims[1] - dims[0];
+  const float y = ((float)k - dims[0]) / (span > 0.001f ? span : 0.001f);
+  const float c = y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
+  return 1.0f - c;
+}
+
+void nc_rope_cache(int32_t pos, const nc_rope_params *p,
+                   const float *freq_factors, float *cos_out, float *sin_out) {
+  const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+  float mscale = p->attn_factor;
+  /* ggml-cpu (clang, FMA) contracts 1 + 0.1 * ln(...) into one fma */
+  if (p->ext_factor != 0.0f)
+    mscale *= fmaf(0.1f, logf(1.0f / p->freq_scale), 1.0f);
   float theta = (float)pos;
-  for (int32_t k = 0; k < n_rot / 2; k++) {
+  for (int32_t k = 0; k < p->n_rot / 2; k++) {
     const float ff = freq_factors ? freq_factors[k] : 1.0f;
-    const float t = freq_scale * (theta / ff);
-    cos_out[k] = cosf(t);
-    sin_out[k] = sinf(t);
+    const float extrap = theta / ff;
+    const float interp = p->freq_scale * extrap;
+    float t = interp;
+    if (p->ext_factor != 0.0f) {
+      const float mix = yarn_ramp(p->corr_dims, k) * p->ext_factor;
+      /* interp * (1 - mix) + extrap * mix, contracted as clang does */
+      t = fmaf(interp, 1.0f - mix, extrap * mix);
+    }
+    cos_out[k] = cosf(t) * mscale;
+    sin_out[k] = sinf(t) * mscale;
     theta *= theta_scale;
   }
 }

@@ -25,12 +25,32 @@ void nc_rmsnorm(const float *x, const float *w, float *y, int64_t n, float eps);
  * double in element order (one dependent chain: every build shares it). */
 float nc_rms_scale(const float *x, int64_t n, float eps);
 
-/* The cos/sin table for one position: n_rot/2 pairs, theta built as ggml
- * does (theta = pos, multiplied by theta_scale = base^(-2/n_rot) for each
- * pair; divided by freq_factors[k] when given; times freq_scale). */
-void nc_rope_cache(int32_t pos, int32_t n_rot, float freq_base,
-                   float freq_scale, const float *freq_factors, float *cos_out,
-                   float *sin_out);
+/* RoPE of one set of layers, as ggml_rope_ext takes it: n_rot dimensions
+ * rotated, theta_scale = freq_base^(-2/n_rot), freq_scale (1 / the linear or
+ * YaRN factor), YaRN's ext_factor (0: none; 1: the ramp between
+ * interpolated and extrapolated theta over corr_dims) and attn_factor (the
+ * magnitude every cos and sin is multiplied by; YaRN multiplies it by
+ * 1 + 0.1 ln(1 / freq_scale) too). */
+typedef struct nc_rope_params {
+  int32_t n_rot;
+  float freq_base, freq_scale;
+  float ext_factor, attn_factor;
+  float corr_dims[2];
+} nc_rope_params;
+
+/* YaRN's correction range (ggml_rope_yarn_corr_dims): the pair dimensions
+ * whose wavelength over n_ctx_orig positions turns beta_fast and beta_slow
+ * times, floored / ceiled and clamped to [0, n_rot - 1]. */
+void nc_rope_yarn_corr_dims(int32_t n_rot, int32_t n_ctx_orig, float freq_base,
+                            float beta_fast, float beta_slow, float dims[2]);
+
+/* The cos/sin table for one position: n_rot/2 pairs, as ggml's
+ * rope_cache_init builds it: theta = pos, multiplied by theta_scale for
+ * each pair, divided by freq_factors[k] when given (theta_extrap); times
+ * freq_scale (theta_interp); with ext_factor != 0 the two mixed by YaRN's
+ * ramp; cos and sin times the magnitude. */
+void nc_rope_cache(int32_t pos, const nc_rope_params *p,
+                   const float *freq_factors, float *cos_out, float *sin_out);
 /* Rotates n_heads heads of head_dim values in place with a cache from
  * nc_rope_cache. NORMAL pairs (x[2k], x[2k+1]); NEOX pairs (x[k],
  * x[k+n_rot/2]). Dimensions past n_rot are left alone. Each rotated value

@@ -346,6 +346,30 @@ static void test_gemma3(void **state) {
   check_arch("gemma3");
 }
 
+/* RoPE scaling declared by the file (rope.scaling.type, .factor,
+ * .original_context_length 32 under 48-token prompts): YaRN on llama,
+ * qwen2 and gemma3 (its global layers; the local ones keep base 10000
+ * unscaled), linear on llama */
+static void test_llamayarn(void **state) {
+  (void)state;
+  check_file("llamayarn", "llama");
+}
+
+static void test_qwen2yarn(void **state) {
+  (void)state;
+  check_file("qwen2yarn", "qwen2");
+}
+
+static void test_llamalinear(void **state) {
+  (void)state;
+  check_file("llamalinear", "llama");
+}
+
+static void test_gemma3yarn(void **state) {
+  (void)state;
+  check_file("gemma3yarn", "gemma3");
+}
+
 /* ---- bad gemma files: the good file with one field patched in place
  * (same length, so every offset holds), loaded; the error must name the
  * key or tensor. */
@@ -378,8 +402,10 @@ static void put_u32(uint8_t *p, uint32_t v) {
   memcpy(p, &v, 4); /* GGUF is little-endian, as this machine */
 }
 
-typedef enum { BAD_RENAME, BAD_U32, BAD_NE0 } bad_kind;
+typedef enum { BAD_RENAME, BAD_U32, BAD_NE0, BAD_F32, BAD_STR } bad_kind;
 
+/* value: the u32 (BAD_U32, BAD_NE0), the float's bits (BAD_F32) or the
+ * byte that replaces a string value's first (BAD_STR) */
 static void expect_bad(const char *arch, const char *what, bad_kind kind,
                        uint32_t value, const char *needle) {
   char path[4096], bad[4200];
@@ -395,6 +421,16 @@ static void expect_bad(const char *arch, const char *what, bad_kind kind,
     memcpy(&type, p + at, 4);
     assert_int_equal(type, 4); /* GGUF_TYPE_UINT32 */
     put_u32(p + at + 4, value);
+  } else if (kind == BAD_F32) {
+    uint32_t type;
+    memcpy(&type, p + at, 4);
+    assert_int_equal(type, 6); /* GGUF_TYPE_FLOAT32 */
+    put_u32(p + at + 4, value);
+  } else if (kind == BAD_STR) {
+    uint32_t type;
+    memcpy(&type, p + at, 4);
+    assert_int_equal(type, 8); /* GGUF_TYPE_STRING: u64 length, bytes */
+    p[at + 12] = (uint8_t)value;
   } else {
     put_u32(p + at + 4, value); /* ne[0] (after n_dims), low half */
   }
@@ -453,6 +489,101 @@ static void test_gemma_bad_files(void **state) {
   }
 }
 
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+/* A scaling type nucleus does not know, or a factor that means nothing:
+ * refused, naming the key */
+static void test_rope_scaling_bad_files(void **state) {
+  (void)state;
+  expect_bad("llamayarn", "llama.rope.scaling.type", BAD_STR, 'z',
+             "llama.rope.scaling.type");
+  expect_bad("llamayarn", "llama.rope.scaling.factor", BAD_F32, f32_bits(-4.0f),
+             "llama.rope.scaling.factor");
+  expect_bad("llamayarn", "llama.rope.scaling.factor", BAD_F32, 0x7fc00000u,
+             "llama.rope.scaling.factor");
+  expect_bad("llamayarn", "llama.rope.scaling.factor", BAD_F32, f32_bits(0.0f),
+             "llama.rope.scaling.factor");
+  expect_bad("qwen2yarn", "qwen2.rope.scaling.factor", BAD_F32, 0x7f800000u,
+             "qwen2.rope.scaling.factor");
+  expect_bad("llamalinear", "llama.rope.scaling.factor", BAD_F32,
+             f32_bits(-1.0f), "llama.rope.scaling.factor");
+}
+
+static nucleus_model *load_with(const char *file, nucleus_model_params mp,
+                                nucleus_error *err) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
+  nucleus_model *m = NULL;
+  mp.n_threads = 1;
+  if (nucleus_model_load(path, &mp, &m, err) != NUCLEUS_OK) return NULL;
+  return m;
+}
+
+/* The overrides (--rope-scaling, --rope-scale, --rope-freq-base,
+ * --yarn-orig-ctx) over the file's values, as llama.cpp's context applies
+ * its flags */
+static void test_rope_overrides(void **state) {
+  (void)state;
+  nucleus_error err;
+  nucleus_model_params mp = nucleus_model_default_params();
+  nucleus_model *m = load_with("llamayarn", mp, &err);
+  if (!m) NC_MODEL_UNAVAILABLE(err.message);
+  const nc_hparams *hp = nc_model_hparams(m);
+  assert_int_equal(hp->rope_scaling, NC_ROPE_SCALING_YARN);
+  assert_float_equal(hp->rope_freq_scale, 0.25f, 0);
+  assert_float_equal(hp->yarn_ext_factor, 1.0f, 0);
+  assert_int_equal(hp->yarn_orig_ctx, 32);
+  const int32_t n_ctx_train = hp->n_ctx_train;
+  nucleus_model_free(m);
+
+  mp.rope_scaling = "none"; /* no scaling at all */
+  m = load_with("llamayarn", mp, &err);
+  assert_non_null(m);
+  hp = nc_model_hparams(m);
+  assert_float_equal(hp->rope_freq_scale, 1.0f, 0);
+  assert_float_equal(hp->yarn_ext_factor, 0.0f, 0);
+  assert_float_equal(hp->yarn_attn_factor, 1.0f, 0);
+  nucleus_model_free(m);
+
+  mp.rope_scaling = "linear"; /* the file's factor, no ramp */
+  mp.rope_freq_base = 5000.0f;
+  m = load_with("llamayarn", mp, &err);
+  assert_non_null(m);
+  hp = nc_model_hparams(m);
+  assert_float_equal(hp->rope_freq_scale, 0.25f, 0);
+  assert_float_equal(hp->yarn_ext_factor, 0.0f, 0);
+  assert_float_equal(hp->rope_freq_base, 5000.0f, 0);
+  assert_int_equal(hp->n_ctx_train, n_ctx_train);
+  nucleus_model_free(m);
+
+  /* YaRN with another factor: the training context becomes
+   * yarn_orig_ctx x factor */
+  mp = nucleus_model_default_params();
+  mp.rope_scale = 8.0f;
+  mp.yarn_orig_ctx = 64;
+  m = load_with("llamayarn", mp, &err);
+  assert_non_null(m);
+  hp = nc_model_hparams(m);
+  assert_float_equal(hp->rope_freq_scale, 0.125f, 0);
+  assert_int_equal(hp->yarn_orig_ctx, 64);
+  assert_int_equal(hp->n_ctx_orig, 32); /* LongRoPE's choice keeps it */
+  assert_int_equal(hp->n_ctx_train, 512);
+  nucleus_model_free(m);
+
+  mp = nucleus_model_default_params();
+  mp.rope_scaling = "ntk";
+  assert_null(load_with("llamayarn", mp, &err));
+  assert_non_null(strstr(err.message, "rope_scaling 'ntk'"));
+  mp = nucleus_model_default_params();
+  mp.rope_scale = -2.0f;
+  assert_null(load_with("llamayarn", mp, &err));
+  assert_non_null(strstr(err.message, "rope_scale -2"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qwen2),
@@ -466,6 +597,12 @@ int main(void) {
       cmocka_unit_test(test_gemma3),
       cmocka_unit_test(test_gemma_window_invariance),
       cmocka_unit_test(test_gemma_bad_files),
+      cmocka_unit_test(test_llamayarn),
+      cmocka_unit_test(test_qwen2yarn),
+      cmocka_unit_test(test_llamalinear),
+      cmocka_unit_test(test_gemma3yarn),
+      cmocka_unit_test(test_rope_scaling_bad_files),
+      cmocka_unit_test(test_rope_overrides),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,13 +48,21 @@ static void test_rmsnorm(void **state) {
   assert_true(fabs(ss2 / N - 1.0) < 1e-4);
 }
 
+static nc_rope_params rope_params(int32_t n_rot, float base, float scale) {
+  return (nc_rope_params){.n_rot = n_rot,
+                          .freq_base = base,
+                          .freq_scale = scale,
+                          .attn_factor = 1.0f};
+}
+
 static void test_rope_normal_and_neox(void **state) {
   (void)state;
   enum { HD = 64, H = 3, HALF = HD / 2 };
   float c[HALF], s[HALF];
   const int32_t pos = 37;
   const float base = 100000.0f;
-  nc_rope_cache(pos, HD, base, 1.0f, NULL, c, s);
+  const nc_rope_params p1 = rope_params(HD, base, 1.0f);
+  nc_rope_cache(pos, &p1, NULL, c, s);
   for (int k = 0; k < HALF; k++) {
     const double th = pos * pow(base, -2.0 * k / HD);
     assert_true(fabs(c[k] - cos(th)) < 2e-4);
@@ -62,7 +70,7 @@ static void test_rope_normal_and_neox(void **state) {
   }
   /* Position 0: the identity. */
   float c0[HALF], s0[HALF];
-  nc_rope_cache(0, HD, base, 1.0f, NULL, c0, s0);
+  nc_rope_cache(0, &p1, NULL, c0, s0);
   float x[H * HD], x0[H * HD];
   for (int i = 0; i < H * HD; i++)
     x[i] = x0[i] = sinf((float)i * 0.7f);
@@ -94,8 +102,9 @@ static void test_rope_normal_and_neox(void **state) {
   float ff[HALF], cf[HALF], sf[HALF], cs[HALF], ss[HALF];
   for (int k = 0; k < HALF; k++)
     ff[k] = 2.0f;
-  nc_rope_cache(pos, HD, base, 1.0f, ff, cf, sf);
-  nc_rope_cache(pos, HD, base, 0.5f, NULL, cs, ss);
+  const nc_rope_params half_scale = rope_params(HD, base, 0.5f);
+  nc_rope_cache(pos, &p1, ff, cf, sf);
+  nc_rope_cache(pos, &half_scale, NULL, cs, ss);
   for (int k = 0; k < HALF; k++) {
     assert_float_equal(cf[k], cs[k], 1e-6);
     assert_float_equal(sf[k], ss[k], 1e-6);
@@ -105,6 +114,49 @@ static void test_rope_normal_and_neox(void **state) {
   memcpy(xp, x0, sizeof xp);
   nc_rope_apply(xp, 1, HD, 32, NC_ROPE_NORMAL, c, s);
   assert_memory_equal(xp + 32, x0 + 32, sizeof(float) * 32);
+}
+
+/* YaRN (ggml's rope_yarn): pairs below corr_dims[0] keep the
+ * extrapolated theta, pairs above corr_dims[1] the interpolated one, a
+ * linear ramp between; cos and sin times attn_factor * (1 + 0.1 ln(1 /
+ * freq_scale)). Checked against the formula in double. */
+static void test_rope_yarn(void **state) {
+  (void)state;
+  enum { HD = 64, HALF = HD / 2 };
+  const float base = 10000.0f, scale = 0.25f; /* factor 4 */
+  const int32_t n_ctx_orig = 32, pos = 45;
+  nc_rope_params p = rope_params(HD, base, scale);
+  p.ext_factor = 1.0f;
+  p.attn_factor = 0.9f;
+  nc_rope_yarn_corr_dims(HD, n_ctx_orig, base, 32.0f, 1.0f, p.corr_dims);
+  /* dims where 32 and 1 turns fit into 32 positions */
+  const double d_fast =
+      HD * log(n_ctx_orig / (32 * 2 * M_PI)) / (2 * log(base));
+  const double d_slow = HD * log(n_ctx_orig / (1 * 2 * M_PI)) / (2 * log(base));
+  assert_float_equal(p.corr_dims[0], fmax(floor(d_fast), 0), 0);
+  assert_float_equal(p.corr_dims[1], fmin(ceil(d_slow), HD - 1), 0);
+  assert_true(p.corr_dims[1] > p.corr_dims[0]); /* a real ramp */
+  float c[HALF], s[HALF];
+  nc_rope_cache(pos, &p, NULL, c, s);
+  const double mag = 0.9 * (1 + 0.1 * log(4.0));
+  int n_extrap = 0, n_interp = 0, n_mixed = 0;
+  for (int k = 0; k < HALF; k++) {
+    const double f = pow(base, -2.0 * k / HD);
+    const double r = fmin(
+        fmax((k - p.corr_dims[0]) / (p.corr_dims[1] - p.corr_dims[0]), 0), 1);
+    const double th = pos * f * (scale * r + (1 - r));
+    n_extrap += r == 0, n_interp += r == 1, n_mixed += r > 0 && r < 1;
+    assert_true(fabs(c[k] - cos(th) * mag) < 1e-4);
+    assert_true(fabs(s[k] - sin(th) * mag) < 1e-4);
+  }
+  assert_true(n_extrap > 0 && n_interp > 0 && n_mixed > 0);
+  /* ext_factor 0: plain linear scaling, attn_factor as given */
+  p.ext_factor = 0.0f;
+  nc_rope_cache(pos, &p, NULL, c, s);
+  for (int k = 0; k < HALF; k++) {
+    const double th = pos * pow(base, -2.0 * k / HD) * scale;
+    assert_true(fabs(c[k] - cos(th) * 0.9) < 1e-4);
+  }
 }
 
 static void test_softmax(void **state) {
@@ -415,6 +467,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rmsnorm),
       cmocka_unit_test(test_rope_normal_and_neox),
+      cmocka_unit_test(test_rope_yarn),
       cmocka_unit_test(test_softmax),
       cmocka_unit_test(test_silu_swiglu_add),
       cmocka_unit_test(test_expf_ggml),

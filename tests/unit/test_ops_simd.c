@@ -174,7 +174,11 @@ static void test_rope(void **state) {
   for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
     const int hd = dims[t][0], nrot = dims[t][1];
     for (int round = 0; round < 20; round++) {
-      nc_rope_cache((int32_t)(rnd() % 5000), nrot, 10000.0f, 1.0f, NULL, c, sn);
+      const nc_rope_params rp = {.n_rot = nrot,
+                                 .freq_base = 10000.0f,
+                                 .freq_scale = 1.0f,
+                                 .attn_factor = 1.0f};
+      nc_rope_cache((int32_t)(rnd() % 5000), &rp, NULL, c, sn);
       fill(x, H * hd, 4.0f, round % 4 == 0 ? 9 : 0);
       for (int neox = 0; neox < 2; neox++)
         for (int s = 0; s < ns; s++) {

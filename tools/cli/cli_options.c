@@ -73,6 +73,12 @@ static const opt_spec SPECS[] = {
      "use the plain-C reference kernels"},
     {"--no-repack", NULL, OPT_BOOL, OFF(no_repack), 0, 0,
      "add in the float order of llama.cpp --no-repack (no AMX tiles)"},
+    {"--rope-scale", NULL, OPT_FLOAT, OFF(rope_scale), 0, 0,
+     "RoPE scaling factor (default: the file's)"},
+    {"--rope-freq-base", NULL, OPT_FLOAT, OFF(rope_freq_base), 0, 0,
+     "RoPE base frequency (default: the file's)"},
+    {"--yarn-orig-ctx", NULL, OPT_INT, OFF(yarn_orig_ctx), 0, INT32_MAX,
+     "YaRN's original context (default: the file's)"},
 };
 
 void cli_options_free(cli_options *o) {
@@ -94,6 +100,8 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out,
           "  -fa, --flash-attn WHEN  on, off or auto (default auto: off for "
           "now)\n");
+  fprintf(out, "  --rope-scaling TYPE     none, linear or yarn (default: the "
+               "file's)\n");
   fprintf(out,
           "  --grammar GBNF          constrain the output to a GBNF grammar\n");
   fprintf(out, "  --grammar-file FILE     the same, read from FILE\n");
@@ -227,6 +235,18 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     o->request.grammar = o->grammar;
     return 1;
   }
+  if (!strcmp(a, "--rope-scaling")) {
+    NEED_VALUE();
+    if (strcmp(v, "none") && strcmp(v, "linear") && strcmp(v, "yarn")) {
+      fprintf(stderr,
+              "error: --rope-scaling: '%s' is not none, linear or "
+              "yarn\n",
+              v);
+      return -1;
+    }
+    o->rope_scaling = v;
+    return 1;
+  }
   if (!strcmp(a, "--logit-bias")) {
     NEED_VALUE();
     const char *eq = strchr(v, '=');
@@ -310,6 +330,10 @@ nucleus_model *cli_load_model(const cli_options *o) {
   mp.reference_kernels = o->reference_kernels;
   mp.no_repack = o->no_repack;
   mp.flash_attn = o->flash_attn;
+  mp.rope_scaling = o->rope_scaling;
+  mp.rope_scale = o->rope_scale;
+  mp.rope_freq_base = o->rope_freq_base;
+  mp.yarn_orig_ctx = o->yarn_orig_ctx;
   char *tmpl = NULL;
   if (o->chat_template_file) {
     tmpl = cli_read_file(o->chat_template_file, NULL);

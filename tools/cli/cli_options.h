@@ -23,6 +23,11 @@ typedef struct cli_options {
   bool reference_kernels;
   bool no_repack;
   nucleus_flash_attn flash_attn; /* -fa, --flash-attn on|off|auto */
+  /* --rope-scaling, --rope-scale, --rope-freq-base, --yarn-orig-ctx (0 or
+   * NULL: the file's), as nucleus_model_params says */
+  const char *rope_scaling;
+  float rope_scale, rope_freq_base;
+  int32_t yarn_orig_ctx;
   bool parse_special_in_content; /* chat: as nucleus_chat_params says */
   bool given[CLI_MAX_PARAMS];    /* by contract row: set on the command line */
   nucleus_grammar *grammar;      /* --grammar / --grammar-file, or NULL */

@@ -1,0 +1,74 @@
+"""The default model at its full context (issue 23, "Long contexts for real").
+
+SmolLM2-135M's training context is 8,192 positions. `nucleus run` prefills
+an 8,000-token prompt (the GPL-3 then the GPL-2 text, tokenized by nucleus,
+whose ids must hash to llama.cpp's: the golden records the sha256) and
+generates 32 greedy tokens, reaching position 8,031. They must be
+llama.cpp's (tests/data/greedy/smollm2_long_8k.json, from
+scripts/gen_long_context_golden.py: llama-cpp-python at n_ctx 8192, flash
+attention off, no repack), so nucleus runs with -fa off and --no-repack,
+the same float orders. Its peak RSS must stay within the model file + the
+KV cache of the positions it holds + 64 MiB (tests/e2e/test_memory.py's
+bound: the weights are not copied and scratch memory does not grow with
+the context).
+"""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+
+from conftest import DEFAULT_MODEL, NUCLEUS_BIN, ROOT, require_binary_and_model
+from test_memory import SLACK, hparams, kv_bytes, run_measured
+
+GOLDEN = os.path.join(str(ROOT), "tests", "data", "greedy",
+                      "smollm2_long_8k.json")
+
+
+def prompt_ids(golden):
+    parts = []
+    for p in golden["sources"]:
+        with open(p, encoding="utf-8") as f:
+            parts.append(f.read())
+    text = "\n".join(parts)
+    out = subprocess.run(
+        [NUCLEUS_BIN, "tokenize", "-m", DEFAULT_MODEL, "--ids", "--stdin"],
+        input=text.encode(), capture_output=True, check=True).stdout
+    ids = json.loads(out)
+    assert len(ids) >= golden["n_prompt"]
+    return ids[:golden["n_prompt"]]
+
+
+def test_full_context_greedy_and_memory():
+    require_binary_and_model()
+    with open(GOLDEN) as f:
+        golden = json.load(f)
+    ids = prompt_ids(golden)
+    sha = hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()
+    assert sha == golden["prompt_sha256"], "nucleus tokenizes the prompt " \
+        "differently from llama.cpp"
+    n_gen = len(golden["tokens"])
+    hp = hparams(DEFAULT_MODEL)
+    assert golden["n_prompt"] + n_gen <= hp["n_ctx_train"]
+    rc, out, peak = run_measured(
+        [NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, "--tokens",
+         ",".join(map(str, ids)), "-n", str(n_gen), "--ignore-eos",
+         "--logprobs", "1", "-t", "2", "-fa", "off", "--no-repack",
+         "-c", str(golden["n_ctx"])])
+    assert rc == 0, out[-2000:]
+    got = [int(m.group(1)) for m in
+           re.finditer(r"^(\d+)\s+'", out, flags=re.MULTILINE)]
+    assert got == golden["tokens"], (
+        f"greedy continuation differs from llama.cpp's at token "
+        f"{next(i for i, (a, b) in enumerate(zip(got + [-1] * n_gen, golden['tokens'])) if a != b)}"
+        f": {got} vs {golden['tokens']}")
+    m = re.search(r"prompt: (\d+) tokens.*generation: (\d+) tokens", out)
+    assert m and int(m.group(1)) == golden["n_prompt"], out[-1000:]
+    file_bytes = os.path.getsize(DEFAULT_MODEL)
+    used = kv_bytes(hp, golden["n_prompt"] + n_gen)
+    bound = file_bytes + used + SLACK
+    print(f"peak RSS {peak / 2**20:.1f} MiB: file {file_bytes / 2**20:.1f} + "
+          f"KV {used / 2**20:.1f} (of {golden['n_prompt'] + n_gen} positions)"
+          f" + 64 = bound {bound / 2**20:.1f} MiB")
+    assert peak <= bound, (peak, bound)
