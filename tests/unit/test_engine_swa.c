@@ -38,29 +38,34 @@
 #define SANITIZED 0
 #endif
 
+/* gemma2, gemma3 (random), gemma 3 270M, gemma3 (random) with flash
+ * attention */
+enum { N_MODELS = 4 };
+
 typedef struct fixture {
-  nucleus_model *m[3]; /* gemma2, gemma3 (random), gemma 3 270M */
-  char why[3][1024];
+  nucleus_model *m[N_MODELS];
+  char why[N_MODELS][1024];
 } fixture;
 
-static const char *const k_files[3] = {"build/arch/gemma2.gguf",
-                                       "build/arch/gemma3.gguf",
-                                       "models/gemma-3-270m-q4_k_m.gguf"};
+static const char *const k_files[N_MODELS] = {
+    "build/arch/gemma2.gguf", "build/arch/gemma3.gguf",
+    "models/gemma-3-270m-q4_k_m.gguf", "build/arch/gemma3.gguf"};
 
 static int setup(void **state) {
   fixture *fx = calloc(1, sizeof *fx);
   *state = fx;
   const char *root = getenv("NUCLEUS_ROOT");
   if (!root || !*root) root = ".";
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < N_MODELS; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root, k_files[i]);
     nucleus_model_params p = nucleus_model_default_params();
     p.n_threads = 2;
+    if (i == 3) p.flash_attn = NUCLEUS_FLASH_ATTN_ON;
     nucleus_error err;
     if (nucleus_model_load(path, &p, &fx->m[i], &err) != NUCLEUS_OK) {
-      snprintf(fx->why[i], sizeof fx->why[i], "%s (make arch-models): %s",
-               path, err.message);
+      snprintf(fx->why[i], sizeof fx->why[i], "%s (make arch-models): %s", path,
+               err.message);
       fx->m[i] = NULL;
     }
   }
@@ -69,7 +74,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   fixture *fx = *state;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < N_MODELS; i++)
     nucleus_model_free(fx->m[i]);
   free(fx);
   return 0;
@@ -88,8 +93,7 @@ static bool *swa_flags(const nucleus_model *m) {
   return f;
 }
 
-static void random_tokens(int32_t *t, int32_t n, int32_t n_vocab,
-                          uint64_t x) {
+static void random_tokens(int32_t *t, int32_t n, int32_t n_vocab, uint64_t x) {
   for (int32_t i = 0; i < n; i++) {
     x ^= x << 13;
     x ^= x >> 7;
@@ -118,8 +122,8 @@ static void run_pair(const nucleus_model *m, bool swa, const int32_t *tok0,
   nucleus_error err;
   const int64_t blocks = 2 * ((n + 15) / 16) + 4;
   bool *flags = swa_flags(m);
-  assert_int_equal(nc_kv_cache_create_swa(hp, swa ? flags : NULL, blocks, 16,
-                                          2, step, &kv, &err),
+  assert_int_equal(nc_kv_cache_create_swa(hp, swa ? flags : NULL, blocks, 16, 2,
+                                          step, &kv, &err),
                    NC_OK);
   free(flags);
   assert_int_equal(nc_kv_n_groups(kv), swa ? 2 : 1);
@@ -171,8 +175,7 @@ static void run_pair(const nucleus_model *m, bool swa, const int32_t *tok0,
       }
     }
   }
-  if (nc_kv_n_groups(kv) == 2)
-    assert_true(swa_peak < nc_kv_blocks_total(kv));
+  if (nc_kv_n_groups(kv) == 2) assert_true(swa_peak < nc_kv_blocks_total(kv));
   free(logits);
   nc_batch_free(&b);
   nc_context_free(ctx);
@@ -212,10 +215,12 @@ static void check_forward(const nucleus_model *m, int32_t n, int32_t from,
 static void test_forward_random(void **state) {
   fixture *fx = *state;
   const int32_t chunks[] = {5, 1, 17, 30, 2, 9, 1, 1, 20};
-  const nucleus_model *g2 = need(fx, 0), *g3 = need(fx, 1);
+  const nucleus_model *g2 = need(fx, 0), *g3 = need(fx, 1), *g3f = need(fx, 3);
+  assert_true(nc_model_flash_attn(g3f));
   const int32_t n = SANITIZED ? 60 : 150;
   check_forward(g2, n, 20, chunks, 9, "gemma2 (random)");
   check_forward(g3, n, 20, chunks, 9, "gemma3 (random)");
+  check_forward(g3f, n, 20, chunks, 9, "gemma3 (random, flash attention)");
 }
 
 static void test_forward_gemma3_270m(void **state) {
@@ -258,8 +263,7 @@ static nucleus_engine *engine(nucleus_model *m, int64_t kv_tokens,
   return e;
 }
 
-static void run_on(nucleus_engine *e, const spec *specs, int n,
-                   result *out) {
+static void run_on(nucleus_engine *e, const spec *specs, int n, result *out) {
   nucleus_request *reqs[16] = {0};
   bool done[16] = {false};
   memset(out, 0, sizeof *out * (size_t)n);
@@ -370,7 +374,10 @@ static void check_engine(nucleus_model *m, const spec *specs, int n,
 
 static void test_engine_random(void **state) {
   fixture *fx = *state;
-  for (int k = 0; k < 2; k++) {
+  static const char *const names[] = {"gemma2 (random)", "gemma3 (random)", "",
+                                      "gemma3 (random, flash attention)"};
+  for (int k = 0; k < N_MODELS; k++) {
+    if (k == 2) continue; /* the real file: its own test */
     nucleus_model *m = fx->m[k];
     need(fx, k);
     enum { N = 4 };
@@ -378,14 +385,101 @@ static void test_engine_random(void **state) {
     spec specs[N];
     for (int i = 0; i < N; i++) {
       specs[i].n_prompt = 40 + 11 * i;
-      random_tokens(prompts[i], specs[i].n_prompt,
-                    nc_model_hparams(m)->n_vocab, 0x1234ull + (uint64_t)i);
+      random_tokens(prompts[i], specs[i].n_prompt, nc_model_hparams(m)->n_vocab,
+                    0x1234ull + (uint64_t)i);
       specs[i].prompt = prompts[i];
       specs[i].max_tokens = SANITIZED ? 6 : 20;
       specs[i].arrival = 3 * i;
     }
-    check_engine(m, specs, N, 4096, 7, 112,
-                 k ? "gemma3 (random)" : "gemma2 (random)");
+    check_engine(m, specs, N, 4096, 7, 112, names[k]);
+  }
+}
+
+/* n > 1 (forked sequences, sampled) and beams (forked and freed as they
+ * are reordered): every completion's tokens and logprobs equal the full
+ * cache's. */
+typedef struct forked {
+  int32_t tokens[4][MAX_GEN];
+  float logprobs[4][MAX_GEN];
+  int32_t n[4];
+  char text[4][2048]; /* beams report text only */
+  size_t text_len[4];
+} forked;
+
+static void run_forked(nucleus_model *m, bool swa_full, const int32_t *prompt,
+                       int32_t n_prompt, bool beam, forked *out) {
+  nucleus_engine *e = engine(m, 4096, 16, swa_full);
+  nucleus_request_params p = nucleus_request_default_params();
+  p.max_tokens = 12;
+  p.ignore_eos = true;
+  p.sampling.logprobs = !beam;
+  if (beam) {
+    p.beam_width = 3;
+    p.n = 2;
+    p.sampling.temperature = 0;
+  } else {
+    p.n = 3;
+    p.sampling.temperature = 0.9f;
+    p.sampling.has_seed = true;
+    p.sampling.seed = 42;
+  }
+  nucleus_request *r = NULL;
+  nucleus_error err = {0};
+  if (nucleus_engine_submit(e, prompt, (size_t)n_prompt, &p, &r, &err) !=
+      NUCLEUS_OK)
+    fail_msg("submit: %s", err.message);
+  memset(out, 0, sizeof *out);
+  bool done = false;
+  for (int step = 0; step < 10000 && !done; step++) {
+    nc_engine_step(e);
+    nucleus_event ev;
+    while (!done && nucleus_request_next_event(r, &ev, 0) == NUCLEUS_OK) {
+      if (ev.kind == NUCLEUS_EVENT_DONE) done = true;
+      if (ev.kind == NUCLEUS_EVENT_DONE) continue;
+      assert_true(ev.index >= 0 && ev.index < 4);
+      assert_true(out->text_len[ev.index] + ev.text_len < sizeof out->text[0]);
+      memcpy(out->text[ev.index] + out->text_len[ev.index], ev.text,
+             ev.text_len);
+      out->text_len[ev.index] += ev.text_len;
+      if (ev.kind != NUCLEUS_EVENT_TOKEN) continue;
+      const int32_t k = out->n[ev.index]++;
+      assert_true(k < MAX_GEN);
+      out->tokens[ev.index][k] = ev.token;
+      out->logprobs[ev.index][k] = ev.logprob;
+    }
+  }
+  assert_true(done);
+  nucleus_request_free(r);
+  assert_int_equal(nc_kv_group_blocks_used(e->kv, 0), 0);
+  if (!swa_full) assert_int_equal(nc_kv_group_blocks_used(e->kv, 1), 0);
+  nucleus_engine_free(e);
+}
+
+static void test_engine_forks(void **state) {
+  fixture *fx = *state;
+  nucleus_model *m = fx->m[1];
+  need(fx, 1);
+  int32_t prompt[45];
+  random_tokens(prompt, 45, nc_model_hparams(m)->n_vocab, 0xF0Dull);
+  for (int beam = 0; beam < 2; beam++) {
+    forked ref, got;
+    run_forked(m, true, prompt, 45, beam, &ref);
+    run_forked(m, false, prompt, 45, beam, &got);
+    int total = 0;
+    for (int i = 0; i < 4; i++) {
+      assert_int_equal(ref.n[i], got.n[i]);
+      assert_memory_equal(ref.tokens[i], got.tokens[i],
+                          sizeof(int32_t) * (size_t)ref.n[i]);
+      assert_memory_equal(ref.logprobs[i], got.logprobs[i],
+                          sizeof(float) * (size_t)ref.n[i]);
+      assert_int_equal(ref.text_len[i], got.text_len[i]);
+      assert_memory_equal(ref.text[i], got.text[i], ref.text_len[i]);
+      total += (int)ref.text_len[i];
+      if (i < (beam ? 2 : 3)) assert_true(ref.text_len[i] > 0);
+    }
+    print_message("gemma3 (random): %s: %d bytes of text, tokens and "
+                  "logprobs, SWA group == full cache\n",
+                  beam ? "beam search (width 3, n 2)" : "n = 3 sampled", total);
   }
 }
 
@@ -401,8 +495,7 @@ static void test_engine_gemma3_270m(void **state) {
   spec specs[N];
   for (int i = 0; i < N; i++) {
     specs[i].n_prompt = 1000 + 10 * i;
-    random_tokens(prompts[i], specs[i].n_prompt, 262144,
-                  0x77ull + (uint64_t)i);
+    random_tokens(prompts[i], specs[i].n_prompt, 262144, 0x77ull + (uint64_t)i);
     specs[i].prompt = prompts[i];
     specs[i].max_tokens = MAX_GEN;
     specs[i].arrival = i;
@@ -461,6 +554,7 @@ int main(void) {
       cmocka_unit_test(test_bytes_held_gemma3),
       cmocka_unit_test(test_forward_random),
       cmocka_unit_test(test_engine_random),
+      cmocka_unit_test(test_engine_forks),
       cmocka_unit_test(test_forward_gemma3_270m),
       cmocka_unit_test(test_engine_gemma3_270m),
   };
