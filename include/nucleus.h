@@ -492,6 +492,9 @@ typedef struct nucleus_engine_params {
   int32_t max_queued;       /* waiting requests beyond which submit is busy */
   bool no_prefix_cache;     /* true: no KV reuse across requests (the prefix
                                cache is on by default) */
+  bool swa_full;            /* true: sliding-window layers keep every
+                               position (as llama.cpp --swa-full); by
+                               default they release what left the window */
 } nucleus_engine_params;
 
 NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);

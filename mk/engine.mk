@@ -5,3 +5,7 @@ UNIT_TESTS += test_scheduler
 test_scheduler_DEPS := scheduler
 UNIT_TESTS += test_engine
 test_engine_LIB := 1
+# Sliding-window layers in the paged cache, on the gemma files (build/arch
+# from `make arch-models`, and models/ from `make model`).
+UNIT_TESTS += test_engine_swa
+test_engine_swa_LIB := 1

@@ -845,6 +845,23 @@ static void free_resources(nucleus_engine *e) {
   nc_grammar_vocab_free(e->grammar_vocab);
 }
 
+/* The paged cache; a model with sliding-window layers keeps theirs in a
+ * second group of blocks, sized for the running sequences' windows and
+ * one step's tokens (kv_cache.h). */
+static nc_code create_kv(nucleus_engine *e, const nc_hparams *hp,
+                         int64_t n_blocks, nc_error *err) {
+  const nc_model_weights *w = nc_model_weights_of(e->model);
+  bool *swa = calloc((size_t)hp->n_layer, sizeof *swa);
+  if (!swa) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  for (int32_t l = 0; l < hp->n_layer; l++)
+    swa[l] = w->layers[l].swa && !e->params.swa_full;
+  nc_code rc = nc_kv_cache_create_swa(
+      hp, swa, n_blocks, e->params.kv_block_tokens,
+      2 * e->params.max_running + 8, e->params.max_batch_tokens, &e->kv, err);
+  free(swa);
+  return rc;
+}
+
 static nc_code engine_create(nucleus_model *model,
                              const nucleus_engine_params *params, bool stepped,
                              nucleus_engine **out, nc_error *err) {
@@ -862,9 +879,7 @@ static nc_code engine_create(nucleus_model *model,
   int64_t n_blocks =
       (e->params.kv_cache_tokens + e->params.kv_block_tokens - 1) /
       e->params.kv_block_tokens;
-  if (rc == NC_OK)
-    rc = nc_kv_cache_create(hp, n_blocks, e->params.kv_block_tokens,
-                            2 * e->params.max_running + 8, &e->kv, err);
+  if (rc == NC_OK) rc = create_kv(e, hp, n_blocks, err);
   if (rc == NC_OK)
     rc = nc_context_create(model, e->kv, e->params.max_batch_tokens, &e->ctx,
                            err);

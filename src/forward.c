@@ -519,6 +519,18 @@ typedef struct att_task {
   float softcap;   /* > 0: scores soft-capped */
 } att_task;
 
+/* The first key position the attention of a query at n - 1 reads (its
+ * window's first visible key rounded down to a whole block that is also a
+ * whole 16-lane group); the KV cache keeps a sliding-window layer's rows
+ * from there on (nc_kv_swa_keep_from gives the same start). */
+static int32_t window_start(int32_t window, int32_t n, int32_t bt) {
+  const int32_t lo = window > 0 && n > window ? n - window : 0;
+  int32_t unit = bt;
+  while (unit % NC_ATTN_LANES)
+    unit += bt;
+  return lo / unit * unit;
+}
+
 /* One (row, head), as llama.cpp's non-flash path over an F16 cache: q
  * rounded to F16, scores q.k over the sequence's positions [0, pos] read
  * block by block from the paged cache, softmax as ggml (scale, max, ggml's
@@ -547,10 +559,7 @@ static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
    * its lane, and the keys in [st, lo) are masked (-inf, probability 0), so
    * the sums are those of the full row with llama.cpp's mask. */
   const int32_t lo = a->window > 0 && n > a->window ? n - a->window : 0;
-  int32_t unit = bt;
-  while (unit % NC_ATTN_LANES)
-    unit += bt;
-  const int32_t st = lo / unit * unit;
+  const int32_t st = window_start(a->window, n, bt);
   if (a->kt) {
     c->attn->scores_t(qh, m, a->kt + (size_t)kvh * a->kt_head + (size_t)st * hd,
                       n - st, hd, s + st, ss);
@@ -625,8 +634,9 @@ enum { KT_MIN_ROWS = 16 };
 typedef struct kt_task {
   nc_fwd *ctx;
   int32_t layer, seq, n;
-  size_t head; /* floats per KV head */
-  bool values; /* also widen the values into ctx->vw */
+  int32_t from; /* the first position read (a multiple of 16) */
+  size_t head;  /* floats per KV head */
+  bool values;  /* also widen the values into ctx->vw */
 } kt_task;
 
 /* Whole blocks of 16 keys per thread (the threads never share a cache
@@ -638,8 +648,9 @@ static void kt_worker(void *p, int ith, int nth) {
   const int32_t hd = hp->head_dim;
   const float *tab = ctx->f16tab;
   int64_t lo, hi;
-  nc_split_range(((int64_t)t->n + 15) / 16, ith, nth, &lo, &hi);
-  for (int32_t j = (int32_t)lo * 16; j < (int32_t)hi * 16; j++) {
+  const int64_t g0 = t->from / 16;
+  nc_split_range(((int64_t)t->n + 15) / 16 - g0, ith, nth, &lo, &hi);
+  for (int32_t j = (int32_t)(g0 + lo) * 16; j < (int32_t)(g0 + hi) * 16; j++) {
     const nc_fp16 *kr =
         j < t->n ? nc_kv_k_row_c(ctx->kv, t->layer, t->seq, j) : NULL;
     for (int32_t h = 0; h < hp->n_head_kv; h++) {
@@ -663,11 +674,16 @@ static void keys_transposed(nc_fwd *ctx, int32_t layer, const nc_batch *b,
   const nc_hparams *hp = ctx->hp;
   const int32_t hd = hp->head_dim;
   if (!ctx->attn->scores_t || hd % 16 != 0 || b->n_tokens < KT_MIN_ROWS) return;
-  int32_t n = 0;
+  int32_t n = 0, p0 = b->pos[0];
   for (int32_t t = 0; t < b->n_tokens; t++) {
     if (b->seq[t] != b->seq[0]) return;
     if (b->pos[t] + 1 > n) n = b->pos[t] + 1;
+    if (b->pos[t] < p0) p0 = b->pos[t];
   }
+  /* A window: the rows read from their first row's start on (the cache may
+   * hold nothing before it). */
+  const int32_t from =
+      window_start(a->window, p0 + 1, nc_kv_block_tokens(ctx->kv));
   const size_t n16 = ((size_t)n + 15) / 16 * 16;
   const size_t head = n16 * (size_t)hd, need = head * (size_t)hp->n_head_kv;
   if (need > ctx->kt_cap) {
@@ -689,6 +705,7 @@ static void keys_transposed(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                 .layer = layer,
                 .seq = b->seq[0],
                 .n = n,
+                .from = from,
                 .head = head,
                 .values = values};
   nc_threadpool_run(ctx->tp, kt_worker, &kt);

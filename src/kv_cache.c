@@ -1,12 +1,16 @@
-/* kv_cache: a pool of refcounted F16 blocks and a block table per sequence.
+/* kv_cache: pools of refcounted F16 blocks and block tables per sequence.
  *
- * Storage: one K array and one V array, laid out [layer][block][slot][dim],
- * so that the positions of one block are contiguous for each layer. */
+ * Storage: one K array and one V array; each layer owns a slab of its
+ * group's blocks, laid out [block][slot][dim], so that the positions of one
+ * block are contiguous for each layer. A model without sliding windows has
+ * one group (every layer, every block); with them, the SWA layers' slabs
+ * hold the SWA group's (fewer) blocks. */
 #include "kv_cache.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/attn_kernel.h"
 #include "kv_cache_internal.h"
 
 size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens) {
@@ -15,14 +19,86 @@ size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens) {
          sizeof(nc_fp16);
 }
 
-nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
-                           int32_t block_tokens, int32_t max_seqs,
-                           nc_kv_cache **out, nc_error *err) {
+/* The attention of a sliding-window layer starts at a position that is a
+ * multiple of both the block size and its 16 lanes (forward.c). */
+static int32_t swa_unit(int32_t block_tokens) {
+  int32_t unit = block_tokens;
+  while (unit % NC_ATTN_LANES)
+    unit += block_tokens;
+  return unit;
+}
+
+int64_t nc_kv_swa_blocks_for(int32_t block_tokens, int32_t max_seqs,
+                             int32_t window, int32_t step_tokens) {
+  const int64_t bt = block_tokens;
+  const int64_t per =
+      ((int64_t)window + swa_unit(block_tokens) + bt - 1) / bt + 3;
+  return (int64_t)max_seqs * per + ((int64_t)step_tokens + bt - 1) / bt + 1;
+}
+
+/* Rows of one SWA block (all its layers). */
+static size_t swa_block_rows(const nc_kv_cache *kv) {
+  return (size_t)kv->g_layers[NC_KV_SWA] * (size_t)kv->block_tokens;
+}
+
+/* Storage for the SWA blocks [0, n) of the group (n <= its blocks). */
+static bool swa_grow(nc_kv_cache *kv, int64_t n) {
+  if (n <= kv->swa_alloc) return true;
+  int64_t cap = kv->swa_alloc > 0 ? kv->swa_alloc : 16;
+  while (cap < n)
+    cap *= 2;
+  if (cap > kv->g_blocks[NC_KV_SWA]) cap = kv->g_blocks[NC_KV_SWA];
+  const size_t rows = (size_t)cap * swa_block_rows(kv),
+               old = (size_t)kv->swa_alloc * swa_block_rows(kv);
+  nc_fp16 *k = realloc(kv->k_swa, rows * (size_t)kv->dim_k * sizeof(nc_fp16));
+  if (!k) return false;
+  kv->k_swa = k;
+  nc_fp16 *v = realloc(kv->v_swa, rows * (size_t)kv->dim_v * sizeof(nc_fp16));
+  if (!v) return false;
+  kv->v_swa = v;
+  memset(k + old * (size_t)kv->dim_k, 0,
+         (rows - old) * (size_t)kv->dim_k * sizeof(nc_fp16));
+  memset(v + old * (size_t)kv->dim_v, 0,
+         (rows - old) * (size_t)kv->dim_v * sizeof(nc_fp16));
+  kv->swa_alloc = cap;
+  return true;
+}
+
+/* Storage for the next `need` SWA blocks block_take hands out (the top of
+ * the free stack; cached blocks have storage). */
+static bool swa_ensure(nc_kv_cache *kv, int64_t need) {
+  if (kv->n_groups < 2) return true;
+  const int64_t n = kv->n_free[NC_KV_SWA];
+  int64_t top = 0;
+  for (int64_t i = 0; i < need && i < n; i++) {
+    const int64_t b =
+        kv->free_list[NC_KV_SWA][n - 1 - i] - kv->g_first[NC_KV_SWA];
+    if (b + 1 > top) top = b + 1;
+  }
+  return swa_grow(kv, top);
+}
+
+int32_t nc_kv_swa_keep_from(const nc_kv_cache *kv, int32_t len) {
+  if (kv->n_groups < 2) return 0;
+  const int64_t lo = (int64_t)len + 1 - kv->window;
+  if (lo <= 0) return 0;
+  const int32_t unit = swa_unit(kv->block_tokens);
+  return (int32_t)(lo / unit * unit);
+}
+
+static nc_code cache_create(const nc_hparams *hp, const bool *layer_swa,
+                            int64_t n_blocks, int64_t n_swa_blocks,
+                            int32_t block_tokens, int32_t max_seqs,
+                            nc_kv_cache **out, nc_error *err) {
   *out = NULL;
   if (n_blocks < 1 || n_blocks > INT32_MAX)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "KV cache blocks %lld: must be in [1, %d]",
                    (long long)n_blocks, INT32_MAX);
+  if (n_blocks + n_swa_blocks > INT32_MAX)
+    return nc_fail(err, NC_ERR_LIMIT,
+                   "KV cache of %lld + %lld sliding-window blocks: over %d",
+                   (long long)n_blocks, (long long)n_swa_blocks, INT32_MAX);
   if (block_tokens < 1 || block_tokens > (1 << 20))
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "KV block size %d tokens: must be in [1, %d]",
@@ -42,41 +118,99 @@ nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
   kv->dim_v = nc_hp_n_embd_v(hp);
   kv->block_tokens = block_tokens;
   kv->max_seqs = max_seqs;
-  kv->n_blocks = n_blocks;
-  const size_t cells =
-      (size_t)kv->n_layer * (size_t)n_blocks * (size_t)block_tokens;
-  kv->k = calloc(cells, (size_t)kv->dim_k * sizeof(nc_fp16));
-  kv->v = calloc(cells, (size_t)kv->dim_v * sizeof(nc_fp16));
-  kv->refcount = calloc((size_t)n_blocks, sizeof(int32_t));
-  kv->free_list = malloc((size_t)n_blocks * sizeof(int32_t));
+  kv->n_groups = layer_swa ? 2 : 1;
+  kv->window = layer_swa ? hp->n_swa : 0;
+  kv->g_blocks[NC_KV_GLOBAL] = n_blocks;
+  kv->g_blocks[NC_KV_SWA] = layer_swa ? n_swa_blocks : 0;
+  kv->g_first[NC_KV_SWA] = n_blocks;
+  kv->n_blocks = n_blocks + kv->g_blocks[NC_KV_SWA];
+  kv->layer_group = calloc((size_t)kv->n_layer, sizeof *kv->layer_group);
+  kv->layer_row0 = calloc((size_t)kv->n_layer, sizeof *kv->layer_row0);
+  size_t rows = 0;
+  for (int32_t l = 0; kv->layer_group && kv->layer_row0 && l < kv->n_layer;
+       l++) {
+    const int32_t g = layer_swa && layer_swa[l] ? NC_KV_SWA : NC_KV_GLOBAL;
+    kv->layer_group[l] = g;
+    kv->layer_row0[l] = g == NC_KV_SWA ? kv->g_layers[g] : (int64_t)rows;
+    kv->g_layers[g]++;
+    if (g == NC_KV_GLOBAL) rows += (size_t)n_blocks * (size_t)block_tokens;
+  }
+  kv->k = calloc(rows, (size_t)kv->dim_k * sizeof(nc_fp16));
+  kv->v = calloc(rows, (size_t)kv->dim_v * sizeof(nc_fp16));
+  kv->refcount = calloc((size_t)kv->n_blocks, sizeof(int32_t));
+  kv->free_list[NC_KV_GLOBAL] = malloc((size_t)n_blocks * sizeof(int32_t));
+  kv->free_list[NC_KV_SWA] =
+      malloc((size_t)(kv->g_blocks[NC_KV_SWA] + 1) * sizeof(int32_t));
   kv->seqs = calloc((size_t)max_seqs, sizeof(kv_seq));
-  if (!kv->k || !kv->v || !kv->refcount || !kv->free_list || !kv->seqs ||
+  if (!kv->layer_group || !kv->layer_row0 || (rows && (!kv->k || !kv->v)) ||
+      !kv->refcount || !kv->free_list[0] || !kv->free_list[1] || !kv->seqs ||
       !nc_kv_prefix_alloc(kv)) {
     const size_t bytes =
-        (size_t)n_blocks * nc_kv_bytes_per_block(hp, block_tokens);
+        rows * ((size_t)kv->dim_k + (size_t)kv->dim_v) * sizeof(nc_fp16);
     nc_kv_cache_free(kv);
     return nc_fail(err, NC_ERR_NOMEM,
                    "KV cache of %lld blocks (%zu bytes): out of memory",
                    (long long)n_blocks, bytes);
   }
-  /* Pop order: block 0 first. */
-  for (int64_t i = 0; i < n_blocks; i++)
-    kv->free_list[i] = (int32_t)(n_blocks - 1 - i);
-  kv->n_free = n_blocks;
+  /* Pop order: each group's first block first. */
+  for (int32_t g = 0; g < kv->n_groups; g++) {
+    const int64_t n = kv->g_blocks[g];
+    for (int64_t i = 0; i < n; i++)
+      kv->free_list[g][i] = (int32_t)(kv->g_first[g] + n - 1 - i);
+    kv->n_free[g] = n;
+  }
   *out = kv;
   return NC_OK;
+}
+
+nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
+                           int32_t block_tokens, int32_t max_seqs,
+                           nc_kv_cache **out, nc_error *err) {
+  return cache_create(hp, NULL, n_blocks, 0, block_tokens, max_seqs, out, err);
+}
+
+nc_code nc_kv_cache_create_swa(const nc_hparams *hp, const bool *layer_swa,
+                               int64_t n_blocks, int32_t block_tokens,
+                               int32_t max_seqs, int32_t step_tokens,
+                               nc_kv_cache **out, nc_error *err) {
+  bool any = false;
+  for (int32_t l = 0; layer_swa && l < hp->n_layer; l++)
+    any = any || layer_swa[l];
+  if (!any || hp->n_swa <= 0 || block_tokens < 1 || block_tokens > (1 << 20) ||
+      max_seqs < 1 || max_seqs > (1 << 20))
+    return cache_create(hp, NULL, n_blocks, 0, block_tokens, max_seqs, out,
+                        err);
+  const int64_t n_swa = nc_kv_swa_blocks_for(block_tokens, max_seqs, hp->n_swa,
+                                             step_tokens > 0 ? step_tokens : 0);
+  nc_code rc = cache_create(hp, layer_swa, n_blocks, n_swa, block_tokens,
+                            max_seqs, out, err);
+  /* storage for one sequence's window and step to start with */
+  if (rc == NC_OK && !swa_grow(*out, nc_kv_swa_blocks_for(
+                                         block_tokens, 1, hp->n_swa,
+                                         step_tokens > 0 ? step_tokens : 0))) {
+    nc_kv_cache_free(*out);
+    *out = NULL;
+    return nc_fail(err, NC_ERR_NOMEM, "KV cache: out of memory");
+  }
+  return rc;
 }
 
 void nc_kv_cache_free(nc_kv_cache *kv) {
   if (!kv) return;
   if (kv->seqs)
     for (int32_t i = 0; i < kv->max_seqs; i++)
-      free(kv->seqs[i].blocks);
+      for (int32_t g = 0; g < NC_KV_MAX_GROUPS; g++)
+        free(kv->seqs[i].blocks[g]);
   free(kv->seqs);
+  free(kv->layer_group);
+  free(kv->layer_row0);
   free(kv->k);
   free(kv->v);
+  free(kv->k_swa);
+  free(kv->v_swa);
   free(kv->refcount);
-  free(kv->free_list);
+  free(kv->free_list[0]);
+  free(kv->free_list[1]);
   nc_kv_prefix_free(kv);
   free(kv);
 }
@@ -103,31 +237,34 @@ int32_t nc_kv_seq_new(nc_kv_cache *kv) {
   q->live = true;
   q->len = 0;
   q->n_blocks = 0;
+  q->swa_first = 0;
   q->n_chained = 0;
   q->root = q->chain = nc_kv_salt_hash(NULL, 0);
   return s;
 }
 
 static void block_release(nc_kv_cache *kv, int32_t b) {
-  if (--kv->refcount[b] > 0) return;
-  if (kv->hashed[b])
+  if (b < 0 || --kv->refcount[b] > 0) return;
+  if (kv->hashed[b]) {
     nc_kv_lru_push(kv, b); /* cached: reusable until evicted */
-  else
-    kv->free_list[kv->n_free++] = b;
+  } else {
+    const int32_t g = nc_kv_block_group(kv, b);
+    kv->free_list[g][kv->n_free[g]++] = b;
+  }
 }
 
-/* Blocks the pool can hand out: free ones, then cached ones (evicted). */
-static int64_t available(const nc_kv_cache *kv) {
-  return kv->n_free + kv->n_cached;
+/* Blocks group g can hand out: free ones, then cached ones (evicted). */
+static int64_t available(const nc_kv_cache *kv, int32_t g) {
+  return kv->n_free[g] + kv->n_cached[g];
 }
 
 /* Caller checks available() first. */
-static int32_t block_take(nc_kv_cache *kv) {
+static int32_t block_take(nc_kv_cache *kv, int32_t g) {
   int32_t b;
-  if (kv->n_free > 0) {
-    b = kv->free_list[--kv->n_free];
+  if (kv->n_free[g] > 0) {
+    b = kv->free_list[g][--kv->n_free[g]];
   } else {
-    b = kv->lru_head; /* the least recently released cached block */
+    b = kv->lru_head[g]; /* the least recently released cached block */
     nc_kv_lru_remove(kv, b);
     nc_kv_unhash(kv, b);
     kv->evictions++;
@@ -136,25 +273,37 @@ static int32_t block_take(nc_kv_cache *kv) {
   return b;
 }
 
+/* Releases table entries [from, n_blocks) of every group, last first. */
+static void release_tail(nc_kv_cache *kv, kv_seq *q, int32_t from) {
+  for (int32_t g = 0; g < kv->n_groups; g++)
+    for (int32_t i = q->n_blocks - 1; i >= from; i--) {
+      block_release(kv, q->blocks[g][i]);
+      q->blocks[g][i] = -1;
+    }
+  q->n_blocks = from < q->n_blocks ? from : q->n_blocks;
+  if (q->swa_first > q->n_blocks) q->swa_first = q->n_blocks;
+}
+
 void nc_kv_seq_free(nc_kv_cache *kv, int32_t seq) {
   kv_seq *q = seq_get(kv, seq);
   if (!q) return;
   /* Last block first: a cached prefix's head is evicted last. */
-  for (int32_t i = q->n_blocks - 1; i >= 0; i--)
-    block_release(kv, q->blocks[i]);
-  q->n_blocks = 0;
+  release_tail(kv, q, 0);
+  q->swa_first = 0;
   q->len = 0;
   q->live = false;
 }
 
-bool nc_kv_seq_grow_table(kv_seq *q, int32_t need) {
+bool nc_kv_seq_grow_table(const nc_kv_cache *kv, kv_seq *q, int32_t need) {
   if (need <= q->cap) return true;
   int32_t cap = q->cap ? q->cap : 8;
   while (cap < need)
     cap = cap > INT32_MAX / 2 ? need : cap * 2;
-  int32_t *nb = realloc(q->blocks, sizeof(int32_t) * (size_t)cap);
-  if (!nb) return false;
-  q->blocks = nb;
+  for (int32_t g = 0; g < kv->n_groups; g++) {
+    int32_t *nb = realloc(q->blocks[g], sizeof(int32_t) * (size_t)cap);
+    if (!nb) return false;
+    q->blocks[g] = nb;
+  }
   q->cap = cap;
   return true;
 }
@@ -165,11 +314,14 @@ int32_t nc_kv_seq_fork(nc_kv_cache *kv, int32_t src) {
   const int32_t s = seq_slot(kv);
   if (s < 0) return -1;
   kv_seq *q = &kv->seqs[s];
-  if (!nc_kv_seq_grow_table(q, p->n_blocks)) return -1;
-  memcpy(q->blocks, p->blocks, sizeof(int32_t) * (size_t)p->n_blocks);
+  if (!nc_kv_seq_grow_table(kv, q, p->n_blocks)) return -1;
+  for (int32_t g = 0; g < kv->n_groups; g++) {
+    memcpy(q->blocks[g], p->blocks[g], sizeof(int32_t) * (size_t)p->n_blocks);
+    for (int32_t i = 0; i < p->n_blocks; i++)
+      if (q->blocks[g][i] >= 0) kv->refcount[q->blocks[g][i]]++;
+  }
   q->n_blocks = p->n_blocks;
-  for (int32_t i = 0; i < q->n_blocks; i++)
-    kv->refcount[q->blocks[i]]++;
+  q->swa_first = p->swa_first;
   q->len = p->len;
   q->n_chained = p->n_chained;
   q->chain = p->chain;
@@ -178,33 +330,54 @@ int32_t nc_kv_seq_fork(nc_kv_cache *kv, int32_t src) {
   return s;
 }
 
-int64_t nc_kv_blocks_needed(const nc_kv_cache *kv, int32_t seq,
-                            int32_t n_tokens_total) {
-  const kv_seq *q = seq_get(kv, seq);
-  if (!q) return -1;
-  if (n_tokens_total <= q->len) return 0;
+/* Blocks group g takes to make room for [len, n_tokens_total). */
+static int64_t group_need(const nc_kv_cache *kv, const kv_seq *q, int32_t g,
+                          int32_t n_tokens_total) {
   const int64_t bt = kv->block_tokens;
   const int64_t last = ((int64_t)n_tokens_total - 1) / bt; /* last block */
   int64_t need = 0;
   /* Blocks that will be written: from the one holding position len. */
   for (int64_t i = q->len / bt; i <= last; i++) {
-    if (i >= q->n_blocks)
+    const int32_t b = i < q->n_blocks ? q->blocks[g][i] : -1;
+    if (b < 0)
       need++;
-    else if (kv->refcount[q->blocks[i]] > 1 || kv->hashed[q->blocks[i]])
+    else if (kv->refcount[b] > 1 || kv->hashed[b])
       need++; /* copy-on-write: shared, or named by its content */
   }
   return need;
 }
 
+int64_t nc_kv_blocks_needed(const nc_kv_cache *kv, int32_t seq,
+                            int32_t n_tokens_total) {
+  const kv_seq *q = seq_get(kv, seq);
+  if (!q) return -1;
+  if (n_tokens_total <= q->len) return 0;
+  return group_need(kv, q, NC_KV_GLOBAL, n_tokens_total);
+}
+
 static void block_copy(nc_kv_cache *kv, int32_t dst, int32_t src) {
   const size_t bt = (size_t)kv->block_tokens;
+  const int32_t g = nc_kv_block_group(kv, dst);
+  const size_t d = (size_t)(dst - kv->g_first[g]),
+               s = (size_t)(src - kv->g_first[g]);
+  if (g == NC_KV_SWA) { /* a SWA block's rows are contiguous */
+    const size_t rows = swa_block_rows(kv);
+    memcpy(kv->k_swa + d * rows * (size_t)kv->dim_k,
+           kv->k_swa + s * rows * (size_t)kv->dim_k,
+           rows * (size_t)kv->dim_k * sizeof(nc_fp16));
+    memcpy(kv->v_swa + d * rows * (size_t)kv->dim_v,
+           kv->v_swa + s * rows * (size_t)kv->dim_v,
+           rows * (size_t)kv->dim_v * sizeof(nc_fp16));
+    return;
+  }
   for (int32_t l = 0; l < kv->n_layer; l++) {
-    const size_t base = (size_t)l * (size_t)kv->n_blocks;
-    memcpy(kv->k + ((base + (size_t)dst) * bt) * (size_t)kv->dim_k,
-           kv->k + ((base + (size_t)src) * bt) * (size_t)kv->dim_k,
+    if (kv->layer_group[l] != g) continue;
+    const size_t base = (size_t)kv->layer_row0[l];
+    memcpy(kv->k + ((base + d * bt) * (size_t)kv->dim_k),
+           kv->k + ((base + s * bt) * (size_t)kv->dim_k),
            bt * (size_t)kv->dim_k * sizeof(nc_fp16));
-    memcpy(kv->v + ((base + (size_t)dst) * bt) * (size_t)kv->dim_v,
-           kv->v + ((base + (size_t)src) * bt) * (size_t)kv->dim_v,
+    memcpy(kv->v + ((base + d * bt) * (size_t)kv->dim_v),
+           kv->v + ((base + s * bt) * (size_t)kv->dim_v),
            bt * (size_t)kv->dim_v * sizeof(nc_fp16));
   }
 }
@@ -219,37 +392,66 @@ nc_code nc_kv_seq_reserve(nc_kv_cache *kv, int32_t seq, int32_t n_tokens_total,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "KV reserve: %d tokens is negative", (int)n_tokens_total);
   if (n_tokens_total <= q->len) return NC_OK;
-  const int64_t need = nc_kv_blocks_needed(kv, seq, n_tokens_total);
-  if (need > available(kv))
-    return nc_fail(err, NC_ERR_BUSY,
-                   "KV cache full: sequence %d needs %lld blocks for %d "
-                   "tokens, %lld free of %lld",
-                   (int)seq, (long long)need, (int)n_tokens_total,
-                   (long long)available(kv), (long long)kv->n_blocks);
+  for (int32_t g = 0; g < kv->n_groups; g++) {
+    const int64_t need = group_need(kv, q, g, n_tokens_total);
+    if (need > available(kv, g))
+      return nc_fail(err, NC_ERR_BUSY,
+                     "KV cache full: sequence %d needs %lld %sblocks for %d "
+                     "tokens, %lld free of %lld",
+                     (int)seq, (long long)need,
+                     g == NC_KV_SWA ? "sliding-window " : "",
+                     (int)n_tokens_total, (long long)available(kv, g),
+                     (long long)kv->g_blocks[g]);
+  }
   const int32_t bt = kv->block_tokens;
   const int32_t last = (n_tokens_total - 1) / bt;
-  if (!nc_kv_seq_grow_table(q, last + 1))
+  if (!nc_kv_seq_grow_table(kv, q, last + 1) ||
+      (kv->n_groups > 1 &&
+       !swa_ensure(kv, group_need(kv, q, NC_KV_SWA, n_tokens_total))))
     return nc_fail(err, NC_ERR_NOMEM, "KV block table: out of memory");
-  for (int32_t i = q->len / bt; i <= last; i++) {
-    if (i >= q->n_blocks) {
-      q->blocks[q->n_blocks++] = block_take(kv);
-    } else if (kv->refcount[q->blocks[i]] > 1 || kv->hashed[q->blocks[i]]) {
-      const int32_t nb = block_take(kv);
-      block_copy(kv, nb, q->blocks[i]);
-      block_release(kv, q->blocks[i]);
-      q->blocks[i] = nb;
+  for (int32_t i = q->n_blocks; i <= last; i++)
+    for (int32_t g = 0; g < kv->n_groups; g++)
+      q->blocks[g][i] = -1;
+  if (q->n_blocks < last + 1) q->n_blocks = last + 1;
+  for (int32_t g = 0; g < kv->n_groups; g++)
+    for (int32_t i = q->len / bt; i <= last; i++) {
+      const int32_t b = q->blocks[g][i];
+      if (b < 0) {
+        q->blocks[g][i] = block_take(kv, g);
+      } else if (kv->refcount[b] > 1 || kv->hashed[b]) {
+        const int32_t nb = block_take(kv, g);
+        block_copy(kv, nb, b);
+        block_release(kv, b);
+        q->blocks[g][i] = nb;
+      }
     }
-  }
   return NC_OK;
+}
+
+/* Releases the SWA blocks wholly before what position len reads. */
+static void swa_release(nc_kv_cache *kv, kv_seq *q) {
+  if (kv->n_groups < 2) return;
+  int32_t first = nc_kv_swa_keep_from(kv, q->len) / kv->block_tokens;
+  if (first > q->n_blocks) first = q->n_blocks;
+  for (int32_t i = q->swa_first; i < first; i++) {
+    block_release(kv, q->blocks[NC_KV_SWA][i]);
+    q->blocks[NC_KV_SWA][i] = -1;
+  }
+  if (first > q->swa_first) q->swa_first = first;
 }
 
 void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens) {
   kv_seq *q = seq_get(kv, seq);
   if (!q || n_tokens < 0) return;
+  /* The window of position n_tokens is gone: nothing can continue there. */
+  if (n_tokens < q->len &&
+      nc_kv_swa_keep_from(kv, n_tokens) / kv->block_tokens < q->swa_first) {
+    n_tokens = 0;
+    q->swa_first = 0;
+  }
   if (n_tokens < q->len) q->len = n_tokens;
   const int32_t keep = (n_tokens + kv->block_tokens - 1) / kv->block_tokens;
-  while (q->n_blocks > keep)
-    block_release(kv, q->blocks[--q->n_blocks]);
+  if (q->n_blocks > keep) release_tail(kv, q, keep);
   if (q->n_chained > q->len / kv->block_tokens) { /* re-chain from the root */
     q->n_chained = 0;
     q->chain = q->root;
@@ -266,20 +468,26 @@ int32_t nc_kv_seq_capacity(const nc_kv_cache *kv, int32_t seq) {
   return q ? q->n_blocks * kv->block_tokens : 0;
 }
 
+int32_t nc_kv_seq_window_start(const nc_kv_cache *kv, int32_t seq) {
+  const kv_seq *q = seq_get(kv, seq);
+  return q && kv->n_groups > 1 ? q->swa_first * kv->block_tokens : 0;
+}
+
 void nc_kv_seq_set_len(nc_kv_cache *kv, int32_t seq, int32_t n_tokens) {
   kv_seq *q = seq_get(kv, seq);
   if (!q || n_tokens < 0 || n_tokens > q->n_blocks * kv->block_tokens) return;
   q->len = n_tokens;
+  swa_release(kv, q);
 }
 
 int64_t nc_kv_blocks_total(const nc_kv_cache *kv) {
-  return kv->n_blocks;
+  return kv->g_blocks[NC_KV_GLOBAL];
 }
 int64_t nc_kv_blocks_free(const nc_kv_cache *kv) {
-  return available(kv);
+  return available(kv, NC_KV_GLOBAL);
 }
 int64_t nc_kv_blocks_used(const nc_kv_cache *kv) {
-  return kv->n_blocks - available(kv);
+  return kv->g_blocks[NC_KV_GLOBAL] - available(kv, NC_KV_GLOBAL);
 }
 int32_t nc_kv_block_tokens(const nc_kv_cache *kv) {
   return kv->block_tokens;
@@ -287,42 +495,79 @@ int32_t nc_kv_block_tokens(const nc_kv_cache *kv) {
 int32_t nc_kv_max_seqs(const nc_kv_cache *kv) {
   return kv->max_seqs;
 }
+int32_t nc_kv_n_groups(const nc_kv_cache *kv) {
+  return kv->n_groups;
+}
+int64_t nc_kv_group_blocks_total(const nc_kv_cache *kv, int32_t group) {
+  return group >= 0 && group < kv->n_groups ? kv->g_blocks[group] : 0;
+}
+int64_t nc_kv_group_blocks_used(const nc_kv_cache *kv, int32_t group) {
+  if (group < 0 || group >= kv->n_groups) return 0;
+  return kv->g_blocks[group] - available(kv, group);
+}
 
-/* Offset in rows of (layer, seq, pos), or -1 when out of range. */
-static int64_t cell_index(const nc_kv_cache *kv, int32_t layer, int32_t seq,
-                          int32_t pos) {
+/* K/V bytes of one block of group g. */
+static size_t group_block_bytes(const nc_kv_cache *kv, int32_t g) {
+  return (size_t)kv->g_layers[g] * (size_t)kv->block_tokens *
+         ((size_t)kv->dim_k + (size_t)kv->dim_v) * sizeof(nc_fp16);
+}
+size_t nc_kv_bytes_used(const nc_kv_cache *kv) {
+  size_t n = 0;
+  for (int32_t g = 0; g < kv->n_groups; g++)
+    n += (size_t)nc_kv_group_blocks_used(kv, g) * group_block_bytes(kv, g);
+  return n;
+}
+size_t nc_kv_bytes_total(const nc_kv_cache *kv) {
+  size_t n =
+      (size_t)kv->g_blocks[NC_KV_GLOBAL] * group_block_bytes(kv, NC_KV_GLOBAL);
+  if (kv->n_groups > 1)
+    n += (size_t)kv->swa_alloc * group_block_bytes(kv, NC_KV_SWA);
+  return n;
+}
+
+/* The K (k true) or V row of (layer, seq, pos), or NULL when out of
+ * range or released. */
+static nc_fp16 *row_of(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+                       int32_t pos, bool k) {
   const kv_seq *q = seq_get(kv, seq);
-  if (!q || layer < 0 || layer >= kv->n_layer || pos < 0) return -1;
+  if (!q || layer < 0 || layer >= kv->n_layer || pos < 0) return NULL;
   const int32_t bi = pos / kv->block_tokens;
-  if (bi >= q->n_blocks) return -1;
-  return ((int64_t)layer * kv->n_blocks + q->blocks[bi]) * kv->block_tokens +
-         pos % kv->block_tokens;
+  if (bi >= q->n_blocks) return NULL;
+  const int32_t g = kv->layer_group[layer], b = q->blocks[g][bi];
+  if (b < 0) return NULL;
+  const int64_t bt = kv->block_tokens, slot = pos % kv->block_tokens;
+  const int64_t dim = k ? kv->dim_k : kv->dim_v;
+  if (g == NC_KV_SWA) {
+    const int64_t r =
+        ((b - kv->g_first[g]) * kv->g_layers[g] + kv->layer_row0[layer]) * bt +
+        slot;
+    return (k ? kv->k_swa : kv->v_swa) + r * dim;
+  }
+  const int64_t r = kv->layer_row0[layer] + (int64_t)b * bt + slot;
+  return (k ? kv->k : kv->v) + r * dim;
 }
 
 const nc_fp16 *nc_kv_k_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
                              int32_t pos) {
-  const int64_t c = cell_index(kv, layer, seq, pos);
-  return c < 0 ? NULL : kv->k + c * kv->dim_k;
+  return row_of(kv, layer, seq, pos, true);
 }
 
 const nc_fp16 *nc_kv_v_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
                              int32_t pos) {
-  const int64_t c = cell_index(kv, layer, seq, pos);
-  return c < 0 ? NULL : kv->v + c * kv->dim_v;
+  return row_of(kv, layer, seq, pos, false);
 }
 
 nc_fp16 *nc_kv_k_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
-  const int64_t c = cell_index(kv, layer, seq, pos);
-  return c < 0 ? NULL : kv->k + c * kv->dim_k;
+  return row_of(kv, layer, seq, pos, true);
 }
 
 nc_fp16 *nc_kv_v_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
-  const int64_t c = cell_index(kv, layer, seq, pos);
-  return c < 0 ? NULL : kv->v + c * kv->dim_v;
+  return row_of(kv, layer, seq, pos, false);
 }
 
 int32_t nc_kv_block_refcount(const nc_kv_cache *kv, int32_t seq, int32_t pos) {
   const kv_seq *q = seq_get(kv, seq);
   if (!q || pos < 0 || pos / kv->block_tokens >= q->n_blocks) return 0;
-  return kv->refcount[q->blocks[pos / kv->block_tokens]];
+  const int32_t b = q->blocks[NC_KV_GLOBAL][pos / kv->block_tokens];
+  return b < 0 ? 0 : kv->refcount[b];
 }

@@ -9,6 +9,19 @@
  * only when a sequence is about to write into it, which can only be the
  * partial last block: a fork never copies the whole prefix.
  *
+ * Sliding windows (nc_kv_cache_create_swa): the layers that see only the
+ * last `window` positions (a query at p sees keys p - window < j <= p) keep
+ * their K/V in a second group of blocks, with a second block table per
+ * sequence. The global group is the pool above (n_blocks, what
+ * nc_kv_blocks_* count and nc_kv_seq_reserve / the scheduler budget); the
+ * SWA group's blocks that lie wholly before what the sequence's next query
+ * can see are released as its length advances (nc_kv_seq_set_len), so a
+ * sequence holds about window + one step of positions there. The SWA
+ * group's bound (nc_kv_swa_blocks_for) covers every sequence's window at
+ * once, so it never runs short before the global group does; its storage
+ * grows as blocks are taken (so it is what the windows held at most). A
+ * model without windows has one group.
+ *
  * A sequence's length is the number of positions whose K/V are written;
  * nc_kv_seq_reserve makes room beyond it, the forward pass writes and then
  * advances the length.
@@ -32,7 +45,23 @@ typedef struct nc_kv_cache nc_kv_cache;
 nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
                            int32_t block_tokens, int32_t max_seqs,
                            nc_kv_cache **out, nc_error *err);
+/* With sliding windows: layer_swa[l] (n_layer entries) marks the layers
+ * that see the last hp->n_swa positions only; step_tokens bounds the
+ * positions one reserve adds to all sequences together (the engine's
+ * token budget). NULL layer_swa, no layer marked or n_swa 0: the cache of
+ * nc_kv_cache_create. */
+nc_code nc_kv_cache_create_swa(const nc_hparams *hp, const bool *layer_swa,
+                               int64_t n_blocks, int32_t block_tokens,
+                               int32_t max_seqs, int32_t step_tokens,
+                               nc_kv_cache **out, nc_error *err);
 void nc_kv_cache_free(nc_kv_cache *kv);
+/* SWA blocks that always suffice (the SWA group's bound): every sequence
+ * holds at most ceil((window + align) / block_tokens) + 3 of them (align:
+ * the attention's 16-lane unit), plus what one step of step_tokens
+ * positions adds to all of them, plus one being copied. Only the blocks
+ * taken so far get storage (nc_kv_bytes_total). */
+int64_t nc_kv_swa_blocks_for(int32_t block_tokens, int32_t max_seqs,
+                             int32_t window, int32_t step_tokens);
 
 /* A new empty sequence; -1 when max_seqs are live. */
 int32_t nc_kv_seq_new(nc_kv_cache *kv);
@@ -48,11 +77,14 @@ int32_t nc_kv_seq_fork(nc_kv_cache *kv, int32_t src);
  * when the pool is short (nothing changes). */
 nc_code nc_kv_seq_reserve(nc_kv_cache *kv, int32_t seq, int32_t n_tokens_total,
                           nc_error *err);
-/* Blocks nc_kv_seq_reserve would take from the pool (copy-on-write
- * included); 0 when nothing is needed, -1 for a seq that is not live. */
+/* Blocks nc_kv_seq_reserve would take from the (global) pool
+ * (copy-on-write included); 0 when nothing is needed, -1 for a seq that is
+ * not live. The SWA group needs no more than these for the same call. */
 int64_t nc_kv_blocks_needed(const nc_kv_cache *kv, int32_t seq,
                             int32_t n_tokens_total);
-/* Keeps positions [0, n_tokens); blocks past them are released. */
+/* Keeps positions [0, n_tokens); blocks past them are released. When the
+ * sliding-window K/V that position n_tokens would read was released
+ * already, the sequence is cut to 0 instead (it must be recomputed). */
 void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens);
 /* Positions written (0 for a seq that is not live). */
 int32_t nc_kv_seq_len(const nc_kv_cache *kv, int32_t seq);
@@ -65,7 +97,17 @@ int64_t nc_kv_blocks_free(const nc_kv_cache *kv);
 int64_t nc_kv_blocks_used(const nc_kv_cache *kv);
 int32_t nc_kv_block_tokens(const nc_kv_cache *kv);
 int32_t nc_kv_max_seqs(const nc_kv_cache *kv);
+/* K and V bytes of one block of every layer (a full cache's block). */
 size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens);
+/* Layer groups (1, or 2 with sliding windows: 0 global, 1 SWA), their
+ * blocks and the blocks taken (free and cached ones excluded). */
+int32_t nc_kv_n_groups(const nc_kv_cache *kv);
+int64_t nc_kv_group_blocks_total(const nc_kv_cache *kv, int32_t group);
+int64_t nc_kv_group_blocks_used(const nc_kv_cache *kv, int32_t group);
+/* K/V bytes of the blocks taken, all groups (what the cache holds for
+ * live sequences), and of the storage allocated. */
+size_t nc_kv_bytes_used(const nc_kv_cache *kv);
+size_t nc_kv_bytes_total(const nc_kv_cache *kv);
 
 /* ---- prefix caching (kv_prefix.c): content-addressed full blocks
  *
@@ -73,7 +115,16 @@ size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens);
  * its token ids), rooted in a salt; when its last holder lets go it stays
  * cached (reusable, evicted LRU when the pool needs a block). Cached blocks
  * count as free: nc_kv_blocks_free includes them and nc_kv_seq_reserve
- * evicts them before it reports the pool short. */
+ * evicts them before it reports the pool short.
+ *
+ * With sliding windows, a written block's SWA part is indexed under the
+ * same name while the sequence still holds it (the last window of every
+ * step's end) and stays cached after; the global and the SWA blocks are
+ * evicted independently. A hit of h blocks needs the global blocks [0, h)
+ * and the SWA blocks from the window start of position h * bt on: the hit
+ * is the longest run of global blocks cut back to the last h whose window
+ * is all cached, so that a reuse reads exactly the K/V a cold run writes
+ * (what is missing is recomputed). */
 
 /* The chain root of a salt (NULL/0: no salt). */
 uint64_t nc_kv_salt_hash(const char *salt, size_t len);
@@ -108,16 +159,24 @@ int64_t nc_kv_evictions(const nc_kv_cache *kv);
 
 /* The K (or V) row of one layer at a position below the sequence's
  * capacity: n_head_kv * head_dim (head_dim_v) halves. NULL when out of
- * range. Positions of one block are contiguous. */
+ * range or released (a sliding-window layer's position before
+ * nc_kv_seq_window_start). Positions of one block are contiguous. */
 nc_fp16 *nc_kv_k_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos);
 nc_fp16 *nc_kv_v_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos);
 const nc_fp16 *nc_kv_k_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
                              int32_t pos);
 const nc_fp16 *nc_kv_v_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
                              int32_t pos);
-/* Marks positions [0, n_tokens) written (n_tokens <= capacity). */
+/* Marks positions [0, n_tokens) written (n_tokens <= capacity) and
+ * releases the SWA blocks no later query of the sequence reads. */
 void nc_kv_seq_set_len(nc_kv_cache *kv, int32_t seq, int32_t n_tokens);
-/* The refcount of the block holding pos (tests and diagnostics). */
+/* The first position of the sequence whose sliding-window K/V is still
+ * held (0 without windows). The attention of a query at p reads its
+ * sliding-window layers from the start of the aligned unit holding
+ * p + 1 - window (see forward.c), which is never before it. */
+int32_t nc_kv_seq_window_start(const nc_kv_cache *kv, int32_t seq);
+/* The refcount of the (global) block holding pos (tests and
+ * diagnostics). */
 int32_t nc_kv_block_refcount(const nc_kv_cache *kv, int32_t seq, int32_t pos);
 
 #endif

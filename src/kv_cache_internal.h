@@ -5,12 +5,20 @@
 
 #include "kv_cache.h"
 
+/* Layer groups: every layer of a model without sliding windows is in group
+ * 0; a model with them keeps its global layers in group 0 and its
+ * sliding-window layers in group 1, each group with its own blocks. */
+enum { NC_KV_GLOBAL = 0, NC_KV_SWA = 1, NC_KV_MAX_GROUPS = 2 };
+
 typedef struct kv_seq {
   bool live;
   int32_t len;      /* positions written */
-  int32_t n_blocks; /* entries in blocks */
-  int32_t cap;      /* allocated entries of blocks */
-  int32_t *blocks;
+  int32_t n_blocks; /* entries in each group's table */
+  int32_t cap;      /* allocated entries of each table */
+  /* per group: block ids, entry i for positions [i * bt, (i + 1) * bt);
+   * in the SWA group the entries below swa_first are -1 (released) */
+  int32_t *blocks[NC_KV_MAX_GROUPS];
+  int32_t swa_first;
   /* Content addressing: the chain hash of its first n_chained full blocks
    * (chain: the hash of block n_chained - 1, or the salt's root). */
   int32_t n_chained;
@@ -18,19 +26,37 @@ typedef struct kv_seq {
   uint64_t root; /* the salt's hash */
 } kv_seq;
 
-/* A block is in one of three states: taken (refcount > 0), cached
- * (refcount 0, hashed: on the LRU list, reusable or evictable) or free
- * (refcount 0, not hashed: on the free list). */
+/* Block ids of all groups share one numbering: group g owns the ids
+ * [g_first[g], g_first[g] + g_blocks[g]). A block is in one of three
+ * states: taken (refcount > 0), cached (refcount 0, hashed: on its group's
+ * LRU list, reusable or evictable) or free (refcount 0, not hashed: on its
+ * group's free list). */
 struct nc_kv_cache {
   int32_t n_layer, dim_k, dim_v, block_tokens, max_seqs;
-  int64_t n_blocks;
+  int64_t n_blocks; /* all groups */
+  int32_t n_groups; /* 1, or 2 with sliding-window layers */
+  int32_t window;   /* n_swa of the SWA group's layers (0: none) */
+  int64_t g_first[NC_KV_MAX_GROUPS], g_blocks[NC_KV_MAX_GROUPS];
+  int32_t *layer_group; /* [n_layer] */
+  /* [n_layer]: a global layer's first row in k / v; a SWA layer's index
+   * among the SWA layers */
+  int64_t *layer_row0;
+  int32_t g_layers[NC_KV_MAX_GROUPS]; /* layers per group */
+  /* The global group: per global layer, its blocks x block_tokens rows. */
   nc_fp16 *k, *v;
+  /* The SWA group: per block, its layers x block_tokens rows; storage for
+   * the first swa_alloc of the group's blocks, grown (doubling) as blocks
+   * past them are taken: what is allocated follows what the windows hold
+   * at most, never the group's bound (g_blocks). */
+  nc_fp16 *k_swa, *v_swa;
+  int64_t swa_alloc;
   int32_t *refcount; /* [n_blocks] */
-  int32_t *free_list;
-  int64_t n_free;
+  int32_t *free_list[NC_KV_MAX_GROUPS];
+  int64_t n_free[NC_KV_MAX_GROUPS];
   kv_seq *seqs; /* [max_seqs] */
 
-  /* The content index (kv_prefix.c). */
+  /* The content index (kv_prefix.c), over the blocks of every group: a
+   * lookup matches the group too. */
   bool *hashed;       /* [n_blocks] */
   uint64_t *hash;     /* [n_blocks]: chain hash of a hashed block */
   uint64_t *parent;   /* [n_blocks]: its parent's chain hash */
@@ -38,22 +64,31 @@ struct nc_kv_cache {
   int32_t *hash_next; /* [n_blocks]: bucket chain */
   int32_t *buckets;   /* [n_buckets] */
   int64_t n_buckets;  /* a power of two */
-  int32_t *lru_prev;  /* [n_blocks]: the cached (refcount 0) blocks, */
-  int32_t *lru_next;  /* oldest release first */
-  int32_t lru_head, lru_tail;
-  int64_t n_cached;  /* blocks on the LRU list */
-  int64_t n_hashed;  /* hashed blocks, taken or not */
+  int32_t *lru_prev;  /* [n_blocks]: each group's cached (refcount 0) */
+  int32_t *lru_next;  /* blocks, oldest release first */
+  int32_t lru_head[NC_KV_MAX_GROUPS], lru_tail[NC_KV_MAX_GROUPS];
+  int64_t n_cached[NC_KV_MAX_GROUPS]; /* blocks on the LRU lists */
+  int64_t n_hashed[NC_KV_MAX_GROUPS]; /* hashed blocks, taken or not */
   int64_t evictions; /* cached blocks reused for other content */
   int32_t *scratch;  /* [n_blocks] zeroed counters (exclusive blocks) */
 };
 
+/* The group of block b. */
+static inline int32_t nc_kv_block_group(const nc_kv_cache *kv, int32_t b) {
+  return kv->n_groups > 1 && b >= kv->g_first[NC_KV_SWA] ? NC_KV_SWA
+                                                         : NC_KV_GLOBAL;
+}
+
 /* kv_cache.c */
-bool nc_kv_seq_grow_table(kv_seq *q, int32_t need);
+bool nc_kv_seq_grow_table(const nc_kv_cache *kv, kv_seq *q, int32_t need);
+/* The first position a sequence of length len still reads in its
+ * sliding-window layers (0 without them). */
+int32_t nc_kv_swa_keep_from(const nc_kv_cache *kv, int32_t len);
 
 /* kv_prefix.c */
 bool nc_kv_prefix_alloc(nc_kv_cache *kv);
 void nc_kv_prefix_free(nc_kv_cache *kv);
-/* A refcount-0 hashed block goes on the LRU tail / leaves the list. */
+/* A refcount-0 hashed block goes on its group's LRU tail / leaves it. */
 void nc_kv_lru_push(nc_kv_cache *kv, int32_t b);
 void nc_kv_lru_remove(nc_kv_cache *kv, int32_t b);
 /* Drops a block from the index (it is about to hold other content). */

@@ -11,7 +11,14 @@
  * list (a finished sequence releases its last block first, so a prefix's
  * head is evicted last); the pool takes free blocks first, then evicts the
  * least recently released cached block. Sequences, forks (n > 1, beams)
- * and prefix hits all hold the same refcounted blocks: one mechanism. */
+ * and prefix hits all hold the same refcounted blocks: one mechanism.
+ *
+ * Sliding windows: a block's SWA part (the second group) is indexed under
+ * the same name as its global part, while the sequence still holds it, and
+ * is evicted on its own. A hit must find every SWA block from the window
+ * start of its end on (nc_kv_swa_keep_from): the run of global blocks is
+ * cut back to the longest such end, so that the reused K/V are those a cold
+ * run would have (the rest is recomputed). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,7 +70,8 @@ bool nc_kv_prefix_alloc(nc_kv_cache *kv) {
     return false;
   for (int64_t i = 0; i < nb; i++)
     kv->buckets[i] = -1;
-  kv->lru_head = kv->lru_tail = -1;
+  for (int g = 0; g < NC_KV_MAX_GROUPS; g++)
+    kv->lru_head[g] = kv->lru_tail[g] = -1;
   return true;
 }
 
@@ -80,27 +88,29 @@ void nc_kv_prefix_free(nc_kv_cache *kv) {
 }
 
 void nc_kv_lru_push(nc_kv_cache *kv, int32_t b) {
-  kv->lru_prev[b] = kv->lru_tail;
+  const int32_t g = nc_kv_block_group(kv, b);
+  kv->lru_prev[b] = kv->lru_tail[g];
   kv->lru_next[b] = -1;
-  if (kv->lru_tail >= 0)
-    kv->lru_next[kv->lru_tail] = b;
+  if (kv->lru_tail[g] >= 0)
+    kv->lru_next[kv->lru_tail[g]] = b;
   else
-    kv->lru_head = b;
-  kv->lru_tail = b;
-  kv->n_cached++;
+    kv->lru_head[g] = b;
+  kv->lru_tail[g] = b;
+  kv->n_cached[g]++;
 }
 
 void nc_kv_lru_remove(nc_kv_cache *kv, int32_t b) {
+  const int32_t g = nc_kv_block_group(kv, b);
   const int32_t p = kv->lru_prev[b], n = kv->lru_next[b];
   if (p >= 0)
     kv->lru_next[p] = n;
   else
-    kv->lru_head = n;
+    kv->lru_head[g] = n;
   if (n >= 0)
     kv->lru_prev[n] = p;
   else
-    kv->lru_tail = p;
-  kv->n_cached--;
+    kv->lru_tail[g] = p;
+  kv->n_cached[g]--;
 }
 
 static int64_t bucket_of(const nc_kv_cache *kv, uint64_t h) {
@@ -114,19 +124,20 @@ void nc_kv_unhash(nc_kv_cache *kv, int32_t b) {
     link = &kv->hash_next[*link];
   if (*link == b) *link = kv->hash_next[b];
   kv->hashed[b] = false;
-  kv->n_hashed--;
+  kv->n_hashed[nc_kv_block_group(kv, b)]--;
 }
 
 static const int32_t *block_tokens_of(const nc_kv_cache *kv, int32_t b) {
   return kv->tokens + (size_t)b * (size_t)kv->block_tokens;
 }
 
-/* The hashed block of (parent, tokens), or -1. */
-static int32_t lookup(const nc_kv_cache *kv, uint64_t h, uint64_t parent,
-                      const int32_t *tokens) {
+/* The hashed block of group g named (parent, tokens), or -1. */
+static int32_t lookup(const nc_kv_cache *kv, int32_t g, uint64_t h,
+                      uint64_t parent, const int32_t *tokens) {
   const size_t bytes = sizeof(int32_t) * (size_t)kv->block_tokens;
   for (int32_t b = kv->buckets[bucket_of(kv, h)]; b >= 0; b = kv->hash_next[b])
     if (kv->hash[b] == h && kv->parent[b] == parent &&
+        nc_kv_block_group(kv, b) == g &&
         memcmp(block_tokens_of(kv, b), tokens, bytes) == 0)
       return b;
   return -1;
@@ -142,7 +153,7 @@ static void insert(nc_kv_cache *kv, int32_t b, uint64_t h, uint64_t parent,
   const int64_t k = bucket_of(kv, h);
   kv->hash_next[b] = kv->buckets[k];
   kv->buckets[k] = b;
-  kv->n_hashed++;
+  kv->n_hashed[nc_kv_block_group(kv, b)]++;
 }
 
 static kv_seq *live_seq(nc_kv_cache *kv, int32_t seq) {
@@ -156,23 +167,50 @@ static int32_t max_hit_blocks(const nc_kv_cache *kv, int32_t n_tokens) {
   return n_tokens > 0 ? (n_tokens - 1) / kv->block_tokens : 0;
 }
 
-int32_t nc_kv_prefix_peek(const nc_kv_cache *kv, uint64_t salt,
-                          const int32_t *tokens, int32_t n_tokens,
-                          int64_t *n_idle) {
+/* The longest hit for tokens[0, n_tokens) under salt: the run of indexed
+ * global blocks, cut back to the last end whose sliding-window blocks are
+ * all indexed. *n_idle: the cached (refcount 0) global blocks among the
+ * hit's. Returns the hit in blocks. */
+static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
+                        const int32_t *tokens, int32_t n_tokens,
+                        int64_t *n_idle) {
   const int32_t bt = kv->block_tokens,
                 max_blocks = max_hit_blocks(kv, n_tokens);
   uint64_t chain = salt;
-  int32_t i = 0;
+  int32_t best = 0, run = 0; /* run: indexed SWA blocks ending at i */
+  int64_t idle = 0;
   *n_idle = 0;
-  for (; i < max_blocks; i++) {
+  for (int32_t i = 0; i < max_blocks; i++) {
     const int32_t *t = tokens + (size_t)i * (size_t)bt;
     const uint64_t h = block_hash(chain, t, bt);
-    const int32_t b = lookup(kv, h, chain, t);
+    const int32_t b = lookup(kv, NC_KV_GLOBAL, h, chain, t);
     if (b < 0) break;
-    if (kv->refcount[b] == 0) ++*n_idle;
+    if (kv->refcount[b] == 0) idle++;
+    if (kv->n_groups > 1) {
+      run = lookup(kv, NC_KV_SWA, h, chain, t) >= 0 ? run + 1 : 0;
+      const int32_t need = i + 1 - nc_kv_swa_keep_from(kv, (i + 1) * bt) / bt;
+      if (run < need) {
+        chain = h;
+        continue;
+      }
+    }
+    best = i + 1;
+    *n_idle = idle;
     chain = h;
   }
-  return i * bt;
+  return best;
+}
+
+int32_t nc_kv_prefix_peek(const nc_kv_cache *kv, uint64_t salt,
+                          const int32_t *tokens, int32_t n_tokens,
+                          int64_t *n_idle) {
+  return find_hit(kv, salt, tokens, n_tokens, n_idle) * kv->block_tokens;
+}
+
+/* Takes block b (a hit) for a sequence. */
+static void take_cached(nc_kv_cache *kv, int32_t b) {
+  if (kv->refcount[b] == 0) nc_kv_lru_remove(kv, b);
+  kv->refcount[b]++;
 }
 
 int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
@@ -181,21 +219,29 @@ int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
   if (!q || q->len != 0 || q->n_blocks != 0) return 0;
   q->root = q->chain = salt;
   q->n_chained = 0;
-  const int32_t bt = kv->block_tokens,
-                max_blocks = max_hit_blocks(kv, n_tokens);
-  if (max_blocks == 0 || !nc_kv_seq_grow_table(q, max_blocks)) return 0;
-  for (int32_t i = 0; i < max_blocks; i++) {
+  q->swa_first = 0;
+  const int32_t bt = kv->block_tokens;
+  int64_t idle;
+  const int32_t hit = find_hit(kv, salt, tokens, n_tokens, &idle);
+  if (hit == 0 || !nc_kv_seq_grow_table(kv, q, hit)) return 0;
+  const int32_t first = nc_kv_swa_keep_from(kv, hit * bt) / bt;
+  for (int32_t i = 0; i < hit; i++) {
     const int32_t *t = tokens + (size_t)i * (size_t)bt;
     const uint64_t h = block_hash(q->chain, t, bt);
-    const int32_t b = lookup(kv, h, q->chain, t);
-    if (b < 0) break;
-    if (kv->refcount[b] == 0) nc_kv_lru_remove(kv, b);
-    kv->refcount[b]++;
-    q->blocks[q->n_blocks++] = b;
+    const int32_t b = lookup(kv, NC_KV_GLOBAL, h, q->chain, t);
+    take_cached(kv, b);
+    q->blocks[NC_KV_GLOBAL][i] = b;
+    if (kv->n_groups > 1) {
+      const int32_t s = i >= first ? lookup(kv, NC_KV_SWA, h, q->chain, t) : -1;
+      if (s >= 0) take_cached(kv, s);
+      q->blocks[NC_KV_SWA][i] = s;
+    }
     q->chain = h;
     q->n_chained++;
   }
-  q->len = q->n_chained * bt;
+  q->n_blocks = hit;
+  q->swa_first = kv->n_groups > 1 ? first : 0;
+  q->len = hit * bt;
   return q->len;
 }
 
@@ -206,13 +252,16 @@ void nc_kv_seq_publish(nc_kv_cache *kv, int32_t seq, const int32_t *tokens,
   const int32_t bt = kv->block_tokens;
   const int32_t upto = (n_tokens < q->len ? n_tokens : q->len) / bt;
   for (int32_t i = q->n_chained; i < upto && i < q->n_blocks; i++) {
-    const int32_t b = q->blocks[i];
     const int32_t *t = tokens + (size_t)i * (size_t)bt;
     const uint64_t h = block_hash(q->chain, t, bt);
     /* A block already named (a hit, a fork's share) keeps its name; a
-     * duplicate of another block's content stays private. */
-    if (!kv->hashed[b] && lookup(kv, h, q->chain, t) < 0)
-      insert(kv, b, h, q->chain, t);
+     * duplicate of another block's content stays private. The SWA part is
+     * named while the sequence still holds it. */
+    for (int32_t g = 0; g < kv->n_groups; g++) {
+      const int32_t b = q->blocks[g][i];
+      if (b >= 0 && !kv->hashed[b] && lookup(kv, g, h, q->chain, t) < 0)
+        insert(kv, b, h, q->chain, t);
+    }
     q->chain = h;
     q->n_chained++;
   }
@@ -223,13 +272,13 @@ int64_t nc_kv_blocks_exclusive(nc_kv_cache *kv, const int32_t *seqs,
   for (int32_t s = 0; s < n_seqs; s++) {
     const kv_seq *q = live_seq(kv, seqs[s]);
     for (int32_t i = 0; q && i < q->n_blocks; i++)
-      kv->scratch[q->blocks[i]]++;
+      kv->scratch[q->blocks[NC_KV_GLOBAL][i]]++;
   }
   int64_t n = 0;
   for (int32_t s = 0; s < n_seqs; s++) {
     const kv_seq *q = live_seq(kv, seqs[s]);
     for (int32_t i = 0; q && i < q->n_blocks; i++) {
-      const int32_t b = q->blocks[i];
+      const int32_t b = q->blocks[NC_KV_GLOBAL][i];
       if (kv->scratch[b] == 0) continue; /* counted already */
       if (kv->scratch[b] == kv->refcount[b]) n++;
       kv->scratch[b] = 0;
@@ -239,10 +288,10 @@ int64_t nc_kv_blocks_exclusive(nc_kv_cache *kv, const int32_t *seqs,
 }
 
 int64_t nc_kv_blocks_cached(const nc_kv_cache *kv) {
-  return kv->n_cached;
+  return kv->n_cached[NC_KV_GLOBAL];
 }
 int64_t nc_kv_blocks_hashed(const nc_kv_cache *kv) {
-  return kv->n_hashed;
+  return kv->n_hashed[NC_KV_GLOBAL];
 }
 int64_t nc_kv_evictions(const nc_kv_cache *kv) {
   return kv->evictions;

@@ -276,6 +276,183 @@ static void test_prefix_eviction_lru(void **state) {
   nc_kv_cache_free(kv);
 }
 
+/* ---- sliding windows: 3 layers, the last two local, window 20, blocks of
+ * 4 (the attention's aligned unit is then 16 positions) */
+
+static const bool k_swa[3] = {false, true, true};
+
+static nc_kv_cache *make_swa(int64_t blocks, int32_t seqs) {
+  nc_hparams hp = tiny_hp();
+  hp.n_layer = 3;
+  hp.n_swa = 20;
+  nc_kv_cache *kv = NULL;
+  nucleus_error err;
+  assert_int_equal(
+      nc_kv_cache_create_swa(&hp, k_swa, blocks, 4, seqs, 16, &kv, &err),
+      NC_OK);
+  assert_int_equal(nc_kv_n_groups(kv), 2);
+  return kv;
+}
+
+static nc_fp16 tag_of(uint16_t tag, int32_t p, int d, int32_t l, int kv1) {
+  return (nc_fp16)(tag + p * 16 + d + l * 7 + kv1);
+}
+
+/* Writes [from, to) of all 3 layers (the caller reserved them). */
+static void fill3(nc_kv_cache *kv, int32_t seq, int32_t from, int32_t to,
+                  uint16_t tag) {
+  for (int32_t l = 0; l < 3; l++)
+    for (int32_t p = from; p < to; p++) {
+      nc_fp16 *k = nc_kv_k_row(kv, l, seq, p), *v = nc_kv_v_row(kv, l, seq, p);
+      assert_non_null(k);
+      assert_non_null(v);
+      for (int d = 0; d < 16; d++) {
+        k[d] = tag_of(tag, p, d, l, 0);
+        v[d] = tag_of(tag, p, d, l, 1);
+      }
+    }
+  nc_kv_seq_set_len(kv, seq, to);
+}
+
+/* Layer l's rows [from, to) hold tag's values. */
+static void check3(const nc_kv_cache *kv, int32_t l, int32_t seq, int32_t from,
+                   int32_t to, uint16_t tag) {
+  for (int32_t p = from; p < to; p++) {
+    const nc_fp16 *k = nc_kv_k_row_c(kv, l, seq, p);
+    const nc_fp16 *v = nc_kv_v_row_c(kv, l, seq, p);
+    assert_non_null(k);
+    assert_non_null(v);
+    for (int d = 0; d < 16; d++) {
+      assert_int_equal(k[d], tag_of(tag, p, d, l, 0));
+      assert_int_equal(v[d], tag_of(tag, p, d, l, 1));
+    }
+  }
+}
+
+static void grow(nc_kv_cache *kv, int32_t seq, int32_t to, int32_t step,
+                 uint16_t tag) {
+  nucleus_error err;
+  for (int32_t len = nc_kv_seq_len(kv, seq); len < to;) {
+    const int32_t end = len + step < to ? len + step : to;
+    assert_int_equal(nc_kv_seq_reserve(kv, seq, end, &err), NC_OK);
+    fill3(kv, seq, len, end, tag);
+    len = end;
+  }
+}
+
+static void test_swa_releases_out_of_window(void **state) {
+  (void)state;
+  nc_kv_cache *kv = make_swa(64, 3);
+  /* the bound: 3 sequences x (ceil((20 + 16) / 4) + 3) + one step + 1 */
+  assert_int_equal(nc_kv_group_blocks_total(kv, 1), 3 * 12 + 4 + 1);
+  const int32_t a = nc_kv_seq_new(kv);
+  grow(kv, a, 40, 8, 100);
+  /* the next query (40) sees 21..40: kept from 16, the unit holding 21 */
+  assert_int_equal(nc_kv_seq_window_start(kv, a), 16);
+  assert_null(nc_kv_k_row_c(kv, 1, a, 15));
+  assert_null(nc_kv_v_row_c(kv, 2, a, 0));
+  check3(kv, 0, a, 0, 40, 100); /* the global layer keeps everything */
+  check3(kv, 1, a, 16, 40, 100);
+  check3(kv, 2, a, 16, 40, 100);
+  assert_int_equal(nc_kv_blocks_used(kv), 10);
+  assert_int_equal(nc_kv_group_blocks_used(kv, 1), 6);
+  /* global 10 blocks x 1 layer + SWA 6 x 2, 4 positions x 32 halves */
+  assert_int_equal(nc_kv_bytes_used(kv), (10 + 12) * 4 * 32 * 2);
+
+  /* a fork shares both groups; its write copies the partial block */
+  grow(kv, a, 42, 2, 100);
+  const int32_t b = nc_kv_seq_fork(kv, a);
+  assert_int_equal(nc_kv_seq_window_start(kv, b), 16);
+  nucleus_error err;
+  assert_int_equal(nc_kv_seq_reserve(kv, b, 43, &err), NC_OK);
+  fill3(kv, b, 42, 43, 100);
+  check3(kv, 1, a, 16, 42, 100);
+  check3(kv, 1, b, 16, 43, 100);
+  assert_int_equal(nc_kv_group_blocks_used(kv, 1), 8); /* 4..10, + b's 10 */
+
+  /* truncation keeps a window still held, else cuts to 0 */
+  nc_kv_seq_truncate(kv, a, 38); /* sees 19..38: from 16, held */
+  assert_int_equal(nc_kv_seq_len(kv, a), 38);
+  check3(kv, 2, a, 16, 38, 100);
+  nc_kv_seq_truncate(kv, b, 30); /* sees 11..30: 0..15 are gone */
+  assert_int_equal(nc_kv_seq_len(kv, b), 0);
+  assert_int_equal(nc_kv_seq_capacity(kv, b), 0);
+  grow(kv, b, 30, 30, 200); /* recomputed from 0 */
+  check3(kv, 1, b, 0, 30, 200);
+
+  nc_kv_seq_free(kv, a);
+  nc_kv_seq_free(kv, b);
+  assert_int_equal(nc_kv_blocks_used(kv), 0);
+  assert_int_equal(nc_kv_group_blocks_used(kv, 1), 0);
+  nc_kv_cache_free(kv);
+}
+
+/* The SWA group's storage starts at one sequence's window and grows as
+ * more are taken, keeping what the blocks hold. */
+static void test_swa_storage_grows(void **state) {
+  (void)state;
+  nc_kv_cache *kv = make_swa(512, 8);
+  const size_t first = nc_kv_bytes_total(kv);
+  int32_t s[8];
+  for (int i = 0; i < 8; i++) {
+    s[i] = nc_kv_seq_new(kv);
+    grow(kv, s[i], 200, 16, (uint16_t)(1000 * (i + 1)));
+  }
+  assert_true(nc_kv_bytes_total(kv) > first);
+  for (int i = 0; i < 8; i++) {
+    const int32_t ws = nc_kv_seq_window_start(kv, s[i]);
+    assert_true(ws > 0 && 200 - ws < 20 + 16);
+    check3(kv, 0, s[i], 0, 200, (uint16_t)(1000 * (i + 1)));
+    check3(kv, 1, s[i], ws, 200, (uint16_t)(1000 * (i + 1)));
+    check3(kv, 2, s[i], ws, 200, (uint16_t)(1000 * (i + 1)));
+  }
+  assert_true(nc_kv_group_blocks_used(kv, 1) <= 8 * 12);
+  nc_kv_cache_free(kv);
+}
+
+/* A hit is cut back to an end whose window's SWA blocks are all cached. */
+static void test_swa_prefix_hit_cut_back(void **state) {
+  (void)state;
+  nc_kv_cache *kv = make_swa(64, 3);
+  int32_t t[64];
+  for (int i = 0; i < 64; i++)
+    t[i] = 500 + i;
+  const int32_t a = nc_kv_seq_new(kv);
+  /* 0..16, published with its SWA blocks held; then 16..64 in one step:
+   * the SWA blocks 4..7 leave the window before they are published */
+  grow(kv, a, 16, 16, 7);
+  nc_kv_seq_publish(kv, a, t, 16);
+  grow(kv, a, 64, 48, 7);
+  nc_kv_seq_publish(kv, a, t, 64);
+  nc_kv_seq_free(kv, a);
+  int64_t idle = 0;
+  const uint64_t root = nc_kv_salt_hash(NULL, 0);
+  /* the whole run: its window (32..63) is cached */
+  assert_int_equal(nc_kv_prefix_peek(kv, root, t, 64, &idle), 60);
+  /* 48 positions: the window of 48 needs 16..47, 16..31 are gone; so do
+   * 44, 40, 36; 32 needs 0..31: cut back to 16 (needs 0..15) */
+  int32_t u[49];
+  memcpy(u, t, sizeof(int32_t) * 48);
+  u[48] = 1;
+  assert_int_equal(nc_kv_prefix_peek(kv, root, u, 49, &idle), 16);
+  assert_int_equal(idle, 4);
+  const int32_t b = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, b, root, u, 49), 16);
+  for (int32_t l = 0; l < 3; l++)
+    check3(kv, l, b, 0, 16, 7);
+  grow(kv, b, 49, 33, 7); /* the rest recomputed, as a cold run writes it */
+  check3(kv, 0, b, 0, 49, 7);
+  nc_kv_seq_free(kv, b);
+  /* the 64-token run: SWA from 32 on */
+  const int32_t c = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, c, root, t, 64), 60);
+  assert_int_equal(nc_kv_seq_window_start(kv, c), 32);
+  check3(kv, 0, c, 0, 60, 7);
+  check3(kv, 1, c, 32, 60, 7);
+  nc_kv_seq_free(kv, c);
+  nc_kv_cache_free(kv);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_errors),
@@ -284,6 +461,9 @@ int main(void) {
       cmocka_unit_test(test_truncate),
       cmocka_unit_test(test_prefix_hits_share_blocks),
       cmocka_unit_test(test_prefix_eviction_lru),
+      cmocka_unit_test(test_swa_releases_out_of_window),
+      cmocka_unit_test(test_swa_storage_grows),
+      cmocka_unit_test(test_swa_prefix_hit_cut_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

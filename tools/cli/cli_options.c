@@ -69,6 +69,8 @@ static const opt_spec SPECS[] = {
      "tokens per forward step (chunked prefill budget)"},
     {"--no-prefix-cache", NULL, OPT_BOOL, OFF(engine.no_prefix_cache), 0, 0,
      "no KV reuse across requests or chat turns (the prefix cache is on)"},
+    {"--swa-full", NULL, OPT_BOOL, OFF(engine.swa_full), 0, 0,
+     "sliding-window layers keep every position (default: the window's)"},
     {"--reference-kernels", NULL, OPT_BOOL, OFF(reference_kernels), 0, 0,
      "use the plain-C reference kernels"},
     {"--no-repack", NULL, OPT_BOOL, OFF(no_repack), 0, 0,

@@ -48,6 +48,9 @@ void server_config_usage(FILE *out) {
       "  --no-prefix-cache       do not reuse KV across requests (the "
       "prefix cache\n"
       "                          is on by default)\n"
+      "  --swa-full              sliding-window layers keep every position "
+      "(default:\n"
+      "                          the window's)\n"
       "  --prefix-cache-salt-by-key  requests share cached prefixes only "
       "with\n"
       "                          requests presenting the same API key\n"
@@ -126,6 +129,9 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
       takes_value = false;
     } else if (!strcmp(a, "--no-prefix-cache")) {
       cfg->no_prefix_cache = true;
+      takes_value = false;
+    } else if (!strcmp(a, "--swa-full")) {
+      cfg->swa_full = true;
       takes_value = false;
     } else if (!strcmp(a, "--prefix-cache-salt-by-key")) {
       cfg->prefix_cache_salt_by_key = true;

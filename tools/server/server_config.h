@@ -32,8 +32,9 @@ typedef struct server_config {
   nucleus_flash_attn flash_attn;  /* -fa, --flash-attn on|off|auto */
   bool parse_special_in_content;  /* chat contents may hold control tokens */
   bool no_prefix_cache;           /* no KV reuse across requests */
-  bool prefix_cache_salt_by_key;  /* the presented API key salts the cache */
-  int read_timeout_s;             /* a request's headers and body, in all */
+  bool swa_full;                 /* sliding-window layers keep every position */
+  bool prefix_cache_salt_by_key; /* the presented API key salts the cache */
+  int read_timeout_s;            /* a request's headers and body, in all */
   int max_connections_per_ip;
   /* Host names (besides IP literals and localhost) requests may carry in
    * their Host header; "*" allows any. */

@@ -66,6 +66,7 @@ static nucleus_engine *start_engine(const server_config *cfg,
   if (cfg->parallel) ep.max_running = cfg->parallel;
   if (cfg->max_queue) ep.max_queued = cfg->max_queue;
   ep.no_prefix_cache = cfg->no_prefix_cache;
+  ep.swa_full = cfg->swa_full;
   *used = ep;
   nucleus_engine *engine = NULL;
   nucleus_error err = {0};
