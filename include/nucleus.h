@@ -568,6 +568,27 @@ typedef struct nucleus_inspect_candidate {
   float final_prob;   /* in the distribution the draw read */
 } nucleus_inspect_candidate;
 
+/* How a step's token was drawn (nucleus_inspect.method). */
+typedef enum nucleus_draw_method {
+  NUCLEUS_DRAW_NONE = 0,    /* nothing recorded (the row failed) */
+  NUCLEUS_DRAW_GREEDY,      /* temperature 0: the argmax; u is not read */
+  NUCLEUS_DRAW_INVERSE_CDF, /* u against the running sum of kept weights */
+} nucleus_draw_method;
+
+/* The order the inverse CDF walks the kept set in. */
+typedef enum nucleus_walk_order {
+  NUCLEUS_WALK_TOKEN_ID, /* nothing truncated: every token, by id */
+  NUCLEUS_WALK_KEPT_SET, /* the set the truncating stages kept, in the order
+                            their selection left it (not by probability) */
+} nucleus_walk_order;
+
+/* One token's interval on the draw's running sum: [lo, hi), hi = lo + its
+ * weight, in the walk's units (divide by nucleus_inspect.mass for [0, 1)). */
+typedef struct nucleus_inspect_walk {
+  int32_t token;
+  double lo, hi;
+} nucleus_inspect_walk;
+
 typedef struct nucleus_inspect {
   int32_t n_stages;
   const char *stages[NUCLEUS_MAX_INSPECT_STAGES]; /* static strings */
@@ -578,6 +599,23 @@ typedef struct nucleus_inspect {
   uint64_t seed, stream, step; /* the generator's key */
   double uniform;              /* u in [0, 1); unused for greedy rows */
   int32_t token;               /* the drawn id */
+  /* The draw on the cumulative distribution, as the sampler ran it (method
+   * INVERSE_CDF): walking the kept set in `order`, it adds each token's
+   * weight (exp((logit - max) / T), zero weights skipped) to a running sum
+   * and takes the first token whose sum exceeds target = uniform * mass,
+   * mass being the kept set's total weight. cdf_lo and cdf_hi are the drawn
+   * token's sum before and after it: the very doubles the sampler compared,
+   * so cdf_lo <= target < cdf_hi, unless clamped (rounding left the sum at
+   * or below target at the end: the last token with weight was taken).
+   * walk: the candidates above that the walk passes with weight (the kept
+   * ones and the drawn one), in walk order, with their intervals. For
+   * GREEDY all of these are 0. */
+  nucleus_draw_method method;
+  nucleus_walk_order order;
+  double mass, target, cdf_lo, cdf_hi;
+  bool clamped;
+  int32_t n_walk;
+  nucleus_inspect_walk walk[NUCLEUS_MAX_INSPECT_TOP + 1];
 } nucleus_inspect;
 
 /* Runs the sampling pipeline once on a row of n_logits logits (token ids

@@ -36,7 +36,11 @@
  *      need not be the top one);
  *   9. draw: one uniform u from the request's counter-based generator keyed
  *      on (seed, stream, step) (see rng.h), inverse CDF over the kept tokens
- *      in a deterministic order. A token of zero probability is never drawn.
+ *      in a deterministic order (the kept set as the truncating stages left
+ *      it; every token by id when nothing truncated). A token of zero
+ *      probability is never drawn. An inspected row records the walk: u's
+ *      target, the drawn token's running-sum interval (the doubles compared)
+ *      and the listed candidates' intervals in walk order.
  *
  * Choices that differ from vLLM / llama.cpp:
  *   - llama.cpp applies temperature last (after top-k/top-p/min-p); we apply

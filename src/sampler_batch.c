@@ -330,19 +330,23 @@ static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
   return NC_OK;
 }
 
-/* Step 9: inverse CDF at u over the final set; never a zero weight. */
+/* Step 9: inverse CDF at u over the final set; never a zero weight. An
+ * inspected row passes tr: what the walk compared is left there. */
 static int32_t draw(const nc_sample_workspace *ws, const nc_row_state *st,
-                    double u) {
+                    double u, nc_draw_trace *tr) {
   if (st->greedy) return st->argmax;
-  double target = u * st->mass, acc = 0.0;
+  double target = u * st->mass, acc = 0.0, before = 0.0;
+  if (tr) *tr = (nc_draw_trace){.target = target};
   if (!st->full) {
     int32_t last = ws->cand[0].id;
     for (size_t i = 0; i < st->n; i++) {
       if (!(ws->cand[i].w > 0.0f)) continue;
+      before = acc;
       acc += ws->cand[i].w;
       last = ws->cand[i].id;
-      if (acc > target) return last;
+      if (acc > target) break;
     }
+    if (tr) tr->lo = before, tr->hi = acc, tr->clamped = !(acc > target);
     return last;
   }
   int32_t last = -1, skipped = -1; /* last block skipped with mass */
@@ -355,12 +359,19 @@ static int32_t draw(const nc_sample_workspace *ws, const nc_row_state *st,
     }
     for (int32_t i = lo; i < hi; i++) {
       if (!(ws->w[i] > 0.0f)) continue;
+      before = acc;
       acc += ws->w[i];
       last = i;
-      if (acc > target) return i;
+      if (acc > target) {
+        if (tr) tr->lo = before, tr->hi = acc;
+        return i;
+      }
     }
   }
-  if (last < 0 && skipped >= 0) /* rounding: the last token with mass */
+  /* rounding: the sum never passed target; the last token with mass (its
+   * interval, or the final sum where it lies in a block added at once) */
+  if (tr) *tr = (nc_draw_trace){target, last >= 0 ? before : acc, acc, true};
+  if (last < 0 && skipped >= 0)
     for (int32_t i = skipped * BLOCK; i < (skipped + 1) * BLOCK; i++)
       if (ws->w[i] > 0.0f) last = i;
   return last < 0 ? 0 : last;
@@ -391,9 +402,13 @@ nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
       continue;
     }
     double u = nc_rng_uniform(st.s->seed, st.s->stream, st.s->step, 0);
-    res->token = draw(ws, &st, u);
-    if (st.ins)
+    nc_draw_trace tr;
+    res->token = draw(ws, &st, u, st.ins ? &tr : NULL);
+    if (st.ins) {
       nc_inspect_finish(st.ins, u, res->token, st.mass, st.full ? ws->w : NULL);
+      nc_inspect_draw(st.ins, st.greedy ? NULL : &tr, st.mass, ws->cand, st.n,
+                      st.full ? ws->w : NULL, ws->block, BLOCK);
+    }
     res->n_kept = st.full ? st.V : (int32_t)st.n;
     res->status = NC_OK;
     nc_sample_logprobs(ws, &st, res);

@@ -246,3 +246,80 @@ void nc_inspect_finish(nc_inspect_rec *rec, double u, int32_t token,
   }
   o->n_candidates = n_all;
 }
+
+/* The listed ids (the top candidates and the drawn token), ascending. */
+static int32_t listed_ids(const nc_inspect_rec *rec, int32_t token,
+                          int32_t *ids) {
+  int32_t n = 0;
+  bool placed = find_cand(rec, token) >= 0;
+  for (int32_t c = 0; c < rec->n_top; c++) {
+    if (!placed && token < rec->sorted[c]) ids[n++] = token, placed = true;
+    ids[n++] = rec->sorted[c];
+  }
+  if (!placed) ids[n++] = token;
+  return n;
+}
+
+static void walk_push(nucleus_inspect *o, int32_t id, double lo, double hi) {
+  if (o->n_walk >= MAX_CAND) return;
+  o->walk[o->n_walk++] =
+      (nucleus_inspect_walk){.token = id, .lo = lo, .hi = hi};
+}
+
+/* The kept set in the draw's order: the same additions as the draw's. */
+static void walk_set(nc_inspect_rec *rec, const nc_cand *cand, size_t n) {
+  nucleus_inspect *o = rec->out;
+  double acc = 0.0;
+  for (size_t i = 0; i < n && o->n_walk < MAX_CAND; i++) {
+    if (!(cand[i].w > 0.0f)) continue;
+    double lo = acc;
+    acc += cand[i].w;
+    if (cand[i].id == o->token || find_cand(rec, cand[i].id) >= 0)
+      walk_push(o, cand[i].id, lo, acc);
+  }
+}
+
+/* Every token by id: a block the draw skips (its sum fits below target, and
+ * it is not the last) adds its sum at once, the others token by token, as
+ * the draw does; the listed tokens' intervals come out on the way. */
+static void walk_ids(nc_inspect_rec *rec, double target, const float *w,
+                     const double *block, int32_t block_len) {
+  nucleus_inspect *o = rec->out;
+  int32_t ids[MAX_CAND];
+  int32_t n_ids = listed_ids(rec, o->token, ids), k = 0;
+  double acc = 0.0;
+  for (int32_t b = 0; b * block_len < rec->V && k < n_ids; b++) {
+    int32_t lo = b * block_len;
+    int32_t hi = rec->V - lo < block_len ? rec->V : lo + block_len;
+    bool skip = acc + block[b] <= target && hi < rec->V;
+    double q = acc;
+    for (int32_t i = lo; i < hi && k < n_ids && (!skip || ids[k] < hi); i++) {
+      while (k < n_ids && ids[k] < i)
+        k++;
+      if (!(w[i] > 0.0f)) continue;
+      double before = q;
+      q += w[i];
+      if (k < n_ids && ids[k] == i) walk_push(o, i, before, q), k++;
+    }
+    acc = skip ? acc + block[b] : q;
+  }
+}
+
+void nc_inspect_draw(nc_inspect_rec *rec, const nc_draw_trace *tr, double mass,
+                     const nc_cand *cand, size_t n, const float *w,
+                     const double *block, int32_t block_len) {
+  nucleus_inspect *o = rec->out;
+  o->n_walk = 0;
+  if (!tr) {
+    o->method = NUCLEUS_DRAW_GREEDY;
+    return;
+  }
+  o->method = NUCLEUS_DRAW_INVERSE_CDF;
+  o->mass = mass, o->target = tr->target;
+  o->cdf_lo = tr->lo, o->cdf_hi = tr->hi, o->clamped = tr->clamped;
+  o->order = w ? NUCLEUS_WALK_TOKEN_ID : NUCLEUS_WALK_KEPT_SET;
+  if (w)
+    walk_ids(rec, tr->target, w, block, block_len);
+  else
+    walk_set(rec, cand, n);
+}

@@ -43,4 +43,22 @@ void nc_inspect_top_p_full(nc_inspect_rec *rec, double target);
 void nc_inspect_finish(nc_inspect_rec *rec, double u, int32_t token,
                        double mass, const float *w);
 
+/* What the inverse CDF did, as sampler_batch.c's draw ran it: target =
+ * u * mass, the drawn token's running sum before (lo) and after (hi) it,
+ * and whether the walk ran out without passing target (clamped). */
+typedef struct nc_draw_trace {
+  double target, lo, hi;
+  bool clamped;
+} nc_draw_trace;
+
+/* After nc_inspect_finish, the draw on the cumulative distribution. Greedy
+ * rows: tr NULL. Otherwise the walk's order: the kept set cand[0..n) when
+ * w is NULL, else every token by id with weights w[0..V) and the sums
+ * block[] of its blocks of block_len (the draw adds a block's sum at once
+ * where it skips it). The candidates' intervals are summed here in that
+ * order, by the draw's own additions; the drawn one's come from tr. */
+void nc_inspect_draw(nc_inspect_rec *rec, const nc_draw_trace *tr, double mass,
+                     const nc_cand *cand, size_t n, const float *w,
+                     const double *block, int32_t block_len);
+
 #endif

@@ -301,6 +301,59 @@ function bars(a, b) {
   cell.children[1].style.width = (100 * b).toFixed(2) + "%";
   return cell;
 }
+/* Digits enough to tell an interval's ends apart (4 at least). */
+function digits(lo, hi) {
+  const w = hi - lo;
+  return w > 0 ? Math.min(12, Math.max(4, Math.ceil(-Math.log10(w)) + 1)) : 4;
+}
+/* The draw on the cumulative distribution, as the sampler walked it: the
+ * listed candidates' intervals [lo, hi) in walk order (gaps: the rest of
+ * the kept set, which the walk passes too), a marker at u, the drawn
+ * token's segment highlighted. */
+function showDraw(rec) {
+  const d = rec.draw;
+  const drawn = rec.candidates.find((c) => c.id === d.id);
+  const name = drawn ? show(drawn.text) : String(d.id);
+  const key = ` (seed ${d.seed_digits || d.seed}, step ${d.step})`;
+  const box = $("insp-draw"), strip = $("insp-cdf"), note = $("insp-cdf-note");
+  box.dataset.id = String(d.id);
+  box.dataset.method = d.method || "";
+  strip.textContent = "";
+  strip.hidden = note.hidden = d.method !== "inverse_cdf";
+  if (d.method === "greedy") {
+    box.textContent = `Greedy (temperature 0): the argmax “${name}”, no uniform number drawn${key}`;
+    return;
+  }
+  if (d.method !== "inverse_cdf") { /* a record from before the walk was kept */
+    box.textContent = `Draw: u = ${Number(d.uniform).toFixed(4)} → “${name}”${key}`;
+    return;
+  }
+  const n = digits(d.cdf_lo, d.cdf_hi);
+  const u = Number(d.uniform);
+  box.dataset.u = String(d.uniform);
+  box.dataset.lo = String(d.cdf_lo);
+  box.dataset.hi = String(d.cdf_hi);
+  const where = d.clamped ? `ran past the end (rounding); the last token [${d.cdf_lo.toFixed(n)}, ${d.cdf_hi.toFixed(n)})`
+    : `fell in [${d.cdf_lo.toFixed(n)}, ${d.cdf_hi.toFixed(n)})`;
+  box.textContent = `u = ${u.toFixed(Math.max(4, n))} ${where} → “${name}”${key}`;
+  const text = new Map(rec.candidates.map((c) => [c.id, show(c.text)]));
+  for (const w of d.walk || []) {
+    const seg = el("span", { class: "seg" + (w.id === d.id ? " drawn" : ""),
+      dataset: { id: String(w.id), lo: String(w.lo), hi: String(w.hi) },
+      title: `${text.get(w.id) || w.id} [${w.lo.toFixed(4)}, ${w.hi.toFixed(4)})` });
+    seg.style.left = (100 * w.lo).toFixed(4) + "%";
+    seg.style.width = (100 * (w.hi - w.lo)).toFixed(4) + "%";
+    strip.append(seg);
+  }
+  const mark = el("span", { class: "mark", dataset: { u: String(d.uniform) } });
+  mark.style.left = (100 * u).toFixed(4) + "%";
+  strip.append(mark);
+  strip.setAttribute("aria-label", box.textContent);
+  note.textContent = (d.order === "token_id" ? "Walk: every token by id (nothing truncated)"
+    : d.order === "candidates" ? "Walk: the candidates as listed"
+      : "Walk: the kept set in the sampler's order") +
+    `; ${(d.walk || []).length} listed, gaps are the rest of the kept set.`;
+}
 function closeInspector() {
   selected = null;
   $("insp-body").hidden = true; $("insp-empty").hidden = false;
@@ -327,33 +380,7 @@ function openInspector(m, i, span) {
     if (c.id === rec.draw.id) tr.classList.add("drawn");
     tb.append(tr);
   }
-  const d = rec.draw;
-  const drawn = rec.candidates.find((c) => c.id === d.id);
-  /* The sampler's inverse CDF runs over the whole kept set (the tail
-   * beyond these candidates included) in its own order, so the page shows u
-   * and the drawn token's share rather than an interval it cannot know. */
-  const at = drawn ? ` (final p ${fmt(drawn.final_prob)})` : "";
-  $("insp-draw").textContent = `Draw: u = ${Number(d.uniform).toFixed(4)} → “${drawn ? show(drawn.text) : d.id}”${at} (seed ${d.seed_digits || d.seed}, step ${d.step})`;
-  $("insp-draw").dataset.id = String(d.id);
-  /* The distribution the draw read, as a strip: the shown kept tokens'
-   * final probabilities end to end (the rest of the kept set after them),
-   * the drawn one highlighted. */
-  const strip = $("insp-cdf");
-  strip.textContent = "";
-  let shown = 0;
-  for (const c of rec.candidates) {
-    if (c.removed_by || !(c.final_prob > 0)) continue;
-    const seg = el("span", { class: "seg" + (c.id === d.id ? " drawn" : ""),
-      title: show(c.text) + " " + fmt(c.final_prob) });
-    seg.style.width = (100 * c.final_prob).toFixed(3) + "%";
-    shown += c.final_prob;
-    strip.append(seg);
-  }
-  if (shown < 0.9999) {
-    const rest = el("span", { class: "seg rest", title: "the rest of the kept set " + fmt(1 - shown) });
-    rest.style.width = (100 * (1 - shown)).toFixed(3) + "%";
-    strip.append(rest);
-  }
+  showDraw(rec);
   const s = requestSettings();
   for (const k of ["temperature", "top_k", "top_p", "min_p"]) {
     const p = contract.find((q) => q.name === k);

@@ -43,7 +43,51 @@ def check_record(rec, top_n, settings_stages):
             assert c["after"][c["removed_by"]] == 0
         total += c["final_prob"]
     assert total <= 1 + 1e-5
+    check_cdf(rec)
     return cands
+
+
+def check_cdf(rec):
+    """The draw on the cumulative distribution: u fell in the drawn token's
+    interval, by the sums the sampler compared (exact doubles in the JSON),
+    and the walk lists the kept candidates, each as wide as its final
+    probability, no other holding u."""
+    d = rec["draw"]
+    cands = {c["id"]: c for c in rec["candidates"]}
+    if d["method"] == "greedy":
+        assert "cdf_lo" not in d and "walk" not in d
+        assert cands[d["id"]]["final_prob"] == 1
+        return
+    assert d["method"] == "inverse_cdf"
+    assert d["order"] in ("token_id", "kept_set", "candidates")
+    m = d["mass"]
+    assert m > 0 and d["target"] == d["uniform"] * m
+    if d["clamped"]:
+        assert d["sum_hi"] <= d["target"]
+    else:
+        assert d["sum_lo"] <= d["target"] < d["sum_hi"]
+    assert d["cdf_lo"] == d["sum_lo"] / m and d["cdf_hi"] == d["sum_hi"] / m
+    # u against the normalised bounds: the same up to the division's rounding
+    assert d["cdf_lo"] <= math.nextafter(d["uniform"], 2)
+    assert d["uniform"] < math.nextafter(d["cdf_hi"], 2)
+    walk = d["walk"]
+    ids = [w["id"] for w in walk]
+    assert d["id"] in ids
+    kept = [c["id"] for c in rec["candidates"]
+            if c["removed_by"] is None and c["final_prob"] > 0]
+    assert sorted(ids) == sorted(kept)
+    if d["order"] == "token_id":
+        assert ids == sorted(ids)
+    prev = 0.0
+    for w in walk:
+        assert prev - 1e-12 <= w["lo"] < w["hi"] <= 1 + 1e-9
+        prev = w["hi"]
+        assert math.isclose(w["hi"] - w["lo"], cands[w["id"]]["final_prob"],
+                            rel_tol=1e-4, abs_tol=1e-9)
+        if w["id"] == d["id"]:
+            assert (w["lo"], w["hi"]) == (d["cdf_lo"], d["cdf_hi"])
+        elif not d["clamped"]:
+            assert not (w["lo"] + 1e-12 <= d["uniform"] < w["hi"] - 1e-12)
 
 
 def test_chat_inspect_matches_logprobs(server):
@@ -104,6 +148,40 @@ def test_same_output_with_inspect(server):
     assert len(b["choices"][0]["inspect"]) == b["usage"]["completion_tokens"]
 
 
+@pytest.mark.parametrize("settings,order", [
+    ({"temperature": 1.0}, "token_id"),
+    ({"temperature": 1.3, "top_k": 40}, "kept_set"),
+    ({"temperature": 0.8, "top_p": 0.9, "min_p": 0.02}, "kept_set"),
+    ({"temperature": 1.0, "typical_p": 0.9}, "kept_set"),
+    ({"temperature": 0}, None),
+])
+@pytest.mark.parametrize("stream", [False, True])
+def test_draw_on_the_cdf(server, settings, order, stream):
+    recs = []
+    for seed in (1, 2, 3):
+        body = dict(CHAT, max_tokens=5, seed=seed, stream=stream,
+                    inspect={"top_n": 12}, **settings)
+        r = post(server, "/chat/completions", body, stream=stream)
+        assert r.status_code == 200, r.text
+        if not stream:
+            recs += r.json()["choices"][0]["inspect"]
+            continue
+        for line in r.iter_lines():
+            if line.startswith(b"data: {"):
+                for ch in json.loads(line[6:])["choices"]:
+                    recs += ch.get("inspect", [])
+    assert len(recs) >= 6
+    for rec in recs:
+        check_cdf(rec)
+        if order is None:
+            assert rec["draw"]["method"] == "greedy"
+        else:
+            assert rec["draw"]["order"] == order
+    # u lands in different places: not one fixed interval
+    if order is not None:
+        assert len({r["draw"]["cdf_lo"] for r in recs}) > 1
+
+
 @pytest.mark.parametrize("bad", [{"top_n": 0}, {"top_n": 65}, {"top_n": "3"},
                                  {}, {"top_n": 3, "x": 1}, 5, [3]])
 def test_inspect_bounds(server, bad):
@@ -142,8 +220,21 @@ def test_sample_replays_the_step(server):
         assert math.isclose(o["final_prob"], c["final_prob"], rel_tol=1e-4,
                             abs_tol=1e-7)
     # the same generator key (seed, step 0) and the same kept set: the same
-    # draw as the request's
+    # draw as the request's, on the same interval of the same walk
     assert out["histogram"] == [{"id": rec["draw"]["id"], "count": 1}]
+    check_cdf(out)
+    assert out["draw"]["uniform"] == rec["draw"]["uniform"]
+    assert out["draw"]["order"] == rec["draw"]["order"] == "kept_set"
+    assert [w["id"] for w in out["draw"]["walk"]] == [
+        w["id"] for w in rec["draw"]["walk"]]
+    assert math.isclose(out["draw"]["cdf_lo"], rec["draw"]["cdf_lo"],
+                        rel_tol=1e-4, abs_tol=1e-7)
+    # untruncated, the row is walked as the candidates were sent
+    plain = what_if(server, rec, seed=5, temperature=1.0)
+    check_cdf(plain)
+    assert plain["draw"]["order"] == "candidates"
+    assert [w["id"] for w in plain["draw"]["walk"]] == [
+        c["id"] for c in rec["candidates"]]
 
 
 def test_sample_temperature_changes_the_set(server):

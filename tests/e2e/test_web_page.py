@@ -138,6 +138,7 @@ def test_chat_streams_and_inspector_matches_api(page, server):
     draw = d.find_element(By.ID, "insp-draw")
     assert int(draw.get_attribute("data-id")) == records[step]["draw"]["id"]
     assert "seed 7" in draw.text and "step %d" % step in draw.text
+    check_draw_shown(d, records[step])
 
     # What-if: temperature 0 keeps the argmax alone; 1.5 with no
     # truncation keeps every candidate.
@@ -184,6 +185,48 @@ def test_chat_streams_and_inspector_matches_api(page, server):
         d.set_window_size(1100, 760)
 
 
+def check_draw_shown(d, rec):
+    """The inspector's draw on the cumulative distribution is the API's
+    record of that step: u, the drawn token's interval and its text, the
+    walk's segments in order, and the marker at u inside the drawn one."""
+    api = rec["draw"]
+    draw = d.find_element(By.ID, "insp-draw")
+    assert draw.get_attribute("data-method") == api["method"] == "inverse_cdf"
+    assert float(draw.get_attribute("data-u")) == api["uniform"]
+    assert float(draw.get_attribute("data-lo")) == api["cdf_lo"]
+    assert float(draw.get_attribute("data-hi")) == api["cdf_hi"]
+    assert api["cdf_lo"] <= api["uniform"] < api["cdf_hi"]
+    m = re.match(r"u = ([0-9.]+) fell in \[([0-9.]+), ([0-9.]+)\) → “(.*)”",
+                 draw.text, re.S)
+    assert m, draw.text
+    for shown, want in zip(m.groups()[:3],
+                           (api["uniform"], api["cdf_lo"], api["cdf_hi"])):
+        places = len(shown.split(".")[1])
+        assert places >= 4 and abs(float(shown) - want) <= 0.5 * 10 ** -places
+    drawn = next(c for c in rec["candidates"] if c["id"] == api["id"])
+    shown_text = m.group(4).replace("\u00a0", " ").replace("⏎\n", "\n")
+    assert shown_text == drawn["text"]
+    segs = d.find_elements(By.CSS_SELECTOR, "#insp-cdf .seg")
+    assert [int(x.get_attribute("data-id")) for x in segs] == [
+        w["id"] for w in api["walk"]]
+    for x, w in zip(segs, api["walk"]):
+        assert float(x.get_attribute("data-lo")) == w["lo"]
+        assert float(x.get_attribute("data-hi")) == w["hi"]
+        assert ("drawn" in x.get_attribute("class").split()) == (
+            w["id"] == api["id"])
+    seg = next(x for x in segs if "drawn" in x.get_attribute("class"))
+    mark = d.find_element(By.CSS_SELECTOR, "#insp-cdf .mark")
+    box = d.execute_script(
+        "const r = (e) => e.getBoundingClientRect();"
+        "const s = r(arguments[0]), k = r(arguments[1]), b = r(arguments[2]);"
+        "return [s.left, s.right, (k.left + k.right) / 2, b.left, b.width];",
+        seg, mark, d.find_element(By.ID, "insp-cdf"))
+    left, right, at, bar_left, bar_width = box
+    assert left - 1.5 <= at <= right + 1.5, box
+    assert at == pytest.approx(bar_left + 1 + api["uniform"] * (bar_width - 2),
+                               abs=1.5)
+
+
 def test_stop_frees_kv_and_regenerate(page, server):
     d = page
     set_field(d, "set-max_tokens", 900)
@@ -212,9 +255,17 @@ def test_stop_frees_kv_and_regenerate(page, server):
     # Regenerate replaces the last reply; Edit puts the message back.
     set_field(d, "set-max_tokens", 4)
     set_field(d, "set-ignore_eos", False)
+    set_field(d, "set-temperature", 0)
     d.find_element(By.ID, "regen").click()
     time.sleep(0.3)
     wait_done(d)
+    # Greedy says so: the argmax, no u and no cumulative bar.
+    d.find_elements(By.CSS_SELECTOR, ".msg.assistant:last-child .tok")[0].click()
+    draw = d.find_element(By.ID, "insp-draw")
+    assert draw.get_attribute("data-method") == "greedy"
+    assert draw.text.startswith("Greedy (temperature 0)"), draw.text
+    assert not d.find_element(By.ID, "insp-cdf").is_displayed()
+    set_field(d, "set-temperature", 1)
     chat = stored_chat(d)
     assert chat["messages"][-1]["role"] == "assistant"
     assert len(chat["messages"][-1]["tokens"]) <= 4

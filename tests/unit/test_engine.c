@@ -128,6 +128,16 @@ static void drain(nucleus_request *r, outcome *o) {
         for (int j = 0; j < ev.n_top_logprobs && j < in->n_candidates; j++)
           assert_true(fabs(logf(in->candidates[j].raw_prob) -
                            ev.top_logprobs[j].logprob) < 1e-3);
+        /* the draw on the cumulative distribution: u fell in the drawn
+         * token's interval, by the sums the sampler compared */
+        if (in->method == NUCLEUS_DRAW_INVERSE_CDF) {
+          assert_true(in->target == in->uniform * in->mass);
+          assert_true(in->clamped ||
+                      (in->cdf_lo <= in->target && in->target < in->cdf_hi));
+        } else {
+          assert_int_equal(in->method, NUCLEUS_DRAW_GREEDY);
+          assert_int_equal(in->n_walk, 0);
+        }
         o->n_inspected++;
       }
     } else if (ev.kind == NUCLEUS_EVENT_FINISH) {

@@ -343,6 +343,173 @@ static void sample_logits_replays(void **state) {
                    NUCLEUS_ERR_INVALID_ARGUMENT);
 }
 
+/* The draw on the cumulative distribution of one inspected row: u fell in
+ * the drawn token's interval by the very sums the sampler compared, the
+ * walk lists every kept candidate with an interval as wide as its final
+ * probability, in an order whose sums only grow, and no other listed
+ * interval holds u. tol: the slack allowed to the intervals of tokens in a
+ * block the draw added at once (its sum, not theirs, went on). */
+static void check_draw(const nucleus_inspect *rec, int32_t token, double tol) {
+  assert_int_equal(rec->method, NUCLEUS_DRAW_INVERSE_CDF);
+  assert_true(rec->target == rec->uniform * rec->mass);
+  assert_true(rec->mass > 0.0);
+  if (!rec->clamped)
+    assert_true(rec->cdf_lo <= rec->target && rec->target < rec->cdf_hi);
+  else
+    assert_true(rec->cdf_hi <= rec->target);
+  assert_true(rec->n_walk >= 1 && rec->n_walk <= rec->n_candidates);
+  int32_t drawn = -1;
+  for (int32_t k = 0; k < rec->n_walk; k++) {
+    const nucleus_inspect_walk *e = &rec->walk[k];
+    assert_true(e->lo < e->hi);
+    if (k > 0) assert_true(e->lo >= rec->walk[k - 1].hi - tol);
+    if (e->token == token) {
+      drawn = k;
+      assert_true(e->lo == rec->cdf_lo && e->hi == rec->cdf_hi);
+    } else if (!rec->clamped) {
+      assert_true(rec->target < e->lo - tol || rec->target >= e->hi + tol);
+    }
+    if (rec->order == NUCLEUS_WALK_TOKEN_ID && k > 0)
+      assert_true(e->token > rec->walk[k - 1].token);
+  }
+  assert_true(drawn >= 0);
+  /* the walk's entries are exactly the kept candidates, each as wide as
+   * its final probability */
+  int32_t kept = 0;
+  for (int32_t c = 0; c < rec->n_candidates; c++) {
+    const nucleus_inspect_candidate *cd = &rec->candidates[c];
+    int32_t at = -1;
+    for (int32_t k = 0; k < rec->n_walk; k++)
+      if (rec->walk[k].token == cd->token) at = k;
+    if (cd->removed_by >= 0 || !(cd->final_prob > 0.0f)) {
+      assert_int_equal(at, -1);
+      continue;
+    }
+    kept++;
+    assert_true(at >= 0);
+    double width = (rec->walk[at].hi - rec->walk[at].lo) / rec->mass;
+    assert_true(rel_near(width, cd->final_prob));
+  }
+  assert_int_equal(kept, rec->n_walk);
+}
+
+/* Many seeds and every combination of stages, on a row of three blocks of
+ * the untruncated draw: the draw's interval holds u, greedy says so. */
+static void draw_interval_holds_u(void **state) {
+  (void)state;
+  static float x[V];
+  static nucleus_inspect rec;
+  nc_sample_workspace *ws = make_ws(V);
+  int n_full = 0, n_set = 0;
+  for (int k = 0; k < N_COMBOS; k++)
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+      random_logits(x, V, seed * 13 + (uint64_t)k);
+      nc_sampler *s = combo_sampler(k, seed);
+      nc_sample_row row = {.sampler = s, .logits = x, .inspect = &rec};
+      nc_sample_result res;
+      assert_int_equal(nc_sample_batch(ws, &row, 1, &res, NULL), NC_OK);
+      if (k == 7) { /* temperature 0 */
+        assert_int_equal(rec.method, NUCLEUS_DRAW_GREEDY);
+        assert_int_equal(rec.n_walk, 0);
+        assert_true(rec.cdf_lo == 0.0 && rec.cdf_hi == 0.0);
+        nc_sampler_free(s);
+        continue;
+      }
+      check_draw(&rec, res.token, 1e-9 * rec.mass);
+      if (k == 0) {
+        /* nothing truncated: every token by id, so a listed token's lower
+         * bound is the mass of the ids below it (summed here apart) */
+        n_full++;
+        assert_int_equal(rec.order, NUCLEUS_WALK_TOKEN_ID);
+        double m = -INFINITY, z = 0.0;
+        for (int32_t i = 0; i < V; i++)
+          m = fmax(m, x[i]);
+        for (int32_t i = 0; i < V; i++)
+          z += exp(x[i] - m);
+        for (int32_t e = 0; e < rec.n_walk; e++) {
+          double below = 0.0;
+          for (int32_t i = 0; i < rec.walk[e].token; i++)
+            below += exp(x[i] - m);
+          assert_true(fabs(rec.walk[e].lo / rec.mass - below / z) < 1e-5);
+        }
+      } else {
+        n_set++;
+        assert_int_equal(rec.order, NUCLEUS_WALK_KEPT_SET);
+      }
+      nc_sampler_free(s);
+    }
+  assert_true(n_full == 40 && n_set == 7 * 40);
+  nc_sample_workspace_free(ws);
+}
+
+/* Rows small enough that every token is a candidate: the walk is the whole
+ * kept set, its intervals tile [0, total) with no gap, and the drawn token
+ * is the one (the only one) whose interval holds u. */
+static void drawn_token_owns_u(void **state) {
+  (void)state;
+  enum { N = 40 };
+  float x[N];
+  static nucleus_inspect rec;
+  nc_sample_workspace *ws = make_ws(N);
+  int hits[N] = {0};
+  for (uint64_t seed = 1; seed <= 600; seed++) {
+    int k = (int)(seed % 7);
+    nucleus_sampling_params p = combo(k == 6 ? 8 : k);
+    p.inspect_top_n = N;
+    random_logits(x, N, seed);
+    nc_sampler *s = make_sampler(&p, N, seed);
+    nc_sample_row row = {.sampler = s, .logits = x, .inspect = &rec};
+    nc_sample_result res;
+    assert_int_equal(nc_sample_batch(ws, &row, 1, &res, NULL), NC_OK);
+    check_draw(&rec, res.token, 0.0);
+    assert_true(rec.walk[0].lo == 0.0);
+    int owners = 0;
+    for (int32_t e = 0; e < rec.n_walk; e++) {
+      const nucleus_inspect_walk *w = &rec.walk[e];
+      if (e > 0) assert_true(w->lo == rec.walk[e - 1].hi);
+      if (w->lo <= rec.target && rec.target < w->hi) {
+        owners++;
+        assert_int_equal(w->token, res.token);
+      }
+    }
+    assert_int_equal(owners, rec.clamped ? 0 : 1);
+    /* the walk ends at the kept set's mass (up to the order of the sums) */
+    assert_true(rel_near(rec.walk[rec.n_walk - 1].hi, rec.mass));
+    hits[res.token]++;
+    nc_sampler_free(s);
+  }
+  int distinct = 0;
+  for (int i = 0; i < N; i++)
+    distinct += hits[i] > 0;
+  assert_true(distinct > 10); /* u lands all over */
+  nc_sample_workspace_free(ws);
+}
+
+/* The what-if's record carries the draw too, in row indices. */
+static void sample_logits_records_the_draw(void **state) {
+  (void)state;
+  float x[6] = {2.0f, 1.5f, 1.0f, 0.2f, -1.0f, -3.0f};
+  nucleus_sampling_params p = nucleus_sampling_default_params();
+  p.has_seed = true, p.seed = 4, p.top_p = 0.9f;
+  nucleus_inspect rec;
+  int32_t draws[1];
+  assert_int_equal(nucleus_sample_logits(&p, x, 6, 1, &rec, draws, NULL),
+                   NUCLEUS_OK);
+  assert_int_equal(rec.token, draws[0]);
+  check_draw(&rec, draws[0], 0.0);
+  p.top_p = 1.0f;
+  assert_int_equal(nucleus_sample_logits(&p, x, 6, 1, &rec, draws, NULL),
+                   NUCLEUS_OK);
+  check_draw(&rec, draws[0], 0.0);
+  assert_int_equal(rec.order, NUCLEUS_WALK_TOKEN_ID);
+  assert_int_equal(rec.n_walk, 6);
+  p.temperature = 0.0f;
+  assert_int_equal(nucleus_sample_logits(&p, x, 6, 1, &rec, draws, NULL),
+                   NUCLEUS_OK);
+  assert_int_equal(rec.method, NUCLEUS_DRAW_GREEDY);
+  assert_int_equal(rec.n_walk, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(inspect_changes_nothing),
@@ -354,6 +521,9 @@ int main(void) {
       cmocka_unit_test(top_p_wider_than_min_p),
       cmocka_unit_test(top_n_is_bounded),
       cmocka_unit_test(sample_logits_replays),
+      cmocka_unit_test(draw_interval_holds_u),
+      cmocka_unit_test(drawn_token_owns_u),
+      cmocka_unit_test(sample_logits_records_the_draw),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

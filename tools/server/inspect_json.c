@@ -14,6 +14,35 @@ static json_t *piece(server_ctx *srv, int32_t id) {
   return json_text(buf, len);
 }
 
+/* The draw on the cumulative distribution: the sums the sampler compared
+ * (target, sum_lo, sum_hi, exact) and the same over mass for [0, 1). */
+static void add_cdf(json_t *draw, const nucleus_inspect *in) {
+  if (in->method == NUCLEUS_DRAW_GREEDY) {
+    json_object_set_new(draw, "method", json_string("greedy"));
+    return;
+  }
+  if (in->method != NUCLEUS_DRAW_INVERSE_CDF) return;
+  double m = in->mass > 0.0 ? in->mass : 1.0;
+  json_object_set_new(draw, "method", json_string("inverse_cdf"));
+  json_object_set_new(draw, "order",
+                      json_string(in->order == NUCLEUS_WALK_TOKEN_ID
+                                      ? "token_id"
+                                      : "kept_set"));
+  json_object_set_new(draw, "mass", json_finite(in->mass));
+  json_object_set_new(draw, "target", json_finite(in->target));
+  json_object_set_new(draw, "sum_lo", json_finite(in->cdf_lo));
+  json_object_set_new(draw, "sum_hi", json_finite(in->cdf_hi));
+  json_object_set_new(draw, "cdf_lo", json_finite(in->cdf_lo / m));
+  json_object_set_new(draw, "cdf_hi", json_finite(in->cdf_hi / m));
+  json_object_set_new(draw, "clamped", json_boolean(in->clamped));
+  json_t *walk = json_array();
+  for (int32_t k = 0; k < in->n_walk && k <= NUCLEUS_MAX_INSPECT_TOP; k++)
+    json_array_append_new(
+        walk, json_pack("{s:I,s:f,s:f}", "id", (json_int_t)in->walk[k].token,
+                        "lo", in->walk[k].lo / m, "hi", in->walk[k].hi / m));
+  json_object_set_new(draw, "walk", walk);
+}
+
 json_t *inspect_json(server_ctx *srv, const nucleus_inspect *in) {
   json_t *stages = json_array();
   for (int32_t j = 0; j < in->n_stages; j++)
@@ -43,6 +72,7 @@ json_t *inspect_json(server_ctx *srv, const nucleus_inspect *in) {
   json_object_set_new(draw, "step", json_integer((json_int_t)in->step));
   json_object_set_new(draw, "uniform", json_finite(in->uniform));
   json_object_set_new(draw, "id", json_integer(in->token));
+  add_cdf(draw, in);
   json_t *o = json_object();
   json_object_set_new(o, "stages", stages);
   json_object_set_new(o, "candidates", cands);

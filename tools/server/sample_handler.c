@@ -147,12 +147,20 @@ enum MHD_Result handle_sample(server_ctx *srv, struct MHD_Connection *conn,
   for (int32_t c = 0; c < in->n_candidates; c++)
     in->candidates[c].token = ids[in->candidates[c].token];
   in->token = ids[in->token];
+  for (int32_t k = 0; k < in->n_walk; k++)
+    in->walk[k].token = ids[in->walk[k].token];
   json_t *o = inspect_json(srv, in);
   json_t *kept = json_array();
   for (int32_t c = 0; c < in->n_candidates; c++)
     if (in->candidates[c].removed_by < 0)
       json_array_append_new(kept, json_integer(in->candidates[c].token));
   json_object_set_new(o, "kept", kept);
+  /* the row is the candidates as sent: walked by id, the row's ids are
+   * their places in the request's list */
+  if (in->method == NUCLEUS_DRAW_INVERSE_CDF &&
+      in->order == NUCLEUS_WALK_TOKEN_ID)
+    json_object_set_new(json_object_get(o, "draw"), "order",
+                        json_string("candidates"));
   if (n_draws) {
     json_object_set_new(o, "n_draws", json_integer(n_draws));
     json_object_set_new(o, "histogram", histogram(draws, n_draws, ids, n));
