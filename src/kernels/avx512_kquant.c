@@ -1010,12 +1010,21 @@ static inline __m128 h4_ps(const block_q4_K *const x[4], size_t off) {
   return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)v));
 }
 
-/* Q4_K weight rows x one activation row in the tiled order: 4 rows at a
+/* One super-block i of 4 weight rows (wr, w_stride apart) against the
+ * activation's block yi, its quants in a[]: acc after the tiled step. */
+typedef __m128 (*kq_step4_fn)(const uint8_t *wr, size_t w_stride, int64_t i,
+                              const block_q8_K *yi, const __m512i a[4],
+                              __m128 acc);
+
+/* K-quant weight rows x one activation row in the tiled order: 4 rows at a
  * time share the activation's loads, and the integer sums' reductions and
  * the tiled step run on the 4 rows' lanes at once (each lane the same
- * operations as tiled_step: the same bits as nc_avx512_dot_q4_k_tiled). */
-static void q4k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
-                           int64_t nw, const block_q8_K *y, float *out) {
+ * operations as tiled_step: the same bits as the type's tiled dot, which
+ * takes the rows past the last 4). */
+static inline __attribute__((always_inline)) void
+kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
+         const block_q8_K *y, float *out, kq_step4_fn step,
+         float (*dot)(int64_t, const void *, const void *)) {
   const int64_t nb = n / QK_K;
   int64_t r = 0;
   for (; r + 4 <= nw; r += 4) {
@@ -1023,33 +1032,42 @@ static void q4k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
     nc_prefetch_lines(nc_prefetch_base(wr, 4 * w_stride), 4 * w_stride);
     __m128 acc = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-      const block_q8_K *yi = y + i;
       __m512i a[4];
 #pragma GCC unroll 4
       for (int j = 0; j < 4; j++)
-        a[j] = _mm512_loadu_si512(yi->qs + 64 * j);
-      const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
-      const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
-                                         _mm256_extracti128_si256(bs, 1));
-      const block_q4_K *x[4];
-      __m512i s1[4];
-      __m128i s2[4];
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; k++) {
-        x[k] = (const block_q4_K *)(wr + (size_t)k * w_stride) + i;
-        s1[k] = q4k_s1_lanes(x[k], a, q8s, &s2[k]);
-      }
-      const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
-      const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
-      const __m128 t = _mm_mul_ps(f1, h4_ps(x, offsetof(block_q4_K, d)));
-      const __m128 u =
-          _mm_fnmadd_ps(h4_ps(x, offsetof(block_q4_K, dmin)), f2, t);
-      acc = _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
+        a[j] = _mm512_loadu_si512(y[i].qs + 64 * j);
+      acc = step(wr, w_stride, i, y + i, a, acc);
     }
     _mm_storeu_ps(out + r, acc);
   }
   for (; r < nw; r++)
-    out[r] = nc_avx512_dot_q4_k_tiled(n, w + (size_t)r * w_stride, y);
+    out[r] = dot(n, w + (size_t)r * w_stride, y);
+}
+
+static inline __attribute__((always_inline)) __m128
+q4k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], __m128 acc) {
+  const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
+  const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+                                     _mm256_extracti128_si256(bs, 1));
+  const block_q4_K *x[4];
+  __m512i s1[4];
+  __m128i s2[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    x[k] = (const block_q4_K *)(wr + (size_t)k * w_stride) + i;
+    s1[k] = q4k_s1_lanes(x[k], a, q8s, &s2[k]);
+  }
+  const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
+  const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
+  const __m128 t = _mm_mul_ps(f1, h4_ps(x, offsetof(block_q4_K, d)));
+  const __m128 u = _mm_fnmadd_ps(h4_ps(x, offsetof(block_q4_K, dmin)), f2, t);
+  return _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
+}
+
+static void q4k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
+                           int64_t nw, const block_q8_K *y, float *out) {
+  kq_gemv4(n, w, w_stride, nw, y, out, q4k_step4, nc_avx512_dot_q4_k_tiled);
 }
 
 /* ---------------------------------------- Q6_K decode: 4 rows, 1 act */
@@ -1093,47 +1111,34 @@ q6k_s1_lanes(const block_q6_K *x, const __m512i a[4], __m256i bs,
   return sumi;
 }
 
-/* Q6_K weight rows x one activation row in the tiled order, 4 rows at a
- * time (see q4k_gemv_tiled; tiled_step with dmin = S2 = 0, lane-wise). */
+/* Q6_K: tiled_step with dmin = S2 = 0, lane-wise. */
+static inline __attribute__((always_inline)) __m128
+q6k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], __m128 acc) {
+  const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
+  __m512i s1[4];
+  __m256i corr[4];
+  uint64_t dv = 0; /* the 4 rows' fp16 d (see h4_ps) */
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    const block_q6_K *x = (const block_q6_K *)(wr + (size_t)k * w_stride) + i;
+    s1[k] = q6k_s1_lanes(x, a, bs, &corr[k]);
+    uint16_t h;
+    memcpy(&h, &x->d, 2);
+    dv |= (uint64_t)h << (16 * k);
+  }
+  const __m128i si =
+      _mm_sub_epi32(hsum4x16i(s1[0], s1[1], s1[2], s1[3]),
+                    hsum4x8i(corr[0], corr[1], corr[2], corr[3]));
+  const __m128 t = _mm_mul_ps(_mm_cvtepi32_ps(si),
+                              _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
+  const __m128 u = _mm_fnmadd_ps(_mm_setzero_ps(), _mm_setzero_ps(), t);
+  return _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
+}
+
 static void q6k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
                            int64_t nw, const block_q8_K *y, float *out) {
-  const int64_t nb = n / QK_K;
-  int64_t r = 0;
-  for (; r + 4 <= nw; r += 4) {
-    const uint8_t *wr = w + (size_t)r * w_stride;
-    nc_prefetch_lines(nc_prefetch_base(wr, 4 * w_stride), 4 * w_stride);
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-      const block_q8_K *yi = y + i;
-      __m512i a[4];
-#pragma GCC unroll 4
-      for (int j = 0; j < 4; j++)
-        a[j] = _mm512_loadu_si512(yi->qs + 64 * j);
-      const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
-      __m512i s1[4];
-      __m256i corr[4];
-      uint64_t dv = 0; /* the 4 rows' fp16 d (see h4_ps) */
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; k++) {
-        const block_q6_K *x =
-            (const block_q6_K *)(wr + (size_t)k * w_stride) + i;
-        s1[k] = q6k_s1_lanes(x, a, bs, &corr[k]);
-        uint16_t h;
-        memcpy(&h, &x->d, 2);
-        dv |= (uint64_t)h << (16 * k);
-      }
-      const __m128i si =
-          _mm_sub_epi32(hsum4x16i(s1[0], s1[1], s1[2], s1[3]),
-                        hsum4x8i(corr[0], corr[1], corr[2], corr[3]));
-      const __m128 t = _mm_mul_ps(
-          _mm_cvtepi32_ps(si), _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
-      const __m128 u = _mm_fnmadd_ps(_mm_setzero_ps(), _mm_setzero_ps(), t);
-      acc = _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
-    }
-    _mm_storeu_ps(out + r, acc);
-  }
-  for (; r < nw; r++)
-    out[r] = nc_avx512_dot_q6_k_tiled(n, w + (size_t)r * w_stride, y);
+  kq_gemv4(n, w, w_stride, nw, y, out, q6k_step4, nc_avx512_dot_q6_k_tiled);
 }
 
 /* The entry points (tables.h). The tiled-order dots: the single-row
