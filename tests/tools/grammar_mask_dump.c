@@ -7,33 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "grammar.h"
-#include "vocab.h"
+#include "grammar_tool_load.h"
 
 int main(int argc, char **argv) {
   if (argc != 3) return 2;
-  gguf_file *f = NULL;
   nc_vocab *v = NULL;
-  nc_error err = {0};
-  if (gguf_open(argv[1], &f, &err) != NC_OK ||
-      nc_vocab_load(f, &v, &err) != NC_OK) {
-    fprintf(stderr, "%s\n", err.message);
-    return 1;
-  }
-  gguf_close(f);
-  FILE *gf = fopen(argv[2], "rb");
-  if (!gf) return 1;
-  static char text[1 << 20];
-  size_t len = fread(text, 1, sizeof text, gf);
-  fclose(gf);
   nc_grammar *g = NULL;
   nc_grammar_vocab *gv = NULL;
-  if (nc_grammar_parse(text, len, NULL, &g, &err) != NC_OK ||
-      nc_grammar_vocab_from(v, &gv, &err) != NC_OK) {
-    fprintf(stderr, "%s\n", err.message);
-    return 1;
-  }
+  if (grammar_tool_load(argv[1], argv[2], &v, &g, &gv)) return 1;
+  nc_error err = {0};
   int32_t n = nc_grammar_vocab_n_tokens(gv);
   uint64_t *mask = calloc(((size_t)n + 63) / 64, sizeof *mask);
   static char line[1 << 16];
