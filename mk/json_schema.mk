@@ -1,7 +1,7 @@
 # json_schema: JSON Schema -> GBNF (src/json_schema.c) and its public calls
 # (src/api_grammar.c); its fuzzer.
-JSON_SCHEMA_CORE := status json_schema api_grammar grammar_handle grammar_parse \
-  grammar_check grammar_state grammar_match grammar_mask
+JSON_SCHEMA_CORE := $(sort status json_schema api_grammar grammar_handle \
+  $(GRAMMAR_CORE))
 
 # test_json_schema links the fuzz harness too (it replays
 # fuzz/corpus/json_schema), and the library (nucleus_free).
