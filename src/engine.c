@@ -863,8 +863,9 @@ static nc_code engine_create(nucleus_model *model,
       (e->params.kv_cache_tokens + e->params.kv_block_tokens - 1) /
       e->params.kv_block_tokens;
   if (rc == NC_OK)
-    rc = nc_kv_cache_create(hp, n_blocks, e->params.kv_block_tokens,
-                            2 * e->params.max_running + 8, &e->kv, err);
+    rc = nc_kv_cache_create_typed(hp, nc_model_kv_types(model), n_blocks,
+                                  e->params.kv_block_tokens,
+                                  2 * e->params.max_running + 8, &e->kv, err);
   if (rc == NC_OK)
     rc = nc_context_create(model, e->kv, e->params.max_batch_tokens, &e->ctx,
                            err);

@@ -1,7 +1,10 @@
-/* kv_cache: a pool of refcounted F16 blocks and a block table per sequence.
+/* kv_cache: a pool of refcounted blocks and a block table per sequence.
  *
- * Storage: one K array and one V array, laid out [layer][block][slot][dim],
- * so that the positions of one block are contiguous for each layer. */
+ * Storage: one K array and one V array, laid out [layer][block][slot][row],
+ * so that the positions of one block are contiguous for each layer; a row
+ * is one position's n_head_kv heads in the cache's element type (F16, BF16,
+ * or Q8_0/Q4_0 blocks of 32: each head quantized on its own since head_dim
+ * is a multiple of the block). */
 #include "kv_cache.h"
 
 #include <stdlib.h>
@@ -9,16 +12,46 @@
 
 #include "kv_cache_internal.h"
 
+bool nc_kv_type_supported(nc_type t) {
+  return t == NC_TYPE_F16 || t == NC_TYPE_BF16 || t == NC_TYPE_Q8_0 ||
+         t == NC_TYPE_Q4_0;
+}
+
+size_t nc_kv_bytes_per_position(const nc_hparams *hp, nc_kv_types types) {
+  return (size_t)hp->n_layer * (nc_row_size(types.k, nc_hp_n_embd_k(hp)) +
+                                nc_row_size(types.v, nc_hp_n_embd_v(hp)));
+}
+
 size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens) {
-  return (size_t)hp->n_layer * (size_t)block_tokens *
-         ((size_t)nc_hp_n_embd_k(hp) + (size_t)nc_hp_n_embd_v(hp)) *
-         sizeof(nc_fp16);
+  return (size_t)block_tokens * nc_kv_bytes_per_position(hp, NC_KV_TYPES_F16);
 }
 
 nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
                            int32_t block_tokens, int32_t max_seqs,
                            nc_kv_cache **out, nc_error *err) {
+  return nc_kv_cache_create_typed(hp, NC_KV_TYPES_F16, n_blocks, block_tokens,
+                                  max_seqs, out, err);
+}
+
+/* A row of n elements of type t: 0 when t is not a cache type or n is not a
+ * multiple of its block. */
+static size_t kv_row_bytes(nc_type t, int32_t n) {
+  return nc_kv_type_supported(t) ? nc_row_size(t, n) : 0;
+}
+
+nc_code nc_kv_cache_create_typed(const nc_hparams *hp, nc_kv_types types,
+                                 int64_t n_blocks, int32_t block_tokens,
+                                 int32_t max_seqs, nc_kv_cache **out,
+                                 nc_error *err) {
   *out = NULL;
+  if (!kv_row_bytes(types.k, hp->head_dim) ||
+      !kv_row_bytes(types.v, hp->head_dim_v))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "KV cache types K %s, V %s for head sizes %d, %d: each "
+                   "must be F16, BF16, Q8_0 or Q4_0 and its block size "
+                   "must divide the head size",
+                   nc_type_name(types.k), nc_type_name(types.v),
+                   (int)hp->head_dim, (int)hp->head_dim_v);
   if (n_blocks < 1 || n_blocks > INT32_MAX)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "KV cache blocks %lld: must be in [1, %d]",
@@ -40,20 +73,25 @@ nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
   kv->n_layer = hp->n_layer;
   kv->dim_k = nc_hp_n_embd_k(hp);
   kv->dim_v = nc_hp_n_embd_v(hp);
+  kv->types = types;
+  kv->row_k = kv_row_bytes(types.k, kv->dim_k);
+  kv->row_v = kv_row_bytes(types.v, kv->dim_v);
+  kv->rot_k = nc_kv_rotation(types.k, hp->head_dim, true);
+  kv->rot_v = nc_kv_rotation(types.v, hp->head_dim_v, false);
   kv->block_tokens = block_tokens;
   kv->max_seqs = max_seqs;
   kv->n_blocks = n_blocks;
   const size_t cells =
       (size_t)kv->n_layer * (size_t)n_blocks * (size_t)block_tokens;
-  kv->k = calloc(cells, (size_t)kv->dim_k * sizeof(nc_fp16));
-  kv->v = calloc(cells, (size_t)kv->dim_v * sizeof(nc_fp16));
+  kv->k = calloc(cells, kv->row_k);
+  kv->v = calloc(cells, kv->row_v);
   kv->refcount = calloc((size_t)n_blocks, sizeof(int32_t));
   kv->free_list = malloc((size_t)n_blocks * sizeof(int32_t));
   kv->seqs = calloc((size_t)max_seqs, sizeof(kv_seq));
   if (!kv->k || !kv->v || !kv->refcount || !kv->free_list || !kv->seqs ||
       !nc_kv_prefix_alloc(kv)) {
-    const size_t bytes =
-        (size_t)n_blocks * nc_kv_bytes_per_block(hp, block_tokens);
+    const size_t bytes = (size_t)n_blocks * (size_t)block_tokens *
+                         nc_kv_bytes_per_position(hp, types);
     nc_kv_cache_free(kv);
     return nc_fail(err, NC_ERR_NOMEM,
                    "KV cache of %lld blocks (%zu bytes): out of memory",
@@ -200,12 +238,10 @@ static void block_copy(nc_kv_cache *kv, int32_t dst, int32_t src) {
   const size_t bt = (size_t)kv->block_tokens;
   for (int32_t l = 0; l < kv->n_layer; l++) {
     const size_t base = (size_t)l * (size_t)kv->n_blocks;
-    memcpy(kv->k + ((base + (size_t)dst) * bt) * (size_t)kv->dim_k,
-           kv->k + ((base + (size_t)src) * bt) * (size_t)kv->dim_k,
-           bt * (size_t)kv->dim_k * sizeof(nc_fp16));
-    memcpy(kv->v + ((base + (size_t)dst) * bt) * (size_t)kv->dim_v,
-           kv->v + ((base + (size_t)src) * bt) * (size_t)kv->dim_v,
-           bt * (size_t)kv->dim_v * sizeof(nc_fp16));
+    memcpy(kv->k + ((base + (size_t)dst) * bt) * kv->row_k,
+           kv->k + ((base + (size_t)src) * bt) * kv->row_k, bt * kv->row_k);
+    memcpy(kv->v + ((base + (size_t)dst) * bt) * kv->row_v,
+           kv->v + ((base + (size_t)src) * bt) * kv->row_v, bt * kv->row_v);
   }
 }
 
@@ -299,26 +335,76 @@ static int64_t cell_index(const nc_kv_cache *kv, int32_t layer, int32_t seq,
          pos % kv->block_tokens;
 }
 
+const void *nc_kv_k_data_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+                           int32_t pos) {
+  const int64_t c = cell_index(kv, layer, seq, pos);
+  return c < 0 ? NULL : kv->k + (size_t)c * kv->row_k;
+}
+
+const void *nc_kv_v_data_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+                           int32_t pos) {
+  const int64_t c = cell_index(kv, layer, seq, pos);
+  return c < 0 ? NULL : kv->v + (size_t)c * kv->row_v;
+}
+
+void *nc_kv_k_data(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
+  const int64_t c = cell_index(kv, layer, seq, pos);
+  return c < 0 ? NULL : kv->k + (size_t)c * kv->row_k;
+}
+
+void *nc_kv_v_data(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
+  const int64_t c = cell_index(kv, layer, seq, pos);
+  return c < 0 ? NULL : kv->v + (size_t)c * kv->row_v;
+}
+
+/* The F16 views: NULL unless that half of the cache is F16. */
 const nc_fp16 *nc_kv_k_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
                              int32_t pos) {
-  const int64_t c = cell_index(kv, layer, seq, pos);
-  return c < 0 ? NULL : kv->k + c * kv->dim_k;
+  return kv->types.k == NC_TYPE_F16 ? nc_kv_k_data_c(kv, layer, seq, pos)
+                                    : NULL;
 }
 
 const nc_fp16 *nc_kv_v_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
                              int32_t pos) {
-  const int64_t c = cell_index(kv, layer, seq, pos);
-  return c < 0 ? NULL : kv->v + c * kv->dim_v;
+  return kv->types.v == NC_TYPE_F16 ? nc_kv_v_data_c(kv, layer, seq, pos)
+                                    : NULL;
 }
 
 nc_fp16 *nc_kv_k_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
-  const int64_t c = cell_index(kv, layer, seq, pos);
-  return c < 0 ? NULL : kv->k + c * kv->dim_k;
+  return kv->types.k == NC_TYPE_F16 ? nc_kv_k_data(kv, layer, seq, pos) : NULL;
 }
 
 nc_fp16 *nc_kv_v_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
-  const int64_t c = cell_index(kv, layer, seq, pos);
-  return c < 0 ? NULL : kv->v + c * kv->dim_v;
+  return kv->types.v == NC_TYPE_F16 ? nc_kv_v_data(kv, layer, seq, pos) : NULL;
+}
+
+int32_t nc_kv_rotation(nc_type t, int32_t head_dim, bool is_k) {
+  if ((t != NC_TYPE_Q8_0 && t != NC_TYPE_Q4_0) || head_dim % 64 != 0) return 0;
+  if (!is_k) return 64; /* llama.cpp: the smallest rotation for V */
+  int32_t n = 64;
+  while (head_dim % (2 * n) == 0)
+    n *= 2;
+  return n;
+}
+
+int32_t nc_kv_rot_k(const nc_kv_cache *kv) {
+  return kv->rot_k;
+}
+
+int32_t nc_kv_rot_v(const nc_kv_cache *kv) {
+  return kv->rot_v;
+}
+
+nc_kv_types nc_kv_cache_types(const nc_kv_cache *kv) {
+  return kv->types;
+}
+
+size_t nc_kv_k_row_bytes(const nc_kv_cache *kv) {
+  return kv->row_k;
+}
+
+size_t nc_kv_v_row_bytes(const nc_kv_cache *kv) {
+  return kv->row_v;
 }
 
 int32_t nc_kv_block_refcount(const nc_kv_cache *kv, int32_t seq, int32_t pos) {

@@ -24,7 +24,10 @@ typedef struct kv_seq {
 struct nc_kv_cache {
   int32_t n_layer, dim_k, dim_v, block_tokens, max_seqs;
   int64_t n_blocks;
-  nc_fp16 *k, *v;
+  nc_kv_types types;
+  size_t row_k, row_v;  /* bytes of one position's K (V) row of one layer */
+  int32_t rot_k, rot_v; /* Hadamard rotation widths (0: none) */
+  uint8_t *k, *v;
   int32_t *refcount; /* [n_blocks] */
   int32_t *free_list;
   int64_t n_free;

@@ -23,10 +23,17 @@ typedef struct cli_options {
   bool reference_kernels;
   bool no_repack;
   nucleus_flash_attn flash_attn; /* -fa, --flash-attn on|off|auto */
+  /* -ctk, --cache-type-k / -ctv, --cache-type-v f16|bf16|q8_0|q4_0 */
+  nucleus_cache_type cache_type_k, cache_type_v;
   bool parse_special_in_content; /* chat: as nucleus_chat_params says */
   bool given[CLI_MAX_PARAMS];    /* by contract row: set on the command line */
   nucleus_grammar *grammar;      /* --grammar / --grammar-file, or NULL */
 } cli_options;
+
+/* Parses the value v of option a (-ctk/-ctv ...) into *out; false, with
+ * an error on stderr, for a name that is not a cache type. */
+bool cli_parse_cache_type(const char *a, const char *v,
+                          nucleus_cache_type *out);
 
 /* Frees what parsing built (the grammar). */
 void cli_options_free(cli_options *o);
