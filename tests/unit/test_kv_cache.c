@@ -276,9 +276,69 @@ static void test_prefix_eviction_lru(void **state) {
   nc_kv_cache_free(kv);
 }
 
+/* Typed caches: row sizes by type, types whose block does not divide the
+ * head refused, the F16 views NULL, and a fork's copy-on-write copies the
+ * typed bytes of the partial block (the shared prefix stays shared). */
+static void test_typed_rows_and_fork(void **state) {
+  (void)state;
+  nc_hparams hp = tiny_hp();
+  hp.head_dim = hp.head_dim_v = 64;
+  nucleus_error err;
+  nc_kv_cache *kv = NULL;
+  const nc_kv_types q = {NC_TYPE_Q8_0, NC_TYPE_Q4_0};
+  assert_int_equal(nc_kv_cache_create_typed(&hp, q, 4, 4, 2, &kv, &err), NC_OK);
+  assert_int_equal(nc_kv_k_row_bytes(kv), 2 * 2 * 34); /* 2 heads x 2 blocks */
+  assert_int_equal(nc_kv_v_row_bytes(kv), 2 * 2 * 18);
+  assert_int_equal(nc_kv_bytes_per_position(&hp, q), 2 * (136 + 72));
+  assert_int_equal(nc_kv_rot_k(kv), 64);
+  assert_int_equal(nc_kv_rot_v(kv), 64);
+  const int32_t a = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_reserve(kv, a, 6, &err), NC_OK);
+  assert_null(nc_kv_k_row(kv, 0, a, 0)); /* not F16 */
+  for (int32_t p = 0; p < 6; p++) {
+    memset(nc_kv_k_data(kv, 1, a, p), 0x40 + p, nc_kv_k_row_bytes(kv));
+    memset(nc_kv_v_data(kv, 1, a, p), 0x60 + p, nc_kv_v_row_bytes(kv));
+  }
+  nc_kv_seq_set_len(kv, a, 6);
+  const int32_t c = nc_kv_seq_fork(kv, a);
+  assert_int_equal(nc_kv_seq_reserve(kv, c, 7, &err), NC_OK);
+  assert_ptr_equal(nc_kv_k_data(kv, 1, a, 0), nc_kv_k_data(kv, 1, c, 0));
+  assert_ptr_not_equal(nc_kv_k_data(kv, 1, a, 5), nc_kv_k_data(kv, 1, c, 5));
+  assert_memory_equal(nc_kv_k_data(kv, 1, a, 5), nc_kv_k_data(kv, 1, c, 5),
+                      nc_kv_k_row_bytes(kv));
+  assert_memory_equal(nc_kv_v_data(kv, 1, a, 4), nc_kv_v_data(kv, 1, c, 4),
+                      nc_kv_v_row_bytes(kv));
+  nc_kv_cache_free(kv);
+  /* BF16 is not rotated; F16 views of a BF16 half are NULL */
+  const nc_kv_types b = {NC_TYPE_BF16, NC_TYPE_F16};
+  assert_int_equal(nc_kv_cache_create_typed(&hp, b, 2, 4, 1, &kv, &err), NC_OK);
+  assert_int_equal(nc_kv_rot_k(kv), 0);
+  const int32_t s = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_reserve(kv, s, 1, &err), NC_OK);
+  assert_null(nc_kv_k_row(kv, 0, s, 0));
+  assert_non_null(nc_kv_v_row(kv, 0, s, 0));
+  nc_kv_cache_free(kv);
+  /* head 8: no Q8_0 block fits; Q4_1 is not a cache type */
+  hp.head_dim = hp.head_dim_v = 8;
+  assert_int_equal(nc_kv_cache_create_typed(&hp, q, 2, 4, 1, &kv, &err),
+                   NC_ERR_INVALID_ARGUMENT);
+  hp.head_dim = hp.head_dim_v = 64;
+  const nc_kv_types bad = {NC_TYPE_Q4_1, NC_TYPE_F16};
+  assert_int_equal(nc_kv_cache_create_typed(&hp, bad, 2, 4, 1, &kv, &err),
+                   NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "Q4_1"));
+  /* Gemma 3's head of 256: K in one piece of 256, V in pieces of 64 */
+  assert_int_equal(nc_kv_rotation(NC_TYPE_Q8_0, 256, true), 256);
+  assert_int_equal(nc_kv_rotation(NC_TYPE_Q8_0, 256, false), 64);
+  assert_int_equal(nc_kv_rotation(NC_TYPE_Q4_0, 192, true), 64);
+  assert_int_equal(nc_kv_rotation(NC_TYPE_Q4_0, 96, true), 0);
+  assert_int_equal(nc_kv_rotation(NC_TYPE_BF16, 256, true), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_errors),
+      cmocka_unit_test(test_typed_rows_and_fork),
       cmocka_unit_test(test_reserve_and_free),
       cmocka_unit_test(test_fork_shares_and_copies_partial_block),
       cmocka_unit_test(test_truncate),
