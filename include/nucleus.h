@@ -76,6 +76,18 @@ typedef enum nucleus_flash_attn {
   NUCLEUS_FLASH_ATTN_OFF = 2,
 } nucleus_flash_attn;
 
+/* The element type of the K or V half of the KV cache, as llama.cpp's
+ * --cache-type-k / --cache-type-v (f16 its default). Every type other than
+ * f16 needs flash attention here (llama.cpp: a quantized V does): with
+ * flash_attn auto it turns flash attention on (as llama.cpp's auto does for
+ * a quantized V), with flash_attn off the model load fails. */
+typedef enum nucleus_cache_type {
+  NUCLEUS_CACHE_F16 = 0,
+  NUCLEUS_CACHE_BF16 = 1,
+  NUCLEUS_CACHE_Q8_0 = 2,
+  NUCLEUS_CACHE_Q4_0 = 3,
+} nucleus_cache_type;
+
 typedef struct nucleus_model_params {
   int n_threads;          /* 0: all online cores */
   bool reference_kernels; /* force the plain-C kernels (for checking) */
@@ -86,6 +98,8 @@ typedef struct nucleus_model_params {
   /* Attention of every context of the model: flash attention in the float
    * order of llama.cpp's CPU flash path, or its non-flash order (off). */
   nucleus_flash_attn flash_attn;
+  /* The KV cache's element types of every context of the model. */
+  nucleus_cache_type cache_type_k, cache_type_v;
   const char *chat_template; /* override the model's template (text), or NULL */
   /* RoPE overrides, as llama.cpp's flags (each 0 or NULL: the file's value):
    * rope_scaling "none", "linear" or "yarn" (--rope-scaling), rope_scale
@@ -126,6 +140,22 @@ NUCLEUS_API bool nucleus_model_flash_attn(const nucleus_model *model);
  * for anything else. */
 NUCLEUS_API bool nucleus_flash_attn_parse(const char *s,
                                           nucleus_flash_attn *out);
+
+/* Parses "f16", "bf16", "q8_0" or "q4_0" (llama.cpp's names); false for
+ * anything else. */
+NUCLEUS_API bool nucleus_cache_type_parse(const char *s,
+                                          nucleus_cache_type *out);
+/* "f16", "bf16", "q8_0", "q4_0"; "?" for other values. */
+NUCLEUS_API const char *nucleus_cache_type_name(nucleus_cache_type t);
+/* The model's cache types (as given at load). */
+NUCLEUS_API nucleus_cache_type
+nucleus_model_cache_type_k(const nucleus_model *model);
+NUCLEUS_API nucleus_cache_type
+nucleus_model_cache_type_v(const nucleus_model *model);
+/* KV cache bytes per position (K and V of every layer) at the model's cache
+ * types. */
+NUCLEUS_API size_t
+nucleus_model_kv_bytes_per_position(const nucleus_model *model);
 
 /* ------------------------------------------------------------- tokenizer */
 

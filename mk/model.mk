@@ -16,9 +16,10 @@ CFLAGS_ops_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
 
 UNIT_TESTS += test_ops test_ops_simd test_kv_cache test_forward test_model_load
-UNIT_TESTS += test_attn_flash test_forward_flash
+UNIT_TESTS += test_attn_flash test_forward_flash test_forward_kvq
 test_attn_flash_DEPS = $(KERNEL_OBJS) quant quant_dequant
 test_forward_flash_DEPS = $(MODEL_OBJS)
+test_forward_kvq_DEPS = $(MODEL_OBJS)
 test_ops_DEPS = $(KERNEL_OBJS) threadpool status quant quant_dequant
 test_ops_simd_DEPS = $(KERNEL_OBJS) quant quant_dequant
 test_kv_cache_DEPS := status kv_cache kv_prefix batch quant quant_dequant

@@ -30,7 +30,15 @@ prompt is one batch, which llama.cpp runs through its tiled flash path
 (F32 Q and values) from 64 rows on. Default OUT with --decode:
 tests/data/logits/smollm2_q4_1_fa_decode.txt.
 
-Usage: scripts/gen_logits_golden.py [--amx] [--fa] [--decode] [MODEL] [OUT]
+--ctk TYPE / --ctv TYPE (f16, bf16, q8_0, q4_0): the K / V cache types
+(context params type_k / type_v, llama.cpp's --cache-type-k/-v; a quantized
+V needs --fa). Any type but f16 makes llama.cpp take its per-row flash path
+for a whole batch too (its tiled and split-key paths are for F16/F32 caches
+only). Default OUT then ends in _k<TYPE>_v<TYPE> (e.g.
+smollm2_q4_1_fa_kq8_0_vq8_0.txt).
+
+Usage: scripts/gen_logits_golden.py [--amx] [--fa] [--decode]
+           [--ctk TYPE] [--ctv TYPE] [MODEL] [OUT]
 """
 import ctypes
 import os
@@ -43,13 +51,36 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AMX = "--amx" in sys.argv[1:]
 FA = "--fa" in sys.argv[1:]
 DECODE = "--decode" in sys.argv[1:]
-ARGS = [a for a in sys.argv[1:] if a not in ("--amx", "--fa", "--decode")]
+# ggml type ids of the KV cache types (ggml.h's enum ggml_type)
+CACHE_TYPES = {"f16": 1, "bf16": 30, "q8_0": 8, "q4_0": 2}
+
+
+def cache_type_arg(flag):
+    if flag not in sys.argv[1:]:
+        return "f16"
+    i = sys.argv.index(flag)
+    if i + 1 >= len(sys.argv) or sys.argv[i + 1] not in CACHE_TYPES:
+        raise SystemExit(f"{flag} needs one of {', '.join(CACHE_TYPES)}")
+    return sys.argv[i + 1]
+
+
+CTK = cache_type_arg("--ctk")
+CTV = cache_type_arg("--ctv")
+_SKIP = set()
+for _f in ("--ctk", "--ctv"):
+    if _f in sys.argv[1:]:
+        _i = sys.argv.index(_f)
+        _SKIP |= {_i, _i + 1}
+ARGS = [a for i, a in enumerate(sys.argv) if i > 0 and i not in _SKIP
+        and a not in ("--amx", "--fa", "--decode")]
+TYPED = (CTK, CTV) != ("f16", "f16")
 MODEL = ARGS[0] if len(ARGS) > 0 else os.path.join(
     ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 OUT = ARGS[1] if len(ARGS) > 1 else os.path.join(
     ROOT, "tests", "data", "logits",
     "smollm2_q4_1" + ("_amx" if AMX else "") + ("_fa" if FA else "")
-    + ("_decode" if DECODE else "") + ".txt")
+    + ("_decode" if DECODE else "")
+    + (f"_k{CTK}_v{CTV}" if TYPED else "") + ".txt")
 TOPK = 32
 N_TOKENS = 128  # every prompt is cut to exactly this many tokens
 
@@ -127,6 +158,8 @@ def context_params():
     cp.n_threads = cp.n_threads_batch = 2
     cp.flash_attn_type = (L.LLAMA_FLASH_ATTN_TYPE_ENABLED if FA else
                           L.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+    cp.type_k = CACHE_TYPES[CTK]
+    cp.type_v = CACHE_TYPES[CTV]
     return cp
 
 
@@ -135,6 +168,8 @@ def prompt_lines(model, cp, n_vocab, toks):
     golden lines ("prompt", "tokens", then "pos P lse X" and the TOPK
     largest logits per position) and the top-1 id of every position."""
     ctx = L.llama_init_from_model(model, cp)
+    if not ctx:
+        raise SystemExit(f"llama.cpp refused the context (K {CTK}, V {CTV})")
     rows = []
     for i0, n in ([(i, 1) for i in range(len(toks))] if DECODE
                   else [(0, len(toks))]):
@@ -183,7 +218,8 @@ def main():
         "# nucleus logits golden v1 (scripts/gen_logits_golden.py): llama.cpp "
         f"{L.__version__} via llama-cpp-python, flash attention "
         + ("on" if FA else "off") + ", "
-        + ("repack on (AMX build)" if AMX else "no repack") + ", F16 KV cache"
+        + ("repack on (AMX build)" if AMX else "no repack")
+        + (f", KV cache K {CTK} V {CTV}" if TYPED else ", F16 KV cache")
         + (", one token per decode" if DECODE else ""),
         f"model {os.path.basename(MODEL)}",
         f"n_vocab {n_vocab}",

@@ -16,6 +16,8 @@ nucleus_model_params nucleus_model_default_params(void) {
                             .reference_kernels = false,
                             .no_repack = false,
                             .flash_attn = NUCLEUS_FLASH_ATTN_AUTO,
+                            .cache_type_k = NUCLEUS_CACHE_F16,
+                            .cache_type_v = NUCLEUS_CACHE_F16,
                             .chat_template = NULL};
   return p;
 }
@@ -45,6 +47,55 @@ bool nucleus_flash_attn_parse(const char *s, nucleus_flash_attn *out) {
       return true;
     }
   return false;
+}
+
+static const struct {
+  const char *name;
+  nucleus_cache_type t;
+} CACHE_TYPES[] = {{"f16", NUCLEUS_CACHE_F16},
+                   {"bf16", NUCLEUS_CACHE_BF16},
+                   {"q8_0", NUCLEUS_CACHE_Q8_0},
+                   {"q4_0", NUCLEUS_CACHE_Q4_0}};
+enum { N_CACHE_TYPES = sizeof CACHE_TYPES / sizeof CACHE_TYPES[0] };
+
+bool nucleus_cache_type_parse(const char *s, nucleus_cache_type *out) {
+  for (size_t i = 0; s && i < N_CACHE_TYPES; i++)
+    if (!strcmp(s, CACHE_TYPES[i].name)) {
+      *out = CACHE_TYPES[i].t;
+      return true;
+    }
+  return false;
+}
+
+const char *nucleus_cache_type_name(nucleus_cache_type t) {
+  for (size_t i = 0; i < N_CACHE_TYPES; i++)
+    if (CACHE_TYPES[i].t == t) return CACHE_TYPES[i].name;
+  return "?";
+}
+
+static nucleus_cache_type public_cache_type(nc_type t) {
+  switch (t) {
+  case NC_TYPE_BF16: return NUCLEUS_CACHE_BF16;
+  case NC_TYPE_Q8_0: return NUCLEUS_CACHE_Q8_0;
+  case NC_TYPE_Q4_0: return NUCLEUS_CACHE_Q4_0;
+  default: return NUCLEUS_CACHE_F16;
+  }
+}
+
+nucleus_cache_type nucleus_model_cache_type_k(const nucleus_model *model) {
+  return model ? public_cache_type(nc_model_cache_type_k(model))
+               : NUCLEUS_CACHE_F16;
+}
+
+nucleus_cache_type nucleus_model_cache_type_v(const nucleus_model *model) {
+  return model ? public_cache_type(nc_model_cache_type_v(model))
+               : NUCLEUS_CACHE_F16;
+}
+
+size_t nucleus_model_kv_bytes_per_position(const nucleus_model *model) {
+  if (!model) return 0;
+  return nc_kv_bytes_per_position(nc_model_hparams(model),
+                                  nc_model_kv_types(model));
 }
 
 void nucleus_model_free(nucleus_model *model) {
@@ -81,9 +132,10 @@ static nc_code eval_cached(const nucleus_model *m, const int32_t *tokens,
   nc_batch b = {0};
   const int32_t chunk = n < EVAL_CHUNK ? n : EVAL_CHUNK;
   const int64_t n_vocab = nc_model_hparams(m)->n_vocab;
-  nc_code rc = nc_kv_cache_create(
-      nc_model_hparams(m), (n + EVAL_BLOCK_TOKENS - 1) / EVAL_BLOCK_TOKENS,
-      EVAL_BLOCK_TOKENS, 1, &kv, err);
+  nc_code rc =
+      nc_kv_cache_create_typed(nc_model_hparams(m), nc_model_kv_types(m),
+                               (n + EVAL_BLOCK_TOKENS - 1) / EVAL_BLOCK_TOKENS,
+                               EVAL_BLOCK_TOKENS, 1, &kv, err);
   if (!rc) rc = nc_context_create(m, kv, chunk, &ctx, err);
   /* the model at its training context, as llama.cpp's default n_ctx (the
    * one LongRoPE picks its factors by), however short the tokens */

@@ -53,6 +53,14 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
     c->fwd.flash = c->fwd.kern->attn_flash ? c->fwd.kern->attn_flash() : NULL;
     if (!c->fwd.flash) c->fwd.flash = nc_attn_flash_plain();
   }
+  const nc_kv_types kt = nc_kv_cache_types(kv);
+  if ((kt.k != NC_TYPE_F16 || kt.v != NC_TYPE_F16) && !c->fwd.flash) {
+    free(c);
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "context: a KV cache of types K %s, V %s needs flash "
+                   "attention (the model runs without it)",
+                   nc_type_name(kt.k), nc_type_name(kt.v));
+  }
   c->fwd.kv = kv;
   c->max_tokens = max_batch_tokens;
   const nc_hparams *hp = c->fwd.hp;
@@ -100,6 +108,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.att = aligned_alloc(64, c->fwd.att_stride *
                                      (size_t)nc_threadpool_size(c->fwd.tp) *
                                      sizeof(float));
+  c->fwd.kv_row = malloc(
+      sizeof(float) * (size_t)max3(nc_hp_n_embd_k(hp), nc_hp_n_embd_v(hp), 1));
   c->fwd.flash_stride = nc_fwd_flash_scratch_bytes(hp);
   c->fwd.flash_mem = aligned_alloc(
       64, c->fwd.flash_stride * (size_t)nc_threadpool_size(c->fwd.tp));
@@ -107,8 +117,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
   if (nx) c->moe_ints = malloc(T * (2 * nk + 1) * sizeof(int32_t));
   if ((nx && !c->moe_ints) || !c->buf_mem || !c->fwd.qact || !c->fwd.f16tab ||
-      !c->fwd.gelu_f16 || !c->fwd.flash_mem ||
-      !c->fwd.att || !c->next_pos || !c->touched) {
+      !c->fwd.gelu_f16 || !c->fwd.flash_mem || !c->fwd.kv_row || !c->fwd.att ||
+      !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
                    "context for %d batch tokens: out of memory",
@@ -159,6 +169,7 @@ void nc_context_free(nc_context *c) {
   free(c->fwd.vw);
   free(c->fwd.att);
   free(c->fwd.flash_mem);
+  free(c->fwd.kv_row);
   free(c->next_pos);
   free(c->touched);
   free(c);
@@ -234,7 +245,8 @@ static nc_code nocache_setup(const nucleus_model *m, int32_t n,
   if (n < 1)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "no-cache forward: %d tokens, need at least 1", (int)n);
-  nc_code rc = nc_kv_cache_create(nc_model_hparams(m), 1, n, 1, kv, err);
+  nc_code rc = nc_kv_cache_create_typed(nc_model_hparams(m),
+                                        nc_model_kv_types(m), 1, n, 1, kv, err);
   if (!rc) rc = nc_context_create(m, *kv, n, ctx, err);
   if (!rc) nc_context_set_n_ctx(*ctx, nc_model_hparams(m)->n_ctx_train);
   if (!rc) rc = nc_batch_init(b, n, err);

@@ -845,9 +845,10 @@ static void free_resources(nucleus_engine *e) {
   nc_grammar_vocab_free(e->grammar_vocab);
 }
 
-/* The paged cache; a model with sliding-window layers keeps theirs in a
- * second group of blocks, sized for the running sequences' windows and
- * one step's tokens (kv_cache.h). */
+/* The paged cache, rows in the model's cache types (-ctk/-ctv); a model
+ * with sliding-window layers keeps theirs in a second group of blocks,
+ * sized for the running sequences' windows and one step's tokens
+ * (kv_cache.h). */
 static nc_code create_kv(nucleus_engine *e, const nc_hparams *hp,
                          int64_t n_blocks, nc_error *err) {
   const nc_model_weights *w = nc_model_weights_of(e->model);
@@ -856,7 +857,7 @@ static nc_code create_kv(nucleus_engine *e, const nc_hparams *hp,
   for (int32_t l = 0; l < hp->n_layer; l++)
     swa[l] = w->layers[l].swa && !e->params.swa_full;
   nc_code rc = nc_kv_cache_create_swa(
-      hp, swa, n_blocks, e->params.kv_block_tokens,
+      hp, nc_model_kv_types(e->model), swa, n_blocks, e->params.kv_block_tokens,
       2 * e->params.max_running + 8, e->params.max_batch_tokens, &e->kv, err);
   free(swa);
   return rc;

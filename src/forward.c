@@ -714,6 +714,25 @@ static void keys_transposed(nc_fwd *ctx, int32_t layer, const nc_batch *b,
   a->vw = values ? ctx->vw : NULL;
 }
 
+/* One K or V row into the cache, as llama.cpp's set_rows converts the F32
+ * row (from_float of the cache type: BF16 rounds to nearest even, Q8_0 as
+ * its x86 quantize_row_q8_0, Q4_0 as quantize_row_q4_0_ref: all
+ * nc_quantize_row), rotated first where rot > 0 (nc_kv_rotation).
+ * The row's heads are whole blocks, so each head is quantized on its own. */
+static void store_row(const nc_fwd *ctx, nc_type type, int32_t rot,
+                      const float *src, void *dst, int32_t n) {
+  if (type == NC_TYPE_F16) {
+    ctx->ops->to_f16(src, dst, n);
+    return;
+  }
+  if (rot > 0) {
+    memcpy(ctx->kv_row, src, sizeof(float) * (size_t)n);
+    nc_fwht(ctx->kv_row, n, rot);
+    src = ctx->kv_row;
+  }
+  nc_quantize_row(type, src, dst, n);
+}
+
 void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out) {
@@ -724,11 +743,12 @@ void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                           const float *q, const float *k, const float *v,
                           float *out, int32_t window, float softcap) {
   const int32_t dk = nc_hp_n_embd_k(ctx->hp), dv = nc_hp_n_embd_v(ctx->hp);
+  const nc_kv_types ty = nc_kv_cache_types(ctx->kv);
   for (int32_t t = 0; t < b->n_tokens; t++) {
-    nc_fp16 *kr = nc_kv_k_row(ctx->kv, layer, b->seq[t], b->pos[t]);
-    nc_fp16 *vr = nc_kv_v_row(ctx->kv, layer, b->seq[t], b->pos[t]);
-    ctx->ops->to_f16(k + (int64_t)t * dk, kr, dk);
-    ctx->ops->to_f16(v + (int64_t)t * dv, vr, dv);
+    void *kr = nc_kv_k_data(ctx->kv, layer, b->seq[t], b->pos[t]);
+    void *vr = nc_kv_v_data(ctx->kv, layer, b->seq[t], b->pos[t]);
+    store_row(ctx, ty.k, nc_kv_rot_k(ctx->kv), k + (int64_t)t * dk, kr, dk);
+    store_row(ctx, ty.v, nc_kv_rot_v(ctx->kv), v + (int64_t)t * dv, vr, dv);
   }
   if (ctx->flash) {
     nc_fwd_attention_flash(ctx, layer, b, q, out, window, softcap);

@@ -58,6 +58,7 @@ typedef struct nc_fwd {
   nc_fp16 *gelu_f16; /* [65536]: half bits -> half of gelu-tanh (ggml's) */
   float *att; /* per thread, for one GQA group's heads: scores, q, lanes */
   size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
+  float *kv_row; /* max(dk, dv) floats: a K or V row being rotated */
   float *kt;     /* prefill: the batch sequence's keys, transposed */
   size_t kt_cap; /* floats */
   float *vw;     /* and its values, widened: one row of n_embd_v per position */

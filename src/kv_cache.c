@@ -1,10 +1,16 @@
-/* kv_cache: pools of refcounted F16 blocks and block tables per sequence.
+/* kv_cache: pools of refcounted blocks and block tables per sequence.
  *
- * Storage: one K array and one V array; each layer owns a slab of its
- * group's blocks, laid out [block][slot][dim], so that the positions of one
- * block are contiguous for each layer. A model without sliding windows has
- * one group (every layer, every block); with them, the SWA layers' slabs
- * hold the SWA group's (fewer) blocks. */
+ * Storage: per group, one K array and one V array of rows; a row is one
+ * position's n_head_kv heads of one layer in the cache's element type (F16,
+ * BF16, or Q8_0/Q4_0 blocks of 32: each head quantized on its own since
+ * head_dim is a multiple of the block), row_k / row_v bytes. A model
+ * without sliding windows has one group (every layer, every block): each
+ * layer owns a slab of the blocks, laid out [block][slot][row], so that the
+ * positions of one block are contiguous for each layer. With them, the
+ * global layers keep that layout over the global blocks, and the SWA group
+ * (its own, fewer blocks, storage grown as they are taken) is laid out
+ * [block][layer][slot][row]: a SWA block's rows are contiguous. Both groups
+ * hold rows of the same types. */
 #include "kv_cache.h"
 
 #include <stdlib.h>
@@ -13,10 +19,25 @@
 #include "kernels/attn_kernel.h"
 #include "kv_cache_internal.h"
 
+bool nc_kv_type_supported(nc_type t) {
+  return t == NC_TYPE_F16 || t == NC_TYPE_BF16 || t == NC_TYPE_Q8_0 ||
+         t == NC_TYPE_Q4_0;
+}
+
+/* A row of n elements of type t: 0 when t is not a cache type or n is not a
+ * multiple of its block. */
+static size_t kv_row_bytes(nc_type t, int32_t n) {
+  return nc_kv_type_supported(t) ? nc_row_size(t, n) : 0;
+}
+
+size_t nc_kv_bytes_per_position(const nc_hparams *hp, nc_kv_types types) {
+  const size_t k = kv_row_bytes(types.k, nc_hp_n_embd_k(hp)),
+               v = kv_row_bytes(types.v, nc_hp_n_embd_v(hp));
+  return k && v ? (size_t)hp->n_layer * (k + v) : 0;
+}
+
 size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens) {
-  return (size_t)hp->n_layer * (size_t)block_tokens *
-         ((size_t)nc_hp_n_embd_k(hp) + (size_t)nc_hp_n_embd_v(hp)) *
-         sizeof(nc_fp16);
+  return (size_t)block_tokens * nc_kv_bytes_per_position(hp, NC_KV_TYPES_F16);
 }
 
 /* The attention of a sliding-window layer starts at a position that is a
@@ -50,16 +71,14 @@ static bool swa_grow(nc_kv_cache *kv, int64_t n) {
   if (cap > kv->g_blocks[NC_KV_SWA]) cap = kv->g_blocks[NC_KV_SWA];
   const size_t rows = (size_t)cap * swa_block_rows(kv),
                old = (size_t)kv->swa_alloc * swa_block_rows(kv);
-  nc_fp16 *k = realloc(kv->k_swa, rows * (size_t)kv->dim_k * sizeof(nc_fp16));
+  uint8_t *k = realloc(kv->k_swa, rows * kv->row_k);
   if (!k) return false;
   kv->k_swa = k;
-  nc_fp16 *v = realloc(kv->v_swa, rows * (size_t)kv->dim_v * sizeof(nc_fp16));
+  uint8_t *v = realloc(kv->v_swa, rows * kv->row_v);
   if (!v) return false;
   kv->v_swa = v;
-  memset(k + old * (size_t)kv->dim_k, 0,
-         (rows - old) * (size_t)kv->dim_k * sizeof(nc_fp16));
-  memset(v + old * (size_t)kv->dim_v, 0,
-         (rows - old) * (size_t)kv->dim_v * sizeof(nc_fp16));
+  memset(k + old * kv->row_k, 0, (rows - old) * kv->row_k);
+  memset(v + old * kv->row_v, 0, (rows - old) * kv->row_v);
   kv->swa_alloc = cap;
   return true;
 }
@@ -86,11 +105,20 @@ int32_t nc_kv_swa_keep_from(const nc_kv_cache *kv, int32_t len) {
   return (int32_t)(lo / unit * unit);
 }
 
-static nc_code cache_create(const nc_hparams *hp, const bool *layer_swa,
-                            int64_t n_blocks, int64_t n_swa_blocks,
-                            int32_t block_tokens, int32_t max_seqs,
-                            nc_kv_cache **out, nc_error *err) {
+static nc_code cache_create(const nc_hparams *hp, nc_kv_types types,
+                            const bool *layer_swa, int64_t n_blocks,
+                            int64_t n_swa_blocks, int32_t block_tokens,
+                            int32_t max_seqs, nc_kv_cache **out,
+                            nc_error *err) {
   *out = NULL;
+  if (!kv_row_bytes(types.k, hp->head_dim) ||
+      !kv_row_bytes(types.v, hp->head_dim_v))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "KV cache types K %s, V %s for head sizes %d, %d: each "
+                   "must be F16, BF16, Q8_0 or Q4_0 and its block size "
+                   "must divide the head size",
+                   nc_type_name(types.k), nc_type_name(types.v),
+                   (int)hp->head_dim, (int)hp->head_dim_v);
   if (n_blocks < 1 || n_blocks > INT32_MAX)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "KV cache blocks %lld: must be in [1, %d]",
@@ -118,6 +146,11 @@ static nc_code cache_create(const nc_hparams *hp, const bool *layer_swa,
   kv->dim_v = nc_hp_n_embd_v(hp);
   kv->block_tokens = block_tokens;
   kv->max_seqs = max_seqs;
+  kv->types = types;
+  kv->row_k = kv_row_bytes(types.k, kv->dim_k);
+  kv->row_v = kv_row_bytes(types.v, kv->dim_v);
+  kv->rot_k = nc_kv_rotation(types.k, hp->head_dim, true);
+  kv->rot_v = nc_kv_rotation(types.v, hp->head_dim_v, false);
   kv->n_groups = layer_swa ? 2 : 1;
   kv->window = layer_swa ? hp->n_swa : 0;
   kv->g_blocks[NC_KV_GLOBAL] = n_blocks;
@@ -135,8 +168,8 @@ static nc_code cache_create(const nc_hparams *hp, const bool *layer_swa,
     kv->g_layers[g]++;
     if (g == NC_KV_GLOBAL) rows += (size_t)n_blocks * (size_t)block_tokens;
   }
-  kv->k = calloc(rows, (size_t)kv->dim_k * sizeof(nc_fp16));
-  kv->v = calloc(rows, (size_t)kv->dim_v * sizeof(nc_fp16));
+  kv->k = calloc(rows, kv->row_k);
+  kv->v = calloc(rows, kv->row_v);
   kv->refcount = calloc((size_t)kv->n_blocks, sizeof(int32_t));
   kv->free_list[NC_KV_GLOBAL] = malloc((size_t)n_blocks * sizeof(int32_t));
   kv->free_list[NC_KV_SWA] =
@@ -145,8 +178,7 @@ static nc_code cache_create(const nc_hparams *hp, const bool *layer_swa,
   if (!kv->layer_group || !kv->layer_row0 || (rows && (!kv->k || !kv->v)) ||
       !kv->refcount || !kv->free_list[0] || !kv->free_list[1] || !kv->seqs ||
       !nc_kv_prefix_alloc(kv)) {
-    const size_t bytes =
-        rows * ((size_t)kv->dim_k + (size_t)kv->dim_v) * sizeof(nc_fp16);
+    const size_t bytes = rows * (kv->row_k + kv->row_v);
     nc_kv_cache_free(kv);
     return nc_fail(err, NC_ERR_NOMEM,
                    "KV cache of %lld blocks (%zu bytes): out of memory",
@@ -166,23 +198,33 @@ static nc_code cache_create(const nc_hparams *hp, const bool *layer_swa,
 nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
                            int32_t block_tokens, int32_t max_seqs,
                            nc_kv_cache **out, nc_error *err) {
-  return cache_create(hp, NULL, n_blocks, 0, block_tokens, max_seqs, out, err);
+  return nc_kv_cache_create_swa(hp, NC_KV_TYPES_F16, NULL, n_blocks,
+                                block_tokens, max_seqs, 0, out, err);
 }
 
-nc_code nc_kv_cache_create_swa(const nc_hparams *hp, const bool *layer_swa,
-                               int64_t n_blocks, int32_t block_tokens,
-                               int32_t max_seqs, int32_t step_tokens,
-                               nc_kv_cache **out, nc_error *err) {
+nc_code nc_kv_cache_create_typed(const nc_hparams *hp, nc_kv_types types,
+                                 int64_t n_blocks, int32_t block_tokens,
+                                 int32_t max_seqs, nc_kv_cache **out,
+                                 nc_error *err) {
+  return nc_kv_cache_create_swa(hp, types, NULL, n_blocks, block_tokens,
+                                max_seqs, 0, out, err);
+}
+
+nc_code nc_kv_cache_create_swa(const nc_hparams *hp, nc_kv_types types,
+                               const bool *layer_swa, int64_t n_blocks,
+                               int32_t block_tokens, int32_t max_seqs,
+                               int32_t step_tokens, nc_kv_cache **out,
+                               nc_error *err) {
   bool any = false;
   for (int32_t l = 0; layer_swa && l < hp->n_layer; l++)
     any = any || layer_swa[l];
   if (!any || hp->n_swa <= 0 || block_tokens < 1 || block_tokens > (1 << 20) ||
       max_seqs < 1 || max_seqs > (1 << 20))
-    return cache_create(hp, NULL, n_blocks, 0, block_tokens, max_seqs, out,
-                        err);
+    return cache_create(hp, types, NULL, n_blocks, 0, block_tokens, max_seqs,
+                        out, err);
   const int64_t n_swa = nc_kv_swa_blocks_for(block_tokens, max_seqs, hp->n_swa,
                                              step_tokens > 0 ? step_tokens : 0);
-  nc_code rc = cache_create(hp, layer_swa, n_blocks, n_swa, block_tokens,
+  nc_code rc = cache_create(hp, types, layer_swa, n_blocks, n_swa, block_tokens,
                             max_seqs, out, err);
   /* storage for one sequence's window and step to start with */
   if (rc == NC_OK && !swa_grow(*out, nc_kv_swa_blocks_for(
@@ -362,23 +404,19 @@ static void block_copy(nc_kv_cache *kv, int32_t dst, int32_t src) {
                s = (size_t)(src - kv->g_first[g]);
   if (g == NC_KV_SWA) { /* a SWA block's rows are contiguous */
     const size_t rows = swa_block_rows(kv);
-    memcpy(kv->k_swa + d * rows * (size_t)kv->dim_k,
-           kv->k_swa + s * rows * (size_t)kv->dim_k,
-           rows * (size_t)kv->dim_k * sizeof(nc_fp16));
-    memcpy(kv->v_swa + d * rows * (size_t)kv->dim_v,
-           kv->v_swa + s * rows * (size_t)kv->dim_v,
-           rows * (size_t)kv->dim_v * sizeof(nc_fp16));
+    memcpy(kv->k_swa + d * rows * kv->row_k, kv->k_swa + s * rows * kv->row_k,
+           rows * kv->row_k);
+    memcpy(kv->v_swa + d * rows * kv->row_v, kv->v_swa + s * rows * kv->row_v,
+           rows * kv->row_v);
     return;
   }
   for (int32_t l = 0; l < kv->n_layer; l++) {
     if (kv->layer_group[l] != g) continue;
     const size_t base = (size_t)kv->layer_row0[l];
-    memcpy(kv->k + ((base + d * bt) * (size_t)kv->dim_k),
-           kv->k + ((base + s * bt) * (size_t)kv->dim_k),
-           bt * (size_t)kv->dim_k * sizeof(nc_fp16));
-    memcpy(kv->v + ((base + d * bt) * (size_t)kv->dim_v),
-           kv->v + ((base + s * bt) * (size_t)kv->dim_v),
-           bt * (size_t)kv->dim_v * sizeof(nc_fp16));
+    memcpy(kv->k + (base + d * bt) * kv->row_k,
+           kv->k + (base + s * bt) * kv->row_k, bt * kv->row_k);
+    memcpy(kv->v + (base + d * bt) * kv->row_v,
+           kv->v + (base + s * bt) * kv->row_v, bt * kv->row_v);
   }
 }
 
@@ -506,10 +544,10 @@ int64_t nc_kv_group_blocks_used(const nc_kv_cache *kv, int32_t group) {
   return kv->g_blocks[group] - available(kv, group);
 }
 
-/* K/V bytes of one block of group g. */
+/* K/V bytes of one block of group g (rows of the cache's types). */
 static size_t group_block_bytes(const nc_kv_cache *kv, int32_t g) {
   return (size_t)kv->g_layers[g] * (size_t)kv->block_tokens *
-         ((size_t)kv->dim_k + (size_t)kv->dim_v) * sizeof(nc_fp16);
+         (kv->row_k + kv->row_v);
 }
 size_t nc_kv_bytes_used(const nc_kv_cache *kv) {
   size_t n = 0;
@@ -527,7 +565,7 @@ size_t nc_kv_bytes_total(const nc_kv_cache *kv) {
 
 /* The K (k true) or V row of (layer, seq, pos), or NULL when out of
  * range or released. */
-static nc_fp16 *row_of(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+static uint8_t *row_of(const nc_kv_cache *kv, int32_t layer, int32_t seq,
                        int32_t pos, bool k) {
   const kv_seq *q = seq_get(kv, seq);
   if (!q || layer < 0 || layer >= kv->n_layer || pos < 0) return NULL;
@@ -536,33 +574,83 @@ static nc_fp16 *row_of(const nc_kv_cache *kv, int32_t layer, int32_t seq,
   const int32_t g = kv->layer_group[layer], b = q->blocks[g][bi];
   if (b < 0) return NULL;
   const int64_t bt = kv->block_tokens, slot = pos % kv->block_tokens;
-  const int64_t dim = k ? kv->dim_k : kv->dim_v;
+  const size_t row = k ? kv->row_k : kv->row_v;
   if (g == NC_KV_SWA) {
     const int64_t r =
         ((b - kv->g_first[g]) * kv->g_layers[g] + kv->layer_row0[layer]) * bt +
         slot;
-    return (k ? kv->k_swa : kv->v_swa) + r * dim;
+    return (k ? kv->k_swa : kv->v_swa) + (size_t)r * row;
   }
   const int64_t r = kv->layer_row0[layer] + (int64_t)b * bt + slot;
-  return (k ? kv->k : kv->v) + r * dim;
+  return (k ? kv->k : kv->v) + (size_t)r * row;
 }
 
+const void *nc_kv_k_data_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+                           int32_t pos) {
+  return row_of(kv, layer, seq, pos, true);
+}
+
+const void *nc_kv_v_data_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+                           int32_t pos) {
+  return row_of(kv, layer, seq, pos, false);
+}
+
+void *nc_kv_k_data(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
+  return row_of(kv, layer, seq, pos, true);
+}
+
+void *nc_kv_v_data(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
+  return row_of(kv, layer, seq, pos, false);
+}
+
+/* The F16 views: NULL unless that half of the cache is F16. */
 const nc_fp16 *nc_kv_k_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
                              int32_t pos) {
-  return row_of(kv, layer, seq, pos, true);
+  return kv->types.k == NC_TYPE_F16 ? nc_kv_k_data_c(kv, layer, seq, pos)
+                                    : NULL;
 }
 
 const nc_fp16 *nc_kv_v_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
                              int32_t pos) {
-  return row_of(kv, layer, seq, pos, false);
+  return kv->types.v == NC_TYPE_F16 ? nc_kv_v_data_c(kv, layer, seq, pos)
+                                    : NULL;
 }
 
 nc_fp16 *nc_kv_k_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
-  return row_of(kv, layer, seq, pos, true);
+  return kv->types.k == NC_TYPE_F16 ? nc_kv_k_data(kv, layer, seq, pos) : NULL;
 }
 
 nc_fp16 *nc_kv_v_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos) {
-  return row_of(kv, layer, seq, pos, false);
+  return kv->types.v == NC_TYPE_F16 ? nc_kv_v_data(kv, layer, seq, pos) : NULL;
+}
+
+int32_t nc_kv_rotation(nc_type t, int32_t head_dim, bool is_k) {
+  if ((t != NC_TYPE_Q8_0 && t != NC_TYPE_Q4_0) || head_dim % 64 != 0) return 0;
+  if (!is_k) return 64; /* llama.cpp: the smallest rotation for V */
+  int32_t n = 64;
+  while (head_dim % (2 * n) == 0)
+    n *= 2;
+  return n;
+}
+
+int32_t nc_kv_rot_k(const nc_kv_cache *kv) {
+  return kv->rot_k;
+}
+
+int32_t nc_kv_rot_v(const nc_kv_cache *kv) {
+  return kv->rot_v;
+}
+
+nc_kv_types nc_kv_cache_types(const nc_kv_cache *kv) {
+  return kv->types;
+}
+
+size_t nc_kv_k_row_bytes(const nc_kv_cache *kv) {
+  return kv->row_k;
+}
+
+size_t nc_kv_v_row_bytes(const nc_kv_cache *kv) {
+  return kv->row_v;
 }
 
 int32_t nc_kv_block_refcount(const nc_kv_cache *kv, int32_t seq, int32_t pos) {

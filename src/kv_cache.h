@@ -2,8 +2,10 @@
  *
  * A pool of n_blocks fixed-size blocks (block_tokens positions each, 16 by
  * default) is allocated at creation. Each block stores K and V of every
- * layer for its positions, in F16 (as llama.cpp's default cache type: the
- * match with llama.cpp is closer and the cache half the size of F32).
+ * layer for its positions, in F16 by default (llama.cpp's default cache
+ * type), or BF16, Q8_0, Q4_0 (llama.cpp's --cache-type-k/-v: see
+ * nc_kv_cache_create_swa). Quantized rows are quantized per head (blocks
+ * of 32 along head_dim), as llama.cpp's set_rows writes them.
  * Each sequence has a block table; blocks are refcounted so that forked
  * sequences share their prefix. A shared block is copied (copy-on-write)
  * only when a sequence is about to write into it, which can only be the
@@ -11,12 +13,12 @@
  *
  * Sliding windows (nc_kv_cache_create_swa): the layers that see only the
  * last `window` positions (a query at p sees keys p - window < j <= p) keep
- * their K/V in a second group of blocks, with a second block table per
- * sequence. The global group is the pool above (n_blocks, what
- * nc_kv_blocks_* count and nc_kv_seq_reserve / the scheduler budget); the
- * SWA group's blocks that lie wholly before what the sequence's next query
- * can see are released as its length advances (nc_kv_seq_set_len), so a
- * sequence holds about window + one step of positions there. The SWA
+ * their K/V (rows of the same types) in a second group of blocks, with a
+ * second block table per sequence. The global group is the pool above
+ * (n_blocks, what nc_kv_blocks_* count and nc_kv_seq_reserve / the scheduler
+ * budget); the SWA group's blocks that lie wholly before what the sequence's
+ * next query can see are released as its length advances (nc_kv_seq_set_len),
+ * so a sequence holds about window + one step of positions there. The SWA
  * group's bound (nc_kv_swa_blocks_for) covers every sequence's window at
  * once, so it never runs short before the global group does; its storage
  * grows as blocks are taken (so it is what the windows held at most). A
@@ -42,18 +44,42 @@
 
 typedef struct nc_kv_cache nc_kv_cache;
 
+/* The element types of the K and V halves of a cache. */
+typedef struct nc_kv_types {
+  nc_type k, v;
+} nc_kv_types;
+#define NC_KV_TYPES_F16 ((nc_kv_types){NC_TYPE_F16, NC_TYPE_F16})
+
+/* The types of the model's caches (nucleus_model_params.cache_type_k, _v). */
+static inline nc_kv_types nc_model_kv_types(const nucleus_model *m) {
+  return (nc_kv_types){nc_model_cache_type_k(m), nc_model_cache_type_v(m)};
+}
+
+/* F16, BF16, Q8_0 and Q4_0. */
+bool nc_kv_type_supported(nc_type t);
+
+/* An F16 cache. */
 nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
                            int32_t block_tokens, int32_t max_seqs,
                            nc_kv_cache **out, nc_error *err);
-/* With sliding windows: layer_swa[l] (n_layer entries) marks the layers
- * that see the last hp->n_swa positions only; step_tokens bounds the
- * positions one reserve adds to all sequences together (the engine's
- * token budget). NULL layer_swa, no layer marked or n_swa 0: the cache of
- * nc_kv_cache_create. */
-nc_code nc_kv_cache_create_swa(const nc_hparams *hp, const bool *layer_swa,
-                               int64_t n_blocks, int32_t block_tokens,
-                               int32_t max_seqs, int32_t step_tokens,
-                               nc_kv_cache **out, nc_error *err);
+/* A cache of these types (F16, BF16, Q8_0, Q4_0), with sliding windows:
+ * layer_swa[l] (n_layer entries) marks the layers that see the last
+ * hp->n_swa positions only; step_tokens bounds the positions one reserve
+ * adds to all sequences together (the engine's token budget). NULL
+ * layer_swa, no layer marked or n_swa 0: one group, every layer.
+ * NC_ERR_INVALID_ARGUMENT for a type that is not a cache type or whose
+ * block does not divide the head size. Both groups hold rows of these
+ * types. */
+nc_code nc_kv_cache_create_swa(const nc_hparams *hp, nc_kv_types types,
+                               const bool *layer_swa, int64_t n_blocks,
+                               int32_t block_tokens, int32_t max_seqs,
+                               int32_t step_tokens, nc_kv_cache **out,
+                               nc_error *err);
+/* The same without sliding windows. */
+nc_code nc_kv_cache_create_typed(const nc_hparams *hp, nc_kv_types types,
+                                 int64_t n_blocks, int32_t block_tokens,
+                                 int32_t max_seqs, nc_kv_cache **out,
+                                 nc_error *err);
 void nc_kv_cache_free(nc_kv_cache *kv);
 /* SWA blocks that always suffice (the SWA group's bound): every sequence
  * holds at most ceil((window + align) / block_tokens) + 3 of them (align:
@@ -97,15 +123,33 @@ int64_t nc_kv_blocks_free(const nc_kv_cache *kv);
 int64_t nc_kv_blocks_used(const nc_kv_cache *kv);
 int32_t nc_kv_block_tokens(const nc_kv_cache *kv);
 int32_t nc_kv_max_seqs(const nc_kv_cache *kv);
-/* K and V bytes of one block of every layer (a full cache's block). */
+/* Bytes of an F16 block of every layer (a full cache's block). */
 size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens);
+/* K and V bytes of one position over all layers (0 for a type that is not a
+ * cache type or a head size its block does not divide). */
+size_t nc_kv_bytes_per_position(const nc_hparams *hp, nc_kv_types types);
+nc_kv_types nc_kv_cache_types(const nc_kv_cache *kv);
+/* llama.cpp rotates what goes into a quantized (Q8_0, Q4_0) half of the
+ * cache by an orthonormal Walsh-Hadamard matrix (nc_fwht: fewer outliers
+ * per block), when the head size is a multiple of 64: K (and Q with it) in
+ * pieces of the largest power of two from 64 dividing head_dim, V in
+ * pieces of 64 (and the attention output back). The width for type t, 0
+ * for none. */
+int32_t nc_kv_rotation(nc_type t, int32_t head_dim, bool is_k);
+/* The widths of this cache's K and V halves (0: not rotated). */
+int32_t nc_kv_rot_k(const nc_kv_cache *kv);
+int32_t nc_kv_rot_v(const nc_kv_cache *kv);
+/* Bytes of one position's K (V) row of one layer: n_head_kv heads, each
+ * head's part row_bytes / n_head_kv bytes. */
+size_t nc_kv_k_row_bytes(const nc_kv_cache *kv);
+size_t nc_kv_v_row_bytes(const nc_kv_cache *kv);
 /* Layer groups (1, or 2 with sliding windows: 0 global, 1 SWA), their
  * blocks and the blocks taken (free and cached ones excluded). */
 int32_t nc_kv_n_groups(const nc_kv_cache *kv);
 int64_t nc_kv_group_blocks_total(const nc_kv_cache *kv, int32_t group);
 int64_t nc_kv_group_blocks_used(const nc_kv_cache *kv, int32_t group);
-/* K/V bytes of the blocks taken, all groups (what the cache holds for
- * live sequences), and of the storage allocated. */
+/* K/V bytes (in the cache's types) of the blocks taken, all groups (what
+ * the cache holds for live sequences), and of the storage allocated. */
 size_t nc_kv_bytes_used(const nc_kv_cache *kv);
 size_t nc_kv_bytes_total(const nc_kv_cache *kv);
 
@@ -158,9 +202,17 @@ int64_t nc_kv_evictions(const nc_kv_cache *kv);
 /* ---- used by the forward pass */
 
 /* The K (or V) row of one layer at a position below the sequence's
- * capacity: n_head_kv * head_dim (head_dim_v) halves. NULL when out of
- * range or released (a sliding-window layer's position before
+ * capacity, in the cache's type (nc_kv_k_row_bytes bytes). NULL when out
+ * of range or released (a sliding-window layer's position before
  * nc_kv_seq_window_start). Positions of one block are contiguous. */
+void *nc_kv_k_data(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos);
+void *nc_kv_v_data(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos);
+const void *nc_kv_k_data_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+                           int32_t pos);
+const void *nc_kv_v_data_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
+                           int32_t pos);
+/* The same rows of an F16 half: n_head_kv * head_dim (head_dim_v) halves;
+ * NULL when out of range, released or when that half is not F16. */
 nc_fp16 *nc_kv_k_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos);
 nc_fp16 *nc_kv_v_row(nc_kv_cache *kv, int32_t layer, int32_t seq, int32_t pos);
 const nc_fp16 *nc_kv_k_row_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,

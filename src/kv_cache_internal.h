@@ -42,13 +42,16 @@ struct nc_kv_cache {
    * among the SWA layers */
   int64_t *layer_row0;
   int32_t g_layers[NC_KV_MAX_GROUPS]; /* layers per group */
+  nc_kv_types types;                  /* of every group's rows */
+  size_t row_k, row_v;  /* bytes of one position's K (V) row of one layer */
+  int32_t rot_k, rot_v; /* Hadamard rotation widths (0: none) */
   /* The global group: per global layer, its blocks x block_tokens rows. */
-  nc_fp16 *k, *v;
+  uint8_t *k, *v;
   /* The SWA group: per block, its layers x block_tokens rows; storage for
    * the first swa_alloc of the group's blocks, grown (doubling) as blocks
    * past them are taken: what is allocated follows what the windows hold
    * at most, never the group's bound (g_blocks). */
-  nc_fp16 *k_swa, *v_swa;
+  uint8_t *k_swa, *v_swa;
   int64_t swa_alloc;
   int32_t *refcount; /* [n_blocks] */
   int32_t *free_list[NC_KV_MAX_GROUPS];

@@ -19,6 +19,7 @@ struct nucleus_model {
   const nc_kernels *kernels;
   int n_threads;
   bool flash_attn;
+  nc_type cache_k, cache_v; /* the KV cache's element types */
   char *chat_template;
   char arch_name[32];
   char *name;
@@ -452,6 +453,16 @@ static int online_cores(void) {
   return n < 1 ? 1 : (n > 512 ? 512 : (int)n);
 }
 
+static bool cache_type_of(nucleus_cache_type t, nc_type *out) {
+  switch (t) {
+  case NUCLEUS_CACHE_F16: *out = NC_TYPE_F16; return true;
+  case NUCLEUS_CACHE_BF16: *out = NC_TYPE_BF16; return true;
+  case NUCLEUS_CACHE_Q8_0: *out = NC_TYPE_Q8_0; return true;
+  case NUCLEUS_CACHE_Q4_0: *out = NC_TYPE_Q4_0; return true;
+  }
+  return false;
+}
+
 nc_code nc_model_load(const char *path, const nucleus_model_params *params,
                       nucleus_model **out, nc_error *err) {
   *out = NULL;
@@ -469,8 +480,26 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
         err, NC_ERR_INVALID_ARGUMENT,
         "flash_attn %d: must be NUCLEUS_FLASH_ATTN_AUTO, _ON or _OFF",
         (int)params->flash_attn);
+  nc_type cache_k, cache_v;
+  if (!cache_type_of(params->cache_type_k, &cache_k) ||
+      !cache_type_of(params->cache_type_v, &cache_v))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "cache_type_k %d, cache_type_v %d: each must be "
+                   "NUCLEUS_CACHE_F16, _BF16, _Q8_0 or _Q4_0",
+                   (int)params->cache_type_k, (int)params->cache_type_v);
+  /* Our non-flash kernels read F16 only; llama.cpp's need flash attention
+   * for a quantized V (its auto turns it on then, as ours does). */
+  const bool typed = cache_k != NC_TYPE_F16 || cache_v != NC_TYPE_F16;
+  if (typed && params->flash_attn == NUCLEUS_FLASH_ATTN_OFF)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "KV cache types K %s, V %s need flash attention (only "
+                   "f16 runs without it; llama.cpp too requires it for a "
+                   "quantized V): use flash attention on or auto",
+                   nc_type_name(cache_k), nc_type_name(cache_v));
   nucleus_model *m = calloc(1, sizeof *m);
   if (!m) return nc_fail(err, NC_ERR_NOMEM, "model: out of memory");
+  m->cache_k = cache_k;
+  m->cache_v = cache_v;
   nc_code rc = gguf_open(path, &m->gguf, err);
   if (rc) goto fail;
   gguf_str arch;
@@ -504,6 +533,15 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   }
   if ((rc = load_hparams(m->gguf, m->arch_name, &m->hp, err))) goto fail;
   m->hp.rope_type = m->arch->rope_type;
+  if (!nc_row_size(cache_k, m->hp.head_dim) ||
+      !nc_row_size(cache_v, m->hp.head_dim_v)) {
+    rc = nc_fail(err, NC_ERR_UNSUPPORTED,
+                 "%s: KV cache types K %s, V %s: the block size must divide "
+                 "the head sizes K %d, V %d",
+                 path, nc_type_name(cache_k), nc_type_name(cache_v),
+                 (int)m->hp.head_dim, (int)m->hp.head_dim_v);
+    goto fail;
+  }
   if (m->arch->check_hparams &&
       (rc = m->arch->check_hparams(m->gguf, &m->hp, err)))
     goto fail;
@@ -516,7 +554,7 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if ((rc = nc_vocab_load(m->gguf, &m->vocab, err))) goto fail;
   m->n_threads = params->n_threads ? params->n_threads : online_cores();
   m->flash_attn = params->flash_attn == NUCLEUS_FLASH_ATTN_AUTO
-                      ? NC_FLASH_ATTN_AUTO_ON
+                      ? NC_FLASH_ATTN_AUTO_ON || typed
                       : params->flash_attn == NUCLEUS_FLASH_ATTN_ON;
   if (params->chat_template) {
     m->chat_template = strdup(params->chat_template);
@@ -598,6 +636,14 @@ const char *nc_model_chat_template_override(const nucleus_model *m) {
 }
 bool nc_model_flash_attn(const nucleus_model *m) {
   return m->flash_attn;
+}
+
+nc_type nc_model_cache_type_k(const nucleus_model *m) {
+  return m->cache_k;
+}
+
+nc_type nc_model_cache_type_v(const nucleus_model *m) {
+  return m->cache_v;
 }
 
 int nc_model_n_threads(const nucleus_model *m) {

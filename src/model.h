@@ -135,6 +135,11 @@ int nc_model_n_threads(const nucleus_model *m);
 #define NC_FLASH_ATTN_AUTO_ON false
 /* Whether the model's contexts run flash attention (forward_flash.c). */
 bool nc_model_flash_attn(const nucleus_model *m);
+/* The element types of the KV caches of the model's contexts
+ * (nucleus_model_params.cache_type_k, _v): F16, BF16, Q8_0 or Q4_0; any
+ * but F16 comes with flash attention. */
+nc_type nc_model_cache_type_k(const nucleus_model *m);
+nc_type nc_model_cache_type_v(const nucleus_model *m);
 const char *nc_model_arch_name(const nucleus_model *m);
 const char *nc_model_name_str(const nucleus_model *m); /* general.name or "" */
 

@@ -237,6 +237,33 @@ static void quantize_q8_k(const float *x, void *vy, int64_t n) {
   }
 }
 
+/* Q4_0: ggml's quantize_row_q4_0_ref (what llama.cpp runs on every CPU,
+ * also when it stores a q4_0 KV cache): d = (the signed value of largest
+ * magnitude) / -8, id = 1 / d, q = min(15, trunc(x * id + 8.5)). */
+static uint8_t nibble_q4(float v) {
+  const float t = v + 8.5f;
+  if (!(t >= 0.0f)) return 0; /* NaN or below: the x86 conversion gives 0 */
+  return t >= 15.0f ? 15 : (uint8_t)t;
+}
+
+static void quantize_q4_0(const float *x, void *vy, int64_t n) {
+  block_q4_0 *y = vy;
+  for (int64_t i = 0; i < n / QK4_0; i++, x += QK4_0) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < QK4_0; j++)
+      if (amax < fabsf(x[j])) {
+        amax = fabsf(x[j]);
+        max = x[j];
+      }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = nc_fp32_to_fp16(d);
+    for (int j = 0; j < QK4_0 / 2; j++)
+      y[i].qs[j] = (uint8_t)(nibble_q4(x[j] * id) |
+                             (nibble_q4(x[j + QK4_0 / 2] * id) << 4));
+  }
+}
+
 void nc_quantize_row(nc_type type, const float *src, void *dst, int64_t n) {
   if (n <= 0) return;
   switch (type) {
@@ -254,6 +281,7 @@ void nc_quantize_row(nc_type type, const float *src, void *dst, int64_t n) {
     return;
   }
   case NC_TYPE_Q8_0: quantize_q8_0(src, dst, n); return;
+  case NC_TYPE_Q4_0: quantize_q4_0(src, dst, n); return;
   case NC_TYPE_Q8_1: quantize_q8_1(src, dst, n); return;
   case NC_TYPE_Q8_K: quantize_q8_k(src, dst, n); return;
   default: return; /* not an activation format: nothing written */

@@ -94,7 +94,8 @@ nc_bf16 nc_fp32_to_bf16(float f);
 void nc_dequantize_row(nc_type type, const void *src, float *dst, int64_t n);
 
 /* Quantizes an activation row to a dot partner format: Q8_0, Q8_1, Q8_K,
- * F16, BF16 or F32 (copy). Reference rounding (llama.cpp's *_ref). */
+ * F16, BF16 or F32 (copy), as llama.cpp's x86 build rounds them (see
+ * quant.c); and Q4_0 (a KV cache type) as ggml's quantize_row_q4_0_ref. */
 void nc_quantize_row(nc_type type, const float *src, void *dst, int64_t n);
 
 #endif

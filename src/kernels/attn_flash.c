@@ -73,6 +73,7 @@ static void flash_tile_plain(const nc_flash_query *fq, const nc_fp16 *k,
 static const nc_attn_flash_kernels PLAIN = {
     .name = "plain",
     .tile = flash_tile_plain,
+    .tile_typed = nc_flash_tile_typed_plain,
 };
 
 const nc_attn_flash_kernels *nc_attn_flash_plain(void) {
@@ -84,7 +85,8 @@ void nc_flash_state_init(nc_flash_state *st, int32_t m, int32_t hdv) {
     st->M[i] = -INFINITY;
     st->S[i] = 0.0f;
   }
-  memset(st->acc, 0, sizeof(nc_fp16) * (size_t)m * (size_t)hdv);
+  if (st->acc) memset(st->acc, 0, sizeof(nc_fp16) * (size_t)m * (size_t)hdv);
+  if (st->acc32) memset(st->acc32, 0, sizeof(float) * (size_t)m * (size_t)hdv);
 }
 
 void nc_flash_finish(const nc_flash_state *st, int32_t m, int32_t hdv,

@@ -45,11 +45,36 @@ typedef struct nc_flash_query {
 } nc_flash_query;
 
 /* Per query: the running maximum M, sum S and the F16 accumulator of hdv
- * halves. nc_flash_state_init sets M = -INF, S = 0, acc = 0. */
+ * halves (or, for a V that is not F16, the F32 accumulator acc32).
+ * nc_flash_state_init sets M = -INF, S = 0 and the accumulators that are
+ * not NULL to 0. */
 typedef struct nc_flash_state {
   float *M, *S; /* m each */
   nc_fp16 *acc; /* m * hdv: query i at acc + i * hdv */
+  float *acc32; /* m * hdv, the same way (typed tiles, V not F16) */
 } nc_flash_state;
+
+/* ---- typed caches (llama.cpp's --cache-type-k/-v: F16, BF16, Q8_0, Q4_0)
+ *
+ * The one-row path of llama.cpp with other cache types (it takes that path
+ * for every batch when K or V is not F16/F32: its tiled and split-key
+ * paths are for F16/F32 only):
+ *
+ *   q converted to K's vec_dot_type (nc_flash_q_type: F16, BF16, or Q8_0
+ *   as its x86 quantize_row_q8_0 rounds), s = vec_dot(k_j, q) in its x86
+ *   order (nc_flash_dot_typed), score as above;
+ *   V F16: the F16 accumulator as above;
+ *   V other: an F32 accumulator: on a new maximum acc = acc * ms, else
+ *   vs = expf(s - M); acc = fma(dequant(v_j), vs, acc) (ggml_vec_mad_f32;
+ *   dequantization is exact in float); S = fma(S, ms, vs); out = acc * 1/S.
+ */
+typedef struct nc_flash_tquery {
+  const void *q; /* m rows in nc_flash_q_type(k_type), q_bytes apart */
+  size_t q_bytes;
+  int32_t m, hd, hdv;
+  float scale, softcap;
+  nc_type k_type, v_type;
+} nc_flash_tquery;
 
 typedef struct nc_attn_flash_kernels {
   const char *name;
@@ -59,6 +84,12 @@ typedef struct nc_attn_flash_kernels {
   void (*tile)(const nc_flash_query *fq, const nc_fp16 *k, size_t k_stride,
                const nc_fp16 *v, size_t v_stride, int32_t n, const float *tab,
                float *s, nc_flash_state *st);
+  /* The same over typed rows: k + j * k_stride, v + j * v_stride bytes, in
+   * fq->k_type / fq->v_type; vrow: hdv floats of scratch. */
+  void (*tile_typed)(const nc_flash_tquery *fq, const uint8_t *k,
+                     size_t k_stride, const uint8_t *v, size_t v_stride,
+                     int32_t n, const float *tab, float *s, float *vrow,
+                     nc_flash_state *st);
 } nc_attn_flash_kernels;
 
 const nc_attn_flash_kernels *nc_attn_flash_plain(void);
@@ -68,6 +99,27 @@ void nc_flash_state_init(nc_flash_state *st, int32_t m, int32_t hdv);
 /* out + i * out_stride = query i's result (hdv floats). */
 void nc_flash_finish(const nc_flash_state *st, int32_t m, int32_t hdv,
                      const float *tab, float *out, size_t out_stride);
+
+/* Typed caches (attn_flash_typed.c). The format q takes for a K type. */
+nc_type nc_flash_q_type(nc_type k_type);
+/* vec_dot(k, q) of hd elements in llama.cpp's x86 order for k_type (q in
+ * nc_flash_q_type(k_type)): F16 as nc_flash_dot_f16; Q8_0 and Q4_0 per
+ * 32-block 8 int32 lanes (elements 4l..4l+3) fused-multiply-added with
+ * d_k * d_q, lanes summed (l + l+4), (0+2, 1+3), then the two; BF16 as
+ * AVX512-BF16's vdpbf16ps (lane l: odd pair product, then even, each one
+ * rounding; two 16-lane accumulators over halves of 64, each summed by
+ * the 16-lane tree into a double). */
+float nc_flash_dot_typed(nc_type k_type, const void *k, const void *q,
+                         int32_t hd, const float *tab);
+/* The finish for a typed tile's state (acc32 unless v_type is F16). */
+void nc_flash_finish_typed(const nc_flash_state *st, nc_type v_type, int32_t m,
+                           int32_t hdv, const float *tab, float *out,
+                           size_t out_stride);
+/* The plain typed tile, for the SIMD builds' fallbacks and tests. */
+void nc_flash_tile_typed_plain(const nc_flash_tquery *fq, const uint8_t *k,
+                               size_t k_stride, const uint8_t *v,
+                               size_t v_stride, int32_t n, const float *tab,
+                               float *s, float *vrow, nc_flash_state *st);
 
 /* The steps of the plain build, for the SIMD builds' tails and tests. */
 float nc_flash_dot_f16(const nc_fp16 *x, const nc_fp16 *y, int32_t n,

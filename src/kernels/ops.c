@@ -199,6 +199,22 @@ void nc_swiglu(const float *gate, const float *up, float *out, int64_t n) {
   swiglu_plain(gate, up, out, n);
 }
 
+void nc_fwht(float *x, int64_t n, int32_t len) {
+  const float scale = 1.0f / sqrtf((float)len);
+  for (int64_t r = 0; r + len <= n; r += len) {
+    float *y = x + r;
+    for (int32_t j = 0; j < len; j++)
+      y[j] *= scale;
+    for (int32_t h = 1; h < len; h <<= 1)
+      for (int32_t i = 0; i < len; i += 2 * h)
+        for (int32_t j = i; j < i + h; j++) {
+          const float u = y[j], v = y[j + h];
+          y[j] = u + v;
+          y[j + h] = u - v;
+        }
+  }
+}
+
 void nc_add(float *y, const float *x, int64_t n) {
   add_plain(y, x, n);
 }

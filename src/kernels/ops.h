@@ -76,6 +76,12 @@ float nc_silu(float x);
  * of 16 with nc_expf_ggml and the tail with expf, as ggml's swiglu. */
 void nc_swiglu(const float *gate, const float *up, float *out, int64_t n);
 
+/* The orthonormal Walsh-Hadamard transform of each len-element piece of
+ * x (n a multiple of len, len a power of two), in place, as ggml's
+ * fwht (llama.cpp's rotation of a quantized KV cache): x * (1 / sqrtf(len)),
+ * then butterflies (u + v, u - v) of width 1, 2, 4, ... Its own inverse. */
+void nc_fwht(float *x, int64_t n, int32_t len);
+
 /* y += x */
 void nc_add(float *y, const float *x, int64_t n);
 

@@ -1,7 +1,7 @@
 /* Test helper: a token sequence through a fresh paged cache (blocks of 16,
- * one sequence) in chunks of chunks[] (cycled), logits for every row:
- * the forward tests' way to check that any split of a prompt gives the
- * same bits. Include after cmocka.h. */
+ * one sequence, the model's cache types) in chunks of chunks[] (cycled), logits
+ * for every row: the forward tests' way to check that any split of a prompt
+ * gives the same bits. Include after cmocka.h. */
 #ifndef NC_TEST_CHUNKED_FORWARD_H
 #define NC_TEST_CHUNKED_FORWARD_H
 
@@ -20,9 +20,10 @@ static void run_chunked(const nucleus_model *m, const int32_t *tokens,
   nc_context *ctx;
   nc_batch b;
   nucleus_error err;
-  assert_int_equal(
-      nc_kv_cache_create(nc_model_hparams(m), (n + 15) / 16, 16, 1, &kv, &err),
-      NC_OK);
+  assert_int_equal(nc_kv_cache_create_typed(nc_model_hparams(m),
+                                            nc_model_kv_types(m), (n + 15) / 16,
+                                            16, 1, &kv, &err),
+                   NC_OK);
   assert_int_equal(nc_context_create(m, kv, n, &ctx, &err), NC_OK);
   assert_int_equal(nc_batch_init(&b, n, &err), NC_OK);
   const int32_t s = nc_kv_seq_new(kv);

@@ -12,6 +12,8 @@
  * - the engine with the SWA group gives the tokens and logprobs of the
  *   engine with a full cache (swa_full) alone, beside other requests, in
  *   small chunks, under preemption and on prefix-cache hits;
+ * - both hold with Q8_0 K and V rows (-ctk/-ctv q8_0, flash attention) in
+ *   both groups;
  * - the KV bytes held for Gemma 3 at 4k / 8k / 32k positions, printed. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,8 +41,8 @@
 #endif
 
 /* gemma2, gemma3 (random), gemma 3 270M, gemma3 (random) with flash
- * attention */
-enum { N_MODELS = 4 };
+ * attention, gemma3 (random) with a Q8_0 cache (flash attention) */
+enum { N_MODELS = 5 };
 
 typedef struct fixture {
   nucleus_model *m[N_MODELS];
@@ -49,7 +51,8 @@ typedef struct fixture {
 
 static const char *const k_files[N_MODELS] = {
     "build/arch/gemma2.gguf", "build/arch/gemma3.gguf",
-    "models/gemma-3-270m-q4_k_m.gguf", "build/arch/gemma3.gguf"};
+    "models/gemma-3-270m-q4_k_m.gguf", "build/arch/gemma3.gguf",
+    "build/arch/gemma3.gguf"};
 
 static int setup(void **state) {
   fixture *fx = calloc(1, sizeof *fx);
@@ -62,6 +65,7 @@ static int setup(void **state) {
     nucleus_model_params p = nucleus_model_default_params();
     p.n_threads = 2;
     if (i == 3) p.flash_attn = NUCLEUS_FLASH_ATTN_ON;
+    if (i == 4) p.cache_type_k = p.cache_type_v = NUCLEUS_CACHE_Q8_0;
     nucleus_error err;
     if (nucleus_model_load(path, &p, &fx->m[i], &err) != NUCLEUS_OK) {
       snprintf(fx->why[i], sizeof fx->why[i], "%s (make arch-models): %s", path,
@@ -122,7 +126,8 @@ static void run_pair(const nucleus_model *m, bool swa, const int32_t *tok0,
   nucleus_error err;
   const int64_t blocks = 2 * ((n + 15) / 16) + 4;
   bool *flags = swa_flags(m);
-  assert_int_equal(nc_kv_cache_create_swa(hp, swa ? flags : NULL, blocks, 16, 2,
+  assert_int_equal(nc_kv_cache_create_swa(hp, nc_model_kv_types(m),
+                                          swa ? flags : NULL, blocks, 16, 2,
                                           step, &kv, &err),
                    NC_OK);
   free(flags);
@@ -169,9 +174,9 @@ static void run_pair(const nucleus_model *m, bool swa, const int32_t *tok0,
         int32_t l = 0;
         while (!nc_model_weights_of(m)->layers[l].swa)
           l++;
-        if (ws > 0) assert_null(nc_kv_k_row_c(kv, l, s[p], ws - 1));
+        if (ws > 0) assert_null(nc_kv_k_data_c(kv, l, s[p], ws - 1));
         for (int32_t j = ws; j < done[p]; j++)
-          assert_non_null(nc_kv_k_row_c(kv, l, s[p], j));
+          assert_non_null(nc_kv_k_data_c(kv, l, s[p], j));
       }
     }
   }
@@ -378,8 +383,8 @@ static void test_engine_random(void **state) {
   fixture *fx = *state;
   static const char *const names[] = {"gemma2 (random)", "gemma3 (random)", "",
                                       "gemma3 (random, flash attention)"};
-  for (int k = 0; k < N_MODELS; k++) {
-    if (k == 2) continue; /* the real file: its own test */
+  for (int k = 0; k < 4; k++) {
+    if (k == 2) continue; /* the real file: its own test; 4: its own */
     nucleus_model *m = fx->m[k];
     need(fx, k);
     enum { N = 4 };
@@ -485,6 +490,59 @@ static void test_engine_forks(void **state) {
   }
 }
 
+/* Q8_0 K and V (rotated) in both groups: the forward pass over the SWA
+ * group equals the full cache's bit for bit, and the engine without
+ * --swa-full gives the tokens and logprobs of the one with it. */
+static void test_swa_q8_0(void **state) {
+  fixture *fx = *state;
+  nucleus_model *m = fx->m[4];
+  need(fx, 4);
+  assert_true(nc_model_flash_attn(m));
+  assert_int_equal(nc_model_kv_types(m).k, NC_TYPE_Q8_0);
+  assert_int_equal(nc_model_kv_types(m).v, NC_TYPE_Q8_0);
+  const nc_hparams *hp = nc_model_hparams(m);
+  /* a typed SWA cache: Q8_0 rows in both groups, bytes by those rows */
+  bool *flags = swa_flags(m);
+  nc_kv_cache *kv;
+  nucleus_error err;
+  assert_int_equal(nc_kv_cache_create_swa(hp, nc_model_kv_types(m), flags, 8,
+                                          16, 1, 64, &kv, &err),
+                   NC_OK);
+  free(flags);
+  assert_int_equal(nc_kv_n_groups(kv), 2);
+  assert_int_equal(nc_kv_k_row_bytes(kv),
+                   nc_row_size(NC_TYPE_Q8_0, nc_hp_n_embd_k(hp)));
+  const int32_t s = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_reserve(kv, s, 64, &err), NC_OK);
+  nc_kv_seq_set_len(kv, s, 64);
+  const int64_t used0 = nc_kv_group_blocks_used(kv, 0),
+                used1 = nc_kv_group_blocks_used(kv, 1);
+  int32_t n_swa = 0;
+  for (int32_t l = 0; l < hp->n_layer; l++)
+    n_swa += nc_model_weights_of(m)->layers[l].swa;
+  const size_t per_layer = 16 * (nc_kv_k_row_bytes(kv) + nc_kv_v_row_bytes(kv));
+  assert_int_equal(nc_kv_bytes_used(kv),
+                   (size_t)used0 * (size_t)(hp->n_layer - n_swa) * per_layer +
+                       (size_t)used1 * (size_t)n_swa * per_layer);
+  nc_kv_cache_free(kv);
+
+  const int32_t chunks[] = {5, 1, 17, 30, 2, 9, 1, 1, 20};
+  check_forward(m, SANITIZED ? 60 : 150, 20, chunks, 9,
+                "gemma3 (random, q8_0 K/V)");
+  enum { N = 4 };
+  int32_t prompts[N][80];
+  spec specs[N];
+  for (int i = 0; i < N; i++) {
+    specs[i].n_prompt = 40 + 11 * i;
+    random_tokens(prompts[i], specs[i].n_prompt, hp->n_vocab,
+                  0x1234ull + (uint64_t)i);
+    specs[i].prompt = prompts[i];
+    specs[i].max_tokens = 20;
+    specs[i].arrival = 3 * i;
+  }
+  check_engine(m, specs, N, 4096, 7, 112, "gemma3 (random, q8_0 K/V)");
+}
+
 static void test_engine_gemma3_270m(void **state) {
   fixture *fx = *state;
   nucleus_model *m = fx->m[2];
@@ -521,9 +579,9 @@ static void test_bytes_held_gemma3(void **state) {
       nc_kv_cache *kv;
       nucleus_error err;
       /* one sequence, steps of 512 tokens, as `nucleus run` */
-      assert_int_equal(nc_kv_cache_create_swa(hp, swa ? flags : NULL,
-                                              lens[i] / 16, 16, 1, 512, &kv,
-                                              &err),
+      assert_int_equal(nc_kv_cache_create_swa(hp, NC_KV_TYPES_F16,
+                                              swa ? flags : NULL, lens[i] / 16,
+                                              16, 1, 512, &kv, &err),
                        NC_OK);
       const int32_t s = nc_kv_seq_new(kv);
       for (int32_t len = 0; len < lens[i];) {
@@ -559,6 +617,7 @@ int main(void) {
       cmocka_unit_test(test_forward_random),
       cmocka_unit_test(test_engine_random),
       cmocka_unit_test(test_engine_forks),
+      cmocka_unit_test(test_swa_q8_0),
       cmocka_unit_test(test_forward_gemma3_270m),
       cmocka_unit_test(test_engine_gemma3_270m),
   };

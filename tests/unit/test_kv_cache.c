@@ -287,9 +287,9 @@ static nc_kv_cache *make_swa(int64_t blocks, int32_t seqs) {
   hp.n_swa = 20;
   nc_kv_cache *kv = NULL;
   nucleus_error err;
-  assert_int_equal(
-      nc_kv_cache_create_swa(&hp, k_swa, blocks, 4, seqs, 16, &kv, &err),
-      NC_OK);
+  assert_int_equal(nc_kv_cache_create_swa(&hp, NC_KV_TYPES_F16, k_swa, blocks,
+                                          4, seqs, 16, &kv, &err),
+                   NC_OK);
   assert_int_equal(nc_kv_n_groups(kv), 2);
   return kv;
 }
@@ -453,9 +453,140 @@ static void test_swa_prefix_hit_cut_back(void **state) {
   nc_kv_cache_free(kv);
 }
 
+/* Typed caches: row sizes by type, types whose block does not divide the
+ * head refused, the F16 views NULL, and a fork's copy-on-write copies the
+ * typed bytes of the partial block (the shared prefix stays shared). */
+static void test_typed_rows_and_fork(void **state) {
+  (void)state;
+  nc_hparams hp = tiny_hp();
+  hp.head_dim = hp.head_dim_v = 64;
+  nucleus_error err;
+  nc_kv_cache *kv = NULL;
+  const nc_kv_types q = {NC_TYPE_Q8_0, NC_TYPE_Q4_0};
+  assert_int_equal(nc_kv_cache_create_typed(&hp, q, 4, 4, 2, &kv, &err), NC_OK);
+  assert_int_equal(nc_kv_k_row_bytes(kv), 2 * 2 * 34); /* 2 heads x 2 blocks */
+  assert_int_equal(nc_kv_v_row_bytes(kv), 2 * 2 * 18);
+  assert_int_equal(nc_kv_bytes_per_position(&hp, q), 2 * (136 + 72));
+  assert_int_equal(nc_kv_rot_k(kv), 64);
+  assert_int_equal(nc_kv_rot_v(kv), 64);
+  const int32_t a = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_reserve(kv, a, 6, &err), NC_OK);
+  assert_null(nc_kv_k_row(kv, 0, a, 0)); /* not F16 */
+  for (int32_t p = 0; p < 6; p++) {
+    memset(nc_kv_k_data(kv, 1, a, p), 0x40 + p, nc_kv_k_row_bytes(kv));
+    memset(nc_kv_v_data(kv, 1, a, p), 0x60 + p, nc_kv_v_row_bytes(kv));
+  }
+  nc_kv_seq_set_len(kv, a, 6);
+  const int32_t c = nc_kv_seq_fork(kv, a);
+  assert_int_equal(nc_kv_seq_reserve(kv, c, 7, &err), NC_OK);
+  assert_ptr_equal(nc_kv_k_data(kv, 1, a, 0), nc_kv_k_data(kv, 1, c, 0));
+  assert_ptr_not_equal(nc_kv_k_data(kv, 1, a, 5), nc_kv_k_data(kv, 1, c, 5));
+  assert_memory_equal(nc_kv_k_data(kv, 1, a, 5), nc_kv_k_data(kv, 1, c, 5),
+                      nc_kv_k_row_bytes(kv));
+  assert_memory_equal(nc_kv_v_data(kv, 1, a, 4), nc_kv_v_data(kv, 1, c, 4),
+                      nc_kv_v_row_bytes(kv));
+  nc_kv_cache_free(kv);
+  /* BF16 is not rotated; F16 views of a BF16 half are NULL */
+  const nc_kv_types b = {NC_TYPE_BF16, NC_TYPE_F16};
+  assert_int_equal(nc_kv_cache_create_typed(&hp, b, 2, 4, 1, &kv, &err), NC_OK);
+  assert_int_equal(nc_kv_rot_k(kv), 0);
+  const int32_t s = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_reserve(kv, s, 1, &err), NC_OK);
+  assert_null(nc_kv_k_row(kv, 0, s, 0));
+  assert_non_null(nc_kv_v_row(kv, 0, s, 0));
+  nc_kv_cache_free(kv);
+  /* head 8: no Q8_0 block fits; Q4_1 is not a cache type */
+  hp.head_dim = hp.head_dim_v = 8;
+  assert_int_equal(nc_kv_cache_create_typed(&hp, q, 2, 4, 1, &kv, &err),
+                   NC_ERR_INVALID_ARGUMENT);
+  hp.head_dim = hp.head_dim_v = 64;
+  const nc_kv_types bad = {NC_TYPE_Q4_1, NC_TYPE_F16};
+  assert_int_equal(nc_kv_cache_create_typed(&hp, bad, 2, 4, 1, &kv, &err),
+                   NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "Q4_1"));
+  /* Gemma 3's head of 256: K in one piece of 256, V in pieces of 64 */
+  assert_int_equal(nc_kv_rotation(NC_TYPE_Q8_0, 256, true), 256);
+  assert_int_equal(nc_kv_rotation(NC_TYPE_Q8_0, 256, false), 64);
+  assert_int_equal(nc_kv_rotation(NC_TYPE_Q4_0, 192, true), 64);
+  assert_int_equal(nc_kv_rotation(NC_TYPE_Q4_0, 96, true), 0);
+  assert_int_equal(nc_kv_rotation(NC_TYPE_BF16, 256, true), 0);
+}
+
+/* A typed cache with sliding windows: Q8_0 K and Q4_0 V rows in both
+ * groups (3 layers, the last two local, window 20, blocks of 4), the
+ * window's release, a fork's copy-on-write of a SWA block's typed bytes
+ * and the bytes held computed from the typed rows. */
+static void test_swa_typed_rows(void **state) {
+  (void)state;
+  nc_hparams hp = tiny_hp();
+  hp.n_layer = 3;
+  hp.n_swa = 20;
+  hp.head_dim = hp.head_dim_v = 64;
+  const nc_kv_types q = {NC_TYPE_Q8_0, NC_TYPE_Q4_0};
+  nc_kv_cache *kv = NULL;
+  nucleus_error err;
+  assert_int_equal(
+      nc_kv_cache_create_swa(&hp, q, k_swa, 64, 4, 2, 16, &kv, &err), NC_OK);
+  assert_int_equal(nc_kv_n_groups(kv), 2);
+  const size_t rk = nc_kv_k_row_bytes(kv), rv = nc_kv_v_row_bytes(kv);
+  assert_int_equal(rk, 2 * 2 * 34);
+  assert_int_equal(rv, 2 * 2 * 18);
+  assert_null(nc_kv_k_row(kv, 1, 0, 0)); /* not F16 (and no sequence) */
+  const int32_t a = nc_kv_seq_new(kv);
+  for (int32_t len = 0; len < 42; len += 6) {
+    const int32_t end = len + 6 < 42 ? len + 6 : 42;
+    assert_int_equal(nc_kv_seq_reserve(kv, a, end, &err), NC_OK);
+    for (int32_t l = 0; l < 3; l++)
+      for (int32_t p = len; p < end; p++) {
+        memset(nc_kv_k_data(kv, l, a, p), 0x10 + p + 3 * l, rk);
+        memset(nc_kv_v_data(kv, l, a, p), 0x80 + p + 5 * l, rv);
+      }
+    nc_kv_seq_set_len(kv, a, end);
+  }
+  /* the next query (42) sees 23..42: the SWA layers keep 16.. */
+  assert_int_equal(nc_kv_seq_window_start(kv, a), 16);
+  assert_null(nc_kv_k_data_c(kv, 1, a, 15));
+  assert_non_null(nc_kv_k_data_c(kv, 0, a, 0));
+  uint8_t want[512];
+  for (int32_t l = 0; l < 3; l++)
+    for (int32_t p = l ? 16 : 0; p < 42; p++) {
+      memset(want, 0x10 + p + 3 * l, rk);
+      assert_memory_equal(nc_kv_k_data_c(kv, l, a, p), want, rk);
+      memset(want, 0x80 + p + 5 * l, rv);
+      assert_memory_equal(nc_kv_v_data_c(kv, l, a, p), want, rv);
+    }
+  /* 11 global blocks x 1 layer + 7 SWA blocks (16..43) x 2 layers */
+  assert_int_equal(nc_kv_blocks_used(kv), 11);
+  assert_int_equal(nc_kv_group_blocks_used(kv, 1), 7);
+  assert_int_equal(nc_kv_bytes_used(kv), (11 + 14) * 4 * (rk + rv));
+  assert_true(nc_kv_bytes_total(kv) >= nc_kv_bytes_used(kv));
+  /* a fork writing into the shared partial block (40..43) copies it */
+  const int32_t c = nc_kv_seq_fork(kv, a);
+  assert_int_equal(nc_kv_seq_reserve(kv, c, 43, &err), NC_OK);
+  assert_ptr_equal(nc_kv_k_data(kv, 2, a, 36), nc_kv_k_data(kv, 2, c, 36));
+  assert_ptr_not_equal(nc_kv_k_data(kv, 2, a, 41), nc_kv_k_data(kv, 2, c, 41));
+  for (int32_t l = 0; l < 3; l++) {
+    assert_memory_equal(nc_kv_k_data(kv, l, a, 41), nc_kv_k_data(kv, l, c, 41),
+                        rk);
+    assert_memory_equal(nc_kv_v_data(kv, l, a, 40), nc_kv_v_data(kv, l, c, 40),
+                        rv);
+  }
+  nc_kv_seq_free(kv, a);
+  nc_kv_seq_free(kv, c);
+  assert_int_equal(nc_kv_group_blocks_used(kv, 1), 0);
+  nc_kv_cache_free(kv);
+  /* a type whose block does not divide the head: refused with windows too */
+  hp.head_dim = hp.head_dim_v = 8;
+  assert_int_equal(
+      nc_kv_cache_create_swa(&hp, q, k_swa, 64, 4, 2, 16, &kv, &err),
+      NC_ERR_INVALID_ARGUMENT);
+  assert_null(kv);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_errors),
+      cmocka_unit_test(test_typed_rows_and_fork),
       cmocka_unit_test(test_reserve_and_free),
       cmocka_unit_test(test_fork_shares_and_copies_partial_block),
       cmocka_unit_test(test_truncate),
@@ -464,6 +595,7 @@ int main(void) {
       cmocka_unit_test(test_swa_releases_out_of_window),
       cmocka_unit_test(test_swa_storage_grows),
       cmocka_unit_test(test_swa_prefix_hit_cut_back),
+      cmocka_unit_test(test_swa_typed_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -363,13 +363,32 @@ static void test_quantize_degenerate(void **state) {
     assert_true(abs(q[0].qs[i]) <= 127);
   /* not an activation format, or n <= 0: nothing written */
   memset(q, 0x11, sizeof q);
-  nc_quantize_row(NC_TYPE_Q4_0, x, q, 32);
+  nc_quantize_row(NC_TYPE_Q5_0, x, q, 32);
   nc_quantize_row(NC_TYPE_Q8_0, x, q, 0);
   assert_int_equal(((unsigned char *)q)[0], 0x11);
 }
 
+/* Q4_0 (a KV cache type) as ggml's quantize_row_q4_0_ref: d = (value of
+ * largest magnitude) / -8, q = min(15, trunc(x / d + 8.5)). */
+static void test_quantize_q4_0_ref(void **state) {
+  (void)state;
+  float x[32], y[32];
+  for (int j = 0; j < 32; j++)
+    x[j] = (float)(j - 16); /* largest magnitude: -16, d = 2 */
+  block_q4_0 b;
+  nc_quantize_row(NC_TYPE_Q4_0, x, &b, 32);
+  assert_int_equal(b.d, nc_fp32_to_fp16(2.0f));
+  assert_int_equal(b.qs[0] & 0x0f, 0); /* -16 / 2 + 8.5 = 0.5 -> 0 */
+  assert_int_equal(b.qs[15] >> 4, 15); /* 15 / 2 + 8.5 = 16 -> 15 */
+  assert_int_equal(b.qs[1] & 0x0f, 1); /* -15 / 2 + 8.5 = 1 -> 1 */
+  nc_dequantize_row(NC_TYPE_Q4_0, &b, y, 32);
+  for (int j = 0; j < 32; j++)
+    assert_true(fabsf(y[j] - x[j]) <= 2.0f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_quantize_q4_0_ref),
       cmocka_unit_test(test_traits),
       cmocka_unit_test(test_row_size),
       cmocka_unit_test(test_fp16_roundtrip_all),

@@ -104,6 +104,10 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
           "now)\n");
   fprintf(out, "  --rope-scaling TYPE     none, linear or yarn (default: the "
                "file's)\n");
+  fprintf(out, "  -ctk, --cache-type-k T  KV cache type of K: f16 (default), "
+               "bf16, q8_0, q4_0\n");
+  fprintf(out, "  -ctv, --cache-type-v T  KV cache type of V, the same; any "
+               "but f16 needs flash attention (auto turns it on)\n");
   fprintf(out,
           "  --grammar GBNF          constrain the output to a GBNF grammar\n");
   fprintf(out, "  --grammar-file FILE     the same, read from FILE\n");
@@ -156,6 +160,15 @@ static int read_small_file(const char *flag, const char *path, char **text,
   return 0;
 }
 
+bool cli_parse_cache_type(const char *a, const char *v,
+                          nucleus_cache_type *out) {
+  if (nucleus_cache_type_parse(v, out)) return true;
+  fprintf(stderr,
+          "error: %s: '%s' is not a cache type (f16, bf16, q8_0, q4_0)\n", a,
+          v);
+  return false;
+}
+
 int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -179,6 +192,14 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
       return -1;
     }
     return 1;
+  }
+  if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) {
+    NEED_VALUE();
+    return cli_parse_cache_type(a, v, &o->cache_type_k) ? 1 : -1;
+  }
+  if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
+    NEED_VALUE();
+    return cli_parse_cache_type(a, v, &o->cache_type_v) ? 1 : -1;
   }
   if (!strcmp(a, "--chat-template")) {
     NEED_VALUE();
@@ -336,6 +357,8 @@ nucleus_model *cli_load_model(const cli_options *o) {
   mp.rope_scale = o->rope_scale;
   mp.rope_freq_base = o->rope_freq_base;
   mp.yarn_orig_ctx = o->yarn_orig_ctx;
+  mp.cache_type_k = o->cache_type_k;
+  mp.cache_type_v = o->cache_type_v;
   char *tmpl = NULL;
   if (o->chat_template_file) {
     tmpl = cli_read_file(o->chat_template_file, NULL);

@@ -28,10 +28,17 @@ typedef struct cli_options {
   const char *rope_scaling;
   float rope_scale, rope_freq_base;
   int32_t yarn_orig_ctx;
+  /* -ctk, --cache-type-k / -ctv, --cache-type-v f16|bf16|q8_0|q4_0 */
+  nucleus_cache_type cache_type_k, cache_type_v;
   bool parse_special_in_content; /* chat: as nucleus_chat_params says */
   bool given[CLI_MAX_PARAMS];    /* by contract row: set on the command line */
   nucleus_grammar *grammar;      /* --grammar / --grammar-file, or NULL */
 } cli_options;
+
+/* Parses the value v of option a (-ctk/-ctv ...) into *out; false, with
+ * an error on stderr, for a name that is not a cache type. */
+bool cli_parse_cache_type(const char *a, const char *v,
+                          nucleus_cache_type *out);
 
 /* Frees what parsing built (the grammar). */
 void cli_options_free(cli_options *o);

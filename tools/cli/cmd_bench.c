@@ -189,6 +189,10 @@ int cmd_bench(int argc, char **argv) {
   printf("kernels: %s\n", nucleus_model_kernels(model));
   printf("flash attention: %s\n",
          nucleus_model_flash_attn(model) ? "on" : "off");
+  printf("KV cache: K %s, V %s, %zu bytes per position\n",
+         nucleus_cache_type_name(nucleus_model_cache_type_k(model)),
+         nucleus_cache_type_name(nucleus_model_cache_type_v(model)),
+         nucleus_model_kv_bytes_per_position(model));
   uint64_t rng = 0x5EEDull;
   double *v = calloc((size_t)reps, sizeof *v);
   int32_t *prefix =

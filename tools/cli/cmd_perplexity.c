@@ -13,13 +13,15 @@
 #include <string.h>
 
 #include "cli_io.h"
+#include "cli_options.h"
 #include "commands.h"
 #include "nucleus.h"
 
 static void usage(FILE *out) {
   fprintf(out,
           "usage: nucleus perplexity [-m MODEL] -f TEXT [-c N] [-t THREADS]\n"
-          "                          [--chunks K] [--no-repack] [-fa WHEN]\n\n"
+          "                          [--chunks K] [--no-repack] [-fa WHEN]\n"
+          "                          [-ctk TYPE] [-ctv TYPE]\n\n"
           "Perplexity of a text file, as llama-perplexity computes it:\n"
           "non-overlapping windows of N tokens, each scored on its second\n"
           "half.\n"
@@ -30,7 +32,11 @@ static void usage(FILE *out) {
           "  --chunks K   score at most K windows (default: all)\n"
           "  --no-repack  add in the float order of llama.cpp --no-repack\n"
           "  -fa WHEN     flash attention: on, off or auto (default auto:\n"
-          "               off for now; also --flash-attn)\n");
+          "               off for now; also --flash-attn)\n"
+          "  -ctk TYPE    KV cache type of K: f16 (default), bf16, q8_0, q4_0\n"
+          "               (also --cache-type-k)\n"
+          "  -ctv TYPE    KV cache type of V, the same (--cache-type-v); any\n"
+          "               but f16 needs flash attention (auto turns it on)\n");
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out) {
@@ -59,6 +65,7 @@ int cmd_perplexity(int argc, char **argv) {
   long n_ctx = 512, n_threads = 0, max_chunks = -1;
   bool no_repack = false;
   nucleus_flash_attn flash_attn = NUCLEUS_FLASH_ATTN_AUTO;
+  nucleus_cache_type ctk = NUCLEUS_CACHE_F16, ctv = NUCLEUS_CACHE_F16;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const bool has_val = i + 1 < argc;
@@ -88,6 +95,12 @@ int cmd_perplexity(int argc, char **argv) {
         fprintf(stderr, "error: %s %s: expected on, off or auto\n", a, argv[i]);
         return 2;
       }
+    } else if ((!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) &&
+               has_val) {
+      if (!cli_parse_cache_type(a, argv[++i], &ctk)) return 2;
+    } else if ((!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) &&
+               has_val) {
+      if (!cli_parse_cache_type(a, argv[++i], &ctv)) return 2;
     } else if (!strcmp(a, "--chunks") && has_val) {
       if (!parse_int(argv[++i], 1, 1 << 30, &max_chunks)) {
         fprintf(stderr, "error: --chunks %s: expected a positive integer\n",
@@ -119,6 +132,8 @@ int cmd_perplexity(int argc, char **argv) {
   mp.n_threads = (int)n_threads;
   mp.no_repack = no_repack;
   mp.flash_attn = flash_attn;
+  mp.cache_type_k = ctk;
+  mp.cache_type_v = ctv;
   nucleus_model *model = NULL;
   nucleus_error err;
   int rc = 1;

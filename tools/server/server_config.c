@@ -35,6 +35,11 @@ void server_config_usage(FILE *out) {
       "--no-repack\n"
       "  -fa, --flash-attn WHEN  on, off or auto (default auto: off for "
       "now)\n"
+      "  -ctk, --cache-type-k T  KV cache type of K: f16 (default), bf16, "
+      "q8_0, q4_0\n"
+      "  -ctv, --cache-type-v T  KV cache type of V, the same; any but f16 "
+      "needs\n"
+      "                          flash attention (auto turns it on)\n"
       "  --read-timeout S        a request's headers and body must arrive "
       "within S\n"
       "                          seconds, however slowly they trickle "
@@ -148,6 +153,14 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
       if (!v || !nucleus_flash_attn_parse(v, &cfg->flash_attn)) {
         snprintf(msg, cap, "%s needs on, off or auto", a);
+        rc = -1;
+      }
+    } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k") ||
+               !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
+      const bool is_k = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
+      nucleus_cache_type *t = is_k ? &cfg->cache_type_k : &cfg->cache_type_v;
+      if (!v || !nucleus_cache_type_parse(v, t)) {
+        snprintf(msg, cap, "%s needs f16, bf16, q8_0 or q4_0", a);
         rc = -1;
       }
     } else if (!strcmp(a, "--read-timeout")) {

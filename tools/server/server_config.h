@@ -30,8 +30,9 @@ typedef struct server_config {
   const char *cors_origin;        /* NULL: no CORS headers; "*" or an origin */
   bool no_repack;                 /* llama.cpp --no-repack's float order */
   nucleus_flash_attn flash_attn;  /* -fa, --flash-attn on|off|auto */
-  bool parse_special_in_content;  /* chat contents may hold control tokens */
-  bool no_prefix_cache;           /* no KV reuse across requests */
+  nucleus_cache_type cache_type_k, cache_type_v; /* -ctk, -ctv */
+  bool parse_special_in_content; /* chat contents may hold control tokens */
+  bool no_prefix_cache;          /* no KV reuse across requests */
   bool swa_full;                 /* sliding-window layers keep every position */
   bool prefix_cache_salt_by_key; /* the presented API key salts the cache */
   int read_timeout_s;            /* a request's headers and body, in all */
