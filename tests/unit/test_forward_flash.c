@@ -26,7 +26,7 @@
 #include "model.h"
 #include "nucleus.h"
 
-#include "chunked_forward.h"
+#include "golden_agreement.h"
 #include "logits_golden.h"
 #include "test_require.h"
 
@@ -89,50 +89,6 @@ static nucleus_model *need_model(int n_threads, nucleus_flash_attn fa) {
   return m;
 }
 
-typedef struct agreement {
-  int64_t n_pos, top1;
-  double kl_mean, kl_max, diff_max;
-} agreement;
-
-/* As test_forward.c: per position KL(llama.cpp || nucleus) over llama.cpp's
- * top 32 plus one bucket for the rest, top-1, max |logit diff|. */
-static agreement compare(const nucleus_model *m, const golden_prompt *gold,
-                         int n_prompts) {
-  agreement a = {0};
-  double kl_sum = 0;
-  const int32_t nv = nc_model_hparams(m)->n_vocab;
-  float *lg = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
-  for (int p = 0; p < n_prompts; p++) {
-    const golden_prompt *g = &gold[p];
-    const int32_t all[1] = {g->n};
-    run_chunked(m, g->tokens, g->n, all, 1, lg);
-    for (int32_t i = 0; i < g->n; i++) {
-      const golden_pos *gp = &g->pos[i];
-      const float *row = lg + (int64_t)i * nv;
-      const double our = logits_lse(row, nv);
-      double pt = 0, qt = 0, kl = 0;
-      for (int k = 0; k < TOPK; k++) {
-        const double pk = exp(gp->logit[k] - gp->lse);
-        const double qk = exp(row[gp->id[k]] - our);
-        pt += pk;
-        qt += qk;
-        kl += pk * log(pk / qk);
-        a.diff_max =
-            fmax(a.diff_max, fabs((double)row[gp->id[k]] - gp->logit[k]));
-      }
-      const double pr = fmax(1.0 - pt, 1e-30), qr = fmax(1.0 - qt, 1e-30);
-      kl += pr * log(pr / qr);
-      kl_sum += kl;
-      a.kl_max = fmax(a.kl_max, kl);
-      a.top1 += argmax(row, nv) == gp->id[0];
-      a.n_pos++;
-    }
-  }
-  a.kl_mean = kl_sum / (double)a.n_pos;
-  free(lg);
-  return a;
-}
-
 static void report(const char *table, const char *what, const agreement *a) {
   printf("flash attention, kernels '%s' vs llama.cpp -fa on (%s): %lld "
          "positions, top-1 %.2f%%, mean KL %.3g, max KL %.3g, max |logit "
@@ -150,7 +106,7 @@ static void test_matches_llama_cpp_fa(void **state) {
   assert_true(nucleus_model_flash_attn(m));
   const char *table = nucleus_model_kernels(m);
   const bool simd = strcmp(table, "ref") != 0;
-  agreement a = compare(m, fx->dec, fx->n_prompts);
+  agreement a = golden_agreement(m, fx->dec, fx->n_prompts);
   report(table, "one token per decode", &a);
   assert_true(a.n_pos >= 256);
   /* the bounds of test_forward.c: strict for a SIMD table in llama.cpp's
@@ -163,7 +119,7 @@ static void test_matches_llama_cpp_fa(void **state) {
    * model's Q8 activations as between any two float orders (test_forward.c):
    * measured top-1 96.3%, mean KL 3.5e-3; the bounds of invariant 6
    * (docs/ARCHITECTURE.md) */
-  a = compare(m, fx->bat, fx->n_prompts);
+  a = golden_agreement(m, fx->bat, fx->n_prompts);
   report(table, "prompt in one batch: its tiled path", &a);
   assert_true(100.0 * (double)a.top1 / (double)a.n_pos >= 95.0);
   assert_true(a.kl_mean <= 1e-2);

@@ -26,7 +26,7 @@
 #include "model.h"
 #include "nucleus.h"
 
-#include "chunked_forward.h"
+#include "golden_agreement.h"
 #include "logits_golden.h"
 #include "test_require.h"
 
@@ -105,51 +105,6 @@ static int teardown(void **state) {
   return 0;
 }
 
-typedef struct agreement {
-  int64_t n_pos, top1;
-  double kl_mean, kl_max, diff_max;
-} agreement;
-
-/* As test_forward_flash.c: per position KL(llama.cpp || nucleus) over
- * llama.cpp's top 32 plus one bucket for the rest, top-1, max |logit
- * diff|; the prompt in one call. */
-static agreement compare(const nucleus_model *m, const golden_prompt *gold,
-                         int n_prompts) {
-  agreement a = {0};
-  double kl_sum = 0;
-  const int32_t nv = nc_model_hparams(m)->n_vocab;
-  float *lg = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
-  for (int p = 0; p < n_prompts; p++) {
-    const golden_prompt *g = &gold[p];
-    const int32_t all[1] = {g->n};
-    run_chunked(m, g->tokens, g->n, all, 1, lg);
-    for (int32_t i = 0; i < g->n; i++) {
-      const golden_pos *gp = &g->pos[i];
-      const float *row = lg + (int64_t)i * nv;
-      const double our = logits_lse(row, nv);
-      double pt = 0, qt = 0, kl = 0;
-      for (int k = 0; k < TOPK; k++) {
-        const double pk = exp(gp->logit[k] - gp->lse);
-        const double qk = exp(row[gp->id[k]] - our);
-        pt += pk;
-        qt += qk;
-        kl += pk * log(pk / qk);
-        a.diff_max =
-            fmax(a.diff_max, fabs((double)row[gp->id[k]] - gp->logit[k]));
-      }
-      const double pr = fmax(1.0 - pt, 1e-30), qr = fmax(1.0 - qt, 1e-30);
-      kl += pr * log(pr / qr);
-      kl_sum += kl;
-      a.kl_max = fmax(a.kl_max, kl);
-      a.top1 += argmax(row, nv) == gp->id[0];
-      a.n_pos++;
-    }
-  }
-  a.kl_mean = kl_sum / (double)a.n_pos;
-  free(lg);
-  return a;
-}
-
 static void test_matches_llama_cpp(void **state) {
   fixture *fx = *state;
   if (NC_SANITIZED)
@@ -160,15 +115,15 @@ static void test_matches_llama_cpp(void **state) {
     assert_true(nucleus_model_flash_attn(m)); /* auto: on for these types */
     const char *table = nucleus_model_kernels(m);
     const bool simd = strcmp(table, "ref") != 0;
-    const agreement a = compare(m, fx->g[k], fx->n_prompts[k]);
+    const agreement a = golden_agreement(m, fx->g[k], fx->n_prompts[k]);
     const double top1 = 100.0 * (double)a.top1 / (double)a.n_pos;
     printf("KV cache K %s V %s, kernels '%s' vs llama.cpp -fa on -ctk %s "
            "-ctv %s: %lld positions, top-1 %.2f%%, mean KL %.3g, max KL "
            "%.3g, max |logit diff| %.4g\n",
            nucleus_cache_type_name(tg->k), nucleus_cache_type_name(tg->v),
            table, nucleus_cache_type_name(tg->k),
-           nucleus_cache_type_name(tg->v), (long long)a.n_pos, top1,
-           a.kl_mean, a.kl_max, a.diff_max);
+           nucleus_cache_type_name(tg->v), (long long)a.n_pos, top1, a.kl_mean,
+           a.kl_max, a.diff_max);
     assert_true(a.n_pos >= 256);
     /* llama.cpp's per-row order for these types, Hadamard rotation of a
      * quantized half included: measured (avx512 table) top-1 100%, mean
@@ -272,7 +227,8 @@ static void test_params(void **state) {
   if (!path || !*path) NC_MODEL_UNAVAILABLE("NUCLEUS_MODEL is not set");
   /* flash attention off: refused, with the reason */
   for (int k = 0; k < 2; k++) {
-    m = load(1, NUCLEUS_FLASH_ATTN_OFF, k ? NUCLEUS_CACHE_F16 : NUCLEUS_CACHE_Q8_0,
+    m = load(1, NUCLEUS_FLASH_ATTN_OFF,
+             k ? NUCLEUS_CACHE_F16 : NUCLEUS_CACHE_Q8_0,
              k ? NUCLEUS_CACHE_BF16 : NUCLEUS_CACHE_F16, &err);
     assert_null(m);
     assert_non_null(strstr(err.message, "need flash attention"));
@@ -298,8 +254,8 @@ static void test_params(void **state) {
   assert_non_null(off);
   nc_kv_cache *kv = NULL;
   assert_int_equal(nc_kv_cache_create_typed(nc_model_hparams(off),
-                                            nc_model_kv_types(m), 2, 16, 1,
-                                            &kv, &err),
+                                            nc_model_kv_types(m), 2, 16, 1, &kv,
+                                            &err),
                    NC_OK);
   nc_context *ctx = NULL;
   assert_int_equal(nc_context_create(off, kv, 8, &ctx, &err),

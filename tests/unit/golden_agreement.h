@@ -1,0 +1,58 @@
+/* Test helper: how far a model's logits are from a llama.cpp golden
+ * (logits_golden.h), each prompt run in one call (chunked_forward.h).
+ * Include after cmocka.h. */
+#ifndef NC_TEST_GOLDEN_AGREEMENT_H
+#define NC_TEST_GOLDEN_AGREEMENT_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "chunked_forward.h"
+#include "logits_golden.h"
+
+typedef struct agreement {
+  int64_t n_pos, top1;
+  double kl_mean, kl_max, diff_max;
+} agreement;
+
+/* Per position KL(llama.cpp || nucleus) over llama.cpp's top 32 plus one
+ * bucket for the rest, top-1, max |logit diff|; each prompt in one call. */
+static agreement golden_agreement(const nucleus_model *m,
+                                  const golden_prompt *gold, int n_prompts) {
+  agreement a = {0};
+  double kl_sum = 0;
+  const int32_t nv = nc_model_hparams(m)->n_vocab;
+  float *lg = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
+  for (int p = 0; p < n_prompts; p++) {
+    const golden_prompt *g = &gold[p];
+    const int32_t all[1] = {g->n};
+    run_chunked(m, g->tokens, g->n, all, 1, lg);
+    for (int32_t i = 0; i < g->n; i++) {
+      const golden_pos *gp = &g->pos[i];
+      const float *row = lg + (int64_t)i * nv;
+      const double our = logits_lse(row, nv);
+      double pt = 0, qt = 0, kl = 0;
+      for (int k = 0; k < TOPK; k++) {
+        const double pk = exp(gp->logit[k] - gp->lse);
+        const double qk = exp(row[gp->id[k]] - our);
+        pt += pk;
+        qt += qk;
+        kl += pk * log(pk / qk);
+        a.diff_max =
+            fmax(a.diff_max, fabs((double)row[gp->id[k]] - gp->logit[k]));
+      }
+      const double pr = fmax(1.0 - pt, 1e-30), qr = fmax(1.0 - qt, 1e-30);
+      kl += pr * log(pr / qr);
+      kl_sum += kl;
+      a.kl_max = fmax(a.kl_max, kl);
+      a.top1 += argmax(row, nv) == gp->id[0];
+      a.n_pos++;
+    }
+  }
+  a.kl_mean = kl_sum / (double)a.n_pos;
+  free(lg);
+  return a;
+}
+
+#endif
