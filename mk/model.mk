@@ -12,6 +12,7 @@ MODEL_OBJS = status mapped_file gguf_index gguf gguf_get quant quant_dequant \
 CFLAGS_attn_kernel_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_attn_kernel_avx512 := -mavx512f -mavx2 -mfma -mf16c
 CFLAGS_attn_flash_avx512 := -mavx512f -mavx2 -mfma -mf16c
+CFLAGS_attn_flash_prompt_avx512 := -mavx512f -mavx2 -mfma -mf16c
 CFLAGS_ops_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
 

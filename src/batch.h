@@ -13,7 +13,19 @@ typedef struct nc_batch {
   int32_t n_tokens, capacity;
   int32_t *token, *pos, *seq;
   uint8_t *want_logits;
+  /* 1: the row takes flash attention's prompt order (llama.cpp's tiled
+   * path, attn_flash.h); set by nc_batch_add_prompt, 0 by nc_batch_add */
+  uint8_t *prompt_order;
 } nc_batch;
+
+/* llama.cpp evaluates a prompt in micro-batches of NC_LLAMA_UBATCH tokens
+ * (its default -ub) from position 0, and its CPU flash attention takes the
+ * tiled path for a micro-batch of NC_FLASH_TILED_MIN_ROWS or more rows,
+ * the per-row path otherwise (and for every decode). The rows that took
+ * the tiled path are always a prefix of the prompt: positions below
+ * nc_flash_prompt_order_end(n_prompt). */
+enum { NC_LLAMA_UBATCH = 512, NC_FLASH_TILED_MIN_ROWS = 64 };
+int32_t nc_flash_prompt_order_end(int32_t n_prompt);
 
 /* Allocates room for capacity entries (capacity >= 1). */
 nc_code nc_batch_init(nc_batch *b, int32_t capacity, nc_error *err);
@@ -22,6 +34,11 @@ void nc_batch_clear(nc_batch *b);
 /* Appends one entry; false when the batch is full. */
 bool nc_batch_add(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
                   bool want_logits);
+/* Appends position pos of a sequence whose prompt has n_prompt tokens
+ * (pos >= n_prompt: a generated token), with prompt_order set as
+ * llama.cpp's order for that position. */
+bool nc_batch_add_prompt(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
+                         bool want_logits, int32_t n_prompt);
 /* Number of entries with want_logits set (rows of the logits output). */
 int32_t nc_batch_n_logits(const nc_batch *b);
 

@@ -263,7 +263,7 @@ static nc_code nocache_prefix(nc_context *ctx, nc_batch *b,
   if (rc) return rc;
   nc_batch_clear(b);
   for (int32_t i = 0; i < n; i++)
-    nc_batch_add(b, tokens[i], i, s, i == n - 1);
+    nc_batch_add_prompt(b, tokens[i], i, s, i == n - 1, n);
   return nc_context_forward(ctx, b, logits, err);
 }
 

@@ -638,7 +638,8 @@ static bool step(nucleus_engine *e) {
     for (int32_t k = 0; k < n; k++) {
       int32_t pos = kv_len + k;
       bool last = pos == c->n_tokens - 1;
-      nc_batch_add(&e->batch, c->tokens[pos], pos, c->kv_seq, last);
+      nc_batch_add_prompt(&e->batch, c->tokens[pos], pos, c->kv_seq, last,
+                          g->req->n_prompt);
       if (last) e->step.row_comp[n_rows++] = c;
     }
   }

@@ -1,14 +1,20 @@
-/* forward_flash: flash attention over the paged KV cache (attn_flash.h):
- * each (row, GQA group) walks its visible keys block by block, at most
- * FLASH_TILE keys per kernel call, carrying the online-softmax state from
- * tile to tile. Work items are split over the threads; every row's result
- * depends on its own keys only. */
+/* forward_flash: flash attention over the paged KV cache (attn_flash.h),
+ * in one of llama.cpp's two CPU orders per row (nc_batch.prompt_order):
+ * - the row order: each (row, GQA group) walks its visible keys block by
+ *   block, at most FLASH_TILE keys per kernel call, carrying the
+ *   online-softmax state from tile to tile;
+ * - the prompt order (F16 caches): runs of up to PROMPT_ROWS consecutive
+ *   positions of one sequence, with every query head of one KV head, take
+ *   the keys a tile of NC_FLASH_KTILE at a time, tiles aligned to absolute
+ *   positions, each tile converted to F32 once for all the run's rows.
+ * Work items are split over the threads; every row's result depends on its
+ * own keys (and its order) only. */
 #include <string.h>
 
 #include "forward.h"
 #include "threadpool.h"
 
-enum { FLASH_TILE = 64 };
+enum { FLASH_TILE = 64, PROMPT_ROWS = 64, KT = NC_FLASH_KTILE };
 
 static size_t align64(size_t n) {
   return (n + 63) / 64 * 64;
@@ -18,7 +24,7 @@ static size_t align64(size_t n) {
  * M and S (group each), the F16 accumulators (group * hdv), one tile of
  * scores; for typed caches also the F32 accumulators (group * hdv), one
  * value row (hdv floats) and one query row (hd floats, rotated). */
-size_t nc_fwd_flash_scratch_bytes(const nc_hparams *hp) {
+static size_t row_scratch_bytes(const nc_hparams *hp) {
   const size_t g = (size_t)(hp->n_head / hp->n_head_kv);
   const size_t hdv = (size_t)hp->head_dim_v;
   return align64(g * (size_t)hp->head_dim * sizeof(nc_fp16)) +
@@ -28,9 +34,62 @@ size_t nc_fwd_flash_scratch_bytes(const nc_hparams *hp) {
          align64((size_t)hp->head_dim * sizeof(float)) + 64;
 }
 
+/* The prompt order's, per thread: one key tile as F32 (hd x KT keys,
+ * transposed) and its values (KT x hdv), then for the m = PROMPT_ROWS * g
+ * rows of a run: weights (m x KT), M, S, acc (m x hdv), lo, hi, the q and
+ * out pointers. */
+typedef struct prompt_mem {
+  float *kt, *v, *p;
+  nc_flash_tstate st;
+  int32_t *lo, *hi;
+  const float **q;
+  float **out;
+} prompt_mem;
+
+/* Carves aligned pieces off base (NULL: only counts the bytes). */
+typedef struct carver {
+  uint8_t *base;
+  size_t off;
+} carver;
+
+static void *take(carver *c, size_t bytes) {
+  void *p = c->base ? c->base + c->off : NULL;
+  c->off += align64(bytes);
+  return p;
+}
+
+static prompt_mem prompt_mem_at(uint8_t *mem, const nc_hparams *hp,
+                                size_t *bytes) {
+  const size_t g = (size_t)(hp->n_head / hp->n_head_kv);
+  const size_t m = PROMPT_ROWS * g, hd = (size_t)hp->head_dim,
+               hdv = (size_t)hp->head_dim_v;
+  carver c = {mem, 0};
+  prompt_mem f;
+  f.kt = take(&c, sizeof(float) * hd * KT);
+  f.v = take(&c, sizeof(float) * KT * hdv);
+  f.p = take(&c, sizeof(float) * m * KT);
+  f.st.M = take(&c, sizeof(float) * m);
+  f.st.S = take(&c, sizeof(float) * m);
+  f.st.acc = take(&c, sizeof(float) * m * hdv);
+  f.lo = take(&c, sizeof(int32_t) * m);
+  f.hi = take(&c, sizeof(int32_t) * m);
+  f.q = take(&c, sizeof(const float *) * m);
+  f.out = take(&c, sizeof(float *) * m);
+  *bytes = c.off;
+  return f;
+}
+
+size_t nc_fwd_flash_scratch_bytes(const nc_hparams *hp) {
+  size_t prompt = 0;
+  (void)prompt_mem_at(NULL, hp, &prompt);
+  const size_t row = row_scratch_bytes(hp);
+  return (row > prompt ? row : prompt) + 64;
+}
+
 typedef struct flash_task {
   nc_fwd *ctx;
   int32_t layer, n_swa;
+  int32_t n_prompt_rows; /* entries in the prompt order (F16 caches) */
   float softcap;
   const nc_batch *b;
   const float *q;
@@ -167,21 +226,148 @@ static void flash_group_typed(const flash_task *a, int32_t t, int32_t h0,
   if (rot_v > 0) nc_fwht(o, (int64_t)m * hdv, rot_v); /* rotated back */
 }
 
-/* Work items as att_worker's: (row, GQA group) when there is one per
- * thread, else (row, head). */
+/* ---- the prompt order */
+
+/* Whether entry t continues the run that entry t - 1 is in. */
+static bool run_continues(const nc_batch *b, int32_t t) {
+  return t > 0 && b->prompt_order[t - 1] && b->seq[t] == b->seq[t - 1] &&
+         b->pos[t] == b->pos[t - 1] + 1;
+}
+
+/* The runs of prompt-order entries, cut at PROMPT_ROWS: calls visit(k,
+ * t0, t1) for the k-th run [t0, t1) and returns their number. */
+static int32_t prompt_runs(const nc_batch *b, int32_t want, int32_t *t0,
+                           int32_t *t1) {
+  int32_t k = 0;
+  for (int32_t t = 0; t < b->n_tokens;) {
+    if (!b->prompt_order[t]) {
+      t++;
+      continue;
+    }
+    int32_t e = t + 1;
+    while (e < b->n_tokens && e - t < PROMPT_ROWS && b->prompt_order[e] &&
+           run_continues(b, e))
+      e++;
+    if (k == want) {
+      *t0 = t;
+      *t1 = e;
+    }
+    k++;
+    t = e;
+  }
+  return k;
+}
+
+/* Keys [k0, k1) of the tile at j0 as F32: K transposed, V as rows. */
+static void gather_tile(const flash_task *a, int32_t seq, int32_t kvh,
+                        int32_t j0, int32_t k0, int32_t k1, prompt_mem *f) {
+  const nc_fwd *c = a->ctx;
+  const nc_hparams *hp = c->hp;
+  const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
+  const float *tab = c->f16tab;
+  for (int32_t j = k0; j < k1; j++) {
+    const nc_fp16 *kr =
+        nc_kv_k_row_c(c->kv, a->layer, seq, j) + (int64_t)kvh * hd;
+    const nc_fp16 *vr =
+        nc_kv_v_row_c(c->kv, a->layer, seq, j) + (int64_t)kvh * hdv;
+    float *kt = f->kt + (j - j0), *v = f->v + (size_t)(j - j0) * (size_t)hdv;
+    for (int32_t d = 0; d < hd; d++)
+      kt[(size_t)d * KT] = tab[kr[d]];
+    for (int32_t d = 0; d < hdv; d++)
+      v[d] = tab[vr[d]];
+  }
+}
+
+/* One run [t0, t1) with the query heads of KV head kvh. */
+static void prompt_run(const flash_task *a, int32_t t0, int32_t t1, int32_t kvh,
+                       uint8_t *mem) {
+  const nc_fwd *c = a->ctx;
+  const nc_hparams *hp = c->hp;
+  const int32_t hd = hp->head_dim, hdv = hp->head_dim_v, H = hp->n_head;
+  const int32_t g = H / hp->n_head_kv, m = (t1 - t0) * g;
+  size_t bytes;
+  prompt_mem f = prompt_mem_at(mem, hp, &bytes);
+  (void)bytes;
+  memset(f.kt, 0, sizeof(float) * (size_t)hd * KT);
+  memset(f.v, 0, sizeof(float) * (size_t)hdv * KT);
+  for (int32_t t = t0; t < t1; t++)
+    for (int32_t h = 0; h < g; h++) {
+      const int32_t i = (t - t0) * g + h, head = kvh * g + h;
+      f.q[i] = a->q + (int64_t)t * H * hd + (int64_t)head * hd;
+      f.out[i] = a->out + (int64_t)t * H * hdv + (int64_t)head * hdv;
+    }
+  nc_flash_tstate_init(&f.st, m, hdv);
+  const nc_flash_rows r = {.q = f.q,
+                           .lo = f.lo,
+                           .hi = f.hi,
+                           .m = m,
+                           .hd = hd,
+                           .hdv = hdv,
+                           .scale = hp->attn_scale,
+                           .softcap = a->softcap};
+  const int32_t seq = a->b->seq[t0], p0 = a->b->pos[t0], p1 = a->b->pos[t1 - 1];
+  const int32_t first = flash_first(a, p0);
+  for (int32_t j0 = first / KT * KT; j0 <= p1; j0 += KT) {
+    const int32_t k0 = first > j0 ? first : j0;
+    const int32_t k1 = p1 + 1 < j0 + KT ? p1 + 1 : j0 + KT;
+    gather_tile(a, seq, kvh, j0, k0, k1, &f);
+    for (int32_t t = t0; t < t1; t++) {
+      const int32_t p = a->b->pos[t], fp = flash_first(a, p);
+      const int32_t lo = fp > j0 ? fp - j0 : 0;
+      const int32_t hi = p + 1 - j0 < KT ? p + 1 - j0 : KT;
+      for (int32_t h = 0; h < g; h++) {
+        f.lo[(t - t0) * g + h] = lo;
+        f.hi[(t - t0) * g + h] = hi;
+      }
+    }
+    c->flash->tile_prompt(&r, f.kt, f.v, f.p, &f.st);
+  }
+  nc_flash_tfinish(&f.st, m, hdv, f.out);
+}
+
+/* Item k of n in the order that evens the threads' work: rounds of nth,
+ * every other round reversed (later runs see more keys). */
+static int64_t snake(int64_t k, int nth) {
+  const int64_t round = k / nth, in = k % nth;
+  return round % 2 == 0 ? k : round * nth + (nth - 1 - in);
+}
+
+/* Work items: the prompt order's (run, KV head), then the row order's as
+ * att_worker's: (row, GQA group) when there is one per thread, else (row,
+ * head). */
 static void flash_worker(void *p, int ith, int nth) {
   const flash_task *a = p;
   const nc_hparams *hp = a->ctx->hp;
-  const int32_t H = hp->n_head, G = H / hp->n_head_kv;
-  const int32_t per = (int64_t)a->b->n_tokens * hp->n_head_kv >= nth ? G : 1;
-  const int32_t units = H / per;
-  const int64_t items = (int64_t)a->b->n_tokens * units;
+  const nc_batch *b = a->b;
   uint8_t *mem = a->ctx->flash_mem + (size_t)ith * a->ctx->flash_stride;
+  const int32_t KVH = hp->n_head_kv;
+  if (a->n_prompt_rows > 0) {
+    int32_t t0 = 0, t1 = 0;
+    const int64_t items = (int64_t)prompt_runs(b, -1, &t0, &t1) * KVH;
+    for (int64_t k = ith; k < items; k += nth) {
+      int64_t i = snake(k, nth);
+      if (i >= items) i = k; /* the last, short round */
+      prompt_runs(b, (int32_t)(i / KVH), &t0, &t1);
+      prompt_run(a, t0, t1, (int32_t)(i % KVH), mem);
+    }
+  }
+  if (a->n_prompt_rows == b->n_tokens) return;
+  const int32_t H = hp->n_head, G = H / KVH;
+  const int32_t n_rows = b->n_tokens - a->n_prompt_rows;
+  const int32_t per = (int64_t)n_rows * KVH >= nth ? G : 1;
+  const int32_t units = H / per;
+  const int64_t items = (int64_t)b->n_tokens * units;
   const nc_kv_types ty = nc_kv_cache_types(a->ctx->kv);
   const bool typed = ty.k != NC_TYPE_F16 || ty.v != NC_TYPE_F16;
-  for (int64_t i = ith; i < items; i += nth)
-    (typed ? flash_group_typed : flash_group)(
-        a, (int32_t)(i / units), (int32_t)(i % units) * per, per, mem);
+  /* the row-order entries' items only, dealt out in turn */
+  int64_t n = 0;
+  for (int64_t i = 0; i < items; i++) {
+    const int32_t t = (int32_t)(i / units);
+    if (b->prompt_order[t] && a->n_prompt_rows > 0) continue;
+    if (n++ % nth != ith) continue;
+    (typed ? flash_group_typed : flash_group)(a, t, (int32_t)(i % units) * per,
+                                              per, mem);
+  }
 }
 
 void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
@@ -194,5 +380,9 @@ void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                   .b = b,
                   .q = q,
                   .out = out};
+  const nc_kv_types ty = nc_kv_cache_types(ctx->kv);
+  if (ty.k == NC_TYPE_F16 && ty.v == NC_TYPE_F16)
+    for (int32_t t = 0; t < b->n_tokens; t++)
+      a.n_prompt_rows += b->prompt_order[t] ? 1 : 0;
   nc_threadpool_run(ctx->tp, flash_worker, &a);
 }

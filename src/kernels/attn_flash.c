@@ -74,6 +74,7 @@ static const nc_attn_flash_kernels PLAIN = {
     .name = "plain",
     .tile = flash_tile_plain,
     .tile_typed = nc_flash_tile_typed_plain,
+    .tile_prompt = nc_flash_tile_prompt_plain,
 };
 
 const nc_attn_flash_kernels *nc_attn_flash_plain(void) {

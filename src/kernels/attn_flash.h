@@ -76,6 +76,44 @@ typedef struct nc_flash_tquery {
   nc_type k_type, v_type;
 } nc_flash_tquery;
 
+/* ---- the prompt order: llama.cpp's tiled path
+ * (ggml_compute_forward_flash_attn_ext_tiled, F16 K and V), which it takes
+ * for the rows of a micro-batch of 64 or more (batch.h): keys in tiles of
+ * NC_FLASH_KTILE aligned to absolute positions (its cache cells), and per
+ * query row and tile, in this order:
+ *
+ *   s_j = fma chain over d = 0..hd-1 of q[d] * f32(k_j[d]), from 0
+ *         (q in F32, as the forward has it: not rounded to F16)
+ *   s_j = s_j * scale' (softcap: softcap * tanhf(s_j * scale / softcap)),
+ *         -INF for keys the row does not see
+ *   Mt = max_j s_j; no key seen: the tile is skipped
+ *   Mn = fmaxf(M, Mt); if Mn > M: ms = expf(M - Mn), acc *= ms, S *= ms
+ *   M = Mn; p_j = nc_expf_ggml(s_j - M) (0 for keys not seen)
+ *   S = (float)((double)S + sum over the 4 groups of 16 keys, in double,
+ *       of each group's nc_sum16_tree)
+ *   acc[d] = fma(f32(v_j[d]), p_j, acc[d]) for j in tile order (F32)
+ *   out = acc * (S == 0 ? 0 : 1 / S)
+ *
+ * A row's result depends on its own q, keys and visible range only.
+ * Plain C and AVX-512 builds give identical bits. */
+enum { NC_FLASH_KTILE = 64 };
+
+/* m query rows against one key tile; every row reads the same K and V
+ * head. Row i sees tile keys [lo[i], hi[i]) (0 <= lo, hi <= NC_FLASH_KTILE;
+ * lo >= hi: none, the row is left alone). */
+typedef struct nc_flash_rows {
+  const float *const *q; /* m pointers to hd floats */
+  const int32_t *lo, *hi;
+  int32_t m, hd, hdv;
+  float scale, softcap;
+} nc_flash_rows;
+
+/* The state of m rows: M, S (m each), acc (m * hdv floats, row i at
+ * acc + i * hdv). Start: M = -INF, S = 0, acc = 0. */
+typedef struct nc_flash_tstate {
+  float *M, *S, *acc;
+} nc_flash_tstate;
+
 typedef struct nc_attn_flash_kernels {
   const char *name;
   /* n keys and values (k + j * k_stride, v + j * v_stride halves), in
@@ -90,6 +128,12 @@ typedef struct nc_attn_flash_kernels {
                      size_t k_stride, const uint8_t *v, size_t v_stride,
                      int32_t n, const float *tab, float *s, float *vrow,
                      nc_flash_state *st);
+  /* The prompt order: one key tile folded into m rows' state. kt: the
+   * tile's keys as F32, transposed (kt[d * NC_FLASH_KTILE + j], hd rows);
+   * v: its values as F32 (v[j * hdv + d]); keys no row sees may hold any
+   * finite values. p: m * NC_FLASH_KTILE floats of scratch. */
+  void (*tile_prompt)(const nc_flash_rows *r, const float *kt, const float *v,
+                      float *p, nc_flash_tstate *st);
 } nc_attn_flash_kernels;
 
 const nc_attn_flash_kernels *nc_attn_flash_plain(void);
@@ -99,6 +143,17 @@ void nc_flash_state_init(nc_flash_state *st, int32_t m, int32_t hdv);
 /* out + i * out_stride = query i's result (hdv floats). */
 void nc_flash_finish(const nc_flash_state *st, int32_t m, int32_t hdv,
                      const float *tab, float *out, size_t out_stride);
+
+/* The plain prompt-order tile (attn_flash_prompt.c), for the SIMD builds'
+ * fallbacks and tests; and the finish of its state. */
+void nc_flash_tile_prompt_plain(const nc_flash_rows *r, const float *kt,
+                                const float *v, float *p, nc_flash_tstate *st);
+/* The AVX-512 build (attn_flash_prompt_avx512.c; x86 builds only). */
+void nc_flash_tile_prompt_avx512(const nc_flash_rows *r, const float *kt,
+                                 const float *v, float *p, nc_flash_tstate *st);
+void nc_flash_tstate_init(nc_flash_tstate *st, int32_t m, int32_t hdv);
+void nc_flash_tfinish(const nc_flash_tstate *st, int32_t m, int32_t hdv,
+                      float *const *out);
 
 /* Typed caches (attn_flash_typed.c). The format q takes for a K type. */
 nc_type nc_flash_q_type(nc_type k_type);

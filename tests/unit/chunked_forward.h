@@ -1,7 +1,9 @@
 /* Test helper: a token sequence through a fresh paged cache (blocks of 16,
  * one sequence, the model's cache types) in chunks of chunks[] (cycled), logits
  * for every row: the forward tests' way to check that any split of a prompt
- * gives the same bits. Include after cmocka.h. */
+ * gives the same bits. The first n_prompt tokens are the prompt (the rest
+ * as generated ones: batch.h's flash attention orders); run_chunked: all
+ * of them. Include after cmocka.h. */
 #ifndef NC_TEST_CHUNKED_FORWARD_H
 #define NC_TEST_CHUNKED_FORWARD_H
 
@@ -12,9 +14,10 @@
 #include "kv_cache.h"
 #include "model.h"
 
-static void run_chunked(const nucleus_model *m, const int32_t *tokens,
-                        int32_t n, const int32_t *chunks, int n_chunks,
-                        float *logits) {
+static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,
+                               int32_t n, int32_t n_prompt,
+                               const int32_t *chunks, int n_chunks,
+                               float *logits) {
   const int32_t nv = nc_model_hparams(m)->n_vocab;
   nc_kv_cache *kv;
   nc_context *ctx;
@@ -34,7 +37,7 @@ static void run_chunked(const nucleus_model *m, const int32_t *tokens,
     assert_int_equal(nc_kv_seq_reserve(kv, s, end, &err), NC_OK);
     nc_batch_clear(&b);
     for (int32_t i = i0; i < end; i++)
-      nc_batch_add(&b, tokens[i], i, s, true);
+      nc_batch_add_prompt(&b, tokens[i], i, s, true, n_prompt);
     if (nc_context_forward(ctx, &b, logits + (int64_t)i0 * nv, &err) != NC_OK)
       fail_msg("forward: %s", err.message);
     assert_int_equal(nc_kv_seq_len(kv, s), end);
@@ -43,6 +46,12 @@ static void run_chunked(const nucleus_model *m, const int32_t *tokens,
   nc_batch_free(&b);
   nc_context_free(ctx);
   nc_kv_cache_free(kv);
+}
+
+static void run_chunked(const nucleus_model *m, const int32_t *tokens,
+                        int32_t n, const int32_t *chunks, int n_chunks,
+                        float *logits) {
+  run_chunked_prompt(m, tokens, n, n, chunks, n_chunks, logits);
 }
 
 #endif

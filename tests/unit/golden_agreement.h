@@ -5,6 +5,7 @@
 #define NC_TEST_GOLDEN_AGREEMENT_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -17,9 +18,12 @@ typedef struct agreement {
 } agreement;
 
 /* Per position KL(llama.cpp || nucleus) over llama.cpp's top 32 plus one
- * bucket for the rest, top-1, max |logit diff|; each prompt in one call. */
+ * bucket for the rest, top-1, max |logit diff|; each prompt in one call,
+ * as a prompt (as_prompt) or as tokens fed one per decode (flash
+ * attention's row order, batch.h). */
 static agreement golden_agreement(const nucleus_model *m,
-                                  const golden_prompt *gold, int n_prompts) {
+                                  const golden_prompt *gold, int n_prompts,
+                                  bool as_prompt) {
   agreement a = {0};
   double kl_sum = 0;
   const int32_t nv = nc_model_hparams(m)->n_vocab;
@@ -27,7 +31,7 @@ static agreement golden_agreement(const nucleus_model *m,
   for (int p = 0; p < n_prompts; p++) {
     const golden_prompt *g = &gold[p];
     const int32_t all[1] = {g->n};
-    run_chunked(m, g->tokens, g->n, all, 1, lg);
+    run_chunked_prompt(m, g->tokens, g->n, as_prompt ? g->n : 0, all, 1, lg);
     for (int32_t i = 0; i < g->n; i++) {
       const golden_pos *gp = &g->pos[i];
       const float *row = lg + (int64_t)i * nv;

@@ -172,6 +172,127 @@ static void test_edges(void **state) {
   assert_true(nc_flash_score(2.0f, 0.5f, 0.0f) == 1.0f);
 }
 
+/* ---- the prompt order (llama.cpp's tiled path) */
+
+typedef struct prun {
+  int32_t m, hd, hdv, n_keys;
+  float softcap;
+} prun;
+
+/* m rows over n_keys keys in tiles of NC_FLASH_KTILE; row i sees keys
+ * [first_i, last_i] (causal positions with a window); out m x hdv. */
+static void
+attend_prompt(void (*tile)(const nc_flash_rows *, const float *, const float *,
+                           float *, nc_flash_tstate *),
+              const prun *r, const float *q, const float *k, const float *v,
+              const int32_t *first, const int32_t *last, float *out) {
+  enum { KT = NC_FLASH_KTILE };
+  const int32_t m = r->m, hd = r->hd, hdv = r->hdv;
+  float *kt = calloc((size_t)hd * KT, sizeof(float));
+  float *vt = calloc((size_t)KT * (size_t)hdv, sizeof(float));
+  float *p = malloc(sizeof(float) * (size_t)m * KT);
+  float *M = malloc(sizeof(float) * (size_t)m),
+        *S = malloc(sizeof(float) * (size_t)m);
+  float *acc = malloc(sizeof(float) * (size_t)m * (size_t)hdv);
+  int32_t *lo = malloc(sizeof(int32_t) * (size_t)m),
+          *hi = malloc(sizeof(int32_t) * (size_t)m);
+  const float **qp = malloc(sizeof(float *) * (size_t)m);
+  float **op = malloc(sizeof(float *) * (size_t)m);
+  for (int32_t i = 0; i < m; i++) {
+    qp[i] = q + (size_t)i * (size_t)hd;
+    op[i] = out + (size_t)i * (size_t)hdv;
+  }
+  nc_flash_tstate st = {.M = M, .S = S, .acc = acc};
+  nc_flash_tstate_init(&st, m, hdv);
+  const nc_flash_rows rows = {.q = qp,
+                              .lo = lo,
+                              .hi = hi,
+                              .m = m,
+                              .hd = hd,
+                              .hdv = hdv,
+                              .scale = 1.0f / sqrtf((float)hd),
+                              .softcap = r->softcap};
+  for (int32_t j0 = 0; j0 < r->n_keys; j0 += KT) {
+    for (int32_t j = 0; j < KT; j++) /* garbage where no row looks */
+      for (int32_t d = 0; d < hd; d++)
+        kt[(size_t)d * KT + j] =
+            j0 + j < r->n_keys ? k[(size_t)(j0 + j) * hd + d] : 1e3f;
+    for (int32_t j = 0; j < KT; j++)
+      for (int32_t d = 0; d < hdv; d++)
+        vt[(size_t)j * hdv + d] =
+            j0 + j < r->n_keys ? v[(size_t)(j0 + j) * hdv + d] : -7.0f;
+    for (int32_t i = 0; i < m; i++) {
+      lo[i] = first[i] > j0 ? first[i] - j0 : 0;
+      hi[i] = last[i] + 1 - j0 < KT ? last[i] + 1 - j0 : KT;
+      if (hi[i] < 0) hi[i] = 0;
+    }
+    tile(&rows, kt, vt, p, &st);
+  }
+  nc_flash_tfinish(&st, m, hdv, op);
+  free(kt), free(vt), free(p), free(M), free(S), free(acc), free(lo), free(hi);
+  free(qp), free(op);
+}
+
+static void test_prompt_order(void **state) {
+  (void)state;
+  static const prun RUNS_P[] = {
+      {1, 64, 64, 1, 0.0f},     {12, 64, 64, 200, 0.0f},
+      {7, 256, 256, 300, 0.0f}, {9, 64, 64, 130, 30.0f},
+      {5, 80, 48, 70, 0.0f},    {16, 128, 128, 64, 50.0f},
+      {3, 96, 40, 90, 0.0f},
+  };
+  for (size_t c = 0; c < sizeof RUNS_P / sizeof RUNS_P[0]; c++) {
+    const prun *r = &RUNS_P[c];
+    const int32_t m = r->m, hd = r->hd, hdv = r->hdv, n = r->n_keys;
+    float *q = malloc(sizeof(float) * (size_t)m * (size_t)hd);
+    float *k = malloc(sizeof(float) * (size_t)n * (size_t)hd);
+    float *v = malloc(sizeof(float) * (size_t)n * (size_t)hdv);
+    float *o1 = malloc(sizeof(float) * (size_t)m * (size_t)hdv);
+    float *o2 = malloc(sizeof(float) * (size_t)m * (size_t)hdv);
+    int32_t first[16], last[16];
+    for (size_t i = 0; i < (size_t)m * (size_t)hd; i++)
+      q[i] = frand(-3, 3);
+    for (size_t i = 0; i < (size_t)n * (size_t)hd; i++) /* F16 values */
+      k[i] = TAB[nc_fp32_to_fp16(frand(-3, 3))];
+    for (size_t i = 0; i < (size_t)n * (size_t)hdv; i++)
+      v[i] = TAB[nc_fp32_to_fp16(frand(-2, 2))];
+    for (int32_t i = 0; i < m; i++) { /* causal rows, some windowed */
+      last[i] = n - 1 - (int32_t)(frand(0, 1) * (float)(n < 40 ? n : 40));
+      if (last[i] < 0) last[i] = 0;
+      first[i] = i % 3 == 2 ? last[i] - (int32_t)frand(0, 70) : 0;
+      if (first[i] < 0) first[i] = 0;
+    }
+    attend_prompt(nc_flash_tile_prompt_plain, r, q, k, v, first, last, o1);
+    if (nc_attn_flash_avx512()) {
+      attend_prompt(nc_attn_flash_avx512()->tile_prompt, r, q, k, v, first,
+                    last, o2);
+      assert_memory_equal(o1, o2, sizeof(float) * (size_t)m * (size_t)hdv);
+    }
+    /* and it is attention: a double softmax over each row's keys */
+    for (int32_t i = 0; i < m; i++) {
+      double w[400], mx = -INFINITY, sum = 0;
+      for (int32_t j = first[i]; j <= last[i]; j++) {
+        double s = 0;
+        for (int32_t d = 0; d < hd; d++)
+          s += (double)q[(size_t)i * hd + d] * k[(size_t)j * hd + d];
+        s /= sqrt((double)hd);
+        if (r->softcap > 0) s = r->softcap * tanh(s / r->softcap);
+        w[j] = s;
+        mx = fmax(mx, s);
+      }
+      for (int32_t j = first[i]; j <= last[i]; j++)
+        sum += (w[j] = exp(w[j] - mx));
+      for (int32_t d = 0; d < hdv; d++) {
+        double e = 0;
+        for (int32_t j = first[i]; j <= last[i]; j++)
+          e += w[j] * v[(size_t)j * hdv + d];
+        assert_true(fabs(e / sum - o1[(size_t)i * hdv + d]) < 1e-4);
+      }
+    }
+    free(q), free(k), free(v), free(o1), free(o2);
+  }
+}
+
 int main(void) {
   for (uint32_t h = 0; h < 65536; h++)
     TAB[h] = nc_fp16_to_fp32((nc_fp16)h);
@@ -179,6 +300,7 @@ int main(void) {
       cmocka_unit_test(test_builds_and_tiles),
       cmocka_unit_test(test_dot_order),
       cmocka_unit_test(test_edges),
+      cmocka_unit_test(test_prompt_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,7 +115,7 @@ static void test_matches_llama_cpp(void **state) {
     assert_true(nucleus_model_flash_attn(m)); /* auto: on for these types */
     const char *table = nucleus_model_kernels(m);
     const bool simd = strcmp(table, "ref") != 0;
-    const agreement a = golden_agreement(m, fx->g[k], fx->n_prompts[k]);
+    const agreement a = golden_agreement(m, fx->g[k], fx->n_prompts[k], true);
     const double top1 = 100.0 * (double)a.top1 / (double)a.n_pos;
     printf("KV cache K %s V %s, kernels '%s' vs llama.cpp -fa on -ctk %s "
            "-ctv %s: %lld positions, top-1 %.2f%%, mean KL %.3g, max KL "

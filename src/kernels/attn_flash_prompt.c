@@ -1,0 +1,74 @@
+/* attn_flash_prompt: the plain build of flash attention's prompt order
+ * (llama.cpp's tiled path; the steps are listed in attn_flash.h). */
+#include <math.h>
+#include <string.h>
+
+#include "attn_flash.h"
+#include "ops.h"
+
+enum { KT = NC_FLASH_KTILE, GROUP = 16 };
+
+void nc_flash_tstate_init(nc_flash_tstate *st, int32_t m, int32_t hdv) {
+  for (int32_t i = 0; i < m; i++) {
+    st->M[i] = -INFINITY;
+    st->S[i] = 0.0f;
+  }
+  memset(st->acc, 0, sizeof(float) * (size_t)m * (size_t)hdv);
+}
+
+void nc_flash_tfinish(const nc_flash_tstate *st, int32_t m, int32_t hdv,
+                      float *const *out) {
+  for (int32_t i = 0; i < m; i++) {
+    const float S = st->S[i];
+    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    const float *acc = st->acc + (size_t)i * (size_t)hdv;
+    for (int32_t d = 0; d < hdv; d++)
+      out[i][d] = acc[d] * inv;
+  }
+}
+
+/* One row: scores into p (KT floats), then the state's steps. */
+static void prompt_row(const nc_flash_rows *r, int32_t i, const float *kt,
+                       const float *v, float *p, nc_flash_tstate *st) {
+  const int32_t hd = r->hd, hdv = r->hdv, lo = r->lo[i], hi = r->hi[i];
+  const float *q = r->q[i];
+  float tmax = -INFINITY;
+  for (int32_t j = 0; j < KT; j++) {
+    if (j < lo || j >= hi) {
+      p[j] = -INFINITY;
+      continue;
+    }
+    float s = 0.0f;
+    for (int32_t d = 0; d < hd; d++)
+      s = fmaf(q[d], kt[(size_t)d * KT + (size_t)j], s);
+    p[j] = nc_flash_score(s, r->scale, r->softcap);
+    tmax = fmaxf(tmax, p[j]);
+  }
+  float *acc = st->acc + (size_t)i * (size_t)hdv;
+  const float M = st->M[i], Mn = fmaxf(M, tmax);
+  if (Mn > M) {
+    const float ms = expf(M - Mn);
+    for (int32_t d = 0; d < hdv; d++)
+      acc[d] *= ms;
+    st->S[i] *= ms;
+  }
+  st->M[i] = Mn;
+  double sum = 0.0;
+  for (int32_t g = 0; g < KT; g += GROUP) {
+    for (int32_t l = 0; l < GROUP; l++)
+      p[g + l] = nc_expf_ggml(p[g + l] - Mn);
+    sum += (double)nc_sum16_tree(p + g);
+  }
+  st->S[i] = (float)((double)st->S[i] + sum);
+  for (int32_t j = lo; j < hi; j++) {
+    const float *vr = v + (size_t)j * (size_t)hdv;
+    for (int32_t d = 0; d < hdv; d++)
+      acc[d] = fmaf(vr[d], p[j], acc[d]);
+  }
+}
+
+void nc_flash_tile_prompt_plain(const nc_flash_rows *r, const float *kt,
+                                const float *v, float *p, nc_flash_tstate *st) {
+  for (int32_t i = 0; i < r->m; i++)
+    if (r->lo[i] < r->hi[i]) prompt_row(r, i, kt, v, p + (size_t)i * KT, st);
+}

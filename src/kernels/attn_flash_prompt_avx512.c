@@ -1,0 +1,277 @@
+/* attn_flash_prompt_avx512: flash attention's prompt order (attn_flash.h)
+ * with AVX-512 (compiled with -mavx512f -mavx2 -mfma -mf16c, see
+ * mk/model.mk). Four rows at a time as llama.cpp's simd_gemm: the scores
+ * with the tile's 64 keys in four registers per row (each lane one key's
+ * fused multiply-add chain over d), the values with 64 of hdv in four
+ * registers per row (each lane one d's chain over the keys). Every lane
+ * computes the plain build's operations in its order, so the bits are the
+ * plain build's. A value head not a multiple of 16 takes the plain build. */
+#if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) &&           \
+    defined(__F16C__)
+#include <immintrin.h>
+
+#include <math.h>
+
+#include "attn_flash.h"
+#include "ops.h"
+#include "ops_simd.h"
+
+enum { KT = NC_FLASH_KTILE, NV = KT / 16, RB = 4 };
+
+static inline __mmask16 seen_mask(int32_t lo, int32_t hi, int32_t c) {
+  const int32_t a = lo - 16 * c < 0 ? 0 : lo - 16 * c;
+  const int32_t b = hi - 16 * c > 16 ? 16 : hi - 16 * c;
+  if (b <= a) return 0;
+  return (__mmask16)((((uint32_t)1 << b) - 1) & ~(((uint32_t)1 << a) - 1));
+}
+
+#define NC_INLINE static inline __attribute__((always_inline))
+
+/* The scores of n rows, scaled (and soft-capped), into their p rows. */
+static void store_scores(const nc_flash_rows *r, const int32_t *rows, int32_t n,
+                         const __m512 acc[RB][NV], float *p) {
+  for (int32_t a = 0; a < n; a++) {
+    float *pr = p + (size_t)rows[a] * KT;
+    if (r->softcap == 0.0f) {
+      const __m512 sc = _mm512_set1_ps(r->scale);
+      for (int32_t c = 0; c < NV; c++)
+        _mm512_storeu_ps(pr + 16 * c, _mm512_mul_ps(acc[a][c], sc));
+    } else {
+      for (int32_t c = 0; c < NV; c++)
+        _mm512_storeu_ps(pr + 16 * c, acc[a][c]);
+      for (int32_t j = 0; j < KT; j++)
+        pr[j] = nc_flash_score(pr[j], r->scale, r->softcap);
+    }
+  }
+}
+
+/* Scores of n (1..RB) rows into p: s = q.k as fma chains, scaled. */
+NC_INLINE void scores(const nc_flash_rows *r, const int32_t *rows, int32_t n,
+                      const float *kt, float *p) {
+  __m512 acc[RB][NV];
+  for (int32_t a = 0; a < RB; a++)
+    for (int32_t c = 0; c < NV; c++)
+      acc[a][c] = _mm512_setzero_ps();
+  const float *q[RB];
+  for (int32_t a = 0; a < RB; a++)
+    q[a] = r->q[rows[a < n ? a : 0]];
+  for (int32_t d = 0; d < r->hd; d++) {
+    __m512 k[NV];
+    for (int32_t c = 0; c < NV; c++)
+      k[c] = _mm512_loadu_ps(kt + (size_t)d * KT + 16 * c);
+    for (int32_t a = 0; a < RB; a++) {
+      if (a >= n) break;
+      const __m512 b = _mm512_set1_ps(q[a][d]);
+      for (int32_t c = 0; c < NV; c++)
+        acc[a][c] = _mm512_fmadd_ps(k[c], b, acc[a][c]);
+    }
+  }
+  store_scores(r, rows, n, (const __m512(*)[NV])acc, p);
+}
+
+/* scores() for RB rows with the sixteen accumulators named. */
+static void scores4(const nc_flash_rows *r, const int32_t *rows,
+                    const float *kt, float *p) {
+  const float *q0 = r->q[rows[0]], *q1 = r->q[rows[1]], *q2 = r->q[rows[2]],
+              *q3 = r->q[rows[3]];
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;
+  __m512 a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+  __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00;
+  __m512 a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  for (int32_t d = 0; d < r->hd; d++) {
+    const float *kd = kt + (size_t)d * KT;
+    const __m512 k0 = _mm512_loadu_ps(kd), k1 = _mm512_loadu_ps(kd + 16),
+                 k2 = _mm512_loadu_ps(kd + 32), k3 = _mm512_loadu_ps(kd + 48);
+    __m512 b = _mm512_set1_ps(q0[d]);
+    a00 = _mm512_fmadd_ps(k0, b, a00);
+    a01 = _mm512_fmadd_ps(k1, b, a01);
+    a02 = _mm512_fmadd_ps(k2, b, a02);
+    a03 = _mm512_fmadd_ps(k3, b, a03);
+    b = _mm512_set1_ps(q1[d]);
+    a10 = _mm512_fmadd_ps(k0, b, a10);
+    a11 = _mm512_fmadd_ps(k1, b, a11);
+    a12 = _mm512_fmadd_ps(k2, b, a12);
+    a13 = _mm512_fmadd_ps(k3, b, a13);
+    b = _mm512_set1_ps(q2[d]);
+    a20 = _mm512_fmadd_ps(k0, b, a20);
+    a21 = _mm512_fmadd_ps(k1, b, a21);
+    a22 = _mm512_fmadd_ps(k2, b, a22);
+    a23 = _mm512_fmadd_ps(k3, b, a23);
+    b = _mm512_set1_ps(q3[d]);
+    a30 = _mm512_fmadd_ps(k0, b, a30);
+    a31 = _mm512_fmadd_ps(k1, b, a31);
+    a32 = _mm512_fmadd_ps(k2, b, a32);
+    a33 = _mm512_fmadd_ps(k3, b, a33);
+  }
+  const __m512 acc[RB][NV] = {{a00, a01, a02, a03},
+                              {a10, a11, a12, a13},
+                              {a20, a21, a22, a23},
+                              {a30, a31, a32, a33}};
+  store_scores(r, rows, RB, acc, p);
+}
+
+/* values_part() for RB rows and 64 values, the accumulators named. */
+static void values4(const nc_flash_rows *r, const int32_t *rows, int32_t j0,
+                    int32_t j1, const float *v, const float *p,
+                    nc_flash_tstate *st, int32_t d0) {
+  const size_t hdv = (size_t)r->hdv;
+  float *r0 = st->acc + (size_t)rows[0] * hdv + d0,
+        *r1 = st->acc + (size_t)rows[1] * hdv + d0,
+        *r2 = st->acc + (size_t)rows[2] * hdv + d0,
+        *r3 = st->acc + (size_t)rows[3] * hdv + d0;
+  const float *p0 = p + (size_t)rows[0] * KT, *p1 = p + (size_t)rows[1] * KT,
+              *p2 = p + (size_t)rows[2] * KT, *p3 = p + (size_t)rows[3] * KT;
+#define LD4(row, a0, a1, a2, a3)                                               \
+  __m512 a0 = _mm512_loadu_ps(row), a1 = _mm512_loadu_ps(row + 16),            \
+         a2 = _mm512_loadu_ps(row + 32), a3 = _mm512_loadu_ps(row + 48)
+  LD4(r0, a00, a01, a02, a03);
+  LD4(r1, a10, a11, a12, a13);
+  LD4(r2, a20, a21, a22, a23);
+  LD4(r3, a30, a31, a32, a33);
+#undef LD4
+  for (int32_t j = j0; j < j1; j++) {
+    const float *vr = v + (size_t)j * hdv + d0;
+    const __m512 v0 = _mm512_loadu_ps(vr), v1 = _mm512_loadu_ps(vr + 16),
+                 v2 = _mm512_loadu_ps(vr + 32), v3 = _mm512_loadu_ps(vr + 48);
+    __m512 w = _mm512_set1_ps(p0[j]);
+    a00 = _mm512_fmadd_ps(v0, w, a00);
+    a01 = _mm512_fmadd_ps(v1, w, a01);
+    a02 = _mm512_fmadd_ps(v2, w, a02);
+    a03 = _mm512_fmadd_ps(v3, w, a03);
+    w = _mm512_set1_ps(p1[j]);
+    a10 = _mm512_fmadd_ps(v0, w, a10);
+    a11 = _mm512_fmadd_ps(v1, w, a11);
+    a12 = _mm512_fmadd_ps(v2, w, a12);
+    a13 = _mm512_fmadd_ps(v3, w, a13);
+    w = _mm512_set1_ps(p2[j]);
+    a20 = _mm512_fmadd_ps(v0, w, a20);
+    a21 = _mm512_fmadd_ps(v1, w, a21);
+    a22 = _mm512_fmadd_ps(v2, w, a22);
+    a23 = _mm512_fmadd_ps(v3, w, a23);
+    w = _mm512_set1_ps(p3[j]);
+    a30 = _mm512_fmadd_ps(v0, w, a30);
+    a31 = _mm512_fmadd_ps(v1, w, a31);
+    a32 = _mm512_fmadd_ps(v2, w, a32);
+    a33 = _mm512_fmadd_ps(v3, w, a33);
+  }
+#define ST4(row, a0, a1, a2, a3)                                               \
+  _mm512_storeu_ps(row, a0);                                                   \
+  _mm512_storeu_ps(row + 16, a1);                                              \
+  _mm512_storeu_ps(row + 32, a2);                                              \
+  _mm512_storeu_ps(row + 48, a3)
+  ST4(r0, a00, a01, a02, a03);
+  ST4(r1, a10, a11, a12, a13);
+  ST4(r2, a20, a21, a22, a23);
+  ST4(r3, a30, a31, a32, a33);
+#undef ST4
+}
+
+/* The softmax steps of row i on its scores (p row), then p = weights. */
+static void softmax_row(const nc_flash_rows *r, int32_t i, float *pr,
+                        nc_flash_tstate *st) {
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  __m512 s[NV];
+  __mmask16 k[NV];
+  __m512 mx = ninf;
+  for (int32_t c = 0; c < NV; c++) {
+    k[c] = seen_mask(r->lo[i], r->hi[i], c);
+    s[c] = _mm512_mask_blend_ps(k[c], ninf, _mm512_loadu_ps(pr + 16 * c));
+    mx = _mm512_max_ps(mx, s[c]);
+  }
+  const float tmax = _mm512_reduce_max_ps(mx);
+  const int32_t hdv = r->hdv;
+  float *acc = st->acc + (size_t)i * (size_t)hdv;
+  const float M = st->M[i], Mn = fmaxf(M, tmax);
+  if (Mn > M) {
+    const float ms = expf(M - Mn);
+    const __m512 vms = _mm512_set1_ps(ms);
+    for (int32_t d = 0; d < hdv; d += 16)
+      _mm512_storeu_ps(acc + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), vms));
+    st->S[i] *= ms;
+  }
+  st->M[i] = Mn;
+  const __m512 vm = _mm512_set1_ps(Mn);
+  double sum = 0.0;
+  for (int32_t c = 0; c < NV; c++) {
+    /* unseen lanes: exp(0) computed, then zeroed (the plain build's
+     * exp(-INF) = 0) */
+    const __m512 x = _mm512_mask_blend_ps(k[c], vm, s[c]);
+    const __m512 e =
+        _mm512_maskz_mov_ps(k[c], nc_v16_expf_ggml(_mm512_sub_ps(x, vm)));
+    _mm512_storeu_ps(pr + 16 * c, e);
+    sum += (double)nc_v16_sum_tree(nc_v16_lo(e), nc_v16_hi(e));
+  }
+  st->S[i] = (float)((double)st->S[i] + sum);
+}
+
+/* acc[d0, d0 + 16 nd) += p . V for n rows over the keys [j0, j1). */
+NC_INLINE void values_part(const nc_flash_rows *r, const int32_t *rows,
+                           int32_t n, int32_t j0, int32_t j1, const float *v,
+                           const float *p, nc_flash_tstate *st, int32_t d0,
+                           int32_t nd) {
+  const int32_t hdv = r->hdv;
+  __m512 acc[RB][NV];
+  float *ar[RB];
+  const float *pr[RB];
+  for (int32_t a = 0; a < n; a++) {
+    ar[a] = st->acc + (size_t)rows[a] * (size_t)hdv + d0;
+    pr[a] = p + (size_t)rows[a] * KT;
+    for (int32_t c = 0; c < nd; c++)
+      acc[a][c] = _mm512_loadu_ps(ar[a] + 16 * c);
+  }
+  for (int32_t j = j0; j < j1; j++) {
+    const float *vr = v + (size_t)j * (size_t)hdv + d0;
+    __m512 vv[NV];
+    for (int32_t c = 0; c < nd; c++)
+      vv[c] = _mm512_loadu_ps(vr + 16 * c);
+    for (int32_t a = 0; a < n; a++) {
+      const __m512 w = _mm512_set1_ps(pr[a][j]);
+      for (int32_t c = 0; c < nd; c++)
+        acc[a][c] = _mm512_fmadd_ps(vv[c], w, acc[a][c]);
+    }
+  }
+  for (int32_t a = 0; a < n; a++)
+    for (int32_t c = 0; c < nd; c++)
+      _mm512_storeu_ps(ar[a] + 16 * c, acc[a][c]);
+}
+
+/* acc += p . V, 64 of hdv at a time. */
+NC_INLINE void values(const nc_flash_rows *r, const int32_t *rows, int32_t n,
+                      int32_t j0, int32_t j1, const float *v, const float *p,
+                      nc_flash_tstate *st) {
+  const int32_t hdv = r->hdv;
+  int32_t d0 = 0;
+  for (; d0 + 16 * NV <= hdv; d0 += 16 * NV)
+    if (n == RB)
+      values4(r, rows, j0, j1, v, p, st, d0);
+    else
+      values_part(r, rows, n, j0, j1, v, p, st, d0, NV);
+  if (d0 < hdv) values_part(r, rows, n, j0, j1, v, p, st, d0, (hdv - d0) / 16);
+}
+
+void nc_flash_tile_prompt_avx512(const nc_flash_rows *r, const float *kt,
+                                 const float *v, float *p,
+                                 nc_flash_tstate *st) {
+  if (r->hdv % 16 != 0) {
+    nc_flash_tile_prompt_plain(r, kt, v, p, st);
+    return;
+  }
+  for (int32_t i0 = 0; i0 < r->m;) {
+    int32_t rows[RB], n = 0;
+    for (; i0 < r->m && n < RB; i0++)
+      if (r->lo[i0] < r->hi[i0]) rows[n++] = i0;
+    if (n == 0) continue;
+    if (n == RB)
+      scores4(r, rows, kt, p);
+    else
+      scores(r, rows, n, kt, p);
+    int32_t j0 = KT, j1 = 0;
+    for (int32_t a = 0; a < n; a++) {
+      softmax_row(r, rows[a], p + (size_t)rows[a] * KT, st);
+      j0 = r->lo[rows[a]] < j0 ? r->lo[rows[a]] : j0;
+      j1 = r->hi[rows[a]] > j1 ? r->hi[rows[a]] : j1;
+    }
+    values(r, rows, n, j0, j1, v, p, st);
+  }
+}
+#endif
