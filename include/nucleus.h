@@ -67,9 +67,10 @@ NUCLEUS_API void nucleus_free(void *ptr);
 
 typedef struct nucleus_model nucleus_model;
 
-/* Flash attention, as llama.cpp's --flash-attn. auto (the default) is off
- * for now (llama.cpp's CPU default is on; nucleus_model_flash_attn says
- * what a loaded model runs). */
+/* Flash attention, as llama.cpp's --flash-attn. auto (the default) is on,
+ * as llama.cpp's CPU default: a prompt's rows take its tiled order and
+ * generated tokens its per-row order, so the logits follow llama.cpp at its
+ * defaults (nucleus_model_flash_attn says what a loaded model runs). */
 typedef enum nucleus_flash_attn {
   NUCLEUS_FLASH_ATTN_AUTO = 0,
   NUCLEUS_FLASH_ATTN_ON = 1,

@@ -496,6 +496,17 @@ static void retire_groups(nucleus_engine *e) {
   e->n_groups = w;
 }
 
+/* Positions of the group's sequences whose K/V take flash attention's
+ * prompt order (batch.h), as the prefix cache names blocks by it; 0 when
+ * the model's attention has one order (flash off, or a typed cache). */
+static int32_t prompt_order_end(const nucleus_engine *e, const group *g) {
+  const nucleus_model *m = e->model;
+  if (!nc_model_flash_attn(m) || nc_model_cache_type_k(m) != NC_TYPE_F16 ||
+      nc_model_cache_type_v(m) != NC_TYPE_F16)
+    return 0;
+  return nc_flash_prompt_order_end(g->req->n_prompt);
+}
+
 /* Blocks that return to the pool if the group is preempted: those no other
  * group holds (its forks share within it, prefix hits across groups). */
 static int64_t group_blocks_held(nucleus_engine *e, const group *g) {
@@ -513,7 +524,7 @@ static void attach_prefix(nucleus_engine *e, group *g, completion *c) {
   int32_t hit = 0;
   if (!e->params.no_prefix_cache)
     hit = nc_kv_seq_attach_prefix(e->kv, c->kv_seq, g->salt, c->tokens,
-                                  c->n_tokens);
+                                  c->n_tokens, prompt_order_end(e, g));
   if (g->queried) return;
   g->queried = true;
   g->cached_tokens = hit < g->req->n_prompt ? hit : g->req->n_prompt;
@@ -544,8 +555,8 @@ static int32_t build_sched_state(nucleus_engine *e) {
                  nc_kv_block_refcount(e->kv, c->kv_seq, kv_len - 1) > 1;
       int64_t pin = 0;
       if (c->kv_seq < 0 && peeks > 0) { /* waiting: what it would reuse */
-        kv_len =
-            nc_kv_prefix_peek(e->kv, g->salt, c->tokens, c->n_tokens, &pin);
+        kv_len = nc_kv_prefix_peek(e->kv, g->salt, c->tokens, c->n_tokens,
+                                   prompt_order_end(e, g), &pin);
         peeks--;
       }
       e->step.ss[n_seqs] =
@@ -657,7 +668,8 @@ static bool step(nucleus_engine *e) {
   /* The full blocks just written join the prefix cache's index. */
   for (int32_t i = 0; i < n_fed && !e->params.no_prefix_cache; i++)
     nc_kv_seq_publish(e->kv, e->step.fed[i]->kv_seq, e->step.fed[i]->tokens,
-                      e->step.fed[i]->n_tokens);
+                      e->step.fed[i]->n_tokens,
+                      prompt_order_end(e, e->step.fed[i]->owner));
 
   /* Sampling rows: one per completion that got logits; a group whose
    * prompt just finished prefilling forks its other completions first. */

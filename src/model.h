@@ -132,7 +132,7 @@ nc_code nc_model_set_kernels(nucleus_model *m, const nc_kernels *k,
 const char *nc_model_chat_template_override(const nucleus_model *m);
 int nc_model_n_threads(const nucleus_model *m);
 /* What flash_attn auto means: llama.cpp's CPU default is on. */
-#define NC_FLASH_ATTN_AUTO_ON false
+#define NC_FLASH_ATTN_AUTO_ON true
 /* Whether the model's contexts run flash attention (forward_flash.c). */
 bool nc_model_flash_attn(const nucleus_model *m);
 /* The element types of the KV caches of the model's contexts

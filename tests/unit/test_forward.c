@@ -56,6 +56,9 @@ static int setup(void **state) {
   }
   nucleus_model_params p = nucleus_model_default_params();
   p.n_threads = 2;
+  /* the goldens' attention: llama.cpp's non-flash path (flash attention is
+   * checked by test_forward_flash.c) */
+  p.flash_attn = NUCLEUS_FLASH_ATTN_OFF;
   nucleus_error err;
   if (nucleus_model_load(path, &p, &fx->m, &err) != NUCLEUS_OK) {
     snprintf(fx->why, sizeof fx->why, "cannot load the model: %s", err.message);
@@ -253,6 +256,7 @@ static void test_no_repack_param(void **state) {
   nucleus_model_params p = nucleus_model_default_params();
   p.n_threads = 1;
   p.no_repack = true;
+  p.flash_attn = NUCLEUS_FLASH_ATTN_OFF;
   nucleus_model *m = NULL;
   nucleus_error err;
   assert_int_equal(nucleus_model_load(getenv("NUCLEUS_MODEL"), &p, &m, &err),
@@ -416,6 +420,7 @@ static void test_thread_count_invariance(void **state) {
   for (int nt = NC_SANITIZED ? 3 : 1; nt <= 3; nt += 2) {
     nucleus_model_params p = nucleus_model_default_params();
     p.n_threads = nt;
+    p.flash_attn = NUCLEUS_FLASH_ATTN_OFF;
     nucleus_model *m;
     nucleus_error err;
     assert_int_equal(nucleus_model_load(path, &p, &m, &err), NUCLEUS_OK);

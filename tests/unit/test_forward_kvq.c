@@ -233,9 +233,9 @@ static void test_params(void **state) {
     assert_null(m);
     assert_non_null(strstr(err.message, "need flash attention"));
   }
-  /* f16 keeps auto off (its default); other types turn it on */
+  /* auto is on, as llama.cpp's CPU default, for every type */
   m = need_model(1, NUCLEUS_CACHE_F16, NUCLEUS_CACHE_F16);
-  assert_false(nucleus_model_flash_attn(m));
+  assert_true(nucleus_model_flash_attn(m));
   /* SmolLM2: 30 layers, 3 KV heads of 64: 2 * 30 * 192 halves */
   const size_t f16_bytes = 2u * 30u * 192u * 2u;
   assert_int_equal(nucleus_model_kv_bytes_per_position(m), f16_bytes);
