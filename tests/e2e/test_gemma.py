@@ -46,8 +46,9 @@ def nucleus(*args, env=None, stdin=None, timeout=300):
 
 
 def run_greedy(prompt, n, env=None):
-    p = nucleus("run", "-m", str(MODEL), "-p", prompt, "-n", str(n),
-                env=env)
+    # the golden's attention: llama.cpp with flash attention off
+    p = nucleus("run", "-m", str(MODEL), "-p", prompt, "-n", str(n), "-fa",
+                "off", env=env)
     assert p.returncode == 0, p.stderr.decode()
     out = p.stdout.decode()
     assert out.startswith(prompt) and out.endswith("\n"), out
@@ -72,7 +73,8 @@ def test_run_greedy_matches_llama_cpp():
 
 @pytest.fixture(scope="module")
 def server(start_server):
-    return start_server("-c", "1024", model=str(MODEL))
+    # the greedy golden's attention: llama.cpp with flash attention off
+    return start_server("-c", "1024", "-fa", "off", model=str(MODEL))
 
 
 @pytest.mark.parametrize("i", range(3))
@@ -120,8 +122,8 @@ def test_chat_template_builtin_and_override(tmp_path):
 def test_chat_greedy_equals_server(server):
     """`nucleus chat` renders with the built-in template (and says so);
     its greedy reply is the server's chat completion of the same message."""
-    p = nucleus("chat", "-m", str(MODEL), "--temp", "0", "-n", "20",
-                stdin=b"Name a color.\n/exit\n")
+    p = nucleus("chat", "-m", str(MODEL), "--temp", "0", "-n", "20", "-fa",
+                "off", stdin=b"Name a color.\n/exit\n")
     assert p.returncode == 0, p.stderr.decode()
     assert NOTE in p.stderr.decode()
     r = requests.post(server.base_url + "/chat/completions", json={
@@ -165,7 +167,7 @@ def test_perplexity_matches_llama_cpp():
     table = kernel_table(env)
     bound = 1e-4 if table == "avx512" else 1e-2
     p = nucleus("perplexity", "-m", str(MODEL), "-f", str(TEXT), "-c", "256",
-                "--chunks", str(ref["chunks"]), env=env)
+                "--chunks", str(ref["chunks"]), "-fa", "off", env=env)
     assert p.returncode == 0, p.stderr.decode()
     out = p.stdout.decode()
     scored = re.search(r"\((\d+) tokens scored\)", out)
