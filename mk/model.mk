@@ -13,6 +13,7 @@ CFLAGS_attn_kernel_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_attn_kernel_avx512 := -mavx512f -mavx2 -mfma -mf16c
 CFLAGS_attn_flash_avx512 := -mavx512f -mavx2 -mfma -mf16c
 CFLAGS_attn_flash_prompt_avx512 := -mavx512f -mavx2 -mfma -mf16c
+CFLAGS_attn_flash_typed_avx512 := -mavx512f -mavx2 -mfma -mf16c
 CFLAGS_ops_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
 

@@ -19,7 +19,8 @@ CFLAGS_amx_kquant := $(CFLAGS_avx512)
 OPS_OBJS := kernels/ops kernels/ops_avx2 kernels/ops_avx512
 ATTN_OBJS := kernels/attn_kernel kernels/attn_kernel_avx2 kernels/attn_kernel_avx512 \
   kernels/attn_flash kernels/attn_flash_typed kernels/attn_flash_avx512 \
-  kernels/attn_flash_prompt kernels/attn_flash_prompt_avx512
+  kernels/attn_flash_prompt kernels/attn_flash_prompt_avx512 \
+  kernels/attn_flash_typed_avx512
 KERNEL_OBJS := kernels/ref kernels/ref_block kernels/ref_tiled kernels/avx2 kernels/avx2_kquant kernels/avx2_klow \
   kernels/avx2_quant kernels/avx512 \
   kernels/avx512_gemm kernels/avx512_gemv kernels/avx512_kquant \

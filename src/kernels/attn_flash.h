@@ -166,6 +166,12 @@ nc_type nc_flash_q_type(nc_type k_type);
  * the 16-lane tree into a double). */
 float nc_flash_dot_typed(nc_type k_type, const void *k, const void *q,
                          int32_t hd, const float *tab);
+/* The AVX-512 typed tile (attn_flash_typed_avx512.c; x86 builds only):
+ * Q8_0/Q4_0 keys and values, the rest through the plain one. */
+void nc_flash_tile_typed_avx512(const nc_flash_tquery *fq, const uint8_t *k,
+                                size_t k_stride, const uint8_t *v,
+                                size_t v_stride, int32_t n, const float *tab,
+                                float *s, float *vrow, nc_flash_state *st);
 /* The finish for a typed tile's state (acc32 unless v_type is F16). */
 void nc_flash_finish_typed(const nc_flash_state *st, nc_type v_type, int32_t m,
                            int32_t hdv, const float *tab, float *out,

@@ -103,7 +103,7 @@ static void flash_tile_avx512(const nc_flash_query *fq, const nc_fp16 *k,
 static const nc_attn_flash_kernels AVX512 = {
     .name = "avx512",
     .tile = flash_tile_avx512,
-    .tile_typed = nc_flash_tile_typed_plain,
+    .tile_typed = nc_flash_tile_typed_avx512,
     .tile_prompt = nc_flash_tile_prompt_avx512,
 };
 

@@ -293,6 +293,70 @@ static void test_prompt_order(void **state) {
   }
 }
 
+/* The typed tile: the AVX-512 build equals the plain one bit for bit for
+ * Q8_0/Q4_0 keys and values, over several tiles and query rows. */
+static void typed_run(nc_type kt, nc_type vt, int32_t m, int32_t hd,
+                      int32_t hdv, int32_t n, float softcap) {
+  const size_t kb = nc_row_size(kt, hd), vb = nc_row_size(vt, hdv),
+               qb = nc_row_size(NC_TYPE_Q8_0, hd);
+  uint8_t *k = malloc(kb * (size_t)n), *v = malloc(vb * (size_t)n);
+  uint8_t *q = malloc(qb * (size_t)m);
+  float *row = malloc(sizeof(float) * (size_t)(hd > hdv ? hd : hdv));
+  for (int32_t j = 0; j < n; j++) {
+    for (int32_t d = 0; d < hd; d++)
+      row[d] = frand(-2, 2);
+    nc_quantize_row(kt, row, k + (size_t)j * kb, hd);
+    for (int32_t d = 0; d < hdv; d++)
+      row[d] = frand(-2, 2);
+    nc_quantize_row(vt, row, v + (size_t)j * vb, hdv);
+  }
+  for (int32_t i = 0; i < m; i++) {
+    for (int32_t d = 0; d < hd; d++)
+      row[d] = frand(-3, 3);
+    nc_quantize_row(NC_TYPE_Q8_0, row, q + (size_t)i * qb, hd);
+  }
+  const nc_flash_tquery fq = {.q = q,
+                              .q_bytes = qb,
+                              .m = m,
+                              .hd = hd,
+                              .hdv = hdv,
+                              .scale = 1.0f / sqrtf((float)hd),
+                              .softcap = softcap,
+                              .k_type = kt,
+                              .v_type = vt};
+  float *out[2];
+  for (int b = 0; b < 2; b++) {
+    const nc_attn_flash_kernels *kk =
+        b ? nc_attn_flash_avx512() : nc_attn_flash_plain();
+    float M[4], S[4], s[64], vrow[256];
+    float *acc32 = malloc(sizeof(float) * (size_t)m * (size_t)hdv);
+    nc_flash_state st = {.M = M, .S = S, .acc32 = acc32};
+    nc_flash_state_init(&st, m, hdv);
+    for (int32_t j = 0; j < n; j += 64)
+      kk->tile_typed(&fq, k + (size_t)j * kb, kb, v + (size_t)j * vb, vb,
+                     n - j < 64 ? n - j : 64, TAB, s, vrow, &st);
+    out[b] = malloc(sizeof(float) * (size_t)m * (size_t)hdv);
+    nc_flash_finish_typed(&st, vt, m, hdv, TAB, out[b], (size_t)hdv);
+    free(acc32);
+  }
+  assert_memory_equal(out[0], out[1], sizeof(float) * (size_t)m * (size_t)hdv);
+  for (int32_t i = 0; i < m * hdv; i++) /* a convex mix of |v| <= 2 */
+    assert_true(fabsf(out[0][i]) <= 2.1f);
+  free(out[0]), free(out[1]), free(k), free(v), free(q), free(row);
+}
+
+static void test_typed_builds(void **state) {
+  (void)state;
+  if (!nc_attn_flash_avx512()) skip();
+  static const nc_type T[2] = {NC_TYPE_Q8_0, NC_TYPE_Q4_0};
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++) {
+      typed_run(T[a], T[b], 3, 64, 64, 150, 0.0f);
+      typed_run(T[a], T[b], 4, 256, 256, 70, 0.0f);
+      typed_run(T[a], T[b], 2, 128, 96, 65, 30.0f);
+    }
+}
+
 int main(void) {
   for (uint32_t h = 0; h < 65536; h++)
     TAB[h] = nc_fp16_to_fp32((nc_fp16)h);
@@ -301,6 +365,7 @@ int main(void) {
       cmocka_unit_test(test_dot_order),
       cmocka_unit_test(test_edges),
       cmocka_unit_test(test_prompt_order),
+      cmocka_unit_test(test_typed_builds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
