@@ -10,7 +10,7 @@ position j for j in [N/2, N-1). PPL = exp(mean NLL). llama.cpp settings:
 flash attention off, no weight repacking, F16 KV cache, one window per batch.
 
 Writes tests/data/perplexity/gpl3_smollm2_q4_1.json (or OUT).
-Usage: scripts/gen_perplexity_golden.py [--amx] [MODEL] [TEXT] [OUT]
+Usage: scripts/gen_perplexity_golden.py [--amx] [--fa] [MODEL] [TEXT] [OUT]
 (Gemma 3 270M: ... models/gemma-3-270m-q4_k_m.gguf
  /usr/share/common-licenses/GPL-3 tests/data/perplexity/gpl3_gemma3_270m.json)
 
@@ -18,6 +18,8 @@ Usage: scripts/gen_perplexity_golden.py [--amx] [MODEL] [TEXT] [OUT]
 nucleus's amx kernel table): run it on a CPU with AMX with
 LLAMA_CPP_LIB_PATH pointing at the AMX build of the peer's llama.cpp, as
 scripts/gen_amx_golden.sh does; writes gpl3_smollm2_q4_1_amx.json.
+--fa: flash attention on (llama.cpp's CPU default; each window is one
+micro-batch of 64+ rows, so its tiled path); writes ..._fa.json.
 """
 import json
 import math
@@ -29,13 +31,15 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AMX = "--amx" in sys.argv[1:]
-ARGS = [a for a in sys.argv[1:] if a != "--amx"]
+FA = "--fa" in sys.argv[1:]
+ARGS = [a for a in sys.argv[1:] if a not in ("--amx", "--fa")]
 MODEL = ARGS[0] if len(ARGS) > 0 else os.path.join(
     ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 TEXT = ARGS[1] if len(ARGS) > 1 else "/usr/share/common-licenses/GPL-3"
 OUT = ARGS[2] if len(ARGS) > 2 else os.path.join(
     ROOT, "tests", "data", "perplexity",
-    "gpl3_smollm2_q4_1" + ("_amx" if AMX else "") + ".json")
+    "gpl3_smollm2_q4_1" + ("_amx" if AMX else "") + ("_fa" if FA else "") +
+    ".json")
 CONFIGS = [(256, 8), (512, None)]  # (window, chunks or None = all)
 
 
@@ -57,7 +61,8 @@ def main():
         cp = L.llama_context_default_params()
         cp.n_ctx = cp.n_batch = cp.n_ubatch = n_ctx
         cp.n_threads = cp.n_threads_batch = 2
-        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        cp.flash_attn_type = (L.LLAMA_FLASH_ATTN_TYPE_ENABLED if FA else
+                              L.LLAMA_FLASH_ATTN_TYPE_DISABLED)
         ctx = L.llama_init_from_model(model, cp)
         n_chunk = len(tokens) // n_ctx
         if chunks:
@@ -97,7 +102,8 @@ def main():
     out = {
         "generator": "scripts/gen_perplexity_golden.py (llama-perplexity's "
                      "method over llama-cpp-python " + L.__version__ +
-                     " logits; flash attention off, " +
+                     " logits; flash attention " + ("on" if FA else "off") +
+                     ", " +
                      ("repacking on, AMX build)" if AMX else "no repack)"),
         "model": os.path.basename(MODEL),
         "text": TEXT,
