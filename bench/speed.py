@@ -17,10 +17,12 @@ llama.cpp --no-repack, or the table NUCLEUS_KERNELS names).
 
 usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
                       [--threads 1,2] [--pp 512] [--tg 128] [--depth 0]
-                      [--no-repack]
+                      [--no-repack] [--cache-type q8_0]
   --depth 0,4096,8192: each test also after that many tokens already in the
   KV cache (llama-bench -d; nucleus bench -d, which takes them from its
   prefix cache, computed once before the timed runs).
+  --cache-type T: both engines with K and V caches of type T (f16, bf16,
+  q8_0, q4_0: llama-bench -ctk T -ctv T, nucleus bench -ctk T -ctv T).
   --models takes the names above (also MOE_Q8_0) or paths to .gguf files.
   MOE_*: a Qwen3-MoE-shaped random-weight model (bench/make_moe_shaped.py,
   8 experts of 1024, 2 used per token, 1024 wide), made by
@@ -108,10 +110,15 @@ def loadavg():
     return " ".join(pathlib.Path("/proc/loadavg").read_text().split()[:3])
 
 
-def peer_bench(bin_dir, model, threads, pp, tg, depth=0):
+def cache_args(cache_type):
+    return ["-ctk", cache_type, "-ctv", cache_type] if cache_type else []
+
+
+def peer_bench(bin_dir, model, threads, pp, tg, depth=0, cache_type=None):
     """One llama-bench run of each test: {"pp": tok/s, "tg": tok/s}."""
     out = run([bin_dir / "llama-bench", "-m", model, "-t", threads, "-p", pp,
-               "-n", tg, "-d", depth, "-r", 1, "-o", "json"], "llama-bench")
+               "-n", tg, "-d", depth, "-r", 1, "-o", "json",
+               *cache_args(cache_type)], "llama-bench")
     try:
         rows = json.loads(out)
     except json.JSONDecodeError as e:
@@ -248,6 +255,9 @@ def main():
     ap.add_argument("--no-repack", action="store_true",
                     help="run nucleus in the float order of llama.cpp "
                     "--no-repack (llama.cpp keeps its defaults)")
+    ap.add_argument("--cache-type", choices=("f16", "bf16", "q8_0", "q4_0"),
+                    help="K and V cache type of both engines (default: "
+                         "their default, f16)")
     ap.add_argument("--no-make", action="store_true",
                     help="do not run make first (use --nucleus as it is)")
     a = ap.parse_args()
@@ -277,7 +287,8 @@ def main():
                   "bench/build_peer.sh")
         bin_dir = pathlib.Path(out.strip().splitlines()[-1])
         models = resolve_models(a.model or a.models, a.peer_dir)
-        extra = ["--no-repack"] if a.no_repack else []
+        extra = (["--no-repack"] if a.no_repack else []) + \
+            cache_args(a.cache_type)
         kernels = nucleus_kernels(a.nucleus, models[0][1], extra)
 
         load_before = loadavg()
@@ -292,7 +303,7 @@ def main():
                         print(f"[{label}, {t} thread(s), depth {d}, round "
                               f"{r + 1}/{a.rounds}]", file=sys.stderr, flush=True)
                         for k, v in peer_bench(bin_dir, path, t, a.pp,
-                                               a.tg, d).items():
+                                               a.tg, d, a.cache_type).items():
                             s[("peer", k)].append(v)
                         for k, v in nucleus_bench(a.nucleus, path, t, a.pp,
                                                   a.tg, extra, d).items():
@@ -300,6 +311,8 @@ def main():
                     med = {k: statistics.median(v) if v else float("nan")
                            for k, v in s.items()}
                     label_d = label if d == 0 else f"{label} @ d{d}"
+                    if a.cache_type:
+                        label_d += f" (KV {a.cache_type})"
                     rows.append((label_d, t, med, s))
         load_after = loadavg()
     except BenchError as e:
