@@ -22,14 +22,14 @@ static size_t align64(size_t n) {
 
 /* Per thread: q as halves (group * hd; a Q8_0 or BF16 row takes no more),
  * M and S (group each), the F16 accumulators (group * hdv), one tile of
- * scores; for typed caches also the F32 accumulators (group * hdv), one
- * value row (hdv floats) and one query row (hd floats, rotated). */
+ * scores per query; for typed caches also the F32 accumulators (group * hdv),
+ * one value row (hdv floats) and one query row (hd floats, rotated). */
 static size_t row_scratch_bytes(const nc_hparams *hp) {
   const size_t g = (size_t)(hp->n_head / hp->n_head_kv);
   const size_t hdv = (size_t)hp->head_dim_v;
   return align64(g * (size_t)hp->head_dim * sizeof(nc_fp16)) +
          2 * align64(g * sizeof(float)) + align64(g * hdv * sizeof(nc_fp16)) +
-         align64(FLASH_TILE * sizeof(float)) +
+         align64(g * FLASH_TILE * sizeof(float)) +
          align64(g * hdv * sizeof(float)) + align64(hdv * sizeof(float)) +
          align64((size_t)hp->head_dim * sizeof(float)) + 64;
 }
@@ -114,7 +114,7 @@ static flash_mem flash_mem_at(uint8_t *mem, const nc_hparams *hp, int32_t g) {
   f.st.acc = (nc_fp16 *)mem;
   mem += align64((size_t)g * (size_t)hdv * sizeof(nc_fp16));
   f.s = (float *)mem;
-  mem += align64(FLASH_TILE * sizeof(float));
+  mem += align64((size_t)g * FLASH_TILE * sizeof(float));
   f.st.acc32 = (float *)mem;
   mem += align64((size_t)g * (size_t)hdv * sizeof(float));
   f.vrow = (float *)mem;

@@ -117,7 +117,7 @@ typedef struct nc_flash_tstate {
 typedef struct nc_attn_flash_kernels {
   const char *name;
   /* n keys and values (k + j * k_stride, v + j * v_stride halves), in
-   * position order, folded into every query's state; s: n floats of
+   * position order, folded into every query's state; s: m * n floats of
    * scratch (the tile's scores). tab maps half bits to float. */
   void (*tile)(const nc_flash_query *fq, const nc_fp16 *k, size_t k_stride,
                const nc_fp16 *v, size_t v_stride, int32_t n, const float *tab,

@@ -37,7 +37,7 @@ typedef struct run {
 static void attend(const nc_attn_flash_kernels *k, const run *r,
                    const nc_fp16 *q, const nc_fp16 *kk, const nc_fp16 *v,
                    size_t ks, size_t vs, int32_t tile, float *out) {
-  float M[4], S[4], s[256];
+  float M[4], S[4], s[4 * 256];
   nc_fp16 *acc = malloc(sizeof(nc_fp16) * (size_t)r->m * (size_t)r->hdv);
   nc_flash_state st = {.M = M, .S = S, .acc = acc};
   nc_flash_state_init(&st, r->m, r->hdv);
