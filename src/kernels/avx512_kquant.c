@@ -1026,12 +1026,22 @@ kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
          const block_q8_K *y, float *out, kq_step4_fn step,
          float (*dot)(int64_t, const void *, const void *)) {
   const int64_t nb = n / QK_K;
+  /* the prefetch of the 4 rows NC_PREFETCH_AHEAD on, spread over their
+   * super-blocks (pf_step bytes each): at once, the burst of lines left the
+   * Q6_K output head of 49152 x 1024 at 12-14 GB/s, spread 19-21 (CPU
+   * time, AMD EPYC Zen 4) */
+  const size_t span = 4 * w_stride;
+  const size_t pf_step = nb > 0 ? (span / (size_t)nb + 63) & ~(size_t)63 : 0;
   int64_t r = 0;
   for (; r + 4 <= nw; r += 4) {
     const uint8_t *wr = w + (size_t)r * w_stride;
-    nc_prefetch_lines(nc_prefetch_base(wr, 4 * w_stride), 4 * w_stride);
+    const uint8_t *pf = nc_prefetch_base(wr, span);
     __m128 acc = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
+      const size_t off = (size_t)i * pf_step;
+      if (off < span)
+        nc_prefetch_lines(pf + off,
+                          span - off < pf_step ? span - off : pf_step);
       __m512i a[4];
 #pragma GCC unroll 4
       for (int j = 0; j < 4; j++)
