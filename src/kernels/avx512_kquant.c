@@ -976,23 +976,58 @@ static inline __m128i hsum4x16i(__m512i a, __m512i b, __m512i c, __m512i d) {
                        _mm256_extracti128_si256(h, 1));
 }
 
-/* One super-block of one weight row against the activation's chunks a[]:
- * S1's 16 lanes and S2's 4 (as q4k_sb's tiled path). */
+/* q4k_s1_lanes: the scale of each word of the packed lanes (h = 0, 1). */
+static const _Alignas(64) int16_t k_idx_k4_pk[2][32] = {
+    {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1,
+     2, 2, 2, 2, 3, 3, 3, 3, 2, 2, 2, 2, 3, 3, 3, 3},
+    {4, 4, 4, 4, 5, 5, 5, 5, 4, 4, 4, 4, 5, 5, 5, 5,
+     6, 6, 6, 6, 7, 7, 7, 7, 6, 6, 6, 6, 7, 7, 7, 7},
+};
+
+/* The scales and mins of a Q4_K block as q4k_scales_mins, in vector
+ * registers: [w0, w2, w1, w2 >> 4] & [3f, 0f, 3f, 0f] |
+ * ([w0, w0, w1, w1] >> 2) & [0, 30, 0, 30] for the scale dwords w0..w2
+ * (the 16-byte load takes 4 bytes of qs, inside the block). */
+static inline __m128i q4k_scales_mins_v(const uint8_t *s) {
+  const __m128i v = _mm_loadu_si128((const __m128i *)s);
+  const __m128i a = _mm_srlv_epi32(
+      _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_set_epi32(4, 0, 0, 0));
+  const __m128i b =
+      _mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);
+  const __m128i m6 =
+      _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
+  const __m128i m2 = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
+  return _mm_or_si128(_mm_and_si128(a, m6), _mm_and_si128(b, m2));
+}
+
+/* One super-block of one weight row against the activation's chunks,
+ * regrouped (al[h]: chunks 4h and 4h + 2, ah[h]: 4h + 1 and 4h + 3, the
+ * layout of the low and high nibbles of qs[64h..64h+63]): S1's 16 lanes
+ * and S2's 4, the same integers as q4k_sb's tiled path. vpdpbusd sums 4
+ * products per lane (|sum| <= 4 * 15 * 128, an int16), vpackssdw packs
+ * two chunks' lanes into words and vpdpwssd scales both. */
 static inline __attribute__((always_inline)) __m512i
-q4k_s1_lanes(const block_q4_K *x, const __m512i a[4], __m128i q8s,
-             __m128i *s2) {
-  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins(x->scales));
+q4k_s1_lanes(const block_q4_K *x, const __m512i al[2], const __m512i ah[2],
+             __m128i q8s, __m128i *s2) {
+  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins_v(x->scales));
   const __m512i sm512 = _mm512_castsi256_si512(sm);
   *s2 = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
-  const __m512i shift = ld(k_sh_0_4);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512i sumi = _mm512_setzero_si512();
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; j++) {
-    const __m512i q =
-        _mm512_and_si512(_mm512_srlv_epi16(bcast32(x->qs + 32 * j), shift), m4);
-    const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4[j]), sm512);
-    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a[j]), sc);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++) {
+    const __m512i v = _mm512_loadu_si512(x->qs + 64 * h);
+    const __m512i pl = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                           _mm512_and_si512(v, m4), al[h]);
+    const __m512i ph = _mm512_dpbusd_epi32(
+        _mm512_setzero_si512(), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+        ah[h]);
+    /* words per 128-bit lane: pl's 4 lanes, then ph's 4 (vpackssdw: no
+     * saturation); the scales alike: chunk 4h (lanes 0, 1) or 4h + 2
+     * (2, 3) x4, then 4h + 1 or 4h + 3 x4 */
+    const __m512i pw = _mm512_packs_epi32(pl, ph);
+    const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4_pk[h]), sm512);
+    sumi = _mm512_dpwssd_epi32(sumi, pw, sc);
   }
   return sumi;
 }
@@ -1060,18 +1095,34 @@ q4k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
   const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
   const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
                                      _mm256_extracti128_si256(bs, 1));
+  /* chunks 0, 2 | 1, 3 | 4, 6 | 5, 7 (see q4k_s1_lanes) */
+  const __m512i al[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0x44),
+                         _mm512_shuffle_i64x2(a[2], a[3], 0x44)};
+  const __m512i ah[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0xee),
+                         _mm512_shuffle_i64x2(a[2], a[3], 0xee)};
   const block_q4_K *x[4];
   __m512i s1[4];
   __m128i s2[4];
 #pragma GCC unroll 4
   for (int k = 0; k < 4; k++) {
     x[k] = (const block_q4_K *)(wr + (size_t)k * w_stride) + i;
-    s1[k] = q4k_s1_lanes(x[k], a, q8s, &s2[k]);
+    s1[k] = q4k_s1_lanes(x[k], al, ah, q8s, &s2[k]);
   }
   const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
   const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
-  const __m128 t = _mm_mul_ps(f1, h4_ps(x, offsetof(block_q4_K, d)));
-  const __m128 u = _mm_fnmadd_ps(h4_ps(x, offsetof(block_q4_K, dmin)), f2, t);
+  /* the 4 rows' d, dmin pairs (the blocks' first dwords) as d0..3 in the
+   * low half, dmin0..3 in the high half */
+  uint32_t dm[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++)
+    memcpy(&dm[k], x[k], 4);
+  const __m128i dmi = _mm_shuffle_epi8(
+      _mm_set_epi64x((long long)((uint64_t)dm[3] << 32 | dm[2]),
+                     (long long)((uint64_t)dm[1] << 32 | dm[0])),
+      _mm_set_epi8(15, 14, 11, 10, 7, 6, 3, 2, 13, 12, 9, 8, 5, 4, 1, 0));
+  const __m256 dmf = _mm256_cvtph_ps(dmi);
+  const __m128 t = _mm_mul_ps(f1, _mm256_castps256_ps128(dmf));
+  const __m128 u = _mm_fnmadd_ps(_mm256_extractf128_ps(dmf, 1), f2, t);
   return _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
 }
 
