@@ -1141,6 +1141,14 @@ static inline __m128i hsum4x8i(__m256i a, __m256i b, __m256i c, __m256i d) {
                        _mm256_extracti128_si256(h, 1));
 }
 
+/* q6k_s1_lanes: the scale of each word of the packed lanes (h = 0, 1). */
+static const _Alignas(64) int16_t k_idx_q6_pk[2][32] = {
+    {0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5,
+     2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7},
+    {8,  8,  8,  8,  12, 12, 12, 12, 9,  9,  9,  9,  13, 13, 13, 13,
+     10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
+};
+
 /* One super-block of one weight row against the activation's chunks a[]:
  * S1's 16 lanes and the offset's 8 (as q6k_sb's tiled path). */
 static inline __attribute__((always_inline)) __m512i
@@ -1150,24 +1158,28 @@ q6k_s1_lanes(const block_q6_K *x, const __m512i a[4], __m256i bs,
       _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
   const __m512i sc512 = _mm512_castsi256_si512(sc16);
   *corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5);
-  const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m3f = _mm512_set1_epi8(0x3f);
   const __m512i sl = ld(k_sh_4_2), sr = ld(k_sh_0_2);
   __m512i sumi = _mm512_setzero_si512();
 #pragma GCC unroll 2
   for (int h = 0; h < 2; h++) {
     const __m512i l = _mm512_loadu_si512(x->ql + 64 * h);
     const __m512i hb = bcast32(x->qh + 32 * h);
+    /* the low 4 bits from l (mask m4), the top 2 from hb: one ternlog */
     const __m512i q01 =
-        _mm512_or_si512(_mm512_and_si512(l, m4),
-                        _mm512_and_si512(_mm512_sllv_epi16(hb, sl), m30));
-    const __m512i q23 =
-        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                        _mm512_and_si512(_mm512_srlv_epi16(hb, sr), m30));
-    const __m512i i01 = ld(k_idx_16[2 * h]), i23 = ld(k_idx_16[2 * h + 1]);
-    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q01, a[2 * h]),
-                               _mm512_permutexvar_epi16(i01, sc512));
-    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a[2 * h + 1]),
-                               _mm512_permutexvar_epi16(i23, sc512));
+        _mm512_ternarylogic_epi32(m4, l, _mm512_sllv_epi16(hb, sl), 0xca);
+    const __m512i q23 = _mm512_ternarylogic_epi32(
+        m4, _mm512_srli_epi16(l, 4), _mm512_srlv_epi16(hb, sr), 0xca);
+    /* vpdpbusd: 4 products per lane (|sum| <= 4 * 63 * 128, an int16);
+     * vpackssdw: per 128-bit lane j, elements 128h + 16j.. (scale 8h + j)
+     * in words 0..3, 128h + 64 + 16j.. (8h + 4 + j) in 4..7 */
+    const __m512i p01 = _mm512_dpbusd_epi32(
+        _mm512_setzero_si512(), _mm512_and_si512(q01, m3f), a[2 * h]);
+    const __m512i p23 = _mm512_dpbusd_epi32(
+        _mm512_setzero_si512(), _mm512_and_si512(q23, m3f), a[2 * h + 1]);
+    sumi = _mm512_dpwssd_epi32(
+        sumi, _mm512_packs_epi32(p01, p23),
+        _mm512_permutexvar_epi16(ld(k_idx_q6_pk[h]), sc512));
   }
   return sumi;
 }
