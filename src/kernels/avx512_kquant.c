@@ -976,7 +976,7 @@ static inline __m128i hsum4x16i(__m512i a, __m512i b, __m512i c, __m512i d) {
                        _mm256_extracti128_si256(h, 1));
 }
 
-/* q4k_s1_lanes: the scale of each word of the packed lanes (h = 0, 1). */
+/* k45_s1_lanes: the scale of each word of the packed lanes (h = 0, 1). */
 static const _Alignas(64) int16_t k_idx_k4_pk[2][32] = {
     {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1,
      2, 2, 2, 2, 3, 3, 3, 3, 2, 2, 2, 2, 3, 3, 3, 3},
@@ -1007,21 +1007,33 @@ static inline __m128i q4k_scales_mins_v(const uint8_t *s) {
  * products per lane (|sum| <= 4 * 15 * 128, an int16), vpackssdw packs
  * two chunks' lanes into words and vpdpwssd scales both. */
 static inline __attribute__((always_inline)) __m512i
-q4k_s1_lanes(const block_q4_K *x, const __m512i al[2], const __m512i ah[2],
-             __m128i q8s, __m128i *s2) {
-  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins_v(x->scales));
+k45_s1_lanes(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
+             const __m512i al[2], const __m512i ah[2], __m128i q8s,
+             __m128i *s2) {
+  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins_v(scales));
   const __m512i sm512 = _mm512_castsi256_si512(sm);
   *s2 = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512i sumi = _mm512_setzero_si512();
 #pragma GCC unroll 2
   for (int h = 0; h < 2; h++) {
-    const __m512i v = _mm512_loadu_si512(x->qs + 64 * h);
-    const __m512i pl = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-                                           _mm512_and_si512(v, m4), al[h]);
-    const __m512i ph = _mm512_dpbusd_epi32(
-        _mm512_setzero_si512(), _mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-        ah[h]);
+    const __m512i v = _mm512_loadu_si512(qs + 64 * h);
+    __m512i ql = _mm512_and_si512(v, m4);
+    __m512i qu = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    if (qh) { /* Q5_K's fifth bit: bit c of qh[e], element e of chunk c */
+      const __m512i hb = bcast32(qh), c16 = _mm512_set1_epi8(0x10);
+      const __mmask64 hi = 0xffffffff00000000u;
+      const __m512i bl =
+          _mm512_mask_blend_epi8(hi, _mm512_set1_epi8((char)(1 << 4 * h)),
+                                 _mm512_set1_epi8((char)(1 << (4 * h + 2))));
+      const __m512i bu =
+          _mm512_mask_blend_epi8(hi, _mm512_set1_epi8((char)(1 << (4 * h + 1))),
+                                 _mm512_set1_epi8((char)(1 << (4 * h + 3))));
+      ql = _mm512_mask_add_epi8(ql, _mm512_test_epi8_mask(hb, bl), ql, c16);
+      qu = _mm512_mask_add_epi8(qu, _mm512_test_epi8_mask(hb, bu), qu, c16);
+    }
+    const __m512i pl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ql, al[h]);
+    const __m512i ph = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qu, ah[h]);
     /* words per 128-bit lane: pl's 4 lanes, then ph's 4 (vpackssdw: no
      * saturation); the scales alike: chunk 4h (lanes 0, 1) or 4h + 2
      * (2, 3) x4, then 4h + 1 or 4h + 3 x4 */
@@ -1090,23 +1102,26 @@ kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
 }
 
 static inline __attribute__((always_inline)) __m128
-q4k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
-          const __m512i a[4], __m128 acc) {
+k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], __m128 acc, size_t bsz, size_t qs_off,
+          size_t qh_off) {
   const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
   const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
                                      _mm256_extracti128_si256(bs, 1));
-  /* chunks 0, 2 | 1, 3 | 4, 6 | 5, 7 (see q4k_s1_lanes) */
+  /* chunks 0, 2 | 1, 3 | 4, 6 | 5, 7 (see k45_s1_lanes) */
   const __m512i al[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0x44),
                          _mm512_shuffle_i64x2(a[2], a[3], 0x44)};
   const __m512i ah[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0xee),
                          _mm512_shuffle_i64x2(a[2], a[3], 0xee)};
-  const block_q4_K *x[4];
+  const uint8_t *x[4];
   __m512i s1[4];
   __m128i s2[4];
 #pragma GCC unroll 4
   for (int k = 0; k < 4; k++) {
-    x[k] = (const block_q4_K *)(wr + (size_t)k * w_stride) + i;
-    s1[k] = q4k_s1_lanes(x[k], al, ah, q8s, &s2[k]);
+    /* d, dmin and the scales at the same offsets in both types */
+    x[k] = wr + (size_t)k * w_stride + (size_t)i * bsz;
+    s1[k] = k45_s1_lanes(x[k] + offsetof(block_q4_K, scales), x[k] + qs_off,
+                         qh_off ? x[k] + qh_off : NULL, al, ah, q8s, &s2[k]);
   }
   const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
   const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
@@ -1124,6 +1139,25 @@ q4k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
   const __m128 t = _mm_mul_ps(f1, _mm256_castps256_ps128(dmf));
   const __m128 u = _mm_fnmadd_ps(_mm256_extractf128_ps(dmf, 1), f2, t);
   return _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
+}
+
+static inline __attribute__((always_inline)) __m128
+q4k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], __m128 acc) {
+  return k45_step4(wr, w_stride, i, yi, a, acc, sizeof(block_q4_K),
+                   offsetof(block_q4_K, qs), 0);
+}
+
+static inline __attribute__((always_inline)) __m128
+q5k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], __m128 acc) {
+  return k45_step4(wr, w_stride, i, yi, a, acc, sizeof(block_q5_K),
+                   offsetof(block_q5_K, qs), offsetof(block_q5_K, qh));
+}
+
+static void q5k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
+                           int64_t nw, const block_q8_K *y, float *out) {
+  kq_gemv4(n, w, w_stride, nw, y, out, q5k_step4, nc_avx512_dot_q5_k_tiled);
 }
 
 static void q4k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
@@ -1280,6 +1314,10 @@ float nc_avx512_dot_q5_k_tiled(int64_t n, const void *w, const void *a) {
 void nc_avx512_gemm_q5_k_tiled(int64_t n, const void *w, size_t w_stride,
                                int64_t nw, const void *act, size_t a_stride,
                                int64_t na, float *out, size_t out_stride) {
+  if (na == 1 && nw >= 4) {
+    q5k_gemv_tiled(n, w, w_stride, nw, act, out);
+    return;
+  }
   kq_gemm_q5_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
 }
 
