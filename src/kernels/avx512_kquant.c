@@ -1234,9 +1234,13 @@ q6k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
     memcpy(&h, &x->d, 2);
     dv |= (uint64_t)h << (16 * k);
   }
-  const __m128i si =
-      _mm_sub_epi32(hsum4x16i(s1[0], s1[1], s1[2], s1[3]),
-                    hsum4x8i(corr[0], corr[1], corr[2], corr[3]));
+  /* S1 minus the offset, per row in 8 lanes (exact), then one reduction */
+  __m256i s8[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++)
+    s8[k] =
+        _mm256_sub_epi32(_mm256_add_epi32(lo8i(s1[k]), hi8i(s1[k])), corr[k]);
+  const __m128i si = hsum4x8i(s8[0], s8[1], s8[2], s8[3]);
   const __m128 t = _mm_mul_ps(_mm_cvtepi32_ps(si),
                               _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
   const __m128 u = _mm_fnmadd_ps(_mm_setzero_ps(), _mm_setzero_ps(), t);
