@@ -50,7 +50,13 @@
  * instead llama.cpp's tiled K-quant matmul, which it runs for 8 or more
  * activation rows (prompts), from the same integer lanes; the avx512 table
  * uses them. (The vec_dot order above is the avx2 table's: llama.cpp's
- * decode; the single-row kernels qNk_sb here serve the tiled dots.) */
+ * decode; the single-row kernels qNk_sb here serve the tiled dots.)
+ *
+ * Their decode (one activation row: kq_gemv4, 4 weight rows at once for
+ * Q4_K, Q5_K, Q6_K) forms each super-block's integer S1 another way, exact
+ * all the same: vpdpbusd sums 4 products per lane (an int16's range),
+ * vpackssdw packs two such vectors into words and one vpdpwssd applies
+ * the scales to both (k45_s1_lanes, q6k_s1_lanes). */
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
