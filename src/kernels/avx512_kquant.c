@@ -50,7 +50,13 @@
  * instead llama.cpp's tiled K-quant matmul, which it runs for 8 or more
  * activation rows (prompts), from the same integer lanes; the avx512 table
  * uses them. (The vec_dot order above is the avx2 table's: llama.cpp's
- * decode; the single-row kernels qNk_sb here serve the tiled dots.) */
+ * decode; the single-row kernels qNk_sb here serve the tiled dots.)
+ *
+ * Their decode (one activation row: kq_gemv4, 4 weight rows at once for
+ * Q4_K, Q5_K, Q6_K) forms each super-block's integer S1 another way, exact
+ * all the same: vpdpbusd sums 4 products per lane (an int16's range),
+ * vpackssdw packs two such vectors into words and one vpdpwssd applies
+ * the scales to both (k45_s1_lanes, q6k_s1_lanes). */
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
@@ -976,23 +982,70 @@ static inline __m128i hsum4x16i(__m512i a, __m512i b, __m512i c, __m512i d) {
                        _mm256_extracti128_si256(h, 1));
 }
 
-/* One super-block of one weight row against the activation's chunks a[]:
- * S1's 16 lanes and S2's 4 (as q4k_sb's tiled path). */
+/* k45_s1_lanes: the scale of each word of the packed lanes (h = 0, 1). */
+static const _Alignas(64) int16_t k_idx_k4_pk[2][32] = {
+    {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1,
+     2, 2, 2, 2, 3, 3, 3, 3, 2, 2, 2, 2, 3, 3, 3, 3},
+    {4, 4, 4, 4, 5, 5, 5, 5, 4, 4, 4, 4, 5, 5, 5, 5,
+     6, 6, 6, 6, 7, 7, 7, 7, 6, 6, 6, 6, 7, 7, 7, 7},
+};
+
+/* The scales and mins of a Q4_K block as q4k_scales_mins, in vector
+ * registers: [w0, w2, w1, w2 >> 4] & [3f, 0f, 3f, 0f] |
+ * ([w0, w0, w1, w1] >> 2) & [0, 30, 0, 30] for the scale dwords w0..w2
+ * (the 16-byte load takes 4 bytes of qs, inside the block). */
+static inline __m128i q4k_scales_mins_v(const uint8_t *s) {
+  const __m128i v = _mm_loadu_si128((const __m128i *)s);
+  const __m128i a = _mm_srlv_epi32(
+      _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_set_epi32(4, 0, 0, 0));
+  const __m128i b =
+      _mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);
+  const __m128i m6 =
+      _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
+  const __m128i m2 = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
+  return _mm_or_si128(_mm_and_si128(a, m6), _mm_and_si128(b, m2));
+}
+
+/* One super-block of one weight row against the activation's chunks,
+ * regrouped (al[h]: chunks 4h and 4h + 2, ah[h]: 4h + 1 and 4h + 3, the
+ * layout of the low and high nibbles of qs[64h..64h+63]): S1's 16 lanes
+ * and S2's 4, the same integers as q4k_sb's tiled path. vpdpbusd sums 4
+ * products per lane (|sum| <= 4 * 15 * 128, an int16), vpackssdw packs
+ * two chunks' lanes into words and vpdpwssd scales both. */
 static inline __attribute__((always_inline)) __m512i
-q4k_s1_lanes(const block_q4_K *x, const __m512i a[4], __m128i q8s,
+k45_s1_lanes(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
+             const __m512i al[2], const __m512i ah[2], __m128i q8s,
              __m128i *s2) {
-  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins(x->scales));
+  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins_v(scales));
   const __m512i sm512 = _mm512_castsi256_si512(sm);
   *s2 = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
-  const __m512i shift = ld(k_sh_0_4);
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512i sumi = _mm512_setzero_si512();
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; j++) {
-    const __m512i q =
-        _mm512_and_si512(_mm512_srlv_epi16(bcast32(x->qs + 32 * j), shift), m4);
-    const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4[j]), sm512);
-    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q, a[j]), sc);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++) {
+    const __m512i v = _mm512_loadu_si512(qs + 64 * h);
+    __m512i ql = _mm512_and_si512(v, m4);
+    __m512i qu = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    if (qh) { /* Q5_K's fifth bit: bit c of qh[e], element e of chunk c */
+      const __m512i hb = bcast32(qh), c16 = _mm512_set1_epi8(0x10);
+      const __mmask64 hi = 0xffffffff00000000u;
+      const __m512i bl =
+          _mm512_mask_blend_epi8(hi, _mm512_set1_epi8((char)(1 << 4 * h)),
+                                 _mm512_set1_epi8((char)(1 << (4 * h + 2))));
+      const __m512i bu =
+          _mm512_mask_blend_epi8(hi, _mm512_set1_epi8((char)(1 << (4 * h + 1))),
+                                 _mm512_set1_epi8((char)(1 << (4 * h + 3))));
+      ql = _mm512_mask_add_epi8(ql, _mm512_test_epi8_mask(hb, bl), ql, c16);
+      qu = _mm512_mask_add_epi8(qu, _mm512_test_epi8_mask(hb, bu), qu, c16);
+    }
+    const __m512i pl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ql, al[h]);
+    const __m512i ph = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qu, ah[h]);
+    /* words per 128-bit lane: pl's 4 lanes, then ph's 4 (vpackssdw: no
+     * saturation); the scales alike: chunk 4h (lanes 0, 1) or 4h + 2
+     * (2, 3) x4, then 4h + 1 or 4h + 3 x4 */
+    const __m512i pw = _mm512_packs_epi32(pl, ph);
+    const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4_pk[h]), sm512);
+    sumi = _mm512_dpwssd_epi32(sumi, pw, sc);
   }
   return sumi;
 }
@@ -1026,12 +1079,22 @@ kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
          const block_q8_K *y, float *out, kq_step4_fn step,
          float (*dot)(int64_t, const void *, const void *)) {
   const int64_t nb = n / QK_K;
+  /* the prefetch of the 4 rows NC_PREFETCH_AHEAD on, spread over their
+   * super-blocks (pf_step bytes each): at once, the burst of lines left the
+   * Q6_K output head of 49152 x 1024 at 12-14 GB/s, spread 19-21 (CPU
+   * time, AMD EPYC Zen 4) */
+  const size_t span = 4 * w_stride;
+  const size_t pf_step = nb > 0 ? (span / (size_t)nb + 63) & ~(size_t)63 : 0;
   int64_t r = 0;
   for (; r + 4 <= nw; r += 4) {
     const uint8_t *wr = w + (size_t)r * w_stride;
-    nc_prefetch_lines(nc_prefetch_base(wr, 4 * w_stride), 4 * w_stride);
+    const uint8_t *pf = nc_prefetch_base(wr, span);
     __m128 acc = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
+      const size_t off = (size_t)i * pf_step;
+      if (off < span)
+        nc_prefetch_lines(pf + off,
+                          span - off < pf_step ? span - off : pf_step);
       __m512i a[4];
 #pragma GCC unroll 4
       for (int j = 0; j < 4; j++)
@@ -1045,24 +1108,62 @@ kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
 }
 
 static inline __attribute__((always_inline)) __m128
-q4k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
-          const __m512i a[4], __m128 acc) {
+k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], __m128 acc, size_t bsz, size_t qs_off,
+          size_t qh_off) {
   const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
   const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
                                      _mm256_extracti128_si256(bs, 1));
-  const block_q4_K *x[4];
+  /* chunks 0, 2 | 1, 3 | 4, 6 | 5, 7 (see k45_s1_lanes) */
+  const __m512i al[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0x44),
+                         _mm512_shuffle_i64x2(a[2], a[3], 0x44)};
+  const __m512i ah[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0xee),
+                         _mm512_shuffle_i64x2(a[2], a[3], 0xee)};
+  const uint8_t *x[4];
   __m512i s1[4];
   __m128i s2[4];
 #pragma GCC unroll 4
   for (int k = 0; k < 4; k++) {
-    x[k] = (const block_q4_K *)(wr + (size_t)k * w_stride) + i;
-    s1[k] = q4k_s1_lanes(x[k], a, q8s, &s2[k]);
+    /* d, dmin and the scales at the same offsets in both types */
+    x[k] = wr + (size_t)k * w_stride + (size_t)i * bsz;
+    s1[k] = k45_s1_lanes(x[k] + offsetof(block_q4_K, scales), x[k] + qs_off,
+                         qh_off ? x[k] + qh_off : NULL, al, ah, q8s, &s2[k]);
   }
   const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
   const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
-  const __m128 t = _mm_mul_ps(f1, h4_ps(x, offsetof(block_q4_K, d)));
-  const __m128 u = _mm_fnmadd_ps(h4_ps(x, offsetof(block_q4_K, dmin)), f2, t);
+  /* the 4 rows' d, dmin pairs (the blocks' first dwords) as d0..3 in the
+   * low half, dmin0..3 in the high half */
+  uint32_t dm[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++)
+    memcpy(&dm[k], x[k], 4);
+  const __m128i dmi = _mm_shuffle_epi8(
+      _mm_set_epi64x((long long)((uint64_t)dm[3] << 32 | dm[2]),
+                     (long long)((uint64_t)dm[1] << 32 | dm[0])),
+      _mm_set_epi8(15, 14, 11, 10, 7, 6, 3, 2, 13, 12, 9, 8, 5, 4, 1, 0));
+  const __m256 dmf = _mm256_cvtph_ps(dmi);
+  const __m128 t = _mm_mul_ps(f1, _mm256_castps256_ps128(dmf));
+  const __m128 u = _mm_fnmadd_ps(_mm256_extractf128_ps(dmf, 1), f2, t);
   return _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
+}
+
+static inline __attribute__((always_inline)) __m128
+q4k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], __m128 acc) {
+  return k45_step4(wr, w_stride, i, yi, a, acc, sizeof(block_q4_K),
+                   offsetof(block_q4_K, qs), 0);
+}
+
+static inline __attribute__((always_inline)) __m128
+q5k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], __m128 acc) {
+  return k45_step4(wr, w_stride, i, yi, a, acc, sizeof(block_q5_K),
+                   offsetof(block_q5_K, qs), offsetof(block_q5_K, qh));
+}
+
+static void q5k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
+                           int64_t nw, const block_q8_K *y, float *out) {
+  kq_gemv4(n, w, w_stride, nw, y, out, q5k_step4, nc_avx512_dot_q5_k_tiled);
 }
 
 static void q4k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
@@ -1080,6 +1181,14 @@ static inline __m128i hsum4x8i(__m256i a, __m256i b, __m256i c, __m256i d) {
                        _mm256_extracti128_si256(h, 1));
 }
 
+/* q6k_s1_lanes: the scale of each word of the packed lanes (h = 0, 1). */
+static const _Alignas(64) int16_t k_idx_q6_pk[2][32] = {
+    {0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5,
+     2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7},
+    {8,  8,  8,  8,  12, 12, 12, 12, 9,  9,  9,  9,  13, 13, 13, 13,
+     10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
+};
+
 /* One super-block of one weight row against the activation's chunks a[]:
  * S1's 16 lanes and the offset's 8 (as q6k_sb's tiled path). */
 static inline __attribute__((always_inline)) __m512i
@@ -1089,24 +1198,28 @@ q6k_s1_lanes(const block_q6_K *x, const __m512i a[4], __m256i bs,
       _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
   const __m512i sc512 = _mm512_castsi256_si512(sc16);
   *corr = _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5);
-  const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), m3f = _mm512_set1_epi8(0x3f);
   const __m512i sl = ld(k_sh_4_2), sr = ld(k_sh_0_2);
   __m512i sumi = _mm512_setzero_si512();
 #pragma GCC unroll 2
   for (int h = 0; h < 2; h++) {
     const __m512i l = _mm512_loadu_si512(x->ql + 64 * h);
     const __m512i hb = bcast32(x->qh + 32 * h);
+    /* the low 4 bits from l (mask m4), the top 2 from hb: one ternlog */
     const __m512i q01 =
-        _mm512_or_si512(_mm512_and_si512(l, m4),
-                        _mm512_and_si512(_mm512_sllv_epi16(hb, sl), m30));
-    const __m512i q23 =
-        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                        _mm512_and_si512(_mm512_srlv_epi16(hb, sr), m30));
-    const __m512i i01 = ld(k_idx_16[2 * h]), i23 = ld(k_idx_16[2 * h + 1]);
-    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q01, a[2 * h]),
-                               _mm512_permutexvar_epi16(i01, sc512));
-    sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q23, a[2 * h + 1]),
-                               _mm512_permutexvar_epi16(i23, sc512));
+        _mm512_ternarylogic_epi32(m4, l, _mm512_sllv_epi16(hb, sl), 0xca);
+    const __m512i q23 = _mm512_ternarylogic_epi32(
+        m4, _mm512_srli_epi16(l, 4), _mm512_srlv_epi16(hb, sr), 0xca);
+    /* vpdpbusd: 4 products per lane (|sum| <= 4 * 63 * 128, an int16);
+     * vpackssdw: per 128-bit lane j, elements 128h + 16j.. (scale 8h + j)
+     * in words 0..3, 128h + 64 + 16j.. (8h + 4 + j) in 4..7 */
+    const __m512i p01 = _mm512_dpbusd_epi32(
+        _mm512_setzero_si512(), _mm512_and_si512(q01, m3f), a[2 * h]);
+    const __m512i p23 = _mm512_dpbusd_epi32(
+        _mm512_setzero_si512(), _mm512_and_si512(q23, m3f), a[2 * h + 1]);
+    sumi = _mm512_dpwssd_epi32(
+        sumi, _mm512_packs_epi32(p01, p23),
+        _mm512_permutexvar_epi16(ld(k_idx_q6_pk[h]), sc512));
   }
   return sumi;
 }
@@ -1127,9 +1240,13 @@ q6k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
     memcpy(&h, &x->d, 2);
     dv |= (uint64_t)h << (16 * k);
   }
-  const __m128i si =
-      _mm_sub_epi32(hsum4x16i(s1[0], s1[1], s1[2], s1[3]),
-                    hsum4x8i(corr[0], corr[1], corr[2], corr[3]));
+  /* S1 minus the offset, per row in 8 lanes (exact), then one reduction */
+  __m256i s8[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++)
+    s8[k] =
+        _mm256_sub_epi32(_mm256_add_epi32(lo8i(s1[k]), hi8i(s1[k])), corr[k]);
+  const __m128i si = hsum4x8i(s8[0], s8[1], s8[2], s8[3]);
   const __m128 t = _mm_mul_ps(_mm_cvtepi32_ps(si),
                               _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
   const __m128 u = _mm_fnmadd_ps(_mm_setzero_ps(), _mm_setzero_ps(), t);
@@ -1207,6 +1324,10 @@ float nc_avx512_dot_q5_k_tiled(int64_t n, const void *w, const void *a) {
 void nc_avx512_gemm_q5_k_tiled(int64_t n, const void *w, size_t w_stride,
                                int64_t nw, const void *act, size_t a_stride,
                                int64_t na, float *out, size_t out_stride) {
+  if (na == 1 && nw >= 4) {
+    q5k_gemv_tiled(n, w, w_stride, nw, act, out);
+    return;
+  }
   kq_gemm_q5_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
 }
 

@@ -88,8 +88,9 @@ static inline __m512i nc_il_high_bits(__m512i u, const uint8_t *h0,
   memcpy(&b, h1, 4);
   const __mmask64 m =
       _pdep_u64(a, 0x0f0f0f0f0f0f0f0full) | _pdep_u64(b, 0xf0f0f0f0f0f0f0f0ull);
-  return _mm512_mask_blend_epi8(m, u,
-                                _mm512_or_si512(u, _mm512_set1_epi8(0x10)));
+  /* bit 4 of u is clear: the add sets it (one op, where a blend of u and
+   * u | 0x10 took two) */
+  return _mm512_mask_add_epi8(u, m, u, _mm512_set1_epi8(0x10));
 }
 
 /* Two rows' blocks -> their unsigned quants, interleaved. */
