@@ -21,7 +21,8 @@ or more llama.cpp runs a batch through its tiled flash path
 takes it, and the gemma windows (16) are far shorter than the prompt.
 Writes arch_<arch>_fa.txt. --fa --decode: the same tokens one per
 llama_decode (teacher-forced), llama.cpp's per-row flash path
-(..._f16_one_chunk, the order of every generated token): arch_<arch>_fa_decode.txt.
+(..._f16_one_chunk, the order of every generated token):
+arch_<arch>_fa_decode.txt.
 
 It also checks every golden: all logits finite, and the top-1 prediction not
 the same at every position (a degenerate model would be useless as a test).
@@ -143,8 +144,8 @@ def main(argv):
             # the same command the C test will run
             subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_arch_gguf.py"),
                             arch, path, "--seed", str(seed)], check=True)
-            golden(arch, path, seed,
-                   os.path.join(OUTDIR, f"arch_{arch}{suffix}.txt"), fa, decode)
+            out = os.path.join(OUTDIR, f"arch_{arch}{suffix}.txt")
+            golden(arch, path, seed, out, fa, decode)
 
 
 if __name__ == "__main__":
