@@ -1,13 +1,27 @@
 #!/usr/bin/env python3
-"""llama.cpp's greedy continuations for tests/e2e/test_gemma.py.
+"""llama.cpp's greedy continuations for the e2e tests.
 
 For each prompt: tokenized by llama.cpp (BOS as the model asks, special
 tokens parsed), decoded in one batch, then one token per llama_decode, each
 the argmax of the last logits, until N tokens or an end-of-generation token.
-Records the token ids and their text. Settings as gen_logits_golden.py
-(flash attention off, no repack, F16 KV cache, 2 threads).
+Records the token ids and their text.
 
-Usage: scripts/gen_greedy_golden.py [MODEL] [OUT]
+Default mode (tests/e2e/test_gemma.py): settings as gen_logits_golden.py
+(flash attention off, no repack, F16 KV cache, n_ctx = n_batch = n_ubatch
+= 512, 2 threads), 24 tokens for each of 3 prompts.
+
+--defaults (tests/e2e/test_greedy_defaults.py): llama.cpp's defaults, as
+llama-cli and llama-server run: flash attention on (what its -fa auto
+picks on the CPU), n_ctx 4096, n_batch 2048, n_ubatch 512 (a prompt under
+512 tokens is one micro-batch: its tiled flash path from 64 rows on, the
+per-row path below and for every generated token), F16 KV cache; weight
+repacking still off (use_extra_bufts = false: the matmul order of llama.cpp
+--no-repack, nucleus's --no-repack), 2 threads. 10 prompts of 3 to 237
+tokens (plain text, code, a paragraph, the model's chat template), 32
+tokens each. Default OUT: tests/data/greedy/<model>_defaults.json with
+<model> smollm2 or gemma3_270m.
+
+Usage: scripts/gen_greedy_golden.py [--defaults] [MODEL] [OUT]
 (default: models/gemma-3-270m-q4_k_m.gguf, tests/data/greedy/gemma3_270m.json)
 """
 import json
@@ -20,16 +34,84 @@ import numpy as np
 from gen_logits_golden import context_params, tokenize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODEL = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+DEFAULTS = "--defaults" in sys.argv[1:]
+ARGS = [a for a in sys.argv[1:] if a != "--defaults"]
+MODEL = ARGS[0] if len(ARGS) > 0 else os.path.join(
     ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
-OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
-    ROOT, "tests", "data", "greedy", "gemma3_270m.json")
-N = 24
+GEMMA = "gemma" in os.path.basename(MODEL).lower()
+OUT = ARGS[1] if len(ARGS) > 1 else os.path.join(
+    ROOT, "tests", "data", "greedy",
+    ("gemma3_270m" if GEMMA else "smollm2") + "_defaults.json"
+    if DEFAULTS else "gemma3_270m.json")
+N = 32 if DEFAULTS else 24
 PROMPTS = [
     "The capital of France is",
     "def fibonacci(n):\n",
     "<start_of_turn>user\nWrite one sentence about the sea.<end_of_turn>\n"
     "<start_of_turn>model\n",
+]
+
+PARAGRAPH = (
+    "The history of the printing press begins in the fifteenth century, "
+    "when Johannes Gutenberg combined movable metal type, oil-based ink and "
+    "a wooden screw press adapted from those used to make wine. Within fifty "
+    "years, presses were operating in more than two hundred cities across "
+    "Europe, and the number of books in circulation rose from tens of "
+    "thousands to millions.")
+CODE = (
+    "def merge_sort(items):\n"
+    "    \"\"\"Return a new sorted list.\"\"\"\n"
+    "    if len(items) <= 1:\n"
+    "        return list(items)\n"
+    "    mid = len(items) // 2\n"
+    "    left = merge_sort(items[:mid])\n"
+    "    right = merge_sort(items[mid:])\n"
+    "    out = []\n"
+    "    i = j = 0\n"
+    "    while i < len(left) and j < len(right):\n"
+    "        if left[i] <= right[j]:\n"
+    "            out.append(left[i]); i += 1\n"
+    "        else:\n"
+    "            out.append(right[j]); j += 1\n")
+LONG = PARAGRAPH + (
+    " Scholars argue about how much this changed the Reformation, the "
+    "scientific revolution and the rise of literacy, but few doubt that "
+    "cheap copies of texts altered how ideas spread, who could read them, "
+    "and how quickly an argument could travel from one country to the next. "
+    "Before the press, a book was copied by hand, often by monks working in "
+    "a scriptorium, and a single Bible could take a scribe more than a year. "
+    "Paper mills, which had spread from China through the Islamic world to "
+    "Spain and Italy, made the raw material cheap enough for printers to "
+    "sell pamphlets, calendars and indulgences by the thousand. Venice soon "
+    "became the capital of the new trade, with its printers publishing Greek "
+    "classics in small, portable formats, and the first newspapers appeared "
+    "in German cities in the early seventeenth century. In short, the most "
+    "important consequence of printing was")
+
+
+def chat(user):
+    if GEMMA:
+        return (f"<start_of_turn>user\n{user}<end_of_turn>\n"
+                "<start_of_turn>model\n")
+    return ("<|im_start|>system\nYou are a helpful AI assistant named "
+            "SmolLM, trained by Hugging Face<|im_end|>\n"
+            f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n")
+
+
+# under 64 tokens (the per-row flash order for the prompt too) and 64-300
+PROMPTS_DEFAULTS = [
+    "The capital of France is",
+    "The sky is blue because",
+    "Water boils at",
+    "def fibonacci(n):\n",
+    "Once upon a time, in a small village by the sea, there lived",
+    chat("Name three primary colors."),
+    PARAGRAPH + " The most important consequence of printing was",
+    chat("Give me three tips for keeping houseplants alive during winter, "
+         "and explain why each one works. Keep the answer short, use a "
+         "numbered list, and mention light, water and temperature. " * 2),
+    CODE,
+    LONG,
 ]
 
 
@@ -39,8 +121,18 @@ def piece(vocab, t):
     return buf.raw[:n]
 
 
+def greedy_context_params():
+    cp = context_params()
+    if DEFAULTS:
+        cp.n_ctx = 4096
+        cp.n_batch = 2048
+        cp.n_ubatch = 512
+        cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED
+    return cp
+
+
 def greedy(model, vocab, n_vocab, toks):
-    ctx = L.llama_init_from_model(model, context_params())
+    ctx = L.llama_init_from_model(model, greedy_context_params())
     batch = L.llama_batch_init(len(toks), 0, 1)
     out, cur, pos = [], list(toks), 0
     while len(out) < N:
@@ -76,17 +168,21 @@ def main():
     vocab = L.llama_model_get_vocab(model)
     n_vocab = L.llama_vocab_n_tokens(vocab)
     cases = []
-    for p in PROMPTS:
+    for p in PROMPTS_DEFAULTS if DEFAULTS else PROMPTS:
         toks = tokenize(vocab, p)
         ids = greedy(model, vocab, n_vocab, toks)
         text = b"".join(piece(vocab, t) for t in ids
                         if not L.llama_vocab_is_eog(vocab, t))
         cases.append({"prompt": p, "prompt_ids": toks, "ids": ids,
                       "text": text.decode("utf-8", errors="replace")})
+        print(f"{len(toks)} prompt tokens -> {len(ids)} generated")
     L.llama_model_free(model)
+    how = ("flash attention on, n_ctx 4096, n_batch 2048, n_ubatch 512, "
+           "no repack" if DEFAULTS else "flash attention off, no repack")
     with open(OUT, "w") as f:
-        json.dump({"generator": "scripts/gen_greedy_golden.py (llama-cpp-python "
-                   + L.__version__ + ", flash attention off, no repack)",
+        json.dump({"generator": "scripts/gen_greedy_golden.py"
+                   + (" --defaults" if DEFAULTS else "")
+                   + " (llama-cpp-python " + L.__version__ + ", " + how + ")",
                    "model": os.path.basename(MODEL), "n_predict": N,
                    "cases": cases}, f, indent=1, ensure_ascii=False)
         f.write("\n")

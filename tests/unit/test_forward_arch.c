@@ -31,8 +31,18 @@
  * reference; gemma2 without its attention soft cap moves logits by 0.61
  * (top-1 91%), without its final cap by 13; no sliding window: gemma2 6.7
  * (top-1 64%), gemma3 16 (47%); gemma3's local layers on the global RoPE
- * base: 6.6 (51%). Missing files
- * fail the test unless NUCLEUS_TESTS_WITHOUT_MODEL=1. */
+ * base: 6.6 (51%).
+ * Flash attention (check_file_fa): every kind loaded with flash_attn on
+ * against llama.cpp -fa on (arch_FILE_fa.txt, scripts/gen_arch_goldens.py
+ * --fa: 2 prompts x 96 tokens, each in one batch, llama.cpp's tiled path;
+ * the FA-off checks above ask for flash_attn off), same bounds; measured
+ * top-1 100% everywhere, max |diff| 2.2e-3 (gemma2) to 1.1e-2 (llamayarn,
+ * gemma3), mean KL 3.1e-9 (gemma2) to 1.2e-6 (gemma3, gemma3yarn); gemma2
+ * and gemma3 also one token per decode (arch_FILE_fa_decode.txt, its
+ * per-row path): max |diff| 2.5e-3 / 1.2e-2, mean KL 6.0e-9 / 2.1e-6. The
+ * distances are of the size of the FA-off ones above.
+ * Missing files fail the test unless NUCLEUS_TESTS_WITHOUT_MODEL=1. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,6 +85,7 @@ static void check_file(const char *file, const char *arch) {
            file);
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = 2;
+  mp.flash_attn = NUCLEUS_FLASH_ATTN_OFF; /* the golden's attention */
   nucleus_model *m = NULL;
   nucleus_error err;
   if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) {
@@ -82,6 +93,7 @@ static void check_file(const char *file, const char *arch) {
     NC_MODEL_UNAVAILABLE(why);
   }
   assert_string_equal(nucleus_model_arch(m), arch);
+  assert_false(nucleus_model_flash_attn(m));
   golden_prompt g[MAX_PROMPTS] = {0};
   int n = load_golden(g, gpath);
   assert_true(n >= 1);
@@ -142,8 +154,100 @@ static void check_file(const char *file, const char *arch) {
   nucleus_model_free(m);
 }
 
+/* Flash attention on against llama.cpp -fa on (arch_FILE_fa.txt, or
+ * arch_FILE_fa_decode.txt with decode): 2 prompts x 96 tokens, each in one
+ * batch fed as a prompt (llama.cpp's tiled path from 64 rows: the prompt
+ * order, batch.h) or, with decode, fed as generated tokens (its per-row
+ * path, one token per llama_decode: the row order). The bounds of
+ * check_file: top-1 >= 99% (a near tie counting as agreeing), max |logit
+ * diff| over the golden's top 32 <= DIFF_BOUND; the mean KL is reported. */
+static void check_file_fa(const char *file, const char *arch, bool decode) {
+  char path[4096], gpath[4096], why[4200];
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
+  snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s_fa%s.txt", root(),
+           file, decode ? "_decode" : "");
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  mp.flash_attn = NUCLEUS_FLASH_ATTN_ON;
+  nucleus_model *m = NULL;
+  nucleus_error err;
+  if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) {
+    snprintf(why, sizeof why, "%s (make arch-models): %s", path, err.message);
+    NC_MODEL_UNAVAILABLE(why);
+  }
+  assert_string_equal(nucleus_model_arch(m), arch);
+  assert_true(nucleus_model_flash_attn(m));
+  golden_prompt g[MAX_PROMPTS] = {0};
+  const int n = load_golden(g, gpath);
+  assert_true(n >= 1);
+  const int32_t nv = nucleus_model_n_vocab(m);
+  float *lg = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
+  assert_non_null(lg);
+  int64_t positions = 0, top1 = 0, ties = 0;
+  double diff = 0, kl_sum = 0;
+  for (int p = 0; p < n; p++) {
+    /* the prompt order needs 64+ prompt rows: the whole prompt here */
+    assert_true(decode || g[p].n >= NC_FLASH_TILED_MIN_ROWS);
+    const int32_t all[1] = {g[p].n};
+    run_chunked_prompt(m, g[p].tokens, g[p].n, decode ? 0 : g[p].n, all, 1, lg);
+    for (int32_t t = 0; t < g[p].n; t++) {
+      const float *f = lg + (int64_t)t * nv;
+      const golden_pos *gp = &g[p].pos[t];
+      positions++;
+      const bool tie = gp->logit[0] - gp->logit[1] < DIFF_BOUND;
+      top1 += argmax(f, nv) == gp->id[0] || tie;
+      ties += tie && argmax(f, nv) != gp->id[0];
+      const double our = logits_lse(f, nv);
+      double pt = 0, qt = 0, kl = 0;
+      for (int k = 0; k < TOPK; k++) {
+        diff = fmax(diff, fabs((double)f[gp->id[k]] - gp->logit[k]));
+        const double pk = exp(gp->logit[k] - gp->lse);
+        const double qk = exp(f[gp->id[k]] - our);
+        pt += pk;
+        qt += qk;
+        kl += pk * log(pk / qk);
+      }
+      const double pr = fmax(1.0 - pt, 1e-30), qr = fmax(1.0 - qt, 1e-30);
+      kl_sum += kl + pr * log(pr / qr);
+    }
+    free(g[p].pos);
+  }
+  print_message("%s flash on (%s): %lld positions; vs llama.cpp -fa on "
+                "top-1 %.2f%% (%lld near ties the other way), max |diff| "
+                "%.3g, mean KL %.3g\n",
+                file, decode ? "one token per decode" : "prompt in one batch",
+                (long long)positions, 100.0 * (double)top1 / (double)positions,
+                (long long)ties, diff, kl_sum / (double)positions);
+  assert_true(100.0 * (double)top1 / (double)positions >= 99.0);
+  assert_true(diff <= DIFF_BOUND);
+  free(lg);
+  nucleus_model_free(m);
+}
+
 static void check_arch(const char *arch) {
   check_file(arch, arch);
+}
+
+/* every kind of file against its -fa on golden, the prompt in one batch */
+static void test_flash_prompt(void **state) {
+  (void)state;
+  static const char *const files[][2] = {
+      {"qwen2", "qwen2"},       {"qwen3", "qwen3"},
+      {"phi3", "phi3"},         {"qwen3moe", "qwen3moe"},
+      {"phi3long", "phi3"},     {"mixtral", "llama"},
+      {"gemma2", "gemma2"},     {"gemma3", "gemma3"},
+      {"llamayarn", "llama"},   {"qwen2yarn", "qwen2"},
+      {"llamalinear", "llama"}, {"gemma3yarn", "gemma3"}};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+    check_file_fa(files[i][0], files[i][1], false);
+}
+
+/* sliding windows (and gemma2's soft cap) in the row order: one token per
+ * decode */
+static void test_flash_decode(void **state) {
+  (void)state;
+  check_file_fa("gemma2", "gemma2", true);
+  check_file_fa("gemma3", "gemma3", true);
 }
 
 static void test_qwen2(void **state) {
@@ -603,6 +707,8 @@ int main(void) {
       cmocka_unit_test(test_gemma3yarn),
       cmocka_unit_test(test_rope_scaling_bad_files),
       cmocka_unit_test(test_rope_overrides),
+      cmocka_unit_test(test_flash_prompt),
+      cmocka_unit_test(test_flash_decode),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

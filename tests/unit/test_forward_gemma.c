@@ -6,15 +6,15 @@
  *
  * - agreement with llama.cpp: teacher-forced logits against two goldens of
  *   scripts/gen_logits_golden.py on this file (4 prompts x 128 tokens, no
- *   repack, flash attention off, F16 KV cache): gemma3_270m_q4_k_m.txt, each
- *   prompt in one batch, and gemma3_270m_q4_k_m_decode.txt (--decode), one
- *   token per llama_decode. Per position: KL over llama.cpp's top 32 plus
- *   one bucket for the rest, top-1 agreement, max |logit diff|.
- *   Token by token, llama.cpp multiplies every weight type (Q5_0, Q8_0,
- *   Q4_K, Q6_K) with its AVX2 ggml_vec_dot order, which the avx2 table
- *   follows: its first three positions of every prompt are bit-identical to
- *   the decode golden (to its 9 digits; bound: top-1 100%, KL <= 1e-6, max
- *   |diff| <= 1e-5), which checks the gemma3 graph (embedding scale, QK
+ *   repack, flash attention off (asked for explicitly), F16 KV cache):
+ *   gemma3_270m_q4_k_m.txt, each prompt in one batch, and
+ *   gemma3_270m_q4_k_m_decode.txt (--decode), one token per llama_decode. Per
+ * position: KL over llama.cpp's top 32 plus one bucket for the rest, top-1
+ * agreement, max |logit diff|. Token by token, llama.cpp multiplies every
+ * weight type (Q5_0, Q8_0, Q4_K, Q6_K) with its AVX2 ggml_vec_dot order, which
+ * the avx2 table follows: its first three positions of every prompt are
+ * bit-identical to the decode golden (to its 9 digits; bound: top-1 100%, KL <=
+ * 1e-6, max |diff| <= 1e-5), which checks the gemma3 graph (embedding scale, QK
  *   norms, both RoPE bases, Q scale, attention over 1-3 keys, GeGLU on
  *   ggml's F16 GELU table, post norms, the tied Q8_0 head) to the last bit.
  *   In one batch (8+ rows) llama.cpp runs its Q4_K and Q6_K matmuls through
@@ -35,6 +35,10 @@
  *   batched one (token by token, avx2: 97.3% / 3.5e-3).
  *   Run: make build/release/tests/test_forward_gemma &&
  *   NUCLEUS_ROOT=$PWD build/release/tests/test_forward_gemma
+ * - flash attention on against llama.cpp -fa on
+ *   (gemma3_270m_q4_k_m_fa.txt and _fa_decode.txt, scripts/
+ *   gen_logits_golden.py --fa [--decode], the same 4 prompts x 128 tokens
+ *   in one batch, or one per decode): see test_matches_llama_cpp_fa.
  * - cache and batch invariance: one call == token by token == uneven
  *   chunks, and two prompts interleaved in shared batches, bit-identical. */
 #include <math.h>
@@ -58,11 +62,14 @@
 #define N_USE(n) (NC_SANITIZED && (n) > 24 ? 24 : (n))
 
 typedef struct fixture {
-  nucleus_model *m;
+  nucleus_model *m;   /* flash attention off: the FA-off goldens */
+  nucleus_model *mfa; /* flash attention on */
   int32_t n_vocab;
   int n_prompts;
-  golden_prompt g[MAX_PROMPTS];  /* one batch per prompt */
-  golden_prompt gd[MAX_PROMPTS]; /* one token per decode, same tokens */
+  golden_prompt g[MAX_PROMPTS];    /* one batch per prompt */
+  golden_prompt gd[MAX_PROMPTS];   /* one token per decode, same tokens */
+  golden_prompt gfa[MAX_PROMPTS];  /* -fa on, one batch, same tokens */
+  golden_prompt gfad[MAX_PROMPTS]; /* -fa on, one token per decode */
   char why[4400];
 } fixture;
 
@@ -71,31 +78,49 @@ static int setup(void **state) {
   *state = fx;
   const char *root = getenv("NUCLEUS_ROOT");
   if (!root || !*root) root = ".";
-  char path[4096], gpath[4096], dpath[4096];
+  char path[4096], gpath[4096], dpath[4096], fpath[4096], fdpath[4096];
   snprintf(path, sizeof path, "%s/models/gemma-3-270m-q4_k_m.gguf", root);
   snprintf(gpath, sizeof gpath, "%s/tests/data/logits/gemma3_270m_q4_k_m.txt",
            root);
   snprintf(dpath, sizeof dpath,
            "%s/tests/data/logits/gemma3_270m_q4_k_m_decode.txt", root);
+  snprintf(fpath, sizeof fpath,
+           "%s/tests/data/logits/gemma3_270m_q4_k_m_fa.txt", root);
+  snprintf(fdpath, sizeof fdpath,
+           "%s/tests/data/logits/gemma3_270m_q4_k_m_fa_decode.txt", root);
   nucleus_model_params p = nucleus_model_default_params();
   p.n_threads = 2;
+  p.flash_attn = NUCLEUS_FLASH_ATTN_OFF;
   nucleus_error err;
   if (nucleus_model_load(path, &p, &fx->m, &err) != NUCLEUS_OK) {
     snprintf(fx->why, sizeof fx->why, "%s (make model): %s", path, err.message);
     fx->m = NULL;
     return 0;
   }
+  p.flash_attn = NUCLEUS_FLASH_ATTN_ON;
+  if (nucleus_model_load(path, &p, &fx->mfa, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "%s with flash attention on: %s\n", path, err.message);
+    return -1;
+  }
   fx->n_vocab = nucleus_model_n_vocab(fx->m);
   fx->n_prompts = load_golden(fx->g, gpath);
-  if (fx->n_prompts < 2 || load_golden(fx->gd, dpath) != fx->n_prompts) {
-    fprintf(stderr, "cannot read the goldens %s, %s\n", gpath, dpath);
+  if (fx->n_prompts < 2 || load_golden(fx->gd, dpath) != fx->n_prompts ||
+      load_golden(fx->gfa, fpath) != fx->n_prompts ||
+      load_golden(fx->gfad, fdpath) != fx->n_prompts) {
+    fprintf(stderr, "cannot read the goldens %s, %s, %s\n", gpath, dpath,
+            fpath);
     return -1;
   }
   for (int q = 0; q < fx->n_prompts; q++)
-    if (fx->gd[q].n != fx->g[q].n ||
+    if (fx->gd[q].n != fx->g[q].n || fx->gfa[q].n != fx->g[q].n ||
         memcmp(fx->gd[q].tokens, fx->g[q].tokens,
+               sizeof(int32_t) * (size_t)fx->g[q].n) ||
+        fx->gfad[q].n != fx->g[q].n ||
+        memcmp(fx->gfa[q].tokens, fx->g[q].tokens,
+               sizeof(int32_t) * (size_t)fx->g[q].n) ||
+        memcmp(fx->gfad[q].tokens, fx->g[q].tokens,
                sizeof(int32_t) * (size_t)fx->g[q].n)) {
-      fprintf(stderr, "%s: other tokens than %s\n", dpath, gpath);
+      fprintf(stderr, "%s or %s: other tokens than %s\n", dpath, fpath, gpath);
       return -1;
     }
   return 0;
@@ -106,8 +131,11 @@ static int teardown(void **state) {
   for (int i = 0; i < MAX_PROMPTS; i++) {
     free(fx->g[i].pos);
     free(fx->gd[i].pos);
+    free(fx->gfa[i].pos);
+    free(fx->gfad[i].pos);
   }
   nucleus_model_free(fx->m);
+  nucleus_model_free(fx->mfa);
   free(fx);
   return 0;
 }
@@ -118,11 +146,14 @@ static int teardown(void **state) {
   } while (0)
 
 /* The agreement of table k with a golden: prefilled in one call, or token
- * by token (decode); the first `first` positions of each prompt (0: all). */
+ * by token (decode); the first `first` positions of each prompt (0: all).
+ * fa: the flash attention model against the -fa on golden (in one call,
+ * the prompt order). */
 static void check_table(fixture *fx, const nc_kernels *k, bool decode,
-                        int32_t first, bool strict) {
+                        int32_t first, bool strict, bool fa) {
   nucleus_error err;
-  assert_int_equal(nc_model_set_kernels(fx->m, k, &err), NC_OK);
+  nucleus_model *m = fa ? fx->mfa : fx->m;
+  assert_int_equal(nc_model_set_kernels(m, k, &err), NC_OK);
   const int32_t nv = fx->n_vocab;
   float *lg = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
   assert_non_null(lg);
@@ -130,10 +161,19 @@ static void check_table(fixture *fx, const nc_kernels *k, bool decode,
   double kl_sum = 0, kl_max = 0, diff_max = 0;
   const int n_prompts = NC_SANITIZED ? 1 : fx->n_prompts;
   for (int p = 0; p < n_prompts; p++) {
-    const golden_prompt *g = decode ? &fx->gd[p] : &fx->g[p];
-    const int32_t n = first > 0 ? first : N_USE(g->n), all[1] = {n},
-                  one[1] = {1};
-    run_chunked(fx->m, g->tokens, n, decode ? one : all, 1, lg);
+    const golden_prompt *g = fa       ? (decode ? &fx->gfad[p] : &fx->gfa[p])
+                             : decode ? &fx->gd[p]
+                                      : &fx->g[p];
+    /* flash on in one batch: the whole prompt even sanitized (64+ prompt
+     * rows take the prompt order, the golden's) */
+    const int32_t n = first > 0       ? first
+                      : fa && !decode ? g->n
+                                      : N_USE(g->n),
+                  all[1] = {n}, one[1] = {1};
+    /* token by token the rows are fed as generated ones: flash
+     * attention's row order, llama.cpp's for one row per decode */
+    run_chunked_prompt(m, g->tokens, n, decode ? 0 : n, decode ? one : all, 1,
+                       lg);
     for (int32_t i = 0; i < n; i++) {
       const golden_pos *gp = &g->pos[i];
       const float *row = lg + (int64_t)i * nv;
@@ -156,18 +196,18 @@ static void check_table(fixture *fx, const nc_kernels *k, bool decode,
     }
   }
   const double pct = 100.0 * (double)top1 / (double)n_pos;
-  print_message("gemma3 270m, kernels '%s' vs llama.cpp %s: %lld positions, "
-                "top-1 %.2f%%, mean KL %.3g, max KL %.3g, max |logit diff| "
-                "%.4g\n",
-                k->name, decode ? "token by token" : "in one batch",
-                (long long)n_pos, pct, kl_sum / (double)n_pos, kl_max,
-                diff_max);
+  print_message("gemma3 270m, kernels '%s' vs llama.cpp%s %s: %lld "
+                "positions, top-1 %.2f%%, mean KL %.3g, max KL %.3g, max "
+                "|logit diff| %.4g\n",
+                k->name, fa ? " -fa on" : "",
+                decode ? "token by token" : "in one batch", (long long)n_pos,
+                pct, kl_sum / (double)n_pos, kl_max, diff_max);
   if (strict) {
     assert_true(pct >= 100.0);
     assert_true(kl_sum / (double)n_pos <= 1e-6);
     assert_true(diff_max <= 1e-5);
   } else {
-    assert_true(pct >= 97.0);
+    assert_true(pct >= (fa ? 96.0 : 97.0));
     assert_true(kl_sum / (double)n_pos <= 6e-3);
   }
   free(lg);
@@ -178,7 +218,7 @@ static void test_matches_llama_cpp(void **state) {
   NEED_MODEL(fx);
   const nc_kernels *def = nc_model_kernels(fx->m);
   const nc_kernels *avx2 = nc_kernels_by_name("avx2");
-  if (avx2) check_table(fx, avx2, true, 3, true);
+  if (avx2) check_table(fx, avx2, true, 3, true, false);
   /* (the ref table, in plain C, measured 97.5% / 4.8e-3 and is left out
    * for time) */
   /* avx512: llama.cpp's batched order (strict); the others their own */
@@ -188,10 +228,38 @@ static void test_matches_llama_cpp(void **state) {
     /* the sanitizer build checks memory on the strict decode run above and
      * the invariance test; 24 positions are too few for the loose bounds */
     if (!k || NC_SANITIZED) continue;
-    check_table(fx, k, false, 0, i == 0);
+    check_table(fx, k, false, 0, i == 0, false);
   }
   nucleus_error err;
   assert_int_equal(nc_model_set_kernels(fx->m, def, &err), NC_OK);
+}
+
+/* flash attention on against llama.cpp -fa on, each prompt in one batch:
+ * its tiled flash path (128 rows), which prompt rows follow. With the
+ * avx512 table (llama.cpp's batched matmul order) the strict bounds hold:
+ * measured top-1 100%, mean KL 1.6e-10, max KL 2.0e-8, max |logit diff|
+ * 9.5e-7 (the golden's digits). Another table's own matmul order is the
+ * distance test_matches_llama_cpp bounds (avx2 here: 96.7%, mean KL
+ * 4.5e-3, the 97% / 4.4e-3 of flash off, another draw of the same chaos):
+ * a CPU without AVX-512 checks its default table with top-1 >= 96%.
+ * Token by token (gemma3_270m_q4_k_m_fa_decode.txt, --fa --decode: rows
+ * fed as generated ones, flash attention's row order, llama.cpp's per-row
+ * path) the avx2 table (llama.cpp's single-row matmul order) matches at
+ * every position, where flash off matches the first three only: measured
+ * over 512 positions top-1 100%, mean KL 3.5e-10, max KL 1.3e-7, max |logit
+ * diff| 9.5e-7; bound the strict one. */
+static void test_matches_llama_cpp_fa(void **state) {
+  fixture *fx = *state;
+  NEED_MODEL(fx);
+  assert_true(nucleus_model_flash_attn(fx->mfa));
+  assert_false(nucleus_model_flash_attn(fx->m));
+  const nc_kernels *def = nc_model_kernels(fx->mfa);
+  const nc_kernels *avx512 = nc_kernels_by_name("avx512");
+  check_table(fx, avx512 ? avx512 : def, false, 0, avx512 != NULL, true);
+  const nc_kernels *avx2 = nc_kernels_by_name("avx2");
+  if (avx2) check_table(fx, avx2, true, 0, true, true);
+  nucleus_error err;
+  assert_int_equal(nc_model_set_kernels(fx->mfa, def, &err), NC_OK);
 }
 
 static void assert_same(const float *a, const float *b, int64_t n,
@@ -290,6 +358,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model_facts),
       cmocka_unit_test(test_matches_llama_cpp),
+      cmocka_unit_test(test_matches_llama_cpp_fa),
       cmocka_unit_test(test_cache_and_batch_invariance),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
