@@ -48,10 +48,9 @@ GOLDENS = {
     "gemma3": ("models/gemma-3-270m-q4_k_m.gguf",
                "tests/data/greedy/gemma3_270m_defaults.json"),
 }
-# nucleus's -fa auto still means off: until it follows llama.cpp's default
-# (on for the CPU), ask for flash attention; then make this () so the test
-# runs nucleus at its own default.
-FLASH = ("-fa", "on")
+# nucleus at its own default: -fa auto is on, as llama.cpp's CPU default
+# (nothing to pass)
+FLASH = ()
 # llama.cpp's tiled K-quant matmul takes batches from this many rows
 GEMMA_TILED_ROWS = 8
 
