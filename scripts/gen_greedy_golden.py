@@ -31,6 +31,7 @@ import sys
 import llama_cpp as L
 import numpy as np
 
+from gen_logits_golden import PROMPTS as LOGITS_PROMPTS
 from gen_logits_golden import context_params, tokenize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,21 +59,9 @@ PARAGRAPH = (
     "years, presses were operating in more than two hundred cities across "
     "Europe, and the number of books in circulation rose from tens of "
     "thousands to millions.")
-CODE = (
-    "def merge_sort(items):\n"
-    "    \"\"\"Return a new sorted list.\"\"\"\n"
-    "    if len(items) <= 1:\n"
-    "        return list(items)\n"
-    "    mid = len(items) // 2\n"
-    "    left = merge_sort(items[:mid])\n"
-    "    right = merge_sort(items[mid:])\n"
-    "    out = []\n"
-    "    i = j = 0\n"
-    "    while i < len(left) and j < len(right):\n"
-    "        if left[i] <= right[j]:\n"
-    "            out.append(left[i]); i += 1\n"
-    "        else:\n"
-    "            out.append(right[j]); j += 1\n")
+# gen_logits_golden.py's code prompt, up to its last two lines
+CODE = next(p for p in LOGITS_PROMPTS if p.startswith("def merge_sort"))
+CODE = CODE[:CODE.index("    out.extend(left[i:])")]
 LONG = PARAGRAPH + (
     " Scholars argue about how much this changed the Reformation, the "
     "scientific revolution and the rise of literacy, but few doubt that "

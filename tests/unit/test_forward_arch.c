@@ -76,24 +76,34 @@ static const char *root(void) {
   return r && *r ? r : ".";
 }
 
-/* file: the generator's kind (build/arch/FILE.gguf, arch_FILE.txt); arch:
- * the general.architecture it must load as. */
-static void check_file(const char *file, const char *arch) {
-  char path[4096], gpath[4096], why[4200];
-  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
-  snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s.txt", root(),
-           file);
+/* The file at path, which must load as arch, with flash attention fa (on
+ * or off: the golden's attention). */
+static nucleus_model *load_arch(const char *path, const char *arch,
+                                nucleus_flash_attn fa) {
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = 2;
-  mp.flash_attn = NUCLEUS_FLASH_ATTN_OFF; /* the golden's attention */
+  mp.flash_attn = fa;
   nucleus_model *m = NULL;
   nucleus_error err;
   if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) {
+    char why[4200];
     snprintf(why, sizeof why, "%s (make arch-models): %s", path, err.message);
     NC_MODEL_UNAVAILABLE(why);
   }
   assert_string_equal(nucleus_model_arch(m), arch);
-  assert_false(nucleus_model_flash_attn(m));
+  assert_true(nucleus_model_flash_attn(m) == (fa == NUCLEUS_FLASH_ATTN_ON));
+  return m;
+}
+
+/* file: the generator's kind (build/arch/FILE.gguf, arch_FILE.txt); arch:
+ * the general.architecture it must load as. */
+static void check_file(const char *file, const char *arch) {
+  char path[4096], gpath[4096];
+  snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
+  snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s.txt", root(),
+           file);
+  nucleus_model *m = load_arch(path, arch, NUCLEUS_FLASH_ATTN_OFF);
+  nucleus_error err;
   golden_prompt g[MAX_PROMPTS] = {0};
   int n = load_golden(g, gpath);
   assert_true(n >= 1);
@@ -162,21 +172,11 @@ static void check_file(const char *file, const char *arch) {
  * check_file: top-1 >= 99% (a near tie counting as agreeing), max |logit
  * diff| over the golden's top 32 <= DIFF_BOUND; the mean KL is reported. */
 static void check_file_fa(const char *file, const char *arch, bool decode) {
-  char path[4096], gpath[4096], why[4200];
+  char path[4096], gpath[4096];
   snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
   snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s_fa%s.txt", root(),
            file, decode ? "_decode" : "");
-  nucleus_model_params mp = nucleus_model_default_params();
-  mp.n_threads = 2;
-  mp.flash_attn = NUCLEUS_FLASH_ATTN_ON;
-  nucleus_model *m = NULL;
-  nucleus_error err;
-  if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) {
-    snprintf(why, sizeof why, "%s (make arch-models): %s", path, err.message);
-    NC_MODEL_UNAVAILABLE(why);
-  }
-  assert_string_equal(nucleus_model_arch(m), arch);
-  assert_true(nucleus_model_flash_attn(m));
+  nucleus_model *m = load_arch(path, arch, NUCLEUS_FLASH_ATTN_ON);
   golden_prompt g[MAX_PROMPTS] = {0};
   const int n = load_golden(g, gpath);
   assert_true(n >= 1);
