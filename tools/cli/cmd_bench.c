@@ -177,9 +177,11 @@ int cmd_bench(int argc, char **argv) {
   nucleus_error err = {0};
   if (o.engine.max_batch_tokens == 0)
     o.engine.max_batch_tokens = n_prompt > 512 ? n_prompt : 512;
-  /* a context that holds the longest test (llama-bench's n_ctx), when the
-   * engine's default (at most 8192) would not */
-  const int64_t need = (int64_t)depth + n_prompt + n_gen + 1;
+  /* a context that holds the longest test (llama-bench's n_ctx: the pp
+   * test is depth + n_prompt + 1 generated, the tg test depth + 1 + n_gen),
+   * when the engine's default (at most 8192) would not */
+  const int64_t need =
+      (int64_t)depth + 1 + (n_prompt > n_gen ? n_prompt : n_gen);
   if (o.engine.n_ctx == 0 && need > 8192 && need <= INT32_MAX)
     o.engine.n_ctx = (int32_t)need;
   if (o.engine.kv_cache_tokens == 0)
