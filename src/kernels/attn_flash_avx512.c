@@ -116,13 +116,13 @@ NC_INLINE void values_f16(const nc_fp16 *v, size_t v_stride, int32_t n,
       const float a = ms[(size_t)i * CHUNK + (size_t)j];
       if (a != 1.0f) {
         const __m512 mm = _mm512_set1_ps(a);
-    #pragma GCC unroll 16
-    for (int r = 0; r < nr; r++)
+#pragma GCC unroll 16
+        for (int r = 0; r < nr; r++)
           acc[i][r] = round_h(_mm512_mul_ps(acc[i][r], mm));
       }
       const __m512 w = _mm512_set1_ps(ws[(size_t)i * wstride + (size_t)j]);
-  #pragma GCC unroll 16
-    for (int r = 0; r < nr; r++)
+#pragma GCC unroll 16
+      for (int r = 0; r < nr; r++)
         acc[i][r] = round_h(_mm512_fmadd_ps(load_h(vr + 16 * r), w, acc[i][r]));
     }
   }
