@@ -25,6 +25,7 @@
 
 #include "chunked_forward.h"
 #include "context.h"
+#include "golden_agreement.h"
 #include "logits_golden.h"
 #include "model.h"
 #include "nucleus.h"
@@ -118,14 +119,8 @@ static const float *alone(fixture *fx, int p) {
   return fx->alone[p];
 }
 
-typedef struct agreement {
-  int64_t n_pos, top1;
-  double kl_mean, kl_max, diff_max;
-} agreement;
-
-/* Per position: KL(llama.cpp || nucleus) over llama.cpp's top 32 tokens
- * plus one bucket for the rest, top-1 agreement, max |logit diff| over the
- * stored logits. */
+/* golden_add_prompt over the fixture's prompts: cached, the default
+ * kernels' logits of alone(); else a run of fx->m. */
 static agreement compare_golden(fixture *fx, const golden_prompt *gold,
                                 bool cached) {
   agreement a = {0};
@@ -140,27 +135,7 @@ static agreement compare_golden(fixture *fx, const golden_prompt *gold,
       lg = alone(fx, p); /* the default kernels */
     else
       run_chunked(fx->m, g->tokens, g->n, all, 1, buf);
-    for (int32_t i = 0; i < g->n; i++) {
-      const golden_pos *gp = &g->pos[i];
-      const float *row = lg + (int64_t)i * nv;
-      const double our_lse = logits_lse(row, nv);
-      double p_top = 0, q_top = 0, kl = 0;
-      for (int k = 0; k < TOPK; k++) {
-        const double pk = exp(gp->logit[k] - gp->lse);
-        const double qk = exp(row[gp->id[k]] - our_lse);
-        p_top += pk;
-        q_top += qk;
-        kl += pk * log(pk / qk);
-        a.diff_max =
-            fmax(a.diff_max, fabs((double)row[gp->id[k]] - gp->logit[k]));
-      }
-      const double pr = fmax(1.0 - p_top, 1e-30), qr = fmax(1.0 - q_top, 1e-30);
-      kl += pr * log(pr / qr);
-      kl_sum += kl;
-      a.kl_max = fmax(a.kl_max, kl);
-      a.top1 += argmax(row, nv) == gp->id[0];
-      a.n_pos++;
-    }
+    golden_add_prompt(&a, &kl_sum, g, lg, nv);
   }
   a.kl_mean = kl_sum / (double)a.n_pos;
   free(buf);
@@ -269,16 +244,6 @@ static void test_no_repack_param(void **state) {
   assert_string_equal(nucleus_model_kernels(fx->m),
                       nc_kernels_best(false)->name);
   nucleus_model_free(m);
-}
-
-static void assert_same_bits(const float *a, const float *b, int64_t n,
-                             const char *what) {
-  if (memcmp(a, b, sizeof(float) * (size_t)n) != 0) {
-    double md = 0;
-    for (int64_t i = 0; i < n; i++)
-      md = fmax(md, fabs((double)a[i] - b[i]));
-    fail_msg("%s: not bit-identical (max |diff| %g)", what, md);
-  }
 }
 
 static void test_cache_invariance(void **state) {

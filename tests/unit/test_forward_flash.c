@@ -126,16 +126,6 @@ static void test_matches_llama_cpp_fa(void **state) {
   nucleus_model_free(m);
 }
 
-static void assert_same_bits(const float *a, const float *b, int64_t n,
-                             const char *what) {
-  if (memcmp(a, b, sizeof(float) * (size_t)n) != 0) {
-    double md = 0;
-    for (int64_t i = 0; i < n; i++)
-      md = fmax(md, fabs((double)a[i] - b[i]));
-    fail_msg("%s: not bit-identical (max |diff| %g)", what, md);
-  }
-}
-
 static void test_batch_and_thread_invariance(void **state) {
   fixture *fx = *state;
   const golden_prompt *g = &fx->dec[1];

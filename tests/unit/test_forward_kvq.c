@@ -138,16 +138,6 @@ static void test_matches_llama_cpp(void **state) {
   }
 }
 
-static void assert_same_bits(const float *a, const float *b, int64_t n,
-                             const char *what) {
-  if (memcmp(a, b, sizeof(float) * (size_t)n) != 0) {
-    double md = 0;
-    for (int64_t i = 0; i < n; i++)
-      md = fmax(md, fabs((double)a[i] - b[i]));
-    fail_msg("%s: not bit-identical (max |diff| %g)", what, md);
-  }
-}
-
 static double max_diff(const float *a, const float *b, int64_t n) {
   double md = 0;
   for (int64_t i = 0; i < n; i++)
