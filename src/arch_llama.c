@@ -173,6 +173,7 @@ nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                         : w->rope_freqs.data;
 
   const nc_rope_params rope = nc_hp_rope(hp, false);
+  int32_t rows = T; /* T, then in the last layer the rows with logits */
 
   for (int32_t t = 0; t < T; t++) {
     const uint8_t *row = (const uint8_t *)w->tok_embd.data +
@@ -200,32 +201,34 @@ nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                      hp->head_dim);
     nc_fwd_rope(ctx, s->q, Q, s->k, K, T);
     nc_fwd_attention(ctx, l, b, s->q, s->k, s->v, s->attn);
+    if (l == hp->n_layer - 1) { /* the rest only for the rows with logits */
+      nc_fwd_keep_output_rows(b, s->attn, O);
+      rows = nc_fwd_keep_output_rows(b, s->x, E);
+      if (rows == 0) return NC_OK;
+    }
     const nc_mm wo = {&L->wo, s->xn, E};
-    nc_fwd_matmul(ctx, s->attn, O, T, &wo, 1);
-    nc_fwd_residual(ctx, s->x, s->xn, L->bo.data, T, E);
+    nc_fwd_matmul(ctx, s->attn, O, rows, &wo, 1);
+    nc_fwd_residual(ctx, s->x, s->xn, L->bo.data, rows, E);
     /* feed-forward block */
-    nc_fwd_rmsnorm(ctx, s->x, L->ffn_norm.data, s->xn, T, E);
+    nc_fwd_rmsnorm(ctx, s->x, L->ffn_norm.data, s->xn, rows, E);
     if (L->ffn_gate_inp.data) {
-      nc_fwd_moe(ctx, L, s->xn, s->xn, T);
+      nc_fwd_moe(ctx, L, s->xn, s->xn, rows);
     } else {
       const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
-      nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
-      nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
+      nc_fwd_matmul(ctx, s->xn, E, rows, gu, 2);
+      nc_fwd_swiglu(ctx, s->gate, s->up, rows, F);
       const nc_mm down = {&L->ffn_down, s->xn, E};
-      nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
+      nc_fwd_matmul(ctx, s->gate, F, rows, &down, 1);
     }
-    nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
+    nc_fwd_residual(ctx, s->x, s->xn, NULL, rows, E);
   }
-  int32_t n_out = 0;
-  for (int32_t t = 0; t < T; t++)
-    if (b->want_logits[t]) {
-      op->rmsnorm(s->x + t * E, w->output_norm.data, s->xn + n_out * E, E,
-                  hp->rms_eps);
-      n_out++;
-    }
-  if (n_out > 0) {
+  /* rows: the batch's rows with logits, in order */
+  for (int32_t t = 0; t < rows; t++)
+    op->rmsnorm(s->x + t * E, w->output_norm.data, s->xn + t * E, E,
+                hp->rms_eps);
+  if (rows > 0) {
     const nc_mm out = {&w->output, logits, hp->n_vocab};
-    nc_fwd_matmul(ctx, s->xn, E, n_out, &out, 1);
+    nc_fwd_matmul(ctx, s->xn, E, rows, &out, 1);
   }
   return NC_OK;
 }

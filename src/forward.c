@@ -132,6 +132,18 @@ void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
   run_rows(ctx, &t);
 }
 
+int32_t nc_fwd_keep_output_rows(const nc_batch *b, float *x, int64_t n) {
+  int32_t kept = 0;
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    if (!b->want_logits[t]) continue;
+    if (kept != t)
+      memmove(x + (int64_t)kept * n, x + (int64_t)t * n,
+              sizeof(float) * (size_t)n);
+    kept++;
+  }
+  return kept;
+}
+
 void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
                  int64_t k_stride, int32_t rows) {
   rows_task t = {.kind = ROWS_ROPE,

@@ -182,6 +182,12 @@ void nc_fwd_gelu_table(nc_fp16 *tab);
 void nc_fwd_add_bias(nc_fwd *ctx, float *y, const float *bias, int32_t rows,
                      int64_t n);
 
+/* The last layer after its attention, as llama.cpp's (inp_out_ids): only
+ * the rows whose logits are wanted go on. Moves those rows of x (rows of n
+ * floats, one per batch entry) to the front, in batch order, and returns
+ * how many there are. */
+int32_t nc_fwd_keep_output_rows(const nc_batch *b, float *x, int64_t n);
+
 /* Runs fn(arg, ith, nth) on the context's thread pool. */
 void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg);
 
