@@ -83,16 +83,30 @@ static bool swa_grow(nc_kv_cache *kv, int64_t n) {
   return true;
 }
 
-/* Storage for the next `need` SWA blocks block_take hands out (the top of
- * the free stack; cached blocks have storage). */
+/* True when block b of group g has its storage (the SWA group's grows on
+ * demand, swa_grow; the global group's is allocated whole). */
+static bool has_storage(const nc_kv_cache *kv, int32_t g, int32_t b) {
+  return g != NC_KV_SWA || b - kv->g_first[NC_KV_SWA] < kv->swa_alloc;
+}
+
+/* Storage for the next `need` SWA blocks block_take hands out: as it
+ * does, free blocks with storage first, then cached ones, then free ones
+ * without (which get it here). */
 static bool swa_ensure(nc_kv_cache *kv, int64_t need) {
   if (kv->n_groups < 2) return true;
   const int64_t n = kv->n_free[NC_KV_SWA];
-  int64_t top = 0;
-  for (int64_t i = 0; i < need && i < n; i++) {
-    const int64_t b =
-        kv->free_list[NC_KV_SWA][n - 1 - i] - kv->g_first[NC_KV_SWA];
-    if (b + 1 > top) top = b + 1;
+  int64_t top = 0, cached = kv->n_cached[NC_KV_SWA], i = 0;
+  for (int64_t k = 0; k < need && i < n; k++) {
+    const int32_t b = kv->free_list[NC_KV_SWA][n - 1 - i];
+    if (has_storage(kv, NC_KV_SWA, b)) {
+      i++;
+    } else if (cached > 0) {
+      cached--;
+    } else {
+      const int64_t at = b - kv->g_first[NC_KV_SWA];
+      if (at + 1 > top) top = at + 1;
+      i++;
+    }
   }
   return swa_grow(kv, top);
 }
@@ -303,7 +317,14 @@ static int64_t available(const nc_kv_cache *kv, int32_t g) {
 /* Caller checks available() first. */
 static int32_t block_take(nc_kv_cache *kv, int32_t g) {
   int32_t b;
-  if (kv->n_free[g] > 0) {
+  /* a sliding-window block the pool has no storage for yet goes after the
+   * cached ones: a long sequence reuses its own released window blocks, so
+   * the SWA storage stays about one window per sequence */
+  const bool free_ok =
+      kv->n_free[g] > 0 &&
+      (kv->n_cached[g] == 0 ||
+       has_storage(kv, g, kv->free_list[g][kv->n_free[g] - 1]));
+  if (free_ok) {
     b = kv->free_list[g][--kv->n_free[g]];
   } else {
     b = kv->lru_head[g]; /* the least recently released cached block */

@@ -417,6 +417,32 @@ static void test_swa_storage_grows(void **state) {
   nc_kv_cache_free(kv);
 }
 
+/* One long sequence whose blocks join the prefix cache as they fill (the
+ * engine publishes every step): its released window blocks stay cached,
+ * yet the pool reuses them before it gives the group more storage, so the
+ * SWA storage stays the first window's however long the sequence grows. */
+static void test_swa_storage_stays_one_window(void **state) {
+  (void)state;
+  nc_kv_cache *kv = make_swa(512, 8);
+  const size_t first = nc_kv_bytes_total(kv);
+  const int32_t a = nc_kv_seq_new(kv);
+  int32_t t[1000];
+  for (int32_t i = 0; i < 1000; i++)
+    t[i] = 7 + i % 13;
+  nucleus_error err;
+  for (int32_t len = 0; len < 1000; len += 8) {
+    assert_int_equal(nc_kv_seq_reserve(kv, a, len + 8, &err), NC_OK);
+    fill3(kv, a, len, len + 8, 300);
+    nc_kv_seq_publish(kv, a, t, len + 8, 0);
+  }
+  assert_int_equal(nc_kv_bytes_total(kv), first);
+  const int32_t ws = nc_kv_seq_window_start(kv, a);
+  check3(kv, 0, a, 0, 1000, 300);
+  check3(kv, 1, a, ws, 1000, 300);
+  check3(kv, 2, a, ws, 1000, 300);
+  nc_kv_cache_free(kv);
+}
+
 /* A hit is cut back to an end whose window's SWA blocks are all cached. */
 static void test_swa_prefix_hit_cut_back(void **state) {
   (void)state;
@@ -601,6 +627,7 @@ int main(void) {
       cmocka_unit_test(test_prefix_eviction_lru),
       cmocka_unit_test(test_swa_releases_out_of_window),
       cmocka_unit_test(test_swa_storage_grows),
+      cmocka_unit_test(test_swa_storage_stays_one_window),
       cmocka_unit_test(test_swa_prefix_hit_cut_back),
       cmocka_unit_test(test_swa_typed_rows),
   };
