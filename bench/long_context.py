@@ -204,6 +204,10 @@ def main():
     print(f"peak RSS {peak / MIB:.1f} MiB <= file {file_bytes / MIB:.1f} + KV "
           f"{kv_used / MIB:.1f} + 64 = {bound / MIB:.1f} MiB: "
           f"{'yes' if peak <= bound else 'NO'}")
+    beyond = peak - file_bytes
+    print(f"peak RSS beyond the file: {beyond / MIB:.1f} MiB (KV held and "
+          f"scratch), {100 * beyond / kv_used:.0f}% of the full cache of "
+          f"{positions} positions (sliding-window layers hold one window)")
     ok = peak <= bound
     if a.llama:
         ref, lwall = run_llama(model, ids, ctx, a.gen, a.threads)

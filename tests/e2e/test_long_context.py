@@ -10,7 +10,8 @@ attention off, no repack), so nucleus runs with -fa off and --no-repack,
 the same float orders. Its peak RSS must stay within the model file + the
 KV cache of the positions it holds + 64 MiB (tests/e2e/test_memory.py's
 bound: the weights are not copied and scratch memory does not grow with
-the context).
+the context). And Gemma 3's sliding-window layers hold one window, not
+the whole context (issue 17): test_gemma3_sliding_window_memory.
 """
 
 import hashlib
@@ -20,7 +21,8 @@ import re
 import subprocess
 
 from conftest import DEFAULT_MODEL, NUCLEUS_BIN, ROOT, require_binary_and_model
-from test_memory import SLACK, hparams, kv_bytes, run_measured
+from test_memory import (KV_ELEM_BYTES, SLACK, hparams, kv_bytes,
+                         run_measured)
 
 GOLDEN = os.path.join(str(ROOT), "tests", "data", "greedy",
                       "smollm2_long_8k.json")
@@ -72,3 +74,38 @@ def test_full_context_greedy_and_memory():
           f"KV {used / 2**20:.1f} (of {golden['n_prompt'] + n_gen} positions)"
           f" + 64 = bound {bound / 2**20:.1f} MiB")
     assert peak <= bound, (peak, bound)
+
+
+
+GEMMA = os.path.join(str(ROOT), "models", "gemma-3-270m-q4_k_m.gguf")
+
+
+def gemma_peak(n_prompt):
+    ids = [1000 + (i * 7919) % 200000 for i in range(n_prompt)]
+    rc, out, peak = run_measured(
+        [NUCLEUS_BIN, "run", "-m", GEMMA, "--tokens", ",".join(map(str, ids)),
+         "-n", "4", "--ignore-eos", "-t", "2", "-c", "8192"])
+    assert rc == 0, out[-2000:]
+    return peak
+
+
+def test_gemma3_sliding_window_memory():
+    """Gemma 3 keeps the keys and values of its sliding-window layers (5 of
+    every 6) only for the window. From a prompt of 1,024 tokens (two
+    windows) to one of 6,144, the peak RSS may grow by the KV of the global
+    layers for the 5,120 positions more + 8 MiB, not by the full cache's
+    (6x that)."""
+    require_binary_and_model(GEMMA)
+    hp = hparams(GEMMA)
+    n_layer = hp["n_layer"]
+    n_global = sum(1 for il in range(n_layer) if (il + 1) % 6 == 0)
+    per_layer_pos = hp["n_head_kv"] * (hp["head_dim"] + hp["head_dim_v"]) \
+        * KV_ELEM_BYTES
+    short, long = 1024, 6144
+    grew = gemma_peak(long) - gemma_peak(short)
+    allowed = n_global * (long - short) * per_layer_pos + 8 * 2**20
+    full = n_layer * (long - short) * per_layer_pos
+    print(f"peak RSS grew {grew / 2**20:.1f} MiB from {short} to {long} "
+          f"prompt tokens: the global layers' KV {allowed / 2**20 - 8:.1f} "
+          f"+ 8 allowed; a full cache would add {full / 2**20:.1f}")
+    assert grew <= allowed, (grew, allowed)
