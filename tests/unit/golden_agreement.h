@@ -18,13 +18,13 @@ typedef struct agreement {
   double kl_mean, kl_max, diff_max;
 } agreement;
 
-/* Adds one prompt's rows (lg: g->n rows of nv logits) to a: per position
- * KL(llama.cpp || nucleus) over llama.cpp's top 32 plus one bucket for the
- * rest (into *kl_sum and kl_max), top-1, max |logit diff|. */
-static inline void golden_add_prompt(agreement *a, double *kl_sum,
-                                     const golden_prompt *g, const float *lg,
-                                     int32_t nv) {
-  for (int32_t i = 0; i < g->n; i++) {
+/* Adds a prompt's first n rows (lg: n rows of nv logits) to a: per
+ * position KL(llama.cpp || nucleus) over llama.cpp's top 32 plus one bucket
+ * for the rest (into *kl_sum and kl_max), top-1, max |logit diff|. */
+static inline void golden_add_rows(agreement *a, double *kl_sum,
+                                   const golden_prompt *g, int32_t n,
+                                   const float *lg, int32_t nv) {
+  for (int32_t i = 0; i < n; i++) {
     const golden_pos *gp = &g->pos[i];
     const float *row = lg + (int64_t)i * nv;
     const double our = logits_lse(row, nv);
@@ -45,6 +45,13 @@ static inline void golden_add_prompt(agreement *a, double *kl_sum,
     a->top1 += argmax(row, nv) == gp->id[0];
     a->n_pos++;
   }
+}
+
+/* golden_add_rows over all of the prompt's rows. */
+static inline void golden_add_prompt(agreement *a, double *kl_sum,
+                                     const golden_prompt *g, const float *lg,
+                                     int32_t nv) {
+  golden_add_rows(a, kl_sum, g, g->n, lg, nv);
 }
 
 /* golden_add_prompt over every prompt, each run in one call, as a prompt

@@ -54,6 +54,7 @@
 
 #include "chunked_forward.h"
 #include "context.h"
+#include "golden_agreement.h"
 #include "logits_golden.h"
 #include "model.h"
 #include "nucleus.h"
@@ -157,8 +158,8 @@ static void check_table(fixture *fx, const nc_kernels *k, bool decode,
   const int32_t nv = fx->n_vocab;
   float *lg = malloc(sizeof(float) * MAX_TOKENS * (size_t)nv);
   assert_non_null(lg);
-  int64_t n_pos = 0, top1 = 0;
-  double kl_sum = 0, kl_max = 0, diff_max = 0;
+  agreement ag = {0};
+  double kl_sum = 0;
   const int n_prompts = NC_SANITIZED ? 1 : fx->n_prompts;
   for (int p = 0; p < n_prompts; p++) {
     const golden_prompt *g = fa       ? (decode ? &fx->gfad[p] : &fx->gfa[p])
@@ -174,28 +175,11 @@ static void check_table(fixture *fx, const nc_kernels *k, bool decode,
      * attention's row order, llama.cpp's for one row per decode */
     run_chunked_prompt(m, g->tokens, n, decode ? 0 : n, decode ? one : all, 1,
                        lg);
-    for (int32_t i = 0; i < n; i++) {
-      const golden_pos *gp = &g->pos[i];
-      const float *row = lg + (int64_t)i * nv;
-      const double our = logits_lse(row, nv);
-      double p_top = 0, q_top = 0, kl = 0;
-      for (int t = 0; t < TOPK; t++) {
-        const double pk = exp(gp->logit[t] - gp->lse);
-        const double qk = exp(row[gp->id[t]] - our);
-        p_top += pk;
-        q_top += qk;
-        kl += pk * log(pk / qk);
-        diff_max = fmax(diff_max, fabs((double)row[gp->id[t]] - gp->logit[t]));
-      }
-      const double pr = fmax(1.0 - p_top, 1e-30), qr = fmax(1.0 - q_top, 1e-30);
-      kl += pr * log(pr / qr);
-      kl_sum += kl;
-      kl_max = fmax(kl_max, kl);
-      top1 += argmax(row, nv) == gp->id[0];
-      n_pos++;
-    }
+    golden_add_rows(&ag, &kl_sum, g, n, lg, nv);
   }
-  const double pct = 100.0 * (double)top1 / (double)n_pos;
+  const int64_t n_pos = ag.n_pos;
+  const double kl_max = ag.kl_max, diff_max = ag.diff_max;
+  const double pct = 100.0 * (double)ag.top1 / (double)n_pos;
   print_message("gemma3 270m, kernels '%s' vs llama.cpp%s %s: %lld "
                 "positions, top-1 %.2f%%, mean KL %.3g, max KL %.3g, max "
                 "|logit diff| %.4g\n",
@@ -262,12 +246,6 @@ static void test_matches_llama_cpp_fa(void **state) {
   assert_int_equal(nc_model_set_kernels(fx->mfa, def, &err), NC_OK);
 }
 
-static void assert_same(const float *a, const float *b, int64_t n,
-                        const char *what) {
-  if (memcmp(a, b, sizeof(float) * (size_t)n) != 0)
-    fail_msg("%s: logits differ from one call", what);
-}
-
 static void test_cache_and_batch_invariance(void **state) {
   fixture *fx = *state;
   NEED_MODEL(fx);
@@ -281,9 +259,9 @@ static void test_cache_and_batch_invariance(void **state) {
   run_chunked(fx->m, g0->tokens, n, all, 1, a0);
   run_chunked(fx->m, g1->tokens, n, all, 1, a1);
   run_chunked(fx->m, g0->tokens, n, one, 1, buf);
-  assert_same(a0, buf, (int64_t)n * nv, "token by token");
+  assert_same_bits(a0, buf, (int64_t)n * nv, "token by token");
   run_chunked(fx->m, g0->tokens, n, uneven, 6, buf);
-  assert_same(a0, buf, (int64_t)n * nv, "uneven chunks");
+  assert_same_bits(a0, buf, (int64_t)n * nv, "uneven chunks");
   /* both prompts in shared batches of uneven slices */
   nc_kv_cache *kv;
   nc_context *ctx;
@@ -319,7 +297,7 @@ static void test_cache_and_batch_invariance(void **state) {
       fail_msg("forward: %s", err.message);
     for (int32_t r = 0; r < b.n_tokens; r++) {
       const float *ref = (src[r][0] ? a1 : a0) + (int64_t)src[r][1] * nv;
-      assert_same(ref, buf + (int64_t)r * nv, nv, "row in a shared batch");
+      assert_same_bits(ref, buf + (int64_t)r * nv, nv, "row in a shared batch");
       rows++;
     }
   }
