@@ -70,6 +70,17 @@
 enum { R_MAX = 8, KQ4_R = 8, KQ6_R = 8 };
 enum { SCRATCH_BYTES = 48 * 1024, MIN_BATCH = 3 };
 
+/* The 4 float lanes of llama.cpp's Q4_K min accumulator, summed as
+ * (0 + 2) + (1 + 3). */
+static inline float hsum4_m(__m128 m) {
+  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_add_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+static inline __m256 lo8(__m512 v) {
+  return _mm512_castps512_ps256(v);
+}
 static inline __m256 hi8(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
@@ -270,6 +281,16 @@ q4k_sb(const block_q4_K *x, const block_q8_K *y, __m256 *acc, __m128 *accm,
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
+float nc_avx512_dot_q4_k(int64_t n, const void *w, const void *a) {
+  const block_q4_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  __m128 accm = _mm_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q4k_sb(x + i, y + i, &acc, &accm, NULL);
+  return nc_hsum8(acc) + hsum4_m(accm);
+}
+
 /* A super-block of a pair of weight rows, unpacked for gemm. */
 typedef struct q4k_pair {
   __m512i q[4];  /* qs[32j..32j+31] of row 0 | of row 1 (both nibbles) */
@@ -298,6 +319,73 @@ static inline void q4k_unpack_pair(const block_q4_K *x0, const block_q4_K *x1,
   u->mins = _mm512_permutexvar_epi16(_mm512_loadu_si512(mins_idx), sm);
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
   u->dmin = pair_ps(_cvtsh_ss(x0->dmin), _cvtsh_ss(x1->dmin));
+}
+
+/* nb super-blocks of a pair (u) against R activation rows: lanes of acc
+ * and accm as in q4k_sb, row 0 in lanes 0..7, row 1 in 8..15; accm lanes
+ * 2k and 2k+1 both hold M_k's accumulator. */
+static inline __attribute__((always_inline)) void
+q4k_pair_rows(const q4k_pair *u, int64_t nb, const uint8_t *act,
+              size_t a_stride, int R, __m512 *acc, __m512 *accm) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  for (int64_t i = 0; i < nb; i++) {
+    const q4k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+      q[2 * j] = _mm512_and_si512(p->q[j], m4);
+      q[2 * j + 1] = _mm512_and_si512(_mm512_srli_epi16(p->q[j], 4), m4);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+      /* lane 2k (and 2k+1) of pr: m_2k S_2k + m_2k+1 S_2k+1 */
+      __m512i pr = _mm512_madd_epi16(bcast32(y->bsums), p->mins);
+      pr = _mm512_add_epi32(pr, _mm512_shuffle_epi32(pr, _MM_PERM_CDAB));
+      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y->d), p->dmin);
+      accm[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), accm[r]);
+    }
+  }
+}
+
+/* The finished dot of row h (0, 1) of a pair from its accumulators. */
+static inline float q4k_pair_result(__m512 acc, __m512 accm, int h) {
+  const __m256 a = h ? hi8(acc) : lo8(acc);
+  const __m256 m8 = h ? hi8(accm) : lo8(accm);
+  /* accm lanes 0, 2, 4, 6 hold the 4 lanes of llama.cpp's acc_m */
+  const __m128 m = _mm_shuffle_ps(_mm256_castps256_ps128(m8),
+                                  _mm256_extractf128_ps(m8, 1), 0x88);
+  return nc_hsum8(a) + hsum4_m(m);
+}
+
+static inline __attribute__((always_inline)) void
+q4k_block(const q4k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
+  __m512 acc[R_MAX], accm[R_MAX];
+  for (int r = 0; r < R; r++) {
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+    accm[r] = first ? _mm512_setzero_ps() : st[2 * r + 1];
+  }
+  q4k_pair_rows(u, nb, act, a_stride, R, acc, accm);
+  for (int r = 0; r < R && !last; r++) {
+    st[2 * r] = acc[r];
+    st[2 * r + 1] = accm[r];
+  }
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = q4k_pair_result(acc[r], accm[r], 0);
+    if (two)
+      out[(size_t)r * out_stride + 1] = q4k_pair_result(acc[r], accm[r], 1);
+  }
 }
 
 /* --------------------------------------------------------------- Q6_K */
@@ -364,6 +452,15 @@ q6k_sb(const block_q6_K *x, const block_q8_K *y, __m256 *acc, float *tl) {
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
+float nc_avx512_dot_q6_k(int64_t n, const void *w, const void *a) {
+  const block_q6_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q6k_sb(x + i, y + i, &acc, NULL);
+  return nc_hsum8(acc);
+}
+
 typedef struct q6k_pair {
   __m512i q[8];  /* chunk c's quants (0..63): row 0 | row 1 */
   __m512i sc[8]; /* chunk c: int16 sc_2c x8, sc_2c+1 x8 of row 0 | row 1 */
@@ -385,6 +482,48 @@ static inline void q6k_unpack_pair(const block_q6_K *x0, const block_q6_K *x1,
   }
   u->scm = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(sc, 5));
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
+}
+
+static inline __attribute__((always_inline)) void
+q6k_pair_rows(const q6k_pair *u, int64_t nb, const uint8_t *act,
+              size_t a_stride, int R, __m512 *acc) {
+  for (int64_t i = 0; i < nb; i++) {
+    const q6k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      /* the bsums correction first: integer, exact in any order */
+      __m512i sumi = _mm512_madd_epi16(bcast32(y->bsums), p->scm);
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+}
+
+static inline __attribute__((always_inline)) void
+q6k_block(const q6k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+  q6k_pair_rows(u, nb, act, a_stride, R, acc);
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
+    if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
+  }
 }
 
 /* Bit k (0..7) of every byte moved to bit 4 (0x10 where set); word shifts
@@ -440,6 +579,16 @@ q5k_sb(const block_q5_K *x, const block_q8_K *y, __m256 *acc, float *summs,
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
+float nc_avx512_dot_q5_k(int64_t n, const void *w, const void *a) {
+  const block_q5_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  float summs = 0;
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q5k_sb(x + i, y + i, &acc, &summs, NULL);
+  return nc_hsum8(acc) + summs;
+}
+
 typedef struct q5k_pair {
   __m512i q[8];  /* chunk c's quants (0..31): row 0 | row 1 */
   __m512i sc[8]; /* as q4k_pair */
@@ -472,6 +621,56 @@ static inline void q5k_unpack_pair(const block_q5_K *x0, const block_q5_K *x1,
   u->mins = _mm512_permutexvar_epi16(_mm512_loadu_si512(mins_idx), sm);
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
   u->dmin = pair_ps(_cvtsh_ss(x0->dmin), _cvtsh_ss(x1->dmin));
+}
+
+/* acc as in q4k_pair_rows; summ: every lane of a half holds its row's
+ * summs (the min total is reduced across the half before the fma). */
+static inline __attribute__((always_inline)) void
+q5k_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
+  __m512 acc[R_MAX], summ[R_MAX];
+  for (int r = 0; r < R; r++) {
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+    summ[r] = first ? _mm512_setzero_ps() : st[2 * r + 1];
+  }
+  for (int64_t i = 0; i < nb; i++) {
+    const q5k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+      __m512i pr = _mm512_madd_epi16(bcast32(y->bsums), p->mins);
+      pr = _mm512_add_epi32(pr, _mm512_shuffle_epi32(pr, _MM_PERM_CDAB));
+      pr = _mm512_add_epi32(pr, _mm512_shuffle_epi32(pr, _MM_PERM_BADC));
+      pr = _mm512_add_epi32(pr, _mm512_shuffle_i32x4(pr, pr, 0xb1));
+      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y->d), p->dmin);
+      summ[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), summ[r]);
+    }
+  }
+  for (int r = 0; r < R && !last; r++) {
+    st[2 * r] = acc[r];
+    st[2 * r + 1] = summ[r];
+  }
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] =
+        nc_hsum8(lo8(acc[r])) + _mm512_cvtss_f32(summ[r]);
+    if (two)
+      out[(size_t)r * out_stride + 1] =
+          nc_hsum8(hi8(acc[r])) + _mm256_cvtss_f32(hi8(summ[r]));
+  }
 }
 
 /* --------------------------------------------------------------- Q2_K */
@@ -517,6 +716,15 @@ q2k_sb(const block_q2_K *x, const block_q8_K *y, __m256 *acc, float *tl) {
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
+float nc_avx512_dot_q2_k(int64_t n, const void *w, const void *a) {
+  const block_q2_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q2k_sb(x + i, y + i, &acc, NULL);
+  return nc_hsum8(acc);
+}
+
 /* Q2_K's pair has Q5_K's layout: q[c] chunk c's quants (0..3 here),
  * sc[c] chunk c's int16 scales (sc_2c x8, sc_2c+1 x8 of row 0 | row 1),
  * mins the 16 mins (int16), d and dmin. */
@@ -545,6 +753,44 @@ static inline void q2k_unpack_pair(const block_q2_K *x0, const block_q2_K *x1,
       _mm512_cvtepu8_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
   u->d = pair_ps(_cvtsh_ss(x0->d), _cvtsh_ss(x1->d));
   u->dmin = pair_ps(_cvtsh_ss(x0->dmin), _cvtsh_ss(x1->dmin));
+}
+
+static inline __attribute__((always_inline)) void
+q2k_block(const q2k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+  for (int64_t i = 0; i < nb; i++) {
+    const q2k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      const __m512i pr = _mm512_madd_epi16(bcast32(y->bsums), p->mins);
+      const __m512 dmin = _mm512_mul_ps(_mm512_set1_ps(-y->d), p->dmin);
+      acc[r] = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(pr), acc[r]);
+      __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; c++)
+        sumi = _mm512_dpwssd_epi32(
+            sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)),
+            p->sc[c]);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
+    if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
+  }
 }
 
 /* --------------------------------------------------------------- Q3_K */
@@ -600,6 +846,15 @@ q3k_sb(const block_q3_K *x, const block_q8_K *y, __m256 *acc, float *tl) {
   *acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(s8), *acc);
 }
 
+float nc_avx512_dot_q3_k(int64_t n, const void *w, const void *a) {
+  const block_q3_K *x = w;
+  const block_q8_K *y = a;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / QK_K; i++)
+    q3k_sb(x + i, y + i, &acc, NULL);
+  return nc_hsum8(acc);
+}
+
 /* gemm layout: signed quants against the activation + 128 (unsigned, a
  * xor 0x80): maddubs((a + 128), q) = a q + 128 q per pair, so each row
  * carries ncorr = -(128 * its scaled quant sums), the same int32 lanes as
@@ -652,6 +907,36 @@ q3k_s1(const q3k_pair *p, const __m512i q[8], const block_q8_K *y) {
     sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(au, q[c]), p->sc[c]);
   }
   return sumi;
+}
+
+static inline __attribute__((always_inline)) void
+q3k_block(const q3k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
+          int R, __m512 *st, bool first, bool last, float *out,
+          size_t out_stride, bool two) {
+  __m512 acc[R_MAX];
+  for (int r = 0; r < R; r++)
+    acc[r] = first ? _mm512_setzero_ps() : st[2 * r];
+  for (int64_t i = 0; i < nb; i++) {
+    const q3k_pair *p = u + i;
+    __m512i q[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+      q[c] = p->q[c];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      const __m512i sumi = q3k_s1(p, q, y);
+      const __m512 d = _mm512_mul_ps(_mm512_set1_ps(y->d), p->d);
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r++) {
+    out[(size_t)r * out_stride] = nc_hsum8(lo8(acc[r]));
+    if (two) out[(size_t)r * out_stride + 1] = nc_hsum8(hi8(acc[r]));
+  }
 }
 
 /* ----------------------------------------- llama.cpp's tiled order */
@@ -928,6 +1213,16 @@ enum { SEG_ROWS = 64 };
       }                                                                        \
     }                                                                          \
   }
+KQ_GEMM(q4_k, block_q4_K, q4k_pair, q4k_unpack_pair, q4k_block, KQ4_R,
+        MIN_BATCH)
+KQ_GEMM(q6_k, block_q6_K, q6k_pair, q6k_unpack_pair, q6k_block, KQ6_R,
+        MIN_BATCH)
+KQ_GEMM(q5_k, block_q5_K, q5k_pair, q5k_unpack_pair, q5k_block, KQ4_R,
+        MIN_BATCH)
+KQ_GEMM(q2_k, block_q2_K, q2k_pair, q2k_unpack_pair, q2k_block, KQ6_R,
+        MIN_BATCH)
+KQ_GEMM(q3_k, block_q3_K, q3k_pair, q3k_unpack_pair, q3k_block, KQ6_R,
+        MIN_BATCH)
 
 /* adapters: the same argument list for every type's single-row kernel */
 static inline __attribute__((always_inline)) void q6k_sb4(const block_q6_K *x,
@@ -990,6 +1285,23 @@ static const _Alignas(64) int16_t k_idx_k4_pk[2][32] = {
      6, 6, 6, 6, 7, 7, 7, 7, 6, 6, 6, 6, 7, 7, 7, 7},
 };
 
+/* The vec_dot order keeps llama.cpp's lane k (elements 4k..4k+3 of every
+ * chunk) apart: lane i of a and b (both int16-ranged) side by side in the
+ * words of dword i, for one vpdpwssd with the two chunks' scales. */
+static inline __m512i interleave_words(__m512i a, __m512i b) {
+  return _mm512_mask_blend_epi16(0xaaaaaaaau, a, _mm512_slli_epi32(b, 16));
+}
+
+/* k45_s1_lanes in the vec_dot order: the scales of dword i's two words,
+ * chunks 4h + 2 (i >= 8) and the next (the low and high nibbles); lane i
+ * then holds chunks {0, 1, 4, 5} (i < 8) or {2, 3, 6, 7} of lane k = i % 8. */
+static const _Alignas(64) int16_t k_idx_k4_vec[2][32] = {
+    {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+     2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
+    {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5,
+     6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
+};
+
 /* The scales and mins of a Q4_K block as q4k_scales_mins, in vector
  * registers: [w0, w2, w1, w2 >> 4] & [3f, 0f, 3f, 0f] |
  * ([w0, w0, w1, w1] >> 2) & [0, 30, 0, 30] for the scale dwords w0..w2
@@ -1014,8 +1326,8 @@ static inline __m128i q4k_scales_mins_v(const uint8_t *s) {
  * two chunks' lanes into words and vpdpwssd scales both. */
 static inline __attribute__((always_inline)) __m512i
 k45_s1_lanes(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
-             const __m512i al[2], const __m512i ah[2], __m128i q8s,
-             __m128i *s2) {
+             const __m512i al[2], const __m512i ah[2], __m128i q8s, __m128i *s2,
+             bool vec) {
   const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins_v(scales));
   const __m512i sm512 = _mm512_castsi256_si512(sm);
   *s2 = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
@@ -1043,8 +1355,10 @@ k45_s1_lanes(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
     /* words per 128-bit lane: pl's 4 lanes, then ph's 4 (vpackssdw: no
      * saturation); the scales alike: chunk 4h (lanes 0, 1) or 4h + 2
      * (2, 3) x4, then 4h + 1 or 4h + 3 x4 */
-    const __m512i pw = _mm512_packs_epi32(pl, ph);
-    const __m512i sc = _mm512_permutexvar_epi16(ld(k_idx_k4_pk[h]), sm512);
+    const __m512i pw =
+        vec ? interleave_words(pl, ph) : _mm512_packs_epi32(pl, ph);
+    const __m512i sc = _mm512_permutexvar_epi16(
+        ld(vec ? k_idx_k4_vec[h] : k_idx_k4_pk[h]), sm512);
     sumi = _mm512_dpwssd_epi32(sumi, pw, sc);
   }
   return sumi;
@@ -1063,11 +1377,25 @@ static inline __m128 h4_ps(const block_q4_K *const x[4], size_t off) {
   return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)v));
 }
 
+/* The running sums of 4 weight rows: t in the tiled order (lane r: row
+ * r); a01, a23 and m in the vec_dot order (kv_fin4 says which lanes). */
+typedef struct kq_acc4 {
+  __m128 t;
+  __m512 a01, a23, m;
+} kq_acc4;
+
 /* One super-block i of 4 weight rows (wr, w_stride apart) against the
- * activation's block yi, its quants in a[]: acc after the tiled step. */
-typedef __m128 (*kq_step4_fn)(const uint8_t *wr, size_t w_stride, int64_t i,
-                              const block_q8_K *yi, const __m512i a[4],
-                              __m128 acc);
+ * activation's block yi, its quants in a[]: adds it to acc. */
+typedef void (*kq_step4_fn)(const uint8_t *wr, size_t w_stride, int64_t i,
+                            const block_q8_K *yi, const __m512i a[4],
+                            kq_acc4 *acc);
+/* The 4 rows' dots from their sums. */
+typedef void (*kq_fin4_fn)(const kq_acc4 *acc, float *out);
+
+static inline __attribute__((always_inline)) void kt_fin4(const kq_acc4 *acc,
+                                                          float *out) {
+  _mm_storeu_ps(out, acc->t);
+}
 
 /* K-quant weight rows x one activation row in the tiled order: 4 rows at a
  * time share the activation's loads, and the integer sums' reductions and
@@ -1076,7 +1404,7 @@ typedef __m128 (*kq_step4_fn)(const uint8_t *wr, size_t w_stride, int64_t i,
  * takes the rows past the last 4). */
 static inline __attribute__((always_inline)) void
 kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
-         const block_q8_K *y, float *out, kq_step4_fn step,
+         const block_q8_K *y, float *out, kq_step4_fn step, kq_fin4_fn fin,
          float (*dot)(int64_t, const void *, const void *)) {
   const int64_t nb = n / QK_K;
   /* the prefetch of the 4 rows NC_PREFETCH_AHEAD on, spread over their
@@ -1089,7 +1417,8 @@ kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
   for (; r + 4 <= nw; r += 4) {
     const uint8_t *wr = w + (size_t)r * w_stride;
     const uint8_t *pf = nc_prefetch_base(wr, span);
-    __m128 acc = _mm_setzero_ps();
+    kq_acc4 acc = {_mm_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
     for (int64_t i = 0; i < nb; i++) {
       const size_t off = (size_t)i * pf_step;
       if (off < span)
@@ -1099,17 +1428,17 @@ kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
 #pragma GCC unroll 4
       for (int j = 0; j < 4; j++)
         a[j] = _mm512_loadu_si512(y[i].qs + 64 * j);
-      acc = step(wr, w_stride, i, y + i, a, acc);
+      step(wr, w_stride, i, y + i, a, &acc);
     }
-    _mm_storeu_ps(out + r, acc);
+    fin(&acc, out + r);
   }
   for (; r < nw; r++)
     out[r] = dot(n, w + (size_t)r * w_stride, y);
 }
 
-static inline __attribute__((always_inline)) __m128
+static inline __attribute__((always_inline)) void
 k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
-          const __m512i a[4], __m128 acc, size_t bsz, size_t qs_off,
+          const __m512i a[4], kq_acc4 *acc, size_t bsz, size_t qs_off,
           size_t qh_off) {
   const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
   const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
@@ -1126,8 +1455,9 @@ k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
   for (int k = 0; k < 4; k++) {
     /* d, dmin and the scales at the same offsets in both types */
     x[k] = wr + (size_t)k * w_stride + (size_t)i * bsz;
-    s1[k] = k45_s1_lanes(x[k] + offsetof(block_q4_K, scales), x[k] + qs_off,
-                         qh_off ? x[k] + qh_off : NULL, al, ah, q8s, &s2[k]);
+    s1[k] =
+        k45_s1_lanes(x[k] + offsetof(block_q4_K, scales), x[k] + qs_off,
+                     qh_off ? x[k] + qh_off : NULL, al, ah, q8s, &s2[k], false);
   }
   const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
   const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
@@ -1144,31 +1474,33 @@ k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
   const __m256 dmf = _mm256_cvtph_ps(dmi);
   const __m128 t = _mm_mul_ps(f1, _mm256_castps256_ps128(dmf));
   const __m128 u = _mm_fnmadd_ps(_mm256_extractf128_ps(dmf, 1), f2, t);
-  return _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
+  acc->t = _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc->t);
 }
 
-static inline __attribute__((always_inline)) __m128
+static inline __attribute__((always_inline)) void
 q4k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
-          const __m512i a[4], __m128 acc) {
-  return k45_step4(wr, w_stride, i, yi, a, acc, sizeof(block_q4_K),
-                   offsetof(block_q4_K, qs), 0);
+          const __m512i a[4], kq_acc4 *acc) {
+  k45_step4(wr, w_stride, i, yi, a, acc, sizeof(block_q4_K),
+            offsetof(block_q4_K, qs), 0);
 }
 
-static inline __attribute__((always_inline)) __m128
+static inline __attribute__((always_inline)) void
 q5k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
-          const __m512i a[4], __m128 acc) {
-  return k45_step4(wr, w_stride, i, yi, a, acc, sizeof(block_q5_K),
-                   offsetof(block_q5_K, qs), offsetof(block_q5_K, qh));
+          const __m512i a[4], kq_acc4 *acc) {
+  k45_step4(wr, w_stride, i, yi, a, acc, sizeof(block_q5_K),
+            offsetof(block_q5_K, qs), offsetof(block_q5_K, qh));
 }
 
 static void q5k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
                            int64_t nw, const block_q8_K *y, float *out) {
-  kq_gemv4(n, w, w_stride, nw, y, out, q5k_step4, nc_avx512_dot_q5_k_tiled);
+  kq_gemv4(n, w, w_stride, nw, y, out, q5k_step4, kt_fin4,
+           nc_avx512_dot_q5_k_tiled);
 }
 
 static void q4k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
                            int64_t nw, const block_q8_K *y, float *out) {
-  kq_gemv4(n, w, w_stride, nw, y, out, q4k_step4, nc_avx512_dot_q4_k_tiled);
+  kq_gemv4(n, w, w_stride, nw, y, out, q4k_step4, kt_fin4,
+           nc_avx512_dot_q4_k_tiled);
 }
 
 /* ---------------------------------------- Q6_K decode: 4 rows, 1 act */
@@ -1189,11 +1521,21 @@ static const _Alignas(64) int16_t k_idx_q6_pk[2][32] = {
      10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
 };
 
+/* q6k_s1_lanes in the vec_dot order (see interleave_words): dword i's
+ * words are chunks 4h + (i >= 8) and 4h + 2 + (i >= 8), lane k = i % 8,
+ * each with its 16-element scale 2c + (k >= 4). */
+static const _Alignas(64) int16_t k_idx_q6_vec[2][32] = {
+    {0, 4, 0, 4, 0, 4, 0, 4, 1, 5, 1, 5, 1, 5, 1, 5,
+     2, 6, 2, 6, 2, 6, 2, 6, 3, 7, 3, 7, 3, 7, 3, 7},
+    {8,  12, 8,  12, 8,  12, 8,  12, 9,  13, 9,  13, 9,  13, 9,  13,
+     10, 14, 10, 14, 10, 14, 10, 14, 11, 15, 11, 15, 11, 15, 11, 15},
+};
+
 /* One super-block of one weight row against the activation's chunks a[]:
  * S1's 16 lanes and the offset's 8 (as q6k_sb's tiled path). */
 static inline __attribute__((always_inline)) __m512i
-q6k_s1_lanes(const block_q6_K *x, const __m512i a[4], __m256i bs,
-             __m256i *corr) {
+q6k_s1_lanes(const block_q6_K *x, const __m512i a[4], __m256i bs, __m256i *corr,
+             bool vec) {
   const __m256i sc16 =
       _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
   const __m512i sc512 = _mm512_castsi256_si512(sc16);
@@ -1218,16 +1560,17 @@ q6k_s1_lanes(const block_q6_K *x, const __m512i a[4], __m256i bs,
     const __m512i p23 = _mm512_dpbusd_epi32(
         _mm512_setzero_si512(), _mm512_and_si512(q23, m3f), a[2 * h + 1]);
     sumi = _mm512_dpwssd_epi32(
-        sumi, _mm512_packs_epi32(p01, p23),
-        _mm512_permutexvar_epi16(ld(k_idx_q6_pk[h]), sc512));
+        sumi, vec ? interleave_words(p01, p23) : _mm512_packs_epi32(p01, p23),
+        _mm512_permutexvar_epi16(ld(vec ? k_idx_q6_vec[h] : k_idx_q6_pk[h]),
+                                 sc512));
   }
   return sumi;
 }
 
 /* Q6_K: tiled_step with dmin = S2 = 0, lane-wise. */
-static inline __attribute__((always_inline)) __m128
+static inline __attribute__((always_inline)) void
 q6k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
-          const __m512i a[4], __m128 acc) {
+          const __m512i a[4], kq_acc4 *acc) {
   const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
   __m512i s1[4];
   __m256i corr[4];
@@ -1235,7 +1578,7 @@ q6k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
 #pragma GCC unroll 4
   for (int k = 0; k < 4; k++) {
     const block_q6_K *x = (const block_q6_K *)(wr + (size_t)k * w_stride) + i;
-    s1[k] = q6k_s1_lanes(x, a, bs, &corr[k]);
+    s1[k] = q6k_s1_lanes(x, a, bs, &corr[k], false);
     uint16_t h;
     memcpy(&h, &x->d, 2);
     dv |= (uint64_t)h << (16 * k);
@@ -1250,13 +1593,207 @@ q6k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
   const __m128 t = _mm_mul_ps(_mm_cvtepi32_ps(si),
                               _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
   const __m128 u = _mm_fnmadd_ps(_mm_setzero_ps(), _mm_setzero_ps(), t);
-  return _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc);
+  acc->t = _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc->t);
 }
 
 static void q6k_gemv_tiled(int64_t n, const uint8_t *w, size_t w_stride,
                            int64_t nw, const block_q8_K *y, float *out) {
-  kq_gemv4(n, w, w_stride, nw, y, out, q6k_step4, nc_avx512_dot_q6_k_tiled);
+  kq_gemv4(n, w, w_stride, nw, y, out, q6k_step4, kt_fin4,
+           nc_avx512_dot_q6_k_tiled);
 }
+
+/* ------------------------------- vec_dot-order decode: 4 rows, 1 act */
+
+/* The same integer lanes in the vec_dot layout (k45_s1_lanes and
+ * q6k_s1_lanes with vec): llama.cpp's 8 lanes I_k of row r are lane k plus
+ * lane k + 8. Its float steps run on the 4 rows at once, rows 0, 1 in
+ * acc->a01 (lanes 0..7, 8..15) and 2, 3 in acc->a23: per lane the same
+ * fma(d, (float)I_k, acc_k) as q4k_sb, q5k_sb and q6k_sb. */
+
+/* Rows 0, 1 (or 2, 3) of s1[] as [I of row a | I of row b]. */
+static inline __m512i kv_lanes2(__m512i sa, __m512i sb) {
+  return _mm512_add_epi32(_mm512_shuffle_i64x2(sa, sb, 0x44),
+                          _mm512_shuffle_i64x2(sa, sb, 0xee));
+}
+
+/* d of rows 0..3 (lanes 0..3 of d4) as [d0 x8 | d1 x8] and [d2 | d3]. */
+static const _Alignas(64) int32_t k_bcast_01[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                                    1, 1, 1, 1, 1, 1, 1, 1};
+static const _Alignas(64) int32_t k_bcast_23[16] = {2, 2, 2, 2, 2, 2, 2, 2,
+                                                    3, 3, 3, 3, 3, 3, 3, 3};
+static const _Alignas(64) int32_t k_bcast_4x4[16] = {0, 0, 0, 0, 1, 1, 1, 1,
+                                                     2, 2, 2, 2, 3, 3, 3, 3};
+
+static inline __attribute__((always_inline)) void
+kv_add_lanes(kq_acc4 *acc, __m128 d4, __m512i i01, __m512i i23) {
+  const __m512 d = _mm512_castps128_ps512(d4);
+  acc->a01 = _mm512_fmadd_ps(_mm512_permutexvar_ps(ld(k_bcast_01), d),
+                             _mm512_cvtepi32_ps(i01), acc->a01);
+  acc->a23 = _mm512_fmadd_ps(_mm512_permutexvar_ps(ld(k_bcast_23), d),
+                             _mm512_cvtepi32_ps(i23), acc->a23);
+}
+
+/* Q4_K (qh_off 0) and Q5_K: the min lanes as in q4k_sb (Q4_K: 4 per row,
+ * rows in the 4 128-bit lanes of acc->m) or q5k_sb (Q5_K: their sum, row r
+ * in lane r). */
+static inline __attribute__((always_inline)) void
+k45_vstep4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+           const __m512i a[4], kq_acc4 *acc, size_t bsz, size_t qs_off,
+           size_t qh_off) {
+  const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
+  const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+                                     _mm256_extracti128_si256(bs, 1));
+  const __m512i al[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0x44),
+                         _mm512_shuffle_i64x2(a[2], a[3], 0x44)};
+  const __m512i ah[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0xee),
+                         _mm512_shuffle_i64x2(a[2], a[3], 0xee)};
+  const uint8_t *x[4];
+  __m512i s1[4];
+  __m128i s2[4];
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    x[k] = wr + (size_t)k * w_stride + (size_t)i * bsz;
+    s1[k] =
+        k45_s1_lanes(x[k] + offsetof(block_q4_K, scales), x[k] + qs_off,
+                     qh_off ? x[k] + qh_off : NULL, al, ah, q8s, &s2[k], true);
+  }
+  uint32_t dm[4]; /* d, dmin of the 4 rows, as in k45_step4 */
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++)
+    memcpy(&dm[k], x[k], 4);
+  const __m128i dmi = _mm_shuffle_epi8(
+      _mm_set_epi64x((long long)((uint64_t)dm[3] << 32 | dm[2]),
+                     (long long)((uint64_t)dm[1] << 32 | dm[0])),
+      _mm_set_epi8(15, 14, 11, 10, 7, 6, 3, 2, 13, 12, 9, 8, 5, 4, 1, 0));
+  const __m256 dmf = _mm256_cvtph_ps(dmi);
+  const __m128 d4 = _mm_mul_ps(_mm_set1_ps(yi->d), _mm256_castps256_ps128(dmf));
+  const __m128 dmin4 =
+      _mm_mul_ps(_mm_set1_ps(-yi->d), _mm256_extractf128_ps(dmf, 1));
+  kv_add_lanes(acc, d4, kv_lanes2(s1[0], s1[1]), kv_lanes2(s1[2], s1[3]));
+  if (!qh_off) {
+    const __m512i m = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_set_m128i(s2[1], s2[0])),
+        _mm256_set_m128i(s2[3], s2[2]), 1);
+    acc->m = _mm512_fmadd_ps(
+        _mm512_permutexvar_ps(ld(k_bcast_4x4), _mm512_castps128_ps512(dmin4)),
+        _mm512_cvtepi32_ps(m), acc->m);
+  } else {
+    const __m128 m = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
+    acc->m = _mm512_castps128_ps512(
+        _mm_fmadd_ps(dmin4, m, _mm512_castps512_ps128(acc->m)));
+  }
+}
+
+static inline __attribute__((always_inline)) void
+q4k_vstep4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+           const __m512i a[4], kq_acc4 *acc) {
+  k45_vstep4(wr, w_stride, i, yi, a, acc, sizeof(block_q4_K),
+             offsetof(block_q4_K, qs), 0);
+}
+
+static inline __attribute__((always_inline)) void
+q5k_vstep4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+           const __m512i a[4], kq_acc4 *acc) {
+  k45_vstep4(wr, w_stride, i, yi, a, acc, sizeof(block_q5_K),
+             offsetof(block_q5_K, qs), offsetof(block_q5_K, qh));
+}
+
+static inline __attribute__((always_inline)) void
+q6k_vstep4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+           const __m512i a[4], kq_acc4 *acc) {
+  const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
+  __m256i s8[4];
+  uint64_t dv = 0; /* the 4 rows' fp16 d (see h4_ps) */
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++) {
+    const block_q6_K *x = (const block_q6_K *)(wr + (size_t)k * w_stride) + i;
+    __m256i corr;
+    const __m512i s1 = q6k_s1_lanes(x, a, bs, &corr, true);
+    s8[k] = _mm256_sub_epi32(_mm256_add_epi32(lo8i(s1), hi8i(s1)), corr);
+    uint16_t h;
+    memcpy(&h, &x->d, 2);
+    dv |= (uint64_t)h << (16 * k);
+  }
+  const __m128 d4 = _mm_mul_ps(_mm_set1_ps(yi->d),
+                               _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
+  kv_add_lanes(acc, d4,
+               _mm512_inserti64x4(_mm512_castsi256_si512(s8[0]), s8[1], 1),
+               _mm512_inserti64x4(_mm512_castsi256_si512(s8[2]), s8[3], 1));
+}
+
+/* The dots: hsum8 of each row's lanes, plus (Q4_K) hsum4_m of its min
+ * lanes or (Q5_K) its summs. */
+static inline __attribute__((always_inline)) void
+kv_fin4(const kq_acc4 *acc, float *out, int mins) {
+  const __m256 a[4] = {lo8(acc->a01), hi8(acc->a01), lo8(acc->a23),
+                       hi8(acc->a23)};
+  const __m128 m4[4] = {
+      _mm512_extractf32x4_ps(acc->m, 0), _mm512_extractf32x4_ps(acc->m, 1),
+      _mm512_extractf32x4_ps(acc->m, 2), _mm512_extractf32x4_ps(acc->m, 3)};
+  float m1[4];
+  _mm_storeu_ps(m1, m4[0]);
+  for (int r = 0; r < 4; r++) {
+    const float s = nc_hsum8(a[r]);
+    out[r] = mins == 4 ? s + hsum4_m(m4[r]) : mins == 1 ? s + m1[r] : s;
+  }
+}
+static inline __attribute__((always_inline)) void q4k_vfin4(const kq_acc4 *acc,
+                                                            float *out) {
+  kv_fin4(acc, out, 4);
+}
+static inline __attribute__((always_inline)) void q5k_vfin4(const kq_acc4 *acc,
+                                                            float *out) {
+  kv_fin4(acc, out, 1);
+}
+static inline __attribute__((always_inline)) void q6k_vfin4(const kq_acc4 *acc,
+                                                            float *out) {
+  kv_fin4(acc, out, 0);
+}
+
+static void q4k_gemv_vec(int64_t n, const uint8_t *w, size_t w_stride,
+                         int64_t nw, const block_q8_K *y, float *out) {
+  kq_gemv4(n, w, w_stride, nw, y, out, q4k_vstep4, q4k_vfin4,
+           nc_avx512_dot_q4_k);
+}
+static void q5k_gemv_vec(int64_t n, const uint8_t *w, size_t w_stride,
+                         int64_t nw, const block_q8_K *y, float *out) {
+  kq_gemv4(n, w, w_stride, nw, y, out, q5k_vstep4, q5k_vfin4,
+           nc_avx512_dot_q5_k);
+}
+static void q6k_gemv_vec(int64_t n, const uint8_t *w, size_t w_stride,
+                         int64_t nw, const block_q8_K *y, float *out) {
+  kq_gemv4(n, w, w_stride, nw, y, out, q6k_vstep4, q6k_vfin4,
+           nc_avx512_dot_q6_k);
+}
+
+/* The vec_dot-order entry points: the dots above (nc_avx512_dot_qN_k),
+ * their gemm (pairs from MIN_BATCH activation rows, the same operations),
+ * one activation row 4 weight rows at a time (Q4_K, Q5_K, Q6_K). */
+#define KV_ENTRY(name, gemv)                                                   \
+  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+                             int64_t nw, const void *act, size_t a_stride,     \
+                             int64_t na, float *out, size_t out_stride) {      \
+    const kv_gemv_fn g = gemv;                                                 \
+    if (g && na == 1 && nw >= 4) {                                             \
+      g(n, w, w_stride, nw, act, out);                                         \
+      return;                                                                  \
+    }                                                                          \
+    kq_gemm_##name(n, w, w_stride, nw, act, a_stride, na, out, out_stride);    \
+  }                                                                            \
+  void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \
+                                   size_t a_stride, int nrows, float *out,     \
+                                   size_t out_stride) {                        \
+    nc_avx512_gemm_##name(n, w, 0, 1, a, a_stride, nrows, out, out_stride);    \
+  }
+typedef void (*kv_gemv_fn)(int64_t, const uint8_t *, size_t, int64_t,
+                           const block_q8_K *, float *);
+static const kv_gemv_fn kv_none = NULL;
+KV_ENTRY(q4_k, q4k_gemv_vec)
+KV_ENTRY(q5_k, q5k_gemv_vec)
+KV_ENTRY(q6_k, q6k_gemv_vec)
+KV_ENTRY(q2_k, kv_none)
+KV_ENTRY(q3_k, kv_none)
+#undef KV_ENTRY
 
 /* The entry points (tables.h). The tiled-order dots: the single-row
  * kernels' integers, llama.cpp's tiled float step per super-block. Their

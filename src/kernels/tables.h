@@ -108,6 +108,11 @@ NC_AMX_GEMM_PACKED(q8_0)
   void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *act, size_t a_stride,     \
                              int64_t na, float *out, size_t out_stride);
+NC_AVX512_KQUANT_DOT(q4_k)
+NC_AVX512_KQUANT_DOT(q6_k)
+NC_AVX512_KQUANT_DOT(q5_k)
+NC_AVX512_KQUANT_DOT(q2_k)
+NC_AVX512_KQUANT_DOT(q3_k)
 /* The same products in the order of llama.cpp's "tiled" K-quant
  * matmul (ggml-cpu/tiled), which llama.cpp uses instead of vec_dot when 8
  * or more activation rows are multiplied at once (see avx512_kquant.c). */

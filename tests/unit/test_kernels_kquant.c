@@ -303,12 +303,27 @@ static const kq_case k_cases[] = {
 };
 enum { N_CASES = sizeof k_cases / sizeof k_cases[0] };
 
-/* The avx512_kquant entry points (the tiled order), per type. */
+/* The avx512_kquant entry points, per type. */
 typedef struct kq_fns {
   nc_vec_dot_fn dot;
   nc_vec_dot_rows_fn rows;
   nc_gemm_fn gemm;
 } kq_fns;
+
+#define FNS(name)                                                              \
+  (kq_fns) {                                                                   \
+    nc_avx512_dot_##name, nc_avx512_dot_##name##_rows, nc_avx512_gemm_##name   \
+  }
+static kq_fns avx512_fns(nc_type t) {
+  switch (t) {
+  case NC_TYPE_Q2_K: return FNS(q2_k);
+  case NC_TYPE_Q3_K: return FNS(q3_k);
+  case NC_TYPE_Q4_K: return FNS(q4_k);
+  case NC_TYPE_Q5_K: return FNS(q5_k);
+  default: return FNS(q6_k);
+  }
+}
+#undef FNS
 
 #define FNS(name)                                                              \
   (kq_fns) {                                                                   \
@@ -469,6 +484,14 @@ static void check_dot_vs_model(const char *what, nc_type t, nc_vec_dot_fn dot,
   free(ga);
 }
 
+static void test_avx512_dot_vs_model(void **state) {
+  (void)state;
+  if (!have_avx512()) NC_SKIP_BECAUSE("this CPU lacks AVX-512");
+  for (int ci = 0; ci < N_CASES; ci++)
+    check_dot_vs_model("avx512_kquant", k_cases[ci].t,
+                       avx512_fns(k_cases[ci].t).dot, false);
+}
+
 static void test_avx512_tiled_vs_model(void **state) {
   (void)state;
   if (!have_avx512()) NC_SKIP_BECAUSE("this CPU lacks AVX-512");
@@ -547,9 +570,9 @@ static void test_avx512_gemm_batch_invariance(void **state) {
                 {256, 4, 1},
                 {1024, 9, 1},
                 {2048, 15, 1}};
-  for (int ci = 0; ci < N_CASES; ci++) {
-    const kq_case *kc = &k_cases[ci];
-    const kq_fns f = tiled_fns(kc->t);
+  for (int ci = 0; ci < 2 * N_CASES; ci++) {
+    const kq_case *kc = &k_cases[ci % N_CASES];
+    const kq_fns f = ci < N_CASES ? avx512_fns(kc->t) : tiled_fns(kc->t);
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
       const int64_t n = shapes[si].n;
       const int nw = shapes[si].nw, na = shapes[si].na;
@@ -602,9 +625,9 @@ static void test_avx512_empty(void **state) {
   (void)state;
   if (!have_avx512()) NC_SKIP_BECAUSE("this CPU lacks AVX-512");
   uint8_t zero[512] = {0};
-  for (int ci = 0; ci < N_CASES; ci++) {
-    const nc_type t = k_cases[ci].t;
-    const kq_fns f = tiled_fns(t);
+  for (int ci = 0; ci < 2 * N_CASES; ci++) {
+    const nc_type t = k_cases[ci % N_CASES].t;
+    const kq_fns f = ci < N_CASES ? avx512_fns(t) : tiled_fns(t);
     float out[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     f.gemm(0, zero, 0, 2, zero, 0, 4, out, 2);
     for (int i = 0; i < 8; i++)
@@ -616,6 +639,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model_matches_llama_golden),
       cmocka_unit_test(test_model_vs_ref),
+      cmocka_unit_test(test_avx512_dot_vs_model),
       cmocka_unit_test(test_avx2_dot_vs_model),
       cmocka_unit_test(test_avx512_gemm_batch_invariance),
       cmocka_unit_test(test_avx512_empty),
