@@ -146,7 +146,7 @@ static nc_code eval_cached(const nucleus_model *m, const int32_t *tokens,
   for (int32_t i0 = 0; !rc && i0 < n; i0 += chunk) {
     nc_batch_clear(&b);
     for (int32_t i = i0; i < n && i < i0 + chunk; i++)
-      nc_batch_add_prompt(&b, tokens[i], i, s, true, n);
+      nc_batch_add_prompt(&b, tokens[i], i, s, NC_LOGITS_ALL, n);
     rc = nc_context_forward(ctx, &b, logits + (int64_t)i0 * n_vocab, err);
   }
   nc_batch_free(&b);

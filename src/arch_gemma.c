@@ -258,9 +258,11 @@ static nc_code gemma_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
       nc_fwd_keep_output_rows(b, s->attn, O);
       rows = nc_fwd_keep_output_rows(b, s->x, E);
       if (rows == 0) return NC_OK;
+      nc_fwd_keep_output_order(ctx, b, false);
     }
     const nc_mm wo = {&L->wo, s->xn, E};
     nc_fwd_matmul(ctx, s->attn, O, rows, &wo, 1);
+    if (l == hp->n_layer - 1) nc_fwd_keep_output_order(ctx, b, true);
     nc_fwd_rmsnorm(ctx, s->xn, L->attn_post_norm.data, s->xn, rows, E);
     nc_fwd_residual(ctx, s->x, s->xn, NULL, rows, E);
     /* feed-forward block */

@@ -205,9 +205,11 @@ nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
       nc_fwd_keep_output_rows(b, s->attn, O);
       rows = nc_fwd_keep_output_rows(b, s->x, E);
       if (rows == 0) return NC_OK;
+      nc_fwd_keep_output_order(ctx, b, false);
     }
     const nc_mm wo = {&L->wo, s->xn, E};
     nc_fwd_matmul(ctx, s->attn, O, rows, &wo, 1);
+    if (l == hp->n_layer - 1) nc_fwd_keep_output_order(ctx, b, true);
     nc_fwd_residual(ctx, s->x, s->xn, L->bo.data, rows, E);
     /* feed-forward block */
     nc_fwd_rmsnorm(ctx, s->x, L->ffn_norm.data, s->xn, rows, E);

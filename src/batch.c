@@ -14,7 +14,9 @@ nc_code nc_batch_init(nc_batch *b, int32_t capacity, nc_error *err) {
   b->seq = malloc(sizeof(int32_t) * (size_t)capacity);
   b->want_logits = malloc((size_t)capacity);
   b->prompt_order = malloc((size_t)capacity);
-  if (!b->token || !b->pos || !b->seq || !b->want_logits || !b->prompt_order) {
+  b->mm_order = malloc((size_t)capacity);
+  if (!b->token || !b->pos || !b->seq || !b->want_logits || !b->prompt_order ||
+      !b->mm_order) {
     nc_batch_free(b);
     return nc_fail(err, NC_ERR_NOMEM, "batch of %d entries: out of memory",
                    (int)capacity);
@@ -30,6 +32,7 @@ void nc_batch_free(nc_batch *b) {
   free(b->seq);
   free(b->want_logits);
   free(b->prompt_order);
+  free(b->mm_order);
   memset(b, 0, sizeof *b);
 }
 
@@ -46,20 +49,36 @@ bool nc_batch_add(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
   b->seq[i] = seq;
   b->want_logits[i] = want_logits ? 1 : 0;
   b->prompt_order[i] = 0;
+  b->mm_order[i] = 0;
   return true;
 }
 
-int32_t nc_flash_prompt_order_end(int32_t n_prompt) {
+/* The end of a prompt's micro-batches of min_rows or more rows. */
+static int32_t ubatch_order_end(int32_t n_prompt, int32_t min_rows) {
   if (n_prompt <= 0) return 0;
   const int32_t tail = n_prompt % NC_LLAMA_UBATCH;
-  return tail == 0 || tail >= NC_FLASH_TILED_MIN_ROWS ? n_prompt
-                                                      : n_prompt - tail;
+  return tail == 0 || tail >= min_rows ? n_prompt : n_prompt - tail;
+}
+
+int32_t nc_flash_prompt_order_end(int32_t n_prompt) {
+  return ubatch_order_end(n_prompt, NC_FLASH_TILED_MIN_ROWS);
+}
+
+int32_t nc_mm_prompt_order_end(int32_t n_prompt) {
+  return ubatch_order_end(n_prompt, NC_MM_TILED_MIN_ROWS);
 }
 
 bool nc_batch_add_prompt(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
-                         bool want_logits, int32_t n_prompt) {
-  if (!nc_batch_add(b, token, pos, seq, want_logits)) return false;
-  b->prompt_order[b->n_tokens - 1] = pos < nc_flash_prompt_order_end(n_prompt);
+                         nc_prompt_logits logits, int32_t n_prompt) {
+  if (!nc_batch_add(b, token, pos, seq, logits != NC_LOGITS_NONE)) return false;
+  const int32_t i = b->n_tokens - 1;
+  b->prompt_order[i] = pos < nc_flash_prompt_order_end(n_prompt);
+  const bool few = pos >= nc_mm_prompt_order_end(n_prompt);
+  /* the last layer's rows with logits: every row of a micro-batch that
+   * wants all (as many as the micro-batch, so few as it), else one */
+  const bool out_few = few || logits != NC_LOGITS_ALL;
+  b->mm_order[i] =
+      (uint8_t)((few ? NC_MM_FEW : 0) | (out_few ? NC_MM_OUT_FEW : 0));
   return true;
 }
 

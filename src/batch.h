@@ -16,7 +16,30 @@ typedef struct nc_batch {
   /* 1: the row takes flash attention's prompt order (llama.cpp's tiled
    * path, attn_flash.h); set by nc_batch_add_prompt, 0 by nc_batch_add */
   uint8_t *prompt_order;
+  /* NC_MM_* bits: the matmul order of the row's micro-batch in llama.cpp
+   * (set by nc_batch_add_prompt, 0 by nc_batch_add) */
+  uint8_t *mm_order;
 } nc_batch;
+
+/* llama.cpp's K-quant matmuls take its tiled order for a micro-batch of
+ * NC_MM_TILED_MIN_ROWS or more rows and vec_dot's below (kernels.h,
+ * gemm_few). NC_MM_FEW: the row's micro-batch has fewer rows (a decode
+ * step, a prompt's short last micro-batch); NC_MM_OUT_FEW: in the last
+ * layer after attention, where llama.cpp keeps only the rows with logits,
+ * fewer such rows (a prompt that wants only its last row's logits).
+ * The positions of a prompt whose micro-batch has enough rows are those
+ * below nc_mm_prompt_order_end(n_prompt). */
+enum { NC_MM_TILED_MIN_ROWS = 8 };
+enum { NC_MM_FEW = 1, NC_MM_OUT_FEW = 2 };
+int32_t nc_mm_prompt_order_end(int32_t n_prompt);
+
+/* Which of a prompt's rows want logits (nc_batch_add_prompt). */
+typedef enum nc_prompt_logits {
+  NC_LOGITS_NONE, /* this row wants none */
+  NC_LOGITS_LAST, /* this row, the only one of its prompt (or a generated
+                     token) */
+  NC_LOGITS_ALL   /* this row, as every row of its prompt */
+} nc_prompt_logits;
 
 /* llama.cpp evaluates a prompt in micro-batches of NC_LLAMA_UBATCH tokens
  * (its default -ub) from position 0, and its CPU flash attention takes the
@@ -35,10 +58,11 @@ void nc_batch_clear(nc_batch *b);
 bool nc_batch_add(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
                   bool want_logits);
 /* Appends position pos of a sequence whose prompt has n_prompt tokens
- * (pos >= n_prompt: a generated token), with prompt_order set as
- * llama.cpp's order for that position. */
+ * (pos >= n_prompt: a generated token), with prompt_order and mm_order set
+ * as llama.cpp's orders for that position (its prompt evaluated in
+ * micro-batches of NC_LLAMA_UBATCH from position 0, logits as given). */
 bool nc_batch_add_prompt(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
-                         bool want_logits, int32_t n_prompt);
+                         nc_prompt_logits logits, int32_t n_prompt);
 /* Number of entries with want_logits set (rows of the logits output). */
 int32_t nc_batch_n_logits(const nc_batch *b);
 

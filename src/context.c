@@ -18,6 +18,7 @@ struct nc_context {
   float *buf_mem;
   int32_t
       *moe_ints; /* mixture of experts: the bufs' moe_sel, moe_at, moe_rows */
+  uint8_t *few;  /* the fwd's few_rows, few_tmp and few_exp */
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
   uint8_t *touched;  /* [max_seqs] */
@@ -116,9 +117,10 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
   if (nx) c->moe_ints = malloc(T * (2 * nk + 1) * sizeof(int32_t));
-  if ((nx && !c->moe_ints) || !c->buf_mem || !c->fwd.qact || !c->fwd.f16tab ||
-      !c->fwd.gelu_f16 || !c->fwd.flash_mem || !c->fwd.kv_row || !c->fwd.att ||
-      !c->next_pos || !c->touched) {
+  c->few = malloc(T * (2 + (nk > 0 ? nk : 1)));
+  if ((nx && !c->moe_ints) || !c->few || !c->buf_mem || !c->fwd.qact ||
+      !c->fwd.f16tab || !c->fwd.gelu_f16 || !c->fwd.flash_mem ||
+      !c->fwd.kv_row || !c->fwd.att || !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
                    "context for %d batch tokens: out of memory",
@@ -143,6 +145,9 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
     c->fwd.bufs.moe_at = c->moe_ints + T * nk;
     c->fwd.bufs.moe_rows = c->moe_ints + 2 * T * nk;
   }
+  c->fwd.few_rows = c->few;
+  c->fwd.few_tmp = c->few + T;
+  c->fwd.few_exp = c->few + 2 * T;
   c->fwd.bufs.rope_cos_swa = p, p += T * half;
   c->fwd.bufs.rope_sin_swa = p, p += T * half;
   for (uint32_t h = 0; h < 65536; h++)
@@ -161,6 +166,7 @@ void nc_context_free(nc_context *c) {
   nc_threadpool_free(c->fwd.tp);
   free(c->buf_mem);
   free(c->moe_ints);
+  free(c->few);
   free(c->fwd.qact);
   free(c->fwd.qpack);
   free(c->fwd.f16tab);
@@ -226,6 +232,7 @@ nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
   if (!logits && nc_batch_n_logits(batch) > 0)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "forward: rows want logits but the output is NULL");
+  nc_fwd_rows_begin(&ctx->fwd, batch);
   rc = nc_model_arch(ctx->fwd.m)->forward(&ctx->fwd, batch, logits, err);
   if (rc) return rc;
   const int32_t max_seqs = nc_kv_max_seqs(ctx->fwd.kv);
@@ -263,7 +270,8 @@ static nc_code nocache_prefix(nc_context *ctx, nc_batch *b,
   if (rc) return rc;
   nc_batch_clear(b);
   for (int32_t i = 0; i < n; i++)
-    nc_batch_add_prompt(b, tokens[i], i, s, i == n - 1, n);
+    nc_batch_add_prompt(b, tokens[i], i, s,
+                        i == n - 1 ? NC_LOGITS_LAST : NC_LOGITS_NONE, n);
   return nc_context_forward(ctx, b, logits, err);
 }
 

@@ -507,6 +507,13 @@ static int32_t prompt_order_end(const nucleus_engine *e, const group *g) {
   return nc_flash_prompt_order_end(g->req->n_prompt);
 }
 
+/* Positions of the group's sequences whose matmuls take llama.cpp's order
+ * for micro-batches of 8+ rows (batch.h), as the prefix cache names blocks
+ * by it too. */
+static int32_t mm_order_end(const group *g) {
+  return nc_mm_prompt_order_end(g->req->n_prompt);
+}
+
 /* Blocks that return to the pool if the group is preempted: those no other
  * group holds (its forks share within it, prefix hits across groups). */
 static int64_t group_blocks_held(nucleus_engine *e, const group *g) {
@@ -524,7 +531,8 @@ static void attach_prefix(nucleus_engine *e, group *g, completion *c) {
   int32_t hit = 0;
   if (!e->params.no_prefix_cache)
     hit = nc_kv_seq_attach_prefix(e->kv, c->kv_seq, g->salt, c->tokens,
-                                  c->n_tokens, prompt_order_end(e, g));
+                                  c->n_tokens, prompt_order_end(e, g),
+                                  mm_order_end(g));
   if (g->queried) return;
   g->queried = true;
   g->cached_tokens = hit < g->req->n_prompt ? hit : g->req->n_prompt;
@@ -555,8 +563,9 @@ static int32_t build_sched_state(nucleus_engine *e) {
                  nc_kv_block_refcount(e->kv, c->kv_seq, kv_len - 1) > 1;
       int64_t pin = 0;
       if (c->kv_seq < 0 && peeks > 0) { /* waiting: what it would reuse */
-        kv_len = nc_kv_prefix_peek(e->kv, g->salt, c->tokens, c->n_tokens,
-                                   prompt_order_end(e, g), &pin);
+        kv_len =
+            nc_kv_prefix_peek(e->kv, g->salt, c->tokens, c->n_tokens,
+                              prompt_order_end(e, g), mm_order_end(g), &pin);
         peeks--;
       }
       e->step.ss[n_seqs] =
@@ -649,7 +658,8 @@ static bool step(nucleus_engine *e) {
     for (int32_t k = 0; k < n; k++) {
       int32_t pos = kv_len + k;
       bool last = pos == c->n_tokens - 1;
-      nc_batch_add_prompt(&e->batch, c->tokens[pos], pos, c->kv_seq, last,
+      nc_batch_add_prompt(&e->batch, c->tokens[pos], pos, c->kv_seq,
+                          last ? NC_LOGITS_LAST : NC_LOGITS_NONE,
                           g->req->n_prompt);
       if (last) e->step.row_comp[n_rows++] = c;
     }
@@ -669,7 +679,8 @@ static bool step(nucleus_engine *e) {
   for (int32_t i = 0; i < n_fed && !e->params.no_prefix_cache; i++)
     nc_kv_seq_publish(e->kv, e->step.fed[i]->kv_seq, e->step.fed[i]->tokens,
                       e->step.fed[i]->n_tokens,
-                      prompt_order_end(e, e->step.fed[i]->owner));
+                      prompt_order_end(e, e->step.fed[i]->owner),
+                      mm_order_end(e->step.fed[i]->owner));
 
   /* Sampling rows: one per completion that got logits; a group whose
    * prompt just finished prefilling forks its other completions first. */

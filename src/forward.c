@@ -132,6 +132,25 @@ void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
   run_rows(ctx, &t);
 }
 
+void nc_fwd_rows_begin(nc_fwd *ctx, const nc_batch *b) {
+  ctx->mm_few = NULL;
+  for (int32_t t = 0; t < b->n_tokens && !ctx->mm_few; t++)
+    if (b->mm_order[t] & NC_MM_FEW) ctx->mm_few = b->mm_order;
+}
+
+void nc_fwd_keep_output_order(nc_fwd *ctx, const nc_batch *b, bool out) {
+  const uint8_t bit = out ? NC_MM_OUT_FEW : NC_MM_FEW;
+  int32_t kept = 0;
+  bool any = false;
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    if (!b->want_logits[t]) continue;
+    ctx->few_rows[kept] = (b->mm_order[t] & bit) ? NC_MM_FEW : 0;
+    any = any || ctx->few_rows[kept];
+    kept++;
+  }
+  ctx->mm_few = any ? ctx->few_rows : NULL;
+}
+
 int32_t nc_fwd_keep_output_rows(const nc_batch *b, float *x, int64_t n) {
   int32_t kept = 0;
   for (int32_t t = 0; t < b->n_tokens; t++) {
@@ -322,6 +341,7 @@ typedef struct mm_task {
   const uint8_t *a;
   size_t a_stride;
   const uint8_t *packed; /* NULL, or a's shared layout for gemm_packed */
+  const uint8_t *few;    /* NULL, or per row of a: NC_MM_FEW (gemm_few) */
   int32_t rows;
   bool each;       /* matmul i of row i of a only (nc_fwd_matmul_each) */
   int64_t n_vocab; /* a matmul of this many rows is the output head */
@@ -332,9 +352,36 @@ typedef struct mm_task {
  * matrix and blocks for the caches itself. */
 enum { MM_UNIT = 16, MM_PREFETCH = 8192 };
 
+static void mm_rows_of(const mm_task *t, const nc_mm *mm, int64_t r0,
+                       int64_t r1, nc_gemm_fn gemm);
+
+/* Weight rows [r0, r1) against every activation row: the runs of rows the
+ * task marks NC_MM_FEW through the table's gemm_few, the others as usual. */
 static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
   const nc_weight *w = mm->w;
-  const nc_gemm_fn gemm = t->kern->gemm[w->type];
+  const nc_gemm_fn few = t->kern->gemm_few[w->type];
+  if (!t->few || !few || t->packed) {
+    mm_rows_of(t, mm, r0, r1, t->kern->gemm[w->type]);
+    return;
+  }
+  for (int32_t a0 = 0; a0 < t->rows;) {
+    const uint8_t f = t->few[a0] & NC_MM_FEW;
+    int32_t a1 = a0 + 1;
+    while (a1 < t->rows && (t->few[a1] & NC_MM_FEW) == f)
+      a1++;
+    mm_task run = *t;
+    run.a = t->a + (size_t)a0 * t->a_stride;
+    run.rows = a1 - a0;
+    nc_mm out = *mm;
+    out.y = mm->y + (int64_t)a0 * mm->y_stride;
+    mm_rows_of(&run, &out, r0, r1, f ? few : t->kern->gemm[w->type]);
+    a0 = a1;
+  }
+}
+
+static void mm_rows_of(const mm_task *t, const nc_mm *mm, int64_t r0,
+                       int64_t r1, nc_gemm_fn gemm) {
+  const nc_weight *w = mm->w;
   const nc_vec_dot_fn dot = t->kern->vec_dot[w->type];
   const nc_vec_dot_rows_fn dots = t->kern->vec_dot_rows[w->type];
   const uint8_t *base = w->data;
@@ -375,6 +422,7 @@ static void mm_rows_each(const mm_task *t, int i, int64_t r0, int64_t r1) {
   mm_task one = *t;
   one.each = false;
   one.a = t->a + (size_t)i * t->a_stride;
+  one.few = t->few ? t->few + i : NULL;
   one.rows = 1;
   mm_rows(&one, t->mm[i], r0, r1);
 }
@@ -445,11 +493,20 @@ void nc_fwd_matmul_rows(nc_fwd *ctx, const float *x, int64_t x_stride,
                         int n_mm) {
   bool done[NC_FWD_MAX_MM] = {false};
   if (n_mm > NC_FWD_MAX_MM) n_mm = NC_FWD_MAX_MM;
+  const uint8_t *few = ctx->mm_few;
+  if (few && idx) { /* row t is x's row idx[t] */
+    for (int32_t t = 0; t < rows; t++)
+      ctx->few_tmp[t] = few[idx[t]];
+    few = ctx->few_tmp;
+  }
   for (int i = 0; i < n_mm; i++) {
     if (done[i]) continue;
     const nc_type vdt = nc_type_traits_of(mm[i].w->type)->vec_dot_type;
     const int64_t n = mm[i].w->ne0;
-    mm_task t = {.kern = ctx->kern, .rows = rows, .n_vocab = ctx->hp->n_vocab};
+    mm_task t = {.kern = ctx->kern,
+                 .rows = rows,
+                 .n_vocab = ctx->hp->n_vocab,
+                 .few = few};
     for (int j = i; j < n_mm; j++) {
       if (done[j] || mm[j].w->ne0 != n ||
           nc_type_traits_of(mm[j].w->type)->vec_dot_type != vdt)
@@ -493,11 +550,16 @@ void nc_fwd_matmul_each(nc_fwd *ctx, const float *x, int64_t x_stride,
     same = same && mm[i].w->ne0 == n &&
            nc_type_traits_of(mm[i].w->type)->vec_dot_type == vdt;
   if (!same) { /* one pass per row */
-    for (int i = 0; i < n_mm; i++)
+    const uint8_t *few = ctx->mm_few;
+    for (int i = 0; i < n_mm; i++) {
+      ctx->mm_few = few ? few + i : NULL;
       nc_fwd_matmul(ctx, x + (int64_t)i * x_stride, x_stride, 1, &mm[i], 1);
+    }
+    ctx->mm_few = few;
     return;
   }
-  mm_task t = {.kern = ctx->kern, .rows = n_mm, .each = true};
+  mm_task t = {
+      .kern = ctx->kern, .rows = n_mm, .each = true, .few = ctx->mm_few};
   for (int i = 0; i < n_mm; i++) {
     t.mm[t.n_mm++] = &mm[i];
     t.total += mm[i].w->ne1;

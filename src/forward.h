@@ -69,6 +69,14 @@ typedef struct nc_fwd {
   const nc_attn_flash_kernels *flash;
   uint8_t *flash_mem;
   size_t flash_stride;
+  /* The matmul order of each row of the x the next matmuls read: NC_MM_FEW
+   * set (batch.h) where it takes the kernels' gemm_few; NULL: none does.
+   * From the batch (nc_fwd_rows_begin), then the last layer's kept rows
+   * (nc_fwd_keep_output_order) and the MoE's expert rows. few_rows and
+   * few_tmp hold max_batch_tokens flags, few_exp max_batch_tokens times
+   * n_expert_used (forward-internal). */
+  const uint8_t *mm_few;
+  uint8_t *few_rows, *few_tmp, *few_exp;
 } nc_fwd;
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx);
@@ -187,6 +195,13 @@ void nc_fwd_add_bias(nc_fwd *ctx, float *y, const float *bias, int32_t rows,
  * floats, one per batch entry) to the front, in batch order, and returns
  * how many there are. */
 int32_t nc_fwd_keep_output_rows(const nc_batch *b, float *x, int64_t n);
+/* The matmul orders of the batch's rows (every arch's forward begins
+ * with it), and in the last layer of its kept rows: out false for the
+ * attention output's projection (as the whole micro-batch in llama.cpp,
+ * which drops the rows without logits after it), true for the FFN and the
+ * output head (as its rows with logits, NC_MM_OUT_FEW). */
+void nc_fwd_rows_begin(nc_fwd *ctx, const nc_batch *b);
+void nc_fwd_keep_output_order(nc_fwd *ctx, const nc_batch *b, bool out);
 
 /* Runs fn(arg, ith, nth) on the context's thread pool. */
 void nc_fwd_parallel(nc_fwd *ctx, nc_task_fn fn, void *arg);

@@ -1,6 +1,7 @@
 /* forward_moe: the mixture-of-experts FFN (nc_fwd_moe, forward.h): router,
  * top-k, the batch's rows grouped by expert, the weighted sum. */
 #include <math.h>
+#include <string.h>
 
 #include "forward.h"
 #include "kernels/ops.h"
@@ -69,6 +70,12 @@ static void moe_one_row(nc_fwd *ctx, const nc_layer_weights *L,
     nc_fwd_matmul(ctx, x, E, 1, mm, 2 * nj);
   }
   nc_fwd_swiglu(ctx, s->gate, s->up, K, F);
+  /* the downs' rows are all the row's */
+  const uint8_t *few = ctx->mm_few;
+  if (few) {
+    memset(ctx->few_exp, few[0], (size_t)K);
+    ctx->mm_few = ctx->few_exp;
+  }
   for (int32_t j0 = 0; j0 < K; j0 += NC_FWD_MAX_MM) {
     const int32_t nj = K - j0 < NC_FWD_MAX_MM ? K - j0 : NC_FWD_MAX_MM;
     for (int32_t j = 0; j < nj; j++) {
@@ -78,6 +85,7 @@ static void moe_one_row(nc_fwd *ctx, const nc_layer_weights *L,
     }
     nc_fwd_matmul_each(ctx, s->gate + (int64_t)j0 * F, F, mm, nj);
   }
+  ctx->mm_few = few;
 }
 
 void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
@@ -114,7 +122,14 @@ void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
     nc_fwd_matmul_rows(ctx, x, E, s->moe_rows, n, gu, 2);
     nc_fwd_swiglu(ctx, s->gate, s->up, n, F);
     const nc_mm down = {&d, s->moe_out + (int64_t)off * E, E};
+    const uint8_t *few = ctx->mm_few; /* the down's row k is moe_rows[k]'s */
+    if (few) {
+      for (int32_t k = 0; k < n; k++)
+        ctx->few_exp[k] = few[s->moe_rows[k]];
+      ctx->mm_few = ctx->few_exp;
+    }
     nc_fwd_matmul(ctx, s->gate, F, n, &down, 1);
+    ctx->mm_few = few;
     off += n;
   }
   /* y = w0 * e0 + w1 * e1 + ..., in slot order (ggml: the weighted views

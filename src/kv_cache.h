@@ -174,9 +174,11 @@ size_t nc_kv_bytes_total(const nc_kv_cache *kv);
  *
  * order_end: the K/V of positions below it were computed in flash
  * attention's prompt order, the rest in its row order (batch.h; 0 when the
- * orders do not differ: flash attention off or a typed cache). A block's
- * name includes how many of its positions are below order_end, so a hit
- * hands out only K/V computed in the order a cold run would use. */
+ * orders do not differ: flash attention off or a typed cache); mm_end
+ * likewise for the matmuls' order (nc_mm_prompt_order_end; 0 when the
+ * kernels have one order). A block's name includes how many of its
+ * positions are below each, so a hit hands out only K/V computed in the
+ * orders a cold run would use. */
 uint64_t nc_kv_salt_hash(const char *salt, size_t len);
 /* On an empty live sequence: roots its chain at salt and takes the longest
  * run of indexed full blocks whose token ids prefix tokens[0, n_tokens),
@@ -184,17 +186,17 @@ uint64_t nc_kv_salt_hash(const char *salt, size_t len);
  * (its new length, a multiple of the block size); 0 otherwise. */
 int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
                                 const int32_t *tokens, int32_t n_tokens,
-                                int32_t order_end);
+                                int32_t order_end, int32_t mm_end);
 /* What nc_kv_seq_attach_prefix would reuse now, changing nothing: the
  * positions, and in *n_idle how many of its blocks are cached (refcount 0:
  * taking them lowers nc_kv_blocks_free). */
 int32_t nc_kv_prefix_peek(const nc_kv_cache *kv, uint64_t salt,
                           const int32_t *tokens, int32_t n_tokens,
-                          int32_t order_end, int64_t *n_idle);
+                          int32_t order_end, int32_t mm_end, int64_t *n_idle);
 /* Indexes the sequence's written full blocks not yet indexed; tokens holds
  * the ids of its positions [0, n_tokens). */
 void nc_kv_seq_publish(nc_kv_cache *kv, int32_t seq, const int32_t *tokens,
-                       int32_t n_tokens, int32_t order_end);
+                       int32_t n_tokens, int32_t order_end, int32_t mm_end);
 /* Blocks that would return to the pool (free or cached) if these sequences
  * were freed: those no other sequence holds. */
 int64_t nc_kv_blocks_exclusive(nc_kv_cache *kv, const int32_t *seqs,

@@ -63,7 +63,7 @@ struct nc_kv_cache {
   bool *hashed;            /* [n_blocks] */
   uint64_t *hash;          /* [n_blocks]: chain hash of a hashed block */
   uint64_t *parent;        /* [n_blocks]: its parent's chain hash */
-  int16_t *n_prompt_order; /* [n_blocks]: its positions below order_end */
+  int32_t *n_prompt_order; /* [n_blocks]: its orders (kv_prefix.c) */
   int32_t *tokens;         /* [n_blocks * block_tokens]: its token ids */
   int32_t *hash_next;      /* [n_blocks]: bucket chain */
   int32_t *buckets;        /* [n_buckets] */

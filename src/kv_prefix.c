@@ -43,17 +43,23 @@ uint64_t nc_kv_salt_hash(const char *salt, size_t len) {
   return mix64(h ^ ((uint64_t)len << 32) ^ 0x6e75636c65757321ull);
 }
 
-/* The positions of block i below order_end. */
-static int16_t in_prompt_order(const nc_kv_cache *kv, int32_t i,
-                               int32_t order_end) {
-  const int32_t n = order_end - i * kv->block_tokens;
-  return (int16_t)(n < 0 ? 0 : n > kv->block_tokens ? kv->block_tokens : n);
+/* The positions of block i below end. */
+static int32_t below(const nc_kv_cache *kv, int32_t i, int32_t end) {
+  const int32_t n = end - i * kv->block_tokens;
+  return n < 0 ? 0 : n > kv->block_tokens ? kv->block_tokens : n;
+}
+
+/* Block i's orders: its positions below order_end and below mm_end. */
+static int32_t in_prompt_order(const nc_kv_cache *kv, int32_t i,
+                               int32_t order_end, int32_t mm_end) {
+  return below(kv, i, order_end) +
+         (kv->block_tokens + 1) * below(kv, i, mm_end);
 }
 
 static uint64_t block_hash(uint64_t parent, const int32_t *tokens, int32_t n,
-                           int16_t n_prompt_order) {
+                           int32_t n_prompt_order) {
   uint64_t h = mix64(parent ^ 0x9e3779b97f4a7c15ull ^
-                     ((uint64_t)(uint16_t)n_prompt_order << 48));
+                     ((uint64_t)(uint32_t)n_prompt_order << 32));
   for (int32_t i = 0; i < n; i++)
     h = mix64(h ^ (uint32_t)tokens[i] ^ ((uint64_t)i << 40));
   return h;
@@ -145,7 +151,7 @@ static const int32_t *block_tokens_of(const nc_kv_cache *kv, int32_t b) {
 
 /* The hashed block of group g named (parent, tokens, order), or -1. */
 static int32_t lookup(const nc_kv_cache *kv, int32_t g, uint64_t h,
-                      uint64_t parent, const int32_t *tokens, int16_t order) {
+                      uint64_t parent, const int32_t *tokens, int32_t order) {
   const size_t bytes = sizeof(int32_t) * (size_t)kv->block_tokens;
   for (int32_t b = kv->buckets[bucket_of(kv, h)]; b >= 0; b = kv->hash_next[b])
     if (kv->hash[b] == h && kv->parent[b] == parent &&
@@ -156,7 +162,7 @@ static int32_t lookup(const nc_kv_cache *kv, int32_t g, uint64_t h,
 }
 
 static void insert(nc_kv_cache *kv, int32_t b, uint64_t h, uint64_t parent,
-                   const int32_t *tokens, int16_t order) {
+                   const int32_t *tokens, int32_t order) {
   kv->hashed[b] = true;
   kv->hash[b] = h;
   kv->parent[b] = parent;
@@ -186,7 +192,7 @@ static int32_t max_hit_blocks(const nc_kv_cache *kv, int32_t n_tokens) {
  * hit's. Returns the hit in blocks. */
 static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
                         const int32_t *tokens, int32_t n_tokens,
-                        int32_t order_end, int64_t *n_idle) {
+                        int32_t order_end, int32_t mm_end, int64_t *n_idle) {
   const int32_t bt = kv->block_tokens,
                 max_blocks = max_hit_blocks(kv, n_tokens);
   uint64_t chain = salt;
@@ -195,7 +201,7 @@ static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
   *n_idle = 0;
   for (int32_t i = 0; i < max_blocks; i++) {
     const int32_t *t = tokens + (size_t)i * (size_t)bt;
-    const int16_t o = in_prompt_order(kv, i, order_end);
+    const int32_t o = in_prompt_order(kv, i, order_end, mm_end);
     const uint64_t h = block_hash(chain, t, bt, o);
     const int32_t b = lookup(kv, NC_KV_GLOBAL, h, chain, t, o);
     if (b < 0) break;
@@ -217,8 +223,8 @@ static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
 
 int32_t nc_kv_prefix_peek(const nc_kv_cache *kv, uint64_t salt,
                           const int32_t *tokens, int32_t n_tokens,
-                          int32_t order_end, int64_t *n_idle) {
-  return find_hit(kv, salt, tokens, n_tokens, order_end, n_idle) *
+                          int32_t order_end, int32_t mm_end, int64_t *n_idle) {
+  return find_hit(kv, salt, tokens, n_tokens, order_end, mm_end, n_idle) *
          kv->block_tokens;
 }
 
@@ -230,7 +236,7 @@ static void take_cached(nc_kv_cache *kv, int32_t b) {
 
 int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
                                 const int32_t *tokens, int32_t n_tokens,
-                                int32_t order_end) {
+                                int32_t order_end, int32_t mm_end) {
   kv_seq *q = live_seq(kv, seq);
   if (!q || q->len != 0 || q->n_blocks != 0) return 0;
   q->root = q->chain = salt;
@@ -238,12 +244,13 @@ int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
   q->swa_first = 0;
   const int32_t bt = kv->block_tokens;
   int64_t idle;
-  const int32_t hit = find_hit(kv, salt, tokens, n_tokens, order_end, &idle);
+  const int32_t hit =
+      find_hit(kv, salt, tokens, n_tokens, order_end, mm_end, &idle);
   if (hit == 0 || !nc_kv_seq_grow_table(kv, q, hit)) return 0;
   const int32_t first = nc_kv_swa_keep_from(kv, hit * bt) / bt;
   for (int32_t i = 0; i < hit; i++) {
     const int32_t *t = tokens + (size_t)i * (size_t)bt;
-    const int16_t o = in_prompt_order(kv, i, order_end);
+    const int32_t o = in_prompt_order(kv, i, order_end, mm_end);
     const uint64_t h = block_hash(q->chain, t, bt, o);
     const int32_t b = lookup(kv, NC_KV_GLOBAL, h, q->chain, t, o);
     take_cached(kv, b);
@@ -264,14 +271,14 @@ int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
 }
 
 void nc_kv_seq_publish(nc_kv_cache *kv, int32_t seq, const int32_t *tokens,
-                       int32_t n_tokens, int32_t order_end) {
+                       int32_t n_tokens, int32_t order_end, int32_t mm_end) {
   kv_seq *q = live_seq(kv, seq);
   if (!q || !tokens) return;
   const int32_t bt = kv->block_tokens;
   const int32_t upto = (n_tokens < q->len ? n_tokens : q->len) / bt;
   for (int32_t i = q->n_chained; i < upto && i < q->n_blocks; i++) {
     const int32_t *t = tokens + (size_t)i * (size_t)bt;
-    const int16_t o = in_prompt_order(kv, i, order_end);
+    const int32_t o = in_prompt_order(kv, i, order_end, mm_end);
     const uint64_t h = block_hash(q->chain, t, bt, o);
     /* A block already named (a hit, a fork's share) keeps its name; a
      * duplicate of another block's content stays private. The SWA part is

@@ -1,7 +1,8 @@
 /* avx512: the AVX-512 (F, BW, VL) + VNNI table. Its dots are the avx2
  * table's (llama.cpp's float order, standard activation layouts) except
  * the K-quants Q2_K..Q6_K (avx512_kquant.c: the order of llama.cpp's tiled
- * K-quant matmul, which llama.cpp uses for prompts, i.e. 8+ rows at once),
+ * K-quant matmul, which llama.cpp uses for prompts, i.e. 8+ rows at once;
+ * gemm_few has them in its vec_dot order, for decode rows),
  * and its matmuls (gemm) are VNNI kernels bit-identical to those dots
  * (avx512_gemm.c, avx512_kquant.c): so this table gives llama.cpp's
  * logits, only faster. The amx table (below) is the same but for Q4_0,
@@ -57,6 +58,11 @@ static const nc_kernels k_avx512 = {
              E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k_tiled),
              E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k_tiled),
              E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k_tiled)},
+    .gemm_few = {E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k),
+                 E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k),
+                 E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k),
+                 E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k),
+                 E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k)},
     .quantize_act = {SHARED_QUANTIZE_ACT},
     .attn = nc_attn_kernels_avx512,
     .attn_flash = nc_attn_flash_avx512,

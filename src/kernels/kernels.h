@@ -18,11 +18,13 @@
  * for 8+ activation rows (prompts, batches) and vec_dot's for 1..7 (decode);
  * each of our tables keeps one order for every batch, avx512 the tiled one,
  * avx2 vec_dot's (tests/unit/test_kernels_ggml.c checks both against
- * llama.cpp's library). avx512 adds VNNI matmuls (gemm) for
- * Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and Q2_K..Q6_K, bit-identical to its dots. "amx" (+
- * AMX-INT8) is the avx512 table but for Q4_0, Q4_1, Q8_0 (per 32-block) and
- * Q4_K, Q5_K, Q6_K (per 256-superblock), which add in the order of llama.cpp's
- * AMX build (ref_block.c), with matmuls on the tile unit. */
+ * llama.cpp's library); avx512's gemm_few gives the rows the batch marks
+ * (decode, a prompt's short tail) vec_dot's order, as llama.cpp does. avx512
+ * adds VNNI matmuls (gemm) for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and Q2_K..Q6_K,
+ * bit-identical to its dots. "amx" (+ AMX-INT8) is the avx512 table but for
+ * Q4_0, Q4_1, Q8_0 (per 32-block) and Q4_K, Q5_K, Q6_K (per 256-superblock),
+ * which add in the order of llama.cpp's AMX build (ref_block.c), with matmuls
+ * on the tile unit. */
 #ifndef NC_KERNELS_H
 #define NC_KERNELS_H
 
@@ -86,7 +88,13 @@ typedef struct nc_kernels {
   nc_vec_dot_fn vec_dot[NC_TYPE_COUNT]; /* indexed by weight type */
   nc_vec_dot_rows_fn vec_dot_rows[NC_TYPE_COUNT]; /* same, many act rows */
   nc_gemm_fn gemm[NC_TYPE_COUNT];                 /* may be NULL */
-  nc_quantize_fn quantize_act[NC_TYPE_COUNT];     /* indexed by vec_dot type */
+  /* Where this table's order is llama.cpp's for micro-batches of 8 or more
+   * rows and its order for fewer rows (every decode) differs (avx512: the
+   * K-quants' tiled order; vec_dot's below 8): the matmul in that other
+   * order, for the rows the batch marks (batch.h, NC_MM_FEW); NULL where
+   * one order serves every row. Same contract as gemm. */
+  nc_gemm_fn gemm_few[NC_TYPE_COUNT];
+  nc_quantize_fn quantize_act[NC_TYPE_COUNT]; /* indexed by vec_dot type */
   /* true where this table's quantize_act writes its own layout (same size,
    * nc_row_size(type, n)): feed those rows only to this table's dots. */
   bool private_act[NC_TYPE_COUNT];

@@ -37,7 +37,7 @@ static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,
     assert_int_equal(nc_kv_seq_reserve(kv, s, end, &err), NC_OK);
     nc_batch_clear(&b);
     for (int32_t i = i0; i < end; i++)
-      nc_batch_add_prompt(&b, tokens[i], i, s, true, n_prompt);
+      nc_batch_add_prompt(&b, tokens[i], i, s, NC_LOGITS_ALL, n_prompt);
     if (nc_context_forward(ctx, &b, logits + (int64_t)i0 * nv, &err) != NC_OK)
       fail_msg("forward: %s", err.message);
     assert_int_equal(nc_kv_seq_len(kv, s), end);
