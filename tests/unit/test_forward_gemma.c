@@ -203,6 +203,10 @@ static void test_matches_llama_cpp(void **state) {
   const nc_kernels *def = nc_model_kernels(fx->m);
   const nc_kernels *avx2 = nc_kernels_by_name("avx2");
   if (avx2) check_table(fx, avx2, true, 3, true, false);
+  /* avx512's rows fed as generated ones take vec_dot's order (gemm_few),
+   * llama.cpp's for one row per decode: strict as avx2 */
+  const nc_kernels *avx512 = nc_kernels_by_name("avx512");
+  if (avx512) check_table(fx, avx512, true, 3, true, false);
   /* (the ref table, in plain C, measured 97.5% / 4.8e-3 and is left out
    * for time) */
   /* avx512: llama.cpp's batched order (strict); the others their own */
@@ -242,6 +246,9 @@ static void test_matches_llama_cpp_fa(void **state) {
   check_table(fx, avx512 ? avx512 : def, false, 0, avx512 != NULL, true);
   const nc_kernels *avx2 = nc_kernels_by_name("avx2");
   if (avx2) check_table(fx, avx2, true, 0, true, true);
+  /* token by token the avx512 table too: its generated rows take vec_dot's
+   * order (batch.h NC_MM_FEW, gemm_few) */
+  if (avx512) check_table(fx, avx512, true, 0, true, true);
   nucleus_error err;
   assert_int_equal(nc_model_set_kernels(fx->mfa, def, &err), NC_OK);
 }
@@ -262,7 +269,24 @@ static void test_cache_and_batch_invariance(void **state) {
   assert_same_bits(a0, buf, (int64_t)n * nv, "token by token");
   run_chunked(fx->m, g0->tokens, n, uneven, 6, buf);
   assert_same_bits(a0, buf, (int64_t)n * nv, "uneven chunks");
-  /* both prompts in shared batches of uneven slices */
+  /* prompt 0 as a prompt of NP tokens and generated ones: the generated
+   * rows' matmuls take llama.cpp's order for micro-batches under 8 rows
+   * (batch.h), whatever the chunks; its prompt rows are a0's */
+  enum { NP = 10 };
+  float *d0 = malloc(sizeof(float) * (size_t)n * nv);
+  assert_non_null(d0);
+  run_chunked_prompt(fx->m, g0->tokens, n, NP, all, 1, d0);
+  assert_same_bits(a0, d0, (int64_t)NP * nv, "the prompt rows");
+  run_chunked_prompt(fx->m, g0->tokens, n, NP, one, 1, buf);
+  assert_same_bits(d0, buf, (int64_t)n * nv, "generated rows one by one");
+  run_chunked_prompt(fx->m, g0->tokens, n, NP, uneven, 6, buf);
+  assert_same_bits(d0, buf, (int64_t)n * nv, "generated rows in chunks");
+  const nc_kernels *kern = nc_model_kernels(fx->m);
+  if (kern->gemm_few[NC_TYPE_Q4_K]) /* another order: other bits */
+    assert_true(memcmp(a0 + (int64_t)NP * nv, d0 + (int64_t)NP * nv,
+                       sizeof(float) * (size_t)(n - NP) * nv) != 0);
+  /* both prompts in shared batches of uneven slices, prompt 0's rows as
+   * above (so the batches mix the two orders) */
   nc_kv_cache *kv;
   nc_context *ctx;
   nc_batch b;
@@ -289,21 +313,27 @@ static void test_cache_and_batch_invariance(void **state) {
       for (int32_t i = done[p]; i < done[p] + take; i++) {
         src[b.n_tokens][0] = p;
         src[b.n_tokens][1] = i;
-        assert_true(nc_batch_add(&b, (p ? g1 : g0)->tokens[i], i, s[p], true));
+        if (p)
+          assert_true(nc_batch_add(&b, g1->tokens[i], i, s[p], true));
+        else
+          assert_true(nc_batch_add_prompt(&b, g0->tokens[i], i, s[p],
+                                          NC_LOGITS_ALL, NP));
       }
       done[p] += take;
     }
     if (nc_context_forward(ctx, &b, buf, &err) != NC_OK)
       fail_msg("forward: %s", err.message);
     for (int32_t r = 0; r < b.n_tokens; r++) {
-      const float *ref = (src[r][0] ? a1 : a0) + (int64_t)src[r][1] * nv;
+      const float *ref = (src[r][0] ? a1 : d0) + (int64_t)src[r][1] * nv;
       assert_same_bits(ref, buf + (int64_t)r * nv, nv, "row in a shared batch");
       rows++;
     }
   }
-  print_message("gemma3 270m: one call == token by token == uneven chunks; "
-                "%d rows of 2 interleaved prompts bit-identical\n",
+  print_message("gemma3 270m: one call == token by token == uneven chunks, "
+                "prompt rows and generated ones; %d rows of 2 interleaved "
+                "prompts bit-identical\n",
                 rows);
+  free(d0);
   nc_batch_free(&b);
   nc_context_free(ctx);
   nc_kv_cache_free(kv);
