@@ -1,4 +1,6 @@
-# The engine: request lifecycle, stop strings, scheduler.
+# The engine: request lifecycle, stop strings, scheduler, the batch.
+UNIT_TESTS += test_batch
+test_batch_DEPS := status batch
 UNIT_TESTS += test_stop_matcher
 test_stop_matcher_DEPS := status stop_matcher
 UNIT_TESTS += test_scheduler

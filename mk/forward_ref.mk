@@ -14,7 +14,8 @@ ARCH_MODELS := build/arch/qwen2.gguf build/arch/qwen3.gguf \
                build/arch/mixtral.gguf build/arch/phi3long.gguf \
                build/arch/gemma2.gguf build/arch/gemma3.gguf \
                build/arch/llamayarn.gguf build/arch/qwen2yarn.gguf \
-               build/arch/llamalinear.gguf build/arch/gemma3yarn.gguf
+               build/arch/llamalinear.gguf build/arch/gemma3yarn.gguf \
+               build/arch/qwen3moek.gguf
 build/arch/%.gguf: scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)
 	python3 scripts/make_arch_gguf.py $* $@ --seed 17

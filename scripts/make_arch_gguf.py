@@ -10,7 +10,9 @@ phi3long (phi3 with rope.scaling.original_context_length 32, below the
 prompts' length and llama.cpp's n_ctx, so rope_factors_long applies, and
 rope.scaling.attn_factor 1.19); llamayarn, qwen2yarn (llama / qwen2 with
 rope.scaling.type yarn, factor 4, original_context_length 32), llamalinear
-(linear, factor 4) and gemma3yarn (yarn, factor 8, original 32).
+(linear, factor 4) and gemma3yarn (yarn, factor 8, original 32);
+qwen3moek (qwen3moe with random Q4_K / Q6_K blocks, experts 256 wide: no
+golden, for the invariance tests of the K-quants' two matmul orders).
 
 The tokenizer (every tokenizer.* key: vocabulary, merges, special ids, chat
 template) is copied from the default model, models/SmolLM2-135M-Instruct.Q4_1.gguf,
@@ -70,6 +72,13 @@ ARCHS = {
                      n_expert=8, n_expert_used=2, n_ff_exp=128),
     "phi3long": dict(n_layer=4, head_dim=64, tied=False, rope_base=10000.0,
                      gguf_arch="phi3", orig_ctx=32, attn_factor=1.19),
+    # qwen3moe with K-quant matrices of random blocks (Q4_K; Q6_K where
+    # llama-quantize's Q4_K_M puts it: the tied output, attn_output, the
+    # experts' down), experts 256 wide so that every matrix is one; no
+    # llama.cpp golden: the forward tests' invariance checks take it
+    "qwen3moek": dict(n_layer=4, head_dim=128, tied=True, rope_base=1000000.0,
+                      n_expert=8, n_expert_used=2, n_ff_exp=256,
+                      base="qwen3moe", kquant=True),
     # general.architecture "llama"; the experts are n_ff (here 128) wide
     "mixtral": dict(n_layer=4, head_dim=64, tied=False, rope_base=1000000.0,
                     n_expert=8, n_expert_used=2, n_ff_exp=128, gguf_arch="llama"),
@@ -224,8 +233,38 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         w.add_key_value(k, v, t, sub)
 
     def mat(name, shape, std):  # shape in numpy order (rows = GGUF ne1)
+        if cfg.get("kquant") and shape[-1] % 256 == 0:
+            q6 = name.endswith(("token_embd.weight", "attn_output.weight",
+                                "ffn_down_exps.weight"))
+            kquant_mat(name, shape, std, q6)
+            return
         x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
         w.add_tensor(name, x.astype(mat_dt))
+
+    def kquant_mat(name, shape, std, q6):
+        # random blocks: quants, scales (and mins) uniform; d (and dmin)
+        # set so the values have about std (Q4_K: d sc q - dmin m, q 0..15,
+        # sc, m 0..63; Q6_K: d sc (q - 32), q 0..63, sc int8)
+        bsz = 210 if q6 else 144
+        n_blocks = int(np.prod(shape)) // 256
+        h = hashlib.sha256(f"{seed}:{name}:blocks".encode()).digest()
+        base = np.uint64(int.from_bytes(h[:8], "little"))
+        n_words = (n_blocks * bsz + 7) // 8
+        with np.errstate(over="ignore"):
+            z = _splitmix64(np.arange(n_words, dtype=np.uint64)
+                            * np.uint64(0xD1B54A32D192ED03) + base)
+        b = z.view(np.uint8)[: n_blocks * bsz].reshape(n_blocks, bsz).copy()
+        if q6:
+            d = np.float16(std / (18.5 * 74.0))
+            b[:, 208:210] = np.frombuffer(d.tobytes(), np.uint8)
+        else:
+            d = np.float16(std / (4.6 * 32.0))
+            dmin = np.float16(float(d) * 7.5)
+            b[:, 0:2] = np.frombuffer(d.tobytes(), np.uint8)
+            b[:, 2:4] = np.frombuffer(dmin.tobytes(), np.uint8)
+        qt = gguf.GGMLQuantizationType.Q6_K if q6 else gguf.GGMLQuantizationType.Q4_K
+        w.add_tensor(name, b.reshape(*shape[:-1], shape[-1] // 256 * bsz),
+                     raw_dtype=qt)
 
     def vec(name, n, kind):
         z = randn(seed, name, n)

@@ -287,8 +287,12 @@ static void test_mixtral(void **state) {
  * step[p][it % 4] tokens per step (0: wait), each prompt in its own
  * sequence; out[p] gets prompt p's rows of logits. */
 enum { NP = 2, INV_TOKENS = 64 }; /* prompts, tokens per prompt at most */
+/* Prompt p's rows through nc_batch_add (n_prompt[p] < 0) or as a prompt
+ * of n_prompt[p] tokens and generated ones (nc_batch_add_prompt, all
+ * logits: batch.h's orders). */
 static void run_shared(const nucleus_model *m, const golden_prompt *g,
-                       const int32_t step[NP][4], float *out[NP]) {
+                       const int32_t step[NP][4], const int32_t n_prompt[NP],
+                       float *out[NP]) {
   const int32_t nv = nc_model_hparams(m)->n_vocab;
   nc_kv_cache *kv;
   nc_context *ctx;
@@ -317,7 +321,11 @@ static void run_shared(const nucleus_model *m, const golden_prompt *g,
       for (int32_t i = done[p]; i < done[p] + take; i++) {
         src_p[b.n_tokens] = p;
         src_i[b.n_tokens] = i;
-        assert_true(nc_batch_add(&b, g[p].tokens[i], i, seq[p], true));
+        if (n_prompt[p] < 0)
+          assert_true(nc_batch_add(&b, g[p].tokens[i], i, seq[p], true));
+        else
+          assert_true(nc_batch_add_prompt(&b, g[p].tokens[i], i, seq[p],
+                                          NC_LOGITS_ALL, n_prompt[p]));
       }
       done[p] += take;
     }
@@ -338,11 +346,13 @@ static void run_shared(const nucleus_model *m, const golden_prompt *g,
  * must not depend on the rows it shares its experts with. Each prompt alone
  * in one call == token by token == two prompts interleaved in uneven
  * shared batches, bit for bit. */
-static void check_moe_invariance(const char *file) {
+/* two_orders: the file's matmuls have the two orders (K-quants). */
+static void check_moe_invariance(const char *file, const char *tokens_of,
+                                 bool two_orders) {
   char path[4096], gpath[4096], why[4200];
   snprintf(path, sizeof path, "%s/build/arch/%s.gguf", root(), file);
   snprintf(gpath, sizeof gpath, "%s/tests/data/logits/arch_%s.txt", root(),
-           file);
+           tokens_of);
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = 2;
   nucleus_model *m = NULL;
@@ -370,15 +380,34 @@ static void check_moe_invariance(const char *file) {
   const int32_t all[NP][4] = {{INV_TOKENS, 0, 0, 0}, {0, INV_TOKENS, 0, 0}};
   const int32_t ones[NP][4] = {{1, 0, 1, 0}, {0, 1, 0, 1}};
   const int32_t mixed[NP][4] = {{7, 20, 1, 13}, {29, 3, 11, 1}};
-  run_shared(m, g, all, a);
+  /* as given (every row in the prompt order), then prompt 0 as a prompt
+   * of GEN_FROM tokens and generated ones (the matmuls' order for rows of
+   * micro-batches under 8), so that shared batches mix the two orders */
+  enum { GEN_FROM = 10 };
+  const int32_t as_given[NP] = {-1, -1}, generated[NP] = {GEN_FROM, -1};
   int64_t rows = 0;
-  for (int k = 0; k < 2; k++) {
-    run_shared(m, g, k ? mixed : ones, c);
-    for (int p = 0; p < NP; p++) {
-      if (memcmp(a[p], c[p], sizeof(float) * (size_t)g[p].n * (size_t)nv))
-        fail_msg("%s: prompt %d %s differs from the prompt alone", file, p,
-                 k ? "in shared batches" : "token by token");
-      rows += g[p].n;
+  for (int o = 0; o < 2; o++) {
+    const int32_t *np = o ? generated : as_given;
+    if (o) memcpy(c[0], a[0], sizeof(float) * (size_t)g[0].n * (size_t)nv);
+    run_shared(m, g, all, np, a);
+    if (o && two_orders && nc_model_kernels(m)->gemm_few[NC_TYPE_Q4_K]) {
+      /* the generated rows took the other order: other bits (and the
+       * prompt rows the same) */
+      const size_t head = sizeof(float) * GEN_FROM * (size_t)nv;
+      assert_memory_equal(a[0], c[0], head);
+      assert_true(memcmp(a[0] + GEN_FROM * nv, c[0] + GEN_FROM * nv,
+                         sizeof(float) * (size_t)(g[0].n - GEN_FROM) *
+                             (size_t)nv) != 0);
+    }
+    for (int k = 0; k < 2; k++) {
+      run_shared(m, g, k ? mixed : ones, np, c);
+      for (int p = 0; p < NP; p++) {
+        if (memcmp(a[p], c[p], sizeof(float) * (size_t)g[p].n * (size_t)nv))
+          fail_msg("%s: prompt %d %s differs from the prompt alone%s", file, p,
+                   k ? "in shared batches" : "token by token",
+                   o ? " (prompt 0's rows from 10 as generated ones)" : "");
+        rows += g[p].n;
+      }
     }
   }
   print_message("%s: %lld rows token by token and in shared batches "
@@ -395,8 +424,10 @@ static void check_moe_invariance(const char *file) {
 
 static void test_moe_batch_invariance(void **state) {
   (void)state;
-  check_moe_invariance("qwen3moe");
-  check_moe_invariance("mixtral");
+  check_moe_invariance("qwen3moe", "qwen3moe", false);
+  check_moe_invariance("mixtral", "mixtral", false);
+  /* K-quants: the two matmul orders */
+  check_moe_invariance("qwen3moek", "qwen3moe", true);
 }
 
 /* With windows (16) shorter than the prompt: one call (keys transposed

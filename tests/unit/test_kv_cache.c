@@ -237,6 +237,23 @@ static void test_prefix_hits_share_blocks(void **state) {
   assert_int_equal(nc_kv_prefix_peek(kv, salt, toks, 10, 6, 0, &(int64_t){0}),
                    0);
   nc_kv_seq_free(kv, d);
+  /* nor K/V whose matmuls took another order (a matmul order end of 6:
+   * 4 of the first block's positions in the tiled order, none of a's);
+   * an end past both blocks differs from a's too */
+  d = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, toks, 10, 0, 6), 0);
+  assert_int_equal(nc_kv_prefix_peek(kv, salt, toks, 10, 0, 6, &(int64_t){0}),
+                   0);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, toks, 10, 0, 10), 0);
+  /* written with that end, they hit under it */
+  assert_int_equal(nc_kv_seq_reserve(kv, d, 10, NULL), NC_OK);
+  fill(kv, d, 0, 10, 300);
+  nc_kv_seq_publish(kv, d, toks, 10, 0, 6);
+  nc_kv_seq_free(kv, d); /* its full blocks stay cached */
+  d = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, toks, 10, 0, 6), 8);
+  check(kv, d, 0, 8, 300);
+  nc_kv_seq_free(kv, d);
   /* Exclusive blocks: a's partial last block only (the rest is shared). */
   assert_int_equal(nc_kv_blocks_exclusive(kv, &a, 1), 1);
   int32_t ab[2] = {a, b};
@@ -244,12 +261,13 @@ static void test_prefix_hits_share_blocks(void **state) {
   nc_kv_seq_free(kv, a);
   nc_kv_seq_free(kv, b);
   nc_kv_seq_free(kv, c);
-  /* Everything returns; the two named blocks stay cached and count free. */
+  /* Everything returns; the named blocks (two per matmul order end) stay
+   * cached and count free. */
   assert_int_equal(nc_kv_blocks_free(kv), 8);
-  assert_int_equal(nc_kv_blocks_cached(kv), 2);
+  assert_int_equal(nc_kv_blocks_cached(kv), 4);
   int32_t e = nc_kv_seq_new(kv);
   assert_int_equal(nc_kv_seq_attach_prefix(kv, e, salt, toks, 10, 0, 0), 8);
-  assert_int_equal(nc_kv_blocks_cached(kv), 0);
+  assert_int_equal(nc_kv_blocks_cached(kv), 2);
   check(kv, e, 0, 8, 100);
   nc_kv_seq_free(kv, e);
   nc_kv_cache_free(kv);

@@ -1,0 +1,66 @@
+/* batch: the orders nc_batch_add_prompt gives each row as llama.cpp would
+ * (micro-batches of NC_LLAMA_UBATCH from position 0; flash attention's
+ * tiled path from 64 rows, the K-quant matmuls' from 8). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "batch.h"
+
+static void test_order_ends(void **state) {
+  (void)state;
+  assert_int_equal(nc_mm_prompt_order_end(0), 0);
+  assert_int_equal(nc_mm_prompt_order_end(7), 0); /* one micro-batch of 7 */
+  assert_int_equal(nc_mm_prompt_order_end(8), 8);
+  assert_int_equal(nc_mm_prompt_order_end(512), 512);
+  assert_int_equal(nc_mm_prompt_order_end(519), 512); /* a tail of 7 */
+  assert_int_equal(nc_mm_prompt_order_end(520), 520);
+  assert_int_equal(nc_flash_prompt_order_end(63), 0);
+  assert_int_equal(nc_flash_prompt_order_end(64), 64);
+  assert_int_equal(nc_flash_prompt_order_end(575), 512);
+  assert_int_equal(nc_flash_prompt_order_end(576), 576);
+}
+
+/* Each row's bits: NC_MM_FEW below 8 rows in its micro-batch (generated
+ * tokens too), NC_MM_OUT_FEW also for a prompt that wants only its last
+ * row's logits; nc_batch_add: none (the tiled order). */
+static void test_row_orders(void **state) {
+  (void)state;
+  nc_batch b;
+  nc_error err;
+  assert_int_equal(nc_batch_init(&b, 16, &err), NC_OK);
+  /* a prompt of 519 tokens: positions 0..511 one micro-batch, 512..518 a
+   * tail of 7; 519 generated */
+  assert_true(nc_batch_add_prompt(&b, 1, 511, 0, NC_LOGITS_NONE, 519));
+  assert_true(nc_batch_add_prompt(&b, 1, 512, 0, NC_LOGITS_NONE, 519));
+  assert_true(nc_batch_add_prompt(&b, 1, 518, 0, NC_LOGITS_LAST, 519));
+  assert_true(nc_batch_add_prompt(&b, 1, 519, 0, NC_LOGITS_LAST, 519));
+  assert_int_equal(b.mm_order[0], NC_MM_OUT_FEW);
+  assert_int_equal(b.mm_order[1], NC_MM_FEW | NC_MM_OUT_FEW);
+  assert_int_equal(b.mm_order[2], NC_MM_FEW | NC_MM_OUT_FEW);
+  assert_int_equal(b.mm_order[3], NC_MM_FEW | NC_MM_OUT_FEW);
+  assert_int_equal(b.want_logits[0] + b.want_logits[1], 0);
+  assert_int_equal(b.want_logits[2] + b.want_logits[3], 2);
+  /* every row's logits (teacher forcing, perplexity): the micro-batch's
+   * rows with logits are all its rows */
+  assert_true(nc_batch_add_prompt(&b, 1, 20, 1, NC_LOGITS_ALL, 100));
+  assert_true(nc_batch_add_prompt(&b, 1, 3, 2, NC_LOGITS_ALL, 5));
+  assert_int_equal(b.mm_order[4], 0);
+  assert_int_equal(b.mm_order[5], NC_MM_FEW | NC_MM_OUT_FEW);
+  assert_true(nc_batch_add(&b, 1, 200, 3, true));
+  assert_int_equal(b.mm_order[6], 0);
+  assert_int_equal(b.prompt_order[6], 0);
+  assert_int_equal(nc_batch_n_logits(&b), 5);
+  nc_batch_free(&b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_order_ends),
+      cmocka_unit_test(test_row_orders),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
