@@ -46,17 +46,20 @@
  * Both layouts perform llama.cpp's float operations on the same values, so
  * vec_dot, vec_dot_rows and gemm agree bit for bit whatever the batch.
  *
- * The entry points are the *_tiled kernels at the end: they reproduce
- * instead llama.cpp's tiled K-quant matmul, which it runs for 8 or more
- * activation rows (prompts), from the same integer lanes; the avx512 table
- * uses them. (The vec_dot order above is the avx2 table's: llama.cpp's
- * decode; the single-row kernels qNk_sb here serve the tiled dots.)
+ * Two sets of entry points: nc_avx512_*_qN_k in the vec_dot order above
+ * (llama.cpp's for 1..7 activation rows: decode; the avx512 table's
+ * gemm_few, and the avx2 table's order), and the *_tiled kernels at the
+ * end, which reproduce llama.cpp's tiled K-quant matmul, which it runs for
+ * 8 or more activation rows (prompts), from the same integer lanes (the
+ * avx512 table's gemm and dots).
  *
- * Their decode (one activation row: kq_gemv4, 4 weight rows at once for
- * Q4_K, Q5_K, Q6_K) forms each super-block's integer S1 another way, exact
+ * Both decodes (one activation row: kq_gemv4, 4 weight rows at once for
+ * Q4_K, Q5_K, Q6_K) form each super-block's integers another way, exact
  * all the same: vpdpbusd sums 4 products per lane (an int16's range),
- * vpackssdw packs two such vectors into words and one vpdpwssd applies
- * the scales to both (k45_s1_lanes, q6k_s1_lanes). */
+ * vpackssdw packs two such vectors into words (the tiled order, which
+ * needs only the sum) or interleave_words pairs them lane by lane (the
+ * vec_dot order, which keeps llama.cpp's 8 lanes apart) and one vpdpwssd
+ * applies the scales to both (k45_s1_lanes, q6k_s1_lanes). */
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
