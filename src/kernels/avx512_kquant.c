@@ -1439,10 +1439,13 @@ kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
     out[r] = dot(n, w + (size_t)r * w_stride, y);
 }
 
-static inline __attribute__((always_inline)) void
-k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
-          const __m512i a[4], kq_acc4 *acc, size_t bsz, size_t qs_off,
-          size_t qh_off) {
+/* The integer lanes of super-block i of 4 Q4_K / Q5_K weight rows
+ * (k45_s1_lanes in the tiled (vec false) or vec_dot layout: s1, the min
+ * lanes s2) and the rows' d0..3, dmin0..3 as floats. */
+static inline __attribute__((always_inline)) __m256
+k45_lanes4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+           const __m512i a[4], size_t bsz, size_t qs_off, size_t qh_off,
+           bool vec, __m512i s1[4], __m128i s2[4]) {
   const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
   const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
                                      _mm256_extracti128_si256(bs, 1));
@@ -1452,18 +1455,14 @@ k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
   const __m512i ah[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0xee),
                          _mm512_shuffle_i64x2(a[2], a[3], 0xee)};
   const uint8_t *x[4];
-  __m512i s1[4];
-  __m128i s2[4];
 #pragma GCC unroll 4
   for (int k = 0; k < 4; k++) {
     /* d, dmin and the scales at the same offsets in both types */
     x[k] = wr + (size_t)k * w_stride + (size_t)i * bsz;
     s1[k] =
         k45_s1_lanes(x[k] + offsetof(block_q4_K, scales), x[k] + qs_off,
-                     qh_off ? x[k] + qh_off : NULL, al, ah, q8s, &s2[k], false);
+                     qh_off ? x[k] + qh_off : NULL, al, ah, q8s, &s2[k], vec);
   }
-  const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
-  const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
   /* the 4 rows' d, dmin pairs (the blocks' first dwords) as d0..3 in the
    * low half, dmin0..3 in the high half */
   uint32_t dm[4];
@@ -1474,7 +1473,19 @@ k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
       _mm_set_epi64x((long long)((uint64_t)dm[3] << 32 | dm[2]),
                      (long long)((uint64_t)dm[1] << 32 | dm[0])),
       _mm_set_epi8(15, 14, 11, 10, 7, 6, 3, 2, 13, 12, 9, 8, 5, 4, 1, 0));
-  const __m256 dmf = _mm256_cvtph_ps(dmi);
+  return _mm256_cvtph_ps(dmi);
+}
+
+static inline __attribute__((always_inline)) void
+k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], kq_acc4 *acc, size_t bsz, size_t qs_off,
+          size_t qh_off) {
+  __m512i s1[4];
+  __m128i s2[4];
+  const __m256 dmf =
+      k45_lanes4(wr, w_stride, i, yi, a, bsz, qs_off, qh_off, false, s1, s2);
+  const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
+  const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
   const __m128 t = _mm_mul_ps(f1, _mm256_castps256_ps128(dmf));
   const __m128 u = _mm_fnmadd_ps(_mm256_extractf128_ps(dmf, 1), f2, t);
   acc->t = _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc->t);
@@ -1570,31 +1581,35 @@ q6k_s1_lanes(const block_q6_K *x, const __m512i a[4], __m256i bs, __m256i *corr,
   return sumi;
 }
 
-/* Q6_K: tiled_step with dmin = S2 = 0, lane-wise. */
-static inline __attribute__((always_inline)) void
-q6k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
-          const __m512i a[4], kq_acc4 *acc) {
+/* Super-block i of 4 Q6_K weight rows: each row's S1 minus the offset in
+ * 8 lanes (exact; q6k_s1_lanes in the tiled (vec false) or vec_dot
+ * layout), and the rows' d0..3 as floats. */
+static inline __attribute__((always_inline)) __m128
+q6k_lanes4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+           const __m512i a[4], bool vec, __m256i s8[4]) {
   const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
-  __m512i s1[4];
-  __m256i corr[4];
   uint64_t dv = 0; /* the 4 rows' fp16 d (see h4_ps) */
 #pragma GCC unroll 4
   for (int k = 0; k < 4; k++) {
     const block_q6_K *x = (const block_q6_K *)(wr + (size_t)k * w_stride) + i;
-    s1[k] = q6k_s1_lanes(x, a, bs, &corr[k], false);
+    __m256i corr;
+    const __m512i s1 = q6k_s1_lanes(x, a, bs, &corr, vec);
+    s8[k] = _mm256_sub_epi32(_mm256_add_epi32(lo8i(s1), hi8i(s1)), corr);
     uint16_t h;
     memcpy(&h, &x->d, 2);
     dv |= (uint64_t)h << (16 * k);
   }
-  /* S1 minus the offset, per row in 8 lanes (exact), then one reduction */
+  return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv));
+}
+
+/* Q6_K: tiled_step with dmin = S2 = 0, lane-wise. */
+static inline __attribute__((always_inline)) void
+q6k_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
+          const __m512i a[4], kq_acc4 *acc) {
   __m256i s8[4];
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; k++)
-    s8[k] =
-        _mm256_sub_epi32(_mm256_add_epi32(lo8i(s1[k]), hi8i(s1[k])), corr[k]);
+  const __m128 d = q6k_lanes4(wr, w_stride, i, yi, a, false, s8);
   const __m128i si = hsum4x8i(s8[0], s8[1], s8[2], s8[3]);
-  const __m128 t = _mm_mul_ps(_mm_cvtepi32_ps(si),
-                              _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
+  const __m128 t = _mm_mul_ps(_mm_cvtepi32_ps(si), d);
   const __m128 u = _mm_fnmadd_ps(_mm_setzero_ps(), _mm_setzero_ps(), t);
   acc->t = _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc->t);
 }
@@ -1643,32 +1658,10 @@ static inline __attribute__((always_inline)) void
 k45_vstep4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
            const __m512i a[4], kq_acc4 *acc, size_t bsz, size_t qs_off,
            size_t qh_off) {
-  const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
-  const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
-                                     _mm256_extracti128_si256(bs, 1));
-  const __m512i al[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0x44),
-                         _mm512_shuffle_i64x2(a[2], a[3], 0x44)};
-  const __m512i ah[2] = {_mm512_shuffle_i64x2(a[0], a[1], 0xee),
-                         _mm512_shuffle_i64x2(a[2], a[3], 0xee)};
-  const uint8_t *x[4];
   __m512i s1[4];
   __m128i s2[4];
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; k++) {
-    x[k] = wr + (size_t)k * w_stride + (size_t)i * bsz;
-    s1[k] =
-        k45_s1_lanes(x[k] + offsetof(block_q4_K, scales), x[k] + qs_off,
-                     qh_off ? x[k] + qh_off : NULL, al, ah, q8s, &s2[k], true);
-  }
-  uint32_t dm[4]; /* d, dmin of the 4 rows, as in k45_step4 */
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; k++)
-    memcpy(&dm[k], x[k], 4);
-  const __m128i dmi = _mm_shuffle_epi8(
-      _mm_set_epi64x((long long)((uint64_t)dm[3] << 32 | dm[2]),
-                     (long long)((uint64_t)dm[1] << 32 | dm[0])),
-      _mm_set_epi8(15, 14, 11, 10, 7, 6, 3, 2, 13, 12, 9, 8, 5, 4, 1, 0));
-  const __m256 dmf = _mm256_cvtph_ps(dmi);
+  const __m256 dmf =
+      k45_lanes4(wr, w_stride, i, yi, a, bsz, qs_off, qh_off, true, s1, s2);
   const __m128 d4 = _mm_mul_ps(_mm_set1_ps(yi->d), _mm256_castps256_ps128(dmf));
   const __m128 dmin4 =
       _mm_mul_ps(_mm_set1_ps(-yi->d), _mm256_extractf128_ps(dmf, 1));
@@ -1704,21 +1697,9 @@ q5k_vstep4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
 static inline __attribute__((always_inline)) void
 q6k_vstep4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
            const __m512i a[4], kq_acc4 *acc) {
-  const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
   __m256i s8[4];
-  uint64_t dv = 0; /* the 4 rows' fp16 d (see h4_ps) */
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; k++) {
-    const block_q6_K *x = (const block_q6_K *)(wr + (size_t)k * w_stride) + i;
-    __m256i corr;
-    const __m512i s1 = q6k_s1_lanes(x, a, bs, &corr, true);
-    s8[k] = _mm256_sub_epi32(_mm256_add_epi32(lo8i(s1), hi8i(s1)), corr);
-    uint16_t h;
-    memcpy(&h, &x->d, 2);
-    dv |= (uint64_t)h << (16 * k);
-  }
   const __m128 d4 = _mm_mul_ps(_mm_set1_ps(yi->d),
-                               _mm_cvtph_ps(_mm_cvtsi64_si128((long long)dv)));
+                               q6k_lanes4(wr, w_stride, i, yi, a, true, s8));
   kv_add_lanes(acc, d4,
                _mm512_inserti64x4(_mm512_castsi256_si512(s8[0]), s8[1], 1),
                _mm512_inserti64x4(_mm512_castsi256_si512(s8[2]), s8[3], 1));
