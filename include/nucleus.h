@@ -89,6 +89,21 @@ typedef enum nucleus_cache_type {
   NUCLEUS_CACHE_Q4_0 = 3,
 } nucleus_cache_type;
 
+/* How nucleus_model_load brings the file into memory. */
+typedef enum nucleus_load_mode {
+  /* read when the file takes at most half the memory available
+   * (MemAvailable), else mmap; mmap too when the memory cannot be had */
+  NUCLEUS_LOAD_AUTO = 0,
+  /* read into the process's own memory, in 2 MiB pages where the kernel
+   * gives them (transparent huge pages, "madvise" or "always"): decode's
+   * memory-bound matmuls stream faster than from the page cache's 4 KiB
+   * pages. The whole file is then private memory of the process. */
+  NUCLEUS_LOAD_READ = 1,
+  /* map the file (llama.cpp's default): no copy, its pages shared with
+   * other processes and left to the page cache */
+  NUCLEUS_LOAD_MMAP = 2,
+} nucleus_load_mode;
+
 typedef struct nucleus_model_params {
   int n_threads;          /* 0: all online cores */
   bool reference_kernels; /* force the plain-C kernels (for checking) */
@@ -111,6 +126,7 @@ typedef struct nucleus_model_params {
   const char *rope_scaling;
   float rope_scale, rope_freq_base;
   int32_t yarn_orig_ctx;
+  nucleus_load_mode load_mode; /* default auto */
 } nucleus_model_params;
 
 NUCLEUS_API nucleus_model_params nucleus_model_default_params(void);
@@ -148,6 +164,18 @@ NUCLEUS_API bool nucleus_cache_type_parse(const char *s,
                                           nucleus_cache_type *out);
 /* "f16", "bf16", "q8_0", "q4_0"; "?" for other values. */
 NUCLEUS_API const char *nucleus_cache_type_name(nucleus_cache_type t);
+/* Parses "auto", "read" or "mmap"; false for anything else. */
+NUCLEUS_API bool nucleus_load_mode_parse(const char *s, nucleus_load_mode *out);
+/* "auto", "read", "mmap"; "?" for other values. */
+NUCLEUS_API const char *nucleus_load_mode_name(nucleus_load_mode m);
+/* How the model's file came into memory: NUCLEUS_LOAD_READ or _MMAP (auto
+ * resolved). */
+NUCLEUS_API nucleus_load_mode
+nucleus_model_load_mode(const nucleus_model *model);
+/* Bytes of the model's file in memory on 2 MiB pages now, as the kernel
+ * counts them (Linux's /proc/self/smaps); 0 when mapped, where the kernel
+ * gave none, or where the count cannot be read. */
+NUCLEUS_API size_t nucleus_model_huge_page_bytes(const nucleus_model *model);
 /* The model's cache types (as given at load). */
 NUCLEUS_API nucleus_cache_type
 nucleus_model_cache_type_k(const nucleus_model *model);

@@ -4,6 +4,8 @@
 
 #include "arch.h"
 #include "context.h"
+#include "gguf.h"
+#include "mapped_file.h"
 #include "model.h"
 #include "nucleus.h"
 
@@ -18,7 +20,8 @@ nucleus_model_params nucleus_model_default_params(void) {
                             .flash_attn = NUCLEUS_FLASH_ATTN_AUTO,
                             .cache_type_k = NUCLEUS_CACHE_F16,
                             .cache_type_v = NUCLEUS_CACHE_F16,
-                            .chat_template = NULL};
+                            .chat_template = NULL,
+                            .load_mode = NUCLEUS_LOAD_AUTO};
   return p;
 }
 
@@ -65,6 +68,39 @@ bool nucleus_cache_type_parse(const char *s, nucleus_cache_type *out) {
       return true;
     }
   return false;
+}
+
+static const char *const LOAD_MODES[] = {
+    [NUCLEUS_LOAD_AUTO] = "auto",
+    [NUCLEUS_LOAD_READ] = "read",
+    [NUCLEUS_LOAD_MMAP] = "mmap",
+};
+enum { N_LOAD_MODES = sizeof LOAD_MODES / sizeof LOAD_MODES[0] };
+
+bool nucleus_load_mode_parse(const char *s, nucleus_load_mode *out) {
+  for (int i = 0; s && i < N_LOAD_MODES; i++)
+    if (!strcmp(s, LOAD_MODES[i])) {
+      *out = (nucleus_load_mode)i;
+      return true;
+    }
+  return false;
+}
+
+const char *nucleus_load_mode_name(nucleus_load_mode m) {
+  return (int)m >= 0 && (int)m < N_LOAD_MODES ? LOAD_MODES[m] : "?";
+}
+
+nucleus_load_mode nucleus_model_load_mode(const nucleus_model *model) {
+  const nc_mapped_file *mf =
+      model ? gguf_mapped_file(nc_model_gguf(model)) : NULL;
+  return mf && nc_mapped_file_how(mf) == NC_FILE_READ ? NUCLEUS_LOAD_READ
+                                                      : NUCLEUS_LOAD_MMAP;
+}
+
+size_t nucleus_model_huge_page_bytes(const nucleus_model *model) {
+  return model
+             ? nc_mapped_file_huge_bytes(gguf_mapped_file(nc_model_gguf(model)))
+             : 0;
 }
 
 const char *nucleus_cache_type_name(nucleus_cache_type t) {

@@ -522,10 +522,19 @@ nc_code gguf_open_memory(const void *data, size_t size, gguf_file **out,
 }
 
 nc_code gguf_open(const char *path, gguf_file **out, nc_error *err) {
+  return gguf_open_load(path, NC_FILE_MMAP, out, err);
+}
+
+const nc_mapped_file *gguf_mapped_file(const gguf_file *f) {
+  return f ? f->mf : NULL;
+}
+
+nc_code gguf_open_load(const char *path, nc_file_load how, gguf_file **out,
+                       nc_error *err) {
   if (!out) return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "gguf: out is NULL");
   *out = NULL;
   nc_mapped_file *mf;
-  nc_code c = nc_mapped_file_open(path, &mf, err);
+  nc_code c = nc_mapped_file_open(path, how, &mf, err);
   if (c) return c;
   gguf_file *f;
   c = gguf_open_memory(nc_mapped_file_data(mf), nc_mapped_file_size(mf), &f,

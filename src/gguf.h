@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mapped_file.h"
 #include "status.h"
 
 typedef enum gguf_value_type {
@@ -52,8 +53,14 @@ typedef struct gguf_tensor_info {
   const void *data; /* into the mapped file */
 } gguf_tensor_info;
 
-/* Opens and validates a file (mmap). */
+/* Opens and validates a file (mmap: for reading metadata). */
 nc_code gguf_open(const char *path, gguf_file **out, nc_error *err);
+/* The same with the file mapped or read into memory as how says
+ * (mapped_file.h): for a model's weights. */
+nc_code gguf_open_load(const char *path, nc_file_load how, gguf_file **out,
+                       nc_error *err);
+/* The file's memory; NULL for gguf_open_memory's buffer. */
+const nc_mapped_file *gguf_mapped_file(const gguf_file *f);
 /* Parses a buffer the caller keeps alive (tests, fuzzing). */
 nc_code gguf_open_memory(const void *data, size_t size, gguf_file **out,
                          nc_error *err);

@@ -463,6 +463,15 @@ static bool cache_type_of(nucleus_cache_type t, nc_type *out) {
   return false;
 }
 
+static bool file_load_of(nucleus_load_mode m, nc_file_load *out) {
+  switch (m) {
+  case NUCLEUS_LOAD_AUTO: *out = NC_FILE_AUTO; return true;
+  case NUCLEUS_LOAD_READ: *out = NC_FILE_READ; return true;
+  case NUCLEUS_LOAD_MMAP: *out = NC_FILE_MMAP; return true;
+  }
+  return false;
+}
+
 nc_code nc_model_load(const char *path, const nucleus_model_params *params,
                       nucleus_model **out, nc_error *err) {
   *out = NULL;
@@ -480,6 +489,11 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
         err, NC_ERR_INVALID_ARGUMENT,
         "flash_attn %d: must be NUCLEUS_FLASH_ATTN_AUTO, _ON or _OFF",
         (int)params->flash_attn);
+  nc_file_load how;
+  if (!file_load_of(params->load_mode, &how))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "load_mode %d: must be NUCLEUS_LOAD_AUTO, _READ or _MMAP",
+                   (int)params->load_mode);
   nc_type cache_k, cache_v;
   if (!cache_type_of(params->cache_type_k, &cache_k) ||
       !cache_type_of(params->cache_type_v, &cache_v))
@@ -500,7 +514,7 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if (!m) return nc_fail(err, NC_ERR_NOMEM, "model: out of memory");
   m->cache_k = cache_k;
   m->cache_v = cache_v;
-  nc_code rc = gguf_open(path, &m->gguf, err);
+  nc_code rc = gguf_open_load(path, how, &m->gguf, err);
   if (rc) goto fail;
   gguf_str arch;
   if (!gguf_get_str(m->gguf, "general.architecture", &arch)) {

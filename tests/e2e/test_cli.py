@@ -3,6 +3,7 @@
 
 import os
 import pathlib
+import re
 import subprocess
 
 import pytest
@@ -103,3 +104,30 @@ def test_chat_session_with_reset():
     out = p.stdout.decode()
     assert len(out.strip()) > 0
     assert "history cleared" in p.stderr.decode()
+
+
+def test_load_modes_give_the_same_text():
+    """--load-mode read (the file read into 2 MiB pages) and mmap (the file
+    mapped) run the same bytes: the same greedy text; `nucleus bench` says
+    which it used; anything else is refused."""
+    outs = {}
+    for mode in ("read", "mmap", "auto"):
+        p = nucleus("run", "-m", MODEL, "-p", "The capital of France is",
+                    "-n", "12", "--temp", "0", "-t", "1", "--load-mode", mode)
+        assert p.returncode == 0, p.stderr
+        outs[mode] = p.stdout
+    assert outs["read"] == outs["mmap"] == outs["auto"]
+    for mode in ("read", "mmap"):
+        p = nucleus("bench", "-m", MODEL, "-t", "1", "-p", "1", "-g", "0",
+                    "-r", "1", "--load-mode", mode)
+        assert p.returncode == 0, p.stderr
+        m = re.search(r"^weights: (\w+), ([0-9.]+) MiB in 2 MiB pages$",
+                      p.stdout.decode(), re.M)
+        assert m and m.group(1) == mode, p.stdout
+        if mode == "mmap":
+            assert float(m.group(2)) == 0.0
+    p = nucleus("run", "-m", MODEL, "-p", "x", "-n", "1", "--load-mode",
+                "mlock")
+    assert p.returncode != 0
+    assert "--load-mode: 'mlock' is not auto, read or mmap" in \
+        p.stderr.decode()

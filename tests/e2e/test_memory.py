@@ -4,11 +4,13 @@
   file plus the KV cache `nucleus run` reserves plus 64 MiB.
 - It is even at most the model file plus the KV blocks those tokens use plus
   64 MiB: the reserved pool is zero-filled lazily, so only written blocks
-  count. A copy of the weights (another file size of anonymous memory) would
+  count. A second copy of the weights (another file size of memory) would
   break this bound.
-- The weights are used straight from the mmap'd file: after a request, the
-  file's mapping in `nucleus serve` is resident and the process's anonymous
-  memory is a small fraction of the file.
+- The weights are held once. With --load-mode mmap they are used straight
+  from the mmap'd file: after a request, the file's mapping in `nucleus
+  serve` is resident and the process's anonymous memory is a small fraction
+  of the file. With read (the default where the file fits) the file is read
+  into anonymous memory (2 MiB pages) and not mapped.
 
 Peak RSS is the child's own ru_maxrss (os.wait4), taken by a fresh, small
 Python launcher: Linux starts a child's ru_maxrss at the high-water RSS of
@@ -164,27 +166,40 @@ def smaps(pid):
     return maps
 
 
-@pytest.fixture(scope="module")
-def server(start_server):
-    return start_server("-t", "1")
+@pytest.fixture(scope="module", params=["mmap", "read"])
+def server(request, start_server):
+    return request.param, start_server("-t", "1", "--load-mode",
+                                       request.param)
 
 
-def test_weights_used_from_the_mapping(server):
-    if not os.path.exists(f"/proc/{server.proc.pid}/smaps"):
+def test_weights_held_once(server):
+    """--load-mode mmap: the weights are used from the file's mapping, with
+    no copy in anonymous memory. read (the default where the file fits):
+    the file is read into anonymous memory once and not mapped."""
+    mode, srv = server
+    if not os.path.exists(f"/proc/{srv.proc.pid}/smaps"):
         pytest.skip("no /proc/PID/smaps on this system")
-    r = requests.post(server.base_url + "/completions", timeout=120, json={
+    r = requests.post(srv.base_url + "/completions", timeout=120, json={
         "prompt": PROMPT, "max_tokens": 16, "temperature": 0})
     assert r.ok, r.text
     model = os.path.realpath(DEFAULT_MODEL)
-    maps = smaps(server.proc.pid)
+    maps = smaps(srv.proc.pid)
     mapped = [m for path, m in maps if path == model]
-    assert mapped, f"{model} is not mapped by nucleus serve"
     size = os.path.getsize(model)
     mapped_rss = sum(m.get("Rss", 0) for m in mapped) * 1024
     anon = sum(m.get("Anonymous", 0) for _, m in maps) * 1024
-    print(f"model mapping resident: {mapped_rss / MIB:.1f} of "
-          f"{size / MIB:.1f} MiB; anonymous memory {anon / MIB:.1f} MiB")
-    # The forward pass read the weights through the mapping ...
-    assert mapped_rss >= 0.9 * size
-    # ... and holds no copy of them.
-    assert anon < size / 2, f"anonymous memory {anon / MIB:.1f} MiB"
+    huge = sum(m.get("AnonHugePages", 0) for _, m in maps) * 1024
+    print(f"{mode}: model mapping resident: {mapped_rss / MIB:.1f} of "
+          f"{size / MIB:.1f} MiB; anonymous memory {anon / MIB:.1f} MiB "
+          f"({huge / MIB:.1f} MiB on 2 MiB pages)")
+    if mode == "mmap":
+        assert mapped, f"{model} is not mapped by nucleus serve"
+        # The forward pass read the weights through the mapping ...
+        assert mapped_rss >= 0.9 * size
+        # ... and holds no copy of them.
+        assert anon < size / 2, f"anonymous memory {anon / MIB:.1f} MiB"
+    else:
+        assert not mapped, f"{model} is mapped as well as read"
+        # one copy of the weights, and the KV, buffers and heap beyond it
+        assert size <= anon <= size + 2 * MIB + SLACK, (
+            f"anonymous memory {anon / MIB:.1f} MiB")

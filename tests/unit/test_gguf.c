@@ -1085,6 +1085,64 @@ static void test_open_errors(void **state) {
   gw_free(&b);
 }
 
+/* The file's bytes in each load mode: mapped, or read into memory (2 MiB
+ * aligned from one huge page on, advised for huge pages), the same bytes,
+ * read-only; auto reads a file far below half the available memory. */
+static void test_open_load_modes(void **state) {
+  (void)state;
+  nc_error err = {0};
+  nc_mapped_file *mf = (nc_mapped_file *)0x1;
+  assert_int_equal(
+      nc_mapped_file_open("/nonexistent/x", NC_FILE_READ, &mf, &err),
+      NC_ERR_IO);
+  assert_null(mf);
+  assert_int_equal(nc_mapped_file_open("/tmp", (nc_file_load)7, &mf, &err),
+                   NC_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "load mode 7"));
+  char path[] = "/tmp/nc_test_mapped_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  /* empty: size 0, no data, in every mode */
+  for (int how = NC_FILE_AUTO; how <= NC_FILE_MMAP; how++) {
+    assert_int_equal(nc_mapped_file_open(path, how, &mf, &err), NC_OK);
+    assert_int_equal(nc_mapped_file_size(mf), 0);
+    assert_null(nc_mapped_file_data(mf));
+    nc_mapped_file_close(mf);
+  }
+  /* 5 MiB + 123 bytes: 2 whole huge pages, a part of a third */
+  const size_t n = (5u << 20) + 123;
+  uint8_t *want = malloc(n);
+  assert_non_null(want);
+  for (size_t i = 0; i < n; i++)
+    want[i] = (uint8_t)(i * 2654435761u >> 11);
+  assert_int_equal(write(fd, want, n), (ssize_t)n);
+  close(fd);
+  const nc_file_load expect[] = {NC_FILE_READ, NC_FILE_READ, NC_FILE_MMAP};
+  for (int how = NC_FILE_AUTO; how <= NC_FILE_MMAP; how++) {
+    assert_int_equal(nc_mapped_file_open(path, how, &mf, &err), NC_OK);
+    assert_int_equal(nc_mapped_file_how(mf), expect[how]);
+    assert_int_equal(nc_mapped_file_size(mf), n);
+    const uint8_t *d = nc_mapped_file_data(mf);
+    assert_memory_equal(d, want, n);
+    const size_t huge = nc_mapped_file_huge_bytes(mf);
+    if (expect[how] == NC_FILE_READ) {
+      assert_int_equal((uintptr_t)d % (2u << 20), 0);
+      assert_true(huge <= (6u << 20)); /* at most the 3 pages it spans */
+      printf("load mode %d: %zu of %zu bytes on 2 MiB pages\n", how, huge, n);
+    } else {
+      assert_int_equal(huge, 0);
+    }
+    nc_mapped_file_close(mf);
+  }
+  /* a small file is read too, page-aligned */
+  assert_int_equal(truncate(path, 100), 0);
+  assert_int_equal(nc_mapped_file_open(path, NC_FILE_READ, &mf, &err), NC_OK);
+  assert_memory_equal(nc_mapped_file_data(mf), want, 100);
+  nc_mapped_file_close(mf);
+  free(want);
+  unlink(path);
+}
+
 /* A file written by gguf-py (scripts/gen_gguf_golden.py). */
 static void test_gguf_py_golden(void **state) {
   (void)state;
@@ -1235,6 +1293,7 @@ int main(void) {
       cmocka_unit_test(test_every_prefix),
       cmocka_unit_test(test_truncation_names_field),
       cmocka_unit_test(test_open_errors),
+      cmocka_unit_test(test_open_load_modes),
       cmocka_unit_test(test_gguf_py_golden),
       cmocka_unit_test(test_fuzz_seeds_parse),
       cmocka_unit_test(test_real_model),

@@ -315,6 +315,36 @@ static void test_bad_model_seeds(void **state) {
   }
 }
 
+/* load_mode: names parsed and printed; a value outside the enum refused
+ * naming it, before the file is opened. */
+static void test_load_mode_param(void **state) {
+  (void)state;
+  static const char *const names[] = {"auto", "read", "mmap"};
+  for (int i = 0; i < 3; i++) {
+    nucleus_load_mode m = (nucleus_load_mode)9;
+    assert_true(nucleus_load_mode_parse(names[i], &m));
+    assert_int_equal(m, i);
+    assert_string_equal(nucleus_load_mode_name(m), names[i]);
+  }
+  nucleus_load_mode m = NUCLEUS_LOAD_READ;
+  assert_false(nucleus_load_mode_parse("mlock", &m));
+  assert_false(nucleus_load_mode_parse(NULL, &m));
+  assert_int_equal(m, NUCLEUS_LOAD_READ);
+  assert_string_equal(nucleus_load_mode_name((nucleus_load_mode)7), "?");
+  assert_int_equal(nucleus_model_default_params().load_mode, NUCLEUS_LOAD_AUTO);
+  assert_int_equal(nucleus_model_load_mode(NULL), NUCLEUS_LOAD_MMAP);
+  assert_int_equal(nucleus_model_huge_page_bytes(NULL), 0);
+  nucleus_model_params p = nucleus_model_default_params();
+  p.load_mode = (nucleus_load_mode)7;
+  nucleus_model *model = (nucleus_model *)1;
+  nucleus_error err;
+  memset(&err, 0, sizeof err);
+  assert_int_equal(nucleus_model_load("/nonexistent.gguf", &p, &model, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "load_mode 7"));
+  assert_null(model);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unknown_arch),
@@ -327,6 +357,7 @@ int main(void) {
       cmocka_unit_test(test_moe_expert_shape),
       cmocka_unit_test(test_phi3_fused_widths),
       cmocka_unit_test(test_bad_model_seeds),
+      cmocka_unit_test(test_load_mode_param),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,11 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
           "now)\n");
   fprintf(out, "  --rope-scaling TYPE     none, linear or yarn (default: the "
                "file's)\n");
+  fprintf(out, "  --load-mode HOW         read the file into memory in 2 MiB "
+               "pages (read), map it\n"
+               "                          (mmap), or auto (default: read "
+               "when it takes at most\n"
+               "                          half the available memory)\n");
   fprintf(out, "  -ctk, --cache-type-k T  KV cache type of K: f16 (default), "
                "bf16, q8_0, q4_0\n");
   fprintf(out, "  -ctv, --cache-type-v T  KV cache type of V, the same; any "
@@ -169,6 +174,12 @@ bool cli_parse_cache_type(const char *a, const char *v,
   return false;
 }
 
+bool cli_parse_load_mode(const char *a, const char *v, nucleus_load_mode *out) {
+  if (nucleus_load_mode_parse(v, out)) return true;
+  fprintf(stderr, "error: %s: '%s' is not auto, read or mmap\n", a, v);
+  return false;
+}
+
 int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -192,6 +203,10 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
       return -1;
     }
     return 1;
+  }
+  if (!strcmp(a, "--load-mode")) {
+    NEED_VALUE();
+    return cli_parse_load_mode(a, v, &o->load_mode) ? 1 : -1;
   }
   if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) {
     NEED_VALUE();
@@ -359,6 +374,7 @@ nucleus_model *cli_load_model(const cli_options *o) {
   mp.yarn_orig_ctx = o->yarn_orig_ctx;
   mp.cache_type_k = o->cache_type_k;
   mp.cache_type_v = o->cache_type_v;
+  mp.load_mode = o->load_mode;
   char *tmpl = NULL;
   if (o->chat_template_file) {
     tmpl = cli_read_file(o->chat_template_file, NULL);

@@ -23,6 +23,7 @@ typedef struct cli_options {
   bool reference_kernels;
   bool no_repack;
   nucleus_flash_attn flash_attn; /* -fa, --flash-attn on|off|auto */
+  nucleus_load_mode load_mode;   /* --load-mode auto|read|mmap */
   /* --rope-scaling, --rope-scale, --rope-freq-base, --yarn-orig-ctx (0 or
    * NULL: the file's), as nucleus_model_params says */
   const char *rope_scaling;
@@ -39,6 +40,10 @@ typedef struct cli_options {
  * an error on stderr, for a name that is not a cache type. */
 bool cli_parse_cache_type(const char *a, const char *v,
                           nucleus_cache_type *out);
+
+/* Parses the value v of option a (--load-mode) into *out; false, with an
+ * error on stderr, for anything but auto, read or mmap. */
+bool cli_parse_load_mode(const char *a, const char *v, nucleus_load_mode *out);
 
 /* Frees what parsing built (the grammar). */
 void cli_options_free(cli_options *o);

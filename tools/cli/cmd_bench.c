@@ -196,6 +196,9 @@ int cmd_bench(int argc, char **argv) {
   printf("kernels: %s\n", nucleus_model_kernels(model));
   printf("flash attention: %s\n",
          nucleus_model_flash_attn(model) ? "on" : "off");
+  printf("weights: %s, %.1f MiB in 2 MiB pages\n",
+         nucleus_load_mode_name(nucleus_model_load_mode(model)),
+         (double)nucleus_model_huge_page_bytes(model) / (1 << 20));
   printf("KV cache: K %s, V %s, %zu bytes per position\n",
          nucleus_cache_type_name(nucleus_model_cache_type_k(model)),
          nucleus_cache_type_name(nucleus_model_cache_type_v(model)),

@@ -21,7 +21,8 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: nucleus perplexity [-m MODEL] -f TEXT [-c N] [-t THREADS]\n"
           "                          [--chunks K] [--no-repack] [-fa WHEN]\n"
-          "                          [-ctk TYPE] [-ctv TYPE]\n\n"
+          "                          [-ctk TYPE] [-ctv TYPE]\n"
+          "                          [--load-mode HOW]\n\n"
           "Perplexity of a text file, as llama-perplexity computes it:\n"
           "non-overlapping windows of N tokens, each scored on its second\n"
           "half.\n"
@@ -36,7 +37,10 @@ static void usage(FILE *out) {
           "  -ctk TYPE    KV cache type of K: f16 (default), bf16, q8_0, q4_0\n"
           "               (also --cache-type-k)\n"
           "  -ctv TYPE    KV cache type of V, the same (--cache-type-v); any\n"
-          "               but f16 needs flash attention (auto turns it on)\n");
+          "               but f16 needs flash attention (auto turns it on)\n"
+          "  --load-mode HOW  read the file into memory (read), map it\n"
+          "               (mmap) or auto (default: read when it takes at\n"
+          "               most half the available memory)\n");
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out) {
@@ -65,6 +69,7 @@ int cmd_perplexity(int argc, char **argv) {
   long n_ctx = 512, n_threads = 0, max_chunks = -1;
   bool no_repack = false;
   nucleus_flash_attn flash_attn = NUCLEUS_FLASH_ATTN_AUTO;
+  nucleus_load_mode load_mode = NUCLEUS_LOAD_AUTO;
   nucleus_cache_type ctk = NUCLEUS_CACHE_F16, ctv = NUCLEUS_CACHE_F16;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -95,6 +100,8 @@ int cmd_perplexity(int argc, char **argv) {
         fprintf(stderr, "error: %s %s: expected on, off or auto\n", a, argv[i]);
         return 2;
       }
+    } else if (!strcmp(a, "--load-mode") && has_val) {
+      if (!cli_parse_load_mode(a, argv[++i], &load_mode)) return 2;
     } else if ((!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) &&
                has_val) {
       if (!cli_parse_cache_type(a, argv[++i], &ctk)) return 2;
@@ -134,6 +141,7 @@ int cmd_perplexity(int argc, char **argv) {
   mp.flash_attn = flash_attn;
   mp.cache_type_k = ctk;
   mp.cache_type_v = ctv;
+  mp.load_mode = load_mode;
   nucleus_model *model = NULL;
   nucleus_error err;
   int rc = 1;

@@ -35,6 +35,11 @@ void server_config_usage(FILE *out) {
       "--no-repack\n"
       "  -fa, --flash-attn WHEN  on, off or auto (default auto: off for "
       "now)\n"
+      "  --load-mode HOW         read the file into memory in 2 MiB pages "
+      "(read),\n"
+      "                          map it (mmap), or auto (default: read when "
+      "it takes\n"
+      "                          at most half the available memory)\n"
       "  -ctk, --cache-type-k T  KV cache type of K: f16 (default), bf16, "
       "q8_0, q4_0\n"
       "  -ctv, --cache-type-v T  KV cache type of V, the same; any but f16 "
@@ -153,6 +158,11 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
       if (!v || !nucleus_flash_attn_parse(v, &cfg->flash_attn)) {
         snprintf(msg, cap, "%s needs on, off or auto", a);
+        rc = -1;
+      }
+    } else if (!strcmp(a, "--load-mode")) {
+      if (!v || !nucleus_load_mode_parse(v, &cfg->load_mode)) {
+        snprintf(msg, cap, "%s needs auto, read or mmap", a);
         rc = -1;
       }
     } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k") ||

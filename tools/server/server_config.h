@@ -29,6 +29,7 @@ typedef struct server_config {
   const char *chat_template_path; /* NULL: the model's template */
   const char *cors_origin;        /* NULL: no CORS headers; "*" or an origin */
   bool no_repack;                 /* llama.cpp --no-repack's float order */
+  nucleus_load_mode load_mode;    /* --load-mode auto|read|mmap */
   nucleus_flash_attn flash_attn;  /* -fa, --flash-attn on|off|auto */
   nucleus_cache_type cache_type_k, cache_type_v; /* -ctk, -ctv */
   bool parse_special_in_content; /* chat contents may hold control tokens */

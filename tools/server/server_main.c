@@ -93,6 +93,7 @@ static int serve(const server_config *cfg, const char *path,
   mp.flash_attn = cfg->flash_attn;
   mp.cache_type_k = cfg->cache_type_k;
   mp.cache_type_v = cfg->cache_type_v;
+  mp.load_mode = cfg->load_mode;
   mp.chat_template = template_text;
   server_ctx srv = {.cfg = cfg};
   nucleus_error err = {0};
@@ -126,12 +127,15 @@ static int serve(const server_config *cfg, const char *path,
   bool v6 = strchr(host, ':') != NULL;
   fprintf(stderr,
           "nucleus: listening on http://%s%s%s:%d (model %s, ctx %d, "
-          "kernels %s, flash attention %s, KV cache K %s V %s)\n",
+          "kernels %s, flash attention %s, KV cache K %s V %s, weights "
+          "%s, %.1f MiB in 2 MiB pages)\n",
           v6 ? "[" : "", host, v6 ? "]" : "", http_server_port(hs),
           srv.model_id, srv.n_ctx, nucleus_model_kernels(srv.model),
           nucleus_model_flash_attn(srv.model) ? "on" : "off",
           nucleus_cache_type_name(nucleus_model_cache_type_k(srv.model)),
-          nucleus_cache_type_name(nucleus_model_cache_type_v(srv.model)));
+          nucleus_cache_type_name(nucleus_model_cache_type_v(srv.model)),
+          nucleus_load_mode_name(nucleus_model_load_mode(srv.model)),
+          (double)nucleus_model_huge_page_bytes(srv.model) / (1 << 20));
   if (!cfg->api_key && strcmp(host, "127.0.0.1") && strcmp(host, "::1") &&
       strcmp(host, "localhost"))
     fprintf(stderr, "nucleus: WARNING: listening on %s without --api-key\n",
