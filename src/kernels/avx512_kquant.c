@@ -1281,11 +1281,16 @@ static inline __m128i hsum4x16i(__m512i a, __m512i b, __m512i c, __m512i d) {
 }
 
 /* k45_s1_lanes: the scale of each word of the packed lanes (h = 0, 1). */
-static const _Alignas(64) int16_t k_idx_k4_pk[2][32] = {
-    {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1,
-     2, 2, 2, 2, 3, 3, 3, 3, 2, 2, 2, 2, 3, 3, 3, 3},
-    {4, 4, 4, 4, 5, 5, 5, 5, 4, 4, 4, 4, 5, 5, 5, 5,
-     6, 6, 6, 6, 7, 7, 7, 7, 6, 6, 6, 6, 7, 7, 7, 7},
+static const _Alignas(64) int16_t k_idx_k4_pk[2][2][32] = {
+    {{0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1,
+      2, 2, 2, 2, 3, 3, 3, 3, 2, 2, 2, 2, 3, 3, 3, 3},
+     {4, 4, 4, 4, 5, 5, 5, 5, 4, 4, 4, 4, 5, 5, 5, 5,
+      6, 6, 6, 6, 7, 7, 7, 7, 6, 6, 6, 6, 7, 7, 7, 7}},
+    /* the same from the second row's words (16 on) of a row pair */
+    {{16, 16, 16, 16, 17, 17, 17, 17, 16, 16, 16, 16, 17, 17, 17, 17,
+      18, 18, 18, 18, 19, 19, 19, 19, 18, 18, 18, 18, 19, 19, 19, 19},
+     {20, 20, 20, 20, 21, 21, 21, 21, 20, 20, 20, 20, 21, 21, 21, 21,
+      22, 22, 22, 22, 23, 23, 23, 23, 22, 22, 22, 22, 23, 23, 23, 23}},
 };
 
 /* The vec_dot order keeps llama.cpp's lane k (elements 4k..4k+3 of every
@@ -1298,42 +1303,54 @@ static inline __m512i interleave_words(__m512i a, __m512i b) {
 /* k45_s1_lanes in the vec_dot order: the scales of dword i's two words,
  * chunks 4h + 2 (i >= 8) and the next (the low and high nibbles); lane i
  * then holds chunks {0, 1, 4, 5} (i < 8) or {2, 3, 6, 7} of lane k = i % 8. */
-static const _Alignas(64) int16_t k_idx_k4_vec[2][32] = {
-    {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
-     2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
-    {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5,
-     6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
+static const _Alignas(64) int16_t k_idx_k4_vec[2][2][32] = {
+    {{0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+      2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
+     {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5,
+      6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7}},
+    {{16, 17, 16, 17, 16, 17, 16, 17, 16, 17, 16, 17, 16, 17, 16, 17,
+      18, 19, 18, 19, 18, 19, 18, 19, 18, 19, 18, 19, 18, 19, 18, 19},
+     {20, 21, 20, 21, 20, 21, 20, 21, 20, 21, 20, 21, 20, 21, 20, 21,
+      22, 23, 22, 23, 22, 23, 22, 23, 22, 23, 22, 23, 22, 23, 22, 23}},
 };
 
 /* The scales and mins of a Q4_K block as q4k_scales_mins, in vector
  * registers: [w0, w2, w1, w2 >> 4] & [3f, 0f, 3f, 0f] |
  * ([w0, w0, w1, w1] >> 2) & [0, 30, 0, 30] for the scale dwords w0..w2
  * (the 16-byte load takes 4 bytes of qs, inside the block). */
-static inline __m128i q4k_scales_mins_v(const uint8_t *s) {
-  const __m128i v = _mm_loadu_si128((const __m128i *)s);
-  const __m128i a = _mm_srlv_epi32(
-      _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_set_epi32(4, 0, 0, 0));
-  const __m128i b =
-      _mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);
-  const __m128i m6 =
-      _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
-  const __m128i m2 = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
-  return _mm_or_si128(_mm_and_si128(a, m6), _mm_and_si128(b, m2));
+/* The scales and mins of two Q4_K blocks as q4k_scales_mins, in vector
+ * registers, as int16: words 0..7 sc0..7 and 8..15 m0..7 of the block at
+ * s0, 16..31 the same of s1. Per 128-bit lane: [w0, w2, w1, w2 >> 4] &
+ * [3f, 0f, 3f, 0f] | ([w0, w0, w1, w1] >> 2) & [0, 30, 0, 30] for the
+ * scale dwords w0..w2 (each 16-byte load takes 4 bytes of qs, inside the
+ * block). */
+static inline __m512i q4k_scales_mins_v2(const uint8_t *s0, const uint8_t *s1) {
+  const __m256i v =
+      _mm256_loadu2_m128i((const __m128i *)s1, (const __m128i *)s0);
+  const __m256i a =
+      _mm256_srlv_epi32(_mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)),
+                        _mm256_set_epi32(4, 0, 0, 0, 4, 0, 0, 0));
+  const __m256i b =
+      _mm256_srli_epi32(_mm256_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2);
+  const __m256i m6 =
+      _mm256_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f,
+                       0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
+  const __m256i m2 = _mm256_set_epi32(0x30303030, 0, 0x30303030, 0, 0x30303030,
+                                      0, 0x30303030, 0);
+  return _mm512_cvtepu8_epi16(
+      _mm256_or_si256(_mm256_and_si256(a, m6), _mm256_and_si256(b, m2)));
 }
 
 /* One super-block of one weight row against the activation's chunks,
  * regrouped (al[h]: chunks 4h and 4h + 2, ah[h]: 4h + 1 and 4h + 3, the
- * layout of the low and high nibbles of qs[64h..64h+63]): S1's 16 lanes
- * and S2's 4, the same integers as q4k_sb's tiled path. vpdpbusd sums 4
- * products per lane (|sum| <= 4 * 15 * 128, an int16), vpackssdw packs
- * two chunks' lanes into words and vpdpwssd scales both. */
+ * layout of the low and high nibbles of qs[64h..64h+63]): S1's 16 lanes,
+ * the same integers as q4k_sb's tiled path; the row's scales are row (0,
+ * 1) of the pair sm2 (q4k_scales_mins_v2). vpdpbusd sums 4 products per
+ * lane (|sum| <= 4 * 15 * 128, an int16), vpackssdw packs two chunks'
+ * lanes into words and vpdpwssd scales both. */
 static inline __attribute__((always_inline)) __m512i
-k45_s1_lanes(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
-             const __m512i al[2], const __m512i ah[2], __m128i q8s, __m128i *s2,
-             bool vec) {
-  const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins_v(scales));
-  const __m512i sm512 = _mm512_castsi256_si512(sm);
-  *s2 = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
+k45_s1_lanes(__m512i sm2, int row, const uint8_t *qs, const uint8_t *qh,
+             const __m512i al[2], const __m512i ah[2], bool vec) {
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   __m512i sumi = _mm512_setzero_si512();
 #pragma GCC unroll 2
@@ -1361,10 +1378,31 @@ k45_s1_lanes(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh,
     const __m512i pw =
         vec ? interleave_words(pl, ph) : _mm512_packs_epi32(pl, ph);
     const __m512i sc = _mm512_permutexvar_epi16(
-        ld(vec ? k_idx_k4_vec[h] : k_idx_k4_pk[h]), sm512);
+        ld(vec ? k_idx_k4_vec[row][h] : k_idx_k4_pk[row][h]), sm2);
     sumi = _mm512_dpwssd_epi32(sumi, pw, sc);
   }
   return sumi;
+}
+
+/* S2's 4 lanes of 4 rows from their scale pairs (q4k_scales_mins_v2):
+ * lane j of row r (128-bit lane r) m_2j S_2j + m_2j+1 S_2j+1 for the
+ * activation's 16-element sums S (q8s: 8 int16 pair sums). */
+static const _Alignas(64) int32_t k_mins_4x4[16] = {
+    4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+static inline __m512i k45_s2_lanes4(__m512i sm01, __m512i sm23, __m128i q8s) {
+  /* q8s against the mins words (8..15 of each row), 0 against the scales */
+  const __m512i q = _mm512_broadcast_i64x4(
+      _mm256_inserti128_si256(_mm256_setzero_si256(), q8s, 1));
+  return _mm512_permutex2var_epi32(_mm512_madd_epi16(sm01, q), ld(k_mins_4x4),
+                                   _mm512_madd_epi16(sm23, q));
+}
+
+/* The 4 rows' sums of their S2 lanes (k45_s2_lanes4), row r in lane r. */
+static const _Alignas(64) int32_t k_lane_heads[16] = {0, 4, 8, 12};
+static inline __m128i k45_s2_rows4(__m512i m) {
+  m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_BADC));
+  m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_CDAB));
+  return _mm512_castsi512_si128(_mm512_permutexvar_epi32(ld(k_lane_heads), m));
 }
 
 /* Four fp16 fields as floats: field at byte offset off of x0..x3. */
@@ -1440,12 +1478,13 @@ kq_gemv4(int64_t n, const uint8_t *w, size_t w_stride, int64_t nw,
 }
 
 /* The integer lanes of super-block i of 4 Q4_K / Q5_K weight rows
- * (k45_s1_lanes in the tiled (vec false) or vec_dot layout: s1, the min
- * lanes s2) and the rows' d0..3, dmin0..3 as floats. */
+ * (k45_s1_lanes in the tiled (vec false) or vec_dot layout: s1; the min
+ * lanes of row r in 128-bit lane r of *s2) and the rows' d0..3, dmin0..3
+ * as floats. */
 static inline __attribute__((always_inline)) __m256
 k45_lanes4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
            const __m512i a[4], size_t bsz, size_t qs_off, size_t qh_off,
-           bool vec, __m512i s1[4], __m128i s2[4]) {
+           bool vec, __m512i s1[4], __m512i *s2) {
   const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
   const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
                                      _mm256_extracti128_si256(bs, 1));
@@ -1456,13 +1495,16 @@ k45_lanes4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
                          _mm512_shuffle_i64x2(a[2], a[3], 0xee)};
   const uint8_t *x[4];
 #pragma GCC unroll 4
-  for (int k = 0; k < 4; k++) {
-    /* d, dmin and the scales at the same offsets in both types */
+  for (int k = 0; k < 4; k++) /* d, dmin, scales: the same in both types */
     x[k] = wr + (size_t)k * w_stride + (size_t)i * bsz;
-    s1[k] =
-        k45_s1_lanes(x[k] + offsetof(block_q4_K, scales), x[k] + qs_off,
-                     qh_off ? x[k] + qh_off : NULL, al, ah, q8s, &s2[k], vec);
-  }
+  const size_t sc = offsetof(block_q4_K, scales);
+  const __m512i sm[2] = {q4k_scales_mins_v2(x[0] + sc, x[1] + sc),
+                         q4k_scales_mins_v2(x[2] + sc, x[3] + sc)};
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; k++)
+    s1[k] = k45_s1_lanes(sm[k / 2], k % 2, x[k] + qs_off,
+                         qh_off ? x[k] + qh_off : NULL, al, ah, vec);
+  *s2 = k45_s2_lanes4(sm[0], sm[1], q8s);
   /* the 4 rows' d, dmin pairs (the blocks' first dwords) as d0..3 in the
    * low half, dmin0..3 in the high half */
   uint32_t dm[4];
@@ -1480,12 +1522,11 @@ static inline __attribute__((always_inline)) void
 k45_step4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
           const __m512i a[4], kq_acc4 *acc, size_t bsz, size_t qs_off,
           size_t qh_off) {
-  __m512i s1[4];
-  __m128i s2[4];
+  __m512i s1[4], s2;
   const __m256 dmf =
-      k45_lanes4(wr, w_stride, i, yi, a, bsz, qs_off, qh_off, false, s1, s2);
+      k45_lanes4(wr, w_stride, i, yi, a, bsz, qs_off, qh_off, false, s1, &s2);
   const __m128 f1 = _mm_cvtepi32_ps(hsum4x16i(s1[0], s1[1], s1[2], s1[3]));
-  const __m128 f2 = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
+  const __m128 f2 = _mm_cvtepi32_ps(k45_s2_rows4(s2));
   const __m128 t = _mm_mul_ps(f1, _mm256_castps256_ps128(dmf));
   const __m128 u = _mm_fnmadd_ps(_mm256_extractf128_ps(dmf, 1), f2, t);
   acc->t = _mm_fmadd_ps(u, _mm_set1_ps(yi->d), acc->t);
@@ -1658,23 +1699,19 @@ static inline __attribute__((always_inline)) void
 k45_vstep4(const uint8_t *wr, size_t w_stride, int64_t i, const block_q8_K *yi,
            const __m512i a[4], kq_acc4 *acc, size_t bsz, size_t qs_off,
            size_t qh_off) {
-  __m512i s1[4];
-  __m128i s2[4];
+  __m512i s1[4], s2;
   const __m256 dmf =
-      k45_lanes4(wr, w_stride, i, yi, a, bsz, qs_off, qh_off, true, s1, s2);
+      k45_lanes4(wr, w_stride, i, yi, a, bsz, qs_off, qh_off, true, s1, &s2);
   const __m128 d4 = _mm_mul_ps(_mm_set1_ps(yi->d), _mm256_castps256_ps128(dmf));
   const __m128 dmin4 =
       _mm_mul_ps(_mm_set1_ps(-yi->d), _mm256_extractf128_ps(dmf, 1));
   kv_add_lanes(acc, d4, kv_lanes2(s1[0], s1[1]), kv_lanes2(s1[2], s1[3]));
   if (!qh_off) {
-    const __m512i m = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_set_m128i(s2[1], s2[0])),
-        _mm256_set_m128i(s2[3], s2[2]), 1);
     acc->m = _mm512_fmadd_ps(
         _mm512_permutexvar_ps(ld(k_bcast_4x4), _mm512_castps128_ps512(dmin4)),
-        _mm512_cvtepi32_ps(m), acc->m);
+        _mm512_cvtepi32_ps(s2), acc->m);
   } else {
-    const __m128 m = _mm_cvtepi32_ps(hsum4x4i(s2[0], s2[1], s2[2], s2[3]));
+    const __m128 m = _mm_cvtepi32_ps(k45_s2_rows4(s2));
     acc->m = _mm512_castps128_ps512(
         _mm_fmadd_ps(dmin4, m, _mm512_castps512_ps128(acc->m)));
   }
