@@ -975,29 +975,68 @@ static inline __m512 hsum_halves2(__m512i a, __m512i b) {
   return _mm512_cvtepi32_ps(w);
 }
 
+/* Two activation rows' S1 (sa, sb) and S2 (ma, mb) per 256-bit half
+ * (exact), as floats: in each 4 lanes row a's S1, S2, then row b's. */
+static inline __m512 hsum_halves4(__m512i sa, __m512i ma, __m512i sb,
+                                  __m512i mb) {
+  const __m512i wa = _mm512_add_epi32(_mm512_unpacklo_epi32(sa, ma),
+                                      _mm512_unpackhi_epi32(sa, ma));
+  const __m512i wb = _mm512_add_epi32(_mm512_unpacklo_epi32(sb, mb),
+                                      _mm512_unpackhi_epi32(sb, mb));
+  __m512i v = _mm512_add_epi32(_mm512_unpacklo_epi64(wa, wb),
+                               _mm512_unpackhi_epi64(wa, wb));
+  v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xb1));
+  return _mm512_cvtepi32_ps(v);
+}
+
 /* gemm blocks in the tiled order: the pair layouts above, each half's
  * lanes summed to S1 (and S2) before the float step; acc holds the row's
  * running sum in every lane of its half. */
 /* The tiled step shared by Q4_K, Q5_K and Q2_K (min types): for each of
  * R activation rows, S1 from the 8 chunks' quants q and S2 from the mins,
- * acc = fma(d * S1 - dmin * S2, d_a, acc). */
+ * acc = fma(d * S1 - dmin * S2, d_a, acc). For an even R the rows go in
+ * twos, rows r and r + 1 in acc[r] (lanes 4k, 4k + 1: row r; 4k + 2,
+ * 4k + 3: row r + 1; the same float operations per lane). */
+static inline __attribute__((always_inline)) __m512i
+kt_s1(const __m512i q[8], const __m512i sc[8], const block_q8_K *y) {
+  __m512i sumi = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; c++)
+    sumi = _mm512_dpwssd_epi32(
+        sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)), sc[c]);
+  return sumi;
+}
+
 static inline __attribute__((always_inline)) void
 kt_min_rows(const __m512i q[8], const __m512i sc[8], __m512i mins, __m512 d,
             __m512 dmin, int64_t i, const uint8_t *act, size_t a_stride, int R,
             __m512 *acc) {
+  if (R % 2) {
 #pragma GCC unroll 8
-  for (int r = 0; r < R; r++) {
-    const block_q8_K *y = (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-    __m512i sumi = _mm512_setzero_si512();
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; c++)
-      sumi = _mm512_dpwssd_epi32(
-          sumi, _mm512_maddubs_epi16(q[c], bcast32(y->qs + 32 * c)), sc[c]);
-    const __m512 s =
-        hsum_halves2(sumi, _mm512_madd_epi16(bcast32(y->bsums), mins));
+    for (int r = 0; r < R; r++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+      const __m512 s = hsum_halves2(kt_s1(q, sc, y),
+                                    _mm512_madd_epi16(bcast32(y->bsums), mins));
+      __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), d);
+      t = _mm512_fnmadd_ps(dmin, _mm512_movehdup_ps(s), t);
+      acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(y->d), acc[r]);
+    }
+    return;
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r += 2) {
+    const block_q8_K *ya = (const block_q8_K *)(act + (size_t)r * a_stride) + i;
+    const block_q8_K *yb =
+        (const block_q8_K *)(act + (size_t)(r + 1) * a_stride) + i;
+    const __m512 s = hsum_halves4(
+        kt_s1(q, sc, ya), _mm512_madd_epi16(bcast32(ya->bsums), mins),
+        kt_s1(q, sc, yb), _mm512_madd_epi16(bcast32(yb->bsums), mins));
     __m512 t = _mm512_mul_ps(_mm512_moveldup_ps(s), d);
     t = _mm512_fnmadd_ps(dmin, _mm512_movehdup_ps(s), t);
-    acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(y->d), acc[r]);
+    const __m512 da = _mm512_mask_blend_ps(0xcccc, _mm512_set1_ps(ya->d),
+                                           _mm512_set1_ps(yb->d));
+    acc[r] = _mm512_fmadd_ps(t, da, acc[r]);
   }
 }
 
@@ -1010,6 +1049,28 @@ kt_finish(const __m512 *acc, int R, __m512 *st, bool last, float *out,
   for (int r = 0; r < R && last; r++) {
     out[(size_t)r * out_stride] = _mm512_cvtss_f32(acc[r]);
     if (two) out[(size_t)r * out_stride + 1] = _mm256_cvtss_f32(hi8(acc[r]));
+  }
+}
+
+/* kt_finish of kt_min_rows's accumulators: in twos for an even R. */
+static inline __attribute__((always_inline)) void
+kt_finish_min(const __m512 *acc, int R, __m512 *st, bool last, float *out,
+              size_t out_stride, bool two) {
+  if (R % 2) {
+    kt_finish(acc, R, st, last, out, out_stride, two);
+    return;
+  }
+  for (int r = 0; r < R && !last; r++)
+    st[2 * r] = acc[r];
+  for (int r = 0; r < R && last; r += 2) {
+    float v[16];
+    _mm512_storeu_ps(v, acc[r]);
+    out[(size_t)r * out_stride] = v[0];
+    out[(size_t)(r + 1) * out_stride] = v[2];
+    if (two) {
+      out[(size_t)r * out_stride + 1] = v[8];
+      out[(size_t)(r + 1) * out_stride + 1] = v[10];
+    }
   }
 }
 
@@ -1031,7 +1092,7 @@ q4kt_block(const q4k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
     }
     kt_min_rows(q, p->sc, p->mins, p->d, p->dmin, i, act, a_stride, R, acc);
   }
-  kt_finish(acc, R, st, last, out, out_stride, two);
+  kt_finish_min(acc, R, st, last, out, out_stride, two);
 }
 
 static inline __attribute__((always_inline)) void
@@ -1078,7 +1139,7 @@ q5kt_block(const q5k_pair *u, int64_t nb, const uint8_t *act, size_t a_stride,
     const q5k_pair *p = u + i;
     kt_min_rows(p->q, p->sc, p->mins, p->d, p->dmin, i, act, a_stride, R, acc);
   }
-  kt_finish(acc, R, st, last, out, out_stride, two);
+  kt_finish_min(acc, R, st, last, out, out_stride, two);
 }
 
 /* Q2_K: the Q5_K step (same pair layout), under its own name for the
