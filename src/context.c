@@ -93,7 +93,7 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.qact_bytes = T_ff * (kmax * 4 + kmax / 2 + 64);
   c->fwd.qact = malloc(c->fwd.qact_bytes);
   c->fwd.f16tab = malloc(65536 * sizeof(float));
-  c->fwd.gelu_f16 = malloc(65536 * sizeof(nc_fp16));
+  c->fwd.gelu_f16 = calloc(NC_GELU_TABLE_ENTRIES, sizeof(nc_fp16));
   const int64_t kv_pos =
       nc_kv_blocks_total(kv) * (int64_t)nc_kv_block_tokens(kv);
   c->att_max_pos = (int32_t)kv_pos;

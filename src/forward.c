@@ -212,12 +212,12 @@ typedef enum { ELEM_GEGLU, ELEM_SCALE, ELEM_SOFTCAP } elem_kind;
 
 typedef struct elem_task {
   elem_kind kind;
+  const nc_ops_kernels *op;
   float *y;
   const float *up;
   int64_t n;
   float s;
   const nc_fp16 *gelu;
-  const float *f16tab;
 } elem_task;
 
 enum { ELEM_PARALLEL_MIN = 8192, ELEM_UNIT = 64 };
@@ -231,15 +231,7 @@ static void elem_worker(void *p, int ith, int nth) {
   float *y = t->y;
   switch (t->kind) {
   case ELEM_GEGLU:
-    for (int64_t i = lo; i < hi; i++) {
-      const float g = y[i];
-      if (g <= -10.0f)
-        y[i] = 0.0f;
-      else if (g >= 10.0f)
-        y[i] = g * t->up[i];
-      else
-        y[i] = t->f16tab[t->gelu[nc_fp32_to_fp16(g)]] * t->up[i];
-    }
+    if (hi > lo) t->op->geglu(y + lo, t->up + lo, hi - lo, t->gelu);
     break;
   case ELEM_SCALE:
     for (int64_t i = lo; i < hi; i++)
@@ -264,11 +256,11 @@ static void run_elems(nc_fwd *ctx, elem_task *t) {
 void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                   int64_t n) {
   elem_task t = {.kind = ELEM_GEGLU,
+                 .op = ctx->ops,
                  .y = gate,
                  .up = up,
                  .n = (int64_t)rows * n,
-                 .gelu = ctx->gelu_f16,
-                 .f16tab = ctx->f16tab};
+                 .gelu = ctx->gelu_f16};
   run_elems(ctx, &t);
 }
 

@@ -55,7 +55,8 @@ typedef struct nc_fwd {
   uint8_t *qpack; /* the kernels' shared activation layout (grown on use) */
   size_t qpack_cap;
   float *f16tab;     /* [65536]: half bits -> float */
-  nc_fp16 *gelu_f16; /* [65536]: half bits -> half of gelu-tanh (ggml's) */
+  nc_fp16 *gelu_f16; /* [NC_GELU_TABLE_ENTRIES]: half bits -> half of gelu-tanh
+                        (ggml's) */
   float *att; /* per thread, for one GQA group's heads: scores, q, lanes */
   size_t att_stride, att_ss, att_ls; /* floats: per thread, score row, lanes */
   float *kv_row; /* max(dk, dv) floats: a K or V row being rotated */

@@ -170,6 +170,19 @@ static void round_f16_plain(const float *x, float *y, int64_t n) {
     y[i] = nc_fp16_to_fp32(nc_fp32_to_fp16(x[i]));
 }
 
+static void geglu_plain(float *gate, const float *up, int64_t n,
+                        const nc_fp16 *gelu) {
+  for (int64_t i = 0; i < n; i++) {
+    const float g = gate[i];
+    if (g <= -10.0f)
+      gate[i] = 0.0f;
+    else if (g >= 10.0f)
+      gate[i] = g * up[i];
+    else
+      gate[i] = nc_fp16_to_fp32(gelu[nc_fp32_to_fp16(g)]) * up[i];
+  }
+}
+
 static const nc_ops_kernels PLAIN = {
     .name = "plain",
     .rmsnorm = rmsnorm_plain,
@@ -178,6 +191,7 @@ static const nc_ops_kernels PLAIN = {
     .add = add_plain,
     .to_f16 = to_f16_plain,
     .round_f16 = round_f16_plain,
+    .geglu = geglu_plain,
 };
 
 const nc_ops_kernels *nc_ops_plain(void) {

@@ -85,6 +85,10 @@ void nc_fwht(float *x, int64_t n, int32_t len);
 /* y += x */
 void nc_add(float *y, const float *x, int64_t n);
 
+/* ggml's GeGLU table (nc_fwd_gelu_table: gelu of every half, as a half)
+ * holds one entry more, 0, so that a 32-bit gather may read entry 65535. */
+#define NC_GELU_TABLE_ENTRIES (65536 + 1)
+
 /* One build of the row ops above, plus the half rounding of attention:
  * to_f16: y[i] = nc_fp32_to_fp16(x[i]); round_f16: y[i] =
  * nc_fp16_to_fp32(nc_fp32_to_fp16(x[i])) (y may alias x). rope takes
@@ -99,6 +103,10 @@ typedef struct nc_ops_kernels {
   void (*add)(float *y, const float *x, int64_t n);
   void (*to_f16)(const float *x, nc_fp16 *y, int64_t n);
   void (*round_f16)(const float *x, float *y, int64_t n);
+  /* gate[i] = gelu(gate[i]) * up[i] as ggml's GeGLU: 0 for gate <= -10,
+   * gate * up for gate >= 10, else the half of gelu from the table gelu
+   * (NC_GELU_TABLE_ENTRIES) at the half of gate, times up */
+  void (*geglu)(float *gate, const float *up, int64_t n, const nc_fp16 *gelu);
 } nc_ops_kernels;
 
 /* The builds; the backend tables (kernels.h) say which runs. */

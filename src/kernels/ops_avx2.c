@@ -133,6 +133,32 @@ static void round_f16_avx2(const float *x, float *y, int64_t n) {
     y[i] = nc_fp16_to_fp32(nc_fp32_to_fp16(x[i]));
 }
 
+/* geglu_plain 8 at a time: the halves of gate by vcvtps2ph (round to
+ * nearest even, as nc_fp32_to_fp16), the table's halves gathered and
+ * widened exactly. */
+static void geglu_avx2(float *gate, const float *up, int64_t n,
+                       const nc_fp16 *gelu) {
+  int64_t i = 0;
+  for (; i + 7 < n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i), u = _mm256_loadu_ps(up + i);
+    const __m256i h = _mm256_cvtepu16_epi32(
+        _mm256_cvtps_ph(g, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i t = _mm256_i32gather_epi32((const int *)gelu, h, 2);
+    /* the low half of each gathered dword, packed (exact) */
+    const __m128i t16 = _mm_packus_epi32(
+        _mm256_castsi256_si128(_mm256_and_si256(t, _mm256_set1_epi32(0xffff))),
+        _mm256_extracti128_si256(_mm256_and_si256(t, _mm256_set1_epi32(0xffff)),
+                                 1));
+    __m256 y = _mm256_mul_ps(_mm256_cvtph_ps(t16), u);
+    y = _mm256_blendv_ps(y, _mm256_mul_ps(g, u),
+                         _mm256_cmp_ps(g, _mm256_set1_ps(10.0f), _CMP_GE_OQ));
+    y = _mm256_blendv_ps(y, _mm256_setzero_ps(),
+                         _mm256_cmp_ps(g, _mm256_set1_ps(-10.0f), _CMP_LE_OQ));
+    _mm256_storeu_ps(gate + i, y);
+  }
+  nc_ops_plain()->geglu(gate + i, up + i, n - i, gelu);
+}
+
 static const nc_ops_kernels AVX2 = {
     .name = "avx2",
     .rmsnorm = rmsnorm_avx2,
@@ -141,6 +167,7 @@ static const nc_ops_kernels AVX2 = {
     .add = add_avx2,
     .to_f16 = to_f16_avx2,
     .round_f16 = round_f16_avx2,
+    .geglu = geglu_avx2,
 };
 
 const nc_ops_kernels *nc_ops_avx2(void) {

@@ -39,6 +39,26 @@ static void round_f16_avx512(const float *x, float *y, int64_t n) {
   nc_ops_avx2()->round_f16(x, y, n);
 }
 
+/* geglu_avx2 16 at a time. */
+static void geglu_avx512(float *gate, const float *up, int64_t n,
+                         const nc_fp16 *gelu) {
+  int64_t i = 0;
+  for (; i + 15 < n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i), u = _mm512_loadu_ps(up + i);
+    const __m512i h = _mm512_cvtepu16_epi32(
+        _mm512_cvtps_ph(g, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m512i t = _mm512_i32gather_epi32(h, (const int *)gelu, 2);
+    __m512 y = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(t)), u);
+    y = _mm512_mask_mul_ps(
+        y, _mm512_cmp_ps_mask(g, _mm512_set1_ps(10.0f), _CMP_GE_OQ), g, u);
+    y = _mm512_mask_mov_ps(
+        y, _mm512_cmp_ps_mask(g, _mm512_set1_ps(-10.0f), _CMP_LE_OQ),
+        _mm512_setzero_ps());
+    _mm512_storeu_ps(gate + i, y);
+  }
+  nc_ops_plain()->geglu(gate + i, up + i, n - i, gelu);
+}
+
 static const nc_ops_kernels AVX512 = {
     .name = "avx512",
     .rmsnorm = rmsnorm_avx512,
@@ -47,6 +67,7 @@ static const nc_ops_kernels AVX512 = {
     .add = add_avx512,
     .to_f16 = to_f16_avx512,
     .round_f16 = round_f16_avx512,
+    .geglu = geglu_avx512,
 };
 
 const nc_ops_kernels *nc_ops_avx512(void) {

@@ -232,6 +232,55 @@ static void test_swiglu(void **state) {
   }
 }
 
+/* geglu gathers the table's halves: a table of random finite halves (and
+ * infinities; NaN entries would meet the conversions' quieting; the NaN
+ * halves' entries NaN, as in gelu's table) so every
+ * entry's bits show, over gates of every half (the edges: -10, 10, NaN,
+ * infinities, half subnormals and overflow), lengths off the vector width,
+ * and the table's last entry. */
+static void test_geglu(void **state) {
+  (void)state;
+  const nc_ops_kernels *simd[2];
+  const int ns = simd_ops(simd);
+  const nc_ops_kernels *plain = nc_ops_plain();
+  static nc_fp16 tab[NC_GELU_TABLE_ENTRIES];
+  for (int h = 0; h < 65536; h++) {
+    uint16_t v = (uint16_t)rnd();
+    if ((v & 0x7c00) == 0x7c00) v &= rnd() % 8 ? 0xbbff : 0xfc00;
+    /* a NaN gate's half depends on how NaNs convert: gelu's table gives
+     * every NaN half a NaN */
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) v = 0x7e00;
+    tab[h] = (nc_fp16)v;
+  }
+  enum { MAXN = 1 << 16 };
+  static float g[MAXN], u[MAXN], ya[MAXN], yb[MAXN];
+  /* every half as a gate, once */
+  for (int h = 0; h < MAXN; h++) {
+    g[h] = nc_fp16_to_fp32((nc_fp16)h);
+    u[h] = unif(3.0f);
+  }
+  for (int s = 0; s < ns; s++) {
+    memcpy(ya, g, sizeof ya);
+    memcpy(yb, g, sizeof yb);
+    plain->geglu(ya, u, MAXN, tab);
+    simd[s]->geglu(yb, u, MAXN, tab);
+    assert_same(ya, yb, MAXN);
+  }
+  for (int round = 0; round < 200; round++) {
+    const int64_t n = round < 40 ? round + 1 : (int64_t)(rnd() % 4096) + 1;
+    fill(g, n, round % 2 ? 12.0f : 4.0f, round % 3 == 0 ? 5 : 0);
+    if (round == 7) g[0] = -10.0f, g[n - 1] = 10.0f;
+    fill(u, n, 2.0f, round % 7 == 0 ? 5 : 0);
+    for (int s = 0; s < ns; s++) {
+      memcpy(ya, g, sizeof(float) * (size_t)n);
+      memcpy(yb, g, sizeof(float) * (size_t)n);
+      plain->geglu(ya, u, n, tab);
+      simd[s]->geglu(yb, u, n, tab);
+      assert_same(ya, yb, n);
+    }
+  }
+}
+
 static float f16tab[65536];
 
 enum { N_ATTN = 3 };
@@ -424,6 +473,7 @@ int main(void) {
       cmocka_unit_test(test_rmsnorm_add),
       cmocka_unit_test(test_rope),
       cmocka_unit_test(test_swiglu),
+      cmocka_unit_test(test_geglu),
       cmocka_unit_test(test_attn_softmax),
       cmocka_unit_test(test_attn_scores_values),
   };
