@@ -12,7 +12,9 @@ a table of the share of CPU samples per group, with the top symbols of each:
   elementwise      rmsnorm, rope, swiglu, add, expf
   sampling/logits  the sampler
   thread pool/sync workers waiting or spinning, futexes, the scheduler
-  other            everything else (engine, tokenizer, model load, kernel)
+  model load       reading and parsing the file before the timed runs (the
+                   kernel's zeroing of the pages read into included)
+  other            everything else (engine, tokenizer, kernel)
 
 Each sample goes to the group of the first frame, from the leaf up, that
 has one. A function's group comes from its source file, read from the
@@ -49,18 +51,23 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 GROUPS = ["matmul", "output head", "attention", "elementwise",
-          "sampling/logits", "thread pool/sync", "other"]
+          "sampling/logits", "thread pool/sync", "model load", "other"]
 HEAD = "output head"
 # src/forward.c runs the matmul of n_vocab rows (the output head) under
 # this name: its samples are the head's, whatever kernel runs below.
 HEAD_FRAME = "mm_head_rows"
 SYNC = "thread pool/sync"
+LOAD = "model load"
 
 # Source files of nucleus -> group (symbols are mapped to files with the
 # binary's debug info, `nm -l`). Functions of src/kernels/ops*.c are "weak": they
 # count for their caller when it has a group (attention's softmax and F16
 # conversions are attention), elementwise otherwise.
 FILE_RULES = [
+    # reading the file (and the kernel zeroing the pages it reads into),
+    # parsing it, building the vocabulary: before the timed runs
+    (re.compile(r"^src/(mapped_file|gguf\w*|model|vocab\w*|tokenizer_strtab)"
+                r"\.c$"), "model load", True),
     (re.compile(r"^src/(kernels/attn_kernel\w*|kv_cache)\.c$"), "attention",
      True),
     (re.compile(r"^src/(kernels/)?sampler\w*\.c$"), "sampling/logits", True),
@@ -277,10 +284,15 @@ def main():
                       f"{len(got)} samples (cpu-clock, {a.freq} Hz, DWARF "
                       f"call graphs); load average before: {load}")
                 print()
-                print("| group | share of CPU samples | top symbols (self) |")
-                print("|---|---:|---|")
-                for g, pct, syms in summarize(got, a.top, files):
-                    print(f"| {g} | {pct:.1f}% | {syms} |")
+                rows = summarize(got, a.top, files)
+                loading = next(p for g, p, _ in rows if g == LOAD)
+                print("| group | share of CPU samples | share without model "
+                      "load | top symbols (self) |")
+                print("|---|---:|---:|---|")
+                for g, pct, syms in rows:
+                    rest = "" if g == LOAD or loading >= 100 else \
+                        f"{100 * pct / (100 - loading):.1f}%"
+                    print(f"| {g} | {pct:.1f}% | {rest} | {syms} |")
                 print()
     except ProfileError as e:
         print(f"bench/profile.py: error: {e}", file=sys.stderr)
