@@ -66,7 +66,7 @@ LOAD = "model load"
 FILE_RULES = [
     # reading the file (and the kernel zeroing the pages it reads into),
     # parsing it, building the vocabulary: before the timed runs
-    (re.compile(r"^src/(mapped_file|gguf\w*|model|vocab\w*|tokenizer_strtab)"
+    (re.compile(r"^src/(mapped_file|gguf\w*|model|vocab\w*)"
                 r"\.c$"), "model load", True),
     (re.compile(r"^src/(kernels/attn_kernel\w*|kv_cache)\.c$"), "attention",
      True),

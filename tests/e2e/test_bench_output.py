@@ -2,10 +2,13 @@
 one 'tgN V tok/s' line, with positive values for the sizes asked for."""
 
 import importlib.util
+import json
 import os
 import pathlib
 import re
 import subprocess
+
+import pytest
 
 from conftest import DEFAULT_MODEL, NUCLEUS_BIN, ROOT, require_binary_and_model
 
@@ -168,3 +171,45 @@ def test_bench_depth_runs_after_the_cached_depth():
          "-d", "200", "--no-prefix-cache"], capture_output=True, text=True,
         timeout=120)
     assert p.returncode == 2 and "prefix cache" in p.stderr
+
+
+def test_peer_bench_keeps_each_load_mode(monkeypatch):
+    """llama-bench runs every test file-mapped and read into memory (-lm
+    mmap,none); both are kept apart (the table takes the mode of the
+    higher median), and a run missing one is an error."""
+    speed = load_speed()
+    rows = [{"load_mode": m, "n_prompt": p, "n_gen": g, "n_depth": 0,
+             "avg_ts": v}
+            for m, p, g, v in (("mmap", 512, 0, 100.0), ("mmap", 0, 128, 9.0),
+                               ("none", 512, 0, 90.0), ("none", 0, 128, 11.0))]
+    seen = {}
+
+    def fake_run(cmd, what, env=None):
+        seen["cmd"] = [str(c) for c in cmd]
+        return json.dumps(rows)
+
+    monkeypatch.setattr(speed, "run", fake_run)
+    assert speed.peer_bench(pathlib.Path("/bin"), "m.gguf", 1, 512, 128) == {
+        "mmap": {"pp": 100.0, "tg": 9.0}, "none": {"pp": 90.0, "tg": 11.0}}
+    assert "mmap,none" in seen["cmd"]
+    rows = rows[:2]
+    with pytest.raises(speed.BenchError):
+        speed.peer_bench(pathlib.Path("/bin"), "m.gguf", 1, 512, 128)
+
+
+def test_profile_counts_the_file_read_as_model_load():
+    """The kernel zeroing the pages the file is read into counts as model
+    load (mapped_file.c's frame above it), not as other."""
+    prof = load_profile()
+    files = {"read_all": "src/mapped_file.c", "nc_strtab_find":
+             "src/tokenizer_strtab.c"}
+    got = prof.samples(
+        "1 \n"
+        "\tffffffff1 clear_page_erms (kernel.kallsyms)\n"
+        "\tffffffff2 folio_zero_user (kernel.kallsyms)\n"
+        "\t5c404 __libc_pread (/lib/libc.so.6)\n"
+        "\t1 read_all (/x/nucleus)\n"
+        "\n"
+        "2 \n"
+        "\t1 nc_strtab_find (/x/nucleus)\n")
+    assert [prof.classify(f, files) for f in got] == ["model load", "other"]
