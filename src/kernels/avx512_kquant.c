@@ -1375,10 +1375,6 @@ static const _Alignas(64) int16_t k_idx_k4_vec[2][2][32] = {
       22, 23, 22, 23, 22, 23, 22, 23, 22, 23, 22, 23, 22, 23, 22, 23}},
 };
 
-/* The scales and mins of a Q4_K block as q4k_scales_mins, in vector
- * registers: [w0, w2, w1, w2 >> 4] & [3f, 0f, 3f, 0f] |
- * ([w0, w0, w1, w1] >> 2) & [0, 30, 0, 30] for the scale dwords w0..w2
- * (the 16-byte load takes 4 bytes of qs, inside the block). */
 /* The scales and mins of two Q4_K blocks as q4k_scales_mins, in vector
  * registers, as int16: words 0..7 sc0..7 and 8..15 m0..7 of the block at
  * s0, 16..31 the same of s1. Per 128-bit lane: [w0, w2, w1, w2 >> 4] &
