@@ -36,7 +36,7 @@ endif
 CFLAGS += $(CSTD) $(WARN) $(OPT) $(INCLUDES) -MMD -MP
 LDFLAGS += $(LDOPT)
 
-LIB_SRCS := $(sort $(wildcard src/*.c src/kernels/*.c))
+LIB_SRCS := $(sort $(wildcard src/*.c src/*/*.c src/*/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILDDIR)/%.o)
 TOOL_SRCS := $(sort $(wildcard tools/cli/*.c tools/server/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILDDIR)/%.o)

@@ -20,7 +20,7 @@ Each sample goes to the group of the first frame, from the leaf up, that
 has one. A function's group comes from its source file, read from the
 binary's debug info (`nm -l`): src/kernels/attn_kernel*.c and
 src/kv_cache.c attention, src/sampler*.c and src/kernels/sampler*.c
-sampling, src/threadpool.c sync, src/kernels/ops*.c elementwise, the rest of
+sampling, src/base/threadpool.c sync, src/kernels/ops*.c elementwise, the rest of
 src/kernels/ matmul; otherwise from its name (src/forward.c's mm_worker
 and att_worker, libc's and the kernel's futex and scheduler functions).
 Helpers (expf, fmaf, F16 conversion, memcpy, intrinsics, PLT stubs) and the

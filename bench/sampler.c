@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "rng.h"
+#include "base/rng.h"
 #include "sampler.h"
 #include "sampler_peer.h"
 

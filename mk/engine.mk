@@ -1,8 +1,8 @@
 # The engine: request lifecycle, stop strings, scheduler, the batch.
 UNIT_TESTS += test_batch
-test_batch_DEPS := status batch
+test_batch_DEPS := base/status batch
 UNIT_TESTS += test_stop_matcher
-test_stop_matcher_DEPS := status stop_matcher
+test_stop_matcher_DEPS := base/status stop_matcher
 UNIT_TESTS += test_scheduler
 test_scheduler_DEPS := scheduler
 UNIT_TESTS += test_engine

@@ -1,16 +1,16 @@
 # grammar: GBNF parsing and checks (src/grammar_parse.c, grammar_check.c),
 # the pushdown automaton (grammar_state.c, grammar_match.c) and the token
 # mask over a vocabulary trie (grammar_mask.c); its fuzzer.
-GRAMMAR_CORE := status grammar_parse grammar_check grammar_state grammar_match \
+GRAMMAR_CORE := base/status grammar_parse grammar_check grammar_state grammar_match \
   grammar_mask grammar_memo grammar_canon grammar_trie
 GRAMMAR_OBJS := $(GRAMMAR_CORE) grammar_vocab
 
 # test_grammar links the fuzz harness too (it replays fuzz/corpus/grammar).
 UNIT_TESTS += test_grammar
-TEST_GRAMMAR_OBJS := $(GRAMMAR_OBJS) unicode unicode_tables unicode_stream vocab \
+TEST_GRAMMAR_OBJS := $(GRAMMAR_OBJS) base/unicode base/unicode_tables base/unicode_stream vocab \
   tokenizer_special tokenizer tokenizer_strtab tokenizer_split \
   tokenizer_bpe tokenizer_spm detokenizer vocab_pieces \
-  mapped_file gguf_index gguf gguf_get quant
+  base/mapped_file gguf_index gguf gguf_get quant
 $(BUILDDIR)/tests/test_grammar: tests/unit/test_grammar.c fuzz/fuzz_grammar.c \
     $(patsubst %,$(BUILDDIR)/src/%.o,$(TEST_GRAMMAR_OBJS))
 	@mkdir -p $(dir $@)

@@ -1,6 +1,6 @@
 # json_schema: JSON Schema -> GBNF (src/json_schema.c) and its public calls
 # (src/api_grammar.c); its fuzzer.
-JSON_SCHEMA_CORE := $(sort status json_schema api_grammar grammar_handle \
+JSON_SCHEMA_CORE := $(sort base/status json_schema api_grammar grammar_handle \
   $(GRAMMAR_CORE))
 
 # test_json_schema links the fuzz harness too (it replays

@@ -1,19 +1,19 @@
 # The sampler: logits to tokens per request across a batch, request-owned
 # randomness, beam search bookkeeping.
-SAMPLER_OBJS := status rng sampler sampler_params sampler_contract sampler_math \
+SAMPLER_OBJS := base/status base/rng sampler sampler_params sampler_contract sampler_math \
                 kernels/sampler_avx2 kernels/sampler_avx512 \
                 sampler_select \
-                sampler_batch sampler_inspect sampler_logprobs sampler_parallel threadpool
+                sampler_batch sampler_inspect sampler_logprobs sampler_parallel base/threadpool
 CFLAGS_sampler_math := -O3 -fno-trapping-math
 CFLAGS_sampler_avx2 := -O3 -mavx2 -ffp-contract=off
 CFLAGS_sampler_avx512 := -O3 -mavx512f -ffp-contract=off
 
 UNIT_TESTS += test_rng
-test_rng_DEPS := status rng
+test_rng_DEPS := base/status base/rng
 test_sampler_DEPS := $(SAMPLER_OBJS)
 test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
 test_sampler_props_DEPS := $(SAMPLER_OBJS)
-test_beam_DEPS := status beam
+test_beam_DEPS := base/status beam
 
 # make bench-sampler: microseconds per row (release build), next to
 # llama.cpp's sampler chain loaded at run time.
@@ -32,7 +32,7 @@ test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
 UNIT_TESTS += test_sampler_props
 test_sampler_props_DEPS := $(SAMPLER_OBJS)
 UNIT_TESTS += test_beam
-test_beam_DEPS := status beam
+test_beam_DEPS := base/status beam
 UNIT_TESTS += test_sampler_parallel
 test_sampler_parallel_DEPS := $(SAMPLER_OBJS)
 
@@ -41,7 +41,7 @@ test_sampler_parallel_DEPS := $(SAMPLER_OBJS)
 #     fuzz/corpus/sampler
 # (built in one clang command: the AVX2/AVX-512 files compile to stubs and
 # the portable passes run.)
-FUZZ_SAMPLER_SRCS := fuzz/fuzz_sampler.c src/status.c src/rng.c \
+FUZZ_SAMPLER_SRCS := fuzz/fuzz_sampler.c src/base/status.c src/base/rng.c \
   src/sampler.c src/sampler_params.c src/sampler_contract.c src/sampler_math.c src/kernels/sampler_avx2.c \
   src/kernels/sampler_avx512.c src/sampler_select.c src/sampler_batch.c src/sampler_inspect.c \
   src/sampler_logprobs.c src/beam.c

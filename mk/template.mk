@@ -1,6 +1,6 @@
 # Chat templates: the sandboxed Jinja interpreter (src/jinja_*.c) and the
 # chat-template layer over it (src/chat_template.c, src/api_template.c).
-JINJA_OBJS := status unicode jinja jinja_arena jinja_buf jinja_utf8 jinja_value \
+JINJA_OBJS := base/status base/unicode jinja jinja_arena jinja_buf jinja_utf8 jinja_value \
   jinja_lex jinja_parse jinja_eval jinja_exec jinja_strings jinja_methods \
   jinja_globals jinja_filters jinja_tests jinja_json jinja_format
 

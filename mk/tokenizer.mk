@@ -1,9 +1,9 @@
 # tokenizer: vocab loading, pre-tokenizers, BPE/SPM, detokenizer (src/vocab.c,
 # src/tokenizer*.c, src/unicode*.c, src/detokenizer.c), its fuzzer.
-TOKENIZER_OBJS := unicode unicode_tables unicode_stream vocab \
+TOKENIZER_OBJS := base/unicode base/unicode_tables base/unicode_stream vocab \
   tokenizer_special tokenizer tokenizer_strtab tokenizer_split \
   tokenizer_bpe tokenizer_spm detokenizer vocab_pieces
-TOKENIZER_GGUF_OBJS := status mapped_file gguf_index gguf gguf_get quant
+TOKENIZER_GGUF_OBJS := base/status base/mapped_file gguf_index gguf gguf_get quant
 
 UNIT_TESTS += test_tokenizer test_tokenizer_golden test_detokenizer
 test_tokenizer_DEPS := $(TOKENIZER_OBJS) $(TOKENIZER_GGUF_OBJS)

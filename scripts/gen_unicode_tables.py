@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates src/unicode_tables.c: per-code-point category flags for the
+"""Generates src/base/unicode_tables.c: per-code-point category flags for the
 tokenizer's pre-tokenizer scanners.
 
 llama.cpp builds its tables from UnicodeData.txt (general category -> one of
@@ -7,7 +7,7 @@ N L Z M P S C, or undefined) plus the White_Space property; its current
 tables match Unicode 15.1.0 exactly, so we pin that version:
 
     pip install unicodedata2==15.1.0
-    python3 scripts/gen_unicode_tables.py > src/unicode_tables.c
+    python3 scripts/gen_unicode_tables.py > src/base/unicode_tables.c
 
 The output is a two-stage lookup table: stage1[cp >> 8] names a 256-entry
 block of stage2 (identical blocks are shared).
@@ -19,7 +19,7 @@ import unicodedata2 as ud
 if ud.unidata_version != "15.1.0":
     sys.exit(f"need unicodedata2 15.1.0 (llama.cpp's tables), have {ud.unidata_version}")
 
-# Must match the NC_UF_* values in src/unicode.h.
+# Must match the NC_UF_* values in src/base/unicode.h.
 NUMBER, LETTER, SEPARATOR, MARK, PUNCT, SYMBOL, CONTROL, WHITESPACE = (
     1, 2, 4, 8, 16, 32, 64, 128)
 CAT = {"N": NUMBER, "L": LETTER, "Z": SEPARATOR, "M": MARK, "P": PUNCT,

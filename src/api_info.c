@@ -6,7 +6,7 @@
 
 #include "gguf.h"
 #include "quant.h"
-#include "status.h"
+#include "base/status.h"
 
 /* A key with non-printable bytes replaced, cut to fit buf. */
 static const char *printable_key(gguf_str k, char *buf, size_t cap) {

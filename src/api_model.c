@@ -5,7 +5,7 @@
 #include "arch.h"
 #include "context.h"
 #include "gguf.h"
-#include "mapped_file.h"
+#include "base/mapped_file.h"
 #include "model.h"
 #include "nucleus.h"
 

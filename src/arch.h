@@ -7,7 +7,7 @@
 #include "batch.h"
 #include "gguf.h"
 #include "model.h"
-#include "status.h"
+#include "base/status.h"
 
 typedef struct nc_fwd nc_fwd;
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 typedef struct nc_batch {
   int32_t n_tokens, capacity;

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define NC_BEAM_MAX_WIDTH 64
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 #include "vocab.h"
 
 typedef struct nc_chat_template nc_chat_template;

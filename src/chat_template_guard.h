@@ -20,7 +20,7 @@
 #include <stddef.h>
 
 #include "chat_template.h"
-#include "status.h"
+#include "base/status.h"
 #include "vocab.h"
 
 typedef struct nc_chat_guard {

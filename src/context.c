@@ -10,7 +10,7 @@
 #include "forward.h"
 #include "kernels/attn_kernel.h"
 #include "kernels/ops.h"
-#include "threadpool.h"
+#include "base/threadpool.h"
 
 struct nc_context {
   nc_fwd fwd; /* what the arch's graph runs over */

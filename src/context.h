@@ -10,7 +10,7 @@
 #include "forward.h"
 #include "kv_cache.h"
 #include "model.h"
-#include "status.h"
+#include "base/status.h"
 
 typedef struct nc_context nc_context;
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "tokenizer_internal.h"
-#include "unicode.h"
-#include "unicode_stream.h"
+#include "base/unicode.h"
+#include "base/unicode_stream.h"
 
 /* ------------------------------------------------------------- pieces */
 

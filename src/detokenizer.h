@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 #include "vocab.h"
 
 /* Copies min(cap, needed) bytes of the piece into buf (no NUL) and returns

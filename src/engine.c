@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
-#include "rng.h"
+#include "base/rng.h"
 
 /* ------------------------------------------------------------ completions */
 

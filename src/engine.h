@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #include "model.h"
-#include "status.h"
+#include "base/status.h"
 
 /* Fills out with params, defaults resolved against the model (n_ctx capped
  * to the model's training context, the KV pool at least one context, ...),

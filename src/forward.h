@@ -14,7 +14,7 @@
 #include "kernels/ops.h"
 #include "kv_cache.h"
 #include "model.h"
-#include "threadpool.h"
+#include "base/threadpool.h"
 
 /* Scratch rows for up to max_batch_tokens entries (row-major, one row per
  * batch entry). */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "forward.h"
-#include "threadpool.h"
+#include "base/threadpool.h"
 
 enum { FLASH_TILE = 64, PROMPT_ROWS = 64, KT = NC_FLASH_KTILE };
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "model.h"
-#include "status.h"
+#include "base/status.h"
 
 /* Teacher-forced logits of tokens[0..n) at positions 0..n-1: n * n_vocab
  * floats, row t the logits after tokens[0..t]. */

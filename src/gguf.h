@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mapped_file.h"
-#include "status.h"
+#include "base/mapped_file.h"
+#include "base/status.h"
 
 typedef enum gguf_value_type {
   GGUF_TYPE_UINT8 = 0,

@@ -5,7 +5,7 @@
 
 #include "gguf.h"
 #include "gguf_index.h"
-#include "mapped_file.h"
+#include "base/mapped_file.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGUF_MAX_STRING_BYTES (1ull << 30) /* as llama.cpp */

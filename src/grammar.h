@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define NC_GRAMMAR_MAX_TEXT (1u << 20)  /* bytes of GBNF */
 #define NC_GRAMMAR_MAX_RULES 16384u     /* after desugaring */

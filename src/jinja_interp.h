@@ -9,7 +9,7 @@
 #include "jinja.h"
 #include "jinja_ast.h"
 #include "jinja_value.h"
-#include "status.h"
+#include "base/status.h"
 
 #define JINJA_MAX_ARGS 16
 #define JINJA_MAX_EVAL_DEPTH 512

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "jinja_arena.h"
-#include "status.h"
+#include "base/status.h"
 
 typedef enum jtok_type {
   TK_EOF,

@@ -1,7 +1,7 @@
 /* jinja_utf8: UTF-8 decoding and the Unicode facts Python's str uses. */
 #include "jinja_utf8.h"
 
-#include "unicode.h"
+#include "base/unicode.h"
 
 uint32_t ju_decode(const char *str, size_t n, size_t *adv) {
   const int32_t cp = nc_utf8_decode(str, n, adv);

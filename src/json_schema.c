@@ -4,7 +4,7 @@
 #include "json_schema.h"
 
 #include "grammar.h"
-#include "status.h"
+#include "base/status.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -23,7 +23,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* *gbnf: malloc'd NUL-terminated GBNF (root rule "root"). Errors:
  * NC_ERR_INVALID_ARGUMENT outside the subset (the message names the

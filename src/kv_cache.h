@@ -40,7 +40,7 @@
 
 #include "model.h"
 #include "quant.h"
-#include "status.h"
+#include "base/status.h"
 
 typedef struct nc_kv_cache nc_kv_cache;
 

@@ -16,7 +16,7 @@
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "quant.h"
-#include "status.h"
+#include "base/status.h"
 
 /* The token table (vocab.h); the model owns it. */
 typedef struct nc_vocab nc_vocab;

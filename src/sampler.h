@@ -76,7 +76,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 #define NC_LOGPROB_FLOOR (-9999.0f)
 #define NC_LOGIT_BIAS_MAX 100.0f

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rng.h"
+#include "base/rng.h"
 #include "sampler_row.h"
 #include "sampler_select.h"
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "nucleus.h"
-#include "status.h"
+#include "base/status.h"
 
 /* The table (nucleus_param_info is public: include/nucleus.h). */
 size_t nc_params_count(void);

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "sampler.h"
-#include "threadpool.h"
+#include "base/threadpool.h"
 
 typedef struct par_job {
   nc_sample_workspace *const *ws;

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 typedef struct nc_stop_matcher nc_stop_matcher;
 

@@ -6,7 +6,7 @@
 
 #include "tokenizer_impl.h"
 #include "tokenizer_split.h"
-#include "unicode.h"
+#include "base/unicode.h"
 
 typedef struct sym {
   int32_t sid; /* string id of the symbol's (byte-encoded) text, or -1 */

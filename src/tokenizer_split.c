@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "unicode.h"
+#include "base/unicode.h"
 
 void nc_pieces_free(nc_pieces *p) {
   free(p->len);

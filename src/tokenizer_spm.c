@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tokenizer_impl.h"
-#include "unicode.h"
+#include "base/unicode.h"
 
 typedef struct sym {
   int32_t prev, next;

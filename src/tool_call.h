@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "status.h"
+#include "base/status.h"
 
 typedef enum nc_tool_format {
   /* Families whose template defines no call syntax (SmolLM2, Gemma, ...):

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tokenizer_internal.h"
-#include "unicode.h"
+#include "base/unicode.h"
 
 #define KEY(k) "tokenizer.ggml." k
 

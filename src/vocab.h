@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "gguf.h"
-#include "status.h"
+#include "base/status.h"
 
 typedef struct nc_vocab nc_vocab;
 

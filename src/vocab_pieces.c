@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "tokenizer_internal.h"
-#include "unicode.h"
+#include "base/unicode.h"
 
 /* llama_decode_text: each code point back to the byte it stands for. */
 static void decode_bytelevel(nc_bytes *b, const char *s, size_t n) {

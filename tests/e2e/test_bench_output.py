@@ -78,8 +78,8 @@ def load_profile():
 def test_profile_groups_helpers_with_their_caller():
     prof = load_profile()
     files = {"nc_expf_ggml": "src/kernels/ops.c", "att_worker": "src/forward.c",
-             "nc_threadpool_run": "src/threadpool.c",
-             "worker_main": "src/threadpool.c", "add_avx2": "src/kernels/ops_avx2.c",
+             "nc_threadpool_run": "src/base/threadpool.c",
+             "worker_main": "src/base/threadpool.c", "add_avx2": "src/kernels/ops_avx2.c",
              "rows_worker": "src/arch_llama.c", "mm_worker": "src/forward.c",
              "nc_avx2_dot_q4_1": "src/kernels/avx2.c",
              "load_chunk": "src/kernels/avx512_gemm.c",
@@ -201,7 +201,7 @@ def test_profile_counts_the_file_read_as_model_load():
     """The kernel zeroing the pages the file is read into counts as model
     load (mapped_file.c's frame above it), not as other."""
     prof = load_profile()
-    files = {"read_all": "src/mapped_file.c", "nc_strtab_find":
+    files = {"read_all": "src/base/mapped_file.c", "nc_strtab_find":
              "src/tokenizer_strtab.c"}
     got = prof.samples(
         "1 \n"

@@ -12,7 +12,7 @@
 #include "detokenizer.h"
 #include "tokenizer_internal.h"
 #include "tokenizer_test_util.h"
-#include "unicode.h"
+#include "base/unicode.h"
 
 #define FFFD "\xef\xbf\xbd"
 

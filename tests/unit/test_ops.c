@@ -19,7 +19,7 @@
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "model.h"
-#include "threadpool.h"
+#include "base/threadpool.h"
 
 static void test_rmsnorm(void **state) {
   (void)state;

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "rng.h"
+#include "base/rng.h"
 
 static void philox_known_answers(void **state) {
   (void)state;

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "rng.h"
+#include "base/rng.h"
 #include "test_sampler_util.h"
 
 #define V 3000

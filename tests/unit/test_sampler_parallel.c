@@ -8,9 +8,9 @@
 
 #include <cmocka.h>
 
-#include "rng.h"
+#include "base/rng.h"
 #include "test_sampler_util.h"
-#include "threadpool.h"
+#include "base/threadpool.h"
 
 static void parallel_equals_serial(void **state) {
   (void)state;

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "rng.h"
+#include "base/rng.h"
 #include "sampler_math.h"
 #include "test_sampler_util.h"
 

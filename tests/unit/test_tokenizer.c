@@ -14,8 +14,8 @@
 #include "gguf_writer.h"
 #include "tokenizer_internal.h"
 #include "tokenizer_test_util.h"
-#include "unicode.h"
-#include "unicode_stream.h"
+#include "base/unicode.h"
+#include "base/unicode_stream.h"
 
 #define NC_FUZZ_NO_MAIN
 #include "../../fuzz/fuzz_tokenizer.c"
