@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "vocab.h"
 
 static double now_s(void) {

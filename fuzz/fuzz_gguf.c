@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 static void check(int ok) {
   if (!ok) __builtin_trap();

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "detokenizer.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "vocab.h"
 
 #define FUZZ_CHECK(c)                                                          \

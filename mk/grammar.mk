@@ -10,7 +10,7 @@ UNIT_TESTS += test_grammar
 TEST_GRAMMAR_OBJS := $(GRAMMAR_OBJS) base/unicode base/unicode_tables base/unicode_stream vocab \
   tokenizer_special tokenizer tokenizer_strtab tokenizer_split \
   tokenizer_bpe tokenizer_spm detokenizer vocab_pieces \
-  base/mapped_file gguf_index gguf gguf_get quant
+  base/mapped_file gguf/gguf_index gguf/gguf gguf/gguf_get gguf/quant
 $(BUILDDIR)/tests/test_grammar: tests/unit/test_grammar.c fuzz/fuzz_grammar.c \
     $(patsubst %,$(BUILDDIR)/src/%.o,$(TEST_GRAMMAR_OBJS))
 	@mkdir -p $(dir $@)

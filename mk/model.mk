@@ -2,7 +2,7 @@
 # pass (context, ops, threadpool) and the public model API (api_model).
 # Recursive (=) so that KERNEL_OBJS and TOKENIZER_OBJS (fragments included
 # later) expand.
-MODEL_OBJS = base/status base/mapped_file gguf_index gguf gguf_get quant quant_dequant \
+MODEL_OBJS = base/status base/mapped_file gguf/gguf_index gguf/gguf gguf/gguf_get gguf/quant gguf/quant_dequant \
              $(KERNEL_OBJS) base/threadpool batch kv_cache kv_prefix \
              model arch_llama arch_qwen2 arch_qwen3 arch_phi3 arch_qwen3moe \
              arch_gemma forward forward_moe forward_flash context api_model \
@@ -19,11 +19,11 @@ CFLAGS_ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
 
 UNIT_TESTS += test_ops test_ops_simd test_kv_cache test_forward test_model_load
 UNIT_TESTS += test_attn_flash test_forward_flash test_forward_kvq
-test_attn_flash_DEPS = $(KERNEL_OBJS) quant quant_dequant
+test_attn_flash_DEPS = $(KERNEL_OBJS) gguf/quant gguf/quant_dequant
 test_forward_flash_DEPS = $(MODEL_OBJS)
 test_forward_kvq_DEPS = $(MODEL_OBJS)
-test_ops_DEPS = $(KERNEL_OBJS) base/threadpool base/status quant quant_dequant
-test_ops_simd_DEPS = $(KERNEL_OBJS) quant quant_dequant
-test_kv_cache_DEPS := base/status kv_cache kv_prefix batch quant quant_dequant
+test_ops_DEPS = $(KERNEL_OBJS) base/threadpool base/status gguf/quant gguf/quant_dequant
+test_ops_simd_DEPS = $(KERNEL_OBJS) gguf/quant gguf/quant_dequant
+test_kv_cache_DEPS := base/status kv_cache kv_prefix batch gguf/quant gguf/quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)
 test_model_load_DEPS = $(MODEL_OBJS)

@@ -27,14 +27,14 @@ KERNEL_OBJS := kernels/ref kernels/ref_block kernels/ref_tiled kernels/avx2 kern
   kernels/amx_gemm kernels/amx_gemv kernels/amx_kquant kernels/dispatch \
   $(OPS_OBJS) $(ATTN_OBJS)
 UNIT_TESTS += test_quant test_kernels
-test_quant_DEPS := quant quant_dequant
-test_kernels_DEPS := quant quant_dequant $(KERNEL_OBJS)
+test_quant_DEPS := gguf/quant gguf/quant_dequant
+test_kernels_DEPS := gguf/quant gguf/quant_dequant $(KERNEL_OBJS)
 UNIT_TESTS += test_kernels_kquant
-test_kernels_kquant_DEPS := quant quant_dequant $(KERNEL_OBJS)
+test_kernels_kquant_DEPS := gguf/quant gguf/quant_dequant $(KERNEL_OBJS)
 # The K-quant matmuls against llama.cpp's own library (llama-cpp-python's,
 # loaded at run time; the tests skip without it).
 UNIT_TESTS += test_kernels_ggml
-test_kernels_ggml_DEPS := quant quant_dequant $(KERNEL_OBJS)
+test_kernels_ggml_DEPS := gguf/quant gguf/quant_dequant $(KERNEL_OBJS)
 
 # make bench: kernel micro-benchmark (not a test), ns per dot next to
 # llama.cpp's vec_dot loaded at run time.

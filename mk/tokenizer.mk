@@ -3,7 +3,7 @@
 TOKENIZER_OBJS := base/unicode base/unicode_tables base/unicode_stream vocab \
   tokenizer_special tokenizer tokenizer_strtab tokenizer_split \
   tokenizer_bpe tokenizer_spm detokenizer vocab_pieces
-TOKENIZER_GGUF_OBJS := base/status base/mapped_file gguf_index gguf gguf_get quant
+TOKENIZER_GGUF_OBJS := base/status base/mapped_file gguf/gguf_index gguf/gguf gguf/gguf_get gguf/quant
 
 UNIT_TESTS += test_tokenizer test_tokenizer_golden test_detokenizer
 test_tokenizer_DEPS := $(TOKENIZER_OBJS) $(TOKENIZER_GGUF_OBJS)

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "quant.h"
+#include "gguf/gguf.h"
+#include "gguf/quant.h"
 #include "base/status.h"
 
 /* A key with non-printable bytes replaced, cut to fit buf. */

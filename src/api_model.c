@@ -4,7 +4,7 @@
 
 #include "arch.h"
 #include "context.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "base/mapped_file.h"
 #include "model.h"
 #include "nucleus.h"

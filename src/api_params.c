@@ -1,6 +1,6 @@
 /* Public API: the generation-parameter contract (src/sampler_contract.c)
  * and the defaults of each surface, with the model's own recommendation. */
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "model.h"
 #include "nucleus.h"
 #include "sampler_contract.h"

@@ -6,7 +6,7 @@
 
 #include "chat_template.h"
 #include "chat_template_builtin.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "model.h"
 #include "nucleus.h"
 #include "tool_call.h"

@@ -5,7 +5,7 @@
 #define NC_ARCH_H
 
 #include "batch.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "model.h"
 #include "base/status.h"
 

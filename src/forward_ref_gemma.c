@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "forward_ref.h"
-#include "quant.h"
+#include "gguf/quant.h"
 
 /* y[t][i] = W[i] . x[t] for T positions, W dequantized one row at a time. */
 static nc_code matmul(const nc_weight *w, const float *x, int32_t T, int64_t in,

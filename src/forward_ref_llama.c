@@ -37,7 +37,7 @@
 #include <string.h>
 
 #include "forward_ref.h"
-#include "quant.h"
+#include "gguf/quant.h"
 
 /* y[t][i] = sum_j W[i][j] x[t][j] for T positions: W (out x in) one row at a
  * time dequantized to f32. */

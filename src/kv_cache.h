@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #include "model.h"
-#include "quant.h"
+#include "gguf/quant.h"
 #include "base/status.h"
 
 typedef struct nc_kv_cache nc_kv_cache;

@@ -12,10 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
-#include "quant.h"
+#include "gguf/quant.h"
 #include "base/status.h"
 
 /* The token table (vocab.h); the model owns it. */

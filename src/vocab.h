@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "base/status.h"
 
 typedef struct nc_vocab nc_vocab;

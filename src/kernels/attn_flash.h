@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "quant.h"
+#include "gguf/quant.h"
 
 /* The queries of one call: m rows of hd halves (q + i * hd), all reading the
  * same K and V (the heads of one GQA group). */

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "quant.h"
+#include "gguf/quant.h"
 
 #define NC_ATTN_LANES 16
 

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../quant.h"
+#include "gguf/quant.h"
 #include "attn_flash.h"
 #include "attn_kernel.h"
 #include "ops.h"

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "quant.h"
+#include "gguf/quant.h"
 
 enum { NC_ROPE_NORMAL = 0, NC_ROPE_NEOX = 2 };
 

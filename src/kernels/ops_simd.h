@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "ops.h"
-#include "quant.h"
+#include "gguf/quant.h"
 
 /* ---- ggml's exp (nc_expf_ggml), 8 lanes */
 

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "grammar.h"
 #include "vocab.h"
 

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "kernels/attn_flash.h"
-#include "quant.h"
+#include "gguf/quant.h"
 
 static float TAB[65536];
 

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "gguf_writer.h"
-#include "quant.h"
+#include "gguf/quant.h"
 #include "test_require.h"
 
 enum {

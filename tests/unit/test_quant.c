@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "quant.h"
+#include "gguf/quant.h"
 #include "quant_golden.h"
 
 static uint32_t bits(float f) {

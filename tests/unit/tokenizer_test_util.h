@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "gguf_writer.h"
 #include "test_require.h"
 #include "vocab.h"
