@@ -19,7 +19,7 @@ a table of the share of CPU samples per group, with the top symbols of each:
 Each sample goes to the group of the first frame, from the leaf up, that
 has one. A function's group comes from its source file, read from the
 binary's debug info (`nm -l`): src/kernels/attn_kernel*.c and
-src/kv_cache.c attention, src/sampler*.c and src/kernels/sampler*.c
+src/kv/kv_cache.c attention, src/sampler*.c and src/kernels/sampler*.c
 sampling, src/base/threadpool.c sync, src/kernels/ops*.c elementwise, the rest of
 src/kernels/ matmul; otherwise from its name (src/forward.c's mm_worker
 and att_worker, libc's and the kernel's futex and scheduler functions).

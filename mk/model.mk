@@ -3,7 +3,7 @@
 # Recursive (=) so that KERNEL_OBJS and TOKENIZER_OBJS (fragments included
 # later) expand.
 MODEL_OBJS = base/status base/mapped_file gguf/gguf_index gguf/gguf gguf/gguf_get gguf/quant gguf/quant_dequant \
-             $(KERNEL_OBJS) base/threadpool batch kv_cache kv_prefix \
+             $(KERNEL_OBJS) base/threadpool batch kv/kv_cache kv/kv_prefix \
              model arch_llama arch_qwen2 arch_qwen3 arch_phi3 arch_qwen3moe \
              arch_gemma forward forward_moe forward_flash context api_model \
              $(TOKENIZER_OBJS)
@@ -24,6 +24,6 @@ test_forward_flash_DEPS = $(MODEL_OBJS)
 test_forward_kvq_DEPS = $(MODEL_OBJS)
 test_ops_DEPS = $(KERNEL_OBJS) base/threadpool base/status gguf/quant gguf/quant_dequant
 test_ops_simd_DEPS = $(KERNEL_OBJS) gguf/quant gguf/quant_dequant
-test_kv_cache_DEPS := base/status kv_cache kv_prefix batch gguf/quant gguf/quant_dequant
+test_kv_cache_DEPS := base/status kv/kv_cache kv/kv_prefix batch gguf/quant gguf/quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)
 test_model_load_DEPS = $(MODEL_OBJS)

@@ -8,7 +8,7 @@
 
 #include "batch.h"
 #include "forward.h"
-#include "kv_cache.h"
+#include "kv/kv_cache.h"
 #include "model.h"
 #include "base/status.h"
 

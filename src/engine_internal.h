@@ -13,7 +13,7 @@
 #include "context.h"
 #include "detokenizer.h"
 #include "grammar.h"
-#include "kv_cache.h"
+#include "kv/kv_cache.h"
 #include "model.h"
 #include "request.h"
 #include "sampler.h"

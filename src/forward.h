@@ -12,7 +12,7 @@
 #include "kernels/attn_flash.h"
 #include "kernels/attn_kernel.h"
 #include "kernels/ops.h"
-#include "kv_cache.h"
+#include "kv/kv_cache.h"
 #include "model.h"
 #include "base/threadpool.h"
 

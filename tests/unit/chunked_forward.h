@@ -11,7 +11,7 @@
 
 #include "batch.h"
 #include "context.h"
-#include "kv_cache.h"
+#include "kv/kv_cache.h"
 #include "model.h"
 
 static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,

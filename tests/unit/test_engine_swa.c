@@ -29,7 +29,7 @@
 #include "context.h"
 #include "engine.h"
 #include "engine_internal.h"
-#include "kv_cache.h"
+#include "kv/kv_cache.h"
 #include "model.h"
 #include "nucleus.h"
 #include "test_require.h"

@@ -57,7 +57,7 @@
 #include "chunked_forward.h"
 #include "context.h"
 #include "forward_ref.h"
-#include "kv_cache.h"
+#include "kv/kv_cache.h"
 #include "logits_golden.h"
 #include "model.h"
 #include "nucleus.h"

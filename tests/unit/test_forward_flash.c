@@ -22,7 +22,7 @@
 
 #include "batch.h"
 #include "context.h"
-#include "kv_cache.h"
+#include "kv/kv_cache.h"
 #include "model.h"
 #include "nucleus.h"
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "kv_cache.h"
+#include "kv/kv_cache.h"
 
 static nc_hparams tiny_hp(void) {
   nc_hparams hp = {0};
