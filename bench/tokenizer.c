@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "gguf/gguf.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 static double now_s(void) {
   struct timespec ts;

@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "detokenizer.h"
+#include "tokenizer/detokenizer.h"
 #include "gguf/gguf.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 #define FUZZ_CHECK(c)                                                          \
   do {                                                                         \

@@ -7,9 +7,9 @@ GRAMMAR_OBJS := $(GRAMMAR_CORE) grammar_vocab
 
 # test_grammar links the fuzz harness too (it replays fuzz/corpus/grammar).
 UNIT_TESTS += test_grammar
-TEST_GRAMMAR_OBJS := $(GRAMMAR_OBJS) base/unicode base/unicode_tables base/unicode_stream vocab \
-  tokenizer_special tokenizer tokenizer_strtab tokenizer_split \
-  tokenizer_bpe tokenizer_spm detokenizer vocab_pieces \
+TEST_GRAMMAR_OBJS := $(GRAMMAR_OBJS) base/unicode base/unicode_tables base/unicode_stream tokenizer/vocab \
+  tokenizer/tokenizer_special tokenizer/tokenizer tokenizer/tokenizer_strtab tokenizer/tokenizer_split \
+  tokenizer/tokenizer_bpe tokenizer/tokenizer_spm tokenizer/detokenizer tokenizer/vocab_pieces \
   base/mapped_file gguf/gguf_index gguf/gguf gguf/gguf_get gguf/quant
 $(BUILDDIR)/tests/test_grammar: tests/unit/test_grammar.c fuzz/fuzz_grammar.c \
     $(patsubst %,$(BUILDDIR)/src/%.o,$(TEST_GRAMMAR_OBJS))

@@ -1,8 +1,8 @@
-# tokenizer: vocab loading, pre-tokenizers, BPE/SPM, detokenizer (src/vocab.c,
-# src/tokenizer*.c, src/unicode*.c, src/detokenizer.c), its fuzzer.
-TOKENIZER_OBJS := base/unicode base/unicode_tables base/unicode_stream vocab \
-  tokenizer_special tokenizer tokenizer_strtab tokenizer_split \
-  tokenizer_bpe tokenizer_spm detokenizer vocab_pieces
+# tokenizer: vocab loading, pre-tokenizers, BPE/SPM, detokenizer (src/tokenizer/vocab.c,
+# src/tokenizer*.c, src/unicode*.c, src/tokenizer/detokenizer.c), its fuzzer.
+TOKENIZER_OBJS := base/unicode base/unicode_tables base/unicode_stream tokenizer/vocab \
+  tokenizer/tokenizer_special tokenizer/tokenizer tokenizer/tokenizer_strtab tokenizer/tokenizer_split \
+  tokenizer/tokenizer_bpe tokenizer/tokenizer_spm tokenizer/detokenizer tokenizer/vocab_pieces
 TOKENIZER_GGUF_OBJS := base/status base/mapped_file gguf/gguf_index gguf/gguf gguf/gguf_get gguf/quant
 
 UNIT_TESTS += test_tokenizer test_tokenizer_golden test_detokenizer

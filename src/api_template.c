@@ -10,7 +10,7 @@
 #include "model.h"
 #include "nucleus.h"
 #include "tool_call.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 /* The text of a special token as a NUL-terminated copy, or NULL. */
 static char *token_text(const nc_vocab *v, int32_t id) {

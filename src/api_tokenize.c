@@ -1,10 +1,10 @@
 /* The public tokenizer API: thin wrappers over the model's vocab. */
 #include <string.h>
 
-#include "detokenizer.h"
+#include "tokenizer/detokenizer.h"
 #include "model.h"
 #include "nucleus.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 static const nc_vocab *vocab_of(const nucleus_model *model, nc_error *err) {
   const nc_vocab *v = model ? nc_model_vocab(model) : NULL;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 typedef struct nc_chat_template nc_chat_template;
 

@@ -5,7 +5,7 @@
 #ifndef NC_CHAT_TEMPLATE_BUILTIN_H
 #define NC_CHAT_TEMPLATE_BUILTIN_H
 
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 typedef struct nc_builtin_template {
   const char *name; /* "gemma", "chatml", "llama3" */

@@ -21,7 +21,7 @@
 
 #include "chat_template.h"
 #include "base/status.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 typedef struct nc_chat_guard {
   nc_guard_match_fn match;

@@ -11,7 +11,7 @@
 #include "batch.h"
 #include "beam.h"
 #include "context.h"
-#include "detokenizer.h"
+#include "tokenizer/detokenizer.h"
 #include "grammar.h"
 #include "kv/kv_cache.h"
 #include "model.h"
@@ -19,7 +19,7 @@
 #include "sampler.h"
 #include "scheduler.h"
 #include "stop_matcher.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 typedef struct group group;
 

@@ -1,9 +1,9 @@
 /* A model's vocabulary as the grammar's token trie (grammar_mask.c). */
 #include <stdlib.h>
 
-#include "detokenizer.h"
+#include "tokenizer/detokenizer.h"
 #include "grammar.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 nc_code nc_grammar_vocab_from(const nc_vocab *v, nc_grammar_vocab **out,
                               nc_error *err) {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "arch.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 struct nucleus_model {
   gguf_file *gguf;

@@ -83,7 +83,7 @@ def test_profile_groups_helpers_with_their_caller():
              "rows_worker": "src/arch_llama.c", "mm_worker": "src/forward.c",
              "nc_avx2_dot_q4_1": "src/kernels/avx2.c",
              "load_chunk": "src/kernels/avx512_gemm.c",
-             "nc_strtab_find": "src/tokenizer_strtab.c",
+             "nc_strtab_find": "src/tokenizer/tokenizer_strtab.c",
              "llama_forward": "src/arch_llama.c"}
     text = (
         "123 \n"
@@ -202,7 +202,7 @@ def test_profile_counts_the_file_read_as_model_load():
     load (mapped_file.c's frame above it), not as other."""
     prof = load_profile()
     files = {"read_all": "src/base/mapped_file.c", "nc_strtab_find":
-             "src/tokenizer_strtab.c"}
+             "src/tokenizer/tokenizer_strtab.c"}
     got = prof.samples(
         "1 \n"
         "\tffffffff1 clear_page_erms (kernel.kallsyms)\n"

@@ -8,7 +8,7 @@
 
 #include "gguf/gguf.h"
 #include "grammar.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 /* 0, or 1 after printing why to stderr. The caller owns *v, *g and *gv. */
 static int grammar_tool_load(const char *gguf_path, const char *gbnf_path,

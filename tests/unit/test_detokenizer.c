@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "detokenizer.h"
-#include "tokenizer_internal.h"
+#include "tokenizer/detokenizer.h"
+#include "tokenizer/tokenizer_internal.h"
 #include "tokenizer_test_util.h"
 #include "base/unicode.h"
 

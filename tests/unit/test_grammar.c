@@ -19,7 +19,7 @@
 #include "grammar_internal.h"
 #include "grammar_memo.h"
 #include "tokenizer_test_util.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 static nc_grammar *compile(const char *text) {
   nc_grammar *g = NULL;

@@ -10,9 +10,9 @@
 
 #include <cmocka.h>
 
-#include "detokenizer.h"
+#include "tokenizer/detokenizer.h"
 #include "gguf_writer.h"
-#include "tokenizer_internal.h"
+#include "tokenizer/tokenizer_internal.h"
 #include "tokenizer_test_util.h"
 #include "base/unicode.h"
 #include "base/unicode_stream.h"

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "detokenizer.h"
+#include "tokenizer/detokenizer.h"
 #include "tokenizer_test_util.h"
 
 typedef struct corpus {

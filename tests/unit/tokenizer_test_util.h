@@ -10,7 +10,7 @@
 #include "gguf/gguf.h"
 #include "gguf_writer.h"
 #include "test_require.h"
-#include "vocab.h"
+#include "tokenizer/vocab.h"
 
 /* Reads a whole file (NUL-terminated) or returns NULL. */
 static inline char *tt_read_file(const char *path, size_t *len) {
