@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "chat_template.h"
-#include "jinja.h"
+#include "jinja/jinja.h"
 
 static const char *const TEMPLATES[] = {
     /* ChatML with system default (SmolLM2, Qwen2.5 style) */

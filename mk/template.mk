@@ -1,8 +1,8 @@
 # Chat templates: the sandboxed Jinja interpreter (src/jinja_*.c) and the
 # chat-template layer over it (src/chat_template.c, src/api_template.c).
-JINJA_OBJS := base/status base/unicode jinja jinja_arena jinja_buf jinja_utf8 jinja_value \
-  jinja_lex jinja_parse jinja_eval jinja_exec jinja_strings jinja_methods \
-  jinja_globals jinja_filters jinja_tests jinja_json jinja_format
+JINJA_OBJS := base/status base/unicode jinja/jinja jinja/jinja_arena jinja/jinja_buf jinja/jinja_utf8 jinja/jinja_value \
+  jinja/jinja_lex jinja/jinja_parse jinja/jinja_eval jinja/jinja_exec jinja/jinja_strings jinja/jinja_methods \
+  jinja/jinja_globals jinja/jinja_filters jinja/jinja_tests jinja/jinja_json jinja/jinja_format
 
 UNIT_TESTS += test_jinja test_chat_template
 test_jinja_DEPS := $(JINJA_OBJS) chat_template chat_template_guard

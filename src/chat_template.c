@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "chat_template_guard.h"
-#include "jinja.h"
+#include "jinja/jinja.h"
 
 struct nc_chat_template {
   jinja_template *jt;

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "jinja.h"
+#include "jinja/jinja.h"
 
 #define NOW 1721980800
 
