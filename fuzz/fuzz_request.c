@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "api_error.h"
-#include "chat_template.h"
+#include "chat/chat_template.h"
 #include "model.h"
 #include "nucleus.h"
 #include "prompt.h"

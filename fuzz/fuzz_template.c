@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_template.h"
+#include "chat/chat_template.h"
 #include "jinja/jinja.h"
 
 static const char *const TEMPLATES[] = {

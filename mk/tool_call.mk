@@ -1,13 +1,13 @@
 # Tool calls: each model family's call syntax parsed out of replies
 # (src/tool_call_*.c).
 UNIT_TESTS += test_tool_call
-test_tool_call_DEPS := base/status tool_call_parse tool_call_format tool_call_messages
+test_tool_call_DEPS := base/status chat/tool_call_parse chat/tool_call_format chat/tool_call_messages
 
 # libFuzzer target: make fuzz-tool-call (clang-14), then
 #   build/fuzz/fuzz_tool_call -max_total_time=300 fuzz/corpus-run/tool_call \
 #     fuzz/corpus/tool_call
 FUZZ_TOOL_CALL_SRCS := fuzz/fuzz_tool_call.c \
-  $(patsubst %,src/%.c,base/status tool_call_parse tool_call_format)
+  $(patsubst %,src/%.c,base/status chat/tool_call_parse chat/tool_call_format)
 
 .PHONY: fuzz-tool-call
 fuzz-tool-call: build/fuzz/fuzz_tool_call

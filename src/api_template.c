@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat_template.h"
-#include "chat_template_builtin.h"
+#include "chat/chat_template.h"
+#include "chat/chat_template_builtin.h"
 #include "gguf/gguf.h"
 #include "model.h"
 #include "nucleus.h"
-#include "tool_call.h"
+#include "chat/tool_call.h"
 #include "tokenizer/vocab.h"
 
 /* The text of a special token as a NUL-terminated copy, or NULL. */

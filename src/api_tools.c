@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "nucleus.h"
-#include "tool_call.h"
+#include "chat/tool_call.h"
 
 static nc_tool_format format_of(const nucleus_model *model) {
   const char *name = nucleus_model_tool_format(model);

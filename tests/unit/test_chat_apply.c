@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "chat_template.h"
-#include "chat_template_guard.h"
+#include "chat/chat_template.h"
+#include "chat/chat_template_guard.h"
 #include "nucleus.h"
 
 static nucleus_model *load(void) {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "chat_template.h"
+#include "chat/chat_template.h"
 
 static const char *const FAMILIES[] = {
     "smollm2",

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "tool_call.h"
+#include "chat/tool_call.h"
 
 typedef struct {
   const char *name, *arguments, *id;
