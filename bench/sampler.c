@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "base/rng.h"
-#include "sampler.h"
+#include "sampling/sampler.h"
 #include "sampler_peer.h"
 
 /* Thread CPU time, not wall time: the machine is shared, and time spent

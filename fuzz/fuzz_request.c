@@ -27,8 +27,8 @@
 #include "nucleus.h"
 #include "prompt.h"
 #include "request_parse.h"
-#include "sampler_contract.h"
-#include "sampler_contract.h"
+#include "sampling/sampler_contract.h"
+#include "sampling/sampler_contract.h"
 #include "server.h"
 
 #define FUZZ_CHECK(c)                                                          \

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "beam.h"
-#include "sampler.h"
+#include "sampling/beam.h"
+#include "sampling/sampler.h"
 
 typedef struct reader {
   const uint8_t *p;

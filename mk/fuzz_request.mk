@@ -8,7 +8,7 @@
 # The committed corpus is replayed by test_request_fuzz (make unit).
 REQUEST_FUZZ_SERVER := request_parse structured prompt api_error \
   json_text tool_request
-REQUEST_FUZZ_OBJS = $(sort base/status engine_params sampler_params sampler_contract \
+REQUEST_FUZZ_OBJS = $(sort base/status engine_params sampling/sampler_params sampling/sampler_contract \
   $(JINJA_OBJS) chat/chat_template chat/chat_template_guard \
   api_grammar grammar_handle grammar_parse grammar_check grammar_state json_schema \
   grammar_match grammar_mask grammar_memo grammar_canon grammar_trie)

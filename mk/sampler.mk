@@ -1,9 +1,9 @@
 # The sampler: logits to tokens per request across a batch, request-owned
 # randomness, beam search bookkeeping.
-SAMPLER_OBJS := base/status base/rng sampler sampler_params sampler_contract sampler_math \
+SAMPLER_OBJS := base/status base/rng sampling/sampler sampling/sampler_params sampling/sampler_contract sampling/sampler_math \
                 kernels/sampler_avx2 kernels/sampler_avx512 \
-                sampler_select \
-                sampler_batch sampler_inspect sampler_logprobs sampler_parallel base/threadpool
+                sampling/sampler_select \
+                sampling/sampler_batch sampling/sampler_inspect sampling/sampler_logprobs sampling/sampler_parallel base/threadpool
 CFLAGS_sampler_math := -O3 -fno-trapping-math
 CFLAGS_sampler_avx2 := -O3 -mavx2 -ffp-contract=off
 CFLAGS_sampler_avx512 := -O3 -mavx512f -ffp-contract=off
@@ -13,7 +13,7 @@ test_rng_DEPS := base/status base/rng
 test_sampler_DEPS := $(SAMPLER_OBJS)
 test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
 test_sampler_props_DEPS := $(SAMPLER_OBJS)
-test_beam_DEPS := base/status beam
+test_beam_DEPS := base/status sampling/beam
 
 # make bench-sampler: microseconds per row (release build), next to
 # llama.cpp's sampler chain loaded at run time.
@@ -32,7 +32,7 @@ test_sampler_pipeline_DEPS := $(SAMPLER_OBJS)
 UNIT_TESTS += test_sampler_props
 test_sampler_props_DEPS := $(SAMPLER_OBJS)
 UNIT_TESTS += test_beam
-test_beam_DEPS := base/status beam
+test_beam_DEPS := base/status sampling/beam
 UNIT_TESTS += test_sampler_parallel
 test_sampler_parallel_DEPS := $(SAMPLER_OBJS)
 
@@ -42,12 +42,12 @@ test_sampler_parallel_DEPS := $(SAMPLER_OBJS)
 # (built in one clang command: the AVX2/AVX-512 files compile to stubs and
 # the portable passes run.)
 FUZZ_SAMPLER_SRCS := fuzz/fuzz_sampler.c src/base/status.c src/base/rng.c \
-  src/sampler.c src/sampler_params.c src/sampler_contract.c src/sampler_math.c src/kernels/sampler_avx2.c \
-  src/kernels/sampler_avx512.c src/sampler_select.c src/sampler_batch.c src/sampler_inspect.c \
-  src/sampler_logprobs.c src/beam.c
+  src/sampling/sampler.c src/sampling/sampler_params.c src/sampling/sampler_contract.c src/sampling/sampler_math.c src/kernels/sampler_avx2.c \
+  src/kernels/sampler_avx512.c src/sampling/sampler_select.c src/sampling/sampler_batch.c src/sampling/sampler_inspect.c \
+  src/sampling/sampler_logprobs.c src/sampling/beam.c
 .PHONY: fuzz-sampler
 fuzz-sampler: build/fuzz/fuzz_sampler
-build/fuzz/fuzz_sampler: $(FUZZ_SAMPLER_SRCS) src/sampler.h src/beam.h
+build/fuzz/fuzz_sampler: $(FUZZ_SAMPLER_SRCS) src/sampling/sampler.h src/sampling/beam.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

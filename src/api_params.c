@@ -3,7 +3,7 @@
 #include "gguf/gguf.h"
 #include "model.h"
 #include "nucleus.h"
-#include "sampler_contract.h"
+#include "sampling/sampler_contract.h"
 
 size_t nucleus_params_count(void) {
   return nc_params_count();

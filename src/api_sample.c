@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "nucleus.h"
-#include "sampler.h"
+#include "sampling/sampler.h"
 
 #define MAX_LOGITS (1 << 20)
 #define MAX_DRAWS 100000

@@ -9,14 +9,14 @@
 #include <stdint.h>
 
 #include "batch.h"
-#include "beam.h"
+#include "sampling/beam.h"
 #include "context.h"
 #include "tokenizer/detokenizer.h"
 #include "grammar.h"
 #include "kv/kv_cache.h"
 #include "model.h"
 #include "request.h"
-#include "sampler.h"
+#include "sampling/sampler.h"
 #include "scheduler.h"
 #include "stop_matcher.h"
 #include "tokenizer/vocab.h"

@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "engine.h"
-#include "sampler.h"
-#include "sampler_contract.h"
+#include "sampling/sampler.h"
+#include "sampling/sampler_contract.h"
 
 #define DEFAULT_N_CTX_CAP 8192
 #define DEFAULT_KV_TOKENS 16384

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "beam.h"
+#include "sampling/beam.h"
 
 #define NEAR(a, b) assert_true(fabs((double)(a) - (double)(b)) < 1e-5)
 

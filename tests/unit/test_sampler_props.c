@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "base/rng.h"
-#include "sampler_math.h"
+#include "sampling/sampler_math.h"
 #include "test_sampler_util.h"
 
 /* Deterministic test logits: normal-ish values from the rng. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler.h"
+#include "sampling/sampler.h"
 
 static inline nc_sampler *make_sampler(const nucleus_sampling_params *p,
                                        int32_t n_vocab, uint64_t seed) {
