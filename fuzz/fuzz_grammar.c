@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar.h"
+#include "grammar/grammar.h"
 
 static const char *const k_multi[] = {
     "ab", "\"}", "{\"", "\xc3\xa9", "\xc3", "\xa9x", "true", " ", "\n", "123",

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar.h"
+#include "grammar/grammar.h"
 
 /* A grammar the converter made may be refused only for these. */
 static bool schema_fault(const nc_error *err) {

@@ -10,8 +10,8 @@ REQUEST_FUZZ_SERVER := request_parse structured prompt api_error \
   json_text tool_request
 REQUEST_FUZZ_OBJS = $(sort base/status engine_params sampling/sampler_params sampling/sampler_contract \
   $(JINJA_OBJS) chat/chat_template chat/chat_template_guard \
-  api_grammar grammar_handle grammar_parse grammar_check grammar_state json_schema \
-  grammar_match grammar_mask grammar_memo grammar_canon grammar_trie)
+  api_grammar grammar/grammar_handle grammar/grammar_parse grammar/grammar_check grammar/grammar_state grammar/json_schema \
+  grammar/grammar_match grammar/grammar_mask grammar/grammar_memo grammar/grammar_canon grammar/grammar_trie)
 FUZZ_REQUEST_SRCS = fuzz/fuzz_request.c \
   $(REQUEST_FUZZ_SERVER:%=tools/server/%.c) \
   $(patsubst %,src/%.c,$(REQUEST_FUZZ_OBJS))

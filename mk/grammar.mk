@@ -1,9 +1,9 @@
-# grammar: GBNF parsing and checks (src/grammar_parse.c, grammar_check.c),
+# grammar: GBNF parsing and checks (src/grammar/grammar_parse.c, grammar_check.c),
 # the pushdown automaton (grammar_state.c, grammar_match.c) and the token
 # mask over a vocabulary trie (grammar_mask.c); its fuzzer.
-GRAMMAR_CORE := base/status grammar_parse grammar_check grammar_state grammar_match \
-  grammar_mask grammar_memo grammar_canon grammar_trie
-GRAMMAR_OBJS := $(GRAMMAR_CORE) grammar_vocab
+GRAMMAR_CORE := base/status grammar/grammar_parse grammar/grammar_check grammar/grammar_state grammar/grammar_match \
+  grammar/grammar_mask grammar/grammar_memo grammar/grammar_canon grammar/grammar_trie
+GRAMMAR_OBJS := $(GRAMMAR_CORE) grammar/grammar_vocab
 
 # test_grammar links the fuzz harness too (it replays fuzz/corpus/grammar).
 UNIT_TESTS += test_grammar

@@ -1,6 +1,6 @@
-# json_schema: JSON Schema -> GBNF (src/json_schema.c) and its public calls
+# json_schema: JSON Schema -> GBNF (src/grammar/json_schema.c) and its public calls
 # (src/api_grammar.c); its fuzzer.
-JSON_SCHEMA_CORE := $(sort base/status json_schema api_grammar grammar_handle \
+JSON_SCHEMA_CORE := $(sort base/status grammar/json_schema api_grammar grammar/grammar_handle \
   $(GRAMMAR_CORE))
 
 # test_json_schema links the fuzz harness too (it replays
@@ -21,7 +21,7 @@ FUZZ_JSON_SCHEMA_SRCS := fuzz/fuzz_json_schema.c \
 .PHONY: fuzz-json-schema
 fuzz-json-schema: build/fuzz/fuzz_json_schema
 build/fuzz/fuzz_json_schema: $(FUZZ_JSON_SCHEMA_SRCS) $(wildcard src/grammar*.h) \
-    src/json_schema.h include/nucleus.h
+    src/grammar/json_schema.h include/nucleus.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

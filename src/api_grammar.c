@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar.h"
-#include "json_schema.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 
 nucleus_status nucleus_grammar_create(const char *gbnf, size_t len,
                                       const char *root, nucleus_grammar **out,

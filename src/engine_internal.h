@@ -12,7 +12,7 @@
 #include "sampling/beam.h"
 #include "context.h"
 #include "tokenizer/detokenizer.h"
-#include "grammar.h"
+#include "grammar/grammar.h"
 #include "kv/kv_cache.h"
 #include "model.h"
 #include "request.h"

@@ -1,6 +1,6 @@
 #include "request.h"
 
-#include "grammar.h"
+#include "grammar/grammar.h"
 
 #include <errno.h>
 #include <stdlib.h>

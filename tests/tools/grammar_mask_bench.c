@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "grammar_state.h"
+#include "grammar/grammar_state.h"
 #include "grammar_tool_load.h"
 
 static double now_us(void) {

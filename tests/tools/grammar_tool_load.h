@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "gguf/gguf.h"
-#include "grammar.h"
+#include "grammar/grammar.h"
 #include "tokenizer/vocab.h"
 
 /* 0, or 1 after printing why to stderr. The caller owns *v, *g and *gv. */

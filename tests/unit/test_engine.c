@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
-#include "grammar.h"
+#include "grammar/grammar.h"
 #include "nucleus.h"
 #include "test_require.h"
 

@@ -15,9 +15,9 @@
 #include <cmocka.h>
 
 #include "fuzz_corpus.h"
-#include "grammar.h"
-#include "grammar_internal.h"
-#include "grammar_memo.h"
+#include "grammar/grammar.h"
+#include "grammar/grammar_internal.h"
+#include "grammar/grammar_memo.h"
 #include "tokenizer_test_util.h"
 #include "tokenizer/vocab.h"
 

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "fuzz_corpus.h"
-#include "grammar.h"
+#include "grammar/grammar.h"
 
 static nucleus_grammar *from_schema(const char *schema) {
   nucleus_grammar *h = NULL;
