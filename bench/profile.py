@@ -21,7 +21,7 @@ has one. A function's group comes from its source file, read from the
 binary's debug info (`nm -l`): src/kernels/attn_kernel*.c and
 src/kv/kv_cache.c attention, src/sampler*.c and src/kernels/sampler*.c
 sampling, src/base/threadpool.c sync, src/kernels/ops*.c elementwise, the rest of
-src/kernels/ matmul; otherwise from its name (src/forward.c's mm_worker
+src/kernels/ matmul; otherwise from its name (src/model/forward.c's mm_worker
 and att_worker, libc's and the kernel's futex and scheduler functions).
 Helpers (expf, fmaf, F16 conversion, memcpy, intrinsics, PLT stubs) and the
 src/kernels/ops*.c functions count for their caller when it has a group: attention's
@@ -53,7 +53,7 @@ DEFAULT_MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 GROUPS = ["matmul", "output head", "attention", "elementwise",
           "sampling/logits", "thread pool/sync", "model load", "other"]
 HEAD = "output head"
-# src/forward.c runs the matmul of n_vocab rows (the output head) under
+# src/model/forward.c runs the matmul of n_vocab rows (the output head) under
 # this name: its samples are the head's, whatever kernel runs below.
 HEAD_FRAME = "mm_head_rows"
 SYNC = "thread pool/sync"
@@ -76,7 +76,7 @@ FILE_RULES = [
     (re.compile(r"^src/kernels/"), "matmul", True),
 ]
 # By name, for what the files do not settle (mixed files such as
-# src/forward.c, inlined frames, libc and the kernel); tried in this order.
+# src/model/forward.c, inlined frames, libc and the kernel); tried in this order.
 NAME_RULES = [
     (SYNC, re.compile(
         r"^(worker_main|run_share|nc_threadpool_\w*|pthread_\w*|__pthread\w*|"

@@ -23,7 +23,7 @@
 
 #include "api_error.h"
 #include "chat/chat_template.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 #include "prompt.h"
 #include "request_parse.h"

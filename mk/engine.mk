@@ -1,6 +1,6 @@
 # The engine: request lifecycle, stop strings, scheduler, the batch.
 UNIT_TESTS += test_batch
-test_batch_DEPS := base/status batch
+test_batch_DEPS := base/status model/batch
 UNIT_TESTS += test_stop_matcher
 test_stop_matcher_DEPS := base/status stop_matcher
 UNIT_TESTS += test_scheduler

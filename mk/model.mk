@@ -3,9 +3,9 @@
 # Recursive (=) so that KERNEL_OBJS and TOKENIZER_OBJS (fragments included
 # later) expand.
 MODEL_OBJS = base/status base/mapped_file gguf/gguf_index gguf/gguf gguf/gguf_get gguf/quant gguf/quant_dequant \
-             $(KERNEL_OBJS) base/threadpool batch kv/kv_cache kv/kv_prefix \
-             model arch_llama arch_qwen2 arch_qwen3 arch_phi3 arch_qwen3moe \
-             arch_gemma forward forward_moe forward_flash context api_model \
+             $(KERNEL_OBJS) base/threadpool model/batch kv/kv_cache kv/kv_prefix \
+             model/model model/archs/arch_llama model/archs/arch_qwen2 model/archs/arch_qwen3 model/archs/arch_phi3 model/archs/arch_qwen3moe \
+             model/archs/arch_gemma model/forward model/forward_moe model/forward_flash model/context api_model \
              $(TOKENIZER_OBJS)
 # The SIMD builds of the attention loops and row ops (the backend tables
 # choose them; same results).
@@ -24,6 +24,6 @@ test_forward_flash_DEPS = $(MODEL_OBJS)
 test_forward_kvq_DEPS = $(MODEL_OBJS)
 test_ops_DEPS = $(KERNEL_OBJS) base/threadpool base/status gguf/quant gguf/quant_dequant
 test_ops_simd_DEPS = $(KERNEL_OBJS) gguf/quant gguf/quant_dequant
-test_kv_cache_DEPS := base/status kv/kv_cache kv/kv_prefix batch gguf/quant gguf/quant_dequant
+test_kv_cache_DEPS := base/status kv/kv_cache kv/kv_prefix model/batch gguf/quant gguf/quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)
 test_model_load_DEPS = $(MODEL_OBJS)

@@ -2,11 +2,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
-#include "context.h"
+#include "model/arch.h"
+#include "model/context.h"
 #include "gguf/gguf.h"
 #include "base/mapped_file.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 
 void nucleus_free(void *ptr) {

@@ -1,7 +1,7 @@
 /* Public API: the generation-parameter contract (src/sampler_contract.c)
  * and the defaults of each surface, with the model's own recommendation. */
 #include "gguf/gguf.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 #include "sampling/sampler_contract.h"
 

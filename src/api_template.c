@@ -7,7 +7,7 @@
 #include "chat/chat_template.h"
 #include "chat/chat_template_builtin.h"
 #include "gguf/gguf.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 #include "chat/tool_call.h"
 #include "tokenizer/vocab.h"

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "tokenizer/detokenizer.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 #include "tokenizer/vocab.h"
 

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "base/status.h"
 
 /* Fills out with params, defaults resolved against the model (n_ctx capped

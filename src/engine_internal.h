@@ -8,13 +8,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "batch.h"
+#include "model/batch.h"
 #include "sampling/beam.h"
-#include "context.h"
+#include "model/context.h"
 #include "tokenizer/detokenizer.h"
 #include "grammar/grammar.h"
 #include "kv/kv_cache.h"
-#include "model.h"
+#include "model/model.h"
 #include "request.h"
 #include "sampling/sampler.h"
 #include "scheduler.h"

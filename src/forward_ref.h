@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "base/status.h"
 
 /* Teacher-forced logits of tokens[0..n) at positions 0..n-1: n * n_vocab

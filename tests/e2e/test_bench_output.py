@@ -77,14 +77,14 @@ def load_profile():
 
 def test_profile_groups_helpers_with_their_caller():
     prof = load_profile()
-    files = {"nc_expf_ggml": "src/kernels/ops.c", "att_worker": "src/forward.c",
+    files = {"nc_expf_ggml": "src/kernels/ops.c", "att_worker": "src/model/forward.c",
              "nc_threadpool_run": "src/base/threadpool.c",
              "worker_main": "src/base/threadpool.c", "add_avx2": "src/kernels/ops_avx2.c",
-             "rows_worker": "src/arch_llama.c", "mm_worker": "src/forward.c",
+             "rows_worker": "src/model/archs/arch_llama.c", "mm_worker": "src/model/forward.c",
              "nc_avx2_dot_q4_1": "src/kernels/avx2.c",
              "load_chunk": "src/kernels/avx512_gemm.c",
              "nc_strtab_find": "src/tokenizer/tokenizer_strtab.c",
-             "llama_forward": "src/arch_llama.c"}
+             "llama_forward": "src/model/archs/arch_llama.c"}
     text = (
         "123 \n"
         "\t68b0 fmaf@plt (/x/nucleus)\n"
@@ -132,7 +132,7 @@ def test_profile_groups_helpers_with_their_caller():
 def test_profile_counts_the_output_head_apart():
     prof = load_profile()
     files = {"nc_avx512_gemv_q8_0": "src/kernels/avx512_gemv.c",
-             "mm_head_rows": "src/forward.c", "mm_worker": "src/forward.c"}
+             "mm_head_rows": "src/model/forward.c", "mm_worker": "src/model/forward.c"}
     text = ("1 \n"
             "\t1 nc_avx512_gemv_q8_0 (/x/nucleus)\n"
             "\t2 mm_head_rows (/x/nucleus)\n"

@@ -9,10 +9,10 @@
 
 #include <stdint.h>
 
-#include "batch.h"
-#include "context.h"
+#include "model/batch.h"
+#include "model/context.h"
 #include "kv/kv_cache.h"
-#include "model.h"
+#include "model/model.h"
 
 static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,
                                int32_t n, int32_t n_prompt,

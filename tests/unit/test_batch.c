@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "batch.h"
+#include "model/batch.h"
 
 static void test_order_ends(void **state) {
   (void)state;

@@ -25,12 +25,12 @@
 
 #include <cmocka.h>
 
-#include "batch.h"
-#include "context.h"
+#include "model/batch.h"
+#include "model/context.h"
 #include "engine.h"
 #include "engine_internal.h"
 #include "kv/kv_cache.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 #include "test_require.h"
 

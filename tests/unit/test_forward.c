@@ -24,10 +24,10 @@
 #include <cmocka.h>
 
 #include "chunked_forward.h"
-#include "context.h"
+#include "model/context.h"
 #include "golden_agreement.h"
 #include "logits_golden.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 #include "test_require.h"
 

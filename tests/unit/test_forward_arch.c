@@ -53,13 +53,13 @@
 
 #include <cmocka.h>
 
-#include "batch.h"
+#include "model/batch.h"
 #include "chunked_forward.h"
-#include "context.h"
+#include "model/context.h"
 #include "forward_ref.h"
 #include "kv/kv_cache.h"
 #include "logits_golden.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 #include "test_require.h"
 

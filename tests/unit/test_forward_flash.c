@@ -20,10 +20,10 @@
 
 #include <cmocka.h>
 
-#include "batch.h"
-#include "context.h"
+#include "model/batch.h"
+#include "model/context.h"
 #include "kv/kv_cache.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 
 #include "golden_agreement.h"

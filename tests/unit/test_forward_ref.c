@@ -27,7 +27,7 @@
 #include "forward_ref.h"
 #include "kernels/kernels.h"
 #include "logits_golden.h"
-#include "model.h"
+#include "model/model.h"
 #include "nucleus.h"
 #include "test_require.h"
 

@@ -18,7 +18,7 @@
 #include "kernels/attn_kernel.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
-#include "model.h"
+#include "model/model.h"
 #include "base/threadpool.h"
 
 static void test_rmsnorm(void **state) {

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "arch.h"
+#include "model/arch.h"
 
 /* What a llama-family file must carry beyond llama's tensors (absent
  * optional pieces are simply not applied). */

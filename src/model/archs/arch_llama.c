@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "forward.h"
+#include "model/forward.h"
 #include "kernels/ops.h"
 
 nc_code nc_llama_check_hparams(const gguf_file *f, nc_hparams *hp,

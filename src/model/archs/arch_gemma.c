@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
-#include "forward.h"
+#include "model/arch.h"
+#include "model/forward.h"
 #include "kernels/ops.h"
 
 typedef struct gemma_kind {
