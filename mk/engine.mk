@@ -2,9 +2,9 @@
 UNIT_TESTS += test_batch
 test_batch_DEPS := base/status model/batch
 UNIT_TESTS += test_stop_matcher
-test_stop_matcher_DEPS := base/status stop_matcher
+test_stop_matcher_DEPS := base/status engine/stop_matcher
 UNIT_TESTS += test_scheduler
-test_scheduler_DEPS := scheduler
+test_scheduler_DEPS := engine/scheduler
 UNIT_TESTS += test_engine
 test_engine_LIB := 1
 # Sliding-window layers in the paged cache, on the gemma files (build/arch

@@ -1,6 +1,6 @@
 # The server's request parsing under libFuzzer (fuzz/fuzz_request.c): the
 # JSON body -> parameters (tools/server/request_parse.c), the engine's
-# parameter check (src/engine_params.c) and the prompt (tools/server/
+# parameter check (src/engine/engine_params.c) and the prompt (tools/server/
 # prompt.c: messages, tools, token-id prompts; templates through the real
 # Jinja engine). make fuzz-request (clang-14), then e.g.
 #   build/fuzz/fuzz_request -dict=fuzz/request.dict -max_total_time=300 \
@@ -8,7 +8,7 @@
 # The committed corpus is replayed by test_request_fuzz (make unit).
 REQUEST_FUZZ_SERVER := request_parse structured prompt api_error \
   json_text tool_request
-REQUEST_FUZZ_OBJS = $(sort base/status engine_params sampling/sampler_params sampling/sampler_contract \
+REQUEST_FUZZ_OBJS = $(sort base/status engine/engine_params sampling/sampler_params sampling/sampler_contract \
   $(JINJA_OBJS) chat/chat_template chat/chat_template_guard \
   api_grammar grammar/grammar_handle grammar/grammar_parse grammar/grammar_check grammar/grammar_state grammar/json_schema \
   grammar/grammar_match grammar/grammar_mask grammar/grammar_memo grammar/grammar_canon grammar/grammar_trie)

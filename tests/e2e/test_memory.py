@@ -37,7 +37,7 @@ N_GEN = 48
 PROMPT = "The three primary colors are"
 # tools/cli/cmd_run.c: with no -c and no --kv-tokens, `nucleus run` reserves
 # one context of min(8192, the model's training context) positions
-# (src/engine_params.c caps n_ctx at 8192); the pool is whole blocks of 16
+# (src/engine/engine_params.c caps n_ctx at 8192); the pool is whole blocks of 16
 # positions (the engine's default kv_block_tokens); K and V are F16.
 RUN_CTX_CAP = 8192
 KV_BLOCK_TOKENS = 16

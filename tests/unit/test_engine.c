@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "grammar/grammar.h"
 #include "nucleus.h"
 #include "test_require.h"

@@ -27,8 +27,8 @@
 
 #include "model/batch.h"
 #include "model/context.h"
-#include "engine.h"
-#include "engine_internal.h"
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "nucleus.h"

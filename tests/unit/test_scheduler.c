@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "scheduler.h"
+#include "engine/scheduler.h"
 
 #define MAXN 16
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "stop_matcher.h"
+#include "engine/stop_matcher.h"
 
 typedef struct stream_result {
   char text[4096];
