@@ -10,7 +10,7 @@ REQUEST_FUZZ_SERVER := request_parse structured prompt api_error \
   json_text tool_request
 REQUEST_FUZZ_OBJS = $(sort base/status engine/engine_params sampling/sampler_params sampling/sampler_contract \
   $(JINJA_OBJS) chat/chat_template chat/chat_template_guard \
-  api_grammar grammar/grammar_handle grammar/grammar_parse grammar/grammar_check grammar/grammar_state grammar/json_schema \
+  api/api_grammar grammar/grammar_handle grammar/grammar_parse grammar/grammar_check grammar/grammar_state grammar/json_schema \
   grammar/grammar_match grammar/grammar_mask grammar/grammar_memo grammar/grammar_canon grammar/grammar_trie)
 FUZZ_REQUEST_SRCS = fuzz/fuzz_request.c \
   $(REQUEST_FUZZ_SERVER:%=tools/server/%.c) \

@@ -1,6 +1,6 @@
 # json_schema: JSON Schema -> GBNF (src/grammar/json_schema.c) and its public calls
-# (src/api_grammar.c); its fuzzer.
-JSON_SCHEMA_CORE := $(sort base/status grammar/json_schema api_grammar grammar/grammar_handle \
+# (src/api/api_grammar.c); its fuzzer.
+JSON_SCHEMA_CORE := $(sort base/status grammar/json_schema api/api_grammar grammar/grammar_handle \
   $(GRAMMAR_CORE))
 
 # test_json_schema links the fuzz harness too (it replays

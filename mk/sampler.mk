@@ -53,4 +53,4 @@ build/fuzz/fuzz_sampler: $(FUZZ_SAMPLER_SRCS) src/sampling/sampler.h src/samplin
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(FUZZ_SAMPLER_SRCS) -lm -o $@
 UNIT_TESTS += test_sampler_inspect
-test_sampler_inspect_DEPS := $(SAMPLER_OBJS) api_sample
+test_sampler_inspect_DEPS := $(SAMPLER_OBJS) api/api_sample

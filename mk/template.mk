@@ -1,5 +1,5 @@
 # Chat templates: the sandboxed Jinja interpreter (src/jinja_*.c) and the
-# chat-template layer over it (src/chat/chat_template.c, src/api_template.c).
+# chat-template layer over it (src/chat/chat_template.c, src/api/api_template.c).
 JINJA_OBJS := base/status base/unicode jinja/jinja jinja/jinja_arena jinja/jinja_buf jinja/jinja_utf8 jinja/jinja_value \
   jinja/jinja_lex jinja/jinja_parse jinja/jinja_eval jinja/jinja_exec jinja/jinja_strings jinja/jinja_methods \
   jinja/jinja_globals jinja/jinja_filters jinja/jinja_tests jinja/jinja_json jinja/jinja_format
