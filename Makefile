@@ -98,9 +98,10 @@ $(NUCLEUS): $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a
 	$(CC) $(LDFLAGS) $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a $(LIBS) -o $@
 
 .SECONDEXPANSION:
-$(BUILDDIR)/tests/%: tests/unit/%.c $$(addprefix $(BUILDDIR)/src/,$$(addsuffix .o,$$($$*_DEPS))) $$(if $$($$*_LIB),$(BUILDDIR)/libnucleus.a)
+$(BUILDDIR)/tests/%: tests/unit/%.c $$(addprefix $(BUILDDIR)/src/,$$(addsuffix .o,$$($$*_DEPS))) $$(if $$($$*_REF),$(REF_OBJS)) $$(if $$($$*_LIB),$(BUILDDIR)/libnucleus.a)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(addprefix $(BUILDDIR)/src/,$(addsuffix .o,$($*_DEPS))) \
+	  $(if $($*_REF),$(REF_OBJS)) \
 	  $(if $($*_LIB),$(BUILDDIR)/libnucleus.a) $(LIBS) -lcmocka -o $@
 
 # A missing or unloadable model fails the tests that need it, unless

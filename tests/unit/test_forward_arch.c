@@ -56,7 +56,7 @@
 #include "model/batch.h"
 #include "chunked_forward.h"
 #include "model/context.h"
-#include "forward_ref.h"
+#include "../reference/forward_ref.h"
 #include "kv/kv_cache.h"
 #include "logits_golden.h"
 #include "model/model.h"

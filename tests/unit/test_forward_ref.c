@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "forward_ref.h"
+#include "../reference/forward_ref.h"
 #include "kernels/kernels.h"
 #include "logits_golden.h"
 #include "model/model.h"
