@@ -38,8 +38,10 @@ LDFLAGS += $(LDOPT)
 
 LIB_SRCS := $(sort $(wildcard src/*.c src/*/*.c src/*/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILDDIR)/%.o)
-TOOL_SRCS := $(sort $(wildcard tools/cli/*.c tools/server/*.c))
+TOOL_SRCS := $(sort $(wildcard tools/cli/*.c tools/server/*.c tools/server/*/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILDDIR)/%.o)
+# The server's files name each other from its root ("http/http_reply.h").
+$(TOOL_OBJS): CFLAGS += -Itools/server
 NUCLEUS := $(BUILDDIR)/nucleus
 SHLIB := $(BUILDDIR)/libnucleus.so
 # Library objects are position-independent (for libnucleus.so) and hide every

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "http_head.h"
+#include "http/http_head.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   http_head_verdict v;

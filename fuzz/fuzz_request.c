@@ -21,12 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_error.h"
+#include "http/api_error.h"
 #include "chat/chat_template.h"
 #include "model/model.h"
 #include "nucleus.h"
-#include "prompt.h"
-#include "request_parse.h"
+#include "openai/prompt.h"
+#include "openai/request_parse.h"
 #include "sampling/sampler_contract.h"
 #include "sampling/sampler_contract.h"
 #include "server.h"

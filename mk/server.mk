@@ -1,7 +1,7 @@
 # nucleus serve: unit tests of its pure parts, linked from tools/server
 # objects (the generic unit-test rule links src/ objects only).
 UNIT_TESTS += test_server_parts
-SERVER_PARTS := json_text auth metrics server_config
+SERVER_PARTS := http/json_text http/auth metrics server_config
 $(BUILDDIR)/tests/test_server_parts: tests/unit/test_server_parts.c \
     $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
@@ -11,7 +11,7 @@ $(BUILDDIR)/tests/test_server_parts: tests/unit/test_server_parts.c \
 
 # The request-head checker and the origin checks (tools/server).
 UNIT_TESTS += test_http_head
-HTTP_HEAD_PARTS := http_head origin_guard
+HTTP_HEAD_PARTS := http/http_head http/origin_guard
 $(BUILDDIR)/tests/test_http_head: tests/unit/test_http_head.c \
     $(HTTP_HEAD_PARTS:%=$(BUILDDIR)/tools/server/%.o)
 	@mkdir -p $(dir $@)
@@ -23,9 +23,9 @@ $(BUILDDIR)/tests/test_http_head: tests/unit/test_http_head.c \
 #     fuzz/corpus/http_head
 .PHONY: fuzz-http-head
 fuzz-http-head: build/fuzz/fuzz_http_head
-build/fuzz/fuzz_http_head: fuzz/fuzz_http_head.c tools/server/http_head.c \
-    tools/server/http_head.h
+build/fuzz/fuzz_http_head: fuzz/fuzz_http_head.c tools/server/http/http_head.c \
+    tools/server/http/http_head.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g -Itools/server \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  fuzz/fuzz_http_head.c tools/server/http_head.c -o $@
+	  fuzz/fuzz_http_head.c tools/server/http/http_head.c -o $@

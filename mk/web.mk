@@ -8,5 +8,5 @@ $(WEB_GEN): $(WEB_SRCS) scripts/embed_web.py
 	@mkdir -p $(dir $@)
 	python3 scripts/embed_web.py $@ $(WEB_SRCS)
 
-$(BUILDDIR)/gen/web_assets.o: $(WEB_GEN) tools/server/web_assets.h
+$(BUILDDIR)/gen/web_assets.o: $(WEB_GEN) tools/server/http/web_assets.h
 	$(CC) $(CFLAGS) -Itools/server -c $< -o $@

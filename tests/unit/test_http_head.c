@@ -11,8 +11,8 @@
 #include <cmocka.h>
 
 #include "fuzz_corpus.h"
-#include "http_head.h"
-#include "origin_guard.h"
+#include "http/http_head.h"
+#include "http/origin_guard.h"
 
 static http_head_result check(const char *s, unsigned *status) {
   http_head_verdict v = {0};

@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "auth.h"
-#include "json_text.h"
+#include "http/auth.h"
+#include "http/json_text.h"
 #include "metrics.h"
 #include "server_config.h"
 

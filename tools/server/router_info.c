@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "http_reply.h"
-#include "json_text.h"
+#include "http/http_reply.h"
+#include "http/json_text.h"
 #include "load_gauges.h"
 #include "routes.h"
 

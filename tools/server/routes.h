@@ -5,7 +5,7 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 
-#include "api_error.h"
+#include "http/api_error.h"
 #include "server.h"
 
 typedef enum MHD_Result (*route_fn)(server_ctx *srv,

@@ -10,7 +10,7 @@
 
 #include "../cli/cli_io.h"
 #include "../cli/commands.h"
-#include "http_server.h"
+#include "http/http_server.h"
 #include "server.h"
 
 #define DEFAULT_CTX_CAP 4096

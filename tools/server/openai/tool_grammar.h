@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "api_error.h"
+#include "http/api_error.h"
 #include "nucleus.h"
 #include "tool_request.h"
 

@@ -5,7 +5,7 @@
 
 #include <jansson.h>
 
-#include "api_error.h"
+#include "http/api_error.h"
 #include "request_parse.h"
 #include "server.h"
 

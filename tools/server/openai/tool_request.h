@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api_error.h"
+#include "http/api_error.h"
 
 #define SERVER_MAX_TOOLS 128
 #define SERVER_MAX_TOOL_NAME 64

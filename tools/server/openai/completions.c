@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "http_reply.h"
+#include "http/auth.h"
+#include "http/http_reply.h"
 #include "job.h"
 #include "prompt.h"
 #include "routes.h"

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_reply.h"
-#include "json_text.h"
+#include "http/http_reply.h"
+#include "http/json_text.h"
 #include "prompt.h"
 #include "routes.h"
 

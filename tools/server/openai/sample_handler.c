@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_reply.h"
+#include "http/http_reply.h"
 #include "inspect_json.h"
 #include "routes.h"
 

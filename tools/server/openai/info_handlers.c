@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_reply.h"
-#include "json_text.h"
+#include "http/http_reply.h"
+#include "http/json_text.h"
 #include "routes.h"
 
 enum MHD_Result handle_health(server_ctx *srv, struct MHD_Connection *conn,

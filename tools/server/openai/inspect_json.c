@@ -1,7 +1,7 @@
 /* nucleus serve: the sampler record as JSON. */
 #include "inspect_json.h"
 
-#include "json_text.h"
+#include "http/json_text.h"
 
 static json_t *piece(server_ctx *srv, int32_t id) {
   char buf[256];

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "http_reply.h"
-#include "job.h"
+#include "openai/job.h"
 
 typedef struct sse_stream {
   server_ctx *srv;

@@ -7,7 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "json_text.h"
+#include "http/json_text.h"
 
 /* "call_" and 24 random hex digits, or the id the model wrote. */
 static json_t *call_id(const nucleus_tool_call *c) {

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "inspect_json.h"
-#include "json_text.h"
+#include "http/json_text.h"
 
 #define FINGERPRINT "fp_nucleus"
 

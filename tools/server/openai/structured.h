@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "api_error.h"
+#include "http/api_error.h"
 #include "nucleus.h"
 
 /* *out: NULL when the request asks for none (free it with
