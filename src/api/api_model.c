@@ -2,10 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mapped_file.h"
+#include "gguf/gguf.h"
 #include "model/arch.h"
 #include "model/context.h"
-#include "gguf/gguf.h"
-#include "base/mapped_file.h"
 #include "model/model.h"
 #include "nucleus.h"
 
@@ -130,7 +130,7 @@ nucleus_cache_type nucleus_model_cache_type_v(const nucleus_model *model) {
 
 size_t nucleus_model_kv_bytes_per_position(const nucleus_model *model) {
   if (!model) return 0;
-  return nc_kv_bytes_per_position(nc_model_hparams(model),
+  return nc_kv_bytes_per_position(nc_hp_kv_shape(nc_model_hparams(model)),
                                   nc_model_kv_types(model));
 }
 
@@ -168,10 +168,10 @@ static nc_code eval_cached(const nucleus_model *m, const int32_t *tokens,
   nc_batch b = {0};
   const int32_t chunk = n < EVAL_CHUNK ? n : EVAL_CHUNK;
   const int64_t n_vocab = nc_model_hparams(m)->n_vocab;
-  nc_code rc =
-      nc_kv_cache_create_typed(nc_model_hparams(m), nc_model_kv_types(m),
-                               (n + EVAL_BLOCK_TOKENS - 1) / EVAL_BLOCK_TOKENS,
-                               EVAL_BLOCK_TOKENS, 1, &kv, err);
+  nc_code rc = nc_kv_cache_create_typed(
+      nc_hp_kv_shape(nc_model_hparams(m)), nc_model_kv_types(m),
+      (n + EVAL_BLOCK_TOKENS - 1) / EVAL_BLOCK_TOKENS, EVAL_BLOCK_TOKENS, 1,
+      &kv, err);
   if (!rc) rc = nc_context_create(m, kv, chunk, &ctx, err);
   /* the model at its training context, as llama.cpp's default n_ctx (the
    * one LongRoPE picks its factors by), however short the tokens */

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_internal.h"
 #include "base/rng.h"
+#include "engine_internal.h"
 
 /* ------------------------------------------------------------ completions */
 
@@ -881,8 +881,9 @@ static nc_code create_kv(nucleus_engine *e, const nc_hparams *hp,
   for (int32_t l = 0; l < hp->n_layer; l++)
     swa[l] = w->layers[l].swa && !e->params.swa_full;
   nc_code rc = nc_kv_cache_create_swa(
-      hp, nc_model_kv_types(e->model), swa, n_blocks, e->params.kv_block_tokens,
-      2 * e->params.max_running + 8, e->params.max_batch_tokens, &e->kv, err);
+      nc_hp_kv_shape(hp), nc_model_kv_types(e->model), swa, n_blocks,
+      e->params.kv_block_tokens, 2 * e->params.max_running + 8,
+      e->params.max_batch_tokens, &e->kv, err);
   free(swa);
   return rc;
 }

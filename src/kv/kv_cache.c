@@ -30,14 +30,15 @@ static size_t kv_row_bytes(nc_type t, int32_t n) {
   return nc_kv_type_supported(t) ? nc_row_size(t, n) : 0;
 }
 
-size_t nc_kv_bytes_per_position(const nc_hparams *hp, nc_kv_types types) {
-  const size_t k = kv_row_bytes(types.k, nc_hp_n_embd_k(hp)),
-               v = kv_row_bytes(types.v, nc_hp_n_embd_v(hp));
-  return k && v ? (size_t)hp->n_layer * (k + v) : 0;
+size_t nc_kv_bytes_per_position(nc_kv_shape shape, nc_kv_types types) {
+  const size_t k = kv_row_bytes(types.k, shape.n_head_kv * shape.head_dim),
+               v = kv_row_bytes(types.v, shape.n_head_kv * shape.head_dim_v);
+  return k && v ? (size_t)shape.n_layer * (k + v) : 0;
 }
 
-size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens) {
-  return (size_t)block_tokens * nc_kv_bytes_per_position(hp, NC_KV_TYPES_F16);
+size_t nc_kv_bytes_per_block(nc_kv_shape shape, int32_t block_tokens) {
+  return (size_t)block_tokens *
+         nc_kv_bytes_per_position(shape, NC_KV_TYPES_F16);
 }
 
 /* The attention of a sliding-window layer starts at a position that is a
@@ -119,20 +120,20 @@ int32_t nc_kv_swa_keep_from(const nc_kv_cache *kv, int32_t len) {
   return (int32_t)(lo / unit * unit);
 }
 
-static nc_code cache_create(const nc_hparams *hp, nc_kv_types types,
+static nc_code cache_create(nc_kv_shape shape, nc_kv_types types,
                             const bool *layer_swa, int64_t n_blocks,
                             int64_t n_swa_blocks, int32_t block_tokens,
                             int32_t max_seqs, nc_kv_cache **out,
                             nc_error *err) {
   *out = NULL;
-  if (!kv_row_bytes(types.k, hp->head_dim) ||
-      !kv_row_bytes(types.v, hp->head_dim_v))
+  if (!kv_row_bytes(types.k, shape.head_dim) ||
+      !kv_row_bytes(types.v, shape.head_dim_v))
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "KV cache types K %s, V %s for head sizes %d, %d: each "
                    "must be F16, BF16, Q8_0 or Q4_0 and its block size "
                    "must divide the head size",
                    nc_type_name(types.k), nc_type_name(types.v),
-                   (int)hp->head_dim, (int)hp->head_dim_v);
+                   (int)shape.head_dim, (int)shape.head_dim_v);
   if (n_blocks < 1 || n_blocks > INT32_MAX)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "KV cache blocks %lld: must be in [1, %d]",
@@ -155,18 +156,18 @@ static nc_code cache_create(const nc_hparams *hp, nc_kv_types types,
                    (long long)n_blocks, (int)block_tokens, INT32_MAX);
   nc_kv_cache *kv = calloc(1, sizeof *kv);
   if (!kv) return nc_fail(err, NC_ERR_NOMEM, "KV cache: out of memory");
-  kv->n_layer = hp->n_layer;
-  kv->dim_k = nc_hp_n_embd_k(hp);
-  kv->dim_v = nc_hp_n_embd_v(hp);
+  kv->n_layer = shape.n_layer;
+  kv->dim_k = shape.n_head_kv * shape.head_dim;
+  kv->dim_v = shape.n_head_kv * shape.head_dim_v;
   kv->block_tokens = block_tokens;
   kv->max_seqs = max_seqs;
   kv->types = types;
   kv->row_k = kv_row_bytes(types.k, kv->dim_k);
   kv->row_v = kv_row_bytes(types.v, kv->dim_v);
-  kv->rot_k = nc_kv_rotation(types.k, hp->head_dim, true);
-  kv->rot_v = nc_kv_rotation(types.v, hp->head_dim_v, false);
+  kv->rot_k = nc_kv_rotation(types.k, shape.head_dim, true);
+  kv->rot_v = nc_kv_rotation(types.v, shape.head_dim_v, false);
   kv->n_groups = layer_swa ? 2 : 1;
-  kv->window = layer_swa ? hp->n_swa : 0;
+  kv->window = layer_swa ? shape.n_swa : 0;
   kv->g_blocks[NC_KV_GLOBAL] = n_blocks;
   kv->g_blocks[NC_KV_SWA] = layer_swa ? n_swa_blocks : 0;
   kv->g_first[NC_KV_SWA] = n_blocks;
@@ -209,40 +210,40 @@ static nc_code cache_create(const nc_hparams *hp, nc_kv_types types,
   return NC_OK;
 }
 
-nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
+nc_code nc_kv_cache_create(nc_kv_shape shape, int64_t n_blocks,
                            int32_t block_tokens, int32_t max_seqs,
                            nc_kv_cache **out, nc_error *err) {
-  return nc_kv_cache_create_swa(hp, NC_KV_TYPES_F16, NULL, n_blocks,
+  return nc_kv_cache_create_swa(shape, NC_KV_TYPES_F16, NULL, n_blocks,
                                 block_tokens, max_seqs, 0, out, err);
 }
 
-nc_code nc_kv_cache_create_typed(const nc_hparams *hp, nc_kv_types types,
+nc_code nc_kv_cache_create_typed(nc_kv_shape shape, nc_kv_types types,
                                  int64_t n_blocks, int32_t block_tokens,
                                  int32_t max_seqs, nc_kv_cache **out,
                                  nc_error *err) {
-  return nc_kv_cache_create_swa(hp, types, NULL, n_blocks, block_tokens,
+  return nc_kv_cache_create_swa(shape, types, NULL, n_blocks, block_tokens,
                                 max_seqs, 0, out, err);
 }
 
-nc_code nc_kv_cache_create_swa(const nc_hparams *hp, nc_kv_types types,
+nc_code nc_kv_cache_create_swa(nc_kv_shape shape, nc_kv_types types,
                                const bool *layer_swa, int64_t n_blocks,
                                int32_t block_tokens, int32_t max_seqs,
                                int32_t step_tokens, nc_kv_cache **out,
                                nc_error *err) {
   bool any = false;
-  for (int32_t l = 0; layer_swa && l < hp->n_layer; l++)
+  for (int32_t l = 0; layer_swa && l < shape.n_layer; l++)
     any = any || layer_swa[l];
-  if (!any || hp->n_swa <= 0 || block_tokens < 1 || block_tokens > (1 << 20) ||
-      max_seqs < 1 || max_seqs > (1 << 20))
-    return cache_create(hp, types, NULL, n_blocks, 0, block_tokens, max_seqs,
+  if (!any || shape.n_swa <= 0 || block_tokens < 1 ||
+      block_tokens > (1 << 20) || max_seqs < 1 || max_seqs > (1 << 20))
+    return cache_create(shape, types, NULL, n_blocks, 0, block_tokens, max_seqs,
                         out, err);
-  const int64_t n_swa = nc_kv_swa_blocks_for(block_tokens, max_seqs, hp->n_swa,
-                                             step_tokens > 0 ? step_tokens : 0);
-  nc_code rc = cache_create(hp, types, layer_swa, n_blocks, n_swa, block_tokens,
-                            max_seqs, out, err);
+  const int64_t n_swa = nc_kv_swa_blocks_for(
+      block_tokens, max_seqs, shape.n_swa, step_tokens > 0 ? step_tokens : 0);
+  nc_code rc = cache_create(shape, types, layer_swa, n_blocks, n_swa,
+                            block_tokens, max_seqs, out, err);
   /* storage for one sequence's window and step to start with */
   if (rc == NC_OK && !swa_grow(*out, nc_kv_swa_blocks_for(
-                                         block_tokens, 1, hp->n_swa,
+                                         block_tokens, 1, shape.n_swa,
                                          step_tokens > 0 ? step_tokens : 0))) {
     nc_kv_cache_free(*out);
     *out = NULL;

@@ -38,9 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/model.h"
-#include "gguf/quant.h"
 #include "base/status.h"
+#include "gguf/quant.h"
 
 typedef struct nc_kv_cache nc_kv_cache;
 
@@ -50,33 +49,35 @@ typedef struct nc_kv_types {
 } nc_kv_types;
 #define NC_KV_TYPES_F16 ((nc_kv_types){NC_TYPE_F16, NC_TYPE_F16})
 
-/* The types of the model's caches (nucleus_model_params.cache_type_k, _v). */
-static inline nc_kv_types nc_model_kv_types(const nucleus_model *m) {
-  return (nc_kv_types){nc_model_cache_type_k(m), nc_model_cache_type_v(m)};
-}
+/* What the cache needs of a model's shape: its layers, KV heads, head
+ * sizes of K and V and the sliding window (0: none). The model layer makes
+ * it from its hyperparameters (nc_hp_kv_shape). */
+typedef struct nc_kv_shape {
+  int32_t n_layer, n_head_kv, head_dim, head_dim_v, n_swa;
+} nc_kv_shape;
 
 /* F16, BF16, Q8_0 and Q4_0. */
 bool nc_kv_type_supported(nc_type t);
 
 /* An F16 cache. */
-nc_code nc_kv_cache_create(const nc_hparams *hp, int64_t n_blocks,
+nc_code nc_kv_cache_create(nc_kv_shape shape, int64_t n_blocks,
                            int32_t block_tokens, int32_t max_seqs,
                            nc_kv_cache **out, nc_error *err);
 /* A cache of these types (F16, BF16, Q8_0, Q4_0), with sliding windows:
  * layer_swa[l] (n_layer entries) marks the layers that see the last
- * hp->n_swa positions only; step_tokens bounds the positions one reserve
+ * shape.n_swa positions only; step_tokens bounds the positions one reserve
  * adds to all sequences together (the engine's token budget). NULL
  * layer_swa, no layer marked or n_swa 0: one group, every layer.
  * NC_ERR_INVALID_ARGUMENT for a type that is not a cache type or whose
  * block does not divide the head size. Both groups hold rows of these
  * types. */
-nc_code nc_kv_cache_create_swa(const nc_hparams *hp, nc_kv_types types,
+nc_code nc_kv_cache_create_swa(nc_kv_shape shape, nc_kv_types types,
                                const bool *layer_swa, int64_t n_blocks,
                                int32_t block_tokens, int32_t max_seqs,
                                int32_t step_tokens, nc_kv_cache **out,
                                nc_error *err);
 /* The same without sliding windows. */
-nc_code nc_kv_cache_create_typed(const nc_hparams *hp, nc_kv_types types,
+nc_code nc_kv_cache_create_typed(nc_kv_shape shape, nc_kv_types types,
                                  int64_t n_blocks, int32_t block_tokens,
                                  int32_t max_seqs, nc_kv_cache **out,
                                  nc_error *err);
@@ -124,10 +125,10 @@ int64_t nc_kv_blocks_used(const nc_kv_cache *kv);
 int32_t nc_kv_block_tokens(const nc_kv_cache *kv);
 int32_t nc_kv_max_seqs(const nc_kv_cache *kv);
 /* Bytes of an F16 block of every layer (a full cache's block). */
-size_t nc_kv_bytes_per_block(const nc_hparams *hp, int32_t block_tokens);
+size_t nc_kv_bytes_per_block(nc_kv_shape shape, int32_t block_tokens);
 /* K and V bytes of one position over all layers (0 for a type that is not a
  * cache type or a head size its block does not divide). */
-size_t nc_kv_bytes_per_position(const nc_hparams *hp, nc_kv_types types);
+size_t nc_kv_bytes_per_position(nc_kv_shape shape, nc_kv_types types);
 nc_kv_types nc_kv_cache_types(const nc_kv_cache *kv);
 /* llama.cpp rotates what goes into a quantized (Q8_0, Q4_0) half of the
  * cache by an orthonormal Walsh-Hadamard matrix (nc_fwht: fewer outliers

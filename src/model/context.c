@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "arch.h"
+#include "base/threadpool.h"
 #include "forward.h"
 #include "kernels/attn_kernel.h"
 #include "kernels/ops.h"
-#include "base/threadpool.h"
 
 struct nc_context {
   nc_fwd fwd; /* what the arch's graph runs over */
@@ -252,7 +252,7 @@ static nc_code nocache_setup(const nucleus_model *m, int32_t n,
   if (n < 1)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "no-cache forward: %d tokens, need at least 1", (int)n);
-  nc_code rc = nc_kv_cache_create_typed(nc_model_hparams(m),
+  nc_code rc = nc_kv_cache_create_typed(nc_hp_kv_shape(nc_model_hparams(m)),
                                         nc_model_kv_types(m), 1, n, 1, kv, err);
   if (!rc) rc = nc_context_create(m, *kv, n, ctx, err);
   if (!rc) nc_context_set_n_ctx(*ctx, nc_model_hparams(m)->n_ctx_train);

@@ -12,11 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/status.h"
 #include "gguf/gguf.h"
+#include "gguf/quant.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
-#include "gguf/quant.h"
-#include "base/status.h"
+#include "kv/kv_cache.h"
 
 /* The token table (vocab.h); the model owns it. */
 typedef struct nc_vocab nc_vocab;
@@ -79,6 +80,11 @@ static inline int32_t nc_hp_n_embd_k(const nc_hparams *hp) {
 static inline int32_t nc_hp_n_embd_v(const nc_hparams *hp) {
   return hp->n_head_kv * hp->head_dim_v;
 }
+/* The shape the paged KV cache is made for. */
+static inline nc_kv_shape nc_hp_kv_shape(const nc_hparams *hp) {
+  return (nc_kv_shape){hp->n_layer, hp->n_head_kv, hp->head_dim, hp->head_dim_v,
+                       hp->n_swa};
+}
 
 /* A 2-D (or 1-D) weight tensor: ne0 contiguous elements per row, ne1 rows;
  * a 3-D one (experts) holds ne2 such matrices one after another. */
@@ -140,6 +146,10 @@ bool nc_model_flash_attn(const nucleus_model *m);
  * but F16 comes with flash attention. */
 nc_type nc_model_cache_type_k(const nucleus_model *m);
 nc_type nc_model_cache_type_v(const nucleus_model *m);
+/* Both, as the cache takes them. */
+static inline nc_kv_types nc_model_kv_types(const nucleus_model *m) {
+  return (nc_kv_types){nc_model_cache_type_k(m), nc_model_cache_type_v(m)};
+}
 const char *nc_model_arch_name(const nucleus_model *m);
 const char *nc_model_name_str(const nucleus_model *m); /* general.name or "" */
 

@@ -9,9 +9,9 @@
 
 #include <stdint.h>
 
+#include "kv/kv_cache.h"
 #include "model/batch.h"
 #include "model/context.h"
-#include "kv/kv_cache.h"
 #include "model/model.h"
 
 static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,
@@ -23,7 +23,7 @@ static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,
   nc_context *ctx;
   nc_batch b;
   nucleus_error err;
-  assert_int_equal(nc_kv_cache_create_typed(nc_model_hparams(m),
+  assert_int_equal(nc_kv_cache_create_typed(nc_hp_kv_shape(nc_model_hparams(m)),
                                             nc_model_kv_types(m), (n + 15) / 16,
                                             16, 1, &kv, &err),
                    NC_OK);

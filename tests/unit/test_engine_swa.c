@@ -25,11 +25,11 @@
 
 #include <cmocka.h>
 
-#include "model/batch.h"
-#include "model/context.h"
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
 #include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/context.h"
 #include "model/model.h"
 #include "nucleus.h"
 #include "test_require.h"
@@ -126,9 +126,9 @@ static void run_pair(const nucleus_model *m, bool swa, const int32_t *tok0,
   nucleus_error err;
   const int64_t blocks = 2 * ((n + 15) / 16) + 4;
   bool *flags = swa_flags(m);
-  assert_int_equal(nc_kv_cache_create_swa(hp, nc_model_kv_types(m),
-                                          swa ? flags : NULL, blocks, 16, 2,
-                                          step, &kv, &err),
+  assert_int_equal(nc_kv_cache_create_swa(
+                       nc_hp_kv_shape(hp), nc_model_kv_types(m),
+                       swa ? flags : NULL, blocks, 16, 2, step, &kv, &err),
                    NC_OK);
   free(flags);
   assert_int_equal(nc_kv_n_groups(kv), swa ? 2 : 1);
@@ -505,8 +505,9 @@ static void test_swa_q8_0(void **state) {
   bool *flags = swa_flags(m);
   nc_kv_cache *kv;
   nucleus_error err;
-  assert_int_equal(nc_kv_cache_create_swa(hp, nc_model_kv_types(m), flags, 8,
-                                          16, 1, 64, &kv, &err),
+  assert_int_equal(nc_kv_cache_create_swa(nc_hp_kv_shape(hp),
+                                          nc_model_kv_types(m), flags, 8, 16, 1,
+                                          64, &kv, &err),
                    NC_OK);
   free(flags);
   assert_int_equal(nc_kv_n_groups(kv), 2);
@@ -579,7 +580,8 @@ static void test_bytes_held_gemma3(void **state) {
       nc_kv_cache *kv;
       nucleus_error err;
       /* one sequence, steps of 512 tokens, as `nucleus run` */
-      assert_int_equal(nc_kv_cache_create_swa(hp, NC_KV_TYPES_F16,
+      assert_int_equal(nc_kv_cache_create_swa(nc_hp_kv_shape(hp),
+                                              NC_KV_TYPES_F16,
                                               swa ? flags : NULL, lens[i] / 16,
                                               16, 1, 512, &kv, &err),
                        NC_OK);

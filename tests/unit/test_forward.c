@@ -24,9 +24,9 @@
 #include <cmocka.h>
 
 #include "chunked_forward.h"
-#include "model/context.h"
 #include "golden_agreement.h"
 #include "logits_golden.h"
+#include "model/context.h"
 #include "model/model.h"
 #include "nucleus.h"
 #include "test_require.h"
@@ -326,9 +326,9 @@ static void test_batch_invariance(void **state) {
   nc_context *ctx;
   nc_batch b;
   nucleus_error err;
-  assert_int_equal(
-      nc_kv_cache_create(nc_model_hparams(fx->m), 3 * 8 + 2, 16, 4, &kv, &err),
-      NC_OK);
+  assert_int_equal(nc_kv_cache_create(nc_hp_kv_shape(nc_model_hparams(fx->m)),
+                                      3 * 8 + 2, 16, 4, &kv, &err),
+                   NC_OK);
   assert_int_equal(nc_context_create(fx->m, kv, 128, &ctx, &err), NC_OK);
   assert_int_equal(nc_batch_init(&b, 128, &err), NC_OK);
   float *out = malloc(sizeof(float) * 128 * (size_t)nv);
@@ -410,8 +410,9 @@ static void test_fork_copy_on_write(void **state) {
   nc_context *ctx;
   nc_batch b;
   nucleus_error err;
-  assert_int_equal(
-      nc_kv_cache_create(nc_model_hparams(fx->m), 16, 16, 2, &kv, &err), NC_OK);
+  assert_int_equal(nc_kv_cache_create(nc_hp_kv_shape(nc_model_hparams(fx->m)),
+                                      16, 16, 2, &kv, &err),
+                   NC_OK);
   assert_int_equal(nc_context_create(fx->m, kv, 64, &ctx, &err), NC_OK);
   assert_int_equal(nc_batch_init(&b, 64, &err), NC_OK);
   float *out = malloc(sizeof(float) * 64 * (size_t)nv);
@@ -469,8 +470,9 @@ static void test_bad_batches(void **state) {
   nc_batch b;
   nucleus_error err;
   float *out = malloc(sizeof(float) * 4 * (size_t)fx->n_vocab);
-  assert_int_equal(
-      nc_kv_cache_create(nc_model_hparams(fx->m), 2, 16, 2, &kv, &err), NC_OK);
+  assert_int_equal(nc_kv_cache_create(nc_hp_kv_shape(nc_model_hparams(fx->m)),
+                                      2, 16, 2, &kv, &err),
+                   NC_OK);
   assert_int_equal(nc_context_create(fx->m, kv, 4, &ctx, &err), NC_OK);
   assert_int_equal(nc_batch_init(&b, 8, &err), NC_OK);
   const int32_t s = nc_kv_seq_new(kv);

@@ -53,12 +53,12 @@
 
 #include <cmocka.h>
 
-#include "model/batch.h"
-#include "chunked_forward.h"
-#include "model/context.h"
 #include "../reference/forward_ref.h"
+#include "chunked_forward.h"
 #include "kv/kv_cache.h"
 #include "logits_golden.h"
+#include "model/batch.h"
+#include "model/context.h"
 #include "model/model.h"
 #include "nucleus.h"
 #include "test_require.h"
@@ -298,9 +298,9 @@ static void run_shared(const nucleus_model *m, const golden_prompt *g,
   nc_context *ctx;
   nc_batch b;
   nucleus_error err;
-  assert_int_equal(
-      nc_kv_cache_create(nc_model_hparams(m), NP * 4 + 2, 16, NP, &kv, &err),
-      NC_OK);
+  assert_int_equal(nc_kv_cache_create(nc_hp_kv_shape(nc_model_hparams(m)),
+                                      NP * 4 + 2, 16, NP, &kv, &err),
+                   NC_OK);
   assert_int_equal(nc_context_create(m, kv, NP * INV_TOKENS, &ctx, &err),
                    NC_OK);
   assert_int_equal(nc_batch_init(&b, NP * INV_TOKENS, &err), NC_OK);

@@ -53,9 +53,9 @@
 #include <cmocka.h>
 
 #include "chunked_forward.h"
-#include "model/context.h"
 #include "golden_agreement.h"
 #include "logits_golden.h"
+#include "model/context.h"
 #include "model/model.h"
 #include "nucleus.h"
 #include "test_require.h"
@@ -291,7 +291,7 @@ static void test_cache_and_batch_invariance(void **state) {
   nc_context *ctx;
   nc_batch b;
   nucleus_error err;
-  assert_int_equal(nc_kv_cache_create(nc_model_hparams(fx->m),
+  assert_int_equal(nc_kv_cache_create(nc_hp_kv_shape(nc_model_hparams(fx->m)),
                                       2 * ((n + 15) / 16) + 2, 16, 2, &kv,
                                       &err),
                    NC_OK);

@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
+#include "kv/kv_cache.h"
 #include "model/batch.h"
 #include "model/context.h"
-#include "kv/kv_cache.h"
 #include "model/model.h"
 #include "nucleus.h"
 
@@ -243,10 +243,10 @@ static void test_params(void **state) {
                             NUCLEUS_CACHE_F16, &err);
   assert_non_null(off);
   nc_kv_cache *kv = NULL;
-  assert_int_equal(nc_kv_cache_create_typed(nc_model_hparams(off),
-                                            nc_model_kv_types(m), 2, 16, 1, &kv,
-                                            &err),
-                   NC_OK);
+  assert_int_equal(
+      nc_kv_cache_create_typed(nc_hp_kv_shape(nc_model_hparams(off)),
+                               nc_model_kv_types(m), 2, 16, 1, &kv, &err),
+      NC_OK);
   nc_context *ctx = NULL;
   assert_int_equal(nc_context_create(off, kv, 8, &ctx, &err),
                    NC_ERR_INVALID_ARGUMENT);

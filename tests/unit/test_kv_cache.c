@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "kv/kv_cache.h"
+#include "model/model.h"
 
 static nc_hparams tiny_hp(void) {
   nc_hparams hp = {0};
@@ -26,7 +27,9 @@ static nc_kv_cache *make(int64_t blocks, int32_t bt, int32_t seqs) {
   nc_hparams hp = tiny_hp();
   nc_kv_cache *kv = NULL;
   nucleus_error err;
-  assert_int_equal(nc_kv_cache_create(&hp, blocks, bt, seqs, &kv, &err), NC_OK);
+  assert_int_equal(
+      nc_kv_cache_create(nc_hp_kv_shape(&hp), blocks, bt, seqs, &kv, &err),
+      NC_OK);
   return kv;
 }
 
@@ -63,18 +66,20 @@ static void test_create_errors(void **state) {
   nc_hparams hp = tiny_hp();
   nc_kv_cache *kv = (nc_kv_cache *)1;
   nucleus_error err;
-  assert_int_equal(nc_kv_cache_create(&hp, 0, 16, 1, &kv, &err),
+  assert_int_equal(nc_kv_cache_create(nc_hp_kv_shape(&hp), 0, 16, 1, &kv, &err),
                    NC_ERR_INVALID_ARGUMENT);
   assert_null(kv);
   assert_non_null(strstr(err.message, "blocks"));
-  assert_int_equal(nc_kv_cache_create(&hp, 4, 0, 1, &kv, &err),
+  assert_int_equal(nc_kv_cache_create(nc_hp_kv_shape(&hp), 4, 0, 1, &kv, &err),
                    NC_ERR_INVALID_ARGUMENT);
-  assert_int_equal(nc_kv_cache_create(&hp, 4, 16, 0, &kv, &err),
+  assert_int_equal(nc_kv_cache_create(nc_hp_kv_shape(&hp), 4, 16, 0, &kv, &err),
                    NC_ERR_INVALID_ARGUMENT);
-  assert_int_equal(nc_kv_cache_create(&hp, 1 << 30, 1 << 20, 1, &kv, &err),
-                   NC_ERR_LIMIT);
+  assert_int_equal(
+      nc_kv_cache_create(nc_hp_kv_shape(&hp), 1 << 30, 1 << 20, 1, &kv, &err),
+      NC_ERR_LIMIT);
   /* 2 layers x 4 tokens x (16 + 16) halves. */
-  assert_int_equal(nc_kv_bytes_per_block(&hp, 4), 2 * 4 * 32 * 2);
+  assert_int_equal(nc_kv_bytes_per_block(nc_hp_kv_shape(&hp), 4),
+                   2 * 4 * 32 * 2);
 }
 
 static void test_reserve_and_free(void **state) {
@@ -314,8 +319,9 @@ static nc_kv_cache *make_swa(int64_t blocks, int32_t seqs) {
   hp.n_swa = 20;
   nc_kv_cache *kv = NULL;
   nucleus_error err;
-  assert_int_equal(nc_kv_cache_create_swa(&hp, NC_KV_TYPES_F16, k_swa, blocks,
-                                          4, seqs, 16, &kv, &err),
+  assert_int_equal(nc_kv_cache_create_swa(nc_hp_kv_shape(&hp), NC_KV_TYPES_F16,
+                                          k_swa, blocks, 4, seqs, 16, &kv,
+                                          &err),
                    NC_OK);
   assert_int_equal(nc_kv_n_groups(kv), 2);
   return kv;
@@ -516,10 +522,13 @@ static void test_typed_rows_and_fork(void **state) {
   nucleus_error err;
   nc_kv_cache *kv = NULL;
   const nc_kv_types q = {NC_TYPE_Q8_0, NC_TYPE_Q4_0};
-  assert_int_equal(nc_kv_cache_create_typed(&hp, q, 4, 4, 2, &kv, &err), NC_OK);
+  assert_int_equal(
+      nc_kv_cache_create_typed(nc_hp_kv_shape(&hp), q, 4, 4, 2, &kv, &err),
+      NC_OK);
   assert_int_equal(nc_kv_k_row_bytes(kv), 2 * 2 * 34); /* 2 heads x 2 blocks */
   assert_int_equal(nc_kv_v_row_bytes(kv), 2 * 2 * 18);
-  assert_int_equal(nc_kv_bytes_per_position(&hp, q), 2 * (136 + 72));
+  assert_int_equal(nc_kv_bytes_per_position(nc_hp_kv_shape(&hp), q),
+                   2 * (136 + 72));
   assert_int_equal(nc_kv_rot_k(kv), 64);
   assert_int_equal(nc_kv_rot_v(kv), 64);
   const int32_t a = nc_kv_seq_new(kv);
@@ -541,7 +550,9 @@ static void test_typed_rows_and_fork(void **state) {
   nc_kv_cache_free(kv);
   /* BF16 is not rotated; F16 views of a BF16 half are NULL */
   const nc_kv_types b = {NC_TYPE_BF16, NC_TYPE_F16};
-  assert_int_equal(nc_kv_cache_create_typed(&hp, b, 2, 4, 1, &kv, &err), NC_OK);
+  assert_int_equal(
+      nc_kv_cache_create_typed(nc_hp_kv_shape(&hp), b, 2, 4, 1, &kv, &err),
+      NC_OK);
   assert_int_equal(nc_kv_rot_k(kv), 0);
   const int32_t s = nc_kv_seq_new(kv);
   assert_int_equal(nc_kv_seq_reserve(kv, s, 1, &err), NC_OK);
@@ -550,12 +561,14 @@ static void test_typed_rows_and_fork(void **state) {
   nc_kv_cache_free(kv);
   /* head 8: no Q8_0 block fits; Q4_1 is not a cache type */
   hp.head_dim = hp.head_dim_v = 8;
-  assert_int_equal(nc_kv_cache_create_typed(&hp, q, 2, 4, 1, &kv, &err),
-                   NC_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      nc_kv_cache_create_typed(nc_hp_kv_shape(&hp), q, 2, 4, 1, &kv, &err),
+      NC_ERR_INVALID_ARGUMENT);
   hp.head_dim = hp.head_dim_v = 64;
   const nc_kv_types bad = {NC_TYPE_Q4_1, NC_TYPE_F16};
-  assert_int_equal(nc_kv_cache_create_typed(&hp, bad, 2, 4, 1, &kv, &err),
-                   NC_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      nc_kv_cache_create_typed(nc_hp_kv_shape(&hp), bad, 2, 4, 1, &kv, &err),
+      NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(err.message, "Q4_1"));
   /* Gemma 3's head of 256: K in one piece of 256, V in pieces of 64 */
   assert_int_equal(nc_kv_rotation(NC_TYPE_Q8_0, 256, true), 256);
@@ -578,8 +591,9 @@ static void test_swa_typed_rows(void **state) {
   const nc_kv_types q = {NC_TYPE_Q8_0, NC_TYPE_Q4_0};
   nc_kv_cache *kv = NULL;
   nucleus_error err;
-  assert_int_equal(
-      nc_kv_cache_create_swa(&hp, q, k_swa, 64, 4, 2, 16, &kv, &err), NC_OK);
+  assert_int_equal(nc_kv_cache_create_swa(nc_hp_kv_shape(&hp), q, k_swa, 64, 4,
+                                          2, 16, &kv, &err),
+                   NC_OK);
   assert_int_equal(nc_kv_n_groups(kv), 2);
   const size_t rk = nc_kv_k_row_bytes(kv), rv = nc_kv_v_row_bytes(kv);
   assert_int_equal(rk, 2 * 2 * 34);
@@ -630,9 +644,9 @@ static void test_swa_typed_rows(void **state) {
   nc_kv_cache_free(kv);
   /* a type whose block does not divide the head: refused with windows too */
   hp.head_dim = hp.head_dim_v = 8;
-  assert_int_equal(
-      nc_kv_cache_create_swa(&hp, q, k_swa, 64, 4, 2, 16, &kv, &err),
-      NC_ERR_INVALID_ARGUMENT);
+  assert_int_equal(nc_kv_cache_create_swa(nc_hp_kv_shape(&hp), q, k_swa, 64, 4,
+                                          2, 16, &kv, &err),
+                   NC_ERR_INVALID_ARGUMENT);
   assert_null(kv);
 }
 
