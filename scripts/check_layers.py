@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """Checks the layering of docs/ARCHITECTURE.md, in the sources and in the
-objects: every src/ module includes and calls only modules of its own layer
-or below, and tools/ and bench/ use only the public header.
+objects: src/ is one folder per subsystem, and the folders form a DAG
+(DEPENDS below): a file may include and call files of its own folder and of
+the folders its folder depends on, directly or through others, and nothing
+else. tools/ and bench/ use only the public header.
 
-- Includes: each `#include "..."` of a src/ file names a module of its own
-  layer or below; a tools/ or bench/ file includes nucleus.h and its own
-  directory's headers only (bench's module micro-benchmarks, below, may
+- Includes: each `#include "..."` of a src/ file names a file of its own
+  folder or of one below it; a tools/ or bench/ file includes nucleus.h and
+  its own tool's headers only (bench's module micro-benchmarks, below, may
   include src/ headers, as unit tests may).
 - Calls: from the symbol tables of the built objects (`nm` on BUILD/src and
   BUILD/tools, BUILD = build/release unless given): every symbol that a src/
-  object uses and another src/ object defines is defined in the same layer
-  or below; a tools/ object uses only the functions include/nucleus.h declares.
+  object uses and another src/ object defines is defined in its own folder or
+  one below it; a tools/ object uses only the functions include/nucleus.h
+  declares.
+- Every src/ folder is in DEPENDS (a new folder says what it uses), and
+  DEPENDS has no cycle.
 
 Usage: scripts/check_layers.py [BUILD]   (after `make`). Exits 1 and names
-each violation."""
+each violation. scripts/check_layers.py --graph prints the folders in
+layers, bottom first."""
 import pathlib
 import re
 import subprocess
@@ -21,35 +27,66 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-# Module name prefix -> layer. The longest matching prefix wins.
-LAYERS = {
-    "status": 0, "mapped_file": 0, "threadpool": 0, "unicode": 0, "rng": 0,
-    "gguf": 1, "quant": 1,
-    "kernels/": 2,
-    # The model, its forward graph and what the graph reads and writes (the
-    # flat batch, the paged KV cache); the token table and what builds it.
-    "model": 3, "arch": 3, "forward": 3, "batch": 3, "kv_cache": 3, "kv_prefix": 3,
-    "vocab": 3, "tokenizer_internal": 3, "tokenizer_strtab": 3,
-    "tokenizer_special": 3,
-    "sampler": 4, "beam": 4, "tokenizer": 4, "detokenizer": 4,
-    "stop_matcher": 4, "jinja": 4, "chat_template": 4, "tool_call": 4,
-    "grammar": 4, "json_schema": 4,
-    "context": 5, "scheduler": 5,
-    "engine": 6, "request": 6,
-    "api_": 7, "nucleus.h": 7,
+# Each src/ folder and the folders it uses directly (what those use, it may
+# use too). Bottom to top, as docs/ARCHITECTURE.md draws them.
+DEPENDS = {
+    "base": [],                      # status, mapped file, threads, unicode
+    "gguf": ["base"],                # the file format, tensor types
+    "kernels": ["gguf"],             # CPU kernel tables
+    "kv": ["kernels"],               # the paged KV cache, prefix index
+    "tokenizer": ["gguf"],           # vocab, BPE/SPM, detokenizer
+    "jinja": ["base"],               # the sandboxed template interpreter
+    "sampling": ["kernels"],         # sampler, its contract table, beam
+    "chat": ["jinja", "tokenizer"],  # chat templates, tool-call formats
+    "grammar": ["tokenizer"],        # GBNF, JSON Schema, the token mask
+    "model": ["kv", "tokenizer"],    # weights, archs/, batch, forward
+    "engine": ["model", "sampling", "grammar"],  # requests, scheduling
+    "api": ["engine", "chat"],       # include/nucleus.h's implementation
 }
+PUBLIC = "nucleus.h"
 
 # Micro-benchmarks that time one internal module against llama.cpp's (make
 # bench-*): like unit tests, they link src/ objects and include src/ headers.
 MODULE_BENCHES = {"bench/kernels.c", "bench/sampler.c", "bench/tokenizer.c"}
 
 
-def layer_of(name):
-    best = None
-    for prefix, layer in LAYERS.items():
-        if name.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
-            best = (prefix, layer)
-    return None if best is None else best[1]
+def closure():
+    """folder -> every folder below it; exits on a cycle."""
+    below = {}
+
+    def visit(f, path):
+        if f in path:
+            sys.exit("check_layers: DEPENDS has a cycle: " +
+                     " -> ".join(path + [f]))
+        if f not in below:
+            acc = set()
+            for d in DEPENDS.get(f, []):
+                acc |= {d} | visit(d, path + [f])
+            below[f] = acc
+        return below[f]
+
+    for f in DEPENDS:
+        visit(f, [])
+    return below
+
+
+BELOW = closure()
+
+
+def folder_of(rel):
+    """The subsystem folder of a path relative to src/ (None: src/ itself)."""
+    parts = rel.split("/")
+    return parts[0] if len(parts) > 1 else None
+
+
+def allowed(mine, theirs):
+    return theirs is None or mine == theirs or theirs in BELOW.get(mine, ())
+
+
+def layer_number(f, memo={}):
+    if f not in memo:
+        memo[f] = 1 + max((layer_number(d) for d in DEPENDS[f]), default=-1)
+    return memo[f]
 
 
 def includes(path):
@@ -62,22 +99,26 @@ def includes(path):
 def check_src_includes(bad):
     for path in sorted((ROOT / "src").rglob("*.[ch]")):
         rel = path.relative_to(ROOT / "src").as_posix()
-        mine = layer_of(rel)
-        if mine is None:
-            bad.append(f"src/{rel}: no layer assigned (add it to {__file__})")
+        mine = folder_of(rel)
+        if mine not in DEPENDS:
+            bad.append(f"src/{rel}: folder {mine!r} is not in DEPENDS "
+                       f"(add it to {__file__})")
             continue
         for inc in includes(path):
+            if inc == PUBLIC:
+                continue
             target = (path.parent / inc).resolve()
             if not target.exists():  # found through -Isrc
                 target = (ROOT / "src" / inc).resolve()
             try:
                 tname = target.relative_to(ROOT / "src").as_posix()
             except ValueError:
-                tname = pathlib.Path(inc).name
-            theirs = layer_of(tname)
-            if theirs is not None and theirs > mine and tname != "nucleus.h":
-                bad.append(f"src/{rel} (layer {mine}) includes {tname} "
-                           f"(layer {theirs})")
+                bad.append(f"src/{rel} includes {inc}, which is not in src/")
+                continue
+            theirs = folder_of(tname)
+            if not allowed(mine, theirs):
+                bad.append(f"src/{rel} ({mine}/) includes {tname}: {mine}/ "
+                           f"does not depend on {theirs}/")
 
 
 def check_client_includes(bad):
@@ -86,8 +127,12 @@ def check_client_includes(bad):
             rel = path.relative_to(ROOT).as_posix()
             if rel in MODULE_BENCHES:
                 continue
+            # a tool's files name each other from its root (tools/server/)
+            tool_root = ROOT / "/".join(rel.split("/")[:2]) \
+                if top == "tools" else path.parent
             for inc in includes(path):
-                if inc == "nucleus.h" or (path.parent / inc).is_file():
+                if inc == PUBLIC or (path.parent / inc).is_file() or \
+                        (tool_root / inc).is_file():
                     continue
                 bad.append(f"{rel} includes {inc}: clients use the public "
                            "header (nucleus.h) and their own headers only")
@@ -124,17 +169,19 @@ def check_calls(build, bad):
             definer[s] = rel
         uses[rel] = undefined
     for rel, undefined in sorted(uses.items()):
-        mine = layer_of(rel)
-        if mine is None:
-            bad.append(f"src/{rel}: no layer assigned (add it to {__file__})")
+        mine = folder_of(rel)
+        if mine not in DEPENDS:
+            bad.append(f"src/{rel}: folder {mine!r} is not in DEPENDS "
+                       f"(add it to {__file__})")
             continue
         for s in sorted(undefined):
             if s not in definer:
                 continue
-            theirs = layer_of(definer[s])
-            if theirs is not None and theirs > mine:
-                bad.append(f"src/{rel} (layer {mine}) calls {s} of "
-                           f"src/{definer[s]} (layer {theirs})")
+            theirs = folder_of(definer[s])
+            if not allowed(mine, theirs):
+                bad.append(f"src/{rel} ({mine}/) calls {s} of "
+                           f"src/{definer[s]}: {mine}/ does not depend on "
+                           f"{theirs}/")
     api = set(re.findall(r"\b(nucleus_\w+)\s*\(",
                          (ROOT / "include/nucleus.h").read_text()))
     for obj in sorted(o for o in (build / "tools").rglob("*.o")
@@ -148,11 +195,25 @@ def check_calls(build, bad):
 
 
 def main():
+    if sys.argv[1:] == ["--graph"]:
+        by_layer = {}
+        for f in DEPENDS:
+            by_layer.setdefault(layer_number(f), []).append(f)
+        for n in sorted(by_layer):
+            print(f"{n}: " + ", ".join(
+                f"{f} (uses {', '.join(DEPENDS[f]) or 'nothing'})"
+                for f in sorted(by_layer[n])))
+        return 0
     build = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else \
         ROOT / "build/release"
     if not build.is_absolute():
         build = pathlib.Path.cwd() / build
     bad = []
+    for d in sorted(p.name for p in (ROOT / "src").iterdir() if p.is_dir()):
+        if d not in DEPENDS:
+            bad.append(f"src/{d}/: not in DEPENDS (add it to {__file__})")
+    for f in (ROOT / "src").glob("*.[ch]"):
+        bad.append(f"src/{f.name}: every source lives in a subsystem folder")
     check_src_includes(bad)
     check_client_includes(bad)
     check_calls(build, bad)
