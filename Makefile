@@ -42,6 +42,8 @@ TOOL_SRCS := $(sort $(wildcard tools/cli/*.c tools/server/*.c tools/server/*/*.c
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILDDIR)/%.o)
 # The server's files name each other from its root ("http/http_reply.h").
 $(TOOL_OBJS): CFLAGS += -Itools/server
+# The tools' objects but main, for the unit tests of the server's parts.
+TOOLS_LIB := $(BUILDDIR)/tools/libtools.a
 NUCLEUS := $(BUILDDIR)/nucleus
 SHLIB := $(BUILDDIR)/libnucleus.so
 # Library objects are position-independent (for libnucleus.so) and hide every
@@ -51,10 +53,15 @@ SHLIB := $(BUILDDIR)/libnucleus.so
 $(LIB_OBJS): CFLAGS += -fPIC -fvisibility=hidden
 $(LIB_OBJS): Makefile
 
-# Each module's fragment adds its unit tests: UNIT_TESTS += name, and
-# name_DEPS := the src/ objects it links (so one module's work in progress
-# never blocks another's tests). Per-file SIMD flags live there too.
+# Each subsystem's fragment (mk/*.mk) adds its unit tests: UNIT_TESTS +=
+# name builds tests/unit/name.c against libnucleus.a (the linker takes the
+# objects it needs; name_REF := 1 adds the reference forwards of
+# tests/reference/). Per-file flags live there too, keyed by path:
+# CFLAGS_src/kernels/avx2 := -mavx2 ... (the path without .c).
 UNIT_TESTS :=
+# The sources of src/ folders, for the fuzzers that compile them with clang:
+# $(call src_of,base gguf) is every .c file of src/base and src/gguf.
+src_of = $(sort $(foreach d,$(1),$(wildcard src/$(d)/*.c src/$(d)/*/*.c)))
 # Fragments may define extra targets (fuzz-*, bench-*): keep `all` the default.
 .DEFAULT_GOAL := all
 include $(sort $(wildcard mk/*.mk))
@@ -66,7 +73,7 @@ all: $(NUCLEUS) $(SHLIB)
 
 $(BUILDDIR)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CFLAGS_$(notdir $*)) -c $< -o $@
+	$(CC) $(CFLAGS) $(CFLAGS_$*) -c $< -o $@
 
 $(BUILDDIR)/libnucleus.a: $(LIB_OBJS)
 	@rm -f $@
@@ -100,11 +107,10 @@ $(NUCLEUS): $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a
 	$(CC) $(LDFLAGS) $(TOOL_OBJS) $(BUILDDIR)/libnucleus.a $(LIBS) -o $@
 
 .SECONDEXPANSION:
-$(BUILDDIR)/tests/%: tests/unit/%.c $$(addprefix $(BUILDDIR)/src/,$$(addsuffix .o,$$($$*_DEPS))) $$(if $$($$*_REF),$(REF_OBJS)) $$(if $$($$*_LIB),$(BUILDDIR)/libnucleus.a)
+$(BUILDDIR)/tests/%: tests/unit/%.c $$(if $$($$*_REF),$(REF_OBJS)) $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(addprefix $(BUILDDIR)/src/,$(addsuffix .o,$($*_DEPS))) \
-	  $(if $($*_REF),$(REF_OBJS)) \
-	  $(if $($*_LIB),$(BUILDDIR)/libnucleus.a) $(LIBS) -lcmocka -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(if $($*_REF),$(REF_OBJS)) \
+	  $(BUILDDIR)/libnucleus.a $(LIBS) -lcmocka -o $@
 
 # A missing or unloadable model fails the tests that need it, unless
 # NUCLEUS_TESTS_WITHOUT_MODEL=1 (then they skip). The last lines count the

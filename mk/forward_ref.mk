@@ -4,14 +4,12 @@
 # the library.
 REF_OBJS := $(patsubst %.c,$(BUILDDIR)/%.o,$(wildcard tests/reference/*.c))
 UNIT_TESTS += test_forward_ref
-test_forward_ref_LIB := 1
 test_forward_ref_REF := 1
 
 # The llama-family architectures against llama.cpp (tests/unit/
 # test_forward_arch.c) on small random-weight files made here (they are not
 # committed; the goldens in tests/data/logits/arch_*.txt are).
 UNIT_TESTS += test_forward_arch
-test_forward_arch_LIB := 1
 test_forward_arch_REF := 1
 ARCH_MODELS := build/arch/qwen2.gguf build/arch/qwen3.gguf \
                build/arch/phi3.gguf build/arch/qwen3moe.gguf \
@@ -28,4 +26,3 @@ arch-models: model $(ARCH_MODELS)
 
 # The real Gemma 3 270M (fetched by `make model`) against llama.cpp.
 UNIT_TESTS += test_forward_gemma
-test_forward_gemma_LIB := 1

@@ -8,18 +8,19 @@
 # The committed corpus is replayed by test_request_fuzz (make unit).
 REQUEST_FUZZ_SERVER := openai/request_parse openai/structured openai/prompt \
   http/api_error http/json_text openai/tool_request
-REQUEST_FUZZ_OBJS = $(sort base/status engine/engine_params sampling/sampler_params sampling/sampler_contract \
-  $(JINJA_OBJS) chat/chat_template chat/chat_template_guard \
-  api/api_grammar grammar/grammar_handle grammar/grammar_parse grammar/grammar_check grammar/grammar_state grammar/json_schema \
-  grammar/grammar_match grammar/grammar_mask grammar/grammar_memo grammar/grammar_canon grammar/grammar_trie)
+# The src/ folders it stands on, and the single files of the folders above
+# them that parse and check parameters (clang builds the fuzzer from sources,
+# without the kernels' per-file SIMD flags).
 FUZZ_REQUEST_SRCS = fuzz/fuzz_request.c \
   $(REQUEST_FUZZ_SERVER:%=tools/server/%.c) \
-  $(patsubst %,src/%.c,$(REQUEST_FUZZ_OBJS))
+  $(call src_of,base gguf tokenizer jinja chat grammar) \
+  src/sampling/sampler_params.c src/sampling/sampler_contract.c \
+  src/engine/engine_params.c src/api/api_grammar.c
 
 .PHONY: fuzz-request
 fuzz-request: build/fuzz/fuzz_request
 
-build/fuzz/fuzz_request: $(FUZZ_REQUEST_SRCS) $(wildcard src/*.h) \
+build/fuzz/fuzz_request: $(FUZZ_REQUEST_SRCS) $(wildcard src/*/*.h) \
     $(wildcard tools/server/*.h tools/server/*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
@@ -29,10 +30,7 @@ build/fuzz/fuzz_request: $(FUZZ_REQUEST_SRCS) $(wildcard src/*.h) \
 # The corpus replay, in every unit-test build (release and ASan+UBSan).
 UNIT_TESTS += test_request_fuzz
 $(BUILDDIR)/tests/test_request_fuzz: tests/unit/test_request_fuzz.c \
-    fuzz/fuzz_request.c $(REQUEST_FUZZ_SERVER:%=$(BUILDDIR)/tools/server/%.o) \
-    $(patsubst %,$(BUILDDIR)/src/%.o,$(REQUEST_FUZZ_OBJS))
+    fuzz/fuzz_request.c $(TOOLS_LIB) $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools/server $(LDFLAGS) $< \
-	  $(REQUEST_FUZZ_SERVER:%=$(BUILDDIR)/tools/server/%.o) \
-	  $(patsubst %,$(BUILDDIR)/src/%.o,$(REQUEST_FUZZ_OBJS)) $(LIBS) \
-	  -lcmocka -o $@
+	$(CC) $(CFLAGS) -Itools/server $(LDFLAGS) $< $(TOOLS_LIB) \
+	  $(BUILDDIR)/libnucleus.a $(LIBS) -lcmocka -o $@

@@ -1,22 +1,18 @@
-# nucleus serve: unit tests of its pure parts, linked from tools/server
-# objects (the generic unit-test rule links src/ objects only).
-UNIT_TESTS += test_server_parts
-SERVER_PARTS := http/json_text http/auth metrics server_config
-$(BUILDDIR)/tests/test_server_parts: tests/unit/test_server_parts.c \
-    $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) $(BUILDDIR)/libnucleus.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools/server $(LDFLAGS) $< \
-	  $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) $(BUILDDIR)/libnucleus.a \
-	  $(LIBS) -lcmocka -o $@
+# nucleus serve: unit tests of its parts (the load gauges routers and
+# endpoint pickers read, the pure JSON/auth/metrics/config helpers, the
+# request-head checker and the origin checks), linked from an archive of the
+# tools' objects (tools/cli/main.c's main left out) and the library.
+$(TOOLS_LIB): $(filter-out $(BUILDDIR)/tools/cli/main.o,$(TOOL_OBJS))
+	@rm -f $@
+	ar rcs $@ $^
 
-# The request-head checker and the origin checks (tools/server).
-UNIT_TESTS += test_http_head
-HTTP_HEAD_PARTS := http/http_head http/origin_guard
-$(BUILDDIR)/tests/test_http_head: tests/unit/test_http_head.c \
-    $(HTTP_HEAD_PARTS:%=$(BUILDDIR)/tools/server/%.o)
+SERVER_UNIT_TESTS := test_load_gauges test_server_parts test_http_head
+UNIT_TESTS += $(SERVER_UNIT_TESTS)
+$(SERVER_UNIT_TESTS:%=$(BUILDDIR)/tests/%): $(BUILDDIR)/tests/%: \
+    tests/unit/%.c $(TOOLS_LIB) $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools/server $(LDFLAGS) $< \
-	  $(HTTP_HEAD_PARTS:%=$(BUILDDIR)/tools/server/%.o) $(LIBS) -lcmocka -o $@
+	$(CC) $(CFLAGS) -Itools/server $(LDFLAGS) $< $(TOOLS_LIB) \
+	  $(BUILDDIR)/libnucleus.a $(LIBS) -lcmocka -o $@
 
 # libFuzzer target: make fuzz-http-head (clang-14), then
 #   build/fuzz/fuzz_http_head -max_total_time=300 fuzz/corpus-run/http_head \

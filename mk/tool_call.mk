@@ -1,18 +1,17 @@
 # Tool calls: each model family's call syntax parsed out of replies
-# (src/tool_call_*.c).
+# (src/chat/tool_call_*.c).
 UNIT_TESTS += test_tool_call
-test_tool_call_DEPS := base/status chat/tool_call_parse chat/tool_call_format chat/tool_call_messages
 
 # libFuzzer target: make fuzz-tool-call (clang-14), then
 #   build/fuzz/fuzz_tool_call -max_total_time=300 fuzz/corpus-run/tool_call \
 #     fuzz/corpus/tool_call
 FUZZ_TOOL_CALL_SRCS := fuzz/fuzz_tool_call.c \
-  $(patsubst %,src/%.c,base/status chat/tool_call_parse chat/tool_call_format)
+  $(call src_of,base gguf tokenizer jinja chat)
 
 .PHONY: fuzz-tool-call
 fuzz-tool-call: build/fuzz/fuzz_tool_call
 
-build/fuzz/fuzz_tool_call: $(FUZZ_TOOL_CALL_SRCS) $(wildcard src/*.h)
+build/fuzz/fuzz_tool_call: $(FUZZ_TOOL_CALL_SRCS) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
