@@ -381,10 +381,15 @@ def main():
     a = ap.parse_args()
     if a.show:
         try:
+            if not pathlib.Path(a.show).is_file():
+                raise BenchError("no such file")
             runs = load_records(a.show)
+            if not -len(runs) <= a.run < len(runs):
+                raise BenchError(f"--run {a.run}: the file holds "
+                                 f"{len(runs)} run(s)")
             print(markdown(runs[a.run]))
         except (BenchError, IndexError, KeyError, ValueError) as e:
-            print(f"bench/speed.py: error: --show {a.show}: {e!r}",
+            print(f"bench/speed.py: error: --show {a.show}: {e}",
                   file=sys.stderr)
             return 1
         return 0
