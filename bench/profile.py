@@ -66,12 +66,13 @@ LOAD = "model load"
 FILE_RULES = [
     # reading the file (and the kernel zeroing the pages it reads into),
     # parsing it, building the vocabulary: before the timed runs
-    (re.compile(r"^src/(mapped_file|gguf\w*|model|vocab\w*)"
-                r"\.c$"), "model load", True),
-    (re.compile(r"^src/(kernels/attn_kernel\w*|kv_cache)\.c$"), "attention",
-     True),
-    (re.compile(r"^src/(kernels/)?sampler\w*\.c$"), "sampling/logits", True),
-    (re.compile(r"^src/threadpool\.c$"), SYNC, True),
+    (re.compile(r"^src/(base/mapped_file|gguf/\w+|model/model|"
+                r"tokenizer/vocab\w*)\.c$"), "model load", True),
+    (re.compile(r"^src/(kernels/attn_kernel\w*|kv/kv_cache)\.c$"),
+     "attention", True),
+    (re.compile(r"^src/(kernels/sampler\w*|sampling/\w+)\.c$"),
+     "sampling/logits", True),
+    (re.compile(r"^src/base/threadpool\.c$"), SYNC, True),
     (re.compile(r"^src/kernels/ops\w*\.c$"), "elementwise", False),
     (re.compile(r"^src/kernels/"), "matmul", True),
 ]

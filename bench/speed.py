@@ -22,6 +22,14 @@ with the higher median of the rounds counting, per test.
 usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
                       [--threads 1,2] [--pp 512] [--tg 128] [--depth 0]
                       [--no-repack] [--cache-type q8_0]
+                      [--markdown] [--json bench/results/speed.json]
+       bench/speed.py --show bench/results/speed.json [--run -1]
+  --markdown: print only the table (with a line naming the command, the
+  CPU, the commit and the date), as docs/PERFORMANCE.md holds it.
+  --json FILE: append the run (date, commit, CPU, command, medians and
+  samples) to FILE, a JSON list of runs (bench/results/speed.json).
+  --show FILE: print the Markdown table of a recorded run (the last one, or
+  --run N), without running anything.
   --depth 0,4096,8192: each test also after that many tokens already in the
   KV cache (llama-bench -d; nucleus bench -d, which takes them from its
   prefix cache, computed once before the timed runs).
@@ -242,7 +250,90 @@ def resolve_models(spec, peer_dir):
 
 
 def fmt(x):
-    return f"{x:.1f}" if x == x else "-"
+    return f"{x:.1f}" if x is not None and x == x else "-"
+
+
+def make_record(command, date, load_before, load_after, cpu, commit, kernels,
+                rounds, pp, tg, rows):
+    """One run as data (the element bench/results/speed.json lists): rows
+    of (label, threads, medians {(engine, test): tok/s}, samples)."""
+    out = []
+    for label, t, med, samples in rows:
+        row = {"model": label, "threads": t,
+               "llama.cpp": {}, "nucleus": {}, "samples": {}}
+        for k in ("pp", "tg"):
+            for who, key in (("llama.cpp", "peer"), ("nucleus", "nucleus")):
+                v = med.get((key, k))
+                if v is not None and v == v:
+                    row[who][k] = round(v, 2)
+        for (e, k), v in samples.items():
+            if v:
+                row["samples"][f"{e} {k}"] = [round(x, 2) for x in v]
+        out.append(row)
+    return {"date": date, "commit": commit, "cpu": cpu, "command": command,
+            "kernels": kernels, "load_before": load_before,
+            "load_after": load_after, "rounds": rounds, "pp": pp, "tg": tg,
+            "rows": out}
+
+
+def ratio(row, k):
+    """nucleus / llama.cpp for test k of a recorded row (or the ratio the
+    row records when it lacks the speeds)."""
+    p, n = row.get("llama.cpp", {}).get(k), row.get("nucleus", {}).get(k)
+    if p and n:
+        return n / p
+    return row.get("ratio", {}).get(k)
+
+
+def table(record):
+    """The Markdown table of a recorded run: model, threads, then for
+    prefill and decode llama.cpp's and nucleus's tok/s and their ratio."""
+    pp, tg = f"pp{record['pp']}", f"tg{record['tg']}"
+    lines = [f"| model | threads | {pp} llama.cpp | {pp} nucleus | ratio "
+             f"| {tg} llama.cpp | {tg} nucleus | ratio |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in record["rows"]:
+        cells = []
+        for k in ("pp", "tg"):
+            r = ratio(row, k)
+            cells += [fmt(row.get("llama.cpp", {}).get(k)),
+                      fmt(row.get("nucleus", {}).get(k)),
+                      f"{r:.2f}" if r is not None else "-"]
+        lines.append(f"| {row['model']} | {row['threads']} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown(record):
+    """What docs/PERFORMANCE.md holds for a run: the command, the CPU, the
+    commit and the date in one line, then the table."""
+    parts = [f"`{record['command']}`", record["cpu"],
+             f"commit {record['commit']}", f"{record['date']} UTC"]
+    if record.get("kernels"):
+        parts.append(f"kernels {record['kernels']}")
+    if record.get("load_before"):
+        parts.append(f"load average before {record['load_before']}")
+    rounds = record.get("rounds")
+    if rounds:
+        quick = "" if rounds >= MIN_ROUNDS else " (a quick run)"
+        parts.append(f"medians of {rounds} interleaved runs, tok/s{quick}")
+    return ", ".join(parts) + ".\n\n" + table(record)
+
+
+def load_records(path):
+    p = pathlib.Path(path)
+    if not p.exists():
+        return []
+    data = json.loads(p.read_text())
+    if not isinstance(data, list):
+        raise BenchError(f"{path}: not a JSON list of runs")
+    return data
+
+
+def append_record(path, record):
+    runs = load_records(path)
+    runs.append(record)
+    pathlib.Path(path).write_text(json.dumps(runs, indent=1) + "\n")
 
 
 def main():
@@ -275,7 +366,33 @@ def main():
                          "their default, f16)")
     ap.add_argument("--no-make", action="store_true",
                     help="do not run make first (use --nucleus as it is)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print only the table, as docs/PERFORMANCE.md "
+                    "holds it")
+    ap.add_argument("--json", metavar="FILE",
+                    help="append the run to FILE (a JSON list of runs, "
+                    "e.g. bench/results/speed.json)")
+    ap.add_argument("--show", metavar="FILE",
+                    help="print the Markdown table of a run recorded in FILE "
+                    "and exit (runs nothing)")
+    ap.add_argument("--run", type=int, default=-1,
+                    help="with --show: which run of the list (default -1, "
+                    "the last)")
     a = ap.parse_args()
+    if a.show:
+        try:
+            if not pathlib.Path(a.show).is_file():
+                raise BenchError("no such file")
+            runs = load_records(a.show)
+            if not -len(runs) <= a.run < len(runs):
+                raise BenchError(f"--run {a.run}: the file holds "
+                                 f"{len(runs)} run(s)")
+            print(markdown(runs[a.run]))
+        except (BenchError, IndexError, KeyError, ValueError) as e:
+            print(f"bench/speed.py: error: --show {a.show}: {e}",
+                  file=sys.stderr)
+            return 1
+        return 0
     command = shlex.join(["bench/speed.py", *sys.argv[1:]])
     try:
         threads = [int(x) for x in a.threads.split(",") if x.strip()]
@@ -345,43 +462,50 @@ def main():
         return 1
 
     forced = os.environ.get("NUCLEUS_KERNELS")
-    print(f"command: {command}")
-    print(f"date: {started:%Y-%m-%d %H:%M} UTC; load average (1/5/15 min) "
-          f"before {load_before}, after {load_after}")
-    print(f"CPU: {cpu_name()} ({os.cpu_count()} logical cores; "
-          f"{' '.join(cpu_flags())})")
-    print(f"llama.cpp: {bin_dir} (llama-cpp-python sdist, clang, native); "
-          f"nucleus: {a.nucleus} (commit {git_commit()}), kernels {kernels}"
-          + (f" (NUCLEUS_KERNELS={forced})" if forced else "")
-          + (" (--no-repack)" if a.no_repack else ""))
+    record = make_record(
+        command=command, date=f"{started:%Y-%m-%d %H:%M}",
+        load_before=load_before, load_after=load_after,
+        cpu=f"{cpu_name()} ({os.cpu_count()} logical cores; "
+            f"{' '.join(cpu_flags())})",
+        commit=git_commit(),
+        kernels=kernels + (f" (NUCLEUS_KERNELS={forced})" if forced else "")
+        + (" (--no-repack)" if a.no_repack else ""),
+        rounds=a.rounds, pp=a.pp, tg=a.tg, rows=rows)
+    if a.json:
+        append_record(a.json, record)
     quick = "" if a.rounds >= MIN_ROUNDS else \
         f" (quick run: fewer than {MIN_ROUNDS} rounds, not for the record)"
+    busy = float(load_before.split()[0])
+    warning = None
+    if busy > 0.5:
+        warning = (f"warning: load average {busy} before the run on "
+                   f"{os.cpu_count()} cores: other jobs shared the CPUs, so "
+                   f"the multi-thread figures (llama.cpp's spinning threads "
+                   f"most) are not representative")
+    if a.markdown:
+        if warning:
+            print(warning, file=sys.stderr)
+        print(markdown(record))
+        return 0
+    print(f"command: {command}")
+    print(f"date: {record['date']} UTC; load average (1/5/15 min) "
+          f"before {load_before}, after {load_after}")
+    print(f"CPU: {record['cpu']}")
+    print(f"llama.cpp: {bin_dir} (llama-cpp-python sdist, clang, native); "
+          f"nucleus: {a.nucleus} (commit {record['commit']}), kernels "
+          f"{record['kernels']}")
     print(f"medians of {a.rounds} interleaved runs per engine, tok/s{quick}; "
           f"llama.cpp per test at the -lm mode of the higher median of "
           f"{' and '.join(PEER_LOAD_MODES)}, nucleus at its default load "
           f"(the file read into 2 MiB pages)")
-    busy = float(load_before.split()[0])
-    if busy > 0.5:
-        print(f"warning: load average {busy} before the run on "
-              f"{os.cpu_count()} cores: other jobs shared the CPUs, so the "
-              f"multi-thread figures (llama.cpp's spinning threads most) "
-              f"are not representative")
+    if warning:
+        print(warning)
     if any("requant." in label for label, _ in models):
         print("requant. Q4_1: made by llama-quantize --allow-requantize from "
               "the Q4_1 file's dequantized weights (no F16 GGUF of the model "
               "at hand); scripts/make_bench_models.sh")
     print()
-    pp, tg = f"pp{a.pp}", f"tg{a.tg}"
-    print(f"| model | threads | {pp} llama.cpp | {pp} nucleus | ratio "
-          f"| {tg} llama.cpp | {tg} nucleus | ratio |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for label, t, med, _ in rows:
-        cells = []
-        for k in ("pp", "tg"):
-            p, n = med[("peer", k)], med[("nucleus", k)]
-            ratio = f"{n / p:.2f}" if p == p and n == n and p > 0 else "-"
-            cells += [fmt(p), fmt(n), ratio]
-        print(f"| {label} | {t} | " + " | ".join(cells) + " |")
+    print(table(record))
     print()
     print("samples (tok/s, in run order):")
     for label, t, _, s in rows:

@@ -213,3 +213,64 @@ def test_profile_counts_the_file_read_as_model_load():
         "2 \n"
         "\t1 nc_strtab_find (/x/nucleus)\n")
     assert [prof.classify(f, files) for f in got] == ["model load", "other"]
+
+
+def speed_record(speed):
+    med = {("peer", "pp"): 150.1, ("nucleus", "pp"): 484.9,
+           ("peer", "tg"): 72.2, ("nucleus", "tg"): 119.2}
+    samples = {("nucleus", "pp"): [484.9, 480.0], ("peer mmap", "tg"): [72.2]}
+    return speed.make_record(
+        command="bench/speed.py --models Q4_1 --threads 1", date="2026-12-02 18:35",
+        load_before="0.43 0.5 0.6", load_after="1.0 0.9 0.8",
+        cpu="AMD EPYC (2 logical cores; avx2 avx512f)", commit="4e8a0d0",
+        kernels="avx512", rounds=7, pp=512, tg=128,
+        rows=[("Q4_1 (default)", 1, med, samples)])
+
+
+def test_speed_markdown_is_the_performance_table():
+    """--markdown prints one line naming the command, CPU, commit and date,
+    then the table docs/PERFORMANCE.md holds: medians to 0.1 tok/s, ratios
+    nucleus / llama.cpp to 0.01."""
+    speed = load_speed()
+    md = speed.markdown(speed_record(speed)).splitlines()
+    assert md[0].startswith("`bench/speed.py --models Q4_1 --threads 1`, AMD EPYC")
+    assert "commit 4e8a0d0" in md[0] and "2026-12-02 18:35 UTC" in md[0]
+    assert md[1] == ""
+    assert md[2] == ("| model | threads | pp512 llama.cpp | pp512 nucleus | "
+                     "ratio | tg128 llama.cpp | tg128 nucleus | ratio |")
+    assert md[3] == "|---|---:|---:|---:|---:|---:|---:|---:|"
+    assert md[4] == ("| Q4_1 (default) | 1 | 150.1 | 484.9 | 3.23 | 72.2 | "
+                     "119.2 | 1.65 |")
+    assert len(md) == 5
+
+
+def test_speed_json_appends_runs_and_show_prints_them(tmp_path, capsys):
+    speed = load_speed()
+    path = tmp_path / "speed.json"
+    rec = speed_record(speed)
+    speed.append_record(path, rec)
+    speed.append_record(path, dict(rec, commit="next"))
+    runs = json.loads(path.read_text())
+    assert [r["commit"] for r in runs] == ["4e8a0d0", "next"]
+    assert runs[0]["rows"][0]["samples"]["nucleus pp"] == [484.9, 480.0]
+    assert runs[0]["rows"][0]["llama.cpp"] == {"pp": 150.1, "tg": 72.2}
+    import sys
+    argv = sys.argv
+    try:
+        sys.argv = ["speed.py", "--show", str(path), "--run", "0"]
+        assert speed.main() == 0
+    finally:
+        sys.argv = argv
+    assert capsys.readouterr().out.strip() == speed.markdown(rec)
+
+
+def test_recorded_speed_runs_render():
+    """Every run of bench/results/speed.json (the history) is data the
+    table can be printed from."""
+    speed = load_speed()
+    runs = speed.load_records(ROOT / "bench/results/speed.json")
+    assert runs
+    for run in runs:
+        for key in ("date", "commit", "cpu", "command", "pp", "tg", "rows"):
+            assert key in run, (key, run.get("date"))
+        assert speed.markdown(run).count("\n| ") == len(run["rows"]) + 1
