@@ -19,7 +19,8 @@ LIBS := -ljansson -lpcre2-8 -lmicrohttpd -lpthread -lm
 # What libnucleus itself needs (the server's libraries are the binary's).
 LIB_LIBS := -ljansson -lpthread -lm
 PREFIX ?= /usr/local
-VERSION := 0.1.0
+# The release, read from the public header (NUCLEUS_VERSION).
+VERSION := $(shell sed -n 's/^\#define NUCLEUS_VERSION "\(.*\)"$$/\1/p' include/nucleus.h)
 
 ifeq ($(BUILD),release)
   OPT := -O2 -g

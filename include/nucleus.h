@@ -37,6 +37,14 @@
 extern "C" {
 #endif
 
+/* The release this header belongs to (semantic versioning; the Makefile's
+ * version, nucleus.pc's and nucleus --version's are read from here). */
+#define NUCLEUS_VERSION "0.1.0"
+
+/* The version of the library linked, as NUCLEUS_VERSION spells it: compare
+ * the two to catch a program built against another release's header. */
+NUCLEUS_API const char *nucleus_version(void);
+
 /* ---------------------------------------------------------------- errors */
 
 typedef enum nucleus_status {

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "nucleus.h"
 
 typedef struct command {
   const char *name;
@@ -26,7 +27,8 @@ static void usage(FILE *out) {
   fprintf(out, "usage: nucleus <command> [options]\n\ncommands:\n");
   for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
     fprintf(out, "  %-11s %s\n", COMMANDS[i].name, COMMANDS[i].help);
-  fprintf(out, "\nnucleus <command> --help for the command's options\n");
+  fprintf(out, "\nnucleus <command> --help for the command's options\n"
+               "nucleus --version prints the release\n");
 }
 
 int main(int argc, char **argv) {
@@ -37,6 +39,10 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
       !strcmp(argv[1], "help")) {
     usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+    printf("nucleus %s\n", nucleus_version());
     return 0;
   }
   for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
