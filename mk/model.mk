@@ -1,11 +1,13 @@
 # model: loading (model, arch_*), the paged KV cache, batches, the forward
 # pass (context, ops, threadpool) and the public model API (api_model).
 # Recursive (=) so that KERNEL_OBJS and TOKENIZER_OBJS (fragments included
-# later) expand.
+# later) expand. The architectures: every src/model/archs/*.c (list.h
+# registers them).
+ARCH_OBJS = $(patsubst src/%.c,%,$(wildcard src/model/archs/*.c))
 MODEL_OBJS = base/status base/mapped_file gguf/gguf_index gguf/gguf gguf/gguf_get gguf/quant gguf/quant_dequant \
              $(KERNEL_OBJS) base/threadpool model/batch kv/kv_cache kv/kv_prefix \
-             model/model model/archs/arch_llama model/archs/arch_qwen2 model/archs/arch_qwen3 model/archs/arch_phi3 model/archs/arch_qwen3moe \
-             model/archs/arch_gemma model/forward model/forward_moe model/forward_flash model/context api/api_model \
+             model/model $(ARCH_OBJS) \
+             model/forward model/forward_moe model/forward_flash model/context api/api_model \
              $(TOKENIZER_OBJS)
 # The SIMD builds of the attention loops and row ops (the backend tables
 # choose them; same results).
