@@ -29,3 +29,8 @@ test_ops_simd_DEPS = $(KERNEL_OBJS) gguf/quant gguf/quant_dequant
 test_kv_cache_DEPS := base/status kv/kv_cache kv/kv_prefix model/batch gguf/quant gguf/quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)
 test_model_load_DEPS = $(MODEL_OBJS)
+# The list of architectures: every entry complete, names unique (links the
+# test references to check that each family has one).
+UNIT_TESTS += test_arch_list
+test_arch_list_LIB := 1
+test_arch_list_REF := 1
