@@ -157,6 +157,12 @@ NUCLEUS_API int32_t nucleus_model_n_vocab(const nucleus_model *model);
 NUCLEUS_API int32_t nucleus_model_n_ctx_train(const nucleus_model *model);
 NUCLEUS_API const char *nucleus_model_name(const nucleus_model *model);
 NUCLEUS_API const char *nucleus_model_arch(const nucleus_model *model);
+/* The Hugging Face class of the model's architecture (config.json's
+ * "architectures": "LlamaForCausalLM", "MixtralForCausalLM" for a llama
+ * file with experts, "Qwen2ForCausalLM", ...); NULL for no model. A static
+ * string. */
+NUCLEUS_API const char *
+nucleus_model_hf_architecture(const nucleus_model *model);
 /* The kernel table in use: "amx", "avx512", "avx2" or "ref". */
 NUCLEUS_API const char *nucleus_model_kernels(const nucleus_model *model);
 /* Whether the model's contexts run flash attention (auto resolved). */

@@ -12,3 +12,7 @@ CFLAGS_src/kernels/ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
 
 UNIT_TESTS += test_ops test_ops_simd test_kv_cache test_forward test_model_load
 UNIT_TESTS += test_attn_flash test_forward_flash test_forward_kvq
+# The list of architectures: every entry complete, names unique (links the
+# test references to check that each family has one).
+UNIT_TESTS += test_arch_list
+test_arch_list_REF := 1

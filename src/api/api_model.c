@@ -154,6 +154,11 @@ const char *nucleus_model_arch(const nucleus_model *model) {
   return model ? nc_model_arch_name(model) : "";
 }
 
+const char *nucleus_model_hf_architecture(const nucleus_model *model) {
+  return model ? nc_arch_hf_class(nc_model_arch(model), nc_model_hparams(model))
+               : NULL;
+}
+
 const char *nucleus_model_kernels(const nucleus_model *model) {
   return model ? nc_model_kernels(model)->name : "";
 }

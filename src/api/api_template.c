@@ -7,6 +7,7 @@
 #include "chat/chat_template.h"
 #include "chat/chat_template_builtin.h"
 #include "gguf/gguf.h"
+#include "model/arch.h"
 #include "model/model.h"
 #include "nucleus.h"
 #include "chat/tool_call.h"
@@ -41,7 +42,7 @@ static const char *template_text(const nucleus_model *model, size_t *len,
     return s.ptr;
   }
   const nc_builtin_template *b = nc_chat_template_builtin(
-      nc_model_arch_name(model), nc_model_vocab(model));
+      nc_model_arch(model)->chat_template, nc_model_vocab(model));
   if (!b) return NULL;
   if (builtin) *builtin = b;
   *len = strlen(b->text);

@@ -1,4 +1,6 @@
 /* nucleus_version: the release the library was built as. */
 #include "nucleus.h"
 
-const char *nucleus_version(void) { return NUCLEUS_VERSION; }
+const char *nucleus_version(void) {
+  return NUCLEUS_VERSION;
+}

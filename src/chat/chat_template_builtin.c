@@ -47,10 +47,11 @@ static bool has_token(const nc_vocab *v, const char *s) {
   return v && nc_vocab_find(v, s, strlen(s)) >= 0;
 }
 
-const nc_builtin_template *nc_chat_template_builtin(const char *arch,
+const nc_builtin_template *nc_chat_template_builtin(const char *family,
                                                     const nc_vocab *v) {
-  if (arch && !strncmp(arch, "gemma", 5)) return &GEMMA;
-  if (arch && !strncmp(arch, "qwen", 4)) return &CHATML;
+  static const nc_builtin_template *const ALL[] = {&GEMMA, &CHATML, &LLAMA3};
+  for (size_t i = 0; family && i < sizeof ALL / sizeof ALL[0]; i++)
+    if (!strcmp(family, ALL[i]->name)) return ALL[i];
   if (has_token(v, "<|start_header_id|>")) return &LLAMA3;
   if (has_token(v, "<|im_start|>")) return &CHATML;
   return NULL;

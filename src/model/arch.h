@@ -1,9 +1,11 @@
-/* arch: what differs between model architectures. Each arch_<name>.c
- * defines one nc_arch: its extra hyperparameters, its tensors and its
- * forward graph (built from the primitives of forward.h). */
+/* arch: what differs between model architectures. Each archs/arch_<name>.c
+ * defines one nc_arch: its extra hyperparameters, its tensors, its forward
+ * graph (built from the primitives of forward.h) and the facts other
+ * modules need about it; archs/list.h registers it (docs/ADDING_AN_ARCH.md). */
 #ifndef NC_ARCH_H
 #define NC_ARCH_H
 
+#include "archs/list.h"
 #include "batch.h"
 #include "gguf/gguf.h"
 #include "model.h"
@@ -11,8 +13,30 @@
 
 typedef struct nc_fwd nc_fwd;
 
+/* The scratch buffers (forward.h's nc_fwd_bufs) an arch's graph uses beyond
+ * those every graph has; the context allocates only the ones asked for (the
+ * mixture-of-experts buffers follow the file's expert_count instead). */
+enum {
+  /* rope_{cos,sin}_swa: a second RoPE table, for sliding-window layers */
+  NC_SCRATCH_SWA_ROPE = 1u << 0,
+};
+
 typedef struct nc_arch {
-  const char *name; /* general.architecture */
+  const char *name; /* general.architecture (unique in the list) */
+  /* The Hugging Face class (config.json's "architectures", SGLang's
+   * /model_info), and the class of its files with experts where that is
+   * another one (llama: MixtralForCausalLM); NULL: hf_class. */
+  const char *hf_class;
+  const char *hf_class_moe;
+  /* Its forward family: the archs of one family share one graph builder
+   * and one test reference (tests/reference/forward_ref_<family>.c):
+   * "llama" or "gemma". */
+  const char *family;
+  /* The built-in chat template (chat/chat_template_builtin.h: "gemma",
+   * "chatml", "llama3") for its files that carry none; NULL: chosen by the
+   * vocabulary's special tokens. */
+  const char *chat_template;
+  unsigned scratch; /* NC_SCRATCH_* bits */
   int rope_type;
   /* Checks and completes hp after the generic keys were read. */
   nc_code (*check_hparams)(const gguf_file *f, nc_hparams *hp, nc_error *err);
@@ -25,15 +49,12 @@ typedef struct nc_arch {
                      nc_error *err);
 } nc_arch;
 
-extern const nc_arch nc_arch_llama;
-extern const nc_arch nc_arch_qwen2;
-extern const nc_arch nc_arch_qwen3;
-extern const nc_arch nc_arch_phi3;
-extern const nc_arch nc_arch_qwen3moe;
-extern const nc_arch nc_arch_gemma2;
-extern const nc_arch nc_arch_gemma3;
+/* nc_arch_<id> of every X(id) of archs/list.h */
+#define NC_ARCH_DECLARE(id) extern const nc_arch nc_arch_##id;
+NC_ARCH_LIST(NC_ARCH_DECLARE)
+#undef NC_ARCH_DECLARE
 
-/* The supported architectures (model.c's table), i < nc_arch_count(). */
+/* The supported architectures (archs/list.h's order), i < nc_arch_count(). */
 size_t nc_arch_count(void);
 const nc_arch *nc_arch_at(size_t i);
 
@@ -42,6 +63,10 @@ const nc_arch *nc_model_arch(const nucleus_model *m);
 
 /* The arch named name (len bytes), or NULL. */
 const nc_arch *nc_arch_find(const char *name, size_t len);
+
+/* The Hugging Face class of a's files of hyperparameters hp (hf_class, or
+ * hf_class_moe for a file with experts); NULL when a is NULL. */
+const char *nc_arch_hf_class(const nc_arch *a, const nc_hparams *hp);
 
 /* Loads one weight tensor and checks it: name, shape {ne0, ne1} (ne1 = 1
  * for a vector), and that a vector is F32 and a matrix has a dot kernel.

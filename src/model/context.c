@@ -80,9 +80,13 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   /* mixture of experts: router logits, weights, outputs per (row, slot) */
   const size_t nx = (size_t)hp->n_expert, nk = (size_t)hp->n_expert_used;
   const size_t w_moe = nx ? nx + nk + nk * (size_t)hp->n_embd : 0;
+  /* RoPE tables: cos and sin, and the sliding-window layers' own pair for
+   * the archs that ask for it */
+  const bool swa_rope = nc_model_arch(m)->scratch & NC_SCRATCH_SWA_ROPE;
+  const size_t w_rope = (swa_rope ? 4 : 2) * half;
   const size_t per_row = (size_t)hp->n_embd + w_xn + w_q +
                          (size_t)nc_hp_n_embd_k(hp) +
-                         (size_t)nc_hp_n_embd_v(hp) + w_att + 4 * half + w_moe;
+                         (size_t)nc_hp_n_embd_v(hp) + w_att + w_rope + w_moe;
   /* gate and up: a row per batch entry, and at least one per expert used
    * (one decode row's experts side by side: forward_moe.c) */
   const size_t T_ff = T > nk ? T : nk;
@@ -148,8 +152,10 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.few_rows = c->few;
   c->fwd.few_tmp = c->few + T;
   c->fwd.few_exp = c->few + 2 * T;
-  c->fwd.bufs.rope_cos_swa = p, p += T * half;
-  c->fwd.bufs.rope_sin_swa = p, p += T * half;
+  if (swa_rope) {
+    c->fwd.bufs.rope_cos_swa = p, p += T * half;
+    c->fwd.bufs.rope_sin_swa = p, p += T * half;
+  }
   for (uint32_t h = 0; h < 65536; h++)
     c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
   nc_fwd_gelu_table(c->fwd.gelu_f16);

@@ -34,8 +34,9 @@ typedef struct nc_fwd_bufs {
    * its row there [T * n_expert_used], and one expert's rows [T] */
   float *moe_logits, *moe_w, *moe_out;
   int32_t *moe_sel, *moe_at, *moe_rows;
-  float *rope_cos_swa, *rope_sin_swa; /* the same for sliding-window layers
-                                         (gemma3's own base) */
+  /* the same for sliding-window layers (gemma3's own base); NULL unless
+   * the arch asks for them (NC_SCRATCH_SWA_ROPE, arch.h) */
+  float *rope_cos_swa, *rope_sin_swa;
 } nc_fwd_bufs;
 
 /* What the primitives run over: the model, the kernels chosen once, the

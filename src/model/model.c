@@ -25,25 +25,6 @@ struct nucleus_model {
   char *name;
 };
 
-static const nc_arch *const ARCHS[] = {
-    &nc_arch_llama,    &nc_arch_qwen2,  &nc_arch_qwen3, &nc_arch_phi3,
-    &nc_arch_qwen3moe, &nc_arch_gemma2, &nc_arch_gemma3};
-
-size_t nc_arch_count(void) {
-  return sizeof ARCHS / sizeof ARCHS[0];
-}
-
-const nc_arch *nc_arch_at(size_t i) {
-  return i < nc_arch_count() ? ARCHS[i] : NULL;
-}
-
-const nc_arch *nc_arch_find(const char *name, size_t len) {
-  for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
-    if (strlen(ARCHS[i]->name) == len && !memcmp(ARCHS[i]->name, name, len))
-      return ARCHS[i];
-  return NULL;
-}
-
 /* ---- hyperparameters */
 
 /* Reads an integer key {arch}.suffix that may also be a per-layer array of
@@ -527,7 +508,7 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
     char list[256] = "";
     for (size_t i = 0, o = 0; i < nc_arch_count() && o < sizeof list; i++)
       o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
-                            ARCHS[i]->name);
+                            nc_arch_at(i)->name);
     rc = nc_fail(err, NC_ERR_UNSUPPORTED,
                  "%s: architecture '%.*s' is not supported (supported: %s)",
                  path, (int)(arch.len > 64 ? 64 : arch.len), arch.ptr, list);

@@ -3,17 +3,21 @@
 #include <string.h>
 
 #include "forward_ref.h"
+#include "model/arch.h"
 
-static const nc_ref_arch *const REF_ARCHS[] = {
-    &nc_ref_arch_llama, &nc_ref_arch_qwen2,    &nc_ref_arch_qwen3,
-    &nc_ref_arch_phi3,  &nc_ref_arch_qwen3moe, &nc_ref_arch_gemma2,
-    &nc_ref_arch_gemma3};
+/* One entry per forward family (nc_arch's family), not per arch. */
+static const nc_ref_family *const REF_FAMILIES[] = {&nc_ref_family_llama,
+                                                    &nc_ref_family_gemma};
 
-const nc_ref_arch *nc_ref_arch_of(const nucleus_model *m) {
-  const char *name = nc_model_arch_name(m);
-  for (size_t i = 0; name && i < sizeof REF_ARCHS / sizeof REF_ARCHS[0]; i++)
-    if (strcmp(REF_ARCHS[i]->name, name) == 0) return REF_ARCHS[i];
+const nc_ref_family *nc_ref_family_find(const char *family) {
+  const size_t n = sizeof REF_FAMILIES / sizeof REF_FAMILIES[0];
+  for (size_t i = 0; family && i < n; i++)
+    if (strcmp(REF_FAMILIES[i]->family, family) == 0) return REF_FAMILIES[i];
   return NULL;
+}
+
+const nc_ref_family *nc_ref_arch_of(const nucleus_model *m) {
+  return nc_ref_family_find(nc_model_arch(m)->family);
 }
 
 nc_code nc_forward_ref(const nucleus_model *m, const int32_t *tokens, int32_t n,
@@ -31,7 +35,7 @@ nc_code nc_forward_ref(const nucleus_model *m, const int32_t *tokens, int32_t n,
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "reference forward: token %d at %d is outside [0, %d)",
                      (int)tokens[t], (int)t, (int)hp->n_vocab);
-  const nc_ref_arch *a = nc_ref_arch_of(m);
+  const nc_ref_family *a = nc_ref_arch_of(m);
   if (!a)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "no reference forward pass for architecture '%s'",

@@ -8,8 +8,10 @@
  * tests hold the fast path (src/context.c and its kernels) to it, and it to
  * llama.cpp's goldens.
  *
- * A new architecture adds a file forward_ref_<name>.c with its nc_ref_arch
- * and one line in forward_ref.c's table. */
+ * One reference per forward family (nc_arch's family): an architecture of
+ * an existing family needs nothing here; a new family adds a file
+ * forward_ref_<family>.c with its nc_ref_family and one line in
+ * forward_ref.c's table. */
 #ifndef NC_FORWARD_REF_H
 #define NC_FORWARD_REF_H
 
@@ -24,18 +26,13 @@ typedef nc_code (*nc_ref_forward_fn)(const nucleus_model *m,
                                      const int32_t *tokens, int32_t n,
                                      float *logits, nc_error *err);
 
-typedef struct nc_ref_arch {
-  const char *name; /* general.architecture */
+typedef struct nc_ref_family {
+  const char *family; /* nc_arch's family */
   nc_ref_forward_fn forward;
-} nc_ref_arch;
+} nc_ref_family;
 
-extern const nc_ref_arch nc_ref_arch_llama;
-extern const nc_ref_arch nc_ref_arch_qwen2; /* the llama family */
-extern const nc_ref_arch nc_ref_arch_qwen3;
-extern const nc_ref_arch nc_ref_arch_phi3;
-extern const nc_ref_arch nc_ref_arch_qwen3moe;
-extern const nc_ref_arch nc_ref_arch_gemma2; /* forward_ref_gemma.c */
-extern const nc_ref_arch nc_ref_arch_gemma3;
+extern const nc_ref_family nc_ref_family_llama; /* forward_ref_llama.c */
+extern const nc_ref_family nc_ref_family_gemma; /* forward_ref_gemma.c */
 
 /* RoPE pair i (of n_rot / 2) at position pos, from the math: the pair's
  * frequency base^(-2i / n_rot) (divided by freq_factors[i] when given);
@@ -49,8 +46,12 @@ void nc_ref_rope_pair(const nc_hparams *hp, double base, double scale,
                       const float *freq_factors, int32_t i, int32_t pos,
                       double *theta, double *mag);
 
-/* The reference of the model's architecture, or NULL when it has none. */
-const nc_ref_arch *nc_ref_arch_of(const nucleus_model *m);
+/* The reference of forward family `family`, or NULL when it has none. */
+const nc_ref_family *nc_ref_family_find(const char *family);
+
+/* The reference of the model's architecture (of its family), or NULL when
+ * it has none. */
+const nc_ref_family *nc_ref_arch_of(const nucleus_model *m);
 
 /* Runs the reference of the model's architecture (see nc_ref_forward_fn);
  * NC_ERR_UNSUPPORTED when it has none. Tokens must be in [0, n_vocab) and

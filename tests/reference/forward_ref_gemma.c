@@ -218,7 +218,6 @@ done:
   return rc;
 }
 
-const nc_ref_arch nc_ref_arch_gemma2 = {.name = "gemma2",
-                                        .forward = gemma_ref_forward};
-const nc_ref_arch nc_ref_arch_gemma3 = {.name = "gemma3",
-                                        .forward = gemma_ref_forward};
+/* gemma2 and gemma3 */
+const nc_ref_family nc_ref_family_gemma = {.family = "gemma",
+                                           .forward = gemma_ref_forward};

@@ -306,15 +306,8 @@ done:
   return rc;
 }
 
-const nc_ref_arch nc_ref_arch_llama = {.name = "llama",
-                                       .forward = llama_ref_forward};
-/* The same math: their extra pieces are the optional ones above (the
- * rope type, NEOX, comes with the loaded model). */
-const nc_ref_arch nc_ref_arch_qwen2 = {.name = "qwen2",
-                                       .forward = llama_ref_forward};
-const nc_ref_arch nc_ref_arch_qwen3 = {.name = "qwen3",
-                                       .forward = llama_ref_forward};
-const nc_ref_arch nc_ref_arch_phi3 = {.name = "phi3",
-                                      .forward = llama_ref_forward};
-const nc_ref_arch nc_ref_arch_qwen3moe = {.name = "qwen3moe",
-                                          .forward = llama_ref_forward};
+/* llama and the archs of its family (qwen2, qwen3, phi3, qwen3moe): the
+ * same math, their extra pieces the optional ones above (the rope type
+ * comes with the loaded model). */
+const nc_ref_family nc_ref_family_llama = {.family = "llama",
+                                           .forward = llama_ref_forward};

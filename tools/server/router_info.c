@@ -42,18 +42,6 @@ enum MHD_Result handle_server_info(server_ctx *srv, struct MHD_Connection *conn,
                 atomic_load(&srv->draining)));
 }
 
-/* The Hugging Face class of the GGUF architectures nucleus runs. */
-static const char *hf_architecture(const char *arch) {
-  static const char *const MAP[][2] = {
-      {"llama", "LlamaForCausalLM"},
-      {"qwen2", "Qwen2ForCausalLM"},
-      {"qwen3", "Qwen3ForCausalLM"},
-  };
-  for (size_t i = 0; arch && i < sizeof MAP / sizeof MAP[0]; i++)
-    if (!strcmp(arch, MAP[i][0])) return MAP[i][1];
-  return NULL;
-}
-
 /* GET /model_info, /get_model_info. */
 enum MHD_Result handle_model_info(server_ctx *srv, struct MHD_Connection *conn,
                                   const char *body, size_t len) {
@@ -65,7 +53,7 @@ enum MHD_Result handle_model_info(server_ctx *srv, struct MHD_Connection *conn,
                 arch ? arch : "", "served_model_name",
                 json_text(srv->model_id, strlen(srv->model_id)), "n_ctx_train",
                 nucleus_model_n_ctx_train(srv->model), "n_vocab", srv->n_vocab);
-  const char *hf = hf_architecture(arch);
+  const char *hf = nucleus_model_hf_architecture(srv->model);
   if (info && hf)
     json_object_set_new(info, "architectures", json_pack("[s]", hf));
   return reply_json(srv, conn, 200, info);

@@ -290,6 +290,10 @@ static nc_code gemma_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
 
 const nc_arch nc_arch_gemma2 = {
     .name = "gemma2",
+    .hf_class = "Gemma2ForCausalLM",
+    .family = "gemma",
+    .chat_template = "gemma",
+    .scratch = NC_SCRATCH_SWA_ROPE,
     .rope_type = NC_ROPE_NEOX,
     .check_hparams = gemma2_hparams,
     .load_weights = gemma2_load,
@@ -298,6 +302,10 @@ const nc_arch nc_arch_gemma2 = {
 
 const nc_arch nc_arch_gemma3 = {
     .name = "gemma3",
+    .hf_class = "Gemma3ForCausalLM",
+    .family = "gemma",
+    .chat_template = "gemma",
+    .scratch = NC_SCRATCH_SWA_ROPE,
     .rope_type = NC_ROPE_NEOX,
     .check_hparams = gemma3_hparams,
     .load_weights = gemma3_load,

@@ -256,6 +256,9 @@ static nc_code llama_check_hparams(const gguf_file *f, nc_hparams *hp,
 
 const nc_arch nc_arch_llama = {
     .name = "llama",
+    .hf_class = "LlamaForCausalLM",
+    .hf_class_moe = "MixtralForCausalLM",
+    .family = "llama",
     .rope_type = NC_ROPE_NORMAL,
     .check_hparams = llama_check_hparams,
     .load_weights = llama_load_weights,

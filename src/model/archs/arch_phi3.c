@@ -29,6 +29,8 @@ static nc_code phi3_load(const gguf_file *f, const nc_hparams *hp,
 
 const nc_arch nc_arch_phi3 = {
     .name = "phi3",
+    .hf_class = "Phi3ForCausalLM",
+    .family = "llama",
     .rope_type = NC_ROPE_NEOX,
     .check_hparams = phi3_check,
     .load_weights = phi3_load,

@@ -12,6 +12,9 @@ static nc_code qwen2_load(const gguf_file *f, const nc_hparams *hp,
 
 const nc_arch nc_arch_qwen2 = {
     .name = "qwen2",
+    .hf_class = "Qwen2ForCausalLM",
+    .family = "llama",
+    .chat_template = "chatml",
     .rope_type = NC_ROPE_NEOX,
     .check_hparams = nc_llama_check_hparams,
     .load_weights = qwen2_load,

@@ -12,6 +12,9 @@ static nc_code qwen3_load(const gguf_file *f, const nc_hparams *hp,
 
 const nc_arch nc_arch_qwen3 = {
     .name = "qwen3",
+    .hf_class = "Qwen3ForCausalLM",
+    .family = "llama",
+    .chat_template = "chatml",
     .rope_type = NC_ROPE_NEOX,
     .check_hparams = nc_llama_check_hparams,
     .load_weights = qwen3_load,

@@ -37,6 +37,9 @@ static nc_code qwen3moe_load(const gguf_file *f, const nc_hparams *hp,
 
 const nc_arch nc_arch_qwen3moe = {
     .name = "qwen3moe",
+    .hf_class = "Qwen3MoeForCausalLM",
+    .family = "llama",
+    .chat_template = "chatml",
     .rope_type = NC_ROPE_NEOX,
     .check_hparams = qwen3moe_check,
     .load_weights = qwen3moe_load,
