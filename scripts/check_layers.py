@@ -14,6 +14,8 @@ else. tools/ and bench/ use only the public header.
   object uses and another src/ object defines is defined in its own folder or
   one below it; a tools/ object uses only the functions include/nucleus.h
   declares.
+- Between folders, only a folder's face (FACES: the headers others may
+  include) is included; its other headers are its own.
 - Every src/ folder is in DEPENDS (a new folder says what it uses), and
   DEPENDS has no cycle.
 
@@ -44,6 +46,25 @@ DEPENDS = {
     "api": ["engine", "chat"],       # include/nucleus.h's implementation
 }
 PUBLIC = "nucleus.h"
+
+# The headers of each folder that other folders may include: its face. The
+# rest (*_internal.h, the parts' own headers) are the folder's business.
+FACES = {
+    "base": ["status.h", "mapped_file.h", "threadpool.h", "unicode.h",
+             "unicode_stream.h", "rng.h"],
+    "gguf": ["gguf.h", "quant.h"],
+    "kernels": ["kernels.h", "ops.h", "attn_kernel.h", "attn_flash.h",
+                "sampler_simd.h"],
+    "kv": ["kv_cache.h"],
+    "tokenizer": ["vocab.h", "detokenizer.h"],
+    "jinja": ["jinja.h"],
+    "sampling": ["sampler.h", "sampler_contract.h", "beam.h"],
+    "chat": ["chat_template.h", "chat_template_builtin.h", "tool_call.h"],
+    "grammar": ["grammar.h", "json_schema.h"],
+    "model": ["model.h", "arch.h", "batch.h", "context.h"],
+    "engine": ["engine.h"],
+    "api": [],
+}
 
 # Micro-benchmarks that time one internal module against llama.cpp's (make
 # bench-*): like unit tests, they link src/ objects and include src/ headers.
@@ -119,6 +140,11 @@ def check_src_includes(bad):
             if not allowed(mine, theirs):
                 bad.append(f"src/{rel} ({mine}/) includes {tname}: {mine}/ "
                            f"does not depend on {theirs}/")
+            elif theirs not in (None, mine) and \
+                    tname.split("/", 1)[1] not in FACES.get(theirs, ()):
+                bad.append(f"src/{rel} includes {tname}, which is internal "
+                           f"to {theirs}/ (its face: "
+                           f"{', '.join(FACES.get(theirs, ())) or 'none'})")
 
 
 def check_client_includes(bad):
@@ -210,6 +236,9 @@ def main():
         build = pathlib.Path.cwd() / build
     bad = []
     for d in sorted(p.name for p in (ROOT / "src").iterdir() if p.is_dir()):
+        for h in FACES.get(d, ()):
+            if not (ROOT / "src" / d / h).is_file():
+                bad.append(f"src/{d}/{h}: in FACES but not there")
         if d not in DEPENDS:
             bad.append(f"src/{d}/: not in DEPENDS (add it to {__file__})")
     for f in (ROOT / "src").glob("*.[ch]"):

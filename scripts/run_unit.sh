@@ -2,19 +2,24 @@
 # Runs cmocka unit-test binaries one after another (as `make unit` does) and
 # prints one summary line over all of them, skips counted:
 #   unit (release): 312 passed, 2 skipped, 0 failed in 31 binaries
-# then each skipped test with the reason it printed ("skipped: ...").
+# then each skipped test with the reason it printed ("skipped: ..."), then
+# each binary's wall time, slowest first.
 # Exits 1 when a test failed or a binary exited non-zero (a crash, a group
 # setup error), else 0. Usage: scripts/run_unit.sh LABEL BINARY...
 set -u
 label="$1"
 shift
-passed=0 skipped=0 failed=0 bad_bins="" skip_list=""
+passed=0 skipped=0 failed=0 bad_bins="" skip_list="" times=""
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 for t in "$@"; do
   echo "== $t"
+  start=$(date +%s%N)
   "$t" >"$log" 2>&1
   rc=$?
+  ms=$((($(date +%s%N) - start) / 1000000))
+  times="$times$ms $(basename "$t")
+"
   cat "$log"
   # cmocka's summary: "[  PASSED  ] N test(s).", "[  SKIPPED ] N test(s),
   # listed below:", "[  FAILED  ] N test(s), listed below:".
@@ -40,6 +45,9 @@ if [ -n "$skip_list" ]; then
   echo "skipped tests:"
   printf '%s' "$skip_list"
 fi
+echo "time per binary ($label), slowest first:"
+printf '%s' "$times" | sort -rn | awk '{ printf "  %7.1f s  %s\n", $1 / 1000, $2 }'
+
 if [ "$failed" -gt 0 ] || [ -n "$bad_bins" ]; then
   [ -n "$bad_bins" ] && echo "failed binaries:$bad_bins"
   exit 1

@@ -12,6 +12,7 @@ stops every server it started when the module ends:
         requests.get(server.url + "/health")
 """
 
+import collections
 import os
 import pathlib
 import signal
@@ -175,3 +176,21 @@ def start_server():
     if failed:
         pytest.fail("a server did not shut down cleanly (exit 0 on "
                     "SIGTERM):\n" + "\n".join(failed))
+
+
+# Wall time per test file (setup, call and teardown of its tests: a module's
+# server start counts in its first test), printed after pytest's summary so
+# that the slow files are visible.
+_FILE_SECONDS = collections.defaultdict(float)
+
+
+def pytest_runtest_logreport(report):
+    _FILE_SECONDS[report.nodeid.split("::")[0]] += report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _FILE_SECONDS:
+        return
+    terminalreporter.write_line("time per test file, slowest first:")
+    for name, secs in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"  {secs:7.1f} s  {name}")
