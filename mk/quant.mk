@@ -16,9 +16,12 @@ CFLAGS_src/kernels/amx_gemv := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/amx_kquant := $(CFLAGS_src/kernels/avx512)
 
 UNIT_TESTS += test_quant test_kernels test_kernels_kquant
+# (the plain-C model of the tiled K-quant order is in tests/reference/)
+test_kernels_kquant_REF := 1
 # The K-quant matmuls against llama.cpp's own library (llama-cpp-python's,
 # loaded at run time; the tests skip without it).
 UNIT_TESTS += test_kernels_ggml
+test_kernels_ggml_REF := 1
 
 # make bench: kernel micro-benchmark (not a test), ns per dot next to
 # llama.cpp's vec_dot loaded at run time.

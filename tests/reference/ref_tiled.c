@@ -19,7 +19,7 @@
  * mul_mat (tests/unit/test_kernels_ggml.c). */
 #include <math.h>
 
-#include "ref.h"
+#include "kernels/ref.h"
 
 #define H2F(x) nc_fp16_to_fp32(x)
 
