@@ -34,12 +34,6 @@ NC_REF_DOT(blk_q4_k)
 NC_REF_DOT(blk_q5_k)
 NC_REF_DOT(blk_q6_k)
 
-/* ref_tiled.c: the K-quants in the order of llama.cpp's tiled matmul (its
- * x86 builds' order for 8+ activation rows), the reference of the avx512
- * table's K-quant kernels. */
-NC_REF_DOT(tiled_q4_k)
-NC_REF_DOT(tiled_q5_k)
-NC_REF_DOT(tiled_q6_k)
 #undef NC_REF_DOT
 
 /* A K-quant superblock's quants as integers in element order (ref.c and

@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "kernels/ref.h"
+#include "ref_tiled.h"
 
 #define H2F(x) nc_fp16_to_fp32(x)
 

@@ -35,6 +35,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
+#include "../reference/ref_tiled.h"
 #include "test_require.h"
 
 /* ggml's C API, the few calls used (ggml.h, ggml-cpu.h). */

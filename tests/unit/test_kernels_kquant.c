@@ -24,6 +24,7 @@
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
 #include "kernels/tables.h"
+#include "../reference/ref_tiled.h"
 #include "quant_golden.h"
 
 static uint32_t bits(float f) {
