@@ -1,6 +1,10 @@
 # nucleus build. Variants: make BUILD=release (default) | debug | asan
 #   make            build build/$(BUILD)/nucleus
-#   make test       unit tests (release and ASan+UBSan) and end-to-end tests
+#   make test       the full suite: layers, unit tests (release and
+#                   ASan+UBSan) and end-to-end tests (what CI runs)
+#   make check      the fast tier for the edit-test loop: layers, release
+#                   unit tests, end-to-end tests but the slow ones (long
+#                   contexts, soaks, replicas: @pytest.mark.slow)
 #   make unit       unit tests of this variant only
 #   make e2e        pytest end-to-end tests against the real binary and model
 #                   (a bounded 60 s server soak included; skips listed)
@@ -69,7 +73,7 @@ include $(sort $(wildcard mk/*.mk))
 
 UNIT_BINS := $(UNIT_TESTS:%=$(BUILDDIR)/tests/%)
 
-.PHONY: all test unit e2e model format clean run install layers
+.PHONY: all test check unit e2e e2e-check model format clean run install layers
 all: $(NUCLEUS) $(SHLIB)
 
 $(BUILDDIR)/%.o: %.c
@@ -123,6 +127,12 @@ unit: $(UNIT_BINS) $(NUCLEUS) model arch-models
 e2e: $(NUCLEUS) model
 	NUCLEUS_BIN=$(CURDIR)/$(NUCLEUS) python3 -m pytest -q -rs tests/e2e
 
+# The end-to-end tests not marked slow (tests/e2e/conftest.py says which
+# are).
+e2e-check: $(NUCLEUS) model
+	NUCLEUS_BIN=$(CURDIR)/$(NUCLEUS) python3 -m pytest -q -rs -m "not slow" \
+	  tests/e2e
+
 model:
 	@scripts/fetch_model.sh && scripts/fetch_gemma.sh
 
@@ -135,6 +145,11 @@ test: model
 	$(MAKE) BUILD=release unit
 	$(MAKE) BUILD=asan unit
 	$(MAKE) BUILD=release e2e
+
+check: model
+	$(MAKE) BUILD=release layers
+	$(MAKE) BUILD=release unit
+	$(MAKE) BUILD=release e2e-check
 
 run: $(NUCLEUS) model
 	$(NUCLEUS) run -p "The three primary colors are" -n 64

@@ -178,6 +178,12 @@ def start_server():
                     "SIGTERM):\n" + "\n".join(failed))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: long contexts, soaks, several replicas or a "
+        "corpus sweep: left out of `make check`, run by `make test`")
+
+
 # Wall time per test file (setup, call and teardown of its tests: a module's
 # server start counts in its first test), printed after pytest's summary so
 # that the slow files are visible.
