@@ -172,6 +172,58 @@ NUCLEUS_API const char *nucleus_load_mode_name(nucleus_load_mode m);
  * resolved). */
 NUCLEUS_API nucleus_load_mode
 nucleus_model_load_mode(const nucleus_model *model);
+/* ------------------------------------------------ the model-option contract
+ *
+ * One table of the nucleus_model_params fields a command line sets: the
+ * field's name, its flags (llama.cpp's), its values and its help line.
+ * nucleus_model_load's checks, the flags of `nucleus run`, `chat`, `bench`
+ * and `serve`, and their --help texts all read it, so each gives the same
+ * answer with the same message and shows the library's own defaults.
+ * (chat_template, a text, is outside: the commands read it from a file.) */
+
+typedef enum nucleus_option_kind {
+  NUCLEUS_OPTION_FLAG,   /* a bool the bare flag sets */
+  NUCLEUS_OPTION_INT,    /* in [min, max] */
+  NUCLEUS_OPTION_FLOAT,  /* in [min, max] */
+  NUCLEUS_OPTION_CHOICE, /* one of choices (an enum's values in order) */
+} nucleus_option_kind;
+
+typedef struct nucleus_option_info {
+  const char *name;      /* the nucleus_model_params field, "flash_attn" */
+  const char *cli_flag;  /* "--flash-attn" */
+  const char *cli_alias; /* "-fa", or NULL */
+  nucleus_option_kind kind;
+  const char *metavar; /* the value's name in help ("WHEN"); NULL: a flag */
+  double min, max;     /* INT and FLOAT: the allowed range, inclusive */
+  const char *const *choices; /* CHOICE: the names, NULL-terminated */
+  const char *help;
+} nucleus_option_info;
+
+NUCLEUS_API size_t nucleus_model_options_count(void);
+NUCLEUS_API const nucleus_option_info *
+nucleus_model_options_at(size_t i); /* NULL past the end */
+/* By field name, flag or alias ("flash_attn", "--flash-attn", "-fa"). */
+NUCLEUS_API const nucleus_option_info *
+nucleus_model_options_find(const char *name);
+
+/* Sets the option in p from its command-line text (NULL for a flag: true).
+ * One message per kind: "'NAME' must be on, off or auto, got 'X'",
+ * "'NAME' must be an integer in [LO, HI], got 'X'", ... */
+NUCLEUS_API nucleus_status nucleus_model_params_set(
+    nucleus_model_params *p, const nucleus_option_info *opt, const char *text,
+    nucleus_error *err);
+
+/* Checks every option of p against the table, with the same messages
+ * (nucleus_model_load does this first). */
+NUCLEUS_API nucleus_status nucleus_model_params_validate(
+    const nucleus_model_params *p, nucleus_error *err);
+
+/* The option's value in p as text ("auto (on)", "f16", "0 (the file's)"):
+ * of nucleus_model_default_params(), the default a --help shows. */
+NUCLEUS_API void nucleus_model_params_format(const nucleus_model_params *p,
+                                             const nucleus_option_info *opt,
+                                             char *buf, size_t cap);
+
 /* Bytes of the model's file in memory on 2 MiB pages now, as the kernel
  * counts them (Linux's /proc/self/smaps); 0 when mapped, where the kernel
  * gave none, or where the count cannot be read. */

@@ -4,7 +4,7 @@
 # later) expand.
 MODEL_OBJS = base/status base/mapped_file gguf/gguf_index gguf/gguf gguf/gguf_get gguf/quant gguf/quant_dequant \
              $(KERNEL_OBJS) base/threadpool model/batch kv/kv_cache kv/kv_prefix \
-             model/model model/archs/arch_llama model/archs/arch_qwen2 model/archs/arch_qwen3 model/archs/arch_phi3 model/archs/arch_qwen3moe \
+             model/model model/model_options api/api_model_options model/archs/arch_llama model/archs/arch_qwen2 model/archs/arch_qwen3 model/archs/arch_phi3 model/archs/arch_qwen3moe \
              model/archs/arch_gemma model/forward model/forward_moe model/forward_flash model/context api/api_model \
              $(TOKENIZER_OBJS)
 # The SIMD builds of the attention loops and row ops (the backend tables

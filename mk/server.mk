@@ -2,11 +2,15 @@
 # objects (the generic unit-test rule links src/ objects only).
 UNIT_TESTS += test_server_parts
 SERVER_PARTS := http/json_text http/auth metrics server_config
+# server_config parses the model options with the CLI's model_flags.
+SERVER_CLI_PARTS := model_flags
 $(BUILDDIR)/tests/test_server_parts: tests/unit/test_server_parts.c \
-    $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) $(BUILDDIR)/libnucleus.a
+    $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) \
+    $(SERVER_CLI_PARTS:%=$(BUILDDIR)/tools/cli/%.o) $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/server $(LDFLAGS) $< \
-	  $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) $(BUILDDIR)/libnucleus.a \
+	  $(SERVER_PARTS:%=$(BUILDDIR)/tools/server/%.o) \
+	  $(SERVER_CLI_PARTS:%=$(BUILDDIR)/tools/cli/%.o) $(BUILDDIR)/libnucleus.a \
 	  $(LIBS) -lcmocka -o $@
 
 # The request-head checker and the origin checks (tools/server).
