@@ -401,9 +401,15 @@ NUCLEUS_API nucleus_status nucleus_eval_logits(nucleus_model *model,
 
 /* ------------------------------------------------------------- sampling */
 
+/* At most NUCLEUS_MAX_LOGIT_BIAS entries per request, each bias in
+ * [-NUCLEUS_MAX_LOGIT_BIAS_VALUE, NUCLEUS_MAX_LOGIT_BIAS_VALUE] (OpenAI's
+ * range; others are refused: nucleus_logit_bias_check). */
+#define NUCLEUS_MAX_LOGIT_BIAS 1024
+#define NUCLEUS_MAX_LOGIT_BIAS_VALUE 100
+
 typedef struct nucleus_logit_bias {
   int32_t token;
-  float bias; /* clamped to [-100, 100] */
+  float bias; /* in [-100, 100] */
 } nucleus_logit_bias;
 
 typedef struct nucleus_sampling_params {
@@ -588,6 +594,40 @@ NUCLEUS_API bool nucleus_model_recommends(const nucleus_model *model,
 NUCLEUS_API nucleus_status nucleus_request_params_validate(
     const nucleus_model *model, const nucleus_request_params *params,
     nucleus_error *err);
+
+/* The structured parameters, outside the table: one check each, with one
+ * message per failure, which nucleus_request_params_validate (and so
+ * nucleus_engine_submit), the server's parser and the CLI's flags all use.
+ *
+ * Stop string number index (from 0), len bytes at s: at most
+ * NUCLEUS_MAX_STOP_STRINGS strings ("stop: at most 16 stop strings are
+ * allowed"), each 1 to NUCLEUS_MAX_STOP_STRING_BYTES bytes ("stop[I]: N
+ * bytes; each stop string must be 1 to 512 bytes"), no NUL byte. */
+NUCLEUS_API nucleus_status nucleus_stop_string_check(size_t index,
+                                                     const char *s, size_t len,
+                                                     nucleus_error *err);
+/* Checks each of stops (NUL-terminated) as above, then points p->stop at
+ * them: the caller keeps them until submit, which copies them. */
+NUCLEUS_API nucleus_status nucleus_request_params_set_stop(
+    nucleus_request_params *p, const char *const *stops, size_t n,
+    nucleus_error *err);
+
+/* Logit bias entry number index: at most NUCLEUS_MAX_LOGIT_BIAS entries
+ * ("logit_bias: at most 1024 entries are allowed"), the token a token id
+ * below n_vocab ("logit_bias[I]: token T is not a token id: allowed range
+ * [0, V-1]"; n_vocab 0: not known yet, checked at submit), the bias a
+ * number in [-100, 100] ("logit_bias[I] (token T): bias B must be a number
+ * in [-100, 100]"). */
+NUCLEUS_API nucleus_status nucleus_logit_bias_check(size_t index,
+                                                    nucleus_logit_bias b,
+                                                    int32_t n_vocab,
+                                                    nucleus_error *err);
+/* Checks each entry as above (against model's vocabulary; model may be
+ * NULL), then points p->sampling.logit_bias at them (the caller keeps them
+ * until submit, which copies them). */
+NUCLEUS_API nucleus_status nucleus_request_params_set_logit_bias(
+    nucleus_request_params *p, const nucleus_model *model,
+    const nucleus_logit_bias *bias, size_t n, nucleus_error *err);
 
 /* --------------------------------------------------------------- engine */
 

@@ -8,7 +8,8 @@
 # The committed corpus is replayed by test_request_fuzz (make unit).
 REQUEST_FUZZ_SERVER := openai/request_parse openai/structured openai/prompt \
   http/api_error http/json_text openai/tool_request
-REQUEST_FUZZ_OBJS = $(sort base/status engine/engine_params sampling/sampler_params sampling/sampler_contract \
+REQUEST_FUZZ_OBJS = $(sort base/status engine/engine_params engine/stop_matcher sampling/sampler_params sampling/sampler_contract \
+  api/api_request_checks \
   $(JINJA_OBJS) chat/chat_template chat/chat_template_guard \
   api/api_grammar grammar/grammar_handle grammar/grammar_parse grammar/grammar_check grammar/grammar_state grammar/json_schema \
   grammar/grammar_match grammar/grammar_mask grammar/grammar_memo grammar/grammar_canon grammar/grammar_trie)

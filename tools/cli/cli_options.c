@@ -184,9 +184,10 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
   }
   if (!strcmp(a, "--stop")) {
     NEED_VALUE();
-    if (o->request.n_stop >= NUCLEUS_MAX_STOP_STRINGS) {
-      fprintf(stderr, "error: --stop: at most %d stop strings\n",
-              NUCLEUS_MAX_STOP_STRINGS);
+    nucleus_error err = {0};
+    if (nucleus_stop_string_check(o->request.n_stop, v, strlen(v), &err) !=
+        NUCLEUS_OK) {
+      fprintf(stderr, "error: --stop: %s\n", err.message);
       return -1;
     }
     o->stops[o->request.n_stop++] = v;
@@ -233,16 +234,19 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     }
     memcpy(idbuf, v, (size_t)(eq - v));
     idbuf[eq - v] = '\0';
-    if (!parse_int("--logit-bias", idbuf, 0, 1L << 30, &id) ||
+    if (!parse_int("--logit-bias", idbuf, INT32_MIN, INT32_MAX, &id) ||
         !parse_float("--logit-bias", eq + 1, &bias))
       return -1;
-    if (o->request.sampling.n_logit_bias >= CLI_MAX_LOGIT_BIAS) {
-      fprintf(stderr, "error: --logit-bias: at most %d entries\n",
-              CLI_MAX_LOGIT_BIAS);
+    /* the vocabulary is checked at submit, with the same message */
+    nucleus_logit_bias b = {(int32_t)id, bias};
+    nucleus_error err = {0};
+    size_t n = o->request.sampling.n_logit_bias;
+    if (nucleus_logit_bias_check(n, b, 0, &err) != NUCLEUS_OK) {
+      fprintf(stderr, "error: --logit-bias: %s\n", err.message);
       return -1;
     }
-    o->bias[o->request.sampling.n_logit_bias++] =
-        (nucleus_logit_bias){(int32_t)id, bias};
+    o->bias[n] = b;
+    o->request.sampling.n_logit_bias = n + 1;
     o->request.sampling.logit_bias = o->bias;
     return 1;
   }

@@ -8,7 +8,6 @@
 
 #include "nucleus.h"
 
-#define CLI_MAX_LOGIT_BIAS 256
 #define CLI_MAX_PARAMS 64 /* rows of the parameter contract tracked */
 
 typedef struct cli_options {
@@ -18,7 +17,7 @@ typedef struct cli_options {
   nucleus_request_params request;
   /* Storage the request params point into. */
   const char *stops[NUCLEUS_MAX_STOP_STRINGS];
-  nucleus_logit_bias bias[CLI_MAX_LOGIT_BIAS];
+  nucleus_logit_bias bias[NUCLEUS_MAX_LOGIT_BIAS];
   /* The model options (model_flags.h: -t, -fa, -ctk, -ctv, --load-mode,
    * the RoPE overrides, ...); chat_template comes from the file above. */
   nucleus_model_params model;
