@@ -27,3 +27,8 @@ test_ops_simd_DEPS = $(KERNEL_OBJS) gguf/quant gguf/quant_dequant
 test_kv_cache_DEPS := base/status kv/kv_cache kv/kv_prefix model/batch gguf/quant gguf/quant_dequant
 test_forward_DEPS = $(MODEL_OBJS)
 test_model_load_DEPS = $(MODEL_OBJS)
+
+# The public boundary checks: the model-option table, the structured
+# request parameters' checks and setters (no model needed).
+UNIT_TESTS += test_param_checks
+test_param_checks_LIB := 1
