@@ -21,13 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/api_error.h"
 #include "chat/chat_template.h"
+#include "http/api_error.h"
 #include "model/model.h"
 #include "nucleus.h"
 #include "openai/prompt.h"
 #include "openai/request_parse.h"
-#include "sampling/sampler_contract.h"
 #include "sampling/sampler_contract.h"
 #include "server.h"
 
@@ -176,7 +175,7 @@ static void check_request(const gen_request *r, const nucleus_model *model) {
     FUZZ_CHECK(p->stop_token_ids[i] >= 0 &&
                p->stop_token_ids[i] < FUZZ_N_VOCAB);
   const nucleus_sampling_params *s = &p->sampling;
-  FUZZ_CHECK(s->n_logit_bias <= SERVER_MAX_LOGIT_BIAS);
+  FUZZ_CHECK(s->n_logit_bias <= NUCLEUS_MAX_LOGIT_BIAS);
   for (size_t i = 0; i < s->n_logit_bias; i++)
     FUZZ_CHECK(s->logit_bias[i].token >= 0 &&
                s->logit_bias[i].token < FUZZ_N_VOCAB);

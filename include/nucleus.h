@@ -186,6 +186,58 @@ NUCLEUS_API const char *nucleus_load_mode_name(nucleus_load_mode m);
  * resolved). */
 NUCLEUS_API nucleus_load_mode
 nucleus_model_load_mode(const nucleus_model *model);
+/* ------------------------------------------------ the model-option contract
+ *
+ * One table of the nucleus_model_params fields a command line sets: the
+ * field's name, its flags (llama.cpp's), its values and its help line.
+ * nucleus_model_load's checks, the flags of `nucleus run`, `chat`, `bench`
+ * and `serve`, and their --help texts all read it, so each gives the same
+ * answer with the same message and shows the library's own defaults.
+ * (chat_template, a text, is outside: the commands read it from a file.) */
+
+typedef enum nucleus_option_kind {
+  NUCLEUS_OPTION_FLAG,   /* a bool the bare flag sets */
+  NUCLEUS_OPTION_INT,    /* in [min, max] */
+  NUCLEUS_OPTION_FLOAT,  /* in [min, max] */
+  NUCLEUS_OPTION_CHOICE, /* one of choices (an enum's values in order) */
+} nucleus_option_kind;
+
+typedef struct nucleus_option_info {
+  const char *name;      /* the nucleus_model_params field, "flash_attn" */
+  const char *cli_flag;  /* "--flash-attn" */
+  const char *cli_alias; /* "-fa", or NULL */
+  nucleus_option_kind kind;
+  const char *metavar; /* the value's name in help ("WHEN"); NULL: a flag */
+  double min, max;     /* INT and FLOAT: the allowed range, inclusive */
+  const char *const *choices; /* CHOICE: the names, NULL-terminated */
+  const char *help;
+} nucleus_option_info;
+
+NUCLEUS_API size_t nucleus_model_options_count(void);
+NUCLEUS_API const nucleus_option_info *
+nucleus_model_options_at(size_t i); /* NULL past the end */
+/* By field name, flag or alias ("flash_attn", "--flash-attn", "-fa"). */
+NUCLEUS_API const nucleus_option_info *
+nucleus_model_options_find(const char *name);
+
+/* Sets the option in p from its command-line text (NULL for a flag: true).
+ * One message per kind: "'NAME' must be on, off or auto, got 'X'",
+ * "'NAME' must be an integer in [LO, HI], got 'X'", ... */
+NUCLEUS_API nucleus_status nucleus_model_params_set(
+    nucleus_model_params *p, const nucleus_option_info *opt, const char *text,
+    nucleus_error *err);
+
+/* Checks every option of p against the table, with the same messages
+ * (nucleus_model_load does this first). */
+NUCLEUS_API nucleus_status nucleus_model_params_validate(
+    const nucleus_model_params *p, nucleus_error *err);
+
+/* The option's value in p as text ("auto (on)", "f16", "0 (the file's)"):
+ * of nucleus_model_default_params(), the default a --help shows. */
+NUCLEUS_API void nucleus_model_params_format(const nucleus_model_params *p,
+                                             const nucleus_option_info *opt,
+                                             char *buf, size_t cap);
+
 /* Bytes of the model's file in memory on 2 MiB pages now, as the kernel
  * counts them (Linux's /proc/self/smaps); 0 when mapped, where the kernel
  * gave none, or where the count cannot be read. */
@@ -363,9 +415,15 @@ NUCLEUS_API nucleus_status nucleus_eval_logits(nucleus_model *model,
 
 /* ------------------------------------------------------------- sampling */
 
+/* At most NUCLEUS_MAX_LOGIT_BIAS entries per request, each bias in
+ * [-NUCLEUS_MAX_LOGIT_BIAS_VALUE, NUCLEUS_MAX_LOGIT_BIAS_VALUE] (OpenAI's
+ * range; others are refused: nucleus_logit_bias_check). */
+#define NUCLEUS_MAX_LOGIT_BIAS 1024
+#define NUCLEUS_MAX_LOGIT_BIAS_VALUE 100
+
 typedef struct nucleus_logit_bias {
   int32_t token;
-  float bias; /* clamped to [-100, 100] */
+  float bias; /* in [-100, 100] */
 } nucleus_logit_bias;
 
 typedef struct nucleus_sampling_params {
@@ -550,6 +608,40 @@ NUCLEUS_API bool nucleus_model_recommends(const nucleus_model *model,
 NUCLEUS_API nucleus_status nucleus_request_params_validate(
     const nucleus_model *model, const nucleus_request_params *params,
     nucleus_error *err);
+
+/* The structured parameters, outside the table: one check each, with one
+ * message per failure, which nucleus_request_params_validate (and so
+ * nucleus_engine_submit), the server's parser and the CLI's flags all use.
+ *
+ * Stop string number index (from 0), len bytes at s: at most
+ * NUCLEUS_MAX_STOP_STRINGS strings ("stop: at most 16 stop strings are
+ * allowed"), each 1 to NUCLEUS_MAX_STOP_STRING_BYTES bytes ("stop[I]: N
+ * bytes; each stop string must be 1 to 512 bytes"), no NUL byte. */
+NUCLEUS_API nucleus_status nucleus_stop_string_check(size_t index,
+                                                     const char *s, size_t len,
+                                                     nucleus_error *err);
+/* Checks each of stops (NUL-terminated) as above, then points p->stop at
+ * them: the caller keeps them until submit, which copies them. */
+NUCLEUS_API nucleus_status nucleus_request_params_set_stop(
+    nucleus_request_params *p, const char *const *stops, size_t n,
+    nucleus_error *err);
+
+/* Logit bias entry number index: at most NUCLEUS_MAX_LOGIT_BIAS entries
+ * ("logit_bias: at most 1024 entries are allowed"), the token a token id
+ * below n_vocab ("logit_bias[I]: token T is not a token id: allowed range
+ * [0, V-1]"; n_vocab 0: not known yet, checked at submit), the bias a
+ * number in [-100, 100] ("logit_bias[I] (token T): bias B must be a number
+ * in [-100, 100]"). */
+NUCLEUS_API nucleus_status nucleus_logit_bias_check(size_t index,
+                                                    nucleus_logit_bias b,
+                                                    int32_t n_vocab,
+                                                    nucleus_error *err);
+/* Checks each entry as above (against model's vocabulary; model may be
+ * NULL), then points p->sampling.logit_bias at them (the caller keeps them
+ * until submit, which copies them). */
+NUCLEUS_API nucleus_status nucleus_request_params_set_logit_bias(
+    nucleus_request_params *p, const nucleus_model *model,
+    const nucleus_logit_bias *bias, size_t n, nucleus_error *err);
 
 /* --------------------------------------------------------------- engine */
 

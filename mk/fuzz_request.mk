@@ -15,7 +15,8 @@ FUZZ_REQUEST_SRCS = fuzz/fuzz_request.c \
   $(REQUEST_FUZZ_SERVER:%=tools/server/%.c) \
   $(call src_of,base gguf tokenizer jinja chat grammar) \
   src/sampling/sampler_params.c src/sampling/sampler_contract.c \
-  src/engine/engine_params.c src/api/api_grammar.c
+  src/engine/engine_params.c src/engine/stop_matcher.c \
+  src/api/api_grammar.c src/api/api_request_checks.c
 
 .PHONY: fuzz-request
 fuzz-request: build/fuzz/fuzz_request

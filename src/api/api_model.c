@@ -7,6 +7,7 @@
 #include "model/arch.h"
 #include "model/context.h"
 #include "model/model.h"
+#include "model/model_options.h"
 #include "nucleus.h"
 
 void nucleus_free(void *ptr) {
@@ -37,57 +38,38 @@ bool nucleus_model_flash_attn(const nucleus_model *model) {
   return model && nc_model_flash_attn(model);
 }
 
-bool nucleus_flash_attn_parse(const char *s, nucleus_flash_attn *out) {
-  static const struct {
-    const char *name;
-    nucleus_flash_attn v;
-  } NAMES[] = {{"auto", NUCLEUS_FLASH_ATTN_AUTO},
-               {"on", NUCLEUS_FLASH_ATTN_ON},
-               {"off", NUCLEUS_FLASH_ATTN_OFF}};
-  for (size_t i = 0; s && i < sizeof NAMES / sizeof NAMES[0]; i++)
-    if (!strcmp(s, NAMES[i].name)) {
-      *out = NAMES[i].v;
-      return true;
-    }
-  return false;
+/* The names come from the model-option table (model/model_options.c). */
+static bool parse_choice(const char *field, const char *s, int *out) {
+  int v = nc_model_options_choice(field, s);
+  if (v < 0) return false;
+  *out = v;
+  return true;
 }
 
-static const struct {
-  const char *name;
-  nucleus_cache_type t;
-} CACHE_TYPES[] = {{"f16", NUCLEUS_CACHE_F16},
-                   {"bf16", NUCLEUS_CACHE_BF16},
-                   {"q8_0", NUCLEUS_CACHE_Q8_0},
-                   {"q4_0", NUCLEUS_CACHE_Q4_0}};
-enum { N_CACHE_TYPES = sizeof CACHE_TYPES / sizeof CACHE_TYPES[0] };
+bool nucleus_flash_attn_parse(const char *s, nucleus_flash_attn *out) {
+  int v;
+  if (!parse_choice("flash_attn", s, &v)) return false;
+  *out = (nucleus_flash_attn)v;
+  return true;
+}
 
 bool nucleus_cache_type_parse(const char *s, nucleus_cache_type *out) {
-  for (size_t i = 0; s && i < N_CACHE_TYPES; i++)
-    if (!strcmp(s, CACHE_TYPES[i].name)) {
-      *out = CACHE_TYPES[i].t;
-      return true;
-    }
-  return false;
+  int v;
+  if (!parse_choice("cache_type_k", s, &v)) return false;
+  *out = (nucleus_cache_type)v;
+  return true;
 }
 
-static const char *const LOAD_MODES[] = {
-    [NUCLEUS_LOAD_AUTO] = "auto",
-    [NUCLEUS_LOAD_READ] = "read",
-    [NUCLEUS_LOAD_MMAP] = "mmap",
-};
-enum { N_LOAD_MODES = sizeof LOAD_MODES / sizeof LOAD_MODES[0] };
-
 bool nucleus_load_mode_parse(const char *s, nucleus_load_mode *out) {
-  for (int i = 0; s && i < N_LOAD_MODES; i++)
-    if (!strcmp(s, LOAD_MODES[i])) {
-      *out = (nucleus_load_mode)i;
-      return true;
-    }
-  return false;
+  int v;
+  if (!parse_choice("load_mode", s, &v)) return false;
+  *out = (nucleus_load_mode)v;
+  return true;
 }
 
 const char *nucleus_load_mode_name(nucleus_load_mode m) {
-  return (int)m >= 0 && (int)m < N_LOAD_MODES ? LOAD_MODES[m] : "?";
+  const char *name = nc_model_options_choice_name("load_mode", (int)m);
+  return name ? name : "?";
 }
 
 nucleus_load_mode nucleus_model_load_mode(const nucleus_model *model) {
@@ -104,9 +86,8 @@ size_t nucleus_model_huge_page_bytes(const nucleus_model *model) {
 }
 
 const char *nucleus_cache_type_name(nucleus_cache_type t) {
-  for (size_t i = 0; i < N_CACHE_TYPES; i++)
-    if (CACHE_TYPES[i].t == t) return CACHE_TYPES[i].name;
-  return "?";
+  const char *name = nc_model_options_choice_name("cache_type_k", (int)t);
+  return name ? name : "?";
 }
 
 static nucleus_cache_type public_cache_type(nc_type t) {

@@ -5,6 +5,7 @@
 #include "engine.h"
 #include "sampling/sampler.h"
 #include "sampling/sampler_contract.h"
+#include "stop_matcher.h"
 
 #define DEFAULT_N_CTX_CAP 8192
 #define DEFAULT_KV_TOKENS 16384
@@ -23,8 +24,7 @@ const char *nucleus_finish_reason_name(nucleus_finish_reason reason) {
 nucleus_request_params nucleus_request_default_params(void) {
   nucleus_request_params p;
   memset(&p, 0, sizeof p);
-  p.sampling = nucleus_sampling_default_params();
-  nc_params_apply_defaults(&p, NUCLEUS_SURFACE_LIBRARY);
+  nc_params_apply_defaults(&p, NUCLEUS_SURFACE_LIBRARY); /* sampling too */
   return p;
 }
 
@@ -51,17 +51,14 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "'min_tokens' (%d) must not exceed max_tokens (%d)",
                    p->min_tokens, p->max_tokens);
-  if (p->n_stop > NUCLEUS_MAX_STOP_STRINGS)
+  if (p->n_stop > 0 && !p->stop)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "stop: %zu strings; at most %d allowed", p->n_stop,
-                   NUCLEUS_MAX_STOP_STRINGS);
-  for (size_t i = 0; i < p->n_stop; i++) {
-    size_t len = p->stop[i] ? strlen(p->stop[i]) : 0;
-    if (len == 0 || len > NUCLEUS_MAX_STOP_STRING_BYTES)
-      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                     "stop[%zu]: %zu bytes; must be 1..%d bytes", i, len,
-                     NUCLEUS_MAX_STOP_STRING_BYTES);
-  }
+                   "stop: %zu strings announced but the array is NULL",
+                   p->n_stop);
+  for (size_t i = 0; i < p->n_stop; i++)
+    if ((rc = nc_stop_check(i, p->stop[i], p->stop[i] ? strlen(p->stop[i]) : 0,
+                            err)) != NC_OK)
+      return rc;
   if (p->cache_salt &&
       strnlen(p->cache_salt, NUCLEUS_MAX_CACHE_SALT_BYTES + 1) >
           NUCLEUS_MAX_CACHE_SALT_BYTES)

@@ -1,5 +1,6 @@
 #include "stop_matcher.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,14 +30,29 @@ void nc_stop_matcher_free(nc_stop_matcher *m) {
   free(m);
 }
 
+nc_code nc_stop_check(size_t index, const char *s, size_t len, nc_error *err) {
+  if (index >= NUCLEUS_MAX_STOP_STRINGS)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "stop: at most %d stop strings are allowed",
+                   NUCLEUS_MAX_STOP_STRINGS);
+  if (!s || len == 0 || len > NUCLEUS_MAX_STOP_STRING_BYTES)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "stop[%zu]: %zu bytes; each stop string must be 1 to %d "
+                   "bytes",
+                   index, s ? len : 0, NUCLEUS_MAX_STOP_STRING_BYTES);
+  if (memchr(s, 0, len))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "stop[%zu]: stop strings must not contain NUL bytes", index);
+  return NC_OK;
+}
+
 nc_code nc_stop_matcher_create(const char *const *stops, size_t n_stops,
                                bool include_stop, nc_stop_matcher **out,
                                nc_error *err) {
   *out = NULL;
-  if (n_stops > NUCLEUS_MAX_STOP_STRINGS)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "stop: %zu stop strings given; at most %d allowed", n_stops,
-                   NUCLEUS_MAX_STOP_STRINGS);
+  for (size_t i = 0; i < n_stops; i++)
+    assert(nc_stop_check(i, stops[i], stops[i] ? strlen(stops[i]) : 0, NULL) ==
+           NC_OK);
   nc_stop_matcher *m = calloc(1, sizeof *m);
   if (!m) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   m->include_stop = include_stop;
@@ -45,13 +61,7 @@ nc_code nc_stop_matcher_create(const char *const *stops, size_t n_stops,
   m->stop_lens = calloc(n_stops ? n_stops : 1, sizeof *m->stop_lens);
   if (!m->stops || !m->stop_lens) goto nomem;
   for (size_t i = 0; i < n_stops; i++) {
-    size_t len = stops[i] ? strlen(stops[i]) : 0;
-    if (len == 0 || len > NUCLEUS_MAX_STOP_STRING_BYTES) {
-      nc_stop_matcher_free(m);
-      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                     "stop[%zu]: length %zu; must be 1..%d bytes", i, len,
-                     NUCLEUS_MAX_STOP_STRING_BYTES);
-    }
+    size_t len = strlen(stops[i]);
     m->stops[i] = malloc(len + 1);
     if (!m->stops[i]) goto nomem;
     memcpy(m->stops[i], stops[i], len + 1);

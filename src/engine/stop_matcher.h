@@ -20,8 +20,14 @@
 
 typedef struct nc_stop_matcher nc_stop_matcher;
 
-/* Copies the stop strings (each non-empty, at most
- * NUCLEUS_MAX_STOP_STRING_BYTES; at most NUCLEUS_MAX_STOP_STRINGS). */
+/* Stop string number index, len bytes at s: index below
+ * NUCLEUS_MAX_STOP_STRINGS, 1 to NUCLEUS_MAX_STOP_STRING_BYTES bytes, no NUL
+ * byte. The one message of each failure, on every surface
+ * (nucleus_stop_string_check). */
+nc_code nc_stop_check(size_t index, const char *s, size_t len, nc_error *err);
+
+/* Copies the stop strings, which nucleus_engine_submit checked
+ * (nc_stop_check; asserted here). */
 nc_code nc_stop_matcher_create(const char *const *stops, size_t n_stops,
                                bool include_stop, nc_stop_matcher **out,
                                nc_error *err);

@@ -1,6 +1,7 @@
 /* model: loading hyperparameters and weights from a GGUF file. */
 #include "model.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "model_options.h"
 #include "tokenizer/vocab.h"
 
 struct nucleus_model {
@@ -199,25 +201,12 @@ static nc_code load_rope_scaling(const gguf_file *f, const char *arch,
  * file's sets the training context to yarn_orig_ctx / scale. */
 static nc_code apply_rope_overrides(const nucleus_model_params *mp,
                                     nc_hparams *hp, nc_error *err) {
-  if (!(mp->rope_scale >= 0.0f) || !isfinite(mp->rope_scale) ||
-      !(mp->rope_freq_base >= 0.0f) || !isfinite(mp->rope_freq_base) ||
-      mp->yarn_orig_ctx < 0)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "rope overrides: rope_scale %g, rope_freq_base %g, "
-                   "yarn_orig_ctx %d: each must be >= 0 (0: the file's)",
-                   (double)mp->rope_scale, (double)mp->rope_freq_base,
-                   (int)mp->yarn_orig_ctx);
+  /* (ranges and names: nc_model_options_check_all, at the load's start) */
   if (mp->rope_scaling) {
-    static const char *const names[] = {"none", "linear", "yarn"};
     static const int types[] = {NC_ROPE_SCALING_NONE, NC_ROPE_SCALING_LINEAR,
                                 NC_ROPE_SCALING_YARN};
-    size_t i = 0;
-    while (i < 3 && strcmp(mp->rope_scaling, names[i]))
-      i++;
-    if (i == 3)
-      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                     "rope_scaling '%.32s': must be none, linear or yarn",
-                     mp->rope_scaling);
+    int i = nc_model_options_choice("rope_scaling", mp->rope_scaling);
+    assert(i >= 0 && i < 3);
     hp->rope_scaling = types[i];
   }
   if (mp->rope_freq_base > 0.0f) hp->rope_freq_base = mp->rope_freq_base;
@@ -434,23 +423,24 @@ static int online_cores(void) {
   return n < 1 ? 1 : (n > 512 ? 512 : (int)n);
 }
 
-static bool cache_type_of(nucleus_cache_type t, nc_type *out) {
+/* (values checked: nc_model_options_check_all) */
+static nc_type cache_type_of(nucleus_cache_type t) {
   switch (t) {
-  case NUCLEUS_CACHE_F16: *out = NC_TYPE_F16; return true;
-  case NUCLEUS_CACHE_BF16: *out = NC_TYPE_BF16; return true;
-  case NUCLEUS_CACHE_Q8_0: *out = NC_TYPE_Q8_0; return true;
-  case NUCLEUS_CACHE_Q4_0: *out = NC_TYPE_Q4_0; return true;
+  case NUCLEUS_CACHE_F16: break;
+  case NUCLEUS_CACHE_BF16: return NC_TYPE_BF16;
+  case NUCLEUS_CACHE_Q8_0: return NC_TYPE_Q8_0;
+  case NUCLEUS_CACHE_Q4_0: return NC_TYPE_Q4_0;
   }
-  return false;
+  return NC_TYPE_F16;
 }
 
-static bool file_load_of(nucleus_load_mode m, nc_file_load *out) {
+static nc_file_load file_load_of(nucleus_load_mode m) {
   switch (m) {
-  case NUCLEUS_LOAD_AUTO: *out = NC_FILE_AUTO; return true;
-  case NUCLEUS_LOAD_READ: *out = NC_FILE_READ; return true;
-  case NUCLEUS_LOAD_MMAP: *out = NC_FILE_MMAP; return true;
+  case NUCLEUS_LOAD_AUTO: break;
+  case NUCLEUS_LOAD_READ: return NC_FILE_READ;
+  case NUCLEUS_LOAD_MMAP: return NC_FILE_MMAP;
   }
-  return false;
+  return NC_FILE_AUTO;
 }
 
 nc_code nc_model_load(const char *path, const nucleus_model_params *params,
@@ -459,29 +449,13 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if (!path) return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "model path is NULL");
   nucleus_model_params defaults = {0};
   if (!params) params = &defaults;
-  if (params->n_threads < 0 || params->n_threads > 1024)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "n_threads %d: must be in [0, 1024] (0: all cores)",
-                   params->n_threads);
-  if (params->flash_attn != NUCLEUS_FLASH_ATTN_AUTO &&
-      params->flash_attn != NUCLEUS_FLASH_ATTN_ON &&
-      params->flash_attn != NUCLEUS_FLASH_ATTN_OFF)
-    return nc_fail(
-        err, NC_ERR_INVALID_ARGUMENT,
-        "flash_attn %d: must be NUCLEUS_FLASH_ATTN_AUTO, _ON or _OFF",
-        (int)params->flash_attn);
-  nc_file_load how;
-  if (!file_load_of(params->load_mode, &how))
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "load_mode %d: must be NUCLEUS_LOAD_AUTO, _READ or _MMAP",
-                   (int)params->load_mode);
-  nc_type cache_k, cache_v;
-  if (!cache_type_of(params->cache_type_k, &cache_k) ||
-      !cache_type_of(params->cache_type_v, &cache_v))
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "cache_type_k %d, cache_type_v %d: each must be "
-                   "NUCLEUS_CACHE_F16, _BF16, _Q8_0 or _Q4_0",
-                   (int)params->cache_type_k, (int)params->cache_type_v);
+  /* Every option against the one table (model_options.c), then what
+   * relates one to another. */
+  nc_code orc = nc_model_options_check_all(params, err);
+  if (orc != NC_OK) return orc;
+  const nc_file_load how = file_load_of(params->load_mode);
+  const nc_type cache_k = cache_type_of(params->cache_type_k);
+  const nc_type cache_v = cache_type_of(params->cache_type_v);
   /* Our non-flash kernels read F16 only; llama.cpp's need flash attention
    * for a quantized V (its auto turns it on then, as ours does). */
   const bool typed = cache_k != NC_TYPE_F16 || cache_v != NC_TYPE_F16;

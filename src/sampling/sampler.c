@@ -54,12 +54,8 @@ nc_code nc_sampler_create(const nucleus_sampling_params *p, int32_t n_vocab,
   if (p->n_logit_bias > 0) {
     s->bias = malloc(p->n_logit_bias * sizeof *s->bias);
     if (!s->bias) goto nomem;
-    for (size_t i = 0; i < p->n_logit_bias; i++) {
-      float b = p->logit_bias[i].bias;
-      if (b > NC_LOGIT_BIAS_MAX) b = NC_LOGIT_BIAS_MAX;
-      if (b < -NC_LOGIT_BIAS_MAX) b = -NC_LOGIT_BIAS_MAX;
-      s->bias[i] = (nucleus_logit_bias){p->logit_bias[i].token, b};
-    }
+    /* (each in range: nc_sampling_validate above) */
+    memcpy(s->bias, p->logit_bias, p->n_logit_bias * sizeof *s->bias);
     s->n_bias = p->n_logit_bias;
   }
   s->has_allowed = p->allowed_tokens != NULL;

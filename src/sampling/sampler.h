@@ -79,9 +79,7 @@
 #include "base/status.h"
 
 #define NC_LOGPROB_FLOOR (-9999.0f)
-#define NC_LOGIT_BIAS_MAX 100.0f
-#define NC_TEMPERATURE_MAX 100.0f
-#define NC_REPETITION_PENALTY_MAX 100.0f
+/* (the scalar parameters' ranges live in sampler_contract.c only) */
 
 /* The stages, in the pipeline's order, as the inspector names them
  * (nucleus_inspect.stages): grammar (a structured-output mask, when one
@@ -107,11 +105,18 @@ typedef struct nc_sampler nc_sampler;
 typedef struct nc_sample_workspace nc_sample_workspace;
 
 /* Checks every field against its allowed range and every token id against
- * n_vocab; the message names the parameter, its value and the range.
- * logit_bias values are not rejected when out of [-100, 100] (they are
- * clamped at use, like OpenAI), but NaN is. */
+ * n_vocab; the message names the parameter, its value and the range. Each
+ * logit_bias entry as nc_logit_bias_check. */
 nc_code nc_sampling_validate(const nucleus_sampling_params *p, int32_t n_vocab,
                              nc_error *err);
+
+/* Entry index of a logit bias: index below NUCLEUS_MAX_LOGIT_BIAS, the
+ * token in [0, n_vocab) (not checked when n_vocab <= 0: the vocabulary is
+ * not known yet), the bias a number in [-NUCLEUS_MAX_LOGIT_BIAS_VALUE,
+ * NUCLEUS_MAX_LOGIT_BIAS_VALUE]. The one message of each failure, on every
+ * surface (nucleus_logit_bias_check). */
+nc_code nc_logit_bias_check(size_t index, nucleus_logit_bias b, int32_t n_vocab,
+                            nc_error *err);
 
 /* Validates p, then copies everything it needs (the caller's arrays may be
  * freed afterwards). seed keys the generator; stream distinguishes the

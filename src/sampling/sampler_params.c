@@ -1,33 +1,18 @@
-/* sampler_params: the OpenAI defaults and the validation of every sampling
- * parameter against its allowed range. */
+/* sampler_params: the library's sampling defaults (the contract's) and the
+ * validation of every sampling parameter. */
 #include <math.h>
+#include <string.h>
 
 #include "sampler.h"
 #include "sampler_contract.h"
 
 nucleus_sampling_params nucleus_sampling_default_params(void) {
-  return (nucleus_sampling_params){
-      .temperature = 1.0f,
-      .top_k = 0,
-      .top_p = 1.0f,
-      .min_p = 0.0f,
-      .typical_p = 1.0f,
-      .repetition_penalty = 1.0f,
-      .presence_penalty = 0.0f,
-      .frequency_penalty = 0.0f,
-      .logit_bias = NULL,
-      .n_logit_bias = 0,
-      .allowed_tokens = NULL,
-      .n_allowed_tokens = 0,
-      .banned_tokens = NULL,
-      .n_banned_tokens = 0,
-      .has_seed = false,
-      .seed = 0,
-      .logprobs = false,
-      .top_logprobs = 0,
-      .processed_logprobs = false,
-      .inspect_top_n = 0,
-  };
+  /* Every scalar's default from the one contract (sampler_contract.c);
+   * the rest is off: no bias, masks, seed, logprobs or inspection. */
+  nucleus_request_params p;
+  memset(&p, 0, sizeof p);
+  nc_params_apply_defaults(&p, NUCLEUS_SURFACE_LIBRARY);
+  return p.sampling;
 }
 
 static nc_code check_ids(const char *name, const int32_t *ids, size_t n,
@@ -40,6 +25,26 @@ static nc_code check_ids(const char *name, const int32_t *ids, size_t n,
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "%s[%zu] = %d is not a token id: allowed range [0, %d]",
                      name, i, ids[i], n_vocab - 1);
+  return NC_OK;
+}
+
+nc_code nc_logit_bias_check(size_t index, nucleus_logit_bias b, int32_t n_vocab,
+                            nc_error *err) {
+  if (index >= NUCLEUS_MAX_LOGIT_BIAS)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "logit_bias: at most %d entries are allowed",
+                   NUCLEUS_MAX_LOGIT_BIAS);
+  if (b.token < 0 || (n_vocab > 0 && b.token >= n_vocab))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "logit_bias[%zu]: token %d is not a token id: allowed "
+                   "range [0, %d]",
+                   index, b.token, n_vocab > 0 ? n_vocab - 1 : INT32_MAX);
+  if (!(fabsf(b.bias) <= NUCLEUS_MAX_LOGIT_BIAS_VALUE))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "logit_bias[%zu] (token %d): bias %g must be a number in "
+                   "[-%d, %d]",
+                   index, b.token, (double)b.bias, NUCLEUS_MAX_LOGIT_BIAS_VALUE,
+                   NUCLEUS_MAX_LOGIT_BIAS_VALUE);
   return NC_OK;
 }
 
@@ -61,19 +66,9 @@ nc_code nc_sampling_validate(const nucleus_sampling_params *p, int32_t n_vocab,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "logit_bias: %zu entries announced but the array is NULL",
                    p->n_logit_bias);
-  for (size_t i = 0; i < p->n_logit_bias; i++) {
-    const nucleus_logit_bias *b = &p->logit_bias[i];
-    if (b->token < 0 || b->token >= n_vocab)
-      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                     "logit_bias[%zu]: token %d is not a token id: allowed "
-                     "range [0, %d]",
-                     i, b->token, n_vocab - 1);
-    if (isnan(b->bias))
-      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                     "logit_bias[%zu] (token %d): bias is NaN; allowed range "
-                     "[-100, 100] (values beyond are clamped)",
-                     i, b->token);
-  }
+  for (size_t i = 0; i < p->n_logit_bias; i++)
+    if ((rc = nc_logit_bias_check(i, p->logit_bias[i], n_vocab, err)))
+      return rc;
   if ((rc = check_ids("allowed_tokens", p->allowed_tokens, p->n_allowed_tokens,
                       n_vocab, err)))
     return rc;

@@ -129,5 +129,5 @@ def test_load_modes_give_the_same_text():
     p = nucleus("run", "-m", MODEL, "-p", "x", "-n", "1", "--load-mode",
                 "mlock")
     assert p.returncode != 0
-    assert "--load-mode: 'mlock' is not auto, read or mmap" in \
-        p.stderr.decode()
+    assert ("--load-mode: 'load_mode' must be auto, read or mmap, got "
+            "'mlock'") in p.stderr.decode()

@@ -712,11 +712,13 @@ static void test_rope_overrides(void **state) {
   mp = nucleus_model_default_params();
   mp.rope_scaling = "ntk";
   assert_null(load_with("llamayarn", mp, &err));
-  assert_non_null(strstr(err.message, "rope_scaling 'ntk'"));
+  assert_non_null(strstr(
+      err.message, "'rope_scaling' must be none, linear or yarn, got 'ntk'"));
   mp = nucleus_model_default_params();
   mp.rope_scale = -2.0f;
   assert_null(load_with("llamayarn", mp, &err));
-  assert_non_null(strstr(err.message, "rope_scale -2"));
+  assert_non_null(strstr(
+      err.message, "'rope_scale' must be a number in [0, 1e+06], got -2"));
 }
 
 int main(void) {

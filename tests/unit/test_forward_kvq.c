@@ -212,7 +212,8 @@ static void test_params(void **state) {
   dp.cache_type_v = (nucleus_cache_type)7;
   assert_int_equal(nucleus_model_load("/nonexistent.gguf", &dp, &m, &err),
                    NUCLEUS_ERR_INVALID_ARGUMENT);
-  assert_non_null(strstr(err.message, "cache_type_v 7"));
+  assert_non_null(strstr(
+      err.message, "'cache_type_v' must be f16, bf16, q8_0 or q4_0, got 7"));
   const char *path = getenv("NUCLEUS_MODEL");
   if (!path || !*path) NC_MODEL_UNAVAILABLE("NUCLEUS_MODEL is not set");
   /* flash attention off: refused, with the reason */

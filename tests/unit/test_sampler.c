@@ -76,7 +76,11 @@ static void validation_names_parameter_and_range(void **state) {
   p = d, p.logit_bias = bias, p.n_logit_bias = 2;
   expect_invalid(&p, 10, "logit_bias[1]: token 10", "[0, 9]");
   bias[1] = (nucleus_logit_bias){2, NAN};
-  expect_invalid(&p, 10, "logit_bias[1]", "NaN");
+  expect_invalid(&p, 10, "logit_bias[1] (token 2): bias nan",
+                 "must be a number in [-100, 100]");
+  bias[1] = (nucleus_logit_bias){2, 100.5f}; /* OpenAI's range: refused */
+  expect_invalid(&p, 10, "logit_bias[1] (token 2): bias 100.5",
+                 "must be a number in [-100, 100]");
   int32_t ids[3] = {0, 4, -1};
   p = d, p.allowed_tokens = ids, p.n_allowed_tokens = 3;
   expect_invalid(&p, 10, "allowed_tokens[2] = -1", "[0, 9]");
@@ -86,19 +90,19 @@ static void validation_names_parameter_and_range(void **state) {
   expect_invalid(&p, 10, "allowed_tokens", "empty");
   p = d, p.n_banned_tokens = 2; /* NULL array */
   expect_invalid(&p, 10, "banned_tokens", "NULL");
-  /* accepted: bias out of [-100, 100] (clamped), edges of every range */
-  bias[1] = (nucleus_logit_bias){2, 1e6f};
+  /* accepted: the edges of every range */
+  bias[1] = (nucleus_logit_bias){2, -100.0f};
   p = d, p.logit_bias = bias, p.n_logit_bias = 2;
   p.temperature = 0.0f, p.top_p = 1e-9f, p.top_k = 10, p.min_p = 1.0f;
   p.presence_penalty = -2.0f, p.frequency_penalty = 2.0f, p.top_logprobs = 20;
   assert_int_equal(nc_sampling_validate(&p, 10, NULL), NC_OK);
 }
 
-static void logit_bias_is_clamped(void **state) {
+static void logit_bias_at_the_edge(void **state) {
   (void)state;
-  /* +500 acts as +100: token 1 (0 + 100) loses to token 0 (150). */
+  /* +100 (the most allowed): token 1 (0 + 100) loses to token 0 (150). */
   float logits[3] = {150.0f, 0.0f, 0.0f};
-  nucleus_logit_bias bias[1] = {{1, 500.0f}};
+  nucleus_logit_bias bias[1] = {{1, 100.0f}};
   nucleus_sampling_params p = nucleus_sampling_default_params();
   p.temperature = 0.0f, p.logit_bias = bias, p.n_logit_bias = 1;
   nc_sampler *s = make_sampler(&p, 3, 1);
@@ -292,7 +296,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(defaults_are_openai),
       cmocka_unit_test(validation_names_parameter_and_range),
-      cmocka_unit_test(logit_bias_is_clamped),
+      cmocka_unit_test(logit_bias_at_the_edge),
       cmocka_unit_test(create_copies_the_arrays),
       cmocka_unit_test(history_is_incremental_and_clones_are_deep),
       cmocka_unit_test(a_clone_samples_like_its_parent),

@@ -102,10 +102,10 @@ static void test_config_defaults_and_options(void **state) {
   assert_string_equal(cfg.host, "127.0.0.1");
   assert_int_equal(cfg.port, 8080);
   assert_int_equal(cfg.max_body_bytes, 8u * 1024 * 1024);
-  assert_false(cfg.no_repack);
+  assert_false(cfg.model.no_repack);
   char *plain[] = {"serve", "--no-repack", "--port", "9001"};
   assert_int_equal(server_config_parse(4, plain, &cfg, msg, sizeof msg), 0);
-  assert_true(cfg.no_repack);
+  assert_true(cfg.model.no_repack);
   assert_int_equal(cfg.port, 9001);
   char *args[] = {"serve", "-m",          "x.gguf", "--port",
                   "9000",  "--parallel",  "4",      "--api-key",

@@ -118,26 +118,33 @@ static void test_disarmed_does_not_stop(void **state) {
   nc_stop_matcher_free(m);
 }
 
+/* The stop-string rules (nc_stop_check, which submit applies and the
+ * matcher asserts): one message per failure. */
 static void test_invalid_stops_rejected(void **state) {
   (void)state;
-  nc_stop_matcher *m = NULL;
   nc_error err = {0};
-  const char *empty[] = {""};
-  assert_int_equal(nc_stop_matcher_create(empty, 1, false, &m, &err),
-                   NC_ERR_INVALID_ARGUMENT);
-  assert_non_null(strstr(err.message, "stop[0]"));
+  assert_int_equal(nc_stop_check(0, "", 0, &err), NC_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message,
+                      "stop[0]: 0 bytes; each stop string must be 1 to 512 "
+                      "bytes");
   char big[NUCLEUS_MAX_STOP_STRING_BYTES + 2];
   memset(big, 'a', sizeof big - 1);
   big[sizeof big - 1] = '\0';
-  const char *bigs[] = {big};
-  assert_int_equal(nc_stop_matcher_create(bigs, 1, false, &m, &err),
+  assert_int_equal(nc_stop_check(3, big, strlen(big), &err),
                    NC_ERR_INVALID_ARGUMENT);
-  const char *many[NUCLEUS_MAX_STOP_STRINGS + 1];
-  for (int i = 0; i <= NUCLEUS_MAX_STOP_STRINGS; i++)
-    many[i] = "s";
-  assert_int_equal(nc_stop_matcher_create(many, NUCLEUS_MAX_STOP_STRINGS + 1,
-                                          false, &m, &err),
+  assert_string_equal(err.message,
+                      "stop[3]: 513 bytes; each stop string must be 1 to 512 "
+                      "bytes");
+  assert_int_equal(nc_stop_check(0, "a\0b", 3, &err), NC_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message,
+                      "stop[0]: stop strings must not contain NUL bytes");
+  assert_int_equal(nc_stop_check(NUCLEUS_MAX_STOP_STRINGS, "s", 1, &err),
                    NC_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, "stop: at most 16 stop strings are allowed");
+  assert_int_equal(nc_stop_check(NUCLEUS_MAX_STOP_STRINGS - 1, "s", 1, &err),
+                   NC_OK);
+  assert_int_equal(nc_stop_check(0, big, NUCLEUS_MAX_STOP_STRING_BYTES, &err),
+                   NC_OK);
 }
 
 /* Every way to split the text into pieces gives the same result. */

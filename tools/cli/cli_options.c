@@ -8,11 +8,13 @@
 
 #include "cli_io.h"
 #include "commands.h"
+#include "model_flags.h"
 
 void cli_options_init(cli_options *o) {
   memset(o, 0, sizeof *o);
   o->engine = nucleus_engine_default_params();
   o->request = nucleus_request_default_params();
+  o->model = nucleus_model_default_params();
 }
 
 static bool parse_int(const char *flag, const char *s, long lo, long hi,
@@ -41,7 +43,7 @@ static bool parse_float(const char *flag, const char *s, float *out) {
   return true;
 }
 
-typedef enum { OPT_INT, OPT_FLOAT, OPT_BOOL } opt_kind;
+typedef enum { OPT_INT, OPT_BOOL } opt_kind;
 
 typedef struct opt_spec {
   const char *name, *alias;
@@ -54,8 +56,6 @@ typedef struct opt_spec {
 #define OFF(field) offsetof(cli_options, field)
 
 static const opt_spec SPECS[] = {
-    {"-t", "--threads", OPT_INT, OFF(n_threads), 0, 1024,
-     "threads (default: all cores)"},
     {"-c", "--ctx-size", OPT_INT, OFF(engine.n_ctx), 0, 1 << 24,
      "context size per sequence (default: the model's, at most 8192)"},
     {"--parse-special-in-content", NULL, OPT_BOOL,
@@ -71,16 +71,6 @@ static const opt_spec SPECS[] = {
      "no KV reuse across requests or chat turns (the prefix cache is on)"},
     {"--swa-full", NULL, OPT_BOOL, OFF(engine.swa_full), 0, 0,
      "sliding-window layers keep every position (default: the window's)"},
-    {"--reference-kernels", NULL, OPT_BOOL, OFF(reference_kernels), 0, 0,
-     "use the plain-C reference kernels"},
-    {"--no-repack", NULL, OPT_BOOL, OFF(no_repack), 0, 0,
-     "add in the float order of llama.cpp --no-repack (no AMX tiles)"},
-    {"--rope-scale", NULL, OPT_FLOAT, OFF(rope_scale), 0, 0,
-     "RoPE scaling factor (default: the file's)"},
-    {"--rope-freq-base", NULL, OPT_FLOAT, OFF(rope_freq_base), 0, 0,
-     "RoPE base frequency (default: the file's)"},
-    {"--yarn-orig-ctx", NULL, OPT_INT, OFF(yarn_orig_ctx), 0, INT32_MAX,
-     "YaRN's original context (default: the file's)"},
 };
 
 void cli_options_free(cli_options *o) {
@@ -99,20 +89,6 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out, "  --stop TEXT             stop string (repeatable, up to %d)\n",
           NUCLEUS_MAX_STOP_STRINGS);
   fprintf(out, "  --logit-bias ID=BIAS    add BIAS to token ID (repeatable)\n");
-  fprintf(out,
-          "  -fa, --flash-attn WHEN  on, off or auto (default auto: off for "
-          "now)\n");
-  fprintf(out, "  --rope-scaling TYPE     none, linear or yarn (default: the "
-               "file's)\n");
-  fprintf(out, "  --load-mode HOW         read the file into memory in 2 MiB "
-               "pages (read), map it\n"
-               "                          (mmap), or auto (default: read "
-               "when it takes at most\n"
-               "                          half the available memory)\n");
-  fprintf(out, "  -ctk, --cache-type-k T  KV cache type of K: f16 (default), "
-               "bf16, q8_0, q4_0\n");
-  fprintf(out, "  -ctv, --cache-type-v T  KV cache type of V, the same; any "
-               "but f16 needs flash attention (auto turns it on)\n");
   fprintf(out,
           "  --grammar GBNF          constrain the output to a GBNF grammar\n");
   fprintf(out, "  --grammar-file FILE     the same, read from FILE\n");
@@ -139,6 +115,7 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
              SPECS[i].alias ? ", " : "", SPECS[i].alias ? SPECS[i].alias : "");
     fprintf(out, "  %-23s %s\n", names, SPECS[i].help);
   }
+  model_flags_help(out);
 }
 
 /* The whole of file path (at most 1 MiB, the grammar engine's own bound)
@@ -165,21 +142,6 @@ static int read_small_file(const char *flag, const char *path, char **text,
   return 0;
 }
 
-bool cli_parse_cache_type(const char *a, const char *v,
-                          nucleus_cache_type *out) {
-  if (nucleus_cache_type_parse(v, out)) return true;
-  fprintf(stderr,
-          "error: %s: '%s' is not a cache type (f16, bf16, q8_0, q4_0)\n", a,
-          v);
-  return false;
-}
-
-bool cli_parse_load_mode(const char *a, const char *v, nucleus_load_mode *out) {
-  if (nucleus_load_mode_parse(v, out)) return true;
-  fprintf(stderr, "error: %s: '%s' is not auto, read or mmap\n", a, v);
-  return false;
-}
-
 int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -196,25 +158,11 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     o->model_path = v;
     return 1;
   }
-  if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
-    NEED_VALUE();
-    if (!nucleus_flash_attn_parse(v, &o->flash_attn)) {
-      fprintf(stderr, "error: %s: '%s' is not on, off or auto\n", a, v);
-      return -1;
-    }
-    return 1;
-  }
-  if (!strcmp(a, "--load-mode")) {
-    NEED_VALUE();
-    return cli_parse_load_mode(a, v, &o->load_mode) ? 1 : -1;
-  }
-  if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) {
-    NEED_VALUE();
-    return cli_parse_cache_type(a, v, &o->cache_type_k) ? 1 : -1;
-  }
-  if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
-    NEED_VALUE();
-    return cli_parse_cache_type(a, v, &o->cache_type_v) ? 1 : -1;
+  char msg[640];
+  int mrc = model_flags_parse(&o->model, argc, argv, i, msg, sizeof msg);
+  if (mrc) {
+    if (mrc < 0) fprintf(stderr, "error: %s\n", msg);
+    return mrc;
   }
   if (!strcmp(a, "--chat-template")) {
     NEED_VALUE();
@@ -236,9 +184,10 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
   }
   if (!strcmp(a, "--stop")) {
     NEED_VALUE();
-    if (o->request.n_stop >= NUCLEUS_MAX_STOP_STRINGS) {
-      fprintf(stderr, "error: --stop: at most %d stop strings\n",
-              NUCLEUS_MAX_STOP_STRINGS);
+    nucleus_error err = {0};
+    if (nucleus_stop_string_check(o->request.n_stop, v, strlen(v), &err) !=
+        NUCLEUS_OK) {
+      fprintf(stderr, "error: --stop: %s\n", err.message);
       return -1;
     }
     o->stops[o->request.n_stop++] = v;
@@ -273,18 +222,6 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     o->request.grammar = o->grammar;
     return 1;
   }
-  if (!strcmp(a, "--rope-scaling")) {
-    NEED_VALUE();
-    if (strcmp(v, "none") && strcmp(v, "linear") && strcmp(v, "yarn")) {
-      fprintf(stderr,
-              "error: --rope-scaling: '%s' is not none, linear or "
-              "yarn\n",
-              v);
-      return -1;
-    }
-    o->rope_scaling = v;
-    return 1;
-  }
   if (!strcmp(a, "--logit-bias")) {
     NEED_VALUE();
     const char *eq = strchr(v, '=');
@@ -297,16 +234,19 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     }
     memcpy(idbuf, v, (size_t)(eq - v));
     idbuf[eq - v] = '\0';
-    if (!parse_int("--logit-bias", idbuf, 0, 1L << 30, &id) ||
+    if (!parse_int("--logit-bias", idbuf, INT32_MIN, INT32_MAX, &id) ||
         !parse_float("--logit-bias", eq + 1, &bias))
       return -1;
-    if (o->request.sampling.n_logit_bias >= CLI_MAX_LOGIT_BIAS) {
-      fprintf(stderr, "error: --logit-bias: at most %d entries\n",
-              CLI_MAX_LOGIT_BIAS);
+    /* the vocabulary is checked at submit, with the same message */
+    nucleus_logit_bias b = {(int32_t)id, bias};
+    nucleus_error err = {0};
+    size_t n = o->request.sampling.n_logit_bias;
+    if (nucleus_logit_bias_check(n, b, 0, &err) != NUCLEUS_OK) {
+      fprintf(stderr, "error: --logit-bias: %s\n", err.message);
       return -1;
     }
-    o->bias[o->request.sampling.n_logit_bias++] =
-        (nucleus_logit_bias){(int32_t)id, bias};
+    o->bias[n] = b;
+    o->request.sampling.n_logit_bias = n + 1;
     o->request.sampling.logit_bias = o->bias;
     return 1;
   }
@@ -344,7 +284,6 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
       return 1;
     }
     NEED_VALUE();
-    if (s->kind == OPT_FLOAT) return parse_float(a, v, (float *)field) ? 1 : -1;
     long n;
     if (!parse_int(a, v, s->lo, s->hi, &n)) return -1;
     if (s->offset == OFF(engine.kv_cache_tokens))
@@ -363,18 +302,7 @@ nucleus_model *cli_load_model(const cli_options *o) {
                          ? o->model_path
                          : cli_default_model(model_buf, sizeof model_buf);
   if (!path) return NULL;
-  nucleus_model_params mp = nucleus_model_default_params();
-  mp.n_threads = o->n_threads;
-  mp.reference_kernels = o->reference_kernels;
-  mp.no_repack = o->no_repack;
-  mp.flash_attn = o->flash_attn;
-  mp.rope_scaling = o->rope_scaling;
-  mp.rope_scale = o->rope_scale;
-  mp.rope_freq_base = o->rope_freq_base;
-  mp.yarn_orig_ctx = o->yarn_orig_ctx;
-  mp.cache_type_k = o->cache_type_k;
-  mp.cache_type_v = o->cache_type_v;
-  mp.load_mode = o->load_mode;
+  nucleus_model_params mp = o->model;
   char *tmpl = NULL;
   if (o->chat_template_file) {
     tmpl = cli_read_file(o->chat_template_file, NULL);

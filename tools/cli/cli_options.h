@@ -8,42 +8,23 @@
 
 #include "nucleus.h"
 
-#define CLI_MAX_LOGIT_BIAS 256
 #define CLI_MAX_PARAMS 64 /* rows of the parameter contract tracked */
 
 typedef struct cli_options {
   const char *model_path;
   const char *chat_template_file;
-  int n_threads;
   nucleus_engine_params engine;
   nucleus_request_params request;
   /* Storage the request params point into. */
   const char *stops[NUCLEUS_MAX_STOP_STRINGS];
-  nucleus_logit_bias bias[CLI_MAX_LOGIT_BIAS];
-  bool reference_kernels;
-  bool no_repack;
-  nucleus_flash_attn flash_attn; /* -fa, --flash-attn on|off|auto */
-  nucleus_load_mode load_mode;   /* --load-mode auto|read|mmap */
-  /* --rope-scaling, --rope-scale, --rope-freq-base, --yarn-orig-ctx (0 or
-   * NULL: the file's), as nucleus_model_params says */
-  const char *rope_scaling;
-  float rope_scale, rope_freq_base;
-  int32_t yarn_orig_ctx;
-  /* -ctk, --cache-type-k / -ctv, --cache-type-v f16|bf16|q8_0|q4_0 */
-  nucleus_cache_type cache_type_k, cache_type_v;
+  nucleus_logit_bias bias[NUCLEUS_MAX_LOGIT_BIAS];
+  /* The model options (model_flags.h: -t, -fa, -ctk, -ctv, --load-mode,
+   * the RoPE overrides, ...); chat_template comes from the file above. */
+  nucleus_model_params model;
   bool parse_special_in_content; /* chat: as nucleus_chat_params says */
   bool given[CLI_MAX_PARAMS];    /* by contract row: set on the command line */
   nucleus_grammar *grammar;      /* --grammar / --grammar-file, or NULL */
 } cli_options;
-
-/* Parses the value v of option a (-ctk/-ctv ...) into *out; false, with
- * an error on stderr, for a name that is not a cache type. */
-bool cli_parse_cache_type(const char *a, const char *v,
-                          nucleus_cache_type *out);
-
-/* Parses the value v of option a (--load-mode) into *out; false, with an
- * error on stderr, for anything but auto, read or mmap. */
-bool cli_parse_load_mode(const char *a, const char *v, nucleus_load_mode *out);
 
 /* Frees what parsing built (the grammar). */
 void cli_options_free(cli_options *o);

@@ -15,32 +15,24 @@
 #include "cli_io.h"
 #include "cli_options.h"
 #include "commands.h"
+#include "model_flags.h"
 #include "nucleus.h"
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: nucleus perplexity [-m MODEL] -f TEXT [-c N] [-t THREADS]\n"
-          "                          [--chunks K] [--no-repack] [-fa WHEN]\n"
-          "                          [-ctk TYPE] [-ctv TYPE]\n"
-          "                          [--load-mode HOW]\n\n"
+          "usage: nucleus perplexity [-m MODEL] -f TEXT [-c N] [--chunks K]\n"
+          "                          [model options]\n\n"
           "Perplexity of a text file, as llama-perplexity computes it:\n"
           "non-overlapping windows of N tokens, each scored on its second\n"
           "half.\n"
-          "  -m MODEL     the GGUF file (default: the default model)\n"
-          "  -f TEXT      the text file\n"
-          "  -c N         window size in tokens (default 512)\n"
-          "  -t THREADS   threads (default: all cores)\n"
-          "  --chunks K   score at most K windows (default: all)\n"
-          "  --no-repack  add in the float order of llama.cpp --no-repack\n"
-          "  -fa WHEN     flash attention: on, off or auto (default auto:\n"
-          "               off for now; also --flash-attn)\n"
-          "  -ctk TYPE    KV cache type of K: f16 (default), bf16, q8_0, q4_0\n"
-          "               (also --cache-type-k)\n"
-          "  -ctv TYPE    KV cache type of V, the same (--cache-type-v); any\n"
-          "               but f16 needs flash attention (auto turns it on)\n"
-          "  --load-mode HOW  read the file into memory (read), map it\n"
-          "               (mmap) or auto (default: read when it takes at\n"
-          "               most half the available memory)\n");
+          "  -m MODEL                the GGUF file (default: the default "
+          "model)\n"
+          "  -f TEXT                 the text file\n"
+          "  -c N                    window size in tokens (default 512)\n"
+          "  --chunks K              score at most K windows (default: "
+          "all)\n"
+          "model options:\n");
+  model_flags_help(out);
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out) {
@@ -66,11 +58,10 @@ static double nll_of(const float *row, int32_t n_vocab, int32_t tok) {
 
 int cmd_perplexity(int argc, char **argv) {
   const char *model_path = NULL, *text_path = NULL;
-  long n_ctx = 512, n_threads = 0, max_chunks = -1;
-  bool no_repack = false;
-  nucleus_flash_attn flash_attn = NUCLEUS_FLASH_ATTN_AUTO;
-  nucleus_load_mode load_mode = NUCLEUS_LOAD_AUTO;
-  nucleus_cache_type ctk = NUCLEUS_CACHE_F16, ctv = NUCLEUS_CACHE_F16;
+  long n_ctx = 512, max_chunks = -1;
+  nucleus_model_params mp = nucleus_model_default_params();
+  char msg[640];
+  int mrc;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const bool has_val = i + 1 < argc;
@@ -87,31 +78,16 @@ int cmd_perplexity(int argc, char **argv) {
                 argv[i], 1 << 20);
         return 2;
       }
-    } else if (!strcmp(a, "-t") && has_val) {
-      if (!parse_int(argv[++i], 1, 1024, &n_threads)) {
-        fprintf(stderr, "error: -t %s: expected an integer in [1, 1024]\n",
-                argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--no-repack")) {
-      no_repack = true;
-    } else if ((!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) && has_val) {
-      if (!nucleus_flash_attn_parse(argv[++i], &flash_attn)) {
-        fprintf(stderr, "error: %s %s: expected on, off or auto\n", a, argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--load-mode") && has_val) {
-      if (!cli_parse_load_mode(a, argv[++i], &load_mode)) return 2;
-    } else if ((!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) &&
-               has_val) {
-      if (!cli_parse_cache_type(a, argv[++i], &ctk)) return 2;
-    } else if ((!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) &&
-               has_val) {
-      if (!cli_parse_cache_type(a, argv[++i], &ctv)) return 2;
     } else if (!strcmp(a, "--chunks") && has_val) {
       if (!parse_int(argv[++i], 1, 1 << 30, &max_chunks)) {
         fprintf(stderr, "error: --chunks %s: expected a positive integer\n",
                 argv[i]);
+        return 2;
+      }
+    } else if ((mrc = model_flags_parse(&mp, argc, argv, &i, msg,
+                                        sizeof msg)) != 0) {
+      if (mrc < 0) {
+        fprintf(stderr, "error: %s\n", msg);
         return 2;
       }
     } else {
@@ -135,13 +111,6 @@ int cmd_perplexity(int argc, char **argv) {
     fprintf(stderr, "error: cannot read %s: %s\n", text_path, strerror(errno));
     return 1;
   }
-  nucleus_model_params mp = nucleus_model_default_params();
-  mp.n_threads = (int)n_threads;
-  mp.no_repack = no_repack;
-  mp.flash_attn = flash_attn;
-  mp.cache_type_k = ctk;
-  mp.cache_type_v = ctv;
-  mp.load_mode = load_mode;
   nucleus_model *model = NULL;
   nucleus_error err;
   int rc = 1;

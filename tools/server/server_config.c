@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cli/model_flags.h"
+
 #define MIB (1024u * 1024u)
 
 void server_config_usage(FILE *out) {
@@ -15,7 +17,6 @@ void server_config_usage(FILE *out) {
       "  -m, --model FILE        GGUF model (default: the bundled one)\n"
       "  --host ADDR             bind address (default 127.0.0.1)\n"
       "  --port N                TCP port (default 8080)\n"
-      "  -t, --threads N         compute threads (default: all cores)\n"
       "  -c, --ctx N             context per sequence (default: the model's,\n"
       "                          at most 4096)\n"
       "  --kv-tokens N           KV cache size in tokens\n"
@@ -31,20 +32,6 @@ void server_config_usage(FILE *out) {
       "  --chat-template FILE    override the model's chat template\n"
       "  --cors-origin ORIGIN    let browser pages from ORIGIN (or *) call "
       "the API\n"
-      "  --no-repack             add in the float order of llama.cpp "
-      "--no-repack\n"
-      "  -fa, --flash-attn WHEN  on, off or auto (default auto: off for "
-      "now)\n"
-      "  --load-mode HOW         read the file into memory in 2 MiB pages "
-      "(read),\n"
-      "                          map it (mmap), or auto (default: read when "
-      "it takes\n"
-      "                          at most half the available memory)\n"
-      "  -ctk, --cache-type-k T  KV cache type of K: f16 (default), bf16, "
-      "q8_0, q4_0\n"
-      "  -ctv, --cache-type-v T  KV cache type of V, the same; any but f16 "
-      "needs\n"
-      "                          flash attention (auto turns it on)\n"
       "  --read-timeout S        a request's headers and body must arrive "
       "within S\n"
       "                          seconds, however slowly they trickle "
@@ -73,7 +60,9 @@ void server_config_usage(FILE *out) {
       "                          vLLM's gauge names "
       "(vllm:num_requests_waiting, "
       "...)\n"
-      "                          that the llm-d endpoint picker reads\n");
+      "                          that the llm-d endpoint picker reads\n"
+      "model options:\n");
+  model_flags_help(out);
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi,
@@ -118,6 +107,7 @@ static void set_defaults(server_config *cfg) {
   cfg->max_connections = 1024;
   cfg->read_timeout_s = 10;
   cfg->max_connections_per_ip = 128;
+  cfg->model = nucleus_model_default_params();
   const char *key = getenv("NUCLEUS_API_KEY");
   if (key && *key) cfg->api_key = key;
 }
@@ -133,9 +123,6 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     bool takes_value = true;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       cfg->help = true;
-      takes_value = false;
-    } else if (!strcmp(a, "--no-repack")) {
-      cfg->no_repack = true;
       takes_value = false;
     } else if (!strcmp(a, "--no-prefix-cache")) {
       cfg->no_prefix_cache = true;
@@ -155,24 +142,10 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
                  v ? v : "");
         rc = -1;
       }
-    } else if (!strcmp(a, "-fa") || !strcmp(a, "--flash-attn")) {
-      if (!v || !nucleus_flash_attn_parse(v, &cfg->flash_attn)) {
-        snprintf(msg, cap, "%s needs on, off or auto", a);
-        rc = -1;
-      }
-    } else if (!strcmp(a, "--load-mode")) {
-      if (!v || !nucleus_load_mode_parse(v, &cfg->load_mode)) {
-        snprintf(msg, cap, "%s needs auto, read or mmap", a);
-        rc = -1;
-      }
-    } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k") ||
-               !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
-      const bool is_k = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k");
-      nucleus_cache_type *t = is_k ? &cfg->cache_type_k : &cfg->cache_type_v;
-      if (!v || !nucleus_cache_type_parse(v, t)) {
-        snprintf(msg, cap, "%s needs f16, bf16, q8_0 or q4_0", a);
-        rc = -1;
-      }
+    } else if ((rc = model_flags_parse(&cfg->model, argc, argv, &i, msg,
+                                       cap)) != 0) {
+      rc = rc < 0 ? -1 : 0;
+      takes_value = false; /* i is past the value */
     } else if (!strcmp(a, "--read-timeout")) {
       rc = parse_long(a, v, 1, 86400, &n, msg, cap);
       cfg->read_timeout_s = (int)n;
@@ -199,9 +172,6 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "--port")) {
       rc = parse_long(a, v, 0, 65535, &n, msg, cap);
       cfg->port = (int)n;
-    } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-      rc = parse_long(a, v, 0, 1024, &n, msg, cap);
-      cfg->n_threads = (int)n;
     } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) {
       rc = parse_long(a, v, 0, 1 << 24, &n, msg, cap);
       cfg->n_ctx = (int)n;

@@ -16,7 +16,6 @@ typedef struct server_config {
   const char *model_path; /* NULL: the default model */
   const char *host;       /* bind address, 127.0.0.1 by default */
   int port;
-  int n_threads;       /* 0: all cores */
   int n_ctx;           /* 0: the engine's default */
   int64_t kv_tokens;   /* 0: the engine's default */
   int max_queue;       /* 0: the engine's default */
@@ -28,10 +27,10 @@ typedef struct server_config {
   int max_connections;
   const char *chat_template_path; /* NULL: the model's template */
   const char *cors_origin;        /* NULL: no CORS headers; "*" or an origin */
-  bool no_repack;                 /* llama.cpp --no-repack's float order */
-  nucleus_load_mode load_mode;    /* --load-mode auto|read|mmap */
-  nucleus_flash_attn flash_attn;  /* -fa, --flash-attn on|off|auto */
-  nucleus_cache_type cache_type_k, cache_type_v; /* -ctk, -ctv */
+  /* The model options (../cli/model_flags.h: -t, -fa, -ctk, -ctv,
+   * --load-mode, the RoPE overrides, --reference-kernels, --no-repack);
+   * chat_template comes from chat_template_path. */
+  nucleus_model_params model;
   bool parse_special_in_content; /* chat contents may hold control tokens */
   bool no_prefix_cache;          /* no KV reuse across requests */
   bool swa_full;                 /* sliding-window layers keep every position */

@@ -87,13 +87,7 @@ static int serve(const server_config *cfg, const char *path,
             cfg->chat_template_path, strerror(errno));
     return 1;
   }
-  nucleus_model_params mp = nucleus_model_default_params();
-  mp.n_threads = cfg->n_threads;
-  mp.no_repack = cfg->no_repack;
-  mp.flash_attn = cfg->flash_attn;
-  mp.cache_type_k = cfg->cache_type_k;
-  mp.cache_type_v = cfg->cache_type_v;
-  mp.load_mode = cfg->load_mode;
+  nucleus_model_params mp = cfg->model;
   mp.chat_template = template_text;
   server_ctx srv = {.cfg = cfg};
   nucleus_error err = {0};

@@ -52,17 +52,11 @@ static int add_stop(gen_request *r, const json_t *s, api_error *e) {
     return api_fail(e, 400, "stop",
                     "'stop' must be a string or a list of "
                     "strings");
-  size_t len = json_string_length(s);
-  if (len == 0 || len > NUCLEUS_MAX_STOP_STRING_BYTES)
-    return api_fail(e, 400, "stop",
-                    "each stop string must be 1 to %d bytes, got %zu",
-                    NUCLEUS_MAX_STOP_STRING_BYTES, len);
-  if (memchr(json_string_value(s), 0, len))
-    return api_fail(e, 400, "stop", "stop strings must not contain NUL");
   size_t i = r->params.n_stop;
-  if (i >= NUCLEUS_MAX_STOP_STRINGS)
-    return api_fail(e, 400, "stop", "at most %d stop strings are allowed",
-                    NUCLEUS_MAX_STOP_STRINGS);
+  nucleus_error err = {0};
+  if (nucleus_stop_string_check(i, json_string_value(s), json_string_length(s),
+                                &err) != NUCLEUS_OK)
+    return api_fail(e, 400, "stop", "%s", err.message);
   r->stop_copies[i] = strdup(json_string_value(s));
   if (!r->stop_copies[i]) return api_fail(e, 500, NULL, "out of memory");
   r->stop_ptrs[i] = r->stop_copies[i];
@@ -92,12 +86,10 @@ static int parse_logit_bias(const json_t *root, int32_t n_vocab, gen_request *r,
     return api_fail(e, 400, "logit_bias",
                     "'logit_bias' must be an object of token id -> bias");
   size_t n = json_object_size(v);
-  if (n > SERVER_MAX_LOGIT_BIAS)
-    return api_fail(e, 400, "logit_bias",
-                    "'logit_bias' has %zu entries; at most %d are allowed", n,
-                    SERVER_MAX_LOGIT_BIAS);
   if (n == 0) return 0;
-  r->bias = calloc(n, sizeof *r->bias);
+  /* one past the limit: the check's own message refuses it */
+  size_t cap = n < NUCLEUS_MAX_LOGIT_BIAS ? n : NUCLEUS_MAX_LOGIT_BIAS;
+  r->bias = calloc(cap, sizeof *r->bias);
   if (!r->bias) return api_fail(e, 500, NULL, "out of memory");
   const char *key;
   const json_t *val;
@@ -106,19 +98,17 @@ static int parse_logit_bias(const json_t *root, int32_t n_vocab, gen_request *r,
     errno = 0;
     char *end = NULL;
     long id = strtol(key, &end, 10);
-    if (errno || end == key || *end || id < 0 || id >= n_vocab)
+    if (errno || end == key || *end || id < INT32_MIN || id > INT32_MAX)
       return api_fail(e, 400, "logit_bias",
-                      "logit_bias key '%.64s' is not a token id in [0, %d)",
-                      key, n_vocab);
-    if (!json_is_number(val) || !isfinite(json_number_value(val)) ||
-        fabs(json_number_value(val)) > 100)
+                      "logit_bias key '%.64s' is not a token id", key);
+    if (!json_is_number(val))
       return api_fail(e, 400, "logit_bias",
-                      "logit_bias value for token %ld must be a number in "
-                      "[-100, 100]",
-                      id);
-    r->bias[i].token = (int32_t)id;
-    r->bias[i].bias = (float)json_number_value(val);
-    i++;
+                      "logit_bias value for token %ld must be a number", id);
+    nucleus_logit_bias b = {(int32_t)id, (float)json_number_value(val)};
+    nucleus_error err = {0};
+    if (nucleus_logit_bias_check(i, b, n_vocab, &err) != NUCLEUS_OK)
+      return api_fail(e, 400, "logit_bias", "%s", err.message);
+    r->bias[i++] = b;
   }
   r->params.sampling.logit_bias = r->bias;
   r->params.sampling.n_logit_bias = i;

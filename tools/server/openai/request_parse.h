@@ -11,7 +11,6 @@
 #include "nucleus.h"
 #include "tool_request.h"
 
-#define SERVER_MAX_LOGIT_BIAS 1024
 #define SERVER_MAX_STOP_TOKEN_IDS 64
 
 /* How a chat prompt ends (chat requests and /apply-template). */
@@ -42,7 +41,7 @@ typedef struct gen_request {
   int32_t *stop_ids;
   /* cache_salt as given (params.cache_salt points here or at salted). */
   char cache_salt[NUCLEUS_MAX_CACHE_SALT_BYTES + 1];
-  char salted[64]; /* the salt mixed with the API key (salt by key) */
+  char salted[64];          /* the salt mixed with the API key (salt by key) */
   nucleus_grammar *grammar; /* structured output (params.grammar), or NULL */
 } gen_request;
 

@@ -1,0 +1,53 @@
+/* Public API: the checks of the structured request parameters (stop
+ * strings, logit bias), one message per failure on every surface, and the
+ * setters that use them. The rules live with their users:
+ * engine/stop_matcher.c (nc_stop_check), sampling/sampler_params.c
+ * (nc_logit_bias_check). */
+#include <string.h>
+
+#include "engine/stop_matcher.h"
+#include "model/model.h"
+#include "nucleus.h"
+#include "sampling/sampler.h"
+
+nucleus_status nucleus_stop_string_check(size_t index, const char *s,
+                                         size_t len, nucleus_error *err) {
+  return nc_stop_check(index, s, len, err);
+}
+
+nucleus_status nucleus_request_params_set_stop(nucleus_request_params *p,
+                                               const char *const *stops,
+                                               size_t n, nucleus_error *err) {
+  if (!p || (n > 0 && !stops))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "stop: params or strings are NULL");
+  for (size_t i = 0; i < n; i++) {
+    nc_code rc =
+        nc_stop_check(i, stops[i], stops[i] ? strlen(stops[i]) : 0, err);
+    if (rc != NC_OK) return rc;
+  }
+  p->stop = n ? stops : NULL;
+  p->n_stop = n;
+  return NC_OK;
+}
+
+nucleus_status nucleus_logit_bias_check(size_t index, nucleus_logit_bias b,
+                                        int32_t n_vocab, nucleus_error *err) {
+  return nc_logit_bias_check(index, b, n_vocab, err);
+}
+
+nucleus_status nucleus_request_params_set_logit_bias(
+    nucleus_request_params *p, const nucleus_model *model,
+    const nucleus_logit_bias *bias, size_t n, nucleus_error *err) {
+  if (!p || (n > 0 && !bias))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "logit_bias: params or entries are NULL");
+  for (size_t i = 0; i < n; i++) {
+    nc_code rc = nc_logit_bias_check(
+        i, bias[i], model ? nc_model_hparams(model)->n_vocab : 0, err);
+    if (rc != NC_OK) return rc;
+  }
+  p->sampling.logit_bias = n ? bias : NULL;
+  p->sampling.n_logit_bias = n;
+  return NC_OK;
+}
