@@ -61,8 +61,8 @@ FACES = {
     "sampling": ["sampler.h", "sampler_contract.h", "beam.h"],
     "chat": ["chat_template.h", "chat_template_builtin.h", "tool_call.h"],
     "grammar": ["grammar.h", "json_schema.h"],
-    "model": ["model.h", "arch.h", "batch.h", "context.h"],
-    "engine": ["engine.h"],
+    "model": ["model.h", "model_options.h", "arch.h", "batch.h", "context.h"],
+    "engine": ["engine.h", "stop_matcher.h"],
     "api": [],
 }
 
