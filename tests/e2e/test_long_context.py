@@ -20,9 +20,13 @@ import os
 import re
 import subprocess
 
+import pytest
 from conftest import DEFAULT_MODEL, NUCLEUS_BIN, ROOT, require_binary_and_model
 from test_memory import (KV_ELEM_BYTES, SLACK, hparams, kv_bytes,
                          run_measured)
+
+# long contexts (up to 32k tokens): `make test` runs it, `make check` leaves it out.
+pytestmark = pytest.mark.slow
 
 GOLDEN = os.path.join(str(ROOT), "tests", "data", "greedy",
                       "smollm2_long_8k.json")

@@ -29,6 +29,9 @@ import requests
 
 from conftest import NucleusServer, free_port, require_binary_and_model
 
+# three replicas behind a router: `make test` runs it, `make check` leaves it out.
+pytestmark = pytest.mark.slow
+
 REPLICA_ARGS = ("-t", "1", "-c", "1024", "--kv-tokens", "1024",
                 "--drain-timeout", "20")
 CONVERSATIONS = 6

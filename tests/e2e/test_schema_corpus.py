@@ -15,6 +15,9 @@ import pydantic
 import pytest
 import requests
 
+# the whole schema corpus against the oracle: `make test` runs it, `make check` leaves it out.
+pytestmark = pytest.mark.slow
+
 SCHEMAS = sorted((pathlib.Path(__file__).resolve().parents[1] / "data" /
                   "schemas").glob("*.json"))
 

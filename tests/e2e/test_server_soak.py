@@ -18,6 +18,9 @@ import time
 import pytest
 import requests
 
+# a 60 s soak: `make test` runs it, `make check` leaves it out.
+pytestmark = pytest.mark.slow
+
 LONG = os.environ.get("NUCLEUS_SOAK") == "1"
 CLIENTS = int(os.environ.get("NUCLEUS_SOAK_CLIENTS", "64" if LONG else "32"))
 ROUNDS = int(os.environ.get("NUCLEUS_SOAK_ROUNDS", "3" if LONG else "1"))
