@@ -51,6 +51,7 @@ PUBLIC = "nucleus.h"
 # rest (*_internal.h, the parts' own headers) are the folder's business.
 FACES = {
     "base": ["status.h", "mapped_file.h", "threadpool.h", "unicode.h",
+             "option_table.h",
              "unicode_stream.h", "rng.h"],
     "gguf": ["gguf.h", "quant.h"],
     "kernels": ["kernels.h", "ops.h", "attn_kernel.h", "attn_flash.h",
