@@ -543,6 +543,7 @@ typedef struct nucleus_request_params {
 } nucleus_request_params;
 
 #define NUCLEUS_MAX_CACHE_SALT_BYTES 256
+#define NUCLEUS_MAX_STOP_TOKEN_IDS 64
 
 NUCLEUS_API nucleus_request_params nucleus_request_default_params(void);
 
@@ -552,7 +553,8 @@ NUCLEUS_API nucleus_request_params nucleus_request_default_params(void);
  * request field), CLI flag, range, and default on each surface. The library's
  * validation, the server's parser and the CLI's options all read it, so each
  * gives the same answer and the same message. Structured parameters (stop,
- * stop_token_ids, logit_bias, seed, logprobs) are outside the table. */
+ * stop_token_ids, logit_bias, cache_salt, seed, logprobs) are outside the
+ * table: they have the checks below. */
 
 typedef enum nucleus_param_kind {
   NUCLEUS_PARAM_FLOAT,
@@ -642,6 +644,30 @@ NUCLEUS_API nucleus_status nucleus_logit_bias_check(size_t index,
 NUCLEUS_API nucleus_status nucleus_request_params_set_logit_bias(
     nucleus_request_params *p, const nucleus_model *model,
     const nucleus_logit_bias *bias, size_t n, nucleus_error *err);
+
+/* Stop token id number index: at most NUCLEUS_MAX_STOP_TOKEN_IDS ids
+ * ("stop_token_ids: at most 64 token ids are allowed"), each a token id
+ * below n_vocab ("stop_token_ids[I]: token T is not a token id: allowed
+ * range [0, V-1]"; n_vocab 0: not known yet, checked at submit). */
+NUCLEUS_API nucleus_status nucleus_stop_token_id_check(size_t index, int32_t id,
+                                                       int32_t n_vocab,
+                                                       nucleus_error *err);
+/* Checks each id as above (against model's vocabulary; model may be NULL),
+ * then points p->stop_token_ids at them (kept by the caller until submit,
+ * which copies them). */
+NUCLEUS_API nucleus_status nucleus_request_params_set_stop_token_ids(
+    nucleus_request_params *p, const nucleus_model *model, const int32_t *ids,
+    size_t n, nucleus_error *err);
+/* The cache salt, len bytes at s: at most NUCLEUS_MAX_CACHE_SALT_BYTES
+ * ("cache_salt: N bytes; at most 256 are allowed"), no NUL byte
+ * ("cache_salt: must not contain NUL bytes"). */
+NUCLEUS_API nucleus_status nucleus_cache_salt_check(const char *s, size_t len,
+                                                    nucleus_error *err);
+/* With beam search (beam_width > 1) n is at most beam_width ("'n' (N) must
+ * not exceed beam_width (W): beam search returns the best n of its
+ * beams"). Each of n and beam_width alone is a row of the contract. */
+NUCLEUS_API nucleus_status nucleus_beam_check(int32_t n, int32_t beam_width,
+                                              nucleus_error *err);
 
 /* --------------------------------------------------------------- engine */
 

@@ -63,7 +63,8 @@ FACES = {
     "chat": ["chat_template.h", "chat_template_builtin.h", "tool_call.h"],
     "grammar": ["grammar.h", "json_schema.h"],
     "model": ["model.h", "model_options.h", "arch.h", "batch.h", "context.h"],
-    "engine": ["engine.h", "engine_options.h", "stop_matcher.h"],
+    "engine": ["engine.h", "engine_options.h", "request_checks.h",
+               "stop_matcher.h"],
     "api": [],
 }
 

@@ -5,6 +5,7 @@
 #include "engine.h"
 #include "engine_internal.h"
 #include "engine_options.h"
+#include "request_checks.h"
 #include "sampling/sampler.h"
 #include "sampling/sampler_contract.h"
 #include "stop_matcher.h"
@@ -59,19 +60,20 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
                             err)) != NC_OK)
       return rc;
   if (p->cache_salt &&
-      strnlen(p->cache_salt, NUCLEUS_MAX_CACHE_SALT_BYTES + 1) >
-          NUCLEUS_MAX_CACHE_SALT_BYTES)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "cache_salt: over %d bytes",
-                   NUCLEUS_MAX_CACHE_SALT_BYTES);
-  for (size_t i = 0; i < p->n_stop_token_ids; i++)
-    if (p->stop_token_ids[i] < 0 || p->stop_token_ids[i] >= n_vocab)
-      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                     "stop_token_ids[%zu]: %d; token ids are in [0, %d)", i,
-                     p->stop_token_ids[i], n_vocab);
-  if (p->beam_width > 1 && p->n > p->beam_width)
+      (rc = nc_cache_salt_check(
+           p->cache_salt,
+           strnlen(p->cache_salt, NUCLEUS_MAX_CACHE_SALT_BYTES + 1), err)) !=
+          NC_OK)
+    return rc;
+  if (p->n_stop_token_ids > 0 && !p->stop_token_ids)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "n: %d; with beam search it must be <= beam_width (%d)",
-                   p->n, p->beam_width);
+                   "stop_token_ids: %zu ids announced but the array is NULL",
+                   p->n_stop_token_ids);
+  for (size_t i = 0; i < p->n_stop_token_ids; i++)
+    if ((rc = nc_stop_token_id_check(i, p->stop_token_ids[i], n_vocab, err)) !=
+        NC_OK)
+      return rc;
+  if ((rc = nc_beam_check(p->n, p->beam_width, err)) != NC_OK) return rc;
   if (p->grammar_trigger) {
     size_t n =
         strnlen(p->grammar_trigger, NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES + 1);

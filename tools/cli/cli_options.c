@@ -60,6 +60,9 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
           NUCLEUS_MAX_STOP_STRINGS);
   fprintf(out, "  --logit-bias ID=BIAS    add BIAS to token ID (repeatable)\n");
   fprintf(out,
+          "  --stop-token-id ID      stop at token ID (repeatable, up to %d)\n",
+          NUCLEUS_MAX_STOP_TOKEN_IDS);
+  fprintf(out,
           "  --grammar GBNF          constrain the output to a GBNF grammar\n");
   fprintf(out, "  --grammar-file FILE     the same, read from FILE\n");
   fprintf(out, "  --json-schema SCHEMA    constrain the output to JSON that "
@@ -191,6 +194,22 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
       return -1;
     }
     o->request.grammar = o->grammar;
+    return 1;
+  }
+  if (!strcmp(a, "--stop-token-id")) {
+    NEED_VALUE();
+    long id;
+    if (!parse_int(a, v, INT32_MIN, INT32_MAX, &id)) return -1;
+    /* the vocabulary is checked at submit, with the same message */
+    nucleus_error err = {0};
+    size_t n = o->request.n_stop_token_ids;
+    if (nucleus_stop_token_id_check(n, (int32_t)id, 0, &err) != NUCLEUS_OK) {
+      fprintf(stderr, "error: %s: %s\n", a, err.message);
+      return -1;
+    }
+    o->stop_ids[n] = (int32_t)id;
+    o->request.n_stop_token_ids = n + 1;
+    o->request.stop_token_ids = o->stop_ids;
     return 1;
   }
   if (!strcmp(a, "--logit-bias")) {
