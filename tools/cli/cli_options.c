@@ -200,10 +200,11 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     NEED_VALUE();
     long id;
     if (!parse_int(a, v, INT32_MIN, INT32_MAX, &id)) return -1;
-    /* the vocabulary is checked at submit, with the same message */
+    /* The count here; the id against the vocabulary at submit, with the
+     * server's message (a negative one too). */
     nucleus_error err = {0};
     size_t n = o->request.n_stop_token_ids;
-    if (nucleus_stop_token_id_check(n, (int32_t)id, 0, &err) != NUCLEUS_OK) {
+    if (nucleus_stop_token_id_check(n, 0, 0, &err) != NUCLEUS_OK) {
       fprintf(stderr, "error: %s: %s\n", a, err.message);
       return -1;
     }
@@ -227,11 +228,13 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     if (!parse_int("--logit-bias", idbuf, INT32_MIN, INT32_MAX, &id) ||
         !parse_float("--logit-bias", eq + 1, &bias))
       return -1;
-    /* the vocabulary is checked at submit, with the same message */
+    /* The count and the bias here; the token against the vocabulary at
+     * submit, with the server's message (a negative one too). */
     nucleus_logit_bias b = {(int32_t)id, bias};
     nucleus_error err = {0};
     size_t n = o->request.sampling.n_logit_bias;
-    if (nucleus_logit_bias_check(n, b, 0, &err) != NUCLEUS_OK) {
+    nucleus_logit_bias probe = {b.token < 0 ? 0 : b.token, b.bias};
+    if (nucleus_logit_bias_check(n, probe, 0, &err) != NUCLEUS_OK) {
       fprintf(stderr, "error: --logit-bias: %s\n", err.message);
       return -1;
     }
