@@ -170,7 +170,7 @@ static void check_request(const gen_request *r, const nucleus_model *model) {
     size_t len = strlen(p->stop[i]);
     FUZZ_CHECK(len >= 1 && len <= NUCLEUS_MAX_STOP_STRING_BYTES);
   }
-  FUZZ_CHECK(p->n_stop_token_ids <= SERVER_MAX_STOP_TOKEN_IDS);
+  FUZZ_CHECK(p->n_stop_token_ids <= NUCLEUS_MAX_STOP_TOKEN_IDS);
   for (size_t i = 0; i < p->n_stop_token_ids; i++)
     FUZZ_CHECK(p->stop_token_ids[i] >= 0 &&
                p->stop_token_ids[i] < FUZZ_N_VOCAB);

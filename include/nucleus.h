@@ -203,7 +203,7 @@ typedef enum nucleus_option_kind {
 } nucleus_option_kind;
 
 typedef struct nucleus_option_info {
-  const char *name;      /* the nucleus_model_params field, "flash_attn" */
+  const char *name;      /* the params struct's field, "flash_attn" */
   const char *cli_flag;  /* "--flash-attn" */
   const char *cli_alias; /* "-fa", or NULL */
   nucleus_option_kind kind;
@@ -543,6 +543,7 @@ typedef struct nucleus_request_params {
 } nucleus_request_params;
 
 #define NUCLEUS_MAX_CACHE_SALT_BYTES 256
+#define NUCLEUS_MAX_STOP_TOKEN_IDS 64
 
 NUCLEUS_API nucleus_request_params nucleus_request_default_params(void);
 
@@ -552,7 +553,8 @@ NUCLEUS_API nucleus_request_params nucleus_request_default_params(void);
  * request field), CLI flag, range, and default on each surface. The library's
  * validation, the server's parser and the CLI's options all read it, so each
  * gives the same answer and the same message. Structured parameters (stop,
- * stop_token_ids, logit_bias, seed, logprobs) are outside the table. */
+ * stop_token_ids, logit_bias, cache_salt, seed, logprobs) are outside the
+ * table: they have the checks below. */
 
 typedef enum nucleus_param_kind {
   NUCLEUS_PARAM_FLOAT,
@@ -643,31 +645,104 @@ NUCLEUS_API nucleus_status nucleus_request_params_set_logit_bias(
     nucleus_request_params *p, const nucleus_model *model,
     const nucleus_logit_bias *bias, size_t n, nucleus_error *err);
 
+/* Stop token id number index: at most NUCLEUS_MAX_STOP_TOKEN_IDS ids
+ * ("stop_token_ids: at most 64 token ids are allowed"), each a token id
+ * below n_vocab ("stop_token_ids[I]: token T is not a token id: allowed
+ * range [0, V-1]"; n_vocab 0: not known yet, checked at submit). */
+NUCLEUS_API nucleus_status nucleus_stop_token_id_check(size_t index, int32_t id,
+                                                       int32_t n_vocab,
+                                                       nucleus_error *err);
+/* Checks each id as above (against model's vocabulary; model may be NULL),
+ * then points p->stop_token_ids at them (kept by the caller until submit,
+ * which copies them). */
+NUCLEUS_API nucleus_status nucleus_request_params_set_stop_token_ids(
+    nucleus_request_params *p, const nucleus_model *model, const int32_t *ids,
+    size_t n, nucleus_error *err);
+/* The cache salt, len bytes at s: at most NUCLEUS_MAX_CACHE_SALT_BYTES
+ * ("cache_salt: N bytes; at most 256 are allowed"), no NUL byte
+ * ("cache_salt: must not contain NUL bytes"). */
+NUCLEUS_API nucleus_status nucleus_cache_salt_check(const char *s, size_t len,
+                                                    nucleus_error *err);
+/* With beam search (beam_width > 1) n is at most beam_width ("'n' (N) must
+ * not exceed beam_width (W): beam search returns the best n of its
+ * beams"). Each of n and beam_width alone is a row of the contract. */
+NUCLEUS_API nucleus_status nucleus_beam_check(int32_t n, int32_t beam_width,
+                                              nucleus_error *err);
+
 /* --------------------------------------------------------------- engine */
 
 typedef struct nucleus_engine nucleus_engine;
 typedef struct nucleus_request nucleus_request;
 
+/* Each field's flag, range and default is a row of the engine-option table
+ * below (nucleus_engine_options_*); 0 in a count means its default. */
 typedef struct nucleus_engine_params {
-  int32_t n_ctx;            /* per-sequence context; 0 = model's (capped) */
-  int64_t kv_cache_tokens;  /* KV pool size in tokens; 0 = derive */
+  int32_t n_ctx; /* per-sequence context; 0 = the model's, at most 8192 */
+  int64_t kv_cache_tokens;  /* KV pool size in tokens; 0 = 16384, or one
+                               context when larger */
   int32_t kv_block_tokens;  /* tokens per KV block (16) */
-  int32_t max_batch_tokens; /* token budget per step (chunked prefill) */
-  int32_t max_running;      /* sequences decoding at once */
-  int32_t max_queued;       /* waiting requests beyond which submit is busy */
-  bool no_prefix_cache;     /* true: no KV reuse across requests (the prefix
-                               cache is on by default) */
-  bool swa_full;            /* true: sliding-window layers keep every
-                               position (as llama.cpp --swa-full); by
-                               default they release what left the window */
+  int32_t max_batch_tokens; /* token budget per step (chunked prefill; 512) */
+  int32_t max_running;      /* sequences decoding at once (64) */
+  int32_t max_queued;   /* waiting requests beyond which submit is busy (256) */
+  bool no_prefix_cache; /* true: no KV reuse across requests (the prefix
+                           cache is on by default) */
+  bool swa_full;        /* true: sliding-window layers keep every
+                           position (as llama.cpp --swa-full); by
+                           default they release what left the window */
 } nucleus_engine_params;
 
 NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
+
+/* ----------------------------------------------- the engine-option contract
+ *
+ * One table of the nucleus_engine_params fields, as the model options' (a
+ * nucleus_option_info per field: name, flags, range, help):
+ * nucleus_engine_create's checks, the flags of `nucleus run`, `chat`,
+ * `bench` and `serve` and their --help texts all read it. Flags: -c,
+ * --ctx-size N (--ctx too), --kv-tokens N, --kv-block-tokens N,
+ * --batch-tokens N, -np, --parallel N, --max-queue N, --no-prefix-cache,
+ * --swa-full. */
+NUCLEUS_API size_t nucleus_engine_options_count(void);
+NUCLEUS_API const nucleus_option_info *
+nucleus_engine_options_at(size_t i); /* NULL past the end */
+/* By field name, flag, alias or other spelling ("n_ctx", "--ctx-size",
+ * "-c", "--ctx"). */
+NUCLEUS_API const nucleus_option_info *
+nucleus_engine_options_find(const char *name);
+/* A flag's other accepted spelling besides cli_flag and cli_alias ("--ctx"
+ * for n_ctx), or NULL. Works on either table's rows. */
+NUCLEUS_API const char *
+nucleus_option_other_spelling(const nucleus_option_info *opt);
+
+/* Sets the option in p from its command-line text (NULL for a flag), with
+ * the model options' messages ("'max_running' must be an integer in [1,
+ * 4096], got '0'"). */
+NUCLEUS_API nucleus_status nucleus_engine_params_set(
+    nucleus_engine_params *p, const nucleus_option_info *opt, const char *text,
+    nucleus_error *err);
+
+/* Checks every option of p against the table (0 standing for the default
+ * where a field says so), then, when model is not NULL, n_ctx against its
+ * training context ("'n_ctx' must be an integer in [0, T] (the model's
+ * training context), got N"). nucleus_engine_create does this first. */
+NUCLEUS_API nucleus_status nucleus_engine_params_validate(
+    const nucleus_model *model, const nucleus_engine_params *p,
+    nucleus_error *err);
+
+/* The option's value in p as text ("0 (the model's, at most 8192)", "64",
+ * "off"): of nucleus_engine_default_params(), the default a --help shows. */
+NUCLEUS_API void nucleus_engine_params_format(const nucleus_engine_params *p,
+                                              const nucleus_option_info *opt,
+                                              char *buf, size_t cap);
 
 /* Starts the engine thread over a loaded model (which must outlive it). */
 NUCLEUS_API nucleus_status
 nucleus_engine_create(nucleus_model *model, const nucleus_engine_params *params,
                       nucleus_engine **out, nucleus_error *err);
+
+/* The engine's parameters, defaults resolved (n_ctx, the KV pool, ...). */
+NUCLEUS_API void nucleus_engine_get_params(const nucleus_engine *engine,
+                                           nucleus_engine_params *out);
 
 /* Aborts every request still running and joins the engine thread. */
 NUCLEUS_API void nucleus_engine_free(nucleus_engine *engine);

@@ -51,6 +51,7 @@ PUBLIC = "nucleus.h"
 # rest (*_internal.h, the parts' own headers) are the folder's business.
 FACES = {
     "base": ["status.h", "mapped_file.h", "threadpool.h", "unicode.h",
+             "option_table.h",
              "unicode_stream.h", "rng.h"],
     "gguf": ["gguf.h", "quant.h"],
     "kernels": ["kernels.h", "ops.h", "attn_kernel.h", "attn_flash.h",
@@ -62,7 +63,8 @@ FACES = {
     "chat": ["chat_template.h", "chat_template_builtin.h", "tool_call.h"],
     "grammar": ["grammar.h", "json_schema.h"],
     "model": ["model.h", "model_options.h", "arch.h", "batch.h", "context.h"],
-    "engine": ["engine.h", "stop_matcher.h"],
+    "engine": ["engine.h", "engine_options.h", "request_checks.h",
+               "stop_matcher.h"],
     "api": [],
 }
 

@@ -3,12 +3,12 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_internal.h"
+#include "engine_options.h"
+#include "request_checks.h"
 #include "sampling/sampler.h"
 #include "sampling/sampler_contract.h"
 #include "stop_matcher.h"
-
-#define DEFAULT_N_CTX_CAP 8192
-#define DEFAULT_KV_TOKENS 16384
 
 const char *nucleus_finish_reason_name(nucleus_finish_reason reason) {
   switch (reason) {
@@ -60,19 +60,20 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
                             err)) != NC_OK)
       return rc;
   if (p->cache_salt &&
-      strnlen(p->cache_salt, NUCLEUS_MAX_CACHE_SALT_BYTES + 1) >
-          NUCLEUS_MAX_CACHE_SALT_BYTES)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "cache_salt: over %d bytes",
-                   NUCLEUS_MAX_CACHE_SALT_BYTES);
-  for (size_t i = 0; i < p->n_stop_token_ids; i++)
-    if (p->stop_token_ids[i] < 0 || p->stop_token_ids[i] >= n_vocab)
-      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                     "stop_token_ids[%zu]: %d; token ids are in [0, %d)", i,
-                     p->stop_token_ids[i], n_vocab);
-  if (p->beam_width > 1 && p->n > p->beam_width)
+      (rc = nc_cache_salt_check(
+           p->cache_salt,
+           strnlen(p->cache_salt, NUCLEUS_MAX_CACHE_SALT_BYTES + 1), err)) !=
+          NC_OK)
+    return rc;
+  if (p->n_stop_token_ids > 0 && !p->stop_token_ids)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "n: %d; with beam search it must be <= beam_width (%d)",
-                   p->n, p->beam_width);
+                   "stop_token_ids: %zu ids announced but the array is NULL",
+                   p->n_stop_token_ids);
+  for (size_t i = 0; i < p->n_stop_token_ids; i++)
+    if ((rc = nc_stop_token_id_check(i, p->stop_token_ids[i], n_vocab, err)) !=
+        NC_OK)
+      return rc;
+  if ((rc = nc_beam_check(p->n, p->beam_width, err)) != NC_OK) return rc;
   if (p->grammar_trigger) {
     size_t n =
         strnlen(p->grammar_trigger, NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES + 1);
@@ -115,41 +116,26 @@ nc_code nc_engine_resolve_params(const nc_hparams *hp,
                                  const nucleus_engine_params *params,
                                  nucleus_engine_params *out, nc_error *err) {
   *out = params ? *params : nucleus_engine_default_params();
+  /* One check per option, with the table's message (engine_options.c). */
+  nc_code rc = nc_engine_options_check_all(hp, out, err);
+  if (rc != NC_OK) return rc;
   nucleus_engine_params d = nucleus_engine_default_params();
-  if (out->n_ctx < 0 || out->n_ctx > hp->n_ctx_train)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "n_ctx: %d; must be in [1, %d] (the model's training "
-                   "context), or 0 for the default",
-                   out->n_ctx, hp->n_ctx_train);
   if (out->n_ctx == 0)
-    out->n_ctx = hp->n_ctx_train < DEFAULT_N_CTX_CAP ? hp->n_ctx_train
-                                                     : DEFAULT_N_CTX_CAP;
+    out->n_ctx = hp->n_ctx_train < NC_ENGINE_N_CTX_CAP ? hp->n_ctx_train
+                                                       : NC_ENGINE_N_CTX_CAP;
   if (out->kv_block_tokens == 0) out->kv_block_tokens = d.kv_block_tokens;
   if (out->max_batch_tokens == 0) out->max_batch_tokens = d.max_batch_tokens;
   if (out->max_running == 0) out->max_running = d.max_running;
   if (out->max_queued == 0) out->max_queued = d.max_queued;
-  if (out->kv_block_tokens < 1 || out->kv_block_tokens > 1024)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "kv_block_tokens: %d; must be in [1, 1024]",
-                   out->kv_block_tokens);
-  if (out->max_batch_tokens < 1 || out->max_batch_tokens > 65536)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "max_batch_tokens: %d; must be in [1, 65536]",
-                   out->max_batch_tokens);
-  if (out->max_running < 1 || out->max_running > 4096)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "max_running: %d; must be in [1, 4096]", out->max_running);
-  if (out->max_queued < 1)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "max_queued: %d; must be >= 1",
-                   out->max_queued);
-  if (out->kv_cache_tokens < 0)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "kv_cache_tokens: %lld; must be >= 0",
-                   (long long)out->kv_cache_tokens);
   if (out->kv_cache_tokens == 0)
     out->kv_cache_tokens =
-        out->n_ctx > DEFAULT_KV_TOKENS ? out->n_ctx : DEFAULT_KV_TOKENS;
+        out->n_ctx > NC_ENGINE_KV_TOKENS ? out->n_ctx : NC_ENGINE_KV_TOKENS;
   if (out->kv_cache_tokens < out->kv_block_tokens)
     out->kv_cache_tokens = out->kv_block_tokens;
   return NC_OK;
+}
+
+void nucleus_engine_get_params(const nucleus_engine *e,
+                               nucleus_engine_params *out) {
+  if (out) *out = e ? e->params : nucleus_engine_default_params();
 }

@@ -61,6 +61,11 @@ static const row ROWS[] = {
       NUCLEUS_MAX_TOP_LOGPROBS, false, D(0, 0, 0), NULL,
       "report each token's logprob and this many alternatives"},
      S(top_logprobs)},
+    {{"inspect_top_n", NULL, NULL, NUCLEUS_PARAM_INT, 0,
+      NUCLEUS_MAX_INSPECT_TOP, false, D(0, 0, 0), NULL,
+      "record what the sampler did to this many of the most likely tokens "
+      "at each step (0: off; the server's inspect.top_n)"},
+     S(inspect_top_n)},
     {{"ignore_eos", "--ignore-eos", NULL, NUCLEUS_PARAM_BOOL, 0, 1, false,
       D(0, 0, 0), NULL, "keep generating past end-of-generation tokens"},
      R(ignore_eos)},

@@ -58,10 +58,6 @@ nc_code nc_sampling_validate(const nucleus_sampling_params *p, int32_t n_vocab,
   /* Every scalar against the one contract (sampler_contract.c). */
   nc_code rc = nc_params_check_sampling(p, err);
   if (rc != NC_OK) return rc;
-  if (p->inspect_top_n < 0 || p->inspect_top_n > NUCLEUS_MAX_INSPECT_TOP)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "inspect top_n = %d: allowed range [1, %d] (0 = off)",
-                   p->inspect_top_n, NUCLEUS_MAX_INSPECT_TOP);
   if (p->n_logit_bias > 0 && !p->logit_bias)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "logit_bias: %zu entries announced but the array is NULL",

@@ -1,7 +1,10 @@
 """Validate once per boundary (the house issue, part 3): the model options
 come from one library table, so `nucleus run` and `nucleus serve` take the
 same flags, answer with the same message and show the library's defaults;
-the structured parameters (stop strings, logit bias) have one check each,
+the engine options likewise (one table: -c/--ctx-size/--ctx, --parallel,
+--kv-tokens, ...); the structured parameters (stop strings, logit bias,
+stop token ids, the cache salt, n with beam search) have one check each,
+and the server reads top_logprobs and inspect.top_n through the contract,
 so the CLI and the server refuse a bad one with the same message."""
 
 import os
@@ -92,6 +95,10 @@ def test_serve_takes_reference_kernels(start_server):
     ("logit_bias", {"5": 500}, "--logit-bias", "5=500"),
     ("logit_bias", {"5": -101}, "--logit-bias", "5=-101"),
     ("logit_bias", {"99999": 1}, "--logit-bias", "99999=1"),
+    ("logit_bias", {"-1": 1}, "--logit-bias", "-1=1"),
+    ("stop_token_ids", [99999], "--stop-token-id", "99999"),
+    ("stop_token_ids", [-1], "--stop-token-id", "-1"),
+    ("logprobs", 21, "--logprobs", "21"),
 ])
 def test_cli_and_server_refuse_alike(server, field, value, flag, arg):
     r = requests.post(server.url + "/v1/completions", timeout=60,
@@ -103,6 +110,104 @@ def test_cli_and_server_refuse_alike(server, field, value, flag, arg):
                 flag, arg)
     assert p.returncode != 0
     assert msg in p.stderr.decode(), (msg, p.stderr)
+
+
+def test_chat_top_logprobs_is_the_contracts(server):
+    r = requests.post(server.url + "/v1/chat/completions", timeout=60, json={
+        "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1,
+        "logprobs": True, "top_logprobs": 21})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["message"] == \
+        "'top_logprobs' must be an integer in [0, 20], got 21"
+    p = nucleus("run", "-m", str(MODEL), "-p", "Hi", "--logprobs", "21")
+    assert r.json()["error"]["message"] in p.stderr.decode(), p.stderr
+
+
+def test_beam_n_alike(server):
+    r = requests.post(server.url + "/v1/completions", timeout=60, json={
+        "prompt": "Hi", "max_tokens": 1, "temperature": 0,
+        "use_beam_search": True, "best_of": 2, "n": 3})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "best_of"
+    msg = r.json()["error"]["message"]
+    assert msg == ("'n' (3) must not exceed beam_width (2): beam search "
+                   "returns the best n of its beams")
+    p = nucleus("run", "-m", str(MODEL), "-p", "Hi", "-n", "1", "-t", "1",
+                "--beam-width", "2", "--n-completions", "3")
+    assert p.returncode != 0 and msg in p.stderr.decode(), p.stderr
+    # best_of past the contract's beam_width range: its message
+    r = requests.post(server.url + "/v1/completions", timeout=60, json={
+        "prompt": "Hi", "max_tokens": 1, "temperature": 0,
+        "use_beam_search": True, "best_of": 17})
+    assert r.status_code == 400, r.text
+    msg = r.json()["error"]["message"]
+    assert msg == "'beam_width' must be an integer in [1, 16], got 17"
+    p = nucleus("run", "-m", str(MODEL), "-p", "Hi", "--beam-width", "17")
+    assert p.returncode == 2 and msg in p.stderr.decode(), p.stderr
+
+
+def test_cache_salt_and_inspect_messages(server):
+    r = requests.post(server.url + "/v1/completions", timeout=60, json={
+        "prompt": "Hi", "max_tokens": 1, "cache_salt": "s" * 257})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["message"] == \
+        "cache_salt: 257 bytes; at most 256 are allowed"
+    r = requests.post(server.url + "/v1/completions", timeout=60, json={
+        "prompt": "Hi", "max_tokens": 1, "inspect": {"top_n": 65}})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "inspect.top_n"
+    assert r.json()["error"]["message"] == \
+        "'inspect_top_n' must be an integer in [0, 64], got 65"
+
+
+@pytest.mark.parametrize("cmd", ["run", "serve", "chat"])
+def test_help_shows_the_engine_defaults(cmd):
+    p = nucleus(cmd, "--help")
+    out = p.stdout.decode() + p.stderr.decode()
+    ctx = help_line(out, "-c, --ctx-size N")
+    assert "(--ctx too)" in ctx and \
+        "default 0 (the model's, at most 8192)" in ctx, ctx
+    assert "at most 4096" not in out
+    assert "default 64" in help_line(out, "-np, --parallel N")
+    assert "default 512" in help_line(out, "--batch-tokens N")
+    assert "default 256" in help_line(out, "--max-queue N")
+    for flag in ("--kv-tokens", "--kv-block-tokens", "--no-prefix-cache",
+                 "--swa-full"):
+        assert flag in out, (cmd, flag)
+
+
+@pytest.mark.parametrize("args", [("-c", "-1"), ("--ctx", "abc"),
+                                  ("--ctx-size", "1.5"),
+                                  ("--parallel", "0"),
+                                  ("--batch-tokens", "70000"),
+                                  ("--kv-tokens", "-2"),
+                                  ("--max-queue", "0")])
+def test_run_and_serve_refuse_a_bad_engine_option_alike(args):
+    run = nucleus("run", "-m", str(MODEL), "-p", "Hi", *args)
+    serve = nucleus("serve", "-m", str(MODEL), *args)
+    assert run.returncode == 2 and serve.returncode != 0
+    msg = run.stderr.decode().strip().removeprefix("error: ")
+    assert msg.startswith(args[0] + ": '"), msg
+    assert msg in serve.stderr.decode(), (msg, serve.stderr)
+
+
+def test_run_and_serve_refuse_a_context_past_training_alike():
+    # SmolLM2-135M's training context is 8192
+    run = nucleus("run", "-m", str(MODEL), "-p", "Hi", "-t", "1", "-c",
+                  "9000")
+    serve = nucleus("serve", "-m", str(MODEL), "-t", "1", "--port", "0",
+                    "-c", "9000")
+    msg = ("'n_ctx' must be an integer in [0, 8192] (the model's training "
+           "context), got 9000")
+    assert run.returncode != 0 and msg in run.stderr.decode(), run.stderr
+    assert serve.returncode != 0 and msg in serve.stderr.decode(), \
+        serve.stderr
+
+
+def test_serve_context_default_is_the_engines(start_server):
+    srv = start_server("-t", "1")
+    props = requests.get(srv.url + "/props", timeout=10).json()
+    assert props["n_ctx"] == 8192, props
 
 
 def test_too_many_stop_strings_alike(server):

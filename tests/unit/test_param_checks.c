@@ -1,7 +1,9 @@
 /* The boundary checks of the public API: the model-option table (every
  * option parsed and checked by one row, one message per kind of failure,
- * the defaults a --help shows) and the structured request parameters'
- * checks and setters (stop strings, logit bias). No model needed. */
+ * the defaults a --help shows), the engine-option table likewise, and the
+ * structured request parameters' checks and setters (stop strings, logit
+ * bias, stop token ids, the cache salt, n with beam search). No model
+ * needed. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -213,6 +215,163 @@ static void sampling_defaults_are_the_contracts(void **state) {
   assert_true(memcmp(&s, &r.sampling, sizeof s) == 0);
 }
 
+static const nucleus_option_info *eopt(const char *name) {
+  const nucleus_option_info *o = nucleus_engine_options_find(name);
+  assert_non_null(o);
+  return o;
+}
+
+static void engine_refused(const char *name, const char *text,
+                           const char *msg) {
+  nucleus_engine_params p = nucleus_engine_default_params();
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_engine_params_set(&p, eopt(name), text, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, msg);
+}
+
+static void engine_options_one_table(void **state) {
+  (void)state;
+  /* both spellings of the context, on every surface */
+  assert_ptr_equal(eopt("n_ctx"), eopt("-c"));
+  assert_ptr_equal(eopt("n_ctx"), eopt("--ctx-size"));
+  assert_ptr_equal(eopt("n_ctx"), eopt("--ctx"));
+  assert_string_equal(nucleus_option_other_spelling(eopt("-c")), "--ctx");
+  assert_null(nucleus_option_other_spelling(eopt("--parallel")));
+  assert_ptr_equal(eopt("max_running"), eopt("-np"));
+  assert_null(nucleus_engine_options_find("--flash-attn"));
+  assert_null(nucleus_engine_options_at(nucleus_engine_options_count()));
+  for (size_t i = 0; i < nucleus_engine_options_count(); i++) {
+    const nucleus_option_info *o = nucleus_engine_options_at(i);
+    assert_true(o->cli_flag && o->cli_flag[0] == '-');
+    assert_true(o->help && o->help[0]);
+    assert_true((o->kind == NUCLEUS_OPTION_FLAG) == (o->metavar == NULL));
+    /* no flag of both tables */
+    assert_null(nucleus_model_options_find(o->cli_flag));
+  }
+  nucleus_engine_params p = nucleus_engine_default_params();
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_engine_params_set(&p, eopt("--ctx"), "512", &err),
+                   NUCLEUS_OK);
+  assert_int_equal(p.n_ctx, 512);
+  assert_int_equal(
+      nucleus_engine_params_set(&p, eopt("--kv-tokens"), "100000", &err),
+      NUCLEUS_OK);
+  assert_int_equal(p.kv_cache_tokens, 100000);
+  assert_int_equal(
+      nucleus_engine_params_set(&p, eopt("--no-prefix-cache"), NULL, &err),
+      NUCLEUS_OK);
+  assert_true(p.no_prefix_cache);
+  assert_int_equal(nucleus_engine_params_validate(NULL, &p, &err), NUCLEUS_OK);
+  /* one message per failure */
+  engine_refused("-c", "-1",
+                 "'n_ctx' must be an integer in [0, 16777216], got '-1'");
+  engine_refused("--parallel", "0",
+                 "'max_running' must be an integer in [1, 4096], got '0'");
+  engine_refused("--batch-tokens", "1.5",
+                 "'max_batch_tokens' must be an integer in [1, 65536], got "
+                 "'1.5'");
+  engine_refused("--swa-full", "maybe",
+                 "'swa_full' must be true or false, got 'maybe'");
+  /* validate: the same messages for a struct set by hand; 0 is the
+   * default of the counts */
+  p = nucleus_engine_default_params();
+  p.max_running = 0;
+  assert_int_equal(nucleus_engine_params_validate(NULL, &p, &err), NUCLEUS_OK);
+  p.kv_block_tokens = 2000;
+  assert_int_equal(nucleus_engine_params_validate(NULL, &p, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, "'kv_block_tokens' must be an integer in "
+                                   "[1, 1024], got 2000");
+  p = nucleus_engine_default_params();
+  p.kv_cache_tokens = -5;
+  assert_int_equal(nucleus_engine_params_validate(NULL, &p, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, "'kv_cache_tokens' must be an integer in "
+                                   "[0, 1073741824], got -5");
+}
+
+static void engine_defaults_are_the_librarys(void **state) {
+  (void)state;
+  const nucleus_engine_params d = nucleus_engine_default_params();
+  char buf[64];
+  nucleus_engine_params_format(&d, eopt("-c"), buf, sizeof buf);
+  assert_string_equal(buf, "0 (the model's, at most 8192)");
+  nucleus_engine_params_format(&d, eopt("--parallel"), buf, sizeof buf);
+  assert_string_equal(buf, "64");
+  nucleus_engine_params_format(&d, eopt("--batch-tokens"), buf, sizeof buf);
+  assert_string_equal(buf, "512");
+  nucleus_engine_params_format(&d, eopt("--max-queue"), buf, sizeof buf);
+  assert_string_equal(buf, "256");
+  nucleus_engine_params_format(&d, eopt("--kv-block-tokens"), buf, sizeof buf);
+  assert_string_equal(buf, "16");
+  nucleus_engine_params_format(&d, eopt("--swa-full"), buf, sizeof buf);
+  assert_string_equal(buf, "off");
+}
+
+static void stop_token_ids_one_check(void **state) {
+  (void)state;
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_stop_token_id_check(0, 9, 10, &err), NUCLEUS_OK);
+  assert_int_equal(nucleus_stop_token_id_check(3, 10, 10, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, "stop_token_ids[3]: token 10 is not a "
+                                   "token id: allowed range [0, 9]");
+  assert_int_equal(nucleus_stop_token_id_check(0, 10, 0, &err), NUCLEUS_OK);
+  assert_int_equal(nucleus_stop_token_id_check(0, -1, 0, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_int_equal(
+      nucleus_stop_token_id_check(NUCLEUS_MAX_STOP_TOKEN_IDS, 1, 10, &err),
+      NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message,
+                      "stop_token_ids: at most 64 token ids are allowed");
+  nucleus_request_params p = nucleus_request_default_params();
+  const int32_t ids[2] = {1, 2};
+  assert_int_equal(
+      nucleus_request_params_set_stop_token_ids(&p, NULL, ids, 2, &err),
+      NUCLEUS_OK);
+  assert_ptr_equal(p.stop_token_ids, ids);
+  assert_int_equal(p.n_stop_token_ids, 2);
+  const int32_t bad[1] = {-3};
+  assert_int_equal(
+      nucleus_request_params_set_stop_token_ids(&p, NULL, bad, 1, &err),
+      NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_ptr_equal(p.stop_token_ids, ids);
+}
+
+static void cache_salt_and_beam_one_check(void **state) {
+  (void)state;
+  nucleus_error err = {0};
+  char big[300];
+  memset(big, 'a', sizeof big);
+  assert_int_equal(nucleus_cache_salt_check("tenant", 6, &err), NUCLEUS_OK);
+  assert_int_equal(nucleus_cache_salt_check(big, 256, &err), NUCLEUS_OK);
+  assert_int_equal(nucleus_cache_salt_check(big, 257, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message,
+                      "cache_salt: 257 bytes; at most 256 are allowed");
+  assert_int_equal(nucleus_cache_salt_check("a\0b", 3, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, "cache_salt: must not contain NUL bytes");
+  assert_int_equal(nucleus_beam_check(4, 1, &err), NUCLEUS_OK); /* no beams */
+  assert_int_equal(nucleus_beam_check(2, 2, &err), NUCLEUS_OK);
+  assert_int_equal(nucleus_beam_check(3, 2, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message, "'n' (3) must not exceed beam_width (2): "
+                                   "beam search returns the best n of its "
+                                   "beams");
+  /* inspect's top_n and top_logprobs are contract rows */
+  nucleus_request_params p = nucleus_request_default_params();
+  assert_int_equal(nucleus_params_set(&p, "inspect_top_n", 65, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message,
+                      "'inspect_top_n' must be an integer in [0, 64], got 65");
+  assert_int_equal(nucleus_params_set(&p, "top_logprobs", 21, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message,
+                      "'top_logprobs' must be an integer in [0, 20], got 21");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(table_finds_by_name_flag_and_alias),
@@ -222,6 +381,10 @@ int main(void) {
       cmocka_unit_test(stop_strings_one_check),
       cmocka_unit_test(logit_bias_one_check),
       cmocka_unit_test(sampling_defaults_are_the_contracts),
+      cmocka_unit_test(engine_options_one_table),
+      cmocka_unit_test(engine_defaults_are_the_librarys),
+      cmocka_unit_test(stop_token_ids_one_check),
+      cmocka_unit_test(cache_salt_and_beam_one_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

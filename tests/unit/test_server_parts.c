@@ -113,9 +113,9 @@ static void test_config_defaults_and_options(void **state) {
   assert_int_equal(server_config_parse(11, args, &cfg, msg, sizeof msg), 0);
   assert_string_equal(cfg.model_path, "x.gguf");
   assert_int_equal(cfg.port, 9000);
-  assert_int_equal(cfg.parallel, 4);
+  assert_int_equal(cfg.engine.max_running, 4);
   assert_string_equal(cfg.api_key, "k");
-  assert_int_equal(cfg.kv_tokens, 4096);
+  assert_int_equal(cfg.engine.kv_cache_tokens, 4096);
   char *bad_port[] = {"serve", "--port", "70000"};
   assert_int_equal(server_config_parse(3, bad_port, &cfg, msg, sizeof msg), -1);
   assert_non_null(strstr(msg, "--port"));

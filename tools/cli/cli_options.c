@@ -43,36 +43,6 @@ static bool parse_float(const char *flag, const char *s, float *out) {
   return true;
 }
 
-typedef enum { OPT_INT, OPT_BOOL } opt_kind;
-
-typedef struct opt_spec {
-  const char *name, *alias;
-  opt_kind kind;
-  size_t offset; /* into cli_options */
-  long lo, hi;
-  const char *help;
-} opt_spec;
-
-#define OFF(field) offsetof(cli_options, field)
-
-static const opt_spec SPECS[] = {
-    {"-c", "--ctx-size", OPT_INT, OFF(engine.n_ctx), 0, 1 << 24,
-     "context size per sequence (default: the model's, at most 8192)"},
-    {"--parse-special-in-content", NULL, OPT_BOOL,
-     OFF(parse_special_in_content), 0, 0,
-     "chat: read special-token text in messages as control tokens"},
-    {"--kv-tokens", NULL, OPT_INT, OFF(engine.kv_cache_tokens), 0, 1 << 30,
-     "KV cache pool size in tokens (default: derived)"},
-    {"--parallel", NULL, OPT_INT, OFF(engine.max_running), 0, 4096,
-     "sequences decoding at once"},
-    {"--batch-tokens", NULL, OPT_INT, OFF(engine.max_batch_tokens), 0, 65536,
-     "tokens per forward step (chunked prefill budget)"},
-    {"--no-prefix-cache", NULL, OPT_BOOL, OFF(engine.no_prefix_cache), 0, 0,
-     "no KV reuse across requests or chat turns (the prefix cache is on)"},
-    {"--swa-full", NULL, OPT_BOOL, OFF(engine.swa_full), 0, 0,
-     "sliding-window layers keep every position (default: the window's)"},
-};
-
 void cli_options_free(cli_options *o) {
   nucleus_grammar_free(o->grammar);
   o->grammar = NULL;
@@ -89,6 +59,9 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out, "  --stop TEXT             stop string (repeatable, up to %d)\n",
           NUCLEUS_MAX_STOP_STRINGS);
   fprintf(out, "  --logit-bias ID=BIAS    add BIAS to token ID (repeatable)\n");
+  fprintf(out,
+          "  --stop-token-id ID      stop at token ID (repeatable, up to %d)\n",
+          NUCLEUS_MAX_STOP_TOKEN_IDS);
   fprintf(out,
           "  --grammar GBNF          constrain the output to a GBNF grammar\n");
   fprintf(out, "  --grammar-file FILE     the same, read from FILE\n");
@@ -109,12 +82,11 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
       snprintf(def, sizeof def, " (default %g)", p->defaults[surface]);
     fprintf(out, "  %-23s %s%s\n", names, p->help, def);
   }
-  for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
-    char names[64];
-    snprintf(names, sizeof names, "%s%s%s", SPECS[i].name,
-             SPECS[i].alias ? ", " : "", SPECS[i].alias ? SPECS[i].alias : "");
-    fprintf(out, "  %-23s %s\n", names, SPECS[i].help);
-  }
+  fprintf(out, "  --parse-special-in-content\n"
+               "                          chat: read special-token text in "
+               "messages as control\n"
+               "                          tokens\n");
+  engine_flags_help(out);
   model_flags_help(out);
 }
 
@@ -160,6 +132,8 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
   }
   char msg[640];
   int mrc = model_flags_parse(&o->model, argc, argv, i, msg, sizeof msg);
+  if (!mrc)
+    mrc = engine_flags_parse(&o->engine, argc, argv, i, msg, sizeof msg);
   if (mrc) {
     if (mrc < 0) fprintf(stderr, "error: %s\n", msg);
     return mrc;
@@ -222,6 +196,23 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     o->request.grammar = o->grammar;
     return 1;
   }
+  if (!strcmp(a, "--stop-token-id")) {
+    NEED_VALUE();
+    long id;
+    if (!parse_int(a, v, INT32_MIN, INT32_MAX, &id)) return -1;
+    /* The count here; the id against the vocabulary at submit, with the
+     * server's message (a negative one too). */
+    nucleus_error err = {0};
+    size_t n = o->request.n_stop_token_ids;
+    if (nucleus_stop_token_id_check(n, 0, 0, &err) != NUCLEUS_OK) {
+      fprintf(stderr, "error: %s: %s\n", a, err.message);
+      return -1;
+    }
+    o->stop_ids[n] = (int32_t)id;
+    o->request.n_stop_token_ids = n + 1;
+    o->request.stop_token_ids = o->stop_ids;
+    return 1;
+  }
   if (!strcmp(a, "--logit-bias")) {
     NEED_VALUE();
     const char *eq = strchr(v, '=');
@@ -237,11 +228,13 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     if (!parse_int("--logit-bias", idbuf, INT32_MIN, INT32_MAX, &id) ||
         !parse_float("--logit-bias", eq + 1, &bias))
       return -1;
-    /* the vocabulary is checked at submit, with the same message */
+    /* The count and the bias here; the token against the vocabulary at
+     * submit, with the server's message (a negative one too). */
     nucleus_logit_bias b = {(int32_t)id, bias};
     nucleus_error err = {0};
     size_t n = o->request.sampling.n_logit_bias;
-    if (nucleus_logit_bias_check(n, b, 0, &err) != NUCLEUS_OK) {
+    nucleus_logit_bias probe = {b.token < 0 ? 0 : b.token, b.bias};
+    if (nucleus_logit_bias_check(n, probe, 0, &err) != NUCLEUS_OK) {
       fprintf(stderr, "error: --logit-bias: %s\n", err.message);
       return -1;
     }
@@ -275,21 +268,8 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     if (!strcmp(p->name, "top_logprobs")) o->request.sampling.logprobs = true;
     return 1;
   }
-  for (size_t k = 0; k < sizeof SPECS / sizeof SPECS[0]; k++) {
-    const opt_spec *s = &SPECS[k];
-    if (strcmp(a, s->name) && (!s->alias || strcmp(a, s->alias))) continue;
-    char *field = (char *)o + s->offset;
-    if (s->kind == OPT_BOOL) {
-      *(bool *)field = true;
-      return 1;
-    }
-    NEED_VALUE();
-    long n;
-    if (!parse_int(a, v, s->lo, s->hi, &n)) return -1;
-    if (s->offset == OFF(engine.kv_cache_tokens))
-      *(int64_t *)field = n;
-    else
-      *(int32_t *)field = (int32_t)n;
+  if (!strcmp(a, "--parse-special-in-content")) {
+    o->parse_special_in_content = true;
     return 1;
   }
   return 0;

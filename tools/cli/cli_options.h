@@ -18,6 +18,7 @@ typedef struct cli_options {
   /* Storage the request params point into. */
   const char *stops[NUCLEUS_MAX_STOP_STRINGS];
   nucleus_logit_bias bias[NUCLEUS_MAX_LOGIT_BIAS];
+  int32_t stop_ids[NUCLEUS_MAX_STOP_TOKEN_IDS];
   /* The model options (model_flags.h: -t, -fa, -ctk, -ctv, --load-mode,
    * the RoPE overrides, ...); chat_template comes from the file above. */
   nucleus_model_params model;

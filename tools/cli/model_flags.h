@@ -1,9 +1,11 @@
-/* The model options' flags (-t, -fa, -ctk, -ctv, --load-mode, the RoPE
- * overrides, --reference-kernels, --no-repack), shared by the generating
- * commands and `nucleus serve`: parsed and described by the library's
- * model-option table (include/nucleus.h, nucleus_model_options_*), so every
- * command takes the same flags, answers with the same message and shows
- * the library's defaults. */
+/* The table-driven flags shared by the generating commands and `nucleus
+ * serve`: the model options (-t, -fa, -ctk, -ctv, --load-mode, the RoPE
+ * overrides, --reference-kernels, --no-repack) and the engine options (-c,
+ * --kv-tokens, --parallel, --batch-tokens, --no-prefix-cache, --swa-full,
+ * ...). Parsed and described by the library's tables (include/nucleus.h,
+ * nucleus_model_options_* and nucleus_engine_options_*), so every command
+ * takes the same flags, answers with the same message and shows the
+ * library's defaults. */
 #ifndef NUCLEUS_CLI_MODEL_FLAGS_H
 #define NUCLEUS_CLI_MODEL_FLAGS_H
 
@@ -17,8 +19,12 @@
  * writing "FLAG: why" into msg. */
 int model_flags_parse(nucleus_model_params *mp, int argc, char **argv, int *i,
                       char *msg, size_t cap);
+/* The same for an engine option into *ep. */
+int engine_flags_parse(nucleus_engine_params *ep, int argc, char **argv, int *i,
+                       char *msg, size_t cap);
 
 /* One help line per option, with the library's default. */
 void model_flags_help(FILE *out);
+void engine_flags_help(FILE *out);
 
 #endif

@@ -11,57 +11,47 @@
 #define MIB (1024u * 1024u)
 
 void server_config_usage(FILE *out) {
-  fprintf(
-      out,
-      "usage: nucleus serve [options]\n"
-      "  -m, --model FILE        GGUF model (default: the bundled one)\n"
-      "  --host ADDR             bind address (default 127.0.0.1)\n"
-      "  --port N                TCP port (default 8080)\n"
-      "  -c, --ctx N             context per sequence (default: the model's,\n"
-      "                          at most 4096)\n"
-      "  --kv-tokens N           KV cache size in tokens\n"
-      "  --max-queue N           waiting requests before 503\n"
-      "  --parallel N            sequences decoding at once\n"
-      "  --api-key KEY           require 'Authorization: Bearer KEY'\n"
-      "                          (or $NUCLEUS_API_KEY)\n"
-      "  --max-body-bytes N      request body limit (default 8 MiB)\n"
-      "  --drain-timeout S       seconds to finish requests on SIGTERM "
-      "(default 30)\n"
-      "  --timeout S             idle connection timeout (default 30)\n"
-      "  --max-connections N     open connections (default 1024)\n"
-      "  --chat-template FILE    override the model's chat template\n"
-      "  --cors-origin ORIGIN    let browser pages from ORIGIN (or *) call "
-      "the API\n"
-      "  --read-timeout S        a request's headers and body must arrive "
-      "within S\n"
-      "                          seconds, however slowly they trickle "
-      "(default 10)\n"
-      "  --max-connections-per-ip N  open connections from one address "
-      "(default 128)\n"
-      "  --allowed-host NAME     accept this name in the Host header "
-      "(repeatable;\n"
-      "                          IP literals and localhost always are; * "
-      "for any)\n"
-      "  --no-prefix-cache       do not reuse KV across requests (the "
-      "prefix cache\n"
-      "                          is on by default)\n"
-      "  --swa-full              sliding-window layers keep every position "
-      "(default:\n"
-      "                          the window's)\n"
-      "  --prefix-cache-salt-by-key  requests share cached prefixes only "
-      "with\n"
-      "                          requests presenting the same API key\n"
-      "  --parse-special-in-content  read special-token text inside chat "
-      "messages\n"
-      "                          as control tokens (lets users forge "
-      "turns)\n"
-      "  --metrics-names SET     nucleus (default) or llm-d: /metrics also "
-      "carries\n"
-      "                          vLLM's gauge names "
-      "(vllm:num_requests_waiting, "
-      "...)\n"
-      "                          that the llm-d endpoint picker reads\n"
-      "model options:\n");
+  fprintf(out,
+          "usage: nucleus serve [options]\n"
+          "  -m, --model FILE        GGUF model (default: the bundled one)\n"
+          "  --host ADDR             bind address (default 127.0.0.1)\n"
+          "  --port N                TCP port (default 8080)\n"
+          "  --api-key KEY           require 'Authorization: Bearer KEY'\n"
+          "                          (or $NUCLEUS_API_KEY)\n"
+          "  --max-body-bytes N      request body limit (default 8 MiB)\n"
+          "  --drain-timeout S       seconds to finish requests on SIGTERM "
+          "(default 30)\n"
+          "  --timeout S             idle connection timeout (default 30)\n"
+          "  --max-connections N     open connections (default 1024)\n"
+          "  --chat-template FILE    override the model's chat template\n"
+          "  --cors-origin ORIGIN    let browser pages from ORIGIN (or *) call "
+          "the API\n"
+          "  --read-timeout S        a request's headers and body must arrive "
+          "within S\n"
+          "                          seconds, however slowly they trickle "
+          "(default 10)\n"
+          "  --max-connections-per-ip N  open connections from one address "
+          "(default 128)\n"
+          "  --allowed-host NAME     accept this name in the Host header "
+          "(repeatable;\n"
+          "                          IP literals and localhost always are; * "
+          "for any)\n"
+          "  --prefix-cache-salt-by-key  requests share cached prefixes only "
+          "with\n"
+          "                          requests presenting the same API key\n"
+          "  --parse-special-in-content  read special-token text inside chat "
+          "messages\n"
+          "                          as control tokens (lets users forge "
+          "turns)\n"
+          "  --metrics-names SET     nucleus (default) or llm-d: /metrics also "
+          "carries\n"
+          "                          vLLM's gauge names "
+          "(vllm:num_requests_waiting, "
+          "...)\n"
+          "                          that the llm-d endpoint picker reads\n"
+          "engine options (a 503 past --max-queue waiting requests):\n");
+  engine_flags_help(out);
+  fprintf(out, "model options:\n");
   model_flags_help(out);
 }
 
@@ -108,6 +98,7 @@ static void set_defaults(server_config *cfg) {
   cfg->read_timeout_s = 10;
   cfg->max_connections_per_ip = 128;
   cfg->model = nucleus_model_default_params();
+  cfg->engine = nucleus_engine_default_params();
   const char *key = getenv("NUCLEUS_API_KEY");
   if (key && *key) cfg->api_key = key;
 }
@@ -124,12 +115,6 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       cfg->help = true;
       takes_value = false;
-    } else if (!strcmp(a, "--no-prefix-cache")) {
-      cfg->no_prefix_cache = true;
-      takes_value = false;
-    } else if (!strcmp(a, "--swa-full")) {
-      cfg->swa_full = true;
-      takes_value = false;
     } else if (!strcmp(a, "--prefix-cache-salt-by-key")) {
       cfg->prefix_cache_salt_by_key = true;
       takes_value = false;
@@ -144,6 +129,10 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
       }
     } else if ((rc = model_flags_parse(&cfg->model, argc, argv, &i, msg,
                                        cap)) != 0) {
+      rc = rc < 0 ? -1 : 0;
+      takes_value = false; /* i is past the value */
+    } else if ((rc = engine_flags_parse(&cfg->engine, argc, argv, &i, msg,
+                                        cap)) != 0) {
       rc = rc < 0 ? -1 : 0;
       takes_value = false; /* i is past the value */
     } else if (!strcmp(a, "--read-timeout")) {
@@ -172,18 +161,6 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "--port")) {
       rc = parse_long(a, v, 0, 65535, &n, msg, cap);
       cfg->port = (int)n;
-    } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) {
-      rc = parse_long(a, v, 0, 1 << 24, &n, msg, cap);
-      cfg->n_ctx = (int)n;
-    } else if (!strcmp(a, "--kv-tokens")) {
-      rc = parse_long(a, v, 0, 1L << 30, &n, msg, cap);
-      cfg->kv_tokens = n;
-    } else if (!strcmp(a, "--max-queue")) {
-      rc = parse_long(a, v, 0, 1 << 20, &n, msg, cap);
-      cfg->max_queue = (int)n;
-    } else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) {
-      rc = parse_long(a, v, 0, 4096, &n, msg, cap);
-      cfg->parallel = (int)n;
     } else if (!strcmp(a, "--api-key")) {
       if (!v || !*v) {
         snprintf(msg, cap, "--api-key needs a non-empty value");

@@ -16,10 +16,6 @@ typedef struct server_config {
   const char *model_path; /* NULL: the default model */
   const char *host;       /* bind address, 127.0.0.1 by default */
   int port;
-  int n_ctx;           /* 0: the engine's default */
-  int64_t kv_tokens;   /* 0: the engine's default */
-  int max_queue;       /* 0: the engine's default */
-  int parallel;        /* sequences decoding at once, 0: default */
   const char *api_key; /* NULL: no authentication */
   size_t max_body_bytes;
   int drain_timeout_s;
@@ -31,9 +27,10 @@ typedef struct server_config {
    * --load-mode, the RoPE overrides, --reference-kernels, --no-repack);
    * chat_template comes from chat_template_path. */
   nucleus_model_params model;
+  /* The engine options (../cli/model_flags.h: -c, --kv-tokens, --parallel,
+   * --max-queue, --batch-tokens, --no-prefix-cache, --swa-full, ...). */
+  nucleus_engine_params engine;
   bool parse_special_in_content; /* chat contents may hold control tokens */
-  bool no_prefix_cache;          /* no KV reuse across requests */
-  bool swa_full;                 /* sliding-window layers keep every position */
   bool prefix_cache_salt_by_key; /* the presented API key salts the cache */
   int read_timeout_s;            /* a request's headers and body, in all */
   int max_connections_per_ip;

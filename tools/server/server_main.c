@@ -13,8 +13,6 @@
 #include "http/http_server.h"
 #include "server.h"
 
-#define DEFAULT_CTX_CAP 4096
-
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -58,22 +56,15 @@ static const char *base_name(const char *path) {
 }
 
 static nucleus_engine *start_engine(const server_config *cfg,
-                                    nucleus_model *model, int32_t n_ctx,
+                                    nucleus_model *model,
                                     nucleus_engine_params *used) {
-  nucleus_engine_params ep = nucleus_engine_default_params();
-  ep.n_ctx = n_ctx;
-  if (cfg->kv_tokens) ep.kv_cache_tokens = cfg->kv_tokens;
-  if (cfg->parallel) ep.max_running = cfg->parallel;
-  if (cfg->max_queue) ep.max_queued = cfg->max_queue;
-  ep.no_prefix_cache = cfg->no_prefix_cache;
-  ep.swa_full = cfg->swa_full;
-  *used = ep;
   nucleus_engine *engine = NULL;
   nucleus_error err = {0};
-  if (nucleus_engine_create(model, &ep, &engine, &err) != NUCLEUS_OK) {
+  if (nucleus_engine_create(model, &cfg->engine, &engine, &err) != NUCLEUS_OK) {
     fprintf(stderr, "nucleus serve: engine: %s\n", err.message);
     return NULL;
   }
+  nucleus_engine_get_params(engine, used); /* the defaults resolved */
   return engine;
 }
 
@@ -97,11 +88,6 @@ static int serve(const server_config *cfg, const char *path,
     goto out;
   }
   cli_note_template(srv.model, "nucleus serve");
-  int32_t train = nucleus_model_n_ctx_train(srv.model);
-  srv.n_ctx =
-      cfg->n_ctx
-          ? cfg->n_ctx
-          : (train > 0 && train < DEFAULT_CTX_CAP ? train : DEFAULT_CTX_CAP);
   srv.n_vocab = nucleus_model_n_vocab(srv.model);
   srv.defaults = nucleus_request_params_for(srv.model, NUCLEUS_SURFACE_SERVER);
   srv.created = (int64_t)time(NULL);
@@ -109,9 +95,9 @@ static int serve(const server_config *cfg, const char *path,
   srv.metrics = metrics_create();
   srv.inflight = inflight_create();
   if (!srv.metrics || !srv.inflight) goto out;
-  if (!(srv.engine =
-            start_engine(cfg, srv.model, srv.n_ctx, &srv.engine_params)))
+  if (!(srv.engine = start_engine(cfg, srv.model, &srv.engine_params)))
     goto out;
+  srv.n_ctx = srv.engine_params.n_ctx;
   char msg[256];
   if (!(hs = http_server_start(&srv, msg, sizeof msg))) {
     fprintf(stderr, "nucleus serve: %s\n", msg);

@@ -119,23 +119,27 @@ static int parse_stop_token_ids(const json_t *root, int32_t n_vocab,
                                 gen_request *r, api_error *e) {
   const json_t *v = field(root, "stop_token_ids");
   if (!v) return 0;
-  if (!json_is_array(v) || json_array_size(v) > SERVER_MAX_STOP_TOKEN_IDS)
+  if (!json_is_array(v))
     return api_fail(e, 400, "stop_token_ids",
-                    "'stop_token_ids' must be a list of at most %d token ids",
-                    SERVER_MAX_STOP_TOKEN_IDS);
+                    "'stop_token_ids' must be a list of token ids");
   size_t n = json_array_size(v);
   if (n == 0) return 0;
-  r->stop_ids = calloc(n, sizeof *r->stop_ids);
+  /* one past the limit: the check's own message refuses it */
+  size_t cap = n < NUCLEUS_MAX_STOP_TOKEN_IDS ? n : NUCLEUS_MAX_STOP_TOKEN_IDS;
+  r->stop_ids = calloc(cap, sizeof *r->stop_ids);
   if (!r->stop_ids) return api_fail(e, 500, NULL, "out of memory");
   size_t i;
   const json_t *id;
   json_array_foreach(v, i, id) {
-    if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-        json_integer_value(id) >= n_vocab)
+    if (!json_is_integer(id))
       return api_fail(e, 400, "stop_token_ids",
-                      "stop_token_ids[%zu] is not a token id in [0, %d)", i,
-                      n_vocab);
-    r->stop_ids[i] = (int32_t)json_integer_value(id);
+                      "stop_token_ids[%zu] must be an integer", i);
+    json_int_t x = json_integer_value(id);
+    int32_t t = x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x;
+    nucleus_error err = {0};
+    if (nucleus_stop_token_id_check(i, t, n_vocab, &err) != NUCLEUS_OK)
+      return api_fail(e, 400, "stop_token_ids", "%s", err.message);
+    r->stop_ids[i] = t;
   }
   r->params.stop_token_ids = r->stop_ids;
   r->params.n_stop_token_ids = n;
@@ -209,17 +213,16 @@ static int parse_params(const json_t *root, gen_request *r, api_error *e) {
   return 0;
 }
 
+/* top_logprobs (chat) and logprobs (completions, an integer) are the
+ * contract's top_logprobs: its range and message. */
 static int parse_logprobs(const json_t *root, gen_request *r, api_error *e) {
-  long long k = 0;
   bool has = false;
   if (r->chat) {
     if (get_bool(root, "logprobs", &r->logprobs, e)) return -1;
-    if (get_int(root, "top_logprobs", 0, NUCLEUS_MAX_TOP_LOGPROBS, &k, &has, e))
-      return -1;
-    if (has && k > 0 && !r->logprobs)
+    if (get_param(root, "top_logprobs", "top_logprobs", r, &has, e)) return -1;
+    if (has && r->params.sampling.top_logprobs > 0 && !r->logprobs)
       return api_fail(e, 400, "top_logprobs",
                       "'top_logprobs' needs 'logprobs': true");
-    r->top_logprobs = (int32_t)k;
   } else {
     const json_t *v = field(root, "logprobs");
     if (json_is_boolean(v))
@@ -227,34 +230,33 @@ static int parse_logprobs(const json_t *root, gen_request *r, api_error *e) {
                       "'logprobs' must be an integer in [0, %d] for "
                       "completions",
                       NUCLEUS_MAX_TOP_LOGPROBS);
-    if (get_int(root, "logprobs", 0, NUCLEUS_MAX_TOP_LOGPROBS, &k, &has, e))
-      return -1;
+    if (get_param(root, "logprobs", "top_logprobs", r, &has, e)) return -1;
     r->logprobs = has;
-    r->top_logprobs = (int32_t)k;
   }
+  r->top_logprobs = r->params.sampling.top_logprobs;
   r->params.sampling.logprobs = r->logprobs;
-  r->params.sampling.top_logprobs = r->top_logprobs;
   return 0;
 }
 
 /* "inspect": {"top_n": N}: each generated token carries what the sampler
- * did at that step to the N most likely tokens (docs/SERVER.md). */
+ * did at that step to the N most likely tokens (docs/SERVER.md); N is the
+ * contract's inspect_top_n, 0 (off) being no object at all. */
 static int parse_inspect(const json_t *root, gen_request *r, api_error *e) {
   const json_t *v = field(root, "inspect");
   if (!v) return 0;
   if (!json_is_object(v) || json_object_size(v) != 1 ||
       !json_object_get(v, "top_n"))
-    return api_fail(e, 400, "inspect",
-                    "'inspect' must be an object {\"top_n\": N} with N in "
-                    "[1, %d]",
-                    NUCLEUS_MAX_INSPECT_TOP);
-  long long k = 0;
-  if (get_int(v, "top_n", 1, NUCLEUS_MAX_INSPECT_TOP, &k, NULL, e)) {
+    goto shape;
+  if (get_param(v, "top_n", "inspect_top_n", r, NULL, e)) {
     snprintf(e->param, sizeof e->param, "inspect.top_n");
     return -1;
   }
-  r->params.sampling.inspect_top_n = (int32_t)k;
-  return 0;
+  if (r->params.sampling.inspect_top_n > 0) return 0;
+shape:
+  return api_fail(e, 400, "inspect",
+                  "'inspect' must be an object {\"top_n\": N} with N in "
+                  "[1, %d]",
+                  NUCLEUS_MAX_INSPECT_TOP);
 }
 
 /* A 400 naming the first of names present in root: "'NAME' why". */
@@ -274,8 +276,8 @@ static int parse_beam(const json_t *root, gen_request *r, api_error *e) {
   long long k = 0;
   bool has = false, beam = false;
   if (get_bool(root, "use_beam_search", &beam, e)) return -1;
-  if (get_int(root, "best_of", 1, INT32_MAX, &k, &has, e)) return -1;
   if (!beam) {
+    if (get_int(root, "best_of", 1, INT32_MAX, &k, &has, e)) return -1;
     if (has && k != r->params.n)
       return api_fail(e, 400, "best_of",
                       "'best_of' must equal n unless 'use_beam_search' is "
@@ -284,15 +286,15 @@ static int parse_beam(const json_t *root, gen_request *r, api_error *e) {
     return refuse_present(root, beam_only, 2,
                           "applies only with 'use_beam_search': true", e);
   }
-  int32_t width = has ? (int32_t)k : r->params.n;
+  /* best_of is the contract's beam_width (default n): its range and
+   * message, then the one check of n against it. */
   nucleus_error err = {0};
-  if (nucleus_params_set(&r->params, "beam_width", width, &err) != NUCLEUS_OK)
-    return api_fail(e, 400, "best_of", "best_of is the beam width: %s",
-                    err.message);
-  if (width < r->params.n)
-    return api_fail(e, 400, "best_of",
-                    "'best_of' (the beam width, %d) must be >= n (%d)", width,
-                    r->params.n);
+  if (get_param(root, "best_of", "beam_width", r, &has, e)) return -1;
+  if (!has && nucleus_params_set(&r->params, "beam_width", r->params.n, &err) !=
+                  NUCLEUS_OK)
+    return api_fail(e, 400, "n", "%s", err.message);
+  if (nucleus_beam_check(r->params.n, r->params.beam_width, &err) != NUCLEUS_OK)
+    return api_fail(e, 400, "best_of", "%s", err.message);
   if (get_param(root, "length_penalty", "length_penalty", r, NULL, e) ||
       get_param(root, "early_stopping", "early_stopping", r, NULL, e))
     return -1;
@@ -374,13 +376,9 @@ static int parse_cache_salt(const json_t *root, gen_request *r, api_error *e) {
   if (!json_is_string(s))
     return api_fail(e, 400, "cache_salt", "'cache_salt' must be a string");
   size_t len = json_string_length(s);
-  if (len > NUCLEUS_MAX_CACHE_SALT_BYTES)
-    return api_fail(e, 400, "cache_salt",
-                    "'cache_salt' is %zu bytes; at most %d are allowed", len,
-                    NUCLEUS_MAX_CACHE_SALT_BYTES);
-  if (strlen(json_string_value(s)) != len)
-    return api_fail(e, 400, "cache_salt",
-                    "'cache_salt' must not contain NUL characters");
+  nucleus_error err = {0};
+  if (nucleus_cache_salt_check(json_string_value(s), len, &err) != NUCLEUS_OK)
+    return api_fail(e, 400, "cache_salt", "%s", err.message);
   memcpy(r->cache_salt, json_string_value(s), len + 1);
   r->params.cache_salt = r->cache_salt[0] ? r->cache_salt : NULL;
   return 0;

@@ -11,8 +11,6 @@
 #include "nucleus.h"
 #include "tool_request.h"
 
-#define SERVER_MAX_STOP_TOKEN_IDS 64
-
 /* How a chat prompt ends (chat requests and /apply-template). */
 typedef struct chat_opts {
   bool add_generation_prompt;  /* true unless asked otherwise */

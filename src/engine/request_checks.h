@@ -1,0 +1,25 @@
+/* request_checks: the checks of the request parameters that are neither in
+ * the contract table (sampling/sampler_contract.c) nor stop strings
+ * (stop_matcher.h): stop token ids, the cache salt, and how n relates to
+ * beam_width. One message per failure, on every surface: submit, the
+ * server's parser and the CLI's flags all call these (include/nucleus.h:
+ * nucleus_stop_token_id_check, nucleus_cache_salt_check,
+ * nucleus_beam_check). */
+#ifndef NC_REQUEST_CHECKS_H
+#define NC_REQUEST_CHECKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+/* Stop token id number index: index below NUCLEUS_MAX_STOP_TOKEN_IDS, id
+ * in [0, n_vocab) (n_vocab 0: not known yet, only id >= 0). */
+nc_code nc_stop_token_id_check(size_t index, int32_t id, int32_t n_vocab,
+                               nc_error *err);
+/* len bytes at s: at most NUCLEUS_MAX_CACHE_SALT_BYTES, no NUL byte. */
+nc_code nc_cache_salt_check(const char *s, size_t len, nc_error *err);
+/* With beam search (beam_width > 1), n is at most beam_width. */
+nc_code nc_beam_check(int32_t n, int32_t beam_width, nc_error *err);
+
+#endif
