@@ -3,6 +3,7 @@
 # it is not in the library. Tests that set NAME_REF := 1 link it, next to
 # the library.
 REF_OBJS := $(patsubst %.c,$(BUILDDIR)/%.o,$(wildcard tests/reference/*.c))
+.SECONDARY: $(REF_OBJS)
 UNIT_TESTS += test_forward_ref
 test_forward_ref_REF := 1
 
