@@ -16,6 +16,7 @@ FUZZ_REQUEST_SRCS = fuzz/fuzz_request.c \
   $(call src_of,base gguf tokenizer jinja chat grammar) \
   src/sampling/sampler_params.c src/sampling/sampler_contract.c \
   src/engine/engine_params.c src/engine/stop_matcher.c \
+  src/engine/request_checks.c src/engine/engine_options.c \
   src/api/api_grammar.c src/api/api_request_checks.c
 
 .PHONY: fuzz-request
