@@ -120,9 +120,12 @@ $(BUILDDIR)/tests/%: tests/unit/%.c $$(if $$($$*_REF),$(REF_OBJS)) $(BUILDDIR)/l
 # A missing or unloadable model fails the tests that need it, unless
 # NUCLEUS_TESTS_WITHOUT_MODEL=1 (then they skip). The last lines count the
 # passed, skipped and failed tests of every binary (scripts/run_unit.sh).
+# UNIT_JOBS=N runs N test binaries at a time (make check: 2).
+UNIT_JOBS ?= 1
 unit: $(UNIT_BINS) $(NUCLEUS) model arch-models
 	@NUCLEUS_MODEL=$(CURDIR)/models/SmolLM2-135M-Instruct.Q4_1.gguf \
-	  NUCLEUS_ROOT=$(CURDIR) scripts/run_unit.sh $(BUILD) $(UNIT_BINS)
+	  NUCLEUS_ROOT=$(CURDIR) UNIT_JOBS=$(UNIT_JOBS) \
+	  scripts/run_unit.sh $(BUILD) $(UNIT_BINS)
 
 e2e: $(NUCLEUS) model
 	NUCLEUS_BIN=$(CURDIR)/$(NUCLEUS) python3 -m pytest -q -rs tests/e2e
@@ -148,7 +151,7 @@ test: model
 
 check: model
 	$(MAKE) BUILD=release layers
-	$(MAKE) BUILD=release unit
+	$(MAKE) BUILD=release unit UNIT_JOBS=2
 	$(MAKE) BUILD=release e2e-check
 
 run: $(NUCLEUS) model

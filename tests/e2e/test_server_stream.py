@@ -131,8 +131,10 @@ def test_32_concurrent_streams_with_disconnects(server):
             assert res[0] == "done" and res[2] == "length", (i, res)
     took = wait_metric(server, "nucleus_kv_blocks_used", 0, timeout=10)
     print(f"\nKV blocks free again {took:.3f} s after the last client")
-    assert metric(server, "nucleus_requests_in_flight") == 0
-    assert metric(server, "nucleus_queue_length") == 0
+    # (an HTTP thread may see a vanished client's connection close a moment
+    # after the engine released its blocks: nothing may stay, soon)
+    wait_metric(server, "nucleus_requests_in_flight", 0, timeout=10)
+    wait_metric(server, "nucleus_queue_length", 0, timeout=10)
     r = requests.post(server.url + "/v1/completions",
                       json={"prompt": "Hello", "max_tokens": 2}, timeout=60)
     assert r.status_code == 200
