@@ -2,9 +2,12 @@
 #   make            build build/$(BUILD)/nucleus
 #   make test       the full suite: layers, unit tests (release and
 #                   ASan+UBSan) and end-to-end tests (what CI runs)
-#   make check      the fast tier for the edit-test loop: layers, release
-#                   unit tests, end-to-end tests but the slow ones (long
-#                   contexts, soaks, replicas: @pytest.mark.slow)
+#   make check      the fast tier for the edit-test loop: layers, then the
+#                   release unit tests beside the end-to-end tests but the
+#                   slow ones (long contexts, soaks, replicas, the schema
+#                   corpus: @pytest.mark.slow), each output whole when done;
+#                   the long golden checks on fewer positions
+#                   (NUCLEUS_TEST_SHORT=1, tests/unit/test_require.h)
 #   make unit       unit tests of this variant only
 #   make e2e        pytest end-to-end tests against the real binary and model
 #                   (a bounded 60 s server soak included; skips listed)
@@ -120,7 +123,7 @@ $(BUILDDIR)/tests/%: tests/unit/%.c $$(if $$($$*_REF),$(REF_OBJS)) $(BUILDDIR)/l
 # A missing or unloadable model fails the tests that need it, unless
 # NUCLEUS_TESTS_WITHOUT_MODEL=1 (then they skip). The last lines count the
 # passed, skipped and failed tests of every binary (scripts/run_unit.sh).
-# UNIT_JOBS=N runs N test binaries at a time (make check: 2).
+# UNIT_JOBS=N runs N test binaries at a time.
 UNIT_JOBS ?= 1
 unit: $(UNIT_BINS) $(NUCLEUS) model arch-models
 	@NUCLEUS_MODEL=$(CURDIR)/models/SmolLM2-135M-Instruct.Q4_1.gguf \
@@ -151,8 +154,9 @@ test: model
 
 check: model
 	$(MAKE) BUILD=release layers
-	$(MAKE) BUILD=release unit UNIT_JOBS=2
-	$(MAKE) BUILD=release e2e-check
+	$(MAKE) BUILD=release $(UNIT_BINS) $(NUCLEUS) arch-models
+	NUCLEUS_TEST_SHORT=1 $(MAKE) BUILD=release -j2 --output-sync=target \
+	  unit e2e-check
 
 run: $(NUCLEUS) model
 	$(NUCLEUS) run -p "The three primary colors are" -n 64

@@ -65,7 +65,7 @@
 
 /* Positions per prompt: the sanitizer build checks the same code on a
  * shorter run (the plain-C reference is slow there). */
-#define N_CHECK (NC_SANITIZED ? 24 : 128)
+#define N_CHECK (NC_SHORT ? 24 : 128)
 /* max |logit diff| against llama.cpp */
 #define DIFF_BOUND 2e-2
 /* max |logit diff| of a position against the reference */
@@ -366,7 +366,7 @@ static void check_moe_invariance(const char *file, const char *tokens_of,
   assert_true(load_golden(g, gpath) >= NP);
   for (int p = 0; p < NP; p++) {
     assert_true(g[p].n <= INV_TOKENS);
-    if (NC_SANITIZED) g[p].n = 16;
+    if (NC_SHORT) g[p].n = 16;
   }
   const int32_t nv = nucleus_model_n_vocab(m);
   const size_t bytes = sizeof(float) * INV_TOKENS * (size_t)nv;

@@ -60,7 +60,7 @@
 #include "nucleus.h"
 #include "test_require.h"
 
-#define N_USE(n) (NC_SANITIZED && (n) > 24 ? 24 : (n))
+#define N_USE(n) (NC_SHORT && (n) > 24 ? 24 : (n))
 
 typedef struct fixture {
   nucleus_model *m;   /* flash attention off: the FA-off goldens */
@@ -160,7 +160,7 @@ static void check_table(fixture *fx, const nc_kernels *k, bool decode,
   assert_non_null(lg);
   agreement ag = {0};
   double kl_sum = 0;
-  const int n_prompts = NC_SANITIZED ? 1 : fx->n_prompts;
+  const int n_prompts = NC_SHORT ? 1 : fx->n_prompts;
   for (int p = 0; p < n_prompts; p++) {
     const golden_prompt *g = fa       ? (decode ? &fx->gfad[p] : &fx->gfa[p])
                              : decode ? &fx->gd[p]
@@ -215,7 +215,7 @@ static void test_matches_llama_cpp(void **state) {
     const nc_kernels *k = nc_kernels_by_name(tables[i]);
     /* the sanitizer build checks memory on the strict decode run above and
      * the invariance test; 24 positions are too few for the loose bounds */
-    if (!k || NC_SANITIZED) continue;
+    if (!k || NC_SHORT) continue;
     check_table(fx, k, false, 0, i == 0, false);
   }
   nucleus_error err;

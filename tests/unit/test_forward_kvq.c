@@ -30,7 +30,7 @@
 #include "logits_golden.h"
 #include "test_require.h"
 
-#define N_USE(n) (NC_SANITIZED && (n) > 40 ? 40 : (n))
+#define N_USE(n) (NC_SHORT && (n) > 40 ? 40 : (n))
 
 typedef struct typed_golden {
   nucleus_cache_type k, v;

@@ -35,8 +35,8 @@
 /* Positions compared per prompt (of the golden's 128) and prompts: the
  * reference is O(params) per token in plain C. The sanitizer build checks
  * the same code on a shorter run. */
-#define N_POS (NC_SANITIZED ? 12 : 64)
-#define N_PROMPTS (NC_SANITIZED ? 1 : 4)
+#define N_POS (NC_SHORT ? 12 : 64)
+#define N_PROMPTS (NC_SHORT ? 1 : 4)
 
 typedef struct fixture {
   nucleus_model *m;
@@ -141,7 +141,7 @@ static void test_fast_path_matches_reference(void **state) {
   static const char *const names[] = {"amx", "avx512", "avx2", "ref"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     const nc_kernels *k = nc_kernels_by_name(names[i]);
-    if (k && k != def && !NC_SANITIZED) tables[n_tables++] = k;
+    if (k && k != def && !NC_SHORT) tables[n_tables++] = k;
   }
   float *fast = malloc(sizeof(float) * N_POS * (size_t)nv);
   assert_non_null(fast);

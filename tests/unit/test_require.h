@@ -52,4 +52,13 @@ static inline bool nc_test_without_model(void) {
 #define NC_SANITIZED 0
 #endif
 
+/* Long checks (goldens over many prompts and positions) run their shorter
+ * version in the sanitizer build and in the short tier: `make check` sets
+ * NUCLEUS_TEST_SHORT=1; `make test` runs them whole in the release build. */
+static inline bool nc_test_short(void) {
+  const char *e = getenv("NUCLEUS_TEST_SHORT");
+  return NC_SANITIZED || (e && *e && strcmp(e, "0") != 0);
+}
+#define NC_SHORT nc_test_short()
+
 #endif
