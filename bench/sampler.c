@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "base/rng.h"
-#include "sampling/sampler.h"
 #include "sampler_peer.h"
+#include "sampling/sampler.h"
 
 /* Thread CPU time, not wall time: the machine is shared, and time spent
  * descheduled is not the sampler's cost. */

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/detokenizer.h"
 #include "gguf/gguf.h"
+#include "tokenizer/detokenizer.h"
 #include "tokenizer/vocab.h"
 
 #define FUZZ_CHECK(c)                                                          \

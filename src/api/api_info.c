@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/status.h"
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
-#include "base/status.h"
 
 /* A key with non-printable bytes replaced, cut to fit buf. */
 static const char *printable_key(gguf_str k, char *buf, size_t cap) {

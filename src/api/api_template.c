@@ -6,11 +6,11 @@
 
 #include "chat/chat_template.h"
 #include "chat/chat_template_builtin.h"
+#include "chat/tool_call.h"
 #include "gguf/gguf.h"
 #include "model/arch.h"
 #include "model/model.h"
 #include "nucleus.h"
-#include "chat/tool_call.h"
 #include "tokenizer/vocab.h"
 
 /* The text of a special token as a NUL-terminated copy, or NULL. */

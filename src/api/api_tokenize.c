@@ -1,9 +1,9 @@
 /* The public tokenizer API: thin wrappers over the model's vocab. */
 #include <string.h>
 
-#include "tokenizer/detokenizer.h"
 #include "model/model.h"
 #include "nucleus.h"
+#include "tokenizer/detokenizer.h"
 #include "tokenizer/vocab.h"
 
 static const nc_vocab *vocab_of(const nucleus_model *model, nc_error *err) {

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nucleus.h"
 #include "chat/tool_call.h"
+#include "nucleus.h"
 
 static nc_tool_format format_of(const nucleus_model *model) {
   const char *name = nucleus_model_tool_format(model);

@@ -19,8 +19,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "chat_template.h"
 #include "base/status.h"
+#include "chat_template.h"
 #include "tokenizer/vocab.h"
 
 typedef struct nc_chat_guard {

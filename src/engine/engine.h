@@ -6,8 +6,8 @@
 
 #include <stdbool.h>
 
-#include "model/model.h"
 #include "base/status.h"
+#include "model/model.h"
 
 /* Fills out with params, defaults resolved against the model (n_ctx capped
  * to the model's training context, the KV pool at least one context, ...),

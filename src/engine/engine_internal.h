@@ -8,17 +8,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/batch.h"
-#include "sampling/beam.h"
-#include "model/context.h"
-#include "tokenizer/detokenizer.h"
 #include "grammar/grammar.h"
 #include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/context.h"
 #include "model/model.h"
 #include "request.h"
+#include "sampling/beam.h"
 #include "sampling/sampler.h"
 #include "scheduler.h"
 #include "stop_matcher.h"
+#include "tokenizer/detokenizer.h"
 #include "tokenizer/vocab.h"
 
 typedef struct group group;

@@ -3,9 +3,9 @@
 #ifndef NC_GGUF_INTERNAL_H
 #define NC_GGUF_INTERNAL_H
 
+#include "base/mapped_file.h"
 #include "gguf.h"
 #include "gguf_index.h"
-#include "base/mapped_file.h"
 
 #define GGUF_DEFAULT_ALIGNMENT 32
 #define GGUF_MAX_STRING_BYTES (1ull << 30) /* as llama.cpp */

@@ -1,8 +1,8 @@
 /* A model's vocabulary as the grammar's token trie (grammar_mask.c). */
 #include <stdlib.h>
 
-#include "tokenizer/detokenizer.h"
 #include "grammar.h"
+#include "tokenizer/detokenizer.h"
 #include "tokenizer/vocab.h"
 
 nc_code nc_grammar_vocab_from(const nc_vocab *v, nc_grammar_vocab **out,

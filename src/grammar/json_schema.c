@@ -3,8 +3,8 @@
  * built, so recursive schemas refer to themselves). */
 #include "json_schema.h"
 
-#include "grammar.h"
 #include "base/status.h"
+#include "grammar.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -6,10 +6,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/status.h"
 #include "jinja.h"
 #include "jinja_ast.h"
 #include "jinja_value.h"
-#include "base/status.h"
 
 #define JINJA_MAX_ARGS 16
 #define JINJA_MAX_EVAL_DEPTH 512

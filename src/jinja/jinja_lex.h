@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "jinja_arena.h"
 #include "base/status.h"
+#include "jinja_arena.h"
 
 typedef enum jtok_type {
   TK_EOF,

@@ -73,8 +73,8 @@ static float dot_bf16(const nc_bf16 *x, const nc_bf16 *y, int32_t n) {
     for (int h = 0; h < 2; h++)
       for (int l = 0; l < 16; l++) {
         const int32_t e = i + 32 * h + 2 * l;
-        c[h][l] = fmaf(nc_bf16_to_fp32(x[e + 1]), nc_bf16_to_fp32(y[e + 1]),
-                       c[h][l]);
+        c[h][l] =
+            fmaf(nc_bf16_to_fp32(x[e + 1]), nc_bf16_to_fp32(y[e + 1]), c[h][l]);
         c[h][l] = fmaf(nc_bf16_to_fp32(x[e]), nc_bf16_to_fp32(y[e]), c[h][l]);
       }
   double sum = (double)nc_sum16_tree(c[0]);
@@ -140,10 +140,10 @@ void nc_flash_tile_typed_plain(const nc_flash_tquery *fq, const uint8_t *k,
   for (int32_t i = 0; i < fq->m; i++) {
     const uint8_t *q = (const uint8_t *)fq->q + (size_t)i * fq->q_bytes;
     for (int32_t j = 0; j < n; j++)
-      s[j] = nc_flash_score(
-          nc_flash_dot_typed(fq->k_type, k + (size_t)j * k_stride, q, fq->hd,
-                             tab),
-          fq->scale, fq->softcap);
+      s[j] = nc_flash_score(nc_flash_dot_typed(fq->k_type,
+                                               k + (size_t)j * k_stride, q,
+                                               fq->hd, tab),
+                            fq->scale, fq->softcap);
     float M = st->M[i], S = st->S[i];
     for (int32_t j = 0; j < n; j++) {
       const uint8_t *vr = v + (size_t)j * v_stride;

@@ -32,9 +32,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf/quant.h"
 #include "attn_flash.h"
 #include "attn_kernel.h"
+#include "gguf/quant.h"
 #include "ops.h"
 
 /* Dot of one weight row (type w) with one activation row already quantized

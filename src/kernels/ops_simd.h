@@ -15,8 +15,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
-#include "ops.h"
 #include "gguf/quant.h"
+#include "ops.h"
 
 /* ---- ggml's exp (nc_expf_ggml), 8 lanes */
 

@@ -6,10 +6,10 @@
 #define NC_ARCH_H
 
 #include "archs/list.h"
+#include "base/status.h"
 #include "batch.h"
 #include "gguf/gguf.h"
 #include "model.h"
-#include "base/status.h"
 
 typedef struct nc_fwd nc_fwd;
 

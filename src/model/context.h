@@ -6,11 +6,11 @@
 
 #include <stdint.h>
 
+#include "base/status.h"
 #include "batch.h"
 #include "forward.h"
 #include "kv/kv_cache.h"
 #include "model.h"
-#include "base/status.h"
 
 typedef struct nc_context nc_context;
 

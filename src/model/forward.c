@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/threadpool.h"
 #include "kernels/attn_kernel.h"
 #include "kernels/ops.h"
-#include "base/threadpool.h"
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx) {
   return &ctx->bufs;

@@ -8,13 +8,13 @@
 
 #include <stdint.h>
 
+#include "base/threadpool.h"
 #include "batch.h"
 #include "kernels/attn_flash.h"
 #include "kernels/attn_kernel.h"
 #include "kernels/ops.h"
 #include "kv/kv_cache.h"
 #include "model.h"
-#include "base/threadpool.h"
 
 /* Scratch rows for up to max_batch_tokens entries (row-major, one row per
  * batch entry). */

@@ -11,8 +11,8 @@
  * own keys (and its order) only. */
 #include <string.h>
 
-#include "forward.h"
 #include "base/threadpool.h"
+#include "forward.h"
 
 enum { FLASH_TILE = 64, PROMPT_ROWS = 64, KT = NC_FLASH_KTILE };
 

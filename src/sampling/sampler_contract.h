@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "nucleus.h"
 #include "base/status.h"
+#include "nucleus.h"
 
 /* The table (nucleus_param_info is public: include/nucleus.h). */
 size_t nc_params_count(void);

@@ -3,8 +3,8 @@
  * result depends only on the row, so the output equals the serial one. */
 #include <string.h>
 
-#include "sampler.h"
 #include "base/threadpool.h"
+#include "sampler.h"
 
 typedef struct par_job {
   nc_sample_workspace *const *ws;

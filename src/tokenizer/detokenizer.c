@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer_internal.h"
 #include "base/unicode.h"
 #include "base/unicode_stream.h"
+#include "tokenizer_internal.h"
 
 /* ------------------------------------------------------------- pieces */
 

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/unicode.h"
 #include "tokenizer_impl.h"
 #include "tokenizer_split.h"
-#include "base/unicode.h"
 
 typedef struct sym {
   int32_t sid; /* string id of the symbol's (byte-encoded) text, or -1 */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer_impl.h"
 #include "base/unicode.h"
+#include "tokenizer_impl.h"
 
 typedef struct sym {
   int32_t prev, next;

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer_internal.h"
 #include "base/unicode.h"
+#include "tokenizer_internal.h"
 
 #define KEY(k) "tokenizer.ggml." k
 

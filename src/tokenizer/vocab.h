@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf/gguf.h"
 #include "base/status.h"
+#include "gguf/gguf.h"
 
 typedef struct nc_vocab nc_vocab;
 

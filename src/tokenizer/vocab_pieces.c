@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer_internal.h"
 #include "base/unicode.h"
+#include "tokenizer_internal.h"
 
 /* llama_decode_text: each code point back to the byte it stands for. */
 static void decode_bytelevel(nc_bytes *b, const char *s, size_t n) {

@@ -17,8 +17,8 @@
 
 #include <stdint.h>
 
-#include "model/model.h"
 #include "base/status.h"
+#include "model/model.h"
 
 /* Teacher-forced logits of tokens[0..n) at positions 0..n-1: n * n_vocab
  * floats, row t the logits after tokens[0..t]. */

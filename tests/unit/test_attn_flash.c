@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "kernels/attn_flash.h"
 #include "gguf/quant.h"
+#include "kernels/attn_flash.h"
 
 static float TAB[65536];
 

@@ -9,10 +9,10 @@
 
 #include <cmocka.h>
 
+#include "base/unicode.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
 #include "tokenizer_test_util.h"
-#include "base/unicode.h"
 
 #define FFFD "\xef\xbf\xbd"
 

@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
+#include "kv/kv_cache.h"
 #include "model/batch.h"
 #include "model/context.h"
-#include "kv/kv_cache.h"
 #include "model/model.h"
 #include "nucleus.h"
 

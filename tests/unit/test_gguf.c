@@ -15,8 +15,8 @@
 #include <cmocka.h>
 
 #include "gguf/gguf.h"
-#include "gguf_writer.h"
 #include "gguf/quant.h"
+#include "gguf_writer.h"
 #include "test_require.h"
 
 enum {

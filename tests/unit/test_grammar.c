@@ -18,8 +18,8 @@
 #include "grammar/grammar.h"
 #include "grammar/grammar_internal.h"
 #include "grammar/grammar_memo.h"
-#include "tokenizer_test_util.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer_test_util.h"
 
 static nc_grammar *compile(const char *text) {
   nc_grammar *g = NULL;

@@ -33,9 +33,9 @@
 
 #include <cmocka.h>
 
+#include "../reference/ref_tiled.h"
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
-#include "../reference/ref_tiled.h"
 #include "test_require.h"
 
 /* ggml's C API, the few calls used (ggml.h, ggml-cpu.h). */

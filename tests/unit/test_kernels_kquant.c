@@ -21,10 +21,10 @@
 
 #include "test_require.h"
 
+#include "../reference/ref_tiled.h"
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
 #include "kernels/tables.h"
-#include "../reference/ref_tiled.h"
 #include "quant_golden.h"
 
 static uint32_t bits(float f) {

@@ -15,11 +15,11 @@
 
 #include "test_require.h"
 
+#include "base/threadpool.h"
 #include "kernels/attn_kernel.h"
 #include "kernels/kernels.h"
 #include "kernels/ops.h"
 #include "model/model.h"
-#include "base/threadpool.h"
 
 static void test_rmsnorm(void **state) {
   (void)state;

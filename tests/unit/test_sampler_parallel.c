@@ -9,8 +9,8 @@
 #include <cmocka.h>
 
 #include "base/rng.h"
-#include "test_sampler_util.h"
 #include "base/threadpool.h"
+#include "test_sampler_util.h"
 
 static void parallel_equals_serial(void **state) {
   (void)state;

@@ -333,7 +333,10 @@ static void batch_invariance(void **state) {
     nc_sampler_accept_prompt(s[r], prompt, 3);
     for (int k = 0; k < r % 9; k++)
       nc_sampler_accept(s[r], (r * 31 + k) % V);
-    rows[r] = (nc_sample_row){.sampler = s[r], .logits = logits + r * V, .suppress = suppress, .n_suppress = r % 3};
+    rows[r] = (nc_sample_row){.sampler = s[r],
+                              .logits = logits + r * V,
+                              .suppress = suppress,
+                              .n_suppress = r % 3};
   }
   nc_sample_workspace *ws = make_ws(V);
   nc_sample_result *all = calloc(R, sizeof *all);

@@ -10,12 +10,12 @@
 
 #include <cmocka.h>
 
-#include "tokenizer/detokenizer.h"
-#include "gguf_writer.h"
-#include "tokenizer/tokenizer_internal.h"
-#include "tokenizer_test_util.h"
 #include "base/unicode.h"
 #include "base/unicode_stream.h"
+#include "gguf_writer.h"
+#include "tokenizer/detokenizer.h"
+#include "tokenizer/tokenizer_internal.h"
+#include "tokenizer_test_util.h"
 
 #define NC_FUZZ_NO_MAIN
 #include "../../fuzz/fuzz_tokenizer.c"

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/ops.h"
 #include "model/arch.h"
 #include "model/forward.h"
-#include "kernels/ops.h"
 
 typedef struct gemma_kind {
   const char *name;

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "model/forward.h"
 #include "kernels/ops.h"
+#include "model/forward.h"
 
 nc_code nc_llama_check_hparams(const gguf_file *f, nc_hparams *hp,
                                nc_error *err) {

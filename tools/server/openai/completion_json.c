@@ -7,8 +7,8 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "inspect_json.h"
 #include "http/json_text.h"
+#include "inspect_json.h"
 
 #define FINGERPRINT "fp_nucleus"
 
@@ -394,8 +394,9 @@ json_t *completion_chunk_token(const completion_out *out,
   } else if (out->req->chat) {
     delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));
   }
-  return with_inspect(out, chunk(out, ev->index, delta, ev->text, ev->text_len,
-                                 lp, NUCLEUS_FINISH_NONE),
+  return with_inspect(out,
+                      chunk(out, ev->index, delta, ev->text, ev->text_len, lp,
+                            NUCLEUS_FINISH_NONE),
                       ev);
 }
 
