@@ -1,4 +1,4 @@
-/* libFuzzer target for the JSON Schema converter (src/json_schema.c): the
+/* libFuzzer target for the JSON Schema converter (src/grammar/json_schema.c): the
  * input up to its first NUL byte is a schema (JSON text); it goes through
  * nucleus_json_schema_to_gbnf, and the GBNF it gives must compile (or be
  * refused for a bound, left recursion or an empty language: the schema's

@@ -1,9 +1,9 @@
 /* libFuzzer target for what a client's request body reaches in nucleus
  * serve before any model work: the JSON body -> generation parameters
- * (tools/server/request_parse.c: sampling, stop strings, stop_token_ids,
+ * (tools/server/openai/request_parse.c: sampling, stop strings, stop_token_ids,
  * logit_bias, logprobs, n, lengths, flags), the engine's check of those
  * parameters (nucleus_request_params_validate), and the prompt
- * (tools/server/prompt.c: messages and their content parts, tools, the
+ * (tools/server/openai/prompt.c: messages and their content parts, tools, the
  * completion prompt as text or token ids).
  *
  * The input is the request body, as the HTTP handler gets it; both the
@@ -115,7 +115,7 @@ nucleus_chat_params nucleus_chat_default_params(void) {
   return p;
 }
 
-/* The parameter contract's public face (src/api_params.c, whose model
+/* The parameter contract's public face (src/api/api_params.c, whose model
  * lookups need a real model), over the real table. */
 const nucleus_param_info *nucleus_params_find(const char *name) {
   return nc_params_find(name);

@@ -1,4 +1,4 @@
-/* libFuzzer target for chat templates (src/jinja_*.c, src/chat_template.c).
+/* libFuzzer target for chat templates (src/jinja/, src/chat/chat_template.c).
  *
  * The first input byte picks what the rest is:
  *   0-1: template text, rendered with a fixed conversation and tools;

@@ -1,4 +1,4 @@
-/* libFuzzer target for the tool-call scanner (src/tool_call_parse.c).
+/* libFuzzer target for the tool-call scanner (src/chat/tool_call_parse.c).
  *
  * Byte 0 picks the format, byte 1 a split point; the rest is a reply. The
  * final scan must decide every byte; a stream scan of the prefix must

@@ -1,4 +1,4 @@
-/* Flash attention in the forward pass (src/forward_flash.c,
+/* Flash attention in the forward pass (src/model/forward_flash.c,
  * nucleus_model_params.flash_attn):
  * - agreement with llama.cpp run with flash attention on
  *   (scripts/gen_logits_golden.py --fa): teacher-forced one token per
