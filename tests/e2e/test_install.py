@@ -1,10 +1,12 @@
 """libnucleus installed like a library: `make install PREFIX=tmp` installs the
 header, both libraries, the binary and nucleus.pc; examples/generate.c built
 with `pkg-config --cflags --libs nucleus` runs against libnucleus.so and
-prints what `nucleus run` prints; the .so exports only nucleus_* symbols."""
+prints what `nucleus run` prints; the .so exports only nucleus_* symbols;
+the version is one (header, binary, nucleus.pc, library)."""
 
 import os
 import pathlib
+import re
 import subprocess
 
 import pytest
@@ -66,3 +68,33 @@ def test_example_matches_nucleus_run(prefix, tmp_path):
     assert finish == "finish: length"
     assert "finish: length" in want.stderr.decode()
     assert text + "\n" == want.stdout.decode()
+
+
+def test_one_version_everywhere(prefix, tmp_path):
+    """NUCLEUS_VERSION of the header is what nucleus --version prints, what
+    nucleus.pc says and what nucleus_version() of the installed library
+    returns."""
+    header = (prefix / "include/nucleus.h").read_text()
+    m = re.search(r'#define NUCLEUS_VERSION "(\d+\.\d+\.\d+)"', header)
+    assert m, "no NUCLEUS_VERSION in the installed header"
+    version = m.group(1)
+    out = subprocess.run([str(prefix / "bin/nucleus"), "--version"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == f"nucleus {version}\n"
+    env = {**os.environ, "PKG_CONFIG_PATH": str(prefix / "lib/pkgconfig")}
+    pc = subprocess.run(["pkg-config", "--modversion", "nucleus"], env=env,
+                        capture_output=True, text=True, check=True).stdout
+    assert pc.strip() == version
+    src = tmp_path / "v.c"
+    src.write_text('#include <nucleus.h>\n#include <stdio.h>\n#include '
+                   '<string.h>\nint main(void) {\n  puts(nucleus_version());\n'
+                   '  return strcmp(nucleus_version(), NUCLEUS_VERSION);\n}\n')
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "nucleus"],
+                           env=env, capture_output=True, text=True,
+                           check=True).stdout.split()
+    subprocess.run(["cc", "-std=c17", str(src), *flags, "-o",
+                    str(tmp_path / "v")], check=True)
+    run = subprocess.run([str(tmp_path / "v")], env={
+        **env, "LD_LIBRARY_PATH": str(prefix / "lib")}, capture_output=True,
+        text=True)
+    assert run.returncode == 0 and run.stdout == version + "\n"
