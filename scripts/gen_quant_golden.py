@@ -23,6 +23,13 @@ Files (all little-endian):
                    f32: llama.cpp's generic C dot and its SIMD dot with
                    act_<vec_dot_type>.bin (first 512 elements); for F32/F16/
                    BF16 both values are the SIMD dot
+The types added later (NEW_TYPES: IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0) come
+from a second random stream after all of the above, so the older files stay
+byte for byte what they were; their dequantization blocks include the edge
+values (half subnormal and +-65504 scales; E8M0 bytes 0, 1, 254, 255), and
+their dot_<TYPE>.bin holds the SIMD dot twice (their reference kernels
+follow llama.cpp's x86 order, not its generic one).
+
 Usage: scripts/gen_quant_golden.py [outdir]
 """
 import ctypes
@@ -64,6 +71,11 @@ GENERIC = {
     "Q6_K": "ggml_vec_dot_q6_K_q8_K_generic",
 }
 N_DOT = 512
+NEW_TYPES = ["IQ4_NL", "IQ4_XS", "MXFP4", "TQ1_0", "TQ2_0"]
+HALF_FIELDS.update({"IQ4_NL": [0], "IQ4_XS": [0], "TQ1_0": [52],
+                    "TQ2_0": [64], "MXFP4": []})
+VEC_DOT_TYPE.update({"IQ4_NL": "Q8_0", "IQ4_XS": "Q8_K", "MXFP4": "Q8_0",
+                     "TQ1_0": "Q8_K", "TQ2_0": "Q8_K"})
 
 
 def sizes(name):
@@ -93,6 +105,54 @@ def random_blocks(name, nblocks, rng):
                 v = np.array([0x0203], dtype=np.uint16).view(np.float16)[0]
             raw[b, off:off + 2] = np.array([v], dtype=np.float16).view(np.uint8)
     return raw.reshape(-1)
+
+
+def new_type_blocks(name, nblocks, rng, edges):
+    """random_blocks for NEW_TYPES: MXFP4's E8M0 scale byte near 127 (2^-8
+    .. 2^8), and with edges the extreme scales in the first blocks."""
+    bs, ts = sizes(name)
+    raw = rng.integers(0, 256, size=(nblocks, ts), dtype=np.uint8)
+    if name == "MXFP4":
+        raw[:, 0] = rng.integers(119, 136, size=nblocks)
+        if edges:
+            raw[:4, 0] = [0, 1, 254, 255]
+        return raw.reshape(-1)
+    off = HALF_FIELDS[name][0]
+    h = (rng.standard_normal(nblocks) * 0.02).astype(np.float16)
+    if edges:
+        h[:3] = np.array([0x0001, 0x7bff, 0xfbff], dtype=np.uint16).view(
+            np.float16)  # smallest subnormal, 65504, -65504
+    raw[:, off:off + 2] = h.view(np.uint8).reshape(nblocks, 2)
+    return raw.reshape(-1)
+
+
+def write_new_types(base, cpu, qact):
+    rng = np.random.default_rng(20261206)
+    for name in NEW_TYPES:
+        raw = new_type_blocks(name, 4, rng, True)
+        with np.errstate(over="ignore"):
+            deq = quants.dequantize(raw, T[name]).astype(np.float32)
+        deq = deq.reshape(-1)
+        if base is not None:
+            fn = getattr(base, "dequantize_row_" + name.lower())
+            ref = np.zeros_like(deq)
+            fn(ptr(raw), ptr(ref), ctypes.c_int64(len(deq)))
+            assert ref.view(np.uint32).tolist() == deq.view(
+                np.uint32).tolist(), name + ": gguf and ggml disagree"
+        with open(os.path.join(OUT, "deq_%s.bin" % name), "wb") as f:
+            f.write(raw.tobytes())
+            f.write(deq.astype("<f4").tobytes())
+    if cpu is None:
+        return
+    for name in NEW_TYPES:
+        bs, ts = sizes(name)
+        w = new_type_blocks(name, N_DOT // bs, rng, False)
+        simd = ggml_dot(cpu_traits(cpu, name).vec_dot, N_DOT, w,
+                        qact[VEC_DOT_TYPE[name]])
+        with open(os.path.join(OUT, "dot_%s.bin" % name), "wb") as f:
+            f.write(w.tobytes())
+            f.write(np.array([simd, simd], dtype="<f4").tobytes())
+        print("%-6s simd %.9g" % (name, simd))
 
 
 def load_ggml():
@@ -172,6 +232,7 @@ def main():
             f.write(deq.astype("<f4").tobytes())
 
     if cpu is None:
+        write_new_types(base, cpu, None)
         print("llama-cpp-python missing: wrote dequantization goldens only")
         return
 
@@ -198,6 +259,7 @@ def main():
             f.write(w.tobytes())
             f.write(np.array([gen, simd], dtype="<f4").tobytes())
         print("%-5s generic %.9g simd %.9g" % (name, gen, simd))
+    write_new_types(base, cpu, qact)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ _Static_assert(sizeof(block_q4_K) == 144, "block_q4_K layout");
 _Static_assert(sizeof(block_q5_K) == 176, "block_q5_K layout");
 _Static_assert(sizeof(block_q6_K) == 210, "block_q6_K layout");
 _Static_assert(sizeof(block_q8_K) == 292, "block_q8_K layout");
+_Static_assert(sizeof(block_iq4_nl) == 18, "block_iq4_nl layout");
+_Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs layout");
+_Static_assert(sizeof(block_mxfp4) == 17, "block_mxfp4 layout");
+_Static_assert(sizeof(block_tq1_0) == 54, "block_tq1_0 layout");
+_Static_assert(sizeof(block_tq2_0) == 66, "block_tq2_0 layout");
 
 /* Every ggml type id with its block geometry (ggml's type_traits). Ids with
  * a NULL name were removed from ggml and are unknown. */
@@ -46,10 +51,10 @@ static const nc_type_traits k_traits[NC_TYPE_COUNT] = {
     T(17, "IQ2_XS", 256, 74, false, NC_TYPE_Q8_K),
     T(18, "IQ3_XXS", 256, 98, false, NC_TYPE_Q8_K),
     T(19, "IQ1_S", 256, 50, false, NC_TYPE_Q8_K),
-    T(20, "IQ4_NL", 32, 18, false, NC_TYPE_Q8_0),
+    T(20, "IQ4_NL", 32, 18, true, NC_TYPE_Q8_0),
     T(21, "IQ3_S", 256, 110, false, NC_TYPE_Q8_K),
     T(22, "IQ2_S", 256, 82, false, NC_TYPE_Q8_K),
-    T(23, "IQ4_XS", 256, 136, false, NC_TYPE_Q8_K),
+    T(23, "IQ4_XS", 256, 136, true, NC_TYPE_Q8_K),
     T(24, "I8", 1, 1, false, NC_TYPE_F32),
     T(25, "I16", 1, 2, false, NC_TYPE_F32),
     T(26, "I32", 1, 4, false, NC_TYPE_F32),
@@ -57,9 +62,9 @@ static const nc_type_traits k_traits[NC_TYPE_COUNT] = {
     T(28, "F64", 1, 8, false, NC_TYPE_F32),
     T(29, "IQ1_M", 256, 56, false, NC_TYPE_Q8_K),
     T(30, "BF16", 1, 2, true, NC_TYPE_BF16),
-    T(34, "TQ1_0", 256, 54, false, NC_TYPE_Q8_K),
-    T(35, "TQ2_0", 256, 66, false, NC_TYPE_Q8_K),
-    T(39, "MXFP4", 32, 17, false, NC_TYPE_Q8_0),
+    T(34, "TQ1_0", 256, 54, true, NC_TYPE_Q8_K),
+    T(35, "TQ2_0", 256, 66, true, NC_TYPE_Q8_K),
+    T(39, "MXFP4", 32, 17, true, NC_TYPE_Q8_0),
     T(40, "NVFP4", 64, 36, false, NC_TYPE_Q8_0),
     T(41, "Q1_0", 128, 18, false, NC_TYPE_Q8_0),
     T(42, "Q2_0", 64, 18, false, NC_TYPE_Q8_0),

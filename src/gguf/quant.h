@@ -24,7 +24,12 @@ typedef enum nc_type {
   NC_TYPE_Q5_K = 13,
   NC_TYPE_Q6_K = 14,
   NC_TYPE_Q8_K = 15,
+  NC_TYPE_IQ4_NL = 20,
+  NC_TYPE_IQ4_XS = 23,
   NC_TYPE_BF16 = 30,
+  NC_TYPE_TQ1_0 = 34,
+  NC_TYPE_TQ2_0 = 35,
+  NC_TYPE_MXFP4 = 39,
   NC_TYPE_COUNT = 43 /* ids below this are known to ggml (some removed) */
 } nc_type;
 
@@ -35,6 +40,8 @@ typedef enum nc_type {
 #define QK8_0 32
 #define QK8_1 32
 #define QK_K 256
+#define QK4_NL 32
+#define QK_MXFP4 32
 #define K_SCALE_SIZE 12
 
 typedef uint16_t nc_fp16;
@@ -55,6 +62,11 @@ typedef struct { nc_fp16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qs[QK_K 
 typedef struct { nc_fp16 d, dmin; uint8_t scales[K_SCALE_SIZE]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; } block_q5_K;
 typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; nc_fp16 d; } block_q6_K;
 typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K;
+typedef struct { nc_fp16 d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl;
+typedef struct { nc_fp16 d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; } block_iq4_xs;
+typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4;
+typedef struct { uint8_t qs[(QK_K - 4 * QK_K / 64) / 5]; uint8_t qh[QK_K / 64]; nc_fp16 d; } block_tq1_0;
+typedef struct { uint8_t qs[QK_K / 4]; nc_fp16 d; } block_tq2_0;
 /* clang-format on */
 
 /* Scale and min of sub-block j (0..7) of a Q4_K/Q5_K superblock: 6-bit
@@ -68,6 +80,32 @@ static inline void nc_k4_scale_min(int j, const uint8_t *q, uint8_t *sc,
     *sc = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
     *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
   }
+}
+
+/* The 16 values a 4-bit IQ4_NL / IQ4_XS code stands for (non-linear, from
+ * -127 to 113), and MXFP4's: the FP4 (E2M1) values 0, 0.5, 1, 1.5, 2, 3, 4,
+ * 6 and their negatives, doubled to integers (the block scale is halved to
+ * match, see nc_e8m0_to_fp32_half). Defined in quant_dequant.c. */
+extern const int8_t nc_iq4nl_values[16];
+extern const int8_t nc_mxfp4_values[16];
+
+/* MXFP4's E8M0 block scale 2^(e - 127), halved (the values above are
+ * doubled): 2^(e - 128). Every e is finite (e = 0 and 1 give subnormal
+ * floats; e = 255 gives 2^127, as ggml reads it, not NaN). */
+static inline float nc_e8m0_to_fp32_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+  union {
+    uint32_t u;
+    float f;
+  } v = {.u = bits};
+  return v.f;
+}
+
+/* The ternary value (0, 1 or 2, standing for -1, 0, 1) in the top of byte
+ * q (TQ1_0 packs 5 base-3 digits per byte as a fixed-point fraction: digit
+ * n of byte b is trit(b * 3^n mod 256)). */
+static inline int nc_tq1_trit(uint8_t q) {
+  return (int)(((uint16_t)q * 3) >> 8);
 }
 
 typedef struct nc_type_traits {
@@ -90,8 +128,16 @@ float nc_bf16_to_fp32(nc_bf16 h);
 nc_bf16 nc_fp32_to_bf16(float f);
 
 /* Dequantizes n elements (a multiple of the block size) of any supported
- * type (F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, Q8_K). */
+ * type (F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, Q8_K, IQ4_NL, IQ4_XS,
+ * MXFP4, TQ1_0, TQ2_0). */
 void nc_dequantize_row(nc_type type, const void *src, float *dst, int64_t n);
+
+/* The index of the first of nb blocks at data whose half-float scale is not
+ * finite (NaN or infinity: every value of the block would be NaN or
+ * infinite), or -1 when none is. Checked for IQ4_NL, IQ4_XS, TQ1_0 and
+ * TQ2_0 (quant_check.c); -1 for every other type (MXFP4's E8M0 scale is
+ * finite for every byte). */
+int64_t nc_first_bad_block(nc_type type, const void *data, int64_t nb);
 
 /* Quantizes an activation row to a dot partner format: Q8_0, Q8_1, Q8_K,
  * F16, BF16 or F32 (copy), as llama.cpp's x86 build rounds them (see

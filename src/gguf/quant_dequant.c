@@ -184,6 +184,83 @@ static void deq_q6_k(const block_q6_K *x, float *y, int64_t nb) {
   }
 }
 
+const int8_t nc_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                    1,    13,   25,  38,  53,  69,  89,  113};
+const int8_t nc_mxfp4_values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                    0, -1, -2, -3, -4, -6, -8, -12};
+
+static void deq_iq4_nl(const block_iq4_nl *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK4_NL) {
+    const float d = H2F(x[i].d);
+    for (int j = 0; j < QK4_NL / 2; j++) {
+      y[j] = d * (float)nc_iq4nl_values[x[i].qs[j] & 0x0f];
+      y[j + QK4_NL / 2] = d * (float)nc_iq4nl_values[x[i].qs[j] >> 4];
+    }
+  }
+}
+
+/* Sub-block j's 6-bit scale (0..63, biased by 32) of an IQ4_XS block. */
+static int iq4xs_scale(const block_iq4_xs *x, int j) {
+  return ((x->scales_l[j / 2] >> 4 * (j % 2)) & 0x0f) |
+         (((x->scales_h >> 2 * j) & 3) << 4);
+}
+
+static void deq_iq4_xs(const block_iq4_xs *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++) {
+    const float d = H2F(x[i].d);
+    const uint8_t *qs = x[i].qs;
+    for (int j = 0; j < QK_K / 32; j++, y += 32, qs += 16) {
+      const float dl = d * (float)(iq4xs_scale(&x[i], j) - 32);
+      for (int l = 0; l < 16; l++) {
+        y[l] = dl * (float)nc_iq4nl_values[qs[l] & 0x0f];
+        y[l + 16] = dl * (float)nc_iq4nl_values[qs[l] >> 4];
+      }
+    }
+  }
+}
+
+static void deq_mxfp4(const block_mxfp4 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK_MXFP4) {
+    const float d = nc_e8m0_to_fp32_half(x[i].e);
+    for (int j = 0; j < QK_MXFP4 / 2; j++) {
+      y[j] = (float)nc_mxfp4_values[x[i].qs[j] & 0x0f] * d;
+      y[j + QK_MXFP4 / 2] = (float)nc_mxfp4_values[x[i].qs[j] >> 4] * d;
+    }
+  }
+}
+
+/* TQ1_0: qs[0..31] hold 5 trits each for elements 0..159 (digit n of byte
+ * m is element 32n + m), qs[32..47] 5 each for 160..239 (16n + m), qh[0..3]
+ * 4 each for 240..255 (4n + m). */
+static void deq_tq1_0(const block_tq1_0 *x, float *y, int64_t nb) {
+  static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+  for (int64_t i = 0; i < nb; i++) {
+    const float d = H2F(x[i].d);
+    for (int n = 0; n < 5; n++)
+      for (int m = 0; m < 32; m++)
+        *y++ = (float)(nc_tq1_trit((uint8_t)(x[i].qs[m] * pow3[n])) - 1) * d;
+    for (int n = 0; n < 5; n++)
+      for (int m = 0; m < 16; m++)
+        *y++ =
+            (float)(nc_tq1_trit((uint8_t)(x[i].qs[32 + m] * pow3[n])) - 1) * d;
+    for (int n = 0; n < 4; n++)
+      for (int m = 0; m < 4; m++)
+        *y++ = (float)(nc_tq1_trit((uint8_t)(x[i].qh[m] * pow3[n])) - 1) * d;
+  }
+}
+
+/* TQ2_0: 2 bits per element (0, 1, 2 for -1, 0, 1; 3 reads as 2), bits 2l
+ * of byte 32h + m are element 128h + 32l + m. */
+static void deq_tq2_0(const block_tq2_0 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++) {
+    const float d = H2F(x[i].d);
+    for (int h = 0; h < 2; h++)
+      for (int l = 0; l < 4; l++)
+        for (int m = 0; m < 32; m++)
+          *y++ = (float)(((x[i].qs[32 * h + m] >> (2 * l)) & 3) - 1) * d;
+  }
+}
+
 static void deq_q8_k(const block_q8_K *x, float *y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++)
     for (int j = 0; j < QK_K; j++)
@@ -220,6 +297,11 @@ void nc_dequantize_row(nc_type type, const void *src, float *dst, int64_t n) {
   case NC_TYPE_Q5_K: deq_q5_k(src, dst, nb); return;
   case NC_TYPE_Q6_K: deq_q6_k(src, dst, nb); return;
   case NC_TYPE_Q8_K: deq_q8_k(src, dst, nb); return;
+  case NC_TYPE_IQ4_NL: deq_iq4_nl(src, dst, nb); return;
+  case NC_TYPE_IQ4_XS: deq_iq4_xs(src, dst, nb); return;
+  case NC_TYPE_MXFP4: deq_mxfp4(src, dst, nb); return;
+  case NC_TYPE_TQ1_0: deq_tq1_0(src, dst, nb); return;
+  case NC_TYPE_TQ2_0: deq_tq2_0(src, dst, nb); return;
   default: /* known but unsupported: defined output rather than garbage */
     memset(dst, 0, (size_t)n * sizeof(float));
     return;

@@ -370,6 +370,11 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_Q4_K, nc_avx2_dot_q4_k),
             E(NC_TYPE_Q5_K, nc_avx2_dot_q5_k),
             E(NC_TYPE_Q6_K, nc_avx2_dot_q6_k),
+            E(NC_TYPE_IQ4_NL, nc_avx2_dot_iq4_nl),
+            E(NC_TYPE_IQ4_XS, nc_avx2_dot_iq4_xs),
+            E(NC_TYPE_MXFP4, nc_avx2_dot_mxfp4),
+            E(NC_TYPE_TQ1_0, nc_avx2_dot_tq1_0),
+            E(NC_TYPE_TQ2_0, nc_avx2_dot_tq2_0),
         },
     .vec_dot_rows =
         {
@@ -386,6 +391,11 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_Q4_K, nc_avx2_dot_q4_k_rows),
             E(NC_TYPE_Q5_K, nc_avx2_dot_q5_k_rows),
             E(NC_TYPE_Q6_K, nc_avx2_dot_q6_k_rows),
+            E(NC_TYPE_IQ4_NL, nc_avx2_dot_iq4_nl_rows),
+            E(NC_TYPE_IQ4_XS, nc_avx2_dot_iq4_xs_rows),
+            E(NC_TYPE_MXFP4, nc_avx2_dot_mxfp4_rows),
+            E(NC_TYPE_TQ1_0, nc_avx2_dot_tq1_0_rows),
+            E(NC_TYPE_TQ2_0, nc_avx2_dot_tq2_0_rows),
         },
     .quantize_act =
         {

@@ -1,7 +1,9 @@
 /* ref: plain-C dot kernels, the reference every SIMD table is tested
  * against. Each follows the arithmetic of ggml's generic C kernel for the
  * same pair (integer sums per block, float scaling, same accumulation
- * order); the F32/F16/BF16 dots accumulate f32 products in double. */
+ * order); the F32/F16/BF16 dots accumulate f32 products in double. The
+ * newer types (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0) are in ref_nl.c, in
+ * llama.cpp's x86 order instead. */
 #include <string.h>
 
 #include "ref.h"
@@ -413,6 +415,11 @@ static const nc_kernels k_ref = {
             ENTRY(NC_TYPE_Q4_K, nc_ref_dot_q4_k),
             ENTRY(NC_TYPE_Q5_K, nc_ref_dot_q5_k),
             ENTRY(NC_TYPE_Q6_K, nc_ref_dot_q6_k),
+            ENTRY(NC_TYPE_IQ4_NL, nc_ref_dot_iq4_nl),
+            ENTRY(NC_TYPE_IQ4_XS, nc_ref_dot_iq4_xs),
+            ENTRY(NC_TYPE_MXFP4, nc_ref_dot_mxfp4),
+            ENTRY(NC_TYPE_TQ1_0, nc_ref_dot_tq1_0),
+            ENTRY(NC_TYPE_TQ2_0, nc_ref_dot_tq2_0),
         },
     .vec_dot_rows =
         {
@@ -429,6 +436,11 @@ static const nc_kernels k_ref = {
             ENTRY(NC_TYPE_Q4_K, nc_ref_dot_q4_k_rows),
             ENTRY(NC_TYPE_Q5_K, nc_ref_dot_q5_k_rows),
             ENTRY(NC_TYPE_Q6_K, nc_ref_dot_q6_k_rows),
+            ENTRY(NC_TYPE_IQ4_NL, nc_ref_dot_iq4_nl_rows),
+            ENTRY(NC_TYPE_IQ4_XS, nc_ref_dot_iq4_xs_rows),
+            ENTRY(NC_TYPE_MXFP4, nc_ref_dot_mxfp4_rows),
+            ENTRY(NC_TYPE_TQ1_0, nc_ref_dot_tq1_0_rows),
+            ENTRY(NC_TYPE_TQ2_0, nc_ref_dot_tq2_0_rows),
         },
     .quantize_act =
         {

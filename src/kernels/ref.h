@@ -34,6 +34,18 @@ NC_REF_DOT(blk_q4_k)
 NC_REF_DOT(blk_q5_k)
 NC_REF_DOT(blk_q6_k)
 
+/* ref_nl.c: IQ4_NL, MXFP4, IQ4_XS, TQ1_0 and TQ2_0 in the float order of
+ * llama.cpp's x86 vec_dot; iq4_xs_tiled in the order of its tiled matmul
+ * (8+ activation rows), iq4_nl_tinyblas in its llamafile GEMM's (2+ rows):
+ * the avx512 table's orders. */
+NC_REF_DOT(iq4_nl)
+NC_REF_DOT(iq4_nl_tinyblas)
+NC_REF_DOT(mxfp4)
+NC_REF_DOT(iq4_xs)
+NC_REF_DOT(iq4_xs_tiled)
+NC_REF_DOT(tq1_0)
+NC_REF_DOT(tq2_0)
+
 #undef NC_REF_DOT
 
 /* A K-quant superblock's quants as integers in element order (ref.c and

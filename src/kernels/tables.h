@@ -29,7 +29,22 @@ NC_AVX2_DOT(q5_k)
 NC_AVX2_DOT(q2_k) /* avx2_klow.c */
 NC_AVX2_DOT(q3_k)
 NC_AVX2_DOT(q6_k)
+NC_AVX2_DOT(iq4_nl) /* avx2_nl.c */
+NC_AVX2_DOT(iq4_nl_tinyblas)
+NC_AVX2_DOT(mxfp4)
+NC_AVX2_DOT(iq4_xs)
+NC_AVX2_DOT(iq4_xs_tiled)
+NC_AVX2_DOT(tq1_0)
+NC_AVX2_DOT(tq2_0)
 #undef NC_AVX2_DOT
+/* avx2_nl.c: IQ4_NL and IQ4_XS in llama.cpp's vec_dot order as matmuls
+ * (the avx512 table's gemm_few; kernels.h's nc_gemm_fn). */
+void nc_avx2_gemm_iq4_nl(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *act, size_t a_stride, int64_t na,
+                         float *out, size_t out_stride);
+void nc_avx2_gemm_iq4_xs(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                         const void *act, size_t a_stride, int64_t na,
+                         float *out, size_t out_stride);
 
 /* avx2_quant.c: activation quantizers, bit-exact with nc_quantize_row. */
 void nc_avx2_quant_q8_0(const float *src, void *dst, int64_t n);

@@ -406,6 +406,13 @@ nc_code nc_weight_load3(const gguf_file *f, const char *name, int64_t ne0,
                    "tensor '%s': data of %llu bytes, expected %llu", name,
                    (unsigned long long)t->nbytes,
                    (unsigned long long)rb * (unsigned long long)rows);
+  const int64_t nb = (int64_t)(rb / tr->type_size * rows);
+  const int64_t bad = nc_first_bad_block((nc_type)t->type, t->data, nb);
+  if (bad >= 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "tensor '%s': block %lld of %lld (%s) has a scale that is "
+                   "not a finite number (NaN or infinity)",
+                   name, (long long)bad, (long long)nb, nc_type_name(t->type));
   out->data = t->data;
   out->type = (nc_type)t->type;
   out->ne0 = ne0;

@@ -24,9 +24,10 @@
 enum { N_DOT = 512 };
 
 static const nc_type k_weight_types[] = {
-    NC_TYPE_F32,  NC_TYPE_F16,  NC_TYPE_BF16, NC_TYPE_Q4_0, NC_TYPE_Q4_1,
-    NC_TYPE_Q5_0, NC_TYPE_Q5_1, NC_TYPE_Q8_0, NC_TYPE_Q2_K, NC_TYPE_Q3_K,
-    NC_TYPE_Q4_K, NC_TYPE_Q5_K, NC_TYPE_Q6_K,
+    NC_TYPE_F32,   NC_TYPE_F16,   NC_TYPE_BF16,  NC_TYPE_Q4_0,   NC_TYPE_Q4_1,
+    NC_TYPE_Q5_0,  NC_TYPE_Q5_1,  NC_TYPE_Q8_0,  NC_TYPE_Q2_K,   NC_TYPE_Q3_K,
+    NC_TYPE_Q4_K,  NC_TYPE_Q5_K,  NC_TYPE_Q6_K,  NC_TYPE_IQ4_NL, NC_TYPE_IQ4_XS,
+    NC_TYPE_MXFP4, NC_TYPE_TQ1_0, NC_TYPE_TQ2_0,
 };
 #define N_WEIGHT_TYPES (sizeof k_weight_types / sizeof k_weight_types[0])
 
@@ -64,6 +65,9 @@ static void half_fields(nc_type t, int off[2], int *n) {
   case NC_TYPE_Q2_K: off[0] = 80, off[1] = 82, *n = 2; return;
   case NC_TYPE_Q3_K: off[0] = 108; return;
   case NC_TYPE_Q6_K: off[0] = 208; return;
+  case NC_TYPE_TQ1_0: off[0] = 52; return;
+  case NC_TYPE_TQ2_0: off[0] = 64; return;
+  case NC_TYPE_MXFP4: *n = 0; return; /* E8M0, see random_row */
   default: off[0] = 0; return;
   }
 }
@@ -85,11 +89,14 @@ static void *random_row(nc_type t, int64_t n, uint64_t *s) {
   const nc_type_traits *tr = nc_type_traits_of(t);
   int off[2], nf;
   half_fields(t, off, &nf);
-  for (size_t b = 0; b < size / tr->type_size; b++)
+  for (size_t b = 0; b < size / tr->type_size; b++) {
     for (int k = 0; k < nf; k++) {
       nc_fp16 h = nc_fp32_to_fp16(next_normalish(s) * 0.02f);
       memcpy(row + b * tr->type_size + off[k], &h, 2);
     }
+    if (t == NC_TYPE_MXFP4) /* scale 2^-9 .. 2^-5 */
+      row[b * tr->type_size] = (uint8_t)(119 + next_u64(s) % 5);
+  }
   return row;
 }
 
@@ -98,6 +105,12 @@ static float *random_act(int64_t n, uint64_t *s) {
   for (int64_t i = 0; i < n; i++)
     a[i] = 0.1f + 2 * cosf((float)i) + 0.5f * next_normalish(s);
   return a;
+}
+
+/* The types whose ref dot is in llama.cpp's x86 order (ref_nl.c). */
+static bool new_type(nc_type t) {
+  return t == NC_TYPE_IQ4_NL || t == NC_TYPE_IQ4_XS || t == NC_TYPE_MXFP4 ||
+         t == NC_TYPE_TQ1_0 || t == NC_TYPE_TQ2_0;
 }
 
 static const char *golden_name(nc_type t) {
@@ -141,7 +154,9 @@ static void test_ref_matches_llama_cpp(void **state) {
     float got = k->vec_dot[t](N_DOT, w, a);
     double abs_sum;
     deq_dot(t, w, at, a, N_DOT, &abs_sum);
-    bool kquant = nc_type_traits_of(t)->block_size == QK_K;
+    /* the newer types' ref follows llama.cpp's x86 order (ref_nl.c): its
+     * SIMD dot (both values of their goldens), bit for bit */
+    bool kquant = nc_type_traits_of(t)->block_size == QK_K || new_type(t);
     if (kquant && bits(got) != bits(want[0]))
       fail_msg("%s: ref %.9g, llama.cpp generic %.9g", nc_type_name(t), got,
                want[0]);
@@ -405,7 +420,7 @@ static void test_ref_quantize_act(void **state) {
   assert_string_equal(k->name, "ref");
   /* no entries for types we cannot dot */
   assert_null(k->vec_dot[NC_TYPE_Q8_K]);
-  assert_null(k->vec_dot[20 /* IQ4_NL */]);
+  assert_null(k->vec_dot[19 /* IQ1_S */]);
 }
 
 /* ------------------------------------------------------- other tables */
@@ -537,6 +552,60 @@ static void check_quantizers(const nc_kernels *k) {
   free(odd);
 }
 
+/* The newer types' SIMD dots are ref_nl.c's bit for bit: vec_dot and
+ * vec_dot_rows of every table, gemm_few where a table has one (the avx512
+ * and amx tables' IQ4_XS follows the tiled order, nc_ref_dot_iq4_xs_tiled,
+ * their IQ4_NL the llamafile order, nc_ref_dot_iq4_nl_tinyblas, and
+ * gemm_few has vec_dot's order); random rows of 1..71 blocks, odd counts
+ * and the scalar tails of the paired 32-blocks included. */
+static void check_new_types_bits(const nc_kernels *k) {
+  static const nc_type types[] = {NC_TYPE_IQ4_NL, NC_TYPE_IQ4_XS, NC_TYPE_MXFP4,
+                                  NC_TYPE_TQ1_0, NC_TYPE_TQ2_0};
+  const nc_kernels *ref = nc_kernels_ref();
+  uint64_t s = 31337;
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    const nc_type t = types[i];
+    const nc_type at = nc_type_traits_of(t)->vec_dot_type;
+    const int64_t bs = nc_type_traits_of(t)->block_size;
+    /* the avx512 and amx tables: llama.cpp's batch orders */
+    const bool batch =
+        strcmp(k->name, "avx512") == 0 || strcmp(k->name, "amx") == 0;
+    const nc_vec_dot_fn want_dot =
+        batch && t == NC_TYPE_IQ4_XS   ? nc_ref_dot_iq4_xs_tiled
+        : batch && t == NC_TYPE_IQ4_NL ? nc_ref_dot_iq4_nl_tinyblas
+                                       : ref->vec_dot[t];
+    static const int blocks[] = {1, 2, 3, 7, 8, 9, 17, 18, 71};
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+      const int64_t n = bs * blocks[b];
+      enum { NA = 5 };
+      void *w = random_row(t, n, &s);
+      const size_t arow = nc_row_size(at, n);
+      uint8_t *qa = malloc(arow * NA);
+      for (int a = 0; a < NA; a++) {
+        float *act = random_act(n, &s);
+        k->quantize_act[at](act, qa + (size_t)a * arow, n);
+        free(act);
+      }
+      float rows[NA], few[NA];
+      k->vec_dot_rows[t](n, w, qa, arow, NA, rows, 1);
+      if (k->gemm_few[t]) k->gemm_few[t](n, w, arow, 1, qa, arow, NA, few, 1);
+      for (int a = 0; a < NA; a++) {
+        const uint8_t *ap = qa + (size_t)a * arow;
+        const float want = want_dot(n, w, ap), got = k->vec_dot[t](n, w, ap);
+        if (bits(got) != bits(want) || bits(rows[a]) != bits(want))
+          fail_msg("%s %s n=%lld: vec_dot %.9g, rows %.9g, ref %.9g", k->name,
+                   nc_type_name(t), (long long)n, got, rows[a], want);
+        if (k->gemm_few[t] && bits(few[a]) != bits(ref->vec_dot[t](n, w, ap)))
+          fail_msg("%s %s n=%lld: gemm_few %.9g, ref vec_dot %.9g", k->name,
+                   nc_type_name(t), (long long)n, few[a],
+                   ref->vec_dot[t](n, w, ap));
+      }
+      free(w);
+      free(qa);
+    }
+  }
+}
+
 static void test_table(const char *name) {
   const nc_kernels *k = nc_kernels_by_name(name);
   if (!k) NC_SKIP_BECAUSE("this CPU lacks the %s kernel table", name);
@@ -544,6 +613,7 @@ static void test_table(const char *name) {
   check_table_vs_ref(k);
   check_odd_lengths(k);
   check_quantizers(k);
+  check_new_types_bits(k);
 }
 
 static void test_ref_odd_lengths(void **state) {
@@ -560,6 +630,11 @@ static void test_avx2(void **state) {
   check_llama_order(k, NC_TYPE_Q5_0);
   check_llama_order(k, NC_TYPE_Q5_1);
   check_llama_order(k, NC_TYPE_Q8_0);
+  check_llama_order(k, NC_TYPE_IQ4_NL);
+  check_llama_order(k, NC_TYPE_IQ4_XS);
+  check_llama_order(k, NC_TYPE_MXFP4);
+  check_llama_order(k, NC_TYPE_TQ1_0);
+  check_llama_order(k, NC_TYPE_TQ2_0);
 }
 
 static void test_avx512(void **state) {
@@ -571,6 +646,10 @@ static void test_avx512(void **state) {
   check_llama_order(k, NC_TYPE_Q5_0);
   check_llama_order(k, NC_TYPE_Q5_1);
   check_llama_order(k, NC_TYPE_Q8_0);
+  /* IQ4_NL, IQ4_XS: the batch orders, see check_new_types_bits */
+  check_llama_order(k, NC_TYPE_MXFP4);
+  check_llama_order(k, NC_TYPE_TQ1_0);
+  check_llama_order(k, NC_TYPE_TQ2_0);
 }
 
 /* The amx table's block-order dots are the plain-C reference (ref_block.c)

@@ -1,6 +1,9 @@
 /* kernels against llama.cpp's own CPU library: the K-quant matmuls
  * (Q2_K..Q6_K weights times F32 activation rows) computed by ggml's
- * mul_mat, bit for bit against the tables that claim its orders.
+ * mul_mat, bit for bit against the tables that claim its orders; and the
+ * same for IQ4_XS (vec_dot / tiled, like the K-quants), IQ4_NL (vec_dot
+ * for one row, its llamafile GEMM from 2 rows), MXFP4, TQ1_0 and TQ2_0
+ * (vec_dot at every batch size), against ref_nl.c and the tables.
  *
  * The library is llama-cpp-python's (libggml-base.so, libggml-cpu.so; the
  * reference llama.cpp of our goldens), loaded at run time from
@@ -55,6 +58,7 @@ typedef struct ggml_lib {
   int (*graph_compute_with_ctx)(void *, void *, int);
   void *(*get_data)(const void *);
   void (*quantize_row_q8_k)(const float *, void *, int64_t);
+  void (*quantize_row_q8_0)(const float *, void *, int64_t);
   char why[600];
 } ggml_lib;
 
@@ -113,12 +117,14 @@ static bool lib_open(ggml_lib *g) {
   SYM(base, get_data, "ggml_get_data");
   SYM(cpu, graph_compute_with_ctx, "ggml_graph_compute_with_ctx");
   SYM(cpu, quantize_row_q8_k, "quantize_row_q8_K");
+  SYM(cpu, quantize_row_q8_0, "quantize_row_q8_0");
 #undef SYM
   void (*cpu_init)(void) = NULL;
   *(void **)&cpu_init = dlsym(g->cpu, "ggml_cpu_init");
   if (!g->init || !g->free || !g->new_tensor_2d || !g->mul_mat ||
       !g->new_graph || !g->build_forward_expand || !g->get_data ||
-      !g->graph_compute_with_ctx || !g->quantize_row_q8_k || !cpu_init) {
+      !g->graph_compute_with_ctx || !g->quantize_row_q8_k ||
+      !g->quantize_row_q8_0 || !cpu_init) {
     snprintf(g->why, sizeof g->why, "%s: a ggml function is missing", dir);
     lib_close(g);
     return false;
@@ -172,17 +178,22 @@ static void fill_weights(nc_type t, uint8_t *w, size_t bytes, uint64_t *s) {
   static const int offs[NC_TYPE_COUNT][2] = {
       [NC_TYPE_Q2_K] = {80, 82},  [NC_TYPE_Q3_K] = {108, -1},
       [NC_TYPE_Q4_K] = {0, 2},    [NC_TYPE_Q5_K] = {0, 2},
-      [NC_TYPE_Q6_K] = {208, -1},
+      [NC_TYPE_Q6_K] = {208, -1}, [NC_TYPE_IQ4_NL] = {0, -1},
+      [NC_TYPE_IQ4_XS] = {0, -1}, [NC_TYPE_TQ1_0] = {52, -1},
+      [NC_TYPE_TQ2_0] = {64, -1}, [NC_TYPE_MXFP4] = {-1, -1},
   };
   const size_t bs = nc_type_traits_of(t)->type_size;
   for (size_t i = 0; i < bytes; i++)
     w[i] = (uint8_t)next_u64(s);
-  for (size_t b = 0; b < bytes / bs; b++)
+  for (size_t b = 0; b < bytes / bs; b++) {
     for (int k = 0; k < 2; k++)
       if (offs[t][k] >= 0) {
         const nc_fp16 h = nc_fp32_to_fp16(next_unit(s) * 0.01f);
         memcpy(w + b * bs + offs[t][k], &h, sizeof h);
       }
+    if (t == NC_TYPE_MXFP4) /* E8M0 scale 2^-10 .. 2^-6 */
+      w[b * bs] = (uint8_t)(118 + next_u64(s) % 5);
+  }
 }
 
 static uint32_t bits(float f) {
@@ -197,11 +208,31 @@ static nc_vec_dot_fn ref_tiled(nc_type t) {
   case NC_TYPE_Q4_K: return nc_ref_dot_tiled_q4_k;
   case NC_TYPE_Q5_K: return nc_ref_dot_tiled_q5_k;
   case NC_TYPE_Q6_K: return nc_ref_dot_tiled_q6_k;
+  case NC_TYPE_IQ4_XS: return nc_ref_dot_iq4_xs_tiled;
+  case NC_TYPE_IQ4_NL: return nc_ref_dot_iq4_nl_tinyblas;
   default: return NULL;
   }
 }
 
 enum { W_ROWS = 40, MAX_A = 70 };
+
+/* From how many activation rows llama.cpp leaves vec_dot for another
+ * order: 8 for its tiled matmul (the K-quants, IQ4_XS), 2 for its llamafile
+ * GEMM (IQ4_NL); 0 where it keeps vec_dot's order at every batch size. */
+static int batch_order_from(nc_type t) {
+  switch (t) {
+  case NC_TYPE_IQ4_NL: return 2;
+  case NC_TYPE_MXFP4:
+  case NC_TYPE_TQ1_0:
+  case NC_TYPE_TQ2_0: return 0;
+  default: return 8;
+  }
+}
+
+/* The types whose ref dot is llama.cpp's x86 vec_dot (ref_nl.c). */
+static bool is_new_type(nc_type t) {
+  return t == NC_TYPE_IQ4_XS || batch_order_from(t) != 8;
+}
 
 /* The values of one dot kernel against ggml's y (y[a * W_ROWS + r]);
  * returns how many differ. */
@@ -221,7 +252,8 @@ static int64_t count_diff(nc_vec_dot_fn dot, int64_t n, const uint8_t *w,
 static void check_case(const ggml_lib *g, nc_type t, int64_t n, int na,
                        uint64_t *s) {
   const size_t w_row = nc_row_size(t, n);
-  const size_t a_row = nc_row_size(NC_TYPE_Q8_K, n);
+  const nc_type at = nc_type_traits_of(t)->vec_dot_type;
+  const size_t a_row = nc_row_size(at, n);
   const ggml_init_params ip = {(size_t)16 << 20, NULL, false};
   void *ctx = g->init(ip);
   assert_non_null(ctx);
@@ -240,31 +272,46 @@ static void check_case(const ggml_lib *g, nc_type t, int64_t n, int na,
   assert_int_equal(g->graph_compute_with_ctx(ctx, graph, 2), 0);
   const float *y = g->get_data(yt);
 
-  /* the activations: ggml's Q8_K rows and ours, byte for byte */
+  /* the activations: ggml's Q8_K (Q8_0) rows and ours, byte for byte */
   uint8_t *qg = malloc(a_row * (size_t)na), *qa = malloc(a_row * (size_t)na);
   assert_non_null(qg);
   assert_non_null(qa);
   const nc_kernels *avx2 = nc_kernels_by_name("avx2");
   const nc_kernels *avx512 = nc_kernels_by_name("avx512");
   for (int a = 0; a < na; a++) {
-    g->quantize_row_q8_k(x + (size_t)a * n, qg + (size_t)a * a_row, n);
-    nc_kernels_ref()->quantize_act[NC_TYPE_Q8_K](x + (size_t)a * n,
-                                                 qa + (size_t)a * a_row, n);
+    (at == NC_TYPE_Q8_K ? g->quantize_row_q8_k : g->quantize_row_q8_0)(
+        x + (size_t)a * n, qg + (size_t)a * a_row, n);
+    nc_kernels_ref()->quantize_act[at](x + (size_t)a * n,
+                                       qa + (size_t)a * a_row, n);
   }
   if (memcmp(qg, qa, a_row * (size_t)na) != 0)
-    fail_msg("%s n=%lld: ggml's Q8_K activations differ from ours",
-             nc_type_name(t), (long long)n);
+    fail_msg("%s n=%lld: ggml's %s activations differ from ours",
+             nc_type_name(t), (long long)n, nc_type_name(at));
 
   char what[96];
   snprintf(what, sizeof what, "%s, %lld columns, %d activation rows",
            nc_type_name(t), (long long)n, na);
-  if (na < 8) { /* llama.cpp's vec_dot */
+  const bool one_order = batch_order_from(t) == 0;
+  if (na < batch_order_from(t) || one_order) { /* llama.cpp's vec_dot */
     const int64_t bad =
         count_diff(avx2->vec_dot[t], n, w, w_row, qg, a_row, na, y);
     if (bad)
       fail_msg("%s: %lld of %d values differ from the avx2 table's vec_dot",
                what, (long long)bad, W_ROWS * na);
-  } else { /* its tiled matmul */
+    /* the newer types' ref is in this order; and the avx512 table's, where
+     * llama.cpp has one order for every batch */
+    const int64_t bad_ref = is_new_type(t)
+                                ? count_diff(nc_kernels_ref()->vec_dot[t], n, w,
+                                             w_row, qg, a_row, na, y)
+                                : 0;
+    const int64_t bad_512 =
+        one_order && avx512
+            ? count_diff(avx512->vec_dot[t], n, w, w_row, qg, a_row, na, y)
+            : 0;
+    if (bad_ref || bad_512)
+      fail_msg("%s: %lld (ref), %lld (avx512) of %d values differ", what,
+               (long long)bad_ref, (long long)bad_512, W_ROWS * na);
+  } else { /* its tiled matmul (llamafile's GEMM for IQ4_NL) */
     const nc_vec_dot_fn rt = ref_tiled(t);
     const int64_t bad = rt ? count_diff(rt, n, w, w_row, qg, a_row, na, y) : 0;
     if (bad)
@@ -275,7 +322,12 @@ static void check_case(const ggml_lib *g, nc_type t, int64_t n, int na,
           count_diff(avx512->vec_dot[t], n, w, w_row, qg, a_row, na, y);
       float *out = malloc(sizeof(float) * W_ROWS * (size_t)na);
       assert_non_null(out);
-      avx512->gemm[t](n, w, w_row, W_ROWS, qg, a_row, na, out, W_ROWS);
+      if (avx512->gemm[t])
+        avx512->gemm[t](n, w, w_row, W_ROWS, qg, a_row, na, out, W_ROWS);
+      else /* no gemm: callers loop vec_dot_rows */
+        for (int r = 0; r < W_ROWS; r++)
+          avx512->vec_dot_rows[t](n, w + (size_t)r * w_row, qg, a_row, na,
+                                  out + r, W_ROWS);
       int64_t bad_gemm = 0;
       for (int i = 0; i < W_ROWS * na; i++)
         bad_gemm += bits(out[i]) != bits(y[i]);
@@ -291,18 +343,22 @@ static void check_case(const ggml_lib *g, nc_type t, int64_t n, int na,
   g->free(ctx);
 }
 
-static const nc_type k_types[] = {NC_TYPE_Q4_K, NC_TYPE_Q6_K, NC_TYPE_Q5_K,
-                                  NC_TYPE_Q2_K, NC_TYPE_Q3_K};
+static const nc_type k_types[] = {NC_TYPE_Q4_K,   NC_TYPE_Q6_K,  NC_TYPE_Q5_K,
+                                  NC_TYPE_Q2_K,   NC_TYPE_Q3_K,  NC_TYPE_IQ4_XS,
+                                  NC_TYPE_IQ4_NL, NC_TYPE_MXFP4, NC_TYPE_TQ1_0,
+                                  NC_TYPE_TQ2_0};
 
 static void run_cases(void **state, const int *rows, int n_rows) {
   const ggml_lib *g = *state;
   if (!g->cpu) NC_SKIP_BECAUSE("%s", g->why);
-  static const int64_t cols[] = {256, 1280, 2048};
+  /* 2304: 9 superblocks; 2336: 73 blocks of 32 (an odd block last) */
+  static const int64_t cols[] = {256, 1280, 2048, 2304, 2336};
   uint64_t s = 0x6a11ull;
   int cases = 0;
   for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++)
     for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++)
       for (int ri = 0; ri < n_rows; ri++) {
+        if (cols[ci] % nc_type_traits_of(k_types[ti])->block_size) continue;
         check_case(g, k_types[ti], cols[ci], rows[ri], &s);
         cases++;
       }

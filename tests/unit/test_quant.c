@@ -47,13 +47,13 @@ static void test_traits(void **state) {
       {14, "Q6_K", 256, 210, true},    {15, "Q8_K", 256, 292, true},
       {16, "IQ2_XXS", 256, 66, false}, {17, "IQ2_XS", 256, 74, false},
       {18, "IQ3_XXS", 256, 98, false}, {19, "IQ1_S", 256, 50, false},
-      {20, "IQ4_NL", 32, 18, false},   {21, "IQ3_S", 256, 110, false},
-      {22, "IQ2_S", 256, 82, false},   {23, "IQ4_XS", 256, 136, false},
+      {20, "IQ4_NL", 32, 18, true},    {21, "IQ3_S", 256, 110, false},
+      {22, "IQ2_S", 256, 82, false},   {23, "IQ4_XS", 256, 136, true},
       {24, "I8", 1, 1, false},         {25, "I16", 1, 2, false},
       {26, "I32", 1, 4, false},        {27, "I64", 1, 8, false},
       {28, "F64", 1, 8, false},        {29, "IQ1_M", 256, 56, false},
-      {30, "BF16", 1, 2, true},        {34, "TQ1_0", 256, 54, false},
-      {35, "TQ2_0", 256, 66, false},   {39, "MXFP4", 32, 17, false},
+      {30, "BF16", 1, 2, true},        {34, "TQ1_0", 256, 54, true},
+      {35, "TQ2_0", 256, 66, true},    {39, "MXFP4", 32, 17, true},
       {40, "NVFP4", 64, 36, false},    {41, "Q1_0", 128, 18, false},
       {42, "Q2_0", 64, 18, false},
   };
@@ -190,12 +190,24 @@ static void test_dequantize_goldens(void **state) {
     nc_type type;
     const char *file;
   } cases[] = {
-      {NC_TYPE_F16, "deq_F16.bin"},   {NC_TYPE_BF16, "deq_BF16.bin"},
-      {NC_TYPE_Q4_0, "deq_Q4_0.bin"}, {NC_TYPE_Q4_1, "deq_Q4_1.bin"},
-      {NC_TYPE_Q5_0, "deq_Q5_0.bin"}, {NC_TYPE_Q5_1, "deq_Q5_1.bin"},
-      {NC_TYPE_Q8_0, "deq_Q8_0.bin"}, {NC_TYPE_Q2_K, "deq_Q2_K.bin"},
-      {NC_TYPE_Q3_K, "deq_Q3_K.bin"}, {NC_TYPE_Q4_K, "deq_Q4_K.bin"},
-      {NC_TYPE_Q5_K, "deq_Q5_K.bin"}, {NC_TYPE_Q6_K, "deq_Q6_K.bin"},
+      {NC_TYPE_F16, "deq_F16.bin"},
+      {NC_TYPE_BF16, "deq_BF16.bin"},
+      {NC_TYPE_Q4_0, "deq_Q4_0.bin"},
+      {NC_TYPE_Q4_1, "deq_Q4_1.bin"},
+      {NC_TYPE_Q5_0, "deq_Q5_0.bin"},
+      {NC_TYPE_Q5_1, "deq_Q5_1.bin"},
+      {NC_TYPE_Q8_0, "deq_Q8_0.bin"},
+      {NC_TYPE_Q2_K, "deq_Q2_K.bin"},
+      {NC_TYPE_Q3_K, "deq_Q3_K.bin"},
+      {NC_TYPE_Q4_K, "deq_Q4_K.bin"},
+      {NC_TYPE_Q5_K, "deq_Q5_K.bin"},
+      {NC_TYPE_Q6_K, "deq_Q6_K.bin"},
+      /* with the extreme scales (scripts/gen_quant_golden.py NEW_TYPES) */
+      {NC_TYPE_IQ4_NL, "deq_IQ4_NL.bin"},
+      {NC_TYPE_IQ4_XS, "deq_IQ4_XS.bin"},
+      {NC_TYPE_MXFP4, "deq_MXFP4.bin"},
+      {NC_TYPE_TQ1_0, "deq_TQ1_0.bin"},
+      {NC_TYPE_TQ2_0, "deq_TQ2_0.bin"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_deq_golden(cases[i].type, cases[i].file);
@@ -216,13 +228,93 @@ static void test_dequantize_q8_k_and_f32(void **state) {
   nc_dequantize_row(NC_TYPE_F32, x, z, 3);
   assert_memory_equal(x, z, sizeof x);
   /* unsupported types write zeros instead of leaving garbage */
-  uint8_t iq[18] = {0xff};
-  float w[32];
-  for (int i = 0; i < 32; i++)
+  uint8_t iq[50] = {0xff};
+  float w[256];
+  for (int i = 0; i < 256; i++)
     w[i] = 7.0f;
-  nc_dequantize_row(NC_TYPE_Q8_0 + 12 /* IQ4_NL */, iq, w, 32);
-  for (int i = 0; i < 32; i++)
+  nc_dequantize_row(NC_TYPE_Q8_0 + 11 /* IQ1_S */, iq, w, 256);
+  for (int i = 0; i < 256; i++)
     assert_true(w[i] == 0.0f);
+}
+
+/* MXFP4's scale byte e is 2^(e - 128) (the values are doubled), ggml's
+ * reading: e = 0 and 1 subnormal, 255 the finite 2^127, never NaN. */
+static void test_e8m0_scale(void **state) {
+  (void)state;
+  assert_true(nc_e8m0_to_fp32_half(0) == 0x1p-128f);
+  assert_true(nc_e8m0_to_fp32_half(1) == 0x1p-127f);
+  assert_true(nc_e8m0_to_fp32_half(2) == 0x1p-126f);
+  assert_true(nc_e8m0_to_fp32_half(128) == 1.0f);
+  assert_true(nc_e8m0_to_fp32_half(255) == 0x1p127f);
+  for (int e = 0; e < 256; e++)
+    assert_true(isfinite(nc_e8m0_to_fp32_half((uint8_t)e)));
+}
+
+/* TQ1_0's base-3 digits: byte b's digit n is trit(b * 3^n); the 243 bytes
+ * below 3^5 each spell a different 5-digit number, most significant first. */
+static void test_tq1_trits(void **state) {
+  (void)state;
+  static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+  bool seen[243] = {false};
+  for (int v = 0; v < 243; v++) {
+    /* ggml's packing of the digits t0..t4 of v: ceil(v * 256 / 243) */
+    const uint8_t b = (uint8_t)((v * 256 + 242) / 243);
+    int got = 0;
+    for (int n = 0; n < 5; n++) {
+      const int t = nc_tq1_trit((uint8_t)(b * pow3[n]));
+      assert_in_range(t, 0, 2);
+      got = got * 3 + t;
+    }
+    assert_int_equal(got, v);
+    seen[got] = true;
+  }
+  for (int v = 0; v < 243; v++)
+    assert_true(seen[v]);
+}
+
+/* A half scale that is NaN or infinite marks its block bad (the loader
+ * refuses the tensor); every finite one, subnormals and +-65504 included,
+ * passes; MXFP4 and the older types are not checked. */
+static void test_first_bad_block(void **state) {
+  (void)state;
+  static const struct {
+    nc_type t;
+    size_t off;
+  } cases[] = {
+      {NC_TYPE_IQ4_NL, offsetof(block_iq4_nl, d)},
+      {NC_TYPE_IQ4_XS, offsetof(block_iq4_xs, d)},
+      {NC_TYPE_TQ1_0, offsetof(block_tq1_0, d)},
+      {NC_TYPE_TQ2_0, offsetof(block_tq2_0, d)},
+  };
+  static const uint16_t finite[] = {0x0000, 0x8000, 0x0001,
+                                    0x7bff, 0xfbff, 0x3c00};
+  static const uint16_t bad[] = {0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xffff};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const size_t bs = nc_type_traits_of(cases[c].t)->type_size;
+    enum { NB = 7 };
+    uint8_t *blocks = calloc(NB, bs);
+    assert_non_null(blocks);
+    memset(blocks, 0xff, NB * bs); /* codes: anything */
+    for (int i = 0; i < NB; i++) {
+      const uint16_t h = finite[i % 6];
+      memcpy(blocks + i * bs + cases[c].off, &h, 2);
+    }
+    assert_int_equal(nc_first_bad_block(cases[c].t, blocks, NB), -1);
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+      uint8_t *b5 = blocks + 5 * bs + cases[c].off;
+      uint16_t keep;
+      memcpy(&keep, b5, 2);
+      memcpy(b5, &bad[k], 2);
+      assert_int_equal(nc_first_bad_block(cases[c].t, blocks, NB), 5);
+      assert_int_equal(nc_first_bad_block(cases[c].t, blocks, 5), -1);
+      memcpy(b5, &keep, 2);
+    }
+    free(blocks);
+  }
+  uint8_t mx[17 * 2];
+  memset(mx, 0xff, sizeof mx);
+  assert_int_equal(nc_first_bad_block(NC_TYPE_MXFP4, mx, 2), -1);
+  assert_int_equal(nc_first_bad_block(NC_TYPE_Q8_0, mx, 1), -1);
 }
 
 /* ------------------------------------------------ activation quantizers */
@@ -396,6 +488,9 @@ int main(void) {
       cmocka_unit_test(test_bf16),
       cmocka_unit_test(test_dequantize_goldens),
       cmocka_unit_test(test_dequantize_q8_k_and_f32),
+      cmocka_unit_test(test_e8m0_scale),
+      cmocka_unit_test(test_tq1_trits),
+      cmocka_unit_test(test_first_bad_block),
       cmocka_unit_test(test_quantize_goldens),
       cmocka_unit_test(test_quantize_roundtrip_error),
       cmocka_unit_test(test_quantize_q8_1_sum),
