@@ -6,7 +6,8 @@ CFLAGS_src/kernels/sampler_avx2 := -O3 -mavx2 -ffp-contract=off
 CFLAGS_src/kernels/sampler_avx512 := -O3 -mavx512f -ffp-contract=off
 
 UNIT_TESTS += test_rng test_sampler test_sampler_pipeline test_sampler_props \
-  test_beam test_sampler_parallel test_sampler_inspect
+  test_beam test_sampler_parallel test_sampler_inspect test_spec_verify \
+  test_spec_ngram
 
 # make bench-sampler: microseconds per row (release build), next to
 # llama.cpp's sampler chain loaded at run time.

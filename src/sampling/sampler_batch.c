@@ -283,8 +283,8 @@ static void truncate(nc_sample_workspace *ws, nc_row_state *st) {
 }
 
 /* Steps 1-8 for one row. */
-static nc_code process_row(nc_sample_workspace *ws, const nc_sample_row *row,
-                           nc_row_state *st, nc_error *err) {
+nc_code nc_sample_process_row(nc_sample_workspace *ws, const nc_sample_row *row,
+                              nc_row_state *st, nc_error *err) {
   memset(st, 0, sizeof *st);
   if (!row->sampler || !row->logits)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
@@ -391,7 +391,7 @@ nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
     memset(res, 0, sizeof *res);
     nc_row_state st;
     nc_error row_err = {0};
-    nc_code rc = process_row(ws, &rows[r], &st, &row_err);
+    nc_code rc = nc_sample_process_row(ws, &rows[r], &st, &row_err);
     if (rc) {
       res->token = -1;
       res->status = rc;
@@ -432,7 +432,7 @@ nc_code nc_sample_distribution(nc_sample_workspace *ws,
   nc_row_state st;
   nc_sample_row plain = *row; /* nothing drawn: nothing to inspect */
   plain.inspect = NULL;
-  nc_code rc = process_row(ws, &plain, &st, err);
+  nc_code rc = nc_sample_process_row(ws, &plain, &st, err);
   if (rc) return rc;
   size_t n = st.n;
   if (st.full) {

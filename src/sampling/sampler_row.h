@@ -41,6 +41,13 @@ typedef struct nc_row_state {
   nc_inspect_rec *ins; /* this row's recorder, NULL when not inspected */
 } nc_row_state;
 
+/* Steps 1-8 of the pipeline for one row (sampler.h), nothing drawn: the
+ * final distribution is left in ws and st (greedy: st->argmax; st->full:
+ * the weights ws->w of every token; else ws->cand[0..st->n)), of total
+ * weight st->mass. An inspected row begins its record here. */
+nc_code nc_sample_process_row(nc_sample_workspace *ws, const nc_sample_row *row,
+                              nc_row_state *st, nc_error *err);
+
 /* Fills res->logprob and res->top as the sampler asks (res->token set). */
 void nc_sample_logprobs(nc_sample_workspace *ws, const nc_row_state *st,
                         nc_sample_result *res);
