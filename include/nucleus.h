@@ -512,6 +512,39 @@ NUCLEUS_API nucleus_status
 nucleus_grammar_from_json_schema(const char *schema_json, size_t len,
                                  nucleus_grammar **out, nucleus_error *err);
 
+/* Speculative decoding (docs/SPECULATIVE.md): a drafter proposes tokens,
+ * the model scores them in the step that feeds the last token, and the
+ * completion keeps those the model's own sampling agrees with (point-mass
+ * drafts are accepted exactly when the draw of decoding without drafts
+ * equals them). The output is token for token what decoding without
+ * drafts gives, greedy or sampled with the same seed; only the speed
+ * changes. Not with beam search. */
+typedef enum nucleus_spec_type {
+  NUCLEUS_SPEC_OFF = 0,
+  NUCLEUS_SPEC_NGRAM,      /* prompt lookup: drafts from the prompt and the
+                              output so far */
+  NUCLEUS_SPEC_PREDICTION, /* predicted outputs: drafts from `prediction`,
+                              the caller's expected output (OpenAI's) */
+  NUCLEUS_SPEC_TYPE_COUNT,
+} nucleus_spec_type;
+
+#define NUCLEUS_MAX_DRAFT 32 /* draft_max at most */
+#define NUCLEUS_MAX_PREDICTION_TOKENS 32768
+#define NUCLEUS_DEFAULT_DRAFT_MAX 8
+
+typedef struct nucleus_spec_params {
+  nucleus_spec_type type;
+  /* Drafted tokens per step at most, in [1, NUCLEUS_MAX_DRAFT] (the
+   * draft length adapts below it to the recent acceptance, down to none);
+   * a drafter that proposes fewer than draft_min (in [0, draft_max]) drafts
+   * nothing that step. */
+  int32_t draft_max, draft_min;
+  /* NUCLEUS_SPEC_PREDICTION only: the expected output's token ids, at most
+   * NUCLEUS_MAX_PREDICTION_TOKENS (kept by the caller until submit). */
+  const int32_t *prediction;
+  size_t n_prediction;
+} nucleus_spec_params;
+
 typedef struct nucleus_request_params {
   nucleus_sampling_params sampling;
   int32_t max_tokens; /* -1: until the context is full */
@@ -540,6 +573,7 @@ typedef struct nucleus_request_params {
    * calls under tool_choice "auto"). Output that cannot continue the
    * grammar at the trigger leaves it free. */
   const char *grammar_trigger;
+  nucleus_spec_params speculative; /* off by default */
 } nucleus_request_params;
 
 #define NUCLEUS_MAX_CACHE_SALT_BYTES 256
@@ -668,6 +702,20 @@ NUCLEUS_API nucleus_status nucleus_cache_salt_check(const char *s, size_t len,
  * beams"). Each of n and beam_width alone is a row of the contract. */
 NUCLEUS_API nucleus_status nucleus_beam_check(int32_t n, int32_t beam_width,
                                               nucleus_error *err);
+/* Speculative decoding's parameters: a known type ("speculative.type: T is
+ * not a drafter: allowed 0 (off), 1 (ngram), 2 (prediction)"), draft_max
+ * in [1, NUCLEUS_MAX_DRAFT], draft_min in [0, draft_max], a prediction
+ * only with the prediction type, at most NUCLEUS_MAX_PREDICTION_TOKENS ids
+ * below n_vocab (0: not known yet), not with beam search (beam_width > 1).
+ * One message per failure, naming the value and its range. */
+NUCLEUS_API nucleus_status
+nucleus_speculative_check(const nucleus_spec_params *s, int32_t beam_width,
+                          int32_t n_vocab, nucleus_error *err);
+/* The name of a drafter ("off", "ngram", "prediction"), NULL past the end;
+ * and the type of a name (false when it names none). */
+NUCLEUS_API const char *nucleus_spec_type_name(nucleus_spec_type t);
+NUCLEUS_API bool nucleus_spec_type_from_name(const char *name,
+                                             nucleus_spec_type *out);
 
 /* --------------------------------------------------------------- engine */
 
@@ -779,6 +827,11 @@ typedef struct nucleus_usage {
   int32_t prompt_tokens;
   int32_t completion_tokens;
   int32_t cached_tokens; /* prompt tokens whose KV came from the prefix cache */
+  /* Speculative decoding: tokens drafted, and those of them kept (each
+   * kept one is also a completion token; drafted - accepted were
+   * rejected: OpenAI's accepted/rejected_prediction_tokens). */
+  int32_t draft_tokens;
+  int32_t accepted_draft_tokens;
 } nucleus_usage;
 
 typedef struct nucleus_timings {
@@ -920,6 +973,12 @@ typedef struct nucleus_engine_stats {
   int64_t prefix_cache_hit_tokens_total;
   int64_t prefix_cache_blocks;
   int64_t prefix_cache_evictions_total;
+  /* Speculative decoding, per drafter (nucleus_spec_type): tokens drafted
+   * and accepted; steps that verified drafts by how many were accepted
+   * (the last bucket: NUCLEUS_MAX_DRAFT). */
+  int64_t spec_drafted_total[NUCLEUS_SPEC_TYPE_COUNT];
+  int64_t spec_accepted_total[NUCLEUS_SPEC_TYPE_COUNT];
+  int64_t spec_accepted_hist[NUCLEUS_MAX_DRAFT + 1];
 } nucleus_engine_stats;
 
 NUCLEUS_API void nucleus_engine_get_stats(nucleus_engine *engine,

@@ -87,3 +87,19 @@ nucleus_status nucleus_beam_check(int32_t n, int32_t beam_width,
                                   nucleus_error *err) {
   return nc_beam_check(n, beam_width, err);
 }
+
+nucleus_status nucleus_speculative_check(const nucleus_spec_params *s,
+                                         int32_t beam_width, int32_t n_vocab,
+                                         nucleus_error *err) {
+  if (!s)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "speculative: params NULL");
+  return nc_spec_check(s, beam_width, n_vocab, err);
+}
+
+const char *nucleus_spec_type_name(nucleus_spec_type t) {
+  return nc_spec_type_name(t);
+}
+
+bool nucleus_spec_type_from_name(const char *name, nucleus_spec_type *out) {
+  return nc_spec_type_from_name(name, out);
+}

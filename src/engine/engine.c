@@ -229,6 +229,10 @@ void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
   ev.usage.prompt_tokens = g->req->n_prompt;
   ev.usage.completion_tokens = n_generated;
   ev.usage.cached_tokens = g->cached_tokens;
+  if (!g->beam) {
+    ev.usage.draft_tokens = g->comps[index].spec.drafted;
+    ev.usage.accepted_draft_tokens = g->comps[index].spec.accepted;
+  }
   ev.timings = group_timings(g, nc_now_ms());
   ev.seed = g->req->seed;
   ev.inspect = f->inspect;
@@ -273,6 +277,10 @@ static void emit_done(group *g) {
   ev.usage.prompt_tokens = g->req->n_prompt;
   ev.usage.completion_tokens = g->completion_tokens;
   ev.usage.cached_tokens = g->cached_tokens;
+  for (int32_t i = 0; !g->beam && i < g->n_comps; i++) {
+    ev.usage.draft_tokens += g->comps[i].spec.drafted;
+    ev.usage.accepted_draft_tokens += g->comps[i].spec.accepted;
+  }
   ev.timings = group_timings(g, nc_now_ms());
   ev.seed = g->req->seed;
   emit(g, &ev);
@@ -333,10 +341,13 @@ static void end_output(nucleus_engine *e, group *g, completion *c,
   free(text);
 }
 
-/* One sampled token for one completion: its TOKEN event (unless it is an
- * end token), then the finish rules. */
-static void handle_token(nucleus_engine *e, group *g, completion *c,
-                         const nc_sample_result *res) {
+void nc_engine_finish(nucleus_engine *e, group *g, completion *c,
+                      const nc_finish *f) {
+  finish_completion(e, g, c, f);
+}
+
+void nc_engine_handle_token(nucleus_engine *e, group *g, completion *c,
+                            const nc_sample_result *res) {
   const nucleus_request_params *p = &g->req->params;
   int32_t tok = res->token;
   double now = nc_now_ms();
@@ -413,6 +424,40 @@ static void handle_token(nucleus_engine *e, group *g, completion *c,
 }
 
 /* ------------------------------------------------------------- the step */
+
+bool nc_engine_grammar_mask(nucleus_engine *e, group *g, completion *c) {
+  nc_error gerr = {0};
+  memset(c->grammar_mask, 0,
+         ((size_t)e->n_vocab + 63) / 64 * sizeof *c->grammar_mask);
+  if (nc_grammar_matcher_mask(c->grammar, e->grammar_vocab, c->grammar_mask,
+                              &gerr) == NC_OK)
+    return true;
+  const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
+  finish_completion(e, g, c, &f);
+  return false;
+}
+
+/* Batch rows and KV blocks this step's plan leaves over, for drafts: the
+ * batch's capacity less the planned tokens, the free blocks less what the
+ * planned tokens need (without sharing: an upper bound). */
+static void spare_room(nucleus_engine *e, const nc_sched_plan *plan,
+                       int32_t *rows, int64_t *blocks) {
+  int32_t planned = 0;
+  int64_t needed = 0;
+  for (int32_t i = 0; i < plan->n_items; i++) {
+    nc_sched_item it = plan->items[i];
+    completion *c = e->step.seq_comp[it.seq];
+    if (c->finished || c->kv_seq < 0) continue;
+    int32_t kv_len = nc_kv_seq_len(e->kv, c->kv_seq);
+    int32_t n = it.n_tokens;
+    if (kv_len + n > c->n_tokens) n = c->n_tokens - kv_len;
+    if (n <= 0) continue;
+    planned += n;
+    needed += nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + n);
+  }
+  *rows = e->batch.capacity - planned;
+  *blocks = nc_kv_blocks_free(e->kv) - needed;
+}
 
 static bool grow(void **arr, int32_t *cap, int32_t need, size_t elem) {
   if (need <= *cap) return true;
@@ -642,7 +687,9 @@ static bool step(nucleus_engine *e) {
   apply_verdicts(e);
 
   nc_batch_clear(&e->batch);
-  int32_t n_rows = 0, n_fed = 0;
+  int32_t n_rows = 0, n_fed = 0, n_logit_rows = 0, spare_rows;
+  int64_t spare_blocks;
+  spare_room(e, &plan, &spare_rows, &spare_blocks);
   for (int32_t i = 0; i < plan.n_items; i++) {
     nc_sched_item it = plan.items[i];
     completion *c = e->step.seq_comp[it.seq];
@@ -652,8 +699,17 @@ static bool step(nucleus_engine *e) {
     int32_t n = it.n_tokens;
     if (kv_len + n > c->n_tokens) n = c->n_tokens - kv_len;
     if (n <= 0) continue;
-    if (nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + n, NULL) != NC_OK)
-      continue; /* the pool is short this step: it waits */
+    c->spec.n_draft = 0;
+    int32_t n_draft =
+        n == 1 && g->req->params.speculative.type != NUCLEUS_SPEC_OFF
+            ? nc_spec_propose(e, g, c, kv_len, &spare_rows, &spare_blocks)
+            : 0;
+    if (nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + n + n_draft, NULL) !=
+        NC_OK) {
+      c->spec.n_draft = n_draft = 0;
+      if (nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + n, NULL) != NC_OK)
+        continue; /* the pool is short this step: it waits */
+    }
     e->step.fed[n_fed++] = c;
     for (int32_t k = 0; k < n; k++) {
       int32_t pos = kv_len + k;
@@ -661,8 +717,16 @@ static bool step(nucleus_engine *e) {
       nc_batch_add_prompt(&e->batch, c->tokens[pos], pos, c->kv_seq,
                           last ? NC_LOGITS_LAST : NC_LOGITS_NONE,
                           g->req->n_prompt);
-      if (last) e->step.row_comp[n_rows++] = c;
+      if (last) {
+        e->step.row_at[n_rows] = n_logit_rows++;
+        e->step.row_comp[n_rows++] = c;
+      }
     }
+    /* drafts: generated positions, each row in a plain decode's orders */
+    for (int32_t k = 0; k < n_draft; k++)
+      nc_batch_add_prompt(&e->batch, c->spec.draft[k], kv_len + n + k,
+                          c->kv_seq, NC_LOGITS_LAST, g->req->n_prompt);
+    n_logit_rows += n_draft;
   }
   if (e->batch.n_tokens == 0) return plan.n_items > 0;
 
@@ -699,21 +763,17 @@ static bool step(nucleus_engine *e) {
     }
     for (int32_t k = first; k <= last; k++) {
       completion *ck = &g->comps[k];
-      bool masked = ck->n_generated < g->req->params.min_tokens;
-      if (ck->grammar) { /* stage 0: this completion's grammar mask */
-        nc_error gerr = {0};
-        memset(ck->grammar_mask, 0,
-               ((size_t)e->n_vocab + 63) / 64 * sizeof *ck->grammar_mask);
-        if (nc_grammar_matcher_mask(ck->grammar, e->grammar_vocab,
-                                    ck->grammar_mask, &gerr) != NC_OK) {
-          const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
-          finish_completion(e, g, ck, &f);
-          continue;
-        }
+      const float *logits =
+          e->logits + (size_t)e->step.row_at[r] * (size_t)e->n_vocab;
+      if (ck->spec.n_draft > 0) { /* the drafts, then the token after them */
+        nc_spec_verify_step(e, g, ck, logits);
+        continue;
       }
+      bool masked = ck->n_generated < g->req->params.min_tokens;
+      if (ck->grammar && !nc_engine_grammar_mask(e, g, ck)) continue;
       e->step.rows[n_sample] = (nc_sample_row){
           .sampler = ck->sampler,
-          .logits = e->logits + (size_t)r * (size_t)e->n_vocab,
+          .logits = logits,
           .suppress = masked ? g->suppress : NULL,
           .n_suppress = masked ? g->n_suppress : 0,
           .inspect = ck->inspect,
@@ -738,7 +798,7 @@ static bool step(nucleus_engine *e) {
       finish_completion(e, g, c, &f);
       continue;
     }
-    handle_token(e, g, c, &e->step.results[s]);
+    nc_engine_handle_token(e, g, c, &e->step.results[s]);
   }
   e->stats.generated_tokens_total += n_sample;
   return true;
@@ -830,12 +890,14 @@ static nc_code step_alloc(nucleus_engine *e, nc_error *err) {
   st->rows = malloc(ns * sizeof *st->rows);
   st->results = malloc(ns * sizeof *st->results);
   st->row_comp = malloc(ns * sizeof *st->row_comp);
+  st->row_at = malloc(ns * sizeof *st->row_at);
   st->sample_comp = malloc(ns * sizeof *st->sample_comp);
   st->fed = malloc(ns * sizeof *st->fed);
   st->seq_ids = malloc(ns * sizeof *st->seq_ids);
   if (!e->groups || !st->taken || !st->sg || !st->verdicts || !st->ss ||
       !st->seq_comp || !st->items || !st->rows || !st->results ||
-      !st->row_comp || !st->sample_comp || !st->fed || !st->seq_ids)
+      !st->row_comp || !st->row_at || !st->sample_comp || !st->fed ||
+      !st->seq_ids)
     return nc_fail(err, NC_ERR_NOMEM, "out of memory (engine step arrays)");
   return NC_OK;
 }
@@ -852,6 +914,7 @@ static void step_free(nucleus_engine *e) {
   free(st->rows);
   free(st->results);
   free(st->row_comp);
+  free(st->row_at);
   free(st->sample_comp);
   free(st->fed);
   free(st->seq_ids);

@@ -23,6 +23,17 @@
 
 typedef struct group group;
 
+/* Speculative decoding's state of one completion (spec.c). */
+typedef struct nc_spec_state {
+  int32_t draft[NUCLEUS_MAX_DRAFT]; /* this step's drafts */
+  int32_t n_draft;                  /* 0: a plain step */
+  int32_t k;                  /* the draft length the next step asks for */
+  int32_t misses;             /* steps in a row that accepted nothing */
+  int32_t cooldown;           /* steps left that draft nothing */
+  int32_t pred_from, pred_at; /* predicted outputs: the source cursor */
+  int32_t drafted, accepted;  /* totals (usage) */
+} nc_spec_state;
+
 typedef struct completion {
   group *owner;
   int32_t index;
@@ -44,6 +55,7 @@ typedef struct completion {
   bool grammar_waiting;
   char grammar_tail[NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES];
   size_t grammar_tail_len;
+  nc_spec_state spec;
 } completion;
 
 struct group {
@@ -84,6 +96,7 @@ typedef struct engine_step {
   nc_sample_row *rows;        /* [max_seqs] */
   nc_sample_result *results;  /* [max_seqs] */
   completion **row_comp;      /* [max_seqs]: rows with logits -> completion */
+  int32_t *row_at;            /* [max_seqs]: their first logits row */
   completion **sample_comp;   /* [max_seqs]: sampling rows -> completion */
   completion **fed;           /* [max_seqs]: completions in the batch */
   int32_t *seq_ids;           /* [max_seqs]: one group's KV sequences */
@@ -150,6 +163,31 @@ void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
 void nc_engine_finish_group(nucleus_engine *e, group *g,
                             nucleus_finish_reason reason,
                             const nc_error *error);
+
+/* One sampled token for one completion: its TOKEN event (unless it is an
+ * end token), then the finish rules. */
+void nc_engine_handle_token(nucleus_engine *e, group *g, completion *c,
+                            const nc_sample_result *res);
+/* This step's grammar mask of a completion with a grammar; false when the
+ * matcher failed (the completion is finished with the error). */
+bool nc_engine_grammar_mask(nucleus_engine *e, group *g, completion *c);
+/* Ends one completion: the one way every completion finishes. */
+void nc_engine_finish(nucleus_engine *e, group *g, completion *c,
+                      const nc_finish *f);
+
+/* spec.c: speculative decoding */
+/* Fills c->spec with this step's drafts for a completion that feeds one
+ * generated token at position kv_len (0 drafts: a plain step), within the
+ * step's spare batch rows and KV blocks (both lowered by what it takes). */
+int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
+                        int32_t kv_len, int32_t *spare_rows,
+                        int64_t *spare_blocks);
+/* Verifies this step's drafts against the logits of the fed token and its
+ * drafts (1 + n_draft rows from logits), emits the kept tokens and the
+ * target's token after them, updates the counters and the draft length,
+ * and takes the rejected positions back from the KV cache. */
+void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
+                         const float *logits);
 
 /* engine_beam.c */
 nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err);

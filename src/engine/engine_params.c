@@ -25,6 +25,7 @@ nucleus_request_params nucleus_request_default_params(void) {
   nucleus_request_params p;
   memset(&p, 0, sizeof p);
   nc_params_apply_defaults(&p, NUCLEUS_SURFACE_LIBRARY); /* sampling too */
+  p.speculative.draft_max = NUCLEUS_DEFAULT_DRAFT_MAX;
   return p;
 }
 
@@ -74,6 +75,9 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
         NC_OK)
       return rc;
   if ((rc = nc_beam_check(p->n, p->beam_width, err)) != NC_OK) return rc;
+  if ((rc = nc_spec_check(&p->speculative, p->beam_width, n_vocab, err)) !=
+      NC_OK)
+    return rc;
   if (p->grammar_trigger) {
     size_t n =
         strnlen(p->grammar_trigger, NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES + 1);

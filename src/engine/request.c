@@ -43,6 +43,7 @@ static void free_params(nucleus_request_params *p) {
   free((int32_t *)p->sampling.banned_tokens);
   free((char *)p->cache_salt);
   free((char *)p->grammar_trigger);
+  free((int32_t *)p->speculative.prediction);
   nc_grammar_handle_unref(p->grammar);
   p->grammar = NULL;
 }
@@ -74,6 +75,9 @@ static bool copy_params(nucleus_request_params *dst,
     dst->grammar_trigger = strdup(src->grammar_trigger);
     if (!dst->grammar_trigger) ok = false;
   }
+  dst->speculative.prediction =
+      dup_mem(src->speculative.prediction, src->speculative.n_prediction,
+              sizeof(int32_t), &ok);
   dst->stop_token_ids =
       dup_mem(src->stop_token_ids, src->n_stop_token_ids, sizeof(int32_t), &ok);
   nucleus_sampling_params *s = &dst->sampling;

@@ -1,4 +1,5 @@
-/* request_checks: stop token ids, the cache salt, n against beam_width. */
+/* request_checks: stop token ids, the cache salt, n against beam_width,
+ * speculative decoding's parameters. */
 #include "request_checks.h"
 
 #include <string.h>
@@ -34,5 +35,63 @@ nc_code nc_beam_check(int32_t n, int32_t beam_width, nc_error *err) {
                    "'n' (%d) must not exceed beam_width (%d): beam search "
                    "returns the best n of its beams",
                    n, beam_width);
+  return NC_OK;
+}
+
+static const char *const spec_names[NUCLEUS_SPEC_TYPE_COUNT] = {"off", "ngram",
+                                                                "prediction"};
+
+const char *nc_spec_type_name(nucleus_spec_type t) {
+  return (unsigned)t < NUCLEUS_SPEC_TYPE_COUNT ? spec_names[t] : NULL;
+}
+
+bool nc_spec_type_from_name(const char *name, nucleus_spec_type *out) {
+  for (int t = 0; name && t < NUCLEUS_SPEC_TYPE_COUNT; t++)
+    if (strcmp(name, spec_names[t]) == 0) {
+      *out = (nucleus_spec_type)t;
+      return true;
+    }
+  return false;
+}
+
+nc_code nc_spec_check(const nucleus_spec_params *s, int32_t beam_width,
+                      int32_t n_vocab, nc_error *err) {
+  if ((unsigned)s->type >= NUCLEUS_SPEC_TYPE_COUNT)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "speculative.type: %d is not a drafter: allowed 0 (off), 1 "
+                   "(ngram), 2 (prediction)",
+                   (int)s->type);
+  if (s->draft_max < 1 || s->draft_max > NUCLEUS_MAX_DRAFT)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "speculative.draft_max: %d must be in [1, %d]", s->draft_max,
+                   NUCLEUS_MAX_DRAFT);
+  if (s->draft_min < 0 || s->draft_min > s->draft_max)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "speculative.draft_min: %d must be in [0, draft_max = %d]",
+                   s->draft_min, s->draft_max);
+  if (s->n_prediction > 0 && s->type != NUCLEUS_SPEC_PREDICTION)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "speculative.prediction: %zu tokens given but the drafter "
+                   "is '%s' (a prediction needs the 'prediction' drafter)",
+                   s->n_prediction, spec_names[s->type]);
+  if (s->n_prediction > NUCLEUS_MAX_PREDICTION_TOKENS)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "prediction: %zu tokens; at most %d are allowed",
+                   s->n_prediction, NUCLEUS_MAX_PREDICTION_TOKENS);
+  if (s->n_prediction > 0 && !s->prediction)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "prediction: %zu tokens announced but the array is NULL",
+                   s->n_prediction);
+  for (size_t i = 0; i < s->n_prediction; i++)
+    if (s->prediction[i] < 0 || (n_vocab > 0 && s->prediction[i] >= n_vocab))
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "prediction[%zu]: token %d is not a token id: allowed "
+                     "range [0, %d]",
+                     i, s->prediction[i],
+                     n_vocab > 0 ? n_vocab - 1 : INT32_MAX);
+  if (s->type != NUCLEUS_SPEC_OFF && beam_width > 1)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "speculative '%s': not with beam search (beam_width %d)",
+                   spec_names[s->type], beam_width);
   return NC_OK;
 }

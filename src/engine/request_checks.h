@@ -1,13 +1,14 @@
 /* request_checks: the checks of the request parameters that are neither in
  * the contract table (sampling/sampler_contract.c) nor stop strings
  * (stop_matcher.h): stop token ids, the cache salt, and how n relates to
- * beam_width. One message per failure, on every surface: submit, the
- * server's parser and the CLI's flags all call these (include/nucleus.h:
- * nucleus_stop_token_id_check, nucleus_cache_salt_check,
+ * beam_width, speculative decoding. One message per failure, on every surface:
+ * submit, the server's parser and the CLI's flags all call these
+ * (include/nucleus.h: nucleus_stop_token_id_check, nucleus_cache_salt_check,
  * nucleus_beam_check). */
 #ifndef NC_REQUEST_CHECKS_H
 #define NC_REQUEST_CHECKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,5 +22,10 @@ nc_code nc_stop_token_id_check(size_t index, int32_t id, int32_t n_vocab,
 nc_code nc_cache_salt_check(const char *s, size_t len, nc_error *err);
 /* With beam search (beam_width > 1), n is at most beam_width. */
 nc_code nc_beam_check(int32_t n, int32_t beam_width, nc_error *err);
+/* Speculative decoding's parameters (nucleus_speculative_check). */
+nc_code nc_spec_check(const nucleus_spec_params *s, int32_t beam_width,
+                      int32_t n_vocab, nc_error *err);
+const char *nc_spec_type_name(nucleus_spec_type t);
+bool nc_spec_type_from_name(const char *name, nucleus_spec_type *out);
 
 #endif

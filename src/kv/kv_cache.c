@@ -518,6 +518,15 @@ void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens) {
   }
 }
 
+int32_t nc_kv_rollback_room(const nc_kv_cache *kv, int32_t len, int32_t extra) {
+  if (kv->n_groups < 2) return extra;
+  const int32_t keep = nc_kv_swa_keep_from(kv, len) / kv->block_tokens;
+  while (extra > 0 &&
+         nc_kv_swa_keep_from(kv, len + extra) / kv->block_tokens > keep)
+    extra--;
+  return extra;
+}
+
 int32_t nc_kv_seq_len(const nc_kv_cache *kv, int32_t seq) {
   const kv_seq *q = seq_get(kv, seq);
   return q ? q->len : 0;

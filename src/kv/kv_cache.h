@@ -113,6 +113,12 @@ int64_t nc_kv_blocks_needed(const nc_kv_cache *kv, int32_t seq,
  * sliding-window K/V that position n_tokens would read was released
  * already, the sequence is cut to 0 instead (it must be recomputed). */
 void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens);
+/* Speculative steps write positions they may take back: of extra
+ * positions written past len, the most (at most extra) after which
+ * nc_kv_seq_truncate back to len keeps the sequence (the sliding-window
+ * K/V that len reads is not released by writing them). extra without
+ * windows. */
+int32_t nc_kv_rollback_room(const nc_kv_cache *kv, int32_t len, int32_t extra);
 /* Positions written (0 for a seq that is not live). */
 int32_t nc_kv_seq_len(const nc_kv_cache *kv, int32_t seq);
 /* Positions the sequence's reserved blocks can hold. */

@@ -1,0 +1,164 @@
+/* spec: speculative decoding in the step loop (docs/SPECULATIVE.md).
+ *
+ * A completion that feeds one generated token may feed drafts after it:
+ * positions past it in the same batch, each row in the orders a plain
+ * decode of that position takes (nc_batch_add_prompt of a generated
+ * position), so each row's logits are the bits decoding without drafts
+ * computes there. Verification walks the rows in order with the
+ * completion's own sampler, grammar matcher, stop rules and budget, exactly
+ * as plain steps would, emitting each token through the engine's one path
+ * (nc_engine_handle_token): a draft is kept when the row's draw equals it
+ * (spec_verify.h), and the first differing draw, or the draw after the last
+ * draft, ends the step. Nothing is undone but the KV cache: positions past
+ * the last fed token that was kept are truncated (never published to the
+ * prefix cache: the step publishes only the completion's own tokens).
+ *
+ * The draft length adapts per completion: it grows by 2 after a step that
+ * kept every draft, shrinks to one past what was kept otherwise, and a run
+ * of steps that kept nothing backs off (1, 2, 4 ... up to 16 steps without
+ * drafting). */
+#include <string.h>
+
+#include "engine_internal.h"
+#include "sampling/spec_ngram.h"
+#include "sampling/spec_verify.h"
+
+enum { SPEC_GROW = 2, SPEC_MAX_COOLDOWN = 16 };
+
+static int32_t min_i32(int32_t a, int32_t b) {
+  return a < b ? a : b;
+}
+
+/* Drafts of at most max tokens from the completion's drafter. */
+static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
+  const nucleus_spec_params *sp = &g->req->params.speculative;
+  nc_ngram_query q = {.hist = c->tokens,
+                      .n_hist = c->n_tokens,
+                      .n_min = NC_NGRAM_MIN_DEFAULT,
+                      .n_max = NC_NGRAM_MAX_DEFAULT,
+                      .max_draft = max};
+  if (sp->type == NUCLEUS_SPEC_PREDICTION) {
+    q.source = sp->prediction;
+    q.n_source = (int32_t)sp->n_prediction;
+    q.n_min = 1;
+    q.predicted = true;
+    q.n_output = c->n_generated;
+    q.from = c->spec.pred_from;
+  } else {
+    q.source = c->tokens;
+    q.n_source = c->n_tokens;
+  }
+  return nc_ngram_draft(&q, c->spec.draft, &c->spec.pred_at);
+}
+
+int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
+                        int32_t kv_len, int32_t *spare_rows,
+                        int64_t *spare_blocks) {
+  nc_spec_state *sp = &c->spec;
+  const nucleus_request_params *p = &g->req->params;
+  sp->n_draft = 0;
+  /* a generated token (the prompt's rows take the prompt's orders), fed
+   * alone, by a sampling completion */
+  if (g->beam || kv_len + 1 != c->n_tokens || kv_len < g->req->n_prompt ||
+      !c->sampler)
+    return 0;
+  if (sp->cooldown > 0) {
+    sp->cooldown--;
+    return 0;
+  }
+  if (sp->k == 0) sp->k = p->speculative.draft_max;
+  int32_t max = min_i32(sp->k, p->speculative.draft_max);
+  /* the fed positions stay below n_ctx - 1, as without drafts; the
+   * emitted tokens within max_tokens */
+  max = min_i32(max, e->params.n_ctx - 2 - kv_len);
+  if (p->max_tokens >= 0)
+    max = min_i32(max, p->max_tokens - c->n_generated - 1);
+  max = min_i32(max, *spare_rows);
+  max = nc_kv_rollback_room(e->kv, kv_len + 1, max);
+  if (max <= 0) return 0;
+  int32_t n = draft_tokens(g, c, max);
+  if (n < p->speculative.draft_min || n <= 0) return 0;
+  const int64_t base = nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1);
+  while (n > 0 && nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1 + n) - base >
+                      *spare_blocks)
+    n--;
+  if (n <= 0 || n < p->speculative.draft_min) return 0;
+  *spare_blocks -= nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1 + n) - base;
+  *spare_rows -= n;
+  sp->n_draft = n;
+  return n;
+}
+
+/* The next draft length from this step's outcome. */
+static void adapt(nc_spec_state *sp, int32_t kept, int32_t drafted,
+                  int32_t draft_max) {
+  if (kept == drafted) {
+    sp->k = min_i32(sp->k + SPEC_GROW, draft_max);
+    sp->misses = 0;
+    return;
+  }
+  sp->k = kept + 1;
+  if (kept > 0) {
+    sp->misses = 0;
+    return;
+  }
+  sp->misses++;
+  sp->cooldown = sp->misses < 2 ? 0
+                                : min_i32(1 << min_i32(sp->misses - 2, 4),
+                                          SPEC_MAX_COOLDOWN);
+}
+
+void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
+                         const float *logits) {
+  nc_spec_state *sp = &c->spec;
+  const nucleus_request_params *p = &g->req->params;
+  const int32_t n_draft = sp->n_draft;
+  const int32_t fed_len = c->n_tokens; /* positions [0, fed_len) written */
+  int32_t kept = 0, emitted = 0;
+  sp->n_draft = 0;
+  for (int32_t j = 0; j <= n_draft && !c->finished; j++) {
+    if (c->grammar && !nc_engine_grammar_mask(e, g, c)) break;
+    bool masked = c->n_generated < p->min_tokens;
+    nc_sample_row row = {
+        .sampler = c->sampler,
+        .logits = logits + (size_t)j * (size_t)e->n_vocab,
+        .suppress = masked ? g->suppress : NULL,
+        .n_suppress = masked ? g->n_suppress : 0,
+        .inspect = c->inspect,
+        .grammar = c->grammar ? c->grammar_mask : NULL,
+    };
+    nc_sample_result res;
+    bool accepted = false;
+    nc_error serr = {0};
+    nc_code rc = j < n_draft /* a draft; after the last one, the plain draw */
+                     ? nc_spec_verify(e->ws, &row, sp->draft[j], NULL,
+                                      NC_SPEC_EXACT, &res, &accepted, &serr)
+                     : nc_sample_batch(e->ws, &row, 1, &res, &serr);
+    if (rc != NC_OK || res.token < 0) {
+      nc_fail(&serr, rc ? rc : NC_ERR_INTERNAL,
+              "sampling failed (the logits hold NaN or every token is "
+              "masked)");
+      const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &serr);
+      nc_engine_finish(e, g, c, &f);
+      break;
+    }
+    nc_engine_handle_token(e, g, c, &res);
+    emitted++;
+    if (j == n_draft || !accepted) break;
+    kept++;
+  }
+  e->stats.generated_tokens_total += emitted;
+  const nucleus_spec_type type = p->speculative.type;
+  e->stats.spec_drafted_total[type] += n_draft;
+  e->stats.spec_accepted_total[type] += kept;
+  e->stats.spec_accepted_hist[kept]++;
+  sp->drafted += n_draft;
+  sp->accepted += kept;
+  if (type == NUCLEUS_SPEC_PREDICTION && sp->pred_at >= 0)
+    sp->pred_from = sp->pred_at + kept;
+  adapt(sp, kept, n_draft, p->speculative.draft_max);
+  /* the fed token and the kept drafts stay; a finished completion has
+   * released its sequence already */
+  if (!c->finished && c->kv_seq >= 0)
+    nc_kv_seq_truncate(e->kv, c->kv_seq, fed_len + kept);
+}

@@ -1,0 +1,566 @@
+/* Speculative decoding in the engine, on the real model: the output with
+ * drafts is token for token, logprob for logprob (bits), text and finish
+ * reason what decoding without drafts gives: greedy at every draft length,
+ * sampled with the same seed at several temperatures (with top-p, min-p
+ * and penalties), with stop strings, EOS, max_tokens, min_tokens and
+ * grammars inside accepted runs, n > 1, and in random batch mixes beside
+ * requests without drafts. Predicted outputs accept what matches and
+ * change nothing else. The KV pool is whole after each run, and the blocks
+ * a speculative request leaves in the prefix cache hold exactly what a
+ * cold run computes. Bad speculative parameters are refused. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine/engine.h"
+#include "nucleus.h"
+#include "test_require.h"
+
+#define MAX_GEN 96
+#define MAX_N 3
+
+typedef struct outcome {
+  int32_t tokens[MAX_N][MAX_GEN];
+  float logprobs[MAX_N][MAX_GEN];
+  nucleus_token_logprob top[MAX_N][MAX_GEN][2];
+  int32_t n_tokens[MAX_N];
+  char text[MAX_N][4096];
+  size_t text_len[MAX_N];
+  nucleus_finish_reason reason[MAX_N];
+  bool done;
+  nucleus_usage usage;
+} outcome;
+
+typedef struct req {
+  int32_t prompt[256];
+  size_t n_prompt;
+  nucleus_request_params params;
+  int arrival;
+} req;
+
+static nucleus_model *g_model;
+static int32_t g_vocab;
+static nucleus_grammar *g_grammar;
+static char g_why[640];
+
+/* A list the model continues by repeating: n-gram drafts hit often. */
+static const char k_repetitive[] =
+    "Monday, Tuesday, Wednesday, Thursday, Friday. Monday, Tuesday, "
+    "Wednesday, Thursday, Friday. Monday, Tuesday,";
+static const char k_grammar[] =
+    "root ::= (\"Monday\" | \"Tuesday\" | \", \" | \"Friday\")+ \".\"\n";
+
+static int setup(void **state) {
+  (void)state;
+  const char *path = getenv("NUCLEUS_MODEL");
+  if (!path || !*path) {
+    snprintf(g_why, sizeof g_why, "NUCLEUS_MODEL is not set");
+    return 0;
+  }
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  nucleus_error err = {0};
+  if (nucleus_model_load(path, &mp, &g_model, &err) != NUCLEUS_OK) {
+    snprintf(g_why, sizeof g_why, "cannot load the model: %s", err.message);
+    g_model = NULL;
+    return 0;
+  }
+  g_vocab = nucleus_model_n_vocab(g_model);
+  if (nucleus_grammar_create(k_grammar, strlen(k_grammar), NULL, &g_grammar,
+                             &err) != NUCLEUS_OK) {
+    fprintf(stderr, "grammar: %s\n", err.message);
+    abort();
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  nucleus_model_free(g_model);
+  nucleus_grammar_free(g_grammar);
+  return 0;
+}
+
+#define NEED_MODEL()                                                           \
+  do {                                                                         \
+    if (!g_model) NC_MODEL_UNAVAILABLE(g_why);                                 \
+  } while (0)
+
+static void drain(nucleus_request *r, outcome *o) {
+  nucleus_event ev;
+  while (nucleus_request_next_event(r, &ev, 0) == NUCLEUS_OK) {
+    if (ev.kind == NUCLEUS_EVENT_DONE) {
+      o->done = true;
+      o->usage = ev.usage;
+      continue;
+    }
+    int i = ev.index;
+    assert_true(i >= 0 && i < MAX_N);
+    assert_true(o->text_len[i] + ev.text_len < sizeof o->text[i]);
+    memcpy(o->text[i] + o->text_len[i], ev.text, ev.text_len);
+    o->text_len[i] += ev.text_len;
+    if (ev.kind == NUCLEUS_EVENT_TOKEN) {
+      int k = o->n_tokens[i]++;
+      assert_true(k < MAX_GEN);
+      o->tokens[i][k] = ev.token;
+      o->logprobs[i][k] = ev.logprob;
+      for (int j = 0; j < ev.n_top_logprobs && j < 2; j++)
+        o->top[i][k][j] = ev.top_logprobs[j];
+      if (ev.inspect) assert_int_equal(ev.inspect->token, ev.token);
+    } else if (ev.kind == NUCLEUS_EVENT_FINISH) {
+      assert_int_equal(o->reason[i], NUCLEUS_FINISH_NONE);
+      o->reason[i] = ev.finish_reason;
+    }
+  }
+}
+
+static nucleus_engine *engine_of(int32_t budget, bool prefix_cache) {
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = 512;
+  ep.kv_cache_tokens = 8192;
+  ep.max_batch_tokens = budget;
+  ep.no_prefix_cache = !prefix_cache;
+  nucleus_engine *e = NULL;
+  assert_int_equal(nc_engine_create_stepped(g_model, &ep, &e, NULL), NC_OK);
+  return e;
+}
+
+static void run_on(nucleus_engine *e, const req *rs, int n, outcome *outs) {
+  nucleus_request *handles[32] = {0};
+  assert_true(n <= 32);
+  memset(outs, 0, (size_t)n * sizeof *outs);
+  int submitted = 0;
+  for (int step = 0; step < 20000; step++) {
+    for (int i = 0; i < n; i++) {
+      if (rs[i].arrival != step) continue;
+      nucleus_error err = {0};
+      nucleus_status st = nucleus_engine_submit(
+          e, rs[i].prompt, rs[i].n_prompt, &rs[i].params, &handles[i], &err);
+      if (st) fprintf(stderr, "submit: %s\n", err.message);
+      assert_int_equal(st, NUCLEUS_OK);
+      submitted++;
+    }
+    bool more = nc_engine_step(e);
+    for (int i = 0; i < n; i++)
+      if (handles[i]) drain(handles[i], &outs[i]);
+    bool all = submitted == n;
+    for (int i = 0; i < n && all; i++)
+      all = outs[i].done;
+    if (all && !more) break;
+  }
+  for (int i = 0; i < n; i++) {
+    assert_true(outs[i].done);
+    nucleus_request_free(handles[i]);
+  }
+}
+
+/* Runs rs on a new engine; the pool is whole at the end. */
+static void run(const req *rs, int n, outcome *outs, int32_t budget,
+                nucleus_engine_stats *stats) {
+  nucleus_engine *e = engine_of(budget, true);
+  run_on(e, rs, n, outs);
+  nucleus_engine_stats st;
+  nucleus_engine_get_stats(e, &st);
+  assert_int_equal(st.kv_blocks_used, 0);
+  if (stats) *stats = st;
+  nucleus_engine_free(e);
+}
+
+static req make_req(const char *text, int32_t max_tokens) {
+  req r = {0};
+  int32_t *ids = NULL;
+  size_t n = 0;
+  assert_int_equal(
+      nucleus_tokenize(g_model, text, strlen(text), true, true, &ids, &n, NULL),
+      NUCLEUS_OK);
+  assert_true(n <= 256);
+  memcpy(r.prompt, ids, n * sizeof *ids);
+  r.n_prompt = n;
+  nucleus_free(ids);
+  r.params = nucleus_request_default_params();
+  r.params.sampling.temperature = 0;
+  r.params.sampling.logprobs = true;
+  r.params.sampling.top_logprobs = 2;
+  r.params.max_tokens = max_tokens;
+  return r;
+}
+
+static void with_spec(req *r, nucleus_spec_type type, int32_t draft_max) {
+  r->params.speculative.type = type;
+  r->params.speculative.draft_max = draft_max;
+}
+
+static void assert_same(const outcome *a, const outcome *b, int n) {
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(a->n_tokens[i], b->n_tokens[i]);
+    assert_memory_equal(a->tokens[i], b->tokens[i],
+                        (size_t)a->n_tokens[i] * sizeof(int32_t));
+    assert_memory_equal(a->logprobs[i], b->logprobs[i],
+                        (size_t)a->n_tokens[i] * sizeof(float));
+    assert_memory_equal(a->top[i], b->top[i],
+                        (size_t)a->n_tokens[i] * sizeof a->top[i][0]);
+    assert_int_equal(a->reason[i], b->reason[i]);
+    assert_int_equal(a->text_len[i], b->text_len[i]);
+    assert_memory_equal(a->text[i], b->text[i], a->text_len[i]);
+  }
+  assert_int_equal(a->usage.completion_tokens, b->usage.completion_tokens);
+}
+
+/* Greedy: identical at draft lengths 1..32; drafts are made and kept. */
+static void test_greedy_identity_every_draft_length(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req plain = make_req(k_repetitive, 64);
+  outcome base, spec;
+  run(&plain, 1, &base, 512, NULL);
+  assert_int_equal(base.usage.draft_tokens, 0);
+  const int32_t lengths[] = {1, 2, 3, 5, 8, 16, 32};
+  for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+    req r = plain;
+    with_spec(&r, NUCLEUS_SPEC_NGRAM, lengths[i]);
+    nucleus_engine_stats st;
+    run(&r, 1, &spec, 512, &st);
+    assert_same(&base, &spec, 1);
+    fprintf(stderr, "  draft_max %2d: %d drafted, %d accepted, %lld steps\n",
+            lengths[i], spec.usage.draft_tokens,
+            spec.usage.accepted_draft_tokens, (long long)st.steps_total);
+    assert_true(spec.usage.accepted_draft_tokens > 0);
+    assert_true(spec.usage.accepted_draft_tokens <= spec.usage.draft_tokens);
+    assert_int_equal(st.spec_drafted_total[NUCLEUS_SPEC_NGRAM],
+                     spec.usage.draft_tokens);
+    assert_int_equal(st.spec_accepted_total[NUCLEUS_SPEC_NGRAM],
+                     spec.usage.accepted_draft_tokens);
+    /* fewer steps than tokens: several tokens per step */
+    assert_true(st.steps_total < 64 + 1);
+  }
+}
+
+/* Sampling with a seed: the same tokens as without drafts, at several
+ * temperatures with truncation and penalties, n = 3. */
+static void test_sampled_identity(void **state) {
+  (void)state;
+  NEED_MODEL();
+  const float temps[] = {0.7f, 1.0f, 1.5f};
+  for (size_t t = 0; t < 3; t++) {
+    req plain = make_req(k_repetitive, 40);
+    nucleus_sampling_params *s = &plain.params.sampling;
+    s->temperature = temps[t];
+    s->top_p = 0.95f;
+    s->min_p = 0.05f;
+    s->repetition_penalty = t == 1 ? 1.1f : 1.0f;
+    s->frequency_penalty = t == 2 ? 0.2f : 0.0f;
+    s->has_seed = true;
+    s->seed = 100 + t;
+    plain.params.n = MAX_N;
+    req r = plain;
+    with_spec(&r, NUCLEUS_SPEC_NGRAM, 6);
+    outcome base, spec;
+    run(&plain, 1, &base, 512, NULL);
+    run(&r, 1, &spec, 512, NULL);
+    assert_same(&base, &spec, MAX_N);
+    fprintf(stderr, "  T %.1f: %d drafted, %d accepted\n", (double)temps[t],
+            spec.usage.draft_tokens, spec.usage.accepted_draft_tokens);
+    assert_true(spec.usage.draft_tokens > 0);
+  }
+}
+
+/* Stop strings, EOS, max_tokens, min_tokens and a grammar, with drafts
+ * accepted around them. */
+static void test_stops_and_grammar_inside_drafts(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req plain = make_req(k_repetitive, 48);
+  outcome base;
+  run(&plain, 1, &base, 512, NULL);
+  /* a stop string from the middle of the greedy text */
+  assert_true(base.text_len[0] > 30);
+  char stop[8];
+  memcpy(stop, base.text[0] + 20, 4);
+  stop[4] = 0;
+  const char *stops[] = {stop};
+  req variants[6];
+  for (int v = 0; v < 6; v++)
+    variants[v] = plain;
+  variants[0].params.stop = stops, variants[0].params.n_stop = 1;
+  variants[1].params.max_tokens = 7;
+  variants[2].params.min_tokens = 30;
+  variants[2].params.stop = stops, variants[2].params.n_stop = 1;
+  variants[3].params.grammar = g_grammar;
+  variants[4].params.stop_token_ids = &base.tokens[0][9];
+  variants[4].params.n_stop_token_ids = 1;
+  req chat =
+      make_req("<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n"
+               "Hi! Say hi.<|im_end|>\n<|im_start|>user\nSay hi.<|im_end|>\n"
+               "<|im_start|>assistant\n",
+               48);
+  variants[5] = chat; /* ends with EOS */
+  for (int v = 0; v < 6; v++) {
+    outcome a, b;
+    req r = variants[v];
+    run(&r, 1, &a, 512, NULL);
+    with_spec(&r, NUCLEUS_SPEC_NGRAM, 8);
+    run(&r, 1, &b, 512, NULL);
+    fprintf(stderr, "  variant %d: %d tokens, reason %d, %d/%d accepted\n", v,
+            a.n_tokens[0], (int)a.reason[0], b.usage.accepted_draft_tokens,
+            b.usage.draft_tokens);
+    assert_same(&a, &b, 1);
+  }
+}
+
+static uint64_t rng_next(uint64_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  return *x;
+}
+
+/* Random requests (some repetitive, some random tokens; greedy and
+ * sampled; grammars), half with drafts, arriving at random steps: each
+ * equals its run alone without drafts. */
+static void test_batch_mix_invariance(void **state) {
+  (void)state;
+  NEED_MODEL();
+  enum { N = 10 };
+  static req rs[N];
+  static outcome alone[N], together[N];
+  uint64_t x = 0x5EEDull;
+  req rep = make_req(k_repetitive, 0);
+  for (int i = 0; i < N; i++) {
+    req *r = &rs[i];
+    *r = rep;
+    if (i % 3 == 2) { /* random tokens */
+      r->n_prompt = 5 + rng_next(&x) % 30;
+      for (size_t k = 0; k < r->n_prompt; k++)
+        r->prompt[k] = (int32_t)(rng_next(&x) % (uint64_t)g_vocab);
+    }
+    r->params.max_tokens = 8 + (int32_t)(rng_next(&x) % 30);
+    if (i % 2) {
+      r->params.sampling.temperature = 0.6f + (float)(rng_next(&x) % 80) / 100;
+      r->params.sampling.top_p = 0.9f;
+      r->params.sampling.has_seed = true;
+      r->params.sampling.seed = rng_next(&x);
+    }
+    if (i == 4) r->params.grammar = g_grammar;
+    r->arrival = (int)(rng_next(&x) % 8);
+  }
+  for (int i = 0; i < N; i++)
+    run(&rs[i], 1, &alone[i], 512, NULL);
+  for (int i = 0; i < N; i++)
+    if (i % 4 != 3)
+      with_spec(&rs[i], NUCLEUS_SPEC_NGRAM, 1 + (int32_t)(rng_next(&x) % 10));
+  nucleus_engine_stats st;
+  run(rs, N, together, 512, &st);
+  for (int i = 0; i < N; i++)
+    assert_same(&alone[i], &together[i], 1);
+  assert_true(st.spec_accepted_total[NUCLEUS_SPEC_NGRAM] > 0);
+  /* and with a tiny batch budget: drafts only where rows are left over */
+  run(rs, N, together, 9, &st);
+  for (int i = 0; i < N; i++)
+    assert_same(&alone[i], &together[i], 1);
+}
+
+/* Predicted outputs: the plain output as the prediction is accepted almost
+ * whole; a wrong prediction is rejected; neither changes the output. */
+static void test_prediction(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req plain = make_req("Write the numbers from one to ten in words:", 40);
+  plain.params.ignore_eos = true;
+  outcome base, spec;
+  run(&plain, 1, &base, 512, NULL);
+  req r = plain;
+  with_spec(&r, NUCLEUS_SPEC_PREDICTION, 16);
+  r.params.speculative.prediction = base.tokens[0];
+  r.params.speculative.n_prediction = (size_t)base.n_tokens[0];
+  nucleus_engine_stats st;
+  run(&r, 1, &spec, 512, &st);
+  assert_same(&base, &spec, 1);
+  fprintf(stderr, "  right: %d drafted, %d accepted, %lld steps\n",
+          spec.usage.draft_tokens, spec.usage.accepted_draft_tokens,
+          (long long)st.steps_total);
+  /* every draft kept: the first token (from the prompt's row) and one
+   * token per step after the drafts were not drafted */
+  assert_int_equal(spec.usage.accepted_draft_tokens, spec.usage.draft_tokens);
+  assert_int_equal(spec.usage.accepted_draft_tokens,
+                   base.n_tokens[0] - (int)st.steps_total);
+  assert_true(st.steps_total <= 6);
+  assert_int_equal(st.spec_accepted_total[NUCLEUS_SPEC_PREDICTION],
+                   spec.usage.accepted_draft_tokens);
+  int32_t wrong[20];
+  for (int i = 0; i < 20; i++)
+    wrong[i] = (base.tokens[0][i] + 7) % g_vocab;
+  r.params.speculative.prediction = wrong;
+  r.params.speculative.n_prediction = 20;
+  run(&r, 1, &spec, 512, NULL);
+  assert_same(&base, &spec, 1);
+  assert_true(spec.usage.draft_tokens > 0);
+  assert_true(spec.usage.accepted_draft_tokens < spec.usage.draft_tokens);
+}
+
+/* The prefix cache names only a completion's own tokens: a speculative
+ * run leaves no more named blocks than a run without drafts (at most the
+ * last step's kept drafts fewer: they were never fed again), and a warm
+ * rerun on the same engine gives the bits of the cold one. */
+static void test_prefix_cache_holds_no_rejected_drafts(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req plain = make_req(k_repetitive, 60);
+  plain.params.sampling.temperature = 1.0f;
+  plain.params.sampling.has_seed = true;
+  plain.params.sampling.seed = 5;
+  req a = plain;
+  with_spec(&a, NUCLEUS_SPEC_NGRAM, 8);
+  nucleus_engine *e = engine_of(512, true);
+  outcome oa, again, op;
+  run_on(e, &a, 1, &oa);
+  assert_true(oa.usage.draft_tokens > oa.usage.accepted_draft_tokens);
+  nucleus_engine_stats st_spec, st_plain;
+  nucleus_engine_get_stats(e, &st_spec);
+  run_on(e, &a, 1, &again);
+  assert_true(again.usage.cached_tokens > 0);
+  assert_same(&oa, &again, 1);
+  nucleus_engine_free(e);
+  nucleus_engine *p = engine_of(512, true);
+  run_on(p, &plain, 1, &op);
+  nucleus_engine_get_stats(p, &st_plain);
+  nucleus_engine_free(p);
+  assert_same(&op, &oa, 1);
+  fprintf(stderr, "  named blocks: %lld with drafts, %lld without\n",
+          (long long)st_spec.prefix_cache_blocks,
+          (long long)st_plain.prefix_cache_blocks);
+  assert_true(st_spec.prefix_cache_blocks <= st_plain.prefix_cache_blocks);
+  assert_true(st_spec.prefix_cache_blocks >= st_plain.prefix_cache_blocks - 1);
+}
+
+/* Gemma 3 (K-quant matmuls, whose order differs between decode and prompt
+ * micro-batches; sliding-window layers): greedy identity at two draft
+ * lengths, alone and three at once, on the real 270M file and on the
+ * random 16-position-window file of make arch-models (generations cross
+ * many window units: drafts are cut where a rollback would lose the
+ * window). */
+static void test_gemma_greedy_identity(void **state) {
+  (void)state;
+  static const char *const files[] = {"models/gemma-3-270m-q4_k_m.gguf",
+                                      "build/arch/gemma3.gguf"};
+  const char *root = getenv("NUCLEUS_ROOT");
+  if (!root || !*root) root = ".";
+  for (int f = 0; f < 2; f++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, files[f]);
+    nucleus_model_params mp = nucleus_model_default_params();
+    mp.n_threads = 2;
+    nucleus_model *m = NULL;
+    nucleus_error err = {0};
+    if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) {
+      snprintf(g_why, sizeof g_why, "%s (make model arch-models): %s", path,
+               err.message);
+      NC_MODEL_UNAVAILABLE(g_why);
+    }
+    nucleus_model *keep = g_model;
+    g_model = m;
+    static req rs[3];
+    static outcome base[3], spec[3];
+    for (int i = 0; i < 3; i++) {
+      rs[i] = make_req(k_repetitive, 80);
+      rs[i].prompt[rs[i].n_prompt - 1 - i] = rs[i].prompt[i + 1];
+      run(&rs[i], 1, &base[i], 512, NULL);
+    }
+    const int32_t lengths[] = {3, 8};
+    for (int l = 0; l < 2; l++) {
+      for (int i = 0; i < 3; i++)
+        with_spec(&rs[i], NUCLEUS_SPEC_NGRAM, lengths[l]);
+      nucleus_engine_stats st;
+      run(&rs[0], 1, &spec[0], 512, &st);
+      assert_same(&base[0], &spec[0], 1);
+      assert_true(spec[0].usage.draft_tokens > 0);
+      run(rs, 3, spec, 512, &st);
+      for (int i = 0; i < 3; i++)
+        assert_same(&base[i], &spec[i], 1);
+      fprintf(stderr, "  %s, draft_max %d: %lld drafted, %lld accepted\n",
+              files[f], lengths[l],
+              (long long)st.spec_drafted_total[NUCLEUS_SPEC_NGRAM],
+              (long long)st.spec_accepted_total[NUCLEUS_SPEC_NGRAM]);
+    }
+    g_model = keep;
+    nucleus_model_free(m);
+  }
+}
+
+static void test_bad_spec_params_refused(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req r = make_req("Hello", 4);
+  nucleus_error err = {0};
+  struct {
+    nucleus_spec_params sp;
+    int32_t beam;
+    const char *msg;
+  } bad[] = {
+      {{.type = 7, .draft_max = 4}, 0, "speculative.type: 7 is not a drafter"},
+      {{.type = NUCLEUS_SPEC_NGRAM, .draft_max = 0},
+       0,
+       "speculative.draft_max: 0 must be in [1, 32]"},
+      {{.type = NUCLEUS_SPEC_NGRAM, .draft_max = 33},
+       0,
+       "speculative.draft_max: 33 must be in [1, 32]"},
+      {{.type = NUCLEUS_SPEC_NGRAM, .draft_max = 4, .draft_min = 5},
+       0,
+       "speculative.draft_min: 5 must be in [0, draft_max = 4]"},
+      {{.type = NUCLEUS_SPEC_NGRAM,
+        .draft_max = 4,
+        .prediction = r.prompt,
+        .n_prediction = 1},
+       0,
+       "a prediction needs the 'prediction' drafter"},
+      {{.type = NUCLEUS_SPEC_PREDICTION, .draft_max = 4, .n_prediction = 2},
+       0,
+       "prediction: 2 tokens announced but the array is NULL"},
+      {{.type = NUCLEUS_SPEC_NGRAM, .draft_max = 4},
+       2,
+       "speculative 'ngram': not with beam search (beam_width 2)"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    req b = r;
+    b.params.speculative = bad[i].sp;
+    b.params.beam_width = bad[i].beam ? bad[i].beam : 1;
+    assert_int_equal(nucleus_request_params_validate(g_model, &b.params, &err),
+                     NUCLEUS_ERR_INVALID_ARGUMENT);
+    if (!strstr(err.message, bad[i].msg))
+      fail_msg("case %zu: '%s' lacks '%s'", i, err.message, bad[i].msg);
+  }
+  int32_t out_of_range = g_vocab;
+  nucleus_spec_params sp = {.type = NUCLEUS_SPEC_PREDICTION,
+                            .draft_max = 4,
+                            .prediction = &out_of_range,
+                            .n_prediction = 1};
+  assert_int_equal(nucleus_speculative_check(&sp, 0, g_vocab, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "prediction[0]: token"));
+  nucleus_spec_type t;
+  assert_true(nucleus_spec_type_from_name("ngram", &t));
+  assert_int_equal(t, NUCLEUS_SPEC_NGRAM);
+  assert_false(nucleus_spec_type_from_name("draft-model", &t));
+  assert_string_equal(nucleus_spec_type_name(NUCLEUS_SPEC_PREDICTION),
+                      "prediction");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_greedy_identity_every_draft_length),
+      cmocka_unit_test(test_sampled_identity),
+      cmocka_unit_test(test_stops_and_grammar_inside_drafts),
+      cmocka_unit_test(test_batch_mix_invariance),
+      cmocka_unit_test(test_prediction),
+      cmocka_unit_test(test_prefix_cache_holds_no_rejected_drafts),
+      cmocka_unit_test(test_gemma_greedy_identity),
+      cmocka_unit_test(test_bad_spec_params_refused),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
