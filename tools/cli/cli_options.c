@@ -44,6 +44,9 @@ static bool parse_float(const char *flag, const char *s, float *out) {
 }
 
 void cli_options_free(cli_options *o) {
+  nucleus_free(o->prediction_ids);
+  o->prediction_ids = NULL;
+  o->request.speculative.prediction = NULL;
   nucleus_grammar_free(o->grammar);
   o->grammar = NULL;
   o->request.grammar = NULL;
@@ -69,6 +72,23 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
                "validates against\n"
                "                          a JSON Schema (the subset of "
                "docs/SERVER.md)\n");
+  fprintf(out, "  --spec TYPE             speculative decoding: off (default), "
+               "ngram (drafts from\n"
+               "                          the prompt and output), prediction "
+               "(drafts from\n"
+               "                          --prediction); the output is the "
+               "same, only faster\n");
+  fprintf(out,
+          "  --draft-max N           drafted tokens per step at most "
+          "(default %d, up to %d)\n",
+          NUCLEUS_DEFAULT_DRAFT_MAX, NUCLEUS_MAX_DRAFT);
+  fprintf(out, "  --draft-min N           draft nothing when fewer are "
+               "proposed (default 0)\n");
+  fprintf(out, "  --prediction TEXT       the expected output (OpenAI's "
+               "predicted outputs):\n"
+               "                          drafts from it (sets --spec "
+               "prediction)\n");
+  fprintf(out, "  --prediction-file FILE  the same, read from FILE\n");
   fprintf(out, "  --json-schema-file FILE the same, read from FILE (one of "
                "the four grammar\n"
                "                          flags at most)\n");
@@ -196,6 +216,34 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     o->request.grammar = o->grammar;
     return 1;
   }
+  if (!strcmp(a, "--spec")) {
+    NEED_VALUE();
+    if (!nucleus_spec_type_from_name(v, &o->request.speculative.type)) {
+      fprintf(stderr,
+              "error: --spec: '%s' is not a drafter: off, ngram or "
+              "prediction\n",
+              v);
+      return -1;
+    }
+    return 1;
+  }
+  if (!strcmp(a, "--draft-max") || !strcmp(a, "--draft-min")) {
+    NEED_VALUE();
+    long n; /* the range at prepare, by the library's one check */
+    if (!parse_int(a, v, INT32_MIN, INT32_MAX, &n)) return -1;
+    if (!strcmp(a, "--draft-max"))
+      o->request.speculative.draft_max = (int32_t)n;
+    else
+      o->request.speculative.draft_min = (int32_t)n;
+    return 1;
+  }
+  if (!strcmp(a, "--prediction") || !strcmp(a, "--prediction-file")) {
+    NEED_VALUE();
+    o->prediction_arg = v;
+    o->prediction_is_file = !strcmp(a, "--prediction-file");
+    o->request.speculative.type = NUCLEUS_SPEC_PREDICTION;
+    return 1;
+  }
   if (!strcmp(a, "--stop-token-id")) {
     NEED_VALUE();
     long id;
@@ -313,6 +361,38 @@ void cli_options_defaults(cli_options *o, const nucleus_model *model,
       nucleus_params_set(&o->request, p->name,
                          nucleus_params_value(&d, p->name), NULL);
   }
+}
+
+int cli_options_prepare(cli_options *o, const nucleus_model *model) {
+  nucleus_spec_params *sp = &o->request.speculative;
+  nucleus_error err = {0};
+  if (o->prediction_arg) {
+    char *text = NULL;
+    size_t len = strlen(o->prediction_arg);
+    if (o->prediction_is_file &&
+        read_small_file("--prediction-file", o->prediction_arg, &text, &len))
+      return -1;
+    size_t n = 0;
+    nucleus_free(o->prediction_ids);
+    o->prediction_ids = NULL;
+    nucleus_status st =
+        nucleus_tokenize(model, text ? text : o->prediction_arg, len, false,
+                         false, &o->prediction_ids, &n, &err);
+    free(text);
+    if (st != NUCLEUS_OK) {
+      fprintf(stderr, "error: --prediction: %s\n", err.message);
+      return -1;
+    }
+    sp->prediction = o->prediction_ids;
+    sp->n_prediction = n;
+  }
+  if (nucleus_speculative_check(sp, o->request.beam_width,
+                                nucleus_model_n_vocab(model),
+                                &err) != NUCLEUS_OK) {
+    fprintf(stderr, "error: %s\n", err.message);
+    return -1;
+  }
+  return 0;
 }
 
 bool cli_options_given(const cli_options *o, const char *name) {

@@ -25,6 +25,11 @@ typedef struct cli_options {
   bool parse_special_in_content; /* chat: as nucleus_chat_params says */
   bool given[CLI_MAX_PARAMS];    /* by contract row: set on the command line */
   nucleus_grammar *grammar;      /* --grammar / --grammar-file, or NULL */
+  /* --prediction TEXT / --prediction-file FILE (tokenized by
+   * cli_options_prepare once the model is loaded, into prediction_ids). */
+  const char *prediction_arg;
+  bool prediction_is_file;
+  int32_t *prediction_ids;
 } cli_options;
 
 /* Frees what parsing built (the grammar). */
@@ -43,6 +48,11 @@ void cli_options_help(FILE *out, nucleus_surface surface);
  * surface's default (the model's recommendation first). */
 void cli_options_defaults(cli_options *o, const nucleus_model *model,
                           nucleus_surface surface);
+
+/* What needs the model: tokenizes the prediction (--prediction*) and checks
+ * the speculative-decoding flags (nucleus_speculative_check). Prints errors;
+ * -1 on failure. */
+int cli_options_prepare(cli_options *o, const nucleus_model *model);
 
 /* True when the contract parameter called name was given. */
 bool cli_options_given(const cli_options *o, const char *name);

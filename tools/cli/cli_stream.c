@@ -156,4 +156,8 @@ void cli_print_summary(const cli_stream_result *r) {
           r->timings.prompt_tokens_per_s, r->usage.completion_tokens,
           r->timings.generation_tokens_per_s, r->timings.time_to_first_token_ms,
           (unsigned long long)r->seed);
+  if (r->usage.draft_tokens > 0) /* speculative decoding */
+    fprintf(stderr, "drafts: %d of %d accepted (%.1f%%)\n",
+            r->usage.accepted_draft_tokens, r->usage.draft_tokens,
+            100.0 * r->usage.accepted_draft_tokens / r->usage.draft_tokens);
 }

@@ -35,6 +35,9 @@ static void usage(FILE *out) {
           "  --concurrency 1,4,16    throughput test: concurrent requests\n"
           "  --batch-prompt N        its prompt tokens per request (128)\n"
           "  --batch-gen N           its generated tokens per request (128)\n"
+          "  --spec TYPE, --draft-max N, --draft-min N: speculative "
+          "decoding as for run\n"
+          "                          (acceptance printed after the tests)\n"
           "  -m, -t, -c and the other model options as for run.\n"
           "Output: one line per test, 'test value tok/s'.\n");
 }
@@ -57,11 +60,18 @@ static int32_t *random_prompt(int32_t n, int32_t n_vocab, uint64_t *state) {
 
 /* Runs `count` requests at once; returns the wall time, or -1. The caller's
  * times get each request's time to first token and last event. */
+/* Speculative decoding (--spec): the request's drafter and what it did. */
+typedef struct bench_spec {
+  nucleus_spec_params params;
+  int64_t drafted, accepted;
+} bench_spec;
+
 static double run_batch(nucleus_engine *engine, nucleus_model *model,
                         int32_t count, const int32_t *prefix, int32_t n_prefix,
                         int32_t n_prompt, int32_t n_gen, uint64_t *rng,
-                        double *prefill_s) {
+                        double *prefill_s, bench_spec *spec) {
   nucleus_request_params rp = nucleus_request_default_params();
+  rp.speculative = spec->params;
   rp.sampling.temperature = 0;
   rp.max_tokens = n_gen;
   rp.ignore_eos = true;
@@ -90,6 +100,8 @@ static double run_batch(nucleus_engine *engine, nucleus_model *model,
     while (nucleus_request_next_event(reqs[i], &ev, -1) == NUCLEUS_OK) {
       if (ev.kind == NUCLEUS_EVENT_TOKEN && first == 0) first = now_s();
       if (ev.kind == NUCLEUS_EVENT_DONE) {
+        spec->drafted += ev.usage.draft_tokens;
+        spec->accepted += ev.usage.accepted_draft_tokens;
         /* the depth must have come from the prefix cache (all of its full
          * blocks), or the runs would time its prefill too */
         if (n_prefix > 0 && n_prompt > 0 &&
@@ -155,6 +167,11 @@ int cmd_bench(int argc, char **argv) {
     }
     i++;
   }
+  if (o.prediction_arg) { /* random prompts: nothing to predict */
+    fprintf(stderr, "error: bench: --prediction is for run and chat\n");
+    cli_options_free(&o);
+    return 2;
+  }
   if (o.grammar) { /* bench times free greedy decoding: not accepted */
     fprintf(stderr, "error: bench: --grammar, --grammar-file, --json-schema "
                     "and --json-schema-file are for run and chat\n");
@@ -173,6 +190,11 @@ int cmd_bench(int argc, char **argv) {
   }
   nucleus_model *model = cli_load_model(&o);
   if (!model) return 1;
+  if (cli_options_prepare(&o, model)) {
+    nucleus_model_free(model);
+    return 2;
+  }
+  bench_spec spec = {.params = o.request.speculative};
   nucleus_engine *engine = NULL;
   nucleus_error err = {0};
   if (o.engine.max_batch_tokens == 0)
@@ -214,14 +236,15 @@ int cmd_bench(int argc, char **argv) {
   /* the depth's KV, computed once: every run below takes it from the
    * prefix cache */
   if (!rc && depth > 0)
-    rc = run_batch(engine, model, 1, prefix, depth, 0, 1, &rng, NULL) < 0;
+    rc =
+        run_batch(engine, model, 1, prefix, depth, 0, 1, &rng, NULL, &spec) < 0;
   if (!rc && n_prompt > 0) {
     /* warm-up */
-    run_batch(engine, model, 1, prefix, depth, n_prompt, 1, &rng, NULL);
+    run_batch(engine, model, 1, prefix, depth, n_prompt, 1, &rng, NULL, &spec);
     for (int r = 0; r < reps; r++) {
       double pre = 0;
-      if (run_batch(engine, model, 1, prefix, depth, n_prompt, 1, &rng, &pre) <
-          0)
+      if (run_batch(engine, model, 1, prefix, depth, n_prompt, 1, &rng, &pre,
+                    &spec) < 0)
         rc = 1;
       v[r] = n_prompt / pre;
     }
@@ -231,7 +254,7 @@ int cmd_bench(int argc, char **argv) {
   if (!rc && n_gen > 0) {
     for (int r = 0; r < reps; r++) {
       double pre = 0, t = run_batch(engine, model, 1, prefix, depth, 1, n_gen,
-                                    &rng, &pre);
+                                    &rng, &pre, &spec);
       if (t < 0) rc = 1;
       v[r] = (n_gen - 1) / (t - pre);
     }
@@ -243,13 +266,19 @@ int cmd_bench(int argc, char **argv) {
     int32_t count = atoi(c);
     if (count < 1) break;
     double t = run_batch(engine, model, count, NULL, 0, batch_prompt, batch_gen,
-                         &rng, NULL);
+                         &rng, NULL, &spec);
     if (t < 0) rc = 1;
     printf("batched%d %.2f tok/s\n", count, count * batch_gen / t);
     fflush(stdout);
     c = strchr(c, ',');
     if (c) c++;
   }
+  if (spec.params.type != NUCLEUS_SPEC_OFF)
+    printf("drafts (%s): %lld of %lld accepted (%.1f%%)\n",
+           nucleus_spec_type_name(spec.params.type), (long long)spec.accepted,
+           (long long)spec.drafted,
+           spec.drafted ? 100.0 * (double)spec.accepted / (double)spec.drafted
+                        : 0.0);
   free(v);
   nucleus_engine_free(engine);
   nucleus_model_free(model);

@@ -245,6 +245,12 @@ int cmd_chat(int argc, char **argv) {
     return 1;
   }
   cli_options_defaults(&o, model, NUCLEUS_SURFACE_CLI);
+  if (cli_options_prepare(&o, model)) {
+    nucleus_model_free(model);
+    free(tools_json);
+    cli_options_free(&o);
+    return 2;
+  }
   nucleus_error err = {0};
   /* Fail early and clearly when the model has no chat template. */
   char *probe = NULL;

@@ -126,6 +126,7 @@ int cmd_run(int argc, char **argv) {
   nucleus_error err = {0};
   nucleus_engine *engine = NULL;
   nucleus_request *req = NULL;
+  if (cli_options_prepare(&o, model)) goto done;
   if (tokens_arg) {
     ids = parse_tokens(tokens_arg, &n_ids);
     if (!ids) {
