@@ -125,6 +125,37 @@ static void put_histogram(text *t, const char *name, const char *help,
       (unsigned long long)h->n);
 }
 
+/* Speculative decoding: drafted and accepted tokens per drafter, and the
+ * verifying steps by how many drafts they kept. */
+static void put_spec(text *t, const nucleus_engine_stats *s) {
+  static const char *const series[2][2] = {
+      {"nucleus_spec_drafted_tokens_total", "Tokens drafted, by drafter."},
+      {"nucleus_spec_accepted_tokens_total",
+       "Drafted tokens the model kept, by drafter."}};
+  for (int k = 0; k < 2; k++) {
+    put(t, "# HELP %s %s\n# TYPE %s counter\n", series[k][0], series[k][1],
+        series[k][0]);
+    for (int d = 1; d < NUCLEUS_SPEC_TYPE_COUNT; d++)
+      put(t, "%s{drafter=\"%s\"} %lld\n", series[k][0],
+          nucleus_spec_type_name((nucleus_spec_type)d),
+          (long long)(k ? s->spec_accepted_total[d]
+                        : s->spec_drafted_total[d]));
+  }
+  put(t, "# HELP nucleus_spec_accepted_per_step Steps that verified drafts, "
+         "by drafts kept (le: at most).\n"
+         "# TYPE nucleus_spec_accepted_per_step histogram\n");
+  long long cum = 0, sum = 0;
+  for (int i = 0; i <= NUCLEUS_MAX_DRAFT; i++) {
+    cum += s->spec_accepted_hist[i];
+    sum += (long long)i * s->spec_accepted_hist[i];
+    if (i <= 8 || i == 16 || i == NUCLEUS_MAX_DRAFT)
+      put(t, "nucleus_spec_accepted_per_step_bucket{le=\"%d\"} %lld\n", i, cum);
+  }
+  put(t, "nucleus_spec_accepted_per_step_bucket{le=\"+Inf\"} %lld\n", cum);
+  put(t, "nucleus_spec_accepted_per_step_sum %lld\n", sum);
+  put(t, "nucleus_spec_accepted_per_step_count %lld\n", cum);
+}
+
 static void put_gauge(text *t, const char *name, const char *type,
                       const char *help, long long v) {
   put(t, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name, help, name, type, name,
@@ -183,6 +214,7 @@ char *metrics_render(metrics *m, const nucleus_engine_stats *stats,
     put_gauge(&t, "nucleus_prefix_cache_evictions_total", "counter",
               "Cached KV blocks evicted for other content.",
               (long long)stats->prefix_cache_evictions_total);
+    put_spec(&t, stats);
   }
   if (t.failed) {
     free(t.p);

@@ -49,6 +49,15 @@ void server_config_usage(FILE *out) {
           "(vllm:num_requests_waiting, "
           "...)\n"
           "                          that the llm-d endpoint picker reads\n"
+          "  --spec TYPE             speculative decoding for every request: "
+          "off (default)\n"
+          "                          or ngram; a request's 'speculative' or "
+          "'prediction'\n"
+          "                          overrides it (docs/SPECULATIVE.md)\n"
+          "  --draft-max N           drafted tokens per step at most "
+          "(default 8, up to 32)\n"
+          "  --draft-min N           draft nothing when fewer are proposed "
+          "(default 0)\n"
           "engine options (a 503 past --max-queue waiting requests):\n");
   engine_flags_help(out);
   fprintf(out, "model options:\n");
@@ -99,6 +108,7 @@ static void set_defaults(server_config *cfg) {
   cfg->max_connections_per_ip = 128;
   cfg->model = nucleus_model_default_params();
   cfg->engine = nucleus_engine_default_params();
+  cfg->spec = nucleus_request_default_params().speculative;
   const char *key = getenv("NUCLEUS_API_KEY");
   if (key && *key) cfg->api_key = key;
 }
@@ -135,6 +145,22 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
                                         cap)) != 0) {
       rc = rc < 0 ? -1 : 0;
       takes_value = false; /* i is past the value */
+    } else if (!strcmp(a, "--spec")) {
+      if (!v || !nucleus_spec_type_from_name(v, &cfg->spec.type) ||
+          cfg->spec.type == NUCLEUS_SPEC_PREDICTION) {
+        snprintf(msg, cap,
+                 "--spec: '%s' is not a drafter for every request: off or "
+                 "ngram (a request brings its own 'prediction')",
+                 v ? v : "");
+        rc = -1;
+      }
+    } else if (!strcmp(a, "--draft-max") || !strcmp(a, "--draft-min")) {
+      /* the range: nucleus_speculative_check once all are read */
+      rc = parse_long(a, v, INT32_MIN, INT32_MAX, &n, msg, cap);
+      if (!strcmp(a, "--draft-max"))
+        cfg->spec.draft_max = (int32_t)n;
+      else
+        cfg->spec.draft_min = (int32_t)n;
     } else if (!strcmp(a, "--read-timeout")) {
       rc = parse_long(a, v, 1, 86400, &n, msg, cap);
       cfg->read_timeout_s = (int)n;
@@ -194,6 +220,11 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     }
     if (rc) return -1;
     if (takes_value) i++;
+  }
+  nucleus_error err = {0};
+  if (nucleus_speculative_check(&cfg->spec, 1, 0, &err) != NUCLEUS_OK) {
+    snprintf(msg, cap, "%s", err.message);
+    return -1;
   }
   return 0;
 }

@@ -39,6 +39,9 @@ typedef struct server_config {
   const char *allowed_hosts[SERVER_MAX_ALLOWED_HOSTS];
   int n_allowed_hosts;
   metrics_names metrics_names; /* --metrics-names: which names /metrics adds */
+  /* --spec, --draft-max, --draft-min: every request's speculative decoding
+   * unless it asks otherwise ("speculative", "prediction"). */
+  nucleus_spec_params spec;
   bool help;
 } server_config;
 

@@ -90,6 +90,7 @@ static int serve(const server_config *cfg, const char *path,
   cli_note_template(srv.model, "nucleus serve");
   srv.n_vocab = nucleus_model_n_vocab(srv.model);
   srv.defaults = nucleus_request_params_for(srv.model, NUCLEUS_SURFACE_SERVER);
+  srv.defaults.speculative = cfg->spec;
   srv.created = (int64_t)time(NULL);
   snprintf(srv.model_id, sizeof srv.model_id, "%s", base_name(path));
   srv.metrics = metrics_create();

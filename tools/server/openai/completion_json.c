@@ -227,6 +227,8 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
     if (ev->usage.prompt_tokens > 0)
       out->prompt_tokens = ev->usage.prompt_tokens;
     out->cached_tokens = ev->usage.cached_tokens;
+    out->draft_tokens = ev->usage.draft_tokens;
+    out->accepted_draft_tokens = ev->usage.accepted_draft_tokens;
     return 0;
   }
   if (ev->index < 0 || ev->index >= out->n) return 0;
@@ -270,11 +272,20 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
 }
 
 static json_t *usage_json(const completion_out *out) {
-  return json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", out->prompt_tokens,
-                   "completion_tokens", out->completion_tokens, "total_tokens",
-                   out->prompt_tokens + out->completion_tokens,
-                   "prompt_tokens_details", "cached_tokens",
-                   out->cached_tokens);
+  json_t *u =
+      json_pack("{s:i,s:i,s:i,s:{s:i}}", "prompt_tokens", out->prompt_tokens,
+                "completion_tokens", out->completion_tokens, "total_tokens",
+                out->prompt_tokens + out->completion_tokens,
+                "prompt_tokens_details", "cached_tokens", out->cached_tokens);
+  /* speculative decoding: the drafts kept and rejected (OpenAI's names,
+   * for predicted outputs and for the other drafters alike) */
+  if (u && out->req->params.speculative.type != NUCLEUS_SPEC_OFF)
+    json_object_set_new(
+        u, "completion_tokens_details",
+        json_pack("{s:i,s:i}", "accepted_prediction_tokens",
+                  out->accepted_draft_tokens, "rejected_prediction_tokens",
+                  out->draft_tokens - out->accepted_draft_tokens));
+  return u;
 }
 
 static json_t *envelope(const completion_out *out, bool chunk) {

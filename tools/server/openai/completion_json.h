@@ -32,6 +32,7 @@ typedef struct completion_out {
   int32_t prompt_tokens;
   int32_t cached_tokens; /* of the prompt, from the prefix cache */
   int32_t completion_tokens;
+  int32_t draft_tokens, accepted_draft_tokens; /* speculative decoding */
   nucleus_timings timings; /* from the engine's DONE event */
   bool failed;             /* some completion ended with NUCLEUS_FINISH_ERROR */
   bool aborted;            /* some completion was cancelled (server shutdown) */

@@ -53,6 +53,28 @@ static int context_error(server_ctx *srv, bool chat, size_t n_prompt,
   return -1;
 }
 
+/* Tokenizes the prediction's text into r->params.speculative and checks
+ * the whole (nucleus_speculative_check). 0, or -1 with *e. */
+static int prepare_speculative(const nucleus_model *model, gen_request *r,
+                               api_error *e) {
+  nucleus_spec_params *sp = &r->params.speculative;
+  nucleus_error err = {0};
+  if (r->prediction_text) {
+    size_t n = 0;
+    if (nucleus_tokenize(model, r->prediction_text, r->prediction_len, false,
+                         false, &r->prediction_ids, &n, &err) != NUCLEUS_OK)
+      return api_fail(e, 400, "prediction", "%s", err.message);
+    sp->prediction = r->prediction_ids;
+    sp->n_prediction = n;
+  }
+  if (nucleus_speculative_check(sp, r->params.beam_width,
+                                nucleus_model_n_vocab(model),
+                                &err) != NUCLEUS_OK)
+    return api_fail(e, 400, r->prediction_text ? "prediction" : "speculative",
+                    "%s", err.message);
+  return 0;
+}
+
 /* Parses the body and builds the prompt: 0, or -1 with *e. */
 static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
                    job *j, api_error *e) {
@@ -107,6 +129,7 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
   if (j->req.max_tokens_given &&
       (long long)j->n_prompt + j->req.params.max_tokens > srv->n_ctx)
     return context_error(srv, chat, j->n_prompt, &j->req, e);
+  if (prepare_speculative(srv->model, &j->req, e)) return -1;
   nucleus_error err = {0};
   if (nucleus_request_params_validate(srv->model, &j->req.params, &err) !=
       NUCLEUS_OK)

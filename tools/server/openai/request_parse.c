@@ -1,6 +1,7 @@
 /* nucleus serve: parsing and validating generation parameters. */
 #include "request_parse.h"
 
+#include "speculative.h"
 #include "structured.h"
 
 #include <errno.h>
@@ -424,7 +425,7 @@ int gen_request_parse(const json_t *root, bool chat, int32_t n_vocab,
       parse_stop(root, r, e) || parse_logit_bias(root, n_vocab, r, e) ||
       parse_stop_token_ids(root, n_vocab, r, e) || parse_beam(root, r, e) ||
       parse_template_flags(root, r, e) || parse_unsupported(root, r, e) ||
-      parse_cache_salt(root, r, e)) {
+      parse_cache_salt(root, r, e) || speculative_parse(root, r, e)) {
     gen_request_free(r);
     return -1;
   }
@@ -437,5 +438,7 @@ void gen_request_free(gen_request *r) {
   free(r->bias);
   free(r->stop_ids);
   nucleus_grammar_free(r->grammar);
+  free(r->prediction_text);
+  nucleus_free(r->prediction_ids);
   memset(r, 0, sizeof *r);
 }

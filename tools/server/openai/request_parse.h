@@ -41,6 +41,11 @@ typedef struct gen_request {
   char cache_salt[NUCLEUS_MAX_CACHE_SALT_BYTES + 1];
   char salted[64];          /* the salt mixed with the API key (salt by key) */
   nucleus_grammar *grammar; /* structured output (params.grammar), or NULL */
+  /* "prediction": its text, then its tokens (params.speculative points at
+   * them; speculative.h). */
+  char *prediction_text;
+  size_t prediction_len;
+  int32_t *prediction_ids;
 } gen_request;
 
 /* Parses root (an object) over defaults (the server's: OpenAI's, with the
