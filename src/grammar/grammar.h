@@ -29,12 +29,16 @@
  * byte is accepted exactly when it keeps the output a viable prefix.
  * Bounds (NC_ERR_LIMIT): the text, rules, elements, nesting, repetition
  * counts at compile time; stacks per step, stack depth and expansion work
- * per step at match time (a grammar that blows up is refused with an
- * error, not a stalled server).
+ * per step at match time, and the work of one call (a mask, a token fed:
+ * NC_GRAMMAR_MAX_MASK_WORK, checked inside the computation), so a grammar
+ * that blows up ends its request with an error, not a stalled server.
+ * Bounded repetitions stay cheap: a stack holding a lower step of the same
+ * repetition as another is dropped (it matches a subset of its strings).
  */
 #ifndef NC_GRAMMAR_H
 #define NC_GRAMMAR_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +53,9 @@
 #define NC_GRAMMAR_MAX_STACKS 2048u     /* live parse stacks per step */
 #define NC_GRAMMAR_MAX_DEPTH 1024u      /* symbols on one stack */
 #define NC_GRAMMAR_MAX_WORK (1u << 18)  /* expansions per character */
+/* Units of work (an expansion, a stack looked at, a comparison) one token
+ * mask or one token fed may take: a few tens of milliseconds. */
+#define NC_GRAMMAR_MAX_MASK_WORK (1u << 23)
 
 typedef struct nc_grammar nc_grammar;
 typedef struct nc_grammar_vocab nc_grammar_vocab;
@@ -88,6 +95,16 @@ void nc_grammar_matcher_free(nc_grammar_matcher *m);
 /* A copy of m in its current state (for forks: n > 1, beams). */
 nc_code nc_grammar_matcher_clone(const nc_grammar_matcher *m,
                                  nc_grammar_matcher **out, nc_error *err);
+
+/* While flag (may be NULL) is set, the mask and the feeding calls stop
+ * within NC_GRAMMAR_MAX_MASK_WORK / 1024 units of work and fail with
+ * NC_ERR_CANCELLED (the request was cancelled; the matcher stays usable).
+ * flag must outlive the calls. */
+void nc_grammar_matcher_set_cancel(nc_grammar_matcher *m,
+                                   const atomic_bool *flag);
+/* The units of work one call (a mask, a feeding call) may take before it
+ * fails with NC_ERR_LIMIT; 0: NC_GRAMMAR_MAX_MASK_WORK (the default). */
+void nc_grammar_matcher_set_budget(nc_grammar_matcher *m, uint64_t units);
 
 /* Feeds bytes. *ok false: some byte is not a viable continuation, and the
  * matcher is left as it was before the call. NC_ERR_LIMIT: a per-step bound

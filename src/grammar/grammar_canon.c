@@ -4,7 +4,9 @@
  * x it allows, which no token of at most D bytes can tell apart when both
  * allow at least D more (every x that is not empty takes a byte, empty
  * ones can be left out). Chains are recognized by their shape, whoever
- * wrote them. */
+ * wrote them. The same pass marks each step of two or more with its place
+ * in the chain's R2 and its level (dom_key, dom_level): a stack inside Rk
+ * matches a subset of what the same stack inside Rj, j >= k, matches. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,49 +43,61 @@ static bool link_of(const nc_grammar *g, uint32_t r, uint32_t *x,
   return true;
 }
 
+/* dom_key and dom_level of chain rule r's elements (level k, its chain's
+ * R2 is two). */
+static void set_dom(nc_grammar *g, uint32_t r, uint32_t two, uint32_t k) {
+  const nc_grule *R = &g->rules[r], *T = &g->rules[two];
+  for (uint32_t i = 0; i < 2; i++) {
+    uint32_t s = g->alts[R->first_alt + i], t = g->alts[T->first_alt + i];
+    for (uint32_t j = 0;; j++) {
+      g->dom_key[s + j] = t + j;
+      g->dom_level[s + j] = k;
+      if (g->elems[s + j].kind == NC_GE_END) break;
+    }
+  }
+}
+
 nc_code nc_grammar_canon_build(nc_grammar *g) {
   g->canon = NULL;
+  g->dom_key = g->dom_level = NULL;
   uint32_t n = g->n_rules;
   uint32_t *k = calloc((size_t)n + 1, sizeof *k); /* budget; 0: no chain */
   uint32_t *to = malloc(((size_t)n + 1) * sizeof *to);
-  if (!k || !to) {
-    free(k);
-    free(to);
-    return NC_ERR_NOMEM;
-  }
+  uint32_t *two = malloc(((size_t)n + 1) * sizeof *two); /* the chain's R2 */
   /* k[r] by following the links down to a base, through an explicit
    * path (a cycle of chain-shaped rules is no chain); to[r]: the step
    * D + 1 from the end of r's chain. */
   uint8_t *mark = calloc((size_t)n + 1, 1); /* 1 on the path, 2 done */
   uint32_t *path = malloc(((size_t)n + 1) * sizeof *path);
-  if (!mark || !path) {
-    free(k);
-    free(to);
-    free(mark);
-    free(path);
-    return NC_ERR_NOMEM;
+  nc_code rc = NC_OK;
+  if (!k || !to || !two || !mark || !path) {
+    rc = NC_ERR_NOMEM;
+    goto done;
   }
-  bool any = false;
+  bool any = false, any_dom = false;
   for (uint32_t r0 = 0; r0 < n; r0++) {
-    uint32_t len = 0, r = r0, below = 0, below_to = UINT32_MAX;
+    uint32_t len = 0, r = r0, below = 0, below_to = UINT32_MAX,
+             below_two = UINT32_MAX;
     for (;;) {
       uint32_t x, prev, px, pp;
       if (mark[r] == 2) { /* resolved before */
         below = k[r];
         below_to = to[r];
+        below_two = two[r];
         break;
       }
       if (mark[r] == 1) break; /* a cycle: no chain */
       if (!link_of(g, r, &x, &prev)) {
         mark[r] = 2;
         k[r] = 0;
-        to[r] = UINT32_MAX;
+        to[r] = two[r] = UINT32_MAX;
         break;
       }
       if (prev == UINT32_MAX) { /* the base R1 */
         mark[r] = 2;
         k[r] = below = 1;
         to[r] = below_to = D == 0 ? r : UINT32_MAX;
+        two[r] = below_two = UINT32_MAX;
         break;
       }
       mark[r] = 1;
@@ -102,18 +116,18 @@ nc_code nc_grammar_canon_build(nc_grammar *g) {
               : k[q] == D + 1 ? q
               : k[q] > D + 1  ? below_to
                               : UINT32_MAX;
+      two[q] = !below ? UINT32_MAX : k[q] == 2 ? q : below_two;
       below_to = to[q];
+      below_two = two[q];
       any |= k[q] > D + 1;
+      any_dom |= k[q] >= 2;
     }
   }
-  free(mark);
-  free(path);
   if (any) {
     g->canon = malloc(((size_t)g->n_elems + 1) * sizeof *g->canon);
     if (!g->canon) {
-      free(k);
-      free(to);
-      return NC_ERR_NOMEM;
+      rc = NC_ERR_NOMEM;
+      goto done;
     }
     for (uint32_t e = 0; e < g->n_elems; e++)
       g->canon[e] = e;
@@ -129,7 +143,22 @@ nc_code nc_grammar_canon_build(nc_grammar *g) {
       }
     }
   }
+  if (any_dom) {
+    g->dom_key = malloc(((size_t)g->n_elems + 1) * sizeof *g->dom_key);
+    g->dom_level = malloc(((size_t)g->n_elems + 1) * sizeof *g->dom_level);
+    if (!g->dom_key || !g->dom_level) {
+      rc = NC_ERR_NOMEM;
+      goto done;
+    }
+    memset(g->dom_key, 0xFF, ((size_t)g->n_elems + 1) * sizeof *g->dom_key);
+    for (uint32_t r = 0; r < n; r++)
+      if (k[r] >= 2 && two[r] != UINT32_MAX) set_dom(g, r, two[r], k[r]);
+  }
+done:
   free(k);
   free(to);
-  return NC_OK;
+  free(two);
+  free(mark);
+  free(path);
+  return rc;
 }

@@ -42,6 +42,15 @@ struct nc_grammar {
    * long bounded repetition's step mapped to its step D + 1 from the end;
    * grammar_canon.c); NULL when no element maps elsewhere. */
   uint32_t *canon;
+  /* Dominance among a bounded repetition's steps (grammar_canon.c): for
+   * an element of a chain rule Rk with k >= 2, dom_key[e] is the element at
+   * the same place in the chain's R2 and dom_level[e] is k (UINT32_MAX
+   * key: none). A stack that differs from another only in holding lower
+   * steps of the same chains matches a subset of its strings, so the
+   * automaton drops it (grammar_state.c): x{0,n} costs one stack, not one
+   * per count so far. NULL when no chain has two steps. */
+  uint32_t *dom_key;
+  uint32_t *dom_level;
 };
 
 #define NC_GRAMMAR_CANON_DEPTH 16u

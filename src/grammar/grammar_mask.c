@@ -37,9 +37,9 @@ static nc_code scratch(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
   return NC_OK;
 }
 
-nc_code nc_grammar_mask_reference(nc_grammar_matcher *m,
-                                  const nc_grammar_vocab *gv, uint64_t *mask,
-                                  nc_error *err) {
+/* The plain walk, charging the budget the call has spent so far. */
+static nc_code reference_walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
+                              uint64_t *mask, nc_error *err) {
   memset(mask, 0, (((size_t)gv->n + 63) / 64) * sizeof *mask);
   if (nc_gstate_accepting(&m->cur))
     for (int32_t i = 0; i < gv->n; i++)
@@ -70,6 +70,13 @@ nc_code nc_grammar_mask_reference(nc_grammar_matcher *m,
     }
   }
   return NC_OK;
+}
+
+nc_code nc_grammar_mask_reference(nc_grammar_matcher *m,
+                                  const nc_grammar_vocab *gv, uint64_t *mask,
+                                  nc_error *err) {
+  nc_gwork_begin(&m->work, UINT64_MAX); /* tests' yardstick: unbounded */
+  return reference_walk(m, gv, mask, err);
 }
 
 nc_code nc_grammar_matcher_accept_token(nc_grammar_matcher *m,
@@ -215,6 +222,7 @@ static nc_code mask_memo(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
 nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
                                 const nc_grammar_vocab *gv, uint64_t *mask,
                                 nc_error *err) {
+  nc_gwork_begin(&m->work, nc_grammar_matcher_budget(m));
   nc_code rc = scratch(m, gv, err);
   if (rc != NC_OK) return rc;
   size_t words = ((size_t)gv->n + 63) / 64;
@@ -238,7 +246,7 @@ nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
   rc = mask_memo(m, gv, mask, &fallback, err);
   if (fallback) m->memo->fallbacks++;
   if (rc != NC_OK || fallback)
-    return rc != NC_OK ? rc : nc_grammar_mask_reference(m, gv, mask, err);
+    return rc != NC_OK ? rc : reference_walk(m, gv, mask, err);
   if (nc_gstate_accepting(&m->cur))
     for (int32_t i = 0; i < gv->n_ends; i++)
       mask[gv->ends[i] / 64] |= 1ull << (gv->ends[i] % 64);

@@ -12,6 +12,7 @@ nc_code nc_grammar_matcher_create(const nc_grammar *g, nc_grammar_matcher **out,
   nc_grammar_matcher *m = calloc(1, sizeof *m);
   if (!m) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   m->g = g;
+  nc_gwork_begin(&m->work, nc_grammar_matcher_budget(m));
   nc_code rc = nc_gstate_init(g, &m->cur, &m->work, err);
   if (rc != NC_OK) {
     nc_grammar_matcher_free(m);
@@ -44,6 +45,9 @@ nc_code nc_grammar_matcher_clone(const nc_grammar_matcher *m,
   nc_grammar_matcher *c = calloc(1, sizeof *c);
   if (!c) return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   c->g = m->g;
+  c->work.limit = m->work.limit;
+  c->work.cancel = m->work.cancel;
+  nc_gwork_begin(&c->work, nc_grammar_matcher_budget(c));
   if (nc_gstate_copy(&c->cur, &m->cur) != NC_OK) {
     nc_grammar_matcher_free(c);
     return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
@@ -52,10 +56,25 @@ nc_code nc_grammar_matcher_clone(const nc_grammar_matcher *m,
   return NC_OK;
 }
 
+void nc_grammar_matcher_set_cancel(nc_grammar_matcher *m,
+                                   const atomic_bool *flag) {
+  m->work.cancel = flag;
+}
+
+void nc_grammar_matcher_set_budget(nc_grammar_matcher *m, uint64_t units) {
+  m->work.limit = units ? units : NC_GRAMMAR_MAX_MASK_WORK;
+}
+
+/* The budget of the matcher's calls. */
+uint64_t nc_grammar_matcher_budget(const nc_grammar_matcher *m) {
+  return m->work.limit ? m->work.limit : NC_GRAMMAR_MAX_MASK_WORK;
+}
+
 nc_code nc_grammar_matcher_accept(nc_grammar_matcher *m, const char *bytes,
                                   size_t len, bool *ok, nc_error *err) {
   *ok = true;
   if (len == 0) return NC_OK;
+  nc_gwork_begin(&m->work, nc_grammar_matcher_budget(m));
   if (len > 1 && nc_gstate_copy(&m->saved, &m->cur) != NC_OK)
     return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   for (size_t i = 0; i < len; i++) {

@@ -577,6 +577,8 @@ void nc_grammar_free(nc_grammar *g) {
   free(g->rules);
   free(g->ranges);
   free(g->canon);
+  free(g->dom_key);
+  free(g->dom_level);
   free(g);
 }
 

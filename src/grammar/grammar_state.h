@@ -4,6 +4,7 @@
 #ifndef NC_GRAMMAR_STATE_H
 #define NC_GRAMMAR_STATE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -28,10 +29,22 @@ typedef struct nc_gstate {
   uint8_t seen; /* bytes of it seen */
 } nc_gstate;
 
-/* Scratch for the expansions of one step (reused across steps). */
+/* Scratch for the expansions of one step (reused across steps), and the
+ * budget of one call (a mask, a token fed): spent counts units of work
+ * (an expansion, a stack looked at, a dominance comparison) since the
+ * call began (nc_gwork_begin); past budget a step fails with NC_ERR_LIMIT,
+ * and when cancel is set (polled every 4,096 units) with
+ * NC_ERR_CANCELLED. */
 typedef struct nc_gwork {
   nc_gstacks pending;
-  uint32_t *tmp; /* NC_GRAMMAR_MAX_DEPTH + 2 */
+  uint64_t limit; /* each call's budget (nc_grammar_matcher_set_budget) */
+  uint32_t *tmp;  /* NC_GRAMMAR_MAX_DEPTH + 2 */
+  uint64_t spent, budget;
+  const atomic_bool *cancel;
+  /* The dominance pass's scratch, cap_dom stacks. */
+  struct nc_gshape *shape;
+  uint8_t *dead;
+  uint32_t cap_dom;
 } nc_gwork;
 
 /* The matcher (grammar_match.c; the mask in grammar_mask.c reads it). */
@@ -55,6 +68,11 @@ void nc_gstacks_free(nc_gstacks *s);
 void nc_gstacks_clear(nc_gstacks *s);
 nc_code nc_gstate_copy(nc_gstate *dst, const nc_gstate *src);
 void nc_gwork_free(nc_gwork *w);
+/* A call's start: nothing spent, budget units allowed. */
+void nc_gwork_begin(nc_gwork *w, uint64_t budget);
+/* Adds units to w's spending: NC_ERR_LIMIT past the budget, NC_ERR_CANCELLED
+ * when w's cancel flag is set (each with err's message). */
+nc_code nc_gwork_charge(nc_gwork *w, uint64_t units, nc_error *err);
 
 /* The start position: the root's alternatives expanded. */
 nc_code nc_gstate_init(const nc_grammar *g, nc_gstate *s, nc_gwork *w,
@@ -75,6 +93,9 @@ bool nc_gstate_complete(const nc_gstate *s);
  * equal merged); *changed: some entry moved. NC_ERR_NOMEM. */
 nc_code nc_gstate_map(const nc_gstate *in, const uint32_t *map, nc_gstate *out,
                       bool *changed);
+
+/* The budget of m's calls (nc_grammar_matcher_set_budget). */
+uint64_t nc_grammar_matcher_budget(const nc_grammar_matcher *m);
 
 /* The mask by a plain walk of the whole trie, one automaton step per edge
  * (no memo): what nc_grammar_matcher_mask must equal (tests, benchmarks). */

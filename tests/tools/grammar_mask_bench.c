@@ -83,6 +83,7 @@ int main(int argc, char **argv) {
   double *us = malloc((size_t)steps * sizeof *us);
   if (!mask || !ref || !allowed || !us) return 1;
   long done = 0, paths = 0;
+  uint64_t units_max = 0; /* the budget's units one mask spent, at most */
   int rc = 0;
   while (done < steps && rc == 0) {
     nc_grammar_matcher *m = NULL;
@@ -97,6 +98,7 @@ int main(int argc, char **argv) {
         break;
       }
       us[done++] = now_us() - t0;
+      if (m->work.spent > units_max) units_max = m->work.spent;
       if (check) {
         if (nc_grammar_mask_reference(m, gv, ref, &err) != NC_OK) {
           fprintf(stderr, "reference: %s\n", err.message);
@@ -146,9 +148,9 @@ int main(int argc, char **argv) {
     sum += us[i];
   if (done > 0)
     printf("mask us/step over %ld steps (%ld paths): mean %.1f p50 %.1f "
-           "p90 %.1f p99 %.1f max %.1f%s\n",
+           "p90 %.1f p99 %.1f max %.1f; work units max %llu%s\n",
            done, paths, sum / (double)done, us[done / 2], us[done * 9 / 10],
-           us[done * 99 / 100], us[done - 1],
+           us[done * 99 / 100], us[done - 1], (unsigned long long)units_max,
            check       ? " (checked)"
            : reference ? " (reference walk)"
                        : "");

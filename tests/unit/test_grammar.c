@@ -18,6 +18,7 @@
 #include "grammar/grammar.h"
 #include "grammar/grammar_internal.h"
 #include "grammar/grammar_memo.h"
+#include "grammar/grammar_trie.h"
 #include "tokenizer/vocab.h"
 #include "tokenizer_test_util.h"
 
@@ -417,7 +418,13 @@ static void test_mask_memo_matches_reference(void **state) {
       nc_grammar_matcher *m = NULL;
       assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
       for (int step = 0; step < 25; step++) {
-        assert_int_equal(nc_grammar_matcher_mask(m, gv, mask, NULL), NC_OK);
+        nc_error merr = {0};
+        nc_code mrc = nc_grammar_matcher_mask(m, gv, mask, &merr);
+        if (mrc != NC_OK)
+          fprintf(stderr, "grammar %zu step %d: %s (fallbacks %u states %u)\n",
+                  gi, step, merr.message, m->memo->fallbacks,
+                  m->memo->n_states);
+        assert_int_equal(mrc, NC_OK);
         assert_int_equal(nc_grammar_mask_reference(m, gv, ref, NULL), NC_OK);
         assert_memory_equal(mask, ref, words * sizeof *mask);
         steps++;
@@ -542,6 +549,140 @@ static void replay_one(const uint8_t *data, size_t len, void *ctx) {
   LLVMFuzzerTestOneInput(data, len);
 }
 
+/* The step count of one mask and its stacks along a path of n tokens (a
+ * seeded choice among the allowed ones, preferring long tokens so the
+ * path goes deep): every mask within units and every state within
+ * stacks. Returns the bytes fed. */
+static size_t walk_within(const nc_grammar *g, const nc_grammar_vocab *gv,
+                          int n, uint64_t units, uint32_t stacks) {
+  int32_t n_tok = nc_grammar_vocab_n_tokens(gv);
+  uint64_t *mask = malloc(((size_t)n_tok + 63) / 64 * sizeof *mask);
+  int32_t *allowed = malloc((size_t)n_tok * sizeof *allowed);
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+  uint64_t seed = 99;
+  size_t fed = 0;
+  for (int step = 0; step < n; step++) {
+    nc_error err = {0};
+    nc_code rc = nc_grammar_matcher_mask(m, gv, mask, &err);
+    if (rc != NC_OK) fprintf(stderr, "step %d: %s\n", step, err.message);
+    assert_int_equal(rc, NC_OK);
+    if (m->work.spent > units || m->cur.st.count > stacks)
+      fprintf(stderr, "step %d (%zu bytes in): %llu units, %u stacks\n", step,
+              fed, (unsigned long long)m->work.spent, m->cur.st.count);
+    assert_true(m->work.spent <= units);
+    assert_true(m->cur.st.count <= stacks);
+    int32_t k = 0, best = -1;
+    size_t best_len = 0;
+    for (int32_t t = 0; t < n_tok; t++)
+      if ((mask[t / 64] >> (t % 64)) & 1 &&
+          nc_grammar_vocab_kind(gv, t) == NC_GRAMMAR_TOKEN_TEXT)
+        allowed[k++] = t;
+    if (k == 0) break;
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (int i = 0; i < 4; i++) { /* the longest of four draws */
+      int32_t t = allowed[(seed >> (33 + i)) % (uint64_t)k];
+      size_t len = gv->off[t + 1] - gv->off[t];
+      if (len > best_len) best = t, best_len = len;
+    }
+    bool ok;
+    assert_int_equal(nc_grammar_matcher_accept_token(m, gv, best, &ok, NULL),
+                     NC_OK);
+    assert_true(ok);
+    fed += best_len;
+  }
+  nc_grammar_matcher_free(m);
+  free(mask);
+  free(allowed);
+  return fed;
+}
+
+/* Issue 38: eight bounded repetitions in a row (a 90-byte grammar) cost
+ * ~124 ms per token at first, then ~27 s: x{0,n} kept one stack per count
+ * so far, for each repetition. A lower step of the same repetition is
+ * dropped beside a higher one (it matches a subset), so each repetition
+ * holds one stack: the mask stays a few thousand steps per token, the
+ * same for the JSON-string shape and for repetitions nested in one
+ * another. */
+static void test_bounded_repetitions_cost(void **state) {
+  (void)state;
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
+  nc_grammar_vocab *gv = NULL;
+  assert_int_equal(nc_grammar_vocab_from(v, &gv, NULL), NC_OK);
+  const struct {
+    const char *gbnf;
+    uint32_t stacks;
+  } cases[] = {
+      {"root ::= .{0,1024} .{0,1024} .{0,1024} .{0,1024} .{0,1024} "
+       ".{0,1024} .{0,1024} .{0,1024}",
+       16},
+      {"root ::= (\"\\\"\" c{0,1024} \"\\\" \"){8}\n"
+       "c ::= [^\"\\\\] | \"\\\\\" [\"\\\\nt]",
+       16},
+      {"root ::= ([a-z ]{0,300} \".\"){0,40}", 16},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    nc_grammar *g = compile(cases[i].gbnf);
+    /* 1/16 of the budget per token; 300 tokens go deep into the counts */
+    size_t fed =
+        walk_within(g, gv, 300, NC_GRAMMAR_MAX_MASK_WORK / 16, cases[i].stacks);
+    assert_true(fed > 600);
+    nc_grammar_free(g);
+  }
+  nc_grammar_vocab_free(gv);
+  nc_vocab_free(v);
+}
+
+/* The per-token budget ends the call (NC_ERR_LIMIT, a message naming it)
+ * and the matcher stays usable; a set cancel flag stops a mask with
+ * NC_ERR_CANCELLED. */
+static void test_mask_budget_and_cancel(void **state) {
+  (void)state;
+  nc_vocab *v = tt_need_vocab(tt_smollm_path(), false, NULL);
+  nc_grammar_vocab *gv = NULL;
+  assert_int_equal(nc_grammar_vocab_from(v, &gv, NULL), NC_OK);
+  int32_t n_tok = nc_grammar_vocab_n_tokens(gv);
+  size_t words = ((size_t)n_tok + 63) / 64;
+  uint64_t *mask = malloc(words * sizeof *mask);
+  uint64_t *ref = malloc(words * sizeof *ref);
+  nc_grammar *g = compile("root ::= ([a-z]{0,50} [0-9]? \" \"){0,50}");
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+  nc_grammar_matcher_set_budget(m, 500);
+  nc_error err = {0};
+  assert_int_equal(nc_grammar_matcher_mask(m, gv, mask, &err), NC_ERR_LIMIT);
+  assert_non_null(strstr(err.message, "per-token budget"));
+  bool ok;
+  memset(&err, 0, sizeof err);
+  /* A fed token counts against the budget too. */
+  nc_grammar_matcher_set_budget(m, 1);
+  assert_int_equal(nc_grammar_matcher_accept(m, "abc", 3, &ok, &err),
+                   NC_ERR_LIMIT);
+  nc_grammar_matcher_set_budget(m, 0); /* back to the default */
+  assert_int_equal(nc_grammar_matcher_accept(m, "abc", 3, &ok, NULL), NC_OK);
+  assert_true(ok);
+  assert_int_equal(nc_grammar_matcher_mask(m, gv, mask, NULL), NC_OK);
+  assert_int_equal(nc_grammar_mask_reference(m, gv, ref, NULL), NC_OK);
+  assert_memory_equal(mask, ref, words * sizeof *mask);
+  atomic_bool cancel;
+  atomic_init(&cancel, true);
+  nc_grammar_matcher *fresh = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &fresh, NULL), NC_OK);
+  nc_grammar_matcher_set_cancel(fresh, &cancel);
+  memset(&err, 0, sizeof err);
+  assert_int_equal(nc_grammar_matcher_mask(fresh, gv, mask, &err),
+                   NC_ERR_CANCELLED);
+  atomic_store(&cancel, false);
+  assert_int_equal(nc_grammar_matcher_mask(fresh, gv, mask, NULL), NC_OK);
+  nc_grammar_matcher_free(fresh);
+  nc_grammar_matcher_free(m);
+  nc_grammar_free(g);
+  free(mask);
+  free(ref);
+  nc_grammar_vocab_free(gv);
+  nc_vocab_free(v);
+}
+
 static void test_fuzz_corpus(void **state) {
   (void)state;
   assert_true(fuzz_corpus_replay("grammar", replay_one, NULL) >= 5);
@@ -564,6 +705,8 @@ int main(void) {
       cmocka_unit_test(test_mask_memo_matches_reference),
       cmocka_unit_test(test_mask_memo_bounded),
       cmocka_unit_test(test_canon_map),
+      cmocka_unit_test(test_bounded_repetitions_cost),
+      cmocka_unit_test(test_mask_budget_and_cancel),
       cmocka_unit_test(test_fuzz_corpus),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
