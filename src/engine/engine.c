@@ -425,14 +425,20 @@ void nc_engine_handle_token(nucleus_engine *e, group *g, completion *c,
 
 /* ------------------------------------------------------------- the step */
 
+/* Bounded per token (NC_GRAMMAR_MAX_MASK_WORK: past it this completion
+ * ends with the error, the batch goes on) and stopped early when the
+ * request is cancelled (finish abort). */
 bool nc_engine_grammar_mask(nucleus_engine *e, group *g, completion *c) {
   nc_error gerr = {0};
   memset(c->grammar_mask, 0,
          ((size_t)e->n_vocab + 63) / 64 * sizeof *c->grammar_mask);
-  if (nc_grammar_matcher_mask(c->grammar, e->grammar_vocab, c->grammar_mask,
-                              &gerr) == NC_OK)
-    return true;
-  const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
+  nc_grammar_matcher_set_cancel(c->grammar, &g->req->cancelled);
+  nc_code rc = nc_grammar_matcher_mask(c->grammar, e->grammar_vocab,
+                                       c->grammar_mask, &gerr);
+  if (rc == NC_OK) return true;
+  const nc_finish f = rc == NC_ERR_CANCELLED
+                          ? nc_finish_of(NUCLEUS_FINISH_ABORT, NULL)
+                          : nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
   finish_completion(e, g, c, &f);
   return false;
 }
