@@ -1,0 +1,101 @@
+"""The grammar engine's cost bounds through nucleus serve (issue 38, §5).
+
+A 90-byte grammar of eight bounded repetitions in a row (`.{0,1024}` x 8,
+GBNF or the same from a JSON Schema: eight strings of maxLength 1024) cost
+~124 ms per token at first, then ~27 s per token, stalled every other
+client and held the next request ~5 s after its client went away. Here it
+runs at the speed of any grammar, an unrelated chat finishes beside it, and
+a client that disconnects frees the server. The margins are wide (a busy
+2-core machine): the old cost is minutes."""
+
+import json
+import threading
+import time
+
+import pytest
+import requests
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    return start_server("-c", "2048", "-t", "2")
+
+
+HOSTILE = "root ::= " + " ".join([".{0,1024}"] * 8) + "\n"
+
+EIGHT_STRINGS = {
+    "type": "object",
+    "properties": {f"s{i}": {"type": "string", "maxLength": 1024}
+                   for i in range(8)},
+    "required": [f"s{i}" for i in range(8)],
+    "additionalProperties": False,
+}
+
+
+def chat(server, body, timeout=300, **kw):
+    return requests.post(server.url + "/v1/chat/completions", json={
+        "messages": [{"role": "user", "content": "Write a long story."}],
+        **body}, timeout=timeout, **kw)
+
+
+@pytest.mark.parametrize("ask", [
+    {"grammar": HOSTILE},
+    {"response_format": {"type": "json_schema", "json_schema": {
+        "name": "eight", "schema": EIGHT_STRINGS}}},
+], ids=["gbnf", "json_schema"])
+def test_bounded_repetitions_run_beside_a_chat(server, ask):
+    assert len(HOSTILE.strip()) < 100
+    result = {}
+
+    def hostile():
+        t0 = time.monotonic()
+        r = chat(server, {**ask, "max_tokens": 200, "ignore_eos": True,
+                          "temperature": 1, "seed": 7})
+        result["elapsed"] = time.monotonic() - t0
+        result["reply"] = r
+
+    th = threading.Thread(target=hostile)
+    th.start()
+    time.sleep(1.0)  # the hostile request is decoding
+    t0 = time.monotonic()
+    r = chat(server, {"max_tokens": 4, "temperature": 0}, timeout=60)
+    other = time.monotonic() - t0
+    assert r.status_code == 200, r.text
+    assert r.json()["usage"]["completion_tokens"] >= 1
+    assert other < 20, f"an unrelated 4-token chat took {other:.1f} s"
+    th.join(timeout=300)
+    assert not th.is_alive()
+    reply = result["reply"]
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    choice = body["choices"][0]
+    if "grammar" in ask:  # nothing ends it before max_tokens
+        assert choice["finish_reason"] == "length", body
+        assert body["usage"]["completion_tokens"] == 200
+    else:  # the object may close first: then it is one
+        assert choice["finish_reason"] in ("length", "stop"), body
+        if choice["finish_reason"] == "stop":
+            value = json.loads(choice["message"]["content"])
+            assert sorted(value) == sorted(EIGHT_STRINGS["properties"])
+    # ~0.1 s per token would be slow here; the old cost was seconds each
+    assert result["elapsed"] < 60, f"200 tokens took {result['elapsed']:.1f}s"
+
+
+def test_disconnect_frees_the_server(server):
+    with chat(server, {"grammar": HOSTILE, "max_tokens": 1500,
+                       "ignore_eos": True, "stream": True},
+              stream=True) as r:
+        assert r.status_code == 200
+        lines = r.iter_lines()
+        got = 0
+        for line in lines:
+            if line.startswith(b"data: {"):
+                got += 1
+                if got == 5:
+                    break
+    # the client is gone: the next request is served at once
+    t0 = time.monotonic()
+    r = chat(server, {"max_tokens": 4, "temperature": 0}, timeout=60)
+    assert r.status_code == 200, r.text
+    assert time.monotonic() - t0 < 10
+
