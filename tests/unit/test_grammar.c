@@ -216,8 +216,10 @@ static void test_left_recursion_and_empty_language(void **state) {
   m = refuse("root ::= e root \"a\" | \"b\"\ne ::= \"x\"?",
              NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(m, "left recursion"));
-  /* A nullable group under a star. */
-  m = refuse("root ::= (\"a\"?)*", NC_ERR_INVALID_ARGUMENT);
+  /* A nullable group under a star is no left recursion (the star repeats
+   * the group without ""), but a named rule that calls itself first is. */
+  m = refuse("root ::= x \"a\" | \"b\"\nx ::= \"c\"? root",
+             NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(m, "left recursion"));
   m = refuse("root ::= \"a\" root", NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(m, "empty language"));
@@ -226,6 +228,63 @@ static void test_left_recursion_and_empty_language(void **state) {
   /* Right recursion is fine. */
   nc_grammar *g = compile("root ::= \"a\" root | \"b\"");
   assert_int_equal(runs(g, "aaab"), 1);
+  nc_grammar_free(g);
+}
+
+/* Issue 38: the regexes (a*)* and ^(a?)*$ were refused as "left recursion
+ * in rule '(group)'": a repetition of a term that can match "" repeats the
+ * term without "" (the same language). Each shape, starred, plussed and
+ * counted, matches what the regex does. */
+static void test_nullable_repetitions(void **state) {
+  (void)state;
+  const struct {
+    const char *gbnf;
+    const char *yes[4], *no[3];
+  } cases[] = {
+      {"root ::= (\"a\"*)*", {"", "a", "aaaa"}, {"b", "ab"}},
+      {"root ::= (\"a\"?)*", {"", "a", "aaa"}, {"b"}},
+      {"root ::= (\"a\" | \"\")*", {"", "aa"}, {"b"}},
+      {"root ::= (\"a\"* \"b\"*)*", {"", "ab", "bbaab", "ba"}, {"c", "abc"}},
+      {"root ::= (\"a\"?)+", {"", "a", "aa"}, {"b"}},
+      {"root ::= (\"a\"? \"b\"?)* \"c\"",
+       {"c", "abc", "bac", "bbc"},
+       {"", "ca", "abd"}},
+      {"root ::= x* \"!\"\nx ::= y \"z\"? | \"\"\ny ::= \"q\"?",
+       {"!", "qz!", "zzq!", "qqq!"},
+       {"q", "a!"}},
+      {"root ::= (\"\")* \"a\"", {"a"}, {"", "aa"}},
+      {"root ::= (\"a\"?){2,4} \".\"", {".", "a.", "aaaa."}, {"aaaaa."}},
+      {"root ::= (\"ab\"? [0-9]?){0,3} \";\"",
+       {";", "ab1ab;", "123;", "ab2ab3ab4;"},
+       {"1234;", "abababab;"}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    nc_grammar *g = compile(cases[i].gbnf);
+    for (int k = 0; k < 4 && cases[i].yes[k]; k++) {
+      if (runs(g, cases[i].yes[k]) != 1)
+        fprintf(stderr, "%s: '%s'\n", cases[i].gbnf, cases[i].yes[k]);
+      assert_int_equal(runs(g, cases[i].yes[k]), 1);
+    }
+    for (int k = 0; k < 3 && cases[i].no[k]; k++) {
+      if (runs(g, cases[i].no[k]) == 1)
+        fprintf(stderr, "%s: '%s'\n", cases[i].gbnf, cases[i].no[k]);
+      assert_int_not_equal(runs(g, cases[i].no[k]), 1);
+    }
+    nc_grammar_free(g);
+  }
+  /* A long count of a nullable term stays cheap: its steps are not all
+   * expanded through "" at every character. */
+  nc_grammar *g = compile("root ::= (\"x\"? [.,]?){0,1000} \"!\"");
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+  assert_true(m->work.spent < 100);
+  bool ok;
+  for (int i = 0; i < 200; i++) {
+    assert_int_equal(nc_grammar_matcher_accept(m, "x.", 2, &ok, NULL), NC_OK);
+    assert_true(ok);
+    assert_true(m->work.spent < 100);
+  }
+  nc_grammar_matcher_free(m);
   nc_grammar_free(g);
 }
 
@@ -706,6 +765,7 @@ int main(void) {
       cmocka_unit_test(test_mask_memo_bounded),
       cmocka_unit_test(test_canon_map),
       cmocka_unit_test(test_bounded_repetitions_cost),
+      cmocka_unit_test(test_nullable_repetitions),
       cmocka_unit_test(test_mask_budget_and_cancel),
       cmocka_unit_test(test_fuzz_corpus),
   };
