@@ -149,6 +149,12 @@ NUCLEUS_API void nucleus_model_free(nucleus_model *model);
 NUCLEUS_API size_t nucleus_arch_count(void);
 NUCLEUS_API const char *nucleus_arch_name(size_t i);
 
+/* The tensor types (ggml's names: "F32", "Q4_K", "IQ4_XS", ...) this build
+ * loads matrices of, i in [0, nucleus_type_count()), in ggml's id order;
+ * NULL past the end. Static strings. */
+NUCLEUS_API size_t nucleus_type_count(void);
+NUCLEUS_API const char *nucleus_type_name(size_t i);
+
 /* Prints the metadata and the tensor table of a GGUF file (no weights read). */
 NUCLEUS_API nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,
                                                    nucleus_error *err);

@@ -4,6 +4,8 @@
 
 #include "base/mapped_file.h"
 #include "gguf/gguf.h"
+#include "gguf/quant.h"
+#include "kernels/kernels.h"
 #include "model/arch.h"
 #include "model/context.h"
 #include "model/model.h"
@@ -201,4 +203,24 @@ size_t nucleus_arch_count(void) {
 const char *nucleus_arch_name(size_t i) {
   const nc_arch *a = nc_arch_at(i);
   return a ? a->name : NULL;
+}
+
+/* The i-th type with a dot kernel in every table (the plain-C one is the
+ * floor: the SIMD tables cover at least its types); NULL past the end. */
+static const char *runnable_type(size_t i) {
+  const nc_kernels *ref = nc_kernels_ref();
+  for (uint32_t t = 0; t < NC_TYPE_COUNT; t++)
+    if (ref->vec_dot[t] && i-- == 0) return nc_type_name(t);
+  return NULL;
+}
+
+size_t nucleus_type_count(void) {
+  size_t n = 0;
+  while (runnable_type(n))
+    n++;
+  return n;
+}
+
+const char *nucleus_type_name(size_t i) {
+  return runnable_type(i);
 }

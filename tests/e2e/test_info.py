@@ -41,6 +41,11 @@ def test_info_real_model():
     # the last line: the architectures of src/model/archs/list.h
     assert out.splitlines()[-1] == ("supported architectures: llama, qwen2, "
                                     "qwen3, phi3, qwen3moe, gemma2, gemma3")
+    # before it, the tensor types with a kernel, in ggml's id order
+    assert out.splitlines()[-2] == (
+        "supported tensor types: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+        "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16, TQ1_0, TQ2_0, "
+        "MXFP4")
 
 
 @pytest.mark.parametrize("keep", [20, 1_000_000, 1_785_700, 98_000_000])

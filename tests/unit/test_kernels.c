@@ -19,6 +19,7 @@
 #include "kernels/ref.h"
 #include "kernels/sampler_simd.h"
 #include "kernels/tables.h"
+#include "nucleus.h"
 #include "quant_golden.h"
 
 enum { N_DOT = 512 };
@@ -606,6 +607,35 @@ static void check_new_types_bits(const nc_kernels *k) {
   }
 }
 
+/* nucleus_type_count/name (nucleus info's list): the types with a ref dot,
+ * in id order; the activation-only Q8_1 / Q8_K and the IQ1..IQ3 types are
+ * not in it, issue 40's first five are; NULL past the end. */
+static void test_type_list(void **state) {
+  (void)state;
+  const size_t n = nucleus_type_count();
+  size_t j = 0;
+  for (uint32_t t = 0; t < NC_TYPE_COUNT; t++)
+    if (nc_kernels_ref()->vec_dot[t]) {
+      assert_true(j < n);
+      assert_string_equal(nucleus_type_name(j), nc_type_name(t));
+      j++;
+    }
+  assert_int_equal(j, n);
+  assert_null(nucleus_type_name(n));
+  bool seen[5] = {false};
+  static const char *const want[5] = {"IQ4_NL", "IQ4_XS", "MXFP4", "TQ1_0",
+                                      "TQ2_0"};
+  for (size_t i = 0; i < n; i++) {
+    const char *name = nucleus_type_name(i);
+    assert_true(strcmp(name, "Q8_K") && strcmp(name, "Q8_1") &&
+                strcmp(name, "IQ2_XXS") && strcmp(name, "IQ1_S"));
+    for (int k = 0; k < 5; k++)
+      seen[k] |= strcmp(name, want[k]) == 0;
+  }
+  for (int k = 0; k < 5; k++)
+    assert_true(seen[k]);
+}
+
 static void test_table(const char *name) {
   const nc_kernels *k = nc_kernels_by_name(name);
   if (!k) NC_SKIP_BECAUSE("this CPU lacks the %s kernel table", name);
@@ -808,6 +838,7 @@ int main(void) {
       cmocka_unit_test(test_ref_quantize_act),
       cmocka_unit_test(test_ref_odd_lengths),
       cmocka_unit_test(test_dispatch),
+      cmocka_unit_test(test_type_list),
       cmocka_unit_test(test_backend_table),
       cmocka_unit_test(test_avx2),
       cmocka_unit_test(test_avx512),

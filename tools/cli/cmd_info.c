@@ -10,7 +10,8 @@ static void usage(FILE *out) {
           "usage: nucleus info [FILE.gguf | -m FILE.gguf]\n\n"
           "Prints the header, every metadata key (type and value; arrays\n"
           "abbreviated with their count) and the tensor table (name, type,\n"
-          "shape, offset, bytes), then the architectures this build runs.\n"
+          "shape, offset, bytes), then the tensor types and the\n"
+          "architectures this build runs.\n"
           "Without a file: the default model.\n"
           "Exit status 1 when the file is missing or malformed.\n");
 }
@@ -50,7 +51,10 @@ int cmd_info(int argc, char **argv) {
     fprintf(stderr, "nucleus info: %s\n", err.message);
     return 1;
   }
-  printf("supported architectures:");
+  printf("supported tensor types:");
+  for (size_t i = 0; i < nucleus_type_count(); i++)
+    printf("%s %s", i ? "," : "", nucleus_type_name(i));
+  printf("\nsupported architectures:");
   for (size_t i = 0; i < nucleus_arch_count(); i++)
     printf("%s %s", i ? "," : "", nucleus_arch_name(i));
   printf("\n");
