@@ -38,8 +38,8 @@ static inline __m256i lookup_nibbles(__m128i table, const uint8_t *qs) {
 }
 
 static inline int32_t hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v),
-                            _mm256_extracti128_si256(v, 1));
+  __m128i s =
+      _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
   return _mm_cvtsi128_si32(s);
@@ -57,12 +57,10 @@ static inline float nl32_dot(int64_t n, const uint8_t *w, size_t bsize,
   int64_t i = 0;
   for (; i + 1 < nb; i += 2) {
     const uint8_t *b0 = w + (size_t)i * bsize, *b1 = b0 + bsize;
-    const __m256i l0 =
-        dot_i8(lookup_nibbles(table, b0 + qs_off),
-               _mm256_loadu_si256((const __m256i *)y[i].qs));
-    const __m256i l1 =
-        dot_i8(lookup_nibbles(table, b1 + qs_off),
-               _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
+    const __m256i l0 = dot_i8(lookup_nibbles(table, b0 + qs_off),
+                              _mm256_loadu_si256((const __m256i *)y[i].qs));
+    const __m256i l1 = dot_i8(lookup_nibbles(table, b1 + qs_off),
+                              _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
     acc0 = _mm256_fmadd_ps(_mm256_set1_ps(H2F(y[i].d) * scale(b0)),
                            _mm256_cvtepi32_ps(l0), acc0);
     acc1 = _mm256_fmadd_ps(_mm256_set1_ps(H2F(y[i + 1].d) * scale(b1)),
@@ -123,9 +121,8 @@ static inline __m256i iq4xs_lanes(const block_iq4_xs *x, const int8_t *a,
     const int ls = (((x->scales_l[j / 2] >> 4 * (j % 2)) & 0x0f) |
                     (((x->scales_h >> 2 * j) & 3) << 4)) -
                    32;
-    const __m256i l =
-        dot_i8(lookup_nibbles(table, x->qs + 16 * j),
-               _mm256_loadu_si256((const __m256i *)(a + 32 * j)));
+    const __m256i l = dot_i8(lookup_nibbles(table, x->qs + 16 * j),
+                             _mm256_loadu_si256((const __m256i *)(a + 32 * j)));
     sum = _mm256_add_epi32(sum, _mm256_mullo_epi32(l, _mm256_set1_epi32(ls)));
   }
   return sum;
@@ -173,12 +170,10 @@ static inline __m256i times9(__m256i v) {
 static inline __m256i trit(__m256i q) {
   const __m256i z = _mm256_setzero_si256();
   const __m256i three = _mm256_set1_epi16(3);
-  const __m256i lo =
-      _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_unpacklo_epi8(q, z), three),
-                        8);
-  const __m256i hi =
-      _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_unpackhi_epi8(q, z), three),
-                        8);
+  const __m256i lo = _mm256_srli_epi16(
+      _mm256_mullo_epi16(_mm256_unpacklo_epi8(q, z), three), 8);
+  const __m256i hi = _mm256_srli_epi16(
+      _mm256_mullo_epi16(_mm256_unpackhi_epi8(q, z), three), 8);
   return _mm256_packus_epi16(lo, hi);
 }
 
@@ -225,9 +220,8 @@ float nc_avx2_dot_tq1_0(int64_t n, const void *vw, const void *va) {
                          _mm256_castsi256_si128(w4))};
     for (int k = 0; k < 3; k++)
       lanes = _mm256_add_epi32(
-          lanes,
-          dot_u8(trit(u[k]),
-                 _mm256_loadu_si256((const __m256i *)(a + 160 + 32 * k))));
+          lanes, dot_u8(trit(u[k]), _mm256_loadu_si256(
+                                        (const __m256i *)(a + 160 + 32 * k))));
     acc = tq_accumulate(lanes, &y[i], x[i].d, acc);
   }
   return nc_hsum8(acc);
@@ -244,8 +238,8 @@ float nc_avx2_dot_tq2_0(int64_t n, const void *vw, const void *va) {
       const __m256i b = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * h));
       for (int l = 0; l < 4; l++) {
         const __m256i q = _mm256_and_si256(_mm256_srli_epi16(b, 2 * l), m3);
-        const __m256i a = _mm256_loadu_si256(
-            (const __m256i *)(y[i].qs + 128 * h + 32 * l));
+        const __m256i a =
+            _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * h + 32 * l));
         lanes = _mm256_add_epi32(lanes, dot_u8(q, a));
       }
     }
