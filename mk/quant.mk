@@ -32,3 +32,18 @@ bench-kernels: $(BUILDDIR)/bench/kernels
 $(BUILDDIR)/bench/kernels: bench/kernels.c $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -ldl -lpthread -lm -o $@
+
+# Issue 40's types on the real model (tests/unit/test_forward_quant.c): the
+# default model requantized by llama.cpp's quantizer and llama.cpp's logits
+# for each file, made through llama-cpp-python into build/quant/ (never
+# committed; remade when the script or the model changes).
+UNIT_TESTS += test_forward_quant
+QUANT_CASES := iq4_nl iq4_xs tq1_0 tq2_0 mixed mxfp4 moe_mxfp4
+QUANT_FILES := $(QUANT_CASES:%=build/quant/smollm2_%.txt)
+build/quant/smollm2_%.txt: scripts/make_quant_models.py \
+    scripts/gen_logits_golden.py bench/make_moe_shaped.py \
+    models/SmolLM2-135M-Instruct.Q4_1.gguf
+	python3 scripts/make_quant_models.py build/quant $*
+.PHONY: quant-models
+quant-models: model $(QUANT_FILES)
+unit: quant-models

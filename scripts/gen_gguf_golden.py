@@ -4,7 +4,8 @@ behind llama.cpp's convert scripts), an independent check of our reader:
 tests/unit/test_gguf.c (test_gguf_py_golden) asserts these exact values.
 With --seeds it also writes small valid files to fuzz/corpus/gguf/, among them
 model-shaped files that the model loader must refuse (seed_bad_*.gguf:
-tests/unit/test_model_load.c checks each message)."""
+tests/unit/test_model_load.c checks each message). --bad-model-seeds and
+--quant-seeds (issue 40's) write only those seeds."""
 import os
 import sys
 
@@ -39,12 +40,14 @@ def write_seeds() -> None:
                  raw_dtype=gguf.GGMLQuantizationType.Q4_1)
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
     write_bad_model_seeds(d)
+    write_quant_seeds(d)
 
 
-def _tiny_model(path, arch, extra, tensors):
+def _tiny_model(path, arch, extra, tensors, raw=None):
     """A one-layer model-shaped file (n_embd 32, 2 heads of 16, 1 KV head,
     n_ff 64, vocab 8) with zero weights (F32 vectors, F16 matrices): tensors is
-    [(name, numpy shape)]."""
+    [(name, numpy shape)]; raw maps a name to (uint8 rows of blocks, quant
+    type) written instead."""
     w = gguf.GGUFWriter(path, arch)
     w.add_context_length(64)
     w.add_embedding_length(32)
@@ -57,6 +60,9 @@ def _tiny_model(path, arch, extra, tensors):
     for k, v in extra:
         w.add_uint32(f"{arch}.{k}", v)
     for name, shape in tensors:
+        if raw and name in raw:
+            w.add_tensor(name, raw[name][0], raw_dtype=raw[name][1])
+            continue
         w.add_tensor(name, np.zeros(shape, dtype=np.float32 if len(shape) == 1 else np.float16))
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
@@ -86,11 +92,34 @@ def write_bad_model_seeds(d) -> None:
     _tiny_model(os.path.join(d, "seed_bad_phi3_rope.gguf"), "phi3", [], phi3(64, 5))
 
 
+def write_quant_seeds(d) -> None:
+    """Issue 40's bad files: a llama whose IQ4_NL ffn_up has a block with an
+    infinite scale (refused naming the tensor and block), and one whose
+    IQ4_XS ffn_down has 256 columns where the model has n_ff 64."""
+    Q = gguf.GGMLQuantizationType
+    llama = [("token_embd.weight", (8, 32)), ("output_norm.weight", (32,)),
+             ("blk.0.attn_norm.weight", (32,)), ("blk.0.attn_q.weight", (32, 32)),
+             ("blk.0.attn_k.weight", (16, 32)), ("blk.0.attn_v.weight", (16, 32)),
+             ("blk.0.attn_output.weight", (32, 32)), ("blk.0.ffn_norm.weight", (32,)),
+             ("blk.0.ffn_gate.weight", (64, 32)), ("blk.0.ffn_up.weight", (64, 32)),
+             ("blk.0.ffn_down.weight", (32, 64))]
+    up = np.zeros((64, 18), dtype=np.uint8)  # 64 rows of one IQ4_NL block
+    up[5, 0:2] = np.array([np.inf], dtype=np.float16).view(np.uint8)
+    _tiny_model(os.path.join(d, "seed_bad_iq4_nl_scale.gguf"), "llama", [],
+                llama, {"blk.0.ffn_up.weight": (up, Q.IQ4_NL)})
+    down = np.zeros((32, 136), dtype=np.uint8)  # 32 rows of one IQ4_XS block
+    _tiny_model(os.path.join(d, "seed_bad_iq4_xs_width.gguf"), "llama", [],
+                llama, {"blk.0.ffn_down.weight": (down, Q.IQ4_XS)})
+
+
 def main() -> int:
     if "--seeds" in sys.argv:
         write_seeds()
     if "--bad-model-seeds" in sys.argv:  # only those (the others stay as they are)
         write_bad_model_seeds(os.path.join(ROOT, "fuzz", "corpus", "gguf"))
+        return 0
+    if "--quant-seeds" in sys.argv:  # only issue 40's
+        write_quant_seeds(os.path.join(ROOT, "fuzz", "corpus", "gguf"))
         return 0
     out = os.path.join(ROOT, "tests", "data", "gguf", "gguf_py_all_types.gguf")
     os.makedirs(os.path.dirname(out), exist_ok=True)

@@ -29,6 +29,8 @@ typedef struct spec {
   const char *skip_tensor; /* leave this tensor out */
   const char *bad_shape;   /* give this tensor shape {32, 32} */
   const char *f16_tensor;  /* store this tensor as F16 */
+  const char *nl_tensor;   /* store this tensor as IQ4_NL, a bad scale in */
+  int nl_bad_block;        /* this block (-1: none): an infinity */
   const tdef *tensors;     /* NULL: TENSORS (llama) */
   size_t n_tensors;
   const char *u32_key[4]; /* extra {arch}.KEY = u32_val (NULL: none) */
@@ -134,15 +136,28 @@ static void write_model(const char *path, const spec *s) {
     uint64_t ne[3] = {t->ne0, t->ne1, t->ne2 ? t->ne2 : 1};
     if (s->bad_shape && !strcmp(s->bad_shape, t->name)) ne[1] = 32;
     const bool f16 = s->f16_tensor && !strcmp(s->f16_tensor, t->name);
-    gw_tensor(&b, t->name, t->ne2 ? 3 : (ne[1] == 1 ? 1 : 2), ne, f16 ? 1 : 0,
+    const bool nl = s->nl_tensor && !strcmp(s->nl_tensor, t->name);
+    gw_tensor(&b, t->name, t->ne2 ? 3 : (ne[1] == 1 ? 1 : 2), ne,
+              nl    ? 20
+              : f16 ? 1
+                    : 0,
               off);
-    sizes[i] = (size_t)(ne[0] * ne[1] * ne[2] * (f16 ? 2 : 4));
+    sizes[i] = nl ? (size_t)(ne[0] / 32 * ne[1] * ne[2] * 18)
+                  : (size_t)(ne[0] * ne[1] * ne[2] * (f16 ? 2 : 4));
     off += (sizes[i] + 31) / 32 * 32;
   }
   gw_align(&b, 32);
   for (size_t i = 0; i < n_tens; i++) {
     if (s->skip_tensor && !strcmp(s->skip_tensor, tens[i].name)) continue;
+    const size_t at = b.len;
+    const bool nl = s->nl_tensor && !strcmp(s->nl_tensor, tens[i].name);
     gw_fill(&b, sizes[i], 0);
+    if (nl) /* zero blocks (the fill's pattern would spell NaN scales) */
+      memset(b.p + at, 0, sizes[i]);
+    if (nl && s->nl_bad_block >= 0) {
+      const uint8_t inf_half[2] = {0x00, 0x7c}; /* the block's d */
+      memcpy(b.p + at + (size_t)s->nl_bad_block * 18, inf_half, 2);
+    }
     gw_align(&b, 32);
   }
   FILE *f = fopen(path, "wb");
@@ -168,6 +183,20 @@ static void expect_refused(const spec *s, nucleus_status code,
     fail_msg("expected %s with '%s', got %s: %s", nucleus_status_name(code),
              needle, nucleus_status_name(rc), err.message);
   assert_null(m);
+}
+
+/* An IQ4_NL matrix loads (all-zero blocks); one whose block 5 has an
+ * infinite scale is refused, naming the tensor, the block and the type. */
+static void test_bad_quant_scale(void **state) {
+  (void)state;
+  spec bad = {.nl_tensor = "blk.0.ffn_up.weight", .nl_bad_block = 5};
+  expect_refused(&bad, NUCLEUS_ERR_FORMAT,
+                 "tensor 'blk.0.ffn_up.weight': block 5 of 64 (IQ4_NL) has a "
+                 "scale that is not a finite number");
+  /* the same file with every scale finite is refused for another reason
+   * only: the tokenizer this synthetic file lacks */
+  spec good = {.nl_tensor = "blk.0.ffn_up.weight", .nl_bad_block = -1};
+  expect_refused(&good, NUCLEUS_ERR_FORMAT, "tokenizer");
 }
 
 static void test_unknown_arch(void **state) {
@@ -285,8 +314,8 @@ static void test_phi3_fused_widths(void **state) {
 }
 
 /* The fuzz seeds of the bad files (fuzz/corpus/gguf/seed_bad_*.gguf,
- * written by gguf-py: scripts/gen_gguf_golden.py --bad-model-seeds) are
- * refused naming the key or tensor. */
+ * written by gguf-py: scripts/gen_gguf_golden.py --bad-model-seeds and
+ * --quant-seeds) are refused naming the key or tensor. */
 static void test_bad_model_seeds(void **state) {
   (void)state;
   static const struct {
@@ -298,6 +327,13 @@ static void test_bad_model_seeds(void **state) {
                                  "{32, 48, 1, 1}, expected {32, 64}"},
       {"seed_bad_phi3_rope.gguf", "tensor 'rope_factors_long.weight' has "
                                   "shape {5, 1, 1, 1}, expected {8, 1}"},
+      /* issue 40's (scripts/gen_gguf_golden.py --quant-seeds) */
+      {"seed_bad_iq4_nl_scale.gguf",
+       "tensor 'blk.0.ffn_up.weight': block 5 of 64 (IQ4_NL) has a scale "
+       "that is not a finite number"},
+      {"seed_bad_iq4_xs_width.gguf", "tensor 'blk.0.ffn_down.weight' has "
+                                     "shape {256, 32, 1, 1}, expected {64, "
+                                     "32}"},
   };
   const char *root = getenv("NUCLEUS_ROOT");
   for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
@@ -348,6 +384,7 @@ static void test_load_mode_param(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_quant_scale),
       cmocka_unit_test(test_unknown_arch),
       cmocka_unit_test(test_missing_key),
       cmocka_unit_test(test_bad_head_counts),
