@@ -22,6 +22,7 @@
 
 #include "base/rng.h"
 #include "engine_internal.h"
+#include "request_checks.h"
 
 /* ------------------------------------------------------------ completions */
 
@@ -1076,6 +1077,10 @@ nucleus_status nucleus_engine_submit(nucleus_engine *e, const int32_t *prompt,
                    "n: %d completions (beam_width %d); this engine runs at "
                    "most %d sequences at once",
                    params->n, params->beam_width, e->params.max_running);
+  rc = nc_request_fit_check(n_prompt, params, e->params.n_ctx,
+                            nc_kv_block_tokens(e->kv),
+                            nc_kv_blocks_total(e->kv), err);
+  if (rc != NC_OK) return rc;
   uint64_t seed =
       params->sampling.has_seed ? params->sampling.seed : nc_seed_from_os();
 

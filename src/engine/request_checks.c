@@ -1,5 +1,5 @@
 /* request_checks: stop token ids, the cache salt, n against beam_width,
- * speculative decoding's parameters. */
+ * speculative decoding's parameters, the fit in the KV pool. */
 #include "request_checks.h"
 
 #include <string.h>
@@ -94,4 +94,46 @@ nc_code nc_spec_check(const nucleus_spec_params *s, int32_t beam_width,
                    "speculative '%s': not with beam search (beam_width %d)",
                    spec_names[s->type], beam_width);
   return NC_OK;
+}
+
+static int64_t div_up(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+int64_t nc_request_blocks_needed(size_t n_prompt,
+                                 const nucleus_request_params *p, int32_t n_ctx,
+                                 int32_t block_tokens) {
+  int64_t prompt = (int64_t)n_prompt, room = (int64_t)n_ctx - prompt;
+  bool ends_early =
+      !p->ignore_eos || p->n_stop || p->n_stop_token_ids || p->grammar;
+  if (p->max_tokens < 0 && ends_early) return -1;
+  int64_t generated =
+      p->max_tokens < 0 || p->max_tokens > room ? room : (int64_t)p->max_tokens;
+  if (generated < 0) generated = 0;
+  int64_t bt = block_tokens > 0 ? block_tokens : 1;
+  /* Fed: the prompt, then every generated token but the last. */
+  int64_t final_len = prompt + (generated > 1 ? generated - 1 : 0);
+  if (final_len == prompt) return div_up(prompt, bt); /* nothing diverges */
+  int64_t seqs = p->beam_width > 1 ? p->beam_width : (p->n > 1 ? p->n : 1);
+  int64_t shared = prompt / bt; /* full blocks; a partial one is copied */
+  return shared + seqs * (div_up(final_len, bt) - shared);
+}
+
+nc_code nc_request_fit_check(size_t n_prompt, const nucleus_request_params *p,
+                             int32_t n_ctx, int32_t block_tokens,
+                             int64_t pool_blocks, nc_error *err) {
+  int64_t need = nc_request_blocks_needed(n_prompt, p, n_ctx, block_tokens);
+  if (need <= pool_blocks) return NC_OK;
+  int32_t seqs = p->beam_width > 1 ? p->beam_width : p->n;
+  return nc_fail(
+      err, NC_ERR_LIMIT,
+      "the request cannot fit the KV cache: its %zu prompt tokens "
+      "(shared) and %d %s of up to %lld tokens each need %lld "
+      "blocks of %d tokens, and the pool holds %lld "
+      "(--kv-tokens): lower n or max_tokens",
+      n_prompt, seqs, p->beam_width > 1 ? "beams" : "completions",
+      (long long)(p->max_tokens < 0 || p->max_tokens > n_ctx - (int64_t)n_prompt
+                      ? n_ctx - (int64_t)n_prompt
+                      : p->max_tokens),
+      (long long)need, block_tokens, (long long)pool_blocks);
 }
