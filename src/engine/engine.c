@@ -759,6 +759,11 @@ static bool step(nucleus_engine *e) {
   for (int32_t r = 0; r < n_rows; r++) {
     completion *c = e->step.row_comp[r];
     group *g = c->owner;
+    if (g->req->params.max_tokens == 0) { /* the prompt read: length */
+      if (!c->finished)
+        nc_engine_finish_group(e, g, NUCLEUS_FINISH_LENGTH, NULL);
+      continue;
+    }
     if (g->beam) {
       nc_beam_take_logits(e, g, c, e->logits + (size_t)r * (size_t)e->n_vocab);
       continue;

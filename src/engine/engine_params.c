@@ -48,7 +48,7 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
   /* Every scalar against the one contract (sampler_contract.c), then what
    * relates one parameter to another. */
   if ((rc = nc_params_check_request(p, err)) != NC_OK) return rc;
-  if (p->max_tokens > 0 && p->min_tokens > p->max_tokens)
+  if (p->max_tokens >= 0 && p->min_tokens > p->max_tokens)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "'min_tokens' (%d) must not exceed max_tokens (%d)",
                    p->min_tokens, p->max_tokens);

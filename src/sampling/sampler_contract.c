@@ -48,7 +48,7 @@ static const row ROWS[] = {
     {{"max_tokens", "-n", "--n-predict", NUCLEUS_PARAM_INT, -1, INT32_MAX,
       false, D(-1, -1, -1), NULL,
       "tokens to generate (-1: until end of generation or a full context; "
-      "0 is refused)"},
+      "0: none, the prompt is only read)"},
      R(max_tokens)},
     {{"min_tokens", "--min-tokens", NULL, NUCLEUS_PARAM_INT, 0, INT32_MAX,
       false, D(0, 0, 0), NULL,
@@ -138,8 +138,6 @@ static bool in_range(const nucleus_param_info *info, double v) {
   if (info->kind != NUCLEUS_PARAM_FLOAT && v != floor(v)) return false;
   if (info->min_exclusive ? v <= info->min : v < info->min) return false;
   if (v > info->max) return false;
-  /* max_tokens: -1 or at least 1 */
-  if (!strcmp(info->name, "max_tokens") && v == 0) return false;
   return true;
 }
 

@@ -170,7 +170,7 @@ def test_sampling_parameters_accepted(client):
     (dict(temperature=101), "temperature"),
     (dict(top_p=0), "top_p"),
     (dict(n=0), "n"),
-    (dict(max_tokens=0), "max_tokens"),
+    (dict(max_tokens=-5), "max_tokens"),
     (dict(logprobs=True, top_logprobs=50), "top_logprobs"),
     (dict(presence_penalty=9), "presence_penalty"),
     (dict(logit_bias={"-1": 3}), "logit_bias"),
