@@ -46,6 +46,25 @@ static nc_code parse_json(const char *text, const char *what, json_t **out,
   return NC_OK;
 }
 
+/* The variables the template is given by the request's own fields (and
+ * the model's special tokens): extra template variables may not replace
+ * them. */
+static const char *const OWN_VARS[] = {"messages",  "tools",
+                                       "documents", "add_generation_prompt",
+                                       "bos_token", "eos_token"};
+
+static nc_code kwargs_check(const json_t *kwargs, nc_error *err) {
+  for (size_t i = 0; i < sizeof OWN_VARS / sizeof OWN_VARS[0]; i++)
+    if (json_object_get(kwargs, OWN_VARS[i]))
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "chat_template_kwargs: '%s' is one of the template's own "
+                     "variables (messages, tools, documents, "
+                     "add_generation_prompt, bos_token, eos_token), which "
+                     "template kwargs cannot replace",
+                     OWN_VARS[i]);
+  return NC_OK;
+}
+
 static nc_code build_vars(const nc_chat_args *a, nc_chat_guard *guard,
                           json_t *vars, nc_error *err) {
   json_t *messages = NULL, *tools = NULL, *kwargs = NULL;
@@ -79,6 +98,10 @@ static nc_code build_vars(const nc_chat_args *a, nc_chat_guard *guard,
       json_decref(kwargs);
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "template kwargs must be a JSON object");
+    }
+    if ((rc = kwargs_check(kwargs, err))) {
+      json_decref(kwargs);
+      return rc;
     }
     json_object_update(vars, kwargs);
     json_decref(kwargs);

@@ -138,9 +138,14 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
   free(msgs_json);
   free(tools_json);
   free(kwargs_json);
-  if (st != NUCLEUS_OK)
-    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, "messages",
+  if (st != NUCLEUS_OK) {
+    /* the library names what it refused: kwargs, else the messages */
+    bool by_kwargs = !strncmp(err.message, "chat_template_kwargs",
+                              strlen("chat_template_kwargs"));
+    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400,
+                    by_kwargs ? "chat_template_kwargs" : "messages",
                     "chat template: %s", err.message);
+  }
   return 0;
 }
 
