@@ -104,3 +104,15 @@ def test_transcript(kernels, block):
     assert i == len(out) and j == len(err), (
         "output the transcript does not show:\n"
         + "\n".join(out[i:] + err[j:]))
+
+
+def test_shell_examples_pass_newlines_as_newlines():
+    """A `\\n` inside double quotes reaches the program as a backslash and
+    an n: the examples write newlines as $'...\\n...'."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
+    assert blocks
+    for block in blocks:
+        for line in block.splitlines():
+            for quoted in re.findall(r'"((?:[^"\\]|\\.)*)"', line):
+                assert "\\n" not in quoted, line

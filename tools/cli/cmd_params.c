@@ -48,6 +48,15 @@ int cmd_params(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  /* The model first: a file that does not load is the answer, not a table
+   * printed before its error. */
+  nucleus_model *model = NULL;
+  if (model_path) {
+    cli_options o;
+    cli_options_init(&o);
+    o.model_path = model_path;
+    if (!(model = cli_load_model(&o))) return 1;
+  }
   printf("| parameter | CLI flag | range | library | server | CLI | model "
          "file key | meaning |\n|---|---|---|---:|---:|---:|---|---|\n");
   for (size_t i = 0; i < nucleus_params_count(); i++) {
@@ -65,12 +74,7 @@ int cmd_params(int argc, char **argv) {
            r, d[0], d[1], d[2], p->gguf_key ? "`" : "",
            p->gguf_key ? p->gguf_key : "", p->gguf_key ? "`" : "", p->help);
   }
-  if (!model_path) return 0;
-  cli_options o;
-  cli_options_init(&o);
-  o.model_path = model_path;
-  nucleus_model *model = cli_load_model(&o);
-  if (!model) return 1;
+  if (!model) return 0;
   nucleus_request_params srv =
       nucleus_request_params_for(model, NUCLEUS_SURFACE_SERVER);
   nucleus_request_params cli =
