@@ -39,6 +39,13 @@ void server_config_usage(FILE *out) {
           "  --prefix-cache-salt-by-key  requests share cached prefixes only "
           "with\n"
           "                          requests presenting the same API key\n"
+          "  --strict-params         refuse a request field nucleus does not "
+          "know (400)\n"
+          "                          instead of ignoring it with a warning "
+          "line\n"
+          "  --request-fields        print the table of request fields (read, "
+          "ignored,\n"
+          "                          refused) as Markdown and exit\n"
           "  --parse-special-in-content  read special-token text inside chat "
           "messages\n"
           "                          as control tokens (lets users forge "
@@ -127,6 +134,12 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
       takes_value = false;
     } else if (!strcmp(a, "--prefix-cache-salt-by-key")) {
       cfg->prefix_cache_salt_by_key = true;
+      takes_value = false;
+    } else if (!strcmp(a, "--strict-params")) {
+      cfg->strict_params = true;
+      takes_value = false;
+    } else if (!strcmp(a, "--request-fields")) {
+      cfg->print_request_fields = true;
       takes_value = false;
     } else if (!strcmp(a, "--parse-special-in-content")) {
       cfg->parse_special_in_content = true;

@@ -32,7 +32,8 @@ typedef struct server_config {
   nucleus_engine_params engine;
   bool parse_special_in_content; /* chat contents may hold control tokens */
   bool prefix_cache_salt_by_key; /* the presented API key salts the cache */
-  int read_timeout_s;            /* a request's headers and body, in all */
+  bool strict_params; /* an unknown request field is a 400, not a warning */
+  int read_timeout_s; /* a request's headers and body, in all */
   int max_connections_per_ip;
   /* Host names (besides IP literals and localhost) requests may carry in
    * their Host header; "*" allows any. */
@@ -43,6 +44,7 @@ typedef struct server_config {
    * unless it asks otherwise ("speculative", "prediction"). */
   nucleus_spec_params spec;
   bool help;
+  bool print_request_fields; /* --request-fields: print the table, exit */
 } server_config;
 
 /* Fills cfg from argv (argv[0] is "serve"). Returns 0 on success, or -1

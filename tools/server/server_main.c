@@ -11,6 +11,7 @@
 #include "../cli/cli_io.h"
 #include "../cli/commands.h"
 #include "http/http_server.h"
+#include "openai/request_fields.h"
 #include "server.h"
 
 static double now_s(void) {
@@ -147,6 +148,10 @@ int cmd_serve(int argc, char **argv) {
   }
   if (cfg.help) {
     server_config_usage(stdout);
+    return 0;
+  }
+  if (cfg.print_request_fields) {
+    request_fields_print(stdout);
     return 0;
   }
   char model_buf[CLI_MODEL_PATH_MAX];

@@ -7,6 +7,7 @@
 #include "http/http_reply.h"
 #include "job.h"
 #include "prompt.h"
+#include "request_fields.h"
 #include "routes.h"
 #include "tool_grammar.h"
 
@@ -83,8 +84,10 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
   if (!root)
     return api_fail(e, 400, NULL, "invalid JSON at line %d, column %d: %s",
                     jerr.line, jerr.column, jerr.text);
-  int rc =
-      gen_request_parse(root, chat, srv->n_vocab, &srv->defaults, &j->req, e);
+  int rc = request_fields_check(root, chat, srv->cfg->strict_params, stderr, e);
+  if (!rc)
+    rc =
+        gen_request_parse(root, chat, srv->n_vocab, &srv->defaults, &j->req, e);
   if (!rc)
     rc = chat
              ? prompt_chat(srv, root, &j->req.chat_opts, NULL, NULL, &j->prompt,

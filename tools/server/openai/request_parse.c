@@ -348,23 +348,15 @@ int chat_opts_parse(const json_t *root, chat_opts *o, api_error *e) {
   return 0;
 }
 
-/* Chat only: how the template ends the prompt. */
+/* Chat only (request_fields.h refuses them elsewhere): how the template
+ * ends the prompt. */
 static int parse_template_flags(const json_t *root, gen_request *r,
                                 api_error *e) {
-  static const char *const chat_only[] = {"add_generation_prompt",
-                                          "continue_final_message",
-                                          "chat_template_kwargs"};
-  if (r->chat) return chat_opts_parse(root, &r->chat_opts, e);
-  return refuse_present(root, chat_only, 3,
-                        "applies only to /v1/chat/completions", e);
+  return r->chat ? chat_opts_parse(root, &r->chat_opts, e) : 0;
 }
 
 /* Structured output (structured.h); tools are tool_request.h's. */
-static int parse_unsupported(const json_t *root, gen_request *r, api_error *e) {
-  static const char *const never[] = {"functions", "function_call"};
-  if (refuse_present(root, never, sizeof never / sizeof never[0],
-                     "is not supported yet", e))
-    return -1;
+static int parse_structured(const json_t *root, gen_request *r, api_error *e) {
   if (structured_parse(root, &r->grammar, e)) return -1;
   r->params.grammar = r->grammar;
   return tool_opts_parse(root, r->chat, &r->tools, e);
@@ -424,7 +416,7 @@ int gen_request_parse(const json_t *root, bool chat, int32_t n_vocab,
       parse_logprobs(root, r, e) || parse_inspect(root, r, e) ||
       parse_stop(root, r, e) || parse_logit_bias(root, n_vocab, r, e) ||
       parse_stop_token_ids(root, n_vocab, r, e) || parse_beam(root, r, e) ||
-      parse_template_flags(root, r, e) || parse_unsupported(root, r, e) ||
+      parse_template_flags(root, r, e) || parse_structured(root, r, e) ||
       parse_cache_salt(root, r, e) || speculative_parse(root, r, e)) {
     gen_request_free(r);
     return -1;

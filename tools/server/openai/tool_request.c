@@ -110,16 +110,7 @@ int tool_opts_parse(const json_t *root, bool chat, tool_opts *o, api_error *e) {
   if (json_is_null(tools)) tools = NULL;
   if (json_is_null(tc)) tc = NULL;
   if (json_is_null(ptc)) ptc = NULL;
-  if (!chat) {
-    const char *which = tools ? "tools"
-                        : tc  ? "tool_choice"
-                        : ptc ? "parallel_tool_calls"
-                              : NULL;
-    if (which)
-      return api_fail(e, 400, which,
-                      "'%s' applies only to /v1/chat/completions", which);
-    return 0;
-  }
+  if (!chat) return 0; /* request_fields.h refuses them there */
   if (tools && parse_tools(tools, o, e)) return -1;
   if (ptc) {
     if (!json_is_boolean(ptc))

@@ -1,0 +1,258 @@
+"""Issue 38, the server's rough edges: no OpenAI field that changes the
+answer is ignored in silence (§3), chat_template_kwargs cannot replace the
+template's own variables (§5), max_tokens 0 reads the prompt and finishes
+`length` (§6), and `nucleus params -m` reports a model that does not load
+(§6)."""
+
+import re
+import subprocess
+import time
+
+import pytest
+import requests
+
+from conftest import DEFAULT_MODEL, NUCLEUS_BIN, ROOT
+
+CHAT = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2,
+        "temperature": 0}
+COMPLETION = {"prompt": "Hi", "max_tokens": 2, "temperature": 0}
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    return start_server("-c", "512", "-t", "1")
+
+
+@pytest.fixture(scope="module")
+def strict(start_server):
+    return start_server("-c", "512", "-t", "1", "--strict-params")
+
+
+def post(srv, path, body):
+    return requests.post(srv.url + path, json=body, timeout=120)
+
+
+def error_of(r, status=400):
+    assert r.status_code == status, r.text
+    return r.json()["error"]
+
+
+# -------------------------------------------------- §3: request fields
+
+
+def test_docs_table_is_the_servers():
+    table = subprocess.run([NUCLEUS_BIN, "serve", "--request-fields"],
+                           capture_output=True, text=True, timeout=60,
+                           check=True).stdout
+    doc = (ROOT / "docs/SERVER.md").read_text()
+    m = re.search(r"<!-- request-fields:begin.*?-->\n(.*?)"
+                  r"<!-- request-fields:end -->", doc, re.S)
+    assert m, "docs/SERVER.md has no request-fields:begin/end block"
+    assert m.group(1) == table, \
+        "regenerate the block with `nucleus serve --request-fields`"
+    for name in ("audio", "prediction", "speculative", "reasoning_effort",
+                 "web_search_options", "store", "metadata", "user"):
+        assert f"| `{name}` |" in table, name
+
+
+@pytest.mark.parametrize("field,value", [
+    ("audio", {"voice": "alloy", "format": "wav"}),
+    ("reasoning_effort", "low"),
+    ("web_search_options", {}),
+    ("verbosity", "low"),
+    ("functions", [{"name": "f", "parameters": {}}]),
+    ("n_predict", 5),
+])
+def test_output_changing_fields_are_refused_by_name(server, field, value):
+    err = error_of(post(server, "/v1/chat/completions",
+                        dict(CHAT, **{field: value})))
+    assert err["param"] == field and f"'{field}'" in err["message"], err
+
+
+def test_audio_modality_is_refused_text_is_read(server):
+    err = error_of(post(server, "/v1/chat/completions",
+                        dict(CHAT, modalities=["text", "audio"])))
+    assert err["param"] == "modalities" and "audio" in err["message"]
+    r = post(server, "/v1/chat/completions", dict(CHAT, modalities=["text"]))
+    assert r.status_code == 200, r.text
+
+
+def test_harmless_fields_are_ignored(server):
+    plain = post(server, "/v1/chat/completions", CHAT).json()
+    r = post(server, "/v1/chat/completions",
+             dict(CHAT, store=True, metadata={"k": "v"}, user="u1",
+                  service_tier="auto", prompt_cache_key="x"))
+    assert r.status_code == 200, r.text
+    assert (r.json()["choices"][0]["message"]["content"]
+            == plain["choices"][0]["message"]["content"])
+
+
+def test_a_field_of_the_other_route_is_refused(server):
+    err = error_of(post(server, "/v1/completions",
+                        dict(COMPLETION, messages=[])))
+    assert err["param"] == "messages" and "chat" in err["message"]
+    err = error_of(post(server, "/v1/chat/completions",
+                        dict(CHAT, prompt="x")))
+    assert err["param"] == "prompt"
+
+
+def test_unknown_field_is_ignored_with_a_warning(server):
+    r = post(server, "/v1/completions", dict(COMPLETION, frobnicate=3))
+    assert r.status_code == 200, r.text
+    assert re.search(r"warning: /v1/completions: unknown request field "
+                     r"ignored: 'frobnicate'", server.log()), server.log()[-2000:]
+
+
+def test_unknown_fields_in_one_line_bounded(server):
+    body = dict(COMPLETION, **{f"zz{i}": i for i in range(40)})
+    assert post(server, "/v1/completions", body).status_code == 200
+    line = [ln for ln in server.log().splitlines() if "'zz0'" in ln][-1]
+    assert "and 32 more" in line, line
+
+
+def test_strict_params_refuses_unknown_fields(strict):
+    err = error_of(post(strict, "/v1/completions",
+                        dict(COMPLETION, frobnicate=3)))
+    assert err["param"] == "frobnicate" and "--strict-params" in err["message"]
+    assert post(strict, "/v1/completions",
+                dict(COMPLETION, user="u")).status_code == 200
+
+
+def test_strict_params_is_in_help():
+    out = subprocess.run([NUCLEUS_BIN, "serve", "--help"], capture_output=True,
+                         text=True, timeout=60).stdout
+    assert "--strict-params" in out and "--request-fields" in out
+
+
+# ------------------------------------------ §5: chat_template_kwargs
+
+
+@pytest.mark.parametrize("key", ["messages", "tools", "add_generation_prompt",
+                                 "bos_token", "eos_token"])
+def test_template_kwargs_cannot_replace_the_templates_variables(server, key):
+    err = error_of(post(server, "/v1/chat/completions",
+                        dict(CHAT, chat_template_kwargs={key: []})))
+    assert err["param"] == "chat_template_kwargs", err
+    assert f"'{key}'" in err["message"], err
+
+
+def test_template_kwargs_other_keys_still_reach_the_template(server):
+    r = post(server, "/v1/chat/completions",
+             dict(CHAT, chat_template_kwargs={"enable_thinking": False}))
+    assert r.status_code == 200, r.text
+
+
+# ------------------------------------------------------ §6: max_tokens 0
+
+
+@pytest.mark.parametrize("path,body", [("/v1/completions", COMPLETION),
+                                       ("/v1/chat/completions", CHAT)])
+def test_max_tokens_zero_reads_the_prompt_and_finishes_length(server, path,
+                                                             body):
+    for field in ("max_tokens", "max_completion_tokens"):
+        b = dict(body, n=2)
+        b.pop("max_tokens")
+        b[field] = 0
+        r = post(server, path, b)
+        assert r.status_code == 200, r.text
+        out = r.json()
+        assert out["usage"]["completion_tokens"] == 0
+        assert out["usage"]["prompt_tokens"] > 0
+        assert len(out["choices"]) == 2
+        for c in out["choices"]:
+            assert c["finish_reason"] == "length"
+            text = c["text"] if "text" in c else c["message"]["content"]
+            assert not text
+
+
+def test_max_tokens_zero_streams_a_length_finish(server):
+    r = requests.post(server.url + "/v1/completions", timeout=60, stream=True,
+                      json=dict(COMPLETION, max_tokens=0, stream=True))
+    assert r.status_code == 200
+    body = r.text
+    assert '"finish_reason":"length"' in body.replace(" ", ""), body
+    assert body.rstrip().endswith("data: [DONE]")
+
+
+def test_max_tokens_zero_with_min_tokens_is_refused(server):
+    err = error_of(post(server, "/v1/completions",
+                        dict(COMPLETION, max_tokens=0, min_tokens=1)))
+    assert "min_tokens" in err["message"]
+
+
+def test_cli_max_tokens_zero():
+    p = subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, "-p", "Hi",
+                        "-n", "0"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "finish: length" in p.stdout + p.stderr
+    assert "generation: 0 tokens" in p.stdout + p.stderr
+
+
+# ------------------------------------- §5: a request that cannot fit
+
+
+@pytest.fixture(scope="module")
+def small_pool(start_server):
+    """64 KV blocks of 16 tokens."""
+    return start_server("-c", "1024", "--kv-tokens", "1024",
+                        "--kv-block-tokens", "16", "-t", "1")
+
+
+def test_issue_request_is_refused_on_arrival(start_server):
+    """n 16 x 1100 tokens on a 16,384-token pool: a 400 at once (it ran 77 s
+    before), streamed too, before any chunk."""
+    srv = start_server("-c", "2048", "-t", "1")
+    body = {"prompt": "Once upon a time", "n": 16, "max_tokens": 1100,
+            "ignore_eos": True}
+    for stream in (False, True):
+        t0 = time.monotonic()
+        r = requests.post(srv.url + "/v1/completions", timeout=30,
+                          json=dict(body, stream=stream))
+        assert time.monotonic() - t0 < 5
+        err = error_of(r)
+        assert "KV cache" in err["message"] and "16 completions" in err[
+            "message"], err
+        assert err["code"] == "context_length_exceeded"
+
+
+PROMPT_32 = [1000] * 32  # two full blocks, shared by the completions
+
+
+def test_a_request_that_fills_the_pool_exactly_finishes(small_pool):
+    # 2 + 2 x (ceil((32 + 497 - 1) / 16) - 2) = 64 blocks: the whole pool
+    r = post(small_pool, "/v1/completions",
+             {"prompt": PROMPT_32, "n": 2, "max_tokens": 497,
+              "ignore_eos": True, "temperature": 0})
+    assert r.status_code == 200, r.text
+    for c in r.json()["choices"]:
+        assert c["finish_reason"] == "length"
+    assert r.json()["usage"]["completion_tokens"] == 2 * 497
+
+
+def test_one_token_more_is_refused(small_pool):
+    # 2 + 2 x (ceil(529 / 16) - 2) = 66 blocks > 64
+    err = error_of(post(small_pool, "/v1/completions",
+                        {"prompt": PROMPT_32, "n": 2, "max_tokens": 498,
+                         "ignore_eos": True}))
+    assert "66 blocks" in err["message"] and "holds 64" in err["message"], err
+
+
+def test_a_request_that_may_end_early_is_admitted(small_pool):
+    """Without max_tokens and with end tokens live, a completion can end
+    anywhere: it is not refused for the context it might fill."""
+    r = post(small_pool, "/v1/completions",
+             {"prompt": "The capital of France is", "n": 4,
+              "temperature": 0, "stop": ["."]})
+    assert r.status_code == 200, r.text
+
+
+# ---------------------------------------------------- §6: nucleus params
+
+
+def test_params_with_a_missing_model_prints_the_load_error_only(tmp_path):
+    p = subprocess.run([NUCLEUS_BIN, "params", "-m", str(tmp_path / "nope")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert "cannot open" in p.stderr and "nope" in p.stderr
+    assert "| parameter |" not in p.stdout, p.stdout[:200]
