@@ -106,9 +106,11 @@ int64_t nc_request_blocks_needed(size_t n_prompt,
   int64_t prompt = (int64_t)n_prompt, room = (int64_t)n_ctx - prompt;
   bool ends_early =
       !p->ignore_eos || p->n_stop || p->n_stop_token_ids || p->grammar;
-  if (p->max_tokens < 0 && ends_early) return -1;
-  int64_t generated =
-      p->max_tokens < 0 || p->max_tokens > room ? room : (int64_t)p->max_tokens;
+  /* Without max_tokens, one that may end at its first token needs only
+   * its prompt's blocks; one that cannot runs to the full context. */
+  int64_t generated = p->max_tokens < 0      ? (ends_early ? 1 : room)
+                      : p->max_tokens > room ? room
+                                             : (int64_t)p->max_tokens;
   if (generated < 0) generated = 0;
   int64_t bt = block_tokens > 0 ? block_tokens : 1;
   /* Fed: the prompt, then every generated token but the last. */

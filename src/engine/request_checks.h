@@ -34,9 +34,10 @@ bool nc_spec_type_from_name(const char *name, nucleus_spec_type *out);
  * alone: the prompt's full blocks are shared by its sequences (n, or
  * beam_width with beam search), each sequence owns the rest of its final
  * length, n_prompt + generated - 1 (the last token is never fed; generated
- * is max_tokens, at most what the context leaves: n_ctx - n_prompt). -1
- * when the request may end anywhere before that (no max_tokens, and an end
- * token, a stop or a grammar can end it). */
+ * is max_tokens, at most what the context leaves: n_ctx - n_prompt).
+ * Without max_tokens, a request that an end token, a stop or a grammar can
+ * end needs its prompt's blocks only (it may end at its first token); one
+ * that cannot end so runs to the full context. */
 int64_t nc_request_blocks_needed(size_t n_prompt,
                                  const nucleus_request_params *p, int32_t n_ctx,
                                  int32_t block_tokens);

@@ -787,16 +787,58 @@ static void test_lazy_grammar_starts_at_trigger(void **state) {
   nucleus_grammar_free(lazy);
 }
 
-static void test_request_larger_than_pool_fails_clearly(void **state) {
+/* A request that could not finish even alone in the pool is refused at
+ * submit, naming the pool, not after it ran as far as the pool goes; one
+ * that needs every block of it runs to the end. */
+static void test_request_larger_than_pool_refused_at_submit(void **state) {
   (void)state;
   NEED_MODEL();
   req_spec s = greedy_spec("one two three four five six seven eight nine "
                            "ten eleven twelve thirteen fourteen",
                            40);
+  nucleus_engine *e = stepped_engine(16, 512); /* one block of 16 tokens */
+  nucleus_request *r = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(
+      nucleus_engine_submit(e, s.prompt, s.n_prompt, &s.params, &r, &err),
+      NUCLEUS_ERR_LIMIT);
+  assert_non_null(strstr(err.message, "KV cache"));
+  /* No max_tokens and end tokens live: it may end at its first token, so
+   * it is admitted when its prompt fits (and refused when that does not). */
+  s.params.max_tokens = -1;
+  assert_int_equal(
+      nucleus_engine_submit(e, s.prompt, s.n_prompt, &s.params, &r, &err),
+      NUCLEUS_OK);
+  nucleus_request_free(r);
+  req_spec big = greedy_spec("one two three four five six seven eight nine "
+                             "ten eleven twelve thirteen fourteen fifteen "
+                             "sixteen seventeen eighteen",
+                             -1);
+  assert_true(big.n_prompt > 16);
+  assert_int_equal(
+      nucleus_engine_submit(e, big.prompt, big.n_prompt, &big.params, &r, &err),
+      NUCLEUS_ERR_LIMIT);
+  nucleus_engine_free(e);
+  /* 4 blocks: n = 2 completions of g tokens after a prompt of p share its
+   * full blocks and own the rest: p/16 + 2 (ceil((p + g - 1)/16) - p/16). */
+  int32_t p = s.n_prompt, full = p / 16, g = 1;
+  while (full + 2 * ((p + g + 15) / 16 - full) <= 4)
+    g++; /* g + 1 tokens would not fit: g is the most that does */
+  s.params.n = 2;
+  s.params.ignore_eos = true;
+  s.params.max_tokens = g;
   s.arrival = 0;
   outcome o;
-  run_specs(&s, 1, &o, 16, 512, NULL); /* one block of 16 tokens */
-  assert_int_equal(o.reason[0], NUCLEUS_FINISH_ERROR);
+  run_specs(&s, 1, &o, 64, 512, NULL);
+  assert_int_equal(o.reason[0], NUCLEUS_FINISH_LENGTH);
+  assert_int_equal(o.reason[1], NUCLEUS_FINISH_LENGTH);
+  assert_int_equal(o.n_tokens[0], g);
+  e = stepped_engine(64, 512);
+  s.params.max_tokens = g + 1;
+  assert_int_equal(
+      nucleus_engine_submit(e, s.prompt, s.n_prompt, &s.params, &r, &err),
+      NUCLEUS_ERR_LIMIT);
+  nucleus_engine_free(e);
 }
 
 static void test_bad_requests_rejected(void **state) {
@@ -841,7 +883,7 @@ int main(void) {
       cmocka_unit_test(test_prefix_cache_chunked_invariance),
       cmocka_unit_test(test_prefix_cache_under_preemption),
       cmocka_unit_test(test_prefix_cache_n_and_salt),
-      cmocka_unit_test(test_request_larger_than_pool_fails_clearly),
+      cmocka_unit_test(test_request_larger_than_pool_refused_at_submit),
       cmocka_unit_test(test_bad_requests_rejected),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
