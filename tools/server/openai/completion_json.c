@@ -312,6 +312,11 @@ static json_t *choice_finish_json(nucleus_finish_reason r, size_t n_calls) {
   return finish_json(r);
 }
 
+/* A reply max_tokens cut ends with what the cut broke dropped. */
+static tool_reply_end reply_end(const choice_state *c) {
+  return c->finish == NUCLEUS_FINISH_LENGTH ? TOOL_REPLY_CUT : TOOL_REPLY_WHOLE;
+}
+
 json_t *completion_out_response(const completion_out *out) {
   json_t *o = envelope(out, false);
   json_t *choices = json_array();
@@ -324,7 +329,7 @@ json_t *completion_out_response(const completion_out *out) {
       json_object_set_new(ch, "message",
                           tool_reply_message(out->srv->model,
                                              c->text ? c->text : "", c->len,
-                                             &n_calls));
+                                             reply_end(c), &n_calls));
     } else {
       json_t *text = json_text(c->text ? c->text : "", c->len);
       if (out->req->chat)
@@ -400,7 +405,7 @@ json_t *completion_chunk_token(const completion_out *out,
   if (out->tools) {
     choice_state *c = &out->choices[ev->index];
     delta = tool_reply_delta(out->srv->model, &c->tools, c->text ? c->text : "",
-                             c->len, false);
+                             c->len, TOOL_REPLY_GOING);
     if (!delta && !lp && !ev->inspect) return NULL;
   } else if (out->req->chat) {
     delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));
@@ -416,8 +421,9 @@ json_t *completion_chunk_text(const completion_out *out,
   if (ev->index < 0 || ev->index >= out->n) return NULL;
   if (out->tools) { /* the end decides all: held text, unclosed calls */
     choice_state *c = &out->choices[ev->index];
-    json_t *delta = tool_reply_delta(out->srv->model, &c->tools,
-                                     c->text ? c->text : "", c->len, true);
+    json_t *delta =
+        tool_reply_delta(out->srv->model, &c->tools, c->text ? c->text : "",
+                         c->len, reply_end(c));
     return delta || ev->inspect
                ? with_inspect(out,
                               chunk(out, ev->index, delta, NULL, 0, NULL,

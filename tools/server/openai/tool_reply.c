@@ -38,12 +38,21 @@ static json_t *call_json(const nucleus_tool_call *c, long index) {
   return o;
 }
 
+/* A cut reply is scanned as unfinished: what it leaves undecided (a call
+ * without its end, a partial opener) is what the cut broke. */
+static nucleus_status scan(const nucleus_model *model, const char *reply,
+                           size_t len, tool_reply_end end,
+                           nucleus_tool_reply *r, nucleus_error *err) {
+  return nucleus_tool_reply_scan(model, reply, len, end == TOOL_REPLY_WHOLE, r,
+                                 err);
+}
+
 json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
-                         const char *reply, size_t len, bool final) {
+                         const char *reply, size_t len, tool_reply_end end) {
   nucleus_tool_reply r;
   nucleus_error err;
-  if (nucleus_tool_reply_scan(model, reply, len, final, &r, &err) != NUCLEUS_OK)
-    return NULL;
+  if (scan(model, reply, len, end, &r, &err) != NUCLEUS_OK) return NULL;
+  bool final = end == TOOL_REPLY_WHOLE;
   json_t *delta = NULL;
   /* Blanks around calls are not content (the whole message's content is
    * null then): content is sent from its first non-blank byte on. */
@@ -70,11 +79,11 @@ json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
 }
 
 json_t *tool_reply_message(const nucleus_model *model, const char *reply,
-                           size_t len, size_t *n_calls) {
+                           size_t len, tool_reply_end end, size_t *n_calls) {
   nucleus_tool_reply r;
   nucleus_error err;
   *n_calls = 0;
-  if (nucleus_tool_reply_scan(model, reply, len, true, &r, &err) != NUCLEUS_OK)
+  if (scan(model, reply, len, end, &r, &err) != NUCLEUS_OK)
     return json_pack("{s:s,s:o}", "role", "assistant", "content",
                      json_text(reply, len));
   json_t *m = json_object();

@@ -17,15 +17,25 @@ typedef struct tool_reply {
   size_t calls_sent;   /* calls already streamed */
 } tool_reply;
 
-/* The delta of the text so far (reply[0, len), final: it is complete):
- * {"content": ..., "tool_calls": [...]} with what became decided since the
- * last call, or NULL when nothing did. */
-json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
-                         const char *reply, size_t len, bool final);
+/* How a reply ends, for what is still undecided at its end. */
+typedef enum tool_reply_end {
+  TOOL_REPLY_GOING, /* more text will come */
+  TOOL_REPLY_WHOLE, /* it ended by itself: an unclosed call is content */
+  TOOL_REPLY_CUT,   /* max_tokens cut it: the calls complete before the cut
+                       count, a cut call (and a cut opener) is dropped, never
+                       content */
+} tool_reply_end;
 
-/* The assistant message of a whole reply: content (null when empty and
- * there are calls) and tool_calls. *n_calls: how many. */
+/* The delta of the text so far (reply[0, len)): {"content": ...,
+ * "tool_calls": [...]} with what became decided since the last call, or
+ * NULL when nothing did. */
+json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
+                         const char *reply, size_t len, tool_reply_end end);
+
+/* The assistant message of an ended reply (end: WHOLE or CUT): content
+ * (null when empty and there are calls) and tool_calls. *n_calls: how
+ * many. */
 json_t *tool_reply_message(const nucleus_model *model, const char *reply,
-                           size_t len, size_t *n_calls);
+                           size_t len, tool_reply_end end, size_t *n_calls);
 
 #endif
