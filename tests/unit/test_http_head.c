@@ -82,6 +82,41 @@ static void test_bad_heads(void **state) {
   bad_with("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nz", 400);
 }
 
+/* Issue 38: one Host (RFC 9112 3.2), at most HTTP_HEAD_MAX_FIELDS fields
+ * (thousands of tiny ones ran libmicrohttpd out of memory), and the same
+ * rules field by field for heads libmicrohttpd has split. */
+static void test_hosts_and_field_count(void **state) {
+  (void)state;
+  bad_with("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);
+  bad_with("GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n", 400);
+  char head[4096] = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < HTTP_HEAD_MAX_FIELDS; i++)
+    strcat(head, "a:\r\n");
+  assert_int_equal(check(strcat(head, "\r\n"), NULL), HTTP_HEAD_OK);
+  head[strlen(head) - 2] = '\0';
+  bad_with(strcat(head, "b:\r\n\r\n"), 431);
+
+  http_head_fields f = {0};
+  http_head_verdict v = {0};
+  assert_int_equal(http_head_field(&f, "Content-Length", 14, "2", 1, &v),
+                   HTTP_HEAD_OK);
+  assert_int_equal(http_head_field(&f, "content-length", 14, "45", 2, &v),
+                   HTTP_HEAD_BAD);
+  assert_int_equal(v.status, 400);
+  memset(&f, 0, sizeof f);
+  assert_int_equal(http_head_field(&f, "Content-Length", 14, "2", 1, &v),
+                   HTTP_HEAD_OK);
+  assert_int_equal(
+      http_head_field(&f, "Transfer-Encoding", 17, "chunked", 7, &v),
+      HTTP_HEAD_OK);
+  assert_int_equal(http_head_fields_end(&f, &v), HTTP_HEAD_BAD);
+  memset(&f, 0, sizeof f);
+  assert_int_equal(
+      http_head_field(&f, "Transfer-Encoding", 17, "xchunked", 8, &v),
+      HTTP_HEAD_BAD);
+  assert_int_equal(v.status, 501);
+}
+
 static void test_oversized_head_is_431(void **state) {
   (void)state;
   char *big = malloc(6000);
@@ -154,6 +189,7 @@ int main(void) {
       cmocka_unit_test(test_good_heads),
       cmocka_unit_test(test_incomplete_heads_wait),
       cmocka_unit_test(test_bad_heads),
+      cmocka_unit_test(test_hosts_and_field_count),
       cmocka_unit_test(test_oversized_head_is_431),
       cmocka_unit_test(test_content_type),
       cmocka_unit_test(test_host),

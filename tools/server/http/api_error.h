@@ -11,6 +11,7 @@ typedef struct api_error {
   unsigned status;   /* HTTP status */
   const char *code;  /* NULL, or e.g. "context_length_exceeded" */
   const char *allow; /* for 405: the allowed method */
+  bool close;        /* answer with Connection: close (a bad request head) */
   char param[64];    /* the offending request field, "" for none */
   char message[512];
 } api_error;

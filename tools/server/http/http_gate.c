@@ -16,9 +16,7 @@
 #include "api_error.h"
 #include "http_head.h"
 
-/* A request head longer than this is 431 (libmicrohttpd's own memory limit
- * per connection is 64 KiB, headers and buffers together). */
-#define MAX_HEAD 32768
+#define MAX_HEAD HTTP_HEAD_MAX_BYTES
 
 typedef struct peer_count {
   struct sockaddr_storage addr;

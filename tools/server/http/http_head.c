@@ -71,31 +71,14 @@ static void trim(const char **p, size_t *n) {
     (*n)--;
 }
 
-typedef struct framing {
-  bool has_length, chunked;
-  unsigned long long length;
-} framing;
-
-static http_head_result check_field(const char *s, size_t n, framing *f,
-                                    http_head_verdict *v) {
-  if (s[0] == ' ' || s[0] == '\t')
-    return bad(v, 400, "malformed header: folded lines are not allowed");
-  size_t i = 0;
-  while (i < n && is_tchar((unsigned char)s[i]))
-    i++;
-  if (i == 0 || i == n || s[i] != ':')
-    return bad(v, 400, "malformed header line: expected NAME: value");
-  const char *name = s;
-  size_t name_len = i;
-  const char *val = s + i + 1;
-  size_t vlen = n - i - 1;
-  for (size_t k = 0; k < vlen; k++) {
-    unsigned char c = (unsigned char)val[k];
-    if ((c < 0x20 && c != '\t') || c == 0x7f)
-      return bad(v, 400, "malformed header: control character in %.*s",
-                 (int)(name_len > 64 ? 64 : name_len), name);
-  }
-  trim(&val, &vlen);
+http_head_result http_head_field(http_head_fields *f, const char *name,
+                                 size_t name_len, const char *val, size_t vlen,
+                                 http_head_verdict *v) {
+  if (++f->n_fields > HTTP_HEAD_MAX_FIELDS)
+    return bad(v, 431, "the request head has more than %d header fields",
+               HTTP_HEAD_MAX_FIELDS);
+  if (name_len == 4 && !strncasecmp(name, "Host", 4) && ++f->n_host > 1)
+    return bad(v, 400, "more than one Host header");
   if (name_len == 14 && !strncasecmp(name, "Content-Length", 14)) {
     unsigned long long x = 0;
     if (vlen == 0 || vlen > 18)
@@ -118,6 +101,38 @@ static http_head_result check_field(const char *s, size_t n, framing *f,
     f->chunked = true;
   }
   return HTTP_HEAD_OK;
+}
+
+http_head_result http_head_fields_end(const http_head_fields *f,
+                                      http_head_verdict *v) {
+  if (f->chunked && f->has_length)
+    return bad(v, 400,
+               "Content-Length and Transfer-Encoding together are "
+               "not allowed");
+  return HTTP_HEAD_OK;
+}
+
+static http_head_result check_field(const char *s, size_t n,
+                                    http_head_fields *f, http_head_verdict *v) {
+  if (s[0] == ' ' || s[0] == '\t')
+    return bad(v, 400, "malformed header: folded lines are not allowed");
+  size_t i = 0;
+  while (i < n && is_tchar((unsigned char)s[i]))
+    i++;
+  if (i == 0 || i == n || s[i] != ':')
+    return bad(v, 400, "malformed header line: expected NAME: value");
+  const char *name = s;
+  size_t name_len = i;
+  const char *val = s + i + 1;
+  size_t vlen = n - i - 1;
+  for (size_t k = 0; k < vlen; k++) {
+    unsigned char c = (unsigned char)val[k];
+    if ((c < 0x20 && c != '\t') || c == 0x7f)
+      return bad(v, 400, "malformed header: control character in %.*s",
+                 (int)(name_len > 64 ? 64 : name_len), name);
+  }
+  trim(&val, &vlen);
+  return http_head_field(f, name, name_len, val, vlen, v);
 }
 
 /* The first chunk-size line of a chunked body, when it has arrived. */
@@ -163,7 +178,7 @@ http_head_result http_head_check(const char *b, size_t n, size_t max_head,
     return bad(v, 414, "the request line is longer than %zu bytes", max_head);
   http_head_result r = check_request_line(b + off, len, v);
   if (r != HTTP_HEAD_OK) return r;
-  framing f = {0};
+  http_head_fields f = {0};
   off = next;
   for (;;) {
     if (!line_at(b, n, off, &len, &next)) {
@@ -179,10 +194,8 @@ http_head_result http_head_check(const char *b, size_t n, size_t max_head,
     if (r != HTTP_HEAD_OK) return r;
     off = next;
   }
-  if (f.chunked && f.has_length)
-    return bad(v, 400,
-               "Content-Length and Transfer-Encoding together are "
-               "not allowed");
+  r = http_head_fields_end(&f, v);
+  if (r != HTTP_HEAD_OK) return r;
   if (f.chunked) {
     r = check_first_chunk(b, n, next, v);
     if (r != HTTP_HEAD_OK) return r;

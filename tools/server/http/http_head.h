@@ -7,6 +7,7 @@
 #ifndef NUCLEUS_SERVER_HTTP_HEAD_H
 #define NUCLEUS_SERVER_HTTP_HEAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum http_head_result {
@@ -20,9 +21,37 @@ typedef struct http_head_verdict {
   char message[200];
 } http_head_verdict;
 
+/* A request head longer than this is 431 (414 for a request line). */
+#define HTTP_HEAD_MAX_BYTES 32768
+
+/* A head with more header fields than this is 431 (each field costs
+ * libmicrohttpd memory beyond its bytes: thousands of tiny ones ran it out
+ * and it answered with its own HTML page). */
+#define HTTP_HEAD_MAX_FIELDS 128
+
 /* Checks the first n bytes a client sent on a connection. A head longer
  * than max_head bytes is 431. */
 http_head_result http_head_check(const char *buf, size_t n, size_t max_head,
                                  http_head_verdict *v);
+
+/* The framing fields of one request seen so far (http_head_field). */
+typedef struct http_head_fields {
+  bool has_length, chunked;
+  unsigned long long length;
+  int n_host, n_fields;
+} http_head_fields;
+
+/* One header field (name, value without its surrounding blanks) of a
+ * request already split into fields (libmicrohttpd's, for the requests
+ * after the first on a kept-alive connection): the same rules as
+ * http_head_check's. HTTP_HEAD_OK or HTTP_HEAD_BAD with *v. */
+http_head_result http_head_field(http_head_fields *f, const char *name,
+                                 size_t name_len, const char *val,
+                                 size_t val_len, http_head_verdict *v);
+
+/* After the last field: the rules across fields (Content-Length with
+ * Transfer-Encoding). */
+http_head_result http_head_fields_end(const http_head_fields *f,
+                                      http_head_verdict *v);
 
 #endif

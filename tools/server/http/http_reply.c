@@ -73,6 +73,7 @@ enum MHD_Result reply_error(server_ctx *srv, struct MHD_Connection *conn,
     MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
   if (e->status == 405 && e->allow)
     MHD_add_response_header(resp, "Allow", e->allow);
+  if (e->close) MHD_add_response_header(resp, "Connection", "close");
   return reply_queue(srv, conn, e->status, resp);
 }
 

@@ -12,9 +12,18 @@
 #include "auth.h"
 #include "conn_watch.h"
 #include "http_gate.h"
+#include "http_head.h"
 #include "http_reply.h"
 #include "origin_guard.h"
 #include "routes.h"
+
+/* libmicrohttpd's memory per connection (reserved as it is touched): the
+ * head of a later request on a kept-alive connection reaches it unchecked,
+ * and a head that exhausts it gets libmicrohttpd's own HTML error page. It
+ * holds a head at the gate's limits, HTTP_HEAD_MAX_BYTES of thousands of
+ * tiny fields (about 56 bytes of bookkeeping each) beside it, so that
+ * fields_ok answers such a head with a JSON 431. */
+#define HTTP_MHD_MEMORY (HTTP_HEAD_MAX_BYTES + (size_t)16384 * 56 + 65536)
 
 struct http_server {
   server_ctx *srv;
@@ -58,6 +67,47 @@ static bool content_length_over(struct MHD_Connection *conn, size_t limit) {
   char *end = NULL;
   unsigned long long v = strtoull(cl, &end, 10);
   return end != cl && v > limit;
+}
+
+typedef struct field_walk {
+  http_head_fields fields;
+  http_head_verdict verdict;
+  bool bad;
+} field_walk;
+
+static enum MHD_Result walk_field(void *cls, enum MHD_ValueKind kind,
+                                  const char *key, const char *value) {
+  (void)kind;
+  field_walk *w = cls;
+  if (http_head_field(&w->fields, key, strlen(key), value ? value : "",
+                      value ? strlen(value) : 0, &w->verdict) == HTTP_HEAD_OK)
+    return MHD_YES;
+  w->bad = true;
+  return MHD_NO;
+}
+
+/* The framing rules of http_head.h over the header fields as
+ * libmicrohttpd split them: the gate checks a connection's first head
+ * whole, but the later requests on a kept-alive connection reach
+ * libmicrohttpd alone (two Content-Lengths there would smuggle a request
+ * in the body). A bad one is answered and the connection closed, its body
+ * unread. */
+static bool fields_ok(struct MHD_Connection *conn, api_error *e) {
+  field_walk w = {0};
+  const union MHD_ConnectionInfo *size =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+  if (size && size->header_size > HTTP_HEAD_MAX_BYTES) {
+    api_fail(e, 431, NULL, "the request head is larger than %d bytes",
+             HTTP_HEAD_MAX_BYTES);
+    e->close = true;
+    return false;
+  }
+  MHD_get_connection_values(conn, MHD_HEADER_KIND, walk_field, &w);
+  if (!w.bad && http_head_fields_end(&w.fields, &w.verdict) == HTTP_HEAD_OK)
+    return true;
+  api_fail(e, w.verdict.status, NULL, "%s", w.verdict.message);
+  e->close = true;
+  return false;
 }
 
 /* The first call for a request: route, authenticate, check limits. Returns
@@ -108,13 +158,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   server_ctx *srv = hs->srv;
   request_state *st = *con_cls;
   if (!st) {
+    api_error e;
+    if (!fields_ok(conn, &e)) {
+      conn_watch_request_read(hs->watch, conn);
+      return reply_error(srv, conn, &e);
+    }
     /* Browsers send preflights without credentials: answer them before
      * routing and authentication when CORS is on. */
     if (srv->cfg->cors_origin && !strcmp(method, "OPTIONS")) {
       conn_watch_request_read(hs->watch, conn);
       return reply_preflight(srv, conn);
     }
-    api_error e;
     const route *r = admit(srv, conn, url, method, &e);
     if (!r) {
       conn_watch_request_read(hs->watch, conn);
@@ -230,7 +284,7 @@ http_server *http_server_start(server_ctx *srv, char *msg, size_t cap) {
       flags, 0, NULL, NULL, on_request, hs, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
       NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MHD_MEMORY,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, hs,
       MHD_OPTION_NOTIFY_CONNECTION, conn_watch_notify, hs->watch,
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_ip,

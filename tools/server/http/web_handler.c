@@ -1,4 +1,5 @@
-/* nucleus serve: GET /, /app.js, /app.css: the embedded web page, with a
+/* nucleus serve: GET /, /app.js, /app.css and /lib/...: the embedded web
+ * page and the libraries it uses, with a
  * Content-Security-Policy that lets it load only its own files and talk
  * only to this server. */
 #include <string.h>
@@ -60,4 +61,34 @@ enum MHD_Result handle_page_css(server_ctx *srv, struct MHD_Connection *conn,
   (void)body;
   (void)len;
   return serve(srv, conn, "/app.css");
+}
+
+enum MHD_Result handle_page_marked(server_ctx *srv, struct MHD_Connection *conn,
+                                   const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  return serve(srv, conn, "/lib/marked.js");
+}
+
+enum MHD_Result handle_page_purify(server_ctx *srv, struct MHD_Connection *conn,
+                                   const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  return serve(srv, conn, "/lib/purify.js");
+}
+
+enum MHD_Result handle_page_highlight(server_ctx *srv,
+                                      struct MHD_Connection *conn,
+                                      const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  return serve(srv, conn, "/lib/highlight.js");
+}
+
+enum MHD_Result handle_page_highlight_css(server_ctx *srv,
+                                          struct MHD_Connection *conn,
+                                          const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  return serve(srv, conn, "/lib/highlight.css");
 }
