@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Writes the C file that embeds the web page (web/*) in the nucleus binary.
 
-    scripts/embed_web.py OUT.c web/index.html web/app.js web/app.css
+    scripts/embed_web.py OUT.c web/index.html web/app.js web/app.css \
+        /lib/marked.js=/usr/share/javascript/marked/marked.min.js ...
 
 Each file becomes a byte array and a row of web_assets[] (the URL path it
 is served at, its Content-Type, its bytes): web/index.html is served at /,
-the others at /NAME. Run by mk/web.mk; the sources stay in web/."""
+the others at /NAME, and URL=FILE at URL (the libraries the page uses,
+read from where Debian installs them). Run by mk/web.mk; the sources stay
+in web/ and in the Debian packages."""
 
 import pathlib
 import sys
@@ -24,7 +27,12 @@ def main():
              '#include "http/web_assets.h"', ""]
     rows = []
     for i, src in enumerate(srcs):
+        url = None
+        if "=" in src:
+            url, src = src.split("=", 1)
         p = pathlib.Path(src)
+        if not p.is_file():
+            sys.exit(f"embed_web.py: {src} is missing")
         ctype = TYPES.get(p.suffix)
         if ctype is None:
             sys.exit(f"embed_web.py: no Content-Type for {src}")
@@ -33,7 +41,8 @@ def main():
         for k in range(0, len(data), 16):
             lines.append("  " + ",".join(str(b) for b in data[k:k + 16]) + ",")
         lines.append("  0};")
-        url = "/" if p.name == "index.html" else "/" + p.name
+        if url is None:
+            url = "/" if p.name == "index.html" else "/" + p.name
         rows.append(f'  {{"{url}", "{ctype}", asset_{i}, {len(data)}}},')
     lines.append("")
     lines.append("const web_asset web_assets[] = {")

@@ -16,6 +16,8 @@ let chat = load(STORE, { system: "", messages: [] });
 let settings = load(SET_STORE, {});
 let contract = [];
 let busy = null;       /* the AbortController of the reply in flight */
+let failed = null;     /* why the last reply failed: shown with a Retry */
+let tokensView = !!settings.__tokens; /* replies as token spans, not Markdown */
 let selected = null;   /* {rec, i}: the record open in the inspector */
 const rowOf = new WeakMap(); /* message -> its <li> */
 
@@ -91,7 +93,7 @@ function renderSettings() {
       localStorage.setItem(SET_STORE, JSON.stringify(settings));
     });
     const range = p.kind === "bool" || !(p.max >= p.min) ? "" :
-      ` [${p.min_exclusive ? "(" : ""}${p.min}, ${p.max}]`;
+      ` ${p.min_exclusive ? "(" : "["}${p.min}, ${p.max}]`;
     f.append(el("label", { for: id, title: p.help || "" }, p.name + range), input);
   }
   $("stopstr").value = settings.__stop || "";
@@ -109,7 +111,24 @@ function requestSettings() {
 }
 
 /* ---- the conversation ---- */
+/* A reply as Markdown, as llama-server's page shows it: marked, then
+ * DOMPurify (model output is untrusted), then highlight.js on code blocks
+ * (Debian's libjs-marked, node-dompurify and libjs-highlight.js, embedded
+ * by the build). Plain text when they did not load. */
+function markdown(text) {
+  const body = el("div", { class: "body md" });
+  if (!window.marked || !window.DOMPurify) {
+    body.classList.remove("md");
+    appendText(body, text);
+    return body;
+  }
+  body.innerHTML = DOMPurify.sanitize(marked.parse(text,
+    { gfm: true, headerIds: false, mangle: false }));
+  if (window.hljs) body.querySelectorAll("pre code").forEach((c) => hljs.highlightBlock(c));
+  return body;
+}
 function renderBody(m) {
+  if (m.role === "assistant" && !tokensView) return markdown(m.content);
   const body = el("div", { class: "body" });
   if (m.role !== "assistant" || !m.tokens) {
     appendText(body, m.content);
@@ -157,9 +176,27 @@ function render() {
     rowOf.set(m, li);
     ol.append(li);
   });
+  const last = chat.messages[chat.messages.length - 1];
+  if (failed && !busy && last && last.role === "user")
+    ol.append(el("li", { class: "msg error", role: "alert" },
+      el("span", { class: "err" }, "The reply failed: " + failed + " "),
+      el("button", { id: "retry", type: "button", onclick: retry }, "Retry")));
+}
+function retry() {
+  if (busy) return;
+  failed = null;
+  reply();
+}
+function setTokensView(on) {
+  tokensView = on;
+  settings.__tokens = on;
+  localStorage.setItem(SET_STORE, JSON.stringify(settings));
+  $("view-tokens").setAttribute("aria-pressed", String(on));
+  render();
 }
 function edit(idx) {
   if (busy) return;
+  failed = null;
   $("input").value = chat.messages[idx].content;
   chat.messages = chat.messages.slice(0, idx);
   save(); render();
@@ -194,6 +231,7 @@ async function readSSE(resp, onEvent) {
 }
 
 async function reply() {
+  failed = null;
   const msg = { role: "assistant", content: "", tokens: [], meta: "" };
   chat.messages.push(msg);
   render();
@@ -252,7 +290,10 @@ async function reply() {
   busy = null;
   $("stop").disabled = true; $("send").disabled = false; $("regen").disabled = false;
   $("status").textContent = error ? "error: " + error : "";
-  if (error && !msg.content) chat.messages.pop();
+  if (error && !msg.content) { /* nothing came: the message waits for Retry */
+    chat.messages.pop();
+    failed = error;
+  }
   save(); render();
 }
 
@@ -284,9 +325,13 @@ $("regen").addEventListener("click", () => {
 $("newchat").addEventListener("click", () => {
   if (busy) busy.abort();
   chat = { system: chat.system, messages: [] };
+  failed = null;
   save(); render(); closeInspector();
 });
 $("system").addEventListener("change", () => { chat.system = $("system").value; save(); });
+$("view-tokens").addEventListener("click", () => setTokensView(!tokensView));
+$("view-tokens").setAttribute("aria-pressed", String(tokensView));
+$("insp-close").addEventListener("click", () => closeInspector());
 $("apikey").value = localStorage.getItem(KEY_STORE) || "";
 $("apikey").addEventListener("change", () => {
   localStorage.setItem(KEY_STORE, $("apikey").value);
@@ -356,6 +401,7 @@ function showDraw(rec) {
 }
 function closeInspector() {
   selected = null;
+  $("inspector").classList.remove("open");
   $("insp-body").hidden = true; $("insp-empty").hidden = false;
 }
 function openInspector(m, i, span) {
@@ -363,6 +409,7 @@ function openInspector(m, i, span) {
   span.classList.add("sel");
   const rec = m.tokens[i].inspect;
   selected = { rec, i };
+  $("inspector").classList.add("open"); /* a narrow window: over the page */
   $("insp-empty").hidden = !!rec; $("insp-body").hidden = !rec;
   if (!rec) { $("insp-empty").textContent = "No inspect record for this token."; return; }
   $("insp-title").textContent = `Token ${i}: “${show(m.tokens[i].text)}”`;

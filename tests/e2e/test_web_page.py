@@ -33,13 +33,26 @@ def page(server):
     d.get(server.url + "/")
     WebDriverWait(d, 20).until(
         lambda d: d.find_elements(By.ID, "set-temperature"))
+    tokens_view(d, True)  # the inspector's tests click token spans
     yield d
     d.quit()
 
 
+def tokens_view(d, on):
+    """Replies as token spans (on) or as Markdown (off, the default)."""
+    b = d.find_element(By.ID, "view-tokens")
+    if (b.get_attribute("aria-pressed") == "true") != on:
+        b.click()
+    assert b.get_attribute("aria-pressed") == ("true" if on else "false")
+
+
 def test_assets_and_csp(server):
     for path, ctype in [("/", "text/html"), ("/app.js", "text/javascript"),
-                        ("/app.css", "text/css")]:
+                        ("/app.css", "text/css"),
+                        ("/lib/marked.js", "text/javascript"),
+                        ("/lib/purify.js", "text/javascript"),
+                        ("/lib/highlight.js", "text/javascript"),
+                        ("/lib/highlight.css", "text/css")]:
         r = requests.get(server.url + path, timeout=10)
         assert r.status_code == 200, path
         assert r.headers["Content-Type"].startswith(ctype), path
@@ -282,6 +295,7 @@ def test_api_key_and_keyboard(page, start_server):
     assert requests.get(keyed.url + "/props", timeout=10).status_code == 401
     d = page
     d.get(keyed.url + "/")  # another origin: its own empty localStorage
+    tokens_view(d, True)
     set_field(d, "apikey", "sekret-key")
     WebDriverWait(d, 20).until(
         lambda d: d.find_element(By.ID, "model").text
@@ -322,3 +336,135 @@ def test_code_blocks_and_stored_chat(page, server):
     d.find_element(By.ID, "newchat").click()
     assert json.loads(d.execute_script(
         "return localStorage.getItem('nucleus.chat.v1')"))["messages"] == []
+
+
+MARKDOWN = """## Colors
+
+Some *emphasis* and **bold**.
+
+- red
+- green
+
+| name | hex |
+|---|---|
+| red | #f00 |
+
+```python
+def f(x):
+    return x + 1
+```
+
+<script>window.__pwned = 1</script>
+<img src="nope.png" onerror="window.__pwned = 2">
+[click](javascript:window.__pwned=3)
+"""
+
+
+def test_markdown_rendered_sanitized_and_tokens_one_click_away(page, server):
+    d = page
+    d.get(server.url + "/")
+    toks = [MARKDOWN[i:i + 7] for i in range(0, len(MARKDOWN), 7)]
+    chat = {"system": "", "messages": [
+        {"role": "user", "content": "Colors?"},
+        {"role": "assistant", "content": MARKDOWN, "meta": "m",
+         "tokens": [{"text": t, "inspect": None} for t in toks]}]}
+    d.execute_script("localStorage.setItem('nucleus.chat.v1', arguments[0])",
+                     json.dumps(chat))
+    d.refresh()
+    tokens_view(d, False)
+    WebDriverWait(d, 10).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant .md"))
+    md = d.find_element(By.CSS_SELECTOR, ".msg.assistant .body.md")
+    assert md.find_element(By.TAG_NAME, "h2").text == "Colors"
+    assert md.find_element(By.TAG_NAME, "em").text == "emphasis"
+    assert md.find_element(By.TAG_NAME, "strong").text == "bold"
+    assert [li.text for li in md.find_elements(By.CSS_SELECTOR, "ul li")] == [
+        "red", "green"]
+    cells = [td.text for td in md.find_elements(By.CSS_SELECTOR, "table td")]
+    assert cells == ["red", "#f00"]
+    code = md.find_element(By.CSS_SELECTOR, "pre code")
+    assert "return x + 1" in code.text
+    assert "hljs" in code.get_attribute("class")  # highlighted
+    assert md.find_elements(By.CSS_SELECTOR, "pre code span")  # coloured
+    # Model output is untrusted: nothing in it runs.
+    assert not md.find_elements(By.TAG_NAME, "script")
+    for img in md.find_elements(By.TAG_NAME, "img"):
+        assert img.get_attribute("onerror") is None
+    for a in md.find_elements(By.TAG_NAME, "a"):
+        assert not (a.get_attribute("href") or "").startswith("javascript:")
+        a.click()
+    time.sleep(0.3)
+    assert d.execute_script("return window.__pwned === undefined")
+    assert "<script>" not in md.text and "##" not in md.text
+    # The token spans are one click away, and back.
+    assert not d.find_elements(By.CSS_SELECTOR, ".msg.assistant .tok")
+    tokens_view(d, True)
+    spans = d.find_elements(By.CSS_SELECTOR, ".msg.assistant .tok")
+    assert "".join(t.get_attribute("textContent") for t in spans) == MARKDOWN
+    tokens_view(d, False)
+    assert d.find_elements(By.CSS_SELECTOR, ".msg.assistant .body.md")
+    tokens_view(d, True)
+
+
+def test_sampler_range_labels(page, server):
+    d = page
+    d.get(server.url + "/")
+    WebDriverWait(d, 20).until(
+        lambda d: d.find_elements(By.ID, "set-top_p"))
+
+    def label(name):
+        return d.find_element(By.CSS_SELECTOR,
+                              f"label[for='set-{name}']").text
+
+    assert label("top_p") == "top_p (0, 1]"
+    assert label("temperature") == "temperature [0, 100]"
+    assert "[(" not in d.find_element(By.ID, "settings").text
+
+
+def test_inspector_stays_in_a_narrow_window(page, server):
+    d = page
+    d.get(server.url + "/")
+    WebDriverWait(d, 20).until(
+        lambda d: d.find_elements(By.ID, "set-max_tokens"))
+    tokens_view(d, True)
+    d.find_element(By.ID, "newchat").click()
+    set_field(d, "set-max_tokens", 3)
+    d.set_window_size(480, 760)
+    try:
+        send(d, "Hi")
+        wait_done(d)
+        d.find_elements(By.CSS_SELECTOR, ".msg.assistant .tok")[-1].click()
+        WebDriverWait(d, 10).until(
+            lambda d: d.find_element(By.ID, "insp-body").is_displayed())
+        box = d.execute_script(
+            "const r = document.getElementById('inspector')"
+            ".getBoundingClientRect(); return [r.left, r.top, r.right,"
+            " r.bottom, window.innerWidth, window.innerHeight];")
+        left, top, right, bottom, width, height = box
+        assert 0 <= left < right <= width and 0 <= top < bottom <= height, box
+        d.find_element(By.ID, "insp-close").click()
+        assert not d.find_element(By.ID, "insp-body").is_displayed()
+    finally:
+        d.set_window_size(1100, 760)
+
+
+def test_failed_send_shows_the_error_and_retries(page, start_server):
+    keyed = start_server("-c", "256", "--api-key", "retry-key")
+    d = page
+    d.get(keyed.url + "/")
+    WebDriverWait(d, 20).until(lambda d: d.find_element(By.ID, "status").text)
+    send(d, "Hi")  # no key yet: 401
+    retry = WebDriverWait(d, 20).until(
+        lambda d: d.find_elements(By.ID, "retry"))[0]
+    err = d.find_element(By.CSS_SELECTOR, ".msg.error").text
+    assert "API key" in err, err
+    assert [m["role"] for m in stored_chat(d)["messages"]] == ["user"]
+    set_field(d, "apikey", "retry-key")
+    WebDriverWait(d, 20).until(
+        lambda d: d.find_elements(By.ID, "set-max_tokens"))
+    set_field(d, "set-max_tokens", 3)
+    d.find_element(By.ID, "retry").click()
+    wait_done(d)
+    assert not d.find_elements(By.ID, "retry")
+    assert [m["role"] for m in stored_chat(d)["messages"]] == [
+        "user", "assistant"]

@@ -55,6 +55,17 @@ enum MHD_Result handle_page_js(server_ctx *, struct MHD_Connection *,
                                const char *, size_t);
 enum MHD_Result handle_page_css(server_ctx *, struct MHD_Connection *,
                                 const char *, size_t);
+/* The libraries the page renders Markdown with (Debian's, embedded):
+ * GET /lib/marked.js, /lib/purify.js, /lib/highlight.js,
+ * /lib/highlight.css. */
+enum MHD_Result handle_page_marked(server_ctx *, struct MHD_Connection *,
+                                   const char *, size_t);
+enum MHD_Result handle_page_purify(server_ctx *, struct MHD_Connection *,
+                                   const char *, size_t);
+enum MHD_Result handle_page_highlight(server_ctx *, struct MHD_Connection *,
+                                      const char *, size_t);
+enum MHD_Result handle_page_highlight_css(server_ctx *, struct MHD_Connection *,
+                                          const char *, size_t);
 /* What routers read (router_info.c). */
 enum MHD_Result handle_server_info(server_ctx *, struct MHD_Connection *,
                                    const char *, size_t);
