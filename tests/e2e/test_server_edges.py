@@ -1,9 +1,12 @@
 """Issue 38, the server's rough edges: no OpenAI field that changes the
-answer is ignored in silence (§3), chat_template_kwargs cannot replace the
-template's own variables (§5), max_tokens 0 reads the prompt and finishes
-`length` (§6), and `nucleus params -m` reports a model that does not load
-(§6)."""
+answer is ignored in silence (§3), tool calls cut by max_tokens leave no
+markup in content (§4), a request that cannot fit the KV pool is refused
+on arrival, chat_template_kwargs cannot replace the template's own
+variables, every request on a kept-alive connection gets the HTTP checks
+(§5), max_tokens 0 reads the prompt and finishes `length`, and `nucleus
+params -m` reports a model that does not load (§6)."""
 
+import json
 import re
 import subprocess
 import time
@@ -256,3 +259,122 @@ def test_params_with_a_missing_model_prints_the_load_error_only(tmp_path):
     assert p.returncode == 1
     assert "cannot open" in p.stderr and "nope" in p.stderr
     assert "| parameter |" not in p.stdout, p.stdout[:200]
+
+
+# ------------------------------------ §4: tool calls cut by max_tokens
+
+def city_tool(name, what):
+    return {"type": "function", "function": {
+        "name": name, "description": f"The {what} in a city.",
+        "parameters": {"type": "object",
+                       "properties": {"city": {"type": "string"}},
+                       "required": ["city"], "additionalProperties": False}}}
+
+
+FORCED = {"messages": [{"role": "user", "content":
+                        "What is the weather in Paris, Rome and Oslo?"}],
+          "tools": [city_tool("get_weather", "current weather"),
+                    city_tool("get_forecast", "forecast")],
+          "tool_choice": "required", "parallel_tool_calls": True,
+          "temperature": 0}
+MARKUP = ("<tool_call", "</tool_call", "{\"name\"")
+
+
+def check_cut_message(m, finish):
+    assert finish == "length"
+    assert not any(k in (m.get("content") or "") for k in MARKUP), m
+    for call in m.get("tool_calls") or []:
+        args = json.loads(call["function"]["arguments"])
+        assert isinstance(args, dict) and call["function"]["name"]
+
+
+def streamed_message(srv, body):
+    r = requests.post(srv.url + "/v1/chat/completions", timeout=120,
+                      stream=True, json=dict(body, stream=True))
+    assert r.status_code == 200, r.text
+    content, calls, finish = "", {}, None
+    for line in r.iter_lines():
+        if not line.startswith(b"data: ") or line == b"data: [DONE]":
+            continue
+        ch = json.loads(line[6:])["choices"][0]
+        d = ch.get("delta") or {}
+        content += d.get("content") or ""
+        for c in d.get("tool_calls") or []:
+            calls.setdefault(c["index"], c)
+        finish = ch.get("finish_reason") or finish
+    return {"content": content,
+            "tool_calls": [calls[k] for k in sorted(calls)]}, finish
+
+
+def test_forced_parallel_calls_cut_by_max_tokens(server):
+    whole = post(server, "/v1/chat/completions",
+                 dict(FORCED, max_tokens=120)).json()
+    n_tokens = whole["usage"]["completion_tokens"]
+    n_calls = len(whole["choices"][0]["message"]["tool_calls"])
+    assert n_calls >= 2 and n_tokens > 8, whole  # parallel calls
+    seen_partial = False
+    for cut in range(1, n_tokens, 6):
+        r = post(server, "/v1/chat/completions", dict(FORCED, max_tokens=cut))
+        assert r.status_code == 200, r.text
+        ch = r.json()["choices"][0]
+        check_cut_message(ch["message"], ch["finish_reason"])
+        got = len(ch["message"].get("tool_calls") or [])
+        assert got <= n_calls
+        seen_partial |= 0 < got < n_calls
+        m, finish = streamed_message(server, dict(FORCED, max_tokens=cut))
+        check_cut_message(m, finish)
+        assert len(m["tool_calls"]) == got, (cut, m, ch)
+    assert seen_partial
+
+
+# ------------- §5: every request on a kept-alive connection is checked
+
+FIRST = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+POST_HEAD = (b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             b"Content-Type: application/json\r\n")
+SMUGGLED = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+LATER = {
+    "two_content_lengths": POST_HEAD + b"Content-Length: 2\r\n"
+    b"Content-Length: 45\r\n\r\n{}" + SMUGGLED,
+    "length_and_chunked": POST_HEAD + b"Content-Length: 45\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + SMUGGLED,
+    "xchunked_and_length": POST_HEAD + b"Content-Length: 2\r\n"
+    b"Transfer-Encoding: xchunked\r\n\r\n{}",
+    "two_hosts": b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    b"Host: example.com\r\n\r\n",
+    "many_small_headers": b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    + b"a:\r\n" * 7000 + b"\r\n",
+}
+
+
+def exchange(port, data, wait=5):
+    from test_server_guard import raw_exchange
+    return raw_exchange(port, data, wait)
+
+
+def responses(raw):
+    from test_server_guard import parse_responses
+    return parse_responses(raw)
+
+
+@pytest.mark.parametrize("case", sorted(LATER))
+def test_later_requests_get_the_same_checks(server, case):
+    """After a good request on the same connection, a bad head is one JSON
+    error and the connection ends: nothing smuggled behind it is served."""
+    for data in (LATER[case], FIRST + LATER[case]):
+        out = responses(exchange(server.port, data))
+        statuses = [s for s, _, _ in out]
+        first = 1 if data.startswith(FIRST) else 0
+        assert statuses[:first] == [200] * first, (case, statuses)
+        assert len(out) == first + 1, (case, statuses, out[-1][2][:300])
+        status, headers, body = out[-1]
+        assert 400 <= status < 600, (case, status)
+        assert headers["content-type"].startswith("application/json"), \
+            (case, headers, body[:200])
+        assert json.loads(body)["error"]["message"]
+    assert requests.get(server.url + "/health", timeout=5).status_code == 200
+
+
+def test_keep_alive_still_serves_good_requests(server):
+    out = responses(exchange(server.port, FIRST * 3))
+    assert [s for s, _, _ in out] == [200, 200, 200]
