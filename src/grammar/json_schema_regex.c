@@ -1,0 +1,263 @@
+/* json_schema: a pattern (a regex subset) as GBNF over a JSON string's
+ * characters. */
+#include "json_schema_internal.h"
+
+#include <stdint.h>
+#include <string.h>
+
+
+typedef struct rx {
+  const char *s;
+  size_t n, pos;
+  ctx *c;
+  int depth;
+} rx;
+
+static int rx_alt(rx *r, sb *b);
+
+/* One char of a JSON string as GBNF (escaped as JSON needs). */
+static int rx_char(rx *r, sb *b, unsigned char ch) {
+  if (ch == '"' || ch == '\\' || ch < 0x20)
+    return js_fail(r->c,
+                "pattern: the character 0x%02X needs JSON escaping "
+                "(not supported)",
+                ch);
+  js_sb_lit(b, (const char *)&ch, 1);
+  return 0;
+}
+
+/* One UTF-8 character of the pattern as a code point. */
+static int rx_utf8(rx *r, uint32_t *cp) {
+  const unsigned char *p = (const unsigned char *)r->s + r->pos;
+  size_t left = r->n - r->pos;
+  unsigned n = p[0] < 0x80 ? 1 : p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
+  if (n > left || (p[0] >= 0x80 && p[0] < 0xC2) || p[0] > 0xF4)
+    return js_fail(r->c, "pattern: invalid UTF-8");
+  uint32_t c = n == 1 ? p[0] : p[0] & (0x7F >> n);
+  for (unsigned i = 1; i < n; i++) {
+    if ((p[i] & 0xC0) != 0x80) return js_fail(r->c, "pattern: invalid UTF-8");
+    c = (c << 6) | (p[i] & 0x3F);
+  }
+  r->pos += n;
+  *cp = c;
+  return 0;
+}
+
+/* A range of code points, without '"', '\\' and controls (they need JSON
+ * escapes), as GBNF class items. */
+static void class_range(sb *b, uint32_t lo, uint32_t hi) {
+  static const uint32_t cut[][2] = {
+      {0, 0x1F}, {0x22, 0x22}, {0x5C, 0x5C}, {0x7F, 0x7F}};
+  for (size_t i = 0; i < 4 && lo <= hi; i++) {
+    if (hi < cut[i][0] || lo > cut[i][1]) continue;
+    if (lo < cut[i][0]) class_range(b, lo, cut[i][0] - 1);
+    lo = cut[i][1] + 1;
+  }
+  if (lo <= hi) js_sb_printf(b, "\\U%08X-\\U%08X", lo, hi);
+}
+
+static int rx_class_item(rx *r, sb *b, uint32_t *cp, bool *set) {
+  *set = false;
+  if (r->s[r->pos] == '\\' && r->pos + 1 < r->n) {
+    char e = r->s[r->pos + 1];
+    r->pos += 2;
+    if (e == 'd')
+      class_range(b, '0', '9');
+    else if (e == 'w') {
+      class_range(b, 'a', 'z');
+      class_range(b, 'A', 'Z');
+      class_range(b, '0', '9');
+      class_range(b, '_', '_');
+    } else if (e == 's')
+      class_range(b, ' ', ' ');
+    else if (strchr(".-[]^$*+?(){}|/", e)) {
+      *cp = (unsigned char)e;
+      return 0;
+    } else
+      return js_fail(r->c, "pattern: escape '\\%c' in a class is not supported",
+                  e);
+    *set = true;
+    return 0;
+  }
+  return rx_utf8(r, cp);
+}
+
+static int rx_class(rx *r, sb *b) {
+  r->pos++;
+  js_sb_add(b, "[", 1);
+  size_t at = b->n;
+  bool negated = r->pos < r->n && r->s[r->pos] == '^';
+  if (negated) {
+    js_sb_add(b, "^\"\\\\\\x00-\\x1F\\x7F", strlen("^\"\\\\\\x00-\\x1F\\x7F"));
+    r->pos++;
+  }
+  bool any = false;
+  while (r->pos < r->n && (r->s[r->pos] != ']' || !any)) {
+    any = true;
+    uint32_t lo, hi;
+    bool set;
+    if (rx_class_item(r, b, &lo, &set)) return -1;
+    if (set) continue;
+    hi = lo;
+    if (r->pos + 1 < r->n && r->s[r->pos] == '-' && r->s[r->pos + 1] != ']') {
+      r->pos++;
+      if (rx_class_item(r, b, &hi, &set)) return -1;
+      if (set || hi < lo) return js_fail(r->c, "pattern: bad class range");
+    }
+    class_range(b, lo, hi);
+  }
+  if (r->pos >= r->n) return js_fail(r->c, "pattern: unterminated class");
+  r->pos++;
+  if (b->n == at && !negated)
+    return js_fail(r->c, "pattern: a class of only characters that JSON escapes "
+                      "(not supported)");
+  js_sb_add(b, "]", 1);
+  return 0;
+}
+
+static int rx_atom(rx *r, sb *b) {
+  unsigned char ch = (unsigned char)r->s[r->pos];
+  if (ch == '(') {
+    if (++r->depth > 28) /* each group is two GBNF groups deep */
+      return js_fail_limit(r->c, "pattern: groups nested too deeply");
+    r->pos++;
+    if (r->pos + 1 < r->n && r->s[r->pos] == '?' && r->s[r->pos + 1] == ':')
+      r->pos += 2;
+    js_sb_add(b, "( ", 2);
+    if (rx_alt(r, b)) return -1;
+    if (r->pos >= r->n || r->s[r->pos] != ')')
+      return js_fail(r->c, "pattern: missing ')'");
+    r->pos++;
+    r->depth--;
+    js_sb_add(b, " )", 2);
+    return 0;
+  }
+  if (ch == '[') return rx_class(r, b);
+  if (ch == '.') {
+    r->pos++;
+    js_sb_add(b, "char", 4);
+    return 0;
+  }
+  if (ch == '\\') {
+    if (r->pos + 1 >= r->n) return js_fail(r->c, "pattern: trailing '\\'");
+    char e = r->s[r->pos + 1];
+    r->pos += 2;
+    if (e == 'd')
+      js_sb_add(b, "[0-9]", 5);
+    else if (e == 'w')
+      js_sb_add(b, "[a-zA-Z0-9_]", 12);
+    else if (e == 's')
+      js_sb_add(b, "[ ]", 3);
+    else if (strchr(".-[]^$*+?(){}|/", e))
+      return rx_char(r, b, (unsigned char)e);
+    else
+      return js_fail(r->c, "pattern: escape '\\%c' is not supported", e);
+    return 0;
+  }
+  if (strchr("*+?{", ch))
+    return js_fail(r->c, "pattern: a quantifier without an atom");
+  if (ch >= 0x80) {
+    size_t at = r->pos;
+    uint32_t cp;
+    if (rx_utf8(r, &cp)) return -1;
+    js_sb_lit(b, r->s + at, r->pos - at);
+    return 0;
+  }
+  r->pos++;
+  return rx_char(r, b, ch);
+}
+
+/* A number of at most 4 digits at r->pos, or -1 (none). */
+static long rx_number(rx *r) {
+  long v = -1;
+  for (int d = 0; r->pos < r->n && r->s[r->pos] >= '0' && r->s[r->pos] <= '9';
+       d++, r->pos++) {
+    if (d == 4) return -2;
+    v = (v < 0 ? 0 : v * 10) + (r->s[r->pos] - '0');
+  }
+  return v;
+}
+
+/* {m}, {m,} or {m,n} at r->pos (m <= n <= MAX_COUNT), checked and
+ * written as GBNF. */
+static int rx_count(rx *r, sb *b) {
+  r->pos++;
+  long m = rx_number(r), n = m;
+  bool comma = r->pos < r->n && r->s[r->pos] == ',';
+  if (comma) {
+    r->pos++;
+    n = rx_number(r);
+  }
+  if (m == -2 || n == -2 || m > MAX_COUNT || n > MAX_COUNT)
+    return js_fail_limit(r->c, "pattern: a count in {m,n} above %d", MAX_COUNT);
+  if (m < 0 || (n < 0 && !comma) || r->pos >= r->n || r->s[r->pos] != '}')
+    return js_fail(r->c, "pattern: bad {m,n}");
+  r->pos++;
+  if (n >= 0 && n < m) return js_fail(r->c, "pattern: {m,n} with n < m");
+  if (!comma)
+    js_sb_printf(b, "{%ld}", m);
+  else if (n < 0)
+    js_sb_printf(b, "{%ld,}", m);
+  else
+    js_sb_printf(b, "{%ld,%ld}", m, n);
+  return 0;
+}
+
+static int rx_seq(rx *r, sb *b) {
+  bool empty = true;
+  while (r->pos < r->n && r->s[r->pos] != '|' && r->s[r->pos] != ')') {
+    if (r->s[r->pos] == '^' || r->s[r->pos] == '$') {
+      bool start = r->s[r->pos] == '^';
+      if ((start && r->pos != 0) || (!start && r->pos != r->n - 1))
+        return js_fail(r->c, "pattern: anchors only at the ends are supported");
+      r->pos++;
+      continue;
+    }
+    if (!empty) js_sb_add(b, " ", 1);
+    js_sb_add(b, "( ", 2);
+    if (rx_atom(r, b)) return -1;
+    js_sb_add(b, " )", 2);
+    empty = false;
+    if (r->pos < r->n && strchr("*+?{", r->s[r->pos])) {
+      char q = r->s[r->pos];
+      if (q == '{') {
+        if (rx_count(r, b)) return -1;
+      } else {
+        js_sb_add(b, &q, 1);
+        r->pos++;
+      }
+      if (r->pos < r->n && r->s[r->pos] == '?') r->pos++; /* lazy = greedy */
+    }
+  }
+  if (empty) js_sb_add(b, "\"\"", 2);
+  return 0;
+}
+
+static int rx_alt(rx *r, sb *b) {
+  if (rx_seq(r, b)) return -1;
+  while (r->pos < r->n && r->s[r->pos] == '|') {
+    r->pos++;
+    js_sb_add(b, " | ", 3);
+    if (rx_seq(r, b)) return -1;
+  }
+  return 0;
+}
+
+/* A JSON Schema pattern is unanchored unless it says ^...$: an unanchored
+ * side may hold any characters. */
+int js_pattern(ctx *c, const char *p, sb *b) {
+  size_t n = strlen(p);
+  if (n > 4096) return js_fail(c, "pattern longer than 4096 bytes");
+  rx r = {.s = p, .n = n, .c = c};
+  bool start = n && p[0] == '^',
+       end = n && p[n - 1] == '$' && (n < 2 || p[n - 2] != '\\');
+  js_sb_add(b, "\"\\\"\" ", 5);
+  if (!start) js_sb_add(b, "char* ", 6);
+  js_sb_add(b, "( ", 2);
+  if (rx_alt(&r, b)) return -1;
+  if (r.pos != n) return js_fail(c, "pattern: unexpected ')'");
+  js_sb_add(b, " ) ", 3);
+  if (!end) js_sb_add(b, "char* ", 6);
+  js_sb_add(b, "\"\\\"\"", 4);
+  return 0;
+}

@@ -1,0 +1,154 @@
+/* json_schema: the GBNF text builder and the errors (first failure wins). */
+#include "json_schema_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void js_sb_add(sb *b, const char *s, size_t len) {
+  if (b->oom || b->big) return;
+  if (len > MAX_GBNF - b->n) {
+    b->big = true;
+    return;
+  }
+  if (b->n + len + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + len + 1)
+      cap *= 2;
+    char *ns = realloc(b->s, cap);
+    if (!ns) {
+      b->oom = true;
+      return;
+    }
+    b->s = ns;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->n, s, len);
+  b->n += len;
+  b->s[b->n] = '\0';
+}
+
+void js_sb_printf(sb *b, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof tmp) {
+    js_sb_add(b, tmp, (size_t)n);
+    return;
+  }
+  char *big = malloc((size_t)n + 1);
+  if (!big) {
+    b->oom = true;
+    return;
+  }
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  js_sb_add(b, big, (size_t)n);
+  free(big);
+}
+
+/* A GBNF literal for bytes s. */
+void js_sb_lit(sb *b, const char *s, size_t len) {
+  js_sb_add(b, "\"", 1);
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') {
+      char e[2] = {'\\', (char)c};
+      js_sb_add(b, e, 2);
+    } else if (c < 0x20 || c == 0x7F) {
+      js_sb_printf(b, "\\x%02X", c);
+    } else {
+      js_sb_add(b, (const char *)&c, 1);
+    }
+  }
+  js_sb_add(b, "\"", 1);
+}
+
+/* The first failure wins: its code and message are what the caller gets. */
+static int vfail(ctx *c, nc_code code, const char *fmt, va_list ap) {
+  if (c->code == NC_OK) {
+    c->code = code;
+    if (c->err) {
+      c->err->code = code;
+      vsnprintf(c->err->message, sizeof c->err->message, fmt, ap);
+    }
+  }
+  return -1;
+}
+
+int js_fail(ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(c, NC_ERR_INVALID_ARGUMENT, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* A bound on what the schema makes (rules, $refs, the grammar's size). */
+int js_fail_limit(ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(c, NC_ERR_LIMIT, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+int js_fail_oom(ctx *c) {
+  if (c->code == NC_OK)
+    c->code = nc_fail(c->err, NC_ERR_NOMEM, "out of memory");
+  return -1;
+}
+
+int js_fail_big(ctx *c) {
+  return js_fail_limit(c, "the schema's grammar would be longer than %u bytes",
+                    (unsigned)MAX_GBNF);
+}
+
+int js_new_rule(ctx *c) {
+  if (c->n_rules >= MAX_RULES) return js_fail_limit(c, "schema too large");
+  if (c->out.big) return js_fail_big(c);
+  return c->n_rules++;
+}
+
+void js_emit(ctx *c, int id, sb *body) {
+  js_sb_printf(&c->out, "r%d ::= %s\n", id, body->s ? body->s : "\"\"");
+  if (body->oom) c->out.oom = true;
+  if (body->big) c->out.big = true;
+  free(body->s);
+}
+
+
+int js_get_count(ctx *c, const json_t *s, const char *key, long long dflt,
+                     long long *out) {
+  const json_t *v = json_object_get(s, key);
+  *out = dflt;
+  if (!v) return 0;
+  if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+      json_integer_value(v) > MAX_COUNT)
+    return js_fail(c, "'%s' must be an integer in [0, %d]", key, MAX_COUNT);
+  *out = json_integer_value(v);
+  return 0;
+}
+
+/* x repeated {min, max} (max < 0: unbounded) with separator sep between. */
+void js_repeat_sep(sb *b, const char *x, const char *sep, long long min,
+                       long long max) {
+  if (max == 0) {
+    js_sb_add(b, "\"\"", 2);
+    return;
+  }
+  if (min == 0) js_sb_add(b, "( ", 2);
+  js_sb_printf(b, "%s ", x);
+  if (max < 0)
+    js_sb_printf(b, "( %s %s )*", sep, x);
+  else if (max > 1)
+    js_sb_printf(b, "( %s %s ){%lld,%lld}", sep, x, min > 0 ? min - 1 : 0,
+              max - 1);
+  else if (min > 1)
+    js_sb_printf(b, "( %s %s ){%lld}", sep, x, min - 1);
+  if (min == 0) js_sb_add(b, " )?", 3);
+}
