@@ -25,3 +25,7 @@ build/fuzz/fuzz_json_schema: $(FUZZ_JSON_SCHEMA_SRCS) \
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(FUZZ_JSON_SCHEMA_SRCS) -ljansson -lm -o $@
+
+# The keywords of real schemas (issue 38): ranges, lengths, combinators,
+# objects, refs, notes.
+UNIT_TESTS += test_json_schema_cover

@@ -1,13 +1,16 @@
 /* JSON Schema to GBNF (see json_schema.h). Each schema becomes one rule
- * r<N>; $refs are converted once (a rule name is taken before its body is
- * built, so recursive schemas refer to themselves). */
+ * r<N>; $refs are converted once per target (a rule name is taken before
+ * its body is built, so recursive schemas refer to themselves). allOf, and
+ * keywords beside $ref, anyOf and oneOf, are merged into one schema first
+ * (json_schema_merge.c); each type's keywords are its own file's. */
 #include "json_schema.h"
 #include "json_schema_internal.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The shared rules: JSON's values, and the formats. A date's day exists in
+ * its month (never February 29: the year would decide). */
 static const char k_prims[] =
     "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" "
     "[0-9a-fA-F]{4} )\n"
@@ -21,8 +24,12 @@ static const char k_prims[] =
     "\"}\"\n"
     "array ::= \"[\" ( value ( \",\" value )* )? \"]\"\n"
     "digit2 ::= [0-9] [0-9]\n"
-    "date ::= [0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" "
-    "[1-9] | [12] [0-9] | \"3\" [01] )\n"
+    "date ::= [0-9]{4} \"-\" ( ( \"0\" [13578] | \"1\" [02] ) \"-\" ( \"0\" "
+    "[1-9] | [12] [0-9] | \"3\" [01] ) | ( \"0\" [469] | \"11\" ) \"-\" ( "
+    "\"0\" "
+    "[1-9] | [12] [0-9] | \"30\" ) | \"02-\" ( \"0\" [1-9] | \"1\" [0-9] | "
+    "\"2\" "
+    "[0-8] ) )\n"
     "time ::= ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] "
     "[0-9] ( \".\" [0-9]{1,6} )? ( \"Z\" | [+-] ( [01] [0-9] | \"2\" [0-3] ) "
     "\":\" [0-5] [0-9] )\n"
@@ -30,227 +37,250 @@ static const char k_prims[] =
     "hex ::= [0-9a-f]\n"
     "uuid ::= hex{8} \"-\" hex{4} \"-\" hex{4} \"-\" hex{4} \"-\" hex{12}\n"
     "email ::= [a-zA-Z0-9._+-]{1,64} \"@\" [a-zA-Z0-9-]{1,63} ( \".\" "
-    "[a-zA-Z0-9-]{1,63} )* \".\" [a-zA-Z]{2,12}\n";
+    "[a-zA-Z0-9-]{1,63} )* \".\" [a-zA-Z]{2,12}\n"
+    "octet ::= \"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] "
+    "[0-9] | [0-9]\n"
+    "ipv4 ::= octet \".\" octet \".\" octet \".\" octet\n"
+    "ipv6 ::= [0-9a-f]{1,4} ( \":\" [0-9a-f]{1,4} ){7}\n"
+    "label ::= [a-z0-9] ( [a-z0-9-]{0,20} [a-z0-9] )?\n"
+    "hostname ::= ( label \".\" ){0,3} [a-z] ( [a-z0-9-]{0,20} [a-z0-9] )?\n"
+    "uri ::= \"http\" \"s\"? \"://\" hostname ( \"/\" [a-zA-Z0-9._~-]{0,32} "
+    "){0,6} ( \"?\" [a-zA-Z0-9._~=&-]{0,64} )?\n";
 
-int js_gen(ctx *c, const json_t *s, int depth);
-
-static bool is_annotation(const char *k) {
-  static const char *const ann[] = {
-      "title", "description", "default",      "examples",  "$schema",
-      "$id",   "$comment",    "readOnly",     "writeOnly", "deprecated",
-      "$defs", "definitions", "discriminator"};
-  for (size_t i = 0; i < sizeof ann / sizeof ann[0]; i++)
-    if (!strcmp(k, ann[i])) return true;
-  return false;
-}
-
-static bool known(const char *k) {
-  static const char *const kw[] = {"type",
-                                   "enum",
-                                   "const",
-                                   "anyOf",
-                                   "oneOf",
-                                   "allOf",
-                                   "$ref",
-                                   "properties",
-                                   "required",
-                                   "additionalProperties",
-                                   "items",
-                                   "prefixItems",
-                                   "minItems",
-                                   "maxItems",
-                                   "minLength",
-                                   "maxLength",
-                                   "pattern",
-                                   "format",
-                                   "minimum",
-                                   "maximum",
-                                   "exclusiveMinimum",
-                                   "exclusiveMaximum"};
-  for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
-    if (!strcmp(k, kw[i])) return true;
-  return is_annotation(k);
-}
-
-/* A schema whose meaning comes from lead ($ref, const, enum or a
- * combinator) holds only annotations beside it (with const and enum also
- * 'type'): what else it says is not ignored, it is an error naming it. */
-static int alone(ctx *c, const json_t *s, const char *lead) {
-  bool value = !strcmp(lead, "const") || !strcmp(lead, "enum");
+/* Whether s has a keyword that constrains, other than those named. */
+static const char *other_constraint(const json_t *s, const char *a,
+                                    const char *b) {
   const char *key;
   const json_t *v;
   json_object_foreach((json_t *)s, key, v) {
-    if (is_annotation(key) || !strcmp(key, lead) ||
-        (value && !strcmp(key, "type")))
-      continue;
-    return js_fail(c, "'%.64s' beside '%s' is not supported", key, lead);
+    if (js_constrains(key) && strcmp(key, a) && (!b || strcmp(key, b)))
+      return key;
+  }
+  return NULL;
+}
+
+static int gen_body(ctx *c, const json_t *s, sb *b, int depth);
+
+static int gen_ref(ctx *c, const char *ref, sb *b, int depth) {
+  const json_t *target, *base;
+  if (js_resolve_ref(c, ref, &target, &base)) return -1;
+  for (int i = 0; i < c->n_refs; i++)
+    if (c->ref_targets[i] == target) {
+      js_sb_printf(b, "r%d", c->ref_ids[i]);
+      return 0;
+    }
+  if (c->n_refs >= MAX_REFS) return js_fail_limit(c, "too many $refs");
+  int id = js_new_rule(c);
+  if (id < 0) return -1;
+  c->ref_targets[c->n_refs] = target;
+  c->ref_ids[c->n_refs++] = id;
+  /* Messages inside say where the target is. */
+  char saved[MAX_POINTER];
+  size_t saved_len = c->ptr_len;
+  memcpy(saved, c->ptr, saved_len + 1);
+  const char *frag = strchr(ref, '#');
+  snprintf(c->ptr, sizeof c->ptr, "%s", frag && frag[1] == '/' ? frag + 1 : "");
+  c->ptr_len = strlen(c->ptr);
+  const json_t *old_base = c->base;
+  c->base = base;
+  sb body = {0};
+  int rc = gen_body(c, target, &body, depth + 1);
+  c->base = old_base;
+  memcpy(c->ptr, saved, saved_len + 1);
+  c->ptr_len = saved_len;
+  if (rc) {
+    free(body.s);
+    return -1;
+  }
+  js_emit(c, id, &body);
+  js_sb_printf(b, "r%d", id);
+  return 0;
+}
+
+/* anyOf, or oneOf with branches no value can match twice. */
+static int gen_union(ctx *c, const json_t *list, const char *kind, sb *b,
+                     int depth) {
+  if (!json_is_array(list) || json_array_size(list) == 0)
+    return js_fail(c, "'%s' must be a non-empty list", kind);
+  size_t n = json_array_size(list);
+  if (!strcmp(kind, "oneOf")) {
+    if (n > 64) return js_fail_limit(c, "'oneOf' with more than 64 branches");
+    for (size_t i = 0; i < n; i++)
+      for (size_t j = i + 1; j < n; j++)
+        if (!js_disjoint(c, json_array_get(list, i), json_array_get(list, j),
+                         0))
+          return js_fail(c,
+                         "'oneOf' whose branches %zu and %zu may both "
+                         "match a value is not supported (exactly one "
+                         "must; with 'anyOf' any may)",
+                         i, j);
+  }
+  size_t written = 0;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *x = json_array_get(list, i);
+    if (json_is_false(x)) continue;
+    int id = js_gen_at_index(c, x, depth + 1, kind, i);
+    if (id < 0) return -1;
+    js_sb_printf(b, "%sr%d", written++ ? " | " : "", id);
+  }
+  if (!written) return js_fail(c, "no branch of '%s' matches anything", kind);
+  return 0;
+}
+
+/* const or enum: the values that the keywords beside them also accept. */
+static int gen_values(ctx *c, const json_t *s, sb *b) {
+  const json_t *cst = json_object_get(s, "const");
+  const json_t *en = json_object_get(s, "enum");
+  const char *kw = cst ? "const" : "enum";
+  if (!cst && (!json_is_array(en) || json_array_size(en) == 0))
+    return js_fail(c, "'enum' must be a non-empty list");
+  if (!cst && json_array_size(en) > MAX_ENUM)
+    return js_fail_limit(c, "'enum' with more than %d values", MAX_ENUM);
+  size_t n = cst ? 1 : json_array_size(en), written = 0;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *x = cst ? cst : json_array_get(en, i);
+    int ok = js_value_valid(c, s, x, 0);
+    if (ok < 0)
+      return js_fail(c,
+                     "'%s' beside '%.64s': whether its values also match "
+                     "is not decided here",
+                     kw, other_constraint(s, "enum", "const"));
+    if (!ok) continue;
+    char *js = json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!js) return js_fail_oom(c);
+    if (written++) js_sb_add(b, " | ", 3);
+    js_sb_lit(b, js, strlen(js));
+    free(js);
+  }
+  if (!written)
+    return js_fail(c, "no value of '%s' matches the keywords beside it", kw);
+  return 0;
+}
+
+/* The types a schema without 'type' can take, from its keywords: those
+ * of one family say the value is of that type (a subset of what
+ * validates: the others' instances also would). 0: no such keyword. */
+static unsigned inferred_types(const json_t *s) {
+  static const char *const obj[] = {
+      "properties",        "required",      "additionalProperties",
+      "patternProperties", "minProperties", "maxProperties",
+      "dependentRequired", "dependencies",  "propertyNames"};
+  static const char *const arr[] = {
+      "items",    "prefixItems", "additionalItems", "minItems",
+      "maxItems", "uniqueItems", "contains"};
+  static const char *const str[] = {"minLength", "maxLength", "pattern",
+                                    "format"};
+  static const char *const num[] = {"minimum", "maximum", "exclusiveMinimum",
+                                    "exclusiveMaximum", "multipleOf"};
+  unsigned m = 0;
+  for (size_t i = 0; i < sizeof obj / sizeof *obj; i++)
+    if (json_object_get(s, obj[i])) m |= 4;
+  for (size_t i = 0; i < sizeof arr / sizeof *arr; i++)
+    if (json_object_get(s, arr[i])) m |= 8;
+  for (size_t i = 0; i < sizeof str / sizeof *str; i++)
+    if (json_object_get(s, str[i])) m |= 16;
+  for (size_t i = 0; i < sizeof num / sizeof *num; i++)
+    if (json_object_get(s, num[i])) m |= 64;
+  return m;
+}
+
+static int gen_typed(ctx *c, const json_t *s, sb *b, int depth) {
+  const json_t *type = json_object_get(s, "type");
+  unsigned m;
+  if (type) {
+    if (json_is_array(type) && json_array_size(type) == 0)
+      return js_fail(c, "'type' must not be an empty list");
+    size_t nt = json_is_array(type) ? json_array_size(type) : 1;
+    for (size_t i = 0; i < nt; i++) {
+      const json_t *t = json_is_array(type) ? json_array_get(type, i) : type;
+      if (!js_type_bits(t))
+        return js_fail(c, "unsupported type '%.64s'",
+                       json_is_string(t) ? json_string_value(t) : "?");
+    }
+    m = js_type_bits(type);
+  } else {
+    m = inferred_types(s);
+    if (!m) {
+      js_sb_add(b, "value", 5);
+      return 0;
+    }
+  }
+  if (m & 64) m &= ~32u; /* integers are numbers */
+  int written = 0;
+  for (unsigned i = 0; i < 7; i++) {
+    if (!(m & (1u << i))) continue;
+    if (written++) js_sb_add(b, " | ", 3);
+    int rc = 0;
+    switch (i) {
+    case 0: js_sb_add(b, "null", 4); break;
+    case 1: js_sb_add(b, "boolean", 7); break;
+    case 2: rc = js_gen_object(c, s, b, depth); break;
+    case 3: rc = js_gen_array(c, s, b, depth); break;
+    case 4: rc = js_gen_string(c, s, b); break;
+    case 5: rc = js_gen_integer(c, s, b, false); break;
+    default: rc = js_gen_integer(c, s, b, true); break;
+    }
+    if (rc) return -1;
   }
   return 0;
 }
 
-/* Whether JSON value x is of the schema's type (absent: any). */
-static bool of_type(const json_t *type, const json_t *x) {
-  if (!type) return true;
-  size_t n = json_is_array(type) ? json_array_size(type) : 1;
-  for (size_t i = 0; i < n; i++) {
-    const json_t *t = json_is_array(type) ? json_array_get(type, i) : type;
-    const char *ts = json_is_string(t) ? json_string_value(t) : "";
-    if ((!strcmp(ts, "string") && json_is_string(x)) ||
-        (!strcmp(ts, "number") && json_is_number(x)) ||
-        (!strcmp(ts, "integer") &&
-         (json_is_integer(x) ||
-          (json_is_real(x) &&
-           json_real_value(x) == floor(json_real_value(x))))) ||
-        (!strcmp(ts, "boolean") && json_is_boolean(x)) ||
-        (!strcmp(ts, "null") && json_is_null(x)) ||
-        (!strcmp(ts, "object") && json_is_object(x)) ||
-        (!strcmp(ts, "array") && json_is_array(x)))
-      return true;
-  }
-  return false;
-}
-
 /* The body of one schema into b. */
 static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
+  if (depth > MAX_DEPTH) return js_fail_limit(c, "schema nested too deeply");
   if (json_is_true(s)) {
     js_sb_add(b, "value", 5);
     return 0;
   }
   if (json_is_false(s)) return js_fail(c, "the schema false matches nothing");
   if (!json_is_object(s)) return js_fail(c, "a schema must be an object");
-  const char *key;
-  const json_t *v;
-  json_object_foreach((json_t *)s, key, v) {
-    if (!known(key))
-      return js_fail(c, "unsupported JSON Schema keyword '%.64s'", key);
-  }
+  if (js_check_keywords(c, s)) return -1;
   const json_t *ref = json_object_get(s, "$ref");
-  if (ref) {
-    if (alone(c, s, "$ref")) return -1;
+  if (ref && !other_constraint(s, "$ref", NULL)) {
     if (!json_is_string(ref)) return js_fail(c, "'$ref' must be a string");
-    const char *r = json_string_value(ref);
-    for (int i = 0; i < c->n_refs; i++)
-      if (!strcmp(c->ref_names[i], r)) {
-        js_sb_printf(b, "r%d", c->ref_ids[i]);
-        return 0;
-      }
-    const char *name = NULL;
-    const json_t *defs = NULL;
-    if (!strncmp(r, "#/$defs/", 8)) {
-      defs = json_object_get(c->root, "$defs");
-      name = r + 8;
-    } else if (!strncmp(r, "#/definitions/", 14)) {
-      defs = json_object_get(c->root, "definitions");
-      name = r + 14;
-    } else if (!strcmp(r, "#")) {
-      defs = NULL;
+    return gen_ref(c, json_string_value(ref), b, depth);
+  }
+  const char *comb = json_object_get(s, "anyOf")   ? "anyOf"
+                     : json_object_get(s, "oneOf") ? "oneOf"
+                                                   : NULL;
+  if (ref || json_object_get(s, "allOf") ||
+      (comb && other_constraint(s, comb, NULL))) {
+    /* One schema of all that is said here. */
+    const json_t *flat;
+    if (ref || json_object_get(s, "allOf")) {
+      flat = js_flatten(c, s, depth);
     } else {
-      return js_fail(c,
-                     "'$ref' %.128s: only #, #/$defs/NAME and "
-                     "#/definitions/NAME are supported",
-                     r);
+      json_t *rest = js_own(c, json_copy((json_t *)s));
+      json_t *only =
+          rest ? js_own(c, json_pack("{s:O}", comb, json_object_get(s, comb)))
+               : NULL;
+      if (!only) return -1;
+      json_object_del(rest, comb);
+      flat = js_merge(c, only, rest, depth);
     }
-    const json_t *target = name ? json_object_get(defs, name) : c->root;
-    if (!target) return js_fail(c, "'$ref' %.128s points to nothing", r);
-    if (c->n_refs >= MAX_REFS) return js_fail_limit(c, "too many $refs");
-    int id = js_new_rule(c);
-    if (id < 0) return -1;
-    c->ref_names[c->n_refs] = r;
-    c->ref_ids[c->n_refs++] = id;
-    sb body = {0};
-    if (gen_body(c, target, &body, depth + 1)) {
-      free(body.s);
-      return -1;
-    }
-    js_emit(c, id, &body);
-    js_sb_printf(b, "r%d", id);
-    return 0;
+    if (!flat) return -1;
+    if (json_is_false(flat))
+      return js_fail(c, "no value matches all of this schema's parts");
+    return gen_body(c, flat, b, depth + 1);
   }
-  const json_t *cst = json_object_get(s, "const");
-  const json_t *en = json_object_get(s, "enum");
-  if (cst || en) {
-    if (en && (!json_is_array(en) || json_array_size(en) == 0))
-      return js_fail(c, "'enum' must be a non-empty list");
-    if (en && json_array_size(en) > MAX_ENUM)
-      return js_fail_limit(c, "'enum' with more than %d values", MAX_ENUM);
-    if (alone(c, s, cst ? "const" : "enum")) return -1;
-    /* A value must also be of the 'type' given: the others cannot
-     * validate. */
-    const json_t *type = json_object_get(s, "type");
-    size_t n = cst ? 1 : json_array_size(en), written = 0;
-    for (size_t i = 0; i < n; i++) {
-      const json_t *x = cst ? cst : json_array_get(en, i);
-      if (!of_type(type, x)) continue;
-      char *js = json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
-      if (!js) return js_fail_oom(c);
-      if (written++) js_sb_add(b, " | ", 3);
-      js_sb_lit(b, js, strlen(js));
-      free(js);
-    }
-    if (!written)
-      return js_fail(c, "no value of '%s' is of the 'type' given",
-                     cst ? "const" : "enum");
-    return 0;
-  }
-  const char *comb[] = {"anyOf", "oneOf", "allOf"};
-  for (int k = 0; k < 3; k++) {
-    const json_t *list = json_object_get(s, comb[k]);
-    if (!list) continue;
-    if (!json_is_array(list) || json_array_size(list) == 0)
-      return js_fail(c, "'%s' must be a non-empty list", comb[k]);
-    if (alone(c, s, comb[k])) return -1;
-    if (k == 2 && json_array_size(list) != 1)
-      return js_fail(c, "'allOf' with more than one schema is not supported");
-    size_t i;
-    json_array_foreach(list, i, v) {
-      int id = js_gen(c, v, depth + 1);
-      if (id < 0) return -1;
-      js_sb_printf(b, "%sr%d", i ? " | " : "", id);
-    }
-    return 0;
-  }
-  const json_t *type = json_object_get(s, "type");
-  if (!type) {
-    if (json_object_get(s, "properties")) return js_gen_object(c, s, b, depth);
-    if (json_object_get(s, "items") || json_object_get(s, "prefixItems"))
-      return js_gen_array(c, s, b, depth);
-    js_sb_add(b, "value", 5);
-    return 0;
-  }
-  size_t nt = json_is_array(type) ? json_array_size(type) : 1;
-  if (nt == 0) return js_fail(c, "'type' must not be an empty list");
-  for (size_t i = 0; i < nt; i++) {
-    const json_t *t = json_is_array(type) ? json_array_get(type, i) : type;
-    const char *ts = json_is_string(t) ? json_string_value(t) : "";
-    if (i) js_sb_add(b, " | ", 3);
-    int rc = 0;
-    if (!strcmp(ts, "object"))
-      rc = js_gen_object(c, s, b, depth);
-    else if (!strcmp(ts, "array"))
-      rc = js_gen_array(c, s, b, depth);
-    else if (!strcmp(ts, "string"))
-      rc = js_gen_string(c, s, b);
-    else if (!strcmp(ts, "integer"))
-      rc = js_gen_integer(c, s, b, false);
-    else if (!strcmp(ts, "number"))
-      rc = js_gen_integer(c, s, b, true);
-    else if (!strcmp(ts, "boolean"))
-      js_sb_add(b, "boolean", 7);
-    else if (!strcmp(ts, "null"))
-      js_sb_add(b, "null", 4);
-    else
-      return js_fail(c, "unsupported type '%.64s'", ts);
-    if (rc) return -1;
-  }
-  return 0;
+  if (comb) return gen_union(c, json_object_get(s, comb), comb, b, depth);
+  if (json_object_get(s, "const") || json_object_get(s, "enum"))
+    return gen_values(c, s, b);
+  return gen_typed(c, s, b, depth);
 }
 
 int js_gen(ctx *c, const json_t *s, int depth) {
   if (depth > MAX_DEPTH) return js_fail_limit(c, "schema nested too deeply");
   int id = js_new_rule(c);
   if (id < 0) return -1;
+  /* A schema with an '$id' is a resource: '#' refs inside resolve in it. */
+  const json_t *old_base = c->base;
+  const json_t *sid = json_object_get(s, "$id");
+  if (json_is_string(sid) && json_string_value(sid)[0] != '#') c->base = s;
   sb body = {0};
-  if (gen_body(c, s, &body, depth)) {
+  int rc = gen_body(c, s, &body, depth);
+  c->base = old_base;
+  if (rc) {
     free(body.s);
     return -1;
   }
@@ -258,13 +288,45 @@ int js_gen(ctx *c, const json_t *s, int depth) {
   return id;
 }
 
+int js_gen_at(ctx *c, const json_t *s, int depth, const char *seg,
+              const char *seg2) {
+  size_t at = js_ptr_push(c, seg);
+  if (seg2) js_ptr_push(c, seg2);
+  int id = js_gen(c, s, depth);
+  js_ptr_pop(c, at);
+  return id;
+}
+
+int js_gen_at_index(ctx *c, const json_t *s, int depth, const char *seg,
+                    size_t i) {
+  size_t at = js_ptr_push(c, seg);
+  js_ptr_push_index(c, i);
+  int id = js_gen(c, s, depth);
+  js_ptr_pop(c, at);
+  return id;
+}
+
 nc_code json_schema_to_gbnf(const json_t *schema, char **gbnf, nc_error *err) {
   *gbnf = NULL;
-  ctx c = {.root = schema, .err = err, .code = NC_OK};
+  ctx c = {.root = schema, .base = schema, .err = err, .code = NC_OK};
+  c.owned = json_array();
+  if (!c.owned) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   js_sb_add(&c.out, k_prims, strlen(k_prims));
   int id = js_gen(&c, schema, 0);
   if (id >= 0) js_sb_printf(&c.out, "root ::= r%d\n", id);
   if (id >= 0 && c.out.big) js_fail_big(&c);
+  if (c.n_notes > MAX_NOTES)
+    js_sb_printf(&c.notes, "# json-schema: and %d more ignored\n",
+                 c.n_notes - MAX_NOTES);
+  json_decref(c.owned);
+  if (c.code == NC_OK && c.notes.n) { /* the notes first */
+    js_sb_add(&c.notes, c.out.s ? c.out.s : "", c.out.n);
+    if (c.notes.oom || c.notes.big) c.out.oom = true;
+    free(c.out.s);
+    c.out = c.notes;
+    c.notes = (sb){0};
+  }
+  free(c.notes.s);
   if (c.code != NC_OK || id < 0 || c.out.oom) {
     if (c.code == NC_OK) nc_fail(err, NC_ERR_NOMEM, "out of memory");
     free(c.out.s);

@@ -1,4 +1,8 @@
-/* json_schema: arrays (items, prefixItems, counts). */
+/* json_schema: arrays (prefixItems, or items as a list in drafts before
+ * 2020-12 with additionalItems; items; minItems, maxItems). uniqueItems:
+ * the grammar cannot compare items, so it makes arrays of at most one item
+ * (unique by themselves; a note says so), and refuses minItems above 1.
+ * contains: refused unless trivially true. */
 #include "json_schema_internal.h"
 
 #include <stdio.h>
@@ -6,28 +10,68 @@
 int js_gen_array(ctx *c, const json_t *s, sb *b, int depth) {
   const json_t *items = json_object_get(s, "items");
   const json_t *prefix = json_object_get(s, "prefixItems");
+  const char *prefix_kw = "prefixItems";
+  if (json_is_array(items) && !prefix) { /* draft 4 to 2019-09 tuples */
+    prefix = items;
+    prefix_kw = "items";
+    items = json_object_get(s, "additionalItems");
+  }
   long long lo, hi;
   if (js_get_count(c, s, "minItems", 0, &lo) ||
       js_get_count(c, s, "maxItems", -1, &hi))
     return -1;
   if (hi >= 0 && hi < lo) return js_fail(c, "maxItems < minItems");
+  const json_t *uniq = json_object_get(s, "uniqueItems");
+  if (json_is_true(uniq) && !(hi >= 0 && hi <= 1)) {
+    /* The grammar cannot compare items: arrays of one item at most are
+     * the unique ones it makes. */
+    if (lo > 1)
+      return js_fail(c,
+                     "'uniqueItems' with minItems %lld is not supported "
+                     "(the grammar cannot compare items)",
+                     lo);
+    js_note(c, "uniqueItems: arrays of at most one item");
+    hi = 1;
+  }
+  const json_t *contains = json_object_get(s, "contains");
+  if (contains && !json_is_true(contains) &&
+      !(json_is_object(contains) && !json_object_size(contains)))
+    return js_fail(c, "'contains' is not supported");
+  if (contains && lo < 1) lo = 1; /* contains: at least one item */
+  if (hi >= 0 && hi < lo) return js_fail(c, "maxItems < minItems");
   if (prefix && !json_is_array(prefix))
     return js_fail(c, "'prefixItems' must be a list");
+  if (items && !json_is_object(items) && !json_is_boolean(items))
+    return js_fail(c, "'items' must be a schema");
   size_t k = prefix ? json_array_size(prefix) : 0;
-  if (hi >= 0 && (long long)k > hi)
-    return js_fail(c, "more prefixItems than maxItems");
+  if (hi >= 0 && (long long)k > hi) k = (size_t)hi; /* the first hi only */
+  bool more = !json_is_false(items) && !(hi >= 0 && (long long)k == hi);
+  /* Fewer than k items are valid too (prefixItems does not require
+   * them): write all k, or stop early only where minItems allows. */
+  if (!more && lo > (long long)k)
+    return js_fail(c, "minItems needs more items than prefixItems allows");
   js_sb_add(b, "\"[\" ", 4);
-  for (size_t i = 0; i < k; i++) {
-    int id = js_gen(c, json_array_get(prefix, i), depth + 1);
-    if (id < 0) return -1;
-    js_sb_printf(b, "%sr%d ", i ? "\",\" " : "", id);
+  if (k) {
+    /* the prefix: items 0..k-1, the ones past minItems optional */
+    for (size_t i = 0; i < k; i++) {
+      int id = js_gen_at_index(c, json_array_get(prefix, i), depth + 1,
+                               prefix_kw, i);
+      if (id < 0) return -1;
+      bool optional = (long long)i >= lo && i > 0;
+      if (optional) js_sb_add(b, "( ", 2);
+      js_sb_printf(b, "%sr%d ", i ? "\",\" " : "", id);
+    }
+    /* close the optional groups after the rest */
   }
-  bool more =
-      !(items && json_is_false(items)) && !(hi >= 0 && (long long)k == hi);
+  size_t opened = 0;
+  for (size_t i = 0; i < k; i++)
+    opened += (long long)i >= lo && i > 0;
   if (more) {
     char x[32] = "value";
-    if (items) {
-      int id = js_gen(c, items, depth + 1);
+    if (items && !json_is_true(items)) {
+      int id =
+          js_gen_at(c, items, depth + 1,
+                    prefix_kw[0] == 'i' ? "additionalItems" : "items", NULL);
       if (id < 0) return -1;
       snprintf(x, sizeof x, "r%d", id);
     }
@@ -43,9 +87,9 @@ int js_gen_array(ctx *c, const json_t *s, sb *b, int depth) {
       else
         js_sb_printf(b, "( %s ){%lld,%lld}", cx, rlo, rhi);
     }
-  } else if (lo > (long long)k) {
-    return js_fail(c, "minItems needs more items than prefixItems allows");
   }
+  for (size_t i = 0; i < opened; i++)
+    js_sb_add(b, " )?", 3);
   js_sb_add(b, " \"]\"", 4);
   return 0;
 }

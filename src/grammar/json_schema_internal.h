@@ -31,16 +31,39 @@ typedef struct sb {
   bool big; /* would pass MAX_GBNF: nothing more is added */
 } sb;
 
+/* The JSON pointer of the schema being compiled (for messages). */
+#define MAX_POINTER 512
+/* Ignored keywords named in the GBNF's leading comments (then a count). */
+#define MAX_NOTES 32
+
 typedef struct ctx {
-  const json_t *root;
-  sb out; /* finished rules */
+  const json_t *root; /* the document: '#' refs resolve here... */
+  const json_t *base; /* ...or in the nearest schema with a '$id' */
+  sb out;             /* finished rules */
   int n_rules;
-  const char *ref_names[MAX_REFS];
+  const json_t *ref_targets[MAX_REFS]; /* $ref targets, converted once */
   int ref_ids[MAX_REFS];
   int n_refs;
+  char ptr[MAX_POINTER]; /* where we are, as a JSON pointer */
+  size_t ptr_len;
+  sb notes; /* "# ignored ..." lines, put before the rules */
+  int n_notes;
+  json_t *owned; /* schemas made while compiling (merges), freed at the end */
   nc_error *err;
   nc_code code; /* of the first failure; NC_OK until then */
 } ctx;
+
+/* Appends /seg to c->ptr (escaped as RFC 6901 says); returns the length
+ * to give js_ptr_pop. */
+size_t js_ptr_push(ctx *c, const char *seg);
+size_t js_ptr_push_index(ctx *c, size_t i);
+void js_ptr_pop(ctx *c, size_t len);
+/* A line saying what was ignored at the current pointer. */
+void js_note(ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* v, kept until the compile ends (c->owned holds it); NULL: out of memory
+ * (failed). */
+json_t *js_own(ctx *c, json_t *v);
 
 void js_sb_add(sb *b, const char *s, size_t len);
 void js_sb_printf(sb *b, const char *fmt, ...)
@@ -68,9 +91,54 @@ int js_get_count(ctx *c, const json_t *s, const char *key, long long dflt,
 void js_repeat_sep(sb *b, const char *x, const char *sep, long long min,
                    long long max);
 
-/* A JSON string matching pattern p (a regex subset) into b. */
-int js_pattern(ctx *c, const char *p, sb *b);
+/* A JSON string matching pattern p (a regex subset) into b; lo >= 0: with
+ * minLength lo and maxLength hi (-1: none) too. */
+int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b);
 
+typedef enum {
+  JS_KW_UNKNOWN,    /* ignored, with a note */
+  JS_KW_ANNOTATION, /* ignored quietly */
+  JS_KW_ENFORCED,   /* the converter enforces it (where it applies) */
+  JS_KW_REFUSED,    /* constrains, cannot be enforced: an error */
+} js_keyword;
+js_keyword js_keyword_kind(const char *k);
+/* Enforced or refused: a keyword that changes what validates. */
+bool js_constrains(const char *k);
+/* Notes s's unknown keywords; fails on a refused one. */
+int js_check_keywords(ctx *c, const json_t *s);
+
+/* $ref resolution (json_schema_ref.c): the schema ref points to, from
+ * c->base (then the document's root); *base: the resource it lies in. */
+int js_resolve_ref(ctx *c, const char *ref, const json_t **target,
+                   const json_t **base);
+
+/* The schema that validates exactly what both a and b validate (allOf),
+ * with no $ref or allOf at its top (json_schema_merge.c); NULL after a
+ * failure. Its values live until the compile ends. */
+const json_t *js_merge(ctx *c, const json_t *a, const json_t *b, int depth);
+/* s without $ref and allOf at its top (the same schema when it has
+ * neither). */
+const json_t *js_flatten(ctx *c, const json_t *s, int depth);
+/* The types 'type' names, as bits (null, boolean, object, array, string,
+ * integer, number from bit 0); absent: all. */
+unsigned js_type_bits(const json_t *type);
+/* Whether no value validates under both a and b, provably (different
+ * types, disjoint constants, a property one requires with values the other
+ * cannot take). false: they may overlap. */
+bool js_disjoint(ctx *c, const json_t *a, const json_t *b, int depth);
+
+/* Whether value x validates under schema s (json_schema_value.c): 1 yes, 0
+ * no, -1 cannot tell (a keyword this check does not evaluate). */
+int js_value_valid(ctx *c, const json_t *s, const json_t *x, int depth);
+/* Whether x is of type name t ("integer" takes 2.0). */
+bool js_of_type_name(const char *t, const json_t *x);
+
+/* One schema as a rule, at pointer segments seg (and seg2 when not NULL)
+ * under the current one. */
+int js_gen_at(ctx *c, const json_t *s, int depth, const char *seg,
+              const char *seg2);
+int js_gen_at_index(ctx *c, const json_t *s, int depth, const char *seg,
+                    size_t i);
 /* One schema as a rule: its number, or -1. */
 int js_gen(ctx *c, const json_t *s, int depth);
 /* The body of a schema of one type into b. */

@@ -3,26 +3,43 @@
 #include "json_schema_internal.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
-
 
 typedef struct rx {
   const char *s;
   size_t n, pos;
   ctx *c;
   int depth;
+  long cap; /* >= 0: no quantifier repeats more than this (or its min) */
 } rx;
 
-static int rx_alt(rx *r, sb *b);
+/* Lengths in characters: len[0] the least, len[1] the most (-1: any). */
+#define LEN_BIG 1000000000L
+static long len_add(long a, long b) {
+  return a < 0 || b < 0 ? -1 : a + b > LEN_BIG ? LEN_BIG : a + b;
+}
+static long len_mul(long a, long k) {
+  return a < 0 || k < 0         ? (a == 0 || k == 0 ? 0 : -1)
+         : a && k > LEN_BIG / a ? LEN_BIG
+                                : a * k;
+}
+
+static int rx_alt(rx *r, sb *b, long len[2]);
 
 /* One char of a JSON string as GBNF (escaped as JSON needs). */
 static int rx_char(rx *r, sb *b, unsigned char ch) {
-  if (ch == '"' || ch == '\\' || ch < 0x20)
-    return js_fail(r->c,
-                "pattern: the character 0x%02X needs JSON escaping "
-                "(not supported)",
-                ch);
-  js_sb_lit(b, (const char *)&ch, 1);
+  (void)r;
+  char e[8];
+  if (ch == '"' || ch == '\\') { /* as JSON writes them */
+    e[0] = '\\', e[1] = (char)ch;
+    js_sb_lit(b, e, 2);
+  } else if (ch < 0x20) {
+    snprintf(e, sizeof e, "\\u%04x", ch);
+    js_sb_lit(b, e, 6);
+  } else {
+    js_sb_lit(b, (const char *)&ch, 1);
+  }
   return 0;
 }
 
@@ -75,7 +92,7 @@ static int rx_class_item(rx *r, sb *b, uint32_t *cp, bool *set) {
       return 0;
     } else
       return js_fail(r->c, "pattern: escape '\\%c' in a class is not supported",
-                  e);
+                     e);
     *set = true;
     return 0;
   }
@@ -109,14 +126,16 @@ static int rx_class(rx *r, sb *b) {
   if (r->pos >= r->n) return js_fail(r->c, "pattern: unterminated class");
   r->pos++;
   if (b->n == at && !negated)
-    return js_fail(r->c, "pattern: a class of only characters that JSON escapes "
-                      "(not supported)");
+    return js_fail(r->c,
+                   "pattern: a class of only characters that JSON escapes "
+                   "(not supported)");
   js_sb_add(b, "]", 1);
   return 0;
 }
 
-static int rx_atom(rx *r, sb *b) {
+static int rx_atom(rx *r, sb *b, long len[2]) {
   unsigned char ch = (unsigned char)r->s[r->pos];
+  len[0] = len[1] = 1;
   if (ch == '(') {
     if (++r->depth > 28) /* each group is two GBNF groups deep */
       return js_fail_limit(r->c, "pattern: groups nested too deeply");
@@ -124,7 +143,7 @@ static int rx_atom(rx *r, sb *b) {
     if (r->pos + 1 < r->n && r->s[r->pos] == '?' && r->s[r->pos + 1] == ':')
       r->pos += 2;
     js_sb_add(b, "( ", 2);
-    if (rx_alt(r, b)) return -1;
+    if (rx_alt(r, b, len)) return -1;
     if (r->pos >= r->n || r->s[r->pos] != ')')
       return js_fail(r->c, "pattern: missing ')'");
     r->pos++;
@@ -148,7 +167,14 @@ static int rx_atom(rx *r, sb *b) {
       js_sb_add(b, "[a-zA-Z0-9_]", 12);
     else if (e == 's')
       js_sb_add(b, "[ ]", 3);
-    else if (strchr(".-[]^$*+?(){}|/", e))
+    else if (e == 'S' || e == 'D' || e == 'W') { /* the complements */
+      js_sb_printf(b, "[^\"\\\\\\x00-\\x1F\\x7F%s]",
+                   e == 'S'   ? " "
+                   : e == 'D' ? "0-9"
+                              : "a-zA-Z0-9_");
+    } else if (e == 't' || e == 'n' || e == 'r')
+      return rx_char(r, b, e == 't' ? '\t' : e == 'n' ? '\n' : '\r');
+    else if (strchr(".-[]^$*+?(){}|/\\\"", e))
       return rx_char(r, b, (unsigned char)e);
     else
       return js_fail(r->c, "pattern: escape '\\%c' is not supported", e);
@@ -178,9 +204,9 @@ static long rx_number(rx *r) {
   return v;
 }
 
-/* {m}, {m,} or {m,n} at r->pos (m <= n <= MAX_COUNT), checked and
- * written as GBNF. */
-static int rx_count(rx *r, sb *b) {
+/* {m}, {m,} or {m,n} at r->pos (m <= n <= MAX_COUNT), checked: *n -1
+ * when unbounded. */
+static int rx_count(rx *r, long *m_out, long *n_out) {
   r->pos++;
   long m = rx_number(r), n = m;
   bool comma = r->pos < r->n && r->s[r->pos] == ',';
@@ -194,17 +220,30 @@ static int rx_count(rx *r, sb *b) {
     return js_fail(r->c, "pattern: bad {m,n}");
   r->pos++;
   if (n >= 0 && n < m) return js_fail(r->c, "pattern: {m,n} with n < m");
-  if (!comma)
-    js_sb_printf(b, "{%ld}", m);
-  else if (n < 0)
-    js_sb_printf(b, "{%ld,}", m);
-  else
-    js_sb_printf(b, "{%ld,%ld}", m, n);
+  *m_out = m;
+  *n_out = n;
   return 0;
 }
 
-static int rx_seq(rx *r, sb *b) {
+/* The quantifier {m,n} (n -1: unbounded) as GBNF, within r->cap. */
+static void quantify(rx *r, sb *b, long m, long *n) {
+  if (r->cap >= 0) {
+    long top = m > r->cap ? m : r->cap;
+    if (*n < 0 || *n > top) *n = top;
+  }
+  if (*n < 0)
+    js_sb_printf(b, m == 0 ? "*" : m == 1 ? "+" : "{%ld,}", m);
+  else if (m == 0 && *n == 1)
+    js_sb_add(b, "?", 1);
+  else if (m == *n && m != 1)
+    js_sb_printf(b, "{%ld}", m);
+  else if (m != *n)
+    js_sb_printf(b, "{%ld,%ld}", m, *n);
+}
+
+static int rx_seq(rx *r, sb *b, long len[2]) {
   bool empty = true;
+  len[0] = len[1] = 0;
   while (r->pos < r->n && r->s[r->pos] != '|' && r->s[r->pos] != ')') {
     if (r->s[r->pos] == '^' || r->s[r->pos] == '$') {
       bool start = r->s[r->pos] == '^';
@@ -215,49 +254,124 @@ static int rx_seq(rx *r, sb *b) {
     }
     if (!empty) js_sb_add(b, " ", 1);
     js_sb_add(b, "( ", 2);
-    if (rx_atom(r, b)) return -1;
+    long al[2];
+    if (rx_atom(r, b, al)) return -1;
     js_sb_add(b, " )", 2);
     empty = false;
+    long m = 1, n = 1;
     if (r->pos < r->n && strchr("*+?{", r->s[r->pos])) {
       char q = r->s[r->pos];
       if (q == '{') {
-        if (rx_count(r, b)) return -1;
+        if (rx_count(r, &m, &n)) return -1;
       } else {
-        js_sb_add(b, &q, 1);
+        m = q == '+';
+        n = q == '?' ? 1 : -1;
         r->pos++;
       }
       if (r->pos < r->n && r->s[r->pos] == '?') r->pos++; /* lazy = greedy */
     }
+    quantify(r, b, m, &n);
+    len[0] = len_add(len[0], len_mul(al[0], m));
+    len[1] = len_add(len[1], len_mul(al[1], n));
   }
   if (empty) js_sb_add(b, "\"\"", 2);
   return 0;
 }
 
-static int rx_alt(rx *r, sb *b) {
-  if (rx_seq(r, b)) return -1;
+static int rx_alt(rx *r, sb *b, long len[2]) {
+  if (rx_seq(r, b, len)) return -1;
   while (r->pos < r->n && r->s[r->pos] == '|') {
     r->pos++;
     js_sb_add(b, " | ", 3);
-    if (rx_seq(r, b)) return -1;
+    long l2[2];
+    if (rx_seq(r, b, l2)) return -1;
+    if (l2[0] < len[0]) len[0] = l2[0];
+    if (len[1] >= 0 && (l2[1] < 0 || l2[1] > len[1])) len[1] = l2[1];
   }
   return 0;
 }
 
+/* The pattern's core (no anchors, no sides) within cap into b; its
+ * lengths into len. */
+static int core(ctx *c, const char *p, size_t n, long cap, sb *b, long len[2]) {
+  rx r = {.s = p, .n = n, .c = c, .cap = cap};
+  if (rx_alt(&r, b, len)) return -1;
+  if (r.pos != n) return js_fail(c, "pattern: unexpected ')'");
+  return 0;
+}
+
 /* A JSON Schema pattern is unanchored unless it says ^...$: an unanchored
- * side may hold any characters. */
-int js_pattern(ctx *c, const char *p, sb *b) {
+ * side may hold any characters. With lengths (lo >= 0): the matches of
+ * the pattern's core alone (sides only to reach minLength), each
+ * quantifier capped so that none is longer than maxLength; what cannot
+ * be made to fit is an error. */
+int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
   size_t n = strlen(p);
   if (n > 4096) return js_fail(c, "pattern longer than 4096 bytes");
-  rx r = {.s = p, .n = n, .c = c};
   bool start = n && p[0] == '^',
        end = n && p[n - 1] == '$' && (n < 2 || p[n - 2] != '\\');
+  sb body = {0};
+  long len[2];
+  int rc = core(c, p, n, -1, &body, len);
+  if (rc == 0 && lo >= 0 && hi >= 0 && (len[1] < 0 || len[1] > hi)) {
+    /* the largest cap that fits */
+    long good = -1, a = 0, z = (long)hi;
+    while (a <= z) {
+      long mid = a + (z - a) / 2;
+      sb t = {0};
+      long l2[2];
+      core(c, p, n, mid, &t, l2);
+      free(t.s);
+      if (l2[1] >= 0 && l2[1] <= hi)
+        good = mid, a = mid + 1;
+      else
+        z = mid - 1;
+    }
+    free(body.s);
+    body = (sb){0};
+    if (good < 0)
+      rc = js_fail(c,
+                   "pattern with maxLength %lld: its matches cannot be "
+                   "made that short",
+                   hi);
+    else
+      rc = core(c, p, n, good, &body, len);
+  }
+  long pad_lo = 0, pad_hi = 0;
+  if (rc == 0 && lo >= 0 && len[0] < lo) {
+    pad_lo = (long)lo - len[0];
+    pad_hi = hi < 0 ? -1 : (long)hi - len[1];
+    if ((start && end) || (pad_hi >= 0 && pad_hi < pad_lo))
+      rc = js_fail(c,
+                   "pattern (%ld characters at least) with minLength "
+                   "%lld is not supported",
+                   len[0], lo);
+  }
+  if (rc) {
+    free(body.s);
+    return -1;
+  }
   js_sb_add(b, "\"\\\"\" ", 5);
-  if (!start) js_sb_add(b, "char* ", 6);
+  if (lo < 0 && !start) js_sb_add(b, "char* ", 6);
+  if (pad_lo && !start) {
+    if (pad_hi < 0)
+      js_sb_printf(b, "char{%ld,} ", pad_lo);
+    else
+      js_sb_printf(b, "char{%ld,%ld} ", pad_lo, pad_hi);
+  }
   js_sb_add(b, "( ", 2);
-  if (rx_alt(&r, b)) return -1;
-  if (r.pos != n) return js_fail(c, "pattern: unexpected ')'");
+  js_sb_add(b, body.s ? body.s : "\"\"", body.s ? body.n : 2);
+  if (body.oom) b->oom = true;
+  if (body.big) b->big = true;
+  free(body.s);
   js_sb_add(b, " ) ", 3);
-  if (!end) js_sb_add(b, "char* ", 6);
+  if (pad_lo && start) {
+    if (pad_hi < 0)
+      js_sb_printf(b, "char{%ld,} ", pad_lo);
+    else
+      js_sb_printf(b, "char{%ld,%ld} ", pad_lo, pad_hi);
+  }
+  if (lo < 0 && !end) js_sb_add(b, "char* ", 6);
   js_sb_add(b, "\"\\\"\"", 4);
   return 0;
 }

@@ -1,7 +1,88 @@
-/* json_schema: strings (length, format, pattern). */
+/* json_schema: strings (length, format, pattern, and their intersections).
+ * Formats: date, time, date-time, uuid, email (idn-email), ipv4, ipv6,
+ * hostname, uri (uri-reference), each a shared rule of json_schema.c's
+ * (conservative: every string made is of the format). With min/maxLength:
+ * the format's rule when all its lengths fit; email, hostname and uri are
+ * remade within the lengths; other overlaps are refused. Formats that
+ * validators check and are not made here are refused; unknown formats are
+ * annotations (the spec's default) and ignored with a note. */
 #include "json_schema_internal.h"
 
 #include <string.h>
+
+typedef struct {
+  const char *name, *rule;
+  long long min, max; /* lengths of what the rule makes; max -1: any */
+} format_rule;
+
+static const format_rule k_formats[] = {
+    {"date", "date", 10, 10},
+    {"time", "time", 9, 21},
+    {"date-time", "date-time", 20, 32},
+    {"uuid", "uuid", 36, 36},
+    {"email", "email", 6, -1},
+    {"idn-email", "email", 6, -1},
+    {"ipv4", "ipv4", 7, 15},
+    {"ipv6", "ipv6", 15, 39},
+    {"hostname", "hostname", 1, 91},
+    {"uri", "uri", 8, -1},
+    {"uri-reference", "uri", 8, -1},
+};
+
+/* Checked by common validators (python-jsonschema's format checker) and
+ * not made here: refused rather than ignored. */
+static const char *const k_refused_formats[] = {
+    "iri",          "iri-reference", "idn-hostname",
+    "uri-template", "json-pointer",  "relative-json-pointer",
+    "regex",        "duration",      "color"};
+
+static int length_bounded(ctx *c, const format_rule *f, long long lo,
+                          long long hi, sb *b) {
+  if (!strcmp(f->rule, "email")) {
+    if (hi < 6)
+      return js_fail(c,
+                     "format 'email' with maxLength %lld: no email is "
+                     "that short (6 at least)",
+                     hi);
+    long long room = hi - 4, a = room / 2 > 64 ? 64 : room / 2;
+    long long la = lo - 5 > 1 ? lo - 5 : 1;
+    if (la > a) a = la;
+    long long d = room - a > 63 ? 63 : room - a;
+    if (a > 64 || d < 1)
+      return js_fail(c,
+                     "format 'email' with minLength %lld and maxLength "
+                     "%lld is not supported",
+                     lo, hi);
+    js_sb_printf(b,
+                 "\"\\\"\" [a-zA-Z0-9._+-]{%lld,%lld} \"@\" [a-z0-9]{1,%lld} "
+                 "\".\" [a-z]{2} \"\\\"\"",
+                 la, a, d);
+    return 0;
+  }
+  long long fixed = !strcmp(f->rule, "uri") ? 12 : 0; /* https:// .com */
+  if (!strcmp(f->rule, "hostname") || !strcmp(f->rule, "uri")) {
+    long long mn = lo - fixed > 1 ? lo - fixed : 1;
+    long long mx = hi < 0 ? 63 : hi - fixed > 63 ? 63 : hi - fixed;
+    if (mn > mx)
+      return js_fail(c,
+                     "format '%s' with minLength %lld and maxLength "
+                     "%lld is not supported",
+                     f->name, lo, hi);
+    js_sb_printf(b, "\"\\\"\" %s[a-z] [a-z0-9]{%lld,%lld}%s \"\\\"\"",
+                 fixed ? "\"https://\" " : "", mn - 1, mx - 1,
+                 fixed ? " \".com\"" : "");
+    return 0;
+  }
+  if ((hi >= 0 && hi < f->min) || (f->max >= 0 && f->max < lo))
+    return js_fail(c,
+                   "format '%s' with minLength %lld and maxLength %lld: no "
+                   "such string has a length between",
+                   f->name, lo, hi);
+  return js_fail(c,
+                 "format '%s' (lengths %lld to %lld) with minLength %lld "
+                 "and maxLength %lld is not supported",
+                 f->name, f->min, f->max, lo, hi);
+}
 
 int js_gen_string(ctx *c, const json_t *s, sb *b) {
   const json_t *fmt = json_object_get(s, "format");
@@ -10,28 +91,38 @@ int js_gen_string(ctx *c, const json_t *s, sb *b) {
   if (js_get_count(c, s, "minLength", 0, &lo) ||
       js_get_count(c, s, "maxLength", -1, &hi))
     return -1;
-  int given =
-      !!fmt + !!pat +
-      (json_object_get(s, "minLength") || json_object_get(s, "maxLength"));
-  if (given > 1)
-    return js_fail(c, "a string with more than one of format, pattern and "
-                   "min/maxLength is not supported");
+  if (hi >= 0 && hi < lo) return js_fail(c, "maxLength < minLength");
+  bool lengths = lo > 0 || hi >= 0;
+  const format_rule *f = NULL;
   if (fmt) {
-    const char *f = json_is_string(fmt) ? json_string_value(fmt) : "";
-    if (strcmp(f, "date") && strcmp(f, "time") && strcmp(f, "date-time") &&
-        strcmp(f, "uuid") && strcmp(f, "email"))
-      return js_fail(c,
-                  "format '%.64s' is not supported (date, time, "
-                  "date-time, uuid, email)",
-                  f);
-    js_sb_printf(b, "\"\\\"\" %s \"\\\"\"", f);
-    return 0;
+    const char *name = json_is_string(fmt) ? json_string_value(fmt) : "";
+    for (size_t i = 0; i < sizeof k_formats / sizeof *k_formats; i++)
+      if (!strcmp(name, k_formats[i].name)) f = &k_formats[i];
+    for (size_t i = 0;
+         !f && i < sizeof k_refused_formats / sizeof *k_refused_formats; i++)
+      if (!strcmp(name, k_refused_formats[i]))
+        return js_fail(c,
+                       "format '%s' is not supported (date, time, "
+                       "date-time, uuid, email, ipv4, ipv6, hostname, uri)",
+                       name);
+    if (!f) js_note(c, "ignored unknown format '%.64s'", name);
+  }
+  if (f && pat)
+    return js_fail(c, "a string with both 'format' and 'pattern' is not "
+                      "supported");
+  if (f) {
+    if (!lengths ||
+        ((f->min >= lo) && (hi < 0 || (f->max >= 0 && f->max <= hi)))) {
+      js_sb_printf(b, "\"\\\"\" %s \"\\\"\"", f->rule);
+      return 0;
+    }
+    return length_bounded(c, f, lo, hi, b);
   }
   if (pat) {
     if (!json_is_string(pat)) return js_fail(c, "'pattern' must be a string");
-    return js_pattern(c, json_string_value(pat), b);
+    return js_pattern(c, json_string_value(pat), lengths ? lo : -1,
+                      lengths ? hi : -1, b);
   }
-  if (hi >= 0 && hi < lo) return js_fail(c, "maxLength < minLength");
   if (hi < 0)
     js_sb_printf(b, "\"\\\"\" char{%lld,} \"\\\"\"", lo);
   else

@@ -74,7 +74,11 @@ static int vfail(ctx *c, nc_code code, const char *fmt, va_list ap) {
     c->code = code;
     if (c->err) {
       c->err->code = code;
-      vsnprintf(c->err->message, sizeof c->err->message, fmt, ap);
+      size_t cap = sizeof c->err->message;
+      int n = vsnprintf(c->err->message, cap, fmt, ap);
+      /* Where: the schema's JSON pointer, as a URI fragment. */
+      if (n >= 0 && (size_t)n < cap)
+        snprintf(c->err->message + n, cap - (size_t)n, " (at #%s)", c->ptr);
     }
   }
   return -1;
@@ -105,7 +109,61 @@ int js_fail_oom(ctx *c) {
 
 int js_fail_big(ctx *c) {
   return js_fail_limit(c, "the schema's grammar would be longer than %u bytes",
-                    (unsigned)MAX_GBNF);
+                       (unsigned)MAX_GBNF);
+}
+
+size_t js_ptr_push(ctx *c, const char *seg) {
+  size_t at = c->ptr_len;
+  char buf[MAX_POINTER];
+  size_t n = 0;
+  buf[n++] = '/';
+  for (const char *p = seg; *p && n + 3 < sizeof buf; p++) {
+    if (*p == '~' || *p == '/') {
+      buf[n++] = '~';
+      buf[n++] = *p == '~' ? '0' : '1';
+    } else {
+      buf[n++] = *p;
+    }
+  }
+  if (c->ptr_len + n >= MAX_POINTER) { /* too deep to say: cut */
+    n = MAX_POINTER - 1 - c->ptr_len;
+  }
+  memcpy(c->ptr + c->ptr_len, buf, n);
+  c->ptr_len += n;
+  c->ptr[c->ptr_len] = '\0';
+  return at;
+}
+
+size_t js_ptr_push_index(ctx *c, size_t i) {
+  char seg[24];
+  snprintf(seg, sizeof seg, "%zu", i);
+  return js_ptr_push(c, seg);
+}
+
+void js_ptr_pop(ctx *c, size_t len) {
+  c->ptr_len = len;
+  c->ptr[len] = '\0';
+}
+
+void js_note(ctx *c, const char *fmt, ...) {
+  if (c->n_notes++ >= MAX_NOTES) return;
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  /* One comment line: no control characters in it. */
+  for (char *p = line; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7F) *p = '?';
+  js_sb_printf(&c->notes, "# json-schema: %s (at #%.200s)\n", line, c->ptr);
+}
+
+json_t *js_own(ctx *c, json_t *v) {
+  if (!v || json_array_append_new(c->owned, v)) {
+    js_fail_oom(c);
+    return NULL;
+  }
+  return v;
 }
 
 int js_new_rule(ctx *c) {
@@ -121,33 +179,39 @@ void js_emit(ctx *c, int id, sb *body) {
   free(body->s);
 }
 
-
 int js_get_count(ctx *c, const json_t *s, const char *key, long long dflt,
-                     long long *out) {
+                 long long *out) {
   const json_t *v = json_object_get(s, key);
   *out = dflt;
   if (!v) return 0;
-  if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-      json_integer_value(v) > MAX_COUNT)
+  /* 2.0 is an integer to JSON Schema. */
+  double d = json_is_number(v) ? json_number_value(v) : -1;
+  if (!json_is_number(v) || d < 0 || d != (double)(long long)d)
+    return js_fail(c, "'%s' must be an integer of at least 0", key);
+  /* A maximum past what the grammar repeats allows all it makes. */
+  if (d > MAX_COUNT && !strncmp(key, "max", 3)) d = MAX_COUNT;
+  if (d > MAX_COUNT)
     return js_fail(c, "'%s' must be an integer in [0, %d]", key, MAX_COUNT);
-  *out = json_integer_value(v);
+  *out = (long long)d;
   return 0;
 }
 
 /* x repeated {min, max} (max < 0: unbounded) with separator sep between. */
 void js_repeat_sep(sb *b, const char *x, const char *sep, long long min,
-                       long long max) {
+                   long long max) {
   if (max == 0) {
     js_sb_add(b, "\"\"", 2);
     return;
   }
   if (min == 0) js_sb_add(b, "( ", 2);
   js_sb_printf(b, "%s ", x);
-  if (max < 0)
+  if (max < 0 && min > 1)
+    js_sb_printf(b, "( %s %s ){%lld,}", sep, x, min - 1);
+  else if (max < 0)
     js_sb_printf(b, "( %s %s )*", sep, x);
   else if (max > 1)
     js_sb_printf(b, "( %s %s ){%lld,%lld}", sep, x, min > 0 ? min - 1 : 0,
-              max - 1);
+                 max - 1);
   else if (min > 1)
     js_sb_printf(b, "( %s %s ){%lld}", sep, x, min - 1);
   if (min == 0) js_sb_add(b, " )?", 3);

@@ -118,12 +118,14 @@ def test_json_object_streamed_equals_whole(client):
     ({"grammar": "root ::= \"a\"", "guided_choice": ["a"]}, "guided_choice",
      "give one"),
     ({"response_format": {"type": "json_schema", "json_schema": {
-        "name": "x", "schema": {"type": "array", "uniqueItems": True}}}},
+        "name": "x", "schema": {"type": "array", "uniqueItems": True,
+                                "minItems": 2}}}},
      "response_format", "'uniqueItems'"),
-    ({"guided_json": {"type": "object", "minProperties": 1}}, "guided_json",
-     "'minProperties'"),
-    ({"json_schema": {"type": "string", "format": "hostname"}},
-     "json_schema", "format 'hostname'"),
+    ({"guided_json": {"type": "object", "properties": {"a": {"not": {}}}}},
+     "guided_json", "'not' is not supported (it changes what validates and "
+     "the grammar cannot enforce it) (at #/properties/a)"),
+    ({"json_schema": {"type": "string", "format": "duration"}},
+     "json_schema", "format 'duration'"),
     ({"json_schema": {"$ref": "http://x/y"}}, "json_schema", "$ref"),
     ({"guided_regex": "[a-z]+"}, "guided_regex", "not supported"),
     ({"structured_outputs": {"whitespace": 1}}, "structured_outputs",
@@ -217,11 +219,12 @@ def test_cli_json_schema_flags(tmp_path):
         assert r.returncode != 0
         return r.stderr
     # The same words as the server's 400.
-    assert ("--json-schema: unsupported JSON Schema keyword 'uniqueItems'"
-            in fails("--json-schema", '{"type":"array","uniqueItems":true}'))
+    assert ("--json-schema: 'uniqueItems' with minItems 2 is not supported"
+            in fails("--json-schema",
+                     '{"type":"array","uniqueItems":true,"minItems":2}'))
     assert "--json-schema: not JSON" in fails("--json-schema", '{"type":')
-    assert "format 'hostname'" in fails(
-        "--json-schema", '{"type":"string","format":"hostname"}')
+    assert "format 'duration'" in fails(
+        "--json-schema", '{"type":"string","format":"duration"}')
     assert "exclude each other" in fails(
         "--json-schema", "{}", "--grammar", 'root ::= "a"')
     assert "exclude each other" in fails(

@@ -1,0 +1,430 @@
+/* json_schema: allOf as one schema. Two schemas become the schema of what
+ * both validate, keyword by keyword: types intersect, bounds take the
+ * tighter, required lists join, properties present in both become an
+ * allOf of the two (merged when they are compiled), enums intersect;
+ * anyOf/oneOf distribute over the other side ((A1 | A2) & B = (A1 & B) |
+ * (A2 & B), and the same for oneOf), a top-level $ref is replaced by its
+ * target. What cannot be intersected (two different patterns, two
+ * different formats) is an error naming the keyword. */
+#include "json_schema_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Branches one distribution may make. */
+#define MAX_BRANCHES 256
+
+static bool has(const json_t *s, const char *k) {
+  return json_object_get(s, k) != NULL;
+}
+
+static json_t *all_of(const json_t *a, const json_t *b) {
+  if (json_is_false(a) || json_is_false(b)) return json_false();
+  if (json_is_true(a) || (json_is_object(a) && !json_object_size(a)))
+    return json_incref((json_t *)b);
+  if (json_is_true(b) || (json_is_object(b) && !json_object_size(b)))
+    return json_incref((json_t *)a);
+  if (json_equal((json_t *)a, (json_t *)b)) return json_incref((json_t *)a);
+  return json_pack("{s:[O,O]}", "allOf", a, b);
+}
+
+/* The types of a 'type' value as bits; 0x7F: any. */
+enum {
+  T_NULL = 1,
+  T_BOOL = 2,
+  T_OBJ = 4,
+  T_ARR = 8,
+  T_STR = 16,
+  T_INT = 32,
+  T_NUM = 64
+};
+static const char *const k_types[] = {"null",   "boolean", "object", "array",
+                                      "string", "integer", "number"};
+
+static unsigned type_bit(const json_t *t) {
+  const char *s = json_is_string(t) ? json_string_value(t) : "";
+  for (unsigned i = 0; i < 7; i++)
+    if (!strcmp(s, k_types[i])) return 1u << i;
+  return 0;
+}
+
+unsigned js_type_bits(const json_t *type) {
+  if (!type) return 0x7F;
+  if (!json_is_array(type)) return type_bit(type);
+  unsigned m = 0;
+  size_t i;
+  const json_t *t;
+  json_array_foreach(type, i, t) {
+    m |= type_bit(t);
+  }
+  return m;
+}
+
+static unsigned meet_types(unsigned a, unsigned b) {
+  /* number includes integer */
+  if (a & T_NUM) a |= T_INT;
+  if (b & T_NUM) b |= T_INT;
+  unsigned m = a & b;
+  if ((m & T_NUM) && !((a & T_NUM) && (b & T_NUM))) m &= ~(unsigned)T_NUM;
+  return m;
+}
+
+static json_t *types_json(unsigned m) {
+  json_t *arr = json_array();
+  for (unsigned i = 0; i < 7; i++)
+    if (m & (1u << i)) {
+      if (i == 5 && (m & T_NUM)) continue; /* integer within number */
+      json_array_append_new(arr, json_string(k_types[i]));
+    }
+  if (json_array_size(arr) == 1) {
+    json_t *one = json_incref(json_array_get(arr, 0));
+    json_decref(arr);
+    return one;
+  }
+  return arr;
+}
+
+static bool is_min(const char *k) {
+  return !strcmp(k, "minimum") || !strcmp(k, "minLength") ||
+         !strcmp(k, "minItems") || !strcmp(k, "minProperties");
+}
+static bool is_max(const char *k) {
+  return !strcmp(k, "maximum") || !strcmp(k, "maxLength") ||
+         !strcmp(k, "maxItems") || !strcmp(k, "maxProperties");
+}
+
+/* Keeps in out the properties a names when a forbids others. */
+static int forbid_others(ctx *c, json_t *out, const json_t *a) {
+  if (!json_is_false(json_object_get(a, "additionalProperties")) ||
+      has(a, "patternProperties"))
+    return 0;
+  const json_t *ap = json_object_get(a, "properties");
+  json_t *props = json_object_get(out, "properties");
+  const char *k;
+  json_t *v;
+  void *tmp;
+  json_object_foreach_safe(props, tmp, k, v) {
+    if (!json_object_get(ap, k)) json_object_del(props, k);
+  }
+  const json_t *req = json_object_get(out, "required");
+  size_t i;
+  const json_t *r;
+  json_array_foreach(req, i, r) {
+    if (json_is_string(r) && !json_object_get(ap, json_string_value(r)))
+      return 1; /* required and forbidden: nothing validates */
+  }
+  json_object_set_new(out, "additionalProperties", json_false());
+  return 0;
+}
+
+/* Keyword-wise meet of two plain schemas (no $ref, allOf, anyOf, oneOf
+ * at the top). NULL with c failed, or json false: nothing validates. */
+static json_t *meet(ctx *c, const json_t *a, const json_t *b) {
+  json_t *out = json_deep_copy(a);
+  if (!out) return js_fail_oom(c), NULL;
+  const char *k;
+  const json_t *vb;
+  json_object_foreach((json_t *)b, k, vb) {
+    json_t *va = json_object_get(out, k);
+    if (!va) {
+      json_object_set(out, k, (json_t *)vb);
+      continue;
+    }
+    if (json_equal(va, (json_t *)vb) || !js_constrains(k)) continue;
+    json_t *nv = NULL;
+    if (!strcmp(k, "type")) {
+      unsigned m = meet_types(js_type_bits(va), js_type_bits(vb));
+      if (!m) goto none;
+      nv = types_json(m);
+    } else if (!strcmp(k, "properties") || !strcmp(k, "patternProperties") ||
+               !strcmp(k, "dependentRequired")) {
+      if (!json_is_object(va) || !json_is_object(vb)) goto bad;
+      nv = json_deep_copy(va);
+      const char *name;
+      const json_t *pb;
+      json_object_foreach((json_t *)vb, name, pb) {
+        const json_t *pa = json_object_get(va, name);
+        if (!pa)
+          json_object_set(nv, name, (json_t *)pb);
+        else if (k[0] == 'd') {
+          if (!json_equal((json_t *)pa, (json_t *)pb)) goto bad_nv;
+        } else
+          json_object_set_new(nv, name, all_of(pa, pb));
+      }
+    } else if (!strcmp(k, "required")) {
+      if (!json_is_array(va) || !json_is_array(vb)) goto bad;
+      nv = json_deep_copy(va);
+      size_t i;
+      const json_t *r;
+      json_array_foreach(vb, i, r) {
+        bool dup = false;
+        size_t j;
+        const json_t *q;
+        json_array_foreach(nv, j, q) {
+          dup |= json_equal((json_t *)q, (json_t *)r);
+        }
+        if (!dup) json_array_append(nv, (json_t *)r);
+      }
+    } else if (!strcmp(k, "additionalProperties") || !strcmp(k, "items") ||
+               !strcmp(k, "additionalItems") || !strcmp(k, "propertyNames") ||
+               !strcmp(k, "unevaluatedProperties")) {
+      if (json_is_array(va) || json_is_array(vb)) goto bad; /* tuples */
+      nv = all_of(va, vb);
+    } else if (is_min(k) || is_max(k)) {
+      if (!json_is_number(va) || !json_is_number(vb)) goto bad;
+      double x = json_number_value(va), y = json_number_value(vb);
+      nv = json_incref((is_min(k) ? x >= y : x <= y) ? va : (json_t *)vb);
+    } else if (!strcmp(k, "exclusiveMinimum") ||
+               !strcmp(k, "exclusiveMaximum")) {
+      if (!json_is_number(va) || !json_is_number(vb)) goto bad; /* draft 4 */
+      double x = json_number_value(va), y = json_number_value(vb);
+      nv = json_incref((k[10] == 'i' ? x >= y : x <= y) ? va : (json_t *)vb);
+    } else if (!strcmp(k, "enum")) {
+      if (!json_is_array(va) || !json_is_array(vb)) goto bad;
+      nv = json_array();
+      size_t i;
+      const json_t *x;
+      json_array_foreach(va, i, x) {
+        size_t j;
+        const json_t *y;
+        json_array_foreach(vb, j, y) {
+          if (json_equal((json_t *)x, (json_t *)y)) {
+            json_array_append(nv, (json_t *)x);
+            break;
+          }
+        }
+      }
+      if (!json_array_size(nv)) {
+        json_decref(nv);
+        goto none;
+      }
+    } else if (!strcmp(k, "const")) {
+      goto none; /* two different constants */
+    } else if (!strcmp(k, "uniqueItems")) {
+      nv = json_boolean(json_is_true(va) || json_is_true(vb));
+    } else if (!strcmp(k, "multipleOf") && json_is_integer(va) &&
+               json_is_integer(vb) && json_integer_value(va) > 0 &&
+               json_integer_value(vb) > 0) {
+      long long x = json_integer_value(va), y = json_integer_value(vb), g = x,
+                h = y;
+      while (h) {
+        long long t = g % h;
+        g = h;
+        h = t;
+      }
+      if (x / g > (1LL << 40) / (y > 0 ? y : 1)) goto bad;
+      nv = json_integer(x / g * y);
+    } else {
+      goto bad;
+    }
+    if (!nv) {
+      json_decref(out);
+      return js_fail_oom(c), NULL;
+    }
+    json_object_set_new(out, k, nv);
+    continue;
+  bad_nv:
+    json_decref(nv);
+  bad:
+    json_decref(out);
+    js_fail(c,
+            "'allOf' (or keywords beside a $ref or combinator) with two "
+            "different '%.64s' is not supported",
+            k);
+    return NULL;
+  none:
+    json_decref(out);
+    return json_false();
+  }
+  /* additionalProperties false on one side forbids the other's extra
+   * properties. */
+  if (forbid_others(c, out, a) || forbid_others(c, out, b)) {
+    json_decref(out);
+    return json_false();
+  }
+  return out;
+}
+
+static const json_t *without(ctx *c, const json_t *s, const char *k) {
+  json_t *o = json_copy((json_t *)s);
+  if (!o) return js_fail_oom(c), NULL;
+  json_object_del(o, k);
+  return js_own(c, o);
+}
+
+const json_t *js_flatten(ctx *c, const json_t *s, int depth) {
+  if (depth > MAX_DEPTH)
+    return js_fail_limit(c, "schema nested too deeply (allOf and $ref)"), NULL;
+  if (!json_is_object(s)) return s;
+  const json_t *ref = json_object_get(s, "$ref");
+  if (ref) {
+    if (!json_is_string(ref))
+      return js_fail(c, "'$ref' must be a string"), NULL;
+    const json_t *t, *base;
+    if (js_resolve_ref(c, json_string_value(ref), &t, &base)) return NULL;
+    const json_t *rest = without(c, s, "$ref");
+    if (!rest) return NULL;
+    return js_merge(c, t, rest, depth + 1);
+  }
+  const json_t *all = json_object_get(s, "allOf");
+  if (all) {
+    if (!json_is_array(all) || !json_array_size(all))
+      return js_fail(c, "'allOf' must be a non-empty list"), NULL;
+    const json_t *acc = without(c, s, "allOf");
+    size_t i;
+    const json_t *x;
+    json_array_foreach(all, i, x) {
+      if (!acc) return NULL;
+      size_t at = js_ptr_push(c, "allOf");
+      js_ptr_push_index(c, i);
+      acc = js_merge(c, acc, x, depth + 1);
+      js_ptr_pop(c, at);
+    }
+    return acc;
+  }
+  return s;
+}
+
+static const char *combinator(const json_t *s) {
+  if (!json_is_object(s)) return NULL;
+  if (has(s, "anyOf")) return "anyOf";
+  if (has(s, "oneOf")) return "oneOf";
+  return NULL;
+}
+
+const json_t *js_merge(ctx *c, const json_t *a, const json_t *b, int depth) {
+  if (depth > MAX_DEPTH)
+    return js_fail_limit(c, "schema nested too deeply (allOf and $ref)"), NULL;
+  a = js_flatten(c, a, depth + 1);
+  if (!a) return NULL;
+  b = js_flatten(c, b, depth + 1);
+  if (!b) return NULL;
+  if (json_is_false(a) || json_is_false(b)) return json_false();
+  if (json_is_true(a) || (json_is_object(a) && !json_object_size(a))) return b;
+  if (json_is_true(b) || (json_is_object(b) && !json_object_size(b))) return a;
+  if (!json_is_object(a) || !json_is_object(b))
+    return js_fail(c, "a schema must be an object or a boolean"), NULL;
+  const char *ca = combinator(a), *cb = combinator(b);
+  if (cb && !ca) {
+    const json_t *t = a;
+    a = b, b = t;
+    ca = cb;
+  }
+  if (ca) { /* (A1 | A2) & B = (A1 & B) | (A2 & B) */
+    const json_t *list = json_object_get(a, ca);
+    if (!json_is_array(list) || !json_array_size(list))
+      return js_fail(c, "'%s' must be a non-empty list", ca), NULL;
+    if (json_array_size(list) > MAX_BRANCHES)
+      return js_fail_limit(c, "'%s' with more than %d branches", ca,
+                           MAX_BRANCHES),
+             NULL;
+    const json_t *rest = without(c, a, ca);
+    if (!rest) return NULL;
+    json_t *branches = js_own(c, json_array());
+    if (!branches) return NULL;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(list, i, x) {
+      const json_t *m = js_merge(c, rest, x, depth + 1);
+      if (m) m = js_merge(c, m, b, depth + 1);
+      if (!m) return NULL;
+      if (json_is_false(m)) continue;
+      json_array_append(branches, (json_t *)m);
+    }
+    if (!json_array_size(branches)) return json_false();
+    return js_own(c, json_pack("{s:O}", ca, branches));
+  }
+  json_t *m = meet(c, a, b);
+  return m ? js_own(c, m) : NULL;
+}
+
+/* ------------------------------------------------------------ disjoint */
+
+static bool values_disjoint(const json_t *a, const json_t *b) {
+  const json_t *ca = json_object_get(a, "const"),
+               *cb = json_object_get(b, "const");
+  const json_t *ea = json_object_get(a, "enum"),
+               *eb = json_object_get(b, "enum");
+  if (!(ca || json_is_array(ea)) || !(cb || json_is_array(eb))) return false;
+  size_t na = ca ? 1 : json_array_size(ea), nb = cb ? 1 : json_array_size(eb);
+  for (size_t i = 0; i < na; i++)
+    for (size_t j = 0; j < nb; j++)
+      if (json_equal(ca ? (json_t *)ca : json_array_get(ea, i),
+                     cb ? (json_t *)cb : json_array_get(eb, j)))
+        return false;
+  return true;
+}
+
+static bool requires(const json_t *s, const char *name) {
+  size_t i;
+  const json_t *r;
+  json_array_foreach(json_object_get(s, "required"), i, r) {
+    if (json_is_string(r) && !strcmp(json_string_value(r), name)) return true;
+  }
+  return false;
+}
+
+static bool forbids(const json_t *s, const char *name) {
+  return json_is_false(json_object_get(s, "additionalProperties")) &&
+         !has(s, "patternProperties") &&
+         !json_object_get(json_object_get(s, "properties"), name);
+}
+
+/* Whether the outputs of a (an object schema) lack a property b requires:
+ * a declares no such property and makes no further keys. */
+static bool never_writes_required(const json_t *a, const json_t *b) {
+  if (js_type_bits(json_object_get(a, "type")) != T_OBJ) return false;
+  const json_t *props = json_object_get(a, "properties");
+  const json_t *add = json_object_get(a, "additionalProperties");
+  bool extras = has(a, "patternProperties") ? !json_object_size(props)
+                : json_is_object(add)
+                    ? true
+                    : !json_object_size(props) && !json_is_false(add);
+  if (extras) return false;
+  size_t i;
+  const json_t *r;
+  json_array_foreach(json_object_get(b, "required"), i, r) {
+    if (json_is_string(r) && !json_object_get(props, json_string_value(r)) &&
+        !requires(a, json_string_value(r)))
+      return true;
+  }
+  return false;
+}
+
+bool js_disjoint(ctx *c, const json_t *a, const json_t *b, int depth) {
+  if (depth > 8) return false;
+  nc_code code = c->code;
+  a = js_flatten(c, a, depth);
+  b = a ? js_flatten(c, b, depth) : NULL;
+  if (!a || !b) {
+    c->code = code; /* a question, not a failure */
+    return false;
+  }
+  if (json_is_false(a) || json_is_false(b)) return true;
+  if (!json_is_object(a) || !json_is_object(b)) return false;
+  if (!meet_types(js_type_bits(json_object_get(a, "type")),
+                  js_type_bits(json_object_get(b, "type"))))
+    return true;
+  if (combinator(a) || combinator(b)) return false;
+  /* What each makes: an object's outputs hold only its declared
+   * properties unless it makes further keys (json_schema_object.c); one
+   * that never writes a property the other requires never matches it. */
+  if (never_writes_required(a, b) && never_writes_required(b, a)) return true;
+  if (values_disjoint(a, b)) return true;
+  /* A value of a's const/enum that b's type excludes, and the reverse. */
+  const json_t *pa = json_object_get(a, "properties"),
+               *pb = json_object_get(b, "properties");
+  const char *k;
+  const json_t *x;
+  json_object_foreach((json_t *)pa, k, x) {
+    if (requires(a, k) && forbids(b, k)) return true;
+    const json_t *y = json_object_get(pb, k);
+    if (y && requires(a, k) && requires(b, k) &&
+        js_disjoint(c, x, y, depth + 1))
+      return true;
+  }
+  json_object_foreach((json_t *)pb, k, x) {
+    if (requires(b, k) && forbids(a, k)) return true;
+  }
+  return false;
+}

@@ -1,0 +1,314 @@
+/* The JSON Schema converter on the keywords real schemas use (issue 38):
+ * numeric ranges as exact grammars (checked value by value), format and
+ * pattern with lengths, keywords beside $ref/anyOf/allOf, objects'
+ * patternProperties, further keys, min/maxProperties, dependentRequired,
+ * uniqueItems, oneOf, $ref by JSON pointer and in a resource with an $id,
+ * and unknown keywords ignored with a note. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "grammar/grammar.h"
+
+static nucleus_grammar *compile(const char *schema) {
+  nucleus_grammar *h = NULL;
+  nucleus_error err = {0};
+  nucleus_status st =
+      nucleus_grammar_from_json_schema(schema, strlen(schema), &h, &err);
+  if (st != NUCLEUS_OK) fprintf(stderr, "schema error: %s\n", err.message);
+  assert_int_equal(st, NUCLEUS_OK);
+  return h;
+}
+
+static bool takes(nucleus_grammar *h, const char *text) {
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(
+      nc_grammar_matcher_create(nc_grammar_handle_get(h), &m, NULL), NC_OK);
+  bool ok = false;
+  assert_int_equal(nc_grammar_matcher_accept(m, text, strlen(text), &ok, NULL),
+                   NC_OK);
+  bool sentence = ok && nc_grammar_matcher_accepting(m);
+  nc_grammar_matcher_free(m);
+  return sentence;
+}
+
+static bool accepts(const char *schema, const char *text) {
+  nucleus_grammar *h = compile(schema);
+  bool r = takes(h, text);
+  nucleus_grammar_free(h);
+  return r;
+}
+
+static const char *refuse(const char *schema) {
+  static nucleus_error err;
+  memset(&err, 0, sizeof err);
+  char *gbnf = NULL;
+  assert_int_not_equal(
+      nucleus_json_schema_to_gbnf(schema, strlen(schema), &gbnf, &err),
+      NUCLEUS_OK);
+  assert_null(gbnf);
+  return err.message;
+}
+
+/* Every integer in [from, to] is taken exactly when lo <= v <= hi. */
+static void integer_range_exact(const char *schema, long lo, long hi, long from,
+                                long to) {
+  nucleus_grammar *h = compile(schema);
+  char t[32];
+  for (long v = from; v <= to; v++) {
+    snprintf(t, sizeof t, "%ld", v);
+    if (takes(h, t) != (v >= lo && v <= hi)) fail_msg("%s: %ld", schema, v);
+  }
+  nucleus_grammar_free(h);
+}
+
+static void test_integer_ranges(void **state) {
+  (void)state;
+  integer_range_exact("{\"type\":\"integer\",\"minimum\":17,\"maximum\":4321}",
+                      17, 4321, -20, 5000);
+  integer_range_exact("{\"type\":\"integer\",\"minimum\":-1234,\"maximum\":-7}",
+                      -1234, -7, -1500, 10);
+  integer_range_exact("{\"type\":\"integer\",\"exclusiveMinimum\":-101,"
+                      "\"exclusiveMaximum\":99}",
+                      -100, 98, -300, 300);
+  /* one side only: the other up to 16 digits */
+  integer_range_exact("{\"type\":\"integer\",\"minimum\":995}", 995, 99999, 0,
+                      2000);
+  assert_true(
+      accepts("{\"type\":\"integer\",\"minimum\":995}", "1234567890123456"));
+  integer_range_exact("{\"type\":\"integer\",\"maximum\":-3}", -99999, -3,
+                      -2000, 50);
+  /* draft 4 exclusive flags */
+  integer_range_exact("{\"type\":\"integer\",\"minimum\":0,"
+                      "\"exclusiveMinimum\":true,\"maximum\":9,"
+                      "\"exclusiveMaximum\":true}",
+                      1, 8, -5, 20);
+  /* no leading zeros, no "-0" */
+  assert_false(
+      accepts("{\"type\":\"integer\",\"minimum\":0,\"maximum\":99}", "07"));
+  assert_false(
+      accepts("{\"type\":\"integer\",\"minimum\":-5,\"maximum\":5}", "-0"));
+  /* multipleOf: a range enumerated; no maximum: the remainder automaton */
+  integer_range_exact("{\"type\":\"integer\",\"multipleOf\":1,\"minimum\":3,"
+                      "\"maximum\":9}",
+                      3, 9, 0, 12);
+  const char *m7 = "{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":0}";
+  nucleus_grammar *h = compile(m7);
+  char t[32];
+  for (long v = -20; v <= 800; v++) {
+    snprintf(t, sizeof t, "%ld", v);
+    assert_true(takes(h, t) == (v >= 0 && v % 7 == 0));
+  }
+  nucleus_grammar_free(h);
+  assert_non_null(strstr(refuse("{\"type\":\"integer\",\"multipleOf\":7,"
+                                "\"minimum\":0,\"maximum\":100000000}"),
+                         "'multipleOf'"));
+}
+
+/* Decimals: each of texts taken exactly when its value is in range. */
+static void number_range_exact(const char *schema, double lo, bool lo_x,
+                               double hi, bool hi_x) {
+  static const char *const texts[] = {
+      "-13",     "-12",          "-3.6",    "-3.51",  "-3.5",  "-3.50",
+      "-3.4999", "-3",           "-1",      "-0.5",   "-0.01", "-0",
+      "0",       "0.0",          "0.00",    "0.01",   "0.1",   "0.5",
+      "0.999",   "0.9999999999", "1",       "1.0",    "1.000", "1.0001",
+      "1.01",    "1.5",          "2",       "2.25",   "2.5",   "2.50",
+      "2.5001",  "9.99",         "11.9999", "12",     "12.0",  "12.01",
+      "13",      "100",          "100.25",  "1000000"};
+  nucleus_grammar *h = compile(schema);
+  for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+    double v = strtod(texts[i], NULL);
+    bool in = (lo_x ? v > lo : v >= lo) && (hi_x ? v < hi : v <= hi);
+    /* "-0" is 0, and not made: a subset is fine */
+    bool took = takes(h, texts[i]);
+    if (took != in && !(in && !strcmp(texts[i], "-0")))
+      fail_msg("%s: %s", schema, texts[i]);
+  }
+  nucleus_grammar_free(h);
+}
+
+static void test_number_ranges(void **state) {
+  (void)state;
+  number_range_exact("{\"type\":\"number\",\"minimum\":0.0,\"maximum\":1.0}", 0,
+                     false, 1, false);
+  number_range_exact("{\"type\":\"number\",\"minimum\":-3.5,\"maximum\":12}",
+                     -3.5, false, 12, false);
+  number_range_exact("{\"type\":\"number\",\"exclusiveMinimum\":0,"
+                     "\"exclusiveMaximum\":1}",
+                     0, true, 1, true);
+  number_range_exact("{\"type\":\"number\",\"minimum\":2.5}", 2.5, false, 1e300,
+                     false);
+  number_range_exact("{\"type\":\"number\",\"maximum\":-0.5}", -1e300, false,
+                     -0.5, false);
+  number_range_exact("{\"type\":\"number\",\"minimum\":-12,"
+                     "\"exclusiveMaximum\":-3.5}",
+                     -12, false, -3.5, true);
+  /* pydantic's Field(ge=0.0, le=1.0), and a wide range */
+  assert_true(accepts("{\"type\":\"number\",\"minimum\":0.0,\"maximum\":1.0}",
+                      "0.123456789"));
+  assert_false(accepts("{\"type\":\"number\",\"minimum\":0.0,\"maximum\":1.0}",
+                       "1.000000001"));
+  assert_true(accepts("{\"type\":\"number\",\"minimum\":-1e300,"
+                      "\"maximum\":1e300}",
+                      "-31.25"));
+  assert_non_null(strstr(
+      refuse("{\"type\":\"number\",\"minimum\":2,\"maximum\":1}"), "no value"));
+}
+
+static void test_strings_with_lengths(void **state) {
+  (void)state;
+  const char *e = "{\"type\":\"string\",\"format\":\"email\",\"maxLength\":12}";
+  assert_true(accepts(e, "\"ab@cd.ef\""));
+  assert_false(accepts(e, "\"abcdef@ghijk.lm\""));
+  /* a format whose strings all fit: the format alone */
+  assert_true(accepts("{\"type\":\"string\",\"format\":\"date\","
+                      "\"maxLength\":10,\"minLength\":10}",
+                      "\"2024-02-28\""));
+  assert_false(
+      accepts("{\"type\":\"string\",\"format\":\"date\"}", "\"2024-02-30\""));
+  assert_non_null(strstr(refuse("{\"type\":\"string\",\"format\":\"uuid\","
+                                "\"maxLength\":10}"),
+                         "format 'uuid'"));
+  /* pattern and lengths: quantifiers capped, sides padded */
+  const char *p = "{\"type\":\"string\",\"pattern\":\"^[a-z]+$\","
+                  "\"maxLength\":5}";
+  assert_true(accepts(p, "\"abcde\""));
+  assert_false(accepts(p, "\"abcdef\""));
+  p = "{\"type\":\"string\",\"pattern\":\"^[a-z]+-[0-9]+$\",\"maxLength\":6}";
+  assert_true(accepts(p, "\"ab-12\""));
+  assert_false(accepts(p, "\"abc-123\""));
+  p = "{\"type\":\"string\",\"pattern\":\"ab\",\"minLength\":4,"
+      "\"maxLength\":6}";
+  assert_true(accepts(p, "\"xxab\""));
+  assert_false(accepts(p, "\"ab\""));
+  assert_true(accepts("{\"type\":\"string\",\"format\":\"ipv4\"}",
+                      "\"192.168.0.255\""));
+  assert_false(
+      accepts("{\"type\":\"string\",\"format\":\"ipv4\"}", "\"256.1.1.1\""));
+}
+
+static void test_combinators_with_siblings(void **state) {
+  (void)state;
+  const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                  "\"integer\"},\"b\":{\"type\":\"string\"}},\"anyOf\":[{"
+                  "\"required\":[\"a\"]},{\"required\":[\"b\"]}]}";
+  assert_true(accepts(s, "{\"a\":1}"));
+  assert_true(accepts(s, "{\"b\":\"x\"}"));
+  assert_false(accepts(s, "{}"));
+  s = "{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+      "\"integer\"}},\"required\":[\"a\"]},{\"properties\":{\"b\":{\"type\":"
+      "\"string\"},\"a\":{\"minimum\":3}},\"required\":[\"b\"]}]}";
+  assert_true(accepts(s, "{\"a\":3,\"b\":\"x\"}"));
+  assert_false(accepts(s, "{\"a\":2,\"b\":\"x\"}"));
+  assert_false(accepts(s, "{\"a\":3}"));
+  /* oneOf: disjoint branches are anyOf; overlapping ones are refused */
+  assert_true(accepts("{\"oneOf\":[{\"type\":\"string\"},{\"type\":"
+                      "\"integer\"}]}",
+                      "7"));
+  assert_true(accepts("{\"type\":\"object\",\"oneOf\":[{\"properties\":{"
+                      "\"x\":{}},\"required\":[\"x\"]},{\"properties\":{"
+                      "\"y\":{}},\"required\":[\"y\"]}]}",
+                      "{\"y\":1}"));
+  assert_non_null(strstr(refuse("{\"oneOf\":[{\"type\":\"string\"},{\"type\":"
+                                "\"string\",\"maxLength\":3}]}"),
+                         "'oneOf'"));
+  /* a branch no value matches is left out of anyOf */
+  assert_true(accepts("{\"type\":\"string\",\"anyOf\":[{\"type\":"
+                      "\"integer\"},{\"maxLength\":2}]}",
+                      "\"ab\""));
+}
+
+static void test_objects(void **state) {
+  (void)state;
+  const char *s = "{\"type\":\"object\",\"patternProperties\":{\"^x-[a-z]+$\":"
+                  "{\"type\":\"integer\"}},\"additionalProperties\":false}";
+  assert_true(accepts(s, "{\"x-ab\":1,\"x-c\":2}"));
+  assert_false(accepts(s, "{\"y\":1}"));
+  assert_false(accepts(s, "{\"x-ab\":\"s\"}"));
+  /* further keys: never a declared name */
+  s = "{\"type\":\"object\",\"properties\":{\"ab\":{\"type\":\"integer\"}},"
+      "\"additionalProperties\":{\"type\":\"string\"}}";
+  assert_true(accepts(s, "{\"ab\":1,\"zz\":\"s\"}"));
+  assert_true(accepts(s, "{\"a\":\"s\",\"abc\":\"t\"}"));
+  assert_false(accepts(s, "{\"ab\":1,\"ab\":\"s\"}"));
+  s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
+      "\"b\":{\"type\":\"integer\"},\"c\":{\"type\":\"integer\"}},"
+      "\"minProperties\":2,\"maxProperties\":2}";
+  assert_true(accepts(s, "{\"a\":1,\"b\":2}"));
+  assert_false(accepts(s, "{\"a\":1}"));
+  assert_false(accepts(s, "{\"a\":1,\"b\":2,\"c\":3}"));
+  s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
+      "\"b\":{\"type\":\"integer\"}},\"dependentRequired\":{\"a\":[\"b\"]}}";
+  assert_false(accepts(s, "{\"a\":1}"));
+  assert_true(accepts(s, "{\"a\":1,\"b\":2}"));
+  /* a property with a dependent schema is never written, nor is its
+   * name a further key */
+  s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
+      "\"b\":{\"type\":\"integer\"}},\"dependentSchemas\":{\"a\":{"
+      "\"required\":[\"c\"]}},\"additionalProperties\":{\"type\":\"string\"}}";
+  assert_false(accepts(s, "{\"a\":1}"));
+  assert_false(accepts(s, "{\"a\":\"x\"}"));
+  assert_true(accepts(s, "{\"b\":1,\"ab\":\"x\"}"));
+  assert_non_null(strstr(refuse("{\"type\":\"object\",\"properties\":{\"a\":"
+                                "{}},\"required\":[\"a\"],\"dependencies\":{"
+                                "\"a\":{\"required\":[\"c\"]}}}"),
+                         "'dependencies'"));
+  /* required names that properties lacks */
+  assert_true(
+      accepts("{\"type\":\"object\",\"required\":[\"k\"]}", "{\"k\":[1]}"));
+  /* a plain object is any object */
+  assert_true(accepts("{\"type\":\"object\"}", "{\"q\":{\"r\":null}}"));
+  /* uniqueItems: at most one item */
+  const char *u = "{\"type\":\"array\",\"uniqueItems\":true}";
+  assert_true(accepts(u, "[1]"));
+  assert_false(accepts(u, "[1,2]"));
+}
+
+static void test_refs_and_notes(void **state) {
+  (void)state;
+  assert_true(accepts("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                      "\"integer\"},\"b\":{\"$ref\":\"#/properties/a\"}}}",
+                      "{\"a\":1,\"b\":2}"));
+  /* a resource with an $id: its refs resolve in it (a tool's parameters
+   * inside the call's wrapper) */
+  const char *s = "{\"type\":\"object\",\"properties\":{\"args\":{\"$id\":"
+                  "\"urn:x\",\"$defs\":{\"A\":{\"type\":\"integer\"}},"
+                  "\"type\":\"object\",\"properties\":{\"n\":{\"$ref\":"
+                  "\"#/$defs/A\"}},\"required\":[\"n\"]}},\"required\":"
+                  "[\"args\"]}";
+  assert_true(accepts(s, "{\"args\":{\"n\":3}}"));
+  assert_false(accepts(s, "{\"args\":{\"n\":\"x\"}}"));
+  assert_non_null(
+      strstr(refuse("{\"$ref\":\"https://example.com/s.json\"}"), "remote"));
+  /* unknown keywords: ignored, each named in a note */
+  const char *u = "{\"type\":\"string\",\"x-foo\":1,\"id\":\"a\",\"readonly\":"
+                  "true,\"markdownDescription\":\"m\",\"_format\":\"q\"}";
+  char *gbnf = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_json_schema_to_gbnf(u, strlen(u), &gbnf, &err),
+                   NUCLEUS_OK);
+  assert_non_null(strstr(gbnf, "# json-schema: ignored unknown keyword "
+                               "'x-foo' (at #)"));
+  assert_non_null(strstr(gbnf, "'markdownDescription'"));
+  nucleus_free(gbnf);
+  assert_true(accepts(u, "\"hello\""));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_integer_ranges),
+      cmocka_unit_test(test_number_ranges),
+      cmocka_unit_test(test_strings_with_lengths),
+      cmocka_unit_test(test_combinators_with_siblings),
+      cmocka_unit_test(test_objects),
+      cmocka_unit_test(test_refs_and_notes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
