@@ -118,12 +118,29 @@ static int schema_grammar(const json_t *v, const char *param,
     return api_fail(e, 400, param, "'%s' must be a JSON Schema object", param);
   }
   nucleus_error err = {0};
-  nucleus_status st = nucleus_grammar_from_json_schema(text, len, out, &err);
+  char *gbnf = NULL;
+  nucleus_status st = nucleus_json_schema_to_gbnf(text, len, &gbnf, &err);
   free(dumped);
+  if (st == NUCLEUS_OK) {
+    structured_log_schema_notes(gbnf, param);
+    st = nucleus_grammar_create(gbnf, strlen(gbnf), NULL, out, &err);
+    nucleus_free(gbnf);
+  }
   if (st != NUCLEUS_OK)
     return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, param, "'%s': %s",
                     param, err.message);
   return 0;
+}
+
+void structured_log_schema_notes(const char *gbnf, const char *param) {
+  static const char tag[] = "# json-schema: ";
+  for (const char *p = gbnf; p && !strncmp(p, tag, sizeof tag - 1);) {
+    const char *nl = strchr(p, '\n');
+    int n = (int)(nl ? nl - p : (ptrdiff_t)strlen(p)) - (int)(sizeof tag - 1);
+    fprintf(stderr, "nucleus: %s: JSON Schema: %.*s\n", param, n,
+            p + sizeof tag - 1);
+    p = nl ? nl + 1 : NULL;
+  }
 }
 
 static const json_t *field(const json_t *root, const char *key) {

@@ -1,6 +1,8 @@
 /* nucleus serve: grammars that force tool calls. */
 #include "tool_grammar.h"
 
+#include "structured.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +22,19 @@ static json_t *call_schema(const json_t *tools, const tool_opts *o,
     const char *name = json_string_value(json_object_get(fn, "name"));
     if (o->choice == TOOL_CHOICE_NAMED && strcmp(name, o->name)) continue;
     const json_t *params = json_object_get(fn, "parameters");
+    json_t *args =
+        params ? json_deep_copy(params) : json_pack("{s:s}", "type", "object");
+    /* The parameters are a schema document of their own: a resource (an
+     * '$id'), so that their local refs ("#/$defs/Address", as pydantic
+     * writes them) resolve against them, not against this wrapper. */
+    if (json_is_object(args) && !json_object_get(args, "$id")) {
+      char id[300];
+      snprintf(id, sizeof id, "urn:nucleus:tool:%zu", i);
+      json_object_set_new(args, "$id", json_string(id));
+    }
     json_t *props = json_object();
     json_object_set_new(props, "name", json_pack("{s:s}", "const", name));
-    json_object_set_new(props, args_key,
-                        params ? json_deep_copy(params)
-                               : json_pack("{s:s}", "type", "object"));
+    json_object_set_new(props, args_key, args);
     json_array_append_new(any,
                           json_pack("{s:s,s:o,s:[s,s],s:b}", "type", "object",
                                     "properties", props, "required", "name",
@@ -79,6 +89,7 @@ int tool_grammar_build(const json_t *tools, const tool_opts *o,
   nucleus_status jst = nucleus_json_schema_to_gbnf(
       text_schema, strlen(text_schema), &gbnf, &jerr);
   free(text_schema);
+  if (jst == NUCLEUS_OK) structured_log_schema_notes(gbnf, "tools");
   if (jst != NUCLEUS_OK)
     return api_fail(e, jst == NUCLEUS_ERR_NOMEM ? 500 : 400, "tools",
                     "a tool's parameters are outside the supported JSON "
