@@ -29,3 +29,11 @@ build/fuzz/fuzz_json_schema: $(FUZZ_JSON_SCHEMA_SRCS) \
 # The keywords of real schemas (issue 38): ranges, lengths, combinators,
 # objects, refs, notes.
 UNIT_TESTS += test_json_schema_cover
+
+# Schemas through the converter and random walks of their grammars, for
+# bench/jsonschema_bench.py:
+#   build/release/tests/json_schema_walk MODEL [STEPS] [SEED] < schemas.jsonl
+$(BUILDDIR)/tests/json_schema_walk: tests/tools/json_schema_walk.c \
+    $(BUILDDIR)/libnucleus.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILDDIR)/libnucleus.a $(LIBS) -o $@
