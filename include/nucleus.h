@@ -504,9 +504,11 @@ NUCLEUS_API void nucleus_grammar_free(nucleus_grammar *g);
  * or a boolean, in the subset docs/SERVER.md lists (objects, arrays,
  * strings with formats and patterns, numbers, enums, anyOf/oneOf, $ref and
  * $defs, recursive ones too); outputs are compact JSON (no whitespace).
- * Errors: NUCLEUS_ERR_INVALID_ARGUMENT (not JSON; a keyword outside the
- * subset, named: "unsupported JSON Schema keyword 'K'"), NUCLEUS_ERR_LIMIT
- * (a schema whose grammar would be too large: nesting, counts, size).
+ * Unknown keywords are ignored, each named in a leading "# json-schema:"
+ * comment of the GBNF. Errors: NUCLEUS_ERR_INVALID_ARGUMENT (not JSON; a
+ * keyword that constrains and is not enforced, named with its schema's
+ * JSON pointer: "... (at #/properties/a)"), NUCLEUS_ERR_LIMIT (a schema
+ * whose grammar would be too large: nesting, counts, size).
  * nucleus_json_schema_to_gbnf gives the GBNF text the schema becomes (root
  * rule "root"), NUL-terminated; release it with nucleus_free. */
 NUCLEUS_API nucleus_status nucleus_json_schema_to_gbnf(const char *schema_json,
