@@ -73,7 +73,8 @@ static const request_field FIELDS[] = {
     {"guided_decoding_backend", BOTH, FIELD_IGNORED,
      "vLLM's choice of engine: nucleus has one"},
     /* speculative decoding */
-    {"speculative", BOTH, FIELD_READ, "the drafter: type, draft_max, draft_min"},
+    {"speculative", BOTH, FIELD_READ,
+     "the drafter: type, draft_max, draft_min"},
     {"prediction", BOTH, FIELD_READ,
      "OpenAI's predicted output: drafts for speculative decoding"},
     /* tools and the chat template */
