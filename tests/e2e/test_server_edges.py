@@ -378,3 +378,22 @@ def test_later_requests_get_the_same_checks(server, case):
 def test_keep_alive_still_serves_good_requests(server):
     out = responses(exchange(server.port, FIRST * 3))
     assert [s for s, _, _ in out] == [200, 200, 200]
+
+
+# ------------------------- §6: an option whose value is another option
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["run", "-m", "--temp", "0.5", "-p", "hi"], "-m"),
+    (["run", "-p", "hi", "-c", "--temp", "0.5"], "-c"),
+    (["run", "-p", "--seed", "3"], "-p"),
+    (["serve", "--port", "--host", "127.0.0.1"], "--port"),
+])
+def test_an_option_without_its_value_is_named(args, flag):
+    """The option that looked ahead and found another option is the one
+    named, not the word left over after it."""
+    p = subprocess.run([NUCLEUS_BIN, *args], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    first = p.stderr.strip().splitlines()[0]
+    assert f"{flag} needs a value" in first, first

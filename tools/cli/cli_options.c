@@ -136,7 +136,7 @@ static int read_small_file(const char *flag, const char *path, char **text,
 
 int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
   const char *a = argv[*i];
-  const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+  const char *v = flag_value(argc, argv, *i);
 #define NEED_VALUE()                                                           \
   do {                                                                         \
     if (!v) {                                                                  \

@@ -16,6 +16,7 @@
 
 #include "cli_options.h"
 #include "commands.h"
+#include "model_flags.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -142,7 +143,7 @@ int cmd_bench(int argc, char **argv) {
     int r = cli_options_parse(&o, argc, argv, &i);
     if (r < 0) return 2;
     if (r > 0) continue;
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a = argv[i], *v = flag_value(argc, argv, i);
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       return 0;

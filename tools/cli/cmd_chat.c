@@ -11,6 +11,7 @@
 #include "cli_options.h"
 #include "cli_stream.h"
 #include "commands.h"
+#include "model_flags.h"
 
 /* The one piece of global state: set by the SIGINT handler. */
 static volatile sig_atomic_t g_interrupted;
@@ -220,11 +221,11 @@ int cmd_chat(int argc, char **argv) {
       continue;
     }
     if ((!strcmp(argv[i], "-s") || !strcmp(argv[i], "--system")) &&
-        i + 1 < argc) {
+        flag_value(argc, argv, i)) {
       system_prompt = argv[++i];
       continue;
     }
-    if (!strcmp(argv[i], "--tools") && i + 1 < argc) {
+    if (!strcmp(argv[i], "--tools") && flag_value(argc, argv, i)) {
       tools_path = argv[++i];
       continue;
     }

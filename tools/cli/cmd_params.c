@@ -6,6 +6,7 @@
 
 #include "cli_options.h"
 #include "commands.h"
+#include "model_flags.h"
 
 static void usage(FILE *out) {
   fprintf(out, "usage: nucleus params [-m MODEL]\n\n"
@@ -40,7 +41,7 @@ int cmd_params(int argc, char **argv) {
       return 0;
     }
     if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) &&
-        i + 1 < argc) {
+        flag_value(argc, argv, i)) {
       model_path = argv[++i];
       continue;
     }

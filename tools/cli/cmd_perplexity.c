@@ -64,7 +64,7 @@ int cmd_perplexity(int argc, char **argv) {
   int mrc;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    const bool has_val = i + 1 < argc;
+    const bool has_val = flag_value(argc, argv, i) != NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       return 0;

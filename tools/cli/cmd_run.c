@@ -9,6 +9,7 @@
 #include "cli_options.h"
 #include "cli_stream.h"
 #include "commands.h"
+#include "model_flags.h"
 
 /* The one piece of global state: set by the SIGINT handler. */
 static volatile sig_atomic_t g_interrupted;
@@ -74,12 +75,17 @@ int cmd_run(int argc, char **argv) {
       usage(stdout);
       return 0;
     }
-    if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && i + 1 < argc) {
-      prompt = argv[++i];
-    } else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && i + 1 < argc) {
-      file = argv[++i];
-    } else if (!strcmp(a, "--tokens") && i + 1 < argc) {
-      tokens_arg = argv[++i];
+    const char **dest = !strcmp(a, "-p") || !strcmp(a, "--prompt") ? &prompt
+                        : !strcmp(a, "-f") || !strcmp(a, "--file") ? &file
+                        : !strcmp(a, "--tokens")                   ? &tokens_arg
+                                                                   : NULL;
+    if (dest) {
+      if (!(*dest = flag_value(argc, argv, i))) {
+        fprintf(stderr, "error: %s needs a value\n\n", a);
+        usage(stderr);
+        return 2;
+      }
+      i++;
     } else {
       fprintf(stderr, "error: unknown or incomplete option '%s'\n\n", a);
       usage(stderr);

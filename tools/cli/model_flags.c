@@ -1,13 +1,22 @@
 #include "model_flags.h"
 
+#include <stdbool.h>
 #include <string.h>
+
+const char *flag_value(int argc, char **argv, int i) {
+  if (i + 1 >= argc) return NULL;
+  const char *v = argv[i + 1];
+  bool option = v[0] == '-' && ((v[1] >= 'a' && v[1] <= 'z') ||
+                                (v[1] >= 'A' && v[1] <= 'Z') || v[1] == '-');
+  return option && strcmp(v, "--") ? NULL : v;
+}
 
 /* The value of the option at argv[*i] (NULL for a flag); -1 when missing. */
 static int take_value(const nucleus_option_info *opt, int argc, char **argv,
                       int *i, const char **v, char *msg, size_t cap) {
   *v = NULL;
   if (opt->kind == NUCLEUS_OPTION_FLAG) return 0;
-  if (*i + 1 >= argc) {
+  if (!flag_value(argc, argv, *i)) {
     snprintf(msg, cap, "%s needs a value", argv[*i]);
     return -1;
   }

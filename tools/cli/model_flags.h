@@ -23,6 +23,13 @@ int model_flags_parse(nucleus_model_params *mp, int argc, char **argv, int *i,
 int engine_flags_parse(nucleus_engine_params *ep, int argc, char **argv, int *i,
                        char *msg, size_t cap);
 
+/* The value after the option at argv[i], or NULL when there is none or
+ * the next word is itself an option ("-m --temp 0.5": -m has no value;
+ * taking "--temp" for a file name would blame "0.5" for being unknown). A
+ * word is an option when it starts with '-' and a letter ("-5", "-0.5"
+ * and "-" are values). */
+const char *flag_value(int argc, char **argv, int i);
+
 /* One help line per option, with the library's default. */
 void model_flags_help(FILE *out);
 void engine_flags_help(FILE *out);

@@ -125,7 +125,7 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
   set_defaults(cfg);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *v = flag_value(argc, argv, i);
     long n = 0;
     int rc = 0;
     bool takes_value = true;
