@@ -6,31 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar_internal.h"
+#include "grammar_parse.h"
 
-typedef struct brule {
-  const char *name; /* into the text; NULL for generated rules */
-  size_t name_len;
-  nc_gvec body;
-  bool defined;
-  bool repeats;   /* x* or a step of x{m,n}: body.v[0] is x */
-  size_t ref_pos; /* first reference, for "undefined rule" */
-} brule;
-
-typedef struct parser {
-  const char *s;
-  size_t n, pos;
-  nc_error *err;
-  brule *rules;
-  uint32_t n_rules, cap_rules;
-  uint32_t *ranges;
-  size_t n_ranges, cap_ranges; /* uint32 count */
-  size_t n_elems;              /* over all bodies */
-  unsigned depth;
-} parser;
-
-static nc_code fail_at(parser *p, size_t pos, nc_code code, const char *msg,
-                       const char *arg, size_t arg_len) {
+nc_code nc_gparse_fail_at(parser *p, size_t pos, nc_code code, const char *msg,
+                          const char *arg, size_t arg_len) {
   size_t line = 1, col = 1;
   for (size_t i = 0; i < pos && i < p->n; i++) {
     if (p->s[i] == '\n') {
@@ -47,13 +26,13 @@ static nc_code fail_at(parser *p, size_t pos, nc_code code, const char *msg,
 }
 
 static nc_code syntax(parser *p, const char *msg) {
-  return fail_at(p, p->pos, NC_ERR_INVALID_ARGUMENT, msg, NULL, 0);
+  return nc_gparse_fail_at(p, p->pos, NC_ERR_INVALID_ARGUMENT, msg, NULL, 0);
 }
 
-static nc_code vec_push(parser *p, nc_gvec *v, nc_gelem e) {
+nc_code nc_gparse_push(parser *p, nc_gvec *v, nc_gelem e) {
   if (p->n_elems >= NC_GRAMMAR_MAX_ELEMS)
-    return fail_at(p, p->pos, NC_ERR_LIMIT, "grammar too large (elements)",
-                   NULL, 0);
+    return nc_gparse_fail_at(p, p->pos, NC_ERR_LIMIT,
+                             "grammar too large (elements)", NULL, 0);
   if (v->n == v->cap) {
     size_t cap = v->cap ? v->cap * 2 : 8;
     nc_gelem *nv = realloc(v->v, cap * sizeof *nv);
@@ -66,10 +45,10 @@ static nc_code vec_push(parser *p, nc_gvec *v, nc_gelem e) {
   return NC_OK;
 }
 
-static nc_code range_push(parser *p, uint32_t lo, uint32_t hi) {
+nc_code nc_gparse_range(parser *p, uint32_t lo, uint32_t hi) {
   if (p->n_ranges + 2 > 2 * (size_t)NC_GRAMMAR_MAX_ELEMS)
-    return fail_at(p, p->pos, NC_ERR_LIMIT, "grammar too large (ranges)", NULL,
-                   0);
+    return nc_gparse_fail_at(p, p->pos, NC_ERR_LIMIT,
+                             "grammar too large (ranges)", NULL, 0);
   if (p->n_ranges + 2 > p->cap_ranges) {
     size_t cap = p->cap_ranges ? p->cap_ranges * 2 : 64;
     uint32_t *nr = realloc(p->ranges, cap * sizeof *nr);
@@ -82,10 +61,11 @@ static nc_code range_push(parser *p, uint32_t lo, uint32_t hi) {
   return NC_OK;
 }
 
-static nc_code new_rule(parser *p, const char *name, size_t len, uint32_t *id) {
+nc_code nc_gparse_new_rule(parser *p, const char *name, size_t len,
+                           uint32_t *id) {
   if (p->n_rules >= NC_GRAMMAR_MAX_RULES)
-    return fail_at(p, p->pos, NC_ERR_LIMIT, "grammar too large (rules)", NULL,
-                   0);
+    return nc_gparse_fail_at(p, p->pos, NC_ERR_LIMIT,
+                             "grammar too large (rules)", NULL, 0);
   if (p->n_rules == p->cap_rules) {
     uint32_t cap = p->cap_rules ? p->cap_rules * 2 : 16;
     brule *nr = realloc(p->rules, cap * sizeof *nr);
@@ -110,7 +90,7 @@ static nc_code named_rule(parser *p, const char *name, size_t len,
       return NC_OK;
     }
   }
-  return new_rule(p, name, len, id);
+  return nc_gparse_new_rule(p, name, len, id);
 }
 
 static bool is_name_char(char c) {
@@ -227,12 +207,12 @@ static nc_code parse_literal(parser *p, nc_gvec *out) {
     }
     uint32_t c;
     nc_code rc = parse_char(p, &c);
-    if (rc == NC_OK) rc = range_push(p, c, c);
+    if (rc == NC_OK) rc = nc_gparse_range(p, c, c);
     if (rc == NC_OK)
-      rc = vec_push(p, out,
-                    (nc_gelem){.kind = NC_GE_CLASS,
-                               .a = (uint32_t)(p->n_ranges / 2 - 1),
-                               .b = 1});
+      rc = nc_gparse_push(p, out,
+                          (nc_gelem){.kind = NC_GE_CLASS,
+                                     .a = (uint32_t)(p->n_ranges / 2 - 1),
+                                     .b = 1});
     if (rc != NC_OK) return rc;
   }
 }
@@ -260,13 +240,13 @@ static nc_code parse_class(parser *p, nc_gvec *out) {
       size_t at = p->pos;
       if ((rc = parse_char(p, &hi)) != NC_OK) return rc;
       if (hi < lo)
-        return fail_at(p, at, NC_ERR_INVALID_ARGUMENT,
-                       "character range out of order", NULL, 0);
+        return nc_gparse_fail_at(p, at, NC_ERR_INVALID_ARGUMENT,
+                                 "character range out of order", NULL, 0);
     }
-    if ((rc = range_push(p, lo, hi)) != NC_OK) return rc;
+    if ((rc = nc_gparse_range(p, lo, hi)) != NC_OK) return rc;
     e.b++;
   }
-  return vec_push(p, out, e);
+  return nc_gparse_push(p, out, e);
 }
 
 static nc_code parse_alternates(parser *p, nc_gvec *out, bool nested);
@@ -280,47 +260,47 @@ static nc_code repeat(parser *p, nc_gvec *out, size_t start, uint32_t min,
   nc_code rc;
   if (len > 1) { /* a literal of several characters: one rule for it */
     uint32_t id;
-    if ((rc = new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
+    if ((rc = nc_gparse_new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
     nc_gvec *body = &p->rules[id].body;
     for (size_t i = start; i < out->n; i++)
-      if ((rc = vec_push(p, body, out->v[i])) != NC_OK) return rc;
+      if ((rc = nc_gparse_push(p, body, out->v[i])) != NC_OK) return rc;
     term = (nc_gelem){.kind = NC_GE_REF, .a = id};
   }
   p->n_elems -= len;
   out->n = start;
   for (uint32_t i = 0; i < min; i++)
-    if ((rc = vec_push(p, out, term)) != NC_OK) return rc;
+    if ((rc = nc_gparse_push(p, out, term)) != NC_OK) return rc;
   if (max == min) return NC_OK;
   uint32_t id;
   if (max == UINT32_MAX) { /* R ::= term R | "" */
-    if ((rc = new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
+    if ((rc = nc_gparse_new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
     p->rules[id].repeats = true;
     nc_gvec *body = &p->rules[id].body;
-    if ((rc = vec_push(p, body, term)) != NC_OK ||
-        (rc = vec_push(p, body, (nc_gelem){.kind = NC_GE_REF, .a = id})) !=
-            NC_OK ||
-        (rc = vec_push(p, body, (nc_gelem){.kind = NC_GE_ALT})) != NC_OK)
+    if ((rc = nc_gparse_push(p, body, term)) != NC_OK ||
+        (rc = nc_gparse_push(
+             p, body, (nc_gelem){.kind = NC_GE_REF, .a = id})) != NC_OK ||
+        (rc = nc_gparse_push(p, body, (nc_gelem){.kind = NC_GE_ALT})) != NC_OK)
       return rc;
-    return vec_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = id});
+    return nc_gparse_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = id});
   }
   /* R1 ::= term | "", Rk ::= term R(k-1) | "" */
   bool have = false;
   uint32_t prev = 0;
   for (uint32_t k = min; k < max; k++) {
-    if ((rc = new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
+    if ((rc = nc_gparse_new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
     p->rules[id].repeats = true;
     nc_gvec *body = &p->rules[id].body;
-    if ((rc = vec_push(p, body, term)) != NC_OK) return rc;
+    if ((rc = nc_gparse_push(p, body, term)) != NC_OK) return rc;
     if (have &&
-        (rc = vec_push(p, body, (nc_gelem){.kind = NC_GE_REF, .a = prev})) !=
-            NC_OK)
+        (rc = nc_gparse_push(
+             p, body, (nc_gelem){.kind = NC_GE_REF, .a = prev})) != NC_OK)
       return rc;
-    if ((rc = vec_push(p, body, (nc_gelem){.kind = NC_GE_ALT})) != NC_OK)
+    if ((rc = nc_gparse_push(p, body, (nc_gelem){.kind = NC_GE_ALT})) != NC_OK)
       return rc;
     prev = id;
     have = true;
   }
-  return vec_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = prev});
+  return nc_gparse_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = prev});
 }
 
 static nc_code parse_count(parser *p, uint32_t *v) {
@@ -330,8 +310,8 @@ static nc_code parse_count(parser *p, uint32_t *v) {
   while (p->pos < p->n && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') {
     x = x * 10 + (uint32_t)(p->s[p->pos] - '0');
     if (x > NC_GRAMMAR_MAX_REPEAT)
-      return fail_at(p, p->pos, NC_ERR_LIMIT, "repetition count too large",
-                     NULL, 0);
+      return nc_gparse_fail_at(p, p->pos, NC_ERR_LIMIT,
+                               "repetition count too large", NULL, 0);
     p->pos++;
   }
   *v = x;
@@ -372,10 +352,10 @@ static nc_code parse_sequence(parser *p, nc_gvec *out, bool nested) {
       rc = parse_class(p, out);
     } else if (c == '.') {
       p->pos++;
-      rc = vec_push(p, out,
-                    (nc_gelem){.kind = NC_GE_CLASS,
-                               .neg = 1,
-                               .a = (uint32_t)(p->n_ranges / 2)});
+      rc = nc_gparse_push(p, out,
+                          (nc_gelem){.kind = NC_GE_CLASS,
+                                     .neg = 1,
+                                     .a = (uint32_t)(p->n_ranges / 2)});
     } else if (is_name_char(c)) {
       size_t s = p->pos;
       while (p->pos < p->n && is_name_char(p->s[p->pos]))
@@ -386,11 +366,11 @@ static nc_code parse_sequence(parser *p, nc_gvec *out, bool nested) {
       rc = named_rule(p, p->s + s, keep - s, &id);
       p->pos = keep;
       if (rc == NC_OK)
-        rc = vec_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = id});
+        rc = nc_gparse_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = id});
     } else if (c == '(') {
       if (++p->depth > NC_GRAMMAR_MAX_NESTING)
-        return fail_at(p, p->pos, NC_ERR_LIMIT, "groups nested too deeply",
-                       NULL, 0);
+        return nc_gparse_fail_at(p, p->pos, NC_ERR_LIMIT,
+                                 "groups nested too deeply", NULL, 0);
       p->pos++;
       skip_space(p, true);
       nc_gvec body = {0};
@@ -398,7 +378,7 @@ static nc_code parse_sequence(parser *p, nc_gvec *out, bool nested) {
       if (rc == NC_OK && (p->pos >= p->n || p->s[p->pos] != ')'))
         rc = syntax(p, "expected ')'");
       uint32_t id = 0;
-      if (rc == NC_OK) rc = new_rule(p, NULL, 0, &id);
+      if (rc == NC_OK) rc = nc_gparse_new_rule(p, NULL, 0, &id);
       if (rc != NC_OK) {
         free(body.v);
         return rc;
@@ -406,7 +386,7 @@ static nc_code parse_sequence(parser *p, nc_gvec *out, bool nested) {
       p->rules[id].body = body;
       p->pos++;
       p->depth--;
-      rc = vec_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = id});
+      rc = nc_gparse_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = id});
     } else if (c == '*' || c == '+' || c == '?' || c == '{') {
       if (term == SIZE_MAX)
         return syntax(p, "repetition without a preceding item");
@@ -435,7 +415,7 @@ static nc_code parse_alternates(parser *p, nc_gvec *out, bool nested) {
   nc_code rc = parse_sequence(p, out, nested);
   while (rc == NC_OK && p->pos < p->n && p->s[p->pos] == '|') {
     p->pos++;
-    rc = vec_push(p, out, (nc_gelem){.kind = NC_GE_ALT});
+    rc = nc_gparse_push(p, out, (nc_gelem){.kind = NC_GE_ALT});
     if (rc == NC_OK) {
       skip_space(p, true);
       rc = parse_sequence(p, out, nested);
@@ -459,8 +439,8 @@ static nc_code parse_rules(parser *p) {
     nc_code rc = named_rule(p, p->s + s, name_end - s, &id);
     if (rc != NC_OK) return rc;
     if (p->rules[id].defined)
-      return fail_at(p, s, NC_ERR_INVALID_ARGUMENT, "rule defined twice",
-                     p->s + s, name_end - s);
+      return nc_gparse_fail_at(p, s, NC_ERR_INVALID_ARGUMENT,
+                               "rule defined twice", p->s + s, name_end - s);
     p->rules[id].defined = true;
     p->pos += 3;
     skip_space(p, true);
@@ -473,182 +453,6 @@ static nc_code parse_rules(parser *p) {
     skip_space(p, true);
   }
   return NC_OK;
-}
-
-/* ------------------------------------------- repetitions of nullable terms
- * x* and x{m,n} where x can match "": R ::= x R | "" would be left
- * recursive (refused), and a chain Rk ::= x R(k-1) | "" would expand every
- * step at each character. Both repeat x+ instead, x without "" (the same
- * language: x^i is the union of (x+)^j, j <= i), built as generated rules:
- * an alternative s1 .. sn of x gives, for each i whose s1 .. s(i-1) can all
- * be empty, si+ s(i+1) .. sn (si+ = si when si cannot be empty). */
-
-/* nul[r]: rule r can match "" (a work list over the alternatives). */
-static nc_code nullable_rules(parser *p, uint8_t *nul) {
-  uint32_t n = p->n_rules;
-  size_t n_alts = 0, n_refs = 0;
-  for (uint32_t r = 0; r < n; r++) {
-    n_alts++;
-    for (size_t i = 0; i < p->rules[r].body.n; i++) {
-      n_alts += p->rules[r].body.v[i].kind == NC_GE_ALT;
-      n_refs += p->rules[r].body.v[i].kind == NC_GE_REF;
-    }
-  }
-  uint32_t *need = malloc((n_alts + 1) * sizeof *need);
-  uint32_t *alt_rule = malloc((n_alts + 1) * sizeof *alt_rule);
-  uint32_t *occ_start = calloc((size_t)n + 2, sizeof *occ_start);
-  uint32_t *occ = malloc((n_refs + 1) * sizeof *occ);
-  uint32_t *queue = malloc(((size_t)n + 1) * sizeof *queue);
-  nc_code rc = NC_OK;
-  if (!need || !alt_rule || !occ_start || !occ || !queue) {
-    rc = nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
-    goto done;
-  }
-  /* need[a]: references of alternative a still to become nullable (a
-   * class: never); occ: the alternatives each rule is referenced from. */
-  for (int pass = 0; pass < 2; pass++) {
-    uint32_t a = 0;
-    for (uint32_t r = 0; r < n; r++) {
-      const nc_gvec *b = &p->rules[r].body;
-      bool cls = false;
-      uint32_t refs = 0;
-      for (size_t i = 0; i <= b->n; i++) {
-        if (i == b->n || b->v[i].kind == NC_GE_ALT) {
-          if (pass == 0) {
-            need[a] = cls ? UINT32_MAX : refs;
-            alt_rule[a] = r;
-          }
-          a++;
-          cls = false;
-          refs = 0;
-        } else if (b->v[i].kind == NC_GE_CLASS) {
-          cls = true;
-        } else if (b->v[i].kind == NC_GE_REF) {
-          refs++;
-          if (pass == 0)
-            occ_start[b->v[i].a + 2]++;
-          else
-            occ[occ_start[b->v[i].a + 1]++] = a;
-        }
-      }
-    }
-    if (pass == 0)
-      for (uint32_t r = 0; r < n; r++)
-        occ_start[r + 2] += occ_start[r + 1];
-  }
-  /* occ_start[r + 1] now ends rule r's occurrences: r's start is
-   * occ_start[r]. */
-  uint32_t qn = 0;
-  memset(nul, 0, n);
-  for (size_t a = 0; a < n_alts; a++)
-    if (need[a] == 0 && !nul[alt_rule[a]]) {
-      nul[alt_rule[a]] = 1;
-      queue[qn++] = alt_rule[a];
-    }
-  for (uint32_t qi = 0; qi < qn; qi++) {
-    uint32_t s = queue[qi];
-    for (uint32_t i = occ_start[s]; i < occ_start[s + 1]; i++) {
-      uint32_t a = occ[i];
-      if (need[a] != UINT32_MAX && --need[a] == 0 && !nul[alt_rule[a]]) {
-        nul[alt_rule[a]] = 1;
-        queue[qn++] = alt_rule[a];
-      }
-    }
-  }
-done:
-  free(need);
-  free(alt_rule);
-  free(occ_start);
-  free(occ);
-  free(queue);
-  return rc;
-}
-
-/* The rule x+ of nullable rule r (made on first use, its body by
- * fill_plus; todo lists the rules whose x+ waits for its body). */
-static nc_code plus_rule(parser *p, uint32_t r, uint32_t *plus, uint32_t *todo,
-                         uint32_t *n_todo, uint32_t *id) {
-  if (plus[r] == UINT32_MAX) {
-    nc_code rc = new_rule(p, NULL, 0, &plus[r]);
-    if (rc != NC_OK) return rc;
-    todo[(*n_todo)++] = r;
-  }
-  *id = plus[r];
-  return NC_OK;
-}
-
-/* Rule plus[r]'s body from rule r's alternatives (nul covers the first n
- * rules; the later ones are x+ rules, never empty). */
-static nc_code fill_plus(parser *p, uint32_t r, const uint8_t *nul, uint32_t n,
-                         uint32_t *plus, uint32_t *todo, uint32_t *n_todo) {
-  nc_gvec out = {0};
-  nc_code rc = NC_OK;
-  size_t start = 0;
-  bool any = false;
-  for (size_t i = 0; i <= p->rules[r].body.n && rc == NC_OK; i++) {
-    const nc_gvec *b = &p->rules[r].body;
-    if (i < b->n && b->v[i].kind != NC_GE_ALT) continue;
-    /* the alternative b->v[start .. i) */
-    for (size_t k = start; k < i && rc == NC_OK; k++) {
-      nc_gelem e = p->rules[r].body.v[k];
-      bool empty = e.kind == NC_GE_REF && e.a < n && nul[e.a];
-      if (any) rc = vec_push(p, &out, (nc_gelem){.kind = NC_GE_ALT});
-      any = true;
-      uint32_t id;
-      if (rc == NC_OK && empty &&
-          (rc = plus_rule(p, e.a, plus, todo, n_todo, &id)) == NC_OK)
-        e = (nc_gelem){.kind = NC_GE_REF, .a = id};
-      if (rc == NC_OK) rc = vec_push(p, &out, e);
-      for (size_t j = k + 1; j < i && rc == NC_OK; j++)
-        rc = vec_push(p, &out, p->rules[r].body.v[j]);
-      if (!empty) break; /* the later ones follow a non-empty one */
-    }
-    start = i + 1;
-  }
-  /* Only "": no string; a class of nothing (the check drops it). */
-  if (rc == NC_OK && !any)
-    rc = vec_push(p, &out, (nc_gelem){.kind = NC_GE_CLASS});
-  if (rc != NC_OK) {
-    free(out.v);
-    return rc;
-  }
-  p->rules[plus[r]].body = out;
-  return NC_OK;
-}
-
-/* Every repetition of a nullable term repeats its x+ instead. */
-static nc_code nonempty_repeats(parser *p) {
-  uint32_t n = p->n_rules;
-  uint8_t *nul = malloc((size_t)n + 1);
-  uint32_t *plus = malloc(((size_t)n + 1) * sizeof *plus);
-  uint32_t *todo = malloc(((size_t)n + 1) * sizeof *todo);
-  nc_code rc = NC_OK;
-  if (!nul || !plus || !todo) {
-    rc = nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
-    goto done;
-  }
-  memset(plus, 0xFF, ((size_t)n + 1) * sizeof *plus);
-  if ((rc = nullable_rules(p, nul)) != NC_OK) goto done;
-  /* Every repetition first (so an x+ built from a repetition sees its
-   * rewritten term), then the bodies of the x+ rules. */
-  uint32_t n_todo = 0;
-  for (uint32_t r = 0; r < n && rc == NC_OK; r++) {
-    nc_gelem t = p->rules[r].repeats ? p->rules[r].body.v[0]
-                                     : (nc_gelem){.kind = NC_GE_END};
-    if (t.kind != NC_GE_REF || !nul[t.a]) continue;
-    uint32_t id;
-    if ((rc = plus_rule(p, t.a, plus, todo, &n_todo, &id)) == NC_OK)
-      p->rules[r].body.v[0] = (nc_gelem){.kind = NC_GE_REF, .a = id};
-  }
-  while (rc == NC_OK && n_todo > 0) {
-    uint32_t q = todo[--n_todo];
-    rc = fill_plus(p, q, nul, n, plus, todo, &n_todo);
-  }
-done:
-  free(nul);
-  free(plus);
-  free(todo);
-  return rc;
 }
 
 /* The parsed bodies as one element table. */
@@ -712,8 +516,9 @@ nc_code nc_grammar_parse(const char *text, size_t len, const char *root,
   nc_code rc = parse_rules(&p);
   for (uint32_t r = 0; rc == NC_OK && r < p.n_rules; r++)
     if (!p.rules[r].defined)
-      rc = fail_at(&p, p.rules[r].ref_pos, NC_ERR_INVALID_ARGUMENT,
-                   "undefined rule", p.rules[r].name, p.rules[r].name_len);
+      rc = nc_gparse_fail_at(&p, p.rules[r].ref_pos, NC_ERR_INVALID_ARGUMENT,
+                             "undefined rule", p.rules[r].name,
+                             p.rules[r].name_len);
   if (rc == NC_OK) {
     g->root = UINT32_MAX;
     for (uint32_t r = 0; r < p.n_rules; r++)
@@ -724,7 +529,7 @@ nc_code nc_grammar_parse(const char *text, size_t len, const char *root,
       rc = nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "grammar: no rule named '%.64s'", root);
   }
-  if (rc == NC_OK) rc = nonempty_repeats(&p);
+  if (rc == NC_OK) rc = nc_gparse_nonempty_repeats(&p);
   if (rc == NC_OK) rc = flatten(&p, g);
   if (rc == NC_OK) {
     const char **names = malloc((p.n_rules + 1) * sizeof *names);
