@@ -23,17 +23,19 @@
  *
  * Errors (NC_ERR_INVALID_ARGUMENT, message "line L column C: ..."): syntax,
  * undefined rule, a rule defined twice, left recursion (direct, indirect or
- * through rules that can match ""), an empty language (a start rule that
- * matches no finite string). Alternatives that can never finish are dropped
- * at compile time, so every stack the matcher holds can still complete: a
- * byte is accepted exactly when it keeps the output a viable prefix.
- * Bounds (NC_ERR_LIMIT): the text, rules, elements, nesting, repetition
- * counts at compile time; stacks per step, stack depth and expansion work
- * per step at match time, and the work of one call (a mask, a token fed:
- * NC_GRAMMAR_MAX_MASK_WORK, checked inside the computation), so a grammar
- * that blows up ends its request with an error, not a stalled server.
- * Bounded repetitions stay cheap: a stack holding a lower step of the same
- * repetition as another is dropped (it matches a subset of its strings).
+ * through rules that can match ""; a repetition of a term that can match ""
+ * is none: it repeats the term without ""), an empty language (a start
+ * rule that matches no finite string). Alternatives that begin alike are
+ * factored (an enum of 4,096 strings holds one stack per next character).
+ * Alternatives that can never finish are dropped at compile time, so every
+ * stack the matcher holds can still complete: a byte is accepted exactly when
+ * it keeps the output a viable prefix. Bounds (NC_ERR_LIMIT): the text, rules,
+ * elements, nesting, repetition counts at compile time; stacks per step, stack
+ * depth and expansion work per step at match time, and the work of one call (a
+ * mask, a token fed: NC_GRAMMAR_MAX_MASK_WORK, checked inside the computation),
+ * so a grammar that blows up ends its request with an error, not a stalled
+ * server. Bounded repetitions stay cheap: a stack holding a lower step of the
+ * same repetition as another is dropped (it matches a subset of its strings).
  */
 #ifndef NC_GRAMMAR_H
 #define NC_GRAMMAR_H

@@ -530,6 +530,7 @@ nc_code nc_grammar_parse(const char *text, size_t len, const char *root,
                    "grammar: no rule named '%.64s'", root);
   }
   if (rc == NC_OK) rc = nc_gparse_nonempty_repeats(&p);
+  if (rc == NC_OK) rc = nc_gparse_factor(&p);
   if (rc == NC_OK) rc = flatten(&p, g);
   if (rc == NC_OK) {
     const char **names = malloc((p.n_rules + 1) * sizeof *names);

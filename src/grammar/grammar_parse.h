@@ -47,5 +47,8 @@ nc_code nc_gparse_new_rule(parser *p, const char *name, size_t len,
 /* grammar_rewrite.c: every repetition of a term that can match "" repeats
  * the term without "" instead. */
 nc_code nc_gparse_nonempty_repeats(parser *p);
+/* grammar_factor.c: alternatives that begin alike share their beginning,
+ * and one-class alternatives with the same rest become one class. */
+nc_code nc_gparse_factor(parser *p);
 
 #endif

@@ -9,6 +9,7 @@ a client that disconnects frees the server. The margins are wide (a busy
 2-core machine): the old cost is minutes."""
 
 import json
+import re
 import threading
 import time
 
@@ -99,3 +100,52 @@ def test_disconnect_frees_the_server(server):
     assert r.status_code == 200, r.text
     assert time.monotonic() - t0 < 10
 
+
+
+ENUM = [f"v{i}" for i in range(4096)]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_enum_of_4096_strings(server, stream):
+    """The documented 4,096 enum values hold: 2,049 and more used to pass
+    validation and then fail at the first step (a 200, then an error)."""
+    body = {"max_tokens": 16, "temperature": 1, "seed": 3, "stream": stream,
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": "pick", "schema": {"type": "string",
+                                           "enum": ENUM}}}}
+    r = chat(server, body, stream=stream)
+    assert r.status_code == 200, r.text
+    if not stream:
+        choice = r.json()["choices"][0]
+        text = choice["message"]["content"]
+    else:
+        text = ""
+        for line in r.iter_lines():
+            if not line.startswith(b"data: {"):
+                continue
+            event = json.loads(line[6:])
+            assert "error" not in event, event
+            choice = event["choices"][0]
+            text += choice["delta"].get("content") or ""
+    assert choice["finish_reason"] == "stop", choice
+    assert json.loads(text) in ENUM
+
+
+@pytest.mark.parametrize("pattern,full", [
+    ("^(a*)*$", r"a*"), ("^(a?)*$", r"a*"), ("^(a|)*$", r"a*"),
+    ("^(a*b*)*$", r"[ab]*"), ("^(a?)+$", r"a*"),
+])
+def test_nullable_star_patterns(server, pattern, full):
+    """Valid regexes whose star repeats something that can be empty were
+    refused as "left recursion in rule '(group)'"."""
+    schema = {"type": "string", "pattern": pattern}
+    r = chat(server, {"max_tokens": 12, "temperature": 1, "seed": 5,
+                      "response_format": {"type": "json_schema", "json_schema":
+                                          {"name": "p", "schema": schema}}})
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    text = choice["message"]["content"]
+    if choice["finish_reason"] == "stop":
+        assert re.fullmatch(full, json.loads(text))
+    else:  # cut by max_tokens: a prefix of a valid string
+        assert re.fullmatch('"' + full, text)

@@ -288,6 +288,86 @@ static void test_nullable_repetitions(void **state) {
   nc_grammar_free(g);
 }
 
+/* An alternation of n JSON string literals, value i written by put(i). */
+static char *enum_gbnf(int n, void (*put)(int, char *)) {
+  size_t cap = (size_t)n * 48 + 64, len = 0;
+  char *s = malloc(cap);
+  len += (size_t)snprintf(s, cap, "root ::= ");
+  for (int i = 0; i < n; i++) {
+    char v[32];
+    put(i, v);
+    len += (size_t)snprintf(s + len, cap - len, "%s\"\\\"%s\\\"\"",
+                            i ? " | " : "", v);
+  }
+  snprintf(s + len, cap - len, "\n");
+  return s;
+}
+
+static void put_numbered(int i, char *v) {
+  snprintf(v, 32, "v%d", i);
+}
+
+static void put_cjk(int i, char *v) { /* U+4E00 + i, 3 bytes of UTF-8 */
+  unsigned c = 0x4E00u + (unsigned)i;
+  v[0] = (char)(0xE0 | (c >> 12));
+  v[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+  v[2] = (char)(0x80 | (c & 0x3F));
+  v[3] = '\0';
+}
+
+static void put_word(int i, char *v) { /* distinct words of 1-12 letters */
+  uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + 7;
+  int len = 1 + (int)(x % 12), k = 0;
+  for (; k < len - 1; k++, x /= 26)
+    v[k] = (char)('a' + x % 26);
+  snprintf(v + k, 32 - (size_t)k, "%d", i); /* the number keeps it unique */
+}
+
+/* Issue 38: enums of 2,049-4,096 strings passed validation, then failed at
+ * the first step ("too many parse stacks": one stack per value). The
+ * alternatives are factored (a shared beginning once, one-class
+ * alternatives with the same rest as one class), so the documented 4,096
+ * holds: each value is accepted whole, a prefix is no sentence, others
+ * are refused, and the first state holds one stack. */
+static void test_enum_of_4096_strings(void **state) {
+  (void)state;
+  void (*puts_[])(int, char *) = {put_numbered, put_cjk, put_word};
+  for (size_t k = 0; k < 3; k++) {
+    char *text = enum_gbnf(4096, puts_[k]);
+    nc_grammar *g = compile(text);
+    nc_grammar_matcher *m = NULL;
+    nc_error err = {0};
+    nc_code rc = nc_grammar_matcher_create(g, &m, &err);
+    if (rc != NC_OK) fprintf(stderr, "shape %zu: %s\n", k, err.message);
+    assert_int_equal(rc, NC_OK);
+    assert_int_equal(m->cur.st.count, 1);
+    nc_grammar_matcher_free(m);
+    for (int i = 0; i < 4096; i += 97) {
+      char v[32], q[40];
+      puts_[k](i, v);
+      snprintf(q, sizeof q, "\"%s\"", v);
+      assert_int_equal(runs(g, q), 1);
+      q[strlen(q) - 1] = '\0';
+      assert_int_equal(runs(g, q), 0);
+      snprintf(q, sizeof q, "\"%s!\"", v);
+      assert_int_equal(runs(g, q), -1);
+    }
+    nc_grammar_free(g);
+    free(text);
+  }
+  /* Factoring keeps the language: shared heads, a value that is the
+   * prefix of another, classes merged beside alternatives that differ. */
+  nc_grammar *g = compile("root ::= \"ab\" | \"ac\" | \"a\" | \"b\" | "
+                          "[x-y] \"!\" | [z] \"!\" | [q] \"?\" | \"ab\" \"d\"");
+  const char *yes[] = {"ab", "ac", "a", "b", "x!", "y!", "z!", "q?", "abd"};
+  const char *no[] = {"", "q!", "x?", "abc", "ad", "bb"};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+    assert_int_equal(runs(g, yes[i]), 1);
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+    assert_int_not_equal(runs(g, no[i]), 1);
+  nc_grammar_free(g);
+}
+
 static void test_bounds(void **state) {
   (void)state;
   const char *m = refuse("root ::= \"a\"{2000}", NC_ERR_LIMIT);
@@ -766,6 +846,7 @@ int main(void) {
       cmocka_unit_test(test_canon_map),
       cmocka_unit_test(test_bounded_repetitions_cost),
       cmocka_unit_test(test_nullable_repetitions),
+      cmocka_unit_test(test_enum_of_4096_strings),
       cmocka_unit_test(test_mask_budget_and_cancel),
       cmocka_unit_test(test_fuzz_corpus),
   };
