@@ -762,9 +762,9 @@ static void test_bounded_repetitions_cost(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     nc_grammar *g = compile(cases[i].gbnf);
-    /* 1/16 of the budget per token; 300 tokens go deep into the counts */
+    /* 1/8 of the budget per token; 300 tokens go deep into the counts */
     size_t fed =
-        walk_within(g, gv, 300, NC_GRAMMAR_MAX_MASK_WORK / 16, cases[i].stacks);
+        walk_within(g, gv, 300, NC_GRAMMAR_MAX_MASK_WORK / 8, cases[i].stacks);
     assert_true(fed > 600);
     nc_grammar_free(g);
   }
