@@ -11,6 +11,7 @@ CFLAGS_src/kernels/avx512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw \
 CFLAGS_src/kernels/avx512_gemm := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_gemv := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_kquant := $(CFLAGS_src/kernels/avx512)
+CFLAGS_src/kernels/avx512_nl := $(CFLAGS_src/kernels/avx512) -mavx512dq
 # The tile instructions are inline asm (see amx_gemm.c): no -mamx flags.
 CFLAGS_src/kernels/amx_gemm := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/amx_gemv := $(CFLAGS_src/kernels/avx512)

@@ -1,11 +1,12 @@
 /* avx512: the AVX-512 (F, BW, VL) + VNNI table. Its dots are the avx2
  * table's (llama.cpp's float order, standard activation layouts) except
- * the K-quants Q2_K..Q6_K and IQ4_XS (avx512_kquant.c, avx2_nl.c: the
+ * the K-quants Q2_K..Q6_K and IQ4_XS (avx512_kquant.c, avx512_nl.c: the
  * order of llama.cpp's tiled matmul, which llama.cpp uses for prompts,
  * i.e. 8+ rows at once) and IQ4_NL (its llamafile GEMM's order, which it
  * uses for 2+ rows); gemm_few has them in its vec_dot order, for decode
  * rows. MXFP4, TQ1_0 and TQ2_0 have llama.cpp's one x86 order (its AVX-512
- * builds run the AVX2 kernels for them). The amx table shares all five
+ * builds run the AVX2 kernels for them; ours are VNNI, avx512_nl.c, in the
+ * same float order). The amx table shares all five
  * (llama.cpp's AMX build has a tile kernel for IQ4_XS, not followed),
  * and its matmuls (gemm) are VNNI kernels bit-identical to those dots
  * (avx512_gemm.c, avx512_kquant.c): so this table gives llama.cpp's
@@ -25,10 +26,11 @@
       E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1),                                       \
       E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled),                               \
       E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled),                               \
-      E(NC_TYPE_IQ4_NL, nc_avx2_dot_iq4_nl_tinyblas),                          \
-      E(NC_TYPE_MXFP4, nc_avx2_dot_mxfp4),                                     \
-      E(NC_TYPE_IQ4_XS, nc_avx2_dot_iq4_xs_tiled),                             \
-      E(NC_TYPE_TQ1_0, nc_avx2_dot_tq1_0), E(NC_TYPE_TQ2_0, nc_avx2_dot_tq2_0)
+      E(NC_TYPE_IQ4_NL, nc_avx512_dot_iq4_nl_tinyblas),                        \
+      E(NC_TYPE_MXFP4, nc_avx512_dot_mxfp4),                                   \
+      E(NC_TYPE_IQ4_XS, nc_avx512_dot_iq4_xs_tiled),                           \
+      E(NC_TYPE_TQ1_0, nc_avx512_dot_tq1_0),                                   \
+      E(NC_TYPE_TQ2_0, nc_avx512_dot_tq2_0)
 #define SHARED_VEC_DOT_ROWS                                                    \
   E(NC_TYPE_F32, nc_avx2_dot_f32_rows), E(NC_TYPE_F16, nc_avx2_dot_f16_rows),  \
       E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),                                  \
@@ -36,15 +38,20 @@
       E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1_rows),                                  \
       E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled_rows),                          \
       E(NC_TYPE_Q3_K, nc_avx512_dot_q3_k_tiled_rows),                          \
-      E(NC_TYPE_IQ4_NL, nc_avx2_dot_iq4_nl_tinyblas_rows),                     \
-      E(NC_TYPE_MXFP4, nc_avx2_dot_mxfp4_rows),                                \
-      E(NC_TYPE_IQ4_XS, nc_avx2_dot_iq4_xs_tiled_rows),                        \
-      E(NC_TYPE_TQ1_0, nc_avx2_dot_tq1_0_rows),                                \
-      E(NC_TYPE_TQ2_0, nc_avx2_dot_tq2_0_rows)
+      E(NC_TYPE_IQ4_NL, nc_avx512_dot_iq4_nl_tinyblas_rows),                   \
+      E(NC_TYPE_MXFP4, nc_avx512_dot_mxfp4_rows),                              \
+      E(NC_TYPE_IQ4_XS, nc_avx512_dot_iq4_xs_tiled_rows),                      \
+      E(NC_TYPE_TQ1_0, nc_avx512_dot_tq1_0_rows),                              \
+      E(NC_TYPE_TQ2_0, nc_avx512_dot_tq2_0_rows)
 #define SHARED_GEMM                                                            \
   E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0), E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),  \
       E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k_tiled),                              \
-      E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k_tiled)
+      E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k_tiled),                              \
+      E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl_tinyblas),                       \
+      E(NC_TYPE_MXFP4, nc_avx512_gemm_mxfp4),                                  \
+      E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs_tiled),                          \
+      E(NC_TYPE_TQ1_0, nc_avx512_gemm_tq1_0),                                  \
+      E(NC_TYPE_TQ2_0, nc_avx512_gemm_tq2_0)
 #define SHARED_QUANTIZE_ACT                                                    \
   E(NC_TYPE_F32, nc_ref_quant_f32), E(NC_TYPE_F16, nc_avx2_quant_f16),         \
       E(NC_TYPE_BF16, nc_ref_quant_bf16), E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0), \
@@ -76,8 +83,8 @@ static const nc_kernels k_avx512 = {
                  E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k),
                  E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k),
                  E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k),
-                 E(NC_TYPE_IQ4_NL, nc_avx2_gemm_iq4_nl),
-                 E(NC_TYPE_IQ4_XS, nc_avx2_gemm_iq4_xs)},
+                 E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl),
+                 E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs)},
     .quantize_act = {SHARED_QUANTIZE_ACT},
     .attn = nc_attn_kernels_avx512,
     .attn_flash = nc_attn_flash_avx512,
@@ -104,8 +111,8 @@ static const nc_kernels k_amx = {
                      E(NC_TYPE_Q4_K, nc_ref_dot_blk_q4_k_rows),
                      E(NC_TYPE_Q5_K, nc_ref_dot_blk_q5_k_rows),
                      E(NC_TYPE_Q6_K, nc_ref_dot_blk_q6_k_rows)},
-    .gemm_few = {E(NC_TYPE_IQ4_NL, nc_avx2_gemm_iq4_nl),
-                 E(NC_TYPE_IQ4_XS, nc_avx2_gemm_iq4_xs)},
+    .gemm_few = {E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl),
+                 E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs)},
     .gemm = {SHARED_GEMM, E(NC_TYPE_Q4_0, nc_amx_gemm_q4_0),
              E(NC_TYPE_Q4_1, nc_amx_gemm_q4_1),
              E(NC_TYPE_Q8_0, nc_amx_gemm_q8_0),

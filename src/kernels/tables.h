@@ -138,4 +138,24 @@ NC_AVX512_KQUANT_DOT(q5_k_tiled)
 NC_AVX512_KQUANT_DOT(q6_k_tiled)
 #undef NC_AVX512_KQUANT_DOT
 
+/* avx512_nl.c: IQ4_NL, MXFP4, IQ4_XS, TQ1_0, TQ2_0 with VNNI, bit-identical
+ * to ref_nl.c's orders (iq4_nl_tinyblas: llamafile's, iq4_xs_tiled: the
+ * tiled matmul's, the others vec_dot's); gemm as in kernels.h. */
+#define NC_AVX512_NL(name)                                                     \
+  float nc_avx512_dot_##name(int64_t n, const void *w, const void *a);         \
+  void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \
+                                   size_t a_stride, int nrows, float *out,     \
+                                   size_t out_stride);                         \
+  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+                             int64_t nw, const void *act, size_t a_stride,     \
+                             int64_t na, float *out, size_t out_stride);
+NC_AVX512_NL(iq4_nl)
+NC_AVX512_NL(iq4_nl_tinyblas)
+NC_AVX512_NL(mxfp4)
+NC_AVX512_NL(iq4_xs)
+NC_AVX512_NL(iq4_xs_tiled)
+NC_AVX512_NL(tq1_0)
+NC_AVX512_NL(tq2_0)
+#undef NC_AVX512_NL
+
 #endif

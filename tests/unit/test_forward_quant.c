@@ -140,9 +140,9 @@ static void test_moe_mxfp4(void **state) {
 int main(void) {
   (void)run_chunked; /* chunked_forward.h's other entry point */
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_iq4_nl), cmocka_unit_test(test_iq4_xs),
-      cmocka_unit_test(test_tq1_0),  cmocka_unit_test(test_tq2_0),
-      cmocka_unit_test(test_mixed),  cmocka_unit_test(test_mxfp4),
+      cmocka_unit_test(test_iq4_nl),    cmocka_unit_test(test_iq4_xs),
+      cmocka_unit_test(test_tq1_0),     cmocka_unit_test(test_tq2_0),
+      cmocka_unit_test(test_mixed),     cmocka_unit_test(test_mxfp4),
       cmocka_unit_test(test_moe_mxfp4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
