@@ -37,7 +37,8 @@ static uint64_t elem_hash(const parser *p, const nc_gelem *e) {
   return h;
 }
 
-static bool elem_equal(const parser *p, const nc_gelem *x, const nc_gelem *y) {
+bool nc_gparse_elem_equal(const parser *p, const nc_gelem *x,
+                          const nc_gelem *y) {
   if (x->kind != y->kind || x->neg != y->neg || x->b != y->b) return false;
   if (x->kind == NC_GE_REF || x->a == y->a) return x->a == y->a;
   return memcmp(p->ranges + 2 * (size_t)x->a, p->ranges + 2 * (size_t)y->a,
@@ -48,7 +49,8 @@ static bool rest_equal(const parser *p, const nc_gelem *v, const alt *x,
                        const alt *y) {
   if (x->len != y->len) return false;
   for (uint32_t i = 1; i < x->len; i++)
-    if (!elem_equal(p, &v[x->start + i], &v[y->start + i])) return false;
+    if (!nc_gparse_elem_equal(p, &v[x->start + i], &v[y->start + i]))
+      return false;
   return true;
 }
 
@@ -80,7 +82,7 @@ static void group(const parser *p, const nc_gelem *v, alt *as, uint32_t n,
       for (uint32_t j = i + 1; j < hi; j++)
         if (as[j].group == UINT32_MAX &&
             (merge ? rest_equal(p, v, &as[i], &as[j])
-                   : elem_equal(p, &v[as[i].start], &v[as[j].start])))
+                   : nc_gparse_elem_equal(p, &v[as[i].start], &v[as[j].start])))
           as[j].group = as[i].order;
     }
   }

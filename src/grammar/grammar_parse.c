@@ -283,24 +283,45 @@ static nc_code repeat(parser *p, nc_gvec *out, size_t start, uint32_t min,
       return rc;
     return nc_gparse_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = id});
   }
-  /* R1 ::= term | "", Rk ::= term R(k-1) | "" */
-  bool have = false;
-  uint32_t prev = 0;
-  for (uint32_t k = min; k < max; k++) {
+  /* R1 ::= term | "", Rk ::= term R(k-1) | "": one chain per term, shared
+   * by every x{m,n} of that term (Rk does not depend on n), so twenty
+   * strings of maxLength 1024 cost 1,024 rules, not 20,480. */
+  nc_gchain *c = NULL;
+  for (uint32_t i = 0; i < p->n_chains && !c; i++)
+    if (nc_gparse_elem_equal(p, &p->chains[i].term, &term)) c = &p->chains[i];
+  if (!c) {
+    if (p->n_chains == p->cap_chains) {
+      uint32_t cap = p->cap_chains ? 2 * p->cap_chains : 8;
+      nc_gchain *nc = realloc(p->chains, cap * sizeof *nc);
+      if (!nc) return nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
+      p->chains = nc;
+      p->cap_chains = cap;
+    }
+    c = &p->chains[p->n_chains++];
+    *c = (nc_gchain){.term = term};
+  }
+  uint32_t need = max - min;
+  if (c->n < need) {
+    uint32_t *steps = realloc(c->steps, need * sizeof *steps);
+    if (!steps) return nc_fail(p->err, NC_ERR_NOMEM, "grammar: out of memory");
+    c->steps = steps;
+  }
+  for (; c->n < need; c->n++) {
     if ((rc = nc_gparse_new_rule(p, NULL, 0, &id)) != NC_OK) return rc;
     p->rules[id].repeats = true;
     nc_gvec *body = &p->rules[id].body;
     if ((rc = nc_gparse_push(p, body, term)) != NC_OK) return rc;
-    if (have &&
+    if (c->n > 0 &&
         (rc = nc_gparse_push(
-             p, body, (nc_gelem){.kind = NC_GE_REF, .a = prev})) != NC_OK)
+             p, body,
+             (nc_gelem){.kind = NC_GE_REF, .a = c->steps[c->n - 1]})) != NC_OK)
       return rc;
     if ((rc = nc_gparse_push(p, body, (nc_gelem){.kind = NC_GE_ALT})) != NC_OK)
       return rc;
-    prev = id;
-    have = true;
+    c->steps[c->n] = id;
   }
-  return nc_gparse_push(p, out, (nc_gelem){.kind = NC_GE_REF, .a = prev});
+  return nc_gparse_push(p, out,
+                        (nc_gelem){.kind = NC_GE_REF, .a = c->steps[need - 1]});
 }
 
 static nc_code parse_count(parser *p, uint32_t *v) {
@@ -499,6 +520,9 @@ static void parser_free(parser *p) {
     free(p->rules[r].body.v);
   free(p->rules);
   free(p->ranges);
+  for (uint32_t i = 0; i < p->n_chains; i++)
+    free(p->chains[i].steps);
+  free(p->chains);
 }
 
 nc_code nc_grammar_parse(const char *text, size_t len, const char *root,

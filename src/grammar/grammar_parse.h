@@ -20,6 +20,14 @@ typedef struct brule {
   size_t ref_pos; /* first reference, for "undefined rule" */
 } brule;
 
+/* The chain of x{0,k} steps built so far for one term x: steps[k - 1] is
+ * Rk (grammar_parse.c's repeat). */
+typedef struct nc_gchain {
+  nc_gelem term;
+  uint32_t *steps;
+  uint32_t n;
+} nc_gchain;
+
 typedef struct parser {
   const char *s;
   size_t n, pos;
@@ -30,6 +38,8 @@ typedef struct parser {
   size_t n_ranges, cap_ranges; /* uint32 count */
   size_t n_elems;              /* over all bodies */
   unsigned depth;
+  nc_gchain *chains;
+  uint32_t n_chains, cap_chains;
 } parser;
 
 /* err's "grammar: line L column C: msg 'arg'" for text position pos. */
@@ -43,6 +53,11 @@ nc_code nc_gparse_range(parser *p, uint32_t lo, uint32_t hi);
  * (NC_ERR_LIMIT past NC_GRAMMAR_MAX_RULES). */
 nc_code nc_gparse_new_rule(parser *p, const char *name, size_t len,
                            uint32_t *id);
+
+/* grammar_factor.c: elements x and y are the same (classes by their
+ * ranges). */
+bool nc_gparse_elem_equal(const parser *p, const nc_gelem *x,
+                          const nc_gelem *y);
 
 /* grammar_rewrite.c: every repetition of a term that can match "" repeats
  * the term without "" instead. */

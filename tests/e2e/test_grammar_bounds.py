@@ -82,6 +82,20 @@ def test_bounded_repetitions_run_beside_a_chat(server, ask):
     assert result["elapsed"] < 60, f"200 tokens took {result['elapsed']:.1f}s"
 
 
+def test_twenty_long_strings_compile(server):
+    """Every string of maxLength 1024 used its own 1,024-rule chain: twenty
+    passed the 16,384-rule bound (a 400, "grammar too large")."""
+    schema = {"type": "object",
+              "properties": {f"s{i}": {"type": "string", "maxLength": 1024}
+                             for i in range(20)},
+              "required": [f"s{i}" for i in range(20)],
+              "additionalProperties": False}
+    r = chat(server, {"max_tokens": 8, "response_format": {
+        "type": "json_schema", "json_schema": {"name": "t", "schema": schema}}})
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"].startswith('{"s0":')
+
+
 def test_disconnect_frees_the_server(server):
     with chat(server, {"grammar": HOSTILE, "max_tokens": 1500,
                        "ignore_eos": True, "stream": True},

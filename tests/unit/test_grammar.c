@@ -368,6 +368,31 @@ static void test_enum_of_4096_strings(void **state) {
   nc_grammar_free(g);
 }
 
+/* x{m,n} of one term share one chain of steps (Rk does not depend on n):
+ * twenty strings of at most 1,024 characters cost ~1,024 rules, not
+ * 20,480 (past the 16,384 bound: a JSON Schema of twenty such strings was
+ * refused as "grammar too large"), and each count still holds. */
+static void test_bounded_repetitions_share_steps(void **state) {
+  (void)state;
+  char text[2048];
+  size_t len = (size_t)snprintf(text, sizeof text, "root ::=");
+  for (int i = 0; i < 20; i++)
+    len += (size_t)snprintf(text + len, sizeof text - len,
+                            " \"<\" c{0,1024} \">\"");
+  snprintf(text + len, sizeof text - len, "\nc ::= [a-z] | \"\\\\\" [nt]\n");
+  nc_grammar *g = compile(text);
+  assert_true(nc_grammar_n_rules(g) < 1100);
+  nc_grammar_free(g);
+  g = compile("root ::= [a-c]{0,3} \"|\" [a-c]{1,5} \"|\" [abc]{2}");
+  assert_true(nc_grammar_n_rules(g) < 10);
+  assert_int_equal(runs(g, "abc|aaaaa|cc"), 1);
+  assert_int_equal(runs(g, "|a|ab"), 1);
+  assert_int_equal(runs(g, "abca|a|ab"), -1);
+  assert_int_equal(runs(g, "a||ab"), -1);
+  assert_int_equal(runs(g, "a|aaaaaa|ab"), -1);
+  nc_grammar_free(g);
+}
+
 static void test_bounds(void **state) {
   (void)state;
   const char *m = refuse("root ::= \"a\"{2000}", NC_ERR_LIMIT);
@@ -847,6 +872,7 @@ int main(void) {
       cmocka_unit_test(test_bounded_repetitions_cost),
       cmocka_unit_test(test_nullable_repetitions),
       cmocka_unit_test(test_enum_of_4096_strings),
+      cmocka_unit_test(test_bounded_repetitions_share_steps),
       cmocka_unit_test(test_mask_budget_and_cancel),
       cmocka_unit_test(test_fuzz_corpus),
   };
