@@ -75,6 +75,7 @@ static const nc_attn_flash_kernels PLAIN = {
     .tile = flash_tile_plain,
     .tile_typed = nc_flash_tile_typed_plain,
     .tile_prompt = nc_flash_tile_prompt_plain,
+    .tile_widen = nc_flash_tile_widen_plain,
 };
 
 const nc_attn_flash_kernels *nc_attn_flash_plain(void) {

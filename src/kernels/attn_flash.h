@@ -134,6 +134,14 @@ typedef struct nc_attn_flash_kernels {
    * finite values. p: m * NC_FLASH_KTILE floats of scratch. */
   void (*tile_prompt)(const nc_flash_rows *r, const float *kt, const float *v,
                       float *p, nc_flash_tstate *st);
+  /* The prompt order's operands: n consecutive keys and values (k + j *
+   * k_stride, v + j * v_stride halves, hd and hdv each) widened to F32, key
+   * j into column j of kt (kt[d * NC_FLASH_KTILE + j]) and row j of vt
+   * (vt[j * hdv + d]); the caller points kt and vt at the keys' place in
+   * the tile (n <= NC_FLASH_KTILE minus that column). */
+  void (*tile_widen)(const nc_fp16 *k, size_t k_stride, const nc_fp16 *v,
+                     size_t v_stride, int32_t n, int32_t hd, int32_t hdv,
+                     const float *tab, float *kt, float *vt);
 } nc_attn_flash_kernels;
 
 const nc_attn_flash_kernels *nc_attn_flash_plain(void);
@@ -151,6 +159,16 @@ void nc_flash_tile_prompt_plain(const nc_flash_rows *r, const float *kt,
 /* The AVX-512 build (attn_flash_prompt_avx512.c; x86 builds only). */
 void nc_flash_tile_prompt_avx512(const nc_flash_rows *r, const float *kt,
                                  const float *v, float *p, nc_flash_tstate *st);
+/* tile_widen's plain and AVX-512 builds: the same floats for every half
+ * but a signaling NaN, which the cache never holds (vcvtph2ps quiets it). */
+void nc_flash_tile_widen_plain(const nc_fp16 *k, size_t k_stride,
+                               const nc_fp16 *v, size_t v_stride, int32_t n,
+                               int32_t hd, int32_t hdv, const float *tab,
+                               float *kt, float *vt);
+void nc_flash_tile_widen_avx512(const nc_fp16 *k, size_t k_stride,
+                                const nc_fp16 *v, size_t v_stride, int32_t n,
+                                int32_t hd, int32_t hdv, const float *tab,
+                                float *kt, float *vt);
 void nc_flash_tstate_init(nc_flash_tstate *st, int32_t m, int32_t hdv);
 void nc_flash_tfinish(const nc_flash_tstate *st, int32_t m, int32_t hdv,
                       float *const *out);

@@ -201,6 +201,7 @@ static const nc_attn_flash_kernels AVX512 = {
     .tile = flash_tile_avx512,
     .tile_typed = nc_flash_tile_typed_avx512,
     .tile_prompt = nc_flash_tile_prompt_avx512,
+    .tile_widen = nc_flash_tile_widen_avx512,
 };
 
 const nc_attn_flash_kernels *nc_attn_flash_avx512(void) {

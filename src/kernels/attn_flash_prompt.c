@@ -16,6 +16,20 @@ void nc_flash_tstate_init(nc_flash_tstate *st, int32_t m, int32_t hdv) {
   memset(st->acc, 0, sizeof(float) * (size_t)m * (size_t)hdv);
 }
 
+void nc_flash_tile_widen_plain(const nc_fp16 *k, size_t k_stride,
+                               const nc_fp16 *v, size_t v_stride, int32_t n,
+                               int32_t hd, int32_t hdv, const float *tab,
+                               float *kt, float *vt) {
+  for (int32_t j = 0; j < n; j++) {
+    const nc_fp16 *kr = k + (size_t)j * k_stride,
+                  *vr = v + (size_t)j * v_stride;
+    for (int32_t d = 0; d < hd; d++)
+      kt[(size_t)d * KT + (size_t)j] = tab[kr[d]];
+    for (int32_t d = 0; d < hdv; d++)
+      vt[(size_t)j * (size_t)hdv + (size_t)d] = tab[vr[d]];
+  }
+}
+
 void nc_flash_tfinish(const nc_flash_tstate *st, int32_t m, int32_t hdv,
                       float *const *out) {
   for (int32_t i = 0; i < m; i++) {

@@ -249,6 +249,75 @@ NC_INLINE void values(const nc_flash_rows *r, const int32_t *rows, int32_t n,
   if (d0 < hdv) values_part(r, rows, n, j0, j1, v, p, st, d0, (hdv - d0) / 16);
 }
 
+/* r[i] (lanes: 16 dims of key i) becomes r[d] (lanes: dim d of 16 keys):
+ * unpack pairs of rows, then fours, then a 4 x 4 transpose of 128-bit
+ * blocks. */
+static void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  /* u[4g + c], block L: rows 4g..4g+3 of column 4L + c */
+  __m512 u[16];
+  for (int g = 0; g < 4; g++) {
+    const __m512 a = t[4 * g], b = t[4 * g + 1], c = t[4 * g + 2],
+                 d = t[4 * g + 3];
+    u[4 * g] = _mm512_shuffle_ps(a, c, _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 1] = _mm512_shuffle_ps(a, c, _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * g + 2] = _mm512_shuffle_ps(b, d, _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 3] = _mm512_shuffle_ps(b, d, _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; c++) {
+    const __m512 x0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44),
+                 x1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE),
+                 x2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44),
+                 x3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
+    r[c] = _mm512_shuffle_f32x4(x0, x2, 0x88);
+    r[4 + c] = _mm512_shuffle_f32x4(x0, x2, 0xDD);
+    r[8 + c] = _mm512_shuffle_f32x4(x1, x3, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(x1, x3, 0xDD);
+  }
+}
+
+void nc_flash_tile_widen_avx512(const nc_fp16 *k, size_t k_stride,
+                                const nc_fp16 *v, size_t v_stride, int32_t n,
+                                int32_t hd, int32_t hdv, const float *tab,
+                                float *kt, float *vt) {
+  if (hd % 16 != 0 || hdv % 16 != 0) {
+    nc_flash_tile_widen_plain(k, k_stride, v, v_stride, n, hd, hdv, tab, kt,
+                              vt);
+    return;
+  }
+  for (int32_t j = 0; j < n; j++) {
+    const nc_fp16 *vr = v + (size_t)j * v_stride;
+    float *o = vt + (size_t)j * (size_t)hdv;
+    for (int32_t d = 0; d < hdv; d += 16)
+      _mm512_storeu_ps(o + d, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                  (const __m256i *)(const void *)(vr + d))));
+  }
+  /* keys 16 at a time: 16 dims of each widened, transposed, stored as 16
+   * columns (a last group of fewer keys with zero rows and masked stores) */
+  for (int32_t j0 = 0; j0 < n; j0 += 16) {
+    const int32_t nk = n - j0 < 16 ? n - j0 : 16;
+    const __mmask16 keep = (__mmask16)(((uint32_t)1 << nk) - 1);
+    for (int32_t d0 = 0; d0 < hd; d0 += 16) {
+      __m512 r[16];
+      for (int32_t j = 0; j < 16; j++)
+        r[j] = j < nk ? _mm512_cvtph_ps(_mm256_loadu_si256(
+                            (const __m256i *)(const void *)(k +
+                                                            (size_t)(j0 + j) *
+                                                                k_stride +
+                                                            d0)))
+                      : _mm512_setzero_ps();
+      transpose16(r);
+      for (int32_t d = 0; d < 16; d++)
+        _mm512_mask_storeu_ps(kt + (size_t)(d0 + d) * KT + (size_t)j0, keep,
+                              r[d]);
+    }
+  }
+}
+
 void nc_flash_tile_prompt_avx512(const nc_flash_rows *r, const float *kt,
                                  const float *v, float *p,
                                  nc_flash_tstate *st) {

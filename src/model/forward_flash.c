@@ -258,33 +258,35 @@ static int32_t prompt_runs(const nc_batch *b, int32_t want, int32_t *t0,
   return k;
 }
 
-/* Keys [k0, k1) of the tile at j0 as F32: K transposed, V as rows. */
+/* Keys [k0, k1) of the tile at j0 as F32: K transposed, V as rows (the
+ * kernel table's tile_widen, one cache block's run at a time). */
 static void gather_tile(const flash_task *a, int32_t seq, int32_t kvh,
                         int32_t j0, int32_t k0, int32_t k1, prompt_mem *f) {
   const nc_fwd *c = a->ctx;
   const nc_hparams *hp = c->hp;
   const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
-  const float *tab = c->f16tab;
-  for (int32_t j = k0; j < k1; j++) {
+  const size_t dk = (size_t)nc_hp_n_embd_k(hp), dv = (size_t)nc_hp_n_embd_v(hp);
+  const int32_t bt = nc_kv_block_tokens(c->kv);
+  for (int32_t j = k0, e; j < k1; j = e) {
+    e = (j / bt + 1) * bt < k1 ? (j / bt + 1) * bt : k1;
     const nc_fp16 *kr =
         nc_kv_k_row_c(c->kv, a->layer, seq, j) + (int64_t)kvh * hd;
     const nc_fp16 *vr =
         nc_kv_v_row_c(c->kv, a->layer, seq, j) + (int64_t)kvh * hdv;
-    float *kt = f->kt + (j - j0), *v = f->v + (size_t)(j - j0) * (size_t)hdv;
-    for (int32_t d = 0; d < hd; d++)
-      kt[(size_t)d * KT] = tab[kr[d]];
-    for (int32_t d = 0; d < hdv; d++)
-      v[d] = tab[vr[d]];
+    c->flash->tile_widen(kr, dk, vr, dv, e - j, hd, hdv, c->f16tab,
+                         f->kt + (j - j0),
+                         f->v + (size_t)(j - j0) * (size_t)hdv);
   }
 }
 
-/* One run [t0, t1) with the query heads of KV head kvh. */
+/* One run [t0, t1) with query heads [h0, h1) of KV head kvh (each row's
+ * head's result is the same whatever the others in the call). */
 static void prompt_run(const flash_task *a, int32_t t0, int32_t t1, int32_t kvh,
-                       uint8_t *mem) {
+                       int32_t h0, int32_t h1, uint8_t *mem) {
   const nc_fwd *c = a->ctx;
   const nc_hparams *hp = c->hp;
   const int32_t hd = hp->head_dim, hdv = hp->head_dim_v, H = hp->n_head;
-  const int32_t g = H / hp->n_head_kv, m = (t1 - t0) * g;
+  const int32_t g = h1 - h0, m = (t1 - t0) * g;
   size_t bytes;
   prompt_mem f = prompt_mem_at(mem, hp, &bytes);
   (void)bytes;
@@ -292,7 +294,8 @@ static void prompt_run(const flash_task *a, int32_t t0, int32_t t1, int32_t kvh,
   memset(f.v, 0, sizeof(float) * (size_t)hdv * KT);
   for (int32_t t = t0; t < t1; t++)
     for (int32_t h = 0; h < g; h++) {
-      const int32_t i = (t - t0) * g + h, head = kvh * g + h;
+      const int32_t i = (t - t0) * g + h,
+                    head = kvh * (H / hp->n_head_kv) + h0 + h;
       f.q[i] = a->q + (int64_t)t * H * hd + (int64_t)head * hd;
       f.out[i] = a->out + (int64_t)t * H * hdv + (int64_t)head * hdv;
     }
@@ -332,27 +335,38 @@ static int64_t snake(int64_t k, int nth) {
   return round % 2 == 0 ? k : round * nth + (nth - 1 - in);
 }
 
-/* Work items: the prompt order's (run, KV head), then the row order's as
- * att_worker's: (row, GQA group) when there is one per thread, else (row,
- * head). */
+/* Work items: the prompt order's (run, KV head), or (run, KV head, a part
+ * of its query heads) when there are few of those for the threads (decode:
+ * each part widens the key tiles again, no idle thread);
+ * then the row order's as att_worker's: (row, GQA group) when there is one
+ * per thread, else (row, head). */
 static void flash_worker(void *p, int ith, int nth) {
   const flash_task *a = p;
   const nc_hparams *hp = a->ctx->hp;
   const nc_batch *b = a->b;
   uint8_t *mem = a->ctx->flash_mem + (size_t)ith * a->ctx->flash_stride;
-  const int32_t KVH = hp->n_head_kv;
+  const int32_t KVH = hp->n_head_kv, G = hp->n_head / KVH;
   if (a->n_prompt_rows > 0) {
     int32_t t0 = 0, t1 = 0;
-    const int64_t items = (int64_t)prompt_runs(b, -1, &t0, &t1) * KVH;
+    const int64_t units = (int64_t)prompt_runs(b, -1, &t0, &t1) * KVH;
+    /* enough items for the threads, and an even share where few */
+    int32_t parts = 1;
+    while (parts < G && (units * parts < nth ||
+                         (units * parts % nth != 0 && units * parts < 2 * nth)))
+      parts++;
+    const int64_t items = units * parts;
     for (int64_t k = ith; k < items; k += nth) {
       int64_t i = snake(k, nth);
       if (i >= items) i = k; /* the last, short round */
-      prompt_runs(b, (int32_t)(i / KVH), &t0, &t1);
-      prompt_run(a, t0, t1, (int32_t)(i % KVH), mem);
+      const int32_t part = (int32_t)(i % parts);
+      const int64_t u = i / parts;
+      prompt_runs(b, (int32_t)(u / KVH), &t0, &t1);
+      prompt_run(a, t0, t1, (int32_t)(u % KVH), part * G / parts,
+                 (part + 1) * G / parts, mem);
     }
   }
   if (a->n_prompt_rows == b->n_tokens) return;
-  const int32_t H = hp->n_head, G = H / KVH;
+  const int32_t H = hp->n_head;
   const int32_t n_rows = b->n_tokens - a->n_prompt_rows;
   const int32_t per = (int64_t)n_rows * KVH >= nth ? G : 1;
   const int32_t units = H / per;

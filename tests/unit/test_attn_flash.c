@@ -1,7 +1,8 @@
-/* attn_flash (src/kernels/attn_flash*.c): the AVX-512 tile gives the plain
- * build's bits; splitting the keys into tiles of any size changes nothing
- * (the online softmax runs key by key); the result is attention (close to
- * a float64 softmax); soft-capping and the state helpers work as stated. */
+/* attn_flash (src/kernels/attn_flash*.c): the AVX-512 tile (and the prompt
+ * order's widening of a tile) gives the plain build's bits; splitting the keys
+ * into tiles of any size changes nothing (the online softmax runs key by key);
+ * the result is attention (close to a float64 softmax); soft-capping and the
+ * state helpers work as stated. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -293,6 +294,80 @@ static void test_prompt_order(void **state) {
   }
 }
 
+/* Any half the cache can hold: every bit pattern but a signaling NaN (its
+ * halves come from floats rounded by nc_fp32_to_fp16 or vcvtps2ph, whose
+ * NaNs are quiet; vcvtph2ps would quiet a signaling one). */
+static nc_fp16 cache_half(float r) {
+  nc_fp16 h = (nc_fp16)r;
+  if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) h |= 0x200;
+  return h;
+}
+
+/* tile_widen: every key's K in its column of the transposed tile and its V
+ * in its row, as floats (any half the cache holds: infinities and quiet
+ * NaNs included), the AVX-512 build's bytes the plain one's, for runs of
+ * any length at any column, strided rows, and the cells outside the run
+ * untouched. */
+static void test_tile_widen(void **state) {
+  (void)state;
+  enum { KT = NC_FLASH_KTILE };
+  static const int32_t DIMS[][2] = {
+      {64, 64}, {128, 128}, {256, 256}, {48, 80}, {80, 48}};
+  static const int32_t SPANS[][2] = {{0, 64}, {0, 1},   {5, 11},  {16, 16},
+                                     {3, 61}, {48, 16}, {33, 31}, {63, 1}};
+  const nc_attn_flash_kernels *tabs[] = {nc_attn_flash_plain(),
+                                         nc_attn_flash_avx512()};
+  __builtin_cpu_init();
+  if (tabs[1] && !__builtin_cpu_supports("avx512f")) tabs[1] = NULL;
+  for (size_t di = 0; di < sizeof DIMS / sizeof DIMS[0]; di++)
+    for (size_t ri = 0; ri < sizeof SPANS / sizeof SPANS[0]; ri++) {
+      const int32_t hd = DIMS[di][0], hdv = DIMS[di][1];
+      const int32_t col = SPANS[ri][0], n = SPANS[ri][1];
+      const size_t ks = (size_t)hd * 3 + 16, vs = (size_t)hdv * 2 + 8;
+      nc_fp16 *k = malloc(sizeof(nc_fp16) * ks * KT);
+      nc_fp16 *v = malloc(sizeof(nc_fp16) * vs * KT);
+      for (size_t i = 0; i < ks * KT; i++)
+        k[i] = cache_half(frand(0, 65536.0f));
+      for (size_t i = 0; i < vs * KT; i++)
+        v[i] = cache_half(frand(0, 65536.0f));
+      float *kt[2], *vt[2];
+      for (int t = 0; t < 2; t++) {
+        kt[t] = malloc(sizeof(float) * (size_t)hd * KT);
+        vt[t] = malloc(sizeof(float) * (size_t)hdv * KT);
+        for (size_t i = 0; i < (size_t)hd * KT; i++)
+          kt[t][i] = -7.0f;
+        for (size_t i = 0; i < (size_t)hdv * KT; i++)
+          vt[t][i] = -7.0f;
+        if (!tabs[t]) continue;
+        tabs[t]->tile_widen(k, ks, v, vs, n, hd, hdv, TAB, kt[t] + col,
+                            vt[t] + (size_t)col * (size_t)hdv);
+      }
+      for (int32_t d = 0; d < hd; d++)
+        for (int32_t j = 0; j < KT; j++) {
+          const float want = j >= col && j < col + n
+                                 ? TAB[k[(size_t)(j - col) * ks + (size_t)d]]
+                                 : -7.0f;
+          const float got = kt[0][(size_t)d * KT + (size_t)j];
+          assert_memory_equal(&got, &want, sizeof got);
+        }
+      for (int32_t j = 0; j < KT; j++)
+        for (int32_t d = 0; d < hdv; d++) {
+          const float want = j >= col && j < col + n
+                                 ? TAB[v[(size_t)(j - col) * vs + (size_t)d]]
+                                 : -7.0f;
+          const float got = vt[0][(size_t)j * (size_t)hdv + (size_t)d];
+          assert_memory_equal(&got, &want, sizeof got);
+        }
+      if (tabs[1]) {
+        assert_memory_equal(kt[0], kt[1], sizeof(float) * (size_t)hd * KT);
+        assert_memory_equal(vt[0], vt[1], sizeof(float) * (size_t)hdv * KT);
+      }
+      free(k), free(v);
+      for (int t = 0; t < 2; t++)
+        free(kt[t]), free(vt[t]);
+    }
+}
+
 /* The typed tile: the AVX-512 build equals the plain one bit for bit for
  * Q8_0/Q4_0 keys and values, over several tiles and query rows. */
 static void typed_run(nc_type kt, nc_type vt, int32_t m, int32_t hd,
@@ -365,6 +440,7 @@ int main(void) {
       cmocka_unit_test(test_dot_order),
       cmocka_unit_test(test_edges),
       cmocka_unit_test(test_prompt_order),
+      cmocka_unit_test(test_tile_widen),
       cmocka_unit_test(test_typed_builds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
