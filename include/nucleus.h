@@ -76,9 +76,10 @@ NUCLEUS_API void nucleus_free(void *ptr);
 typedef struct nucleus_model nucleus_model;
 
 /* Flash attention, as llama.cpp's --flash-attn. auto (the default) is on,
- * as llama.cpp's CPU default: a prompt's rows take its tiled order and
- * generated tokens its per-row order, so the logits follow llama.cpp at its
- * defaults (nucleus_model_flash_attn says what a loaded model runs). */
+ * as llama.cpp's CPU default: with llama.cpp's row orders (nucleus run,
+ * nucleus_row_orders) a prompt's rows take its tiled order and generated
+ * tokens its per-row order, so the logits follow llama.cpp at its defaults
+ * (nucleus_model_flash_attn says what a loaded model runs). */
 typedef enum nucleus_flash_attn {
   NUCLEUS_FLASH_ATTN_AUTO = 0,
   NUCLEUS_FLASH_ATTN_ON = 1,
@@ -730,6 +731,28 @@ NUCLEUS_API bool nucleus_spec_type_from_name(const char *name,
 typedef struct nucleus_engine nucleus_engine;
 typedef struct nucleus_request nucleus_request;
 
+/* The float orders of the forward pass's rows (docs/forward.md, "Row
+ * orders"). llama.cpp's CPU build computes a row in other float orders
+ * (flash attention's and the K-quant matmuls') by the size of the
+ * micro-batch its request puts it in: a prompt's rows differ from a
+ * generated token's, and a short prompt's from a long one's.
+ * - REUSE: every row takes the orders of a long prompt's rows (flash
+ *   attention's tiled prompt order, the tiled matmuls), whatever its
+ *   request, so a position's K/V depend only on its tokens and the prefix
+ *   cache reuses every full block of earlier requests and chat turns,
+ *   prompts and replies alike.
+ * - LLAMA: each row takes llama.cpp's orders for its place in its request
+ *   (its prompt's length decides), so the logits are llama.cpp's at its
+ *   defaults bit for bit; a position's K/V then depend on the prompt's
+ *   length, so the prefix cache is off (cached_tokens 0).
+ * - AUTO (0): REUSE for the library, `nucleus chat`, `bench` and `serve`;
+ *   LLAMA for `nucleus run`. */
+typedef enum nucleus_row_orders {
+  NUCLEUS_ROW_ORDERS_AUTO = 0,
+  NUCLEUS_ROW_ORDERS_REUSE = 1,
+  NUCLEUS_ROW_ORDERS_LLAMA = 2,
+} nucleus_row_orders;
+
 /* Each field's flag, range and default is a row of the engine-option table
  * below (nucleus_engine_options_*); 0 in a count means its default. */
 typedef struct nucleus_engine_params {
@@ -745,6 +768,8 @@ typedef struct nucleus_engine_params {
   bool swa_full;        /* true: sliding-window layers keep every
                            position (as llama.cpp --swa-full); by
                            default they release what left the window */
+  nucleus_row_orders row_orders; /* auto (reuse; the engine reports what it
+                                    resolved to) */
 } nucleus_engine_params;
 
 NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
@@ -757,7 +782,7 @@ NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
  * `bench` and `serve` and their --help texts all read it. Flags: -c,
  * --ctx-size N (--ctx too), --kv-tokens N, --kv-block-tokens N,
  * --batch-tokens N, -np, --parallel N, --max-queue N, --no-prefix-cache,
- * --swa-full. */
+ * --swa-full, --row-orders auto|reuse|llama. */
 NUCLEUS_API size_t nucleus_engine_options_count(void);
 NUCLEUS_API const nucleus_option_info *
 nucleus_engine_options_at(size_t i); /* NULL past the end */

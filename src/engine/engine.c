@@ -548,22 +548,25 @@ static void retire_groups(nucleus_engine *e) {
   e->n_groups = w;
 }
 
-/* Positions of the group's sequences whose K/V take flash attention's
- * prompt order (batch.h), as the prefix cache names blocks by it; 0 when
- * the model's attention has one order (flash off, or a typed cache). */
-static int32_t prompt_order_end(const nucleus_engine *e, const group *g) {
-  const nucleus_model *m = e->model;
-  if (!nc_model_flash_attn(m) || nc_model_cache_type_k(m) != NC_TYPE_F16 ||
-      nc_model_cache_type_v(m) != NC_TYPE_F16)
-    return 0;
-  return nc_flash_prompt_order_end(g->req->n_prompt);
+/* Whether K/V go through the prefix cache: with the reuse orders a
+ * position's K/V depend only on the tokens up to it (batch.h,
+ * nc_batch_add_reusable); with llama.cpp's they depend on the prompt's
+ * length, so nothing is shared across requests. */
+static bool prefix_cache_on(const nucleus_engine *e) {
+  return !e->params.no_prefix_cache &&
+         e->params.row_orders == NUCLEUS_ROW_ORDERS_REUSE;
 }
 
-/* Positions of the group's sequences whose matmuls take llama.cpp's order
- * for micro-batches of 8+ rows (batch.h), as the prefix cache names blocks
- * by it too. */
-static int32_t mm_order_end(const group *g) {
-  return nc_mm_prompt_order_end(g->req->n_prompt);
+/* Appends a row of the group's sequence seq in the engine's row orders:
+ * llama.cpp's for its place in the request, or the reuse orders' one. */
+static void add_row(nucleus_engine *e, const group *g, int32_t token,
+                    int32_t pos, int32_t seq, bool logits) {
+  if (e->params.row_orders == NUCLEUS_ROW_ORDERS_LLAMA)
+    nc_batch_add_prompt(&e->batch, token, pos, seq,
+                        logits ? NC_LOGITS_LAST : NC_LOGITS_NONE,
+                        g->req->n_prompt);
+  else
+    nc_batch_add_reusable(&e->batch, token, pos, seq, logits);
 }
 
 /* Blocks that return to the pool if the group is preempted: those no other
@@ -581,14 +584,13 @@ static int64_t group_blocks_held(nucleus_engine *e, const group *g) {
  * tokens; the request's first admission counts its prompt's hit. */
 static void attach_prefix(nucleus_engine *e, group *g, completion *c) {
   int32_t hit = 0;
-  if (!e->params.no_prefix_cache)
+  if (prefix_cache_on(e))
     hit = nc_kv_seq_attach_prefix(e->kv, c->kv_seq, g->salt, c->tokens,
-                                  c->n_tokens, prompt_order_end(e, g),
-                                  mm_order_end(g));
+                                  c->n_tokens);
   if (g->queried) return;
   g->queried = true;
   g->cached_tokens = hit < g->req->n_prompt ? hit : g->req->n_prompt;
-  if (e->params.no_prefix_cache) return;
+  if (!prefix_cache_on(e)) return;
   e->stats.prefix_cache_queried_tokens_total += g->req->n_prompt;
   e->stats.prefix_cache_hit_tokens_total += g->cached_tokens;
 }
@@ -599,7 +601,7 @@ static int32_t build_sched_state(nucleus_engine *e) {
   int32_t bt = nc_kv_block_tokens(e->kv);
   /* Waiting requests past the first max_running cannot be admitted this
    * step: they are not looked up in the prefix cache. */
-  int32_t peeks = e->params.no_prefix_cache ? 0 : e->params.max_running;
+  int32_t peeks = prefix_cache_on(e) ? e->params.max_running : 0;
   for (int32_t i = 0; i < e->n_groups; i++) {
     group *g = e->groups[i];
     nc_sched_group *sg = &e->step.sg[i];
@@ -616,8 +618,7 @@ static int32_t build_sched_state(nucleus_engine *e) {
       int64_t pin = 0;
       if (c->kv_seq < 0 && peeks > 0) { /* waiting: what it would reuse */
         kv_len =
-            nc_kv_prefix_peek(e->kv, g->salt, c->tokens, c->n_tokens,
-                              prompt_order_end(e, g), mm_order_end(g), &pin);
+            nc_kv_prefix_peek(e->kv, g->salt, c->tokens, c->n_tokens, &pin);
         peeks--;
       }
       e->step.ss[n_seqs] =
@@ -721,9 +722,7 @@ static bool step(nucleus_engine *e) {
     for (int32_t k = 0; k < n; k++) {
       int32_t pos = kv_len + k;
       bool last = pos == c->n_tokens - 1;
-      nc_batch_add_prompt(&e->batch, c->tokens[pos], pos, c->kv_seq,
-                          last ? NC_LOGITS_LAST : NC_LOGITS_NONE,
-                          g->req->n_prompt);
+      add_row(e, g, c->tokens[pos], pos, c->kv_seq, last);
       if (last) {
         e->step.row_at[n_rows] = n_logit_rows++;
         e->step.row_comp[n_rows++] = c;
@@ -731,8 +730,7 @@ static bool step(nucleus_engine *e) {
     }
     /* drafts: generated positions, each row in a plain decode's orders */
     for (int32_t k = 0; k < n_draft; k++)
-      nc_batch_add_prompt(&e->batch, c->spec.draft[k], kv_len + n + k,
-                          c->kv_seq, NC_LOGITS_LAST, g->req->n_prompt);
+      add_row(e, g, c->spec.draft[k], kv_len + n + k, c->kv_seq, true);
     n_logit_rows += n_draft;
   }
   if (e->batch.n_tokens == 0) return plan.n_items > 0;
@@ -747,11 +745,9 @@ static bool step(nucleus_engine *e) {
   }
   e->stats.steps_total++;
   /* The full blocks just written join the prefix cache's index. */
-  for (int32_t i = 0; i < n_fed && !e->params.no_prefix_cache; i++)
+  for (int32_t i = 0; i < n_fed && prefix_cache_on(e); i++)
     nc_kv_seq_publish(e->kv, e->step.fed[i]->kv_seq, e->step.fed[i]->tokens,
-                      e->step.fed[i]->n_tokens,
-                      prompt_order_end(e, e->step.fed[i]->owner),
-                      mm_order_end(e->step.fed[i]->owner));
+                      e->step.fed[i]->n_tokens);
 
   /* Sampling rows: one per completion that got logits; a group whose
    * prompt just finished prefilling forks its other completions first. */

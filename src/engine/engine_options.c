@@ -10,6 +10,12 @@
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
+_Static_assert(sizeof(nucleus_row_orders) == sizeof(int),
+               "enum fields are ints");
+
+/* Indexed by nucleus_row_orders' values (include/nucleus.h). */
+static const char *const ROW_ORDERS[] = {"auto", "reuse", "llama", NULL};
+
 static const nc_opt_row ROWS[] = {
     {{"n_ctx", "--ctx-size", "-c", NUCLEUS_OPTION_INT, "N", 0, 1 << 24, NULL,
       "context size per sequence"},
@@ -58,6 +64,16 @@ static const nc_opt_row ROWS[] = {
       "sliding-window layers keep every position (default: the window's)"},
      E(swa_full),
      NC_OPT_BOOL,
+     NULL,
+     NULL},
+    {{"row_orders", "--row-orders", NULL, NUCLEUS_OPTION_CHOICE, "WHICH", 0, 0,
+      ROW_ORDERS,
+      "float orders of the rows: reuse (one order for every row, so the "
+      "prefix cache reuses earlier turns' prompts and replies), llama "
+      "(llama.cpp's per request, its logits bit for bit; no prefix cache) "
+      "or auto (llama for run, else reuse)"},
+     E(row_orders),
+     NC_OPT_ENUM,
      NULL,
      NULL},
 };

@@ -2,8 +2,8 @@
  *
  * A completion that feeds one generated token may feed drafts after it:
  * positions past it in the same batch, each row in the orders a plain
- * decode of that position takes (nc_batch_add_prompt of a generated
- * position), so each row's logits are the bits decoding without drafts
+ * decode of that position takes (the engine's row orders: engine.c's
+ * add_row), so each row's logits are the bits decoding without drafts
  * computes there. Verification walks the rows in order with the
  * completion's own sampler, grammar matcher, stop rules and budget, exactly
  * as plain steps would, emitting each token through the engine's one path

@@ -175,35 +175,30 @@ size_t nc_kv_bytes_total(const nc_kv_cache *kv);
  * and the SWA blocks from the window start of position h * bt on: the hit
  * is the longest run of global blocks cut back to the last h whose window
  * is all cached, so that a reuse reads exactly the K/V a cold run writes
- * (what is missing is recomputed). */
-
-/* The chain root of a salt (NULL/0: no salt).
+ * (what is missing is recomputed).
  *
- * order_end: the K/V of positions below it were computed in flash
- * attention's prompt order, the rest in its row order (batch.h; 0 when the
- * orders do not differ: flash attention off or a typed cache); mm_end
- * likewise for the matmuls' order (nc_mm_prompt_order_end; 0 when the
- * kernels have one order). A block's name includes how many of its
- * positions are below each, so a hit hands out only K/V computed in the
- * orders a cold run would use. */
+ * The name holds no float order: the caller indexes only K/V whose rows
+ * all took one order (the engine's reuse orders, nc_batch_add_reusable),
+ * so a position's K/V depend on its tokens alone. */
+
+/* The chain root of a salt (NULL/0: no salt). */
 uint64_t nc_kv_salt_hash(const char *salt, size_t len);
 /* On an empty live sequence: roots its chain at salt and takes the longest
  * run of indexed full blocks whose token ids prefix tokens[0, n_tokens),
  * leaving at least the last token to feed. Returns the positions reused
  * (its new length, a multiple of the block size); 0 otherwise. */
 int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
-                                const int32_t *tokens, int32_t n_tokens,
-                                int32_t order_end, int32_t mm_end);
+                                const int32_t *tokens, int32_t n_tokens);
 /* What nc_kv_seq_attach_prefix would reuse now, changing nothing: the
  * positions, and in *n_idle how many of its blocks are cached (refcount 0:
  * taking them lowers nc_kv_blocks_free). */
 int32_t nc_kv_prefix_peek(const nc_kv_cache *kv, uint64_t salt,
                           const int32_t *tokens, int32_t n_tokens,
-                          int32_t order_end, int32_t mm_end, int64_t *n_idle);
+                          int64_t *n_idle);
 /* Indexes the sequence's written full blocks not yet indexed; tokens holds
  * the ids of its positions [0, n_tokens). */
 void nc_kv_seq_publish(nc_kv_cache *kv, int32_t seq, const int32_t *tokens,
-                       int32_t n_tokens, int32_t order_end, int32_t mm_end);
+                       int32_t n_tokens);
 /* Blocks that would return to the pool (free or cached) if these sequences
  * were freed: those no other sequence holds. */
 int64_t nc_kv_blocks_exclusive(nc_kv_cache *kv, const int32_t *seqs,

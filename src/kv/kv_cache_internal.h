@@ -60,16 +60,15 @@ struct nc_kv_cache {
 
   /* The content index (kv_prefix.c), over the blocks of every group: a
    * lookup matches the group too. */
-  bool *hashed;            /* [n_blocks] */
-  uint64_t *hash;          /* [n_blocks]: chain hash of a hashed block */
-  uint64_t *parent;        /* [n_blocks]: its parent's chain hash */
-  int32_t *n_prompt_order; /* [n_blocks]: its orders (kv_prefix.c) */
-  int32_t *tokens;         /* [n_blocks * block_tokens]: its token ids */
-  int32_t *hash_next;      /* [n_blocks]: bucket chain */
-  int32_t *buckets;        /* [n_buckets] */
-  int64_t n_buckets;       /* a power of two */
-  int32_t *lru_prev;       /* [n_blocks]: each group's cached (refcount 0) */
-  int32_t *lru_next;       /* blocks, oldest release first */
+  bool *hashed;       /* [n_blocks] */
+  uint64_t *hash;     /* [n_blocks]: chain hash of a hashed block */
+  uint64_t *parent;   /* [n_blocks]: its parent's chain hash */
+  int32_t *tokens;    /* [n_blocks * block_tokens]: its token ids */
+  int32_t *hash_next; /* [n_blocks]: bucket chain */
+  int32_t *buckets;   /* [n_buckets] */
+  int64_t n_buckets;  /* a power of two */
+  int32_t *lru_prev;  /* [n_blocks]: each group's cached (refcount 0) */
+  int32_t *lru_next;  /* blocks, oldest release first */
   int32_t lru_head[NC_KV_MAX_GROUPS], lru_tail[NC_KV_MAX_GROUPS];
   int64_t n_cached[NC_KV_MAX_GROUPS]; /* blocks on the LRU lists */
   int64_t n_hashed[NC_KV_MAX_GROUPS]; /* hashed blocks, taken or not */

@@ -2,9 +2,10 @@
  *
  * A full block is named by a hash chained over its parent's hash and its
  * token ids; the root of a chain is the hash of the request's salt. The
- * model and its kernel table are fixed for a cache, so (salt, token ids of
- * every position up to the block's end, and which of them took flash
- * attention's prompt order) is everything its K/V depend on.
+ * model and its kernel table are fixed for a cache, and the engine puts K/V
+ * here only when every row takes one float order (its reuse orders,
+ * batch.h), so (salt, token ids of every position up to the block's end)
+ * is everything its K/V depend on.
  * A lookup also compares the stored parent hash and token ids, so a hash
  * collision cannot hand out another prefix's K/V.
  *
@@ -43,23 +44,8 @@ uint64_t nc_kv_salt_hash(const char *salt, size_t len) {
   return mix64(h ^ ((uint64_t)len << 32) ^ 0x6e75636c65757321ull);
 }
 
-/* The positions of block i below end. */
-static int32_t below(const nc_kv_cache *kv, int32_t i, int32_t end) {
-  const int32_t n = end - i * kv->block_tokens;
-  return n < 0 ? 0 : n > kv->block_tokens ? kv->block_tokens : n;
-}
-
-/* Block i's orders: its positions below order_end and below mm_end. */
-static int32_t in_prompt_order(const nc_kv_cache *kv, int32_t i,
-                               int32_t order_end, int32_t mm_end) {
-  return below(kv, i, order_end) +
-         (kv->block_tokens + 1) * below(kv, i, mm_end);
-}
-
-static uint64_t block_hash(uint64_t parent, const int32_t *tokens, int32_t n,
-                           int32_t n_prompt_order) {
-  uint64_t h = mix64(parent ^ 0x9e3779b97f4a7c15ull ^
-                     ((uint64_t)(uint32_t)n_prompt_order << 32));
+static uint64_t block_hash(uint64_t parent, const int32_t *tokens, int32_t n) {
+  uint64_t h = mix64(parent ^ 0x9e3779b97f4a7c15ull);
   for (int32_t i = 0; i < n; i++)
     h = mix64(h ^ (uint32_t)tokens[i] ^ ((uint64_t)i << 40));
   return h;
@@ -74,16 +60,15 @@ bool nc_kv_prefix_alloc(nc_kv_cache *kv) {
   kv->hashed = calloc(n, sizeof *kv->hashed);
   kv->hash = calloc(n, sizeof *kv->hash);
   kv->parent = calloc(n, sizeof *kv->parent);
-  kv->n_prompt_order = calloc(n, sizeof *kv->n_prompt_order);
   kv->tokens = calloc(n * (size_t)kv->block_tokens, sizeof *kv->tokens);
   kv->hash_next = malloc(n * sizeof *kv->hash_next);
   kv->buckets = malloc((size_t)nb * sizeof *kv->buckets);
   kv->lru_prev = malloc(n * sizeof *kv->lru_prev);
   kv->lru_next = malloc(n * sizeof *kv->lru_next);
   kv->scratch = calloc(n, sizeof *kv->scratch);
-  if (!kv->hashed || !kv->hash || !kv->parent || !kv->n_prompt_order ||
-      !kv->tokens || !kv->hash_next || !kv->buckets || !kv->lru_prev ||
-      !kv->lru_next || !kv->scratch)
+  if (!kv->hashed || !kv->hash || !kv->parent || !kv->tokens ||
+      !kv->hash_next || !kv->buckets || !kv->lru_prev || !kv->lru_next ||
+      !kv->scratch)
     return false;
   for (int64_t i = 0; i < nb; i++)
     kv->buckets[i] = -1;
@@ -96,7 +81,6 @@ void nc_kv_prefix_free(nc_kv_cache *kv) {
   free(kv->hashed);
   free(kv->hash);
   free(kv->parent);
-  free(kv->n_prompt_order);
   free(kv->tokens);
   free(kv->hash_next);
   free(kv->buckets);
@@ -149,24 +133,23 @@ static const int32_t *block_tokens_of(const nc_kv_cache *kv, int32_t b) {
   return kv->tokens + (size_t)b * (size_t)kv->block_tokens;
 }
 
-/* The hashed block of group g named (parent, tokens, order), or -1. */
+/* The hashed block of group g named (parent, tokens), or -1. */
 static int32_t lookup(const nc_kv_cache *kv, int32_t g, uint64_t h,
-                      uint64_t parent, const int32_t *tokens, int32_t order) {
+                      uint64_t parent, const int32_t *tokens) {
   const size_t bytes = sizeof(int32_t) * (size_t)kv->block_tokens;
   for (int32_t b = kv->buckets[bucket_of(kv, h)]; b >= 0; b = kv->hash_next[b])
     if (kv->hash[b] == h && kv->parent[b] == parent &&
-        kv->n_prompt_order[b] == order && nc_kv_block_group(kv, b) == g &&
+        nc_kv_block_group(kv, b) == g &&
         memcmp(block_tokens_of(kv, b), tokens, bytes) == 0)
       return b;
   return -1;
 }
 
 static void insert(nc_kv_cache *kv, int32_t b, uint64_t h, uint64_t parent,
-                   const int32_t *tokens, int32_t order) {
+                   const int32_t *tokens) {
   kv->hashed[b] = true;
   kv->hash[b] = h;
   kv->parent[b] = parent;
-  kv->n_prompt_order[b] = order;
   memcpy(kv->tokens + (size_t)b * (size_t)kv->block_tokens, tokens,
          sizeof(int32_t) * (size_t)kv->block_tokens);
   const int64_t k = bucket_of(kv, h);
@@ -192,7 +175,7 @@ static int32_t max_hit_blocks(const nc_kv_cache *kv, int32_t n_tokens) {
  * hit's. Returns the hit in blocks. */
 static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
                         const int32_t *tokens, int32_t n_tokens,
-                        int32_t order_end, int32_t mm_end, int64_t *n_idle) {
+                        int64_t *n_idle) {
   const int32_t bt = kv->block_tokens,
                 max_blocks = max_hit_blocks(kv, n_tokens);
   uint64_t chain = salt;
@@ -201,13 +184,12 @@ static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
   *n_idle = 0;
   for (int32_t i = 0; i < max_blocks; i++) {
     const int32_t *t = tokens + (size_t)i * (size_t)bt;
-    const int32_t o = in_prompt_order(kv, i, order_end, mm_end);
-    const uint64_t h = block_hash(chain, t, bt, o);
-    const int32_t b = lookup(kv, NC_KV_GLOBAL, h, chain, t, o);
+    const uint64_t h = block_hash(chain, t, bt);
+    const int32_t b = lookup(kv, NC_KV_GLOBAL, h, chain, t);
     if (b < 0) break;
     if (kv->refcount[b] == 0) idle++;
     if (kv->n_groups > 1) {
-      run = lookup(kv, NC_KV_SWA, h, chain, t, o) >= 0 ? run + 1 : 0;
+      run = lookup(kv, NC_KV_SWA, h, chain, t) >= 0 ? run + 1 : 0;
       const int32_t need = i + 1 - nc_kv_swa_keep_from(kv, (i + 1) * bt) / bt;
       if (run < need) {
         chain = h;
@@ -223,9 +205,8 @@ static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
 
 int32_t nc_kv_prefix_peek(const nc_kv_cache *kv, uint64_t salt,
                           const int32_t *tokens, int32_t n_tokens,
-                          int32_t order_end, int32_t mm_end, int64_t *n_idle) {
-  return find_hit(kv, salt, tokens, n_tokens, order_end, mm_end, n_idle) *
-         kv->block_tokens;
+                          int64_t *n_idle) {
+  return find_hit(kv, salt, tokens, n_tokens, n_idle) * kv->block_tokens;
 }
 
 /* Takes block b (a hit) for a sequence. */
@@ -235,8 +216,7 @@ static void take_cached(nc_kv_cache *kv, int32_t b) {
 }
 
 int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
-                                const int32_t *tokens, int32_t n_tokens,
-                                int32_t order_end, int32_t mm_end) {
+                                const int32_t *tokens, int32_t n_tokens) {
   kv_seq *q = live_seq(kv, seq);
   if (!q || q->len != 0 || q->n_blocks != 0) return 0;
   q->root = q->chain = salt;
@@ -244,20 +224,17 @@ int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
   q->swa_first = 0;
   const int32_t bt = kv->block_tokens;
   int64_t idle;
-  const int32_t hit =
-      find_hit(kv, salt, tokens, n_tokens, order_end, mm_end, &idle);
+  const int32_t hit = find_hit(kv, salt, tokens, n_tokens, &idle);
   if (hit == 0 || !nc_kv_seq_grow_table(kv, q, hit)) return 0;
   const int32_t first = nc_kv_swa_keep_from(kv, hit * bt) / bt;
   for (int32_t i = 0; i < hit; i++) {
     const int32_t *t = tokens + (size_t)i * (size_t)bt;
-    const int32_t o = in_prompt_order(kv, i, order_end, mm_end);
-    const uint64_t h = block_hash(q->chain, t, bt, o);
-    const int32_t b = lookup(kv, NC_KV_GLOBAL, h, q->chain, t, o);
+    const uint64_t h = block_hash(q->chain, t, bt);
+    const int32_t b = lookup(kv, NC_KV_GLOBAL, h, q->chain, t);
     take_cached(kv, b);
     q->blocks[NC_KV_GLOBAL][i] = b;
     if (kv->n_groups > 1) {
-      const int32_t s =
-          i >= first ? lookup(kv, NC_KV_SWA, h, q->chain, t, o) : -1;
+      const int32_t s = i >= first ? lookup(kv, NC_KV_SWA, h, q->chain, t) : -1;
       if (s >= 0) take_cached(kv, s);
       q->blocks[NC_KV_SWA][i] = s;
     }
@@ -271,22 +248,21 @@ int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
 }
 
 void nc_kv_seq_publish(nc_kv_cache *kv, int32_t seq, const int32_t *tokens,
-                       int32_t n_tokens, int32_t order_end, int32_t mm_end) {
+                       int32_t n_tokens) {
   kv_seq *q = live_seq(kv, seq);
   if (!q || !tokens) return;
   const int32_t bt = kv->block_tokens;
   const int32_t upto = (n_tokens < q->len ? n_tokens : q->len) / bt;
   for (int32_t i = q->n_chained; i < upto && i < q->n_blocks; i++) {
     const int32_t *t = tokens + (size_t)i * (size_t)bt;
-    const int32_t o = in_prompt_order(kv, i, order_end, mm_end);
-    const uint64_t h = block_hash(q->chain, t, bt, o);
+    const uint64_t h = block_hash(q->chain, t, bt);
     /* A block already named (a hit, a fork's share) keeps its name; a
      * duplicate of another block's content stays private. The SWA part is
      * named while the sequence still holds it. */
     for (int32_t g = 0; g < kv->n_groups; g++) {
       const int32_t b = q->blocks[g][i];
-      if (b >= 0 && !kv->hashed[b] && lookup(kv, g, h, q->chain, t, o) < 0)
-        insert(kv, b, h, q->chain, t, o);
+      if (b >= 0 && !kv->hashed[b] && lookup(kv, g, h, q->chain, t) < 0)
+        insert(kv, b, h, q->chain, t);
     }
     q->chain = h;
     q->n_chained++;

@@ -82,6 +82,15 @@ bool nc_batch_add_prompt(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
   return true;
 }
 
+bool nc_batch_add_reusable(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
+                           bool want_logits) {
+  if (!nc_batch_add(b, token, pos, seq, want_logits)) return false;
+  const int32_t i = b->n_tokens - 1;
+  b->prompt_order[i] = 1;
+  b->mm_order[i] = NC_MM_OUT_FEW;
+  return true;
+}
+
 int32_t nc_batch_n_logits(const nc_batch *b) {
   int32_t n = 0;
   for (int32_t i = 0; i < b->n_tokens; i++)

@@ -63,6 +63,14 @@ bool nc_batch_add(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
  * micro-batches of NC_LLAMA_UBATCH from position 0, logits as given). */
 bool nc_batch_add_prompt(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
                          nc_prompt_logits logits, int32_t n_prompt);
+/* Appends a row in the orders llama.cpp gives a row of a long prompt (a
+ * micro-batch of NC_FLASH_TILED_MIN_ROWS or more rows: flash attention's
+ * prompt order, the tiled matmuls), whatever its position or request, and
+ * its logits, if it wants them, as a prompt's last row (NC_MM_OUT_FEW): a
+ * position's K/V then depend only on the tokens up to it, so the prefix
+ * cache can hand them to any later request (the engine's reuse orders). */
+bool nc_batch_add_reusable(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
+                           bool want_logits);
 /* Number of entries with want_logits set (rows of the logits output). */
 int32_t nc_batch_n_logits(const nc_batch *b);
 

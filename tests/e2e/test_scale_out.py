@@ -235,10 +235,8 @@ def test_cache_aware_finds_prefix_caches_and_answers_match(cluster):
     print(f"cached_tokens: cache_aware {totals['cache_aware']}, "
           f"round_robin {totals['round_robin']}")
     assert totals["cache_aware"] > 0
-    # (each turn's previous reply was computed in flash attention's row
-    # order, a new prompt puts it in the prompt order: the prefix cache
-    # hands out only K/V a cold run would compute, so a turn reuses up to
-    # its previous prompt; measured 1.97x)
+    # (on the replica that served its previous turn a turn reuses that
+    # turn's prompt and reply: docs/forward.md, "Row orders")
     assert totals["cache_aware"] >= 1.5 * totals["round_robin"], totals
 
 

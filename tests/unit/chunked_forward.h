@@ -3,7 +3,8 @@
  * for every row: the forward tests' way to check that any split of a prompt
  * gives the same bits. The first n_prompt tokens are the prompt (the rest
  * as generated ones: batch.h's flash attention orders); run_chunked: all
- * of them. Include after cmocka.h. */
+ * of them; run_chunked_reusable: the engine's reuse orders. Include after
+ * cmocka.h. */
 #ifndef NC_TEST_CHUNKED_FORWARD_H
 #define NC_TEST_CHUNKED_FORWARD_H
 
@@ -14,6 +15,8 @@
 #include "model/context.h"
 #include "model/model.h"
 
+/* n_prompt < 0: every row in the engine's reuse orders
+ * (nc_batch_add_reusable) instead. */
 static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,
                                int32_t n, int32_t n_prompt,
                                const int32_t *chunks, int n_chunks,
@@ -37,7 +40,10 @@ static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,
     assert_int_equal(nc_kv_seq_reserve(kv, s, end, &err), NC_OK);
     nc_batch_clear(&b);
     for (int32_t i = i0; i < end; i++)
-      nc_batch_add_prompt(&b, tokens[i], i, s, NC_LOGITS_ALL, n_prompt);
+      if (n_prompt < 0)
+        nc_batch_add_reusable(&b, tokens[i], i, s, true);
+      else
+        nc_batch_add_prompt(&b, tokens[i], i, s, NC_LOGITS_ALL, n_prompt);
     if (nc_context_forward(ctx, &b, logits + (int64_t)i0 * nv, &err) != NC_OK)
       fail_msg("forward: %s", err.message);
     assert_int_equal(nc_kv_seq_len(kv, s), end);
@@ -52,6 +58,12 @@ static void run_chunked(const nucleus_model *m, const int32_t *tokens,
                         int32_t n, const int32_t *chunks, int n_chunks,
                         float *logits) {
   run_chunked_prompt(m, tokens, n, n, chunks, n_chunks, logits);
+}
+
+static void run_chunked_reusable(const nucleus_model *m, const int32_t *tokens,
+                                 int32_t n, const int32_t *chunks, int n_chunks,
+                                 float *logits) {
+  run_chunked_prompt(m, tokens, n, -1, chunks, n_chunks, logits);
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* batch: the orders nc_batch_add_prompt gives each row as llama.cpp would
  * (micro-batches of NC_LLAMA_UBATCH from position 0; flash attention's
- * tiled path from 64 rows, the K-quant matmuls' from 8). */
+ * tiled path from 64 rows, the K-quant matmuls' from 8), and the one order
+ * nc_batch_add_reusable gives every row. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -57,10 +58,35 @@ static void test_row_orders(void **state) {
   nc_batch_free(&b);
 }
 
+/* The reuse orders: a long prompt's (flash attention's prompt order, the
+ * tiled matmuls) for every row, a short prompt's, a long one's and a
+ * generated token's alike, whatever the position; a row with logits as a
+ * prompt's last (NC_MM_OUT_FEW, after the last layer's attention only). */
+static void test_reusable_rows(void **state) {
+  (void)state;
+  nc_batch b;
+  nc_error err;
+  assert_int_equal(nc_batch_init(&b, 8, &err), NC_OK);
+  const int32_t pos[] = {0, 5, 63, 64, 518, 519, 4095};
+  for (int i = 0; i < 7; i++)
+    assert_true(nc_batch_add_reusable(&b, 1, pos[i], i % 2, i % 3 == 0));
+  for (int i = 0; i < 7; i++) {
+    assert_int_equal(b.prompt_order[i], 1);
+    assert_int_equal(b.mm_order[i], NC_MM_OUT_FEW);
+    assert_int_equal(b.want_logits[i], i % 3 == 0);
+    assert_int_equal(b.pos[i], pos[i]);
+  }
+  assert_int_equal(nc_batch_n_logits(&b), 3);
+  assert_true(nc_batch_add_reusable(&b, 1, 7, 0, false));
+  assert_false(nc_batch_add_reusable(&b, 1, 8, 0, false)); /* full */
+  nc_batch_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_ends),
       cmocka_unit_test(test_row_orders),
+      cmocka_unit_test(test_reusable_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
  *   (smollm2_q4_1_fa.txt, llama.cpp's tiled path for 64+ rows: rows fed
  *   as a prompt take that order), both with strict bounds;
  * - batch invariance: one call, token by token and uneven chunks give the
- *   same bits, at 1 and 3 threads;
+ *   same bits, at 1 and 3 threads; so do the engine's reuse orders, whose
+ *   rows token by token give the prompt-in-one-batch bits;
  * - on and off give different (close) logits; a bad value is an error. */
 #include <math.h>
 #include <setjmp.h>
@@ -161,6 +162,39 @@ static void test_batch_and_thread_invariance(void **state) {
   free(other);
 }
 
+/* The engine's reuse orders (nc_batch_add_reusable): every row in the
+ * prompt order, so a position's logits are the same token by token (as
+ * generated tokens), in uneven chunks and at 3 threads, and, the default
+ * model's matmuls having one order, those of the prompt in one batch:
+ * llama.cpp's tiled path, whose golden test_matches_llama_cpp_fa checks. */
+static void test_reuse_orders(void **state) {
+  fixture *fx = *state;
+  const golden_prompt *g = &fx->dec[1];
+  const int32_t n = N_USE(g->n);
+  nucleus_model *m1 = need_model(1, NUCLEUS_FLASH_ATTN_ON);
+  const int32_t nv = nc_model_hparams(m1)->n_vocab;
+  const size_t bytes = sizeof(float) * (size_t)n * (size_t)nv;
+  float *prompt = malloc(bytes), *other = malloc(bytes);
+  const int32_t all[1] = {n}, single[1] = {1}, uneven[3] = {5, 17, 1};
+  run_chunked_reusable(m1, g->tokens, n, single, 1, other);
+  if (!NC_SANITIZED) { /* 64+ rows (the sanitizers take 48): all tiled */
+    assert_int_equal(nc_flash_prompt_order_end(n), n);
+    run_chunked(m1, g->tokens, n, all, 1, prompt);
+    assert_same_bits(prompt, other, (int64_t)n * nv, "reuse vs prompt");
+  }
+  run_chunked_reusable(m1, g->tokens, n, all, 1, prompt);
+  assert_same_bits(prompt, other, (int64_t)n * nv, "reuse, token by token");
+  run_chunked_reusable(m1, g->tokens, n, uneven, 3, other);
+  assert_same_bits(prompt, other, (int64_t)n * nv, "reuse, uneven chunks");
+  nucleus_model *m3 = need_model(3, NUCLEUS_FLASH_ATTN_ON);
+  run_chunked_reusable(m3, g->tokens, n, single, 1, other);
+  assert_same_bits(prompt, other, (int64_t)n * nv, "reuse, 3 threads");
+  nucleus_model_free(m3);
+  nucleus_model_free(m1);
+  free(prompt);
+  free(other);
+}
+
 static void test_params(void **state) {
   (void)state;
   nucleus_flash_attn fa = NUCLEUS_FLASH_ATTN_OFF;
@@ -188,6 +222,7 @@ int main(void) {
       cmocka_unit_test(test_params),
       cmocka_unit_test(test_matches_llama_cpp_fa),
       cmocka_unit_test(test_batch_and_thread_invariance),
+      cmocka_unit_test(test_reuse_orders),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -198,10 +198,10 @@ static int32_t written_seq(nc_kv_cache *kv, const int32_t *tokens, int32_t n,
                            uint64_t salt, uint16_t tag) {
   int32_t s = nc_kv_seq_new(kv);
   assert_true(s >= 0);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, s, salt, tokens, n, 0, 0), 0);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, s, salt, tokens, n), 0);
   assert_int_equal(nc_kv_seq_reserve(kv, s, n, NULL), NC_OK);
   fill(kv, s, 0, n, tag);
-  nc_kv_seq_publish(kv, s, tokens, n, 0, 0);
+  nc_kv_seq_publish(kv, s, tokens, n);
   return s;
 }
 
@@ -214,51 +214,34 @@ static void test_prefix_hits_share_blocks(void **state) {
   assert_int_equal(nc_kv_blocks_hashed(kv), 2); /* the two full blocks */
   /* A second sequence with the same 10 tokens reuses both full blocks. */
   int32_t b = nc_kv_seq_new(kv);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, b, salt, toks, 10, 0, 0), 8);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, b, salt, toks, 10), 8);
   assert_int_equal(nc_kv_seq_len(kv, b), 8);
   assert_int_equal(nc_kv_block_refcount(kv, b, 0), 2);
   assert_int_equal(nc_kv_block_refcount(kv, b, 7), 2);
   check(kv, b, 0, 8, 100);
   /* At least one token is always left to feed: 8 tokens hit 1 block. */
   int32_t c = nc_kv_seq_new(kv);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, c, salt, toks, 8, 0, 0), 4);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, c, salt, toks, 8), 4);
   /* Another salt, or a different earlier token, hits nothing. */
   int32_t d = nc_kv_seq_new(kv);
   assert_int_equal(
-      nc_kv_seq_attach_prefix(kv, d, nc_kv_salt_hash("t", 1), toks, 10, 0, 0),
-      0);
+      nc_kv_seq_attach_prefix(kv, d, nc_kv_salt_hash("t", 1), toks, 10), 0);
   nc_kv_seq_free(kv, d);
   d = nc_kv_seq_new(kv);
   int32_t other[10];
   memcpy(other, toks, sizeof other);
   other[1] = 99;
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, other, 10, 0, 0), 0);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, other, 10), 0);
   nc_kv_seq_free(kv, d);
-  /* K/V written in another flash attention order is not handed out: with
-   * a prompt-order end of 6 the first block has 4 positions in that order,
-   * a's (written with 0) none: nothing hits */
+  /* The same tokens written again by another sequence (a cold run beside
+   * a's): its blocks stay private, the names keep a's blocks */
   d = nc_kv_seq_new(kv);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, toks, 10, 6, 0), 0);
-  assert_int_equal(nc_kv_prefix_peek(kv, salt, toks, 10, 6, 0, &(int64_t){0}),
-                   0);
-  nc_kv_seq_free(kv, d);
-  /* nor K/V whose matmuls took another order (a matmul order end of 6:
-   * 4 of the first block's positions in the tiled order, none of a's);
-   * an end past both blocks differs from a's too */
-  d = nc_kv_seq_new(kv);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, toks, 10, 0, 6), 0);
-  assert_int_equal(nc_kv_prefix_peek(kv, salt, toks, 10, 0, 6, &(int64_t){0}),
-                   0);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, toks, 10, 0, 10), 0);
-  /* written with that end, they hit under it */
   assert_int_equal(nc_kv_seq_reserve(kv, d, 10, NULL), NC_OK);
   fill(kv, d, 0, 10, 300);
-  nc_kv_seq_publish(kv, d, toks, 10, 0, 6);
-  nc_kv_seq_free(kv, d); /* its full blocks stay cached */
-  d = nc_kv_seq_new(kv);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, d, salt, toks, 10, 0, 6), 8);
-  check(kv, d, 0, 8, 300);
-  nc_kv_seq_free(kv, d);
+  nc_kv_seq_publish(kv, d, toks, 10);
+  assert_int_equal(nc_kv_blocks_hashed(kv), 2);
+  nc_kv_seq_free(kv, d); /* its blocks return to the free list */
+  assert_int_equal(nc_kv_blocks_cached(kv), 0);
   /* Exclusive blocks: a's partial last block only (the rest is shared). */
   assert_int_equal(nc_kv_blocks_exclusive(kv, &a, 1), 1);
   int32_t ab[2] = {a, b};
@@ -266,13 +249,12 @@ static void test_prefix_hits_share_blocks(void **state) {
   nc_kv_seq_free(kv, a);
   nc_kv_seq_free(kv, b);
   nc_kv_seq_free(kv, c);
-  /* Everything returns; the named blocks (two per matmul order end) stay
-   * cached and count free. */
+  /* Everything returns; the named blocks stay cached and count free. */
   assert_int_equal(nc_kv_blocks_free(kv), 8);
-  assert_int_equal(nc_kv_blocks_cached(kv), 4);
-  int32_t e = nc_kv_seq_new(kv);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, e, salt, toks, 10, 0, 0), 8);
   assert_int_equal(nc_kv_blocks_cached(kv), 2);
+  int32_t e = nc_kv_seq_new(kv);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, e, salt, toks, 10), 8);
+  assert_int_equal(nc_kv_blocks_cached(kv), 0);
   check(kv, e, 0, 8, 100);
   nc_kv_seq_free(kv, e);
   nc_kv_cache_free(kv);
@@ -295,7 +277,7 @@ static void test_prefix_eviction_lru(void **state) {
   assert_int_equal(nc_kv_seq_reserve(kv, b, 9, NULL), NC_OK);
   assert_int_equal(nc_kv_evictions(kv), 1); /* ...then the LRU one */
   int32_t c = nc_kv_seq_new(kv);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, c, salt, x, 9, 0, 0), 4);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, c, salt, x, 9), 4);
   nc_kv_seq_free(kv, c);
   assert_int_equal(nc_kv_seq_reserve(kv, b, 16, NULL), NC_OK);
   assert_int_equal(nc_kv_evictions(kv), 2);
@@ -459,7 +441,7 @@ static void test_swa_storage_stays_one_window(void **state) {
   for (int32_t len = 0; len < 1000; len += 8) {
     assert_int_equal(nc_kv_seq_reserve(kv, a, len + 8, &err), NC_OK);
     fill3(kv, a, len, len + 8, 300);
-    nc_kv_seq_publish(kv, a, t, len + 8, 0, 0);
+    nc_kv_seq_publish(kv, a, t, len + 8);
   }
   assert_int_equal(nc_kv_bytes_total(kv), first);
   const int32_t ws = nc_kv_seq_window_start(kv, a);
@@ -480,23 +462,23 @@ static void test_swa_prefix_hit_cut_back(void **state) {
   /* 0..16, published with its SWA blocks held; then 16..64 in one step:
    * the SWA blocks 4..7 leave the window before they are published */
   grow(kv, a, 16, 16, 7);
-  nc_kv_seq_publish(kv, a, t, 16, 0, 0);
+  nc_kv_seq_publish(kv, a, t, 16);
   grow(kv, a, 64, 48, 7);
-  nc_kv_seq_publish(kv, a, t, 64, 0, 0);
+  nc_kv_seq_publish(kv, a, t, 64);
   nc_kv_seq_free(kv, a);
   int64_t idle = 0;
   const uint64_t root = nc_kv_salt_hash(NULL, 0);
   /* the whole run: its window (32..63) is cached */
-  assert_int_equal(nc_kv_prefix_peek(kv, root, t, 64, 0, 0, &idle), 60);
+  assert_int_equal(nc_kv_prefix_peek(kv, root, t, 64, &idle), 60);
   /* 48 positions: the window of 48 needs 16..47, 16..31 are gone; so do
    * 44, 40, 36; 32 needs 0..31: cut back to 16 (needs 0..15) */
   int32_t u[49];
   memcpy(u, t, sizeof(int32_t) * 48);
   u[48] = 1;
-  assert_int_equal(nc_kv_prefix_peek(kv, root, u, 49, 0, 0, &idle), 16);
+  assert_int_equal(nc_kv_prefix_peek(kv, root, u, 49, &idle), 16);
   assert_int_equal(idle, 4);
   const int32_t b = nc_kv_seq_new(kv);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, b, root, u, 49, 0, 0), 16);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, b, root, u, 49), 16);
   for (int32_t l = 0; l < 3; l++)
     check3(kv, l, b, 0, 16, 7);
   grow(kv, b, 49, 33, 7); /* the rest recomputed, as a cold run writes it */
@@ -504,7 +486,7 @@ static void test_swa_prefix_hit_cut_back(void **state) {
   nc_kv_seq_free(kv, b);
   /* the 64-token run: SWA from 32 on */
   const int32_t c = nc_kv_seq_new(kv);
-  assert_int_equal(nc_kv_seq_attach_prefix(kv, c, root, t, 64, 0, 0), 60);
+  assert_int_equal(nc_kv_seq_attach_prefix(kv, c, root, t, 64), 60);
   assert_int_equal(nc_kv_seq_window_start(kv, c), 32);
   check3(kv, 0, c, 0, 60, 7);
   check3(kv, 1, c, 32, 60, 7);

@@ -144,6 +144,10 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "error: %s\n", err.message);
     goto done;
   }
+  /* One request, nothing to reuse: llama.cpp's orders, its logits bit for
+   * bit (nucleus.h, nucleus_row_orders). */
+  if (o.engine.row_orders == NUCLEUS_ROW_ORDERS_AUTO)
+    o.engine.row_orders = NUCLEUS_ROW_ORDERS_LLAMA;
   /* One request: a KV pool of one context is enough. */
   if (o.engine.kv_cache_tokens == 0) {
     int32_t ctx = o.engine.n_ctx ? o.engine.n_ctx : 8192;
