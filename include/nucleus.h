@@ -869,7 +869,8 @@ typedef struct nucleus_usage {
 
 typedef struct nucleus_timings {
   double time_to_first_token_ms;
-  double prompt_tokens_per_s;
+  double prompt_tokens_per_s; /* the prompt tokens computed (not those from
+                                 the prefix cache) per second of prefill */
   double generation_tokens_per_s;
 } nucleus_timings;
 

@@ -202,7 +202,10 @@ static nucleus_timings group_timings(const group *g, double now) {
   if (g->t_first_token_ms > 0) {
     t.time_to_first_token_ms = g->t_first_token_ms - g->req->t_submit_ms;
     double prefill = g->t_first_token_ms - g->t_admit_ms;
-    if (prefill > 0) t.prompt_tokens_per_s = g->req->n_prompt / (prefill / 1e3);
+    /* the tokens computed: a prefix hit's were not */
+    if (prefill > 0)
+      t.prompt_tokens_per_s =
+          (g->req->n_prompt - g->cached_tokens) / (prefill / 1e3);
     double gen = now - g->t_first_token_ms;
     if (gen > 0 && g->completion_tokens > 1)
       t.generation_tokens_per_s = (g->completion_tokens - 1) / (gen / 1e3);

@@ -208,10 +208,14 @@ def chat_stats(*extra):
 def test_chat_keeps_history_kv_between_turns():
     first, second = chat_stats()
     assert "cached" not in first
-    m = re.search(r"prompt: (\d+) tokens \((\d+) cached\)", second)
+    m = re.search(r"prompt: (\d+) tokens \((\d+) cached, (\d+) computed\), "
+                  r"([0-9.]+) tok/s", second)
     assert m, second
-    # The whole first turn's prompt (all but its partial last block) hits.
+    assert int(m.group(2)) + int(m.group(3)) == int(m.group(1))
+    # The whole first turn, its prompt and its reply (all but the partial
+    # last block and the reply's last token, never fed), hits.
     first_prompt = int(re.match(r"prompt: (\d+) tokens", first).group(1))
-    assert int(m.group(2)) >= (first_prompt - 1) // 16 * 16 > 0
+    first_reply = int(re.search(r"generation: (\d+) tokens", first).group(1))
+    assert int(m.group(2)) >= (first_prompt + first_reply - 1) // 16 * 16 > 0
     cold_first, cold_second = chat_stats("--no-prefix-cache")
     assert "cached" not in cold_first and "cached" not in cold_second

@@ -148,8 +148,10 @@ void cli_print_summary(const cli_stream_result *r) {
   fprintf(stderr, "finish: %s", nucleus_finish_reason_name(r->reason));
   if (r->detail[0]) fprintf(stderr, " (%s)", r->detail);
   fprintf(stderr, "\nprompt: %d tokens", r->usage.prompt_tokens);
-  if (r->usage.cached_tokens > 0) /* from the prefix cache */
-    fprintf(stderr, " (%d cached)", r->usage.cached_tokens);
+  /* the prefix cache's share; the speed is the computed tokens' */
+  if (r->usage.cached_tokens > 0)
+    fprintf(stderr, " (%d cached, %d computed)", r->usage.cached_tokens,
+            r->usage.prompt_tokens - r->usage.cached_tokens);
   fprintf(stderr,
           ", %.1f tok/s | generation: %d tokens, %.1f "
           "tok/s | first token after %.0f ms | seed %llu\n",
