@@ -22,9 +22,11 @@
 #include "test_require.h"
 
 #ifdef __SANITIZE_ADDRESS__
-#define N_TURNS 3 /* the sanitizers check memory, not scale */
+#define N_TURNS 2 /* the sanitizers check memory, not scale */
+#define SANITIZED 1
 #else
 #define N_TURNS 8
+#define SANITIZED 0
 #endif
 enum { MAX_TOKENS = 1024, MAX_GEN = 32, BLOCK = 16 };
 
@@ -164,7 +166,7 @@ static void test_default_model_flash_on(void **state) {
   nucleus_model *m = load(getenv("NUCLEUS_MODEL"), NUCLEUS_FLASH_ATTN_ON);
   assert_true(nucleus_model_flash_attn(m));
   check_chat(m, 512, 0xC4A7ull);
-  check_chat(m, 7, 0xC4A8ull); /* turns prefilled 7 tokens a step */
+  if (!SANITIZED) check_chat(m, 7, 0xC4A8ull); /* 7 tokens a step */
   nucleus_model_free(m);
 }
 
@@ -178,7 +180,7 @@ static void test_default_model_flash_off(void **state) {
 
 static void test_gemma3(void **state) {
   (void)state;
-  for (int fa = 0; fa < 2; fa++) {
+  for (int fa = SANITIZED; fa < 2; fa++) {
     nucleus_model *m =
         load("models/gemma-3-270m-q4_k_m.gguf",
              fa ? NUCLEUS_FLASH_ATTN_ON : NUCLEUS_FLASH_ATTN_OFF);
