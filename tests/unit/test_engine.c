@@ -304,9 +304,10 @@ static void test_stop_string_and_stop_token(void **state) {
 static void test_eos_stop_and_ignore_eos(void **state) {
   (void)state;
   NEED_MODEL();
-  /* A chat turn: the model ends its reply with <|im_end|>. */
+  /* A chat turn: the model ends its reply ("The answer is: 4") with
+   * <|im_end|>. */
   req_spec s = greedy_spec(
-      "<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n", 48);
+      "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n", 48);
   outcome o;
   run_one(&s, &o);
   assert_int_equal(o.reason[0], NUCLEUS_FINISH_STOP);
