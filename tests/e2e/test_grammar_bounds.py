@@ -96,6 +96,34 @@ def test_twenty_long_strings_compile(server):
     assert r.json()["choices"][0]["message"]["content"].startswith('{"s0":')
 
 
+# 1,000 alternatives that stay apart (each its own rule and suffix): the
+# first mask needs ~38 M units of work (~1 s), 9x the per-token budget.
+WIDE = "root ::= " + " | ".join(f"a{i}" for i in range(1000)) + "\n" + "".join(
+    f'a{i} ::= [a-z]{{0,40}} "!{i}"\n' for i in range(1000))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_budget_ends_only_that_request(server, stream):
+    """A grammar past the per-token budget ends its own request with an
+    error that names the budget (without the budget its first mask takes
+    ~1 s, holding every other request's step); the server serves the next
+    one."""
+    r = chat(server, {"grammar": WIDE, "max_tokens": 8, "stream": stream},
+             timeout=60)
+    if stream:
+        assert r.status_code == 200
+        errors = [json.loads(line[6:])["error"] for line in r.iter_lines()
+                  if line.startswith(b'data: {"error"')]
+        assert len(errors) == 1, r.text
+        message = errors[0]["message"]
+    else:
+        assert r.status_code == 400, r.text
+        message = r.json()["error"]["message"]
+    assert "per-token budget" in message
+    r = chat(server, {"max_tokens": 4, "temperature": 0}, timeout=60)
+    assert r.status_code == 200, r.text
+
+
 def test_disconnect_frees_the_server(server):
     with chat(server, {"grammar": HOSTILE, "max_tokens": 1500,
                        "ignore_eos": True, "stream": True},
