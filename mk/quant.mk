@@ -6,6 +6,7 @@ CFLAGS_src/kernels/avx2_kquant := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx2_quant := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx2_klow := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx2_nl := -mavx2 -mfma -mf16c
+CFLAGS_src/kernels/avx2_lowbit := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw \
   -mavx512vl -mavx512vnni -mbmi2
 CFLAGS_src/kernels/avx512_gemm := $(CFLAGS_src/kernels/avx512)
@@ -39,7 +40,8 @@ $(BUILDDIR)/bench/kernels: bench/kernels.c $(BUILDDIR)/libnucleus.a
 # for each file, made through llama-cpp-python into build/quant/ (never
 # committed; remade when the script or the model changes).
 UNIT_TESTS += test_forward_quant
-QUANT_CASES := iq4_nl iq4_xs tq1_0 tq2_0 mixed mxfp4 moe_mxfp4
+QUANT_CASES := iq4_nl iq4_xs tq1_0 tq2_0 mixed mxfp4 moe_mxfp4 nvfp4 q1_0 \
+  q2_0
 QUANT_FILES := $(QUANT_CASES:%=build/quant/smollm2_%.txt)
 build/quant/smollm2_%.txt: scripts/make_quant_models.py \
     scripts/gen_logits_golden.py bench/make_moe_shaped.py \

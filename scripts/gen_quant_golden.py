@@ -28,7 +28,8 @@ from a second random stream after all of the above, so the older files stay
 byte for byte what they were; their dequantization blocks include the edge
 values (half subnormal and +-65504 scales; E8M0 bytes 0, 1, 254, 255), and
 their dot_<TYPE>.bin holds the SIMD dot twice (their reference kernels
-follow llama.cpp's x86 order, not its generic one).
+follow llama.cpp's x86 order, not its generic one). NVFP4, Q1_0 and Q2_0
+(LOWBIT_TYPES) follow from a third stream, dequantized by ggml.
 
 Usage: scripts/gen_quant_golden.py [outdir]
 """
@@ -155,6 +156,58 @@ def write_new_types(base, cpu, qact):
         print("%-6s simd %.9g" % (name, simd))
 
 
+# Issue 40's second lot, from a third random stream: gguf-py dequantizes
+# NVFP4 only, so the goldens of all three come from ggml's own
+# dequantize_row_* (llama-cpp-python's libggml-base; gguf-py cross-checks
+# NVFP4). Sizes by hand: gguf-py does not list Q2_0. Edges: NVFP4's UE4M3
+# bytes 0x00, 0x7f (both 0), 0xff and 0x80; half subnormal and +-65504.
+LOWBIT_TYPES = {"NVFP4": (40, 64, 36), "Q1_0": (41, 128, 18),
+                "Q2_0": (42, 64, 18)}
+
+
+def lowbit_blocks(name, nblocks, rng, edges):
+    _, bs, ts = LOWBIT_TYPES[name]
+    raw = rng.integers(0, 256, size=(nblocks, ts), dtype=np.uint8)
+    if name == "NVFP4":
+        raw[:, 0:4] = rng.integers(0x28, 0x48, size=(nblocks, 4))
+        if edges:
+            raw[0, 0:4] = [0x00, 0x7f, 0xff, 0x80]
+        return raw.reshape(-1)
+    h = (rng.standard_normal(nblocks) * 0.02).astype(np.float16)
+    if edges:
+        h[:3] = np.array([0x0001, 0x7bff, 0xfbff], dtype=np.uint16).view(
+            np.float16)
+    raw[:, 0:2] = h.view(np.uint8).reshape(nblocks, 2)
+    return raw.reshape(-1)
+
+
+def write_lowbit_types(base, cpu, qact):
+    if base is None:
+        return
+    rng = np.random.default_rng(20261207)
+    for name, (tid, bs, ts) in LOWBIT_TYPES.items():
+        raw = lowbit_blocks(name, 4, rng, True)
+        deq = np.zeros(4 * bs, dtype=np.float32)
+        getattr(base, "dequantize_row_" + name.lower())(
+            ptr(raw), ptr(deq), ctypes.c_int64(len(deq)))
+        if name == "NVFP4":
+            ref = quants.dequantize(raw, T[name]).astype(np.float32)
+            assert ref.reshape(-1).view(np.uint32).tolist() == deq.view(
+                np.uint32).tolist(), name + ": gguf and ggml disagree"
+        with open(os.path.join(OUT, "deq_%s.bin" % name), "wb") as f:
+            f.write(raw.tobytes())
+            f.write(deq.astype("<f4").tobytes())
+    for name, (tid, bs, ts) in LOWBIT_TYPES.items():
+        w = lowbit_blocks(name, N_DOT // bs, rng, False)
+        cpu.ggml_get_type_traits_cpu.restype = ctypes.POINTER(TraitsCpu)
+        simd = ggml_dot(cpu.ggml_get_type_traits_cpu(tid).contents.vec_dot,
+                        N_DOT, w, qact["Q8_0"])
+        with open(os.path.join(OUT, "dot_%s.bin" % name), "wb") as f:
+            f.write(w.tobytes())
+            f.write(np.array([simd, simd], dtype="<f4").tobytes())
+        print("%-6s simd %.9g" % (name, simd))
+
+
 def load_ggml():
     try:
         import llama_cpp
@@ -260,6 +313,7 @@ def main():
             f.write(np.array([gen, simd], dtype="<f4").tobytes())
         print("%-5s generic %.9g simd %.9g" % (name, gen, simd))
     write_new_types(base, cpu, qact)
+    write_lowbit_types(base, cpu, qact)
 
 
 if __name__ == "__main__":

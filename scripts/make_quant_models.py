@@ -4,14 +4,22 @@ llama.cpp's teacher-forced logits for each (never committed; `make
 quant-models` keeps them in build/quant/).
 
 Cases (CASE -> OUTDIR/smollm2_CASE.gguf and OUTDIR/smollm2_CASE.txt):
-  iq4_nl, iq4_xs, tq1_0, tq2_0
+  iq4_nl, iq4_xs, tq1_0, tq2_0, q2_0
       llama.cpp's own quantizer (llama_cpp.llama_model_quantize, ftype
       LLAMA_FTYPE_MOSTLY_<CASE>, allow_requantize) on the default Q4_1 model.
       Its recipes fall back where a row is not a whole number of 256-blocks
       (SmolLM2's 576 columns): iq4_xs holds IQ4_XS (ffn_down) beside IQ4_NL,
       Q5_K and Q8_0; tq1_0 / tq2_0 hold the ternary type in ffn_down beside
       Q4_0 (a requantized ternary model is nonsense as a language model, but
-      its logits are still llama.cpp's to match).
+      its logits are still llama.cpp's to match); q2_0 (64-blocks) covers
+      every matrix.
+  nvfp4, q1_0
+      this llama.cpp's llama_model_quantize refuses both (NVFP4: "invalid
+      output file type"; Q1_0 has no fallback for 576 columns), so:
+      llama.cpp's Q8_0 of the model with the matrices replaced by ggml's own
+      quantizer's blocks (ggml_quantize_chunk in llama-cpp-python's
+      libggml-base) of the same weights: every attention and FFN matrix for
+      NVFP4, the ffn_down (1536 columns, whole 128-blocks) for Q1_0.
   mixed
       a "dynamic" mix as the uploads make them: llama.cpp's Q4_K_M of the
       model (ffn_down Q4_K or Q6_K, the 576-column matrices Q5_0 and Q8_0)
@@ -44,7 +52,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 CASES = ["iq4_nl", "iq4_xs", "tq1_0", "tq2_0", "mixed", "mxfp4",
-         "moe_mxfp4"]
+         "moe_mxfp4", "nvfp4", "q1_0", "q2_0"]
 MOE_SHAPE = ["--layers", "2", "--embd", "256", "--heads", "2", "--head-dim",
              "128", "--kv-heads", "1", "--experts", "4", "--used", "2",
              "--ff-exp", "256"]
@@ -137,6 +145,51 @@ def make_moe_mxfp4(L, out, tmp):
     os.remove(f16)
 
 
+def ggml_quantizer():
+    """ggml_quantize_chunk of llama-cpp-python's libggml-base: (type id,
+    f32 rows) -> uint8 rows of blocks."""
+    import llama_cpp
+    lib = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
+    base = ctypes.CDLL(os.path.join(lib, "libggml-base.so"))
+    base.ggml_row_size.restype = ctypes.c_size_t
+    base.ggml_row_size.argtypes = [ctypes.c_int, ctypes.c_int64]
+    base.ggml_quantize_chunk.restype = ctypes.c_size_t
+    base.ggml_quantize_chunk.argtypes = [
+        ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+        ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+
+    def run(tid, rows):
+        rows = np.ascontiguousarray(rows, dtype=np.float32)
+        nrows, ncols = rows.shape
+        rb = base.ggml_row_size(tid, ncols)
+        out = np.zeros((nrows, rb), dtype=np.uint8)
+        base.ggml_quantize_chunk(tid, rows.ctypes.data, out.ctypes.data, 0,
+                                 nrows, ncols, None)
+        return out
+    return run
+
+
+def make_ggml_requant(L, out, tmp, qtype, pick):
+    """Q8_0 of the model, the tensors pick(name, ncols) chooses quantized to
+    qtype by ggml's quantizer."""
+    import gguf
+    from gguf import quants
+    q8 = tmp + "_q8.gguf"
+    quantize(L, MODEL, q8, "Q8_0")
+    T = gguf.GGMLQuantizationType
+    run = ggml_quantizer()
+
+    def repl(name, t):
+        if not name.startswith("blk.") or t.tensor_type == T.F32:
+            return None
+        if not pick(name, int(t.shape[0])):
+            return None
+        f = quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        return run(int(qtype), f.reshape(-1, int(t.shape[0]))), qtype
+    rewrite(q8, out, repl)
+    os.remove(q8)
+
+
 def up_to_date(case, outdir):
     stem = os.path.join(outdir, "smollm2_" + case)
     deps = [os.path.abspath(__file__), MODEL,
@@ -175,6 +228,16 @@ def main():
             make_mxfp4(L, gguf_path + ".part", tmp)
         elif c == "moe_mxfp4":
             make_moe_mxfp4(L, gguf_path + ".part", tmp)
+        elif c == "nvfp4":
+            import gguf
+            make_ggml_requant(L, gguf_path + ".part", tmp,
+                              gguf.GGMLQuantizationType.NVFP4,
+                              lambda name, ncols: True)
+        elif c == "q1_0":
+            import gguf
+            make_ggml_requant(L, gguf_path + ".part", tmp,
+                              gguf.GGMLQuantizationType.Q1_0,
+                              lambda name, ncols: is_ffn_down(name))
         else:
             quantize(L, MODEL, gguf_path + ".part", c.upper())
         os.replace(gguf_path + ".part", gguf_path)

@@ -22,6 +22,9 @@ _Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs layout");
 _Static_assert(sizeof(block_mxfp4) == 17, "block_mxfp4 layout");
 _Static_assert(sizeof(block_tq1_0) == 54, "block_tq1_0 layout");
 _Static_assert(sizeof(block_tq2_0) == 66, "block_tq2_0 layout");
+_Static_assert(sizeof(block_nvfp4) == 36, "block_nvfp4 layout");
+_Static_assert(sizeof(block_q1_0) == 18, "block_q1_0 layout");
+_Static_assert(sizeof(block_q2_0) == 18, "block_q2_0 layout");
 
 /* Every ggml type id with its block geometry (ggml's type_traits). Ids with
  * a NULL name were removed from ggml and are unknown. */
@@ -65,9 +68,9 @@ static const nc_type_traits k_traits[NC_TYPE_COUNT] = {
     T(34, "TQ1_0", 256, 54, true, NC_TYPE_Q8_K),
     T(35, "TQ2_0", 256, 66, true, NC_TYPE_Q8_K),
     T(39, "MXFP4", 32, 17, true, NC_TYPE_Q8_0),
-    T(40, "NVFP4", 64, 36, false, NC_TYPE_Q8_0),
-    T(41, "Q1_0", 128, 18, false, NC_TYPE_Q8_0),
-    T(42, "Q2_0", 64, 18, false, NC_TYPE_Q8_0),
+    T(40, "NVFP4", 64, 36, true, NC_TYPE_Q8_0),
+    T(41, "Q1_0", 128, 18, true, NC_TYPE_Q8_0),
+    T(42, "Q2_0", 64, 18, true, NC_TYPE_Q8_0),
 };
 #undef T
 

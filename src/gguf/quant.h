@@ -30,6 +30,9 @@ typedef enum nc_type {
   NC_TYPE_TQ1_0 = 34,
   NC_TYPE_TQ2_0 = 35,
   NC_TYPE_MXFP4 = 39,
+  NC_TYPE_NVFP4 = 40,
+  NC_TYPE_Q1_0 = 41,
+  NC_TYPE_Q2_0 = 42,
   NC_TYPE_COUNT = 43 /* ids below this are known to ggml (some removed) */
 } nc_type;
 
@@ -42,6 +45,9 @@ typedef enum nc_type {
 #define QK_K 256
 #define QK4_NL 32
 #define QK_MXFP4 32
+#define QK_NVFP4 64
+#define QK1_0 128
+#define QK2_0 64
 #define K_SCALE_SIZE 12
 
 typedef uint16_t nc_fp16;
@@ -67,6 +73,9 @@ typedef struct { nc_fp16 d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint
 typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4;
 typedef struct { uint8_t qs[(QK_K - 4 * QK_K / 64) / 5]; uint8_t qh[QK_K / 64]; nc_fp16 d; } block_tq1_0;
 typedef struct { uint8_t qs[QK_K / 4]; nc_fp16 d; } block_tq2_0;
+typedef struct { uint8_t d[QK_NVFP4 / 16]; uint8_t qs[QK_NVFP4 / 2]; } block_nvfp4;
+typedef struct { nc_fp16 d; uint8_t qs[QK1_0 / 8]; } block_q1_0;
+typedef struct { nc_fp16 d; uint8_t qs[QK2_0 / 4]; } block_q2_0;
 /* clang-format on */
 
 /* Scale and min of sub-block j (0..7) of a Q4_K/Q5_K superblock: 6-bit
@@ -101,6 +110,18 @@ static inline float nc_e8m0_to_fp32_half(uint8_t e) {
   return v.f;
 }
 
+/* NVFP4's UE4M3 sub-block scale (4 exponent bits, bias 7, 3 mantissa
+ * bits; bit 7 ignored), halved like MXFP4's, as ggml reads it: 0x00 and
+ * 0x7f are 0, exponent 0 is subnormal (mantissa x 2^-9). Always finite. */
+static inline float nc_ue4m3_to_fp32_half(uint8_t x) {
+  if (x == 0 || x == 0x7f) return 0.0f;
+  const int e = (x >> 3) & 0x0f, m = x & 7;
+  /* exact in float: (8 + m) * 2^(e - 10), or m * 2^-9 */
+  const float raw = e == 0 ? (float)m * 0x1p-9f
+                           : (float)(8 + m) * (0x1p-10f * (float)(1 << e));
+  return raw * 0.5f;
+}
+
 /* The ternary value (0, 1 or 2, standing for -1, 0, 1) in the top of byte
  * q (TQ1_0 packs 5 base-3 digits per byte as a fixed-point fraction: digit
  * n of byte b is trit(b * 3^n mod 256)). */
@@ -129,14 +150,14 @@ nc_bf16 nc_fp32_to_bf16(float f);
 
 /* Dequantizes n elements (a multiple of the block size) of any supported
  * type (F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, Q8_K, IQ4_NL, IQ4_XS,
- * MXFP4, TQ1_0, TQ2_0). */
+ * MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0). */
 void nc_dequantize_row(nc_type type, const void *src, float *dst, int64_t n);
 
 /* The index of the first of nb blocks at data whose half-float scale is not
  * finite (NaN or infinity: every value of the block would be NaN or
- * infinite), or -1 when none is. Checked for IQ4_NL, IQ4_XS, TQ1_0 and
- * TQ2_0 (quant_check.c); -1 for every other type (MXFP4's E8M0 scale is
- * finite for every byte). */
+ * infinite), or -1 when none is. Checked for IQ4_NL, IQ4_XS, TQ1_0, TQ2_0,
+ * Q1_0 and Q2_0 (quant_check.c); -1 for every other type (MXFP4's E8M0
+ * and NVFP4's UE4M3 scales are finite for every byte). */
 int64_t nc_first_bad_block(nc_type type, const void *data, int64_t nb);
 
 /* Quantizes an activation row to a dot partner format: Q8_0, Q8_1, Q8_K,

@@ -12,6 +12,8 @@ static ptrdiff_t half_scale_offset(nc_type t) {
   case NC_TYPE_IQ4_XS: return offsetof(block_iq4_xs, d);
   case NC_TYPE_TQ1_0: return offsetof(block_tq1_0, d);
   case NC_TYPE_TQ2_0: return offsetof(block_tq2_0, d);
+  case NC_TYPE_Q1_0: return offsetof(block_q1_0, d);
+  case NC_TYPE_Q2_0: return offsetof(block_q2_0, d);
   default: return -1;
   }
 }

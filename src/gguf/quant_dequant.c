@@ -261,6 +261,37 @@ static void deq_tq2_0(const block_tq2_0 *x, float *y, int64_t nb) {
   }
 }
 
+/* NVFP4: four 16-element sub-blocks, each with its UE4M3 scale; byte j of
+ * sub-block s holds elements 16s + j (low nibble) and 16s + 8 + j. */
+static void deq_nvfp4(const block_nvfp4 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++)
+    for (int s = 0; s < 4; s++, y += 16) {
+      const float d = nc_ue4m3_to_fp32_half(x[i].d[s]);
+      for (int j = 0; j < 8; j++) {
+        y[j] = (float)nc_mxfp4_values[x[i].qs[8 * s + j] & 0x0f] * d;
+        y[j + 8] = (float)nc_mxfp4_values[x[i].qs[8 * s + j] >> 4] * d;
+      }
+    }
+}
+
+/* Q1_0: bit j (byte j / 8, bit j % 8) gives +d (1) or -d (0). */
+static void deq_q1_0(const block_q1_0 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK1_0) {
+    const float d = H2F(x[i].d), neg_d = -d;
+    for (int j = 0; j < QK1_0; j++)
+      y[j] = (x[i].qs[j / 8] >> (j % 8)) & 1 ? d : neg_d;
+  }
+}
+
+/* Q2_0: 2 bits per element, 0..3 for -1..2, four to a byte from bit 0. */
+static void deq_q2_0(const block_q2_0 *x, float *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, y += QK2_0) {
+    const float d = H2F(x[i].d);
+    for (int j = 0; j < QK2_0; j++)
+      y[j] = (float)(((x[i].qs[j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
+  }
+}
+
 static void deq_q8_k(const block_q8_K *x, float *y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++)
     for (int j = 0; j < QK_K; j++)
@@ -302,6 +333,9 @@ void nc_dequantize_row(nc_type type, const void *src, float *dst, int64_t n) {
   case NC_TYPE_MXFP4: deq_mxfp4(src, dst, nb); return;
   case NC_TYPE_TQ1_0: deq_tq1_0(src, dst, nb); return;
   case NC_TYPE_TQ2_0: deq_tq2_0(src, dst, nb); return;
+  case NC_TYPE_NVFP4: deq_nvfp4(src, dst, nb); return;
+  case NC_TYPE_Q1_0: deq_q1_0(src, dst, nb); return;
+  case NC_TYPE_Q2_0: deq_q2_0(src, dst, nb); return;
   default: /* known but unsupported: defined output rather than garbage */
     memset(dst, 0, (size_t)n * sizeof(float));
     return;

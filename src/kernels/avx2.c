@@ -375,6 +375,9 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_MXFP4, nc_avx2_dot_mxfp4),
             E(NC_TYPE_TQ1_0, nc_avx2_dot_tq1_0),
             E(NC_TYPE_TQ2_0, nc_avx2_dot_tq2_0),
+            E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4),
+            E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0),
+            E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0),
         },
     .vec_dot_rows =
         {
@@ -396,6 +399,9 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_MXFP4, nc_avx2_dot_mxfp4_rows),
             E(NC_TYPE_TQ1_0, nc_avx2_dot_tq1_0_rows),
             E(NC_TYPE_TQ2_0, nc_avx2_dot_tq2_0_rows),
+            E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4_rows),
+            E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0_rows),
+            E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0_rows),
         },
     .quantize_act =
         {

@@ -6,7 +6,9 @@
  * uses for 2+ rows); gemm_few has them in its vec_dot order, for decode
  * rows. MXFP4, TQ1_0 and TQ2_0 have llama.cpp's one x86 order (its AVX-512
  * builds run the AVX2 kernels for them; ours are VNNI, avx512_nl.c, in the
- * same float order). The amx table shares all five
+ * same float order); NVFP4, Q1_0 and Q2_0 the avx2 table's (avx2_lowbit.c,
+ * llama.cpp's one x86 order, no kernel of their own here). The amx table
+ * shares all of them
  * (llama.cpp's AMX build has a tile kernel for IQ4_XS, not followed),
  * and its matmuls (gemm) are VNNI kernels bit-identical to those dots
  * (avx512_gemm.c, avx512_kquant.c): so this table gives llama.cpp's
@@ -30,7 +32,9 @@
       E(NC_TYPE_MXFP4, nc_avx512_dot_mxfp4),                                   \
       E(NC_TYPE_IQ4_XS, nc_avx512_dot_iq4_xs_tiled),                           \
       E(NC_TYPE_TQ1_0, nc_avx512_dot_tq1_0),                                   \
-      E(NC_TYPE_TQ2_0, nc_avx512_dot_tq2_0)
+      E(NC_TYPE_TQ2_0, nc_avx512_dot_tq2_0),                                   \
+      E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4), E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0),  \
+      E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0)
 #define SHARED_VEC_DOT_ROWS                                                    \
   E(NC_TYPE_F32, nc_avx2_dot_f32_rows), E(NC_TYPE_F16, nc_avx2_dot_f16_rows),  \
       E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),                                  \
@@ -42,7 +46,10 @@
       E(NC_TYPE_MXFP4, nc_avx512_dot_mxfp4_rows),                              \
       E(NC_TYPE_IQ4_XS, nc_avx512_dot_iq4_xs_tiled_rows),                      \
       E(NC_TYPE_TQ1_0, nc_avx512_dot_tq1_0_rows),                              \
-      E(NC_TYPE_TQ2_0, nc_avx512_dot_tq2_0_rows)
+      E(NC_TYPE_TQ2_0, nc_avx512_dot_tq2_0_rows),                              \
+      E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4_rows),                                \
+      E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0_rows),                                  \
+      E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0_rows)
 #define SHARED_GEMM                                                            \
   E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0), E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),  \
       E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k_tiled),                              \

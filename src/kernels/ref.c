@@ -2,8 +2,8 @@
  * against. Each follows the arithmetic of ggml's generic C kernel for the
  * same pair (integer sums per block, float scaling, same accumulation
  * order); the F32/F16/BF16 dots accumulate f32 products in double. The
- * newer types (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0) are in ref_nl.c, in
- * llama.cpp's x86 order instead. */
+ * newer types (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0: ref_nl.c; NVFP4,
+ * Q1_0, Q2_0: ref_lowbit.c) follow llama.cpp's x86 order instead. */
 #include <string.h>
 
 #include "ref.h"
@@ -420,6 +420,9 @@ static const nc_kernels k_ref = {
             ENTRY(NC_TYPE_MXFP4, nc_ref_dot_mxfp4),
             ENTRY(NC_TYPE_TQ1_0, nc_ref_dot_tq1_0),
             ENTRY(NC_TYPE_TQ2_0, nc_ref_dot_tq2_0),
+            ENTRY(NC_TYPE_NVFP4, nc_ref_dot_nvfp4),
+            ENTRY(NC_TYPE_Q1_0, nc_ref_dot_q1_0),
+            ENTRY(NC_TYPE_Q2_0, nc_ref_dot_q2_0),
         },
     .vec_dot_rows =
         {
@@ -441,6 +444,9 @@ static const nc_kernels k_ref = {
             ENTRY(NC_TYPE_MXFP4, nc_ref_dot_mxfp4_rows),
             ENTRY(NC_TYPE_TQ1_0, nc_ref_dot_tq1_0_rows),
             ENTRY(NC_TYPE_TQ2_0, nc_ref_dot_tq2_0_rows),
+            ENTRY(NC_TYPE_NVFP4, nc_ref_dot_nvfp4_rows),
+            ENTRY(NC_TYPE_Q1_0, nc_ref_dot_q1_0_rows),
+            ENTRY(NC_TYPE_Q2_0, nc_ref_dot_q2_0_rows),
         },
     .quantize_act =
         {

@@ -45,6 +45,10 @@ NC_REF_DOT(iq4_xs)
 NC_REF_DOT(iq4_xs_tiled)
 NC_REF_DOT(tq1_0)
 NC_REF_DOT(tq2_0)
+/* ref_lowbit.c: NVFP4, Q1_0, Q2_0 in llama.cpp's x86 vec_dot order. */
+NC_REF_DOT(nvfp4)
+NC_REF_DOT(q1_0)
+NC_REF_DOT(q2_0)
 
 #undef NC_REF_DOT
 

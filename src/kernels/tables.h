@@ -36,6 +36,9 @@ NC_AVX2_DOT(iq4_xs)
 NC_AVX2_DOT(iq4_xs_tiled)
 NC_AVX2_DOT(tq1_0)
 NC_AVX2_DOT(tq2_0)
+NC_AVX2_DOT(nvfp4) /* avx2_lowbit.c */
+NC_AVX2_DOT(q1_0)
+NC_AVX2_DOT(q2_0)
 #undef NC_AVX2_DOT
 /* avx2_nl.c: IQ4_NL and IQ4_XS in llama.cpp's vec_dot order as matmuls
  * (the avx512 table's gemm_few; kernels.h's nc_gemm_fn). */

@@ -45,7 +45,7 @@ def test_info_real_model():
     assert out.splitlines()[-2] == (
         "supported tensor types: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
         "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16, TQ1_0, TQ2_0, "
-        "MXFP4")
+        "MXFP4, NVFP4, Q1_0, Q2_0")
 
 
 @pytest.mark.parametrize("keep", [20, 1_000_000, 1_785_700, 98_000_000])

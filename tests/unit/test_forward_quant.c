@@ -10,7 +10,9 @@
  * mixed (IQ4_XS beside Q4_K, Q6_K, Q5_0 and Q8_0, as "dynamic" uploads mix
  * them), mxfp4 (MXFP4 blocks from gguf-py's quantizer beside Q8_0),
  * moe_mxfp4 (a small random-weight Qwen3-MoE file, llama.cpp's MXFP4_MOE:
- * MXFP4 experts beside Q8_0, as gpt-oss ships them).
+ * MXFP4 experts beside Q8_0, as gpt-oss ships them), q2_0 (Q2_0 in every
+ * matrix), nvfp4 and q1_0 (ggml's own quantizer's blocks in the Q8_0
+ * model: llama_model_quantize refuses those two here).
  *
  * With a table in llama.cpp's float orders (avx512: its batch orders; the
  * llamafile GEMM for IQ4_NL, the tiled matmul for IQ4_XS and the K-quants)
@@ -137,13 +139,29 @@ static void test_moe_mxfp4(void **state) {
   check_case("moe_mxfp4");
 }
 
+static void test_nvfp4(void **state) {
+  (void)state;
+  check_case("nvfp4");
+}
+
+static void test_q1_0(void **state) {
+  (void)state;
+  check_case("q1_0");
+}
+
+static void test_q2_0(void **state) {
+  (void)state;
+  check_case("q2_0");
+}
+
 int main(void) {
   (void)run_chunked; /* chunked_forward.h's other entry point */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_iq4_nl),    cmocka_unit_test(test_iq4_xs),
       cmocka_unit_test(test_tq1_0),     cmocka_unit_test(test_tq2_0),
       cmocka_unit_test(test_mixed),     cmocka_unit_test(test_mxfp4),
-      cmocka_unit_test(test_moe_mxfp4),
+      cmocka_unit_test(test_moe_mxfp4), cmocka_unit_test(test_nvfp4),
+      cmocka_unit_test(test_q1_0),      cmocka_unit_test(test_q2_0),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,8 @@ static const nc_type k_weight_types[] = {
     NC_TYPE_F32,   NC_TYPE_F16,   NC_TYPE_BF16,  NC_TYPE_Q4_0,   NC_TYPE_Q4_1,
     NC_TYPE_Q5_0,  NC_TYPE_Q5_1,  NC_TYPE_Q8_0,  NC_TYPE_Q2_K,   NC_TYPE_Q3_K,
     NC_TYPE_Q4_K,  NC_TYPE_Q5_K,  NC_TYPE_Q6_K,  NC_TYPE_IQ4_NL, NC_TYPE_IQ4_XS,
-    NC_TYPE_MXFP4, NC_TYPE_TQ1_0, NC_TYPE_TQ2_0,
+    NC_TYPE_MXFP4, NC_TYPE_TQ1_0, NC_TYPE_TQ2_0, NC_TYPE_NVFP4,  NC_TYPE_Q1_0,
+    NC_TYPE_Q2_0,
 };
 #define N_WEIGHT_TYPES (sizeof k_weight_types / sizeof k_weight_types[0])
 
@@ -68,7 +69,8 @@ static void half_fields(nc_type t, int off[2], int *n) {
   case NC_TYPE_Q6_K: off[0] = 208; return;
   case NC_TYPE_TQ1_0: off[0] = 52; return;
   case NC_TYPE_TQ2_0: off[0] = 64; return;
-  case NC_TYPE_MXFP4: *n = 0; return; /* E8M0, see random_row */
+  case NC_TYPE_MXFP4:
+  case NC_TYPE_NVFP4: *n = 0; return; /* E8M0, UE4M3: see random_row */
   default: off[0] = 0; return;
   }
 }
@@ -97,6 +99,9 @@ static void *random_row(nc_type t, int64_t n, uint64_t *s) {
     }
     if (t == NC_TYPE_MXFP4) /* scale 2^-9 .. 2^-5 */
       row[b * tr->type_size] = (uint8_t)(119 + next_u64(s) % 5);
+    if (t == NC_TYPE_NVFP4) /* UE4M3 exponents 1..3: 2^-7 .. 2^-4 */
+      for (int k = 0; k < 4; k++)
+        row[b * tr->type_size + (size_t)k] = (uint8_t)(8 + next_u64(s) % 24);
   }
   return row;
 }
@@ -111,7 +116,8 @@ static float *random_act(int64_t n, uint64_t *s) {
 /* The types whose ref dot is in llama.cpp's x86 order (ref_nl.c). */
 static bool new_type(nc_type t) {
   return t == NC_TYPE_IQ4_NL || t == NC_TYPE_IQ4_XS || t == NC_TYPE_MXFP4 ||
-         t == NC_TYPE_TQ1_0 || t == NC_TYPE_TQ2_0;
+         t == NC_TYPE_TQ1_0 || t == NC_TYPE_TQ2_0 || t == NC_TYPE_NVFP4 ||
+         t == NC_TYPE_Q1_0 || t == NC_TYPE_Q2_0;
 }
 
 static const char *golden_name(nc_type t) {
@@ -622,17 +628,17 @@ static void test_type_list(void **state) {
     }
   assert_int_equal(j, n);
   assert_null(nucleus_type_name(n));
-  bool seen[5] = {false};
-  static const char *const want[5] = {"IQ4_NL", "IQ4_XS", "MXFP4", "TQ1_0",
-                                      "TQ2_0"};
+  bool seen[8] = {false};
+  static const char *const want[8] = {"IQ4_NL", "IQ4_XS", "MXFP4", "TQ1_0",
+                                      "TQ2_0",  "NVFP4",  "Q1_0",  "Q2_0"};
   for (size_t i = 0; i < n; i++) {
     const char *name = nucleus_type_name(i);
     assert_true(strcmp(name, "Q8_K") && strcmp(name, "Q8_1") &&
                 strcmp(name, "IQ2_XXS") && strcmp(name, "IQ1_S"));
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < 8; k++)
       seen[k] |= strcmp(name, want[k]) == 0;
   }
-  for (int k = 0; k < 5; k++)
+  for (int k = 0; k < 8; k++)
     assert_true(seen[k]);
 }
 
@@ -665,6 +671,9 @@ static void test_avx2(void **state) {
   check_llama_order(k, NC_TYPE_MXFP4);
   check_llama_order(k, NC_TYPE_TQ1_0);
   check_llama_order(k, NC_TYPE_TQ2_0);
+  check_llama_order(k, NC_TYPE_NVFP4);
+  check_llama_order(k, NC_TYPE_Q1_0);
+  check_llama_order(k, NC_TYPE_Q2_0);
 }
 
 static void test_avx512(void **state) {
@@ -680,6 +689,9 @@ static void test_avx512(void **state) {
   check_llama_order(k, NC_TYPE_MXFP4);
   check_llama_order(k, NC_TYPE_TQ1_0);
   check_llama_order(k, NC_TYPE_TQ2_0);
+  check_llama_order(k, NC_TYPE_NVFP4);
+  check_llama_order(k, NC_TYPE_Q1_0);
+  check_llama_order(k, NC_TYPE_Q2_0);
 }
 
 /* The amx table's block-order dots are the plain-C reference (ref_block.c)

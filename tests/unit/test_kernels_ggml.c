@@ -2,8 +2,9 @@
  * (Q2_K..Q6_K weights times F32 activation rows) computed by ggml's
  * mul_mat, bit for bit against the tables that claim its orders; and the
  * same for IQ4_XS (vec_dot / tiled, like the K-quants), IQ4_NL (vec_dot
- * for one row, its llamafile GEMM from 2 rows), MXFP4, TQ1_0 and TQ2_0
- * (vec_dot at every batch size), against ref_nl.c and the tables.
+ * for one row, its llamafile GEMM from 2 rows), MXFP4, TQ1_0, TQ2_0, NVFP4,
+ * Q1_0 and Q2_0 (vec_dot at every batch size), against ref_nl.c,
+ * ref_lowbit.c and the tables.
  *
  * The library is llama-cpp-python's (libggml-base.so, libggml-cpu.so; the
  * reference llama.cpp of our goldens), loaded at run time from
@@ -181,6 +182,8 @@ static void fill_weights(nc_type t, uint8_t *w, size_t bytes, uint64_t *s) {
       [NC_TYPE_Q6_K] = {208, -1}, [NC_TYPE_IQ4_NL] = {0, -1},
       [NC_TYPE_IQ4_XS] = {0, -1}, [NC_TYPE_TQ1_0] = {52, -1},
       [NC_TYPE_TQ2_0] = {64, -1}, [NC_TYPE_MXFP4] = {-1, -1},
+      [NC_TYPE_NVFP4] = {-1, -1}, [NC_TYPE_Q1_0] = {0, -1},
+      [NC_TYPE_Q2_0] = {0, -1},
   };
   const size_t bs = nc_type_traits_of(t)->type_size;
   for (size_t i = 0; i < bytes; i++)
@@ -193,6 +196,9 @@ static void fill_weights(nc_type t, uint8_t *w, size_t bytes, uint64_t *s) {
       }
     if (t == NC_TYPE_MXFP4) /* E8M0 scale 2^-10 .. 2^-6 */
       w[b * bs] = (uint8_t)(118 + next_u64(s) % 5);
+    if (t == NC_TYPE_NVFP4) /* UE4M3 exponents 1..3: 2^-7 .. 2^-4 */
+      for (int k = 0; k < 4; k++)
+        w[b * bs + (size_t)k] = (uint8_t)(8 + next_u64(s) % 24);
   }
 }
 
@@ -223,6 +229,9 @@ static int batch_order_from(nc_type t) {
   switch (t) {
   case NC_TYPE_IQ4_NL: return 2;
   case NC_TYPE_MXFP4:
+  case NC_TYPE_NVFP4:
+  case NC_TYPE_Q1_0:
+  case NC_TYPE_Q2_0:
   case NC_TYPE_TQ1_0:
   case NC_TYPE_TQ2_0: return 0;
   default: return 8;
@@ -343,16 +352,17 @@ static void check_case(const ggml_lib *g, nc_type t, int64_t n, int na,
   g->free(ctx);
 }
 
-static const nc_type k_types[] = {NC_TYPE_Q4_K,   NC_TYPE_Q6_K,  NC_TYPE_Q5_K,
-                                  NC_TYPE_Q2_K,   NC_TYPE_Q3_K,  NC_TYPE_IQ4_XS,
-                                  NC_TYPE_IQ4_NL, NC_TYPE_MXFP4, NC_TYPE_TQ1_0,
-                                  NC_TYPE_TQ2_0};
+static const nc_type k_types[] = {
+    NC_TYPE_Q4_K,   NC_TYPE_Q6_K,   NC_TYPE_Q5_K,  NC_TYPE_Q2_K,  NC_TYPE_Q3_K,
+    NC_TYPE_IQ4_XS, NC_TYPE_IQ4_NL, NC_TYPE_MXFP4, NC_TYPE_TQ1_0, NC_TYPE_TQ2_0,
+    NC_TYPE_NVFP4,  NC_TYPE_Q1_0,   NC_TYPE_Q2_0};
 
 static void run_cases(void **state, const int *rows, int n_rows) {
   const ggml_lib *g = *state;
   if (!g->cpu) NC_SKIP_BECAUSE("%s", g->why);
-  /* 2304: 9 superblocks; 2336: 73 blocks of 32 (an odd block last) */
-  static const int64_t cols[] = {256, 1280, 2048, 2304, 2336};
+  /* 2304: 9 superblocks; 2336: 73 blocks of 32 (an odd block last);
+   * 2368: 37 blocks of 64 */
+  static const int64_t cols[] = {256, 1280, 2048, 2304, 2336, 2368};
   uint64_t s = 0x6a11ull;
   int cases = 0;
   for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++)

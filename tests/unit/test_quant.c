@@ -54,8 +54,8 @@ static void test_traits(void **state) {
       {28, "F64", 1, 8, false},        {29, "IQ1_M", 256, 56, false},
       {30, "BF16", 1, 2, true},        {34, "TQ1_0", 256, 54, true},
       {35, "TQ2_0", 256, 66, true},    {39, "MXFP4", 32, 17, true},
-      {40, "NVFP4", 64, 36, false},    {41, "Q1_0", 128, 18, false},
-      {42, "Q2_0", 64, 18, false},
+      {40, "NVFP4", 64, 36, true},     {41, "Q1_0", 128, 18, true},
+      {42, "Q2_0", 64, 18, true},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     const nc_type_traits *t = nc_type_traits_of(want[i].id);
@@ -208,6 +208,9 @@ static void test_dequantize_goldens(void **state) {
       {NC_TYPE_MXFP4, "deq_MXFP4.bin"},
       {NC_TYPE_TQ1_0, "deq_TQ1_0.bin"},
       {NC_TYPE_TQ2_0, "deq_TQ2_0.bin"},
+      {NC_TYPE_NVFP4, "deq_NVFP4.bin"},
+      {NC_TYPE_Q1_0, "deq_Q1_0.bin"},
+      {NC_TYPE_Q2_0, "deq_Q2_0.bin"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_deq_golden(cases[i].type, cases[i].file);
@@ -250,6 +253,22 @@ static void test_e8m0_scale(void **state) {
     assert_true(isfinite(nc_e8m0_to_fp32_half((uint8_t)e)));
 }
 
+/* NVFP4's UE4M3 scale, halved: 0x00 and 0x7f are 0, exponent 0 is
+ * subnormal (m x 2^-9), 0x7e the largest (448), bit 7 ignored but for 0xff
+ * (not 0x7f's zero). */
+static void test_ue4m3_scale(void **state) {
+  (void)state;
+  assert_true(nc_ue4m3_to_fp32_half(0x00) == 0.0f);
+  assert_true(nc_ue4m3_to_fp32_half(0x7f) == 0.0f);
+  assert_true(nc_ue4m3_to_fp32_half(0x01) == 0x1p-9f * 0.5f);
+  assert_true(nc_ue4m3_to_fp32_half(0x38) == 0.5f); /* 1.0 */
+  assert_true(nc_ue4m3_to_fp32_half(0x7e) == 224.0f);
+  assert_true(nc_ue4m3_to_fp32_half(0xb8) == 0.5f);
+  assert_true(nc_ue4m3_to_fp32_half(0xff) == 240.0f);
+  for (int x = 0; x < 256; x++)
+    assert_true(isfinite(nc_ue4m3_to_fp32_half((uint8_t)x)));
+}
+
 /* TQ1_0's base-3 digits: byte b's digit n is trit(b * 3^n); the 243 bytes
  * below 3^5 each spell a different 5-digit number, most significant first. */
 static void test_tq1_trits(void **state) {
@@ -285,6 +304,8 @@ static void test_first_bad_block(void **state) {
       {NC_TYPE_IQ4_XS, offsetof(block_iq4_xs, d)},
       {NC_TYPE_TQ1_0, offsetof(block_tq1_0, d)},
       {NC_TYPE_TQ2_0, offsetof(block_tq2_0, d)},
+      {NC_TYPE_Q1_0, offsetof(block_q1_0, d)},
+      {NC_TYPE_Q2_0, offsetof(block_q2_0, d)},
   };
   static const uint16_t finite[] = {0x0000, 0x8000, 0x0001,
                                     0x7bff, 0xfbff, 0x3c00};
@@ -489,6 +510,7 @@ int main(void) {
       cmocka_unit_test(test_dequantize_goldens),
       cmocka_unit_test(test_dequantize_q8_k_and_f32),
       cmocka_unit_test(test_e8m0_scale),
+      cmocka_unit_test(test_ue4m3_scale),
       cmocka_unit_test(test_tq1_trits),
       cmocka_unit_test(test_first_bad_block),
       cmocka_unit_test(test_quantize_goldens),
