@@ -155,7 +155,9 @@ static void test_q2_0(void **state) {
 }
 
 int main(void) {
-  (void)run_chunked; /* chunked_forward.h's other entry point */
+  /* chunked_forward.h's other entry points */
+  (void)run_chunked;
+  (void)run_chunked_reusable;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_iq4_nl),    cmocka_unit_test(test_iq4_xs),
       cmocka_unit_test(test_tq1_0),     cmocka_unit_test(test_tq2_0),
