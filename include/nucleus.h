@@ -534,6 +534,8 @@ typedef enum nucleus_spec_type {
                               output so far */
   NUCLEUS_SPEC_PREDICTION, /* predicted outputs: drafts from `prediction`,
                               the caller's expected output (OpenAI's) */
+  NUCLEUS_SPEC_DRAFT,      /* a draft model (nucleus_engine_params.
+                              draft_model) samples the drafts */
   NUCLEUS_SPEC_TYPE_COUNT,
 } nucleus_spec_type;
 
@@ -552,6 +554,10 @@ typedef struct nucleus_spec_params {
    * NUCLEUS_MAX_PREDICTION_TOKENS (kept by the caller until submit). */
   const int32_t *prediction;
   size_t n_prediction;
+  /* NUCLEUS_SPEC_DRAFT only: verify as llama.cpp's server does (draw from
+   * the model, keep an equal draft) instead of rejection sampling; both
+   * are exact, strict accepts less (for comparison). */
+  bool strict;
 } nucleus_spec_params;
 
 typedef struct nucleus_request_params {
@@ -712,7 +718,8 @@ NUCLEUS_API nucleus_status nucleus_cache_salt_check(const char *s, size_t len,
 NUCLEUS_API nucleus_status nucleus_beam_check(int32_t n, int32_t beam_width,
                                               nucleus_error *err);
 /* Speculative decoding's parameters: a known type ("speculative.type: T is
- * not a drafter: allowed 0 (off), 1 (ngram), 2 (prediction)"), draft_max
+ * not a drafter: allowed 0 (off), 1 (ngram), 2 (prediction), 3 (draft)"),
+ * draft_max
  * in [1, NUCLEUS_MAX_DRAFT], draft_min in [0, draft_max], a prediction
  * only with the prediction type, at most NUCLEUS_MAX_PREDICTION_TOKENS ids
  * below n_vocab (0: not known yet), not with beam search (beam_width > 1).
@@ -770,6 +777,11 @@ typedef struct nucleus_engine_params {
                            default they release what left the window */
   nucleus_row_orders row_orders; /* auto (reuse; the engine reports what it
                                     resolved to) */
+  /* Speculative decoding's draft model (NUCLEUS_SPEC_DRAFT), NULL: none.
+   * Its vocabulary must be the model's (nucleus_engine_create names the
+   * first token that differs); it runs with its own paged KV cache of the
+   * same size. The caller keeps it loaded while the engine lives. */
+  nucleus_model *draft_model;
 } nucleus_engine_params;
 
 NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);

@@ -34,6 +34,7 @@ static void completion_clear(completion *c) {
   free(c->inspect);
   nc_grammar_matcher_free(c->grammar);
   free(c->grammar_mask);
+  free(c->spec.q);
 }
 
 bool nc_engine_push_token(completion *c, int32_t tok) {
@@ -54,6 +55,7 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
   c->owner = g;
   c->index = index;
   c->kv_seq = -1;
+  c->spec.draft_seq = -1;
   const nucleus_request_params *p = &r->params;
   if (p->beam_width > 1) { /* a beam: tokens and KV only */
     for (int32_t i = 0; i < r->n_prompt; i++)
@@ -216,6 +218,7 @@ static nucleus_timings group_timings(const group *g, double now) {
 void nc_engine_release_kv(nucleus_engine *e, completion *c) {
   if (c->kv_seq >= 0) nc_kv_seq_free(e->kv, c->kv_seq);
   c->kv_seq = -1;
+  nc_spec_draft_release(e, c);
 }
 
 void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
@@ -941,6 +944,7 @@ static void free_resources(nucleus_engine *e) {
   nc_kv_cache_free(e->kv);
   free(e->eog_ids);
   nc_grammar_vocab_free(e->grammar_vocab);
+  nc_spec_draft_free(e->draft);
 }
 
 /* The paged cache, rows in the model's cache types (-ctk/-ctv); a model
@@ -987,6 +991,8 @@ static nc_code engine_create(nucleus_model *model,
   if (rc == NC_OK)
     rc = nc_batch_init(&e->batch, e->params.max_batch_tokens, err);
   if (rc == NC_OK) rc = nc_sample_workspace_create(e->n_vocab, &e->ws, err);
+  if (rc == NC_OK)
+    rc = nc_spec_draft_create(e, e->params.draft_model, &e->draft, err);
   if (rc == NC_OK) /* the sampler's row passes follow the kernel table */
     nc_sample_workspace_set_simd(e->ws, nc_model_kernels(model)->sampler_simd);
   if (rc == NC_OK) {
@@ -1085,6 +1091,10 @@ nucleus_status nucleus_engine_submit(nucleus_engine *e, const int32_t *prompt,
                             nc_kv_block_tokens(e->kv),
                             nc_kv_blocks_total(e->kv), err);
   if (rc != NC_OK) return rc;
+  if (params->speculative.type == NUCLEUS_SPEC_DRAFT && !e->draft)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "speculative 'draft': this engine has no draft model "
+                   "(--model-draft)");
   uint64_t seed =
       params->sampling.has_seed ? params->sampling.seed : nc_seed_from_os();
 

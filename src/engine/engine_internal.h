@@ -32,6 +32,9 @@ typedef struct nc_spec_state {
   int32_t cooldown;           /* steps left that draft nothing */
   int32_t pred_from, pred_at; /* predicted outputs: the source cursor */
   int32_t drafted, accepted;  /* totals (usage) */
+  int32_t draft_seq;          /* the draft model's KV sequence, -1: none */
+  float *q; /* the draft model's distributions of this step's drafts
+               ([draft_max, n_vocab], made on its first draft) */
 } nc_spec_state;
 
 typedef struct completion {
@@ -115,6 +118,7 @@ struct nucleus_engine {
   int32_t *eog_ids;
   int32_t n_eog;
   nc_grammar_vocab *grammar_vocab; /* the vocab's trie, at the first grammar */
+  struct nc_spec_draft *draft;     /* the draft model's state, or NULL */
 
   /* Engine-thread state. */
   group **groups; /* [step.max_groups], arrival order */
@@ -188,6 +192,23 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
  * and takes the rejected positions back from the KV cache. */
 void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
                          const float *logits);
+
+/* spec_draft.c: the draft model */
+typedef struct nc_spec_draft nc_spec_draft;
+/* Its KV cache and context beside the engine's (NULL draft: *out NULL);
+ * a vocabulary that is not the model's is refused, naming the first token
+ * that differs. */
+nc_code nc_spec_draft_create(nucleus_engine *e, nucleus_model *draft,
+                             nc_spec_draft **out, nc_error *err);
+void nc_spec_draft_free(nc_spec_draft *d);
+/* Samples up to max drafts for c (c->spec.draft, their distributions in
+ * c->spec.q) after bringing its draft sequence up to c's tokens; returns
+ * how many (fewer when the draft's KV pool is short). */
+int32_t nc_spec_draft_propose(nucleus_engine *e, completion *c, int32_t max);
+/* Keeps the draft sequence's first len positions (the kept tokens). */
+void nc_spec_draft_truncate(nucleus_engine *e, completion *c, int32_t len);
+/* Frees c's draft sequence (when c leaves the KV cache). */
+void nc_spec_draft_release(nucleus_engine *e, completion *c);
 
 /* engine_beam.c */
 nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err);

@@ -38,8 +38,8 @@ nc_code nc_beam_check(int32_t n, int32_t beam_width, nc_error *err) {
   return NC_OK;
 }
 
-static const char *const spec_names[NUCLEUS_SPEC_TYPE_COUNT] = {"off", "ngram",
-                                                                "prediction"};
+static const char *const spec_names[NUCLEUS_SPEC_TYPE_COUNT] = {
+    "off", "ngram", "prediction", "draft"};
 
 const char *nc_spec_type_name(nucleus_spec_type t) {
   return (unsigned)t < NUCLEUS_SPEC_TYPE_COUNT ? spec_names[t] : NULL;
@@ -59,7 +59,7 @@ nc_code nc_spec_check(const nucleus_spec_params *s, int32_t beam_width,
   if ((unsigned)s->type >= NUCLEUS_SPEC_TYPE_COUNT)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "speculative.type: %d is not a drafter: allowed 0 (off), 1 "
-                   "(ngram), 2 (prediction)",
+                   "(ngram), 2 (prediction), 3 (draft)",
                    (int)s->type);
   if (s->draft_max < 1 || s->draft_max > NUCLEUS_MAX_DRAFT)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,

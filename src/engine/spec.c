@@ -76,7 +76,9 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   max = min_i32(max, *spare_rows);
   max = nc_kv_rollback_room(e->kv, kv_len + 1, max);
   if (max <= 0) return 0;
-  int32_t n = draft_tokens(g, c, max);
+  int32_t n = p->speculative.type == NUCLEUS_SPEC_DRAFT
+                  ? nc_spec_draft_propose(e, c, max)
+                  : draft_tokens(g, c, max);
   if (n < p->speculative.draft_min || n <= 0) return 0;
   const int64_t base = nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1);
   while (n > 0 && nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1 + n) - base >
@@ -115,6 +117,7 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
   const int32_t n_draft = sp->n_draft;
   const int32_t fed_len = c->n_tokens; /* positions [0, fed_len) written */
   int32_t kept = 0, emitted = 0;
+  const bool draft_model = p->speculative.type == NUCLEUS_SPEC_DRAFT;
   sp->n_draft = 0;
   for (int32_t j = 0; j <= n_draft && !c->finished; j++) {
     if (c->grammar && !nc_engine_grammar_mask(e, g, c)) break;
@@ -130,10 +133,14 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
     nc_sample_result res;
     bool accepted = false;
     nc_error serr = {0};
-    nc_code rc = j < n_draft /* a draft; after the last one, the plain draw */
-                     ? nc_spec_verify(e->ws, &row, sp->draft[j], NULL,
-                                      NC_SPEC_EXACT, &res, &accepted, &serr)
-                     : nc_sample_batch(e->ws, &row, 1, &res, &serr);
+    nc_code rc =
+        j < n_draft /* a draft; after the last one, the plain draw */
+            ? nc_spec_verify(
+                  e->ws, &row, sp->draft[j],
+                  draft_model ? sp->q + (size_t)j * e->n_vocab : NULL,
+                  p->speculative.strict ? NC_SPEC_STRICT : NC_SPEC_EXACT, &res,
+                  &accepted, &serr)
+            : nc_sample_batch(e->ws, &row, 1, &res, &serr);
     if (rc != NC_OK || res.token < 0) {
       nc_fail(&serr, rc ? rc : NC_ERR_INTERNAL,
               "sampling failed (the logits hold NaN or every token is "
@@ -159,6 +166,8 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
   adapt(sp, kept, n_draft, p->speculative.draft_max);
   /* the fed token and the kept drafts stay; a finished completion has
    * released its sequence already */
-  if (!c->finished && c->kv_seq >= 0)
+  if (!c->finished && c->kv_seq >= 0) {
     nc_kv_seq_truncate(e->kv, c->kv_seq, fed_len + kept);
+    nc_spec_draft_truncate(e, c, fed_len + kept);
+  }
 }

@@ -6,6 +6,7 @@ logprobs) give the plain run's text, tokens and logprobs, report
 usage.completion_tokens_details.accepted/rejected_prediction_tokens, and
 count drafts per drafter on /metrics; bad fields are 400s naming them."""
 
+import pathlib
 import re
 import subprocess
 
@@ -49,8 +50,26 @@ def test_cli_spec_same_text_and_acceptance():
     bad = run_cli("-p", "hi", "--spec", "ngram", "--draft-max", "0")
     assert bad.returncode != 0
     assert "speculative.draft_max: 0 must be in [1, 32]" in bad.stderr
-    bad = run_cli("-p", "hi", "--spec", "draft")
+    bad = run_cli("-p", "hi", "--spec", "eagle")
     assert bad.returncode != 0 and "not a drafter" in bad.stderr
+    bad = run_cli("-p", "hi", "--spec", "draft")
+    assert bad.returncode != 0 and "no draft model" in bad.stderr
+
+
+def test_cli_draft_model():
+    plain = run_cli("-p", REPETITIVE, "-n", "24")
+    spec = run_cli("-p", REPETITIVE, "-n", "24", "--model-draft",
+                   DEFAULT_MODEL, "--draft-max", "4")
+    assert spec.returncode == 0, spec.stderr
+    assert spec.stdout == plain.stdout
+    m = re.search(r"drafts: (\d+) of (\d+) accepted", spec.stderr)
+    assert m and int(m.group(1)) > 0, spec.stderr
+    gemma = str(pathlib.Path(DEFAULT_MODEL).parent /
+                "gemma-3-270m-q4_k_m.gguf")
+    bad = run_cli("-p", "hi", "--model-draft", gemma)
+    assert bad.returncode != 0
+    assert "draft model: token 0 is" in bad.stderr
+    assert "the vocabularies differ" in bad.stderr
 
 
 def post(srv, route, body):
@@ -135,6 +154,26 @@ def test_prediction_chat_and_stream(server):
         prediction={"type": "content", "content": "Zebra quartz " * 10})
     assert wrong.choices[0].message.content == text
     assert wrong.usage.completion_tokens_details.rejected_prediction_tokens > 0
+
+
+def test_server_draft_model(start_server, server):
+    drafting = start_server("-c", "1024", "--model-draft", DEFAULT_MODEL,
+                            "--draft-max", "4")
+    plain = completion(server, max_tokens=16)
+    spec = completion(drafting, max_tokens=16)
+    same_choices(plain, spec)
+    assert details(spec)[0] > 0
+    for strict in (False, True):
+        r = completion(drafting, max_tokens=16, temperature=1.0, seed=4,
+                       logprobs=None,
+                       speculative={"type": "draft", "strict": strict})
+        assert r["usage"]["completion_tokens"] == 16
+        accepted, rejected = details(r)
+        assert accepted + rejected > 0
+    r = post(server, "/v1/completions",
+             {"prompt": "hi", "max_tokens": 2,
+              "speculative": {"type": "draft"}})
+    assert r.status_code == 400 and "no draft model" in r.text
 
 
 def test_metrics_count_drafts(server):

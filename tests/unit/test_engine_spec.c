@@ -493,6 +493,95 @@ static void test_gemma_greedy_identity(void **state) {
   }
 }
 
+/* The draft model: the default model drafting for itself (a second load),
+ * so its drafts are the model's own choices: greedy output identical at two
+ * draft lengths with nearly every draft kept; sampled (rejection sampling
+ * with q, and the strict rule) runs finish with drafts kept; an engine
+ * without a draft model refuses the drafter, and a draft with another
+ * vocabulary is refused naming the first token that differs. */
+static void test_draft_model(void **state) {
+  (void)state;
+  NEED_MODEL();
+  const char *path = getenv("NUCLEUS_MODEL");
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  nucleus_model *draft = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_model_load(path, &mp, &draft, &err), NUCLEUS_OK);
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = 512;
+  ep.kv_cache_tokens = 4096;
+  ep.draft_model = draft;
+  req plain =
+      make_req("Write a short story about a robot who learns to paint.", 40);
+  plain.params.ignore_eos = true;
+  outcome base, spec;
+  run(&plain, 1, &base, 512, NULL);
+  const int32_t lengths[] = {2, 5};
+  for (int l = 0; l < 2; l++) {
+    req r = plain;
+    with_spec(&r, NUCLEUS_SPEC_DRAFT, lengths[l]);
+    nucleus_engine *e = NULL;
+    assert_int_equal(nc_engine_create_stepped(g_model, &ep, &e, &err), NC_OK);
+    run_on(e, &r, 1, &spec);
+    nucleus_engine_stats st;
+    nucleus_engine_get_stats(e, &st);
+    nucleus_engine_free(e);
+    assert_same(&base, &spec, 1);
+    fprintf(stderr, "  draft model, draft_max %d: %d of %d kept\n", lengths[l],
+            spec.usage.accepted_draft_tokens, spec.usage.draft_tokens);
+    assert_true(spec.usage.accepted_draft_tokens >=
+                spec.usage.draft_tokens * 9 / 10);
+    assert_true(spec.usage.accepted_draft_tokens > 10);
+    assert_int_equal(st.kv_blocks_used, 0);
+  }
+  for (int strict = 0; strict < 2; strict++) {
+    req r = plain;
+    with_spec(&r, NUCLEUS_SPEC_DRAFT, 4);
+    r.params.speculative.strict = strict;
+    r.params.sampling.temperature = 1.0f;
+    r.params.sampling.has_seed = true;
+    r.params.sampling.seed = 3;
+    r.params.n = 2;
+    nucleus_engine *e = NULL;
+    assert_int_equal(nc_engine_create_stepped(g_model, &ep, &e, &err), NC_OK);
+    run_on(e, &r, 1, &spec);
+    nucleus_engine_free(e);
+    fprintf(stderr, "  draft model, T 1, %s: %d of %d kept\n",
+            strict ? "strict" : "exact", spec.usage.accepted_draft_tokens,
+            spec.usage.draft_tokens);
+    for (int i = 0; i < 2; i++)
+      assert_int_equal(spec.n_tokens[i], 40);
+    assert_true(spec.usage.accepted_draft_tokens > 0);
+  }
+  /* no draft model: the drafter is refused at submit */
+  nucleus_engine *bare = engine_of(512, true);
+  req r = plain;
+  with_spec(&r, NUCLEUS_SPEC_DRAFT, 4);
+  nucleus_request *h = NULL;
+  assert_int_equal(
+      nucleus_engine_submit(bare, r.prompt, r.n_prompt, &r.params, &h, &err),
+      NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(err.message, "this engine has no draft model"));
+  nucleus_engine_free(bare);
+  nucleus_model_free(draft);
+  /* another vocabulary */
+  char gpath[4096];
+  const char *root = getenv("NUCLEUS_ROOT");
+  snprintf(gpath, sizeof gpath, "%s/models/gemma-3-270m-q4_k_m.gguf",
+           root && *root ? root : ".");
+  if (nucleus_model_load(gpath, &mp, &draft, &err) != NUCLEUS_OK)
+    NC_MODEL_UNAVAILABLE(gpath);
+  ep.draft_model = draft;
+  nucleus_engine *e = NULL;
+  assert_int_equal(nucleus_engine_create(g_model, &ep, &e, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  fprintf(stderr, "  %s\n", err.message);
+  assert_non_null(strstr(err.message, "draft model: token 0 is '"));
+  assert_non_null(strstr(err.message, "the vocabularies differ"));
+  nucleus_model_free(draft);
+}
+
 static void test_bad_spec_params_refused(void **state) {
   (void)state;
   NEED_MODEL();
@@ -560,6 +649,7 @@ int main(void) {
       cmocka_unit_test(test_prediction),
       cmocka_unit_test(test_prefix_cache_holds_no_rejected_drafts),
       cmocka_unit_test(test_gemma_greedy_identity),
+      cmocka_unit_test(test_draft_model),
       cmocka_unit_test(test_bad_spec_params_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -44,6 +44,9 @@ static bool parse_float(const char *flag, const char *s, float *out) {
 }
 
 void cli_options_free(cli_options *o) {
+  nucleus_model_free(o->draft_model);
+  o->draft_model = NULL;
+  o->engine.draft_model = NULL;
   nucleus_free(o->prediction_ids);
   o->prediction_ids = NULL;
   o->request.speculative.prediction = NULL;
@@ -76,8 +79,14 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
                "ngram (drafts from\n"
                "                          the prompt and output), prediction "
                "(drafts from\n"
-               "                          --prediction); the output is the "
-               "same, only faster\n");
+               "                          --prediction), draft "
+               "(--model-draft); the output is\n"
+               "                          the same (or, sampled with a draft "
+               "model, from the\n"
+               "                          same distribution), only faster\n");
+  fprintf(out, "  --model-draft FILE      a draft model with the model's "
+               "vocabulary (sets --spec\n"
+               "                          draft)\n");
   fprintf(out,
           "  --draft-max N           drafted tokens per step at most "
           "(default %d, up to %d)\n",
@@ -220,8 +229,8 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     NEED_VALUE();
     if (!nucleus_spec_type_from_name(v, &o->request.speculative.type)) {
       fprintf(stderr,
-              "error: --spec: '%s' is not a drafter: off, ngram or "
-              "prediction\n",
+              "error: --spec: '%s' is not a drafter: off, ngram, prediction "
+              "or draft\n",
               v);
       return -1;
     }
@@ -235,6 +244,11 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
       o->request.speculative.draft_max = (int32_t)n;
     else
       o->request.speculative.draft_min = (int32_t)n;
+    return 1;
+  }
+  if (!strcmp(a, "--model-draft")) {
+    NEED_VALUE();
+    o->draft_model_path = v;
     return 1;
   }
   if (!strcmp(a, "--prediction") || !strcmp(a, "--prediction-file")) {
@@ -366,6 +380,16 @@ void cli_options_defaults(cli_options *o, const nucleus_model *model,
 int cli_options_prepare(cli_options *o, const nucleus_model *model) {
   nucleus_spec_params *sp = &o->request.speculative;
   nucleus_error err = {0};
+  if (o->draft_model_path && !o->draft_model) {
+    if (nucleus_model_load(o->draft_model_path, &o->model, &o->draft_model,
+                           &err) != NUCLEUS_OK) {
+      fprintf(stderr, "error: --model-draft %s: %s\n", o->draft_model_path,
+              err.message);
+      return -1;
+    }
+    o->engine.draft_model = o->draft_model;
+    if (sp->type == NUCLEUS_SPEC_OFF) sp->type = NUCLEUS_SPEC_DRAFT;
+  }
   if (o->prediction_arg) {
     char *text = NULL;
     size_t len = strlen(o->prediction_arg);

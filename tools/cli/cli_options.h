@@ -30,6 +30,10 @@ typedef struct cli_options {
   const char *prediction_arg;
   bool prediction_is_file;
   int32_t *prediction_ids;
+  /* --model-draft FILE: loaded by cli_options_prepare into
+   * engine.draft_model (freed by cli_options_free). */
+  const char *draft_model_path;
+  nucleus_model *draft_model;
 } cli_options;
 
 /* Frees what parsing built (the grammar). */
@@ -49,9 +53,9 @@ void cli_options_help(FILE *out, nucleus_surface surface);
 void cli_options_defaults(cli_options *o, const nucleus_model *model,
                           nucleus_surface surface);
 
-/* What needs the model: tokenizes the prediction (--prediction*) and checks
- * the speculative-decoding flags (nucleus_speculative_check). Prints errors;
- * -1 on failure. */
+/* What needs the model: tokenizes the prediction (--prediction*), loads
+ * the draft model (--model-draft) and checks the speculative-decoding flags
+ * (nucleus_speculative_check). Prints errors; -1 on failure. */
 int cli_options_prepare(cli_options *o, const nucleus_model *model);
 
 /* True when the contract parameter called name was given. */

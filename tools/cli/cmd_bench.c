@@ -193,6 +193,7 @@ int cmd_bench(int argc, char **argv) {
   if (!model) return 1;
   if (cli_options_prepare(&o, model)) {
     nucleus_model_free(model);
+    cli_options_free(&o);
     return 2;
   }
   bench_spec spec = {.params = o.request.speculative};
@@ -214,6 +215,7 @@ int cmd_bench(int argc, char **argv) {
   if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK) {
     fprintf(stderr, "error: %s\n", err.message);
     nucleus_model_free(model);
+    cli_options_free(&o);
     return 1;
   }
   printf("kernels: %s\n", nucleus_model_kernels(model));
@@ -283,5 +285,6 @@ int cmd_bench(int argc, char **argv) {
   free(v);
   nucleus_engine_free(engine);
   nucleus_model_free(model);
+  cli_options_free(&o); /* the draft model, after the engine */
   return rc;
 }

@@ -57,14 +57,17 @@ void server_config_usage(FILE *out) {
           "...)\n"
           "                          that the llm-d endpoint picker reads\n"
           "  --spec TYPE             speculative decoding for every request: "
-          "off (default)\n"
-          "                          or ngram; a request's 'speculative' or "
-          "'prediction'\n"
+          "off (default),\n"
+          "                          ngram or draft; a request's "
+          "'speculative' or 'prediction'\n"
           "                          overrides it (docs/SPECULATIVE.md)\n"
           "  --draft-max N           drafted tokens per step at most "
           "(default 8, up to 32)\n"
           "  --draft-min N           draft nothing when fewer are proposed "
           "(default 0)\n"
+          "  --model-draft FILE      a draft model with the model's "
+          "vocabulary (sets --spec\n"
+          "                          draft)\n"
           "engine options (a 503 past --max-queue waiting requests):\n");
   engine_flags_help(out);
   fprintf(out, "model options:\n");
@@ -162,11 +165,14 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
       if (!v || !nucleus_spec_type_from_name(v, &cfg->spec.type) ||
           cfg->spec.type == NUCLEUS_SPEC_PREDICTION) {
         snprintf(msg, cap,
-                 "--spec: '%s' is not a drafter for every request: off or "
-                 "ngram (a request brings its own 'prediction')",
+                 "--spec: '%s' is not a drafter for every request: off, "
+                 "ngram or draft (a request brings its own 'prediction')",
                  v ? v : "");
         rc = -1;
       }
+    } else if (!strcmp(a, "--model-draft")) {
+      if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
+      cfg->draft_model_path = v;
     } else if (!strcmp(a, "--draft-max") || !strcmp(a, "--draft-min")) {
       /* the range: nucleus_speculative_check once all are read */
       rc = parse_long(a, v, INT32_MIN, INT32_MAX, &n, msg, cap);
@@ -233,6 +239,12 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     }
     if (rc) return -1;
     if (takes_value) i++;
+  }
+  if (cfg->draft_model_path && cfg->spec.type == NUCLEUS_SPEC_OFF)
+    cfg->spec.type = NUCLEUS_SPEC_DRAFT; /* --model-draft: drafts by default */
+  if (cfg->spec.type == NUCLEUS_SPEC_DRAFT && !cfg->draft_model_path) {
+    snprintf(msg, cap, "--spec draft needs --model-draft FILE");
+    return -1;
   }
   nucleus_error err = {0};
   if (nucleus_speculative_check(&cfg->spec, 1, 0, &err) != NUCLEUS_OK) {

@@ -43,6 +43,7 @@ typedef struct server_config {
   /* --spec, --draft-max, --draft-min: every request's speculative decoding
    * unless it asks otherwise ("speculative", "prediction"). */
   nucleus_spec_params spec;
+  const char *draft_model_path; /* --model-draft: the draft model's file */
   bool help;
   bool print_request_fields; /* --request-fields: print the table, exit */
 } server_config;

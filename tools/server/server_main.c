@@ -57,11 +57,13 @@ static const char *base_name(const char *path) {
 }
 
 static nucleus_engine *start_engine(const server_config *cfg,
-                                    nucleus_model *model,
+                                    nucleus_model *model, nucleus_model *draft,
                                     nucleus_engine_params *used) {
   nucleus_engine *engine = NULL;
   nucleus_error err = {0};
-  if (nucleus_engine_create(model, &cfg->engine, &engine, &err) != NUCLEUS_OK) {
+  nucleus_engine_params ep = cfg->engine;
+  ep.draft_model = draft;
+  if (nucleus_engine_create(model, &ep, &engine, &err) != NUCLEUS_OK) {
     fprintf(stderr, "nucleus serve: engine: %s\n", err.message);
     return NULL;
   }
@@ -84,6 +86,7 @@ static int serve(const server_config *cfg, const char *path,
   server_ctx srv = {.cfg = cfg};
   nucleus_error err = {0};
   http_server *hs = NULL;
+  nucleus_model *draft = NULL;
   if (nucleus_model_load(path, &mp, &srv.model, &err) != NUCLEUS_OK) {
     fprintf(stderr, "nucleus serve: %s: %s\n", path, err.message);
     goto out;
@@ -97,7 +100,14 @@ static int serve(const server_config *cfg, const char *path,
   srv.metrics = metrics_create();
   srv.inflight = inflight_create();
   if (!srv.metrics || !srv.inflight) goto out;
-  if (!(srv.engine = start_engine(cfg, srv.model, &srv.engine_params)))
+  if (cfg->draft_model_path &&
+      nucleus_model_load(cfg->draft_model_path, &cfg->model, &draft, &err) !=
+          NUCLEUS_OK) {
+    fprintf(stderr, "nucleus serve: --model-draft %s: %s\n",
+            cfg->draft_model_path, err.message);
+    goto out;
+  }
+  if (!(srv.engine = start_engine(cfg, srv.model, draft, &srv.engine_params)))
     goto out;
   srv.n_ctx = srv.engine_params.n_ctx;
   char msg[256];
@@ -131,6 +141,7 @@ out:
   http_server_stop(hs);
   if (srv.engine) nucleus_engine_free(srv.engine);
   nucleus_model_free(srv.model);
+  nucleus_model_free(draft);
   inflight_destroy(srv.inflight);
   metrics_destroy(srv.metrics);
   free(template_text);

@@ -74,7 +74,7 @@ static const request_field FIELDS[] = {
      "vLLM's choice of engine: nucleus has one"},
     /* speculative decoding */
     {"speculative", BOTH, FIELD_READ,
-     "the drafter: type, draft_max, draft_min"},
+     "the drafter: type, n_max, n_min, strict"},
     {"prediction", BOTH, FIELD_READ,
      "OpenAI's predicted output: drafts for speculative decoding"},
     /* tools and the chat template */

@@ -12,9 +12,11 @@ static const json_t *field(const json_t *root, const char *key) {
 }
 
 static int bad_speculative(api_error *e) {
-  return api_fail(e, 400, "speculative",
-                  "'speculative' must be false or an object {\"type\": "
-                  "\"off\" | \"ngram\", \"n_max\": N, \"n_min\": N}");
+  return api_fail(
+      e, 400, "speculative",
+      "'speculative' must be false or an object {\"type\": "
+      "\"off\" | \"ngram\" | \"draft\", \"n_max\": N, \"n_min\": N, "
+      "\"strict\": B}");
 }
 
 static int get_count(const json_t *o, const char *key, int32_t *out,
@@ -34,9 +36,11 @@ static int parse_object(const json_t *v, nucleus_spec_params *sp,
   const char *key;
   const json_t *x;
   json_object_foreach((json_t *)v, key, x) {
-    if (strcmp(key, "type") && strcmp(key, "n_max") && strcmp(key, "n_min"))
+    if (strcmp(key, "type") && strcmp(key, "n_max") && strcmp(key, "n_min") &&
+        strcmp(key, "strict"))
       return api_fail(e, 400, "speculative",
-                      "'speculative.%.64s' is not a field: type, n_max, n_min",
+                      "'speculative.%.64s' is not a field: type, n_max, "
+                      "n_min, strict",
                       key);
   }
   const json_t *t = field(v, "type");
@@ -46,11 +50,16 @@ static int parse_object(const json_t *v, nucleus_spec_params *sp,
         !nucleus_spec_type_from_name(json_string_value(t), &type) ||
         type == NUCLEUS_SPEC_PREDICTION)
       return api_fail(e, 400, "speculative",
-                      "'speculative.type' must be \"off\" or \"ngram\" (a "
-                      "prediction comes in 'prediction')");
+                      "'speculative.type' must be \"off\", \"ngram\" or "
+                      "\"draft\" (a prediction comes in 'prediction')");
     sp->type = type;
     *explicit_type = true;
   }
+  const json_t *strict = field(v, "strict");
+  if (strict && !json_is_boolean(strict))
+    return api_fail(e, 400, "speculative",
+                    "'speculative.strict' must be true or false");
+  sp->strict = json_is_true(strict);
   return get_count(v, "n_max", &sp->draft_max, e) ||
          get_count(v, "n_min", &sp->draft_min, e);
 }
