@@ -13,6 +13,10 @@
  * the last fed token that was kept are truncated (never published to the
  * prefix cache: the step publishes only the completion's own tokens).
  *
+ * The drafters: lookup in the prompt and output (spec_ngram.h), lookup
+ * in the request's prediction, or the draft model (spec_draft.c), whose
+ * drafts come with their distributions q for the verifier.
+ *
  * The draft length adapts per completion: it grows by 2 after a step that
  * kept every draft, shrinks to one past what was kept otherwise, and a run
  * of steps that kept nothing backs off (1, 2, 4 ... up to 16 steps without

@@ -10,8 +10,9 @@
  * independent of the verification's) and fed to get the next q. The q rows
  * go to the verifier (spec_verify.h), which keeps the model's distribution
  * whatever q is. After verification the draft sequence keeps the kept
- * tokens only. One completion at a time: the draft's forward calls are not
- * batched across requests yet. */
+ * tokens only. The completions of one request (n > 1) share the draft's
+ * prompt K/V (a fork). One completion at a time: the draft's forward calls
+ * are not batched across requests yet. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,23 @@ static bool feed(nc_spec_draft *d, int32_t seq, const int32_t *tokens,
   return true;
 }
 
+/* A new draft sequence for c: a fork of a sibling's (n > 1) cut to their
+ * common prompt, so the prompt is computed once; else an empty one. */
+static int32_t new_seq(nc_spec_draft *d, const completion *c) {
+  const group *g = c->owner;
+  for (int32_t i = 0; i < g->n_comps; i++) {
+    const completion *o = &g->comps[i];
+    if (o == c || o->spec.draft_seq < 0) continue;
+    int32_t seq = nc_kv_seq_fork(d->kv, o->spec.draft_seq);
+    if (seq < 0) break;
+    int32_t keep = nc_kv_seq_len(d->kv, seq);
+    if (keep > g->req->n_prompt)
+      nc_kv_seq_truncate(d->kv, seq, g->req->n_prompt);
+    return seq;
+  }
+  return nc_kv_seq_new(d->kv);
+}
+
 int32_t nc_spec_draft_propose(nucleus_engine *e, completion *c, int32_t max) {
   nc_spec_draft *d = e->draft;
   nc_spec_state *sp = &c->spec;
@@ -151,7 +169,7 @@ int32_t nc_spec_draft_propose(nucleus_engine *e, completion *c, int32_t max) {
                    (size_t)V * sizeof *sp->q);
     if (!sp->q) return 0;
   }
-  if (sp->draft_seq < 0 && (sp->draft_seq = nc_kv_seq_new(d->kv)) < 0) return 0;
+  if (sp->draft_seq < 0 && (sp->draft_seq = new_seq(d, c)) < 0) return 0;
   const int32_t seq = sp->draft_seq;
   int32_t have = nc_kv_seq_len(d->kv, seq);
   if (have > c->n_tokens - 1) {

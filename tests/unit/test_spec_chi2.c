@@ -3,7 +3,10 @@
  * generated tokens of 5,008 seeded runs with n-gram drafts, and of 5,008
  * with predicted outputs, follow the distribution of 5,008 runs without
  * drafts (a two-sample chi-square test of the joint (t1, t2, t3), at the
- * 0.001 level). The runs with drafts take other seeds than those without,
+ * 0.001 level); also with a draft model (the default model drafting for
+ * itself, so q = p: the exact rule keeps every draft, the strict one only
+ * those its own draw repeats; test_spec_verify proves the residual with
+ * q != p). The runs with drafts take other seeds than those without,
  * so the test compares distributions, not the same draws. Runs go through
  * the public API on a threaded engine, 16 completions per request
  * (n = 16: each drafts for itself). The short tier (NUCLEUS_TEST_SHORT,
@@ -169,8 +172,17 @@ static void test_first_tokens_follow_the_model(void **state) {
   ep.n_ctx = 256;
   ep.max_running = WAVE * N_PER_REQ;
   ep.kv_cache_tokens = 2 * WAVE * N_PER_REQ * 64;
-  nucleus_engine *e = NULL;
+  nucleus_engine *e = NULL, *de = NULL;
   assert_int_equal(nucleus_engine_create(g_model, &ep, &e, NULL), NUCLEUS_OK);
+  /* the draft model: the default model again (a second load) */
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  nucleus_model *draft = NULL;
+  assert_int_equal(
+      nucleus_model_load(getenv("NUCLEUS_MODEL"), &mp, &draft, NULL),
+      NUCLEUS_OK);
+  ep.draft_model = draft;
+  assert_int_equal(nucleus_engine_create(g_model, &ep, &de, NULL), NUCLEUS_OK);
   const float temps[] = {0.7f, 1.0f, 1.5f};
   for (int t = 0; t < 3; t++) {
     nucleus_request_params p = nucleus_request_default_params();
@@ -180,7 +192,8 @@ static void test_first_tokens_follow_the_model(void **state) {
     p.max_tokens = 3;
     p.ignore_eos = true;
     p.n = N_PER_REQ;
-    arm plain = {0}, ngram = {0}, predicted = {0};
+    arm plain = {0}, ngram = {0}, predicted = {0}, drafted_q = {0},
+        strict = {0};
     run_arm(e, prompt, n_prompt, &p, 1000, n_runs, &plain);
     nucleus_request_params q = p;
     q.speculative.type = NUCLEUS_SPEC_NGRAM;
@@ -190,13 +203,19 @@ static void test_first_tokens_follow_the_model(void **state) {
     q.speculative.prediction = pred;
     q.speculative.n_prediction = n_pred;
     run_arm(e, prompt, n_prompt, &q, 3000, n_runs, &predicted);
-    arm *drafted[2] = {&ngram, &predicted};
-    const char *names[2] = {"ngram", "prediction"};
-    for (int d = 0; d < 2; d++) {
+    q.speculative.type = NUCLEUS_SPEC_DRAFT;
+    q.speculative.prediction = NULL;
+    q.speculative.n_prediction = 0;
+    run_arm(de, prompt, n_prompt, &q, 4000, n_runs, &drafted_q);
+    q.speculative.strict = true;
+    run_arm(de, prompt, n_prompt, &q, 5000, n_runs, &strict);
+    arm *drafted[4] = {&ngram, &predicted, &drafted_q, &strict};
+    const char *names[4] = {"ngram", "prediction", "draft", "draft strict"};
+    for (int d = 0; d < 4; d++) {
       int df;
       double chi = chi2_two_sample(&plain, drafted[d], &df);
       fprintf(stderr,
-              "  T %.1f %-10s: %d runs each, chi2 %.1f (df %d, limit %.1f), "
+              "  T %.1f %-12s: %d runs each, chi2 %.1f (df %d, limit %.1f), "
               "%lld of %lld drafts accepted\n",
               (double)temps[t], names[d], n_runs, chi, df, chi2_limit(df),
               (long long)drafted[d]->accepted, (long long)drafted[d]->drafted);
@@ -209,8 +228,12 @@ static void test_first_tokens_follow_the_model(void **state) {
     free(plain.triples);
     free(ngram.triples);
     free(predicted.triples);
+    free(drafted_q.triples);
+    free(strict.triples);
   }
   nucleus_engine_free(e);
+  nucleus_engine_free(de);
+  nucleus_model_free(draft);
   nucleus_free(prompt);
   nucleus_free(pred);
 }
