@@ -17,10 +17,10 @@
 
 /* n_prompt < 0: every row in the engine's reuse orders
  * (nc_batch_add_reusable) instead. */
-static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,
-                               int32_t n, int32_t n_prompt,
-                               const int32_t *chunks, int n_chunks,
-                               float *logits) {
+static inline void run_chunked_prompt(const nucleus_model *m,
+                                      const int32_t *tokens, int32_t n,
+                                      int32_t n_prompt, const int32_t *chunks,
+                                      int n_chunks, float *logits) {
   const int32_t nv = nc_model_hparams(m)->n_vocab;
   nc_kv_cache *kv;
   nc_context *ctx;
@@ -54,15 +54,16 @@ static void run_chunked_prompt(const nucleus_model *m, const int32_t *tokens,
   nc_kv_cache_free(kv);
 }
 
-static void run_chunked(const nucleus_model *m, const int32_t *tokens,
-                        int32_t n, const int32_t *chunks, int n_chunks,
-                        float *logits) {
+static inline void run_chunked(const nucleus_model *m, const int32_t *tokens,
+                               int32_t n, const int32_t *chunks, int n_chunks,
+                               float *logits) {
   run_chunked_prompt(m, tokens, n, n, chunks, n_chunks, logits);
 }
 
-static void run_chunked_reusable(const nucleus_model *m, const int32_t *tokens,
-                                 int32_t n, const int32_t *chunks, int n_chunks,
-                                 float *logits) {
+static inline void run_chunked_reusable(const nucleus_model *m,
+                                        const int32_t *tokens, int32_t n,
+                                        const int32_t *chunks, int n_chunks,
+                                        float *logits) {
   run_chunked_prompt(m, tokens, n, -1, chunks, n_chunks, logits);
 }
 
