@@ -105,25 +105,29 @@ static int gen_union(ctx *c, const json_t *list, const char *kind, sb *b,
   size_t n = json_array_size(list);
   if (!strcmp(kind, "oneOf")) {
     if (n > 64) return js_fail_limit(c, "'oneOf' with more than 64 branches");
-    for (size_t i = 0; i < n; i++)
-      for (size_t j = i + 1; j < n; j++)
-        if (!js_disjoint(c, json_array_get(list, i), json_array_get(list, j),
-                         0))
-          return js_fail(c,
-                         "'oneOf' whose branches %zu and %zu may both "
-                         "match a value is not supported (exactly one "
-                         "must; with 'anyOf' any may)",
-                         i, j);
+    size_t bi = 0, bj = 0;
+    nc_code before = c->code;
+    list = js_oneof_branches(c, list, depth, &bi, &bj);
+    if (!list && c->code == before)
+      return js_fail(c,
+                     "'oneOf' whose branches %zu and %zu may both "
+                     "match a value is not supported (exactly one "
+                     "must; with 'anyOf' any may)",
+                     bi, bj);
+    if (!list) return -1;
   }
   size_t written = 0;
   for (size_t i = 0; i < n; i++) {
     const json_t *x = json_array_get(list, i);
     if (json_is_false(x)) continue;
+    js_mark m = js_mark_here(c);
     int id = js_gen_at_index(c, x, depth + 1, kind, i);
+    if (id < 0 && js_recover(c, m)) continue; /* matches nothing */
     if (id < 0) return -1;
     js_sb_printf(b, "%sr%d", written++ ? " | " : "", id);
   }
-  if (!written) return js_fail(c, "no branch of '%s' matches anything", kind);
+  if (!written)
+    return js_fail_unsat(c, "no branch of '%s' matches anything", kind);
   return 0;
 }
 
@@ -153,14 +157,15 @@ static int gen_values(ctx *c, const json_t *s, sb *b) {
     free(js);
   }
   if (!written)
-    return js_fail(c, "no value of '%s' matches the keywords beside it", kw);
+    return js_fail_unsat(c, "no value of '%s' matches the keywords beside it",
+                         kw);
   return 0;
 }
 
 /* The types a schema without 'type' can take, from its keywords: those
  * of one family say the value is of that type (a subset of what
  * validates: the others' instances also would). 0: no such keyword. */
-static unsigned inferred_types(const json_t *s) {
+unsigned js_inferred_types(const json_t *s) {
   static const char *const obj[] = {
       "properties",        "required",      "additionalProperties",
       "patternProperties", "minProperties", "maxProperties",
@@ -199,7 +204,7 @@ static int gen_typed(ctx *c, const json_t *s, sb *b, int depth) {
     }
     m = js_type_bits(type);
   } else {
-    m = inferred_types(s);
+    m = js_inferred_types(s);
     if (!m) {
       js_sb_add(b, "value", 5);
       return 0;
@@ -209,7 +214,9 @@ static int gen_typed(ctx *c, const json_t *s, sb *b, int depth) {
   int written = 0;
   for (unsigned i = 0; i < 7; i++) {
     if (!(m & (1u << i))) continue;
-    if (written++) js_sb_add(b, " | ", 3);
+    js_mark mk = js_mark_here(c);
+    size_t at = b->n;
+    if (written) js_sb_add(b, " | ", 3);
     int rc = 0;
     switch (i) {
     case 0: js_sb_add(b, "null", 4); break;
@@ -220,8 +227,16 @@ static int gen_typed(ctx *c, const json_t *s, sb *b, int depth) {
     case 5: rc = js_gen_integer(c, s, b, false); break;
     default: rc = js_gen_integer(c, s, b, true); break;
     }
+    bool several = (m & (m - 1)) != 0;
+    if (rc && several && js_recover(c, mk)) { /* none of this type */
+      b->n = at;
+      if (b->s) b->s[at] = '\0';
+      continue;
+    }
     if (rc) return -1;
+    written++;
   }
+  if (!written) return js_fail_unsat(c, "no value of any type matches");
   return 0;
 }
 
@@ -232,7 +247,8 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
     js_sb_add(b, "value", 5);
     return 0;
   }
-  if (json_is_false(s)) return js_fail(c, "the schema false matches nothing");
+  if (json_is_false(s))
+    return js_fail_unsat(c, "the schema false matches nothing");
   if (!json_is_object(s)) return js_fail(c, "a schema must be an object");
   if (js_check_keywords(c, s)) return -1;
   const json_t *ref = json_object_get(s, "$ref");
@@ -260,7 +276,7 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
     }
     if (!flat) return -1;
     if (json_is_false(flat))
-      return js_fail(c, "no value matches all of this schema's parts");
+      return js_fail_unsat(c, "no value matches all of this schema's parts");
     return gen_body(c, flat, b, depth + 1);
   }
   if (comb) return gen_union(c, json_object_get(s, comb), comb, b, depth);

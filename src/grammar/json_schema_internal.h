@@ -51,7 +51,19 @@ typedef struct ctx {
   json_t *owned; /* schemas made while compiling (merges), freed at the end */
   nc_error *err;
   nc_code code; /* of the first failure; NC_OK until then */
+  bool unsat;   /* the first failure says no value matches */
 } ctx;
+
+/* Where the output stands, to undo a part no value satisfies. */
+typedef struct {
+  size_t out_n, notes_n;
+  int n_rules, n_refs, n_notes;
+  bool out_big;
+} js_mark;
+js_mark js_mark_here(const ctx *c);
+/* After a failure saying no value matches (js_fail_unsat): undoes what was
+ * written since m, clears the failure and returns true; else false. */
+bool js_recover(ctx *c, js_mark m);
 
 /* Appends /seg to c->ptr (escaped as RFC 6901 says); returns the length
  * to give js_ptr_pop. */
@@ -76,6 +88,10 @@ void js_sb_lit(sb *b, const char *s, size_t len);
 int js_fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A bound on what the schema makes (rules, $refs, the grammar's size). */
 int js_fail_limit(ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A failure saying no value matches: an optional property or a branch may
+ * be left out instead (js_recover). */
+int js_fail_unsat(ctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int js_fail_oom(ctx *c);
 int js_fail_big(ctx *c);
@@ -122,10 +138,14 @@ const json_t *js_flatten(ctx *c, const json_t *s, int depth);
 /* The types 'type' names, as bits (null, boolean, object, array, string,
  * integer, number from bit 0); absent: all. */
 unsigned js_type_bits(const json_t *type);
-/* Whether no value validates under both a and b, provably (different
- * types, disjoint constants, a property one requires with values the other
- * cannot take). false: they may overlap. */
-bool js_disjoint(ctx *c, const json_t *a, const json_t *b, int depth);
+/* oneOf's branches, narrowed to be pairwise disjoint (json_schema_merge.c);
+ * NULL: branches *bi and *bj may still overlap (c not failed), or a
+ * failure. */
+const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
+                                size_t *bi, size_t *bj);
+/* The types a schema without 'type' takes from its keywords (bits as
+ * js_type_bits; 0: none named). */
+unsigned js_inferred_types(const json_t *s);
 
 /* Whether value x validates under schema s (json_schema_value.c): 1 yes, 0
  * no, -1 cannot tell (a keyword this check does not evaluate). */

@@ -370,28 +370,35 @@ static bool forbids(const json_t *s, const char *name) {
          !json_object_get(json_object_get(s, "properties"), name);
 }
 
-/* Whether the outputs of a (an object schema) lack a property b requires:
- * a declares no such property and makes no further keys. */
-static bool never_writes_required(const json_t *a, const json_t *b) {
-  if (js_type_bits(json_object_get(a, "type")) != T_OBJ) return false;
+/* ---------------------------------------------------- what outputs hold */
+
+/* The types a's outputs can have: its 'type', or (none given) the one
+ * family its keywords name (json_schema.c makes only those). */
+static unsigned out_types(const json_t *a) {
+  const json_t *t = json_object_get(a, "type");
+  if (t) return js_type_bits(t);
+  if (has(a, "const") || has(a, "enum")) return 0x7F;
+  unsigned m = js_inferred_types(a);
+  return m ? m : 0x7F;
+}
+
+/* Whether a's outputs never hold property name: declared as false, or not
+ * declared and a makes no further keys. */
+static bool never_writes(const json_t *a, const char *name) {
   const json_t *props = json_object_get(a, "properties");
+  const json_t *p = json_object_get(props, name);
+  if (p) return json_is_false(p);
   const json_t *add = json_object_get(a, "additionalProperties");
   bool extras = has(a, "patternProperties") ? !json_object_size(props)
                 : json_is_object(add)
                     ? true
                     : !json_object_size(props) && !json_is_false(add);
-  if (extras) return false;
-  size_t i;
-  const json_t *r;
-  json_array_foreach(json_object_get(b, "required"), i, r) {
-    if (json_is_string(r) && !json_object_get(props, json_string_value(r)) &&
-        !requires(a, json_string_value(r)))
-      return true;
-  }
-  return false;
+  return !extras && !requires(a, name);
 }
 
-bool js_disjoint(ctx *c, const json_t *a, const json_t *b, int depth) {
+/* Whether no output of a validates under b (a's outputs: what
+ * json_schema.c makes of it, a subset of what validates under a). */
+static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth) {
   if (depth > 8) return false;
   nc_code code = c->code;
   a = js_flatten(c, a, depth);
@@ -402,29 +409,134 @@ bool js_disjoint(ctx *c, const json_t *a, const json_t *b, int depth) {
   }
   if (json_is_false(a) || json_is_false(b)) return true;
   if (!json_is_object(a) || !json_is_object(b)) return false;
-  if (!meet_types(js_type_bits(json_object_get(a, "type")),
-                  js_type_bits(json_object_get(b, "type"))))
+  if (!meet_types(out_types(a), js_type_bits(json_object_get(b, "type"))))
     return true;
-  if (combinator(a) || combinator(b)) return false;
-  /* What each makes: an object's outputs hold only its declared
-   * properties unless it makes further keys (json_schema_object.c); one
-   * that never writes a property the other requires never matches it. */
-  if (never_writes_required(a, b) && never_writes_required(b, a)) return true;
   if (values_disjoint(a, b)) return true;
-  /* A value of a's const/enum that b's type excludes, and the reverse. */
+  if (!combinator(a) && (has(a, "const") || has(a, "enum"))) {
+    /* a makes its values: each one b refuses */
+    const json_t *cst = json_object_get(a, "const");
+    const json_t *en = json_object_get(a, "enum");
+    size_t n = cst ? 1 : json_array_size(en), i;
+    for (i = 0; i < n; i++) {
+      const json_t *x = cst ? cst : json_array_get(en, i);
+      if (js_value_valid(c, a, x, 0) != 0 && js_value_valid(c, b, x, 0) != 0)
+        break;
+    }
+    if (n && i == n) return true;
+  }
+  if (!combinator(b) && (has(b, "const") || has(b, "enum"))) {
+    /* b takes its values only: none of them validates under a (a's
+     * outputs validate under a) */
+    const json_t *cst = json_object_get(b, "const");
+    const json_t *en = json_object_get(b, "enum");
+    size_t n = cst ? 1 : json_array_size(en), i;
+    for (i = 0; i < n; i++)
+      if (js_value_valid(c, a, cst ? cst : json_array_get(en, i), 0) != 0)
+        break;
+    if (n && i == n) return true;
+  }
+  if (combinator(a) || combinator(b) || out_types(a) != T_OBJ) return false;
+  /* objects: a property b requires that a never writes; one a always
+   * writes that b forbids or whose values there b refuses */
+  size_t i;
+  const json_t *r;
+  json_array_foreach(json_object_get(b, "required"), i, r) {
+    if (json_is_string(r) && never_writes(a, json_string_value(r))) return true;
+  }
   const json_t *pa = json_object_get(a, "properties"),
                *pb = json_object_get(b, "properties");
   const char *k;
   const json_t *x;
   json_object_foreach((json_t *)pa, k, x) {
-    if (requires(a, k) && forbids(b, k)) return true;
+    if (!requires(a, k)) continue;
+    if (forbids(b, k)) return true;
     const json_t *y = json_object_get(pb, k);
-    if (y && requires(a, k) && requires(b, k) &&
-        js_disjoint(c, x, y, depth + 1))
-      return true;
-  }
-  json_object_foreach((json_t *)pb, k, x) {
-    if (requires(b, k) && forbids(a, k)) return true;
+    if (y && excludes(c, x, y, depth + 1)) return true;
   }
   return false;
+}
+
+/* oneOf's branches made disjoint where they may not be: a property both
+ * declare with values that cannot meet becomes required in both (a
+ * discriminator); a property one requires and the other does not becomes
+ * never written (false) in the other. Each only narrows what a branch
+ * makes. NULL when a pair still may overlap (*bi, *bj; c not failed) or
+ * on a failure (c failed). */
+const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
+                                size_t *bi, size_t *bj) {
+  size_t n = json_array_size(list);
+  /* orig: what validates (never changed); out: what is made */
+  json_t *orig = js_own(c, json_array());
+  json_t *out = orig ? js_own(c, json_array()) : NULL;
+  if (!out) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *f = js_flatten(c, json_array_get(list, i), depth);
+    if (!f) return NULL;
+    json_t *cp = json_deep_copy(f);
+    if (!cp || json_array_append(orig, (json_t *)f) ||
+        json_array_append_new(out, cp))
+      return js_fail_oom(c), NULL;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++) {
+      json_t *a = json_array_get(out, i), *b = json_array_get(out, j);
+      const json_t *va = json_array_get(orig, i), *vb = json_array_get(orig, j);
+      if (excludes(c, a, vb, 0) && excludes(c, b, va, 0)) continue;
+      if (!json_is_object(a) || !json_is_object(b) || combinator(a) ||
+          combinator(b) || out_types(a) != T_OBJ || out_types(b) != T_OBJ) {
+        *bi = i, *bj = j;
+        return NULL;
+      }
+      /* a discriminator: a property both declare, values that cannot
+       * meet; both always write it */
+      json_t *pa = json_object_get(a, "properties"),
+             *pb = json_object_get(b, "properties");
+      const char *k;
+      json_t *x;
+      json_object_foreach(pa, k, x) {
+        json_t *y = json_object_get(pb, k);
+        if (!y || json_is_false(x) || json_is_false(y) ||
+            !excludes(c, x,
+                      json_object_get(json_object_get(vb, "properties"), k),
+                      1) ||
+            !excludes(c, y,
+                      json_object_get(json_object_get(va, "properties"), k), 1))
+          continue;
+        json_t *sides[2] = {a, b};
+        for (int s = 0; s < 2; s++) {
+          json_t *req = json_object_get(sides[s], "required");
+          if (!json_is_array(req)) {
+            req = json_array();
+            json_object_set_new(sides[s], "required", req);
+          }
+          if (!requires(sides[s], k))
+            json_array_append_new(req, json_string(k));
+        }
+        break;
+      }
+      /* never write what the other requires */
+      json_t *mine[2] = {a, b};
+      const json_t *theirs[2] = {vb, va};
+      for (int s = 0; s < 2; s++) {
+        if (excludes(c, mine[s], theirs[s], 0)) continue;
+        size_t q;
+        json_t *r;
+        json_array_foreach(json_object_get(theirs[s], "required"), q, r) {
+          if (!json_is_string(r) || requires(mine[s], json_string_value(r)))
+            continue;
+          json_t *props = json_object_get(mine[s], "properties");
+          if (!json_is_object(props)) {
+            props = json_object();
+            json_object_set_new(mine[s], "properties", props);
+          }
+          json_object_set_new(props, json_string_value(r), json_false());
+          break;
+        }
+      }
+      if (!(excludes(c, a, vb, 0) && excludes(c, b, va, 0))) {
+        *bi = i, *bj = j;
+        return NULL;
+      }
+    }
+  return out;
 }

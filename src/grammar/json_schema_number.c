@@ -17,7 +17,9 @@
  *
  * multipleOf (integers): enumerated in a range of at most 1000 values, or
  * with no bound above, the digit strings whose remainder mod k is 0 (a
- * finite automaton, one rule per remainder, k <= 1000). */
+ * finite automaton, one rule per remainder, k <= 1000). A fractional
+ * multipleOf of 1/2^j, or 0.1 to 0.0001 (below 1e6 in magnitude, where a
+ * validator's double division is exact), is met by whole numbers. */
 #include "json_schema_internal.h"
 
 #include <math.h>
@@ -382,21 +384,40 @@ int js_gen_integer(ctx *c, const json_t *s, sb *b, bool number) {
   if (mo && (!json_is_number(mo) || !(json_number_value(mo) > 0)))
     return js_fail(c, "'multipleOf' must be a number above 0");
   long long k = 0;
+  double cap = BIG; /* |value| below this (decimal multipleOf) */
   if (mo) {
     double m = json_number_value(mo);
-    if (m != floor(m) || m > 1e15)
-      return js_fail(c, "'multipleOf' %g: only whole numbers are supported", m);
-    k = (long long)m;
-    number = false; /* multiples of a whole number are integers */
+    double inv = 1 / m;
+    bool pow2 = inv == floor(inv) && inv <= 1048576 &&
+                ((long long)inv & ((long long)inv - 1)) == 0;
+    bool tenth = m == 0.1 || m == 0.01 || m == 0.001 || m == 0.0001;
+    if (m < 1 && (pow2 || tenth)) {
+      /* Whole numbers are multiples of 2^-j, and of 10^-k as a validator
+       * divides in doubles (n / 0.01 is exactly 100 n below 1e6). */
+      k = 1;
+      if (tenth) cap = 1e6;
+    } else if (m != floor(m) || m > 1e15) {
+      return js_fail(c,
+                     "'multipleOf' %g is not supported (whole numbers, "
+                     "0.1, 0.01, 0.001, 0.0001 and 1/2^j)",
+                     m);
+    } else {
+      k = (long long)m;
+    }
+    number = false; /* the multiples written are integers */
   }
   /* Both of minimum and exclusiveMinimum hold when both are given: the
    * tighter wins. Unbounded beyond BIG. */
   bool lo_x = dlo, hi_x = dhi;
   if (has_xlo && (!has_lo || xlo >= lo)) lo = xlo, lo_x = true, has_lo = 1;
   if (has_xhi && (!has_hi || xhi <= hi)) hi = xhi, hi_x = true, has_hi = 1;
+  if (cap < BIG) { /* within +-cap, exclusive */
+    if (!has_lo || lo <= -cap) lo = -cap, lo_x = true, has_lo = 1;
+    if (!has_hi || hi >= cap) hi = cap, hi_x = true, has_hi = 1;
+  }
   bool unb_lo = !has_lo || lo <= -BIG, unb_hi = !has_hi || hi >= BIG;
   if (!unb_lo && !unb_hi && (lo > hi || (lo == hi && (lo_x || hi_x))))
-    return js_fail(c, "a numeric range with no value");
+    return js_fail_unsat(c, "a numeric range with no value");
   if (!number) {
     long long ilo = 0, ihi = 0;
     if (!unb_lo) {
@@ -410,7 +431,7 @@ int js_gen_integer(ctx *c, const json_t *s, sb *b, bool number) {
       ihi = (long long)v;
     }
     if (!unb_lo && !unb_hi && ihi < ilo)
-      return js_fail(c, "an integer range with no value");
+      return js_fail_unsat(c, "an integer range with no value");
     if (k > 1) {
       if (!unb_lo && !unb_hi && (ihi - ilo) / k <= MAX_INT_RANGE) {
         long long first = ilo >= 0 ? (ilo + k - 1) / k * k : -((-ilo) / k * k);
@@ -418,7 +439,7 @@ int js_gen_integer(ctx *c, const json_t *s, sb *b, bool number) {
         js_sb_add(b, "( ", 2);
         for (long long v = first; v <= ihi; v += k)
           js_sb_printf(b, "%s\"%lld\"", n++ ? " | " : "", v);
-        if (!n) return js_fail(c, "no multiple of %lld in the range", k);
+        if (!n) return js_fail_unsat(c, "no multiple of %lld in the range", k);
         js_sb_add(b, " )", 2);
         return 0;
       }
@@ -443,7 +464,7 @@ int js_gen_integer(ctx *c, const json_t *s, sb *b, bool number) {
   if (!unb_lo && lo_x) lo = nextafter(lo, INFINITY);
   if (!unb_hi && hi_x) hi = nextafter(hi, -INFINITY);
   if (!unb_lo && !unb_hi && lo > hi)
-    return js_fail(c, "a numeric range with no value");
+    return js_fail_unsat(c, "a numeric range with no value");
   bool pos = unb_hi || hi >= 0, neg = unb_lo || lo < 0;
   if (pos) {
     dec a = {0}, z = {0};

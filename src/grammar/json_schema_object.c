@@ -255,10 +255,10 @@ int js_gen_object(ctx *c, const json_t *s, sb *b, int depth) {
     ents[n].name = name;
     ents[n++].schema = add && !json_is_boolean(add) ? add : json_true();
     if (json_is_false(add) && !pat) {
-      js_fail(c,
-              "required property '%.64s' is not allowed "
-              "(additionalProperties is false)",
-              name);
+      js_fail_unsat(c,
+                    "required property '%.64s' is not allowed "
+                    "(additionalProperties is false)",
+                    name);
       goto out;
     }
   }
@@ -374,7 +374,8 @@ int js_gen_object(ctx *c, const json_t *s, sb *b, int depth) {
     if (!ents[j].required) ents[j].required = true, nreq++;
   if (maxp >= 0) {
     if ((long long)nreq > maxp) {
-      js_fail(c, "maxProperties %lld is below the %zu required", maxp, nreq);
+      js_fail_unsat(c, "maxProperties %lld is below the %zu required", maxp,
+                    nreq);
       goto out;
     }
     long long room = maxp - (long long)nreq;
@@ -390,8 +391,16 @@ int js_gen_object(ctx *c, const json_t *s, sb *b, int depth) {
   }
   /* Values. */
   for (size_t j = 0; j < n; j++) {
+    js_mark m = js_mark_here(c);
     ents[j].kv =
         js_gen_at(c, ents[j].schema, depth + 1, "properties", ents[j].name);
+    if (ents[j].kv < 0 && !ents[j].required && js_recover(c, m)) {
+      /* no value matches: an optional property never written */
+      gone[ngone++] = ents[j].name;
+      memmove(&ents[j], &ents[j + 1], (n - j - 1) * sizeof *ents);
+      n--, j--;
+      continue;
+    }
     if (ents[j].kv < 0) goto out;
   }
   /* Further keys. */

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct rx {
@@ -73,6 +74,41 @@ static void class_range(sb *b, uint32_t lo, uint32_t hi) {
   if (lo <= hi) js_sb_printf(b, "\\U%08X-\\U%08X", lo, hi);
 }
 
+/* \uXXXX at r->pos (after the 'u'): the code point, or -1. */
+static long rx_hex4(rx *r) {
+  if (r->pos + 4 > r->n) return -1;
+  long v = 0;
+  for (int i = 0; i < 4; i++) {
+    char h = r->s[r->pos + i];
+    int d = h >= '0' && h <= '9'   ? h - '0'
+            : h >= 'a' && h <= 'f' ? h - 'a' + 10
+            : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                   : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  r->pos += 4;
+  return v;
+}
+
+/* The complements of \s \d \w, within printable ASCII (a validator's
+ * \S, \D, \W also refuse Unicode spaces, digits and letters: these
+ * never are). */
+static void ascii_complement(sb *b, char e) {
+  if (e == 'S') {
+    class_range(b, '!', '~');
+  } else if (e == 'D') {
+    class_range(b, ' ', '/');
+    class_range(b, ':', '~');
+  } else {
+    class_range(b, ' ', '/');
+    class_range(b, ':', '@');
+    class_range(b, '[', '^');
+    class_range(b, '`', '`');
+    class_range(b, '{', '~');
+  }
+}
+
 static int rx_class_item(rx *r, sb *b, uint32_t *cp, bool *set) {
   *set = false;
   if (r->s[r->pos] == '\\' && r->pos + 1 < r->n) {
@@ -87,8 +123,19 @@ static int rx_class_item(rx *r, sb *b, uint32_t *cp, bool *set) {
       class_range(b, '_', '_');
     } else if (e == 's')
       class_range(b, ' ', ' ');
-    else if (strchr(".-[]^$*+?(){}|/", e)) {
-      *cp = (unsigned char)e;
+    else if (e == 'S' || e == 'D' || e == 'W')
+      ascii_complement(b, e);
+    else if (e == 't' || e == 'n' || e == 'r' || e == 'f' || e == 'v') {
+      *cp = e == 't' ? '\t' : e == 'n' ? '\n' : e == 'r' ? '\r' : ' ';
+      return 0; /* controls: cut from the class (JSON escapes them) */
+    } else if (e == 'u') {
+      long v = rx_hex4(r);
+      if (v < 0) return js_fail(r->c, "pattern: bad \\u escape");
+      *cp = (uint32_t)v;
+      return 0;
+    } else if (!((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') ||
+                 (e >= '0' && e <= '9'))) {
+      *cp = (unsigned char)e; /* an escaped punctuation character */
       return 0;
     } else
       return js_fail(r->c, "pattern: escape '\\%c' in a class is not supported",
@@ -152,9 +199,11 @@ static int rx_atom(rx *r, sb *b, long len[2]) {
     return 0;
   }
   if (ch == '[') return rx_class(r, b);
-  if (ch == '.') {
+  if (ch == '.') { /* any character but a newline: those JSON need not
+                     escape */
     r->pos++;
-    js_sb_add(b, "char", 4);
+    static const char dot[] = "[^\"\\\\\\x7F\\x00-\\x1F]";
+    js_sb_add(b, dot, sizeof dot - 1);
     return 0;
   }
   if (ch == '\\') {
@@ -167,15 +216,26 @@ static int rx_atom(rx *r, sb *b, long len[2]) {
       js_sb_add(b, "[a-zA-Z0-9_]", 12);
     else if (e == 's')
       js_sb_add(b, "[ ]", 3);
-    else if (e == 'S' || e == 'D' || e == 'W') { /* the complements */
-      js_sb_printf(b, "[^\"\\\\\\x00-\\x1F\\x7F%s]",
-                   e == 'S'   ? " "
-                   : e == 'D' ? "0-9"
-                              : "a-zA-Z0-9_");
-    } else if (e == 't' || e == 'n' || e == 'r')
-      return rx_char(r, b, e == 't' ? '\t' : e == 'n' ? '\n' : '\r');
-    else if (strchr(".-[]^$*+?(){}|/\\\"", e))
-      return rx_char(r, b, (unsigned char)e);
+    else if (e == 'S' || e == 'D' || e == 'W') {
+      js_sb_add(b, "[", 1);
+      ascii_complement(b, e);
+      js_sb_add(b, "]", 1);
+    } else if (e == 't' || e == 'n' || e == 'r' || e == 'f')
+      return rx_char(r, b,
+                     e == 't'   ? '\t'
+                     : e == 'n' ? '\n'
+                     : e == 'r' ? '\r'
+                                : '\f');
+    else if (e == 'u') {
+      long v = rx_hex4(r);
+      if (v < 0) return js_fail(r->c, "pattern: bad \\u escape");
+      if (v < 0x80) return rx_char(r, b, (unsigned char)v);
+      if (v >= 0xD800 && v <= 0xDFFF)
+        return js_fail(r->c, "pattern: a \\u surrogate is not supported");
+      js_sb_printf(b, "[\\U%08lX]", (unsigned long)v);
+    } else if (!((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') ||
+                 (e >= '0' && e <= '9')))
+      return rx_char(r, b, (unsigned char)e); /* escaped punctuation */
     else
       return js_fail(r->c, "pattern: escape '\\%c' is not supported", e);
     return 0;
@@ -305,9 +365,64 @@ static int core(ctx *c, const char *p, size_t n, long cap, sb *b, long len[2]) {
  * the pattern's core alone (sides only to reach minLength), each
  * quantifier capped so that none is longer than maxLength; what cannot
  * be made to fit is an error. */
+/* Whether p is ^a$|^b$|...: each top-level alternative anchored at both
+ * ends; then *out (malloc'd) is the same as ^(?:a|b|...)$. */
+static bool anchored_alternatives(const char *p, size_t n, char **out) {
+  size_t starts[65];
+  size_t k = 0, depth = 0;
+  bool cls = false;
+  starts[k++] = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (p[i] == '\\') {
+      i++;
+      continue;
+    }
+    if (cls) {
+      cls = p[i] != ']';
+      continue;
+    }
+    if (p[i] == '[')
+      cls = true;
+    else if (p[i] == '(')
+      depth++;
+    else if (p[i] == ')' && depth)
+      depth--;
+    else if (p[i] == '|' && !depth) {
+      if (k == 64) return false;
+      starts[k++] = i + 1;
+    }
+  }
+  if (k < 2) return false;
+  for (size_t j = 0; j < k; j++) {
+    size_t a = starts[j], z = j + 1 < k ? starts[j + 1] - 1 : n;
+    if (z < a + 2 || p[a] != '^' || p[z - 1] != '$' ||
+        (z >= a + 3 && p[z - 2] == '\\'))
+      return false;
+  }
+  char *t = malloc(n + 8);
+  if (!t) return false;
+  size_t m = 0;
+  memcpy(t, "^(?:", 4), m = 4;
+  for (size_t j = 0; j < k; j++) {
+    size_t a = starts[j], z = j + 1 < k ? starts[j + 1] - 1 : n;
+    if (j) t[m++] = '|';
+    memcpy(t + m, p + a + 1, z - a - 2);
+    m += z - a - 2;
+  }
+  memcpy(t + m, ")$", 3);
+  *out = t;
+  return true;
+}
+
 int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
   size_t n = strlen(p);
   if (n > 4096) return js_fail(c, "pattern longer than 4096 bytes");
+  char *whole = NULL;
+  if (anchored_alternatives(p, n, &whole)) {
+    int rc = js_pattern(c, whole, lo, hi, b);
+    free(whole);
+    return rc;
+  }
   bool start = n && p[0] == '^',
        end = n && p[n - 1] == '$' && (n < 2 || p[n - 2] != '\\');
   sb body = {0};

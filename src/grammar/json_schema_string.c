@@ -91,7 +91,7 @@ int js_gen_string(ctx *c, const json_t *s, sb *b) {
   if (js_get_count(c, s, "minLength", 0, &lo) ||
       js_get_count(c, s, "maxLength", -1, &hi))
     return -1;
-  if (hi >= 0 && hi < lo) return js_fail(c, "maxLength < minLength");
+  if (hi >= 0 && hi < lo) return js_fail_unsat(c, "maxLength < minLength");
   bool lengths = lo > 0 || hi >= 0;
   const format_rule *f = NULL;
   if (fmt) {

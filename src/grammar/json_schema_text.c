@@ -101,6 +101,45 @@ int js_fail_limit(ctx *c, const char *fmt, ...) {
   return -1;
 }
 
+int js_fail_unsat(ctx *c, const char *fmt, ...) {
+  if (c->code == NC_OK) c->unsat = true;
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(c, NC_ERR_INVALID_ARGUMENT, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+js_mark js_mark_here(const ctx *c) {
+  return (js_mark){.out_n = c->out.n,
+                   .notes_n = c->notes.n,
+                   .n_rules = c->n_rules,
+                   .n_refs = c->n_refs,
+                   .n_notes = c->n_notes,
+                   .out_big = c->out.big};
+}
+
+bool js_recover(ctx *c, js_mark m) {
+  if (c->code != NC_ERR_INVALID_ARGUMENT || !c->unsat || c->out.oom ||
+      c->notes.oom)
+    return false;
+  c->out.n = m.out_n;
+  if (c->out.s) c->out.s[m.out_n] = '\0';
+  c->out.big = m.out_big;
+  c->notes.n = m.notes_n;
+  if (c->notes.s) c->notes.s[m.notes_n] = '\0';
+  c->n_rules = m.n_rules;
+  c->n_refs = m.n_refs;
+  c->n_notes = m.n_notes;
+  c->code = NC_OK;
+  c->unsat = false;
+  if (c->err) {
+    c->err->code = NC_OK;
+    c->err->message[0] = '\0';
+  }
+  return true;
+}
+
 int js_fail_oom(ctx *c) {
   if (c->code == NC_OK)
     c->code = nc_fail(c->err, NC_ERR_NOMEM, "out of memory");

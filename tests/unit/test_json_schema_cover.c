@@ -106,6 +106,15 @@ static void test_integer_ranges(void **state) {
     assert_true(takes(h, t) == (v >= 0 && v % 7 == 0));
   }
   nucleus_grammar_free(h);
+  /* fractional multipleOf: whole numbers */
+  const char *cents = "{\"type\":\"number\",\"multipleOf\":0.01,"
+                      "\"minimum\":0}";
+  assert_true(accepts(cents, "42"));
+  assert_false(accepts(cents, "4.2"));
+  assert_false(accepts(cents, "1000000"));
+  assert_true(accepts("{\"type\":\"number\",\"multipleOf\":0.5}", "-3"));
+  assert_non_null(strstr(refuse("{\"type\":\"number\",\"multipleOf\":0.3}"),
+                         "'multipleOf' 0.3"));
   assert_non_null(strstr(refuse("{\"type\":\"integer\",\"multipleOf\":7,"
                                 "\"minimum\":0,\"maximum\":100000000}"),
                          "'multipleOf'"));
@@ -188,6 +197,17 @@ static void test_strings_with_lengths(void **state) {
       "\"maxLength\":6}";
   assert_true(accepts(p, "\"xxab\""));
   assert_false(accepts(p, "\"ab\""));
+  /* anchors in each alternative; escapes; '.' takes no newline */
+  p = "{\"type\":\"string\",\"pattern\":\"^ab$|^c\\\\.d$\"}";
+  assert_true(accepts(p, "\"ab\""));
+  assert_true(accepts(p, "\"c.d\""));
+  assert_false(accepts(p, "\"abc.d\""));
+  p = "{\"type\":\"string\",\"pattern\":\"^[\\\\S]\\\\S\\\\u0041.$\"}";
+  assert_true(accepts(p, "\"x!Az\""));
+  assert_false(accepts(p, "\"x Az\""));
+  assert_false(accepts(p, "\"x!A\\n\""));
+  assert_true(accepts("{\"type\":\"string\",\"pattern\":\"^[a\\\\-\\\\#]+$\"}",
+                      "\"a-#\""));
   assert_true(accepts("{\"type\":\"string\",\"format\":\"ipv4\"}",
                       "\"192.168.0.255\""));
   assert_false(
@@ -219,6 +239,23 @@ static void test_combinators_with_siblings(void **state) {
   assert_non_null(strstr(refuse("{\"oneOf\":[{\"type\":\"string\"},{\"type\":"
                                 "\"string\",\"maxLength\":3}]}"),
                          "'oneOf'"));
+  /* oneOf branches narrowed to be disjoint: what one requires the other
+   * never writes; a discriminator both declare becomes required */
+  s = "{\"type\":\"object\",\"properties\":{\"p\":{\"type\":\"string\"},"
+      "\"q\":{\"type\":\"string\"}},\"oneOf\":[{\"required\":[\"p\"]},{"
+      "\"required\":[\"q\"]}]}";
+  assert_true(accepts(s, "{\"p\":\"x\"}"));
+  assert_true(accepts(s, "{\"q\":\"y\"}"));
+  assert_false(accepts(s, "{\"p\":\"x\",\"q\":\"y\"}"));
+  s = "{\"type\":\"object\",\"oneOf\":[{\"properties\":{\"country\":{"
+      "\"enum\":[\"CAN\"]},\"state\":{\"type\":\"string\"}}},{\"properties\":"
+      "{\"country\":{\"enum\":[\"MEX\"]}}}]}";
+  assert_true(accepts(s, "{\"country\":\"CAN\",\"state\":\"ON\"}"));
+  assert_true(accepts(s, "{\"country\":\"MEX\"}"));
+  assert_false(accepts(s, "{}"));
+  s = "{\"oneOf\":[{\"type\":\"null\"},{\"enum\":[\"GET\",\"POST\"]}]}";
+  assert_true(accepts(s, "null"));
+  assert_true(accepts(s, "\"GET\""));
   /* a branch no value matches is left out of anyOf */
   assert_true(accepts("{\"type\":\"string\",\"anyOf\":[{\"type\":"
                       "\"integer\"},{\"maxLength\":2}]}",
@@ -301,6 +338,29 @@ static void test_refs_and_notes(void **state) {
   assert_true(accepts(u, "\"hello\""));
 }
 
+/* A part no value satisfies: an optional property, a branch, a type of a
+ * list, further items are left out; a required one is an error. */
+static void test_unsatisfiable_parts(void **state) {
+  (void)state;
+  const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":"
+                  "\"object\",\"enum\":[\"x\"]},\"b\":{\"type\":\"integer\"}}}";
+  assert_true(accepts(s, "{\"b\":1}"));
+  assert_false(accepts(s, "{\"a\":\"x\",\"b\":1}"));
+  assert_true(accepts("{\"anyOf\":[{\"type\":\"integer\",\"minimum\":5,"
+                      "\"maximum\":1},{\"type\":\"string\"}]}",
+                      "\"x\""));
+  s = "{\"type\":[\"integer\",\"string\"],\"minimum\":5,\"maximum\":1}";
+  assert_true(accepts(s, "\"s\""));
+  assert_false(accepts(s, "3"));
+  assert_true(accepts("{\"type\":\"array\",\"items\":false}", "[]"));
+  assert_true(accepts("{\"type\":\"array\",\"items\":{\"enum\":[1],"
+                      "\"type\":\"string\"}}",
+                      "[]"));
+  assert_non_null(strstr(refuse("{\"type\":\"object\",\"properties\":{\"a\":"
+                                "false},\"required\":[\"a\"]}"),
+                         "matches nothing (at #/properties/a)"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_integer_ranges),
@@ -309,6 +369,7 @@ int main(void) {
       cmocka_unit_test(test_combinators_with_siblings),
       cmocka_unit_test(test_objects),
       cmocka_unit_test(test_refs_and_notes),
+      cmocka_unit_test(test_unsatisfiable_parts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
