@@ -251,6 +251,14 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
     return js_fail_unsat(c, "the schema false matches nothing");
   if (!json_is_object(s)) return js_fail(c, "a schema must be an object");
   if (js_check_keywords(c, s)) return -1;
+  /* not: the schema without it, narrowed (beside enum/const: the values
+   * are checked against it instead) */
+  if (json_object_get(s, "not") && !json_object_get(s, "enum") &&
+      !json_object_get(s, "const")) {
+    const json_t *narrowed = js_apply_not(c, s);
+    if (!narrowed) return -1;
+    return gen_body(c, narrowed, b, depth + 1);
+  }
   const json_t *ref = json_object_get(s, "$ref");
   if (ref && !other_constraint(s, "$ref", NULL)) {
     if (!json_is_string(ref)) return js_fail(c, "'$ref' must be a string");

@@ -18,8 +18,9 @@
  * Annotations are ignored; unknown keywords too, as the spec says, each
  * named in a "# json-schema: ..." comment line before the rules (the
  * server logs them). A keyword that changes what validates and is not
- * enforced (not, if, contains, ...) is an error naming it and the JSON
- * pointer of its schema ("... (at #/properties/a)"). */
+ * enforced (if, contains, a 'not' that narrows nothing, ...) is an error
+ * naming it and the JSON pointer of its schema ("... (at #/properties/a)").
+ */
 #ifndef NC_JSON_SCHEMA_H
 #define NC_JSON_SCHEMA_H
 

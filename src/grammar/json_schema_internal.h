@@ -138,6 +138,9 @@ const json_t *js_flatten(ctx *c, const json_t *s, int depth);
 /* The types 'type' names, as bits (null, boolean, object, array, string,
  * integer, number from bit 0); absent: all. */
 unsigned js_type_bits(const json_t *type);
+/* s without 'not', narrowed so that nothing made validates under it
+ * (json_schema_not.c); NULL after a failure. */
+const json_t *js_apply_not(ctx *c, const json_t *s);
 /* oneOf's branches, narrowed to be pairwise disjoint (json_schema_merge.c);
  * NULL: branches *bi and *bj may still overlap (c not failed), or a
  * failure. */

@@ -67,11 +67,12 @@ static const char *const k_enforced[] = {"type",
                                          "multipleOf",
                                          "dependentSchemas",
                                          "unevaluatedProperties",
-                                         "contains"};
+                                         "contains",
+                                         "not"};
 
 /* Known, constraining, and not enforceable by a grammar here. */
-static const char *const k_refused[] = {"not", "if", "unevaluatedItems",
-                                        "$dynamicRef", "$recursiveRef"};
+static const char *const k_refused[] = {"if", "unevaluatedItems", "$dynamicRef",
+                                        "$recursiveRef"};
 
 static bool in(const char *k, const char *const *list, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -103,8 +104,7 @@ int js_check_keywords(ctx *c, const json_t *s) {
       js_note(c, "ignored unknown keyword '%.64s'", key);
       break;
     case JS_KW_REFUSED:
-      /* "not": {} and friends that allow everything still refuse: a
-       * schema saying "not anything" matches nothing. */
+      /* "if" with then/else: the grammar cannot choose by it */
       return js_fail(c,
                      "JSON Schema keyword '%.64s' is not supported (it "
                      "changes what validates and the grammar cannot "

@@ -162,6 +162,9 @@ int js_value_valid(ctx *c, const json_t *s, const json_t *x, int depth) {
         r = yes ? 1 : unknown ? -1 : 0;
       else
         r = yes > 1 ? 0 : unknown ? -1 : yes == 1;
+    } else if (!strcmp(key, "not")) {
+      int q = js_value_valid(c, v, x, depth + 1);
+      r = q < 0 ? -1 : !q;
     } else if (!strcmp(key, "$ref")) {
       const json_t *t, *base;
       nc_code code = c->code;

@@ -361,6 +361,34 @@ static void test_unsatisfiable_parts(void **state) {
                          "matches nothing (at #/properties/a)"));
 }
 
+/* not: narrowed by required names and types; beside enum, the values */
+static void test_not(void **state) {
+  (void)state;
+  const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},"
+                  "\"not\":{\"required\":[\"a\",\"b\"]}}";
+  assert_false(accepts(s, "{\"a\":1,\"b\":2}"));
+  assert_true(accepts(s, "{\"b\":2}"));
+  s = "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"not\":{"
+      "\"anyOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}}";
+  assert_true(accepts(s, "{}"));
+  assert_false(accepts(s, "{\"a\":1}"));
+  s = "{\"type\":[\"string\",\"integer\"],\"not\":{\"type\":[\"string\","
+      "\"null\"]}}";
+  assert_true(accepts(s, "5"));
+  assert_false(accepts(s, "\"x\""));
+  s = "{\"enum\":[\"a\",\"b\"],\"not\":{\"const\":\"a\"}}";
+  assert_true(accepts(s, "\"b\""));
+  assert_false(accepts(s, "\"a\""));
+  assert_non_null(
+      strstr(refuse("{\"type\":\"object\",\"properties\":{\"a\":{}},"
+                    "\"required\":[\"a\"],\"not\":{\"required\":"
+                    "[\"a\"]}}"),
+             "'not'"));
+  assert_non_null(
+      strstr(refuse("{\"type\":\"string\",\"not\":{\"pattern\":\"x\"}}"),
+             "'not' is supported for"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_integer_ranges),
@@ -370,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_objects),
       cmocka_unit_test(test_refs_and_notes),
       cmocka_unit_test(test_unsatisfiable_parts),
+      cmocka_unit_test(test_not),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
