@@ -42,11 +42,15 @@ $(BUILDDIR)/bench/kernels: bench/kernels.c $(BUILDDIR)/libnucleus.a
 UNIT_TESTS += test_forward_quant
 QUANT_CASES := iq4_nl iq4_xs tq1_0 tq2_0 mixed mxfp4 moe_mxfp4 nvfp4 q1_0 \
   q2_0
-QUANT_FILES := $(QUANT_CASES:%=build/quant/smollm2_%.txt)
+QUANT_FILES := $(QUANT_CASES:%=build/quant/smollm2_%.txt) \
+  build/quant/gemma3_iq4_nl.txt build/quant/gemma3_iq4_xs.txt
 build/quant/smollm2_%.txt: scripts/make_quant_models.py \
     scripts/gen_logits_golden.py bench/make_moe_shaped.py \
     models/SmolLM2-135M-Instruct.Q4_1.gguf
 	python3 scripts/make_quant_models.py build/quant $*
+build/quant/gemma3_%.txt: scripts/make_quant_models.py \
+    scripts/gen_logits_golden.py models/gemma-3-270m-q4_k_m.gguf
+	python3 scripts/make_quant_models.py build/quant gemma3_$*
 .PHONY: quant-models
 quant-models: model $(QUANT_FILES)
 unit: quant-models

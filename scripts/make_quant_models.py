@@ -3,7 +3,8 @@
 llama.cpp's teacher-forced logits for each (never committed; `make
 quant-models` keeps them in build/quant/).
 
-Cases (CASE -> OUTDIR/smollm2_CASE.gguf and OUTDIR/smollm2_CASE.txt):
+Cases (CASE -> OUTDIR/smollm2_CASE.gguf and OUTDIR/smollm2_CASE.txt, but
+for the gemma3_ ones):
   iq4_nl, iq4_xs, tq1_0, tq2_0, q2_0
       llama.cpp's own quantizer (llama_cpp.llama_model_quantize, ftype
       LLAMA_FTYPE_MOSTLY_<CASE>, allow_requantize) on the default Q4_1 model.
@@ -36,6 +37,10 @@ Cases (CASE -> OUTDIR/smollm2_CASE.gguf and OUTDIR/smollm2_CASE.txt):
       (bench/make_moe_shaped.py: 2 layers, 256 wide, 4 experts of 256, 2
       used) quantized by llama.cpp with LLAMA_FTYPE_MOSTLY_MXFP4_MOE: MXFP4
       experts beside Q8_0, as gpt-oss ships them.
+  gemma3_iq4_nl, gemma3_iq4_xs (OUTDIR/CASE.gguf and .txt, no smollm2_)
+      Gemma 3 270M (models/gemma-3-270m-q4_k_m.gguf, requantized) by
+      llama.cpp's quantizer: its 640-column matrices are not whole
+      256-blocks, so iq4_xs holds IQ4_XS in ffn_down beside IQ4_NL.
 The golden is scripts/gen_logits_golden.py's (4 prompts x 128 tokens, no
 repack, flash attention off), written next to the file. A case is skipped
 when both files exist and are newer than this script and the model.
@@ -51,8 +56,15 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+GEMMA3 = os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
 CASES = ["iq4_nl", "iq4_xs", "tq1_0", "tq2_0", "mixed", "mxfp4",
-         "moe_mxfp4", "nvfp4", "q1_0", "q2_0"]
+         "moe_mxfp4", "nvfp4", "q1_0", "q2_0", "gemma3_iq4_nl",
+         "gemma3_iq4_xs"]
+
+
+def stem(case):
+    """A case's file name without extension."""
+    return case if case.startswith("gemma3_") else "smollm2_" + case
 MOE_SHAPE = ["--layers", "2", "--embd", "256", "--heads", "2", "--head-dim",
              "128", "--kv-heads", "1", "--experts", "4", "--used", "2",
              "--ff-exp", "256"]
@@ -191,12 +203,13 @@ def make_ggml_requant(L, out, tmp, qtype, pick):
 
 
 def up_to_date(case, outdir):
-    stem = os.path.join(outdir, "smollm2_" + case)
-    deps = [os.path.abspath(__file__), MODEL,
+    base = os.path.join(outdir, stem(case))
+    deps = [os.path.abspath(__file__),
+            GEMMA3 if case.startswith("gemma3_") else MODEL,
             os.path.join(ROOT, "scripts", "gen_logits_golden.py"),
             os.path.join(ROOT, "bench", "make_moe_shaped.py")]
     try:
-        made = min(os.path.getmtime(stem + ext) for ext in (".gguf", ".txt"))
+        made = min(os.path.getmtime(base + ext) for ext in (".gguf", ".txt"))
     except OSError:
         return False
     return all(os.path.getmtime(d) < made for d in deps)
@@ -220,7 +233,7 @@ def main():
     for c in cases:
         if up_to_date(c, outdir):
             continue
-        gguf_path = os.path.join(outdir, "smollm2_" + c + ".gguf")
+        gguf_path = os.path.join(outdir, stem(c) + ".gguf")
         tmp = os.path.join(outdir, ".tmp_" + c)
         if c == "mixed":
             make_mixed(L, gguf_path + ".part", tmp)
@@ -238,10 +251,12 @@ def main():
             make_ggml_requant(L, gguf_path + ".part", tmp,
                               gguf.GGMLQuantizationType.Q1_0,
                               lambda name, ncols: is_ffn_down(name))
+        elif c.startswith("gemma3_"):
+            quantize(L, GEMMA3, gguf_path + ".part", c[len("gemma3_"):].upper())
         else:
             quantize(L, MODEL, gguf_path + ".part", c.upper())
         os.replace(gguf_path + ".part", gguf_path)
-        golden = os.path.join(outdir, "smollm2_" + c + ".txt")
+        golden = os.path.join(outdir, stem(c) + ".txt")
         subprocess.run([sys.executable,
                         os.path.join(ROOT, "scripts", "gen_logits_golden.py"),
                         gguf_path, golden + ".part"], check=True,

@@ -12,7 +12,9 @@
  * moe_mxfp4 (a small random-weight Qwen3-MoE file, llama.cpp's MXFP4_MOE:
  * MXFP4 experts beside Q8_0, as gpt-oss ships them), q2_0 (Q2_0 in every
  * matrix), nvfp4 and q1_0 (ggml's own quantizer's blocks in the Q8_0
- * model: llama_model_quantize refuses those two here).
+ * model: llama_model_quantize refuses those two here); and Gemma 3 270M
+ * (build/quant/gemma3_iq4_nl, gemma3_iq4_xs: its 640-column matrices fall
+ * back to IQ4_NL, ffn_down is IQ4_XS).
  *
  * With a table in llama.cpp's float orders (avx512: its batch orders; the
  * llamafile GEMM for IQ4_NL, the tiled matmul for IQ4_XS and the K-quants)
@@ -59,21 +61,22 @@ static bool strict_table(const nc_kernels *k) {
   return strcmp(k->name, "avx512") == 0;
 }
 
-static void check_case(const char *name) {
+/* The file DIR/STEM.gguf against DIR/STEM.txt. */
+static void check_file(const char *name) {
   if (NC_SANITIZED)
     NC_SKIP_BECAUSE("sanitizer build: 4 x 128 positions per file take too "
                     "long; the release build checks them");
   char path[1024], gpath[1024];
-  snprintf(path, sizeof path, "%s/smollm2_%s.gguf", quant_dir(), name);
-  snprintf(gpath, sizeof gpath, "%s/smollm2_%s.txt", quant_dir(), name);
+  snprintf(path, sizeof path, "%s/%s.gguf", quant_dir(), name);
+  snprintf(gpath, sizeof gpath, "%s/%s.txt", quant_dir(), name);
   static golden_prompt gold[MAX_PROMPTS];
   const int n = load_golden(gold, gpath);
   if (n < 1) {
     char why[1200];
     snprintf(why, sizeof why,
              "%s or its golden is missing (make quant-models, or "
-             "scripts/make_quant_models.py %s %s)",
-             path, quant_dir(), name);
+             "scripts/make_quant_models.py %s CASE)",
+             path, quant_dir());
     NC_MODEL_UNAVAILABLE(why);
   }
   nucleus_model_params p = nucleus_model_default_params();
@@ -102,6 +105,13 @@ static void check_case(const char *name) {
     assert_true(top1 >= 94.0);
     assert_true(a.kl_mean <= 1e-2);
   }
+}
+
+/* A case of the default model: DIR/smollm2_CASE. */
+static void check_case(const char *name) {
+  char stem[64];
+  snprintf(stem, sizeof stem, "smollm2_%s", name);
+  check_file(stem);
 }
 
 static void test_iq4_nl(void **state) {
@@ -154,15 +164,32 @@ static void test_q2_0(void **state) {
   check_case("q2_0");
 }
 
+static void test_gemma3_iq4_nl(void **state) {
+  (void)state;
+  check_file("gemma3_iq4_nl");
+}
+
+static void test_gemma3_iq4_xs(void **state) {
+  (void)state;
+  check_file("gemma3_iq4_xs");
+}
+
 int main(void) {
   /* chunked_forward.h's other entry points */
   (void)run_chunked;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_iq4_nl),    cmocka_unit_test(test_iq4_xs),
-      cmocka_unit_test(test_tq1_0),     cmocka_unit_test(test_tq2_0),
-      cmocka_unit_test(test_mixed),     cmocka_unit_test(test_mxfp4),
-      cmocka_unit_test(test_moe_mxfp4), cmocka_unit_test(test_nvfp4),
-      cmocka_unit_test(test_q1_0),      cmocka_unit_test(test_q2_0),
+      cmocka_unit_test(test_iq4_nl),
+      cmocka_unit_test(test_iq4_xs),
+      cmocka_unit_test(test_tq1_0),
+      cmocka_unit_test(test_tq2_0),
+      cmocka_unit_test(test_mixed),
+      cmocka_unit_test(test_mxfp4),
+      cmocka_unit_test(test_moe_mxfp4),
+      cmocka_unit_test(test_nvfp4),
+      cmocka_unit_test(test_q1_0),
+      cmocka_unit_test(test_q2_0),
+      cmocka_unit_test(test_gemma3_iq4_nl),
+      cmocka_unit_test(test_gemma3_iq4_xs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
