@@ -12,7 +12,10 @@ typedef struct rx {
   size_t n, pos;
   ctx *c;
   int depth;
-  long cap; /* >= 0: no quantifier repeats more than this (or its min) */
+  long cap;    /* >= 0: no quantifier repeats more than this (or its min) */
+  long bump;   /* > 0: the first variable top-level quantifier of a
+                  one-character atom repeats this many more at least */
+  bool bumped; /* it did */
 } rx;
 
 /* Lengths in characters: len[0] the least, len[1] the most (-1: any). */
@@ -330,6 +333,11 @@ static int rx_seq(rx *r, sb *b, long len[2]) {
       }
       if (r->pos < r->n && r->s[r->pos] == '?') r->pos++; /* lazy = greedy */
     }
+    if (r->bump > 0 && !r->bumped && r->depth == 0 && al[0] == 1 &&
+        al[1] == 1 && (n < 0 || m + r->bump <= n)) {
+      m += r->bump; /* toward minLength */
+      r->bumped = true;
+    }
     quantify(r, b, m, &n);
     len[0] = len_add(len[0], len_mul(al[0], m));
     len[1] = len_add(len[1], len_mul(al[1], n));
@@ -353,8 +361,9 @@ static int rx_alt(rx *r, sb *b, long len[2]) {
 
 /* The pattern's core (no anchors, no sides) within cap into b; its
  * lengths into len. */
-static int core(ctx *c, const char *p, size_t n, long cap, sb *b, long len[2]) {
-  rx r = {.s = p, .n = n, .c = c, .cap = cap};
+static int core(ctx *c, const char *p, size_t n, long cap, long bump, sb *b,
+                long len[2]) {
+  rx r = {.s = p, .n = n, .c = c, .cap = cap, .bump = bump};
   if (rx_alt(&r, b, len)) return -1;
   if (r.pos != n) return js_fail(c, "pattern: unexpected ')'");
   return 0;
@@ -427,7 +436,8 @@ int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
        end = n && p[n - 1] == '$' && (n < 2 || p[n - 2] != '\\');
   sb body = {0};
   long len[2];
-  int rc = core(c, p, n, -1, &body, len);
+  int rc = core(c, p, n, -1, 0, &body, len);
+  long used_cap = -1;
   if (rc == 0 && lo >= 0 && hi >= 0 && (len[1] < 0 || len[1] > hi)) {
     /* the largest cap that fits */
     long good = -1, a = 0, z = (long)hi;
@@ -435,7 +445,7 @@ int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
       long mid = a + (z - a) / 2;
       sb t = {0};
       long l2[2];
-      core(c, p, n, mid, &t, l2);
+      core(c, p, n, mid, 0, &t, l2);
       free(t.s);
       if (l2[1] >= 0 && l2[1] <= hi)
         good = mid, a = mid + 1;
@@ -450,7 +460,21 @@ int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
                    "made that short",
                    hi);
     else
-      rc = core(c, p, n, good, &body, len);
+      rc = core(c, p, n, good, 0, &body, len);
+    used_cap = good;
+  }
+  if (rc == 0 && lo >= 0 && len[0] < lo && start && end) {
+    /* anchored and too short: one quantifier repeats more */
+    sb t = {0};
+    long l2[2];
+    core(c, p, n, used_cap, (long)lo - len[0], &t, l2);
+    if (l2[0] >= lo && (hi < 0 || (l2[1] >= 0 && l2[1] <= hi))) {
+      free(body.s);
+      body = t;
+      len[0] = l2[0], len[1] = l2[1];
+    } else {
+      free(t.s);
+    }
   }
   long pad_lo = 0, pad_hi = 0;
   if (rc == 0 && lo >= 0 && len[0] < lo) {

@@ -193,6 +193,13 @@ static void test_strings_with_lengths(void **state) {
   p = "{\"type\":\"string\",\"pattern\":\"^[a-z]+-[0-9]+$\",\"maxLength\":6}";
   assert_true(accepts(p, "\"ab-12\""));
   assert_false(accepts(p, "\"abc-123\""));
+  /* anchored and shorter than minLength: a quantifier repeats more */
+  p = "{\"type\":\"string\",\"pattern\":\"^[a-z][a-z0-9]*$\",\"minLength\":3,"
+      "\"maxLength\":5}";
+  assert_true(accepts(p, "\"abc\""));
+  assert_true(accepts(p, "\"a1234\""));
+  assert_false(accepts(p, "\"ab\""));
+  assert_false(accepts(p, "\"abcdef\""));
   p = "{\"type\":\"string\",\"pattern\":\"ab\",\"minLength\":4,"
       "\"maxLength\":6}";
   assert_true(accepts(p, "\"xxab\""));
