@@ -127,8 +127,8 @@ def test_turns_short_and_long(start_server, model, fa):
 @pytest.mark.slow
 @pytest.mark.parametrize("fa", ["on", "off"])
 def test_twenty_turns_to_four_thousand_tokens(start_server, fa):
-    """20 turns of about 200 tokens each (a user message and a 48-token
-    reply): the last prompt holds about 4,000 tokens."""
+    """20 turns of about 190 tokens each (a user message and a 64-token
+    reply): the last prompt holds about 3,800 tokens."""
     got = check_conversation(start_server, "smollm2", fa,
-                             [25 + 9 * (t % 5) for t in range(20)], 48)
+                             [70 + 9 * (t % 5) for t in range(20)], 64)
     assert got[-1][4] > 3500
