@@ -76,10 +76,16 @@ def test_openai_beta_parse_with_pydantic(server):
     client = openai.OpenAI(base_url=server.base_url, api_key="unused",
                            max_retries=0, timeout=300)
     for seed in (1, 2):
-        r = client.beta.chat.completions.parse(
-            model="m", messages=[{"role": "user",
-                                  "content": "Invent a person as JSON."}],
-            response_format=Person, max_tokens=300, temperature=1, seed=seed)
+        try:
+            r = client.beta.chat.completions.parse(
+                model="m", messages=[{"role": "user",
+                                      "content": "Invent a person as JSON."}],
+                response_format=Person, max_tokens=300, temperature=1,
+                seed=seed)
+        except openai.LengthFinishReasonError:
+            # The budget ran out first (the SDK raises rather than return
+            # an incomplete JSON): nothing to parse.
+            continue
         msg = r.choices[0].message
         if r.choices[0].finish_reason == "stop":
             assert isinstance(msg.parsed, Person)
