@@ -29,7 +29,7 @@ build/fuzz/fuzz_grammar: $(FUZZ_GRAMMAR_SRCS) $(wildcard src/grammar/*.h)
 # and the mask's CPU time per step (bench/grammar.py runs it):
 #   build/release/tests/grammar_mask_bench MODEL GBNF [STEPS] [SEED] [--check]
 GRAMMAR_TOOLS := grammar_mask_dump grammar_mask_bench
-all e2e: $(GRAMMAR_TOOLS:%=$(BUILDDIR)/tests/%)
+all e2e e2e-check: $(GRAMMAR_TOOLS:%=$(BUILDDIR)/tests/%)
 $(GRAMMAR_TOOLS:%=$(BUILDDIR)/tests/%): $(BUILDDIR)/tests/%: tests/tools/%.c \
     $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)

@@ -23,6 +23,10 @@ if python3 -m pip install --help 2>/dev/null | grep -q -- --break-system-package
   PIP_FLAGS="$PIP_FLAGS --break-system-packages"
 fi
 python3 -m pip install $PIP_FLAGS -r requirements-test.txt
+# instructor 1.17 caps jiter below 0.15 while the openai client of the
+# same month needs 0.16+; it runs with both (tests/e2e/test_pydantic_clients.py),
+# so it goes in without its pins rather than pulling openai back.
+python3 -m pip install $PIP_FLAGS --no-deps instructor==1.17.0
 
 scripts/fetch_model.sh
 # Gemma 3 270M: its SentencePiece vocabulary is a tokenizer test oracle.
