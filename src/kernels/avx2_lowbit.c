@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "avx2_util.h"
+#include "dot_loops.h"
 #include "ref.h"
 #include "tables.h"
 
@@ -143,16 +144,6 @@ float nc_avx2_dot_q2_0(int64_t n, const void *vw, const void *va) {
   return sumf;
 }
 
-#define ROWS(name)                                                             \
-  void nc_avx2_dot_##name##_rows(int64_t n, const void *w, const void *a,      \
-                                 size_t a_stride, int nrows, float *out,       \
-                                 size_t out_stride) {                          \
-    const char *ap = a;                                                        \
-    for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] =                                            \
-          nc_avx2_dot_##name(n, w, ap + (size_t)r * a_stride);                 \
-  }
-ROWS(nvfp4)
-ROWS(q1_0)
-ROWS(q2_0)
-#undef ROWS
+NC_DOT_ROWS(avx2, nvfp4)
+NC_DOT_ROWS(avx2, q1_0)
+NC_DOT_ROWS(avx2, q2_0)

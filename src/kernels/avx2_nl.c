@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "avx2_util.h"
+#include "dot_loops.h"
 #include "ref.h"
 #include "tables.h"
 
@@ -248,35 +249,14 @@ float nc_avx2_dot_tq2_0(int64_t n, const void *vw, const void *va) {
   return nc_hsum8(acc);
 }
 
-#define ROWS(name)                                                             \
-  void nc_avx2_dot_##name##_rows(int64_t n, const void *w, const void *a,      \
-                                 size_t a_stride, int nrows, float *out,       \
-                                 size_t out_stride) {                          \
-    const char *ap = a;                                                        \
-    for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] =                                            \
-          nc_avx2_dot_##name(n, w, ap + (size_t)r * a_stride);                 \
-  }
-ROWS(iq4_nl)
-ROWS(iq4_nl_tinyblas)
-ROWS(mxfp4)
-ROWS(iq4_xs)
-ROWS(iq4_xs_tiled)
-ROWS(tq1_0)
-ROWS(tq2_0)
-#undef ROWS
+NC_DOT_ROWS(avx2, iq4_nl)
+NC_DOT_ROWS(avx2, iq4_nl_tinyblas)
+NC_DOT_ROWS(avx2, mxfp4)
+NC_DOT_ROWS(avx2, iq4_xs)
+NC_DOT_ROWS(avx2, iq4_xs_tiled)
+NC_DOT_ROWS(avx2, tq1_0)
+NC_DOT_ROWS(avx2, tq2_0)
 
 /* Matmuls from the single dots (the avx512 table's gemm_few). */
-#define GEMM(name)                                                             \
-  void nc_avx2_gemm_##name(int64_t n, const void *w, size_t w_stride,          \
-                           int64_t nw, const void *act, size_t a_stride,       \
-                           int64_t na, float *out, size_t out_stride) {        \
-    const uint8_t *wp = w, *ap = act;                                          \
-    for (int64_t a = 0; a < na; a++)                                           \
-      for (int64_t r = 0; r < nw; r++)                                         \
-        out[(size_t)a * out_stride + (size_t)r] = nc_avx2_dot_##name(          \
-            n, wp + (size_t)r * w_stride, ap + (size_t)a * a_stride);          \
-  }
-GEMM(iq4_nl)
-GEMM(iq4_xs)
-#undef GEMM
+NC_DOT_GEMM(avx2, iq4_nl)
+NC_DOT_GEMM(avx2, iq4_xs)

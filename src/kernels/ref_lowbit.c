@@ -16,6 +16,7 @@
  * that build; test_kernels_ggml checks each against its library. */
 #include <math.h>
 
+#include "dot_loops.h"
 #include "ref.h"
 
 #define H2F(x) nc_fp16_to_fp32(x)
@@ -98,16 +99,6 @@ float nc_ref_dot_q2_0(int64_t n, const void *vw, const void *va) {
   return sumf;
 }
 
-#define ROWS(name)                                                             \
-  void nc_ref_dot_##name##_rows(int64_t n, const void *w, const void *a,       \
-                                size_t a_stride, int nrows, float *out,        \
-                                size_t out_stride) {                           \
-    const char *ap = a;                                                        \
-    for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] =                                            \
-          nc_ref_dot_##name(n, w, ap + (size_t)r * a_stride);                  \
-  }
-ROWS(nvfp4)
-ROWS(q1_0)
-ROWS(q2_0)
-#undef ROWS
+NC_DOT_ROWS(ref, nvfp4)
+NC_DOT_ROWS(ref, q1_0)
+NC_DOT_ROWS(ref, q2_0)

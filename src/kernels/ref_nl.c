@@ -34,6 +34,7 @@
  * d_a, acc); the avx512 table's order, as for the K-quants. */
 #include <math.h>
 
+#include "dot_loops.h"
 #include "ref.h"
 
 #define H2F(x) nc_fp16_to_fp32(x)
@@ -220,20 +221,10 @@ float nc_ref_dot_tq2_0(int64_t n, const void *vw, const void *va) {
   return hsum8(acc);
 }
 
-#define ROWS(name)                                                             \
-  void nc_ref_dot_##name##_rows(int64_t n, const void *w, const void *a,       \
-                                size_t a_stride, int nrows, float *out,        \
-                                size_t out_stride) {                           \
-    const char *ap = a;                                                        \
-    for (int r = 0; r < nrows; r++)                                            \
-      out[(size_t)r * out_stride] =                                            \
-          nc_ref_dot_##name(n, w, ap + (size_t)r * a_stride);                  \
-  }
-ROWS(iq4_nl)
-ROWS(iq4_nl_tinyblas)
-ROWS(mxfp4)
-ROWS(iq4_xs)
-ROWS(iq4_xs_tiled)
-ROWS(tq1_0)
-ROWS(tq2_0)
-#undef ROWS
+NC_DOT_ROWS(ref, iq4_nl)
+NC_DOT_ROWS(ref, iq4_nl_tinyblas)
+NC_DOT_ROWS(ref, mxfp4)
+NC_DOT_ROWS(ref, iq4_xs)
+NC_DOT_ROWS(ref, iq4_xs_tiled)
+NC_DOT_ROWS(ref, tq1_0)
+NC_DOT_ROWS(ref, tq2_0)
