@@ -63,14 +63,22 @@ static bool strict_table(const nc_kernels *k) {
 
 /* The file DIR/STEM.gguf against DIR/STEM.txt. */
 static void check_file(const char *name) {
-  if (NC_SANITIZED)
-    NC_SKIP_BECAUSE("sanitizer build: 4 x 128 positions per file take too "
-                    "long; the release build checks them");
+  static const char *const sanitized_set[] = {"smollm2_mixed", "smollm2_mxfp4",
+                                              "smollm2_tq2_0", "smollm2_q2_0"};
+  bool in_set = false;
+  for (size_t i = 0; i < sizeof sanitized_set / sizeof *sanitized_set; i++)
+    in_set = in_set || strcmp(name, sanitized_set[i]) == 0;
+  if (NC_SANITIZED && !in_set)
+    NC_SKIP_BECAUSE("sanitizer build: one file per kernel family (mixed, "
+                    "mxfp4, tq2_0, q2_0), first prompt; the release build "
+                    "checks every file whole");
   char path[1024], gpath[1024];
   snprintf(path, sizeof path, "%s/%s.gguf", quant_dir(), name);
   snprintf(gpath, sizeof gpath, "%s/%s.txt", quant_dir(), name);
   static golden_prompt gold[MAX_PROMPTS];
-  const int n = load_golden(gold, gpath);
+  const int n_all = load_golden(gold, gpath);
+  /* the sanitizer build: the first prompt only (128 positions) */
+  const int n = NC_SANITIZED && n_all > 1 ? 1 : n_all;
   if (n < 1) {
     char why[1200];
     snprintf(why, sizeof why,
@@ -95,9 +103,9 @@ static void check_file(const char *name) {
          name, k->name, (long long)a.n_pos, top1, a.kl_mean, a.kl_max,
          a.diff_max);
   nucleus_model_free(m);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n_all; i++)
     free(gold[i].pos);
-  assert_true(a.n_pos >= 256);
+  assert_true(a.n_pos >= (NC_SANITIZED ? 64 : 256));
   if (strict_table(k)) {
     assert_true(a.top1 == a.n_pos);
     assert_true(a.kl_mean <= 1e-6);
