@@ -990,6 +990,10 @@ typedef struct nucleus_event {
   const char *stop_string; /* the matched stop string, or NULL */
   int32_t stop_token;      /* the matched stop/eog token, or -1 */
   nucleus_error error;     /* for NUCLEUS_FINISH_ERROR */
+  /* NUCLEUS_FINISH_ERROR: the error came from the request's grammar
+   * (params.grammar: its per-token work budget, a size limit), not from
+   * the engine */
+  bool error_in_grammar;
   /* FINISH and DONE */
   nucleus_usage usage;
   nucleus_timings timings;

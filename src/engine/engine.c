@@ -233,6 +233,7 @@ void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
   ev.stop_string = f->stop_string;
   ev.stop_token = f->stop_token;
   if (f->error) ev.error = *f->error;
+  ev.error_in_grammar = f->error && f->grammar_error;
   ev.usage.prompt_tokens = g->req->n_prompt;
   ev.usage.completion_tokens = n_generated;
   ev.usage.cached_tokens = g->cached_tokens;
@@ -384,7 +385,8 @@ void nc_engine_handle_token(nucleus_engine *e, group *g, completion *c,
       rc = nc_fail(&gerr, NC_ERR_INTERNAL,
                    "grammar: token %d does not fit the grammar", (int)tok);
     if (rc != NC_OK) {
-      const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
+      nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
+      f.grammar_error = true;
       finish_completion(e, g, c, &f);
       return;
     }
@@ -443,9 +445,10 @@ bool nc_engine_grammar_mask(nucleus_engine *e, group *g, completion *c) {
   nc_code rc = nc_grammar_matcher_mask(c->grammar, e->grammar_vocab,
                                        c->grammar_mask, &gerr);
   if (rc == NC_OK) return true;
-  const nc_finish f = rc == NC_ERR_CANCELLED
-                          ? nc_finish_of(NUCLEUS_FINISH_ABORT, NULL)
-                          : nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
+  nc_finish f = rc == NC_ERR_CANCELLED
+                    ? nc_finish_of(NUCLEUS_FINISH_ABORT, NULL)
+                    : nc_finish_of(NUCLEUS_FINISH_ERROR, &gerr);
+  f.grammar_error = rc != NC_ERR_CANCELLED;
   finish_completion(e, g, c, &f);
   return false;
 }

@@ -147,6 +147,7 @@ typedef struct nc_finish {
   const char *text;        /* text released at the end, or NULL */
   size_t text_len;
   const nc_error *error;          /* for NUCLEUS_FINISH_ERROR, or NULL */
+  bool grammar_error;             /* that error came from the grammar */
   const nucleus_inspect *inspect; /* the end token's step, or NULL */
 } nc_finish;
 

@@ -105,7 +105,7 @@ WIDE = "root ::= " + " | ".join(f"a{i}" for i in range(1000)) + "\n" + "".join(
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_budget_ends_only_that_request(server, stream):
     """A grammar past the per-token budget ends its own request with an
-    error that names the budget (without the budget its first mask takes
+    error that names the budget and the field the grammar came from (without the budget its first mask takes
     ~1 s, holding every other request's step); the server serves the next
     one."""
     r = chat(server, {"grammar": WIDE, "max_tokens": 8, "stream": stream},
@@ -115,11 +115,12 @@ def test_budget_ends_only_that_request(server, stream):
         errors = [json.loads(line[6:])["error"] for line in r.iter_lines()
                   if line.startswith(b'data: {"error"')]
         assert len(errors) == 1, r.text
-        message = errors[0]["message"]
+        error = errors[0]
     else:
         assert r.status_code == 400, r.text
-        message = r.json()["error"]["message"]
-    assert "per-token budget" in message
+        error = r.json()["error"]
+    assert "per-token budget" in error["message"]
+    assert error["param"] == "grammar", error  # was null
     r = chat(server, {"max_tokens": 4, "temperature": 0}, timeout=60)
     assert r.status_code == 200, r.text
 

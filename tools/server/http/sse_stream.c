@@ -44,9 +44,10 @@ static int put_event(sse_stream *s, json_t *obj) {
   return rc ? -1 : 0;
 }
 
-static int put_error(sse_stream *s, unsigned status, const char *msg) {
+static int put_error(sse_stream *s, unsigned status, const char *param,
+                     const char *msg) {
   api_error e;
-  api_fail(&e, status, NULL, "%s", msg);
+  api_fail(&e, status, param, "%s", msg);
   return put_event(s, api_error_json(&e));
 }
 
@@ -58,9 +59,10 @@ static int on_event(sse_stream *s, const nucleus_event *ev) {
     return put_event(s, completion_chunk_token(out, ev));
   case NUCLEUS_EVENT_FINISH:
     if (ev->finish_reason == NUCLEUS_FINISH_ERROR)
-      return put_error(s, api_status_for(ev->error.code), ev->error.message);
+      return put_error(s, api_status_for(ev->error.code), out->error_param,
+                       ev->error.message);
     if (ev->finish_reason == NUCLEUS_FINISH_ABORT)
-      return put_error(s, 503,
+      return put_error(s, 503, NULL,
                        "the request was cancelled: the server is "
                        "shutting down");
     return put_event(s, completion_chunk_text(out, ev)) ||
@@ -104,7 +106,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *dst, size_t max) {
     if (w == GEN_GONE) return MHD_CONTENT_READER_END_WITH_ERROR;
     if (w == GEN_FAILED) {
       s->finished = true;
-      if (put_error(s, 500, "the engine stopped delivering events") ||
+      if (put_error(s, 500, NULL, "the engine stopped delivering events") ||
           put_bytes(s, "data: [DONE]\n\n", 14))
         return MHD_CONTENT_READER_END_WITH_ERROR;
       continue;

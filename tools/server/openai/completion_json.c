@@ -239,6 +239,7 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
     if (ev->finish_reason == NUCLEUS_FINISH_ERROR && !out->failed) {
       out->failed = true;
       out->error = ev->error;
+      out->error_param = ev->error_in_grammar ? out->req->grammar_param : NULL;
     }
     if (ev->finish_reason == NUCLEUS_FINISH_ABORT) out->aborted = true;
     /* The text held back until the end (an unfinished stop string, a

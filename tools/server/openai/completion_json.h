@@ -38,6 +38,7 @@ typedef struct completion_out {
   bool aborted;            /* some completion was cancelled (server shutdown) */
   bool tools; /* chat with tools: replies are read for calls (tool_reply.h) */
   nucleus_error error;
+  const char *error_param; /* the request field at fault in error, or NULL */
 } completion_out;
 
 int completion_out_init(completion_out *out, server_ctx *srv,

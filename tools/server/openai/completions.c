@@ -104,6 +104,7 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
                               nucleus_model_tool_format(srv->model),
                               &j->req.grammar, e);
     j->req.params.grammar = j->req.grammar;
+    j->req.grammar_param = "tools";
   } else if (!rc && j->req.tools.choice == TOOL_CHOICE_AUTO &&
              !j->req.grammar) {
     /* auto: free text until the family's call opener, then a valid call */
@@ -112,6 +113,7 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
                       nucleus_model_tool_format(srv->model), &j->req.grammar,
                       &trigger);
     j->req.params.grammar = j->req.grammar;
+    j->req.grammar_param = "tools";
     j->req.params.grammar_trigger = trigger;
   }
   json_decref(root);
@@ -212,7 +214,7 @@ static enum MHD_Result wait_and_reply(server_ctx *srv,
   if (j->out.failed) {
     /* A completion that could not run fails the request: OpenAI's finish
      * reasons have no "error". */
-    api_fail(&e, api_status_for(j->out.error.code), NULL, "%s",
+    api_fail(&e, api_status_for(j->out.error.code), j->out.error_param, "%s",
              j->out.error.message);
     r = reply_error(srv, conn, &e);
   } else if (j->out.aborted) {

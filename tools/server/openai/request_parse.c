@@ -357,7 +357,7 @@ static int parse_template_flags(const json_t *root, gen_request *r,
 
 /* Structured output (structured.h); tools are tool_request.h's. */
 static int parse_structured(const json_t *root, gen_request *r, api_error *e) {
-  if (structured_parse(root, &r->grammar, e)) return -1;
+  if (structured_parse(root, &r->grammar, &r->grammar_param, e)) return -1;
   r->params.grammar = r->grammar;
   return tool_opts_parse(root, r->chat, &r->tools, e);
 }

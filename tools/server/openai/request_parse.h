@@ -41,6 +41,9 @@ typedef struct gen_request {
   char cache_salt[NUCLEUS_MAX_CACHE_SALT_BYTES + 1];
   char salted[64];          /* the salt mixed with the API key (salt by key) */
   nucleus_grammar *grammar; /* structured output (params.grammar), or NULL */
+  /* The field the grammar came from ("response_format", "grammar", "tools",
+   * ...; a static string): the param of its errors at run time. */
+  const char *grammar_param;
   /* "prediction": its text, then its tokens (params.speculative points at
    * them; speculative.h). */
   char *prediction_text;

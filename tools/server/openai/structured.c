@@ -148,8 +148,10 @@ static const json_t *field(const json_t *root, const char *key) {
   return json_is_null(v) ? NULL : v;
 }
 
-int structured_parse(const json_t *root, nucleus_grammar **out, api_error *e) {
+int structured_parse(const json_t *root, nucleus_grammar **out,
+                     const char **param, api_error *e) {
   *out = NULL;
+  *param = NULL;
   const json_t *rf = field(root, "response_format");
   const char *rf_type = NULL;
   if (rf) {
@@ -212,6 +214,7 @@ int structured_parse(const json_t *root, nucleus_grammar **out, api_error *e) {
   if (which < 0) return 0;
   const char *name = asks[which].name;
   const json_t *v = asks[which].v;
+  *param = name;
   if (!strcmp(name, "response_format")) {
     if (!strcmp(rf_type, "json_object"))
       return compile(structured_json_object_gbnf,

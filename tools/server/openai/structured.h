@@ -14,9 +14,12 @@
 #include "nucleus.h"
 
 /* *out: NULL when the request asks for none (free it with
- * nucleus_grammar_free). Returns 0, or -1 with *e (400 naming the field;
- * a grammar error carries its line and column). */
-int structured_parse(const json_t *root, nucleus_grammar **out, api_error *e);
+ * nucleus_grammar_free); *param: the field that asked for it (a static
+ * string: "response_format", "grammar", ...), or NULL. Returns 0, or -1
+ * with *e (400 naming the field; a grammar error carries its line and
+ * column). */
+int structured_parse(const json_t *root, nucleus_grammar **out,
+                     const char **param, api_error *e);
 
 /* Logs (stderr) what the JSON Schema converter ignored: the GBNF's
  * leading "# json-schema: ..." comment lines, for the request field
