@@ -970,6 +970,29 @@ NUCLEUS_API nucleus_status nucleus_sample_logits(
     int32_t n_draws, nucleus_inspect *inspect, int32_t *draws,
     nucleus_error *err);
 
+/* A prompt's own logprobs (a completion's echo with logprobs): for each
+ * position i in [1, n), the raw logprob of tokens[i] after tokens[0..i)
+ * (the log-softmax of the logits, as a TOKEN event's raw logprob) and the
+ * top_n (in [0, NUCLEUS_MAX_TOP_LOGPROBS]) most likely tokens there,
+ * descending, into out[i] (n entries); out[0] has no context: logprob 0,
+ * n_top 0. The rows take the engine's reuse orders (NUCLEUS_ROW_ORDERS_
+ * REUSE, the default), so a token's logprob here is bit for bit the one a
+ * completion under those orders reports when it samples that token after
+ * the same tokens. Like nucleus_eval_logits it runs its own cache and threads
+ * (holding the logits of 64 positions at a time), beside any engine; n in
+ * [1, the model's training context], every token an id of the vocabulary. */
+typedef struct nucleus_prompt_logprob {
+  float logprob;
+  int32_t n_top;
+  nucleus_token_logprob top[NUCLEUS_MAX_TOP_LOGPROBS];
+} nucleus_prompt_logprob;
+
+NUCLEUS_API nucleus_status nucleus_prompt_logprobs(nucleus_model *model,
+                                                   const int32_t *tokens,
+                                                   size_t n, int32_t top_n,
+                                                   nucleus_prompt_logprob *out,
+                                                   nucleus_error *err);
+
 /* Pointers inside an event stay valid until the next call to
  * nucleus_request_next_event on the same request. */
 typedef struct nucleus_event {

@@ -16,5 +16,7 @@ UNIT_TESTS += test_attn_flash test_forward_flash test_forward_kvq
 # test references to check that each family has one).
 UNIT_TESTS += test_arch_list
 test_arch_list_REF := 1
+# nucleus_prompt_logprobs (a completion's echo with logprobs).
+UNIT_TESTS += test_prompt_logprobs
 # The option tables and the request checks: one message per failure.
 UNIT_TESTS += test_param_checks

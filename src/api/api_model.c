@@ -1,4 +1,5 @@
-/* The public model API: loading, facts, teacher-forced logits. */
+/* The public model API: loading, facts, teacher-forced logits and a
+ * prompt's own logprobs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "model/model.h"
 #include "model/model_options.h"
 #include "nucleus.h"
+#include "sampling/sampler.h"
 
 void nucleus_free(void *ptr) {
   free(ptr);
@@ -149,17 +151,34 @@ const char *nucleus_model_kernels(const nucleus_model *model) {
 #define EVAL_BLOCK_TOKENS 16
 #define EVAL_CHUNK 256
 
+/* What is done with each chunk's logits (rows i0.. of the tokens). */
+typedef nc_code (*eval_sink)(void *arg, int32_t i0, int32_t rows,
+                             const float *logits, nc_error *err);
+
+/* The tokens as one sequence through a cache of their own, chunk by chunk,
+ * in llama.cpp's orders for that prompt or (reuse) in the engine's reuse
+ * orders: sink sees each chunk's logits (out, when not NULL, holds them
+ * all: the chunks are written straight there; else one chunk's buffer is
+ * reused). */
 static nc_code eval_cached(const nucleus_model *m, const int32_t *tokens,
-                           int32_t n, float *logits, nc_error *err) {
+                           int32_t n, int32_t max_chunk, bool reuse, float *out,
+                           eval_sink sink, void *arg, nc_error *err) {
   nc_kv_cache *kv = NULL;
   nc_context *ctx = NULL;
   nc_batch b = {0};
-  const int32_t chunk = n < EVAL_CHUNK ? n : EVAL_CHUNK;
+  const int32_t chunk = n < max_chunk ? n : max_chunk;
   const int64_t n_vocab = nc_model_hparams(m)->n_vocab;
-  nc_code rc = nc_kv_cache_create_typed(
-      nc_hp_kv_shape(nc_model_hparams(m)), nc_model_kv_types(m),
-      (n + EVAL_BLOCK_TOKENS - 1) / EVAL_BLOCK_TOKENS, EVAL_BLOCK_TOKENS, 1,
-      &kv, err);
+  float *buf = out ? NULL : malloc((size_t)chunk * (size_t)n_vocab * 4);
+  nc_code rc = out || buf ? NC_OK
+                          : nc_fail(err, NC_ERR_NOMEM,
+                                    "eval: out of memory for %d rows of "
+                                    "logits",
+                                    (int)chunk);
+  if (!rc)
+    rc = nc_kv_cache_create_typed(
+        nc_hp_kv_shape(nc_model_hparams(m)), nc_model_kv_types(m),
+        (n + EVAL_BLOCK_TOKENS - 1) / EVAL_BLOCK_TOKENS, EVAL_BLOCK_TOKENS, 1,
+        &kv, err);
   if (!rc) rc = nc_context_create(m, kv, chunk, &ctx, err);
   /* the model at its training context, as llama.cpp's default n_ctx (the
    * one LongRoPE picks its factors by), however short the tokens */
@@ -170,30 +189,97 @@ static nc_code eval_cached(const nucleus_model *m, const int32_t *tokens,
   for (int32_t i0 = 0; !rc && i0 < n; i0 += chunk) {
     nc_batch_clear(&b);
     for (int32_t i = i0; i < n && i < i0 + chunk; i++)
-      nc_batch_add_prompt(&b, tokens[i], i, s, NC_LOGITS_ALL, n);
-    rc = nc_context_forward(ctx, &b, logits + (int64_t)i0 * n_vocab, err);
+      if (reuse)
+        nc_batch_add_reusable(&b, tokens[i], i, s, true);
+      else
+        nc_batch_add_prompt(&b, tokens[i], i, s, NC_LOGITS_ALL, n);
+    float *dst = out ? out + (int64_t)i0 * n_vocab : buf;
+    rc = nc_context_forward(ctx, &b, dst, err);
+    if (!rc && sink)
+      rc = sink(arg, i0, n - i0 < chunk ? n - i0 : chunk, dst, err);
   }
+  free(buf);
   nc_batch_free(&b);
   nc_context_free(ctx);
   nc_kv_cache_free(kv);
   return rc;
 }
 
+static nc_code check_eval(const nucleus_model *model, const int32_t *tokens,
+                          size_t n, const void *out, const char *what,
+                          nc_error *err) {
+  if (!model || !tokens || !out)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "%s: model, tokens and the output are required", what);
+  if (n == 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "%s: no tokens", what);
+  if (n > (size_t)nc_model_hparams(model)->n_ctx_train || n > (1u << 20))
+    return nc_fail(err, NC_ERR_LIMIT,
+                   "%s: %zu tokens, more than the model's context of %d", what,
+                   n, (int)nc_model_hparams(model)->n_ctx_train);
+  const int32_t n_vocab = nc_model_hparams(model)->n_vocab;
+  for (size_t i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= n_vocab)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "%s: tokens[%zu] = %d is not a token id in [0, %d)", what,
+                     i, (int)tokens[i], (int)n_vocab);
+  return NC_OK;
+}
+
 nucleus_status nucleus_eval_logits(nucleus_model *model, const int32_t *tokens,
                                    size_t n, bool use_cache, float *logits,
                                    nucleus_error *err) {
-  if (!model || !tokens || !logits)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "eval_logits: model, tokens and logits are required");
-  if (n == 0)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "eval_logits: no tokens");
-  if (n > (size_t)nc_model_hparams(model)->n_ctx_train || n > (1u << 20))
-    return nc_fail(err, NC_ERR_LIMIT,
-                   "eval_logits: %zu tokens, more than the model's context "
-                   "of %d",
-                   n, (int)nc_model_hparams(model)->n_ctx_train);
-  if (use_cache) return eval_cached(model, tokens, (int32_t)n, logits, err);
+  nc_code rc = check_eval(model, tokens, n, logits, "eval_logits", err);
+  if (rc) return rc;
+  if (use_cache)
+    return eval_cached(model, tokens, (int32_t)n, EVAL_CHUNK, false, logits,
+                       NULL, NULL, err);
   return nc_forward_nocache(model, tokens, (int32_t)n, logits, err);
+}
+
+typedef struct prompt_lp {
+  const int32_t *tokens;
+  int32_t n, n_vocab, top_n, simd;
+  nucleus_prompt_logprob *out;
+} prompt_lp;
+
+/* Row i's logits score token i + 1 (the last row scores nothing). */
+static nc_code prompt_lp_sink(void *arg, int32_t i0, int32_t rows,
+                              const float *logits, nc_error *err) {
+  (void)err;
+  const prompt_lp *p = arg;
+  for (int32_t r = 0; r < rows && i0 + r + 1 < p->n; r++) {
+    nucleus_prompt_logprob *o = &p->out[i0 + r + 1];
+    o->n_top = nc_row_logprobs(logits + (int64_t)r * p->n_vocab, p->n_vocab,
+                               p->tokens[i0 + r + 1], p->top_n, p->simd,
+                               &o->logprob, o->top);
+  }
+  return NC_OK;
+}
+
+/* Rows of logits held at once: bounded memory whatever the prompt. */
+#define PROMPT_LP_CHUNK 64
+
+nucleus_status nucleus_prompt_logprobs(nucleus_model *model,
+                                       const int32_t *tokens, size_t n,
+                                       int32_t top_n,
+                                       nucleus_prompt_logprob *out,
+                                       nucleus_error *err) {
+  nc_code rc = check_eval(model, tokens, n, out, "prompt_logprobs", err);
+  if (rc) return rc;
+  if (top_n < 0 || top_n > NUCLEUS_MAX_TOP_LOGPROBS)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "prompt_logprobs: top_n %d is not in [0, %d]", (int)top_n,
+                   NUCLEUS_MAX_TOP_LOGPROBS);
+  memset(out, 0, n * sizeof *out);
+  prompt_lp p = {.tokens = tokens,
+                 .n = (int32_t)n,
+                 .n_vocab = nc_model_hparams(model)->n_vocab,
+                 .top_n = top_n,
+                 .simd = nc_model_kernels(model)->sampler_simd,
+                 .out = out};
+  return eval_cached(model, tokens, (int32_t)n, PROMPT_LP_CHUNK, true, NULL,
+                     prompt_lp_sink, &p, err);
 }
 
 size_t nucleus_arch_count(void) {

@@ -208,4 +208,12 @@ nc_code nc_sample_distribution(nc_sample_workspace *ws,
                                const nc_sample_row *row, int32_t *ids,
                                double *probs, int32_t *n_out, nc_error *err);
 
+/* A row's raw logprobs outside a step (a prompt's own tokens): the
+ * log-softmax of x[0..V) at token tok into *logprob, computed as a step's
+ * raw logprob is, and the n_top (in [0, NUCLEUS_MAX_TOP_LOGPROBS]) most
+ * likely tokens, descending (ties to the lower id), into top; returns how
+ * many. simd: the row passes' level (NC_SIMD_*). */
+int32_t nc_row_logprobs(const float *x, int32_t V, int32_t tok, int32_t n_top,
+                        int simd, float *logprob, nucleus_token_logprob *top);
+
 #endif

@@ -104,3 +104,20 @@ void nc_sample_logprobs(nc_sample_workspace *ws, const nc_row_state *st,
   else
     res->n_top = top_from_cand(ws, st, n_top, log_mass, res->top);
 }
+
+int32_t nc_row_logprobs(const float *x, int32_t V, int32_t tok, int32_t n_top,
+                        int simd, float *logprob, nucleus_token_logprob *top) {
+  bool bad = false;
+  float m = nc_row_copy_max_isa(x, NULL, (size_t)V, &bad, simd);
+  double log_z = log(nc_row_exp_isa(x, (size_t)V, m, 1.0f, NULL, simd));
+  *logprob = clamp_lp((double)(x[tok] - m) - log_z);
+  if (n_top <= 0) return 0;
+  int32_t ids[NUCLEUS_MAX_TOP_LOGPROBS];
+  float vals[NUCLEUS_MAX_TOP_LOGPROBS];
+  if (n_top > NUCLEUS_MAX_TOP_LOGPROBS) n_top = NUCLEUS_MAX_TOP_LOGPROBS;
+  size_t got = nc_row_topn(x, (size_t)V, (size_t)n_top, false, ids, vals);
+  for (size_t i = 0; i < got; i++)
+    top[i] = (nucleus_token_logprob){ids[i],
+                                     clamp_lp((double)(vals[i] - m) - log_z)};
+  return (int32_t)got;
+}

@@ -47,7 +47,20 @@ int completion_out_init(completion_out *out, server_ctx *srv,
   return out->choices ? 0 : -1;
 }
 
+void completion_out_set_echo(completion_out *out, char *text, size_t len,
+                             json_t *logprobs) {
+  out->echo_text = text;
+  out->echo_len = len;
+  out->echo_logprobs = logprobs;
+  for (int32_t i = 0; i < out->n; i++) /* the completion's text follows */
+    out->choices[i].text_offset = len;
+}
+
 void completion_out_free(completion_out *out) {
+  free(out->echo_text);
+  json_decref(out->echo_logprobs);
+  out->echo_text = NULL;
+  out->echo_logprobs = NULL;
   if (!out->choices) return;
   for (int32_t i = 0; i < out->n; i++) {
     free(out->choices[i].text);
@@ -98,7 +111,7 @@ static json_t *chat_logprob_entry(server_ctx *srv, const nucleus_event *ev,
   return e;
 }
 
-static json_t *completions_logprobs_empty(void) {
+json_t *completions_logprobs_empty(void) {
   return json_pack("{s:[],s:[],s:[],s:[]}", "tokens", "token_logprobs",
                    "top_logprobs", "text_offset");
 }
@@ -156,23 +169,33 @@ static void top_put(server_ctx *srv, json_t *top, int32_t id, float logprob) {
 }
 
 /* Completions: appends one token to the four parallel arrays. top_logprobs
- * holds the sampled token (first, under the same key as in "tokens") and
- * the top_n alternatives: up to logprobs + 1 entries, as OpenAI's. */
-static void completions_logprob_append(server_ctx *srv, json_t *lp,
-                                       const nucleus_event *ev, int32_t top_n,
-                                       size_t offset) {
-  json_array_append_new(json_object_get(lp, "tokens"),
-                        token_key(srv, ev->token));
+ * holds the token (first, under the same key as in "tokens") and the top_n
+ * alternatives: up to top_n + 1 entries, as OpenAI's. */
+void completions_logprob_put(server_ctx *srv, json_t *lp, int32_t token,
+                             bool scored, float logprob,
+                             const nucleus_token_logprob *top_lp, int32_t n_top,
+                             int32_t top_n, size_t offset) {
+  json_array_append_new(json_object_get(lp, "tokens"), token_key(srv, token));
   json_array_append_new(json_object_get(lp, "token_logprobs"),
-                        json_finite(ev->logprob));
-  json_t *top = json_object();
-  top_put(srv, top, ev->token, ev->logprob); /* logprobs 0: just it */
-  for (int32_t i = 0; i < ev->n_top_logprobs && i < top_n; i++)
-    if (ev->top_logprobs[i].token != ev->token)
-      top_put(srv, top, ev->top_logprobs[i].token, ev->top_logprobs[i].logprob);
+                        scored ? json_finite(logprob) : json_null());
+  json_t *top = json_null();
+  if (scored) {
+    top = json_object();
+    top_put(srv, top, token, logprob); /* logprobs 0: just it */
+    for (int32_t i = 0; i < n_top && i < top_n; i++)
+      if (top_lp[i].token != token)
+        top_put(srv, top, top_lp[i].token, top_lp[i].logprob);
+  }
   json_array_append_new(json_object_get(lp, "top_logprobs"), top);
   json_array_append_new(json_object_get(lp, "text_offset"),
                         json_integer((json_int_t)offset));
+}
+
+static void completions_logprob_append(server_ctx *srv, json_t *lp,
+                                       const nucleus_event *ev, int32_t top_n,
+                                       size_t offset) {
+  completions_logprob_put(srv, lp, ev->token, true, ev->logprob,
+                          ev->top_logprobs, ev->n_top_logprobs, top_n, offset);
 }
 
 /* The logprobs object for one token event (chunks and accumulation). */
@@ -318,6 +341,32 @@ static tool_reply_end reply_end(const choice_state *c) {
   return c->finish == NUCLEUS_FINISH_LENGTH ? TOOL_REPLY_CUT : TOOL_REPLY_WHOLE;
 }
 
+/* echo: the prompt's text, then the choice's. */
+static json_t *echo_joined(const completion_out *out, const choice_state *c) {
+  size_t n = out->echo_len + c->len;
+  char *all = malloc(n + 1);
+  if (!all) return NULL;
+  memcpy(all, out->echo_text, out->echo_len);
+  if (c->len) memcpy(all + out->echo_len, c->text, c->len);
+  json_t *text = json_text(all, n);
+  free(all);
+  return text;
+}
+
+/* echo with logprobs: the prompt's tokens, then the choice's (whose
+ * offsets already count the prompt's text). */
+static json_t *echo_logprobs_joined(const completion_out *out,
+                                    const choice_state *c) {
+  json_t *lp = json_deep_copy(out->echo_logprobs);
+  if (!lp || !c->logprobs) return lp;
+  static const char *const keys[] = {"tokens", "token_logprobs", "top_logprobs",
+                                     "text_offset"};
+  for (size_t k = 0; k < 4; k++)
+    json_array_extend(json_object_get(lp, keys[k]),
+                      json_object_get(c->logprobs, keys[k]));
+  return lp;
+}
+
 json_t *completion_out_response(const completion_out *out) {
   json_t *o = envelope(out, false);
   json_t *choices = json_array();
@@ -332,7 +381,8 @@ json_t *completion_out_response(const completion_out *out) {
                                              c->text ? c->text : "", c->len,
                                              reply_end(c), &n_calls));
     } else {
-      json_t *text = json_text(c->text ? c->text : "", c->len);
+      json_t *text = out->echo_text ? echo_joined(out, c)
+                                    : json_text(c->text ? c->text : "", c->len);
       if (out->req->chat)
         json_object_set_new(
             ch, "message",
@@ -340,7 +390,9 @@ json_t *completion_out_response(const completion_out *out) {
       else
         json_object_set_new(ch, "text", text);
     }
-    json_t *lp = c->logprobs ? json_incref(c->logprobs) : NULL;
+    json_t *lp = out->echo_logprobs ? echo_logprobs_joined(out, c)
+                 : c->logprobs      ? json_incref(c->logprobs)
+                                    : NULL;
     if (!lp && out->req->logprobs)
       lp = out->req->chat ? json_pack("{s:[]}", "content")
                           : completions_logprobs_empty();
@@ -380,7 +432,13 @@ static json_t *chunk(const completion_out *out, int32_t index, json_t *delta,
 }
 
 json_t *completion_chunk_role(const completion_out *out, int32_t index) {
-  if (!out->req->chat) return NULL;
+  if (!out->req->chat)
+    return out->echo_text
+               ? chunk(out, index, NULL, out->echo_text, out->echo_len,
+                       out->echo_logprobs ? json_deep_copy(out->echo_logprobs)
+                                          : NULL,
+                       NUCLEUS_FINISH_NONE)
+               : NULL;
   json_t *delta = json_pack("{s:s,s:s}", "role", "assistant", "content", "");
   return chunk(out, index, delta, NULL, 0, NULL, NUCLEUS_FINISH_NONE);
 }

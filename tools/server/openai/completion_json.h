@@ -39,11 +39,31 @@ typedef struct completion_out {
   bool tools; /* chat with tools: replies are read for calls (tool_reply.h) */
   nucleus_error error;
   const char *error_param; /* the request field at fault in error, or NULL */
+  /* completions with echo: the prompt's text, and with logprobs its
+   * tokens' (completion_out_set_echo) */
+  char *echo_text;
+  size_t echo_len;
+  json_t *echo_logprobs;
 } completion_out;
 
 int completion_out_init(completion_out *out, server_ctx *srv,
                         const gen_request *req, int32_t prompt_tokens);
 void completion_out_free(completion_out *out);
+
+/* echo: every choice's text starts with text (len bytes) and its logprobs
+ * with logprobs (completions' four arrays, or NULL); takes both. */
+void completion_out_set_echo(completion_out *out, char *text, size_t len,
+                             json_t *logprobs);
+
+/* Completions' logprobs: the four parallel arrays, empty. */
+json_t *completions_logprobs_empty(void);
+/* Appends one token at text_offset offset: its logprob and the top
+ * alternatives (up to top_n of n_top); a token without context (a
+ * prompt's first) has neither: scored false gives null for both. */
+void completions_logprob_put(server_ctx *srv, json_t *lp, int32_t token,
+                             bool scored, float logprob,
+                             const nucleus_token_logprob *top, int32_t n_top,
+                             int32_t top_n, size_t offset);
 
 /* Records one event (text, logprobs, finish reasons, usage). When
  * accumulate is false the text is not kept (streaming). Returns -1 when
@@ -55,6 +75,8 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
 json_t *completion_out_response(const completion_out *out);
 
 /* Streaming chunks (NULL when there is nothing to send). */
+/* A choice's opening chunk: chat's role; completions' echoed prompt
+ * (NULL without echo). */
 json_t *completion_chunk_role(const completion_out *out, int32_t index);
 json_t *completion_chunk_token(const completion_out *out,
                                const nucleus_event *ev);

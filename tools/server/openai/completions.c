@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "echo.h"
 #include "http/auth.h"
 #include "http/http_reply.h"
 #include "job.h"
@@ -141,7 +142,7 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
     return api_fail(e, 400, NULL, "%s", err.message);
   if (completion_out_init(&j->out, srv, &j->req, (int32_t)j->n_prompt))
     return api_fail(e, 500, NULL, "out of memory");
-  return 0;
+  return j->req.echo ? echo_prepare(srv, j, e) : 0;
 }
 
 static uint64_t fnv64(const char *s, size_t n) {

@@ -53,7 +53,9 @@ static const request_field FIELDS[] = {
     {"cache_salt", BOTH, FIELD_READ, "prefix cache tenant"},
     {"stream", BOTH, FIELD_READ, "server-sent events"},
     {"stream_options", BOTH, FIELD_READ, "`include_usage`"},
-    {"echo", BOTH, FIELD_READ, "false only (true is refused)"},
+    {"echo", BOTH, FIELD_READ,
+     "completions: the prompt (with logprobs, its tokens') before the "
+     "completion; chat: false only"},
     {"suffix", BOTH, FIELD_READ, "\"\" only (any other is refused)"},
     /* beam search (vLLM's fields) */
     {"use_beam_search", BOTH, FIELD_READ, "beam search"},

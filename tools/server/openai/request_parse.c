@@ -390,9 +390,10 @@ static int parse_flags(const json_t *root, gen_request *r, api_error *e) {
                       "'stream_options.include_usage' must be true or false");
     r->include_usage = json_is_true(iu);
   }
-  bool echo = false;
-  if (get_bool(root, "echo", &echo, e)) return -1;
-  if (echo) return api_fail(e, 400, "echo", "'echo' is not supported");
+  if (get_bool(root, "echo", &r->echo, e)) return -1;
+  if (r->echo && r->chat)
+    return api_fail(e, 400, "echo",
+                    "'echo' is supported on /v1/completions only");
   const json_t *suffix = field(root, "suffix");
   if (suffix && !(json_is_string(suffix) && !json_string_length(suffix)))
     return api_fail(e, 400, "suffix", "'suffix' is not supported");

@@ -25,6 +25,7 @@ typedef struct gen_request {
   bool chat;
   bool stream;
   bool include_usage;
+  bool echo;                     /* completions: the prompt before the text */
   bool logprobs;                 /* report the chosen token's logprob */
   int32_t top_logprobs;          /* alternatives per token */
   bool max_tokens_given;         /* else: until the context is full */
