@@ -41,7 +41,7 @@ $(BUILDDIR)/bench/kernels: bench/kernels.c $(BUILDDIR)/libnucleus.a
 # committed; remade when the script or the model changes).
 UNIT_TESTS += test_forward_quant
 QUANT_CASES := iq4_nl iq4_xs tq1_0 tq2_0 mixed mxfp4 moe_mxfp4 nvfp4 q1_0 \
-  q2_0
+  q2_0 iq3_s iq_lattice
 QUANT_FILES := $(QUANT_CASES:%=build/quant/smollm2_%.txt) \
   build/quant/gemma3_iq4_nl.txt build/quant/gemma3_iq4_xs.txt
 build/quant/smollm2_%.txt: scripts/make_quant_models.py \

@@ -53,7 +53,7 @@ FACES = {
     "base": ["status.h", "mapped_file.h", "threadpool.h", "unicode.h",
              "option_table.h",
              "unicode_stream.h", "rng.h"],
-    "gguf": ["gguf.h", "quant.h"],
+    "gguf": ["gguf.h", "quant.h", "iq_grids.h"],
     "kernels": ["kernels.h", "ops.h", "attn_kernel.h", "attn_flash.h",
                 "sampler_simd.h"],
     "kv": ["kv_cache.h"],

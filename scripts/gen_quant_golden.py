@@ -29,7 +29,10 @@ byte for byte what they were; their dequantization blocks include the edge
 values (half subnormal and +-65504 scales; E8M0 bytes 0, 1, 254, 255), and
 their dot_<TYPE>.bin holds the SIMD dot twice (their reference kernels
 follow llama.cpp's x86 order, not its generic one). NVFP4, Q1_0 and Q2_0
-(LOWBIT_TYPES) follow from a third stream, dequantized by ggml.
+(LOWBIT_TYPES) follow from a third stream, dequantized by ggml. The IQ1/IQ2/
+IQ3 lattice types (IQ_TYPES) follow from a fourth stream: dequantized by
+gguf-py and checked against ggml's dequantize_row_*, their dots ggml's SIMD
+vec_dot (llama.cpp's AVX2 kernels) twice.
 
 Usage: scripts/gen_quant_golden.py [outdir]
 """
@@ -208,6 +211,60 @@ def write_lowbit_types(base, cpu, qact):
         print("%-6s simd %.9g" % (name, simd))
 
 
+# Issue 40's lattice types: random bytes (every grid index is valid), the
+# half scale small and finite; edges: a subnormal and +-65504 halves. IQ1_M
+# keeps its half in the top nibbles of its four 16-bit scale words.
+IQ_TYPES = ["IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S",
+            "IQ1_M"]
+IQ1M_SCALES = 48
+
+
+def iq_blocks(name, nblocks, rng, edges):
+    bs, ts = sizes(name)
+    raw = rng.integers(0, 256, size=(nblocks, ts), dtype=np.uint8)
+    h = (rng.standard_normal(nblocks) * 0.02).astype(np.float16)
+    if edges:
+        h[:3] = np.array([0x0001, 0x7bff, 0xfbff], dtype=np.uint16).view(
+            np.float16)
+    hb = h.view(np.uint16)
+    for b in range(nblocks):
+        if name == "IQ1_M":
+            for k in range(4):
+                o = IQ1M_SCALES + 2 * k + 1
+                raw[b, o] = (raw[b, o] & 0x0f) | (((int(hb[b]) >> 4 * k) & 15)
+                                                 << 4)
+        else:
+            raw[b, 0:2] = np.array([hb[b]], dtype=np.uint16).view(np.uint8)
+    return raw.reshape(-1)
+
+
+def write_iq_types(base, cpu, qact):
+    rng = np.random.default_rng(20261208)
+    for name in IQ_TYPES:
+        raw = iq_blocks(name, 4, rng, True)
+        with np.errstate(over="ignore"):
+            deq = quants.dequantize(raw, T[name]).astype(np.float32)
+        deq = deq.reshape(-1)
+        if base is not None:
+            fn = getattr(base, "dequantize_row_" + name.lower())
+            ref = np.zeros_like(deq)
+            fn(ptr(raw), ptr(ref), ctypes.c_int64(len(deq)))
+            assert ref.view(np.uint32).tolist() == deq.view(
+                np.uint32).tolist(), name + ": gguf and ggml disagree"
+        with open(os.path.join(OUT, "deq_%s.bin" % name), "wb") as f:
+            f.write(raw.tobytes())
+            f.write(deq.astype("<f4").tobytes())
+    if cpu is None:
+        return
+    for name in IQ_TYPES:
+        w = iq_blocks(name, N_DOT // 256, rng, False)
+        simd = ggml_dot(cpu_traits(cpu, name).vec_dot, N_DOT, w, qact["Q8_K"])
+        with open(os.path.join(OUT, "dot_%s.bin" % name), "wb") as f:
+            f.write(w.tobytes())
+            f.write(np.array([simd, simd], dtype="<f4").tobytes())
+        print("%-7s simd %.9g" % (name, simd))
+
+
 def load_ggml():
     try:
         import llama_cpp
@@ -286,6 +343,7 @@ def main():
 
     if cpu is None:
         write_new_types(base, cpu, None)
+        write_iq_types(base, cpu, None)
         print("llama-cpp-python missing: wrote dequantization goldens only")
         return
 
@@ -314,6 +372,7 @@ def main():
         print("%-5s generic %.9g simd %.9g" % (name, gen, simd))
     write_new_types(base, cpu, qact)
     write_lowbit_types(base, cpu, qact)
+    write_iq_types(base, cpu, qact)
 
 
 if __name__ == "__main__":

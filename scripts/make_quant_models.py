@@ -21,6 +21,19 @@ for the gemma3_ ones):
       quantizer's blocks (ggml_quantize_chunk in llama-cpp-python's
       libggml-base) of the same weights: every attention and FFN matrix for
       NVFP4, the ffn_down (1536 columns, whole 128-blocks) for Q1_0.
+  iq3_s
+      llama.cpp's quantizer as above (IQ3_S needs no importance matrix):
+      IQ3_S in ffn_down beside IQ4_NL in the 576-column matrices (its IQ3_XXS
+      recipe puts Q3_K in ffn_down here, so IQ3_XXS is in iq_lattice only).
+  iq_lattice
+      the IQ1/IQ2/IQ3 types together, as the dynamic low-bit uploads mix
+      them: llama.cpp's Q8_0 of the model with each layer's ffn_down (the
+      only matrices of whole 256-blocks) replaced by ggml's own quantizer's
+      blocks (ggml_quantize_chunk) of one of IQ2_XXS, IQ2_XS, IQ2_S,
+      IQ3_XXS, IQ3_S, IQ1_S, IQ1_M in turn. IQ2_XXS, IQ2_XS and IQ1_S need
+      an importance matrix in ggml (llama_model_quantize refuses them
+      without one and takes none from python): a uniform one (every column
+      weighs 1) for every type.
   mixed
       a "dynamic" mix as the uploads make them: llama.cpp's Q4_K_M of the
       model (ffn_down Q4_K or Q6_K, the 576-column matrices Q5_0 and Q8_0)
@@ -59,7 +72,8 @@ MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 GEMMA3 = os.path.join(ROOT, "models", "gemma-3-270m-q4_k_m.gguf")
 CASES = ["iq4_nl", "iq4_xs", "tq1_0", "tq2_0", "mixed", "mxfp4",
          "moe_mxfp4", "nvfp4", "q1_0", "q2_0", "gemma3_iq4_nl",
-         "gemma3_iq4_xs"]
+         "gemma3_iq4_xs", "iq3_s", "iq_lattice"]
+LATTICE = ["IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"]
 
 
 def stem(case):
@@ -170,13 +184,17 @@ def ggml_quantizer():
         ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
         ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
 
-    def run(tid, rows):
+    def run(tid, rows, imatrix=None):
         rows = np.ascontiguousarray(rows, dtype=np.float32)
         nrows, ncols = rows.shape
         rb = base.ggml_row_size(tid, ncols)
         out = np.zeros((nrows, rb), dtype=np.uint8)
+        im = None
+        if imatrix is not None:
+            imatrix = np.ascontiguousarray(imatrix, dtype=np.float32)
+            im = imatrix.ctypes.data
         base.ggml_quantize_chunk(tid, rows.ctypes.data, out.ctypes.data, 0,
-                                 nrows, ncols, None)
+                                 nrows, ncols, im)
         return out
     return run
 
@@ -198,6 +216,28 @@ def make_ggml_requant(L, out, tmp, qtype, pick):
             return None
         f = quants.dequantize(t.data, t.tensor_type).astype(np.float32)
         return run(int(qtype), f.reshape(-1, int(t.shape[0]))), qtype
+    rewrite(q8, out, repl)
+    os.remove(q8)
+
+
+def make_iq_lattice(L, out, tmp):
+    """Q8_0 of the model, layer i's ffn_down in LATTICE[i % 7] by ggml's
+    quantizer with a uniform importance matrix."""
+    import gguf
+    from gguf import quants
+    q8 = tmp + "_q8.gguf"
+    quantize(L, MODEL, q8, "Q8_0")
+    T = gguf.GGMLQuantizationType
+    run = ggml_quantizer()
+
+    def repl(name, t):
+        if not is_ffn_down(name):
+            return None
+        qtype = T[LATTICE[int(name.split(".")[1]) % len(LATTICE)]]
+        ncols = int(t.shape[0])
+        f = quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        return run(int(qtype), f.reshape(-1, ncols),
+                   np.ones(ncols, dtype=np.float32)), qtype
     rewrite(q8, out, repl)
     os.remove(q8)
 
@@ -251,6 +291,8 @@ def main():
             make_ggml_requant(L, gguf_path + ".part", tmp,
                               gguf.GGMLQuantizationType.Q1_0,
                               lambda name, ncols: is_ffn_down(name))
+        elif c == "iq_lattice":
+            make_iq_lattice(L, gguf_path + ".part", tmp)
         elif c.startswith("gemma3_"):
             quantize(L, GEMMA3, gguf_path + ".part", c[len("gemma3_"):].upper())
         else:

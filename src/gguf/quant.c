@@ -20,6 +20,13 @@ _Static_assert(sizeof(block_q8_K) == 292, "block_q8_K layout");
 _Static_assert(sizeof(block_iq4_nl) == 18, "block_iq4_nl layout");
 _Static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs layout");
 _Static_assert(sizeof(block_mxfp4) == 17, "block_mxfp4 layout");
+_Static_assert(sizeof(block_iq2_xxs) == 66, "block_iq2_xxs layout");
+_Static_assert(sizeof(block_iq2_xs) == 74, "block_iq2_xs layout");
+_Static_assert(sizeof(block_iq2_s) == 82, "block_iq2_s layout");
+_Static_assert(sizeof(block_iq3_xxs) == 98, "block_iq3_xxs layout");
+_Static_assert(sizeof(block_iq3_s) == 110, "block_iq3_s layout");
+_Static_assert(sizeof(block_iq1_s) == 50, "block_iq1_s layout");
+_Static_assert(sizeof(block_iq1_m) == 56, "block_iq1_m layout");
 _Static_assert(sizeof(block_tq1_0) == 54, "block_tq1_0 layout");
 _Static_assert(sizeof(block_tq2_0) == 66, "block_tq2_0 layout");
 _Static_assert(sizeof(block_nvfp4) == 36, "block_nvfp4 layout");
@@ -50,20 +57,20 @@ static const nc_type_traits k_traits[NC_TYPE_COUNT] = {
     T(13, "Q5_K", 256, 176, true, NC_TYPE_Q8_K),
     T(14, "Q6_K", 256, 210, true, NC_TYPE_Q8_K),
     T(15, "Q8_K", 256, 292, true, NC_TYPE_Q8_K),
-    T(16, "IQ2_XXS", 256, 66, false, NC_TYPE_Q8_K),
-    T(17, "IQ2_XS", 256, 74, false, NC_TYPE_Q8_K),
-    T(18, "IQ3_XXS", 256, 98, false, NC_TYPE_Q8_K),
-    T(19, "IQ1_S", 256, 50, false, NC_TYPE_Q8_K),
+    T(16, "IQ2_XXS", 256, 66, true, NC_TYPE_Q8_K),
+    T(17, "IQ2_XS", 256, 74, true, NC_TYPE_Q8_K),
+    T(18, "IQ3_XXS", 256, 98, true, NC_TYPE_Q8_K),
+    T(19, "IQ1_S", 256, 50, true, NC_TYPE_Q8_K),
     T(20, "IQ4_NL", 32, 18, true, NC_TYPE_Q8_0),
-    T(21, "IQ3_S", 256, 110, false, NC_TYPE_Q8_K),
-    T(22, "IQ2_S", 256, 82, false, NC_TYPE_Q8_K),
+    T(21, "IQ3_S", 256, 110, true, NC_TYPE_Q8_K),
+    T(22, "IQ2_S", 256, 82, true, NC_TYPE_Q8_K),
     T(23, "IQ4_XS", 256, 136, true, NC_TYPE_Q8_K),
     T(24, "I8", 1, 1, false, NC_TYPE_F32),
     T(25, "I16", 1, 2, false, NC_TYPE_F32),
     T(26, "I32", 1, 4, false, NC_TYPE_F32),
     T(27, "I64", 1, 8, false, NC_TYPE_F32),
     T(28, "F64", 1, 8, false, NC_TYPE_F32),
-    T(29, "IQ1_M", 256, 56, false, NC_TYPE_Q8_K),
+    T(29, "IQ1_M", 256, 56, true, NC_TYPE_Q8_K),
     T(30, "BF16", 1, 2, true, NC_TYPE_BF16),
     T(34, "TQ1_0", 256, 54, true, NC_TYPE_Q8_K),
     T(35, "TQ2_0", 256, 66, true, NC_TYPE_Q8_K),

@@ -24,8 +24,15 @@ typedef enum nc_type {
   NC_TYPE_Q5_K = 13,
   NC_TYPE_Q6_K = 14,
   NC_TYPE_Q8_K = 15,
+  NC_TYPE_IQ2_XXS = 16,
+  NC_TYPE_IQ2_XS = 17,
+  NC_TYPE_IQ3_XXS = 18,
+  NC_TYPE_IQ1_S = 19,
   NC_TYPE_IQ4_NL = 20,
+  NC_TYPE_IQ3_S = 21,
+  NC_TYPE_IQ2_S = 22,
   NC_TYPE_IQ4_XS = 23,
+  NC_TYPE_IQ1_M = 29,
   NC_TYPE_BF16 = 30,
   NC_TYPE_TQ1_0 = 34,
   NC_TYPE_TQ2_0 = 35,
@@ -71,6 +78,13 @@ typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_
 typedef struct { nc_fp16 d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl;
 typedef struct { nc_fp16 d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; } block_iq4_xs;
 typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4;
+typedef struct { nc_fp16 d; uint16_t qs[QK_K / 8]; } block_iq2_xxs;
+typedef struct { nc_fp16 d; uint16_t qs[QK_K / 8]; uint8_t scales[QK_K / 32]; } block_iq2_xs;
+typedef struct { nc_fp16 d; uint8_t qs[QK_K / 4]; uint8_t qh[QK_K / 32]; uint8_t scales[QK_K / 32]; } block_iq2_s;
+typedef struct { nc_fp16 d; uint8_t qs[3 * QK_K / 8]; } block_iq3_xxs;
+typedef struct { nc_fp16 d; uint8_t qs[QK_K / 4]; uint8_t qh[QK_K / 32]; uint8_t signs[QK_K / 8]; uint8_t scales[QK_K / 64]; } block_iq3_s;
+typedef struct { nc_fp16 d; uint8_t qs[QK_K / 8]; uint16_t qh[QK_K / 32]; } block_iq1_s;
+typedef struct { uint8_t qs[QK_K / 8]; uint8_t qh[QK_K / 16]; uint8_t scales[QK_K / 32]; } block_iq1_m;
 typedef struct { uint8_t qs[(QK_K - 4 * QK_K / 64) / 5]; uint8_t qh[QK_K / 64]; nc_fp16 d; } block_tq1_0;
 typedef struct { uint8_t qs[QK_K / 4]; nc_fp16 d; } block_tq2_0;
 typedef struct { uint8_t d[QK_NVFP4 / 16]; uint8_t qs[QK_NVFP4 / 2]; } block_nvfp4;
@@ -122,6 +136,16 @@ static inline float nc_ue4m3_to_fp32_half(uint8_t x) {
   return raw * 0.5f;
 }
 
+/* IQ1_M keeps its half scale in the top 4 bits of its four 16-bit scale
+ * words (bits 12..15 of word k are bits 4k..4k+3 of the half). */
+static inline nc_fp16 nc_iq1m_half_scale(const block_iq1_m *x) {
+  uint16_t sc[4];
+  for (int k = 0; k < 4; k++)
+    sc[k] = (uint16_t)(x->scales[2 * k] | (x->scales[2 * k + 1] << 8));
+  return (nc_fp16)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) |
+                   ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+}
+
 /* The ternary value (0, 1 or 2, standing for -1, 0, 1) in the top of byte
  * q (TQ1_0 packs 5 base-3 digits per byte as a fixed-point fraction: digit
  * n of byte b is trit(b * 3^n mod 256)). */
@@ -150,14 +174,15 @@ nc_bf16 nc_fp32_to_bf16(float f);
 
 /* Dequantizes n elements (a multiple of the block size) of any supported
  * type (F32, F16, BF16, Q4_0..Q8_0, Q2_K..Q6_K, Q8_K, IQ4_NL, IQ4_XS,
- * MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0). */
+ * the IQ1/IQ2/IQ3 types (quant_dequant_iq.c), MXFP4, NVFP4, TQ1_0, TQ2_0,
+ * Q1_0, Q2_0). */
 void nc_dequantize_row(nc_type type, const void *src, float *dst, int64_t n);
 
 /* The index of the first of nb blocks at data whose half-float scale is not
  * finite (NaN or infinity: every value of the block would be NaN or
- * infinite), or -1 when none is. Checked for IQ4_NL, IQ4_XS, TQ1_0, TQ2_0,
- * Q1_0 and Q2_0 (quant_check.c); -1 for every other type (MXFP4's E8M0
- * and NVFP4's UE4M3 scales are finite for every byte). */
+ * infinite), or -1 when none is. Checked for IQ4_NL, IQ4_XS, the IQ1/IQ2/IQ3
+ * types, TQ1_0, TQ2_0, Q1_0 and Q2_0 (quant_check.c); -1 for every other type
+ * (MXFP4's E8M0 and NVFP4's UE4M3 scales are finite for every byte). */
 int64_t nc_first_bad_block(nc_type type, const void *data, int64_t nb);
 
 /* Quantizes an activation row to a dot partner format: Q8_0, Q8_1, Q8_K,

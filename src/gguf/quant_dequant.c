@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "quant.h"
+#include "quant_dequant_iq.h"
 
 #define H2F(x) nc_fp16_to_fp32(x)
 
@@ -336,7 +337,9 @@ void nc_dequantize_row(nc_type type, const void *src, float *dst, int64_t n) {
   case NC_TYPE_NVFP4: deq_nvfp4(src, dst, nb); return;
   case NC_TYPE_Q1_0: deq_q1_0(src, dst, nb); return;
   case NC_TYPE_Q2_0: deq_q2_0(src, dst, nb); return;
-  default: /* known but unsupported: defined output rather than garbage */
+  default:
+    if (nc_dequantize_iq(type, src, dst, nb)) return;
+    /* known but unsupported: defined output rather than garbage */
     memset(dst, 0, (size_t)n * sizeof(float));
     return;
   }

@@ -34,7 +34,7 @@
       E(NC_TYPE_TQ1_0, nc_avx512_dot_tq1_0),                                   \
       E(NC_TYPE_TQ2_0, nc_avx512_dot_tq2_0),                                   \
       E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4), E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0),  \
-      E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0)
+      E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0), IQ_ENTRIES(nc_ref_dot_, _tiled)
 #define SHARED_VEC_DOT_ROWS                                                    \
   E(NC_TYPE_F32, nc_avx2_dot_f32_rows), E(NC_TYPE_F16, nc_avx2_dot_f16_rows),  \
       E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),                                  \
@@ -49,7 +49,8 @@
       E(NC_TYPE_TQ2_0, nc_avx512_dot_tq2_0_rows),                              \
       E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4_rows),                                \
       E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0_rows),                                  \
-      E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0_rows)
+      E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0_rows),                                  \
+      IQ_ENTRIES(nc_ref_dot_, _tiled_rows)
 #define SHARED_GEMM                                                            \
   E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0), E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),  \
       E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k_tiled),                              \
@@ -91,7 +92,8 @@ static const nc_kernels k_avx512 = {
                  E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k),
                  E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k),
                  E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl),
-                 E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs)},
+                 E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs),
+                 IQ_ENTRIES(nc_ref_gemm_, )},
     .quantize_act = {SHARED_QUANTIZE_ACT},
     .attn = nc_attn_kernels_avx512,
     .attn_flash = nc_attn_flash_avx512,
@@ -119,7 +121,8 @@ static const nc_kernels k_amx = {
                      E(NC_TYPE_Q5_K, nc_ref_dot_blk_q5_k_rows),
                      E(NC_TYPE_Q6_K, nc_ref_dot_blk_q6_k_rows)},
     .gemm_few = {E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl),
-                 E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs)},
+                 E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs),
+                 IQ_ENTRIES(nc_ref_gemm_, )},
     .gemm = {SHARED_GEMM, E(NC_TYPE_Q4_0, nc_amx_gemm_q4_0),
              E(NC_TYPE_Q4_1, nc_amx_gemm_q4_1),
              E(NC_TYPE_Q8_0, nc_amx_gemm_q8_0),

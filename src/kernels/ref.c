@@ -423,6 +423,13 @@ static const nc_kernels k_ref = {
             ENTRY(NC_TYPE_NVFP4, nc_ref_dot_nvfp4),
             ENTRY(NC_TYPE_Q1_0, nc_ref_dot_q1_0),
             ENTRY(NC_TYPE_Q2_0, nc_ref_dot_q2_0),
+            ENTRY(NC_TYPE_IQ2_XXS, nc_ref_dot_iq2_xxs),
+            ENTRY(NC_TYPE_IQ2_XS, nc_ref_dot_iq2_xs),
+            ENTRY(NC_TYPE_IQ2_S, nc_ref_dot_iq2_s),
+            ENTRY(NC_TYPE_IQ3_XXS, nc_ref_dot_iq3_xxs),
+            ENTRY(NC_TYPE_IQ3_S, nc_ref_dot_iq3_s),
+            ENTRY(NC_TYPE_IQ1_S, nc_ref_dot_iq1_s),
+            ENTRY(NC_TYPE_IQ1_M, nc_ref_dot_iq1_m),
         },
     .vec_dot_rows =
         {
@@ -447,6 +454,13 @@ static const nc_kernels k_ref = {
             ENTRY(NC_TYPE_NVFP4, nc_ref_dot_nvfp4_rows),
             ENTRY(NC_TYPE_Q1_0, nc_ref_dot_q1_0_rows),
             ENTRY(NC_TYPE_Q2_0, nc_ref_dot_q2_0_rows),
+            ENTRY(NC_TYPE_IQ2_XXS, nc_ref_dot_iq2_xxs_rows),
+            ENTRY(NC_TYPE_IQ2_XS, nc_ref_dot_iq2_xs_rows),
+            ENTRY(NC_TYPE_IQ2_S, nc_ref_dot_iq2_s_rows),
+            ENTRY(NC_TYPE_IQ3_XXS, nc_ref_dot_iq3_xxs_rows),
+            ENTRY(NC_TYPE_IQ3_S, nc_ref_dot_iq3_s_rows),
+            ENTRY(NC_TYPE_IQ1_S, nc_ref_dot_iq1_s_rows),
+            ENTRY(NC_TYPE_IQ1_M, nc_ref_dot_iq1_m_rows),
         },
     .quantize_act =
         {

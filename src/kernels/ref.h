@@ -49,6 +49,36 @@ NC_REF_DOT(tq2_0)
 NC_REF_DOT(nvfp4)
 NC_REF_DOT(q1_0)
 NC_REF_DOT(q2_0)
+/* ref_iq.c: the IQ1/IQ2/IQ3 lattice types in llama.cpp's x86 vec_dot
+ * order, and _tiled in its tiled matmul's (8+ activation rows). */
+NC_REF_DOT(iq2_xxs)
+NC_REF_DOT(iq2_xs)
+NC_REF_DOT(iq2_s)
+NC_REF_DOT(iq3_xxs)
+NC_REF_DOT(iq3_s)
+NC_REF_DOT(iq1_s)
+NC_REF_DOT(iq1_m)
+NC_REF_DOT(iq2_xxs_tiled)
+NC_REF_DOT(iq2_xs_tiled)
+NC_REF_DOT(iq2_s_tiled)
+NC_REF_DOT(iq3_xxs_tiled)
+NC_REF_DOT(iq3_s_tiled)
+NC_REF_DOT(iq1_s_tiled)
+NC_REF_DOT(iq1_m_tiled)
+/* ... and their vec_dot order as matmuls (kernels.h's nc_gemm_fn), the
+ * tables' gemm_few. */
+#define NC_REF_IQ_GEMM(name)                                                   \
+  void nc_ref_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
+                          int64_t nw, const void *act, size_t a_stride,        \
+                          int64_t na, float *out, size_t out_stride);
+NC_REF_IQ_GEMM(iq2_xxs)
+NC_REF_IQ_GEMM(iq2_xs)
+NC_REF_IQ_GEMM(iq2_s)
+NC_REF_IQ_GEMM(iq3_xxs)
+NC_REF_IQ_GEMM(iq3_s)
+NC_REF_IQ_GEMM(iq1_s)
+NC_REF_IQ_GEMM(iq1_m)
+#undef NC_REF_IQ_GEMM
 
 #undef NC_REF_DOT
 

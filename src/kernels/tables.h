@@ -161,4 +161,14 @@ NC_AVX512_NL(tq1_0)
 NC_AVX512_NL(tq2_0)
 #undef NC_AVX512_NL
 
+/* The seven IQ1/IQ2/IQ3 lattice types' entries of a table, for functions
+ * named pre##iq2_xxs##post etc. (E as the tables define it). */
+#define IQ_ENTRIES(pre, post)                                                  \
+  E(NC_TYPE_IQ2_XXS, pre##iq2_xxs##post),                                      \
+      E(NC_TYPE_IQ2_XS, pre##iq2_xs##post),                                    \
+      E(NC_TYPE_IQ2_S, pre##iq2_s##post),                                      \
+      E(NC_TYPE_IQ3_XXS, pre##iq3_xxs##post),                                  \
+      E(NC_TYPE_IQ3_S, pre##iq3_s##post), E(NC_TYPE_IQ1_S, pre##iq1_s##post),  \
+      E(NC_TYPE_IQ1_M, pre##iq1_m##post)
+
 #endif

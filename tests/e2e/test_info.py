@@ -44,8 +44,9 @@ def test_info_real_model():
     # before it, the tensor types with a kernel, in ggml's id order
     assert out.splitlines()[-2] == (
         "supported tensor types: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-        "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16, TQ1_0, TQ2_0, "
-        "MXFP4, NVFP4, Q1_0, Q2_0")
+        "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, "
+        "IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, IQ1_M, BF16, TQ1_0, TQ2_0, MXFP4, "
+        "NVFP4, Q1_0, Q2_0")
 
 
 @pytest.mark.parametrize("keep", [20, 1_000_000, 1_785_700, 98_000_000])

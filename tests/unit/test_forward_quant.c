@@ -14,7 +14,10 @@
  * matrix), nvfp4 and q1_0 (ggml's own quantizer's blocks in the Q8_0
  * model: llama_model_quantize refuses those two here); and Gemma 3 270M
  * (build/quant/gemma3_iq4_nl, gemma3_iq4_xs: its 640-column matrices fall
- * back to IQ4_NL, ffn_down is IQ4_XS).
+ * back to IQ4_NL, ffn_down is IQ4_XS); iq3_s (llama.cpp's recipe: IQ3_S
+ * in ffn_down beside IQ4_NL) and iq_lattice (the seven IQ1/IQ2/IQ3
+ * types in turn over the layers' ffn_down, ggml's quantizer: llama.cpp's
+ * needs an importance matrix for the IQ1/IQ2 ones).
  *
  * With a table in llama.cpp's float orders (avx512: its batch orders; the
  * llamafile GEMM for IQ4_NL, the tiled matmul for IQ4_XS and the K-quants)
@@ -172,6 +175,18 @@ static void test_q2_0(void **state) {
   check_case("q2_0");
 }
 
+static void test_iq3_s(void **state) {
+  (void)state;
+  check_case("iq3_s");
+}
+
+/* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M in turn over the
+ * layers' ffn_down (ggml's quantizer), beside Q8_0. */
+static void test_iq_lattice(void **state) {
+  (void)state;
+  check_case("iq_lattice");
+}
+
 static void test_gemma3_iq4_nl(void **state) {
   (void)state;
   check_file("gemma3_iq4_nl");
@@ -196,6 +211,8 @@ int main(void) {
       cmocka_unit_test(test_nvfp4),
       cmocka_unit_test(test_q1_0),
       cmocka_unit_test(test_q2_0),
+      cmocka_unit_test(test_iq3_s),
+      cmocka_unit_test(test_iq_lattice),
       cmocka_unit_test(test_gemma3_iq4_nl),
       cmocka_unit_test(test_gemma3_iq4_xs),
   };

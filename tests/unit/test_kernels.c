@@ -25,11 +25,13 @@
 enum { N_DOT = 512 };
 
 static const nc_type k_weight_types[] = {
-    NC_TYPE_F32,   NC_TYPE_F16,   NC_TYPE_BF16,  NC_TYPE_Q4_0,   NC_TYPE_Q4_1,
-    NC_TYPE_Q5_0,  NC_TYPE_Q5_1,  NC_TYPE_Q8_0,  NC_TYPE_Q2_K,   NC_TYPE_Q3_K,
-    NC_TYPE_Q4_K,  NC_TYPE_Q5_K,  NC_TYPE_Q6_K,  NC_TYPE_IQ4_NL, NC_TYPE_IQ4_XS,
-    NC_TYPE_MXFP4, NC_TYPE_TQ1_0, NC_TYPE_TQ2_0, NC_TYPE_NVFP4,  NC_TYPE_Q1_0,
-    NC_TYPE_Q2_0,
+    NC_TYPE_F32,     NC_TYPE_F16,     NC_TYPE_BF16,   NC_TYPE_Q4_0,
+    NC_TYPE_Q4_1,    NC_TYPE_Q5_0,    NC_TYPE_Q5_1,   NC_TYPE_Q8_0,
+    NC_TYPE_Q2_K,    NC_TYPE_Q3_K,    NC_TYPE_Q4_K,   NC_TYPE_Q5_K,
+    NC_TYPE_Q6_K,    NC_TYPE_IQ4_NL,  NC_TYPE_IQ4_XS, NC_TYPE_MXFP4,
+    NC_TYPE_TQ1_0,   NC_TYPE_TQ2_0,   NC_TYPE_NVFP4,  NC_TYPE_Q1_0,
+    NC_TYPE_Q2_0,    NC_TYPE_IQ2_XXS, NC_TYPE_IQ2_XS, NC_TYPE_IQ2_S,
+    NC_TYPE_IQ3_XXS, NC_TYPE_IQ3_S,   NC_TYPE_IQ1_S,  NC_TYPE_IQ1_M,
 };
 #define N_WEIGHT_TYPES (sizeof k_weight_types / sizeof k_weight_types[0])
 
@@ -70,7 +72,8 @@ static void half_fields(nc_type t, int off[2], int *n) {
   case NC_TYPE_TQ1_0: off[0] = 52; return;
   case NC_TYPE_TQ2_0: off[0] = 64; return;
   case NC_TYPE_MXFP4:
-  case NC_TYPE_NVFP4: *n = 0; return; /* E8M0, UE4M3: see random_row */
+  case NC_TYPE_NVFP4:
+  case NC_TYPE_IQ1_M: *n = 0; return; /* E8M0, UE4M3, spread: random_row */
   default: off[0] = 0; return;
   }
 }
@@ -102,6 +105,13 @@ static void *random_row(nc_type t, int64_t n, uint64_t *s) {
     if (t == NC_TYPE_NVFP4) /* UE4M3 exponents 1..3: 2^-7 .. 2^-4 */
       for (int k = 0; k < 4; k++)
         row[b * tr->type_size + (size_t)k] = (uint8_t)(8 + next_u64(s) % 24);
+    if (t == NC_TYPE_IQ1_M) { /* the half in the scale words' top nibbles */
+      const nc_fp16 h = nc_fp32_to_fp16(next_normalish(s) * 0.02f);
+      uint8_t *sc = row + b * tr->type_size + offsetof(block_iq1_m, scales);
+      for (int k = 0; k < 4; k++)
+        sc[2 * k + 1] =
+            (uint8_t)((sc[2 * k + 1] & 0x0f) | (((h >> 4 * k) & 15) << 4));
+    }
   }
   return row;
 }
@@ -114,10 +124,16 @@ static float *random_act(int64_t n, uint64_t *s) {
 }
 
 /* The types whose ref dot is in llama.cpp's x86 order (ref_nl.c). */
+static bool iq_lattice(nc_type t) {
+  return t == NC_TYPE_IQ2_XXS || t == NC_TYPE_IQ2_XS || t == NC_TYPE_IQ2_S ||
+         t == NC_TYPE_IQ3_XXS || t == NC_TYPE_IQ3_S || t == NC_TYPE_IQ1_S ||
+         t == NC_TYPE_IQ1_M;
+}
+
 static bool new_type(nc_type t) {
   return t == NC_TYPE_IQ4_NL || t == NC_TYPE_IQ4_XS || t == NC_TYPE_MXFP4 ||
          t == NC_TYPE_TQ1_0 || t == NC_TYPE_TQ2_0 || t == NC_TYPE_NVFP4 ||
-         t == NC_TYPE_Q1_0 || t == NC_TYPE_Q2_0;
+         t == NC_TYPE_Q1_0 || t == NC_TYPE_Q2_0 || iq_lattice(t);
 }
 
 static const char *golden_name(nc_type t) {
@@ -427,7 +443,7 @@ static void test_ref_quantize_act(void **state) {
   assert_string_equal(k->name, "ref");
   /* no entries for types we cannot dot */
   assert_null(k->vec_dot[NC_TYPE_Q8_K]);
-  assert_null(k->vec_dot[19 /* IQ1_S */]);
+  assert_null(k->vec_dot[24 /* I8 */]);
 }
 
 /* ------------------------------------------------------- other tables */
@@ -565,9 +581,24 @@ static void check_quantizers(const nc_kernels *k) {
  * their IQ4_NL the llamafile order, nc_ref_dot_iq4_nl_tinyblas, and
  * gemm_few has vec_dot's order); random rows of 1..71 blocks, odd counts
  * and the scalar tails of the paired 32-blocks included. */
+/* The lattice types' tiled order (ref_iq.c), the avx512 table's. */
+static nc_vec_dot_fn iq_tiled(nc_type t) {
+  switch (t) {
+  case NC_TYPE_IQ2_XXS: return nc_ref_dot_iq2_xxs_tiled;
+  case NC_TYPE_IQ2_XS: return nc_ref_dot_iq2_xs_tiled;
+  case NC_TYPE_IQ2_S: return nc_ref_dot_iq2_s_tiled;
+  case NC_TYPE_IQ3_XXS: return nc_ref_dot_iq3_xxs_tiled;
+  case NC_TYPE_IQ3_S: return nc_ref_dot_iq3_s_tiled;
+  case NC_TYPE_IQ1_S: return nc_ref_dot_iq1_s_tiled;
+  default: return nc_ref_dot_iq1_m_tiled;
+  }
+}
+
 static void check_new_types_bits(const nc_kernels *k) {
-  static const nc_type types[] = {NC_TYPE_IQ4_NL, NC_TYPE_IQ4_XS, NC_TYPE_MXFP4,
-                                  NC_TYPE_TQ1_0, NC_TYPE_TQ2_0};
+  static const nc_type types[] = {
+      NC_TYPE_IQ4_NL,  NC_TYPE_IQ4_XS,  NC_TYPE_MXFP4,  NC_TYPE_TQ1_0,
+      NC_TYPE_TQ2_0,   NC_TYPE_IQ2_XXS, NC_TYPE_IQ2_XS, NC_TYPE_IQ2_S,
+      NC_TYPE_IQ3_XXS, NC_TYPE_IQ3_S,   NC_TYPE_IQ1_S,  NC_TYPE_IQ1_M};
   const nc_kernels *ref = nc_kernels_ref();
   uint64_t s = 31337;
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
@@ -580,6 +611,7 @@ static void check_new_types_bits(const nc_kernels *k) {
     const nc_vec_dot_fn want_dot =
         batch && t == NC_TYPE_IQ4_XS   ? nc_ref_dot_iq4_xs_tiled
         : batch && t == NC_TYPE_IQ4_NL ? nc_ref_dot_iq4_nl_tinyblas
+        : batch && iq_lattice(t)       ? iq_tiled(t)
                                        : ref->vec_dot[t];
     static const int blocks[] = {1, 2, 3, 7, 8, 9, 17, 18, 71};
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
@@ -614,8 +646,8 @@ static void check_new_types_bits(const nc_kernels *k) {
 }
 
 /* nucleus_type_count/name (nucleus info's list): the types with a ref dot,
- * in id order; the activation-only Q8_1 / Q8_K and the IQ1..IQ3 types are
- * not in it, issue 40's first five are; NULL past the end. */
+ * in id order; the activation-only Q8_1 / Q8_K are not in it, issue 40's
+ * types are; NULL past the end. */
 static void test_type_list(void **state) {
   (void)state;
   const size_t n = nucleus_type_count();
@@ -628,17 +660,18 @@ static void test_type_list(void **state) {
     }
   assert_int_equal(j, n);
   assert_null(nucleus_type_name(n));
-  bool seen[8] = {false};
-  static const char *const want[8] = {"IQ4_NL", "IQ4_XS", "MXFP4", "TQ1_0",
-                                      "TQ2_0",  "NVFP4",  "Q1_0",  "Q2_0"};
+  enum { NW = 15 };
+  bool seen[NW] = {false};
+  static const char *const want[NW] = {
+      "IQ4_NL",  "IQ4_XS", "MXFP4", "TQ1_0",   "TQ2_0", "NVFP4", "Q1_0", "Q2_0",
+      "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"};
   for (size_t i = 0; i < n; i++) {
     const char *name = nucleus_type_name(i);
-    assert_true(strcmp(name, "Q8_K") && strcmp(name, "Q8_1") &&
-                strcmp(name, "IQ2_XXS") && strcmp(name, "IQ1_S"));
-    for (int k = 0; k < 8; k++)
+    assert_true(strcmp(name, "Q8_K") && strcmp(name, "Q8_1"));
+    for (int k = 0; k < NW; k++)
       seen[k] |= strcmp(name, want[k]) == 0;
   }
-  for (int k = 0; k < 8; k++)
+  for (int k = 0; k < NW; k++)
     assert_true(seen[k]);
 }
 
@@ -674,6 +707,8 @@ static void test_avx2(void **state) {
   check_llama_order(k, NC_TYPE_NVFP4);
   check_llama_order(k, NC_TYPE_Q1_0);
   check_llama_order(k, NC_TYPE_Q2_0);
+  for (size_t i = 0; i < N_WEIGHT_TYPES; i++)
+    if (iq_lattice(k_weight_types[i])) check_llama_order(k, k_weight_types[i]);
 }
 
 static void test_avx512(void **state) {

@@ -174,16 +174,27 @@ static float next_unit(uint64_t *s) { /* [-1, 1) */
   return (float)((next_u64(s) >> 40) * 0x1p-24) * 2.0f - 1.0f;
 }
 
+/* IQ1_M's half scale h, nibble k in the top of its 16-bit scale word k. */
+static void set_iq1m_half(uint8_t *block, nc_fp16 h) {
+  uint8_t *sc = block + offsetof(block_iq1_m, scales);
+  for (int k = 0; k < 4; k++)
+    sc[2 * k + 1] =
+        (uint8_t)((sc[2 * k + 1] & 0x0f) | (((h >> 4 * k) & 15) << 4));
+}
+
 /* Random K-quant rows: random bytes, small finite fp16 scales. */
 static void fill_weights(nc_type t, uint8_t *w, size_t bytes, uint64_t *s) {
   static const int offs[NC_TYPE_COUNT][2] = {
-      [NC_TYPE_Q2_K] = {80, 82},  [NC_TYPE_Q3_K] = {108, -1},
-      [NC_TYPE_Q4_K] = {0, 2},    [NC_TYPE_Q5_K] = {0, 2},
-      [NC_TYPE_Q6_K] = {208, -1}, [NC_TYPE_IQ4_NL] = {0, -1},
-      [NC_TYPE_IQ4_XS] = {0, -1}, [NC_TYPE_TQ1_0] = {52, -1},
-      [NC_TYPE_TQ2_0] = {64, -1}, [NC_TYPE_MXFP4] = {-1, -1},
-      [NC_TYPE_NVFP4] = {-1, -1}, [NC_TYPE_Q1_0] = {0, -1},
-      [NC_TYPE_Q2_0] = {0, -1},
+      [NC_TYPE_Q2_K] = {80, 82},   [NC_TYPE_Q3_K] = {108, -1},
+      [NC_TYPE_Q4_K] = {0, 2},     [NC_TYPE_Q5_K] = {0, 2},
+      [NC_TYPE_Q6_K] = {208, -1},  [NC_TYPE_IQ4_NL] = {0, -1},
+      [NC_TYPE_IQ4_XS] = {0, -1},  [NC_TYPE_TQ1_0] = {52, -1},
+      [NC_TYPE_TQ2_0] = {64, -1},  [NC_TYPE_MXFP4] = {-1, -1},
+      [NC_TYPE_NVFP4] = {-1, -1},  [NC_TYPE_Q1_0] = {0, -1},
+      [NC_TYPE_Q2_0] = {0, -1},    [NC_TYPE_IQ2_XXS] = {0, -1},
+      [NC_TYPE_IQ2_XS] = {0, -1},  [NC_TYPE_IQ2_S] = {0, -1},
+      [NC_TYPE_IQ3_XXS] = {0, -1}, [NC_TYPE_IQ3_S] = {0, -1},
+      [NC_TYPE_IQ1_S] = {0, -1},   [NC_TYPE_IQ1_M] = {-1, -1},
   };
   const size_t bs = nc_type_traits_of(t)->type_size;
   for (size_t i = 0; i < bytes; i++)
@@ -199,6 +210,8 @@ static void fill_weights(nc_type t, uint8_t *w, size_t bytes, uint64_t *s) {
     if (t == NC_TYPE_NVFP4) /* UE4M3 exponents 1..3: 2^-7 .. 2^-4 */
       for (int k = 0; k < 4; k++)
         w[b * bs + (size_t)k] = (uint8_t)(8 + next_u64(s) % 24);
+    if (t == NC_TYPE_IQ1_M) /* the half in the scale words' top nibbles */
+      set_iq1m_half(w + b * bs, nc_fp32_to_fp16(next_unit(s) * 0.01f));
   }
 }
 
@@ -216,6 +229,13 @@ static nc_vec_dot_fn ref_tiled(nc_type t) {
   case NC_TYPE_Q6_K: return nc_ref_dot_tiled_q6_k;
   case NC_TYPE_IQ4_XS: return nc_ref_dot_iq4_xs_tiled;
   case NC_TYPE_IQ4_NL: return nc_ref_dot_iq4_nl_tinyblas;
+  case NC_TYPE_IQ2_XXS: return nc_ref_dot_iq2_xxs_tiled;
+  case NC_TYPE_IQ2_XS: return nc_ref_dot_iq2_xs_tiled;
+  case NC_TYPE_IQ2_S: return nc_ref_dot_iq2_s_tiled;
+  case NC_TYPE_IQ3_XXS: return nc_ref_dot_iq3_xxs_tiled;
+  case NC_TYPE_IQ3_S: return nc_ref_dot_iq3_s_tiled;
+  case NC_TYPE_IQ1_S: return nc_ref_dot_iq1_s_tiled;
+  case NC_TYPE_IQ1_M: return nc_ref_dot_iq1_m_tiled;
   default: return NULL;
   }
 }
@@ -240,7 +260,9 @@ static int batch_order_from(nc_type t) {
 
 /* The types whose ref dot is llama.cpp's x86 vec_dot (ref_nl.c). */
 static bool is_new_type(nc_type t) {
-  return t == NC_TYPE_IQ4_XS || batch_order_from(t) != 8;
+  return t == NC_TYPE_IQ4_XS || t == NC_TYPE_IQ2_XXS || t == NC_TYPE_IQ2_XS ||
+         t == NC_TYPE_IQ2_S || t == NC_TYPE_IQ3_XXS || t == NC_TYPE_IQ3_S ||
+         t == NC_TYPE_IQ1_S || t == NC_TYPE_IQ1_M || batch_order_from(t) != 8;
 }
 
 /* The values of one dot kernel against ggml's y (y[a * W_ROWS + r]);
@@ -353,9 +375,11 @@ static void check_case(const ggml_lib *g, nc_type t, int64_t n, int na,
 }
 
 static const nc_type k_types[] = {
-    NC_TYPE_Q4_K,   NC_TYPE_Q6_K,   NC_TYPE_Q5_K,  NC_TYPE_Q2_K,  NC_TYPE_Q3_K,
-    NC_TYPE_IQ4_XS, NC_TYPE_IQ4_NL, NC_TYPE_MXFP4, NC_TYPE_TQ1_0, NC_TYPE_TQ2_0,
-    NC_TYPE_NVFP4,  NC_TYPE_Q1_0,   NC_TYPE_Q2_0};
+    NC_TYPE_Q4_K,    NC_TYPE_Q6_K,    NC_TYPE_Q5_K,   NC_TYPE_Q2_K,
+    NC_TYPE_Q3_K,    NC_TYPE_IQ4_XS,  NC_TYPE_IQ4_NL, NC_TYPE_MXFP4,
+    NC_TYPE_TQ1_0,   NC_TYPE_TQ2_0,   NC_TYPE_NVFP4,  NC_TYPE_Q1_0,
+    NC_TYPE_Q2_0,    NC_TYPE_IQ2_XXS, NC_TYPE_IQ2_XS, NC_TYPE_IQ2_S,
+    NC_TYPE_IQ3_XXS, NC_TYPE_IQ3_S,   NC_TYPE_IQ1_S,  NC_TYPE_IQ1_M};
 
 static void run_cases(void **state, const int *rows, int n_rows) {
   const ggml_lib *g = *state;

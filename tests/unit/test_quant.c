@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "gguf/iq_grids.h"
 #include "gguf/quant.h"
 #include "quant_golden.h"
 
@@ -38,23 +39,23 @@ static void test_traits(void **state) {
     size_t ts;
     bool supported;
   } want[] = {
-      {0, "F32", 1, 4, true},          {1, "F16", 1, 2, true},
-      {2, "Q4_0", 32, 18, true},       {3, "Q4_1", 32, 20, true},
-      {6, "Q5_0", 32, 22, true},       {7, "Q5_1", 32, 24, true},
-      {8, "Q8_0", 32, 34, true},       {9, "Q8_1", 32, 36, true},
-      {10, "Q2_K", 256, 84, true},     {11, "Q3_K", 256, 110, true},
-      {12, "Q4_K", 256, 144, true},    {13, "Q5_K", 256, 176, true},
-      {14, "Q6_K", 256, 210, true},    {15, "Q8_K", 256, 292, true},
-      {16, "IQ2_XXS", 256, 66, false}, {17, "IQ2_XS", 256, 74, false},
-      {18, "IQ3_XXS", 256, 98, false}, {19, "IQ1_S", 256, 50, false},
-      {20, "IQ4_NL", 32, 18, true},    {21, "IQ3_S", 256, 110, false},
-      {22, "IQ2_S", 256, 82, false},   {23, "IQ4_XS", 256, 136, true},
-      {24, "I8", 1, 1, false},         {25, "I16", 1, 2, false},
-      {26, "I32", 1, 4, false},        {27, "I64", 1, 8, false},
-      {28, "F64", 1, 8, false},        {29, "IQ1_M", 256, 56, false},
-      {30, "BF16", 1, 2, true},        {34, "TQ1_0", 256, 54, true},
-      {35, "TQ2_0", 256, 66, true},    {39, "MXFP4", 32, 17, true},
-      {40, "NVFP4", 64, 36, true},     {41, "Q1_0", 128, 18, true},
+      {0, "F32", 1, 4, true},         {1, "F16", 1, 2, true},
+      {2, "Q4_0", 32, 18, true},      {3, "Q4_1", 32, 20, true},
+      {6, "Q5_0", 32, 22, true},      {7, "Q5_1", 32, 24, true},
+      {8, "Q8_0", 32, 34, true},      {9, "Q8_1", 32, 36, true},
+      {10, "Q2_K", 256, 84, true},    {11, "Q3_K", 256, 110, true},
+      {12, "Q4_K", 256, 144, true},   {13, "Q5_K", 256, 176, true},
+      {14, "Q6_K", 256, 210, true},   {15, "Q8_K", 256, 292, true},
+      {16, "IQ2_XXS", 256, 66, true}, {17, "IQ2_XS", 256, 74, true},
+      {18, "IQ3_XXS", 256, 98, true}, {19, "IQ1_S", 256, 50, true},
+      {20, "IQ4_NL", 32, 18, true},   {21, "IQ3_S", 256, 110, true},
+      {22, "IQ2_S", 256, 82, true},   {23, "IQ4_XS", 256, 136, true},
+      {24, "I8", 1, 1, false},        {25, "I16", 1, 2, false},
+      {26, "I32", 1, 4, false},       {27, "I64", 1, 8, false},
+      {28, "F64", 1, 8, false},       {29, "IQ1_M", 256, 56, true},
+      {30, "BF16", 1, 2, true},       {34, "TQ1_0", 256, 54, true},
+      {35, "TQ2_0", 256, 66, true},   {39, "MXFP4", 32, 17, true},
+      {40, "NVFP4", 64, 36, true},    {41, "Q1_0", 128, 18, true},
       {42, "Q2_0", 64, 18, true},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -211,9 +212,52 @@ static void test_dequantize_goldens(void **state) {
       {NC_TYPE_NVFP4, "deq_NVFP4.bin"},
       {NC_TYPE_Q1_0, "deq_Q1_0.bin"},
       {NC_TYPE_Q2_0, "deq_Q2_0.bin"},
+      {NC_TYPE_IQ2_XXS, "deq_IQ2_XXS.bin"},
+      {NC_TYPE_IQ2_XS, "deq_IQ2_XS.bin"},
+      {NC_TYPE_IQ2_S, "deq_IQ2_S.bin"},
+      {NC_TYPE_IQ3_XXS, "deq_IQ3_XXS.bin"},
+      {NC_TYPE_IQ3_S, "deq_IQ3_S.bin"},
+      {NC_TYPE_IQ1_S, "deq_IQ1_S.bin"},
+      {NC_TYPE_IQ1_M, "deq_IQ1_M.bin"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_deq_golden(cases[i].type, cases[i].file);
+}
+
+/* The generated IQ tables (iq_grids.c) have their construction's shape:
+ * sign bytes with an even count of minus signs over their 7 stored bits;
+ * grid points of distinct coordinates from each type's value set. */
+static bool all_in(uint64_t point, int width, const uint8_t *vals, int nv) {
+  for (int j = 0; j < width; j++) {
+    const uint8_t c = (uint8_t)(point >> (8 * j));
+    bool ok = false;
+    for (int v = 0; v < nv; v++)
+      ok |= c == vals[v];
+    if (!ok) return false;
+  }
+  return true;
+}
+
+static void test_iq_grids(void **state) {
+  (void)state;
+  for (int i = 0; i < 128; i++) {
+    assert_int_equal(nc_ksigns_iq2xs[i] & 127, i);
+    assert_int_equal(__builtin_popcount(nc_ksigns_iq2xs[i]) % 2, 0);
+  }
+  static const uint8_t v2[] = {8, 25, 43}, v1[] = {0xff, 0, 1};
+  static const uint8_t v3xxs[] = {4, 12, 20, 28, 36, 44, 52, 62};
+  static const uint8_t v3s[] = {1, 3, 5, 7, 9, 11, 13, 15};
+  for (int i = 0; i < 1024; i++) {
+    if (i < 256) assert_true(all_in(nc_iq2xxs_grid[i], 8, v2, 3));
+    if (i < 512) assert_true(all_in(nc_iq2xs_grid[i], 8, v2, 3));
+    assert_true(all_in(nc_iq2s_grid[i], 8, v2, 3));
+    if (i < 256) assert_true(all_in(nc_iq3xxs_grid[i], 4, v3xxs, 8));
+    if (i < 512) assert_true(all_in(nc_iq3s_grid[i], 4, v3s, 8));
+  }
+  for (int i = 0; i < 2048; i++)
+    assert_true(all_in(nc_iq1s_grid[i], 8, v1, 3));
+  for (int i = 1; i < 256; i++) /* sorted, hence distinct */
+    assert_true(nc_iq2xxs_grid[i - 1] < nc_iq2xxs_grid[i]);
 }
 
 static void test_dequantize_q8_k_and_f32(void **state) {
@@ -231,11 +275,11 @@ static void test_dequantize_q8_k_and_f32(void **state) {
   nc_dequantize_row(NC_TYPE_F32, x, z, 3);
   assert_memory_equal(x, z, sizeof x);
   /* unsupported types write zeros instead of leaving garbage */
-  uint8_t iq[50] = {0xff};
+  uint8_t i8[256] = {0xff};
   float w[256];
   for (int i = 0; i < 256; i++)
     w[i] = 7.0f;
-  nc_dequantize_row(NC_TYPE_Q8_0 + 11 /* IQ1_S */, iq, w, 256);
+  nc_dequantize_row(24 /* I8 */, i8, w, 256);
   for (int i = 0; i < 256; i++)
     assert_true(w[i] == 0.0f);
 }
@@ -294,6 +338,31 @@ static void test_tq1_trits(void **state) {
 /* A half scale that is NaN or infinite marks its block bad (the loader
  * refuses the tensor); every finite one, subnormals and +-65504 included,
  * passes; MXFP4 and the older types are not checked. */
+/* IQ1_M's half sits in the top nibbles of its scale words (nibble k of
+ * the half in the top of word k), the rest of those words being scales. */
+static void set_iq1m_half(block_iq1_m *x, uint16_t h) {
+  for (int k = 0; k < 4; k++)
+    x->scales[2 * k + 1] =
+        (uint8_t)((x->scales[2 * k + 1] & 0x0f) | (((h >> 4 * k) & 15) << 4));
+}
+
+static void check_iq1m_bad_block(const uint16_t *finite, int nf,
+                                 const uint16_t *bad, int nbad) {
+  enum { NB = 7 };
+  block_iq1_m x[NB];
+  memset(x, 0xff, sizeof x);
+  for (int i = 0; i < NB; i++) {
+    set_iq1m_half(&x[i], finite[i % nf]);
+    assert_int_equal(nc_iq1m_half_scale(&x[i]), finite[i % nf]);
+  }
+  assert_int_equal(nc_first_bad_block(NC_TYPE_IQ1_M, x, NB), -1);
+  for (int k = 0; k < nbad; k++) {
+    set_iq1m_half(&x[5], bad[k]);
+    assert_int_equal(nc_first_bad_block(NC_TYPE_IQ1_M, x, NB), 5);
+    assert_int_equal(nc_first_bad_block(NC_TYPE_IQ1_M, x, 5), -1);
+  }
+}
+
 static void test_first_bad_block(void **state) {
   (void)state;
   static const struct {
@@ -306,6 +375,12 @@ static void test_first_bad_block(void **state) {
       {NC_TYPE_TQ2_0, offsetof(block_tq2_0, d)},
       {NC_TYPE_Q1_0, offsetof(block_q1_0, d)},
       {NC_TYPE_Q2_0, offsetof(block_q2_0, d)},
+      {NC_TYPE_IQ2_XXS, offsetof(block_iq2_xxs, d)},
+      {NC_TYPE_IQ2_XS, offsetof(block_iq2_xs, d)},
+      {NC_TYPE_IQ2_S, offsetof(block_iq2_s, d)},
+      {NC_TYPE_IQ3_XXS, offsetof(block_iq3_xxs, d)},
+      {NC_TYPE_IQ3_S, offsetof(block_iq3_s, d)},
+      {NC_TYPE_IQ1_S, offsetof(block_iq1_s, d)},
   };
   static const uint16_t finite[] = {0x0000, 0x8000, 0x0001,
                                     0x7bff, 0xfbff, 0x3c00};
@@ -332,6 +407,7 @@ static void test_first_bad_block(void **state) {
     }
     free(blocks);
   }
+  check_iq1m_bad_block(finite, 6, bad, 5);
   uint8_t mx[17 * 2];
   memset(mx, 0xff, sizeof mx);
   assert_int_equal(nc_first_bad_block(NC_TYPE_MXFP4, mx, 2), -1);
@@ -513,6 +589,7 @@ int main(void) {
       cmocka_unit_test(test_ue4m3_scale),
       cmocka_unit_test(test_tq1_trits),
       cmocka_unit_test(test_first_bad_block),
+      cmocka_unit_test(test_iq_grids),
       cmocka_unit_test(test_quantize_goldens),
       cmocka_unit_test(test_quantize_roundtrip_error),
       cmocka_unit_test(test_quantize_q8_1_sum),
