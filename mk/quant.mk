@@ -7,6 +7,7 @@ CFLAGS_src/kernels/avx2_quant := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx2_klow := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx2_nl := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx2_lowbit := -mavx2 -mfma -mf16c
+CFLAGS_src/kernels/avx2_iq := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw \
   -mavx512vl -mavx512vnni -mbmi2
 CFLAGS_src/kernels/avx512_gemm := $(CFLAGS_src/kernels/avx512)

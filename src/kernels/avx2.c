@@ -378,7 +378,7 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4),
             E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0),
             E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0),
-            IQ_ENTRIES(nc_ref_dot_, ),
+            IQ_ENTRIES(nc_avx2_dot_, ),
         },
     .vec_dot_rows =
         {
@@ -403,8 +403,9 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4_rows),
             E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0_rows),
             E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0_rows),
-            IQ_ENTRIES(nc_ref_dot_, _rows),
+            IQ_ENTRIES(nc_avx2_dot_, _rows),
         },
+    .gemm = {IQ_ENTRIES(nc_avx2_gemm_, )},
     .quantize_act =
         {
             E(NC_TYPE_F32, nc_ref_quant_f32),

@@ -34,7 +34,7 @@
       E(NC_TYPE_TQ1_0, nc_avx512_dot_tq1_0),                                   \
       E(NC_TYPE_TQ2_0, nc_avx512_dot_tq2_0),                                   \
       E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4), E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0),  \
-      E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0), IQ_ENTRIES(nc_ref_dot_, _tiled)
+      E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0), IQ_ENTRIES(nc_avx2_dot_, _tiled)
 #define SHARED_VEC_DOT_ROWS                                                    \
   E(NC_TYPE_F32, nc_avx2_dot_f32_rows), E(NC_TYPE_F16, nc_avx2_dot_f16_rows),  \
       E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),                                  \
@@ -50,7 +50,7 @@
       E(NC_TYPE_NVFP4, nc_avx2_dot_nvfp4_rows),                                \
       E(NC_TYPE_Q1_0, nc_avx2_dot_q1_0_rows),                                  \
       E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0_rows),                                  \
-      IQ_ENTRIES(nc_ref_dot_, _tiled_rows)
+      IQ_ENTRIES(nc_avx2_dot_, _tiled_rows)
 #define SHARED_GEMM                                                            \
   E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0), E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),  \
       E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k_tiled),                              \
@@ -59,7 +59,8 @@
       E(NC_TYPE_MXFP4, nc_avx512_gemm_mxfp4),                                  \
       E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs_tiled),                          \
       E(NC_TYPE_TQ1_0, nc_avx512_gemm_tq1_0),                                  \
-      E(NC_TYPE_TQ2_0, nc_avx512_gemm_tq2_0)
+      E(NC_TYPE_TQ2_0, nc_avx512_gemm_tq2_0),                                  \
+      IQ_ENTRIES(nc_avx2_gemm_, _tiled)
 #define SHARED_QUANTIZE_ACT                                                    \
   E(NC_TYPE_F32, nc_ref_quant_f32), E(NC_TYPE_F16, nc_avx2_quant_f16),         \
       E(NC_TYPE_BF16, nc_ref_quant_bf16), E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0), \
@@ -93,7 +94,7 @@ static const nc_kernels k_avx512 = {
                  E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k),
                  E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl),
                  E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs),
-                 IQ_ENTRIES(nc_ref_gemm_, )},
+                 IQ_ENTRIES(nc_avx2_gemm_, )},
     .quantize_act = {SHARED_QUANTIZE_ACT},
     .attn = nc_attn_kernels_avx512,
     .attn_flash = nc_attn_flash_avx512,
@@ -122,7 +123,7 @@ static const nc_kernels k_amx = {
                      E(NC_TYPE_Q6_K, nc_ref_dot_blk_q6_k_rows)},
     .gemm_few = {E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl),
                  E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs),
-                 IQ_ENTRIES(nc_ref_gemm_, )},
+                 IQ_ENTRIES(nc_avx2_gemm_, )},
     .gemm = {SHARED_GEMM, E(NC_TYPE_Q4_0, nc_amx_gemm_q4_0),
              E(NC_TYPE_Q4_1, nc_amx_gemm_q4_1),
              E(NC_TYPE_Q8_0, nc_amx_gemm_q8_0),

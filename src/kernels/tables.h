@@ -161,6 +161,33 @@ NC_AVX512_NL(tq1_0)
 NC_AVX512_NL(tq2_0)
 #undef NC_AVX512_NL
 
+/* avx2_iq.c: the IQ1/IQ2/IQ3 lattice types, bit-identical to ref_iq.c:
+ * vec_dot's order and (_tiled) the tiled matmul's, as dots, rows and
+ * matmuls that unpack each weight superblock once for many rows. */
+#define NC_AVX2_IQ(name)                                                       \
+  NC_AVX2_DOT(name)                                                            \
+  NC_AVX2_DOT(name##_tiled)                                                    \
+  void nc_avx2_gemm_##name(int64_t n, const void *w, size_t w_stride,          \
+                           int64_t nw, const void *act, size_t a_stride,       \
+                           int64_t na, float *out, size_t out_stride);         \
+  void nc_avx2_gemm_##name##_tiled(                                            \
+      int64_t n, const void *w, size_t w_stride, int64_t nw, const void *act,  \
+      size_t a_stride, int64_t na, float *out, size_t out_stride);
+#define NC_AVX2_DOT(name)                                                      \
+  float nc_avx2_dot_##name(int64_t n, const void *w, const void *a);           \
+  void nc_avx2_dot_##name##_rows(int64_t n, const void *w, const void *a,      \
+                                 size_t a_stride, int nrows, float *out,       \
+                                 size_t out_stride);
+NC_AVX2_IQ(iq2_xxs)
+NC_AVX2_IQ(iq2_xs)
+NC_AVX2_IQ(iq2_s)
+NC_AVX2_IQ(iq3_xxs)
+NC_AVX2_IQ(iq3_s)
+NC_AVX2_IQ(iq1_s)
+NC_AVX2_IQ(iq1_m)
+#undef NC_AVX2_DOT
+#undef NC_AVX2_IQ
+
 /* The seven IQ1/IQ2/IQ3 lattice types' entries of a table, for functions
  * named pre##iq2_xxs##post etc. (E as the tables define it). */
 #define IQ_ENTRIES(pre, post)                                                  \
