@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api_error.h"
 #include "http_head.h"
+#include "http_refuse.h"
 
 #define MAX_HEAD HTTP_HEAD_MAX_BYTES
 
@@ -100,51 +100,6 @@ static void leave(http_gate *g, const struct sockaddr_storage *addr) {
   pthread_mutex_unlock(&g->mu);
 }
 
-static const char *reason(unsigned status) {
-  switch (status) {
-  case 400: return "Bad Request";
-  case 408: return "Request Timeout";
-  case 414: return "URI Too Long";
-  case 431: return "Request Header Fields Too Large";
-  case 501: return "Not Implemented";
-  case 505: return "HTTP Version Not Supported";
-  default: return "Error";
-  }
-}
-
-/* Answers a JSON error and closes without a reset: the client's unread
- * bytes are drained briefly after our FIN so that it sees the answer. */
-static void refuse(http_gate *g, int fd, unsigned status, const char *msg) {
-  api_error e;
-  api_fail(&e, status, NULL, "%s", msg);
-  json_t *body = api_error_json(&e);
-  char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-  json_decref(body);
-  if (text) {
-    char head[256];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n"
-                     "Server: nucleus\r\n\r\n",
-                     status, reason(status), strlen(text));
-    if (send(fd, head, (size_t)n, MSG_NOSIGNAL) == n)
-      (void)send(fd, text, strlen(text), MSG_NOSIGNAL);
-    free(text);
-    metrics_count_response(g->srv->metrics, status);
-  }
-  shutdown(fd, SHUT_WR);
-  char sink[4096];
-  double until = now_s() + 1.0;
-  for (size_t total = 0; total < (1u << 20) && now_s() < until;) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 100) <= 0) continue;
-    ssize_t r = recv(fd, sink, sizeof sink, 0);
-    if (r <= 0) break;
-    total += (size_t)r;
-  }
-  close(fd);
-}
-
 /* Waits for the first request head; true when it may go on to the
  * daemon, false after answering or closing. */
 static bool check(http_gate *g, int fd) {
@@ -170,9 +125,9 @@ static bool check(http_gate *g, int fd) {
     if (pr < 0 && errno == EINTR) continue;
     if (pr <= 0) { /* the head did not arrive in time */
       if (have)
-        refuse(g, fd, 408,
-               "the request head did not arrive in time "
-               "(--read-timeout, --timeout)");
+        http_refuse(g->srv, fd, 408,
+                    "the request head did not arrive in time "
+                    "(--read-timeout, --timeout)");
       else
         close(fd);
       break;
@@ -190,7 +145,7 @@ static bool check(http_gate *g, int fd) {
     http_head_verdict v;
     http_head_result res = http_head_check(buf, have, MAX_HEAD, &v);
     if (res == HTTP_HEAD_BAD) {
-      refuse(g, fd, v.status, v.message);
+      http_refuse(g->srv, fd, v.status, v.message);
       break;
     }
     if (res == HTTP_HEAD_OK || have >= MAX_HEAD + 64) {
