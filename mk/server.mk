@@ -20,8 +20,10 @@ $(SERVER_UNIT_TESTS:%=$(BUILDDIR)/tests/%): $(BUILDDIR)/tests/%: \
 .PHONY: fuzz-http-head
 fuzz-http-head: build/fuzz/fuzz_http_head
 build/fuzz/fuzz_http_head: fuzz/fuzz_http_head.c tools/server/http/http_head.c \
-    tools/server/http/http_head.h
+    tools/server/http/http_head.h tools/server/http/http_body.c \
+    tools/server/http/http_body.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g -Itools/server \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  fuzz/fuzz_http_head.c tools/server/http/http_head.c -o $@
+	  fuzz/fuzz_http_head.c tools/server/http/http_head.c \
+	  tools/server/http/http_body.c -o $@

@@ -8,6 +8,7 @@ params -m` reports a model that does not load (§6)."""
 
 import json
 import re
+import socket
 import subprocess
 import time
 
@@ -344,6 +345,18 @@ LATER = {
     b"Host: example.com\r\n\r\n",
     "many_small_headers": b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
     + b"a:\r\n" * 7000 + b"\r\n",
+    # libmicrohttpd joined a folded line into the field before: it passed
+    "folded_header": b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    b"X-A: 1\r\n 2\r\n\r\n",
+    # chunk framing after the first chunk was libmicrohttpd's (HTML)
+    "bad_later_chunk_size": POST_HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
+    b"2\r\n{}\r\nzz\r\n0\r\n\r\n" + SMUGGLED,
+    "chunk_without_crlf": POST_HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
+    b"1\r\n{XX1\r\n}\r\n0\r\n\r\n" + SMUGGLED,
+    "overlong_chunk_size": POST_HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
+    b"1\r\n{\r\n" + b"0" * 17 + b"1\r\n}\r\n0\r\n\r\n" + SMUGGLED,
+    "folded_trailer": POST_HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
+    b"2\r\n{}\r\n0\r\nX-T: 1\r\n 2\r\n\r\n" + SMUGGLED,
 }
 
 
@@ -378,6 +391,75 @@ def test_later_requests_get_the_same_checks(server, case):
 def test_keep_alive_still_serves_good_requests(server):
     out = responses(exchange(server.port, FIRST * 3))
     assert [s for s, _, _ in out] == [200, 200, 200]
+
+
+def test_large_answers_pass_the_relay_whole(server):
+    """Answers far larger than the relay's buffer (the web page's
+    highlight.js, ~800 KiB) arrive whole, twice on one kept-alive
+    connection, also to a client that reads slowly."""
+    get = b"GET /lib/highlight.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.settimeout(20)
+    s.sendall(get + get + FIRST)
+    raw, t0 = b"", time.monotonic()
+    while raw.count(b"HTTP/1.1 ") < 3 or not raw.endswith(b'"ok"}'):
+        time.sleep(0.01 if len(raw) < 300000 else 0)  # slowly at first
+        b = s.recv(16384)
+        if not b:
+            break
+        raw += b
+        assert time.monotonic() - t0 < 60
+    s.close()
+    out = responses(raw)
+    assert [st for st, _, _ in out] == [200, 200, 200]
+    assert len(out[0][2]) > 200000
+    assert out[0][2] == out[1][2]
+    assert len(out[0][2]) == int(out[0][1]["content-length"])
+
+
+def chunked(body, sizes):
+    """body as chunks of the given sizes (the rest in one), well framed."""
+    out, i = b"", 0
+    for n in sizes + [len(body)]:
+        part = body[i:i + n]
+        if part:
+            out += b"%x;ext=1\r\n" % len(part) + part + b"\r\n"
+        i += len(part)
+    return out + b"0\r\nX-Trailer: t\r\n\r\n"
+
+
+def test_well_framed_chunks_on_a_kept_alive_connection(server):
+    """Chunked bodies in many chunks (extensions, a trailer), one after
+    another and after a plain request, are all served."""
+    body = json.dumps({"content": "hello world, chunk by chunk"}).encode()
+    post = (b"POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")
+    data = (FIRST + post + chunked(body, [1, 2, 3, 5, 8]) + post
+            + chunked(body, [30]) + FIRST)
+    out = responses(exchange(server.port, data))
+    assert [s for s, _, _ in out] == [200, 200, 200, 200], out
+    assert json.loads(out[1][2]) == json.loads(out[2][2])
+    assert json.loads(out[1][2])["tokens"]
+
+
+def test_a_body_cut_by_bad_framing_is_never_handled(server):
+    """A whole JSON body in the first chunk, then a malformed chunk: the
+    request is refused, never run (no completion is generated)."""
+    body = json.dumps({"prompt": "hi", "max_tokens": 1}).encode()
+    before = requests.get(server.url + "/metrics", timeout=10).text
+    data = (POST_HEAD + b"Transfer-Encoding: chunked\r\n\r\n"
+            + b"%x\r\n" % len(body) + body + b"\r\nqq\r\n")
+    for first, d in ((0, data), (1, FIRST + data)):
+        out = responses(exchange(server.port, d))
+        assert [s for s, _, _ in out] == [200] * first + [400], out
+        assert "chunk" in json.loads(out[-1][2])["error"]["message"]
+    after = requests.get(server.url + "/metrics", timeout=10).text
+
+    def admitted(text):
+        return [line for line in text.splitlines()
+                if line.startswith("nucleus_prompt_tokens_total")]
+    assert admitted(before) == admitted(after) != []
 
 
 # ------------------------- §6: an option whose value is another option

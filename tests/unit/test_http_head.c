@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "fuzz_corpus.h"
+#include "http/http_body.h"
 #include "http/http_head.h"
 #include "http/origin_guard.h"
 
@@ -179,6 +180,92 @@ static void verdicts(const uint8_t *data, size_t len, void *ctx) {
   }
 }
 
+/* A head's framing: where it ends and how its body is framed. */
+static void test_head_frame(void **state) {
+  (void)state;
+  http_head_verdict v;
+  http_head_info info;
+  const char *h = "\r\nPOST / HTTP/1.1\r\nContent-Length: 12\r\n\r\nbody";
+  assert_int_equal(http_head_frame(h, strlen(h), 4096, &v, &info),
+                   HTTP_HEAD_OK);
+  assert_int_equal(info.head_len, strlen(h) - 4);
+  assert_false(info.chunked);
+  assert_int_equal(info.length, 12);
+  h = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+  /* the first chunk is the body's to check, not the head's */
+  assert_int_equal(http_head_frame(h, strlen(h), 4096, &v, &info),
+                   HTTP_HEAD_OK);
+  assert_true(info.chunked);
+  assert_int_equal(check(h, NULL), HTTP_HEAD_BAD);
+}
+
+/* Feeds s to a body of the given framing one byte at a time and whole;
+ * both give the same verdict and end at the same byte. Returns the bytes
+ * used (the body's length when it ended). */
+static size_t feed(const char *s, bool chunked, unsigned long long length,
+                   http_head_result want, unsigned status) {
+  http_head_info info = {.chunked = chunked, .length = length};
+  http_body whole, bytes;
+  http_head_verdict v = {0}, vb = {0};
+  http_body_start(&whole, &info);
+  http_body_start(&bytes, &info);
+  size_t used = 0, n = strlen(s);
+  http_head_result r = http_body_feed(&whole, s, n, &used, &v);
+  assert_int_equal(r, want);
+  size_t at = 0;
+  http_head_result rb = HTTP_HEAD_OK;
+  while (at < n && rb == HTTP_HEAD_OK && !http_body_done(&bytes)) {
+    size_t u = 0;
+    rb = http_body_feed(&bytes, s + at, 1, &u, &vb);
+    at += u;
+  }
+  assert_int_equal(rb, want);
+  assert_int_equal(at, used);
+  if (want == HTTP_HEAD_BAD) {
+    assert_int_equal(v.status, status);
+    assert_true(v.message[0] != '\0');
+  }
+  assert_int_equal(http_body_done(&whole), http_body_done(&bytes));
+  return used;
+}
+
+static void test_body_framing(void **state) {
+  (void)state;
+  /* Content-Length: the body ends after that many bytes */
+  assert_int_equal(feed("{}GET", false, 2, HTTP_HEAD_OK, 0), 2);
+  assert_int_equal(feed("", false, 0, HTTP_HEAD_OK, 0), 0);
+  /* chunks, extensions, trailers; the next request's bytes are left */
+  const char *good = "2\r\n{}\r\nA;x=1;y\r\n0123456789\r\n1 ; e\r\nz\r\n"
+                     "0\r\nX-T: 1\r\nY: 2\r\n\r\nGET";
+  assert_int_equal(feed(good, true, 0, HTTP_HEAD_OK, 0), strlen(good) - 3);
+  assert_int_equal(feed("0\r\n\r\n", true, 0, HTTP_HEAD_OK, 0), 5);
+  assert_int_equal(feed("0\n\n", true, 0, HTTP_HEAD_OK, 0), 3);
+  /* an unfinished body waits: everything is used, it has not ended */
+  assert_int_equal(feed("5\r\nab", true, 0, HTTP_HEAD_OK, 0), 5);
+  /* malformed anywhere, first chunk or later */
+  feed("zz\r\n", true, 0, HTTP_HEAD_BAD, 400);
+  feed("2\r\n{}\r\nzz\r\n", true, 0, HTTP_HEAD_BAD, 400);
+  feed("1\r\n{XX", true, 0, HTTP_HEAD_BAD, 400);  /* no CRLF */
+  feed("1\r\n{\rX", true, 0, HTTP_HEAD_BAD, 400); /* CR, no LF */
+  feed("1 2\r\n", true, 0, HTTP_HEAD_BAD, 400);   /* junk after size */
+  feed("\r\n", true, 0, HTTP_HEAD_BAD, 400);      /* no size */
+  feed(";x\r\n", true, 0, HTTP_HEAD_BAD, 400);    /* no size */
+  feed("1\rx\n", true, 0, HTTP_HEAD_BAD, 400);    /* CR, no LF */
+  feed("11111111111111111\r\n", true, 0, HTTP_HEAD_BAD, 400); /* 17 */
+  feed("0\r\nX-T: 1\r\n 2\r\n\r\n", true, 0, HTTP_HEAD_BAD, 400);
+  feed("0\r\nno colon\r\n\r\n", true, 0, HTTP_HEAD_BAD, 400);
+  feed("1;\x01\r\n", true, 0, HTTP_HEAD_BAD, 400); /* control char */
+  char line[HTTP_BODY_MAX_LINE + 8];
+  memset(line, ' ', sizeof line);
+  line[0] = '1';
+  line[sizeof line - 1] = '\0';
+  feed(line, true, 0, HTTP_HEAD_BAD, 400);
+  char many[HTTP_BODY_MAX_TRAILERS * 6 + 16] = "0\r\n";
+  for (int i = 0; i <= HTTP_BODY_MAX_TRAILERS; i++)
+    strcat(many, "a: b\r\n");
+  feed(many, true, 0, HTTP_HEAD_BAD, 431);
+}
+
 static void test_fuzz_seeds(void **state) {
   (void)state;
   assert_true(fuzz_corpus_replay("http_head", verdicts, NULL) >= 5);
@@ -193,6 +280,8 @@ int main(void) {
       cmocka_unit_test(test_oversized_head_is_431),
       cmocka_unit_test(test_content_type),
       cmocka_unit_test(test_host),
+      cmocka_unit_test(test_head_frame),
+      cmocka_unit_test(test_body_framing),
       cmocka_unit_test(test_fuzz_seeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

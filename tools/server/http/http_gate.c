@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "http_head.h"
 #include "http_refuse.h"
+#include "http_relay.h"
 
 #define MAX_HEAD HTTP_HEAD_MAX_BYTES
 
@@ -32,8 +34,10 @@ struct http_gate {
   pthread_t thread;
   bool running;
   pthread_mutex_t mu;
-  pthread_cond_t idle; /* signalled when `waiting` drops to 0 */
+  pthread_cond_t idle; /* signalled when `waiting` or `relays` drops to 0 */
   int waiting;         /* connections at the gate */
+  int relays;          /* connections past it, relayed (http_relay.h) */
+  atomic_bool closed;  /* the daemon is stopping: relays end at once */
   peer_count *peers;   /* per address, while at the gate */
   int n_peers;
 };
@@ -87,6 +91,18 @@ static bool admit(http_gate *g, const struct sockaddr_storage *addr) {
   }
   pthread_mutex_unlock(&g->mu);
   return ok;
+}
+
+static void relay_enter(http_gate *g) {
+  pthread_mutex_lock(&g->mu);
+  g->relays++;
+  pthread_mutex_unlock(&g->mu);
+}
+
+static void relay_leave(http_gate *g) {
+  pthread_mutex_lock(&g->mu);
+  if (--g->relays == 0) pthread_cond_broadcast(&g->idle);
+  pthread_mutex_unlock(&g->mu);
 }
 
 static void leave(http_gate *g, const struct sockaddr_storage *addr) {
@@ -162,10 +178,22 @@ static bool check(http_gate *g, int fd) {
 static void *conn_main(void *arg) {
   gate_conn *c = arg;
   http_gate *g = c->g;
-  if (check(g, c->fd)) /* On failure libmicrohttpd closes the socket itself. */
-    (void)MHD_add_connection(g->daemon, c->fd, (struct sockaddr *)&c->addr,
+  int pair[2] = {-1, -1};
+  bool pass = check(g, c->fd);
+  if (pass && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair)) {
+    close(c->fd);
+    pass = false;
+  }
+  /* libmicrohttpd serves one end of the pair (on failure it closes it) */
+  if (pass)
+    (void)MHD_add_connection(g->daemon, pair[1], (struct sockaddr *)&c->addr,
                              c->addr_len);
   leave(g, &c->addr);
+  if (pass) {
+    relay_enter(g);
+    http_relay_run(g->srv, c->fd, pair[0], &g->closed); /* to its end */
+    relay_leave(g);
+  }
   free(c);
   return NULL;
 }
@@ -277,11 +305,21 @@ void http_gate_quiesce(http_gate *g) {
   g->listen_fd = -1;
 }
 
-void http_gate_free(http_gate *g) {
+void http_gate_close(http_gate *g) {
   if (!g) return;
   http_gate_quiesce(g);
   pthread_mutex_lock(&g->mu);
   while (g->waiting > 0)
+    pthread_cond_wait(&g->idle, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+  atomic_store(&g->closed, true);
+}
+
+void http_gate_free(http_gate *g) {
+  if (!g) return;
+  http_gate_close(g);
+  pthread_mutex_lock(&g->mu);
+  while (g->relays > 0)
     pthread_cond_wait(&g->idle, &g->mu);
   pthread_mutex_unlock(&g->mu);
   for (int i = 0; i < 2; i++)

@@ -8,8 +8,9 @@
  * answers an OpenAI-shaped JSON error and closes, or hands the untouched
  * connection to libmicrohttpd (MHD_add_connection). The wait is bounded by
  * --read-timeout, and connections waiting at the gate count against
- * --max-connections and --max-connections-per-ip. Later requests on a
- * kept-alive connection are libmicrohttpd's alone. */
+ * --max-connections and --max-connections-per-ip. Then the connection is
+ * relayed (http_relay.h), so that later requests on a kept-alive
+ * connection are checked too. */
 #ifndef NUCLEUS_SERVER_HTTP_GATE_H
 #define NUCLEUS_SERVER_HTTP_GATE_H
 
@@ -34,8 +35,12 @@ int http_gate_start(http_gate *g, struct MHD_Daemon *daemon);
  * the gate are still checked and handed on. */
 void http_gate_quiesce(http_gate *g);
 
-/* Stops accepting, waits for the connections at the gate, frees it. Call
- * before stopping the daemon. */
+/* Stops accepting and waits for the connections at the gate. Call before
+ * stopping the daemon. */
+void http_gate_close(http_gate *g);
+
+/* Closes it (when not yet), waits for the relayed connections to end (the
+ * daemon stopped: its ends are closed) and frees it. */
 void http_gate_free(http_gate *g);
 
 #endif

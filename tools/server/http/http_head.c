@@ -153,8 +153,8 @@ static http_head_result check_first_chunk(const char *b, size_t n, size_t off,
   return HTTP_HEAD_OK;
 }
 
-http_head_result http_head_check(const char *b, size_t n, size_t max_head,
-                                 http_head_verdict *v) {
+http_head_result http_head_frame(const char *b, size_t n, size_t max_head,
+                                 http_head_verdict *v, http_head_info *info) {
   size_t off = 0, len, next;
   /* RFC 9112 2.2: ignore empty lines before the request line. */
   while (off < n && line_at(b, n, off, &len, &next) && len == 0)
@@ -196,9 +196,17 @@ http_head_result http_head_check(const char *b, size_t n, size_t max_head,
   }
   r = http_head_fields_end(&f, v);
   if (r != HTTP_HEAD_OK) return r;
-  if (f.chunked) {
-    r = check_first_chunk(b, n, next, v);
-    if (r != HTTP_HEAD_OK) return r;
-  }
+  info->head_len = next;
+  info->chunked = f.chunked;
+  info->length = f.has_length ? f.length : 0;
   return HTTP_HEAD_OK;
+}
+
+http_head_result http_head_check(const char *b, size_t n, size_t max_head,
+                                 http_head_verdict *v) {
+  http_head_info info;
+  http_head_result r = http_head_frame(b, n, max_head, v, &info);
+  if (r == HTTP_HEAD_OK && info.chunked)
+    r = check_first_chunk(b, n, info.head_len, v);
+  return r;
 }

@@ -34,6 +34,19 @@ typedef struct http_head_verdict {
 http_head_result http_head_check(const char *buf, size_t n, size_t max_head,
                                  http_head_verdict *v);
 
+/* A whole head's framing (http_head_frame). */
+typedef struct http_head_info {
+  size_t head_len; /* bytes up to and with the blank line ending the head */
+  bool chunked;    /* the body is chunked (http_body.h) */
+  unsigned long long length; /* else its Content-Length (0: none) */
+} http_head_info;
+
+/* http_head_check of the head at the start of buf, without the look at the
+ * body's first chunk; on HTTP_HEAD_OK *info says where the head ends and
+ * how its body is framed. */
+http_head_result http_head_frame(const char *buf, size_t n, size_t max_head,
+                                 http_head_verdict *v, http_head_info *info);
+
 /* The framing fields of one request seen so far (http_head_field). */
 typedef struct http_head_fields {
   bool has_length, chunked;

@@ -292,8 +292,9 @@ http_server *http_server_start(server_ctx *srv, char *msg, size_t cap) {
   if (!hs->daemon || http_gate_start(hs->gate, hs->daemon)) {
     snprintf(msg, cap, "cannot start the HTTP daemon on %s:%d", cfg->host,
              cfg->port);
-    http_gate_free(hs->gate);
+    http_gate_close(hs->gate);
     if (hs->daemon) MHD_stop_daemon(hs->daemon);
+    http_gate_free(hs->gate);
     conn_watch_stop(hs->watch);
     free(hs);
     return NULL;
@@ -312,8 +313,9 @@ void http_server_quiesce(http_server *hs) {
 
 void http_server_stop(http_server *hs) {
   if (!hs) return;
-  http_gate_free(hs->gate);
+  http_gate_close(hs->gate);
   if (hs->daemon) MHD_stop_daemon(hs->daemon);
+  http_gate_free(hs->gate); /* the relays end with the daemon's connections */
   conn_watch_stop(hs->watch);
   free(hs);
 }
