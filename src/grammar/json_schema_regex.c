@@ -374,10 +374,9 @@ static int core(ctx *c, const char *p, size_t n, long cap, long bump, sb *b,
  * the pattern's core alone (sides only to reach minLength), each
  * quantifier capped so that none is longer than maxLength; what cannot
  * be made to fit is an error. */
-/* Whether p is ^a$|^b$|...: each top-level alternative anchored at both
- * ends; then *out (malloc'd) is the same as ^(?:a|b|...)$. */
-static bool anchored_alternatives(const char *p, size_t n, char **out) {
-  size_t starts[65];
+/* The starts of p's top-level alternatives (at most 64) into starts[]:
+ * their count, or 0 when there are more. */
+static size_t split_alternatives(const char *p, size_t n, size_t starts[65]) {
   size_t k = 0, depth = 0;
   bool cls = false;
   starts[k++] = 0;
@@ -397,16 +396,36 @@ static bool anchored_alternatives(const char *p, size_t n, char **out) {
     else if (p[i] == ')' && depth)
       depth--;
     else if (p[i] == '|' && !depth) {
-      if (k == 64) return false;
+      if (k == 64) return 0;
       starts[k++] = i + 1;
     }
   }
+  return k;
+}
+
+/* Alternative j of k: [*a, *z) of p, and whether it is anchored at its
+ * start and at its end. */
+static void alternative(const char *p, size_t n, const size_t *starts, size_t k,
+                        size_t j, size_t *a, size_t *z, bool *start,
+                        bool *end) {
+  *a = starts[j];
+  *z = j + 1 < k ? starts[j + 1] - 1 : n;
+  *start = *z > *a && p[*a] == '^';
+  *end = *z > *a + (*start ? 1 : 0) && p[*z - 1] == '$' &&
+         (*z - *a < 2 || p[*z - 2] != '\\');
+}
+
+/* Whether p is ^a$|^b$|...: each top-level alternative anchored at both
+ * ends; then *out (malloc'd) is the same as ^(?:a|b|...)$. */
+static bool anchored_alternatives(const char *p, size_t n, char **out) {
+  size_t starts[65];
+  size_t k = split_alternatives(p, n, starts);
   if (k < 2) return false;
   for (size_t j = 0; j < k; j++) {
-    size_t a = starts[j], z = j + 1 < k ? starts[j + 1] - 1 : n;
-    if (z < a + 2 || p[a] != '^' || p[z - 1] != '$' ||
-        (z >= a + 3 && p[z - 2] == '\\'))
-      return false;
+    size_t a, z;
+    bool start, end;
+    alternative(p, n, starts, k, j, &a, &z, &start, &end);
+    if (z < a + 2 || !start || !end) return false;
   }
   char *t = malloc(n + 8);
   if (!t) return false;
@@ -423,6 +442,51 @@ static bool anchored_alternatives(const char *p, size_t n, char **out) {
   return true;
 }
 
+/* p is a|b|... whose alternatives are anchored each on its own (^a|b$|c:
+ * a match of one of them, at the start, at the end, or anywhere): without
+ * lengths (lo < 0), each alternative is its core with any characters on
+ * its unanchored sides. 1: p is not such a pattern (nothing written);
+ * 0: written; -1: an error. */
+static int mixed_alternatives(ctx *c, const char *p, size_t n, long long lo,
+                              sb *b) {
+  size_t starts[65];
+  size_t k = split_alternatives(p, n, starts);
+  if (k < 2) return 1;
+  bool mixed = false;
+  for (size_t j = 0; j < k; j++) {
+    size_t a, z;
+    bool start, end;
+    alternative(p, n, starts, k, j, &a, &z, &start, &end);
+    mixed |= start || end; /* ^a|b is (^a)|b, not ^(a|b) */
+  }
+  if (!mixed) return 1;
+  if (lo >= 0)
+    return js_fail(c, "pattern: anchors inside alternatives together with "
+                      "minLength or maxLength are not supported");
+  js_sb_add(b, "\"\\\"\" ( ", 7);
+  for (size_t j = 0; j < k; j++) {
+    size_t a, z;
+    bool start, end;
+    alternative(p, n, starts, k, j, &a, &z, &start, &end);
+    sb body = {0};
+    long len[2];
+    if (core(c, p + a, z - a, -1, 0, &body, len)) {
+      free(body.s);
+      return -1;
+    }
+    if (j) js_sb_add(b, " | ", 3);
+    js_sb_add(b, start ? "( " : "( char* ", start ? 2 : 8);
+    js_sb_add(b, "( ", 2);
+    js_sb_add(b, body.s ? body.s : "\"\"", body.s ? body.n : 2);
+    if (body.oom) b->oom = true;
+    if (body.big) b->big = true;
+    free(body.s);
+    js_sb_add(b, end ? " ) )" : " ) char* )", end ? 4 : 10);
+  }
+  js_sb_add(b, " ) \"\\\"\"", 7);
+  return 0;
+}
+
 int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
   size_t n = strlen(p);
   if (n > 4096) return js_fail(c, "pattern longer than 4096 bytes");
@@ -432,6 +496,8 @@ int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
     free(whole);
     return rc;
   }
+  int mixed = mixed_alternatives(c, p, n, lo, b);
+  if (mixed <= 0) return mixed;
   bool start = n && p[0] == '^',
        end = n && p[n - 1] == '$' && (n < 2 || p[n - 2] != '\\');
   sb body = {0};

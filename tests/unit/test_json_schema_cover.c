@@ -209,6 +209,24 @@ static void test_strings_with_lengths(void **state) {
   assert_true(accepts(p, "\"ab\""));
   assert_true(accepts(p, "\"c.d\""));
   assert_false(accepts(p, "\"abc.d\""));
+  /* anchors on some alternatives only: ^a|b$|c is (^a)|(b$)|c (these were
+   * refused: "anchors only at the ends"; ^a|b was read as ^(a|b)) */
+  p = "{\"type\":\"string\",\"pattern\":\"^[a-z]{2}|^[a-z]{2}-[A-Z]{2}?$\"}";
+  assert_true(accepts(p, "\"en\""));
+  assert_true(accepts(p, "\"en-US and more\""));
+  assert_false(accepts(p, "\"1en\""));
+  p = "{\"type\":\"string\",\"pattern\":\"^ab|cd$|ef\"}";
+  assert_true(accepts(p, "\"abzz\""));
+  assert_true(accepts(p, "\"zzcd\""));
+  assert_true(accepts(p, "\"zefz\""));
+  assert_false(accepts(p, "\"zabz\""));
+  assert_false(accepts(p, "\"cdz\""));
+  p = "{\"type\":\"string\",\"pattern\":\"^ab|cd\"}";
+  assert_true(accepts(p, "\"xcdx\""));
+  assert_false(accepts(p, "\"xab\""));
+  assert_non_null(strstr(refuse("{\"type\":\"string\",\"pattern\":\"^ab|cd$\","
+                                "\"maxLength\":5}"),
+                         "anchors inside alternatives"));
   p = "{\"type\":\"string\",\"pattern\":\"^[\\\\S]\\\\S\\\\u0041.$\"}";
   assert_true(accepts(p, "\"x!Az\""));
   assert_false(accepts(p, "\"x Az\""));
