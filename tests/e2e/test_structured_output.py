@@ -38,6 +38,28 @@ PERSON = ('root ::= "{\\"name\\": \\"" [A-Za-z ]{1,12} "\\", \\"age\\": " '
 PERSON_RE = re.compile(r'\{"name": "[A-Za-z ]{1,12}", "age": [1-9][0-9]?\}')
 
 
+TAGS = ["red", "green", "blue", "cyan", "black", "white"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_unique_items_of_an_enum(server, seed):
+    """uniqueItems over an enum: arrays of any length minItems allows,
+    never a repeat (it was refused with minItems 2, and made one item at
+    most without it)."""
+    schema = {"type": "object", "properties": {"tags": {
+        "type": "array", "items": {"enum": TAGS}, "uniqueItems": True,
+        "minItems": 3}}, "required": ["tags"], "additionalProperties": False}
+    r = chat(server, {"max_tokens": 60, "temperature": 1.5, "seed": seed,
+                      "response_format": {"type": "json_schema", "json_schema": {
+                          "name": "t", "schema": schema}}})
+    assert r.status_code == 200, r.text
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "stop", choice
+    tags = json.loads(choice["message"]["content"])["tags"]
+    assert 3 <= len(tags) <= len(TAGS) and len(set(tags)) == len(tags)
+    assert set(tags) <= set(TAGS)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_gbnf_grammar_output_matches_and_stops(server, seed):
     r = chat(server, {"grammar": PERSON, "max_tokens": 40, "temperature": 1,

@@ -331,6 +331,41 @@ static void test_objects(void **state) {
   const char *u = "{\"type\":\"array\",\"uniqueItems\":true}";
   assert_true(accepts(u, "[1]"));
   assert_false(accepts(u, "[1,2]"));
+  /* uniqueItems over a few values: every array without a repeat, of any
+   * length (it made one item at most, and refused minItems 2) */
+  u = "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":"
+      "[\"a\",\"b\",\"c\"]}}";
+  assert_true(accepts(u, "[]"));
+  assert_true(accepts(u, "[\"c\",\"a\",\"b\"]"));
+  assert_true(accepts(u, "[\"b\",\"c\"]"));
+  assert_false(accepts(u, "[\"a\",\"a\"]"));
+  assert_false(accepts(u, "[\"a\",\"b\",\"a\"]"));
+  assert_false(accepts(u, "[\"d\"]"));
+  u = "{\"type\":\"array\",\"uniqueItems\":true,\"minItems\":2,"
+      "\"maxItems\":3,\"items\":{\"type\":\"integer\",\"enum\":[1,2,"
+      "3,4,1.0,\"x\"]}}";
+  assert_false(accepts(u, "[1]"));
+  assert_true(accepts(u, "[4,1]"));
+  assert_true(accepts(u, "[3,2,1]"));
+  assert_false(accepts(u, "[1,2,3,4]"));
+  assert_false(accepts(u, "[1,1.0]"));   /* one value: 1.0 is 1 */
+  assert_false(accepts(u, "[1,\"x\"]")); /* not an integer */
+  u = "{\"type\":\"array\",\"uniqueItems\":true,\"minItems\":2,"
+      "\"items\":{\"type\":\"boolean\"}}";
+  assert_true(accepts(u, "[true,false]"));
+  assert_false(accepts(u, "[true,true]"));
+  assert_false(accepts(u, "[false]"));
+  /* more items than distinct values */
+  assert_non_null(
+      strstr(refuse("{\"type\":\"array\",\"uniqueItems\":true,"
+                    "\"minItems\":3,\"items\":{\"type\":\"boolean\"}}"),
+             "minItems 3"));
+  /* items the grammar cannot compare: still one item at most, and
+   * minItems 2 names the keyword */
+  assert_non_null(strstr(refuse("{\"type\":\"array\",\"uniqueItems\":true,"
+                                "\"minItems\":2,\"items\":{\"type\":"
+                                "\"string\"}}"),
+                         "'uniqueItems'"));
 }
 
 static void test_refs_and_notes(void **state) {
