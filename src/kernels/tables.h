@@ -198,4 +198,16 @@ NC_AVX2_IQ(iq1_m)
       E(NC_TYPE_IQ3_S, pre##iq3_s##post), E(NC_TYPE_IQ1_S, pre##iq1_s##post),  \
       E(NC_TYPE_IQ1_M, pre##iq1_m##post)
 
+/* avx512_f32.c: F32 in the orders of llama.cpp's AVX-512 build: its
+ * tinyBLAS (dot, rows) and, for one row, ggml_vec_dot_f32 (dot_f32_vec;
+ * gemm_f32_vec for gemm_few). */
+float nc_avx512_dot_f32(int64_t n, const void *w, const void *a);
+void nc_avx512_dot_f32_rows(int64_t n, const void *w, const void *a,
+                            size_t a_stride, int nrows, float *out,
+                            size_t out_stride);
+float nc_avx512_dot_f32_vec(int64_t n, const void *w, const void *a);
+void nc_avx512_gemm_f32_vec(int64_t n, const void *w, size_t w_stride,
+                            int64_t nw, const void *act, size_t a_stride,
+                            int64_t na, float *out, size_t out_stride);
+
 #endif
