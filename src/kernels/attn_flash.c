@@ -91,14 +91,27 @@ void nc_flash_state_init(nc_flash_state *st, int32_t m, int32_t hdv) {
   if (st->acc32) memset(st->acc32, 0, sizeof(float) * (size_t)m * (size_t)hdv);
 }
 
+float nc_flash_fold_sink(float sink, float M, float *S) {
+  float ms = 1.0f, vs = 1.0f;
+  if (sink > M)
+    ms = expf(M - sink);
+  else
+    vs = expf(sink - M);
+  *S = fmaf(*S, ms, vs);
+  return ms;
+}
+
 void nc_flash_finish(const nc_flash_state *st, int32_t m, int32_t hdv,
-                     const float *tab, float *out, size_t out_stride) {
+                     const float *tab, const float *sinks, float *out,
+                     size_t out_stride) {
   for (int32_t i = 0; i < m; i++) {
-    const float S = st->S[i];
+    float S = st->S[i];
+    /* with a sink: the widened accumulator scaled, then divided */
+    const float ms = sinks ? nc_flash_fold_sink(sinks[i], st->M[i], &S) : 1.0f;
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
     const nc_fp16 *acc = st->acc + (size_t)i * (size_t)hdv;
     float *o = out + (size_t)i * out_stride;
     for (int32_t d = 0; d < hdv; d++)
-      o[d] = tab[acc[d]] * inv;
+      o[d] = tab[acc[d]] * ms * inv;
   }
 }

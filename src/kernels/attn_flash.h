@@ -148,9 +148,18 @@ const nc_attn_flash_kernels *nc_attn_flash_plain(void);
 const nc_attn_flash_kernels *nc_attn_flash_avx512(void); /* NULL: not built */
 
 void nc_flash_state_init(nc_flash_state *st, int32_t m, int32_t hdv);
-/* out + i * out_stride = query i's result (hdv floats). */
+/* out + i * out_stride = query i's result (hdv floats). sinks: NULL, or m
+ * attention sinks (gpt-oss: a learned logit in the denominator only), one
+ * per query, folded in after the keys as llama.cpp's flash paths do
+ * (nc_flash_fold_sink). */
 void nc_flash_finish(const nc_flash_state *st, int32_t m, int32_t hdv,
-                     const float *tab, float *out, size_t out_stride);
+                     const float *tab, const float *sinks, float *out,
+                     size_t out_stride);
+/* A sink folded into a row's state (M, *S) after its keys: with sink > M,
+ * ms = expf(M - sink) and vs = 1, else ms = 1 and vs = expf(sink - M);
+ * *S = fma(*S, ms, vs). Returns ms, by which the row's F32 accumulator is
+ * then scaled (before the division by S). */
+float nc_flash_fold_sink(float sink, float M, float *S);
 
 /* The plain prompt-order tile (attn_flash_prompt.c), for the SIMD builds'
  * fallbacks and tests; and the finish of its state. */
@@ -171,7 +180,7 @@ void nc_flash_tile_widen_avx512(const nc_fp16 *k, size_t k_stride,
                                 float *kt, float *vt);
 void nc_flash_tstate_init(nc_flash_tstate *st, int32_t m, int32_t hdv);
 void nc_flash_tfinish(const nc_flash_tstate *st, int32_t m, int32_t hdv,
-                      float *const *out);
+                      const float *sinks, float *const *out);
 
 /* Typed caches (attn_flash_typed.c). The format q takes for a K type. */
 nc_type nc_flash_q_type(nc_type k_type);
@@ -192,8 +201,8 @@ void nc_flash_tile_typed_avx512(const nc_flash_tquery *fq, const uint8_t *k,
                                 float *s, float *vrow, nc_flash_state *st);
 /* The finish for a typed tile's state (acc32 unless v_type is F16). */
 void nc_flash_finish_typed(const nc_flash_state *st, nc_type v_type, int32_t m,
-                           int32_t hdv, const float *tab, float *out,
-                           size_t out_stride);
+                           int32_t hdv, const float *tab, const float *sinks,
+                           float *out, size_t out_stride);
 /* The plain typed tile, for the SIMD builds' fallbacks and tests. */
 void nc_flash_tile_typed_plain(const nc_flash_tquery *fq, const uint8_t *k,
                                size_t k_stride, const uint8_t *v,

@@ -31,13 +31,14 @@ void nc_flash_tile_widen_plain(const nc_fp16 *k, size_t k_stride,
 }
 
 void nc_flash_tfinish(const nc_flash_tstate *st, int32_t m, int32_t hdv,
-                      float *const *out) {
+                      const float *sinks, float *const *out) {
   for (int32_t i = 0; i < m; i++) {
-    const float S = st->S[i];
+    float S = st->S[i];
+    const float ms = sinks ? nc_flash_fold_sink(sinks[i], st->M[i], &S) : 1.0f;
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
     const float *acc = st->acc + (size_t)i * (size_t)hdv;
     for (int32_t d = 0; d < hdv; d++)
-      out[i][d] = acc[d] * inv;
+      out[i][d] = acc[d] * ms * inv;
   }
 }
 

@@ -183,18 +183,19 @@ void nc_flash_tile_typed_plain(const nc_flash_tquery *fq, const uint8_t *k,
 }
 
 void nc_flash_finish_typed(const nc_flash_state *st, nc_type v_type, int32_t m,
-                           int32_t hdv, const float *tab, float *out,
-                           size_t out_stride) {
+                           int32_t hdv, const float *tab, const float *sinks,
+                           float *out, size_t out_stride) {
   if (v_type == NC_TYPE_F16) {
-    nc_flash_finish(st, m, hdv, tab, out, out_stride);
+    nc_flash_finish(st, m, hdv, tab, sinks, out, out_stride);
     return;
   }
   for (int32_t i = 0; i < m; i++) {
-    const float S = st->S[i];
+    float S = st->S[i];
+    const float ms = sinks ? nc_flash_fold_sink(sinks[i], st->M[i], &S) : 1.0f;
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
     const float *acc = st->acc32 + (size_t)i * (size_t)hdv;
     float *o = out + (size_t)i * out_stride;
     for (int32_t d = 0; d < hdv; d++)
-      o[d] = acc[d] * inv;
+      o[d] = acc[d] * ms * inv;
   }
 }

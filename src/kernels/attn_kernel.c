@@ -35,13 +35,18 @@ static void attn_accum_v_plain(const float *p, int32_t m, size_t p_stride,
     }
 }
 
-static void attn_softmax_plain(float *s, int32_t n, float scale,
+double nc_attn_sink_term(float max, float sink) {
+  return sink == -INFINITY ? 0.0 : (double)expf(sink - max);
+}
+
+static void attn_softmax_plain(float *s, int32_t n, float scale, float sink,
                                const float *tab) {
   float max = -INFINITY;
   for (int32_t j = 0; j < n; j++) {
     s[j] *= scale;
     if (s[j] > max) max = s[j];
   }
+  max = nc_attn_sink_max(max, sink);
   double sum = 0.0;
   for (int32_t j0 = 0; j0 < n; j0 += NC_ATTN_LANES) {
     float lane[NC_ATTN_LANES];
@@ -49,6 +54,7 @@ static void attn_softmax_plain(float *s, int32_t n, float scale,
       lane[k] = j0 + k < n ? (s[j0 + k] = nc_expf_ggml(s[j0 + k] - max)) : 0;
     sum += (double)nc_sum16_tree(lane);
   }
+  sum += nc_attn_sink_term(max, sink);
   const float inv = (float)(1.0 / sum);
   for (int32_t j = 0; j < n; j++)
     s[j] = tab[nc_fp32_to_fp16(s[j] * inv)];

@@ -68,8 +68,13 @@ typedef struct nc_attn_kernels {
    * s[j] *= scale; max; s[j] = nc_expf_ggml(s[j] - max), summed 16 lanes at
    * a time from position 0 (each group by nc_sum16_tree in float, lanes past
    * n being 0, the group sums added in double); then s[j] = the half
-   * rounding of s[j] * (float)(1 / sum). */
-  void (*softmax)(float *s, int32_t n, float scale, const float *tab);
+   * rounding of s[j] * (float)(1 / sum). An attention sink (gpt-oss: a
+   * learned logit in the denominator only; -INFINITY: none), as ggml's
+   * soft_max with sinks: max = max > sink ? max : sink before the
+   * exponentials, then expf(sink - max) (libm's) added to the double sum
+   * last. */
+  void (*softmax)(float *s, int32_t n, float scale, float sink,
+                  const float *tab);
   /* nc_attn_lanes_reduce. */
   void (*reduce)(const float *lanes, int32_t hdv, float *out);
 } nc_attn_kernels;
@@ -87,6 +92,14 @@ void nc_attn_accum_v_blocks(const nc_attn_kernels *k, const float *p, int32_t m,
                             int32_t bt, size_t v_stride, int32_t j0, int32_t n,
                             int32_t hdv, const float *tab, float *lanes,
                             size_t l_stride);
+
+/* The sink's part of a softmax's max and sum (attn_kernels' softmax), for
+ * the builds: *max raised to sink, and the term to add to the sum last (0
+ * without a sink). */
+static inline float nc_attn_sink_max(float max, float sink) {
+  return max > sink ? max : sink;
+}
+double nc_attn_sink_term(float max, float sink);
 
 /* out[d] = the halving-tree sum of lanes[l * hdv + d] over l = 0..15. */
 void nc_attn_lanes_reduce(const float *lanes, int32_t hdv, float *out);

@@ -166,7 +166,8 @@ static inline float exp_group(float *s, int32_t m, __m256 vmax) {
   return nc_v16_sum_tree(e0, e1);
 }
 
-static void softmax_avx2(float *s, int32_t n, float scale, const float *tab) {
+static void softmax_avx2(float *s, int32_t n, float scale, float sink,
+                         const float *tab) {
   (void)tab;
   const __m256 vs = _mm256_set1_ps(scale);
   /* max_ps(x, m) is x > m ? x : m, the plain loop's test per lane; lanes
@@ -188,12 +189,14 @@ static void softmax_avx2(float *s, int32_t n, float scale, const float *tab) {
     s[j] *= scale;
     if (s[j] > max) max = s[j];
   }
+  max = nc_attn_sink_max(max, sink);
   const __m256 vmax = _mm256_set1_ps(max);
   double sum = 0.0;
   for (int32_t j0 = 0; j0 < n; j0 += NC_ATTN_LANES) {
     const int32_t m = n - j0 < NC_ATTN_LANES ? n - j0 : NC_ATTN_LANES;
     sum += (double)exp_group(s + j0, m, vmax);
   }
+  sum += nc_attn_sink_term(max, sink);
   const float inv = (float)(1.0 / sum);
   const __m256 vi = _mm256_set1_ps(inv);
   for (j = 0; j + 8 <= n; j += 8)

@@ -291,7 +291,8 @@ static void accum_v_wide_avx512(const float *p, int32_t m, size_t p_stride,
 
 /* The AVX2 build's softmax with 16 lanes per instruction: one register is
  * one 16-score group of the sum. */
-static void softmax_avx512(float *s, int32_t n, float scale, const float *tab) {
+static void softmax_avx512(float *s, int32_t n, float scale, float sink,
+                           const float *tab) {
   (void)tab;
   const __m512 vs = _mm512_set1_ps(scale);
   /* max_ps(x, m) = x > m ? x : m per lane, as the plain loop's test (only
@@ -312,6 +313,7 @@ static void softmax_avx512(float *s, int32_t n, float scale, const float *tab) {
     s[j] *= scale;
     if (s[j] > max) max = s[j];
   }
+  max = nc_attn_sink_max(max, sink);
   const __m512 vmax = _mm512_set1_ps(max);
   double sum = 0.0;
   int32_t j0 = 0;
@@ -331,6 +333,7 @@ static void softmax_avx512(float *s, int32_t n, float scale, const float *tab) {
     _mm512_mask_storeu_ps(s + j0, k, e);
     sum += (double)nc_v16_sum_tree(nc_v16_lo(e), nc_v16_hi(e));
   }
+  sum += nc_attn_sink_term(max, sink);
   const float inv = (float)(1.0 / sum);
   const __m512 vi = _mm512_set1_ps(inv);
   for (j = 0; j + 16 <= n; j += 16)

@@ -208,7 +208,12 @@ void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
 
 /* ---- element-wise steps */
 
-typedef enum { ELEM_GEGLU, ELEM_SCALE, ELEM_SOFTCAP } elem_kind;
+typedef enum {
+  ELEM_GEGLU,
+  ELEM_SCALE,
+  ELEM_SOFTCAP,
+  ELEM_SWIGLU_OAI
+} elem_kind;
 
 typedef struct elem_task {
   elem_kind kind;
@@ -243,6 +248,18 @@ static void elem_worker(void *p, int ith, int nth) {
       y[i] = tanhf(y[i] * inv) * t->s;
     break;
   }
+  case ELEM_SWIGLU_OAI: {
+    const float alpha = NC_SWIGLU_OAI_ALPHA, limit = NC_SWIGLU_OAI_LIMIT;
+    for (int64_t i = lo; i < hi; i++) {
+      const float x = limit < y[i] ? limit : y[i]; /* std::min(y, limit) */
+      const float u = t->up[i] < -limit  ? -limit
+                      : limit < t->up[i] ? limit
+                                         : t->up[i]; /* std::clamp */
+      const float glu = x / (1.0f + expf(alpha * -x));
+      y[i] = glu * (u + 1.0f);
+    }
+    break;
+  }
   }
 }
 
@@ -261,6 +278,13 @@ void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                  .up = up,
                  .n = (int64_t)rows * n,
                  .gelu = ctx->gelu_f16};
+  run_elems(ctx, &t);
+}
+
+void nc_fwd_swiglu_oai(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                       int64_t n) {
+  elem_task t = {
+      .kind = ELEM_SWIGLU_OAI, .y = gate, .up = up, .n = (int64_t)rows * n};
   run_elems(ctx, &t);
 }
 
@@ -583,6 +607,7 @@ typedef struct att_task {
   const float *vw; /* NULL, or values widened (with kt; see keys_transposed) */
   int32_t window;  /* > 0: keys (pos - window, pos] only */
   float softcap;   /* > 0: scores soft-capped */
+  const float *sinks; /* NULL, or n_head sinks */
 } att_task;
 
 /* The first key position the attention of a query at n - 1 reads (its
@@ -646,7 +671,8 @@ static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
     }
     for (int32_t j = st; j < lo; j++)
       si[j] = -INFINITY;
-    c->attn->softmax(si + st, n - st, hp->attn_scale, tab);
+    c->attn->softmax(si + st, n - st, hp->attn_scale,
+                     a->sinks ? a->sinks[h0 + i] : -INFINITY, tab);
   }
   memset(lanes, 0, sizeof(float) * (size_t)m * ls);
   if (a->vw) {
@@ -808,6 +834,13 @@ void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
 void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                           const float *q, const float *k, const float *v,
                           float *out, int32_t window, float softcap) {
+  nc_fwd_attention_sinks(ctx, layer, b, q, k, v, out, window, softcap, NULL);
+}
+
+void nc_fwd_attention_sinks(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                            const float *q, const float *k, const float *v,
+                            float *out, int32_t window, float softcap,
+                            const float *sinks) {
   const int32_t dk = nc_hp_n_embd_k(ctx->hp), dv = nc_hp_n_embd_v(ctx->hp);
   const nc_kv_types ty = nc_kv_cache_types(ctx->kv);
   for (int32_t t = 0; t < b->n_tokens; t++) {
@@ -817,7 +850,7 @@ void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
     store_row(ctx, ty.v, nc_kv_rot_v(ctx->kv), v + (int64_t)t * dv, vr, dv);
   }
   if (ctx->flash) {
-    nc_fwd_attention_flash(ctx, layer, b, q, out, window, softcap);
+    nc_fwd_attention_flash(ctx, layer, b, q, out, window, softcap, sinks);
     return;
   }
   att_task a = {.ctx = ctx,
@@ -826,7 +859,8 @@ void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                 .q = q,
                 .out = out,
                 .window = window,
-                .softcap = softcap};
+                .softcap = softcap,
+                .sinks = sinks};
   keys_transposed(ctx, layer, b, &a);
   nc_threadpool_run(ctx->tp, att_worker, &a);
 }

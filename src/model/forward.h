@@ -146,15 +146,25 @@ void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
 void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                           const float *q, const float *k, const float *v,
                           float *out, int32_t window, float softcap);
+/* nc_fwd_attention_ext with attention sinks (gpt-oss): sinks NULL, or
+ * n_head learned logits, head h's in the denominator of its softmax only
+ * (it has no value): the attention kernels' softmax sink, and in flash
+ * attention folded in after the keys (nc_flash_fold_sink), as llama.cpp's
+ * soft_max and flash paths take them. */
+void nc_fwd_attention_sinks(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                            const float *q, const float *k, const float *v,
+                            float *out, int32_t window, float softcap,
+                            const float *sinks);
 /* Flash attention (forward_flash.c, attn_flash.h) of the batch's rows over
  * K and V already in the cache: for the row at position p, the keys at
  * positions p0 <= p with p - p0 < n_swa (n_swa 0: every p0 <= p), scores
- * scaled by the model's attn_scale and soft-capped at softcap (0: none).
+ * scaled by the model's attn_scale and soft-capped at softcap (0: none),
+ * with the heads' sinks (NULL: none; nc_fwd_attention_sinks).
  * Needs ctx->flash; nc_fwd_attention calls it when flash attention is on.
  * Scratch per thread: nc_fwd_flash_scratch_bytes. */
 void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                             const float *q, float *out, int32_t n_swa,
-                            float softcap);
+                            float softcap, const float *sinks);
 size_t nc_fwd_flash_scratch_bytes(const nc_hparams *hp);
 
 /* The row-wise steps between matmuls, over rows rows of n values (split
@@ -184,6 +194,13 @@ void nc_fwd_rope_with(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
 void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                   int64_t n);
 void nc_fwd_scale(nc_fwd *ctx, float *y, float s, int32_t rows, int64_t n);
+/* gpt-oss's clamped SwiGLU, as ggml's swiglu_oai: per value, x = min(gate,
+ * limit), y = up clamped to [-limit, limit], gate = x / (1 + expf(alpha *
+ * -x)) * (y + 1) (llama.cpp: alpha 1.702, limit 7). */
+#define NC_SWIGLU_OAI_ALPHA 1.702f
+#define NC_SWIGLU_OAI_LIMIT 7.0f
+void nc_fwd_swiglu_oai(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                       int64_t n);
 void nc_fwd_softcap(nc_fwd *ctx, float *y, float cap, int32_t rows, int64_t n);
 /* Fills tab[65536] with ggml's F16 GELU table: for each half h, the half
  * of 0.5 x (1 + tanh(sqrt(2 / pi) x (1 + 0.044715 x^2))), x = h's value. */

@@ -36,10 +36,11 @@ static size_t row_scratch_bytes(const nc_hparams *hp) {
 
 /* The prompt order's, per thread: one key tile as F32 (hd x KT keys,
  * transposed) and its values (KT x hdv), then for the m = PROMPT_ROWS * g
- * rows of a run: weights (m x KT), M, S, acc (m x hdv), lo, hi, the q and
- * out pointers. */
+ * rows of a run: weights (m x KT), sinks (m), M, S, acc (m x hdv), lo, hi,
+ * the q and out pointers. */
 typedef struct prompt_mem {
   float *kt, *v, *p;
+  float *sink; /* the rows' sinks (m), when the layer has them */
   nc_flash_tstate st;
   int32_t *lo, *hi;
   const float **q;
@@ -68,6 +69,7 @@ static prompt_mem prompt_mem_at(uint8_t *mem, const nc_hparams *hp,
   f.kt = take(&c, sizeof(float) * hd * KT);
   f.v = take(&c, sizeof(float) * KT * hdv);
   f.p = take(&c, sizeof(float) * m * KT);
+  f.sink = take(&c, sizeof(float) * m);
   f.st.M = take(&c, sizeof(float) * m);
   f.st.S = take(&c, sizeof(float) * m);
   f.st.acc = take(&c, sizeof(float) * m * hdv);
@@ -91,6 +93,7 @@ typedef struct flash_task {
   int32_t layer, n_swa;
   int32_t n_prompt_rows; /* entries in the prompt order (F16 caches) */
   float softcap;
+  const float *sinks; /* NULL, or n_head sinks */
   const nc_batch *b;
   const float *q;
   float *out;
@@ -166,7 +169,8 @@ static void flash_group(const flash_task *a, int32_t t, int32_t h0, int32_t m,
                    &f.st);
   }
   float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)h0 * hdv;
-  nc_flash_finish(&f.st, m, hdv, c->f16tab, o, (size_t)hdv);
+  nc_flash_finish(&f.st, m, hdv, c->f16tab, a->sinks ? a->sinks + h0 : NULL, o,
+                  (size_t)hdv);
 }
 
 /* The same over a typed cache (attn_flash.h's typed tiles): q converted to
@@ -222,7 +226,8 @@ static void flash_group_typed(const flash_task *a, int32_t t, int32_t h0,
                          &f.st);
   }
   float *o = a->out + (int64_t)t * hp->n_head * hdv + (int64_t)h0 * hdv;
-  nc_flash_finish_typed(&f.st, ty.v, m, hdv, c->f16tab, o, (size_t)hdv);
+  nc_flash_finish_typed(&f.st, ty.v, m, hdv, c->f16tab,
+                        a->sinks ? a->sinks + h0 : NULL, o, (size_t)hdv);
   if (rot_v > 0) nc_fwht(o, (int64_t)m * hdv, rot_v); /* rotated back */
 }
 
@@ -297,6 +302,7 @@ static void prompt_run(const flash_task *a, int32_t t0, int32_t t1, int32_t kvh,
       const int32_t i = (t - t0) * g + h,
                     head = kvh * (H / hp->n_head_kv) + h0 + h;
       f.q[i] = a->q + (int64_t)t * H * hd + (int64_t)head * hd;
+      if (a->sinks) f.sink[i] = a->sinks[head];
       f.out[i] = a->out + (int64_t)t * H * hdv + (int64_t)head * hdv;
     }
   nc_flash_tstate_init(&f.st, m, hdv);
@@ -325,7 +331,7 @@ static void prompt_run(const flash_task *a, int32_t t0, int32_t t1, int32_t kvh,
     }
     c->flash->tile_prompt(&r, f.kt, f.v, f.p, &f.st);
   }
-  nc_flash_tfinish(&f.st, m, hdv, f.out);
+  nc_flash_tfinish(&f.st, m, hdv, a->sinks ? f.sink : NULL, f.out);
 }
 
 /* Item k of n in the order that evens the threads' work: rounds of nth,
@@ -386,11 +392,12 @@ static void flash_worker(void *p, int ith, int nth) {
 
 void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                             const float *q, float *out, int32_t n_swa,
-                            float softcap) {
+                            float softcap, const float *sinks) {
   flash_task a = {.ctx = ctx,
                   .layer = layer,
                   .n_swa = n_swa,
                   .softcap = softcap,
+                  .sinks = sinks,
                   .b = b,
                   .q = q,
                   .out = out};

@@ -51,7 +51,7 @@ static void attend(const nc_attn_flash_kernels *k, const run *r,
   for (int32_t j = 0; j < r->n; j += tile)
     k->tile(&fq, kk + (size_t)j * ks, ks, v + (size_t)j * vs, vs,
             r->n - j < tile ? r->n - j : tile, TAB, s, &st);
-  nc_flash_finish(&st, r->m, r->hdv, TAB, out, (size_t)r->hdv);
+  nc_flash_finish(&st, r->m, r->hdv, TAB, NULL, out, (size_t)r->hdv);
   free(acc);
 }
 
@@ -154,7 +154,7 @@ static void test_edges(void **state) {
   nc_fp16 acc[64], v[64], k[64], q[64];
   nc_flash_state st = {.M = M, .S = S, .acc = acc};
   nc_flash_state_init(&st, 1, 64);
-  nc_flash_finish(&st, 1, 64, TAB, out, 64);
+  nc_flash_finish(&st, 1, 64, TAB, NULL, out, 64);
   for (int d = 0; d < 64; d++)
     assert_true(out[d] == 0.0f);
   fill_h(v, 64, -1, 1);
@@ -165,7 +165,7 @@ static void test_edges(void **state) {
   float s[1];
   nc_attn_flash_plain()->tile(&fq, k, 64, v, 64, 1, TAB, s, &st);
   assert_true(S[0] == 1.0f);
-  nc_flash_finish(&st, 1, 64, TAB, out, 64);
+  nc_flash_finish(&st, 1, 64, TAB, NULL, out, 64);
   for (int d = 0; d < 64; d++)
     assert_true(out[d] == TAB[v[d]]);
   /* soft-capping bounds the score */
@@ -229,7 +229,7 @@ attend_prompt(void (*tile)(const nc_flash_rows *, const float *, const float *,
     }
     tile(&rows, kt, vt, p, &st);
   }
-  nc_flash_tfinish(&st, m, hdv, op);
+  nc_flash_tfinish(&st, m, hdv, NULL, op);
   free(kt), free(vt), free(p), free(M), free(S), free(acc), free(lo), free(hi);
   free(qp), free(op);
 }
@@ -411,7 +411,7 @@ static void typed_run(nc_type kt, nc_type vt, int32_t m, int32_t hd,
       kk->tile_typed(&fq, k + (size_t)j * kb, kb, v + (size_t)j * vb, vb,
                      n - j < 64 ? n - j : 64, TAB, s, vrow, &st);
     out[b] = malloc(sizeof(float) * (size_t)m * (size_t)hdv);
-    nc_flash_finish_typed(&st, vt, m, hdv, TAB, out[b], (size_t)hdv);
+    nc_flash_finish_typed(&st, vt, m, hdv, TAB, NULL, out[b], (size_t)hdv);
     free(acc32);
   }
   assert_memory_equal(out[0], out[1], sizeof(float) * (size_t)m * (size_t)hdv);

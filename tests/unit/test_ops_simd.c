@@ -313,12 +313,14 @@ static void test_attn_softmax(void **state) {
       for (int32_t j = 0; j < n; j += 3)
         x[j] = -INFINITY;
     const float scale = round % 2 ? 0.125f : 1.0f / sqrtf(80.0f);
+    /* an attention sink on two rounds of three, below and above the max */
+    const float sink = round % 3 == 0 ? -INFINITY : (float)(round % 7) * a / 4;
     memcpy(ya, x, sizeof(float) * (size_t)n);
-    plain->softmax(ya, n, scale, f16tab);
+    plain->softmax(ya, n, scale, sink, f16tab);
     for (int i = 0; i < N_ATTN; i++) {
       if (!ks[i]) continue;
       memcpy(yb, x, sizeof(float) * (size_t)n);
-      ks[i]->softmax(yb, n, scale, f16tab);
+      ks[i]->softmax(yb, n, scale, sink, f16tab);
       /* A NaN input makes the sum NaN and then every output; which NaN
        * (its sign) comes out of NaN * NaN depends on the operand order the
        * compiler picked, in the reference too. */
@@ -328,7 +330,7 @@ static void test_attn_softmax(void **state) {
   /* Sanity of the reference: a probability vector in half precision. */
   for (int32_t j = 0; j < 50; j++)
     x[j] = (float)(j % 11) - 4.0f;
-  plain->softmax(x, 50, 0.5f, f16tab);
+  plain->softmax(x, 50, 0.5f, -INFINITY, f16tab);
   double tot = 0;
   for (int32_t j = 0; j < 50; j++) {
     assert_true(x[j] > 0.0f && x[j] < 1.0f);
@@ -336,6 +338,18 @@ static void test_attn_softmax(void **state) {
     tot += x[j];
   }
   assert_true(fabs(tot - 1.0) < 1e-2);
+  /* a sink takes its share of the denominator: four equal scores and a
+   * sink equal to them leave 1/5 each; a sink far below leaves 1/4 */
+  for (int32_t j = 0; j < 4; j++)
+    x[j] = 2.0f;
+  plain->softmax(x, 4, 0.5f, 1.0f, f16tab);
+  for (int32_t j = 0; j < 4; j++)
+    assert_true(x[j] == nc_fp16_to_fp32(nc_fp32_to_fp16(0.2f)));
+  for (int32_t j = 0; j < 4; j++)
+    x[j] = 2.0f;
+  plain->softmax(x, 4, 0.5f, -200.0f, f16tab);
+  for (int32_t j = 0; j < 4; j++)
+    assert_true(x[j] == 0.25f);
 }
 
 /* Scores, values and the lane reduce for 1..6 queries at once, head sizes
