@@ -12,7 +12,16 @@ rope.scaling.attn_factor 1.19); llamayarn, qwen2yarn (llama / qwen2 with
 rope.scaling.type yarn, factor 4, original_context_length 32), llamalinear
 (linear, factor 4) and gemma3yarn (yarn, factor 8, original 32);
 qwen3moek (qwen3moe with random Q4_K / Q6_K blocks, experts 256 wide: no
-golden, for the invariance tests of the K-quants' two matmul orders).
+golden, for the invariance tests of the K-quants' two matmul orders);
+gptoss (`gpt-oss`, llama.cpp's openai-moe graph: attention sinks, Q/K/V and
+output biases, sliding-window layers (window 16, the even ones) alternating
+with full ones, YaRN factor 8 over 32 original positions, a biased router
+over 8 experts (4 used) whose gate/up/down are random MXFP4 blocks with F32
+biases, the other matrices Q8_0 (gguf's quantizer of the random values: as
+gpt-oss ships, MXFP4 experts beside Q8_0, so the file runs on kernels that
+give llama.cpp's bits, which F16's do not); its vocabulary is the default
+model's plus the harmony control tokens, its chat template
+tests/data/templates/gpt-oss.jinja, eos <|return|>).
 
 The tokenizer (every tokenizer.* key: vocabulary, merges, special ids, chat
 template) is copied from the default model, models/SmolLM2-135M-Instruct.Q4_1.gguf,
@@ -37,7 +46,11 @@ post-FFN norms 4 (1 + 0.1 z), so that the layers, not the sqrt(n_embd)-scaled
 embedding, dominate the residual (else every top-1 is the input token); Q/K/V
 biases 0.5 z,
 router std 2/sqrt(n_embd), phi3 rope factors short 1 + 0.5|z|, long 1 + 4|z|.
-Sliding windows are 16 positions (smaller than the golden's prompts);
+gpt-oss: sinks 2 z (a head's sink then takes a visible share of its
+attention), experts' gate and up std 3/sqrt(n_embd) (so that the SwiGLU's
+clamp at 7 is reached), every bias 0.5 z; MXFP4 blocks: random 4-bit codes,
+the E8M0 exponent set per block (one of three around the one giving the
+std). Sliding windows are 16 positions (smaller than the golden's prompts);
 gemma2's soft caps are deliberately small (attention 4, final 8) so that
 skipping or misplacing a cap changes the logits clearly.
 """
@@ -49,6 +62,7 @@ import sys
 import numpy as np
 
 import gguf
+from gguf import quants
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TOKENIZER = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -95,7 +109,19 @@ ARCHS = {
     # 10000 unscaled, with the same ext_factor and magnitude, as llama.cpp)
     "gemma3yarn": dict(n_layer=6, head_dim=128, tied=True, rope_base=1000000.0,
                        base="gemma3", scaling=("yarn", 8.0), orig_ctx=32),
+    # gpt-oss (general.architecture "gpt-oss"): sinks, biases everywhere,
+    # windows on the even layers (llama.cpp's default pattern 2), YaRN,
+    # MXFP4 experts; the harmony tokens and template
+    "gptoss": dict(n_layer=4, head_dim=64, tied=False, rope_base=150000.0,
+                   n_expert=8, n_expert_used=4, n_ff_exp=128, gguf_arch="gpt-oss",
+                   scaling=("yarn", 8.0), orig_ctx=32, harmony=True, q8=True),
 }
+
+# The harmony format's control tokens (o200k_harmony's names), appended to
+# the vocabulary of a harmony file.
+HARMONY_TOKENS = ["<|startoftext|>", "<|return|>", "<|constrain|>", "<|channel|>",
+                  "<|start|>", "<|end|>", "<|message|>", "<|call|>"]
+HARMONY_TEMPLATE = os.path.join(ROOT, "tests", "data", "templates", "gpt-oss.jinja")
 
 # ---------------------------------------------------------------- tokenizer
 
@@ -149,6 +175,29 @@ def read_tokenizer_kv(path):
                         None if sub is None else gguf.GGUFValueType(sub)))
     return out
 
+
+def harmony_tokenizer(tok):
+    """tok with the harmony control tokens appended (type CONTROL), eos
+    <|return|> and the gpt-oss chat template (the published text,
+    tests/data/templates/gpt-oss.jinja)."""
+    out = []
+    n = next(len(v) for k, v, _, _ in tok if k == "tokenizer.ggml.tokens")
+    with open(HARMONY_TEMPLATE, encoding="utf-8", newline="") as f:
+        template = f.read()
+    for k, v, t, sub in tok:
+        if k == "tokenizer.ggml.tokens":
+            v = list(v) + HARMONY_TOKENS
+        elif k == "tokenizer.ggml.token_type":
+            v = list(v) + [3] * len(HARMONY_TOKENS)  # CONTROL
+        elif k == "tokenizer.ggml.eos_token_id":
+            v = n + HARMONY_TOKENS.index("<|return|>")
+        elif k == "tokenizer.ggml.bos_token_id":
+            v = n + HARMONY_TOKENS.index("<|startoftext|>")
+        elif k == "tokenizer.chat_template":
+            v = template
+        out.append((k, v, t, sub))
+    return out
+
 # ---------------------------------------------------------------- generator
 
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -185,6 +234,8 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     kind, arch = arch, cfg.get("base", arch)
     L, hd = cfg["n_layer"], cfg["head_dim"]
     tok = read_tokenizer_kv(tokenizer)
+    if cfg.get("harmony"):
+        tok = harmony_tokenizer(tok)
     n_vocab = next(len(v) for k, v, _, _ in tok if k == "tokenizer.ggml.tokens")
     mat_dt = np.float32 if f32 else np.float16
     n_q, n_kv = N_HEAD * hd, N_HEAD_KV * hd
@@ -224,15 +275,24 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             w.add_rope_scaling_orig_ctx_len(cfg["orig_ctx"])
     if "attn_factor" in cfg:
         w.add_rope_scaling_attn_factors(cfg["attn_factor"])
-    if arch in ("qwen3moe", "mixtral"):
+    if arch in ("qwen3moe", "mixtral", "gptoss"):
         w.add_expert_count(cfg["n_expert"])
         w.add_expert_used_count(cfg["n_expert_used"])
-    if arch == "qwen3moe":
+    if arch in ("qwen3moe", "gptoss"):
         w.add_expert_feed_forward_length(cfg["n_ff_exp"])
+    if arch == "gptoss":
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+        w.add_sliding_window(SWA)          # pattern: llama.cpp default 2 (even layers local)
     for k, v, t, sub in tok:
         w.add_key_value(k, v, t, sub)
 
     def mat(name, shape, std):  # shape in numpy order (rows = GGUF ne1)
+        if cfg.get("q8"):
+            x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
+            q = quants.quantize(x.astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
+            w.add_tensor(name, q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+            return
         if cfg.get("kquant") and shape[-1] % 256 == 0:
             q6 = name.endswith(("token_embd.weight", "attn_output.weight",
                                 "ffn_down_exps.weight"))
@@ -266,11 +326,29 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         w.add_tensor(name, b.reshape(*shape[:-1], shape[-1] // 256 * bsz),
                      raw_dtype=qt)
 
-    def vec(name, n, kind):
+    def mxfp4_mat(name, shape, std):
+        # random 32-blocks: a byte E8M0 exponent e, 16 bytes of 4-bit codes
+        # (values kvalues[q] * 2^(e - 128), kvalues 0 1 2 3 4 6 8 12 and
+        # their negatives: rms 5.85); e one of three around the std's
+        n_blocks = int(np.prod(shape)) // 32
+        h = hashlib.sha256(f"{seed}:{name}:blocks".encode()).digest()
+        base = np.uint64(int.from_bytes(h[:8], "little"))
+        n_words = (n_blocks * 17 + 7) // 8
+        with np.errstate(over="ignore"):
+            z = _splitmix64(np.arange(n_words, dtype=np.uint64)
+                            * np.uint64(0xD1B54A32D192ED03) + base)
+        b = z.view(np.uint8)[: n_blocks * 17].reshape(n_blocks, 17).copy()
+        e0 = 128 + int(round(np.log2(std / 5.85)))
+        b[:, 0] = e0 - 1 + b[:, 0] % 3
+        w.add_tensor(name, b.reshape(*shape[:-1], shape[-1] // 32 * 17),
+                     raw_dtype=gguf.GGMLQuantizationType.MXFP4)
+
+    def vec(name, n, kind, shape=None):
         z = randn(seed, name, n)
         x = {"norm": 1.0 + 0.1 * z, "post": 4.0 * (1.0 + 0.1 * z), "bias": 0.5 * z,
-             "short": 1.0 + 0.5 * np.abs(z), "long": 1.0 + 4.0 * np.abs(z)}[kind]
-        w.add_tensor(name, x.astype(np.float32))
+             "short": 1.0 + 0.5 * np.abs(z), "long": 1.0 + 4.0 * np.abs(z),
+             "sink": 2.0 * z}[kind]
+        w.add_tensor(name, x.astype(np.float32).reshape(shape or (n,)))
 
     inv = lambda n: 1.0 / np.sqrt(n)
     mat("token_embd.weight", (n_vocab, N_EMBD), 0.2)
@@ -289,7 +367,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             mat(p + "attn_q.weight", (n_q, N_EMBD), inv(N_EMBD))
             mat(p + "attn_k.weight", (n_kv, N_EMBD), inv(N_EMBD))
             mat(p + "attn_v.weight", (n_kv, N_EMBD), inv(N_EMBD))
-        if arch == "qwen2":
+        if arch in ("qwen2", "gptoss"):
             vec(p + "attn_q.bias", n_q, "bias")
             vec(p + "attn_k.bias", n_kv, "bias")
             vec(p + "attn_v.bias", n_kv, "bias")
@@ -299,6 +377,22 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         mat(p + "attn_output.weight", (N_EMBD, n_q), inv(n_q))
         if arch.startswith("gemma"):
             vec(p + "post_attention_norm.weight", N_EMBD, "post")
+        if arch == "gptoss":
+            vec(p + "attn_output.bias", N_EMBD, "bias")
+            vec(p + "attn_sinks.weight", N_HEAD, "sink")
+            # gpt-oss's pre-FFN norm is named post_attention_norm
+            vec(p + "post_attention_norm.weight", N_EMBD, "norm")
+            E, F = cfg["n_expert"], cfg["n_ff_exp"]
+            x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD).reshape(E, N_EMBD)
+            w.add_tensor(p + "ffn_gate_inp.weight", (x * 2.0 * inv(N_EMBD)).astype(np.float32))
+            vec(p + "ffn_gate_inp.bias", E, "bias")
+            mxfp4_mat(p + "ffn_gate_exps.weight", (E, F, N_EMBD), 3.0 * inv(N_EMBD))
+            mxfp4_mat(p + "ffn_up_exps.weight", (E, F, N_EMBD), 3.0 * inv(N_EMBD))
+            mxfp4_mat(p + "ffn_down_exps.weight", (E, N_EMBD, F), inv(F))
+            vec(p + "ffn_gate_exps.bias", E * F, "bias", (E, F))
+            vec(p + "ffn_up_exps.bias", E * F, "bias", (E, F))
+            vec(p + "ffn_down_exps.bias", E * N_EMBD, "bias", (E, N_EMBD))
+            continue
         vec(p + "ffn_norm.weight", N_EMBD, "norm")
         if arch in ("qwen3moe", "mixtral"):
             E, F = cfg["n_expert"], cfg["n_ff_exp"]

@@ -44,6 +44,60 @@ static void route(const float *logits, int32_t n, int32_t k, float *probs,
     wts[j] /= ws;
 }
 
+/* Row t's experts under SOFTMAX_WEIGHT gating (gpt-oss): the k largest
+ * logits in descending order (ties: the lower expert first), then ggml's
+ * soft_max over those k: max, e = exp(l - max) (ggml's vector exp and
+ * 16-lane sum for whole groups of 16, libm's expf for the rest, the sums
+ * in double), times (float)(1 / sum). */
+static void route_softmax_weight(const float *logits, int32_t n, int32_t k,
+                                 int32_t *sel, float *wts) {
+  for (int32_t j = 0; j < k; j++) {
+    int32_t best = -1;
+    for (int32_t e = 0; e < n; e++) {
+      bool taken = false;
+      for (int32_t i = 0; i < j && !taken; i++)
+        taken = sel[i] == e;
+      if (!taken && (best < 0 || logits[e] > logits[best])) best = e;
+    }
+    sel[j] = best;
+    wts[j] = logits[best];
+  }
+  float max = -INFINITY;
+  for (int32_t j = 0; j < k; j++)
+    max = max > wts[j] ? max : wts[j];
+  double sum = 0;
+  int32_t j = 0;
+  for (; j + 16 <= k; j += 16) {
+    for (int32_t i = 0; i < 16; i++)
+      wts[j + i] = nc_expf_ggml(wts[j + i] - max);
+    sum += (double)nc_sum16_tree(wts + j);
+  }
+  for (; j < k; j++) {
+    wts[j] = expf(wts[j] - max);
+    sum += (double)wts[j];
+  }
+  const float inv = (float)(1.0 / sum);
+  for (j = 0; j < k; j++)
+    wts[j] *= inv;
+}
+
+/* y += expert e's bias row (when the layer has expert biases) on rows
+ * rows of n values. */
+static void expert_bias(nc_fwd *ctx, const nc_weight *b, int32_t e, float *y,
+                        int32_t rows, int64_t n) {
+  if (b->data)
+    nc_fwd_add_bias(ctx, y, (const float *)b->data + (int64_t)e * n, rows, n);
+}
+
+/* The experts' activation of rows rows of n: gate = act(gate, up). */
+static void expert_act(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
+                       int64_t n) {
+  if (ctx->hp->moe_act == NC_MOE_ACT_SWIGLU_OAI)
+    nc_fwd_swiglu_oai(ctx, gate, up, rows, n);
+  else
+    nc_fwd_swiglu(ctx, gate, up, rows, n);
+}
+
 /* One row (decode): its experts' gate and up matmuls share the row, so
  * they run together (up to 4 experts per pass), then their downs, each
  * over its own SwiGLU row (nc_fwd_matmul_each, up to 8 per pass): about 3
@@ -69,7 +123,13 @@ static void moe_one_row(nc_fwd *ctx, const nc_layer_weights *L,
     }
     nc_fwd_matmul(ctx, x, E, 1, mm, 2 * nj);
   }
-  nc_fwd_swiglu(ctx, s->gate, s->up, K, F);
+  for (int32_t j = 0; j < K; j++) {
+    expert_bias(ctx, &L->gate_exps_b, s->moe_sel[j], s->gate + (int64_t)j * F,
+                1, F);
+    expert_bias(ctx, &L->up_exps_b, s->moe_sel[j], s->up + (int64_t)j * F, 1,
+                F);
+  }
+  expert_act(ctx, s->gate, s->up, K, F);
   /* the downs' rows are all the row's */
   const uint8_t *few = ctx->mm_few;
   if (few) {
@@ -86,6 +146,9 @@ static void moe_one_row(nc_fwd *ctx, const nc_layer_weights *L,
     nc_fwd_matmul_each(ctx, s->gate + (int64_t)j0 * F, F, mm, nj);
   }
   ctx->mm_few = few;
+  for (int32_t j = 0; j < K; j++)
+    expert_bias(ctx, &L->down_exps_b, s->moe_sel[j],
+                s->moe_out + (int64_t)j * E, 1, E);
 }
 
 void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
@@ -96,10 +159,16 @@ void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
   const int64_t E = hp->n_embd, F = hp->n_ff_exp;
   const nc_mm router = {&L->ffn_gate_inp, s->moe_logits, NX};
   nc_fwd_matmul(ctx, x, E, rows, &router, 1);
+  if (L->ffn_gate_inp_b.data)
+    nc_fwd_add_bias(ctx, s->moe_logits, L->ffn_gate_inp_b.data, rows, NX);
   for (int32_t t = 0; t < rows; t++) {
     float *lg = s->moe_logits + (int64_t)t * NX;
-    route(lg, NX, K, lg, s->moe_sel + (int64_t)t * K,
-          s->moe_w + (int64_t)t * K);
+    if (hp->moe_gating == NC_MOE_GATING_SOFTMAX_WEIGHT)
+      route_softmax_weight(lg, NX, K, s->moe_sel + (int64_t)t * K,
+                           s->moe_w + (int64_t)t * K);
+    else
+      route(lg, NX, K, lg, s->moe_sel + (int64_t)t * K,
+            s->moe_w + (int64_t)t * K);
   }
   /* expert by expert, its rows in batch order: gate and up of its rows,
    * silu(gate) * up, down into the next rows of moe_out */
@@ -120,7 +189,9 @@ void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
     const nc_weight d = nc_weight_expert(&L->down_exps, e);
     const nc_mm gu[2] = {{&g, s->gate, F}, {&u, s->up, F}};
     nc_fwd_matmul_rows(ctx, x, E, s->moe_rows, n, gu, 2);
-    nc_fwd_swiglu(ctx, s->gate, s->up, n, F);
+    expert_bias(ctx, &L->gate_exps_b, e, s->gate, n, F);
+    expert_bias(ctx, &L->up_exps_b, e, s->up, n, F);
+    expert_act(ctx, s->gate, s->up, n, F);
     const nc_mm down = {&d, s->moe_out + (int64_t)off * E, E};
     const uint8_t *few = ctx->mm_few; /* the down's row k is moe_rows[k]'s */
     if (few) {
@@ -130,6 +201,7 @@ void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
     }
     nc_fwd_matmul(ctx, s->gate, F, n, &down, 1);
     ctx->mm_few = few;
+    expert_bias(ctx, &L->down_exps_b, e, s->moe_out + (int64_t)off * E, n, E);
     off += n;
   }
   /* y = w0 * e0 + w1 * e1 + ..., in slot order (ggml: the weighted views

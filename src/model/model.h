@@ -30,8 +30,11 @@ typedef struct nc_hparams {
   float attn_scale;    /* 1/sqrt(head_dim) */
   bool has_rope_freqs; /* rope_freqs.weight divides theta */
   /* mixture of experts ({arch}.expert_count, expert_used_count, 0 when
-   * dense; n_ff_exp: one expert's FFN width) */
+   * dense; n_ff_exp: one expert's FFN width); how the router's logits
+   * become the chosen experts' weights and the experts' activation (set by
+   * the arch: NC_MOE_GATING_*, NC_MOE_ACT_*; 0 is llama.cpp's default) */
   int32_t n_expert, n_expert_used, n_ff_exp;
+  int moe_gating, moe_act;
   /* RoPE scaling, as llama.cpp reads {arch}.rope.scaling.*: the type
    * (NC_ROPE_SCALING_*; absent: linear), freq_scale_train = 1 /
    * rope.scaling.factor (else rope.scale_linear; absent or 0: 1),
@@ -61,6 +64,19 @@ typedef struct nc_hparams {
   float q_scale;
   float attn_softcap, final_softcap;
 } nc_hparams;
+
+enum {
+  /* softmax over every expert, the top n_expert_used, their probabilities
+   * divided by their sum (qwen3moe, Mixtral) */
+  NC_MOE_GATING_SOFTMAX,
+  /* the top n_expert_used logits, softmax over those only (gpt-oss:
+   * llama.cpp's SOFTMAX_WEIGHT) */
+  NC_MOE_GATING_SOFTMAX_WEIGHT
+};
+enum {
+  NC_MOE_ACT_SILU,       /* down(silu(gate) * up) */
+  NC_MOE_ACT_SWIGLU_OAI, /* gpt-oss's clamped SwiGLU (nc_fwd_swiglu_oai) */
+};
 
 enum {
   NC_ROPE_SCALING_NONE,
@@ -101,8 +117,12 @@ typedef struct nc_layer_weights {
   nc_weight bq, bk, bv;     /* Q/K/V biases (qwen2; optional in llama) */
   nc_weight q_norm, k_norm; /* per-head RMSNorm of q and k (qwen3) */
   /* mixture of experts: router [n_embd -> n_expert] and the experts'
-   * {gate,up} [n_embd -> n_ff_exp] and down [n_ff_exp -> n_embd], 3-D */
+   * {gate,up} [n_embd -> n_ff_exp] and down [n_ff_exp -> n_embd], 3-D;
+   * optional biases (gpt-oss): the router's [n_expert], the experts'
+   * [n_ff_exp or n_embd, n_expert] (row e: expert e's) */
   nc_weight ffn_gate_inp, gate_exps, up_exps, down_exps;
+  nc_weight ffn_gate_inp_b, gate_exps_b, up_exps_b, down_exps_b;
+  nc_weight attn_sinks; /* gpt-oss: [n_head] attention sinks */
   nc_weight attn_post_norm, ffn_post_norm; /* gemma: after attn / FFN */
   bool swa; /* gemma: a sliding-window (local) layer */
 } nc_layer_weights;

@@ -26,6 +26,7 @@ EXPECTED = {
     "qwen3moe": ("qwen3moe", ["Qwen3MoeForCausalLM"]),
     "gemma2": ("gemma2", ["Gemma2ForCausalLM"]),
     "gemma3": ("gemma3", ["Gemma3ForCausalLM"]),
+    "gptoss": ("gpt-oss", ["GptOssForCausalLM"]),
 }
 
 

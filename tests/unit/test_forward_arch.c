@@ -41,6 +41,12 @@
  * and gemma3 also one token per decode (arch_FILE_fa_decode.txt, its
  * per-row path): max |diff| 2.5e-3 / 1.2e-2, mean KL 6.0e-9 / 2.1e-6. The
  * distances are of the size of the FA-off ones above.
+ * gptoss (gpt-oss: sinks, windows, YaRN, biases, MXFP4 experts beside Q8_0
+ * matrices, an F32 router): llama.cpp's logits to the golden's digits
+ * (max |diff| 9.5e-7) with flash attention off, on (one batch) and one
+ * token per decode; without the sinks top-1 falls to 19%, without the
+ * window to 41%. The f32 reference (no activation quantized) agrees on
+ * 96.9% of the top-1.
  * Missing files fail the test unless NUCLEUS_TESTS_WITHOUT_MODEL=1. */
 #include <math.h>
 #include <setjmp.h>
@@ -154,11 +160,19 @@ static void check_file(const char *file, const char *arch) {
   assert_true(100.0 * (double)top1 / (double)positions >= 99.0);
   assert_true(diff <= DIFF_BOUND);
   /* A mixture of experts may route a near tie differently from the f32
-   * reference (llama.cpp rounds as the fast path does): a few positions. */
+   * reference (llama.cpp rounds as the fast path does): a few positions.
+   * A file of quantized matrices (gptoss: Q8_0 and MXFP4) quantizes every
+   * matmul's activations to Q8_0, which the f32 reference does not: its
+   * logits stay further from both (measured: top-1 96.9% on gptoss, whose
+   * clamped experts reach +-40), while the fast path gives llama.cpp's
+   * bits; the reference then only has to agree on most top-1. */
   const bool moe = nc_model_hparams(m)->n_expert > 0;
-  assert_true(100.0 * (double)top1_ref / (double)positions >=
-              (moe ? 97.0 : 99.0));
-  assert_true(far_ref <= (moe ? positions / 16 : 0));
+  const nc_type wt = nc_model_weights_of(m)->layers[0].wq.type;
+  const bool q_act = wt != NC_TYPE_F16 && wt != NC_TYPE_F32;
+  assert_true(100.0 * (double)top1_ref / (double)positions >= (q_act ? 95.0
+                                                               : moe ? 97.0
+                                                                     : 99.0));
+  assert_true(q_act || far_ref <= (moe ? positions / 16 : 0));
   free(fast);
   free(ref);
   nucleus_model_free(m);
@@ -237,7 +251,8 @@ static void test_flash_prompt(void **state) {
       {"phi3long", "phi3"},     {"mixtral", "llama"},
       {"gemma2", "gemma2"},     {"gemma3", "gemma3"},
       {"llamayarn", "llama"},   {"qwen2yarn", "qwen2"},
-      {"llamalinear", "llama"}, {"gemma3yarn", "gemma3"}};
+      {"llamalinear", "llama"}, {"gemma3yarn", "gemma3"},
+      {"gptoss", "gpt-oss"}};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
     check_file_fa(files[i][0], files[i][1], false);
 }
@@ -248,6 +263,7 @@ static void test_flash_decode(void **state) {
   (void)state;
   check_file_fa("gemma2", "gemma2", true);
   check_file_fa("gemma3", "gemma3", true);
+  check_file_fa("gptoss", "gpt-oss", true);
 }
 
 static void test_qwen2(void **state) {
@@ -463,6 +479,16 @@ static void check_window_invariance(const char *arch) {
   free(a);
   free(c);
   nucleus_model_free(m);
+}
+
+/* gpt-oss: attention sinks, windows on the even layers, YaRN, Q/K/V and
+ * output biases, a biased router with a softmax over the chosen experts,
+ * the clamped SwiGLU, MXFP4 experts with biases; and its windows give the
+ * same bits in one call, token by token and in uneven chunks */
+static void test_gptoss(void **state) {
+  (void)state;
+  check_file("gptoss", "gpt-oss");
+  check_window_invariance("gptoss");
 }
 
 static void test_gemma_window_invariance(void **state) {
@@ -733,6 +759,7 @@ int main(void) {
       cmocka_unit_test(test_gemma2),
       cmocka_unit_test(test_gemma3),
       cmocka_unit_test(test_gemma_window_invariance),
+      cmocka_unit_test(test_gptoss),
       cmocka_unit_test(test_gemma_bad_files),
       cmocka_unit_test(test_llamayarn),
       cmocka_unit_test(test_qwen2yarn),

@@ -16,6 +16,7 @@
   X(phi3)                                                                      \
   X(qwen3moe)                                                                  \
   X(gemma2)                                                                    \
-  X(gemma3)
+  X(gemma3)                                                                    \
+  X(gpt_oss)
 
 #endif
