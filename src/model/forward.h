@@ -119,9 +119,13 @@ void nc_fwd_matmul_each(nc_fwd *ctx, const float *x, int64_t x_stride,
  * normalised weights): per row, softmax of the router's logits, the top
  * n_expert_used experts (in order of probability), their probabilities
  * divided by their sum; y = sum over the chosen experts, in that order, of
- * weight * down(silu(gate x) * up x). The rows are grouped by expert, so
- * each expert's matrices are read once per call (nc_fwd_matmul_rows over
- * its rows). y may be x. */
+ * weight * down(silu(gate x) * up x). The model's moe_gating
+ * SOFTMAX_WEIGHT instead takes the top logits and a softmax over those
+ * (no division), moe_act SWIGLU_OAI the clamped SwiGLU; the layer's
+ * optional biases are added to the router's logits and to each expert's
+ * gate, up and down (gpt-oss). The rows are grouped by expert, so each
+ * expert's matrices are read once per call (nc_fwd_matmul_rows over its
+ * rows). y may be x. */
 void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
                 float *y, int32_t rows);
 
