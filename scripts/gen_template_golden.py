@@ -200,6 +200,49 @@ CONVERSATIONS = [
     ),
 ]
 
+# Conversations of one family's own features, rendered for that family only
+# (their names are in conversations.json too). gpt-oss (harmony): the
+# reasoning effort of the system header, the developer message, tools, and
+# a conversation with reasoning ("thinking", as the template reads it), a
+# tool call and its result, and a final answer.
+HARMONY_CALL = {
+    "role": "assistant",
+    "content": "",
+    "thinking": "The user wants the weather; call get_weather for Paris.",
+    "tool_calls": [
+        {
+            "id": "abc123def",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}},
+        }
+    ],
+}
+FAMILY_CONVERSATIONS = {
+    "gpt-oss": [
+        ("harmony_effort_low", [SYS, U("What is 2+2?")], None, {"reasoning_effort": "low"}),
+        ("harmony_effort_medium", [SYS, U("What is 2+2?")], None, {"reasoning_effort": "medium"}),
+        ("harmony_effort_high", [SYS, U("What is 2+2?")], None, {"reasoning_effort": "high"}),
+        ("harmony_developer", [{"role": "developer", "content": "Answer in French."}, U("Hello!")], None, {}),
+        ("harmony_tools", [SYS, U("What's the weather in Paris?")], [WEATHER_TOOL, SEARCH_TOOL],
+         {"reasoning_effort": "high"}),
+        (
+            "harmony_reasoning_tool_round_trip",
+            [SYS, U("What's the weather in Paris?"), HARMONY_CALL, TOOL_RESULT],
+            [WEATHER_TOOL],
+            {},
+        ),
+        (
+            "harmony_reasoning_final",
+            [SYS, U("What's the weather in Paris?"), HARMONY_CALL, TOOL_RESULT,
+             {"role": "assistant", "content": "It is 21°C and clear in Paris.",
+              "thinking": "The tool says 21 and clear."}],
+            [WEATHER_TOOL],
+            {},
+        ),
+        ("harmony_identity", [U("Who are you?")], None, {"model_identity": "You are a test model."}),
+    ],
+}
+
 
 # Small templates exercising one feature each (filters, tests, slicing,
 # whitespace control, loops, macros, ...), rendered with these variables.
@@ -413,6 +456,8 @@ def main():
     env = make_env()
     total = ok = 0
     convs = [{"name": n, "messages": m, "tools": t, "kwargs": k} for n, m, t, k in CONVERSATIONS]
+    for extra in FAMILY_CONVERSATIONS.values():
+        convs += [{"name": n, "messages": m, "tools": t, "kwargs": k} for n, m, t, k in extra]
     with open(os.path.join(DATA, "conversations.json"), "w", encoding="utf-8") as f:
         json.dump(convs, f, ensure_ascii=False, indent=1)
         f.write("\n")
@@ -420,7 +465,7 @@ def main():
         with open(os.path.join(DATA, fname), encoding="utf-8", newline="") as f:
             source = f.read()
         cases = []
-        for name, messages, tools, kwargs in CONVERSATIONS:
+        for name, messages, tools, kwargs in CONVERSATIONS + FAMILY_CONVERSATIONS.get(family, []):
             for agp in (True, False):
                 case = {"conversation": name, "add_generation_prompt": agp}
                 try:
