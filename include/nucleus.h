@@ -378,7 +378,9 @@ NUCLEUS_API nucleus_status nucleus_chat_apply(
  * override): "hermes" (Hermes, Qwen 2.5, Qwen 3: <tool_call>{...}</tool_call>),
  * "llama3" ({"name", "parameters"}, <|python_tag|>), "mistral"
  * ([TOOL_CALLS][...]), "mistral-args" ([TOOL_CALLS]name[ARGS]{...}),
- * "granite" (<|tool_call|>[...]), "deepseek-r1", or "generic" for templates
+ * "granite" (<|tool_call|>[...]), "deepseek-r1", "harmony" (gpt-oss:
+ * <|channel|>commentary to=functions.NAME ...<|message|>{...}, the analysis
+ * channel read as the reasoning), or "generic" for templates
  * that render no tools: then nucleus_chat_apply describes the tools in the
  * system message and asks for <tool_call>{...}</tool_call>. */
 NUCLEUS_API const char *nucleus_model_tool_format(const nucleus_model *model);
@@ -395,6 +397,10 @@ typedef struct nucleus_tool_call {
 typedef struct nucleus_tool_reply {
   char *content; /* NUL-terminated */
   size_t content_len;
+  /* the reasoning, where the format has a channel for it ("harmony": the
+   * analysis channel), NUL-terminated; NULL when there is none */
+  char *reasoning;
+  size_t reasoning_len;
   nucleus_tool_call *calls;
   size_t n_calls;
   size_t decided; /* bytes of the reply decided so far */

@@ -41,10 +41,13 @@ nucleus_status nucleus_tool_reply_scan(const nucleus_model *model,
   }
   *out = (nucleus_tool_reply){.content = r.content,
                               .content_len = r.content_len,
+                              .reasoning = r.reasoning,
+                              .reasoning_len = r.reasoning_len,
                               .calls = calls,
                               .n_calls = r.n_calls,
                               .decided = r.decided};
   r.content = NULL;
+  r.reasoning = NULL;
   nc_tool_scan_result_clear(&r);
   return NC_OK;
 }
@@ -58,5 +61,6 @@ void nucleus_tool_reply_clear(nucleus_tool_reply *r) {
   }
   free(r->calls);
   free(r->content);
+  free(r->reasoning);
   memset(r, 0, sizeof *r);
 }

@@ -41,6 +41,10 @@ typedef enum nc_tool_format {
    * <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>
    * name\n```json\n{...}\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>. */
   NC_TOOL_FORMAT_DEEPSEEK_R1,
+  /* gpt-oss's harmony: channels (analysis: the reasoning, final: the
+   * content) and calls as commentary to=functions.NAME messages whose body
+   * is the arguments (tool_call_harmony.c). */
+  NC_TOOL_FORMAT_HARMONY,
   NC_TOOL_FORMAT_COUNT
 } nc_tool_format;
 
@@ -63,6 +67,10 @@ typedef struct nc_tool_call {
 typedef struct nc_tool_scan_result {
   char *content; /* the decided content, NUL-terminated (malloc'd) */
   size_t content_len;
+  /* the decided reasoning (formats with a channel for it: harmony's
+   * analysis), NUL-terminated (malloc'd), or NULL */
+  char *reasoning;
+  size_t reasoning_len;
   nc_tool_call *calls;
   size_t n_calls;
   size_t decided; /* bytes of the reply decided (content or calls) */
@@ -75,6 +83,9 @@ typedef struct nc_tool_scan_result {
 nc_code nc_tool_scan(nc_tool_format f, const char *reply, size_t len,
                      bool final, nc_tool_scan_result *out, nc_error *err);
 void nc_tool_scan_result_clear(nc_tool_scan_result *r);
+/* nc_tool_scan's HARMONY scanner (tool_call_harmony.c). */
+nc_code nc_harmony_scan(const char *reply, size_t len, bool final,
+                        nc_tool_scan_result *out, nc_error *err);
 
 /* For GENERIC: the system-message text that describes the tools
  * (tools_json: the request's `tools` array) and the call syntax; malloc'd,

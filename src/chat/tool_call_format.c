@@ -13,6 +13,8 @@ static bool has(const char *src, size_t len, const char *needle) {
 nc_tool_format nc_tool_format_of_template(const char *src, size_t len) {
   if (!src) return NC_TOOL_FORMAT_GENERIC;
   /* Most specific first: each family's own marker of a call. */
+  if (has(src, len, "<|channel|>") && has(src, len, "<|message|>"))
+    return NC_TOOL_FORMAT_HARMONY;
   if (has(src, len,
           "<\xef\xbd\x9ctool\xe2\x96\x81"
           "calls\xe2\x96\x81"
@@ -38,6 +40,7 @@ const char *nc_tool_format_name(nc_tool_format f) {
       [NC_TOOL_FORMAT_MISTRAL_ARGS] = "mistral-args",
       [NC_TOOL_FORMAT_GRANITE] = "granite",
       [NC_TOOL_FORMAT_DEEPSEEK_R1] = "deepseek-r1",
+      [NC_TOOL_FORMAT_HARMONY] = "harmony",
   };
   return (unsigned)f < NC_TOOL_FORMAT_COUNT ? names[f] : "unknown";
 }
@@ -47,6 +50,7 @@ const char *const *nc_tool_format_openers(nc_tool_format f) {
   static const char *const llama3[] = {"<|python_tag|>", "{", NULL};
   static const char *const mistral[] = {"[TOOL_CALLS]", NULL};
   static const char *const granite[] = {"<|tool_call|>", NULL};
+  static const char *const harmony[] = {"<|channel|>", "<|start|>", NULL};
   static const char *const r1[] = {"<\xef\xbd\x9ctool\xe2\x96\x81"
                                    "calls\xe2\x96\x81"
                                    "begin\xef\xbd\x9c>",
@@ -57,6 +61,7 @@ const char *const *nc_tool_format_openers(nc_tool_format f) {
   case NC_TOOL_FORMAT_MISTRAL_ARGS: return mistral;
   case NC_TOOL_FORMAT_GRANITE: return granite;
   case NC_TOOL_FORMAT_DEEPSEEK_R1: return r1;
+  case NC_TOOL_FORMAT_HARMONY: return harmony;
   default: return tags;
   }
 }
