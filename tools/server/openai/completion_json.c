@@ -1,6 +1,8 @@
 /* nucleus serve: building completion responses and chunks. */
 #include "completion_json.h"
 
+#include "harmony.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,9 @@ int completion_out_init(completion_out *out, server_ctx *srv,
   out->created = (int64_t)time(NULL);
   out->model = req->model[0] ? req->model : srv->model_id;
   out->prompt_tokens = prompt_tokens;
-  out->tools = req->chat && req->tools.choice != TOOL_CHOICE_NONE;
+  /* harmony replies are always read: their channels hold the reasoning */
+  out->tools = req->chat && (req->tools.choice != TOOL_CHOICE_NONE ||
+                             harmony_model(srv->model));
   unsigned char rnd[12] = {0};
   if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
     struct timespec ts;

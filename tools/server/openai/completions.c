@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "echo.h"
+#include "harmony.h"
 #include "http/auth.h"
 #include "http/http_reply.h"
 #include "job.h"
@@ -121,9 +122,11 @@ static int prepare(server_ctx *srv, const char *body, size_t len, bool chat,
   if (rc) return -1;
   /* Families whose call openers are control tokens ([TOOL_CALLS],
    * <|python_tag|>, ...) need them in the reply to be read. */
+  /* So do harmony's channels, with or without tools. */
   const char *fmt = nucleus_model_tool_format(srv->model);
-  if (j->req.tools.choice != TOOL_CHOICE_NONE && strcmp(fmt, "generic") &&
-      strcmp(fmt, "hermes"))
+  if ((j->req.tools.choice != TOOL_CHOICE_NONE && strcmp(fmt, "generic") &&
+       strcmp(fmt, "hermes")) ||
+      (chat && harmony_model(srv->model)))
     j->req.params.skip_special_tokens = false;
   if (j->n_prompt == 0)
     return api_fail(e, 400, chat ? "messages" : "prompt",

@@ -1,6 +1,7 @@
 /* nucleus serve: prompt building and tokenization. */
 #include "prompt.h"
 
+#include "harmony.h"
 #include "tool_request.h"
 
 #include <stdlib.h>
@@ -57,8 +58,10 @@ static json_t *content_text(const json_t *content, size_t idx, api_error *e) {
   return s;
 }
 
-/* Checks the messages and returns a normalized copy ([{role, content}]). */
-static json_t *normalize_messages(const json_t *msgs, api_error *e) {
+/* Checks the messages and returns a normalized copy ([{role, content}];
+ * for a harmony template, as harmony_message makes them). */
+static json_t *normalize_messages(const json_t *msgs, bool harmony,
+                                  api_error *e) {
   if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
     api_fail(e, 400, "messages", "'messages' must be a non-empty list");
     return NULL;
@@ -94,6 +97,7 @@ static json_t *normalize_messages(const json_t *msgs, api_error *e) {
       json_t *v = json_object_get(m, keep[k]);
       if (v) json_object_set(copy, keep[k], v);
     }
+    if (harmony) harmony_message(copy, m);
     json_array_append_new(out, copy);
   }
   return out;
@@ -104,7 +108,7 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
                 api_error *e) {
   const json_t *raw = json_object_get(root, "messages");
   if (json_is_array(raw) && tool_messages_check(raw, e)) return -1;
-  json_t *msgs = normalize_messages(raw, e);
+  json_t *msgs = normalize_messages(raw, harmony_model(srv->model), e);
   if (!msgs) return e->status ? -1 : api_fail(e, 500, NULL, "out of memory");
   char *msgs_json = json_dumps(msgs, JSON_COMPACT);
   json_decref(msgs);
@@ -116,9 +120,18 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
     tools = NULL;
   if (json_is_array(tools) && json_array_size(tools))
     tools_json = json_dumps(tools, JSON_COMPACT);
-  const json_t *kwargs = json_object_get(root, "chat_template_kwargs");
-  if (json_is_object(kwargs)) kwargs_json = json_dumps(kwargs, JSON_COMPACT);
-  if (!msgs_json || (json_is_object(kwargs) && !kwargs_json)) {
+  const json_t *kw_in = json_object_get(root, "chat_template_kwargs");
+  json_t *kwargs = json_is_object(kw_in) ? json_deep_copy(kw_in) : NULL;
+  if (harmony_reasoning_effort(srv->model, root, &kwargs, e)) {
+    json_decref(kwargs);
+    free(msgs_json);
+    free(tools_json);
+    return -1;
+  }
+  if (kwargs) kwargs_json = json_dumps(kwargs, JSON_COMPACT);
+  const bool kw_lost = kwargs && !kwargs_json;
+  json_decref(kwargs);
+  if (!msgs_json || kw_lost) {
     free(msgs_json);
     free(tools_json);
     free(kwargs_json);

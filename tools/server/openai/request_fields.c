@@ -87,6 +87,9 @@ static const request_field FIELDS[] = {
     {"continue_final_message", CHAT, FIELD_READ, "the last message stays open"},
     {"chat_template_kwargs", CHAT, FIELD_READ,
      "extra template variables (not the template's own)"},
+    {"reasoning_effort", CHAT, FIELD_READ,
+     "low, medium or high: the harmony (gpt-oss) template's; refused for "
+     "other templates"},
     {"modalities", CHAT, FIELD_READ,
      "`[\"text\"]` only (\"audio\" is refused)"},
     /* OpenAI's fields that change nothing in the answer */
@@ -101,8 +104,6 @@ static const request_field FIELDS[] = {
     /* fields that would change the answer and nucleus does not do */
     {"audio", BOTH, FIELD_REFUSED,
      "is not supported: nucleus answers in text, not audio"},
-    {"reasoning_effort", BOTH, FIELD_REFUSED,
-     "is not supported: nucleus has no reasoning control yet"},
     {"verbosity", BOTH, FIELD_REFUSED, "is not supported"},
     {"web_search_options", BOTH, FIELD_REFUSED,
      "is not supported: nucleus does not search the web"},

@@ -72,6 +72,7 @@ int tool_grammar_build(const json_t *tools, const tool_opts *o,
                        const char *format, nucleus_grammar **out,
                        api_error *e) {
   *out = NULL;
+  if (!strcmp(format, "harmony")) return tool_grammar_harmony(tools, o, out, e);
   const format_syntax *fs = NULL;
   for (size_t i = 0; i < sizeof SYNTAX / sizeof SYNTAX[0]; i++)
     if (!strcmp(SYNTAX[i].name, format)) fs = &SYNTAX[i];

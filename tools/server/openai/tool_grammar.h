@@ -18,6 +18,11 @@
 int tool_grammar_build(const json_t *tools, const tool_opts *o,
                        const char *format, nucleus_grammar **out, api_error *e);
 
+/* tool_grammar_build's "harmony" (gpt-oss, tool_grammar_harmony.c): one
+ * commentary message to functions.NAME whose body matches NAME's schema. */
+int tool_grammar_harmony(const json_t *tools, const tool_opts *o,
+                         nucleus_grammar **out, api_error *e);
+
 /* For tool_choice "auto": the same grammar of calls (any tool, up to one
  * per tool) and the trigger that starts it (the format's call opener), for
  * a lazy grammar (nucleus_request_params.grammar_trigger). *out NULL: the

@@ -54,13 +54,20 @@ json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
   if (scan(model, reply, len, end, &r, &err) != NUCLEUS_OK) return NULL;
   bool final = end == TOOL_REPLY_WHOLE;
   json_t *delta = NULL;
+  if (r.reasoning_len > t->reasoning_sent) {
+    delta = json_object();
+    json_object_set_new(delta, "reasoning_content",
+                        json_text(r.reasoning + t->reasoning_sent,
+                                  r.reasoning_len - t->reasoning_sent));
+    t->reasoning_sent = r.reasoning_len;
+  }
   /* Blanks around calls are not content (the whole message's content is
    * null then): content is sent from its first non-blank byte on. */
   bool blank = t->content_sent == 0 && !(final && !r.n_calls);
   for (size_t i = 0; i < r.content_len && blank; i++)
     blank = strchr(" \t\r\n", r.content[i]) != NULL;
   if (!blank && r.content_len > t->content_sent) {
-    delta = json_object();
+    if (!delta) delta = json_object();
     json_object_set_new(delta, "content",
                         json_text(r.content + t->content_sent,
                                   r.content_len - t->content_sent));
@@ -94,6 +101,9 @@ json_t *tool_reply_message(const nucleus_model *model, const char *reply,
   json_object_set_new(m, "content",
                       r.n_calls && blank ? json_null()
                                          : json_text(r.content, r.content_len));
+  if (r.reasoning_len)
+    json_object_set_new(m, "reasoning_content",
+                        json_text(r.reasoning, r.reasoning_len));
   if (r.n_calls) {
     json_t *calls = json_array();
     for (size_t i = 0; i < r.n_calls; i++)

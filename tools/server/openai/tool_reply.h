@@ -13,8 +13,9 @@
 #include "nucleus.h"
 
 typedef struct tool_reply {
-  size_t content_sent; /* bytes of decided content already streamed */
-  size_t calls_sent;   /* calls already streamed */
+  size_t content_sent;   /* bytes of decided content already streamed */
+  size_t reasoning_sent; /* bytes of decided reasoning already streamed */
+  size_t calls_sent;     /* calls already streamed */
 } tool_reply;
 
 /* How a reply ends, for what is still undecided at its end. */
@@ -26,15 +27,16 @@ typedef enum tool_reply_end {
                        content */
 } tool_reply_end;
 
-/* The delta of the text so far (reply[0, len)): {"content": ...,
- * "tool_calls": [...]} with what became decided since the last call, or
- * NULL when nothing did. */
+/* The delta of the text so far (reply[0, len)): {"reasoning_content": ...,
+ * "content": ..., "tool_calls": [...]} with what became decided since the
+ * last call, or NULL when nothing did (reasoning: the formats with a
+ * channel for it, harmony). */
 json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
                          const char *reply, size_t len, tool_reply_end end);
 
 /* The assistant message of an ended reply (end: WHOLE or CUT): content
- * (null when empty and there are calls) and tool_calls. *n_calls: how
- * many. */
+ * (null when empty and there are calls), reasoning_content (when the
+ * reply has reasoning) and tool_calls. *n_calls: how many. */
 json_t *tool_reply_message(const nucleus_model *model, const char *reply,
                            size_t len, tool_reply_end end, size_t *n_calls);
 
