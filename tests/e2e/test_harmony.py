@@ -4,7 +4,9 @@ the harmony control tokens and the published template; its text is noise,
 so these check the structure): a call forced by tool_choice (required or
 named) is a commentary message to functions.NAME whose body the grammar
 makes match the tool's schema, parsed into tool_calls, streamed as the
-non-streamed one; reasoning_effort and the conversation's reasoning, call
+non-streamed one; a reply in both channels (forced by a grammar) gives
+reasoning_content and content, streamed alike; reasoning_effort and the
+conversation's reasoning, call
 and result reach the template as it reads them (thinking, arguments as
 objects, "Reasoning: ..."); reasoning_effort is refused elsewhere."""
 
@@ -167,3 +169,26 @@ def test_reasoning_effort_refused_for_other_templates(start_server):
         timeout=30)
     assert r.status_code == 400
     assert r.json()["error"]["param"] == "reasoning_effort"
+
+
+# A reply in both channels, forced by a grammar (the random model would
+# rarely open one): the analysis becomes reasoning_content, the final
+# channel the content, whole and streamed alike.
+TWO_CHANNELS = ('root ::= "<|channel|>analysis<|message|>" [a-z ]{1,20} '
+                '"<|end|><|start|>assistant<|channel|>final<|message|>" '
+                '[a-z ]{1,20}')
+
+
+def test_reasoning_content(client):
+    args = dict(model="m", messages=ASK, temperature=1, seed=11,
+                max_tokens=120, extra_body={"grammar": TWO_CHANNELS})
+    m = client.chat.completions.create(**args).choices[0].message
+    reasoning = m.model_extra["reasoning_content"]
+    assert reasoning and set(reasoning) <= set("abcdefghijklmnopqrstuvwxyz ")
+    assert m.content and set(m.content) <= set("abcdefghijklmnopqrstuvwxyz ")
+    r_text, c_text = "", ""
+    for chunk in client.chat.completions.create(stream=True, **args):
+        d = chunk.choices[0].delta
+        r_text += (d.model_extra or {}).get("reasoning_content") or ""
+        c_text += d.content or ""
+    assert (r_text, c_text) == (reasoning, m.content)
