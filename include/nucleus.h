@@ -258,6 +258,12 @@ nucleus_model_cache_type_v(const nucleus_model *model);
  * types. */
 NUCLEUS_API size_t
 nucleus_model_kv_bytes_per_position(const nucleus_model *model);
+/* The part of those bytes on sliding-window layers, which the cache keeps
+ * for the last *window positions of a sequence only (gemma2/3, gpt-oss;
+ * --swa-full keeps them all); 0 and *window 0 when the model has none.
+ * window may be NULL. */
+NUCLEUS_API size_t nucleus_model_kv_bytes_per_position_swa(
+    const nucleus_model *model, int32_t *window);
 
 /* ------------------------------------------------------------- tokenizer */
 

@@ -119,6 +119,21 @@ size_t nucleus_model_kv_bytes_per_position(const nucleus_model *model) {
                                   nc_model_kv_types(model));
 }
 
+size_t nucleus_model_kv_bytes_per_position_swa(const nucleus_model *model,
+                                               int32_t *window) {
+  if (window) *window = 0;
+  if (!model) return 0;
+  const nc_hparams *hp = nc_model_hparams(model);
+  const nc_model_weights *w = nc_model_weights_of(model);
+  int32_t n_swa = 0;
+  for (int32_t l = 0; hp->n_swa > 0 && l < hp->n_layer; l++)
+    n_swa += w->layers[l].swa ? 1 : 0;
+  if (!n_swa) return 0;
+  if (window) *window = hp->n_swa;
+  return nucleus_model_kv_bytes_per_position(model) / (size_t)hp->n_layer *
+         (size_t)n_swa;
+}
+
 void nucleus_model_free(nucleus_model *model) {
   nc_model_free(model);
 }

@@ -8,15 +8,19 @@ non-streamed one; a reply in both channels (forced by a grammar) gives
 reasoning_content and content, streamed alike; reasoning_effort and the
 conversation's reasoning, call
 and result reach the template as it reads them (thinking, arguments as
-objects, "Reasoning: ..."); reasoning_effort is refused elsewhere."""
+objects, "Reasoning: ..."); reasoning_effort is refused elsewhere; `nucleus
+info` shows the KV bytes of the sliding-window layers."""
 
 import json
 import pathlib
+import subprocess
 
 import jsonschema
 import openai
 import pytest
 import requests
+
+from conftest import NUCLEUS_BIN
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GPTOSS = ROOT / "build/arch/gptoss.gguf"
@@ -192,3 +196,15 @@ def test_reasoning_content(client):
         r_text += (d.model_extra or {}).get("reasoning_content") or ""
         c_text += d.content or ""
     assert (r_text, c_text) == (reasoning, m.content)
+
+
+def test_info_shows_the_windows():
+    # 4 layers, K and V of 2 heads of 64 in F16: 2048 bytes per position,
+    # half of them on the 2 sliding-window layers (window 16)
+    out = subprocess.run([NUCLEUS_BIN, "info", str(GPTOSS)], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    assert out.splitlines()[-3] == (
+        "KV cache (gpt-oss): 2048 bytes per position, 1024 of them on "
+        "sliding-window layers, kept for the last 16 positions only: 1024 "
+        "per position past the window")
+    assert out.splitlines()[-1].endswith(", gpt-oss")

@@ -38,6 +38,8 @@ def test_info_real_model():
                      out, re.M)
     assert re.search(r"^\s+271\s+output_norm\.weight\s+F32\s+\[576\]\s+\d+\s+2304$", out, re.M)
     assert len(re.findall(r"^\s+\d+\s+\S+\s+(F32|Q4_1|Q8_0)\s+\[", out, re.M)) == 272
+    # the KV cache per position: 30 layers, K and V of 3 heads of 64, F16
+    assert out.splitlines()[-3] == "KV cache (llama): 23040 bytes per position"
     # the last line: the architectures of src/model/archs/list.h
     assert out.splitlines()[-1] == ("supported architectures: llama, qwen2, "
                                     "qwen3, phi3, qwen3moe, gemma2, gemma3, "

@@ -224,10 +224,15 @@ int cmd_bench(int argc, char **argv) {
   printf("weights: %s, %.1f MiB in 2 MiB pages\n",
          nucleus_load_mode_name(nucleus_model_load_mode(model)),
          (double)nucleus_model_huge_page_bytes(model) / (1 << 20));
-  printf("KV cache: K %s, V %s, %zu bytes per position\n",
+  int32_t window = 0;
+  const size_t kv_swa = nucleus_model_kv_bytes_per_position_swa(model, &window);
+  printf("KV cache: K %s, V %s, %zu bytes per position",
          nucleus_cache_type_name(nucleus_model_cache_type_k(model)),
          nucleus_cache_type_name(nucleus_model_cache_type_v(model)),
          nucleus_model_kv_bytes_per_position(model));
+  if (kv_swa)
+    printf(" (%zu on sliding-window layers, window %d)", kv_swa, (int)window);
+  printf("\n");
   uint64_t rng = 0x5EEDull;
   double *v = calloc((size_t)reps, sizeof *v);
   int32_t *prefix =

@@ -10,10 +10,33 @@ static void usage(FILE *out) {
           "usage: nucleus info [FILE.gguf | -m FILE.gguf]\n\n"
           "Prints the header, every metadata key (type and value; arrays\n"
           "abbreviated with their count) and the tensor table (name, type,\n"
-          "shape, offset, bytes), then the tensor types and the\n"
-          "architectures this build runs.\n"
+          "shape, offset, bytes), the KV cache's bytes per position when\n"
+          "this build runs the model (and those of its sliding-window\n"
+          "layers), then the tensor types and the architectures this build\n"
+          "runs.\n"
           "Without a file: the default model.\n"
           "Exit status 1 when the file is missing or malformed.\n");
+}
+
+/* The KV cache per position of the file's model, when this build runs it:
+ * all of it, and the part on sliding-window layers (kept for the window's
+ * positions only). */
+static void kv_line(const char *path) {
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 1;
+  nucleus_model *m = NULL;
+  nucleus_error err = {0};
+  if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) return;
+  int32_t window = 0;
+  const size_t all = nucleus_model_kv_bytes_per_position(m);
+  const size_t swa = nucleus_model_kv_bytes_per_position_swa(m, &window);
+  printf("KV cache (%s): %zu bytes per position", nucleus_model_arch(m), all);
+  if (swa)
+    printf(", %zu of them on sliding-window layers, kept for the last %d "
+           "positions only: %zu per position past the window",
+           swa, (int)window, all - swa);
+  printf("\n");
+  nucleus_model_free(m);
 }
 
 int cmd_info(int argc, char **argv) {
@@ -51,6 +74,7 @@ int cmd_info(int argc, char **argv) {
     fprintf(stderr, "nucleus info: %s\n", err.message);
     return 1;
   }
+  kv_line(path);
   printf("supported tensor types:");
   for (size_t i = 0; i < nucleus_type_count(); i++)
     printf("%s %s", i ? "," : "", nucleus_type_name(i));
