@@ -110,6 +110,10 @@ void js_repeat_sep(sb *b, const char *x, const char *sep, long long min,
 /* A JSON string matching pattern p (a regex subset) into b; lo >= 0: with
  * minLength lo and maxLength hi (-1: none) too. */
 int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b);
+/* p[0..n) with its groups that hold anchors (no quantifier) replaced by
+ * their alternatives, as top-level alternatives of the whole
+ * (json_schema_anchor.c); NULL when nothing changes (or too many). */
+char *js_anchors_out(const char *p, size_t n);
 
 typedef enum {
   JS_KW_UNKNOWN,    /* ignored, with a note */

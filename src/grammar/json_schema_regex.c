@@ -490,7 +490,12 @@ static int mixed_alternatives(ctx *c, const char *p, size_t n, long long lo,
 int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
   size_t n = strlen(p);
   if (n > 4096) return js_fail(c, "pattern longer than 4096 bytes");
-  char *whole = NULL;
+  char *whole = js_anchors_out(p, n);
+  if (whole) { /* (^a$)|(^b) -> ^a$|^b */
+    int rc = js_pattern(c, whole, lo, hi, b);
+    free(whole);
+    return rc;
+  }
   if (anchored_alternatives(p, n, &whole)) {
     int rc = js_pattern(c, whole, lo, hi, b);
     free(whole);

@@ -221,6 +221,27 @@ static void test_strings_with_lengths(void **state) {
   assert_true(accepts(p, "\"zefz\""));
   assert_false(accepts(p, "\"zabz\""));
   assert_false(accepts(p, "\"cdz\""));
+  /* anchors inside groups without a quantifier: brought out */
+  p = "{\"type\":\"string\",\"pattern\":\"^$|(^(?:\\\\S+\\\\s+){0,3}\\\\S+$)"
+      "\"}";
+  assert_true(accepts(p, "\"\""));
+  assert_true(accepts(p, "\"two words\""));
+  assert_false(accepts(p, "\"two words \""));
+  p = "{\"type\":\"string\",\"pattern\":\"^([^,]|$)\"}";
+  assert_true(accepts(p, "\"\""));
+  assert_true(accepts(p, "\"a,b\""));
+  assert_false(accepts(p, "\",a\""));
+  p = "{\"type\":\"string\",\"pattern\":\"(^Hpt_|^Int_|_Armour_)\"}";
+  assert_true(accepts(p, "\"Hpt_x\""));
+  assert_true(accepts(p, "\"x_Armour_y\""));
+  assert_false(accepts(p, "\"xHpt_\""));
+  p = "{\"type\":\"string\",\"pattern\":\"(^[a-z]+$)\"}";
+  assert_true(accepts(p, "\"abc\""));
+  assert_false(accepts(p, "\"abc1\""));
+  /* under a quantifier an inner anchor is still refused */
+  assert_non_null(strstr(refuse("{\"type\":\"string\",\"pattern\":"
+                                "\"^(a($|/))*$\"}"),
+                         "anchors"));
   p = "{\"type\":\"string\",\"pattern\":\"^ab|cd\"}";
   assert_true(accepts(p, "\"xcdx\""));
   assert_false(accepts(p, "\"xab\""));
