@@ -468,6 +468,35 @@ static void test_not(void **state) {
   assert_non_null(
       strstr(refuse("{\"type\":\"string\",\"not\":{\"pattern\":\"x\"}}"),
              "'not' is supported for"));
+  /* not an enum of strings: every other string (these were refused) */
+  const char *e = "{\"type\":\"string\",\"not\":{\"enum\":[\"ab\",\"a\","
+                  "\"a.c\",\"x]y\",\"ab\"]}}";
+  assert_true(accepts(e, "\"\""));
+  assert_true(accepts(e, "\"abc\""));
+  assert_true(accepts(e, "\"b\""));
+  assert_true(accepts(e, "\"aXc\""));
+  assert_true(accepts(e, "\"x]\""));
+  assert_false(accepts(e, "\"ab\""));
+  assert_false(accepts(e, "\"a\""));
+  assert_false(accepts(e, "\"a.c\""));
+  assert_false(accepts(e, "\"x]y\""));
+  assert_false(accepts(e, "1"));
+  e = "{\"not\":{\"type\":\"string\",\"const\":\"up\"},\"minLength\":1}";
+  assert_false(accepts(e, "\"\""));
+  assert_false(accepts(e, "\"up\""));
+  assert_true(accepts(e, "\"upx\""));
+  assert_true(accepts(e, "\"u\""));
+  /* not a run of one class: a character outside it */
+  e = "{\"type\":\"string\",\"minLength\":1,\"not\":{\"pattern\":"
+      "\"^[\\\\.\\\\-\\\\s]+$\"}}";
+  assert_true(accepts(e, "\"a\"")); /* with lengths: the core alone */
+  assert_false(accepts(e, "\".\""));
+  assert_false(accepts(e, "\"-\""));
+  assert_false(accepts(e, "\"\""));
+  e = "{\"type\":\"string\",\"not\":{\"pattern\":\"^\\\\d+$\"}}";
+  assert_true(accepts(e, "\"\""));
+  assert_true(accepts(e, "\"12a\""));
+  assert_false(accepts(e, "\"123\""));
 }
 
 int main(void) {
