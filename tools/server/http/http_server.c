@@ -218,11 +218,23 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 /* libmicrohttpd's own messages, marked as such, each written whole. */
+/* libmicrohttpd's complaints that TCP options fail on its end of the
+ * relay's socket pair (http_relay.h), where they mean nothing: a Unix
+ * socket sends at once, without Nagle or corking. */
+static bool relay_socket_noise(const char *line) {
+  static const char *const noise[] = {
+      "Setting TCP_NODELAY option", "Setting TCP_CORK option",
+      "Failed to push the data from buffers to the network"};
+  for (size_t i = 0; i < sizeof noise / sizeof noise[0]; i++)
+    if (!strncmp(line, noise[i], strlen(noise[i]))) return true;
+  return false;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
   char line[1024];
   int n = vsnprintf(line, sizeof line, fmt, ap);
-  if (n < 0) return;
+  if (n < 0 || relay_socket_noise(line)) return;
   size_t len = strlen(line);
   while (len && line[len - 1] == '\n')
     line[--len] = '\0';
