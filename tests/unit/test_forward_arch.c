@@ -614,6 +614,22 @@ static void expect_bad(const char *arch, const char *what, bad_kind kind,
   remove(bad);
 }
 
+/* gpt-oss's own pieces: a missing sink or expert bias, a sink vector of
+ * the wrong width, no window, no expert width */
+static void test_gptoss_bad_files(void **state) {
+  (void)state;
+  expect_bad("gptoss", "blk.0.attn_sinks.weight", BAD_RENAME, 0,
+             "blk.0.attn_sinks.weight");
+  expect_bad("gptoss", "blk.1.ffn_down_exps.bias", BAD_RENAME, 0,
+             "blk.1.ffn_down_exps.bias");
+  expect_bad("gptoss", "blk.2.attn_sinks.weight", BAD_NE0, 3,
+             "blk.2.attn_sinks.weight");
+  expect_bad("gptoss", "gpt-oss.attention.sliding_window", BAD_U32, 0,
+             "gpt-oss.attention.sliding_window");
+  expect_bad("gptoss", "gpt-oss.expert_feed_forward_length", BAD_U32, 0,
+             "gpt-oss.expert_feed_forward_length");
+}
+
 static void test_gemma_bad_files(void **state) {
   (void)state;
   expect_bad("gemma3", "blk.0.attn_q_norm.weight", BAD_RENAME, 0,
@@ -760,6 +776,7 @@ int main(void) {
       cmocka_unit_test(test_gemma3),
       cmocka_unit_test(test_gemma_window_invariance),
       cmocka_unit_test(test_gptoss),
+      cmocka_unit_test(test_gptoss_bad_files),
       cmocka_unit_test(test_gemma_bad_files),
       cmocka_unit_test(test_llamayarn),
       cmocka_unit_test(test_qwen2yarn),
