@@ -1,6 +1,6 @@
 /* The architectures beyond llama (qwen2, qwen3, phi3, qwen3moe, mixtral,
- * gemma2, gemma3) against llama.cpp on the same file and against the
- * reference forward pass.
+ * gemma2, gemma3, gpt-oss) against llama.cpp on the same file and against
+ * the reference forward pass.
  *
  * The files are small random-weight models (scripts/make_arch_gguf.py ARCH
  * build/arch/ARCH.gguf --seed 17: F16 matrices, F32 norms and biases, the
