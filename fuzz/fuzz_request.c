@@ -111,6 +111,12 @@ nucleus_status nucleus_chat_apply(const nucleus_model *model,
   return rc;
 }
 
+/* The CHATML stand-in renders no call syntax (and no harmony). */
+const char *nucleus_model_tool_format(const nucleus_model *model) {
+  (void)model;
+  return "generic";
+}
+
 nucleus_chat_params nucleus_chat_default_params(void) {
   nucleus_chat_params p = {.add_generation_prompt = true};
   return p;
