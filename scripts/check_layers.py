@@ -35,6 +35,7 @@ DEPENDS = {
     "base": [],                      # status, mapped file, threads, unicode
     "gguf": ["base"],                # the file format, tensor types
     "kernels": ["gguf"],             # CPU kernel tables
+    "quantize": ["gguf"],            # writing quantized model files
     "kv": ["kernels"],               # the paged KV cache, prefix index
     "tokenizer": ["gguf"],           # vocab, BPE/SPM, detokenizer
     "jinja": ["base"],               # the sandboxed template interpreter
@@ -43,7 +44,7 @@ DEPENDS = {
     "grammar": ["tokenizer"],        # GBNF, JSON Schema, the token mask
     "model": ["kv", "tokenizer"],    # weights, archs/, batch, forward
     "engine": ["model", "sampling", "grammar"],  # requests, scheduling
-    "api": ["engine", "chat"],       # include/nucleus.h's implementation
+    "api": ["engine", "chat", "quantize"],  # include/nucleus.h's implementation
 }
 PUBLIC = "nucleus.h"
 
@@ -54,6 +55,7 @@ FACES = {
              "option_table.h",
              "unicode_stream.h", "rng.h"],
     "gguf": ["gguf.h", "quant.h", "iq_grids.h"],
+    "quantize": ["quantize.h"],
     "kernels": ["kernels.h", "ops.h", "attn_kernel.h", "attn_flash.h",
                 "sampler_simd.h"],
     "kv": ["kv_cache.h"],

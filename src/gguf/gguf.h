@@ -100,6 +100,11 @@ bool gguf_get_arr_i64(const gguf_file *f, const char *key, uint64_t i,
 bool gguf_get_arr_f64(const gguf_file *f, const char *key, uint64_t i,
                       double *out);
 
+/* The bytes of metadata entry i as the file holds them (key, type and
+ * value), for copying it into another file unchanged. */
+void gguf_kv_raw(const gguf_file *f, int64_t i, const void **bytes,
+                 size_t *len);
+
 /* Writes a value as text (for `nucleus info`); arrays are abbreviated. */
 void gguf_format_value(const gguf_file *f, int64_t i, char *buf, size_t cap);
 

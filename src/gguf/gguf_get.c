@@ -305,3 +305,28 @@ void gguf_format_value(const gguf_file *f, int64_t i, char *buf, size_t cap) {
   }
   if (b.len >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4);
 }
+
+/* ---- raw entries */
+
+/* The end of a string value at p (its u64 length, then the bytes). */
+static const uint8_t *str_end(const uint8_t *p) {
+  return p + 8 + gguf_rd64(p);
+}
+
+void gguf_kv_raw(const gguf_file *f, int64_t i, const void **bytes,
+                 size_t *len) {
+  const gguf_kv *kv = &f->kv[i];
+  const uint8_t *end;
+  if (kv->type == GGUF_TYPE_STRING)
+    end = str_end(kv->val);
+  else if (kv->type != GGUF_TYPE_ARRAY)
+    end = kv->val + gguf_type_size(kv->type);
+  else if (kv->arr_count == 0)
+    end = kv->val;
+  else if (kv->arr_type == GGUF_TYPE_STRING)
+    end = str_end(kv->elems[kv->arr_count - 1]);
+  else
+    end = kv->val + kv->arr_count * gguf_type_size(kv->arr_type);
+  *bytes = f->base + kv->offset;
+  *len = (size_t)(end - (f->base + kv->offset));
+}

@@ -13,6 +13,7 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_params(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 /* The default model's path (see default_model.c) written into buf, or
  * NULL after printing why it cannot be had. */

@@ -19,6 +19,7 @@ static const command COMMANDS[] = {
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"template", cmd_template, "render the chat template for messages"},
     {"perplexity", cmd_perplexity, "perplexity of a text file"},
+    {"quantize", cmd_quantize, "write a model quantized to a file type"},
     {"bench", cmd_bench, "prefill and decode speed"},
     {"params", cmd_params, "the generation parameters and their defaults"},
 };

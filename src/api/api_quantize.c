@@ -1,0 +1,12 @@
+/* nucleus_quantize: a model file quantized to a file type (src/quantize/). */
+#include "nucleus.h"
+#include "quantize/quantize.h"
+
+nucleus_status nucleus_quantize(const char *in_path, const char *out_path,
+                                const char *type, int n_threads,
+                                nucleus_error *err) {
+  if (!in_path || !out_path)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "nucleus_quantize needs an input and an output path");
+  return nc_quantize_file(in_path, out_path, type, n_threads, err);
+}

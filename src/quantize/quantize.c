@@ -1,0 +1,286 @@
+/* quantize: the driver. Reads the input's header (gguf.h), chooses each
+ * tensor's type (quantize_recipe.c), writes the header, metadata and tensor
+ * table, then each tensor: copied when its type stays, else dequantized to
+ * f32 and quantized (quantize_rows.c) a slab of rows at a time, the slabs
+ * spread over n_threads threads. */
+#include "quantize.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "gguf/quant.h"
+#include "quantize_recipe.h"
+#include "quantize_rows.h"
+
+enum { MAX_THREADS = 256 };
+/* f32 values per slab (64 MiB of floats): memory stays bounded. */
+#define SLAB_VALUES ((int64_t)16 << 20)
+#define QNT_VERSION 2u /* ggml's GGML_QNT_VERSION */
+
+const char *nc_quantize_type_names(void) {
+  return nc_ftype_names();
+}
+
+typedef struct out_file {
+  FILE *fp;
+  const char *path;
+  nc_error *err;
+  nc_code code;
+} out_file;
+
+static void put(out_file *o, const void *p, size_t n) {
+  if (o->code || n == 0) return;
+  if (fwrite(p, 1, n, o->fp) != n)
+    o->code = nc_fail(o->err, NC_ERR_IO, "cannot write '%s': %s", o->path,
+                      strerror(errno));
+}
+
+static void put_u32(out_file *o, uint32_t v) {
+  uint8_t b[4];
+  for (int i = 0; i < 4; i++)
+    b[i] = (uint8_t)(v >> 8 * i);
+  put(o, b, 4);
+}
+
+static void put_u64(out_file *o, uint64_t v) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; i++)
+    b[i] = (uint8_t)(v >> 8 * i);
+  put(o, b, 8);
+}
+
+static void put_str(out_file *o, const char *s) {
+  put_u64(o, strlen(s));
+  put(o, s, strlen(s));
+}
+
+static void put_zeros(out_file *o, size_t n) {
+  static const uint8_t z[64] = {0};
+  while (n > 0 && !o->code) {
+    const size_t k = n < sizeof z ? n : sizeof z;
+    put(o, z, k);
+    n -= k;
+  }
+}
+
+static uint64_t pad_to(uint64_t n, uint64_t align) {
+  return (n + align - 1) / align * align;
+}
+
+/* ggml_n_dims: the dimensions up to the last one above 1 (at least 1). */
+static uint32_t n_dims_of(const gguf_tensor_info *t) {
+  uint32_t n = 1;
+  for (uint32_t d = 1; d < GGUF_MAX_DIMS; d++)
+    if (t->ne[d] > 1) n = d + 1;
+  return n;
+}
+
+static bool key_is(gguf_str k, const char *s) {
+  return k.len == strlen(s) && memcmp(k.ptr, s, k.len) == 0;
+}
+
+static bool is_split_key(gguf_str k) {
+  return key_is(k, "split.no") || key_is(k, "split.count") ||
+         key_is(k, "split.tensors.count");
+}
+
+static bool is_set_key(gguf_str k) {
+  return key_is(k, "general.quantization_version") ||
+         key_is(k, "general.file_type");
+}
+
+/* The metadata: every entry copied in order but the split keys (one file
+ * out) and the two quantization keys, which are set: removed and added at
+ * the end, as llama.cpp's gguf_set_val does. */
+static void write_kvs(out_file *o, const gguf_file *f, uint32_t ftype) {
+  const int64_t n = gguf_kv_count(f);
+  uint64_t kept = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const gguf_str k = gguf_kv_key(f, i);
+    kept += !is_split_key(k) && !is_set_key(k);
+  }
+  put_u64(o, kept + 2);
+  for (int64_t i = 0; i < n; i++) {
+    const gguf_str k = gguf_kv_key(f, i);
+    if (is_split_key(k) || is_set_key(k)) continue;
+    const void *raw;
+    size_t len;
+    gguf_kv_raw(f, i, &raw, &len);
+    put(o, raw, len);
+  }
+  put_str(o, "general.quantization_version");
+  put_u32(o, GGUF_TYPE_UINT32);
+  put_u32(o, QNT_VERSION);
+  put_str(o, "general.file_type");
+  put_u32(o, GGUF_TYPE_UINT32);
+  put_u32(o, ftype);
+}
+
+static uint64_t n_rows_of(const gguf_tensor_info *t) {
+  uint64_t r = 1;
+  for (uint32_t d = 1; d < GGUF_MAX_DIMS; d++)
+    r *= (uint64_t)t->ne[d];
+  return r;
+}
+
+static size_t out_size(const nc_recipe_entry *e) {
+  return nc_row_size(e->type, e->tensor->ne[0]) * (size_t)n_rows_of(e->tensor);
+}
+
+/* One thread's share of a slab: rows [r0, r1). */
+typedef struct slab_job {
+  const nc_recipe_entry *e;
+  const uint8_t *src; /* the slab's first input row */
+  uint8_t *dst;       /* its first output row */
+  float *f32;         /* scratch, a row at a time */
+  int64_t r0, r1;
+} slab_job;
+
+static void *run_slab(void *arg) {
+  const slab_job *j = arg;
+  const gguf_tensor_info *t = j->e->tensor;
+  const int64_t n = t->ne[0];
+  const size_t in_row = nc_row_size((nc_type)t->type, n);
+  const size_t out_row = nc_row_size(j->e->type, n);
+  for (int64_t r = j->r0; r < j->r1; r++) {
+    nc_dequantize_row((nc_type)t->type, j->src + (size_t)r * in_row, j->f32, n);
+    nc_quantize_weights(j->e->type, j->f32, j->dst + (size_t)r * out_row, 1, n);
+  }
+  return NULL;
+}
+
+static void write_tensor(out_file *o, const nc_recipe_entry *e, int n_threads,
+                         uint8_t *buf, float *scratch) {
+  const gguf_tensor_info *t = e->tensor;
+  if (e->type == (nc_type)t->type) {
+    put(o, t->data, (size_t)t->nbytes);
+    return;
+  }
+  const int64_t n = t->ne[0], rows = (int64_t)n_rows_of(t);
+  const int64_t slab = SLAB_VALUES / n > 0 ? SLAB_VALUES / n : 1;
+  const size_t in_row = nc_row_size((nc_type)t->type, n);
+  const size_t out_row = nc_row_size(e->type, n);
+  for (int64_t s0 = 0; s0 < rows && !o->code; s0 += slab) {
+    const int64_t m = rows - s0 < slab ? rows - s0 : slab;
+    slab_job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (int k = 0; k < n_threads; k++) {
+      jobs[k] = (slab_job){e,
+                           (const uint8_t *)t->data + (size_t)s0 * in_row,
+                           buf,
+                           scratch + (size_t)k * (size_t)n,
+                           m * k / n_threads,
+                           m * (k + 1) / n_threads};
+      if (k > 0)
+        started[k] = pthread_create(&tid[k], NULL, run_slab, &jobs[k]) == 0;
+    }
+    run_slab(&jobs[0]);
+    for (int k = 1; k < n_threads; k++) {
+      if (started[k])
+        pthread_join(tid[k], NULL);
+      else
+        run_slab(&jobs[k]); /* no thread: its rows here */
+    }
+    put(o, buf, (size_t)m * out_row);
+  }
+}
+
+static nc_code write_file(out_file *o, const gguf_file *f, const nc_ftype *ft,
+                          const nc_recipe_entry *es, int n_threads) {
+  const int64_t nt = gguf_tensor_count(f);
+  const uint64_t align = gguf_alignment(f);
+  put(o, "GGUF", 4);
+  put_u32(o, 3);
+  put_u64(o, (uint64_t)nt);
+  write_kvs(o, f, ft->id);
+  uint64_t off = 0, header = 4 + 4 + 8 + 8;
+  int64_t max_ne0 = 1;
+  size_t max_slab = 0;
+  for (int64_t i = 0; i < nt; i++) {
+    const gguf_tensor_info *t = es[i].tensor;
+    const uint32_t nd = n_dims_of(t);
+    put_str(o, t->name);
+    put_u32(o, nd);
+    for (uint32_t d = 0; d < nd; d++)
+      put_u64(o, (uint64_t)t->ne[d]);
+    put_u32(o, (uint32_t)es[i].type);
+    put_u64(o, off);
+    off += pad_to(out_size(&es[i]), align);
+    if (t->ne[0] > max_ne0) max_ne0 = t->ne[0];
+    const int64_t slab =
+        SLAB_VALUES / t->ne[0] > 0 ? SLAB_VALUES / t->ne[0] : 1;
+    const int64_t rows = (int64_t)n_rows_of(t);
+    const size_t bytes =
+        nc_row_size(es[i].type, t->ne[0]) * (size_t)(rows < slab ? rows : slab);
+    if (bytes > max_slab) max_slab = bytes;
+  }
+  if (o->code) return o->code;
+  const long pos = ftell(o->fp);
+  if (pos < 0)
+    return nc_fail(o->err, NC_ERR_IO, "cannot write '%s': %s", o->path,
+                   strerror(errno));
+  header = (uint64_t)pos;
+  put_zeros(o, (size_t)(pad_to(header, align) - header));
+  uint8_t *buf = malloc(max_slab ? max_slab : 1);
+  float *scratch = malloc(sizeof(float) * (size_t)max_ne0 * (size_t)n_threads);
+  if (!buf || !scratch) {
+    free(buf);
+    free(scratch);
+    return nc_fail(o->err, NC_ERR_NOMEM,
+                   "out of memory for a quantization slab of %zu bytes",
+                   max_slab);
+  }
+  for (int64_t i = 0; i < nt && !o->code; i++) {
+    write_tensor(o, &es[i], n_threads, buf, scratch);
+    const size_t sz = out_size(&es[i]);
+    put_zeros(o, (size_t)(pad_to(sz, align) - sz));
+  }
+  free(buf);
+  free(scratch);
+  return o->code;
+}
+
+nc_code nc_quantize_file(const char *in_path, const char *out_path,
+                         const char *type, int n_threads, nc_error *err) {
+  const nc_ftype *ft = nc_ftype_by_name(type);
+  if (!ft)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "unknown quantization type '%s' (allowed: %s)",
+                   type ? type : "(null)", nc_ftype_names());
+  if (n_threads < 1 || n_threads > MAX_THREADS)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "threads %d is outside [1, %d]", n_threads, MAX_THREADS);
+  gguf_file *f = NULL;
+  nc_code c = gguf_open(in_path, &f, err);
+  if (c) return c;
+  const int64_t nt = gguf_tensor_count(f);
+  nc_recipe_entry *es = calloc(nt > 0 ? (size_t)nt : 1, sizeof *es);
+  if (!es) {
+    gguf_close(f);
+    return nc_fail(err, NC_ERR_NOMEM, "out of memory for %" PRId64 " tensors",
+                   nt);
+  }
+  c = nc_quantize_recipe(f, ft, es, err);
+  if (!c) {
+    out_file o = {fopen(out_path, "wb"), out_path, err, NC_OK};
+    if (!o.fp) {
+      c = nc_fail(err, NC_ERR_IO, "cannot create '%s': %s", out_path,
+                  strerror(errno));
+    } else {
+      c = write_file(&o, f, ft, es, n_threads);
+      if (fclose(o.fp) != 0 && !c)
+        c = nc_fail(err, NC_ERR_IO, "cannot write '%s': %s", out_path,
+                    strerror(errno));
+      if (c) remove(out_path);
+    }
+  }
+  free(es);
+  gguf_close(f);
+  return c;
+}

@@ -1,0 +1,240 @@
+/* quantize_recipe: llama.cpp's tensor type choices (its
+ * llama_tensor_get_type without an importance matrix, user overrides or
+ * --pure) for the file types this build writes. */
+#include "quantize_recipe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "quantize_rows.h"
+
+static const nc_ftype k_ftypes[] = {
+    {"Q4_0", 2, NC_TYPE_Q4_0},    {"Q4_1", 3, NC_TYPE_Q4_1},
+    {"Q8_0", 7, NC_TYPE_Q8_0},    {"Q5_0", 8, NC_TYPE_Q5_0},
+    {"Q5_1", 9, NC_TYPE_Q5_1},    {"Q4_K_S", 14, NC_TYPE_Q4_K},
+    {"Q4_K_M", 15, NC_TYPE_Q4_K}, {"Q5_K_S", 16, NC_TYPE_Q5_K},
+    {"Q5_K_M", 17, NC_TYPE_Q5_K}, {"Q6_K", 18, NC_TYPE_Q6_K},
+};
+enum { N_FTYPES = sizeof k_ftypes / sizeof k_ftypes[0] };
+
+const nc_ftype *nc_ftype_by_name(const char *name) {
+  if (!name) return NULL;
+  if (strcasecmp(name, "Q4_K") == 0) name = "Q4_K_M";
+  if (strcasecmp(name, "Q5_K") == 0) name = "Q5_K_M";
+  for (int i = 0; i < N_FTYPES; i++)
+    if (strcasecmp(name, k_ftypes[i].name) == 0) return &k_ftypes[i];
+  return NULL;
+}
+
+const char *nc_ftype_names(void) {
+  return "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K_S, Q4_K_M (Q4_K), Q5_K_S, "
+         "Q5_K_M (Q5_K), Q6_K";
+}
+
+typedef enum category {
+  CAT_OTHER,
+  CAT_OUTPUT,
+  CAT_TOKEN_EMBD,
+  CAT_ATTN_QKV,
+  CAT_ATTN_KV_B,
+  CAT_ATTN_V,
+  CAT_ATTN_K,
+  CAT_ATTN_Q,
+  CAT_ATTN_OUTPUT,
+  CAT_FFN_UP,
+  CAT_FFN_GATE,
+  CAT_FFN_DOWN,
+} category;
+
+static bool has(const char *name, const char *part) {
+  return strstr(name, part) != NULL;
+}
+
+/* llama.cpp's broad tensor categories, first match wins. */
+static category category_of(const char *name) {
+  if (strcmp(name, "output.weight") == 0) return CAT_OUTPUT;
+  if (strcmp(name, "token_embd.weight") == 0 ||
+      strcmp(name, "per_layer_token_embd.weight") == 0)
+    return CAT_TOKEN_EMBD;
+  static const struct {
+    const char *part;
+    category cat;
+  } parts[] = {
+      {"attn_qkv.weight", CAT_ATTN_QKV},
+      {"attn_kv_b.weight", CAT_ATTN_KV_B},
+      {"attn_v.weight", CAT_ATTN_V},
+      {"attn_k.weight", CAT_ATTN_K},
+      {"attn_q.weight", CAT_ATTN_Q},
+      {"attn_output.weight", CAT_ATTN_OUTPUT},
+      {"ffn_up", CAT_FFN_UP},
+      {"ffn_gate", CAT_FFN_GATE},
+      {"ffn_down", CAT_FFN_DOWN},
+  };
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    if (has(name, parts[i].part)) return parts[i].cat;
+  return CAT_OTHER;
+}
+
+static bool attn_v_like(category c) {
+  return c == CAT_ATTN_V || c == CAT_ATTN_QKV || c == CAT_ATTN_KV_B;
+}
+
+/* Whether llama.cpp quantizes a tensor at all: matrices (2+ dims) whose name
+ * ends in "weight", but norms, expert routers and the small or positional
+ * tensors it names. */
+static bool quantizable(const gguf_tensor_info *t) {
+  if (t->n_dims < 2) return false;
+  const char *n = t->name;
+  const size_t len = strlen(n);
+  if (len < 6 || strcmp(n + len - 6, "weight") != 0) return false;
+  static const char *const keep[] = {"_norm.weight",
+                                     "ffn_gate_inp.weight",
+                                     "ffn_gate_tid2eid.weight",
+                                     "altup",
+                                     "laurel",
+                                     "per_layer_model_proj",
+                                     "ssm_conv1d",
+                                     "shortconv.conv.weight",
+                                     "indexer.k_proj.weight",
+                                     "indexer.q_proj.weight",
+                                     "time_mix_",
+                                     "attn_rel_b.weight",
+                                     ".position_embd",
+                                     "sam.pos_embd",
+                                     "sam.neck.",
+                                     "sam.net_",
+                                     ".rel_pos",
+                                     ".patch_embd",
+                                     ".patch_merger",
+                                     "a.rvq.codebook",
+                                     "mm.a.code_embd"};
+  for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+    if (has(n, keep[i])) return false;
+  return strcmp(n, "position_embd.weight") != 0 &&
+         strcmp(n, "token_types.weight") != 0;
+}
+
+/* The layer of "blk.N.", -1 outside the layers. */
+static int layer_of(const char *name) {
+  int n = -1;
+  if (sscanf(name, "blk.%d.", &n) != 1) return -1;
+  return n;
+}
+
+static int by_layer_then_name(const void *a, const void *b) {
+  const gguf_tensor_info *x = ((const nc_recipe_entry *)a)->tensor;
+  const gguf_tensor_info *y = ((const nc_recipe_entry *)b)->tensor;
+  const int lx = layer_of(x->name), ly = layer_of(y->name);
+  if (lx != ly) return lx < ly ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static bool more_bits(int i, int n) {
+  return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+}
+
+/* The model facts the rules read. */
+typedef struct recipe_state {
+  int n_attn_wv, i_attn_wv, n_layer, i_ffn_down;
+  int64_t n_expert;
+  bool tied; /* no output.weight: token_embd is also the output */
+} recipe_state;
+
+static nc_type fallback(nc_type t, int64_t ncols) {
+  const int64_t bs = nc_type_traits_of((uint32_t)t)->block_size;
+  if (ncols % bs == 0) return t;
+  nc_type f = t;
+  switch (t) {
+  case NC_TYPE_Q4_K: f = NC_TYPE_Q5_0; break;
+  case NC_TYPE_Q5_K: f = NC_TYPE_Q5_1; break;
+  case NC_TYPE_Q6_K: f = NC_TYPE_Q8_0; break;
+  default: break; /* the 32-block types: F16 below */
+  }
+  if (ncols % nc_type_traits_of((uint32_t)f)->block_size != 0) f = NC_TYPE_F16;
+  return f;
+}
+
+static nc_type rule(recipe_state *s, const nc_ftype *ft,
+                    const gguf_tensor_info *t) {
+  nc_type ty = ft->base;
+  const category c = category_of(t->name);
+  const uint32_t id = ft->id;
+  const bool q4km = id == 15, q5km = id == 17, q4ks = id == 14;
+  if (c == CAT_OUTPUT || (s->tied && c == CAT_TOKEN_EMBD)) {
+    const int64_t bs = nc_type_traits_of((uint32_t)ty)->block_size;
+    if (t->ne[0] % bs != 0)
+      ty = NC_TYPE_Q8_0;
+    else if (ty != NC_TYPE_Q8_0)
+      ty = NC_TYPE_Q6_K;
+  } else if (c == CAT_TOKEN_EMBD) {
+    /* unchanged for these file types */
+  } else if (attn_v_like(c)) {
+    if ((q4km || q5km) && more_bits(s->i_attn_wv, s->n_attn_wv))
+      ty = NC_TYPE_Q6_K;
+    else if (q4ks && s->i_attn_wv < 4)
+      ty = NC_TYPE_Q5_K;
+    if (s->n_expert == 8) ty = NC_TYPE_Q8_0;
+    s->i_attn_wv++;
+  } else if (c == CAT_ATTN_K) {
+    if (s->n_expert == 8) ty = NC_TYPE_Q8_0;
+  } else if (c == CAT_FFN_DOWN) {
+    const int i_layer = s->n_expert > 1 ? layer_of(t->name) : s->i_ffn_down;
+    const int n = s->n_layer;
+    if (q4km) {
+      if (more_bits(i_layer, n)) ty = NC_TYPE_Q6_K;
+    } else if (q5km && more_bits(i_layer, n)) {
+      ty = NC_TYPE_Q6_K;
+    } else if (q4ks && i_layer < n / 8) {
+      ty = NC_TYPE_Q5_K;
+    }
+    s->i_ffn_down++;
+  } else if (c == CAT_ATTN_OUTPUT) {
+    if (s->n_expert == 8 && (q4ks || q4km)) ty = NC_TYPE_Q5_K;
+  }
+  return fallback(ty, t->ne[0]);
+}
+
+/* <arch>.key as an integer, or dflt. */
+static int64_t arch_int(const gguf_file *f, const char *key, int64_t dflt) {
+  gguf_str arch;
+  if (!gguf_get_str(f, "general.architecture", &arch) || arch.len > 64)
+    return dflt;
+  char full[160];
+  snprintf(full, sizeof full, "%.*s.%s", (int)arch.len, arch.ptr, key);
+  int64_t v;
+  return gguf_get_i64(f, full, &v) ? v : dflt;
+}
+
+nc_code nc_quantize_recipe(const gguf_file *f, const nc_ftype *ftype,
+                           nc_recipe_entry *out, nc_error *err) {
+  const int64_t n = gguf_tensor_count(f);
+  recipe_state s = {0};
+  s.tied = gguf_find_tensor(f, "output.weight") == NULL;
+  s.n_layer = (int)arch_int(f, "block_count", 0);
+  s.n_expert = arch_int(f, "expert_count", 0);
+  for (int64_t i = 0; i < n; i++) {
+    out[i].tensor = gguf_tensor_at(f, i);
+    s.n_attn_wv += attn_v_like(category_of(out[i].tensor->name));
+  }
+  qsort(out, (size_t)n, sizeof *out, by_layer_then_name);
+  for (int64_t i = 0; i < n; i++) {
+    const gguf_tensor_info *t = out[i].tensor;
+    out[i].type = (nc_type)t->type;
+    if (!quantizable(t)) continue;
+    const nc_type ty = rule(&s, ftype, t);
+    if (ty == (nc_type)t->type) continue;
+    if (!nc_quantize_weights_supported(ty))
+      return nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "tensor '%s' would become %s, which this build cannot "
+                     "write",
+                     t->name, nc_type_name(ty));
+    if (!nc_type_traits_of(t->type) || !nc_type_traits_of(t->type)->supported)
+      return nc_fail(err, NC_ERR_UNSUPPORTED,
+                     "tensor '%s' has type %s, which this build cannot read",
+                     t->name, nc_type_name(t->type));
+    out[i].type = ty;
+  }
+  return NC_OK;
+}

@@ -1,0 +1,393 @@
+/* quantize_rows: the weight quantizers, each in the float order of ggml's
+ * reference quantizer for its type (the one llama.cpp's quantizer runs when
+ * it has no importance matrix), so that a file quantized here holds the
+ * bytes llama.cpp's would. Compiled without FMA contraction, like the
+ * generic x86-64 build of ggml's base library. */
+#include "quantize_rows.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+/* ggml's nearest_int: round to nearest, ties to even, through the float
+ * mantissa (|v| < 2^22). */
+static int nearest_int(float v) {
+  const float t = v + 12582912.f;
+  int32_t i;
+  memcpy(&i, &t, sizeof i);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+static int clampi(int v, int lo, int hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* ---------------------------------------------------------- 32-blocks */
+
+/* The value of largest magnitude (the first, on ties) and its magnitude. */
+static float signed_max(const float *x, int n, float *amax) {
+  float a = 0.0f, m = 0.0f;
+  for (int j = 0; j < n; j++)
+    if (a < fabsf(x[j])) {
+      a = fabsf(x[j]);
+      m = x[j];
+    }
+  *amax = a;
+  return m;
+}
+
+static void min_max(const float *x, int n, float *mn, float *mx) {
+  float lo = FLT_MAX, hi = -FLT_MAX;
+  for (int j = 0; j < n; j++) {
+    if (x[j] < lo) lo = x[j];
+    if (x[j] > hi) hi = x[j];
+  }
+  *mn = lo;
+  *mx = hi;
+}
+
+static void q5_0_row(const float *x, block_q5_0 *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK5_0) {
+    float amax;
+    const float d = signed_max(x, QK5_0, &amax) / -16;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = nc_fp32_to_fp16(d);
+    uint32_t qh = 0;
+    for (int j = 0; j < QK5_0 / 2; j++) {
+      const int a = (int8_t)(x[j] * id + 16.5f);
+      const int b = (int8_t)(x[j + QK5_0 / 2] * id + 16.5f);
+      const uint8_t q0 = (uint8_t)(a < 31 ? a : 31),
+                    q1 = (uint8_t)(b < 31 ? b : 31);
+      y[i].qs[j] = (uint8_t)((q0 & 15) | (q1 & 15) << 4);
+      qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
+    }
+    memcpy(y[i].qh, &qh, sizeof qh);
+  }
+}
+
+static void q4_1_row(const float *x, block_q4_1 *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK4_1) {
+    float mn, mx;
+    min_max(x, QK4_1, &mn, &mx);
+    const float d = (mx - mn) / 15;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = nc_fp32_to_fp16(d);
+    y[i].m = nc_fp32_to_fp16(mn);
+    for (int j = 0; j < QK4_1 / 2; j++) {
+      const int a = (int8_t)((x[j] - mn) * id + 0.5f);
+      const int b = (int8_t)((x[j + QK4_1 / 2] - mn) * id + 0.5f);
+      y[i].qs[j] = (uint8_t)((a < 15 ? a : 15) | (b < 15 ? b : 15) << 4);
+    }
+  }
+}
+
+static void q5_1_row(const float *x, block_q5_1 *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK5_1) {
+    float mn, mx;
+    min_max(x, QK5_1, &mn, &mx);
+    const float d = (mx - mn) / 31;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = nc_fp32_to_fp16(d);
+    y[i].m = nc_fp32_to_fp16(mn);
+    uint32_t qh = 0;
+    for (int j = 0; j < QK5_1 / 2; j++) {
+      const uint8_t q0 = (uint8_t)((x[j] - mn) * id + 0.5f);
+      const uint8_t q1 = (uint8_t)((x[j + QK5_1 / 2] - mn) * id + 0.5f);
+      y[i].qs[j] = (uint8_t)((q0 & 15) | (q1 & 15) << 4);
+      qh |= (uint32_t)((q0 & 0x10u) >> 4) << j | (uint32_t)((q1 & 0x10u) >> 4)
+                                                     << (j + 16);
+    }
+    memcpy(y[i].qh, &qh, sizeof qh);
+  }
+}
+
+static void q8_0_row(const float *x, block_q8_0 *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK8_0) {
+    float amax = 0.0f;
+    for (int j = 0; j < QK8_0; j++)
+      amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]);
+    const float d = amax / 127;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[i].d = nc_fp32_to_fp16(d);
+    for (int j = 0; j < QK8_0; j++)
+      y[i].qs[j] = (int8_t)roundf(x[j] * id);
+  }
+}
+
+/* ----------------------------------------------------------- K-quants */
+
+/* ggml's make_qkx2_quants: levels 0..nmax with a scale and a min (returned
+ * as -min in *neg_min) for n weighted values, searching nstep + 1 inverse
+ * scales around nmax / (max - min) for the least weighted squared error. */
+static float fit_scale_min(int n, int nmax, const float *x, const float *w,
+                           uint8_t *L, float *neg_min, uint8_t *Laux,
+                           float rmin, float rdelta, int nstep) {
+  float mn = x[0], mx = x[0];
+  float sum_w = w[0], sum_x = sum_w * x[0];
+  for (int i = 1; i < n; i++) {
+    if (x[i] < mn) mn = x[i];
+    if (x[i] > mx) mx = x[i];
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (mn > 0) mn = 0;
+  if (mx == mn) {
+    memset(L, 0, (size_t)n);
+    *neg_min = -mn;
+    return 0.f;
+  }
+  float iscale = nmax / (mx - mn);
+  float scale = 1 / iscale;
+  float best = 0;
+  for (int i = 0; i < n; i++) {
+    L[i] = (uint8_t)clampi(nearest_int(iscale * (x[i] - mn)), 0, nmax);
+    const float diff = scale * L[i] + mn - x[i];
+    best += w[i] * (diff * diff);
+  }
+  for (int is = 0; is <= nstep; is++) {
+    iscale = (rmin + rdelta * is + nmax) / (mx - mn);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; i++) {
+      const int l = clampi(nearest_int(iscale * (x[i] - mn)), 0, nmax);
+      Laux[i] = (uint8_t)l;
+      sum_l += w[i] * l;
+      sum_l2 += w[i] * l * l;
+      sum_xl += w[i] * l * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float err = 0;
+      for (int i = 0; i < n; i++) {
+        const float diff = this_scale * Laux[i] + this_min - x[i];
+        err += w[i] * (diff * diff);
+      }
+      if (err < best) {
+        memcpy(L, Laux, (size_t)n);
+        best = err;
+        scale = this_scale;
+        mn = this_min;
+      }
+    }
+  }
+  *neg_min = -mn;
+  return scale;
+}
+
+/* The 12 scale bytes of a Q4_K/Q5_K superblock from 6-bit scales and mins
+ * (nc_k4_scale_min's inverse). */
+static void pack_k4_scales(const uint8_t ls[8], const uint8_t lm[8],
+                           uint8_t q[K_SCALE_SIZE]) {
+  for (int j = 0; j < 4; j++) {
+    q[j] = (uint8_t)(ls[j] | (ls[j + 4] >> 4) << 6);
+    q[j + 4] = (uint8_t)(lm[j] | (lm[j + 4] >> 4) << 6);
+    q[j + 8] = (uint8_t)((ls[j + 4] & 15) | (lm[j + 4] & 15) << 4);
+  }
+}
+
+/* Q4_K (nmax 15) and Q5_K (nmax 31) superblocks: per 32 a scale and min
+ * fitted with weights av_x + |x|, both quantized to 6 bits against their
+ * largest, then the levels requantized against the stored values.
+ * Writes L[256], the 12 scale bytes, d and dmin. */
+static void kquant_levels(const float *x, int nmax, float rmin, int nstep,
+                          uint8_t L[QK_K], uint8_t scales[K_SCALE_SIZE],
+                          nc_fp16 *dd, nc_fp16 *dmin) {
+  float sc[8], mins[8], w[32];
+  uint8_t Laux[32];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; j++) {
+    const float *xj = x + 32 * j;
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; l++)
+      sum_x2 += xj[l] * xj[l];
+    const float av_x = sqrtf(sum_x2 / 32);
+    for (int l = 0; l < 32; l++)
+      w[l] = av_x + fabsf(xj[l]);
+    sc[j] = fit_scale_min(32, nmax, xj, w, L + 32 * j, &mins[j], Laux, rmin,
+                          0.1f, nstep);
+    if (sc[j] > max_scale) max_scale = sc[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+  const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+  const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+  uint8_t ls[8], lm[8];
+  for (int j = 0; j < 8; j++) {
+    const uint8_t a = (uint8_t)nearest_int(inv_scale * sc[j]);
+    const uint8_t b = (uint8_t)nearest_int(inv_min * mins[j]);
+    ls[j] = a < 63 ? a : 63;
+    lm[j] = b < 63 ? b : 63;
+  }
+  pack_k4_scales(ls, lm, scales);
+  *dd = nc_fp32_to_fp16(max_scale / 63.f);
+  *dmin = nc_fp32_to_fp16(max_min / 63.f);
+  for (int j = 0; j < 8; j++) {
+    uint8_t s, m;
+    nc_k4_scale_min(j, scales, &s, &m);
+    const float d = nc_fp16_to_fp32(*dd) * s;
+    if (d == 0.0f) continue;
+    const float dm = nc_fp16_to_fp32(*dmin) * m;
+    for (int l = 0; l < 32; l++)
+      L[32 * j + l] =
+          (uint8_t)clampi(nearest_int((x[32 * j + l] + dm) / d), 0, nmax);
+  }
+}
+
+static void q4_k_row(const float *x, block_q4_K *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK_K) {
+    uint8_t L[QK_K];
+    kquant_levels(x, 15, -1.f, 20, L, y[i].scales, &y[i].d, &y[i].dmin);
+    for (int c = 0; c < 4; c++)
+      for (int l = 0; l < 32; l++)
+        y[i].qs[32 * c + l] =
+            (uint8_t)(L[64 * c + l] | L[64 * c + 32 + l] << 4);
+  }
+}
+
+static void q5_k_row(const float *x, block_q5_K *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK_K) {
+    uint8_t L[QK_K];
+    kquant_levels(x, 31, -0.5f, 15, L, y[i].scales, &y[i].d, &y[i].dmin);
+    memset(y[i].qh, 0, sizeof y[i].qh);
+    for (int c = 0; c < 4; c++)
+      for (int l = 0; l < 32; l++) {
+        const int a = L[64 * c + l], b = L[64 * c + 32 + l];
+        y[i].qh[l] |= (uint8_t)((a > 15) << (2 * c) | (b > 15) << (2 * c + 1));
+        y[i].qs[32 * c + l] = (uint8_t)((a & 15) | (b & 15) << 4);
+      }
+  }
+}
+
+/* ggml's make_qx_quants with rmse_type 1 (weights x^2): signed levels
+ * -nmax..nmax-1 for 16 values, 19 inverse scales tried around -nmax / max;
+ * L gets level + nmax. */
+static float fit_scale_signed(int n, int nmax, const float *x, int8_t *L) {
+  float mx = 0, amax = 0;
+  for (int i = 0; i < n; i++)
+    if (fabsf(x[i]) > amax) {
+      amax = fabsf(x[i]);
+      mx = x[i];
+    }
+  if (amax < 1e-15f) {
+    memset(L, 0, (size_t)n);
+    return 0.f;
+  }
+  float iscale = -nmax / mx;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; i++) {
+    const int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = (int8_t)(l + nmax);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; is++) {
+    if (is == 0) continue;
+    iscale = -(nmax + 0.1f * is) / mx;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; i++) {
+      const int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * l;
+      suml2 += w * l * l;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; i++)
+        L[i] = (int8_t)(nmax +
+                        clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+static void q6_k_row(const float *x, block_q6_K *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK_K) {
+    int8_t L[QK_K];
+    float sc[16], max_scale = 0, max_abs = 0;
+    for (int ib = 0; ib < 16; ib++) {
+      sc[ib] = fit_scale_signed(16, 32, x + 16 * ib, L + 16 * ib);
+      if (fabsf(sc[ib]) > max_abs) {
+        max_abs = fabsf(sc[ib]);
+        max_scale = sc[ib];
+      }
+    }
+    if (max_abs < 1e-15f) {
+      memset(&y[i], 0, sizeof y[i]);
+      continue;
+    }
+    const float iscale = -128.f / max_scale;
+    y[i].d = nc_fp32_to_fp16(1 / iscale);
+    for (int ib = 0; ib < 16; ib++) {
+      const int s = nearest_int(iscale * sc[ib]);
+      y[i].scales[ib] = (int8_t)(s < 127 ? s : 127);
+    }
+    for (int j = 0; j < 16; j++) {
+      const float d = nc_fp16_to_fp32(y[i].d) * y[i].scales[j];
+      if (d == 0.0f) continue;
+      for (int l = 0; l < 16; l++)
+        L[16 * j + l] =
+            (int8_t)(clampi(nearest_int(x[16 * j + l] / d), -32, 31) + 32);
+    }
+    for (int h = 0; h < 2; h++) {
+      const int8_t *Lh = L + 128 * h;
+      uint8_t *ql = y[i].ql + 64 * h, *qh = y[i].qh + 32 * h;
+      for (int l = 0; l < 32; l++) {
+        ql[l] = (uint8_t)((Lh[l] & 15) | (Lh[l + 64] & 15) << 4);
+        ql[l + 32] = (uint8_t)((Lh[l + 32] & 15) | (Lh[l + 96] & 15) << 4);
+        qh[l] = (uint8_t)((Lh[l] >> 4) | (Lh[l + 32] >> 4) << 2 |
+                          (Lh[l + 64] >> 4) << 4 | (Lh[l + 96] >> 4) << 6);
+      }
+    }
+  }
+}
+
+/* --------------------------------------------------------------- table */
+
+bool nc_quantize_weights_supported(nc_type t) {
+  switch (t) {
+  case NC_TYPE_F32:
+  case NC_TYPE_F16:
+  case NC_TYPE_BF16:
+  case NC_TYPE_Q4_0:
+  case NC_TYPE_Q4_1:
+  case NC_TYPE_Q5_0:
+  case NC_TYPE_Q5_1:
+  case NC_TYPE_Q8_0:
+  case NC_TYPE_Q4_K:
+  case NC_TYPE_Q5_K:
+  case NC_TYPE_Q6_K: return true;
+  default: return false;
+  }
+}
+
+void nc_quantize_weights(nc_type t, const float *src, void *dst, int64_t nrows,
+                         int64_t n_per_row) {
+  const size_t row = nc_row_size(t, n_per_row);
+  const int64_t nb = n_per_row / nc_type_traits_of((uint32_t)t)->block_size;
+  for (int64_t r = 0; r < nrows; r++) {
+    const float *x = src + r * n_per_row;
+    void *y = (uint8_t *)dst + (size_t)r * row;
+    switch (t) {
+    case NC_TYPE_F32: memcpy(y, x, row); break;
+    case NC_TYPE_F16:
+    case NC_TYPE_BF16:
+    case NC_TYPE_Q4_0: nc_quantize_row(t, x, y, n_per_row); break;
+    case NC_TYPE_Q4_1: q4_1_row(x, y, nb); break;
+    case NC_TYPE_Q5_0: q5_0_row(x, y, nb); break;
+    case NC_TYPE_Q5_1: q5_1_row(x, y, nb); break;
+    case NC_TYPE_Q8_0: q8_0_row(x, y, nb); break;
+    case NC_TYPE_Q4_K: q4_k_row(x, y, nb); break;
+    case NC_TYPE_Q5_K: q5_k_row(x, y, nb); break;
+    case NC_TYPE_Q6_K: q6_k_row(x, y, nb); break;
+    default: break;
+    }
+  }
+}

@@ -1,0 +1,107 @@
+"""nucleus quantize against llama.cpp's own quantizer (llama-cpp-python's
+llama_model_quantize, allow_requantize, no importance matrix): the same
+input and file type give the same file, byte for byte (metadata, tensor
+table and every block), so llama.cpp loads ours and computes the same
+perplexity on it. The default model (Q4_1, 576-column matrices: the K-quant
+mixes fall back to Q5_0/Q5_1/Q8_0 there, ffn_down keeps them) and Gemma 3
+270M (Q4_K_M in, 640 columns); every file type's quantizer is exercised
+(Q4_1 and Q5_1 only from Gemma's mixed input). The error cases name the
+value and what is allowed."""
+import ctypes
+import os
+import subprocess
+
+import pytest
+
+import llama_cpp  # requirements-test.txt: a missing oracle fails
+
+from conftest import DEFAULT_MODEL, ROOT, require_binary_and_model  # noqa
+
+NUCLEUS_BIN = os.environ.get("NUCLEUS_BIN", str(ROOT / "build/release/nucleus"))
+GEMMA = str(ROOT / "models/gemma-3-270m-q4_k_m.gguf")
+
+
+def llama_quantize(src, dst, ftype):
+    p = llama_cpp.llama_model_quantize_default_params()
+    p.ftype = getattr(llama_cpp, "LLAMA_FTYPE_MOSTLY_" + ftype)
+    p.allow_requantize = True
+    p.nthread = 2
+    assert llama_cpp.llama_model_quantize(src.encode(), dst.encode(),
+                                          ctypes.byref(p)) == 0
+
+
+def nucleus_quantize(*args):
+    return subprocess.run([NUCLEUS_BIN, "quantize", *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def check_same_file(tmp_path, model, ftype):
+    require_binary_and_model(model)
+    ours, theirs = tmp_path / "ours.gguf", tmp_path / "theirs.gguf"
+    r = nucleus_quantize("-t", "2", model, str(ours), ftype)
+    assert r.returncode == 0, r.stderr
+    llama_quantize(model, str(theirs), ftype)
+    a, b = ours.read_bytes(), theirs.read_bytes()
+    assert len(a) == len(b)
+    if a != b:
+        first = next(i for i in range(len(a)) if a[i] != b[i])
+        pytest.fail(f"{ftype}: {model} quantized differs from llama.cpp's "
+                    f"from byte {first} of {len(a)}")
+    return ours
+
+
+# the file types whose quantizers the default model reaches, and the two
+# that check maps its metadata and fallbacks in the short tier
+@pytest.mark.parametrize("ftype", [
+    "Q4_K_M",
+    pytest.param("Q4_0", marks=pytest.mark.slow),
+    pytest.param("Q5_0", marks=pytest.mark.slow),
+    pytest.param("Q8_0", marks=pytest.mark.slow),
+    pytest.param("Q4_K_S", marks=pytest.mark.slow),
+    pytest.param("Q5_K_S", marks=pytest.mark.slow),
+    pytest.param("Q5_K_M", marks=pytest.mark.slow),
+    pytest.param("Q6_K", marks=pytest.mark.slow),
+])
+def test_default_model_same_as_llama_cpp(tmp_path, ftype):
+    check_same_file(tmp_path, DEFAULT_MODEL, ftype)
+
+
+@pytest.mark.parametrize("ftype", [
+    "Q4_1",
+    pytest.param("Q5_1", marks=pytest.mark.slow),
+    pytest.param("Q4_K_M", marks=pytest.mark.slow),
+    pytest.param("Q6_K", marks=pytest.mark.slow),
+])
+def test_gemma3_same_as_llama_cpp(tmp_path, ftype):
+    check_same_file(tmp_path, GEMMA, ftype)
+
+
+def test_output_runs_in_nucleus_and_llama_cpp(tmp_path):
+    """The file generates in both: the same greedy continuation."""
+    out = check_same_file(tmp_path, DEFAULT_MODEL, "Q4_K_M")
+    r = subprocess.run([NUCLEUS_BIN, "run", "-m", str(out), "-n", "8",
+                        "--temp", "0", "-p", "The capital of France is"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    llm = llama_cpp.Llama(model_path=str(out), n_ctx=128, verbose=False)
+    text = llm("The capital of France is", max_tokens=8,
+               temperature=0.0)["choices"][0]["text"]
+    assert text.strip()
+    assert text.strip() in r.stdout
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["IN", "OUT", "Q3_K_M"], "unknown quantization type 'Q3_K_M' (allowed: "
+                              "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K_S, Q4_K_M"),
+    (["-t", "0", "IN", "OUT", "Q4_0"], "-t needs a number in [1, 256]"),
+    (["IN", "OUT"], "usage: nucleus quantize"),
+    (["/nonexistent.gguf", "OUT", "Q4_0"], "/nonexistent.gguf"),
+])
+def test_errors(tmp_path, args, needle):
+    require_binary_and_model()
+    args = [str(tmp_path / "o.gguf") if a == "OUT" else
+            DEFAULT_MODEL if a == "IN" else a for a in args]
+    r = nucleus_quantize(*args)
+    assert r.returncode != 0
+    assert needle in r.stderr
+    assert not (tmp_path / "o.gguf").exists()
