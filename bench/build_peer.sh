@@ -4,7 +4,8 @@
 # AMX feature macros that clang 14 spells differently from what ggml tests
 # (gcc 12's build dies with SIGILL in the AMX path; plain clang 14 leaves AMX
 # out). Produces llama-bench, llama-batched-bench, llama-server,
-# llama-perplexity and llama-quantize under $PEER_DIR/build/bin and prints
+# llama-perplexity, llama-quantize and the speculative decoding tools
+# llama-speculative and llama-lookup under $PEER_DIR/build/bin and prints
 # that directory as its last line of stdout (everything else goes to stderr).
 #
 # Idempotent: when the tools are there (and, on a CPU with AMX, were built
@@ -16,7 +17,8 @@ set -euo pipefail
 PEER_DIR="${1:-/opt/peer/llama.cpp}"
 VERSION="0.3.36"
 BIN="$PEER_DIR/build/bin"
-TOOLS="llama-bench llama-batched-bench llama-server llama-perplexity llama-quantize"
+TOOLS="llama-bench llama-batched-bench llama-server llama-perplexity llama-quantize
+  llama-speculative llama-lookup"
 
 die() { echo "build_peer.sh: error: $*" >&2; exit 1; }
 

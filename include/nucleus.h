@@ -1076,6 +1076,9 @@ typedef struct nucleus_engine_stats {
   int64_t spec_drafted_total[NUCLEUS_SPEC_TYPE_COUNT];
   int64_t spec_accepted_total[NUCLEUS_SPEC_TYPE_COUNT];
   int64_t spec_accepted_hist[NUCLEUS_MAX_DRAFT + 1];
+  /* The draft model's forward calls (one serves every completion that
+   * drafts in a step). */
+  int64_t spec_draft_forwards_total;
 } nucleus_engine_stats;
 
 NUCLEUS_API void nucleus_engine_get_stats(nucleus_engine *engine,

@@ -689,6 +689,24 @@ static void fork_completions(nucleus_engine *e, group *g) {
   g->n_active = g->n_comps;
 }
 
+/* The completion the plan's item i feeds this step, with its KV length and
+ * the number of its tokens fed (NULL: nothing to feed). */
+static completion *fed_this_step(nucleus_engine *e, const nc_sched_plan *plan,
+                                 int32_t i, int32_t *kv_len_out,
+                                 int32_t *n_out) {
+  nc_sched_item it = plan->items[i];
+  completion *c = e->step.seq_comp[it.seq];
+  group *g = e->groups[e->step.ss[it.seq].group];
+  if (c->finished || c->kv_seq < 0 || !g->running) return NULL;
+  int32_t kv_len = nc_kv_seq_len(e->kv, c->kv_seq);
+  int32_t n = it.n_tokens;
+  if (kv_len + n > c->n_tokens) n = c->n_tokens - kv_len;
+  if (n <= 0) return NULL;
+  if (kv_len_out) *kv_len_out = kv_len;
+  if (n_out) *n_out = n;
+  return c;
+}
+
 /* Runs one step; false when there was nothing to do. */
 static bool step(nucleus_engine *e) {
   int32_t n_seqs = build_sched_state(e);
@@ -704,23 +722,27 @@ static bool step(nucleus_engine *e) {
   apply_verdicts(e);
 
   nc_batch_clear(&e->batch);
-  int32_t n_rows = 0, n_fed = 0, n_logit_rows = 0, spare_rows;
+  int32_t n_rows = 0, n_fed = 0, n_logit_rows = 0, spare_rows, n_drafting = 0;
   int64_t spare_blocks;
   spare_room(e, &plan, &spare_rows, &spare_blocks);
+  /* drafts first: the n-gram ones now, the draft model's for all at once */
   for (int32_t i = 0; i < plan.n_items; i++) {
-    nc_sched_item it = plan.items[i];
-    completion *c = e->step.seq_comp[it.seq];
-    group *g = e->groups[e->step.ss[it.seq].group];
-    if (c->finished || c->kv_seq < 0 || !g->running) continue;
-    int32_t kv_len = nc_kv_seq_len(e->kv, c->kv_seq);
-    int32_t n = it.n_tokens;
-    if (kv_len + n > c->n_tokens) n = c->n_tokens - kv_len;
-    if (n <= 0) continue;
-    c->spec.n_draft = 0;
-    int32_t n_draft =
-        n == 1 && g->req->params.speculative.type != NUCLEUS_SPEC_OFF
-            ? nc_spec_propose(e, g, c, kv_len, &spare_rows, &spare_blocks)
-            : 0;
+    int32_t kv_len, n;
+    completion *c = fed_this_step(e, &plan, i, &kv_len, &n);
+    if (!c) continue;
+    group *g = c->owner;
+    c->spec.n_draft = c->spec.draft_room = 0;
+    if (n == 1 && g->req->params.speculative.type != NUCLEUS_SPEC_OFF)
+      nc_spec_propose(e, g, c, kv_len, &spare_rows, &spare_blocks);
+    if (c->spec.draft_room > 0) e->step.drafting[n_drafting++] = c;
+  }
+  if (n_drafting > 0) nc_spec_draft_batch(e, e->step.drafting, n_drafting);
+  for (int32_t i = 0; i < plan.n_items; i++) {
+    int32_t kv_len, n;
+    completion *c = fed_this_step(e, &plan, i, &kv_len, &n);
+    if (!c) continue;
+    group *g = c->owner;
+    int32_t n_draft = c->spec.n_draft;
     if (nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + n + n_draft, NULL) !=
         NC_OK) {
       c->spec.n_draft = n_draft = 0;
@@ -910,11 +932,12 @@ static nc_code step_alloc(nucleus_engine *e, nc_error *err) {
   st->row_at = malloc(ns * sizeof *st->row_at);
   st->sample_comp = malloc(ns * sizeof *st->sample_comp);
   st->fed = malloc(ns * sizeof *st->fed);
+  st->drafting = malloc(ns * sizeof *st->drafting);
   st->seq_ids = malloc(ns * sizeof *st->seq_ids);
   if (!e->groups || !st->taken || !st->sg || !st->verdicts || !st->ss ||
       !st->seq_comp || !st->items || !st->rows || !st->results ||
       !st->row_comp || !st->row_at || !st->sample_comp || !st->fed ||
-      !st->seq_ids)
+      !st->drafting || !st->seq_ids)
     return nc_fail(err, NC_ERR_NOMEM, "out of memory (engine step arrays)");
   return NC_OK;
 }
@@ -934,6 +957,7 @@ static void step_free(nucleus_engine *e) {
   free(st->row_at);
   free(st->sample_comp);
   free(st->fed);
+  free(st->drafting);
   free(st->seq_ids);
 }
 

@@ -33,6 +33,7 @@ typedef struct nc_spec_state {
   int32_t pred_from, pred_at; /* predicted outputs: the source cursor */
   int32_t drafted, accepted;  /* totals (usage) */
   int32_t draft_seq;          /* the draft model's KV sequence, -1: none */
+  int32_t draft_room;         /* the draft model: drafts set aside this step */
   float *q; /* the draft model's distributions of this step's drafts
                ([draft_max, n_vocab], made on its first draft) */
 } nc_spec_state;
@@ -102,6 +103,7 @@ typedef struct engine_step {
   int32_t *row_at;            /* [max_seqs]: their first logits row */
   completion **sample_comp;   /* [max_seqs]: sampling rows -> completion */
   completion **fed;           /* [max_seqs]: completions in the batch */
+  completion **drafting;      /* [max_seqs]: the draft model's this step */
   int32_t *seq_ids;           /* [max_seqs]: one group's KV sequences */
 } engine_step;
 
@@ -183,7 +185,9 @@ void nc_engine_finish(nucleus_engine *e, group *g, completion *c,
 /* spec.c: speculative decoding */
 /* Fills c->spec with this step's drafts for a completion that feeds one
  * generated token at position kv_len (0 drafts: a plain step), within the
- * step's spare batch rows and KV blocks (both lowered by what it takes). */
+ * step's spare batch rows and KV blocks (both lowered by what it takes).
+ * The draft model's completions get 0 here and c->spec.draft_room set to
+ * the drafts set aside for them: nc_spec_draft_batch drafts them all. */
 int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
                         int32_t kv_len, int32_t *spare_rows,
                         int64_t *spare_blocks);
@@ -198,14 +202,17 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
 typedef struct nc_spec_draft nc_spec_draft;
 /* Its KV cache and context beside the engine's (NULL draft: *out NULL);
  * a vocabulary that is not the model's is refused, naming the first token
- * that differs. */
+ * that differs. After step_alloc (its job list has e->step.max_seqs). */
 nc_code nc_spec_draft_create(nucleus_engine *e, nucleus_model *draft,
                              nc_spec_draft **out, nc_error *err);
 void nc_spec_draft_free(nc_spec_draft *d);
-/* Samples up to max drafts for c (c->spec.draft, their distributions in
- * c->spec.q) after bringing its draft sequence up to c's tokens; returns
- * how many (fewer when the draft's KV pool is short). */
-int32_t nc_spec_draft_propose(nucleus_engine *e, completion *c, int32_t max);
+/* Drafts for the n completions cs (each with spec.draft_room > 0) in
+ * forward calls shared by all of them: brings each draft sequence up to
+ * its completion's tokens, then samples up to draft_room drafts each
+ * (c->spec.draft, their distributions in c->spec.q), one forward per draft
+ * position for all. Sets each spec.n_draft (0 below draft_min; fewer when
+ * the draft's KV pool is short) and clears spec.draft_room. */
+void nc_spec_draft_batch(nucleus_engine *e, completion *const *cs, int32_t n);
 /* Keeps the draft sequence's first len positions (the kept tokens). */
 void nc_spec_draft_truncate(nucleus_engine *e, completion *c, int32_t len);
 /* Frees c's draft sequence (when c leaves the KV cache). */

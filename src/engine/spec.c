@@ -15,7 +15,9 @@
  *
  * The drafters: lookup in the prompt and output (spec_ngram.h), lookup
  * in the request's prediction, or the draft model (spec_draft.c), whose
- * drafts come with their distributions q for the verifier.
+ * drafts come with their distributions q for the verifier. The draft
+ * model drafts for every completion of the step at once: nc_spec_propose
+ * sets aside its room, nc_spec_draft_batch drafts.
  *
  * The draft length adapts per completion: it grows by 2 after a step that
  * kept every draft, shrinks to one past what was kept otherwise, and a run
@@ -80,9 +82,10 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   max = min_i32(max, *spare_rows);
   max = nc_kv_rollback_room(e->kv, kv_len + 1, max);
   if (max <= 0) return 0;
-  int32_t n = p->speculative.type == NUCLEUS_SPEC_DRAFT
-                  ? nc_spec_draft_propose(e, c, max)
-                  : draft_tokens(g, c, max);
+  const bool model = p->speculative.type == NUCLEUS_SPEC_DRAFT;
+  /* the draft model drafts later, for every completion at once: room for
+   * max drafts is set aside now */
+  int32_t n = model ? max : draft_tokens(g, c, max);
   if (n < p->speculative.draft_min || n <= 0) return 0;
   const int64_t base = nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1);
   while (n > 0 && nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1 + n) - base >
@@ -91,6 +94,10 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   if (n <= 0 || n < p->speculative.draft_min) return 0;
   *spare_blocks -= nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1 + n) - base;
   *spare_rows -= n;
+  if (model) {
+    sp->draft_room = n;
+    return 0;
+  }
   sp->n_draft = n;
   return n;
 }

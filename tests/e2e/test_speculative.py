@@ -6,6 +6,7 @@ logprobs) give the plain run's text, tokens and logprobs, report
 usage.completion_tokens_details.accepted/rejected_prediction_tokens, and
 count drafts per drafter on /metrics; bad fields are 400s naming them."""
 
+import concurrent.futures
 import pathlib
 import re
 import subprocess
@@ -174,6 +175,31 @@ def test_server_draft_model(start_server, server):
              {"prompt": "hi", "max_tokens": 2,
               "speculative": {"type": "draft"}})
     assert r.status_code == 400 and "no draft model" in r.text
+
+
+def test_server_draft_model_batched(start_server):
+    """Requests drafting at once share the draft model's forward calls, and
+    each gets the text and logprobs it gets alone (seeded, T = 1)."""
+    drafting = start_server("-c", "1024", "--model-draft", DEFAULT_MODEL,
+                            "--draft-max", "4")
+    kws = [dict(temperature=1.0, seed=s, max_tokens=24) for s in (1, 2, 3)]
+    kws.append(dict(max_tokens=24))
+    alone = [completion(drafting, **kw) for kw in kws]
+    forwards_alone = draft_forwards(drafting)
+    with concurrent.futures.ThreadPoolExecutor(len(kws)) as pool:
+        together = list(pool.map(lambda kw: completion(drafting, **kw), kws))
+    for a, b in zip(alone, together):
+        same_choices(a, b)
+    forwards_together = draft_forwards(drafting) - forwards_alone
+    assert 0 < forwards_together <= forwards_alone
+
+
+def draft_forwards(srv):
+    text = requests.get(srv.url + "/metrics", timeout=30).text
+    m = re.search(r"^nucleus_spec_draft_forward_calls_total (\d+)$", text,
+                  re.M)
+    assert m, text
+    return int(m.group(1))
 
 
 def test_metrics_count_drafts(server):

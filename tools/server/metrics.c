@@ -125,8 +125,9 @@ static void put_histogram(text *t, const char *name, const char *help,
       (unsigned long long)h->n);
 }
 
-/* Speculative decoding: drafted and accepted tokens per drafter, and the
- * verifying steps by how many drafts they kept. */
+/* Speculative decoding: drafted and accepted tokens per drafter, the
+ * verifying steps by how many drafts they kept, and the draft model's
+ * forward calls. */
 static void put_spec(text *t, const nucleus_engine_stats *s) {
   static const char *const series[2][2] = {
       {"nucleus_spec_drafted_tokens_total", "Tokens drafted, by drafter."},
@@ -154,6 +155,12 @@ static void put_spec(text *t, const nucleus_engine_stats *s) {
   put(t, "nucleus_spec_accepted_per_step_bucket{le=\"+Inf\"} %lld\n", cum);
   put(t, "nucleus_spec_accepted_per_step_sum %lld\n", sum);
   put(t, "nucleus_spec_accepted_per_step_count %lld\n", cum);
+  put(t,
+      "# HELP nucleus_spec_draft_forward_calls_total The draft model's "
+      "forward calls (each serves every completion drafting in a step).\n"
+      "# TYPE nucleus_spec_draft_forward_calls_total counter\n"
+      "nucleus_spec_draft_forward_calls_total %lld\n",
+      (long long)s->spec_draft_forwards_total);
 }
 
 static void put_gauge(text *t, const char *name, const char *type,
