@@ -792,7 +792,8 @@ static bool step(nucleus_engine *e) {
       continue;
     }
     if (g->beam) {
-      nc_beam_take_logits(e, g, c, e->logits + (size_t)r * (size_t)e->n_vocab);
+      nc_beam_take_logits(
+          e, g, c, e->logits + (size_t)e->step.row_at[r] * (size_t)e->n_vocab);
       continue;
     }
     int32_t first = c->index, last = c->index;

@@ -658,6 +658,31 @@ static void test_draft_model_batched(void **state) {
   nucleus_model_free(draft);
 }
 
+/* A beam search beside requests that draft: the drafts' logits rows come
+ * before the beams' in the step's output, and each beam reads its own row
+ * (its text alone). */
+static void test_beam_beside_drafts(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req rs[3];
+  rs[0] = make_req(k_repetitive, 40);
+  with_spec(&rs[0], NUCLEUS_SPEC_NGRAM, 8);
+  rs[1] = make_req("The capital of France is", 16);
+  rs[1].params.beam_width = 3;
+  rs[1].params.n = 2;
+  rs[1].params.sampling.logprobs = false;
+  rs[1].params.sampling.top_logprobs = 0;
+  rs[1].params.ignore_eos = true;
+  rs[2] = make_req(k_repetitive, 40);
+  with_spec(&rs[2], NUCLEUS_SPEC_NGRAM, 5);
+  rs[2].arrival = 2;
+  static outcome mixed[3], alone;
+  run(rs, 3, mixed, 512, NULL);
+  assert_true(mixed[0].usage.accepted_draft_tokens > 0);
+  run(&rs[1], 1, &alone, 512, NULL);
+  assert_same(&alone, &mixed[1], 2);
+}
+
 static void test_bad_spec_params_refused(void **state) {
   (void)state;
   NEED_MODEL();
@@ -727,6 +752,7 @@ int main(void) {
       cmocka_unit_test(test_gemma_greedy_identity),
       cmocka_unit_test(test_draft_model),
       cmocka_unit_test(test_draft_model_batched),
+      cmocka_unit_test(test_beam_beside_drafts),
       cmocka_unit_test(test_bad_spec_params_refused),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
