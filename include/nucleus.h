@@ -746,7 +746,8 @@ NUCLEUS_API nucleus_status nucleus_beam_check(int32_t n, int32_t beam_width,
  * draft_max
  * in [1, NUCLEUS_MAX_DRAFT], draft_min in [0, draft_max], a prediction
  * only with the prediction type, at most NUCLEUS_MAX_PREDICTION_TOKENS ids
- * below n_vocab (0: not known yet), not with beam search (beam_width > 1).
+ * below n_vocab (0: not known yet), the draft model not with beam search
+ * (beam_width > 1: beams draft by n-gram or prediction).
  * One message per failure, naming the value and its range. */
 NUCLEUS_API nucleus_status
 nucleus_speculative_check(const nucleus_spec_params *s, int32_t beam_width,

@@ -237,10 +237,10 @@ void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
   ev.usage.prompt_tokens = g->req->n_prompt;
   ev.usage.completion_tokens = n_generated;
   ev.usage.cached_tokens = g->cached_tokens;
-  if (!g->beam) {
-    ev.usage.draft_tokens = g->comps[index].spec.drafted;
-    ev.usage.accepted_draft_tokens = g->comps[index].spec.accepted;
-  }
+  ev.usage.draft_tokens =
+      g->beam ? g->beam_drafted : g->comps[index].spec.drafted;
+  ev.usage.accepted_draft_tokens =
+      g->beam ? g->beam_accepted : g->comps[index].spec.accepted;
   ev.timings = group_timings(g, nc_now_ms());
   ev.seed = g->req->seed;
   ev.inspect = f->inspect;
@@ -288,6 +288,10 @@ static void emit_done(group *g) {
   for (int32_t i = 0; !g->beam && i < g->n_comps; i++) {
     ev.usage.draft_tokens += g->comps[i].spec.drafted;
     ev.usage.accepted_draft_tokens += g->comps[i].spec.accepted;
+  }
+  if (g->beam) {
+    ev.usage.draft_tokens = g->beam_drafted;
+    ev.usage.accepted_draft_tokens = g->beam_accepted;
   }
   ev.timings = group_timings(g, nc_now_ms());
   ev.seed = g->req->seed;
@@ -630,8 +634,9 @@ static int32_t build_sched_state(nucleus_engine *e) {
             nc_kv_prefix_peek(e->kv, g->salt, c->tokens, c->n_tokens, &pin);
         peeks--;
       }
-      e->step.ss[n_seqs] =
-          (nc_sched_seq){i, kv_len, c->n_tokens - kv_len, cow, (int32_t)pin};
+      /* (a beam waiting for its siblings holds its drafts' positions) */
+      int32_t todo = c->n_tokens > kv_len ? c->n_tokens - kv_len : 0;
+      e->step.ss[n_seqs] = (nc_sched_seq){i, kv_len, todo, cow, (int32_t)pin};
       e->step.seq_comp[n_seqs] = c;
       n_seqs++;
     }

@@ -36,7 +36,11 @@ nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err) {
   nc_code rc = nc_beam_create(&bp, &g->beam, err);
   free(eog);
   if (rc != NC_OK) return rc;
-  g->beam_rows = malloc((size_t)width * (size_t)e->n_vocab * sizeof(float));
+  g->beam_row_stride = p->speculative.type != NUCLEUS_SPEC_OFF
+                           ? 1 + p->speculative.draft_max
+                           : 1;
+  g->beam_rows = malloc((size_t)width * (size_t)g->beam_row_stride *
+                        (size_t)e->n_vocab * sizeof(float));
   g->beam_ready = calloc((size_t)width, 1);
   if (!g->beam_rows || !g->beam_ready)
     return nc_fail(err, NC_ERR_NOMEM, "out of memory (beam rows)");
@@ -109,64 +113,40 @@ static void report(nucleus_engine *e, group *g) {
   }
 }
 
-void nc_beam_take_logits(nucleus_engine *e, group *g, completion *c,
-                         const float *logits) {
-  int32_t n_vocab = e->n_vocab;
-  int32_t i = c->index;
-  float *row = g->beam_rows + (size_t)i * (size_t)n_vocab;
-  log_softmax(logits, row, n_vocab);
-  const nucleus_request_params *p = &g->req->params;
-  if (c->n_generated < p->min_tokens)
-    for (int32_t k = 0; k < g->n_suppress; k++)
-      row[g->suppress[k]] = -INFINITY;
-  g->beam_ready[i] = 1;
-  int32_t n_live = nc_beam_n_live(g->beam);
-  for (int32_t k = 0; k < n_live; k++)
-    if (!g->beam_ready[k]) return; /* wait for the other beams */
-  memset(g->beam_ready, 0, (size_t)g->n_comps);
-  if (g->t_first_token_ms == 0) g->t_first_token_ms = nc_now_ms();
-
-  const float *rows[NC_BEAM_MAX_WIDTH];
-  for (int32_t k = 0; k < n_live; k++)
-    rows[k] = g->beam_rows + (size_t)k * (size_t)n_vocab;
-  nc_beam_next next[NC_BEAM_MAX_WIDTH];
-  int32_t n_next = 0;
-  nc_error err = {0};
-  if (nc_beam_step(g->beam, rows, n_vocab, next, &n_next, &err) != NC_OK) {
-    nc_engine_finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
-    return;
-  }
-  int32_t generated = c->n_generated + 1;
-  int32_t n_tokens = c->n_tokens + 1;
-  bool budget = p->max_tokens >= 0 && generated >= p->max_tokens;
-  if (!nc_beam_done(g->beam) && (budget || n_tokens >= e->params.n_ctx))
-    nc_beam_finish(g->beam);
-  if (nc_beam_done(g->beam) || n_next == 0) {
-    if (!nc_beam_done(g->beam)) nc_beam_finish(g->beam);
-    report(e, g);
-    return;
-  }
-
-  /* The next live beams fork their parents' sequences; then the old
-   * sequences are freed (a parent nobody chose returns its blocks). */
+/* The next live beams fork the sequences of the slots they descend from,
+ * cut to the tokens they keep (the slot's tokens and v drafts); then the
+ * old sequences are freed (a parent nobody chose returns its blocks). Each
+ * inherits its slot's drafting state. */
+static void replace_beams(nucleus_engine *e, group *g, const int32_t *slot,
+                          int32_t v, const nc_beam_next *next, int32_t n_next) {
   completion fresh[NC_BEAM_MAX_WIDTH];
   memset(fresh, 0, sizeof fresh);
   for (int32_t j = 0; j < n_next; j++) {
-    const completion *parent = &g->comps[next[j].parent];
+    const completion *parent = &g->comps[slot[next[j].parent]];
     completion *f = &fresh[j];
     f->owner = g;
     f->index = j;
+    f->spec = parent->spec;
+    f->spec.n_draft = 0;
+    f->spec.draft_seq = -1;
+    f->spec.q = NULL;
+    int32_t keep = parent->n_tokens + v;
     f->kv_seq =
         parent->kv_seq >= 0 ? nc_kv_seq_fork(e->kv, parent->kv_seq) : -1;
-    f->n_generated = parent->n_generated + 1;
+    if (f->kv_seq >= 0 && nc_kv_seq_len(e->kv, f->kv_seq) > keep)
+      nc_kv_seq_truncate(e->kv, f->kv_seq, keep);
+    f->n_generated = parent->n_generated + v + 1;
     for (int32_t t = 0; t < parent->n_tokens; t++)
       nc_engine_push_token(f, parent->tokens[t]);
+    for (int32_t t = 0; t < v; t++)
+      nc_engine_push_token(f, parent->spec.draft[t]);
     nc_engine_push_token(f, next[j].token);
   }
   for (int32_t k = 0; k < g->n_comps; k++) {
     nc_engine_release_kv(e, &g->comps[k]);
     free(g->comps[k].tokens);
     g->comps[k] = (completion){.owner = g, .index = k, .kv_seq = -1};
+    g->comps[k].spec.draft_seq = -1;
   }
   for (int32_t j = 0; j < n_next; j++)
     g->comps[j] = fresh[j];
@@ -174,4 +154,95 @@ void nc_beam_take_logits(nucleus_engine *e, group *g, completion *c,
     g->comps[k].finished = true;
   g->n_active = n_next;
   g->n_finished = g->n_comps - n_next;
+}
+
+/* Counts the drafts of the step's beams: a slot kept as many as the steps
+ * it stayed on a live path (depth), and adapts its draft length. */
+static void account_drafts(nucleus_engine *e, group *g, int32_t n_slots,
+                           const int32_t *depth) {
+  for (int32_t s = 0; s < n_slots; s++) {
+    nc_spec_state *sp = &g->comps[s].spec;
+    if (sp->n_draft == 0) continue;
+    int32_t before = sp->drafted, kept_before = sp->accepted;
+    nc_spec_account(e, g, sp, depth[s], sp->n_draft);
+    g->beam_drafted += sp->drafted - before;
+    g->beam_accepted += sp->accepted - kept_before;
+  }
+}
+
+void nc_beam_take_logits(nucleus_engine *e, group *g, completion *c,
+                         const float *logits) {
+  const int32_t n_vocab = e->n_vocab;
+  const size_t stride = (size_t)g->beam_row_stride * (size_t)n_vocab;
+  /* the fed token's row, then one per draft */
+  for (int32_t r = 0; r <= c->spec.n_draft; r++)
+    log_softmax(logits + (size_t)r * (size_t)n_vocab,
+                g->beam_rows + (size_t)c->index * stride +
+                    (size_t)r * (size_t)n_vocab,
+                n_vocab);
+  g->beam_ready[c->index] = 1;
+  const int32_t n_slots = nc_beam_n_live(g->beam);
+  for (int32_t k = 0; k < n_slots; k++)
+    if (!g->beam_ready[k]) return; /* wait for the other beams */
+  memset(g->beam_ready, 0, (size_t)g->n_comps);
+  if (g->t_first_token_ms == 0) g->t_first_token_ms = nc_now_ms();
+
+  /* Beam steps from the rows at hand: step v scores each live beam from
+   * the row of its slot after v drafts. While every next beam is its
+   * parent's draft (each slot then has at most one), its row is there and
+   * the search steps on without a forward call; the first step where one
+   * is not ends it: the next beams are made and fed. */
+  const nucleus_request_params *p = &g->req->params;
+  const completion *c0 = &g->comps[0]; /* every beam has its length */
+  int32_t slot[NC_BEAM_MAX_WIDTH], depth[NC_BEAM_MAX_WIDTH] = {0};
+  for (int32_t k = 0; k < n_slots; k++)
+    slot[k] = k;
+  int32_t n_live = n_slots;
+  nc_beam_next next[NC_BEAM_MAX_WIDTH];
+  for (int32_t v = 0;; v++) {
+    const float *rows[NC_BEAM_MAX_WIDTH];
+    for (int32_t k = 0; k < n_live; k++) {
+      float *row =
+          g->beam_rows + (size_t)slot[k] * stride + (size_t)v * (size_t)n_vocab;
+      if (c0->n_generated + v < p->min_tokens)
+        for (int32_t s = 0; s < g->n_suppress; s++)
+          row[g->suppress[s]] = -INFINITY;
+      rows[k] = row;
+    }
+    int32_t n_next = 0;
+    nc_error err = {0};
+    if (nc_beam_step(g->beam, rows, n_vocab, next, &n_next, &err) != NC_OK) {
+      account_drafts(e, g, n_slots, depth);
+      nc_engine_finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
+      return;
+    }
+    int32_t generated = c0->n_generated + v + 1;
+    int32_t n_tokens = c0->n_tokens + v + 1;
+    bool budget = p->max_tokens >= 0 && generated >= p->max_tokens;
+    if (!nc_beam_done(g->beam) && (budget || n_tokens >= e->params.n_ctx))
+      nc_beam_finish(g->beam);
+    if (nc_beam_done(g->beam) || n_next == 0) {
+      if (!nc_beam_done(g->beam)) nc_beam_finish(g->beam);
+      account_drafts(e, g, n_slots, depth);
+      report(e, g);
+      return;
+    }
+    bool drafted = true;
+    for (int32_t j = 0; j < n_next && drafted; j++) {
+      const nc_spec_state *sp = &g->comps[slot[next[j].parent]].spec;
+      drafted = v < sp->n_draft && sp->draft[v] == next[j].token;
+    }
+    if (!drafted) {
+      account_drafts(e, g, n_slots, depth);
+      replace_beams(e, g, slot, v, next, n_next);
+      return;
+    }
+    int32_t moved[NC_BEAM_MAX_WIDTH];
+    for (int32_t j = 0; j < n_next; j++) {
+      moved[j] = slot[next[j].parent];
+      depth[moved[j]] = v + 1;
+    }
+    memcpy(slot, moved, (size_t)n_next * sizeof *slot);
+    n_live = n_next;
+  }
 }

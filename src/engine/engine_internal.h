@@ -83,6 +83,11 @@ struct group {
   nc_beam *beam;
   float *beam_rows;    /* [width, n_vocab] log-softmax of each live beam */
   uint8_t *beam_ready; /* which rows hold this step's logits */
+  /* With drafts (n-gram, prediction): each live beam's rows for its fed
+   * token and drafts ([width][1 + draft_max][n_vocab]), and the request's
+   * drafted and kept totals (the beams come and go). */
+  int32_t beam_row_stride; /* rows per beam: 1 + draft_max, or 1 */
+  int32_t beam_drafted, beam_accepted;
 };
 
 /* One step's scratch, sized at create for the most groups and sequences the
@@ -191,6 +196,11 @@ void nc_engine_finish(nucleus_engine *e, group *g, completion *c,
 int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
                         int32_t kv_len, int32_t *spare_rows,
                         int64_t *spare_blocks);
+/* Counts a verification that kept `kept` of `drafted` drafts (engine
+ * stats, the completion's totals, the prediction cursor) and adapts the
+ * completion's next draft length. */
+void nc_spec_account(nucleus_engine *e, const group *g, nc_spec_state *sp,
+                     int32_t kept, int32_t drafted);
 /* Verifies this step's drafts against the logits of the fed token and its
  * drafts (1 + n_draft rows from logits), emits the kept tokens and the
  * target's token after them, updates the counters and the draft length,

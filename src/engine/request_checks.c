@@ -89,9 +89,10 @@ nc_code nc_spec_check(const nucleus_spec_params *s, int32_t beam_width,
                      "range [0, %d]",
                      i, s->prediction[i],
                      n_vocab > 0 ? n_vocab - 1 : INT32_MAX);
-  if (s->type != NUCLEUS_SPEC_OFF && beam_width > 1)
+  if (s->type == NUCLEUS_SPEC_DRAFT && beam_width > 1)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "speculative '%s': not with beam search (beam_width %d)",
+                   "speculative '%s': not with beam search (beam_width %d): "
+                   "beams draft by 'ngram' or 'prediction'",
                    spec_names[s->type], beam_width);
   return NC_OK;
 }

@@ -64,9 +64,11 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   const nucleus_request_params *p = &g->req->params;
   sp->n_draft = 0;
   /* a generated token (the prompt's rows take the prompt's orders), fed
-   * alone, by a sampling completion */
-  if (g->beam || kv_len + 1 != c->n_tokens || kv_len < g->req->n_prompt ||
-      !c->sampler)
+   * alone, by a sampling completion or a beam (n-gram or prediction
+   * drafts: engine_beam.c) */
+  if (kv_len + 1 != c->n_tokens || kv_len < g->req->n_prompt ||
+      (!c->sampler && !g->beam) ||
+      (g->beam && p->speculative.type == NUCLEUS_SPEC_DRAFT))
     return 0;
   if (sp->cooldown > 0) {
     sp->cooldown--;
@@ -121,6 +123,19 @@ static void adapt(nc_spec_state *sp, int32_t kept, int32_t drafted,
                                           SPEC_MAX_COOLDOWN);
 }
 
+void nc_spec_account(nucleus_engine *e, const group *g, nc_spec_state *sp,
+                     int32_t kept, int32_t drafted) {
+  const nucleus_spec_params *p = &g->req->params.speculative;
+  e->stats.spec_drafted_total[p->type] += drafted;
+  e->stats.spec_accepted_total[p->type] += kept;
+  e->stats.spec_accepted_hist[kept]++;
+  sp->drafted += drafted;
+  sp->accepted += kept;
+  if (p->type == NUCLEUS_SPEC_PREDICTION && sp->pred_at >= 0)
+    sp->pred_from = sp->pred_at + kept;
+  adapt(sp, kept, drafted, p->draft_max);
+}
+
 void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
                          const float *logits) {
   nc_spec_state *sp = &c->spec;
@@ -166,15 +181,7 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
     kept++;
   }
   e->stats.generated_tokens_total += emitted;
-  const nucleus_spec_type type = p->speculative.type;
-  e->stats.spec_drafted_total[type] += n_draft;
-  e->stats.spec_accepted_total[type] += kept;
-  e->stats.spec_accepted_hist[kept]++;
-  sp->drafted += n_draft;
-  sp->accepted += kept;
-  if (type == NUCLEUS_SPEC_PREDICTION && sp->pred_at >= 0)
-    sp->pred_from = sp->pred_at + kept;
-  adapt(sp, kept, n_draft, p->speculative.draft_max);
+  nc_spec_account(e, g, sp, kept, n_draft);
   /* the fed token and the kept drafts stay; a finished completion has
    * released its sequence already */
   if (!c->finished && c->kv_seq >= 0) {

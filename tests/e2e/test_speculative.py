@@ -177,6 +177,20 @@ def test_server_draft_model(start_server, server):
     assert r.status_code == 400 and "no draft model" in r.text
 
 
+def test_beam_search_drafts(server, ngram_server):
+    """Beams draft by n-gram (per request, or the server's default) and
+    rank the texts the search without drafts ranks."""
+    beam = dict(use_beam_search=True, best_of=2, n=2, logprobs=None,
+                max_tokens=24)
+    plain = completion(server, **beam)
+    spec = completion(server, speculative={"type": "ngram"}, **beam)
+    default = completion(ngram_server, **beam)
+    for r in (spec, default):
+        assert [c["text"] for c in r["choices"]] == \
+            [c["text"] for c in plain["choices"]]
+        assert sum(details(r)) > 0
+
+
 def test_server_draft_model_batched(start_server):
     """Requests drafting at once share the draft model's forward calls, and
     each gets the text and logprobs it gets alone (seeded, T = 1)."""
@@ -224,9 +238,9 @@ def test_metrics_count_drafts(server):
     ({"prediction": "text"}, "prediction", "'prediction' must be"),
     ({"prediction": {"type": "content", "content": "x"},
       "speculative": False}, "prediction", "drafts by itself"),
-    ({"prediction": {"type": "content", "content": "x"},
-      "use_beam_search": True, "best_of": 2, "n": 1}, "prediction",
-     "not with beam search"),
+    ({"speculative": {"type": "draft"},
+      "use_beam_search": True, "best_of": 2, "n": 1}, "speculative",
+     "beams draft by 'ngram' or 'prediction'"),
 ])
 def test_bad_fields_are_400s(server, body, param, message):
     r = post(server, "/v1/completions",

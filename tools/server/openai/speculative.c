@@ -129,8 +129,8 @@ int speculative_parse(const json_t *root, gen_request *r, api_error *e) {
                       "'speculative.type' (or 'speculative': false)");
     if (parse_prediction(pred, r, e)) return -1;
     sp->type = NUCLEUS_SPEC_PREDICTION;
-  } else if (!explicit_type && r->beam) {
-    sp->type = NUCLEUS_SPEC_OFF; /* the default drafter: not for beams */
+  } else if (!explicit_type && r->beam && sp->type == NUCLEUS_SPEC_DRAFT) {
+    sp->type = NUCLEUS_SPEC_OFF; /* the draft model: not for beams */
   }
   return 0;
 }
