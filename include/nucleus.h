@@ -934,7 +934,9 @@ typedef struct nucleus_inspect_candidate {
 
 /* How a step's token was drawn (nucleus_inspect.method). */
 typedef enum nucleus_draw_method {
-  NUCLEUS_DRAW_NONE = 0,    /* nothing recorded (the row failed) */
+  NUCLEUS_DRAW_NONE = 0,    /* no draw recorded: the row failed, or a
+                               draft model's token was kept or drawn from
+                               the residual (draft_token >= 0) */
   NUCLEUS_DRAW_GREEDY,      /* temperature 0: the argmax; u is not read */
   NUCLEUS_DRAW_INVERSE_CDF, /* u against the running sum of kept weights */
 } nucleus_draw_method;
@@ -980,6 +982,10 @@ typedef struct nucleus_inspect {
   bool clamped;
   int32_t n_walk;
   nucleus_inspect_walk walk[NUCLEUS_MAX_INSPECT_TOP + 1];
+  /* Speculative decoding: the token a drafter proposed at this position, or
+   * -1 (none: a plain step, or the token after the last draft). The draft
+   * was kept exactly when token == draft_token. */
+  int32_t draft_token;
 } nucleus_inspect;
 
 /* Runs the sampling pipeline once on a row of n_logits logits (token ids

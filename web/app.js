@@ -140,6 +140,11 @@ function renderBody(m) {
     const span = el("span", { class: "tok", tabindex: "0", role: "button",
       dataset: { i: String(i) } }, t.text === "" ? "⟨end⟩" : t.text);
     if (t.text === "") span.classList.add("muted");
+    const d = t.inspect && t.inspect.draft; /* speculative decoding */
+    if (d) {
+      span.classList.add(d.accepted ? "draft-kept" : "draft-rejected");
+      span.title = d.accepted ? "drafted, kept" : `drafted “${show(d.text)}”, rejected`;
+    }
     span.addEventListener("click", () => openInspector(m, i, span));
     span.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); openInspector(m, i, span); }
@@ -399,6 +404,18 @@ function showDraw(rec) {
       : "Walk: the kept set in the sampler's order") +
     `; ${(d.walk || []).length} listed, gaps are the rest of the kept set.`;
 }
+/* Speculative decoding: what a drafter proposed at this position, and
+ * whether the model's own sampling kept it. */
+function showDraft(rec) {
+  const p = $("insp-spec"), d = rec.draft;
+  p.hidden = !d;
+  p.dataset.draft = d ? (d.accepted ? "kept" : "rejected") : "";
+  if (!d) { p.textContent = ""; return; }
+  const drawn = rec.candidates.find((c) => c.id === rec.draw.id);
+  p.textContent = d.accepted
+    ? `Drafted “${show(d.text)}” (speculative decoding): kept, the model's sampling agreed.`
+    : `Drafted “${show(d.text)}” (speculative decoding): rejected, the model's sampling gave “${drawn ? show(drawn.text) : rec.draw.id}”.`;
+}
 function closeInspector() {
   selected = null;
   $("inspector").classList.remove("open");
@@ -414,6 +431,7 @@ function openInspector(m, i, span) {
   if (!rec) { $("insp-empty").textContent = "No inspect record for this token."; return; }
   $("insp-title").textContent = `Token ${i}: “${show(m.tokens[i].text)}”`;
   $("insp-stages").textContent = rec.stages.join(" → ");
+  showDraft(rec);
   const tb = $("insp-table").querySelector("tbody");
   tb.textContent = "";
   for (const c of rec.candidates) {

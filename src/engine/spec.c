@@ -175,6 +175,7 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
       nc_engine_finish(e, g, c, &f);
       break;
     }
+    if (c->inspect) c->inspect->draft_token = j < n_draft ? sp->draft[j] : -1;
     nc_engine_handle_token(e, g, c, &res);
     emitted++;
     if (j == n_draft || !accepted) break;

@@ -92,6 +92,7 @@ void nc_inspect_begin(nc_inspect_rec *rec, nucleus_inspect *out, int32_t top_n,
                                                 : top_n;
   out->seed = seed, out->stream = stream, out->step = step;
   out->token = -1;
+  out->draft_token = -1;
   rec->out = out;
   rec->raw = raw;
   rec->x = NULL;

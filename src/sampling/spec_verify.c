@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/rng.h"
+#include "sampler_inspect.h"
 #include "sampler_row.h"
 
 /* The final distribution of a processed row, entry by entry: the argmax for
@@ -67,10 +68,10 @@ static int32_t residual_draw(const nc_sample_workspace *ws,
 static nc_code verify_q(nc_sample_workspace *ws, const nc_sample_row *row,
                         int32_t draft, const float *q, nc_sample_result *res,
                         bool *accepted, nc_error *err) {
-  nc_sample_row plain = *row; /* the record follows the sampler's own draw */
-  plain.inspect = NULL;
+  /* the record: the pipeline's stages and the emitted token (no draw of
+   * the sampler's own: method NONE) */
   nc_row_state st;
-  nc_code rc = nc_sample_process_row(ws, &plain, &st, err);
+  nc_code rc = nc_sample_process_row(ws, row, &st, err);
   if (rc) {
     res->token = -1;
     res->status = rc;
@@ -90,6 +91,8 @@ static nc_code verify_q(nc_sample_workspace *ws, const nc_sample_row *row,
                                      nc_sampler_step(s), NC_SPEC_DRAW_RESIDUAL);
     res->token = residual_draw(ws, &st, q, u2);
   }
+  if (st.ins)
+    nc_inspect_finish(st.ins, u, res->token, st.mass, st.full ? ws->w : NULL);
   res->n_kept = st.full ? st.V : (int32_t)st.n;
   res->status = NC_OK;
   nc_sample_logprobs(ws, &st, res);

@@ -138,6 +138,37 @@ def test_completions_stream_inspect(server):
         assert all(c["removed_by"] == "temperature" for c in cands[1:])
 
 
+def stream_records(server, body):
+    r = post(server, "/completions", dict(body, stream=True), stream=True)
+    assert r.status_code == 200, r.text
+    recs = []
+    for line in r.iter_lines():
+        if line.startswith(b"data: ") and line != b"data: [DONE]":
+            for ch in json.loads(line[6:])["choices"]:
+                recs += ch.get("inspect", [])
+    return recs
+
+
+def test_inspect_marks_drafts(server):
+    """With n-gram drafts each record says what was drafted at its position
+    and whether it was kept (draft id == drawn id); without the draft keys
+    the records are those of the run without drafts, draw for draw."""
+    body = {"model": "m", "prompt": "Monday, Tuesday, Wednesday. Monday, "
+            "Tuesday, Wednesday. Monday, Tuesday,", "max_tokens": 24,
+            "temperature": 1.0, "seed": 7, "inspect": {"top_n": 3}}
+    plain = stream_records(server, body)
+    spec = stream_records(server, dict(body, speculative={"type": "ngram"}))
+    assert all("draft" not in rec for rec in plain)
+    drafts = [rec["draft"] for rec in spec if "draft" in rec]
+    assert drafts and any(d["accepted"] for d in drafts)
+    for rec in spec:
+        d = rec.pop("draft", None)
+        if d:
+            assert d["accepted"] == (d["id"] == rec["draw"]["id"])
+            assert isinstance(d["text"], str)
+    assert spec == plain
+
+
 def test_same_output_with_inspect(server):
     body = dict(CHAT, max_tokens=8, temperature=1.2, seed=11, min_p=0.05)
     a = post(server, "/chat/completions", body).json()

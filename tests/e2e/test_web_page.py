@@ -468,3 +468,38 @@ def test_failed_send_shows_the_error_and_retries(page, start_server):
     assert not d.find_elements(By.ID, "retry")
     assert [m["role"] for m in stored_chat(d)["messages"]] == [
         "user", "assistant"]
+
+
+def test_inspector_marks_drafts(page, start_server):
+    """A server that drafts by n-gram: the reply's tokens mark kept drafts
+    (and rejected ones), and the inspector says what was drafted there."""
+    spec = start_server("-c", "1024", "-t", "2", "--spec", "ngram")
+    d = page
+    d.get(spec.url + "/")  # another origin: its own empty localStorage
+    WebDriverWait(d, 20).until(
+        lambda d: d.find_elements(By.ID, "set-temperature"))
+    tokens_view(d, True)
+    set_field(d, "set-temperature", 0)
+    set_field(d, "set-max_tokens", 40)
+    send(d, "Repeat exactly, five times: red, green, blue, red, green, "
+            "blue, red, green, blue.")
+    wait_done(d)
+    chat = stored_chat(d)
+    recs = [t["inspect"] for t in chat["messages"][1]["tokens"]]
+    drafts = [r["draft"] for r in recs if r and "draft" in r]
+    assert any(x["accepted"] for x in drafts), recs
+    spans = d.find_elements(By.CSS_SELECTOR, ".msg.assistant .tok")
+    kept = [i for i, r in enumerate(recs)
+            if r and "draft" in r and r["draft"]["accepted"]]
+    marked = d.find_elements(By.CSS_SELECTOR, ".msg.assistant .tok.draft-kept")
+    assert len(marked) == len(kept)
+    rejected = d.find_elements(By.CSS_SELECTOR,
+                               ".msg.assistant .tok.draft-rejected")
+    assert len(rejected) == len(drafts) - len(kept)
+    spans[kept[0]].click()
+    p = d.find_element(By.ID, "insp-spec")
+    assert p.is_displayed() and p.get_attribute("data-draft") == "kept"
+    assert "kept" in p.text
+    plain = [i for i, r in enumerate(recs) if r and "draft" not in r]
+    spans[plain[0]].click()
+    assert not d.find_element(By.ID, "insp-spec").is_displayed()

@@ -539,6 +539,7 @@ static void test_draft_model(void **state) {
     req r = plain;
     with_spec(&r, NUCLEUS_SPEC_DRAFT, 4);
     r.params.speculative.strict = strict;
+    r.params.sampling.inspect_top_n = 2; /* drain: the record's token */
     r.params.sampling.temperature = 1.0f;
     r.params.sampling.has_seed = true;
     r.params.sampling.seed = 3;

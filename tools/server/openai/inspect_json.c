@@ -77,5 +77,13 @@ json_t *inspect_json(server_ctx *srv, const nucleus_inspect *in) {
   json_object_set_new(o, "stages", stages);
   json_object_set_new(o, "candidates", cands);
   json_object_set_new(o, "draw", draw);
+  if (in->draft_token >= 0) { /* speculative decoding: what was drafted */
+    json_t *d = json_object();
+    json_object_set_new(d, "id", json_integer(in->draft_token));
+    json_object_set_new(d, "text", piece(srv, in->draft_token));
+    json_object_set_new(d, "accepted",
+                        json_boolean(in->draft_token == in->token));
+    json_object_set_new(o, "draft", d);
+  }
   return o;
 }
