@@ -457,6 +457,68 @@ bool nc_engine_grammar_mask(nucleus_engine *e, group *g, completion *c) {
   return false;
 }
 
+/* The grammar masks of a step's sampling rows, spread over the model's
+ * threads (each completion's matcher is its own; the grammar and the
+ * vocabulary's trie are only read): a thread takes the next row with a
+ * grammar until none is left. */
+typedef struct mask_work {
+  nucleus_engine *e;
+  int32_t n;
+  atomic_int next;
+} mask_work;
+
+static void mask_rows(void *arg, int ith, int nth) {
+  (void)ith, (void)nth;
+  mask_work *w = arg;
+  nucleus_engine *e = w->e;
+  for (;;) {
+    int32_t s = atomic_fetch_add(&w->next, 1);
+    if (s >= w->n) return;
+    completion *c = e->step.sample_comp[s];
+    if (!c->grammar) continue;
+    memset(c->grammar_mask, 0,
+           ((size_t)e->n_vocab + 63) / 64 * sizeof *c->grammar_mask);
+    nc_grammar_matcher_set_cancel(c->grammar, &c->owner->req->cancelled);
+    e->step.mask_rc[s] = nc_grammar_matcher_mask(
+        c->grammar, e->grammar_vocab, c->grammar_mask, &e->step.mask_err[s]);
+  }
+}
+
+/* Computes the masks of rows [0, n) and drops the rows whose mask failed
+ * (each such completion ends, in row order, as nc_engine_grammar_mask
+ * ends it); returns the rows left. */
+static int32_t grammar_masks(nucleus_engine *e, int32_t n) {
+  int32_t with = 0;
+  for (int32_t s = 0; s < n; s++) {
+    e->step.mask_rc[s] = NC_OK;
+    with += e->step.sample_comp[s]->grammar != NULL;
+  }
+  if (!with) return n;
+  mask_work w = {.e = e, .n = n};
+  atomic_init(&w.next, 0);
+  if (with > 1)
+    nc_threadpool_run(nc_context_threadpool(e->ctx), mask_rows, &w);
+  else
+    mask_rows(&w, 0, 1);
+  int32_t kept = 0;
+  for (int32_t s = 0; s < n; s++) {
+    completion *c = e->step.sample_comp[s];
+    nc_code rc = e->step.mask_rc[s];
+    if (rc != NC_OK) {
+      nc_finish f =
+          rc == NC_ERR_CANCELLED
+              ? nc_finish_of(NUCLEUS_FINISH_ABORT, NULL)
+              : nc_finish_of(NUCLEUS_FINISH_ERROR, &e->step.mask_err[s]);
+      f.grammar_error = rc != NC_ERR_CANCELLED;
+      finish_completion(e, c->owner, c, &f);
+      continue;
+    }
+    e->step.rows[kept] = e->step.rows[s];
+    e->step.sample_comp[kept++] = c;
+  }
+  return kept;
+}
+
 /* Batch rows and KV blocks this step's plan leaves over, for drafts: the
  * batch's capacity less the planned tokens, the free blocks less what the
  * planned tokens need (without sharing: an upper bound). */
@@ -815,7 +877,6 @@ static bool step(nucleus_engine *e) {
         continue;
       }
       bool masked = ck->n_generated < g->req->params.min_tokens;
-      if (ck->grammar && !nc_engine_grammar_mask(e, g, ck)) continue;
       e->step.rows[n_sample] = (nc_sample_row){
           .sampler = ck->sampler,
           .logits = logits,
@@ -827,6 +888,7 @@ static bool step(nucleus_engine *e) {
       e->step.sample_comp[n_sample++] = ck;
     }
   }
+  n_sample = grammar_masks(e, n_sample);
   nc_sample_batch(e->ws, e->step.rows, n_sample, e->step.results, NULL);
   for (int32_t s = 0; s < n_sample; s++) {
     completion *c = e->step.sample_comp[s];
@@ -937,13 +999,15 @@ static nc_code step_alloc(nucleus_engine *e, nc_error *err) {
   st->row_comp = malloc(ns * sizeof *st->row_comp);
   st->row_at = malloc(ns * sizeof *st->row_at);
   st->sample_comp = malloc(ns * sizeof *st->sample_comp);
+  st->mask_rc = malloc(ns * sizeof *st->mask_rc);
+  st->mask_err = malloc(ns * sizeof *st->mask_err);
   st->fed = malloc(ns * sizeof *st->fed);
   st->drafting = malloc(ns * sizeof *st->drafting);
   st->seq_ids = malloc(ns * sizeof *st->seq_ids);
   if (!e->groups || !st->taken || !st->sg || !st->verdicts || !st->ss ||
       !st->seq_comp || !st->items || !st->rows || !st->results ||
-      !st->row_comp || !st->row_at || !st->sample_comp || !st->fed ||
-      !st->drafting || !st->seq_ids)
+      !st->row_comp || !st->row_at || !st->sample_comp || !st->mask_rc ||
+      !st->mask_err || !st->fed || !st->drafting || !st->seq_ids)
     return nc_fail(err, NC_ERR_NOMEM, "out of memory (engine step arrays)");
   return NC_OK;
 }
@@ -962,6 +1026,8 @@ static void step_free(nucleus_engine *e) {
   free(st->row_comp);
   free(st->row_at);
   free(st->sample_comp);
+  free(st->mask_rc);
+  free(st->mask_err);
   free(st->fed);
   free(st->drafting);
   free(st->seq_ids);

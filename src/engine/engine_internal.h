@@ -107,6 +107,8 @@ typedef struct engine_step {
   completion **row_comp;      /* [max_seqs]: rows with logits -> completion */
   int32_t *row_at;            /* [max_seqs]: their first logits row */
   completion **sample_comp;   /* [max_seqs]: sampling rows -> completion */
+  nc_code *mask_rc;           /* [max_seqs]: each row's grammar mask */
+  nc_error *mask_err;         /* [max_seqs]: its failure */
   completion **fed;           /* [max_seqs]: completions in the batch */
   completion **drafting;      /* [max_seqs]: the draft model's this step */
   int32_t *seq_ids;           /* [max_seqs]: one group's KV sequences */

@@ -167,6 +167,10 @@ void nc_context_set_n_ctx(nc_context *c, int32_t n_ctx) {
   c->fwd.n_ctx = n_ctx > 0 ? n_ctx : 0;
 }
 
+nc_threadpool *nc_context_threadpool(nc_context *c) {
+  return c->fwd.tp;
+}
+
 void nc_context_free(nc_context *c) {
   if (!c) return;
   nc_threadpool_free(c->fwd.tp);

@@ -23,6 +23,9 @@ void nc_context_free(nc_context *ctx);
  * (phi3) picks its factors by, as llama.cpp by its n_ctx_seq; until set,
  * the KV cache's positions, at most the training context. */
 void nc_context_set_n_ctx(nc_context *ctx, int32_t n_ctx);
+/* The context's worker threads, for other data-parallel work between
+ * forward calls on the same thread (the engine's grammar masks). */
+nc_threadpool *nc_context_threadpool(nc_context *ctx);
 
 /* Runs a batch: a flat list of (seq, pos, token); several sequences and
  * several tokens per sequence in one call. The positions of a sequence are

@@ -38,6 +38,7 @@ typedef struct outcome {
   char text[MAX_N][2048];
   size_t text_len[MAX_N];
   nucleus_finish_reason reason[MAX_N];
+  bool grammar_error[MAX_N]; /* error_in_grammar of its FINISH */
   char stop_string[MAX_N][64];
   int32_t stop_token[MAX_N];
   int n_finish;
@@ -143,6 +144,7 @@ static void drain(nucleus_request *r, outcome *o) {
     } else if (ev.kind == NUCLEUS_EVENT_FINISH) {
       assert_int_equal(o->reason[i], NUCLEUS_FINISH_NONE); /* exactly once */
       o->reason[i] = ev.finish_reason;
+      o->grammar_error[i] = ev.error_in_grammar;
       o->stop_token[i] = ev.stop_token;
       if (ev.stop_string)
         snprintf(o->stop_string[i], sizeof o->stop_string[i], "%s",
@@ -739,6 +741,67 @@ static void test_grammar_constrains_output(void **state) {
   nucleus_engine_free(e);
 }
 
+/* Several grammar requests in one step: their masks are computed on the
+ * model's threads at once; each output is bit for bit the request's alone
+ * (n = 2 forks included), and a grammar past its per-token budget (1,000
+ * alternatives that stay apart) ends that request alone with an error the
+ * event says is the grammar's. */
+static void test_grammar_masks_of_one_step(void **state) {
+  (void)state;
+  NEED_MODEL();
+  enum { N_REQ = 6 };
+  static char wide_text[64 * 1024];
+  size_t o = (size_t)snprintf(wide_text, sizeof wide_text, "root ::= ");
+  for (int i = 0; i < 1000; i++)
+    o += (size_t)snprintf(wide_text + o, sizeof wide_text - o, "%sa%d",
+                          i ? " | " : "", i);
+  o += (size_t)snprintf(wide_text + o, sizeof wide_text - o, "\n");
+  for (int i = 0; i < 1000; i++)
+    o += (size_t)snprintf(wide_text + o, sizeof wide_text - o,
+                          "a%d ::= [a-z]{0,40} \"!%d\"\n", i, i);
+  nucleus_grammar *wide = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_grammar_create(wide_text, o, NULL, &wide, &err),
+                   NUCLEUS_OK);
+  req_spec specs[N_REQ];
+  for (int i = 0; i < N_REQ; i++) {
+    specs[i] =
+        greedy_spec(i % 2 ? "Describe a cat." : "Write a poem.", MAX_GEN);
+    specs[i].params.sampling.temperature = 1.0f;
+    specs[i].params.sampling.has_seed = true;
+    specs[i].params.sampling.seed = (uint64_t)(11 + i);
+    specs[i].params.sampling.logprobs = true;
+    specs[i].params.grammar = g_grammar;
+  }
+  specs[2].params.n = 2;
+  specs[4].params.grammar = wide;
+  specs[5].params.grammar = NULL; /* one without a grammar beside them */
+  outcome together[N_REQ];
+  run_specs(specs, N_REQ, together, 8192, 512, NULL);
+  for (int i = 0; i < N_REQ; i++) {
+    outcome alone;
+    run_one(&specs[i], &alone);
+    for (int k = 0; k < (specs[i].params.n > 1 ? 2 : 1); k++) {
+      assert_int_equal(together[i].reason[k], alone.reason[k]);
+      assert_int_equal(together[i].n_tokens[k], alone.n_tokens[k]);
+      assert_memory_equal(together[i].tokens[k], alone.tokens[k],
+                          (size_t)alone.n_tokens[k] * sizeof(int32_t));
+      assert_memory_equal(together[i].logprobs[k], alone.logprobs[k],
+                          (size_t)alone.n_tokens[k] * sizeof(float));
+      if (i != 4 && i != 5) {
+        assert_int_equal(together[i].reason[k], NUCLEUS_FINISH_STOP);
+        assert_int_equal(
+            grammar_verdict(together[i].text[k], together[i].text_len[k]), 1);
+      }
+    }
+  }
+  assert_int_equal(together[4].reason[0], NUCLEUS_FINISH_ERROR);
+  assert_true(together[4].grammar_error[0]);
+  assert_int_equal(together[4].n_tokens[0], 0);
+  assert_false(together[5].grammar_error[0]);
+  nucleus_grammar_free(wide);
+}
+
 /* A lazy grammar: free output until the trigger, then the grammar from the
  * trigger's first byte, and the request ends when it is complete. */
 static void test_lazy_grammar_starts_at_trigger(void **state) {
@@ -875,6 +938,7 @@ int main(void) {
       cmocka_unit_test(test_cancel_frees_blocks),
       cmocka_unit_test(test_beam_search),
       cmocka_unit_test(test_grammar_constrains_output),
+      cmocka_unit_test(test_grammar_masks_of_one_step),
       cmocka_unit_test(test_lazy_grammar_starts_at_trigger),
       cmocka_unit_test(test_batch_invariance),
       cmocka_unit_test(test_batch_invariance_inspected),
