@@ -45,7 +45,10 @@ static const char k_prims[] =
     "label ::= [a-z0-9] ( [a-z0-9-]{0,20} [a-z0-9] )?\n"
     "hostname ::= ( label \".\" ){0,3} [a-z] ( [a-z0-9-]{0,20} [a-z0-9] )?\n"
     "uri ::= \"http\" \"s\"? \"://\" hostname ( \"/\" [a-zA-Z0-9._~-]{0,32} "
-    "){0,6} ( \"?\" [a-zA-Z0-9._~=&-]{0,64} )?\n";
+    "){0,6} ( \"?\" [a-zA-Z0-9._~=&-]{0,64} )?\n"
+    "duration ::= \"P\" ( [0-9]{1,4} ( \"D\" ( \"T\" [0-9]{1,4} \"H\" )? | "
+    "\"W\" ) | \"T\" [0-9]{1,4} [HMS] )\n"
+    "regex-text ::= [a-zA-Z0-9 _]{0,64}\n";
 
 /* Whether s has a keyword that constrains, other than those named. */
 static const char *other_constraint(const json_t *s, const char *a,

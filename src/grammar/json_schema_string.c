@@ -1,6 +1,7 @@
 /* json_schema: strings (length, format, pattern, and their intersections).
  * Formats: date, time, date-time, uuid, email (idn-email), ipv4, ipv6,
- * hostname, uri (uri-reference), each a shared rule of json_schema.c's
+ * hostname, uri (uri-reference), duration, regex, each a shared rule of
+ * json_schema.c's
  * (conservative: every string made is of the format). With min/maxLength:
  * the format's rule when all its lengths fit; email, hostname and uri are
  * remade within the lengths; other overlaps are refused. Formats that
@@ -27,14 +28,18 @@ static const format_rule k_formats[] = {
     {"hostname", "hostname", 1, 91},
     {"uri", "uri", 8, -1},
     {"uri-reference", "uri", 8, -1},
+    /* RFC 3339's durations: days (with hours), weeks, or a time alone */
+    {"duration", "duration", 3, 12},
+    /* letters, digits, spaces and '_': a regular expression that matches
+     * itself, valid in every dialect */
+    {"regex", "regex-text", 0, 64},
 };
 
 /* Checked by common validators (python-jsonschema's format checker) and
  * not made here: refused rather than ignored. */
 static const char *const k_refused_formats[] = {
-    "iri",          "iri-reference", "idn-hostname",
-    "uri-template", "json-pointer",  "relative-json-pointer",
-    "regex",        "duration",      "color"};
+    "iri",          "iri-reference",         "idn-hostname", "uri-template",
+    "json-pointer", "relative-json-pointer", "color"};
 
 static int length_bounded(ctx *c, const format_rule *f, long long lo,
                           long long hi, sb *b) {
@@ -103,7 +108,8 @@ int js_gen_string(ctx *c, const json_t *s, sb *b) {
       if (!strcmp(name, k_refused_formats[i]))
         return js_fail(c,
                        "format '%s' is not supported (date, time, "
-                       "date-time, uuid, email, ipv4, ipv6, hostname, uri)",
+                       "date-time, uuid, email, ipv4, ipv6, hostname, uri, "
+                       "duration, regex)",
                        name);
     if (!f) js_note(c, "ignored unknown format '%.64s'", name);
   }

@@ -146,8 +146,8 @@ def test_json_object_streamed_equals_whole(client):
     ({"guided_json": {"type": "object", "properties": {"a": {"if": {}}}}},
      "guided_json", "'if' is not supported (it changes what validates and "
      "the grammar cannot enforce it) (at #/properties/a)"),
-    ({"json_schema": {"type": "string", "format": "duration"}},
-     "json_schema", "format 'duration'"),
+    ({"json_schema": {"type": "string", "format": "iri"}},
+     "json_schema", "format 'iri'"),
     ({"json_schema": {"$ref": "http://x/y"}}, "json_schema", "$ref"),
     ({"guided_regex": "[a-z]+"}, "guided_regex", "not supported"),
     ({"structured_outputs": {"whitespace": 1}}, "structured_outputs",
@@ -245,8 +245,8 @@ def test_cli_json_schema_flags(tmp_path):
             in fails("--json-schema",
                      '{"type":"array","uniqueItems":true,"minItems":2}'))
     assert "--json-schema: not JSON" in fails("--json-schema", '{"type":')
-    assert "format 'duration'" in fails(
-        "--json-schema", '{"type":"string","format":"duration"}')
+    assert "format 'iri'" in fails(
+        "--json-schema", '{"type":"string","format":"iri"}')
     assert "exclude each other" in fails(
         "--json-schema", "{}", "--grammar", 'root ::= "a"')
     assert "exclude each other" in fails(

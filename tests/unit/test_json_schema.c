@@ -197,9 +197,9 @@ static void test_errors_name_the_keyword(void **state) {
                                 "\"minItems\":2}",
                                 NUCLEUS_ERR_INVALID_ARGUMENT),
                          "'uniqueItems'"));
-  assert_non_null(strstr(REFUSE("{\"type\":\"string\",\"format\":\"duration\"}",
+  assert_non_null(strstr(REFUSE("{\"type\":\"string\",\"format\":\"iri\"}",
                                 NUCLEUS_ERR_INVALID_ARGUMENT),
-                         "format 'duration'"));
+                         "format 'iri'"));
   assert_non_null(
       strstr(REFUSE("{\"type\":", NUCLEUS_ERR_INVALID_ARGUMENT), "not JSON"));
   assert_non_null(

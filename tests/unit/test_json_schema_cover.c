@@ -254,6 +254,17 @@ static void test_strings_with_lengths(void **state) {
   assert_false(accepts(p, "\"x!A\\n\""));
   assert_true(accepts("{\"type\":\"string\",\"pattern\":\"^[a\\\\-\\\\#]+$\"}",
                       "\"a-#\""));
+  /* duration and regex: made (they were refused) */
+  const char *d = "{\"type\":\"string\",\"format\":\"duration\"}";
+  assert_true(accepts(d, "\"P3DT4H\""));
+  assert_true(accepts(d, "\"P2W\""));
+  assert_true(accepts(d, "\"PT5M\""));
+  assert_false(accepts(d, "\"P\""));
+  assert_false(accepts(d, "\"3D\""));
+  assert_false(accepts(d, "\"PT\""));
+  const char *x = "{\"type\":\"string\",\"format\":\"regex\"}";
+  assert_true(accepts(x, "\"abc 12_\""));
+  assert_false(accepts(x, "\"a(\""));
   assert_true(accepts("{\"type\":\"string\",\"format\":\"ipv4\"}",
                       "\"192.168.0.255\""));
   assert_false(
