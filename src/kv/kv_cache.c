@@ -3,7 +3,8 @@
  * Storage: per group, one K array and one V array of rows; a row is one
  * position's n_head_kv heads of one layer in the cache's element type (F16,
  * BF16, or Q8_0/Q4_0 blocks of 32: each head quantized on its own since
- * head_dim is a multiple of the block), row_k / row_v bytes. A model
+ * head_dim is a multiple of the block), row_k / row_v bytes, which may
+ * differ between layers (nc_kv_shape's second shape). A model
  * without sliding windows has one group (every layer, every block): each
  * layer owns a slab of the blocks, laid out [block][slot][row], so that the
  * positions of one block are contiguous for each layer. With them, the
@@ -30,10 +31,35 @@ static size_t kv_row_bytes(nc_type t, int32_t n) {
   return nc_kv_type_supported(t) ? nc_row_size(t, n) : 0;
 }
 
+/* Layer l's K and V row widths (elements) and head sizes. */
+typedef struct layer_dims {
+  int32_t dim_k, dim_v, head_k, head_v;
+} layer_dims;
+
+static layer_dims dims_of(const nc_kv_shape *s, int32_t l) {
+  if (s->layer_alt && s->layer_alt[l])
+    return (layer_dims){s->n_head_kv_alt * s->head_dim_alt,
+                        s->n_head_kv_alt * s->head_dim_v_alt, s->head_dim_alt,
+                        s->head_dim_v_alt};
+  return (layer_dims){s->n_head_kv * s->head_dim, s->n_head_kv * s->head_dim_v,
+                      s->head_dim, s->head_dim_v};
+}
+
+size_t nc_kv_bytes_per_position_of(nc_kv_shape shape, nc_kv_types types,
+                                   const bool *layer_swa, bool swa) {
+  size_t n = 0;
+  for (int32_t l = 0; l < shape.n_layer; l++) {
+    const layer_dims d = dims_of(&shape, l);
+    const size_t k = kv_row_bytes(types.k, d.dim_k),
+                 v = kv_row_bytes(types.v, d.dim_v);
+    if (!k || !v) return 0;
+    if (!layer_swa || layer_swa[l] == swa) n += k + v;
+  }
+  return n;
+}
+
 size_t nc_kv_bytes_per_position(nc_kv_shape shape, nc_kv_types types) {
-  const size_t k = kv_row_bytes(types.k, shape.n_head_kv * shape.head_dim),
-               v = kv_row_bytes(types.v, shape.n_head_kv * shape.head_dim_v);
-  return k && v ? (size_t)shape.n_layer * (k + v) : 0;
+  return nc_kv_bytes_per_position_of(shape, types, NULL, false);
 }
 
 size_t nc_kv_bytes_per_block(nc_kv_shape shape, int32_t block_tokens) {
@@ -58,11 +84,6 @@ int64_t nc_kv_swa_blocks_for(int32_t block_tokens, int32_t max_seqs,
   return (int64_t)max_seqs * per + ((int64_t)step_tokens + bt - 1) / bt + 1;
 }
 
-/* Rows of one SWA block (all its layers). */
-static size_t swa_block_rows(const nc_kv_cache *kv) {
-  return (size_t)kv->g_layers[NC_KV_SWA] * (size_t)kv->block_tokens;
-}
-
 /* Storage for the SWA blocks [0, n) of the group (n <= its blocks). */
 static bool swa_grow(nc_kv_cache *kv, int64_t n) {
   if (n <= kv->swa_alloc) return true;
@@ -70,16 +91,16 @@ static bool swa_grow(nc_kv_cache *kv, int64_t n) {
   while (cap < n)
     cap *= 2;
   if (cap > kv->g_blocks[NC_KV_SWA]) cap = kv->g_blocks[NC_KV_SWA];
-  const size_t rows = (size_t)cap * swa_block_rows(kv),
-               old = (size_t)kv->swa_alloc * swa_block_rows(kv);
-  uint8_t *k = realloc(kv->k_swa, rows * kv->row_k);
+  const size_t bk = kv->g_block_k[NC_KV_SWA], bv = kv->g_block_v[NC_KV_SWA];
+  const size_t n_new = (size_t)cap, old = (size_t)kv->swa_alloc;
+  uint8_t *k = realloc(kv->k_swa, n_new * bk);
   if (!k) return false;
   kv->k_swa = k;
-  uint8_t *v = realloc(kv->v_swa, rows * kv->row_v);
+  uint8_t *v = realloc(kv->v_swa, n_new * bv);
   if (!v) return false;
   kv->v_swa = v;
-  memset(k + old * kv->row_k, 0, (rows - old) * kv->row_k);
-  memset(v + old * kv->row_v, 0, (rows - old) * kv->row_v);
+  memset(k + old * bk, 0, (n_new - old) * bk);
+  memset(v + old * bv, 0, (n_new - old) * bv);
   kv->swa_alloc = cap;
   return true;
 }
@@ -126,14 +147,17 @@ static nc_code cache_create(nc_kv_shape shape, nc_kv_types types,
                             int32_t max_seqs, nc_kv_cache **out,
                             nc_error *err) {
   *out = NULL;
-  if (!kv_row_bytes(types.k, shape.head_dim) ||
-      !kv_row_bytes(types.v, shape.head_dim_v))
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "KV cache types K %s, V %s for head sizes %d, %d: each "
-                   "must be F16, BF16, Q8_0 or Q4_0 and its block size "
-                   "must divide the head size",
-                   nc_type_name(types.k), nc_type_name(types.v),
-                   (int)shape.head_dim, (int)shape.head_dim_v);
+  for (int32_t alt = 0; alt < (shape.layer_alt ? 2 : 1); alt++) {
+    const int32_t hk = alt ? shape.head_dim_alt : shape.head_dim,
+                  hv = alt ? shape.head_dim_v_alt : shape.head_dim_v;
+    if (!kv_row_bytes(types.k, hk) || !kv_row_bytes(types.v, hv))
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "KV cache types K %s, V %s for head sizes %d, %d: each "
+                     "must be F16, BF16, Q8_0 or Q4_0 and its block size "
+                     "must divide the head size",
+                     nc_type_name(types.k), nc_type_name(types.v), (int)hk,
+                     (int)hv);
+  }
   if (n_blocks < 1 || n_blocks > INT32_MAX)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "KV cache blocks %lld: must be in [1, %d]",
@@ -157,43 +181,47 @@ static nc_code cache_create(nc_kv_shape shape, nc_kv_types types,
   nc_kv_cache *kv = calloc(1, sizeof *kv);
   if (!kv) return nc_fail(err, NC_ERR_NOMEM, "KV cache: out of memory");
   kv->n_layer = shape.n_layer;
-  kv->dim_k = shape.n_head_kv * shape.head_dim;
-  kv->dim_v = shape.n_head_kv * shape.head_dim_v;
   kv->block_tokens = block_tokens;
   kv->max_seqs = max_seqs;
   kv->types = types;
-  kv->row_k = kv_row_bytes(types.k, kv->dim_k);
-  kv->row_v = kv_row_bytes(types.v, kv->dim_v);
-  kv->rot_k = nc_kv_rotation(types.k, shape.head_dim, true);
-  kv->rot_v = nc_kv_rotation(types.v, shape.head_dim_v, false);
   kv->n_groups = layer_swa ? 2 : 1;
   kv->window = layer_swa ? shape.n_swa : 0;
   kv->g_blocks[NC_KV_GLOBAL] = n_blocks;
   kv->g_blocks[NC_KV_SWA] = layer_swa ? n_swa_blocks : 0;
   kv->g_first[NC_KV_SWA] = n_blocks;
   kv->n_blocks = n_blocks + kv->g_blocks[NC_KV_SWA];
-  kv->layer_group = calloc((size_t)kv->n_layer, sizeof *kv->layer_group);
-  kv->layer_row0 = calloc((size_t)kv->n_layer, sizeof *kv->layer_row0);
-  size_t rows = 0;
-  for (int32_t l = 0; kv->layer_group && kv->layer_row0 && l < kv->n_layer;
-       l++) {
+  kv->layers = calloc((size_t)kv->n_layer, sizeof *kv->layers);
+  /* a global layer's slab: n_blocks blocks of its rows; a SWA layer's part
+   * of each SWA block: after the SWA layers before it */
+  const size_t bt = (size_t)block_tokens;
+  for (int32_t l = 0; kv->layers && l < kv->n_layer; l++) {
     const int32_t g = layer_swa && layer_swa[l] ? NC_KV_SWA : NC_KV_GLOBAL;
-    kv->layer_group[l] = g;
-    kv->layer_row0[l] = g == NC_KV_SWA ? kv->g_layers[g] : (int64_t)rows;
+    const layer_dims d = dims_of(&shape, l);
+    kv_layer *ly = &kv->layers[l];
+    ly->group = g;
+    ly->row_k = kv_row_bytes(types.k, d.dim_k);
+    ly->row_v = kv_row_bytes(types.v, d.dim_v);
+    ly->rot_k = nc_kv_rotation(types.k, d.head_k, true);
+    ly->rot_v = nc_kv_rotation(types.v, d.head_v, false);
+    const size_t per = g == NC_KV_SWA ? bt : (size_t)n_blocks * bt;
+    ly->off_k = per ? kv->g_block_k[g] / bt * per : 0;
+    ly->off_v = per ? kv->g_block_v[g] / bt * per : 0;
+    kv->g_block_k[g] += bt * ly->row_k;
+    kv->g_block_v[g] += bt * ly->row_v;
     kv->g_layers[g]++;
-    if (g == NC_KV_GLOBAL) rows += (size_t)n_blocks * (size_t)block_tokens;
   }
-  kv->k = calloc(rows, kv->row_k);
-  kv->v = calloc(rows, kv->row_v);
+  const size_t bytes_k = (size_t)n_blocks * kv->g_block_k[NC_KV_GLOBAL],
+               bytes_v = (size_t)n_blocks * kv->g_block_v[NC_KV_GLOBAL];
+  kv->k = calloc(bytes_k ? bytes_k : 1, 1);
+  kv->v = calloc(bytes_v ? bytes_v : 1, 1);
   kv->refcount = calloc((size_t)kv->n_blocks, sizeof(int32_t));
   kv->free_list[NC_KV_GLOBAL] = malloc((size_t)n_blocks * sizeof(int32_t));
   kv->free_list[NC_KV_SWA] =
       malloc((size_t)(kv->g_blocks[NC_KV_SWA] + 1) * sizeof(int32_t));
   kv->seqs = calloc((size_t)max_seqs, sizeof(kv_seq));
-  if (!kv->layer_group || !kv->layer_row0 || (rows && (!kv->k || !kv->v)) ||
-      !kv->refcount || !kv->free_list[0] || !kv->free_list[1] || !kv->seqs ||
-      !nc_kv_prefix_alloc(kv)) {
-    const size_t bytes = rows * (kv->row_k + kv->row_v);
+  if (!kv->layers || !kv->k || !kv->v || !kv->refcount || !kv->free_list[0] ||
+      !kv->free_list[1] || !kv->seqs || !nc_kv_prefix_alloc(kv)) {
+    const size_t bytes = bytes_k + bytes_v;
     nc_kv_cache_free(kv);
     return nc_fail(err, NC_ERR_NOMEM,
                    "KV cache of %lld blocks (%zu bytes): out of memory",
@@ -259,8 +287,7 @@ void nc_kv_cache_free(nc_kv_cache *kv) {
       for (int32_t g = 0; g < NC_KV_MAX_GROUPS; g++)
         free(kv->seqs[i].blocks[g]);
   free(kv->seqs);
-  free(kv->layer_group);
-  free(kv->layer_row0);
+  free(kv->layers);
   free(kv->k);
   free(kv->v);
   free(kv->k_swa);
@@ -425,20 +452,17 @@ static void block_copy(nc_kv_cache *kv, int32_t dst, int32_t src) {
   const size_t d = (size_t)(dst - kv->g_first[g]),
                s = (size_t)(src - kv->g_first[g]);
   if (g == NC_KV_SWA) { /* a SWA block's rows are contiguous */
-    const size_t rows = swa_block_rows(kv);
-    memcpy(kv->k_swa + d * rows * kv->row_k, kv->k_swa + s * rows * kv->row_k,
-           rows * kv->row_k);
-    memcpy(kv->v_swa + d * rows * kv->row_v, kv->v_swa + s * rows * kv->row_v,
-           rows * kv->row_v);
+    const size_t bk = kv->g_block_k[g], bv = kv->g_block_v[g];
+    memcpy(kv->k_swa + d * bk, kv->k_swa + s * bk, bk);
+    memcpy(kv->v_swa + d * bv, kv->v_swa + s * bv, bv);
     return;
   }
   for (int32_t l = 0; l < kv->n_layer; l++) {
-    if (kv->layer_group[l] != g) continue;
-    const size_t base = (size_t)kv->layer_row0[l];
-    memcpy(kv->k + (base + d * bt) * kv->row_k,
-           kv->k + (base + s * bt) * kv->row_k, bt * kv->row_k);
-    memcpy(kv->v + (base + d * bt) * kv->row_v,
-           kv->v + (base + s * bt) * kv->row_v, bt * kv->row_v);
+    const kv_layer *ly = &kv->layers[l];
+    if (ly->group != g) continue;
+    const size_t rk = bt * ly->row_k, rv = bt * ly->row_v;
+    memcpy(kv->k + ly->off_k + d * rk, kv->k + ly->off_k + s * rk, rk);
+    memcpy(kv->v + ly->off_v + d * rv, kv->v + ly->off_v + s * rv, rv);
   }
 }
 
@@ -577,8 +601,7 @@ int64_t nc_kv_group_blocks_used(const nc_kv_cache *kv, int32_t group) {
 
 /* K/V bytes of one block of group g (rows of the cache's types). */
 static size_t group_block_bytes(const nc_kv_cache *kv, int32_t g) {
-  return (size_t)kv->g_layers[g] * (size_t)kv->block_tokens *
-         (kv->row_k + kv->row_v);
+  return kv->g_block_k[g] + kv->g_block_v[g];
 }
 size_t nc_kv_bytes_used(const nc_kv_cache *kv) {
   size_t n = 0;
@@ -602,18 +625,18 @@ static uint8_t *row_of(const nc_kv_cache *kv, int32_t layer, int32_t seq,
   if (!q || layer < 0 || layer >= kv->n_layer || pos < 0) return NULL;
   const int32_t bi = pos / kv->block_tokens;
   if (bi >= q->n_blocks) return NULL;
-  const int32_t g = kv->layer_group[layer], b = q->blocks[g][bi];
+  const kv_layer *ly = &kv->layers[layer];
+  const int32_t g = ly->group, b = q->blocks[g][bi];
   if (b < 0) return NULL;
-  const int64_t bt = kv->block_tokens, slot = pos % kv->block_tokens;
-  const size_t row = k ? kv->row_k : kv->row_v;
+  const size_t bt = (size_t)kv->block_tokens,
+               slot = (size_t)(pos % kv->block_tokens);
+  const size_t row = k ? ly->row_k : ly->row_v, off = k ? ly->off_k : ly->off_v;
   if (g == NC_KV_SWA) {
-    const int64_t r =
-        ((b - kv->g_first[g]) * kv->g_layers[g] + kv->layer_row0[layer]) * bt +
-        slot;
-    return (k ? kv->k_swa : kv->v_swa) + (size_t)r * row;
+    const size_t blk = k ? kv->g_block_k[g] : kv->g_block_v[g];
+    return (k ? kv->k_swa : kv->v_swa) + (size_t)(b - kv->g_first[g]) * blk +
+           off + slot * row;
   }
-  const int64_t r = kv->layer_row0[layer] + (int64_t)b * bt + slot;
-  return (k ? kv->k : kv->v) + (size_t)r * row;
+  return (k ? kv->k : kv->v) + off + ((size_t)b * bt + slot) * row;
 }
 
 const void *nc_kv_k_data_c(const nc_kv_cache *kv, int32_t layer, int32_t seq,
@@ -664,24 +687,32 @@ int32_t nc_kv_rotation(nc_type t, int32_t head_dim, bool is_k) {
   return n;
 }
 
-int32_t nc_kv_rot_k(const nc_kv_cache *kv) {
-  return kv->rot_k;
+static const kv_layer *layer_of(const nc_kv_cache *kv, int32_t layer) {
+  return layer >= 0 && layer < kv->n_layer ? &kv->layers[layer] : NULL;
 }
 
-int32_t nc_kv_rot_v(const nc_kv_cache *kv) {
-  return kv->rot_v;
+int32_t nc_kv_rot_k(const nc_kv_cache *kv, int32_t layer) {
+  const kv_layer *ly = layer_of(kv, layer);
+  return ly ? ly->rot_k : 0;
+}
+
+int32_t nc_kv_rot_v(const nc_kv_cache *kv, int32_t layer) {
+  const kv_layer *ly = layer_of(kv, layer);
+  return ly ? ly->rot_v : 0;
 }
 
 nc_kv_types nc_kv_cache_types(const nc_kv_cache *kv) {
   return kv->types;
 }
 
-size_t nc_kv_k_row_bytes(const nc_kv_cache *kv) {
-  return kv->row_k;
+size_t nc_kv_k_row_bytes(const nc_kv_cache *kv, int32_t layer) {
+  const kv_layer *ly = layer_of(kv, layer);
+  return ly ? ly->row_k : 0;
 }
 
-size_t nc_kv_v_row_bytes(const nc_kv_cache *kv) {
-  return kv->row_v;
+size_t nc_kv_v_row_bytes(const nc_kv_cache *kv, int32_t layer) {
+  const kv_layer *ly = layer_of(kv, layer);
+  return ly ? ly->row_v : 0;
 }
 
 int32_t nc_kv_block_refcount(const nc_kv_cache *kv, int32_t seq, int32_t pos) {

@@ -51,9 +51,14 @@ typedef struct nc_kv_types {
 
 /* What the cache needs of a model's shape: its layers, KV heads, head
  * sizes of K and V and the sliding window (0: none). The model layer makes
- * it from its hyperparameters (nc_hp_kv_shape). */
+ * it from its hyperparameters (nc_hp_kv_shape). Layers of a second shape
+ * (gemma4's sliding-window layers: other head counts and sizes): NULL
+ * layer_alt, or n_layer flags marking the layers with n_head_kv_alt heads
+ * of head_dim_alt (K) and head_dim_v_alt (V) values. */
 typedef struct nc_kv_shape {
   int32_t n_layer, n_head_kv, head_dim, head_dim_v, n_swa;
+  const bool *layer_alt;
+  int32_t n_head_kv_alt, head_dim_alt, head_dim_v_alt;
 } nc_kv_shape;
 
 /* F16, BF16, Q8_0 and Q4_0. */
@@ -133,8 +138,12 @@ int32_t nc_kv_max_seqs(const nc_kv_cache *kv);
 /* Bytes of an F16 block of every layer (a full cache's block). */
 size_t nc_kv_bytes_per_block(nc_kv_shape shape, int32_t block_tokens);
 /* K and V bytes of one position over all layers (0 for a type that is not a
- * cache type or a head size its block does not divide). */
+ * cache type or a head size its block does not divide); with swa (NULL:
+ * none) only over the layers it marks (true) or does not (false)
+ * (nc_kv_bytes_per_position_of). */
 size_t nc_kv_bytes_per_position(nc_kv_shape shape, nc_kv_types types);
+size_t nc_kv_bytes_per_position_of(nc_kv_shape shape, nc_kv_types types,
+                                   const bool *layer_swa, bool swa);
 nc_kv_types nc_kv_cache_types(const nc_kv_cache *kv);
 /* llama.cpp rotates what goes into a quantized (Q8_0, Q4_0) half of the
  * cache by an orthonormal Walsh-Hadamard matrix (nc_fwht: fewer outliers
@@ -143,13 +152,13 @@ nc_kv_types nc_kv_cache_types(const nc_kv_cache *kv);
  * pieces of 64 (and the attention output back). The width for type t, 0
  * for none. */
 int32_t nc_kv_rotation(nc_type t, int32_t head_dim, bool is_k);
-/* The widths of this cache's K and V halves (0: not rotated). */
-int32_t nc_kv_rot_k(const nc_kv_cache *kv);
-int32_t nc_kv_rot_v(const nc_kv_cache *kv);
-/* Bytes of one position's K (V) row of one layer: n_head_kv heads, each
- * head's part row_bytes / n_head_kv bytes. */
-size_t nc_kv_k_row_bytes(const nc_kv_cache *kv);
-size_t nc_kv_v_row_bytes(const nc_kv_cache *kv);
+/* The widths of this cache's K and V halves of a layer (0: not rotated). */
+int32_t nc_kv_rot_k(const nc_kv_cache *kv, int32_t layer);
+int32_t nc_kv_rot_v(const nc_kv_cache *kv, int32_t layer);
+/* Bytes of one position's K (V) row of a layer: its n_head_kv heads, each
+ * head's part row_bytes / n_head_kv bytes (0 for a layer out of range). */
+size_t nc_kv_k_row_bytes(const nc_kv_cache *kv, int32_t layer);
+size_t nc_kv_v_row_bytes(const nc_kv_cache *kv, int32_t layer);
 /* Layer groups (1, or 2 with sliding windows: 0 global, 1 SWA), their
  * blocks and the blocks taken (free and cached ones excluded). */
 int32_t nc_kv_n_groups(const nc_kv_cache *kv);

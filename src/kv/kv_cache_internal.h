@@ -31,20 +31,27 @@ typedef struct kv_seq {
  * states: taken (refcount > 0), cached (refcount 0, hashed: on its group's
  * LRU list, reusable or evictable) or free (refcount 0, not hashed: on its
  * group's free list). */
+/* One layer's rows: its group, the bytes of one position's K (V) row, its
+ * Hadamard rotation widths (0: none), and where its rows start: a global
+ * layer's slab in k (v), a SWA layer's part of each SWA block (bytes). */
+typedef struct kv_layer {
+  int32_t group;
+  size_t row_k, row_v;
+  int32_t rot_k, rot_v;
+  size_t off_k, off_v;
+} kv_layer;
+
 struct nc_kv_cache {
-  int32_t n_layer, dim_k, dim_v, block_tokens, max_seqs;
+  int32_t n_layer, block_tokens, max_seqs;
   int64_t n_blocks; /* all groups */
   int32_t n_groups; /* 1, or 2 with sliding-window layers */
   int32_t window;   /* n_swa of the SWA group's layers (0: none) */
   int64_t g_first[NC_KV_MAX_GROUPS], g_blocks[NC_KV_MAX_GROUPS];
-  int32_t *layer_group; /* [n_layer] */
-  /* [n_layer]: a global layer's first row in k / v; a SWA layer's index
-   * among the SWA layers */
-  int64_t *layer_row0;
+  kv_layer *layers;                   /* [n_layer] */
   int32_t g_layers[NC_KV_MAX_GROUPS]; /* layers per group */
-  nc_kv_types types;                  /* of every group's rows */
-  size_t row_k, row_v;  /* bytes of one position's K (V) row of one layer */
-  int32_t rot_k, rot_v; /* Hadamard rotation widths (0: none) */
+  /* K (V) bytes of one block of each group, all its layers */
+  size_t g_block_k[NC_KV_MAX_GROUPS], g_block_v[NC_KV_MAX_GROUPS];
+  nc_kv_types types; /* of every group's rows */
   /* The global group: per global layer, its blocks x block_tokens rows. */
   uint8_t *k, *v;
   /* The SWA group: per block, its layers x block_tokens rows; storage for

@@ -19,6 +19,8 @@ typedef struct nc_fwd nc_fwd;
 enum {
   /* rope_{cos,sin}_swa: a second RoPE table, for sliding-window layers */
   NC_SCRATCH_SWA_ROPE = 1u << 0,
+  /* side: [T, 2 * n_embd] (gemma4's experts beside its dense FFN) */
+  NC_SCRATCH_SIDE = 1u << 1,
 };
 
 typedef struct nc_arch {
@@ -37,6 +39,10 @@ typedef struct nc_arch {
    * vocabulary's special tokens. */
   const char *chat_template;
   unsigned scratch; /* NC_SCRATCH_* bits */
+  /* feed_forward_length and attention.head_count_kv may be per-layer
+   * arrays of differing values (the generic reader takes layer 0's; its
+   * check_hparams the rest) */
+  bool layer_arrays;
   int rope_type;
   /* Checks and completes hp after the generic keys were read. */
   nc_code (*check_hparams)(const gguf_file *f, nc_hparams *hp, nc_error *err);
@@ -86,6 +92,12 @@ nc_code nc_weight_load3(const gguf_file *f, const char *name, int64_t ne0,
 nc_code nc_meta_int(const gguf_file *f, const char *arch, const char *suffix,
                     bool required, int64_t lo, int64_t hi, int32_t *out,
                     bool *found, nc_error *err);
+/* The same for layer `layer` of a per-layer array (a scalar is every
+ * layer's value; layer < 0: as nc_meta_int). */
+nc_code nc_meta_int_layer(const gguf_file *f, const char *arch,
+                          const char *suffix, int32_t layer, bool required,
+                          int64_t lo, int64_t hi, int32_t *out, bool *found,
+                          nc_error *err);
 /* The same for a finite number. */
 nc_code nc_meta_float(const gguf_file *f, const char *arch, const char *suffix,
                       bool required, float *out, bool *found, nc_error *err);

@@ -24,6 +24,9 @@ struct nc_context {
   uint8_t *touched;  /* [max_seqs] */
 };
 
+static int32_t max2(int32_t a, int32_t b) {
+  return a > b ? a : b;
+}
 static int32_t max3(int32_t a, int32_t b, int32_t c) {
   const int32_t m = a > b ? a : b;
   return m > c ? m : c;
@@ -71,12 +74,25 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
     return rc;
   }
   const size_t T = (size_t)max_batch_tokens;
-  const size_t w_q = (size_t)hp->n_head * (size_t)hp->head_dim;
-  const size_t w_att = (size_t)hp->n_head * (size_t)hp->head_dim_v;
+  /* the widest of the layers' attention shapes (gemma4's sliding-window
+   * layers have their own: hs) */
+  const nc_hparams hs = nc_hp_layer(hp, true);
+  const size_t hd = (size_t)max2(hp->head_dim, hs.head_dim),
+               hdv = (size_t)max2(hp->head_dim_v, hs.head_dim_v);
+  const size_t w_q = (size_t)hp->n_head * hd;
+  const size_t w_att = (size_t)hp->n_head * hdv;
+  const size_t w_k = (size_t)max2(nc_hp_n_embd_k(hp), nc_hp_n_embd_k(&hs)),
+               w_v = (size_t)max2(nc_hp_n_embd_v(hp), nc_hp_n_embd_v(&hs));
   const size_t w_xn = (size_t)hp->n_embd > w_att ? (size_t)hp->n_embd : w_att;
-  const size_t half = (size_t)hp->n_rot / 2;
+  const size_t half = (size_t)max2(hp->n_rot, hs.n_rot) / 2;
+  /* gemma4: the per-layer inputs of every layer, and a second row of the
+   * residual's width (its FFN beside the experts) */
+  const size_t w_ple = (size_t)hp->n_embd_per_layer * (size_t)hp->n_layer;
+  const size_t w_side =
+      nc_model_arch(m)->scratch & NC_SCRATCH_SIDE ? 2 * (size_t)hp->n_embd : 0;
+  /* gate and up also take the per-layer inputs' projection */
   const size_t w_ff =
-      (size_t)(hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp);
+      (size_t)max3(max2(hp->n_ff, hp->n_ff_max), hp->n_ff_exp, (int32_t)w_ple);
   /* mixture of experts: router logits, weights, outputs per (row, slot) */
   const size_t nx = (size_t)hp->n_expert, nk = (size_t)hp->n_expert_used;
   const size_t w_moe = nx ? nx + nk + nk * (size_t)hp->n_embd : 0;
@@ -84,9 +100,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
    * the archs that ask for it */
   const bool swa_rope = nc_model_arch(m)->scratch & NC_SCRATCH_SWA_ROPE;
   const size_t w_rope = (swa_rope ? 4 : 2) * half;
-  const size_t per_row = (size_t)hp->n_embd + w_xn + w_q +
-                         (size_t)nc_hp_n_embd_k(hp) +
-                         (size_t)nc_hp_n_embd_v(hp) + w_att + w_rope + w_moe;
+  const size_t per_row = (size_t)hp->n_embd + w_xn + w_q + w_k + w_v + w_att +
+                         w_rope + w_moe + w_ple + w_side;
   /* gate and up: a row per batch entry, and at least one per expert used
    * (one decode row's experts side by side: forward_moe.c) */
   const size_t T_ff = T > nk ? T : nk;
@@ -104,18 +119,20 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   /* Per thread, for the heads of one GQA group: score rows, q rows, lane
    * sets; 64-byte aligned, and rows padded off multiples of 4 KiB (store
    * buffer aliasing between the heads' rows). */
-  const size_t group = (size_t)(hp->n_head / hp->n_head_kv);
+  const size_t group =
+      (size_t)max2(hp->n_head / hp->n_head_kv, hs.n_head / hs.n_head_kv);
   c->fwd.att_ss = (size_t)kv_pos / 16 * 16 + 32;
-  c->fwd.att_ls = (size_t)hp->head_dim_v * NC_ATTN_LANES + 16;
-  c->fwd.att_stride = group * c->fwd.att_ss +
-                      (group * (size_t)hp->head_dim + 15) / 16 * 16 +
+  c->fwd.att_ls = hdv * NC_ATTN_LANES + 16;
+  c->fwd.att_stride = group * c->fwd.att_ss + (group * hd + 15) / 16 * 16 +
                       group * c->fwd.att_ls;
   c->fwd.att = aligned_alloc(64, c->fwd.att_stride *
                                      (size_t)nc_threadpool_size(c->fwd.tp) *
                                      sizeof(float));
-  c->fwd.kv_row = malloc(
-      sizeof(float) * (size_t)max3(nc_hp_n_embd_k(hp), nc_hp_n_embd_v(hp), 1));
-  c->fwd.flash_stride = nc_fwd_flash_scratch_bytes(hp);
+  c->fwd.kv_row =
+      malloc(sizeof(float) * (size_t)max3((int32_t)w_k, (int32_t)w_v, 1));
+  const size_t fs = nc_fwd_flash_scratch_bytes(hp),
+               fs_swa = nc_fwd_flash_scratch_bytes(&hs);
+  c->fwd.flash_stride = fs > fs_swa ? fs : fs_swa;
   c->fwd.flash_mem = aligned_alloc(
       64, c->fwd.flash_stride * (size_t)nc_threadpool_size(c->fwd.tp));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
@@ -134,8 +151,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.bufs.x = p, p += T * (size_t)hp->n_embd;
   c->fwd.bufs.xn = p, p += T * w_xn;
   c->fwd.bufs.q = p, p += T * w_q;
-  c->fwd.bufs.k = p, p += T * (size_t)nc_hp_n_embd_k(hp);
-  c->fwd.bufs.v = p, p += T * (size_t)nc_hp_n_embd_v(hp);
+  c->fwd.bufs.k = p, p += T * w_k;
+  c->fwd.bufs.v = p, p += T * w_v;
   c->fwd.bufs.attn = p, p += T * w_att;
   c->fwd.bufs.gate = p, p += T_ff * w_ff;
   c->fwd.bufs.up = p, p += T_ff * w_ff;
@@ -156,6 +173,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
     c->fwd.bufs.rope_cos_swa = p, p += T * half;
     c->fwd.bufs.rope_sin_swa = p, p += T * half;
   }
+  if (w_ple) c->fwd.bufs.ple = p, p += T * w_ple;
+  if (w_side) c->fwd.bufs.side = p, p += T * w_side;
   for (uint32_t h = 0; h < 65536; h++)
     c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
   nc_fwd_gelu_table(c->fwd.gelu_f16);

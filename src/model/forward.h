@@ -37,6 +37,10 @@ typedef struct nc_fwd_bufs {
   /* the same for sliding-window layers (gemma3's own base); NULL unless
    * the arch asks for them (NC_SCRATCH_SWA_ROPE, arch.h) */
   float *rope_cos_swa, *rope_sin_swa;
+  /* gemma4: the per-layer inputs [T, n_layer * n_embd_per_layer] (NULL
+   * without per-layer embeddings), and two more rows of the residual's
+   * width [T, 2 * n_embd] (NC_SCRATCH_SIDE) */
+  float *ple, *side;
 } nc_fwd_bufs;
 
 /* What the primitives run over: the model, the kernels chosen once, the
@@ -128,6 +132,15 @@ void nc_fwd_matmul_each(nc_fwd *ctx, const float *x, int64_t x_stride,
  * rows). y may be x. */
 void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
                 float *y, int32_t rows);
+/* nc_fwd_moe's options (zero: nc_fwd_moe): the router reads router_x
+ * instead of x (gemma4: the scaled residual); exp_scale[e] (n_expert
+ * values) multiplies expert e's output before its weight. */
+typedef struct nc_moe_opts {
+  const float *router_x;
+  const float *exp_scale;
+} nc_moe_opts;
+void nc_fwd_moe_ext(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
+                    float *y, int32_t rows, const nc_moe_opts *o);
 
 /* The context one sequence may reach (llama.cpp's n_ctx_seq, for
  * LongRoPE): the one set by nc_context_set_n_ctx, else the KV cache's
@@ -146,7 +159,9 @@ void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
  * layers (gemma): window > 0 limits the keys of a row at pos to positions
  * (pos - window, pos] (the others are masked, as llama.cpp's -inf mask:
  * the same bits as scoring them and masking); softcap > 0 maps each score
- * s to softcap * tanh(s / softcap) before the softmax. */
+ * s to softcap * tanh(s / softcap) before the softmax. k and v NULL: the
+ * layer's K and V at the batch's positions are in the cache already (a
+ * gemma4 layer reading another's K/V): nothing is written. */
 void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                           const float *q, const float *k, const float *v,
                           float *out, int32_t window, float softcap);
@@ -186,7 +201,7 @@ void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
 void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                    int64_t n);
 /* nc_fwd_rope with the given per-row tables (cos_c, sin_c: [rows, n_rot /
- * 2]) instead of the scratch's. */
+ * 2]) instead of the scratch's; k may be NULL (q alone). */
 void nc_fwd_rope_with(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
                       int64_t k_stride, int32_t rows, const float *cos_c,
                       const float *sin_c);

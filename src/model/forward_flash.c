@@ -182,13 +182,15 @@ static void flash_group_typed(const flash_task *a, int32_t t, int32_t h0,
   const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
   const int32_t g = hp->n_head / hp->n_head_kv, kvh = h0 / g;
   const nc_kv_types ty = nc_kv_cache_types(c->kv);
-  const size_t rk = nc_kv_k_row_bytes(c->kv), rv = nc_kv_v_row_bytes(c->kv);
+  const size_t rk = nc_kv_k_row_bytes(c->kv, a->layer),
+               rv = nc_kv_v_row_bytes(c->kv, a->layer);
   const size_t hk = rk / (size_t)hp->n_head_kv, hv = rv / (size_t)hp->n_head_kv;
   flash_mem f = flash_mem_at(mem, hp, g);
   const nc_type qt = nc_flash_q_type(ty.k);
   const size_t qb = nc_row_size(qt, hd);
   const float *qrow = a->q + (int64_t)t * hp->n_head * hd + (int64_t)h0 * hd;
-  const int32_t rot_k = nc_kv_rot_k(c->kv), rot_v = nc_kv_rot_v(c->kv);
+  const int32_t rot_k = nc_kv_rot_k(c->kv, a->layer),
+                rot_v = nc_kv_rot_v(c->kv, a->layer);
   for (int32_t i = 0; i < m; i++) {
     const float *qi = qrow + (int64_t)i * hd;
     if (rot_k > 0) { /* q rotated with the keys: the same q.k */

@@ -94,6 +94,8 @@ static void expert_act(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                        int64_t n) {
   if (ctx->hp->moe_act == NC_MOE_ACT_SWIGLU_OAI)
     nc_fwd_swiglu_oai(ctx, gate, up, rows, n);
+  else if (ctx->hp->moe_act == NC_MOE_ACT_GELU)
+    nc_fwd_geglu(ctx, gate, up, rows, n);
   else
     nc_fwd_swiglu(ctx, gate, up, rows, n);
 }
@@ -153,12 +155,17 @@ static void moe_one_row(nc_fwd *ctx, const nc_layer_weights *L,
 
 void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
                 float *y, int32_t rows) {
+  nc_fwd_moe_ext(ctx, L, x, y, rows, &(nc_moe_opts){0});
+}
+
+void nc_fwd_moe_ext(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
+                    float *y, int32_t rows, const nc_moe_opts *o) {
   const nc_hparams *hp = ctx->hp;
   const nc_fwd_bufs *s = &ctx->bufs;
   const int32_t NX = hp->n_expert, K = hp->n_expert_used;
   const int64_t E = hp->n_embd, F = hp->n_ff_exp;
   const nc_mm router = {&L->ffn_gate_inp, s->moe_logits, NX};
-  nc_fwd_matmul(ctx, x, E, rows, &router, 1);
+  nc_fwd_matmul(ctx, o->router_x ? o->router_x : x, E, rows, &router, 1);
   if (L->ffn_gate_inp_b.data)
     nc_fwd_add_bias(ctx, s->moe_logits, L->ffn_gate_inp_b.data, rows, NX);
   for (int32_t t = 0; t < rows; t++) {
@@ -204,19 +211,28 @@ void nc_fwd_moe(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
     expert_bias(ctx, &L->down_exps_b, e, s->moe_out + (int64_t)off * E, n, E);
     off += n;
   }
+  /* each expert's output times its scale first where there is one
+   * (llama.cpp's down_exps_s: a multiply of its own) */
+  for (int32_t t = 0; o->exp_scale && t < rows; t++)
+    for (int32_t j = 0; j < K; j++) {
+      const float sc = o->exp_scale[s->moe_sel[(int64_t)t * K + j]];
+      float *oe = s->moe_out + (int64_t)s->moe_at[(int64_t)t * K + j] * E;
+      for (int64_t i = 0; i < E; i++)
+        oe[i] *= sc;
+    }
   /* y = w0 * e0 + w1 * e1 + ..., in slot order (ggml: the weighted views
    * added one after another) */
   for (int32_t t = 0; t < rows; t++) {
     float *yt = y + (int64_t)t * E;
     for (int32_t j = 0; j < K; j++) {
       const float w = s->moe_w[(int64_t)t * K + j];
-      const float *o = s->moe_out + (int64_t)s->moe_at[(int64_t)t * K + j] * E;
+      const float *oe = s->moe_out + (int64_t)s->moe_at[(int64_t)t * K + j] * E;
       if (j == 0)
         for (int64_t i = 0; i < E; i++)
-          yt[i] = o[i] * w;
+          yt[i] = oe[i] * w;
       else
         for (int64_t i = 0; i < E; i++)
-          yt[i] += o[i] * w;
+          yt[i] += oe[i] * w;
     }
   }
 }

@@ -34,6 +34,14 @@ struct nucleus_model {
 nc_code nc_meta_int(const gguf_file *f, const char *arch, const char *suffix,
                     bool required, int64_t lo, int64_t hi, int32_t *out,
                     bool *found, nc_error *err) {
+  return nc_meta_int_layer(f, arch, suffix, -1, required, lo, hi, out, found,
+                           err);
+}
+
+nc_code nc_meta_int_layer(const gguf_file *f, const char *arch,
+                          const char *suffix, int32_t layer, bool required,
+                          int64_t lo, int64_t hi, int32_t *out, bool *found,
+                          nc_error *err) {
   char key[128];
   snprintf(key, sizeof key, "%s.%s", arch, suffix);
   if (found) *found = false;
@@ -45,7 +53,15 @@ nc_code nc_meta_int(const gguf_file *f, const char *arch, const char *suffix,
   int64_t v = 0;
   gguf_value_type et;
   uint64_t count;
-  if (gguf_get_arr(f, key, &et, &count)) {
+  if (gguf_get_arr(f, key, &et, &count) && layer >= 0) {
+    if ((uint64_t)layer >= count)
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "metadata '%s' has %llu entries: no entry for layer %d",
+                     key, (unsigned long long)count, (int)layer);
+    if (!gguf_get_arr_i64(f, key, (uint64_t)layer, &v))
+      return nc_fail(err, NC_ERR_FORMAT, "metadata '%s'[%d] is not an integer",
+                     key, (int)layer);
+  } else if (gguf_get_arr(f, key, &et, &count)) {
     if (count == 0)
       return nc_fail(err, NC_ERR_FORMAT, "metadata '%s' is an empty array",
                      key);
@@ -223,10 +239,24 @@ static nc_code apply_rope_overrides(const nucleus_model_params *mp,
   return NC_OK;
 }
 
+nc_hparams nc_hp_layer(const nc_hparams *hp, bool swa) {
+  nc_hparams h = *hp;
+  if (swa && hp->head_dim_swa > 0) {
+    h.n_head_kv = hp->n_head_kv_swa;
+    h.head_dim = h.head_dim_v = hp->head_dim_swa;
+    h.n_rot = hp->n_rot_swa;
+  }
+  return h;
+}
+
+/* The generic keys; an arch with per-layer arrays (layer_arrays) has
+ * feed_forward_length and attention.head_count_kv read at layer 0 here
+ * (its check_hparams reads the rest). */
 static nc_code load_hparams(const gguf_file *f, const char *arch,
-                            nc_hparams *hp, nc_error *err) {
+                            bool layer_arrays, nc_hparams *hp, nc_error *err) {
   memset(hp, 0, sizeof *hp);
   const int64_t BIG = 1 << 24;
+  const int32_t at = layer_arrays ? 0 : -1;
   nc_code rc;
   bool found;
   if ((rc = nc_meta_int(f, arch, "context_length", true, 1, INT32_MAX,
@@ -235,14 +265,14 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
                         NULL, err)) ||
       (rc = nc_meta_int(f, arch, "block_count", true, 1, 4096, &hp->n_layer,
                         NULL, err)) ||
-      (rc = nc_meta_int(f, arch, "feed_forward_length", true, 1, BIG, &hp->n_ff,
-                        NULL, err)) ||
+      (rc = nc_meta_int_layer(f, arch, "feed_forward_length", at, true, 1, BIG,
+                              &hp->n_ff, NULL, err)) ||
       (rc = nc_meta_int(f, arch, "attention.head_count", true, 1, 4096,
                         &hp->n_head, NULL, err)))
     return rc;
   hp->n_head_kv = hp->n_head;
-  if ((rc = nc_meta_int(f, arch, "attention.head_count_kv", false, 1, 4096,
-                        &hp->n_head_kv, NULL, err)))
+  if ((rc = nc_meta_int_layer(f, arch, "attention.head_count_kv", at, false, 1,
+                              4096, &hp->n_head_kv, NULL, err)))
     return rc;
   if (hp->n_head % hp->n_head_kv != 0)
     return nc_fail(err, NC_ERR_FORMAT,
@@ -507,7 +537,9 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
     rc = nc_fail(err, NC_ERR_NOMEM, "model: out of memory");
     goto fail;
   }
-  if ((rc = load_hparams(m->gguf, m->arch_name, &m->hp, err))) goto fail;
+  if ((rc = load_hparams(m->gguf, m->arch_name, m->arch->layer_arrays, &m->hp,
+                         err)))
+    goto fail;
   m->hp.rope_type = m->arch->rope_type;
   if (!nc_row_size(cache_k, m->hp.head_dim) ||
       !nc_row_size(cache_v, m->hp.head_dim_v)) {

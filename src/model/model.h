@@ -22,6 +22,9 @@
 /* The token table (vocab.h); the model owns it. */
 typedef struct nc_vocab nc_vocab;
 
+/* The most layers of a model with two attention shapes (gemma4). */
+#define NC_HP_MAX_SWA_LAYERS 256
+
 typedef struct nc_hparams {
   int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim,
       head_dim_v, n_ff, n_rot;
@@ -63,6 +66,18 @@ typedef struct nc_hparams {
   float rope_freq_base_swa, rope_freq_scale_swa;
   float q_scale;
   float attn_softcap, final_softcap;
+  /* gemma4: the sliding-window layers' own attention shape (n_head_kv_swa
+   * KV heads of head_dim_swa, n_rot_swa of them turned by RoPE; 0: the
+   * others' shape), swa_layer[l] marking those layers (n_layer entries, at
+   * most NC_HP_MAX_SWA_LAYERS); the first n_layer_kv layers own K/V, the
+   * others read another's (nc_layer_weights.kv_layer; 0: every layer owns
+   * its own);
+   * n_embd_per_layer: the width of the per-layer token embeddings (0:
+   * none); n_ff_max: the widest FFN of a model whose layers differ (0:
+   * n_ff) */
+  int32_t n_head_kv_swa, head_dim_swa, n_rot_swa;
+  int32_t n_layer_kv, n_embd_per_layer, n_ff_max;
+  bool swa_layer[NC_HP_MAX_SWA_LAYERS];
 } nc_hparams;
 
 enum {
@@ -76,6 +91,7 @@ enum {
 enum {
   NC_MOE_ACT_SILU,       /* down(silu(gate) * up) */
   NC_MOE_ACT_SWIGLU_OAI, /* gpt-oss's clamped SwiGLU (nc_fwd_swiglu_oai) */
+  NC_MOE_ACT_GELU,       /* gemma4: down(gelu(gate) * up) (nc_fwd_geglu) */
 };
 
 enum {
@@ -96,11 +112,29 @@ static inline int32_t nc_hp_n_embd_k(const nc_hparams *hp) {
 static inline int32_t nc_hp_n_embd_v(const nc_hparams *hp) {
   return hp->n_head_kv * hp->head_dim_v;
 }
-/* The shape the paged KV cache is made for. */
-static inline nc_kv_shape nc_hp_kv_shape(const nc_hparams *hp) {
-  return (nc_kv_shape){hp->n_layer, hp->n_head_kv, hp->head_dim, hp->head_dim_v,
-                       hp->n_swa};
+/* The layers that own K/V (the first ones; all without shared K/V). */
+static inline int32_t nc_hp_n_layer_kv(const nc_hparams *hp) {
+  return hp->n_layer_kv > 0 ? hp->n_layer_kv : hp->n_layer;
 }
+/* The shape the paged KV cache is made for: the layers that own K/V, the
+ * sliding-window layers of their own shape where they have one. */
+static inline nc_kv_shape nc_hp_kv_shape(const nc_hparams *hp) {
+  nc_kv_shape s = {.n_layer = nc_hp_n_layer_kv(hp),
+                   .n_head_kv = hp->n_head_kv,
+                   .head_dim = hp->head_dim,
+                   .head_dim_v = hp->head_dim_v,
+                   .n_swa = hp->n_swa};
+  if (hp->head_dim_swa > 0) {
+    s.layer_alt = hp->swa_layer;
+    s.n_head_kv_alt = hp->n_head_kv_swa;
+    s.head_dim_alt = s.head_dim_v_alt = hp->head_dim_swa;
+  }
+  return s;
+}
+/* The hyperparameters a layer's attention runs with: hp, or for a
+ * sliding-window layer of its own shape hp with that shape's KV heads,
+ * head sizes and RoPE dimensions. */
+nc_hparams nc_hp_layer(const nc_hparams *hp, bool swa);
 
 /* A 2-D (or 1-D) weight tensor: ne0 contiguous elements per row, ne1 rows;
  * a 3-D one (experts) holds ne2 such matrices one after another. */
@@ -125,10 +159,24 @@ typedef struct nc_layer_weights {
   nc_weight attn_sinks; /* gpt-oss: [n_head] attention sinks */
   nc_weight attn_post_norm, ffn_post_norm; /* gemma: after attn / FFN */
   bool swa; /* gemma: a sliding-window (local) layer */
+  /* gemma4: the per-layer input's gate [n_embd -> n_embd_per_layer],
+   * projection [n_embd_per_layer -> n_embd] and its norm; the layer's
+   * output scale [1]; beside experts: the router input's scale [n_embd],
+   * the experts' input norm, the norms after the dense FFN and after the
+   * experts, each expert's output scale [n_expert]; kv_layer: the layer
+   * whose K/V the attention reads (the layer itself when it owns them) */
+  nc_weight ple_gate, ple_proj, ple_post_norm, out_scale;
+  nc_weight gate_inp_scale, ffn_pre_norm_2, ffn_post_norm_1, ffn_post_norm_2,
+      down_exps_scale;
+  int32_t kv_layer;
 } nc_layer_weights;
 
 typedef struct nc_model_weights {
   nc_weight tok_embd, output_norm, output, rope_freqs;
+  /* gemma4's per-layer token embeddings [n_layer * n_embd_per_layer per
+   * token] (rows read only for the batch's tokens), their projection from
+   * the embedding and its norm */
+  nc_weight ple_tok_embd, ple_model_proj, ple_proj_norm;
   /* LongRoPE (phi3): rope_freqs holds rope_factors_short; these, used when
    * the context per sequence exceeds n_ctx_orig, rope_factors_long */
   nc_weight rope_long;

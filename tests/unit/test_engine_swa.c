@@ -511,7 +511,7 @@ static void test_swa_q8_0(void **state) {
                    NC_OK);
   free(flags);
   assert_int_equal(nc_kv_n_groups(kv), 2);
-  assert_int_equal(nc_kv_k_row_bytes(kv),
+  assert_int_equal(nc_kv_k_row_bytes(kv, 0),
                    nc_row_size(NC_TYPE_Q8_0, nc_hp_n_embd_k(hp)));
   const int32_t s = nc_kv_seq_new(kv);
   assert_int_equal(nc_kv_seq_reserve(kv, s, 64, &err), NC_OK);
@@ -521,7 +521,8 @@ static void test_swa_q8_0(void **state) {
   int32_t n_swa = 0;
   for (int32_t l = 0; l < hp->n_layer; l++)
     n_swa += nc_model_weights_of(m)->layers[l].swa;
-  const size_t per_layer = 16 * (nc_kv_k_row_bytes(kv) + nc_kv_v_row_bytes(kv));
+  const size_t per_layer =
+      16 * (nc_kv_k_row_bytes(kv, 0) + nc_kv_v_row_bytes(kv, 0));
   assert_int_equal(nc_kv_bytes_used(kv),
                    (size_t)used0 * (size_t)(hp->n_layer - n_swa) * per_layer +
                        (size_t)used1 * (size_t)n_swa * per_layer);

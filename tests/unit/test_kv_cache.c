@@ -507,18 +507,19 @@ static void test_typed_rows_and_fork(void **state) {
   assert_int_equal(
       nc_kv_cache_create_typed(nc_hp_kv_shape(&hp), q, 4, 4, 2, &kv, &err),
       NC_OK);
-  assert_int_equal(nc_kv_k_row_bytes(kv), 2 * 2 * 34); /* 2 heads x 2 blocks */
-  assert_int_equal(nc_kv_v_row_bytes(kv), 2 * 2 * 18);
+  assert_int_equal(nc_kv_k_row_bytes(kv, 0),
+                   2 * 2 * 34); /* 2 heads x 2 blocks */
+  assert_int_equal(nc_kv_v_row_bytes(kv, 0), 2 * 2 * 18);
   assert_int_equal(nc_kv_bytes_per_position(nc_hp_kv_shape(&hp), q),
                    2 * (136 + 72));
-  assert_int_equal(nc_kv_rot_k(kv), 64);
-  assert_int_equal(nc_kv_rot_v(kv), 64);
+  assert_int_equal(nc_kv_rot_k(kv, 0), 64);
+  assert_int_equal(nc_kv_rot_v(kv, 0), 64);
   const int32_t a = nc_kv_seq_new(kv);
   assert_int_equal(nc_kv_seq_reserve(kv, a, 6, &err), NC_OK);
   assert_null(nc_kv_k_row(kv, 0, a, 0)); /* not F16 */
   for (int32_t p = 0; p < 6; p++) {
-    memset(nc_kv_k_data(kv, 1, a, p), 0x40 + p, nc_kv_k_row_bytes(kv));
-    memset(nc_kv_v_data(kv, 1, a, p), 0x60 + p, nc_kv_v_row_bytes(kv));
+    memset(nc_kv_k_data(kv, 1, a, p), 0x40 + p, nc_kv_k_row_bytes(kv, 0));
+    memset(nc_kv_v_data(kv, 1, a, p), 0x60 + p, nc_kv_v_row_bytes(kv, 0));
   }
   nc_kv_seq_set_len(kv, a, 6);
   const int32_t c = nc_kv_seq_fork(kv, a);
@@ -526,16 +527,16 @@ static void test_typed_rows_and_fork(void **state) {
   assert_ptr_equal(nc_kv_k_data(kv, 1, a, 0), nc_kv_k_data(kv, 1, c, 0));
   assert_ptr_not_equal(nc_kv_k_data(kv, 1, a, 5), nc_kv_k_data(kv, 1, c, 5));
   assert_memory_equal(nc_kv_k_data(kv, 1, a, 5), nc_kv_k_data(kv, 1, c, 5),
-                      nc_kv_k_row_bytes(kv));
+                      nc_kv_k_row_bytes(kv, 0));
   assert_memory_equal(nc_kv_v_data(kv, 1, a, 4), nc_kv_v_data(kv, 1, c, 4),
-                      nc_kv_v_row_bytes(kv));
+                      nc_kv_v_row_bytes(kv, 0));
   nc_kv_cache_free(kv);
   /* BF16 is not rotated; F16 views of a BF16 half are NULL */
   const nc_kv_types b = {NC_TYPE_BF16, NC_TYPE_F16};
   assert_int_equal(
       nc_kv_cache_create_typed(nc_hp_kv_shape(&hp), b, 2, 4, 1, &kv, &err),
       NC_OK);
-  assert_int_equal(nc_kv_rot_k(kv), 0);
+  assert_int_equal(nc_kv_rot_k(kv, 0), 0);
   const int32_t s = nc_kv_seq_new(kv);
   assert_int_equal(nc_kv_seq_reserve(kv, s, 1, &err), NC_OK);
   assert_null(nc_kv_k_row(kv, 0, s, 0));
@@ -577,7 +578,7 @@ static void test_swa_typed_rows(void **state) {
                                           2, 16, &kv, &err),
                    NC_OK);
   assert_int_equal(nc_kv_n_groups(kv), 2);
-  const size_t rk = nc_kv_k_row_bytes(kv), rv = nc_kv_v_row_bytes(kv);
+  const size_t rk = nc_kv_k_row_bytes(kv, 0), rv = nc_kv_v_row_bytes(kv, 0);
   assert_int_equal(rk, 2 * 2 * 34);
   assert_int_equal(rv, 2 * 2 * 18);
   assert_null(nc_kv_k_row(kv, 1, 0, 0)); /* not F16 (and no sequence) */
