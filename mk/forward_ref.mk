@@ -23,5 +23,10 @@ build/arch/%.gguf: scripts/make_arch_gguf.py
 .PHONY: arch-models
 arch-models: model $(ARCH_MODELS)
 
+# Gemma 4 (the gemma4 and gemma4moe files above) against llama.cpp, the
+# pieces each golden sees, and the reference.
+UNIT_TESTS += test_forward_gemma4
+test_forward_gemma4_REF := 1
+
 # The real Gemma 3 270M (fetched by `make model`) against llama.cpp.
 UNIT_TESTS += test_forward_gemma

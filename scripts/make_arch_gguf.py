@@ -50,7 +50,18 @@ gpt-oss: sinks 2 z (a head's sink then takes a visible share of its
 attention), experts' gate and up std 3/sqrt(n_embd) (so that the SwiGLU's
 clamp at 7 is reached), every bias 0.5 z; MXFP4 blocks: random 4-bit codes,
 the E8M0 exponent set per block (one of three around the one giving the
-std). Sliding windows are 16 positions (smaller than the golden's prompts);
+std). Gemma 4's scores are q.k unscaled over RMS-normed q and k: its attn_q_norm
+weights are 0.125 (1 + 0.1 z), so that the scores (std ~ sqrt(head_dim) with
+weights near 1) are those of a scaled attention (with weights near 1 the
+F16 rounding of q alone moves the logits by 0.1 to 1 between two correct
+engines); its router reads the residual RMS-normed and divided by
+sqrt(n_embd), so its per-channel scale is 1.25 sqrt(n_embd) (1 + 0.1 z)
+(router logits of std ~2). Routing is where two correct engines part: the
+float noise between them (~1e-3 relative after F16 rounding) moves a near
+tie of the second and third expert in one of the ~3000 choices over the
+goldens' positions to the other expert at most router scales tried (0.25
+to 3 sqrt(n_embd)); at 1.25 none does.
+Sliding windows are 16 positions (smaller than the golden's prompts);
 gemma2's soft caps are deliberately small (attention 4, final 8) so that
 skipping or misplacing a cap changes the logits clearly.
 """
@@ -115,6 +126,28 @@ ARCHS = {
     "gptoss": dict(n_layer=4, head_dim=64, tied=False, rope_base=150000.0,
                    n_expert=8, n_expert_used=4, n_ff_exp=128, gguf_arch="gpt-oss",
                    scaling=("yarn", 8.0), orig_ctx=32, harmony=True, q8=True),
+    # Gemma 4 (keys and tensors: gemma4_keys, gemma4_tensors). E2B-like:
+    # per-layer token embeddings (32 per layer), the last 3 layers reading
+    # the K/V of layers 3 (sliding) and 4 (full), sliding layers of 2 KV
+    # heads of 64 and full layers of 2 KV heads of 128 whose RoPE turns a
+    # quarter of the pairs (rope_freqs 1e30 on the rest), the pattern as a
+    # bool array, shared layers twice as wide in the FFN, final soft cap 10,
+    # a scalar layer_output_scale per layer
+    "gemma4": dict(n_layer=8, head_dim=64, tied=True, rope_base=1000000.0,
+                   swa=[1, 1, 0, 1, 0, 1, 1, 0], head_dim_full=128,
+                   n_head_kv_swa=2, n_head_kv_full=2, n_kv_shared=3,
+                   n_embd_per_layer=32, double_wide=True),
+    # 26B-A4B-like: no per-layer embeddings or shared K/V; every layer has
+    # a dense FFN (its own pre/post norms) beside 8 experts (2 used, 128
+    # wide, GELU) routed from the RMS-normed residual times a per-channel
+    # scale, each expert's output times its own scale; sliding layers of 4
+    # KV heads of 64, full ones of 1 of 128 taking V = K (no attn_v), as
+    # the 26B's attention_k_eq_v
+    "gemma4moe": dict(n_layer=6, head_dim=64, tied=True, rope_base=1000000.0,
+                      base="gemma4", swa=[1, 1, 0, 1, 1, 0], head_dim_full=128,
+                      n_head_kv_swa=4, n_head_kv_full=1, n_kv_shared=0,
+                      n_embd_per_layer=0, n_expert=8, n_expert_used=2,
+                      n_ff_exp=128, k_eq_v=True),
 }
 
 # The harmony format's control tokens (o200k_harmony's names), appended to
@@ -251,12 +284,17 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     w.add_context_length(N_CTX)
     w.add_embedding_length(N_EMBD)
     w.add_block_count(L)
-    w.add_feed_forward_length(cfg["n_ff_exp"] if arch == "mixtral" else N_FF)
-    w.add_head_count(N_HEAD)
-    w.add_head_count_kv(N_HEAD_KV)
+    if arch == "gemma4":
+        w.add_head_count(N_HEAD)
+        gemma4_keys(w, cfg)
+    else:
+        w.add_feed_forward_length(cfg["n_ff_exp"] if arch == "mixtral" else N_FF)
+        w.add_head_count(N_HEAD)
+        w.add_head_count_kv(N_HEAD_KV)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(cfg["rope_base"])
-    if hd * N_HEAD != N_EMBD or arch.startswith(("gemma", "qwen3")):
+    if arch != "gemma4" and (hd * N_HEAD != N_EMBD
+                             or arch.startswith(("gemma", "qwen3"))):
         w.add_key_length(hd)
         w.add_value_length(hd)
     if arch == "gemma2":
@@ -346,11 +384,16 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     def vec(name, n, kind, shape=None):
         z = randn(seed, name, n)
         x = {"norm": 1.0 + 0.1 * z, "post": 4.0 * (1.0 + 0.1 * z), "bias": 0.5 * z,
+             "qnorm": 0.125 * (1.0 + 0.1 * z),
+             "rscale": 1.25 * np.sqrt(N_EMBD) * (1.0 + 0.1 * z),
              "short": 1.0 + 0.5 * np.abs(z), "long": 1.0 + 4.0 * np.abs(z),
              "sink": 2.0 * z}[kind]
         w.add_tensor(name, x.astype(np.float32).reshape(shape or (n,)))
 
     inv = lambda n: 1.0 / np.sqrt(n)
+    if arch == "gemma4":
+        gemma4_tensors(w, cfg, seed, n_vocab, mat, vec)
+        L = 0  # (its layers written there)
     mat("token_embd.weight", (n_vocab, N_EMBD), 0.2)
     vec("output_norm.weight", N_EMBD, "norm")
     if not cfg["tied"]:
@@ -414,6 +457,92 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def gemma4_keys(w, cfg):
+    """The gemma4.* keys beyond the common ones, as llama.cpp's converter
+    writes them (conversion/gemma.py Gemma4Model)."""
+    L, swa = cfg["n_layer"], [bool(x) for x in cfg["swa"]]
+    shared = cfg["n_kv_shared"]
+    n_ff = [N_FF * 2 if cfg.get("double_wide") and i >= L - shared else N_FF
+            for i in range(L)]
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count_kv([cfg["n_head_kv_swa"] if s else cfg["n_head_kv_full"]
+                         for s in swa])
+    w.add_key_length(cfg["head_dim_full"])
+    w.add_value_length(cfg["head_dim_full"])
+    w.add_key_length_swa(cfg["head_dim"])
+    w.add_value_length_swa(cfg["head_dim"])
+    w.add_rope_dimension_count(cfg["head_dim_full"])
+    w.add_rope_dimension_count_swa(cfg["head_dim"])
+    w.add_rope_freq_base_swa(10000.0)
+    w.add_sliding_window(SWA)
+    w.add_sliding_window_pattern(swa)
+    w.add_shared_kv_layers(shared)
+    w.add_embedding_length_per_layer_input(cfg["n_embd_per_layer"])
+    w.add_final_logit_softcapping(10.0)
+    if cfg.get("n_expert"):
+        w.add_expert_count(cfg["n_expert"])
+        w.add_expert_used_count(cfg["n_expert_used"])
+        w.add_expert_feed_forward_length(cfg["n_ff_exp"])
+
+
+def gemma4_tensors(w, cfg, seed, n_vocab, mat, vec):
+    """Gemma 4's layers (llama.cpp's llama_model_gemma4::load_arch_tensors):
+    a shared layer (the last n_kv_shared) has no attn_k / attn_v /
+    attn_k_norm; a k_eq_v full layer no attn_v."""
+    L, swa, shared = cfg["n_layer"], cfg["swa"], cfg["n_kv_shared"]
+    P, inv = cfg["n_embd_per_layer"], lambda n: 1.0 / np.sqrt(n)
+    hf = cfg["head_dim_full"]
+    # proportional RoPE: a quarter of the full layers' pairs turn
+    n_rot = hf // 2 // 4
+    w.add_tensor("rope_freqs.weight", np.array(
+        [1.0] * n_rot + [1e30] * (hf // 2 - n_rot), dtype=np.float32))
+    if P:
+        mat("per_layer_token_embd.weight", (n_vocab, P * L), 0.2)
+        mat("per_layer_model_proj.weight", (P * L, N_EMBD), inv(N_EMBD))
+        vec("per_layer_proj_norm.weight", P, "norm")
+    for i in range(L):
+        p = f"blk.{i}."
+        hd = cfg["head_dim"] if swa[i] else hf
+        n_kv = (cfg["n_head_kv_swa"] if swa[i] else cfg["n_head_kv_full"]) * hd
+        own_kv = i < L - shared
+        F = N_FF * 2 if cfg.get("double_wide") and not own_kv else N_FF
+        vec(p + "attn_norm.weight", N_EMBD, "norm")
+        mat(p + "attn_q.weight", (N_HEAD * hd, N_EMBD), inv(N_EMBD))
+        vec(p + "attn_q_norm.weight", hd, "qnorm")
+        if own_kv:
+            mat(p + "attn_k.weight", (n_kv, N_EMBD), inv(N_EMBD))
+            if swa[i] or not cfg.get("k_eq_v"):
+                mat(p + "attn_v.weight", (n_kv, N_EMBD), inv(N_EMBD))
+            vec(p + "attn_k_norm.weight", hd, "norm")
+        mat(p + "attn_output.weight", (N_EMBD, N_HEAD * hd), inv(N_HEAD * hd))
+        vec(p + "post_attention_norm.weight", N_EMBD, "post")
+        vec(p + "ffn_norm.weight", N_EMBD, "norm")
+        mat(p + "ffn_gate.weight", (F, N_EMBD), inv(N_EMBD))
+        mat(p + "ffn_up.weight", (F, N_EMBD), inv(N_EMBD))
+        mat(p + "ffn_down.weight", (N_EMBD, F), inv(F))
+        vec(p + "post_ffw_norm.weight", N_EMBD, "post")
+        if cfg.get("n_expert"):
+            E, FE = cfg["n_expert"], cfg["n_ff_exp"]
+            x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD)
+            w.add_tensor(p + "ffn_gate_inp.weight", (x.reshape(E, N_EMBD)
+                         * 2.0 * inv(N_EMBD)).astype(np.float32))
+            vec(p + "ffn_gate_inp.scale", N_EMBD, "rscale")
+            vec(p + "pre_ffw_norm_2.weight", N_EMBD, "norm")
+            vec(p + "post_ffw_norm_1.weight", N_EMBD, "post")
+            vec(p + "post_ffw_norm_2.weight", N_EMBD, "post")
+            mat(p + "ffn_gate_exps.weight", (E, FE, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_up_exps.weight", (E, FE, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_down_exps.weight", (E, N_EMBD, FE), inv(FE))
+            vec(p + "ffn_down_exps.scale", E, "short")
+        if P:
+            mat(p + "inp_gate.weight", (P, N_EMBD), inv(N_EMBD))
+            mat(p + "proj.weight", (N_EMBD, P), inv(P))
+            vec(p + "post_norm.weight", N_EMBD, "post")
+        z = randn(seed, p + "layer_output_scale.weight", 1)
+        w.add_tensor(p + "layer_output_scale.weight",
+                     (0.75 + 0.1 * z).astype(np.float32))
 
 
 def main(argv):

@@ -27,6 +27,8 @@ EXPECTED = {
     "gemma2": ("gemma2", ["Gemma2ForCausalLM"]),
     "gemma3": ("gemma3", ["Gemma3ForCausalLM"]),
     "gptoss": ("gpt-oss", ["GptOssForCausalLM"]),
+    "gemma4": ("gemma4", ["Gemma4ForCausalLM"]),
+    "gemma4moe": ("gemma4", ["Gemma4ForCausalLM"]),  # experts, same class
 }
 
 

@@ -2,7 +2,8 @@
 model: Gemma 3 270M (real weights, its 262,144-token SentencePiece
 vocabulary) and the random-weight files of scripts/make_arch_gguf.py
 (`make arch-models`: qwen2, qwen3, phi3, gemma2, gemma3, qwen3moe, mixtral,
-gptoss; the default model's vocabulary, so their text is noise: only the grammar
+gptoss, gemma4, gemma4moe; the default model's vocabulary, so their text is
+noise: only the grammar
 keeps it JSON). Sampled at temperature 1 with a schema whose every value
 is bounded (booleans, an enum, bounded integers, a short string, a short
 array), so that the reply must end by `stop` within the budget and
@@ -18,7 +19,7 @@ import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARCHS = ["qwen2", "qwen3", "phi3", "gemma2", "gemma3", "qwen3moe", "mixtral",
-         "gptoss"]
+         "gptoss", "gemma4", "gemma4moe"]
 GEMMA = ROOT / "models/gemma-3-270m-q4_k_m.gguf"
 
 BOUNDED = {

@@ -53,7 +53,8 @@ static void test_entries_complete(void **state) {
     assert_non_null(a->load_weights);
     assert_non_null(a->forward);
     assert_true(a->rope_type == NC_ROPE_NORMAL || a->rope_type == NC_ROPE_NEOX);
-    assert_int_equal(a->scratch & ~(unsigned)NC_SCRATCH_SWA_ROPE, 0);
+    assert_int_equal(
+        a->scratch & ~(unsigned)(NC_SCRATCH_SWA_ROPE | NC_SCRATCH_SIDE), 0);
     /* its family has a test reference */
     assert_true(nonempty(a->family));
     const nc_ref_family *ref = nc_ref_family_find(a->family);

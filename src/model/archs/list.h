@@ -17,6 +17,7 @@
   X(qwen3moe)                                                                  \
   X(gemma2)                                                                    \
   X(gemma3)                                                                    \
-  X(gpt_oss)
+  X(gpt_oss)                                                                   \
+  X(gemma4)
 
 #endif
