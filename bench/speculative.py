@@ -1,24 +1,44 @@
 #!/usr/bin/env python3
 """Speculative decoding's speed and acceptance against temperature.
 
-For each task and temperature, `nucleus run` generates the same tokens
-without drafts (--spec off), with n-gram drafts (--spec ngram) and, for the
-code edit, with the original code as the prediction (--prediction); the runs
-are interleaved (off, ngram, prediction, off, ...) so that load changes on a
-shared machine hit them alike, and the median generation tok/s of each is
-printed with its ratio to --spec off and the share of drafted tokens kept.
-Every run with drafts must print the text of the run without (same seed):
-the script checks it. Tasks:
+For each setup, task and temperature, `nucleus run` generates without
+drafts (--spec off) and with each drafter; the runs are interleaved (off,
+ngram, prediction, off, ...) so that load changes on a shared machine hit
+them alike, and the median generation tok/s of each is printed with its
+ratio to --spec off and the share of drafted tokens kept. Every run whose
+drafts keep the plain draw (n-gram and prediction drafts, a draft model
+verified strictly, any drafter at T = 0) must print the text of the run
+without drafts (same seed): the script checks it. Tasks:
 
   quote  a passage, then "Quote its first two sentences exactly."
   code   a Python function, then "Rewrite it with total renamed to acc."
 
-Drafts are point masses, so strict verification (llama.cpp's server) and
-exact rejection sampling accept the same tokens: one column covers both.
+Setups (rows of the table):
+  default  the default model (or --model): off, ngram, prediction (code)
+  gemma    --gemma FILE (Gemma 3 270M): off, ngram, prediction (code)
+  pair     --draft-pair TARGET,DRAFT (scripts/make_spec_pair.sh: the
+           default model at F16 and its Q4_0): the target off, and with the
+           draft model verified by rejection sampling (draft) and strictly
+           as llama.cpp's server does (draft-strict, --draft-strict)
+
+N-gram and prediction drafts are point masses, so strict verification and
+exact rejection sampling accept the same tokens: one row covers both.
+
+--peer DIR adds llama.cpp on the same files, prompts, temperatures, draft
+length and seed: llama-lookup (prompt lookup: n-gram) for the default and
+gemma setups, llama-speculative (-md DRAFT) for the pair; its "decoded ...
+t/s" against nucleus's --spec off.
+
+--out FILE.md writes the table and the plot of the ratio to --spec off
+against temperature: FILE.png with matplotlib, else a text plot in
+FILE.md.
 
 usage: bench/speculative.py [--rounds 3] [--temps 0,0.3,0.7,1.0,1.5]
                             [--tokens 128] [--model FILE] [--threads 2]
-                            [--draft-max 8] [--markdown]
+                            [--draft-max 8] [--tasks quote,code]
+                            [--gemma FILE] [--draft-pair TARGET,DRAFT]
+                            [--no-default] [--peer DIR] [--out FILE.md]
+                            [--markdown]
 """
 import argparse
 import datetime
@@ -54,29 +74,57 @@ CODE = '''def summarize(values):
     print("total:", total, "count:", count, "mean:", mean)
     return mean
 '''
-TASKS = {
-    "quote": ("<|im_start|>user\n" + PASSAGE +
-              "\n\nQuote its first two sentences exactly.<|im_end|>\n"
-              "<|im_start|>assistant\n", None),
-    "code": ("<|im_start|>user\n```python\n" + CODE + "```\n\nRewrite it "
-             "with total renamed to acc.<|im_end|>\n<|im_start|>assistant\n"
-             "```python\n", CODE.replace("total", "acc")),
+ASKS = {
+    "quote": (PASSAGE + "\n\nQuote its first two sentences exactly.", "",
+              None),
+    "code": ("```python\n" + CODE + "```\n\nRewrite it with total renamed "
+             "to acc.", "```python\n", CODE.replace("total", "acc")),
 }
+TEMPLATES = {  # the user turn, then the start of the reply
+    "chatml": ("<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n"),
+    "gemma": ("<start_of_turn>user\n{}<end_of_turn>\n<start_of_turn>model\n"),
+}
+
+
+def prompt_of(task, template):
+    ask, reply_start, _ = ASKS[task]
+    return TEMPLATES[template].format(ask) + reply_start
+
 
 GEN = re.compile(r"generation: (\d+) tokens, ([\d.]+) tok/s")
 DRAFTS = re.compile(r"drafts: (\d+) of (\d+) accepted")
+PEER_SPEED = re.compile(r"decoded +(\d+) tokens in +[\d.]+ seconds, speed: +"
+                        r"([\d.]+) t/s")
+PEER_DRAFTED = re.compile(r"n_drafted += (\d+)")
+PEER_ACCEPT = re.compile(r"n_accept += (\d+)")
 
 
-def run(args, prompt, temp, mode, prediction):
+class Setup:
+    def __init__(self, name, model, template, draft=None):
+        self.name, self.model, self.template, self.draft = (name, model,
+                                                            template, draft)
+
+    def modes(self, task):
+        if self.draft:
+            return ["off", "draft", "draft-strict"]
+        return ["off", "ngram"] + (["prediction"] if ASKS[task][2] else [])
+
+
+def run(args, setup, prompt, temp, mode, prediction):
+    """One nucleus run: (text, tok/s, (kept, drafted))."""
     cmd = [NUCLEUS, "run", "-p", prompt, "-n", str(args.tokens),
            "--ignore-eos", "-t", str(args.threads), "--seed", "7",
            "--draft-max", str(args.draft_max)]
-    if args.model:
-        cmd += ["-m", args.model]
+    if setup.model:
+        cmd += ["-m", setup.model]
     if temp > 0:
         cmd += ["--temp", str(temp)]
     if mode == "prediction":
         cmd += ["--prediction", prediction]
+    elif mode.startswith("draft"):
+        cmd += ["--model-draft", setup.draft]
+        if mode == "draft-strict":
+            cmd += ["--draft-strict"]
     else:
         cmd += ["--spec", mode]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -86,6 +134,31 @@ def run(args, prompt, temp, mode, prediction):
     d = DRAFTS.search(p.stderr)
     return (p.stdout, float(g.group(2)),
             (int(d.group(1)), int(d.group(2))) if d else (0, 0))
+
+
+def run_peer(args, setup, prompt, temp):
+    """llama.cpp's tool for the setup: (tok/s, (kept, drafted))."""
+    tool = "llama-speculative" if setup.draft else "llama-lookup"
+    model = setup.model or str(ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    cmd = [str(pathlib.Path(args.peer) / tool), "-m", model, "-p", prompt,
+           "-n", str(args.tokens), "--ignore-eos", "-t", str(args.threads),
+           "--seed", "7", "--temp", str(temp), "-c", "2048",
+           "--spec-draft-n-max", str(args.draft_max)]
+    if setup.draft:
+        cmd += ["-md", setup.draft]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    out = p.stdout + p.stderr
+    g = PEER_SPEED.search(out)
+    if p.returncode != 0 or not g:
+        sys.exit(f"{' '.join(cmd[:3])} ...: {out[-2000:]}")
+    d, a = PEER_DRAFTED.search(out), PEER_ACCEPT.search(out)
+    return float(g.group(2)), (int(a.group(1)) if a else 0,
+                               int(d.group(1)) if d else 0)
+
+
+def keeps_plain_draw(mode, temp):
+    """The run's text must equal --spec off's (same seed)."""
+    return temp == 0 or mode in ("ngram", "prediction", "draft-strict")
 
 
 def cpu_name():
@@ -98,6 +171,101 @@ def cpu_name():
     return platform.processor() or "unknown CPU"
 
 
+def measure(args, setup, task, temp, rows):
+    prompt = prompt_of(task, setup.template)
+    prediction = ASKS[task][2]
+    modes = setup.modes(task)
+    peer = bool(args.peer)
+    speed = {m: [] for m in modes + (["llama.cpp"] if peer else [])}
+    kept = {m: [0, 0] for m in speed}
+    text = None
+    for _ in range(args.rounds):
+        for m in modes:
+            out, tps, (acc, drafted) = run(args, setup, prompt, temp, m,
+                                           prediction)
+            if m == "off":
+                text = out
+            elif keeps_plain_draw(m, temp) and out != text:
+                sys.exit(f"{setup.name} {task} T={temp} {m}: the text "
+                         "differs from --spec off's")
+            speed[m].append(tps)
+            kept[m][0] += acc
+            kept[m][1] += drafted
+        if peer:
+            tps, (acc, drafted) = run_peer(args, setup, prompt, temp)
+            speed["llama.cpp"].append(tps)
+            kept["llama.cpp"][0] += acc
+            kept["llama.cpp"][1] += drafted
+    base = statistics.median(speed["off"])
+    for m in speed:
+        med = statistics.median(speed[m])
+        acc, drafted = kept[m]
+        label = m
+        if m == "llama.cpp":
+            label = "llama-speculative" if setup.draft else "llama-lookup"
+        rows.append((setup.name, task, label, temp, med, med / base,
+                     acc / drafted if drafted else None))
+        if not args.markdown:
+            print(f"{setup.name:8} {task:6} {label:18} T={temp:<4} "
+                  f"{med:8.1f} tok/s x{med / base:.2f}", flush=True)
+
+
+def table(rows):
+    out = ["| setup | task | drafter | T | tok/s | vs off | drafts kept |",
+           "|---|---|---|---:|---:|---:|---:|"]
+    for setup, task, m, temp, med, ratio, acc in rows:
+        a = "" if acc is None else f"{100 * acc:.0f}%"
+        out.append(f"| {setup} | {task} | {m} | {temp:g} | {med:.1f} | "
+                   f"{ratio:.2f}x | {a} |")
+    return "\n".join(out)
+
+
+def series(rows):
+    """(setup, task, drafter) -> [(T, ratio)], --spec off left out."""
+    s = {}
+    for setup, task, m, temp, _, ratio, _ in rows:
+        if m != "off":
+            s.setdefault((setup, task, m), []).append((temp, ratio))
+    return s
+
+
+def text_plot(rows, width=40):
+    """The ratio to --spec off against temperature, as bars (| marks 1x)."""
+    s = series(rows)
+    top = max([r for pts in s.values() for _, r in pts] + [2.0])
+    one = round(width / top)
+    lines = [f"ratio to --spec off by temperature (each # = {top / width:.2f}"
+             "x, | = 1x)"]
+    for (setup, task, m), pts in s.items():
+        lines.append(f"{setup}/{task}/{m}")
+        for temp, ratio in pts:
+            n = round(ratio * width / top)
+            bar = "".join("|" if i == one - 1 and n <= i else
+                          ("#" if i < n else " ") for i in range(max(n, one)))
+            lines.append(f"  T={temp:<4g} {bar} {ratio:.2f}x")
+    return "\n".join(lines)
+
+
+def plot_png(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for (setup, task, m), pts in series(rows).items():
+        ax.plot([t for t, _ in pts], [r for _, r in pts], marker="o",
+                label=f"{setup}/{task}/{m}")
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_xlabel("temperature")
+    ax.set_ylabel("generation tok/s / --spec off")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -106,48 +274,59 @@ def main():
     ap.add_argument("--model", default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--draft-max", type=int, default=8)
+    ap.add_argument("--tasks", default="quote,code")
+    ap.add_argument("--gemma", default=None, metavar="FILE")
+    ap.add_argument("--draft-pair", default=None, metavar="TARGET,DRAFT")
+    ap.add_argument("--no-default", action="store_true",
+                    help="leave the default model's rows out")
+    ap.add_argument("--peer", default=None, metavar="DIR",
+                    help="llama.cpp's build/bin (bench/build_peer.sh)")
+    ap.add_argument("--out", default=None, metavar="FILE.md")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     temps = [float(t) for t in args.temps.split(",")]
+    tasks = args.tasks.split(",")
+    for t in tasks:
+        if t not in ASKS:
+            sys.exit(f"--tasks: '{t}' is not a task: {', '.join(ASKS)}")
+    setups = [] if args.no_default else [Setup("default", args.model,
+                                               "chatml")]
+    if args.gemma:
+        setups.append(Setup("gemma", args.gemma, "gemma"))
+    if args.draft_pair:
+        target, _, draft = args.draft_pair.partition(",")
+        if not target or not draft:
+            sys.exit("--draft-pair: TARGET,DRAFT (scripts/make_spec_pair.sh)")
+        setups.append(Setup("pair", target, "chatml", draft))
+    if args.peer:
+        for setup in setups:
+            tool = "llama-speculative" if setup.draft else "llama-lookup"
+            if not (pathlib.Path(args.peer) / tool).is_file():
+                sys.exit(f"--peer: no {tool} in {args.peer} "
+                         "(bench/build_peer.sh builds it)")
     rows = []
-    for task, (prompt, prediction) in TASKS.items():
-        modes = ["off", "ngram"] + (["prediction"] if prediction else [])
-        for temp in temps:
-            speed = {m: [] for m in modes}
-            kept = {m: [0, 0] for m in modes}
-            text = None
-            for _ in range(args.rounds):
-                for m in modes:
-                    out, tps, (acc, drafted) = run(args, prompt, temp, m,
-                                                   prediction)
-                    if text is None:
-                        text = out
-                    elif out != text:
-                        sys.exit(f"{task} T={temp} {m}: the text differs "
-                                 "from --spec off's")
-                    speed[m].append(tps)
-                    kept[m][0] += acc
-                    kept[m][1] += drafted
-            base = statistics.median(speed["off"])
-            for m in modes:
-                med = statistics.median(speed[m])
-                acc, drafted = kept[m]
-                rows.append((task, m, temp, med, med / base,
-                             acc / drafted if drafted else None))
-                if not args.markdown:
-                    print(f"{task:6} {m:10} T={temp:<4} {med:8.1f} tok/s "
-                          f"x{med / base:.2f}", flush=True)
+    for setup in setups:
+        for task in tasks:
+            for temp in temps:
+                measure(args, setup, task, temp, rows)
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short",
                              "HEAD"], capture_output=True, text=True).stdout
-    print(f"\n`bench/speculative.py {' '.join(sys.argv[1:])}` on {cpu_name()}"
-          f" ({os.cpu_count()} CPUs), commit {commit.strip()}, "
-          f"{datetime.date.today()}: median generation tok/s of "
-          f"{args.rounds} interleaved runs of {args.tokens} tokens\n")
-    print("| task | drafter | T | tok/s | vs off | drafts kept |")
-    print("|---|---|---:|---:|---:|---:|")
-    for task, m, temp, med, ratio, acc in rows:
-        a = "" if acc is None else f"{100 * acc:.0f}%"
-        print(f"| {task} | {m} | {temp:g} | {med:.1f} | {ratio:.2f}x | {a} |")
+    head = (f"`bench/speculative.py {' '.join(sys.argv[1:])}` on {cpu_name()}"
+            f" ({os.cpu_count()} CPUs), commit {commit.strip()}, "
+            f"{datetime.date.today()}: median generation tok/s of "
+            f"{args.rounds} interleaved runs of {args.tokens} tokens")
+    print(f"\n{head}\n\n{table(rows)}\n\n{text_plot(rows)}")
+    if args.out:
+        out = pathlib.Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        png = out.with_suffix(".png")
+        body = f"{head}\n\n{table(rows)}\n\n"
+        if plot_png(rows, png):
+            body += f"![ratio to --spec off by temperature]({png.name})\n"
+        else:
+            body += f"```\n{text_plot(rows)}\n```\n"
+        out.write_text(body)
+        print(f"\nwrote {out}" + (f" and {png}" if png.exists() else ""))
 
 
 if __name__ == "__main__":

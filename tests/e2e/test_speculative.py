@@ -71,6 +71,16 @@ def test_cli_draft_model():
     assert bad.returncode != 0
     assert "draft model: token 0 is" in bad.stderr
     assert "the vocabularies differ" in bad.stderr
+    # --draft-strict: the plain run's draw, sampled too (seeded)
+    sampled = ("-p", REPETITIVE, "-n", "24", "--temp", "1", "--seed", "5")
+    plain = run_cli(*sampled)
+    strict = run_cli(*sampled, "--model-draft", DEFAULT_MODEL,
+                     "--draft-strict")
+    assert strict.returncode == 0, strict.stderr
+    assert strict.stdout == plain.stdout
+    assert re.search(r"drafts: \d+ of \d+ accepted", strict.stderr)
+    bad = run_cli("-p", "hi", "--spec", "ngram", "--draft-strict")
+    assert bad.returncode != 0 and "only with a draft model" in bad.stderr
 
 
 def post(srv, route, body):

@@ -87,6 +87,11 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
   fprintf(out, "  --model-draft FILE      a draft model with the model's "
                "vocabulary (sets --spec\n"
                "                          draft)\n");
+  fprintf(out, "  --draft-strict          a draft model's tokens kept only "
+               "when the model's own\n"
+               "                          draw equals them (llama.cpp's "
+               "server), not by rejection\n"
+               "                          sampling\n");
   fprintf(out,
           "  --draft-max N           drafted tokens per step at most "
           "(default %d, up to %d)\n",
@@ -244,6 +249,10 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
       o->request.speculative.draft_max = (int32_t)n;
     else
       o->request.speculative.draft_min = (int32_t)n;
+    return 1;
+  }
+  if (!strcmp(a, "--draft-strict")) {
+    o->request.speculative.strict = true;
     return 1;
   }
   if (!strcmp(a, "--model-draft")) {
@@ -414,6 +423,12 @@ int cli_options_prepare(cli_options *o, const nucleus_model *model) {
                                 nucleus_model_n_vocab(model),
                                 &err) != NUCLEUS_OK) {
     fprintf(stderr, "error: %s\n", err.message);
+    return -1;
+  }
+  if (sp->strict && sp->type != NUCLEUS_SPEC_DRAFT) {
+    fprintf(stderr, "error: --draft-strict: only with a draft model "
+                    "(--model-draft): n-gram and prediction drafts are "
+                    "verified the same either way\n");
     return -1;
   }
   return 0;
