@@ -159,7 +159,8 @@ NUCLEUS_API const char *nucleus_type_name(size_t i);
 /* Writes the model at in_path to out_path with its matrices quantized to
  * type, a file type as llama-quantize names it: "Q4_0", "Q4_1", "Q5_0",
  * "Q5_1", "Q8_0", "Q4_K_S", "Q4_K_M" (or "Q4_K"), "Q5_K_S", "Q5_K_M" (or
- * "Q5_K"), "Q6_K". Each tensor gets the type llama.cpp's quantizer gives it
+ * "Q5_K"), "Q6_K", "IQ4_NL", "IQ4_XS", "MXFP4_MOE". Each tensor gets the
+ * type llama.cpp's quantizer gives it
  * (its per-tensor rules and fallbacks; no importance matrix) and the same
  * blocks; the metadata is copied with general.file_type set. n_threads in
  * [1, 256]. out_path is written whole or removed. */

@@ -11,11 +11,13 @@
 #include "quantize_rows.h"
 
 static const nc_ftype k_ftypes[] = {
-    {"Q4_0", 2, NC_TYPE_Q4_0},    {"Q4_1", 3, NC_TYPE_Q4_1},
-    {"Q8_0", 7, NC_TYPE_Q8_0},    {"Q5_0", 8, NC_TYPE_Q5_0},
-    {"Q5_1", 9, NC_TYPE_Q5_1},    {"Q4_K_S", 14, NC_TYPE_Q4_K},
-    {"Q4_K_M", 15, NC_TYPE_Q4_K}, {"Q5_K_S", 16, NC_TYPE_Q5_K},
-    {"Q5_K_M", 17, NC_TYPE_Q5_K}, {"Q6_K", 18, NC_TYPE_Q6_K},
+    {"Q4_0", 2, NC_TYPE_Q4_0},        {"Q4_1", 3, NC_TYPE_Q4_1},
+    {"Q8_0", 7, NC_TYPE_Q8_0},        {"Q5_0", 8, NC_TYPE_Q5_0},
+    {"Q5_1", 9, NC_TYPE_Q5_1},        {"Q4_K_S", 14, NC_TYPE_Q4_K},
+    {"Q4_K_M", 15, NC_TYPE_Q4_K},     {"Q5_K_S", 16, NC_TYPE_Q5_K},
+    {"Q5_K_M", 17, NC_TYPE_Q5_K},     {"Q6_K", 18, NC_TYPE_Q6_K},
+    {"IQ4_NL", 25, NC_TYPE_IQ4_NL},   {"IQ4_XS", 30, NC_TYPE_IQ4_XS},
+    {"MXFP4_MOE", 38, NC_TYPE_MXFP4},
 };
 enum { N_FTYPES = sizeof k_ftypes / sizeof k_ftypes[0] };
 
@@ -30,7 +32,7 @@ const nc_ftype *nc_ftype_by_name(const char *name) {
 
 const char *nc_ftype_names(void) {
   return "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K_S, Q4_K_M (Q4_K), Q5_K_S, "
-         "Q5_K_M (Q5_K), Q6_K";
+         "Q5_K_M (Q5_K), Q6_K, IQ4_NL, IQ4_XS, MXFP4_MOE";
 }
 
 typedef enum category {
@@ -138,7 +140,7 @@ static bool more_bits(int i, int n) {
 /* The model facts the rules read. */
 typedef struct recipe_state {
   int n_attn_wv, i_attn_wv, n_layer, i_ffn_down;
-  int64_t n_expert;
+  int64_t n_expert, n_gqa;
   bool tied; /* no output.weight: token_embd is also the output */
 } recipe_state;
 
@@ -150,6 +152,7 @@ static nc_type fallback(nc_type t, int64_t ncols) {
   case NC_TYPE_Q4_K: f = NC_TYPE_Q5_0; break;
   case NC_TYPE_Q5_K: f = NC_TYPE_Q5_1; break;
   case NC_TYPE_Q6_K: f = NC_TYPE_Q8_0; break;
+  case NC_TYPE_IQ4_XS: f = NC_TYPE_IQ4_NL; break;
   default: break; /* the 32-block types: F16 below */
   }
   if (ncols % nc_type_traits_of((uint32_t)f)->block_size != 0) f = NC_TYPE_F16;
@@ -162,16 +165,21 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
   const category c = category_of(t->name);
   const uint32_t id = ft->id;
   const bool q4km = id == 15, q5km = id == 17, q4ks = id == 14;
+  const bool iq4 = id == 25 || id == 30, mxfp4 = id == 38;
   if (c == CAT_OUTPUT || (s->tied && c == CAT_TOKEN_EMBD)) {
     const int64_t bs = nc_type_traits_of((uint32_t)ty)->block_size;
-    if (t->ne[0] % bs != 0)
+    if (mxfp4 || t->ne[0] % bs != 0)
       ty = NC_TYPE_Q8_0;
     else if (ty != NC_TYPE_Q8_0)
       ty = NC_TYPE_Q6_K;
+  } else if (mxfp4) { /* experts MXFP4, the rest Q8_0 */
+    ty = t->ne[2] > 1 ? NC_TYPE_MXFP4 : NC_TYPE_Q8_0;
   } else if (c == CAT_TOKEN_EMBD) {
     /* unchanged for these file types */
   } else if (attn_v_like(c)) {
-    if ((q4km || q5km) && more_bits(s->i_attn_wv, s->n_attn_wv))
+    if (iq4 && s->n_gqa >= 4)
+      ty = NC_TYPE_Q5_K;
+    else if ((q4km || q5km) && more_bits(s->i_attn_wv, s->n_attn_wv))
       ty = NC_TYPE_Q6_K;
     else if (q4ks && s->i_attn_wv < 4)
       ty = NC_TYPE_Q5_K;
@@ -184,6 +192,8 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
     const int n = s->n_layer;
     if (q4km) {
       if (more_bits(i_layer, n)) ty = NC_TYPE_Q6_K;
+    } else if (i_layer < n / 8 && iq4) {
+      ty = NC_TYPE_Q5_K;
     } else if (q5km && more_bits(i_layer, n)) {
       ty = NC_TYPE_Q6_K;
     } else if (q4ks && i_layer < n / 8) {
@@ -191,12 +201,13 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
     }
     s->i_ffn_down++;
   } else if (c == CAT_ATTN_OUTPUT) {
-    if (s->n_expert == 8 && (q4ks || q4km)) ty = NC_TYPE_Q5_K;
+    if (s->n_expert == 8 && (q4ks || q4km || iq4)) ty = NC_TYPE_Q5_K;
   }
   return fallback(ty, t->ne[0]);
 }
 
-/* <arch>.key as an integer, or dflt. */
+/* <arch>.key as an integer (an array's first element: per-layer counts),
+ * or dflt. */
 static int64_t arch_int(const gguf_file *f, const char *key, int64_t dflt) {
   gguf_str arch;
   if (!gguf_get_str(f, "general.architecture", &arch) || arch.len > 64)
@@ -204,7 +215,8 @@ static int64_t arch_int(const gguf_file *f, const char *key, int64_t dflt) {
   char full[160];
   snprintf(full, sizeof full, "%.*s.%s", (int)arch.len, arch.ptr, key);
   int64_t v;
-  return gguf_get_i64(f, full, &v) ? v : dflt;
+  if (gguf_get_i64(f, full, &v) || gguf_get_arr_i64(f, full, 0, &v)) return v;
+  return dflt;
 }
 
 nc_code nc_quantize_recipe(const gguf_file *f, const nc_ftype *ftype,
@@ -214,6 +226,9 @@ nc_code nc_quantize_recipe(const gguf_file *f, const nc_ftype *ftype,
   s.tied = gguf_find_tensor(f, "output.weight") == NULL;
   s.n_layer = (int)arch_int(f, "block_count", 0);
   s.n_expert = arch_int(f, "expert_count", 0);
+  const int64_t heads = arch_int(f, "attention.head_count", 0);
+  const int64_t kv_heads = arch_int(f, "attention.head_count_kv", heads);
+  s.n_gqa = kv_heads > 0 ? heads / kv_heads : 0;
   for (int64_t i = 0; i < n; i++) {
     out[i].tensor = gguf_tensor_at(f, i);
     s.n_attn_wv += attn_v_like(category_of(out[i].tensor->name));

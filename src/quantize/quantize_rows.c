@@ -349,6 +349,146 @@ static void q6_k_row(const float *x, block_q6_K *y, int64_t nb) {
   }
 }
 
+/* --------------------------------------------- non-linear 4-bit, MXFP4 */
+
+/* The index of the table value nearest x (table ascending; ties to the
+ * lower one only when x is exactly between, as ggml's best_index_int8). */
+static int nearest_value(const int8_t vals[16], float x) {
+  if (x <= vals[0]) return 0;
+  if (x >= vals[15]) return 15;
+  int lo = 0, hi = 15;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (x < vals[mid])
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return x - vals[hi - 1] < vals[hi] - x ? hi - 1 : hi;
+}
+
+/* The weighted (x^2) least-squares scale of a 32-block on the IQ4_NL
+ * table, ggml's search over 15 inverse scales around the largest value's
+ * (quantize_row_iq4_nl_impl without an importance matrix, ntry 7). 0 for
+ * an all-zero block (its levels left to the caller). */
+static float iq4_block_scale(const float *x, uint8_t L[32]) {
+  const int8_t *v = nc_iq4nl_values;
+  float amax = 0, mx = 0;
+  for (int j = 0; j < 32; j++)
+    if (fabsf(x[j]) > amax) {
+      amax = fabsf(x[j]);
+      mx = x[j];
+    }
+  if (amax < 1e-15f) return 0.0f;
+  float d = -mx / v[0];
+  float id = 1 / d;
+  float sumqx = 0, sumq2 = 0;
+  for (int j = 0; j < 32; j++) {
+    const int l = nearest_value(v, id * x[j]);
+    L[j] = (uint8_t)l;
+    const float q = v[l], w = x[j] * x[j];
+    sumqx += w * q * x[j];
+    sumq2 += w * q * q;
+  }
+  d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+  float best = d * sumqx;
+  for (int itry = -7; itry <= 7; itry++) {
+    id = (itry + v[0]) / mx;
+    sumqx = sumq2 = 0;
+    for (int j = 0; j < 32; j++) {
+      const float q = v[nearest_value(v, id * x[j])], w = x[j] * x[j];
+      sumqx += w * q * x[j];
+      sumq2 += w * q * q;
+    }
+    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+      d = sumqx / sumq2;
+      best = d * sumqx;
+    }
+  }
+  return d;
+}
+
+static void pack_nibbles(const uint8_t *L, uint8_t *q, int n) {
+  for (int i = 0; i < n / 32; i++)
+    for (int j = 0; j < 16; j++)
+      q[16 * i + j] = (uint8_t)(L[32 * i + j] | L[32 * i + 16 + j] << 4);
+}
+
+static void iq4_nl_row(const float *x, block_iq4_nl *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK4_NL) {
+    uint8_t L[32];
+    const float d = iq4_block_scale(x, L);
+    y[i].d = nc_fp32_to_fp16(d);
+    const float id = d != 0.0f ? 1 / d : 0;
+    for (int j = 0; j < 32; j++)
+      L[j] = (uint8_t)nearest_value(nc_iq4nl_values, id * x[j]);
+    pack_nibbles(L, y[i].qs, 32);
+  }
+}
+
+static void iq4_xs_row(const float *x, block_iq4_xs *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK_K) {
+    uint8_t L[QK_K];
+    float sc[8], max_scale = 0, amax_scale = 0;
+    for (int ib = 0; ib < 8; ib++) {
+      sc[ib] = iq4_block_scale(x + 32 * ib, L + 32 * ib);
+      if (fabsf(sc[ib]) > amax_scale) {
+        amax_scale = fabsf(sc[ib]);
+        max_scale = sc[ib];
+      }
+    }
+    const float d = -max_scale / 32;
+    y[i].d = nc_fp32_to_fp16(d);
+    const float id = d != 0.0f ? 1 / d : 0.f;
+    y[i].scales_h = 0;
+    for (int ib = 0; ib < 8; ib++) {
+      const int l = clampi(nearest_int(id * sc[ib]), -32, 31);
+      const float dl = d * l;
+      const float idl = dl != 0.0f ? 1 / dl : 0.f;
+      for (int j = 0; j < 32; j++)
+        L[32 * ib + j] =
+            (uint8_t)nearest_value(nc_iq4nl_values, idl * x[32 * ib + j]);
+      const int u = l + 32;
+      if (ib % 2 == 0)
+        y[i].scales_l[ib / 2] = (uint8_t)(u & 15);
+      else
+        y[i].scales_l[ib / 2] |= (uint8_t)((u & 15) << 4);
+      y[i].scales_h |= (uint16_t)((u >> 4) << 2 * ib);
+    }
+    pack_nibbles(L, y[i].qs, QK_K);
+  }
+}
+
+/* MXFP4: the E8M0 exponent from the block's largest magnitude (its floor
+ * log2, less 2), each value the nearest of the 16 FP4 values times it (the
+ * first on ties), as ggml's quantize_row_mxfp4_ref. */
+static void mxfp4_row(const float *x, block_mxfp4 *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK_MXFP4) {
+    float amax = 0.0f;
+    for (int j = 0; j < QK_MXFP4; j++)
+      if (amax < fabsf(x[j])) amax = fabsf(x[j]);
+    const uint8_t e =
+        amax > 0.0f ? (uint8_t)(floorf(log2f(amax)) - 2 + 127) : 0;
+    const float d = nc_e8m0_to_fp32_half(e);
+    y[i].e = e;
+    for (int j = 0; j < QK_MXFP4; j++) {
+      int best = 0;
+      float best_err = fabsf(nc_mxfp4_values[0] * d - x[j]);
+      for (int k = 1; k < 16; k++) {
+        const float err = fabsf(nc_mxfp4_values[k] * d - x[j]);
+        if (err < best_err) {
+          best = k;
+          best_err = err;
+        }
+      }
+      if (j < QK_MXFP4 / 2)
+        y[i].qs[j] = (uint8_t)best;
+      else
+        y[i].qs[j - QK_MXFP4 / 2] |= (uint8_t)(best << 4);
+    }
+  }
+}
+
 /* --------------------------------------------------------------- table */
 
 bool nc_quantize_weights_supported(nc_type t) {
@@ -363,7 +503,10 @@ bool nc_quantize_weights_supported(nc_type t) {
   case NC_TYPE_Q8_0:
   case NC_TYPE_Q4_K:
   case NC_TYPE_Q5_K:
-  case NC_TYPE_Q6_K: return true;
+  case NC_TYPE_Q6_K:
+  case NC_TYPE_IQ4_NL:
+  case NC_TYPE_IQ4_XS:
+  case NC_TYPE_MXFP4: return true;
   default: return false;
   }
 }
@@ -387,6 +530,9 @@ void nc_quantize_weights(nc_type t, const float *src, void *dst, int64_t nrows,
     case NC_TYPE_Q4_K: q4_k_row(x, y, nb); break;
     case NC_TYPE_Q5_K: q5_k_row(x, y, nb); break;
     case NC_TYPE_Q6_K: q6_k_row(x, y, nb); break;
+    case NC_TYPE_IQ4_NL: iq4_nl_row(x, y, nb); break;
+    case NC_TYPE_IQ4_XS: iq4_xs_row(x, y, nb); break;
+    case NC_TYPE_MXFP4: mxfp4_row(x, y, nb); break;
     default: break;
     }
   }

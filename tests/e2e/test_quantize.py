@@ -4,12 +4,15 @@ input and file type give the same file, byte for byte (metadata, tensor
 table and every block), so llama.cpp loads ours and computes the same
 perplexity on it. The default model (Q4_1, 576-column matrices: the K-quant
 mixes fall back to Q5_0/Q5_1/Q8_0 there, ffn_down keeps them) and Gemma 3
-270M (Q4_K_M in, 640 columns); every file type's quantizer is exercised
-(Q4_1 and Q5_1 only from Gemma's mixed input). The error cases name the
-value and what is allowed."""
+270M (Q4_K_M in, 640 columns, 4 query heads per KV head: attn_v Q5_K in
+the IQ4 mixes); MXFP4_MOE and Q4_K_M on a small random Qwen3-MoE-shaped
+F16 file (bench/make_moe_shaped.py: experts, F16 input). Every file type's
+quantizer is exercised (Q4_1 and Q5_1 only from Gemma's mixed input). The
+error cases name the value and what is allowed."""
 import ctypes
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -61,6 +64,8 @@ def check_same_file(tmp_path, model, ftype):
     pytest.param("Q5_K_S", marks=pytest.mark.slow),
     pytest.param("Q5_K_M", marks=pytest.mark.slow),
     pytest.param("Q6_K", marks=pytest.mark.slow),
+    pytest.param("IQ4_NL", marks=pytest.mark.slow),
+    pytest.param("IQ4_XS", marks=pytest.mark.slow),
 ])
 def test_default_model_same_as_llama_cpp(tmp_path, ftype):
     check_same_file(tmp_path, DEFAULT_MODEL, ftype)
@@ -71,9 +76,22 @@ def test_default_model_same_as_llama_cpp(tmp_path, ftype):
     pytest.param("Q5_1", marks=pytest.mark.slow),
     pytest.param("Q4_K_M", marks=pytest.mark.slow),
     pytest.param("Q6_K", marks=pytest.mark.slow),
+    pytest.param("IQ4_NL", marks=pytest.mark.slow),
+    pytest.param("IQ4_XS", marks=pytest.mark.slow),
 ])
 def test_gemma3_same_as_llama_cpp(tmp_path, ftype):
     check_same_file(tmp_path, GEMMA, ftype)
+
+
+@pytest.mark.parametrize("ftype", ["MXFP4_MOE", "Q4_K_M"])
+def test_moe_f16_same_as_llama_cpp(tmp_path, ftype):
+    f16 = tmp_path / "moe_f16.gguf"
+    subprocess.run([sys.executable, str(ROOT / "bench/make_moe_shaped.py"),
+                    str(f16), "--type", "f16", "--layers", "2", "--embd",
+                    "256", "--heads", "2", "--head-dim", "128", "--kv-heads",
+                    "1", "--experts", "4", "--used", "2", "--ff-exp", "256"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    check_same_file(tmp_path, str(f16), ftype)
 
 
 def test_output_runs_in_nucleus_and_llama_cpp(tmp_path):
@@ -92,7 +110,9 @@ def test_output_runs_in_nucleus_and_llama_cpp(tmp_path):
 
 @pytest.mark.parametrize("args, needle", [
     (["IN", "OUT", "Q3_K_M"], "unknown quantization type 'Q3_K_M' (allowed: "
-                              "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K_S, Q4_K_M"),
+                              "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K_S, Q4_K_M "
+                              "(Q4_K), Q5_K_S, Q5_K_M (Q5_K), Q6_K, IQ4_NL, "
+                              "IQ4_XS, MXFP4_MOE)"),
     (["-t", "0", "IN", "OUT", "Q4_0"], "-t needs a number in [1, 256]"),
     (["IN", "OUT"], "usage: nucleus quantize"),
     (["/nonexistent.gguf", "OUT", "Q4_0"], "/nonexistent.gguf"),

@@ -38,7 +38,8 @@ static float next_normalish(uint64_t *s) {
 /* Quantize then dequantize: the rms error relative to the rms value stays
  * below each type's bound, about 1.3x what these rows (small values with
  * one 80x larger every 97) measured: Q4_0 0.085, Q4_1 0.102, Q5_0/Q5_1
- * 0.059, Q8_0 0.0126, Q4_K 0.056, Q5_K 0.048, Q6_K 0.034; a table
+ * 0.059, Q8_0 0.0126, Q4_K 0.056, Q5_K 0.048, Q6_K 0.034, IQ4_NL 0.070,
+ * IQ4_XS 0.099, MXFP4 0.157; a table
  * entry or a shift off by one is far above. An all-zero row comes back
  * all zero. */
 static void test_rows_roundtrip(void **state) {
@@ -47,9 +48,10 @@ static void test_rows_roundtrip(void **state) {
     nc_type t;
     double bound;
   } cases[] = {
-      {NC_TYPE_Q4_0, 0.11},  {NC_TYPE_Q4_1, 0.13},  {NC_TYPE_Q5_0, 0.075},
-      {NC_TYPE_Q5_1, 0.075}, {NC_TYPE_Q8_0, 0.016}, {NC_TYPE_Q4_K, 0.075},
-      {NC_TYPE_Q5_K, 0.065}, {NC_TYPE_Q6_K, 0.045}, {NC_TYPE_F16, 1e-3},
+      {NC_TYPE_Q4_0, 0.11},    {NC_TYPE_Q4_1, 0.13},   {NC_TYPE_Q5_0, 0.075},
+      {NC_TYPE_Q5_1, 0.075},   {NC_TYPE_Q8_0, 0.016},  {NC_TYPE_Q4_K, 0.075},
+      {NC_TYPE_Q5_K, 0.065},   {NC_TYPE_Q6_K, 0.045},  {NC_TYPE_F16, 1e-3},
+      {NC_TYPE_IQ4_NL, 0.095}, {NC_TYPE_IQ4_XS, 0.13}, {NC_TYPE_MXFP4, 0.21},
   };
   enum { N = 1024, ROWS = 3 };
   uint64_t s = 77;
