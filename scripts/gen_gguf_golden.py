@@ -43,16 +43,16 @@ def write_seeds() -> None:
     write_quant_seeds(d)
 
 
-def _tiny_model(path, arch, extra, tensors, raw=None):
+def _tiny_model(path, arch, extra, tensors, raw=None, n_ff=64):
     """A one-layer model-shaped file (n_embd 32, 2 heads of 16, 1 KV head,
-    n_ff 64, vocab 8) with zero weights (F32 vectors, F16 matrices): tensors is
-    [(name, numpy shape)]; raw maps a name to (uint8 rows of blocks, quant
-    type) written instead."""
+    n_ff 64 unless given, vocab 8) with zero weights (F32 vectors, F16
+    matrices): tensors is [(name, numpy shape)]; raw maps a name to (uint8
+    rows of blocks, quant type) written instead."""
     w = gguf.GGUFWriter(path, arch)
     w.add_context_length(64)
     w.add_embedding_length(32)
     w.add_block_count(1)
-    w.add_feed_forward_length(64)
+    w.add_feed_forward_length(n_ff)
     w.add_head_count(2)
     w.add_head_count_kv(1)
     w.add_layer_norm_rms_eps(1e-5)
@@ -110,6 +110,28 @@ def write_quant_seeds(d) -> None:
     down = np.zeros((32, 136), dtype=np.uint8)  # 32 rows of one IQ4_XS block
     _tiny_model(os.path.join(d, "seed_bad_iq4_xs_width.gguf"), "llama", [],
                 llama, {"blk.0.ffn_down.weight": (down, Q.IQ4_XS)})
+    write_lattice_seeds(d, llama)
+
+
+def write_lattice_seeds(d, llama) -> None:
+    """The IQ1/IQ2/IQ3 types' bad files: an IQ1_M ffn_down (n_ff 256) whose
+    block 5 has an infinite half scale (IQ1_M spreads it over the top
+    nibbles of its four scale words), and an IQ2_XXS ffn_down of 256
+    columns where the model has n_ff 64."""
+    Q = gguf.GGMLQuantizationType
+    wide = [(n, (256, 32) if n in ("blk.0.ffn_gate.weight",
+                                   "blk.0.ffn_up.weight") else
+             (32, 256) if n == "blk.0.ffn_down.weight" else s)
+            for n, s in llama]
+    down = np.zeros((32, 56), dtype=np.uint8)  # 32 rows of one IQ1_M block
+    inf = int(np.array([np.inf], dtype=np.float16).view(np.uint16)[0])
+    for k in range(4):  # nibble k of the half in the top of scale word k
+        down[5, 48 + 2 * k + 1] = ((inf >> 4 * k) & 15) << 4
+    _tiny_model(os.path.join(d, "seed_bad_iq1_m_scale.gguf"), "llama", [],
+                wide, {"blk.0.ffn_down.weight": (down, Q.IQ1_M)}, n_ff=256)
+    down = np.zeros((32, 66), dtype=np.uint8)  # 32 rows of one IQ2_XXS block
+    _tiny_model(os.path.join(d, "seed_bad_iq2_xxs_width.gguf"), "llama", [],
+                llama, {"blk.0.ffn_down.weight": (down, Q.IQ2_XXS)})
 
 
 def main() -> int:

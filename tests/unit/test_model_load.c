@@ -334,6 +334,12 @@ static void test_bad_model_seeds(void **state) {
       {"seed_bad_iq4_xs_width.gguf", "tensor 'blk.0.ffn_down.weight' has "
                                      "shape {256, 32, 1, 1}, expected {64, "
                                      "32}"},
+      {"seed_bad_iq1_m_scale.gguf",
+       "tensor 'blk.0.ffn_down.weight': block 5 of 32 (IQ1_M) has a scale "
+       "that is not a finite number"},
+      {"seed_bad_iq2_xxs_width.gguf", "tensor 'blk.0.ffn_down.weight' has "
+                                      "shape {256, 32, 1, 1}, expected {64, "
+                                      "32}"},
   };
   const char *root = getenv("NUCLEUS_ROOT");
   for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
