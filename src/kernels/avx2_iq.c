@@ -24,6 +24,8 @@
 #include "tables.h"
 
 typedef struct iq_unpacked {
+  __m256i w[8], aw[8];  /* per 32: the signed weights, their magnitudes */
+  __m256i sc[8];        /* per 32: madd multipliers (its two 16s' scales) */
   int8_t mag[QK_K];     /* grid bytes, unsigned but for IQ1 */
   uint32_t signs[8];    /* per 32 weights */
   int16_t scale[16];    /* per 16 weights: 2s + 1 */
@@ -49,7 +51,7 @@ static void put4x2(int8_t *dst, uint32_t p1, uint32_t p2) {
 
 static const uint64_t k_plus8 = 0x0101010101010101ull;
 
-static void unpack(nc_type t, const void *row, int64_t i, iq_unpacked *u) {
+static void unpack_raw(nc_type t, const void *row, int64_t i, iq_unpacked *u) {
   switch (t) {
   case NC_TYPE_IQ2_XXS: {
     const block_iq2_xxs *x = (const block_iq2_xxs *)row + i;
@@ -169,17 +171,28 @@ static __m256i pair_scale(const iq_unpacked *u, int j) {
                           _mm_set1_epi16(u->scale[2 * j]));
 }
 
-/* The integer lanes of an unpacked superblock against 256 activations. */
+/* A superblock unpacked, its signs put on and its multipliers made once,
+ * for every activation row it meets. */
+static void unpack(nc_type t, const void *row, int64_t i, iq_unpacked *u) {
+  unpack_raw(t, row, i, u);
+  for (int j = 0; j < 8; j++) {
+    u->w[j] =
+        _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(u->mag + 32 * j)),
+                         expand_signs(u->signs[j]));
+    u->aw[j] = _mm256_sign_epi8(u->w[j], u->w[j]);
+    u->sc[j] = pair_scale(u, j);
+  }
+}
+
+/* The integer lanes of an unpacked superblock against 256 activations:
+ * |w| times the activation carrying w's sign (maddubs), by the scales. */
 static __m256i lanes(const iq_unpacked *u, const int8_t *a) {
   __m256i acc = _mm256_setzero_si256();
   for (int j = 0; j < 8; j++) {
-    const __m256i w =
-        _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(u->mag + 32 * j)),
-                         expand_signs(u->signs[j]));
     const __m256i x = _mm256_loadu_si256((const __m256i *)(a + 32 * j));
     const __m256i d =
-        _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(d, pair_scale(u, j)));
+        _mm256_maddubs_epi16(u->aw[j], _mm256_sign_epi8(x, u->w[j]));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(d, u->sc[j]));
   }
   return acc;
 }
@@ -194,7 +207,7 @@ static __m256i delta_lanes(const iq_unpacked *u, const int8_t *a) {
     const __m256i x = _mm256_loadu_si256((const __m256i *)(a + 32 * j));
     const __m256i d =
         _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_sign_epi8(x, s));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(d, pair_scale(u, j)));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(d, u->sc[j]));
   }
   return acc;
 }
