@@ -458,8 +458,10 @@ static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth) {
 
 /* oneOf's branches made disjoint where they may not be: a property both
  * declare with values that cannot meet becomes required in both (a
- * discriminator); a property one requires and the other does not becomes
- * never written (false) in the other. Each only narrows what a branch
+ * discriminator); a property one declares and the other (allowing only
+ * its own keys) refuses becomes required in the one; a property one
+ * requires and the other does not becomes never written (false) in the
+ * other. Each only narrows what a branch
  * makes. NULL when a pair still may overlap (*bi, *bj; c not failed) or
  * on a failure (c failed). */
 const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
@@ -482,6 +484,11 @@ const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
       json_t *a = json_array_get(out, i), *b = json_array_get(out, j);
       const json_t *va = json_array_get(orig, i), *vb = json_array_get(orig, j);
       if (excludes(c, a, vb, 0) && excludes(c, b, va, 0)) continue;
+      if (json_is_false(a) || json_is_false(b)) { /* left out: the kept one
+                                                     must exclude it */
+        *bi = i, *bj = j;
+        return NULL;
+      }
       if (!json_is_object(a) || !json_is_object(b) || combinator(a) ||
           combinator(b) || out_types(a) != T_OBJ || out_types(b) != T_OBJ) {
         *bi = i, *bj = j;
@@ -514,9 +521,28 @@ const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
         }
         break;
       }
-      /* never write what the other requires */
       json_t *mine[2] = {a, b};
       const json_t *theirs[2] = {vb, va};
+      /* always write a property the other refuses to hold (it allows no
+       * keys but its own) */
+      for (int s = 0; s < 2; s++) {
+        if (excludes(c, mine[s], theirs[s], 0)) continue;
+        const char *name;
+        json_t *ps;
+        json_object_foreach(json_object_get(mine[s], "properties"), name, ps) {
+          if (json_is_false(ps) || requires(mine[s], name) ||
+              !forbids(theirs[s], name))
+            continue;
+          json_t *req = json_object_get(mine[s], "required");
+          if (!json_is_array(req)) {
+            req = json_array();
+            json_object_set_new(mine[s], "required", req);
+          }
+          json_array_append_new(req, json_string(name));
+          break;
+        }
+      }
+      /* never write what the other requires */
       for (int s = 0; s < 2; s++) {
         if (excludes(c, mine[s], theirs[s], 0)) continue;
         size_t q;
@@ -533,10 +559,21 @@ const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
           break;
         }
       }
-      if (!(excludes(c, a, vb, 0) && excludes(c, b, va, 0))) {
+      if (excludes(c, a, vb, 0) && excludes(c, b, va, 0)) continue;
+      /* One side made disjoint from the other's values: the other is left
+       * out (false: nothing made there; each branch kept excludes what it
+       * validates, checked as the pairs go on). */
+      size_t gone = excludes(c, a, vb, 0) ? j : excludes(c, b, va, 0) ? i : n;
+      if (gone == n) {
         *bi = i, *bj = j;
         return NULL;
       }
+      json_array_set_new(out, gone, json_false());
+      size_t ptr = js_ptr_push(c, "oneOf");
+      js_ptr_push_index(c, gone);
+      js_note(c, "oneOf: branch left out (its values may match branch %zu's)",
+              gone == j ? i : j);
+      js_ptr_pop(c, ptr);
     }
   return out;
 }

@@ -296,6 +296,27 @@ static void test_combinators_with_siblings(void **state) {
   assert_non_null(strstr(refuse("{\"oneOf\":[{\"type\":\"string\"},{\"type\":"
                                 "\"string\",\"maxLength\":3}]}"),
                          "'oneOf'"));
+  /* closed objects: a property one declares and the other refuses is
+   * always written (these were refused) */
+  const char *cl =
+      "{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"a\":"
+      "{\"type\":\"string\"},\"x\":{\"type\":\"integer\"}},"
+      "\"additionalProperties\":false},{\"type\":\"object\","
+      "\"properties\":{\"b\":{\"type\":\"string\"},\"x\":{\"type\":"
+      "\"integer\"}},\"additionalProperties\":false}]}";
+  assert_true(accepts(cl, "{\"a\":\"u\",\"x\":1}"));
+  assert_true(accepts(cl, "{\"b\":\"v\"}"));
+  assert_false(accepts(cl, "{}"));        /* both would match */
+  assert_false(accepts(cl, "{\"x\":2}")); /* both would match */
+  /* a branch that cannot be kept apart from one made disjoint from it is
+   * left out (with a note): the other's values only */
+  const char *half = "{\"oneOf\":[{\"type\":\"object\",\"properties\":{"
+                     "\"a\":{\"type\":\"string\"}}},{\"type\":\"object\","
+                     "\"properties\":{\"b\":{\"type\":\"string\"}},"
+                     "\"additionalProperties\":false}]}";
+  assert_true(accepts(half, "{\"a\":\"u\"}"));
+  assert_false(accepts(half, "{\"b\":\"v\"}")); /* valid under both */
+  assert_false(accepts(half, "{}"));
   /* oneOf branches narrowed to be disjoint: what one requires the other
    * never writes; a discriminator both declare becomes required */
   s = "{\"type\":\"object\",\"properties\":{\"p\":{\"type\":\"string\"},"
