@@ -53,6 +53,8 @@ FAMILIES = {
     "deepseek-r1-distill": ("deepseek-r1-distill.jinja", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
     "granite3.3": ("granite3.3.jinja", "<|end_of_text|>", "<|end_of_text|>"),
     "smollm3": ("smollm3.jinja", None, "<|im_end|>"),
+    # llama.cpp's models/templates/google-gemma-4-31B-it.jinja
+    "gemma4": ("gemma4.jinja", "<bos>", "<eos>"),
 }
 
 WEATHER_TOOL = {
@@ -217,7 +219,45 @@ HARMONY_CALL = {
         }
     ],
 }
+# Gemma 4: thinking on (enable_thinking: <|think|> in the system turn) and
+# off (an empty thought channel after the generation prompt), tools (its
+# own declaration syntax, <|"|> quoting), a call with its reasoning
+# (reasoning_content, rendered in the thought channel), the tool's result
+# (a <|tool_response> block found by tool_call_id), a final answer whose
+# own thinking is stripped, a developer message.
+GEMMA4_CALL = {
+    "role": "assistant",
+    "content": "",
+    "reasoning_content": "The user wants the weather; call get_weather for Paris.",
+    "tool_calls": [
+        {
+            "id": "abc123def",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}},
+        }
+    ],
+}
 FAMILY_CONVERSATIONS = {
+    "gemma4": [
+        ("gemma4_thinking", [SYS, U("What is 2+2?")], None, {"enable_thinking": True}),
+        ("gemma4_thinking_tools", [U("What's the weather in Paris?")], [WEATHER_TOOL, SEARCH_TOOL],
+         {"enable_thinking": True}),
+        (
+            "gemma4_reasoning_tool_round_trip",
+            [SYS, U("What's the weather in Paris?"), GEMMA4_CALL, TOOL_RESULT],
+            [WEATHER_TOOL],
+            {"enable_thinking": True},
+        ),
+        (
+            "gemma4_reasoning_final",
+            [SYS, U("What's the weather in Paris?"), GEMMA4_CALL, TOOL_RESULT,
+             {"role": "assistant",
+              "content": "<|channel>thought\nThe tool says 21 and clear.<channel|>It is 21°C and clear in Paris."}],
+            [WEATHER_TOOL],
+            {"enable_thinking": True},
+        ),
+        ("gemma4_developer", [{"role": "developer", "content": "Answer in French."}, U("Hello!")], None, {}),
+    ],
     "gpt-oss": [
         ("harmony_effort_low", [SYS, U("What is 2+2?")], None, {"reasoning_effort": "low"}),
         ("harmony_effort_medium", [SYS, U("What is 2+2?")], None, {"reasoning_effort": "medium"}),

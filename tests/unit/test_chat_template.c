@@ -31,6 +31,7 @@ static const char *const FAMILIES[] = {
     "deepseek-r1-distill",
     "granite3.3",
     "smollm3",
+    "gemma4",
 };
 #define N_FAMILIES (sizeof FAMILIES / sizeof FAMILIES[0])
 
