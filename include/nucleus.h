@@ -277,6 +277,10 @@ nucleus_model_kv_bytes_per_position(const nucleus_model *model);
  * window may be NULL. */
 NUCLEUS_API size_t nucleus_model_kv_bytes_per_position_swa(
     const nucleus_model *model, int32_t *window);
+/* The layers that keep K/V in the cache; the others (Gemma 4's shared-KV
+ * layers) read another layer's. *n_layer (may be NULL): all the layers. */
+NUCLEUS_API int32_t nucleus_model_kv_layers(const nucleus_model *model,
+                                            int32_t *n_layer);
 
 /* ------------------------------------------------------------- tokenizer */
 

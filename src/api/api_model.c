@@ -125,13 +125,26 @@ size_t nucleus_model_kv_bytes_per_position_swa(const nucleus_model *model,
   if (!model) return 0;
   const nc_hparams *hp = nc_model_hparams(model);
   const nc_model_weights *w = nc_model_weights_of(model);
-  int32_t n_swa = 0;
-  for (int32_t l = 0; hp->n_swa > 0 && l < hp->n_layer; l++)
-    n_swa += w->layers[l].swa ? 1 : 0;
-  if (!n_swa) return 0;
-  if (window) *window = hp->n_swa;
-  return nucleus_model_kv_bytes_per_position(model) / (size_t)hp->n_layer *
-         (size_t)n_swa;
+  const nc_kv_shape shape = nc_hp_kv_shape(hp);
+  bool *swa = calloc((size_t)shape.n_layer, sizeof *swa);
+  if (!swa) return 0;
+  bool any = false;
+  for (int32_t l = 0; hp->n_swa > 0 && l < shape.n_layer; l++) {
+    swa[l] = w->layers[l].swa;
+    any = any || swa[l];
+  }
+  /* the layers that own K/V, each in its own shape (gemma4's differ) */
+  const size_t n = any ? nc_kv_bytes_per_position_of(
+                             shape, nc_model_kv_types(model), swa, true)
+                       : 0;
+  free(swa);
+  if (n && window) *window = hp->n_swa;
+  return n;
+}
+
+int32_t nucleus_model_kv_layers(const nucleus_model *model, int32_t *n_layer) {
+  if (n_layer) *n_layer = model ? nc_model_hparams(model)->n_layer : 0;
+  return model ? nc_hp_n_layer_kv(nc_model_hparams(model)) : 0;
 }
 
 void nucleus_model_free(nucleus_model *model) {

@@ -80,3 +80,23 @@ def test_info_missing_file_and_usage(tmp_path):
     assert info("a.gguf", "b.gguf").returncode == 2
     r = info("--help")
     assert r.returncode == 0 and "usage: nucleus info" in r.stdout
+
+
+@pytest.mark.parametrize("name, line", [
+    # 8 layers, 5 keep K/V (3 read layers 3 and 4): sliding 0, 1, 3 of 2
+    # heads of 64, full 2, 4 of 2 heads of 128, K and V in F16
+    ("gemma4", "KV cache (gemma4): 3584 bytes per position, 1536 of them on "
+               "sliding-window layers, kept for the last 16 positions only: "
+               "2048 per position past the window; 5 of 8 layers keep K/V, 3 "
+               "read another layer's"),
+    # 6 layers, sliding ones of 4 heads of 64, full ones of 1 of 128
+    ("gemma4moe", "KV cache (gemma4): 5120 bytes per position, 4096 of them "
+                  "on sliding-window layers, kept for the last 16 positions "
+                  "only: 1024 per position past the window"),
+])
+def test_info_gemma4_kv(name, line):
+    path = os.path.join(ROOT, "build", "arch", name + ".gguf")
+    assert os.path.isfile(path), f"{path} is missing: `make arch-models`"
+    r = info(path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-3] == line

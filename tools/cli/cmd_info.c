@@ -35,6 +35,11 @@ static void kv_line(const char *path) {
     printf(", %zu of them on sliding-window layers, kept for the last %d "
            "positions only: %zu per position past the window",
            swa, (int)window, all - swa);
+  int32_t n_layer = 0;
+  const int32_t own = nucleus_model_kv_layers(m, &n_layer);
+  if (own < n_layer)
+    printf("; %d of %d layers keep K/V, %d read another layer's", (int)own,
+           (int)n_layer, (int)(n_layer - own));
   printf("\n");
   nucleus_model_free(m);
 }
