@@ -9,6 +9,7 @@ CFLAGS_src/kernels/attn_flash_prompt_avx512 := -mavx512f -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/attn_flash_typed_avx512 := -mavx512f -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/ops_avx2 := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/ops_avx512 := -mavx512f -mavx2 -mfma -mf16c
+CFLAGS_src/kernels/delta_net_avx2 := -mavx2 -mfma
 
 UNIT_TESTS += test_ops test_ops_simd test_kv_cache test_forward test_model_load
 UNIT_TESTS += test_attn_flash test_forward_flash test_forward_kvq

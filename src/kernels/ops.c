@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "delta_net.h"
+
 float nc_rms_scale(const float *x, int64_t n, float eps) {
   double sum = 0.0;
   for (int64_t i = 0; i < n; i++)
@@ -192,6 +194,7 @@ static const nc_ops_kernels PLAIN = {
     .to_f16 = to_f16_plain,
     .round_f16 = round_f16_plain,
     .geglu = geglu_plain,
+    .delta_rule = nc_delta_rule_plain,
 };
 
 const nc_ops_kernels *nc_ops_plain(void) {

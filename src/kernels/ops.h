@@ -107,6 +107,10 @@ typedef struct nc_ops_kernels {
    * gate * up for gate >= 10, else the half of gelu from the table gelu
    * (NC_GELU_TABLE_ENTRIES) at the half of gate, times up */
   void (*geglu)(float *gate, const float *up, int64_t n, const nc_fp16 *gelu);
+  /* one token of the gated delta rule on one head's state (delta_net.h) */
+  void (*delta_rule)(float *s, const float *q, const float *k, const float *v,
+                     float decay, float beta, float scale, float *out,
+                     int64_t S);
 } nc_ops_kernels;
 
 /* The builds; the backend tables (kernels.h) say which runs. */

@@ -7,6 +7,7 @@
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <math.h>
 
+#include "delta_net.h"
 #include "ops.h"
 #include "ops_simd.h"
 
@@ -168,6 +169,7 @@ static const nc_ops_kernels AVX2 = {
     .to_f16 = to_f16_avx2,
     .round_f16 = round_f16_avx2,
     .geglu = geglu_avx2,
+    .delta_rule = nc_delta_rule_avx2,
 };
 
 const nc_ops_kernels *nc_ops_avx2(void) {

@@ -4,6 +4,7 @@
  * plain reference (ops_simd.h), so the same bits. */
 #if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) &&           \
     defined(__F16C__)
+#include "delta_net.h"
 #include "ops.h"
 #include "ops_simd.h"
 
@@ -68,6 +69,7 @@ static const nc_ops_kernels AVX512 = {
     .to_f16 = to_f16_avx512,
     .round_f16 = round_f16_avx512,
     .geglu = geglu_avx512,
+    .delta_rule = nc_delta_rule_avx2,
 };
 
 const nc_ops_kernels *nc_ops_avx512(void) {

@@ -232,6 +232,54 @@ static void test_swiglu(void **state) {
   }
 }
 
+/* The gated delta rule (delta_net.h): every SIMD build's bits against the
+ * plain build's on several steps of a random state (head sizes around the
+ * 8 lanes, 128 as Qwen3.5's), and the plain build against the rule in
+ * double: M = decay M; M += k (beta (v - M^T k))^T; out = scale M^T q. */
+static void test_delta_rule(void **state) {
+  (void)state;
+  const nc_ops_kernels *simd[2];
+  const int ns = simd_ops(simd);
+  const nc_ops_kernels *plain = nc_ops_plain();
+  enum { MAXS = 128, STEPS = 6 };
+  static float sa[MAXS * MAXS], sb[2][MAXS * MAXS], q[MAXS], k[MAXS], v[MAXS],
+      oa[MAXS], ob[MAXS];
+  static double m[MAXS * MAXS];
+  const int64_t sizes[] = {1, 3, 7, 8, 9, 16, 31, 64, 100, 128};
+  for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+    const int64_t S = sizes[z];
+    const float scale = 1.0f / sqrtf((float)S);
+    fill(sa, S * S, 1.0f, 0);
+    for (int64_t i = 0; i < S * S; i++)
+      m[i] = sa[i];
+    for (int s = 0; s < ns; s++)
+      memcpy(sb[s], sa, sizeof(float) * (size_t)(S * S));
+    for (int step = 0; step < STEPS; step++) {
+      fill(q, S, 1.0f, 0);
+      fill(k, S, 1.0f, 0);
+      fill(v, S, 2.0f, 0);
+      const float decay = 0.5f + unif(0.45f), beta = 0.5f + unif(0.5f);
+      plain->delta_rule(sa, q, k, v, decay, beta, scale, oa, S);
+      for (int64_t j = 0; j < S; j++) { /* m transposed, as the state */
+        double mk = 0, mq = 0;
+        for (int64_t i = 0; i < S; i++)
+          mk += (m[j * S + i] *= decay) * k[i];
+        const double d = beta * (v[j] - mk);
+        for (int64_t i = 0; i < S; i++)
+          mq += (m[j * S + i] += k[i] * d) * q[i];
+        if (fabs(mq * scale - oa[j]) > 1e-4 * (1 + fabs(mq)))
+          fail_msg("S %lld step %d out[%lld]: %g, the rule in double %g",
+                   (long long)S, step, (long long)j, (double)oa[j], mq * scale);
+      }
+      for (int s = 0; s < ns; s++) {
+        simd[s]->delta_rule(sb[s], q, k, v, decay, beta, scale, ob, S);
+        assert_memory_equal(oa, ob, sizeof(float) * (size_t)S);
+        assert_memory_equal(sa, sb[s], sizeof(float) * (size_t)(S * S));
+      }
+    }
+  }
+}
+
 /* geglu gathers the table's halves: a table of random finite halves (and
  * infinities; NaN entries would meet the conversions' quieting; the NaN
  * halves' entries NaN, as in gelu's table) so every
@@ -488,6 +536,7 @@ int main(void) {
       cmocka_unit_test(test_rope),
       cmocka_unit_test(test_swiglu),
       cmocka_unit_test(test_geglu),
+      cmocka_unit_test(test_delta_rule),
       cmocka_unit_test(test_attn_softmax),
       cmocka_unit_test(test_attn_scores_values),
   };
