@@ -178,6 +178,11 @@ static nc_code cache_create(nc_kv_shape shape, nc_kv_types types,
     return nc_fail(err, NC_ERR_LIMIT,
                    "KV cache of %lld blocks x %d tokens: over %d positions",
                    (long long)n_blocks, (int)block_tokens, INT32_MAX);
+  if (shape.state_floats < 0 || shape.state_floats > ((int64_t)1 << 36))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "KV recurrent state of %lld floats per sequence: must be "
+                   "in [0, 2^36]",
+                   (long long)shape.state_floats);
   nc_kv_cache *kv = calloc(1, sizeof *kv);
   if (!kv) return nc_fail(err, NC_ERR_NOMEM, "KV cache: out of memory");
   kv->n_layer = shape.n_layer;
@@ -219,8 +224,12 @@ static nc_code cache_create(nc_kv_shape shape, nc_kv_types types,
   kv->free_list[NC_KV_SWA] =
       malloc((size_t)(kv->g_blocks[NC_KV_SWA] + 1) * sizeof(int32_t));
   kv->seqs = calloc((size_t)max_seqs, sizeof(kv_seq));
-  if (!kv->layers || !kv->k || !kv->v || !kv->refcount || !kv->free_list[0] ||
-      !kv->free_list[1] || !kv->seqs || !nc_kv_prefix_alloc(kv)) {
+  kv->state_floats = shape.state_floats;
+  if (kv->state_floats > 0)
+    kv->state = calloc((size_t)max_seqs, sizeof *kv->state);
+  if ((kv->state_floats > 0 && !kv->state) || !kv->layers || !kv->k ||
+      !kv->v || !kv->refcount || !kv->free_list[0] || !kv->free_list[1] ||
+      !kv->seqs || !nc_kv_prefix_alloc(kv)) {
     const size_t bytes = bytes_k + bytes_v;
     nc_kv_cache_free(kv);
     return nc_fail(err, NC_ERR_NOMEM,
@@ -287,6 +296,9 @@ void nc_kv_cache_free(nc_kv_cache *kv) {
       for (int32_t g = 0; g < NC_KV_MAX_GROUPS; g++)
         free(kv->seqs[i].blocks[g]);
   free(kv->seqs);
+  for (int32_t i = 0; kv->state && i < kv->max_seqs; i++)
+    free(kv->state[i]);
+  free(kv->state);
   free(kv->layers);
   free(kv->k);
   free(kv->v);
@@ -316,7 +328,7 @@ static int32_t seq_slot(nc_kv_cache *kv) {
 
 int32_t nc_kv_seq_new(nc_kv_cache *kv) {
   const int32_t s = seq_slot(kv);
-  if (s < 0) return -1;
+  if (s < 0 || !nc_kv_state_init(kv, s, -1)) return -1;
   kv_seq *q = &kv->seqs[s];
   q->live = true;
   q->len = 0;
@@ -405,7 +417,9 @@ int32_t nc_kv_seq_fork(nc_kv_cache *kv, int32_t src) {
   const int32_t s = seq_slot(kv);
   if (s < 0) return -1;
   kv_seq *q = &kv->seqs[s];
-  if (!nc_kv_seq_grow_table(kv, q, p->n_blocks)) return -1;
+  if (!nc_kv_seq_grow_table(kv, q, p->n_blocks) ||
+      !nc_kv_state_init(kv, s, src))
+    return -1;
   for (int32_t g = 0; g < kv->n_groups; g++) {
     memcpy(q->blocks[g], p->blocks[g], sizeof(int32_t) * (size_t)p->n_blocks);
     for (int32_t i = 0; i < p->n_blocks; i++)
@@ -527,11 +541,14 @@ static void swa_release(nc_kv_cache *kv, kv_seq *q) {
 void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens) {
   kv_seq *q = seq_get(kv, seq);
   if (!q || n_tokens < 0) return;
-  /* The window of position n_tokens is gone: nothing can continue there. */
+  /* The window of position n_tokens is gone, or the recurrent state of
+   * the positions past it is in the state: nothing can continue there. */
   if (n_tokens < q->len &&
-      nc_kv_swa_keep_from(kv, n_tokens) / kv->block_tokens < q->swa_first) {
+      (kv->state_floats > 0 ||
+       nc_kv_swa_keep_from(kv, n_tokens) / kv->block_tokens < q->swa_first)) {
     n_tokens = 0;
     q->swa_first = 0;
+    nc_kv_state_zero(kv, seq);
   }
   if (n_tokens < q->len) q->len = n_tokens;
   const int32_t keep = (n_tokens + kv->block_tokens - 1) / kv->block_tokens;
@@ -543,6 +560,7 @@ void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens) {
 }
 
 int32_t nc_kv_rollback_room(const nc_kv_cache *kv, int32_t len, int32_t extra) {
+  if (kv->state_floats > 0) return 0; /* a state advanced cannot go back */
   if (kv->n_groups < 2) return extra;
   const int32_t keep = nc_kv_swa_keep_from(kv, len) / kv->block_tokens;
   while (extra > 0 &&

@@ -50,15 +50,17 @@ typedef struct nc_kv_types {
 #define NC_KV_TYPES_F16 ((nc_kv_types){NC_TYPE_F16, NC_TYPE_F16})
 
 /* What the cache needs of a model's shape: its layers, KV heads, head
- * sizes of K and V and the sliding window (0: none). The model layer makes
- * it from its hyperparameters (nc_hp_kv_shape). Layers of a second shape
- * (gemma4's sliding-window layers: other head counts and sizes): NULL
- * layer_alt, or n_layer flags marking the layers with n_head_kv_alt heads
- * of head_dim_alt (K) and head_dim_v_alt (V) values. */
+ * sizes of K and V, the sliding window (0: none) and the floats of
+ * recurrent state each sequence carries (0: none; kv_state.c). The model
+ * layer makes it from its hyperparameters (nc_hp_kv_shape). Layers of a
+ * second shape (gemma4's sliding-window layers: other head counts and
+ * sizes): NULL layer_alt, or n_layer flags marking the layers with
+ * n_head_kv_alt heads of head_dim_alt (K) and head_dim_v_alt (V) values. */
 typedef struct nc_kv_shape {
   int32_t n_layer, n_head_kv, head_dim, head_dim_v, n_swa;
   const bool *layer_alt;
   int32_t n_head_kv_alt, head_dim_alt, head_dim_v_alt;
+  int64_t state_floats;
 } nc_kv_shape;
 
 /* F16, BF16, Q8_0 and Q4_0. */
@@ -168,6 +170,30 @@ int64_t nc_kv_group_blocks_used(const nc_kv_cache *kv, int32_t group);
  * the cache holds for live sequences), and of the storage allocated. */
 size_t nc_kv_bytes_used(const nc_kv_cache *kv);
 size_t nc_kv_bytes_total(const nc_kv_cache *kv);
+
+/* ---- recurrent state (kv_state.c)
+ *
+ * A model with recurrent layers (qwen35's gated DeltaNet: a convolution
+ * window and a state matrix per head, of a fixed size whatever the length)
+ * keeps, beside a sequence's K/V blocks, one state slot of
+ * shape.state_floats floats per live sequence. Slot i belongs to sequence
+ * id i: allocated when the id first goes live, kept for the next sequence
+ * of that id after a free (the pool: its memory follows the most sequences
+ * live at once, at most max_seqs, which the engine's scheduler bounds as
+ * it bounds sequences). A new sequence's state is zeros, a fork copies its
+ * source's; the forward pass reads and advances it with the positions. The
+ * state of a position cannot be taken back: nc_kv_seq_truncate below the
+ * length cuts such a sequence to 0 (recomputed from its tokens), and
+ * nc_kv_rollback_room is 0. Prefix reuse (below) finds nothing for them
+ * (the state of a cached prefix is not kept). */
+
+/* The state slot of a live sequence (state_floats floats), NULL for a
+ * cache without state or a sequence that is not live. */
+float *nc_kv_seq_state(nc_kv_cache *kv, int32_t seq);
+/* Floats of one sequence's state (0: none). */
+int64_t nc_kv_state_floats(const nc_kv_cache *kv);
+/* Bytes of the state slots allocated (the pool). */
+size_t nc_kv_state_bytes(const nc_kv_cache *kv);
 
 /* ---- prefix caching (kv_prefix.c): content-addressed full blocks
  *

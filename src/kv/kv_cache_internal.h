@@ -81,6 +81,11 @@ struct nc_kv_cache {
   int64_t n_hashed[NC_KV_MAX_GROUPS]; /* hashed blocks, taken or not */
   int64_t evictions; /* cached blocks reused for other content */
   int32_t *scratch;  /* [n_blocks] zeroed counters (exclusive blocks) */
+
+  /* Recurrent state (kv_state.c): state_floats per sequence; state[i] the
+   * slot of sequence id i, NULL until that id first goes live. */
+  int64_t state_floats;
+  float **state; /* [max_seqs] */
 };
 
 /* The group of block b. */
@@ -94,6 +99,11 @@ bool nc_kv_seq_grow_table(const nc_kv_cache *kv, kv_seq *q, int32_t need);
 /* The first position a sequence of length len still reads in its
  * sliding-window layers (0 without them). */
 int32_t nc_kv_swa_keep_from(const nc_kv_cache *kv, int32_t len);
+
+/* kv_state.c: gives sequence id s its slot, zeroed, or a copy of src's
+ * (src >= 0); false when out of memory. */
+bool nc_kv_state_init(nc_kv_cache *kv, int32_t s, int32_t src);
+void nc_kv_state_zero(nc_kv_cache *kv, int32_t s);
 
 /* kv_prefix.c */
 bool nc_kv_prefix_alloc(nc_kv_cache *kv);

@@ -176,6 +176,9 @@ static int32_t max_hit_blocks(const nc_kv_cache *kv, int32_t n_tokens) {
 static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
                         const int32_t *tokens, int32_t n_tokens,
                         int64_t *n_idle) {
+  *n_idle = 0;
+  /* a recurrent state is not kept with the blocks: no prefix to reuse */
+  if (kv->state_floats > 0) return 0;
   const int32_t bt = kv->block_tokens,
                 max_blocks = max_hit_blocks(kv, n_tokens);
   uint64_t chain = salt;
