@@ -148,6 +148,25 @@ ARCHS = {
                       n_head_kv_swa=4, n_head_kv_full=1, n_kv_shared=0,
                       n_embd_per_layer=0, n_expert=8, n_expert_used=2,
                       n_ff_exp=128, k_eq_v=True),
+    # Qwen3.5 hybrid: gated DeltaNet layers and every interval-th layer full
+    # attention (gated Q, Q/K norms, NEOX/IMRoPE on n_rot = head_dim / 4);
+    # ssm: conv kernel 4, k heads (group_count) of state_size, v heads
+    # (time_step_rank); v heads twice the k heads, as Qwen3.6 (qwen35 repeats
+    # the k heads: v head h reads k head h % n_k). Matrices F32: with F16
+    # ones both llama.cpp and nucleus round every matmul input to F16, and
+    # on these files that rounding alone moves the logits by up to 0.04
+    # from the f32 reference (position 0 included), past the bounds the
+    # hybrid's own math is tested to (F32: 8e-4 from llama.cpp); the F16
+    # matmuls are the other files' test.
+    "qwen35": dict(n_layer=8, head_dim=128, tied=False, rope_base=10000000.0,
+                   attn_interval=4, f32=True,
+                   ssm=dict(d_conv=4, d_state=64, n_k=2, n_v=4)),
+    # the second pattern: the layers from attention.recurrent_layers (a bool
+    # per layer, as converted from config.json's layer_types), k heads equal
+    # to v heads, tied output
+    "qwen35r": dict(n_layer=6, head_dim=128, tied=True, rope_base=10000000.0,
+                    base="qwen35", recurrent=[1, 0, 1, 1, 0, 1], f32=True,
+                    ssm=dict(d_conv=4, d_state=32, n_k=4, n_v=4)),
 }
 
 # The harmony format's control tokens (o200k_harmony's names), appended to
@@ -270,6 +289,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     if cfg.get("harmony"):
         tok = harmony_tokenizer(tok)
     n_vocab = next(len(v) for k, v, _, _ in tok if k == "tokenizer.ggml.tokens")
+    f32 = f32 or cfg.get("f32", False)
     mat_dt = np.float32 if f32 else np.float16
     n_q, n_kv = N_HEAD * hd, N_HEAD_KV * hd
 
@@ -313,6 +333,20 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             w.add_rope_scaling_orig_ctx_len(cfg["orig_ctx"])
     if "attn_factor" in cfg:
         w.add_rope_scaling_attn_factors(cfg["attn_factor"])
+    if arch == "qwen35":
+        ssm = cfg["ssm"]
+        w.add_rope_dimension_count(hd // 4)
+        w.add_rope_dimension_sections([6, 5, 5, 0])
+        w.add_ssm_conv_kernel(ssm["d_conv"])
+        w.add_ssm_state_size(ssm["d_state"])
+        w.add_ssm_group_count(ssm["n_k"])
+        w.add_ssm_time_step_rank(ssm["n_v"])
+        w.add_ssm_inner_size(ssm["d_state"] * ssm["n_v"])
+        if "recurrent" in cfg:
+            w.add_array("qwen35.attention.recurrent_layers",
+                        [bool(x) for x in cfg["recurrent"]])
+        else:
+            w.add_full_attention_interval(cfg["attn_interval"])
     if arch in ("qwen3moe", "mixtral", "gptoss"):
         w.add_expert_count(cfg["n_expert"])
         w.add_expert_used_count(cfg["n_expert_used"])
@@ -394,6 +428,39 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     if arch == "gemma4":
         gemma4_tensors(w, cfg, seed, n_vocab, mat, vec)
         L = 0  # (its layers written there)
+
+    def qwen35_layer(p, i):
+        recurrent = (cfg["recurrent"][i] if "recurrent" in cfg
+                     else (i + 1) % cfg["attn_interval"] != 0)
+        if recurrent:
+            ssm = cfg["ssm"]
+            S, nk, nv = ssm["d_state"], ssm["n_k"], ssm["n_v"]
+            conv = 2 * nk * S + nv * S
+            mat(p + "attn_qkv.weight", (conv, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_gate.weight", (nv * S, N_EMBD), inv(N_EMBD))
+            x = randn(seed, p + "ssm_conv1d.weight", conv * ssm["d_conv"])
+            w.add_tensor(p + "ssm_conv1d.weight",
+                         (x.reshape(conv, ssm["d_conv"]) * 0.5).astype(np.float32))
+            vec(p + "ssm_dt.bias", nv, "bias")
+            # -exp(A_log), A_log about 0: decays exp(a softplus(.)) near 1/2
+            z = randn(seed, p + "ssm_a", nv)
+            w.add_tensor(p + "ssm_a", (-np.exp(0.5 * z)).astype(np.float32))
+            mat(p + "ssm_beta.weight", (nv, N_EMBD), inv(N_EMBD))
+            mat(p + "ssm_alpha.weight", (nv, N_EMBD), inv(N_EMBD))
+            vec(p + "ssm_norm.weight", S, "norm")
+            mat(p + "ssm_out.weight", (N_EMBD, nv * S), inv(nv * S))
+        else:
+            mat(p + "attn_q.weight", (2 * n_q, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_k.weight", (n_kv, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_v.weight", (n_kv, N_EMBD), inv(N_EMBD))
+            vec(p + "attn_q_norm.weight", hd, "norm")
+            vec(p + "attn_k_norm.weight", hd, "norm")
+            mat(p + "attn_output.weight", (N_EMBD, n_q), inv(n_q))
+        vec(p + "post_attention_norm.weight", N_EMBD, "norm")
+        mat(p + "ffn_gate.weight", (N_FF, N_EMBD), inv(N_EMBD))
+        mat(p + "ffn_up.weight", (N_FF, N_EMBD), inv(N_EMBD))
+        mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
+
     mat("token_embd.weight", (n_vocab, N_EMBD), 0.2)
     vec("output_norm.weight", N_EMBD, "norm")
     if not cfg["tied"]:
@@ -404,6 +471,9 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     for i in range(L):
         p = f"blk.{i}."
         vec(p + "attn_norm.weight", N_EMBD, "norm")
+        if arch == "qwen35":
+            qwen35_layer(p, i)
+            continue
         if arch in ("phi3", "phi3long"):
             mat(p + "attn_qkv.weight", (n_q + 2 * n_kv, N_EMBD), inv(N_EMBD))
         else:

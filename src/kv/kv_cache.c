@@ -227,9 +227,9 @@ static nc_code cache_create(nc_kv_shape shape, nc_kv_types types,
   kv->state_floats = shape.state_floats;
   if (kv->state_floats > 0)
     kv->state = calloc((size_t)max_seqs, sizeof *kv->state);
-  if ((kv->state_floats > 0 && !kv->state) || !kv->layers || !kv->k ||
-      !kv->v || !kv->refcount || !kv->free_list[0] || !kv->free_list[1] ||
-      !kv->seqs || !nc_kv_prefix_alloc(kv)) {
+  if ((kv->state_floats > 0 && !kv->state) || !kv->layers || !kv->k || !kv->v ||
+      !kv->refcount || !kv->free_list[0] || !kv->free_list[1] || !kv->seqs ||
+      !nc_kv_prefix_alloc(kv)) {
     const size_t bytes = bytes_k + bytes_v;
     nc_kv_cache_free(kv);
     return nc_fail(err, NC_ERR_NOMEM,

@@ -21,6 +21,8 @@ enum {
   NC_SCRATCH_SWA_ROPE = 1u << 0,
   /* side: [T, 2 * n_embd] (gemma4's experts beside its dense FFN) */
   NC_SCRATCH_SIDE = 1u << 1,
+  /* ssm_*, qg: gated DeltaNet layers and gated-query attention (qwen35) */
+  NC_SCRATCH_RECURRENT = 1u << 2,
 };
 
 typedef struct nc_arch {

@@ -17,8 +17,9 @@ struct nc_context {
   int32_t max_tokens;
   float *buf_mem;
   int32_t
-      *moe_ints; /* mixture of experts: the bufs' moe_sel, moe_at, moe_rows */
-  uint8_t *few;  /* the fwd's few_rows, few_tmp and few_exp */
+      *moe_ints;  /* mixture of experts: the bufs' moe_sel, moe_at, moe_rows */
+  float *rec_mem; /* NC_SCRATCH_RECURRENT: the bufs' ssm_* and qg */
+  uint8_t *few;   /* the fwd's few_rows, few_tmp and few_exp */
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
   uint8_t *touched;  /* [max_seqs] */
@@ -68,6 +69,14 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.kv = kv;
   c->max_tokens = max_batch_tokens;
   const nc_hparams *hp = c->fwd.hp;
+  const int64_t state = nc_hp_kv_shape(hp).state_floats;
+  if (nc_kv_state_floats(kv) != state) {
+    free(c);
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "context: the KV cache keeps %lld floats of recurrent "
+                   "state per sequence, the model needs %lld",
+                   (long long)nc_kv_state_floats(kv), (long long)state);
+  }
   nc_code rc = nc_threadpool_create(nc_model_n_threads(m), &c->fwd.tp, err);
   if (rc) {
     free(c);
@@ -108,7 +117,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->buf_mem = malloc((T * per_row + 2 * T_ff * w_ff) * sizeof(float));
   /* Any activation format takes at most 4 bytes per element plus a block
    * header, which one extra element per 8 covers. */
-  const size_t kmax = (size_t)max3(hp->n_embd, (int32_t)w_ff, (int32_t)w_att);
+  const size_t kmax = (size_t)max3(hp->n_embd, (int32_t)w_ff,
+                                   max3((int32_t)w_att, hp->ssm_d_inner, 1));
   c->fwd.qact_bytes = T_ff * (kmax * 4 + kmax / 2 + 64);
   c->fwd.qact = malloc(c->fwd.qact_bytes);
   c->fwd.f16tab = malloc(65536 * sizeof(float));
@@ -135,12 +145,19 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->fwd.flash_stride = fs > fs_swa ? fs : fs_swa;
   c->fwd.flash_mem = aligned_alloc(
       64, c->fwd.flash_stride * (size_t)nc_threadpool_size(c->fwd.tp));
+  const bool rec = nc_model_arch(m)->scratch & NC_SCRATCH_RECURRENT;
+  const size_t w_conv = (size_t)nc_hp_ssm_conv_dim(hp),
+               w_inner = (size_t)hp->ssm_d_inner,
+               w_bd = 2 * (size_t)hp->ssm_n_v_heads;
+  if (rec)
+    c->rec_mem =
+        malloc(T * (w_conv + 2 * w_inner + w_bd + 2 * w_q) * sizeof(float));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
   if (nx) c->moe_ints = malloc(T * (2 * nk + 1) * sizeof(int32_t));
   c->few = malloc(T * (2 + (nk > 0 ? nk : 1)));
-  if ((nx && !c->moe_ints) || !c->few || !c->buf_mem || !c->fwd.qact ||
-      !c->fwd.f16tab || !c->fwd.gelu_f16 || !c->fwd.flash_mem ||
+  if ((nx && !c->moe_ints) || (rec && !c->rec_mem) || !c->few || !c->buf_mem ||
+      !c->fwd.qact || !c->fwd.f16tab || !c->fwd.gelu_f16 || !c->fwd.flash_mem ||
       !c->fwd.kv_row || !c->fwd.att || !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
@@ -175,6 +192,14 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   }
   if (w_ple) c->fwd.bufs.ple = p, p += T * w_ple;
   if (w_side) c->fwd.bufs.side = p, p += T * w_side;
+  if (rec) {
+    p = c->rec_mem;
+    c->fwd.bufs.ssm_mix = p, p += T * w_conv;
+    c->fwd.bufs.ssm_z = p, p += T * w_inner;
+    c->fwd.bufs.ssm_o = p, p += T * w_inner;
+    c->fwd.bufs.ssm_bd = p, p += T * w_bd;
+    c->fwd.bufs.qg = p;
+  }
   for (uint32_t h = 0; h < 65536; h++)
     c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
   nc_fwd_gelu_table(c->fwd.gelu_f16);
@@ -195,6 +220,7 @@ void nc_context_free(nc_context *c) {
   nc_threadpool_free(c->fwd.tp);
   free(c->buf_mem);
   free(c->moe_ints);
+  free(c->rec_mem);
   free(c->few);
   free(c->fwd.qact);
   free(c->fwd.qpack);

@@ -71,13 +71,22 @@ typedef struct nc_hparams {
    * others' shape), swa_layer[l] marking those layers (n_layer entries, at
    * most NC_HP_MAX_SWA_LAYERS); the first n_layer_kv layers own K/V, the
    * others read another's (nc_layer_weights.kv_layer; 0: every layer owns
-   * its own);
+   * its own; qwen35: its attention layers, the cache's layers in order);
    * n_embd_per_layer: the width of the per-layer token embeddings (0:
    * none); n_ff_max: the widest FFN of a model whose layers differ (0:
    * n_ff) */
   int32_t n_head_kv_swa, head_dim_swa, n_rot_swa;
   int32_t n_layer_kv, n_embd_per_layer, n_ff_max;
   bool swa_layer[NC_HP_MAX_SWA_LAYERS];
+  /* hybrid recurrent models (qwen35): n_layer_rec of the layers are gated
+   * DeltaNet layers (nc_layer_weights.rec), as llama.cpp's {arch}.ssm.*:
+   * the causal convolution's kernel (conv_kernel), the key / value head
+   * size (state_size), the key heads (group_count), the value heads
+   * (time_step_rank) and their width (inner_size = v heads x state_size);
+   * 0 for models without them. n_layer_nextn: MTP layers the file carries
+   * past n_layer ({arch}.nextn_predict_layers; not run) */
+  int32_t n_layer_rec, ssm_d_conv, ssm_d_state, ssm_n_k_heads, ssm_n_v_heads,
+      ssm_d_inner, n_layer_nextn;
 } nc_hparams;
 
 enum {
@@ -116,14 +125,29 @@ static inline int32_t nc_hp_n_embd_v(const nc_hparams *hp) {
 static inline int32_t nc_hp_n_layer_kv(const nc_hparams *hp) {
   return hp->n_layer_kv > 0 ? hp->n_layer_kv : hp->n_layer;
 }
+/* A recurrent layer's channels through the convolution (q, k and v), and
+ * the floats of its state: the convolution's last conv_kernel - 1 inputs,
+ * then one state_size x state_size matrix per value head. */
+static inline int64_t nc_hp_ssm_conv_dim(const nc_hparams *hp) {
+  return 2 * (int64_t)hp->ssm_n_k_heads * hp->ssm_d_state + hp->ssm_d_inner;
+}
+static inline int64_t nc_hp_ssm_layer_floats(const nc_hparams *hp) {
+  return (int64_t)(hp->ssm_d_conv - 1) * nc_hp_ssm_conv_dim(hp) +
+         (int64_t)hp->ssm_n_v_heads * hp->ssm_d_state * hp->ssm_d_state;
+}
 /* The shape the paged KV cache is made for: the layers that own K/V, the
- * sliding-window layers of their own shape where they have one. */
+ * sliding-window layers of their own shape where they have one, and the
+ * recurrent state of every recurrent layer per sequence. */
 static inline nc_kv_shape nc_hp_kv_shape(const nc_hparams *hp) {
   nc_kv_shape s = {.n_layer = nc_hp_n_layer_kv(hp),
                    .n_head_kv = hp->n_head_kv,
                    .head_dim = hp->head_dim,
                    .head_dim_v = hp->head_dim_v,
-                   .n_swa = hp->n_swa};
+                   .n_swa = hp->n_swa,
+                   .state_floats =
+                       hp->n_layer_rec > 0
+                           ? hp->n_layer_rec * nc_hp_ssm_layer_floats(hp)
+                           : 0};
   if (hp->head_dim_swa > 0) {
     s.layer_alt = hp->swa_layer;
     s.n_head_kv_alt = hp->n_head_kv_swa;
@@ -164,11 +188,23 @@ typedef struct nc_layer_weights {
    * output scale [1]; beside experts: the router input's scale [n_embd],
    * the experts' input norm, the norms after the dense FFN and after the
    * experts, each expert's output scale [n_expert]; kv_layer: the layer
-   * whose K/V the attention reads (the layer itself when it owns them) */
+   * whose K/V the attention reads (the layer itself when it owns them;
+   * qwen35: the attention layer's index among the attention layers, -1
+   * for a recurrent layer) */
   nc_weight ple_gate, ple_proj, ple_post_norm, out_scale;
   nc_weight gate_inp_scale, ffn_pre_norm_2, ffn_post_norm_1, ffn_post_norm_2,
       down_exps_scale;
   int32_t kv_layer;
+  /* qwen35: a gated DeltaNet layer's index among the recurrent layers (its
+   * part of the sequence's state), -1 for an attention layer; its
+   * projections in (attn_qkv: q, k, v), gate (attn_gate: z), beta and
+   * alpha (per value head), the convolution [conv_dim][conv_kernel] (F32),
+   * the time-step bias and A (-exp(A_log)) per value head, the gated
+   * RMSNorm [state_size] and the output [inner_size -> n_embd]. The
+   * attention layers' wq gives q and its gate per head (2 x head_dim). */
+  int32_t rec;
+  nc_weight ssm_in, ssm_z, ssm_beta, ssm_alpha, ssm_conv, ssm_dt, ssm_a,
+      ssm_norm, ssm_out;
 } nc_layer_weights;
 
 typedef struct nc_model_weights {

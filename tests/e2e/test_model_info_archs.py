@@ -29,6 +29,7 @@ EXPECTED = {
     "gptoss": ("gpt-oss", ["GptOssForCausalLM"]),
     "gemma4": ("gemma4", ["Gemma4ForCausalLM"]),
     "gemma4moe": ("gemma4", ["Gemma4ForCausalLM"]),  # experts, same class
+    "qwen35": ("qwen35", ["Qwen3_5ForCausalLM"]),
 }
 
 

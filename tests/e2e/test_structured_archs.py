@@ -2,9 +2,9 @@
 model: Gemma 3 270M (real weights, its 262,144-token SentencePiece
 vocabulary) and the random-weight files of scripts/make_arch_gguf.py
 (`make arch-models`: qwen2, qwen3, phi3, gemma2, gemma3, qwen3moe, mixtral,
-gptoss, gemma4, gemma4moe; the default model's vocabulary, so their text is
-noise: only the grammar
-keeps it JSON). Sampled at temperature 1 with a schema whose every value
+gptoss, gemma4, gemma4moe, qwen35; the default model's vocabulary, so
+their text is noise: only the grammar keeps it JSON). Sampled at temperature
+1 with a schema whose every value
 is bounded (booleans, an enum, bounded integers, a short string, a short
 array), so that the reply must end by `stop` within the budget and
 validate with jsonschema; and two corpus schemas, which may run out of
@@ -19,7 +19,8 @@ import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARCHS = ["qwen2", "qwen3", "phi3", "gemma2", "gemma3", "qwen3moe", "mixtral",
-         "gptoss", "gemma4", "gemma4moe"]
+         "gptoss", "gemma4", "gemma4moe",
+         "qwen35"]
 GEMMA = ROOT / "models/gemma-3-270m-q4_k_m.gguf"
 
 BOUNDED = {

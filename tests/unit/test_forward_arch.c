@@ -252,7 +252,8 @@ static void test_flash_prompt(void **state) {
       {"gemma2", "gemma2"},     {"gemma3", "gemma3"},
       {"llamayarn", "llama"},   {"qwen2yarn", "qwen2"},
       {"llamalinear", "llama"}, {"gemma3yarn", "gemma3"},
-      {"gptoss", "gpt-oss"}};
+      {"gptoss", "gpt-oss"},    {"qwen35", "qwen35"},
+      {"qwen35r", "qwen35"}};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
     check_file_fa(files[i][0], files[i][1], false);
 }
@@ -264,6 +265,16 @@ static void test_flash_decode(void **state) {
   check_file_fa("gemma2", "gemma2", true);
   check_file_fa("gemma3", "gemma3", true);
   check_file_fa("gptoss", "gpt-oss", true);
+  check_file_fa("qwen35", "qwen35", true); /* the delta rule token by token */
+}
+
+/* Qwen3.5's hybrid: gated DeltaNet layers (value heads reading key head
+ * h % k heads) and every 4th layer gated-query attention; qwen35r: the
+ * layers from attention.recurrent_layers, tied output */
+static void test_qwen35(void **state) {
+  (void)state;
+  check_arch("qwen35");
+  check_file("qwen35r", "qwen35");
 }
 
 static void test_qwen2(void **state) {
@@ -777,6 +788,7 @@ int main(void) {
       cmocka_unit_test(test_gemma_window_invariance),
       cmocka_unit_test(test_gptoss),
       cmocka_unit_test(test_gptoss_bad_files),
+      cmocka_unit_test(test_qwen35),
       cmocka_unit_test(test_gemma_bad_files),
       cmocka_unit_test(test_llamayarn),
       cmocka_unit_test(test_qwen2yarn),

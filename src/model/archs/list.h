@@ -18,6 +18,7 @@
   X(gemma2)                                                                    \
   X(gemma3)                                                                    \
   X(gpt_oss)                                                                   \
-  X(gemma4)
+  X(gemma4)                                                                    \
+  X(qwen35)
 
 #endif

@@ -1,0 +1,324 @@
+/* arch_qwen35: Qwen3.5 (`qwen35`), a hybrid of gated DeltaNet layers and
+ * full-attention layers, as llama.cpp's graph (src/models/qwen35.cpp):
+ * per layer RMSNorm, then either the gated DeltaNet block (forward.h's
+ * nc_fwd_gated_delta_net: convolution and delta-rule state per sequence)
+ * or attention with a gated query (attn_q gives each head's q and its
+ * gate; per-head Q/K RMSNorm; NEOX RoPE on the first n_rot dimensions;
+ * the output times sigmoid(gate) before attn_output), residual; RMSNorm
+ * (post_attention_norm), SwiGLU FFN, residual; final RMSNorm and the
+ * output head. Which layers are recurrent: {arch}.attention.recurrent_layers
+ * (a bool per layer), else every layer but each full_attention_interval-th
+ * (default 4). The file's IMRoPE (rope.dimension_sections) rotates a text
+ * token by its position in every section: NEOX RoPE over n_rot. MTP layers
+ * ({arch}.nextn_predict_layers, after the others) are not run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+#include "model/arch.h"
+#include "model/forward.h"
+
+#define A "qwen35"
+
+/* Whether layer l is recurrent; NULL rec: only checks and counts them. */
+static nc_code rec_pattern(const gguf_file *f, const nc_hparams *hp,
+                           nc_layer_weights *layers, int32_t *n_rec,
+                           nc_error *err) {
+  const char *key = A ".attention.recurrent_layers";
+  const int32_t n_all = hp->n_layer + hp->n_layer_nextn;
+  gguf_value_type et;
+  uint64_t count;
+  *n_rec = 0;
+  if (gguf_get_arr(f, key, &et, &count)) {
+    if (count != (uint64_t)n_all)
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "metadata '%s' has %llu entries for %d layers", key,
+                     (unsigned long long)count, (int)n_all);
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+      int64_t v;
+      if (!gguf_get_arr_i64(f, key, (uint64_t)l, &v))
+        return nc_fail(err, NC_ERR_FORMAT, "metadata '%s'[%d] is not a bool",
+                       key, (int)l);
+      if (layers) layers[l].rec = v ? *n_rec : -1;
+      if (layers) layers[l].kv_layer = v ? -1 : l - *n_rec;
+      *n_rec += v != 0;
+    }
+    return NC_OK;
+  }
+  int32_t every = 4, n_kv = 0;
+  nc_code rc = nc_meta_int(f, A, "full_attention_interval", false, 1,
+                           hp->n_layer + 1, &every, NULL, err);
+  if (rc) return rc;
+  for (int32_t l = 0; l < hp->n_layer; l++) {
+    const bool rec = (l + 1) % every != 0;
+    if (layers) layers[l].rec = rec ? *n_rec : -1;
+    if (layers) layers[l].kv_layer = rec ? -1 : n_kv;
+    *n_rec += rec;
+    n_kv += !rec;
+  }
+  return NC_OK;
+}
+
+static nc_code qwen35_hparams(const gguf_file *f, nc_hparams *hp,
+                              nc_error *err) {
+  nc_code rc;
+  hp->n_layer_nextn = 0;
+  if ((rc = nc_meta_int(f, A, "nextn_predict_layers", false, 0, hp->n_layer - 1,
+                        &hp->n_layer_nextn, NULL, err)))
+    return rc;
+  hp->n_layer -= hp->n_layer_nextn;
+  if (hp->head_dim_v != hp->head_dim)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   A ": value length %d must equal the key length %d",
+                   (int)hp->head_dim_v, (int)hp->head_dim);
+  /* IMRoPE sections: required by llama.cpp; for text they all take the
+   * token's position, so they only have to fit the rotated pairs */
+  const char *sk = A ".rope.dimension_sections";
+  gguf_value_type et;
+  uint64_t count;
+  if (!gguf_get_arr(f, sk, &et, &count))
+    return nc_fail(err, NC_ERR_FORMAT, "missing metadata '%s'", sk);
+  if (count > 4)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "metadata '%s' has %llu entries, at most 4", sk,
+                   (unsigned long long)count);
+  int64_t sum = 0;
+  for (uint64_t i = 0; i < count; i++) {
+    int64_t v;
+    if (!gguf_get_arr_i64(f, sk, i, &v) || v < 0 || v > hp->n_rot)
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "metadata '%s'[%llu]: must be an integer in [0, %d]", sk,
+                     (unsigned long long)i, (int)hp->n_rot);
+    sum += v;
+  }
+  if (sum > hp->head_dim / 2)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "metadata '%s': sections of %lld pairs, over the head's %d",
+                   sk, (long long)sum, (int)hp->head_dim / 2);
+  struct {
+    const char *key;
+    int64_t lo, hi;
+    int32_t *out;
+  } k[] = {
+      {"ssm.conv_kernel", 2, 64, &hp->ssm_d_conv},
+      {"ssm.state_size", 1, 1024, &hp->ssm_d_state},
+      {"ssm.group_count", 1, 1024, &hp->ssm_n_k_heads},
+      {"ssm.time_step_rank", 1, 4096, &hp->ssm_n_v_heads},
+      {"ssm.inner_size", 1, 1 << 22, &hp->ssm_d_inner},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+    if ((rc = nc_meta_int(f, A, k[i].key, true, k[i].lo, k[i].hi, k[i].out,
+                          NULL, err)))
+      return rc;
+  if (hp->ssm_n_v_heads % hp->ssm_n_k_heads != 0 ||
+      hp->ssm_d_inner != hp->ssm_n_v_heads * hp->ssm_d_state)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   A ": %d value heads of %d (inner size %d) over %d key "
+                     "heads: the value heads must be a multiple of the key "
+                     "heads and the inner size their product with the state "
+                     "size",
+                   (int)hp->ssm_n_v_heads, (int)hp->ssm_d_state,
+                   (int)hp->ssm_d_inner, (int)hp->ssm_n_k_heads);
+  if ((rc = rec_pattern(f, hp, NULL, &hp->n_layer_rec, err))) return rc;
+  /* the cache keeps K/V for the attention layers only */
+  if (hp->n_layer_rec == hp->n_layer)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   A ": all %d layers are recurrent: at least one must be an "
+                     "attention layer",
+                   (int)hp->n_layer);
+  hp->n_layer_kv = hp->n_layer - hp->n_layer_rec;
+  return NC_OK;
+}
+
+static nc_code load_layer(const gguf_file *f, const nc_hparams *hp,
+                          const nc_kernels *kern, int32_t l,
+                          nc_layer_weights *L, nc_error *err) {
+  const int64_t E = hp->n_embd, F = hp->n_ff, D = hp->head_dim;
+  const int64_t Q = (int64_t)hp->n_head * D, K = nc_hp_n_embd_k(hp),
+                V = nc_hp_n_embd_v(hp);
+  const int64_t C = nc_hp_ssm_conv_dim(hp), Vd = hp->ssm_d_inner,
+                Hv = hp->ssm_n_v_heads, S = hp->ssm_d_state;
+  const bool rec = L->rec >= 0;
+  struct {
+    const char *suffix;
+    int64_t ne0, ne1;
+    bool use; /* of this layer kind */
+    nc_weight *out;
+  } t[] = {
+      {"attn_norm.weight", E, 1, true, &L->attn_norm},
+      {"post_attention_norm.weight", E, 1, true, &L->ffn_norm},
+      {"ffn_gate.weight", E, F, true, &L->ffn_gate},
+      {"ffn_up.weight", E, F, true, &L->ffn_up},
+      {"ffn_down.weight", F, E, true, &L->ffn_down},
+      {"attn_q.weight", E, 2 * Q, !rec, &L->wq},
+      {"attn_k.weight", E, K, !rec, &L->wk},
+      {"attn_v.weight", E, V, !rec, &L->wv},
+      {"attn_output.weight", Q, E, !rec, &L->wo},
+      {"attn_q_norm.weight", D, 1, !rec, &L->q_norm},
+      {"attn_k_norm.weight", D, 1, !rec, &L->k_norm},
+      {"attn_qkv.weight", E, C, rec, &L->ssm_in},
+      {"attn_gate.weight", E, Vd, rec, &L->ssm_z},
+      {"ssm_beta.weight", E, Hv, rec, &L->ssm_beta},
+      {"ssm_alpha.weight", E, Hv, rec, &L->ssm_alpha},
+      {"ssm_dt.bias", Hv, 1, rec, &L->ssm_dt},
+      {"ssm_a", Hv, 1, rec, &L->ssm_a},
+      {"ssm_norm.weight", S, 1, rec, &L->ssm_norm},
+      {"ssm_out.weight", Vd, E, rec, &L->ssm_out},
+  };
+  char name[GGUF_MAX_NAME];
+  nc_code rc;
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    if (!t[i].use) continue;
+    snprintf(name, sizeof name, "blk.%d.%s", (int)l, t[i].suffix);
+    if ((rc = nc_weight_load(f, name, t[i].ne0, t[i].ne1, true, kern, t[i].out,
+                             err)))
+      return rc;
+  }
+  if (!rec) return NC_OK;
+  /* the convolution is read element by element: F32, no dot kernel */
+  snprintf(name, sizeof name, "blk.%d.ssm_conv1d.weight", (int)l);
+  if ((rc = nc_weight_load(f, name, hp->ssm_d_conv, C, true, NULL, &L->ssm_conv,
+                           err)))
+    return rc;
+  if (L->ssm_conv.type != NC_TYPE_F32)
+    return nc_fail(err, NC_ERR_FORMAT, "tensor '%s' has type %s, expected F32",
+                   name, nc_type_name(L->ssm_conv.type));
+  return NC_OK;
+}
+
+static nc_code qwen35_load(const gguf_file *f, const nc_hparams *hp,
+                           const nc_kernels *kern, nc_model_weights *w,
+                           nc_error *err) {
+  const int64_t E = hp->n_embd, V = hp->n_vocab;
+  nc_code rc;
+  if ((rc = nc_weight_load(f, "token_embd.weight", E, V, true, kern,
+                           &w->tok_embd, err)) ||
+      (rc = nc_weight_load(f, "output_norm.weight", E, 1, true, kern,
+                           &w->output_norm, err)) ||
+      (rc = nc_weight_load(f, "output.weight", E, V, false, kern, &w->output,
+                           err)))
+    return rc;
+  if (!w->output.data) w->output = w->tok_embd; /* tied embeddings */
+  if (!kern->vec_dot[w->output.type])
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "tensor '%s': no dot-product kernel for type %s",
+                   w->output.name, nc_type_name(w->output.type));
+  w->layers = calloc((size_t)hp->n_layer, sizeof *w->layers);
+  if (!w->layers) return nc_fail(err, NC_ERR_NOMEM, A ": out of memory");
+  int32_t n_rec;
+  if ((rc = rec_pattern(f, hp, w->layers, &n_rec, err))) return rc;
+  for (int32_t l = 0; l < hp->n_layer; l++)
+    if ((rc = load_layer(f, hp, kern, l, &w->layers[l], err))) return rc;
+  return NC_OK;
+}
+
+/* attn *= sigmoid(gate), the gate the second half of each head's 2 x D
+ * values of qg. */
+typedef struct gate_task {
+  const nc_hparams *hp;
+  float *attn;
+  const float *qg;
+  int32_t rows;
+} gate_task;
+
+static void gate_worker(void *p, int ith, int nth) {
+  const gate_task *t = p;
+  const int64_t D = t->hp->head_dim, H = t->hp->n_head;
+  int64_t lo, hi;
+  nc_split_range((int64_t)t->rows * H, ith, nth, &lo, &hi);
+  for (int64_t i = lo; i < hi; i++) {
+    const float *g = t->qg + (i / H) * 2 * H * D + (i % H) * 2 * D + D;
+    float *a = t->attn + i * D;
+    for (int64_t d = 0; d < D; d++)
+      a[d] *= 1.0f / (1.0f + expf(-g[d]));
+  }
+}
+
+/* An attention layer (its K/V: the cache's layer L->kv_layer): from the
+ * normed rows xn to attn_output in out. */
+static void attention_layer(nc_fwd *ctx, const nc_layer_weights *L,
+                            const nc_batch *b, const float *xn, float *out) {
+  const nc_hparams *hp = ctx->hp;
+  const nc_fwd_bufs *s = nc_fwd_scratch(ctx);
+  const int32_t T = b->n_tokens;
+  const int64_t E = hp->n_embd, D = hp->head_dim, H = hp->n_head;
+  const int64_t Q = H * D, K = nc_hp_n_embd_k(hp), Vd = nc_hp_n_embd_v(hp);
+  const nc_mm qkv[3] = {
+      {&L->wq, s->qg, 2 * Q}, {&L->wk, s->k, K}, {&L->wv, s->v, Vd}};
+  nc_fwd_matmul(ctx, xn, E, T, qkv, 3);
+  for (int32_t t = 0; t < T; t++) /* each head's q: its first D values */
+    for (int64_t h = 0; h < H; h++)
+      memcpy(s->q + t * Q + h * D, s->qg + t * 2 * Q + h * 2 * D,
+             sizeof(float) * (size_t)D);
+  nc_fwd_rmsnorm(ctx, s->q, L->q_norm.data, s->q, T * hp->n_head, D);
+  nc_fwd_rmsnorm(ctx, s->k, L->k_norm.data, s->k, T * hp->n_head_kv, D);
+  nc_fwd_rope(ctx, s->q, Q, s->k, K, T);
+  nc_fwd_attention(ctx, L->kv_layer, b, s->q, s->k, s->v, s->attn);
+  gate_task g = {hp, s->attn, s->qg, T};
+  nc_fwd_parallel(ctx, gate_worker, &g);
+  const nc_mm wo = {&L->wo, out, E};
+  nc_fwd_matmul(ctx, s->attn, Q, T, &wo, 1);
+}
+
+static nc_code qwen35_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
+                              nc_error *err) {
+  (void)err;
+  const nucleus_model *m = nc_fwd_model(ctx);
+  const nc_hparams *hp = nc_model_hparams(m);
+  const nc_model_weights *w = nc_model_weights_of(m);
+  const nc_fwd_bufs *s = nc_fwd_scratch(ctx);
+  const nc_ops_kernels *op = nc_fwd_ops(ctx);
+  const int32_t T = b->n_tokens;
+  const int64_t E = hp->n_embd, F = hp->n_ff;
+  const int32_t half = hp->n_rot / 2;
+  const nc_rope_params rope = nc_hp_rope(hp, false);
+
+  for (int32_t t = 0; t < T; t++) {
+    const uint8_t *row = (const uint8_t *)w->tok_embd.data +
+                         (size_t)b->token[t] * w->tok_embd.row_bytes;
+    nc_dequantize_row(w->tok_embd.type, row, s->x + t * E, E);
+    nc_rope_cache(b->pos[t], &rope, NULL, s->rope_cos + (int64_t)t * half,
+                  s->rope_sin + (int64_t)t * half);
+  }
+  /* Every row runs every layer (llama.cpp drops the rows without logits
+   * only after the final norm, unless its MTP head is on). */
+  for (int32_t l = 0; l < hp->n_layer; l++) {
+    const nc_layer_weights *L = &w->layers[l];
+    nc_fwd_rmsnorm(ctx, s->x, L->attn_norm.data, s->xn, T, E);
+    if (L->rec >= 0)
+      nc_fwd_gated_delta_net(ctx, L, b, s->xn, s->xn);
+    else
+      attention_layer(ctx, L, b, s->xn, s->xn);
+    nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
+    nc_fwd_rmsnorm(ctx, s->x, L->ffn_norm.data, s->xn, T, E);
+    const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
+    nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
+    nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
+    const nc_mm down = {&L->ffn_down, s->xn, E};
+    nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
+    nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
+  }
+  const int32_t rows = nc_fwd_keep_output_rows(b, s->x, E);
+  if (rows == 0) return NC_OK;
+  nc_fwd_keep_output_order(ctx, b, true);
+  for (int32_t t = 0; t < rows; t++)
+    op->rmsnorm(s->x + t * E, w->output_norm.data, s->xn + t * E, E,
+                hp->rms_eps);
+  const nc_mm out = {&w->output, logits, hp->n_vocab};
+  nc_fwd_matmul(ctx, s->xn, E, rows, &out, 1);
+  return NC_OK;
+}
+
+const nc_arch nc_arch_qwen35 = {
+    .name = "qwen35",
+    .hf_class = "Qwen3_5ForCausalLM",
+    .family = "qwen35",
+    .chat_template = "chatml",
+    .scratch = NC_SCRATCH_RECURRENT,
+    .rope_type = NC_ROPE_NEOX,
+    .check_hparams = qwen35_hparams,
+    .load_weights = qwen35_load,
+    .forward = qwen35_forward,
+};

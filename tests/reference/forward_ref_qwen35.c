@@ -1,0 +1,301 @@
+/* forward_ref_qwen35: the reference forward pass of the `qwen35` family
+ * (forward_ref.h), from its math, one sequence from position 0:
+ *
+ *   x_t = E[token_t]
+ *   per layer: h = rmsnorm(x) * attn_norm, then
+ *     a gated DeltaNet layer (L->rec >= 0), with S the head size, Hk key
+ *     heads, Hv value heads:
+ *       m_t = Wqkv h_t (q | k | v), z_t = Wz h_t
+ *       c_t[i] = silu(sum_{j<K} conv[i][j] m_{t-K+1+j}[i])   (m before 0: 0)
+ *       q, k: each key head scaled to unit length: u / sqrt(|u|^2 + eps)
+ *       beta_t = sigmoid(Wbeta h_t), g_t = softplus(Walpha h_t + dt) * a
+ *       per value head j (key head j % Hk), state M (S x S) from zeros:
+ *         M = e^g M;  M += k (beta (v - M^T k))^T;  o = M^T q / sqrt(S)
+ *       y_t = Wout (rmsnorm(o per head) * ssm_norm * silu(z_t))
+ *     or an attention layer:
+ *       [q | gate] per head = Wq h; k, v = Wk h, Wv h
+ *       q, k: per-head RMSNorm (q_norm, k_norm), NEOX RoPE on n_rot dims
+ *       o = causal softmax(q k^T / sqrt(head_dim)) v, per head (GQA)
+ *       y_t = Wo (o * sigmoid(gate))
+ *     x += y;  h = rmsnorm(x) * post_attention_norm
+ *     x += Wdown (silu(Wgate h) * (Wup h))
+ *   logits_t = Wout (rmsnorm(x_t) * output_norm)
+ *
+ * f32 values, dot products and norms accumulated in double, the delta
+ * rule's state in double: no code of the fast path but nc_dequantize_row
+ * and the RoPE angles of nc_ref_rope_pair. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward_ref.h"
+#include "gguf/quant.h"
+
+/* y[t][i] = W[i] . x[t], W one dequantized row at a time. */
+static nc_code matmul(const nc_weight *w, const float *x, int32_t T, int64_t in,
+                      float *y, int64_t out, nc_error *err) {
+  if (!w->data || w->ne0 != in || w->ne1 != out)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "reference: tensor '%s' is %lld x %lld, expected %lld x "
+                   "%lld",
+                   w->name ? w->name : "?", (long long)w->ne0,
+                   (long long)w->ne1, (long long)in, (long long)out);
+  float *row = malloc(sizeof(float) * (size_t)in);
+  if (!row) return nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+  for (int64_t i = 0; i < out; i++) {
+    nc_dequantize_row(w->type, (const uint8_t *)w->data + i * w->row_bytes, row,
+                      in);
+    for (int32_t t = 0; t < T; t++) {
+      double acc = 0;
+      for (int64_t j = 0; j < in; j++)
+        acc += (double)row[j] * x[(int64_t)t * in + j];
+      y[(int64_t)t * out + i] = (float)acc;
+    }
+  }
+  free(row);
+  return NC_OK;
+}
+
+static void rmsnorm(const float *x, const float *g, float *y, int64_t n,
+                    float eps) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; i++)
+    ss += (double)x[i] * x[i];
+  const double scale = 1.0 / sqrt(ss / (double)n + (double)eps);
+  for (int64_t i = 0; i < n; i++)
+    y[i] = (float)(x[i] * scale) * (g ? g[i] : 1.0f);
+}
+
+static double silu(double a) {
+  return a / (1.0 + exp(-a));
+}
+
+/* NEOX RoPE of the first n_rot dims of n_heads heads at position pos. */
+static void rope(float *x, int32_t n_heads, const nc_hparams *hp, int32_t pos) {
+  const int32_t half = hp->n_rot / 2;
+  for (int32_t i = 0; i < half; i++) {
+    double theta, mag;
+    nc_ref_rope_pair(hp, hp->rope_freq_base, hp->rope_freq_scale, NULL, i, pos,
+                     &theta, &mag);
+    const double c = cos(theta) * mag, s = sin(theta) * mag;
+    for (int32_t h = 0; h < n_heads; h++) {
+      float *v = x + (int64_t)h * hp->head_dim;
+      const double x0 = v[i], x1 = v[i + half];
+      v[i] = (float)(x0 * c - x1 * s);
+      v[i + half] = (float)(x0 * s + x1 * c);
+    }
+  }
+}
+
+/* The attention layer on T rows of h; y: [T, n_embd]. */
+static nc_code attention_layer(const nc_hparams *hp, const nc_layer_weights *L,
+                               const float *h, int32_t T, float *y,
+                               nc_error *err) {
+  const int64_t E = hp->n_embd, D = hp->head_dim, H = hp->n_head;
+  const int64_t Q = H * D, K = nc_hp_n_embd_k(hp), Vd = nc_hp_n_embd_v(hp);
+  const int32_t group = hp->n_head / hp->n_head_kv;
+  float *qg = malloc(sizeof(float) * (size_t)T * 2 * Q);
+  float *k = malloc(sizeof(float) * (size_t)T * K);
+  float *v = malloc(sizeof(float) * (size_t)T * Vd);
+  float *o = malloc(sizeof(float) * (size_t)T * Q);
+  double *p = malloc(sizeof(double) * (size_t)T);
+  nc_code rc = NC_OK;
+  if (!qg || !k || !v || !o || !p) {
+    rc = nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+    goto done;
+  }
+  if ((rc = matmul(&L->wq, h, T, E, qg, 2 * Q, err)) ||
+      (rc = matmul(&L->wk, h, T, E, k, K, err)) ||
+      (rc = matmul(&L->wv, h, T, E, v, Vd, err)))
+    goto done;
+  for (int32_t t = 0; t < T; t++) {
+    for (int64_t j = 0; j < H; j++) {
+      float *qj = qg + t * 2 * Q + j * 2 * D;
+      rmsnorm(qj, L->q_norm.data, qj, D, hp->rms_eps);
+    }
+    for (int64_t j = 0; j < hp->n_head_kv; j++)
+      rmsnorm(k + t * K + j * D, L->k_norm.data, k + t * K + j * D, D,
+              hp->rms_eps);
+    for (int64_t j = 0; j < H; j++) /* q heads are 2 x D apart here */
+      rope(qg + t * 2 * Q + j * 2 * D, 1, hp, t);
+    rope(k + t * K, hp->n_head_kv, hp, t);
+  }
+  for (int64_t j = 0; j < H; j++) {
+    const int64_t g = j / group;
+    for (int32_t t = 0; t < T; t++) {
+      const float *qt = qg + t * 2 * Q + j * 2 * D;
+      double max = -INFINITY, sum = 0;
+      for (int32_t s = 0; s <= t; s++) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; d++)
+          dot += (double)qt[d] * k[s * K + g * D + d];
+        p[s] = dot / sqrt((double)D);
+        if (p[s] > max) max = p[s];
+      }
+      for (int32_t s = 0; s <= t; s++)
+        sum += p[s] = exp(p[s] - max);
+      for (int64_t d = 0; d < D; d++) {
+        double acc = 0;
+        for (int32_t s = 0; s <= t; s++)
+          acc += p[s] / sum * v[s * Vd + g * D + d];
+        const double gate = qt[D + d];
+        o[t * Q + j * D + d] = (float)(acc / (1.0 + exp(-gate)));
+      }
+    }
+  }
+  rc = matmul(&L->wo, o, T, Q, y, E, err);
+done:
+  free(qg);
+  free(k);
+  free(v);
+  free(o);
+  free(p);
+  return rc;
+}
+
+/* The gated DeltaNet layer on T rows of h; y: [T, n_embd]. */
+static nc_code delta_layer(const nc_hparams *hp, const nc_layer_weights *L,
+                           const float *h, int32_t T, float *y, nc_error *err) {
+  const int64_t E = hp->n_embd, S = hp->ssm_d_state, Hk = hp->ssm_n_k_heads,
+                Hv = hp->ssm_n_v_heads, Kc = hp->ssm_d_conv;
+  const int64_t C = 2 * Hk * S + Hv * S, Vd = Hv * S;
+  float *m = malloc(sizeof(float) * (size_t)T * C);
+  float *c = malloc(sizeof(float) * (size_t)T * C);
+  float *z = malloc(sizeof(float) * (size_t)T * Vd);
+  float *be = malloc(sizeof(float) * (size_t)T * Hv);
+  float *al = malloc(sizeof(float) * (size_t)T * Hv);
+  float *o = malloc(sizeof(float) * (size_t)T * Vd);
+  double *M = calloc((size_t)(S * S), sizeof(double));
+  nc_code rc = NC_OK;
+  if (!m || !c || !z || !be || !al || !o || !M) {
+    rc = nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+    goto done;
+  }
+  if ((rc = matmul(&L->ssm_in, h, T, E, m, C, err)) ||
+      (rc = matmul(&L->ssm_z, h, T, E, z, Vd, err)) ||
+      (rc = matmul(&L->ssm_beta, h, T, E, be, Hv, err)) ||
+      (rc = matmul(&L->ssm_alpha, h, T, E, al, Hv, err)))
+    goto done;
+  const float *conv = L->ssm_conv.data, *dt = L->ssm_dt.data,
+              *a = L->ssm_a.data;
+  for (int32_t t = 0; t < T; t++) {
+    for (int64_t i = 0; i < C; i++) {
+      double acc = 0;
+      for (int64_t j = 0; j < Kc; j++) {
+        const int64_t s = t - Kc + 1 + j;
+        if (s >= 0) acc += (double)conv[i * Kc + j] * m[s * C + i];
+      }
+      c[t * C + i] = (float)silu(acc);
+    }
+    for (int64_t j = 0; j < 2 * Hk; j++) { /* unit q and k heads */
+      float *u = c + t * C + j * S;
+      double ss = 0;
+      for (int64_t i = 0; i < S; i++)
+        ss += (double)u[i] * u[i];
+      const double inv = 1.0 / sqrt(ss + hp->rms_eps);
+      for (int64_t i = 0; i < S; i++)
+        u[i] = (float)(u[i] * inv);
+    }
+  }
+  for (int64_t j = 0; j < Hv; j++) {
+    memset(M, 0, sizeof(double) * (size_t)(S * S));
+    const int64_t hk = j % Hk;
+    for (int32_t t = 0; t < T; t++) {
+      const float *q = c + t * C + hk * S, *k = c + t * C + (Hk + hk) * S,
+                  *v = c + t * C + 2 * Hk * S + j * S;
+      const double beta = 1.0 / (1.0 + exp(-(double)be[t * Hv + j]));
+      const double x = (double)al[t * Hv + j] + dt[j];
+      const double g = (x > 20 ? x : log1p(exp(x))) * a[j];
+      for (int64_t i = 0; i < S * S; i++)
+        M[i] *= exp(g);
+      for (int64_t col = 0; col < S; col++) { /* M[r][col], r: key dim */
+        double mk = 0;
+        for (int64_t r = 0; r < S; r++)
+          mk += M[r * S + col] * k[r];
+        const double d = beta * (v[col] - mk);
+        double mq = 0;
+        for (int64_t r = 0; r < S; r++) {
+          M[r * S + col] += k[r] * d;
+          mq += M[r * S + col] * q[r];
+        }
+        o[t * Vd + j * S + col] = (float)(mq / sqrt((double)S));
+      }
+    }
+  }
+  for (int32_t t = 0; t < T; t++)
+    for (int64_t j = 0; j < Hv; j++) {
+      float *oj = o + t * Vd + j * S;
+      rmsnorm(oj, L->ssm_norm.data, oj, S, hp->rms_eps);
+      for (int64_t i = 0; i < S; i++)
+        oj[i] = (float)(oj[i] * silu(z[t * Vd + j * S + i]));
+    }
+  rc = matmul(&L->ssm_out, o, T, Vd, y, E, err);
+done:
+  free(m);
+  free(c);
+  free(z);
+  free(be);
+  free(al);
+  free(o);
+  free(M);
+  return rc;
+}
+
+static nc_code qwen35_ref_forward(const nucleus_model *m, const int32_t *tokens,
+                                  int32_t T, float *logits, nc_error *err) {
+  const nc_hparams *hp = nc_model_hparams(m);
+  const nc_model_weights *w = nc_model_weights_of(m);
+  const int64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+  if (hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv)
+    return nc_fail(err, NC_ERR_FORMAT, "reference: %d heads, %d KV heads",
+                   (int)hp->n_head, (int)hp->n_head_kv);
+  const size_t t_ = (size_t)T;
+  float *x = calloc(t_ * (size_t)E, sizeof(float));
+  float *h = calloc(t_ * (size_t)E, sizeof(float));
+  float *y = calloc(t_ * (size_t)E, sizeof(float));
+  float *gate = calloc(t_ * (size_t)F, sizeof(float));
+  float *up = calloc(t_ * (size_t)F, sizeof(float));
+  nc_code rc = NC_OK;
+  if (!x || !h || !y || !gate || !up) {
+    rc = nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+    goto done;
+  }
+  for (int32_t t = 0; t < T; t++)
+    nc_dequantize_row(w->tok_embd.type,
+                      (const uint8_t *)w->tok_embd.data +
+                          (size_t)tokens[t] * w->tok_embd.row_bytes,
+                      x + t * E, E);
+  for (int32_t l = 0; l < hp->n_layer; l++) {
+    const nc_layer_weights *L = &w->layers[l];
+    for (int32_t t = 0; t < T; t++)
+      rmsnorm(x + t * E, L->attn_norm.data, h + t * E, E, hp->rms_eps);
+    rc = L->rec >= 0 ? delta_layer(hp, L, h, T, y, err)
+                     : attention_layer(hp, L, h, T, y, err);
+    if (rc) goto done;
+    for (int64_t i = 0; i < (int64_t)T * E; i++)
+      x[i] += y[i];
+    for (int32_t t = 0; t < T; t++) /* post_attention_norm */
+      rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
+    if ((rc = matmul(&L->ffn_gate, h, T, E, gate, F, err)) ||
+        (rc = matmul(&L->ffn_up, h, T, E, up, F, err)))
+      goto done;
+    for (int64_t i = 0; i < (int64_t)T * F; i++)
+      gate[i] = (float)silu(gate[i]) * up[i];
+    if ((rc = matmul(&L->ffn_down, gate, T, F, y, E, err))) goto done;
+    for (int64_t i = 0; i < (int64_t)T * E; i++)
+      x[i] += y[i];
+  }
+  for (int32_t t = 0; t < T; t++)
+    rmsnorm(x + t * E, w->output_norm.data, h + t * E, E, hp->rms_eps);
+  rc = matmul(&w->output, h, T, E, logits, V, err);
+done:
+  free(x);
+  free(h);
+  free(y);
+  free(gate);
+  free(up);
+  return rc;
+}
+
+const nc_ref_family nc_ref_family_qwen35 = {.family = "qwen35",
+                                            .forward = qwen35_ref_forward};
