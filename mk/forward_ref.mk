@@ -4,6 +4,8 @@
 # the library.
 REF_OBJS := $(patsubst %.c,$(BUILDDIR)/%.o,$(wildcard tests/reference/*.c))
 .SECONDARY: $(REF_OBJS)
+# their header dependencies (model.h's structs): rebuilt when those change
+-include $(REF_OBJS:.o=.d)
 UNIT_TESTS += test_forward_ref
 test_forward_ref_REF := 1
 
