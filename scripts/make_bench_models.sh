@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Makes the Q8_0, Q4_K_M, IQ4_XS and IQ4_NL versions of the default model for
-# bench/speed.py
-# with the peer's llama-quantize (bench/build_peer.sh builds it when missing).
+# Makes the Q8_0, Q4_K_M, IQ4_XS, IQ4_NL and IQ3_S versions of the default
+# model for bench/speed.py with the peer's llama-quantize (bench/build_peer.sh
+# builds it when missing).
 #
 # Source: an F16 (or BF16) GGUF of SmolLM2-135M-Instruct when one sits in
 # models/ (SmolLM2-135M-Instruct.F16.gguf / .BF16.gguf); PyPI carries none
@@ -11,7 +11,8 @@
 #   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M,...}.gguf          from F16/BF16
 #   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M,...}.from-Q4_1.gguf from Q4_1
 # (IQ4_XS on SmolLM2: IQ4_XS where a row is whole 256-blocks, ffn_down, and
-# llama-quantize's IQ4_NL fallback on the 576-column matrices.)
+# llama-quantize's IQ4_NL fallback on the 576-column matrices; IQ3_S alike:
+# IQ3_S in ffn_down, IQ4_NL beside it. IQ2_XS needs an importance matrix.)
 # And a Qwen3-MoE-shaped model with random weights (bench/make_moe_shaped.py:
 # 8 layers, 1024 wide, 8 experts of 1024, 2 used; memory-bound):
 #   models/qwen3moe-bench.Q8_0.gguf    written directly (gguf's Q8_0)
@@ -31,7 +32,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DIR="${1:-$ROOT/models}"
 BASE="SmolLM2-135M-Instruct"
-TYPES="Q8_0 Q4_K_M IQ4_XS IQ4_NL"
+TYPES="Q8_0 Q4_K_M IQ4_XS IQ4_NL IQ3_S"
 BENCH_MODELS="${BENCH_MODELS:-smol moe}"
 MOE_NAME="${MOE_NAME:-qwen3moe-bench}"
 read -r -a MOE_ARGV <<<"${MOE_ARGS:-}"
