@@ -7,3 +7,5 @@ UNIT_TESTS += test_engine_chat
 # Sliding-window layers in the paged cache, on the gemma files (build/arch
 # from `make arch-models`, and models/ from `make model`).
 UNIT_TESTS += test_engine_swa
+# A hybrid model's recurrent state (qwen35): invariance, forks, preemption.
+UNIT_TESTS += test_engine_recurrent

@@ -1,0 +1,496 @@
+/* The recurrent state of a hybrid model (qwen35: gated DeltaNet layers
+ * beside attention layers; kv_cache.h's state slots), on the random
+ * qwen35 file of scripts/make_arch_gguf.py (build/arch, made by `make
+ * arch-models`):
+ *
+ * - the forward pass gives every row the same logits bit for bit whether
+ *   its sequence runs alone in one call, beside another sequence in shared
+ *   batches, or in chunks of any size; a fork mid-sequence continues
+ *   exactly as the original (the state is copied);
+ * - the state slots: zeros for a new sequence, one per live sequence,
+ *   truncating below the length cuts the sequence to 0;
+ * - the engine gives each request the tokens and logprobs it gets alone on
+ *   a fresh engine: beside other requests, in small chunks (the state
+ *   carried across chunks), in a pool so small that requests are preempted
+ *   (their state recomputed from their tokens), and again on the same
+ *   engine (no prefix hit: a state is not cached with the blocks);
+ * - n > 1 forks copy the state: greedy completions equal the greedy
+ *   request alone; beam search gives the same text in chunks of 16 as in
+ *   one batch. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine/engine.h"
+#include "engine/engine_internal.h"
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/context.h"
+#include "model/model.h"
+#include "nucleus.h"
+#include "test_require.h"
+
+#ifdef __SANITIZE_ADDRESS__
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
+typedef struct fixture {
+  nucleus_model *m;
+  char why[4200];
+} fixture;
+
+static int setup(void **state) {
+  fixture *fx = calloc(1, sizeof *fx);
+  *state = fx;
+  const char *root = getenv("NUCLEUS_ROOT");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/build/arch/qwen35.gguf",
+           root && *root ? root : ".");
+  nucleus_model_params p = nucleus_model_default_params();
+  p.n_threads = 2;
+  nucleus_error err;
+  if (nucleus_model_load(path, &p, &fx->m, &err) != NUCLEUS_OK) {
+    snprintf(fx->why, sizeof fx->why, "%s (make arch-models): %s", path,
+             err.message);
+    fx->m = NULL;
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *fx = *state;
+  nucleus_model_free(fx->m);
+  free(fx);
+  return 0;
+}
+
+static nucleus_model *need(void **state) {
+  fixture *fx = *state;
+  if (!fx->m) NC_MODEL_UNAVAILABLE(fx->why);
+  return fx->m;
+}
+
+static void random_tokens(int32_t *t, int32_t n, int32_t n_vocab, uint64_t x) {
+  for (int32_t i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t[i] = (int32_t)(x % (uint64_t)n_vocab);
+  }
+}
+
+/* ---- the forward pass */
+
+typedef struct fwd {
+  nc_kv_cache *kv;
+  nc_context *ctx;
+  nc_batch b;
+  float *logits;
+  int32_t nv;
+} fwd;
+
+static void fwd_open(fwd *f, const nucleus_model *m, int32_t n, int32_t rows) {
+  const nc_hparams *hp = nc_model_hparams(m);
+  nucleus_error err;
+  f->nv = hp->n_vocab;
+  assert_int_equal(nc_kv_cache_create_typed(nc_hp_kv_shape(hp),
+                                            nc_model_kv_types(m),
+                                            4 * ((n + 15) / 16) + 4, 16, 4,
+                                            &f->kv, &err),
+                   NC_OK);
+  assert_true(nc_kv_state_floats(f->kv) > 0);
+  assert_int_equal(nc_context_create(m, f->kv, rows, &f->ctx, &err), NC_OK);
+  assert_int_equal(nc_batch_init(&f->b, rows, &err), NC_OK);
+  f->logits = malloc(sizeof(float) * (size_t)rows * (size_t)f->nv);
+}
+
+static void fwd_close(fwd *f) {
+  free(f->logits);
+  nc_batch_free(&f->b);
+  nc_context_free(f->ctx);
+  nc_kv_cache_free(f->kv);
+}
+
+/* Feeds the sequences' tokens [done, done + take) (take[p] of sequence
+ * seqs[p]) in one call; every row's logits into out[p][pos]. */
+static void feed(fwd *f, int n_seq, const int32_t *seqs,
+                 const int32_t *const *tok, int32_t *done, const int32_t *take,
+                 float *const *out) {
+  nucleus_error err;
+  nc_batch_clear(&f->b);
+  int32_t rows = 0, row_pos[512], row_seq[512];
+  for (int p = 0; p < n_seq; p++) {
+    assert_int_equal(
+        nc_kv_seq_reserve(f->kv, seqs[p], done[p] + take[p], &err), NC_OK);
+    for (int32_t i = done[p]; i < done[p] + take[p]; i++) {
+      assert_true(nc_batch_add(&f->b, tok[p][i], i, seqs[p], true));
+      row_pos[rows] = i;
+      row_seq[rows++] = p;
+    }
+    done[p] += take[p];
+  }
+  if (nc_context_forward(f->ctx, &f->b, f->logits, &err) != NC_OK)
+    fail_msg("forward: %s", err.message);
+  for (int32_t r = 0; r < rows; r++)
+    memcpy(out[row_seq[r]] + (int64_t)row_pos[r] * f->nv,
+           f->logits + (int64_t)r * f->nv, sizeof(float) * (size_t)f->nv);
+}
+
+static void test_forward_invariance(void **state) {
+  const nucleus_model *m = need(state);
+  const int32_t n = SANITIZED ? 40 : 120, nv = nc_model_hparams(m)->n_vocab;
+  int32_t t0[128], t1[128];
+  random_tokens(t0, n, nv, 0x5A5Aull);
+  random_tokens(t1, n, nv, 0xBEEFull);
+  const size_t sz = sizeof(float) * (size_t)n * (size_t)nv;
+  float *r0 = malloc(sz), *r1 = malloc(sz), *a0 = malloc(sz), *a1 = malloc(sz);
+  /* each sequence alone, in one call */
+  {
+    fwd f;
+    fwd_open(&f, m, n, n);
+    for (int p = 0; p < 2; p++) {
+      const int32_t s = nc_kv_seq_new(f.kv), take = n;
+      int32_t done = 0;
+      const int32_t *tok[1] = {p ? t1 : t0};
+      float *out[1] = {p ? r1 : r0};
+      feed(&f, 1, &s, tok, &done, &take, out);
+      nc_kv_seq_free(f.kv, s);
+    }
+    fwd_close(&f);
+  }
+  /* both, in shared batches of cycled chunk sizes */
+  static const int32_t chunks[] = {5, 1, 17, 30, 2, 9, 1, 1, 20};
+  {
+    fwd f;
+    fwd_open(&f, m, n, 64);
+    const int32_t s[2] = {nc_kv_seq_new(f.kv), nc_kv_seq_new(f.kv)};
+    const int32_t *tok[2] = {t0, t1};
+    float *out[2] = {a0, a1};
+    int32_t done[2] = {0, 0};
+    for (int it = 0; done[0] < n || done[1] < n; it++) {
+      int32_t take[2];
+      for (int p = 0; p < 2; p++) {
+        take[p] = chunks[(it + 3 * p) % 9];
+        if (done[p] + take[p] > n) take[p] = n - done[p];
+      }
+      feed(&f, 2, s, tok, done, take, out);
+    }
+    fwd_close(&f);
+  }
+  assert_memory_equal(r0, a0, sz);
+  assert_memory_equal(r1, a1, sz);
+  /* a fork at position n / 2 (mid-block) goes on as the original */
+  {
+    fwd f;
+    fwd_open(&f, m, n, n);
+    const int32_t s = nc_kv_seq_new(f.kv), half = n / 2 + 3;
+    int32_t done = 0;
+    const int32_t *tok[2] = {t0, t0};
+    float *out[2] = {a0, a1};
+    feed(&f, 1, &s, tok, &done, &half, out);
+    const int32_t s2[2] = {s, nc_kv_seq_fork(f.kv, s)};
+    assert_true(s2[1] >= 0);
+    assert_memory_equal(nc_kv_seq_state(f.kv, s), nc_kv_seq_state(f.kv, s2[1]),
+                        sizeof(float) * (size_t)nc_kv_state_floats(f.kv));
+    int32_t d2[2] = {half, half};
+    const int32_t rest[2] = {n - half, n - half};
+    feed(&f, 2, s2, tok, d2, rest, out);
+    fwd_close(&f);
+  }
+  /* the fork's rows: from the fork on */
+  const int64_t at = (int64_t)(n / 2 + 3) * nv;
+  assert_memory_equal(r0, a0, sz);
+  assert_memory_equal(r0 + at, a1 + at, sz - sizeof(float) * (size_t)at);
+  print_message("qwen35 (random): %d positions x 2 sequences: logits alone "
+                "== shared batches in chunks == after a fork, bit for bit\n",
+                (int)n);
+  free(r0);
+  free(r1);
+  free(a0);
+  free(a1);
+}
+
+/* The slots: a new sequence's state is zeros, one slot per live sequence
+ * (kept for the id after a free), truncation below the length cuts to 0. */
+static void test_state_slots(void **state) {
+  const nucleus_model *m = need(state);
+  const nc_hparams *hp = nc_model_hparams(m);
+  fwd f;
+  fwd_open(&f, m, 32, 32);
+  const int64_t floats = nc_kv_state_floats(f.kv);
+  assert_int_equal(floats, (int64_t)hp->n_layer_rec *
+                               ((hp->ssm_d_conv - 1) * nc_hp_ssm_conv_dim(hp) +
+                                (int64_t)hp->ssm_n_v_heads * hp->ssm_d_state *
+                                    hp->ssm_d_state));
+  assert_int_equal(nc_kv_state_bytes(f.kv), 0);
+  assert_null(nc_kv_seq_state(f.kv, 0));
+  int32_t tok[20];
+  random_tokens(tok, 20, hp->n_vocab, 7);
+  const int32_t s = nc_kv_seq_new(f.kv), take = 20;
+  assert_int_equal(nc_kv_state_bytes(f.kv), (size_t)floats * sizeof(float));
+  int32_t done = 0;
+  float *lg = malloc(sizeof(float) * 20 * (size_t)hp->n_vocab);
+  const int32_t *tp[1] = {tok};
+  float *out[1] = {lg};
+  feed(&f, 1, &s, tp, &done, &take, out);
+  const float *st = nc_kv_seq_state(f.kv, s);
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < floats; i++)
+    nonzero += st[i] != 0.0f;
+  assert_true(nonzero > floats / 2);
+  assert_int_equal(nc_kv_rollback_room(f.kv, 20, 4), 0);
+  nc_kv_seq_truncate(f.kv, s, 20); /* at the length: nothing changes */
+  assert_int_equal(nc_kv_seq_len(f.kv, s), 20);
+  nc_kv_seq_truncate(f.kv, s, 19); /* below: the state is gone, so is all */
+  assert_int_equal(nc_kv_seq_len(f.kv, s), 0);
+  for (int64_t i = 0; i < floats; i++)
+    assert_true(nc_kv_seq_state(f.kv, s)[i] == 0.0f);
+  nc_kv_seq_free(f.kv, s);
+  const int32_t s2 = nc_kv_seq_new(f.kv); /* the id's slot again, zeroed */
+  assert_int_equal(s2, s);
+  assert_int_equal(nc_kv_state_bytes(f.kv), (size_t)floats * sizeof(float));
+  for (int64_t i = 0; i < floats; i++)
+    assert_true(nc_kv_seq_state(f.kv, s2)[i] == 0.0f);
+  free(lg);
+  fwd_close(&f);
+}
+
+/* ---- the engine */
+
+#define MAX_GEN 24
+
+typedef struct result {
+  int32_t tokens[MAX_GEN];
+  float logprobs[MAX_GEN];
+  int32_t n;
+  int32_t cached;
+} result;
+
+typedef struct spec {
+  int32_t *prompt;
+  int32_t n_prompt;
+  int32_t max_tokens;
+  int arrival;
+} spec;
+
+static nucleus_engine *engine(nucleus_model *m, int64_t kv_tokens,
+                              int32_t budget) {
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = 2048;
+  ep.kv_cache_tokens = kv_tokens;
+  ep.max_batch_tokens = budget;
+  nucleus_engine *e = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nc_engine_create_stepped(m, &ep, &e, &err), NC_OK);
+  assert_true(nc_kv_state_floats(e->kv) > 0);
+  return e;
+}
+
+static void run_on(nucleus_engine *e, const spec *specs, int n, result *out) {
+  nucleus_request *reqs[16] = {0};
+  bool done[16] = {false};
+  memset(out, 0, sizeof *out * (size_t)n);
+  int finished = 0;
+  for (int step = 0; step < 100000 && finished < n; step++) {
+    for (int i = 0; i < n; i++) {
+      if (specs[i].arrival != step) continue;
+      nucleus_request_params p = nucleus_request_default_params();
+      p.sampling.temperature = 0;
+      p.sampling.logprobs = true;
+      p.max_tokens = specs[i].max_tokens;
+      p.ignore_eos = true;
+      nucleus_error err = {0};
+      assert_int_equal(nucleus_engine_submit(e, specs[i].prompt,
+                                             (size_t)specs[i].n_prompt, &p,
+                                             &reqs[i], &err),
+                       NUCLEUS_OK);
+    }
+    nc_engine_step(e);
+    for (int i = 0; i < n; i++) {
+      nucleus_event ev;
+      while (reqs[i] && !done[i] &&
+             nucleus_request_next_event(reqs[i], &ev, 0) == NUCLEUS_OK) {
+        if (ev.kind == NUCLEUS_EVENT_TOKEN) {
+          assert_true(out[i].n < MAX_GEN);
+          out[i].tokens[out[i].n] = ev.token;
+          out[i].logprobs[out[i].n++] = ev.logprob;
+        } else if (ev.kind == NUCLEUS_EVENT_DONE) {
+          out[i].cached = ev.usage.cached_tokens;
+          done[i] = true;
+          finished++;
+        }
+      }
+    }
+  }
+  assert_int_equal(finished, n);
+  for (int i = 0; i < n; i++)
+    nucleus_request_free(reqs[i]);
+  assert_int_equal(nc_kv_blocks_used(e->kv), 0);
+}
+
+static void assert_same(const result *a, const result *b, const char *what) {
+  if (a->n != b->n ||
+      memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)a->n) ||
+      memcmp(a->logprobs, b->logprobs, sizeof(float) * (size_t)a->n))
+    fail_msg("%s: tokens or logprobs differ from the request's alone", what);
+}
+
+static void test_engine_invariance(void **state) {
+  nucleus_model *m = need(state);
+  enum { N = 4 };
+  int32_t prompts[N][80];
+  spec specs[N];
+  for (int i = 0; i < N; i++) {
+    specs[i].n_prompt = 40 + 11 * i;
+    random_tokens(prompts[i], specs[i].n_prompt, nc_model_hparams(m)->n_vocab,
+                  0x1234ull + (uint64_t)i);
+    specs[i].prompt = prompts[i];
+    specs[i].max_tokens = SANITIZED ? 8 : 20;
+    specs[i].arrival = 3 * i;
+  }
+  result ref[N], got[N];
+  for (int i = 0; i < N; i++) {
+    spec s = specs[i];
+    s.arrival = 0;
+    nucleus_engine *e = engine(m, 4096, 512);
+    run_on(e, &s, 1, &ref[i]);
+    nucleus_engine_free(e);
+  }
+  nucleus_engine *e = engine(m, 4096, 512);
+  for (int i = 0; i < N; i++) { /* again on one engine: no prefix hit */
+    spec s = specs[i];
+    s.arrival = 0;
+    run_on(e, &s, 1, &got[i]);
+    assert_same(&ref[i], &got[i], "alone");
+    run_on(e, &s, 1, &got[i]);
+    assert_same(&ref[i], &got[i], "the same prompt again");
+    assert_int_equal(got[i].cached, 0);
+  }
+  nucleus_engine_free(e);
+  e = engine(m, 4096, 512);
+  run_on(e, specs, N, got);
+  for (int i = 0; i < N; i++)
+    assert_same(&ref[i], &got[i], "together");
+  nucleus_engine_free(e);
+  e = engine(m, 4096, 7);
+  run_on(e, specs, N, got);
+  for (int i = 0; i < N; i++)
+    assert_same(&ref[i], &got[i], "in chunks of 7");
+  nucleus_engine_free(e);
+  e = engine(m, 112, 512);
+  run_on(e, specs, N, got);
+  for (int i = 0; i < N; i++)
+    assert_same(&ref[i], &got[i], "preempted");
+  nucleus_engine_stats st;
+  nucleus_engine_get_stats(e, &st);
+  assert_true(st.preemptions_total > 0);
+  nucleus_engine_free(e);
+  print_message("qwen35 (random): %d requests: alone == again (no prefix "
+                "hit) == together == in chunks of 7 == in a pool of 112 "
+                "tokens (%lld preemptions, the state recomputed)\n",
+                N, (long long)st.preemptions_total);
+}
+
+/* One request of n completions (or beams) on an engine of this budget:
+ * the completions' tokens (or the beams' text) into out. */
+typedef struct forked {
+  int32_t tokens[4][MAX_GEN];
+  int32_t n[4];
+  char text[4][2048];
+  size_t text_len[4];
+} forked;
+
+static void run_forked(nucleus_model *m, int32_t budget, const int32_t *prompt,
+                       int32_t n_prompt, bool beam, forked *out) {
+  nucleus_engine *e = engine(m, 4096, budget);
+  nucleus_request_params p = nucleus_request_default_params();
+  p.max_tokens = 12;
+  p.ignore_eos = true;
+  p.sampling.temperature = 0;
+  if (beam) {
+    p.beam_width = 3;
+    p.n = 2;
+  } else {
+    p.n = 3;
+  }
+  nucleus_request *r = NULL;
+  nucleus_error err = {0};
+  if (nucleus_engine_submit(e, prompt, (size_t)n_prompt, &p, &r, &err) !=
+      NUCLEUS_OK)
+    fail_msg("submit: %s", err.message);
+  memset(out, 0, sizeof *out);
+  bool done = false;
+  for (int step = 0; step < 10000 && !done; step++) {
+    nc_engine_step(e);
+    nucleus_event ev;
+    while (!done && nucleus_request_next_event(r, &ev, 0) == NUCLEUS_OK) {
+      if (ev.kind == NUCLEUS_EVENT_DONE) {
+        done = true;
+        continue;
+      }
+      assert_true(ev.index >= 0 && ev.index < 4);
+      assert_true(out->text_len[ev.index] + ev.text_len < sizeof out->text[0]);
+      memcpy(out->text[ev.index] + out->text_len[ev.index], ev.text,
+             ev.text_len);
+      out->text_len[ev.index] += ev.text_len;
+      if (ev.kind != NUCLEUS_EVENT_TOKEN) continue;
+      const int32_t k = out->n[ev.index]++;
+      assert_true(k < MAX_GEN);
+      out->tokens[ev.index][k] = ev.token;
+    }
+  }
+  assert_true(done);
+  nucleus_request_free(r);
+  assert_int_equal(nc_kv_blocks_used(e->kv), 0);
+  nucleus_engine_free(e);
+}
+
+static void test_engine_forks(void **state) {
+  nucleus_model *m = need(state);
+  int32_t prompt[45];
+  random_tokens(prompt, 45, nc_model_hparams(m)->n_vocab, 0xF0Dull);
+  /* greedy n = 3: each fork of the prompt's sequence (its state copied)
+   * equals the greedy request alone */
+  spec s = {prompt, 45, 12, 0};
+  result alone;
+  nucleus_engine *e = engine(m, 4096, 512);
+  run_on(e, &s, 1, &alone);
+  nucleus_engine_free(e);
+  forked got;
+  run_forked(m, 512, prompt, 45, false, &got);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(got.n[i], alone.n);
+    assert_memory_equal(got.tokens[i], alone.tokens,
+                        sizeof(int32_t) * (size_t)alone.n);
+  }
+  /* beams, forked and freed as they are reordered: chunks of 16 == one
+   * batch */
+  forked a, b;
+  run_forked(m, 512, prompt, 45, true, &a);
+  run_forked(m, 16, prompt, 45, true, &b);
+  for (int i = 0; i < 2; i++) {
+    assert_true(a.text_len[i] > 0);
+    assert_int_equal(a.text_len[i], b.text_len[i]);
+    assert_memory_equal(a.text[i], b.text[i], a.text_len[i]);
+  }
+  print_message("qwen35 (random): n = 3 greedy forks == the request alone; "
+                "beams (width 3, n 2) in chunks of 16 == in one batch\n");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_state_slots),
+      cmocka_unit_test(test_forward_invariance),
+      cmocka_unit_test(test_engine_invariance),
+      cmocka_unit_test(test_engine_forks),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
