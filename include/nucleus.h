@@ -403,7 +403,9 @@ NUCLEUS_API nucleus_status nucleus_chat_apply(
  * ([TOOL_CALLS][...]), "mistral-args" ([TOOL_CALLS]name[ARGS]{...}),
  * "granite" (<|tool_call|>[...]), "deepseek-r1", "harmony" (gpt-oss:
  * <|channel|>commentary to=functions.NAME ...<|message|>{...}, the analysis
- * channel read as the reasoning), or "generic" for templates
+ * channel read as the reasoning), "gemma4" (<|tool_call>call:NAME{key:
+ * value,...}<tool_call|>, its own argument syntax read into JSON; no
+ * grammar forces it yet: tool_choice "auto" only), or "generic" for templates
  * that render no tools: then nucleus_chat_apply describes the tools in the
  * system message and asks for <tool_call>{...}</tool_call>. */
 NUCLEUS_API const char *nucleus_model_tool_format(const nucleus_model *model);

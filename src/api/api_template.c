@@ -111,11 +111,24 @@ static nc_code render(const nucleus_model *model, const nucleus_chat_params *p,
                      "shape");
     }
   }
+  /* A template that writes a call's arguments key by key (Gemma 4) reads
+   * them as an object, not OpenAI's JSON text. */
+  if (!generic && model_tool_format(model) == NC_TOOL_FORMAT_GEMMA4 &&
+      p->messages_json && strstr(p->messages_json, "tool_calls")) {
+    generic = nc_tool_object_arguments(p->messages_json);
+    if (!generic) {
+      nc_chat_template_free(t);
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "messages are not a JSON array");
+    }
+  }
   const nc_vocab *v = nc_model_vocab(model);
   char *bos = v ? token_text(v, nc_vocab_bos(v)) : NULL;
   char *eos = v ? token_text(v, nc_vocab_eos(v)) : NULL;
+  const bool rewritten_tools =
+      generic && model_tool_format(model) == NC_TOOL_FORMAT_GENERIC;
   nc_chat_args a = {.messages_json = generic ? generic : p->messages_json,
-                    .tools_json = generic ? NULL : p->tools_json,
+                    .tools_json = rewritten_tools ? NULL : p->tools_json,
                     .kwargs_json = p->kwargs_json,
                     .add_generation_prompt = p->add_generation_prompt,
                     .bos_token = bos,

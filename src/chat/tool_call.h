@@ -45,6 +45,10 @@ typedef enum nc_tool_format {
    * content) and calls as commentary to=functions.NAME messages whose body
    * is the arguments (tool_call_harmony.c). */
   NC_TOOL_FORMAT_HARMONY,
+  /* Gemma 4: <|tool_call>call:NAME{key:value,...}<tool_call|>, the
+   * arguments in its own syntax (strings between <|"|> marks, bare keys;
+   * nc_gemma4_args_json). */
+  NC_TOOL_FORMAT_GEMMA4,
   NC_TOOL_FORMAT_COUNT
 } nc_tool_format;
 
@@ -87,6 +91,10 @@ void nc_tool_scan_result_clear(nc_tool_scan_result *r);
 nc_code nc_harmony_scan(const char *reply, size_t len, bool final,
                         nc_tool_scan_result *out, nc_error *err);
 
+/* Gemma 4's arguments s[0, n) (an object in its syntax, the whole text)
+ * as compact JSON (malloc'd); NULL when they are not one. */
+char *nc_gemma4_args_json(const char *s, size_t n);
+
 /* For GENERIC: the system-message text that describes the tools
  * (tools_json: the request's `tools` array) and the call syntax; malloc'd,
  * NULL on a tools_json that is not a JSON array or out of memory. */
@@ -100,5 +108,12 @@ char *nc_tool_generic_prompt(const char *tools_json);
  * memory. */
 char *nc_tool_generic_messages(const char *messages_json,
                                const char *tools_json);
+
+/* For templates that read a call's arguments as an object (GEMMA4 writes
+ * them key by key): messages_json with every tool call's `arguments` JSON
+ * text that holds an object replaced by that object (others kept).
+ * malloc'd JSON, NULL on messages_json that is not a JSON array or out of
+ * memory. */
+char *nc_tool_object_arguments(const char *messages_json);
 
 #endif

@@ -23,6 +23,7 @@ nc_tool_format nc_tool_format_of_template(const char *src, size_t len) {
   if (has(src, len, "[TOOL_CALLS]") && has(src, len, "[ARGS]"))
     return NC_TOOL_FORMAT_MISTRAL_ARGS;
   if (has(src, len, "[TOOL_CALLS]")) return NC_TOOL_FORMAT_MISTRAL;
+  if (has(src, len, "<|tool_call>call:")) return NC_TOOL_FORMAT_GEMMA4;
   if (has(src, len, "<|tool_call|>")) return NC_TOOL_FORMAT_GRANITE;
   if (has(src, len, "<tool_call>")) return NC_TOOL_FORMAT_HERMES;
   if (has(src, len, "<|python_tag|>") ||
@@ -41,6 +42,7 @@ const char *nc_tool_format_name(nc_tool_format f) {
       [NC_TOOL_FORMAT_GRANITE] = "granite",
       [NC_TOOL_FORMAT_DEEPSEEK_R1] = "deepseek-r1",
       [NC_TOOL_FORMAT_HARMONY] = "harmony",
+      [NC_TOOL_FORMAT_GEMMA4] = "gemma4",
   };
   return (unsigned)f < NC_TOOL_FORMAT_COUNT ? names[f] : "unknown";
 }
@@ -51,6 +53,7 @@ const char *const *nc_tool_format_openers(nc_tool_format f) {
   static const char *const mistral[] = {"[TOOL_CALLS]", NULL};
   static const char *const granite[] = {"<|tool_call|>", NULL};
   static const char *const harmony[] = {"<|channel|>", "<|start|>", NULL};
+  static const char *const gemma4[] = {"<|tool_call>", NULL};
   static const char *const r1[] = {"<\xef\xbd\x9ctool\xe2\x96\x81"
                                    "calls\xe2\x96\x81"
                                    "begin\xef\xbd\x9c>",
@@ -62,6 +65,7 @@ const char *const *nc_tool_format_openers(nc_tool_format f) {
   case NC_TOOL_FORMAT_GRANITE: return granite;
   case NC_TOOL_FORMAT_DEEPSEEK_R1: return r1;
   case NC_TOOL_FORMAT_HARMONY: return harmony;
+  case NC_TOOL_FORMAT_GEMMA4: return gemma4;
   default: return tags;
   }
 }

@@ -158,3 +158,31 @@ done:
   free(desc);
   return result;
 }
+
+char *nc_tool_object_arguments(const char *messages_json) {
+  json_t *in = messages_json ? json_loads(messages_json, 0, NULL) : NULL;
+  if (!json_is_array(in)) {
+    json_decref(in);
+    return NULL;
+  }
+  size_t i;
+  json_t *m;
+  json_array_foreach(in, i, m) {
+    size_t k;
+    json_t *c;
+    json_array_foreach(json_object_get(m, "tool_calls"), k, c) {
+      json_t *fn = json_object_get(c, "function");
+      const json_t *args = json_object_get(fn, "arguments");
+      json_t *parsed = json_is_string(args)
+                           ? json_loads(json_string_value(args), 0, NULL)
+                           : NULL;
+      if (json_is_object(parsed))
+        json_object_set_new(fn, "arguments", parsed);
+      else
+        json_decref(parsed);
+    }
+  }
+  char *out = json_dumps(in, JSON_COMPACT);
+  json_decref(in);
+  return out;
+}

@@ -369,6 +369,25 @@ static block deepseek_r1(scan *sc, size_t at, size_t olen, calls *c) {
   }
 }
 
+/* Gemma 4: call:NAME{arguments in its syntax} up to <tool_call|> */
+static block gemma4(scan *sc, size_t at, size_t olen, calls *c) {
+  const char *s = sc->s;
+  const char *close = find(s, sc->len, at + olen, "<tool_call|>");
+  if (!close) return (block){BLOCK_MORE, 0};
+  const size_t b = (size_t)(close - s), end = b + strlen("<tool_call|>");
+  size_t a = at + olen;
+  if (!starts(s + a, b - a, "call:")) return (block){BLOCK_CONTENT, end};
+  a += strlen("call:");
+  const char *brace = memchr(s + a, '{', b - a);
+  if (!brace) return (block){BLOCK_CONTENT, end};
+  const size_t n1 = (size_t)(brace - s);
+  char *args = nc_gemma4_args_json(brace, b - n1);
+  bool ok =
+      args && call_from_parts(s + a, n1 - a, args, strlen(args), NULL, 0, c);
+  free(args);
+  return (block){ok ? BLOCK_CALLS : BLOCK_CONTENT, end};
+}
+
 static block parse_block(scan *sc, nc_tool_format f, size_t at, size_t olen,
                          calls *c) {
   switch (f) {
@@ -377,6 +396,7 @@ static block parse_block(scan *sc, nc_tool_format f, size_t at, size_t olen,
   case NC_TOOL_FORMAT_GRANITE: return json_array_block(sc, at, olen, c);
   case NC_TOOL_FORMAT_MISTRAL_ARGS: return mistral_args(sc, at, olen, c);
   case NC_TOOL_FORMAT_DEEPSEEK_R1: return deepseek_r1(sc, at, olen, c);
+  case NC_TOOL_FORMAT_GEMMA4: return gemma4(sc, at, olen, c);
   default: return tagged(sc, at, olen, "</tool_call>", c);
   }
 }

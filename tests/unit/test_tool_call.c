@@ -172,6 +172,33 @@ static const tcase CASES[] = {
      "{}\n```" R1_CALL_END R1_CALLS_END,
      "<think>\nneed weather\n</think>\n\n",
      {{"get_weather", "{\"city\":\"Kyiv\"}", NULL}, {"get_time", "{}", NULL}}},
+    /* Gemma 4, as its template renders calls (format_argument, keys bare,
+     * strings between <|"|> marks) */
+    {"gemma4 two calls",
+     NC_TOOL_FORMAT_GEMMA4,
+     "Let me look.<|tool_call>call:get_weather{city:<|\"|>Paris, "
+     "France<|\"|>,unit:<|\"|>celsius<|\"|>}<tool_call|><|tool_call>call:"
+     "search{limit:3,opts:{deep:true,tags:[<|\"|>a<|\"|>,2.5,null]},"
+     "query:<|\"|>{\"x\": 1}<|\"|>}<tool_call|>",
+     "Let me look.",
+     {{"get_weather", "{\"city\":\"Paris, France\",\"unit\":\"celsius\"}",
+       NULL},
+      {"search",
+       "{\"limit\":3,\"opts\":{\"deep\":true,\"tags\":[\"a\",2.5,null]},"
+       "\"query\":\"{\\\"x\\\": 1}\"}",
+       NULL}}},
+    {"gemma4 no arguments",
+     NC_TOOL_FORMAT_GEMMA4,
+     "<|tool_call>call:now{}<tool_call|>",
+     "",
+     {{"now", "{}", NULL}}},
+    {"gemma4 malformed: a bare word, an unclosed string",
+     NC_TOOL_FORMAT_GEMMA4,
+     "<|tool_call>call:f{a:Paris}<tool_call|>"
+     "<|tool_call>call:g{a:<|\"|>x}<tool_call|>",
+     "<|tool_call>call:f{a:Paris}<tool_call|>"
+     "<|tool_call>call:g{a:<|\"|>x}<tool_call|>",
+     {{0}}},
 };
 
 static void check_final(const tcase *c) {
@@ -279,6 +306,7 @@ static void test_format_of_template(void **state) {
       {"[TOOL_CALLS] {{ x }}", NC_TOOL_FORMAT_MISTRAL},
       {"[TOOL_CALLS]{{ n }}[ARGS]", NC_TOOL_FORMAT_MISTRAL_ARGS},
       {"<|tool_call|>", NC_TOOL_FORMAT_GRANITE},
+      {"{{- '<|tool_call>call:' + name }}", NC_TOOL_FORMAT_GEMMA4},
       {R1_CALLS_BEGIN, NC_TOOL_FORMAT_DEEPSEEK_R1},
       {"<|im_start|>{{ m.content }}", NC_TOOL_FORMAT_GENERIC},
   };
@@ -307,6 +335,7 @@ static void test_project_templates(void **state) {
       {"deepseek-r1-distill.jinja", NC_TOOL_FORMAT_DEEPSEEK_R1},
       {"smollm2.jinja", NC_TOOL_FORMAT_GENERIC},
       {"gemma3.jinja", NC_TOOL_FORMAT_GENERIC},
+      {"gemma4.jinja", NC_TOOL_FORMAT_GEMMA4},
   };
   const char *root = getenv("NUCLEUS_ROOT");
   char path[1024];
@@ -374,8 +403,27 @@ static void test_generic_messages(void **state) {
   assert_null(nc_tool_generic_messages("[{\"content\":\"x\"}]", tools));
 }
 
+/* Gemma 4's template writes a call's arguments key by key: the JSON text
+ * of OpenAI's messages becomes an object (text that is no object stays). */
+static void test_object_arguments(void **state) {
+  (void)state;
+  char *out = nc_tool_object_arguments(
+      "[{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{\"name\":"
+      "\"f\",\"arguments\":\"{\\\"a\\\": 1}\"}},{\"function\":{\"name\":"
+      "\"g\",\"arguments\":\"[1]\"}}]}]");
+  assert_non_null(out);
+  assert_string_equal(out, "[{\"role\":\"assistant\",\"tool_calls\":[{"
+                           "\"function\":{\"name\":\"f\",\"arguments\":{"
+                           "\"a\":1}}},{\"function\":{\"name\":\"g\","
+                           "\"arguments\":\"[1]\"}}]}]");
+  free(out);
+  assert_null(nc_tool_object_arguments("{\"not\": \"a list\"}"));
+  assert_null(nc_tool_object_arguments(NULL));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_object_arguments),
       cmocka_unit_test(test_families),
       cmocka_unit_test(test_stream_prefixes),
       cmocka_unit_test(test_partial_opener_held),

@@ -59,9 +59,11 @@ static json_t *content_text(const json_t *content, size_t idx, api_error *e) {
 }
 
 /* Checks the messages and returns a normalized copy ([{role, content}];
- * for a harmony template, as harmony_message makes them). */
+ * for a harmony template, as harmony_message makes them; with reasoning,
+ * an assistant's reasoning_content kept for the template: Gemma 4's
+ * renders a call's reasoning in its thought channel). */
 static json_t *normalize_messages(const json_t *msgs, bool harmony,
-                                  api_error *e) {
+                                  bool reasoning, api_error *e) {
   if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
     api_fail(e, 400, "messages", "'messages' must be a non-empty list");
     return NULL;
@@ -92,8 +94,9 @@ static json_t *normalize_messages(const json_t *msgs, bool harmony,
     }
     json_object_set(copy, "role", (json_t *)role);
     json_object_set_new(copy, "content", text);
-    const char *keep[] = {"name", "tool_calls", "tool_call_id"};
-    for (size_t k = 0; k < 3; k++) {
+    const char *keep[] = {"name", "tool_calls", "tool_call_id",
+                          "reasoning_content"};
+    for (size_t k = 0; k < (reasoning ? 4u : 3u); k++) {
       json_t *v = json_object_get(m, keep[k]);
       if (v) json_object_set(copy, keep[k], v);
     }
@@ -108,7 +111,9 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
                 api_error *e) {
   const json_t *raw = json_object_get(root, "messages");
   if (json_is_array(raw) && tool_messages_check(raw, e)) return -1;
-  json_t *msgs = normalize_messages(raw, harmony_model(srv->model), e);
+  json_t *msgs = normalize_messages(
+      raw, harmony_model(srv->model),
+      !strcmp(nucleus_model_tool_format(srv->model), "gemma4"), e);
   if (!msgs) return e->status ? -1 : api_fail(e, 500, NULL, "out of memory");
   char *msgs_json = json_dumps(msgs, JSON_COMPACT);
   json_decref(msgs);
