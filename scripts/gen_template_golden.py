@@ -55,6 +55,9 @@ FAMILIES = {
     "smollm3": ("smollm3.jinja", None, "<|im_end|>"),
     # llama.cpp's models/templates/google-gemma-4-31B-it.jinja
     "gemma4": ("gemma4.jinja", "<bos>", "<eos>"),
+    # llama.cpp's models/templates/Qwen3.5-4B.jinja (the Qwen3.5 / 3.6
+    # files' tokenizer.chat_template: tools as XML, thinking blocks)
+    "qwen3.5": ("qwen3.5.jinja", None, "<|im_end|>"),
 }
 
 WEATHER_TOOL = {

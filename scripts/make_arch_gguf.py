@@ -164,6 +164,14 @@ ARCHS = {
     # the second pattern: the layers from attention.recurrent_layers (a bool
     # per layer, as converted from config.json's layer_types), k heads equal
     # to v heads, tied output
+    # qwen35 with one MTP (next-token prediction) layer after the 8:
+    # nextn_predict_layers 1, block_count 9, blk.8 an attention layer with
+    # nextn.{eh_proj,enorm,hnorm,shared_head_norm}; not run (llama.cpp's
+    # main graph skips it too), so its logits are qwen35's
+    "qwen35mtp": dict(n_layer=8, head_dim=128, tied=False,
+                      rope_base=10000000.0, base="qwen35", attn_interval=4,
+                      f32=True, mtp=1,
+                      ssm=dict(d_conv=4, d_state=64, n_k=2, n_v=4)),
     "qwen35r": dict(n_layer=6, head_dim=128, tied=True, rope_base=10000000.0,
                     base="qwen35", recurrent=[1, 0, 1, 1, 0, 1], f32=True,
                     ssm=dict(d_conv=4, d_state=32, n_k=4, n_v=4)),
@@ -303,7 +311,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     w.add_file_type(0 if f32 else 1)
     w.add_context_length(N_CTX)
     w.add_embedding_length(N_EMBD)
-    w.add_block_count(L)
+    w.add_block_count(L + cfg.get("mtp", 0))
     if arch == "gemma4":
         w.add_head_count(N_HEAD)
         gemma4_keys(w, cfg)
@@ -342,6 +350,8 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         w.add_ssm_group_count(ssm["n_k"])
         w.add_ssm_time_step_rank(ssm["n_v"])
         w.add_ssm_inner_size(ssm["d_state"] * ssm["n_v"])
+        if cfg.get("mtp"):
+            w.add_uint32("qwen35.nextn_predict_layers", cfg["mtp"])
         if "recurrent" in cfg:
             w.add_array("qwen35.attention.recurrent_layers",
                         [bool(x) for x in cfg["recurrent"]])
@@ -430,8 +440,8 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         L = 0  # (its layers written there)
 
     def qwen35_layer(p, i):
-        recurrent = (cfg["recurrent"][i] if "recurrent" in cfg
-                     else (i + 1) % cfg["attn_interval"] != 0)
+        recurrent = i < L and (cfg["recurrent"][i] if "recurrent" in cfg
+                               else (i + 1) % cfg["attn_interval"] != 0)
         if recurrent:
             ssm = cfg["ssm"]
             S, nk, nv = ssm["d_state"], ssm["n_k"], ssm["n_v"]
@@ -460,6 +470,12 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         mat(p + "ffn_gate.weight", (N_FF, N_EMBD), inv(N_EMBD))
         mat(p + "ffn_up.weight", (N_FF, N_EMBD), inv(N_EMBD))
         mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
+        if i >= L:  # an MTP layer
+            mat(p + "nextn.eh_proj.weight", (N_EMBD, 2 * N_EMBD),
+                inv(2 * N_EMBD))
+            vec(p + "nextn.enorm.weight", N_EMBD, "norm")
+            vec(p + "nextn.hnorm.weight", N_EMBD, "norm")
+            vec(p + "nextn.shared_head_norm.weight", N_EMBD, "norm")
 
     mat("token_embd.weight", (n_vocab, N_EMBD), 0.2)
     vec("output_norm.weight", N_EMBD, "norm")
@@ -468,7 +484,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     if arch in ("phi3", "phi3long"):
         vec("rope_factors_short.weight", hd // 2, "short")
         vec("rope_factors_long.weight", hd // 2, "long")
-    for i in range(L):
+    for i in range(L + cfg.get("mtp", 0)):
         p = f"blk.{i}."
         vec(p + "attn_norm.weight", N_EMBD, "norm")
         if arch == "qwen35":

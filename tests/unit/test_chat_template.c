@@ -32,6 +32,7 @@ static const char *const FAMILIES[] = {
     "granite3.3",
     "smollm3",
     "gemma4",
+    "qwen3.5",
 };
 #define N_FAMILIES (sizeof FAMILIES / sizeof FAMILIES[0])
 

@@ -275,6 +275,8 @@ static void test_qwen35(void **state) {
   (void)state;
   check_arch("qwen35");
   check_file("qwen35r", "qwen35");
+  /* one MTP layer past the 8 (nextn_predict_layers): loaded, not run */
+  check_file("qwen35mtp", "qwen35");
 }
 
 static void test_qwen2(void **state) {
