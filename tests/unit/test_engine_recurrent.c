@@ -353,7 +353,7 @@ static void test_engine_invariance(void **state) {
     random_tokens(prompts[i], specs[i].n_prompt, nc_model_hparams(m)->n_vocab,
                   0x1234ull + (uint64_t)i);
     specs[i].prompt = prompts[i];
-    specs[i].max_tokens = SANITIZED ? 8 : 20;
+    specs[i].max_tokens = 20; /* enough to outgrow the small pool */
     specs[i].arrival = 3 * i;
   }
   result ref[N], got[N];
