@@ -1,6 +1,6 @@
 /* Sliding-window layers in the paged cache (kv_cache.h): the SWA group's
  * blocks that fell out of the window are released, and nothing a request
- * sees changes. On the random gemma2 / gemma3 files of
+ * sees changes. On the random gemma2 / gemma3 / gpt-oss files of
  * scripts/make_arch_gguf.py (window 16; build/arch, made by `make
  * arch-models`) and the real Gemma 3 270M (window 512, contexts past
  * 1024):
@@ -41,8 +41,9 @@
 #endif
 
 /* gemma2, gemma3 (random), gemma 3 270M, gemma3 (random) with flash
- * attention, gemma3 (random) with a Q8_0 cache (flash attention) */
-enum { N_MODELS = 5 };
+ * attention, gemma3 (random) with a Q8_0 cache (flash attention), gpt-oss
+ * (random: windows on its even layers, attention sinks) */
+enum { N_MODELS = 6 };
 
 typedef struct fixture {
   nucleus_model *m[N_MODELS];
@@ -50,9 +51,9 @@ typedef struct fixture {
 } fixture;
 
 static const char *const k_files[N_MODELS] = {
-    "build/arch/gemma2.gguf", "build/arch/gemma3.gguf",
+    "build/arch/gemma2.gguf",          "build/arch/gemma3.gguf",
     "models/gemma-3-270m-q4_k_m.gguf", "build/arch/gemma3.gguf",
-    "build/arch/gemma3.gguf"};
+    "build/arch/gemma3.gguf",          "build/arch/gptoss.gguf"};
 
 static int setup(void **state) {
   fixture *fx = calloc(1, sizeof *fx);
@@ -220,12 +221,14 @@ static void check_forward(const nucleus_model *m, int32_t n, int32_t from,
 static void test_forward_random(void **state) {
   fixture *fx = *state;
   const int32_t chunks[] = {5, 1, 17, 30, 2, 9, 1, 1, 20};
-  const nucleus_model *g2 = need(fx, 0), *g3 = need(fx, 1), *g3f = need(fx, 3);
+  const nucleus_model *g2 = need(fx, 0), *g3 = need(fx, 1), *g3f = need(fx, 3),
+                      *go = need(fx, 5);
   assert_true(nc_model_flash_attn(g3f));
   const int32_t n = SANITIZED ? 60 : 150;
   check_forward(g2, n, 20, chunks, 9, "gemma2 (random)");
   check_forward(g3, n, 20, chunks, 9, "gemma3 (random)");
   check_forward(g3f, n, 20, chunks, 9, "gemma3 (random, flash attention)");
+  check_forward(go, n, 20, chunks, 9, "gpt-oss (random)");
 }
 
 static void test_forward_gemma3_270m(void **state) {
@@ -381,10 +384,14 @@ static void check_engine(nucleus_model *m, const spec *specs, int n,
 
 static void test_engine_random(void **state) {
   fixture *fx = *state;
-  static const char *const names[] = {"gemma2 (random)", "gemma3 (random)", "",
-                                      "gemma3 (random, flash attention)"};
-  for (int k = 0; k < 4; k++) {
-    if (k == 2) continue; /* the real file: its own test; 4: its own */
+  static const char *const names[] = {"gemma2 (random)",
+                                      "gemma3 (random)",
+                                      "",
+                                      "gemma3 (random, flash attention)",
+                                      "",
+                                      "gpt-oss (random)"};
+  for (int k = 0; k < N_MODELS; k++) {
+    if (k == 2 || k == 4) continue; /* the real file, q8_0: their own */
     nucleus_model *m = fx->m[k];
     need(fx, k);
     enum { N = 4 };
