@@ -289,6 +289,22 @@ void nc_fwd_swiglu_oai(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
   run_elems(ctx, &t);
 }
 
+void nc_fwd_embed(const nc_weight *table, const nc_batch *b, float *x,
+                  int64_t n) {
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    const uint8_t *row =
+        (const uint8_t *)table->data + (size_t)b->token[t] * table->row_bytes;
+    nc_dequantize_row(table->type, row, x + (int64_t)t * n, n);
+  }
+}
+
+void nc_fwd_rope_rows(const nc_batch *b, const nc_rope_params *rope,
+                      const float *ff, float *cos, float *sin, int32_t half) {
+  for (int32_t t = 0; t < b->n_tokens; t++)
+    nc_rope_cache(b->pos[t], rope, ff, cos + (int64_t)t * half,
+                  sin + (int64_t)t * half);
+}
+
 void nc_fwd_scale(nc_fwd *ctx, float *y, float s, int32_t rows, int64_t n) {
   elem_task t = {.kind = ELEM_SCALE, .y = y, .n = (int64_t)rows * n, .s = s};
   run_elems(ctx, &t);

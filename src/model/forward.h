@@ -229,6 +229,14 @@ void nc_fwd_softcap(nc_fwd *ctx, float *y, float cap, int32_t rows, int64_t n);
 /* Fills tab[65536] with ggml's F16 GELU table: for each half h, the half
  * of 0.5 x (1 + tanh(sqrt(2 / pi) x (1 + 0.044715 x^2))), x = h's value. */
 void nc_fwd_gelu_table(nc_fp16 *tab);
+/* The rows of an embedding table (n values each) of the batch's tokens,
+ * dequantized into x (b->n_tokens rows of n). */
+void nc_fwd_embed(const nc_weight *table, const nc_batch *b, float *x,
+                  int64_t n);
+/* RoPE's cos/sin rows (half values each) of the batch's positions, with
+ * the file's frequency factors ff (NULL: none). */
+void nc_fwd_rope_rows(const nc_batch *b, const nc_rope_params *rope,
+                      const float *ff, float *cos, float *sin, int32_t half);
 /* y += bias for each of rows rows of n values. */
 void nc_fwd_add_bias(nc_fwd *ctx, float *y, const float *bias, int32_t rows,
                      int64_t n);

@@ -33,11 +33,7 @@ static void per_layer_inputs(nc_fwd *ctx, const nc_batch *b) {
   const int32_t T = b->n_tokens, L = hp->n_layer;
   const int64_t P = hp->n_embd_per_layer, PL = P * L, E = hp->n_embd;
   /* the token's rows (only the batch's tokens are read) into up */
-  for (int32_t t = 0; t < T; t++) {
-    const uint8_t *row = (const uint8_t *)w->ple_tok_embd.data +
-                         (size_t)b->token[t] * w->ple_tok_embd.row_bytes;
-    nc_dequantize_row(w->ple_tok_embd.type, row, s->up + t * PL, PL);
-  }
+  nc_fwd_embed(&w->ple_tok_embd, b, s->up, PL);
   nc_fwd_scale(ctx, s->up, sqrtf((float)P), T, PL);
   /* the embedding's projection, x 1/sqrt(n_embd), normed per layer */
   const nc_mm proj = {&w->ple_model_proj, s->gate, PL};
@@ -162,17 +158,11 @@ static nc_code gemma4_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   const int32_t half = h_full.n_rot / 2, half_swa = h_swa.n_rot / 2;
   int32_t rows = T; /* T, then in the last layer the rows with logits */
 
-  for (int32_t t = 0; t < T; t++) {
-    const uint8_t *row = (const uint8_t *)w->tok_embd.data +
-                         (size_t)b->token[t] * w->tok_embd.row_bytes;
-    nc_dequantize_row(w->tok_embd.type, row, s->x + t * E, E);
-    nc_rope_cache(b->pos[t], &rope, w->rope_freqs.data,
-                  s->rope_cos + (int64_t)t * half,
-                  s->rope_sin + (int64_t)t * half);
-    nc_rope_cache(b->pos[t], &rope_swa, NULL,
-                  s->rope_cos_swa + (int64_t)t * half_swa,
-                  s->rope_sin_swa + (int64_t)t * half_swa);
-  }
+  nc_fwd_embed(&w->tok_embd, b, s->x, E);
+  nc_fwd_rope_rows(b, &rope, w->rope_freqs.data, s->rope_cos, s->rope_sin,
+                   half);
+  nc_fwd_rope_rows(b, &rope_swa, NULL, s->rope_cos_swa, s->rope_sin_swa,
+                   half_swa);
   nc_fwd_scale(ctx, s->x, sqrtf((float)E), T, E);
   if (P > 0) per_layer_inputs(ctx, b);
   for (int32_t l = 0; l < hp->n_layer; l++) {

@@ -162,16 +162,9 @@ static nc_code gptoss_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   const nc_rope_params rope_swa = nc_hp_rope(hp, true);
   int32_t rows = T; /* T, then in the last layer the rows with logits */
 
-  for (int32_t t = 0; t < T; t++) {
-    const uint8_t *row = (const uint8_t *)w->tok_embd.data +
-                         (size_t)b->token[t] * w->tok_embd.row_bytes;
-    nc_dequantize_row(w->tok_embd.type, row, s->x + t * E, E);
-    nc_rope_cache(b->pos[t], &rope, NULL, s->rope_cos + (int64_t)t * half,
-                  s->rope_sin + (int64_t)t * half);
-    nc_rope_cache(b->pos[t], &rope_swa, NULL,
-                  s->rope_cos_swa + (int64_t)t * half,
-                  s->rope_sin_swa + (int64_t)t * half);
-  }
+  nc_fwd_embed(&w->tok_embd, b, s->x, E);
+  nc_fwd_rope_rows(b, &rope, NULL, s->rope_cos, s->rope_sin, half);
+  nc_fwd_rope_rows(b, &rope_swa, NULL, s->rope_cos_swa, s->rope_sin_swa, half);
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
     /* attention block */

@@ -275,13 +275,8 @@ static nc_code qwen35_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   const int32_t half = hp->n_rot / 2;
   const nc_rope_params rope = nc_hp_rope(hp, false);
 
-  for (int32_t t = 0; t < T; t++) {
-    const uint8_t *row = (const uint8_t *)w->tok_embd.data +
-                         (size_t)b->token[t] * w->tok_embd.row_bytes;
-    nc_dequantize_row(w->tok_embd.type, row, s->x + t * E, E);
-    nc_rope_cache(b->pos[t], &rope, NULL, s->rope_cos + (int64_t)t * half,
-                  s->rope_sin + (int64_t)t * half);
-  }
+  nc_fwd_embed(&w->tok_embd, b, s->x, E);
+  nc_fwd_rope_rows(b, &rope, NULL, s->rope_cos, s->rope_sin, half);
   /* Every row runs every layer (llama.cpp drops the rows without logits
    * only after the final norm, unless its MTP head is on). */
   for (int32_t l = 0; l < hp->n_layer; l++) {
