@@ -1,8 +1,10 @@
 /* forward_ref: the table of reference forward passes (forward_ref.h). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "forward_ref.h"
+#include "gguf/quant.h"
 #include "model/arch.h"
 
 /* One entry per forward family (nc_arch's family), not per arch. */
@@ -67,4 +69,37 @@ void nc_ref_rope_pair(const nc_hparams *hp, double base, double scale,
     if (scale < 1) *mag *= 1 + 0.1 * log(1 / scale);
   }
   *theta = (double)pos * freq * s;
+}
+
+/* y[t][i] = W[i] . x[t] for T positions, W dequantized one row at a time. */
+nc_code nc_ref_matmul(const nc_weight *w, const float *x, int32_t T, int64_t in,
+                      float *y, int64_t out, nc_error *err) {
+  if (!w->data || w->ne0 != in || w->ne1 != out)
+    return nc_fail(err, NC_ERR_FORMAT, "reference: tensor '%s' has a bad shape",
+                   w->name ? w->name : "?");
+  float *row = malloc(sizeof(float) * (size_t)in);
+  if (!row) return nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+  for (int64_t i = 0; i < out; i++) {
+    nc_dequantize_row(w->type, (const uint8_t *)w->data + i * w->row_bytes, row,
+                      in);
+    for (int32_t t = 0; t < T; t++) {
+      const float *xt = x + (int64_t)t * in;
+      double acc = 0;
+      for (int64_t j = 0; j < in; j++)
+        acc += (double)row[j] * xt[j];
+      y[(int64_t)t * out + i] = (float)acc;
+    }
+  }
+  free(row);
+  return NC_OK;
+}
+
+void nc_ref_rmsnorm(const float *x, const float *g, float *y, int64_t n,
+                    float eps) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; i++)
+    ss += (double)x[i] * x[i];
+  const double scale = 1.0 / sqrt(ss / (double)n + (double)eps);
+  for (int64_t i = 0; i < n; i++)
+    y[i] = (float)(x[i] * scale) * g[i];
 }

@@ -62,4 +62,12 @@ const nc_ref_family *nc_ref_arch_of(const nucleus_model *m);
 nc_code nc_forward_ref(const nucleus_model *m, const int32_t *tokens, int32_t n,
                        float *logits, nc_error *err);
 
+/* y[t][i] = W[i] . x[t] for T positions (in double), W dequantized one row
+ * at a time; a missing tensor or a shape other than {in, out} fails. */
+nc_code nc_ref_matmul(const nc_weight *w, const float *x, int32_t T, int64_t in,
+                      float *y, int64_t out, nc_error *err);
+/* y = x / sqrt(mean(x^2) + eps) * g, over n values (in double). */
+void nc_ref_rmsnorm(const float *x, const float *g, float *y, int64_t n,
+                    float eps);
+
 #endif

@@ -26,39 +26,6 @@
 #include "forward_ref.h"
 #include "gguf/quant.h"
 
-/* y[t][i] = W[i] . x[t] for T positions, W dequantized one row at a time. */
-static nc_code matmul(const nc_weight *w, const float *x, int32_t T, int64_t in,
-                      float *y, int64_t out, nc_error *err) {
-  if (!w->data || w->ne0 != in || w->ne1 != out)
-    return nc_fail(err, NC_ERR_FORMAT, "reference: tensor '%s' has a bad shape",
-                   w->name ? w->name : "?");
-  float *row = malloc(sizeof(float) * (size_t)in);
-  if (!row) return nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
-  for (int64_t i = 0; i < out; i++) {
-    nc_dequantize_row(w->type, (const uint8_t *)w->data + i * w->row_bytes, row,
-                      in);
-    for (int32_t t = 0; t < T; t++) {
-      const float *xt = x + (int64_t)t * in;
-      double acc = 0;
-      for (int64_t j = 0; j < in; j++)
-        acc += (double)row[j] * xt[j];
-      y[(int64_t)t * out + i] = (float)acc;
-    }
-  }
-  free(row);
-  return NC_OK;
-}
-
-static void rmsnorm(const float *x, const float *g, float *y, int64_t n,
-                    float eps) {
-  double ss = 0;
-  for (int64_t i = 0; i < n; i++)
-    ss += (double)x[i] * x[i];
-  const double scale = 1.0 / sqrt(ss / (double)n + (double)eps);
-  for (int64_t i = 0; i < n; i++)
-    y[i] = (float)(x[i] * scale) * g[i];
-}
-
 /* NEOX RoPE of n_heads heads at position pos with the given base/scale. */
 static void rope(float *x, int32_t n_heads, const nc_hparams *hp, double base,
                  double scale, int32_t pos) {
@@ -156,33 +123,34 @@ static nc_code gemma_ref_forward(const nucleus_model *m, const int32_t *tokens,
     const double base = L->swa ? hp->rope_freq_base_swa : hp->rope_freq_base;
     const double scale = L->swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale;
     for (int32_t t = 0; t < T; t++)
-      rmsnorm(x + t * E, L->attn_norm.data, h + t * E, E, hp->rms_eps);
-    if ((rc = matmul(&L->wq, h, T, E, q, Q, err)) ||
-        (rc = matmul(&L->wk, h, T, E, k, K, err)) ||
-        (rc = matmul(&L->wv, h, T, E, v, Vd, err)))
+      nc_ref_rmsnorm(x + t * E, L->attn_norm.data, h + t * E, E, hp->rms_eps);
+    if ((rc = nc_ref_matmul(&L->wq, h, T, E, q, Q, err)) ||
+        (rc = nc_ref_matmul(&L->wk, h, T, E, k, K, err)) ||
+        (rc = nc_ref_matmul(&L->wv, h, T, E, v, Vd, err)))
       goto done;
     for (int32_t t = 0; t < T; t++) {
       for (int32_t j = 0; L->q_norm.data && j < hp->n_head; j++)
-        rmsnorm(q + t * Q + j * hp->head_dim, L->q_norm.data,
-                q + t * Q + j * hp->head_dim, hp->head_dim, hp->rms_eps);
+        nc_ref_rmsnorm(q + t * Q + j * hp->head_dim, L->q_norm.data,
+                       q + t * Q + j * hp->head_dim, hp->head_dim, hp->rms_eps);
       for (int32_t j = 0; L->k_norm.data && j < hp->n_head_kv; j++)
-        rmsnorm(k + t * K + j * hp->head_dim, L->k_norm.data,
-                k + t * K + j * hp->head_dim, hp->head_dim, hp->rms_eps);
+        nc_ref_rmsnorm(k + t * K + j * hp->head_dim, L->k_norm.data,
+                       k + t * K + j * hp->head_dim, hp->head_dim, hp->rms_eps);
       rope(q + t * Q, hp->n_head, hp, base, scale, t);
       rope(k + t * K, hp->n_head_kv, hp, base, scale, t);
       for (int64_t i = 0; i < Q; i++)
         q[t * Q + i] *= hp->q_scale;
     }
     attention(hp, q, k, v, T, L->swa ? hp->n_swa : 0, row, o);
-    if ((rc = matmul(&L->wo, o, T, O, h, E, err))) goto done;
+    if ((rc = nc_ref_matmul(&L->wo, o, T, O, h, E, err))) goto done;
     for (int32_t t = 0; t < T; t++) {
-      rmsnorm(h + t * E, L->attn_post_norm.data, h + t * E, E, hp->rms_eps);
+      nc_ref_rmsnorm(h + t * E, L->attn_post_norm.data, h + t * E, E,
+                     hp->rms_eps);
       for (int64_t i = 0; i < E; i++)
         x[t * E + i] += h[t * E + i];
-      rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
+      nc_ref_rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
     }
-    if ((rc = matmul(&L->ffn_gate, h, T, E, gate, F, err)) ||
-        (rc = matmul(&L->ffn_up, h, T, E, up, F, err)))
+    if ((rc = nc_ref_matmul(&L->ffn_gate, h, T, E, gate, F, err)) ||
+        (rc = nc_ref_matmul(&L->ffn_up, h, T, E, up, F, err)))
       goto done;
     for (int64_t i = 0; i < (int64_t)T * F; i++) {
       const double a = gate[i];
@@ -190,16 +158,17 @@ static nc_code gemma_ref_forward(const nucleus_model *m, const int32_t *tokens,
           0.5 * a * (1.0 + tanh(sqrt(2.0 / M_PI) * (a + 0.044715 * a * a * a)));
       gate[i] = (float)(g * up[i]);
     }
-    if ((rc = matmul(&L->ffn_down, gate, T, F, h, E, err))) goto done;
+    if ((rc = nc_ref_matmul(&L->ffn_down, gate, T, F, h, E, err))) goto done;
     for (int32_t t = 0; t < T; t++) {
-      rmsnorm(h + t * E, L->ffn_post_norm.data, h + t * E, E, hp->rms_eps);
+      nc_ref_rmsnorm(h + t * E, L->ffn_post_norm.data, h + t * E, E,
+                     hp->rms_eps);
       for (int64_t i = 0; i < E; i++)
         x[t * E + i] += h[t * E + i];
     }
   }
   for (int32_t t = 0; t < T; t++)
-    rmsnorm(x + t * E, w->output_norm.data, h + t * E, E, hp->rms_eps);
-  if ((rc = matmul(&w->output, h, T, E, logits, V, err))) goto done;
+    nc_ref_rmsnorm(x + t * E, w->output_norm.data, h + t * E, E, hp->rms_eps);
+  if ((rc = nc_ref_matmul(&w->output, h, T, E, logits, V, err))) goto done;
   if (hp->final_softcap > 0) {
     const double cap = hp->final_softcap;
     for (int64_t i = 0; i < (int64_t)T * V; i++)

@@ -26,39 +26,6 @@
 #include "forward_ref.h"
 #include "gguf/quant.h"
 
-/* y[t][i] = W[i] . x[t] for T positions, W dequantized one row at a time. */
-static nc_code matmul(const nc_weight *w, const float *x, int32_t T, int64_t in,
-                      float *y, int64_t out, nc_error *err) {
-  if (!w->data || w->ne0 != in || w->ne1 != out)
-    return nc_fail(err, NC_ERR_FORMAT, "reference: tensor '%s' has a bad shape",
-                   w->name ? w->name : "?");
-  float *row = malloc(sizeof(float) * (size_t)in);
-  if (!row) return nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
-  for (int64_t i = 0; i < out; i++) {
-    nc_dequantize_row(w->type, (const uint8_t *)w->data + i * w->row_bytes, row,
-                      in);
-    for (int32_t t = 0; t < T; t++) {
-      const float *xt = x + (int64_t)t * in;
-      double acc = 0;
-      for (int64_t j = 0; j < in; j++)
-        acc += (double)row[j] * xt[j];
-      y[(int64_t)t * out + i] = (float)acc;
-    }
-  }
-  free(row);
-  return NC_OK;
-}
-
-static void rmsnorm(const float *x, const float *g, float *y, int64_t n,
-                    float eps) {
-  double ss = 0;
-  for (int64_t i = 0; i < n; i++)
-    ss += (double)x[i] * x[i];
-  const double scale = 1.0 / sqrt(ss / (double)n + (double)eps);
-  for (int64_t i = 0; i < n; i++)
-    y[i] = (float)(x[i] * scale) * g[i];
-}
-
 /* x[t] += b for T rows of n. */
 static void add_rows(float *x, const float *b, int32_t T, int64_t n) {
   for (int32_t t = 0; t < T; t++)
@@ -129,8 +96,8 @@ static nc_code expert(const nc_hparams *hp, const nc_layer_weights *L,
   const nc_weight wu = nc_weight_expert(&L->up_exps, e);
   const nc_weight wd = nc_weight_expert(&L->down_exps, e);
   nc_code rc;
-  if ((rc = matmul(&wg, h, 1, E, gate, F, err)) ||
-      (rc = matmul(&wu, h, 1, E, up, F, err)))
+  if ((rc = nc_ref_matmul(&wg, h, 1, E, gate, F, err)) ||
+      (rc = nc_ref_matmul(&wu, h, 1, E, up, F, err)))
     return rc;
   const float *bg = (const float *)L->gate_exps_b.data + (int64_t)e * F;
   const float *bu = (const float *)L->up_exps_b.data + (int64_t)e * F;
@@ -139,7 +106,7 @@ static nc_code expert(const nc_hparams *hp, const nc_layer_weights *L,
     const double u = fmax(fmin((double)up[i] + bu[i], 7.0), -7.0);
     gate[i] = (float)(g / (1.0 + exp(-1.702 * g)) * (u + 1.0));
   }
-  if ((rc = matmul(&wd, gate, 1, F, y, E, err))) return rc;
+  if ((rc = nc_ref_matmul(&wd, gate, 1, F, y, E, err))) return rc;
   add_rows(y, (const float *)L->down_exps_b.data + (int64_t)e * E, 1, E);
   return NC_OK;
 }
@@ -159,7 +126,7 @@ static nc_code moe(const nc_hparams *hp, const nc_layer_weights *L,
   }
   for (int32_t t = 0; t < T && !rc; t++) {
     const float *ht = h + (int64_t)t * E;
-    if ((rc = matmul(&L->ffn_gate_inp, ht, 1, E, r, NX, err))) break;
+    if ((rc = nc_ref_matmul(&L->ffn_gate_inp, ht, 1, E, r, NX, err))) break;
     add_rows(r, L->ffn_gate_inp_b.data, 1, NX);
     for (int32_t j = 0; j < K; j++) { /* the K largest, largest first */
       int32_t best = -1;
@@ -218,10 +185,10 @@ static nc_code gptoss_ref_forward(const nucleus_model *m, const int32_t *tokens,
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
     for (int32_t t = 0; t < T; t++)
-      rmsnorm(x + t * E, L->attn_norm.data, h + t * E, E, hp->rms_eps);
-    if ((rc = matmul(&L->wq, h, T, E, q, Q, err)) ||
-        (rc = matmul(&L->wk, h, T, E, k, K, err)) ||
-        (rc = matmul(&L->wv, h, T, E, v, Vd, err)))
+      nc_ref_rmsnorm(x + t * E, L->attn_norm.data, h + t * E, E, hp->rms_eps);
+    if ((rc = nc_ref_matmul(&L->wq, h, T, E, q, Q, err)) ||
+        (rc = nc_ref_matmul(&L->wk, h, T, E, k, K, err)) ||
+        (rc = nc_ref_matmul(&L->wv, h, T, E, v, Vd, err)))
       goto done;
     add_rows(q, L->bq.data, T, Q);
     add_rows(k, L->bk.data, T, K);
@@ -233,17 +200,17 @@ static nc_code gptoss_ref_forward(const nucleus_model *m, const int32_t *tokens,
       rope(k + t * K, hp->n_head_kv, hp, base, scale, t);
     }
     attention(hp, q, k, v, L->attn_sinks.data, T, L->swa ? hp->n_swa : 0, o, p);
-    if ((rc = matmul(&L->wo, o, T, O, h, E, err))) goto done;
+    if ((rc = nc_ref_matmul(&L->wo, o, T, O, h, E, err))) goto done;
     add_rows(h, L->bo.data, T, E);
     for (int64_t i = 0; i < (int64_t)T * E; i++)
       x[i] += h[i];
     for (int32_t t = 0; t < T; t++)
-      rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
+      nc_ref_rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
     if ((rc = moe(hp, L, h, T, x, gate, up, o, err))) goto done;
   }
   for (int32_t t = 0; t < T; t++)
-    rmsnorm(x + t * E, w->output_norm.data, h + t * E, E, hp->rms_eps);
-  rc = matmul(&w->output, h, T, E, logits, V, err);
+    nc_ref_rmsnorm(x + t * E, w->output_norm.data, h + t * E, E, hp->rms_eps);
+  rc = nc_ref_matmul(&w->output, h, T, E, logits, V, err);
 done:
   free(x);
   free(h);

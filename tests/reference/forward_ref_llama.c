@@ -66,17 +66,6 @@ static nc_code matmul(const nc_weight *w, const float *x, int32_t T, int64_t in,
   return NC_OK;
 }
 
-/* y = x / sqrt(mean(x^2) + eps) * g, for one vector of n. */
-static void rmsnorm(const float *x, const float *g, float *y, int64_t n,
-                    float eps) {
-  double ss = 0;
-  for (int64_t i = 0; i < n; i++)
-    ss += (double)x[i] * x[i];
-  const double scale = 1.0 / sqrt(ss / (double)n + (double)eps);
-  for (int64_t i = 0; i < n; i++)
-    y[i] = (float)(x[i] * scale) * g[i];
-}
-
 /* x += b (when the file has the bias). */
 static void add_bias(float *x, const void *b, int64_t n) {
   for (int64_t i = 0; b && i < n; i++)
@@ -256,7 +245,7 @@ static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
     for (int32_t t = 0; t < T; t++)
-      rmsnorm(x + t * E, L->attn_norm.data, h + t * E, E, hp->rms_eps);
+      nc_ref_rmsnorm(x + t * E, L->attn_norm.data, h + t * E, E, hp->rms_eps);
     if ((rc = matmul(&L->wq, h, T, E, q, Q, err)) ||
         (rc = matmul(&L->wk, h, T, E, k, K, err)) ||
         (rc = matmul(&L->wv, h, T, E, v, Vd, err)))
@@ -266,11 +255,11 @@ static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
       add_bias(k + t * K, L->bk.data, K);
       add_bias(v + t * Vd, L->bv.data, Vd);
       for (int32_t j = 0; L->q_norm.data && j < hp->n_head; j++)
-        rmsnorm(q + t * Q + j * hp->head_dim, L->q_norm.data,
-                q + t * Q + j * hp->head_dim, hp->head_dim, hp->rms_eps);
+        nc_ref_rmsnorm(q + t * Q + j * hp->head_dim, L->q_norm.data,
+                       q + t * Q + j * hp->head_dim, hp->head_dim, hp->rms_eps);
       for (int32_t j = 0; L->k_norm.data && j < hp->n_head_kv; j++)
-        rmsnorm(k + t * K + j * hp->head_dim, L->k_norm.data,
-                k + t * K + j * hp->head_dim, hp->head_dim, hp->rms_eps);
+        nc_ref_rmsnorm(k + t * K + j * hp->head_dim, L->k_norm.data,
+                       k + t * K + j * hp->head_dim, hp->head_dim, hp->rms_eps);
       rope(q + t * Q, hp->n_head, hp, ff, t);
       rope(k + t * K, hp->n_head_kv, hp, ff, t);
     }
@@ -280,7 +269,7 @@ static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
     for (int64_t i = 0; i < (int64_t)T * E; i++)
       x[i] += h[i] + (L->bo.data ? ((const float *)L->bo.data)[i % E] : 0.0f);
     for (int32_t t = 0; t < T; t++)
-      rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
+      nc_ref_rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
     if (L->ffn_gate_inp.data) {
       if ((rc = moe_ffn(hp, L, h, T, x, gate, up, o, err))) goto done;
       continue;
@@ -292,7 +281,7 @@ static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
       x[i] += o[i];
   }
   for (int32_t t = 0; t < T; t++)
-    rmsnorm(x + t * E, w->output_norm.data, h + t * E, E, hp->rms_eps);
+    nc_ref_rmsnorm(x + t * E, w->output_norm.data, h + t * E, E, hp->rms_eps);
   rc = matmul(&w->output, h, T, E, logits, V, err);
 done:
   free(x);
