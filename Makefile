@@ -140,7 +140,7 @@ e2e-check: $(NUCLEUS) model
 	  tests/e2e
 
 model:
-	@scripts/fetch_model.sh && scripts/fetch_gemma.sh
+	@scripts/fetch_model.sh && scripts/fetch_gemma.sh && scripts/fetch_minilm.sh
 
 # The layering of docs/ARCHITECTURE.md, in includes and in the objects' calls.
 layers: $(LIB_OBJS) $(TOOL_OBJS)

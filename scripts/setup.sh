@@ -31,3 +31,5 @@ python3 -m pip install $PIP_FLAGS --no-deps instructor==1.17.0
 scripts/fetch_model.sh
 # Gemma 3 270M: its SentencePiece vocabulary is a tokenizer test oracle.
 scripts/fetch_gemma.sh
+# all-MiniLM-L6-v2: the real BERT embedder, converted by scripts/convert_hf.py.
+scripts/fetch_minilm.sh
