@@ -7,15 +7,15 @@
 #include "http_reply.h"
 #include "openai/job.h"
 
-typedef struct sse_stream {
+struct sse_stream {
   server_ctx *srv;
   struct MHD_Connection *conn;
   job *j;
   char *buf; /* bytes not yet handed to libmicrohttpd */
   size_t len, cap, off;
   bool started;  /* the opening role chunks are written */
-  bool finished; /* data: [DONE] is written */
-} sse_stream;
+  bool finished; /* the last event (chunks: data: [DONE]) is written */
+};
 
 static int put_bytes(sse_stream *s, const char *p, size_t n) {
   if (s->len + n > s->cap) {
@@ -32,16 +32,23 @@ static int put_bytes(sse_stream *s, const char *p, size_t n) {
   return 0;
 }
 
-/* Writes "data: <json>\n\n" and drops the reference to obj. */
-static int put_event(sse_stream *s, json_t *obj) {
+int sse_put(sse_stream *s, const char *name, json_t *obj) {
   if (!obj) return 0;
   char *text = json_dumps(obj, JSON_COMPACT);
   json_decref(obj);
   if (!text) return -1;
-  int rc = put_bytes(s, "data: ", 6) || put_bytes(s, text, strlen(text)) ||
-           put_bytes(s, "\n\n", 2);
+  int rc =
+      (name && (put_bytes(s, "event: ", 7) ||
+                put_bytes(s, name, strlen(name)) || put_bytes(s, "\n", 1))) ||
+      put_bytes(s, "data: ", 6) || put_bytes(s, text, strlen(text)) ||
+      put_bytes(s, "\n\n", 2);
   free(text);
   return rc ? -1 : 0;
+}
+
+/* Writes "data: <json>\n\n" and drops the reference to obj. */
+static int put_event(sse_stream *s, json_t *obj) {
+  return sse_put(s, NULL, obj);
 }
 
 static int put_error(sse_stream *s, unsigned status, const char *param,
@@ -52,6 +59,11 @@ static int put_error(sse_stream *s, unsigned status, const char *param,
 }
 
 static int on_event(sse_stream *s, const nucleus_event *ev) {
+  if (s->j->stream_ops) {
+    int rc = s->j->stream_ops->event(s->j, ev, s);
+    if (rc == 1) s->finished = true;
+    return rc < 0 ? -1 : 0;
+  }
   completion_out *out = &s->j->out;
   if (completion_out_record(out, ev, false)) return -1;
   switch (ev->kind) {
@@ -96,6 +108,11 @@ static ssize_t reader(void *cls, uint64_t pos, char *dst, size_t max) {
     if (s->finished) return MHD_CONTENT_READER_END_OF_STREAM;
     if (!s->started) {
       s->started = true;
+      if (s->j->stream_ops) {
+        if (s->j->stream_ops->open(s->j, s))
+          return MHD_CONTENT_READER_END_WITH_ERROR;
+        continue;
+      }
       for (int32_t i = 0; i < s->j->out.n; i++)
         if (put_event(s, completion_chunk_role(&s->j->out, i)))
           return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -106,6 +123,11 @@ static ssize_t reader(void *cls, uint64_t pos, char *dst, size_t max) {
     if (w == GEN_GONE) return MHD_CONTENT_READER_END_WITH_ERROR;
     if (w == GEN_FAILED) {
       s->finished = true;
+      if (s->j->stream_ops) {
+        if (s->j->stream_ops->failed(s->j, s))
+          return MHD_CONTENT_READER_END_WITH_ERROR;
+        continue;
+      }
       if (put_error(s, 500, NULL, "the engine stopped delivering events") ||
           put_bytes(s, "data: [DONE]\n\n", 14))
         return MHD_CONTENT_READER_END_WITH_ERROR;

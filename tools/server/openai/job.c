@@ -36,6 +36,7 @@ void job_free(job *j) {
   completion_out_free(&j->out);
   gen_request_free(&j->req);
   free(j->prompt);
+  if (j->ext_free) j->ext_free(j->ext);
   free(j);
 }
 
@@ -79,7 +80,6 @@ static int prepare_speculative(const nucleus_model *model, gen_request *r,
   return 0;
 }
 
-/* Parses the body and builds the prompt: 0, or -1 with *e. */
 int job_prepare(server_ctx *srv, const char *body, size_t len, bool chat,
                 job *j, api_error *e) {
   json_error_t jerr;
@@ -87,6 +87,13 @@ int job_prepare(server_ctx *srv, const char *body, size_t len, bool chat,
   if (!root)
     return api_fail(e, 400, NULL, "invalid JSON at line %d, column %d: %s",
                     jerr.line, jerr.column, jerr.text);
+  int rc = job_prepare_json(srv, root, chat, j, e);
+  json_decref(root);
+  return rc;
+}
+
+int job_prepare_json(server_ctx *srv, const json_t *root, bool chat, job *j,
+                     api_error *e) {
   int rc = request_fields_check(root, chat, srv->cfg->strict_params, stderr, e);
   if (!rc)
     rc =
@@ -119,7 +126,6 @@ int job_prepare(server_ctx *srv, const char *body, size_t len, bool chat,
     j->req.grammar_param = "tools";
     j->req.params.grammar_trigger = trigger;
   }
-  json_decref(root);
   if (rc) return -1;
   /* Families whose call openers are control tokens ([TOOL_CALLS],
    * <|python_tag|>, ...) need them in the reply to be read. */
@@ -194,40 +200,45 @@ int job_submit(server_ctx *srv, struct MHD_Connection *conn, job *j,
   }
 }
 
-/* Non-streaming: wait for every event, then answer once. */
-enum MHD_Result job_wait_and_reply(server_ctx *srv, struct MHD_Connection *conn,
-                                   job *j) {
+job_waited job_wait(server_ctx *srv, struct MHD_Connection *conn, job *j,
+                    api_error *e) {
   for (;;) {
     nucleus_event ev;
     gen_wait w = gen_next(j->g, &ev);
-    if (w == GEN_GONE) {
-      job_free(j);
-      return MHD_NO; /* the client left: close without an answer */
-    }
-    api_error e;
+    if (w == GEN_GONE) return JOB_GONE;
     if (w == GEN_FAILED || completion_out_record(&j->out, &ev, true) != 0) {
-      job_free(j);
-      api_fail(&e, 500, NULL, "the engine stopped delivering events");
-      return reply_error(srv, conn, &e);
+      api_fail(e, 500, NULL, "the engine stopped delivering events");
+      return JOB_FAILED;
     }
     if (ev.kind == NUCLEUS_EVENT_DONE) break;
   }
   /* Generating took a while: restart the idle timer before answering. */
   reply_touch(conn, (unsigned)srv->cfg->timeout_s);
-  enum MHD_Result r;
-  api_error e;
   if (j->out.failed) {
     /* A completion that could not run fails the request: OpenAI's finish
      * reasons have no "error". */
-    api_fail(&e, api_status_for(j->out.error.code), j->out.error_param, "%s",
+    api_fail(e, api_status_for(j->out.error.code), j->out.error_param, "%s",
              j->out.error.message);
-    r = reply_error(srv, conn, &e);
-  } else if (j->out.aborted) {
-    api_fail(&e, 503, NULL,
+    return JOB_FAILED;
+  }
+  if (j->out.aborted) {
+    api_fail(e, 503, NULL,
              "the request was cancelled: the server is shutting down");
-    r = reply_error(srv, conn, &e);
-  } else {
+    return JOB_FAILED;
+  }
+  return JOB_DONE;
+}
+
+enum MHD_Result job_wait_and_reply(server_ctx *srv, struct MHD_Connection *conn,
+                                   job *j) {
+  api_error e;
+  enum MHD_Result r;
+  switch (job_wait(srv, conn, j, &e)) {
+  case JOB_GONE: r = MHD_NO; break; /* the client left: close, no answer */
+  case JOB_FAILED: r = reply_error(srv, conn, &e); break;
+  default:
     r = reply_json(srv, conn, 200, completion_out_response(&j->out));
+    break;
   }
   job_free(j);
   return r;
