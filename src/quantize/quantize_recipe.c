@@ -13,7 +13,9 @@
 static const nc_ftype k_ftypes[] = {
     {"Q4_0", 2, NC_TYPE_Q4_0},        {"Q4_1", 3, NC_TYPE_Q4_1},
     {"Q8_0", 7, NC_TYPE_Q8_0},        {"Q5_0", 8, NC_TYPE_Q5_0},
-    {"Q5_1", 9, NC_TYPE_Q5_1},        {"Q4_K_S", 14, NC_TYPE_Q4_K},
+    {"Q5_1", 9, NC_TYPE_Q5_1},        {"Q2_K", 10, NC_TYPE_Q2_K},
+    {"Q3_K_S", 11, NC_TYPE_Q3_K},     {"Q3_K_M", 12, NC_TYPE_Q3_K},
+    {"Q3_K_L", 13, NC_TYPE_Q3_K},     {"Q4_K_S", 14, NC_TYPE_Q4_K},
     {"Q4_K_M", 15, NC_TYPE_Q4_K},     {"Q5_K_S", 16, NC_TYPE_Q5_K},
     {"Q5_K_M", 17, NC_TYPE_Q5_K},     {"Q6_K", 18, NC_TYPE_Q6_K},
     {"IQ4_NL", 25, NC_TYPE_IQ4_NL},   {"IQ4_XS", 30, NC_TYPE_IQ4_XS},
@@ -23,6 +25,7 @@ enum { N_FTYPES = sizeof k_ftypes / sizeof k_ftypes[0] };
 
 const nc_ftype *nc_ftype_by_name(const char *name) {
   if (!name) return NULL;
+  if (strcasecmp(name, "Q3_K") == 0) name = "Q3_K_M";
   if (strcasecmp(name, "Q4_K") == 0) name = "Q4_K_M";
   if (strcasecmp(name, "Q5_K") == 0) name = "Q5_K_M";
   for (int i = 0; i < N_FTYPES; i++)
@@ -31,7 +34,8 @@ const nc_ftype *nc_ftype_by_name(const char *name) {
 }
 
 const char *nc_ftype_names(void) {
-  return "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K_S, Q4_K_M (Q4_K), Q5_K_S, "
+  return "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, Q3_K_M (Q3_K), Q3_K_L, "
+         "Q4_K_S, Q4_K_M (Q4_K), Q5_K_S, "
          "Q5_K_M (Q5_K), Q6_K, IQ4_NL, IQ4_XS, MXFP4_MOE";
 }
 
@@ -149,6 +153,8 @@ static nc_type fallback(nc_type t, int64_t ncols) {
   if (ncols % bs == 0) return t;
   nc_type f = t;
   switch (t) {
+  case NC_TYPE_Q2_K:
+  case NC_TYPE_Q3_K: f = NC_TYPE_Q4_0; break;
   case NC_TYPE_Q4_K: f = NC_TYPE_Q5_0; break;
   case NC_TYPE_Q5_K: f = NC_TYPE_Q5_1; break;
   case NC_TYPE_Q6_K: f = NC_TYPE_Q8_0; break;
@@ -164,6 +170,7 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
   nc_type ty = ft->base;
   const category c = category_of(t->name);
   const uint32_t id = ft->id;
+  const bool q2k = id == 10, q3ks = id == 11, q3km = id == 12, q3kl = id == 13;
   const bool q4km = id == 15, q5km = id == 17, q4ks = id == 14;
   const bool iq4 = id == 25 || id == 30, mxfp4 = id == 38;
   if (c == CAT_OUTPUT || (s->tied && c == CAT_TOKEN_EMBD)) {
@@ -177,7 +184,13 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
   } else if (c == CAT_TOKEN_EMBD) {
     /* unchanged for these file types */
   } else if (attn_v_like(c)) {
-    if (iq4 && s->n_gqa >= 4)
+    if (q2k)
+      ty = s->n_gqa >= 4 ? NC_TYPE_Q4_K : NC_TYPE_Q3_K;
+    else if (q3km)
+      ty = s->i_attn_wv < 2 ? NC_TYPE_Q5_K : NC_TYPE_Q4_K;
+    else if (q3kl)
+      ty = NC_TYPE_Q5_K;
+    else if (iq4 && s->n_gqa >= 4)
       ty = NC_TYPE_Q5_K;
     else if ((q4km || q5km) && more_bits(s->i_attn_wv, s->n_attn_wv))
       ty = NC_TYPE_Q6_K;
@@ -190,7 +203,13 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
   } else if (c == CAT_FFN_DOWN) {
     const int i_layer = s->n_expert > 1 ? layer_of(t->name) : s->i_ffn_down;
     const int n = s->n_layer;
-    if (q4km) {
+    if (q2k) {
+      ty = NC_TYPE_Q3_K;
+    } else if (q3km) {
+      ty = i_layer < n / 16 ? NC_TYPE_Q5_K : NC_TYPE_Q4_K;
+    } else if (q3kl) {
+      ty = NC_TYPE_Q5_K;
+    } else if (q4km) {
       if (more_bits(i_layer, n)) ty = NC_TYPE_Q6_K;
     } else if (i_layer < n / 8 && iq4) {
       ty = NC_TYPE_Q5_K;
@@ -201,7 +220,15 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
     }
     s->i_ffn_down++;
   } else if (c == CAT_ATTN_OUTPUT) {
-    if (s->n_expert == 8 && (q4ks || q4km || iq4)) ty = NC_TYPE_Q5_K;
+    if (s->n_expert == 8) {
+      if (q2k || q3ks || q3km || q4ks || q4km || iq4) ty = NC_TYPE_Q5_K;
+    } else if (q2k) {
+      ty = NC_TYPE_Q3_K;
+    } else if (q3km) {
+      ty = NC_TYPE_Q4_K;
+    } else if (q3kl) {
+      ty = NC_TYPE_Q5_K;
+    }
   }
   return fallback(ty, t->ne[0]);
 }

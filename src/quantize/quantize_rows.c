@@ -116,12 +116,18 @@ static void q8_0_row(const float *x, block_q8_0 *y, int64_t nb) {
 
 /* ----------------------------------------------------------- K-quants */
 
+/* The error of one value: squared, or absolute (use_mad). */
+static float fit_err(float diff, bool use_mad) {
+  return use_mad ? fabsf(diff) : diff * diff;
+}
+
 /* ggml's make_qkx2_quants: levels 0..nmax with a scale and a min (returned
  * as -min in *neg_min) for n weighted values, searching nstep + 1 inverse
- * scales around nmax / (max - min) for the least weighted squared error. */
+ * scales around nmax / (max - min) for the least weighted error (squared,
+ * or absolute with use_mad). */
 static float fit_scale_min(int n, int nmax, const float *x, const float *w,
                            uint8_t *L, float *neg_min, uint8_t *Laux,
-                           float rmin, float rdelta, int nstep) {
+                           float rmin, float rdelta, int nstep, bool use_mad) {
   float mn = x[0], mx = x[0];
   float sum_w = w[0], sum_x = sum_w * x[0];
   for (int i = 1; i < n; i++) {
@@ -141,8 +147,7 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w,
   float best = 0;
   for (int i = 0; i < n; i++) {
     L[i] = (uint8_t)clampi(nearest_int(iscale * (x[i] - mn)), 0, nmax);
-    const float diff = scale * L[i] + mn - x[i];
-    best += w[i] * (diff * diff);
+    best += w[i] * fit_err(scale * L[i] + mn - x[i], use_mad);
   }
   for (int is = 0; is <= nstep; is++) {
     iscale = (rmin + rdelta * is + nmax) / (mx - mn);
@@ -164,8 +169,7 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w,
       }
       float err = 0;
       for (int i = 0; i < n; i++) {
-        const float diff = this_scale * Laux[i] + this_min - x[i];
-        err += w[i] * (diff * diff);
+        err += w[i] * fit_err(this_scale * Laux[i] + this_min - x[i], use_mad);
       }
       if (err < best) {
         memcpy(L, Laux, (size_t)n);
@@ -209,7 +213,7 @@ static void kquant_levels(const float *x, int nmax, float rmin, int nstep,
     for (int l = 0; l < 32; l++)
       w[l] = av_x + fabsf(xj[l]);
     sc[j] = fit_scale_min(32, nmax, xj, w, L + 32 * j, &mins[j], Laux, rmin,
-                          0.1f, nstep);
+                          0.1f, nstep, false);
     if (sc[j] > max_scale) max_scale = sc[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -259,6 +263,154 @@ static void q5_k_row(const float *x, block_q5_K *y, int64_t nb) {
         y[i].qh[l] |= (uint8_t)((a > 15) << (2 * c) | (b > 15) << (2 * c + 1));
         y[i].qs[32 * c + l] = (uint8_t)((a & 15) | (b & 15) << 4);
       }
+  }
+}
+
+/* Packs 2-bit levels of a 256-superblock as Q2_K and Q3_K hold them: byte
+ * l of each 32-byte half takes levels l, l + 32, l + 64, l + 96. */
+static void pack_2bit(const uint8_t L[QK_K], uint8_t qs[QK_K / 4]) {
+  for (int j = 0; j < QK_K; j += 128)
+    for (int l = 0; l < 32; l++)
+      qs[j / 4 + l] = (uint8_t)(L[j + l] | L[j + l + 32] << 2 |
+                                L[j + l + 64] << 4 | L[j + l + 96] << 6);
+}
+
+/* Q2_K: per 16 a scale and min fitted by absolute error (weights |x|),
+ * both quantized to 4 bits against their largest, then the levels
+ * requantized against the stored values. */
+static void q2_k_row(const float *x, block_q2_K *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK_K) {
+    uint8_t L[QK_K], Laux[16];
+    float w[16], sc[QK_K / 16], mins[QK_K / 16];
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < QK_K / 16; j++) {
+      for (int l = 0; l < 16; l++)
+        w[l] = fabsf(x[16 * j + l]);
+      sc[j] = fit_scale_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
+                            -0.5f, 0.1f, 15, true);
+      if (sc[j] > max_scale) max_scale = sc[j];
+      if (mins[j] > max_min) max_min = mins[j];
+    }
+    memset(y[i].scales, 0, sizeof y[i].scales);
+    y[i].d = nc_fp32_to_fp16(0.f);
+    y[i].dmin = nc_fp32_to_fp16(0.f);
+    if (max_scale > 0) {
+      const float iscale = 15.f / max_scale;
+      for (int j = 0; j < QK_K / 16; j++)
+        y[i].scales[j] = (uint8_t)nearest_int(iscale * sc[j]);
+      y[i].d = nc_fp32_to_fp16(max_scale / 15.f);
+    }
+    if (max_min > 0) {
+      const float iscale = 15.f / max_min;
+      for (int j = 0; j < QK_K / 16; j++)
+        y[i].scales[j] |= (uint8_t)(nearest_int(iscale * mins[j]) << 4);
+      y[i].dmin = nc_fp32_to_fp16(max_min / 15.f);
+    }
+    for (int j = 0; j < QK_K / 16; j++) {
+      const float d = nc_fp16_to_fp32(y[i].d) * (y[i].scales[j] & 0xF);
+      if (d == 0.0f) continue;
+      const float dm = nc_fp16_to_fp32(y[i].dmin) * (y[i].scales[j] >> 4);
+      for (int l = 0; l < 16; l++)
+        L[16 * j + l] =
+            (uint8_t)clampi(nearest_int((x[16 * j + l] + dm) / d), 0, 3);
+    }
+    pack_2bit(L, y[i].qs);
+  }
+}
+
+/* ggml's make_q3_quants with its refinement: signed levels -nmax..nmax-1
+ * for n values weighted x^2, starting from -nmax / max and moving one level
+ * at a time while the fit improves (at most 5 rounds); L gets level + nmax. */
+static float fit_scale_q3(int n, int nmax, const float *x, int8_t *L) {
+  float amax;
+  const float mx = signed_max(x, n, &amax);
+  if (amax < 1e-15f) {
+    memset(L, 0, (size_t)n);
+    return 0.f;
+  }
+  const float iscale = -nmax / mx;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; i++) {
+    const int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    L[i] = (int8_t)l;
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  for (int itry = 0; itry < 5; itry++) {
+    int changed = 0;
+    for (int i = 0; i < n; i++) {
+      const float w = x[i] * x[i];
+      float slx = sumlx - w * x[i] * L[i];
+      if (slx <= 0) continue;
+      float sl2 = suml2 - w * L[i] * L[i];
+      const int nl = clampi(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+      if (nl == L[i]) continue;
+      slx += w * x[i] * nl;
+      sl2 += w * nl * nl;
+      if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+        L[i] = (int8_t)nl;
+        sumlx = slx;
+        suml2 = sl2;
+        changed++;
+      }
+    }
+    if (!changed) break;
+  }
+  for (int i = 0; i < n; i++)
+    L[i] = (int8_t)(L[i] + nmax);
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* Q3_K's 6-bit scale j from its 12 packed bytes (offset by 32). */
+static int q3_k_scale(const uint8_t s[12], int j) {
+  const int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+  return (lo | ((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
+}
+
+/* Q3_K: per 16 a signed scale (fit_scale_q3), quantized to 6 bits against
+ * the largest, then 3-bit levels against the stored scales: the low two
+ * bits in qs, the high bit in hmask. */
+static void q3_k_row(const float *x, block_q3_K *y, int64_t nb) {
+  for (int64_t i = 0; i < nb; i++, x += QK_K) {
+    int8_t L[QK_K];
+    float sc[QK_K / 16], max_scale = 0, amax = 0;
+    for (int j = 0; j < QK_K / 16; j++) {
+      sc[j] = fit_scale_q3(16, 4, x + 16 * j, L + 16 * j);
+      if (fabsf(sc[j]) > amax) {
+        amax = fabsf(sc[j]);
+        max_scale = sc[j];
+      }
+    }
+    memset(y[i].scales, 0, sizeof y[i].scales);
+    y[i].d = nc_fp32_to_fp16(0.f);
+    if (max_scale != 0.0f) {
+      const float iscale = -32.f / max_scale;
+      for (int j = 0; j < QK_K / 16; j++) {
+        const int l = clampi((int8_t)nearest_int(iscale * sc[j]), -32, 31) + 32;
+        if (j < 8)
+          y[i].scales[j] = (uint8_t)(l & 0xF);
+        else
+          y[i].scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
+        y[i].scales[j % 4 + 8] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+      }
+      y[i].d = nc_fp32_to_fp16(1 / iscale);
+    }
+    for (int j = 0; j < QK_K / 16; j++) {
+      const float d = nc_fp16_to_fp32(y[i].d) * q3_k_scale(y[i].scales, j);
+      if (d == 0.0f) continue;
+      for (int l = 0; l < 16; l++)
+        L[16 * j + l] =
+            (int8_t)(clampi(nearest_int(x[16 * j + l] / d), -4, 3) + 4);
+    }
+    memset(y[i].hmask, 0, sizeof y[i].hmask);
+    uint8_t low[QK_K];
+    for (int j = 0; j < QK_K; j++) {
+      if (L[j] > 3)
+        y[i].hmask[j % (QK_K / 8)] |= (uint8_t)(1 << (j / (QK_K / 8)));
+      low[j] = (uint8_t)(L[j] > 3 ? L[j] - 4 : L[j]);
+    }
+    pack_2bit(low, y[i].qs);
   }
 }
 
@@ -501,6 +653,8 @@ bool nc_quantize_weights_supported(nc_type t) {
   case NC_TYPE_Q5_0:
   case NC_TYPE_Q5_1:
   case NC_TYPE_Q8_0:
+  case NC_TYPE_Q2_K:
+  case NC_TYPE_Q3_K:
   case NC_TYPE_Q4_K:
   case NC_TYPE_Q5_K:
   case NC_TYPE_Q6_K:
@@ -527,6 +681,8 @@ void nc_quantize_weights(nc_type t, const float *src, void *dst, int64_t nrows,
     case NC_TYPE_Q5_0: q5_0_row(x, y, nb); break;
     case NC_TYPE_Q5_1: q5_1_row(x, y, nb); break;
     case NC_TYPE_Q8_0: q8_0_row(x, y, nb); break;
+    case NC_TYPE_Q2_K: q2_k_row(x, y, nb); break;
+    case NC_TYPE_Q3_K: q3_k_row(x, y, nb); break;
     case NC_TYPE_Q4_K: q4_k_row(x, y, nb); break;
     case NC_TYPE_Q5_K: q5_k_row(x, y, nb); break;
     case NC_TYPE_Q6_K: q6_k_row(x, y, nb); break;

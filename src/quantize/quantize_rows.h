@@ -11,7 +11,7 @@
 #include "gguf/quant.h"
 
 /* Whether nc_quantize_weights can write type t: F32, F16, BF16, Q4_0, Q4_1,
- * Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4. */
+ * Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4. */
 bool nc_quantize_weights_supported(nc_type t);
 
 /* Quantizes nrows rows of n_per_row values (a multiple of t's block size)

@@ -94,6 +94,60 @@ def test_moe_f16_same_as_llama_cpp(tmp_path, ftype):
     check_same_file(tmp_path, str(f16), ftype)
 
 
+def llama_shaped_f16(tmp_path, kv_heads, layers):
+    f16 = tmp_path / f"llama_f16_kv{kv_heads}.gguf"
+    subprocess.run([sys.executable, str(ROOT / "bench/make_llama_shaped.py"),
+                    str(f16), "--layers", str(layers), "--embd", "256",
+                    "--ff", "512", "--heads", "4", "--kv-heads",
+                    str(kv_heads)],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    return str(f16)
+
+
+# the 2- and 3-bit K-quant mixes on rows that are whole 256-blocks (the
+# default model's 576 and Gemma's 640 fall back to Q4_0): 16 layers reach
+# every rule of the layer counts (n/16, n/8, attn_v's first two)
+@pytest.mark.parametrize("ftype, kv_heads, layers", [
+    ("Q3_K_M", 2, 16),
+    ("Q2_K", 1, 4),
+    pytest.param("Q2_K", 2, 16, marks=pytest.mark.slow),
+    pytest.param("Q3_K_S", 2, 16, marks=pytest.mark.slow),
+    pytest.param("Q3_K_L", 2, 16, marks=pytest.mark.slow),
+    pytest.param("Q3_K_M", 1, 4, marks=pytest.mark.slow),
+])
+def test_low_bit_k_mixes_same_as_llama_cpp(tmp_path, ftype, kv_heads,
+                                           layers):
+    check_same_file(tmp_path, llama_shaped_f16(tmp_path, kv_heads, layers),
+                    ftype)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ftype", ["Q2_K", "Q3_K_S", "Q3_K_L"])
+def test_low_bit_k_mixes_with_8_experts(tmp_path, ftype):
+    f16 = tmp_path / "moe8_f16.gguf"
+    subprocess.run([sys.executable, str(ROOT / "bench/make_moe_shaped.py"),
+                    str(f16), "--type", "f16", "--layers", "2", "--embd",
+                    "256", "--heads", "2", "--head-dim", "128", "--kv-heads",
+                    "1", "--experts", "8", "--used", "2", "--ff-exp", "256"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    check_same_file(tmp_path, str(f16), ftype)
+
+
+def test_q3_k_m_runs_in_nucleus_and_llama_cpp(tmp_path):
+    """A Q3_K_M file (Q3_K, Q4_K, Q5_K and Q6_K matrices) generates the same
+    greedy continuation in both engines."""
+    out = check_same_file(tmp_path, llama_shaped_f16(tmp_path, 2, 4),
+                          "Q3_K_M")
+    prompt = "The capital of France is"
+    r = subprocess.run([NUCLEUS_BIN, "run", "-m", str(out), "-n", "8",
+                        "--temp", "0", "--ignore-eos", "-p", prompt],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    llm = llama_cpp.Llama(model_path=str(out), n_ctx=128, verbose=False)
+    text = llm(prompt, max_tokens=8, temperature=0.0)["choices"][0]["text"]
+    assert text and text in r.stdout
+
+
 def test_output_runs_in_nucleus_and_llama_cpp(tmp_path):
     """The file generates in both: the same greedy continuation."""
     out = check_same_file(tmp_path, DEFAULT_MODEL, "Q4_K_M")
@@ -109,10 +163,11 @@ def test_output_runs_in_nucleus_and_llama_cpp(tmp_path):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["IN", "OUT", "Q3_K_M"], "unknown quantization type 'Q3_K_M' (allowed: "
-                              "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K_S, Q4_K_M "
-                              "(Q4_K), Q5_K_S, Q5_K_M (Q5_K), Q6_K, IQ4_NL, "
-                              "IQ4_XS, MXFP4_MOE)"),
+    (["IN", "OUT", "Q7_K"], "unknown quantization type 'Q7_K' (allowed: "
+                            "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, "
+                            "Q3_K_M (Q3_K), Q3_K_L, Q4_K_S, Q4_K_M (Q4_K), "
+                            "Q5_K_S, Q5_K_M (Q5_K), Q6_K, IQ4_NL, IQ4_XS, "
+                            "MXFP4_MOE)"),
     (["-t", "0", "IN", "OUT", "Q4_0"], "-t needs a number in [1, 256]"),
     (["IN", "OUT"], "usage: nucleus quantize"),
     (["/nonexistent.gguf", "OUT", "Q4_0"], "/nonexistent.gguf"),
