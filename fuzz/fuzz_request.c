@@ -117,6 +117,12 @@ const char *nucleus_model_tool_format(const nucleus_model *model) {
   return "generic";
 }
 
+/* ... and no thinking markers. */
+const char *nucleus_model_reasoning_format(const nucleus_model *model) {
+  (void)model;
+  return "none";
+}
+
 nucleus_chat_params nucleus_chat_default_params(void) {
   nucleus_chat_params p = {.add_generation_prompt = true};
   return p;

@@ -422,8 +422,8 @@ typedef struct nucleus_tool_call {
 typedef struct nucleus_tool_reply {
   char *content; /* NUL-terminated */
   size_t content_len;
-  /* the reasoning, where the format has a channel for it ("harmony": the
-   * analysis channel), NUL-terminated; NULL when there is none */
+  /* the reasoning: the thinking block (nucleus_model_reasoning_format;
+   * harmony's analysis channel), NUL-terminated; NULL when there is none */
   char *reasoning;
   size_t reasoning_len;
   nucleus_tool_call *calls;
@@ -439,6 +439,56 @@ NUCLEUS_API nucleus_status nucleus_tool_reply_scan(const nucleus_model *model,
                                                    nucleus_tool_reply *out,
                                                    nucleus_error *err);
 NUCLEUS_API void nucleus_tool_reply_clear(nucleus_tool_reply *r);
+
+/* ------------------------------------------------------------- reasoning */
+
+/* The thinking markers of the model's chat template family (or of the
+ * override): "think" (<think>…</think>: Qwen3/3.5, DeepSeek-R1 distills,
+ * SmolLM3), "harmony" (gpt-oss's analysis channel), "gemma4"
+ * (<|channel>thought … <channel|>), or "none". */
+NUCLEUS_API const char *
+nucleus_model_reasoning_format(const nucleus_model *model);
+
+/* The family's markers (static strings; all NULL for "none"): open begins
+ * the thinking block, close ends it, force_close is what ends it when the
+ * thinking budget is spent (nucleus_request_params.reasoning), the close
+ * marker and, for harmony, the final channel's header after it. */
+typedef struct nucleus_reasoning_markers {
+  const char *open, *close, *force_close;
+} nucleus_reasoning_markers;
+NUCLEUS_API nucleus_reasoning_markers
+nucleus_model_reasoning_markers(const nucleus_model *model);
+
+/* Whether a chat prompt's text (prompt[0, len)) leaves the reply inside
+ * the thinking block: the template's generation prompt ends in the open
+ * marker ("<think>\n"). */
+NUCLEUS_API bool nucleus_reasoning_prompt_opens(const nucleus_model *model,
+                                                const char *prompt, size_t len);
+
+/* How a chat reply is read (nucleus_reply_scan). */
+typedef struct nucleus_reply_format {
+  bool calls;        /* read tool calls in the model's syntax */
+  bool reasoning;    /* split the thinking into nucleus_tool_reply.reasoning
+                        (false: it stays in the content as the model wrote
+                        it: --reasoning-format none) */
+  bool in_reasoning; /* the prompt opened the thinking block
+                        (nucleus_reasoning_prompt_opens) */
+} nucleus_reply_format;
+
+/* calls and reasoning true, in_reasoning false (what
+ * nucleus_tool_reply_scan reads with). */
+NUCLEUS_API nucleus_reply_format nucleus_reply_default_format(void);
+
+/* Scans reply[0, len) as format says: the reasoning (the thinking block,
+ * trimmed, without its markers), the content and the calls of the answer
+ * after it. Decided from the start: a streaming caller scans the growing
+ * reply and sends what grew; decided bytes (a partial marker is held back)
+ * never change, and the final scan equals the streamed ones joined. A
+ * block the reply never closes is all reasoning. */
+NUCLEUS_API nucleus_status nucleus_reply_scan(
+    const nucleus_model *model, const nucleus_reply_format *format,
+    const char *reply, size_t len, bool final, nucleus_tool_reply *out,
+    nucleus_error *err);
 
 /* ------------------------------------------------------ teacher forcing */
 

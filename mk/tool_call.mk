@@ -1,6 +1,7 @@
-# Tool calls: each model family's call syntax parsed out of replies
-# (src/chat/tool_call_*.c).
-UNIT_TESTS += test_tool_call test_tool_call_harmony
+# Tool calls and reasoning: each model family's call syntax and thinking
+# block parsed out of replies
+# (src/chat/tool_call_*.c, reasoning.c, reply_scan.c).
+UNIT_TESTS += test_tool_call test_tool_call_harmony test_reasoning
 
 # libFuzzer target: make fuzz-tool-call (clang-14), then
 #   build/fuzz/fuzz_tool_call -max_total_time=300 fuzz/corpus-run/tool_call \

@@ -6,6 +6,7 @@
 
 #include "chat/chat_template.h"
 #include "chat/chat_template_builtin.h"
+#include "chat/reasoning.h"
 #include "chat/tool_call.h"
 #include "gguf/gguf.h"
 #include "model/arch.h"
@@ -77,6 +78,28 @@ static nc_tool_format model_tool_format(const nucleus_model *model) {
 
 const char *nucleus_model_tool_format(const nucleus_model *model) {
   return nc_tool_format_name(model_tool_format(model));
+}
+
+static nc_reasoning_format model_reasoning_format(const nucleus_model *model) {
+  size_t len;
+  const char *src = model ? template_text(model, &len, NULL) : NULL;
+  return nc_reasoning_format_of_template(src, src ? len : 0);
+}
+
+const char *nucleus_model_reasoning_format(const nucleus_model *model) {
+  return nc_reasoning_format_name(model_reasoning_format(model));
+}
+
+nucleus_reasoning_markers
+nucleus_model_reasoning_markers(const nucleus_model *model) {
+  nc_reasoning_markers m =
+      nc_reasoning_markers_of(model_reasoning_format(model));
+  return (nucleus_reasoning_markers){m.open, m.close, m.force_close};
+}
+
+bool nucleus_reasoning_prompt_opens(const nucleus_model *model,
+                                    const char *prompt, size_t len) {
+  return nc_reasoning_prompt_opens(model_reasoning_format(model), prompt, len);
 }
 
 /* tools_json names at least one tool. */

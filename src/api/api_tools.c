@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/reasoning.h"
 #include "chat/tool_call.h"
 #include "nucleus.h"
 
@@ -14,18 +15,43 @@ static nc_tool_format format_of(const nucleus_model *model) {
   return NC_TOOL_FORMAT_GENERIC;
 }
 
+static nc_reasoning_format reasoning_of(const nucleus_model *model) {
+  const char *name = nucleus_model_reasoning_format(model);
+  for (int f = 0; f < NC_REASONING_FORMAT_COUNT; f++)
+    if (!strcmp(nc_reasoning_format_name((nc_reasoning_format)f), name))
+      return (nc_reasoning_format)f;
+  return NC_REASONING_NONE;
+}
+
+nucleus_reply_format nucleus_reply_default_format(void) {
+  return (nucleus_reply_format){.calls = true, .reasoning = true};
+}
+
 nucleus_status nucleus_tool_reply_scan(const nucleus_model *model,
                                        const char *reply, size_t len,
                                        bool final, nucleus_tool_reply *out,
                                        nucleus_error *err) {
+  const nucleus_reply_format f = nucleus_reply_default_format();
+  return nucleus_reply_scan(model, &f, reply, len, final, out, err);
+}
+
+nucleus_status nucleus_reply_scan(const nucleus_model *model,
+                                  const nucleus_reply_format *format,
+                                  const char *reply, size_t len, bool final,
+                                  nucleus_tool_reply *out, nucleus_error *err) {
   if (!out) return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "no output");
   memset(out, 0, sizeof *out);
-  if (!model || (!reply && len))
+  if (!model || !format || (!reply && len))
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "nucleus_tool_reply_scan needs a model and a reply");
+                   "nucleus_reply_scan needs a model, a format and a reply");
+  const nc_reply_format f = {
+      .tools = format_of(model),
+      .calls = format->calls,
+      .reasoning = format->reasoning ? reasoning_of(model) : NC_REASONING_NONE,
+      .inside = format->in_reasoning,
+  };
   nc_tool_scan_result r = {0};
-  nc_code rc =
-      nc_tool_scan(format_of(model), reply ? reply : "", len, final, &r, err);
+  nc_code rc = nc_reply_scan(&f, reply ? reply : "", len, final, &r, err);
   if (rc != NC_OK) return rc;
   nucleus_tool_call *calls =
       r.n_calls ? calloc(r.n_calls, sizeof *calls) : NULL;

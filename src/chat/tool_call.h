@@ -87,9 +87,11 @@ typedef struct nc_tool_scan_result {
 nc_code nc_tool_scan(nc_tool_format f, const char *reply, size_t len,
                      bool final, nc_tool_scan_result *out, nc_error *err);
 void nc_tool_scan_result_clear(nc_tool_scan_result *r);
-/* nc_tool_scan's HARMONY scanner (tool_call_harmony.c). */
+/* nc_tool_scan's HARMONY scanner (tool_call_harmony.c); reasoning_inline:
+ * the analysis bodies go to the content too (nothing to the reasoning). */
 nc_code nc_harmony_scan(const char *reply, size_t len, bool final,
-                        nc_tool_scan_result *out, nc_error *err);
+                        bool reasoning_inline, nc_tool_scan_result *out,
+                        nc_error *err);
 
 /* Gemma 4's arguments s[0, n) (an object in its syntax, the whole text)
  * as compact JSON (malloc'd); NULL when they are not one. */

@@ -156,7 +156,8 @@ static bool header_may_start(const scan *sc, size_t i) {
 }
 
 nc_code nc_harmony_scan(const char *reply, size_t len, bool final,
-                        nc_tool_scan_result *out, nc_error *err) {
+                        bool reasoning_inline, nc_tool_scan_result *out,
+                        nc_error *err) {
   nc_tool_scan_result_clear(out);
   scan sc = {.s = reply, .len = len, .final = final, .out = out};
   nc_tool_scan_result *r = out;
@@ -195,7 +196,8 @@ nc_code nc_harmony_scan(const char *reply, size_t len, bool final,
     const size_t b1 = body_end(reply, len, b0, &tlen);
     const bool is_call =
         to && ton > strlen("functions.") && starts(to, ton, "functions.");
-    const bool analysis = ch && chn == 8 && !memcmp(ch, "analysis", 8);
+    const bool analysis =
+        !reasoning_inline && ch && chn == 8 && !memcmp(ch, "analysis", 8);
     char **dst = analysis ? &r->reasoning : &r->content;
     size_t *dlen = analysis ? &r->reasoning_len : &r->content_len;
     if (b1 == len && !final) { /* the body goes on */

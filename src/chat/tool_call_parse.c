@@ -444,7 +444,7 @@ static size_t next_opener(const scan *sc, nc_tool_format f, size_t from,
 nc_code nc_tool_scan(nc_tool_format f, const char *reply, size_t len,
                      bool final, nc_tool_scan_result *out, nc_error *err) {
   if (f == NC_TOOL_FORMAT_HARMONY)
-    return nc_harmony_scan(reply, len, final, out, err);
+    return nc_harmony_scan(reply, len, final, false, out, err);
   nc_tool_scan_result_clear(out);
   scan sc = {.s = reply, .len = len, .final = final, .out = out};
   size_t pos = 0;

@@ -50,6 +50,12 @@ void server_config_usage(FILE *out) {
           "messages\n"
           "                          as control tokens (lets users forge "
           "turns)\n"
+          "  --reasoning-format F    auto (default): a thinking model's "
+          "reasoning goes to\n"
+          "                          reasoning_content; none: it stays in "
+          "the content\n"
+          "                          (a request's 'reasoning_format' "
+          "overrides it)\n"
           "  --metrics-names SET     nucleus (default) or llm-d: /metrics also "
           "carries\n"
           "                          vLLM's gauge names "
@@ -147,6 +153,14 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "--parse-special-in-content")) {
       cfg->parse_special_in_content = true;
       takes_value = false;
+    } else if (!strcmp(a, "--reasoning-format")) {
+      if (!v || (strcmp(v, "none") && strcmp(v, "auto"))) {
+        snprintf(msg, cap, "--reasoning-format: '%s' is not none or auto",
+                 v ? v : "");
+        rc = -1;
+      } else {
+        cfg->reasoning_inline = !strcmp(v, "none");
+      }
     } else if (!strcmp(a, "--metrics-names")) {
       if (metrics_names_parse(v, &cfg->metrics_names)) {
         snprintf(msg, cap, "--metrics-names: '%s' is not nucleus or llm-d",

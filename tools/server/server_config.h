@@ -44,6 +44,9 @@ typedef struct server_config {
    * unless it asks otherwise ("speculative", "prediction"). */
   nucleus_spec_params spec;
   const char *draft_model_path; /* --model-draft: the draft model's file */
+  /* --reasoning-format: false (auto): a thinking model's reasoning goes to
+   * reasoning_content; true (none): it stays in the content */
+  bool reasoning_inline;
   bool help;
   bool print_request_fields; /* --request-fields: print the table, exit */
 } server_config;

@@ -34,8 +34,9 @@ int completion_out_init(completion_out *out, server_ctx *srv,
   out->created = (int64_t)time(NULL);
   out->model = req->model[0] ? req->model : srv->model_id;
   out->prompt_tokens = prompt_tokens;
-  /* harmony replies are always read: their channels hold the reasoning */
-  out->tools = req->chat && (req->tools.choice != TOOL_CHOICE_NONE ||
+  /* replies are read for calls, for their thinking, and harmony's always:
+   * their channels hold the content */
+  out->tools = req->chat && (req->reply.calls || req->reply.reasoning ||
                              harmony_model(srv->model));
   unsigned char rnd[12] = {0};
   if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
@@ -381,7 +382,7 @@ json_t *completion_out_response(const completion_out *out) {
     size_t n_calls = 0;
     if (out->tools) {
       json_object_set_new(ch, "message",
-                          tool_reply_message(out->srv->model,
+                          tool_reply_message(out->srv->model, &out->req->reply,
                                              c->text ? c->text : "", c->len,
                                              reply_end(c), &n_calls));
     } else {
@@ -467,8 +468,8 @@ json_t *completion_chunk_token(const completion_out *out,
   json_t *delta = NULL;
   if (out->tools) {
     choice_state *c = &out->choices[ev->index];
-    delta = tool_reply_delta(out->srv->model, &c->tools, c->text ? c->text : "",
-                             c->len, TOOL_REPLY_GOING);
+    delta = tool_reply_delta(out->srv->model, &out->req->reply, &c->tools,
+                             c->text ? c->text : "", c->len, TOOL_REPLY_GOING);
     if (!delta && !lp && !ev->inspect) return NULL;
   } else if (out->req->chat) {
     delta = json_pack("{s:o}", "content", json_text(ev->text, ev->text_len));
@@ -485,8 +486,8 @@ json_t *completion_chunk_text(const completion_out *out,
   if (out->tools) { /* the end decides all: held text, unclosed calls */
     choice_state *c = &out->choices[ev->index];
     json_t *delta =
-        tool_reply_delta(out->srv->model, &c->tools, c->text ? c->text : "",
-                         c->len, reply_end(c));
+        tool_reply_delta(out->srv->model, &out->req->reply, &c->tools,
+                         c->text ? c->text : "", c->len, reply_end(c));
     return delta || ev->inspect
                ? with_inspect(out,
                               chunk(out, ev->index, delta, NULL, 0, NULL,

@@ -10,6 +10,7 @@
 #include "http/http_reply.h"
 #include "job.h"
 #include "prompt.h"
+#include "reasoning_request.h"
 #include "request_fields.h"
 #include "routes.h"
 #include "tool_grammar.h"
@@ -98,11 +99,16 @@ int job_prepare_json(server_ctx *srv, const json_t *root, bool chat, job *j,
   if (!rc)
     rc =
         gen_request_parse(root, chat, srv->n_vocab, &srv->defaults, &j->req, e);
-  if (!rc)
-    rc = chat
-             ? prompt_chat(srv, root, &j->req.chat_opts, NULL, NULL, &j->prompt,
-                           &j->n_prompt, e)
-             : prompt_completion_tokens(srv, root, &j->prompt, &j->n_prompt, e);
+  if (!rc && chat) {
+    char *text = NULL;
+    size_t text_len = 0;
+    rc = prompt_chat(srv, root, &j->req.chat_opts, &text, &text_len,
+                     &j->prompt, &j->n_prompt, e);
+    if (!rc) rc = reasoning_request_prepare(srv, &j->req, text, text_len, e);
+    nucleus_free(text);
+  } else if (!rc) {
+    rc = prompt_completion_tokens(srv, root, &j->prompt, &j->n_prompt, e);
+  }
   if (!rc && (j->req.tools.choice == TOOL_CHOICE_REQUIRED ||
               j->req.tools.choice == TOOL_CHOICE_NAMED)) {
     if (j->req.grammar)

@@ -59,9 +59,10 @@ static json_t *content_text(const json_t *content, size_t idx, api_error *e) {
 }
 
 /* Checks the messages and returns a normalized copy ([{role, content}];
- * for a harmony template, as harmony_message makes them; with reasoning,
- * an assistant's reasoning_content kept for the template: Gemma 4's
- * renders a call's reasoning in its thought channel). */
+ * for a harmony template, as harmony_message makes them; with reasoning
+ * (a thinking model's template), an assistant's reasoning_content kept
+ * for the template, which renders or drops it as its family does: Qwen3
+ * keeps only the turns after the last user message's, Gemma 4 a call's). */
 static json_t *normalize_messages(const json_t *msgs, bool harmony,
                                   bool reasoning, api_error *e) {
   if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
@@ -113,7 +114,7 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
   if (json_is_array(raw) && tool_messages_check(raw, e)) return -1;
   json_t *msgs = normalize_messages(
       raw, harmony_model(srv->model),
-      !strcmp(nucleus_model_tool_format(srv->model), "gemma4"), e);
+      strcmp(nucleus_model_reasoning_format(srv->model), "none") != 0, e);
   if (!msgs) return e->status ? -1 : api_fail(e, 500, NULL, "out of memory");
   char *msgs_json = json_dumps(msgs, JSON_COMPACT);
   json_decref(msgs);

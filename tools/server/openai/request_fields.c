@@ -87,6 +87,9 @@ static const request_field FIELDS[] = {
     {"continue_final_message", CHAT, FIELD_READ, "the last message stays open"},
     {"chat_template_kwargs", CHAT, FIELD_READ,
      "extra template variables (not the template's own)"},
+    {"reasoning_format", CHAT, FIELD_READ,
+     "none (the thinking stays in `content`) or auto (it goes to "
+     "`reasoning_content`)"},
     {"reasoning_effort", CHAT, FIELD_READ,
      "low, medium or high: the harmony (gpt-oss) template's; refused for "
      "other templates"},

@@ -348,11 +348,31 @@ int chat_opts_parse(const json_t *root, chat_opts *o, api_error *e) {
   return 0;
 }
 
+bool reasoning_split_from_name(const char *s, reasoning_split *out) {
+  if (s && !strcmp(s, "none")) {
+    *out = REASONING_SPLIT_NONE;
+    return true;
+  }
+  if (s && !strcmp(s, "auto")) {
+    *out = REASONING_SPLIT_AUTO;
+    return true;
+  }
+  return false;
+}
+
 /* Chat only (request_fields.h refuses them elsewhere): how the template
- * ends the prompt. */
+ * ends the prompt, how the reply's thinking is returned. */
 static int parse_template_flags(const json_t *root, gen_request *r,
                                 api_error *e) {
-  return r->chat ? chat_opts_parse(root, &r->chat_opts, e) : 0;
+  if (!r->chat) return 0;
+  const json_t *rf = field(root, "reasoning_format");
+  if (rf &&
+      !reasoning_split_from_name(json_string_value(rf), &r->reasoning_format))
+    return api_fail(e, 400, "reasoning_format",
+                    "'reasoning_format' must be \"none\" (the thinking stays "
+                    "in the content) or \"auto\" (it goes to "
+                    "reasoning_content)");
+  return chat_opts_parse(root, &r->chat_opts, e);
 }
 
 /* Structured output (structured.h); tools are tool_request.h's. */

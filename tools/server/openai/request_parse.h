@@ -21,17 +21,34 @@ typedef struct chat_opts {
  * chat_template_kwargs: 0, or -1 with *e. */
 int chat_opts_parse(const json_t *root, chat_opts *o, api_error *e);
 
+/* --reasoning-format / "reasoning_format": the thinking block split into
+ * reasoning_content (auto), or left in the content as written (none). */
+typedef enum reasoning_split {
+  REASONING_SPLIT_DEFAULT, /* not given */
+  REASONING_SPLIT_NONE,
+  REASONING_SPLIT_AUTO,
+} reasoning_split;
+
+/* "none" / "auto" -> *out; false for any other name. */
+bool reasoning_split_from_name(const char *s, reasoning_split *out);
+
 typedef struct gen_request {
   bool chat;
   bool stream;
   bool include_usage;
-  bool echo;                     /* completions: the prompt before the text */
-  bool logprobs;                 /* report the chosen token's logprob */
-  int32_t top_logprobs;          /* alternatives per token */
-  bool max_tokens_given;         /* else: until the context is full */
-  bool beam;                     /* use_beam_search */
-  chat_opts chat_opts;           /* chat: how the template ends */
-  tool_opts tools;               /* chat: tools, tool_choice */
+  bool echo;             /* completions: the prompt before the text */
+  bool logprobs;         /* report the chosen token's logprob */
+  int32_t top_logprobs;  /* alternatives per token */
+  bool max_tokens_given; /* else: until the context is full */
+  bool beam;             /* use_beam_search */
+  chat_opts chat_opts;   /* chat: how the template ends */
+  tool_opts tools;       /* chat: tools, tool_choice */
+  /* chat: "reasoning_format": REASONING_SPLIT_DEFAULT when absent (the
+   * server's --reasoning-format decides) */
+  reasoning_split reasoning_format;
+  /* chat: how the reply is read (completions.c fills it once the prompt is
+   * known): its calls, its thinking split out, the prompt opened it */
+  nucleus_reply_format reply;
   char model[256];               /* echoed back in responses */
   nucleus_request_params params; /* points into the storage below */
   char *stop_copies[NUCLEUS_MAX_STOP_STRINGS];

@@ -40,18 +40,20 @@ static json_t *call_json(const nucleus_tool_call *c, long index) {
 
 /* A cut reply is scanned as unfinished: what it leaves undecided (a call
  * without its end, a partial opener) is what the cut broke. */
-static nucleus_status scan(const nucleus_model *model, const char *reply,
+static nucleus_status scan(const nucleus_model *model,
+                           const nucleus_reply_format *fmt, const char *reply,
                            size_t len, tool_reply_end end,
                            nucleus_tool_reply *r, nucleus_error *err) {
-  return nucleus_tool_reply_scan(model, reply, len, end == TOOL_REPLY_WHOLE, r,
-                                 err);
+  return nucleus_reply_scan(model, fmt, reply, len, end == TOOL_REPLY_WHOLE, r,
+                            err);
 }
 
-json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
+json_t *tool_reply_delta(const nucleus_model *model,
+                         const nucleus_reply_format *fmt, tool_reply *t,
                          const char *reply, size_t len, tool_reply_end end) {
   nucleus_tool_reply r;
   nucleus_error err;
-  if (scan(model, reply, len, end, &r, &err) != NUCLEUS_OK) return NULL;
+  if (scan(model, fmt, reply, len, end, &r, &err) != NUCLEUS_OK) return NULL;
   bool final = end == TOOL_REPLY_WHOLE;
   json_t *delta = NULL;
   if (r.reasoning_len > t->reasoning_sent) {
@@ -85,12 +87,13 @@ json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
   return delta;
 }
 
-json_t *tool_reply_message(const nucleus_model *model, const char *reply,
+json_t *tool_reply_message(const nucleus_model *model,
+                           const nucleus_reply_format *fmt, const char *reply,
                            size_t len, tool_reply_end end, size_t *n_calls) {
   nucleus_tool_reply r;
   nucleus_error err;
   *n_calls = 0;
-  if (scan(model, reply, len, end, &r, &err) != NUCLEUS_OK)
+  if (scan(model, fmt, reply, len, end, &r, &err) != NUCLEUS_OK)
     return json_pack("{s:s,s:o}", "role", "assistant", "content",
                      json_text(reply, len));
   json_t *m = json_object();

@@ -1,8 +1,13 @@
-/* nucleus serve: a chat reply read for tool calls in the model's family
- * syntax (nucleus_tool_reply_scan): the message of a whole reply, or the
- * deltas of a streamed one (content as it is decided, each call once it is
- * complete: index, id, name and its arguments), never an opener leaked as
- * content. */
+/* nucleus serve: a chat reply read as a nucleus_reply_format says
+ * (nucleus_reply_scan): split into its reasoning (the thinking block) and
+ * its answer (content, and tool calls in the model's family syntax). The
+ * message of a whole reply, or the deltas of a streamed one: reasoning and
+ * content as they are decided, each call once it is complete (index, id,
+ * name and its arguments), never a marker or an opener leaked, never a
+ * delta revised; the deltas joined equal the whole reply's message.
+ *
+ * This is the shared reading of replies: the Messages and Responses APIs
+ * turn the same deltas into thinking blocks / reasoning items. */
 #ifndef NUCLEUS_SERVER_TOOL_REPLY_H
 #define NUCLEUS_SERVER_TOOL_REPLY_H
 
@@ -29,15 +34,16 @@ typedef enum tool_reply_end {
 
 /* The delta of the text so far (reply[0, len)): {"reasoning_content": ...,
  * "content": ..., "tool_calls": [...]} with what became decided since the
- * last call, or NULL when nothing did (reasoning: the formats with a
- * channel for it, harmony). */
-json_t *tool_reply_delta(const nucleus_model *model, tool_reply *t,
+ * last call, or NULL when nothing did. */
+json_t *tool_reply_delta(const nucleus_model *model,
+                         const nucleus_reply_format *fmt, tool_reply *t,
                          const char *reply, size_t len, tool_reply_end end);
 
 /* The assistant message of an ended reply (end: WHOLE or CUT): content
  * (null when empty and there are calls), reasoning_content (when the
  * reply has reasoning) and tool_calls. *n_calls: how many. */
-json_t *tool_reply_message(const nucleus_model *model, const char *reply,
+json_t *tool_reply_message(const nucleus_model *model,
+                           const nucleus_reply_format *fmt, const char *reply,
                            size_t len, tool_reply_end end, size_t *n_calls);
 
 #endif
