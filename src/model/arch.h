@@ -46,13 +46,22 @@ typedef struct nc_arch {
    * check_hparams the rest) */
   bool layer_arrays;
   int rope_type;
+  /* Its attention sees the whole sequence (an encoder: bert,
+   * gemma-embedding), not only the positions up to a row's own; a file's
+   * {arch}.attention.causal overrides it (nc_hparams.non_causal). */
+  bool non_causal;
+  /* It has no LM head (an encoder): nc_context_forward refuses it, only
+   * embedding mode (nc_context_embed) runs it. */
+  bool embedding_only;
   /* Checks and completes hp after the generic keys were read. */
   nc_code (*check_hparams)(const gguf_file *f, nc_hparams *hp, nc_error *err);
   /* Fills w (allocating w->layers) from the file, checking every shape. */
   nc_code (*load_weights)(const gguf_file *f, const nc_hparams *hp,
                           const nc_kernels *kern, nc_model_weights *w,
                           nc_error *err);
-  /* Runs one batch (already validated by the context). */
+  /* Runs one batch (already validated by the context). Its head is
+   * nc_fwd_head (forward.h): the logits of the rows with want_logits, or in
+   * embedding mode their final normed hidden states. */
   nc_code (*forward)(nc_fwd *ctx, const nc_batch *b, float *logits,
                      nc_error *err);
 } nc_arch;
@@ -88,6 +97,12 @@ nc_code nc_weight_load(const gguf_file *f, const char *name, int64_t ne0,
 nc_code nc_weight_load3(const gguf_file *f, const char *name, int64_t ne0,
                         int64_t ne1, int64_t ne2, bool required,
                         const nc_kernels *kern, nc_weight *out, nc_error *err);
+/* As nc_weight_load for a matrix that may have a single row (a rank head
+ * of one output): of any type with a dot kernel, not only F32. */
+nc_code nc_weight_load_matrix(const gguf_file *f, const char *name, int64_t ne0,
+                              int64_t ne1, bool required,
+                              const nc_kernels *kern, nc_weight *out,
+                              nc_error *err);
 /* Reads the metadata integer {arch}.suffix (which may be a per-layer array
  * of equal values) into *out, refusing values outside [lo, hi] with a
  * message naming the key; *found (may be NULL) says whether it was there. */

@@ -117,7 +117,9 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   c->buf_mem = malloc((T * per_row + 2 * T_ff * w_ff) * sizeof(float));
   /* Any activation format takes at most 4 bytes per element plus a block
    * header, which one extra element per 8 covers. */
-  const size_t kmax = (size_t)max3(hp->n_embd, (int32_t)w_ff,
+  /* (dense_2's rows: the input of dense_3, the embedder's last head) */
+  const int32_t w_dense = (int32_t)nc_model_weights_of(m)->dense_2.ne1;
+  const size_t kmax = (size_t)max3(max2(hp->n_embd, w_dense), (int32_t)w_ff,
                                    max3((int32_t)w_att, hp->ssm_d_inner, 1));
   c->fwd.qact_bytes = T_ff * (kmax * 4 + kmax / 2 + 64);
   c->fwd.qact = malloc(c->fwd.qact_bytes);
@@ -260,6 +262,13 @@ static nc_code validate(nc_context *ctx, const nc_batch *b, nc_error *err) {
     if (!ctx->touched[s]) {
       ctx->touched[s] = 1;
       ctx->next_pos[s] = nc_kv_seq_len(ctx->fwd.kv, s);
+      /* a non-causal row sees its sequence whole: all of it in one batch */
+      if (ctx->fwd.hp->non_causal && ctx->next_pos[s] != 0)
+        return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                       "forward: row %d: sequence %d already holds %d "
+                       "positions; a model with non-causal attention takes a "
+                       "sequence whole, in one batch",
+                       (int)t, (int)s, (int)ctx->next_pos[s]);
     }
     if (pos != ctx->next_pos[s])
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
@@ -280,20 +289,43 @@ static nc_code validate(nc_context *ctx, const nc_batch *b, nc_error *err) {
   return NC_OK;
 }
 
-nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
-                           float *logits, nc_error *err) {
+static nc_code run(nc_context *ctx, const nc_batch *batch, float *out,
+                   bool embed, nc_error *err) {
+  const nc_arch *arch = nc_model_arch(ctx->fwd.m);
+  if (!embed && arch->embedding_only)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "forward: a %s model has no LM head (an embedding model): "
+                   "it gives embeddings, not logits",
+                   arch->name);
   nc_code rc = validate(ctx, batch, err);
   if (rc) return rc;
-  if (!logits && nc_batch_n_logits(batch) > 0)
+  if (!out && nc_batch_n_logits(batch) > 0)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "forward: rows want logits but the output is NULL");
+                   "forward: rows want output but the output is NULL");
   nc_fwd_rows_begin(&ctx->fwd, batch);
-  rc = nc_model_arch(ctx->fwd.m)->forward(&ctx->fwd, batch, logits, err);
+  ctx->fwd.embed_out = embed;
+  ctx->fwd.seq_end = ctx->next_pos;
+  rc = arch->forward(&ctx->fwd, batch, out, err);
+  ctx->fwd.embed_out = false;
   if (rc) return rc;
   const int32_t max_seqs = nc_kv_max_seqs(ctx->fwd.kv);
   for (int32_t s = 0; s < max_seqs; s++)
     if (ctx->touched[s]) nc_kv_seq_set_len(ctx->fwd.kv, s, ctx->next_pos[s]);
   return NC_OK;
+}
+
+nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
+                           float *logits, nc_error *err) {
+  return run(ctx, batch, logits, false, err);
+}
+
+nc_code nc_context_embed(nc_context *ctx, const nc_batch *batch, float *hidden,
+                         nc_error *err) {
+  return run(ctx, batch, hidden, true, err);
+}
+
+nc_fwd *nc_context_fwd(nc_context *ctx) {
+  return &ctx->fwd;
 }
 
 /* ---- reference mode */

@@ -37,6 +37,17 @@ nc_threadpool *nc_context_threadpool(nc_context *ctx);
 nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
                            float *logits, nc_error *err);
 
+/* nc_context_forward in embedding mode: for the rows with want_logits,
+ * their final hidden states after the output norm (before the LM head)
+ * into hidden ([rows, n_embd], batch order), as llama.cpp's t_embd. A
+ * model with non-causal attention (nc_hparams.non_causal) takes each
+ * sequence whole in one batch, from position 0; its rows see every
+ * position of their sequence. Sequences stay apart as always. */
+nc_code nc_context_embed(nc_context *ctx, const nc_batch *batch, float *hidden,
+                         nc_error *err);
+/* The state the graph primitives run over (the embedder's heads). */
+nc_fwd *nc_context_fwd(nc_context *ctx);
+
 /* Reference: the logits of every position of tokens (one sequence from
  * position 0), each position recomputed from scratch in a fresh contiguous
  * cache (no state carried between positions). O(n^2). */

@@ -164,6 +164,40 @@ int32_t nc_fwd_keep_output_rows(const nc_batch *b, float *x, int64_t n) {
   return kept;
 }
 
+void nc_fwd_keys(const nc_fwd *ctx, const nc_batch *b, int32_t t,
+                 int32_t window, int32_t *lo, int32_t *hi) {
+  const int32_t p = b->pos[t];
+  const int32_t after = window > 0 && p + 1 > window ? p + 1 - window : 0;
+  if (!ctx->hp->non_causal) {
+    *lo = after;
+    *hi = p + 1;
+    return;
+  }
+  const int32_t end = ctx->seq_end[b->seq[t]];
+  if (window > 0 && ctx->hp->swa_symmetric) {
+    const int32_t half = window / 2;
+    *lo = p > half ? p - half : 0;
+    *hi = end - p > half + 1 ? p + half + 1 : end;
+    return;
+  }
+  *lo = after;
+  *hi = end;
+}
+
+bool nc_fwd_head(nc_fwd *ctx, const float *xn, int32_t rows,
+                 const nc_weight *output, float *out) {
+  const int64_t E = ctx->hp->n_embd;
+  if (ctx->embed_out) {
+    if (rows > 0) memcpy(out, xn, sizeof(float) * (size_t)rows * (size_t)E);
+    return false;
+  }
+  if (rows > 0) {
+    const nc_mm mm = {output, out, ctx->hp->n_vocab};
+    nc_fwd_matmul(ctx, xn, E, rows, &mm, 1);
+  }
+  return true;
+}
+
 void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
                  int64_t k_stride, int32_t rows) {
   rows_task t = {.kind = ROWS_ROPE,
@@ -627,12 +661,11 @@ typedef struct att_task {
   const float *sinks; /* NULL, or n_head sinks */
 } att_task;
 
-/* The first key position the attention of a query at n - 1 reads (its
- * window's first visible key rounded down to a whole block that is also a
- * whole 16-lane group); the KV cache keeps a sliding-window layer's rows
- * from there on (nc_kv_swa_keep_from gives the same start). */
-static int32_t window_start(int32_t window, int32_t n, int32_t bt) {
-  const int32_t lo = window > 0 && n > window ? n - window : 0;
+/* The first key position the attention of a query whose first visible key
+ * is lo reads (lo rounded down to a whole block that is also a whole
+ * 16-lane group); the KV cache keeps a sliding-window layer's rows from
+ * there on (nc_kv_swa_keep_from gives the same start). */
+static int32_t keys_start(int32_t lo, int32_t bt) {
   int32_t unit = bt;
   while (unit % NC_ATTN_LANES)
     unit += bt;
@@ -655,7 +688,9 @@ static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
   const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
   const int32_t dk = nc_hp_n_embd_k(hp), dv = nc_hp_n_embd_v(hp);
   const int32_t kvh = h0 / (hp->n_head / hp->n_head_kv);
-  const int32_t seq = a->b->seq[t], n = a->b->pos[t] + 1;
+  const int32_t seq = a->b->seq[t];
+  int32_t lo, n;
+  nc_fwd_keys(c, a->b, t, a->window, &lo, &n);
   const int32_t bt = nc_kv_block_tokens(c->kv);
   const size_t ss = c->att_ss, ls = c->att_ls;
   float *s = scratch, *qh = s + (size_t)m * ss;
@@ -666,8 +701,7 @@ static void att_heads(const att_task *a, int32_t t, int32_t h0, int32_t m,
    * a whole block that is also a whole 16-lane group: every position keeps
    * its lane, and the keys in [st, lo) are masked (-inf, probability 0), so
    * the sums are those of the full row with llama.cpp's mask. */
-  const int32_t lo = a->window > 0 && n > a->window ? n - a->window : 0;
-  const int32_t st = window_start(a->window, n, bt);
+  const int32_t st = keys_start(lo, bt);
   if (a->kt) {
     c->attn->scores_t(qh, m, a->kt + (size_t)kvh * a->kt_head + (size_t)st * hd,
                       n - st, hd, s + st, ss);
@@ -783,16 +817,17 @@ static void keys_transposed(nc_fwd *ctx, int32_t layer, const nc_batch *b,
   const nc_hparams *hp = ctx->hp;
   const int32_t hd = hp->head_dim;
   if (!ctx->attn->scores_t || hd % 16 != 0 || b->n_tokens < KT_MIN_ROWS) return;
-  int32_t n = 0, p0 = b->pos[0];
+  int32_t n = 0, lo0 = INT32_MAX;
   for (int32_t t = 0; t < b->n_tokens; t++) {
     if (b->seq[t] != b->seq[0]) return;
-    if (b->pos[t] + 1 > n) n = b->pos[t] + 1;
-    if (b->pos[t] < p0) p0 = b->pos[t];
+    int32_t lo, hi;
+    nc_fwd_keys(ctx, b, t, a->window, &lo, &hi);
+    if (hi > n) n = hi;
+    if (lo < lo0) lo0 = lo;
   }
-  /* A window: the rows read from their first row's start on (the cache may
+  /* A window: the rows read from the first row's start on (the cache may
    * hold nothing before it). */
-  const int32_t from =
-      window_start(a->window, p0 + 1, nc_kv_block_tokens(ctx->kv));
+  const int32_t from = keys_start(lo0, nc_kv_block_tokens(ctx->kv));
   const size_t n16 = ((size_t)n + 15) / 16 * 16;
   const size_t head = n16 * (size_t)hd, need = head * (size_t)hp->n_head_kv;
   if (need > ctx->kt_cap) {

@@ -88,6 +88,12 @@ typedef struct nc_fwd {
    * n_expert_used (forward-internal). */
   const uint8_t *mm_few;
   uint8_t *few_rows, *few_tmp, *few_exp;
+  /* Embedding mode (nc_context_embed): nc_fwd_head writes the rows' final
+   * normed hidden states (n_embd floats each) instead of their logits. */
+  bool embed_out;
+  /* [max_seqs]: the length each sequence of the batch reaches with it
+   * (the keys of a non-causal row: nc_fwd_keys); set by the context. */
+  const int32_t *seq_end;
 } nc_fwd;
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx);
@@ -240,6 +246,25 @@ void nc_fwd_rope_rows(const nc_batch *b, const nc_rope_params *rope,
 /* y += bias for each of rows rows of n values. */
 void nc_fwd_add_bias(nc_fwd *ctx, float *y, const float *bias, int32_t rows,
                      int64_t n);
+
+/* The keys of its sequence that row t of the batch attends to:
+ * positions [*lo, *hi). Causal (the default): up to its own position, and
+ * with window > 0 (a sliding-window layer) the window positions up to it.
+ * Non-causal (hp->non_causal): every position of the sequence up to the
+ * length it reaches with this batch (ctx->seq_end), a window taking those
+ * within window - 1 before it, or with hp->swa_symmetric those within
+ * window / 2 either side (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC). */
+void nc_fwd_keys(const nc_fwd *ctx, const nc_batch *b, int32_t t,
+                 int32_t window, int32_t *lo, int32_t *hi);
+
+/* The graph's head, for the rows rows of xn (the output-normed final
+ * hidden states, n_embd floats each, the rows with want_logits in batch
+ * order): their logits through the output matrix into out ([rows,
+ * n_vocab]), returning true; in embedding mode (ctx->embed_out) xn's rows
+ * copied into out ([rows, n_embd]), returning false (a graph applies its
+ * logit soft cap only when it returns true). */
+bool nc_fwd_head(nc_fwd *ctx, const float *xn, int32_t rows,
+                 const nc_weight *output, float *out);
 
 /* The last layer after its attention, as llama.cpp's (inp_out_ids): only
  * the rows whose logits are wanted go on. Moves those rows of x (rows of n

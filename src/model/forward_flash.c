@@ -131,9 +131,9 @@ static int32_t flash_first(const flash_task *a, int32_t p) {
   return a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
 }
 
-static int32_t flash_tile_end(int32_t j0, int32_t p, int32_t bt) {
+static int32_t flash_tile_end(int32_t j0, int32_t hi, int32_t bt) {
   const int32_t block_end = (j0 / bt + 1) * bt;
-  int32_t j1 = p + 1 < block_end ? p + 1 : block_end;
+  int32_t j1 = hi < block_end ? hi : block_end;
   if (j1 - j0 > FLASH_TILE) j1 = j0 + FLASH_TILE;
   return j1;
 }
@@ -157,10 +157,12 @@ static void flash_group(const flash_task *a, int32_t t, int32_t h0, int32_t m,
                              .softcap = a->softcap};
   f.st.acc32 = NULL;
   nc_flash_state_init(&f.st, m, hdv);
-  const int32_t seq = a->b->seq[t], p = a->b->pos[t];
+  const int32_t seq = a->b->seq[t];
+  int32_t lo, hi;
+  nc_fwd_keys(c, a->b, t, a->n_swa, &lo, &hi);
   const int32_t bt = nc_kv_block_tokens(c->kv);
-  for (int32_t j0 = flash_first(a, p), j1; j0 <= p; j0 = j1) {
-    j1 = flash_tile_end(j0, p, bt);
+  for (int32_t j0 = lo, j1; j0 < hi; j0 = j1) {
+    j1 = flash_tile_end(j0, hi, bt);
     const nc_fp16 *kb =
         nc_kv_k_row_c(c->kv, a->layer, seq, j0) + (int64_t)kvh * hd;
     const nc_fp16 *vb =
@@ -214,10 +216,12 @@ static void flash_group_typed(const flash_task *a, int32_t t, int32_t h0,
   else
     f.st.acc = NULL;
   nc_flash_state_init(&f.st, m, hdv);
-  const int32_t seq = a->b->seq[t], p = a->b->pos[t];
+  const int32_t seq = a->b->seq[t];
+  int32_t lo, hi;
+  nc_fwd_keys(c, a->b, t, a->n_swa, &lo, &hi);
   const int32_t bt = nc_kv_block_tokens(c->kv);
-  for (int32_t j0 = flash_first(a, p), j1; j0 <= p; j0 = j1) {
-    j1 = flash_tile_end(j0, p, bt);
+  for (int32_t j0 = lo, j1; j0 < hi; j0 = j1) {
+    j1 = flash_tile_end(j0, hi, bt);
     const uint8_t *kb =
         (const uint8_t *)nc_kv_k_data_c(c->kv, a->layer, seq, j0) +
         (size_t)kvh * hk;
@@ -404,7 +408,9 @@ void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                   .q = q,
                   .out = out};
   const nc_kv_types ty = nc_kv_cache_types(ctx->kv);
-  if (ty.k == NC_TYPE_F16 && ty.v == NC_TYPE_F16)
+  /* the prompt order's runs are causal: a non-causal model's rows all take
+   * the row order */
+  if (ty.k == NC_TYPE_F16 && ty.v == NC_TYPE_F16 && !ctx->hp->non_causal)
     for (int32_t t = 0; t < b->n_tokens; t++)
       a.n_prompt_rows += b->prompt_order[t] ? 1 : 0;
   nc_threadpool_run(ctx->tp, flash_worker, &a);

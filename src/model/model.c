@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "model_embed.h"
 #include "model_options.h"
 #include "tokenizer/vocab.h"
 
@@ -378,9 +379,29 @@ nc_code nc_weight_load(const gguf_file *f, const char *name, int64_t ne0,
   return nc_weight_load3(f, name, ne0, ne1, 1, required, kern, out, err);
 }
 
+static nc_code weight_load(const gguf_file *f, const char *name, int64_t ne0,
+                           int64_t ne1, int64_t ne2, bool required, bool matrix,
+                           const nc_kernels *kern, nc_weight *out,
+                           nc_error *err);
+
 nc_code nc_weight_load3(const gguf_file *f, const char *name, int64_t ne0,
                         int64_t ne1, int64_t ne2, bool required,
                         const nc_kernels *kern, nc_weight *out, nc_error *err) {
+  const bool vector = ne1 == 1 && strstr(name, "token_embd") == NULL;
+  return weight_load(f, name, ne0, ne1, ne2, required, !vector, kern, out, err);
+}
+
+nc_code nc_weight_load_matrix(const gguf_file *f, const char *name, int64_t ne0,
+                              int64_t ne1, bool required,
+                              const nc_kernels *kern, nc_weight *out,
+                              nc_error *err) {
+  return weight_load(f, name, ne0, ne1, 1, required, true, kern, out, err);
+}
+
+static nc_code weight_load(const gguf_file *f, const char *name, int64_t ne0,
+                           int64_t ne1, int64_t ne2, bool required, bool matrix,
+                           const nc_kernels *kern, nc_weight *out,
+                           nc_error *err) {
   memset(out, 0, sizeof *out);
   const gguf_tensor_info *t = gguf_find_tensor(f, name);
   if (!t) {
@@ -413,7 +434,7 @@ nc_code nc_weight_load3(const gguf_file *f, const char *name, int64_t ne0,
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "tensor '%s' has type %s (id %u), which is not supported",
                    name, nc_type_name(t->type), (unsigned)t->type);
-  const bool vector = ne1 == 1 && strstr(name, "token_embd") == NULL;
+  const bool vector = !matrix;
   if (vector && t->type != NC_TYPE_F32)
     return nc_fail(err, NC_ERR_FORMAT, "tensor '%s' has type %s, expected F32",
                    name, nc_type_name(t->type));
@@ -550,6 +571,9 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
                  (int)m->hp.head_dim, (int)m->hp.head_dim_v);
     goto fail;
   }
+  if ((rc = nc_model_embed_hparams(m->gguf, m->arch_name, m->arch->non_causal,
+                                   &m->hp, err)))
+    goto fail;
   if (m->arch->check_hparams &&
       (rc = m->arch->check_hparams(m->gguf, &m->hp, err)))
     goto fail;
@@ -557,6 +581,9 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   m->kernels = params->reference_kernels ? nc_kernels_ref()
                                          : nc_kernels_best(params->no_repack);
   if ((rc = m->arch->load_weights(m->gguf, &m->hp, m->kernels, &m->w, err)))
+    goto fail;
+  if ((rc = nc_model_embed_heads(m->gguf, m->arch_name, m->kernels, &m->hp,
+                                 &m->w, err)))
     goto fail;
   m->hp.has_rope_freqs = m->w.rope_freqs.data != NULL;
   if ((rc = nc_vocab_load(m->gguf, &m->vocab, err))) goto fail;

@@ -87,6 +87,18 @@ typedef struct nc_hparams {
    * past n_layer ({arch}.nextn_predict_layers; not run) */
   int32_t n_layer_rec, ssm_d_conv, ssm_d_state, ssm_n_k_heads, ssm_n_v_heads,
       ssm_d_inner, n_layer_nextn;
+  /* Embeddings (docs/ADDING_AN_ARCH.md "Embedding models"). non_causal: a
+   * row attends to every position of its sequence in the batch, not only
+   * those up to its own (the arch's non_causal, or {arch}.attention.causal
+   * false); swa_symmetric: a sliding-window layer's row at p sees the keys
+   * within n_swa / 2 of p on either side (gemma-embedding), not the
+   * n_swa up to p. pooling: {arch}.pooling_type (NC_POOLING_*, pooling.h;
+   * NONE when absent). n_cls_out: the rank head's outputs
+   * ({arch}.classifier.output_labels' count, else cls.output's rows; 0
+   * without a head). n_embd_out: the width of a pooled vector after the
+   * dense projections (dense_2, dense_3), n_embd without them. */
+  bool non_causal, swa_symmetric;
+  int32_t pooling, n_cls_out, n_embd_out;
 } nc_hparams;
 
 enum {
@@ -216,6 +228,12 @@ typedef struct nc_model_weights {
   /* LongRoPE (phi3): rope_freqs holds rope_factors_short; these, used when
    * the context per sequence exceeds n_ctx_orig, rope_factors_long */
   nc_weight rope_long;
+  /* Heads after pooling (every arch; loaded by model.c when the file has
+   * them, as llama.cpp names them): the rank head cls [n_embd -> n_embd]
+   * (+ cls_b, then tanh) and cls_out [n_embd -> n_cls_out] (+ cls_out_b);
+   * sentence-transformers' dense projections dense_2 [n_embd -> d]
+   * (+ dense_2_b) and dense_3 [d -> n_embd_out]. */
+  nc_weight cls, cls_b, cls_out, cls_out_b, dense_2, dense_2_b, dense_3;
   nc_layer_weights *layers; /* [n_layer], owned by the model */
 } nc_model_weights;
 

@@ -189,9 +189,8 @@ static nc_code gemma4_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   for (int32_t t = 0; t < rows; t++)
     op->rmsnorm(s->x + t * E, w->output_norm.data, s->xn + t * E, E,
                 hp->rms_eps);
-  const nc_mm out = {&w->output, logits, hp->n_vocab};
-  nc_fwd_matmul(ctx, s->xn, E, rows, &out, 1);
-  if (hp->final_softcap > 0)
+  if (nc_fwd_head(ctx, s->xn, rows, &w->output, logits) &&
+      hp->final_softcap > 0)
     nc_fwd_softcap(ctx, logits, hp->final_softcap, rows, hp->n_vocab);
   return NC_OK;
 }
