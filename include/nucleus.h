@@ -501,6 +501,92 @@ NUCLEUS_API nucleus_status nucleus_eval_logits(nucleus_model *model,
                                                bool use_cache, float *logits,
                                                nucleus_error *err);
 
+/* ---------------------------------------------------- embeddings, rerank */
+
+/* How a sequence's output rows become one vector (llama.cpp's pooling
+ * types; a file names its own as {arch}.pooling_type). */
+typedef enum nucleus_pooling {
+  NUCLEUS_POOLING_MODEL = -1, /* the model file's pooling */
+  NUCLEUS_POOLING_NONE = 0,   /* a vector per token: not for nucleus_embed */
+  NUCLEUS_POOLING_MEAN = 1,   /* the mean of the rows (BERT, EmbeddingGemma) */
+  NUCLEUS_POOLING_CLS = 2,    /* the first row */
+  NUCLEUS_POOLING_LAST = 3,   /* the last row (Qwen3-Embedding) */
+  NUCLEUS_POOLING_RANK = 4,   /* the rank head's scores (rerankers) */
+} nucleus_pooling;
+
+/* "model", "none", "mean", "cls", "last", "rank"; NULL for others. */
+NUCLEUS_API const char *nucleus_pooling_name(nucleus_pooling p);
+/* The pooling named s (as nucleus_pooling_name spells it). */
+NUCLEUS_API bool nucleus_pooling_parse(const char *s, nucleus_pooling *out);
+
+/* The pooling the model file names (NONE when it names none). */
+NUCLEUS_API nucleus_pooling nucleus_model_pooling(const nucleus_model *model);
+/* Whether the file is an embedding model: it names a pooling other than
+ * none, or its attention is non-causal (an encoder). */
+NUCLEUS_API bool nucleus_model_is_embedding(const nucleus_model *model);
+/* The rank head's outputs (0: the model is not a reranker): a reranker's
+ * relevance score is the first. */
+NUCLEUS_API int32_t nucleus_model_n_cls_out(const nucleus_model *model);
+
+typedef struct nucleus_embed_params {
+  nucleus_pooling pooling; /* NUCLEUS_POOLING_MODEL */
+  bool normalize;          /* true: each vector L2-normalised (not scores) */
+  int32_t dimensions;      /* 0: all; else the first `dimensions` values,
+                              then normalised (Matryoshka) */
+} nucleus_embed_params;
+
+NUCLEUS_API nucleus_embed_params nucleus_embed_default_params(void);
+/* Checks p against the model (the pooling resolved, not none; rank needs a
+ * rank head; dimensions within the vector). */
+NUCLEUS_API nucleus_status nucleus_embed_params_validate(
+    const nucleus_model *model, const nucleus_embed_params *p,
+    nucleus_error *err);
+/* The floats of each vector nucleus_embed writes with p (0 when p is
+ * refused): the rank head's outputs for rank, else dimensions or the
+ * model's embedding size (after its dense projections). */
+NUCLEUS_API int32_t nucleus_embed_size(const nucleus_model *model,
+                                       const nucleus_embed_params *p);
+
+/* One input: token ids (nucleus_tokenize's), at least one. */
+typedef struct nucleus_embed_input {
+  const int32_t *tokens;
+  size_t n_tokens;
+} nucleus_embed_input;
+
+/* An embedder runs inputs through a model in embedding mode: many inputs
+ * packed into batches of whole sequences kept apart (non-causal attention
+ * within each for encoders), each pooled into one vector. A vector is the
+ * same bits alone or among others, whatever the packing. It owns a
+ * throwaway KV cache and a thread pool (the model's threads); one call at
+ * a time per embedder, any number of embedders per model.
+ * max_batch_tokens: the tokens of one batch, which is also the longest
+ * input it takes (0: the model's training context, at most
+ * NUCLEUS_EMBED_DEFAULT_BATCH); at most 1 << 20. */
+#define NUCLEUS_EMBED_DEFAULT_BATCH 2048
+typedef struct nucleus_embedder nucleus_embedder;
+NUCLEUS_API nucleus_status nucleus_embedder_create(const nucleus_model *model,
+                                                   int32_t max_batch_tokens,
+                                                   nucleus_embedder **out,
+                                                   nucleus_error *err);
+NUCLEUS_API void nucleus_embedder_free(nucleus_embedder *e);
+/* The longest input it takes. */
+NUCLEUS_API int32_t nucleus_embedder_max_tokens(const nucleus_embedder *e);
+/* The vectors of n inputs into out (n * nucleus_embed_size floats, in
+ * input order). An input that is empty, longer than the embedder takes or
+ * than the model's training context, or holds a token outside the
+ * vocabulary is refused with a message naming its index ("input 3 ..."). */
+NUCLEUS_API nucleus_status nucleus_embedder_run(nucleus_embedder *e,
+                                                const nucleus_embed_input *in,
+                                                size_t n,
+                                                const nucleus_embed_params *p,
+                                                float *out, nucleus_error *err);
+/* One call: an embedder sized for these inputs, run, freed. */
+NUCLEUS_API nucleus_status nucleus_embed(const nucleus_model *model,
+                                         const nucleus_embed_input *in,
+                                         size_t n,
+                                         const nucleus_embed_params *p,
+                                         float *out, nucleus_error *err);
+
 /* ------------------------------------------------------------- sampling */
 
 /* At most NUCLEUS_MAX_LOGIT_BIAS entries per request, each bias in

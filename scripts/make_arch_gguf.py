@@ -175,7 +175,34 @@ ARCHS = {
     "qwen35r": dict(n_layer=6, head_dim=128, tied=True, rope_base=10000000.0,
                     base="qwen35", recurrent=[1, 0, 1, 1, 0, 1], f32=True,
                     ssm=dict(d_conv=4, d_state=32, n_k=4, n_v=4)),
+    # Embedding and rerank models (issue 44; goldens: scripts/
+    # gen_embed_goldens.py, tests/data/embed/). Qwen3-Embedding: qwen3 with
+    # pooling_type last. Qwen3-Reranker: qwen3 with rank pooling, the rank
+    # head cls.output of 2 rows (yes, no: the converter's rows of the LM
+    # head), classifier.output_labels and the rerank prompt template.
+    # EmbeddingGemma (general.architecture gemma-embedding): gemma3's
+    # layers with non-causal attention and symmetric windows (16: 8 either
+    # side), mean pooling, sentence-transformers' dense_2 (256 -> 1024) and
+    # dense_3 (1024 -> 256) with their feat_in / feat_out keys.
+    "qwen3emb": dict(n_layer=4, head_dim=128, tied=True, rope_base=1000000.0,
+                     base="qwen3", pooling=gguf.PoolingType.LAST),
+    "qwen3rank": dict(n_layer=4, head_dim=128, tied=True,
+                      rope_base=1000000.0, base="qwen3",
+                      pooling=gguf.PoolingType.RANK, rank_labels=["yes", "no"]),
+    "gemmaemb": dict(n_layer=6, head_dim=128, tied=True, rope_base=1000000.0,
+                     base="gemma3", gguf_arch="gemma-embedding",
+                     pooling=gguf.PoolingType.MEAN, dense=1024),
 }
+
+# Qwen3-Reranker's prompt (llama.cpp's converter writes it as the chat
+# template "rerank"; llama-server fills in {query} and {document}).
+RERANK_TEMPLATE = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements "
+    "based on the Query and the Instruct provided. Note that the answer can "
+    "only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: "
+    "Given a web search query, retrieve relevant passages that answer the "
+    "query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n"
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n")
 
 # The harmony format's control tokens (o200k_harmony's names), appended to
 # the vocabulary of a harmony file.
@@ -366,6 +393,17 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         w.add_key_length(hd)
         w.add_value_length(hd)
         w.add_sliding_window(SWA)          # pattern: llama.cpp default 2 (even layers local)
+    if "pooling" in cfg:
+        w.add_pooling_type(cfg["pooling"])
+    if "rank_labels" in cfg:
+        w.add_classifier_output_labels(cfg["rank_labels"])
+        w.add_string("tokenizer.chat_template.rerank", RERANK_TEMPLATE)
+    if "dense" in cfg:
+        gname = cfg["gguf_arch"]
+        w.add_uint32(f"{gname}.dense_2_feat_in", N_EMBD)
+        w.add_uint32(f"{gname}.dense_2_feat_out", cfg["dense"])
+        w.add_uint32(f"{gname}.dense_3_feat_in", cfg["dense"])
+        w.add_uint32(f"{gname}.dense_3_feat_out", N_EMBD)
     for k, v, t, sub in tok:
         w.add_key_value(k, v, t, sub)
 
@@ -479,6 +517,11 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
 
     mat("token_embd.weight", (n_vocab, N_EMBD), 0.2)
     vec("output_norm.weight", N_EMBD, "norm")
+    if "rank_labels" in cfg:
+        mat("cls.output.weight", (len(cfg["rank_labels"]), N_EMBD), 0.2)
+    if "dense" in cfg:
+        mat("dense_2.weight", (cfg["dense"], N_EMBD), inv(N_EMBD))
+        mat("dense_3.weight", (N_EMBD, cfg["dense"]), inv(cfg["dense"]))
     if not cfg["tied"]:
         mat("output.weight", (n_vocab, N_EMBD), 0.2)
     if arch in ("phi3", "phi3long"):

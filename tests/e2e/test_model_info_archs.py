@@ -30,7 +30,11 @@ EXPECTED = {
     "gemma4": ("gemma4", ["Gemma4ForCausalLM"]),
     "gemma4moe": ("gemma4", ["Gemma4ForCausalLM"]),  # experts, same class
     "qwen35": ("qwen35", ["Qwen3_5ForCausalLM"]),
+    # embedding models (issue 44): not generation models
+    "gemmaemb": ("gemma-embedding", ["Gemma3TextModel"]),
+    "qwen3emb": ("qwen3", ["Qwen3ForCausalLM"]),
 }
+EMBEDDING = {"gemmaemb", "qwen3emb"}
 
 
 def path_of(name):
@@ -59,7 +63,7 @@ def test_model_info_reports_architectures(start_server, name):
     model_type, architectures = EXPECTED[name]
     assert info["model_type"] == model_type
     assert info["architectures"] == architectures
-    assert info["is_generation"] is True
+    assert info["is_generation"] is (name not in EMBEDDING)
     # the fallback path answers the same
     again = requests.get(server.url + "/get_model_info", timeout=10).json()
     assert again["architectures"] == architectures

@@ -24,8 +24,12 @@ static bool nonempty(const char *s) {
 
 /* A Hugging Face class name: an identifier that starts upper case and
  * says what it is for ("LlamaForCausalLM"). */
+/* A Hugging Face class: XForY (a model with a head), or an encoder's
+ * XModel (Gemma3TextModel, BertModel). */
 static bool hf_like(const char *s) {
-  if (!nonempty(s) || !(*s >= 'A' && *s <= 'Z') || !strstr(s, "For"))
+  const size_t n = s ? strlen(s) : 0;
+  if (!nonempty(s) || !(*s >= 'A' && *s <= 'Z') ||
+      !(strstr(s, "For") || (n > 5 && strcmp(s + n - 5, "Model") == 0)))
     return false;
   for (; *s; s++)
     if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||

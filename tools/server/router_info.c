@@ -49,7 +49,8 @@ enum MHD_Result handle_model_info(server_ctx *srv, struct MHD_Connection *conn,
   (void)len;
   const char *arch = nucleus_model_arch(srv->model);
   json_t *info =
-      json_pack("{s:b,s:s,s:o,s:i,s:i}", "is_generation", 1, "model_type",
+      json_pack("{s:b,s:s,s:o,s:i,s:i}", "is_generation",
+                !nucleus_model_is_embedding(srv->model), "model_type",
                 arch ? arch : "", "served_model_name",
                 json_text(srv->model_id, strlen(srv->model_id)), "n_ctx_train",
                 nucleus_model_n_ctx_train(srv->model), "n_vocab", srv->n_vocab);

@@ -1,4 +1,6 @@
-/* arch_gemma: Gemma 2 (`gemma2`) and Gemma 3 (`gemma3`), as llama.cpp's
+/* arch_gemma: Gemma 2 (`gemma2`), Gemma 3 (`gemma3`) and EmbeddingGemma
+ * (`gemma-embedding`: Gemma 3 with non-causal attention and symmetric
+ * windows, its pooling and dense heads model_embed.c's), as llama.cpp's
  * graphs: embeddings x sqrt(n_embd); per layer RMSNorm, Q/K/V, per-head Q/K
  * RMSNorm (gemma3), NEOX RoPE (gemma3's sliding-window layers with their own
  * base), q scaled by 1/sqrt(key_length), attention over a sliding window on
@@ -36,6 +38,16 @@ static const gemma_kind GEMMA3 = {.name = "gemma3",
                                   .n_layer_27b = 62,
                                   .qk_norm = true,
                                   .own_output = true};
+/* EmbeddingGemma: gemma3's layers, a window required, the query scale
+ * 1/sqrt(key_length) at any size; its local layers' RoPE base 10000 as
+ * gemma3's (llama.cpp 0.3.36's; the tests' goldens), unless the file sets
+ * rope.freq_base_swa */
+static const gemma_kind GEMMA_EMBEDDING = {.name = "gemma-embedding",
+                                           .pattern = 6,
+                                           .n_layer_27b = -1,
+                                           .qk_norm = true,
+                                           .need_window = true,
+                                           .own_output = true};
 
 static nc_code gemma_hparams(const gemma_kind *g, const gguf_file *f,
                              nc_hparams *hp, nc_error *err) {
@@ -56,13 +68,16 @@ static nc_code gemma_hparams(const gemma_kind *g, const gguf_file *f,
     return rc;
   /* gemma2: the local layers take the file's base and scaling factor
    * (even with scaling type none, as llama.cpp's rope_freq_scale_train_swa);
-   * gemma3's: base 10000, no scaling; either may set rope.freq_base_swa */
+   * gemma3's (and gemma-embedding's): base 10000, no scaling; any may set
+   * rope.freq_base_swa */
   hp->rope_freq_base_swa = hp->rope_freq_base;
   hp->rope_freq_scale_swa = hp->rope_freq_scale_train;
-  if (g == &GEMMA3) {
+  if (g == &GEMMA3 || g == &GEMMA_EMBEDDING) {
     hp->rope_freq_base_swa = 10000.0f;
     hp->rope_freq_scale_swa = 1.0f;
   }
+  /* its windows reach n_swa / 2 either side (the arch is non-causal) */
+  hp->swa_symmetric = g == &GEMMA_EMBEDDING;
   if ((rc = nc_meta_float(f, a, "rope.freq_base_swa", false,
                           &hp->rope_freq_base_swa, NULL, err)))
     return rc;
@@ -100,6 +115,10 @@ static nc_code gemma2_hparams(const gguf_file *f, nc_hparams *hp,
 static nc_code gemma3_hparams(const gguf_file *f, nc_hparams *hp,
                               nc_error *err) {
   return gemma_hparams(&GEMMA3, f, hp, err);
+}
+static nc_code gemma_embedding_hparams(const gguf_file *f, nc_hparams *hp,
+                                       nc_error *err) {
+  return gemma_hparams(&GEMMA_EMBEDDING, f, hp, err);
 }
 
 /* Which layers are local: {arch}.attention.sliding_window_pattern, a uint
@@ -205,6 +224,11 @@ static nc_code gemma3_load(const gguf_file *f, const nc_hparams *hp,
                            nc_error *err) {
   return gemma_load(&GEMMA3, f, hp, kern, w, err);
 }
+static nc_code gemma_embedding_load(const gguf_file *f, const nc_hparams *hp,
+                                    const nc_kernels *kern, nc_model_weights *w,
+                                    nc_error *err) {
+  return gemma_load(&GEMMA_EMBEDDING, f, hp, kern, w, err);
+}
 
 static nc_code gemma_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                              nc_error *err) {
@@ -299,5 +323,18 @@ const nc_arch nc_arch_gemma3 = {
     .rope_type = NC_ROPE_NEOX,
     .check_hparams = gemma3_hparams,
     .load_weights = gemma3_load,
+    .forward = gemma_forward,
+};
+
+const nc_arch nc_arch_gemma_embedding = {
+    .name = "gemma-embedding",
+    .hf_class = "Gemma3TextModel",
+    .family = "gemma",
+    .chat_template = "gemma",
+    .scratch = NC_SCRATCH_SWA_ROPE,
+    .rope_type = NC_ROPE_NEOX,
+    .non_causal = true,
+    .check_hparams = gemma_embedding_hparams,
+    .load_weights = gemma_embedding_load,
     .forward = gemma_forward,
 };

@@ -19,6 +19,7 @@
   X(gemma3)                                                                    \
   X(gpt_oss)                                                                   \
   X(gemma4)                                                                    \
-  X(qwen35)
+  X(qwen35)                                                                    \
+  X(gemma_embedding)
 
 #endif
