@@ -69,6 +69,7 @@ void completion_out_free(completion_out *out) {
   if (!out->choices) return;
   for (int32_t i = 0; i < out->n; i++) {
     free(out->choices[i].text);
+    free(out->choices[i].stop_string);
     json_decref(out->choices[i].logprobs);
     json_decref(out->choices[i].inspect);
   }
@@ -264,6 +265,9 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
   if (ev->kind == NUCLEUS_EVENT_FINISH) {
     c->finish = ev->finish_reason;
     c->finished = true;
+    if (ev->stop_string && !c->stop_string &&
+        !(c->stop_string = strdup(ev->stop_string)))
+      return -1;
     if (ev->finish_reason == NUCLEUS_FINISH_ERROR && !out->failed) {
       out->failed = true;
       out->error = ev->error;

@@ -17,6 +17,7 @@ typedef struct choice_state {
   json_t *inspect;  /* one sampler record per token, when asked */
   size_t text_offset;
   nucleus_finish_reason finish;
+  char *stop_string; /* the stop string that ended it, or NULL */
   bool finished;
   tool_reply tools; /* what of the reply's calls was streamed */
 } choice_state;
