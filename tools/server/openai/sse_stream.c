@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_reply.h"
-#include "openai/job.h"
+#include "http/http_reply.h"
+#include "job.h"
 
 struct sse_stream {
   server_ctx *srv;
