@@ -23,6 +23,8 @@ static const route ROUTES[] = {
     {"GET", "/get_load", false, false, handle_get_load},
     {"POST", "/v1/chat/completions", false, true, handle_chat_completions},
     {"POST", "/v1/completions", false, true, handle_completions},
+    {"POST", "/v1/messages", false, true, handle_messages},
+    {"POST", "/v1/messages/count_tokens", false, true, handle_count_tokens},
     {"POST", "/tokenize", false, true, handle_tokenize},
     {"POST", "/detokenize", false, true, handle_detokenize},
     {"POST", "/apply-template", false, true, handle_apply_template},
@@ -60,4 +62,11 @@ const route *route_find(const char *method, const char *url, api_error *e) {
     api_fail(e, 404, NULL, "no route for %s %.*s", method, (int)n, url);
   }
   return NULL;
+}
+
+api_shape route_error_shape(const char *url) {
+  static const char prefix[] = "/v1/messages";
+  size_t n = sizeof prefix - 1;
+  return !strncmp(url, prefix, n) && strchr("/?", url[n]) ? API_SHAPE_ANTHROPIC
+                                                          : API_SHAPE_OPENAI;
 }

@@ -23,6 +23,10 @@ typedef struct route {
 /* Finds the route for a request, or fills *e with 404 or 405. */
 const route *route_find(const char *method, const char *url, api_error *e);
 
+/* The shape of the errors answered on url's path: Anthropic's under
+ * /v1/messages, else OpenAI's. */
+api_shape route_error_shape(const char *url);
+
 /* Handlers, each in its own file. */
 enum MHD_Result handle_health(server_ctx *, struct MHD_Connection *,
                               const char *, size_t);
@@ -48,6 +52,12 @@ enum MHD_Result handle_chat_completions(server_ctx *, struct MHD_Connection *,
                                         const char *, size_t);
 enum MHD_Result handle_completions(server_ctx *, struct MHD_Connection *,
                                    const char *, size_t);
+/* Anthropic's Messages API (anthropic/messages.c): POST /v1/messages and
+ * /v1/messages/count_tokens. */
+enum MHD_Result handle_messages(server_ctx *, struct MHD_Connection *,
+                                const char *, size_t);
+enum MHD_Result handle_count_tokens(server_ctx *, struct MHD_Connection *,
+                                    const char *, size_t);
 /* The embedded web page (web_handler.c): GET /, /app.js, /app.css. */
 enum MHD_Result handle_page(server_ctx *, struct MHD_Connection *, const char *,
                             size_t);

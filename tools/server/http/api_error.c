@@ -1,4 +1,4 @@
-/* nucleus serve: building OpenAI-shaped error bodies. */
+/* nucleus serve: building error bodies. */
 #include "api_error.h"
 
 #include <stdarg.h>
@@ -25,7 +25,26 @@ const char *api_error_type(unsigned status) {
   return "invalid_request_error";
 }
 
+const char *api_error_type_anthropic(unsigned status) {
+  switch (status) {
+  case 401: return "authentication_error";
+  case 403: return "permission_error";
+  case 404: return "not_found_error";
+  case 413: return "request_too_large";
+  case 429: return "rate_limit_error";
+  case 503: return "overloaded_error";
+  default: return status >= 500 ? "api_error" : "invalid_request_error";
+  }
+}
+
+static json_t *anthropic_json(const api_error *e) {
+  return json_pack("{s:s,s:{s:s,s:o}}", "type", "error", "error", "type",
+                   api_error_type_anthropic(e->status), "message",
+                   json_text(e->message, strlen(e->message)));
+}
+
 json_t *api_error_json(const api_error *e) {
+  if (e->shape == API_SHAPE_ANTHROPIC) return anthropic_json(e);
   json_t *inner = json_object();
   json_t *root = json_object();
   if (!inner || !root) {

@@ -172,6 +172,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     const route *r = admit(srv, conn, url, method, &e);
     if (!r) {
       conn_watch_request_read(hs->watch, conn);
+      e.shape = route_error_shape(url);
       return reply_error(srv, conn, &e);
     }
     st = calloc(1, sizeof *st);
@@ -200,6 +201,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     api_error e;
     api_fail(&e, 413, NULL, "request body is larger than the %zu-byte limit",
              srv->cfg->max_body_bytes);
+    e.shape = route_error_shape(url);
     return reply_error(srv, conn, &e);
   }
   return st->route->fn(srv, conn, st->body ? st->body : "", st->len);

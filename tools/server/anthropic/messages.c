@@ -1,0 +1,85 @@
+/* nucleus serve: POST /v1/messages and POST /v1/messages/count_tokens,
+ * Anthropic's Messages API over the chat completions path: the body is
+ * translated (messages_request.h), then prepared, submitted and waited
+ * for as a chat job (openai/job.h), and answered in Anthropic's shapes
+ * (messages_reply.h, messages_stream.h). */
+#include <stdlib.h>
+
+#include "http/http_reply.h"
+#include "messages_reply.h"
+#include "messages_request.h"
+#include "messages_stream.h"
+#include "openai/prompt.h"
+#include "routes.h"
+
+static enum MHD_Result reply_anthropic_error(server_ctx *srv,
+                                             struct MHD_Connection *conn,
+                                             api_error *e) {
+  e->shape = API_SHAPE_ANTHROPIC;
+  return reply_error(srv, conn, e);
+}
+
+/* The body as a chat request, or NULL with *e. */
+static json_t *load(const char *body, size_t len, messages_route which,
+                    api_error *e) {
+  json_error_t jerr;
+  json_t *root = json_loadb(body, len, 0, &jerr);
+  if (!root) {
+    api_fail(e, 400, NULL, "invalid JSON at line %d, column %d: %s", jerr.line,
+             jerr.column, jerr.text);
+    return NULL;
+  }
+  json_t *chat = messages_translate(root, which, e);
+  json_decref(root);
+  return chat;
+}
+
+enum MHD_Result handle_messages(server_ctx *srv, struct MHD_Connection *conn,
+                                const char *body, size_t len) {
+  api_error e = {0};
+  json_t *chat = load(body, len, MESSAGES_CREATE, &e);
+  if (!chat) return reply_anthropic_error(srv, conn, &e);
+  job *j = calloc(1, sizeof *j);
+  if (!j) {
+    json_decref(chat);
+    return MHD_NO;
+  }
+  int rc = job_prepare_json(srv, chat, true, j, &e);
+  json_decref(chat);
+  if (rc || job_submit(srv, conn, j, &e)) {
+    job_free(j);
+    return reply_anthropic_error(srv, conn, &e);
+  }
+  if (j->req.stream) return messages_stream_start(srv, conn, j);
+  job_waited end = job_wait(srv, conn, j, &e);
+  enum MHD_Result r = MHD_NO; /* JOB_GONE: close without an answer */
+  if (end == JOB_FAILED)
+    r = reply_anthropic_error(srv, conn, &e);
+  else if (end == JOB_DONE)
+    r = reply_json(srv, conn, 200, messages_response(j));
+  job_free(j);
+  return r;
+}
+
+/* The prompt /v1/messages would run for the same body, counted. */
+enum MHD_Result handle_count_tokens(server_ctx *srv,
+                                    struct MHD_Connection *conn,
+                                    const char *body, size_t len) {
+  api_error e = {0};
+  json_t *chat = load(body, len, MESSAGES_COUNT_TOKENS, &e);
+  if (!chat) return reply_anthropic_error(srv, conn, &e);
+  gen_request req;
+  int32_t *ids = NULL;
+  size_t n = 0;
+  int rc =
+      gen_request_parse(chat, true, srv->n_vocab, &srv->defaults, &req, &e);
+  if (!rc) {
+    rc = prompt_chat(srv, chat, &req.chat_opts, NULL, NULL, &ids, &n, &e);
+    gen_request_free(&req);
+  }
+  json_decref(chat);
+  nucleus_free(ids);
+  if (rc) return reply_anthropic_error(srv, conn, &e);
+  return reply_json(srv, conn, 200,
+                    json_pack("{s:I}", "input_tokens", (json_int_t)n));
+}
