@@ -73,6 +73,16 @@ FACES = {
     "api": [],
 }
 
+# tools/server's folders and the sibling folders each may include (all may
+# include the server's root files: routes.h, server.h, ...): HTTP knows no
+# API's shapes, and each API sits on the one generation path (openai/'s
+# job), never the other way round.
+SERVER_DEPENDS = {
+    "http": [],                       # HTTP, auth, error bodies, SSE
+    "openai": ["http"],               # OpenAI's routes, the generation job
+    "anthropic": ["http", "openai"],  # the Messages API over openai's job
+}
+
 # Micro-benchmarks that time one internal module against llama.cpp's (make
 # bench-*): like unit tests, they link src/ objects and include src/ headers.
 MODULE_BENCHES = {"bench/kernels.c", "bench/sampler.c", "bench/tokenizer.c"}
@@ -173,6 +183,30 @@ def check_client_includes(bad):
                            "header (nucleus.h) and their own headers only")
 
 
+def check_server_folders(bad):
+    server = ROOT / "tools/server"
+    for d in sorted(p for p in server.iterdir() if p.is_dir()):
+        if d.name not in SERVER_DEPENDS:
+            bad.append(f"tools/server/{d.name}/: not in SERVER_DEPENDS (add "
+                       f"it to {__file__})")
+            continue
+        for path in sorted(d.rglob("*.[ch]")):
+            for inc in includes(path):
+                target = path.parent / inc
+                if not target.is_file():
+                    target = server / inc
+                try:
+                    rel = target.resolve().relative_to(server)
+                except ValueError:
+                    continue  # the public header, another tool's
+                theirs = rel.parts[0] if len(rel.parts) > 1 else None
+                if theirs not in (None, d.name) and \
+                        theirs not in SERVER_DEPENDS[d.name]:
+                    bad.append(f"{path.relative_to(ROOT)} includes {inc}: "
+                               f"tools/server/{d.name}/ does not use "
+                               f"tools/server/{theirs}/")
+
+
 def symbols(obj):
     """(defined, undefined) global symbols of one object file."""
     out = subprocess.run(["nm", str(obj)], capture_output=True, text=True,
@@ -254,6 +288,7 @@ def main():
         bad.append(f"src/{f.name}: every source lives in a subsystem folder")
     check_src_includes(bad)
     check_client_includes(bad)
+    check_server_folders(bad)
     check_calls(build, bad)
     for b in bad:
         print(b)
