@@ -4,7 +4,9 @@
  * logit_bias, logprobs, n, lengths, flags), the engine's check of those
  * parameters (nucleus_request_params_validate), and the prompt
  * (tools/server/openai/prompt.c: messages and their content parts, tools, the
- * completion prompt as text or token ids).
+ * completion prompt as text or token ids), and the same body as an
+ * Anthropic Messages API request (tools/server/anthropic/
+ * messages_request.c) translated and read as chat.
  *
  * The input is the request body, as the HTTP handler gets it; both the
  * chat and the completions paths run on it. The model is not loaded: the
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "anthropic/messages_request.h"
 #include "chat/chat_template.h"
 #include "http/api_error.h"
 #include "model/model.h"
@@ -253,6 +256,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FUZZ_CHECK(ids == NULL || n == 0);
       free(ids);
     }
+  }
+  /* The Messages API's body: translated, then read as chat reads it. */
+  for (int route = 0; route < 2; route++) {
+    api_error me = {0};
+    json_t *chat = messages_translate(
+        root, route ? MESSAGES_COUNT_TOKENS : MESSAGES_CREATE, &me);
+    if (!chat) {
+      check_error(&me);
+      continue;
+    }
+    FUZZ_CHECK(json_array_size(json_object_get(chat, "messages")) > 0);
+    gen_request r;
+    api_error e = {0};
+    if (gen_request_parse(chat, true, FUZZ_N_VOCAB, &srv.defaults, &r, &e) ==
+        0) {
+      check_request(&r, model);
+      int32_t *ids = NULL;
+      size_t n = 0;
+      api_error pe = {0};
+      if (prompt_chat(&srv, chat, &r.chat_opts, NULL, NULL, &ids, &n, &pe))
+        check_error(&pe);
+      free(ids);
+      gen_request_free(&r);
+    } else {
+      check_error(&e);
+    }
+    json_decref(chat);
   }
   json_decref(root);
   return 0;

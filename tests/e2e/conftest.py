@@ -32,7 +32,7 @@ DEFAULT_MODEL = os.environ.get(
 
 def _record_request_bodies(directory):
     """NUCLEUS_RECORD_BODIES=DIR: every request body a test POSTs (through
-    requests or the openai client's httpx) is also written to DIR, one file
+    requests or the openai and anthropic clients' httpx) is also written to DIR, one file
     per distinct body, named by its SHA-1: the fuzz seeds of
     fuzz/corpus/request (scripts/gen_request_seeds.py)."""
     import hashlib
@@ -57,17 +57,20 @@ def _record_request_bodies(directory):
         return send(self, request, **kwargs)
 
     requests.Session.send = requests_send
-    try:
-        import httpx
-    except ImportError:
-        return
-    httpx_send = httpx.Client.send
+    # the openai and anthropic clients' transport: httpx, or its successor
+    # httpx2 in the newer clients
+    import importlib
+    for name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
 
-    def client_send(self, request, **kwargs):
-        keep(request.method, request.read())
-        return httpx_send(self, request, **kwargs)
+        def client_send(self, request, _send=module.Client.send, **kwargs):
+            keep(request.method, request.read())
+            return _send(self, request, **kwargs)
 
-    httpx.Client.send = client_send
+        module.Client.send = client_send
 
 
 if os.environ.get("NUCLEUS_RECORD_BODIES"):
