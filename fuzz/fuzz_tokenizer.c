@@ -108,7 +108,9 @@ int nc_fuzz_tokenizer_one(const nc_vocab *v, const uint8_t *data, size_t size) {
   return 0;
 }
 
-#ifndef NC_FUZZ_NO_MAIN
+/* NC_FUZZ_NO_MAIN_TOKENIZER: included by another fuzz target
+ * (fuzz_wordpiece.c) for nc_fuzz_tokenizer_one alone. */
+#if !defined(NC_FUZZ_NO_MAIN) && !defined(NC_FUZZ_NO_MAIN_TOKENIZER)
 typedef struct fuzz_state {
   nc_vocab *v[2];
 } fuzz_state;

@@ -1,7 +1,8 @@
 /* tokenizer: nc_tokenize. Cuts the text around special tokens the way
  * llama.cpp's tokenizer_st_partition does (longest special text first,
  * every occurrence in every remaining raw fragment), then tokenizes each
- * raw fragment with BPE or SPM and adds BOS/EOS. */
+ * raw fragment with BPE, SPM or WordPiece and adds BOS/EOS (WordPiece:
+ * CLS/SEP). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +178,8 @@ static nc_code tokenize(const nc_vocab *v, const char *text, size_t len,
     if (f->token >= 0) {
       nc_ids_push(&ids, f->token);
       prev_special = true;
+    } else if (v->type == NC_VOCAB_WPM) {
+      ok = nc_wpm_fragment(v, text + f->off, f->len, &ids);
     } else if (v->type == NC_VOCAB_SPM) {
       ok = nc_spm_fragment(v, text + f->off, f->len,
                            v->add_space_prefix && prev_special, &ids);
@@ -185,7 +188,10 @@ static nc_code tokenize(const nc_vocab *v, const char *text, size_t len,
       ok = nc_bpe_fragment(v, text + f->off, f->len, &ids);
     }
   }
-  if (add_special && v->add_eos) nc_ids_push(&ids, v->eos);
+  if (add_special && v->type == NC_VOCAB_WPM)
+    nc_ids_push(&ids, v->sep); /* [CLS] ... [SEP], as llama.cpp's WPM */
+  else if (add_special && v->add_eos)
+    nc_ids_push(&ids, v->eos);
   free(fr.p);
   if (!ok || ids.oom) {
     free(ids.p);

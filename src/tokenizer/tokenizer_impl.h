@@ -35,5 +35,7 @@ bool nc_bpe_fragment(const nc_vocab *v, const char *text, size_t len,
                      nc_ids *out);
 bool nc_spm_fragment(const nc_vocab *v, const char *text, size_t len,
                      bool space_prefix, nc_ids *out);
+bool nc_wpm_fragment(const nc_vocab *v, const char *text, size_t len,
+                     nc_ids *out);
 
 #endif

@@ -54,6 +54,8 @@ struct nc_vocab {
   int32_t bos, eos, eot, eom, unk, sep, pad, mask;
   int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
   bool add_bos, add_eos, add_space_prefix, clean_spaces, ignore_merges;
+  /* WordPiece's normalizer (tokenizer.ggml.normalizer.*) */
+  bool wpm_lowercase, wpm_strip_accents;
 
   /* Special tokens (control, user-defined, unknown), longest text first. */
   int32_t *special;

@@ -251,16 +251,39 @@ static nc_code load_type(nc_vocab *v, const gguf_file *f,
                    "vocab: " KEY("model") " is missing (or not a string)");
   bool is_spm = model.len == 5 && memcmp(model.ptr, "llama", 5) == 0;
   bool is_bpe = model.len == 4 && memcmp(model.ptr, "gpt2", 4) == 0;
-  if (!is_spm && !is_bpe)
+  bool is_wpm = model.len == 4 && memcmp(model.ptr, "bert", 4) == 0;
+  if (!is_spm && !is_bpe && !is_wpm)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
-                   "vocab: tokenizer model '%.*s' is not supported (gpt2 "
-                   "and llama are)",
+                   "vocab: tokenizer model '%.*s' is not supported (gpt2, "
+                   "llama and bert are)",
                    (int)(model.len > 64 ? 64 : model.len), model.ptr);
   v->unk = v->sep = v->pad = v->mask = -1;
   v->eot = v->eom = -1;
   v->fim_pre = v->fim_suf = v->fim_mid = -1;
   v->fim_pad = v->fim_rep = v->fim_sep = -1;
-  if (is_spm) {
+  if (is_wpm) { /* llama.cpp's defaults for "bert" */
+    v->type = NC_VOCAB_WPM;
+    v->pre = NC_PRE_DEFAULT;
+    v->bos = 101;
+    v->eos = -1;
+    v->unk = 100;
+    v->sep = 102;
+    v->pad = 0;
+    v->mask = 103;
+    v->add_space_prefix = false;
+    v->clean_spaces = true;
+    v->add_bos = true;
+    v->add_eos = false;
+    bool lower = true, strip;
+    gguf_get_bool(f, KEY("normalizer.lowercase"), &lower);
+    strip = lower; /* Hugging Face: strip_accents unset follows lowercase */
+    gguf_get_bool(f, KEY("normalizer.strip_accents"), &strip);
+    if (opt && opt->wpm_lowercase) lower = opt->wpm_lowercase == NC_WPM_ON;
+    if (opt && opt->wpm_strip_accents)
+      strip = opt->wpm_strip_accents == NC_WPM_ON;
+    v->wpm_lowercase = lower;
+    v->wpm_strip_accents = strip;
+  } else if (is_spm) {
     v->type = NC_VOCAB_SPM;
     v->pre = NC_PRE_DEFAULT;
     v->bos = 1;
@@ -364,7 +387,12 @@ nc_code nc_vocab_load_ex(const gguf_file *f, const nc_vocab_options *opt,
   if (rc == NC_OK && v->type == NC_VOCAB_BPE) rc = load_merges(v, f, err);
   if (rc == NC_OK) {
     read_special_ids(v, f);
-    if (v->add_bos && v->bos < 0)
+    if (v->type == NC_VOCAB_WPM && (v->bos < 0 || v->sep < 0 || v->unk < 0))
+      rc = nc_fail(err, NC_ERR_FORMAT,
+                   "vocab: a bert vocabulary needs valid CLS (BOS), SEP and "
+                   "UNK ids below its %d tokens (has %d, %d, %d)",
+                   v->n_tokens, v->bos, v->sep, v->unk);
+    else if (v->add_bos && v->bos < 0)
       rc = nc_fail(err, NC_ERR_FORMAT,
                    "vocab: add_bos_token is set but there is no valid BOS "
                    "id");

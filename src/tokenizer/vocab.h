@@ -3,8 +3,11 @@
  *
  * Supported: tokenizer.ggml.model "gpt2" (byte-level BPE, pre-tokenizers
  * smollm/starcoder family, llama3 family, qwen2 family, gpt-2 family and
- * default) and "llama" (SentencePiece-style with byte fallback). Other
- * tokenizer models are refused with NC_ERR_UNSUPPORTED.
+ * default), "llama" (SentencePiece-style with byte fallback) and "bert"
+ * (WordPiece over llama.cpp's phantom-space vocabulary, with
+ * tokenizer.ggml.normalizer.lowercase and strip_accents; add_special gives
+ * [CLS] text [SEP]). Other tokenizer models are refused with
+ * NC_ERR_UNSUPPORTED.
  *
  * Validation: every array must hold exactly one entry per token (scores,
  * token types); duplicate token texts are refused. A special-token id that
@@ -43,6 +46,7 @@ enum {
 typedef enum nc_vocab_type {
   NC_VOCAB_SPM = 1, /* "llama" */
   NC_VOCAB_BPE = 2, /* "gpt2" */
+  NC_VOCAB_WPM = 3, /* "bert": WordPiece (tokenizer_wpm.c) */
 } nc_vocab_type;
 
 /* Pre-tokenizer families (BPE only). */
@@ -57,7 +61,12 @@ typedef enum nc_pre_type {
 typedef struct nc_vocab_options {
   /* Replaces tokenizer.ggml.pre (tests: one vocab, every pre-tokenizer). */
   const char *pre_override;
+  /* Replace a bert vocabulary's tokenizer.ggml.normalizer.lowercase and
+   * strip_accents (tests: one vocabulary, every normalizer): 0 keeps the
+   * file's, NC_WPM_OFF or NC_WPM_ON sets it. */
+  uint8_t wpm_lowercase, wpm_strip_accents;
 } nc_vocab_options;
+enum { NC_WPM_OFF = 1, NC_WPM_ON = 2 };
 
 nc_code nc_vocab_load(const gguf_file *f, nc_vocab **out, nc_error *err);
 nc_code nc_vocab_load_ex(const gguf_file *f, const nc_vocab_options *opt,

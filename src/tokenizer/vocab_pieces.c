@@ -57,7 +57,7 @@ static void piece_of(const nc_vocab *v, int32_t id, nc_bytes *b) {
               NC_TOKEN_ATTR_USER_DEFINED)) {
     nc_bytes_put(b, s, n);
   } else if (attr & NC_TOKEN_ATTR_NORMAL) {
-    if (v->type == NC_VOCAB_SPM)
+    if (v->type == NC_VOCAB_SPM || v->type == NC_VOCAB_WPM)
       unescape_spaces(b, s, n);
     else
       decode_bytelevel(b, s, n);

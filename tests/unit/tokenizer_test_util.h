@@ -77,7 +77,7 @@ static inline nc_vocab *tt_load_vocab(const char *path, const char *pre) {
     return NULL;
   }
   nc_vocab *v = NULL;
-  nc_vocab_options opt = {pre};
+  nc_vocab_options opt = {.pre_override = pre};
   if (nc_vocab_load_ex(f, &opt, &v, &err) != NC_OK)
     fprintf(stderr, "vocab load(%s): %s\n", path, err.message);
   gguf_close(f);
