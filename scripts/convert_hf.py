@@ -10,9 +10,9 @@ shards), tokenizer.json (or vocab.txt) and, for sentence-transformers
 models, modules.json and the pooling module's config.json.
 
 Supported classes (config.json "architectures"): BertModel, BertForMaskedLM
-and BertForSequenceClassification (a cross-encoder: its classifier becomes
-cls.output, its labels classifier.output_labels), as general.architecture
-"bert".
+and BertForSequenceClassification (a cross-encoder: its pooler becomes the
+rank head's cls, its classifier cls.output, its labels
+classifier.output_labels), as general.architecture "bert".
 
 What is written, as llama.cpp's converter writes it:
 - hyperparameters {arch}.context_length, embedding_length,
@@ -33,6 +33,10 @@ What is written, as llama.cpp's converter writes it:
   pooler and the masked-LM and next-sentence heads are dropped;
   "--outtype f16" (the default) stores matrices as F16 except the position
   and token-type embeddings, vectors and norms always as F32.
+
+One deliberate difference: a classifier's pooler is kept (as cls, which
+llama.cpp's graph applies with tanh before cls.output, as Hugging Face
+does); llama.cpp's converter drops it.
 
 The safetensors files are read here (a JSON header, then raw little-endian
 arrays); no torch or transformers is needed, only gguf and numpy.
@@ -216,6 +220,12 @@ def tensor_name(name, name_map, arch, is_classifier):
         name = name[: -len(".gamma")] + ".weight"
     if name.endswith(".beta"):
         name = name[: -len(".beta")] + ".bias"
+    if is_classifier and name.startswith("pooler.dense."):
+        # BertForSequenceClassification scores classifier(tanh(pooler(CLS))):
+        # the pooler is the rank head's cls (then tanh), as a RoBERTa
+        # classifier's dense layer. llama.cpp's converter drops it, and its
+        # scores then miss that layer.
+        return "cls." + name.split(".")[-1]
     if name in ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"):
         return None
     if name.startswith(("cls.predictions", "cls.seq_relationship")):

@@ -146,8 +146,8 @@ def test_llama_cpp_embeds_as_the_checkpoint(converted):
 
 def test_classifier_checkpoint_becomes_a_reranker(tmp_path):
     """A BertForSequenceClassification checkpoint (random weights, one
-    label): its classifier is cls.output, its pooling rank, its label
-    listed; llama.cpp loads it."""
+    label): its pooler is cls, its classifier cls.output, its pooling rank,
+    its label listed; llama.cpp loads it."""
     import gguf
 
     require_model(HF_DIR / "tokenizer.json")
@@ -194,8 +194,9 @@ def test_classifier_checkpoint_becomes_a_reranker(tmp_path):
     subprocess.run([sys.executable, str(CONVERT), str(d), str(out), "--outtype", "f32"], check=True)
     r = gguf.GGUFReader(str(out))
     names = {t.name for t in r.tensors}
-    assert {"cls.output.weight", "cls.output.bias"} <= names
-    assert not any(n.startswith("pooler") for n in names) and "cls.weight" not in names
+    # classifier(tanh(pooler(CLS))): the pooler is the rank head's cls
+    assert {"cls.weight", "cls.bias", "cls.output.weight", "cls.output.bias"} <= names
+    assert not any(n.startswith("pooler") for n in names)
     assert r.fields["bert.pooling_type"].contents() == 4  # rank
     assert r.fields["bert.classifier.output_labels"].contents() == ["relevance"]
     from llama_cpp import Llama
