@@ -260,3 +260,79 @@ def test_errors_in_anthropic_shape(server):
     r = requests.post(server.url + "/v1/chat/completions",
                       headers={"x-api-key": "wrong"}, json={})
     assert r.status_code == 401 and "type" not in r.json()
+
+
+def test_structured_output(client):
+    import pydantic
+
+    class City(pydantic.BaseModel):
+        name: str
+        population: int
+
+    ask = [{"role": "user", "content": "Describe Paris as JSON."}]
+    parsed = client.messages.parse(max_tokens=64, messages=ask,
+                                   output_format=City, **greedy())
+    assert parsed.stop_reason == "end_turn"
+    assert isinstance(parsed.parsed_output, City)
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        client.messages.create(
+            max_tokens=8, messages=ask, model="m",
+            extra_body={"output_config": {"format": {"type": "json_schema"}}})
+    assert "output_config.format must be" in error_of(exc)["message"]
+
+
+# Qwen3.5's template opens the thinking block in the generation prompt
+# (unless enable_thinking is false); SmolLM2 never closes it, so its whole
+# reply is thinking.
+@pytest.fixture(scope="module")
+def thinker(start_server):
+    import pathlib
+    template = (pathlib.Path(__file__).resolve().parents[1] /
+                "data/templates/qwen3.5.jinja")
+    srv = start_server("-c", "1024", "-t", "2", "--chat-template",
+                       str(template))
+    return anthropic.Anthropic(base_url=srv.url, api_key="k", max_retries=0)
+
+
+def test_thinking_blocks(thinker):
+    kw = greedy(max_tokens=12, messages=USER)
+    for thinking in (None, {"type": "adaptive"}):
+        extra = {"thinking": thinking} if thinking else {}
+        msg = thinker.messages.create(**kw, **extra)
+        assert [b.type for b in msg.content] == ["thinking"], msg.content
+        assert msg.content[0].thinking and msg.stop_reason == "max_tokens"
+    raw = list(thinker.messages.create(stream=True, **kw))
+    types = [e.type for e in raw if e.type != "ping"]
+    assert types[:2] == ["message_start", "content_block_start"]
+    assert raw[[e.type for e in raw].index("content_block_start")] \
+        .content_block.type == "thinking"
+    deltas = [e.delta for e in raw if e.type == "content_block_delta"]
+    assert {d.type for d in deltas[:-1]} == {"thinking_delta"}
+    assert deltas[-1].type == "signature_delta"
+    assert "".join(d.thinking for d in deltas[:-1]) == \
+        msg.content[0].thinking
+    with thinker.messages.stream(**kw) as s:
+        final = s.get_final_message()
+    assert final.content[0].type == "thinking"
+    assert final.content[0].thinking == msg.content[0].thinking
+    # disabled: the template closes the block in the prompt: all answer
+    off = thinker.messages.create(thinking={"type": "disabled"}, **kw)
+    assert [b.type for b in off.content] == ["text"]
+    on_n = thinker.messages.count_tokens(model="m", messages=USER)
+    off_n = thinker.messages.count_tokens(model="m", messages=USER,
+                                          thinking={"type": "disabled"})
+    assert off_n.input_tokens > on_n.input_tokens
+    assert (off.usage.input_tokens + off.usage.cache_read_input_tokens ==
+            off_n.input_tokens)
+
+
+def test_thinking_refused(thinker):
+    for thinking, needle in [
+            ({"type": "enabled", "budget_tokens": 64},
+             "must be less than max_tokens (32)"),
+            ({"type": "adaptive", "display": "omitted"}, "thinking.display"),
+            ({"type": "sometimes"}, "thinking.type must be")]:
+        with pytest.raises(anthropic.BadRequestError) as exc:
+            thinker.messages.create(max_tokens=32, messages=USER, model="m",
+                                    thinking=thinking)
+        assert needle in error_of(exc)["message"]

@@ -13,11 +13,13 @@
 #define MAX_PATH 96     /* a field's path in an error message */
 
 static const char *const CREATE_FIELDS[] = {
-    "model", "messages",    "max_tokens",     "system", "temperature",
-    "top_p", "top_k",       "stop_sequences", "stream", "metadata",
-    "tools", "tool_choice", "thinking",       NULL};
+    "model",       "messages",      "max_tokens",    "system",
+    "temperature", "top_p",         "top_k",         "stop_sequences",
+    "stream",      "metadata",      "tools",         "tool_choice",
+    "thinking",    "output_config", "cache_control", NULL};
 static const char *const COUNT_FIELDS[] = {
-    "model", "messages", "system", "tools", "tool_choice", "thinking", NULL};
+    "model",    "messages",      "system",        "tools", "tool_choice",
+    "thinking", "output_config", "cache_control", NULL};
 
 static const char *route_path(messages_route route) {
   return route == MESSAGES_CREATE ? "/v1/messages"
@@ -548,6 +550,108 @@ static int check_metadata(const json_t *body, api_error *e) {
   return 0;
 }
 
+/* chat_template_kwargs.KEY = value (the object made when absent). */
+static int set_kwarg(json_t *chat, const char *key, json_t *value,
+                     api_error *e) {
+  json_t *kw = json_object_get(chat, "chat_template_kwargs");
+  if (!kw &&
+      json_object_set_new(chat, "chat_template_kwargs", kw = json_object()))
+    kw = NULL;
+  if (!kw || !value || json_object_set_new(kw, key, value))
+    return api_fail(e, 500, NULL, "out of memory");
+  return 0;
+}
+
+/* thinking: {"type": "disabled"} and {"type": "adaptive"} are the
+ * template's enable_thinking (off, on: the model decides how long);
+ * {"type": "enabled", "budget_tokens": N} is on with a budget below
+ * max_tokens. display "summarized" is what nucleus returns (the thinking
+ * as written); "omitted" and "between_tools" are refused. */
+static int translate_thinking(const json_t *body, json_t *chat, api_error *e) {
+  const json_t *t = field(body, "thinking");
+  if (!t) return 0;
+  static const char *const keys[] = {"type", "budget_tokens", "display", NULL};
+  if (!json_is_object(t) || !json_is_string(json_object_get(t, "type")))
+    return api_fail(e, 400, "thinking",
+                    "'thinking' must be {\"type\": \"enabled\", "
+                    "\"budget_tokens\": N}, {\"type\": \"adaptive\"} or "
+                    "{\"type\": \"disabled\"}");
+  if (only_keys(t, keys, "thinking", e)) return -1;
+  const json_t *display = field(t, "display");
+  if (display && !(json_is_string(display) &&
+                   !strcmp(json_string_value(display), "summarized")))
+    return api_fail(e, 400, "thinking",
+                    "thinking.display: nucleus returns the thinking as the "
+                    "model wrote it (\"summarized\"); \"omitted\" is not "
+                    "supported");
+  const json_t *budget = field(t, "budget_tokens");
+  if (is_type(t, "disabled") || is_type(t, "adaptive")) {
+    if (budget || (display && is_type(t, "disabled")))
+      return api_fail(e, 400, "thinking",
+                      "thinking {\"type\": \"%s\"} takes no %s",
+                      json_string_value(json_object_get(t, "type")),
+                      budget ? "budget_tokens" : "display");
+    return set_kwarg(chat, "enable_thinking",
+                     json_boolean(is_type(t, "adaptive")), e);
+  }
+  if (!is_type(t, "enabled"))
+    return api_fail(e, 400, "thinking",
+                    "thinking.type must be enabled, adaptive or disabled");
+  const json_t *max = field(body, "max_tokens");
+  if (!json_is_integer(budget) || json_integer_value(budget) < 1)
+    return api_fail(e, 400, "thinking",
+                    "thinking.budget_tokens must be an integer of at least 1");
+  if (json_is_integer(max) &&
+      json_integer_value(budget) >= json_integer_value(max))
+    return api_fail(e, 400, "thinking",
+                    "thinking.budget_tokens (%lld) must be less than "
+                    "max_tokens (%lld): the thinking counts toward it",
+                    (long long)json_integer_value(budget),
+                    (long long)json_integer_value(max));
+  return api_fail(e, 400, "thinking",
+                  "thinking {\"type\": \"enabled\"}: a thinking budget is "
+                  "not supported yet; use {\"type\": \"adaptive\"}");
+}
+
+/* output_config: {"format": {"type": "json_schema", "schema": {...}}}
+ * is structured output (chat's response_format json_schema: the answer
+ * follows the schema); "effort" low / medium / high is chat's
+ * reasoning_effort (read by the templates that have one). */
+static int translate_output_config(const json_t *body, json_t *chat,
+                                   api_error *e) {
+  const json_t *oc = field(body, "output_config");
+  if (!oc) return 0;
+  static const char *const keys[] = {"format", "effort", NULL};
+  static const char *const fkeys[] = {"type", "schema", NULL};
+  if (!json_is_object(oc))
+    return api_fail(e, 400, "output_config",
+                    "'output_config' must be an object");
+  if (only_keys(oc, keys, "output_config", e)) return -1;
+  const json_t *effort = field(oc, "effort");
+  if (effort) {
+    const char *s = json_string_value(effort);
+    if (!s || (strcmp(s, "low") && strcmp(s, "medium") && strcmp(s, "high")))
+      return api_fail(e, 400, "output_config",
+                      "output_config.effort must be low, medium or high");
+    if (json_object_set(chat, "reasoning_effort", (json_t *)effort))
+      return api_fail(e, 500, NULL, "out of memory");
+  }
+  const json_t *fmt = field(oc, "format");
+  if (!fmt) return 0;
+  if (!json_is_object(fmt) || !is_type(fmt, "json_schema") ||
+      !json_is_object(json_object_get(fmt, "schema")))
+    return api_fail(e, 400, "output_config",
+                    "output_config.format must be {\"type\": \"json_schema\", "
+                    "\"schema\": {...}}");
+  if (only_keys(fmt, fkeys, "output_config.format", e)) return -1;
+  json_t *rf =
+      json_pack("{s:s,s:{s:s,s:O}}", "type", "json_schema", "json_schema",
+                "name", "output", "schema", json_object_get(fmt, "schema"));
+  if (!rf || json_object_set_new(chat, "response_format", rf))
+    return api_fail(e, 500, NULL, "out of memory");
+  return 0;
+}
+
 /* The fields chat reads under the same names and meanings. */
 static int copy_same(const json_t *body, json_t *chat, api_error *e) {
   static const char *const same[] = {"model", "max_tokens", "temperature",
@@ -590,16 +694,14 @@ json_t *messages_translate(const json_t *body, messages_route route,
              "integer of at least 1");
     return NULL;
   }
-  if (field(body, "thinking")) {
-    api_fail(e, 400, "thinking", "'thinking' is not supported yet");
-    return NULL;
-  }
   json_t *chat = json_object();
   if (!chat) {
     api_fail(e, 500, NULL, "out of memory");
     return NULL;
   }
-  if (check_metadata(body, e) || copy_same(body, chat, e) ||
+  if (check_metadata(body, e) || check_cache_control(body, "request", e) ||
+      translate_thinking(body, chat, e) ||
+      translate_output_config(body, chat, e) || copy_same(body, chat, e) ||
       translate_messages(body, chat, e) || translate_tools(body, chat, e) ||
       translate_tool_choice(body, chat, e) || translate_stop(body, chat, e)) {
     json_decref(chat);
