@@ -139,6 +139,40 @@ def test_stop_sequences(client):
     assert text_of(final) == text_of(msg)
 
 
+def test_prefill_continues_the_last_assistant_turn(client, server):
+    turn = USER + [{"role": "assistant", "content": "The sea is"}]
+    msg = client.messages.create(max_tokens=12, messages=turn, **greedy())
+    # the same conversation through chat completions, continued
+    chat = requests.post(
+        server.url + "/v1/chat/completions",
+        headers={"Authorization": "Bearer " + KEY},
+        json={"model": "m", "messages": turn, "max_tokens": 12,
+              "temperature": 0, "top_k": 1, "continue_final_message": True,
+              "add_generation_prompt": False}).json()
+    assert text_of(msg) == chat["choices"][0]["message"]["content"]
+    assert (msg.usage.input_tokens + msg.usage.cache_read_input_tokens ==
+            chat["usage"]["prompt_tokens"])
+    # text blocks around a tool_result keep their order
+    calls = [{"role": "user", "content": "Add 2 and 3."},
+             {"role": "assistant", "content": [
+                 {"type": "tool_use", "id": "toolu_9", "name": "add",
+                  "input": {"a": 2, "b": 3}}]}]
+    before = {"type": "text", "text": "Here it is."}
+    result = {"type": "tool_result", "tool_use_id": "toolu_9",
+              "content": "5"}
+    n = [client.messages.count_tokens(
+        model="m", tools=TOOLS,
+        messages=calls + [{"role": "user", "content": blocks}]).input_tokens
+        for blocks in ([result], [before, result])]
+    assert n[1] > n[0]
+    # a conversation that ends with calls needs their results
+    with pytest.raises(anthropic.BadRequestError) as exc:
+        client.messages.create(max_tokens=4, messages=calls, tools=TOOLS,
+                               model="m")
+    assert "tool_result blocks come in a user message" in \
+        error_of(exc)["message"]
+
+
 def tool_uses(msg):
     calls = [b for b in msg.content if b.type == "tool_use"]
     for c in calls:

@@ -215,17 +215,21 @@ static int user_blocks(translation *t, const json_t *content, size_t idx,
     snprintf(path, sizeof path, "messages[%zu].content[%zu]", idx, i);
     if (is_type(b, "tool_result")) {
       if (json_array_size(parts)) { /* text before it goes first */
-        rc = append(t, json_pack("{s:s,s:O}", "role", "user", "content", parts),
+        rc = append(t, json_pack("{s:s,s:o}", "role", "user", "content", parts),
                     e);
-        json_array_clear(parts);
+        parts = json_array();
+        if (!rc && !parts) rc = api_fail(e, 500, NULL, "out of memory");
       }
       if (rc || (rc = tool_result(t, b, path, e))) break;
     } else if (is_type(b, "text")) {
       const json_t *text = text_block(b, path, e);
-      if (!text ||
-          json_array_append_new(
-              parts, json_pack("{s:s,s:O}", "type", "text", "text", text))) {
+      if (!text) {
         rc = -1;
+        break;
+      }
+      if (json_array_append_new(
+              parts, json_pack("{s:s,s:O}", "type", "text", "text", text))) {
+        rc = api_fail(e, 500, NULL, "out of memory");
         break;
       }
     } else {
@@ -400,6 +404,19 @@ static int translate_messages(const json_t *body, json_t *chat, api_error *e) {
   const json_t *m;
   json_array_foreach(msgs, i, m) {
     if (rc || (rc = message(&t, m, i, e))) break;
+  }
+  /* A last assistant turn is a prefill: the reply continues it. */
+  const json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+  const char *role = json_string_value(json_object_get(last, "role"));
+  if (!rc && role && !strcmp(role, "assistant")) {
+    if (json_array_size(t.last_call_ids))
+      rc = api_fail(e, 400, "messages",
+                    "messages[%zu] ends the conversation with tool_use "
+                    "blocks: their tool_result blocks come in a user message "
+                    "after it",
+                    json_array_size(msgs) - 1);
+    else if (json_object_set_new(chat, "continue_final_message", json_true()))
+      rc = api_fail(e, 500, NULL, "out of memory");
   }
   json_decref(t.last_call_ids);
   if (!rc) rc = json_object_set(chat, "messages", t.msgs);
