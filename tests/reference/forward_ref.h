@@ -69,5 +69,18 @@ nc_code nc_ref_matmul(const nc_weight *w, const float *x, int32_t T, int64_t in,
 /* y = x / sqrt(mean(x^2) + eps) * g, over n values (in double). */
 void nc_ref_rmsnorm(const float *x, const float *g, float *y, int64_t n,
                     float eps);
+/* One SwiGLU FFN of width F on T rows: y = Wd (silu(Wg h) * (Wu h));
+ * gate, up: scratch of T * F. */
+nc_code nc_ref_swiglu_ffn(const nc_weight *wg, const nc_weight *wu,
+                          const nc_weight *wd, const float *h, int32_t T,
+                          int64_t E, int64_t F, float *gate, float *up,
+                          float *y, nc_error *err);
+/* The mixture of experts, one position at a time: x += the weighted sum
+ * of its chosen experts' FFNs of h (p = softmax(Wrouter h), the
+ * n_expert_used largest, weights p / their sum; gate, up: scratch of
+ * n_ff_exp; y: n_embd). */
+nc_code nc_ref_moe_ffn(const nc_hparams *hp, const nc_layer_weights *L,
+                       const float *h, int32_t T, float *x, float *gate,
+                       float *up, float *y, nc_error *err);
 
 #endif

@@ -138,74 +138,6 @@ static nc_code attention(const nc_hparams *hp, const float *q, const float *k,
   return NC_OK;
 }
 
-/* One SwiGLU FFN of width F on T rows: y = Wd (silu(Wg h) * (Wu h)). */
-static nc_code swiglu_ffn(const nc_weight *wg, const nc_weight *wu,
-                          const nc_weight *wd, const float *h, int32_t T,
-                          int64_t E, int64_t F, float *gate, float *up,
-                          float *y, nc_error *err) {
-  nc_code rc;
-  if ((rc = matmul(wg, h, T, E, gate, F, err)) ||
-      (rc = matmul(wu, h, T, E, up, F, err)))
-    return rc;
-  for (int64_t i = 0; i < (int64_t)T * F; i++) {
-    const double a = gate[i];
-    gate[i] = (float)(a / (1.0 + exp(-a))) * up[i];
-  }
-  return matmul(wd, gate, T, F, y, E, err);
-}
-
-/* The mixture of experts, one position at a time: x += the weighted sum
- * of its chosen experts' FFNs of h (gate, up: scratch of n_ff_exp; y: E). */
-static nc_code moe_ffn(const nc_hparams *hp, const nc_layer_weights *L,
-                       const float *h, int32_t T, float *x, float *gate,
-                       float *up, float *y, nc_error *err) {
-  const int64_t E = hp->n_embd, F = hp->n_ff_exp;
-  const int32_t NX = hp->n_expert, K = hp->n_expert_used;
-  float *p = malloc(sizeof(float) * (size_t)NX);
-  int32_t *sel = malloc(sizeof(int32_t) * (size_t)K);
-  nc_code rc = NC_OK;
-  if (!p || !sel) {
-    rc = nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
-    goto done;
-  }
-  for (int32_t t = 0; t < T && !rc; t++) {
-    const float *ht = h + (int64_t)t * E;
-    if ((rc = matmul(&L->ffn_gate_inp, ht, 1, E, p, NX, err))) break;
-    double max = -INFINITY, sum = 0;
-    for (int32_t e = 0; e < NX; e++)
-      if (p[e] > max) max = p[e];
-    for (int32_t e = 0; e < NX; e++)
-      sum += exp((double)p[e] - max);
-    for (int32_t e = 0; e < NX; e++)
-      p[e] = (float)(exp((double)p[e] - max) / sum);
-    double psum = 0;
-    for (int32_t j = 0; j < K; j++) { /* the K largest, largest first */
-      int32_t best = -1;
-      for (int32_t e = 0; e < NX; e++) {
-        bool used = false;
-        for (int32_t i = 0; i < j; i++)
-          used = used || sel[i] == e;
-        if (!used && (best < 0 || p[e] > p[best])) best = e;
-      }
-      sel[j] = best;
-      psum += p[best];
-    }
-    for (int32_t j = 0; j < K && !rc; j++) {
-      const nc_weight g = nc_weight_expert(&L->gate_exps, sel[j]);
-      const nc_weight u = nc_weight_expert(&L->up_exps, sel[j]);
-      const nc_weight d = nc_weight_expert(&L->down_exps, sel[j]);
-      if ((rc = swiglu_ffn(&g, &u, &d, ht, 1, E, F, gate, up, y, err))) break;
-      const double wj = p[sel[j]] / psum;
-      for (int64_t i = 0; i < E; i++)
-        x[(int64_t)t * E + i] += (float)(wj * y[i]);
-    }
-  }
-done:
-  free(p);
-  free(sel);
-  return rc;
-}
-
 static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
                                  int32_t T, float *logits, nc_error *err) {
   const nc_hparams *hp = nc_model_hparams(m);
@@ -271,11 +203,11 @@ static nc_code llama_ref_forward(const nucleus_model *m, const int32_t *tokens,
     for (int32_t t = 0; t < T; t++)
       nc_ref_rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
     if (L->ffn_gate_inp.data) {
-      if ((rc = moe_ffn(hp, L, h, T, x, gate, up, o, err))) goto done;
+      if ((rc = nc_ref_moe_ffn(hp, L, h, T, x, gate, up, o, err))) goto done;
       continue;
     }
-    if ((rc = swiglu_ffn(&L->ffn_gate, &L->ffn_up, &L->ffn_down, h, T, E,
-                         hp->n_ff, gate, up, o, err)))
+    if ((rc = nc_ref_swiglu_ffn(&L->ffn_gate, &L->ffn_up, &L->ffn_down, h, T, E,
+                                hp->n_ff, gate, up, o, err)))
       goto done;
     for (int64_t i = 0; i < (int64_t)T * E; i++)
       x[i] += o[i];
