@@ -192,6 +192,18 @@ ARCHS = {
     "gemmaemb": dict(n_layer=6, head_dim=128, tied=True, rope_base=1000000.0,
                      base="gemma3", gguf_arch="gemma-embedding",
                      pooling=gguf.PoolingType.MEAN, dense=1024),
+    # Qwen3.5/3.6 MoE (`qwen35moe`, llama.cpp's qwen35moe graph): qwen35's
+    # layers with, in place of the FFN, 8 routed experts (2 used, 128 wide;
+    # softmax router, weights renormalised) plus a shared expert 256 wide
+    # (expert_shared_feed_forward_length, neither n_ff nor the experts'
+    # width) scaled by sigmoid(ffn_gate_inp_shexp . h); every 2nd layer
+    # attention (another pattern than qwen35's)
+    "qwen35moe": dict(n_layer=4, head_dim=128, tied=True,
+                      rope_base=10000000.0, base="qwen35",
+                      gguf_arch="qwen35moe", attn_interval=2, f32=True,
+                      n_expert=8, n_expert_used=2, n_ff_exp=128,
+                      n_ff_shexp=256,
+                      ssm=dict(d_conv=4, d_state=64, n_k=2, n_v=4)),
 }
 
 # Qwen3-Reranker's prompt (llama.cpp's converter writes it as the chat
@@ -377,18 +389,22 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         w.add_ssm_group_count(ssm["n_k"])
         w.add_ssm_time_step_rank(ssm["n_v"])
         w.add_ssm_inner_size(ssm["d_state"] * ssm["n_v"])
+        ga = cfg.get("gguf_arch", arch)
         if cfg.get("mtp"):
-            w.add_uint32("qwen35.nextn_predict_layers", cfg["mtp"])
+            w.add_uint32(f"{ga}.nextn_predict_layers", cfg["mtp"])
         if "recurrent" in cfg:
-            w.add_array("qwen35.attention.recurrent_layers",
+            w.add_array(f"{ga}.attention.recurrent_layers",
                         [bool(x) for x in cfg["recurrent"]])
         else:
             w.add_full_attention_interval(cfg["attn_interval"])
-    if arch in ("qwen3moe", "mixtral", "gptoss"):
+    if arch in ("qwen3moe", "mixtral", "gptoss") or (
+            arch == "qwen35" and "n_expert" in cfg):
         w.add_expert_count(cfg["n_expert"])
         w.add_expert_used_count(cfg["n_expert_used"])
-    if arch in ("qwen3moe", "gptoss"):
+    if arch in ("qwen3moe", "gptoss") or (arch == "qwen35" and "n_expert" in cfg):
         w.add_expert_feed_forward_length(cfg["n_ff_exp"])
+    if "n_ff_shexp" in cfg:
+        w.add_expert_shared_feed_forward_length(cfg["n_ff_shexp"])
     if arch == "gptoss":
         w.add_key_length(hd)
         w.add_value_length(hd)
@@ -505,9 +521,25 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             vec(p + "attn_k_norm.weight", hd, "norm")
             mat(p + "attn_output.weight", (N_EMBD, n_q), inv(n_q))
         vec(p + "post_attention_norm.weight", N_EMBD, "norm")
-        mat(p + "ffn_gate.weight", (N_FF, N_EMBD), inv(N_EMBD))
-        mat(p + "ffn_up.weight", (N_FF, N_EMBD), inv(N_EMBD))
-        mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
+        if "n_expert" in cfg:
+            E, F, FS = cfg["n_expert"], cfg["n_ff_exp"], cfg["n_ff_shexp"]
+            x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD).reshape(E, N_EMBD)
+            w.add_tensor(p + "ffn_gate_inp.weight",
+                         (x * 2.0 * inv(N_EMBD)).astype(np.float32))
+            mat(p + "ffn_gate_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_up_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_down_exps.weight", (E, N_EMBD, F), inv(F))
+            # the shared expert's gate: one logit per row, std ~1
+            x = randn(seed, p + "ffn_gate_inp_shexp.weight", N_EMBD)
+            w.add_tensor(p + "ffn_gate_inp_shexp.weight",
+                         (x * inv(N_EMBD)).astype(np.float32))
+            mat(p + "ffn_gate_shexp.weight", (FS, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_up_shexp.weight", (FS, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_down_shexp.weight", (N_EMBD, FS), inv(FS))
+        else:
+            mat(p + "ffn_gate.weight", (N_FF, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_up.weight", (N_FF, N_EMBD), inv(N_EMBD))
+            mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
         if i >= L:  # an MTP layer
             mat(p + "nextn.eh_proj.weight", (N_EMBD, 2 * N_EMBD),
                 inv(2 * N_EMBD))

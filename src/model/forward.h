@@ -152,6 +152,13 @@ typedef struct nc_moe_opts {
 } nc_moe_opts;
 void nc_fwd_moe_ext(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
                     float *y, int32_t rows, const nc_moe_opts *o);
+/* The experts beside a shared one (qwen35moe, llama.cpp's qwen35moe FFN),
+ * in place on the rows x [rows, n_embd]: x = moe(x) + sigmoid(g . x) *
+ * down_shexp(silu(gate_shexp x) * up_shexp x), g the layer's
+ * gate_inp_shexp. Uses the side buffer (NC_SCRATCH_SIDE) and gate / up of
+ * n_ff_shexp. */
+void nc_fwd_moe_shared(nc_fwd *ctx, const nc_layer_weights *L, float *x,
+                       int32_t rows);
 
 /* The context one sequence may reach (llama.cpp's n_ctx_seq, for
  * LongRoPE): the one set by nc_context_set_n_ctx, else the KV cache's

@@ -1,5 +1,6 @@
 /* forward_moe: the mixture-of-experts FFN (nc_fwd_moe, forward.h): router,
- * top-k, the batch's rows grouped by expert, the weighted sum. */
+ * top-k, the batch's rows grouped by expert, the weighted sum; and the
+ * experts beside a gated shared expert (nc_fwd_moe_shared). */
 #include <math.h>
 #include <string.h>
 
@@ -234,5 +235,29 @@ void nc_fwd_moe_ext(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
         for (int64_t i = 0; i < E; i++)
           yt[i] += oe[i] * w;
     }
+  }
+}
+
+void nc_fwd_moe_shared(nc_fwd *ctx, const nc_layer_weights *L, float *x,
+                       int32_t rows) {
+  const nc_fwd_bufs *s = &ctx->bufs;
+  const int64_t E = ctx->hp->n_embd, F = ctx->hp->n_ff_shexp;
+  float *sh = s->side, *g = s->side + (int64_t)rows * E;
+  const nc_mm gu[3] = {{&L->gate_shexp, s->gate, F},
+                       {&L->up_shexp, s->up, F},
+                       {&L->gate_inp_shexp, g, 1}};
+  nc_fwd_matmul(ctx, x, E, rows, gu, 3);
+  nc_fwd_swiglu(ctx, s->gate, s->up, rows, F);
+  const nc_mm down = {&L->down_shexp, sh, E};
+  nc_fwd_matmul(ctx, s->gate, F, rows, &down, 1);
+  nc_fwd_moe(ctx, L, x, x, rows);
+  /* ggml: sigmoid of the gate, the shared output times it, then the
+   * experts' sum plus that */
+  for (int32_t t = 0; t < rows; t++) {
+    const float sg = 1.0f / (1.0f + expf(-g[t]));
+    float *xt = x + (int64_t)t * E;
+    const float *st = sh + (int64_t)t * E;
+    for (int64_t i = 0; i < E; i++)
+      xt[i] += st[i] * sg;
   }
 }

@@ -99,6 +99,9 @@ typedef struct nc_hparams {
    * dense projections (dense_2, dense_3), n_embd without them. */
   bool non_causal, swa_symmetric;
   int32_t pooling, n_cls_out, n_embd_out;
+  /* a shared expert beside the routed ones (qwen35moe): its FFN width
+   * ({arch}.expert_shared_feed_forward_length, else n_ff); 0: none */
+  int32_t n_ff_shexp;
 } nc_hparams;
 
 enum {
@@ -217,6 +220,10 @@ typedef struct nc_layer_weights {
   int32_t rec;
   nc_weight ssm_in, ssm_z, ssm_beta, ssm_alpha, ssm_conv, ssm_dt, ssm_a,
       ssm_norm, ssm_out;
+  /* qwen35moe: the shared expert's gate [n_embd -> 1] (its output times
+   * the sigmoid of that logit) and its SwiGLU FFN {gate,up} [n_embd ->
+   * n_ff_shexp], down [n_ff_shexp -> n_embd] */
+  nc_weight gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
 } nc_layer_weights;
 
 typedef struct nc_model_weights {

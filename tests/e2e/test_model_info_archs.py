@@ -33,6 +33,7 @@ EXPECTED = {
     # embedding models (issue 44): not generation models
     "gemmaemb": ("gemma-embedding", ["Gemma3TextModel"]),
     "qwen3emb": ("qwen3", ["Qwen3ForCausalLM"]),
+    "qwen35moe": ("qwen35moe", ["Qwen3_5MoeForCausalLM"]),
 }
 EMBEDDING = {"gemmaemb", "qwen3emb"}
 

@@ -19,6 +19,9 @@
  *       y_t = Wo (o * sigmoid(gate))
  *     x += y;  h = rmsnorm(x) * post_attention_norm
  *     x += Wdown (silu(Wgate h) * (Wup h))
+ *       or, with a router (qwen35moe): x += the experts of h
+ *       (nc_ref_moe_ffn) + sigmoid(Wshgate h) * shared(h), shared a SwiGLU
+ *       FFN of its own
  *   logits_t = Wout (rmsnorm(x_t) * output_norm)
  *
  * f32 values, dot products and norms accumulated in double, the delta
@@ -241,11 +244,39 @@ done:
   return rc;
 }
 
+/* qwen35moe's FFN on T rows of h: x += the experts' weighted sum, then
+ * x += sigmoid(gate_inp_shexp . h) * the shared expert's FFN of h (gate,
+ * up: T x the widest FFN; y: T x n_embd). */
+static nc_code shared_moe(const nc_hparams *hp, const nc_layer_weights *L,
+                          const float *h, int32_t T, float *x, float *gate,
+                          float *up, float *y, nc_error *err) {
+  const int64_t E = hp->n_embd;
+  float *g = malloc(sizeof(float) * (size_t)T);
+  if (!g) return nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+  nc_code rc;
+  if ((rc = nc_ref_moe_ffn(hp, L, h, T, x, gate, up, y, err)) ||
+      (rc = nc_ref_swiglu_ffn(&L->gate_shexp, &L->up_shexp, &L->down_shexp, h,
+                              T, E, hp->n_ff_shexp, gate, up, y, err)) ||
+      (rc = matmul(&L->gate_inp_shexp, h, T, E, g, 1, err))) {
+    free(g);
+    return rc;
+  }
+  for (int32_t t = 0; t < T; t++) {
+    const double sg = 1.0 / (1.0 + exp(-(double)g[t]));
+    for (int64_t i = 0; i < E; i++)
+      x[t * E + i] += (float)(sg * y[t * E + i]);
+  }
+  free(g);
+  return NC_OK;
+}
+
 static nc_code qwen35_ref_forward(const nucleus_model *m, const int32_t *tokens,
                                   int32_t T, float *logits, nc_error *err) {
   const nc_hparams *hp = nc_model_hparams(m);
   const nc_model_weights *w = nc_model_weights_of(m);
-  const int64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+  const int64_t E = hp->n_embd, V = hp->n_vocab;
+  int64_t F = hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp;
+  if (hp->n_ff_shexp > F) F = hp->n_ff_shexp;
   if (hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv)
     return nc_fail(err, NC_ERR_FORMAT, "reference: %d heads, %d KV heads",
                    (int)hp->n_head, (int)hp->n_head_kv);
@@ -276,12 +307,13 @@ static nc_code qwen35_ref_forward(const nucleus_model *m, const int32_t *tokens,
       x[i] += y[i];
     for (int32_t t = 0; t < T; t++) /* post_attention_norm */
       rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
-    if ((rc = matmul(&L->ffn_gate, h, T, E, gate, F, err)) ||
-        (rc = matmul(&L->ffn_up, h, T, E, up, F, err)))
+    if (L->ffn_gate_inp.data) {
+      if ((rc = shared_moe(hp, L, h, T, x, gate, up, y, err))) goto done;
+      continue;
+    }
+    if ((rc = nc_ref_swiglu_ffn(&L->ffn_gate, &L->ffn_up, &L->ffn_down, h, T, E,
+                                hp->n_ff, gate, up, y, err)))
       goto done;
-    for (int64_t i = 0; i < (int64_t)T * F; i++)
-      gate[i] = (float)silu(gate[i]) * up[i];
-    if ((rc = matmul(&L->ffn_down, gate, T, F, y, E, err))) goto done;
     for (int64_t i = 0; i < (int64_t)T * E; i++)
       x[i] += y[i];
   }

@@ -16,17 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch_qwen35.h"
+
 #include "kernels/ops.h"
-#include "model/arch.h"
 #include "model/forward.h"
 
-#define A "qwen35"
-
 /* Whether layer l is recurrent; NULL rec: only checks and counts them. */
-static nc_code rec_pattern(const gguf_file *f, const nc_hparams *hp,
-                           nc_layer_weights *layers, int32_t *n_rec,
-                           nc_error *err) {
-  const char *key = A ".attention.recurrent_layers";
+static nc_code rec_pattern(const gguf_file *f, const char *a,
+                           const nc_hparams *hp, nc_layer_weights *layers,
+                           int32_t *n_rec, nc_error *err) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.attention.recurrent_layers", a);
   const int32_t n_all = hp->n_layer + hp->n_layer_nextn;
   gguf_value_type et;
   uint64_t count;
@@ -48,7 +48,7 @@ static nc_code rec_pattern(const gguf_file *f, const nc_hparams *hp,
     return NC_OK;
   }
   int32_t every = 4, n_kv = 0;
-  nc_code rc = nc_meta_int(f, A, "full_attention_interval", false, 1,
+  nc_code rc = nc_meta_int(f, a, "full_attention_interval", false, 1,
                            hp->n_layer + 1, &every, NULL, err);
   if (rc) return rc;
   for (int32_t l = 0; l < hp->n_layer; l++) {
@@ -61,21 +61,27 @@ static nc_code rec_pattern(const gguf_file *f, const nc_hparams *hp,
   return NC_OK;
 }
 
-static nc_code qwen35_hparams(const gguf_file *f, nc_hparams *hp,
-                              nc_error *err) {
+nc_code nc_qwen35_check_hparams(const gguf_file *f, const char *a, bool moe,
+                                nc_hparams *hp, nc_error *err) {
   nc_code rc;
+  if (!moe && hp->n_expert > 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "%s: metadata '%s.expert_count' is %d: a file with experts "
+                   "is qwen35moe, this architecture has none",
+                   a, a, (int)hp->n_expert);
   hp->n_layer_nextn = 0;
-  if ((rc = nc_meta_int(f, A, "nextn_predict_layers", false, 0, hp->n_layer - 1,
+  if ((rc = nc_meta_int(f, a, "nextn_predict_layers", false, 0, hp->n_layer - 1,
                         &hp->n_layer_nextn, NULL, err)))
     return rc;
   hp->n_layer -= hp->n_layer_nextn;
   if (hp->head_dim_v != hp->head_dim)
     return nc_fail(err, NC_ERR_FORMAT,
-                   A ": value length %d must equal the key length %d",
+                   "%s: value length %d must equal the key length %d", a,
                    (int)hp->head_dim_v, (int)hp->head_dim);
   /* IMRoPE sections: required by llama.cpp; for text they all take the
    * token's position, so they only have to fit the rotated pairs */
-  const char *sk = A ".rope.dimension_sections";
+  char sk[128];
+  snprintf(sk, sizeof sk, "%s.rope.dimension_sections", a);
   gguf_value_type et;
   uint64_t count;
   if (!gguf_get_arr(f, sk, &et, &count))
@@ -109,25 +115,25 @@ static nc_code qwen35_hparams(const gguf_file *f, nc_hparams *hp,
       {"ssm.inner_size", 1, 1 << 22, &hp->ssm_d_inner},
   };
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-    if ((rc = nc_meta_int(f, A, k[i].key, true, k[i].lo, k[i].hi, k[i].out,
+    if ((rc = nc_meta_int(f, a, k[i].key, true, k[i].lo, k[i].hi, k[i].out,
                           NULL, err)))
       return rc;
   if (hp->ssm_n_v_heads % hp->ssm_n_k_heads != 0 ||
       hp->ssm_d_inner != hp->ssm_n_v_heads * hp->ssm_d_state)
     return nc_fail(err, NC_ERR_FORMAT,
-                   A ": %d value heads of %d (inner size %d) over %d key "
-                     "heads: the value heads must be a multiple of the key "
-                     "heads and the inner size their product with the state "
-                     "size",
-                   (int)hp->ssm_n_v_heads, (int)hp->ssm_d_state,
+                   "%s: %d value heads of %d (inner size %d) over %d key "
+                   "heads: the value heads must be a multiple of the key "
+                   "heads and the inner size their product with the state "
+                   "size",
+                   a, (int)hp->ssm_n_v_heads, (int)hp->ssm_d_state,
                    (int)hp->ssm_d_inner, (int)hp->ssm_n_k_heads);
-  if ((rc = rec_pattern(f, hp, NULL, &hp->n_layer_rec, err))) return rc;
+  if ((rc = rec_pattern(f, a, hp, NULL, &hp->n_layer_rec, err))) return rc;
   /* the cache keeps K/V for the attention layers only */
   if (hp->n_layer_rec == hp->n_layer)
     return nc_fail(err, NC_ERR_FORMAT,
-                   A ": all %d layers are recurrent: at least one must be an "
-                     "attention layer",
-                   (int)hp->n_layer);
+                   "%s: all %d layers are recurrent: at least one must be an "
+                   "attention layer",
+                   a, (int)hp->n_layer);
   hp->n_layer_kv = hp->n_layer - hp->n_layer_rec;
   return NC_OK;
 }
@@ -140,40 +146,49 @@ static nc_code load_layer(const gguf_file *f, const nc_hparams *hp,
                 V = nc_hp_n_embd_v(hp);
   const int64_t C = nc_hp_ssm_conv_dim(hp), Vd = hp->ssm_d_inner,
                 Hv = hp->ssm_n_v_heads, S = hp->ssm_d_state;
-  const bool rec = L->rec >= 0;
+  const int64_t NX = hp->n_expert, FX = hp->n_ff_exp, FS = hp->n_ff_shexp;
+  const bool rec = L->rec >= 0, moe = NX > 0;
   struct {
     const char *suffix;
-    int64_t ne0, ne1;
+    int64_t ne0, ne1, ne2;
     bool use; /* of this layer kind */
     nc_weight *out;
   } t[] = {
-      {"attn_norm.weight", E, 1, true, &L->attn_norm},
-      {"post_attention_norm.weight", E, 1, true, &L->ffn_norm},
-      {"ffn_gate.weight", E, F, true, &L->ffn_gate},
-      {"ffn_up.weight", E, F, true, &L->ffn_up},
-      {"ffn_down.weight", F, E, true, &L->ffn_down},
-      {"attn_q.weight", E, 2 * Q, !rec, &L->wq},
-      {"attn_k.weight", E, K, !rec, &L->wk},
-      {"attn_v.weight", E, V, !rec, &L->wv},
-      {"attn_output.weight", Q, E, !rec, &L->wo},
-      {"attn_q_norm.weight", D, 1, !rec, &L->q_norm},
-      {"attn_k_norm.weight", D, 1, !rec, &L->k_norm},
-      {"attn_qkv.weight", E, C, rec, &L->ssm_in},
-      {"attn_gate.weight", E, Vd, rec, &L->ssm_z},
-      {"ssm_beta.weight", E, Hv, rec, &L->ssm_beta},
-      {"ssm_alpha.weight", E, Hv, rec, &L->ssm_alpha},
-      {"ssm_dt.bias", Hv, 1, rec, &L->ssm_dt},
-      {"ssm_a", Hv, 1, rec, &L->ssm_a},
-      {"ssm_norm.weight", S, 1, rec, &L->ssm_norm},
-      {"ssm_out.weight", Vd, E, rec, &L->ssm_out},
+      {"attn_norm.weight", E, 1, 1, true, &L->attn_norm},
+      {"post_attention_norm.weight", E, 1, 1, true, &L->ffn_norm},
+      {"ffn_gate.weight", E, F, 1, !moe, &L->ffn_gate},
+      {"ffn_up.weight", E, F, 1, !moe, &L->ffn_up},
+      {"ffn_down.weight", F, E, 1, !moe, &L->ffn_down},
+      {"ffn_gate_inp.weight", E, NX, 1, moe, &L->ffn_gate_inp},
+      {"ffn_gate_exps.weight", E, FX, NX, moe, &L->gate_exps},
+      {"ffn_up_exps.weight", E, FX, NX, moe, &L->up_exps},
+      {"ffn_down_exps.weight", FX, E, NX, moe, &L->down_exps},
+      {"ffn_gate_inp_shexp.weight", E, 1, 1, moe, &L->gate_inp_shexp},
+      {"ffn_gate_shexp.weight", E, FS, 1, moe, &L->gate_shexp},
+      {"ffn_up_shexp.weight", E, FS, 1, moe, &L->up_shexp},
+      {"ffn_down_shexp.weight", FS, E, 1, moe, &L->down_shexp},
+      {"attn_q.weight", E, 2 * Q, 1, !rec, &L->wq},
+      {"attn_k.weight", E, K, 1, !rec, &L->wk},
+      {"attn_v.weight", E, V, 1, !rec, &L->wv},
+      {"attn_output.weight", Q, E, 1, !rec, &L->wo},
+      {"attn_q_norm.weight", D, 1, 1, !rec, &L->q_norm},
+      {"attn_k_norm.weight", D, 1, 1, !rec, &L->k_norm},
+      {"attn_qkv.weight", E, C, 1, rec, &L->ssm_in},
+      {"attn_gate.weight", E, Vd, 1, rec, &L->ssm_z},
+      {"ssm_beta.weight", E, Hv, 1, rec, &L->ssm_beta},
+      {"ssm_alpha.weight", E, Hv, 1, rec, &L->ssm_alpha},
+      {"ssm_dt.bias", Hv, 1, 1, rec, &L->ssm_dt},
+      {"ssm_a", Hv, 1, 1, rec, &L->ssm_a},
+      {"ssm_norm.weight", S, 1, 1, rec, &L->ssm_norm},
+      {"ssm_out.weight", Vd, E, 1, rec, &L->ssm_out},
   };
   char name[GGUF_MAX_NAME];
   nc_code rc;
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     if (!t[i].use) continue;
     snprintf(name, sizeof name, "blk.%d.%s", (int)l, t[i].suffix);
-    if ((rc = nc_weight_load(f, name, t[i].ne0, t[i].ne1, true, kern, t[i].out,
-                             err)))
+    if ((rc = nc_weight_load3(f, name, t[i].ne0, t[i].ne1, t[i].ne2, true, kern,
+                              t[i].out, err)))
       return rc;
   }
   if (!rec) return NC_OK;
@@ -188,9 +203,9 @@ static nc_code load_layer(const gguf_file *f, const nc_hparams *hp,
   return NC_OK;
 }
 
-static nc_code qwen35_load(const gguf_file *f, const nc_hparams *hp,
-                           const nc_kernels *kern, nc_model_weights *w,
-                           nc_error *err) {
+nc_code nc_qwen35_family_load(const gguf_file *f, const char *a,
+                              const nc_hparams *hp, const nc_kernels *kern,
+                              nc_model_weights *w, nc_error *err) {
   const int64_t E = hp->n_embd, V = hp->n_vocab;
   nc_code rc;
   if ((rc = nc_weight_load(f, "token_embd.weight", E, V, true, kern,
@@ -206,9 +221,9 @@ static nc_code qwen35_load(const gguf_file *f, const nc_hparams *hp,
                    "tensor '%s': no dot-product kernel for type %s",
                    w->output.name, nc_type_name(w->output.type));
   w->layers = calloc((size_t)hp->n_layer, sizeof *w->layers);
-  if (!w->layers) return nc_fail(err, NC_ERR_NOMEM, A ": out of memory");
+  if (!w->layers) return nc_fail(err, NC_ERR_NOMEM, "%s: out of memory", a);
   int32_t n_rec;
-  if ((rc = rec_pattern(f, hp, w->layers, &n_rec, err))) return rc;
+  if ((rc = rec_pattern(f, a, hp, w->layers, &n_rec, err))) return rc;
   for (int32_t l = 0; l < hp->n_layer; l++)
     if ((rc = load_layer(f, hp, kern, l, &w->layers[l], err))) return rc;
   return NC_OK;
@@ -262,8 +277,8 @@ static void attention_layer(nc_fwd *ctx, const nc_layer_weights *L,
   nc_fwd_matmul(ctx, s->attn, Q, T, &wo, 1);
 }
 
-static nc_code qwen35_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
-                              nc_error *err) {
+nc_code nc_qwen35_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
+                                 nc_error *err) {
   (void)err;
   const nucleus_model *m = nc_fwd_model(ctx);
   const nc_hparams *hp = nc_model_hparams(m);
@@ -288,11 +303,15 @@ static nc_code qwen35_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
       attention_layer(ctx, L, b, s->xn, s->xn);
     nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
     nc_fwd_rmsnorm(ctx, s->x, L->ffn_norm.data, s->xn, T, E);
-    const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
-    nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
-    nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
-    const nc_mm down = {&L->ffn_down, s->xn, E};
-    nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
+    if (L->ffn_gate_inp.data) {
+      nc_fwd_moe_shared(ctx, L, s->xn, T);
+    } else {
+      const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
+      nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
+      nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
+      const nc_mm down = {&L->ffn_down, s->xn, E};
+      nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
+    }
     nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
   }
   const int32_t rows = nc_fwd_keep_output_rows(b, s->x, E);
@@ -305,6 +324,17 @@ static nc_code qwen35_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   return NC_OK;
 }
 
+static nc_code qwen35_hparams(const gguf_file *f, nc_hparams *hp,
+                              nc_error *err) {
+  return nc_qwen35_check_hparams(f, "qwen35", false, hp, err);
+}
+
+static nc_code qwen35_load(const gguf_file *f, const nc_hparams *hp,
+                           const nc_kernels *kern, nc_model_weights *w,
+                           nc_error *err) {
+  return nc_qwen35_family_load(f, "qwen35", hp, kern, w, err);
+}
+
 const nc_arch nc_arch_qwen35 = {
     .name = "qwen35",
     .hf_class = "Qwen3_5ForCausalLM",
@@ -314,5 +344,5 @@ const nc_arch nc_arch_qwen35 = {
     .rope_type = NC_ROPE_NEOX,
     .check_hparams = qwen35_hparams,
     .load_weights = qwen35_load,
-    .forward = qwen35_forward,
+    .forward = nc_qwen35_family_forward,
 };

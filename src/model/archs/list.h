@@ -20,6 +20,7 @@
   X(gpt_oss)                                                                   \
   X(gemma4)                                                                    \
   X(qwen35)                                                                    \
-  X(gemma_embedding)
+  X(gemma_embedding)                                                           \
+  X(qwen35moe)
 
 #endif
