@@ -580,6 +580,16 @@ NUCLEUS_API nucleus_status nucleus_embedder_run(nucleus_embedder *e,
                                                 size_t n,
                                                 const nucleus_embed_params *p,
                                                 float *out, nucleus_error *err);
+/* The token ids a reranker scores for a (query, document) pair, as
+ * llama-server builds them: the file's rerank prompt
+ * (tokenizer.chat_template.rerank, as Qwen3-Reranker's converter writes
+ * it) with {query} and {document} filled in, tokenized with special tokens
+ * parsed and none added; else BOS query EOS SEP document EOS, each special
+ * token where the vocabulary adds it (a bert vocabulary: [CLS] query [SEP]
+ * document). Texts of at most 16 MiB each. *ids_out: nucleus_free it. */
+NUCLEUS_API nucleus_status nucleus_rerank_tokens(
+    const nucleus_model *model, const char *query, size_t qlen, const char *doc,
+    size_t dlen, int32_t **ids_out, size_t *n_out, nucleus_error *err);
 /* One call: an embedder sized for these inputs, run, freed. */
 NUCLEUS_API nucleus_status nucleus_embed(const nucleus_model *model,
                                          const nucleus_embed_input *in,

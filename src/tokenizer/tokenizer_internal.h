@@ -56,6 +56,9 @@ struct nc_vocab {
   bool add_bos, add_eos, add_space_prefix, clean_spaces, ignore_merges;
   /* WordPiece's normalizer (tokenizer.ggml.normalizer.*) */
   bool wpm_lowercase, wpm_strip_accents;
+  /* a SEP between the two texts of a pair (llama.cpp's add_sep: a rerank
+   * prompt) */
+  bool add_sep;
 
   /* Special tokens (control, user-defined, unknown), longest text first. */
   int32_t *special;

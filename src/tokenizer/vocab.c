@@ -359,6 +359,9 @@ static void read_special_ids(nc_vocab *v, const gguf_file *f) {
   bool b;
   if (gguf_get_bool(f, KEY("add_bos_token"), &b)) v->add_bos = b;
   if (gguf_get_bool(f, KEY("add_eos_token"), &b)) v->add_eos = b;
+  /* llama.cpp's default: only a WordPiece (bert) vocabulary adds it */
+  v->add_sep = v->type != NC_VOCAB_SPM && v->type != NC_VOCAB_BPE;
+  if (gguf_get_bool(f, KEY("add_sep_token"), &b)) v->add_sep = b;
 }
 
 static void build_byte_maps(nc_vocab *v) {
@@ -436,6 +439,15 @@ int32_t nc_vocab_eos(const nc_vocab *v) {
 }
 bool nc_vocab_add_bos(const nc_vocab *v) {
   return v->add_bos;
+}
+bool nc_vocab_add_eos(const nc_vocab *v) {
+  return v->add_eos;
+}
+int32_t nc_vocab_sep(const nc_vocab *v) {
+  return v->sep;
+}
+bool nc_vocab_add_sep(const nc_vocab *v) {
+  return v->add_sep && v->sep >= 0;
 }
 bool nc_vocab_add_space_prefix(const nc_vocab *v) {
   return v->add_space_prefix;

@@ -79,6 +79,11 @@ nc_pre_type nc_vocab_pre_type(const nc_vocab *v);
 int32_t nc_vocab_bos(const nc_vocab *v); /* -1: none */
 int32_t nc_vocab_eos(const nc_vocab *v); /* -1: none */
 bool nc_vocab_add_bos(const nc_vocab *v);
+bool nc_vocab_add_eos(const nc_vocab *v);
+/* SEP (-1: none), and whether a pair of texts takes one between them
+ * (tokenizer.ggml.add_sep_token; llama.cpp's default: bert vocabularies) */
+int32_t nc_vocab_sep(const nc_vocab *v);
+bool nc_vocab_add_sep(const nc_vocab *v);
 bool nc_vocab_add_space_prefix(const nc_vocab *v);
 
 /* False for ids out of range. */

@@ -335,6 +335,57 @@ static void test_refusals(void **state) {
   nucleus_model_free(m);
 }
 
+/* The reranker's input: the file's rerank template filled in (qwen3rank:
+ * the golden's inputs, which llama.cpp tokenized from the same query and
+ * documents, scripts/gen_embed_goldens.py), else query then document with
+ * the special tokens the vocabulary adds (the default model's: none). */
+static void test_rerank_tokens(void **state) {
+  (void)state;
+  static const char *QUERY = "What is the capital of France?";
+  static const char *DOCS[] = {
+      "Paris is the capital and largest city of France.",
+      "The mitochondria is the powerhouse of the cell.",
+      "France's capital, Paris, lies on the Seine.",
+  };
+  golden *g = malloc(sizeof *g);
+  assert_non_null(g);
+  load_golden(g, "qwen3rank");
+  assert_int_equal(g->n, 3);
+  nucleus_model *m = load_kind("qwen3rank", NUCLEUS_FLASH_ATTN_AUTO);
+  nucleus_error err;
+  for (int i = 0; i < 3; i++) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(nucleus_rerank_tokens(m, QUERY, strlen(QUERY), DOCS[i],
+                                           strlen(DOCS[i]), &ids, &n, &err),
+                     NUCLEUS_OK);
+    assert_int_equal(n, g->n_tokens[i]);
+    assert_memory_equal(ids, g->tokens[i], n * sizeof *ids);
+    nucleus_free(ids);
+  }
+  nucleus_model_free(m);
+  m = load_kind("qwen3emb", NUCLEUS_FLASH_ATTN_AUTO);
+  int32_t *ids = NULL, *q = NULL, *d = NULL;
+  size_t n = 0, nq = 0, nd = 0;
+  assert_int_equal(nucleus_rerank_tokens(m, QUERY, strlen(QUERY), DOCS[0],
+                                         strlen(DOCS[0]), &ids, &n, &err),
+                   NUCLEUS_OK);
+  assert_int_equal(nucleus_tokenize(m, QUERY, strlen(QUERY), false, false,
+                                    &q, &nq, &err),
+                   NUCLEUS_OK);
+  assert_int_equal(nucleus_tokenize(m, DOCS[0], strlen(DOCS[0]), false, false,
+                                    &d, &nd, &err),
+                   NUCLEUS_OK);
+  assert_int_equal(n, nq + nd);
+  assert_memory_equal(ids, q, nq * sizeof *q);
+  assert_memory_equal(ids + nq, d, nd * sizeof *d);
+  nucleus_free(ids);
+  nucleus_free(q);
+  nucleus_free(d);
+  nucleus_model_free(m);
+  free(g);
+}
+
 static void test_pooling_names(void **state) {
   (void)state;
   const char *names[] = {"model", "none", "mean", "cls", "last", "rank"};
@@ -358,6 +409,7 @@ int main(void) {
       cmocka_unit_test(test_batch_invariance),
       cmocka_unit_test(test_matryoshka),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_rerank_tokens),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

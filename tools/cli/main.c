@@ -17,6 +17,8 @@ static const command COMMANDS[] = {
     {"serve", cmd_serve, "OpenAI-compatible HTTP server"},
     {"info", cmd_info, "print a GGUF file's metadata and tensors"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
+    {"embed", cmd_embed, "print the embeddings of texts (JSON)"},
+    {"rerank", cmd_rerank, "score documents for a query with a reranker"},
     {"template", cmd_template, "render the chat template for messages"},
     {"perplexity", cmd_perplexity, "perplexity of a text file"},
     {"quantize", cmd_quantize, "write a model quantized to a file type"},
