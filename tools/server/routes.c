@@ -29,6 +29,9 @@ static const route ROUTES[] = {
     {"POST", "/detokenize", false, true, handle_detokenize},
     {"POST", "/apply-template", false, true, handle_apply_template},
     {"POST", "/sample", false, true, handle_sample},
+    {"POST", "/v1/embeddings", false, true, handle_embeddings},
+    {"POST", "/v1/rerank", false, true, handle_rerank},
+    {"POST", "/rerank", false, true, handle_rerank},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 

@@ -58,6 +58,12 @@ enum MHD_Result handle_messages(server_ctx *, struct MHD_Connection *,
                                 const char *, size_t);
 enum MHD_Result handle_count_tokens(server_ctx *, struct MHD_Connection *,
                                     const char *, size_t);
+/* POST /v1/embeddings (openai/embeddings.c), POST /v1/rerank and /rerank
+ * (openai/rerank.c). */
+enum MHD_Result handle_embeddings(server_ctx *, struct MHD_Connection *,
+                                  const char *, size_t);
+enum MHD_Result handle_rerank(server_ctx *, struct MHD_Connection *,
+                              const char *, size_t);
 /* The embedded web page (web_handler.c): GET /, /app.js, /app.css. */
 enum MHD_Result handle_page(server_ctx *, struct MHD_Connection *, const char *,
                             size_t);

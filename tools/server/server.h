@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "embed_service.h"
 #include "inflight.h"
 #include "metrics.h"
 #include "nucleus.h"
@@ -27,6 +28,14 @@ typedef struct server_ctx {
   /* What a request starts from: OpenAI's defaults, with the model's own
    * recommendations (general.sampling.*) first. */
   nucleus_request_params defaults;
+  /* Embeddings and rerank (embed_service.h, openai/embed_route.c): the
+   * worker over the model when it is an embedding model or a reranker
+   * (NULL otherwise); the --embedding-model, its id and its worker (NULL:
+   * none). */
+  embed_service *embed_main;
+  nucleus_model *embed_model;
+  embed_service *embed_extra;
+  char embed_model_id[256];
 } server_ctx;
 
 #endif

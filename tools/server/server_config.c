@@ -74,6 +74,12 @@ void server_config_usage(FILE *out) {
           "  --model-draft FILE      a draft model with the model's "
           "vocabulary (sets --spec\n"
           "                          draft)\n"
+          "  --embedding-model FILE  an embedding model or reranker served "
+          "beside the model:\n"
+          "                          POST /v1/embeddings and /v1/rerank run "
+          "on it unless\n"
+          "                          'model' names the main model "
+          "(docs/SERVER.md)\n"
           "engine options (a 503 past --max-queue waiting requests):\n");
   engine_flags_help(out);
   fprintf(out, "model options:\n");
@@ -187,6 +193,9 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "--model-draft")) {
       if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
       cfg->draft_model_path = v;
+    } else if (!strcmp(a, "--embedding-model")) {
+      if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
+      cfg->embedding_model_path = v;
     } else if (!strcmp(a, "--draft-max") || !strcmp(a, "--draft-min")) {
       /* the range: nucleus_speculative_check once all are read */
       rc = parse_long(a, v, INT32_MIN, INT32_MAX, &n, msg, cap);

@@ -47,6 +47,8 @@ typedef struct server_config {
   /* --reasoning-format: false (auto): a thinking model's reasoning goes to
    * reasoning_content; true (none): it stays in the content */
   bool reasoning_inline;
+  /* --embedding-model: an embedding model's file (beside the model) */
+  const char *embedding_model_path;
   bool help;
   bool print_request_fields; /* --request-fields: print the table, exit */
 } server_config;

@@ -71,6 +71,14 @@ static nucleus_engine *start_engine(const server_config *cfg,
   return engine;
 }
 
+/* The embedding worker of an embedding model (its default batch). */
+static embed_service *start_embedder(const nucleus_model *m, const char *path) {
+  char msg[512];
+  embed_service *s = embed_service_create(m, 0, msg, sizeof msg);
+  if (!s) fprintf(stderr, "nucleus serve: %s: embedder: %s\n", path, msg);
+  return s;
+}
+
 static int serve(const server_config *cfg, const char *path,
                  const sigset_t *sigs) {
   int rc = 1;
@@ -107,6 +115,28 @@ static int serve(const server_config *cfg, const char *path,
             cfg->draft_model_path, err.message);
     goto out;
   }
+  if (nucleus_model_is_embedding(srv.model) &&
+      !(srv.embed_main = start_embedder(srv.model, path)))
+    goto out;
+  if (cfg->embedding_model_path) {
+    const char *ep = cfg->embedding_model_path;
+    if (nucleus_model_load(ep, &cfg->model, &srv.embed_model, &err) !=
+        NUCLEUS_OK) {
+      fprintf(stderr, "nucleus serve: --embedding-model %s: %s\n", ep,
+              err.message);
+      goto out;
+    }
+    if (!nucleus_model_is_embedding(srv.embed_model)) {
+      fprintf(stderr,
+              "nucleus serve: --embedding-model %s: not an embedding model "
+              "(its file names no pooling and its attention is causal)\n",
+              ep);
+      goto out;
+    }
+    if (!(srv.embed_extra = start_embedder(srv.embed_model, ep))) goto out;
+    snprintf(srv.embed_model_id, sizeof srv.embed_model_id, "%s",
+             base_name(ep));
+  }
   if (!(srv.engine = start_engine(cfg, srv.model, draft, &srv.engine_params)))
     goto out;
   srv.n_ctx = srv.engine_params.n_ctx;
@@ -140,6 +170,9 @@ static int serve(const server_config *cfg, const char *path,
 out:
   http_server_stop(hs);
   if (srv.engine) nucleus_engine_free(srv.engine);
+  embed_service_free(srv.embed_main);
+  embed_service_free(srv.embed_extra);
+  nucleus_model_free(srv.embed_model);
   nucleus_model_free(srv.model);
   nucleus_model_free(draft);
   inflight_destroy(srv.inflight);

@@ -16,24 +16,43 @@ enum MHD_Result handle_health(server_ctx *srv, struct MHD_Connection *conn,
 }
 
 static json_t *model_object(server_ctx *srv) {
-  return json_pack("{s:o,s:s,s:I,s:s,s:{s:i,s:i,s:i}}", "id",
+  return json_pack("{s:o,s:s,s:I,s:s,s:{s:i,s:i,s:i,s:b}}", "id",
                    json_text(srv->model_id, strlen(srv->model_id)), "object",
                    "model", "created", (json_int_t)srv->created, "owned_by",
                    "nucleus", "meta", "n_vocab", srv->n_vocab, "n_ctx",
                    srv->n_ctx, "n_ctx_train",
-                   nucleus_model_n_ctx_train(srv->model));
+                   nucleus_model_n_ctx_train(srv->model), "embedding",
+                   srv->embed_main != NULL);
+}
+
+/* The --embedding-model (meta: its embedding size, pooling, and rank
+ * outputs for a reranker). */
+static json_t *embed_model_object(server_ctx *srv) {
+  const nucleus_model *m = srv->embed_model;
+  nucleus_embed_params p = nucleus_embed_default_params();
+  return json_pack("{s:o,s:s,s:I,s:s,s:{s:i,s:b,s:i,s:s,s:i}}", "id",
+                   json_text(srv->embed_model_id, strlen(srv->embed_model_id)),
+                   "object", "model", "created", (json_int_t)srv->created,
+                   "owned_by", "nucleus", "meta", "n_ctx_train",
+                   nucleus_model_n_ctx_train(m), "embedding", 1, "n_embd",
+                   nucleus_embed_size(m, &p), "pooling",
+                   nucleus_pooling_name(nucleus_model_pooling(m)), "n_cls_out",
+                   nucleus_model_n_cls_out(m));
 }
 
 enum MHD_Result handle_models(server_ctx *srv, struct MHD_Connection *conn,
                               const char *body, size_t len) {
   (void)body;
   (void)len;
-  return reply_json(
-      srv, conn, 200,
-      json_pack("{s:s,s:[o]}", "object", "list", "data", model_object(srv)));
+  json_t *data = json_pack("[o]", model_object(srv));
+  if (data && srv->embed_model)
+    json_array_append_new(data, embed_model_object(srv));
+  return reply_json(srv, conn, 200,
+                    json_pack("{s:s,s:o}", "object", "list", "data", data));
 }
 
-/* Any id names the one loaded model, as requests accept any "model". */
+/* Any id names the main model, as requests accept any "model" (the
+ * handler does not see the path: /v1/models lists the embedding model). */
 enum MHD_Result handle_model(server_ctx *srv, struct MHD_Connection *conn,
                              const char *body, size_t len) {
   (void)body;
