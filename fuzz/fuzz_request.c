@@ -126,6 +126,18 @@ const char *nucleus_model_reasoning_format(const nucleus_model *model) {
   return "none";
 }
 
+nucleus_reasoning_markers
+nucleus_model_reasoning_markers(const nucleus_model *model) {
+  (void)model;
+  return (nucleus_reasoning_markers){NULL, NULL, NULL};
+}
+
+bool nucleus_reasoning_prompt_opens(const nucleus_model *model,
+                                    const char *prompt, size_t len) {
+  (void)model, (void)prompt, (void)len;
+  return false;
+}
+
 nucleus_chat_params nucleus_chat_default_params(void) {
   nucleus_chat_params p = {.add_generation_prompt = true};
   return p;

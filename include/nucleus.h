@@ -737,6 +737,35 @@ typedef struct nucleus_spec_params {
   bool strict;
 } nucleus_spec_params;
 
+/* A thinking model's reasoning, as the engine tracks it in the output
+ * (the markers of nucleus_model_reasoning_markers): the reply's thinking
+ * block is found by its markers in the generated text, its tokens are
+ * counted (nucleus_usage.reasoning_tokens), a budget closes it, and a
+ * grammar may constrain only the answer after it. close NULL: nothing is
+ * tracked (the default; the other fields must be NULL/false then, and the
+ * budget is unused). */
+typedef struct nucleus_reasoning_params {
+  /* The marker that opens the block when the reply begins with it (blanks
+   * aside); NULL: the reply begins inside the block (its prompt opened
+   * it). */
+  const char *open;
+  const char *close; /* the marker that ends the block */
+  /* What the engine writes to end the block when the budget is spent
+   * (NULL: close): tokenized, then forced token by token through the
+   * sampler (every other token masked), so the answer follows. */
+  const char *force_close;
+  /* max_reasoning_tokens: -1 none; else the tokens of thinking (those
+   * generated inside the block) after which the engine closes it, in
+   * [0, max_tokens]. */
+  int32_t budget;
+  /* The grammar (params.grammar, lazily with grammar_trigger) constrains
+   * only the answer: it starts at the byte after close; the thinking is
+   * free text. Needs a grammar and open NULL. */
+  bool answer_grammar;
+} nucleus_reasoning_params;
+
+#define NUCLEUS_MAX_REASONING_MARKER_BYTES 64
+
 typedef struct nucleus_request_params {
   nucleus_sampling_params sampling;
   int32_t max_tokens; /* -1: until the context is full */
@@ -765,7 +794,8 @@ typedef struct nucleus_request_params {
    * calls under tool_choice "auto"). Output that cannot continue the
    * grammar at the trigger leaves it free. */
   const char *grammar_trigger;
-  nucleus_spec_params speculative; /* off by default */
+  nucleus_spec_params speculative;    /* off by default */
+  nucleus_reasoning_params reasoning; /* nothing tracked by default */
 } nucleus_request_params;
 
 #define NUCLEUS_MAX_CACHE_SALT_BYTES 256
@@ -894,6 +924,15 @@ NUCLEUS_API nucleus_status nucleus_cache_salt_check(const char *s, size_t len,
  * beams"). Each of n and beam_width alone is a row of the contract. */
 NUCLEUS_API nucleus_status nucleus_beam_check(int32_t n, int32_t beam_width,
                                               nucleus_error *err);
+/* The reasoning parameters (nucleus_reasoning_params): markers of 1 to
+ * NUCLEUS_MAX_REASONING_MARKER_BYTES bytes, close given when another
+ * marker or answer_grammar is; with close, budget -1 or in [0, max_tokens]
+ * ("max_reasoning_tokens (B) must not exceed max_tokens (M): ..."; max_tokens
+ * -1: no bound); answer_grammar only with a grammar and a reply that begins
+ * inside the block; a budget or an answer grammar not with beam search or
+ * speculative decoding. */
+NUCLEUS_API nucleus_status
+nucleus_reasoning_check(const nucleus_request_params *p, nucleus_error *err);
 /* Speculative decoding's parameters: a known type ("speculative.type: T is
  * not a drafter: allowed 0 (off), 1 (ngram), 2 (prediction), 3 (draft)"),
  * draft_max
@@ -1055,6 +1094,10 @@ typedef struct nucleus_usage {
    * rejected: OpenAI's accepted/rejected_prediction_tokens). */
   int32_t draft_tokens;
   int32_t accepted_draft_tokens;
+  /* With params.reasoning: the completion tokens of the thinking block,
+   * its markers included (OpenAI's completion_tokens_details.
+   * reasoning_tokens). */
+  int32_t reasoning_tokens;
 } nucleus_usage;
 
 typedef struct nucleus_timings {

@@ -9,3 +9,5 @@ UNIT_TESTS += test_engine_chat
 UNIT_TESTS += test_engine_swa
 # A hybrid model's recurrent state (qwen35): invariance, forks, preemption.
 UNIT_TESTS += test_engine_recurrent
+# The thinking block followed in the output (src/engine/reasoning_track.c).
+UNIT_TESTS += test_reasoning_track

@@ -96,6 +96,13 @@ nucleus_status nucleus_speculative_check(const nucleus_spec_params *s,
   return nc_spec_check(s, beam_width, n_vocab, err);
 }
 
+nucleus_status nucleus_reasoning_check(const nucleus_request_params *p,
+                                       nucleus_error *err) {
+  if (!p)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "reasoning: params NULL");
+  return nc_reasoning_check(p, err);
+}
+
 const char *nucleus_spec_type_name(nucleus_spec_type t) {
   return nc_spec_type_name(t);
 }

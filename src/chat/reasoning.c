@@ -90,7 +90,8 @@ void nc_reasoning_split_of(nc_reasoning_format f, bool inside,
     const size_t i = skip_blanks(reply, len, 0), ol = strlen(m.open);
     if (len - i >= ol && !memcmp(reply + i, m.open, ol)) {
       body = i + ol;
-    } else if (!final && (len - i < ol && !memcmp(reply + i, m.open, len - i))) {
+    } else if (!final &&
+               (len - i < ol && !memcmp(reply + i, m.open, len - i))) {
       out->answer_at = SIZE_MAX; /* blanks, or the open marker begun */
       return;
     } else {
@@ -98,7 +99,8 @@ void nc_reasoning_split_of(nc_reasoning_format f, bool inside,
     }
   }
   const size_t r0 = skip_blanks(reply, len, body);
-  const char *close = memmem(reply + body, len - body, m.close, strlen(m.close));
+  const char *close =
+      memmem(reply + body, len - body, m.close, strlen(m.close));
   size_t r1;
   if (close) {
     const size_t at = (size_t)(close - reply);

@@ -28,8 +28,9 @@ static nc_code scan_answer(const nc_reply_format *f, const char *reply,
   out->content = dup_n(reply + at, len - at);
   out->content_len = len - at;
   out->decided = len;
-  return out->content ? NC_OK
-                      : nc_fail(err, NC_ERR_NOMEM, "out of memory reading a reply");
+  return out->content
+             ? NC_OK
+             : nc_fail(err, NC_ERR_NOMEM, "out of memory reading a reply");
 }
 
 nc_code nc_reply_scan(const nc_reply_format *f, const char *reply, size_t len,
@@ -37,8 +38,7 @@ nc_code nc_reply_scan(const nc_reply_format *f, const char *reply, size_t len,
   if (f->tools == NC_TOOL_FORMAT_HARMONY)
     return nc_harmony_scan(reply, len, final,
                            f->reasoning != NC_REASONING_HARMONY, out, err);
-  if (f->reasoning != NC_REASONING_THINK &&
-      f->reasoning != NC_REASONING_GEMMA4)
+  if (f->reasoning != NC_REASONING_THINK && f->reasoning != NC_REASONING_GEMMA4)
     return scan_answer(f, reply, len, 0, final, out, err);
   nc_reasoning_split s;
   nc_reasoning_split_of(f->reasoning, f->inside, reply, len, final, &s);
@@ -47,8 +47,9 @@ nc_code nc_reply_scan(const nc_reply_format *f, const char *reply, size_t len,
     nc_tool_scan_result_clear(out);
     out->content = dup_n("", 0);
     out->decided = s.reasoning_at + s.reasoning_len;
-    rc = out->content ? NC_OK
-                      : nc_fail(err, NC_ERR_NOMEM, "out of memory reading a reply");
+    rc = out->content
+             ? NC_OK
+             : nc_fail(err, NC_ERR_NOMEM, "out of memory reading a reply");
   } else {
     rc = scan_answer(f, reply, len, s.answer_at, final, out, err);
   }

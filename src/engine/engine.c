@@ -35,6 +35,8 @@ static void completion_clear(completion *c) {
   nc_grammar_matcher_free(c->grammar);
   free(c->grammar_mask);
   free(c->spec.q);
+  free(c->forced);
+  free(c->force_mask);
 }
 
 bool nc_engine_push_token(completion *c, int32_t tok) {
@@ -80,11 +82,14 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
     if (!nc_engine_push_token(c, r->prompt[i]))
       return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   nc_stop_matcher_arm(c->stop, p->min_tokens <= 0);
+  nc_reasoning_track_init(&c->think, &p->reasoning);
   if (p->grammar) {
     if (!e->grammar_vocab &&
         (rc = nc_grammar_vocab_from(e->vocab, &e->grammar_vocab, err)) != NC_OK)
       return rc;
-    if (p->grammar_trigger) {
+    if (p->reasoning.answer_grammar) {
+      c->grammar_after = true; /* started by answer_grammar_start */
+    } else if (p->grammar_trigger) {
       c->grammar_waiting = true; /* started by lazy_grammar_push */
     } else {
       rc = nc_grammar_matcher_create(nc_grammar_handle_get(p->grammar),
@@ -134,6 +139,80 @@ static bool lazy_grammar_push(completion *c, const nucleus_request_params *p,
   }
   free(buf);
   return true;
+}
+
+/* The thinking block closed and the answer grammar starts at bytes[0, n),
+ * the rest of the closing token's text: lazily (grammar_trigger: *gp and
+ * *gn become what the waiting grammar looks at), or at once (bytes it
+ * cannot take leave the completion free, as a lazy grammar's do). */
+static void answer_grammar_start(completion *c, const nucleus_request_params *p,
+                                 const char *bytes, size_t n, bool *done,
+                                 const char **gp, size_t *gn) {
+  c->grammar_after = false;
+  *gp = bytes;
+  *gn = n;
+  if (p->grammar_trigger) {
+    c->grammar_waiting = true;
+    return;
+  }
+  nc_error gerr = {0};
+  bool ok = false;
+  nc_grammar_matcher *m = NULL;
+  if (nc_grammar_matcher_create(nc_grammar_handle_get(p->grammar), &m, &gerr) ==
+          NC_OK &&
+      (n == 0 || nc_grammar_matcher_accept(m, bytes, n, &ok, &gerr) == NC_OK) &&
+      (n == 0 || ok)) {
+    c->grammar = m;
+    *done = nc_grammar_matcher_complete(m);
+  } else {
+    nc_grammar_matcher_free(m);
+  }
+}
+
+/* The budget is spent: the tokens of the close marker (less what of it
+ * the block already ends with), forced one per step from now on. */
+static nc_code begin_forcing(nucleus_engine *e, completion *c,
+                             const nucleus_request_params *p, nc_error *err) {
+  const nucleus_reasoning_params *r = &p->reasoning;
+  const char *text = r->force_close ? r->force_close : r->close;
+  size_t skip = nc_reasoning_track_partial_close(&c->think);
+  if (strncmp(text, r->close, strlen(r->close))) skip = 0;
+  c->force_spent = true;
+  int32_t *ids = NULL;
+  size_t n = 0;
+  nc_code rc = nc_tokenize(e->vocab, text + skip, strlen(text + skip), false,
+                           true, &ids, &n, err);
+  if (rc != NC_OK) return rc;
+  c->forced = ids;
+  c->n_forced = n;
+  c->forced_at = 0;
+  if (!c->force_mask)
+    c->force_mask = malloc(((size_t)e->n_vocab + 63) / 64 * sizeof(uint64_t));
+  if (!c->force_mask) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  return NC_OK;
+}
+
+static void end_forcing(completion *c) {
+  free(c->forced);
+  c->forced = NULL;
+  c->n_forced = c->forced_at = 0;
+}
+
+/* This step's forced token of a completion, or -1: the budget's close
+ * marker, begun when the block has had its budget of tokens. */
+static int32_t forced_token(nucleus_engine *e, group *g, completion *c) {
+  const nucleus_request_params *p = &g->req->params;
+  if (!c->forced && !c->force_spent && p->reasoning.budget >= 0 &&
+      c->think.phase == NC_THINK_INSIDE &&
+      c->think.inside >= p->reasoning.budget) {
+    nc_error err = {0};
+    if (begin_forcing(e, c, p, &err) != NC_OK) {
+      const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &err);
+      nc_engine_finish(e, g, c, &f);
+      return -1;
+    }
+  }
+  return c->forced && c->forced_at < c->n_forced ? c->forced[c->forced_at] : -1;
 }
 
 /* ----------------------------------------------------------------- groups */
@@ -241,6 +320,7 @@ void nc_engine_emit_finish(group *g, int32_t index, int32_t n_generated,
       g->beam ? g->beam_drafted : g->comps[index].spec.drafted;
   ev.usage.accepted_draft_tokens =
       g->beam ? g->beam_accepted : g->comps[index].spec.accepted;
+  ev.usage.reasoning_tokens = g->beam ? 0 : g->comps[index].think.tokens;
   ev.timings = group_timings(g, nc_now_ms());
   ev.seed = g->req->seed;
   ev.inspect = f->inspect;
@@ -288,6 +368,7 @@ static void emit_done(group *g) {
   for (int32_t i = 0; !g->beam && i < g->n_comps; i++) {
     ev.usage.draft_tokens += g->comps[i].spec.drafted;
     ev.usage.accepted_draft_tokens += g->comps[i].spec.accepted;
+    ev.usage.reasoning_tokens += g->comps[i].think.tokens;
   }
   if (g->beam) {
     ev.usage.draft_tokens = g->beam_drafted;
@@ -402,8 +483,17 @@ void nc_engine_handle_token(nucleus_engine *e, group *g, completion *c,
     const char *piece, *released;
     size_t piece_len, released_len;
     nc_detok_push(c->detok, tok, &piece, &piece_len);
-    if (c->grammar_waiting &&
-        !lazy_grammar_push(c, p, piece, piece_len, &grammar_done)) {
+    const char *gp = piece; /* what a waiting grammar looks at */
+    size_t gn = piece_len;
+    if (c->forced && c->forced_at < c->n_forced &&
+        tok == c->forced[c->forced_at] && ++c->forced_at == c->n_forced)
+      end_forcing(c);
+    size_t answer_at = nc_reasoning_track_push(&c->think, piece, piece_len);
+    /* (a forced close goes on to its end: harmony's final header) */
+    if (answer_at != SIZE_MAX && c->grammar_after)
+      answer_grammar_start(c, p, piece + answer_at, piece_len - answer_at,
+                           &grammar_done, &gp, &gn);
+    if (c->grammar_waiting && !lazy_grammar_push(c, p, gp, gn, &grammar_done)) {
       nc_error err;
       nc_fail(&err, NC_ERR_NOMEM, "out of memory");
       const nc_finish f = nc_finish_of(NUCLEUS_FINISH_ERROR, &err);
@@ -512,6 +602,31 @@ static int32_t grammar_masks(nucleus_engine *e, int32_t n) {
       f.grammar_error = rc != NC_ERR_CANCELLED;
       finish_completion(e, c->owner, c, &f);
       continue;
+    }
+    e->step.rows[kept] = e->step.rows[s];
+    e->step.sample_comp[kept++] = c;
+  }
+  return kept;
+}
+
+/* The rows of rows [0, n) with a forced token (the budget's close marker)
+ * allow that token alone (and the grammar, if one is active, allows it
+ * too: else the grammar's mask stays); returns the rows left (a
+ * completion whose forcing failed ends). */
+static int32_t force_masks(nucleus_engine *e, int32_t n) {
+  const size_t words = ((size_t)e->n_vocab + 63) / 64;
+  int32_t kept = 0;
+  for (int32_t s = 0; s < n; s++) {
+    completion *c = e->step.sample_comp[s];
+    int32_t tok = forced_token(e, c->owner, c);
+    if (c->finished) continue;
+    if (tok >= 0) {
+      const uint64_t bit = 1ull << (tok % 64);
+      if (!c->grammar || (c->grammar_mask[tok / 64] & bit)) {
+        memset(c->force_mask, 0, words * sizeof *c->force_mask);
+        c->force_mask[tok / 64] = bit;
+        e->step.rows[s].grammar = c->force_mask;
+      }
     }
     e->step.rows[kept] = e->step.rows[s];
     e->step.sample_comp[kept++] = c;
@@ -876,7 +991,10 @@ static bool step(nucleus_engine *e) {
         nc_spec_verify_step(e, g, ck, logits);
         continue;
       }
-      bool masked = ck->n_generated < g->req->params.min_tokens;
+      /* before min_tokens, and while an answer grammar waits for the end
+       * of the thinking (the answer must come), no end token */
+      bool masked =
+          ck->n_generated < g->req->params.min_tokens || ck->grammar_after;
       e->step.rows[n_sample] = (nc_sample_row){
           .sampler = ck->sampler,
           .logits = logits,
@@ -889,6 +1007,7 @@ static bool step(nucleus_engine *e) {
     }
   }
   n_sample = grammar_masks(e, n_sample);
+  n_sample = force_masks(e, n_sample);
   nc_sample_batch(e->ws, e->step.rows, n_sample, e->step.results, NULL);
   for (int32_t s = 0; s < n_sample; s++) {
     completion *c = e->step.sample_comp[s];

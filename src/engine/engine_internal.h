@@ -13,6 +13,7 @@
 #include "model/batch.h"
 #include "model/context.h"
 #include "model/model.h"
+#include "reasoning_track.h"
 #include "request.h"
 #include "sampling/beam.h"
 #include "sampling/sampler.h"
@@ -60,6 +61,15 @@ typedef struct completion {
   char grammar_tail[NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES];
   size_t grammar_tail_len;
   nc_spec_state spec;
+  /* The thinking block (params.reasoning): where it is, its tokens; the
+   * budget's close marker being forced (force_mask: this step's one
+   * allowed token); the answer grammar waiting for the block's end. */
+  nc_reasoning_track think;
+  int32_t *forced;
+  size_t n_forced, forced_at;
+  bool force_spent; /* the budget's close was forced already */
+  uint64_t *force_mask;
+  bool grammar_after;
 } completion;
 
 struct group {

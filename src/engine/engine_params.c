@@ -26,6 +26,7 @@ nucleus_request_params nucleus_request_default_params(void) {
   memset(&p, 0, sizeof p);
   nc_params_apply_defaults(&p, NUCLEUS_SURFACE_LIBRARY); /* sampling too */
   p.speculative.draft_max = NUCLEUS_DEFAULT_DRAFT_MAX;
+  p.reasoning.budget = -1;
   return p;
 }
 
@@ -78,6 +79,7 @@ nucleus_status nucleus_request_params_validate(const nucleus_model *model,
   if ((rc = nc_spec_check(&p->speculative, p->beam_width, n_vocab, err)) !=
       NC_OK)
     return rc;
+  if ((rc = nc_reasoning_check(p, err)) != NC_OK) return rc;
   if (p->grammar_trigger) {
     size_t n =
         strnlen(p->grammar_trigger, NUCLEUS_MAX_GRAMMAR_TRIGGER_BYTES + 1);

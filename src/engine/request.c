@@ -43,6 +43,9 @@ static void free_params(nucleus_request_params *p) {
   free((int32_t *)p->sampling.banned_tokens);
   free((char *)p->cache_salt);
   free((char *)p->grammar_trigger);
+  free((char *)p->reasoning.open);
+  free((char *)p->reasoning.close);
+  free((char *)p->reasoning.force_close);
   free((int32_t *)p->speculative.prediction);
   nc_grammar_handle_unref(p->grammar);
   p->grammar = NULL;
@@ -74,6 +77,13 @@ static bool copy_params(nucleus_request_params *dst,
   if (src->grammar_trigger && src->grammar_trigger[0]) {
     dst->grammar_trigger = strdup(src->grammar_trigger);
     if (!dst->grammar_trigger) ok = false;
+  }
+  const char **marks[] = {&dst->reasoning.open, &dst->reasoning.close,
+                          &dst->reasoning.force_close};
+  for (size_t i = 0; i < 3; i++) {
+    const char *m = *marks[i];
+    *marks[i] = m ? strdup(m) : NULL;
+    if (m && !*marks[i]) ok = false;
   }
   dst->speculative.prediction =
       dup_mem(src->speculative.prediction, src->speculative.n_prediction,

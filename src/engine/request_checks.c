@@ -140,3 +140,55 @@ nc_code nc_request_fit_check(size_t n_prompt, const nucleus_request_params *p,
                       : p->max_tokens),
       (long long)need, block_tokens, (long long)pool_blocks);
 }
+
+/* A marker: NULL, or 1 to NUCLEUS_MAX_REASONING_MARKER_BYTES bytes. */
+static nc_code marker_check(const char *what, const char *m, nc_error *err) {
+  if (!m) return NC_OK;
+  size_t n = strnlen(m, NUCLEUS_MAX_REASONING_MARKER_BYTES + 1);
+  if (n == 0 || n > NUCLEUS_MAX_REASONING_MARKER_BYTES)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "reasoning.%s: %zu%s bytes; a marker must be 1 to %d bytes",
+                   what, n, n > NUCLEUS_MAX_REASONING_MARKER_BYTES ? "+" : "",
+                   NUCLEUS_MAX_REASONING_MARKER_BYTES);
+  return NC_OK;
+}
+
+nc_code nc_reasoning_check(const nucleus_request_params *p, nc_error *err) {
+  const nucleus_reasoning_params *r = &p->reasoning;
+  nc_code rc;
+  if ((rc = marker_check("open", r->open, err)) != NC_OK ||
+      (rc = marker_check("close", r->close, err)) != NC_OK ||
+      (rc = marker_check("force_close", r->force_close, err)) != NC_OK)
+    return rc;
+  const bool tracked = r->answer_grammar || r->open || r->force_close;
+  if (tracked && !r->close)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "reasoning: an answer grammar or markers need the close "
+                   "marker (reasoning.close)");
+  if (!r->close) return NC_OK; /* nothing tracked: the budget is unused */
+  if (r->budget < -1)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "max_reasoning_tokens: %d must be -1 (no budget) or at "
+                   "least 0",
+                   r->budget);
+  if (r->budget >= 0 && p->max_tokens >= 0 && r->budget > p->max_tokens)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "max_reasoning_tokens (%d) must not exceed max_tokens (%d): "
+                   "the thinking budget is part of the completion",
+                   r->budget, p->max_tokens);
+  if (r->answer_grammar && !p->grammar)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "reasoning.answer_grammar needs a grammar");
+  if (r->answer_grammar && r->open)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "reasoning.answer_grammar needs a reply that begins inside "
+                   "the thinking block (open NULL): put the open marker at "
+                   "the end of the prompt");
+  if ((r->budget >= 0 || r->answer_grammar) &&
+      (p->beam_width > 1 || p->speculative.type != NUCLEUS_SPEC_OFF))
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "max_reasoning_tokens and a grammar after the thinking do "
+                   "not combine with %s",
+                   p->beam_width > 1 ? "beam search" : "speculative decoding");
+  return NC_OK;
+}

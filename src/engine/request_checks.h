@@ -2,9 +2,9 @@
  * the contract table (sampling/sampler_contract.c) nor stop strings
  * (stop_matcher.h): stop token ids, the cache salt, how n relates to
  * beam_width, speculative decoding, and whether the request can fit the KV
- * pool at all. One message per failure, on every surface: submit, the
- * server's parser and the CLI's flags all call these (include/nucleus.h:
- * nucleus_stop_token_id_check, nucleus_cache_salt_check,
+ * pool at all, the reasoning budget. One message per failure, on every surface:
+ * submit, the server's parser and the CLI's flags all call these
+ * (include/nucleus.h: nucleus_stop_token_id_check, nucleus_cache_salt_check,
  * nucleus_beam_check). */
 #ifndef NC_REQUEST_CHECKS_H
 #define NC_REQUEST_CHECKS_H
@@ -28,6 +28,8 @@ nc_code nc_beam_check(int32_t n, int32_t beam_width, nc_error *err);
 nc_code nc_spec_check(const nucleus_spec_params *s, int32_t beam_width,
                       int32_t n_vocab, nc_error *err);
 const char *nc_spec_type_name(nucleus_spec_type t);
+/* The reasoning parameters (nucleus_reasoning_check). */
+nc_code nc_reasoning_check(const nucleus_request_params *p, nc_error *err);
 bool nc_spec_type_from_name(const char *name, nucleus_spec_type *out);
 
 /* The KV blocks a request of n_prompt tokens holds at its end when it runs

@@ -83,17 +83,17 @@ static void test_prompt_opens(void **state) {
       "",
   };
   for (size_t i = 0; i < sizeof open / sizeof open[0]; i++)
-    assert_true(
-        nc_reasoning_prompt_opens(NC_REASONING_THINK, open[i], strlen(open[i])));
+    assert_true(nc_reasoning_prompt_opens(NC_REASONING_THINK, open[i],
+                                          strlen(open[i])));
   for (size_t i = 0; i < sizeof shut / sizeof shut[0]; i++)
-    assert_false(
-        nc_reasoning_prompt_opens(NC_REASONING_THINK, shut[i], strlen(shut[i])));
+    assert_false(nc_reasoning_prompt_opens(NC_REASONING_THINK, shut[i],
+                                           strlen(shut[i])));
   const char *g = "<|turn>model\n<|channel>thought\n";
   assert_true(nc_reasoning_prompt_opens(NC_REASONING_GEMMA4, g, strlen(g)));
   g = "<|turn>model\n<|channel>thought\n<channel|>";
   assert_false(nc_reasoning_prompt_opens(NC_REASONING_GEMMA4, g, strlen(g)));
-  assert_false(nc_reasoning_prompt_opens(NC_REASONING_NONE, open[0],
-                                         strlen(open[0])));
+  assert_false(
+      nc_reasoning_prompt_opens(NC_REASONING_NONE, open[0], strlen(open[0])));
 }
 
 typedef struct {
@@ -105,15 +105,16 @@ typedef struct {
 } rcase;
 
 #define THINK(calls, inside)                                                   \
-  {NC_TOOL_FORMAT_HERMES, calls, NC_REASONING_THINK, inside}
-#define GEMMA4 {NC_TOOL_FORMAT_GEMMA4, true, NC_REASONING_GEMMA4, false}
+  { NC_TOOL_FORMAT_HERMES, calls, NC_REASONING_THINK, inside }
+#define GEMMA4                                                                 \
+  { NC_TOOL_FORMAT_GEMMA4, true, NC_REASONING_GEMMA4, false }
 
 static const rcase CASES[] = {
     {"think, then answer", THINK(false, false),
      "<think>\nThe user greets me.\n</think>\n\nHello!", "The user greets me.",
      "Hello!", NULL},
-    {"blanks before the block", THINK(false, false),
-     "\n <think>a b</think>c", "a b", "c", NULL},
+    {"blanks before the block", THINK(false, false), "\n <think>a b</think>c",
+     "a b", "c", NULL},
     {"no block: all answer", THINK(false, false), "Just an answer.", "",
      "Just an answer.", NULL},
     {"a '<' answer is not a block", THINK(false, false), "<b>bold</b>", "",
@@ -127,7 +128,8 @@ static const rcase CASES[] = {
     {"a partial close marker inside the thinking", THINK(false, false),
      "<think>a </thi b</think>c", "a </thi b", "c", NULL},
     {"a call after the block", THINK(true, false),
-     "<think>Need the weather.</think>\n<tool_call>\n{\"name\": \"get_weather\","
+     "<think>Need the weather.</think>\n<tool_call>\n{\"name\": "
+     "\"get_weather\","
      " \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
      "Need the weather.", "", "get_weather"},
     {"a call inside the block is thinking", THINK(true, false),
@@ -136,7 +138,10 @@ static const rcase CASES[] = {
      "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>", "ok", NULL},
     {"none: the block stays in the content",
      {NC_TOOL_FORMAT_HERMES, false, NC_REASONING_NONE, false},
-     "<think>x</think>y", "", "<think>x</think>y", NULL},
+     "<think>x</think>y",
+     "",
+     "<think>x</think>y",
+     NULL},
     {"gemma 4: thought, then a call", GEMMA4,
      "<|channel>thought\nThe user wants weather.<channel|>"
      "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
@@ -147,19 +152,24 @@ static const rcase CASES[] = {
      {NC_TOOL_FORMAT_HARMONY, true, NC_REASONING_HARMONY, false},
      "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant"
      "<|channel|>final<|message|>4",
-     "Easy.", "4", NULL},
+     "Easy.",
+     "4",
+     NULL},
     {"harmony, none: analysis to the content",
      {NC_TOOL_FORMAT_HARMONY, true, NC_REASONING_NONE, false},
      "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant"
      "<|channel|>final<|message|>4",
-     "", "Easy.4", NULL},
+     "",
+     "Easy.4",
+     NULL},
 };
 
 static void check_final(const rcase *c) {
   nc_error err = {0};
   nc_tool_scan_result r = {0};
   assert_int_equal(
-      nc_reply_scan(&c->fmt, c->reply, strlen(c->reply), true, &r, &err), NC_OK);
+      nc_reply_scan(&c->fmt, c->reply, strlen(c->reply), true, &r, &err),
+      NC_OK);
   const char *reasoning = r.reasoning ? r.reasoning : "";
   if (strcmp(r.content, c->content) || strcmp(reasoning, c->reasoning))
     fail_msg("%s: reasoning \"%s\" content \"%s\", want \"%s\" and \"%s\"",

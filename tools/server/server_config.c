@@ -56,6 +56,11 @@ void server_config_usage(FILE *out) {
           "the content\n"
           "                          (a request's 'reasoning_format' "
           "overrides it)\n"
+          "  --reasoning-budget N    thinking tokens before the engine closes "
+          "the block\n"
+          "                          (default -1: none; a request's "
+          "'max_reasoning_tokens'\n"
+          "                          overrides it)\n"
           "  --metrics-names SET     nucleus (default) or llm-d: /metrics also "
           "carries\n"
           "                          vLLM's gauge names "
@@ -131,6 +136,7 @@ static void set_defaults(server_config *cfg) {
   cfg->model = nucleus_model_default_params();
   cfg->engine = nucleus_engine_default_params();
   cfg->spec = nucleus_request_default_params().speculative;
+  cfg->reasoning_budget = -1;
   const char *key = getenv("NUCLEUS_API_KEY");
   if (key && *key) cfg->api_key = key;
 }
@@ -167,6 +173,10 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
       } else {
         cfg->reasoning_inline = !strcmp(v, "none");
       }
+    } else if (!strcmp(a, "--reasoning-budget")) {
+      /* the range: nucleus_reasoning_check once all are read */
+      rc = parse_long(a, v, INT32_MIN, INT32_MAX, &n, msg, cap);
+      cfg->reasoning_budget = (int32_t)n;
     } else if (!strcmp(a, "--metrics-names")) {
       if (metrics_names_parse(v, &cfg->metrics_names)) {
         snprintf(msg, cap, "--metrics-names: '%s' is not nucleus or llm-d",
@@ -272,6 +282,14 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
   nucleus_error err = {0};
   if (nucleus_speculative_check(&cfg->spec, 1, 0, &err) != NUCLEUS_OK) {
     snprintf(msg, cap, "%s", err.message);
+    return -1;
+  }
+  nucleus_request_params rp = nucleus_request_default_params();
+  rp.reasoning.budget = cfg->reasoning_budget;
+  rp.reasoning.close = "-";
+  rp.max_tokens = -1;
+  if (nucleus_reasoning_check(&rp, &err) != NUCLEUS_OK) {
+    snprintf(msg, cap, "--reasoning-budget: %s", err.message);
     return -1;
   }
   return 0;

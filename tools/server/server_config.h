@@ -49,6 +49,9 @@ typedef struct server_config {
   bool reasoning_inline;
   /* --embedding-model: an embedding model's file (beside the model) */
   const char *embedding_model_path;
+  /* --reasoning-budget: a thinking model's max_reasoning_tokens when a
+   * request gives none (-1: no budget) */
+  int32_t reasoning_budget;
   bool help;
   bool print_request_fields; /* --request-fields: print the table, exit */
 } server_config;

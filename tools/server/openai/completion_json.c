@@ -11,6 +11,7 @@
 
 #include "http/json_text.h"
 #include "inspect_json.h"
+#include "reasoning_request.h"
 
 #define FINGERPRINT "fp_nucleus"
 
@@ -258,6 +259,7 @@ int completion_out_record(completion_out *out, const nucleus_event *ev,
     out->cached_tokens = ev->usage.cached_tokens;
     out->draft_tokens = ev->usage.draft_tokens;
     out->accepted_draft_tokens = ev->usage.accepted_draft_tokens;
+    out->reasoning_tokens = ev->usage.reasoning_tokens;
     return 0;
   }
   if (ev->index < 0 || ev->index >= out->n) return 0;
@@ -312,12 +314,22 @@ static json_t *usage_json(const completion_out *out) {
                 "prompt_tokens_details", "cached_tokens", out->cached_tokens);
   /* speculative decoding: the drafts kept and rejected (OpenAI's names,
    * for predicted outputs and for the other drafters alike) */
-  if (u && out->req->params.speculative.type != NUCLEUS_SPEC_OFF)
+  json_t *details = json_object();
+  if (out->req->params.speculative.type != NUCLEUS_SPEC_OFF) {
+    json_object_set_new(details, "accepted_prediction_tokens",
+                        json_integer(out->accepted_draft_tokens));
     json_object_set_new(
-        u, "completion_tokens_details",
-        json_pack("{s:i,s:i}", "accepted_prediction_tokens",
-                  out->accepted_draft_tokens, "rejected_prediction_tokens",
-                  out->draft_tokens - out->accepted_draft_tokens));
+        details, "rejected_prediction_tokens",
+        json_integer(out->draft_tokens - out->accepted_draft_tokens));
+  }
+  /* a thinking model's: the tokens of its thinking blocks */
+  if (reasoning_request_tracked(out->req))
+    json_object_set_new(details, "reasoning_tokens",
+                        json_integer(out->reasoning_tokens));
+  if (u && json_object_size(details))
+    json_object_set_new(u, "completion_tokens_details", details);
+  else
+    json_decref(details);
   return u;
 }
 

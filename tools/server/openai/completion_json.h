@@ -34,10 +34,11 @@ typedef struct completion_out {
   int32_t cached_tokens; /* of the prompt, from the prefix cache */
   int32_t completion_tokens;
   int32_t draft_tokens, accepted_draft_tokens; /* speculative decoding */
-  nucleus_timings timings; /* from the engine's DONE event */
-  bool failed;             /* some completion ended with NUCLEUS_FINISH_ERROR */
-  bool aborted;            /* some completion was cancelled (server shutdown) */
-  bool tools; /* chat with tools: replies are read for calls (tool_reply.h) */
+  int32_t reasoning_tokens; /* of the completions' thinking blocks */
+  nucleus_timings timings;  /* from the engine's DONE event */
+  bool failed;  /* some completion ended with NUCLEUS_FINISH_ERROR */
+  bool aborted; /* some completion was cancelled (server shutdown) */
+  bool tools;   /* chat with tools: replies are read for calls (tool_reply.h) */
   nucleus_error error;
   const char *error_param; /* the request field at fault in error, or NULL */
   /* completions with echo: the prompt's text, and with logprobs its

@@ -30,24 +30,3 @@ void harmony_message(json_t *msg, const json_t *src) {
   }
   json_object_set_new(msg, "tool_calls", copy);
 }
-
-int harmony_reasoning_effort(const nucleus_model *model, const json_t *root,
-                             json_t **kwargs, api_error *e) {
-  const json_t *v = json_object_get(root, "reasoning_effort");
-  if (!v || json_is_null(v)) return 0;
-  if (!harmony_model(model))
-    return api_fail(e, 400, "reasoning_effort",
-                    "'reasoning_effort' is not supported for this model's "
-                    "chat template (it is read by harmony templates: "
-                    "gpt-oss)");
-  const char *s = json_string_value(v);
-  if (!s || (strcmp(s, "low") && strcmp(s, "medium") && strcmp(s, "high")))
-    return api_fail(e, 400, "reasoning_effort",
-                    "'reasoning_effort' must be \"low\", \"medium\" or "
-                    "\"high\"");
-  if (!*kwargs) *kwargs = json_object();
-  if (!*kwargs) return api_fail(e, 500, NULL, "out of memory");
-  if (!json_object_get(*kwargs, "reasoning_effort"))
-    json_object_set(*kwargs, "reasoning_effort", (json_t *)v);
-  return 0;
-}

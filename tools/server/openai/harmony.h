@@ -1,8 +1,8 @@
 /* nucleus serve: what a harmony (gpt-oss) chat template needs of a
  * request beyond the OpenAI shape: a past assistant message's
  * `reasoning_content` as its `thinking`, its calls' arguments as objects
- * (the template writes them with tojson), and `reasoning_effort` as the
- * template's variable of that name. */
+ * (the template writes them with tojson); `reasoning_effort` is
+ * reasoning_request.h's. */
 #ifndef NUCLEUS_SERVER_HARMONY_H
 #define NUCLEUS_SERVER_HARMONY_H
 
@@ -19,12 +19,5 @@ bool harmony_model(const nucleus_model *model);
  * src: thinking from src's reasoning_content; tool_calls with their
  * arguments parsed (a string that is not a JSON object stays a string). */
 void harmony_message(json_t *msg, const json_t *src);
-
-/* *kwargs (a JSON object, or NULL: one is made) gains reasoning_effort
- * from root["reasoning_effort"] (low, medium or high) unless it has one.
- * 0, or -1 with *e: a value outside those, or a model whose template is
- * not harmony. */
-int harmony_reasoning_effort(const nucleus_model *model, const json_t *root,
-                             json_t **kwargs, api_error *e);
 
 #endif

@@ -99,16 +99,13 @@ int job_prepare_json(server_ctx *srv, const json_t *root, bool chat, job *j,
   if (!rc)
     rc =
         gen_request_parse(root, chat, srv->n_vocab, &srv->defaults, &j->req, e);
-  if (!rc && chat) {
-    char *text = NULL;
-    size_t text_len = 0;
-    rc = prompt_chat(srv, root, &j->req.chat_opts, &text, &text_len,
-                     &j->prompt, &j->n_prompt, e);
-    if (!rc) rc = reasoning_request_prepare(srv, &j->req, text, text_len, e);
-    nucleus_free(text);
-  } else if (!rc) {
+  char *text = NULL; /* a chat prompt's text */
+  size_t text_len = 0;
+  if (!rc && chat)
+    rc = prompt_chat(srv, root, &j->req.chat_opts, &text, &text_len, &j->prompt,
+                     &j->n_prompt, e);
+  else if (!rc)
     rc = prompt_completion_tokens(srv, root, &j->prompt, &j->n_prompt, e);
-  }
   if (!rc && (j->req.tools.choice == TOOL_CHOICE_REQUIRED ||
               j->req.tools.choice == TOOL_CHOICE_NAMED)) {
     if (j->req.grammar)
@@ -132,6 +129,11 @@ int job_prepare_json(server_ctx *srv, const json_t *root, bool chat, job *j,
     j->req.grammar_param = "tools";
     j->req.params.grammar_trigger = trigger;
   }
+  /* the thinking, once the prompt and the grammar are known */
+  if (!rc && chat)
+    rc = reasoning_request_prepare(srv, &j->req, text, text_len, &j->prompt,
+                                   &j->n_prompt, e);
+  nucleus_free(text);
   if (rc) return -1;
   /* Families whose call openers are control tokens ([TOOL_CALLS],
    * <|python_tag|>, ...) need them in the reply to be read. */

@@ -2,6 +2,7 @@
 #include "prompt.h"
 
 #include "harmony.h"
+#include "reasoning_request.h"
 #include "tool_request.h"
 
 #include <stdlib.h>
@@ -128,7 +129,7 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
     tools_json = json_dumps(tools, JSON_COMPACT);
   const json_t *kw_in = json_object_get(root, "chat_template_kwargs");
   json_t *kwargs = json_is_object(kw_in) ? json_deep_copy(kw_in) : NULL;
-  if (harmony_reasoning_effort(srv->model, root, &kwargs, e)) {
+  if (reasoning_effort_kwargs(srv->model, root, &kwargs, e)) {
     json_decref(kwargs);
     free(msgs_json);
     free(tools_json);

@@ -1,14 +1,85 @@
 /* nucleus serve: a chat request's reasoning (reasoning_request.h). */
 #include "reasoning_request.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+int reasoning_effort_kwargs(const nucleus_model *model, const json_t *root,
+                            json_t **kwargs, api_error *e) {
+  const json_t *v = json_object_get(root, "reasoning_effort");
+  if (!v || json_is_null(v)) return 0;
+  const char *family = nucleus_model_reasoning_format(model);
+  if (!strcmp(family, "none"))
+    return api_fail(e, 400, "reasoning_effort",
+                    "'reasoning_effort' is not supported for this model's "
+                    "chat template (it has no thinking block: thinking "
+                    "templates are <think>, harmony and Gemma 4's)");
+  const char *s = json_string_value(v);
+  if (!s || (strcmp(s, "low") && strcmp(s, "medium") && strcmp(s, "high")))
+    return api_fail(e, 400, "reasoning_effort",
+                    "'reasoning_effort' must be \"low\", \"medium\" or "
+                    "\"high\"");
+  if (!*kwargs) *kwargs = json_object();
+  if (!*kwargs) return api_fail(e, 500, NULL, "out of memory");
+  /* harmony's templates read the effort; the others only switch thinking
+   * on (their models have no levels) */
+  const bool harmony = !strcmp(family, "harmony");
+  const char *key = harmony ? "reasoning_effort" : "enable_thinking";
+  if (!json_object_get(*kwargs, key))
+    json_object_set_new(*kwargs, key,
+                        harmony ? json_incref((json_t *)v) : json_true());
+  return 0;
+}
+
+static bool blank(char c) {
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+/* The prompt's text ends (blanks aside) with marker. */
+static bool ends_with(const char *text, size_t len, const char *marker) {
+  while (len && blank(text[len - 1]))
+    len--;
+  size_t n = strlen(marker);
+  return len >= n && !memcmp(text + len - n, marker, n);
+}
+
+/* Appends the open marker (and a newline, as the templates write it) to
+ * the prompt's tokens. */
+static int append_open(server_ctx *srv, const char *open, int32_t **prompt,
+                       size_t *n_prompt, api_error *e) {
+  char text[NUCLEUS_MAX_REASONING_MARKER_BYTES + 2];
+  snprintf(text, sizeof text, "%s\n", open);
+  int32_t *ids = NULL;
+  size_t n = 0;
+  nucleus_error err = {0};
+  if (nucleus_tokenize(srv->model, text, strlen(text), false, true, &ids, &n,
+                       &err) != NUCLEUS_OK)
+    return api_fail(e, 500, NULL, "tokenize: %s", err.message);
+  int32_t *grown = realloc(*prompt, (*n_prompt + n) * sizeof *grown);
+  if (!grown) {
+    nucleus_free(ids);
+    return api_fail(e, 500, NULL, "out of memory");
+  }
+  memcpy(grown + *n_prompt, ids, n * sizeof *ids);
+  nucleus_free(ids);
+  *prompt = grown;
+  *n_prompt += n;
+  return 0;
+}
+
+/* The request field of a raw GBNF grammar (structured.h's names). */
+static bool gbnf_field(const char *param) {
+  return param &&
+         (!strcmp(param, "grammar") || !strcmp(param, "guided_grammar") ||
+          !strcmp(param, "structured_outputs.grammar"));
+}
 
 int reasoning_request_prepare(server_ctx *srv, gen_request *r,
                               const char *prompt_text, size_t len,
+                              int32_t **prompt, size_t *n_prompt,
                               api_error *e) {
-  (void)e;
-  const bool thinks =
-      strcmp(nucleus_model_reasoning_format(srv->model), "none") != 0;
+  const char *family = nucleus_model_reasoning_format(srv->model);
+  const bool thinks = strcmp(family, "none") != 0;
   const bool split = r->reasoning_format == REASONING_SPLIT_DEFAULT
                          ? !srv->cfg->reasoning_inline
                          : r->reasoning_format == REASONING_SPLIT_AUTO;
@@ -16,8 +87,55 @@ int reasoning_request_prepare(server_ctx *srv, gen_request *r,
   r->reply.reasoning = thinks && split;
   r->reply.in_reasoning =
       thinks && nucleus_reasoning_prompt_opens(srv->model, prompt_text, len);
-  /* the markers must reach the reply to be read (Gemma 4's are control
-   * tokens) */
-  if (r->reply.reasoning) r->params.skip_special_tokens = false;
+  nucleus_reasoning_params *rp = &r->params.reasoning;
+  const int32_t budget = r->reasoning_budget_given ? rp->budget : -1;
+  *rp = (nucleus_reasoning_params){.budget = -1};
+  if (!thinks) {
+    if (r->reasoning_budget_given)
+      return api_fail(e, 400, "max_reasoning_tokens",
+                      "'max_reasoning_tokens' needs a thinking model: this "
+                      "model's chat template has no thinking block");
+    return 0;
+  }
+  /* the markers must reach the reply to be read and tracked (Gemma 4's
+   * and harmony's are control tokens) */
+  r->params.skip_special_tokens = false;
+  const nucleus_reasoning_markers m =
+      nucleus_model_reasoning_markers(srv->model);
+  /* thinking switched off in the prompt (an empty block: Qwen3's
+   * enable_thinking false): the reply is all answer */
+  if (!r->reply.in_reasoning && ends_with(prompt_text, len, m.close)) {
+    if (r->reasoning_budget_given)
+      return api_fail(e, 400, "max_reasoning_tokens",
+                      "'max_reasoning_tokens' with thinking switched off "
+                      "(the prompt closes the thinking block)");
+    return 0;
+  }
+  rp->close = m.close;
+  rp->force_close = m.force_close;
+  rp->open = r->reply.in_reasoning ? NULL : m.open;
+  rp->budget = r->reasoning_budget_given ? budget : srv->cfg->reasoning_budget;
+  /* the server's default budget fits the request's max_tokens; a budget
+   * the request gives must (nucleus_reasoning_check) */
+  if (!r->reasoning_budget_given && r->params.max_tokens >= 0 &&
+      rp->budget > r->params.max_tokens)
+    rp->budget = r->params.max_tokens;
+  /* harmony's grammars cover its whole reply (channels included), and so
+   * does a GBNF grammar given as such (the client writes the thinking
+   * into it); JSON schemas, regexes, choices and tools are the answer's */
+  if (r->params.grammar && strcmp(family, "harmony") &&
+      !gbnf_field(r->grammar_param)) {
+    if (rp->open && append_open(srv, rp->open, prompt, n_prompt, e)) return -1;
+    r->reply.in_reasoning = true;
+    rp->open = NULL;
+    rp->answer_grammar = true;
+  }
+  nucleus_error err = {0};
+  if (nucleus_reasoning_check(&r->params, &err) != NUCLEUS_OK)
+    return api_fail(e, 400, "max_reasoning_tokens", "%s", err.message);
   return 0;
+}
+
+bool reasoning_request_tracked(const gen_request *r) {
+  return r->params.reasoning.close != NULL;
 }

@@ -90,9 +90,13 @@ static const request_field FIELDS[] = {
     {"reasoning_format", CHAT, FIELD_READ,
      "none (the thinking stays in `content`) or auto (it goes to "
      "`reasoning_content`)"},
+    {"max_reasoning_tokens", CHAT, FIELD_READ,
+     "the thinking budget: past it the engine closes the thinking block "
+     "(at most `max_tokens`)"},
     {"reasoning_effort", CHAT, FIELD_READ,
-     "low, medium or high: the harmony (gpt-oss) template's; refused for "
-     "other templates"},
+     "low, medium or high: harmony's (gpt-oss) effort; turns thinking on "
+     "for the other thinking templates; refused for templates without "
+     "thinking"},
     {"modalities", CHAT, FIELD_READ,
      "`[\"text\"]` only (\"audio\" is refused)"},
     /* OpenAI's fields that change nothing in the answer */

@@ -372,6 +372,12 @@ static int parse_template_flags(const json_t *root, gen_request *r,
                     "'reasoning_format' must be \"none\" (the thinking stays "
                     "in the content) or \"auto\" (it goes to "
                     "reasoning_content)");
+  /* its range: nucleus_reasoning_check, once the family is known */
+  long long budget = 0;
+  if (get_int(root, "max_reasoning_tokens", INT32_MIN, INT32_MAX, &budget,
+              &r->reasoning_budget_given, e))
+    return -1;
+  if (r->reasoning_budget_given) r->params.reasoning.budget = (int32_t)budget;
   return chat_opts_parse(root, &r->chat_opts, e);
 }
 

@@ -46,6 +46,9 @@ typedef struct gen_request {
   /* chat: "reasoning_format": REASONING_SPLIT_DEFAULT when absent (the
    * server's --reasoning-format decides) */
   reasoning_split reasoning_format;
+  /* chat: "max_reasoning_tokens" given (params.reasoning.budget holds it;
+   * else the server's --reasoning-budget applies) */
+  bool reasoning_budget_given;
   /* chat: how the reply is read (completions.c fills it once the prompt is
    * known): its calls, its thinking split out, the prompt opened it */
   nucleus_reply_format reply;
