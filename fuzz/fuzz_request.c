@@ -138,6 +138,16 @@ bool nucleus_reasoning_prompt_opens(const nucleus_model *model,
   return false;
 }
 
+bool nucleus_reasoning_params_for(const nucleus_model *model,
+                                  const char *prompt, size_t len,
+                                  int32_t budget,
+                                  nucleus_request_params *params,
+                                  bool *in_reasoning) {
+  (void)model, (void)prompt, (void)len, (void)budget, (void)params;
+  *in_reasoning = false;
+  return false;
+}
+
 nucleus_chat_params nucleus_chat_default_params(void) {
   nucleus_chat_params p = {.add_generation_prompt = true};
   return p;

@@ -933,6 +933,18 @@ NUCLEUS_API nucleus_status nucleus_beam_check(int32_t n, int32_t beam_width,
  * speculative decoding. */
 NUCLEUS_API nucleus_status
 nucleus_reasoning_check(const nucleus_request_params *p, nucleus_error *err);
+/* Points params->reasoning at the model's markers for a chat prompt (its
+ * text prompt[0, len)) with the given budget (-1: none): open NULL when
+ * the prompt opened the block (*in_reasoning true). Returns false, tracking
+ * nothing, when the model's template has no thinking or the prompt
+ * switched it off (it ends with the close marker: Qwen3's enable_thinking
+ * false). The server and `nucleus chat` both prepare requests so. */
+NUCLEUS_API bool nucleus_reasoning_params_for(const nucleus_model *model,
+                                              const char *prompt, size_t len,
+                                              int32_t budget,
+                                              nucleus_request_params *params,
+                                              bool *in_reasoning);
+
 /* Speculative decoding's parameters: a known type ("speculative.type: T is
  * not a drafter: allowed 0 (off), 1 (ngram), 2 (prediction), 3 (draft)"),
  * draft_max

@@ -102,6 +102,35 @@ bool nucleus_reasoning_prompt_opens(const nucleus_model *model,
   return nc_reasoning_prompt_opens(model_reasoning_format(model), prompt, len);
 }
 
+/* The prompt's text ends (blanks aside) with marker. */
+static bool ends_with_marker(const char *text, size_t len, const char *marker) {
+  while (len && strchr(" \n\t\r", text[len - 1]))
+    len--;
+  size_t n = strlen(marker);
+  return len >= n && !memcmp(text + len - n, marker, n);
+}
+
+bool nucleus_reasoning_params_for(const nucleus_model *model,
+                                  const char *prompt, size_t len,
+                                  int32_t budget,
+                                  nucleus_request_params *params,
+                                  bool *in_reasoning) {
+  const nc_reasoning_format f = model_reasoning_format(model);
+  const nc_reasoning_markers m = nc_reasoning_markers_of(f);
+  *in_reasoning = false;
+  params->reasoning = (nucleus_reasoning_params){.budget = -1};
+  if (!m.close || !prompt) return false;
+  *in_reasoning = nc_reasoning_prompt_opens(f, prompt, len);
+  if (!*in_reasoning && ends_with_marker(prompt, len, m.close)) return false;
+  params->reasoning = (nucleus_reasoning_params){
+      .open = *in_reasoning ? NULL : m.open,
+      .close = m.close,
+      .force_close = m.force_close,
+      .budget = budget,
+  };
+  return true;
+}
+
 /* tools_json names at least one tool. */
 static bool has_tools(const char *tools_json) {
   json_t *t = tools_json ? json_loads(tools_json, 0, NULL) : NULL;

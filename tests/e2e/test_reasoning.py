@@ -345,3 +345,53 @@ def test_harmony_budget(start_server):
     assert m.content
     assert whole_and_streamed(c, **args)[1] == (
         m.model_extra["reasoning_content"], m.content)
+
+
+# ------------------------------------------------------------ nucleus chat
+
+def chat(*flags, tty=False):
+    """One turn of `nucleus chat` with the Qwen3.5 template and a budget of
+    5: stdout's bytes (a pseudo-terminal when tty)."""
+    import os
+    import pty
+    import subprocess
+
+    from conftest import NUCLEUS_BIN
+    args = [NUCLEUS_BIN, "chat", "--chat-template",
+            str(TEMPLATES / "qwen3.5.jinja"), "-t", "2", "-n", "30",
+            "--seed", "1", "--reasoning-budget", "5", *flags]
+    if not tty:
+        return subprocess.run(args, input=b"What is the capital of France?\n",
+                              capture_output=True, timeout=120).stdout
+    master, slave = pty.openpty()
+    p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=slave,
+                         stderr=subprocess.DEVNULL)
+    os.close(slave)
+    p.stdin.write(b"What is the capital of France?\n")
+    p.stdin.close()
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait(timeout=120)
+    os.close(master)
+    return out
+
+
+def test_chat_shows_thinking(model_required):
+    raw = chat("--reasoning-format", "none")
+    thinking = raw.split(b"</think>")[0].strip()
+    assert thinking and b"\x1b" not in raw
+    plain = chat()
+    assert plain.startswith(thinking) and b"</think>" not in plain
+    assert b"\x1b" not in plain
+    assert thinking not in chat("--hide-thinking")
+    # on a terminal: each piece of thinking dimmed, then back to normal
+    dimmed = chat(tty=True)
+    joined = dimmed.replace(b"\x1b[0m\x1b[2m", b"")
+    assert b"\x1b[2m" + thinking + b"\x1b[0m" in joined, dimmed

@@ -64,7 +64,7 @@ static void test_token_counts(void **state) {
   nucleus_reasoning_params p = params("<think>");
   nc_reasoning_track t;
   nc_reasoning_track_init(&t, &p);
-  static const char *const toks[] = {"\n", "<", "think", ">", "a",
+  static const char *const toks[] = {"\n", "<",  "think", ">", "a",
                                      " b", "</", "think", ">", "ans"};
   size_t closed_at = 0;
   for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++)

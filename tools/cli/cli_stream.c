@@ -42,10 +42,46 @@ static void print_piece(FILE *out, const nucleus_model *model, int32_t id) {
   cli_print_piece(out, piece, len);
 }
 
+#define DIM "\x1b[2m"
+#define UNDIM "\x1b[0m"
+
+/* What of a chat reply's reasoning and answer was printed. */
+typedef struct shown {
+  size_t reasoning, content;
+} shown;
+
+/* Prints what the reply so far (text[0, len)) decided since the last call:
+ * new reasoning (dimmed, plain or not at all), then new answer text, a
+ * blank line between the two. */
+static void show_split(FILE *out, const nucleus_model *model,
+                       const cli_thinking_view *v, const char *text, size_t len,
+                       bool final, shown *s) {
+  nucleus_tool_reply r;
+  nucleus_error err;
+  if (nucleus_reply_scan(model, &v->fmt, text ? text : "", len, final, &r,
+                         &err) != NUCLEUS_OK)
+    return;
+  if (r.reasoning_len > s->reasoning && !v->hide) {
+    if (v->dim) fputs(DIM, out);
+    fwrite(r.reasoning + s->reasoning, 1, r.reasoning_len - s->reasoning, out);
+    if (v->dim) fputs(UNDIM, out);
+  }
+  if (r.content_len > s->content) {
+    if (s->content == 0 && r.reasoning_len && !v->hide) fputs("\n\n", out);
+    fwrite(r.content + s->content, 1, r.content_len - s->content, out);
+  }
+  if (r.reasoning_len > s->reasoning) s->reasoning = r.reasoning_len;
+  if (r.content_len > s->content) s->content = r.content_len;
+  fflush(out);
+  nucleus_tool_reply_clear(&r);
+}
+
 int cli_stream_request(const nucleus_model *model, nucleus_request *req,
                        const nucleus_request_params *params, FILE *out,
                        volatile sig_atomic_t *interrupt,
+                       const cli_thinking_view *thinking,
                        cli_stream_result *result) {
+  shown seen = {0, 0};
   memset(result, 0, sizeof *result);
   int32_t n = params->n > 0 ? params->n : 1;
   text_buf *texts = calloc((size_t)n, sizeof *texts);
@@ -70,11 +106,17 @@ int cli_stream_request(const nucleus_model *model, nucleus_request *req,
     if (ev.index < 0 || ev.index >= n) continue;
     if (ev.text_len) {
       buf_append(&texts[ev.index], ev.text, ev.text_len);
-      if (n == 1) {
+      if (n == 1 && thinking) {
+        show_split(out, model, thinking, texts[0].data, texts[0].len, false,
+                   &seen);
+      } else if (n == 1) {
         fwrite(ev.text, 1, ev.text_len, out);
         fflush(out);
       }
     }
+    if (ev.kind == NUCLEUS_EVENT_FINISH && n == 1 && thinking)
+      show_split(out, model, thinking, texts[0].data, texts[0].len, true,
+                 &seen);
     if (ev.kind == NUCLEUS_EVENT_TOKEN && want_lp && ev.index == 0) {
       if (n_rows == cap_rows) {
         cap_rows = cap_rows ? cap_rows * 2 : 64;

@@ -33,6 +33,20 @@ static void usage(FILE *out) {
                "                          time to first token and the prompt "
                "tokens\n"
                "                          reused from the previous turns' KV\n"
+               "  --hide-thinking         a thinking model's reasoning is not "
+               "shown (it is\n"
+               "                          shown dimmed on a terminal, plain "
+               "otherwise)\n"
+               "  --reasoning-format F    auto (default): the thinking is "
+               "split off and shown\n"
+               "                          as such; none: printed as the model "
+               "wrote it\n"
+               "  --reasoning-budget N    thinking tokens before the engine "
+               "closes the block\n"
+               "                          (default -1: none)\n"
+               "  --reasoning-effort E    low, medium or high: harmony's "
+               "effort; thinking on\n"
+               "                          for the other thinking templates\n"
                "In the chat: /reset clears the history, /exit (or Ctrl-D) "
                "quits,\nCtrl-C stops the current reply.\n\n");
   fprintf(out, "Sampling defaults as listed (llama.cpp's), or as the model "
@@ -86,14 +100,26 @@ static char *read_line(void) {
   return buf;
 }
 
+/* A thinking model's options (--hide-thinking, --reasoning-*). */
+typedef struct chat_thinking {
+  bool hide, inline_text; /* --hide-thinking, --reasoning-format none */
+  int32_t budget;         /* --reasoning-budget, -1: none */
+  const char *kwargs;     /* --reasoning-effort as template variables */
+  bool tty;               /* stdout is a terminal: thinking dimmed */
+} chat_thinking;
+
 /* Renders the history, tokenizes it and streams the reply. Returns the
- * reply text (malloc'd) or NULL. */
+ * reply text (malloc'd) or NULL; *opened: the prompt opened the thinking
+ * block (the reply begins inside it). */
 static char *reply(nucleus_model *model, nucleus_engine *engine,
                    const cli_options *o, json_t *messages,
-                   const char *tools_json, bool stats) {
+                   const char *tools_json, bool stats, const chat_thinking *th,
+                   bool *opened) {
   char *history = json_dumps(messages, JSON_COMPACT);
   int32_t *ids = NULL;
   size_t n_ids = 0;
+  char *prompt = NULL;
+  size_t prompt_len = 0;
   nucleus_request *req = NULL;
   nucleus_error err = {0};
   char *text = NULL;
@@ -101,18 +127,33 @@ static char *reply(nucleus_model *model, nucleus_engine *engine,
   nucleus_chat_params cp = nucleus_chat_default_params();
   cp.messages_json = history;
   cp.tools_json = tools_json;
+  cp.kwargs_json = th->kwargs;
   cp.describe_tools = true;
   cp.parse_special_in_content = o->parse_special_in_content;
-  if (nucleus_chat_apply(model, &cp, NULL, NULL, &ids, &n_ids, &err) !=
-          NUCLEUS_OK ||
-      nucleus_engine_submit(engine, ids, n_ids, &o->request, &req, &err) !=
-          NUCLEUS_OK) {
+  nucleus_request_params params = o->request;
+  *opened = false;
+  bool tracked = false;
+  if (nucleus_chat_apply(model, &cp, &prompt, &prompt_len, &ids, &n_ids,
+                         &err) == NUCLEUS_OK)
+    tracked = nucleus_reasoning_params_for(model, prompt, prompt_len,
+                                           th->budget, &params, opened);
+  /* the markers must reach the reply (Gemma 4's are control tokens) */
+  if (tracked) params.skip_special_tokens = false;
+  if (!ids || nucleus_engine_submit(engine, ids, n_ids, &params, &req, &err) !=
+                  NUCLEUS_OK) {
     fprintf(stderr, "error: %s\n", err.message);
     goto done;
   }
   cli_stream_result res;
   g_interrupted = 0;
-  cli_stream_request(model, req, &o->request, stdout, &g_interrupted, &res);
+  const cli_thinking_view view = {
+      .fmt = {.reasoning = tracked && !th->inline_text,
+              .in_reasoning = *opened},
+      .dim = th->tty,
+      .hide = th->hide,
+  };
+  cli_stream_request(model, req, &params, stdout, &g_interrupted,
+                     view.fmt.reasoning ? &view : NULL, &res);
   if (res.reason == NUCLEUS_FINISH_ABORT)
     fprintf(stderr, "(reply stopped)\n");
   else if (res.reason == NUCLEUS_FINISH_LENGTH)
@@ -126,8 +167,32 @@ static char *reply(nucleus_model *model, nucleus_engine *engine,
 done:
   nucleus_request_free(req);
   nucleus_free(ids);
+  nucleus_free(prompt);
   free(history);
   return text;
+}
+
+/* The reply joins the history as the template expects it: its thinking as
+ * reasoning_content (which thinking templates keep or drop), the answer
+ * as content. */
+static void add_reply(nucleus_model *model, json_t *messages, const char *text,
+                      bool opened) {
+  nucleus_reply_format f = nucleus_reply_default_format();
+  f.calls = false;
+  f.in_reasoning = opened;
+  nucleus_tool_reply r;
+  nucleus_error err;
+  if (nucleus_reply_scan(model, &f, text, strlen(text), true, &r, &err) !=
+      NUCLEUS_OK) {
+    add_message(messages, "assistant", text, strlen(text));
+    return;
+  }
+  add_message(messages, "assistant", r.content, r.content_len);
+  if (r.reasoning_len)
+    json_object_set_new(json_array_get(messages, json_array_size(messages) - 1),
+                        "reasoning_content",
+                        json_stringn(r.reasoning, r.reasoning_len));
+  nucleus_tool_reply_clear(&r);
 }
 
 /* A JSON list of tools from path, compact (malloc'd); NULL with a message. */
@@ -206,8 +271,9 @@ static bool tool_turn(nucleus_model *model, json_t *messages, const char *text,
 int cmd_chat(int argc, char **argv) {
   cli_options o;
   cli_options_init(&o);
-  const char *system_prompt = NULL, *tools_path = NULL;
+  const char *system_prompt = NULL, *tools_path = NULL, *effort = NULL;
   bool stats = false;
+  chat_thinking th = {.budget = -1, .tty = isatty(STDOUT_FILENO)};
   for (int i = 1; i < argc; i++) {
     int r = cli_options_parse(&o, argc, argv, &i);
     if (r < 0) return 2;
@@ -227,6 +293,42 @@ int cmd_chat(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "--tools") && flag_value(argc, argv, i)) {
       tools_path = argv[++i];
+      continue;
+    }
+    if (!strcmp(argv[i], "--hide-thinking")) {
+      th.hide = true;
+      continue;
+    }
+    if (!strcmp(argv[i], "--reasoning-format") && flag_value(argc, argv, i)) {
+      const char *v = argv[++i];
+      if (strcmp(v, "none") && strcmp(v, "auto")) {
+        fprintf(stderr, "error: --reasoning-format: '%s' is not none or auto\n",
+                v);
+        return 2;
+      }
+      th.inline_text = !strcmp(v, "none");
+      continue;
+    }
+    if (!strcmp(argv[i], "--reasoning-budget") && flag_value(argc, argv, i)) {
+      char *end = NULL;
+      long v = strtol(argv[++i], &end, 10);
+      if (!*argv[i] || *end || v < INT32_MIN || v > INT32_MAX) {
+        fprintf(stderr, "error: --reasoning-budget: '%s' is not an integer\n",
+                argv[i]);
+        return 2;
+      }
+      th.budget = (int32_t)v; /* its range: nucleus_reasoning_check */
+      continue;
+    }
+    if (!strcmp(argv[i], "--reasoning-effort") && flag_value(argc, argv, i)) {
+      effort = argv[++i];
+      if (strcmp(effort, "low") && strcmp(effort, "medium") &&
+          strcmp(effort, "high")) {
+        fprintf(stderr,
+                "error: --reasoning-effort: '%s' is not low, medium or high\n",
+                effort);
+        return 2;
+      }
       continue;
     }
     fprintf(stderr, "error: unknown or incomplete option '%s'\n\n", argv[i]);
@@ -265,6 +367,31 @@ int cmd_chat(int argc, char **argv) {
   }
   nucleus_free(probe);
   cli_note_template(model, "nucleus chat");
+  const char *family = nucleus_model_reasoning_format(model);
+  char kwargs[64];
+  if (effort) { /* harmony reads the effort; the others switch thinking on */
+    if (!strcmp(family, "none")) {
+      fprintf(stderr, "error: --reasoning-effort: this model's chat template "
+                      "has no thinking block\n");
+      nucleus_model_free(model);
+      free(tools_json);
+      return 2;
+    }
+    if (!strcmp(family, "harmony"))
+      snprintf(kwargs, sizeof kwargs, "{\"reasoning_effort\": \"%s\"}", effort);
+    else
+      snprintf(kwargs, sizeof kwargs, "{\"enable_thinking\": true}");
+    th.kwargs = kwargs;
+  }
+  nucleus_request_params check = o.request;
+  check.reasoning =
+      (nucleus_reasoning_params){.close = "-", .budget = th.budget};
+  if (nucleus_reasoning_check(&check, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "error: --reasoning-budget: %s\n", err.message);
+    nucleus_model_free(model);
+    free(tools_json);
+    return 2;
+  }
   nucleus_engine *engine = NULL;
   if (o.engine.kv_cache_tokens == 0) o.engine.kv_cache_tokens = 8192;
   if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK) {
@@ -311,7 +438,9 @@ int cmd_chat(int argc, char **argv) {
     }
     add_message(messages, "user", line, strlen(line));
     free(line);
-    char *text = reply(model, engine, &o, messages, tools_json, stats);
+    bool opened = false;
+    char *text =
+        reply(model, engine, &o, messages, tools_json, stats, &th, &opened);
     if (!text) {
       /* Could not even start: forget the turn. */
       json_array_remove(messages, json_array_size(messages) - 1);
@@ -323,9 +452,10 @@ int cmd_chat(int argc, char **argv) {
                         tool_turn(model, messages, text, tty);
          round++) {
       free(text);
-      text = reply(model, engine, &o, messages, tools_json, stats);
+      text =
+          reply(model, engine, &o, messages, tools_json, stats, &th, &opened);
     }
-    if (text) add_message(messages, "assistant", text, strlen(text));
+    if (text) add_reply(model, messages, text, opened);
     free(text);
   }
   free(tools_json);

@@ -168,7 +168,8 @@ int cmd_run(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   if (prompt && o.request.n == 1) fputs(prompt, stdout);
   cli_stream_result res;
-  cli_stream_request(model, req, &o.request, stdout, &g_interrupted, &res);
+  cli_stream_request(model, req, &o.request, stdout, &g_interrupted, NULL,
+                     &res);
   cli_print_summary(&res);
   rc = res.reason == NUCLEUS_FINISH_ERROR ? 1 : 0;
   cli_stream_result_free(&res);

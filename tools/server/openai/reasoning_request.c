@@ -31,18 +31,6 @@ int reasoning_effort_kwargs(const nucleus_model *model, const json_t *root,
   return 0;
 }
 
-static bool blank(char c) {
-  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
-}
-
-/* The prompt's text ends (blanks aside) with marker. */
-static bool ends_with(const char *text, size_t len, const char *marker) {
-  while (len && blank(text[len - 1]))
-    len--;
-  size_t n = strlen(marker);
-  return len >= n && !memcmp(text + len - n, marker, n);
-}
-
 /* Appends the open marker (and a newline, as the templates write it) to
  * the prompt's tokens. */
 static int append_open(server_ctx *srv, const char *open, int32_t **prompt,
@@ -88,38 +76,30 @@ int reasoning_request_prepare(server_ctx *srv, gen_request *r,
   r->reply.in_reasoning =
       thinks && nucleus_reasoning_prompt_opens(srv->model, prompt_text, len);
   nucleus_reasoning_params *rp = &r->params.reasoning;
-  const int32_t budget = r->reasoning_budget_given ? rp->budget : -1;
-  *rp = (nucleus_reasoning_params){.budget = -1};
-  if (!thinks) {
+  const int32_t given = rp->budget;
+  int32_t budget =
+      r->reasoning_budget_given ? given : srv->cfg->reasoning_budget;
+  /* the server's default budget fits the request's max_tokens; a budget
+   * the request gives must (nucleus_reasoning_check) */
+  if (!r->reasoning_budget_given && r->params.max_tokens >= 0 &&
+      budget > r->params.max_tokens)
+    budget = r->params.max_tokens;
+  bool opened = false;
+  if (!nucleus_reasoning_params_for(srv->model, prompt_text, len, budget,
+                                    &r->params, &opened)) {
     if (r->reasoning_budget_given)
       return api_fail(e, 400, "max_reasoning_tokens",
-                      "'max_reasoning_tokens' needs a thinking model: this "
-                      "model's chat template has no thinking block");
+                      "'max_reasoning_tokens' needs a thinking model with "
+                      "thinking on: %s",
+                      thinks ? "the prompt closes the thinking block (it is "
+                               "switched off)"
+                             : "this model's chat template has no thinking "
+                               "block");
     return 0;
   }
   /* the markers must reach the reply to be read and tracked (Gemma 4's
    * and harmony's are control tokens) */
   r->params.skip_special_tokens = false;
-  const nucleus_reasoning_markers m =
-      nucleus_model_reasoning_markers(srv->model);
-  /* thinking switched off in the prompt (an empty block: Qwen3's
-   * enable_thinking false): the reply is all answer */
-  if (!r->reply.in_reasoning && ends_with(prompt_text, len, m.close)) {
-    if (r->reasoning_budget_given)
-      return api_fail(e, 400, "max_reasoning_tokens",
-                      "'max_reasoning_tokens' with thinking switched off "
-                      "(the prompt closes the thinking block)");
-    return 0;
-  }
-  rp->close = m.close;
-  rp->force_close = m.force_close;
-  rp->open = r->reply.in_reasoning ? NULL : m.open;
-  rp->budget = r->reasoning_budget_given ? budget : srv->cfg->reasoning_budget;
-  /* the server's default budget fits the request's max_tokens; a budget
-   * the request gives must (nucleus_reasoning_check) */
-  if (!r->reasoning_budget_given && r->params.max_tokens >= 0 &&
-      rp->budget > r->params.max_tokens)
-    rp->budget = r->params.max_tokens;
   /* harmony's grammars cover its whole reply (channels included), and so
    * does a GBNF grammar given as such (the client writes the thinking
    * into it); JSON schemas, regexes, choices and tools are the answer's */
