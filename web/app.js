@@ -29,7 +29,7 @@ function save() {
   try { localStorage.setItem(STORE, JSON.stringify(chat)); }
   catch (e) { /* quota: keep the text, drop the inspect records */
     const slim = { system: chat.system, messages: chat.messages.map((m) =>
-      ({ role: m.role, content: m.content, meta: m.meta })) };
+      ({ role: m.role, content: m.content, reasoning: m.reasoning, meta: m.meta })) };
     try { localStorage.setItem(STORE, JSON.stringify(slim)); } catch (e2) { /* give up */ }
   }
 }
@@ -127,7 +127,26 @@ function markdown(text) {
   if (window.hljs) body.querySelectorAll("pre code").forEach((c) => hljs.highlightBlock(c));
   return body;
 }
+/* A thinking model's reasoning (delta.reasoning_content), in a block that
+ * is open while it streams and closed once the answer begins, unless the
+ * reader opened or closed it. */
+function thinkingBlock(m) {
+  const open = m.thinkingOpen !== undefined ? m.thinkingOpen : !m.content;
+  const summary = el("summary", {}, "Thinking");
+  const d = el("details", { class: "thinking" }, summary,
+    el("div", { class: "thought" }, m.reasoning));
+  d.open = open;
+  /* the reader's choice (a click, before the block toggles) */
+  summary.addEventListener("click", () => { m.thinkingOpen = !d.open; });
+  return d;
+}
 function renderBody(m) {
+  const body = renderAnswer(m);
+  if (m.role === "assistant" && m.reasoning && !tokensView)
+    body.prepend(thinkingBlock(m));
+  return body;
+}
+function renderAnswer(m) {
   if (m.role === "assistant" && !tokensView) return markdown(m.content);
   const body = el("div", { class: "body" });
   if (m.role !== "assistant" || !m.tokens) {
@@ -210,7 +229,11 @@ function edit(idx) {
 function apiMessages() {
   const out = [];
   if (chat.system.trim()) out.push({ role: "system", content: chat.system });
-  for (const m of chat.messages) out.push({ role: m.role, content: m.content });
+  for (const m of chat.messages) {
+    const o = { role: m.role, content: m.content };
+    if (m.reasoning) o.reasoning_content = m.reasoning; /* the template keeps or drops it */
+    out.push(o);
+  }
   return out;
 }
 
@@ -269,16 +292,18 @@ async function reply() {
       const c = ev.choices && ev.choices[0];
       if (!c) return;
       const text = (c.delta && c.delta.content) || "";
+      const thought = (c.delta && c.delta.reasoning_content) || "";
       /* A chunk's inspect holds its token's record (a list of one). Seeds
        * are 64-bit: keep their digits, which a JS number would round. */
       const recs = Array.isArray(c.inspect) ? c.inspect : c.inspect ? [c.inspect] : [];
       const seeds = [...raw.matchAll(/"seed":(-?\d+)/g)].map((x) => x[1]);
       recs.forEach((rec, k) => { if (seeds[k]) rec.draw.seed_digits = seeds[k]; });
-      if (recs.length || text) {
+      if (recs.length || text || thought) {
         if (!t0) t0 = performance.now();
-        msg.tokens.push({ text, inspect: recs[0] || null });
+        msg.tokens.push({ text: thought + text, inspect: recs[0] || null });
         for (const rec of recs.slice(1)) msg.tokens.push({ text: "", inspect: rec });
         msg.content += text;
+        if (thought) msg.reasoning = (msg.reasoning || "") + thought;
         redraw();
       }
       if (c.finish_reason) finish = c.finish_reason;

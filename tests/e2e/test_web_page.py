@@ -1,7 +1,8 @@
 """The web page nucleus serve embeds (GET /), driven in a real headless
 Chromium (issue #21): a streamed chat reply, Stop frees the request's KV,
-the inspector shows the numbers the API gives for that step, and the
-what-if panel re-runs the real sampler (POST /sample).
+the inspector shows the numbers the API gives for that step, the
+what-if panel re-runs the real sampler (POST /sample), and a thinking
+model's reasoning streams into a collapsible block.
 
 NUCLEUS_SCREENSHOTS=DIR also writes DIR/web-light.png and DIR/web-dark.png
 (the ones in docs/)."""
@@ -9,6 +10,7 @@ NUCLEUS_SCREENSHOTS=DIR also writes DIR/web-light.png and DIR/web-dark.png
 import json
 import math
 import os
+import pathlib
 import re
 import time
 
@@ -19,6 +21,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 from test_server_guard import browser, metric
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -503,3 +507,49 @@ def test_inspector_marks_drafts(page, start_server):
     plain = [i for i, r in enumerate(recs) if r and "draft" not in r]
     spans[plain[0]].click()
     assert not d.find_element(By.ID, "insp-spec").is_displayed()
+
+
+def test_thinking_streams_in_a_collapsible_block(page, start_server):
+    """A thinking template (Qwen3.5's opens the block in the prompt; the
+    server's budget closes it after 6 tokens): the reasoning streams into
+    a Thinking block, open while it streams, closed once the answer comes,
+    opened by a click; the next turn sends it back as reasoning_content."""
+    d = page
+    thinker = start_server(
+        "-c", "1024", "-t", "2", "--reasoning-budget", "6",
+        "--chat-template", str(ROOT / "tests/data/templates/qwen3.5.jinja"))
+    d.get(thinker.url + "/")
+    WebDriverWait(d, 20).until(
+        lambda d: d.find_elements(By.ID, "set-temperature"))
+    d.execute_script("localStorage.removeItem('nucleus.chat.v1')")
+    d.refresh()
+    WebDriverWait(d, 20).until(
+        lambda d: d.find_elements(By.ID, "set-temperature"))
+    tokens_view(d, False)
+    set_field(d, "set-max_tokens", 24)
+    set_field(d, "set-temperature", 0)
+    set_field(d, "set-min_tokens", 14)  # an answer after the thinking
+    # note every state the block goes through while the reply streams
+    d.execute_script("""
+      window.__thinking = [];
+      new MutationObserver(() => {
+        const b = document.querySelector('.msg.assistant details.thinking');
+        if (b) window.__thinking.push(b.open);
+      }).observe(document.getElementById('messages'),
+                 {childList: true, subtree: true});""")
+    send(d, "What is the capital of France?")
+    wait_done(d)
+    states = d.execute_script("return window.__thinking")
+    assert True in states, states  # open while it streamed
+    block = d.find_element(By.CSS_SELECTOR, ".msg.assistant details.thinking")
+    thought = block.find_element(By.CSS_SELECTOR, ".thought")
+    assert block.get_attribute("open") is None  # closed: the answer came
+    block.find_element(By.TAG_NAME, "summary").click()
+    assert block.get_attribute("open") is not None
+    text = thought.get_attribute("textContent")
+    assert text and "</think>" not in text
+    answer = d.find_element(By.CSS_SELECTOR, ".msg.assistant .body")
+    assert "</think>" not in answer.text
+    msg = stored_chat(d)["messages"][1]
+    assert msg["reasoning"] == text and text not in msg["content"]
+    tokens_view(d, True)
