@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Embedding and rerank goldens from llama.cpp for the random-weight files of
 scripts/make_arch_gguf.py (issue 44): qwen3emb (last pooling), qwen3rank
-(rank pooling over the yes / no head, softmax) and gemmaemb
+(rank pooling over the yes / no head, softmax), gemmaemb
 (gemma-embedding: non-causal, symmetric windows, mean pooling, dense_2 and
-dense_3).
+dense_3), bert (mean), bertrank (a cross-encoder: rank pooling over the
+CLS row through cls and cls.output, the query and document in one input)
+and nomicbert (nomic-bert: RoPE, SwiGLU, fused QKV).
 
 For each KIND it writes the file with a fixed seed, loads it with llama.cpp
 through llama-cpp-python (embeddings on, the file's pooling, flash attention
@@ -41,7 +43,7 @@ import llama_cpp as L
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTDIR = os.path.join(ROOT, "tests", "data", "embed")
 SEED = 17
-KINDS = ["qwen3emb", "qwen3rank", "gemmaemb"]
+KINDS = ["qwen3emb", "qwen3rank", "gemmaemb", "bert", "bertrank", "nomicbert"]
 POOLING = {0: "none", 1: "mean", 2: "cls", 3: "last", 4: "rank"}
 
 TEXTS = [
@@ -77,10 +79,11 @@ def tokenize(vocab, text):
 
 
 def rerank_template(path):
+    """The file's rerank prompt template, or None (a cross-encoder)."""
     import gguf
     r = gguf.GGUFReader(path)
-    f = r.fields["tokenizer.chat_template.rerank"]
-    return bytes(f.parts[f.data[0]]).decode("utf-8")
+    f = r.fields.get("tokenizer.chat_template.rerank")
+    return bytes(f.parts[f.data[0]]).decode("utf-8") if f else None
 
 
 def golden(kind, path, seed, out):
@@ -103,8 +106,11 @@ def golden(kind, path, seed, out):
     pooling = L.llama_pooling_type(ctx)
     if pooling == 4:
         template = rerank_template(path)
-        texts = [template.replace("{query}", QUERY).replace("{document}", d)
-                 for d in DOCUMENTS]
+        if template:
+            texts = [template.replace("{query}", QUERY).replace("{document}", d)
+                     for d in DOCUMENTS]
+        else:  # a cross-encoder (bertrank): query and document in one input
+            texts = [QUERY + " " + d for d in DOCUMENTS]
         width = L.llama_model_n_cls_out(model)
     else:
         texts = TEXTS

@@ -204,6 +204,20 @@ ARCHS = {
                       n_expert=8, n_expert_used=2, n_ff_exp=128,
                       n_ff_shexp=256,
                       ssm=dict(d_conv=4, d_state=64, n_k=2, n_v=4)),
+    # BERT encoders (issue 44; goldens: scripts/gen_embed_goldens.py):
+    # bert (BERT / MiniLM: absolute positions, token types, LayerNorm with
+    # biases, GELU, non-causal, mean pooling) and bertrank (a cross-encoder:
+    # rank pooling over the CLS row, the rank head cls [n_embd -> n_embd]
+    # with tanh and cls.output of one row, one label); nomicbert
+    # (nomic-bert: NEOX RoPE base 1000 instead of position embeddings, Q/K/V
+    # fused, a SwiGLU FFN, no biases but the LayerNorms'). build_bert.
+    "bert": dict(n_layer=4, head_dim=64, base="bert",
+                 pooling=gguf.PoolingType.MEAN),
+    "nomicbert": dict(n_layer=4, head_dim=64, base="bert",
+                      gguf_arch="nomic-bert", rope_base=1000.0,
+                      pooling=gguf.PoolingType.MEAN),
+    "bertrank": dict(n_layer=4, head_dim=64, base="bert",
+                     pooling=gguf.PoolingType.RANK, rank_labels=["relevance"]),
 }
 
 # Qwen3-Reranker's prompt (llama.cpp's converter writes it as the chat
@@ -326,10 +340,94 @@ def randn(seed, name, n):
 # ---------------------------------------------------------------- model
 
 
+def build_bert(kind, out, seed, f32, tokenizer):
+    """A bert (or nomic-bert) file as llama.cpp's converter writes one
+    (scripts/convert_hf.py for real bert checkpoints):
+    {arch}.attention.layer_norm_epsilon, causal false, pooling_type, two
+    token types, N_CTX position embeddings (nomic-bert: rope.freq_base);
+    embeddings std 0.2, projections std 1/sqrt(fan_in), LayerNorm weights
+    1 + 0.1 z and biases 0.1 z, the other biases 0.5 z. The vocabulary is
+    the default model's (any works: the goldens store token ids)."""
+    cfg = ARCHS[kind]
+    L, hd = cfg["n_layer"], cfg["head_dim"]
+    n_head = N_EMBD // hd
+    tok = read_tokenizer_kv(tokenizer)
+    n_vocab = next(len(v) for k, v, _, _ in tok if k == "tokenizer.ggml.tokens")
+    mat_dt = np.float32 if f32 else np.float16
+    nomic = cfg.get("gguf_arch") == "nomic-bert"
+    w = gguf.GGUFWriter(out, cfg.get("gguf_arch", "bert"))
+    w.add_name("nucleus random weights")
+    w.add_string("nucleus.gen", f"scripts/make_arch_gguf.py v{GEN_VERSION} "
+                 f"{kind} --seed {seed}" + (" --f32" if f32 else ""))
+    w.add_file_type(0 if f32 else 1)
+    w.add_context_length(N_CTX)
+    w.add_embedding_length(N_EMBD)
+    w.add_block_count(L)
+    w.add_feed_forward_length(N_FF)
+    w.add_head_count(n_head)
+    w.add_layer_norm_eps(1e-12)
+    if nomic:
+        w.add_rope_freq_base(cfg["rope_base"])
+    w.add_causal_attention(False)
+    w.add_pooling_type(cfg["pooling"])
+    if "rank_labels" in cfg:
+        w.add_classifier_output_labels(cfg["rank_labels"])
+    w.add_token_type_count(2)
+    for k, v, t, sub in tok:
+        w.add_key_value(k, v, t, sub)
+
+    def mat(name, shape, std, dt=mat_dt):
+        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
+        w.add_tensor(name, x.astype(dt))
+
+    def vec(name, n, kind):
+        z = randn(seed, name, n)
+        x = {"norm": 1.0 + 0.1 * z, "nbias": 0.1 * z, "bias": 0.5 * z}[kind]
+        w.add_tensor(name, x.astype(np.float32))
+
+    inv = lambda n: 1.0 / np.sqrt(n)
+    mat("token_embd.weight", (n_vocab, N_EMBD), 0.2)
+    mat("token_types.weight", (2, N_EMBD), 0.2, np.float32)
+    if not nomic:
+        mat("position_embd.weight", (N_CTX, N_EMBD), 0.2, np.float32)
+    vec("token_embd_norm.weight", N_EMBD, "norm")
+    vec("token_embd_norm.bias", N_EMBD, "nbias")
+    for i in range(L):
+        p = f"blk.{i}."
+        if nomic:
+            mat(p + "attn_qkv.weight", (3 * N_EMBD, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_output.weight", (N_EMBD, N_EMBD), inv(N_EMBD))
+        for name in () if nomic else ("attn_q", "attn_k", "attn_v", "attn_output"):
+            mat(p + name + ".weight", (N_EMBD, N_EMBD), inv(N_EMBD))
+            vec(p + name + ".bias", N_EMBD, "bias")
+        vec(p + "attn_output_norm.weight", N_EMBD, "norm")
+        vec(p + "attn_output_norm.bias", N_EMBD, "nbias")
+        if nomic:
+            mat(p + "ffn_gate.weight", (N_FF, N_EMBD), inv(N_EMBD))
+        mat(p + "ffn_up.weight", (N_FF, N_EMBD), inv(N_EMBD))
+        mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
+        if not nomic:
+            vec(p + "ffn_up.bias", N_FF, "bias")
+            vec(p + "ffn_down.bias", N_EMBD, "bias")
+        vec(p + "layer_output_norm.weight", N_EMBD, "norm")
+        vec(p + "layer_output_norm.bias", N_EMBD, "nbias")
+    if "rank_labels" in cfg:
+        mat("cls.weight", (N_EMBD, N_EMBD), inv(N_EMBD))
+        vec("cls.bias", N_EMBD, "bias")
+        mat("cls.output.weight", (len(cfg["rank_labels"]), N_EMBD), inv(N_EMBD))
+        vec("cls.output.bias", len(cfg["rank_labels"]), "bias")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     if arch not in ARCHS:
         raise SystemExit(f"unknown arch {arch!r}: one of {' '.join(ARCHS)}")
     cfg = ARCHS[arch]
+    if cfg.get("base") == "bert":
+        return build_bert(arch, out, seed, f32, tokenizer)
     kind, arch = arch, cfg.get("base", arch)
     L, hd = cfg["n_layer"], cfg["head_dim"]
     tok = read_tokenizer_kv(tokenizer)

@@ -35,7 +35,8 @@ typedef enum {
   ROWS_ROPE,
   ROWS_RESIDUAL,
   ROWS_SWIGLU,
-  ROWS_BIAS
+  ROWS_BIAS,
+  ROWS_LAYERNORM
 } rows_kind;
 
 typedef struct rows_task {
@@ -51,7 +52,28 @@ typedef struct rows_task {
   const float *cos_c, *sin_c;
   int64_t q_stride, k_stride;
   const float *up; /* SWIGLU: y = silu(y) * up */
+  const float *b;  /* LAYERNORM: y = norm(x) * w + b */
 } rows_task;
+
+/* ggml_norm, then ggml_mul by w and ggml_add of b: the mean and the
+ * variance summed in double, in order; 1 / sqrtf(variance + eps) in float. */
+static void layernorm_row(const float *x, const float *w, const float *b,
+                          float *y, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++)
+    sum += (double)x[i];
+  const float mean = (float)(sum / (double)n);
+  double sum2 = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    const float v = x[i] - mean;
+    y[i] = v;
+    sum2 += (double)(v * v);
+  }
+  const float variance = (float)(sum2 / (double)n);
+  const float scale = 1.0f / sqrtf(variance + eps);
+  for (int64_t i = 0; i < n; i++)
+    y[i] = y[i] * scale * w[i] + b[i];
+}
 
 enum { ROWS_PARALLEL_MIN = 8 };
 
@@ -84,6 +106,10 @@ static void rows_worker(void *p, int ith, int nth) {
       t->op->swiglu(t->y + r * t->n, t->up + r * t->n, t->y + r * t->n, t->n);
       break;
     case ROWS_BIAS: t->op->add(t->y + r * t->n, t->w, t->n); break;
+    case ROWS_LAYERNORM:
+      layernorm_row(t->x + r * t->n, t->w, t->b, t->y + r * t->n, t->n,
+                    hp->rms_eps);
+      break;
     }
   }
 }
@@ -116,6 +142,20 @@ void nc_fwd_rmsnorm(nc_fwd *ctx, const float *x, const float *w, float *y,
                  .n = n,
                  .x = x,
                  .w = w,
+                 .y = y};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_layernorm(nc_fwd *ctx, const float *x, const float *w,
+                      const float *b, float *y, int32_t rows, int64_t n) {
+  rows_task t = {.kind = ROWS_LAYERNORM,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .x = x,
+                 .w = w,
+                 .b = b,
                  .y = y};
   run_rows(ctx, &t);
 }
@@ -245,6 +285,7 @@ void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
 
 typedef enum {
   ELEM_GEGLU,
+  ELEM_GELU,
   ELEM_SCALE,
   ELEM_SOFTCAP,
   ELEM_SWIGLU_OAI
@@ -272,6 +313,14 @@ static void elem_worker(void *p, int ith, int nth) {
   switch (t->kind) {
   case ELEM_GEGLU:
     if (hi > lo) t->op->geglu(y + lo, t->up + lo, hi - lo, t->gelu);
+    break;
+  case ELEM_GELU: /* ggml_vec_gelu_f32 with its F16 table */
+    for (int64_t i = lo; i < hi; i++) {
+      const float x = y[i];
+      y[i] = x <= -10.0f  ? 0.0f
+             : x >= 10.0f ? x
+                          : nc_fp16_to_fp32(t->gelu[nc_fp32_to_fp16(x)]);
+    }
     break;
   case ELEM_SCALE:
     for (int64_t i = lo; i < hi; i++)
@@ -313,6 +362,12 @@ void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                  .up = up,
                  .n = (int64_t)rows * n,
                  .gelu = ctx->gelu_f16};
+  run_elems(ctx, &t);
+}
+
+void nc_fwd_gelu(nc_fwd *ctx, float *y, int32_t rows, int64_t n) {
+  elem_task t = {
+      .kind = ELEM_GELU, .y = y, .n = (int64_t)rows * n, .gelu = ctx->gelu_f16};
   run_elems(ctx, &t);
 }
 

@@ -214,6 +214,11 @@ void nc_fwd_rmsnorm(nc_fwd *ctx, const float *x, const float *w, float *y,
                     int32_t rows, int64_t n);
 void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
                      int32_t rows, int64_t n);
+/* y = layernorm(x) * w + b per row (ggml_norm, ggml_mul, ggml_add; eps the
+ * model's norm epsilon; the mean and variance summed in double). y may be
+ * x. */
+void nc_fwd_layernorm(nc_fwd *ctx, const float *x, const float *w,
+                      const float *b, float *y, int32_t rows, int64_t n);
 void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
                  int64_t k_stride, int32_t rows);
 void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
@@ -230,6 +235,9 @@ void nc_fwd_rope_with(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
  * itself above); y *= s; y = cap * tanhf(y * (1 / cap)). */
 void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                   int64_t n);
+/* y = gelu_tanh(y) as ggml_gelu (the same F16 table and bounds as
+ * nc_fwd_geglu's gate), element-wise. */
+void nc_fwd_gelu(nc_fwd *ctx, float *y, int32_t rows, int64_t n);
 void nc_fwd_scale(nc_fwd *ctx, float *y, float s, int32_t rows, int64_t n);
 /* gpt-oss's clamped SwiGLU, as ggml's swiglu_oai: per value, x = min(gate,
  * limit), y = up clamped to [-limit, limit], gate = x / (1 + expf(alpha *

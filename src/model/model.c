@@ -301,7 +301,11 @@ static nc_code load_hparams(const gguf_file *f, const char *arch,
                    "rope dimension count %d: must be even and at most the "
                    "head size %d",
                    (int)hp->n_rot, (int)hp->head_dim);
-  if ((rc = nc_meta_float(f, arch, "attention.layer_norm_rms_epsilon", true,
+  /* a LayerNorm model (bert) has layer_norm_epsilon instead */
+  if ((rc = nc_meta_float(f, arch, "attention.layer_norm_epsilon", false,
+                          &hp->rms_eps, &found, err)))
+    return rc;
+  if ((rc = nc_meta_float(f, arch, "attention.layer_norm_rms_epsilon", !found,
                           &hp->rms_eps, NULL, err)))
     return rc;
   if (hp->rms_eps < 0)

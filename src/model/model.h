@@ -28,6 +28,8 @@ typedef struct nc_vocab nc_vocab;
 typedef struct nc_hparams {
   int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim,
       head_dim_v, n_ff, n_rot;
+  /* rms_eps: the norms' epsilon ({arch}.attention.layer_norm_rms_epsilon,
+   * or layer_norm_epsilon for a LayerNorm model) */
   float rope_freq_base, rope_freq_scale, rms_eps;
   int rope_type;       /* NC_ROPE_NORMAL or NC_ROPE_NEOX */
   float attn_scale;    /* 1/sqrt(head_dim) */
@@ -224,6 +226,10 @@ typedef struct nc_layer_weights {
    * the sigmoid of that logit) and its SwiGLU FFN {gate,up} [n_embd ->
    * n_ff_shexp], down [n_ff_shexp -> n_embd] */
   nc_weight gate_inp_shexp, gate_shexp, up_shexp, down_shexp;
+  /* LayerNorm encoders (bert): attn_norm and ffn_norm are the norms after
+   * the attention and the FFN residuals (attn_output_norm,
+   * layer_output_norm), these their biases; the FFN's biases */
+  nc_weight attn_norm_b, ffn_norm_b, ffn_up_b, ffn_down_b;
 } nc_layer_weights;
 
 typedef struct nc_model_weights {
@@ -241,6 +247,10 @@ typedef struct nc_model_weights {
    * sentence-transformers' dense projections dense_2 [n_embd -> d]
    * (+ dense_2_b) and dense_3 [d -> n_embd_out]. */
   nc_weight cls, cls_b, cls_out, cls_out_b, dense_2, dense_2_b, dense_3;
+  /* bert: the token-type embeddings [n_embd, types] (row 0 added to every
+   * token), the absolute position embeddings [n_embd, n_ctx_train] and the
+   * embeddings' LayerNorm (token_embd_norm) with its bias */
+  nc_weight tok_types, pos_embd, tok_norm, tok_norm_b;
   nc_layer_weights *layers; /* [n_layer], owned by the model */
 } nc_model_weights;
 

@@ -34,8 +34,10 @@ EXPECTED = {
     "gemmaemb": ("gemma-embedding", ["Gemma3TextModel"]),
     "qwen3emb": ("qwen3", ["Qwen3ForCausalLM"]),
     "qwen35moe": ("qwen35moe", ["Qwen3_5MoeForCausalLM"]),
+    "bert": ("bert", ["BertModel"]),
+    "nomicbert": ("nomic-bert", ["NomicBertModel"]),
 }
-EMBEDDING = {"gemmaemb", "qwen3emb"}
+EMBEDDING = {"gemmaemb", "qwen3emb", "bert", "nomicbert"}
 
 
 def path_of(name):

@@ -9,8 +9,8 @@
 
 /* One entry per forward family (nc_arch's family), not per arch. */
 static const nc_ref_family *const REF_FAMILIES[] = {
-    &nc_ref_family_llama, &nc_ref_family_gemma, &nc_ref_family_gptoss,
-    &nc_ref_family_gemma4, &nc_ref_family_qwen35};
+    &nc_ref_family_llama,  &nc_ref_family_gemma,  &nc_ref_family_gptoss,
+    &nc_ref_family_gemma4, &nc_ref_family_qwen35, &nc_ref_family_bert};
 
 const nc_ref_family *nc_ref_family_find(const char *family) {
   const size_t n = sizeof REF_FAMILIES / sizeof REF_FAMILIES[0];

@@ -36,6 +36,10 @@ extern const nc_ref_family nc_ref_family_gemma;  /* forward_ref_gemma.c */
 extern const nc_ref_family nc_ref_family_gptoss; /* forward_ref_gptoss.c */
 extern const nc_ref_family nc_ref_family_gemma4; /* forward_ref_gemma4.c */
 extern const nc_ref_family nc_ref_family_qwen35; /* forward_ref_qwen35.c */
+/* An encoder has no logits: the bert family's forward (bert, nomic-bert)
+ * gives the final hidden states, n * n_embd floats (row t: position t,
+ * seeing the whole sequence). */
+extern const nc_ref_family nc_ref_family_bert; /* forward_ref_bert.c */
 
 /* RoPE pair i (of n_rot / 2) at position pos, from the math: the pair's
  * frequency base^(-2i / n_rot) (divided by freq_factors[i] when given);

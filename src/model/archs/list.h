@@ -21,6 +21,8 @@
   X(gemma4)                                                                    \
   X(qwen35)                                                                    \
   X(gemma_embedding)                                                           \
-  X(qwen35moe)
+  X(qwen35moe)                                                                 \
+  X(bert)                                                                      \
+  X(nomic_bert)
 
 #endif
