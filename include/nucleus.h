@@ -158,8 +158,9 @@ NUCLEUS_API const char *nucleus_type_name(size_t i);
 
 /* Writes the model at in_path to out_path with its matrices quantized to
  * type, a file type as llama-quantize names it: "Q4_0", "Q4_1", "Q5_0",
- * "Q5_1", "Q8_0", "Q4_K_S", "Q4_K_M" (or "Q4_K"), "Q5_K_S", "Q5_K_M" (or
- * "Q5_K"), "Q6_K", "IQ4_NL", "IQ4_XS", "MXFP4_MOE". Each tensor gets the
+ * "Q5_1", "Q8_0", "Q2_K", "Q3_K_S", "Q3_K_M" (or "Q3_K"), "Q3_K_L",
+ * "Q4_K_S", "Q4_K_M" (or "Q4_K"), "Q5_K_S", "Q5_K_M" (or "Q5_K"), "Q6_K",
+ * "IQ4_NL", "IQ4_XS", "MXFP4_MOE". Each tensor gets the
  * type llama.cpp's quantizer gives it
  * (its per-tensor rules and fallbacks; no importance matrix) and the same
  * blocks; the metadata is copied with general.file_type set. n_threads in
@@ -168,6 +169,16 @@ NUCLEUS_API nucleus_status nucleus_quantize(const char *in_path,
                                             const char *out_path,
                                             const char *type, int n_threads,
                                             nucleus_error *err);
+
+/* nucleus_quantize steered by an importance matrix (imatrix_path: a file
+ * llama-imatrix or `nucleus imatrix` wrote, GGUF or legacy .dat), as
+ * llama-quantize --imatrix: the quantizers weight each column's error by
+ * its mean squared activation, the mixes apply their imatrix rules, and
+ * the output's metadata names the matrix (quantize.imatrix.*). NULL: as
+ * nucleus_quantize. */
+NUCLEUS_API nucleus_status nucleus_quantize_imatrix(
+    const char *in_path, const char *out_path, const char *type, int n_threads,
+    const char *imatrix_path, nucleus_error *err);
 
 /* Prints the metadata and the tensor table of a GGUF file (no weights read). */
 NUCLEUS_API nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,

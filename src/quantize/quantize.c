@@ -14,6 +14,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
+#include "imatrix_load.h"
 #include "quantize_recipe.h"
 #include "quantize_rows.h"
 
@@ -89,36 +90,69 @@ static bool is_split_key(gguf_str k) {
          key_is(k, "split.tensors.count");
 }
 
-static bool is_set_key(gguf_str k) {
-  return key_is(k, "general.quantization_version") ||
-         key_is(k, "general.file_type");
+/* The keys llama-quantize sets with an importance matrix (as overrides,
+ * in this order; a value string cut at 127 bytes). */
+typedef struct imatrix_keys {
+  const char *file, *dataset; /* dataset: NULL when the matrix names none */
+  uint32_t entries, chunks;   /* chunks: 0, not written */
+} imatrix_keys;
+
+static bool is_set_key(gguf_str k, const imatrix_keys *ik) {
+  if (key_is(k, "general.quantization_version") ||
+      key_is(k, "general.file_type"))
+    return true;
+  if (!ik) return false;
+  return key_is(k, "quantize.imatrix.file") ||
+         (ik->dataset && key_is(k, "quantize.imatrix.dataset")) ||
+         key_is(k, "quantize.imatrix.entries_count") ||
+         (ik->chunks > 0 && key_is(k, "quantize.imatrix.chunks_count"));
+}
+
+static void put_kv_u32(out_file *o, const char *key, uint32_t v) {
+  put_str(o, key);
+  put_u32(o, GGUF_TYPE_UINT32);
+  put_u32(o, v);
+}
+
+static void put_kv_str127(out_file *o, const char *key, const char *v) {
+  char cut[128];
+  snprintf(cut, sizeof cut, "%s", v);
+  put_str(o, key);
+  put_u32(o, GGUF_TYPE_STRING);
+  put_str(o, cut);
 }
 
 /* The metadata: every entry copied in order but the split keys (one file
- * out) and the two quantization keys, which are set: removed and added at
- * the end, as llama.cpp's gguf_set_val does. */
-static void write_kvs(out_file *o, const gguf_file *f, uint32_t ftype) {
+ * out) and the keys it sets (the two quantization keys, and with an
+ * importance matrix the quantize.imatrix ones): removed and added at the
+ * end, as llama.cpp's gguf_set_val does. */
+static void write_kvs(out_file *o, const gguf_file *f, uint32_t ftype,
+                      const imatrix_keys *ik) {
   const int64_t n = gguf_kv_count(f);
   uint64_t kept = 0;
   for (int64_t i = 0; i < n; i++) {
     const gguf_str k = gguf_kv_key(f, i);
-    kept += !is_split_key(k) && !is_set_key(k);
+    kept += !is_split_key(k) && !is_set_key(k, ik);
   }
-  put_u64(o, kept + 2);
+  const uint64_t added =
+      ik ? 2 + 2 + (ik->dataset != NULL) + (ik->chunks > 0) : 2;
+  put_u64(o, kept + added);
   for (int64_t i = 0; i < n; i++) {
     const gguf_str k = gguf_kv_key(f, i);
-    if (is_split_key(k) || is_set_key(k)) continue;
+    if (is_split_key(k) || is_set_key(k, ik)) continue;
     const void *raw;
     size_t len;
     gguf_kv_raw(f, i, &raw, &len);
     put(o, raw, len);
   }
-  put_str(o, "general.quantization_version");
-  put_u32(o, GGUF_TYPE_UINT32);
-  put_u32(o, QNT_VERSION);
-  put_str(o, "general.file_type");
-  put_u32(o, GGUF_TYPE_UINT32);
-  put_u32(o, ftype);
+  put_kv_u32(o, "general.quantization_version", QNT_VERSION);
+  put_kv_u32(o, "general.file_type", ftype);
+  if (!ik) return;
+  put_kv_str127(o, "quantize.imatrix.file", ik->file);
+  if (ik->dataset) put_kv_str127(o, "quantize.imatrix.dataset", ik->dataset);
+  put_kv_u32(o, "quantize.imatrix.entries_count", ik->entries);
+  if (ik->chunks > 0)
+    put_kv_u32(o, "quantize.imatrix.chunks_count", ik->chunks);
 }
 
 static uint64_t n_rows_of(const gguf_tensor_info *t) {
@@ -139,6 +173,7 @@ typedef struct slab_job {
   uint8_t *dst;       /* its first output row */
   float *f32;         /* scratch, a row at a time */
   int64_t r0, r1;
+  int64_t row0; /* the slab's first row in the tensor */
 } slab_job;
 
 static void *run_slab(void *arg) {
@@ -148,8 +183,12 @@ static void *run_slab(void *arg) {
   const size_t in_row = nc_row_size((nc_type)t->type, n);
   const size_t out_row = nc_row_size(j->e->type, n);
   for (int64_t r = j->r0; r < j->r1; r++) {
+    /* an expert's rows take its slice of the importance matrix */
+    const float *qw =
+        j->e->imatrix ? j->e->imatrix + (j->row0 + r) / t->ne[1] * n : NULL;
     nc_dequantize_row((nc_type)t->type, j->src + (size_t)r * in_row, j->f32, n);
-    nc_quantize_weights(j->e->type, j->f32, j->dst + (size_t)r * out_row, 1, n);
+    nc_quantize_weights(j->e->type, j->f32, j->dst + (size_t)r * out_row, 1, n,
+                        qw);
   }
   return NULL;
 }
@@ -176,7 +215,8 @@ static void write_tensor(out_file *o, const nc_recipe_entry *e, int n_threads,
                            buf,
                            scratch + (size_t)k * (size_t)n,
                            m * k / n_threads,
-                           m * (k + 1) / n_threads};
+                           m * (k + 1) / n_threads,
+                           s0};
       if (k > 0)
         started[k] = pthread_create(&tid[k], NULL, run_slab, &jobs[k]) == 0;
     }
@@ -192,13 +232,14 @@ static void write_tensor(out_file *o, const nc_recipe_entry *e, int n_threads,
 }
 
 static nc_code write_file(out_file *o, const gguf_file *f, const nc_ftype *ft,
-                          const nc_recipe_entry *es, int n_threads) {
+                          const nc_recipe_entry *es, int n_threads,
+                          const imatrix_keys *ik) {
   const int64_t nt = gguf_tensor_count(f);
   const uint64_t align = gguf_alignment(f);
   put(o, "GGUF", 4);
   put_u32(o, 3);
   put_u64(o, (uint64_t)nt);
-  write_kvs(o, f, ft->id);
+  write_kvs(o, f, ft->id, ik);
   uint64_t off = 0, header = 4 + 4 + 8 + 8;
   int64_t max_ne0 = 1;
   size_t max_slab = 0;
@@ -246,8 +287,39 @@ static nc_code write_file(out_file *o, const gguf_file *f, const nc_ftype *ft,
   return o->code;
 }
 
+static bool is_token_embd(const char *name) {
+  return strcmp(name, "token_embd.weight") == 0 ||
+         strcmp(name, "per_layer_token_embd.weight") == 0;
+}
+
+/* Gives each quantized tensor its importance weights, as llama-quantize
+ * looks them up: by name, ne0 per expert; a tensor without an entry is
+ * quantized without; a size that differs is an error but for the token
+ * embeddings (quantized without). */
+static nc_code attach_imatrix(const nc_imatrix *m, nc_recipe_entry *es,
+                              int64_t nt, const char *path, nc_error *err) {
+  for (int64_t i = 0; i < nt; i++) {
+    const gguf_tensor_info *t = es[i].tensor;
+    if (es[i].type == (nc_type)t->type) continue;
+    const nc_imatrix_entry *e = nc_imatrix_find(m, t->name);
+    if (!e) continue;
+    const int64_t want = t->ne[0] * t->ne[2];
+    if (e->n != want) {
+      if (is_token_embd(t->name)) continue;
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "importance matrix '%s' has %lld values for '%s', "
+                     "which needs %lld (%lld columns x %lld experts)",
+                     path, (long long)e->n, t->name, (long long)want,
+                     (long long)t->ne[0], (long long)t->ne[2]);
+    }
+    es[i].imatrix = e->values;
+  }
+  return NC_OK;
+}
+
 nc_code nc_quantize_file(const char *in_path, const char *out_path,
-                         const char *type, int n_threads, nc_error *err) {
+                         const char *type, int n_threads,
+                         const char *imatrix_path, nc_error *err) {
   const nc_ftype *ft = nc_ftype_by_name(type);
   if (!ft)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
@@ -256,24 +328,36 @@ nc_code nc_quantize_file(const char *in_path, const char *out_path,
   if (n_threads < 1 || n_threads > MAX_THREADS)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "threads %d is outside [1, %d]", n_threads, MAX_THREADS);
+  nc_imatrix im = {0};
+  if (imatrix_path) {
+    const nc_code c = nc_imatrix_load(imatrix_path, &im, err);
+    if (c) return c;
+  }
   gguf_file *f = NULL;
   nc_code c = gguf_open(in_path, &f, err);
-  if (c) return c;
+  if (c) {
+    nc_imatrix_free(&im);
+    return c;
+  }
   const int64_t nt = gguf_tensor_count(f);
   nc_recipe_entry *es = calloc(nt > 0 ? (size_t)nt : 1, sizeof *es);
   if (!es) {
     gguf_close(f);
+    nc_imatrix_free(&im);
     return nc_fail(err, NC_ERR_NOMEM, "out of memory for %" PRId64 " tensors",
                    nt);
   }
-  c = nc_quantize_recipe(f, ft, es, err);
+  c = nc_quantize_recipe(f, ft, imatrix_path != NULL, es, err);
+  if (!c && imatrix_path) c = attach_imatrix(&im, es, nt, imatrix_path, err);
+  const imatrix_keys ik = {imatrix_path, im.dataset, (uint32_t)im.n_entries,
+                           im.chunks > 0 ? (uint32_t)im.chunks : 0};
   if (!c) {
     out_file o = {fopen(out_path, "wb"), out_path, err, NC_OK};
     if (!o.fp) {
       c = nc_fail(err, NC_ERR_IO, "cannot create '%s': %s", out_path,
                   strerror(errno));
     } else {
-      c = write_file(&o, f, ft, es, n_threads);
+      c = write_file(&o, f, ft, es, n_threads, imatrix_path ? &ik : NULL);
       if (fclose(o.fp) != 0 && !c)
         c = nc_fail(err, NC_ERR_IO, "cannot write '%s': %s", out_path,
                     strerror(errno));
@@ -282,5 +366,6 @@ nc_code nc_quantize_file(const char *in_path, const char *out_path,
   }
   free(es);
   gguf_close(f);
+  nc_imatrix_free(&im);
   return c;
 }

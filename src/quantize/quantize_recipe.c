@@ -146,6 +146,7 @@ typedef struct recipe_state {
   int n_attn_wv, i_attn_wv, n_layer, i_ffn_down;
   int64_t n_expert, n_gqa;
   bool tied; /* no output.weight: token_embd is also the output */
+  bool has_imatrix;
 } recipe_state;
 
 static nc_type fallback(nc_type t, int64_t ncols) {
@@ -211,12 +212,15 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
       ty = NC_TYPE_Q5_K;
     } else if (q4km) {
       if (more_bits(i_layer, n)) ty = NC_TYPE_Q6_K;
-    } else if (i_layer < n / 8 && iq4) {
+    } else if (i_layer < n / 8 && iq4 && !s->has_imatrix) {
       ty = NC_TYPE_Q5_K;
     } else if (q5km && more_bits(i_layer, n)) {
       ty = NC_TYPE_Q6_K;
     } else if (q4ks && i_layer < n / 8) {
       ty = NC_TYPE_Q5_K;
+    } else if ((id == 2 || id == 8) && s->has_imatrix && i_layer < n / 8) {
+      /* Q4_0 and Q5_0 guard their first ffn_down layers */
+      ty = id == 2 ? NC_TYPE_Q4_1 : NC_TYPE_Q5_1;
     }
     s->i_ffn_down++;
   } else if (c == CAT_ATTN_OUTPUT) {
@@ -247,9 +251,11 @@ static int64_t arch_int(const gguf_file *f, const char *key, int64_t dflt) {
 }
 
 nc_code nc_quantize_recipe(const gguf_file *f, const nc_ftype *ftype,
-                           nc_recipe_entry *out, nc_error *err) {
+                           bool has_imatrix, nc_recipe_entry *out,
+                           nc_error *err) {
   const int64_t n = gguf_tensor_count(f);
   recipe_state s = {0};
+  s.has_imatrix = has_imatrix;
   s.tied = gguf_find_tensor(f, "output.weight") == NULL;
   s.n_layer = (int)arch_int(f, "block_count", 0);
   s.n_expert = arch_int(f, "expert_count", 0);

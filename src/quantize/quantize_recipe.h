@@ -32,11 +32,16 @@ const char *nc_ftype_names(void);
 typedef struct nc_recipe_entry {
   const gguf_tensor_info *tensor;
   nc_type type;
+  /* its importance weights (ne0 per expert), or NULL: set by the caller */
+  const float *imatrix;
 } nc_recipe_entry;
 
-/* Fills out[gguf_tensor_count(f)] for ftype; an error names a tensor whose
- * type cannot be written (a fallback type this build has no quantizer for). */
+/* Fills out[gguf_tensor_count(f)] for ftype (has_imatrix: the rules
+ * llama.cpp applies when an importance matrix is given); an error names a
+ * tensor whose type cannot be written (a fallback type this build has no
+ * quantizer for). */
 nc_code nc_quantize_recipe(const gguf_file *f, const nc_ftype *ftype,
-                           nc_recipe_entry *out, nc_error *err);
+                           bool has_imatrix, nc_recipe_entry *out,
+                           nc_error *err);
 
 #endif

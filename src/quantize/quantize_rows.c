@@ -241,14 +241,27 @@ static void kquant_levels(const float *x, int nmax, float rmin, int nstep,
   }
 }
 
+static void pack_q4_k(const uint8_t L[QK_K], block_q4_K *y) {
+  for (int c = 0; c < 4; c++)
+    for (int l = 0; l < 32; l++)
+      y->qs[32 * c + l] = (uint8_t)(L[64 * c + l] | L[64 * c + 32 + l] << 4);
+}
+
+static void pack_q5_k(const uint8_t L[QK_K], block_q5_K *y) {
+  memset(y->qh, 0, sizeof y->qh);
+  for (int c = 0; c < 4; c++)
+    for (int l = 0; l < 32; l++) {
+      const int a = L[64 * c + l], b = L[64 * c + 32 + l];
+      y->qh[l] |= (uint8_t)((a > 15) << (2 * c) | (b > 15) << (2 * c + 1));
+      y->qs[32 * c + l] = (uint8_t)((a & 15) | (b & 15) << 4);
+    }
+}
+
 static void q4_k_row(const float *x, block_q4_K *y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, x += QK_K) {
     uint8_t L[QK_K];
     kquant_levels(x, 15, -1.f, 20, L, y[i].scales, &y[i].d, &y[i].dmin);
-    for (int c = 0; c < 4; c++)
-      for (int l = 0; l < 32; l++)
-        y[i].qs[32 * c + l] =
-            (uint8_t)(L[64 * c + l] | L[64 * c + 32 + l] << 4);
+    pack_q4_k(L, &y[i]);
   }
 }
 
@@ -256,13 +269,7 @@ static void q5_k_row(const float *x, block_q5_K *y, int64_t nb) {
   for (int64_t i = 0; i < nb; i++, x += QK_K) {
     uint8_t L[QK_K];
     kquant_levels(x, 31, -0.5f, 15, L, y[i].scales, &y[i].d, &y[i].dmin);
-    memset(y[i].qh, 0, sizeof y[i].qh);
-    for (int c = 0; c < 4; c++)
-      for (int l = 0; l < 32; l++) {
-        const int a = L[64 * c + l], b = L[64 * c + 32 + l];
-        y[i].qh[l] |= (uint8_t)((a > 15) << (2 * c) | (b > 15) << (2 * c + 1));
-        y[i].qs[32 * c + l] = (uint8_t)((a & 15) | (b & 15) << 4);
-      }
+    pack_q5_k(L, &y[i]);
   }
 }
 
@@ -368,6 +375,24 @@ static int q3_k_scale(const uint8_t s[12], int j) {
   return (lo | ((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32;
 }
 
+/* Q3_K's levels against its stored scales, then hmask and qs. */
+static void q3_k_finish(const float *x, int8_t L[QK_K], block_q3_K *y) {
+  for (int j = 0; j < QK_K / 16; j++) {
+    const float d = nc_fp16_to_fp32(y->d) * q3_k_scale(y->scales, j);
+    if (d == 0.0f) continue;
+    for (int l = 0; l < 16; l++)
+      L[16 * j + l] =
+          (int8_t)(clampi(nearest_int(x[16 * j + l] / d), -4, 3) + 4);
+  }
+  memset(y->hmask, 0, sizeof y->hmask);
+  uint8_t low[QK_K];
+  for (int j = 0; j < QK_K; j++) {
+    if (L[j] > 3) y->hmask[j % (QK_K / 8)] |= (uint8_t)(1 << (j / (QK_K / 8)));
+    low[j] = (uint8_t)(L[j] > 3 ? L[j] - 4 : L[j]);
+  }
+  pack_2bit(low, y->qs);
+}
+
 /* Q3_K: per 16 a signed scale (fit_scale_q3), quantized to 6 bits against
  * the largest, then 3-bit levels against the stored scales: the low two
  * bits in qs, the high bit in hmask. */
@@ -396,28 +421,15 @@ static void q3_k_row(const float *x, block_q3_K *y, int64_t nb) {
       }
       y[i].d = nc_fp32_to_fp16(1 / iscale);
     }
-    for (int j = 0; j < QK_K / 16; j++) {
-      const float d = nc_fp16_to_fp32(y[i].d) * q3_k_scale(y[i].scales, j);
-      if (d == 0.0f) continue;
-      for (int l = 0; l < 16; l++)
-        L[16 * j + l] =
-            (int8_t)(clampi(nearest_int(x[16 * j + l] / d), -4, 3) + 4);
-    }
-    memset(y[i].hmask, 0, sizeof y[i].hmask);
-    uint8_t low[QK_K];
-    for (int j = 0; j < QK_K; j++) {
-      if (L[j] > 3)
-        y[i].hmask[j % (QK_K / 8)] |= (uint8_t)(1 << (j / (QK_K / 8)));
-      low[j] = (uint8_t)(L[j] > 3 ? L[j] - 4 : L[j]);
-    }
-    pack_2bit(low, y[i].qs);
+    q3_k_finish(x, L, &y[i]);
   }
 }
 
-/* ggml's make_qx_quants with rmse_type 1 (weights x^2): signed levels
- * -nmax..nmax-1 for 16 values, 19 inverse scales tried around -nmax / max;
- * L gets level + nmax. */
-static float fit_scale_signed(int n, int nmax, const float *x, int8_t *L) {
+/* ggml's make_qx_quants with rmse_type 1 (weights qw, or x^2 without):
+ * signed levels -nmax..nmax-1 for n values, 19 inverse scales tried around
+ * -nmax / max; L gets level + nmax. */
+static float fit_scale_signed(int n, int nmax, const float *x, const float *qw,
+                              int8_t *L) {
   float mx = 0, amax = 0;
   for (int i = 0; i < n; i++)
     if (fabsf(x[i]) > amax) {
@@ -433,7 +445,7 @@ static float fit_scale_signed(int n, int nmax, const float *x, int8_t *L) {
   for (int i = 0; i < n; i++) {
     const int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
     L[i] = (int8_t)(l + nmax);
-    const float w = x[i] * x[i];
+    const float w = qw ? qw[i] : x[i] * x[i];
     sumlx += w * x[i] * l;
     suml2 += w * l * l;
   }
@@ -445,7 +457,7 @@ static float fit_scale_signed(int n, int nmax, const float *x, int8_t *L) {
     sumlx = suml2 = 0;
     for (int i = 0; i < n; i++) {
       const int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-      const float w = x[i] * x[i];
+      const float w = qw ? qw[i] : x[i] * x[i];
       sumlx += w * x[i] * l;
       suml2 += w * l * l;
     }
@@ -460,12 +472,15 @@ static float fit_scale_signed(int n, int nmax, const float *x, int8_t *L) {
   return scale;
 }
 
-static void q6_k_row(const float *x, block_q6_K *y, int64_t nb) {
+static void q6_k_row(const float *x, block_q6_K *y, int64_t nb,
+                     const float *qw) {
   for (int64_t i = 0; i < nb; i++, x += QK_K) {
     int8_t L[QK_K];
     float sc[16], max_scale = 0, max_abs = 0;
     for (int ib = 0; ib < 16; ib++) {
-      sc[ib] = fit_scale_signed(16, 32, x + 16 * ib, L + 16 * ib);
+      sc[ib] =
+          fit_scale_signed(16, 32, x + 16 * ib,
+                           qw ? qw + QK_K * i + 16 * ib : NULL, L + 16 * ib);
       if (fabsf(sc[ib]) > max_abs) {
         max_abs = fabsf(sc[ib]);
         max_scale = sc[ib];
@@ -519,11 +534,27 @@ static int nearest_value(const int8_t vals[16], float x) {
   return x - vals[hi - 1] < vals[hi] - x ? hi - 1 : hi;
 }
 
-/* The weighted (x^2) least-squares scale of a 32-block on the IQ4_NL
- * table, ggml's search over 15 inverse scales around the largest value's
- * (quantize_row_iq4_nl_impl without an importance matrix, ntry 7). 0 for
- * an all-zero block (its levels left to the caller). */
-static float iq4_block_scale(const float *x, uint8_t L[32]) {
+/* The IQ4 weights of a 32-block: x^2, or with an importance matrix
+ * qw * sqrt(sigma2 + x^2) (quantize_row_iq4_nl_impl). */
+static void iq4_weights(const float *x, const float *qw, float sigma2,
+                        float w[32]) {
+  for (int j = 0; j < 32; j++)
+    w[j] = qw ? qw[j] * sqrtf(sigma2 + x[j] * x[j]) : x[j] * x[j];
+}
+
+/* 2 / n times the sum of squares of n values (the IQ4 sigma2). */
+static float iq4_sigma2(const float *x, int n) {
+  float s = 0;
+  for (int j = 0; j < n; j++)
+    s += x[j] * x[j];
+  return s * (2.f / n);
+}
+
+/* The weighted least-squares scale of a 32-block on the IQ4_NL table,
+ * ggml's search over 15 inverse scales around the largest value's
+ * (quantize_row_iq4_nl_impl, ntry 7). 0 for an all-zero block (its levels
+ * left to the caller). */
+static float iq4_block_scale(const float *x, const float *w, uint8_t L[32]) {
   const int8_t *v = nc_iq4nl_values;
   float amax = 0, mx = 0;
   for (int j = 0; j < 32; j++)
@@ -538,9 +569,9 @@ static float iq4_block_scale(const float *x, uint8_t L[32]) {
   for (int j = 0; j < 32; j++) {
     const int l = nearest_value(v, id * x[j]);
     L[j] = (uint8_t)l;
-    const float q = v[l], w = x[j] * x[j];
-    sumqx += w * q * x[j];
-    sumq2 += w * q * q;
+    const float q = v[l];
+    sumqx += w[j] * q * x[j];
+    sumq2 += w[j] * q * q;
   }
   d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
   float best = d * sumqx;
@@ -548,9 +579,9 @@ static float iq4_block_scale(const float *x, uint8_t L[32]) {
     id = (itry + v[0]) / mx;
     sumqx = sumq2 = 0;
     for (int j = 0; j < 32; j++) {
-      const float q = v[nearest_value(v, id * x[j])], w = x[j] * x[j];
-      sumqx += w * q * x[j];
-      sumq2 += w * q * q;
+      const float q = v[nearest_value(v, id * x[j])];
+      sumqx += w[j] * q * x[j];
+      sumq2 += w[j] * q * q;
     }
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
       d = sumqx / sumq2;
@@ -566,10 +597,13 @@ static void pack_nibbles(const uint8_t *L, uint8_t *q, int n) {
       q[16 * i + j] = (uint8_t)(L[32 * i + j] | L[32 * i + 16 + j] << 4);
 }
 
-static void iq4_nl_row(const float *x, block_iq4_nl *y, int64_t nb) {
+static void iq4_nl_row(const float *x, block_iq4_nl *y, int64_t nb,
+                       const float *qw) {
   for (int64_t i = 0; i < nb; i++, x += QK4_NL) {
     uint8_t L[32];
-    const float d = iq4_block_scale(x, L);
+    float w[32];
+    iq4_weights(x, qw ? qw + QK4_NL * i : NULL, qw ? iq4_sigma2(x, 32) : 0, w);
+    const float d = iq4_block_scale(x, w, L);
     y[i].d = nc_fp32_to_fp16(d);
     const float id = d != 0.0f ? 1 / d : 0;
     for (int j = 0; j < 32; j++)
@@ -578,12 +612,15 @@ static void iq4_nl_row(const float *x, block_iq4_nl *y, int64_t nb) {
   }
 }
 
-static void iq4_xs_row(const float *x, block_iq4_xs *y, int64_t nb) {
+static void iq4_xs_row(const float *x, block_iq4_xs *y, int64_t nb,
+                       const float *qw) {
   for (int64_t i = 0; i < nb; i++, x += QK_K) {
     uint8_t L[QK_K];
-    float sc[8], max_scale = 0, amax_scale = 0;
+    float sc[8], max_scale = 0, amax_scale = 0, w[32];
+    const float sigma2 = qw ? iq4_sigma2(x, QK_K) : 0;
     for (int ib = 0; ib < 8; ib++) {
-      sc[ib] = iq4_block_scale(x + 32 * ib, L + 32 * ib);
+      iq4_weights(x + 32 * ib, qw ? qw + QK_K * i + 32 * ib : NULL, sigma2, w);
+      sc[ib] = iq4_block_scale(x + 32 * ib, w, L + 32 * ib);
       if (fabsf(sc[ib]) > amax_scale) {
         amax_scale = fabsf(sc[ib]);
         max_scale = sc[ib];
@@ -641,7 +678,298 @@ static void mxfp4_row(const float *x, block_mxfp4 *y, int64_t nb) {
   }
 }
 
+/* ------------------------------------- with an importance matrix */
+
+/* ggml's make_qp_quants: non-negative levels 0..nmax for n values (the
+ * sub-block scales or mins of a K-quant) weighted w, the best of 9 inverse
+ * scales around nmax / max, then refined a level at a time (5 rounds). */
+static float fit_scale_pos(int n, int nmax, const float *x, uint8_t *L,
+                           const float *w) {
+  float mx = 0;
+  for (int i = 0; i < n; i++)
+    mx = mx > x[i] ? mx : x[i];
+  if (mx < 1e-15f) {
+    memset(L, 0, (size_t)n);
+    return 0.f;
+  }
+  float iscale = nmax / mx;
+  for (int i = 0; i < n; i++)
+    L[i] = (uint8_t)nearest_int(iscale * x[i]);
+  const float scale = 1 / iscale;
+  float best = 0;
+  for (int i = 0; i < n; i++) {
+    const float diff = x[i] - scale * L[i];
+    best += w[i] * diff * diff;
+  }
+  for (int is = -4; is <= 4; is++) {
+    if (is == 0) continue;
+    const float iscale_is = (0.1f * is + nmax) / mx;
+    const float scale_is = 1 / iscale_is;
+    float mse = 0;
+    for (int i = 0; i < n; i++) {
+      int l = nearest_int(iscale_is * x[i]);
+      l = l < nmax ? l : nmax;
+      const float diff = x[i] - scale_is * l;
+      mse += w[i] * diff * diff;
+    }
+    if (mse < best) {
+      best = mse;
+      iscale = iscale_is;
+    }
+  }
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; i++) {
+    int l = nearest_int(iscale * x[i]);
+    l = l < nmax ? l : nmax;
+    L[i] = (uint8_t)l;
+    sumlx += w[i] * x[i] * l;
+    suml2 += w[i] * l * l;
+  }
+  for (int itry = 0; itry < 5; itry++) {
+    int changed = 0;
+    for (int i = 0; i < n; i++) {
+      float slx = sumlx - w[i] * x[i] * L[i];
+      float sl2 = suml2 - w[i] * L[i] * L[i];
+      if (!(slx > 0 && sl2 > 0)) continue;
+      int nl = nearest_int(x[i] * sl2 / slx);
+      nl = nl < nmax ? nl : nmax;
+      if (nl == L[i]) continue;
+      slx += w[i] * x[i] * nl;
+      sl2 += w[i] * nl * nl;
+      if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+        L[i] = (uint8_t)nl;
+        sumlx = slx;
+        suml2 = sl2;
+        changed++;
+      }
+    }
+    if (!changed) break;
+  }
+  return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* The sum of squares of n values. */
+static float sum_sq(const float *x, int64_t n) {
+  float s = 0;
+  for (int64_t j = 0; j < n; j++)
+    s += x[j] * x[j];
+  return s;
+}
+
+/* Importance weights of n values: qw * sqrt(sigma2 + x^2); returns their
+ * sum. */
+static float imp_weights(const float *x, const float *qw, float sigma2, int n,
+                         float *w) {
+  float sum = 0;
+  for (int l = 0; l < n; l++)
+    w[l] = qw[l] * sqrtf(sigma2 + x[l] * x[l]);
+  for (int l = 0; l < n; l++)
+    sum += w[l];
+  return sum;
+}
+
+/* Q2_K with importance weights (quantize_row_q2_K_impl): per 16 a scale and
+ * min by weighted squared error, the 4-bit scales and mins by fit_scale_pos
+ * weighted by each sub-block's total weight. */
+static void q2_k_row_w(const float *x, block_q2_K *y, int64_t nb,
+                       const float *qw) {
+  for (int64_t i = 0; i < nb; i++, x += QK_K) {
+    uint8_t L[QK_K], Laux[16], Ls[16], Lm[16];
+    float w[16], sw[16], sc[16], mins[16];
+    const float sigma2 = sum_sq(x, QK_K) / QK_K;
+    for (int j = 0; j < 16; j++) {
+      sw[j] = imp_weights(x + 16 * j, qw + QK_K * i + 16 * j, sigma2, 16, w);
+      sc[j] = fit_scale_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
+                            -0.9f, 0.05f, 36, false);
+    }
+    y[i].d = nc_fp32_to_fp16(fit_scale_pos(16, 15, sc, Ls, sw));
+    y[i].dmin = nc_fp32_to_fp16(fit_scale_pos(16, 15, mins, Lm, sw));
+    const float dm = nc_fp16_to_fp32(y[i].d), mm = nc_fp16_to_fp32(y[i].dmin);
+    for (int j = 0; j < 16; j++)
+      y[i].scales[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
+    for (int j = 0; j < 16; j++) {
+      const float d = dm * (y[i].scales[j] & 0xF);
+      if (d == 0.0f) continue;
+      const float m = mm * (y[i].scales[j] >> 4);
+      for (int l = 0; l < 16; l++)
+        L[16 * j + l] =
+            (uint8_t)clampi(nearest_int((x[16 * j + l] + m) / d), 0, 3);
+    }
+    pack_2bit(L, y[i].qs);
+  }
+}
+
+/* Q3_K with importance weights (quantize_row_q3_K_impl): the sub-block
+ * scales by weighted signed search, their 6-bit levels by the same search
+ * weighted by each sub-block's total weight. */
+static void q3_k_row_w(const float *x, block_q3_K *y, int64_t nb,
+                       const float *qw) {
+  for (int64_t i = 0; i < nb; i++, x += QK_K) {
+    int8_t L[QK_K], Ls[16];
+    float w[16], sw[16], sc[16];
+    const float sigma2 = 2 * sum_sq(x, QK_K) / QK_K;
+    for (int j = 0; j < 16; j++) {
+      sw[j] = imp_weights(x + 16 * j, qw + QK_K * i + 16 * j, sigma2, 16, w);
+      sc[j] = fit_scale_signed(16, 4, x + 16 * j, w, L + 16 * j);
+    }
+    memset(y[i].scales, 0, sizeof y[i].scales);
+    const float d_block = fit_scale_signed(16, 32, sc, sw, Ls);
+    for (int j = 0; j < 16; j++) {
+      const int l = Ls[j];
+      if (j < 8)
+        y[i].scales[j] = (uint8_t)(l & 0xF);
+      else
+        y[i].scales[j - 8] |= (uint8_t)((l & 0xF) << 4);
+      y[i].scales[j % 4 + 8] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+    }
+    y[i].d = nc_fp32_to_fp16(d_block);
+    q3_k_finish(x, L, &y[i]);
+  }
+}
+
+/* Q4_K (nmax 15) and Q5_K (31) with importance weights
+ * (quantize_row_q{4,5}_K_impl): per 32 a scale and min by weighted squared
+ * error, the 6-bit scales and mins by fit_scale_pos. */
+static void kquant_levels_w(const float *x, const float *qw, int nmax,
+                            uint8_t L[QK_K], uint8_t scales[K_SCALE_SIZE],
+                            nc_fp16 *dd, nc_fp16 *dmin) {
+  float sc[8], mins[8], sw[8], w[32];
+  uint8_t Laux[32], ls[8], lm[8];
+  const float sigma2 = 2 * sum_sq(x, QK_K) / QK_K;
+  for (int j = 0; j < 8; j++) {
+    sw[j] = imp_weights(x + 32 * j, qw + 32 * j, sigma2, 32, w);
+    sc[j] = fit_scale_min(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
+                          -0.9f, 0.05f, 36, false);
+  }
+  const float d_block = fit_scale_pos(8, 63, sc, ls, sw);
+  const float m_block = fit_scale_pos(8, 63, mins, lm, sw);
+  pack_k4_scales(ls, lm, scales);
+  *dd = nc_fp32_to_fp16(d_block);
+  *dmin = nc_fp32_to_fp16(m_block);
+  for (int j = 0; j < 8; j++) {
+    uint8_t s, m;
+    nc_k4_scale_min(j, scales, &s, &m);
+    const float d = nc_fp16_to_fp32(*dd) * s;
+    if (d == 0.0f) continue;
+    const float dm = nc_fp16_to_fp32(*dmin) * m;
+    for (int l = 0; l < 32; l++)
+      L[32 * j + l] =
+          (uint8_t)clampi(nearest_int((x[32 * j + l] + dm) / d), 0, nmax);
+  }
+}
+
+/* Packs 32 5-bit levels as Q5_0/Q5_1 hold them. */
+static void pack_5bit(const uint8_t L[32], uint8_t qs[16], uint8_t qh_out[4]) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; j++) {
+    qs[j] = (uint8_t)((L[j] & 0x0F) | (L[j + 16] & 0x0F) << 4);
+    qh |= (uint32_t)((L[j] & 0x10u) >> 4) << j |
+          (uint32_t)((L[j + 16] & 0x10u) >> 4) << (j + 16);
+  }
+  memcpy(qh_out, &qh, sizeof qh);
+}
+
+/* The 32-block types with importance weights (quantize_row_q{4,5}_{0,1}
+ * _impl): sigma2 the row's mean square, per block weights
+ * qw * sqrt(sigma2 + x^2); Q4_0/Q5_0 by the weighted signed search,
+ * Q4_1/Q5_1 by the weighted scale-and-min search. */
+static void block32_row_w(nc_type t, const float *x, void *vy, int64_t n,
+                          const float *qw) {
+  const float sigma2 = sum_sq(x, n) / n;
+  for (int64_t ib = 0; ib < n / 32; ib++) {
+    const float *xb = x + 32 * ib;
+    float w[32];
+    imp_weights(xb, qw + 32 * ib, sigma2, 32, w);
+    uint8_t L[32], Laux[32];
+    if (t == NC_TYPE_Q4_0 || t == NC_TYPE_Q5_0) {
+      int8_t Ls[32];
+      const float d =
+          fit_scale_signed(32, t == NC_TYPE_Q4_0 ? 8 : 16, xb, w, Ls);
+      for (int j = 0; j < 32; j++)
+        L[j] = (uint8_t)Ls[j];
+      if (t == NC_TYPE_Q4_0) {
+        block_q4_0 *y = (block_q4_0 *)vy + ib;
+        y->d = nc_fp32_to_fp16(d);
+        for (int j = 0; j < 16; j++)
+          y->qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
+      } else {
+        block_q5_0 *y = (block_q5_0 *)vy + ib;
+        y->d = nc_fp32_to_fp16(d);
+        pack_5bit(L, y->qs, y->qh);
+      }
+      continue;
+    }
+    float neg_min;
+    const float d = fit_scale_min(32, t == NC_TYPE_Q4_1 ? 15 : 31, xb, w, L,
+                                  &neg_min, Laux, -0.9f, 0.05f, 36, false);
+    if (t == NC_TYPE_Q4_1) {
+      block_q4_1 *y = (block_q4_1 *)vy + ib;
+      y->d = nc_fp32_to_fp16(d);
+      y->m = nc_fp32_to_fp16(-neg_min);
+      for (int j = 0; j < 16; j++)
+        y->qs[j] = (uint8_t)(L[j] | L[j + 16] << 4);
+    } else {
+      block_q5_1 *y = (block_q5_1 *)vy + ib;
+      y->d = nc_fp32_to_fp16(d);
+      y->m = nc_fp32_to_fp16(-neg_min);
+      pack_5bit(L, y->qs, y->qh);
+    }
+  }
+}
+
+/* One row of type t with importance weights qw (n of them). */
+static void row_weighted(nc_type t, const float *x, void *y, int64_t n,
+                         int64_t nb, const float *qw) {
+  switch (t) {
+  case NC_TYPE_Q4_0:
+  case NC_TYPE_Q4_1:
+  case NC_TYPE_Q5_0:
+  case NC_TYPE_Q5_1: block32_row_w(t, x, y, n, qw); break;
+  case NC_TYPE_Q2_K: q2_k_row_w(x, y, nb, qw); break;
+  case NC_TYPE_Q3_K: q3_k_row_w(x, y, nb, qw); break;
+  case NC_TYPE_Q4_K:
+    for (int64_t i = 0; i < nb; i++) {
+      block_q4_K *b = (block_q4_K *)y + i;
+      uint8_t L[QK_K];
+      kquant_levels_w(x + QK_K * i, qw + QK_K * i, 15, L, b->scales, &b->d,
+                      &b->dmin);
+      pack_q4_k(L, b);
+    }
+    break;
+  case NC_TYPE_Q5_K:
+    for (int64_t i = 0; i < nb; i++) {
+      block_q5_K *b = (block_q5_K *)y + i;
+      uint8_t L[QK_K];
+      kquant_levels_w(x + QK_K * i, qw + QK_K * i, 31, L, b->scales, &b->d,
+                      &b->dmin);
+      pack_q5_k(L, b);
+    }
+    break;
+  case NC_TYPE_Q6_K: q6_k_row(x, y, nb, qw); break;
+  case NC_TYPE_IQ4_NL: iq4_nl_row(x, y, nb, qw); break;
+  case NC_TYPE_IQ4_XS: iq4_xs_row(x, y, nb, qw); break;
+  default: break;
+  }
+}
+
 /* --------------------------------------------------------------- table */
+
+bool nc_quantize_uses_imatrix(nc_type t) {
+  switch (t) {
+  case NC_TYPE_Q4_0:
+  case NC_TYPE_Q4_1:
+  case NC_TYPE_Q5_0:
+  case NC_TYPE_Q5_1:
+  case NC_TYPE_Q2_K:
+  case NC_TYPE_Q3_K:
+  case NC_TYPE_Q4_K:
+  case NC_TYPE_Q5_K:
+  case NC_TYPE_Q6_K:
+  case NC_TYPE_IQ4_NL:
+  case NC_TYPE_IQ4_XS: return true;
+  default: return false;
+  }
+}
 
 bool nc_quantize_weights_supported(nc_type t) {
   switch (t) {
@@ -666,12 +994,16 @@ bool nc_quantize_weights_supported(nc_type t) {
 }
 
 void nc_quantize_weights(nc_type t, const float *src, void *dst, int64_t nrows,
-                         int64_t n_per_row) {
+                         int64_t n_per_row, const float *qw) {
   const size_t row = nc_row_size(t, n_per_row);
   const int64_t nb = n_per_row / nc_type_traits_of((uint32_t)t)->block_size;
   for (int64_t r = 0; r < nrows; r++) {
     const float *x = src + r * n_per_row;
     void *y = (uint8_t *)dst + (size_t)r * row;
+    if (qw && nc_quantize_uses_imatrix(t)) {
+      row_weighted(t, x, y, n_per_row, nb, qw);
+      continue;
+    }
     switch (t) {
     case NC_TYPE_F32: memcpy(y, x, row); break;
     case NC_TYPE_F16:
@@ -685,9 +1017,9 @@ void nc_quantize_weights(nc_type t, const float *src, void *dst, int64_t nrows,
     case NC_TYPE_Q3_K: q3_k_row(x, y, nb); break;
     case NC_TYPE_Q4_K: q4_k_row(x, y, nb); break;
     case NC_TYPE_Q5_K: q5_k_row(x, y, nb); break;
-    case NC_TYPE_Q6_K: q6_k_row(x, y, nb); break;
-    case NC_TYPE_IQ4_NL: iq4_nl_row(x, y, nb); break;
-    case NC_TYPE_IQ4_XS: iq4_xs_row(x, y, nb); break;
+    case NC_TYPE_Q6_K: q6_k_row(x, y, nb, NULL); break;
+    case NC_TYPE_IQ4_NL: iq4_nl_row(x, y, nb, NULL); break;
+    case NC_TYPE_IQ4_XS: iq4_xs_row(x, y, nb, NULL); break;
     case NC_TYPE_MXFP4: mxfp4_row(x, y, nb); break;
     default: break;
     }

@@ -14,9 +14,16 @@
  * Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4. */
 bool nc_quantize_weights_supported(nc_type t);
 
+/* Whether t's quantizer reads an importance matrix (llama.cpp's
+ * quantize_row_*_impl): the 32-block types but Q8_0, the K-quants, IQ4. */
+bool nc_quantize_uses_imatrix(nc_type t);
+
 /* Quantizes nrows rows of n_per_row values (a multiple of t's block size)
- * from src into dst (nrows * nc_row_size(t, n_per_row) bytes). */
+ * from src into dst (nrows * nc_row_size(t, n_per_row) bytes). qw: NULL, or
+ * n_per_row importance weights (an importance matrix's mean squared
+ * activations of each column) used for every row, as llama.cpp's quantizer
+ * uses them; types that read none ignore it. */
 void nc_quantize_weights(nc_type t, const float *src, void *dst, int64_t nrows,
-                         int64_t n_per_row);
+                         int64_t n_per_row, const float *qw);
 
 #endif

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "gguf/gguf.h"
+#include "quantize/imatrix_load.h"
 #include "quantize/quantize.h"
 #include "quantize/quantize_rows.h"
 #include "test_require.h"
@@ -68,7 +69,7 @@ static void test_rows_roundtrip(void **state) {
       x[i] = next_normalish(&s) * (i % 97 == 0 ? 4.0f : 0.05f);
     for (int i = 0; i < N; i++)
       x[2 * N + i] = 0.0f;
-    nc_quantize_weights(t, x, q, ROWS, N);
+    nc_quantize_weights(t, x, q, ROWS, N, NULL);
     const size_t row = nc_row_size(t, N);
     for (int r = 0; r < ROWS; r++) {
       nc_dequantize_row(t, q + (size_t)r * row, y, N);
@@ -116,8 +117,8 @@ static void test_file_recipe(void **state) {
   char out[64];
   snprintf(out, sizeof out, "/tmp/nc_quantize_%d.gguf", (int)getpid());
   nc_error err = {0};
-  assert_int_equal(nc_quantize_file(in, out, q8 ? "q8_0" : "Q4_K", 2, &err),
-                   NC_OK);
+  assert_int_equal(
+      nc_quantize_file(in, out, q8 ? "q8_0" : "Q4_K", 2, NULL, &err), NC_OK);
   gguf_file *fi = NULL, *fo = NULL;
   assert_int_equal(gguf_open(in, &fi, &err), NC_OK);
   assert_int_equal(gguf_open(out, &fo, &err), NC_OK);
@@ -185,23 +186,80 @@ static void test_errors(void **state) {
   nc_error err = {0};
   char out[64];
   snprintf(out, sizeof out, "/tmp/nc_quantize_err_%d.gguf", (int)getpid());
-  assert_int_equal(nc_quantize_file("in.gguf", out, "Q7_K", 2, &err),
+  assert_int_equal(nc_quantize_file("in.gguf", out, "Q7_K", 2, NULL, &err),
                    NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(err.message, "unknown quantization type 'Q7_K' "
                                       "(allowed: Q4_0, Q4_1, Q5_0"));
-  assert_int_equal(nc_quantize_file("in.gguf", out, "Q4_0", 0, &err),
+  assert_int_equal(nc_quantize_file("in.gguf", out, "Q4_0", 0, NULL, &err),
                    NC_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(err.message, "threads 0 is outside [1, 256]"));
   assert_int_equal(
-      nc_quantize_file("/nonexistent/in.gguf", out, "Q4_0", 1, &err),
+      nc_quantize_file("/nonexistent/in.gguf", out, "Q4_0", 1, NULL, &err),
       NC_ERR_IO);
   assert_int_equal(access(out, F_OK), -1);
   const char *in = tt_smollm_path();
   if (!in) return;
   assert_int_equal(
-      nc_quantize_file(in, "/nonexistent/dir/out.gguf", "Q8_0", 1, &err),
+      nc_quantize_file(in, "/nonexistent/dir/out.gguf", "Q8_0", 1, NULL, &err),
       NC_ERR_IO);
   assert_non_null(strstr(err.message, "/nonexistent/dir/out.gguf"));
+}
+
+static void load_seed(const char *name, nc_imatrix *m, nc_code want) {
+  char full[1024];
+  snprintf(full, sizeof full, "%s/fuzz/corpus/imatrix/%s", tt_root(), name);
+  nc_error err = {0};
+  const nc_code c = nc_imatrix_load(full, m, &err);
+  if (c != want)
+    fail_msg("%s: code %d, want %d (%s)", name, c, want, err.message);
+  if (c) {
+    assert_non_null(strstr(err.message, full));
+    assert_int_equal(m->n_entries, 0);
+  }
+}
+
+/* The importance-matrix seeds (scripts/gen_imatrix_seeds.py): the valid
+ * ones load normalised as llama-quantize normalises them, the broken ones
+ * are refused naming the file. */
+static void test_imatrix_seeds(void **state) {
+  (void)state;
+  nc_imatrix m;
+  load_seed("valid_legacy.dat", &m, NC_OK);
+  assert_int_equal(m.n_entries, 2); /* a repeated name: the later wins */
+  const nc_imatrix_entry *q = nc_imatrix_find(&m, "blk.0.attn_q.weight");
+  assert_non_null(q);
+  assert_int_equal(q->n, 4);
+  for (int i = 0; i < 4; i++)
+    assert_float_equal(q->values[i], 1.0f, 0.0f); /* sums / ncall 1 */
+  const nc_imatrix_entry *d = nc_imatrix_find(&m, "blk.0.ffn_down.weight");
+  assert_non_null(d); /* ncall 0: the sums as they are */
+  assert_float_equal(d->values[1], 2.5f, 0.0f);
+  assert_string_equal(m.dataset, "calib");
+  assert_int_equal(m.chunks, 3);
+  assert_null(nc_imatrix_find(&m, "blk.0.attn_k.weight"));
+  nc_imatrix_free(&m);
+  load_seed("valid_legacy_no_tail.dat", &m, NC_OK);
+  assert_null(m.dataset);
+  assert_float_equal(m.entries[0].values[0], 1.0f, 0.0f); /* 4 / 4 */
+  nc_imatrix_free(&m);
+  load_seed("valid.gguf", &m, NC_OK);
+  q = nc_imatrix_find(&m, "blk.0.attn_q.weight");
+  assert_non_null(q);
+  assert_int_equal(q->n, 4);                      /* two experts of 2 */
+  const float want[4] = {2.0f, 4.0f, 1.0f, 1.0f}; /* count 0: weight 1 */
+  for (int i = 0; i < 4; i++)
+    assert_float_equal(q->values[i], want[i], 0.0f);
+  assert_string_equal(m.dataset, "calib.txt");
+  assert_int_equal(m.chunks, 4);
+  nc_imatrix_free(&m);
+  const char *bad[] = {"bad_legacy_cut.dat",           "bad_legacy_nan.dat",
+                       "bad_legacy_count.dat",         "bad_no_metadata.gguf",
+                       "bad_sums_without_counts.gguf", "bad_uneven.gguf"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    load_seed(bad[i], &m, NC_ERR_FORMAT);
+  nc_error err = {0};
+  assert_int_equal(nc_imatrix_load("/nonexistent/imatrix.dat", &m, &err),
+                   NC_ERR_IO);
 }
 
 int main(void) {
@@ -209,6 +267,7 @@ int main(void) {
       cmocka_unit_test(test_rows_roundtrip),
       cmocka_unit_test(test_file_recipe),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_imatrix_seeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
