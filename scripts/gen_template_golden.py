@@ -170,6 +170,21 @@ CONVERSATIONS = [
         None,
         {},
     ),
+    (
+        "reasoning_content_dropped",
+        [U("Why is the sky blue?"),
+         dict(A("Because of Rayleigh scattering."), reasoning_content="Rayleigh scattering."),
+         U("And at sunset?")],
+        None,
+        {},
+    ),
+    (
+        "reasoning_content_tool_loop",
+        [U("What's the weather in Paris?"), dict(TOOL_CALL, reasoning_content="I need the weather tool."),
+         TOOL_RESULT],
+        [WEATHER_TOOL],
+        {},
+    ),
     ("assistant_first", [A("I speak first."), U("ok")], None, {}),
     ("consecutive_users", [U("one"), U("two")], None, {}),
     (
