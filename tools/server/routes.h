@@ -17,7 +17,7 @@ typedef struct route {
   const char *path;
   bool is_public; /* served without the API key (/health, the page) */
   bool is_work;   /* refused with 503 while draining */
-  route_fn fn;
+  route_fn fn;    /* a path ending in '/' (.../{id}): body is the URL */
 } route;
 
 /* Finds the route for a request, or fills *e with 404 or 405. */
@@ -64,6 +64,14 @@ enum MHD_Result handle_embeddings(server_ctx *, struct MHD_Connection *,
                                   const char *, size_t);
 enum MHD_Result handle_rerank(server_ctx *, struct MHD_Connection *,
                               const char *, size_t);
+/* The Responses API (responses.c): POST /v1/responses; GET and DELETE
+ * /v1/responses/{id} (url: the request's path). */
+enum MHD_Result handle_responses(server_ctx *, struct MHD_Connection *,
+                                 const char *, size_t);
+enum MHD_Result handle_response_get(server_ctx *, struct MHD_Connection *,
+                                    const char *, size_t);
+enum MHD_Result handle_response_delete(server_ctx *, struct MHD_Connection *,
+                                       const char *, size_t);
 /* The embedded web page (web_handler.c): GET /, /app.js, /app.css. */
 enum MHD_Result handle_page(server_ctx *, struct MHD_Connection *, const char *,
                             size_t);

@@ -12,6 +12,8 @@
 #include "nucleus.h"
 #include "server_config.h"
 
+struct responses_store; /* openai/responses_store.h */
+
 typedef struct server_ctx {
   const server_config *cfg;
   nucleus_model *model;
@@ -36,6 +38,8 @@ typedef struct server_ctx {
   nucleus_model *embed_model;
   embed_service *embed_extra;
   char embed_model_id[256];
+  /* The Responses API's stored responses (--responses-max, ...). */
+  struct responses_store *responses;
 } server_ctx;
 
 #endif

@@ -26,6 +26,12 @@ void server_config_usage(FILE *out) {
           "  --chat-template FILE    override the model's chat template\n"
           "  --cors-origin ORIGIN    let browser pages from ORIGIN (or *) call "
           "the API\n"
+          "  --responses-max N       /v1/responses kept for GET and "
+          "previous_response_id\n"
+          "                          (default 1024; 0 stores none; the least "
+          "recently\n"
+          "                          used goes first)\n"
+          "  --responses-max-bytes N  their bytes at most (default 64 MiB)\n"
           "  --read-timeout S        a request's headers and body must arrive "
           "within S\n"
           "                          seconds, however slowly they trickle "
@@ -133,6 +139,8 @@ static void set_defaults(server_config *cfg) {
   cfg->max_connections = 1024;
   cfg->read_timeout_s = 10;
   cfg->max_connections_per_ip = 128;
+  cfg->responses_max = 1024;
+  cfg->responses_max_bytes = 64 * MIB;
   cfg->model = nucleus_model_default_params();
   cfg->engine = nucleus_engine_default_params();
   cfg->spec = nucleus_request_default_params().speculative;
@@ -213,6 +221,12 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
         cfg->spec.draft_max = (int32_t)n;
       else
         cfg->spec.draft_min = (int32_t)n;
+    } else if (!strcmp(a, "--responses-max")) {
+      rc = parse_long(a, v, 0, 100000, &n, msg, cap);
+      cfg->responses_max = (size_t)n;
+    } else if (!strcmp(a, "--responses-max-bytes")) {
+      rc = parse_long(a, v, 0, 1L << 36, &n, msg, cap);
+      cfg->responses_max_bytes = (size_t)n;
     } else if (!strcmp(a, "--read-timeout")) {
       rc = parse_long(a, v, 1, 86400, &n, msg, cap);
       cfg->read_timeout_s = (int)n;

@@ -52,6 +52,8 @@ typedef struct server_config {
   /* --reasoning-budget: a thinking model's max_reasoning_tokens when a
    * request gives none (-1: no budget) */
   int32_t reasoning_budget;
+  /* The Responses API's store: responses kept at most, and their bytes. */
+  size_t responses_max, responses_max_bytes;
   bool help;
   bool print_request_fields; /* --request-fields: print the table, exit */
 } server_config;

@@ -12,6 +12,7 @@
 #include "../cli/commands.h"
 #include "http/http_server.h"
 #include "openai/request_fields.h"
+#include "openai/responses_store.h"
 #include "server.h"
 
 static double now_s(void) {
@@ -107,7 +108,9 @@ static int serve(const server_config *cfg, const char *path,
   snprintf(srv.model_id, sizeof srv.model_id, "%s", base_name(path));
   srv.metrics = metrics_create();
   srv.inflight = inflight_create();
-  if (!srv.metrics || !srv.inflight) goto out;
+  srv.responses =
+      responses_store_create(cfg->responses_max, cfg->responses_max_bytes);
+  if (!srv.metrics || !srv.inflight || !srv.responses) goto out;
   if (cfg->draft_model_path &&
       nucleus_model_load(cfg->draft_model_path, &cfg->model, &draft, &err) !=
           NUCLEUS_OK) {
@@ -176,6 +179,7 @@ out:
   nucleus_model_free(srv.model);
   nucleus_model_free(draft);
   inflight_destroy(srv.inflight);
+  responses_store_destroy(srv.responses);
   metrics_destroy(srv.metrics);
   free(template_text);
   if (rc == 0) fprintf(stderr, "nucleus: stopped\n");

@@ -87,7 +87,7 @@ enum MHD_Result reply_preflight(server_ctx *srv, struct MHD_Connection *conn) {
       MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
   if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "Access-Control-Allow-Methods",
-                          "GET, POST, OPTIONS");
+                          "GET, POST, DELETE, OPTIONS");
   /* Echo the headers the page asks for (the openai SDK sends its
    * X-Stainless-* headers), when they are plain header names. */
   const char *asked = MHD_lookup_connection_value(

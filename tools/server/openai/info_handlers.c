@@ -4,6 +4,7 @@
 
 #include "http/http_reply.h"
 #include "http/json_text.h"
+#include "responses_store.h"
 #include "routes.h"
 
 enum MHD_Result handle_health(server_ctx *srv, struct MHD_Connection *conn,
@@ -123,11 +124,20 @@ enum MHD_Result handle_props(server_ctx *srv, struct MHD_Connection *conn,
       json_array_append_new(from_model, json_string(p->name));
     json_array_append_new(contract, param_json(p, v));
   }
+  size_t count = 0, bytes = 0, max_count = 0, max_bytes = 0;
+  if (srv->responses)
+    responses_store_usage(srv->responses, &count, &bytes, &max_count,
+                          &max_bytes);
+  json_t *store =
+      json_pack("{s:I,s:I,s:I,s:I}", "max_responses", (json_int_t)max_count,
+                "max_bytes", (json_int_t)max_bytes, "responses",
+                (json_int_t)count, "bytes", (json_int_t)bytes);
   return reply_json(
       srv, conn, 200,
-      json_pack("{s:o,s:o,s:o,s:o,s:i,s:s}", "default_generation_settings",
+      json_pack("{s:o,s:o,s:o,s:o,s:i,s:s,s:o}", "default_generation_settings",
                 settings, "recommended_by_model", from_model, "params",
                 contract, "model",
                 json_text(srv->model_id, strlen(srv->model_id)), "n_ctx",
-                srv->n_ctx, "kernels", nucleus_model_kernels(srv->model)));
+                srv->n_ctx, "kernels", nucleus_model_kernels(srv->model),
+                "responses_store", store));
 }

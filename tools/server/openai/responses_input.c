@@ -1,0 +1,269 @@
+/* nucleus serve: the Responses API's input items -> chat messages
+ * (responses_request.h). */
+#include "responses_request.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A call id, a function name: non-empty strings of at most this many
+ * bytes. */
+#define MAX_REF_BYTES 256
+
+static int item_fail(api_error *e, size_t i, const char *what) {
+  api_fail(e, 400, NULL, "input[%zu]%s", i, what);
+  snprintf(e->param, sizeof e->param, "input[%zu]", i);
+  return -1;
+}
+
+/* Only the keys in allowed (NULL-terminated) may appear in item. */
+static int check_keys(const json_t *item, size_t i, const char *const *allowed,
+                      api_error *e) {
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)item, key, v) {
+    bool ok = false;
+    for (size_t k = 0; allowed[k] && !ok; k++)
+      ok = !strcmp(key, allowed[k]);
+    if (!ok) {
+      char what[160];
+      snprintf(what, sizeof what, ".%.64s is not supported", key);
+      return item_fail(e, i, what);
+    }
+  }
+  return 0;
+}
+
+static bool short_string(const json_t *v) {
+  return json_is_string(v) && json_string_length(v) > 0 &&
+         json_string_length(v) <= MAX_REF_BYTES;
+}
+
+/* Text parts ([{type: input_text | output_text | reasoning_text |
+ * summary_text, text}], as allowed) or a string -> one string, parts joined
+ * by "\n" as chat contents are. NULL with *e on a bad part. */
+static json_t *parts_text(const json_t *content, size_t i, const char *field,
+                          api_error *e) {
+  if (json_is_string(content)) return json_copy((json_t *)content);
+  char what[200];
+  if (!json_is_array(content)) {
+    snprintf(what, sizeof what, ".%s must be a string or a list of parts",
+             field);
+    item_fail(e, i, what);
+    return NULL;
+  }
+  size_t total = 1, k;
+  const json_t *part;
+  json_array_foreach(content, k, part) {
+    const char *type = json_string_value(json_object_get(part, "type"));
+    const json_t *text = json_object_get(part, "text");
+    bool text_type =
+        type &&
+        (!strcmp(type, "input_text") || !strcmp(type, "output_text") ||
+         !strcmp(type, "reasoning_text") || !strcmp(type, "summary_text"));
+    if (!json_is_object(part) || !text_type || !json_is_string(text)) {
+      snprintf(what, sizeof what,
+               ".%s[%zu]: only text parts ({\"type\": \"input_text\", "
+               "\"text\": ...}) are supported, got type '%.32s'",
+               field, k, type ? type : "?");
+      item_fail(e, i, what);
+      return NULL;
+    }
+    total += json_string_length(text) + 1;
+  }
+  char *buf = malloc(total);
+  if (!buf) {
+    api_fail(e, 500, NULL, "out of memory");
+    return NULL;
+  }
+  size_t o = 0;
+  json_array_foreach(content, k, part) {
+    const json_t *text = json_object_get(part, "text");
+    if (k) buf[o++] = '\n';
+    memcpy(buf + o, json_string_value(text), json_string_length(text));
+    o += json_string_length(text);
+  }
+  json_t *s = json_stringn(buf, o);
+  free(buf);
+  if (!s) api_fail(e, 500, NULL, "out of memory");
+  return s;
+}
+
+/* Whether an assistant message of msgs carries a call with this id. */
+static bool call_known(const json_t *msgs, const char *id) {
+  size_t i, k;
+  const json_t *m, *c;
+  json_array_foreach(msgs, i, m) {
+    json_array_foreach(json_object_get(m, "tool_calls"), k, c) {
+      const char *cid = json_string_value(json_object_get(c, "id"));
+      if (cid && !strcmp(cid, id)) return true;
+    }
+  }
+  return false;
+}
+
+/* A new assistant message carrying the pending reasoning, appended. */
+static json_t *new_assistant(json_t *msgs, json_t **reasoning) {
+  json_t *m = json_pack("{s:s,s:n}", "role", "assistant", "content");
+  if (!m) return NULL;
+  if (*reasoning) {
+    json_object_set_new(m, "reasoning_content", *reasoning);
+    *reasoning = NULL;
+  }
+  json_array_append_new(msgs, m);
+  return m;
+}
+
+static int add_message(const json_t *item, size_t i, json_t *msgs,
+                       json_t **reasoning, api_error *e) {
+  static const char *const keys[] = {"type", "role",   "content",
+                                     "id",   "status", NULL};
+  if (check_keys(item, i, keys, e)) return -1;
+  const char *role = json_string_value(json_object_get(item, "role"));
+  if (!role || (strcmp(role, "user") && strcmp(role, "assistant") &&
+                strcmp(role, "system") && strcmp(role, "developer")))
+    return item_fail(e, i,
+                     ".role must be 'user', 'assistant', 'system' or "
+                     "'developer'");
+  json_t *text = parts_text(json_object_get(item, "content"), i, "content", e);
+  if (!text) return -1;
+  if (!strcmp(role, "assistant")) {
+    json_t *m = new_assistant(msgs, reasoning);
+    if (!m) {
+      json_decref(text);
+      return api_fail(e, 500, NULL, "out of memory");
+    }
+    json_object_set_new(m, "content", text);
+    return 0;
+  }
+  if (json_array_append_new(
+          msgs, json_pack("{s:s,s:o}", "role", role, "content", text)))
+    return api_fail(e, 500, NULL, "out of memory");
+  return 0;
+}
+
+/* A call joins the assistant message just before it (the reply that made
+ * it), else opens one. */
+static int add_call(const json_t *item, size_t i, json_t *msgs,
+                    json_t **reasoning, api_error *e) {
+  static const char *const keys[] = {"type", "call_id", "name", "arguments",
+                                     "id",   "status",  NULL};
+  if (check_keys(item, i, keys, e)) return -1;
+  const json_t *id = json_object_get(item, "call_id");
+  const json_t *name = json_object_get(item, "name");
+  const json_t *args = json_object_get(item, "arguments");
+  if (!short_string(id) || !short_string(name) || !json_is_string(args))
+    return item_fail(e, i,
+                     ": a function_call needs 'call_id' and 'name' (strings "
+                     "of 1 to 256 bytes) and 'arguments' (JSON text)");
+  json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+  const char *role = json_string_value(json_object_get(last, "role"));
+  if (!role || strcmp(role, "assistant") || *reasoning)
+    last = new_assistant(msgs, reasoning);
+  if (!last) return api_fail(e, 500, NULL, "out of memory");
+  json_t *calls = json_object_get(last, "tool_calls");
+  if (!calls) {
+    calls = json_array();
+    json_object_set_new(last, "tool_calls", calls);
+  }
+  if (json_array_append_new(calls, json_pack("{s:O,s:s,s:{s:O,s:O}}", "id", id,
+                                             "type", "function", "function",
+                                             "name", name, "arguments", args)))
+    return api_fail(e, 500, NULL, "out of memory");
+  return 0;
+}
+
+static int add_call_output(const json_t *item, size_t i, json_t *msgs,
+                           api_error *e) {
+  static const char *const keys[] = {"type", "call_id", "output",
+                                     "id",   "status",  NULL};
+  if (check_keys(item, i, keys, e)) return -1;
+  const json_t *id = json_object_get(item, "call_id");
+  if (!short_string(id))
+    return item_fail(e, i,
+                     ".call_id must be the call_id (1 to 256 bytes) of the "
+                     "function_call it answers");
+  if (!call_known(msgs, json_string_value(id))) {
+    char what[200];
+    snprintf(what, sizeof what,
+             ".call_id '%.64s' answers no function_call of this "
+             "conversation",
+             json_string_value(id));
+    return item_fail(e, i, what);
+  }
+  json_t *text = parts_text(json_object_get(item, "output"), i, "output", e);
+  if (!text) return -1;
+  if (json_array_append_new(msgs,
+                            json_pack("{s:s,s:O,s:o}", "role", "tool",
+                                      "tool_call_id", id, "content", text)))
+    return api_fail(e, 500, NULL, "out of memory");
+  return 0;
+}
+
+/* A reasoning item: its text goes with the next assistant message (the
+ * template keeps or drops it, as the family does). */
+static int add_reasoning(const json_t *item, size_t i, json_t **reasoning,
+                         api_error *e) {
+  static const char *const keys[] = {
+      "type", "id", "summary", "content", "status", "encrypted_content", NULL};
+  if (check_keys(item, i, keys, e)) return -1;
+  const json_t *enc = json_object_get(item, "encrypted_content");
+  if (enc && !json_is_null(enc))
+    return item_fail(e, i,
+                     ".encrypted_content is not supported: nucleus keeps "
+                     "reasoning as text");
+  const json_t *content = json_object_get(item, "content");
+  if (!content || json_is_null(content) ||
+      (json_is_array(content) && !json_array_size(content)))
+    content = json_object_get(item, "summary");
+  json_t *text = content && !json_is_null(content)
+                     ? parts_text(content, i, "content", e)
+                     : json_string("");
+  if (!text) return -1;
+  json_decref(*reasoning);
+  *reasoning = text;
+  return 0;
+}
+
+int responses_input_append(const json_t *input, json_t *msgs, api_error *e) {
+  if (json_is_string(input)) {
+    if (json_array_append_new(
+            msgs, json_pack("{s:s,s:O}", "role", "user", "content", input)))
+      return api_fail(e, 500, NULL, "out of memory");
+    return 0;
+  }
+  if (!json_is_array(input))
+    return api_fail(e, 400, "input",
+                    "'input' must be a string or a list of items");
+  if (json_array_size(input) > RESPONSES_MAX_INPUT_ITEMS)
+    return api_fail(e, 400, "input", "'input' holds %zu items; at most %d",
+                    json_array_size(input), RESPONSES_MAX_INPUT_ITEMS);
+  json_t *reasoning = NULL; /* a reasoning item's text, not yet placed */
+  size_t i;
+  const json_t *item;
+  int rc = 0;
+  json_array_foreach(input, i, item) {
+    const json_t *t = json_object_get(item, "type");
+    const char *type = json_is_string(t) ? json_string_value(t) : NULL;
+    if (!json_is_object(item) || (t && !type)) {
+      rc = item_fail(e, i, " must be an object with a 'type'");
+    } else if (!type || !strcmp(type, "message")) {
+      rc = add_message(item, i, msgs, &reasoning, e);
+    } else if (!strcmp(type, "function_call")) {
+      rc = add_call(item, i, msgs, &reasoning, e);
+    } else if (!strcmp(type, "function_call_output")) {
+      rc = add_call_output(item, i, msgs, e);
+    } else if (!strcmp(type, "reasoning")) {
+      rc = add_reasoning(item, i, &reasoning, e);
+    } else {
+      char what[160];
+      snprintf(what, sizeof what,
+               ": items of type '%.64s' are not supported (message, "
+               "function_call, function_call_output, reasoning)",
+               type);
+      rc = item_fail(e, i, what);
+    }
+    if (rc) break;
+  }
+  json_decref(reasoning);
+  return rc;
+}
