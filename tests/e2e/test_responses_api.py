@@ -237,8 +237,8 @@ def test_retrieve_and_delete(client):
 
 
 def test_store_limits(start_server):
-    srv = start_server("--responses-max", "2",
-                       "--responses-max-bytes", "6000", "-c", "2048")
+    srv = start_server("-c", "1024", "--responses-max", "2",
+                       "--responses-max-bytes", "6000")
     c = openai.OpenAI(base_url=srv.base_url, api_key="unused",
                       max_retries=0, timeout=300)
     ids = [c.responses.create(model="m", input=f"Count to {i}.",
@@ -256,8 +256,8 @@ def test_store_limits(start_server):
     assert store["max_responses"] == 2 and store["max_bytes"] == 6000
     assert store["responses"] == 2 and 0 < store["bytes"] <= 6000
     # one response larger than the byte limit is not kept
-    big = c.responses.create(model="m", input="word " * 1500,
-                             max_output_tokens=2)
+    big = c.responses.create(model="m", input="Hi.", max_output_tokens=2,
+                             metadata={f"k{i}": "v" * 500 for i in range(16)})
     with pytest.raises(openai.NotFoundError):
         c.responses.retrieve(big.id)
 
