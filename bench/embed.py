@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Embedding throughput: texts per second on 1,000 mixed-language,
+mixed-length texts (tests/data/embed/texts.jsonl, each cut to --ctx
+tokens), nucleus serve's
+POST /v1/embeddings against llama-server --embeddings and llama-cpp-python
+(Llama(embedding=True).embed), same model, same texts, same run, at each
+thread count. Both servers get the texts in requests of --per-request
+texts, sent one after another (each server packs a request's texts into
+its batches); llama-cpp-python embeds the list in one call. The first
+request of each server is a warm-up, not timed. Also checks that the
+three agree (cosine of each text's vector).
+
+usage: bench/embed.py [--model GGUF] [--threads 1,2] [--per-request 64]
+                      [--texts N]
+The model: an embedding GGUF (default the random-weight EmbeddingGemma
+file build/arch/gemmaemb.gguf of `make arch-models`; pass the real
+all-MiniLM-L6-v2 from scripts/convert_hf.py for the README's row).
+"""
+import argparse
+import json
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import requests
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(cmd, port):
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            raise SystemExit(f"{cmd[0]} exited: {' '.join(cmd)}")
+        try:
+            if requests.get(url + "/health", timeout=1).ok:
+                return p, url
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    p.kill()
+    raise SystemExit(f"{cmd[0]} did not start")
+
+
+def run_server(url, texts, per):
+    """(texts per second, vectors) over requests of per texts."""
+    def ask(chunk):
+        r = requests.post(url + "/v1/embeddings", timeout=3600,
+                          json={"input": chunk, "encoding_format": "float"})
+        if not r.ok:
+            raise SystemExit(f"{url}: {r.status_code} {r.text[:300]}")
+        d = sorted(r.json()["data"], key=lambda x: x["index"])
+        return [np.array(x["embedding"]) for x in d]
+    ask(texts[:per])  # warm-up
+    t0 = time.perf_counter()
+    vecs = []
+    for i in range(0, len(texts), per):
+        vecs += ask(texts[i:i + per])
+    return len(texts) / (time.perf_counter() - t0), vecs
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+
+
+def worst_cos(a, b):
+    return min(float(x @ y / np.linalg.norm(x) / np.linalg.norm(y))
+               for x, y in zip(a, b))
+
+
+def fit(model, texts, limit):
+    """The texts, each cut to at most limit tokens of the model's tokenizer
+    (then detokenized): every engine takes every text whole."""
+    import llama_cpp
+    voc = llama_cpp.Llama(model, vocab_only=True, verbose=False)
+    out = []
+    for t in texts:
+        ids = voc.tokenize(t.encode(), add_bos=False, special=False)
+        out.append(t if len(ids) <= limit else
+                   voc.detokenize(ids[:limit]).decode("utf-8", "replace"))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=str(ROOT / "build/arch/gemmaemb.gguf"))
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--per-request", type=int, default=64)
+    ap.add_argument("--texts", type=int, default=1000)
+    ap.add_argument("--ctx", type=int, default=512,
+                    help="texts are cut to this many tokens (llama-server's "
+                         "-ub must hold a non-causal model's input)")
+    ap.add_argument("--nucleus", default=str(ROOT / "build/release/nucleus"))
+    ap.add_argument("--peer-dir", default="/opt/peer/llama.cpp")
+    a = ap.parse_args()
+    texts = [json.loads(l) for l in
+             (ROOT / "tests/data/embed/texts.jsonl").read_text().splitlines()]
+    texts = fit(a.model, texts[:a.texts], a.ctx - 16)
+    bin_dir = pathlib.Path(subprocess.run(
+        [str(ROOT / "bench/build_peer.sh"), a.peer_dir], capture_output=True,
+        text=True, check=True).stdout.strip().splitlines()[-1])
+    import llama_cpp
+    print(f"{len(texts)} texts, {a.per_request} per request, model "
+          f"{pathlib.Path(a.model).name}; texts per second")
+    print("threads  nucleus  llama-server  llama-cpp-python  "
+          "vs server  vs python  worst cosine")
+    for t in [int(x) for x in a.threads.split(",")]:
+        port = free_port()
+        p, url = start([a.nucleus, "serve", "-m", a.model, "-t", str(t),
+                        "--port", str(port)], port)
+        try:
+            ours, v_ours = run_server(url, texts, a.per_request)
+        finally:
+            stop(p)
+        port = free_port()
+        p, url = start([str(bin_dir / "llama-server"), "-m", a.model,
+                        "--embeddings", "-t", str(t), "-tb", str(t),
+                        "-c", str(a.ctx * 8), "-b", str(a.ctx * 8), "-ub",
+                        str(a.ctx), "-np", "8", "--port", str(port)], port)
+        try:
+            peer, v_peer = run_server(url, texts, a.per_request)
+        finally:
+            stop(p)
+        # (its embed packs texts into one batch: an encoder's must be one
+        # micro-batch)
+        llm = llama_cpp.Llama(a.model, embedding=True, n_ctx=a.ctx * 8,
+                              n_batch=a.ctx * 8, n_ubatch=a.ctx * 8,
+                              n_threads=t, n_threads_batch=t, verbose=False)
+        llm.embed(texts[:8])  # warm-up
+        t0 = time.perf_counter()
+        v_py = [np.array(v) for v in llm.embed(texts)]
+        py = len(texts) / (time.perf_counter() - t0)
+        del llm
+        cos = min(worst_cos(v_ours, v_peer), worst_cos(v_ours, v_py))
+        print(f"{t:7d}  {ours:7.1f}  {peer:12.1f}  {py:16.1f}  "
+              f"{ours / peer:8.2f}x  {ours / py:8.2f}x  {cos:.6f}")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
