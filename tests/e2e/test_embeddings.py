@@ -144,6 +144,18 @@ def test_refusals(server, client):
     assert "not an embedding model" in str(e.value)
 
 
+def test_chat_runs_on_the_main_model(server, client):
+    r = client.chat.completions.create(
+        model="SmolLM2-135M-Instruct.Q4_1.gguf", max_tokens=4,
+        messages=[{"role": "user", "content": "Hi"}])
+    assert r.choices[0].message.content is not None
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(
+            model="gemmaemb.gguf", max_tokens=4,
+            messages=[{"role": "user", "content": "Hi"}])
+    assert "is an embedding model" in str(e.value)
+
+
 def test_concurrent_requests_same_bits(server):
     url = server.url + "/v1/embeddings"
 

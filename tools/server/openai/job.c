@@ -99,6 +99,17 @@ int job_prepare_json(server_ctx *srv, const json_t *root, bool chat, job *j,
   if (!rc)
     rc =
         gen_request_parse(root, chat, srv->n_vocab, &srv->defaults, &j->req, e);
+  /* generation runs on the main model, and not on an embedding model */
+  if (!rc && srv->embed_model && !strcmp(j->req.model, srv->embed_model_id))
+    rc = api_fail(e, 400, "model",
+                  "model '%s' is an embedding model: it serves "
+                  "/v1/embeddings and /v1/rerank, not generation",
+                  srv->embed_model_id);
+  if (!rc && srv->embed_main)
+    rc = api_fail(e, 400, "model",
+                  "model '%s' is an embedding model: it serves "
+                  "/v1/embeddings and /v1/rerank, not generation",
+                  srv->model_id);
   char *text = NULL; /* a chat prompt's text */
   size_t text_len = 0;
   if (!rc && chat)
