@@ -360,6 +360,34 @@ def test_thinking_blocks(thinker):
             off_n.input_tokens)
 
 
+def test_thinking_budget(thinker):
+    kw = greedy(max_tokens=20, messages=USER)
+    think = {"type": "enabled", "budget_tokens": 6}
+    msg = thinker.messages.create(thinking=think, **kw)
+    # SmolLM2 never closes the block: the engine does, at the budget, and
+    # the rest is the answer
+    assert [b.type for b in msg.content] == ["thinking", "text"], msg.content
+    assert msg.stop_reason == "max_tokens"
+    with thinker.messages.stream(thinking=think, **kw) as s:
+        final = s.get_final_message()
+    assert [(b.type, getattr(b, "thinking", None) or b.text)
+            for b in final.content] == [
+        (b.type, getattr(b, "thinking", None) or b.text) for b in msg.content]
+    # the same engine as chat's max_reasoning_tokens
+    base = thinker.base_url
+    chat = requests.post(
+        f"{base}/v1/chat/completions",
+        json={"model": "m", "messages": USER, "max_tokens": 20,
+              "temperature": 0, "top_k": 1, "max_reasoning_tokens": 6,
+              "chat_template_kwargs": {"enable_thinking": True}}).json()
+    m = chat["choices"][0]["message"]
+    # (6 tokens of thinking and the end marker's: test_reasoning.py counts
+    # them exactly)
+    assert chat["usage"]["completion_tokens_details"]["reasoning_tokens"] > 6
+    assert m["reasoning_content"] == msg.content[0].thinking
+    assert m["content"] == msg.content[1].text
+
+
 def test_thinking_refused(thinker):
     for thinking, needle in [
             ({"type": "enabled", "budget_tokens": 64},
@@ -370,3 +398,21 @@ def test_thinking_refused(thinker):
             thinker.messages.create(max_tokens=32, messages=USER, model="m",
                                     thinking=thinking)
         assert needle in error_of(exc)["message"]
+
+
+def test_structured_answer_after_thinking(thinker):
+    # the schema constrains the answer after the thinking (the shared
+    # reasoning path); count_tokens is the prompt the engine ran
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}},
+              "required": ["a"], "additionalProperties": False}
+    oc = {"format": {"type": "json_schema", "schema": schema}}
+    think = {"type": "enabled", "budget_tokens": 4}
+    msg = thinker.messages.create(max_tokens=40, thinking=think,
+                                  output_config=oc, **greedy(messages=USER))
+    assert [b.type for b in msg.content] == ["thinking", "text"]
+    assert msg.stop_reason == "end_turn"
+    jsonschema.validate(json.loads(msg.content[1].text), schema)
+    n = thinker.messages.count_tokens(model="m", messages=USER,
+                                      thinking=think, output_config=oc)
+    assert (msg.usage.input_tokens + msg.usage.cache_read_input_tokens ==
+            n.input_tokens)

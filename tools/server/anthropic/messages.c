@@ -9,7 +9,6 @@
 #include "messages_reply.h"
 #include "messages_request.h"
 #include "messages_stream.h"
-#include "openai/prompt.h"
 #include "routes.h"
 
 static enum MHD_Result reply_anthropic_error(server_ctx *srv,
@@ -61,24 +60,24 @@ enum MHD_Result handle_messages(server_ctx *srv, struct MHD_Connection *conn,
   return r;
 }
 
-/* The prompt /v1/messages would run for the same body, counted. */
+/* The prompt /v1/messages would run for the same body, prepared as it
+ * would be (the template, tools, a thinking block opened for a grammar),
+ * counted. */
 enum MHD_Result handle_count_tokens(server_ctx *srv,
                                     struct MHD_Connection *conn,
                                     const char *body, size_t len) {
   api_error e = {0};
   json_t *chat = load(body, len, MESSAGES_COUNT_TOKENS, &e);
   if (!chat) return reply_anthropic_error(srv, conn, &e);
-  gen_request req;
-  int32_t *ids = NULL;
-  size_t n = 0;
-  int rc =
-      gen_request_parse(chat, true, srv->n_vocab, &srv->defaults, &req, &e);
-  if (!rc) {
-    rc = prompt_chat(srv, chat, &req.chat_opts, NULL, NULL, &ids, &n, &e);
-    gen_request_free(&req);
+  job *j = calloc(1, sizeof *j);
+  if (!j) {
+    json_decref(chat);
+    return MHD_NO;
   }
+  int rc = job_prepare_json(srv, chat, true, j, &e);
+  size_t n = j->n_prompt;
   json_decref(chat);
-  nucleus_free(ids);
+  job_free(j);
   if (rc) return reply_anthropic_error(srv, conn, &e);
   return reply_json(srv, conn, 200,
                     json_pack("{s:I}", "input_tokens", (json_int_t)n));

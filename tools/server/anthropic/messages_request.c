@@ -581,9 +581,10 @@ static int set_kwarg(json_t *chat, const char *key, json_t *value,
 
 /* thinking: {"type": "disabled"} and {"type": "adaptive"} are the
  * template's enable_thinking (off, on: the model decides how long);
- * {"type": "enabled", "budget_tokens": N} is on with a budget below
- * max_tokens. display "summarized" is what nucleus returns (the thinking
- * as written); "omitted" and "between_tools" are refused. */
+ * {"type": "enabled", "budget_tokens": N} is on with chat's thinking
+ * budget (max_reasoning_tokens: past it the engine closes the block), N
+ * below max_tokens. display "summarized" is what nucleus returns (the
+ * thinking as written); "omitted" and "between_tools" are refused. */
 static int translate_thinking(const json_t *body, json_t *chat, api_error *e) {
   const json_t *t = field(body, "thinking");
   if (!t) return 0;
@@ -625,9 +626,9 @@ static int translate_thinking(const json_t *body, json_t *chat, api_error *e) {
                     "max_tokens (%lld): the thinking counts toward it",
                     (long long)json_integer_value(budget),
                     (long long)json_integer_value(max));
-  return api_fail(e, 400, "thinking",
-                  "thinking {\"type\": \"enabled\"}: a thinking budget is "
-                  "not supported yet; use {\"type\": \"adaptive\"}");
+  if (json_object_set(chat, "max_reasoning_tokens", (json_t *)budget))
+    return api_fail(e, 500, NULL, "out of memory");
+  return set_kwarg(chat, "enable_thinking", json_true(), e);
 }
 
 /* output_config: {"format": {"type": "json_schema", "schema": {...}}}
