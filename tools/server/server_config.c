@@ -298,6 +298,12 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     snprintf(msg, cap, "%s", err.message);
     return -1;
   }
+  if (cfg->reasoning_budget >= 0 && cfg->spec.type != NUCLEUS_SPEC_OFF) {
+    snprintf(msg, cap,
+             "--reasoning-budget does not combine with --spec "
+             "(a budget is not kept across drafted tokens)");
+    return -1;
+  }
   nucleus_request_params rp = nucleus_request_default_params();
   rp.reasoning.budget = cfg->reasoning_budget;
   rp.reasoning.close = "-";

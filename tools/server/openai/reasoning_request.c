@@ -102,9 +102,13 @@ int reasoning_request_prepare(server_ctx *srv, gen_request *r,
   r->params.skip_special_tokens = false;
   /* harmony's grammars cover its whole reply (channels included), and so
    * does a GBNF grammar given as such (the client writes the thinking
-   * into it); JSON schemas, regexes, choices and tools are the answer's */
+   * into it); JSON schemas, regexes, choices and tools are the answer's
+   * (not with drafts or beams, which cannot follow the block: there the
+   * grammar covers the whole reply, as before) */
   if (r->params.grammar && strcmp(family, "harmony") &&
-      !gbnf_field(r->grammar_param)) {
+      !gbnf_field(r->grammar_param) &&
+      r->params.speculative.type == NUCLEUS_SPEC_OFF &&
+      r->params.beam_width <= 1) {
     if (rp->open && append_open(srv, rp->open, prompt, n_prompt, e)) return -1;
     r->reply.in_reasoning = true;
     rp->open = NULL;
