@@ -904,6 +904,8 @@ static bool step(nucleus_engine *e) {
   apply_verdicts(e);
 
   nc_batch_clear(&e->batch);
+  const bool snaps = prefix_cache_on(e) && nc_kv_state_floats(e->kv) > 0;
+  const int32_t bt = nc_kv_block_tokens(e->kv);
   int32_t n_rows = 0, n_fed = 0, n_logit_rows = 0, spare_rows, n_drafting = 0;
   int64_t spare_blocks;
   spare_room(e, &plan, &spare_rows, &spare_blocks);
@@ -932,14 +934,28 @@ static bool step(nucleus_engine *e) {
         continue; /* the pool is short this step: it waits */
     }
     e->step.fed[n_fed++] = c;
+    int32_t snap_row = -1, snap_end = 0;
     for (int32_t k = 0; k < n; k++) {
       int32_t pos = kv_len + k;
       bool last = pos == c->n_tokens - 1;
       add_row(e, g, c->tokens[pos], pos, c->kv_seq, last);
+      if (snaps && (pos + 1) % bt == 0) {
+        snap_row = e->batch.n_tokens - 1;
+        snap_end = pos + 1;
+      }
       if (last) {
         e->step.row_at[n_rows] = n_logit_rows++;
         e->step.row_comp[n_rows++] = c;
       }
+    }
+    /* a state model: the state at the last block end these rows reach, for
+     * the prefix cache (kept at the prompt's last block end, rolling past
+     * it: one per sequence) */
+    if (snap_row >= 0) {
+      const int32_t np = g->req->n_prompt;
+      const bool keep = snap_end <= np && snap_end > np - bt;
+      nc_batch_set_snapshot(&e->batch, snap_row,
+                            nc_kv_snap_take(e->kv, c->kv_seq, snap_end, !keep));
     }
     /* drafts: generated positions, each row in a plain decode's orders */
     for (int32_t k = 0; k < n_draft; k++)

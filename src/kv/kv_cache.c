@@ -229,7 +229,7 @@ static nc_code cache_create(nc_kv_shape shape, nc_kv_types types,
     kv->state = calloc((size_t)max_seqs, sizeof *kv->state);
   if ((kv->state_floats > 0 && !kv->state) || !kv->layers || !kv->k || !kv->v ||
       !kv->refcount || !kv->free_list[0] || !kv->free_list[1] || !kv->seqs ||
-      !nc_kv_prefix_alloc(kv)) {
+      !nc_kv_prefix_alloc(kv) || !nc_kv_snap_alloc(kv)) {
     const size_t bytes = bytes_k + bytes_v;
     nc_kv_cache_free(kv);
     return nc_fail(err, NC_ERR_NOMEM,
@@ -308,6 +308,7 @@ void nc_kv_cache_free(nc_kv_cache *kv) {
   free(kv->free_list[0]);
   free(kv->free_list[1]);
   nc_kv_prefix_free(kv);
+  nc_kv_snap_free_all(kv);
   free(kv);
 }
 
@@ -336,6 +337,7 @@ int32_t nc_kv_seq_new(nc_kv_cache *kv) {
   q->swa_first = 0;
   q->n_chained = 0;
   q->root = q->chain = nc_kv_salt_hash(NULL, 0);
+  q->snap_roll = -1;
   return s;
 }
 
@@ -345,6 +347,7 @@ static void block_release(nc_kv_cache *kv, int32_t b) {
     nc_kv_lru_push(kv, b); /* cached: reusable until evicted */
   } else {
     const int32_t g = nc_kv_block_group(kv, b);
+    nc_kv_snap_drop(kv, b);
     kv->free_list[g][kv->n_free[g]++] = b;
   }
 }
@@ -431,6 +434,7 @@ int32_t nc_kv_seq_fork(nc_kv_cache *kv, int32_t src) {
   q->n_chained = p->n_chained;
   q->chain = p->chain;
   q->root = p->root;
+  q->snap_roll = -1; /* (the source's stays the source's) */
   q->live = true;
   return s;
 }

@@ -184,8 +184,8 @@ size_t nc_kv_bytes_total(const nc_kv_cache *kv);
  * source's; the forward pass reads and advances it with the positions. The
  * state of a position cannot be taken back: nc_kv_seq_truncate below the
  * length cuts such a sequence to 0 (recomputed from its tokens), and
- * nc_kv_rollback_room is 0. Prefix reuse (below) finds nothing for them
- * (the state of a cached prefix is not kept). */
+ * nc_kv_rollback_room is 0. Prefix reuse (below) needs the state at the
+ * end of the reused blocks: snapshots (kv_snap.c). */
 
 /* The state slot of a live sequence (state_floats floats), NULL for a
  * cache without state or a sequence that is not live. */
@@ -194,6 +194,31 @@ float *nc_kv_seq_state(nc_kv_cache *kv, int32_t seq);
 int64_t nc_kv_state_floats(const nc_kv_cache *kv);
 /* Bytes of the state slots allocated (the pool). */
 size_t nc_kv_state_bytes(const nc_kv_cache *kv);
+
+/* ---- state snapshots (kv_snap.c)
+ *
+ * A cache with state keeps at most max_seqs snapshots of a sequence's
+ * state, each at the end of one of its full blocks, attached to that block
+ * (dropped with its content: the block freed unnamed or evicted). A prefix
+ * hit (below) ends at a named block with a snapshot, and restores the
+ * state from it: the hit's positions then continue bit for bit as a cold
+ * run (the state after position p depends only on the tokens up to p).
+ * The forward pass writes a snapshot (nc_batch_set_snapshot) while it
+ * computes the block's last position. */
+
+/* A snapshot buffer (state_floats floats) for the state of live seq after
+ * position end - 1, attached to its block that ends at end (end a multiple
+ * of the block size; the block reserved, the sequence's own, not yet
+ * written: its length < end). rolling: drops the snapshot the sequence
+ * took rolling before (a sequence keeps one rolling snapshot; others stay
+ * until evicted). Past the bound, the least recently used snapshot of a
+ * named block makes room. NULL: no state, no such block, no room. */
+float *nc_kv_snap_take(nc_kv_cache *kv, int32_t seq, int32_t end, bool rolling);
+/* Snapshots attached now, their bound (max_seqs; 0 without state), and the
+ * bytes of the snapshot buffers allocated. */
+int32_t nc_kv_snaps_held(const nc_kv_cache *kv);
+int32_t nc_kv_snaps_max(const nc_kv_cache *kv);
+size_t nc_kv_snap_bytes(const nc_kv_cache *kv);
 
 /* ---- prefix caching (kv_prefix.c): content-addressed full blocks
  *
@@ -220,8 +245,10 @@ size_t nc_kv_state_bytes(const nc_kv_cache *kv);
 uint64_t nc_kv_salt_hash(const char *salt, size_t len);
 /* On an empty live sequence: roots its chain at salt and takes the longest
  * run of indexed full blocks whose token ids prefix tokens[0, n_tokens),
- * leaving at least the last token to feed. Returns the positions reused
- * (its new length, a multiple of the block size); 0 otherwise. */
+ * leaving at least the last token to feed (with state: the longest such
+ * run whose last block has a snapshot, copied into the sequence's state).
+ * Returns the positions reused (its new length, a multiple of the block
+ * size); 0 otherwise. */
 int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
                                 const int32_t *tokens, int32_t n_tokens);
 /* What nc_kv_seq_attach_prefix would reuse now, changing nothing: the

@@ -24,6 +24,8 @@ typedef struct kv_seq {
   int32_t n_chained;
   uint64_t chain;
   uint64_t root; /* the salt's hash */
+  /* the table entry whose block holds its rolling snapshot (-1: none) */
+  int32_t snap_roll;
 } kv_seq;
 
 /* Block ids of all groups share one numbering: group g owns the ids
@@ -86,6 +88,14 @@ struct nc_kv_cache {
    * slot of sequence id i, NULL until that id first goes live. */
   int64_t state_floats;
   float **state; /* [max_seqs] */
+  /* State snapshots (kv_snap.c): max_snaps slots, each a buffer of
+   * state_floats (NULL until first used), the global block it is attached
+   * to (-1: free) and its last use; block_snap[b]: b's slot or -1. */
+  int32_t max_snaps;
+  float **snap_buf;
+  int32_t *snap_block;
+  uint64_t *snap_stamp, snap_clock;
+  int32_t *block_snap; /* [n_blocks] */
 };
 
 /* The group of block b. */
@@ -104,6 +114,16 @@ int32_t nc_kv_swa_keep_from(const nc_kv_cache *kv, int32_t len);
  * (src >= 0); false when out of memory. */
 bool nc_kv_state_init(nc_kv_cache *kv, int32_t s, int32_t src);
 void nc_kv_state_zero(nc_kv_cache *kv, int32_t s);
+
+/* kv_snap.c: the slots (none without state); dropping block b's snapshot
+ * (its content goes); moving from's to to when to has none (a duplicate
+ * block's snapshot to the named twin); b's snapshot or NULL (touch: counts
+ * as a use for the LRU). */
+bool nc_kv_snap_alloc(nc_kv_cache *kv);
+void nc_kv_snap_free_all(nc_kv_cache *kv);
+void nc_kv_snap_drop(nc_kv_cache *kv, int32_t b);
+void nc_kv_snap_move(nc_kv_cache *kv, int32_t from, int32_t to);
+const float *nc_kv_snap_of(nc_kv_cache *kv, int32_t b, bool touch);
 
 /* kv_prefix.c */
 bool nc_kv_prefix_alloc(nc_kv_cache *kv);

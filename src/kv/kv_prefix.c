@@ -20,7 +20,11 @@
  * is evicted on its own. A hit must find every SWA block from the window
  * start of its end on (nc_kv_swa_keep_from): the run of global blocks is
  * cut back to the longest such end, so that the reused K/V are those a cold
- * run would have (the rest is recomputed). */
+ * run would have (the rest is recomputed).
+ *
+ * Recurrent state: a hit also needs the state its last block ends with;
+ * the run is cut back to the last block with a snapshot (kv_snap.c), which
+ * the hit copies into the sequence's state slot. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +130,7 @@ void nc_kv_unhash(nc_kv_cache *kv, int32_t b) {
     link = &kv->hash_next[*link];
   if (*link == b) *link = kv->hash_next[b];
   kv->hashed[b] = false;
+  nc_kv_snap_drop(kv, b);
   kv->n_hashed[nc_kv_block_group(kv, b)]--;
 }
 
@@ -173,12 +178,9 @@ static int32_t max_hit_blocks(const nc_kv_cache *kv, int32_t n_tokens) {
  * global blocks, cut back to the last end whose sliding-window blocks are
  * all indexed. *n_idle: the cached (refcount 0) global blocks among the
  * hit's. Returns the hit in blocks. */
-static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
-                        const int32_t *tokens, int32_t n_tokens,
-                        int64_t *n_idle) {
+static int32_t find_hit(nc_kv_cache *kv, uint64_t salt, const int32_t *tokens,
+                        int32_t n_tokens, int64_t *n_idle) {
   *n_idle = 0;
-  /* a recurrent state is not kept with the blocks: no prefix to reuse */
-  if (kv->state_floats > 0) return 0;
   const int32_t bt = kv->block_tokens,
                 max_blocks = max_hit_blocks(kv, n_tokens);
   uint64_t chain = salt;
@@ -199,6 +201,10 @@ static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
         continue;
       }
     }
+    if (kv->state_floats > 0 && !nc_kv_snap_of(kv, b, false)) {
+      chain = h; /* no state to resume from at its end */
+      continue;
+    }
     best = i + 1;
     *n_idle = idle;
     chain = h;
@@ -209,7 +215,9 @@ static int32_t find_hit(const nc_kv_cache *kv, uint64_t salt,
 int32_t nc_kv_prefix_peek(const nc_kv_cache *kv, uint64_t salt,
                           const int32_t *tokens, int32_t n_tokens,
                           int64_t *n_idle) {
-  return find_hit(kv, salt, tokens, n_tokens, n_idle) * kv->block_tokens;
+  /* (find_hit changes nothing: it only reads the snapshots) */
+  return find_hit((nc_kv_cache *)kv, salt, tokens, n_tokens, n_idle) *
+         kv->block_tokens;
 }
 
 /* Takes block b (a hit) for a sequence. */
@@ -247,6 +255,10 @@ int32_t nc_kv_seq_attach_prefix(nc_kv_cache *kv, int32_t seq, uint64_t salt,
   q->n_blocks = hit;
   q->swa_first = kv->n_groups > 1 ? first : 0;
   q->len = hit * bt;
+  if (kv->state_floats > 0)
+    memcpy(kv->state[seq],
+           nc_kv_snap_of(kv, q->blocks[NC_KV_GLOBAL][hit - 1], true),
+           sizeof(float) * (size_t)kv->state_floats);
   return q->len;
 }
 
@@ -264,8 +276,12 @@ void nc_kv_seq_publish(nc_kv_cache *kv, int32_t seq, const int32_t *tokens,
      * named while the sequence still holds it. */
     for (int32_t g = 0; g < kv->n_groups; g++) {
       const int32_t b = q->blocks[g][i];
-      if (b >= 0 && !kv->hashed[b] && lookup(kv, g, h, q->chain, t) < 0)
+      if (b < 0 || kv->hashed[b]) continue;
+      const int32_t twin = lookup(kv, g, h, q->chain, t);
+      if (twin < 0)
         insert(kv, b, h, q->chain, t);
+      else /* its state snapshot to the named twin (same content) */
+        nc_kv_snap_move(kv, b, twin);
     }
     q->chain = h;
     q->n_chained++;

@@ -15,8 +15,9 @@ nc_code nc_batch_init(nc_batch *b, int32_t capacity, nc_error *err) {
   b->want_logits = malloc((size_t)capacity);
   b->prompt_order = malloc((size_t)capacity);
   b->mm_order = malloc((size_t)capacity);
+  b->snap = malloc(sizeof(float *) * (size_t)capacity);
   if (!b->token || !b->pos || !b->seq || !b->want_logits || !b->prompt_order ||
-      !b->mm_order) {
+      !b->mm_order || !b->snap) {
     nc_batch_free(b);
     return nc_fail(err, NC_ERR_NOMEM, "batch of %d entries: out of memory",
                    (int)capacity);
@@ -33,6 +34,7 @@ void nc_batch_free(nc_batch *b) {
   free(b->want_logits);
   free(b->prompt_order);
   free(b->mm_order);
+  free(b->snap);
   memset(b, 0, sizeof *b);
 }
 
@@ -50,7 +52,12 @@ bool nc_batch_add(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
   b->want_logits[i] = want_logits ? 1 : 0;
   b->prompt_order[i] = 0;
   b->mm_order[i] = 0;
+  b->snap[i] = NULL;
   return true;
+}
+
+void nc_batch_set_snapshot(nc_batch *b, int32_t row, float *dst) {
+  if (row >= 0 && row < b->n_tokens) b->snap[row] = dst;
 }
 
 /* The end of a prompt's micro-batches of min_rows or more rows. */

@@ -19,6 +19,10 @@ typedef struct nc_batch {
   /* NC_MM_* bits: the matmul order of the row's micro-batch in llama.cpp
    * (set by nc_batch_add_prompt, 0 by nc_batch_add) */
   uint8_t *mm_order;
+  /* recurrent state: where the forward pass copies the row's sequence's
+   * state once it has computed the row (a snapshot, kv_cache.h), NULL:
+   * nowhere; NULL by every add, set by nc_batch_set_snapshot */
+  float **snap;
 } nc_batch;
 
 /* llama.cpp's K-quant matmuls take its tiled order for a micro-batch of
@@ -71,6 +75,8 @@ bool nc_batch_add_prompt(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
  * cache can hand them to any later request (the engine's reuse orders). */
 bool nc_batch_add_reusable(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
                            bool want_logits);
+/* Row row's snapshot target (nc_batch's snap). */
+void nc_batch_set_snapshot(nc_batch *b, int32_t row, float *dst);
 /* Number of entries with want_logits set (rows of the logits output). */
 int32_t nc_batch_n_logits(const nc_batch *b);
 

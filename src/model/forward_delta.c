@@ -1,5 +1,7 @@
 /* forward_delta: the gated DeltaNet block of a recurrent layer
- * (nc_fwd_gated_delta_net, forward.h), over the sequences' state slots. */
+ * (nc_fwd_gated_delta_net, forward.h), over the sequences' state slots; a
+ * row with a snapshot target (nc_batch's snap) has the layer's state copied
+ * there once the row is computed, each thread its own channels and heads. */
 #include <math.h>
 #include <string.h>
 
@@ -17,6 +19,12 @@ typedef struct delta_task {
 
 static float *layer_state(const delta_task *t, int32_t row) {
   return nc_kv_seq_state(t->ctx->kv, t->b->seq[row]) + t->state_at;
+}
+
+/* The row's snapshot target at this layer's part, or NULL. */
+static float *layer_snap(const delta_task *t, int32_t row) {
+  float *s = t->b->snap ? t->b->snap[row] : NULL;
+  return s ? s + t->state_at : NULL;
 }
 
 /* The causal convolution and SiLU of channels [lo, hi), in place on
@@ -43,6 +51,10 @@ static void conv_worker(void *p, int ith, int nth) {
       st[K - 2] = in;
       x[c] = sum / (1.0f + nc_expf_ggml(-sum)); /* SiLU, ggml's exp */
     }
+    float *snap = layer_snap(t, r);
+    if (snap)
+      memcpy(snap + lo * (K - 1), win + lo * (K - 1),
+             sizeof(float) * (size_t)((hi - lo) * (K - 1)));
   }
 }
 
@@ -96,6 +108,10 @@ static void rule_worker(void *p, int ith, int nth) {
                            x + 2 * Hk * S + h * S, bd[Hv + h], bd[h], scale,
                            o + h * S, S);
     }
+    float *snap = layer_snap(t, r);
+    if (snap)
+      memcpy(snap + conv_floats + lo * S * S, st + lo * S * S,
+             sizeof(float) * (size_t)((hi - lo) * S * S));
   }
 }
 

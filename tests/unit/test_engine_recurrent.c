@@ -9,11 +9,16 @@
  *   exactly as the original (the state is copied);
  * - the state slots: zeros for a new sequence, one per live sequence,
  *   truncating below the length cuts the sequence to 0;
+ * - snapshots (kv_cache.h): a row with a snapshot target leaves there the
+ *   state a sequence fed exactly up to it has; a snapshot goes with its
+ *   block's content;
  * - the engine gives each request the tokens and logprobs it gets alone on
  *   a fresh engine: beside other requests, in small chunks (the state
  *   carried across chunks), in a pool so small that requests are preempted
- *   (their state recomputed from their tokens), and again on the same
- *   engine (no prefix hit: a state is not cached with the blocks);
+ *   (their state recomputed, or restored from a snapshot), and again on
+ *   the same engine (a prefix hit up to the snapshot at the prompt's last
+ *   block end); a chat's every turn is a prefix hit up to the last block
+ *   end of the turn before, with the tokens of a cold run;
  * - n > 1 forks copy the state: greedy completions equal the greedy
  *   request alone; beam search gives the same text in chunks of 16 as in
  *   one batch. */
@@ -101,11 +106,10 @@ static void fwd_open(fwd *f, const nucleus_model *m, int32_t n, int32_t rows) {
   const nc_hparams *hp = nc_model_hparams(m);
   nucleus_error err;
   f->nv = hp->n_vocab;
-  assert_int_equal(nc_kv_cache_create_typed(nc_hp_kv_shape(hp),
-                                            nc_model_kv_types(m),
-                                            4 * ((n + 15) / 16) + 4, 16, 4,
-                                            &f->kv, &err),
-                   NC_OK);
+  assert_int_equal(
+      nc_kv_cache_create_typed(nc_hp_kv_shape(hp), nc_model_kv_types(m),
+                               4 * ((n + 15) / 16) + 4, 16, 4, &f->kv, &err),
+      NC_OK);
   assert_true(nc_kv_state_floats(f->kv) > 0);
   assert_int_equal(nc_context_create(m, f->kv, rows, &f->ctx, &err), NC_OK);
   assert_int_equal(nc_batch_init(&f->b, rows, &err), NC_OK);
@@ -128,8 +132,8 @@ static void feed(fwd *f, int n_seq, const int32_t *seqs,
   nc_batch_clear(&f->b);
   int32_t rows = 0, row_pos[512], row_seq[512];
   for (int p = 0; p < n_seq; p++) {
-    assert_int_equal(
-        nc_kv_seq_reserve(f->kv, seqs[p], done[p] + take[p], &err), NC_OK);
+    assert_int_equal(nc_kv_seq_reserve(f->kv, seqs[p], done[p] + take[p], &err),
+                     NC_OK);
     for (int32_t i = done[p]; i < done[p] + take[p]; i++) {
       assert_true(nc_batch_add(&f->b, tok[p][i], i, seqs[p], true));
       row_pos[rows] = i;
@@ -263,6 +267,59 @@ static void test_state_slots(void **state) {
   fwd_close(&f);
 }
 
+/* A row with a snapshot target leaves there the state of its sequence
+ * after it: the state of a sequence fed exactly up to that row, whatever
+ * rows come after it in the call; the snapshot goes when its block is
+ * freed unnamed. */
+static void test_state_snapshots(void **state) {
+  const nucleus_model *m = need(state);
+  const nc_hparams *hp = nc_model_hparams(m);
+  fwd f;
+  fwd_open(&f, m, 40, 40);
+  const size_t bytes = sizeof(float) * (size_t)nc_kv_state_floats(f.kv);
+  assert_int_equal(nc_kv_snaps_max(f.kv), 4); /* the cache's max_seqs */
+  int32_t tok[40];
+  random_tokens(tok, 40, hp->n_vocab, 0x5EEDull);
+  /* the state after exactly 16 tokens */
+  const int32_t a = nc_kv_seq_new(f.kv);
+  int32_t done = 0;
+  const int32_t sixteen = 16;
+  float *lg = malloc(sizeof(float) * 40 * (size_t)hp->n_vocab);
+  const int32_t *tp[1] = {tok};
+  float *out[1] = {lg};
+  feed(&f, 1, &a, tp, &done, &sixteen, out);
+  float *want = malloc(bytes);
+  memcpy(want, nc_kv_seq_state(f.kv, a), bytes);
+  nc_kv_seq_free(f.kv, a);
+  /* 30 tokens in one call, the row of position 15 with a target */
+  const int32_t b = nc_kv_seq_new(f.kv);
+  nucleus_error err;
+  assert_int_equal(nc_kv_seq_reserve(f.kv, b, 30, &err), NC_OK);
+  assert_null(nc_kv_snap_take(f.kv, b, 15, true)); /* not a block end */
+  assert_null(nc_kv_snap_take(f.kv, b, 48, true)); /* not reserved */
+  float *snap = nc_kv_snap_take(f.kv, b, 16, true);
+  assert_non_null(snap);
+  assert_int_equal(nc_kv_snaps_held(f.kv), 1);
+  nc_batch_clear(&f.b);
+  for (int32_t i = 0; i < 30; i++)
+    assert_true(nc_batch_add(&f.b, tok[i], i, b, i == 29));
+  nc_batch_set_snapshot(&f.b, 15, snap);
+  assert_int_equal(nc_context_forward(f.ctx, &f.b, f.logits, &err), NC_OK);
+  assert_memory_equal(snap, want, bytes);
+  assert_true(memcmp(nc_kv_seq_state(f.kv, b), want, bytes) != 0);
+  /* written: no second target for that block end */
+  assert_null(nc_kv_snap_take(f.kv, b, 16, true));
+  /* never named: it goes with the block */
+  nc_kv_seq_free(f.kv, b);
+  assert_int_equal(nc_kv_snaps_held(f.kv), 0);
+  print_message("qwen35 (random): the snapshot at a block end of a 30-row "
+                "call == the state after 16 tokens; dropped with its "
+                "unnamed block\n");
+  free(want);
+  free(lg);
+  fwd_close(&f);
+}
+
 /* ---- the engine */
 
 #define MAX_GEN 24
@@ -365,15 +422,18 @@ static void test_engine_invariance(void **state) {
     nucleus_engine_free(e);
   }
   nucleus_engine *e = engine(m, 4096, 512);
-  for (int i = 0; i < N; i++) { /* again on one engine: no prefix hit */
+  for (int i = 0; i < N; i++) { /* again on one engine: a prefix hit */
     spec s = specs[i];
     s.arrival = 0;
     run_on(e, &s, 1, &got[i]);
     assert_same(&ref[i], &got[i], "alone");
+    assert_int_equal(got[i].cached, 0);
     run_on(e, &s, 1, &got[i]);
     assert_same(&ref[i], &got[i], "the same prompt again");
-    assert_int_equal(got[i].cached, 0);
+    /* the prompt's last block end short of its last token */
+    assert_int_equal(got[i].cached, (s.n_prompt - 1) / 16 * 16);
   }
+  assert_true(nc_kv_snaps_held(e->kv) <= nc_kv_snaps_max(e->kv));
   nucleus_engine_free(e);
   e = engine(m, 4096, 512);
   run_on(e, specs, N, got);
@@ -393,10 +453,53 @@ static void test_engine_invariance(void **state) {
   nucleus_engine_get_stats(e, &st);
   assert_true(st.preemptions_total > 0);
   nucleus_engine_free(e);
-  print_message("qwen35 (random): %d requests: alone == again (no prefix "
+  print_message("qwen35 (random): %d requests: alone == again (a prefix "
                 "hit) == together == in chunks of 7 == in a pool of 112 "
-                "tokens (%lld preemptions, the state recomputed)\n",
+                "tokens (%lld preemptions)\n",
                 N, (long long)st.preemptions_total);
+}
+
+/* A chat on one engine: each turn's prompt is the one before, its reply
+ * and 9 new tokens. Every turn but the first takes the prefix up to the
+ * last block end the turn before fed (its state from the rolling
+ * snapshot) and gives the tokens and logprobs of the same prompt on a
+ * fresh engine. */
+static void test_engine_multi_turn(void **state) {
+  nucleus_model *m = need(state);
+  enum { TURNS = 3, NEW = 9, GEN = 20 };
+  const int32_t nv = nc_model_hparams(m)->n_vocab;
+  int32_t conv[40 + TURNS * (GEN + NEW)];
+  int32_t n = 40, fed_before = 0;
+  random_tokens(conv, n, nv, 0xC4A7ull);
+  nucleus_engine *e = engine(m, 4096, 512);
+  for (int turn = 0; turn < TURNS; turn++) {
+    spec s = {conv, n, GEN, 0};
+    result warm, cold;
+    run_on(e, &s, 1, &warm);
+    nucleus_engine *fresh = engine(m, 4096, 512);
+    run_on(fresh, &s, 1, &cold);
+    nucleus_engine_free(fresh);
+    assert_int_equal(cold.cached, 0);
+    assert_same(&cold, &warm, "a chat turn after a prefix hit");
+    assert_int_equal(warm.cached, fed_before / 16 * 16);
+    assert_int_equal(warm.n, GEN);
+    /* (the last generated token is not fed) */
+    fed_before = n + GEN - 1;
+    memcpy(conv + n, warm.tokens, sizeof(int32_t) * GEN);
+    n += GEN;
+    random_tokens(conv + n, NEW, nv, 0x7E57ull + (uint64_t)turn);
+    n += NEW;
+  }
+  /* one snapshot per prompt end and per sequence's rolling one, at most */
+  assert_true(nc_kv_snaps_held(e->kv) <= 2 * TURNS);
+  assert_true(nc_kv_snap_bytes(e->kv) <= (size_t)nc_kv_snaps_held(e->kv) *
+                                             (size_t)nc_kv_state_floats(e->kv) *
+                                             sizeof(float));
+  nucleus_engine_free(e);
+  print_message("qwen35 (random): a chat of %d turns: each turn's prompt a "
+                "prefix hit to the last turn's last block end, tokens and "
+                "logprobs as on a fresh engine\n",
+                TURNS);
 }
 
 /* One request of n completions (or beams) on an engine of this budget:
@@ -491,6 +594,8 @@ int main(void) {
       cmocka_unit_test(test_forward_invariance),
       cmocka_unit_test(test_engine_invariance),
       cmocka_unit_test(test_engine_forks),
+      cmocka_unit_test(test_engine_multi_turn),
+      cmocka_unit_test(test_state_snapshots),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
