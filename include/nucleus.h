@@ -292,6 +292,12 @@ NUCLEUS_API size_t nucleus_model_kv_bytes_per_position_swa(
  * layers) read another layer's. *n_layer (may be NULL): all the layers. */
 NUCLEUS_API int32_t nucleus_model_kv_layers(const nucleus_model *model,
                                             int32_t *n_layer);
+/* Bytes of recurrent state one sequence carries beside its K/V, whatever
+ * its length (a hybrid model's gated DeltaNet layers: their convolution
+ * windows and state matrices); 0 for a model without. *n_layer_rec (may
+ * be NULL): the layers that keep it. */
+NUCLEUS_API size_t nucleus_model_state_bytes_per_sequence(
+    const nucleus_model *model, int32_t *n_layer_rec);
 
 /* ------------------------------------------------------------- tokenizer */
 
@@ -1305,6 +1311,12 @@ typedef struct nucleus_engine_stats {
   /* The draft model's forward calls (one serves every completion that
    * drafts in a step). */
   int64_t spec_draft_forwards_total;
+  /* Recurrent state (hybrid models; 0 for others): bytes of the sequences'
+   * state slots allocated, the state snapshots the prefix cache holds and
+   * the bytes of their buffers. */
+  int64_t state_bytes;
+  int64_t state_snapshots;
+  int64_t state_snapshot_bytes;
 } nucleus_engine_stats;
 
 NUCLEUS_API void nucleus_engine_get_stats(nucleus_engine *engine,

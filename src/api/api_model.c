@@ -119,6 +119,15 @@ size_t nucleus_model_kv_bytes_per_position(const nucleus_model *model) {
                                   nc_model_kv_types(model));
 }
 
+size_t nucleus_model_state_bytes_per_sequence(const nucleus_model *model,
+                                              int32_t *n_layer_rec) {
+  if (n_layer_rec) *n_layer_rec = 0;
+  if (!model) return 0;
+  const nc_hparams *hp = nc_model_hparams(model);
+  if (n_layer_rec) *n_layer_rec = hp->n_layer_rec;
+  return (size_t)nc_hp_kv_shape(hp).state_floats * sizeof(float);
+}
+
 size_t nucleus_model_kv_bytes_per_position_swa(const nucleus_model *model,
                                                int32_t *window) {
   if (window) *window = 0;

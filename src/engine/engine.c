@@ -1062,6 +1062,9 @@ static void update_stats(nucleus_engine *e) {
   e->stats.kv_blocks_free = nc_kv_blocks_free(e->kv);
   e->stats.prefix_cache_blocks = nc_kv_blocks_hashed(e->kv);
   e->stats.prefix_cache_evictions_total = nc_kv_evictions(e->kv);
+  e->stats.state_bytes = (int64_t)nc_kv_state_bytes(e->kv);
+  e->stats.state_snapshots = nc_kv_snaps_held(e->kv);
+  e->stats.state_snapshot_bytes = (int64_t)nc_kv_snap_bytes(e->kv);
   pthread_mutex_unlock(&e->mu);
 }
 

@@ -12,8 +12,8 @@ static void usage(FILE *out) {
           "abbreviated with their count) and the tensor table (name, type,\n"
           "shape, offset, bytes), the KV cache's bytes per position when\n"
           "this build runs the model (and those of its sliding-window\n"
-          "layers), then the tensor types and the architectures this build\n"
-          "runs.\n"
+          "layers, and a hybrid model's recurrent state per sequence), then\n"
+          "the tensor types and the architectures this build runs.\n"
           "Without a file: the default model.\n"
           "Exit status 1 when the file is missing or malformed.\n");
 }
@@ -35,11 +35,17 @@ static void kv_line(const char *path) {
     printf(", %zu of them on sliding-window layers, kept for the last %d "
            "positions only: %zu per position past the window",
            swa, (int)window, all - swa);
-  int32_t n_layer = 0;
+  int32_t n_layer = 0, n_rec = 0;
   const int32_t own = nucleus_model_kv_layers(m, &n_layer);
-  if (own < n_layer)
+  const size_t state = nucleus_model_state_bytes_per_sequence(m, &n_rec);
+  /* (a recurrent layer keeps state, no K/V) */
+  if (own + n_rec < n_layer)
     printf("; %d of %d layers keep K/V, %d read another layer's", (int)own,
-           (int)n_layer, (int)(n_layer - own));
+           (int)n_layer, (int)(n_layer - own - n_rec));
+  if (state)
+    printf("; recurrent state (%d of %d layers): %zu bytes per sequence, "
+           "whatever its length",
+           (int)n_rec, (int)n_layer, state);
   printf("\n");
   nucleus_model_free(m);
 }

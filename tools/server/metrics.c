@@ -221,6 +221,16 @@ char *metrics_render(metrics *m, const nucleus_engine_stats *stats,
     put_gauge(&t, "nucleus_prefix_cache_evictions_total", "counter",
               "Cached KV blocks evicted for other content.",
               (long long)stats->prefix_cache_evictions_total);
+    put_gauge(&t, "nucleus_state_bytes", "gauge",
+              "Bytes of the sequences' recurrent-state slots (hybrid "
+              "models).",
+              (long long)stats->state_bytes);
+    put_gauge(&t, "nucleus_state_snapshots", "gauge",
+              "Recurrent-state snapshots the prefix cache holds.",
+              (long long)stats->state_snapshots);
+    put_gauge(&t, "nucleus_state_snapshot_bytes", "gauge",
+              "Bytes of the recurrent-state snapshots' buffers.",
+              (long long)stats->state_snapshot_bytes);
     put_spec(&t, stats);
   }
   if (t.failed) {

@@ -134,10 +134,14 @@ enum MHD_Result handle_props(server_ctx *srv, struct MHD_Connection *conn,
                 (json_int_t)count, "bytes", (json_int_t)bytes);
   return reply_json(
       srv, conn, 200,
-      json_pack("{s:o,s:o,s:o,s:o,s:i,s:s,s:o}", "default_generation_settings",
-                settings, "recommended_by_model", from_model, "params",
-                contract, "model",
+      json_pack("{s:o,s:o,s:o,s:o,s:i,s:s,s:o,s:I,s:I}",
+                "default_generation_settings", settings, "recommended_by_model",
+                from_model, "params", contract, "model",
                 json_text(srv->model_id, strlen(srv->model_id)), "n_ctx",
                 srv->n_ctx, "kernels", nucleus_model_kernels(srv->model),
-                "responses_store", store));
+                "responses_store", store, "kv_bytes_per_position",
+                (json_int_t)nucleus_model_kv_bytes_per_position(srv->model),
+                "state_bytes_per_sequence",
+                (json_int_t)nucleus_model_state_bytes_per_sequence(srv->model,
+                                                                   NULL)));
 }
