@@ -338,9 +338,10 @@ typedef struct spec {
   int arrival;
 } spec;
 
-static nucleus_engine *engine(nucleus_model *m, int64_t kv_tokens,
-                              int32_t budget) {
+static nucleus_engine *engine_of(nucleus_model *m, int64_t kv_tokens,
+                                 int32_t budget, bool prefix_cache) {
   nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.no_prefix_cache = !prefix_cache;
   ep.n_ctx = 2048;
   ep.kv_cache_tokens = kv_tokens;
   ep.max_batch_tokens = budget;
@@ -349,6 +350,11 @@ static nucleus_engine *engine(nucleus_model *m, int64_t kv_tokens,
   assert_int_equal(nc_engine_create_stepped(m, &ep, &e, &err), NC_OK);
   assert_true(nc_kv_state_floats(e->kv) > 0);
   return e;
+}
+
+static nucleus_engine *engine(nucleus_model *m, int64_t kv_tokens,
+                              int32_t budget) {
+  return engine_of(m, kv_tokens, budget, true);
 }
 
 static void run_on(nucleus_engine *e, const spec *specs, int n, result *out) {
@@ -445,13 +451,23 @@ static void test_engine_invariance(void **state) {
   for (int i = 0; i < N; i++)
     assert_same(&ref[i], &got[i], "in chunks of 7");
   nucleus_engine_free(e);
+  /* preempted: readmitted from the last snapshot its blocks kept (the
+   * prefix cache), or with the cache off recomputed from the tokens */
+  nucleus_engine_stats st, st_off;
   e = engine(m, 112, 512);
   run_on(e, specs, N, got);
   for (int i = 0; i < N; i++)
     assert_same(&ref[i], &got[i], "preempted");
-  nucleus_engine_stats st;
   nucleus_engine_get_stats(e, &st);
   assert_true(st.preemptions_total > 0);
+  nucleus_engine_free(e);
+  e = engine_of(m, 112, 512, false);
+  run_on(e, specs, N, got);
+  for (int i = 0; i < N; i++)
+    assert_same(&ref[i], &got[i], "preempted, the state recomputed");
+  nucleus_engine_get_stats(e, &st_off);
+  assert_true(st_off.preemptions_total > 0);
+  assert_int_equal(st_off.state_snapshots, 0);
   nucleus_engine_free(e);
   print_message("qwen35 (random): %d requests: alone == again (a prefix "
                 "hit) == together == in chunks of 7 == in a pool of 112 "
