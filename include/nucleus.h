@@ -180,6 +180,30 @@ NUCLEUS_API nucleus_status nucleus_quantize_imatrix(
     const char *in_path, const char *out_path, const char *type, int n_threads,
     const char *imatrix_path, nucleus_error *err);
 
+/* An importance matrix, as llama-imatrix computes one (nucleus imatrix):
+ * the text's tokens cut into chunks of n_ctx, each run from an empty cache
+ * (its first token BOS when the model adds one), and for every "blk."
+ * weight the sums of its input columns' squares and the rows summed (per
+ * expert for a mixture's matrices; dense matmuls of 16 rows or more), in
+ * llama-imatrix's GGUF form, which nucleus_quantize_imatrix and
+ * llama-quantize --imatrix read. */
+typedef struct nucleus_imatrix_params {
+  int32_t n_ctx;       /* tokens per chunk, in [16, training context]: 512 */
+  int32_t max_chunks;  /* at most this many chunks (0: every whole one) */
+  bool process_output; /* also output.weight (llama-imatrix's flag) */
+  const char *dataset; /* the name recorded in imatrix.datasets, or NULL */
+} nucleus_imatrix_params;
+NUCLEUS_API nucleus_imatrix_params nucleus_imatrix_default_params(void);
+/* Called after each chunk: done of n_chunks. */
+typedef void (*nucleus_imatrix_progress)(void *arg, int32_t done,
+                                         int32_t n_chunks);
+/* Computes the matrix over tokens (at least one chunk) and writes it to
+ * out_path. params NULL: the defaults. */
+NUCLEUS_API nucleus_status nucleus_imatrix_compute(
+    nucleus_model *model, const int32_t *tokens, size_t n,
+    const nucleus_imatrix_params *params, const char *out_path,
+    nucleus_imatrix_progress progress, void *arg, nucleus_error *err);
+
 /* Prints the metadata and the tensor table of a GGUF file (no weights read). */
 NUCLEUS_API nucleus_status nucleus_print_gguf_info(const char *path, FILE *out,
                                                    nucleus_error *err);

@@ -55,7 +55,7 @@ FACES = {
              "option_table.h",
              "unicode_stream.h", "rng.h"],
     "gguf": ["gguf.h", "quant.h", "iq_grids.h"],
-    "quantize": ["quantize.h"],
+    "quantize": ["quantize.h", "imatrix_save.h"],
     "kernels": ["kernels.h", "ops.h", "attn_kernel.h", "attn_flash.h",
                 "sampler_simd.h"],
     "kv": ["kv_cache.h"],

@@ -213,6 +213,10 @@ void nc_context_set_n_ctx(nc_context *c, int32_t n_ctx) {
   c->fwd.n_ctx = n_ctx > 0 ? n_ctx : 0;
 }
 
+void nc_context_set_observer(nc_context *c, const nc_fwd_observer *obs) {
+  c->fwd.observer = obs;
+}
+
 nc_threadpool *nc_context_threadpool(nc_context *c) {
   return c->fwd.tp;
 }

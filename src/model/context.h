@@ -23,6 +23,9 @@ void nc_context_free(nc_context *ctx);
  * (phi3) picks its factors by, as llama.cpp by its n_ctx_seq; until set,
  * the KV cache's positions, at most the training context. */
 void nc_context_set_n_ctx(nc_context *ctx, int32_t n_ctx);
+/* Tells obs (NULL: nothing) each matmul's input from the next forward on
+ * (forward.h's nc_fwd_observer); obs must outlive its use. */
+void nc_context_set_observer(nc_context *ctx, const nc_fwd_observer *obs);
 /* The context's worker threads, for other data-parallel work between
  * forward calls on the same thread (the engine's grammar masks). */
 nc_threadpool *nc_context_threadpool(nc_context *ctx);

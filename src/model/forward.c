@@ -615,6 +615,10 @@ void nc_fwd_matmul_rows(nc_fwd *ctx, const float *x, int64_t x_stride,
                         int n_mm) {
   bool done[NC_FWD_MAX_MM] = {false};
   if (n_mm > NC_FWD_MAX_MM) n_mm = NC_FWD_MAX_MM;
+  if (ctx->observer)
+    for (int i = 0; i < n_mm; i++)
+      ctx->observer->matmul(ctx->observer->arg, mm[i].w, x, x_stride, idx,
+                            rows);
   const uint8_t *few = ctx->mm_few;
   if (few && idx) { /* row t is x's row idx[t] */
     for (int32_t t = 0; t < rows; t++)
@@ -680,6 +684,10 @@ void nc_fwd_matmul_each(nc_fwd *ctx, const float *x, int64_t x_stride,
     ctx->mm_few = few;
     return;
   }
+  if (ctx->observer)
+    for (int i = 0; i < n_mm; i++)
+      ctx->observer->matmul(ctx->observer->arg, mm[i].w,
+                            x + (int64_t)i * x_stride, x_stride, NULL, 1);
   mm_task t = {
       .kern = ctx->kern, .rows = n_mm, .each = true, .few = ctx->mm_few};
   for (int i = 0; i < n_mm; i++) {

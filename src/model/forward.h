@@ -94,7 +94,19 @@ typedef struct nc_fwd {
   /* [max_seqs]: the length each sequence of the batch reaches with it
    * (the keys of a non-causal row: nc_fwd_keys); set by the context. */
   const int32_t *seq_end;
+  /* NULL, or what is told each matmul's input (nc_context_set_observer) */
+  const struct nc_fwd_observer *observer;
 } nc_fwd;
+
+/* An observer of the matmuls' inputs (nucleus imatrix): before each
+ * matmul, on the thread that called the forward, matmul gets its weight
+ * (an expert's slice: nc_weight_expert) and the rows of x it reads: row k
+ * is x + idx[k] * x_stride (idx NULL: k). */
+typedef struct nc_fwd_observer {
+  void (*matmul)(void *arg, const nc_weight *w, const float *x,
+                 int64_t x_stride, const int32_t *idx, int32_t rows);
+  void *arg;
+} nc_fwd_observer;
 
 const nc_fwd_bufs *nc_fwd_scratch(nc_fwd *ctx);
 const nucleus_model *nc_fwd_model(const nc_fwd *ctx);

@@ -640,6 +640,8 @@ const nc_kernels *nc_model_kernels(const nucleus_model *m) {
 nc_weight nc_weight_expert(const nc_weight *w, int64_t e) {
   nc_weight v = *w;
   v.ne2 = 1;
+  v.expert = (int32_t)e;
+  v.n_experts = (int32_t)w->ne2;
   if (v.data)
     v.data =
         (const uint8_t *)w->data + (size_t)e * (size_t)w->ne1 * w->row_bytes;

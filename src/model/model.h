@@ -185,6 +185,9 @@ typedef struct nc_weight {
   int64_t ne0, ne1, ne2; /* ne2: 1, or the expert count of a 3-D tensor */
   size_t row_bytes;
   const char *name; /* the tensor's name in the file (owned by the gguf) */
+  /* an expert's matrix (nc_weight_expert): its index among n_experts;
+   * n_experts 0 for every other weight */
+  int32_t expert, n_experts;
 } nc_weight;
 
 typedef struct nc_layer_weights {

@@ -21,6 +21,7 @@ static const command COMMANDS[] = {
     {"rerank", cmd_rerank, "score documents for a query with a reranker"},
     {"template", cmd_template, "render the chat template for messages"},
     {"perplexity", cmd_perplexity, "perplexity of a text file"},
+    {"imatrix", cmd_imatrix, "an importance matrix for quantize --imatrix"},
     {"quantize", cmd_quantize, "write a model quantized to a file type"},
     {"bench", cmd_bench, "prefill and decode speed"},
     {"params", cmd_params, "the generation parameters and their defaults"},
