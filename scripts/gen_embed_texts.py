@@ -58,7 +58,8 @@ NO_SPACE = {"zh", "th"}
 def make_text(rng):
     langs = rng.sample(sorted(POOLS), rng.choice([1, 1, 1, 2, 2, 3]))
     r = rng.random()
-    n = rng.randint(1, 8) if r < 0.4 else rng.randint(8, 60) if r < 0.8 else rng.randint(60, 400)
+    n = (rng.randint(1, 8) if r < 0.45 else rng.randint(8, 30) if r < 0.85
+         else rng.randint(30, 80) if r < 0.98 else rng.randint(120, 400))
     parts = []
     for _ in range(n):
         lang = rng.choice(langs)
