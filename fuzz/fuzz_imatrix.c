@@ -3,7 +3,6 @@
  * when they load, every entry is found by name, names are unique and
  * sorted, and every value is finite (a violation traps). Build:
  * make fuzz-imatrix. */
-#define _GNU_SOURCE
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -205,8 +205,17 @@ static bool read_i32(FILE *fp, int32_t *v) {
   return fread(v, sizeof *v, 1, fp) == 1;
 }
 
+/* Bytes left in fp from where it is. */
+static int64_t bytes_left(FILE *fp, int64_t size) {
+  const long pos = ftell(fp);
+  return pos < 0 ? 0 : size - (int64_t)pos;
+}
+
 static nc_code load_legacy(const char *path, FILE *fp, nc_imatrix *m,
                            nc_error *err) {
+  int64_t size = 0;
+  if (fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
+  rewind(fp);
   int32_t n_entries;
   if (!read_i32(fp, &n_entries) || n_entries < 1 || n_entries > MAX_ENTRIES)
     return nc_fail(err, NC_ERR_FORMAT,
@@ -222,7 +231,7 @@ static nc_code load_legacy(const char *path, FILE *fp, nc_imatrix *m,
     if (!read_i32(fp, &len) || len < 1 || len > MAX_NAME ||
         fread(name, 1, (size_t)len, fp) != (size_t)len ||
         !read_i32(fp, &ncall) || !read_i32(fp, &nval) || nval < 1 ||
-        nval > MAX_VALUES) {
+        nval > MAX_VALUES || (int64_t)nval * 4 > bytes_left(fp, size)) {
       c = nc_fail(err, NC_ERR_FORMAT,
                   "importance matrix '%s': entry %d is cut or malformed", path,
                   i + 1);
