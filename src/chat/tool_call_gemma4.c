@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_compact.h"
 #include "tool_call.h"
 
 #define GEMMA4_QUOTE "<|\"|>"
@@ -28,8 +29,8 @@ static json_t *value(cursor *c, int depth);
 /* <|"|>text<|"|> (the text taken as it is: the template escapes nothing) */
 static json_t *string_value(cursor *c) {
   c->i += strlen(GEMMA4_QUOTE);
-  const char *end = memmem(c->s + c->i, c->n - c->i, GEMMA4_QUOTE,
-                           strlen(GEMMA4_QUOTE));
+  const char *end =
+      memmem(c->s + c->i, c->n - c->i, GEMMA4_QUOTE, strlen(GEMMA4_QUOTE));
   if (!end) return NULL;
   const size_t len = (size_t)(end - (c->s + c->i));
   json_t *v = json_stringn(c->s + c->i, len); /* NULL: not UTF-8 */
@@ -136,7 +137,7 @@ char *nc_gemma4_args_json(const char *s, size_t n) {
   cursor c = {s, n, 0};
   if (!n || s[0] != '{') return NULL;
   json_t *o = object(&c, 0);
-  char *out = o && c.i == n ? json_dumps(o, JSON_COMPACT) : NULL;
+  char *out = o && c.i == n ? nc_json_compact(o) : NULL;
   json_decref(o);
   return out;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_compact.h"
 #include "tool_call.h"
 
 #define NAME_MAX_BYTES 256
@@ -121,7 +122,7 @@ static bool push_call(scan *sc, const char *name, size_t nl, const char *body,
   if (ok) {
     nc_tool_scan_result *r = sc->out;
     nc_tool_call *v = realloc(r->calls, (r->n_calls + 1) * sizeof *v);
-    char *args = json_dumps(o, JSON_COMPACT), *nm = malloc(nl + 1);
+    char *args = nc_json_compact(o), *nm = malloc(nl + 1);
     if (!v || !args || !nm) {
       if (v) r->calls = v;
       free(args);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_compact.h"
 #include "tool_call.h"
 
 #define NAME_MAX_BYTES 256
@@ -158,11 +159,11 @@ static size_t json_end(const char *s, size_t len, size_t i) {
 
 /* arguments: an object (dumped compactly) or a string holding one. */
 static char *arguments_text(const json_t *a) {
-  if (json_is_object(a)) return json_dumps(a, JSON_COMPACT);
+  if (json_is_object(a)) return nc_json_compact(a);
   if (json_is_string(a)) {
     json_error_t e;
     json_t *o = json_loadb(json_string_value(a), json_string_length(a), 0, &e);
-    char *t = json_is_object(o) ? json_dumps(o, JSON_COMPACT) : NULL;
+    char *t = json_is_object(o) ? nc_json_compact(o) : NULL;
     json_decref(o);
     return t;
   }
@@ -210,7 +211,7 @@ static bool call_from_parts(const char *name, size_t name_len, const char *args,
   bool ok = json_is_object(o) && valid_name(name, name_len);
   if (ok) {
     nc_tool_call call = {.name = dup_n(name, name_len),
-                         .arguments = json_dumps(o, JSON_COMPACT)};
+                         .arguments = nc_json_compact(o)};
     if (id && valid_name(id, id_len)) call.id = dup_n(id, id_len);
     if (!call.name || !call.arguments) {
       call_clear(&call);

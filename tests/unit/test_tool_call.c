@@ -187,6 +187,11 @@ static const tcase CASES[] = {
        "{\"limit\":3,\"opts\":{\"deep\":true,\"tags\":[\"a\",2.5,null]},"
        "\"query\":\"{\\\"x\\\": 1}\"}",
        NULL}}},
+    {"gemma4 reals as written, not as jansson's 17 digits",
+     NC_TOOL_FORMAT_GEMMA4,
+     "<|tool_call>call:f{x:0.1,y:5e-3,z:-2.0,w:1e300,n:7}<tool_call|>",
+     "",
+     {{"f", "{\"x\":0.1,\"y\":0.005,\"z\":-2.0,\"w\":1e+300,\"n\":7}", NULL}}},
     {"gemma4 no arguments",
      NC_TOOL_FORMAT_GEMMA4,
      "<|tool_call>call:now{}<tool_call|>",
