@@ -1,10 +1,12 @@
-/* libFuzzer target for the JSON Schema converter (src/grammar/json_schema.c): the
- * input up to its first NUL byte is a schema (JSON text); it goes through
+/* libFuzzer target for the JSON Schema converter (src/grammar/json_schema.c):
+ * the input up to its first NUL byte is a schema (JSON text); it goes through
  * nucleus_json_schema_to_gbnf, and the GBNF it gives must compile (or be
  * refused for a bound, left recursion or an empty language: the schema's
  * own faults; a syntax error is the converter's). The bytes after the NUL
  * are fed to a matcher of that grammar one at a time (a refused byte is
- * skipped); what it accepts as a sentence must parse as JSON. */
+ * skipped); what it accepts as a sentence must parse as JSON. The schema
+ * in Gemma 4's call syntax (NUCLEUS_VALUE_SYNTAX_GEMMA4) must compile or
+ * be refused alike. */
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,11 +21,31 @@ static bool schema_fault(const nc_error *err) {
          strstr(err->message, "empty language");
 }
 
+/* The schema's grammar in Gemma 4's syntax compiles, or either step
+ * says why not. */
+static void gemma4_syntax(const char *schema, size_t len) {
+  char *gbnf = NULL;
+  nucleus_error err = {0};
+  if (nucleus_json_schema_to_gbnf_in(schema, len, NUCLEUS_VALUE_SYNTAX_GEMMA4,
+                                     &gbnf, &err) != NUCLEUS_OK) {
+    if (gbnf || !err.message[0]) abort();
+    return;
+  }
+  nc_grammar *g = NULL;
+  nc_error gerr = {0};
+  if (nc_grammar_parse(gbnf, strlen(gbnf), NULL, &g, &gerr) != NC_OK &&
+      !schema_fault(&gerr))
+    abort();
+  nc_grammar_free(g);
+  free(gbnf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 1 << 16) return 0;
   const uint8_t *nul = memchr(data, 0, size);
   size_t slen = nul ? (size_t)(nul - data) : size;
+  gemma4_syntax((const char *)data, slen);
   char *gbnf = NULL;
   nucleus_error err = {0};
   nucleus_status st =

@@ -734,6 +734,22 @@ NUCLEUS_API nucleus_status nucleus_json_schema_to_gbnf(const char *schema_json,
                                                        size_t len,
                                                        char **gbnf_out,
                                                        nucleus_error *err);
+/* The text a schema's values are written in. */
+typedef enum nucleus_value_syntax {
+  NUCLEUS_VALUE_SYNTAX_JSON = 0,
+  /* Gemma 4's tool-call arguments: {key:value,...} with bare keys (of
+   * letters, digits, '_' and '-' where the schema leaves them open),
+   * strings between <|"|> marks, unescaped, without '<' or control
+   * characters but tab and newline; arrays, numbers, true, false and null
+   * as in JSON. 'pattern' (and patternProperties, propertyNames) is
+   * refused: patterns are made of JSON's escapes. */
+  NUCLEUS_VALUE_SYNTAX_GEMMA4 = 1,
+} nucleus_value_syntax;
+/* nucleus_json_schema_to_gbnf with the values written in syntax (an
+ * error names a syntax outside the enum). */
+NUCLEUS_API nucleus_status nucleus_json_schema_to_gbnf_in(
+    const char *schema_json, size_t len, nucleus_value_syntax syntax,
+    char **gbnf_out, nucleus_error *err);
 /* The same, compiled: nucleus_grammar_create of that text. */
 NUCLEUS_API nucleus_status
 nucleus_grammar_from_json_schema(const char *schema_json, size_t len,

@@ -26,6 +26,10 @@ build/fuzz/fuzz_json_schema: $(FUZZ_JSON_SCHEMA_SRCS) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(FUZZ_JSON_SCHEMA_SRCS) -ljansson -lm -o $@
 
+# Schemas as grammars of Gemma 4's call arguments: walks read back by its
+# argument reader into JSON the JSON grammar accepts.
+UNIT_TESTS += test_json_schema_gemma4
+
 # The keywords of real schemas (issue 38): ranges, lengths, combinators,
 # objects, refs, notes.
 UNIT_TESTS += test_json_schema_cover

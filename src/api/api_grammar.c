@@ -21,9 +21,25 @@ void nucleus_grammar_free(nucleus_grammar *g) {
 nucleus_status nucleus_json_schema_to_gbnf(const char *schema_json, size_t len,
                                            char **gbnf_out,
                                            nucleus_error *err) {
+  return nucleus_json_schema_to_gbnf_in(
+      schema_json, len, NUCLEUS_VALUE_SYNTAX_JSON, gbnf_out, err);
+}
+
+nucleus_status nucleus_json_schema_to_gbnf_in(const char *schema_json,
+                                              size_t len,
+                                              nucleus_value_syntax syntax,
+                                              char **gbnf_out,
+                                              nucleus_error *err) {
   if (!gbnf_out)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "json schema: out is NULL");
   *gbnf_out = NULL;
+  if (syntax != NUCLEUS_VALUE_SYNTAX_JSON &&
+      syntax != NUCLEUS_VALUE_SYNTAX_GEMMA4)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "json schema: value syntax %d is not one of %d (JSON) "
+                   "and %d (Gemma 4)",
+                   (int)syntax, NUCLEUS_VALUE_SYNTAX_JSON,
+                   NUCLEUS_VALUE_SYNTAX_GEMMA4);
   if (!schema_json && len)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "json schema: text is NULL");
   /* The grammar can be no longer than this; a schema neither. */
@@ -42,7 +58,11 @@ nucleus_status nucleus_json_schema_to_gbnf(const char *schema_json, size_t len,
     rc = nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                  "a JSON Schema must be an object or a boolean");
   else
-    rc = json_schema_to_gbnf(schema, gbnf_out, err);
+    rc = json_schema_to_gbnf(schema,
+                             syntax == NUCLEUS_VALUE_SYNTAX_GEMMA4
+                                 ? JS_SYNTAX_GEMMA4
+                                 : JS_SYNTAX_JSON,
+                             gbnf_out, err);
   json_decref(schema);
   return rc;
 }

@@ -9,20 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The shared rules: JSON's values, and the formats. A date's day exists in
- * its month (never February 29: the year would decide). */
+/* The shared rules: numbers, true, false and null (the same text in each
+ * syntax), and the formats. A date's day exists in its month (never
+ * February 29: the year would decide). */
 static const char k_prims[] =
-    "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" "
-    "[0-9a-fA-F]{4} )\n"
-    "string ::= \"\\\"\" char* \"\\\"\"\n"
     "integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n"
     "number ::= integer ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?\n"
     "boolean ::= \"true\" | \"false\"\n"
     "null ::= \"null\"\n"
-    "value ::= object | array | string | number | boolean | null\n"
-    "object ::= \"{\" ( string \":\" value ( \",\" string \":\" value )* )? "
-    "\"}\"\n"
-    "array ::= \"[\" ( value ( \",\" value )* )? \"]\"\n"
     "digit2 ::= [0-9] [0-9]\n"
     "date ::= [0-9]{4} \"-\" ( ( \"0\" [13578] | \"1\" [02] ) \"-\" ( \"0\" "
     "[1-9] | [12] [0-9] | \"3\" [01] ) | ( \"0\" [469] | \"11\" ) \"-\" ( "
@@ -153,8 +147,8 @@ static int gen_values(ctx *c, const json_t *s, sb *b) {
                      "is not decided here",
                      kw, other_constraint(s, "enum", "const"));
     if (!ok) continue;
-    char *js = json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (!js) return js_fail_oom(c);
+    char *js = js_value_text(c, x);
+    if (!js) return -1;
     if (written++) js_sb_add(b, " | ", 3);
     js_sb_lit(b, js, strlen(js));
     free(js);
@@ -333,11 +327,18 @@ int js_gen_at_index(ctx *c, const json_t *s, int depth, const char *seg,
   return id;
 }
 
-nc_code json_schema_to_gbnf(const json_t *schema, char **gbnf, nc_error *err) {
+nc_code json_schema_to_gbnf(const json_t *schema, js_syntax syntax, char **gbnf,
+                            nc_error *err) {
   *gbnf = NULL;
-  ctx c = {.root = schema, .base = schema, .err = err, .code = NC_OK};
+  ctx c = {.syntax = syntax,
+           .root = schema,
+           .base = schema,
+           .err = err,
+           .code = NC_OK};
   c.owned = json_array();
   if (!c.owned) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  const char *values = js_syntax_values(syntax);
+  js_sb_add(&c.out, values, strlen(values));
   js_sb_add(&c.out, k_prims, strlen(k_prims));
   int id = js_gen(&c, schema, 0);
   if (id >= 0) js_sb_printf(&c.out, "root ::= r%d\n", id);

@@ -29,10 +29,25 @@
 
 #include "base/status.h"
 
-/* *gbnf: malloc'd NUL-terminated GBNF (root rule "root"). Errors:
+/* The text the grammar's values are written in. */
+typedef enum js_syntax {
+  JS_SYNTAX_JSON,
+  /* Gemma 4's call arguments (its template's format_argument with bare
+   * keys): {key:value,...}, strings between <|"|> marks and unescaped,
+   * arrays, numbers, true, false and null as JSON writes them. Keys are
+   * names of [A-Za-z0-9_-] (declared ones: no ':' ',' '{' '}' '[' ']'),
+   * strings hold no '<' nor control characters but tab and newline, and
+   * 'pattern' (and what needs one: patternProperties, propertyNames) is
+   * refused. */
+  JS_SYNTAX_GEMMA4,
+} js_syntax;
+
+/* *gbnf: malloc'd NUL-terminated GBNF (root rule "root") of values in
+ * syntax. Errors:
  * NC_ERR_INVALID_ARGUMENT outside the subset (the message names the
  * keyword and where: "... (at #/pointer)"), NC_ERR_LIMIT for a schema
  * whose grammar would be too large, NC_ERR_NOMEM. */
-nc_code json_schema_to_gbnf(const json_t *schema, char **gbnf, nc_error *err);
+nc_code json_schema_to_gbnf(const json_t *schema, js_syntax syntax, char **gbnf,
+                            nc_error *err);
 
 #endif

@@ -41,8 +41,8 @@ static bool same_value(const json_t *a, const json_t *b) {
 
 /* The values an items schema takes when they are few: its const or enum
  * (or, typed boolean or null, those), each valid under the whole schema,
- * without repeats, into vals (JSON texts, malloc'd). Returns their count,
- * -1 when the items are not such (or a value's validity is not decided
+ * without repeats, into vals (texts in c's syntax, malloc'd). Returns their
+ * count, -1 when the items are not such (or a value's validity is not decided
  * here), -2 on a failure (c failed). */
 static int few_values(ctx *c, const json_t *items, int depth,
                       char *vals[UNIQUE_MAX_VALUES]) {
@@ -80,10 +80,9 @@ static int few_values(ctx *c, const json_t *items, int depth,
       break;
     }
     if (!ok || seen) continue;
-    vals[n] = json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
+    vals[n] = js_value_text(c, x);
     if (!vals[n]) {
-      n = -2;
-      js_fail_oom(c);
+      n = -2; /* c failed */
       break;
     }
     n++;

@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "grammar.h"
+#include "json_schema.h"
 
 #define MAX_DEPTH 64
 #define MAX_RULES 20000
@@ -37,6 +38,7 @@ typedef struct sb {
 #define MAX_NOTES 32
 
 typedef struct ctx {
+  js_syntax syntax;   /* what the values are written in */
   const json_t *root; /* the document: '#' refs resolve here... */
   const json_t *base; /* ...or in the nearest schema with a '$id' */
   sb out;             /* finished rules */
@@ -82,6 +84,22 @@ void js_sb_printf(sb *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A GBNF literal for bytes s. */
 void js_sb_lit(sb *b, const char *s, size_t len);
+
+/* The value syntax's parts (json_schema_syntax.c). Its shared rules (char,
+ * string, key: a further key of an object, value, object, array), before
+ * the formats'. */
+const char *js_syntax_values(js_syntax s);
+/* The GBNF literal around a string, and around a key. */
+const char *js_quote(const ctx *c);
+const char *js_key_quote(const ctx *c);
+/* The rule of a further key ("string" in JSON). */
+const char *js_key_rule(const ctx *c);
+/* The GBNF literal of declared key name (quoted or bare); -1 when the
+ * syntax cannot write it (c failed). */
+int js_key_lit(ctx *c, sb *b, const char *name);
+/* Value x as the syntax writes it (malloc'd); NULL after a failure (out of
+ * memory, or a value the syntax cannot write). */
+char *js_value_text(ctx *c, const json_t *x);
 
 /* The first failure wins: its code and message are what the caller gets.
  * Each returns -1. */

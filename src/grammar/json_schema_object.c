@@ -34,18 +34,6 @@ static bool in_list(const json_t *list, const char *name) {
   return false;
 }
 
-/* A GBNF literal of name as a JSON string. */
-static void key_lit(sb *b, const char *name) {
-  json_t *j = json_string(name);
-  char *js = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
-  json_decref(j);
-  if (js)
-    js_sb_lit(b, js, strlen(js));
-  else
-    b->oom = true;
-  free(js);
-}
-
 static const char k_key_chars[] =
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
 
@@ -184,14 +172,14 @@ static int extra_kv(ctx *c, const json_t *s, entry *ents, size_t n,
     return 0;
   }
   if (n + ngone == 0 && (!add || json_is_true(add))) {
-    js_sb_add(kv, "string \":\" value", 16);
+    js_sb_printf(kv, "%s \":\" value", js_key_rule(c));
     return 0;
   }
   if (!add || json_is_boolean(add)) return 1;
   int vid = js_gen_at(c, add, depth + 1, "additionalProperties", NULL);
   if (vid < 0) return -1;
   if (n + ngone == 0) {
-    js_sb_printf(kv, "string \":\" r%d", vid);
+    js_sb_printf(kv, "%s \":\" r%d", js_key_rule(c), vid);
     return 0;
   }
   const char **names = calloc(n + ngone, sizeof *names);
@@ -200,10 +188,10 @@ static int extra_kv(ctx *c, const json_t *s, entry *ents, size_t n,
     names[i] = ents[i].name;
   for (size_t i = 0; i < ngone; i++)
     names[n + i] = gone[i];
-  js_sb_add(kv, "\"\\\"\" ", 5);
+  js_sb_printf(kv, "%s ", js_key_quote(c));
   key_not_in(kv, names, n + ngone, 0);
   free(names);
-  js_sb_printf(kv, " \"\\\"\" \":\" r%d", vid);
+  js_sb_printf(kv, " %s \":\" r%d", js_key_quote(c), vid);
   return 0;
 }
 
@@ -454,7 +442,10 @@ int js_gen_object(ctx *c, const json_t *s, sb *b, int depth) {
       if (ids[f] < 0) goto out;
       sb body = {0};
       js_sb_add(&body, f ? "" : "\",\" ", f ? 0 : 4);
-      key_lit(&body, ents[j].name);
+      if (js_key_lit(c, &body, ents[j].name)) {
+        free(body.s);
+        goto out;
+      }
       js_sb_printf(&body, " \":\" r%d", ents[j].kv);
       if (next[0] >= 0) js_sb_printf(&body, " r%d", next[0]);
       if (!ents[j].required) {

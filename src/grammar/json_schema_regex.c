@@ -488,6 +488,11 @@ static int mixed_alternatives(ctx *c, const char *p, size_t n, long long lo,
 }
 
 int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
+  if (c->syntax != JS_SYNTAX_JSON) /* its characters are JSON's escapes */
+    return js_fail(c,
+                   "'pattern' (here '%.64s') is supported in JSON only, "
+                   "not in Gemma 4's call syntax",
+                   p);
   size_t n = strlen(p);
   if (n > 4096) return js_fail(c, "pattern longer than 4096 bytes");
   char *whole = js_anchors_out(p, n);

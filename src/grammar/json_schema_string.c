@@ -59,9 +59,9 @@ static int length_bounded(ctx *c, const format_rule *f, long long lo,
                      "%lld is not supported",
                      lo, hi);
     js_sb_printf(b,
-                 "\"\\\"\" [a-zA-Z0-9._+-]{%lld,%lld} \"@\" [a-z0-9]{1,%lld} "
-                 "\".\" [a-z]{2} \"\\\"\"",
-                 la, a, d);
+                 "%s [a-zA-Z0-9._+-]{%lld,%lld} \"@\" [a-z0-9]{1,%lld} "
+                 "\".\" [a-z]{2} %s",
+                 js_quote(c), la, a, d, js_quote(c));
     return 0;
   }
   long long fixed = !strcmp(f->rule, "uri") ? 12 : 0; /* https:// .com */
@@ -73,9 +73,9 @@ static int length_bounded(ctx *c, const format_rule *f, long long lo,
                      "format '%s' with minLength %lld and maxLength "
                      "%lld is not supported",
                      f->name, lo, hi);
-    js_sb_printf(b, "\"\\\"\" %s[a-z] [a-z0-9]{%lld,%lld}%s \"\\\"\"",
+    js_sb_printf(b, "%s %s[a-z] [a-z0-9]{%lld,%lld}%s %s", js_quote(c),
                  fixed ? "\"https://\" " : "", mn - 1, mx - 1,
-                 fixed ? " \".com\"" : "");
+                 fixed ? " \".com\"" : "", js_quote(c));
     return 0;
   }
   if ((hi >= 0 && hi < f->min) || (f->max >= 0 && f->max < lo))
@@ -119,7 +119,7 @@ int js_gen_string(ctx *c, const json_t *s, sb *b) {
   if (f) {
     if (!lengths ||
         ((f->min >= lo) && (hi < 0 || (f->max >= 0 && f->max <= hi)))) {
-      js_sb_printf(b, "\"\\\"\" %s \"\\\"\"", f->rule);
+      js_sb_printf(b, "%s %s %s", js_quote(c), f->rule, js_quote(c));
       return 0;
     }
     return length_bounded(c, f, lo, hi, b);
@@ -130,8 +130,8 @@ int js_gen_string(ctx *c, const json_t *s, sb *b) {
                       lengths ? hi : -1, b);
   }
   if (hi < 0)
-    js_sb_printf(b, "\"\\\"\" char{%lld,} \"\\\"\"", lo);
+    js_sb_printf(b, "%s char{%lld,} %s", js_quote(c), lo, js_quote(c));
   else
-    js_sb_printf(b, "\"\\\"\" char{%lld,%lld} \"\\\"\"", lo, hi);
+    js_sb_printf(b, "%s char{%lld,%lld} %s", js_quote(c), lo, hi, js_quote(c));
   return 0;
 }
