@@ -4,11 +4,15 @@
 renders the conversation through it (system turn, tool declarations,
 thinking, the call and its result as the template writes them), reads the
 template's call syntax as the "gemma4" format, and answers a chat with
-tools in OpenAI's structure. The weights are random: the structure is
+tools in OpenAI's structure; tool_choice required or named is forced by a
+grammar of Gemma 4's call syntax whose arguments match each tool's
+schema. The weights are random: the structure is
 checked, not the text."""
 
+import json
 import pathlib
 
+import jsonschema
 import openai
 import pytest
 import requests
@@ -78,11 +82,100 @@ def test_chat_with_tools_answers_in_structure(client):
     assert choice.message.content is not None or choice.message.tool_calls
 
 
-def test_forced_call_refused_by_name(client):
-    # no grammar writes Gemma 4's call syntax yet: a clear refusal
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Adds two numbers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer", "maximum": 999},
+                           "b": {"type": "number"},
+                           "tags": {"type": "array", "maxItems": 2,
+                                    "items": {"enum": ["x", "y z"]}}},
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        },
+    },
+}
+SHORT_CITY = {**WEATHER, "function": {**WEATHER["function"], "parameters": {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 12},
+                   "unit": {"enum": ["celsius", "fahrenheit"]}},
+    "required": ["city", "unit"], "additionalProperties": False}}}
+TOOLS = [SHORT_CITY, ADD]
+SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+
+
+def check_calls(message, n_max):
+    assert not message.content
+    assert 1 <= len(message.tool_calls) <= n_max
+    for call in message.tool_calls:
+        name = call.function.name
+        assert name in SCHEMAS
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[name])
+
+
+def test_forced_call_in_gemma4_syntax(client):
+    # the grammar writes <|tool_call>call:NAME{key:value}<tool_call|>, whose
+    # arguments (strings between <|"|> marks) read back as valid JSON
+    for seed in (1, 2, 3):
+        r = client.chat.completions.create(
+            model="m", messages=ASK, tools=TOOLS, tool_choice="required",
+            temperature=1, seed=seed, max_tokens=300)
+        choice = r.choices[0]
+        assert choice.finish_reason == "tool_calls", choice
+        check_calls(choice.message, 2)
+
+
+def test_named_call_single(client):
+    r = client.chat.completions.create(
+        model="m", messages=ASK, tools=TOOLS, temperature=1, seed=4,
+        tool_choice={"type": "function", "function": {"name": "add"}},
+        max_tokens=300)
+    calls = r.choices[0].message.tool_calls
+    assert [c.function.name for c in calls] == ["add"]
+    check_calls(r.choices[0].message, 1)
+
+
+def test_parallel_off_one_call(client):
+    for seed in (5, 6):
+        r = client.chat.completions.create(
+            model="m", messages=ASK, tools=TOOLS, tool_choice="required",
+            parallel_tool_calls=False, temperature=1, seed=seed,
+            max_tokens=300)
+        check_calls(r.choices[0].message, 1)
+
+
+def test_streamed_call_equals_whole(client):
+    args = dict(model="m", messages=ASK, tools=TOOLS, tool_choice="required",
+                temperature=1, seed=7, max_tokens=300)
+    whole = client.chat.completions.create(**args).choices[0].message
+    calls, finish = {}, None
+    for chunk in client.chat.completions.create(stream=True, **args):
+        delta = chunk.choices[0].delta
+        assert not delta.content
+        for c in delta.tool_calls or []:
+            entry = calls.setdefault(c.index, {"name": None, "args": ""})
+            entry["name"] = c.function.name or entry["name"]
+            entry["args"] += c.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert finish == "tool_calls"
+    assert [calls[i]["name"] for i in sorted(calls)] == \
+        [c.function.name for c in whole.tool_calls]
+    assert [json.loads(calls[i]["args"]) for i in sorted(calls)] == \
+        [json.loads(c.function.arguments) for c in whole.tool_calls]
+
+
+def test_schema_outside_gemma4_syntax_refused(client):
+    # patterns are JSON escapes: refused for this syntax, naming the tool
+    tool = {"type": "function", "function": {
+        "name": "lookup", "parameters": {
+            "type": "object",
+            "properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}}}}}
     with pytest.raises(openai.BadRequestError) as e:
-        client.chat.completions.create(model="m", messages=ASK,
-                                       tools=[WEATHER], tool_choice="required",
-                                       max_tokens=8)
-    assert e.value.body["param"] == "tool_choice"
-    assert "gemma4" in e.value.body["message"]
+        client.chat.completions.create(model="m", messages=ASK, tools=[tool],
+                                       tool_choice="required", max_tokens=8)
+    assert e.value.body["param"] == "tools"
+    assert "'lookup'" in e.value.body["message"]
+    assert "'pattern'" in e.value.body["message"]

@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* At most this many calls in one forced reply (parallel_tool_calls). */
-#define MAX_FORCED_CALLS 4
-
 /* The JSON Schema of one call's JSON in the format: {"name": NAME,
  * ARGS_KEY: parameters} for each tool allowed (anyOf when several). */
 static json_t *call_schema(const json_t *tools, const tool_opts *o,
@@ -73,6 +70,7 @@ int tool_grammar_build(const json_t *tools, const tool_opts *o,
                        api_error *e) {
   *out = NULL;
   if (!strcmp(format, "harmony")) return tool_grammar_harmony(tools, o, out, e);
+  if (!strcmp(format, "gemma4")) return tool_grammar_gemma4(tools, o, out, e);
   const format_syntax *fs = NULL;
   for (size_t i = 0; i < sizeof SYNTAX / sizeof SYNTAX[0]; i++)
     if (!strcmp(SYNTAX[i].name, format)) fs = &SYNTAX[i];
@@ -105,9 +103,9 @@ int tool_grammar_build(const json_t *tools, const tool_opts *o,
   memcpy(at, "call", 4); /* "root ::=" -> "call ::=" (same length) */
   at[4] = ' ';
   /* A named function is one call; "required" may make parallel calls, at
-   * most one per tool (and MAX_FORCED_CALLS). */
+   * most one per tool (and TOOL_GRAMMAR_MAX_CALLS). */
   size_t max_calls =
-      o->n_tools < MAX_FORCED_CALLS ? o->n_tools : MAX_FORCED_CALLS;
+      o->n_tools < TOOL_GRAMMAR_MAX_CALLS ? o->n_tools : TOOL_GRAMMAR_MAX_CALLS;
   char head[512];
   if (o->parallel && o->choice == TOOL_CHOICE_REQUIRED && max_calls > 1)
     snprintf(head, sizeof head,
@@ -141,13 +139,16 @@ void tool_grammar_lazy(const json_t *tools, const tool_opts *o,
                        const char **trigger) {
   *out = NULL;
   *trigger = NULL;
-  const format_syntax *fs = NULL;
-  for (size_t i = 0; i < sizeof SYNTAX / sizeof SYNTAX[0]; i++)
-    if (!strcmp(SYNTAX[i].name, format)) fs = &SYNTAX[i];
-  if (!fs || !fs->trigger) return;
+  /* where each format's forced grammar starts */
+  const char *opener = !strcmp(format, "harmony")  ? "<|channel|>commentary to="
+                       : !strcmp(format, "gemma4") ? "<|tool_call>"
+                                                   : NULL;
+  for (size_t i = 0; !opener && i < sizeof SYNTAX / sizeof SYNTAX[0]; i++)
+    if (!strcmp(SYNTAX[i].name, format)) opener = SYNTAX[i].trigger;
+  if (!opener) return;
   tool_opts any = *o;
   any.choice = TOOL_CHOICE_REQUIRED; /* any tool; as many as required's */
   api_error e;
   if (tool_grammar_build(tools, &any, format, out, &e)) return;
-  *trigger = fs->trigger;
+  *trigger = opener;
 }
