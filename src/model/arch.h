@@ -37,7 +37,7 @@ typedef struct nc_arch {
    * "llama" or "gemma". */
   const char *family;
   /* The built-in chat template (chat/chat_template_builtin.h: "gemma",
-   * "chatml", "llama3") for its files that carry none; NULL: chosen by the
+   * "gemma4", "chatml", "llama3") for its files that carry none; NULL: chosen by the
    * vocabulary's special tokens. */
   const char *chat_template;
   unsigned scratch; /* NC_SCRATCH_* bits */

@@ -6,16 +6,19 @@ thinking, the call and its result as the template writes them), reads the
 template's call syntax as the "gemma4" format, and answers a chat with
 tools in OpenAI's structure; tool_choice required or named is forced by a
 grammar of Gemma 4's call syntax whose arguments match each tool's
-schema. The weights are random: the structure is
+schema; a file without a template renders with the built-in Gemma 4 one. The weights are random: the structure is
 checked, not the text."""
 
 import json
 import pathlib
+import subprocess
 
 import jsonschema
 import openai
 import pytest
 import requests
+
+from conftest import NUCLEUS_BIN
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GEMMA4 = ROOT / "build/arch/gemma4.gguf"
@@ -179,3 +182,33 @@ def test_schema_outside_gemma4_syntax_refused(client):
     assert e.value.body["param"] == "tools"
     assert "'lookup'" in e.value.body["message"]
     assert "'pattern'" in e.value.body["message"]
+
+
+def test_builtin_template_for_files_without_one(tmp_path):
+    # the file with its template key renamed (same length): the gemma4
+    # arch's built-in template renders the goldens' conversation as the
+    # model's own template does (the random file's BOS is <|im_start|>)
+    data = GEMMA4.read_bytes()
+    assert data.count(b"tokenizer.chat_template") == 1
+    bare = tmp_path / "gemma4_bare.gguf"
+    bare.write_bytes(data.replace(b"tokenizer.chat_template",
+                                  b"tokenizer.chat_templatx"))
+    del data
+    golden = json.loads((ROOT / "tests/data/templates/gemma4.golden.json")
+                        .read_text())
+    convs = {c["name"]: c for c in json.loads(
+        (ROOT / "tests/data/templates/conversations.json").read_text())}
+    name = "gemma4_reasoning_tool_round_trip"
+    want = next(c["expected"] for c in golden["cases"]
+                if c["conversation"] == name and c["add_generation_prompt"])
+    conv = convs[name]
+    body = tmp_path / "conv.json"
+    body.write_text(json.dumps({
+        "messages": conv["messages"], "tools": conv["tools"],
+        "chat_template_kwargs": conv["kwargs"]}))
+    p = subprocess.run([NUCLEUS_BIN, "template", "-m", str(bare), str(body)],
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    assert "built-in 'gemma4' template" in p.stderr.decode()
+    assert want.startswith(golden["bos_token"])
+    assert p.stdout.decode() == "<|im_start|>" + want[len(golden["bos_token"]):]

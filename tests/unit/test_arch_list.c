@@ -135,7 +135,7 @@ static void test_hf_class_of_files(void **state) {
  * vocabulary's (none here) */
 static void test_builtin_template_by_name(void **state) {
   (void)state;
-  static const char *const NAMES[] = {"gemma", "chatml", "llama3"};
+  static const char *const NAMES[] = {"gemma", "gemma4", "chatml", "llama3"};
   for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) {
     const nc_builtin_template *t = nc_chat_template_builtin(NAMES[i], NULL);
     assert_non_null(t);

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "chat/chat_template.h"
+#include "chat/chat_template_builtin.h"
 
 static const char *const FAMILIES[] = {
     "smollm2",
@@ -73,7 +74,10 @@ static json_t *find_conversation(json_t *convs, const char *name) {
   return NULL;
 }
 
-static void run_family(json_t *convs, const char *family, tally *t) {
+/* The golden cases of family, rendered by its template, or by builtin
+ * (not NULL: the built-in template that stands in for it). */
+static void run_family(json_t *convs, const char *family,
+                       const nc_builtin_template *builtin, tally *t) {
   char rel[256];
   snprintf(rel, sizeof rel, "tests/data/templates/%s.golden.json", family);
   char *path = repo_path(rel);
@@ -85,8 +89,9 @@ static void run_family(json_t *convs, const char *family, tally *t) {
   snprintf(rel, sizeof rel, "tests/data/templates/%s",
            json_string_value(json_object_get(g, "template")));
   size_t tlen = 0;
-  char *src = read_file(rel, &tlen);
+  char *src = builtin ? strdup(builtin->text) : read_file(rel, &tlen);
   assert_non_null(src);
+  if (builtin) tlen = strlen(src);
   nc_chat_template *tmpl;
   nc_error err = {0};
   assert_int_equal(nc_chat_template_compile(src, tlen, &tmpl, &err), NC_OK);
@@ -153,7 +158,7 @@ static void test_family_goldens(void **state) {
   free(path);
   assert_true(json_is_array(convs));
   for (size_t f = 0; f < N_FAMILIES; f++)
-    run_family(convs, FAMILIES[f], &t);
+    run_family(convs, FAMILIES[f], NULL, &t);
   json_decref(convs);
   fprintf(stderr,
           "%zu families: %zu conversations rendered identically, "
@@ -161,6 +166,25 @@ static void test_family_goldens(void **state) {
           N_FAMILIES, t.rendered, t.refused);
   assert_int_equal(t.bad, 0);
   assert_true(t.rendered >= 10 * N_FAMILIES);
+}
+
+/* Gemma 4's built-in template (for files without one) renders every
+ * conversation of the Gemma 4 goldens as the model's own template does. */
+static void test_builtin_gemma4(void **state) {
+  (void)state;
+  tally t = {0};
+  char *path = repo_path("tests/data/templates/conversations.json");
+  json_error_t je;
+  json_t *convs = json_load_file(path, 0, &je);
+  free(path);
+  assert_true(json_is_array(convs));
+  const nc_builtin_template *b = nc_chat_template_builtin("gemma4", NULL);
+  assert_non_null(b);
+  run_family(convs, "gemma4", b, &t);
+  json_decref(convs);
+  assert_int_equal(t.bad, 0);
+  assert_int_equal(t.refused, 0);
+  assert_true(t.rendered >= 50);
 }
 
 static const char CHATML[] =
@@ -266,6 +290,7 @@ static void test_long_conversation(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_family_goldens),
+      cmocka_unit_test(test_builtin_gemma4),
       cmocka_unit_test(test_render_one_call),
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_long_conversation),
