@@ -237,3 +237,22 @@ def test_cli_embed_and_rerank(llama_vectors):
     want = golden_scores()
     assert [r["index"] for r in res] == sorted(range(3),
                                                key=lambda i: -want[i])
+
+
+def test_embedding_model_as_the_main_model(start_server, llama_vectors):
+    """A server whose only model is an embedding model serves the
+    embeddings itself and refuses generation."""
+    need(EMB)
+    srv = start_server("-c", "256", "-t", "2", model=str(EMB))
+    r = requests.post(srv.url + "/v1/embeddings", timeout=60,
+                      json={"input": TEXTS[:2]})
+    assert r.status_code == 200, r.text
+    assert r.json()["model"] == "gemmaemb.gguf"
+    for d, ref in zip(r.json()["data"], llama_vectors):
+        assert cos(np.array(d["embedding"]), ref) >= 0.99999
+    models = requests.get(srv.url + "/v1/models", timeout=10).json()["data"]
+    assert [m["meta"]["embedding"] for m in models] == [True]
+    r = requests.post(srv.url + "/v1/chat/completions", timeout=60, json={
+        "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4})
+    assert r.status_code == 400
+    assert "is an embedding model" in r.json()["error"]["message"]
