@@ -9,12 +9,14 @@ with its prompt prefix a prefix-cache hit; the store's limits; and the
 errors, each a 400 (404 for a gone id) naming the field."""
 
 import json
+import pathlib
 
 import jsonschema
 import openai
 import pytest
 import requests
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 WEATHER = {"type": "function", "name": "get_weather",
            "description": "The current weather of a city",
            "parameters": {"type": "object",
@@ -310,3 +312,65 @@ def test_get_with_query_and_unknown_id(server):
     assert r.status_code == 404
     assert r.json()["error"]["message"] == \
         "Response with id 'resp_x' not found."
+
+
+# ---------------------------------------------- reasoning (a thinking template)
+
+CITY = {"type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 12}},
+        "required": ["city"], "additionalProperties": False}
+
+
+@pytest.fixture(scope="module")
+def thinking(start_server):
+    """The default model given Qwen3's template: a schema constrains only
+    the answer, so the thinking before it is free text that the budget
+    (max_reasoning_tokens, nucleus's) closes."""
+    srv = start_server("-c", "1024", "--chat-template",
+                       str(ROOT / "tests/data/templates/qwen3.jinja"))
+    return openai.OpenAI(base_url=srv.base_url, api_key="unused",
+                         max_retries=0, timeout=300)
+
+
+def test_reasoning_item(thinking):
+    kw = dict(model="m", input="What is the capital of France?",
+              temperature=0, max_output_tokens=80,
+              text={"format": {"type": "json_schema", "name": "city",
+                               "schema": CITY}},
+              extra_body={"max_reasoning_tokens": 12})
+    r = thinking.responses.create(**kw)
+    assert [o.type for o in r.output] == ["reasoning", "message"]
+    reasoning = r.output[0].content[0].text
+    assert reasoning and "<think>" not in r.output_text
+    jsonschema.validate(json.loads(r.output_text), CITY)
+    # the chat completion of the same request: the same split
+    c = thinking.chat.completions.create(
+        model="m", messages=[{"role": "user",
+                              "content": "What is the capital of France?"}],
+        temperature=0, max_tokens=80,
+        response_format={"type": "json_schema",
+                         "json_schema": {"name": "city", "schema": CITY}},
+        extra_body={"max_reasoning_tokens": 12})
+    assert c.choices[0].message.model_extra["reasoning_content"] == reasoning
+    assert r.usage.output_tokens_details.reasoning_tokens == \
+        c.usage.completion_tokens_details.reasoning_tokens > 0
+    # streamed: the reasoning item's deltas, then the message's
+    events = events_of(thinking.responses.create(stream=True, **kw))
+    joined = "".join(e.delta for e in events
+                     if e.type == "response.reasoning_text.delta")
+    assert joined == reasoning
+    final = events[-1].response
+    assert events[-1].type == "response.completed"
+    assert final.output[0].id == r.output[0].id.replace(r.id[5:],
+                                                        final.id[5:])
+    assert final.output_text == r.output_text
+    # a follow-up carries the reasoning to the template (Qwen3 drops it
+    # before the last user turn: the prompt is the chat one without it)
+    follow = thinking.responses.create(
+        model="m", previous_response_id=r.id, input="And of Italy?",
+        max_output_tokens=4, temperature=0)
+    assert follow.usage.input_tokens_details.cached_tokens > 0
+    # reasoning.effort is chat's reasoning_effort: Qwen3's switch
+    r = thinking.responses.create(model="m", input="Hi.", max_output_tokens=2,
+                                  reasoning={"effort": "high"})
+    assert r.reasoning.effort == "high"

@@ -38,6 +38,7 @@ static const struct {
     {"truncation", FIELD_READ},
     {"include", FIELD_READ},
     {"background", FIELD_READ},
+    {"max_reasoning_tokens", FIELD_READ}, /* nucleus: the thinking budget */
     {"user", FIELD_IGNORED},
     {"safety_identifier", FIELD_IGNORED},
     {"prompt_cache_key", FIELD_IGNORED},
@@ -256,6 +257,7 @@ static int chat_plain(const json_t *root, json_t *chat, api_error *e) {
       {"top_p", "top_p"},
       {"max_output_tokens", "max_completion_tokens"},
       {"parallel_tool_calls", "parallel_tool_calls"},
+      {"max_reasoning_tokens", "max_reasoning_tokens"},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
     const json_t *v = field(root, map[i][0]);
