@@ -6,7 +6,9 @@
  * (tools/server/openai/prompt.c: messages and their content parts, tools, the
  * completion prompt as text or token ids), and the same body as an
  * Anthropic Messages API request (tools/server/anthropic/
- * messages_request.c) translated and read as chat.
+ * messages_request.c) and as an OpenAI Responses API request
+ * (tools/server/openai/responses_request.c, responses_input.c), each
+ * translated and read as chat.
  *
  * The input is the request body, as the HTTP handler gets it; both the
  * chat and the completions paths run on it. The model is not loaded: the
@@ -31,6 +33,7 @@
 #include "openai/prompt.h"
 #include "openai/request_fields.h"
 #include "openai/request_parse.h"
+#include "openai/responses_request.h"
 #include "sampling/sampler_contract.h"
 #include "server.h"
 
@@ -306,6 +309,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     json_decref(chat);
   }
+  /* The Responses API's body (no store: a previous_response_id is a 400),
+   * translated, then read as chat reads it. */
+  responses_req rr;
+  api_error re = {0};
+  if (responses_request_parse(&srv, root, &rr, &re) == 0) {
+    FUZZ_CHECK(json_is_object(rr.skeleton) && json_is_array(rr.conversation));
+    gen_request r;
+    api_error e = {0};
+    if (gen_request_parse(rr.chat, true, FUZZ_N_VOCAB, &srv.defaults, &r, &e) ==
+        0) {
+      check_request(&r, model);
+      int32_t *ids = NULL;
+      size_t n = 0;
+      api_error pe = {0};
+      if (prompt_chat(&srv, rr.chat, &r.chat_opts, NULL, NULL, &ids, &n, &pe))
+        check_error(&pe);
+      free(ids);
+      gen_request_free(&r);
+    } else {
+      check_error(&e);
+    }
+  } else {
+    check_error(&re);
+  }
+  responses_req_free(&rr);
   json_decref(root);
   return 0;
 }

@@ -9,7 +9,8 @@
 REQUEST_FUZZ_SERVER := openai/request_parse openai/structured openai/prompt \
   http/api_error http/json_text openai/tool_request openai/speculative \
   openai/request_fields openai/harmony anthropic/messages_request \
-  openai/reasoning_request
+  openai/reasoning_request openai/responses_request openai/responses_input \
+  openai/responses_store
 # The src/ folders it stands on, and the single files of the folders above
 # them that parse and check parameters (clang builds the fuzzer from sources,
 # without the kernels' per-file SIMD flags).
