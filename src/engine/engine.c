@@ -934,12 +934,18 @@ static bool step(nucleus_engine *e) {
         continue; /* the pool is short this step: it waits */
     }
     e->step.fed[n_fed++] = c;
-    int32_t snap_row = -1, snap_end = 0;
+    /* a state model: snapshots of the state for the prefix cache, at the
+     * block end a re-sent prompt can reuse (the last one short of its last
+     * token: kept) and at the last block end these rows reach (rolling:
+     * one per sequence) */
+    const int32_t keep_end = (g->req->n_prompt - 1) / bt * bt;
+    int32_t keep_row = -1, snap_row = -1, snap_end = 0;
     for (int32_t k = 0; k < n; k++) {
       int32_t pos = kv_len + k;
       bool last = pos == c->n_tokens - 1;
       add_row(e, g, c->tokens[pos], pos, c->kv_seq, last);
       if (snaps && (pos + 1) % bt == 0) {
+        if (pos + 1 == keep_end) keep_row = e->batch.n_tokens - 1;
         snap_row = e->batch.n_tokens - 1;
         snap_end = pos + 1;
       }
@@ -948,15 +954,12 @@ static bool step(nucleus_engine *e) {
         e->step.row_comp[n_rows++] = c;
       }
     }
-    /* a state model: the state at the last block end these rows reach, for
-     * the prefix cache (kept at the prompt's last block end, rolling past
-     * it: one per sequence) */
-    if (snap_row >= 0) {
-      const int32_t np = g->req->n_prompt;
-      const bool keep = snap_end <= np && snap_end > np - bt;
+    if (keep_row >= 0)
+      nc_batch_set_snapshot(&e->batch, keep_row,
+                            nc_kv_snap_take(e->kv, c->kv_seq, keep_end, false));
+    if (snap_row >= 0 && snap_row != keep_row)
       nc_batch_set_snapshot(&e->batch, snap_row,
-                            nc_kv_snap_take(e->kv, c->kv_seq, snap_end, !keep));
-    }
+                            nc_kv_snap_take(e->kv, c->kv_seq, snap_end, true));
     /* drafts: generated positions, each row in a plain decode's orders */
     for (int32_t k = 0; k < n_draft; k++)
       add_row(e, g, c->spec.draft[k], kv_len + n + k, c->kv_seq, true);

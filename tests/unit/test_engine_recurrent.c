@@ -479,13 +479,14 @@ static void test_engine_invariance(void **state) {
  * and 9 new tokens. Every turn but the first takes the prefix up to the
  * last block end the turn before fed (its state from the rolling
  * snapshot) and gives the tokens and logprobs of the same prompt on a
- * fresh engine. */
+ * fresh engine; the first turn (48 tokens, 3 blocks, in one step) sent
+ * again reuses 32 (the snapshot kept short of its last token). */
 static void test_engine_multi_turn(void **state) {
   nucleus_model *m = need(state);
   enum { TURNS = 3, NEW = 9, GEN = 20 };
   const int32_t nv = nc_model_hparams(m)->n_vocab;
-  int32_t conv[40 + TURNS * (GEN + NEW)];
-  int32_t n = 40, fed_before = 0;
+  int32_t conv[48 + TURNS * (GEN + NEW)];
+  int32_t n = 48, fed_before = 0;
   random_tokens(conv, n, nv, 0xC4A7ull);
   nucleus_engine *e = engine(m, 4096, 512);
   for (int turn = 0; turn < TURNS; turn++) {
@@ -499,6 +500,11 @@ static void test_engine_multi_turn(void **state) {
     assert_same(&cold, &warm, "a chat turn after a prefix hit");
     assert_int_equal(warm.cached, fed_before / 16 * 16);
     assert_int_equal(warm.n, GEN);
+    if (turn == 0) { /* again: the kept snapshot short of its last token */
+      run_on(e, &s, 1, &warm);
+      assert_same(&cold, &warm, "the first turn again");
+      assert_int_equal(warm.cached, 32);
+    }
     /* (the last generated token is not fed) */
     fed_before = n + GEN - 1;
     memcpy(conv + n, warm.tokens, sizeof(int32_t) * GEN);
