@@ -275,11 +275,11 @@ static void test_state_snapshots(void **state) {
   const nucleus_model *m = need(state);
   const nc_hparams *hp = nc_model_hparams(m);
   fwd f;
-  fwd_open(&f, m, 40, 40);
+  fwd_open(&f, m, 80, 80);
   const size_t bytes = sizeof(float) * (size_t)nc_kv_state_floats(f.kv);
   assert_int_equal(nc_kv_snaps_max(f.kv), 4); /* the cache's max_seqs */
-  int32_t tok[40];
-  random_tokens(tok, 40, hp->n_vocab, 0x5EEDull);
+  int32_t tok[80];
+  random_tokens(tok, 80, hp->n_vocab, 0x5EEDull);
   /* the state after exactly 16 tokens */
   const int32_t a = nc_kv_seq_new(f.kv);
   int32_t done = 0;
@@ -312,9 +312,38 @@ static void test_state_snapshots(void **state) {
   /* never named: it goes with the block */
   nc_kv_seq_free(f.kv, b);
   assert_int_equal(nc_kv_snaps_held(f.kv), 0);
+  /* the bound (max_seqs): a snapshot a row of the call being built writes
+   * is never evicted for another (NULL instead); a named one is, least
+   * recently used first */
+  const int32_t c = nc_kv_seq_new(f.kv);
+  assert_int_equal(nc_kv_seq_reserve(f.kv, c, 80, &err), NC_OK);
+  nc_batch_clear(&f.b);
+  for (int32_t i = 0; i < 80; i++)
+    assert_true(nc_batch_add(&f.b, tok[i], i, c, i == 79));
+  for (int32_t end = 16; end <= 64; end += 16) {
+    float *dst = nc_kv_snap_take(f.kv, c, end, false);
+    assert_non_null(dst);
+    nc_batch_set_snapshot(&f.b, end - 1, dst);
+  }
+  assert_null(nc_kv_snap_take(f.kv, c, 80, false)); /* four in flight */
+  assert_int_equal(nc_context_forward(f.ctx, &f.b, f.logits, &err), NC_OK);
+  nc_kv_seq_publish(f.kv, c, tok, 80);
+  const uint64_t root = nc_kv_salt_hash(NULL, 0);
+  int64_t idle;
+  assert_int_equal(nc_kv_prefix_peek(f.kv, root, tok, 17, &idle), 16);
+  const int32_t d = nc_kv_seq_new(f.kv);
+  assert_int_equal(nc_kv_seq_reserve(f.kv, d, 16, &err), NC_OK);
+  assert_non_null(nc_kv_snap_take(f.kv, d, 16, true));
+  assert_int_equal(nc_kv_snaps_held(f.kv), 4);
+  /* the one after 16 went: no hit that ends there, one that ends at 32 */
+  assert_int_equal(nc_kv_prefix_peek(f.kv, root, tok, 17, &idle), 0);
+  assert_int_equal(nc_kv_prefix_peek(f.kv, root, tok, 33, &idle), 32);
+  nc_kv_seq_free(f.kv, d);
+  nc_kv_seq_free(f.kv, c);
   print_message("qwen35 (random): the snapshot at a block end of a 30-row "
                 "call == the state after 16 tokens; dropped with its "
-                "unnamed block\n");
+                "unnamed block; at most 4, in-flight ones kept, named ones "
+                "evicted LRU\n");
   free(want);
   free(lg);
   fwd_close(&f);
