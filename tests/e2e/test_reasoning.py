@@ -5,7 +5,12 @@ prompt opens it). A grammar forces the think format (the small model would
 not think by itself): the thinking becomes message.reasoning_content (never
 in content), the answer content; streamed deltas join to the non-streamed
 message; reasoning_format "none" (and --reasoning-format none) keep the
-raw text in content; a bad reasoning_format is a 400 naming it."""
+raw text in content; a bad reasoning_format is a 400 naming it. Then the
+thinking budget (closed at exactly N tokens by the engine's forced end
+marker; its errors), JSON schemas and required calls on the answer only,
+reasoning_effort and history, the other families on random-weight files
+(qwen3, Gemma 4's thought channel, gpt-oss's analysis channel), and
+`nucleus chat`'s display of the thinking."""
 
 import pathlib
 
@@ -395,3 +400,28 @@ def test_chat_shows_thinking(model_required):
     dimmed = chat(tty=True)
     joined = dimmed.replace(b"\x1b[0m\x1b[2m", b"")
     assert b"\x1b[2m" + thinking + b"\x1b[0m" in joined, dimmed
+
+
+QWEN3 = ROOT / "build/arch/qwen3.gguf"
+
+
+def test_qwen3_random_weights(start_server):
+    """The qwen3 architecture (random weights) with its template: a budget
+    closes the block the server opened for the JSON answer, which
+    validates, streamed as whole."""
+    import json
+
+    import jsonschema
+    assert QWEN3.is_file(), f"{QWEN3} is missing: `make arch-models`"
+    srv = start_server("-c", "1024", "-t", "2", "--chat-template",
+                       str(TEMPLATES / "qwen3.jinja"), model=str(QWEN3))
+    c = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused")
+    args = dict(model="m", messages=ASK, temperature=1, seed=3,
+                max_tokens=60,
+                response_format={"type": "json_schema", "json_schema": {
+                    "name": "c", "schema": SCHEMA}},
+                extra_body={"max_reasoning_tokens": 5})
+    m, streamed, _ = whole_and_streamed(c, **args)
+    jsonschema.validate(json.loads(m.content), SCHEMA)
+    assert streamed == (m.model_extra.get("reasoning_content") or "",
+                        m.content)
