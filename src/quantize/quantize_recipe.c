@@ -147,6 +147,10 @@ typedef struct recipe_state {
   int64_t n_expert, n_gqa;
   bool tied; /* no output.weight: token_embd is also the output */
   bool has_imatrix;
+  /* llama.cpp's LLM_TYPE_70B (its one size class the rules read): llama
+   * with 80 layers and grouped KV heads, deci, olmo or qwen2 with 80,
+   * jais2 with 68 */
+  bool is_70b;
 } recipe_state;
 
 static nc_type fallback(nc_type t, int64_t ncols) {
@@ -197,6 +201,9 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
       ty = NC_TYPE_Q6_K;
     else if (q4ks && s->i_attn_wv < 4)
       ty = NC_TYPE_Q5_K;
+    /* 8 query heads per attn_v: more bits at little cost */
+    if (s->is_70b && (ty == NC_TYPE_Q3_K || ty == NC_TYPE_Q4_K))
+      ty = NC_TYPE_Q5_K;
     if (s->n_expert == 8) ty = NC_TYPE_Q8_0;
     s->i_attn_wv++;
   } else if (c == CAT_ATTN_K) {
@@ -237,6 +244,10 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
   return fallback(ty, t->ne[0]);
 }
 
+static bool key_eq(gguf_str s, const char *lit) {
+  return s.ptr && s.len == strlen(lit) && memcmp(s.ptr, lit, s.len) == 0;
+}
+
 /* <arch>.key as an integer (an array's first element: per-layer counts),
  * or dflt. */
 static int64_t arch_int(const gguf_file *f, const char *key, int64_t dflt) {
@@ -262,6 +273,14 @@ nc_code nc_quantize_recipe(const gguf_file *f, const nc_ftype *ftype,
   const int64_t heads = arch_int(f, "attention.head_count", 0);
   const int64_t kv_heads = arch_int(f, "attention.head_count_kv", heads);
   s.n_gqa = kv_heads > 0 ? heads / kv_heads : 0;
+  gguf_str arch = {0};
+  (void)gguf_get_str(f, "general.architecture", &arch);
+  const bool llama = key_eq(arch, "llama");
+  s.is_70b = (llama && s.n_layer == 80 && heads != kv_heads) ||
+             ((key_eq(arch, "deci") || key_eq(arch, "olmo") ||
+               key_eq(arch, "qwen2")) &&
+              s.n_layer == 80) ||
+             (key_eq(arch, "jais2") && s.n_layer == 68);
   for (int64_t i = 0; i < n; i++) {
     out[i].tensor = gguf_tensor_at(f, i);
     s.n_attn_wv += attn_v_like(category_of(out[i].tensor->name));

@@ -122,6 +122,23 @@ def test_low_bit_k_mixes_same_as_llama_cpp(tmp_path, ftype, kv_heads,
 
 
 @pytest.mark.slow
+def test_70b_shape_gets_more_attn_v_bits(tmp_path):
+    """llama.cpp's one size-class rule: a Llama of 80 layers with grouped
+    KV heads (its LLM_TYPE_70B) takes Q5_K for attn_v where the mix says
+    Q3_K or Q4_K."""
+    f16 = tmp_path / "llama80_f16.gguf"
+    subprocess.run([sys.executable, str(ROOT / "bench/make_llama_shaped.py"),
+                    str(f16), "--layers", "80", "--embd", "256", "--ff",
+                    "256", "--heads", "4", "--kv-heads", "2"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    out = check_same_file(tmp_path, str(f16), "Q3_K_M")
+    import gguf
+    types = {t.tensor_type.name for t in gguf.GGUFReader(str(out)).tensors
+             if "attn_v" in t.name}
+    assert types == {"Q5_K"}
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("ftype", ["Q2_K", "Q3_K_S", "Q3_K_L"])
 def test_low_bit_k_mixes_with_8_experts(tmp_path, ftype):
     f16 = tmp_path / "moe8_f16.gguf"
