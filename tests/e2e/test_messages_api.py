@@ -286,6 +286,9 @@ def test_errors_in_anthropic_shape(server):
     assert r.json()["type"] == "error"
     r = requests.get(url, headers=hdr)
     assert r.status_code == 405 and r.json()["type"] == "error"
+    r = requests.post(url + "/batches", headers=hdr, json={})
+    assert r.status_code == 404
+    assert r.json()["error"]["type"] == "not_found_error"
     # the same key as a bearer token is accepted too
     r = requests.post(url, headers={"Authorization": "Bearer " + KEY},
                       json={"model": "m", "max_tokens": 2, "messages": USER})
