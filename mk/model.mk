@@ -13,6 +13,15 @@ CFLAGS_src/kernels/delta_net_avx2 := -mavx2 -mfma
 
 UNIT_TESTS += test_ops test_ops_simd test_kv_cache test_forward test_model_load
 UNIT_TESTS += test_attn_flash test_forward_flash test_forward_kvq
+# Flash attention's split order on the random-weight files (build/arch).
+UNIT_TESTS += test_forward_split
+# make bench-split: the split order against the tiled one on a real model,
+# teacher-forced over a long text (bench/flash_split.c; not a test).
+.PHONY: bench-split
+bench-split: $(BUILDDIR)/bench/flash_split
+$(BUILDDIR)/bench/flash_split: bench/flash_split.c $(BUILDDIR)/libnucleus.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
 # The list of architectures: every entry complete, names unique (links the
 # test references to check that each family has one).
 UNIT_TESTS += test_arch_list

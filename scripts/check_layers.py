@@ -85,7 +85,8 @@ SERVER_DEPENDS = {
 
 # Micro-benchmarks that time one internal module against llama.cpp's (make
 # bench-*): like unit tests, they link src/ objects and include src/ headers.
-MODULE_BENCHES = {"bench/kernels.c", "bench/sampler.c", "bench/tokenizer.c"}
+MODULE_BENCHES = {"bench/kernels.c", "bench/sampler.c", "bench/tokenizer.c",
+                  "bench/flash_split.c"}
 
 
 def closure():

@@ -744,7 +744,8 @@ static void retire_groups(nucleus_engine *e) {
  * length, so nothing is shared across requests. */
 static bool prefix_cache_on(const nucleus_engine *e) {
   return !e->params.no_prefix_cache &&
-         e->params.row_orders == NUCLEUS_ROW_ORDERS_REUSE;
+         (e->params.row_orders == NUCLEUS_ROW_ORDERS_REUSE ||
+          e->params.row_orders == NUCLEUS_ROW_ORDERS_SPLIT);
 }
 
 /* Appends a row of the group's sequence seq in the engine's row orders:
@@ -755,6 +756,8 @@ static void add_row(nucleus_engine *e, const group *g, int32_t token,
     nc_batch_add_prompt(&e->batch, token, pos, seq,
                         logits ? NC_LOGITS_LAST : NC_LOGITS_NONE,
                         g->req->n_prompt);
+  else if (e->params.row_orders == NUCLEUS_ROW_ORDERS_SPLIT)
+    nc_batch_add_reusable_split(&e->batch, token, pos, seq, logits);
   else
     nc_batch_add_reusable(&e->batch, token, pos, seq, logits);
 }

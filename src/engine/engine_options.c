@@ -14,7 +14,8 @@ _Static_assert(sizeof(nucleus_row_orders) == sizeof(int),
                "enum fields are ints");
 
 /* Indexed by nucleus_row_orders' values (include/nucleus.h). */
-static const char *const ROW_ORDERS[] = {"auto", "reuse", "llama", NULL};
+static const char *const ROW_ORDERS[] = {"auto", "reuse", "llama", "split",
+                                         NULL};
 
 static const nc_opt_row ROWS[] = {
     {{"n_ctx", "--ctx-size", "-c", NUCLEUS_OPTION_INT, "N", 0, 1 << 24, NULL,
@@ -70,7 +71,9 @@ static const nc_opt_row ROWS[] = {
       ROW_ORDERS,
       "float orders of the rows: reuse (one order for every row, so the "
       "prefix cache reuses earlier turns' prompts and replies), llama "
-      "(llama.cpp's per request, its logits bit for bit; no prefix cache) "
+      "(llama.cpp's per request, its logits bit for bit; no prefix cache), "
+      "split (reuse with flash attention's keys split over the threads: "
+      "faster deep in the cache, not llama.cpp's bits past 256 positions) "
       "or auto (llama for run, else reuse)"},
      E(row_orders),
      NC_OPT_ENUM,

@@ -179,6 +179,26 @@ void nc_flash_tile_widen_avx512(const nc_fp16 *k, size_t k_stride,
                                 int32_t hd, int32_t hdv, const float *tab,
                                 float *kt, float *vt);
 void nc_flash_tstate_init(nc_flash_tstate *st, int32_t m, int32_t hdv);
+
+/* ---- the split prompt order: the prompt order's steps over each chunk of
+ * NC_FLASH_SPLIT_KEYS keys aligned to absolute positions, from a fresh
+ * state (M = -INF, S = 0, acc = 0), the chunks' states then folded into
+ * the row's in position order:
+ *
+ *   a chunk that saw no key (Mc = -INF): nothing;
+ *   the first that saw one: M, S, acc = its own;
+ *   else Mn = fmaxf(M, Mc), a = expf(M - Mn), b = expf(Mc - Mn),
+ *        S = S * a + Sc * b, acc[d] = acc[d] * a + acc_c[d] * b (each
+ *        product rounded, then the sum: no fused multiply-add), M = Mn.
+ *
+ * So a row's chunks may be computed anywhere (other threads, other work
+ * items) and its bits stay a function of its own keys; a row whose keys lie
+ * in one chunk gets the prompt order's bits. */
+enum { NC_FLASH_SPLIT_KEYS = 4 * NC_FLASH_KTILE };
+
+/* Folds rows [0, m) of part (one chunk's state) into st, as above. */
+void nc_flash_tstate_fold(const nc_flash_tstate *st,
+                          const nc_flash_tstate *part, int32_t m, int32_t hdv);
 void nc_flash_tfinish(const nc_flash_tstate *st, int32_t m, int32_t hdv,
                       const float *sinks, float *const *out);
 

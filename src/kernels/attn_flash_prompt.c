@@ -16,6 +16,30 @@ void nc_flash_tstate_init(nc_flash_tstate *st, int32_t m, int32_t hdv) {
   memset(st->acc, 0, sizeof(float) * (size_t)m * (size_t)hdv);
 }
 
+void nc_flash_tstate_fold(const nc_flash_tstate *st,
+                          const nc_flash_tstate *part, int32_t m, int32_t hdv) {
+  for (int32_t i = 0; i < m; i++) {
+    const float Mc = part->M[i], M = st->M[i];
+    if (Mc == -INFINITY) continue; /* the chunk saw no key of this row */
+    float *acc = st->acc + (size_t)i * (size_t)hdv;
+    const float *pc = part->acc + (size_t)i * (size_t)hdv;
+    if (M == -INFINITY) { /* the first chunk that saw one */
+      st->M[i] = Mc;
+      st->S[i] = part->S[i];
+      memcpy(acc, pc, sizeof(float) * (size_t)hdv);
+      continue;
+    }
+    const float Mn = fmaxf(M, Mc), a = expf(M - Mn), b = expf(Mc - Mn);
+    const float sa = st->S[i] * a, sb = part->S[i] * b;
+    st->S[i] = sa + sb;
+    st->M[i] = Mn;
+    for (int32_t d = 0; d < hdv; d++) {
+      const float x = acc[d] * a, y = pc[d] * b;
+      acc[d] = x + y;
+    }
+  }
+}
+
 void nc_flash_tile_widen_plain(const nc_fp16 *k, size_t k_stride,
                                const nc_fp16 *v, size_t v_stride, int32_t n,
                                int32_t hd, int32_t hdv, const float *tab,

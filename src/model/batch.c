@@ -50,7 +50,7 @@ bool nc_batch_add(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
   b->pos[i] = pos;
   b->seq[i] = seq;
   b->want_logits[i] = want_logits ? 1 : 0;
-  b->prompt_order[i] = 0;
+  b->prompt_order[i] = NC_FLASH_ROW;
   b->mm_order[i] = 0;
   b->snap[i] = NULL;
   return true;
@@ -79,7 +79,9 @@ bool nc_batch_add_prompt(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
                          nc_prompt_logits logits, int32_t n_prompt) {
   if (!nc_batch_add(b, token, pos, seq, logits != NC_LOGITS_NONE)) return false;
   const int32_t i = b->n_tokens - 1;
-  b->prompt_order[i] = pos < nc_flash_prompt_order_end(n_prompt);
+  b->prompt_order[i] =
+      (uint8_t)(pos < nc_flash_prompt_order_end(n_prompt) ? NC_FLASH_TILED
+                                                          : NC_FLASH_ROW);
   const bool few = pos >= nc_mm_prompt_order_end(n_prompt);
   /* the last layer's rows with logits: every row of a micro-batch that
    * wants all (as many as the micro-batch, so few as it), else one */
@@ -93,8 +95,15 @@ bool nc_batch_add_reusable(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
                            bool want_logits) {
   if (!nc_batch_add(b, token, pos, seq, want_logits)) return false;
   const int32_t i = b->n_tokens - 1;
-  b->prompt_order[i] = 1;
+  b->prompt_order[i] = NC_FLASH_TILED;
   b->mm_order[i] = NC_MM_OUT_FEW;
+  return true;
+}
+
+bool nc_batch_add_reusable_split(nc_batch *b, int32_t token, int32_t pos,
+                                 int32_t seq, bool want_logits) {
+  if (!nc_batch_add_reusable(b, token, pos, seq, want_logits)) return false;
+  b->prompt_order[b->n_tokens - 1] = NC_FLASH_SPLIT;
   return true;
 }
 

@@ -13,8 +13,10 @@ typedef struct nc_batch {
   int32_t n_tokens, capacity;
   int32_t *token, *pos, *seq;
   uint8_t *want_logits;
-  /* 1: the row takes flash attention's prompt order (llama.cpp's tiled
-   * path, attn_flash.h); set by nc_batch_add_prompt, 0 by nc_batch_add */
+  /* Flash attention's order for the row (nc_flash_order): NC_FLASH_ROW
+   * (nc_batch_add, and nc_batch_add_prompt's rows of short micro-batches),
+   * NC_FLASH_TILED (nc_batch_add_prompt's rows of long ones,
+   * nc_batch_add_reusable) or NC_FLASH_SPLIT (nc_batch_add_reusable_split) */
   uint8_t *prompt_order;
   /* NC_MM_* bits: the matmul order of the row's micro-batch in llama.cpp
    * (set by nc_batch_add_prompt, 0 by nc_batch_add) */
@@ -24,6 +26,23 @@ typedef struct nc_batch {
    * nowhere; NULL by every add, set by nc_batch_set_snapshot */
   float **snap;
 } nc_batch;
+
+/* Flash attention's orders (attn_flash.h, docs/forward.md):
+ * - NC_FLASH_ROW: llama.cpp's per-row path (its decode order);
+ * - NC_FLASH_TILED: llama.cpp's tiled path (a long prompt's rows): every
+ *   key tile of a row folded into one state in position order;
+ * - NC_FLASH_SPLIT: the tiled path's steps over each chunk of
+ *   NC_FLASH_SPLIT_KEYS keys (aligned to absolute positions) from a fresh
+ *   state, the chunks' states then folded in position order
+ *   (nc_flash_tstate_fold): a row's keys can spread over the threads while
+ *   its bits stay those of its keys alone; the same bits as NC_FLASH_TILED
+ *   for a row that sees keys of one chunk only (positions below
+ *   NC_FLASH_SPLIT_KEYS, or a window inside one chunk). */
+typedef enum nc_flash_order {
+  NC_FLASH_ROW = 0,
+  NC_FLASH_TILED = 1,
+  NC_FLASH_SPLIT = 2
+} nc_flash_order;
 
 /* llama.cpp's K-quant matmuls take its tiled order for a micro-batch of
  * NC_MM_TILED_MIN_ROWS or more rows and vec_dot's below (kernels.h,
@@ -75,6 +94,11 @@ bool nc_batch_add_prompt(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
  * cache can hand them to any later request (the engine's reuse orders). */
 bool nc_batch_add_reusable(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
                            bool want_logits);
+/* As nc_batch_add_reusable with flash attention's split order
+ * (NC_FLASH_SPLIT) instead of the tiled one: the same bits for positions
+ * below NC_FLASH_SPLIT_KEYS, other (close) ones past it. */
+bool nc_batch_add_reusable_split(nc_batch *b, int32_t token, int32_t pos,
+                                 int32_t seq, bool want_logits);
 /* Row row's snapshot target (nc_batch's snap). */
 void nc_batch_set_snapshot(nc_batch *b, int32_t row, float *dst);
 /* Number of entries with want_logits set (rows of the logits output). */

@@ -166,6 +166,9 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
                    "context for %d batch tokens: out of memory",
                    (int)max_batch_tokens);
   }
+  /* flash attention's tiles start as zeros (finite, forward_flash.c) */
+  memset(c->fwd.flash_mem, 0,
+         c->fwd.flash_stride * (size_t)nc_threadpool_size(c->fwd.tp));
   float *p = c->buf_mem;
   c->fwd.bufs.x = p, p += T * (size_t)hp->n_embd;
   c->fwd.bufs.xn = p, p += T * w_xn;
@@ -236,6 +239,7 @@ void nc_context_free(nc_context *c) {
   free(c->fwd.vw);
   free(c->fwd.att);
   free(c->fwd.flash_mem);
+  free(c->fwd.flash_split);
   free(c->fwd.kv_row);
   free(c->next_pos);
   free(c->touched);

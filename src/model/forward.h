@@ -80,6 +80,9 @@ typedef struct nc_fwd {
   const nc_attn_flash_kernels *flash;
   uint8_t *flash_mem;
   size_t flash_stride;
+  /* the split order's chunk states of a decode batch (grown on use) */
+  float *flash_split;
+  size_t flash_split_cap; /* floats */
   /* The matmul order of each row of the x the next matmuls read: NC_MM_FEW
    * set (batch.h) where it takes the kernels' gemm_few; NULL: none does.
    * From the batch (nc_fwd_rows_begin), then the last layer's kept rows

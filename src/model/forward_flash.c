@@ -6,9 +6,15 @@
  * - the prompt order (F16 caches): runs of up to PROMPT_ROWS consecutive
  *   positions of one sequence, with every query head of one KV head, take
  *   the keys a tile of NC_FLASH_KTILE at a time, tiles aligned to absolute
- *   positions, each tile converted to F32 once for all the run's rows.
+ *   positions, each tile converted to F32 once for all the run's rows;
+ *   in the split order (NC_FLASH_SPLIT) chunk by chunk of
+ *   NC_FLASH_SPLIT_KEYS keys, each chunk's state folded into the row's.
  * Work items are split over the threads; every row's result depends on its
- * own keys (and its order) only. */
+ * own keys (and its order) only. When a batch has few runs (decode), the
+ * split order's chunks are work items of their own, their states kept in
+ * ctx->flash_split and folded in a second pass: the same bits as one item
+ * folding them in turn. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/threadpool.h"
@@ -42,6 +48,7 @@ typedef struct prompt_mem {
   float *kt, *v, *p;
   float *sink; /* the rows' sinks (m), when the layer has them */
   nc_flash_tstate st;
+  nc_flash_tstate tot; /* the split order: the chunks folded so far */
   int32_t *lo, *hi;
   const float **q;
   float **out;
@@ -73,6 +80,9 @@ static prompt_mem prompt_mem_at(uint8_t *mem, const nc_hparams *hp,
   f.st.M = take(&c, sizeof(float) * m);
   f.st.S = take(&c, sizeof(float) * m);
   f.st.acc = take(&c, sizeof(float) * m * hdv);
+  f.tot.M = take(&c, sizeof(float) * m);
+  f.tot.S = take(&c, sizeof(float) * m);
+  f.tot.acc = take(&c, sizeof(float) * m * hdv);
   f.lo = take(&c, sizeof(int32_t) * m);
   f.hi = take(&c, sizeof(int32_t) * m);
   f.q = take(&c, sizeof(const float *) * m);
@@ -88,10 +98,27 @@ size_t nc_fwd_flash_scratch_bytes(const nc_hparams *hp) {
   return (row > prompt ? row : prompt) + 64;
 }
 
+/* A run of the split order whose chunks are work items of their own: rows
+ * [t0, t1) with every query head of KV head kvh, keys from first, chunks
+ * [c0, c0 + n_chunks) (of NC_FLASH_SPLIT_KEYS positions), items [item0,
+ * item0 + n_chunks), their states at slots + slot0 + c * slot_floats
+ * (split_slot). */
+typedef struct split_unit {
+  int32_t t0, t1, kvh, first, c0, n_chunks;
+  int64_t item0;
+  size_t slot0, slot_floats;
+} split_unit;
+
+/* At most this many such runs per call (a decode batch of few rows). */
+enum { SPLIT_MAX_UNITS = 64 };
+
 typedef struct flash_task {
   nc_fwd *ctx;
   int32_t layer, n_swa;
   int32_t n_prompt_rows; /* entries in the prompt order (F16 caches) */
+  int32_t n_split;       /* units[0, n_split): chunks as work items */
+  int64_t split_items;
+  const split_unit *units;
   float softcap;
   const float *sinks; /* NULL, or n_head sinks */
   const nc_batch *b;
@@ -241,8 +268,8 @@ static void flash_group_typed(const flash_task *a, int32_t t, int32_t h0,
 
 /* Whether entry t continues the run that entry t - 1 is in. */
 static bool run_continues(const nc_batch *b, int32_t t) {
-  return t > 0 && b->prompt_order[t - 1] && b->seq[t] == b->seq[t - 1] &&
-         b->pos[t] == b->pos[t - 1] + 1;
+  return t > 0 && b->prompt_order[t - 1] == b->prompt_order[t] &&
+         b->seq[t] == b->seq[t - 1] && b->pos[t] == b->pos[t - 1] + 1;
 }
 
 /* The runs of prompt-order entries, cut at PROMPT_ROWS: calls visit(k,
@@ -290,54 +317,164 @@ static void gather_tile(const flash_task *a, int32_t seq, int32_t kvh,
   }
 }
 
+/* The rows of run [t0, t1) with query heads [h0, h1) of KV head kvh: their
+ * q, out and sinks in f (row (t - t0) * (h1 - h0) + h); returns their
+ * number. */
+static int32_t run_rows(const flash_task *a, int32_t t0, int32_t t1,
+                        int32_t kvh, int32_t h0, int32_t h1, prompt_mem *f) {
+  const nc_hparams *hp = a->ctx->hp;
+  const int32_t hd = hp->head_dim, hdv = hp->head_dim_v, H = hp->n_head;
+  const int32_t g = h1 - h0;
+  for (int32_t t = t0; t < t1; t++)
+    for (int32_t h = 0; h < g; h++) {
+      const int32_t i = (t - t0) * g + h,
+                    head = kvh * (H / hp->n_head_kv) + h0 + h;
+      f->q[i] = a->q + (int64_t)t * H * hd + (int64_t)head * hd;
+      if (a->sinks) f->sink[i] = a->sinks[head];
+      f->out[i] = a->out + (int64_t)t * H * hdv + (int64_t)head * hdv;
+    }
+  return (t1 - t0) * g;
+}
+
+/* The run's keys in [c0, c1) (c0 tile-aligned, or the run's first key)
+ * folded into st, a tile at a time; f's rows set by run_rows. */
+static void run_keys(const flash_task *a, int32_t t0, int32_t t1, int32_t kvh,
+                     int32_t g, int32_t c0, int32_t c1, prompt_mem *f,
+                     nc_flash_tstate *st) {
+  const nc_hparams *hp = a->ctx->hp;
+  const nc_flash_rows r = {.q = f->q,
+                           .lo = f->lo,
+                           .hi = f->hi,
+                           .m = (t1 - t0) * g,
+                           .hd = hp->head_dim,
+                           .hdv = hp->head_dim_v,
+                           .scale = hp->attn_scale,
+                           .softcap = a->softcap};
+  const int32_t seq = a->b->seq[t0], p1 = a->b->pos[t1 - 1];
+  const int32_t end = p1 + 1 < c1 ? p1 + 1 : c1;
+  for (int32_t j0 = c0 / KT * KT; j0 < end; j0 += KT) {
+    const int32_t k0 = c0 > j0 ? c0 : j0;
+    const int32_t k1 = end < j0 + KT ? end : j0 + KT;
+    gather_tile(a, seq, kvh, j0, k0, k1, f);
+    for (int32_t t = t0; t < t1; t++) {
+      const int32_t p = a->b->pos[t], fp = flash_first(a, p);
+      const int32_t from = fp > k0 ? fp : k0, to = p + 1 < k1 ? p + 1 : k1;
+      for (int32_t h = 0; h < g; h++) {
+        f->lo[(t - t0) * g + h] = from - j0;
+        f->hi[(t - t0) * g + h] = to - j0;
+      }
+    }
+    a->ctx->flash->tile_prompt(&r, f->kt, f->v, f->p, st);
+  }
+}
+
+/* The chunk of NC_FLASH_SPLIT_KEYS positions that key j is in, and the end
+ * of [j, ...) in it. */
+static int32_t chunk_end(int32_t j, int32_t end) {
+  const int32_t e = (j / NC_FLASH_SPLIT_KEYS + 1) * NC_FLASH_SPLIT_KEYS;
+  return e < end ? e : end;
+}
+
 /* One run [t0, t1) with query heads [h0, h1) of KV head kvh (each row's
- * head's result is the same whatever the others in the call). */
+ * head's result is the same whatever the others in the call): its keys in
+ * one state (the tiled order) or chunk by chunk (the split order). */
 static void prompt_run(const flash_task *a, int32_t t0, int32_t t1, int32_t kvh,
                        int32_t h0, int32_t h1, uint8_t *mem) {
-  const nc_fwd *c = a->ctx;
-  const nc_hparams *hp = c->hp;
-  const int32_t hd = hp->head_dim, hdv = hp->head_dim_v, H = hp->n_head;
-  const int32_t g = h1 - h0, m = (t1 - t0) * g;
+  const nc_hparams *hp = a->ctx->hp;
+  const int32_t hd = hp->head_dim, hdv = hp->head_dim_v;
   size_t bytes;
   prompt_mem f = prompt_mem_at(mem, hp, &bytes);
   (void)bytes;
   memset(f.kt, 0, sizeof(float) * (size_t)hd * KT);
   memset(f.v, 0, sizeof(float) * (size_t)hdv * KT);
-  for (int32_t t = t0; t < t1; t++)
-    for (int32_t h = 0; h < g; h++) {
-      const int32_t i = (t - t0) * g + h,
-                    head = kvh * (H / hp->n_head_kv) + h0 + h;
-      f.q[i] = a->q + (int64_t)t * H * hd + (int64_t)head * hd;
-      if (a->sinks) f.sink[i] = a->sinks[head];
-      f.out[i] = a->out + (int64_t)t * H * hdv + (int64_t)head * hdv;
-    }
-  nc_flash_tstate_init(&f.st, m, hdv);
-  const nc_flash_rows r = {.q = f.q,
-                           .lo = f.lo,
-                           .hi = f.hi,
-                           .m = m,
-                           .hd = hd,
-                           .hdv = hdv,
-                           .scale = hp->attn_scale,
-                           .softcap = a->softcap};
-  const int32_t seq = a->b->seq[t0], p0 = a->b->pos[t0], p1 = a->b->pos[t1 - 1];
-  const int32_t first = flash_first(a, p0);
-  for (int32_t j0 = first / KT * KT; j0 <= p1; j0 += KT) {
-    const int32_t k0 = first > j0 ? first : j0;
-    const int32_t k1 = p1 + 1 < j0 + KT ? p1 + 1 : j0 + KT;
-    gather_tile(a, seq, kvh, j0, k0, k1, &f);
-    for (int32_t t = t0; t < t1; t++) {
-      const int32_t p = a->b->pos[t], fp = flash_first(a, p);
-      const int32_t lo = fp > j0 ? fp - j0 : 0;
-      const int32_t hi = p + 1 - j0 < KT ? p + 1 - j0 : KT;
-      for (int32_t h = 0; h < g; h++) {
-        f.lo[(t - t0) * g + h] = lo;
-        f.hi[(t - t0) * g + h] = hi;
-      }
-    }
-    c->flash->tile_prompt(&r, f.kt, f.v, f.p, &f.st);
+  const int32_t m = run_rows(a, t0, t1, kvh, h0, h1, &f), g = h1 - h0;
+  const int32_t first = flash_first(a, a->b->pos[t0]),
+                end = a->b->pos[t1 - 1] + 1;
+  if (a->b->prompt_order[t0] != NC_FLASH_SPLIT) {
+    nc_flash_tstate_init(&f.st, m, hdv);
+    run_keys(a, t0, t1, kvh, g, first, end, &f, &f.st);
+    nc_flash_tfinish(&f.st, m, hdv, a->sinks ? f.sink : NULL, f.out);
+    return;
   }
-  nc_flash_tfinish(&f.st, m, hdv, a->sinks ? f.sink : NULL, f.out);
+  nc_flash_tstate_init(&f.tot, m, hdv);
+  for (int32_t c0 = first, c1; c0 < end; c0 = c1) {
+    c1 = chunk_end(c0, end);
+    nc_flash_tstate_init(&f.st, m, hdv);
+    run_keys(a, t0, t1, kvh, g, c0, c1, &f, &f.st);
+    nc_flash_tstate_fold(&f.tot, &f.st, m, hdv);
+  }
+  nc_flash_tfinish(&f.tot, m, hdv, a->sinks ? f.sink : NULL, f.out);
+}
+
+/* ---- the split order's chunks as work items */
+
+static size_t align16(size_t n) {
+  return (n + 15) / 16 * 16;
+}
+
+/* The state of chunk c of unit u: M, S (m each), acc (m x hdv). */
+static nc_flash_tstate split_slot(const flash_task *a, const split_unit *u,
+                                  int32_t c) {
+  const int32_t m =
+      (u->t1 - u->t0) * (a->ctx->hp->n_head / a->ctx->hp->n_head_kv);
+  float *s = a->ctx->flash_split + u->slot0 + (size_t)c * u->slot_floats;
+  return (nc_flash_tstate){
+      .M = s, .S = s + align16((size_t)m), .acc = s + 2 * align16((size_t)m)};
+}
+
+/* Item c of unit u: the chunk's keys from a fresh state into its slot.
+ * The tile scratch is not cleared: keys no row sees may hold any finite
+ * values (the context zeroes it once, then it holds widened keys). */
+static void split_chunk(const flash_task *a, const split_unit *u, int32_t c,
+                        uint8_t *mem) {
+  const nc_hparams *hp = a->ctx->hp;
+  const int32_t G = hp->n_head / hp->n_head_kv;
+  size_t bytes;
+  prompt_mem f = prompt_mem_at(mem, hp, &bytes);
+  (void)bytes;
+  const int32_t m = run_rows(a, u->t0, u->t1, u->kvh, 0, G, &f);
+  nc_flash_tstate st = split_slot(a, u, c);
+  nc_flash_tstate_init(&st, m, hp->head_dim_v);
+  const int32_t end = a->b->pos[u->t1 - 1] + 1;
+  const int32_t k = (u->c0 + c) * NC_FLASH_SPLIT_KEYS;
+  const int32_t c0 = u->first > k ? u->first : k;
+  run_keys(a, u->t0, u->t1, u->kvh, G, c0, chunk_end(c0, end), &f, &st);
+}
+
+/* Unit u's chunks folded in position order into the first's slot (as
+ * folding them into a fresh state: the first is copied), then finished. */
+static void split_finish(const flash_task *a, const split_unit *u,
+                         uint8_t *mem) {
+  const nc_hparams *hp = a->ctx->hp;
+  const int32_t G = hp->n_head / hp->n_head_kv, hdv = hp->head_dim_v;
+  size_t bytes;
+  prompt_mem f = prompt_mem_at(mem, hp, &bytes);
+  (void)bytes;
+  const int32_t m = run_rows(a, u->t0, u->t1, u->kvh, 0, G, &f);
+  const nc_flash_tstate tot = split_slot(a, u, 0);
+  for (int32_t c = 1; c < u->n_chunks; c++) {
+    const nc_flash_tstate part = split_slot(a, u, c);
+    nc_flash_tstate_fold(&tot, &part, m, hdv);
+  }
+  nc_flash_tfinish(&tot, m, hdv, a->sinks ? f.sink : NULL, f.out);
+}
+
+static void split_worker(void *p, int ith, int nth) {
+  const flash_task *a = p;
+  uint8_t *mem = a->ctx->flash_mem + (size_t)ith * a->ctx->flash_stride;
+  int32_t u = 0;
+  for (int64_t k = ith; k < a->split_items; k += nth) {
+    while (k >= a->units[u].item0 + a->units[u].n_chunks)
+      u++;
+    split_chunk(a, &a->units[u], (int32_t)(k - a->units[u].item0), mem);
+  }
+}
+
+static void split_finish_worker(void *p, int ith, int nth) {
+  const flash_task *a = p;
+  uint8_t *mem = a->ctx->flash_mem + (size_t)ith * a->ctx->flash_stride;
+  for (int32_t u = ith; u < a->n_split; u += nth)
+    split_finish(a, &a->units[u], mem);
 }
 
 /* Item k of n in the order that evens the threads' work: rounds of nth,
@@ -396,6 +533,58 @@ static void flash_worker(void *p, int ith, int nth) {
   }
 }
 
+/* Plans the split order's chunks as work items when every row takes it and
+ * its runs (times the KV heads) are too few to keep the threads busy, into
+ * units (SPLIT_MAX_UNITS): sets a->n_split and a->split_items, growing
+ * ctx->flash_split for the slots. Leaves n_split 0 (one item per run, the
+ * same bits) when there is no gain or no memory. */
+static void plan_split(flash_task *a, split_unit *units) {
+  nc_fwd *c = a->ctx;
+  const nc_batch *b = a->b;
+  const nc_hparams *hp = c->hp;
+  const int nth = nc_threadpool_size(c->tp);
+  const int32_t KVH = hp->n_head_kv, G = hp->n_head / KVH;
+  if (nth < 2 || a->n_prompt_rows != b->n_tokens) return;
+  for (int32_t t = 0; t < b->n_tokens; t++)
+    if (b->prompt_order[t] != NC_FLASH_SPLIT) return;
+  int32_t t0 = 0, t1 = 0;
+  const int32_t runs = prompt_runs(b, -1, &t0, &t1);
+  if ((int64_t)runs * KVH >= 2 * nth || runs * KVH > SPLIT_MAX_UNITS) return;
+  size_t floats = 0;
+  int64_t items = 0;
+  int32_t n = 0;
+  for (int32_t k = 0; k < runs; k++) {
+    prompt_runs(b, k, &t0, &t1);
+    const int32_t first = flash_first(a, b->pos[t0]), last = b->pos[t1 - 1];
+    const size_t m = (size_t)(t1 - t0) * (size_t)G;
+    for (int32_t h = 0; h < KVH; h++, n++) {
+      split_unit *u = &units[n];
+      u->t0 = t0;
+      u->t1 = t1;
+      u->kvh = h;
+      u->first = first;
+      u->c0 = first / NC_FLASH_SPLIT_KEYS;
+      u->n_chunks = last / NC_FLASH_SPLIT_KEYS - u->c0 + 1;
+      u->item0 = items;
+      u->slot_floats = 2 * align16(m) + align16(m * (size_t)hp->head_dim_v);
+      u->slot0 = floats;
+      items += u->n_chunks;
+      floats += (size_t)u->n_chunks * u->slot_floats;
+    }
+  }
+  if (items <= n) return; /* one chunk each: nothing to spread */
+  if (floats > c->flash_split_cap) {
+    float *grown = aligned_alloc(64, floats * sizeof(float));
+    if (!grown) return;
+    free(c->flash_split);
+    c->flash_split = grown;
+    c->flash_split_cap = floats;
+  }
+  a->n_split = n;
+  a->split_items = items;
+  a->units = units;
+}
+
 void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                             const float *q, float *out, int32_t n_swa,
                             float softcap, const float *sinks) {
@@ -413,5 +602,12 @@ void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
   if (ty.k == NC_TYPE_F16 && ty.v == NC_TYPE_F16 && !ctx->hp->non_causal)
     for (int32_t t = 0; t < b->n_tokens; t++)
       a.n_prompt_rows += b->prompt_order[t] ? 1 : 0;
-  nc_threadpool_run(ctx->tp, flash_worker, &a);
+  split_unit units[SPLIT_MAX_UNITS];
+  plan_split(&a, units);
+  if (a.n_split == 0) {
+    nc_threadpool_run(ctx->tp, flash_worker, &a);
+    return;
+  }
+  nc_threadpool_run(ctx->tp, split_worker, &a);
+  nc_threadpool_run(ctx->tp, split_finish_worker, &a);
 }

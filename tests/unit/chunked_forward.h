@@ -3,7 +3,8 @@
  * for every row: the forward tests' way to check that any split of a prompt
  * gives the same bits. The first n_prompt tokens are the prompt (the rest
  * as generated ones: batch.h's flash attention orders); run_chunked: all
- * of them; run_chunked_reusable: the engine's reuse orders. Include after
+ * of them; run_chunked_reusable: the engine's reuse orders;
+ * run_chunked_split: those with flash attention's split order. Include after
  * cmocka.h. */
 #ifndef NC_TEST_CHUNKED_FORWARD_H
 #define NC_TEST_CHUNKED_FORWARD_H
@@ -16,7 +17,8 @@
 #include "model/model.h"
 
 /* n_prompt < 0: every row in the engine's reuse orders
- * (nc_batch_add_reusable) instead. */
+ * (nc_batch_add_reusable) instead; -2: with flash attention's split order
+ * (nc_batch_add_reusable_split). */
 static inline void run_chunked_prompt(const nucleus_model *m,
                                       const int32_t *tokens, int32_t n,
                                       int32_t n_prompt, const int32_t *chunks,
@@ -40,7 +42,9 @@ static inline void run_chunked_prompt(const nucleus_model *m,
     assert_int_equal(nc_kv_seq_reserve(kv, s, end, &err), NC_OK);
     nc_batch_clear(&b);
     for (int32_t i = i0; i < end; i++)
-      if (n_prompt < 0)
+      if (n_prompt == -2)
+        nc_batch_add_reusable_split(&b, tokens[i], i, s, true);
+      else if (n_prompt < 0)
         nc_batch_add_reusable(&b, tokens[i], i, s, true);
       else
         nc_batch_add_prompt(&b, tokens[i], i, s, NC_LOGITS_ALL, n_prompt);
@@ -65,6 +69,13 @@ static inline void run_chunked_reusable(const nucleus_model *m,
                                         const int32_t *chunks, int n_chunks,
                                         float *logits) {
   run_chunked_prompt(m, tokens, n, -1, chunks, n_chunks, logits);
+}
+
+static inline void run_chunked_split(const nucleus_model *m,
+                                     const int32_t *tokens, int32_t n,
+                                     const int32_t *chunks, int n_chunks,
+                                     float *logits) {
+  run_chunked_prompt(m, tokens, n, -2, chunks, n_chunks, logits);
 }
 
 #endif

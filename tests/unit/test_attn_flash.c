@@ -181,12 +181,15 @@ typedef struct prun {
 } prun;
 
 /* m rows over n_keys keys in tiles of NC_FLASH_KTILE; row i sees keys
- * [first_i, last_i] (causal positions with a window); out m x hdv. */
-static void
-attend_prompt(void (*tile)(const nc_flash_rows *, const float *, const float *,
-                           float *, nc_flash_tstate *),
-              const prun *r, const float *q, const float *k, const float *v,
-              const int32_t *first, const int32_t *last, float *out) {
+ * [first_i, last_i] (causal positions with a window); out m x hdv. split:
+ * the split order (each chunk of NC_FLASH_SPLIT_KEYS keys from a fresh
+ * state, folded into the rows' state at its end), else the tiled one. */
+static void attend_prompt(void (*tile)(const nc_flash_rows *, const float *,
+                                       const float *, float *,
+                                       nc_flash_tstate *),
+                          const prun *r, const float *q, const float *k,
+                          const float *v, const int32_t *first,
+                          const int32_t *last, bool split, float *out) {
   enum { KT = NC_FLASH_KTILE };
   const int32_t m = r->m, hd = r->hd, hdv = r->hdv;
   float *kt = calloc((size_t)hd * KT, sizeof(float));
@@ -205,6 +208,11 @@ attend_prompt(void (*tile)(const nc_flash_rows *, const float *, const float *,
   }
   nc_flash_tstate st = {.M = M, .S = S, .acc = acc};
   nc_flash_tstate_init(&st, m, hdv);
+  nc_flash_tstate tot = {.M = malloc(sizeof(float) * (size_t)m),
+                         .S = malloc(sizeof(float) * (size_t)m),
+                         .acc =
+                             malloc(sizeof(float) * (size_t)m * (size_t)hdv)};
+  nc_flash_tstate_init(&tot, m, hdv);
   const nc_flash_rows rows = {.q = qp,
                               .lo = lo,
                               .hi = hi,
@@ -214,6 +222,10 @@ attend_prompt(void (*tile)(const nc_flash_rows *, const float *, const float *,
                               .scale = 1.0f / sqrtf((float)hd),
                               .softcap = r->softcap};
   for (int32_t j0 = 0; j0 < r->n_keys; j0 += KT) {
+    if (split && j0 > 0 && j0 % NC_FLASH_SPLIT_KEYS == 0) {
+      nc_flash_tstate_fold(&tot, &st, m, hdv);
+      nc_flash_tstate_init(&st, m, hdv);
+    }
     for (int32_t j = 0; j < KT; j++) /* garbage where no row looks */
       for (int32_t d = 0; d < hd; d++)
         kt[(size_t)d * KT + j] =
@@ -229,18 +241,24 @@ attend_prompt(void (*tile)(const nc_flash_rows *, const float *, const float *,
     }
     tile(&rows, kt, vt, p, &st);
   }
-  nc_flash_tfinish(&st, m, hdv, NULL, op);
+  if (split) nc_flash_tstate_fold(&tot, &st, m, hdv);
+  nc_flash_tfinish(split ? &tot : &st, m, hdv, NULL, op);
+  free(tot.M), free(tot.S), free(tot.acc);
   free(kt), free(vt), free(p), free(M), free(S), free(acc), free(lo), free(hi);
   free(qp), free(op);
 }
 
-static void test_prompt_order(void **state) {
-  (void)state;
+/* The prompt order, tiled and split (attn_flash.h): the AVX-512 tile
+ * gives the plain one's bits, the result is attention; split, the same
+ * bits as tiled for rows whose keys lie in one chunk of
+ * NC_FLASH_SPLIT_KEYS, and attention as close for rows across chunks. */
+static void check_prompt_order(bool split) {
   static const prun RUNS_P[] = {
-      {1, 64, 64, 1, 0.0f},     {12, 64, 64, 200, 0.0f},
-      {7, 256, 256, 300, 0.0f}, {9, 64, 64, 130, 30.0f},
-      {5, 80, 48, 70, 0.0f},    {16, 128, 128, 64, 50.0f},
-      {3, 96, 40, 90, 0.0f},
+      {1, 64, 64, 1, 0.0f},      {12, 64, 64, 200, 0.0f},
+      {7, 256, 256, 300, 0.0f},  {9, 64, 64, 130, 30.0f},
+      {5, 80, 48, 70, 0.0f},     {16, 128, 128, 64, 50.0f},
+      {3, 96, 40, 90, 0.0f},     {6, 64, 64, 700, 0.0f},
+      {4, 128, 128, 530, 20.0f},
   };
   for (size_t c = 0; c < sizeof RUNS_P / sizeof RUNS_P[0]; c++) {
     const prun *r = &RUNS_P[c];
@@ -263,15 +281,24 @@ static void test_prompt_order(void **state) {
       first[i] = i % 3 == 2 ? last[i] - (int32_t)frand(0, 70) : 0;
       if (first[i] < 0) first[i] = 0;
     }
-    attend_prompt(nc_flash_tile_prompt_plain, r, q, k, v, first, last, o1);
+    attend_prompt(nc_flash_tile_prompt_plain, r, q, k, v, first, last, split,
+                  o1);
     if (nc_attn_flash_avx512()) {
       attend_prompt(nc_attn_flash_avx512()->tile_prompt, r, q, k, v, first,
-                    last, o2);
+                    last, split, o2);
       assert_memory_equal(o1, o2, sizeof(float) * (size_t)m * (size_t)hdv);
+    }
+    if (split) { /* rows within one chunk: the tiled order's bits */
+      attend_prompt(nc_flash_tile_prompt_plain, r, q, k, v, first, last, false,
+                    o2);
+      for (int32_t i = 0; i < m; i++)
+        if (first[i] / NC_FLASH_SPLIT_KEYS == last[i] / NC_FLASH_SPLIT_KEYS)
+          assert_memory_equal(o1 + (size_t)i * hdv, o2 + (size_t)i * hdv,
+                              sizeof(float) * (size_t)hdv);
     }
     /* and it is attention: a double softmax over each row's keys */
     for (int32_t i = 0; i < m; i++) {
-      double w[400], mx = -INFINITY, sum = 0;
+      double w[1024], mx = -INFINITY, sum = 0;
       for (int32_t j = first[i]; j <= last[i]; j++) {
         double s = 0;
         for (int32_t d = 0; d < hd; d++)
@@ -291,6 +318,47 @@ static void test_prompt_order(void **state) {
       }
     }
     free(q), free(k), free(v), free(o1), free(o2);
+  }
+}
+
+static void test_prompt_order(void **state) {
+  (void)state;
+  check_prompt_order(false);
+  check_prompt_order(true);
+}
+
+/* nc_flash_tstate_fold's steps: a chunk that saw no key changes nothing,
+ * the first that saw one is copied, later ones are rescaled to the larger
+ * maximum and added, each product rounded (no fused multiply-add). */
+static void test_fold(void **state) {
+  (void)state;
+  enum { HDV = 3 };
+  float M[2] = {-INFINITY, 1.5f}, S[2] = {0.0f, 2.0f};
+  float acc[2 * HDV] = {0, 0, 0, 0.25f, -1.0f, 3.0f};
+  const nc_flash_tstate st = {M, S, acc};
+  float pM[2] = {0.75f, -INFINITY}, pS[2] = {3.0f, 9.0f};
+  float pacc[2 * HDV] = {1.0f, 2.0f, -4.0f, 5.0f, 5.0f, 5.0f};
+  const nc_flash_tstate part = {pM, pS, pacc};
+  nc_flash_tstate_fold(&st, &part, 2, HDV);
+  /* row 0: copied; row 1: unchanged */
+  assert_true(M[0] == 0.75f && S[0] == 3.0f);
+  assert_true(acc[0] == 1.0f && acc[1] == 2.0f && acc[2] == -4.0f);
+  assert_true(M[1] == 1.5f && S[1] == 2.0f);
+  assert_true(acc[3] == 0.25f && acc[4] == -1.0f && acc[5] == 3.0f);
+  /* row 0 again, a chunk with a larger maximum: the old state scaled by
+   * expf(0.75 - 2), the new one by 1 */
+  float qM[2] = {2.0f, -INFINITY}, qS[2] = {0.5f, 0.0f};
+  float qacc[2 * HDV] = {0.125f, 1.0f / 3.0f, 7.0f, 0, 0, 0};
+  const nc_flash_tstate part2 = {qM, qS, qacc};
+  nc_flash_tstate_fold(&st, &part2, 2, HDV);
+  const float a = expf(0.75f - 2.0f), b = expf(0.0f);
+  assert_true(M[0] == 2.0f);
+  volatile float x = 3.0f * a, y = 0.5f * b;
+  assert_true(S[0] == x + y);
+  const float old[HDV] = {1.0f, 2.0f, -4.0f};
+  for (int d = 0; d < HDV; d++) {
+    volatile float u = old[d] * a, w = qacc[d] * b;
+    assert_true(acc[d] == u + w);
   }
 }
 
@@ -440,6 +508,7 @@ int main(void) {
       cmocka_unit_test(test_dot_order),
       cmocka_unit_test(test_edges),
       cmocka_unit_test(test_prompt_order),
+      cmocka_unit_test(test_fold),
       cmocka_unit_test(test_tile_widen),
       cmocka_unit_test(test_typed_builds),
   };

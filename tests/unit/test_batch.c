@@ -43,6 +43,11 @@ static void test_row_orders(void **state) {
   assert_int_equal(b.mm_order[1], NC_MM_FEW | NC_MM_OUT_FEW);
   assert_int_equal(b.mm_order[2], NC_MM_FEW | NC_MM_OUT_FEW);
   assert_int_equal(b.mm_order[3], NC_MM_FEW | NC_MM_OUT_FEW);
+  /* flash attention: the tiled order in the 512-row micro-batch, the row
+   * order in the tail and for the generated token */
+  assert_int_equal(b.prompt_order[0], NC_FLASH_TILED);
+  assert_int_equal(b.prompt_order[1], NC_FLASH_ROW);
+  assert_int_equal(b.prompt_order[3], NC_FLASH_ROW);
   assert_int_equal(b.want_logits[0] + b.want_logits[1], 0);
   assert_int_equal(b.want_logits[2] + b.want_logits[3], 2);
   /* every row's logits (teacher forcing, perplexity): the micro-batch's
@@ -53,7 +58,7 @@ static void test_row_orders(void **state) {
   assert_int_equal(b.mm_order[5], NC_MM_FEW | NC_MM_OUT_FEW);
   assert_true(nc_batch_add(&b, 1, 200, 3, true));
   assert_int_equal(b.mm_order[6], 0);
-  assert_int_equal(b.prompt_order[6], 0);
+  assert_int_equal(b.prompt_order[6], NC_FLASH_ROW);
   assert_int_equal(nc_batch_n_logits(&b), 5);
   nc_batch_free(&b);
 }
@@ -71,14 +76,18 @@ static void test_reusable_rows(void **state) {
   for (int i = 0; i < 7; i++)
     assert_true(nc_batch_add_reusable(&b, 1, pos[i], i % 2, i % 3 == 0));
   for (int i = 0; i < 7; i++) {
-    assert_int_equal(b.prompt_order[i], 1);
+    assert_int_equal(b.prompt_order[i], NC_FLASH_TILED);
     assert_int_equal(b.mm_order[i], NC_MM_OUT_FEW);
     assert_int_equal(b.want_logits[i], i % 3 == 0);
     assert_int_equal(b.pos[i], pos[i]);
   }
   assert_int_equal(nc_batch_n_logits(&b), 3);
-  assert_true(nc_batch_add_reusable(&b, 1, 7, 0, false));
+  /* the same with flash attention's split order */
+  assert_true(nc_batch_add_reusable_split(&b, 1, 7, 0, false));
+  assert_int_equal(b.prompt_order[7], NC_FLASH_SPLIT);
+  assert_int_equal(b.mm_order[7], NC_MM_OUT_FEW);
   assert_false(nc_batch_add_reusable(&b, 1, 8, 0, false)); /* full */
+  assert_false(nc_batch_add_reusable_split(&b, 1, 8, 0, false));
   nc_batch_free(&b);
 }
 
