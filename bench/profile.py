@@ -18,8 +18,8 @@ a table of the share of CPU samples per group, with the top symbols of each:
 
 Each sample goes to the group of the first frame, from the leaf up, that
 has one. A function's group comes from its source file, read from the
-binary's debug info (`nm -l`): src/kernels/attn_kernel*.c and
-src/kv/kv_cache.c attention, src/sampler*.c and src/kernels/sampler*.c
+binary's debug info (`nm -l`): src/kernels/attn_*.c (flash attention's
+kernels too), src/model/forward_flash.c and src/kv/kv_cache.c attention, src/sampler*.c and src/kernels/sampler*.c
 sampling, src/base/threadpool.c sync, src/kernels/ops*.c elementwise, the rest of
 src/kernels/ matmul; otherwise from its name (src/model/forward.c's mm_worker
 and att_worker, libc's and the kernel's futex and scheduler functions).
@@ -35,6 +35,10 @@ worker counts, a sleeping one does not.
 
 usage: bench/profile.py [--model GGUF] [--threads 2] [--reps 3]
                         [--only decode|prefill] [--freq 250] [--top 4]
+                        [--depth N] [--row-orders split]
+  --depth N: both tests after N tokens in the KV cache (nucleus bench -d;
+  the N tokens' prefill, once before the timed runs, is among the samples:
+  raise --reps to weigh the tests). --row-orders: nucleus bench's.
 """
 import argparse
 import collections
@@ -68,8 +72,8 @@ FILE_RULES = [
     # parsing it, building the vocabulary: before the timed runs
     (re.compile(r"^src/(base/mapped_file|gguf/\w+|model/model|"
                 r"tokenizer/vocab\w*)\.c$"), "model load", True),
-    (re.compile(r"^src/(kernels/attn_kernel\w*|kv/kv_cache)\.c$"),
-     "attention", True),
+    (re.compile(r"^src/(kernels/attn_\w*|model/forward_flash|kv/kv_cache)"
+                r"\.c$"), "attention", True),
     (re.compile(r"^src/(kernels/sampler\w*|sampling/\w+)\.c$"),
      "sampling/logits", True),
     (re.compile(r"^src/base/threadpool\.c$"), SYNC, True),
@@ -204,10 +208,10 @@ def run(cmd, what):
     return p
 
 
-def profile(nucleus, model, threads, pp, tg, reps, freq, workdir):
+def profile(nucleus, model, threads, pp, tg, reps, freq, workdir, extra=()):
     data = pathlib.Path(workdir) / f"perf-p{pp}-g{tg}.data"
     bench = [nucleus, "bench", "-m", model, "-t", threads, "-p", pp, "-g", tg,
-             "-r", reps]
+             "-r", reps, *extra]
     rec = run(["perf", "record", "-e", "cpu-clock", "-F", freq,
                "--call-graph", f"dwarf,{STACK_BYTES}", "-q", "-o", data, "--",
                *bench],
@@ -257,7 +261,12 @@ def main():
                     help="top symbols (by self samples) shown per group")
     ap.add_argument("--nucleus", default=str(ROOT / "build/release/nucleus"))
     ap.add_argument("--no-make", action="store_true")
+    ap.add_argument("--depth", type=int, default=0,
+                    help="tokens already in the KV cache (nucleus bench -d)")
+    ap.add_argument("--row-orders", choices=("reuse", "split"), default=None)
     a = ap.parse_args()
+    extra = (["-d", a.depth] if a.depth else []) + \
+        (["--row-orders", a.row_orders] if a.row_orders else [])
     if not shutil.which("perf"):
         print("bench/profile.py: error: perf is not installed (Debian: "
               "apt-get install linux-perf)", file=sys.stderr)
@@ -278,7 +287,7 @@ def main():
         with tempfile.TemporaryDirectory(prefix="nucleus-profile-") as tmp:
             for name, pp, tg in runs:
                 cmd, speed, got = profile(a.nucleus, a.model, a.threads, pp,
-                                          tg, a.reps, a.freq, tmp)
+                                          tg, a.reps, a.freq, tmp, extra)
                 print(f"## {name}: {cmd}")
                 print(f"{speed or '(no speed line)'} under perf (slower "
                       f"than without: DWARF stack copies); "

@@ -22,7 +22,7 @@ with the higher median of the rounds counting, per test.
 usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
                       (also IQ4_XS, IQ4_NL, IQ3_S, MOE_MXFP4)
                       [--threads 1,2] [--pp 512] [--tg 128] [--depth 0]
-                      [--no-repack] [--cache-type q8_0]
+                      [--no-repack] [--cache-type q8_0] [--row-orders split]
                       [--markdown] [--json bench/results/speed.json]
        bench/speed.py --show bench/results/speed.json [--run -1]
   --markdown: print only the table (with a line naming the command, the
@@ -36,6 +36,8 @@ usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
   prefix cache, computed once before the timed runs).
   --cache-type T: both engines with K and V caches of type T (f16, bf16,
   q8_0, q4_0: llama-bench -ctk T -ctv T, nucleus bench -ctk T -ctv T).
+  --row-orders R: nucleus bench --row-orders R (split: flash attention's
+  keys in chunks over the threads, docs/forward.md; rows labelled so).
   --models takes the names above (also MOE_Q8_0) or paths to .gguf files.
   Issue 40's rows: --models IQ4_XS,IQ4_NL,IQ3_S,MOE_MXFP4.
   MOE_*: a Qwen3-MoE-shaped random-weight model (bench/make_moe_shaped.py,
@@ -366,6 +368,11 @@ def main():
     ap.add_argument("--no-repack", action="store_true",
                     help="run nucleus in the float order of llama.cpp "
                     "--no-repack (llama.cpp keeps its defaults)")
+    ap.add_argument("--row-orders", choices=("reuse", "split", "llama"),
+                    default=None,
+                    help="nucleus's --row-orders (default: its own, reuse); "
+                    "split: flash attention's keys over the threads "
+                    "(docs/forward.md)")
     ap.add_argument("--cache-type", choices=("f16", "bf16", "q8_0", "q4_0"),
                     help="K and V cache type of both engines (default: "
                          "their default, f16)")
@@ -425,7 +432,8 @@ def main():
         bin_dir = pathlib.Path(out.strip().splitlines()[-1])
         models = resolve_models(a.model or a.models, a.peer_dir)
         extra = (["--no-repack"] if a.no_repack else []) + \
-            cache_args(a.cache_type)
+            cache_args(a.cache_type) + \
+            (["--row-orders", a.row_orders] if a.row_orders else [])
         kernels = nucleus_kernels(a.nucleus, models[0][1], extra)
 
         load_before = loadavg()
@@ -460,6 +468,8 @@ def main():
                     label_d = label if d == 0 else f"{label} @ d{d}"
                     if a.cache_type:
                         label_d += f" (KV {a.cache_type})"
+                    if a.row_orders:
+                        label_d += f" ({a.row_orders})"
                     rows.append((label_d, t, med, s))
         load_after = loadavg()
     except BenchError as e:

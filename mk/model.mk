@@ -22,6 +22,13 @@ bench-split: $(BUILDDIR)/bench/flash_split
 $(BUILDDIR)/bench/flash_split: bench/flash_split.c $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
+# make bench-stream: the machine's streaming read bandwidth (bench/stream.c),
+# bench/roofline.py's denominator.
+.PHONY: bench-stream
+bench-stream: $(BUILDDIR)/bench/stream
+$(BUILDDIR)/bench/stream: bench/stream.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< -lpthread -o $@
 # The list of architectures: every entry complete, names unique (links the
 # test references to check that each family has one).
 UNIT_TESTS += test_arch_list

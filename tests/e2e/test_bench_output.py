@@ -129,6 +129,32 @@ def test_profile_groups_helpers_with_their_caller():
     assert rows["matmul"].startswith("nc_avx2_dot_q4_1 ")
 
 
+def test_profile_counts_flash_attention_as_attention():
+    """Flash attention's kernels (src/kernels/attn_flash*.c) and its driver
+    (src/model/forward_flash.c) are attention, not matmul as the rest of
+    src/kernels/."""
+    prof = load_profile()
+    files = {"nc_flash_tile_prompt_avx512":
+             "src/kernels/attn_flash_prompt_avx512.c",
+             "flash_worker": "src/model/forward_flash.c",
+             "worker_main": "src/base/threadpool.c",
+             "nc_avx2_dot_q4_1": "src/kernels/avx2.c"}
+    text = ("1 \n"
+            "\t1 nc_flash_tile_prompt_avx512 (/x/nucleus)\n"
+            "\t2 flash_worker (/x/nucleus)\n"
+            "\t3 worker_main (/x/nucleus)\n"
+            "\n"
+            "2 \n"
+            "\t1 gather_tile (inlined)\n"
+            "\t2 flash_worker (/x/nucleus)\n"
+            "\n"
+            "3 \n"
+            "\t1 nc_avx2_dot_q4_1 (/x/nucleus)\n")
+    got = prof.samples(text)
+    assert [prof.classify(f, files) for f in got] == [
+        "attention", "attention", "matmul"]
+
+
 def test_profile_counts_the_output_head_apart():
     prof = load_profile()
     files = {"nc_avx512_gemv_q8_0": "src/kernels/avx512_gemv.c",
