@@ -92,9 +92,11 @@ enum MHD_Result handle_responses(server_ctx *srv, struct MHD_Connection *conn,
   j->ext_free = req_free;
   int rc = responses_request_parse(srv, root, r, &e);
   json_decref(root);
-  if (rc || job_prepare_json(srv, r->chat, true, j, &e) ||
-      job_submit(srv, conn, j, &e))
+  if (rc || job_prepare_json(srv, r->chat, true, j, &e))
     return fail(srv, conn, j, &e);
+  /* the request's log line names the response */
+  snprintf(j->out.id, sizeof j->out.id, "%s", r->id);
+  if (job_submit(srv, conn, j, &e)) return fail(srv, conn, j, &e);
   if (r->stream) {
     j->stream_ops = &responses_stream_ops;
     j->req.stream = true; /* for the request's log line */
