@@ -34,9 +34,9 @@ def server(start_server):
     require_binary_and_model(MODEL)
     # flash attention off: llama.cpp runs an encoder without a KV cache, K
     # and V in F32; nucleus keeps them in its F16 cache, and its flash
-    # attention also rounds q to F16, which costs the long texts (~500
-    # tokens) about 4e-5 of cosine (0.99996) against llama.cpp; without it
-    # every text is within 1e-6
+    # attention also rounds q and the value accumulator to F16, which costs
+    # the long texts (~500 tokens) about 4e-5 of cosine (0.99996) against
+    # llama.cpp; without it every text is within 1e-6
     return start_server("-t", "2", "-fa", "off", model=str(MODEL))
 
 
