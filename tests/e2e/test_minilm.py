@@ -52,9 +52,10 @@ def nucleus_vectors(server, batch, chunk=100):
     return out
 
 
-def llama_vectors(id_lists):
-    """llama.cpp's pooled vector of each token list, each run alone as
-    sequence 0, L2-normalised."""
+def llama_vectors(id_lists, max_tokens=4096, max_seqs=64):
+    """llama.cpp's pooled vector of each token list, L2-normalised; the
+    lists packed into batches of whole sequences (up to max_seqs of them,
+    max_tokens tokens), each its own sequence."""
     import llama_cpp as L
 
     L.llama_backend_init()
@@ -62,28 +63,41 @@ def llama_vectors(id_lists):
     model = L.llama_model_load_from_file(str(MODEL).encode(), mp)
     assert model, "llama.cpp cannot load the converted MiniLM"
     cp = L.llama_context_default_params()
-    cp.n_ctx = cp.n_batch = cp.n_ubatch = 512
+    cp.n_ctx = cp.n_batch = cp.n_ubatch = max_tokens
+    cp.n_seq_max = max_seqs
     cp.n_threads = cp.n_threads_batch = 2
     cp.embeddings = True
     ctx = L.llama_init_from_model(model, cp)
     assert ctx
     n_embd = L.llama_model_n_embd(model)
-    out = []
+    groups, cur, n = [], [], 0
     for ids in id_lists:
-        batch = L.llama_batch_init(len(ids), 0, 1)
-        batch.n_tokens = len(ids)
-        for i, t in enumerate(ids):
-            batch.token[i] = t
-            batch.pos[i] = i
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = 0
-            batch.logits[i] = 1
-        assert L.llama_decode(ctx, batch) == 0
-        v = np.ctypeslib.as_array(L.llama_get_embeddings_seq(ctx, 0), shape=(n_embd,))
-        v = v.astype(np.float64)
-        out.append(v / np.linalg.norm(v))
+        if cur and (n + len(ids) > max_tokens or len(cur) == max_seqs):
+            groups.append(cur)
+            cur, n = [], 0
+        cur.append(ids)
+        n += len(ids)
+    groups.append(cur)
+    out = []
+    for group in groups:
+        total = sum(map(len, group))
+        batch = L.llama_batch_init(total, 0, 1)
+        batch.n_tokens = total
+        k = 0
+        for s, ids in enumerate(group):
+            for i, t in enumerate(ids):
+                batch.token[k] = t
+                batch.pos[k] = i
+                batch.n_seq_id[k] = 1
+                batch.seq_id[k][0] = s
+                batch.logits[k] = 1
+                k += 1
+        assert L.llama_encode(ctx, batch) == 0  # an encoder: no decode
+        for s in range(len(group)):
+            v = np.ctypeslib.as_array(L.llama_get_embeddings_seq(ctx, s), shape=(n_embd,))
+            v = v.astype(np.float64)
+            out.append(v / np.linalg.norm(v))
         L.llama_batch_free(batch)
-        L.llama_memory_clear(L.llama_get_memory(ctx), True)
     L.llama_free(ctx)
     L.llama_model_free(model)
     return out
