@@ -130,12 +130,12 @@ unit: $(UNIT_BINS) $(NUCLEUS) model arch-models
 	  NUCLEUS_ROOT=$(CURDIR) UNIT_JOBS=$(UNIT_JOBS) \
 	  scripts/run_unit.sh $(BUILD) $(UNIT_BINS)
 
-e2e: $(NUCLEUS) model
+e2e: $(NUCLEUS) model arch-models
 	NUCLEUS_BIN=$(CURDIR)/$(NUCLEUS) python3 -m pytest -q -rs tests/e2e
 
 # The end-to-end tests not marked slow (tests/e2e/conftest.py says which
-# are).
-e2e-check: $(NUCLEUS) model
+# are). Both tiers read the random-weight files of arch-models.
+e2e-check: $(NUCLEUS) model arch-models
 	NUCLEUS_BIN=$(CURDIR)/$(NUCLEUS) python3 -m pytest -q -rs -m "not slow" \
 	  tests/e2e
 
