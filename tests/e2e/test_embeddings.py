@@ -228,6 +228,12 @@ def test_cli_embed_and_rerank(llama_vectors):
     data = json.loads(out.stdout)["data"]
     for d, ref in zip(data, llama_vectors):
         assert cos(np.array(d["embedding"]), ref) >= 0.99999
+    # after "--" a text that starts with "-" is text, not an option
+    out = subprocess.run([NUCLEUS_BIN, "embed", "-m", str(EMB), "-t", "2",
+                          "--", "-not an option", "--"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)["data"]) == 2
     need(RANK)
     out = subprocess.run([NUCLEUS_BIN, "rerank", "-m", str(RANK), "-t", "2",
                           "-q", QUERY, *DOCUMENTS], capture_output=True,

@@ -15,7 +15,7 @@ static void usage(FILE *out) {
   fprintf(
       out,
       "usage: nucleus embed -m MODEL [--pooling P] [--no-normalize]\n"
-      "                     [--dimensions N] [model options] TEXT...\n\n"
+      "                     [--dimensions N] [model options] [--] TEXT...\n\n"
       "Prints the embedding of each TEXT (tokenized with the model's\n"
       "special tokens) as JSON: {\"object\": \"list\", \"data\": [{\"index\":\n"
       "i, \"embedding\": [...]}, ...], \"usage\": {\"prompt_tokens\": n}}.\n"
@@ -45,10 +45,15 @@ int cmd_embed(int argc, char **argv) {
   char msg[640];
   int mrc, rc = 2;
   if (!texts) return 1;
+  bool only_texts = false; /* after "--": every argument is text */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const bool has_val = flag_value(argc, argv, i) != NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    if (only_texts) {
+      texts[n++] = a;
+    } else if (!strcmp(a, "--")) {
+      only_texts = true;
+    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       free(texts);
       return 0;

@@ -12,7 +12,7 @@
 
 static void usage(FILE *out) {
   fprintf(out, "usage: nucleus rerank -m MODEL -q QUERY [--top-n N]\n"
-               "                      [model options] DOCUMENT...\n\n"
+               "                      [model options] [--] DOCUMENT...\n\n"
                "Scores each DOCUMENT for QUERY with a reranker (a file with a\n"
                "rank head: BGE-reranker style cls.output, Qwen3-Reranker) and\n"
                "prints {\"results\": [{\"index\": i, \"relevance_score\": s,\n"
@@ -44,10 +44,15 @@ int cmd_rerank(int argc, char **argv) {
   char msg[640];
   int mrc, rc = 2;
   if (!docs) return 1;
+  bool only_texts = false; /* after "--": every argument is text */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const bool has_val = flag_value(argc, argv, i) != NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    if (only_texts) {
+      docs[n++] = a;
+    } else if (!strcmp(a, "--")) {
+      only_texts = true;
+    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       free(docs);
       return 0;
