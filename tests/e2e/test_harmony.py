@@ -9,7 +9,9 @@ reasoning_content and content, streamed alike; reasoning_effort and the
 conversation's reasoning, call
 and result reach the template as it reads them (thinking, arguments as
 objects, "Reasoning: ..."); reasoning_effort is refused elsewhere; `nucleus
-info` shows the KV bytes of the sliding-window layers."""
+info` shows the KV bytes of the sliding-window layers; `nucleus chat` shows
+the analysis as thinking and the final channel as the answer, no
+markers."""
 
 import json
 import pathlib
@@ -208,3 +210,27 @@ def test_info_shows_the_windows():
         "sliding-window layers, kept for the last 16 positions only: 1024 "
         "per position past the window")
     assert "gpt-oss" in out.splitlines()[-1].split(": ", 1)[1].split(", ")
+
+
+def test_chat_shows_channels_without_markers():
+    # `nucleus chat` reads the reply's channels (not a terminal: plain
+    # text): the analysis, a blank line, then the final channel's answer;
+    # no marker shown; --hide-thinking leaves the answers alone
+    def chat(*flags):
+        p = subprocess.run(
+            [NUCLEUS_BIN, "chat", "-m", str(GPTOSS), "--grammar", TWO_CHANNELS,
+             "--temp", "1", "--seed", "3", "-n", "80", "-t", "2", *flags],
+            input="hello\nagain\n", capture_output=True, text=True,
+            timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    letters = set("abcdefghijklmnopqrstuvwxyz \n")
+    shown = chat()
+    assert set(shown) <= letters, shown
+    turns = shown.strip("\n").split("\n\n")
+    assert len(turns) == 3, shown  # think, answer + think, answer
+    hidden = chat("--hide-thinking")
+    assert set(hidden) <= letters, hidden
+    answers = hidden.split()
+    assert answers and all(a in shown for a in answers)
+    assert len(hidden.strip().splitlines()) == 2, hidden
