@@ -90,3 +90,12 @@ void cli_note_template(const nucleus_model *model, const char *who) {
             "'%s' template (--chat-template FILE overrides)\n",
             who, src);
 }
+
+bool cli_parse_long(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  const long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}

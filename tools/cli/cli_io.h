@@ -2,6 +2,7 @@
 #ifndef NUCLEUS_CLI_IO_H
 #define NUCLEUS_CLI_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -22,5 +23,8 @@ void cli_print_piece(FILE *out, const char *s, size_t n);
 /* When the model renders with its family's built-in chat template (the
  * file carries none), says so on stderr in one line, prefixed with who. */
 void cli_note_template(const nucleus_model *model, const char *who);
+
+/* s as a whole decimal integer in [lo, hi] into *out; false otherwise. */
+bool cli_parse_long(const char *s, long lo, long hi, long *out);
 
 #endif

@@ -30,15 +30,6 @@ static void usage(FILE *out) {
   model_flags_help(out);
 }
 
-static bool parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  const long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 static void on_chunk(void *arg, int32_t done, int32_t n) {
   (void)arg;
   fprintf(stderr, "\rimatrix: chunk %d of %d", (int)done, (int)n);
@@ -65,14 +56,14 @@ int cmd_imatrix(int argc, char **argv) {
     } else if (!strcmp(a, "-o") && has_val) {
       out = argv[++i];
     } else if (!strcmp(a, "-c") && has_val) {
-      if (!parse_int(argv[++i], 16, 1 << 20, &v)) {
+      if (!cli_parse_long(argv[++i], 16, 1 << 20, &v)) {
         fprintf(stderr, "error: -c %s: expected an integer in [16, %d]\n",
                 argv[i], 1 << 20);
         return 2;
       }
       ip.n_ctx = (int32_t)v;
     } else if (!strcmp(a, "--chunks") && has_val) {
-      if (!parse_int(argv[++i], 1, 1 << 30, &v)) {
+      if (!cli_parse_long(argv[++i], 1, 1 << 30, &v)) {
         fprintf(stderr, "error: --chunks %s: expected a positive integer\n",
                 argv[i]);
         return 2;

@@ -35,15 +35,6 @@ static void usage(FILE *out) {
   model_flags_help(out);
 }
 
-static bool parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  const long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 /* -log softmax(row)[tok], as llama-perplexity: max in float, the sum of
  * expf in double. */
 static double nll_of(const float *row, int32_t n_vocab, int32_t tok) {
@@ -73,13 +64,13 @@ int cmd_perplexity(int argc, char **argv) {
     } else if (!strcmp(a, "-f") && has_val) {
       text_path = argv[++i];
     } else if (!strcmp(a, "-c") && has_val) {
-      if (!parse_int(argv[++i], 4, 1 << 20, &n_ctx)) {
+      if (!cli_parse_long(argv[++i], 4, 1 << 20, &n_ctx)) {
         fprintf(stderr, "error: -c %s: expected an integer in [4, %d]\n",
                 argv[i], 1 << 20);
         return 2;
       }
     } else if (!strcmp(a, "--chunks") && has_val) {
-      if (!parse_int(argv[++i], 1, 1 << 30, &max_chunks)) {
+      if (!cli_parse_long(argv[++i], 1, 1 << 30, &max_chunks)) {
         fprintf(stderr, "error: --chunks %s: expected a positive integer\n",
                 argv[i]);
         return 2;
