@@ -74,3 +74,24 @@ unsigned api_status_for(nucleus_status code) {
   default: return 500;
   }
 }
+
+int api_check_fields(const json_t *root, const char *const *fields, size_t n,
+                     const char *what, api_error *e) {
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)root, key, v) {
+    bool known = false;
+    for (size_t i = 0; i < n && !known; i++)
+      known = !strcmp(key, fields[i]);
+    if (known) continue;
+    char list[512] = "";
+    for (size_t i = 0; i < n; i++) {
+      const size_t used = strlen(list);
+      snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+               fields[i]);
+    }
+    return api_fail(e, 400, key, "unknown field '%.64s' (%s takes %s)", key,
+                    what, list);
+  }
+  return 0;
+}

@@ -23,6 +23,11 @@ typedef struct api_error {
   char message[512];
 } api_error;
 
+/* A 400 naming the first key of root that is not one of fields[0..n):
+ * "unknown field 'K' (WHAT takes F1, F2, ...)"; 0 when every key is. */
+int api_check_fields(const json_t *root, const char *const *fields, size_t n,
+                     const char *what, api_error *e);
+
 /* Fills *e and returns -1 so that parsers can `return api_fail(...)`. */
 int api_fail(api_error *e, unsigned status, const char *param, const char *fmt,
              ...) __attribute__((format(printf, 4, 5)));

@@ -15,19 +15,8 @@ static const char *const FIELDS[] = {"input", "model", "encoding_format",
                                      "dimensions", "truncate"};
 
 static int check_fields(const json_t *root, api_error *e) {
-  const char *key;
-  const json_t *v;
-  json_object_foreach((json_t *)root, key, v) {
-    bool known = false;
-    for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0]; i++)
-      known = known || !strcmp(key, FIELDS[i]);
-    if (!known)
-      return api_fail(e, 400, key,
-                      "unknown field '%.64s' (an embeddings request takes "
-                      "input, model, encoding_format, dimensions, truncate)",
-                      key);
-  }
-  return 0;
+  return api_check_fields(root, FIELDS, sizeof FIELDS / sizeof FIELDS[0],
+                          "an embeddings request", e);
 }
 
 /* One list of token ids as input i. */
