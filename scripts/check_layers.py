@@ -44,7 +44,8 @@ DEPENDS = {
     "grammar": ["tokenizer"],        # GBNF, JSON Schema, the token mask
     "model": ["kv", "tokenizer"],    # weights, archs/, batch, forward
     "engine": ["model", "sampling", "grammar"],  # requests, scheduling
-    "api": ["engine", "chat", "quantize"],  # include/nucleus.h's implementation
+    "vision": ["base"],              # images (decoded RGB8), encoders
+    "api": ["engine", "chat", "quantize", "vision"],  # include/nucleus.h's implementation
 }
 PUBLIC = "nucleus.h"
 
@@ -70,6 +71,7 @@ FACES = {
               "embed.h", "pooling.h"],
     "engine": ["engine.h", "engine_options.h", "request_checks.h",
                "stop_matcher.h"],
+    "vision": ["image.h"],
     "api": [],
 }
 
