@@ -22,9 +22,9 @@ CC ?= cc
 CSTD := -std=c17 -D_GNU_SOURCE
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation
 INCLUDES := -Iinclude -Isrc
-LIBS := -ljansson -lpcre2-8 -lmicrohttpd -lpthread -lm
+LIBS := -ljansson -lpcre2-8 -lmicrohttpd -ljpeg -lpng16 -lwebp -lpthread -lm
 # What libnucleus itself needs (the server's libraries are the binary's).
-LIB_LIBS := -ljansson -lpthread -lm
+LIB_LIBS := -ljansson -ljpeg -lpng16 -lwebp -lpthread -lm
 PREFIX ?= /usr/local
 # The release, read from the public header (NUCLEUS_VERSION).
 VERSION := $(shell sed -n 's/^\#define NUCLEUS_VERSION "\(.*\)"$$/\1/p' include/nucleus.h)

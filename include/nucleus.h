@@ -638,6 +638,58 @@ NUCLEUS_API nucleus_status nucleus_embed(const nucleus_model *model,
                                          const nucleus_embed_params *p,
                                          float *out, nucleus_error *err);
 
+/* ---------------------------------------------------------------- images */
+
+/* A decoded picture: RGB, 8 bits a channel, row-major, with a hash of its
+ * content (two images with the same bytes and size have the same hash). */
+typedef struct nucleus_image nucleus_image;
+
+/* What nucleus_image_decode accepts. The size is read from the file's
+ * header and checked before anything is decoded, so a small file that
+ * claims a huge picture (a decompression bomb) costs nothing. */
+typedef struct nucleus_image_limits {
+  int32_t max_side;   /* widest and tallest picture, pixels */
+  int64_t max_pixels; /* width * height */
+} nucleus_image_limits;
+
+#define NUCLEUS_IMAGE_MAX_SIDE 65535         /* limits.max_side's ceiling */
+#define NUCLEUS_IMAGE_MAX_PIXELS (1LL << 28) /* limits.max_pixels' ceiling */
+
+/* 8192 a side, 32 Mpx. */
+NUCLEUS_API nucleus_image_limits nucleus_image_default_limits(void);
+
+/* Decodes a PNG, JPEG or WebP file (the format is read from its first
+ * bytes, not from a name or media type) into *out (nucleus_image_free).
+ * Grayscale, palette and 16-bit pictures become RGB8 as stb_image (and so
+ * llama.cpp) makes them: gray copied to the three channels, 16 bits cut to
+ * their high 8, an alpha channel dropped (not composited). EXIF orientation
+ * is not applied (neither does stb_image). limits: NULL for the defaults.
+ * Errors: NUCLEUS_ERR_FORMAT (corrupt or truncated data),
+ * NUCLEUS_ERR_UNSUPPORTED (another format, named: GIF, animated PNG or
+ * WebP, CMYK JPEG, ...), NUCLEUS_ERR_LIMIT (over a limit, with the size),
+ * NUCLEUS_ERR_INVALID_ARGUMENT (limits out of range). */
+NUCLEUS_API nucleus_status nucleus_image_decode(
+    const void *bytes, size_t n, const nucleus_image_limits *limits,
+    nucleus_image **out, nucleus_error *err);
+
+/* An image from width * height * 3 bytes of RGB (copied). */
+NUCLEUS_API nucleus_status nucleus_image_from_rgb(const uint8_t *rgb,
+                                                  int32_t width, int32_t height,
+                                                  nucleus_image **out,
+                                                  nucleus_error *err);
+
+NUCLEUS_API void nucleus_image_free(nucleus_image *image);
+
+NUCLEUS_API void nucleus_image_size(const nucleus_image *image, int32_t *width,
+                                    int32_t *height);
+
+/* The width * height * 3 RGB bytes, owned by the image. */
+NUCLEUS_API const uint8_t *nucleus_image_rgb(const nucleus_image *image);
+
+/* The content hash (128 bits) of the size and the RGB bytes. */
+NUCLEUS_API void nucleus_image_hash(const nucleus_image *image,
+                                    uint64_t out[2]);
+
 /* ------------------------------------------------------------- sampling */
 
 /* At most NUCLEUS_MAX_LOGIT_BIAS entries per request, each bias in

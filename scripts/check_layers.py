@@ -71,7 +71,7 @@ FACES = {
               "embed.h", "pooling.h"],
     "engine": ["engine.h", "engine_options.h", "request_checks.h",
                "stop_matcher.h"],
-    "vision": ["image.h"],
+    "vision": ["image.h", "image_decode.h"],
     "api": [],
 }
 
