@@ -10,7 +10,7 @@ REQUEST_FUZZ_SERVER := openai/request_parse openai/structured openai/prompt \
   http/api_error http/json_text openai/tool_request openai/speculative \
   openai/request_fields openai/harmony anthropic/messages_request \
   openai/reasoning_request openai/responses_request openai/responses_input \
-  openai/responses_store
+  openai/responses_store openai/image_input http/base64
 # The src/ folders it stands on, and the single files of the folders above
 # them that parse and check parameters (clang builds the fuzzer from sources,
 # without the kernels' per-file SIMD flags).
@@ -20,7 +20,8 @@ FUZZ_REQUEST_SRCS = fuzz/fuzz_request.c \
   src/sampling/sampler_params.c src/sampling/sampler_contract.c \
   src/engine/engine_params.c src/engine/stop_matcher.c \
   src/engine/request_checks.c src/engine/engine_options.c \
-  src/api/api_grammar.c src/api/api_request_checks.c
+  src/api/api_grammar.c src/api/api_request_checks.c \
+  src/api/api_image.c $(wildcard src/vision/image*.c)
 
 .PHONY: fuzz-request
 fuzz-request: build/fuzz/fuzz_request
@@ -30,7 +31,8 @@ build/fuzz/fuzz_request: $(FUZZ_REQUEST_SRCS) $(wildcard src/*/*.h) \
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -Itools/server -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all $(FUZZ_REQUEST_SRCS) -ljansson -lm -o $@
+	  -fno-sanitize-recover=all $(FUZZ_REQUEST_SRCS) -ljansson $(IMAGE_LIBS) -lm \
+	  -o $@
 
 # The corpus replay, in every unit-test build (release and ASan+UBSan).
 UNIT_TESTS += test_request_fuzz

@@ -1,5 +1,5 @@
 /* nucleus serve: the parts that need no model: UTF-8 sanitizing for JSON,
- * the constant-time key compare, metrics text, option parsing. */
+ * the constant-time key compare, metrics text, option parsing, base64. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +10,49 @@
 #include <cmocka.h>
 
 #include "http/auth.h"
+#include "http/base64.h"
 #include "http/json_text.h"
 #include "metrics.h"
 #include "server_config.h"
+
+static void check_base64(const char *in, const char *want, size_t want_n) {
+  uint8_t *out = NULL;
+  size_t n = 0, bad = 99;
+  assert_int_equal(base64_decode(in, strlen(in), &out, &n, &bad), 0);
+  assert_int_equal(n, want_n);
+  assert_memory_equal(out, want, want_n);
+  free(out);
+}
+
+static void check_base64_bad(const char *in, size_t want_bad) {
+  uint8_t *out = (uint8_t *)0x1;
+  size_t n = 7, bad = 99;
+  assert_int_equal(base64_decode(in, strlen(in), &out, &n, &bad), -1);
+  assert_null(out);
+  assert_int_equal(n, 0);
+  assert_int_equal(bad, want_bad);
+}
+
+static void test_base64_decode(void **state) {
+  (void)state;
+  /* RFC 4648's vectors, padded and not */
+  check_base64("", "", 0);
+  check_base64("Zg==", "f", 1);
+  check_base64("Zg", "f", 1);
+  check_base64("Zm8=", "fo", 2);
+  check_base64("Zm8", "fo", 2);
+  check_base64("Zm9v", "foo", 3);
+  check_base64("Zm9vYmFy", "foobar", 6);
+  check_base64("+/+/", "\xfb\xff\xbf", 3);
+  check_base64("AAEC/w==", "\x00\x01\x02\xff", 4);
+  /* the offset of the first character that is not base64 */
+  check_base64_bad("Zm9v YmFy", 4);
+  check_base64_bad("Zm9vYmF*", 7);
+  check_base64_bad("Zg=A", 2);  /* padding inside */
+  check_base64_bad("Zg=", 2);   /* padding of a cut block */
+  check_base64_bad("Z===", 1);  /* at most two pads */
+  check_base64_bad("Zm9vY", 5); /* 6 bits left: no encoding ends so */
+}
 
 static void check_text(const char *in, size_t n, const char *want) {
   json_t *j = json_text(in, n);
@@ -131,6 +171,7 @@ int main(void) {
       cmocka_unit_test(test_json_text_sanitizes),
       cmocka_unit_test(test_json_finite),
       cmocka_unit_test(test_auth_equal),
+      cmocka_unit_test(test_base64_decode),
       cmocka_unit_test(test_metrics_render),
       cmocka_unit_test(test_config_defaults_and_options),
   };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nucleus.h"
+#include "openai/image_input.h"
 
 /* Bounds on what one body may hold (the chat path bounds the rest). */
 #define MAX_BLOCKS 4096 /* content blocks per message */
@@ -94,6 +95,77 @@ static const json_t *text_block(const json_t *b, const char *path,
   if (only_keys(b, keys, path, e) || check_cache_control(b, path, e))
     return NULL;
   return text;
+}
+
+/* An image block {"type": "image", "source": {"type": "base64",
+ * "media_type", "data"}} -> a chat image part with the data as a data:
+ * URI (checked and decoded here, so a bad image is a 400 naming the
+ * block). NULL with *e. */
+static json_t *image_block(const json_t *b, const char *path, api_error *e) {
+  static const char *const keys[] = {"type", "source", "cache_control", NULL};
+  static const char *const base64_keys[] = {"type", "media_type", "data", NULL};
+  static const char *const media_types[] = {"image/jpeg", "image/png",
+                                            "image/gif", "image/webp", NULL};
+  if (only_keys(b, keys, path, e) || check_cache_control(b, path, e))
+    return NULL;
+  char sub[MAX_PATH + 16];
+  snprintf(sub, sizeof sub, "%s.source", path);
+  const json_t *src = field(b, "source");
+  if (!json_is_object(src)) {
+    api_fail(e, 400, "messages",
+             "%s must be {\"type\": \"base64\", \"media_type\": ..., "
+             "\"data\": ...}",
+             sub);
+    return NULL;
+  }
+  if (is_type(src, "url")) {
+    const json_t *url = field(src, "url");
+    if (!json_is_string(url)) {
+      api_fail(e, 400, "messages", "%s.url must be a string", sub);
+      return NULL;
+    }
+    /* refused there, with the reason */
+    image_input_url(json_string_value(url), json_string_length(url), "messages",
+                    sub, NULL, e);
+    return NULL;
+  }
+  if (!is_type(src, "base64")) {
+    api_fail(e, 400, "messages",
+             "%s.type: only \"base64\" sources are taken (nucleus fetches "
+             "no URLs and keeps no files)",
+             sub);
+    return NULL;
+  }
+  if (only_keys(src, base64_keys, sub, e)) return NULL;
+  const json_t *mt = field(src, "media_type");
+  const json_t *data = field(src, "data");
+  if (!json_is_string(mt) || !listed(media_types, json_string_value(mt))) {
+    api_fail(e, 400, "messages",
+             "%s.media_type must be image/jpeg, image/png, image/gif or "
+             "image/webp",
+             sub);
+    return NULL;
+  }
+  if (!json_is_string(data)) {
+    api_fail(e, 400, "messages", "%s.data must be a base64 string", sub);
+    return NULL;
+  }
+  if (image_input_base64(json_string_value(data), json_string_length(data),
+                         "messages", sub, NULL, e))
+    return NULL;
+  size_t n = strlen("data:;base64,") + json_string_length(mt) +
+             json_string_length(data);
+  char *uri = malloc(n + 1);
+  json_t *part = NULL;
+  if (uri) {
+    snprintf(uri, n + 1, "data:%s;base64,%s", json_string_value(mt),
+             json_string_value(data));
+    part = json_pack("{s:s,s:{s:s%}}", "type", "image_url", "image_url", "url",
+                     uri, n);
+    free(uri);
+  }
+  if (!part) api_fail(e, 500, NULL, "out of memory");
+  return part;
 }
 
 /* system or a tool_result's content: a string, or a list of text blocks,
@@ -232,10 +304,17 @@ static int user_blocks(translation *t, const json_t *content, size_t idx,
         rc = api_fail(e, 500, NULL, "out of memory");
         break;
       }
+    } else if (is_type(b, "image")) {
+      json_t *part = image_block(b, path, e);
+      if (!part || json_array_append_new(parts, part)) {
+        rc = part ? api_fail(e, 500, NULL, "out of memory") : -1;
+        break;
+      }
     } else {
       const json_t *type = json_object_get(b, "type");
       rc = api_fail(e, 400, "messages",
-                    "%s: a user message holds text and tool_result blocks; "
+                    "%s: a user message holds text, image and tool_result "
+                    "blocks; "
                     "'%.32s' is not supported",
                     path, json_is_string(type) ? json_string_value(type) : "?");
       break;

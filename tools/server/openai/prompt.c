@@ -2,9 +2,11 @@
 #include "prompt.h"
 
 #include "harmony.h"
+#include "image_input.h"
 #include "reasoning_request.h"
 #include "tool_request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +19,40 @@ static bool known_role(const char *role) {
   return false;
 }
 
-/* A message's content as one string: text parts are joined by "\n". */
-static json_t *content_text(const json_t *content, size_t idx, api_error *e) {
+/* What an image part leaves in its message's text: the marker the
+ * multimodal tokenizer splits at (llama.cpp's mtmd default). */
+#define IMAGE_MARKER "<__media__>"
+
+/* An image part {"type": "image_url", "image_url": {"url": URL, "detail":
+ * "auto"}}: decoded into images; 0, or -1 with *e. */
+static int image_part(const json_t *part, size_t idx, size_t k,
+                      image_list *images, api_error *e) {
+  char path[96];
+  snprintf(path, sizeof path, "messages[%zu].content[%zu].image_url", idx, k);
+  const json_t *iu = json_object_get(part, "image_url");
+  const json_t *url = json_object_get(iu, "url");
+  const json_t *detail = json_object_get(iu, "detail");
+  if (!json_is_object(iu) || !json_is_string(url))
+    return api_fail(e, 400, "messages",
+                    "%s must be {\"url\": \"data:image/...;base64,...\"}",
+                    path);
+  /* OpenAI's detail picks a resolution; an mmproj's preprocessing fixes
+   * its own, so only "auto" (the default) means what it says. */
+  if (detail && !json_is_null(detail) &&
+      (!json_is_string(detail) || strcmp(json_string_value(detail), "auto")))
+    return api_fail(e, 400, "messages",
+                    "%s.detail: only \"auto\" is taken (the vision "
+                    "projector sets the resolution)",
+                    path);
+  return image_input_url(json_string_value(url), json_string_length(url),
+                         "messages", path, images, e);
+}
+
+/* A message's content as one string: text parts joined by "\n", an image
+ * part as IMAGE_MARKER with no "\n" beside it (as llama.cpp joins them);
+ * its images appended to *images. */
+static json_t *content_text(const json_t *content, size_t idx,
+                            image_list *images, api_error *e) {
   if (!content) return json_string("");
   if (json_is_string(content)) return json_copy((json_t *)content);
   if (!json_is_array(content)) {
@@ -31,11 +65,17 @@ static json_t *content_text(const json_t *content, size_t idx, api_error *e) {
   json_array_foreach(content, i, part) {
     const json_t *type = json_object_get(part, "type");
     const json_t *text = json_object_get(part, "text");
+    if (json_is_string(type) && !strcmp(json_string_value(type), "image_url")) {
+      if (image_part(part, idx, i, images, e)) return NULL;
+      total += strlen(IMAGE_MARKER);
+      continue;
+    }
     if (!json_is_string(type) || strcmp(json_string_value(type), "text") ||
         !json_is_string(text)) {
       api_fail(e, 400, "messages",
                "messages[%zu].content[%zu]: only {\"type\": \"text\", "
-               "\"text\": ...} parts are supported",
+               "\"text\": ...} and {\"type\": \"image_url\", ...} parts "
+               "are supported",
                idx, i);
       return NULL;
     }
@@ -47,9 +87,17 @@ static json_t *content_text(const json_t *content, size_t idx, api_error *e) {
     return NULL;
   }
   size_t o = 0;
+  bool after_image = false;
   json_array_foreach(content, i, part) {
     const json_t *text = json_object_get(part, "text");
-    if (i) buf[o++] = '\n';
+    if (strcmp(json_string_value(json_object_get(part, "type")), "text")) {
+      memcpy(buf + o, IMAGE_MARKER, strlen(IMAGE_MARKER));
+      o += strlen(IMAGE_MARKER);
+      after_image = true;
+      continue;
+    }
+    if (o && !after_image) buf[o++] = '\n';
+    after_image = false;
     memcpy(buf + o, json_string_value(text), json_string_length(text));
     o += json_string_length(text);
   }
@@ -65,7 +113,8 @@ static json_t *content_text(const json_t *content, size_t idx, api_error *e) {
  * for the template, which renders or drops it as its family does: Qwen3
  * keeps only the turns after the last user message's, Gemma 4 a call's). */
 static json_t *normalize_messages(const json_t *msgs, bool harmony,
-                                  bool reasoning, api_error *e) {
+                                  bool reasoning, image_list *images,
+                                  api_error *e) {
   if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
     api_fail(e, 400, "messages", "'messages' must be a non-empty list");
     return NULL;
@@ -86,7 +135,8 @@ static json_t *normalize_messages(const json_t *msgs, bool harmony,
       return NULL;
     }
     const json_t *content = json_object_get(m, "content");
-    json_t *text = content_text(json_is_null(content) ? NULL : content, i, e);
+    json_t *text =
+        content_text(json_is_null(content) ? NULL : content, i, images, e);
     json_t *copy = json_object();
     if (!text || !copy) {
       json_decref(text);
@@ -113,9 +163,21 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
                 api_error *e) {
   const json_t *raw = json_object_get(root, "messages");
   if (json_is_array(raw) && tool_messages_check(raw, e)) return -1;
+  image_list images = {0};
   json_t *msgs = normalize_messages(
       raw, harmony_model(srv->model),
-      strcmp(nucleus_model_reasoning_format(srv->model), "none") != 0, e);
+      strcmp(nucleus_model_reasoning_format(srv->model), "none") != 0, &images,
+      e);
+  /* Every image was checked (a bad one is a 400 naming its part); none is
+   * taken yet: the model has no vision projector (--mmproj). */
+  size_t n_images = images.n;
+  image_list_clear(&images);
+  if (msgs && n_images) {
+    json_decref(msgs);
+    return api_fail(e, 400, "messages",
+                    "this model does not take images (%zu in the messages)",
+                    n_images);
+  }
   if (!msgs) return e->status ? -1 : api_fail(e, 500, NULL, "out of memory");
   char *msgs_json = json_dumps(msgs, JSON_COMPACT);
   json_decref(msgs);

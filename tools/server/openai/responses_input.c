@@ -2,8 +2,11 @@
  * (responses_request.h). */
 #include "responses_request.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "image_input.h"
 
 /* A call id, a function name: non-empty strings of at most this many
  * bytes. */
@@ -88,6 +91,114 @@ static json_t *parts_text(const json_t *content, size_t i, const char *field,
   return s;
 }
 
+/* An input_image part {"type": "input_image", "image_url": DATA_URI,
+ * "detail": "auto"} -> a chat image part (checked and decoded here, so a
+ * bad image is a 400 naming input[i].content[k]). */
+static json_t *image_part(const json_t *part, size_t i, size_t k,
+                          api_error *e) {
+  static const char *const keys[] = {"type", "image_url", "detail", "file_id",
+                                     NULL};
+  char path[96], what[200];
+  snprintf(path, sizeof path, "input[%zu].content[%zu]", i, k);
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)part, key, v) {
+    bool known = false;
+    for (size_t j = 0; keys[j] && !known; j++)
+      known = !strcmp(key, keys[j]);
+    if (!known) {
+      snprintf(what, sizeof what, ".content[%zu].%.64s is not supported", k,
+               key);
+      item_fail(e, i, what);
+      return NULL;
+    }
+  }
+  const json_t *url = json_object_get(part, "image_url");
+  const json_t *detail = json_object_get(part, "detail");
+  if (json_object_get(part, "file_id"))
+    snprintf(what, sizeof what,
+             ".content[%zu].file_id: nucleus keeps no files; send the image "
+             "as image_url, a data: URI",
+             k);
+  else if (!json_is_string(url))
+    snprintf(what, sizeof what,
+             ".content[%zu].image_url must be a data: URI "
+             "(data:image/png;base64,...)",
+             k);
+  else if (detail && !json_is_null(detail) &&
+           (!json_is_string(detail) ||
+            strcmp(json_string_value(detail), "auto")))
+    snprintf(what, sizeof what,
+             ".content[%zu].detail: only \"auto\" is taken (the vision "
+             "projector sets the resolution)",
+             k);
+  else
+    what[0] = 0;
+  if (what[0]) {
+    item_fail(e, i, what);
+    return NULL;
+  }
+  char field[32];
+  snprintf(field, sizeof field, "input[%zu]", i);
+  if (image_input_url(json_string_value(url), json_string_length(url), field,
+                      path, NULL, e))
+    return NULL;
+  json_t *out =
+      json_pack("{s:s,s:{s:O}}", "type", "image_url", "image_url", "url", url);
+  if (!out) api_fail(e, 500, NULL, "out of memory");
+  return out;
+}
+
+static bool has_image(const json_t *content) {
+  size_t k;
+  const json_t *part;
+  json_array_foreach(content, k, part) {
+    const char *type = json_string_value(json_object_get(part, "type"));
+    if (type && !strcmp(type, "input_image")) return true;
+  }
+  return false;
+}
+
+/* A message's content with input_image parts among its input_text ones:
+ * chat parts ([{type: text, text} | {type: image_url, image_url}]). */
+static json_t *parts_with_images(const json_t *content, size_t i,
+                                 api_error *e) {
+  json_t *out = json_array();
+  if (!out) {
+    api_fail(e, 500, NULL, "out of memory");
+    return NULL;
+  }
+  size_t k;
+  const json_t *part;
+  json_array_foreach(content, k, part) {
+    const char *type = json_string_value(json_object_get(part, "type"));
+    json_t *chat = NULL;
+    if (type && !strcmp(type, "input_image")) {
+      chat = image_part(part, i, k, e);
+    } else {
+      const json_t *text = json_object_get(part, "text");
+      if (!type || strcmp(type, "input_text") || !json_is_string(text)) {
+        char what[200];
+        snprintf(what, sizeof what,
+                 ".content[%zu]: a message with images holds input_text and "
+                 "input_image parts, got type '%.32s'",
+                 k, type ? type : "?");
+        item_fail(e, i, what);
+        json_decref(out);
+        return NULL;
+      }
+      chat = json_pack("{s:s,s:O}", "type", "text", "text", text);
+      if (!chat) api_fail(e, 500, NULL, "out of memory");
+    }
+    if (!chat || json_array_append_new(out, chat)) {
+      if (chat) api_fail(e, 500, NULL, "out of memory");
+      json_decref(out);
+      return NULL;
+    }
+  }
+  return out;
+}
+
 /* Whether an assistant message of msgs carries a call with this id. */
 static bool call_known(const json_t *msgs, const char *id) {
   size_t i, k;
@@ -124,7 +235,11 @@ static int add_message(const json_t *item, size_t i, json_t *msgs,
     return item_fail(e, i,
                      ".role must be 'user', 'assistant', 'system' or "
                      "'developer'");
-  json_t *text = parts_text(json_object_get(item, "content"), i, "content", e);
+  const json_t *content = json_object_get(item, "content");
+  json_t *text =
+      strcmp(role, "assistant") && json_is_array(content) && has_image(content)
+          ? parts_with_images(content, i, e)
+          : parts_text(content, i, "content", e);
   if (!text) return -1;
   if (!strcmp(role, "assistant")) {
     json_t *m = new_assistant(msgs, reasoning);

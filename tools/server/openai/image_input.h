@@ -1,0 +1,40 @@
+/* nucleus serve: images in request bodies -> decoded images. A chat
+ * message's {"type": "image_url", "image_url": {"url": URL}} part, a
+ * Responses input_image's image_url and an Anthropic image block's base64
+ * source all arrive here; every error is a 400 naming the part's path.
+ * Only data: URIs are taken ("data:image/...;base64,..."): the server
+ * fetches nothing a request names. */
+#ifndef NUCLEUS_SERVER_IMAGE_INPUT_H
+#define NUCLEUS_SERVER_IMAGE_INPUT_H
+
+#include <stddef.h>
+
+#include "http/api_error.h"
+#include "nucleus.h"
+
+/* Images of one request, in the order their parts appear. */
+typedef struct image_list {
+  nucleus_image **v;
+  size_t n, cap;
+  int64_t pixels; /* their pixels together */
+} image_list;
+
+/* Most images one request may carry, and their pixels together (each
+ * image alone: nucleus_image_default_limits). */
+#define IMAGE_INPUT_MAX_IMAGES 64
+#define IMAGE_INPUT_MAX_PIXELS 32000000
+
+/* Decodes the image a URL holds and appends it to list (NULL: decoded,
+ * checked and dropped). param: the request field named in an error; path:
+ * the part, e.g. "messages[1].content[0].image_url". */
+int image_input_url(const char *url, size_t len, const char *param,
+                    const char *path, image_list *list, api_error *e);
+
+/* The same for base64 data whose media type is given apart (Anthropic's
+ * source). */
+int image_input_base64(const char *data, size_t len, const char *param,
+                       const char *path, image_list *list, api_error *e);
+
+void image_list_clear(image_list *list);
+
+#endif
