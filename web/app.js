@@ -19,6 +19,7 @@ let busy = null;       /* the AbortController of the reply in flight */
 let failed = null;     /* why the last reply failed: shown with a Retry */
 let tokensView = !!settings.__tokens; /* replies as token spans, not Markdown */
 let selected = null;   /* {rec, i}: the record open in the inspector */
+let attached = [];     /* data: URIs of the images the next message takes */
 const rowOf = new WeakMap(); /* message -> its <li> */
 
 function load(key, dflt) {
@@ -29,7 +30,8 @@ function save() {
   try { localStorage.setItem(STORE, JSON.stringify(chat)); }
   catch (e) { /* quota: keep the text, drop the inspect records */
     const slim = { system: chat.system, messages: chat.messages.map((m) =>
-      ({ role: m.role, content: m.content, reasoning: m.reasoning, meta: m.meta })) };
+      ({ role: m.role, content: m.content, images: m.images, reasoning: m.reasoning,
+        meta: m.meta })) };
     try { localStorage.setItem(STORE, JSON.stringify(slim)); } catch (e2) { /* give up */ }
   }
 }
@@ -140,8 +142,14 @@ function thinkingBlock(m) {
   summary.addEventListener("click", () => { m.thinkingOpen = !d.open; });
   return d;
 }
+/* A message's images as thumbnails. */
+function thumbs(images) {
+  return el("div", { class: "thumbs" }, ...images.map((src, i) =>
+    el("span", { class: "thumb" }, el("img", { src, alt: "image " + (i + 1) }))));
+}
 function renderBody(m) {
   const body = renderAnswer(m);
+  if (m.images && m.images.length) body.prepend(thumbs(m.images));
   if (m.role === "assistant" && m.reasoning && !tokensView)
     body.prepend(thinkingBlock(m));
   return body;
@@ -222,6 +230,8 @@ function edit(idx) {
   if (busy) return;
   failed = null;
   $("input").value = chat.messages[idx].content;
+  attached = (chat.messages[idx].images || []).slice();
+  renderAttached();
   chat.messages = chat.messages.slice(0, idx);
   save(); render();
   $("input").focus();
@@ -230,7 +240,11 @@ function apiMessages() {
   const out = [];
   if (chat.system.trim()) out.push({ role: "system", content: chat.system });
   for (const m of chat.messages) {
-    const o = { role: m.role, content: m.content };
+    /* images first, then the text, as llama-mtmd-cli orders a turn */
+    const o = { role: m.role, content: m.images && m.images.length
+      ? [...m.images.map((url) => ({ type: "image_url", image_url: { url } })),
+         { type: "text", text: m.content }]
+      : m.content };
     if (m.reasoning) o.reasoning_content = m.reasoning; /* the template keeps or drops it */
     out.push(o);
   }
@@ -331,14 +345,46 @@ $("composer").addEventListener("submit", (ev) => {
   ev.preventDefault();
   if (busy) return;
   const text = $("input").value;
-  if (!text.trim()) return;
-  chat.messages.push({ role: "user", content: text });
+  if (!text.trim() && !attached.length) return;
+  const m = { role: "user", content: text };
+  if (attached.length) m.images = attached;
+  chat.messages.push(m);
   $("input").value = "";
+  attached = [];
+  renderAttached();
   save();
   reply();
 });
 $("input").addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("composer").requestSubmit(); }
+});
+/* ---- images: attached (button) or pasted, sent as data: URIs ---- */
+function renderAttached() {
+  const box = $("attachments");
+  box.textContent = "";
+  attached.forEach((src, i) => box.append(el("span", { class: "thumb" },
+    el("img", { src, alt: "attached image " + (i + 1) }),
+    el("button", { type: "button", title: "Remove", "aria-label": "Remove image " + (i + 1),
+      onclick: () => { attached.splice(i, 1); renderAttached(); } }, "×"))));
+}
+function addImages(files) {
+  for (const f of files) {
+    if (!f.type.startsWith("image/")) continue;
+    const r = new FileReader();
+    r.onload = () => { attached.push(r.result); renderAttached(); };
+    r.readAsDataURL(f);
+  }
+}
+$("attach").addEventListener("click", () => $("image-file").click());
+$("image-file").addEventListener("change", (ev) => {
+  addImages(ev.target.files);
+  ev.target.value = "";
+});
+$("input").addEventListener("paste", (ev) => {
+  const files = [...(ev.clipboardData ? ev.clipboardData.files : [])];
+  if (!files.some((f) => f.type.startsWith("image/"))) return;
+  ev.preventDefault();
+  addImages(files);
 });
 $("stop").addEventListener("click", () => { if (busy) busy.abort(); });
 document.addEventListener("keydown", (ev) => {
@@ -356,6 +402,8 @@ $("newchat").addEventListener("click", () => {
   if (busy) busy.abort();
   chat = { system: chat.system, messages: [] };
   failed = null;
+  attached = [];
+  renderAttached();
   save(); render(); closeInspector();
 });
 $("system").addEventListener("change", () => { chat.system = $("system").value; save(); });
