@@ -20,6 +20,28 @@ nc_code nc_llama_check_hparams(const gguf_file *f, nc_hparams *hp,
   return NC_OK;
 }
 
+nc_code nc_llama_check_experts(const char *name, nc_hparams *hp,
+                               nc_error *err) {
+  if (hp->n_expert < 1)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "%s: metadata '%s.expert_count' is absent or 0: must be "
+                   ">= 1",
+                   name, name);
+  if (hp->n_expert_used < 1)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "%s: metadata '%s.expert_used_count' is absent or 0: must "
+                   "be in [1, %d]",
+                   name, name, (int)hp->n_expert);
+  /* llama.cpp: expert_feed_forward_length, else n_ff / n_expert_used */
+  if (hp->n_ff_exp == 0) hp->n_ff_exp = hp->n_ff / hp->n_expert_used;
+  if (hp->n_ff_exp < 1)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "%s: no expert width: '%s.expert_feed_forward_length' is "
+                   "absent and n_ff %d / %d experts used is 0",
+                   name, name, (int)hp->n_ff, (int)hp->n_expert_used);
+  return NC_OK;
+}
+
 /* Rows [r0, r0 + n) of w, as a weight of its own (a view). */
 static nc_weight weight_rows(const nc_weight *w, int64_t r0, int64_t n) {
   nc_weight v = *w;

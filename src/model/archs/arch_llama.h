@@ -26,6 +26,11 @@ typedef struct nc_llama_pieces {
 
 nc_code nc_llama_check_hparams(const gguf_file *f, nc_hparams *hp,
                                nc_error *err);
+/* A mixture-of-experts file's expert_count and expert_used_count (>= 1),
+ * and the experts' width: expert_feed_forward_length, else n_ff /
+ * n_expert_used as llama.cpp (qwen3moe); name: the arch, for messages. */
+nc_code nc_llama_check_experts(const char *name, nc_hparams *hp,
+                               nc_error *err);
 nc_code nc_llama_family_load(const gguf_file *f, const nc_hparams *hp,
                              const nc_kernels *kern, const nc_llama_pieces *pc,
                              nc_model_weights *w, nc_error *err);

@@ -8,24 +8,8 @@
 
 static nc_code qwen3moe_check(const gguf_file *f, nc_hparams *hp,
                               nc_error *err) {
-  if (hp->n_expert < 1)
-    return nc_fail(err, NC_ERR_FORMAT,
-                   "qwen3moe: metadata 'qwen3moe.expert_count' is absent or "
-                   "0: must be >= 1");
-  if (hp->n_expert_used < 1)
-    return nc_fail(err, NC_ERR_FORMAT,
-                   "qwen3moe: metadata 'qwen3moe.expert_used_count' is absent "
-                   "or 0: must be in [1, %d]",
-                   (int)hp->n_expert);
-  /* llama.cpp: expert_feed_forward_length, else n_ff / n_expert_used */
-  if (hp->n_ff_exp == 0) hp->n_ff_exp = hp->n_ff / hp->n_expert_used;
-  if (hp->n_ff_exp < 1)
-    return nc_fail(err, NC_ERR_FORMAT,
-                   "qwen3moe: no expert width: "
-                   "'qwen3moe.expert_feed_forward_length' is absent and n_ff "
-                   "%d / %d experts used is 0",
-                   (int)hp->n_ff, (int)hp->n_expert_used);
-  return nc_llama_check_hparams(f, hp, err);
+  nc_code rc = nc_llama_check_experts("qwen3moe", hp, err);
+  return rc ? rc : nc_llama_check_hparams(f, hp, err);
 }
 
 static nc_code qwen3moe_load(const gguf_file *f, const nc_hparams *hp,
