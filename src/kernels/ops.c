@@ -52,27 +52,71 @@ static float yarn_ramp(const float dims[2], int32_t k) {
   return 1.0f - c;
 }
 
-void nc_rope_cache(int32_t pos, const nc_rope_params *p,
-                   const float *freq_factors, float *cos_out, float *sin_out) {
-  const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+/* ggml's rope_yarn for pair k of theta (theta_extrap before the factor):
+ * cos and sin times the magnitude mscale. */
+static void rope_pair(const nc_rope_params *p, int32_t k, float theta, float ff,
+                      float mscale, float *cos_out, float *sin_out) {
+  const float extrap = theta / ff;
+  const float interp = p->freq_scale * extrap;
+  float t = interp;
+  if (p->ext_factor != 0.0f) {
+    const float mix = yarn_ramp(p->corr_dims, k) * p->ext_factor;
+    /* interp * (1 - mix) + extrap * mix, contracted as clang does */
+    t = fmaf(interp, 1.0f - mix, extrap * mix);
+  }
+  *cos_out = cosf(t) * mscale;
+  *sin_out = sinf(t) * mscale;
+}
+
+static float rope_mscale(const nc_rope_params *p) {
   float mscale = p->attn_factor;
   /* ggml-cpu (clang, FMA) contracts 1 + 0.1 * ln(...) into one fma */
   if (p->ext_factor != 0.0f)
     mscale *= fmaf(0.1f, logf(1.0f / p->freq_scale), 1.0f);
+  return mscale;
+}
+
+void nc_rope_cache(int32_t pos, const nc_rope_params *p,
+                   const float *freq_factors, float *cos_out, float *sin_out) {
+  const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+  const float mscale = rope_mscale(p);
   float theta = (float)pos;
   for (int32_t k = 0; k < p->n_rot / 2; k++) {
-    const float ff = freq_factors ? freq_factors[k] : 1.0f;
-    const float extrap = theta / ff;
-    const float interp = p->freq_scale * extrap;
-    float t = interp;
-    if (p->ext_factor != 0.0f) {
-      const float mix = yarn_ramp(p->corr_dims, k) * p->ext_factor;
-      /* interp * (1 - mix) + extrap * mix, contracted as clang does */
-      t = fmaf(interp, 1.0f - mix, extrap * mix);
-    }
-    cos_out[k] = cosf(t) * mscale;
-    sin_out[k] = sinf(t) * mscale;
+    rope_pair(p, k, theta, freq_factors ? freq_factors[k] : 1.0f, mscale,
+              &cos_out[k], &sin_out[k]);
     theta *= theta_scale;
+  }
+}
+
+int nc_mrope_component(int mrope, const int32_t sections[4], int32_t k) {
+  const int32_t s0 = sections[0], s1 = sections[1], s2 = sections[2];
+  const int32_t dims = s0 + s1 + s2 + sections[3];
+  const int32_t sector = dims > 0 ? k % dims : 0;
+  if (mrope == NC_MROPE_INTERLEAVED) {
+    if (sector % 3 == 1 && sector < 3 * s1) return 1;
+    if (sector % 3 == 2 && sector < 3 * s2) return 2;
+    if (sector % 3 == 0 && sector < 3 * s0) return 0;
+    return 3;
+  }
+  if (sector < s0) return 0;
+  if (sector < s0 + s1) return 1;
+  if (sector < s0 + s1 + s2) return 2;
+  return 3;
+}
+
+void nc_mrope_cache(const int32_t pos[4], const nc_rope_params *p,
+                    const float *freq_factors, float *cos_out, float *sin_out) {
+  const float theta_scale = powf(p->freq_base, -2.0f / (float)p->n_rot);
+  const float mscale = rope_mscale(p);
+  float theta[4];
+  for (int c = 0; c < 4; c++)
+    theta[c] = (float)pos[c];
+  for (int32_t k = 0; k < p->n_rot / 2; k++) {
+    const int c = nc_mrope_component(p->mrope, p->sections, k);
+    rope_pair(p, k, theta[c], freq_factors ? freq_factors[k] : 1.0f, mscale,
+              &cos_out[k], &sin_out[k]);
+    for (int i = 0; i < 4; i++)
+      theta[i] *= theta_scale;
   }
 }
 

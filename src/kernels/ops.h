@@ -36,7 +36,22 @@ typedef struct nc_rope_params {
   float freq_base, freq_scale;
   float ext_factor, attn_factor;
   float corr_dims[2];
+  /* M-RoPE (NC_MROPE_*; NONE: one position per row): each pair turns by
+   * one of a row's four positions (t, h, w, e), chosen by sections */
+  int mrope;
+  int32_t sections[4];
 } nc_rope_params;
+
+/* How M-RoPE picks the position of pair k (ggml_mrope_cache_init), with
+ * sector = k % (sections[0] + ... + sections[3]):
+ * - NC_MROPE_SECTIONS (ggml's MROPE, Qwen2-VL): t for the first sections[0]
+ *   sectors, then h for sections[1], w for sections[2], e for the rest;
+ * - NC_MROPE_INTERLEAVED (ggml's IMROPE, Qwen3-VL): h where sector % 3 == 1
+ *   and sector < 3 sections[1], w where sector % 3 == 2 and sector <
+ *   3 sections[2], t where sector % 3 == 0 and sector < 3 sections[0], e
+ *   elsewhere.
+ * The pairs are NEOX's. */
+enum { NC_MROPE_NONE = 0, NC_MROPE_SECTIONS = 1, NC_MROPE_INTERLEAVED = 2 };
 
 /* YaRN's correction range (ggml_rope_yarn_corr_dims): the pair dimensions
  * whose wavelength over n_ctx_orig positions turns beta_fast and beta_slow
@@ -51,6 +66,14 @@ void nc_rope_yarn_corr_dims(int32_t n_rot, int32_t n_ctx_orig, float freq_base,
  * ramp; cos and sin times the magnitude. */
 void nc_rope_cache(int32_t pos, const nc_rope_params *p,
                    const float *freq_factors, float *cos_out, float *sin_out);
+/* The same for one row of M-RoPE (p->mrope != NC_MROPE_NONE): pair k's
+ * theta is pos[c] times theta_scale^k (the four thetas advance in
+ * lockstep, as ggml's), c the component p->sections assign to it. */
+void nc_mrope_cache(const int32_t pos[4], const nc_rope_params *p,
+                    const float *freq_factors, float *cos_out, float *sin_out);
+/* The component (0 t, 1 h, 2 w, 3 e) M-RoPE mode mrope with sections takes
+ * for pair k. */
+int nc_mrope_component(int mrope, const int32_t sections[4], int32_t k);
 /* Rotates n_heads heads of head_dim values in place with a cache from
  * nc_rope_cache. NORMAL pairs (x[2k], x[2k+1]); NEOX pairs (x[k],
  * x[k+n_rot/2]). Dimensions past n_rot are left alone. Each rotated value

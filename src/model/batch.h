@@ -25,6 +25,12 @@ typedef struct nc_batch {
    * state once it has computed the row (a snapshot, kv_cache.h), NULL:
    * nowhere; NULL by every add, set by nc_batch_set_snapshot */
   float **snap;
+  /* M-RoPE positions (model.h's mrope): the row's (t, h, w, e) at
+   * rope_pos[4 * row ..]; nc_batch_add sets a text row's (pos, pos, pos,
+   * 0) as llama.cpp does, nc_batch_set_rope_pos an image patch's. Only
+   * RoPE reads them: pos stays the row's place in its sequence (its KV
+   * cell, the causal order). */
+  int32_t *rope_pos;
 } nc_batch;
 
 /* Flash attention's orders (attn_flash.h, docs/forward.md):
@@ -99,6 +105,9 @@ bool nc_batch_add_reusable(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
  * below NC_FLASH_SPLIT_KEYS, other (close) ones past it. */
 bool nc_batch_add_reusable_split(nc_batch *b, int32_t token, int32_t pos,
                                  int32_t seq, bool want_logits);
+/* Row row's M-RoPE position (t, h, w, e); false for a row not in the
+ * batch. */
+bool nc_batch_set_rope_pos(nc_batch *b, int32_t row, const int32_t pos[4]);
 /* Row row's snapshot target (nc_batch's snap). */
 void nc_batch_set_snapshot(nc_batch *b, int32_t row, float *dst);
 /* Number of entries with want_logits set (rows of the logits output). */

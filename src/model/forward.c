@@ -389,9 +389,13 @@ void nc_fwd_embed(const nc_weight *table, const nc_batch *b, float *x,
 
 void nc_fwd_rope_rows(const nc_batch *b, const nc_rope_params *rope,
                       const float *ff, float *cos, float *sin, int32_t half) {
-  for (int32_t t = 0; t < b->n_tokens; t++)
-    nc_rope_cache(b->pos[t], rope, ff, cos + (int64_t)t * half,
-                  sin + (int64_t)t * half);
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    float *c = cos + (int64_t)t * half, *s = sin + (int64_t)t * half;
+    if (rope->mrope != NC_MROPE_NONE)
+      nc_mrope_cache(b->rope_pos + 4 * (int64_t)t, rope, ff, c, s);
+    else
+      nc_rope_cache(b->pos[t], rope, ff, c, s);
+  }
 }
 
 void nc_fwd_scale(nc_fwd *ctx, float *y, float s, int32_t rows, int64_t n) {

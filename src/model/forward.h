@@ -270,7 +270,8 @@ void nc_fwd_gelu_table(nc_fp16 *tab);
 void nc_fwd_embed(const nc_weight *table, const nc_batch *b, float *x,
                   int64_t n);
 /* RoPE's cos/sin rows (half values each) of the batch's positions, with
- * the file's frequency factors ff (NULL: none). */
+ * the file's frequency factors ff (NULL: none); with M-RoPE
+ * (rope->mrope) of the rows' (t, h, w, e) positions (b->rope_pos). */
 void nc_fwd_rope_rows(const nc_batch *b, const nc_rope_params *rope,
                       const float *ff, float *cos, float *sin, int32_t half);
 /* y += bias for each of rows rows of n values. */

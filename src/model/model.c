@@ -136,7 +136,9 @@ nc_rope_params nc_hp_rope(const nc_hparams *hp, bool swa) {
       .freq_base = swa ? hp->rope_freq_base_swa : hp->rope_freq_base,
       .freq_scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale,
       .ext_factor = hp->yarn_ext_factor,
-      .attn_factor = hp->yarn_attn_factor};
+      .attn_factor = hp->yarn_attn_factor,
+      .mrope = hp->mrope};
+  memcpy(p.sections, hp->rope_sections, sizeof p.sections);
   nc_rope_yarn_corr_dims(p.n_rot, hp->yarn_orig_ctx, p.freq_base,
                          hp->yarn_beta_fast, hp->yarn_beta_slow, p.corr_dims);
   return p;

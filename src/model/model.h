@@ -104,6 +104,14 @@ typedef struct nc_hparams {
   /* a shared expert beside the routed ones (qwen35moe): its FFN width
    * ({arch}.expert_shared_feed_forward_length, else n_ff); 0: none */
   int32_t n_ff_shexp;
+  /* M-RoPE (qwen2vl, qwen3vl: NC_MROPE_*, kernels/ops.h; NONE: one
+   * position per row): the pairs each of a row's (t, h, w, e) positions
+   * turn ({arch}.rope.dimension_sections), and the layers after the first
+   * that add a slice of an image row's input (Qwen3-VL's deepstack,
+   * {arch}.n_deepstack_layers; 0: none) */
+  int mrope;
+  int32_t rope_sections[4];
+  int32_t n_deepstack;
 } nc_hparams;
 
 enum {

@@ -91,11 +91,34 @@ static void test_reusable_rows(void **state) {
   nc_batch_free(&b);
 }
 
+/* M-RoPE positions: a text row's (pos, pos, pos, 0) as llama.cpp's, an
+ * image patch's set in place; a row outside the batch refused. */
+static void test_rope_pos(void **state) {
+  (void)state;
+  nc_batch b;
+  nc_error err;
+  assert_int_equal(nc_batch_init(&b, 4, &err), NC_OK);
+  assert_true(nc_batch_add(&b, 1, 9, 0, false));
+  assert_true(nc_batch_add_prompt(&b, 2, 10, 0, NC_LOGITS_LAST, 11));
+  const int32_t text0[4] = {9, 9, 9, 0}, text1[4] = {10, 10, 10, 0};
+  assert_memory_equal(b.rope_pos, text0, sizeof text0);
+  assert_memory_equal(b.rope_pos + 4, text1, sizeof text1);
+  const int32_t patch[4] = {5, 2, 3, 0};
+  assert_true(nc_batch_set_rope_pos(&b, 1, patch));
+  assert_memory_equal(b.rope_pos + 4, patch, sizeof patch);
+  assert_memory_equal(b.rope_pos, text0, sizeof text0);
+  assert_int_equal(b.pos[1], 10); /* its KV place is unchanged */
+  assert_false(nc_batch_set_rope_pos(&b, 2, patch));
+  assert_false(nc_batch_set_rope_pos(&b, -1, patch));
+  nc_batch_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_ends),
       cmocka_unit_test(test_row_orders),
       cmocka_unit_test(test_reusable_rows),
+      cmocka_unit_test(test_rope_pos),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

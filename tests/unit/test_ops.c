@@ -159,6 +159,54 @@ static void test_rope_yarn(void **state) {
   }
 }
 
+/* M-RoPE (ggml_mrope_cache_init): which of (t, h, w, e) each pair takes,
+ * written out for Qwen2-VL's sections [16, 24, 24, 0] and Qwen3-VL's
+ * interleaved [24, 20, 20, 0] over 64 pairs and a wrapping [4, 4, 4, 4]
+ * over 32; each pair's cos/sin the bits of plain RoPE at its component's
+ * position (the four thetas advance together). */
+static void test_mrope(void **state) {
+  (void)state;
+  enum { HD = 128, HALF = HD / 2 };
+  const int32_t qwen2[4] = {16, 24, 24, 0}, qwen3[4] = {24, 20, 20, 0};
+  const int32_t wrap[4] = {4, 4, 4, 4};
+  for (int32_t k = 0; k < HALF; k++) {
+    /* Qwen2-VL: t for pairs 0-15, h 16-39, w 40-63 */
+    assert_int_equal(nc_mrope_component(NC_MROPE_SECTIONS, qwen2, k), k < 16 ? 0
+                                                                      : k < 40
+                                                                          ? 1
+                                                                          : 2);
+    /* Qwen3-VL: t h w t h w ... up to pair 59, then 60 t, 61 e, 62 e,
+     * 63 t (h and w end at 3 * 20 = 60, t at 72) */
+    const int want = k < 60 ? k % 3 : (k == 61 || k == 62) ? 3 : 0;
+    assert_int_equal(nc_mrope_component(NC_MROPE_INTERLEAVED, qwen3, k), want);
+    if (k < 32) /* sector = k % 16: t, h, w, e in blocks of 4 */
+      assert_int_equal(nc_mrope_component(NC_MROPE_SECTIONS, wrap, k),
+                       (k % 16) / 4);
+  }
+  nc_rope_params p = rope_params(HD, 5000000.0f, 1.0f);
+  p.mrope = NC_MROPE_INTERLEAVED;
+  memcpy(p.sections, qwen3, sizeof p.sections);
+  const int32_t pos[4] = {7, 1001, 23, 0};
+  float c[HALF], s[HALF], pc[4][HALF], ps[4][HALF];
+  nc_mrope_cache(pos, &p, NULL, c, s);
+  for (int i = 0; i < 4; i++)
+    nc_rope_cache(pos[i], &p, NULL, pc[i], ps[i]);
+  for (int32_t k = 0; k < HALF; k++) {
+    const int i = nc_mrope_component(p.mrope, p.sections, k);
+    assert_memory_equal(&c[k], &pc[i][k], sizeof(float));
+    assert_memory_equal(&s[k], &ps[i][k], sizeof(float));
+  }
+  /* a text row (p, p, p, 0): plain RoPE but for the pairs of e, unturned */
+  const int32_t text[4] = {41, 41, 41, 0};
+  nc_mrope_cache(text, &p, NULL, c, s);
+  nc_rope_cache(41, &p, NULL, pc[0], ps[0]);
+  for (int32_t k = 0; k < HALF; k++) {
+    const bool e = k == 61 || k == 62;
+    assert_true(c[k] == (e ? 1.0f : pc[0][k]));
+    assert_true(s[k] == (e ? 0.0f : ps[0][k]));
+  }
+}
+
 static void test_softmax(void **state) {
   (void)state;
   float x[100];
@@ -468,6 +516,7 @@ int main(void) {
       cmocka_unit_test(test_rmsnorm),
       cmocka_unit_test(test_rope_normal_and_neox),
       cmocka_unit_test(test_rope_yarn),
+      cmocka_unit_test(test_mrope),
       cmocka_unit_test(test_softmax),
       cmocka_unit_test(test_silu_swiglu_add),
       cmocka_unit_test(test_expf_ggml),
