@@ -218,6 +218,24 @@ ARCHS = {
                       pooling=gguf.PoolingType.MEAN),
     "bertrank": dict(n_layer=4, head_dim=64, base="bert",
                      pooling=gguf.PoolingType.RANK, rank_labels=["relevance"]),
+    # The language models of the vision-language Qwens (issue 46), with
+    # M-RoPE: rope.dimension_sections give each pair one of a row's (t, h,
+    # w, e) positions, and a text row's are (p, p, p, 0) in llama.cpp, so
+    # the pairs of e stay unturned. qwen2vl (qwen2 + sections, ggml's MROPE):
+    # sections [4, 4, 4, 4] over 32 pairs (sector = pair % 16), so pairs
+    # 12-15 and 28-31 take e. qwen3vl (qwen3 + interleaved sections, ggml's
+    # IMROPE; DeepStack: n_deepstack_layers 2, which text rows do not use):
+    # Qwen3-VL's own [24, 20, 20, 0] over 64 pairs (pairs 61, 62 take e).
+    # qwen3vlmoe (qwen3vl's attention, qwen3moe's experts; n_deepstack 1):
+    # [2, 3, 3, 0] (sector = pair % 8: pair 6, 14, ... take e: the one
+    # rule of the interleave that text rows see).
+    "qwen2vl": dict(n_layer=4, head_dim=64, tied=False, rope_base=1000000.0,
+                    sections=[4, 4, 4, 4]),
+    "qwen3vl": dict(n_layer=4, head_dim=128, tied=True, rope_base=5000000.0,
+                    sections=[24, 20, 20, 0], deepstack=2),
+    "qwen3vlmoe": dict(n_layer=4, head_dim=128, tied=True,
+                       rope_base=1000000.0, n_expert=8, n_expert_used=2,
+                       n_ff_exp=128, sections=[2, 3, 3, 0], deepstack=1),
 }
 
 # Qwen3-Reranker's prompt (llama.cpp's converter writes it as the chat
@@ -478,6 +496,10 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             w.add_rope_scaling_orig_ctx_len(cfg["orig_ctx"])
     if "attn_factor" in cfg:
         w.add_rope_scaling_attn_factors(cfg["attn_factor"])
+    if "sections" in cfg:
+        w.add_rope_dimension_sections(cfg["sections"])
+    if "deepstack" in cfg:
+        w.add_num_deepstack_layers(cfg["deepstack"])
     if arch == "qwen35":
         ssm = cfg["ssm"]
         w.add_rope_dimension_count(hd // 4)
@@ -495,11 +517,12 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
                         [bool(x) for x in cfg["recurrent"]])
         else:
             w.add_full_attention_interval(cfg["attn_interval"])
-    if arch in ("qwen3moe", "mixtral", "gptoss") or (
+    if arch in ("qwen3moe", "qwen3vlmoe", "mixtral", "gptoss") or (
             arch == "qwen35" and "n_expert" in cfg):
         w.add_expert_count(cfg["n_expert"])
         w.add_expert_used_count(cfg["n_expert_used"])
-    if arch in ("qwen3moe", "gptoss") or (arch == "qwen35" and "n_expert" in cfg):
+    if arch in ("qwen3moe", "qwen3vlmoe", "gptoss") or (
+            arch == "qwen35" and "n_expert" in cfg):
         w.add_expert_feed_forward_length(cfg["n_ff_exp"])
     if "n_ff_shexp" in cfg:
         w.add_expert_shared_feed_forward_length(cfg["n_ff_shexp"])
@@ -669,11 +692,11 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             mat(p + "attn_q.weight", (n_q, N_EMBD), inv(N_EMBD))
             mat(p + "attn_k.weight", (n_kv, N_EMBD), inv(N_EMBD))
             mat(p + "attn_v.weight", (n_kv, N_EMBD), inv(N_EMBD))
-        if arch in ("qwen2", "gptoss"):
+        if arch in ("qwen2", "qwen2vl", "gptoss"):
             vec(p + "attn_q.bias", n_q, "bias")
             vec(p + "attn_k.bias", n_kv, "bias")
             vec(p + "attn_v.bias", n_kv, "bias")
-        if arch in ("qwen3", "qwen3moe", "gemma3"):
+        if arch in ("qwen3", "qwen3moe", "qwen3vl", "qwen3vlmoe", "gemma3"):
             vec(p + "attn_q_norm.weight", hd, "norm")
             vec(p + "attn_k_norm.weight", hd, "norm")
         mat(p + "attn_output.weight", (N_EMBD, n_q), inv(n_q))
@@ -696,7 +719,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             vec(p + "ffn_down_exps.bias", E * N_EMBD, "bias", (E, N_EMBD))
             continue
         vec(p + "ffn_norm.weight", N_EMBD, "norm")
-        if arch in ("qwen3moe", "mixtral"):
+        if arch in ("qwen3moe", "qwen3vlmoe", "mixtral"):
             E, F = cfg["n_expert"], cfg["n_ff_exp"]
             x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD).reshape(E, N_EMBD)
             w.add_tensor(p + "ffn_gate_inp.weight", (x * 2.0 * inv(N_EMBD)).astype(np.float32))

@@ -45,7 +45,8 @@ def test_info_real_model():
                                     "qwen3, phi3, qwen3moe, gemma2, gemma3, "
                                     "gpt-oss, gemma4, qwen35, "
                                     "gemma-embedding, qwen35moe, bert, "
-                                    "nomic-bert")
+                                    "nomic-bert, qwen2vl, qwen3vl, "
+                                    "qwen3vlmoe")
     # before it, the tensor types with a kernel, in ggml's id order
     assert out.splitlines()[-2] == (
         "supported tensor types: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "

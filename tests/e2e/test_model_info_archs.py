@@ -36,6 +36,10 @@ EXPECTED = {
     "qwen35moe": ("qwen35moe", ["Qwen3_5MoeForCausalLM"]),
     "bert": ("bert", ["BertModel"]),
     "nomicbert": ("nomic-bert", ["NomicBertModel"]),
+    # the vision-language Qwens' language models (issue 46)
+    "qwen2vl": ("qwen2vl", ["Qwen2VLForConditionalGeneration"]),
+    "qwen3vl": ("qwen3vl", ["Qwen3VLForConditionalGeneration"]),
+    "qwen3vlmoe": ("qwen3vlmoe", ["Qwen3VLMoeForConditionalGeneration"]),
 }
 EMBEDDING = {"gemmaemb", "qwen3emb", "bert", "nomicbert"}
 

@@ -23,6 +23,10 @@
  *       SwiGLU FFN of its own
  *   logits_t = Wout (rmsnorm(x_t) * output_norm)
  *
+ * M-RoPE (qwen2vl, qwen3vl, qwen3vlmoe): a text token's positions (t, h,
+ * w, e) are (p, p, p, 0), and the file's sections give each pair one of
+ * them (mrope_pos), so the pairs of e do not turn.
+ *
  * phi3's fused tensors are loaded as views of their row ranges (so they
  * are Wq, Wk, Wv, Wgate, Wup here); its LongRoPE factors are rope_freqs
  * (short) or rope_long when the training context exceeds the original
@@ -72,6 +76,24 @@ static void add_bias(float *x, const void *b, int64_t n) {
     x[i] += ((const float *)b)[i];
 }
 
+/* M-RoPE (qwen2vl, qwen3vl): the position pair i of a text token at pos
+ * turns by. Its positions are (t, h, w, e) = (pos, pos, pos, 0) (llama.cpp's
+ * text rows); the sections, summing to n, give pair i (sector i mod n) one
+ * of them: in order, s0 sectors t, s1 h, s2 w, the rest e; interleaved
+ * (Qwen3-VL), sector j is h when j = 1 mod 3 and j < 3 s1, w when j = 2 mod
+ * 3 and j < 3 s2, t when j = 0 mod 3 and j < 3 s0, else e. */
+static int32_t mrope_pos(const nc_hparams *hp, int32_t i, int32_t pos) {
+  const int32_t *sc = hp->rope_sections;
+  const int32_t n = sc[0] + sc[1] + sc[2] + sc[3], j = i % n;
+  bool e;
+  if (hp->mrope == NC_MROPE_INTERLEAVED)
+    e = !((j % 3 == 1 && j < 3 * sc[1]) || (j % 3 == 2 && j < 3 * sc[2]) ||
+          (j % 3 == 0 && j < 3 * sc[0]));
+  else
+    e = j >= sc[0] + sc[1] + sc[2];
+  return e ? 0 : pos;
+}
+
 /* Rotates the first n_rot dims of each of n_heads heads at position pos
  * (cos and sin times the attention factor). */
 static void rope(float *x, int32_t n_heads, const nc_hparams *hp,
@@ -80,8 +102,9 @@ static void rope(float *x, int32_t n_heads, const nc_hparams *hp,
   const bool neox = hp->rope_type == NC_ROPE_NEOX;
   for (int32_t i = 0; i < half; i++) {
     double theta, mag;
+    const int32_t p = hp->mrope ? mrope_pos(hp, i, pos) : pos;
     nc_ref_rope_pair(hp, hp->rope_freq_base, hp->rope_freq_scale, freq_factors,
-                     i, pos, &theta, &mag);
+                     i, p, &theta, &mag);
     const double c = cos(theta) * mag, s = sin(theta) * mag;
     for (int32_t h = 0; h < n_heads; h++) {
       float *v = x + (int64_t)h * hp->head_dim;

@@ -52,6 +52,9 @@
  * the reference, top-1 100%; flash on 1.6e-4 (prompt), 7.2e-3 (one token
  * per decode: the experts' one-row path); the shared expert ungated
  * (sigmoid left out) moves logits by 16 (top-1 17%).
+ * qwen2vl / qwen3vl / qwen3vlmoe (M-RoPE, text rows): 7.0e-3 / 7.7e-3 /
+ * 9.1e-3 against llama.cpp, 6.8e-3 / 9.3e-3 / 1.6e-2 against the
+ * reference, top-1 100%.
  * Missing files fail the test unless NUCLEUS_TESTS_WITHOUT_MODEL=1. */
 #include <math.h>
 #include <setjmp.h>
@@ -250,15 +253,25 @@ static void check_arch(const char *arch) {
 /* every kind of file against its -fa on golden, the prompt in one batch */
 static void test_flash_prompt(void **state) {
   (void)state;
-  static const char *const files[][2] = {
-      {"qwen2", "qwen2"},       {"qwen3", "qwen3"},
-      {"phi3", "phi3"},         {"qwen3moe", "qwen3moe"},
-      {"phi3long", "phi3"},     {"mixtral", "llama"},
-      {"gemma2", "gemma2"},     {"gemma3", "gemma3"},
-      {"llamayarn", "llama"},   {"qwen2yarn", "qwen2"},
-      {"llamalinear", "llama"}, {"gemma3yarn", "gemma3"},
-      {"gptoss", "gpt-oss"},    {"qwen35", "qwen35"},
-      {"qwen35r", "qwen35"},    {"qwen35moe", "qwen35moe"}};
+  static const char *const files[][2] = {{"qwen2", "qwen2"},
+                                         {"qwen3", "qwen3"},
+                                         {"phi3", "phi3"},
+                                         {"qwen3moe", "qwen3moe"},
+                                         {"phi3long", "phi3"},
+                                         {"mixtral", "llama"},
+                                         {"gemma2", "gemma2"},
+                                         {"gemma3", "gemma3"},
+                                         {"llamayarn", "llama"},
+                                         {"qwen2yarn", "qwen2"},
+                                         {"llamalinear", "llama"},
+                                         {"gemma3yarn", "gemma3"},
+                                         {"gptoss", "gpt-oss"},
+                                         {"qwen35", "qwen35"},
+                                         {"qwen35r", "qwen35"},
+                                         {"qwen35moe", "qwen35moe"},
+                                         {"qwen2vl", "qwen2vl"},
+                                         {"qwen3vl", "qwen3vl"},
+                                         {"qwen3vlmoe", "qwen3vlmoe"}};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
     check_file_fa(files[i][0], files[i][1], false);
 }
@@ -313,6 +326,18 @@ static void test_qwen3moe(void **state) {
 static void test_phi3long(void **state) {
   (void)state;
   check_file("phi3long", "phi3");
+}
+
+/* The vision-language Qwens' language models on text: M-RoPE with a text
+ * row's positions (p, p, p, 0), whose pairs of e do not turn (qwen2vl's
+ * sections [4, 4, 4, 4] give e a quarter of the pairs; qwen3vlmoe's
+ * interleaved [2, 3, 3, 0] every 8th from pair 6; qwen3vl: Qwen3-VL's own
+ * [24, 20, 20, 0]) */
+static void test_qwen_vl(void **state) {
+  (void)state;
+  check_arch("qwen2vl");
+  check_arch("qwen3vl");
+  check_arch("qwen3vlmoe");
 }
 
 /* Mixtral: a llama file with experts */
@@ -585,10 +610,18 @@ static void put_u32(uint8_t *p, uint32_t v) {
   memcpy(p, &v, 4); /* GGUF is little-endian, as this machine */
 }
 
-typedef enum { BAD_RENAME, BAD_U32, BAD_NE0, BAD_F32, BAD_STR } bad_kind;
+typedef enum {
+  BAD_RENAME,
+  BAD_U32,
+  BAD_NE0,
+  BAD_F32,
+  BAD_STR,
+  BAD_ARR0
+} bad_kind;
 
-/* value: the u32 (BAD_U32, BAD_NE0), the float's bits (BAD_F32) or the
- * byte that replaces a string value's first (BAD_STR) */
+/* value: the u32 (BAD_U32, BAD_NE0, BAD_ARR0: an int32 array's first
+ * element), the float's bits (BAD_F32) or the byte that replaces a string
+ * value's first (BAD_STR) */
 static void expect_bad(const char *arch, const char *what, bad_kind kind,
                        uint32_t value, const char *needle) {
   char path[4096], bad[4200];
@@ -609,6 +642,13 @@ static void expect_bad(const char *arch, const char *what, bad_kind kind,
     memcpy(&type, p + at, 4);
     assert_int_equal(type, 6); /* GGUF_TYPE_FLOAT32 */
     put_u32(p + at + 4, value);
+  } else if (kind == BAD_ARR0) {
+    uint32_t type, elem;
+    memcpy(&type, p + at, 4);
+    memcpy(&elem, p + at + 4, 4);
+    assert_int_equal(type, 9); /* GGUF_TYPE_ARRAY: element type, u64 count */
+    assert_int_equal(elem, 5); /* of GGUF_TYPE_INT32 */
+    put_u32(p + at + 16, value);
   } else if (kind == BAD_STR) {
     uint32_t type;
     memcpy(&type, p + at, 4);
@@ -686,6 +726,22 @@ static void test_gemma_bad_files(void **state) {
       fail_msg("%s: error '%s' does not name '%s'", path, err.message,
                seeds[i][1]);
   }
+}
+
+/* M-RoPE sections past the head (or none at all), too many DeepStack
+ * layers, and qwen3vlmoe without experts: refused, naming the key */
+static void test_qwen_vl_bad_files(void **state) {
+  (void)state;
+  expect_bad("qwen2vl", "qwen2vl.rope.dimension_sections", BAD_ARR0, 65,
+             "qwen2vl.rope.dimension_sections");
+  expect_bad("qwen3vl", "qwen3vl.rope.dimension_sections", BAD_ARR0,
+             0x80000000u, "qwen3vl.rope.dimension_sections");
+  expect_bad("qwen3vl", "qwen3vl.n_deepstack_layers", BAD_U32, 5,
+             "qwen3vl.n_deepstack_layers");
+  expect_bad("qwen3vlmoe", "qwen3vlmoe.rope.dimension_sections", BAD_ARR0, 200,
+             "qwen3vlmoe.rope.dimension_sections");
+  expect_bad("qwen3vlmoe", "qwen3vlmoe.expert_count", BAD_U32, 0,
+             "qwen3vlmoe.expert_count");
 }
 
 static uint32_t f32_bits(float f) {
@@ -800,6 +856,8 @@ int main(void) {
       cmocka_unit_test(test_gptoss),
       cmocka_unit_test(test_gptoss_bad_files),
       cmocka_unit_test(test_qwen35),
+      cmocka_unit_test(test_qwen_vl),
+      cmocka_unit_test(test_qwen_vl_bad_files),
       cmocka_unit_test(test_gemma_bad_files),
       cmocka_unit_test(test_llamayarn),
       cmocka_unit_test(test_qwen2yarn),

@@ -42,6 +42,43 @@ nc_code nc_llama_check_experts(const char *name, nc_hparams *hp,
   return NC_OK;
 }
 
+nc_code nc_llama_check_mrope(const gguf_file *f, const char *name, int mrope,
+                             nc_hparams *hp, nc_error *err) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.rope.dimension_sections", name);
+  gguf_value_type et;
+  uint64_t count;
+  if (!gguf_get_arr(f, key, &et, &count))
+    return nc_fail(err, NC_ERR_FORMAT, "%s: missing metadata '%s'", name, key);
+  if (count < 1 || count > 4)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "%s: metadata '%s' has %llu entries: must have 1 to 4", name,
+                   key, (unsigned long long)count);
+  int64_t sum = 0;
+  for (uint64_t i = 0; i < 4; i++) {
+    int64_t v = 0;
+    if (i < count &&
+        (!gguf_get_arr_i64(f, key, i, &v) || v < 0 || v > hp->head_dim))
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "%s: metadata '%s'[%llu]: must be an integer in [0, %d]",
+                     name, key, (unsigned long long)i, (int)hp->head_dim);
+    hp->rope_sections[i] = (int32_t)v;
+    sum += v;
+  }
+  /* ggml_rope_multi: some of t, h, w turn; every sector within the head */
+  if (hp->rope_sections[0] + hp->rope_sections[1] + hp->rope_sections[2] < 1 ||
+      sum > hp->head_dim)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "%s: metadata '%s': the t, h, w sections sum to %d and all "
+                   "four to %lld: must be >= 1 and at most the head size %d",
+                   name, key,
+                   (int)(hp->rope_sections[0] + hp->rope_sections[1] +
+                         hp->rope_sections[2]),
+                   (long long)sum, (int)hp->head_dim);
+  hp->mrope = mrope;
+  return NC_OK;
+}
+
 /* Rows [r0, r0 + n) of w, as a weight of its own (a view). */
 static nc_weight weight_rows(const nc_weight *w, int64_t r0, int64_t n) {
   nc_weight v = *w;

@@ -29,8 +29,18 @@ nc_code nc_llama_check_hparams(const gguf_file *f, nc_hparams *hp,
 /* A mixture-of-experts file's expert_count and expert_used_count (>= 1),
  * and the experts' width: expert_feed_forward_length, else n_ff /
  * n_expert_used as llama.cpp (qwen3moe); name: the arch, for messages. */
-nc_code nc_llama_check_experts(const char *name, nc_hparams *hp,
-                               nc_error *err);
+nc_code nc_llama_check_experts(const char *name, nc_hparams *hp, nc_error *err);
+/* M-RoPE files (qwen2vl, qwen3vl): hp->mrope = mrope (NC_MROPE_*) and
+ * hp->rope_sections from {name}.rope.dimension_sections (1 to 4 integers
+ * in [0, head_dim], missing ones 0, as llama.cpp's get_key_or_arr; t, h, w
+ * not all 0; the sum at most head_dim, as ggml_rope_multi asserts). */
+nc_code nc_llama_check_mrope(const gguf_file *f, const char *name, int mrope,
+                             nc_hparams *hp, nc_error *err);
+/* qwen3vl's keys (arch_qwen3vl.c; qwen3vlmoe too): interleaved M-RoPE
+ * sections, {name}.n_deepstack_layers (0 to n_layer; absent 0), then
+ * nc_llama_check_hparams. */
+nc_code nc_qwen3vl_check_hparams(const gguf_file *f, const char *name,
+                                 nc_hparams *hp, nc_error *err);
 nc_code nc_llama_family_load(const gguf_file *f, const nc_hparams *hp,
                              const nc_kernels *kern, const nc_llama_pieces *pc,
                              nc_model_weights *w, nc_error *err);

@@ -23,6 +23,9 @@
   X(gemma_embedding)                                                           \
   X(qwen35moe)                                                                 \
   X(bert)                                                                      \
-  X(nomic_bert)
+  X(nomic_bert)                                                                \
+  X(qwen2vl)                                                                   \
+  X(qwen3vl)                                                                   \
+  X(qwen3vlmoe)
 
 #endif
