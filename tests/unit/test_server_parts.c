@@ -52,6 +52,26 @@ static void test_base64_decode(void **state) {
   check_base64_bad("Zg=", 2);   /* padding of a cut block */
   check_base64_bad("Z===", 1);  /* at most two pads */
   check_base64_bad("Zm9vY", 5); /* 6 bits left: no encoding ends so */
+  /* encoding: padded; every length of bytes 0..255 comes back */
+  uint8_t all[256];
+  for (int i = 0; i < 256; i++)
+    all[i] = (uint8_t)(255 - i);
+  size_t len = 0;
+  char *s = base64_encode((const uint8_t *)"fo", 2, &len);
+  assert_string_equal(s, "Zm8=");
+  assert_int_equal(len, 4);
+  free(s);
+  for (size_t n = 0; n <= sizeof all; n++) {
+    s = base64_encode(all, n, &len);
+    assert_int_equal(len, (n + 2) / 3 * 4);
+    uint8_t *back = NULL;
+    size_t m = 0, bad = 0;
+    assert_int_equal(base64_decode(s, len, &back, &m, &bad), 0);
+    assert_int_equal(m, n);
+    if (n) assert_memory_equal(back, all, n);
+    free(back);
+    free(s);
+  }
 }
 
 static void check_text(const char *in, size_t n, const char *want) {

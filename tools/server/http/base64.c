@@ -1,4 +1,4 @@
-/* nucleus serve: base64 decoding. */
+/* nucleus serve: base64 encoding and decoding. */
 #include "base64.h"
 
 #include <stdlib.h>
@@ -47,4 +47,25 @@ int base64_decode(const char *s, size_t len, uint8_t **out, size_t *n,
   *out = buf;
   *n = o;
   return 0;
+}
+
+char *base64_encode(const uint8_t *s, size_t n, size_t *len) {
+  static const char A[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const size_t out_len = (n + 2) / 3 * 4;
+  char *out = malloc(out_len + 1);
+  if (!out) return NULL;
+  size_t o = 0;
+  for (size_t i = 0; i < n; i += 3) {
+    const unsigned x = (unsigned)s[i] << 16 |
+                       (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) |
+                       (i + 2 < n ? s[i + 2] : 0);
+    out[o++] = A[x >> 18 & 63];
+    out[o++] = A[x >> 12 & 63];
+    out[o++] = i + 1 < n ? A[x >> 6 & 63] : '=';
+    out[o++] = i + 2 < n ? A[x & 63] : '=';
+  }
+  out[o] = 0;
+  *len = o;
+  return out;
 }

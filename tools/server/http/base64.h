@@ -1,5 +1,5 @@
-/* nucleus serve: base64 (RFC 4648, the standard alphabet) decoding, as
- * data: URIs and Anthropic's image blocks carry files. */
+/* nucleus serve: base64 (RFC 4648, the standard alphabet), as data: URIs
+ * and Anthropic's image blocks carry files and embeddings their floats. */
 #ifndef NUCLEUS_SERVER_BASE64_H
 #define NUCLEUS_SERVER_BASE64_H
 
@@ -13,5 +13,9 @@
  * memory. */
 int base64_decode(const char *s, size_t len, uint8_t **out, size_t *n,
                   size_t *bad);
+
+/* s[0..n) in base64, padded, in a malloc'd string of *len characters
+ * (NUL-terminated); NULL when out of memory. */
+char *base64_encode(const uint8_t *s, size_t n, size_t *len);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "embed_route.h"
+#include "http/base64.h"
 #include "http/http_reply.h"
 #include "http/json_text.h"
 #include "routes.h"
@@ -84,23 +85,9 @@ static int parse_input(const json_t *input, const nucleus_model *m,
 /* The floats' bytes (little-endian IEEE 754, as OpenAI's base64) in
  * base64. */
 static json_t *base64_of(const float *v, size_t n) {
-  static const char A[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const unsigned char *b = (const unsigned char *)v;
-  const size_t len = n * sizeof(float), out_len = (len + 2) / 3 * 4;
-  char *s = malloc(out_len + 1);
-  if (!s) return NULL;
-  size_t o = 0;
-  for (size_t i = 0; i < len; i += 3) {
-    const unsigned x = (unsigned)b[i] << 16 |
-                       (i + 1 < len ? (unsigned)b[i + 1] << 8 : 0) |
-                       (i + 2 < len ? b[i + 2] : 0);
-    s[o++] = A[x >> 18 & 63];
-    s[o++] = A[x >> 12 & 63];
-    s[o++] = i + 1 < len ? A[x >> 6 & 63] : '=';
-    s[o++] = i + 2 < len ? A[x & 63] : '=';
-  }
-  json_t *j = json_stringn(s, o);
+  size_t len = 0;
+  char *s = base64_encode((const uint8_t *)v, n * sizeof(float), &len);
+  json_t *j = s ? json_stringn(s, len) : NULL;
   free(s);
   return j;
 }
