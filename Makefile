@@ -22,7 +22,7 @@ CC ?= cc
 CSTD := -std=c17 -D_GNU_SOURCE
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-truncation
 INCLUDES := -Iinclude -Isrc
-LIBS := -ljansson -lpcre2-8 -lmicrohttpd -ljpeg -lpng16 -lwebp -lpthread -lm
+LIBS := -ljansson -lpcre2-8 -lmicrohttpd -lcurl -ljpeg -lpng16 -lwebp -lpthread -lm
 # What libnucleus itself needs (the server's libraries are the binary's).
 LIB_LIBS := -ljansson -ljpeg -lpng16 -lwebp -lpthread -lm
 PREFIX ?= /usr/local

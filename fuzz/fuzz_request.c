@@ -286,7 +286,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int route = 0; route < 2; route++) {
     api_error me = {0};
     json_t *chat = messages_translate(
-        root, route ? MESSAGES_COUNT_TOKENS : MESSAGES_CREATE, &me);
+        root, route ? MESSAGES_COUNT_TOKENS : MESSAGES_CREATE, false, &me);
     if (!chat) {
       check_error(&me);
       continue;

@@ -10,7 +10,8 @@ REQUEST_FUZZ_SERVER := openai/request_parse openai/structured openai/prompt \
   http/api_error http/json_text openai/tool_request openai/speculative \
   openai/request_fields openai/harmony anthropic/messages_request \
   openai/reasoning_request openai/responses_request openai/responses_input \
-  openai/responses_store openai/image_input http/base64
+  openai/responses_store openai/image_input openai/image_fetch \
+  http/base64
 # The src/ folders it stands on, and the single files of the folders above
 # them that parse and check parameters (clang builds the fuzzer from sources,
 # without the kernels' per-file SIMD flags).
@@ -31,7 +32,7 @@ build/fuzz/fuzz_request: $(FUZZ_REQUEST_SRCS) $(wildcard src/*/*.h) \
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -Itools/server -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all $(FUZZ_REQUEST_SRCS) -ljansson $(IMAGE_LIBS) -lm \
+	  -fno-sanitize-recover=all $(FUZZ_REQUEST_SRCS) -ljansson $(IMAGE_LIBS) -lcurl -lm \
 	  -o $@
 
 # The corpus replay, in every unit-test build (release and ASan+UBSan).

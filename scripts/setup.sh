@@ -12,7 +12,7 @@ $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
   build-essential cmake clang-14 libclang-rt-14-dev pkg-config curl \
   libjansson-dev libpcre2-dev libmicrohttpd-dev libcmocka-dev \
-  libjpeg62-turbo-dev libpng-dev libwebp-dev \
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libcurl4-openssl-dev \
   python3 python3-pip python3-venv chromium chromium-driver \
   libjs-marked node-dompurify libjs-highlight.js >/dev/null
 # (the last three: the web page's Markdown, embedded by mk/web.mk)

@@ -6,10 +6,15 @@ PNG, a GIF, a header claiming 100000 pixels a side, bad base64, a remote
 URL, a source type or detail that is not taken); a good one is a 400
 saying the model takes no images. The official openai and anthropic
 clients see those errors as their BadRequestError; the body-size limit
-still applies to a large image."""
+still applies to a large image. With --allow-image-urls, http URLs are
+fetched from a local server (an image, a 404, a redirect to an image and
+one to file://, a body over 16 MiB, an answer slower than 5 s)."""
 
 import base64
+import http.server
 import pathlib
+import threading
+import time
 
 import anthropic
 import openai
@@ -73,7 +78,8 @@ def test_a_good_image_is_decoded_then_refused(server, name):
     ("data:image/png,iVBORw0K", "the data: URI must be base64"),
     ("data:text/plain;base64,aGk=", "a data: URI of an image is"),
     ("https://example.com/cat.png",
-     "a remote image URL: nucleus fetches nothing a request names"),
+     "a remote image URL: this server fetches nothing a request names "
+     "(--allow-image-urls)"),
     ("file:///etc/passwd", "the url must be a data: URI"),
 ])
 def test_a_bad_image_names_its_part(server, url, words):
@@ -166,3 +172,82 @@ def test_text_only_requests_are_unchanged(server):
     r = chat(server, [{"type": "text", "text": "Hi"},
                       {"type": "text", "text": "there"}])
     assert r.status_code == 200, r.text
+
+
+class ImageHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        png = (SEEDS / "ok_rgb.png").read_bytes()
+        routes = {
+            "/ok.png": (200, {}, png),
+            "/cut.png": (200, {}, png[:60]),
+            "/missing.png": (404, {}, b"no"),
+            "/moved.png": (302, {"Location": "/ok.png"}, b""),
+            "/to-file": (302, {"Location": "file:///etc/passwd"}, b""),
+        }
+        if self.path == "/slow.png":
+            time.sleep(6)
+        if self.path == "/big.png":
+            self.send_response(200)
+            self.send_header("Content-Length", str(17 << 20))
+            self.end_headers()
+            return
+        status, headers, body = routes.get(self.path, (200, {}, png))
+        self.send_response(status)
+        for k, v in {**headers, "Content-Length": str(len(body))}.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def image_host():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ImageHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="module")
+def fetching(start_server):
+    return start_server("-c", "512", "-t", "1", "--allow-image-urls")
+
+
+@pytest.mark.parametrize("path,words", [
+    ("/ok.png", None),
+    ("/moved.png", None),
+    ("/cut.png", "a corrupt PNG image"),
+    ("/missing.png", "fetching it answered HTTP 404, not 200"),
+    ("/to-file", "fetching it failed: "),
+    ("/big.png", "the image is larger than 16777216 bytes"),
+    ("/slow.png", "fetching it took longer than 5000 ms"),
+])
+def test_allow_image_urls_fetches_bounded(fetching, image_host, path, words):
+    url = image_host + path
+    r = chat(fetching, [{"type": "text", "text": "What is it?"},
+                        image_part(url)])
+    msg = error(r)
+    if words is None:
+        assert msg == NO_IMAGES + " (1 in the messages)"
+    else:
+        assert msg.startswith("messages[1].content[1].image_url: "), msg
+        assert words in msg, msg
+
+
+def test_allow_image_urls_in_messages_and_responses(fetching, image_host):
+    url = image_host + "/ok.png"
+    r = requests.post(fetching.url + "/v1/messages", timeout=60, json={
+        "model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "url", "url": url}},
+            {"type": "text", "text": "What is it?"}]}]})
+    assert r.status_code == 400 and \
+        r.json()["error"]["message"].startswith(NO_IMAGES), r.text
+    cut = image_host + "/cut.png"
+    r = requests.post(fetching.url + "/v1/responses", timeout=60, json={
+        "model": "m", "max_output_tokens": 16, "input": [
+            {"role": "user", "content": [
+                {"type": "input_image", "image_url": cut}]}]})
+    assert error(r).startswith("input[0].content[0]: a corrupt PNG image"), \
+        r.text

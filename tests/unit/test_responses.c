@@ -111,7 +111,7 @@ static void test_input_items_to_messages(void **state) {
   /* a replayed output part's annotations are output data: accepted */
   api_error e;
   json_t *msgs = json_array();
-  assert_int_equal(responses_input_append(input, msgs, &e), 0);
+  assert_int_equal(responses_input_append(input, msgs, false, &e), 0);
   json_t *want = parse(
       "[{\"role\": \"user\", \"content\": \"a\\nb\"},"
       " {\"role\": \"assistant\", \"content\": \"Let me look.\","
@@ -147,7 +147,7 @@ static void test_input_errors_name_the_item(void **state) {
     json_t *input = parse(bad[i]);
     json_t *msgs = json_array();
     api_error e;
-    assert_int_equal(responses_input_append(input, msgs, &e), -1);
+    assert_int_equal(responses_input_append(input, msgs, false, &e), -1);
     assert_int_equal(e.status, 400);
     assert_string_equal(e.param, param[i]);
     json_decref(msgs);
@@ -157,7 +157,7 @@ static void test_input_errors_name_the_item(void **state) {
   json_t *input = json_string("hi");
   json_t *msgs = json_array();
   api_error e;
-  assert_int_equal(responses_input_append(input, msgs, &e), 0);
+  assert_int_equal(responses_input_append(input, msgs, false, &e), 0);
   json_t *want = parse("[{\"role\": \"user\", \"content\": \"hi\"}]");
   assert_true(json_equal(msgs, want));
   json_decref(want);
@@ -167,8 +167,10 @@ static void test_input_errors_name_the_item(void **state) {
 
 /* A server context with only what the parser reads. */
 static server_ctx test_srv(responses_store *store) {
+  static const server_config cfg = {.host = "127.0.0.1"};
   server_ctx srv;
   memset(&srv, 0, sizeof srv);
+  srv.cfg = &cfg;
   snprintf(srv.model_id, sizeof srv.model_id, "model.gguf");
   srv.defaults = nucleus_request_default_params();
   srv.responses = store;

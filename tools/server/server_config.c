@@ -49,6 +49,11 @@ void server_config_usage(FILE *out) {
           "know (400)\n"
           "                          instead of ignoring it with a warning "
           "line\n"
+          "  --allow-image-urls      fetch the http(s) URL of an image part "
+          "(16 MiB,\n"
+          "                          5 s, redirects to http(s) only); off, "
+          "such a\n"
+          "                          part is a 400\n"
           "  --request-fields        print the table of request fields (read, "
           "ignored,\n"
           "                          refused) as Markdown and exit\n"
@@ -166,6 +171,9 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
       takes_value = false;
     } else if (!strcmp(a, "--strict-params")) {
       cfg->strict_params = true;
+      takes_value = false;
+    } else if (!strcmp(a, "--allow-image-urls")) {
+      cfg->allow_image_urls = true;
       takes_value = false;
     } else if (!strcmp(a, "--request-fields")) {
       cfg->print_request_fields = true;

@@ -33,6 +33,9 @@ typedef struct server_config {
   bool parse_special_in_content; /* chat contents may hold control tokens */
   bool prefix_cache_salt_by_key; /* the presented API key salts the cache */
   bool strict_params; /* an unknown request field is a 400, not a warning */
+  /* --allow-image-urls: an image part's http(s) URL is fetched
+   * (openai/image_fetch.h); off, it is a 400 */
+  bool allow_image_urls;
   int read_timeout_s; /* a request's headers and body, in all */
   int max_connections_per_ip;
   /* Host names (besides IP literals and localhost) requests may carry in

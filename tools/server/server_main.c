@@ -11,6 +11,7 @@
 #include "../cli/cli_io.h"
 #include "../cli/commands.h"
 #include "http/http_server.h"
+#include "openai/image_fetch.h"
 #include "openai/request_fields.h"
 #include "openai/responses_store.h"
 #include "server.h"
@@ -207,6 +208,11 @@ int cmd_serve(int argc, char **argv) {
                          ? cfg.model_path
                          : cli_default_model(model_buf, sizeof model_buf);
   if (!path) return 1;
+  if (cfg.allow_image_urls && image_fetch_init()) {
+    fprintf(stderr, "nucleus serve: --allow-image-urls: libcurl did not "
+                    "initialise\n");
+    return 1;
+  }
   /* Every thread started from here on inherits the blocked signals; this
    * thread takes them with sigwait, so no handler and no global flag. */
   sigset_t sigs;

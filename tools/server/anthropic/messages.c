@@ -19,8 +19,8 @@ static enum MHD_Result reply_anthropic_error(server_ctx *srv,
 }
 
 /* The body as a chat request, or NULL with *e. */
-static json_t *load(const char *body, size_t len, messages_route which,
-                    api_error *e) {
+static json_t *load(server_ctx *srv, const char *body, size_t len,
+                    messages_route which, api_error *e) {
   json_error_t jerr;
   json_t *root = json_loadb(body, len, 0, &jerr);
   if (!root) {
@@ -28,7 +28,7 @@ static json_t *load(const char *body, size_t len, messages_route which,
              jerr.column, jerr.text);
     return NULL;
   }
-  json_t *chat = messages_translate(root, which, e);
+  json_t *chat = messages_translate(root, which, srv->cfg->allow_image_urls, e);
   json_decref(root);
   return chat;
 }
@@ -36,7 +36,7 @@ static json_t *load(const char *body, size_t len, messages_route which,
 enum MHD_Result handle_messages(server_ctx *srv, struct MHD_Connection *conn,
                                 const char *body, size_t len) {
   api_error e = {0};
-  json_t *chat = load(body, len, MESSAGES_CREATE, &e);
+  json_t *chat = load(srv, body, len, MESSAGES_CREATE, &e);
   if (!chat) return reply_anthropic_error(srv, conn, &e);
   job *j = calloc(1, sizeof *j);
   if (!j) {
@@ -67,7 +67,7 @@ enum MHD_Result handle_count_tokens(server_ctx *srv,
                                     struct MHD_Connection *conn,
                                     const char *body, size_t len) {
   api_error e = {0};
-  json_t *chat = load(body, len, MESSAGES_COUNT_TOKENS, &e);
+  json_t *chat = load(srv, body, len, MESSAGES_COUNT_TOKENS, &e);
   if (!chat) return reply_anthropic_error(srv, conn, &e);
   job *j = calloc(1, sizeof *j);
   if (!j) {

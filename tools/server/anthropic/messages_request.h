@@ -22,6 +22,6 @@ typedef enum messages_route {
 /* Checks body and returns the chat request (a new reference), or NULL
  * with *e (a 400 naming the field; 500 when out of memory). */
 json_t *messages_translate(const json_t *body, messages_route route,
-                           api_error *e);
+                           bool allow_image_urls, api_error *e);
 
 #endif

@@ -1,11 +1,14 @@
-/* nucleus serve: data: URIs and base64 -> decoded images, bounded. */
+/* nucleus serve: data: URIs, base64 and (--allow-image-urls) http(s) URLs
+ * -> decoded images, bounded. */
 #include "image_input.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "http/base64.h"
+#include "image_fetch.h"
 
 static bool starts(const char *s, size_t len, const char *prefix) {
   size_t n = strlen(prefix);
@@ -49,11 +52,11 @@ static int append(image_list *list, nucleus_image *img, const char *param,
   return 0;
 }
 
-int image_input_base64(const char *data, size_t len, const char *param,
-                       const char *path, image_list *list, api_error *e) {
-  uint8_t *bytes = NULL;
-  size_t n = 0, bad = 0;
-  int rc = base64_decode(data, len, &bytes, &n, &bad);
+static int from_base64(const char *data, size_t len, const char *param,
+                       const char *path, uint8_t **bytes, size_t *n,
+                       api_error *e) {
+  size_t bad = 0;
+  int rc = base64_decode(data, len, bytes, n, &bad);
   if (rc == -2) return api_fail(e, 500, NULL, "out of memory");
   if (rc < 0)
     return bad < len ? api_fail(e, 400, param,
@@ -64,29 +67,36 @@ int image_input_base64(const char *data, size_t len, const char *param,
                                 "%s: not base64: %zu characters cannot end "
                                 "an encoding",
                                 path, len);
-  nucleus_image *img = NULL;
-  nucleus_error err = {0};
-  nucleus_status st = nucleus_image_decode(bytes, n, NULL, &img, &err);
-  free(bytes);
-  if (st != NUCLEUS_OK)
-    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, param, "%s: %s",
-                    path, err.message);
-  return append(list, img, param, path, e);
+  return 0;
 }
 
-int image_input_url(const char *url, size_t len, const char *param,
-                    const char *path, image_list *list, api_error *e) {
-  if (starts(url, len, "http://") || starts(url, len, "https://"))
-    return api_fail(e, 400, param,
-                    "%s: a remote image URL: nucleus fetches nothing a "
-                    "request names; send the image inline as a data: URI "
-                    "(data:image/png;base64,...)",
-                    path);
+/* The file a URL holds: a data: URI's bytes, or an http(s) URL's body
+ * when allowed. */
+static int url_bytes(const char *url, size_t len, bool allow_urls,
+                     const char *param, const char *path, uint8_t **bytes,
+                     size_t *n, api_error *e) {
+  if (starts(url, len, "http://") || starts(url, len, "https://")) {
+    if (!allow_urls)
+      return api_fail(e, 400, param,
+                      "%s: a remote image URL: this server fetches nothing a "
+                      "request names (--allow-image-urls); send the image "
+                      "inline (data:image/png;base64,...)",
+                      path);
+    if (len > IMAGE_FETCH_MAX_URL || memchr(url, 0, len))
+      return api_fail(e, 400, param,
+                      "%s: an image URL of %zu bytes (at most %d, no NUL)",
+                      path, len, IMAGE_FETCH_MAX_URL);
+    char why[256];
+    int rc = image_fetch(url, bytes, n, why, sizeof why);
+    if (rc == -2) return api_fail(e, 500, NULL, "out of memory");
+    if (rc) return api_fail(e, 400, param, "%s: %.80s: %s", path, url, why);
+    return 0;
+  }
   if (!starts(url, len, "data:"))
     return api_fail(e, 400, param,
                     "%s: the url must be a data: URI "
-                    "(data:image/png;base64,...), got '%.16s'",
-                    path, url);
+                    "(data:image/png;base64,...)%s, got '%.16s'",
+                    path, allow_urls ? " or an http(s) URL" : "", url);
   const char *comma = memchr(url, ',', len);
   if (!comma || !starts(url, len, "data:image/"))
     return api_fail(e, 400, param,
@@ -100,12 +110,81 @@ int image_input_url(const char *url, size_t len, const char *param,
                     "%s: the data: URI must be base64 "
                     "(data:image/TYPE;base64,DATA)",
                     path);
-  return image_input_base64(comma + 1, len - head - 1, param, path, list, e);
+  return from_base64(comma + 1, len - head - 1, param, path, bytes, n, e);
+}
+
+static int decode(uint8_t *bytes, size_t n, const char *param, const char *path,
+                  image_list *list, api_error *e) {
+  nucleus_image *img = NULL;
+  nucleus_error err = {0};
+  nucleus_status st = nucleus_image_decode(bytes, n, NULL, &img, &err);
+  if (st != NUCLEUS_OK)
+    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, param, "%s: %s",
+                    path, err.message);
+  return append(list, img, param, path, e);
+}
+
+int image_input_base64(const char *data, size_t len, const char *param,
+                       const char *path, image_list *list, api_error *e) {
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  if (from_base64(data, len, param, path, &bytes, &n, e)) return -1;
+  int rc = decode(bytes, n, param, path, list, e);
+  free(bytes);
+  return rc;
+}
+
+int image_input_url(const char *url, size_t len, bool allow_urls,
+                    const char *param, const char *path, image_list *list,
+                    api_error *e) {
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  if (url_bytes(url, len, allow_urls, param, path, &bytes, &n, e)) return -1;
+  int rc = decode(bytes, n, param, path, list, e);
+  free(bytes);
+  return rc;
+}
+
+/* The media type of an image file, from its first bytes (the decoder
+ * checks it; this only labels a data: URI). */
+static const char *media_type(const uint8_t *b, size_t n) {
+  if (n >= 8 && !memcmp(b, "\x89PNG", 4)) return "image/png";
+  if (n >= 3 && !memcmp(b, "\xff\xd8\xff", 3)) return "image/jpeg";
+  if (n >= 12 && !memcmp(b + 8, "WEBP", 4)) return "image/webp";
+  return "image/unknown";
+}
+
+json_t *image_input_inline(const char *url, size_t len, bool allow_urls,
+                           const char *param, const char *path, api_error *e) {
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  if (url_bytes(url, len, allow_urls, param, path, &bytes, &n, e)) return NULL;
+  json_t *out = NULL;
+  if (!decode(bytes, n, param, path, NULL, e)) {
+    if (starts(url, len, "data:")) {
+      out = json_stringn(url, len);
+    } else {
+      size_t b64_len = 0;
+      char *b64 = base64_encode(bytes, n, &b64_len);
+      const char *type = media_type(bytes, n);
+      size_t total = strlen("data:;base64,") + strlen(type) + b64_len;
+      char *uri = b64 ? malloc(total + 1) : NULL;
+      if (uri) {
+        snprintf(uri, total + 1, "data:%s;base64,%s", type, b64);
+        out = json_stringn(uri, total);
+      }
+      free(uri);
+      free(b64);
+    }
+    if (!out) api_fail(e, 500, NULL, "out of memory");
+  }
+  free(bytes);
+  return out;
 }
 
 void image_list_clear(image_list *list) {
   for (size_t i = 0; i < list->n; i++)
     nucleus_image_free(list->v[i]);
   free(list->v);
-  *list = (image_list){0};
+  *list = (image_list){.allow_urls = list->allow_urls};
 }

@@ -2,11 +2,14 @@
  * message's {"type": "image_url", "image_url": {"url": URL}} part, a
  * Responses input_image's image_url and an Anthropic image block's base64
  * source all arrive here; every error is a 400 naming the part's path.
- * Only data: URIs are taken ("data:image/...;base64,..."): the server
- * fetches nothing a request names. */
+ * data: URIs ("data:image/...;base64,...") are taken; http(s) URLs only on
+ * a server started with --allow-image-urls (image_fetch.h), else the
+ * server fetches nothing a request names. */
 #ifndef NUCLEUS_SERVER_IMAGE_INPUT_H
 #define NUCLEUS_SERVER_IMAGE_INPUT_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "http/api_error.h"
@@ -16,7 +19,8 @@
 typedef struct image_list {
   nucleus_image **v;
   size_t n, cap;
-  int64_t pixels; /* their pixels together */
+  int64_t pixels;  /* their pixels together */
+  bool allow_urls; /* --allow-image-urls: http(s) URLs are fetched */
 } image_list;
 
 /* Most images one request may carry, and their pixels together (each
@@ -27,8 +31,16 @@ typedef struct image_list {
 /* Decodes the image a URL holds and appends it to list (NULL: decoded,
  * checked and dropped). param: the request field named in an error; path:
  * the part, e.g. "messages[1].content[0].image_url". */
-int image_input_url(const char *url, size_t len, const char *param,
-                    const char *path, image_list *list, api_error *e);
+int image_input_url(const char *url, size_t len, bool allow_urls,
+                    const char *param, const char *path, image_list *list,
+                    api_error *e);
+
+/* For the APIs translated to chat requests (Messages, Responses): checks
+ * the image a URL holds as image_input_url does and returns the URL the
+ * chat request carries for it: the data: URI itself, or a data: URI of
+ * the bytes an http(s) URL gave (fetched once, here). NULL with *e. */
+json_t *image_input_inline(const char *url, size_t len, bool allow_urls,
+                           const char *param, const char *path, api_error *e);
 
 /* The same for base64 data whose media type is given apart (Anthropic's
  * source). */

@@ -45,7 +45,7 @@ static int image_part(const json_t *part, size_t idx, size_t k,
                     "projector sets the resolution)",
                     path);
   return image_input_url(json_string_value(url), json_string_length(url),
-                         "messages", path, images, e);
+                         images->allow_urls, "messages", path, images, e);
 }
 
 /* A message's content as one string: text parts joined by "\n", an image
@@ -163,7 +163,7 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
                 api_error *e) {
   const json_t *raw = json_object_get(root, "messages");
   if (json_is_array(raw) && tool_messages_check(raw, e)) return -1;
-  image_list images = {0};
+  image_list images = {.allow_urls = srv->cfg->allow_image_urls};
   json_t *msgs = normalize_messages(
       raw, harmony_model(srv->model),
       strcmp(nucleus_model_reasoning_format(srv->model), "none") != 0, &images,

@@ -95,7 +95,7 @@ static json_t *parts_text(const json_t *content, size_t i, const char *field,
  * "detail": "auto"} -> a chat image part (checked and decoded here, so a
  * bad image is a 400 naming input[i].content[k]). */
 static json_t *image_part(const json_t *part, size_t i, size_t k,
-                          api_error *e) {
+                          bool allow_urls, api_error *e) {
   static const char *const keys[] = {"type", "image_url", "detail", "file_id",
                                      NULL};
   char path[96], what[200];
@@ -140,12 +140,13 @@ static json_t *image_part(const json_t *part, size_t i, size_t k,
   }
   char field[32];
   snprintf(field, sizeof field, "input[%zu]", i);
-  if (image_input_url(json_string_value(url), json_string_length(url), field,
-                      path, NULL, e))
-    return NULL;
-  json_t *out =
-      json_pack("{s:s,s:{s:O}}", "type", "image_url", "image_url", "url", url);
-  if (!out) api_fail(e, 500, NULL, "out of memory");
+  json_t *uri =
+      image_input_inline(json_string_value(url), json_string_length(url),
+                         allow_urls, field, path, e);
+  json_t *out = uri ? json_pack("{s:s,s:{s:o}}", "type", "image_url",
+                                "image_url", "url", uri)
+                    : NULL;
+  if (uri && !out) api_fail(e, 500, NULL, "out of memory");
   return out;
 }
 
@@ -162,7 +163,7 @@ static bool has_image(const json_t *content) {
 /* A message's content with input_image parts among its input_text ones:
  * chat parts ([{type: text, text} | {type: image_url, image_url}]). */
 static json_t *parts_with_images(const json_t *content, size_t i,
-                                 api_error *e) {
+                                 bool allow_urls, api_error *e) {
   json_t *out = json_array();
   if (!out) {
     api_fail(e, 500, NULL, "out of memory");
@@ -174,7 +175,7 @@ static json_t *parts_with_images(const json_t *content, size_t i,
     const char *type = json_string_value(json_object_get(part, "type"));
     json_t *chat = NULL;
     if (type && !strcmp(type, "input_image")) {
-      chat = image_part(part, i, k, e);
+      chat = image_part(part, i, k, allow_urls, e);
     } else {
       const json_t *text = json_object_get(part, "text");
       if (!type || strcmp(type, "input_text") || !json_is_string(text)) {
@@ -225,7 +226,7 @@ static json_t *new_assistant(json_t *msgs, json_t **reasoning) {
 }
 
 static int add_message(const json_t *item, size_t i, json_t *msgs,
-                       json_t **reasoning, api_error *e) {
+                       json_t **reasoning, bool allow_urls, api_error *e) {
   static const char *const keys[] = {"type", "role",   "content",
                                      "id",   "status", NULL};
   if (check_keys(item, i, keys, e)) return -1;
@@ -238,7 +239,7 @@ static int add_message(const json_t *item, size_t i, json_t *msgs,
   const json_t *content = json_object_get(item, "content");
   json_t *text =
       strcmp(role, "assistant") && json_is_array(content) && has_image(content)
-          ? parts_with_images(content, i, e)
+          ? parts_with_images(content, i, allow_urls, e)
           : parts_text(content, i, "content", e);
   if (!text) return -1;
   if (!strcmp(role, "assistant")) {
@@ -339,7 +340,8 @@ static int add_reasoning(const json_t *item, size_t i, json_t **reasoning,
   return 0;
 }
 
-int responses_input_append(const json_t *input, json_t *msgs, api_error *e) {
+int responses_input_append(const json_t *input, json_t *msgs,
+                           bool allow_image_urls, api_error *e) {
   if (json_is_string(input)) {
     if (json_array_append_new(
             msgs, json_pack("{s:s,s:O}", "role", "user", "content", input)))
@@ -362,7 +364,7 @@ int responses_input_append(const json_t *input, json_t *msgs, api_error *e) {
     if (!json_is_object(item) || (t && !type)) {
       rc = item_fail(e, i, " must be an object with a 'type'");
     } else if (!type || !strcmp(type, "message")) {
-      rc = add_message(item, i, msgs, &reasoning, e);
+      rc = add_message(item, i, msgs, &reasoning, allow_image_urls, e);
     } else if (!strcmp(type, "function_call")) {
       rc = add_call(item, i, msgs, &reasoning, e);
     } else if (!strcmp(type, "function_call_output")) {

@@ -298,7 +298,8 @@ static int conversation(server_ctx *srv, const json_t *root, responses_req *r,
   const json_t *input = field(root, "input");
   if (!input) return api_fail(e, 400, "input", "'input' is required");
   if (!r->conversation) return api_fail(e, 500, NULL, "out of memory");
-  return responses_input_append(input, r->conversation, e);
+  return responses_input_append(input, r->conversation,
+                                srv->cfg->allow_image_urls, e);
 }
 
 static json_t *or_null(const json_t *v) {

@@ -63,7 +63,8 @@ void responses_error_param(api_error *e);
  * function_call, function_call_output, reasoning) to msgs as chat
  * messages; a function_call_output must answer a function_call of msgs.
  * 0, or -1 with *e naming input[i]. */
-int responses_input_append(const json_t *input, json_t *msgs, api_error *e);
+int responses_input_append(const json_t *input, json_t *msgs,
+                           bool allow_image_urls, api_error *e);
 
 /* At most this many input items per request. */
 #define RESPONSES_MAX_INPUT_ITEMS 4096
