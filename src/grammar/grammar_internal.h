@@ -55,6 +55,11 @@ struct nc_grammar {
 
 #define NC_GRAMMAR_CANON_DEPTH 16u
 
+/* A plain byte: one a JSON string holds as itself (printable ASCII but
+ * '"' and '\\'); the token mask's plain runs (grammar_trie.h). */
+#define NC_GRAMMAR_PLAIN(b)                                                    \
+  ((b) >= 0x20 && (b) < 0x7F && (b) != '"' && (b) != '\\')
+
 /* Sets g->canon (NC_ERR_NOMEM). */
 nc_code nc_grammar_canon_build(nc_grammar *g);
 

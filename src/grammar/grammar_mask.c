@@ -119,8 +119,40 @@ static nc_code slow_edge(nc_grammar_matcher *m, uint32_t p, uint32_t d,
   return NC_OK;
 }
 
+/* How many plain bytes in a row root takes, each step to one state
+ * whatever the byte (nc_gmemo_plain_next), up to the vocabulary's longest
+ * plain token: *k (0 when the memo fills up on the way); *dead_after: no
+ * plain byte continues the run's last state. */
+static nc_code plain_run(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
+                         uint32_t root, uint32_t *k, bool *dead_after,
+                         nc_error *err) {
+  *k = 0;
+  *dead_after = false;
+  for (uint32_t p = root; *k < gv->n_plain;) {
+    uint32_t nx;
+    bool full;
+    nc_code rc = nc_gmemo_plain_next(m->memo, m->g, p, &m->levels[1], &m->work,
+                                     &nx, &full, err);
+    if (rc != NC_OK) return rc;
+    if (full) {
+      *k = 0;
+      return NC_OK;
+    }
+    *dead_after = nx == NC_GMEMO_DEAD;
+    if (nx >= NC_GMEMO_MIXED) return NC_OK;
+    *k = nx == p ? gv->n_plain : *k + 1; /* a loop takes any number */
+    p = nx;
+  }
+  return NC_OK;
+}
+
 /* The trie walk from root (an interned state; partial: cur's character)
- * setting the bits of the text tokens. */
+ * setting the bits of the text tokens. Plain runs: when root takes k plain
+ * bytes whatever they are, every plain token of at most k bytes is
+ * allowed (the vocabulary's plain_le row k), and a subtree whose path and
+ * nodes are plain is not walked when it is at most k deep, or when no
+ * plain byte continues after the k-th (pd: the current path's plain
+ * prefix; the node before shares the path to this node's parent). */
 static nc_code walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
                     uint32_t root, bool partial, bool longs_only,
                     uint64_t *mask, bool *full, nc_error *err) {
@@ -134,12 +166,29 @@ static nc_code walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
   lid[0] = partial ? root | PBIT : root;
   const fnode *flat = gv->flat;
   const uint32_t *fend = gv->fend, *tok_next = gv->tok_next;
+  uint32_t k = 0, pd = 0, skips = 0;
+  bool dead_after = false;
+  if (!partial && !longs_only) {
+    nc_code rc = plain_run(m, gv, root, &k, &dead_after, err);
+    if (rc != NC_OK) return rc;
+    size_t words = ((size_t)gv->n + 63) / 64;
+    const uint64_t *row = gv->plain_le + (size_t)k * words;
+    for (size_t w = 0; k && w < words; w++)
+      mask[w] |= row[w];
+  }
+  const uint8_t *fplain = gv->fplain;
   const uint32_t *trans = mm->trans;
   for (uint32_t i = 1; i < gv->n_nodes;) {
     const fnode nd = flat[i];
     uint32_t d = nd.depth;
     if (longs_only && !nd.deep) {
       i = fend[i];
+      continue;
+    }
+    if (pd > d - 1) pd = d - 1;
+    if (k && pd == d - 1 && fplain[i] && (fplain[i] <= k || dead_after)) {
+      i = fend[i]; /* plain_le's tokens, each byte a step of the run */
+      skips++;
       continue;
     }
     uint32_t p = lid[d - 1], nx = NC_GMEMO_NONE;
@@ -154,6 +203,7 @@ static nc_code walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
       }
     }
     lid[d] = nx;
+    if (pd == d - 1 && NC_GRAMMAR_PLAIN(nd.byte)) pd = d;
     if (nd.tok != NONE && (!longs_only || d > NC_GRAMMAR_CANON_DEPTH)) {
       uint32_t t = nd.tok & ~MORE;
       mask[t / 64] |= 1ull << (t % 64);
@@ -163,6 +213,7 @@ static nc_code walk(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
     }
     i++;
   }
+  mm->plain_skips += skips;
   return NC_OK;
 }
 

@@ -11,6 +11,7 @@ void nc_gmemo_free(nc_gmemo *mm) {
     nc_gstacks_free(&mm->states[i].s.st);
   free(mm->states);
   free(mm->trans);
+  free(mm->plain);
   free(mm->table);
   free(mm->cps);
   free(mm->masks);
@@ -102,6 +103,9 @@ nc_code nc_gmemo_intern(nc_gmemo *mm, const nc_gstate *s, uint32_t *id) {
     uint32_t *nt = realloc(mm->trans, (size_t)cap * 256 * sizeof *nt);
     if (!nt) return NC_ERR_NOMEM;
     mm->trans = nt;
+    uint32_t *np = realloc(mm->plain, cap * sizeof *np);
+    if (!np) return NC_ERR_NOMEM;
+    mm->plain = np;
     nc_gmemo_state *ns = realloc(mm->states, cap * sizeof *ns);
     if (!ns) return NC_ERR_NOMEM;
     memset(ns + mm->cap_states, 0, (cap - mm->cap_states) * sizeof *ns);
@@ -113,6 +117,7 @@ nc_code nc_gmemo_intern(nc_gmemo *mm, const nc_gstate *s, uint32_t *id) {
   e->s.cp = e->s.left = e->s.lead = e->s.seen = 0;
   e->hash = h;
   memset(mm->trans + (size_t)mm->n_states * 256, 0xFF, 256 * sizeof *mm->trans);
+  mm->plain[mm->n_states] = NC_GMEMO_NONE;
   mm->words += s->st.n;
   mm->table[at] = mm->n_states;
   *id = mm->n_states++;
@@ -158,6 +163,67 @@ nc_code nc_gmemo_next(nc_gmemo *mm, const nc_grammar *g, uint32_t id, uint8_t b,
   return NC_OK;
 }
 
+/* The characters a plain run takes: plain ASCII and every character past
+ * it (nc_gstate_utf8 refuses the surrogates). */
+static const uint32_t k_plain[][2] = {
+    {0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}, {0x80, 0x10FFFF}};
+
+/* Whether class e holds every code point of [lo, hi]. */
+static bool class_covers(const nc_grammar *g, const nc_gelem *e, uint32_t lo,
+                         uint32_t hi) {
+  const uint32_t *r = g->ranges + 2 * (size_t)e->a;
+  if (e->neg) { /* none of its ranges meets [lo, hi] */
+    for (uint32_t i = 0; i < e->b; i++)
+      if (r[2 * i] <= hi && r[2 * i + 1] >= lo) return false;
+    return true;
+  }
+  for (uint32_t at = lo;;) { /* the ranges, in any order, reach hi */
+    uint32_t i = 0;
+    while (i < e->b && !(r[2 * i] <= at && r[2 * i + 1] >= at))
+      i++;
+    if (i == e->b) return false;
+    if (r[2 * i + 1] >= hi) return true;
+    at = r[2 * i + 1] + 1;
+  }
+}
+
+/* A state takes every plain character to one state exactly when each of
+ * its stacks waits for a class that holds all of them or none (the step
+ * keeps the same stacks, and expands them alike, whatever the character):
+ * the state 'a' leads to, when some class holds them. */
+nc_code nc_gmemo_plain_next(nc_gmemo *mm, const nc_grammar *g, uint32_t id,
+                            nc_gstate *out, nc_gwork *w, uint32_t *next,
+                            bool *full, nc_error *err) {
+  *full = false;
+  *next = mm->plain[id];
+  if (*next != NC_GMEMO_NONE) return NC_OK;
+  const nc_gstacks *st = &mm->states[id].s.st;
+  bool any = false, mixed = false;
+  for (uint32_t i = 0; i < st->count && !mixed; i++) {
+    const uint32_t *s = st->data + st->off[i];
+    if (s[0] == 0) continue; /* accepted so far */
+    const nc_gelem *e = &g->elems[s[s[0]]];
+    if (e->kind != NC_GE_CLASS) {
+      mixed = true;
+      break;
+    }
+    size_t covered = 0, met = 0;
+    for (size_t r = 0; r < sizeof k_plain / sizeof k_plain[0]; r++) {
+      covered += class_covers(g, e, k_plain[r][0], k_plain[r][1]);
+      met += nc_grammar_class_meets(g, e, k_plain[r][0], k_plain[r][1]);
+    }
+    any |= covered > 0;
+    mixed = met > 0 && covered < sizeof k_plain / sizeof k_plain[0];
+  }
+  uint32_t to = mixed ? NC_GMEMO_MIXED : NC_GMEMO_DEAD;
+  if (any && !mixed) {
+    nc_code rc = nc_gmemo_next(mm, g, id, 'a', out, w, &to, full, err);
+    if (rc != NC_OK || *full) return rc;
+  }
+  mm->plain[id] = *next = to;
+  return NC_OK;
+}
+
 static uint32_t cp_slot(uint32_t id, uint32_t cp) {
   uint64_t h = ((uint64_t)id << 21 | cp) * 0x9E3779B97F4A7C15ull;
   return (uint32_t)(h >> 40) & (NC_GMEMO_CP_CAP - 1);
@@ -169,7 +235,14 @@ nc_code nc_gmemo_next_partial(nc_gmemo *mm, const nc_grammar *g, uint32_t id,
                               bool *full, nc_error *err) {
   *full = false;
   *next = NC_GMEMO_DEAD;
+  uint32_t run; /* first: out is q's storage in the trie walk */
+  nc_code rc = nc_gmemo_plain_next(mm, g, id, out, w, &run, full, err);
+  if (rc != NC_OK || *full) return rc;
   if (!nc_gstate_utf8(p, b, q)) return NC_OK;
+  if (run < NC_GMEMO_MIXED) { /* every character past ASCII leads there */
+    *next = q->left > 0 ? NC_GMEMO_PARTIAL : run;
+    return NC_OK;
+  }
   uint32_t at = cp_slot(id, q->cp);
   if (q->left == 0) {
     for (;; at = (at + 1) & (NC_GMEMO_CP_CAP - 1)) {
@@ -189,7 +262,7 @@ nc_code nc_gmemo_next_partial(nc_gmemo *mm, const nc_grammar *g, uint32_t id,
   in.lead = p->lead;
   in.seen = p->seen;
   bool ok;
-  nc_code rc = nc_gstate_step(g, &in, b, out, w, &ok, err);
+  rc = nc_gstate_step(g, &in, b, out, w, &ok, err);
   if (rc != NC_OK) return rc;
   if (q->left > 0) {
     *next = ok ? NC_GMEMO_PARTIAL : NC_GMEMO_DEAD;

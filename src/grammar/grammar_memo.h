@@ -25,6 +25,7 @@
 #define NC_GMEMO_NONE UINT32_MAX          /* not computed / not interned */
 #define NC_GMEMO_DEAD (UINT32_MAX - 1)    /* no stack survives */
 #define NC_GMEMO_PARTIAL (UINT32_MAX - 2) /* a viable lead byte */
+#define NC_GMEMO_MIXED (UINT32_MAX - 3)   /* plain[] only: see there */
 
 typedef struct nc_gmemo_state {
   nc_gstate s;
@@ -41,6 +42,11 @@ typedef struct nc_gmemo {
   /* trans[id * 256 + b]: state id's transition on byte b (NONE: not
    * computed yet), cap_states rows. */
   uint32_t *trans;
+  /* plain[id]: the state every plain character (NC_GRAMMAR_PLAIN and
+   * those past ASCII) leads state id to, NC_GMEMO_DEAD when none continues
+   * it, NC_GMEMO_MIXED when some do and lead to different states or some
+   * do not, NONE not computed yet; cap_states of them. */
+  uint32_t *plain;
   uint32_t *table; /* open addressing: state ids, NONE empty */
   size_t words;    /* stack words held by all states */
   nc_gmemo_cp *cps;
@@ -50,8 +56,9 @@ typedef struct nc_gmemo {
   uint32_t mask_of[NC_GMEMO_MASKS];
   uint64_t *masks;
   size_t n_words;
-  const void *vocab;  /* the masks' vocabulary (the states are not its) */
-  uint32_t fallbacks; /* walks the memo could not hold (tests read it) */
+  const void *vocab;    /* the masks' vocabulary (the states are not its) */
+  uint32_t fallbacks;   /* walks the memo could not hold (tests read it) */
+  uint32_t plain_skips; /* subtrees plain runs left unwalked (tests read it) */
   uint32_t mask_turn;
 } nc_gmemo;
 
@@ -74,6 +81,11 @@ nc_code nc_gmemo_intern(nc_gmemo *mm, const nc_gstate *s, uint32_t *id);
 nc_code nc_gmemo_next(nc_gmemo *mm, const nc_grammar *g, uint32_t id, uint8_t b,
                       nc_gstate *out, nc_gwork *w, uint32_t *next, bool *full,
                       nc_error *err);
+/* The state every plain byte leads state id to (nc_gmemo.plain), out as
+ * nc_gmemo_next's. */
+nc_code nc_gmemo_plain_next(nc_gmemo *mm, const nc_grammar *g, uint32_t id,
+                            nc_gstate *out, nc_gwork *w, uint32_t *next,
+                            bool *full, nc_error *err);
 /* The state after byte b, which continues the partial character p (its
  * cp, left, lead, seen) begun at state id: an id, NC_GMEMO_DEAD, or
  * NC_GMEMO_PARTIAL with *q the longer partial character. */

@@ -96,6 +96,55 @@ static nc_code flatten(nc_grammar_vocab *gv) {
   return NC_OK;
 }
 
+/* The plain runs' index (grammar_trie.h): fplain from the last node back
+ * (a node's children come after it), plain_le from the first node on (the
+ * walk's path so far is plain up to depth pd: the node before shares the
+ * path to this node's parent). */
+static nc_code plain_runs(nc_grammar_vocab *gv) {
+  uint32_t n = gv->n_nodes;
+  gv->fplain = calloc(n, 1);
+  if (!gv->fplain) return NC_ERR_NOMEM;
+  for (uint32_t i = n; i-- > 1;) {
+    const fnode *f = &gv->flat[i];
+    if (!NC_GRAMMAR_PLAIN(f->byte)) continue;
+    uint8_t deepest = f->depth > NC_GRAMMAR_PLAIN_MAX ? 255 : (uint8_t)f->depth;
+    for (uint32_t j = i + 1; j < gv->fend[i] && deepest; j = gv->fend[j])
+      deepest = gv->fplain[j] > deepest ? gv->fplain[j]
+                : gv->fplain[j]         ? deepest
+                                        : 0;
+    gv->fplain[i] = deepest;
+  }
+  uint32_t pd = 0;
+  for (uint32_t i = 1; i < n; i++) {
+    uint32_t d = gv->flat[i].depth;
+    if (pd > d - 1) pd = d - 1;
+    if (pd == d - 1 && NC_GRAMMAR_PLAIN(gv->flat[i].byte) &&
+        d <= NC_GRAMMAR_PLAIN_MAX) {
+      pd = d;
+      if (gv->flat[i].tok != NONE && d > gv->n_plain) gv->n_plain = d;
+    }
+  }
+  size_t words = ((size_t)gv->n + 63) / 64;
+  gv->plain_le = calloc((gv->n_plain + 1) * words, sizeof *gv->plain_le);
+  if (!gv->plain_le) return NC_ERR_NOMEM;
+  pd = 0;
+  for (uint32_t i = 1; i < n; i++) {
+    uint32_t d = gv->flat[i].depth;
+    if (pd > d - 1) pd = d - 1;
+    if (pd != d - 1 || !NC_GRAMMAR_PLAIN(gv->flat[i].byte) || d > gv->n_plain)
+      continue;
+    pd = d;
+    uint64_t *row = gv->plain_le + d * words;
+    uint32_t t = gv->flat[i].tok;
+    for (t = t == NONE ? NONE : t & ~MORE; t != NONE; t = gv->tok_next[t])
+      row[t / 64] |= 1ull << (t % 64);
+  }
+  for (uint32_t k = 1; k <= gv->n_plain; k++)
+    for (size_t w = 0; w < words; w++)
+      gv->plain_le[k * words + w] |= gv->plain_le[(k - 1) * words + w];
+  return NC_OK;
+}
+
 nc_code nc_grammar_vocab_create(int32_t n, const char *const *pieces,
                                 const size_t *lens, const uint8_t *kinds,
                                 nc_grammar_vocab **out, nc_error *err) {
@@ -139,7 +188,7 @@ nc_code nc_grammar_vocab_create(int32_t n, const char *const *pieces,
   for (int32_t i = 0; i < n; i++)
     if (gv->kinds[i] == NC_GRAMMAR_TOKEN_END) gv->n_ends++;
   gv->ends = malloc(((size_t)gv->n_ends + 1) * sizeof *gv->ends);
-  if (!gv->ends || flatten(gv) != NC_OK) goto nomem;
+  if (!gv->ends || flatten(gv) != NC_OK || plain_runs(gv) != NC_OK) goto nomem;
   gv->n_ends = 0;
   for (int32_t i = 0; i < n; i++)
     if (gv->kinds[i] == NC_GRAMMAR_TOKEN_END) gv->ends[gv->n_ends++] = i;
@@ -167,6 +216,8 @@ void nc_grammar_vocab_free(nc_grammar_vocab *gv) {
   free(gv->fend);
   free(gv->ends);
   free(gv->longs);
+  free(gv->fplain);
+  free(gv->plain_le);
   free(gv);
 }
 

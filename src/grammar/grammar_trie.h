@@ -44,6 +44,17 @@ struct nc_grammar_vocab {
   int32_t n_ends;
   int32_t *longs; /* the text tokens longer than NC_GRAMMAR_CANON_DEPTH */
   int32_t n_longs;
+  /* Plain runs (NC_GRAMMAR_PLAIN: a JSON string's bytes that need no
+   * escape, printable ASCII but '"' and '\\'): fplain[i] is 0 when node
+   * i's subtree (i included) holds a byte that is not plain, else the
+   * greatest depth in it (255: past NC_GRAMMAR_PLAIN_MAX); plain_le + k * words
+   * (k <= n_plain) holds the text tokens of at most k bytes, all plain; n_plain
+   * is the longest such token's length, at most NC_GRAMMAR_PLAIN_MAX. */
+  uint8_t *fplain;
+  uint64_t *plain_le;
+  uint32_t n_plain;
 };
+
+#define NC_GRAMMAR_PLAIN_MAX 64u
 
 #endif

@@ -675,6 +675,76 @@ static void test_mask_memo_bounded(void **state) {
   nc_grammar_vocab_free(gv2);
 }
 
+/* Plain runs: the vocabulary's index of its plain tokens (printable ASCII
+ * but '"' and '\\'), and masks inside strings that take it (a class that
+ * holds every plain character, bounded or not), or not (a class that
+ * holds some), each token checked by feeding it (check_mask). */
+static void test_mask_plain_runs(void **state) {
+  (void)state;
+  const char *pieces[] = {"ab",       "abc", "a\"", "x y",  "\xc3\xa9", "\xc3",
+                          "zzzzzzzz", "",    "\"",  "a\\n", "b\"}",     "\xa9"};
+  enum { N = sizeof pieces / sizeof pieces[0] };
+  size_t lens[N];
+  uint8_t kinds[N];
+  for (int i = 0; i < N; i++) {
+    lens[i] = strlen(pieces[i]);
+    kinds[i] = NC_GRAMMAR_TOKEN_TEXT;
+  }
+  kinds[7] = NC_GRAMMAR_TOKEN_END;
+  nc_grammar_vocab *gv = NULL;
+  assert_int_equal(nc_grammar_vocab_create(N, pieces, lens, kinds, &gv, NULL),
+                   NC_OK);
+  assert_int_equal(gv->n_plain, 8); /* "zzzzzzzz" */
+  assert_int_equal(gv->plain_le[0], 0);
+  assert_int_equal(gv->plain_le[2], 1u << 0);                     /* ab */
+  assert_int_equal(gv->plain_le[3], 1u << 0 | 1u << 1 | 1u << 3); /* x y */
+  assert_int_equal(gv->plain_le[8], 1u << 0 | 1u << 1 | 1u << 3 | 1u << 6);
+  for (uint32_t i = 1; i < gv->n_nodes; i++) {
+    const fnode *f = &gv->flat[i];
+    if (f->depth == 1 && f->byte == 'z') assert_int_equal(gv->fplain[i], 8);
+    if (f->depth == 1 && f->byte == 'x') assert_int_equal(gv->fplain[i], 3);
+    if (f->depth == 1 && f->byte == 'a') assert_int_equal(gv->fplain[i], 0);
+    if (f->depth == 1 && f->byte == '"') assert_int_equal(gv->fplain[i], 0);
+  }
+  const char *grammars[] = {
+      "root ::= \"\\\"\" c{0,9} \"\\\"\" \"}\"?\n"
+      "c ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [n\"]",
+      "root ::= \"\\\"\" c* \"\\\"\" \"}\"\n"
+      "c ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" [n\"]",
+      "root ::= \"\\\"\" [a-z\\u00e9 ]{0,9} \"\\\"\"",
+  };
+  /* tokens fed in turn, each allowed: "ab", "x y", "\xc3", "\xa9",
+   * "a\\n", "b\"}" (the last closes the string) */
+  const int32_t path[] = {8, 0, 3, 5, 11, 9, 10};
+  for (int gi = 0; gi < 3; gi++) {
+    nc_grammar *g = compile(grammars[gi]);
+    nc_grammar_matcher *m = NULL;
+    assert_int_equal(nc_grammar_matcher_create(g, &m, NULL), NC_OK);
+    uint64_t mask[1], ref[1];
+    int32_t allowed[N], n;
+    for (size_t i = 0; i < sizeof path / sizeof path[0]; i++) {
+      if (gi == 2 && path[i] == 11) break; /* "a\\n": no escapes there */
+      check_mask(m, gv, mask, allowed, &n);
+      assert_int_equal(nc_grammar_mask_reference(m, gv, ref, NULL), NC_OK);
+      assert_int_equal(mask[0], ref[0]);
+      assert_true((mask[0] >> path[i]) & 1);
+      if (gi == 0 && i == 6) /* one character left: "ab" is too long */
+        assert_int_equal(mask[0] & (1u << 0 | 1u << 1 | 1u << 6), 0);
+      bool ok;
+      assert_int_equal(
+          nc_grammar_matcher_accept_token(m, gv, path[i], &ok, NULL), NC_OK);
+      assert_true(ok);
+    }
+    if (gi < 2)
+      assert_true(m->memo->plain_skips > 0);
+    else /* the class holds some plain characters only */
+      assert_int_equal(m->memo->plain_skips, 0);
+    nc_grammar_matcher_free(m);
+    nc_grammar_free(g);
+  }
+  nc_grammar_vocab_free(gv);
+}
+
 /* The canonical map: only chains longer than NC_GRAMMAR_CANON_DEPTH + 1
  * map, each step to the one D + 1 from the end, whoever wrote the chain;
  * a chain-shaped rule that refers to itself or to a later rule does not. */
@@ -868,6 +938,7 @@ int main(void) {
       cmocka_unit_test(test_mask_model_vocab),
       cmocka_unit_test(test_mask_memo_matches_reference),
       cmocka_unit_test(test_mask_memo_bounded),
+      cmocka_unit_test(test_mask_plain_runs),
       cmocka_unit_test(test_canon_map),
       cmocka_unit_test(test_bounded_repetitions_cost),
       cmocka_unit_test(test_nullable_repetitions),
