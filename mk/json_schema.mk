@@ -34,6 +34,10 @@ UNIT_TESTS += test_json_schema_gemma4
 # objects, refs, notes.
 UNIT_TESTS += test_json_schema_cover
 
+# Strings of several patterns (allOf, lookaheads, a format with a
+# pattern), against PCRE2 on every short string of small alphabets.
+UNIT_TESTS += test_json_schema_meet
+
 # Schemas through the converter and random walks of their grammars, for
 # bench/jsonschema_bench.py:
 #   build/release/tests/json_schema_walk MODEL [STEPS] [SEED] < schemas.jsonl

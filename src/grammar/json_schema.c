@@ -44,6 +44,10 @@ static const char k_prims[] =
     "\"W\" ) | \"T\" [0-9]{1,4} [HMS] )\n"
     "regex-text ::= [a-zA-Z0-9 _]{0,64}\n";
 
+const char *js_shared_rules(void) {
+  return k_prims;
+}
+
 /* Whether s has a keyword that constrains, other than those named. */
 static const char *other_constraint(const json_t *s, const char *a,
                                     const char *b) {

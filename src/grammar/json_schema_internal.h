@@ -19,7 +19,8 @@
 #define MAX_REFS 512
 #define MAX_COUNT 1024
 #define MAX_INT_RANGE 1000
-#define MAX_ENUM 4096 /* values of one enum */
+#define MAX_ENUM 4096  /* values of one enum */
+#define MAX_PATTERNS 8 /* patterns one string takes (allOf merges them) */
 /* Properties (and required names) of one object. */
 #define MAX_PROPERTIES 2048
 /* The grammar the schema becomes: no longer than the engine takes. */
@@ -125,9 +126,22 @@ int js_get_count(ctx *c, const json_t *s, const char *key, long long dflt,
 void js_repeat_sep(sb *b, const char *x, const char *sep, long long min,
                    long long max);
 
+/* Any JSON string of lo to hi characters (hi -1: no most) into b. */
+void js_string_lengths(ctx *c, long long lo, long long hi, sb *b);
+/* The shared rules (numbers, the formats) every grammar holds. */
+const char *js_shared_rules(void);
+/* The JSON strings that each of n string bodies (GBNF over the shared
+ * rules, quotes included) makes, or with negated[i] does not make (body 0
+ * not negated), as rules (json_schema_meet.c) and a reference to the
+ * first into b. */
+int js_string_meet(ctx *c, const char *const *bodies, const bool *negated,
+                   size_t n, sb *b);
 /* A JSON string matching pattern p (a regex subset) into b; lo >= 0: with
  * minLength lo and maxLength hi (-1: none) too. */
 int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b);
+/* Pattern p with lookaheads (json_schema_lookahead.c) into b as
+ * js_pattern: 1 when p has none (nothing written), 0 written, -1 failed. */
+int js_pattern_looks(ctx *c, const char *p, long long lo, long long hi, sb *b);
 /* p[0..n) with its groups that hold anchors (no quantifier) replaced by
  * their alternatives, as top-level alternatives of the whole
  * (json_schema_anchor.c); NULL when nothing changes (or too many). */

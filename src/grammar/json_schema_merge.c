@@ -4,7 +4,8 @@
  * allOf of the two (merged when they are compiled), enums intersect;
  * anyOf/oneOf distribute over the other side ((A1 | A2) & B = (A1 & B) |
  * (A2 & B), and the same for oneOf), a top-level $ref is replaced by its
- * target. What cannot be intersected (two different patterns, two
+ * target; two patterns become a list of both (json_schema_string.c
+ * makes what all of them match). What cannot be intersected (two
  * different formats) is an error naming the keyword. */
 #include "json_schema_internal.h"
 
@@ -197,6 +198,19 @@ static json_t *meet(ctx *c, const json_t *a, const json_t *b) {
       if (!json_array_size(nv)) {
         json_decref(nv);
         goto none;
+      }
+    } else if (!strcmp(k, "pattern")) {
+      /* both: a list of the patterns, which js_gen_string intersects */
+      nv = json_array();
+      const json_t *sides[2] = {va, vb};
+      for (int side = 0; nv && side < 2; side++) {
+        const json_t *v = sides[side];
+        if (json_is_string(v)) {
+          json_array_append(nv, (json_t *)v);
+          continue;
+        }
+        if (!json_is_array(v)) goto bad_nv;
+        json_array_extend(nv, (json_t *)v); /* checked where made */
       }
     } else if (!strcmp(k, "const")) {
       goto none; /* two different constants */

@@ -252,6 +252,38 @@ static int not_class_run(ctx *c, const json_t *s, const json_t *n,
   return 0;
 }
 
+/* N = {pattern: P}: the strings that do not match P, as a negated entry
+ * {"not": P} of the schema's pattern list (json_schema_string.c makes
+ * what every entry allows); a schema without a type makes strings only.
+ * 1 when N is not such, 0 with *out, -1 failed. */
+static int not_pattern(ctx *c, const json_t *s, const json_t *n, json_t **out) {
+  const json_t *pt = json_object_get(n, "pattern");
+  if (!json_is_object(n) || !json_is_string(pt) ||
+      !only_keys(n, "pattern", "type") ||
+      (json_object_get(n, "type") &&
+       js_type_bits(json_object_get(n, "type")) != 16))
+    return 1;
+  if (!makes_strings(s) && json_object_get(s, "type")) return 1;
+  json_t *o = js_own(c, json_copy((json_t *)s));
+  json_t *list = json_array();
+  if (!o || !list) {
+    json_decref(list);
+    return o ? js_fail_oom(c) : -1;
+  }
+  json_object_del(o, "not");
+  const json_t *had = json_object_get(s, "pattern");
+  if (json_is_array(had))
+    json_array_extend(list, (json_t *)had);
+  else if (had)
+    json_array_append(list, (json_t *)had);
+  json_array_append_new(list, json_pack("{s:O}", "not", pt));
+  json_object_set_new(o, "pattern", list);
+  if (!json_object_get(s, "type"))
+    json_object_set_new(o, "type", json_string("string"));
+  *out = o;
+  return 0;
+}
+
 const json_t *js_apply_not(ctx *c, const json_t *s) {
   const json_t *n = json_object_get(s, "not");
   json_t *out = js_own(c, json_copy((json_t *)s));
@@ -266,6 +298,7 @@ const json_t *js_apply_not(ctx *c, const json_t *s) {
   json_t *strings = NULL;
   int rc = not_strings(c, s, n, &strings);
   if (rc == 1) rc = not_class_run(c, s, n, &strings);
+  if (rc == 1) rc = not_pattern(c, s, n, &strings);
   if (rc <= 0) return rc ? NULL : strings;
   const json_t *req = required_of(c, n);
   if (req) {
@@ -312,6 +345,6 @@ const json_t *js_apply_not(ctx *c, const json_t *s) {
   }
 unsupported:
   js_fail(c, "'not' is supported for required names, types, string enums "
-             "and runs of one class (and beside enum or const) only");
+             "and patterns (and beside enum or const) only");
   return NULL;
 }

@@ -192,6 +192,14 @@ static int rx_atom(rx *r, sb *b, long len[2]) {
     r->pos++;
     if (r->pos + 1 < r->n && r->s[r->pos] == '?' && r->s[r->pos + 1] == ':')
       r->pos += 2;
+    else if (r->pos + 2 < r->n && r->s[r->pos] == '?' &&
+             (r->s[r->pos + 1] == '<' ||
+              (r->s[r->pos + 1] == 'P' && r->s[r->pos + 2] == '<'))) {
+      /* a named group, (?<name>...) or (?P<name>...): a group */
+      const char *gt = memchr(r->s + r->pos, '>', r->n - r->pos);
+      if (!gt) return js_fail(r->c, "pattern: unterminated group name");
+      r->pos = (size_t)(gt - r->s) + 1;
+    }
     js_sb_add(b, "( ", 2);
     if (rx_alt(r, b, len)) return -1;
     if (r->pos >= r->n || r->s[r->pos] != ')')
@@ -495,6 +503,8 @@ int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b) {
                    p);
   size_t n = strlen(p);
   if (n > 4096) return js_fail(c, "pattern longer than 4096 bytes");
+  int looks = js_pattern_looks(c, p, lo, hi, b);
+  if (looks <= 0) return looks;
   char *whole = js_anchors_out(p, n);
   if (whole) { /* (^a$)|(^b) -> ^a$|^b */
     int rc = js_pattern(c, whole, lo, hi, b);

@@ -1,4 +1,5 @@
-/* json_schema: strings (length, format, pattern, and their intersections).
+/* json_schema: strings (length, format, pattern, and their intersections:
+ * a format with patterns, or several patterns, by json_schema_meet.c).
  * Formats: date, time, date-time, uuid, email (idn-email), ipv4, ipv6,
  * hostname, uri (uri-reference), duration, regex, each a shared rule of
  * json_schema.c's
@@ -9,6 +10,7 @@
  * annotations (the spec's default) and ignored with a note. */
 #include "json_schema_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -89,6 +91,54 @@ static int length_bounded(ctx *c, const format_rule *f, long long lo,
                  f->name, f->min, f->max, lo, hi);
 }
 
+/* Format f's string, with lengths when lo >= 0. */
+static int format_body(ctx *c, const format_rule *f, long long lo, long long hi,
+                       sb *b) {
+  if (lo < 0 || ((f->min >= lo) && (hi < 0 || (f->max >= 0 && f->max <= hi)))) {
+    js_sb_printf(b, "%s %s %s", js_quote(c), f->rule, js_quote(c));
+    return 0;
+  }
+  return length_bounded(c, f, lo, hi, b);
+}
+
+/* Entry i of a pattern list (a string, or {"not": string}: not_pattern's
+ * negated one; allOf merges lists), or pat itself; NULL when malformed. */
+static const char *pattern_at(const json_t *pat, size_t i, bool *negated) {
+  const json_t *p = json_is_array(pat) ? json_array_get(pat, i) : pat;
+  *negated = json_is_object(p);
+  if (*negated) p = json_object_get(p, "not");
+  return json_is_string(p) ? json_string_value(p) : NULL;
+}
+
+/* A format and patterns, or several patterns, some perhaps negated: the
+ * strings all of them allow (js_string_meet); the lengths on the format,
+ * else on a first part of any string. */
+static int meet_parts(ctx *c, const format_rule *f, const json_t *pat,
+                      long long lo, long long hi, sb *b) {
+  bool lengths = lo > 0 || hi >= 0;
+  size_t n_pats = json_is_array(pat) ? json_array_size(pat) : pat ? 1 : 0;
+  size_t n = 0;
+  sb body[MAX_PATTERNS + 2] = {{0}};
+  bool negated[MAX_PATTERNS + 2] = {false};
+  const char *text[MAX_PATTERNS + 2];
+  int rc = 0;
+  if (f)
+    rc = format_body(c, f, lengths ? lo : -1, hi, &body[n++]);
+  else
+    js_string_lengths(c, lo, hi, &body[n++]);
+  for (size_t i = 0; rc == 0 && i < n_pats; i++, n++)
+    rc = js_pattern(c, pattern_at(pat, i, &negated[n]), -1, -1, &body[n]);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    if (body[i].oom || body[i].big)
+      rc = body[i].oom ? js_fail_oom(c) : js_fail_big(c);
+    text[i] = body[i].s ? body[i].s : "\"\"";
+  }
+  if (rc == 0) rc = js_string_meet(c, text, negated, n, b);
+  for (size_t i = 0; i < n; i++)
+    free(body[i].s);
+  return rc;
+}
+
 int js_gen_string(ctx *c, const json_t *s, sb *b) {
   const json_t *fmt = json_object_get(s, "format");
   const json_t *pat = json_object_get(s, "pattern");
@@ -113,25 +163,27 @@ int js_gen_string(ctx *c, const json_t *s, sb *b) {
                        name);
     if (!f) js_note(c, "ignored unknown format '%.64s'", name);
   }
-  if (f && pat)
-    return js_fail(c, "a string with both 'format' and 'pattern' is not "
-                      "supported");
-  if (f) {
-    if (!lengths ||
-        ((f->min >= lo) && (hi < 0 || (f->max >= 0 && f->max <= hi)))) {
-      js_sb_printf(b, "%s %s %s", js_quote(c), f->rule, js_quote(c));
-      return 0;
-    }
-    return length_bounded(c, f, lo, hi, b);
-  }
-  if (pat) {
-    if (!json_is_string(pat)) return js_fail(c, "'pattern' must be a string");
-    return js_pattern(c, json_string_value(pat), lengths ? lo : -1,
+  size_t n_pats = json_is_array(pat) ? json_array_size(pat) : pat ? 1 : 0;
+  if (n_pats > MAX_PATTERNS)
+    return js_fail_limit(c, "more than %d patterns on one string",
+                         MAX_PATTERNS);
+  bool negated = false, neg;
+  for (size_t i = 0; i < n_pats; negated |= neg, i++)
+    if (!pattern_at(pat, i, &neg))
+      return js_fail(c, "'pattern' must be a string");
+  if ((f ? 1 : 0) + n_pats > 1 || negated)
+    return meet_parts(c, f, pat, lo, hi, b);
+  if (f) return format_body(c, f, lengths ? lo : -1, hi, b);
+  if (pat)
+    return js_pattern(c, pattern_at(pat, 0, &neg), lengths ? lo : -1,
                       lengths ? hi : -1, b);
-  }
+  js_string_lengths(c, lo, hi, b);
+  return 0;
+}
+
+void js_string_lengths(ctx *c, long long lo, long long hi, sb *b) {
   if (hi < 0)
     js_sb_printf(b, "%s char{%lld,} %s", js_quote(c), lo, js_quote(c));
   else
     js_sb_printf(b, "%s char{%lld,%lld} %s", js_quote(c), lo, hi, js_quote(c));
-  return 0;
 }
