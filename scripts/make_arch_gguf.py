@@ -342,18 +342,36 @@ def _splitmix64(x):
         return z ^ (z >> np.uint64(31))
 
 
-def randn(seed, name, n):
+def randn(seed, name, n, start=0):
     """n approximately standard-normal float64 values, a pure function of
-    (seed, name, index)."""
+    (seed, name, index); the indices start at start."""
     h = hashlib.sha256(f"{seed}:{name}".encode()).digest()
     base = np.uint64(int.from_bytes(h[:8], "little"))
     with np.errstate(over="ignore"):
-        z = _splitmix64(np.arange(n, dtype=np.uint64) * np.uint64(0xD1B54A32D192ED03) + base)
+        z = _splitmix64(np.arange(start, start + n, dtype=np.uint64)
+                        * np.uint64(0xD1B54A32D192ED03) + base)
     m = np.uint64(0xFFFF)
     s = ((z & m) + ((z >> np.uint64(16)) & m) + ((z >> np.uint64(32)) & m)
          + (z >> np.uint64(48))).astype(np.float64)
     # four U{0..65535}: mean 2*65535, variance 4*(65536^2-1)/12
     return (s - 131070.0) * (1.0 / 37837.22694)
+
+
+CHUNK = 1 << 22  # values per piece of random_rows
+
+
+def random_rows(seed, name, shape, std, convert):
+    """convert(randn(seed, name, prod(shape)).reshape(shape) * std), made a
+    few whole rows at a time (the same values) so that a matrix of the bench
+    files' sizes (bench/make_arch_shaped.py) needs little memory; convert
+    maps a 2-D piece of rows to its stored rows."""
+    row = shape[-1]
+    n_rows = int(np.prod(shape)) // row
+    step = max(1, CHUNK // row)
+    parts = [convert((randn(seed, name, min(step, n_rows - r) * row, r * row)
+                      * std).reshape(-1, row))
+             for r in range(0, n_rows, step)]
+    return np.concatenate(parts).reshape(*shape[:-1], -1)
 
 # ---------------------------------------------------------------- model
 
@@ -440,10 +458,30 @@ def build_bert(kind, out, seed, f32, tokenizer):
     w.close()
 
 
-def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
+# what build()'s overrides may set beyond an ARCHS entry's own keys
+WIDTH_KEYS = ("n_embd", "n_head", "n_head_kv", "n_ff", "window", "sections")
+
+
+def widths(cfg):
+    """(n_embd, n_head, n_head_kv, n_ff, window): the module's small widths
+    unless cfg names others (bench/make_arch_shaped.py's realistic ones)."""
+    return (cfg.get("n_embd", N_EMBD), cfg.get("n_head", N_HEAD),
+            cfg.get("n_head_kv", N_HEAD_KV), cfg.get("n_ff", N_FF),
+            cfg.get("window", SWA))
+
+
+def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER,
+          overrides=None):
+    """Writes ARCH's file to out; overrides (a dict) replace entries of its
+    ARCHS configuration, widths included (see widths())."""
     if arch not in ARCHS:
         raise SystemExit(f"unknown arch {arch!r}: one of {' '.join(ARCHS)}")
-    cfg = ARCHS[arch]
+    unknown = set(overrides or {}) - set(ARCHS[arch]) - set(WIDTH_KEYS)
+    if unknown:
+        raise SystemExit(f"{arch}: overrides {sorted(unknown)} are neither "
+                         f"its keys nor {', '.join(WIDTH_KEYS)}")
+    cfg = {**ARCHS[arch], **(overrides or {})}
+    n_embd, n_head, n_head_kv, n_ff, window = widths(cfg)
     if cfg.get("base") == "bert":
         return build_bert(arch, out, seed, f32, tokenizer)
     kind, arch = arch, cfg.get("base", arch)
@@ -454,7 +492,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     n_vocab = next(len(v) for k, v, _, _ in tok if k == "tokenizer.ggml.tokens")
     f32 = f32 or cfg.get("f32", False)
     mat_dt = np.float32 if f32 else np.float16
-    n_q, n_kv = N_HEAD * hd, N_HEAD_KV * hd
+    n_q, n_kv = n_head * hd, n_head_kv * hd
 
     w = gguf.GGUFWriter(out, cfg.get("gguf_arch", arch))
     # general.name must not contain "phi3"/"phi-3": llama.cpp's vocab loader then
@@ -462,30 +500,31 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     # without </s>, <unk>, <s>.
     w.add_name("nucleus random weights")
     w.add_string("nucleus.gen", f"scripts/make_arch_gguf.py v{GEN_VERSION} "
-                 f"{kind} --seed {seed}" + (" --f32" if f32 else ""))
+                 f"{kind} --seed {seed}" + (" --f32" if f32 else "")
+                 + (f" {overrides}" if overrides else ""))
     w.add_file_type(0 if f32 else 1)
     w.add_context_length(N_CTX)
-    w.add_embedding_length(N_EMBD)
+    w.add_embedding_length(n_embd)
     w.add_block_count(L + cfg.get("mtp", 0))
     if arch == "gemma4":
-        w.add_head_count(N_HEAD)
+        w.add_head_count(n_head)
         gemma4_keys(w, cfg)
     else:
-        w.add_feed_forward_length(cfg["n_ff_exp"] if arch == "mixtral" else N_FF)
-        w.add_head_count(N_HEAD)
-        w.add_head_count_kv(N_HEAD_KV)
+        w.add_feed_forward_length(cfg["n_ff_exp"] if arch == "mixtral" else n_ff)
+        w.add_head_count(n_head)
+        w.add_head_count_kv(n_head_kv)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(cfg["rope_base"])
-    if arch != "gemma4" and (hd * N_HEAD != N_EMBD
+    if arch not in ("gemma4", "gptoss") and (hd * n_head != n_embd
                              or arch.startswith(("gemma", "qwen3"))):
         w.add_key_length(hd)
         w.add_value_length(hd)
     if arch == "gemma2":
-        w.add_sliding_window(SWA)          # pattern: llama.cpp default 2 (even layers local)
+        w.add_sliding_window(window)          # pattern: llama.cpp default 2 (even layers local)
         w.add_attn_logit_softcapping(4.0)
         w.add_final_logit_softcapping(8.0)
     if arch == "gemma3":
-        w.add_sliding_window(SWA)          # pattern: llama.cpp default 6; local rope base default 10000
+        w.add_sliding_window(window)          # pattern: llama.cpp default 6; local rope base default 10000
     if arch in ("phi3", "phi3long"):
         w.add_rope_dimension_count(hd)
         w.add_rope_scaling_orig_ctx_len(cfg.get("orig_ctx", N_CTX))
@@ -503,7 +542,8 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     if arch == "qwen35":
         ssm = cfg["ssm"]
         w.add_rope_dimension_count(hd // 4)
-        w.add_rope_dimension_sections([6, 5, 5, 0])
+        if "sections" not in cfg:  # (else written above)
+            w.add_rope_dimension_sections([6, 5, 5, 0])
         w.add_ssm_conv_kernel(ssm["d_conv"])
         w.add_ssm_state_size(ssm["d_state"])
         w.add_ssm_group_count(ssm["n_k"])
@@ -529,7 +569,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
     if arch == "gptoss":
         w.add_key_length(hd)
         w.add_value_length(hd)
-        w.add_sliding_window(SWA)          # pattern: llama.cpp default 2 (even layers local)
+        w.add_sliding_window(window)          # pattern: llama.cpp default 2 (even layers local)
     if "pooling" in cfg:
         w.add_pooling_type(cfg["pooling"])
     if "rank_labels" in cfg:
@@ -537,17 +577,17 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         w.add_string("tokenizer.chat_template.rerank", RERANK_TEMPLATE)
     if "dense" in cfg:
         gname = cfg["gguf_arch"]
-        w.add_uint32(f"{gname}.dense_2_feat_in", N_EMBD)
+        w.add_uint32(f"{gname}.dense_2_feat_in", n_embd)
         w.add_uint32(f"{gname}.dense_2_feat_out", cfg["dense"])
         w.add_uint32(f"{gname}.dense_3_feat_in", cfg["dense"])
-        w.add_uint32(f"{gname}.dense_3_feat_out", N_EMBD)
+        w.add_uint32(f"{gname}.dense_3_feat_out", n_embd)
     for k, v, t, sub in tok:
         w.add_key_value(k, v, t, sub)
 
     def mat(name, shape, std):  # shape in numpy order (rows = GGUF ne1)
         if cfg.get("q8"):
-            x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-            q = quants.quantize(x.astype(np.float32), gguf.GGMLQuantizationType.Q8_0)
+            q = random_rows(seed, name, shape, std, lambda x: quants.quantize(
+                x.astype(np.float32), gguf.GGMLQuantizationType.Q8_0))
             w.add_tensor(name, q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
             return
         if cfg.get("kquant") and shape[-1] % 256 == 0:
@@ -555,8 +595,8 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
                                 "ffn_down_exps.weight"))
             kquant_mat(name, shape, std, q6)
             return
-        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        w.add_tensor(name, x.astype(mat_dt))
+        w.add_tensor(name, random_rows(seed, name, shape, std,
+                                       lambda x: x.astype(mat_dt)))
 
     def kquant_mat(name, shape, std, q6):
         # random blocks: quants, scales (and mins) uniform; d (and dmin)
@@ -604,7 +644,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         z = randn(seed, name, n)
         x = {"norm": 1.0 + 0.1 * z, "post": 4.0 * (1.0 + 0.1 * z), "bias": 0.5 * z,
              "qnorm": 0.125 * (1.0 + 0.1 * z),
-             "rscale": 1.25 * np.sqrt(N_EMBD) * (1.0 + 0.1 * z),
+             "rscale": 1.25 * np.sqrt(n_embd) * (1.0 + 0.1 * z),
              "short": 1.0 + 0.5 * np.abs(z), "long": 1.0 + 4.0 * np.abs(z),
              "sink": 2.0 * z}[kind]
         w.add_tensor(name, x.astype(np.float32).reshape(shape or (n,)))
@@ -621,8 +661,8 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             ssm = cfg["ssm"]
             S, nk, nv = ssm["d_state"], ssm["n_k"], ssm["n_v"]
             conv = 2 * nk * S + nv * S
-            mat(p + "attn_qkv.weight", (conv, N_EMBD), inv(N_EMBD))
-            mat(p + "attn_gate.weight", (nv * S, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_qkv.weight", (conv, n_embd), inv(n_embd))
+            mat(p + "attn_gate.weight", (nv * S, n_embd), inv(n_embd))
             x = randn(seed, p + "ssm_conv1d.weight", conv * ssm["d_conv"])
             w.add_tensor(p + "ssm_conv1d.weight",
                          (x.reshape(conv, ssm["d_conv"]) * 0.5).astype(np.float32))
@@ -630,68 +670,68 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
             # -exp(A_log), A_log about 0: decays exp(a softplus(.)) near 1/2
             z = randn(seed, p + "ssm_a", nv)
             w.add_tensor(p + "ssm_a", (-np.exp(0.5 * z)).astype(np.float32))
-            mat(p + "ssm_beta.weight", (nv, N_EMBD), inv(N_EMBD))
-            mat(p + "ssm_alpha.weight", (nv, N_EMBD), inv(N_EMBD))
+            mat(p + "ssm_beta.weight", (nv, n_embd), inv(n_embd))
+            mat(p + "ssm_alpha.weight", (nv, n_embd), inv(n_embd))
             vec(p + "ssm_norm.weight", S, "norm")
-            mat(p + "ssm_out.weight", (N_EMBD, nv * S), inv(nv * S))
+            mat(p + "ssm_out.weight", (n_embd, nv * S), inv(nv * S))
         else:
-            mat(p + "attn_q.weight", (2 * n_q, N_EMBD), inv(N_EMBD))
-            mat(p + "attn_k.weight", (n_kv, N_EMBD), inv(N_EMBD))
-            mat(p + "attn_v.weight", (n_kv, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_q.weight", (2 * n_q, n_embd), inv(n_embd))
+            mat(p + "attn_k.weight", (n_kv, n_embd), inv(n_embd))
+            mat(p + "attn_v.weight", (n_kv, n_embd), inv(n_embd))
             vec(p + "attn_q_norm.weight", hd, "norm")
             vec(p + "attn_k_norm.weight", hd, "norm")
-            mat(p + "attn_output.weight", (N_EMBD, n_q), inv(n_q))
-        vec(p + "post_attention_norm.weight", N_EMBD, "norm")
+            mat(p + "attn_output.weight", (n_embd, n_q), inv(n_q))
+        vec(p + "post_attention_norm.weight", n_embd, "norm")
         if "n_expert" in cfg:
             E, F, FS = cfg["n_expert"], cfg["n_ff_exp"], cfg["n_ff_shexp"]
-            x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD).reshape(E, N_EMBD)
+            x = randn(seed, p + "ffn_gate_inp.weight", E * n_embd).reshape(E, n_embd)
             w.add_tensor(p + "ffn_gate_inp.weight",
-                         (x * 2.0 * inv(N_EMBD)).astype(np.float32))
-            mat(p + "ffn_gate_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_up_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_down_exps.weight", (E, N_EMBD, F), inv(F))
+                         (x * 2.0 * inv(n_embd)).astype(np.float32))
+            mat(p + "ffn_gate_exps.weight", (E, F, n_embd), inv(n_embd))
+            mat(p + "ffn_up_exps.weight", (E, F, n_embd), inv(n_embd))
+            mat(p + "ffn_down_exps.weight", (E, n_embd, F), inv(F))
             # the shared expert's gate: one logit per row, std ~1
-            x = randn(seed, p + "ffn_gate_inp_shexp.weight", N_EMBD)
+            x = randn(seed, p + "ffn_gate_inp_shexp.weight", n_embd)
             w.add_tensor(p + "ffn_gate_inp_shexp.weight",
-                         (x * inv(N_EMBD)).astype(np.float32))
-            mat(p + "ffn_gate_shexp.weight", (FS, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_up_shexp.weight", (FS, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_down_shexp.weight", (N_EMBD, FS), inv(FS))
+                         (x * inv(n_embd)).astype(np.float32))
+            mat(p + "ffn_gate_shexp.weight", (FS, n_embd), inv(n_embd))
+            mat(p + "ffn_up_shexp.weight", (FS, n_embd), inv(n_embd))
+            mat(p + "ffn_down_shexp.weight", (n_embd, FS), inv(FS))
         else:
-            mat(p + "ffn_gate.weight", (N_FF, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_up.weight", (N_FF, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
+            mat(p + "ffn_gate.weight", (n_ff, n_embd), inv(n_embd))
+            mat(p + "ffn_up.weight", (n_ff, n_embd), inv(n_embd))
+            mat(p + "ffn_down.weight", (n_embd, n_ff), inv(n_ff))
         if i >= L:  # an MTP layer
-            mat(p + "nextn.eh_proj.weight", (N_EMBD, 2 * N_EMBD),
-                inv(2 * N_EMBD))
-            vec(p + "nextn.enorm.weight", N_EMBD, "norm")
-            vec(p + "nextn.hnorm.weight", N_EMBD, "norm")
-            vec(p + "nextn.shared_head_norm.weight", N_EMBD, "norm")
+            mat(p + "nextn.eh_proj.weight", (n_embd, 2 * n_embd),
+                inv(2 * n_embd))
+            vec(p + "nextn.enorm.weight", n_embd, "norm")
+            vec(p + "nextn.hnorm.weight", n_embd, "norm")
+            vec(p + "nextn.shared_head_norm.weight", n_embd, "norm")
 
-    mat("token_embd.weight", (n_vocab, N_EMBD), 0.2)
-    vec("output_norm.weight", N_EMBD, "norm")
+    mat("token_embd.weight", (n_vocab, n_embd), 0.2)
+    vec("output_norm.weight", n_embd, "norm")
     if "rank_labels" in cfg:
-        mat("cls.output.weight", (len(cfg["rank_labels"]), N_EMBD), 0.2)
+        mat("cls.output.weight", (len(cfg["rank_labels"]), n_embd), 0.2)
     if "dense" in cfg:
-        mat("dense_2.weight", (cfg["dense"], N_EMBD), inv(N_EMBD))
-        mat("dense_3.weight", (N_EMBD, cfg["dense"]), inv(cfg["dense"]))
+        mat("dense_2.weight", (cfg["dense"], n_embd), inv(n_embd))
+        mat("dense_3.weight", (n_embd, cfg["dense"]), inv(cfg["dense"]))
     if not cfg["tied"]:
-        mat("output.weight", (n_vocab, N_EMBD), 0.2)
+        mat("output.weight", (n_vocab, n_embd), 0.2)
     if arch in ("phi3", "phi3long"):
         vec("rope_factors_short.weight", hd // 2, "short")
         vec("rope_factors_long.weight", hd // 2, "long")
     for i in range(L + cfg.get("mtp", 0)):
         p = f"blk.{i}."
-        vec(p + "attn_norm.weight", N_EMBD, "norm")
+        vec(p + "attn_norm.weight", n_embd, "norm")
         if arch == "qwen35":
             qwen35_layer(p, i)
             continue
         if arch in ("phi3", "phi3long"):
-            mat(p + "attn_qkv.weight", (n_q + 2 * n_kv, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_qkv.weight", (n_q + 2 * n_kv, n_embd), inv(n_embd))
         else:
-            mat(p + "attn_q.weight", (n_q, N_EMBD), inv(N_EMBD))
-            mat(p + "attn_k.weight", (n_kv, N_EMBD), inv(N_EMBD))
-            mat(p + "attn_v.weight", (n_kv, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_q.weight", (n_q, n_embd), inv(n_embd))
+            mat(p + "attn_k.weight", (n_kv, n_embd), inv(n_embd))
+            mat(p + "attn_v.weight", (n_kv, n_embd), inv(n_embd))
         if arch in ("qwen2", "qwen2vl", "gptoss"):
             vec(p + "attn_q.bias", n_q, "bias")
             vec(p + "attn_k.bias", n_kv, "bias")
@@ -699,42 +739,42 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER):
         if arch in ("qwen3", "qwen3moe", "qwen3vl", "qwen3vlmoe", "gemma3"):
             vec(p + "attn_q_norm.weight", hd, "norm")
             vec(p + "attn_k_norm.weight", hd, "norm")
-        mat(p + "attn_output.weight", (N_EMBD, n_q), inv(n_q))
+        mat(p + "attn_output.weight", (n_embd, n_q), inv(n_q))
         if arch.startswith("gemma"):
-            vec(p + "post_attention_norm.weight", N_EMBD, "post")
+            vec(p + "post_attention_norm.weight", n_embd, "post")
         if arch == "gptoss":
-            vec(p + "attn_output.bias", N_EMBD, "bias")
-            vec(p + "attn_sinks.weight", N_HEAD, "sink")
+            vec(p + "attn_output.bias", n_embd, "bias")
+            vec(p + "attn_sinks.weight", n_head, "sink")
             # gpt-oss's pre-FFN norm is named post_attention_norm
-            vec(p + "post_attention_norm.weight", N_EMBD, "norm")
+            vec(p + "post_attention_norm.weight", n_embd, "norm")
             E, F = cfg["n_expert"], cfg["n_ff_exp"]
-            x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD).reshape(E, N_EMBD)
-            w.add_tensor(p + "ffn_gate_inp.weight", (x * 2.0 * inv(N_EMBD)).astype(np.float32))
+            x = randn(seed, p + "ffn_gate_inp.weight", E * n_embd).reshape(E, n_embd)
+            w.add_tensor(p + "ffn_gate_inp.weight", (x * 2.0 * inv(n_embd)).astype(np.float32))
             vec(p + "ffn_gate_inp.bias", E, "bias")
-            mxfp4_mat(p + "ffn_gate_exps.weight", (E, F, N_EMBD), 3.0 * inv(N_EMBD))
-            mxfp4_mat(p + "ffn_up_exps.weight", (E, F, N_EMBD), 3.0 * inv(N_EMBD))
-            mxfp4_mat(p + "ffn_down_exps.weight", (E, N_EMBD, F), inv(F))
+            mxfp4_mat(p + "ffn_gate_exps.weight", (E, F, n_embd), 3.0 * inv(n_embd))
+            mxfp4_mat(p + "ffn_up_exps.weight", (E, F, n_embd), 3.0 * inv(n_embd))
+            mxfp4_mat(p + "ffn_down_exps.weight", (E, n_embd, F), inv(F))
             vec(p + "ffn_gate_exps.bias", E * F, "bias", (E, F))
             vec(p + "ffn_up_exps.bias", E * F, "bias", (E, F))
-            vec(p + "ffn_down_exps.bias", E * N_EMBD, "bias", (E, N_EMBD))
+            vec(p + "ffn_down_exps.bias", E * n_embd, "bias", (E, n_embd))
             continue
-        vec(p + "ffn_norm.weight", N_EMBD, "norm")
+        vec(p + "ffn_norm.weight", n_embd, "norm")
         if arch in ("qwen3moe", "qwen3vlmoe", "mixtral"):
             E, F = cfg["n_expert"], cfg["n_ff_exp"]
-            x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD).reshape(E, N_EMBD)
-            w.add_tensor(p + "ffn_gate_inp.weight", (x * 2.0 * inv(N_EMBD)).astype(np.float32))
-            mat(p + "ffn_gate_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_up_exps.weight", (E, F, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_down_exps.weight", (E, N_EMBD, F), inv(F))
+            x = randn(seed, p + "ffn_gate_inp.weight", E * n_embd).reshape(E, n_embd)
+            w.add_tensor(p + "ffn_gate_inp.weight", (x * 2.0 * inv(n_embd)).astype(np.float32))
+            mat(p + "ffn_gate_exps.weight", (E, F, n_embd), inv(n_embd))
+            mat(p + "ffn_up_exps.weight", (E, F, n_embd), inv(n_embd))
+            mat(p + "ffn_down_exps.weight", (E, n_embd, F), inv(F))
         elif arch in ("phi3", "phi3long"):
-            mat(p + "ffn_up.weight", (2 * N_FF, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
+            mat(p + "ffn_up.weight", (2 * n_ff, n_embd), inv(n_embd))
+            mat(p + "ffn_down.weight", (n_embd, n_ff), inv(n_ff))
         else:
-            mat(p + "ffn_gate.weight", (N_FF, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_up.weight", (N_FF, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_down.weight", (N_EMBD, N_FF), inv(N_FF))
+            mat(p + "ffn_gate.weight", (n_ff, n_embd), inv(n_embd))
+            mat(p + "ffn_up.weight", (n_ff, n_embd), inv(n_embd))
+            mat(p + "ffn_down.weight", (n_embd, n_ff), inv(n_ff))
         if arch.startswith("gemma"):
-            vec(p + "post_ffw_norm.weight", N_EMBD, "post")
+            vec(p + "post_ffw_norm.weight", n_embd, "post")
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -746,9 +786,10 @@ def gemma4_keys(w, cfg):
     writes them (conversion/gemma.py Gemma4Model)."""
     L, swa = cfg["n_layer"], [bool(x) for x in cfg["swa"]]
     shared = cfg["n_kv_shared"]
-    n_ff = [N_FF * 2 if cfg.get("double_wide") and i >= L - shared else N_FF
-            for i in range(L)]
-    w.add_feed_forward_length(n_ff)
+    n_embd, n_head, n_head_kv, n_ff, window = widths(cfg)
+    w.add_feed_forward_length(
+        [n_ff * 2 if cfg.get("double_wide") and i >= L - shared else n_ff
+         for i in range(L)])
     w.add_head_count_kv([cfg["n_head_kv_swa"] if s else cfg["n_head_kv_full"]
                          for s in swa])
     w.add_key_length(cfg["head_dim_full"])
@@ -758,7 +799,7 @@ def gemma4_keys(w, cfg):
     w.add_rope_dimension_count(cfg["head_dim_full"])
     w.add_rope_dimension_count_swa(cfg["head_dim"])
     w.add_rope_freq_base_swa(10000.0)
-    w.add_sliding_window(SWA)
+    w.add_sliding_window(window)
     w.add_sliding_window_pattern(swa)
     w.add_shared_kv_layers(shared)
     w.add_embedding_length_per_layer_input(cfg["n_embd_per_layer"])
@@ -774,6 +815,7 @@ def gemma4_tensors(w, cfg, seed, n_vocab, mat, vec):
     a shared layer (the last n_kv_shared) has no attn_k / attn_v /
     attn_k_norm; a k_eq_v full layer no attn_v."""
     L, swa, shared = cfg["n_layer"], cfg["swa"], cfg["n_kv_shared"]
+    n_embd, n_head, n_head_kv, n_ff, window = widths(cfg)
     P, inv = cfg["n_embd_per_layer"], lambda n: 1.0 / np.sqrt(n)
     hf = cfg["head_dim_full"]
     # proportional RoPE: a quarter of the full layers' pairs turn
@@ -782,46 +824,46 @@ def gemma4_tensors(w, cfg, seed, n_vocab, mat, vec):
         [1.0] * n_rot + [1e30] * (hf // 2 - n_rot), dtype=np.float32))
     if P:
         mat("per_layer_token_embd.weight", (n_vocab, P * L), 0.2)
-        mat("per_layer_model_proj.weight", (P * L, N_EMBD), inv(N_EMBD))
+        mat("per_layer_model_proj.weight", (P * L, n_embd), inv(n_embd))
         vec("per_layer_proj_norm.weight", P, "norm")
     for i in range(L):
         p = f"blk.{i}."
         hd = cfg["head_dim"] if swa[i] else hf
         n_kv = (cfg["n_head_kv_swa"] if swa[i] else cfg["n_head_kv_full"]) * hd
         own_kv = i < L - shared
-        F = N_FF * 2 if cfg.get("double_wide") and not own_kv else N_FF
-        vec(p + "attn_norm.weight", N_EMBD, "norm")
-        mat(p + "attn_q.weight", (N_HEAD * hd, N_EMBD), inv(N_EMBD))
+        F = n_ff * 2 if cfg.get("double_wide") and not own_kv else n_ff
+        vec(p + "attn_norm.weight", n_embd, "norm")
+        mat(p + "attn_q.weight", (n_head * hd, n_embd), inv(n_embd))
         vec(p + "attn_q_norm.weight", hd, "qnorm")
         if own_kv:
-            mat(p + "attn_k.weight", (n_kv, N_EMBD), inv(N_EMBD))
+            mat(p + "attn_k.weight", (n_kv, n_embd), inv(n_embd))
             if swa[i] or not cfg.get("k_eq_v"):
-                mat(p + "attn_v.weight", (n_kv, N_EMBD), inv(N_EMBD))
+                mat(p + "attn_v.weight", (n_kv, n_embd), inv(n_embd))
             vec(p + "attn_k_norm.weight", hd, "norm")
-        mat(p + "attn_output.weight", (N_EMBD, N_HEAD * hd), inv(N_HEAD * hd))
-        vec(p + "post_attention_norm.weight", N_EMBD, "post")
-        vec(p + "ffn_norm.weight", N_EMBD, "norm")
-        mat(p + "ffn_gate.weight", (F, N_EMBD), inv(N_EMBD))
-        mat(p + "ffn_up.weight", (F, N_EMBD), inv(N_EMBD))
-        mat(p + "ffn_down.weight", (N_EMBD, F), inv(F))
-        vec(p + "post_ffw_norm.weight", N_EMBD, "post")
+        mat(p + "attn_output.weight", (n_embd, n_head * hd), inv(n_head * hd))
+        vec(p + "post_attention_norm.weight", n_embd, "post")
+        vec(p + "ffn_norm.weight", n_embd, "norm")
+        mat(p + "ffn_gate.weight", (F, n_embd), inv(n_embd))
+        mat(p + "ffn_up.weight", (F, n_embd), inv(n_embd))
+        mat(p + "ffn_down.weight", (n_embd, F), inv(F))
+        vec(p + "post_ffw_norm.weight", n_embd, "post")
         if cfg.get("n_expert"):
             E, FE = cfg["n_expert"], cfg["n_ff_exp"]
-            x = randn(seed, p + "ffn_gate_inp.weight", E * N_EMBD)
-            w.add_tensor(p + "ffn_gate_inp.weight", (x.reshape(E, N_EMBD)
-                         * 2.0 * inv(N_EMBD)).astype(np.float32))
-            vec(p + "ffn_gate_inp.scale", N_EMBD, "rscale")
-            vec(p + "pre_ffw_norm_2.weight", N_EMBD, "norm")
-            vec(p + "post_ffw_norm_1.weight", N_EMBD, "post")
-            vec(p + "post_ffw_norm_2.weight", N_EMBD, "post")
-            mat(p + "ffn_gate_exps.weight", (E, FE, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_up_exps.weight", (E, FE, N_EMBD), inv(N_EMBD))
-            mat(p + "ffn_down_exps.weight", (E, N_EMBD, FE), inv(FE))
+            x = randn(seed, p + "ffn_gate_inp.weight", E * n_embd)
+            w.add_tensor(p + "ffn_gate_inp.weight", (x.reshape(E, n_embd)
+                         * 2.0 * inv(n_embd)).astype(np.float32))
+            vec(p + "ffn_gate_inp.scale", n_embd, "rscale")
+            vec(p + "pre_ffw_norm_2.weight", n_embd, "norm")
+            vec(p + "post_ffw_norm_1.weight", n_embd, "post")
+            vec(p + "post_ffw_norm_2.weight", n_embd, "post")
+            mat(p + "ffn_gate_exps.weight", (E, FE, n_embd), inv(n_embd))
+            mat(p + "ffn_up_exps.weight", (E, FE, n_embd), inv(n_embd))
+            mat(p + "ffn_down_exps.weight", (E, n_embd, FE), inv(FE))
             vec(p + "ffn_down_exps.scale", E, "short")
         if P:
-            mat(p + "inp_gate.weight", (P, N_EMBD), inv(N_EMBD))
-            mat(p + "proj.weight", (N_EMBD, P), inv(P))
-            vec(p + "post_norm.weight", N_EMBD, "post")
+            mat(p + "inp_gate.weight", (P, n_embd), inv(n_embd))
+            mat(p + "proj.weight", (n_embd, P), inv(P))
+            vec(p + "post_norm.weight", n_embd, "post")
         z = randn(seed, p + "layer_output_scale.weight", 1)
         w.add_tensor(p + "layer_output_scale.weight",
                      (0.75 + 0.1 * z).astype(np.float32))

@@ -19,12 +19,22 @@
 #   models/qwen3moe-bench.Q4_K_M.gguf  its F16 version through llama-quantize
 #   models/qwen3moe-bench.MXFP4.gguf   the same, llama-quantize MXFP4_MOE
 #                                      (MXFP4 experts, Q8_0 elsewhere)
+# And the shapes of issues 41 and 42 (bench/make_arch_shaped.py: random
+# weights at real widths, fewer layers; made only when BENCH_MODELS names
+# them, a few minutes each):
+#   models/qwen35-bench.Q4_K_M.gguf     Qwen3.5-2B-like dense hybrid
+#   models/qwen35moe-bench.Q4_K_M.gguf  Qwen3.6-35B-A3B-like MoE hybrid
+#   models/gemma4-bench.Q4_K_M.gguf     Gemma-4-E2B-like
+#     (their F16 version through llama-quantize Q4_K_M)
+#   models/gptoss-bench.MXFP4.gguf      gpt-oss-20b-like: MXFP4 experts,
+#                                       Q8_0 elsewhere, written directly
 # Existing outputs are kept. Prints the made paths, one per line, on stdout,
 # and each file's tensor count per type on stderr.
 #
 # usage: scripts/make_bench_models.sh [MODELS_DIR]   (default: models/)
 #   PEER_DIR=DIR   where the peer is built (bench/build_peer.sh's default)
-#   BENCH_MODELS="smol moe"  which of the two families to make (default both)
+#   BENCH_MODELS="smol moe"  which families to make (default these two;
+#                  also qwen35 qwen35moe gptoss gemma4)
 #   MOE_ARGS="--layers 2 --embd 256 ..."  other shapes for make_moe_shaped.py
 #   MOE_NAME=NAME  the MoE files' base name (default qwen3moe-bench; give
 #                  another one with MOE_ARGS, e.g. for a quick tiny check)
@@ -130,3 +140,27 @@ if [[ " $BENCH_MODELS " == *" moe "* ]]; then
   done
   [ -z "$f16" ] || rm -f "$f16"
 fi
+
+# The shapes of bench/make_arch_shaped.py: SHAPE:TYPE (TYPE MXFP4: written
+# final by the script; otherwise its F16 file through llama-quantize TYPE)
+for pair in qwen35:Q4_K_M qwen35moe:Q4_K_M gemma4:Q4_K_M gptoss:MXFP4; do
+  shape="${pair%%:*}" type="${pair#*:}"
+  [[ " $BENCH_MODELS " == *" $shape "* ]] || continue
+  out="$DIR/$shape-bench.$type.gguf"
+  if [ ! -s "$out" ]; then
+    echo "make_bench_models.sh: $shape-bench (bench/make_arch_shaped.py)" >&2
+    if [ "$type" = MXFP4 ]; then
+      python3 "$ROOT/bench/make_arch_shaped.py" "$shape" "$out.tmp.$$" ||
+        { rm -f "$out.tmp.$$"; die "make_arch_shaped.py $shape failed"; }
+      mv "$out.tmp.$$" "$out"
+      counts "$out"
+    else
+      f16="$DIR/$shape-bench.F16.tmp.$$.gguf"
+      python3 "$ROOT/bench/make_arch_shaped.py" "$shape" "$f16" ||
+        { rm -f "$f16"; die "make_arch_shaped.py $shape failed"; }
+      quantize "$f16" "$out" "$type" || { rm -f "$f16"; exit 1; }
+      rm -f "$f16"
+    fi
+  fi
+  echo "$out"
+done
