@@ -20,7 +20,8 @@ file mapped (its default) and read into memory (-lm mmap,none), the mode
 with the higher median of the rounds counting, per test.
 
 usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
-                      (also IQ4_XS, IQ4_NL, IQ3_S, MOE_MXFP4)
+                      (also IQ4_XS, IQ4_NL, IQ3_S, MOE_MXFP4, QWEN35,
+                      QWEN35MOE, GPTOSS, GEMMA4)
                       [--threads 1,2] [--pp 512] [--tg 128] [--depth 0]
                       [--no-repack] [--cache-type q8_0] [--row-orders split]
                       [--markdown] [--json bench/results/speed.json]
@@ -44,6 +45,14 @@ usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
   8 experts of 1024, 2 used per token, 1024 wide), made by
   scripts/make_bench_models.sh. gemma3 is Gemma 3 270M Q4_K_M
   (models/gemma-3-270m-q4_k_m.gguf, fetched when missing).
+  Issues 41 and 42's rows: --models QWEN35,QWEN35MOE,GPTOSS,GEMMA4, random
+  weights at real widths with fewer layers (bench/make_arch_shaped.py, made
+  by scripts/make_bench_models.sh, a few hundred MB each): a Qwen3.5-2B-like
+  dense hybrid and a Qwen3.6-35B-A3B-like MoE hybrid (Q4_K_M), a
+  gpt-oss-20b-like MoE (MXFP4 experts, Q8_0 elsewhere) and a Gemma-4-E2B-
+  like model (Q4_K_M). Under the table: each model's KV cache bytes per
+  position as `nucleus info` reports them (sliding windows, shared-KV
+  layers and recurrent state included).
   Quick development run: bench/speed.py --rounds 1 --models Q4_1 --threads 2
 """
 import argparse
@@ -69,6 +78,10 @@ MADE_TYPES = ("Q8_0", "Q4_K_M", "IQ4_XS", "IQ4_NL", "IQ3_S")
 # MOE_MXFP4 (llama-quantize MXFP4_MOE: MXFP4 experts)
 MOE_TYPES = ("MOE_Q8_0", "MOE_Q4_K_M", "MOE_MXFP4")
 MOE_NAME = "qwen3moe-bench"  # make_bench_models.sh's MOE_NAME
+# name -> (make_bench_models.sh's BENCH_MODELS family, the file it writes,
+# models/FAMILY-bench.TYPE.gguf): bench/make_arch_shaped.py's shapes
+SHAPED = {"QWEN35": ("qwen35", "Q4_K_M"), "QWEN35MOE": ("qwen35moe", "Q4_K_M"),
+          "GPTOSS": ("gptoss", "MXFP4"), "GEMMA4": ("gemma4", "Q4_K_M")}
 # llama-bench runs each test in both of its ways of loading the file, and
 # the mode with the higher median counts: mmap (its default) and none (read
 # into memory, as nucleus's default load; decode ran 1.1-1.25x faster so)
@@ -201,6 +214,17 @@ def nucleus_kernels(nucleus, model, extra=()):
     return m.group(1) if m else "?"
 
 
+def nucleus_kv(nucleus, model):
+    """What `nucleus info` says of the model's KV cache ("2048 bytes per
+    position; recurrent state ...": windows, shared-KV layers and recurrent
+    state included)."""
+    out = run([nucleus, "info", model], "nucleus info")
+    m = re.search(r"^KV cache \([^)]*\): (.+)$", out, re.M)
+    if not m:
+        raise BenchError(f"nucleus info {model} printed no 'KV cache' line")
+    return m.group(1).strip()
+
+
 def check_tests(res, pp, tg, who, out):
     want = [k for k, n in (("pp", pp), ("tg", tg)) if n > 0]
     missing = [k for k in want if k not in res or not res[k] > 0]
@@ -210,13 +234,31 @@ def check_tests(res, pp, tg, who, out):
     return res
 
 
+def shaped_model(name, peer_dir):
+    """The file of a SHAPED name, made by scripts/make_bench_models.sh when
+    missing."""
+    family, qtype = SHAPED[name]
+    out = run([ROOT / "scripts/make_bench_models.sh"],
+              "scripts/make_bench_models.sh",
+              env={**os.environ, "PEER_DIR": str(peer_dir),
+                   "BENCH_MODELS": family})
+    path = next((pathlib.Path(p) for p in out.split()
+                 if pathlib.Path(p).name == f"{family}-bench.{qtype}.gguf"),
+                None)
+    if path is None:
+        raise BenchError(f"make_bench_models.sh made no {name} file")
+    return f"{name} {qtype}", path
+
+
 def resolve_models(spec, peer_dir):
-    """Model names (Q4_1, Q8_0, Q4_K_M, gemma3) or .gguf paths -> [(label,
-    path)]."""
+    """Model names (Q4_1, Q8_0, Q4_K_M, gemma3, ...) or .gguf paths ->
+    [(label, path)]."""
     made = None
     models = []
     for item in [s.strip() for s in spec.split(",") if s.strip()]:
-        if item.upper() == "Q4_1":
+        if item.upper() in SHAPED:
+            models.append(shaped_model(item.upper(), peer_dir))
+        elif item.upper() == "Q4_1":
             if not DEFAULT_MODEL.exists():
                 run([ROOT / "scripts/fetch_model.sh"], "fetching the model")
             models.append(("Q4_1", DEFAULT_MODEL))
@@ -249,8 +291,8 @@ def resolve_models(spec, peer_dir):
             models.append((pathlib.Path(item).name, pathlib.Path(item)))
         else:
             raise BenchError(f"--models: '{item}' is neither Q4_1, "
-                             f"{', '.join(MADE_TYPES + MOE_TYPES)}, gemma3 "
-                             "nor a .gguf path")
+                             f"{', '.join(MADE_TYPES + MOE_TYPES)}, "
+                             f"{', '.join(SHAPED)}, gemma3 nor a .gguf path")
     if not models:
         raise BenchError("--models: no model given")
     return models
@@ -261,7 +303,7 @@ def fmt(x):
 
 
 def make_record(command, date, load_before, load_after, cpu, commit, kernels,
-                rounds, pp, tg, rows):
+                rounds, pp, tg, rows, kv=None):
     """One run as data (the element bench/results/speed.json lists): rows
     of (label, threads, medians {(engine, test): tok/s}, samples)."""
     out = []
@@ -280,7 +322,7 @@ def make_record(command, date, load_before, load_after, cpu, commit, kernels,
     return {"date": date, "commit": commit, "cpu": cpu, "command": command,
             "kernels": kernels, "load_before": load_before,
             "load_after": load_after, "rounds": rounds, "pp": pp, "tg": tg,
-            "rows": out}
+            "rows": out, "kv": kv or {}}
 
 
 def ratio(row, k):
@@ -324,7 +366,17 @@ def markdown(record):
     if rounds:
         quick = "" if rounds >= MIN_ROUNDS else " (a quick run)"
         parts.append(f"medians of {rounds} interleaved runs, tok/s{quick}")
-    return ", ".join(parts) + ".\n\n" + table(record)
+    return ", ".join(parts) + ".\n\n" + table(record) + kv_lines(record)
+
+
+def kv_lines(record):
+    """The models' KV cache per position (`nucleus info`), a list under the
+    table; empty for runs recorded without it."""
+    kv = record.get("kv") or {}
+    if not kv:
+        return ""
+    return "\n\nKV cache (nucleus info):\n" + "\n".join(
+        f"- {label}: {text}" for label, text in kv.items())
 
 
 def load_records(path):
@@ -435,6 +487,7 @@ def main():
             cache_args(a.cache_type) + \
             (["--row-orders", a.row_orders] if a.row_orders else [])
         kernels = nucleus_kernels(a.nucleus, models[0][1], extra)
+        kv = {label: nucleus_kv(a.nucleus, path) for label, path in models}
 
         load_before = loadavg()
         started = datetime.datetime.now(datetime.timezone.utc)
@@ -485,7 +538,7 @@ def main():
         commit=git_commit(),
         kernels=kernels + (f" (NUCLEUS_KERNELS={forced})" if forced else "")
         + (" (--no-repack)" if a.no_repack else ""),
-        rounds=a.rounds, pp=a.pp, tg=a.tg, rows=rows)
+        rounds=a.rounds, pp=a.pp, tg=a.tg, rows=rows, kv=kv)
     if a.json:
         append_record(a.json, record)
     quick = "" if a.rounds >= MIN_ROUNDS else \
@@ -520,7 +573,7 @@ def main():
               "the Q4_1 file's dequantized weights (no F16 GGUF of the model "
               "at hand); scripts/make_bench_models.sh")
     print()
-    print(table(record))
+    print(table(record) + kv_lines(record))
     print()
     print("samples (tok/s, in run order):")
     for label, t, _, s in rows:

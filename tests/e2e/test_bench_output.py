@@ -270,6 +270,50 @@ def test_speed_markdown_is_the_performance_table():
     assert len(md) == 5
 
 
+def test_speed_markdown_lists_the_kv_bytes_per_position():
+    """A run with the models' KV cache lines (`nucleus info`) lists them
+    under the table, one per model, and --show's record keeps them."""
+    speed = load_speed()
+    rec = speed_record(speed)
+    rec["kv"] = {"Q4_1 (default)": "23040 bytes per position"}
+    md = speed.markdown(rec).splitlines()
+    assert md[5:] == ["", "KV cache (nucleus info):",
+                      "- Q4_1 (default): 23040 bytes per position"]
+
+
+def test_speed_reads_the_kv_line_of_nucleus_info():
+    """nucleus_kv takes `nucleus info`'s KV cache line: SmolLM2's 30 layers
+    of 3 KV heads of 64, K and V in F16, are 23040 bytes per position."""
+    require_binary_and_model()
+    assert load_speed().nucleus_kv(NUCLEUS_BIN, DEFAULT_MODEL) == \
+        "23040 bytes per position"
+
+
+def test_speed_makes_the_shaped_models_by_family(monkeypatch):
+    """QWEN35, QWEN35MOE, GPTOSS and GEMMA4 each run make_bench_models.sh
+    with only their family in BENCH_MODELS and take the file it names."""
+    speed = load_speed()
+    calls = []
+
+    def fake_run(cmd, what, env=None):
+        calls.append(env["BENCH_MODELS"])
+        fam = env["BENCH_MODELS"]
+        qtype = "MXFP4" if fam == "gptoss" else "Q4_K_M"
+        return f"/m/x.Q4_K_M.gguf\n/m/{fam}-bench.{qtype}.gguf\n"
+
+    monkeypatch.setattr(speed, "run", fake_run)
+    got = speed.resolve_models("QWEN35,qwen35moe,GPTOSS,GEMMA4", "/peer")
+    assert calls == ["qwen35", "qwen35moe", "gptoss", "gemma4"]
+    assert got == [("QWEN35 Q4_K_M", pathlib.Path("/m/qwen35-bench.Q4_K_M.gguf")),
+                   ("QWEN35MOE Q4_K_M",
+                    pathlib.Path("/m/qwen35moe-bench.Q4_K_M.gguf")),
+                   ("GPTOSS MXFP4", pathlib.Path("/m/gptoss-bench.MXFP4.gguf")),
+                   ("GEMMA4 Q4_K_M", pathlib.Path("/m/gemma4-bench.Q4_K_M.gguf"))]
+    monkeypatch.setattr(speed, "run", lambda cmd, what, env=None: "/m/a.gguf\n")
+    with pytest.raises(speed.BenchError):
+        speed.resolve_models("GEMMA4", "/peer")
+
+
 def test_speed_json_appends_runs_and_show_prints_them(tmp_path, capsys):
     speed = load_speed()
     path = tmp_path / "speed.json"
