@@ -75,6 +75,9 @@ static const nc_attn_flash_kernels PLAIN = {
     .tile = flash_tile_plain,
     .tile_typed = nc_flash_tile_typed_plain,
     .tile_prompt = nc_flash_tile_prompt_plain,
+    .tile_scores = nc_flash_tile_scores_plain,
+    .tile_exps = nc_flash_tile_exps_plain,
+    .tile_values = nc_flash_tile_values_plain,
     .tile_widen = nc_flash_tile_widen_plain,
 };
 

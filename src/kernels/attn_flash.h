@@ -114,6 +114,40 @@ typedef struct nc_flash_tstate {
   float *M, *S, *acc;
 } nc_flash_tstate;
 
+/* ---- the prompt order taken apart, for the rows of a decode: one row's
+ * work spread over threads with tile_prompt's bits (forward_flash_rows.c).
+ * tile_prompt's steps per tile, in three passes over all of a row's tiles:
+ *
+ *   scores   per tile: the scores of its keys (tile_scores); each score is
+ *            a function of its own key, so the tiles may go to any thread;
+ *   weights  per query, tile after tile: Mn = fmaxf(M, the tile's maximum);
+ *            ms = expf(M - Mn) when Mn > M (else 1), M = Mn; the weights
+ *            p_j = nc_expf_ggml(s_j - M) and the tile's sum (tile_exps);
+ *            S = (float)((double)(S * ms) + the tile's sum), S * ms only
+ *            when Mn > M;
+ *   values   per dim, tile after tile: acc *= ms when Mn > M, then
+ *            acc = fma(v_j, p_j, acc) (tile_values); every dim is its own
+ *            chain, so the dims may go to any thread.
+ *
+ * Values come straight from the paged F16 cache: row j of a call is at
+ * blk[(j0 + j) / bt] + off + ((j0 + j) % bt) * stride halves. */
+typedef struct nc_flash_paged {
+  const nc_fp16 *const *blk;
+  size_t off, stride;
+  int32_t j0, bt;
+} nc_flash_paged;
+
+/* The values step of m queries over keys [j0, j1) of one tile (j counted
+ * from the tile's start, the paged rows' j0 its first key): query i's
+ * weights at p + i * p_stride (p_stride >= j1), its factor ms[i] applied
+ * first when not 1; the dims [d0, d1) of its F32 accumulator at acc + i *
+ * acc_stride. */
+typedef struct nc_flash_tvals {
+  const float *p, *ms;
+  size_t p_stride;
+  int32_t m, j0, j1, d0, d1;
+} nc_flash_tvals;
+
 typedef struct nc_attn_flash_kernels {
   const char *name;
   /* n keys and values (k + j * k_stride, v + j * v_stride halves), in
@@ -134,6 +168,18 @@ typedef struct nc_attn_flash_kernels {
    * finite values. p: m * NC_FLASH_KTILE floats of scratch. */
   void (*tile_prompt)(const nc_flash_rows *r, const float *kt, const float *v,
                       float *p, nc_flash_tstate *st);
+  /* The decode passes' steps (above). tile_scores: tile_prompt's scores
+   * of r's rows (kt as there) into p + i * NC_FLASH_KTILE, -INF for keys
+   * the row does not see; tmax[i] = their maximum (-INF: none seen). */
+  void (*tile_scores)(const nc_flash_rows *r, const float *kt, float *p,
+                      float *tmax);
+  /* p[j] = nc_expf_ggml(p[j] - M) for j in [lo, hi), 0 for the other j of
+   * the tile; returns the tile's sum as tile_prompt adds it to S (the 4
+   * groups of 16 each summed by nc_sum16_tree, the groups in double). */
+  double (*tile_exps)(float *p, int32_t lo, int32_t hi, float M);
+  /* The values step (nc_flash_tvals) over v's rows. */
+  void (*tile_values)(const nc_flash_tvals *a, const nc_flash_paged *v,
+                      const float *tab, float *acc, size_t acc_stride);
   /* The prompt order's operands: n consecutive keys and values (k + j *
    * k_stride, v + j * v_stride halves, hd and hdv each) widened to F32, key
    * j into column j of kt (kt[d * NC_FLASH_KTILE + j]) and row j of vt
@@ -179,6 +225,26 @@ void nc_flash_tile_widen_avx512(const nc_fp16 *k, size_t k_stride,
                                 int32_t hd, int32_t hdv, const float *tab,
                                 float *kt, float *vt);
 void nc_flash_tstate_init(nc_flash_tstate *st, int32_t m, int32_t hdv);
+/* The decode passes' steps, plain (attn_flash_prompt.c), for the SIMD
+ * builds' fallbacks and tests; and the AVX-512 build's (x86 builds only). */
+void nc_flash_tile_scores_plain(const nc_flash_rows *r, const float *kt,
+                                float *p, float *tmax);
+double nc_flash_tile_exps_plain(float *p, int32_t lo, int32_t hi, float M);
+void nc_flash_tile_values_plain(const nc_flash_tvals *a,
+                                const nc_flash_paged *v, const float *tab,
+                                float *acc, size_t acc_stride);
+void nc_flash_tile_scores_avx512(const nc_flash_rows *r, const float *kt,
+                                 float *p, float *tmax);
+double nc_flash_tile_exps_avx512(float *p, int32_t lo, int32_t hi, float M);
+void nc_flash_tile_values_avx512(const nc_flash_tvals *a,
+                                 const nc_flash_paged *v, const float *tab,
+                                 float *acc, size_t acc_stride);
+/* Row j of paged rows (nc_flash_paged). */
+static inline const nc_fp16 *nc_flash_paged_row(const nc_flash_paged *pg,
+                                                int32_t j) {
+  const int32_t p = pg->j0 + j;
+  return pg->blk[p / pg->bt] + pg->off + (size_t)(p % pg->bt) * pg->stride;
+}
 
 /* ---- the split prompt order: the prompt order's steps over each chunk of
  * NC_FLASH_SPLIT_KEYS keys aligned to absolute positions, from a fresh

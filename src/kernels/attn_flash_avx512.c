@@ -201,6 +201,9 @@ static const nc_attn_flash_kernels AVX512 = {
     .tile = flash_tile_avx512,
     .tile_typed = nc_flash_tile_typed_avx512,
     .tile_prompt = nc_flash_tile_prompt_avx512,
+    .tile_scores = nc_flash_tile_scores_avx512,
+    .tile_exps = nc_flash_tile_exps_avx512,
+    .tile_values = nc_flash_tile_values_avx512,
     .tile_widen = nc_flash_tile_widen_avx512,
 };
 

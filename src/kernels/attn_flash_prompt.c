@@ -106,6 +106,55 @@ static void prompt_row(const nc_flash_rows *r, int32_t i, const float *kt,
   }
 }
 
+void nc_flash_tile_scores_plain(const nc_flash_rows *r, const float *kt,
+                                float *p, float *tmax) {
+  for (int32_t i = 0; i < r->m; i++) {
+    float *pr = p + (size_t)i * KT, t = -INFINITY;
+    for (int32_t j = 0; j < KT; j++) {
+      if (j < r->lo[i] || j >= r->hi[i]) {
+        pr[j] = -INFINITY;
+        continue;
+      }
+      float s = 0.0f;
+      for (int32_t d = 0; d < r->hd; d++)
+        s = fmaf(r->q[i][d], kt[(size_t)d * KT + (size_t)j], s);
+      pr[j] = nc_flash_score(s, r->scale, r->softcap);
+      t = fmaxf(t, pr[j]);
+    }
+    tmax[i] = t;
+  }
+}
+
+double nc_flash_tile_exps_plain(float *p, int32_t lo, int32_t hi, float M) {
+  double sum = 0.0;
+  for (int32_t g = 0; g < KT; g += GROUP) {
+    for (int32_t j = g; j < g + GROUP; j++)
+      p[j] = j >= lo && j < hi ? nc_expf_ggml(p[j] - M) : 0.0f;
+    sum += (double)nc_sum16_tree(p + g);
+  }
+  return sum;
+}
+
+void nc_flash_tile_values_plain(const nc_flash_tvals *a,
+                                const nc_flash_paged *v, const float *tab,
+                                float *acc, size_t acc_stride) {
+  for (int32_t i = 0; i < a->m; i++) {
+    float *ac = acc + (size_t)i * acc_stride;
+    if (a->ms[i] != 1.0f)
+      for (int32_t d = a->d0; d < a->d1; d++)
+        ac[d] *= a->ms[i];
+  }
+  for (int32_t j = a->j0; j < a->j1; j++) {
+    const nc_fp16 *vr = nc_flash_paged_row(v, j);
+    for (int32_t i = 0; i < a->m; i++) {
+      float *ac = acc + (size_t)i * acc_stride;
+      const float w = a->p[(size_t)i * a->p_stride + (size_t)j];
+      for (int32_t d = a->d0; d < a->d1; d++)
+        ac[d] = fmaf(tab[vr[d]], w, ac[d]);
+    }
+  }
+}
+
 void nc_flash_tile_prompt_plain(const nc_flash_rows *r, const float *kt,
                                 const float *v, float *p, nc_flash_tstate *st) {
   for (int32_t i = 0; i < r->m; i++)

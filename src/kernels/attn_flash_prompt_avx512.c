@@ -343,4 +343,135 @@ void nc_flash_tile_prompt_avx512(const nc_flash_rows *r, const float *kt,
     values(r, rows, n, j0, j1, v, p, st);
   }
 }
+/* ---- the decode passes' steps (attn_flash.h) */
+
+void nc_flash_tile_scores_avx512(const nc_flash_rows *r, const float *kt,
+                                 float *p, float *tmax) {
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  for (int32_t i0 = 0; i0 < r->m;) {
+    int32_t rows[RB], n = 0;
+    for (; i0 < r->m && n < RB; i0++) {
+      if (r->lo[i0] < r->hi[i0]) {
+        rows[n++] = i0;
+        continue;
+      }
+      tmax[i0] = -INFINITY;
+      for (int32_t c = 0; c < NV; c++)
+        _mm512_storeu_ps(p + (size_t)i0 * KT + 16 * c, ninf);
+    }
+    if (n == 0) continue;
+    if (n == RB)
+      scores4(r, rows, kt, p);
+    else
+      scores(r, rows, n, kt, p);
+    for (int32_t a = 0; a < n; a++) { /* softmax_row's masking and maximum */
+      const int32_t i = rows[a];
+      float *pr = p + (size_t)i * KT;
+      __m512 mx = ninf;
+      for (int32_t c = 0; c < NV; c++) {
+        const __m512 sc =
+            _mm512_mask_blend_ps(seen_mask(r->lo[i], r->hi[i], c), ninf,
+                                 _mm512_loadu_ps(pr + 16 * c));
+        _mm512_storeu_ps(pr + 16 * c, sc);
+        mx = _mm512_max_ps(mx, sc);
+      }
+      tmax[i] = _mm512_reduce_max_ps(mx);
+    }
+  }
+}
+
+double nc_flash_tile_exps_avx512(float *p, int32_t lo, int32_t hi, float M) {
+  const __m512 vm = _mm512_set1_ps(M);
+  double sum = 0.0;
+  for (int32_t c = 0; c < NV; c++) { /* softmax_row's weights and sum */
+    const __mmask16 k = seen_mask(lo, hi, c);
+    const __m512 x = _mm512_mask_blend_ps(k, vm, _mm512_loadu_ps(p + 16 * c));
+    const __m512 e =
+        _mm512_maskz_mov_ps(k, nc_v16_expf_ggml(_mm512_sub_ps(x, vm)));
+    _mm512_storeu_ps(p + 16 * c, e);
+    sum += (double)nc_v16_sum_tree(nc_v16_lo(e), nc_v16_hi(e));
+  }
+  return sum;
+}
+
+/* Rows [i0, i0 + mc) and dims [d0, d0 + 16 rc) of the values step, the
+ * accumulators in registers over the keys; the value rows walked block by
+ * block. */
+NC_INLINE void tvalues_pass(const nc_flash_tvals *a, const nc_flash_paged *v,
+                            int32_t i0, const int mc, int32_t d0, const int rc,
+                            float *acc, size_t acc_stride) {
+  __m512 ac[RB][4];
+  const float *pw[RB];
+  for (int i = 0; i < mc; i++) {
+    float *ar = acc + (size_t)(i0 + i) * acc_stride + d0;
+    pw[i] = a->p + (size_t)(i0 + i) * a->p_stride;
+    const float ms = a->ms[i0 + i];
+    for (int c = 0; c < rc; c++) {
+      ac[i][c] = _mm512_loadu_ps(ar + 16 * c);
+      if (ms != 1.0f) ac[i][c] = _mm512_mul_ps(ac[i][c], _mm512_set1_ps(ms));
+    }
+  }
+  const int32_t pos = v->j0 + a->j0;
+  int32_t bi = pos / v->bt, in = pos % v->bt;
+  const nc_fp16 *row = v->blk[bi] + v->off + (size_t)in * v->stride + d0;
+  for (int32_t j = a->j0; j < a->j1; j++) {
+    if (in == v->bt) {
+      in = 0;
+      row = v->blk[++bi] + v->off + d0;
+    }
+    __m512 vv[4];
+    for (int c = 0; c < rc; c++)
+      vv[c] = _mm512_cvtph_ps(
+          _mm256_loadu_si256((const __m256i *)(const void *)(row + 16 * c)));
+    for (int i = 0; i < mc; i++) {
+      const __m512 w = _mm512_set1_ps(pw[i][j]);
+      for (int c = 0; c < rc; c++)
+        ac[i][c] = _mm512_fmadd_ps(vv[c], w, ac[i][c]);
+    }
+    row += v->stride;
+    in++;
+  }
+  for (int i = 0; i < mc; i++)
+    for (int c = 0; c < rc; c++)
+      _mm512_storeu_ps(acc + (size_t)(i0 + i) * acc_stride + d0 + 16 * c,
+                       ac[i][c]);
+}
+
+void nc_flash_tile_values_avx512(const nc_flash_tvals *a,
+                                 const nc_flash_paged *v, const float *tab,
+                                 float *acc, size_t acc_stride) {
+  if ((a->d1 - a->d0) % 16 != 0) {
+    nc_flash_tile_values_plain(a, v, tab, acc, acc_stride);
+    return;
+  }
+  for (int32_t i0 = 0; i0 < a->m; i0 += RB) {
+    const int32_t mc = a->m - i0 < RB ? a->m - i0 : RB;
+    for (int32_t d = a->d0; d < a->d1;) {
+      const int32_t rc = (a->d1 - d) / 16 < 4 ? (a->d1 - d) / 16 : 4;
+#define PASS(M_, R_)                                                           \
+  case (M_)*8 + (R_): tvalues_pass(a, v, i0, M_, d, R_, acc, acc_stride); break
+      switch (mc * 8 + rc) {
+        PASS(1, 1);
+        PASS(1, 2);
+        PASS(1, 3);
+        PASS(1, 4);
+        PASS(2, 1);
+        PASS(2, 2);
+        PASS(2, 3);
+        PASS(2, 4);
+        PASS(3, 1);
+        PASS(3, 2);
+        PASS(3, 3);
+        PASS(3, 4);
+        PASS(4, 1);
+        PASS(4, 2);
+        PASS(4, 3);
+        PASS(4, 4);
+      default: break;
+      }
+#undef PASS
+      d += 16 * rc;
+    }
+  }
+}
 #endif

@@ -80,7 +80,8 @@ typedef struct nc_fwd {
   const nc_attn_flash_kernels *flash;
   uint8_t *flash_mem;
   size_t flash_stride;
-  /* the split order's chunk states of a decode batch (grown on use) */
+  /* the split order's chunk states of a decode batch, or the decode
+   * passes' scores and weights (forward_flash_rows.c); grown on use */
   float *flash_split;
   size_t flash_split_cap; /* floats */
   /* The matmul order of each row of the x the next matmuls read: NC_MM_FEW
@@ -218,6 +219,13 @@ void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                             const float *q, float *out, int32_t n_swa,
                             float softcap, const float *sinks);
 size_t nc_fwd_flash_scratch_bytes(const nc_hparams *hp);
+/* The prompt order for the rows of a decode in passes over every thread
+ * (forward_flash_rows.c), when it pays: single-row runs too few (times the
+ * KV heads) for the threads, deep enough, F16 caches; false (nothing done)
+ * otherwise. The same bits as nc_fwd_attention_flash's one item per run. */
+bool nc_fwd_flash_rows(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                       const float *q, float *out, int32_t n_swa, float softcap,
+                       const float *sinks);
 
 /* The row-wise steps between matmuls, over rows rows of n values (split
  * over the thread pool when there are enough rows; each row's result is the

@@ -602,6 +602,9 @@ void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
   if (ty.k == NC_TYPE_F16 && ty.v == NC_TYPE_F16 && !ctx->hp->non_causal)
     for (int32_t t = 0; t < b->n_tokens; t++)
       a.n_prompt_rows += b->prompt_order[t] ? 1 : 0;
+  if (a.n_prompt_rows == b->n_tokens &&
+      nc_fwd_flash_rows(ctx, layer, b, q, out, n_swa, softcap, sinks))
+    return;
   split_unit units[SPLIT_MAX_UNITS];
   plan_split(&a, units);
   if (a.n_split == 0) {

@@ -327,6 +327,188 @@ static void test_prompt_order(void **state) {
   check_prompt_order(true);
 }
 
+/* ---- the decode passes (attn_flash.h, "the prompt order taken apart") */
+
+enum { PBT = 16 }; /* the paged cache's block in these tests */
+
+/* Rows [0, n) of x (w floats each, values exactly halves) as halves in
+ * blocks of PBT rows of stride w + 8, the blocks in reverse order in
+ * memory; blk[b]: block b's row 0. */
+static nc_fp16 *paged(const float *x, int32_t n, int32_t w,
+                      const nc_fp16 **blk) {
+  const int32_t nb = (n + PBT - 1) / PBT;
+  const size_t stride = (size_t)w + 8;
+  nc_fp16 *mem = calloc((size_t)nb * PBT * stride, sizeof(nc_fp16));
+  for (int32_t b = 0; b < nb; b++)
+    blk[b] = mem + (size_t)(nb - 1 - b) * PBT * stride;
+  for (int32_t j = 0; j < n; j++)
+    for (int32_t d = 0; d < w; d++)
+      ((nc_fp16 *)blk[j / PBT])[(size_t)(j % PBT) * stride + (size_t)d] =
+          nc_fp32_to_fp16(x[(size_t)j * (size_t)w + (size_t)d]);
+  return mem;
+}
+
+/* One decode row's m query heads over keys [first, last] through the three
+ * passes with kk's steps: every tile's scores, then each head's weights,
+ * then the values in `slices` slices of the dims (out m x hdv). */
+static void decode_passes(const nc_attn_flash_kernels *kk, const prun *r,
+                          const float *q, const float *k, const float *v,
+                          int32_t first, int32_t last, int32_t slices,
+                          float *out) {
+  enum { KT = NC_FLASH_KTILE };
+  const int32_t m = r->m, hd = r->hd, hdv = r->hdv, n = r->n_keys;
+  const nc_fp16 **kb = malloc(sizeof(nc_fp16 *) * (size_t)(n / PBT + 1)),
+                **vb = malloc(sizeof(nc_fp16 *) * (size_t)(n / PBT + 1));
+  nc_fp16 *km = paged(k, n, hd, kb), *vm = paged(v, n, hdv, vb);
+  const int32_t t0 = first / KT, nt = last / KT - t0 + 1;
+  float *p = malloc(sizeof(float) * (size_t)nt * (size_t)m * KT);
+  float *tmax = malloc(sizeof(float) * (size_t)nt * (size_t)m);
+  float *ms = malloc(sizeof(float) * (size_t)nt * (size_t)m);
+  double *tsum = malloc(sizeof(double) * (size_t)nt * (size_t)m);
+  float *kt = calloc((size_t)hd * KT, sizeof(float));
+  float *acc = malloc(sizeof(float) * (size_t)m * (size_t)hdv);
+  float *S = malloc(sizeof(float) * (size_t)m),
+        *Mend = malloc(sizeof(float) * (size_t)m);
+  int32_t *lo = malloc(sizeof(int32_t) * (size_t)m),
+          *hi = malloc(sizeof(int32_t) * (size_t)m);
+  const float **qp = malloc(sizeof(float *) * (size_t)m);
+  for (int32_t i = 0; i < m; i++)
+    qp[i] = q + (size_t)i * (size_t)hd;
+  const nc_flash_rows rows = {.q = qp,
+                              .lo = lo,
+                              .hi = hi,
+                              .m = m,
+                              .hd = hd,
+                              .hdv = hdv,
+                              .scale = 1.0f / sqrtf((float)hd),
+                              .softcap = r->softcap};
+  for (int32_t tt = nt - 1; tt >= 0; tt--) { /* any order: last first */
+    const int32_t ts = (t0 + tt) * KT, k0 = first > ts ? first : ts,
+                  k1 = last + 1 < ts + KT ? last + 1 : ts + KT;
+    for (int32_t j = k0, e; j < k1; j = e) {
+      e = (j / PBT + 1) * PBT < k1 ? (j / PBT + 1) * PBT : k1;
+      const nc_fp16 *kr = kb[j / PBT] + (size_t)(j % PBT) * (size_t)(hd + 8);
+      kk->tile_widen(kr, (size_t)hd + 8, kr, 0, e - j, hd, 0, TAB,
+                     kt + (j - ts), kt);
+    }
+    for (int32_t i = 0; i < m; i++) {
+      lo[i] = k0 - ts;
+      hi[i] = k1 - ts;
+    }
+    kk->tile_scores(&rows, kt, p + (size_t)tt * (size_t)m * KT,
+                    tmax + (size_t)tt * (size_t)m);
+  }
+  for (int32_t i = m - 1; i >= 0; i--) {
+    float M = -INFINITY;
+    for (int32_t tt = 0; tt < nt; tt++) {
+      const int32_t ts = (t0 + tt) * KT, k0 = first > ts ? first : ts,
+                    k1 = last + 1 < ts + KT ? last + 1 : ts + KT;
+      const size_t at = (size_t)tt * (size_t)m + (size_t)i;
+      const float Mn = fmaxf(M, tmax[at]);
+      ms[at] = Mn > M ? expf(M - Mn) : 1.0f;
+      M = Mn;
+      tsum[at] = kk->tile_exps(p + at * KT, k0 - ts, k1 - ts, M);
+    }
+    Mend[i] = M;
+  }
+  const int32_t nr = hdv % 16 == 0 ? hdv / 16 : 1;
+  for (int32_t sl = slices - 1; sl >= 0; sl--) {
+    const int32_t d0 = hdv % 16 ? 0 : 16 * (sl * nr / slices),
+                  d1 = hdv % 16 ? hdv : 16 * ((sl + 1) * nr / slices);
+    for (int32_t i = 0; i < m; i++) {
+      S[i] = 0.0f;
+      for (int32_t d = d0; d < d1; d++)
+        acc[(size_t)i * hdv + d] = 0.0f;
+    }
+    for (int32_t tt = 0; tt < nt; tt++) {
+      const int32_t ts = (t0 + tt) * KT, k0 = first > ts ? first : ts,
+                    k1 = last + 1 < ts + KT ? last + 1 : ts + KT;
+      const size_t at = (size_t)tt * (size_t)m;
+      for (int32_t i = 0; i < m; i++) {
+        if (ms[at + i] != 1.0f) S[i] *= ms[at + i];
+        S[i] = (float)((double)S[i] + tsum[at + i]);
+      }
+      const int32_t b0 = k0 / PBT;
+      const nc_flash_paged pg = {.blk = vb + b0,
+                                 .off = 0,
+                                 .stride = (size_t)hdv + 8,
+                                 .j0 = ts - b0 * PBT,
+                                 .bt = PBT};
+      const nc_flash_tvals tv = {.p = p + at * KT,
+                                 .ms = ms + at,
+                                 .p_stride = KT,
+                                 .m = m,
+                                 .j0 = k0 - ts,
+                                 .j1 = k1 - ts,
+                                 .d0 = d0,
+                                 .d1 = d1};
+      kk->tile_values(&tv, &pg, TAB, acc, (size_t)hdv);
+    }
+    for (int32_t i = 0; i < m; i++) {
+      const float inv = S[i] == 0.0f ? 0.0f : 1.0f / S[i];
+      for (int32_t d = d0; d < d1; d++)
+        out[(size_t)i * hdv + d] = acc[(size_t)i * hdv + d] * 1.0f * inv;
+    }
+  }
+  (void)Mend;
+  free(kb), free(vb), free(km), free(vm), free(p), free(tmax), free(ms);
+  free(tsum), free(kt), free(acc), free(S), free(Mend), free(lo), free(hi);
+  free(qp);
+}
+
+/* The passes give tile_prompt's bits for a decode row (every head seeing
+ * the same keys), in both builds, whatever the tiles' and the heads' order
+ * and however the value dims are split. */
+static void test_decode_passes(void **state) {
+  (void)state;
+  static const prun RUNS_D[] = {
+      {3, 64, 64, 700, 0.0f},    {4, 256, 256, 300, 0.0f},
+      {1, 128, 128, 530, 20.0f}, {5, 80, 48, 200, 0.0f},
+      {2, 96, 40, 150, 0.0f},    {9, 64, 64, 129, 0.0f},
+  };
+  const nc_attn_flash_kernels *builds[2] = {nc_attn_flash_plain(),
+                                            nc_attn_flash_avx512()};
+  __builtin_cpu_init();
+  if (builds[1] && !__builtin_cpu_supports("avx512f")) builds[1] = NULL;
+  for (size_t c = 0; c < sizeof RUNS_D / sizeof RUNS_D[0]; c++) {
+    const prun *r = &RUNS_D[c];
+    const int32_t m = r->m, hd = r->hd, hdv = r->hdv, n = r->n_keys;
+    float *q = malloc(sizeof(float) * (size_t)m * (size_t)hd);
+    float *k = malloc(sizeof(float) * (size_t)n * (size_t)hd);
+    float *v = malloc(sizeof(float) * (size_t)n * (size_t)hdv);
+    const size_t no = (size_t)m * (size_t)hdv;
+    float *want = malloc(sizeof(float) * no), *got = malloc(sizeof(float) * no);
+    for (size_t i = 0; i < (size_t)m * (size_t)hd; i++)
+      q[i] = frand(-3, 3);
+    for (size_t i = 0; i < (size_t)n * (size_t)hd; i++)
+      k[i] = TAB[nc_fp32_to_fp16(frand(-3, 3))];
+    for (size_t i = 0; i < (size_t)n * (size_t)hdv; i++)
+      v[i] = TAB[nc_fp32_to_fp16(frand(-2, 2))];
+    /* from 0, and a window starting inside a tile and a block */
+    const int32_t firsts[2] = {0, n / 3 + 5};
+    for (int f = 0; f < 2; f++) {
+      int32_t fi[16], la[16];
+      for (int32_t i = 0; i < m; i++) {
+        fi[i] = firsts[f];
+        la[i] = n - 1;
+      }
+      attend_prompt(nc_flash_tile_prompt_plain, r, q, k, v, fi, la, false,
+                    want);
+      for (int b = 0; b < 2; b++) {
+        if (!builds[b]) continue;
+        for (int32_t slices = 1; slices <= 3; slices++) {
+          decode_passes(builds[b], r, q, k, v, fi[0], la[0], slices, got);
+          if (memcmp(want, got, sizeof(float) * no) != 0)
+            fail_msg("case %zu first %d build %s slices %d: not the tiled "
+                     "order's bits",
+                     c, (int)fi[0], builds[b]->name, (int)slices);
+        }
+      }
+    }
+    free(q), free(k), free(v), free(want), free(got);
+  }
+}
+
 /* nc_flash_tstate_fold's steps: a chunk that saw no key changes nothing,
  * the first that saw one is copied, later ones are rescaled to the larger
  * maximum and added, each product rounded (no fused multiply-add). */
@@ -508,6 +690,7 @@ int main(void) {
       cmocka_unit_test(test_dot_order),
       cmocka_unit_test(test_edges),
       cmocka_unit_test(test_prompt_order),
+      cmocka_unit_test(test_decode_passes),
       cmocka_unit_test(test_fold),
       cmocka_unit_test(test_tile_widen),
       cmocka_unit_test(test_typed_builds),

@@ -10,7 +10,10 @@
  * - against the tiled order (llama.cpp's for a long prompt; the reuse
  *   orders' otherwise): the same bits below NC_FLASH_SPLIT_KEYS positions,
  *   other bits past it (the chunks are folded), close logits and the same
- *   top token. */
+ *   top token;
+ * - the tiled order token by token at 3 threads (a decode row's work spread
+ *   over the threads in passes past 256 positions, forward_flash_rows.c)
+ *   gives the bits of the prompt in one batch. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -107,6 +110,8 @@ static void check_file(const char *file) {
   assert_true(diff > 0.0); /* the chunks were folded */
   assert_true(diff <= SPLIT_BOUND);
   assert_int_equal(top_same, n - NC_FLASH_SPLIT_KEYS);
+  run_chunked_reusable(m3, tokens, n, single, 1, one);
+  assert_same_bits(other, one, (int64_t)count, "tiled, token by token");
   free(tokens);
   free(one);
   free(other);
