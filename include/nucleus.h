@@ -74,6 +74,10 @@ NUCLEUS_API void nucleus_free(void *ptr);
 /* ----------------------------------------------------------------- model */
 
 typedef struct nucleus_model nucleus_model;
+/* A decoded image (RGB8; nucleus_image_from_rgb, nucleus_image_decode) and
+ * a vision projector (the mmproj section below). */
+typedef struct nucleus_image nucleus_image;
+typedef struct nucleus_mmproj nucleus_mmproj;
 
 /* Flash attention, as llama.cpp's --flash-attn. auto (the default) is on,
  * as llama.cpp's CPU default: with llama.cpp's row orders (nucleus run,
@@ -905,6 +909,12 @@ typedef struct nucleus_request_params {
   const char *grammar_trigger;
   nucleus_spec_params speculative;    /* off by default */
   nucleus_reasoning_params reasoning; /* nothing tracked by default */
+  /* The prompt's images, in the order of their runs of NUCLEUS_TOKEN_IMAGE
+   * entries: image i takes the next nucleus_mmproj_image_tokens(image i)
+   * of them. At most NUCLEUS_MAX_IMAGES; needs an engine with an mmproj.
+   * Submit keeps a reference of its own (the caller may free them). */
+  const nucleus_image *const *images;
+  size_t n_images;
 } nucleus_request_params;
 
 #define NUCLEUS_MAX_CACHE_SALT_BYTES 256
@@ -1071,6 +1081,68 @@ NUCLEUS_API const char *nucleus_spec_type_name(nucleus_spec_type t);
 NUCLEUS_API bool nucleus_spec_type_from_name(const char *name,
                                              nucleus_spec_type *out);
 
+/* ---------------------------------------------------------------- mmproj
+ *
+ * Vision-language models (docs/VISION.md): a second GGUF file, the
+ * "mmproj" (general.architecture "clip": a vision encoder and the projector
+ * into the language model's embedding space), turns an image into rows of
+ * the language model's input embeddings. A prompt carries an image as a
+ * run of NUCLEUS_TOKEN_IMAGE entries, one per row, the image itself in
+ * nucleus_request_params.images. */
+
+/* Images in one request at most. */
+#define NUCLEUS_MAX_IMAGES 64
+/* The text a chat template renders for each image (llama.cpp mtmd's
+ * default marker): nucleus_tokenize_with_images replaces each one by the
+ * family's image markers around the image's rows. */
+#define NUCLEUS_MEDIA_MARKER "<__media__>"
+/* A prompt entry that stands for one row of an image's embeddings. */
+#define NUCLEUS_TOKEN_IMAGE (-2)
+
+/* Loads a projector file for model: general.architecture "clip" with a
+ * vision encoder, a clip.projector_type this build runs ("gemma3"), and a
+ * projection width equal to the model's embedding width; every hyper-
+ * parameter and tensor shape is checked, with a message naming the key or
+ * tensor, its value and what was expected. params: the model's (threads,
+ * kernels, load mode; NULL for the defaults). The model must outlive it.
+ * Immutable once loaded: nucleus_mmproj_encode may run on several threads
+ * at once, and engines over the model share it (nucleus_engine_params). */
+NUCLEUS_API nucleus_status
+nucleus_mmproj_load(const char *path, const nucleus_model *model,
+                    const nucleus_model_params *params, nucleus_mmproj **out,
+                    nucleus_error *err);
+NUCLEUS_API void nucleus_mmproj_free(nucleus_mmproj *mmproj);
+/* clip.projector_type ("gemma3"). */
+NUCLEUS_API const char *nucleus_mmproj_projector(const nucleus_mmproj *mmproj);
+/* The width of an embedding row (the language model's n_embd). */
+NUCLEUS_API int32_t nucleus_mmproj_n_embd(const nucleus_mmproj *mmproj);
+/* How many embedding rows (prompt entries) image becomes: 256 for every
+ * image with Gemma 3's projector (clip.vision.projector.scale_factor sets
+ * the pooling). */
+NUCLEUS_API nucleus_status nucleus_mmproj_image_tokens(
+    const nucleus_mmproj *mmproj, const nucleus_image *image, int32_t *n_tokens,
+    nucleus_error *err);
+/* Encodes image into its rows, as llama.cpp's mtmd does (its resize, its
+ * normalisation by the file's mean and std, its encoder's order): out
+ * gets n_tokens x n_embd floats, row-major; cap is out's size in floats
+ * (at least n_tokens x n_embd). */
+NUCLEUS_API nucleus_status nucleus_mmproj_encode(const nucleus_mmproj *mmproj,
+                                                 const nucleus_image *image,
+                                                 float *out, size_t cap,
+                                                 nucleus_error *err);
+
+/* Tokenizes text that holds NUCLEUS_MEDIA_MARKER once per image (a chat
+ * template's rendering, as llama-mtmd-cli): each marker becomes the
+ * family's image markers (Gemma 3: <start_of_image> and <end_of_image>)
+ * around nucleus_mmproj_image_tokens entries of NUCLEUS_TOKEN_IMAGE;
+ * special-token text becomes special tokens; BOS is added as the model asks
+ * and not doubled (nucleus_tokenize_chat). Markers and images must be as
+ * many (at most NUCLEUS_MAX_IMAGES). *ids_out: release with nucleus_free. */
+NUCLEUS_API nucleus_status nucleus_tokenize_with_images(
+    const nucleus_model *model, const nucleus_mmproj *mmproj, const char *text,
+    size_t len, const nucleus_image *const *images, size_t n_images,
+    int32_t **ids_out, size_t *n_out, nucleus_error *err);
+
 /* --------------------------------------------------------------- engine */
 
 typedef struct nucleus_engine nucleus_engine;
@@ -1128,6 +1200,10 @@ typedef struct nucleus_engine_params {
    * first token that differs); it runs with its own paged KV cache of the
    * same size. The caller keeps it loaded while the engine lives. */
   nucleus_model *draft_model;
+  /* The projector that encodes the images of requests (nucleus_mmproj_load
+   * over this engine's model), NULL: prompts with images are refused. The
+   * caller keeps it loaded while the engine lives. */
+  const nucleus_mmproj *mmproj;
 } nucleus_engine_params;
 
 NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);

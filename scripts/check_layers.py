@@ -43,8 +43,8 @@ DEPENDS = {
     "chat": ["jinja", "tokenizer"],  # chat templates, tool-call formats
     "grammar": ["tokenizer"],        # GBNF, JSON Schema, the token mask
     "model": ["kv", "tokenizer"],    # weights, archs/, batch, forward
-    "engine": ["model", "sampling", "grammar"],  # requests, scheduling
-    "vision": ["base"],              # images (decoded RGB8), encoders
+    "vision": ["model"],             # images (decoded RGB8), mmproj, encoders
+    "engine": ["model", "sampling", "grammar", "vision"],  # requests, scheduling
     "api": ["engine", "chat", "quantize", "vision"],  # include/nucleus.h's implementation
 }
 PUBLIC = "nucleus.h"
@@ -69,9 +69,9 @@ FACES = {
     "grammar": ["grammar.h", "json_schema.h"],
     "model": ["model.h", "model_options.h", "arch.h", "batch.h", "context.h",
               "embed.h", "pooling.h"],
+    "vision": ["image.h", "image_decode.h", "mmproj.h"],
     "engine": ["engine.h", "engine_options.h", "request_checks.h",
                "stop_matcher.h"],
-    "vision": ["image.h", "image_decode.h"],
     "api": [],
 }
 

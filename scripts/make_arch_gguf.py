@@ -2,7 +2,11 @@
 """Small random-weight GGUF files for the architectures of issue 17.
 
 Usage: scripts/make_arch_gguf.py ARCH OUT.gguf [--seed N] [--f32] [--tokenizer GGUF]
+                                  [--mmproj MMPROJ.gguf]
        scripts/make_arch_gguf.py --list
+
+--mmproj also writes a random projector for the model (gemma3:
+scripts/make_mmproj_gguf.py), with the same seed.
 
 ARCH: qwen2 qwen3 gemma2 gemma3 phi3 qwen3moe mixtral (a `llama` file with
 experts: ffn_gate_inp and ffn_{gate,up,down}_exps of width n_ff, as Mixtral)
@@ -873,10 +877,12 @@ def main(argv):
     if "--list" in argv:
         print(" ".join(ARCHS))
         return
-    args, seed, f32, tokz = [], 0, False, DEFAULT_TOKENIZER
+    args, seed, f32, tokz, mmproj = [], 0, False, DEFAULT_TOKENIZER, None
     it = iter(argv)
     for a in it:
-        if a == "--seed":
+        if a == "--mmproj":
+            mmproj = next(it)
+        elif a == "--seed":
             seed = int(next(it))
         elif a == "--f32":
             f32 = True
@@ -887,6 +893,9 @@ def main(argv):
     if len(args) != 2:
         raise SystemExit(__doc__)
     build(args[0], args[1], seed, f32, tokz)
+    if mmproj:
+        from make_mmproj_gguf import build_mmproj
+        build_mmproj(args[0], mmproj, seed, N_EMBD, randn)
 
 
 if __name__ == "__main__":

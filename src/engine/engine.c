@@ -1319,11 +1319,24 @@ nucleus_status nucleus_engine_submit(nucleus_engine *e, const int32_t *prompt,
                    "prompt: %zu tokens; the context holds %d (leave room for "
                    "at least one generated token)",
                    n_prompt, e->params.n_ctx);
+  if (params->n_images > 0) {
+    if (!e->params.mmproj)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "images: %zu given; this engine has no mmproj "
+                     "(--mmproj)",
+                     params->n_images);
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "images: prompts with images are not supported by the "
+                   "engine yet (docs/VISION.md)");
+  }
   for (size_t i = 0; i < n_prompt; i++)
     if (prompt[i] < 0 || prompt[i] >= e->n_vocab)
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                     "prompt[%zu]: token id %d out of range [0, %d)", i,
-                     prompt[i], e->n_vocab);
+                     "prompt[%zu]: token id %d out of range [0, %d)%s", i,
+                     prompt[i], e->n_vocab,
+                     prompt[i] == NUCLEUS_TOKEN_IMAGE
+                         ? " (NUCLEUS_TOKEN_IMAGE needs params.images)"
+                         : "");
   if (params->n > e->params.max_running ||
       params->beam_width > e->params.max_running)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,

@@ -1,0 +1,8 @@
+# vision: images, projector files (mmproj) and their encoders (src/vision/,
+# src/api/api_image.c, api_vision.c; docs/VISION.md).
+UNIT_TESTS += test_mmproj test_mmproj_encode
+# The random projector paired with build/arch/gemma3.gguf (same seed).
+build/arch/gemma3-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
+	@mkdir -p $(dir $@)
+	python3 scripts/make_mmproj_gguf.py gemma3 $@ --seed 17
+arch-models: build/arch/gemma3-mmproj.gguf

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Goldens of the Gemma 3 vision path from llama.cpp's multimodal CLI
+(llama-mtmd-cli, the peer build), on the random pair of `make arch-models`
+(build/arch/gemma3.gguf + gemma3-mmproj.gguf, seed 17) and three synthetic
+images (tests/data/vision/README.md):
+
+- tests/data/vision/gemma3_emb_<name>.bin: the image's embedding rows as
+  llama.cpp's encoder gives them (MTMD_DEBUG_EMBEDDINGS=PATH: int32
+  n_tokens, int32 n_embd, then the floats), encoder attention without flash
+  (-fa off, F32 throughout);
+
+Usage: scripts/gen_vision_goldens.py [--llama-bin DIR]
+The images are a pure function of (width, height) (pixel() below; the unit
+test computes the same), written to PNG (lossless) for llama.cpp.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from PIL import Image
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "data", "vision")
+# name: (width, height): wider than tall, taller than wide (both
+# letterboxed), and exactly the encoder's size (no resize)
+IMAGES = {"wide": (80, 60), "tall": (45, 100), "square": (64, 64)}
+
+
+def pixels(w, h):
+    """RGB8 [h, w, 3]: ((x * 37 + y * 91 + c * 53 + (x * y) % 17) * 7) & 255
+    smoothed by a diagonal gradient, so resizing averages differing values."""
+    y, x, c = np.meshgrid(np.arange(h), np.arange(w), np.arange(3), indexing="ij")
+    v = (x * 37 + y * 91 + c * 53 + (x * y) % 17) * 7 + (x + 2 * y) * 3
+    return (v & 255).astype(np.uint8)
+
+
+def main(argv):
+    bindir = "/opt/peer/llama.cpp/build/bin"
+    if "--llama-bin" in argv:
+        bindir = argv[argv.index("--llama-bin") + 1]
+    cli = os.path.join(bindir, "llama-mtmd-cli")
+    lm = os.path.join(ROOT, "build", "arch", "gemma3.gguf")
+    mm = os.path.join(ROOT, "build", "arch", "gemma3-mmproj.gguf")
+    for f in (lm, mm):
+        if not os.path.exists(f):
+            raise SystemExit(f"{f} is missing: make arch-models")
+    os.makedirs(OUT, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (w, h) in IMAGES.items():
+            png = os.path.join(tmp, name + ".png")
+            Image.fromarray(pixels(w, h)).save(png)
+            dst = os.path.join(OUT, f"gemma3_emb_{name}.bin")
+            env = dict(os.environ, MTMD_DEBUG_EMBEDDINGS=dst)
+            subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", png,
+                            "-p", "x", "-n", "1", "--temp", "0", "-t", "1",
+                            "-fa", "off"], env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(dst, os.path.getsize(dst))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Small random-weight projector files (llama.cpp's mmproj: general.architecture
+"clip") to pair with scripts/make_arch_gguf.py's language models.
+
+Usage: scripts/make_arch_gguf.py gemma3 LM.gguf --seed N --mmproj MMPROJ.gguf
+       scripts/make_mmproj_gguf.py gemma3 MMPROJ.gguf --seed N [--n-embd-text 256]
+       (the second: the projector alone, for make_arch_gguf's LM of that seed)
+
+gemma3: a SigLIP tower as llama.cpp's clip.cpp loads it for projector_type
+gemma3 (tools/mtmd/models/siglip.cpp): image_size 64, patch_size 8 (8 x 8
+patches), 2 layers of width 128 (4 heads, FFN 256, tanh GELU: clip.use_gelu),
+LayerNorm eps 1e-6, post_ln, then a 2 x 2 average pool
+(clip.vision.projector.scale_factor 2: 16 rows an image), the soft-emb RMS
+norm and mm.input_projection [128 -> the LM's n_embd]. Matrices F32 (so the
+goldens are float-order noise only), norms 1 + 0.1 z, biases 0.1 z, positions
+0.2 z, matrices std 1/sqrt(fan_in); weights from make_arch_gguf's
+counter-based generator (same seed, same bytes everywhere).
+"""
+import os
+import sys
+
+import numpy as np
+
+import gguf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+GEMMA3 = dict(image_size=64, patch_size=8, n_embd=128, n_head=4, n_ff=256,
+              n_layer=2, n_merge=2, eps=1e-6,
+              mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5])
+
+
+def build_mmproj(kind, out, seed, n_embd_text, randn):
+    if kind != "gemma3":
+        raise SystemExit(f"--mmproj: no projector for {kind!r} (gemma3 only)")
+    c = GEMMA3
+    E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
+    side = c["image_size"] // P
+    w = gguf.GGUFWriter(out, "clip")
+    w.add_name("nucleus random projector")
+    w.add_string("nucleus.gen", f"scripts/make_mmproj_gguf.py {kind} --seed {seed}")
+    w.add_file_type(0)
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_bool("clip.has_text_encoder", False)
+    w.add_string("clip.projector_type", "gemma3")
+    w.add_bool("clip.use_gelu", True)
+    w.add_uint32("clip.vision.image_size", c["image_size"])
+    w.add_uint32("clip.vision.patch_size", P)
+    w.add_uint32("clip.vision.embedding_length", E)
+    w.add_uint32("clip.vision.feed_forward_length", F)
+    w.add_uint32("clip.vision.block_count", c["n_layer"])
+    w.add_uint32("clip.vision.projection_dim", n_embd_text)
+    w.add_uint32("clip.vision.attention.head_count", c["n_head"])
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", c["eps"])
+    w.add_uint32("clip.vision.projector.scale_factor", c["n_merge"])
+    w.add_array("clip.vision.image_mean", c["mean"])
+    w.add_array("clip.vision.image_std", c["std"])
+
+    def mat(name, shape, std):  # numpy order: ggml ne reversed
+        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
+        w.add_tensor(name, x.astype(np.float32))
+
+    def vec(name, n, kind):
+        z = randn(seed, name, n)
+        x = {"norm": 1.0 + 0.1 * z, "bias": 0.1 * z, "pos": 0.2 * z}[kind]
+        w.add_tensor(name, x.astype(np.float32))
+
+    mat("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(3 * P * P))
+    vec("v.patch_embd.bias", E, "bias")
+    pos = randn(seed, "v.position_embd.weight", side * side * E) * 0.2
+    w.add_tensor("v.position_embd.weight",
+                 pos.reshape(side * side, E).astype(np.float32))
+    for i in range(c["n_layer"]):
+        p = f"v.blk.{i}."
+        vec(p + "ln1.weight", E, "norm")
+        vec(p + "ln1.bias", E, "bias")
+        for t in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            mat(p + t + ".weight", (E, E), 1.0 / np.sqrt(E))
+            vec(p + t + ".bias", E, "bias")
+        vec(p + "ln2.weight", E, "norm")
+        vec(p + "ln2.bias", E, "bias")
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        vec(p + "ffn_up.bias", F, "bias")
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        vec(p + "ffn_down.bias", E, "bias")
+    vec("v.post_ln.weight", E, "norm")
+    vec("v.post_ln.bias", E, "bias")
+    vec("mm.soft_emb_norm.weight", E, "norm")
+    # ggml ne [n_embd_text, E]: llama.cpp multiplies its transpose
+    mat("mm.input_projection.weight", (E, n_embd_text), 1.0 / np.sqrt(E))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main(argv):
+    from make_arch_gguf import N_EMBD, randn
+    args, seed, n_text = [], 0, N_EMBD
+    it = iter(argv)
+    for a in it:
+        if a == "--seed":
+            seed = int(next(it))
+        elif a == "--n-embd-text":
+            n_text = int(next(it))
+        else:
+            args.append(a)
+    if len(args) != 2:
+        raise SystemExit(__doc__)
+    build_mmproj(args[0], args[1], seed, n_text, randn)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,12 @@
+/* encode: each projector family's encoder, called by nc_mmproj_encode
+ * (mmproj_encode.c) with the call's scratch (vit.h). */
+#ifndef NC_ENCODE_H
+#define NC_ENCODE_H
+
+#include "mmproj_internal.h"
+#include "vit.h"
+
+nc_code nc_encode_gemma3(const nucleus_mmproj *mm, const nucleus_image *image,
+                         nc_vit *v, float *out, nc_error *err);
+
+#endif

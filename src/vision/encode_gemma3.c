@@ -1,0 +1,135 @@
+/* encode_gemma3: Gemma 3's vision tower and projector in llama.cpp's order
+ * (tools/mtmd/models/siglip.cpp over clip.cpp's build_vit): the image fitted
+ * into image_size^2 and normalised, patch embedding, learned positions,
+ * pre-norm layers (LayerNorm, attention with biases, LayerNorm, GELU MLP),
+ * post_ln, an n_merge x n_merge average pool, RMS norm x soft_emb_norm,
+ * mm.input_projection. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "image.h"
+#include "image_resize.h"
+#include "vit.h"
+
+/* The patch vectors: row p = (py, px) holds its 3 x P x P values in
+ * (channel, y, x) order, as ggml's im2col lays out a conv's inputs. */
+static void patches_of(const float *img, int32_t S, int32_t P, float *out) {
+  const int32_t side = S / P;
+  for (int32_t py = 0; py < side; py++)
+    for (int32_t px = 0; px < side; px++) {
+      float *row = out + ((int64_t)py * side + px) * 3 * P * P;
+      for (int c = 0; c < 3; c++)
+        for (int32_t ky = 0; ky < P; ky++)
+          for (int32_t kx = 0; kx < P; kx++)
+            row[((int64_t)c * P + ky) * P + kx] =
+                img[(((int64_t)py * P + ky) * S + px * P + kx) * 3 + c];
+    }
+}
+
+typedef struct bufs {
+  float *x, *h, *q, *k, *v, *a, *f, *in;
+} bufs;
+
+static void free_bufs(bufs *b) {
+  free(b->x);
+  free(b->h);
+  free(b->q);
+  free(b->k);
+  free(b->v);
+  free(b->a);
+  free(b->f);
+  free(b->in);
+}
+
+static nc_code layer(const nucleus_mmproj *mm, nc_vit *v, const nc_vit_layer *L,
+                     bufs *b, int32_t N, nc_error *err) {
+  const int64_t E = mm->n_embd, F = mm->n_ff;
+  const int32_t dh = mm->n_embd / mm->n_head;
+  nc_vit_layernorm(b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
+  nc_code rc = nc_vit_matmul(v, b->h, E, N, &L->wq, L->bq, b->q, E, err);
+  if (rc == NC_OK)
+    rc = nc_vit_matmul(v, b->h, E, N, &L->wk, L->bk, b->k, E, err);
+  if (rc == NC_OK)
+    rc = nc_vit_matmul(v, b->h, E, N, &L->wv, L->bv, b->v, E, err);
+  if (rc == NC_OK)
+    rc = nc_vit_attention(v, b->q, b->k, b->v, b->a, N, mm->n_head, dh,
+                          1.0f / sqrtf((float)dh), err);
+  if (rc == NC_OK)
+    rc = nc_vit_matmul(v, b->a, E, N, &L->wo, L->bo, b->h, E, err);
+  if (rc != NC_OK) return rc;
+  nc_vit_add(b->x, b->h, (int64_t)N * E);
+  nc_vit_layernorm(b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
+  rc = nc_vit_matmul(v, b->h, E, N, &L->ffn_up, L->ffn_up_b, b->f, F, err);
+  if (rc != NC_OK) return rc;
+  nc_vit_gelu(v, b->f, (int64_t)N * F);
+  rc = nc_vit_matmul(v, b->f, F, N, &L->ffn_down, L->ffn_down_b, b->h, E, err);
+  if (rc != NC_OK) return rc;
+  nc_vit_add(b->x, b->h, (int64_t)N * E);
+  return NC_OK;
+}
+
+nc_code nc_encode_gemma3(const nucleus_mmproj *mm, const nucleus_image *image,
+                         nc_vit *v, float *out, nc_error *err) {
+  const int32_t S = mm->image_size, P = mm->patch_size, side = S / P;
+  const int32_t N = side * side, K = mm->n_merge, ps = side / K;
+  const int64_t E = mm->n_embd, F = mm->n_ff, CPP = 3 * (int64_t)P * P;
+  bufs b = {0};
+  uint8_t *fit = malloc((size_t)3 * S * S);
+  float *img = malloc((size_t)3 * S * S * sizeof *img);
+  b.in = malloc((size_t)N * CPP * sizeof *b.in);
+  b.x = malloc((size_t)N * E * sizeof *b.x);
+  b.h = malloc((size_t)N * E * sizeof *b.h);
+  b.q = malloc((size_t)N * E * sizeof *b.q);
+  b.k = malloc((size_t)N * E * sizeof *b.k);
+  b.v = malloc((size_t)N * E * sizeof *b.v);
+  b.a = malloc((size_t)N * E * sizeof *b.a);
+  b.f = malloc((size_t)N * F * sizeof *b.f);
+  nc_code rc = NC_OK;
+  if (!fit || !img || !b.in || !b.x || !b.h || !b.q || !b.k || !b.v || !b.a ||
+      !b.f)
+    rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
+                 (int)N);
+  if (rc == NC_OK)
+    rc = nc_image_fit_square(image->rgb, image->width, image->height, fit, S,
+                             NC_RESIZE_BILINEAR, err);
+  if (rc == NC_OK) {
+    nc_image_normalize(fit, (int64_t)S * S, mm->mean, mm->std, img);
+    patches_of(img, S, P, b.in);
+    rc = nc_vit_matmul(v, b.in, CPP, N, &mm->patch_embd, mm->patch_bias, b.x, E,
+                       err);
+  }
+  if (rc == NC_OK) {
+    nc_vit_add(b.x, mm->pos_embd, (int64_t)N * E);
+    if (mm->pre_ln_w)
+      nc_vit_layernorm(b.x, mm->pre_ln_w, mm->pre_ln_b, b.x, N, E, mm->eps);
+  }
+  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++)
+    rc = layer(mm, v, &mm->layers[il], &b, N, err);
+  if (rc == NC_OK) {
+    if (mm->post_ln_w)
+      nc_vit_layernorm(b.x, mm->post_ln_w, mm->post_ln_b, b.x, N, E, mm->eps);
+    /* average pool: token (ty, tx) = the mean of its K x K patches, summed
+     * row by row as ggml_pool_2d */
+    const float inv = 1.0f / (float)(K * K);
+    for (int32_t ty = 0; ty < ps; ty++)
+      for (int32_t tx = 0; tx < ps; tx++) {
+        float *o = b.h + ((int64_t)ty * ps + tx) * E;
+        for (int64_t e = 0; e < E; e++) {
+          float s = 0.0f;
+          for (int32_t ky = 0; ky < K; ky++)
+            for (int32_t kx = 0; kx < K; kx++)
+              s += b.x[((int64_t)(ty * K + ky) * side + tx * K + kx) * E + e];
+          o[e] = s * inv;
+        }
+      }
+    nc_vit_rmsnorm(b.h, mm->soft_emb_norm, b.h, ps * ps, E, mm->eps);
+    rc = nc_vit_matmul(v, b.h, E, ps * ps, &mm->input_proj, NULL, out,
+                       mm->n_embd_text, err);
+  }
+  free(fit);
+  free(img);
+  free_bufs(&b);
+  return rc;
+}

@@ -1,0 +1,42 @@
+/* mmproj: a vision projector file (general.architecture "clip": llama.cpp's
+ * mmproj) loaded beside a language model, and what it turns an image into:
+ * rows of the language model's input embeddings (nucleus_mmproj in
+ * include/nucleus.h). The face of src/vision to the engine and the API. */
+#ifndef NC_MMPROJ_H
+#define NC_MMPROJ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/mapped_file.h"
+#include "base/status.h"
+#include "base/threadpool.h"
+#include "model/model.h"
+
+/* Loads path for model (checked: key by key, tensor by tensor). how: the
+ * file's load mode; n_threads 0: the model's. */
+nc_code nc_mmproj_load(const char *path, const nucleus_model *model,
+                       nc_file_load how, int n_threads, nucleus_mmproj **out,
+                       nc_error *err);
+void nc_mmproj_free(nucleus_mmproj *mm);
+
+const char *nc_mmproj_projector(const nucleus_mmproj *mm);
+int32_t nc_mmproj_n_embd(const nucleus_mmproj *mm); /* the LM's width */
+/* The rows image becomes (> 0). */
+int32_t nc_mmproj_image_tokens(const nucleus_mmproj *mm,
+                               const nucleus_image *image);
+/* The family's text around an image's rows (Gemma 3: "<start_of_image>",
+ * "<end_of_image>"); "" where none. */
+const char *nc_mmproj_image_begin(const nucleus_mmproj *mm);
+const char *nc_mmproj_image_end(const nucleus_mmproj *mm);
+/* Whether the language model's attention is bidirectional over an image's
+ * rows (Gemma 3: yes; llama.cpp's mtmd_decode_use_non_causal). */
+bool nc_mmproj_bidirectional(const nucleus_mmproj *mm);
+
+/* Encodes image into out (nc_mmproj_image_tokens x n_embd floats,
+ * row-major), threads from tp (NULL: a pool of the mmproj's n_threads for
+ * the call). */
+nc_code nc_mmproj_encode(const nucleus_mmproj *mm, const nucleus_image *image,
+                         nc_threadpool *tp, float *out, nc_error *err);
+
+#endif

@@ -1,0 +1,507 @@
+/* mmproj_load: reads and checks a projector file (llama.cpp's clip.cpp
+ * loader's keys and tensor names), for the language model beside it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/quant.h"
+#include "mmproj_internal.h"
+
+enum {
+  MAX_VIT_EMBD = 16384,
+  MAX_VIT_FF = 65536,
+  MAX_VIT_LAYERS = 256,
+  MAX_VIT_HEADS = 256,
+  MAX_IMAGE_SIZE = 4096,
+  MAX_MERGE = 64,
+};
+
+static void *keep(nucleus_mmproj *mm, void *p) {
+  if (!p) return NULL;
+  if (mm->n_owned == mm->cap_owned) {
+    int32_t cap = mm->cap_owned ? 2 * mm->cap_owned : 64;
+    void **grown = realloc(mm->owned, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      free(p);
+      return NULL;
+    }
+    mm->owned = grown;
+    mm->cap_owned = cap;
+  }
+  mm->owned[mm->n_owned++] = p;
+  return p;
+}
+
+void nc_mmproj_free(nucleus_mmproj *mm) {
+  if (!mm) return;
+  for (int32_t i = 0; i < mm->n_owned; i++)
+    free(mm->owned[i]);
+  free(mm->owned);
+  free(mm->layers);
+  gguf_close(mm->file);
+  free(mm);
+}
+
+/* ---- keys */
+
+static nc_code get_u32(const gguf_file *f, const char *key, bool required,
+                       int64_t lo, int64_t hi, int32_t *out, nc_error *err) {
+  int64_t v;
+  if (!gguf_get_i64(f, key, &v)) {
+    if (!required) return NC_OK;
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: key '%s' is missing (an integer in [%lld, %lld])",
+                   key, (long long)lo, (long long)hi);
+  }
+  if (v < lo || v > hi)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: key '%s' is %lld, must be in [%lld, %lld]", key,
+                   (long long)v, (long long)lo, (long long)hi);
+  *out = (int32_t)v;
+  return NC_OK;
+}
+
+static nc_code get_floats3(const gguf_file *f, const char *key, float *out,
+                           bool nonzero, nc_error *err) {
+  gguf_value_type t;
+  uint64_t n;
+  if (!gguf_get_arr(f, key, &t, &n) || n < 3)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: key '%s' must be an array of at least 3 numbers",
+                   key);
+  for (uint64_t i = 0; i < 3; i++) {
+    double v;
+    if (!gguf_get_arr_f64(f, key, i, &v) || !isfinite(v) || (nonzero && v == 0))
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "mmproj: key '%s' element %llu must be a finite%s "
+                     "number",
+                     key, (unsigned long long)i, nonzero ? ", non-zero" : "");
+    out[i] = (float)v;
+  }
+  return NC_OK;
+}
+
+/* ---- tensors */
+
+static void shape_text(const gguf_tensor_info *t, char *buf, size_t cap) {
+  size_t k = (size_t)snprintf(buf, cap, "[");
+  for (uint32_t d = 0; d < t->n_dims && k < cap; d++)
+    k += (size_t)snprintf(buf + k, cap - k, d ? ", %lld" : "%lld",
+                          (long long)t->ne[d]);
+  if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+/* The tensor called name with ne = {n0, n1, n2, n3} (1 for unused
+ * dimensions); NULL in *out when absent and not required. */
+static nc_code find(const nucleus_mmproj *mm, const char *name, bool required,
+                    int64_t n0, int64_t n1, int64_t n2, int64_t n3,
+                    const gguf_tensor_info **out, nc_error *err) {
+  *out = NULL;
+  const gguf_tensor_info *t = gguf_find_tensor(mm->file, name);
+  if (!t) {
+    if (!required) return NC_OK;
+    return nc_fail(err, NC_ERR_FORMAT, "mmproj: tensor '%s' is missing", name);
+  }
+  const int64_t want[4] = {n0, n1, n2, n3};
+  for (int d = 0; d < 4; d++) {
+    const int64_t have = d < (int)t->n_dims ? t->ne[d] : 1;
+    if (have != want[d]) {
+      char s[96];
+      shape_text(t, s, sizeof s);
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "mmproj: tensor '%s' has shape %s, expected [%lld, %lld, "
+                     "%lld, %lld] (ggml order)",
+                     name, s, (long long)n0, (long long)n1, (long long)n2,
+                     (long long)n3);
+    }
+  }
+  *out = t;
+  return NC_OK;
+}
+
+/* A vector (norm, bias, positions) of n0 x n1 elements as F32: the file's
+ * data when F32, else a widened copy. */
+static nc_code vector(nucleus_mmproj *mm, const char *name, bool required,
+                      int64_t n0, int64_t n1, const float **out,
+                      nc_error *err) {
+  *out = NULL;
+  const gguf_tensor_info *t;
+  nc_code rc = find(mm, name, required, n0, n1, 1, 1, &t, err);
+  if (rc != NC_OK || !t) return rc;
+  if (t->type == NC_TYPE_F32) {
+    *out = t->data;
+    return NC_OK;
+  }
+  if (t->type != NC_TYPE_F16 && t->type != NC_TYPE_BF16)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: tensor '%s' has type %s, expected F32, F16 or "
+                   "BF16",
+                   name, nc_type_name(t->type));
+  float *v = keep(mm, malloc((size_t)(n0 * n1) * sizeof *v));
+  if (!v) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
+  nc_dequantize_row((nc_type)t->type, t->data, v, n0 * n1);
+  *out = v;
+  return NC_OK;
+}
+
+static nc_code check_matmul_type(const nucleus_mmproj *mm, const char *name,
+                                 nc_type type, int64_t ne0, nc_error *err) {
+  const nc_type_traits *tr = nc_type_traits_of(type);
+  if (!tr || !mm->kern->vec_dot[type] ||
+      !mm->kern->quantize_act[tr->vec_dot_type])
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: tensor '%s' has type %s, which the %s kernels "
+                   "cannot multiply",
+                   name, nc_type_name(type), mm->kern->name);
+  if (ne0 % tr->block_size != 0 ||
+      ne0 % nc_type_traits_of(tr->vec_dot_type)->block_size != 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: tensor '%s' of type %s has rows of %lld "
+                   "elements, not a multiple of its block size %lld",
+                   name, nc_type_name(type), (long long)ne0,
+                   (long long)tr->block_size);
+  return NC_OK;
+}
+
+static nc_weight weight_of(const gguf_tensor_info *t, int64_t ne0,
+                           int64_t ne1) {
+  nc_weight w = {.data = t->data,
+                 .type = (nc_type)t->type,
+                 .ne0 = ne0,
+                 .ne1 = ne1,
+                 .ne2 = 1,
+                 .row_bytes = nc_row_size((nc_type)t->type, ne0),
+                 .name = t->name};
+  return w;
+}
+
+/* A matrix [n_in -> n_out] (ggml ne {n_in, n_out}). */
+static nc_code matrix(nucleus_mmproj *mm, const char *name, int64_t n_in,
+                      int64_t n_out, nc_weight *out, nc_error *err) {
+  const gguf_tensor_info *t;
+  nc_code rc = find(mm, name, true, n_in, n_out, 1, 1, &t, err);
+  if (rc == NC_OK)
+    rc = check_matmul_type(mm, name, (nc_type)t->type, n_in, err);
+  if (rc != NC_OK) return rc;
+  *out = weight_of(t, n_in, n_out);
+  return NC_OK;
+}
+
+/* ---- the hyperparameters */
+
+static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
+  const gguf_file *f = mm->file;
+  gguf_str s;
+  if (!gguf_get_str(f, "general.architecture", &s) || s.len != 4 ||
+      memcmp(s.ptr, "clip", 4) != 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: general.architecture is '%.*s', expected 'clip' "
+                   "(a projector file, llama.cpp's mmproj)",
+                   s.ptr ? (int)(s.len > 64 ? 64 : s.len) : 0,
+                   s.ptr ? s.ptr : "");
+  bool has_vision = false;
+  if (!gguf_get_bool(f, "clip.has_vision_encoder", &has_vision) || !has_vision)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: clip.has_vision_encoder is not true: the file has "
+                   "no vision encoder (audio projectors are not supported)");
+  if (!gguf_get_str(f, "clip.projector_type", &s) &&
+      !gguf_get_str(f, "clip.vision.projector_type", &s))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: clip.projector_type is missing");
+  if (s.len == 6 && memcmp(s.ptr, "gemma3", 6) == 0) {
+    mm->projector = NC_PROJECTOR_GEMMA3;
+    mm->projector_name = "gemma3";
+  } else {
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: clip.projector_type '%.*s' is not supported "
+                   "(supported: gemma3)",
+                   (int)(s.len > 64 ? 64 : s.len), s.ptr);
+  }
+  nc_code rc = NC_OK;
+  int32_t proj_dim = 0;
+  if (rc == NC_OK)
+    rc = get_u32(f, "clip.vision.embedding_length", true, 1, MAX_VIT_EMBD,
+                 &mm->n_embd, err);
+  if (rc == NC_OK)
+    rc = get_u32(f, "clip.vision.attention.head_count", true, 1, MAX_VIT_HEADS,
+                 &mm->n_head, err);
+  if (rc == NC_OK)
+    rc = get_u32(f, "clip.vision.feed_forward_length", true, 1, MAX_VIT_FF,
+                 &mm->n_ff, err);
+  if (rc == NC_OK)
+    rc = get_u32(f, "clip.vision.block_count", true, 1, MAX_VIT_LAYERS,
+                 &mm->n_layer, err);
+  if (rc == NC_OK)
+    rc = get_u32(f, "clip.vision.projection_dim", true, 1, INT32_MAX, &proj_dim,
+                 err);
+  if (rc == NC_OK)
+    rc = get_u32(f, "clip.vision.image_size", true, 1, MAX_IMAGE_SIZE,
+                 &mm->image_size, err);
+  if (rc == NC_OK)
+    rc = get_u32(f, "clip.vision.patch_size", true, 1, mm->image_size,
+                 &mm->patch_size, err);
+  mm->n_merge = 4; /* llama.cpp's default for gemma3 */
+  if (rc == NC_OK)
+    rc = get_u32(f, "clip.vision.projector.scale_factor", false, 1, MAX_MERGE,
+                 &mm->n_merge, err);
+  if (rc != NC_OK) return rc;
+  double eps;
+  if (!gguf_get_f64(f, "clip.vision.attention.layer_norm_epsilon", &eps) ||
+      !(eps > 0) || !(eps < 1))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: key 'clip.vision.attention.layer_norm_epsilon' "
+                   "must be a number in (0, 1)");
+  mm->eps = (float)eps;
+  rc = get_floats3(f, "clip.vision.image_mean", mm->mean, false, err);
+  if (rc == NC_OK)
+    rc = get_floats3(f, "clip.vision.image_std", mm->std, true, err);
+  if (rc != NC_OK) return rc;
+  bool gelu = false, silu = false;
+  gguf_get_bool(f, "clip.use_gelu", &gelu);
+  gguf_get_bool(f, "clip.use_silu", &silu);
+  if (silu)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: clip.use_silu is set: a SiLU vision MLP is not "
+                   "supported for projector %s",
+                   mm->projector_name);
+  mm->act = gelu ? NC_VIT_GELU : NC_VIT_GELU_QUICK;
+  if (mm->projector == NC_PROJECTOR_GEMMA3 && mm->act != NC_VIT_GELU)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: clip.use_gelu is not set: projector gemma3 runs "
+                   "a GELU MLP (the quick GELU is not supported)");
+
+  if (mm->n_embd % mm->n_head != 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: clip.vision.embedding_length %d is not a multiple "
+                   "of clip.vision.attention.head_count %d",
+                   (int)mm->n_embd, (int)mm->n_head);
+  if (mm->image_size % mm->patch_size != 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: clip.vision.image_size %d is not a multiple of "
+                   "clip.vision.patch_size %d",
+                   (int)mm->image_size, (int)mm->patch_size);
+  const int32_t side = mm->image_size / mm->patch_size;
+  if (side % mm->n_merge != 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: %d patches a side (image_size %d / patch_size %d) "
+                   "is not a multiple of clip.vision.projector.scale_factor "
+                   "%d",
+                   (int)side, (int)mm->image_size, (int)mm->patch_size,
+                   (int)mm->n_merge);
+  const int32_t lm_embd = nc_model_hparams(mm->lm)->n_embd;
+  if (proj_dim != lm_embd)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "mmproj: clip.vision.projection_dim %d is not the language "
+                   "model's embedding width %d (a projector for another "
+                   "model?)",
+                   (int)proj_dim, (int)lm_embd);
+  mm->n_embd_text = lm_embd;
+  return NC_OK;
+}
+
+/* ---- the tensors */
+
+static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
+  const int64_t E = mm->n_embd, F = mm->n_ff;
+  nc_vit_layer *L = &mm->layers[il];
+  char name[GGUF_MAX_NAME];
+  nc_code rc = NC_OK;
+#define NAME(part)                                                             \
+  (snprintf(name, sizeof name, "v.blk.%d.%s", (int)il, part), name)
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("ln1.weight"), true, E, 1, &L->ln1_w, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("ln1.bias"), false, E, 1, &L->ln1_b, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("ln2.weight"), true, E, 1, &L->ln2_w, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("ln2.bias"), false, E, 1, &L->ln2_b, err);
+  if (rc == NC_OK) rc = matrix(mm, NAME("attn_q.weight"), E, E, &L->wq, err);
+  if (rc == NC_OK) rc = matrix(mm, NAME("attn_k.weight"), E, E, &L->wk, err);
+  if (rc == NC_OK) rc = matrix(mm, NAME("attn_v.weight"), E, E, &L->wv, err);
+  if (rc == NC_OK) rc = matrix(mm, NAME("attn_out.weight"), E, E, &L->wo, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("attn_q.bias"), false, E, 1, &L->bq, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("attn_k.bias"), false, E, 1, &L->bk, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("attn_v.bias"), false, E, 1, &L->bv, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("attn_out.bias"), false, E, 1, &L->bo, err);
+  if (rc != NC_OK) return rc;
+  /* llama.cpp swaps up and down of files that named them the other way
+   * round (ffn_down reading n_embd); so do we */
+  const gguf_tensor_info *down =
+      gguf_find_tensor(mm->file, NAME("ffn_down.weight"));
+  const bool swapped = down && down->n_dims >= 1 && down->ne[0] == E && E != F;
+  const char *up_name = swapped ? "ffn_down" : "ffn_up";
+  const char *down_name = swapped ? "ffn_up" : "ffn_down";
+  char part[32];
+  snprintf(part, sizeof part, "%s.weight", up_name);
+  rc = matrix(mm, NAME(part), E, F, &L->ffn_up, err);
+  snprintf(part, sizeof part, "%s.bias", up_name);
+  if (rc == NC_OK) rc = vector(mm, NAME(part), false, F, 1, &L->ffn_up_b, err);
+  snprintf(part, sizeof part, "%s.weight", down_name);
+  if (rc == NC_OK) rc = matrix(mm, NAME(part), F, E, &L->ffn_down, err);
+  snprintf(part, sizeof part, "%s.bias", down_name);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME(part), false, E, 1, &L->ffn_down_b, err);
+#undef NAME
+  return rc;
+}
+
+/* Gemma 3's mm.input_projection.weight is [n_embd_text, n_embd] in ggml
+ * order (llama.cpp multiplies its transpose): kept here transposed, as
+ * n_embd_text rows of n_embd, in its own type (F32, F16 or BF16). */
+static nc_code load_input_proj(nucleus_mmproj *mm, nc_error *err) {
+  const char *name = "mm.input_projection.weight";
+  const int64_t E = mm->n_embd, T = mm->n_embd_text;
+  const gguf_tensor_info *t;
+  nc_code rc = find(mm, name, true, T, E, 1, 1, &t, err);
+  if (rc != NC_OK) return rc;
+  if (t->type != NC_TYPE_F32 && t->type != NC_TYPE_F16 &&
+      t->type != NC_TYPE_BF16)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: tensor '%s' has type %s, expected F32, F16 or "
+                   "BF16",
+                   name, nc_type_name(t->type));
+  rc = check_matmul_type(mm, name, (nc_type)t->type, E, err);
+  if (rc != NC_OK) return rc;
+  const size_t es = t->type == NC_TYPE_F32 ? 4 : 2;
+  uint8_t *tr = keep(mm, malloc((size_t)(T * E) * es));
+  if (!tr) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
+  const uint8_t *src = t->data;
+  for (int64_t e = 0; e < E; e++)
+    for (int64_t o = 0; o < T; o++)
+      memcpy(tr + ((size_t)o * E + e) * es, src + ((size_t)e * T + o) * es, es);
+  mm->input_proj = weight_of(t, E, T);
+  mm->input_proj.data = tr;
+  return NC_OK;
+}
+
+/* ggml_conv_2d's im2col holds the patches in F16 (in F32 for a BF16
+ * kernel), and ggml_mul_mat converts the kernel to the patches' type: the
+ * convolution multiplies F16 patches by an F16 kernel, or F32 by F32. The
+ * kernel is kept here in that type, so the matmul rounds the patches as
+ * llama.cpp does. */
+static nc_code patch_embd_type(nucleus_mmproj *mm, const gguf_tensor_info *t,
+                               nc_error *err) {
+  if (t->type == NC_TYPE_F16) return NC_OK;
+  if (t->type != NC_TYPE_F32 && t->type != NC_TYPE_BF16)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: tensor 'v.patch_embd.weight' has type %s, "
+                   "expected F32, F16 or BF16",
+                   nc_type_name(t->type));
+  const nc_type to = t->type == NC_TYPE_F32 ? NC_TYPE_F16 : NC_TYPE_F32;
+  const int64_t n = mm->patch_embd.ne0, rows = mm->patch_embd.ne1;
+  const size_t rb = nc_row_size(to, n);
+  uint8_t *w = keep(mm, malloc(rb * (size_t)rows));
+  float *row = malloc((size_t)n * sizeof *row);
+  if (!w || !row) {
+    free(row);
+    return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    nc_dequantize_row((nc_type)t->type,
+                      (const uint8_t *)t->data +
+                          (size_t)r * mm->patch_embd.row_bytes,
+                      row, n);
+    nc_quantize_row(to, row, w + (size_t)r * rb, n);
+  }
+  free(row);
+  mm->patch_embd.data = w;
+  mm->patch_embd.type = to;
+  mm->patch_embd.row_bytes = rb;
+  return check_matmul_type(mm, "v.patch_embd.weight", to, n, err);
+}
+
+static nc_code load_tensors(nucleus_mmproj *mm, nc_error *err) {
+  const int64_t E = mm->n_embd, P = mm->patch_size;
+  const int64_t side = mm->image_size / mm->patch_size;
+  const gguf_tensor_info *t;
+  nc_code rc = find(mm, "v.patch_embd.weight", true, P, P, 3, E, &t, err);
+  if (rc == NC_OK)
+    rc = check_matmul_type(mm, "v.patch_embd.weight", (nc_type)t->type,
+                           3 * P * P, err);
+  if (rc != NC_OK) return rc;
+  mm->patch_embd = weight_of(t, 3 * P * P, E);
+  rc = patch_embd_type(mm, t, err);
+  if (rc != NC_OK) return rc;
+  rc = vector(mm, "v.patch_embd.bias", false, E, 1, &mm->patch_bias, err);
+  if (rc == NC_OK)
+    rc = vector(mm, "v.position_embd.weight", true, E, side * side,
+                &mm->pos_embd, err);
+  if (rc == NC_OK)
+    rc = vector(mm, "v.pre_ln.weight", false, E, 1, &mm->pre_ln_w, err);
+  if (rc == NC_OK)
+    rc = vector(mm, "v.pre_ln.bias", false, E, 1, &mm->pre_ln_b, err);
+  if (rc == NC_OK)
+    rc = vector(mm, "v.post_ln.weight", false, E, 1, &mm->post_ln_w, err);
+  if (rc == NC_OK)
+    rc = vector(mm, "v.post_ln.bias", false, E, 1, &mm->post_ln_b, err);
+  if (rc != NC_OK) return rc;
+  mm->layers = calloc((size_t)mm->n_layer, sizeof *mm->layers);
+  if (!mm->layers) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
+  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++)
+    rc = load_layer(mm, il, err);
+  if (rc != NC_OK) return rc;
+  rc = vector(mm, "mm.soft_emb_norm.weight", true, E, 1, &mm->soft_emb_norm,
+              err);
+  if (rc == NC_OK) rc = load_input_proj(mm, err);
+  return rc;
+}
+
+nc_code nc_mmproj_load(const char *path, const nucleus_model *model,
+                       nc_file_load how, int n_threads, nucleus_mmproj **out,
+                       nc_error *err) {
+  *out = NULL;
+  if (!path)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "mmproj path is NULL");
+  if (!model)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "an mmproj needs its language model (NULL given)");
+  nucleus_mmproj *mm = calloc(1, sizeof *mm);
+  if (!mm) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
+  mm->lm = model;
+  mm->kern = nc_model_kernels(model);
+  mm->n_threads = n_threads > 0 ? n_threads : nc_model_n_threads(model);
+  nc_code rc = gguf_open_load(path, how, &mm->file, err);
+  if (rc == NC_OK) rc = load_hparams(mm, err);
+  if (rc == NC_OK) rc = load_tensors(mm, err);
+  if (rc != NC_OK) {
+    if (err && strncmp(err->message, "mmproj", 6) != 0)
+      nc_error_prefix(err, "mmproj");
+    nc_mmproj_free(mm);
+    return rc;
+  }
+  *out = mm;
+  return NC_OK;
+}
+
+const char *nc_mmproj_projector(const nucleus_mmproj *mm) {
+  return mm->projector_name;
+}
+
+int32_t nc_mmproj_n_embd(const nucleus_mmproj *mm) {
+  return mm->n_embd_text;
+}
+
+int32_t nc_mmproj_image_tokens(const nucleus_mmproj *mm,
+                               const nucleus_image *image) {
+  (void)image; /* gemma3: every image is resized to image_size */
+  const int32_t side = mm->image_size / mm->patch_size / mm->n_merge;
+  return side * side;
+}
+
+const char *nc_mmproj_image_begin(const nucleus_mmproj *mm) {
+  return mm->projector == NC_PROJECTOR_GEMMA3 ? "<start_of_image>" : "";
+}
+
+const char *nc_mmproj_image_end(const nucleus_mmproj *mm) {
+  return mm->projector == NC_PROJECTOR_GEMMA3 ? "<end_of_image>" : "";
+}
+
+bool nc_mmproj_bidirectional(const nucleus_mmproj *mm) {
+  return mm->projector == NC_PROJECTOR_GEMMA3;
+}

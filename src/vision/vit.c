@@ -1,0 +1,280 @@
+/* vit: a ViT's row operations, matmuls and attention (vit.h). */
+#include "vit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/quant.h"
+
+static float gelu_tanh(float x) {
+  const float c = 0.79788456080286535587989211986876f; /* sqrt(2 / pi) */
+  return 0.5f * x * (1.0f + tanhf(c * x * (1.0f + 0.044715f * x * x)));
+}
+
+nc_code nc_vit_init(nc_vit *v, const nc_kernels *kern, nc_threadpool *tp,
+                    nc_error *err) {
+  memset(v, 0, sizeof *v);
+  v->kern = kern;
+  v->tp = tp;
+  v->gelu = malloc(65536 * sizeof *v->gelu);
+  if (!v->gelu) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  for (uint32_t h = 0; h < 65536; h++)
+    v->gelu[h] = nc_fp32_to_fp16(gelu_tanh(nc_fp16_to_fp32((nc_fp16)h)));
+  return NC_OK;
+}
+
+void nc_vit_free(nc_vit *v) {
+  free(v->gelu);
+  free(v->qact);
+  free(v->scores);
+  memset(v, 0, sizeof *v);
+}
+
+static void run(nc_vit *v, nc_task_fn fn, void *arg) {
+  if (v->tp)
+    nc_threadpool_run(v->tp, fn, arg);
+  else
+    fn(arg, 0, 1);
+}
+
+static int n_threads(const nc_vit *v) {
+  return v->tp ? nc_threadpool_size(v->tp) : 1;
+}
+
+/* ---- matmul */
+
+typedef struct quant_job {
+  const float *x;
+  int64_t x_stride, n;
+  int32_t rows;
+  uint8_t *dst;
+  size_t dst_stride;
+  nc_type vdt;
+  nc_quantize_fn fn;
+} quant_job;
+
+static void quant_worker(void *p, int ith, int nth) {
+  const quant_job *q = p;
+  int64_t lo, hi;
+  nc_split_range(q->rows, ith, nth, &lo, &hi);
+  for (int64_t r = lo; r < hi; r++) {
+    const float *src = q->x + r * q->x_stride;
+    void *dst = q->dst + (size_t)r * q->dst_stride;
+    if (q->fn)
+      q->fn(src, dst, q->n);
+    else
+      nc_quantize_row(q->vdt, src, dst, q->n);
+  }
+}
+
+typedef struct mm_job {
+  const nc_kernels *kern;
+  const nc_weight *w;
+  const uint8_t *a;
+  size_t a_stride;
+  int32_t rows;
+  const float *b;
+  float *y;
+  int64_t y_stride;
+} mm_job;
+
+enum { MM_UNIT = 16 };
+
+static void mm_worker(void *p, int ith, int nth) {
+  const mm_job *t = p;
+  const nc_weight *w = t->w;
+  int64_t lo, hi;
+  nc_split_range((w->ne1 + MM_UNIT - 1) / MM_UNIT, ith, nth, &lo, &hi);
+  lo *= MM_UNIT;
+  hi = hi * MM_UNIT < w->ne1 ? hi * MM_UNIT : w->ne1;
+  if (lo >= hi) return;
+  const uint8_t *base = w->data;
+  const nc_gemm_fn gemm = t->kern->gemm[w->type];
+  if (gemm) {
+    gemm(w->ne0, base + (size_t)lo * w->row_bytes, w->row_bytes, hi - lo, t->a,
+         t->a_stride, t->rows, t->y + lo, (size_t)t->y_stride);
+  } else {
+    const nc_vec_dot_rows_fn dots = t->kern->vec_dot_rows[w->type];
+    const nc_vec_dot_fn dot = t->kern->vec_dot[w->type];
+    for (int64_t r = lo; r < hi; r++) {
+      const uint8_t *wr = base + (size_t)r * w->row_bytes;
+      if (dots && t->rows > 1)
+        dots(w->ne0, wr, t->a, t->a_stride, t->rows, t->y + r,
+             (size_t)t->y_stride);
+      else
+        for (int32_t k = 0; k < t->rows; k++)
+          t->y[(int64_t)k * t->y_stride + r] =
+              dot(w->ne0, wr, t->a + (size_t)k * t->a_stride);
+    }
+  }
+  if (t->b)
+    for (int32_t k = 0; k < t->rows; k++)
+      for (int64_t r = lo; r < hi; r++)
+        t->y[(int64_t)k * t->y_stride + r] += t->b[r];
+}
+
+nc_code nc_vit_matmul(nc_vit *v, const float *x, int64_t x_stride, int32_t rows,
+                      const nc_weight *w, const float *b, float *y,
+                      int64_t y_stride, nc_error *err) {
+  if (rows <= 0) return NC_OK;
+  const nc_type vdt = nc_type_traits_of(w->type)->vec_dot_type;
+  const size_t rs = nc_row_size(vdt, w->ne0);
+  const size_t need = rs * (size_t)rows;
+  if (need > v->qact_cap) {
+    free(v->qact);
+    v->qact = aligned_alloc(64, (need + 63) / 64 * 64);
+    v->qact_cap = v->qact ? need : 0;
+    if (!v->qact)
+      return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory (%zu bytes)",
+                     need);
+  }
+  quant_job q = {.x = x,
+                 .x_stride = x_stride,
+                 .n = w->ne0,
+                 .rows = rows,
+                 .dst = v->qact,
+                 .dst_stride = rs,
+                 .vdt = vdt,
+                 .fn = v->kern->quantize_act[vdt]};
+  run(v, quant_worker, &q);
+  mm_job t = {.kern = v->kern,
+              .w = w,
+              .a = v->qact,
+              .a_stride = rs,
+              .rows = rows,
+              .b = b,
+              .y = y,
+              .y_stride = y_stride};
+  run(v, mm_worker, &t);
+  return NC_OK;
+}
+
+/* ---- row operations */
+
+void nc_vit_layernorm(const float *x, const float *w, const float *b, float *y,
+                      int32_t rows, int64_t n, float eps) {
+  for (int32_t r = 0; r < rows; r++) {
+    const float *xr = x + (int64_t)r * n;
+    float *yr = y + (int64_t)r * n;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+      sum += xr[i];
+    const float mean = (float)(sum / (double)n);
+    double sum2 = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+      const float d = xr[i] - mean;
+      yr[i] = d;
+      sum2 += (double)(d * d);
+    }
+    const float var = (float)(sum2 / (double)n);
+    const float scale = 1.0f / sqrtf(var + eps);
+    for (int64_t i = 0; i < n; i++) {
+      float o = yr[i] * scale;
+      if (w) o *= w[i];
+      if (b) o += b[i];
+      yr[i] = o;
+    }
+  }
+}
+
+void nc_vit_rmsnorm(const float *x, const float *w, float *y, int32_t rows,
+                    int64_t n, float eps) {
+  for (int32_t r = 0; r < rows; r++) {
+    const float *xr = x + (int64_t)r * n;
+    float *yr = y + (int64_t)r * n;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++)
+      sum += (double)(xr[i] * xr[i]);
+    const float mean = (float)(sum / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++)
+      yr[i] = xr[i] * scale * (w ? w[i] : 1.0f);
+  }
+}
+
+void nc_vit_gelu(const nc_vit *v, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const float x = y[i];
+    if (x <= -10.0f)
+      y[i] = 0.0f;
+    else if (x < 10.0f)
+      y[i] = nc_fp16_to_fp32(v->gelu[nc_fp32_to_fp16(x)]);
+  }
+}
+
+void nc_vit_add(float *y, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    y[i] += x[i];
+}
+
+/* ---- attention */
+
+typedef struct attn_job {
+  const float *q, *k, *v;
+  float *out, *scores;
+  int64_t scores_cap;
+  int32_t rows, n_head, head_dim;
+  float scale;
+} attn_job;
+
+static void attn_worker(void *p, int ith, int nth) {
+  const attn_job *t = p;
+  const int64_t W = (int64_t)t->n_head * t->head_dim;
+  float *s = t->scores + (int64_t)ith * t->scores_cap;
+  int64_t lo, hi;
+  nc_split_range((int64_t)t->n_head * t->rows, ith, nth, &lo, &hi);
+  for (int64_t job = lo; job < hi; job++) {
+    const int64_t h = job / t->rows, i = job % t->rows;
+    const float *qi = t->q + i * W + h * t->head_dim;
+    float mx = -INFINITY;
+    for (int32_t j = 0; j < t->rows; j++) {
+      const float *kj = t->k + (int64_t)j * W + h * t->head_dim;
+      float d = 0.0f;
+      for (int32_t c = 0; c < t->head_dim; c++)
+        d += qi[c] * kj[c];
+      s[j] = d * t->scale;
+      if (s[j] > mx) mx = s[j];
+    }
+    double sum = 0.0;
+    for (int32_t j = 0; j < t->rows; j++) {
+      s[j] = expf(s[j] - mx);
+      sum += (double)s[j];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int32_t j = 0; j < t->rows; j++)
+      s[j] *= inv;
+    float *o = t->out + i * W + h * t->head_dim;
+    for (int32_t c = 0; c < t->head_dim; c++) {
+      float acc = 0.0f;
+      for (int32_t j = 0; j < t->rows; j++)
+        acc += t->v[(int64_t)j * W + h * t->head_dim + c] * s[j];
+      o[c] = acc;
+    }
+  }
+}
+
+nc_code nc_vit_attention(nc_vit *v, const float *q, const float *k,
+                         const float *vv, float *out, int32_t rows,
+                         int32_t n_head, int32_t head_dim, float scale,
+                         nc_error *err) {
+  const int nt = n_threads(v);
+  if (rows > v->scores_cap) {
+    free(v->scores);
+    v->scores = malloc((size_t)rows * (size_t)nt * sizeof *v->scores);
+    v->scores_cap = v->scores ? rows : 0;
+    if (!v->scores) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  }
+  attn_job t = {.q = q,
+                .k = k,
+                .v = vv,
+                .out = out,
+                .scores = v->scores,
+                .scores_cap = v->scores_cap,
+                .rows = rows,
+                .n_head = n_head,
+                .head_dim = head_dim,
+                .scale = scale};
+  run(v, attn_worker, &t);
+  return NC_OK;
+}

@@ -1,0 +1,55 @@
+/* vit: the pieces vision encoders are built from (a ViT's layers in
+ * llama.cpp's clip graph order), over the language model's kernel table and
+ * a thread pool. A nc_vit holds the scratch of one encode call. */
+#ifndef NC_VIT_H
+#define NC_VIT_H
+
+#include <stdint.h>
+
+#include "base/threadpool.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+
+typedef struct nc_vit {
+  const nc_kernels *kern;
+  nc_threadpool *tp; /* NULL: the caller's thread alone */
+  nc_fp16 *gelu;     /* [65536]: ggml's GELU table (half -> half) */
+  uint8_t *qact;     /* activation rows in a weight's vec_dot type */
+  size_t qact_cap;
+  float *scores;      /* per thread: one row of attention scores */
+  int64_t scores_cap; /* floats per thread */
+} nc_vit;
+
+nc_code nc_vit_init(nc_vit *v, const nc_kernels *kern, nc_threadpool *tp,
+                    nc_error *err);
+void nc_vit_free(nc_vit *v);
+
+/* y[r] = x[r] W^T (+ b) for rows r of x (ne0 floats each, x_stride apart),
+ * y rows ne1 floats (y_stride apart): the activation rows quantized to the
+ * weight's vec_dot type (as ggml_mul_mat), threads splitting W's rows. */
+nc_code nc_vit_matmul(nc_vit *v, const float *x, int64_t x_stride, int32_t rows,
+                      const nc_weight *w, const float *b, float *y,
+                      int64_t y_stride, nc_error *err);
+
+/* ggml_norm (+ weight, + bias) per row of n: mean and variance summed in
+ * double, scale 1/sqrtf(var + eps). w, b may be NULL. y may alias x. */
+void nc_vit_layernorm(const float *x, const float *w, const float *b, float *y,
+                      int32_t rows, int64_t n, float eps);
+/* ggml_rms_norm (x w) per row of n. */
+void nc_vit_rmsnorm(const float *x, const float *w, float *y, int32_t rows,
+                    int64_t n, float eps);
+/* y = gelu(y) as ggml_gelu on the CPU: 0 at or below -10, y at or above 10,
+ * else the table's half of gelu-tanh at the half of y. */
+void nc_vit_gelu(const nc_vit *v, float *y, int64_t n);
+/* y += x */
+void nc_vit_add(float *y, const float *x, int64_t n);
+
+/* Attention of every row over every row (no mask), per head: softmax(q k^T
+ * * scale) v as ggml's mul_mat + soft_max_ext + mul_mat (F32). q, k, vv,
+ * out: [rows, n_head * head_dim]. */
+nc_code nc_vit_attention(nc_vit *v, const float *q, const float *k,
+                         const float *vv, float *out, int32_t rows,
+                         int32_t n_head, int32_t head_dim, float scale,
+                         nc_error *err);
+
+#endif
