@@ -1,6 +1,6 @@
 # vision: images, projector files (mmproj) and their encoders (src/vision/,
 # src/api/api_image.c, api_vision.c; docs/VISION.md).
-UNIT_TESTS += test_mmproj test_mmproj_encode
+UNIT_TESTS += test_mmproj test_mmproj_encode test_engine_images
 # The random projector paired with build/arch/gemma3.gguf (same seed).
 build/arch/gemma3-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)

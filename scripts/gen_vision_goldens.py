@@ -8,6 +8,11 @@ images (tests/data/vision/README.md):
   llama.cpp's encoder gives them (MTMD_DEBUG_EMBEDDINGS=PATH: int32
   n_tokens, int32 n_embd, then the floats), encoder attention without flash
   (-fa off, F32 throughout);
+- tests/data/vision/gemma3_greedy.txt: llama-mtmd-cli's greedy text (16
+  tokens, -fa off) for the prompt "Describe the two images." with the
+  images wide then tall (one user turn of the file's chat template, a
+  marker per image before the text), without the newline the CLI prints
+  before it and the two after.
 
 Usage: scripts/gen_vision_goldens.py [--llama-bin DIR]
 The images are a pure function of (width, height) (pixel() below; the unit
@@ -58,6 +63,16 @@ def main(argv):
                             "-fa", "off"], env=env, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             print(dst, os.path.getsize(dst))
+        pngs = [os.path.join(tmp, n + ".png") for n in ("wide", "tall")]
+        out = subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", pngs[0],
+                              "--image", pngs[1], "-p", "Describe the two images.",
+                              "-n", "16", "--temp", "0", "-t", "1", "-fa", "off"],
+                             check=True, capture_output=True).stdout
+        assert out.startswith(b"\n") and out.endswith(b"\n\n"), out
+        dst = os.path.join(OUT, "gemma3_greedy.txt")
+        with open(dst, "wb") as f:
+            f.write(out[1:-2])
+        print(dst, out[1:-2])
 
 
 if __name__ == "__main__":

@@ -21,8 +21,10 @@
 #include <string.h>
 
 #include "base/rng.h"
+#include "engine_images.h"
 #include "engine_internal.h"
 #include "request_checks.h"
+#include "vision/mmproj.h"
 
 /* ------------------------------------------------------------ completions */
 
@@ -222,6 +224,9 @@ static void group_free(group *g) {
   for (int32_t i = 0; i < g->n_comps; i++)
     completion_clear(&g->comps[i]);
   nc_beam_group_free(g);
+  for (size_t i = 0; g->image_embd && i < g->req->params.n_images; i++)
+    free(g->image_embd[i]);
+  free(g->image_embd);
   free(g->comps);
   free(g->suppress);
   free(g);
@@ -245,7 +250,9 @@ static nc_code group_create(nucleus_engine *e, nucleus_request *r, group **out,
   g->comps = calloc((size_t)g->n_comps, sizeof *g->comps);
   size_t n_sup = (size_t)e->n_eog + r->params.n_stop_token_ids;
   g->suppress = malloc((n_sup ? n_sup : 1) * sizeof *g->suppress);
-  if (!g->comps || !g->suppress) {
+  if (r->params.n_images)
+    g->image_embd = calloc(r->params.n_images, sizeof *g->image_embd);
+  if (!g->comps || !g->suppress || (r->params.n_images && !g->image_embd)) {
     group_free(g);
     return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   }
@@ -892,6 +899,67 @@ static completion *fed_this_step(nucleus_engine *e, const nc_sched_plan *plan,
   return c;
 }
 
+/* A chunk of a prompt with images, [kv_len, kv_len + *n): cut before an
+ * image it would end inside (an image's rows attend to each other: one
+ * forward takes them whole), and each image it reaches encoded (once per
+ * request, on the engine's threads). False: nothing to feed this step
+ * (the chunk starts inside an image it cannot hold whole; or the encoder
+ * failed, and the request ended with its error). */
+static bool image_chunk(nucleus_engine *e, group *g, int32_t kv_len,
+                        int32_t *n) {
+  const nucleus_request *r = g->req;
+  const size_t n_img = r->params.n_images;
+  for (size_t i = 0; i < n_img; i++) {
+    const int32_t s = r->image_at[i], end = s + r->image_rows[i];
+    const int32_t stop = kv_len + *n;
+    if (stop > s && stop < end) {
+      if (s <= kv_len) return false;
+      *n = s - kv_len;
+    }
+  }
+  const int64_t E = nc_mmproj_n_embd(e->params.mmproj);
+  for (size_t i = 0; i < n_img; i++) {
+    const int32_t s = r->image_at[i], end = s + r->image_rows[i];
+    if (end <= kv_len || s >= kv_len + *n || g->image_embd[i]) continue;
+    float *rows = malloc((size_t)r->image_rows[i] * (size_t)E * sizeof *rows);
+    nc_error err = {0};
+    nc_code rc =
+        rows ? nc_mmproj_encode(e->params.mmproj, r->params.images[i],
+                                nc_context_threadpool(e->ctx), rows, &err)
+             : nc_fail(&err, NC_ERR_NOMEM,
+                       "out of memory for images[%zu]'s rows", i);
+    if (rc != NC_OK) {
+      free(rows);
+      nc_error_prefix(&err, "images[%zu]", i);
+      nc_engine_finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
+      return false;
+    }
+    g->image_embd[i] = rows;
+  }
+  return true;
+}
+
+/* Appends prompt row pos of c: a token, or an image's row (its embedding,
+ * attention over its whole image). */
+static void add_prompt_row(nucleus_engine *e, group *g, const completion *c,
+                           int32_t pos, bool last) {
+  const int32_t tok = c->tokens[pos];
+  if (tok >= 0) {
+    add_row(e, g, tok, pos, c->kv_seq, last);
+    return;
+  }
+  const nucleus_request *r = g->req;
+  const int64_t E = nc_mmproj_n_embd(e->params.mmproj);
+  for (size_t i = 0; i < r->params.n_images; i++) {
+    const int32_t s = r->image_at[i], end = s + r->image_rows[i];
+    if (pos < s || pos >= end) continue;
+    add_row(e, g, 0, pos, c->kv_seq, last);
+    nc_batch_set_input(&e->batch, e->batch.n_tokens - 1,
+                       g->image_embd[i] + (int64_t)(pos - s) * E, end);
+    return;
+  }
+}
+
 /* Runs one step; false when there was nothing to do. */
 static bool step(nucleus_engine *e) {
   int32_t n_seqs = build_sched_state(e);
@@ -929,6 +997,7 @@ static bool step(nucleus_engine *e) {
     completion *c = fed_this_step(e, &plan, i, &kv_len, &n);
     if (!c) continue;
     group *g = c->owner;
+    if (g->req->params.n_images && !image_chunk(e, g, kv_len, &n)) continue;
     int32_t n_draft = c->spec.n_draft;
     if (nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + n + n_draft, NULL) !=
         NC_OK) {
@@ -946,7 +1015,7 @@ static bool step(nucleus_engine *e) {
     for (int32_t k = 0; k < n; k++) {
       int32_t pos = kv_len + k;
       bool last = pos == c->n_tokens - 1;
-      add_row(e, g, c->tokens[pos], pos, c->kv_seq, last);
+      add_prompt_row(e, g, c, pos, last);
       if (snaps && (pos + 1) % bt == 0) {
         if (pos + 1 == keep_end) keep_row = e->batch.n_tokens - 1;
         snap_row = e->batch.n_tokens - 1;
@@ -1319,18 +1388,9 @@ nucleus_status nucleus_engine_submit(nucleus_engine *e, const int32_t *prompt,
                    "prompt: %zu tokens; the context holds %d (leave room for "
                    "at least one generated token)",
                    n_prompt, e->params.n_ctx);
-  if (params->n_images > 0) {
-    if (!e->params.mmproj)
-      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                     "images: %zu given; this engine has no mmproj "
-                     "(--mmproj)",
-                     params->n_images);
-    return nc_fail(err, NC_ERR_UNSUPPORTED,
-                   "images: prompts with images are not supported by the "
-                   "engine yet (docs/VISION.md)");
-  }
   for (size_t i = 0; i < n_prompt; i++)
-    if (prompt[i] < 0 || prompt[i] >= e->n_vocab)
+    if ((prompt[i] < 0 || prompt[i] >= e->n_vocab) &&
+        !(prompt[i] == NUCLEUS_TOKEN_IMAGE && params->n_images > 0))
       return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                      "prompt[%zu]: token id %d out of range [0, %d)%s", i,
                      prompt[i], e->n_vocab,
@@ -1369,8 +1429,14 @@ nucleus_status nucleus_engine_submit(nucleus_engine *e, const int32_t *prompt,
   uint64_t id = ++e->next_id;
   pthread_mutex_unlock(&e->mu);
 
+  int32_t *keyed = NULL, *image_at = NULL, *image_rows = NULL;
+  rc = nc_images_prepare(e->params.mmproj, e->params.max_batch_tokens, prompt,
+                         n_prompt, params, &keyed, &image_at, &image_rows, err);
+  if (rc != NC_OK) return rc;
   nucleus_request *r = NULL;
-  rc = nc_request_create(id, prompt, n_prompt, params, seed, &r, err);
+  rc = nc_request_create(id, keyed ? keyed : prompt, n_prompt, params, seed,
+                         image_at, image_rows, &r, err);
+  free(keyed);
   if (rc != NC_OK) return rc;
 
   pthread_mutex_lock(&e->mu);

@@ -98,6 +98,9 @@ struct group {
    * drafted and kept totals (the beams come and go). */
   int32_t beam_row_stride; /* rows per beam: 1 + draft_max, or 1 */
   int32_t beam_drafted, beam_accepted;
+  /* The request's images (docs/VISION.md): each one's rows, encoded when
+   * its first chunk is fed ([params.n_images], NULL entries until then). */
+  float **image_embd;
 };
 
 /* One step's scratch, sized at create for the most groups and sequences the

@@ -1,4 +1,5 @@
 #include "request.h"
+#include "engine_images.h"
 
 #include "grammar/grammar.h"
 
@@ -49,6 +50,9 @@ static void free_params(nucleus_request_params *p) {
   free((int32_t *)p->speculative.prediction);
   nc_grammar_handle_unref(p->grammar);
   p->grammar = NULL;
+  nc_images_free((nucleus_image **)p->images, p->n_images);
+  p->images = NULL;
+  p->n_images = 0;
 }
 
 static void *dup_mem(const void *src, size_t n, size_t size, bool *ok) {
@@ -73,6 +77,14 @@ static bool copy_params(nucleus_request_params *dst,
     if (!dst->cache_salt) ok = false;
   }
   nc_grammar_handle_ref(dst->grammar); /* the request's own reference */
+  dst->images = NULL;
+  dst->n_images = 0;
+  if (src->n_images) { /* the request's own copies */
+    nucleus_image **imgs = nc_images_copy(src->images, src->n_images);
+    if (!imgs) return false;
+    dst->images = (const nucleus_image *const *)imgs;
+    dst->n_images = src->n_images;
+  }
   dst->grammar_trigger = NULL;
   if (src->grammar_trigger && src->grammar_trigger[0]) {
     dst->grammar_trigger = strdup(src->grammar_trigger);
@@ -113,10 +125,17 @@ static bool copy_params(nucleus_request_params *dst,
 
 nc_code nc_request_create(uint64_t id, const int32_t *prompt, size_t n_prompt,
                           const nucleus_request_params *params, uint64_t seed,
+                          int32_t *image_at, int32_t *image_rows,
                           nucleus_request **out, nc_error *err) {
   *out = NULL;
   nucleus_request *r = calloc(1, sizeof *r);
-  if (!r) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  if (!r) {
+    free(image_at);
+    free(image_rows);
+    return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  }
+  r->image_at = image_at;
+  r->image_rows = image_rows;
   r->id = id;
   r->seed = seed;
   r->t_submit_ms = nc_now_ms();
@@ -126,6 +145,8 @@ nc_code nc_request_create(uint64_t id, const int32_t *prompt, size_t n_prompt,
   if (!ok) {
     free_params(&r->params);
     free(r->prompt);
+    free(r->image_at);
+    free(r->image_rows);
     free(r);
     return nc_fail(err, NC_ERR_NOMEM, "out of memory");
   }
@@ -151,6 +172,8 @@ void nc_request_unref(nucleus_request *r) {
   free_node(r->current);
   free_params(&r->params);
   free(r->prompt);
+  free(r->image_at);
+  free(r->image_rows);
   pthread_mutex_destroy(&r->mu);
   pthread_cond_destroy(&r->cv);
   free(r);

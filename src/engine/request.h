@@ -22,8 +22,12 @@ struct nucleus_request {
   uint64_t id;
   /* Immutable after submit: deep copies owned by the request. */
   nucleus_request_params params;
-  int32_t *prompt;
+  int32_t *prompt; /* an image's rows hold their keys (nc_image_row_token) */
   int32_t n_prompt;
+  /* the position of each image's first row ([params.n_images], owned) and
+   * its row count; the images themselves: params.images, the request's copies
+   */
+  int32_t *image_at, *image_rows;
   uint64_t seed; /* the seed used: given, or drawn from the OS */
   double t_submit_ms;
 
@@ -36,9 +40,12 @@ struct nucleus_request {
   nc_event_node *current; /* the event handed to the caller last */
 };
 
-/* Copies params (stop strings, biases, token lists) and the prompt. */
+/* Copies params (stop strings, biases, token lists, the images:
+ * deep copies) and the prompt. image_at, image_rows: NULL without
+ * images, else malloc'd arrays of params->n_images the request takes. */
 nc_code nc_request_create(uint64_t id, const int32_t *prompt, size_t n_prompt,
                           const nucleus_request_params *params, uint64_t seed,
+                          int32_t *image_at, int32_t *image_rows,
                           nucleus_request **out, nc_error *err);
 void nc_request_unref(nucleus_request *r);
 

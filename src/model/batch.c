@@ -17,8 +17,10 @@ nc_code nc_batch_init(nc_batch *b, int32_t capacity, nc_error *err) {
   b->mm_order = malloc((size_t)capacity);
   b->snap = malloc(sizeof(float *) * (size_t)capacity);
   b->rope_pos = malloc(sizeof(int32_t) * 4 * (size_t)capacity);
+  b->embd = malloc(sizeof(float *) * (size_t)capacity);
+  b->key_end = malloc(sizeof(int32_t) * (size_t)capacity);
   if (!b->token || !b->pos || !b->seq || !b->want_logits || !b->prompt_order ||
-      !b->mm_order || !b->snap || !b->rope_pos) {
+      !b->mm_order || !b->snap || !b->rope_pos || !b->embd || !b->key_end) {
     nc_batch_free(b);
     return nc_fail(err, NC_ERR_NOMEM, "batch of %d entries: out of memory",
                    (int)capacity);
@@ -37,6 +39,8 @@ void nc_batch_free(nc_batch *b) {
   free(b->mm_order);
   free(b->snap);
   free(b->rope_pos);
+  free((void *)b->embd);
+  free(b->key_end);
   memset(b, 0, sizeof *b);
 }
 
@@ -55,6 +59,8 @@ bool nc_batch_add(nc_batch *b, int32_t token, int32_t pos, int32_t seq,
   b->prompt_order[i] = NC_FLASH_ROW;
   b->mm_order[i] = 0;
   b->snap[i] = NULL;
+  if (b->embd) b->embd[i] = NULL;
+  if (b->key_end) b->key_end[i] = 0;
   const int32_t text[4] = {pos, pos, pos, 0};
   memcpy(b->rope_pos + 4 * (int64_t)i, text, sizeof text);
   return true;
@@ -64,6 +70,14 @@ bool nc_batch_set_rope_pos(nc_batch *b, int32_t row, const int32_t pos[4]) {
   if (row < 0 || row >= b->n_tokens) return false;
   memcpy(b->rope_pos + 4 * (int64_t)row, pos, 4 * sizeof *pos);
   return true;
+}
+
+void nc_batch_set_input(nc_batch *b, int32_t row, const float *embd,
+                        int32_t key_end) {
+  if (row < 0 || row >= b->n_tokens || !b->embd || !b->key_end) return;
+  b->embd[row] = embd;
+  b->key_end[row] = key_end;
+  b->prompt_order[row] = NC_FLASH_ROW;
 }
 
 void nc_batch_set_snapshot(nc_batch *b, int32_t row, float *dst) {

@@ -31,6 +31,14 @@ typedef struct nc_batch {
    * RoPE reads them: pos stays the row's place in its sequence (its KV
    * cell, the causal order). */
   int32_t *rope_pos;
+  /* images (docs/VISION.md): the row's input embedding (n_embd floats) in
+   * place of its token's (the token is then a placeholder), NULL for a
+   * token; and the end (exclusive) of the positions its attention sees
+   * when past its own (an image's rows see the whole image), 0 for causal.
+   * NULL / 0 by every add, set by nc_batch_set_input. A row with either
+   * takes flash attention's row order. */
+  const float **embd;
+  int32_t *key_end;
 } nc_batch;
 
 /* Flash attention's orders (attn_flash.h, docs/forward.md):
@@ -108,6 +116,10 @@ bool nc_batch_add_reusable_split(nc_batch *b, int32_t token, int32_t pos,
 /* Row row's M-RoPE position (t, h, w, e); false for a row not in the
  * batch. */
 bool nc_batch_set_rope_pos(nc_batch *b, int32_t row, const int32_t pos[4]);
+/* Row row's input embedding (kept by the caller until the forward call
+ * returns) and key_end (nc_batch's embd and key_end). */
+void nc_batch_set_input(nc_batch *b, int32_t row, const float *embd,
+                        int32_t key_end);
 /* Row row's snapshot target (nc_batch's snap). */
 void nc_batch_set_snapshot(nc_batch *b, int32_t row, float *dst);
 /* Number of entries with want_logits set (rows of the logits output). */

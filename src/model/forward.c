@@ -211,6 +211,9 @@ void nc_fwd_keys(const nc_fwd *ctx, const nc_batch *b, int32_t t,
   if (!ctx->hp->non_causal) {
     *lo = after;
     *hi = p + 1;
+    /* an image's row: every row of its image (llama.cpp decodes an image
+     * with causal attention off; its window still ends behind it) */
+    if (b->key_end && b->key_end[t] > *hi) *hi = b->key_end[t];
     return;
   }
   const int32_t end = ctx->seq_end[b->seq[t]];
@@ -381,9 +384,32 @@ void nc_fwd_swiglu_oai(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
 void nc_fwd_embed(const nc_weight *table, const nc_batch *b, float *x,
                   int64_t n) {
   for (int32_t t = 0; t < b->n_tokens; t++) {
+    if (b->embd && b->embd[t]) {
+      memcpy(x + (int64_t)t * n, b->embd[t], sizeof(float) * (size_t)n);
+      continue;
+    }
     const uint8_t *row =
         (const uint8_t *)table->data + (size_t)b->token[t] * table->row_bytes;
     nc_dequantize_row(table->type, row, x + (int64_t)t * n, n);
+  }
+}
+
+void nc_fwd_scale_tokens(nc_fwd *ctx, const nc_batch *b, float *x, float s,
+                         int64_t n) {
+  if (!b->embd) {
+    nc_fwd_scale(ctx, x, s, b->n_tokens, n);
+    return;
+  }
+  for (int32_t t0 = 0; t0 < b->n_tokens;) { /* runs of token rows */
+    if (b->embd[t0]) {
+      t0++;
+      continue;
+    }
+    int32_t t1 = t0 + 1;
+    while (t1 < b->n_tokens && !b->embd[t1])
+      t1++;
+    nc_fwd_scale(ctx, x + (int64_t)t0 * n, s, t1 - t0, n);
+    t0 = t1;
   }
 }
 

@@ -262,6 +262,10 @@ void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
  * nc_fwd_geglu's gate), element-wise. */
 void nc_fwd_gelu(nc_fwd *ctx, float *y, int32_t rows, int64_t n);
 void nc_fwd_scale(nc_fwd *ctx, float *y, float s, int32_t rows, int64_t n);
+/* nc_fwd_scale of the batch's token rows of x only: an input embedding
+ * keeps its scale (llama.cpp scales token embeddings, not an image's). */
+void nc_fwd_scale_tokens(nc_fwd *ctx, const nc_batch *b, float *x, float s,
+                         int64_t n);
 /* gpt-oss's clamped SwiGLU, as ggml's swiglu_oai: per value, x = min(gate,
  * limit), y = up clamped to [-limit, limit], gate = x / (1 + expf(alpha *
  * -x)) * (y + 1) (llama.cpp: alpha 1.702, limit 7). */
@@ -274,7 +278,8 @@ void nc_fwd_softcap(nc_fwd *ctx, float *y, float cap, int32_t rows, int64_t n);
  * of 0.5 x (1 + tanh(sqrt(2 / pi) x (1 + 0.044715 x^2))), x = h's value. */
 void nc_fwd_gelu_table(nc_fp16 *tab);
 /* The rows of an embedding table (n values each) of the batch's tokens,
- * dequantized into x (b->n_tokens rows of n). */
+ * dequantized into x (b->n_tokens rows of n); a row with an input
+ * embedding (nc_batch_set_input: an image's) takes that one instead. */
 void nc_fwd_embed(const nc_weight *table, const nc_batch *b, float *x,
                   int64_t n);
 /* RoPE's cos/sin rows (half values each) of the batch's positions, with

@@ -289,6 +289,13 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "%d",
                    (int)side, (int)mm->image_size, (int)mm->patch_size,
                    (int)mm->n_merge);
+  /* the language models whose forward takes this projector's rows */
+  const char *lm_arch = nc_model_arch_name(mm->lm);
+  if (mm->projector == NC_PROJECTOR_GEMMA3 && strcmp(lm_arch, "gemma3") != 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "mmproj: projector gemma3 pairs with a gemma3 language "
+                   "model, not %s",
+                   lm_arch);
   const int32_t lm_embd = nc_model_hparams(mm->lm)->n_embd;
   if (proj_dim != lm_embd)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,

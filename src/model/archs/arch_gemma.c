@@ -251,7 +251,7 @@ static nc_code gemma_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   nc_fwd_embed(&w->tok_embd, b, s->x, E);
   nc_fwd_rope_rows(b, &rope, NULL, s->rope_cos, s->rope_sin, half);
   nc_fwd_rope_rows(b, &rope_swa, NULL, s->rope_cos_swa, s->rope_sin_swa, half);
-  nc_fwd_scale(ctx, s->x, sqrtf((float)E), T, E);
+  nc_fwd_scale_tokens(ctx, b, s->x, sqrtf((float)E), E);
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];
     /* attention block */
