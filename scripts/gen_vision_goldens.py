@@ -7,7 +7,8 @@ images (tests/data/vision/README.md):
 - tests/data/vision/gemma3_emb_<name>.bin: the image's embedding rows as
   llama.cpp's encoder gives them (MTMD_DEBUG_EMBEDDINGS=PATH: int32
   n_tokens, int32 n_embd, then the floats), encoder attention without flash
-  (-fa off, F32 throughout);
+  (-fa off, F32 throughout); gemma3_emb_<name>_fa.bin: the same with flash
+  attention (-fa on: K and V cast to F16, ggml's flash path);
 - tests/data/vision/gemma3_greedy.txt: llama-mtmd-cli's greedy text (16
   tokens, -fa off) for the prompt "Describe the two images." with the
   images wide then tall (one user turn of the file's chat template, a
@@ -56,13 +57,15 @@ def main(argv):
         for name, (w, h) in IMAGES.items():
             png = os.path.join(tmp, name + ".png")
             Image.fromarray(pixels(w, h)).save(png)
-            dst = os.path.join(OUT, f"gemma3_emb_{name}.bin")
-            env = dict(os.environ, MTMD_DEBUG_EMBEDDINGS=dst)
-            subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", png,
-                            "-p", "x", "-n", "1", "--temp", "0", "-t", "1",
-                            "-fa", "off"], env=env, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            print(dst, os.path.getsize(dst))
+            for fa, suffix in (("off", ""), ("on", "_fa")):
+                dst = os.path.join(OUT, f"gemma3_emb_{name}{suffix}.bin")
+                env = dict(os.environ, MTMD_DEBUG_EMBEDDINGS=dst)
+                subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", png,
+                                "-p", "x", "-n", "1", "--temp", "0", "-t", "1",
+                                "-fa", fa], env=env, check=True,
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+                print(dst, os.path.getsize(dst))
         pngs = [os.path.join(tmp, n + ".png") for n in ("wide", "tall")]
         out = subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", pngs[0],
                               "--image", pngs[1], "-p", "Describe the two images.",

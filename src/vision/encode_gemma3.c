@@ -55,7 +55,7 @@ static nc_code layer(const nucleus_mmproj *mm, nc_vit *v, const nc_vit_layer *L,
     rc = nc_vit_matmul(v, b->h, E, N, &L->wv, L->bv, b->v, E, err);
   if (rc == NC_OK)
     rc = nc_vit_attention(v, b->q, b->k, b->v, b->a, N, mm->n_head, dh,
-                          1.0f / sqrtf((float)dh), err);
+                          1.0f / sqrtf((float)dh), mm->flash, err);
   if (rc == NC_OK)
     rc = nc_vit_matmul(v, b->a, E, N, &L->wo, L->bo, b->h, E, err);
   if (rc != NC_OK) return rc;

@@ -34,6 +34,7 @@ struct nucleus_mmproj {
   nc_projector projector;
   const char *projector_name; /* static */
   nc_vit_act act;
+  bool flash; /* attention as llama.cpp's with flash attention: the LM's */
   int32_t n_embd, n_head, n_ff, n_layer; /* the vision tower's */
   int32_t n_embd_text;                   /* the LM's: each output row */
   int32_t image_size, patch_size, n_merge;

@@ -473,6 +473,7 @@ nc_code nc_mmproj_load(const char *path, const nucleus_model *model,
   mm->lm = model;
   mm->kern = nc_model_kernels(model);
   mm->n_threads = n_threads > 0 ? n_threads : nc_model_n_threads(model);
+  mm->flash = nc_model_flash_attn(model); /* llama.cpp: mtmd takes the LM's */
   nc_code rc = gguf_open_load(path, how, &mm->file, err);
   if (rc == NC_OK) rc = load_hparams(mm, err);
   if (rc == NC_OK) rc = load_tensors(mm, err);

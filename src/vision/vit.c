@@ -26,6 +26,9 @@ nc_code nc_vit_init(nc_vit *v, const nc_kernels *kern, nc_threadpool *tp,
 
 void nc_vit_free(nc_vit *v) {
   free(v->gelu);
+  free(v->f16tab);
+  free(v->k16);
+  free(v->v16);
   free(v->qact);
   free(v->scores);
   memset(v, 0, sizeof *v);
@@ -254,10 +257,161 @@ static void attn_worker(void *p, int ith, int nth) {
   }
 }
 
+/* flash attention: one (head, rows [r0, r1)) job of the tiled path, or
+ * of the one-row path */
+typedef struct flash_job {
+  const nc_vit *v;
+  const float *q;
+  float *out;
+  int32_t rows, n_head, head_dim;
+  float scale;
+} flash_job;
+
+enum { FLASH_Q_TILE = 64 }; /* ggml's GGML_FA_TILE_Q */
+
+static void flash_tiled(const flash_job *t, int32_t h, int32_t r0, int32_t r1,
+                        float *mem) {
+  const int32_t hd = t->head_dim, m = r1 - r0, W = t->n_head * hd;
+  float *kt = mem, *vt = kt + (size_t)hd * NC_FLASH_KTILE;
+  float *p = vt + (size_t)hd * NC_FLASH_KTILE;
+  float *M = p + (size_t)m * NC_FLASH_KTILE, *S = M + m, *acc = S + m;
+  const float **q = (const float **)(acc + (size_t)m * hd);
+  float **out = (float **)(q + m);
+  int32_t *lo = (int32_t *)(out + m), *hi = lo + m;
+  for (int32_t i = 0; i < m; i++) {
+    q[i] = t->q + (int64_t)(r0 + i) * W + (int64_t)h * hd;
+    out[i] = t->out + (int64_t)(r0 + i) * W + (int64_t)h * hd;
+  }
+  nc_flash_tstate st = {M, S, acc};
+  nc_flash_tstate_init(&st, m, hd);
+  const nc_flash_rows rr = {.q = q,
+                            .lo = lo,
+                            .hi = hi,
+                            .m = m,
+                            .hd = hd,
+                            .hdv = hd,
+                            .scale = t->scale,
+                            .softcap = 0};
+  for (int32_t j0 = 0; j0 < t->rows; j0 += NC_FLASH_KTILE) {
+    const int32_t n =
+        t->rows - j0 < NC_FLASH_KTILE ? t->rows - j0 : NC_FLASH_KTILE;
+    memset(kt, 0, sizeof(float) * (size_t)hd * NC_FLASH_KTILE);
+    memset(vt, 0, sizeof(float) * (size_t)hd * NC_FLASH_KTILE);
+    t->v->flash->tile_widen(t->v->k16 + (int64_t)j0 * W + (int64_t)h * hd,
+                            (size_t)W,
+                            t->v->v16 + (int64_t)j0 * W + (int64_t)h * hd,
+                            (size_t)W, n, hd, hd, t->v->f16tab, kt, vt);
+    for (int32_t i = 0; i < m; i++) {
+      lo[i] = 0;
+      hi[i] = n;
+    }
+    t->v->flash->tile_prompt(&rr, kt, vt, p, &st);
+  }
+  nc_flash_tfinish(&st, m, hd, NULL, out);
+}
+
+static void flash_row(const flash_job *t, int32_t h, int32_t r, float *mem) {
+  const int32_t hd = t->head_dim, W = t->n_head * hd;
+  nc_fp16 *qh = (nc_fp16 *)mem;
+  float *s = mem + hd, *M = s + NC_FLASH_KTILE, *S = M + 1;
+  nc_fp16 *acc = (nc_fp16 *)(S + 1);
+  const float *qr = t->q + (int64_t)r * W + (int64_t)h * hd;
+  for (int32_t d = 0; d < hd; d++)
+    qh[d] = nc_fp32_to_fp16(qr[d]);
+  nc_flash_state st = {M, S, acc, NULL};
+  nc_flash_state_init(&st, 1, hd);
+  const nc_flash_query fq = {
+      .q = qh, .m = 1, .hd = hd, .hdv = hd, .scale = t->scale, .softcap = 0};
+  for (int32_t j0 = 0; j0 < t->rows; j0 += NC_FLASH_KTILE) {
+    const int32_t n =
+        t->rows - j0 < NC_FLASH_KTILE ? t->rows - j0 : NC_FLASH_KTILE;
+    t->v->flash->tile(&fq, t->v->k16 + (int64_t)j0 * W + (int64_t)h * hd,
+                      (size_t)W, t->v->v16 + (int64_t)j0 * W + (int64_t)h * hd,
+                      (size_t)W, n, t->v->f16tab, s, &st);
+  }
+  nc_flash_finish(&st, 1, hd, t->v->f16tab, NULL,
+                  t->out + (int64_t)r * W + (int64_t)h * hd, (size_t)hd);
+}
+
+static void flash_worker(void *p, int ith, int nth) {
+  const flash_job *t = p;
+  float *mem = t->v->scores + (int64_t)ith * t->v->scores_cap;
+  if (t->rows >= FLASH_Q_TILE) {
+    const int32_t tiles = (t->rows + FLASH_Q_TILE - 1) / FLASH_Q_TILE;
+    int64_t lo, hi;
+    nc_split_range((int64_t)t->n_head * tiles, ith, nth, &lo, &hi);
+    for (int64_t j = lo; j < hi; j++) {
+      const int32_t h = (int32_t)(j / tiles), r0 = (int32_t)(j % tiles) * 64;
+      const int32_t r1 = r0 + 64 < t->rows ? r0 + 64 : t->rows;
+      flash_tiled(t, h, r0, r1, mem);
+    }
+    return;
+  }
+  int64_t lo, hi;
+  nc_split_range((int64_t)t->n_head * t->rows, ith, nth, &lo, &hi);
+  for (int64_t j = lo; j < hi; j++)
+    flash_row(t, (int32_t)(j / t->rows), (int32_t)(j % t->rows), mem);
+}
+
+static nc_code flash_attention(nc_vit *v, const float *q, const float *k,
+                               const float *vv, float *out, int32_t rows,
+                               int32_t n_head, int32_t head_dim, float scale,
+                               nc_error *err) {
+  const int nt = n_threads(v);
+  const int64_t W = (int64_t)n_head * head_dim, n = (int64_t)rows * W;
+  if (!v->flash) {
+    v->flash = v->kern->attn_flash ? v->kern->attn_flash() : NULL;
+    if (!v->flash) v->flash = nc_attn_flash_plain();
+  }
+  if (!v->f16tab) {
+    v->f16tab = malloc(65536 * sizeof *v->f16tab);
+    if (!v->f16tab) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+    for (uint32_t h = 0; h < 65536; h++)
+      v->f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
+  }
+  if ((size_t)n > v->kv16_cap) {
+    free(v->k16);
+    free(v->v16);
+    v->k16 = malloc((size_t)n * sizeof *v->k16);
+    v->v16 = malloc((size_t)n * sizeof *v->v16);
+    v->kv16_cap = v->k16 && v->v16 ? (size_t)n : 0;
+    if (!v->kv16_cap)
+      return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  }
+  for (int64_t i = 0; i < n; i++) {
+    v->k16[i] = nc_fp32_to_fp16(k[i]);
+    v->v16[i] = nc_fp32_to_fp16(vv[i]);
+  }
+  /* per thread: a tile's kt, vt and scores, the state and pointers of 64
+   * rows (the tiled path) or one row's (the one-row path) */
+  const int64_t hd = head_dim, mrows = FLASH_Q_TILE;
+  const int64_t need = (2 * hd * NC_FLASH_KTILE + mrows * NC_FLASH_KTILE +
+                        mrows * (2 + hd) + mrows * 6 + hd + 64 + 15) /
+                       16 * 16; /* 64-byte steps: aligned pointers per thread */
+  if (need > v->scores_cap) {
+    free(v->scores);
+    v->scores = malloc((size_t)need * (size_t)nt * sizeof *v->scores);
+    v->scores_cap = v->scores ? need : 0;
+    if (!v->scores) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  }
+  flash_job t = {.v = v,
+                 .q = q,
+                 .out = out,
+                 .rows = rows,
+                 .n_head = n_head,
+                 .head_dim = head_dim,
+                 .scale = scale};
+  run(v, flash_worker, &t);
+  return NC_OK;
+}
+
 nc_code nc_vit_attention(nc_vit *v, const float *q, const float *k,
                          const float *vv, float *out, int32_t rows,
                          int32_t n_head, int32_t head_dim, float scale,
-                         nc_error *err) {
+                         bool flash, nc_error *err) {
+  if (flash)
+    return flash_attention(v, q, k, vv, out, rows, n_head, head_dim, scale,
+                           err);
   const int nt = n_threads(v);
   if (rows > v->scores_cap) {
     free(v->scores);

@@ -18,6 +18,12 @@ typedef struct nc_vit {
   size_t qact_cap;
   float *scores;      /* per thread: one row of attention scores */
   int64_t scores_cap; /* floats per thread */
+  /* flash attention (nc_vit_attention with flash): the kernels, half ->
+   * float, K and V rounded to F16 */
+  const nc_attn_flash_kernels *flash;
+  float *f16tab;
+  nc_fp16 *k16, *v16;
+  size_t kv16_cap;
 } nc_vit;
 
 nc_code nc_vit_init(nc_vit *v, const nc_kernels *kern, nc_threadpool *tp,
@@ -45,11 +51,14 @@ void nc_vit_gelu(const nc_vit *v, float *y, int64_t n);
 void nc_vit_add(float *y, const float *x, int64_t n);
 
 /* Attention of every row over every row (no mask), per head: softmax(q k^T
- * * scale) v as ggml's mul_mat + soft_max_ext + mul_mat (F32). q, k, vv,
- * out: [rows, n_head * head_dim]. */
+ * * scale) v. q, k, vv, out: [rows, n_head * head_dim]. Without flash as
+ * ggml's mul_mat + soft_max_ext + mul_mat (F32); with flash as llama.cpp's
+ * clip graph with flash attention (its CPU default): K and V cast to F16,
+ * ggml_flash_attn_ext's tiled path for 64 rows or more (q in F32, keys in
+ * tiles of 64), its one-row path below (q rounded to F16) (attn_flash.h). */
 nc_code nc_vit_attention(nc_vit *v, const float *q, const float *k,
                          const float *vv, float *out, int32_t rows,
                          int32_t n_head, int32_t head_dim, float scale,
-                         nc_error *err);
+                         bool flash, nc_error *err);
 
 #endif

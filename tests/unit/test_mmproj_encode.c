@@ -4,7 +4,8 @@
  * tall, and one of the encoder's own size) give llama.cpp's rows within
  * 1e-4 of the rows' largest value, on the plain-C kernels and the best
  * table, at 1 and 3 threads (the same bits at both: threads split output
- * rows only). */
+ * rows only); with flash attention off and on (gemma3_emb_*_fa.bin:
+ * llama.cpp's flash path, K and V in F16). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,10 +41,11 @@ static uint8_t *pixels(int32_t w, int32_t h) {
   return p;
 }
 
-static float *golden(const char *name, int32_t *n_tok, int32_t *n_embd) {
+static float *golden(const char *name, bool flash, int32_t *n_tok,
+                     int32_t *n_embd) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/tests/data/vision/gemma3_emb_%s.bin", root(),
-           name);
+  snprintf(path, sizeof path, "%s/tests/data/vision/gemma3_emb_%s%s.bin",
+           root(), name, flash ? "_fa" : "");
   FILE *f = fopen(path, "rb");
   if (!f) fail_msg("%s is missing (scripts/gen_vision_goldens.py)", path);
   int32_t hdr[2];
@@ -62,13 +64,14 @@ typedef struct pair {
   nucleus_mmproj *mm;
 } pair;
 
-static pair load(bool reference, int n_threads) {
+static pair load(bool reference, bool flash, int n_threads) {
   char lm_path[4096], mm_path[4096];
   snprintf(lm_path, sizeof lm_path, "%s/build/arch/gemma3.gguf", root());
   snprintf(mm_path, sizeof mm_path, "%s/build/arch/gemma3-mmproj.gguf", root());
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = n_threads;
   mp.reference_kernels = reference;
+  mp.flash_attn = flash ? NUCLEUS_FLASH_ATTN_ON : NUCLEUS_FLASH_ATTN_OFF;
   pair p = {0};
   nucleus_error err;
   if (nucleus_model_load(lm_path, &mp, &p.lm, &err) != NUCLEUS_OK ||
@@ -109,12 +112,12 @@ static float *encode(const pair *p, int32_t w, int32_t h, size_t *n_out) {
   return out;
 }
 
-static void check_table(bool reference) {
-  pair p1 = load(reference, 1), p3 = load(reference, 3);
+static void check_table(bool reference, bool flash) {
+  pair p1 = load(reference, flash, 1), p3 = load(reference, flash, 3);
   int bad = 0;
   for (size_t i = 0; i < sizeof IMAGES / sizeof IMAGES[0]; i++) {
     int32_t n_tok, n_embd;
-    float *g = golden(IMAGES[i].name, &n_tok, &n_embd);
+    float *g = golden(IMAGES[i].name, flash, &n_tok, &n_embd);
     assert_int_equal(n_embd, nucleus_mmproj_n_embd(p1.mm));
     size_t n1, n3;
     float *a = encode(&p1, IMAGES[i].w, IMAGES[i].h, &n1);
@@ -126,10 +129,10 @@ static void check_table(bool reference) {
       if (fabs(g[k]) > scale) scale = fabs(g[k]);
     for (size_t k = 0; k < n1; k++)
       if (fabs(a[k] - g[k]) > worst) worst = fabs(a[k] - g[k]);
-    print_message("%s kernels, image %s: max |diff| %.3g of max |value| %.3g "
-                  "(%.3g relative)\n",
-                  reference ? "ref" : "best", IMAGES[i].name, worst, scale,
-                  worst / scale);
+    print_message("%s kernels, flash %s, image %s: max |diff| %.3g of max "
+                  "|value| %.3g (%.3g relative)\n",
+                  reference ? "ref" : "best", flash ? "on" : "off",
+                  IMAGES[i].name, worst, scale, worst / scale);
     if (!(worst <= REL_BOUND * scale)) bad++;
     free(a);
     free(b);
@@ -142,18 +145,27 @@ static void check_table(bool reference) {
 
 static void test_reference_kernels(void **state) {
   (void)state;
-  check_table(true);
+  check_table(true, false);
 }
 
 static void test_best_kernels(void **state) {
   (void)state;
-  check_table(false);
+  check_table(false, false);
+}
+
+/* llama.cpp's clip attention with flash attention on (its CPU default, and
+ * nucleus's: the encoder follows the model's flash_attn) */
+static void test_flash(void **state) {
+  (void)state;
+  check_table(true, true);
+  check_table(false, true);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_kernels),
       cmocka_unit_test(test_best_kernels),
+      cmocka_unit_test(test_flash),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
