@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_images.h"
 #include "cli_io.h"
 #include "cli_options.h"
 #include "cli_stream.h"
@@ -20,14 +21,22 @@ static void on_sigint(int sig) {
 }
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: nucleus run [options] -p PROMPT\n\n"
-               "Streams a continuation: greedy unless --temp is given; with\n"
-               "--temp the other sampling options default as listed\n"
-               "(llama.cpp's), or as the model file recommends\n"
-               "(general.sampling.*).\n\n"
-               "  -p, --prompt TEXT       the prompt\n"
-               "  -f, --file FILE         read the prompt from a file\n"
-               "  --tokens 1,2,3          the prompt as token ids\n");
+  fprintf(out,
+          "usage: nucleus run [options] -p PROMPT\n\n"
+          "Streams a continuation: greedy unless --temp is given; with\n"
+          "--temp the other sampling options default as listed\n"
+          "(llama.cpp's), or as the model file recommends\n"
+          "(general.sampling.*).\n\n"
+          "  -p, --prompt TEXT       the prompt\n"
+          "  -f, --file FILE         read the prompt from a file\n"
+          "  --tokens 1,2,3          the prompt as token ids\n"
+          "  --mmproj FILE           a vision projector for the model\n"
+          "                          (llama.cpp's mmproj GGUF)\n"
+          "  --image FILE            an image (PNG, JPEG, WebP; repeat for\n"
+          "                          more): the prompt becomes one user\n"
+          "                          turn of the chat template, the images\n"
+          "                          before the text, as llama-mtmd-cli\n"
+          "                          builds it; only the reply is printed\n");
   cli_options_help(out, NUCLEUS_SURFACE_CLI);
 }
 
@@ -65,7 +74,9 @@ static int32_t *parse_tokens(const char *s, size_t *n_out) {
 int cmd_run(int argc, char **argv) {
   cli_options o;
   cli_options_init(&o);
-  const char *prompt = NULL, *tokens_arg = NULL, *file = NULL;
+  const char *prompt = NULL, *tokens_arg = NULL, *file = NULL, *mmproj = NULL;
+  const char *image_paths[CLI_MAX_IMAGES];
+  int n_images = 0;
   for (int i = 1; i < argc; i++) {
     int r = cli_options_parse(&o, argc, argv, &i);
     if (r < 0) return 2;
@@ -75,10 +86,16 @@ int cmd_run(int argc, char **argv) {
       usage(stdout);
       return 0;
     }
+    if (!strcmp(a, "--image") && n_images == CLI_MAX_IMAGES) {
+      fprintf(stderr, "error: --image: at most %d images\n", CLI_MAX_IMAGES);
+      return 2;
+    }
     const char **dest = !strcmp(a, "-p") || !strcmp(a, "--prompt") ? &prompt
                         : !strcmp(a, "-f") || !strcmp(a, "--file") ? &file
                         : !strcmp(a, "--tokens")                   ? &tokens_arg
-                                                                   : NULL;
+                        : !strcmp(a, "--mmproj")                   ? &mmproj
+                        : !strcmp(a, "--image") ? &image_paths[n_images]
+                                                : NULL;
     if (dest) {
       if (!(*dest = flag_value(argc, argv, i))) {
         fprintf(stderr, "error: %s needs a value\n\n", a);
@@ -86,6 +103,7 @@ int cmd_run(int argc, char **argv) {
         return 2;
       }
       i++;
+      if (!strcmp(a, "--image")) n_images++;
     } else {
       fprintf(stderr, "error: unknown or incomplete option '%s'\n\n", a);
       usage(stderr);
@@ -96,6 +114,11 @@ int cmd_run(int argc, char **argv) {
       o.request.sampling.temperature != 0) {
     fprintf(stderr, "error: --temp does not apply to beam search, which ranks "
                     "the raw log-probabilities\n");
+    return 2;
+  }
+  if (n_images > 0 && (!mmproj || tokens_arg)) {
+    fprintf(stderr, "error: --image needs --mmproj and a text prompt (-p or "
+                    "-f), not --tokens\n");
     return 2;
   }
   char *file_text = NULL;
@@ -132,8 +155,20 @@ int cmd_run(int argc, char **argv) {
   nucleus_error err = {0};
   nucleus_engine *engine = NULL;
   nucleus_request *req = NULL;
+  cli_images ci = {0};
   if (cli_options_prepare(&o, model)) goto done;
-  if (tokens_arg) {
+  if (n_images > 0) {
+    if (cli_images_prompt(model, &o.model, mmproj, image_paths, n_images,
+                          prompt, &ci))
+      goto done;
+    o.engine.mmproj = ci.mmproj;
+    o.request.images = (const nucleus_image *const *)ci.images;
+    o.request.n_images = (size_t)ci.n_images;
+    ids = ci.ids;
+    n_ids = ci.n_ids;
+    ci.ids = NULL;
+    prompt = NULL; /* a chat turn: only the reply is printed */
+  } else if (tokens_arg) {
     ids = parse_tokens(tokens_arg, &n_ids);
     if (!ids) {
       fprintf(stderr, "error: --tokens: expected comma-separated ids\n");
@@ -177,6 +212,7 @@ done:
   nucleus_request_free(req);
   nucleus_engine_free(engine);
   nucleus_free(ids);
+  cli_images_free(&ci);
   nucleus_model_free(model);
   free(file_text);
   cli_options_free(&o);
