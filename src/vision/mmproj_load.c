@@ -121,7 +121,8 @@ static nc_code find(const nucleus_mmproj *mm, const char *name, bool required,
 }
 
 /* A vector (norm, bias, positions) of n0 x n1 elements as F32: the file's
- * data when F32, else a widened copy. */
+ * data when F32, else a dequantized copy (any type the file reader takes:
+ * Q8_0 files quantize the positions too). */
 static nc_code vector(nucleus_mmproj *mm, const char *name, bool required,
                       int64_t n0, int64_t n1, const float **out,
                       nc_error *err) {
@@ -133,11 +134,6 @@ static nc_code vector(nucleus_mmproj *mm, const char *name, bool required,
     *out = t->data;
     return NC_OK;
   }
-  if (t->type != NC_TYPE_F16 && t->type != NC_TYPE_BF16)
-    return nc_fail(err, NC_ERR_UNSUPPORTED,
-                   "mmproj: tensor '%s' has type %s, expected F32, F16 or "
-                   "BF16",
-                   name, nc_type_name(t->type));
   float *v = keep(mm, malloc((size_t)(n0 * n1) * sizeof *v));
   if (!v) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
   nc_dequantize_row((nc_type)t->type, t->data, v, n0 * n1);
