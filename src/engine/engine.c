@@ -955,7 +955,8 @@ static void add_prompt_row(nucleus_engine *e, group *g, const completion *c,
     if (pos < s || pos >= end) continue;
     add_row(e, g, 0, pos, c->kv_seq, last);
     nc_batch_set_input(&e->batch, e->batch.n_tokens - 1,
-                       g->image_embd[i] + (int64_t)(pos - s) * E, end);
+                       g->image_embd[i] + (int64_t)(pos - s) * E,
+                       nc_mmproj_bidirectional(e->params.mmproj) ? end : 0);
     return;
   }
 }
