@@ -15,6 +15,9 @@ test_forward_ref_REF := 1
 # per golden arch_<file>.txt, and qwen3moek (no golden: invariance only).
 UNIT_TESTS += test_forward_arch
 test_forward_arch_REF := 1
+# The qwen VL language models on an image's embedding rows (M-RoPE
+# positions, DeepStack) against llama.cpp (tests/data/logits/vl_image_*.txt)
+UNIT_TESTS += test_forward_vl
 ARCH_GOLDENS := $(filter-out %_fa.txt %_decode.txt,\
                   $(wildcard tests/data/logits/arch_*.txt))
 ARCH_MODELS := $(patsubst tests/data/logits/arch_%.txt,build/arch/%.gguf,\

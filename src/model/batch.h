@@ -31,7 +31,8 @@ typedef struct nc_batch {
    * RoPE reads them: pos stays the row's place in its sequence (its KV
    * cell, the causal order). */
   int32_t *rope_pos;
-  /* images (docs/VISION.md): the row's input embedding (n_embd floats) in
+  /* images (docs/VISION.md): the row's input embedding (n_embd floats;
+   * Qwen3-VL's n_embd x (1 + n_deepstack), nc_fwd_add_input_slice) in
    * place of its token's (the token is then a placeholder), NULL for a
    * token; and the end (exclusive) of the positions its attention sees
    * when past its own (an image's rows see the whole image), 0 for causal.

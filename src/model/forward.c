@@ -394,6 +394,17 @@ void nc_fwd_embed(const nc_weight *table, const nc_batch *b, float *x,
   }
 }
 
+void nc_fwd_add_input_slice(const nc_batch *b, float *x, int64_t n,
+                            int32_t slice) {
+  for (int32_t t = 0; b->embd && t < b->n_tokens; t++) {
+    if (!b->embd[t]) continue;
+    const float *e = b->embd[t] + (int64_t)slice * n;
+    float *xt = x + (int64_t)t * n;
+    for (int64_t i = 0; i < n; i++)
+      xt[i] += e[i];
+  }
+}
+
 void nc_fwd_scale_tokens(nc_fwd *ctx, const nc_batch *b, float *x, float s,
                          int64_t n) {
   if (!b->embd) {

@@ -262,6 +262,13 @@ void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
  * nc_fwd_geglu's gate), element-wise. */
 void nc_fwd_gelu(nc_fwd *ctx, float *y, int32_t rows, int64_t n);
 void nc_fwd_scale(nc_fwd *ctx, float *y, float s, int32_t rows, int64_t n);
+/* x[t] += slice `slice` (n values from slice * n) of the input embedding
+ * of each row t that has one (Qwen3-VL's DeepStack: an image row carries
+ * n x (1 + n_deepstack) values, the first slice its input, slice l + 1
+ * added after layer l); token rows add nothing (llama.cpp pads theirs
+ * with zeros). */
+void nc_fwd_add_input_slice(const nc_batch *b, float *x, int64_t n,
+                            int32_t slice);
 /* nc_fwd_scale of the batch's token rows of x only: an input embedding
  * keeps its scale (llama.cpp scales token embeddings, not an image's). */
 void nc_fwd_scale_tokens(nc_fwd *ctx, const nc_batch *b, float *x, float s,

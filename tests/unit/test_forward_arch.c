@@ -736,7 +736,7 @@ static void test_qwen_vl_bad_files(void **state) {
              "qwen2vl.rope.dimension_sections");
   expect_bad("qwen3vl", "qwen3vl.rope.dimension_sections", BAD_ARR0,
              0x80000000u, "qwen3vl.rope.dimension_sections");
-  expect_bad("qwen3vl", "qwen3vl.n_deepstack_layers", BAD_U32, 5,
+  expect_bad("qwen3vl", "qwen3vl.n_deepstack_layers", BAD_U32, 4,
              "qwen3vl.n_deepstack_layers");
   expect_bad("qwen3vlmoe", "qwen3vlmoe.rope.dimension_sections", BAD_ARR0, 200,
              "qwen3vlmoe.rope.dimension_sections");

@@ -277,6 +277,9 @@ nc_code nc_llama_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
       nc_fwd_matmul(ctx, s->gate, F, rows, &down, 1);
     }
     nc_fwd_residual(ctx, s->x, s->xn, NULL, rows, E);
+    /* Qwen3-VL's DeepStack: an image row's slice l + 1 (l < n_deepstack,
+     * never the last layer: all T rows are still here) */
+    if (l < hp->n_deepstack) nc_fwd_add_input_slice(b, s->x, E, l + 1);
   }
   /* rows: the batch's rows with logits, in order */
   for (int32_t t = 0; t < rows; t++)

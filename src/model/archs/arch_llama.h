@@ -37,7 +37,7 @@ nc_code nc_llama_check_experts(const char *name, nc_hparams *hp, nc_error *err);
 nc_code nc_llama_check_mrope(const gguf_file *f, const char *name, int mrope,
                              nc_hparams *hp, nc_error *err);
 /* qwen3vl's keys (arch_qwen3vl.c; qwen3vlmoe too): interleaved M-RoPE
- * sections, {name}.n_deepstack_layers (0 to n_layer; absent 0), then
+ * sections, {name}.n_deepstack_layers (0 to n_layer - 1; absent 0), then
  * nc_llama_check_hparams. */
 nc_code nc_qwen3vl_check_hparams(const gguf_file *f, const char *name,
                                  nc_hparams *hp, nc_error *err);

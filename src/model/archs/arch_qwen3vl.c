@@ -11,8 +11,8 @@ nc_code nc_qwen3vl_check_hparams(const gguf_file *f, const char *name,
                                  nc_hparams *hp, nc_error *err) {
   nc_code rc;
   if ((rc = nc_llama_check_mrope(f, name, NC_MROPE_INTERLEAVED, hp, err)) ||
-      (rc = nc_meta_int(f, name, "n_deepstack_layers", false, 0, hp->n_layer,
-                        &hp->n_deepstack, NULL, err)))
+      (rc = nc_meta_int(f, name, "n_deepstack_layers", false, 0,
+                        hp->n_layer - 1, &hp->n_deepstack, NULL, err)))
     return rc;
   return nc_llama_check_hparams(f, hp, err);
 }
