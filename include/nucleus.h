@@ -1114,7 +1114,8 @@ nucleus_mmproj_load(const char *path, const nucleus_model *model,
 NUCLEUS_API void nucleus_mmproj_free(nucleus_mmproj *mmproj);
 /* clip.projector_type ("gemma3"). */
 NUCLEUS_API const char *nucleus_mmproj_projector(const nucleus_mmproj *mmproj);
-/* The width of an embedding row (the language model's n_embd). */
+/* The width of an embedding row (the language model's n_embd; Qwen3-VL's
+ * n_embd x (1 + n_deepstack_layers), its DeepStack features after it). */
 NUCLEUS_API int32_t nucleus_mmproj_n_embd(const nucleus_mmproj *mmproj);
 /* How many embedding rows (prompt entries) image becomes: 256 for every
  * image with Gemma 3's projector (clip.vision.projector.scale_factor sets

@@ -1,8 +1,14 @@
 # vision: images, projector files (mmproj) and their encoders (src/vision/,
 # src/api/api_image.c, api_vision.c; docs/VISION.md).
 UNIT_TESTS += test_mmproj test_mmproj_encode test_engine_images
+UNIT_TESTS += test_mmproj_qwen3vl test_engine_qwen_images
 # The random projector paired with build/arch/gemma3.gguf (same seed).
 build/arch/gemma3-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)
 	python3 scripts/make_mmproj_gguf.py gemma3 $@ --seed 17
 arch-models: build/arch/gemma3-mmproj.gguf
+# The random Qwen3-VL projector paired with build/arch/qwen3vl.gguf.
+build/arch/qwen3vl-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
+	@mkdir -p $(dir $@)
+	python3 scripts/make_mmproj_gguf.py qwen3vl $@ --seed 17
+arch-models: build/arch/qwen3vl-mmproj.gguf

@@ -15,7 +15,15 @@ images (tests/data/vision/README.md):
   marker per image before the text), without the newline the CLI prints
   before it and the two after.
 
-Usage: scripts/gen_vision_goldens.py [--llama-bin DIR]
+- with --qwen3vl instead: tests/data/vision/qwen3vl_emb_<name>.bin, the
+  rows of three images (QWEN_IMAGES) through the random Qwen3-VL pair
+  (build/arch/qwen3vl.gguf + qwen3vl-mmproj.gguf, seed 17): each row the
+  merger's 256 values, then the two DeepStack taps' (_fa.bin: -fa on);
+  and
+  tests/data/vision/qwen3vl_greedy.txt, llama-mtmd-cli's greedy text for
+  the images square then wide, as gemma3_greedy.txt.
+
+Usage: scripts/gen_vision_goldens.py [--llama-bin DIR] [--qwen3vl]
 The images are a pure function of (width, height) (pixel() below; the unit
 test computes the same), written to PNG (lossless) for llama.cpp.
 """
@@ -42,11 +50,52 @@ def pixels(w, h):
     return (v & 255).astype(np.uint8)
 
 
+# Qwen3-VL (build/arch/qwen3vl.gguf + qwen3vl-mmproj.gguf): its own size
+# (8 x 8 patches: the learned positions as they are), a grid other than
+# the positions' (10 x 6: their bilinear resize) and one the smart resize
+# changes (100 x 70 -> 96 x 64: Pillow's bicubic filter)
+QWEN_IMAGES = {"square": (64, 64), "wide": (80, 48), "odd": (100, 70)}
+
+
+def qwen3vl(cli, tmp):
+    lm = os.path.join(ROOT, "build", "arch", "qwen3vl.gguf")
+    mm = os.path.join(ROOT, "build", "arch", "qwen3vl-mmproj.gguf")
+    for f in (lm, mm):
+        if not os.path.exists(f):
+            raise SystemExit(f"{f} is missing: make arch-models")
+    for name, (w, h) in QWEN_IMAGES.items():
+        png = os.path.join(tmp, "q" + name + ".png")
+        Image.fromarray(pixels(w, h)).save(png)
+        for fa, suffix in (("off", ""), ("on", "_fa")):
+            dst = os.path.join(OUT, f"qwen3vl_emb_{name}{suffix}.bin")
+            env = dict(os.environ, MTMD_DEBUG_EMBEDDINGS=dst)
+            subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", png,
+                            "-p", "x", "-n", "1", "--temp", "0", "-t", "1",
+                            "-fa", fa], env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(dst, os.path.getsize(dst))
+    pngs = [os.path.join(tmp, "q" + n + ".png") for n in ("square", "wide")]
+    out = subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", pngs[0],
+                          "--image", pngs[1], "-p", "Describe the two images.",
+                          "-n", "16", "--temp", "0", "-t", "1", "-fa", "off"],
+                         check=True, capture_output=True).stdout
+    assert out.startswith(b"\n") and out.endswith(b"\n\n"), out
+    dst = os.path.join(OUT, "qwen3vl_greedy.txt")
+    with open(dst, "wb") as f:
+        f.write(out[1:-2])
+    print(dst, out[1:-2])
+
+
 def main(argv):
     bindir = "/opt/peer/llama.cpp/build/bin"
     if "--llama-bin" in argv:
         bindir = argv[argv.index("--llama-bin") + 1]
     cli = os.path.join(bindir, "llama-mtmd-cli")
+    if "--qwen3vl" in argv:
+        os.makedirs(OUT, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            qwen3vl(cli, tmp)
+        return
     lm = os.path.join(ROOT, "build", "arch", "gemma3.gguf")
     mm = os.path.join(ROOT, "build", "arch", "gemma3-mmproj.gguf")
     for f in (lm, mm):

@@ -28,11 +28,99 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 GEMMA3 = dict(image_size=64, patch_size=8, n_embd=128, n_head=4, n_ff=256,
               n_layer=2, n_merge=2, eps=1e-6,
               mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5])
+# Qwen3-VL's tower (projector_type qwen3vl_merger, llama.cpp's
+# models/qwen3vl.cpp): patches of 8 from two temporal kernels (a still
+# image takes both), learned positions for an 8 x 8 grid (image_size 64),
+# 3 layers of width 64 (4 heads of 16: 2-D RoPE on the heads' quarters),
+# FFN 128 with tanh GELU, DeepStack taps after layers 0 and 2
+# (is_deepstack_layers; the LM's n_deepstack_layers 2), the merger (post_ln
+# per patch, 2 x 2 patches -> mm.0 -> GELU -> mm.2) into the LM's width.
+QWEN3VL = dict(image_size=64, patch_size=8, n_embd=64, n_head=4, n_ff=128,
+               n_layer=3, n_merge=2, eps=1e-6, deepstack=[True, False, True],
+               mean=[0.48145466, 0.4578275, 0.40821073],
+               std=[0.26862954, 0.26130258, 0.27577711])
+
+
+def build_qwen3vl(out, seed, n_embd_text, randn):
+    c = QWEN3VL
+    E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
+    M = E * c["n_merge"] ** 2
+    side = c["image_size"] // P
+    w = gguf.GGUFWriter(out, "clip")
+    w.add_name("nucleus random projector")
+    w.add_string("nucleus.gen", f"scripts/make_mmproj_gguf.py qwen3vl --seed {seed}")
+    w.add_file_type(0)
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_string("clip.projector_type", "qwen3vl_merger")
+    w.add_bool("clip.use_gelu", True)
+    w.add_uint32("clip.vision.image_size", c["image_size"])
+    w.add_uint32("clip.vision.patch_size", P)
+    w.add_uint32("clip.vision.embedding_length", E)
+    w.add_uint32("clip.vision.feed_forward_length", F)
+    w.add_uint32("clip.vision.block_count", c["n_layer"])
+    w.add_uint32("clip.vision.projection_dim", n_embd_text)
+    w.add_uint32("clip.vision.attention.head_count", c["n_head"])
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", c["eps"])
+    w.add_uint32("clip.vision.spatial_merge_size", c["n_merge"])
+    w.add_array("clip.vision.is_deepstack_layers", c["deepstack"])
+    w.add_array("clip.vision.image_mean", c["mean"])
+    w.add_array("clip.vision.image_std", c["std"])
+
+    def mat(name, shape, std):  # numpy order: ggml ne reversed
+        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
+        w.add_tensor(name, x.astype(np.float32))
+
+    def vec(name, n, kind):
+        z = randn(seed, name, n)
+        x = {"norm": 1.0 + 0.1 * z, "bias": 0.1 * z}[kind]
+        w.add_tensor(name, x.astype(np.float32))
+
+    mat("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(6 * P * P))
+    mat("v.patch_embd.weight.1", (E, 3, P, P), 1.0 / np.sqrt(6 * P * P))
+    vec("v.patch_embd.bias", E, "bias")
+    pos = randn(seed, "v.position_embd.weight", side * side * E) * 0.2
+    w.add_tensor("v.position_embd.weight",
+                 pos.reshape(side * side, E).astype(np.float32))
+    for i in range(c["n_layer"]):
+        p = f"v.blk.{i}."
+        vec(p + "ln1.weight", E, "norm")
+        vec(p + "ln1.bias", E, "bias")
+        mat(p + "attn_qkv.weight", (3 * E, E), 1.0 / np.sqrt(E))
+        vec(p + "attn_qkv.bias", 3 * E, "bias")
+        mat(p + "attn_out.weight", (E, E), 1.0 / np.sqrt(E))
+        vec(p + "attn_out.bias", E, "bias")
+        vec(p + "ln2.weight", E, "norm")
+        vec(p + "ln2.bias", E, "bias")
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        vec(p + "ffn_up.bias", F, "bias")
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        vec(p + "ffn_down.bias", E, "bias")
+        if c["deepstack"][i]:
+            d = f"v.deepstack.{i}."
+            vec(d + "norm.weight", M, "norm")
+            vec(d + "norm.bias", M, "bias")
+            mat(d + "fc1.weight", (M, M), 1.0 / np.sqrt(M))
+            vec(d + "fc1.bias", M, "bias")
+            mat(d + "fc2.weight", (n_embd_text, M), 1.0 / np.sqrt(M))
+            vec(d + "fc2.bias", n_embd_text, "bias")
+    vec("v.post_ln.weight", E, "norm")
+    vec("v.post_ln.bias", E, "bias")
+    mat("mm.0.weight", (M, M), 1.0 / np.sqrt(M))
+    vec("mm.0.bias", M, "bias")
+    mat("mm.2.weight", (n_embd_text, M), 1.0 / np.sqrt(M))
+    vec("mm.2.bias", n_embd_text, "bias")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 def build_mmproj(kind, out, seed, n_embd_text, randn):
+    if kind == "qwen3vl":
+        return build_qwen3vl(out, seed, n_embd_text, randn)
     if kind != "gemma3":
-        raise SystemExit(f"--mmproj: no projector for {kind!r} (gemma3 only)")
+        raise SystemExit(f"--mmproj: no projector for {kind!r} (gemma3, "
+                         "qwen3vl)")
     c = GEMMA3
     E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
     side = c["image_size"] // P

@@ -152,30 +152,36 @@ nc_code nc_image_resize(const uint8_t *src, int32_t sw, int32_t sh,
   return rc;
 }
 
-nc_code nc_image_fit_square(const uint8_t *src, int32_t sw, int32_t sh,
-                            uint8_t *dst, int32_t size, nc_resize_filter filter,
-                            nc_error *err) {
-  if (sw == size && sh == size)
-    return nc_image_resize(src, sw, sh, dst, size, size, filter, err);
-  const float scale_w = (float)size / (float)sw;
-  const float scale_h = (float)size / (float)sh;
+nc_code nc_image_fit(const uint8_t *src, int32_t sw, int32_t sh, uint8_t *dst,
+                     int32_t dw, int32_t dh, nc_resize_filter filter,
+                     nc_error *err) {
+  if (sw == dw && sh == dh)
+    return nc_image_resize(src, sw, sh, dst, dw, dh, filter, err);
+  const float scale_w = (float)dw / (float)sw;
+  const float scale_h = (float)dh / (float)sh;
   const float scale = scale_w < scale_h ? scale_w : scale_h;
   int32_t nw = (int32_t)ceilf((float)sw * scale);
   int32_t nh = (int32_t)ceilf((float)sh * scale);
-  if (nw > size) nw = size;
-  if (nh > size) nh = size;
+  if (nw > dw) nw = dw;
+  if (nh > dh) nh = dh;
   uint8_t *fit = malloc((size_t)3 * (size_t)nw * (size_t)nh);
   if (!fit) return nc_fail(err, NC_ERR_NOMEM, "image resize: out of memory");
   nc_code rc = nc_image_resize(src, sw, sh, fit, nw, nh, filter, err);
   if (rc == NC_OK) {
-    memset(dst, 0, (size_t)3 * (size_t)size * (size_t)size);
-    const int32_t ox = (size - nw) / 2, oy = (size - nh) / 2;
+    memset(dst, 0, (size_t)3 * (size_t)dw * (size_t)dh);
+    const int32_t ox = (dw - nw) / 2, oy = (dh - nh) / 2;
     for (int32_t y = 0; y < nh; y++)
-      memcpy(dst + ((size_t)(y + oy) * size + ox) * 3, fit + (size_t)y * nw * 3,
+      memcpy(dst + ((size_t)(y + oy) * dw + ox) * 3, fit + (size_t)y * nw * 3,
              (size_t)nw * 3);
   }
   free(fit);
   return rc;
+}
+
+nc_code nc_image_fit_square(const uint8_t *src, int32_t sw, int32_t sh,
+                            uint8_t *dst, int32_t size, nc_resize_filter filter,
+                            nc_error *err) {
+  return nc_image_fit(src, sw, sh, dst, size, size, filter, err);
 }
 
 void nc_image_normalize(const uint8_t *src, int64_t n_pixels,

@@ -28,6 +28,12 @@ nc_code nc_image_fit_square(const uint8_t *src, int32_t sw, int32_t sh,
                             uint8_t *dst, int32_t size, nc_resize_filter filter,
                             nc_error *err);
 
+/* The same into a dw x dh rectangle (Qwen's smart-resized size): sides
+ * ceil(side * min(dw / w, dh / h)) at most dw, dh, centred on black. */
+nc_code nc_image_fit(const uint8_t *src, int32_t sw, int32_t sh, uint8_t *dst,
+                     int32_t dw, int32_t dh, nc_resize_filter filter,
+                     nc_error *err);
+
 /* dst[i] = (src[i] / 255 - mean[c]) / std[c] over n pixels (interleaved). */
 void nc_image_normalize(const uint8_t *src, int64_t n_pixels,
                         const float mean[3], const float std[3], float *dst);

@@ -21,10 +21,17 @@ nc_code nc_mmproj_load(const char *path, const nucleus_model *model,
 void nc_mmproj_free(nucleus_mmproj *mm);
 
 const char *nc_mmproj_projector(const nucleus_mmproj *mm);
-int32_t nc_mmproj_n_embd(const nucleus_mmproj *mm); /* the LM's width */
+/* The width of an image's rows: the LM's n_embd (Qwen3-VL: times 1 +
+ * n_deepstack, the DeepStack slices after the first, llama.cpp's
+ * n_embd_inp). */
+int32_t nc_mmproj_n_embd(const nucleus_mmproj *mm);
 /* The rows image becomes (> 0). */
 int32_t nc_mmproj_image_tokens(const nucleus_mmproj *mm,
                                const nucleus_image *image);
+/* The grid of image's rows: nx columns by ny rows, row-major (Gemma 3:
+ * the pooled square; Qwen: the merged patches of its resized size). */
+void nc_mmproj_image_grid(const nucleus_mmproj *mm, const nucleus_image *image,
+                          int32_t *nx, int32_t *ny);
 /* The family's text around an image's rows (Gemma 3: "<start_of_image>",
  * "<end_of_image>"); "" where none. */
 const char *nc_mmproj_image_begin(const nucleus_mmproj *mm);

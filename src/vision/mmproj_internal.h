@@ -11,6 +11,9 @@
 
 typedef enum nc_projector {
   NC_PROJECTOR_GEMMA3 = 1, /* SigLIP, 2-D average pool, soft-emb norm */
+  /* Qwen3-VL (qwen3vl_merger): images at their own aspect ratio, 2-D RoPE,
+   * 2 x 2 merger, DeepStack taps (encode_qwen3vl.c) */
+  NC_PROJECTOR_QWEN3VL = 2,
 } nc_projector;
 
 typedef enum nc_vit_act {
@@ -24,6 +27,15 @@ typedef struct nc_vit_layer {
   const float *bq, *bk, *bv, *bo;             /* [n_embd] or NULL */
   nc_weight ffn_up, ffn_down;                 /* [E -> F], [F -> E] */
   const float *ffn_up_b, *ffn_down_b;         /* or NULL */
+  /* Qwen3-VL: Q, K, V fused [n_embd -> 3 n_embd] (+ bias) in place of
+   * wq, wk, wv; a DeepStack tap after the layer (ds_fc1.data != NULL):
+   * LayerNorm over 4 merged patches (ds_norm_*: [4 n_embd]), fc1 [4 n_embd
+   * -> 4 n_embd] (+ bias), GELU, fc2 [4 n_embd -> n_embd_text] (+ bias) */
+  nc_weight wqkv;
+  const float *bqkv;
+  const float *ds_norm_w, *ds_norm_b;
+  nc_weight ds_fc1, ds_fc2;
+  const float *ds_fc1_b, *ds_fc2_b;
 } nc_vit_layer;
 
 struct nucleus_mmproj {
@@ -49,9 +61,25 @@ struct nucleus_mmproj {
   /* gemma3: RMS norm weight [n_embd] and projection [n_embd -> n_embd_text] */
   const float *soft_emb_norm;
   nc_weight input_proj;
+  /* qwen3vl: the second temporal kernel (a still image takes both), the
+   * merger mm.0 [4 n_embd -> 4 n_embd] and mm.2 [4 n_embd -> n_embd_text]
+   * (+ biases), the DeepStack taps (each output row is n_embd_text x (1 +
+   * n_deepstack) wide: the merger's, then the taps' in layer order), the
+   * pixel budget of the smart resize (llama.cpp: 8 to 4096 rows) */
+  nc_weight patch_embd_1;
+  nc_weight mm0, mm2;
+  const float *mm0_b, *mm2_b;
+  int32_t n_deepstack;
+  int64_t min_pixels, max_pixels;
   /* the owned buffers behind the F32 vectors and the transposed matrix */
   void **owned;
   int32_t n_owned, cap_owned;
 };
+
+/* Qwen's smart resize (llama.cpp's calc_size_preserved_ratio): the sides
+ * rounded to multiples of patch_size x n_merge, then scaled into
+ * [min_pixels, max_pixels] keeping the aspect ratio. */
+void nc_qwen_image_size(const nucleus_mmproj *mm, int32_t w, int32_t h,
+                        int32_t *out_w, int32_t *out_h);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gguf/quant.h"
+#include "image.h"
 #include "mmproj_internal.h"
 
 enum {
@@ -186,6 +187,38 @@ static nc_code matrix(nucleus_mmproj *mm, const char *name, int64_t n_in,
 
 /* ---- the hyperparameters */
 
+/* Qwen3-VL's clip.vision.is_deepstack_layers (a bool per layer; absent:
+ * none): their count must be the language model's n_deepstack_layers (its
+ * input rows are n_embd x (1 + that) wide, llama.cpp's n_embd_inp). */
+static nc_code load_deepstack_flags(nucleus_mmproj *mm, nc_error *err) {
+  const char *key = "clip.vision.is_deepstack_layers";
+  gguf_value_type t;
+  uint64_t n = 0;
+  mm->n_deepstack = 0;
+  if (gguf_get_arr(mm->file, key, &t, &n)) {
+    if (n != (uint64_t)mm->n_layer)
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "mmproj: key '%s' has %llu entries, one per layer (%d)",
+                     key, (unsigned long long)n, (int)mm->n_layer);
+    for (uint64_t i = 0; i < n; i++) {
+      int64_t v;
+      if (!gguf_get_arr_i64(mm->file, key, i, &v) || v < 0 || v > 1)
+        return nc_fail(err, NC_ERR_FORMAT,
+                       "mmproj: key '%s' element %llu must be a bool", key,
+                       (unsigned long long)i);
+      mm->n_deepstack += (int32_t)v;
+    }
+  }
+  const int32_t lm = nc_model_hparams(mm->lm)->n_deepstack;
+  if (mm->n_deepstack != lm)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "mmproj: %d DeepStack layers (%s), but the language model "
+                   "takes %d (n_deepstack_layers): a projector for another "
+                   "model?",
+                   (int)mm->n_deepstack, key, (int)lm);
+  return NC_OK;
+}
+
 static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   const gguf_file *f = mm->file;
   gguf_str s;
@@ -208,12 +241,16 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   if (s.len == 6 && memcmp(s.ptr, "gemma3", 6) == 0) {
     mm->projector = NC_PROJECTOR_GEMMA3;
     mm->projector_name = "gemma3";
+  } else if (s.len == 14 && memcmp(s.ptr, "qwen3vl_merger", 14) == 0) {
+    mm->projector = NC_PROJECTOR_QWEN3VL;
+    mm->projector_name = "qwen3vl_merger";
   } else {
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "mmproj: clip.projector_type '%.*s' is not supported "
-                   "(supported: gemma3)",
+                   "(supported: gemma3, qwen3vl_merger)",
                    (int)(s.len > 64 ? 64 : s.len), s.ptr);
   }
+  const bool qwen = mm->projector == NC_PROJECTOR_QWEN3VL;
   nc_code rc = NC_OK;
   int32_t proj_dim = 0;
   if (rc == NC_OK)
@@ -237,10 +274,14 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   if (rc == NC_OK)
     rc = get_u32(f, "clip.vision.patch_size", true, 1, mm->image_size,
                  &mm->patch_size, err);
-  mm->n_merge = 4; /* llama.cpp's default for gemma3 */
+  /* llama.cpp's defaults: gemma3 4 (projector.scale_factor), qwen 2
+   * (spatial_merge_size; its graph merges 2 x 2 whatever the key says) */
+  mm->n_merge = qwen ? 2 : 4;
   if (rc == NC_OK)
-    rc = get_u32(f, "clip.vision.projector.scale_factor", false, 1, MAX_MERGE,
-                 &mm->n_merge, err);
+    rc = get_u32(f,
+                 qwen ? "clip.vision.spatial_merge_size"
+                      : "clip.vision.projector.scale_factor",
+                 false, qwen ? 2 : 1, qwen ? 2 : MAX_MERGE, &mm->n_merge, err);
   if (rc != NC_OK) return rc;
   double eps;
   if (!gguf_get_f64(f, "clip.vision.attention.layer_norm_epsilon", &eps) ||
@@ -262,10 +303,11 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "supported for projector %s",
                    mm->projector_name);
   mm->act = gelu ? NC_VIT_GELU : NC_VIT_GELU_QUICK;
-  if (mm->projector == NC_PROJECTOR_GEMMA3 && mm->act != NC_VIT_GELU)
+  if (mm->act != NC_VIT_GELU)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
-                   "mmproj: clip.use_gelu is not set: projector gemma3 runs "
-                   "a GELU MLP (the quick GELU is not supported)");
+                   "mmproj: clip.use_gelu is not set: projector %s runs a "
+                   "GELU MLP (the quick GELU is not supported)",
+                   mm->projector_name);
 
   if (mm->n_embd % mm->n_head != 0)
     return nc_fail(err, NC_ERR_FORMAT,
@@ -278,7 +320,7 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "clip.vision.patch_size %d",
                    (int)mm->image_size, (int)mm->patch_size);
   const int32_t side = mm->image_size / mm->patch_size;
-  if (side % mm->n_merge != 0)
+  if (!qwen && side % mm->n_merge != 0)
     return nc_fail(err, NC_ERR_FORMAT,
                    "mmproj: %d patches a side (image_size %d / patch_size %d) "
                    "is not a multiple of clip.vision.projector.scale_factor "
@@ -292,6 +334,22 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "mmproj: projector gemma3 pairs with a gemma3 language "
                    "model, not %s",
                    lm_arch);
+  if (qwen && strcmp(lm_arch, "qwen3vl") != 0 &&
+      strcmp(lm_arch, "qwen3vlmoe") != 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "mmproj: projector qwen3vl_merger pairs with a qwen3vl or "
+                   "qwen3vlmoe language model, not %s",
+                   lm_arch);
+  if (qwen) {
+    rc = load_deepstack_flags(mm, err);
+    if (rc != NC_OK) return rc;
+    /* llama.cpp's set_limit_image_tokens(8, 4096): the smart resize's
+     * pixel budget in merged rows */
+    const int64_t area =
+        (int64_t)mm->patch_size * mm->patch_size * mm->n_merge * mm->n_merge;
+    mm->min_pixels = 8 * area;
+    mm->max_pixels = 4096 * area;
+  }
   const int32_t lm_embd = nc_model_hparams(mm->lm)->n_embd;
   if (proj_dim != lm_embd)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
@@ -320,16 +378,23 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
     rc = vector(mm, NAME("ln2.weight"), true, E, 1, &L->ln2_w, err);
   if (rc == NC_OK)
     rc = vector(mm, NAME("ln2.bias"), false, E, 1, &L->ln2_b, err);
-  if (rc == NC_OK) rc = matrix(mm, NAME("attn_q.weight"), E, E, &L->wq, err);
-  if (rc == NC_OK) rc = matrix(mm, NAME("attn_k.weight"), E, E, &L->wk, err);
-  if (rc == NC_OK) rc = matrix(mm, NAME("attn_v.weight"), E, E, &L->wv, err);
+  if (mm->projector == NC_PROJECTOR_QWEN3VL) { /* fused, biased */
+    if (rc == NC_OK)
+      rc = matrix(mm, NAME("attn_qkv.weight"), E, 3 * E, &L->wqkv, err);
+    if (rc == NC_OK)
+      rc = vector(mm, NAME("attn_qkv.bias"), true, 3 * E, 1, &L->bqkv, err);
+  } else {
+    if (rc == NC_OK) rc = matrix(mm, NAME("attn_q.weight"), E, E, &L->wq, err);
+    if (rc == NC_OK) rc = matrix(mm, NAME("attn_k.weight"), E, E, &L->wk, err);
+    if (rc == NC_OK) rc = matrix(mm, NAME("attn_v.weight"), E, E, &L->wv, err);
+    if (rc == NC_OK)
+      rc = vector(mm, NAME("attn_q.bias"), false, E, 1, &L->bq, err);
+    if (rc == NC_OK)
+      rc = vector(mm, NAME("attn_k.bias"), false, E, 1, &L->bk, err);
+    if (rc == NC_OK)
+      rc = vector(mm, NAME("attn_v.bias"), false, E, 1, &L->bv, err);
+  }
   if (rc == NC_OK) rc = matrix(mm, NAME("attn_out.weight"), E, E, &L->wo, err);
-  if (rc == NC_OK)
-    rc = vector(mm, NAME("attn_q.bias"), false, E, 1, &L->bq, err);
-  if (rc == NC_OK)
-    rc = vector(mm, NAME("attn_k.bias"), false, E, 1, &L->bk, err);
-  if (rc == NC_OK)
-    rc = vector(mm, NAME("attn_v.bias"), false, E, 1, &L->bv, err);
   if (rc == NC_OK)
     rc = vector(mm, NAME("attn_out.bias"), false, E, 1, &L->bo, err);
   if (rc != NC_OK) return rc;
@@ -351,6 +416,60 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
   if (rc == NC_OK)
     rc = vector(mm, NAME(part), false, E, 1, &L->ffn_down_b, err);
 #undef NAME
+  return rc;
+}
+
+/* Qwen3-VL's DeepStack tap after layer il (v.deepstack.IL.*), when the
+ * layer is one (is_deepstack_layers; the tensors then required). */
+static nc_code load_deepstack(nucleus_mmproj *mm, int32_t il, bool tap,
+                              nc_error *err) {
+  const int64_t M = (int64_t)mm->n_embd * mm->n_merge * mm->n_merge;
+  const int64_t T = mm->n_embd_text;
+  nc_vit_layer *L = &mm->layers[il];
+  char name[GGUF_MAX_NAME];
+#define NAME(part)                                                             \
+  (snprintf(name, sizeof name, "v.deepstack.%d.%s", (int)il, part), name)
+  if (!tap) {
+    if (gguf_find_tensor(mm->file, NAME("fc1.weight")))
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "mmproj: tensor '%s' for a layer that "
+                     "clip.vision.is_deepstack_layers does not mark",
+                     name);
+    return NC_OK;
+  }
+  nc_code rc = vector(mm, NAME("norm.weight"), true, M, 1, &L->ds_norm_w, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("norm.bias"), true, M, 1, &L->ds_norm_b, err);
+  if (rc == NC_OK) rc = matrix(mm, NAME("fc1.weight"), M, M, &L->ds_fc1, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("fc1.bias"), true, M, 1, &L->ds_fc1_b, err);
+  if (rc == NC_OK) rc = matrix(mm, NAME("fc2.weight"), M, T, &L->ds_fc2, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("fc2.bias"), true, T, 1, &L->ds_fc2_b, err);
+#undef NAME
+  return rc;
+}
+
+/* Qwen3-VL's tensors past the layers: the second temporal kernel, the
+ * DeepStack taps, the merger (post_ln, mm.0, mm.2). */
+static nc_code load_qwen3vl(nucleus_mmproj *mm, nc_error *err) {
+  const int64_t M = (int64_t)mm->n_embd * mm->n_merge * mm->n_merge;
+  const int64_t T = mm->n_embd_text;
+  nc_code rc = NC_OK;
+  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++) {
+    int64_t tap = 0;
+    gguf_get_arr_i64(mm->file, "clip.vision.is_deepstack_layers", (uint64_t)il,
+                     &tap);
+    rc = load_deepstack(mm, il, tap != 0, err);
+  }
+  if (rc == NC_OK && (!mm->patch_bias || !mm->post_ln_w))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: tensor '%s' is missing (projector qwen3vl_merger)",
+                   mm->patch_bias ? "v.post_ln.weight" : "v.patch_embd.bias");
+  if (rc == NC_OK) rc = matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
+  if (rc == NC_OK) rc = vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
+  if (rc == NC_OK) rc = matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
+  if (rc == NC_OK) rc = vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
   return rc;
 }
 
@@ -389,15 +508,15 @@ static nc_code load_input_proj(nucleus_mmproj *mm, nc_error *err) {
  * kernel is kept here in that type, so the matmul rounds the patches as
  * llama.cpp does. */
 static nc_code patch_embd_type(nucleus_mmproj *mm, const gguf_tensor_info *t,
-                               nc_error *err) {
+                               nc_weight *pw, nc_error *err) {
   if (t->type == NC_TYPE_F16) return NC_OK;
   if (t->type != NC_TYPE_F32 && t->type != NC_TYPE_BF16)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
-                   "mmproj: tensor 'v.patch_embd.weight' has type %s, "
-                   "expected F32, F16 or BF16",
-                   nc_type_name(t->type));
+                   "mmproj: tensor '%s' has type %s, expected F32, F16 or "
+                   "BF16",
+                   t->name, nc_type_name(t->type));
   const nc_type to = t->type == NC_TYPE_F32 ? NC_TYPE_F16 : NC_TYPE_F32;
-  const int64_t n = mm->patch_embd.ne0, rows = mm->patch_embd.ne1;
+  const int64_t n = pw->ne0, rows = pw->ne1;
   const size_t rb = nc_row_size(to, n);
   uint8_t *w = keep(mm, malloc(rb * (size_t)rows));
   float *row = malloc((size_t)n * sizeof *row);
@@ -407,29 +526,38 @@ static nc_code patch_embd_type(nucleus_mmproj *mm, const gguf_tensor_info *t,
   }
   for (int64_t r = 0; r < rows; r++) {
     nc_dequantize_row((nc_type)t->type,
-                      (const uint8_t *)t->data +
-                          (size_t)r * mm->patch_embd.row_bytes,
-                      row, n);
+                      (const uint8_t *)t->data + (size_t)r * pw->row_bytes, row,
+                      n);
     nc_quantize_row(to, row, w + (size_t)r * rb, n);
   }
   free(row);
-  mm->patch_embd.data = w;
-  mm->patch_embd.type = to;
-  mm->patch_embd.row_bytes = rb;
-  return check_matmul_type(mm, "v.patch_embd.weight", to, n, err);
+  pw->data = w;
+  pw->type = to;
+  pw->row_bytes = rb;
+  return check_matmul_type(mm, t->name, to, n, err);
+}
+
+/* A patch embedding kernel name [P, P, 3, n_embd] (ggml order) into pw, as
+ * a matmul [3 P P -> n_embd] in its convolution's type. */
+static nc_code patch_kernel(nucleus_mmproj *mm, const char *name, nc_weight *pw,
+                            nc_error *err) {
+  const int64_t E = mm->n_embd, P = mm->patch_size;
+  const gguf_tensor_info *t;
+  nc_code rc = find(mm, name, true, P, P, 3, E, &t, err);
+  if (rc == NC_OK)
+    rc = check_matmul_type(mm, name, (nc_type)t->type, 3 * P * P, err);
+  if (rc != NC_OK) return rc;
+  *pw = weight_of(t, 3 * P * P, E);
+  return patch_embd_type(mm, t, pw, err);
 }
 
 static nc_code load_tensors(nucleus_mmproj *mm, nc_error *err) {
-  const int64_t E = mm->n_embd, P = mm->patch_size;
+  const int64_t E = mm->n_embd;
   const int64_t side = mm->image_size / mm->patch_size;
-  const gguf_tensor_info *t;
-  nc_code rc = find(mm, "v.patch_embd.weight", true, P, P, 3, E, &t, err);
-  if (rc == NC_OK)
-    rc = check_matmul_type(mm, "v.patch_embd.weight", (nc_type)t->type,
-                           3 * P * P, err);
-  if (rc != NC_OK) return rc;
-  mm->patch_embd = weight_of(t, 3 * P * P, E);
-  rc = patch_embd_type(mm, t, err);
+  const bool qwen = mm->projector == NC_PROJECTOR_QWEN3VL;
+  nc_code rc = patch_kernel(mm, "v.patch_embd.weight", &mm->patch_embd, err);
+  if (rc == NC_OK && qwen)
+    rc = patch_kernel(mm, "v.patch_embd.weight.1", &mm->patch_embd_1, err);
   if (rc != NC_OK) return rc;
   rc = vector(mm, "v.patch_embd.bias", false, E, 1, &mm->patch_bias, err);
   if (rc == NC_OK)
@@ -449,6 +577,7 @@ static nc_code load_tensors(nucleus_mmproj *mm, nc_error *err) {
   for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++)
     rc = load_layer(mm, il, err);
   if (rc != NC_OK) return rc;
+  if (qwen) return load_qwen3vl(mm, err);
   rc = vector(mm, "mm.soft_emb_norm.weight", true, E, 1, &mm->soft_emb_norm,
               err);
   if (rc == NC_OK) rc = load_input_proj(mm, err);
@@ -488,22 +617,39 @@ const char *nc_mmproj_projector(const nucleus_mmproj *mm) {
 }
 
 int32_t nc_mmproj_n_embd(const nucleus_mmproj *mm) {
-  return mm->n_embd_text;
+  return mm->n_embd_text * (1 + mm->n_deepstack);
+}
+
+void nc_mmproj_image_grid(const nucleus_mmproj *mm, const nucleus_image *image,
+                          int32_t *nx, int32_t *ny) {
+  if (mm->projector == NC_PROJECTOR_QWEN3VL) {
+    int32_t w, h;
+    nc_qwen_image_size(mm, image->width, image->height, &w, &h);
+    *nx = w / mm->patch_size / 2;
+    *ny = h / mm->patch_size / 2;
+    return;
+  }
+  /* gemma3: every image is resized to image_size */
+  *nx = *ny = mm->image_size / mm->patch_size / mm->n_merge;
 }
 
 int32_t nc_mmproj_image_tokens(const nucleus_mmproj *mm,
                                const nucleus_image *image) {
-  (void)image; /* gemma3: every image is resized to image_size */
-  const int32_t side = mm->image_size / mm->patch_size / mm->n_merge;
-  return side * side;
+  int32_t nx, ny;
+  nc_mmproj_image_grid(mm, image, &nx, &ny);
+  return nx * ny;
 }
 
 const char *nc_mmproj_image_begin(const nucleus_mmproj *mm) {
-  return mm->projector == NC_PROJECTOR_GEMMA3 ? "<start_of_image>" : "";
+  return mm->projector == NC_PROJECTOR_GEMMA3    ? "<start_of_image>"
+         : mm->projector == NC_PROJECTOR_QWEN3VL ? "<|vision_start|>"
+                                                 : "";
 }
 
 const char *nc_mmproj_image_end(const nucleus_mmproj *mm) {
-  return mm->projector == NC_PROJECTOR_GEMMA3 ? "<end_of_image>" : "";
+  return mm->projector == NC_PROJECTOR_GEMMA3    ? "<end_of_image>"
+         : mm->projector == NC_PROJECTOR_QWEN3VL ? "<|vision_end|>"
+                                                 : "";
 }
 
 bool nc_mmproj_bidirectional(const nucleus_mmproj *mm) {

@@ -1,0 +1,272 @@
+/* encode_qwen3vl: Qwen3-VL's vision tower and merger in llama.cpp's order
+ * (tools/mtmd/models/qwen3vl.cpp, clip.cpp's inputs):
+ *
+ * 1. The smart resize (nc_qwen_image_size: sides multiples of 2 patches,
+ *    the pixel count within the file's budget), the image fitted into it
+ *    keeping its aspect ratio (Pillow's bicubic filter, centred on black:
+ *    llama.cpp's PAD_CEIL), x / 255, (x - mean) / std.
+ * 2. Patches: both temporal kernels on the still image, summed (ggml_add of
+ *    two ggml_conv_2d: each rounds patches and kernel to F16), put in merge
+ *    order (each 2 x 2 block's patches consecutive, blocks row by row), +
+ *    the patch bias, + the learned positions resized to the patch grid
+ *    (ggml_interpolate, bilinear, align corners) in the same order.
+ * 3. Layers: LayerNorm, Q K V (one matrix, biased), 2-D RoPE on each head
+ *    (GGML_ROPE_TYPE_VISION over head_dim / 2 pairs (i, i + head_dim / 2),
+ *    base 10000: the first quarter of the pairs by the patch's row, the
+ *    second by its column, each quarter's theta restarting), attention over
+ *    every patch, out (+ bias), residual; LayerNorm, up, GELU, down,
+ *    residual; after a DeepStack layer its tap: the 4 patches of a block
+ *    as one row of 4 n_embd, LayerNorm, fc1, GELU, fc2.
+ * 4. post_ln per patch, blocks as rows of 4 n_embd, mm.0, GELU, mm.2.
+ * Each output row: the merger's n_embd_text values, then each tap's. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "image.h"
+#include "image_resize.h"
+#include "kernels/ops.h"
+#include "vit.h"
+
+void nc_qwen_image_size(const nucleus_mmproj *mm, int32_t w, int32_t h,
+                        int32_t *out_w, int32_t *out_h) {
+  const int32_t a = mm->patch_size * mm->n_merge;
+  const float fa = (float)a;
+  /* round_by_factor first, at least one step */
+  int32_t wb = (int32_t)roundf((float)w / fa) * a;
+  int32_t hb = (int32_t)roundf((float)h / fa) * a;
+  if (wb < a) wb = a;
+  if (hb < a) hb = a;
+  if ((int64_t)wb * hb > mm->max_pixels) {
+    const float beta = sqrtf((float)h * (float)w / (float)mm->max_pixels);
+    hb = (int32_t)floorf((float)h / beta / fa) * a;
+    wb = (int32_t)floorf((float)w / beta / fa) * a;
+    if (hb < a) hb = a;
+    if (wb < a) wb = a;
+  } else if ((int64_t)wb * hb < mm->min_pixels) {
+    const float beta = sqrtf((float)mm->min_pixels / ((float)h * (float)w));
+    hb = (int32_t)ceilf((float)h * beta / fa) * a;
+    wb = (int32_t)ceilf((float)w * beta / fa) * a;
+  }
+  *out_w = wb;
+  *out_h = hb;
+}
+
+/* The patch (py, px) of merge-order row r of a pw x ph grid. */
+static void merge_order(int32_t r, int32_t pw, int32_t *py, int32_t *px) {
+  const int32_t block = r / 4, in = r % 4, bw = pw / 2;
+  *py = (block / bw) * 2 + in / 2;
+  *px = (block % bw) * 2 + in % 2;
+}
+
+/* The learned positions (side x side rows of E) at patch (py, px) of a pw x
+ * ph grid: ggml's bilinear upscale with align corners (the source itself
+ * when the grid is side x side). */
+static void position_at(const float *pos, int32_t side, int64_t E, int32_t pw,
+                        int32_t ph, int32_t py, int32_t px, float *out) {
+  if (pw == side && ph == side) {
+    memcpy(out, pos + ((int64_t)py * side + px) * E, sizeof(float) * E);
+    return;
+  }
+  const float sf0 = pw > 1 && side > 1 ? (float)(pw - 1) / (float)(side - 1)
+                                       : (float)pw / (float)side;
+  const float sf1 = ph > 1 && side > 1 ? (float)(ph - 1) / (float)(side - 1)
+                                       : (float)ph / (float)side;
+  const float y = (float)py / sf1, x = (float)px / sf0;
+  int64_t y0 = (int64_t)floorf(y), x0 = (int64_t)floorf(x);
+  int64_t y1 = y0 + 1, x1 = x0 + 1;
+  y0 = y0 < 0 ? 0 : y0 > side - 1 ? side - 1 : y0;
+  y1 = y1 < 0 ? 0 : y1 > side - 1 ? side - 1 : y1;
+  x0 = x0 < 0 ? 0 : x0 > side - 1 ? side - 1 : x0;
+  x1 = x1 < 0 ? 0 : x1 > side - 1 ? side - 1 : x1;
+  float dy = y - (float)y0, dx = x - (float)x0;
+  dy = dy < 0.0f ? 0.0f : dy > 1.0f ? 1.0f : dy;
+  dx = dx < 0.0f ? 0.0f : dx > 1.0f ? 1.0f : dx;
+  const float *a = pos + (y0 * side + x0) * E, *b = pos + (y0 * side + x1) * E;
+  const float *c = pos + (y1 * side + x0) * E, *d = pos + (y1 * side + x1) * E;
+  for (int64_t e = 0; e < E; e++) {
+    /* a (1-dx)(1-dy) + b dx (1-dy) + c (1-dx) dy + d dx dy, contracted as
+     * clang does */
+    float v = a[e] * (1 - dx) * (1 - dy);
+    v = fmaf(b[e] * dx, 1 - dy, v);
+    v = fmaf(c[e] * (1 - dx), dy, v);
+    v = fmaf(d[e] * dx, dy, v);
+    out[e] = v;
+  }
+}
+
+/* The 2-D RoPE tables of merge-order row r: pairs [0, dh/4) by the patch's
+ * row, [dh/4, dh/2) by its column, each from its own theta (ggml's vision
+ * mrope: indep sections). */
+static void vision_rope(int32_t dh, int32_t py, int32_t px, float *cos_c,
+                        float *sin_c) {
+  const nc_rope_params p = {.n_rot = dh / 2,
+                            .freq_base = 10000.0f,
+                            .freq_scale = 1.0f,
+                            .attn_factor = 1.0f};
+  float c[512], s[512];
+  const int32_t q = dh / 4;
+  nc_rope_cache(py, &p, NULL, c, s);
+  memcpy(cos_c, c, sizeof(float) * q);
+  memcpy(sin_c, s, sizeof(float) * q);
+  nc_rope_cache(px, &p, NULL, c, s);
+  memcpy(cos_c + q, c, sizeof(float) * q);
+  memcpy(sin_c + q, s, sizeof(float) * q);
+}
+
+typedef struct bufs {
+  float *x, *h, *qkv, *q, *k, *v, *a, *f, *in, *m, *cs, *sn;
+} bufs;
+
+static void free_bufs(bufs *b) {
+  float *all[] = {b->x, b->h, b->qkv, b->q, b->k,  b->v,
+                  b->a, b->f, b->in,  b->m, b->cs, b->sn};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    free(all[i]);
+}
+
+static nc_code layer(const nucleus_mmproj *mm, nc_vit *v, const nc_vit_layer *L,
+                     bufs *b, int32_t N, nc_error *err) {
+  const int64_t E = mm->n_embd, F = mm->n_ff;
+  const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
+  nc_vit_layernorm(b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
+  nc_code rc =
+      nc_vit_matmul(v, b->h, E, N, &L->wqkv, L->bqkv, b->qkv, 3 * E, err);
+  if (rc != NC_OK) return rc;
+  for (int32_t t = 0; t < N; t++) {
+    const float *r = b->qkv + (int64_t)t * 3 * E;
+    memcpy(b->q + (int64_t)t * E, r, sizeof(float) * E);
+    memcpy(b->k + (int64_t)t * E, r + E, sizeof(float) * E);
+    memcpy(b->v + (int64_t)t * E, r + 2 * E, sizeof(float) * E);
+    const int64_t o = (int64_t)t * (dh / 2);
+    nc_rope_apply(b->q + (int64_t)t * E, H, dh, dh, NC_ROPE_NEOX, b->cs + o,
+                  b->sn + o);
+    nc_rope_apply(b->k + (int64_t)t * E, H, dh, dh, NC_ROPE_NEOX, b->cs + o,
+                  b->sn + o);
+  }
+  rc = nc_vit_attention(v, b->q, b->k, b->v, b->a, N, H, dh,
+                        1.0f / sqrtf((float)dh), mm->flash, err);
+  if (rc == NC_OK)
+    rc = nc_vit_matmul(v, b->a, E, N, &L->wo, L->bo, b->h, E, err);
+  if (rc != NC_OK) return rc;
+  nc_vit_add(b->x, b->h, (int64_t)N * E);
+  nc_vit_layernorm(b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
+  rc = nc_vit_matmul(v, b->h, E, N, &L->ffn_up, L->ffn_up_b, b->f, F, err);
+  if (rc != NC_OK) return rc;
+  nc_vit_gelu(v, b->f, (int64_t)N * F);
+  rc = nc_vit_matmul(v, b->f, F, N, &L->ffn_down, L->ffn_down_b, b->h, E, err);
+  if (rc != NC_OK) return rc;
+  nc_vit_add(b->x, b->h, (int64_t)N * E);
+  return NC_OK;
+}
+
+/* rows (N / 4 of M = 4 n_embd, from x) through norm (when w), fc1, GELU,
+ * fc2 into out (rows n_embd_text wide, out_stride apart). */
+static nc_code merger(const nucleus_mmproj *mm, nc_vit *v, const float *x,
+                      int32_t rows, const float *norm_w, const float *norm_b,
+                      const nc_weight *fc1, const float *b1,
+                      const nc_weight *fc2, const float *b2, float *tmp,
+                      float *tmp2, float *out, int64_t out_stride,
+                      nc_error *err) {
+  const int64_t M = 4 * (int64_t)mm->n_embd;
+  const float *in = x;
+  if (norm_w) {
+    nc_vit_layernorm(x, norm_w, norm_b, tmp2, rows, M, mm->eps);
+    in = tmp2;
+  }
+  nc_code rc = nc_vit_matmul(v, in, M, rows, fc1, b1, tmp, M, err);
+  if (rc != NC_OK) return rc;
+  nc_vit_gelu(v, tmp, (int64_t)rows * M);
+  return nc_vit_matmul(v, tmp, M, rows, fc2, b2, out, out_stride, err);
+}
+
+nc_code nc_encode_qwen3vl(const nucleus_mmproj *mm, const nucleus_image *image,
+                          nc_vit *v, float *out, nc_error *err) {
+  int32_t W, Hh;
+  nc_qwen_image_size(mm, image->width, image->height, &W, &Hh);
+  const int32_t P = mm->patch_size, pw = W / P, ph = Hh / P, N = pw * ph;
+  const int32_t side = mm->image_size / P, dh = mm->n_embd / mm->n_head;
+  const int64_t E = mm->n_embd, F = mm->n_ff, CPP = 3 * (int64_t)P * P;
+  const int64_t T = mm->n_embd_text;
+  const int64_t stride = T * (1 + mm->n_deepstack);
+  bufs b = {0};
+  uint8_t *rgb = malloc((size_t)3 * W * Hh);
+  float *img = malloc((size_t)3 * W * Hh * sizeof *img);
+  b.in = malloc((size_t)N * CPP * sizeof *b.in);
+  b.x = malloc((size_t)N * E * sizeof *b.x);
+  b.h = malloc((size_t)N * (E > T ? E : T) * sizeof *b.h);
+  b.qkv = malloc((size_t)N * 3 * E * sizeof *b.qkv);
+  b.q = malloc((size_t)N * E * sizeof *b.q);
+  b.k = malloc((size_t)N * E * sizeof *b.k);
+  b.v = malloc((size_t)N * E * sizeof *b.v);
+  b.a = malloc((size_t)N * E * sizeof *b.a);
+  b.f = malloc((size_t)N * (F > E ? F : E) * sizeof *b.f);
+  b.m = malloc((size_t)N * E * sizeof *b.m);
+  b.cs = malloc((size_t)N * (dh / 2) * sizeof *b.cs);
+  b.sn = malloc((size_t)N * (dh / 2) * sizeof *b.sn);
+  nc_code rc = NC_OK;
+  if (!rgb || !img || !b.in || !b.x || !b.h || !b.qkv || !b.q || !b.k || !b.v ||
+      !b.a || !b.f || !b.m || !b.cs || !b.sn)
+    rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
+                 (int)N);
+  if (rc == NC_OK && dh / 2 > 512)
+    rc = nc_fail(err, NC_ERR_UNSUPPORTED,
+                 "vision: head size %d over the 1024 the 2-D RoPE takes",
+                 (int)dh);
+  if (rc == NC_OK)
+    rc = nc_image_fit(image->rgb, image->width, image->height, rgb, W, Hh,
+                      NC_RESIZE_BICUBIC, err);
+  if (rc == NC_OK) {
+    nc_image_normalize(rgb, (int64_t)W * Hh, mm->mean, mm->std, img);
+    /* the patches in merge order, (channel, y, x) within each */
+    for (int32_t r = 0; r < N; r++) {
+      int32_t py, px;
+      merge_order(r, pw, &py, &px);
+      float *row = b.in + (int64_t)r * CPP;
+      for (int c = 0; c < 3; c++)
+        for (int32_t ky = 0; ky < P; ky++)
+          for (int32_t kx = 0; kx < P; kx++)
+            row[((int64_t)c * P + ky) * P + kx] =
+                img[(((int64_t)py * P + ky) * W + px * P + kx) * 3 + c];
+      vision_rope(dh, py, px, b.cs + (int64_t)r * (dh / 2),
+                  b.sn + (int64_t)r * (dh / 2));
+    }
+    rc = nc_vit_matmul(v, b.in, CPP, N, &mm->patch_embd, NULL, b.x, E, err);
+  }
+  if (rc == NC_OK)
+    rc = nc_vit_matmul(v, b.in, CPP, N, &mm->patch_embd_1, NULL, b.h, E, err);
+  if (rc == NC_OK) {
+    nc_vit_add(b.x, b.h, (int64_t)N * E);
+    for (int32_t r = 0; r < N; r++) {
+      int32_t py, px;
+      merge_order(r, pw, &py, &px);
+      float *xr = b.x + (int64_t)r * E;
+      nc_vit_add(xr, mm->patch_bias, E);
+      position_at(mm->pos_embd, side, E, pw, ph, py, px, b.h);
+      nc_vit_add(xr, b.h, E);
+    }
+    if (mm->pre_ln_w)
+      nc_vit_layernorm(b.x, mm->pre_ln_w, mm->pre_ln_b, b.x, N, E, mm->eps);
+  }
+  int32_t tap = 0;
+  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++) {
+    const nc_vit_layer *L = &mm->layers[il];
+    rc = layer(mm, v, L, &b, N, err);
+    if (rc == NC_OK && L->ds_fc1.data) {
+      tap++;
+      rc = merger(mm, v, b.x, N / 4, L->ds_norm_w, L->ds_norm_b, &L->ds_fc1,
+                  L->ds_fc1_b, &L->ds_fc2, L->ds_fc2_b, b.f, b.m, out + T * tap,
+                  stride, err);
+    }
+  }
+  if (rc == NC_OK) {
+    nc_vit_layernorm(b.x, mm->post_ln_w, mm->post_ln_b, b.x, N, E, mm->eps);
+    rc = merger(mm, v, b.x, N / 4, NULL, NULL, &mm->mm0, mm->mm0_b, &mm->mm2,
+                mm->mm2_b, b.f, b.m, out, stride, err);
+  }
+  free(rgb);
+  free(img);
+  free_bufs(&b);
+  return rc;
+}
