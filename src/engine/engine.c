@@ -767,6 +767,13 @@ static void add_row(nucleus_engine *e, const group *g, int32_t token,
     nc_batch_add_reusable_split(&e->batch, token, pos, seq, logits);
   else
     nc_batch_add_reusable(&e->batch, token, pos, seq, logits);
+  const nucleus_request *r = g->req;
+  if (r->params.n_images && nc_model_hparams(e->model)->mrope) {
+    int32_t rp[4];
+    nc_mrope_row_pos(e->params.mmproj, r->params.images, r->image_at,
+                     r->image_rows, r->params.n_images, pos, rp);
+    nc_batch_set_rope_pos(&e->batch, e->batch.n_tokens - 1, rp);
+  }
 }
 
 /* Blocks that return to the pool if the group is preempted: those no other
@@ -954,6 +961,7 @@ static void add_prompt_row(nucleus_engine *e, group *g, const completion *c,
     const int32_t s = r->image_at[i], end = s + r->image_rows[i];
     if (pos < s || pos >= end) continue;
     add_row(e, g, 0, pos, c->kv_seq, last);
+    /* Gemma 3's rows see their whole image, Qwen's are causal */
     nc_batch_set_input(&e->batch, e->batch.n_tokens - 1,
                        g->image_embd[i] + (int64_t)(pos - s) * E,
                        nc_mmproj_bidirectional(e->params.mmproj) ? end : 0);

@@ -140,3 +140,28 @@ int32_t nc_image_row_token(const uint64_t h[2], int32_t row) {
   const int32_t v = (int32_t)(0x80000000u | (uint32_t)(z & 0x7FFFFFFFu));
   return v >= -2 ? INT32_MIN : v;
 }
+
+void nc_mrope_row_pos(const nucleus_mmproj *mm,
+                      const nucleus_image *const *images,
+                      const int32_t *image_at, const int32_t *image_rows,
+                      size_t n_images, int32_t pos, int32_t out[4]) {
+  int32_t shift = 0; /* the places the images before pos give back */
+  for (size_t i = 0; i < n_images; i++) {
+    const int32_t s = image_at[i], end = s + image_rows[i];
+    if (pos < s) break;
+    int32_t nx, ny;
+    nc_mmproj_image_grid(mm, images[i], &nx, &ny);
+    if (pos < end) { /* row k of the image: (p0, p0 + k / nx, p0 + k % nx) */
+      const int32_t p0 = s - shift, k = pos - s;
+      out[0] = p0;
+      out[1] = p0 + k / nx;
+      out[2] = p0 + k % nx;
+      out[3] = 0;
+      return;
+    }
+    shift += image_rows[i] - (nx > ny ? nx : ny);
+  }
+  const int32_t p = pos - shift;
+  out[0] = out[1] = out[2] = p;
+  out[3] = 0;
+}

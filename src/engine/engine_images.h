@@ -33,4 +33,15 @@ void nc_images_free(nucleus_image **images, size_t n);
  * its content: the same image hits, another one never does. */
 int32_t nc_image_row_token(const uint64_t h[2], int32_t row);
 
+/* The M-RoPE position (t, h, w, e) of KV place pos of a prompt whose
+ * images (n_images, in order) take the rows [image_at[i], image_at[i] +
+ * image_rows[i]), as llama.cpp's mtmd lays them out: row k of an image of
+ * nx x ny merged rows at (p0, p0 + k / nx, p0 + k % nx, 0), p0 the rope
+ * position its first row would have had as text, and the text after it
+ * going on from p0 + max(nx, ny) (a text row (p, p, p, 0)). */
+void nc_mrope_row_pos(const nucleus_mmproj *mm,
+                      const nucleus_image *const *images,
+                      const int32_t *image_at, const int32_t *image_rows,
+                      size_t n_images, int32_t pos, int32_t out[4]);
+
 #endif
