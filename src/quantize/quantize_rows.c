@@ -9,14 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-/* ggml's nearest_int: round to nearest, ties to even, through the float
- * mantissa (|v| < 2^22). */
-static int nearest_int(float v) {
-  const float t = v + 12582912.f;
-  int32_t i;
-  memcpy(&i, &t, sizeof i);
-  return (i & 0x007fffff) - 0x00400000;
-}
+#include "quant_round.h"
 
 static int clampi(int v, int lo, int hi) {
   return v < lo ? lo : v > hi ? hi : v;
@@ -146,14 +139,14 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w,
   float scale = 1 / iscale;
   float best = 0;
   for (int i = 0; i < n; i++) {
-    L[i] = (uint8_t)clampi(nearest_int(iscale * (x[i] - mn)), 0, nmax);
+    L[i] = (uint8_t)clampi(nc_nearest_int(iscale * (x[i] - mn)), 0, nmax);
     best += w[i] * fit_err(scale * L[i] + mn - x[i], use_mad);
   }
   for (int is = 0; is <= nstep; is++) {
     iscale = (rmin + rdelta * is + nmax) / (mx - mn);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
     for (int i = 0; i < n; i++) {
-      const int l = clampi(nearest_int(iscale * (x[i] - mn)), 0, nmax);
+      const int l = clampi(nc_nearest_int(iscale * (x[i] - mn)), 0, nmax);
       Laux[i] = (uint8_t)l;
       sum_l += w[i] * l;
       sum_l2 += w[i] * l * l;
@@ -221,8 +214,8 @@ static void kquant_levels(const float *x, int nmax, float rmin, int nstep,
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
   uint8_t ls[8], lm[8];
   for (int j = 0; j < 8; j++) {
-    const uint8_t a = (uint8_t)nearest_int(inv_scale * sc[j]);
-    const uint8_t b = (uint8_t)nearest_int(inv_min * mins[j]);
+    const uint8_t a = (uint8_t)nc_nearest_int(inv_scale * sc[j]);
+    const uint8_t b = (uint8_t)nc_nearest_int(inv_min * mins[j]);
     ls[j] = a < 63 ? a : 63;
     lm[j] = b < 63 ? b : 63;
   }
@@ -237,7 +230,7 @@ static void kquant_levels(const float *x, int nmax, float rmin, int nstep,
     const float dm = nc_fp16_to_fp32(*dmin) * m;
     for (int l = 0; l < 32; l++)
       L[32 * j + l] =
-          (uint8_t)clampi(nearest_int((x[32 * j + l] + dm) / d), 0, nmax);
+          (uint8_t)clampi(nc_nearest_int((x[32 * j + l] + dm) / d), 0, nmax);
   }
 }
 
@@ -304,13 +297,13 @@ static void q2_k_row(const float *x, block_q2_K *y, int64_t nb) {
     if (max_scale > 0) {
       const float iscale = 15.f / max_scale;
       for (int j = 0; j < QK_K / 16; j++)
-        y[i].scales[j] = (uint8_t)nearest_int(iscale * sc[j]);
+        y[i].scales[j] = (uint8_t)nc_nearest_int(iscale * sc[j]);
       y[i].d = nc_fp32_to_fp16(max_scale / 15.f);
     }
     if (max_min > 0) {
       const float iscale = 15.f / max_min;
       for (int j = 0; j < QK_K / 16; j++)
-        y[i].scales[j] |= (uint8_t)(nearest_int(iscale * mins[j]) << 4);
+        y[i].scales[j] |= (uint8_t)(nc_nearest_int(iscale * mins[j]) << 4);
       y[i].dmin = nc_fp32_to_fp16(max_min / 15.f);
     }
     for (int j = 0; j < QK_K / 16; j++) {
@@ -319,7 +312,7 @@ static void q2_k_row(const float *x, block_q2_K *y, int64_t nb) {
       const float dm = nc_fp16_to_fp32(y[i].dmin) * (y[i].scales[j] >> 4);
       for (int l = 0; l < 16; l++)
         L[16 * j + l] =
-            (uint8_t)clampi(nearest_int((x[16 * j + l] + dm) / d), 0, 3);
+            (uint8_t)clampi(nc_nearest_int((x[16 * j + l] + dm) / d), 0, 3);
     }
     pack_2bit(L, y[i].qs);
   }
@@ -338,7 +331,7 @@ static float fit_scale_q3(int n, int nmax, const float *x, int8_t *L) {
   const float iscale = -nmax / mx;
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; i++) {
-    const int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    const int l = clampi(nc_nearest_int(iscale * x[i]), -nmax, nmax - 1);
     L[i] = (int8_t)l;
     const float w = x[i] * x[i];
     sumlx += w * x[i] * l;
@@ -351,7 +344,7 @@ static float fit_scale_q3(int n, int nmax, const float *x, int8_t *L) {
       float slx = sumlx - w * x[i] * L[i];
       if (slx <= 0) continue;
       float sl2 = suml2 - w * L[i] * L[i];
-      const int nl = clampi(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+      const int nl = clampi(nc_nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
       if (nl == L[i]) continue;
       slx += w * x[i] * nl;
       sl2 += w * nl * nl;
@@ -382,7 +375,7 @@ static void q3_k_finish(const float *x, int8_t L[QK_K], block_q3_K *y) {
     if (d == 0.0f) continue;
     for (int l = 0; l < 16; l++)
       L[16 * j + l] =
-          (int8_t)(clampi(nearest_int(x[16 * j + l] / d), -4, 3) + 4);
+          (int8_t)(clampi(nc_nearest_int(x[16 * j + l] / d), -4, 3) + 4);
   }
   memset(y->hmask, 0, sizeof y->hmask);
   uint8_t low[QK_K];
@@ -412,7 +405,8 @@ static void q3_k_row(const float *x, block_q3_K *y, int64_t nb) {
     if (max_scale != 0.0f) {
       const float iscale = -32.f / max_scale;
       for (int j = 0; j < QK_K / 16; j++) {
-        const int l = clampi((int8_t)nearest_int(iscale * sc[j]), -32, 31) + 32;
+        const int l =
+            clampi((int8_t)nc_nearest_int(iscale * sc[j]), -32, 31) + 32;
         if (j < 8)
           y[i].scales[j] = (uint8_t)(l & 0xF);
         else
@@ -443,7 +437,7 @@ static float fit_scale_signed(int n, int nmax, const float *x, const float *qw,
   float iscale = -nmax / mx;
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; i++) {
-    const int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+    const int l = clampi(nc_nearest_int(iscale * x[i]), -nmax, nmax - 1);
     L[i] = (int8_t)(l + nmax);
     const float w = qw ? qw[i] : x[i] * x[i];
     sumlx += w * x[i] * l;
@@ -456,7 +450,7 @@ static float fit_scale_signed(int n, int nmax, const float *x, const float *qw,
     iscale = -(nmax + 0.1f * is) / mx;
     sumlx = suml2 = 0;
     for (int i = 0; i < n; i++) {
-      const int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+      const int l = clampi(nc_nearest_int(iscale * x[i]), -nmax, nmax - 1);
       const float w = qw ? qw[i] : x[i] * x[i];
       sumlx += w * x[i] * l;
       suml2 += w * l * l;
@@ -464,7 +458,7 @@ static float fit_scale_signed(int n, int nmax, const float *x, const float *qw,
     if (suml2 > 0 && sumlx * sumlx > best * suml2) {
       for (int i = 0; i < n; i++)
         L[i] = (int8_t)(nmax +
-                        clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+                        clampi(nc_nearest_int(iscale * x[i]), -nmax, nmax - 1));
       scale = sumlx / suml2;
       best = scale * sumlx;
     }
@@ -493,7 +487,7 @@ static void q6_k_row(const float *x, block_q6_K *y, int64_t nb,
     const float iscale = -128.f / max_scale;
     y[i].d = nc_fp32_to_fp16(1 / iscale);
     for (int ib = 0; ib < 16; ib++) {
-      const int s = nearest_int(iscale * sc[ib]);
+      const int s = nc_nearest_int(iscale * sc[ib]);
       y[i].scales[ib] = (int8_t)(s < 127 ? s : 127);
     }
     for (int j = 0; j < 16; j++) {
@@ -501,7 +495,7 @@ static void q6_k_row(const float *x, block_q6_K *y, int64_t nb,
       if (d == 0.0f) continue;
       for (int l = 0; l < 16; l++)
         L[16 * j + l] =
-            (int8_t)(clampi(nearest_int(x[16 * j + l] / d), -32, 31) + 32);
+            (int8_t)(clampi(nc_nearest_int(x[16 * j + l] / d), -32, 31) + 32);
     }
     for (int h = 0; h < 2; h++) {
       const int8_t *Lh = L + 128 * h;
@@ -631,7 +625,7 @@ static void iq4_xs_row(const float *x, block_iq4_xs *y, int64_t nb,
     const float id = d != 0.0f ? 1 / d : 0.f;
     y[i].scales_h = 0;
     for (int ib = 0; ib < 8; ib++) {
-      const int l = clampi(nearest_int(id * sc[ib]), -32, 31);
+      const int l = clampi(nc_nearest_int(id * sc[ib]), -32, 31);
       const float dl = d * l;
       const float idl = dl != 0.0f ? 1 / dl : 0.f;
       for (int j = 0; j < 32; j++)
@@ -683,8 +677,8 @@ static void mxfp4_row(const float *x, block_mxfp4 *y, int64_t nb) {
 /* ggml's make_qp_quants: non-negative levels 0..nmax for n values (the
  * sub-block scales or mins of a K-quant) weighted w, the best of 9 inverse
  * scales around nmax / max, then refined a level at a time (5 rounds). */
-static float fit_scale_pos(int n, int nmax, const float *x, uint8_t *L,
-                           const float *w) {
+float nc_fit_scale_pos(int n, int nmax, const float *x, uint8_t *L,
+                       const float *w) {
   float mx = 0;
   for (int i = 0; i < n; i++)
     mx = mx > x[i] ? mx : x[i];
@@ -694,7 +688,7 @@ static float fit_scale_pos(int n, int nmax, const float *x, uint8_t *L,
   }
   float iscale = nmax / mx;
   for (int i = 0; i < n; i++)
-    L[i] = (uint8_t)nearest_int(iscale * x[i]);
+    L[i] = (uint8_t)nc_nearest_int(iscale * x[i]);
   const float scale = 1 / iscale;
   float best = 0;
   for (int i = 0; i < n; i++) {
@@ -707,7 +701,7 @@ static float fit_scale_pos(int n, int nmax, const float *x, uint8_t *L,
     const float scale_is = 1 / iscale_is;
     float mse = 0;
     for (int i = 0; i < n; i++) {
-      int l = nearest_int(iscale_is * x[i]);
+      int l = nc_nearest_int(iscale_is * x[i]);
       l = l < nmax ? l : nmax;
       const float diff = x[i] - scale_is * l;
       mse += w[i] * diff * diff;
@@ -719,7 +713,7 @@ static float fit_scale_pos(int n, int nmax, const float *x, uint8_t *L,
   }
   float sumlx = 0, suml2 = 0;
   for (int i = 0; i < n; i++) {
-    int l = nearest_int(iscale * x[i]);
+    int l = nc_nearest_int(iscale * x[i]);
     l = l < nmax ? l : nmax;
     L[i] = (uint8_t)l;
     sumlx += w[i] * x[i] * l;
@@ -731,7 +725,7 @@ static float fit_scale_pos(int n, int nmax, const float *x, uint8_t *L,
       float slx = sumlx - w[i] * x[i] * L[i];
       float sl2 = suml2 - w[i] * L[i] * L[i];
       if (!(slx > 0 && sl2 > 0)) continue;
-      int nl = nearest_int(x[i] * sl2 / slx);
+      int nl = nc_nearest_int(x[i] * sl2 / slx);
       nl = nl < nmax ? nl : nmax;
       if (nl == L[i]) continue;
       slx += w[i] * x[i] * nl;
@@ -782,8 +776,8 @@ static void q2_k_row_w(const float *x, block_q2_K *y, int64_t nb,
       sc[j] = fit_scale_min(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
                             -0.9f, 0.05f, 36, false);
     }
-    y[i].d = nc_fp32_to_fp16(fit_scale_pos(16, 15, sc, Ls, sw));
-    y[i].dmin = nc_fp32_to_fp16(fit_scale_pos(16, 15, mins, Lm, sw));
+    y[i].d = nc_fp32_to_fp16(nc_fit_scale_pos(16, 15, sc, Ls, sw));
+    y[i].dmin = nc_fp32_to_fp16(nc_fit_scale_pos(16, 15, mins, Lm, sw));
     const float dm = nc_fp16_to_fp32(y[i].d), mm = nc_fp16_to_fp32(y[i].dmin);
     for (int j = 0; j < 16; j++)
       y[i].scales[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
@@ -793,7 +787,7 @@ static void q2_k_row_w(const float *x, block_q2_K *y, int64_t nb,
       const float m = mm * (y[i].scales[j] >> 4);
       for (int l = 0; l < 16; l++)
         L[16 * j + l] =
-            (uint8_t)clampi(nearest_int((x[16 * j + l] + m) / d), 0, 3);
+            (uint8_t)clampi(nc_nearest_int((x[16 * j + l] + m) / d), 0, 3);
     }
     pack_2bit(L, y[i].qs);
   }
@@ -841,8 +835,8 @@ static void kquant_levels_w(const float *x, const float *qw, int nmax,
     sc[j] = fit_scale_min(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
                           -0.9f, 0.05f, 36, false);
   }
-  const float d_block = fit_scale_pos(8, 63, sc, ls, sw);
-  const float m_block = fit_scale_pos(8, 63, mins, lm, sw);
+  const float d_block = nc_fit_scale_pos(8, 63, sc, ls, sw);
+  const float m_block = nc_fit_scale_pos(8, 63, mins, lm, sw);
   pack_k4_scales(ls, lm, scales);
   *dd = nc_fp32_to_fp16(d_block);
   *dmin = nc_fp32_to_fp16(m_block);
@@ -854,7 +848,7 @@ static void kquant_levels_w(const float *x, const float *qw, int nmax,
     const float dm = nc_fp16_to_fp32(*dmin) * m;
     for (int l = 0; l < 32; l++)
       L[32 * j + l] =
-          (uint8_t)clampi(nearest_int((x[32 * j + l] + dm) / d), 0, nmax);
+          (uint8_t)clampi(nc_nearest_int((x[32 * j + l] + dm) / d), 0, nmax);
   }
 }
 

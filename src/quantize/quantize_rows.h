@@ -26,4 +26,10 @@ bool nc_quantize_uses_imatrix(nc_type t);
 void nc_quantize_weights(nc_type t, const float *src, void *dst, int64_t nrows,
                          int64_t n_per_row, const float *qw);
 
+/* ggml's make_qp_quants: non-negative levels L[n] in 0..nmax for x
+ * (weights w) and their scale, as the K-quants fit their sub-block scales
+ * and IQ2_XXS its first guess. */
+float nc_fit_scale_pos(int n, int nmax, const float *x, uint8_t *L,
+                       const float *w);
+
 #endif
