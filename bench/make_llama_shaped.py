@@ -13,6 +13,10 @@ Q4_K_M`, or with --pure for one type throughout), then run bench/speed.py
 
 usage: bench/make_llama_shaped.py OUT.gguf [--layers 8] [--embd 1024]
                                   [--ff 2816] [--heads 16] [--kv-heads 4]
+                                  [--vocab N]
+
+--vocab N keeps the first N tokens (and drops the merges): a smaller token
+embedding for quantizer tests, a file not meant to be run.
 """
 import argparse
 import pathlib
@@ -24,15 +28,23 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def copy_metadata(src, w, shape):
+TOKEN_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+                "tokenizer.ggml.scores")
+
+
+def copy_metadata(src, w, shape, n_vocab=None):
     for key, field in src.fields.items():
         if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        if n_vocab is not None and key == "tokenizer.ggml.merges":
             continue
         if key in shape:
             w.add_uint32(key, shape[key])
             continue
         vt, val = field.types[0], field.contents()
         if vt == gguf.GGUFValueType.ARRAY:
+            if n_vocab is not None and key in TOKEN_ARRAYS:
+                val = val[:n_vocab]
             w.add_array(key, val)
         elif vt == gguf.GGUFValueType.STRING:
             w.add_string(key, val)
@@ -54,11 +66,16 @@ def main():
     ap.add_argument("--ff", type=int, default=2816)
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--kv-heads", type=int, default=4)
+    ap.add_argument("--vocab", type=int, default=None)
     a = ap.parse_args()
     if a.embd % a.heads or a.heads % a.kv_heads:
         ap.error("--embd must divide by --heads, --heads by --kv-heads")
     src = gguf.GGUFReader(str(SOURCE))
     n_vocab = len(src.fields["tokenizer.ggml.tokens"].contents())
+    if a.vocab is not None:
+        if not 1 <= a.vocab <= n_vocab:
+            ap.error(f"--vocab {a.vocab} is outside [1, {n_vocab}]")
+        n_vocab = a.vocab
     head_dim = a.embd // a.heads
     w = gguf.GGUFWriter(a.out, "llama")
     copy_metadata(src, w, {
@@ -66,7 +83,8 @@ def main():
         "llama.feed_forward_length": a.ff,
         "llama.attention.head_count": a.heads,
         "llama.attention.head_count_kv": a.kv_heads,
-        "llama.rope.dimension_count": head_dim, "general.file_type": 1})
+        "llama.rope.dimension_count": head_dim, "general.file_type": 1},
+        n_vocab if a.vocab is not None else None)
     rng = np.random.default_rng(1)
 
     def tensor(name, shape, dtype=np.float16):

@@ -164,7 +164,10 @@ NUCLEUS_API const char *nucleus_type_name(size_t i);
  * type, a file type as llama-quantize names it: "Q4_0", "Q4_1", "Q5_0",
  * "Q5_1", "Q8_0", "Q2_K", "Q3_K_S", "Q3_K_M" (or "Q3_K"), "Q3_K_L",
  * "Q4_K_S", "Q4_K_M" (or "Q4_K"), "Q5_K_S", "Q5_K_M" (or "Q5_K"), "Q6_K",
- * "IQ4_NL", "IQ4_XS", "MXFP4_MOE". Each tensor gets the
+ * "IQ3_S", "IQ3_M", "IQ4_NL", "IQ4_XS", "MXFP4_MOE" (and with
+ * nucleus_quantize_imatrix "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M",
+ * "IQ3_XXS", "IQ3_XS", which llama.cpp refuses to write without an
+ * importance matrix: an error naming the tensor). Each tensor gets the
  * type llama.cpp's quantizer gives it
  * (its per-tensor rules and fallbacks; no importance matrix) and the same
  * blocks; the metadata is copied with general.file_type set. n_threads in

@@ -1,6 +1,6 @@
 # quantize: writing quantized model files (src/quantize/, nucleus quantize).
 # tests/e2e/test_quantize.py compares whole files with llama.cpp's.
-UNIT_TESTS += test_quantize_file
+UNIT_TESTS += test_quantize_file test_iq_lattice
 
 # libFuzzer target for the importance-matrix reader: make fuzz-imatrix
 # (clang-14), then e.g.

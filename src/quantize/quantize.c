@@ -188,7 +188,7 @@ static void *run_slab(void *arg) {
         j->e->imatrix ? j->e->imatrix + (j->row0 + r) / t->ne[1] * n : NULL;
     nc_dequantize_row((nc_type)t->type, j->src + (size_t)r * in_row, j->f32, n);
     nc_quantize_weights(j->e->type, j->f32, j->dst + (size_t)r * out_row, 1, n,
-                        qw);
+                        qw, j->e->lattice);
   }
   return NULL;
 }
@@ -317,6 +317,61 @@ static nc_code attach_imatrix(const nc_imatrix *m, nc_recipe_entry *es,
   return NC_OK;
 }
 
+static bool is_output(const char *name) {
+  return strcmp(name, "output.weight") == 0;
+}
+
+/* llama.cpp's refusal of its very-low-bit types without importance
+ * weights: every tensor but the token embeddings and the output that
+ * becomes one of them needs its matrix entry. */
+static nc_code check_imatrix_needed(const nc_recipe_entry *es, int64_t nt,
+                                    const char *path, nc_error *err) {
+  for (int64_t i = 0; i < nt; i++) {
+    const gguf_tensor_info *t = es[i].tensor;
+    if (es[i].type == (nc_type)t->type || es[i].imatrix ||
+        !nc_quantize_needs_imatrix(es[i].type) || is_token_embd(t->name) ||
+        is_output(t->name))
+      continue;
+    if (!path)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "tensor '%s' becomes %s, which needs an importance "
+                     "matrix (--imatrix FILE; make one with nucleus imatrix)",
+                     t->name, nc_type_name(es[i].type));
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "importance matrix '%s' has no entry for '%s', which "
+                   "becomes %s and needs one",
+                   path, t->name, nc_type_name(es[i].type));
+  }
+  return NC_OK;
+}
+
+/* The lattice types' search tables, one per codebook the recipe uses,
+ * built before the threads start and shared read-only by them. */
+typedef struct lattice_set {
+  nc_iq_lattice *tab[8];
+  int n;
+} lattice_set;
+
+static nc_code attach_lattices(lattice_set *ls, nc_recipe_entry *es, int64_t nt,
+                               nc_error *err) {
+  for (int64_t i = 0; i < nt; i++) {
+    const nc_type ty = es[i].type;
+    if (ty == (nc_type)es[i].tensor->type || !nc_iq_lattice_needed(ty))
+      continue;
+    const nc_type key = ty == NC_TYPE_IQ1_M ? NC_TYPE_IQ1_S : ty;
+    int k = 0;
+    while (k < ls->n && ls->tab[k]->type != key)
+      k++;
+    if (k == ls->n) {
+      const nc_code c = nc_iq_lattice_build(key, &ls->tab[k], err);
+      if (c) return c;
+      ls->n++;
+    }
+    es[i].lattice = ls->tab[k];
+  }
+  return NC_OK;
+}
+
 nc_code nc_quantize_file(const char *in_path, const char *out_path,
                          const char *type, int n_threads,
                          const char *imatrix_path, nc_error *err) {
@@ -349,6 +404,9 @@ nc_code nc_quantize_file(const char *in_path, const char *out_path,
   }
   c = nc_quantize_recipe(f, ft, imatrix_path != NULL, es, err);
   if (!c && imatrix_path) c = attach_imatrix(&im, es, nt, imatrix_path, err);
+  if (!c) c = check_imatrix_needed(es, nt, imatrix_path, err);
+  lattice_set ls = {0};
+  if (!c) c = attach_lattices(&ls, es, nt, err);
   const imatrix_keys ik = {imatrix_path, im.dataset, (uint32_t)im.n_entries,
                            im.chunks > 0 ? (uint32_t)im.chunks : 0};
   if (!c) {
@@ -364,6 +422,8 @@ nc_code nc_quantize_file(const char *in_path, const char *out_path,
       if (c) remove(out_path);
     }
   }
+  for (int k = 0; k < ls.n; k++)
+    nc_iq_lattice_free(ls.tab[k]);
   free(es);
   gguf_close(f);
   nc_imatrix_free(&im);

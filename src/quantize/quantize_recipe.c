@@ -18,7 +18,12 @@ static const nc_ftype k_ftypes[] = {
     {"Q3_K_L", 13, NC_TYPE_Q3_K},     {"Q4_K_S", 14, NC_TYPE_Q4_K},
     {"Q4_K_M", 15, NC_TYPE_Q4_K},     {"Q5_K_S", 16, NC_TYPE_Q5_K},
     {"Q5_K_M", 17, NC_TYPE_Q5_K},     {"Q6_K", 18, NC_TYPE_Q6_K},
-    {"IQ4_NL", 25, NC_TYPE_IQ4_NL},   {"IQ4_XS", 30, NC_TYPE_IQ4_XS},
+    {"IQ2_XXS", 19, NC_TYPE_IQ2_XXS}, {"IQ2_XS", 20, NC_TYPE_IQ2_XS},
+    {"IQ3_XS", 22, NC_TYPE_IQ3_S},    {"IQ3_XXS", 23, NC_TYPE_IQ3_XXS},
+    {"IQ1_S", 24, NC_TYPE_IQ1_S},     {"IQ1_M", 31, NC_TYPE_IQ1_M},
+    {"IQ4_NL", 25, NC_TYPE_IQ4_NL},   {"IQ3_S", 26, NC_TYPE_IQ3_S},
+    {"IQ3_M", 27, NC_TYPE_IQ3_S},     {"IQ2_S", 28, NC_TYPE_IQ2_XS},
+    {"IQ2_M", 29, NC_TYPE_IQ2_S},     {"IQ4_XS", 30, NC_TYPE_IQ4_XS},
     {"MXFP4_MOE", 38, NC_TYPE_MXFP4},
 };
 enum { N_FTYPES = sizeof k_ftypes / sizeof k_ftypes[0] };
@@ -36,7 +41,9 @@ const nc_ftype *nc_ftype_by_name(const char *name) {
 const char *nc_ftype_names(void) {
   return "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, Q3_K_M (Q3_K), Q3_K_L, "
          "Q4_K_S, Q4_K_M (Q4_K), Q5_K_S, "
-         "Q5_K_M (Q5_K), Q6_K, IQ4_NL, IQ4_XS, MXFP4_MOE";
+         "Q5_K_M (Q5_K), Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, "
+         "IQ3_XXS, "
+         "IQ3_XS, IQ3_S, IQ3_M, IQ4_NL, IQ4_XS, MXFP4_MOE";
 }
 
 typedef enum category {
@@ -143,7 +150,7 @@ static bool more_bits(int i, int n) {
 
 /* The model facts the rules read. */
 typedef struct recipe_state {
-  int n_attn_wv, i_attn_wv, n_layer, i_ffn_down;
+  int n_attn_wv, i_attn_wv, n_layer, i_ffn_down, i_ffn_gate, i_ffn_up;
   int64_t n_expert, n_gqa;
   bool tied; /* no output.weight: token_embd is also the output */
   bool has_imatrix;
@@ -163,11 +170,53 @@ static nc_type fallback(nc_type t, int64_t ncols) {
   case NC_TYPE_Q4_K: f = NC_TYPE_Q5_0; break;
   case NC_TYPE_Q5_K: f = NC_TYPE_Q5_1; break;
   case NC_TYPE_Q6_K: f = NC_TYPE_Q8_0; break;
+  case NC_TYPE_IQ1_S:
+  case NC_TYPE_IQ1_M:
+  case NC_TYPE_IQ2_XXS:
+  case NC_TYPE_IQ2_XS:
+  case NC_TYPE_IQ2_S:
+  case NC_TYPE_IQ3_XXS:
+  case NC_TYPE_IQ3_S:
   case NC_TYPE_IQ4_XS: f = NC_TYPE_IQ4_NL; break;
   default: break; /* the 32-block types: F16 below */
   }
   if (ncols % nc_type_traits_of((uint32_t)f)->block_size != 0) f = NC_TYPE_F16;
   return f;
+}
+
+/* The layer a per-layer rule reads: the running count of the tensor's kind,
+ * or with experts its "blk.N." (their tensors are not in layer order). */
+static int rule_layer(const recipe_state *s, const gguf_tensor_info *t,
+                      int counter) {
+  return s->n_expert > 1 ? layer_of(t->name) : counter;
+}
+
+/* The very-low-bit mixes (IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M):
+ * their own rules for attn_v, attn_k, ffn_down and attn_output. */
+static nc_type rule_lowbit(recipe_state *s, uint32_t id, category c,
+                           nc_type ty) {
+  const bool iq2sm = id == 28 || id == 29, iq1 = id == 24 || id == 31;
+  if (attn_v_like(c)) {
+    if (s->n_gqa >= 4 || s->n_expert >= 4)
+      ty = NC_TYPE_Q4_K;
+    else
+      ty = iq2sm ? NC_TYPE_IQ3_S : NC_TYPE_Q2_K;
+    s->i_attn_wv++;
+  } else if (s->n_expert == 8 && c == CAT_ATTN_K) {
+    ty = NC_TYPE_Q4_K;
+  } else if (c == CAT_FFN_DOWN) {
+    if (s->i_ffn_down < s->n_layer / 8)
+      ty = iq2sm ? NC_TYPE_IQ3_S : NC_TYPE_Q2_K;
+    s->i_ffn_down++;
+  } else if (c == CAT_ATTN_OUTPUT) {
+    if (s->n_expert == 8)
+      ty = NC_TYPE_Q5_K;
+    else if (iq1)
+      ty = NC_TYPE_IQ2_XXS;
+    else if (iq2sm)
+      ty = NC_TYPE_IQ3_S;
+  }
+  return ty;
 }
 
 static nc_type rule(recipe_state *s, const nc_ftype *ft,
@@ -178,19 +227,39 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
   const bool q2k = id == 10, q3ks = id == 11, q3km = id == 12, q3kl = id == 13;
   const bool q4km = id == 15, q5km = id == 17, q4ks = id == 14;
   const bool iq4 = id == 25 || id == 30, mxfp4 = id == 38;
+  const bool iq3xs = id == 22, iq3xxs = id == 23, iq3s = id == 26,
+             iq3m = id == 27;
+  /* the very-low-bit mixes: IQ2_XXS, IQ2_XS, IQ1_S, IQ2_S, IQ2_M, IQ1_M */
+  const bool lowbit =
+      id == 19 || id == 20 || id == 24 || id == 28 || id == 29 || id == 31;
   if (c == CAT_OUTPUT || (s->tied && c == CAT_TOKEN_EMBD)) {
     const int64_t bs = nc_type_traits_of((uint32_t)ty)->block_size;
     if (mxfp4 || t->ne[0] % bs != 0)
       ty = NC_TYPE_Q8_0;
+    else if (lowbit || iq3xxs)
+      ty = NC_TYPE_Q5_K;
     else if (ty != NC_TYPE_Q8_0)
       ty = NC_TYPE_Q6_K;
   } else if (mxfp4) { /* experts MXFP4, the rest Q8_0 */
     ty = t->ne[2] > 1 ? NC_TYPE_MXFP4 : NC_TYPE_Q8_0;
   } else if (c == CAT_TOKEN_EMBD) {
-    /* unchanged for these file types */
+    if (id == 19 || id == 20 || id == 24 || id == 31)
+      ty = NC_TYPE_Q2_K;
+    else if (id == 28 || id == 29 || iq3xxs)
+      ty = NC_TYPE_IQ3_S;
+  } else if (lowbit) {
+    ty = rule_lowbit(s, id, c, ty);
   } else if (attn_v_like(c)) {
     if (q2k)
       ty = s->n_gqa >= 4 ? NC_TYPE_Q4_K : NC_TYPE_Q3_K;
+    else if (iq3xxs)
+      ty = s->n_gqa >= 4     ? NC_TYPE_Q4_K
+           : !s->has_imatrix ? NC_TYPE_IQ3_S
+                             : NC_TYPE_IQ3_XXS;
+    else if ((iq3xs || iq3s) && s->n_gqa >= 4)
+      ty = NC_TYPE_Q4_K;
+    else if (iq3m)
+      ty = NC_TYPE_Q4_K;
     else if (q3km)
       ty = s->i_attn_wv < 2 ? NC_TYPE_Q5_K : NC_TYPE_Q4_K;
     else if (q3kl)
@@ -207,14 +276,29 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
     if (s->n_expert == 8) ty = NC_TYPE_Q8_0;
     s->i_attn_wv++;
   } else if (c == CAT_ATTN_K) {
-    if (s->n_expert == 8) ty = NC_TYPE_Q8_0;
+    if (s->n_expert == 8)
+      ty = NC_TYPE_Q8_0;
+    else if (iq3xs)
+      ty = NC_TYPE_IQ3_XXS;
+    else if (iq3xxs)
+      ty = NC_TYPE_IQ2_S;
+  } else if (c == CAT_ATTN_Q) {
+    if (iq3xs)
+      ty = NC_TYPE_IQ3_XXS;
+    else if (iq3xxs)
+      ty = NC_TYPE_IQ2_S;
   } else if (c == CAT_FFN_DOWN) {
-    const int i_layer = s->n_expert > 1 ? layer_of(t->name) : s->i_ffn_down;
+    const int i_layer = rule_layer(s, t, s->i_ffn_down);
     const int n = s->n_layer;
     if (q2k) {
       ty = NC_TYPE_Q3_K;
+    } else if (iq3xxs && !s->has_imatrix) {
+      ty = i_layer < n / 8 ? NC_TYPE_Q4_K : NC_TYPE_Q3_K;
     } else if (q3km) {
       ty = i_layer < n / 16 ? NC_TYPE_Q5_K : NC_TYPE_Q4_K;
+    } else if (iq3m && (i_layer < n / 8 ||
+                        (s->n_expert == 8 && more_bits(i_layer, n)))) {
+      ty = NC_TYPE_Q4_K;
     } else if (q3kl) {
       ty = NC_TYPE_Q5_K;
     } else if (q4km) {
@@ -232,14 +316,24 @@ static nc_type rule(recipe_state *s, const nc_ftype *ft,
     s->i_ffn_down++;
   } else if (c == CAT_ATTN_OUTPUT) {
     if (s->n_expert == 8) {
-      if (q2k || q3ks || q3km || q4ks || q4km || iq4) ty = NC_TYPE_Q5_K;
+      if (q2k || q3ks || q3km || q4ks || q4km || iq4 || iq3xs || iq3xxs ||
+          iq3s || iq3m)
+        ty = NC_TYPE_Q5_K;
     } else if (q2k) {
       ty = NC_TYPE_Q3_K;
-    } else if (q3km) {
+    } else if (iq3xxs) {
+      ty = NC_TYPE_IQ3_S;
+    } else if (q3km || iq3m) {
       ty = NC_TYPE_Q4_K;
     } else if (q3kl) {
       ty = NC_TYPE_Q5_K;
     }
+  } else if (c == CAT_FFN_GATE || c == CAT_FFN_UP) {
+    int *counter = c == CAT_FFN_GATE ? &s->i_ffn_gate : &s->i_ffn_up;
+    const int i_layer = rule_layer(s, t, *counter);
+    const int n = s->n_layer;
+    if (iq3xs && i_layer >= n / 8 && i_layer < 7 * n / 8) ty = NC_TYPE_IQ3_XXS;
+    (*counter)++;
   }
   return fallback(ty, t->ne[0]);
 }

@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
+#include "iq_lattice.h"
 
 /* A file type: the name llama-quantize takes, llama.cpp's llama_ftype id
  * (general.file_type) and the type most matrices get. */
@@ -34,6 +35,9 @@ typedef struct nc_recipe_entry {
   nc_type type;
   /* its importance weights (ne0 per expert), or NULL: set by the caller */
   const float *imatrix;
+  /* the search table of type's codebook (lattice types), or NULL: set by
+   * the caller */
+  const nc_iq_lattice *lattice;
 } nc_recipe_entry;
 
 /* Fills out[gguf_tensor_count(f)] for ftype (has_imatrix: the rules

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "quant_round.h"
+#include "quantize_iq.h"
 
 static int clampi(int v, int lo, int hi) {
   return v < lo ? lo : v > hi ? hi : v;
@@ -961,6 +962,18 @@ bool nc_quantize_uses_imatrix(nc_type t) {
   case NC_TYPE_Q6_K:
   case NC_TYPE_IQ4_NL:
   case NC_TYPE_IQ4_XS: return true;
+  default: return nc_iq_lattice_needed(t);
+  }
+}
+
+bool nc_quantize_needs_imatrix(nc_type t) {
+  switch (t) {
+  case NC_TYPE_IQ3_XXS:
+  case NC_TYPE_IQ2_XXS:
+  case NC_TYPE_IQ2_XS:
+  case NC_TYPE_IQ2_S:
+  case NC_TYPE_IQ1_S:
+  case NC_TYPE_IQ1_M: return true;
   default: return false;
   }
 }
@@ -982,18 +995,45 @@ bool nc_quantize_weights_supported(nc_type t) {
   case NC_TYPE_Q6_K:
   case NC_TYPE_IQ4_NL:
   case NC_TYPE_IQ4_XS:
-  case NC_TYPE_MXFP4: return true;
+  case NC_TYPE_MXFP4:
+  case NC_TYPE_IQ3_XXS:
+  case NC_TYPE_IQ3_S:
+  case NC_TYPE_IQ2_XXS:
+  case NC_TYPE_IQ2_XS:
+  case NC_TYPE_IQ2_S:
+  case NC_TYPE_IQ1_S:
+  case NC_TYPE_IQ1_M: return true;
   default: return false;
   }
 }
 
+/* One row of a lattice type (qw: NULL or the row's weights). */
+static void row_lattice(nc_type t, const nc_iq_lattice *lat, const float *x,
+                        void *y, int64_t nb, const float *qw) {
+  switch (t) {
+  case NC_TYPE_IQ3_XXS: nc_iq3_xxs_row(lat, x, y, nb, qw); break;
+  case NC_TYPE_IQ3_S: nc_iq3_s_row(lat, x, y, nb, qw); break;
+  case NC_TYPE_IQ2_XXS: nc_iq2_xxs_row(lat, x, y, nb, qw); break;
+  case NC_TYPE_IQ2_XS: nc_iq2_xs_row(lat, x, y, nb, qw); break;
+  case NC_TYPE_IQ2_S: nc_iq2_s_row(lat, x, y, nb, qw); break;
+  case NC_TYPE_IQ1_S: nc_iq1_s_row(lat, x, y, nb, qw); break;
+  case NC_TYPE_IQ1_M: nc_iq1_m_row(lat, x, y, nb, qw); break;
+  default: break;
+  }
+}
+
 void nc_quantize_weights(nc_type t, const float *src, void *dst, int64_t nrows,
-                         int64_t n_per_row, const float *qw) {
+                         int64_t n_per_row, const float *qw,
+                         const nc_iq_lattice *lat) {
   const size_t row = nc_row_size(t, n_per_row);
   const int64_t nb = n_per_row / nc_type_traits_of((uint32_t)t)->block_size;
   for (int64_t r = 0; r < nrows; r++) {
     const float *x = src + r * n_per_row;
     void *y = (uint8_t *)dst + (size_t)r * row;
+    if (nc_iq_lattice_needed(t)) {
+      row_lattice(t, lat, x, y, nb, qw);
+      continue;
+    }
     if (qw && nc_quantize_uses_imatrix(t)) {
       row_weighted(t, x, y, n_per_row, nb, qw);
       continue;

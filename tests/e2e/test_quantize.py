@@ -183,8 +183,9 @@ def test_output_runs_in_nucleus_and_llama_cpp(tmp_path):
     (["IN", "OUT", "Q7_K"], "unknown quantization type 'Q7_K' (allowed: "
                             "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K_S, "
                             "Q3_K_M (Q3_K), Q3_K_L, Q4_K_S, Q4_K_M (Q4_K), "
-                            "Q5_K_S, Q5_K_M (Q5_K), Q6_K, IQ4_NL, IQ4_XS, "
-                            "MXFP4_MOE)"),
+                            "Q5_K_S, Q5_K_M (Q5_K), Q6_K, IQ1_S, IQ1_M, "
+                            "IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS, IQ3_XS, "
+                            "IQ3_S, IQ3_M, IQ4_NL, IQ4_XS, MXFP4_MOE)"),
     (["-t", "0", "IN", "OUT", "Q4_0"], "-t needs a number in [1, 256]"),
     (["IN", "OUT"], "usage: nucleus quantize"),
     (["/nonexistent.gguf", "OUT", "Q4_0"], "/nonexistent.gguf"),

@@ -41,14 +41,15 @@ def make_model(tmp_path, moe=False):
     return str(out)
 
 
-def make_imatrix(model, path, seed, legacy=False):
-    """Random sums and counts for the model's matrices, written as
-    llama-imatrix writes them; returns what llama-quantize would load (the
-    normalised values), the dataset name and the chunk count."""
+def make_imatrix(model, path, seed, legacy=False,
+                 leave_out="blk.1.attn_q.weight"):
+    """Random sums and counts for the model's matrices (but leave_out),
+    written as llama-imatrix writes them; returns what llama-quantize would
+    load (the normalised values), the dataset name and the chunk count."""
     rng = np.random.default_rng(seed)
     entries = {}
     for t in gguf.GGUFReader(model).tensors:
-        if len(t.shape) < 2 or t.name == "blk.1.attn_q.weight":
+        if len(t.shape) < 2 or t.name == leave_out:
             continue  # a tensor without an entry: quantized without one
         ne0 = int(t.shape[0])
         nexp = int(t.shape[2]) if len(t.shape) > 2 else 1

@@ -69,7 +69,7 @@ static void test_rows_roundtrip(void **state) {
       x[i] = next_normalish(&s) * (i % 97 == 0 ? 4.0f : 0.05f);
     for (int i = 0; i < N; i++)
       x[2 * N + i] = 0.0f;
-    nc_quantize_weights(t, x, q, ROWS, N, NULL);
+    nc_quantize_weights(t, x, q, ROWS, N, NULL, NULL);
     const size_t row = nc_row_size(t, N);
     for (int r = 0; r < ROWS; r++) {
       nc_dequantize_row(t, q + (size_t)r * row, y, N);
@@ -90,7 +90,7 @@ static void test_rows_roundtrip(void **state) {
     }
   }
   assert_int_equal(bad, 0);
-  assert_false(nc_quantize_weights_supported(NC_TYPE_IQ2_XXS));
+  assert_false(nc_quantize_weights_supported(NC_TYPE_TQ1_0));
   free(x);
   free(y);
   free(q);
