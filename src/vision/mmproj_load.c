@@ -340,6 +340,13 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "mmproj: projector qwen3vl_merger pairs with a qwen3vl or "
                    "qwen3vlmoe language model, not %s",
                    lm_arch);
+  if (qwen && (mm->n_embd / mm->n_head) % 4 != 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: head size %d (clip.vision.embedding_length / "
+                   "attention.head_count) is not a multiple of 4: Qwen's 2-D "
+                   "RoPE turns a quarter of each head by the row, a quarter "
+                   "by the column",
+                   (int)(mm->n_embd / mm->n_head));
   if (qwen) {
     rc = load_deepstack_flags(mm, err);
     if (rc != NC_OK) return rc;

@@ -177,8 +177,46 @@ static void test_best_kernels(void **state) {
   check_table(false, true);
 }
 
+/* The projector with a language model it does not feed: another family
+ * (gemma3, qwen2vl) or another DeepStack count (qwen3vlmoe's 1 against the
+ * projector's 2 taps): refused, naming why. */
+static void test_refusals(void **state) {
+  (void)state;
+  static const struct {
+    const char *lm, *needle;
+  } cases[] = {
+      {"gemma3", "pairs with a qwen3vl or qwen3vlmoe language model, not "
+                 "gemma3"},
+      {"qwen2vl", "not qwen2vl"},
+      {"qwen3vlmoe", "2 DeepStack layers (clip.vision.is_deepstack_layers), "
+                     "but the language model takes 1"},
+  };
+  char mm_path[4096];
+  snprintf(mm_path, sizeof mm_path, "%s/build/arch/qwen3vl-mmproj.gguf",
+           root());
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char lm_path[4096];
+    snprintf(lm_path, sizeof lm_path, "%s/build/arch/%s.gguf", root(),
+             cases[i].lm);
+    nucleus_model_params mp = nucleus_model_default_params();
+    nucleus_model *lm = NULL;
+    nucleus_mmproj *mm = NULL;
+    nucleus_error err = {0};
+    if (nucleus_model_load(lm_path, &mp, &lm, &err) != NUCLEUS_OK)
+      NC_MODEL_UNAVAILABLE(lm_path);
+    assert_int_not_equal(nucleus_mmproj_load(mm_path, lm, &mp, &mm, &err),
+                         NUCLEUS_OK);
+    assert_null(mm);
+    if (!strstr(err.message, cases[i].needle))
+      fail_msg("%s: '%s' does not say '%s'", cases[i].lm, err.message,
+               cases[i].needle);
+    nucleus_model_free(lm);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_reference_kernels),
       cmocka_unit_test(test_best_kernels),
   };
