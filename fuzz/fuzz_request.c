@@ -59,6 +59,18 @@ void nucleus_free(void *ptr) {
   free(ptr);
 }
 
+/* The harness's server has no vision projector: prompt.c refuses images
+ * before it would tokenize them. */
+nucleus_status nucleus_tokenize_with_images(const nucleus_model *model,
+                                            const nucleus_mmproj *mmproj,
+                                            const char *text, size_t len,
+                                            const nucleus_image *const *images,
+                                            size_t n_images, int32_t **ids_out,
+                                            size_t *n_out, nucleus_error *err) {
+  FUZZ_CHECK(!"images reach the tokenizer without a projector");
+  return NUCLEUS_ERR_INTERNAL;
+}
+
 static const char CHATML[] =
     "{%- if tools %}{{- '<|im_start|>system\\n# Tools\\n' }}{%- for t in tools "
     "%}{{- t | tojson }}{{- '\\n' }}{%- endfor %}{{- '<|im_end|>\\n' }}"
@@ -268,9 +280,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t n = 0;
     api_error pe = {0};
     chat_opts opts;
-    int rc = chat ? (chat_opts_parse(root, &opts, &pe) ||
-                     prompt_chat(&srv, root, &opts, NULL, NULL, &ids, &n, &pe))
-                  : prompt_completion_tokens(&srv, root, &ids, &n, &pe);
+    int rc =
+        chat ? (chat_opts_parse(root, &opts, &pe) ||
+                prompt_chat(&srv, root, &opts, NULL, NULL, &ids, &n, NULL, &pe))
+             : prompt_completion_tokens(&srv, root, &ids, &n, &pe);
     if (rc == 0) {
       FUZZ_CHECK(ids);
       for (size_t i = 0; i < n; i++)
@@ -300,7 +313,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int32_t *ids = NULL;
       size_t n = 0;
       api_error pe = {0};
-      if (prompt_chat(&srv, chat, &r.chat_opts, NULL, NULL, &ids, &n, &pe))
+      if (prompt_chat(&srv, chat, &r.chat_opts, NULL, NULL, &ids, &n, NULL,
+                      &pe))
         check_error(&pe);
       free(ids);
       gen_request_free(&r);
@@ -323,7 +337,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int32_t *ids = NULL;
       size_t n = 0;
       api_error pe = {0};
-      if (prompt_chat(&srv, rr.chat, &r.chat_opts, NULL, NULL, &ids, &n, &pe))
+      if (prompt_chat(&srv, rr.chat, &r.chat_opts, NULL, NULL, &ids, &n, NULL,
+                      &pe))
         check_error(&pe);
       free(ids);
       gen_request_free(&r);

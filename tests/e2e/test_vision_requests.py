@@ -63,7 +63,7 @@ def test_a_good_image_is_decoded_then_refused(server, name):
     uri = data_uri(name, media=media[name.rsplit(".", 1)[1]])
     msg = error(chat(server, [{"type": "text", "text": "What is it?"},
                               image_part(uri)]))
-    assert msg == NO_IMAGES + " (1 in the messages)"
+    assert msg.startswith(NO_IMAGES + " (1 in the messages"), msg
 
 
 @pytest.mark.parametrize("url,words", [
@@ -230,7 +230,7 @@ def test_allow_image_urls_fetches_bounded(fetching, image_host, path, words):
                         image_part(url)])
     msg = error(r)
     if words is None:
-        assert msg == NO_IMAGES + " (1 in the messages)"
+        assert msg.startswith(NO_IMAGES + " (1 in the messages"), msg
     else:
         assert msg.startswith("messages[1].content[1].image_url: "), msg
         assert words in msg, msg

@@ -80,7 +80,7 @@ def test_attach_paste_send(page):
     # the server has no --mmproj: its 400, with a Retry
     err = WebDriverWait(d, 30).until(
         lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.error"))[0].text
-    assert "this model does not take images (2 in the messages)" in err, err
+    assert "this model does not take images (2 in the messages" in err, err
     assert thumbs(d, "#attachments") == []  # the composer is empty again
     assert thumbs(d, ".msg.user") == attached  # the history shows them
     user = stored_chat(d)["messages"][0]

@@ -17,6 +17,7 @@ struct responses_store; /* openai/responses_store.h */
 typedef struct server_ctx {
   const server_config *cfg;
   nucleus_model *model;
+  nucleus_mmproj *mmproj; /* --mmproj: the vision projector (NULL: none) */
   nucleus_engine *engine;
   metrics *metrics;
   inflight *inflight;

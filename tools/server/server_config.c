@@ -90,6 +90,10 @@ void server_config_usage(FILE *out) {
           "  --model-draft FILE      a draft model with the model's "
           "vocabulary (sets --spec\n"
           "                          draft)\n"
+          "  --mmproj FILE           the model's vision projector (a clip "
+          "GGUF): requests\n"
+          "                          may carry images (docs/SERVER.md, "
+          "Images)\n"
           "  --embedding-model FILE  an embedding model or reranker served "
           "beside the model:\n"
           "                          POST /v1/embeddings and /v1/rerank run "
@@ -222,6 +226,9 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
     } else if (!strcmp(a, "--embedding-model")) {
       if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
       cfg->embedding_model_path = v;
+    } else if (!strcmp(a, "--mmproj")) {
+      if (!v) rc = parse_long(a, v, 0, 0, &n, msg, cap);
+      cfg->mmproj_path = v;
     } else if (!strcmp(a, "--draft-max") || !strcmp(a, "--draft-min")) {
       /* the range: nucleus_speculative_check once all are read */
       rc = parse_long(a, v, INT32_MIN, INT32_MAX, &n, msg, cap);

@@ -47,6 +47,8 @@ typedef struct server_config {
    * unless it asks otherwise ("speculative", "prediction"). */
   nucleus_spec_params spec;
   const char *draft_model_path; /* --model-draft: the draft model's file */
+  /* --mmproj: the vision projector file beside the model (images in) */
+  const char *mmproj_path;
   /* --reasoning-format: false (auto): a thinking model's reasoning goes to
    * reasoning_content; true (none): it stays in the content */
   bool reasoning_inline;

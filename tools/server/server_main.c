@@ -60,11 +60,13 @@ static const char *base_name(const char *path) {
 
 static nucleus_engine *start_engine(const server_config *cfg,
                                     nucleus_model *model, nucleus_model *draft,
+                                    const nucleus_mmproj *mmproj,
                                     nucleus_engine_params *used) {
   nucleus_engine *engine = NULL;
   nucleus_error err = {0};
   nucleus_engine_params ep = cfg->engine;
   ep.draft_model = draft;
+  ep.mmproj = mmproj;
   if (nucleus_engine_create(model, &ep, &engine, &err) != NUCLEUS_OK) {
     fprintf(stderr, "nucleus serve: engine: %s\n", err.message);
     return NULL;
@@ -122,6 +124,13 @@ static int serve(const server_config *cfg, const char *path,
   if (nucleus_model_is_embedding(srv.model) &&
       !(srv.embed_main = start_embedder(srv.model, path)))
     goto out;
+  if (cfg->mmproj_path &&
+      nucleus_mmproj_load(cfg->mmproj_path, srv.model, &mp, &srv.mmproj,
+                          &err) != NUCLEUS_OK) {
+    fprintf(stderr, "nucleus serve: --mmproj %s: %s\n", cfg->mmproj_path,
+            err.message);
+    goto out;
+  }
   if (cfg->embedding_model_path) {
     const char *ep = cfg->embedding_model_path;
     if (nucleus_model_load(ep, &cfg->model, &srv.embed_model, &err) !=
@@ -141,7 +150,8 @@ static int serve(const server_config *cfg, const char *path,
     snprintf(srv.embed_model_id, sizeof srv.embed_model_id, "%s",
              base_name(ep));
   }
-  if (!(srv.engine = start_engine(cfg, srv.model, draft, &srv.engine_params)))
+  if (!(srv.engine = start_engine(cfg, srv.model, draft, srv.mmproj,
+                                  &srv.engine_params)))
     goto out;
   srv.n_ctx = srv.engine_params.n_ctx;
   char msg[256];
@@ -177,6 +187,7 @@ out:
   embed_service_free(srv.embed_main);
   embed_service_free(srv.embed_extra);
   nucleus_model_free(srv.embed_model);
+  nucleus_mmproj_free(srv.mmproj);
   nucleus_model_free(srv.model);
   nucleus_model_free(draft);
   inflight_destroy(srv.inflight);

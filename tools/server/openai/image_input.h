@@ -23,9 +23,9 @@ typedef struct image_list {
   bool allow_urls; /* --allow-image-urls: http(s) URLs are fetched */
 } image_list;
 
-/* Most images one request may carry, and their pixels together (each
- * image alone: nucleus_image_default_limits). */
-#define IMAGE_INPUT_MAX_IMAGES 64
+/* Most images one request may carry (the engine's bound), and their
+ * pixels together (each image alone: nucleus_image_default_limits). */
+#define IMAGE_INPUT_MAX_IMAGES NUCLEUS_MAX_IMAGES
 #define IMAGE_INPUT_MAX_PIXELS 32000000
 
 /* Decodes the image a URL holds and appends it to list (NULL: decoded,

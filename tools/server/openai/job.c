@@ -37,6 +37,7 @@ void job_free(job *j) {
   completion_out_free(&j->out);
   gen_request_free(&j->req);
   free(j->prompt);
+  image_list_clear(&j->images);
   if (j->ext_free) j->ext_free(j->ext);
   free(j);
 }
@@ -112,10 +113,13 @@ int job_prepare_json(server_ctx *srv, const json_t *root, bool chat, job *j,
                   srv->model_id);
   char *text = NULL; /* a chat prompt's text */
   size_t text_len = 0;
-  if (!rc && chat)
+  if (!rc && chat) {
     rc = prompt_chat(srv, root, &j->req.chat_opts, &text, &text_len, &j->prompt,
-                     &j->n_prompt, e);
-  else if (!rc)
+                     &j->n_prompt, &j->images, e);
+    /* the request keeps copies at submit; the job holds them till then */
+    j->req.params.images = (const nucleus_image *const *)j->images.v;
+    j->req.params.n_images = j->images.n;
+  } else if (!rc)
     rc = prompt_completion_tokens(srv, root, &j->prompt, &j->n_prompt, e);
   if (!rc && (j->req.tools.choice == TOOL_CHOICE_REQUIRED ||
               j->req.tools.choice == TOOL_CHOICE_NAMED)) {

@@ -7,6 +7,7 @@
 
 #include "completion_json.h"
 #include "gen.h"
+#include "image_input.h"
 #include "request_parse.h"
 
 typedef struct job job;
@@ -28,6 +29,7 @@ struct job {
   gen_request req;
   int32_t *prompt;
   size_t n_prompt;
+  image_list images; /* the prompt's images, in order */
   completion_out out;
   gen *g;
   const job_stream_ops *stream_ops; /* NULL: chunks */

@@ -19,9 +19,9 @@ static bool known_role(const char *role) {
   return false;
 }
 
-/* What an image part leaves in its message's text: the marker the
- * multimodal tokenizer splits at (llama.cpp's mtmd default). */
-#define IMAGE_MARKER "<__media__>"
+/* What an image part leaves in its message's text: the marker
+ * nucleus_tokenize_with_images splits at (llama.cpp's mtmd default). */
+#define IMAGE_MARKER NUCLEUS_MEDIA_MARKER
 
 /* An image part {"type": "image_url", "image_url": {"url": URL, "detail":
  * "auto"}}: decoded into images; 0, or -1 with *e. */
@@ -158,9 +158,24 @@ static json_t *normalize_messages(const json_t *msgs, bool harmony,
   return out;
 }
 
+/* The rendered text's tokens with the images' rows in place of their
+ * markers (nucleus_tokenize_with_images). */
+static int tokenize_with_images(server_ctx *srv, const char *text, size_t len,
+                                const image_list *images, int32_t **ids,
+                                size_t *n, api_error *e) {
+  nucleus_error err = {0};
+  nucleus_status st = nucleus_tokenize_with_images(
+      srv->model, srv->mmproj, text, len,
+      (const nucleus_image *const *)images->v, images->n, ids, n, &err);
+  if (st != NUCLEUS_OK)
+    return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, "messages",
+                    "images: %s", err.message);
+  return 0;
+}
+
 int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
                 char **text, size_t *len, int32_t **ids, size_t *n,
-                api_error *e) {
+                image_list *images_out, api_error *e) {
   const json_t *raw = json_object_get(root, "messages");
   if (json_is_array(raw) && tool_messages_check(raw, e)) return -1;
   image_list images = {.allow_urls = srv->cfg->allow_image_urls};
@@ -168,17 +183,21 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
       raw, harmony_model(srv->model),
       strcmp(nucleus_model_reasoning_format(srv->model), "none") != 0, &images,
       e);
-  /* Every image was checked (a bad one is a 400 naming its part); none is
-   * taken yet: the model has no vision projector (--mmproj). */
-  size_t n_images = images.n;
-  image_list_clear(&images);
-  if (msgs && n_images) {
+  /* Every image was checked (a bad one is a 400 naming its part); a model
+   * without a vision projector takes none. */
+  if (msgs && images.n && !srv->mmproj) {
+    size_t n_images = images.n;
+    image_list_clear(&images);
     json_decref(msgs);
     return api_fail(e, 400, "messages",
-                    "this model does not take images (%zu in the messages)",
+                    "this model does not take images (%zu in the messages; "
+                    "the server runs without --mmproj)",
                     n_images);
   }
-  if (!msgs) return e->status ? -1 : api_fail(e, 500, NULL, "out of memory");
+  if (!msgs) {
+    image_list_clear(&images);
+    return e->status ? -1 : api_fail(e, 500, NULL, "out of memory");
+  }
   char *msgs_json = json_dumps(msgs, JSON_COMPACT);
   json_decref(msgs);
   char *tools_json = NULL, *kwargs_json = NULL;
@@ -195,6 +214,7 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
     json_decref(kwargs);
     free(msgs_json);
     free(tools_json);
+    image_list_clear(&images);
     return -1;
   }
   if (kwargs) kwargs_json = json_dumps(kwargs, JSON_COMPACT);
@@ -204,6 +224,7 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
     free(msgs_json);
     free(tools_json);
     free(kwargs_json);
+    image_list_clear(&images);
     return api_fail(e, 500, NULL, "out of memory");
   }
   nucleus_chat_params p = nucleus_chat_default_params();
@@ -215,12 +236,20 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
   p.continue_final_message = opts->continue_final_message;
   p.parse_special_in_content = srv->cfg->parse_special_in_content;
   nucleus_error err = {0};
+  /* With images: the text (a NUCLEUS_MEDIA_MARKER per image), then its
+   * tokens with the images' rows, as llama-server and llama-mtmd-cli
+   * tokenize it (special-token text in the contents is parsed there). */
+  char *rendered = NULL;
+  size_t rendered_len = 0;
   nucleus_status st =
-      nucleus_chat_apply(srv->model, &p, text, len, ids, n, &err);
+      images.n ? nucleus_chat_apply(srv->model, &p, &rendered, &rendered_len,
+                                    NULL, NULL, &err)
+               : nucleus_chat_apply(srv->model, &p, text, len, ids, n, &err);
   free(msgs_json);
   free(tools_json);
   free(kwargs_json);
   if (st != NUCLEUS_OK) {
+    image_list_clear(&images);
     /* the library names what it refused: kwargs, else the messages */
     bool by_kwargs = !strncmp(err.message, "chat_template_kwargs",
                               strlen("chat_template_kwargs"));
@@ -228,7 +257,20 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
                     by_kwargs ? "chat_template_kwargs" : "messages",
                     "chat template: %s", err.message);
   }
-  return 0;
+  int rc = 0;
+  if (images.n && ids)
+    rc = tokenize_with_images(srv, rendered, rendered_len, &images, ids, n, e);
+  if (images.n && !rc && text) {
+    *text = rendered;
+    *len = rendered_len;
+  } else {
+    nucleus_free(rendered);
+  }
+  if (!rc && images_out)
+    *images_out = images;
+  else
+    image_list_clear(&images);
+  return rc;
 }
 
 int prompt_tokenize(server_ctx *srv, const char *text, size_t len,

@@ -79,7 +79,7 @@ static enum MHD_Result tokenize(server_ctx *srv, struct MHD_Connection *conn,
   if (chat) { /* the prompt tokens of a chat request, as vLLM's */
     chat_opts opts;
     if (chat_opts_parse(root, &opts, e) ||
-        prompt_chat(srv, root, &opts, NULL, NULL, &ids, &n, e))
+        prompt_chat(srv, root, &opts, NULL, NULL, &ids, &n, NULL, e))
       return reply_error(srv, conn, e);
   } else if (opt_bool(root, "add_special", false, &add_special, e) ||
              opt_bool(root, "parse_special", true, &parse_special, e) ||
@@ -161,8 +161,9 @@ enum MHD_Result handle_apply_template(server_ctx *srv,
   char *text = NULL;
   size_t text_len = 0;
   chat_opts opts;
-  int rc = chat_opts_parse(root, &opts, &e) ||
-           prompt_chat(srv, root, &opts, &text, &text_len, NULL, NULL, &e);
+  int rc =
+      chat_opts_parse(root, &opts, &e) ||
+      prompt_chat(srv, root, &opts, &text, &text_len, NULL, NULL, NULL, &e);
   json_decref(root);
   if (rc) return reply_error(srv, conn, &e);
   json_t *prompt = json_text(text, text_len);
