@@ -6,7 +6,8 @@ Responses API, send an image and a question; the greedy answer equals
 image before the text, as llama-mtmd-cli builds it), usage.prompt_tokens
 counts the image's rows (as /tokenize returns them), a second turn about
 the same image reuses the cached blocks past the image, and another image
-with the same text shares none of them."""
+with the same text shares none of them. `nucleus chat --mmproj` with
+/image PATH gives the same answer."""
 
 import base64
 import pathlib
@@ -134,3 +135,35 @@ def test_prefix_cache_keys_on_the_image(server, pngs):
     other = chat(server, [user_turn(pngs["tall"])])
     assert other["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
     assert other["choices"][0]["message"]["content"] != answer
+
+
+def chat_cli(lines, *extra):
+    p = subprocess.run(
+        [NUCLEUS_BIN, "chat", "-m", str(LM), "-n", str(N), "--temp", "0",
+         "--flash-attn", "off", *extra], input="\n".join(lines) + "\n",
+        capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout, p.stderr
+
+
+def test_chat_image_command(pngs, tmp_path):
+    """nucleus chat --mmproj: /image PATH attaches to the next message (the
+    run --image answer); the next turn carries another image; refusals."""
+    out, err = chat_cli([f"/image {pngs['wide']}", QUESTION,
+                         f"/image {pngs['tall']}", QUESTION],
+                        "--mmproj", str(MMPROJ))
+    assert "(image 80x60 attached: it goes with your next message)" in err
+    assert out.startswith(cli_answer(pngs["wide"]) + "\n"), out
+    assert len(out.strip().split("\n")) == 2, out
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(pngs["wide"].read_bytes()[:40])
+    out, err = chat_cli([f"/image {bad}", "/image", "/image /nope.png",
+                         f"/image {pngs['wide']}", "a <__media__> b"],
+                        "--mmproj", str(MMPROJ))
+    assert f"error: /image {bad}: a corrupt PNG image" in err, err
+    assert "error: /image PATH: the image file to attach" in err
+    assert "error: /image: cannot read /nope.png" in err
+    assert "the message holds <__media__>, the images' marker" in err
+    out, err = chat_cli([f"/image {pngs['wide']}"])
+    assert "error: /image needs a vision projector: start nucleus chat " \
+        "with --mmproj FILE" in err

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chat_images.h"
 #include "cli_io.h"
 #include "cli_options.h"
 #include "cli_stream.h"
@@ -47,8 +48,13 @@ static void usage(FILE *out) {
                "  --reasoning-effort E    low, medium or high: harmony's "
                "effort; thinking on\n"
                "                          for the other thinking templates\n"
+               "  --mmproj FILE           the model's vision projector: /image "
+               "PATH attaches\n"
+               "                          an image (PNG, JPEG, WebP) to the "
+               "next message\n"
                "In the chat: /reset clears the history, /exit (or Ctrl-D) "
-               "quits,\nCtrl-C stops the current reply.\n\n");
+               "quits,\n/image PATH attaches an image (--mmproj), Ctrl-C stops "
+               "the current reply.\n\n");
   fprintf(out, "Sampling defaults as listed (llama.cpp's), or as the model "
                "file\nrecommends (general.sampling.*).\n");
   cli_options_help(out, NUCLEUS_SURFACE_CLI);
@@ -114,7 +120,7 @@ typedef struct chat_thinking {
 static char *reply(nucleus_model *model, nucleus_engine *engine,
                    const cli_options *o, json_t *messages,
                    const char *tools_json, bool stats, const chat_thinking *th,
-                   bool *opened) {
+                   const chat_images *ci, bool *opened) {
   char *history = json_dumps(messages, JSON_COMPACT);
   int32_t *ids = NULL;
   size_t n_ids = 0;
@@ -133,10 +139,20 @@ static char *reply(nucleus_model *model, nucleus_engine *engine,
   nucleus_request_params params = o->request;
   *opened = false;
   bool tracked = false;
-  if (nucleus_chat_apply(model, &cp, &prompt, &prompt_len, &ids, &n_ids,
-                         &err) == NUCLEUS_OK)
+  /* with images: the text, then its tokens with the images' rows */
+  nucleus_status st = ci->n_sent
+                          ? nucleus_chat_apply(model, &cp, &prompt, &prompt_len,
+                                               NULL, NULL, &err)
+                          : nucleus_chat_apply(model, &cp, &prompt, &prompt_len,
+                                               &ids, &n_ids, &err);
+  if (st == NUCLEUS_OK && ci->n_sent)
+    st =
+        chat_images_tokenize(ci, model, prompt, prompt_len, &ids, &n_ids, &err);
+  if (st == NUCLEUS_OK)
     tracked = nucleus_reasoning_params_for(model, prompt, prompt_len,
                                            th->budget, &params, opened);
+  params.images = (const nucleus_image *const *)ci->v;
+  params.n_images = (size_t)ci->n_sent;
   /* the markers must reach the reply (Gemma 4's are control tokens) */
   if (tracked) params.skip_special_tokens = false;
   if (!ids || nucleus_engine_submit(engine, ids, n_ids, &params, &req, &err) !=
@@ -272,6 +288,7 @@ int cmd_chat(int argc, char **argv) {
   cli_options o;
   cli_options_init(&o);
   const char *system_prompt = NULL, *tools_path = NULL, *effort = NULL;
+  const char *mmproj_path = NULL;
   bool stats = false;
   chat_thinking th = {.budget = -1, .tty = isatty(STDOUT_FILENO)};
   for (int i = 1; i < argc; i++) {
@@ -293,6 +310,10 @@ int cmd_chat(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "--tools") && flag_value(argc, argv, i)) {
       tools_path = argv[++i];
+      continue;
+    }
+    if (!strcmp(argv[i], "--mmproj") && flag_value(argc, argv, i)) {
+      mmproj_path = argv[++i];
       continue;
     }
     if (!strcmp(argv[i], "--hide-thinking")) {
@@ -392,10 +413,20 @@ int cmd_chat(int argc, char **argv) {
     free(tools_json);
     return 2;
   }
+  chat_images images = {0};
+  if (mmproj_path && nucleus_mmproj_load(mmproj_path, model, &o.model,
+                                         &images.mmproj, &err) != NUCLEUS_OK) {
+    fprintf(stderr, "error: --mmproj %s: %s\n", mmproj_path, err.message);
+    nucleus_model_free(model);
+    free(tools_json);
+    return 1;
+  }
+  o.engine.mmproj = images.mmproj;
   nucleus_engine *engine = NULL;
   if (o.engine.kv_cache_tokens == 0) o.engine.kv_cache_tokens = 8192;
   if (nucleus_engine_create(model, &o.engine, &engine, &err) != NUCLEUS_OK) {
     fprintf(stderr, "error: %s\n", err.message);
+    nucleus_mmproj_free(images.mmproj);
     nucleus_model_free(model);
     free(tools_json);
     return 1;
@@ -424,7 +455,19 @@ int cmd_chat(int argc, char **argv) {
       free(line);
       break;
     }
+    if (!strncmp(line, "/image", 6) && (line[6] == ' ' || !line[6])) {
+      const char *path = line + 6;
+      while (*path == ' ')
+        path++;
+      if (!*path)
+        fprintf(stderr, "error: /image PATH: the image file to attach\n");
+      else
+        chat_images_attach(&images, path);
+      free(line);
+      continue;
+    }
     if (!strcmp(line, "/reset")) {
+      chat_images_clear(&images);
       json_array_clear(messages);
       if (system_prompt)
         add_message(messages, "system", system_prompt, strlen(system_prompt));
@@ -436,14 +479,18 @@ int cmd_chat(int argc, char **argv) {
       free(line);
       continue;
     }
-    add_message(messages, "user", line, strlen(line));
+    char *content = chat_images_message(&images, line);
     free(line);
+    if (!content) continue;
+    add_message(messages, "user", content, strlen(content));
+    free(content);
     bool opened = false;
-    char *text =
-        reply(model, engine, &o, messages, tools_json, stats, &th, &opened);
+    char *text = reply(model, engine, &o, messages, tools_json, stats, &th,
+                       &images, &opened);
     if (!text) {
-      /* Could not even start: forget the turn. */
+      /* Could not even start: forget the turn (and its images). */
       json_array_remove(messages, json_array_size(messages) - 1);
+      chat_images_forget_turn(&images);
       continue;
     }
     /* Calls get their results typed in, then the model answers (at most a
@@ -452,8 +499,8 @@ int cmd_chat(int argc, char **argv) {
                         tool_turn(model, messages, text, tty);
          round++) {
       free(text);
-      text =
-          reply(model, engine, &o, messages, tools_json, stats, &th, &opened);
+      text = reply(model, engine, &o, messages, tools_json, stats, &th, &images,
+                   &opened);
     }
     if (text) add_reply(model, messages, text, opened);
     free(text);
@@ -461,6 +508,8 @@ int cmd_chat(int argc, char **argv) {
   free(tools_json);
   json_decref(messages);
   nucleus_engine_free(engine);
+  chat_images_clear(&images);
+  nucleus_mmproj_free(images.mmproj);
   nucleus_model_free(model);
   cli_options_free(&o);
   return 0;
