@@ -20,6 +20,7 @@ let failed = null;     /* why the last reply failed: shown with a Retry */
 let tokensView = !!settings.__tokens; /* replies as token spans, not Markdown */
 let selected = null;   /* {rec, i}: the record open in the inspector */
 let attached = [];     /* data: URIs of the images the next message takes */
+let vision = false;    /* the server takes images (/props modalities) */
 const rowOf = new WeakMap(); /* message -> its <li> */
 
 function load(key, dflt) {
@@ -64,6 +65,8 @@ async function loadProps() {
     const j = await r.json();
     if (!r.ok) throw new Error(j.error ? j.error.message : r.status);
     $("model").textContent = j.model + " · ctx " + j.n_ctx;
+    vision = !!(j.modalities && j.modalities.vision);
+    $("attach").hidden = !vision;
     contract = (j.params || []).filter((p) => !HIDDEN.has(p.name));
   } catch (e) {
     $("status").textContent = "GET /props failed: " + e.message;
@@ -382,7 +385,7 @@ $("image-file").addEventListener("change", (ev) => {
 });
 $("input").addEventListener("paste", (ev) => {
   const files = [...(ev.clipboardData ? ev.clipboardData.files : [])];
-  if (!files.some((f) => f.type.startsWith("image/"))) return;
+  if (!vision || !files.some((f) => f.type.startsWith("image/"))) return;
   ev.preventDefault();
   addImages(files);
 });

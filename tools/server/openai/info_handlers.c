@@ -134,7 +134,7 @@ enum MHD_Result handle_props(server_ctx *srv, struct MHD_Connection *conn,
                 (json_int_t)count, "bytes", (json_int_t)bytes);
   return reply_json(
       srv, conn, 200,
-      json_pack("{s:o,s:o,s:o,s:o,s:i,s:s,s:o,s:I,s:I}",
+      json_pack("{s:o,s:o,s:o,s:o,s:i,s:s,s:o,s:I,s:I,s:{s:b}}",
                 "default_generation_settings", settings, "recommended_by_model",
                 from_model, "params", contract, "model",
                 json_text(srv->model_id, strlen(srv->model_id)), "n_ctx",
@@ -143,5 +143,6 @@ enum MHD_Result handle_props(server_ctx *srv, struct MHD_Connection *conn,
                 (json_int_t)nucleus_model_kv_bytes_per_position(srv->model),
                 "state_bytes_per_sequence",
                 (json_int_t)nucleus_model_state_bytes_per_sequence(srv->model,
-                                                                   NULL)));
+                                                                   NULL),
+                "modalities", "vision", srv->mmproj != NULL));
 }
