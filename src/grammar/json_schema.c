@@ -108,7 +108,11 @@ static int gen_union(ctx *c, const json_t *list, const char *kind, sb *b,
     if (n > 64) return js_fail_limit(c, "'oneOf' with more than 64 branches");
     size_t bi = 0, bj = 0;
     nc_code before = c->code;
+    const json_t *asked = list;
     list = js_oneof_branches(c, list, depth, &bi, &bj);
+    int strings =
+        list || c->code != before ? 1 : js_oneof_strings(c, asked, depth, b);
+    if (strings <= 0) return strings;
     if (!list && c->code == before)
       return js_fail(c,
                      "'oneOf' whose branches %zu and %zu may both "

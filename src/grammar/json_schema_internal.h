@@ -182,6 +182,10 @@ const json_t *js_apply_not(ctx *c, const json_t *s);
  * failure. */
 const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
                                 size_t *bi, size_t *bj);
+/* A oneOf whose branches (at most MAX_PATTERNS) make strings alone, each
+ * without the others' strings, into b (json_schema_oneof.c): 1 when the
+ * branches are not such (nothing written), 0 written, -1 failed. */
+int js_oneof_strings(ctx *c, const json_t *list, int depth, sb *b);
 /* The types a schema without 'type' takes from its keywords (bits as
  * js_type_bits; 0: none named). */
 unsigned js_inferred_types(const json_t *s);

@@ -293,9 +293,15 @@ static void test_combinators_with_siblings(void **state) {
                       "\"x\":{}},\"required\":[\"x\"]},{\"properties\":{"
                       "\"y\":{}},\"required\":[\"y\"]}]}",
                       "{\"y\":1}"));
-  assert_non_null(strstr(refuse("{\"oneOf\":[{\"type\":\"string\"},{\"type\":"
-                                "\"string\",\"maxLength\":3}]}"),
+  assert_non_null(strstr(refuse("{\"oneOf\":[{\"type\":\"integer\"},{\"type\":"
+                                "\"integer\",\"maximum\":3}]}"),
                          "'oneOf'"));
+  /* overlapping string branches: each without the others' strings
+   * (json_schema_oneof.c; these were refused) */
+  s = "{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\","
+      "\"maxLength\":3}]}";
+  assert_true(accepts(s, "\"abcd\""));
+  assert_false(accepts(s, "\"abc\""));
   /* closed objects: a property one declares and the other refuses is
    * always written (these were refused) */
   const char *cl =

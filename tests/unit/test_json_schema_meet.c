@@ -56,10 +56,11 @@ static bool pcre_search(const char *pattern, const char *s) {
 }
 
 /* Every string over alphabet of at most max_len characters: the schema's
- * grammar takes it exactly when each pattern matches it and it is at most
- * len_bound characters long. */
-static void exact(const char *schema, const char *const *patterns, int n,
-                  const char *alphabet, int max_len, int len_bound) {
+ * grammar takes it exactly when each pattern matches it (one_of: exactly
+ * one of them does) and it is at most len_bound characters long. */
+static void check_all(const char *schema, const char *const *patterns, int n,
+                      bool one_of, const char *alphabet, int max_len,
+                      int len_bound) {
   nucleus_grammar *h = compile(schema);
   int k = (int)strlen(alphabet), checked = 0, taken = 0;
   char s[16];
@@ -72,9 +73,10 @@ static void exact(const char *schema, const char *const *patterns, int n,
       for (int i = 0; i < len; i++, y /= k)
         s[i] = alphabet[y % k];
       s[len] = '\0';
-      bool want = len <= len_bound;
-      for (int p = 0; p < n && want; p++)
-        want = pcre_search(patterns[p], s);
+      int matched = 0;
+      for (int p = 0; p < n; p++)
+        matched += pcre_search(patterns[p], s);
+      bool want = len <= len_bound && (one_of ? matched == 1 : matched == n);
       bool got = takes(h, s);
       if (got != want)
         fprintf(stderr, "%s: \"%s\" taken %d, PCRE2 %d\n", schema, s, got,
@@ -86,6 +88,11 @@ static void exact(const char *schema, const char *const *patterns, int n,
   }
   assert_true(taken > 0 && taken < checked); /* the check tells apart */
   nucleus_grammar_free(h);
+}
+
+static void exact(const char *schema, const char *const *patterns, int n,
+                  const char *alphabet, int max_len, int len_bound) {
+  check_all(schema, patterns, n, false, alphabet, max_len, len_bound);
 }
 
 static const char *refuse(const char *schema, nucleus_status want) {
@@ -180,11 +187,38 @@ static void test_format_and_pattern(void **state) {
              "pattern intersection: "));
 }
 
+/* oneOf of string branches that overlap: each without the others. */
+static void test_one_of_strings(void **state) {
+  (void)state;
+  const char *p[] = {"^a", "b$"};
+  check_all("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"^a\"},"
+            "{\"type\":\"string\",\"pattern\":\"b$\"}]}",
+            p, 2, true, "abc", 5, 99);
+  const char *q[] = {"^[ab]+$", "a", "^.{0,3}$"};
+  check_all("{\"type\":\"string\",\"oneOf\":[{\"pattern\":\"^[ab]+$\"},"
+            "{\"pattern\":\"a\"},{\"maxLength\":3}]}",
+            q, 3, true, "abc", 5, 99);
+  nucleus_grammar *h =
+      compile("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"},"
+              "{\"enum\":[\"abc\",\"x1\"]}]}");
+  assert_false(takes(h, "abc")); /* both */
+  assert_true(takes(h, "x1"));
+  assert_true(takes(h, "ab"));
+  nucleus_grammar_free(h);
+  /* a branch inside another has no string of its own: left out */
+  h = compile("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"^a+$\"},"
+              "{\"type\":\"string\",\"pattern\":\"a\"}]}");
+  assert_false(takes(h, "aa"));
+  assert_true(takes(h, "ab"));
+  nucleus_grammar_free(h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_two_patterns),
       cmocka_unit_test(test_lookaheads),
       cmocka_unit_test(test_format_and_pattern),
+      cmocka_unit_test(test_one_of_strings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
