@@ -131,11 +131,11 @@ void js_string_lengths(ctx *c, long long lo, long long hi, sb *b);
 /* The shared rules (numbers, the formats) every grammar holds. */
 const char *js_shared_rules(void);
 /* The JSON strings that each of n string bodies (GBNF over the shared
- * rules, quotes included) makes, or with negated[i] does not make (body 0
- * not negated), as rules (json_schema_meet.c) and a reference to the
- * first into b. */
+ * rules and the rules written to c->out from offset since on, quotes
+ * included) makes, or with negated[i] does not make (body 0 not negated),
+ * as rules (json_schema_meet.c) and a reference to the first into b. */
 int js_string_meet(ctx *c, const char *const *bodies, const bool *negated,
-                   size_t n, sb *b);
+                   size_t n, size_t since, sb *b);
 /* A JSON string matching pattern p (a regex subset) into b; lo >= 0: with
  * minLength lo and maxLength hi (-1: none) too. */
 int js_pattern(ctx *c, const char *p, long long lo, long long hi, sb *b);

@@ -135,6 +135,7 @@ static int meet_looks(ctx *c, const char *p, const char *main, const look *ls,
   sb body[MAX_LOOKS + 2] = {{0}};
   bool negated[MAX_LOOKS + 2] = {false};
   const char *text[MAX_LOOKS + 2];
+  size_t since = c->out.n;
   int rc = js_pattern(c, main, -1, -1, &body[0]);
   int n = k + 1;
   if (lo >= 0) js_string_lengths(c, lo, hi, &body[n++]);
@@ -158,7 +159,7 @@ static int meet_looks(ctx *c, const char *p, const char *main, const look *ls,
       rc = body[i].oom ? js_fail_oom(c) : js_fail_big(c);
     text[i] = body[i].s ? body[i].s : "\"\"";
   }
-  if (rc == 0) rc = js_string_meet(c, text, negated, (size_t)n, b);
+  if (rc == 0) rc = js_string_meet(c, text, negated, (size_t)n, since, b);
   for (int i = 0; i < n; i++)
     free(body[i].s);
   return rc;

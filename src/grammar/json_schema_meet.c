@@ -66,12 +66,17 @@ static void meet_free(meet *mt) {
   free(mt->live);
 }
 
-/* Part i's grammar: the shared rules and root ::= body. */
-static int part_open(ctx *c, part *p, const char *body, bool negated) {
+/* Part i's grammar: the shared rules, the rules c wrote from offset
+ * since on (those the bodies refer to: an inner intersection's), and
+ * root ::= body. */
+static int part_open(ctx *c, part *p, const char *body, bool negated,
+                     size_t since) {
   sb t = {0};
   js_sb_add(&t, js_syntax_values(JS_SYNTAX_JSON),
             strlen(js_syntax_values(JS_SYNTAX_JSON)));
   js_sb_add(&t, js_shared_rules(), strlen(js_shared_rules()));
+  if (c->out.s && since < c->out.n)
+    js_sb_add(&t, c->out.s + since, c->out.n - since);
   js_sb_printf(&t, "root ::= %s\n", body);
   if (t.oom || t.big) {
     free(t.s);
@@ -342,12 +347,12 @@ static int emit(ctx *c, meet *mt, int *start) {
 }
 
 int js_string_meet(ctx *c, const char *const *bodies, const bool *negated,
-                   size_t n, sb *b) {
+                   size_t n, size_t since, sb *b) {
   meet mt = {0};
   mt.parts = calloc(n, sizeof *mt.parts);
   int rc = mt.parts ? 0 : js_fail_oom(c);
   for (size_t i = 0; rc == 0 && i < n; i++, mt.n++)
-    rc = part_open(c, &mt.parts[i], bodies[i], negated[i]);
+    rc = part_open(c, &mt.parts[i], bodies[i], negated[i], since);
   if (rc == 0) rc = classes(c, &mt);
   if (rc == 0) rc = explore(c, &mt);
   if (rc == 0) rc = mark_live(c, &mt);

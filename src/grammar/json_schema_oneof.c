@@ -61,7 +61,7 @@ int js_oneof_strings(ctx *c, const json_t *list, int depth, sb *b) {
   sb body[MAX_PATTERNS] = {{0}};
   const char *text[MAX_PATTERNS];
   int rc = 0;
-  size_t k = 0;
+  size_t k = 0, since = c->out.n;
   for (; rc == 0 && k < n; k++) {
     const json_t *s = js_flatten(c, json_array_get(list, k), depth + 1);
     rc = s ? branch_body(c, s, &body[k]) : -1;
@@ -78,7 +78,7 @@ int js_oneof_strings(ctx *c, const json_t *list, int depth, sb *b) {
       if (j != i) parts[m] = text[j], negated[m++] = true;
     js_mark mark = js_mark_here(c);
     sb one = {0};
-    rc = js_string_meet(c, parts, negated, n, &one);
+    rc = js_string_meet(c, parts, negated, n, since, &one);
     if (rc && js_recover(c, mark)) { /* no string of its own */
       rc = 0;
       free(one.s);

@@ -117,7 +117,7 @@ static int meet_parts(ctx *c, const format_rule *f, const json_t *pat,
                       long long lo, long long hi, sb *b) {
   bool lengths = lo > 0 || hi >= 0;
   size_t n_pats = json_is_array(pat) ? json_array_size(pat) : pat ? 1 : 0;
-  size_t n = 0;
+  size_t n = 0, since = c->out.n;
   sb body[MAX_PATTERNS + 2] = {{0}};
   bool negated[MAX_PATTERNS + 2] = {false};
   const char *text[MAX_PATTERNS + 2];
@@ -133,7 +133,7 @@ static int meet_parts(ctx *c, const format_rule *f, const json_t *pat,
       rc = body[i].oom ? js_fail_oom(c) : js_fail_big(c);
     text[i] = body[i].s ? body[i].s : "\"\"";
   }
-  if (rc == 0) rc = js_string_meet(c, text, negated, n, b);
+  if (rc == 0) rc = js_string_meet(c, text, negated, n, since, b);
   for (size_t i = 0; i < n; i++)
     free(body[i].s);
   return rc;

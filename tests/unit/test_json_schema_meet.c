@@ -142,6 +142,12 @@ static void test_lookaheads(void **state) {
   const char *f[] = {"^(?<y>[0-9]{2})-(?:[ab])$"};
   exact("{\"type\":\"string\",\"pattern\":\"^(?<y>[0-9]{2})-(?:[ab])$\"}", f, 1,
         "1a-", 5, 99);
+  /* a lookahead pattern beside another pattern: an intersection inside
+   * an intersection */
+  const char *i2[] = {"^((?!ab).)*$", "c"};
+  exact("{\"type\":\"string\",\"allOf\":[{\"pattern\":\"^((?!ab).)*$\"},"
+        "{\"pattern\":\"c\"}]}",
+        i2, 2, "abc", 6, 99);
   /* not: {pattern}: the strings that do not match it */
   nucleus_grammar *h =
       compile("{\"type\":\"string\",\"pattern\":"
