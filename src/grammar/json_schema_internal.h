@@ -67,6 +67,9 @@ js_mark js_mark_here(const ctx *c);
 /* After a failure saying no value matches (js_fail_unsat): undoes what was
  * written since m, clears the failure and returns true; else false. */
 bool js_recover(ctx *c, js_mark m);
+/* The same after any failure of NC_ERR_INVALID_ARGUMENT (a shape not
+ * taken one way, to be made another). */
+bool js_retry(ctx *c, js_mark m);
 
 /* Appends /seg to c->ptr (escaped as RFC 6901 says); returns the length
  * to give js_ptr_pop. */

@@ -174,9 +174,16 @@ int js_gen_string(ctx *c, const json_t *s, sb *b) {
   if ((f ? 1 : 0) + n_pats > 1 || negated)
     return meet_parts(c, f, pat, lo, hi, b);
   if (f) return format_body(c, f, lengths ? lo : -1, hi, b);
-  if (pat)
-    return js_pattern(c, pattern_at(pat, 0, &neg), lengths ? lo : -1,
-                      lengths ? hi : -1, b);
+  if (pat) {
+    js_mark m = js_mark_here(c);
+    size_t at = b->n;
+    int rc = js_pattern(c, pattern_at(pat, 0, &neg), lengths ? lo : -1,
+                        lengths ? hi : -1, b);
+    if (rc == 0 || !lengths || !js_retry(c, m)) return rc;
+    b->n = at; /* lengths the pattern's own rewriting cannot take: the */
+    if (b->s) b->s[at] = '\0'; /* pattern's strings of those lengths */
+    return meet_parts(c, NULL, pat, lo, hi, b);
+  }
   js_string_lengths(c, lo, hi, b);
   return 0;
 }

@@ -120,8 +120,11 @@ js_mark js_mark_here(const ctx *c) {
 }
 
 bool js_recover(ctx *c, js_mark m) {
-  if (c->code != NC_ERR_INVALID_ARGUMENT || !c->unsat || c->out.oom ||
-      c->notes.oom)
+  return c->unsat && js_retry(c, m);
+}
+
+bool js_retry(ctx *c, js_mark m) {
+  if (c->code != NC_ERR_INVALID_ARGUMENT || c->out.oom || c->notes.oom)
     return false;
   c->out.n = m.out_n;
   if (c->out.s) c->out.s[m.out_n] = '\0';

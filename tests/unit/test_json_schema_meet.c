@@ -115,6 +115,14 @@ static void test_two_patterns(void **state) {
   exact("{\"allOf\":[{\"type\":\"string\",\"pattern\":\"^a\"},{\"allOf\":["
         "{\"pattern\":\"b$\"},{\"pattern\":\"c\"}]}],\"maxLength\":5}",
         q, 3, "abc", 7, 5);
+  /* lengths the pattern's own rewriting does not take (an anchored
+   * pattern too short for minLength; anchors inside alternatives) */
+  const char *r[] = {"^(a|b)c?$", "^.{2,}$"}; /* the second: minLength */
+  exact("{\"type\":\"string\",\"pattern\":\"^(a|b)c?$\",\"minLength\":2}", r, 2,
+        "abc", 4, 99);
+  const char *t[] = {"^a|b$"};
+  exact("{\"type\":\"string\",\"pattern\":\"^a|b$\",\"maxLength\":3}", t, 1,
+        "abc", 5, 3);
   /* nothing matches both: the error says so */
   assert_non_null(strstr(refuse("{\"type\":\"string\",\"allOf\":[{\"pattern\":"
                                 "\"^a+$\"},{\"pattern\":\"^b+$\"}]}",
