@@ -20,7 +20,7 @@ file mapped (its default) and read into memory (-lm mmap,none), the mode
 with the higher median of the rounds counting, per test.
 
 usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
-                      (also IQ4_XS, IQ4_NL, IQ3_S, MOE_MXFP4, QWEN35,
+                      (also IQ4_XS, IQ4_NL, IQ3_S, IQ2_XS, MOE_MXFP4, QWEN35,
                       QWEN35MOE, GPTOSS, GEMMA4)
                       [--threads 1,2] [--pp 512] [--tg 128] [--depth 0]
                       [--no-repack] [--cache-type q8_0] [--row-orders split]
@@ -40,7 +40,9 @@ usage: bench/speed.py [--rounds 5] [--models Q4_1,Q8_0,Q4_K_M,MOE_Q4_K_M,gemma3]
   --row-orders R: nucleus bench --row-orders R (split: flash attention's
   keys in chunks over the threads, docs/forward.md; rows labelled so).
   --models takes the names above (also MOE_Q8_0) or paths to .gguf files.
-  Issue 40's rows: --models IQ4_XS,IQ4_NL,IQ3_S,MOE_MXFP4.
+  Issue 40's rows: --models IQ4_XS,IQ4_NL,IQ3_S,IQ2_XS,MOE_MXFP4 (IQ2_XS:
+  nucleus quantize --imatrix with a `nucleus imatrix` matrix; llama.cpp
+  runs the same bytes).
   MOE_*: a Qwen3-MoE-shaped random-weight model (bench/make_moe_shaped.py,
   8 experts of 1024, 2 used per token, 1024 wide), made by
   scripts/make_bench_models.sh. gemma3 is Gemma 3 270M Q4_K_M
@@ -70,9 +72,9 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA3_MODEL = ROOT / "models/gemma-3-270m-q4_k_m.gguf"  # scripts/fetch_gemma.sh
-# made by scripts/make_bench_models.sh (IQ4_XS, IQ4_NL, IQ3_S: issue 40's
-# rows)
-MADE_TYPES = ("Q8_0", "Q4_K_M", "IQ4_XS", "IQ4_NL", "IQ3_S")
+# made by scripts/make_bench_models.sh (IQ4_XS, IQ4_NL, IQ3_S, IQ2_XS:
+# issue 40's rows; IQ2_XS by nucleus quantize with a nucleus imatrix)
+MADE_TYPES = ("Q8_0", "Q4_K_M", "IQ4_XS", "IQ4_NL", "IQ3_S", "IQ2_XS")
 # and the Qwen3-MoE-shaped random-weight model it makes (bench/make_moe_shaped.py:
 # 8 experts of 1024, 2 used, 1024 wide, 8 layers): MOE_Q8_0, MOE_Q4_K_M,
 # MOE_MXFP4 (llama-quantize MXFP4_MOE: MXFP4 experts)

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Makes the Q8_0, Q4_K_M, IQ4_XS, IQ4_NL and IQ3_S versions of the default
 # model for bench/speed.py with the peer's llama-quantize (bench/build_peer.sh
-# builds it when missing).
+# builds it when missing), and its IQ2_XS version with our own tools:
+# `nucleus imatrix` on README.md + docs/ARCHITECTURE.md (16 chunks of 256
+# tokens; the matrix kept beside it as $BASE.imatrix*.gguf), then `nucleus
+# quantize --imatrix` (the same bytes as llama-quantize given that matrix;
+# NUCLEUS_BIN, default build/release/nucleus, made when missing).
 #
 # Source: an F16 (or BF16) GGUF of SmolLM2-135M-Instruct when one sits in
 # models/ (SmolLM2-135M-Instruct.F16.gguf / .BF16.gguf); PyPI carries none
@@ -12,7 +16,8 @@
 #   models/SmolLM2-135M-Instruct.{Q8_0,Q4_K_M,...}.from-Q4_1.gguf from Q4_1
 # (IQ4_XS on SmolLM2: IQ4_XS where a row is whole 256-blocks, ffn_down, and
 # llama-quantize's IQ4_NL fallback on the 576-column matrices; IQ3_S alike:
-# IQ3_S in ffn_down, IQ4_NL beside it. IQ2_XS needs an importance matrix.)
+# IQ3_S in ffn_down, IQ4_NL beside it; IQ2_XS alike: IQ2_XS in ffn_down
+# but its first eighth (Q2_K), IQ4_NL beside it, Q4_0 attn_v.)
 # And a Qwen3-MoE-shaped model with random weights (bench/make_moe_shaped.py:
 # 8 layers, 1024 wide, 8 experts of 1024, 2 used; memory-bound):
 #   models/qwen3moe-bench.Q8_0.gguf    written directly (gguf's Q8_0)
@@ -104,6 +109,33 @@ smol_source() {
   fi
 }
 
+# nucleus_iq2xs SRC OUT: IQ2_XS through nucleus imatrix + nucleus quantize
+nucleus_iq2xs() {
+  local src="$1" out="$2"
+  local nuc="${NUCLEUS_BIN:-$ROOT/build/release/nucleus}"
+  if [ ! -x "$nuc" ]; then
+    make -C "$ROOT" -j2 build/release/nucleus >&2 || die "cannot build nucleus"
+  fi
+  local imx="$DIR/$BASE.imatrix$SUFFIX.gguf"
+  if [ ! -s "$imx" ]; then
+    echo "make_bench_models.sh: importance matrix (nucleus imatrix)" >&2
+    local text="$imx.txt.$$"
+    cat "$ROOT/README.md" "$ROOT/docs/ARCHITECTURE.md" >"$text"
+    if ! "$nuc" imatrix -m "$src" -f "$text" -o "$imx.tmp.$$" -c 256 \
+      --chunks 16 >&2; then
+      rm -f "$text" "$imx.tmp.$$"
+      die "nucleus imatrix failed"
+    fi
+    rm -f "$text"
+    mv "$imx.tmp.$$" "$imx"
+  fi
+  echo "make_bench_models.sh: IQ2_XS from $(basename "$src") (nucleus quantize)" >&2
+  "$nuc" quantize --imatrix "$imx" "$src" "$out.tmp.$$" IQ2_XS >&2 ||
+    { rm -f "$out.tmp.$$"; die "nucleus quantize IQ2_XS failed"; }
+  mv "$out.tmp.$$" "$out"
+  counts "$out"
+}
+
 if [[ " $BENCH_MODELS " == *" smol "* ]]; then
   SRC="" SUFFIX="" REQUANT=()
   smol_source
@@ -112,6 +144,9 @@ if [[ " $BENCH_MODELS " == *" smol "* ]]; then
     [ -s "$out" ] || quantize "$SRC" "$out" "$type" "${REQUANT[@]}"
     echo "$out"
   done
+  out="$DIR/$BASE.IQ2_XS$SUFFIX.gguf"
+  [ -s "$out" ] || nucleus_iq2xs "$SRC" "$out"
+  echo "$out"
 fi
 
 if [[ " $BENCH_MODELS " == *" moe "* ]]; then
