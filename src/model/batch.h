@@ -16,7 +16,8 @@ typedef struct nc_batch {
   /* Flash attention's order for the row (nc_flash_order): NC_FLASH_ROW
    * (nc_batch_add, and nc_batch_add_prompt's rows of short micro-batches),
    * NC_FLASH_TILED (nc_batch_add_prompt's rows of long ones,
-   * nc_batch_add_reusable) or NC_FLASH_SPLIT (nc_batch_add_reusable_split) */
+   * nc_batch_add_reusable, the embedder's rows) or NC_FLASH_SPLIT
+   * (nc_batch_add_reusable_split) */
   uint8_t *prompt_order;
   /* NC_MM_* bits: the matmul order of the row's micro-batch in llama.cpp
    * (set by nc_batch_add_prompt, 0 by nc_batch_add) */

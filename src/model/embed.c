@@ -197,9 +197,15 @@ static nc_code run_batch(nc_embedder *e, const int32_t *const *tokens,
     }
     seq_ids[live++] = id;
     rc = nc_kv_seq_reserve(e->kv, id, n, err);
-    for (int32_t p = 0; !rc && p < n; p++)
+    /* flash attention's tiled order for every row (llama.cpp's for a
+     * micro-batch of 64 or more rows, key tiles aligned to the sequence's
+     * positions as for a text at the start of one): each row's bits
+     * depend on its own sequence only */
+    for (int32_t p = 0; !rc && p < n; p++) {
       nc_batch_add(&e->batch, tokens[i][p], p, id,
                    nc_pooling_wants_row(o->pooling, causal, p, n));
+      e->batch.prompt_order[e->batch.n_tokens - 1] = NC_FLASH_TILED;
+    }
   }
   if (!rc) rc = nc_context_embed(e->ctx, &e->batch, e->hidden, err);
   for (int32_t s = 0; s < live; s++)

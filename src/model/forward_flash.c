@@ -6,7 +6,9 @@
  * - the prompt order (F16 caches): runs of up to PROMPT_ROWS consecutive
  *   positions of one sequence, with every query head of one KV head, take
  *   the keys a tile of NC_FLASH_KTILE at a time, tiles aligned to absolute
- *   positions, each tile converted to F32 once for all the run's rows;
+ *   positions, each tile converted to F32 once for all the run's rows (a
+ *   row's keys are those of nc_fwd_keys: a non-causal model's rows, which
+ *   the embedder puts in this order, see their sequence's whole);
  *   in the split order (NC_FLASH_SPLIT) chunk by chunk of
  *   NC_FLASH_SPLIT_KEYS keys, each chunk's state folded into the row's.
  * Work items are split over the threads; every row's result depends on its
@@ -153,10 +155,28 @@ static flash_mem flash_mem_at(uint8_t *mem, const nc_hparams *hp, int32_t g) {
   return f;
 }
 
-/* The visible keys of row t, a tile at a time: [j0, j1) within one block. */
-static int32_t flash_first(const flash_task *a, int32_t p) {
-  return a->n_swa > 0 && p - a->n_swa + 1 > 0 ? p - a->n_swa + 1 : 0;
+/* The visible keys [lo, hi) of entry t (nc_fwd_keys: causal, or a
+ * non-causal row's whole sequence, within the window). */
+static void row_keys(const flash_task *a, int32_t t, int32_t *lo, int32_t *hi) {
+  nc_fwd_keys(a->ctx, a->b, t, a->n_swa, lo, hi);
 }
+
+/* The first key that run [t0, t1) sees (its first row's) and the end of
+ * its keys (its last row's): rows of a run are consecutive positions, and
+ * each row's range starts and ends no earlier than the one before. */
+static int32_t run_first(const flash_task *a, int32_t t0) {
+  int32_t lo, hi;
+  row_keys(a, t0, &lo, &hi);
+  return lo;
+}
+
+static int32_t run_end(const flash_task *a, int32_t t1) {
+  int32_t lo, hi;
+  row_keys(a, t1 - 1, &lo, &hi);
+  return hi;
+}
+
+/* The visible keys of row t, a tile at a time: [j0, j1) within one block. */
 
 static int32_t flash_tile_end(int32_t j0, int32_t hi, int32_t bt) {
   const int32_t block_end = (j0 / bt + 1) * bt;
@@ -350,15 +370,16 @@ static void run_keys(const flash_task *a, int32_t t0, int32_t t1, int32_t kvh,
                            .hdv = hp->head_dim_v,
                            .scale = hp->attn_scale,
                            .softcap = a->softcap};
-  const int32_t seq = a->b->seq[t0], p1 = a->b->pos[t1 - 1];
-  const int32_t end = p1 + 1 < c1 ? p1 + 1 : c1;
+  const int32_t seq = a->b->seq[t0], e1 = run_end(a, t1);
+  const int32_t end = e1 < c1 ? e1 : c1;
   for (int32_t j0 = c0 / KT * KT; j0 < end; j0 += KT) {
     const int32_t k0 = c0 > j0 ? c0 : j0;
     const int32_t k1 = end < j0 + KT ? end : j0 + KT;
     gather_tile(a, seq, kvh, j0, k0, k1, f);
     for (int32_t t = t0; t < t1; t++) {
-      const int32_t p = a->b->pos[t], fp = flash_first(a, p);
-      const int32_t from = fp > k0 ? fp : k0, to = p + 1 < k1 ? p + 1 : k1;
+      int32_t lo, hi;
+      row_keys(a, t, &lo, &hi);
+      const int32_t from = lo > k0 ? lo : k0, to = hi < k1 ? hi : k1;
       for (int32_t h = 0; h < g; h++) {
         f->lo[(t - t0) * g + h] = from - j0;
         f->hi[(t - t0) * g + h] = to - j0;
@@ -388,8 +409,7 @@ static void prompt_run(const flash_task *a, int32_t t0, int32_t t1, int32_t kvh,
   memset(f.kt, 0, sizeof(float) * (size_t)hd * KT);
   memset(f.v, 0, sizeof(float) * (size_t)hdv * KT);
   const int32_t m = run_rows(a, t0, t1, kvh, h0, h1, &f), g = h1 - h0;
-  const int32_t first = flash_first(a, a->b->pos[t0]),
-                end = a->b->pos[t1 - 1] + 1;
+  const int32_t first = run_first(a, t0), end = run_end(a, t1);
   if (a->b->prompt_order[t0] != NC_FLASH_SPLIT) {
     nc_flash_tstate_init(&f.st, m, hdv);
     run_keys(a, t0, t1, kvh, g, first, end, &f, &f.st);
@@ -435,7 +455,7 @@ static void split_chunk(const flash_task *a, const split_unit *u, int32_t c,
   const int32_t m = run_rows(a, u->t0, u->t1, u->kvh, 0, G, &f);
   nc_flash_tstate st = split_slot(a, u, c);
   nc_flash_tstate_init(&st, m, hp->head_dim_v);
-  const int32_t end = a->b->pos[u->t1 - 1] + 1;
+  const int32_t end = run_end(a, u->t1);
   const int32_t k = (u->c0 + c) * NC_FLASH_SPLIT_KEYS;
   const int32_t c0 = u->first > k ? u->first : k;
   run_keys(a, u->t0, u->t1, u->kvh, G, c0, chunk_end(c0, end), &f, &st);
@@ -555,7 +575,7 @@ static void plan_split(flash_task *a, split_unit *units) {
   int32_t n = 0;
   for (int32_t k = 0; k < runs; k++) {
     prompt_runs(b, k, &t0, &t1);
-    const int32_t first = flash_first(a, b->pos[t0]), last = b->pos[t1 - 1];
+    const int32_t first = run_first(a, t0), last = run_end(a, t1) - 1;
     const size_t m = (size_t)(t1 - t0) * (size_t)G;
     for (int32_t h = 0; h < KVH; h++, n++) {
       split_unit *u = &units[n];
@@ -597,9 +617,7 @@ void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                   .q = q,
                   .out = out};
   const nc_kv_types ty = nc_kv_cache_types(ctx->kv);
-  /* the prompt order's runs are causal: a non-causal model's rows all take
-   * the row order */
-  if (ty.k == NC_TYPE_F16 && ty.v == NC_TYPE_F16 && !ctx->hp->non_causal)
+  if (ty.k == NC_TYPE_F16 && ty.v == NC_TYPE_F16)
     for (int32_t t = 0; t < b->n_tokens; t++)
       a.n_prompt_rows += b->prompt_order[t] ? 1 : 0;
   if (a.n_prompt_rows == b->n_tokens &&

@@ -8,8 +8,9 @@ llama.cpp's. nucleus tokenizes itself (its WordPiece, as Hugging Face's);
 llama.cpp is given the ids Hugging Face's tokenizer gives (the tokenizers
 package), since its own WordPiece differs on some scripts (docs/TEXT.md),
 so a tokenization difference fails the comparison too. The first 50 texts in
-the fast tier, all 1,000 in the slow one. Also: the vector of "Hello world"
-is sentence-transformers' (its published first values)."""
+the fast tier, all 1,000 in the slow one, with flash attention on (nucleus'
+default; llama.cpp's too) and off on both sides. Also: the vector of "Hello
+world" is sentence-transformers' (its published first values)."""
 
 import json
 
@@ -29,15 +30,17 @@ def texts():
         return [json.loads(line) for line in f]
 
 
-@pytest.fixture(scope="module")
-def server(start_server):
+@pytest.fixture(scope="module", params=["on", "off"])
+def server(request, start_server):
+    """nucleus with flash attention on or off (request.param). On, its
+    encoder rows take llama.cpp's tiled order (F32 q and accumulators, key
+    tiles from the sequence's start), as llama.cpp does for a micro-batch
+    of 64 or more rows: before they took the per-row order (q and the
+    value accumulator in F16), 0.99996 on the long texts."""
     require_binary_and_model(MODEL)
-    # flash attention off: llama.cpp runs an encoder without a KV cache, K
-    # and V in F32; nucleus keeps them in its F16 cache, and its flash
-    # attention also rounds q and the value accumulator to F16, which costs
-    # the long texts (~500 tokens) about 4e-5 of cosine (0.99996) against
-    # llama.cpp; without it every text is within 1e-6
-    return start_server("-t", "2", "-fa", "off", model=str(MODEL))
+    srv = start_server("-t", "2", "-fa", request.param, model=str(MODEL))
+    srv.flash = request.param == "on"
+    return srv
 
 
 def nucleus_vectors(server, batch, chunk=100):
@@ -52,10 +55,10 @@ def nucleus_vectors(server, batch, chunk=100):
     return out
 
 
-def llama_vectors(id_lists, max_tokens=4096, max_seqs=64):
+def llama_vectors(id_lists, flash, max_tokens=4096, max_seqs=64):
     """llama.cpp's pooled vector of each token list, L2-normalised; the
     lists packed into batches of whole sequences (up to max_seqs of them,
-    max_tokens tokens), each its own sequence."""
+    max_tokens tokens), each its own sequence; flash attention on or off."""
     import llama_cpp as L
 
     L.llama_backend_init()
@@ -67,6 +70,8 @@ def llama_vectors(id_lists, max_tokens=4096, max_seqs=64):
     cp.n_seq_max = max_seqs
     cp.n_threads = cp.n_threads_batch = 2
     cp.embeddings = True
+    cp.flash_attn_type = (L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash
+                          else L.LLAMA_FLASH_ATTN_TYPE_DISABLED)
     ctx = L.llama_init_from_model(model, cp)
     assert ctx
     n_embd = L.llama_model_n_embd(model)
@@ -114,11 +119,11 @@ def hf_ids(batch):
 def compare(server, n):
     batch = texts()[:n]
     ours = nucleus_vectors(server, batch)
-    theirs = llama_vectors(hf_ids(batch))
+    theirs = llama_vectors(hf_ids(batch), server.flash)
     assert len(ours) == len(theirs) == n
     cos = [float(a @ b / np.linalg.norm(a)) for a, b in zip(ours, theirs)]
     worst = int(np.argmin(cos))
-    print(f"{n} texts: worst cosine {cos[worst]:.9f} (text {worst}), mean {np.mean(cos):.9f}")
+    print(f"flash {server.flash}, {n} texts: worst cosine {cos[worst]:.9f} (text {worst}), mean {np.mean(cos):.9f}")
     bad = [(i, c) for i, c in enumerate(cos) if c < 0.99999]
     assert not bad, f"texts below cosine 0.99999: {bad[:10]}"
 

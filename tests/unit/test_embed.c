@@ -216,20 +216,29 @@ static void test_qwen3rank(void **state) {
   check_golden("qwen3rank", NUCLEUS_FLASH_ATTN_ON);
 }
 
-/* 64 inputs (the golden's and prefixes of them, of 1 to 60 tokens) in one
- * call, in batches of at most 100 tokens, and each alone: the same bits. */
+/* 64 inputs (the golden's, prefixes of them of 1 to 60 tokens, and every
+ * eighth one 65 to 160 tokens of the golden's tokens in turn: more than
+ * one of flash attention's key tiles and query runs of 64) in one call, in
+ * batches of at most 256 tokens, and each alone: the same bits. */
 static void check_invariance(const char *kind) {
   golden *g = malloc(sizeof *g);
   assert_non_null(g);
   load_golden(g, kind);
   nucleus_model *m = load_kind(kind, NUCLEUS_FLASH_ATTN_AUTO);
-  enum { N = 64 };
+  enum { N = 64, LONG = 160 };
+  int32_t long_ids[LONG];
+  for (int k = 0, src = 0, j = 0; k < LONG; k++) {
+    long_ids[k] = g->tokens[src][j];
+    if (++j == g->n_tokens[src]) j = 0, src = (src + 1) % g->n;
+  }
   nucleus_embed_input in[N];
   for (int i = 0; i < N; i++) {
     const int src = i % g->n;
     const int32_t len = g->n_tokens[src];
     const int32_t n = i < g->n ? len : 1 + (i * 7) % (len < 60 ? len : 60);
     in[i] = (nucleus_embed_input){g->tokens[src], (size_t)n};
+    if (i >= g->n && i % 8 == 0)
+      in[i] = (nucleus_embed_input){long_ids, (size_t)(65 + (i * 37) % 96)};
   }
   const nucleus_embed_params p = nucleus_embed_default_params();
   const int32_t w = nucleus_embed_size(m, &p);
@@ -243,8 +252,8 @@ static void check_invariance(const char *kind) {
   nucleus_error err;
   nucleus_embedder *e = NULL, *e_small = NULL;
   assert_int_equal(nucleus_embedder_create(m, 0, &e, &err), NUCLEUS_OK);
-  assert_int_equal(nucleus_embedder_create(m, 100, &e_small, &err), NUCLEUS_OK);
-  assert_int_equal(nucleus_embedder_max_tokens(e_small), 100);
+  assert_int_equal(nucleus_embedder_create(m, 256, &e_small, &err), NUCLEUS_OK);
+  assert_int_equal(nucleus_embedder_max_tokens(e_small), 256);
   assert_int_equal(nucleus_embedder_run(e, in, N, &p, all, &err), NUCLEUS_OK);
   assert_int_equal(nucleus_embedder_run(e_small, in, N, &p, small, &err),
                    NUCLEUS_OK);
