@@ -19,6 +19,8 @@ CFLAGS_src/kernels/avx512_nl := $(CFLAGS_src/kernels/avx512) -mavx512dq
 CFLAGS_src/kernels/amx_gemm := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/amx_gemv := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/amx_kquant := $(CFLAGS_src/kernels/avx512)
+CFLAGS_src/kernels/avx2_f16 := -mavx2 -mfma -mf16c
+CFLAGS_src/kernels/avx512_f16 := $(CFLAGS_src/kernels/avx512)
 
 UNIT_TESTS += test_quant test_kernels test_kernels_kquant
 # (the plain-C model of the tiled K-quant order is in tests/reference/)
@@ -27,6 +29,10 @@ test_kernels_kquant_REF := 1
 # loaded at run time; the tests skip without it).
 UNIT_TESTS += test_kernels_ggml
 test_kernels_ggml_REF := 1
+# The F16 matmuls against the plain-C model of their order
+# (tests/reference/ref_f16_order.c).
+UNIT_TESTS += test_gemm_f16
+test_gemm_f16_REF := 1
 
 # make bench: kernel micro-benchmark (not a test), ns per dot next to
 # llama.cpp's vec_dot loaded at run time.

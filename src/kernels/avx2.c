@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "avx2_util.h"
+#include "gemm_f16.h"
 #include "ref.h"
 #include "sampler_simd.h"
 #include "tables.h"
@@ -405,7 +406,7 @@ static const nc_kernels k_avx2 = {
             E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0_rows),
             IQ_ENTRIES(nc_avx2_dot_, _rows),
         },
-    .gemm = {IQ_ENTRIES(nc_avx2_gemm_, )},
+    .gemm = {E(NC_TYPE_F16, nc_avx2_gemm_f16), IQ_ENTRIES(nc_avx2_gemm_, )},
     .quantize_act =
         {
             E(NC_TYPE_F32, nc_ref_quant_f32),

@@ -16,6 +16,8 @@
  * Q4_0, Q4_1 and Q8_0. */
 #include "tables.h"
 
+#include "gemm_f16.h"
+
 #include "ref.h"
 #include "sampler_simd.h"
 
@@ -53,7 +55,8 @@
       E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0_rows),                                  \
       IQ_ENTRIES(nc_avx2_dot_, _tiled_rows)
 #define SHARED_GEMM                                                            \
-  E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0), E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),  \
+  E(NC_TYPE_F16, nc_avx512_gemm_f16), E(NC_TYPE_Q5_0, nc_avx512_gemm_q5_0),    \
+      E(NC_TYPE_Q5_1, nc_avx512_gemm_q5_1),                                    \
       E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k_tiled),                              \
       E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k_tiled),                              \
       E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl_tinyblas),                       \

@@ -24,7 +24,8 @@
  * bit-identical to its dots. "amx" (+ AMX-INT8) is the avx512 table but for
  * Q4_0, Q4_1, Q8_0 (per 32-block) and Q4_K, Q5_K, Q6_K (per 256-superblock),
  * which add in the order of llama.cpp's AMX build (ref_block.c), with matmuls
- * on the tile unit. */
+ * on the tile unit. avx2 and avx512 have F16 matmuls (gemm_f16.h) in their
+ * F16 dot's order: widened panels and register tiles. */
 #ifndef NC_KERNELS_H
 #define NC_KERNELS_H
 

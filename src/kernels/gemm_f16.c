@@ -1,0 +1,96 @@
+/* gemm_f16: the F16 matmul's driver (see gemm_f16.h): widened panels,
+ * register tiles, the n % 32 tail. */
+#include "gemm_f16.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+enum {
+  PANEL_BYTES = 256 * 1024, /* F32 weight panel, and activation chunk */
+  FEW_ROWS = 3,             /* fewer activation rows: the dot per pair */
+};
+
+/* Rows of n floats (ld apart) per panel: a multiple of unit, at least one
+ * unit, at most PANEL_BYTES where a unit fits. */
+static int64_t panel_rows(int64_t ld, int unit) {
+  const int64_t fit = PANEL_BYTES / ((int64_t)sizeof(float) * ld);
+  return fit < unit ? unit : fit / unit * unit;
+}
+
+static void dots_per_pair(const nc_f16_tiles *t, int64_t n, const uint8_t *w,
+                          size_t w_stride, int64_t nw, const uint8_t *act,
+                          size_t a_stride, int64_t na, float *out,
+                          size_t out_stride) {
+  for (int64_t a = 0; a < na; a++)
+    for (int64_t r = 0; r < nw; r++)
+      out[(size_t)a * out_stride + (size_t)r] =
+          t->dot(n, w + (size_t)r * w_stride, act + (size_t)a * a_stride);
+}
+
+static void widen_rows(const nc_f16_tiles *t, const uint8_t *src, size_t stride,
+                       int64_t rows, int64_t n, float *dst, int64_t ld) {
+  for (int64_t r = 0; r < rows; r++)
+    t->widen((const nc_fp16 *)(src + (size_t)r * stride), dst + r * ld, n);
+}
+
+/* Weight panel wp (pw rows) x activation chunk ap (pa rows), both ld
+ * floats a row: the tiles, then each pair's tail. */
+static void panel_times_chunk(const nc_f16_tiles *t, int64_t n, int64_t ld,
+                              const float *wp, int64_t pw, const float *ap,
+                              int64_t pa, float *out, size_t out_stride) {
+  const int64_t n32 = n / 32 * 32;
+  const size_t lds = (size_t)ld;
+  for (int64_t r = 0; r < pw; r += t->rows_w) {
+    const int nr = pw - r < t->rows_w ? (int)(pw - r) : t->rows_w;
+    for (int64_t a = 0; a < pa; a += t->rows_a) {
+      const int nc = pa - a < t->rows_a ? (int)(pa - a) : t->rows_a;
+      t->tile(n32, wp + r * ld, lds, nr, ap + a * ld, lds, nc,
+              out + (size_t)a * out_stride + (size_t)r, out_stride);
+    }
+  }
+  if (n32 == n) return;
+  for (int64_t a = 0; a < pa; a++)
+    for (int64_t r = 0; r < pw; r++) {
+      float *o = out + (size_t)a * out_stride + (size_t)r;
+      float sum = *o;
+      for (int64_t i = n32; i < n; i++)
+        sum = fmaf(wp[r * ld + i], ap[a * ld + i], sum);
+      *o = sum;
+    }
+}
+
+void nc_gemm_f16_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
+                       size_t w_stride, int64_t nw, const void *act,
+                       size_t a_stride, int64_t na, float *out,
+                       size_t out_stride) {
+  if (nw <= 0 || na <= 0) return;
+  if (n <= 0 || na < FEW_ROWS) {
+    dots_per_pair(t, n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+    return;
+  }
+  const int64_t ld = (n + 15) / 16 * 16; /* rows 64-byte aligned */
+  const int64_t pw = panel_rows(ld, t->rows_w), pa = panel_rows(ld, t->rows_a);
+  const int64_t cw = nw < pw ? nw : pw, ca = na < pa ? na : pa;
+  float *mem = aligned_alloc(64, sizeof(float) * (size_t)(ld * (cw + ca)));
+  if (!mem) {
+    dots_per_pair(t, n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+    return;
+  }
+  float *wp = mem, *ap = mem + ld * cw;
+  const uint8_t *wb = w, *ab = act;
+  const bool one_panel = nw <= cw; /* widened once for every chunk */
+  if (one_panel) widen_rows(t, wb, w_stride, nw, n, wp, ld);
+  for (int64_t a0 = 0; a0 < na; a0 += ca) {
+    const int64_t a1 = na - a0 < ca ? na : a0 + ca;
+    widen_rows(t, ab + (size_t)a0 * a_stride, a_stride, a1 - a0, n, ap, ld);
+    for (int64_t r0 = 0; r0 < nw; r0 += cw) {
+      const int64_t r1 = nw - r0 < cw ? nw : r0 + cw;
+      if (!one_panel)
+        widen_rows(t, wb + (size_t)r0 * w_stride, w_stride, r1 - r0, n, wp, ld);
+      panel_times_chunk(t, n, ld, wp, r1 - r0, ap, a1 - a0,
+                        out + (size_t)a0 * out_stride + (size_t)r0, out_stride);
+    }
+  }
+  free(mem);
+}
