@@ -219,13 +219,13 @@ static void round_f16_plain(const float *x, float *y, int64_t n) {
 static void geglu_plain(float *gate, const float *up, int64_t n,
                         const nc_fp16 *gelu) {
   for (int64_t i = 0; i < n; i++) {
-    const float g = gate[i];
+    const float g = gate[i], u = up ? up[i] : 1.0f;
     if (g <= -10.0f)
       gate[i] = 0.0f;
     else if (g >= 10.0f)
-      gate[i] = g * up[i];
+      gate[i] = g * u;
     else
-      gate[i] = nc_fp16_to_fp32(gelu[nc_fp32_to_fp16(g)]) * up[i];
+      gate[i] = nc_fp16_to_fp32(gelu[nc_fp32_to_fp16(g)]) * u;
   }
 }
 

@@ -128,7 +128,8 @@ typedef struct nc_ops_kernels {
   void (*round_f16)(const float *x, float *y, int64_t n);
   /* gate[i] = gelu(gate[i]) * up[i] as ggml's GeGLU: 0 for gate <= -10,
    * gate * up for gate >= 10, else the half of gelu from the table gelu
-   * (NC_GELU_TABLE_ENTRIES) at the half of gate, times up */
+   * (NC_GELU_TABLE_ENTRIES) at the half of gate, times up; up NULL: times
+   * 1 (ggml's GELU with its table, ggml_vec_gelu_f32) */
   void (*geglu)(float *gate, const float *up, int64_t n, const nc_fp16 *gelu);
   /* one token of the gated delta rule on one head's state (delta_net.h) */
   void (*delta_rule)(float *s, const float *q, const float *k, const float *v,

@@ -141,7 +141,8 @@ static void geglu_avx2(float *gate, const float *up, int64_t n,
                        const nc_fp16 *gelu) {
   int64_t i = 0;
   for (; i + 7 < n; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i), u = _mm256_loadu_ps(up + i);
+    const __m256 g = _mm256_loadu_ps(gate + i),
+                 u = up ? _mm256_loadu_ps(up + i) : _mm256_set1_ps(1.0f);
     const __m256i h = _mm256_cvtepu16_epi32(
         _mm256_cvtps_ph(g, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     const __m256i t = _mm256_i32gather_epi32((const int *)gelu, h, 2);
@@ -157,7 +158,7 @@ static void geglu_avx2(float *gate, const float *up, int64_t n,
                          _mm256_cmp_ps(g, _mm256_set1_ps(-10.0f), _CMP_LE_OQ));
     _mm256_storeu_ps(gate + i, y);
   }
-  nc_ops_plain()->geglu(gate + i, up + i, n - i, gelu);
+  nc_ops_plain()->geglu(gate + i, up ? up + i : NULL, n - i, gelu);
 }
 
 static const nc_ops_kernels AVX2 = {

@@ -45,7 +45,8 @@ static void geglu_avx512(float *gate, const float *up, int64_t n,
                          const nc_fp16 *gelu) {
   int64_t i = 0;
   for (; i + 15 < n; i += 16) {
-    const __m512 g = _mm512_loadu_ps(gate + i), u = _mm512_loadu_ps(up + i);
+    const __m512 g = _mm512_loadu_ps(gate + i),
+                 u = up ? _mm512_loadu_ps(up + i) : _mm512_set1_ps(1.0f);
     const __m512i h = _mm512_cvtepu16_epi32(
         _mm512_cvtps_ph(g, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     const __m512i t = _mm512_i32gather_epi32(h, (const int *)gelu, 2);
@@ -57,7 +58,7 @@ static void geglu_avx512(float *gate, const float *up, int64_t n,
         _mm512_setzero_ps());
     _mm512_storeu_ps(gate + i, y);
   }
-  nc_ops_plain()->geglu(gate + i, up + i, n - i, gelu);
+  nc_ops_plain()->geglu(gate + i, up ? up + i : NULL, n - i, gelu);
 }
 
 static const nc_ops_kernels AVX512 = {

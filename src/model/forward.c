@@ -318,12 +318,7 @@ static void elem_worker(void *p, int ith, int nth) {
     if (hi > lo) t->op->geglu(y + lo, t->up + lo, hi - lo, t->gelu);
     break;
   case ELEM_GELU: /* ggml_vec_gelu_f32 with its F16 table */
-    for (int64_t i = lo; i < hi; i++) {
-      const float x = y[i];
-      y[i] = x <= -10.0f  ? 0.0f
-             : x >= 10.0f ? x
-                          : nc_fp16_to_fp32(t->gelu[nc_fp32_to_fp16(x)]);
-    }
+    if (hi > lo) t->op->geglu(y + lo, NULL, hi - lo, t->gelu);
     break;
   case ELEM_SCALE:
     for (int64_t i = lo; i < hi; i++)
@@ -369,8 +364,11 @@ void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
 }
 
 void nc_fwd_gelu(nc_fwd *ctx, float *y, int32_t rows, int64_t n) {
-  elem_task t = {
-      .kind = ELEM_GELU, .y = y, .n = (int64_t)rows * n, .gelu = ctx->gelu_f16};
+  elem_task t = {.kind = ELEM_GELU,
+                 .op = ctx->ops,
+                 .y = y,
+                 .n = (int64_t)rows * n,
+                 .gelu = ctx->gelu_f16};
   run_elems(ctx, &t);
 }
 
