@@ -3,7 +3,7 @@
 llama.cpp's converter (convert_hf_to_gguf.py) lays it out, so that nucleus
 and llama.cpp both load it.
 
-    scripts/convert_hf.py MODEL_DIR OUT.gguf [--outtype f16|f32]
+    scripts/convert_hf.py MODEL_DIR OUT.gguf [--outtype f16|f32|q8_0]
 
 MODEL_DIR holds config.json, model.safetensors (or model-*.safetensors
 shards), tokenizer.json (or vocab.txt) and, for sentence-transformers
@@ -32,7 +32,9 @@ What is written, as llama.cpp's converter writes it:
 - the tensors under llama.cpp's names (gguf's tensor name map): the
   pooler and the masked-LM and next-sentence heads are dropped;
   "--outtype f16" (the default) stores matrices as F16 except the position
-  and token-type embeddings, vectors and norms always as F32.
+  and token-type embeddings, vectors and norms always as F32; "--outtype
+  q8_0" stores those matrices as Q8_0 (gguf's quantizer, as llama.cpp's
+  converter does; F16 where a row is not a whole number of 32-blocks).
 
 One deliberate difference: a classifier's pooler is kept (as cls, which
 llama.cpp's graph applies with tanh before cls.output, as Hugging Face
@@ -238,6 +240,23 @@ def tensor_name(name, name_map, arch, is_classifier):
     return new
 
 
+def stored(new_name, arr, outtype):
+    """The tensor as written: (array, its GGML type where the array holds
+    quantized bytes, else None)."""
+    t = store_type(new_name, arr, outtype)
+    if t is np.float16 and outtype == "q8_0":
+        q8 = gguf.GGMLQuantizationType.Q8_0
+        try:
+            return gguf.quants.quantize(arr.astype(np.float32), q8), q8
+        except gguf.QuantError:
+            pass  # llama.cpp's converter falls back to F16 too
+    return np.ascontiguousarray(arr.astype(t)), None
+
+
+FILE_TYPES = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
+              "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}
+
+
 def store_type(new_name, arr, outtype):
     if arr.ndim <= 1 or new_name.endswith("_norm.weight") or outtype == "f32":
         return np.float32
@@ -252,7 +271,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model_dir", type=Path)
     ap.add_argument("out", type=Path)
-    ap.add_argument("--outtype", choices=("f16", "f32"), default="f16")
+    ap.add_argument("--outtype", choices=("f16", "f32", "q8_0"), default="f16")
     args = ap.parse_args()
 
     hp = load_json(args.model_dir / "config.json")
@@ -289,7 +308,7 @@ def main():
     w.add_head_count(n_head)
     w.add_layer_norm_eps(eps)
     w.add_causal_attention(False)
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if args.outtype == "f16" else gguf.LlamaFileType.ALL_F32)
+    w.add_file_type(FILE_TYPES[args.outtype])
     pool = pooling_type(args.model_dir, is_classifier)
     if pool is not None:
         w.add_pooling_type(gguf.PoolingType(pool))
@@ -312,7 +331,8 @@ def main():
     type_vocab = hp.get("type_vocab_size", 1)
     write_vocab(w, args.model_dir, n_vocab, type_vocab)
     for new, arr in tensors:
-        w.add_tensor(new, np.ascontiguousarray(arr.astype(store_type(new, arr, args.outtype))))
+        data, raw_dtype = stored(new, arr, args.outtype)
+        w.add_tensor(new, data, raw_dtype=raw_dtype)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
