@@ -3,8 +3,9 @@
  * image):
  * - llama.cpp's greedy text on a prompt with two images
  *   (tests/data/vision/gemma3_greedy.txt, scripts/gen_vision_goldens.py:
- *   llama-mtmd-cli, flash attention off) comes out of the engine, and other
- *   images give other text;
+ *   llama-mtmd-cli, flash attention off) comes out of the engine, with
+ *   flash attention off and on (the same 16 tokens there), and other images
+ *   give other text;
  * - a request's tokens and logprobs are the same alone, in chunks that
  *   must stop before an image (an image's rows go through one forward),
  *   beside another request with other images, and on a prefix-cache hit:
@@ -55,7 +56,7 @@ static nucleus_image *synthetic(int32_t w, int32_t h) {
   return img;
 }
 
-static int setup(void **state) {
+static int setup_with(void **state, bool flash) {
   fixture *fx = calloc(1, sizeof *fx);
   *state = fx;
   char lm[4096], mm[4096];
@@ -63,7 +64,7 @@ static int setup(void **state) {
   snprintf(mm, sizeof mm, "%s/build/arch/gemma3-mmproj.gguf", root());
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = 2;
-  mp.flash_attn = NUCLEUS_FLASH_ATTN_OFF; /* as the golden */
+  mp.flash_attn = flash ? NUCLEUS_FLASH_ATTN_ON : NUCLEUS_FLASH_ATTN_OFF;
   nucleus_error err;
   if (nucleus_model_load(lm, &mp, &fx->lm, &err) != NUCLEUS_OK ||
       nucleus_mmproj_load(mm, fx->lm, &mp, &fx->mm, &err) != NUCLEUS_OK) {
@@ -74,6 +75,15 @@ static int setup(void **state) {
   fx->tall = synthetic(45, 100);
   fx->square = synthetic(64, 64);
   return 0;
+}
+
+/* flash attention off, as the golden; and on (the default), whose text on
+ * this pair is the same for the golden's 16 tokens */
+static int setup(void **state) {
+  return setup_with(state, false);
+}
+static int setup_flash(void **state) {
+  return setup_with(state, true);
 }
 
 static int teardown(void **state) {
@@ -356,5 +366,6 @@ int main(void) {
       cmocka_unit_test(test_llama_greedy),
       cmocka_unit_test(test_invariance),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, teardown) |
+         cmocka_run_group_tests(tests, setup_flash, teardown);
 }
