@@ -13,10 +13,11 @@ Q4_K_M`, or with --pure for one type throughout), then run bench/speed.py
 
 usage: bench/make_llama_shaped.py OUT.gguf [--layers 8] [--embd 1024]
                                   [--ff 2816] [--heads 16] [--kv-heads 4]
-                                  [--vocab N]
+                                  [--vocab N] [--untied]
 
 --vocab N keeps the first N tokens (and drops the merges): a smaller token
-embedding for quantizer tests, a file not meant to be run.
+embedding for quantizer tests, a file not meant to be run. --untied: an
+output.weight of its own instead of the tied token embeddings.
 """
 import argparse
 import pathlib
@@ -67,6 +68,7 @@ def main():
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--kv-heads", type=int, default=4)
     ap.add_argument("--vocab", type=int, default=None)
+    ap.add_argument("--untied", action="store_true")
     a = ap.parse_args()
     if a.embd % a.heads or a.heads % a.kv_heads:
         ap.error("--embd must divide by --heads, --heads by --kv-heads")
@@ -93,6 +95,8 @@ def main():
     kv = head_dim * a.kv_heads
     tensor("token_embd.weight", (n_vocab, a.embd))
     tensor("output_norm.weight", (a.embd,), np.float32)
+    if a.untied:
+        tensor("output.weight", (n_vocab, a.embd))
     for layer in range(a.layers):
         p = f"blk.{layer}."
         tensor(p + "attn_norm.weight", (a.embd,), np.float32)

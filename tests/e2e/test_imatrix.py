@@ -5,8 +5,8 @@ per weight the rows counted, the sum of the squares summed and the first
 values; 1e-5 relative, the bits matched when it was made); on a random
 mixture of experts every expert's matrix counts the rows routed to it; the
 file feeds nucleus quantize --imatrix; bad arguments are clear errors.
-(--process-output on a file with its own output.weight: not covered, the
-test files tie it to the embeddings.)"""
+--process-output on a random file with its own output.weight (the default
+model ties it) equals llama-imatrix's golden too, output.weight included."""
 import json
 import os
 import pathlib
@@ -22,6 +22,7 @@ from conftest import DEFAULT_MODEL, ROOT, require_binary_and_model  # noqa
 NUCLEUS_BIN = os.environ.get("NUCLEUS_BIN", str(ROOT / "build/release/nucleus"))
 TEXT = "/usr/share/common-licenses/GPL-3"
 GOLDEN = ROOT / "tests/data/imatrix/smollm2_gpl3_c128x3.json"
+GOLDEN_UNTIED = ROOT / "tests/data/imatrix/untied_gpl3_c64x2.json"
 
 
 def imatrix(*args):
@@ -51,9 +52,16 @@ def test_matches_llama_imatrix(tmp_path):
     assert bytes(field_value(f["general.type"])).decode() == "imatrix"
     assert int(field_value(f["imatrix.chunk_count"])[0]) == 3
     assert int(field_value(f["imatrix.chunk_size"])[0]) == 128
-    golden = json.loads(GOLDEN.read_text())["entries"]
+    names = check_golden(t, GOLDEN)
+    assert "output.weight" not in names  # every blk. matmul, output not
+
+
+def check_golden(t, path):
+    """The matrix t equals the golden at path (scripts/gen_imatrix_golden.py):
+    the same weights, rows counted, sums and first values."""
+    golden = json.loads(path.read_text())["entries"]
     names = {n[:-len(".in_sum2")] for n in t if n.endswith(".in_sum2")}
-    assert names == set(golden)  # every blk. matmul, output.weight not
+    assert names == set(golden)
     for name, g in golden.items():
         sums, counts = t[name + ".in_sum2"], t[name + ".counts"]
         assert [int(c) for c in counts] == g["counts"], name
@@ -61,6 +69,24 @@ def test_matches_llama_imatrix(tmp_path):
                                                                rel=1e-5), name
         np.testing.assert_allclose(sums[:8], g["first"], rtol=1e-5, atol=1e-7,
                                    err_msg=name)
+    return names
+
+
+def test_process_output_untied(tmp_path):
+    """--process-output on a file with its own output.weight: its matrix too,
+    as llama-imatrix computes it."""
+    require_binary_and_model()
+    model = tmp_path / "untied.gguf"
+    subprocess.run([sys.executable, str(ROOT / "bench/make_llama_shaped.py"),
+                    str(model), "--layers", "2", "--embd", "256", "--ff",
+                    "512", "--heads", "4", "--kv-heads", "2", "--untied"],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    out = tmp_path / "untied.imatrix.gguf"
+    r = imatrix("-m", str(model), "-f", TEXT, "-o", str(out), "-c", "64",
+                "--chunks", "2", "-t", "2", "--process-output")
+    assert r.returncode == 0, r.stderr
+    t, _ = read(out)
+    assert "output.weight" in check_golden(t, GOLDEN_UNTIED)
 
 
 def test_experts_count_their_rows(tmp_path):
