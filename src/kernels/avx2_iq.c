@@ -275,7 +275,7 @@ static float dot_vec(nc_type t, int64_t n, const void *w, const void *va) {
   iq_unpacked u;
   for (int64_t i = 0; i < n / QK_K; i++) {
     unpack(t, w, i, &u);
-    vec_step(t, &u, nc_fp16_to_fp32(nc_iq_half(t, w, i)), &y[i], &s);
+    vec_step(t, &u, _cvtsh_ss(nc_iq_half(t, w, i)), &y[i], &s);
   }
   return vec_result(t, &s);
 }
@@ -286,7 +286,7 @@ static float dot_tiled(nc_type t, int64_t n, const void *w, const void *va) {
   iq_unpacked u;
   for (int64_t i = 0; i < n / QK_K; i++) {
     unpack(t, w, i, &u);
-    const float dwu = nc_fp16_to_fp32(nc_iq_half(t, w, i)) * tiled_unit(t);
+    const float dwu = _cvtsh_ss(nc_iq_half(t, w, i)) * tiled_unit(t);
     acc = tiled_step(t, &u, dwu, &y[i], acc);
   }
   return acc;
@@ -316,7 +316,7 @@ static void gemm(nc_type t, bool tiled, int64_t n, const void *w,
       }
       for (int64_t i = 0; i < nb; i++) {
         unpack(t, row, i, &u);
-        const float dw = nc_fp16_to_fp32(nc_iq_half(t, row, i));
+        const float dw = _cvtsh_ss(nc_iq_half(t, row, i));
         const float dwu = dw * tiled_unit(t);
         for (int a = 0; a < m; a++) {
           const block_q8_K *y =
