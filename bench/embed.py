@@ -8,7 +8,8 @@ thread count. Both servers get the texts in requests of --per-request
 texts, sent one after another (each server packs a request's texts into
 its batches); llama-cpp-python embeds the list in one call. The first
 request of each server is a warm-up, not timed. Also checks that the
-three agree (cosine of each text's vector).
+three agree (cosine of each text's vector, over the texts llama.cpp
+tokenizes as nucleus does: its WordPiece differs on some scripts).
 
 usage: bench/embed.py [--model GGUF] [--threads 1,2] [--per-request 64]
                       [--texts N]
@@ -98,6 +99,14 @@ def fit(model, texts, limit):
     return out
 
 
+def peer_ids(model, texts):
+    """llama.cpp's token ids of each text (its WordPiece differs from
+    Hugging Face's, which nucleus follows, on some scripts: docs/TEXT.md)."""
+    import llama_cpp
+    voc = llama_cpp.Llama(model, vocab_only=True, verbose=False)
+    return [voc.tokenize(t.encode(), add_bos=True, special=False) for t in texts]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=str(ROOT / "build/arch/gemmaemb.gguf"))
@@ -113,6 +122,7 @@ def main():
     texts = [json.loads(l) for l in
              (ROOT / "tests/data/embed/texts.jsonl").read_text().splitlines()]
     texts = fit(a.model, texts[:a.texts], a.ctx - 16)
+    ids_peer = peer_ids(a.model, texts)
     bin_dir = pathlib.Path(subprocess.run(
         [str(ROOT / "bench/build_peer.sh"), a.peer_dir], capture_output=True,
         text=True, check=True).stdout.strip().splitlines()[-1])
@@ -120,13 +130,15 @@ def main():
     print(f"{len(texts)} texts, {a.per_request} per request, model "
           f"{pathlib.Path(a.model).name}; texts per second")
     print("threads  nucleus  llama-server  llama-cpp-python  "
-          "vs server  vs python  worst cosine")
+          "vs server  vs python  worst cosine (texts both tokenize alike)")
     for t in [int(x) for x in a.threads.split(",")]:
         port = free_port()
         p, url = start([a.nucleus, "serve", "-m", a.model, "-t", str(t),
                         "--port", str(port)], port)
         try:
             ours, v_ours = run_server(url, texts, a.per_request)
+            ids_ours = [requests.post(url + "/tokenize", timeout=60, json={
+                "content": t, "add_special": True}).json()["tokens"] for t in texts]
         finally:
             stop(p)
         port = free_port()
@@ -148,9 +160,12 @@ def main():
         v_py = [np.array(v) for v in llm.embed(texts)]
         py = len(texts) / (time.perf_counter() - t0)
         del llm
-        cos = min(worst_cos(v_ours, v_peer), worst_cos(v_ours, v_py))
+        same = [i for i in range(len(texts)) if ids_ours[i] == ids_peer[i]]
+        cos = min(worst_cos([v_ours[i] for i in same], [v_peer[i] for i in same]),
+                  worst_cos([v_ours[i] for i in same], [v_py[i] for i in same]))
         print(f"{t:7d}  {ours:7.1f}  {peer:12.1f}  {py:16.1f}  "
-              f"{ours / peer:8.2f}x  {ours / py:8.2f}x  {cos:.6f}")
+              f"{ours / peer:8.2f}x  {ours / py:8.2f}x  {cos:.6f} "
+              f"({len(same)} of {len(texts)})")
         sys.stdout.flush()
 
 
