@@ -70,6 +70,20 @@ def test_models_lists_both(server):
     assert data[0]["meta"]["embedding"] is False
 
 
+def test_models_retrieve_each_and_404(client):
+    """GET /v1/models/{id} (client.models.retrieve) gives each model's own
+    entry; an unknown id is OpenAI's 404 (model_not_found)."""
+    emb = client.models.retrieve("gemmaemb.gguf")
+    assert emb.id == "gemmaemb.gguf" and emb.meta["pooling"] == "mean"
+    main = client.models.retrieve("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert main.id == "SmolLM2-135M-Instruct.Q4_1.gguf" and main.meta["embedding"] is False
+    with pytest.raises(openai.NotFoundError) as err:
+        client.models.retrieve("no-such-model")
+    body = err.value.body
+    assert body["code"] == "model_not_found" and body["param"] == "model"
+    assert "'no-such-model'" in body["message"]
+
+
 def test_openai_client_matches_llama_cpp(client, llama_vectors):
     # the client asks for base64 and decodes it
     r = client.embeddings.create(model="gemmaemb.gguf", input=TEXTS)

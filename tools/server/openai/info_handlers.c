@@ -1,4 +1,5 @@
 /* nucleus serve: GET /health, GET /v1/models, GET /metrics, GET /props. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,13 +53,29 @@ enum MHD_Result handle_models(server_ctx *srv, struct MHD_Connection *conn,
                     json_pack("{s:s,s:o}", "object", "list", "data", data));
 }
 
-/* Any id names the main model, as requests accept any "model" (the
- * handler does not see the path: /v1/models lists the embedding model). */
+static bool is_id(const char *id, size_t n, const char *want) {
+  return want && strlen(want) == n && !memcmp(id, want, n);
+}
+
+/* GET /v1/models/{id} (url: the request's path): the main model or the
+ * --embedding-model, by the id /v1/models lists (OpenAI's
+ * client.models.retrieve); any other id is a 404 in OpenAI's shape. */
 enum MHD_Result handle_model(server_ctx *srv, struct MHD_Connection *conn,
-                             const char *body, size_t len) {
-  (void)body;
+                             const char *url, size_t len) {
   (void)len;
-  return reply_json(srv, conn, 200, model_object(srv));
+  const char *prefix = "/v1/models/";
+  const size_t end = strcspn(url, "?"), np = strlen(prefix);
+  const char *id = url + np;
+  const size_t n = end > np ? end - np : 0;
+  if (end > np && is_id(id, n, srv->model_id))
+    return reply_json(srv, conn, 200, model_object(srv));
+  if (end > np && srv->embed_model && is_id(id, n, srv->embed_model_id))
+    return reply_json(srv, conn, 200, embed_model_object(srv));
+  api_error e;
+  api_fail(&e, 404, "model", "The model '%.*s' does not exist",
+           (int)(n < 200 ? n : 200), id);
+  e.code = "model_not_found";
+  return reply_error(srv, conn, &e);
 }
 
 enum MHD_Result handle_metrics(server_ctx *srv, struct MHD_Connection *conn,
@@ -134,15 +151,15 @@ enum MHD_Result handle_props(server_ctx *srv, struct MHD_Connection *conn,
                 (json_int_t)count, "bytes", (json_int_t)bytes);
   return reply_json(
       srv, conn, 200,
-      json_pack("{s:o,s:o,s:o,s:o,s:i,s:s,s:o,s:I,s:I,s:{s:b}}",
-                "default_generation_settings", settings, "recommended_by_model",
-                from_model, "params", contract, "model",
-                json_text(srv->model_id, strlen(srv->model_id)), "n_ctx",
-                srv->n_ctx, "kernels", nucleus_model_kernels(srv->model),
-                "responses_store", store, "kv_bytes_per_position",
-                (json_int_t)nucleus_model_kv_bytes_per_position(srv->model),
-                "state_bytes_per_sequence",
-                (json_int_t)nucleus_model_state_bytes_per_sequence(srv->model,
-                                                                   NULL),
-                "modalities", "vision", srv->mmproj != NULL));
+      json_pack(
+          "{s:o,s:o,s:o,s:o,s:i,s:s,s:o,s:I,s:I,s:{s:b}}",
+          "default_generation_settings", settings, "recommended_by_model",
+          from_model, "params", contract, "model",
+          json_text(srv->model_id, strlen(srv->model_id)), "n_ctx", srv->n_ctx,
+          "kernels", nucleus_model_kernels(srv->model), "responses_store",
+          store, "kv_bytes_per_position",
+          (json_int_t)nucleus_model_kv_bytes_per_position(srv->model),
+          "state_bytes_per_sequence",
+          (json_int_t)nucleus_model_state_bytes_per_sequence(srv->model, NULL),
+          "modalities", "vision", srv->mmproj != NULL));
 }
