@@ -145,6 +145,19 @@ static nucleus_engine *engine(fixture *fx, int32_t budget) {
   return e;
 }
 
+static nucleus_engine *engine_swa_full(fixture *fx, int32_t budget) {
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = 512;
+  ep.max_batch_tokens = budget;
+  ep.mmproj = fx->mm;
+  ep.swa_full = true;
+  nucleus_engine *e = NULL;
+  nucleus_error err = {0};
+  if (nc_engine_create_stepped(fx->lm, &ep, &e, &err) != NUCLEUS_OK)
+    fail_msg("engine: %s", err.message);
+  return e;
+}
+
 static void run_on(nucleus_engine *e, const job *jobs, int n, result *out) {
   nucleus_request *reqs[4] = {0};
   bool done[4] = {false};
@@ -292,7 +305,29 @@ static void test_invariance(void **state) {
   result ro;
   run_on(e, &other, 1, &ro);
   assert_int_equal(ro.cached, first_image / bt * bt);
+  /* the same first image, another second one: the hit reaches the second
+   * image's block, and the rows after it continue as a cold run's (on an
+   * engine that keeps every window block: gemma3's sliding-window layers
+   * otherwise give the blocks that left the window back, and such a hit
+   * stops at 0) */
   nucleus_engine_free(e);
+  e = engine_swa_full(fx, 512);
+  result warm;
+  run_on(e, &alone, 1, &warm);
+  job half = {prompt, n, {fx->wide, fx->square}, 0};
+  result hot, cold;
+  run_on(e, &half, 1, &hot);
+  nucleus_engine_free(e);
+  int32_t second_image = first_image + 16;
+  while (prompt[second_image] != NUCLEUS_TOKEN_IMAGE)
+    second_image++;
+  assert_int_equal(hot.cached, second_image / bt * bt);
+  assert_true(hot.cached > first_image);
+  e = engine_swa_full(fx, 512);
+  run_on(e, &half, 1, &cold);
+  assert_int_equal(cold.cached, 0);
+  if (!same(&hot, &cold))
+    fail_msg("a hit up to the second image: other output");
   nucleus_free(prompt);
 }
 
