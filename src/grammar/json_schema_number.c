@@ -460,6 +460,10 @@ int js_gen_integer(ctx *c, const json_t *s, sb *b, bool number) {
     int_interval(b, ilo, ihi, unb_lo, unb_hi);
     return 0;
   }
+  if (!unb_lo && lo >= BIG) /* as for integers: to_dec takes below BIG */
+    return js_fail(c, "minimum above 1e15 is not supported");
+  if (!unb_hi && hi <= -BIG)
+    return js_fail(c, "maximum below -1e15 is not supported");
   /* Numbers: exclusive bounds move to the next double inward. */
   if (!unb_lo && lo_x) lo = nextafter(lo, INFINITY);
   if (!unb_hi && hi_x) hi = nextafter(hi, -INFINITY);
