@@ -201,6 +201,11 @@ static void swiglu_plain(const float *gate, const float *up, float *out,
     out[i] = nc_silu(gate[i]) * up[i];
 }
 
+static void silu_plain(float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    x[i] = x[i] / (1.0f + nc_expf_ggml(-x[i]));
+}
+
 static void add_plain(float *y, const float *x, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     y[i] += x[i];
@@ -234,6 +239,7 @@ static const nc_ops_kernels PLAIN = {
     .rmsnorm = rmsnorm_plain,
     .rope_apply = rope_plain,
     .swiglu = swiglu_plain,
+    .silu = silu_plain,
     .add = add_plain,
     .to_f16 = to_f16_plain,
     .round_f16 = round_f16_plain,

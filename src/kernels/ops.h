@@ -123,6 +123,9 @@ typedef struct nc_ops_kernels {
   void (*rope_apply)(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot,
                      bool neox, const float *cos_c, const float *sin_c);
   void (*swiglu)(const float *gate, const float *up, float *out, int64_t n);
+  /* x[i] = x[i] / (1 + nc_expf_ggml(-x[i])) in place: SiLU with ggml's
+   * exp on every value (the DeltaNet convolution's activation) */
+  void (*silu)(float *x, int64_t n);
   void (*add)(float *y, const float *x, int64_t n);
   void (*to_f16)(const float *x, nc_fp16 *y, int64_t n);
   void (*round_f16)(const float *x, float *y, int64_t n);

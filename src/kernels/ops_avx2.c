@@ -109,6 +109,19 @@ static void swiglu_avx2(const float *gate, const float *up, float *out,
     out[i] = nc_silu(gate[i]) * up[i];
 }
 
+/* silu_plain 8 at a time (0 - x: the same exp input as -x but for the
+ * sign of a zero, whose exp is 1 either way); the tail as silu_plain. */
+static void silu_avx2(float *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 e = nc_v8_expf_ggml(_mm256_sub_ps(_mm256_setzero_ps(), v));
+    _mm256_storeu_ps(x + i,
+                     _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e)));
+  }
+  nc_ops_plain()->silu(x + i, n - i);
+}
+
 static void add_avx2(float *y, const float *x, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -166,6 +179,7 @@ static const nc_ops_kernels AVX2 = {
     .rmsnorm = rmsnorm_avx2,
     .rope_apply = rope_avx2,
     .swiglu = swiglu_avx2,
+    .silu = silu_avx2,
     .add = add_avx2,
     .to_f16 = to_f16_avx2,
     .round_f16 = round_f16_avx2,

@@ -21,6 +21,18 @@ static void swiglu_avx512(const float *gate, const float *up, float *out,
     out[i] = nc_silu(gate[i]) * up[i];
 }
 
+/* silu_avx2 16 at a time. */
+static void silu_avx512(float *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m512 e = nc_v16_expf_ggml(_mm512_sub_ps(_mm512_setzero_ps(), v));
+    _mm512_storeu_ps(x + i,
+                     _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+  }
+  nc_ops_avx2()->silu(x + i, n - i);
+}
+
 static void rmsnorm_avx512(const float *x, const float *w, float *y, int64_t n,
                            float eps) {
   nc_ops_avx2()->rmsnorm(x, w, y, n, eps);
@@ -66,6 +78,7 @@ static const nc_ops_kernels AVX512 = {
     .rmsnorm = rmsnorm_avx512,
     .rope_apply = rope_avx512,
     .swiglu = swiglu_avx512,
+    .silu = silu_avx512,
     .add = add_avx512,
     .to_f16 = to_f16_avx512,
     .round_f16 = round_f16_avx512,

@@ -27,8 +27,9 @@ static float *layer_snap(const delta_task *t, int32_t row) {
   return s ? s + t->state_at : NULL;
 }
 
-/* The causal convolution and SiLU of channels [lo, hi), in place on
- * ssm_mix; the slot keeps each channel's last K - 1 inputs, oldest first. */
+/* The causal convolution and SiLU (ggml's exp) of channels [lo, hi), in
+ * place on ssm_mix; the slot keeps each channel's last K - 1 inputs, oldest
+ * first. */
 static void conv_worker(void *p, int ith, int nth) {
   const delta_task *t = p;
   const int64_t C = t->C, K = t->K;
@@ -47,10 +48,12 @@ static void conv_worker(void *p, int ith, int nth) {
       for (int64_t k = 0; k < K - 1; k++)
         sum += st[k] * wc[k];
       sum += in * wc[K - 1];
-      memmove(st, st + 1, sizeof(float) * (size_t)(K - 2));
+      for (int64_t k = 0; k + 2 < K; k++)
+        st[k] = st[k + 1];
       st[K - 2] = in;
-      x[c] = sum / (1.0f + nc_expf_ggml(-sum)); /* SiLU, ggml's exp */
+      x[c] = sum;
     }
+    t->ctx->ops->silu(x + lo, hi - lo);
     float *snap = layer_snap(t, r);
     if (snap)
       memcpy(snap + lo * (K - 1), win + lo * (K - 1),

@@ -232,6 +232,47 @@ static void test_swiglu(void **state) {
   }
 }
 
+/* silu runs ggml's exp on -x for every value, the tail past the vectors
+ * included: random rows of every length around the widths with edge
+ * values, a sweep over exp's whole range, and the plain build against
+ * x / (1 + nc_expf_ggml(-x)) itself. */
+static void test_silu(void **state) {
+  (void)state;
+  const nc_ops_kernels *simd[2];
+  const int ns = simd_ops(simd);
+  const nc_ops_kernels *plain = nc_ops_plain();
+  enum { MAXN = 2048 };
+  static float x[MAXN], ya[MAXN], yb[MAXN];
+  for (int round = 0; round < 300; round++) {
+    const int64_t n = round < 70 ? round + 1 : (int64_t)(rnd() % MAXN) + 1;
+    const float a = round % 3 == 0 ? 120.0f : round % 3 == 1 ? 8.0f : 95.0f;
+    fill(x, n, a, round % 4 == 0 ? 7 : 0);
+    memcpy(ya, x, sizeof(float) * (size_t)n);
+    plain->silu(ya, n);
+    for (int64_t i = 0; i < n; i++) {
+      const float want = x[i] / (1.0f + nc_expf_ggml(-x[i]));
+      if (!(isnan(want) && isnan(ya[i])))
+        assert_memory_equal(&want, &ya[i], sizeof(float));
+    }
+    for (int s = 0; s < ns; s++) {
+      memcpy(yb, x, sizeof(float) * (size_t)n);
+      simd[s]->silu(yb, n);
+      assert_same(ya, yb, n);
+    }
+  }
+  for (float x0 = -110.0f; x0 < 110.0f; x0 += 0.0171f * MAXN) {
+    for (int64_t i = 0; i < MAXN; i++)
+      x[i] = -(x0 + 0.0171f * (float)i);
+    memcpy(ya, x, sizeof x);
+    plain->silu(ya, MAXN);
+    for (int s = 0; s < ns; s++) {
+      memcpy(yb, x, sizeof x);
+      simd[s]->silu(yb, MAXN);
+      assert_memory_equal(ya, yb, sizeof x);
+    }
+  }
+}
+
 /* The gated delta rule (delta_net.h): every SIMD build's bits against the
  * plain build's on several steps of a random state (head sizes around the
  * 8 lanes, 128 as Qwen3.5's), and the plain build against the rule in
@@ -555,6 +596,7 @@ int main(void) {
       cmocka_unit_test(test_rmsnorm_add),
       cmocka_unit_test(test_rope),
       cmocka_unit_test(test_swiglu),
+      cmocka_unit_test(test_silu),
       cmocka_unit_test(test_geglu),
       cmocka_unit_test(test_delta_rule),
       cmocka_unit_test(test_attn_softmax),
