@@ -49,7 +49,9 @@ static void store_scores(const nc_flash_rows *r, const int32_t *rows, int32_t n,
 NC_INLINE void scores(const nc_flash_rows *r, const int32_t *rows, int32_t n,
                       const float *kt, float *p) {
   __m512 acc[RB][NV];
+#pragma GCC unroll 4
   for (int32_t a = 0; a < RB; a++)
+#pragma GCC unroll 4
     for (int32_t c = 0; c < NV; c++)
       acc[a][c] = _mm512_setzero_ps();
   const float *q[RB];
@@ -57,16 +59,30 @@ NC_INLINE void scores(const nc_flash_rows *r, const int32_t *rows, int32_t n,
     q[a] = r->q[rows[a < n ? a : 0]];
   for (int32_t d = 0; d < r->hd; d++) {
     __m512 k[NV];
+#pragma GCC unroll 4
     for (int32_t c = 0; c < NV; c++)
       k[c] = _mm512_loadu_ps(kt + (size_t)d * KT + 16 * c);
+#pragma GCC unroll 4
     for (int32_t a = 0; a < RB; a++) {
       if (a >= n) break;
       const __m512 b = _mm512_set1_ps(q[a][d]);
+#pragma GCC unroll 4
       for (int32_t c = 0; c < NV; c++)
         acc[a][c] = _mm512_fmadd_ps(k[c], b, acc[a][c]);
     }
   }
   store_scores(r, rows, n, (const __m512(*)[NV])acc, p);
+}
+
+/* scores() with n (1..RB - 1) made a constant. */
+static void scores_few(const nc_flash_rows *r, const int32_t *rows, int32_t n,
+                       const float *kt, float *p) {
+  if (n == 1)
+    scores(r, rows, 1, kt, p);
+  else if (n == 2)
+    scores(r, rows, 2, kt, p);
+  else
+    scores(r, rows, 3, kt, p);
 }
 
 /* scores() for RB rows with the sixteen accumulators named. */
@@ -204,7 +220,8 @@ static void softmax_row(const nc_flash_rows *r, int32_t i, float *pr,
   st->S[i] = (float)((double)st->S[i] + sum);
 }
 
-/* acc[d0, d0 + 16 nd) += p . V for n rows over the keys [j0, j1). */
+/* acc[d0, d0 + 16 nd) += p . V for n rows over the keys [j0, j1) (n and nd
+ * constant at the call: the accumulators in registers). */
 NC_INLINE void values_part(const nc_flash_rows *r, const int32_t *rows,
                            int32_t n, int32_t j0, int32_t j1, const float *v,
                            const float *p, nc_flash_tstate *st, int32_t d0,
@@ -213,26 +230,59 @@ NC_INLINE void values_part(const nc_flash_rows *r, const int32_t *rows,
   __m512 acc[RB][NV];
   float *ar[RB];
   const float *pr[RB];
+#pragma GCC unroll 4
   for (int32_t a = 0; a < n; a++) {
     ar[a] = st->acc + (size_t)rows[a] * (size_t)hdv + d0;
     pr[a] = p + (size_t)rows[a] * KT;
+#pragma GCC unroll 4
     for (int32_t c = 0; c < nd; c++)
       acc[a][c] = _mm512_loadu_ps(ar[a] + 16 * c);
   }
   for (int32_t j = j0; j < j1; j++) {
     const float *vr = v + (size_t)j * (size_t)hdv + d0;
     __m512 vv[NV];
+#pragma GCC unroll 4
     for (int32_t c = 0; c < nd; c++)
       vv[c] = _mm512_loadu_ps(vr + 16 * c);
+#pragma GCC unroll 4
     for (int32_t a = 0; a < n; a++) {
       const __m512 w = _mm512_set1_ps(pr[a][j]);
+#pragma GCC unroll 4
       for (int32_t c = 0; c < nd; c++)
         acc[a][c] = _mm512_fmadd_ps(vv[c], w, acc[a][c]);
     }
   }
+#pragma GCC unroll 4
   for (int32_t a = 0; a < n; a++)
+#pragma GCC unroll 4
     for (int32_t c = 0; c < nd; c++)
       _mm512_storeu_ps(ar[a] + 16 * c, acc[a][c]);
+}
+
+/* values_part() with n (1..RB - 1) and nd (1..NV) made constants. */
+static void values_few(const nc_flash_rows *r, const int32_t *rows, int32_t n,
+                       int32_t j0, int32_t j1, const float *v, const float *p,
+                       nc_flash_tstate *st, int32_t d0, int32_t nd) {
+#define PART(N_, ND_)                                                          \
+  case (N_)*8 + (ND_):                                                         \
+    values_part(r, rows, N_, j0, j1, v, p, st, d0, ND_);                       \
+    break
+  switch (n * 8 + nd) {
+    PART(1, 1);
+    PART(1, 2);
+    PART(1, 3);
+    PART(1, 4);
+    PART(2, 1);
+    PART(2, 2);
+    PART(2, 3);
+    PART(2, 4);
+    PART(3, 1);
+    PART(3, 2);
+    PART(3, 3);
+    PART(3, 4);
+  default: break;
+  }
+#undef PART
 }
 
 /* acc += p . V, 64 of hdv at a time. */
@@ -245,21 +295,28 @@ NC_INLINE void values(const nc_flash_rows *r, const int32_t *rows, int32_t n,
     if (n == RB)
       values4(r, rows, j0, j1, v, p, st, d0);
     else
-      values_part(r, rows, n, j0, j1, v, p, st, d0, NV);
-  if (d0 < hdv) values_part(r, rows, n, j0, j1, v, p, st, d0, (hdv - d0) / 16);
+      values_few(r, rows, n, j0, j1, v, p, st, d0, NV);
+  if (d0 >= hdv) return;
+  if (n == RB) /* two passes of two rows */
+    for (int32_t a = 0; a < RB; a += 2)
+      values_few(r, rows + a, 2, j0, j1, v, p, st, d0, (hdv - d0) / 16);
+  else
+    values_few(r, rows, n, j0, j1, v, p, st, d0, (hdv - d0) / 16);
 }
 
 /* r[i] (lanes: 16 dims of key i) becomes r[d] (lanes: dim d of 16 keys):
  * unpack pairs of rows, then fours, then a 4 x 4 transpose of 128-bit
  * blocks. */
-static void transpose16(__m512 r[16]) {
+NC_INLINE void transpose16(__m512 r[16]) {
   __m512 t[16];
+#pragma GCC unroll 8
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
   }
   /* u[4g + c], block L: rows 4g..4g+3 of column 4L + c */
   __m512 u[16];
+#pragma GCC unroll 4
   for (int g = 0; g < 4; g++) {
     const __m512 a = t[4 * g], b = t[4 * g + 1], c = t[4 * g + 2],
                  d = t[4 * g + 3];
@@ -268,6 +325,7 @@ static void transpose16(__m512 r[16]) {
     u[4 * g + 2] = _mm512_shuffle_ps(b, d, _MM_SHUFFLE(1, 0, 1, 0));
     u[4 * g + 3] = _mm512_shuffle_ps(b, d, _MM_SHUFFLE(3, 2, 3, 2));
   }
+#pragma GCC unroll 4
   for (int c = 0; c < 4; c++) {
     const __m512 x0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44),
                  x1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE),
@@ -301,19 +359,30 @@ void nc_flash_tile_widen_avx512(const nc_fp16 *k, size_t k_stride,
   for (int32_t j0 = 0; j0 < n; j0 += 16) {
     const int32_t nk = n - j0 < 16 ? n - j0 : 16;
     const __mmask16 keep = (__mmask16)(((uint32_t)1 << nk) - 1);
+    const nc_fp16 *kb = k + (size_t)j0 * k_stride;
     for (int32_t d0 = 0; d0 < hd; d0 += 16) {
+      /* unrolled, so that the 16 rows stay in registers */
       __m512 r[16];
-      for (int32_t j = 0; j < 16; j++)
-        r[j] = j < nk ? _mm512_cvtph_ps(_mm256_loadu_si256(
-                            (const __m256i *)(const void *)(k +
-                                                            (size_t)(j0 + j) *
-                                                                k_stride +
-                                                            d0)))
-                      : _mm512_setzero_ps();
+      if (nk == 16) {
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++)
+          r[j] = _mm512_cvtph_ps(_mm256_loadu_si256(
+              (const __m256i *)(const void *)(kb + (size_t)j * k_stride + d0)));
+      } else {
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++)
+          r[j] = j < nk
+                     ? _mm512_cvtph_ps(_mm256_loadu_si256((
+                           const __m256i *)(const void *)(kb +
+                                                          (size_t)j * k_stride +
+                                                          d0)))
+                     : _mm512_setzero_ps();
+      }
       transpose16(r);
-      for (int32_t d = 0; d < 16; d++)
-        _mm512_mask_storeu_ps(kt + (size_t)(d0 + d) * KT + (size_t)j0, keep,
-                              r[d]);
+      float *o = kt + (size_t)d0 * KT + (size_t)j0;
+#pragma GCC unroll 16
+      for (int d = 0; d < 16; d++)
+        _mm512_mask_storeu_ps(o + (size_t)d * KT, keep, r[d]);
     }
   }
 }
@@ -333,7 +402,7 @@ void nc_flash_tile_prompt_avx512(const nc_flash_rows *r, const float *kt,
     if (n == RB)
       scores4(r, rows, kt, p);
     else
-      scores(r, rows, n, kt, p);
+      scores_few(r, rows, n, kt, p);
     int32_t j0 = KT, j1 = 0;
     for (int32_t a = 0; a < n; a++) {
       softmax_row(r, rows[a], p + (size_t)rows[a] * KT, st);
@@ -363,7 +432,7 @@ void nc_flash_tile_scores_avx512(const nc_flash_rows *r, const float *kt,
     if (n == RB)
       scores4(r, rows, kt, p);
     else
-      scores(r, rows, n, kt, p);
+      scores_few(r, rows, n, kt, p);
     for (int32_t a = 0; a < n; a++) { /* softmax_row's masking and maximum */
       const int32_t i = rows[a];
       float *pr = p + (size_t)i * KT;
@@ -402,10 +471,12 @@ NC_INLINE void tvalues_pass(const nc_flash_tvals *a, const nc_flash_paged *v,
                             float *acc, size_t acc_stride) {
   __m512 ac[RB][4];
   const float *pw[RB];
+#pragma GCC unroll 4
   for (int i = 0; i < mc; i++) {
     float *ar = acc + (size_t)(i0 + i) * acc_stride + d0;
     pw[i] = a->p + (size_t)(i0 + i) * a->p_stride;
     const float ms = a->ms[i0 + i];
+#pragma GCC unroll 4
     for (int c = 0; c < rc; c++) {
       ac[i][c] = _mm512_loadu_ps(ar + 16 * c);
       if (ms != 1.0f) ac[i][c] = _mm512_mul_ps(ac[i][c], _mm512_set1_ps(ms));
@@ -420,18 +491,23 @@ NC_INLINE void tvalues_pass(const nc_flash_tvals *a, const nc_flash_paged *v,
       row = v->blk[++bi] + v->off + d0;
     }
     __m512 vv[4];
+#pragma GCC unroll 4
     for (int c = 0; c < rc; c++)
       vv[c] = _mm512_cvtph_ps(
           _mm256_loadu_si256((const __m256i *)(const void *)(row + 16 * c)));
+#pragma GCC unroll 4
     for (int i = 0; i < mc; i++) {
       const __m512 w = _mm512_set1_ps(pw[i][j]);
+#pragma GCC unroll 4
       for (int c = 0; c < rc; c++)
         ac[i][c] = _mm512_fmadd_ps(vv[c], w, ac[i][c]);
     }
     row += v->stride;
     in++;
   }
+#pragma GCC unroll 4
   for (int i = 0; i < mc; i++)
+#pragma GCC unroll 4
     for (int c = 0; c < rc; c++)
       _mm512_storeu_ps(acc + (size_t)(i0 + i) * acc_stride + d0 + 16 * c,
                        ac[i][c]);
