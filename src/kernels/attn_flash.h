@@ -146,6 +146,12 @@ typedef struct nc_flash_tvals {
   const float *p, *ms;
   size_t p_stride;
   int32_t m, j0, j1, d0, d1;
+  /* groups (>= 1) of m queries, each its KV head's: group g's weights at
+   * p + g * p_group, factors at ms + g * ms_group, accumulators at acc + g
+   * * acc_group, values v_group halves further along the rows (a decode
+   * row's KV heads in one call: more chains to hide the fma's latency). */
+  int32_t groups;
+  size_t p_group, ms_group, acc_group, v_group;
 } nc_flash_tvals;
 
 typedef struct nc_attn_flash_kernels {

@@ -135,24 +135,36 @@ double nc_flash_tile_exps_plain(float *p, int32_t lo, int32_t hi, float M) {
   return sum;
 }
 
-void nc_flash_tile_values_plain(const nc_flash_tvals *a,
-                                const nc_flash_paged *v, const float *tab,
-                                float *acc, size_t acc_stride) {
+/* One group of the values step (nc_flash_tvals). */
+static void tile_values_group(const nc_flash_tvals *a, const float *pg,
+                              const float *msg, const nc_flash_paged *v,
+                              size_t v_off, const float *tab, float *acc,
+                              size_t acc_stride) {
   for (int32_t i = 0; i < a->m; i++) {
     float *ac = acc + (size_t)i * acc_stride;
-    if (a->ms[i] != 1.0f)
+    if (msg[i] != 1.0f)
       for (int32_t d = a->d0; d < a->d1; d++)
-        ac[d] *= a->ms[i];
+        ac[d] *= msg[i];
   }
   for (int32_t j = a->j0; j < a->j1; j++) {
-    const nc_fp16 *vr = nc_flash_paged_row(v, j);
+    const nc_fp16 *vr = nc_flash_paged_row(v, j) + v_off;
     for (int32_t i = 0; i < a->m; i++) {
       float *ac = acc + (size_t)i * acc_stride;
-      const float w = a->p[(size_t)i * a->p_stride + (size_t)j];
+      const float w = pg[(size_t)i * a->p_stride + (size_t)j];
       for (int32_t d = a->d0; d < a->d1; d++)
         ac[d] = fmaf(tab[vr[d]], w, ac[d]);
     }
   }
+}
+
+void nc_flash_tile_values_plain(const nc_flash_tvals *a,
+                                const nc_flash_paged *v, const float *tab,
+                                float *acc, size_t acc_stride) {
+  for (int32_t g = 0; g < a->groups; g++)
+    tile_values_group(a, a->p + (size_t)g * a->p_group,
+                      a->ms + (size_t)g * a->ms_group, v,
+                      (size_t)g * a->v_group, tab,
+                      acc + (size_t)g * a->acc_group, acc_stride);
 }
 
 void nc_flash_tile_prompt_plain(const nc_flash_rows *r, const float *kt,

@@ -463,54 +463,67 @@ double nc_flash_tile_exps_avx512(float *p, int32_t lo, int32_t hi, float M) {
   return sum;
 }
 
-/* Rows [i0, i0 + mc) and dims [d0, d0 + 16 rc) of the values step, the
- * accumulators in registers over the keys; the value rows walked block by
- * block. */
+/* Groups [g0, g0 + ng), rows [i0, i0 + mc) and dims [d0, d0 + 16 rc) of
+ * the values step, the accumulators in registers over the keys (ng * mc *
+ * rc <= 16); the value rows walked block by block. */
 NC_INLINE void tvalues_pass(const nc_flash_tvals *a, const nc_flash_paged *v,
-                            int32_t i0, const int mc, int32_t d0, const int rc,
-                            float *acc, size_t acc_stride) {
-  __m512 ac[RB][4];
-  const float *pw[RB];
+                            int32_t g0, const int ng, int32_t i0, const int mc,
+                            int32_t d0, const int rc, float *acc,
+                            size_t acc_stride) {
+  __m512 ac[2][RB][4];
+  const float *pw[2][RB];
+#pragma GCC unroll 2
+  for (int g = 0; g < ng; g++)
 #pragma GCC unroll 4
-  for (int i = 0; i < mc; i++) {
-    float *ar = acc + (size_t)(i0 + i) * acc_stride + d0;
-    pw[i] = a->p + (size_t)(i0 + i) * a->p_stride;
-    const float ms = a->ms[i0 + i];
+    for (int i = 0; i < mc; i++) {
+      const size_t gi = (size_t)(g0 + g), ii = (size_t)(i0 + i);
+      float *ar = acc + gi * a->acc_group + ii * acc_stride + d0;
+      pw[g][i] = a->p + gi * a->p_group + ii * a->p_stride;
+      const float ms = a->ms[gi * a->ms_group + ii];
 #pragma GCC unroll 4
-    for (int c = 0; c < rc; c++) {
-      ac[i][c] = _mm512_loadu_ps(ar + 16 * c);
-      if (ms != 1.0f) ac[i][c] = _mm512_mul_ps(ac[i][c], _mm512_set1_ps(ms));
+      for (int c = 0; c < rc; c++) {
+        ac[g][i][c] = _mm512_loadu_ps(ar + 16 * c);
+        if (ms != 1.0f)
+          ac[g][i][c] = _mm512_mul_ps(ac[g][i][c], _mm512_set1_ps(ms));
+      }
     }
-  }
   const int32_t pos = v->j0 + a->j0;
   int32_t bi = pos / v->bt, in = pos % v->bt;
-  const nc_fp16 *row = v->blk[bi] + v->off + (size_t)in * v->stride + d0;
+  const size_t off = v->off + (size_t)g0 * a->v_group + (size_t)d0;
+  const nc_fp16 *row = v->blk[bi] + off + (size_t)in * v->stride;
   for (int32_t j = a->j0; j < a->j1; j++) {
     if (in == v->bt) {
       in = 0;
-      row = v->blk[++bi] + v->off + d0;
+      row = v->blk[++bi] + off;
     }
-    __m512 vv[4];
-#pragma GCC unroll 4
-    for (int c = 0; c < rc; c++)
-      vv[c] = _mm512_cvtph_ps(
-          _mm256_loadu_si256((const __m256i *)(const void *)(row + 16 * c)));
-#pragma GCC unroll 4
-    for (int i = 0; i < mc; i++) {
-      const __m512 w = _mm512_set1_ps(pw[i][j]);
+#pragma GCC unroll 2
+    for (int g = 0; g < ng; g++) {
+      __m512 vv[4];
 #pragma GCC unroll 4
       for (int c = 0; c < rc; c++)
-        ac[i][c] = _mm512_fmadd_ps(vv[c], w, ac[i][c]);
+        vv[c] = _mm512_cvtph_ps(_mm256_loadu_si256(
+            (const __m256i *)(const void *)(row + (size_t)g * a->v_group +
+                                            16 * c)));
+#pragma GCC unroll 4
+      for (int i = 0; i < mc; i++) {
+        const __m512 w = _mm512_set1_ps(pw[g][i][j]);
+#pragma GCC unroll 4
+        for (int c = 0; c < rc; c++)
+          ac[g][i][c] = _mm512_fmadd_ps(vv[c], w, ac[g][i][c]);
+      }
     }
     row += v->stride;
     in++;
   }
+#pragma GCC unroll 2
+  for (int g = 0; g < ng; g++)
 #pragma GCC unroll 4
-  for (int i = 0; i < mc; i++)
+    for (int i = 0; i < mc; i++)
 #pragma GCC unroll 4
-    for (int c = 0; c < rc; c++)
-      _mm512_storeu_ps(acc + (size_t)(i0 + i) * acc_stride + d0 + 16 * c,
-                       ac[i][c]);
+      for (int c = 0; c < rc; c++)
+        _mm512_storeu_ps(acc + (size_t)(g0 + g) * a->acc_group +
+                             (size_t)(i0 + i) * acc_stride + d0 + 16 * c,
+                         ac[g][i][c]);
 }
 
 void nc_flash_tile_values_avx512(const nc_flash_tvals *a,
@@ -520,34 +533,54 @@ void nc_flash_tile_values_avx512(const nc_flash_tvals *a,
     nc_flash_tile_values_plain(a, v, tab, acc, acc_stride);
     return;
   }
-  for (int32_t i0 = 0; i0 < a->m; i0 += RB) {
-    const int32_t mc = a->m - i0 < RB ? a->m - i0 : RB;
-    for (int32_t d = a->d0; d < a->d1;) {
-      const int32_t rc = (a->d1 - d) / 16 < 4 ? (a->d1 - d) / 16 : 4;
-#define PASS(M_, R_)                                                           \
-  case (M_)*8 + (R_): tvalues_pass(a, v, i0, M_, d, R_, acc, acc_stride); break
-      switch (mc * 8 + rc) {
-        PASS(1, 1);
-        PASS(1, 2);
-        PASS(1, 3);
-        PASS(1, 4);
-        PASS(2, 1);
-        PASS(2, 2);
-        PASS(2, 3);
-        PASS(2, 4);
-        PASS(3, 1);
-        PASS(3, 2);
-        PASS(3, 3);
-        PASS(3, 4);
-        PASS(4, 1);
-        PASS(4, 2);
-        PASS(4, 3);
-        PASS(4, 4);
-      default: break;
-      }
+  const int32_t nr = (a->d1 - a->d0) / 16;
+  for (int32_t g0 = 0; g0 < a->groups;) {
+    /* two groups at a time where one has few chains (m * nr <= 8) */
+    const int32_t ng = a->groups - g0 >= 2 && a->m * nr <= 8 ? 2 : 1;
+    for (int32_t i0 = 0; i0 < a->m; i0 += RB) {
+      const int32_t mc = a->m - i0 < RB ? a->m - i0 : RB;
+      for (int32_t d = a->d0; d < a->d1;) {
+        const int32_t rc = (a->d1 - d) / 16 < 4 ? (a->d1 - d) / 16 : 4;
+#define PASS(G_, M_, R_)                                                       \
+  case (G_)*64 + (M_)*8 + (R_):                                                \
+    tvalues_pass(a, v, g0, G_, i0, M_, d, R_, acc, acc_stride);                \
+    break
+        switch (ng * 64 + mc * 8 + rc) {
+          PASS(1, 1, 1);
+          PASS(1, 1, 2);
+          PASS(1, 1, 3);
+          PASS(1, 1, 4);
+          PASS(1, 2, 1);
+          PASS(1, 2, 2);
+          PASS(1, 2, 3);
+          PASS(1, 2, 4);
+          PASS(1, 3, 1);
+          PASS(1, 3, 2);
+          PASS(1, 3, 3);
+          PASS(1, 3, 4);
+          PASS(1, 4, 1);
+          PASS(1, 4, 2);
+          PASS(1, 4, 3);
+          PASS(1, 4, 4);
+          PASS(2, 1, 1);
+          PASS(2, 1, 2);
+          PASS(2, 1, 3);
+          PASS(2, 1, 4);
+          PASS(2, 2, 1);
+          PASS(2, 2, 2);
+          PASS(2, 2, 3);
+          PASS(2, 2, 4);
+          PASS(2, 3, 1);
+          PASS(2, 3, 2);
+          PASS(2, 4, 1);
+          PASS(2, 4, 2);
+        default: break;
+        }
 #undef PASS
-      d += 16 * rc;
+        d += 16 * rc;
+      }
     }
+    g0 += ng;
   }
 }
 #endif

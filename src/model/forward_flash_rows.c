@@ -7,13 +7,15 @@
  *      maxima;
  *   2. weights: items (row, query head): the maxima chain tile after tile,
  *      the weights and the tiles' sums;
- *   3. values: items (row, KV head, a slice of the value dims): the sums
- *      chain and the accumulators tile after tile over those dims, the
- *      values read from the cache as halves, then the output.
+ *   3. values: items (row, a slice of the value dims): the sums chain and
+ *      the accumulators of every query head tile after tile over those
+ *      dims (the KV heads in one kernel call: more fma chains at once),
+ *      the values read from the cache as halves, then the output.
  * A decode row as one item per (row, KV head) keeps every thread busy only
- * with many rows; these passes keep them busy with one (forward_flash.c
- * takes them when the items would be fewer than twice the threads). The
- * passes' scratch lives in ctx->flash_split (grown on use). */
+ * with many rows; these passes keep them busy with one, and need no
+ * widened copy of the values (forward_flash.c takes them for up to
+ * MAX_UNITS (row, KV head) pairs, at any thread count). The passes'
+ * scratch lives in ctx->flash_split (grown on use). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +86,9 @@ static unit_mem unit_at(const rows_task *a, const rows_unit *u) {
 }
 
 /* Per thread (in ctx->flash_mem): a tile of keys as F32, transposed (where
- * the prompt order keeps it: keys no row sees hold finite values), the
- * query heads' accumulators and sums, their q pointers and key ranges. */
+ * the prompt order keeps it: keys no row sees hold finite values), every
+ * query head's accumulator and sum, one KV head's q pointers and key
+ * ranges. */
 typedef struct thread_mem {
   float *kt, *acc, *S;
   const float **q;
@@ -97,13 +100,14 @@ static size_t align64(size_t n) {
 }
 
 static thread_mem thread_at(uint8_t *mem, const nc_hparams *hp, int32_t G) {
+  const size_t H = (size_t)hp->n_head;
   thread_mem t;
   t.kt = (float *)mem;
   mem += align64(sizeof(float) * (size_t)hp->head_dim * KT);
   t.acc = (float *)mem;
-  mem += align64(sizeof(float) * (size_t)G * (size_t)hp->head_dim_v);
+  mem += align64(sizeof(float) * H * (size_t)hp->head_dim_v);
   t.S = (float *)mem;
-  mem += align64(sizeof(float) * (size_t)G);
+  mem += align64(sizeof(float) * H);
   t.q = (const float **)(void *)mem;
   mem += align64(sizeof(float *) * (size_t)G);
   t.lo = (int32_t *)mem;
@@ -113,10 +117,10 @@ static thread_mem thread_at(uint8_t *mem, const nc_hparams *hp, int32_t G) {
 }
 
 static size_t thread_bytes(const nc_hparams *hp, int32_t G) {
+  const size_t H = (size_t)hp->n_head;
   return align64(sizeof(float) * (size_t)hp->head_dim * KT) +
-         align64(sizeof(float) * (size_t)G * (size_t)hp->head_dim_v) +
-         align64(sizeof(float) * (size_t)G) +
-         align64(sizeof(float *) * (size_t)G) +
+         align64(sizeof(float) * H * (size_t)hp->head_dim_v) +
+         align64(sizeof(float) * H) + align64(sizeof(float *) * (size_t)G) +
          2 * align64(sizeof(int32_t) * (size_t)G);
 }
 
@@ -211,28 +215,34 @@ static void weights_worker(void *p, int ith, int nth) {
 
 /* ---- 3. values */
 
-static void unit_values(const rows_task *a, const rows_unit *u, int32_t d0,
-                        int32_t d1, uint8_t *mem) {
+/* Row t's units (one per KV head, from u, their scratch unit_floats
+ * apart): dims [d0, d1) of every query head. */
+static void row_values(const rows_task *a, const rows_unit *u, int32_t d0,
+                       int32_t d1, uint8_t *mem) {
   const nc_fwd *c = a->ctx;
   const nc_hparams *hp = c->hp;
-  const int32_t G = a->G, hdv = hp->head_dim_v, H = hp->n_head;
+  const int32_t G = a->G, hdv = hp->head_dim_v, H = hp->n_head,
+                KVH = hp->n_head_kv;
   const size_t dv = (size_t)nc_hp_n_embd_v(hp);
+  const size_t ug = unit_floats(G, u->n_tiles);
   const int32_t bt = nc_kv_block_tokens(c->kv), seq = a->b->seq[u->t];
   thread_mem tm = thread_at(mem, hp, G);
-  unit_mem um = unit_at(a, u);
-  for (int32_t i = 0; i < G; i++) {
-    memset(tm.acc + (size_t)i * (size_t)hdv + d0, 0,
+  const unit_mem um = unit_at(a, u);
+  for (int32_t h = 0; h < H; h++) {
+    memset(tm.acc + (size_t)h * (size_t)hdv + d0, 0,
            sizeof(float) * (size_t)(d1 - d0));
-    tm.S[i] = 0.0f;
+    tm.S[h] = 0.0f;
   }
   const nc_fp16 *blk[KT + 1];
   for (int32_t tt = 0; tt < u->n_tiles; tt++) {
     int32_t ts, k0, k1;
     tile_keys(u, tt, &ts, &k0, &k1);
     const size_t at = (size_t)tt * (size_t)G;
-    for (int32_t i = 0; i < G; i++) {
-      if (um.ms[at + i] != 1.0f) tm.S[i] *= um.ms[at + i];
-      tm.S[i] = (float)((double)tm.S[i] + um.tsum[at + i]);
+    for (int32_t h = 0; h < H; h++) { /* in KV head h / G's unit */
+      const unit_mem uk = unit_at(a, u + h / G);
+      const size_t x = at + (size_t)(h % G);
+      if (uk.ms[x] != 1.0f) tm.S[h] *= uk.ms[x];
+      tm.S[h] = (float)((double)tm.S[h] + uk.tsum[x]);
     }
     /* the tile's value rows: block b's row 0 at blk[b - k0 / bt] */
     const int32_t b0 = k0 / bt, b1 = (k1 - 1) / bt;
@@ -241,11 +251,8 @@ static void unit_values(const rows_task *a, const rows_unit *u, int32_t d0,
       blk[bi - b0] =
           nc_kv_v_row_c(c->kv, a->layer, seq, pos) - (size_t)(pos % bt) * dv;
     }
-    const nc_flash_paged pg = {.blk = blk,
-                               .off = (size_t)u->kvh * (size_t)hdv,
-                               .stride = dv,
-                               .j0 = ts - b0 * bt,
-                               .bt = bt};
+    const nc_flash_paged pg = {
+        .blk = blk, .off = 0, .stride = dv, .j0 = ts - b0 * bt, .bt = bt};
     const nc_flash_tvals tv = {.p = um.p + at * KT,
                                .ms = um.ms + at,
                                .p_stride = KT,
@@ -253,17 +260,21 @@ static void unit_values(const rows_task *a, const rows_unit *u, int32_t d0,
                                .j0 = k0 - ts,
                                .j1 = k1 - ts,
                                .d0 = d0,
-                               .d1 = d1};
+                               .d1 = d1,
+                               .groups = KVH,
+                               .p_group = ug,
+                               .ms_group = ug,
+                               .acc_group = (size_t)G * (size_t)hdv,
+                               .v_group = (size_t)hdv};
     c->flash->tile_values(&tv, &pg, c->f16tab, tm.acc, (size_t)hdv);
   }
-  for (int32_t i = 0; i < G; i++) { /* nc_flash_tfinish over [d0, d1) */
-    const int32_t head = u->kvh * G + i;
-    float S = tm.S[i];
-    const float ms =
-        a->sinks ? nc_flash_fold_sink(a->sinks[head], um.mend[i], &S) : 1.0f;
+  for (int32_t h = 0; h < H; h++) { /* nc_flash_tfinish over [d0, d1) */
+    float S = tm.S[h];
+    const float M = unit_at(a, u + h / G).mend[h % G];
+    const float ms = a->sinks ? nc_flash_fold_sink(a->sinks[h], M, &S) : 1.0f;
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-    const float *acc = tm.acc + (size_t)i * (size_t)hdv;
-    float *o = a->out + (int64_t)u->t * H * hdv + (int64_t)head * hdv;
+    const float *acc = tm.acc + (size_t)h * (size_t)hdv;
+    float *o = a->out + (int64_t)u->t * H * hdv + (int64_t)h * hdv;
     for (int32_t d = d0; d < d1; d++)
       o[d] = acc[d] * ms * inv;
   }
@@ -272,11 +283,11 @@ static void unit_values(const rows_task *a, const rows_unit *u, int32_t d0,
 static void values_worker(void *p, int ith, int nth) {
   const rows_task *a = p;
   uint8_t *mem = a->ctx->flash_mem + (size_t)ith * a->ctx->flash_stride;
-  const int32_t nr = a->ctx->hp->head_dim_v / 16;
-  for (int64_t k = ith; k < (int64_t)a->n_units * a->slices; k += nth) {
+  const int32_t nr = a->ctx->hp->head_dim_v / 16, KVH = a->ctx->hp->n_head_kv;
+  for (int64_t k = ith; k < (int64_t)a->b->n_tokens * a->slices; k += nth) {
     const int32_t s = (int32_t)(k % a->slices);
-    unit_values(a, &a->units[k / a->slices], 16 * (s * nr / a->slices),
-                16 * ((s + 1) * nr / a->slices), mem);
+    row_values(a, &a->units[k / a->slices * KVH], 16 * (s * nr / a->slices),
+               16 * ((s + 1) * nr / a->slices), mem);
   }
 }
 
@@ -290,8 +301,8 @@ bool nc_fwd_flash_rows(nc_fwd *ctx, int32_t layer, const nc_batch *b,
   const nc_kv_types ty = nc_kv_cache_types(ctx->kv);
   const int32_t KVH = hp->n_head_kv, G = hp->n_head / KVH;
   const int64_t n_units = (int64_t)b->n_tokens * KVH;
-  if (nth < 2 || ty.k != NC_TYPE_F16 || ty.v != NC_TYPE_F16 || hp->non_causal ||
-      hp->head_dim_v % 16 != 0 || n_units >= 2 * nth || n_units > MAX_UNITS ||
+  if (ty.k != NC_TYPE_F16 || ty.v != NC_TYPE_F16 || hp->non_causal ||
+      hp->head_dim_v % 16 != 0 || n_units > MAX_UNITS ||
       thread_bytes(hp, G) > ctx->flash_stride)
     return false;
   for (int32_t t = 0; t < b->n_tokens; t++) {
@@ -338,12 +349,13 @@ bool nc_fwd_flash_rows(nc_fwd *ctx, int32_t layer, const nc_batch *b,
     ctx->flash_split = grown;
     ctx->flash_split_cap = floats;
   }
-  /* value slices: enough items for the threads, an even share where few */
-  const int32_t nr = hp->head_dim_v / 16;
+  /* value slices: enough items (rows x slices) for the threads, an even
+   * share where few */
+  const int32_t nr = hp->head_dim_v / 16, rows = b->n_tokens;
   a.slices = 1;
   while (a.slices < nr &&
-         (n_units * a.slices < nth ||
-          (n_units * a.slices % nth != 0 && n_units * a.slices < 2 * nth)))
+         (rows * a.slices < nth ||
+          (rows * a.slices % nth != 0 && rows * a.slices < 2 * nth)))
     a.slices++;
   nc_threadpool_run(ctx->tp, scores_worker, &a);
   nc_threadpool_run(ctx->tp, weights_worker, &a);

@@ -441,7 +441,8 @@ static void decode_passes(const nc_attn_flash_kernels *kk, const prun *r,
                                  .j0 = k0 - ts,
                                  .j1 = k1 - ts,
                                  .d0 = d0,
-                                 .d1 = d1};
+                                 .d1 = d1,
+                                 .groups = 1};
       kk->tile_values(&tv, &pg, TAB, acc, (size_t)hdv);
     }
     for (int32_t i = 0; i < m; i++) {
@@ -506,6 +507,82 @@ static void test_decode_passes(void **state) {
       }
     }
     free(q), free(k), free(v), free(want), free(got);
+  }
+}
+
+/* The values step over several groups (KV heads) in one call gives each
+ * group's bits alone, in both builds, the same as the plain build's. */
+static void test_values_groups(void **state) {
+  (void)state;
+  enum { KT = NC_FLASH_KTILE, NK = 40, J0 = 3, J1 = 37 };
+  const nc_attn_flash_kernels *builds[2] = {nc_attn_flash_plain(),
+                                            nc_attn_flash_avx512()};
+  __builtin_cpu_init();
+  if (builds[1] && !__builtin_cpu_supports("avx512f")) builds[1] = NULL;
+  static const int32_t shapes[][4] = {
+      /* m, hdv, groups, d1 - d0 */
+      {3, 64, 3, 32}, {3, 64, 2, 64}, {1, 32, 4, 16}, {4, 256, 1, 128},
+      {5, 48, 2, 48}, {2, 64, 3, 64}, {3, 40, 2, 40}};
+  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+    const int32_t m = shapes[c][0], hdv = shapes[c][1], ng = shapes[c][2],
+                  w = shapes[c][3], d0 = hdv - w, rw = ng * hdv;
+    /* values: NK rows of ng * hdv (the KV heads side by side), paged */
+    float *vf = malloc(sizeof(float) * NK * (size_t)rw);
+    for (size_t i = 0; i < (size_t)NK * (size_t)rw; i++)
+      vf[i] = TAB[nc_fp32_to_fp16(frand(-2, 2))];
+    const nc_fp16 *vb[NK / PBT + 2];
+    nc_fp16 *vm = paged(vf, NK, rw, vb);
+    const size_t pg_f = (size_t)m * KT + 8, n_acc = (size_t)ng * m * hdv;
+    float *p = malloc(sizeof(float) * (size_t)ng * pg_f);
+    float *ms = malloc(sizeof(float) * (size_t)ng * 8);
+    float *acc0 = malloc(sizeof(float) * n_acc);
+    for (size_t i = 0; i < (size_t)ng * pg_f; i++)
+      p[i] = frand(0, 1);
+    for (int32_t i = 0; i < ng * 8; i++)
+      ms[i] = i % 3 ? 1.0f : frand(0.1f, 0.9f);
+    for (size_t i = 0; i < n_acc; i++)
+      acc0[i] = frand(-1, 1);
+    float *want = malloc(sizeof(float) * n_acc),
+          *got = malloc(sizeof(float) * n_acc);
+    const nc_flash_paged pg = {.blk = vb,
+                               .off = 0,
+                               .stride = (size_t)rw + 8,
+                               .j0 = 5, /* the tile's key 0 at row 5 */
+                               .bt = PBT};
+    const nc_flash_tvals all = {.p = p,
+                                .ms = ms,
+                                .p_stride = KT,
+                                .m = m,
+                                .j0 = J0,
+                                .j1 = J1 - 5,
+                                .d0 = d0,
+                                .d1 = hdv,
+                                .groups = ng,
+                                .p_group = pg_f,
+                                .ms_group = 8,
+                                .acc_group = (size_t)m * hdv,
+                                .v_group = (size_t)hdv};
+    /* each group alone, plain */
+    memcpy(want, acc0, sizeof(float) * n_acc);
+    for (int32_t g = 0; g < ng; g++) {
+      nc_flash_tvals one = all;
+      one.groups = 1;
+      one.p = p + (size_t)g * pg_f;
+      one.ms = ms + (size_t)g * 8;
+      nc_flash_paged pgo = pg;
+      pgo.off = (size_t)g * hdv;
+      builds[0]->tile_values(&one, &pgo, TAB, want + (size_t)g * m * hdv,
+                             (size_t)hdv);
+    }
+    for (int b = 0; b < 2; b++) {
+      if (!builds[b]) continue;
+      memcpy(got, acc0, sizeof(float) * n_acc);
+      builds[b]->tile_values(&all, &pg, TAB, got, (size_t)hdv);
+      if (memcmp(want, got, sizeof(float) * n_acc) != 0)
+        fail_msg("shape %zu build %s: groups in one call differ", c,
+                 builds[b]->name);
+    }
+    free(vf), free(vm), free(p), free(ms), free(acc0), free(want), free(got);
   }
 }
 
@@ -691,6 +768,7 @@ int main(void) {
       cmocka_unit_test(test_edges),
       cmocka_unit_test(test_prompt_order),
       cmocka_unit_test(test_decode_passes),
+      cmocka_unit_test(test_values_groups),
       cmocka_unit_test(test_fold),
       cmocka_unit_test(test_tile_widen),
       cmocka_unit_test(test_typed_builds),

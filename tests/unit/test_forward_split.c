@@ -11,9 +11,9 @@
  *   orders' otherwise): the same bits below NC_FLASH_SPLIT_KEYS positions,
  *   other bits past it (the chunks are folded), close logits and the same
  *   top token;
- * - the tiled order token by token at 3 threads (a decode row's work spread
- *   over the threads in passes past 256 positions, forward_flash_rows.c)
- *   gives the bits of the prompt in one batch. */
+ * - the tiled order token by token at 3 threads and at 1 (a decode row's
+ *   work in passes past 256 positions, spread over the threads,
+ *   forward_flash_rows.c) gives the bits of the prompt in one batch. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,6 +112,10 @@ static void check_file(const char *file) {
   assert_int_equal(top_same, n - NC_FLASH_SPLIT_KEYS);
   run_chunked_reusable(m3, tokens, n, single, 1, one);
   assert_same_bits(other, one, (int64_t)count, "tiled, token by token");
+  if (!NC_SANITIZED) { /* the passes at 1 thread */
+    run_chunked_reusable(m1, tokens, n, single, 1, one);
+    assert_same_bits(other, one, (int64_t)count, "tiled, 1 thread");
+  }
   free(tokens);
   free(one);
   free(other);
