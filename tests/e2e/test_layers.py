@@ -65,8 +65,8 @@ def test_each_violation_is_named(tree):
         f = tree / path
         f.write_text(f.read_text() + "\n" + line + "\n")
     (tree / "src" / "loose.c").write_text("int nc_loose;\n")
-    (tree / "src" / "vision").mkdir()
-    (tree / "src" / "vision" / "clip.c").write_text("int nc_clip;\n")
+    (tree / "src" / "audio").mkdir()
+    (tree / "src" / "audio" / "whisper.c").write_text("int nc_whisper;\n")
     r = check(tree, str(BUILD))
     assert r.returncode == 1
     out = r.stdout.splitlines()
@@ -74,6 +74,6 @@ def test_each_violation_is_named(tree):
         assert any(path in o and expect in o for o in out), (path, r.stdout)
     # a source outside the folders, a folder that does not say what it uses
     assert any("src/loose.c" in o for o in out), r.stdout
-    assert any("src/vision/" in o and "DEPENDS" in o for o in out), r.stdout
-    # (vision/clip.c is named too: its folder is not in DEPENDS)
+    assert any("src/audio/" in o and "DEPENDS" in o for o in out), r.stdout
+    # (audio/whisper.c is named too: its folder is not in DEPENDS)
     assert len(out) == len(VIOLATIONS) + 3, r.stdout
