@@ -7,57 +7,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "iq_fit.h"
 #include "quant_round.h"
 #include "quantize_iq.h"
 #include "quantize_rows.h"
 
 enum { IQ2_NLEV = 3 };
-
-/* |x| of n values and the sign bits of each 8; even: an odd count of
- * minus signs flips the sign of the value of least weight*x^2 (7 bits are
- * stored, the eighth derived). */
-static void group_signs(const float *xb, const float *w, int n, bool even,
-                        float *xval, uint8_t *signs) {
-  for (int k = 0; k < n / 8; k++) {
-    int nflip = 0;
-    uint8_t s = 0;
-    for (int i = 0; i < 8; i++) {
-      const float v = xb[8 * k + i];
-      xval[8 * k + i] = v >= 0 ? v : -v;
-      if (v < 0) {
-        nflip++;
-        s |= (uint8_t)(1 << i);
-      }
-    }
-    if (even && nflip % 2) {
-      int imin = 0;
-      float mn = w[8 * k] * xb[8 * k] * xb[8 * k];
-      for (int i = 1; i < 8; i++) {
-        const float a = w[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
-        if (a < mn) {
-          mn = a;
-          imin = i;
-        }
-      }
-      xval[8 * k + imin] = -xval[8 * k + imin];
-      s ^= (uint8_t)(1 << imin);
-    }
-    signs[k] = even ? (uint8_t)(s & 127) : s;
-  }
-}
-
-/* sum w x q and sum w q^2 of levels L (values 2L+1), in ggml's order. */
-static void level_sums(const float *xval, const float *w, const int8_t *L,
-                       int n, float *sumqx, float *sumq2) {
-  float a = 0, b = 0;
-  for (int i = 0; i < n; i++) {
-    const float q = (float)(2 * L[i] + 1);
-    a += w[i] * xval[i] * q;
-    b += w[i] * q * q;
-  }
-  *sumqx = a;
-  *sumq2 = b;
-}
 
 static float max_of(const float *v, int n) {
   float m = v[0];
@@ -103,7 +58,7 @@ void nc_iq2_xxs_row(const nc_iq_lattice *lat, const float *x, block_iq2_xxs *y,
         w[i] = qb[i] * sqrtf(sigma2 + xb[i] * xb[i]);
       for (int i = 0; i < 32; i++)
         wsq[i] = sqrtf(w[i]);
-      group_signs(xb, w, 32, true, xval, signs);
+      nc_iq_group_signs(xb, w, 32, true, xval, signs);
       const float max = max_of(xval, 32);
       if (max < 1e-15f) {
         scales[ib] = 0;
@@ -123,7 +78,7 @@ void nc_iq2_xxs_row(const nc_iq_lattice *lat, const float *x, block_iq2_xxs *y,
           nc_iq_lattice_snap(lat, IQ2_NLEV, xval + 8 * k, wsq + 8 * k, id,
                              this_scale, Laux + 8 * k);
         float sumqx, sumq2;
-        level_sums(xval, w, Laux, 32, &sumqx, &sumq2);
+        nc_iq_level_sums(xval, w, Laux, 32, &sumqx, &sumq2);
         if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
           scale = sumqx / sumq2;
           best = scale * sumqx;
@@ -136,7 +91,7 @@ void nc_iq2_xxs_row(const nc_iq_lattice *lat, const float *x, block_iq2_xxs *y,
           nc_iq_lattice_snap(lat, IQ2_NLEV, xval + 8 * k, wsq + 8 * k, id,
                              scale, L + 8 * k);
         float sumqx, sumq2;
-        level_sums(xval, w, L, 32, &sumqx, &sumq2);
+        nc_iq_level_sums(xval, w, L, 32, &sumqx, &sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
       }
       if (scale < 0) { /* never expected: flip the scale and the signs */
@@ -180,7 +135,7 @@ static float block16(const nc_iq_lattice *lat, bool xs, const float *xb,
               : 0.25f * sigma2 + xb[i] * xb[i];
   for (int i = 0; i < 16; i++)
     wsq[i] = sqrtf(w[i]);
-  group_signs(xb, w, 16, xs, xval, signs);
+  nc_iq_group_signs(xb, w, 16, xs, xval, signs);
   const float max = max_of(xval, 16);
   if (max < (xs ? 1e-15f : 1e-8f)) return 0;
   float best = 0, scale = max / (2 * IQ2_NLEV - 1);
@@ -192,7 +147,7 @@ static float block16(const nc_iq_lattice *lat, bool xs, const float *xb,
       on_aux[k] = nc_iq_lattice_snap(lat, IQ2_NLEV, xval + 8 * k, wsq + 8 * k,
                                      id, this_scale, Laux + 8 * k);
     float sumqx, sumq2;
-    level_sums(xval, w, Laux, 16, &sumqx, &sumq2);
+    nc_iq_level_sums(xval, w, Laux, 16, &sumqx, &sumq2);
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
       scale = sumqx / sumq2;
       best = scale * sumqx;
@@ -208,7 +163,7 @@ static float block16(const nc_iq_lattice *lat, bool xs, const float *xb,
         nc_iq_lattice_snap(lat, IQ2_NLEV, xval + 8 * k, wsq + 8 * k, id, scale,
                            L + 8 * k);
     float sumqx, sumq2;
-    level_sums(xval, w, L, 16, &sumqx, &sumq2);
+    nc_iq_level_sums(xval, w, L, 16, &sumqx, &sumq2);
     if (sumq2 > 0) scale = sumqx / sumq2;
   }
   if (scale < 0) { /* never expected: flip the scale and the signs */

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "iq_fit.h"
 #include "quant_round.h"
 #include "quantize_iq.h"
 
@@ -19,53 +20,6 @@ static void block_weights(const float *xb, const float *qw, float sigma2,
     w[i] = qw ? qw[i] * sqrtf(sigma2 + xb[i] * xb[i]) : xb[i] * xb[i];
   for (int i = 0; i < 32; i++)
     wsq[i] = sqrtf(w[i]);
-}
-
-/* |x| and the sign bits of each 8; even: an odd count of minus signs
- * flips the sign of the value of least weight*x^2 (IQ3_XXS stores 7 bits
- * and derives the eighth). */
-static void block_signs(const float *xb, const float *w, bool even,
-                        float xval[32], uint8_t signs[4]) {
-  for (int k = 0; k < 4; k++) {
-    int nflip = 0;
-    uint8_t s = 0;
-    for (int i = 0; i < 8; i++) {
-      const float v = xb[8 * k + i];
-      xval[8 * k + i] = v >= 0 ? v : -v;
-      if (v < 0) {
-        nflip++;
-        s |= (uint8_t)(1 << i);
-      }
-    }
-    if (even && nflip % 2) {
-      int imin = 0;
-      float mn = w[8 * k] * xb[8 * k] * xb[8 * k];
-      for (int i = 1; i < 8; i++) {
-        const float a = w[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
-        if (a < mn) {
-          mn = a;
-          imin = i;
-        }
-      }
-      xval[8 * k + imin] = -xval[8 * k + imin];
-      s ^= (uint8_t)(1 << imin);
-    }
-    signs[k] = even ? (uint8_t)(s & 127) : s;
-  }
-}
-
-/* The weighted sums of a least-squares scale fit of levels L (values
- * 2L+1) to xval: sum w x q and sum w q^2, in ggml's order. */
-static void level_sums(const float *xval, const float *w, const int8_t *L,
-                       int n, float *sumqx, float *sumq2) {
-  float a = 0, b = 0;
-  for (int i = 0; i < n; i++) {
-    const float q = (float)(2 * L[i] + 1);
-    a += w[i] * xval[i] * q;
-    b += w[i] * q * q;
-  }
-  *sumqx = a;
-  *sumq2 = b;
 }
 
 /* The scale and levels L of one 32-block (max: the largest xval, > 0).
@@ -87,7 +41,7 @@ static float block_search(const nc_iq_lattice *lat, bool xxs, const float *xval,
       on_aux[k] = nc_iq_lattice_snap(lat, IQ3_NLEV, xval + 4 * k, wsq + 4 * k,
                                      id, this_scale, Laux + 4 * k);
     float sumqx, sumq2;
-    level_sums(xval, w, Laux, 32, &sumqx, &sumq2);
+    nc_iq_level_sums(xval, w, Laux, 32, &sumqx, &sumq2);
     if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
       scale = sumqx / sumq2;
       best = scale * sumqx;
@@ -106,7 +60,7 @@ static float block_search(const nc_iq_lattice *lat, bool xxs, const float *xval,
                          L + 4 * k);
     }
     float sumqx, sumq2;
-    level_sums(xval, w, L, 32, &sumqx, &sumq2);
+    nc_iq_level_sums(xval, w, L, 32, &sumqx, &sumq2);
     if (sumq2 > 0) scale = sumqx / sumq2;
   }
   return scale;
@@ -142,7 +96,7 @@ void nc_iq3_xxs_row(const nc_iq_lattice *lat, const float *x, block_iq3_xxs *y,
       uint8_t signs[4];
       int8_t L[32] = {0};
       block_weights(xb, qw ? qw + QK_K * ibl + 32 * ib : NULL, sigma2, w, wsq);
-      block_signs(xb, w, true, xval, signs);
+      nc_iq_group_signs(xb, w, 32, true, xval, signs);
       float max = xval[0];
       for (int i = 1; i < 32; i++)
         max = max > xval[i] ? max : xval[i];
@@ -199,7 +153,7 @@ void nc_iq3_s_row(const nc_iq_lattice *lat, const float *x, block_iq3_s *y,
       uint8_t signs[4];
       int8_t L[32] = {0};
       block_weights(xb, qw ? qw + QK_K * ibl + 32 * ib : NULL, sigma2, w, wsq);
-      block_signs(xb, w, false, xval, signs);
+      nc_iq_group_signs(xb, w, 32, false, xval, signs);
       float max = xval[0];
       for (int i = 1; i < 32; i++)
         max = max > xval[i] ? max : xval[i];
