@@ -285,3 +285,28 @@ void nc_fwht(float *x, int64_t n, int32_t len) {
 void nc_add(float *y, const float *x, int64_t n) {
   add_plain(y, x, n);
 }
+
+/* ggml_norm, then ggml_mul by w and ggml_add of b (each skipped when NULL):
+ * the mean and the variance summed in double, in order; 1 / sqrtf(variance
+ * + eps) in float. */
+void nc_layernorm_row(const float *x, const float *w, const float *b, float *y,
+                      int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; i++)
+    sum += (double)x[i];
+  const float mean = (float)(sum / (double)n);
+  double sum2 = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    const float v = x[i] - mean;
+    y[i] = v;
+    sum2 += (double)(v * v);
+  }
+  const float variance = (float)(sum2 / (double)n);
+  const float scale = 1.0f / sqrtf(variance + eps);
+  for (int64_t i = 0; i < n; i++) {
+    float o = y[i] * scale;
+    if (w) o *= w[i];
+    if (b) o += b[i];
+    y[i] = o;
+  }
+}

@@ -145,4 +145,9 @@ const nc_ops_kernels *nc_ops_plain(void);
 const nc_ops_kernels *nc_ops_avx2(void);   /* NULL when not built */
 const nc_ops_kernels *nc_ops_avx512(void); /* NULL when not built */
 
+/* One row of n: ggml_norm, then times w and plus b (either may be NULL),
+ * in ggml's order (the layer norms of BERT and of the vision encoders). */
+void nc_layernorm_row(const float *x, const float *w, const float *b, float *y,
+                      int64_t n, float eps);
+
 #endif

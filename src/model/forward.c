@@ -55,26 +55,6 @@ typedef struct rows_task {
   const float *b;  /* LAYERNORM: y = norm(x) * w + b */
 } rows_task;
 
-/* ggml_norm, then ggml_mul by w and ggml_add of b: the mean and the
- * variance summed in double, in order; 1 / sqrtf(variance + eps) in float. */
-static void layernorm_row(const float *x, const float *w, const float *b,
-                          float *y, int64_t n, float eps) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; i++)
-    sum += (double)x[i];
-  const float mean = (float)(sum / (double)n);
-  double sum2 = 0.0;
-  for (int64_t i = 0; i < n; i++) {
-    const float v = x[i] - mean;
-    y[i] = v;
-    sum2 += (double)(v * v);
-  }
-  const float variance = (float)(sum2 / (double)n);
-  const float scale = 1.0f / sqrtf(variance + eps);
-  for (int64_t i = 0; i < n; i++)
-    y[i] = y[i] * scale * w[i] + b[i];
-}
-
 enum { ROWS_PARALLEL_MIN = 8 };
 
 static void rows_worker(void *p, int ith, int nth) {
@@ -107,8 +87,8 @@ static void rows_worker(void *p, int ith, int nth) {
       break;
     case ROWS_BIAS: t->op->add(t->y + r * t->n, t->w, t->n); break;
     case ROWS_LAYERNORM:
-      layernorm_row(t->x + r * t->n, t->w, t->b, t->y + r * t->n, t->n,
-                    hp->rms_eps);
+      nc_layernorm_row(t->x + r * t->n, t->w, t->b, t->y + r * t->n, t->n,
+                       hp->rms_eps);
       break;
     }
   }

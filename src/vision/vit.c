@@ -157,28 +157,8 @@ nc_code nc_vit_matmul(nc_vit *v, const float *x, int64_t x_stride, int32_t rows,
 
 void nc_vit_layernorm(const float *x, const float *w, const float *b, float *y,
                       int32_t rows, int64_t n, float eps) {
-  for (int32_t r = 0; r < rows; r++) {
-    const float *xr = x + (int64_t)r * n;
-    float *yr = y + (int64_t)r * n;
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; i++)
-      sum += xr[i];
-    const float mean = (float)(sum / (double)n);
-    double sum2 = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-      const float d = xr[i] - mean;
-      yr[i] = d;
-      sum2 += (double)(d * d);
-    }
-    const float var = (float)(sum2 / (double)n);
-    const float scale = 1.0f / sqrtf(var + eps);
-    for (int64_t i = 0; i < n; i++) {
-      float o = yr[i] * scale;
-      if (w) o *= w[i];
-      if (b) o += b[i];
-      yr[i] = o;
-    }
-  }
+  for (int32_t r = 0; r < rows; r++)
+    nc_layernorm_row(x + (int64_t)r * n, w, b, y + (int64_t)r * n, n, eps);
 }
 
 void nc_vit_rmsnorm(const float *x, const float *w, float *y, int32_t rows,
