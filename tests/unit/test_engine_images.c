@@ -325,6 +325,7 @@ static void test_invariance(void **state) {
   assert_true(hot.cached > first_image);
   e = engine_swa_full(fx, 512);
   run_on(e, &half, 1, &cold);
+  nucleus_engine_free(e);
   assert_int_equal(cold.cached, 0);
   if (!same(&hot, &cold))
     fail_msg("a hit up to the second image: other output");
