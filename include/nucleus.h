@@ -1103,7 +1103,8 @@ NUCLEUS_API bool nucleus_spec_type_from_name(const char *name,
 #define NUCLEUS_TOKEN_IMAGE (-2)
 
 /* Loads a projector file for model: general.architecture "clip" with a
- * vision encoder, a clip.projector_type this build runs ("gemma3"), and a
+ * vision encoder, a clip.projector_type this build runs ("gemma3",
+ * "qwen2vl_merger", "qwen2.5vl_merger", "qwen3vl_merger"), and a
  * projection width equal to the model's embedding width; every hyper-
  * parameter and tensor shape is checked, with a message naming the key or
  * tensor, its value and what was expected. params: the model's (threads,

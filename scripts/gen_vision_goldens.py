@@ -23,7 +23,15 @@ images (tests/data/vision/README.md):
   tests/data/vision/qwen3vl_greedy.txt, llama-mtmd-cli's greedy text for
   the images square then wide, as gemma3_greedy.txt.
 
-Usage: scripts/gen_vision_goldens.py [--llama-bin DIR] [--qwen3vl]
+- with --qwen2vl: tests/data/vision/{qwen2vl,qwen25vl}_emb_<name>.bin, the
+  rows of the images of QWEN2_IMAGES through the random Qwen2-VL and
+  Qwen2.5-VL projectors (build/arch/qwen2vl-mmproj.gguf,
+  qwen25vl-mmproj.gguf, seed 17), both beside build/arch/qwen2vl.gguf
+  (_fa.bin: -fa on); and tests/data/vision/qwen25vl_greedy.txt,
+  llama-mtmd-cli's greedy text through the Qwen2.5-VL pair for the images
+  wide then tall.
+
+Usage: scripts/gen_vision_goldens.py [--llama-bin DIR] [--qwen3vl | --qwen2vl]
 The images are a pure function of (width, height) (pixel() below; the unit
 test computes the same), written to PNG (lossless) for llama.cpp.
 """
@@ -86,11 +94,59 @@ def qwen3vl(cli, tmp):
     print(dst, out[1:-2])
 
 
+# Qwen2-VL / Qwen2.5-VL (windows of 7 x 7 blocks of 2 x 2 patches of 8):
+# one window (64 x 64: 4 x 4 blocks), windows split across (144 x 96: 9 x 6
+# blocks, windows 7 and 2 wide) and down (100 x 130 -> 96 x 128 by the
+# bicubic smart resize: 6 x 8 blocks), and a strip under 64 patches (128
+# x 16: 8 x 1 blocks, 32 patches: ggml's one-row flash path, windows of 7
+# and 1 blocks)
+QWEN2_IMAGES = {"square": (64, 64), "wide": (144, 96), "tall": (100, 130),
+                "strip": (128, 16)}
+
+
+def qwen2vl(cli, tmp):
+    lm = os.path.join(ROOT, "build", "arch", "qwen2vl.gguf")
+    mms = {k: os.path.join(ROOT, "build", "arch", k + "-mmproj.gguf")
+           for k in ("qwen2vl", "qwen25vl")}
+    for f in [lm] + list(mms.values()):
+        if not os.path.exists(f):
+            raise SystemExit(f"{f} is missing: make arch-models")
+    for name, (w, h) in QWEN2_IMAGES.items():
+        png = os.path.join(tmp, "q2" + name + ".png")
+        Image.fromarray(pixels(w, h)).save(png)
+        for kind, mm in mms.items():
+            for fa, suffix in (("off", ""), ("on", "_fa")):
+                dst = os.path.join(OUT, f"{kind}_emb_{name}{suffix}.bin")
+                env = dict(os.environ, MTMD_DEBUG_EMBEDDINGS=dst)
+                subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", png,
+                                "-p", "x", "-n", "1", "--temp", "0", "-t", "1",
+                                "-fa", fa], env=env, check=True,
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+                print(dst, os.path.getsize(dst))
+    pngs = [os.path.join(tmp, "q2" + n + ".png") for n in ("wide", "tall")]
+    out = subprocess.run([cli, "-m", lm, "--mmproj", mms["qwen25vl"],
+                          "--image", pngs[0], "--image", pngs[1],
+                          "-p", "Describe the two images.",
+                          "-n", "16", "--temp", "0", "-t", "1", "-fa", "off"],
+                         check=True, capture_output=True).stdout
+    assert out.startswith(b"\n") and out.endswith(b"\n\n"), out
+    dst = os.path.join(OUT, "qwen25vl_greedy.txt")
+    with open(dst, "wb") as f:
+        f.write(out[1:-2])
+    print(dst, out[1:-2])
+
+
 def main(argv):
     bindir = "/opt/peer/llama.cpp/build/bin"
     if "--llama-bin" in argv:
         bindir = argv[argv.index("--llama-bin") + 1]
     cli = os.path.join(bindir, "llama-mtmd-cli")
+    if "--qwen2vl" in argv:
+        os.makedirs(OUT, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            qwen2vl(cli, tmp)
+        return
     if "--qwen3vl" in argv:
         os.makedirs(OUT, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:

@@ -3,8 +3,9 @@
 "clip") to pair with scripts/make_arch_gguf.py's language models.
 
 Usage: scripts/make_arch_gguf.py gemma3 LM.gguf --seed N --mmproj MMPROJ.gguf
-       scripts/make_mmproj_gguf.py gemma3 MMPROJ.gguf --seed N [--n-embd-text 256]
-       (the second: the projector alone, for make_arch_gguf's LM of that seed)
+       scripts/make_mmproj_gguf.py KIND MMPROJ.gguf --seed N [--n-embd-text 256]
+       (the second: the projector alone, for make_arch_gguf's LM of that seed;
+       KIND gemma3, qwen3vl, or qwen2vl / qwen25vl for the qwen2vl LM)
 
 gemma3: a SigLIP tower as llama.cpp's clip.cpp loads it for projector_type
 gemma3 (tools/mtmd/models/siglip.cpp): image_size 64, patch_size 8 (8 x 8
@@ -39,6 +40,88 @@ QWEN3VL = dict(image_size=64, patch_size=8, n_embd=64, n_head=4, n_ff=128,
                n_layer=3, n_merge=2, eps=1e-6, deepstack=[True, False, True],
                mean=[0.48145466, 0.4578275, 0.40821073],
                std=[0.26862954, 0.26130258, 0.27577711])
+
+
+# Qwen2-VL's tower (projector_type qwen2vl_merger, llama.cpp's
+# models/qwen2vl.cpp): patches of 8 from two temporal kernels, no patch
+# bias and no learned positions, 2 layers of width 64 (4 heads of 16: the
+# 2-D RoPE), LayerNorm with biases, Q K V apart (biased), FFN 128 with the
+# quick GELU (neither clip.use_gelu nor use_silu), post_ln, the merger.
+QWEN2VL = dict(patch_size=8, n_embd=64, n_head=4, n_ff=128, n_layer=2,
+               eps=1e-6, mean=[0.48145466, 0.4578275, 0.40821073],
+               std=[0.26862954, 0.26130258, 0.27577711])
+# Qwen2.5-VL's (qwen2.5vl_merger): the same, with RMS norms (weights only),
+# a gated SiLU MLP (clip.use_silu; ffn_gate, biased) and window attention
+# (clip.vision.n_wa_pattern 2: layers 1 and 3 attend over the whole image,
+# 0 and 2 within windows of 112 / 8 / 2 = 7 x 7 blocks of 2 x 2 patches).
+QWEN25VL = dict(QWEN2VL, n_layer=4, n_ff=96, n_wa_pattern=2)
+
+
+def build_qwen2vl(kind, out, seed, n_embd_text, randn):
+    v25 = kind == "qwen25vl"
+    c = QWEN25VL if v25 else QWEN2VL
+    E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
+    M = E * 4
+    w = gguf.GGUFWriter(out, "clip")
+    w.add_name("nucleus random projector")
+    w.add_string("nucleus.gen", f"scripts/make_mmproj_gguf.py {kind} --seed {seed}")
+    w.add_file_type(0)
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_string("clip.projector_type",
+                 "qwen2.5vl_merger" if v25 else "qwen2vl_merger")
+    if v25:
+        w.add_bool("clip.use_silu", True)
+        w.add_uint32("clip.vision.n_wa_pattern", c["n_wa_pattern"])
+    w.add_uint32("clip.vision.image_size", 64)
+    w.add_uint32("clip.vision.patch_size", P)
+    w.add_uint32("clip.vision.embedding_length", E)
+    w.add_uint32("clip.vision.feed_forward_length", F)
+    w.add_uint32("clip.vision.block_count", c["n_layer"])
+    w.add_uint32("clip.vision.projection_dim", n_embd_text)
+    w.add_uint32("clip.vision.attention.head_count", c["n_head"])
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", c["eps"])
+    w.add_array("clip.vision.image_mean", c["mean"])
+    w.add_array("clip.vision.image_std", c["std"])
+
+    def mat(name, shape, std):  # numpy order: ggml ne reversed
+        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
+        w.add_tensor(name, x.astype(np.float32))
+
+    def vec(name, n, kind):
+        z = randn(seed, name, n)
+        x = {"norm": 1.0 + 0.1 * z, "bias": 0.1 * z}[kind]
+        w.add_tensor(name, x.astype(np.float32))
+
+    def norm(name):
+        vec(name + ".weight", E, "norm")
+        if not v25:
+            vec(name + ".bias", E, "bias")
+
+    mat("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(6 * P * P))
+    mat("v.patch_embd.weight.1", (E, 3, P, P), 1.0 / np.sqrt(6 * P * P))
+    for i in range(c["n_layer"]):
+        p = f"v.blk.{i}."
+        norm(p + "ln1")
+        for t in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            mat(p + t + ".weight", (E, E), 1.0 / np.sqrt(E))
+            vec(p + t + ".bias", E, "bias")
+        norm(p + "ln2")
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        vec(p + "ffn_up.bias", F, "bias")
+        if v25:
+            mat(p + "ffn_gate.weight", (F, E), 1.0 / np.sqrt(E))
+            vec(p + "ffn_gate.bias", F, "bias")
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        vec(p + "ffn_down.bias", E, "bias")
+    norm("v.post_ln")
+    mat("mm.0.weight", (M, M), 1.0 / np.sqrt(M))
+    vec("mm.0.bias", M, "bias")
+    mat("mm.2.weight", (n_embd_text, M), 1.0 / np.sqrt(M))
+    vec("mm.2.bias", n_embd_text, "bias")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 def build_qwen3vl(out, seed, n_embd_text, randn):
@@ -118,9 +201,11 @@ def build_qwen3vl(out, seed, n_embd_text, randn):
 def build_mmproj(kind, out, seed, n_embd_text, randn):
     if kind == "qwen3vl":
         return build_qwen3vl(out, seed, n_embd_text, randn)
+    if kind in ("qwen2vl", "qwen25vl"):
+        return build_qwen2vl(kind, out, seed, n_embd_text, randn)
     if kind != "gemma3":
         raise SystemExit(f"--mmproj: no projector for {kind!r} (gemma3, "
-                         "qwen3vl)")
+                         "qwen2vl, qwen25vl, qwen3vl)")
     c = GEMMA3
     E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
     side = c["image_size"] // P

@@ -14,11 +14,17 @@ typedef enum nc_projector {
   /* Qwen3-VL (qwen3vl_merger): images at their own aspect ratio, 2-D RoPE,
    * 2 x 2 merger, DeepStack taps (encode_qwen3vl.c) */
   NC_PROJECTOR_QWEN3VL = 2,
+  /* Qwen2-VL (qwen2vl_merger): LayerNorm, quick-GELU MLP, full attention;
+   * Qwen2.5-VL (qwen2.5vl_merger): RMS norm, gated SiLU MLP, window
+   * attention but on every n_wa_pattern-th layer (encode_qwen2vl.c) */
+  NC_PROJECTOR_QWEN2VL = 3,
+  NC_PROJECTOR_QWEN25VL = 4,
 } nc_projector;
 
 typedef enum nc_vit_act {
   NC_VIT_GELU_QUICK = 0, /* llama.cpp's default (clip.use_gelu false) */
   NC_VIT_GELU,           /* ggml_gelu (tanh, the F16 table) */
+  NC_VIT_SILU,           /* clip.use_silu: gated, ggml_swiglu */
 } nc_vit_act;
 
 typedef struct nc_vit_layer {
@@ -27,6 +33,8 @@ typedef struct nc_vit_layer {
   const float *bq, *bk, *bv, *bo;             /* [n_embd] or NULL */
   nc_weight ffn_up, ffn_down;                 /* [E -> F], [F -> E] */
   const float *ffn_up_b, *ffn_down_b;         /* or NULL */
+  nc_weight ffn_gate;                         /* [E -> F]: Qwen2.5-VL */
+  const float *ffn_gate_b;                    /* or NULL */
   /* Qwen3-VL: Q, K, V fused [n_embd -> 3 n_embd] (+ bias) in place of
    * wq, wk, wv; a DeepStack tap after the layer (ds_fc1.data != NULL):
    * LayerNorm over 4 merged patches (ds_norm_*: [4 n_embd]), fc1 [4 n_embd
@@ -71,10 +79,22 @@ struct nucleus_mmproj {
   const float *mm0_b, *mm2_b;
   int32_t n_deepstack;
   int64_t min_pixels, max_pixels;
+  /* qwen2.5vl: layers il with (il + 1) % n_wa_pattern == 0 attend over the
+   * whole image, the others within windows of attn_window merged rows a
+   * side (llama.cpp: 112 pixels / patch / 2); 0: every layer full */
+  int32_t n_wa_pattern, attn_window;
   /* the owned buffers behind the F32 vectors and the transposed matrix */
   void **owned;
   int32_t n_owned, cap_owned;
 };
+
+/* Whether the projector is one of the Qwen family (2-D RoPE, smart resize,
+ * the 2 x 2 merger, <|vision_start|> ... <|vision_end|>). */
+static inline bool nc_mmproj_is_qwen(const nucleus_mmproj *mm) {
+  return mm->projector == NC_PROJECTOR_QWEN2VL ||
+         mm->projector == NC_PROJECTOR_QWEN25VL ||
+         mm->projector == NC_PROJECTOR_QWEN3VL;
+}
 
 /* Qwen's smart resize (llama.cpp's calc_size_preserved_ratio): the sides
  * rounded to multiples of patch_size x n_merge, then scaled into

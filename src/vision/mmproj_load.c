@@ -219,6 +219,32 @@ static nc_code load_deepstack_flags(nucleus_mmproj *mm, nc_error *err) {
   return NC_OK;
 }
 
+/* Qwen2.5-VL's window attention (clip.vision.n_wa_pattern, required as
+ * llama.cpp requires it; 0: none) over windows of 112 pixels a side
+ * (llama.cpp's default attn_window_size, the key not read for this
+ * projector). Qwen2-VL has none: llama.cpp reads the key for it but
+ * never fills the window inputs, so a nonzero one is refused here. */
+static nc_code load_windows(nucleus_mmproj *mm, nc_error *err) {
+  const char *key = "clip.vision.n_wa_pattern";
+  const bool v25 = mm->projector == NC_PROJECTOR_QWEN25VL;
+  mm->n_wa_pattern = 0;
+  nc_code rc =
+      get_u32(mm->file, key, v25, 0, MAX_VIT_LAYERS, &mm->n_wa_pattern, err);
+  if (rc != NC_OK) return rc;
+  if (!v25 && mm->n_wa_pattern != 0)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: key '%s' is %d: projector qwen2vl_merger has no "
+                   "window attention (0 or absent)",
+                   key, (int)mm->n_wa_pattern);
+  mm->attn_window = 112 / mm->patch_size / 2;
+  if (mm->n_wa_pattern > 0 && mm->attn_window < 1)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mmproj: clip.vision.patch_size %d is over 56: a window "
+                   "of 112 pixels holds no 2 x 2 block of patches",
+                   (int)mm->patch_size);
+  return NC_OK;
+}
+
 static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   const gguf_file *f = mm->file;
   gguf_str s;
@@ -244,13 +270,22 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   } else if (s.len == 14 && memcmp(s.ptr, "qwen3vl_merger", 14) == 0) {
     mm->projector = NC_PROJECTOR_QWEN3VL;
     mm->projector_name = "qwen3vl_merger";
+  } else if (s.len == 14 && memcmp(s.ptr, "qwen2vl_merger", 14) == 0) {
+    mm->projector = NC_PROJECTOR_QWEN2VL;
+    mm->projector_name = "qwen2vl_merger";
+  } else if (s.len == 16 && memcmp(s.ptr, "qwen2.5vl_merger", 16) == 0) {
+    mm->projector = NC_PROJECTOR_QWEN25VL;
+    mm->projector_name = "qwen2.5vl_merger";
   } else {
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "mmproj: clip.projector_type '%.*s' is not supported "
-                   "(supported: gemma3, qwen3vl_merger)",
+                   "(supported: gemma3, qwen2vl_merger, qwen2.5vl_merger, "
+                   "qwen3vl_merger)",
                    (int)(s.len > 64 ? 64 : s.len), s.ptr);
   }
-  const bool qwen = mm->projector == NC_PROJECTOR_QWEN3VL;
+  const bool qwen = nc_mmproj_is_qwen(mm);
+  const bool qwen2 = mm->projector == NC_PROJECTOR_QWEN2VL ||
+                     mm->projector == NC_PROJECTOR_QWEN25VL;
   nc_code rc = NC_OK;
   int32_t proj_dim = 0;
   if (rc == NC_OK)
@@ -297,13 +332,20 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   bool gelu = false, silu = false;
   gguf_get_bool(f, "clip.use_gelu", &gelu);
   gguf_get_bool(f, "clip.use_silu", &silu);
-  if (silu)
+  if (gelu && silu)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: clip.use_gelu and clip.use_silu are both set");
+  if (qwen2) {
+    /* llama.cpp's ffn_op: GELU, SiLU (gated in Qwen2.5-VL), else the quick
+     * GELU (Qwen2-VL) */
+    mm->act = gelu ? NC_VIT_GELU : silu ? NC_VIT_SILU : NC_VIT_GELU_QUICK;
+  } else if (silu)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "mmproj: clip.use_silu is set: a SiLU vision MLP is not "
                    "supported for projector %s",
                    mm->projector_name);
-  mm->act = gelu ? NC_VIT_GELU : NC_VIT_GELU_QUICK;
-  if (mm->act != NC_VIT_GELU)
+  if (!qwen2) mm->act = gelu ? NC_VIT_GELU : NC_VIT_GELU_QUICK;
+  if (!qwen2 && mm->act != NC_VIT_GELU)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "mmproj: clip.use_gelu is not set: projector %s runs a "
                    "GELU MLP (the quick GELU is not supported)",
@@ -334,8 +376,13 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "mmproj: projector gemma3 pairs with a gemma3 language "
                    "model, not %s",
                    lm_arch);
-  if (qwen && strcmp(lm_arch, "qwen3vl") != 0 &&
-      strcmp(lm_arch, "qwen3vlmoe") != 0)
+  if (qwen2 && strcmp(lm_arch, "qwen2vl") != 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "mmproj: projector %s pairs with a qwen2vl language model, "
+                   "not %s",
+                   mm->projector_name, lm_arch);
+  if (mm->projector == NC_PROJECTOR_QWEN3VL &&
+      strcmp(lm_arch, "qwen3vl") != 0 && strcmp(lm_arch, "qwen3vlmoe") != 0)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "mmproj: projector qwen3vl_merger pairs with a qwen3vl or "
                    "qwen3vlmoe language model, not %s",
@@ -347,6 +394,10 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "RoPE turns a quarter of each head by the row, a quarter "
                    "by the column",
                    (int)(mm->n_embd / mm->n_head));
+  if (qwen2) {
+    rc = load_windows(mm, err);
+    if (rc != NC_OK) return rc;
+  }
   if (qwen) {
     rc = load_deepstack_flags(mm, err);
     if (rc != NC_OK) return rc;
@@ -422,6 +473,18 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
   snprintf(part, sizeof part, "%s.bias", down_name);
   if (rc == NC_OK)
     rc = vector(mm, NAME(part), false, E, 1, &L->ffn_down_b, err);
+  /* the gate: Qwen2.5-VL's SiLU MLP, and only there */
+  const bool gated = mm->act == NC_VIT_SILU;
+  if (rc == NC_OK && gated)
+    rc = matrix(mm, NAME("ffn_gate.weight"), E, F, &L->ffn_gate, err);
+  if (rc == NC_OK && gated)
+    rc = vector(mm, NAME("ffn_gate.bias"), false, F, 1, &L->ffn_gate_b, err);
+  if (rc == NC_OK && !gated &&
+      gguf_find_tensor(mm->file, NAME("ffn_gate.weight")))
+    rc = nc_fail(err, NC_ERR_UNSUPPORTED,
+                 "mmproj: tensor '%s': a gated MLP is supported with "
+                 "clip.use_silu only",
+                 name);
 #undef NAME
   return rc;
 }
@@ -474,6 +537,23 @@ static nc_code load_qwen3vl(nucleus_mmproj *mm, nc_error *err) {
                    "mmproj: tensor '%s' is missing (projector qwen3vl_merger)",
                    mm->patch_bias ? "v.post_ln.weight" : "v.patch_embd.bias");
   if (rc == NC_OK) rc = matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
+  if (rc == NC_OK) rc = vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
+  if (rc == NC_OK) rc = matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
+  if (rc == NC_OK) rc = vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
+  return rc;
+}
+
+/* Qwen2-VL / Qwen2.5-VL's tensors past the layers: the merger (mm.0,
+ * mm.2). llama.cpp's graph has no patch bias (it asserts none). */
+static nc_code load_qwen2vl(nucleus_mmproj *mm, nc_error *err) {
+  const int64_t M = (int64_t)mm->n_embd * mm->n_merge * mm->n_merge;
+  const int64_t T = mm->n_embd_text;
+  if (mm->patch_bias)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: tensor 'v.patch_embd.bias' in a %s projector "
+                   "(its patch embedding has no bias)",
+                   mm->projector_name);
+  nc_code rc = matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
   if (rc == NC_OK) rc = vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
   if (rc == NC_OK) rc = matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
   if (rc == NC_OK) rc = vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
@@ -561,13 +641,15 @@ static nc_code patch_kernel(nucleus_mmproj *mm, const char *name, nc_weight *pw,
 static nc_code load_tensors(nucleus_mmproj *mm, nc_error *err) {
   const int64_t E = mm->n_embd;
   const int64_t side = mm->image_size / mm->patch_size;
-  const bool qwen = mm->projector == NC_PROJECTOR_QWEN3VL;
+  const bool qwen = nc_mmproj_is_qwen(mm);
+  const bool positions = mm->projector == NC_PROJECTOR_GEMMA3 ||
+                         mm->projector == NC_PROJECTOR_QWEN3VL;
   nc_code rc = patch_kernel(mm, "v.patch_embd.weight", &mm->patch_embd, err);
   if (rc == NC_OK && qwen)
     rc = patch_kernel(mm, "v.patch_embd.weight.1", &mm->patch_embd_1, err);
   if (rc != NC_OK) return rc;
   rc = vector(mm, "v.patch_embd.bias", false, E, 1, &mm->patch_bias, err);
-  if (rc == NC_OK)
+  if (rc == NC_OK && positions)
     rc = vector(mm, "v.position_embd.weight", true, E, side * side,
                 &mm->pos_embd, err);
   if (rc == NC_OK)
@@ -584,7 +666,8 @@ static nc_code load_tensors(nucleus_mmproj *mm, nc_error *err) {
   for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++)
     rc = load_layer(mm, il, err);
   if (rc != NC_OK) return rc;
-  if (qwen) return load_qwen3vl(mm, err);
+  if (mm->projector == NC_PROJECTOR_QWEN3VL) return load_qwen3vl(mm, err);
+  if (qwen) return load_qwen2vl(mm, err);
   rc = vector(mm, "mm.soft_emb_norm.weight", true, E, 1, &mm->soft_emb_norm,
               err);
   if (rc == NC_OK) rc = load_input_proj(mm, err);
@@ -629,7 +712,7 @@ int32_t nc_mmproj_n_embd(const nucleus_mmproj *mm) {
 
 void nc_mmproj_image_grid(const nucleus_mmproj *mm, const nucleus_image *image,
                           int32_t *nx, int32_t *ny) {
-  if (mm->projector == NC_PROJECTOR_QWEN3VL) {
+  if (nc_mmproj_is_qwen(mm)) {
     int32_t w, h;
     nc_qwen_image_size(mm, image->width, image->height, &w, &h);
     *nx = w / mm->patch_size / 2;
@@ -648,15 +731,15 @@ int32_t nc_mmproj_image_tokens(const nucleus_mmproj *mm,
 }
 
 const char *nc_mmproj_image_begin(const nucleus_mmproj *mm) {
-  return mm->projector == NC_PROJECTOR_GEMMA3    ? "<start_of_image>"
-         : mm->projector == NC_PROJECTOR_QWEN3VL ? "<|vision_start|>"
-                                                 : "";
+  return mm->projector == NC_PROJECTOR_GEMMA3 ? "<start_of_image>"
+         : nc_mmproj_is_qwen(mm)              ? "<|vision_start|>"
+                                              : "";
 }
 
 const char *nc_mmproj_image_end(const nucleus_mmproj *mm) {
-  return mm->projector == NC_PROJECTOR_GEMMA3    ? "<end_of_image>"
-         : mm->projector == NC_PROJECTOR_QWEN3VL ? "<|vision_end|>"
-                                                 : "";
+  return mm->projector == NC_PROJECTOR_GEMMA3 ? "<end_of_image>"
+         : nc_mmproj_is_qwen(mm)              ? "<|vision_end|>"
+                                              : "";
 }
 
 bool nc_mmproj_bidirectional(const nucleus_mmproj *mm) {

@@ -6,10 +6,16 @@
 #include <string.h>
 
 #include "gguf/quant.h"
+#include "kernels/ops.h"
 
 static float gelu_tanh(float x) {
   const float c = 0.79788456080286535587989211986876f; /* sqrt(2 / pi) */
   return 0.5f * x * (1.0f + tanhf(c * x * (1.0f + 0.044715f * x * x)));
+}
+
+/* ggml_gelu_quick_f32 */
+static float gelu_quick(float x) {
+  return x * (1.0f / (1.0f + expf(-1.702f * x)));
 }
 
 nc_code nc_vit_init(nc_vit *v, const nc_kernels *kern, nc_threadpool *tp,
@@ -18,14 +24,22 @@ nc_code nc_vit_init(nc_vit *v, const nc_kernels *kern, nc_threadpool *tp,
   v->kern = kern;
   v->tp = tp;
   v->gelu = malloc(65536 * sizeof *v->gelu);
-  if (!v->gelu) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
-  for (uint32_t h = 0; h < 65536; h++)
-    v->gelu[h] = nc_fp32_to_fp16(gelu_tanh(nc_fp16_to_fp32((nc_fp16)h)));
+  v->gelu_quick = malloc(65536 * sizeof *v->gelu_quick);
+  if (!v->gelu || !v->gelu_quick) {
+    nc_vit_free(v);
+    return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  }
+  for (uint32_t h = 0; h < 65536; h++) {
+    const float x = nc_fp16_to_fp32((nc_fp16)h);
+    v->gelu[h] = nc_fp32_to_fp16(gelu_tanh(x));
+    v->gelu_quick[h] = nc_fp32_to_fp16(gelu_quick(x));
+  }
   return NC_OK;
 }
 
 void nc_vit_free(nc_vit *v) {
   free(v->gelu);
+  free(v->gelu_quick);
   free(v->f16tab);
   free(v->k16);
   free(v->v16);
@@ -186,6 +200,17 @@ void nc_vit_gelu(const nc_vit *v, float *y, int64_t n) {
   }
 }
 
+void nc_vit_gelu_quick(const nc_vit *v, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    y[i] = nc_fp16_to_fp32(v->gelu_quick[nc_fp32_to_fp16(y[i])]);
+}
+
+void nc_vit_swiglu(float *gate, const float *up, int32_t rows, int64_t n) {
+  for (int32_t r = 0; r < rows; r++)
+    nc_swiglu(gate + (int64_t)r * n, up + (int64_t)r * n, gate + (int64_t)r * n,
+              n);
+}
+
 void nc_vit_add(float *y, const float *x, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     y[i] += x[i];
@@ -195,6 +220,7 @@ void nc_vit_add(float *y, const float *x, int64_t n) {
 
 typedef struct attn_job {
   const float *q, *k, *v;
+  const int32_t *klo, *khi; /* NULL: every key */
   float *out, *scores;
   int64_t scores_cap;
   int32_t rows, n_head, head_dim;
@@ -210,8 +236,10 @@ static void attn_worker(void *p, int ith, int nth) {
   for (int64_t job = lo; job < hi; job++) {
     const int64_t h = job / t->rows, i = job % t->rows;
     const float *qi = t->q + i * W + h * t->head_dim;
+    const int32_t j0 = t->klo ? t->klo[i] : 0,
+                  j1 = t->khi ? t->khi[i] : t->rows;
     float mx = -INFINITY;
-    for (int32_t j = 0; j < t->rows; j++) {
+    for (int32_t j = j0; j < j1; j++) {
       const float *kj = t->k + (int64_t)j * W + h * t->head_dim;
       float d = 0.0f;
       for (int32_t c = 0; c < t->head_dim; c++)
@@ -220,17 +248,17 @@ static void attn_worker(void *p, int ith, int nth) {
       if (s[j] > mx) mx = s[j];
     }
     double sum = 0.0;
-    for (int32_t j = 0; j < t->rows; j++) {
+    for (int32_t j = j0; j < j1; j++) {
       s[j] = expf(s[j] - mx);
       sum += (double)s[j];
     }
     const float inv = (float)(1.0 / sum);
-    for (int32_t j = 0; j < t->rows; j++)
+    for (int32_t j = j0; j < j1; j++)
       s[j] *= inv;
     float *o = t->out + i * W + h * t->head_dim;
     for (int32_t c = 0; c < t->head_dim; c++) {
       float acc = 0.0f;
-      for (int32_t j = 0; j < t->rows; j++)
+      for (int32_t j = j0; j < j1; j++)
         acc += t->v[(int64_t)j * W + h * t->head_dim + c] * s[j];
       o[c] = acc;
     }
@@ -242,6 +270,7 @@ static void attn_worker(void *p, int ith, int nth) {
 typedef struct flash_job {
   const nc_vit *v;
   const float *q;
+  const int32_t *klo, *khi; /* NULL: every key */
   float *out;
   int32_t rows, n_head, head_dim;
   float scale;
@@ -275,16 +304,23 @@ static void flash_tiled(const flash_job *t, int32_t h, int32_t r0, int32_t r1,
   for (int32_t j0 = 0; j0 < t->rows; j0 += NC_FLASH_KTILE) {
     const int32_t n =
         t->rows - j0 < NC_FLASH_KTILE ? t->rows - j0 : NC_FLASH_KTILE;
+    /* each row's keys in this tile; a tile no row sees is skipped, as
+     * ggml skips a tile whose mask is -inf throughout */
+    bool any = false;
+    for (int32_t i = 0; i < m; i++) {
+      int32_t a = t->klo ? t->klo[r0 + i] - j0 : 0;
+      int32_t b = t->khi ? t->khi[r0 + i] - j0 : n;
+      lo[i] = a < 0 ? 0 : a > n ? n : a;
+      hi[i] = b < 0 ? 0 : b > n ? n : b;
+      any |= lo[i] < hi[i];
+    }
+    if (!any) continue;
     memset(kt, 0, sizeof(float) * (size_t)hd * NC_FLASH_KTILE);
     memset(vt, 0, sizeof(float) * (size_t)hd * NC_FLASH_KTILE);
     t->v->flash->tile_widen(t->v->k16 + (int64_t)j0 * W + (int64_t)h * hd,
                             (size_t)W,
                             t->v->v16 + (int64_t)j0 * W + (int64_t)h * hd,
                             (size_t)W, n, hd, hd, t->v->f16tab, kt, vt);
-    for (int32_t i = 0; i < m; i++) {
-      lo[i] = 0;
-      hi[i] = n;
-    }
     t->v->flash->tile_prompt(&rr, kt, vt, p, &st);
   }
   nc_flash_tfinish(&st, m, hd, NULL, out);
@@ -302,9 +338,10 @@ static void flash_row(const flash_job *t, int32_t h, int32_t r, float *mem) {
   nc_flash_state_init(&st, 1, hd);
   const nc_flash_query fq = {
       .q = qh, .m = 1, .hd = hd, .hdv = hd, .scale = t->scale, .softcap = 0};
-  for (int32_t j0 = 0; j0 < t->rows; j0 += NC_FLASH_KTILE) {
-    const int32_t n =
-        t->rows - j0 < NC_FLASH_KTILE ? t->rows - j0 : NC_FLASH_KTILE;
+  /* ggml's one-row path passes over masked keys: only the row's range */
+  const int32_t k0 = t->klo ? t->klo[r] : 0, k1 = t->khi ? t->khi[r] : t->rows;
+  for (int32_t j0 = k0; j0 < k1; j0 += NC_FLASH_KTILE) {
+    const int32_t n = k1 - j0 < NC_FLASH_KTILE ? k1 - j0 : NC_FLASH_KTILE;
     t->v->flash->tile(&fq, t->v->k16 + (int64_t)j0 * W + (int64_t)h * hd,
                       (size_t)W, t->v->v16 + (int64_t)j0 * W + (int64_t)h * hd,
                       (size_t)W, n, t->v->f16tab, s, &st);
@@ -336,6 +373,7 @@ static void flash_worker(void *p, int ith, int nth) {
 static nc_code flash_attention(nc_vit *v, const float *q, const float *k,
                                const float *vv, float *out, int32_t rows,
                                int32_t n_head, int32_t head_dim, float scale,
+                               const int32_t *klo, const int32_t *khi,
                                nc_error *err) {
   const int nt = n_threads(v);
   const int64_t W = (int64_t)n_head * head_dim, n = (int64_t)rows * W;
@@ -376,6 +414,8 @@ static nc_code flash_attention(nc_vit *v, const float *q, const float *k,
   }
   flash_job t = {.v = v,
                  .q = q,
+                 .klo = klo,
+                 .khi = khi,
                  .out = out,
                  .rows = rows,
                  .n_head = n_head,
@@ -389,9 +429,18 @@ nc_code nc_vit_attention(nc_vit *v, const float *q, const float *k,
                          const float *vv, float *out, int32_t rows,
                          int32_t n_head, int32_t head_dim, float scale,
                          bool flash, nc_error *err) {
+  return nc_vit_attention_ranges(v, q, k, vv, out, rows, n_head, head_dim,
+                                 scale, flash, NULL, NULL, err);
+}
+
+nc_code nc_vit_attention_ranges(nc_vit *v, const float *q, const float *k,
+                                const float *vv, float *out, int32_t rows,
+                                int32_t n_head, int32_t head_dim, float scale,
+                                bool flash, const int32_t *klo,
+                                const int32_t *khi, nc_error *err) {
   if (flash)
-    return flash_attention(v, q, k, vv, out, rows, n_head, head_dim, scale,
-                           err);
+    return flash_attention(v, q, k, vv, out, rows, n_head, head_dim, scale, klo,
+                           khi, err);
   const int nt = n_threads(v);
   if (rows > v->scores_cap) {
     free(v->scores);
@@ -402,6 +451,8 @@ nc_code nc_vit_attention(nc_vit *v, const float *q, const float *k,
   attn_job t = {.q = q,
                 .k = k,
                 .v = vv,
+                .klo = klo,
+                .khi = khi,
                 .out = out,
                 .scores = v->scores,
                 .scores_cap = v->scores_cap,

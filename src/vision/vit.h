@@ -12,9 +12,10 @@
 
 typedef struct nc_vit {
   const nc_kernels *kern;
-  nc_threadpool *tp; /* NULL: the caller's thread alone */
-  nc_fp16 *gelu;     /* [65536]: ggml's GELU table (half -> half) */
-  uint8_t *qact;     /* activation rows in a weight's vec_dot type */
+  nc_threadpool *tp;   /* NULL: the caller's thread alone */
+  nc_fp16 *gelu;       /* [65536]: ggml's GELU table (half -> half) */
+  nc_fp16 *gelu_quick; /* [65536]: ggml's quick-GELU table */
+  uint8_t *qact;       /* activation rows in a weight's vec_dot type */
   size_t qact_cap;
   float *scores;      /* per thread: one row of attention scores */
   int64_t scores_cap; /* floats per thread */
@@ -47,6 +48,11 @@ void nc_vit_rmsnorm(const float *x, const float *w, float *y, int32_t rows,
 /* y = gelu(y) as ggml_gelu on the CPU: 0 at or below -10, y at or above 10,
  * else the table's half of gelu-tanh at the half of y. */
 void nc_vit_gelu(const nc_vit *v, float *y, int64_t n);
+/* y = gelu_quick(y) as ggml_gelu_quick on the CPU: the table's half of
+ * x sigmoid(1.702 x) at the half of y. */
+void nc_vit_gelu_quick(const nc_vit *v, float *y, int64_t n);
+/* gate = silu(gate) * up, rows of n, as ggml_swiglu_split (nc_swiglu). */
+void nc_vit_swiglu(float *gate, const float *up, int32_t rows, int64_t n);
 /* y += x */
 void nc_vit_add(float *y, const float *x, int64_t n);
 
@@ -60,5 +66,15 @@ nc_code nc_vit_attention(nc_vit *v, const float *q, const float *k,
                          const float *vv, float *out, int32_t rows,
                          int32_t n_head, int32_t head_dim, float scale,
                          bool flash, nc_error *err);
+/* The same with row i attending to keys [klo[i], khi[i]) only (a window
+ * mask of 0 inside, -inf outside, as llama.cpp's; each range non-empty):
+ * without flash the softmax over the range; with flash, key tiles no row
+ * of a query tile sees skipped and the one-row path over the range only,
+ * as ggml's flash_attn_ext passes over -inf mask entries. */
+nc_code nc_vit_attention_ranges(nc_vit *v, const float *q, const float *k,
+                                const float *vv, float *out, int32_t rows,
+                                int32_t n_head, int32_t head_dim, float scale,
+                                bool flash, const int32_t *klo,
+                                const int32_t *khi, nc_error *err);
 
 #endif

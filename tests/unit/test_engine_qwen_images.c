@@ -12,7 +12,14 @@
  *   images give other text;
  * - the same tokens and logprobs in chunks that stop before an image,
  *   beside a request with other images and on a prefix-cache hit past the
- *   images (the text after them at its M-RoPE positions, from the cache). */
+ *   images (the text after them at its M-RoPE positions, from the cache).
+ * - Qwen2.5-VL (build/arch/qwen2vl.gguf + qwen25vl-mmproj.gguf: window
+ *   attention in the encoder, qwen2vl's M-RoPE sections in the language
+ *   model): llama-mtmd-cli's greedy text on the images 144 x 96 (54 rows)
+ *   and 100 x 130 (48 rows) (tests/data/vision/qwen25vl_greedy.txt,
+ *   scripts/gen_vision_goldens.py --qwen2vl), and other text with the
+ *   images the other way round. (This random text does not tell the
+ *   encoder's windows from full attention: test_mmproj_qwen2vl does.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -284,10 +291,66 @@ static void test_invariance(void **state) {
   nucleus_free(prompt2);
 }
 
+/* The greedy text of the Qwen2.5-VL pair on the prompt with images a, b. */
+static char *qwen25vl_text(nucleus_model *lm, nucleus_mmproj *mm,
+                           const nucleus_image *a, const nucleus_image *b) {
+  fixture fx = {.lm = lm, .mm = mm};
+  size_t n = 0;
+  int32_t *prompt = prompt_of(&fx, a, b, &n);
+  nucleus_engine *e = engine(&fx, 512);
+  job j = {prompt, n, {a, b}, 0};
+  result r;
+  run_on(e, &j, 1, &r);
+  nucleus_engine_free(e);
+  nucleus_free(prompt);
+  return text_of(&fx, &r);
+}
+
+static void test_qwen25vl_greedy(void **state) {
+  (void)state;
+  char lm_path[4096], mm_path[4096], golden[4096];
+  snprintf(lm_path, sizeof lm_path, "%s/build/arch/qwen2vl.gguf", root());
+  snprintf(mm_path, sizeof mm_path, "%s/build/arch/qwen25vl-mmproj.gguf",
+           root());
+  snprintf(golden, sizeof golden, "%s/tests/data/vision/qwen25vl_greedy.txt",
+           root());
+  nucleus_model_params mp = nucleus_model_default_params();
+  mp.n_threads = 2;
+  mp.flash_attn = NUCLEUS_FLASH_ATTN_OFF; /* as the golden */
+  nucleus_model *lm = NULL;
+  nucleus_mmproj *mm = NULL;
+  nucleus_error err;
+  if (nucleus_model_load(lm_path, &mp, &lm, &err) != NUCLEUS_OK)
+    NC_MODEL_UNAVAILABLE("the random qwen2vl model (make arch-models)");
+  if (nucleus_mmproj_load(mm_path, lm, &mp, &mm, &err) != NUCLEUS_OK) {
+    nucleus_model_free(lm);
+    NC_MODEL_UNAVAILABLE("the random qwen25vl projector (make arch-models)");
+  }
+  nucleus_image *wide = synthetic(144, 96), *tall = synthetic(100, 130);
+  FILE *f = fopen(golden, "rb");
+  if (!f) fail_msg("%s is missing (scripts/gen_vision_goldens.py)", golden);
+  char want[4096] = {0};
+  want[fread(want, 1, sizeof want - 1, f)] = '\0';
+  fclose(f);
+  char *got = qwen25vl_text(lm, mm, wide, tall);
+  if (strcmp(got, want) != 0)
+    fail_msg("greedy text differs from llama.cpp's:\n got '%s'\nwant '%s'", got,
+             want);
+  char *other = qwen25vl_text(lm, mm, tall, wide);
+  assert_string_not_equal(other, got);
+  nucleus_free(other);
+  nucleus_free(got);
+  test_image_free(wide);
+  test_image_free(tall);
+  nucleus_mmproj_free(mm);
+  nucleus_model_free(lm);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_llama_greedy),
       cmocka_unit_test(test_invariance),
+      cmocka_unit_test(test_qwen25vl_greedy),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
