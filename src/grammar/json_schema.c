@@ -348,7 +348,7 @@ nc_code json_schema_to_gbnf(const json_t *schema, js_syntax syntax, char **gbnf,
   const char *values = js_syntax_values(syntax);
   js_sb_add(&c.out, values, strlen(values));
   js_sb_add(&c.out, k_prims, strlen(k_prims));
-  int id = js_gen(&c, schema, 0);
+  int id = js_check_shapes(&c, schema) ? -1 : js_gen(&c, schema, 0);
   if (id >= 0) js_sb_printf(&c.out, "root ::= r%d\n", id);
   if (id >= 0 && c.out.big) js_fail_big(&c);
   if (c.n_notes > MAX_NOTES)

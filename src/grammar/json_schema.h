@@ -15,6 +15,7 @@
  *   date-time, uuid, email, ipv4, ipv6, hostname, uri) and their
  *   intersections; integers and numbers: minimum, maximum, exclusive
  *   bounds (as exact grammars over the digits), whole multipleOf.
+ * Each keyword's JSON type is checked first (a 400 naming it and where).
  * Annotations are ignored; unknown keywords too, as the spec says, each
  * named in a "# json-schema: ..." comment line before the rules (the
  * server logs them). A keyword that changes what validates and is not

@@ -47,6 +47,8 @@ typedef struct ctx {
   const json_t *ref_targets[MAX_REFS]; /* $ref targets, converted once */
   int ref_ids[MAX_REFS];
   int n_refs;
+  const json_t *shaped[MAX_REFS]; /* documents js_check_shapes passed */
+  int n_shaped;
   char ptr[MAX_POINTER]; /* where we are, as a JSON pointer */
   size_t ptr_len;
   sb notes; /* "# ignored ..." lines, put before the rules */
@@ -161,6 +163,11 @@ js_keyword js_keyword_kind(const char *k);
 bool js_constrains(const char *k);
 /* Notes s's unknown keywords; fails on a refused one. */
 int js_check_keywords(ctx *c, const json_t *s);
+
+/* Each keyword of s and its subschemas of the JSON type the spec gives it
+ * (json_schema_shape.c): a failure names the keyword and where. Checked
+ * once per s. */
+int js_check_shapes(ctx *c, const json_t *s);
 
 /* $ref resolution (json_schema_ref.c): the schema ref points to, from
  * c->base (then the document's root); *base: the resource it lies in. */

@@ -105,7 +105,7 @@ static const json_t *in_resource(const json_t *res, const char *frag) {
   return t;
 }
 
-int js_resolve_ref(ctx *c, const char *ref, const json_t **target,
+static int resolve(ctx *c, const char *ref, const json_t **target,
                    const json_t **base) {
   const char *hash = strchr(ref, '#');
   const char *frag = hash ? hash + 1 : "";
@@ -142,4 +142,24 @@ int js_resolve_ref(ctx *c, const char *ref, const json_t **target,
   *target = in_resource(res, frag);
   if (!*target) return js_fail(c, "'$ref' %.128s points to nothing", ref);
   return 0;
+}
+
+int js_resolve_ref(ctx *c, const char *ref, const json_t **target,
+                   const json_t **base) {
+  if (resolve(c, ref, target, base)) return -1;
+  /* A target may lie where the check of the document did not go (inside
+   * an unknown keyword): its keywords' types are checked as the
+   * document's, with messages pointing at it. */
+  char saved[MAX_POINTER];
+  size_t saved_len = c->ptr_len;
+  memcpy(saved, c->ptr, saved_len + 1);
+  const char *frag = strchr(ref, '#');
+  if (frag && frag[1] == '/') {
+    snprintf(c->ptr, sizeof c->ptr, "%s", frag + 1);
+    c->ptr_len = strlen(c->ptr);
+  }
+  int rc = js_check_shapes(c, *target);
+  memcpy(c->ptr, saved, saved_len + 1);
+  c->ptr_len = saved_len;
+  return rc;
 }

@@ -149,6 +149,18 @@ def test_json_object_streamed_equals_whole(client):
     ({"json_schema": {"type": "string", "format": "iri"}},
      "json_schema", "format 'iri'"),
     ({"json_schema": {"$ref": "http://x/y"}}, "json_schema", "$ref"),
+    # a keyword of the wrong JSON type (a list of patterns is the allOf
+    # merge's own form, never a user's)
+    ({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "properties": {"a": {
+            "type": "string", "pattern": ["^a", "b$"]}}}}}},
+     "response_format",
+     "'pattern' must be a string, not a list (at #/properties/a)"),
+    ({"json_schema": {"type": "object", "required": "a"}}, "json_schema",
+     "'required' must be a list of strings, not a string (at #)"),
+    ({"json_schema": {"items": {"type": "string", "minLength": -2}}},
+     "json_schema",
+     "'minLength' must be an integer of at least 0, not -2 (at #/items)"),
     ({"guided_regex": "[a-z]+"}, "guided_regex", "not supported"),
     ({"structured_outputs": {"whitespace": 1}}, "structured_outputs",
      "not supported"),

@@ -234,6 +234,78 @@ static void test_errors_name_the_keyword(void **state) {
                    NUCLEUS_ERR_INVALID_ARGUMENT);
 }
 
+/* Each keyword's JSON type is checked over the whole document first (as a
+ * validator checks a schema against its metaschema): a 400 naming the
+ * keyword, what it must be, and where. The allOf merge's own list of
+ * patterns is not a form a user can give. */
+static void test_keyword_types(void **state) {
+  (void)state;
+  static const struct {
+    const char *schema, *message;
+  } cases[] = {
+      {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\","
+       "\"pattern\":[\"^a\",\"b$\"]}}}",
+       "'pattern' must be a string, not a list (at #/properties/a)"},
+      {"{\"pattern\":{\"not\":\"a\"}}",
+       "'pattern' must be a string, not an object (at #)"},
+      {"{\"type\":\"string\",\"pattern\":5}",
+       "'pattern' must be a string, not a number (at #)"},
+      {"{\"type\":\"string\",\"format\":true}",
+       "'format' must be a string, not a boolean (at #)"},
+      {"{\"enum\":{\"a\":1}}", "'enum' must be a list, not an object (at #)"},
+      {"{\"type\":\"object\",\"required\":true}",
+       "'required' must be a list of strings, not a boolean (at #)"},
+      {"{\"type\":\"object\",\"required\":[\"a\",1]}",
+       "'required' must be a list of strings, not a list (at #)"},
+      {"{\"items\":{\"type\":\"string\",\"minLength\":-1}}",
+       "'minLength' must be an integer of at least 0, not -1 (at #/items)"},
+      {"{\"type\":\"string\",\"maxLength\":1.5}",
+       "'maxLength' must be an integer of at least 0, not 1.5 (at #)"},
+      {"{\"type\":\"array\",\"minItems\":\"2\"}",
+       "'minItems' must be an integer of at least 0, not a string (at #)"},
+      {"{\"type\":\"integer\",\"multipleOf\":0}",
+       "'multipleOf' must be a number above 0, not 0 (at #)"},
+      {"{\"type\":\"number\",\"maximum\":\"9\"}",
+       "'maximum' must be a number, not a string (at #)"},
+      {"{\"type\":[\"string\",3]}",
+       "'type' must be a string or a list of strings, not a list (at #)"},
+      {"{\"type\":\"array\",\"uniqueItems\":1}",
+       "'uniqueItems' must be a boolean, not a number (at #)"},
+      {"{\"anyOf\":[{\"type\":\"string\"},\"x\"]}",
+       "a schema must be an object or a boolean, not a string (at #/anyOf/1)"},
+      {"{\"oneOf\":[]}", "'oneOf' must not be empty (at #)"},
+      {"{\"$ref\":5}", "'$ref' must be a string, not a number (at #)"},
+      {"{\"dependentRequired\":{\"a\":\"b\"}}",
+       "'dependentRequired' must be an object of lists of strings, not a "
+       "string (at #/dependentRequired/a)"},
+      /* where nothing refers to it too */
+      {"{\"type\":\"string\",\"$defs\":{\"x\":{\"pattern\":[\"a\"]}}}",
+       "'pattern' must be a string, not a list (at #/$defs/x)"},
+      /* a $ref into a place the document's check does not walk */
+      {"{\"$ref\":\"#/x-lib/s\",\"x-lib\":{\"s\":{\"pattern\":[\"a\","
+       "\"b\"]}}}",
+       "'pattern' must be a string, not a list (at #/x-lib/s)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    assert_string_equal(REFUSE(cases[i].schema, NUCLEUS_ERR_INVALID_ARGUMENT),
+                        cases[i].message);
+  /* The merge's lists still work: two patterns of an allOf, a pattern and
+   * a not-pattern. */
+  const char *two = "{\"allOf\":[{\"type\":\"string\",\"pattern\":\"^a\"},"
+                    "{\"pattern\":\"b$\"}]}";
+  assert_true(accepts(two, "\"ab\""));
+  assert_false(accepts(two, "\"a\""));
+  assert_false(accepts(two, "\"b\""));
+  const char *nt = "{\"allOf\":[{\"type\":\"string\",\"pattern\":\"^a\"},"
+                   "{\"pattern\":\"b\"}],\"not\":{\"pattern\":\"c\"}}";
+  assert_true(accepts(nt, "\"ab\""));
+  assert_false(accepts(nt, "\"abc\""));
+  /* Values of annotations and unknown keywords are not schemas. */
+  assert_true(accepts("{\"type\":\"string\",\"x-pattern\":[1],"
+                      "\"examples\":[{\"pattern\":3}]}",
+                      "\"q\""));
+}
+
 /* A growing text for big schemas. */
 typedef struct {
   char *s;
@@ -332,6 +404,7 @@ int main(void) {
       cmocka_unit_test(test_integer_bounds),
       cmocka_unit_test(test_patterns),
       cmocka_unit_test(test_errors_name_the_keyword),
+      cmocka_unit_test(test_keyword_types),
       cmocka_unit_test(test_bounds),
       cmocka_unit_test(test_fuzz_corpus),
   };
