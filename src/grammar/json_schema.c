@@ -104,12 +104,14 @@ static int gen_union(ctx *c, const json_t *list, const char *kind, sb *b,
   if (!json_is_array(list) || json_array_size(list) == 0)
     return js_fail(c, "'%s' must be a non-empty list", kind);
   size_t n = json_array_size(list);
+  size_t origin[MAX_ONEOF] = {0};
   if (!strcmp(kind, "oneOf")) {
-    if (n > 64) return js_fail_limit(c, "'oneOf' with more than 64 branches");
+    if (n > MAX_ONEOF)
+      return js_fail_limit(c, "'oneOf' with more than %d branches", MAX_ONEOF);
     size_t bi = 0, bj = 0;
     nc_code before = c->code;
     const json_t *asked = list;
-    list = js_oneof_branches(c, list, depth, &bi, &bj);
+    list = js_oneof_branches(c, list, depth, origin, &bi, &bj);
     int strings =
         list || c->code != before ? 1 : js_oneof_strings(c, asked, depth, b);
     if (strings <= 0) return strings;
@@ -120,13 +122,16 @@ static int gen_union(ctx *c, const json_t *list, const char *kind, sb *b,
                      "must; with 'anyOf' any may)",
                      bi, bj);
     if (!list) return -1;
+    n = json_array_size(list); /* nested branches taken apart */
   }
   size_t written = 0;
   for (size_t i = 0; i < n; i++) {
     const json_t *x = json_array_get(list, i);
     if (json_is_false(x)) continue;
     js_mark m = js_mark_here(c);
-    int id = js_gen_at_index(c, x, depth + 1, kind, i);
+    /* where the branch was written (a oneOf's may come from within one) */
+    size_t at = strcmp(kind, "oneOf") ? i : origin[i];
+    int id = js_gen_at_index(c, x, depth + 1, kind, at);
     if (id < 0 && js_recover(c, m)) continue; /* matches nothing */
     if (id < 0) return -1;
     js_sb_printf(b, "%sr%d", written++ ? " | " : "", id);

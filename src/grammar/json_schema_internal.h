@@ -19,8 +19,10 @@
 #define MAX_REFS 512
 #define MAX_COUNT 1024
 #define MAX_INT_RANGE 1000
-#define MAX_ENUM 4096  /* values of one enum */
-#define MAX_PATTERNS 8 /* patterns one string takes (allOf merges them) */
+#define MAX_ENUM 4096       /* values of one enum */
+#define MAX_ONEOF 64        /* branches of one oneOf, nested ones' counted */
+#define MAX_ONEOF_NESTING 4 /* anyOf/oneOf branches of a oneOf taken apart */
+#define MAX_PATTERNS 8      /* patterns one string takes (allOf merges them) */
 /* Properties (and required names) of one object. */
 #define MAX_PROPERTIES 2048
 /* The grammar the schema becomes: no longer than the engine takes. */
@@ -188,10 +190,12 @@ unsigned js_type_bits(const json_t *type);
  * (json_schema_not.c); NULL after a failure. */
 const json_t *js_apply_not(ctx *c, const json_t *s);
 /* oneOf's branches, narrowed to be pairwise disjoint (json_schema_merge.c);
- * NULL: branches *bi and *bj may still overlap (c not failed), or a
- * failure. */
+ * a branch that is an anyOf or oneOf (up to MAX_ONEOF_NESTING deep) gives
+ * its own branches, origin[k] (MAX_ONEOF entries) saying which of list's
+ * each came from. NULL: branches *bi and *bj of list may still overlap (c
+ * not failed), or a failure. */
 const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
-                                size_t *bi, size_t *bj);
+                                size_t *origin, size_t *bi, size_t *bj);
 /* A oneOf whose branches (at most MAX_PATTERNS) make strings alone, each
  * without the others' strings, into b (json_schema_oneof.c): 1 when the
  * branches are not such (nothing written), 0 written, -1 failed. */

@@ -118,6 +118,31 @@ static int forbid_others(ctx *c, json_t *out, const json_t *a) {
   return 0;
 }
 
+static bool values_disjoint(const json_t *a, const json_t *b);
+static bool requires(const json_t *s, const char *name);
+
+/* Whether a property s requires can hold no value: declared false, or the
+ * allOf of two schemas (a merge's) whose const/enum values or types are
+ * disjoint. */
+static bool required_unmet(const json_t *s) {
+  const json_t *props = json_object_get(s, "properties");
+  const char *name;
+  const json_t *p;
+  json_object_foreach((json_t *)props, name, p) {
+    if (!requires(s, name)) continue;
+    if (json_is_false(p)) return true;
+    const json_t *all = json_object_get(p, "allOf");
+    if (json_object_size(p) != 1 || json_array_size(all) != 2) continue;
+    const json_t *x = json_array_get(all, 0), *y = json_array_get(all, 1);
+    const json_t *tx = json_object_get(x, "type"),
+                 *ty = json_object_get(y, "type");
+    if (values_disjoint(x, y) ||
+        (tx && ty && !meet_types(js_type_bits(tx), js_type_bits(ty))))
+      return true;
+  }
+  return false;
+}
+
 /* Keyword-wise meet of two plain schemas (no $ref, allOf, anyOf, oneOf
  * at the top). NULL with c failed, or json false: nothing validates. */
 static json_t *meet(ctx *c, const json_t *a, const json_t *b) {
@@ -251,8 +276,10 @@ static json_t *meet(ctx *c, const json_t *a, const json_t *b) {
     return json_false();
   }
   /* additionalProperties false on one side forbids the other's extra
-   * properties. */
-  if (forbid_others(c, out, a) || forbid_others(c, out, b)) {
+   * properties; a required property whose two schemas cannot meet
+   * (disjoint const/enum values or types) leaves nothing. */
+  if (forbid_others(c, out, a) || forbid_others(c, out, b) ||
+      required_unmet(out)) {
     json_decref(out);
     return json_false();
   }
@@ -346,6 +373,9 @@ const json_t *js_merge(ctx *c, const json_t *a, const json_t *b, int depth) {
       json_array_append(branches, (json_t *)m);
     }
     if (!json_array_size(branches)) return json_false();
+    /* one branch left (the others cannot meet B): it alone, so a oneOf
+     * of such merges is a oneOf of plain schemas */
+    if (json_array_size(branches) == 1) return json_array_get(branches, 0);
     return js_own(c, json_pack("{s:O}", ca, branches));
   }
   json_t *m = meet(c, a, b);
@@ -470,6 +500,42 @@ static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth) {
   return false;
 }
 
+/* Branch x of a oneOf (from: its index there), flattened, appended to
+ * orig; a branch that is an anyOf or oneOf (keywords beside it merged in)
+ * gives its branches instead: when all the branches so gathered are
+ * pairwise disjoint, an output of one validates under its own combinator
+ * (exactly one of its branches) and under no other branch. */
+static int gather(ctx *c, const json_t *x, int depth, int level, size_t from,
+                  json_t *orig, size_t *origin) {
+  /* level < 0: as written */
+  const json_t *f = js_flatten(c, x, depth);
+  if (!f) return -1;
+  const char *cb =
+      level >= 0 && level < MAX_ONEOF_NESTING ? combinator(f) : NULL;
+  if (cb && json_object_size(f) > 1) { /* (B1 | B2) & R = B1 & R | B2 & R */
+    js_mark m = js_mark_here(c);
+    json_t *only = js_own(c, json_pack("{s:O}", cb, json_object_get(f, cb)));
+    const json_t *rest = only ? without(c, f, cb) : NULL;
+    const json_t *merged = rest ? js_merge(c, only, rest, depth + 1) : NULL;
+    if (!merged && !js_retry(c, m)) return -1;
+    if (merged) f = merged; /* else (a merge not taken): as written */
+    cb = merged ? combinator(f) : NULL;
+  }
+  if (cb && json_object_size(f) == 1 && json_is_array(json_object_get(f, cb))) {
+    size_t i;
+    const json_t *y;
+    json_array_foreach(json_object_get(f, cb), i, y) {
+      int rc = gather(c, y, depth + 1, level + 1, from, orig, origin);
+      if (rc) return rc;
+    }
+    return 0;
+  }
+  size_t n = json_array_size(orig);
+  if (n >= MAX_ONEOF) return 1; /* too many taken apart: as written */
+  origin[n] = from;
+  return json_array_append(orig, (json_t *)f) ? js_fail_oom(c) : 0;
+}
+
 /* oneOf's branches made disjoint where they may not be: a property both
  * declare with values that cannot meet becomes required in both (a
  * discriminator); a property one declares and the other (allowing only
@@ -478,20 +544,20 @@ static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth) {
  * other. Each only narrows what a branch
  * makes. NULL when a pair still may overlap (*bi, *bj; c not failed) or
  * on a failure (c failed). */
-const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
-                                size_t *bi, size_t *bj) {
-  size_t n = json_array_size(list);
+static const json_t *branches(ctx *c, const json_t *list, int depth, bool apart,
+                              size_t *origin, size_t *bi, size_t *bj) {
   /* orig: what validates (never changed); out: what is made */
   json_t *orig = js_own(c, json_array());
   json_t *out = orig ? js_own(c, json_array()) : NULL;
   if (!out) return NULL;
+  for (size_t i = 0; i < json_array_size(list); i++)
+    if (gather(c, json_array_get(list, i), depth, apart ? 0 : -1, i, orig,
+               origin))
+      return NULL; /* failed, or (1) too many: *bi, *bj unset */
+  size_t n = json_array_size(orig);
   for (size_t i = 0; i < n; i++) {
-    const json_t *f = js_flatten(c, json_array_get(list, i), depth);
-    if (!f) return NULL;
-    json_t *cp = json_deep_copy(f);
-    if (!cp || json_array_append(orig, (json_t *)f) ||
-        json_array_append_new(out, cp))
-      return js_fail_oom(c), NULL;
+    json_t *cp = json_deep_copy(json_array_get(orig, i));
+    if (!cp || json_array_append_new(out, cp)) return js_fail_oom(c), NULL;
   }
   for (size_t i = 0; i < n; i++)
     for (size_t j = i + 1; j < n; j++) {
@@ -500,12 +566,12 @@ const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
       if (excludes(c, a, vb, 0) && excludes(c, b, va, 0)) continue;
       if (json_is_false(a) || json_is_false(b)) { /* left out: the kept one
                                                      must exclude it */
-        *bi = i, *bj = j;
+        *bi = origin[i], *bj = origin[j];
         return NULL;
       }
       if (!json_is_object(a) || !json_is_object(b) || combinator(a) ||
           combinator(b) || out_types(a) != T_OBJ || out_types(b) != T_OBJ) {
-        *bi = i, *bj = j;
+        *bi = origin[i], *bj = origin[j];
         return NULL;
       }
       /* a discriminator: a property both declare, values that cannot
@@ -579,15 +645,29 @@ const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
        * validates, checked as the pairs go on). */
       size_t gone = excludes(c, a, vb, 0) ? j : excludes(c, b, va, 0) ? i : n;
       if (gone == n) {
-        *bi = i, *bj = j;
+        *bi = origin[i], *bj = origin[j];
         return NULL;
       }
       json_array_set_new(out, gone, json_false());
       size_t ptr = js_ptr_push(c, "oneOf");
-      js_ptr_push_index(c, gone);
+      js_ptr_push_index(c, origin[gone]);
       js_note(c, "oneOf: branch left out (its values may match branch %zu's)",
-              gone == j ? i : j);
+              origin[gone == j ? i : j]);
       js_ptr_pop(c, ptr);
     }
   return out;
+}
+
+const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
+                                size_t *origin, size_t *bi, size_t *bj) {
+  js_mark m = js_mark_here(c);
+  nc_code before = c->code;
+  const json_t *out = branches(c, list, depth, true, origin, bi, bj);
+  if (out || c->code != before) return out;
+  /* an anyOf's branches may overlap where the anyOf and the others do
+   * not: as written (the notes of the first try undone) */
+  c->notes.n = m.notes_n;
+  if (c->notes.s) c->notes.s[m.notes_n] = '\0';
+  c->n_notes = m.n_notes;
+  return branches(c, list, depth, false, origin, bi, bj);
 }

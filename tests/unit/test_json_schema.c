@@ -306,6 +306,62 @@ static void test_keyword_types(void **state) {
                       "\"q\""));
 }
 
+/* oneOf whose branches are themselves anyOf/oneOf (or become so when an
+ * allOf of two oneOfs is distributed): taken apart, the branches within
+ * are proven pairwise disjoint like plain ones; where those within overlap
+ * but the whole does not, the oneOf is taken as written. */
+static void test_oneof_nested(void **state) {
+  (void)state;
+  /* an allOf of two oneOfs: each product with disjoint consts is no
+   * branch (the required property's values cannot meet) */
+  const char *prod =
+      "{\"allOf\":[{\"oneOf\":[{\"type\":\"object\",\"required\":[\"a\"],"
+      "\"properties\":{\"a\":{\"const\":1}}},{\"type\":\"object\","
+      "\"required\":[\"a\"],\"properties\":{\"a\":{\"const\":2}}}]},"
+      "{\"oneOf\":[{\"type\":\"object\",\"required\":[\"a\"],\"properties\":"
+      "{\"a\":{\"const\":1}},\"additionalProperties\":false},{\"type\":"
+      "\"object\",\"required\":[\"a\"],\"properties\":{\"a\":{\"const\":2}},"
+      "\"additionalProperties\":false}]}]}";
+  assert_true(accepts(prod, "{\"a\":1}"));
+  assert_true(accepts(prod, "{\"a\":2}"));
+  assert_false(accepts(prod, "{\"a\":3}"));
+  assert_false(accepts(prod, "{}"));
+  const char *inner =
+      "{\"oneOf\":[{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"object\","
+      "\"required\":[\"k\"],\"properties\":{\"k\":{\"type\":\"string\"}}}]},"
+      "{\"type\":\"null\"}]}";
+  assert_true(accepts(inner, "\"x\""));
+  assert_true(accepts(inner, "{\"k\":\"v\"}"));
+  assert_true(accepts(inner, "null"));
+  assert_false(accepts(inner, "{}"));
+  /* required sets inside an anyOf branch, keywords beside it merged in */
+  const char *req =
+      "{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\"}},"
+      "\"oneOf\":[{\"required\":[\"a\"],\"properties\":{\"a\":{\"type\":"
+      "\"integer\"}}},{\"anyOf\":[{\"required\":[\"b\"]},{\"required\":"
+      "[\"c\"]}],\"properties\":{\"b\":{\"type\":\"integer\"},\"c\":{"
+      "\"type\":\"boolean\"}}}]}";
+  assert_true(accepts(req, "{\"a\":1}"));
+  assert_true(accepts(req, "{\"b\":1}"));
+  assert_true(accepts(req, "{\"c\":true}"));
+  assert_false(accepts(req, "{\"a\":1,\"b\":2}")); /* both branches */
+  assert_false(accepts(req, "{\"s\":\"x\"}"));     /* neither */
+  /* overlapping branches within an anyOf, the whole disjoint by type */
+  const char *whole = "{\"oneOf\":[{\"type\":\"string\",\"anyOf\":[{"
+                      "\"minLength\":1},{\"maxLength\":3}]},{\"type\":"
+                      "\"integer\"}]}";
+  assert_true(accepts(whole, "\"ab\""));
+  assert_true(accepts(whole, "7"));
+  /* branches within that overlap, the whole too: named by the outer
+   * indices */
+  assert_string_equal(
+      REFUSE("{\"oneOf\":[{\"anyOf\":[{\"type\":\"string\"},{\"type\":"
+             "\"integer\"}]},{\"type\":\"integer\"}]}",
+             NUCLEUS_ERR_INVALID_ARGUMENT),
+      "'oneOf' whose branches 0 and 1 may both match a value is not "
+      "supported (exactly one must; with 'anyOf' any may) (at #)");
+}
+
 /* A growing text for big schemas. */
 typedef struct {
   char *s;
@@ -405,6 +461,7 @@ int main(void) {
       cmocka_unit_test(test_patterns),
       cmocka_unit_test(test_errors_name_the_keyword),
       cmocka_unit_test(test_keyword_types),
+      cmocka_unit_test(test_oneof_nested),
       cmocka_unit_test(test_bounds),
       cmocka_unit_test(test_fuzz_corpus),
   };
