@@ -106,11 +106,19 @@ static void key_not_in(sb *b, const char **names, size_t n, size_t depth) {
 static int name_matches(ctx *c, const char *pattern, const char *name) {
   sb g = {0};
   js_sb_add(&g, "root ::= ", 9);
+  /* the rules the pattern writes (a lookahead's, an intersection's) go
+   * to the test grammar, not the schema's */
+  js_mark at = js_mark_here(c);
   if (js_pattern(c, pattern, -1, -1, &g)) {
     free(g.s);
     return -1;
   }
   js_sb_add(&g, "\n", 1);
+  js_sb_add(&g, c->out.s ? c->out.s + at.out_n : "", c->out.n - at.out_n);
+  c->out.n = at.out_n;
+  if (c->out.s) c->out.s[at.out_n] = '\0';
+  c->n_rules = at.n_rules;
+  js_sb_add(&g, js_shared_rules(), strlen(js_shared_rules()));
   js_sb_add(
       &g,
       "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | "

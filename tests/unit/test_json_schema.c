@@ -362,6 +362,20 @@ static void test_oneof_nested(void **state) {
       "supported (exactly one must; with 'anyOf' any may) (at #)");
 }
 
+/* A declared name tested against a patternProperties pattern whose
+ * grammar has rules of its own (a lookahead's): the test grammar holds
+ * them (it failed with "undefined rule"), the schema's does not. */
+static void test_pattern_names_with_rules(void **state) {
+  (void)state;
+  const char *s = "{\"type\":\"object\",\"properties\":{\"zed\":{\"type\":"
+                  "\"integer\"},\"aliases\":{\"type\":\"integer\"}},"
+                  "\"required\":[\"zed\",\"aliases\"],"
+                  "\"patternProperties\":{\"^(?!aliases|audio)\":{"
+                  "\"minimum\":3}}}";
+  assert_true(accepts(s, "{\"zed\":5,\"aliases\":1}"));
+  assert_false(accepts(s, "{\"zed\":2,\"aliases\":1}")); /* both schemas */
+}
+
 /* A growing text for big schemas. */
 typedef struct {
   char *s;
@@ -462,6 +476,7 @@ int main(void) {
       cmocka_unit_test(test_errors_name_the_keyword),
       cmocka_unit_test(test_keyword_types),
       cmocka_unit_test(test_oneof_nested),
+      cmocka_unit_test(test_pattern_names_with_rules),
       cmocka_unit_test(test_bounds),
       cmocka_unit_test(test_fuzz_corpus),
   };
