@@ -7,8 +7,11 @@
 #include <stdlib.h>
 
 enum {
-  PANEL_BYTES = 256 * 1024, /* F32 weight panel, and activation chunk */
-  FEW_ROWS = 3,             /* fewer activation rows: the dot per pair */
+  PANEL_BYTES = 256 * 1024, /* F32 activation chunk, and weight panel */
+  /* weights up to this many F32 bytes are widened whole, once a call (a
+   * BERT FFN's 1536 x 384: 2.25 MiB), not once per activation chunk */
+  WHOLE_WEIGHT_BYTES = 16 * 1024 * 1024,
+  FEW_ROWS = 3, /* fewer activation rows: the dot per pair */
 };
 
 /* Rows of n floats (ld apart) per panel: a multiple of unit, at least one
@@ -70,7 +73,9 @@ void nc_gemm_f16_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
     return;
   }
   const int64_t ld = (n + 15) / 16 * 16; /* rows 64-byte aligned */
-  const int64_t pw = panel_rows(ld, t->rows_w), pa = panel_rows(ld, t->rows_a);
+  const int64_t whole = WHOLE_WEIGHT_BYTES / ((int64_t)sizeof(float) * ld);
+  const int64_t pw = nw <= whole ? nw : panel_rows(ld, t->rows_w);
+  const int64_t pa = panel_rows(ld, t->rows_a);
   const int64_t cw = nw < pw ? nw : pw, ca = na < pa ? na : pa;
   float *mem = aligned_alloc(64, sizeof(float) * (size_t)(ld * (cw + ca)));
   if (!mem) {

@@ -8,8 +8,9 @@
  * So every output is bit-identical to that dot on its pair alone, whatever
  * the number of rows (batch invariance).
  *
- * The driver (gemm_f16.c, plain C) widens a chunk of activation rows and a
- * panel of weight rows to F32 once (each fits L2), then runs an ISA's
+ * The driver (gemm_f16.c, plain C) widens a chunk of activation rows (it
+ * fits L2) and the weights to F32 once (all of them up to 16 MiB widened,
+ * else a panel that fits L2 at a time), then runs an ISA's
  * register tiles of rows_w weight rows x rows_a activation rows over them:
  * every loaded vector feeds several multiply-adds and nothing is converted
  * in the inner loop. Internal to src/kernels/. */

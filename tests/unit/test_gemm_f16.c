@@ -109,9 +109,9 @@ static void check_gemm(const nc_kernels *k, int64_t n, uint64_t *s) {
   free(a);
 }
 
-/* n = 1541: 1552 floats a widened row, 42 rows a 256 KiB panel (40 and 42
- * as whole tiles), so 48 weight and 100 activation rows take several
- * panels and chunks. */
+/* n = 1541: 1552 floats a widened row, 42 rows a 256 KiB chunk, so 100
+ * activation rows take several chunks (the 48 weight rows are widened
+ * whole). */
 static void test_gemm_matches_model(void **state) {
   (void)state;
   static const int64_t ns[] = {8, 33, 384, 1541};
@@ -128,10 +128,43 @@ static void test_gemm_matches_model(void **state) {
   if (tables == 0) skip();
 }
 
+/* Weights past the 16 MiB widened whole (1040 rows of 4,096 floats): the
+ * weight panels of 256 KiB, each widened once per activation chunk. */
+static void test_gemm_weight_panels(void **state) {
+  (void)state;
+  enum { N = 4096, NW = 1040, NA = 4 };
+  uint64_t s = 45;
+  nc_fp16 *w = random_rows(NW, N, &s), *a = random_rows(NA, N, &s);
+  float *out = malloc(sizeof(float) * NW * NA);
+  assert_non_null(out);
+  int tables = 0;
+  for (size_t t = 0; t < sizeof k_tables / sizeof k_tables[0]; t++) {
+    const nc_kernels *k = nc_kernels_by_name(k_tables[t]);
+    if (!k) continue;
+    tables++;
+    k->gemm[NC_TYPE_F16](N, w, sizeof(nc_fp16) * N, NW, a, sizeof(nc_fp16) * N,
+                         NA, out, NW);
+    for (int64_t j = 0; j < NA; j++)
+      for (int64_t r = 0; r < NW; r++) {
+        const float want = nc_ref_dot_f16_lanes(N, w + r * N, a + j * N);
+        if (bits(out[j * NW + r]) != bits(want))
+          fail_msg("%s gemm F16 n=%d nw=%d na=%d: [%lld][%lld] = %.9g, "
+                   "model %.9g",
+                   k->name, N, NW, NA, (long long)j, (long long)r,
+                   out[j * NW + r], want);
+      }
+  }
+  free(out);
+  free(w);
+  free(a);
+  if (tables == 0) skip();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model_is_the_dot),
       cmocka_unit_test(test_gemm_matches_model),
+      cmocka_unit_test(test_gemm_weight_panels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
