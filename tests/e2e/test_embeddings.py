@@ -84,6 +84,25 @@ def test_models_retrieve_each_and_404(client):
     assert "'no-such-model'" in body["message"]
 
 
+def test_models_retrieve_escaped_ids(start_server, tmp_path):
+    """OpenAI's SDK %-escapes the id in GET /v1/models/{id}: an id with a
+    space, '?', '#', '%' and a non-ASCII letter is found (a '?' is the id's
+    own, not a query string), and "org/name" (sent as org%2Fname) is
+    OpenAI's 404 for that id, not a missing route."""
+    need(EMB)
+    name = "emb what?#100% é.gguf"
+    (tmp_path / name).symlink_to(EMB)
+    srv = start_server("-c", "256", "--embedding-model", str(tmp_path / name))
+    c = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused")
+    got = c.models.retrieve(name)
+    assert got.id == name and got.meta["pooling"] == "mean"
+    with pytest.raises(openai.NotFoundError) as err:
+        c.models.retrieve("org/no-such-model")
+    body = err.value.body
+    assert body["code"] == "model_not_found"
+    assert "'org/no-such-model'" in body["message"]
+
+
 def test_openai_client_matches_llama_cpp(client, llama_vectors):
     # the client asks for base64 and decodes it
     r = client.embeddings.create(model="gemmaemb.gguf", input=TEXTS)

@@ -13,7 +13,7 @@ static const route ROUTES[] = {
     {"GET", "/lib/highlight.js", true, false, handle_page_highlight},
     {"GET", "/lib/highlight.css", true, false, handle_page_highlight_css},
     {"GET", "/v1/models", false, false, handle_models},
-    {"GET", "/v1/models/", false, false, handle_model},
+    {"GET", "/v1/models/...", false, false, handle_model},
     {"GET", "/metrics", false, false, handle_metrics},
     {"GET", "/props", false, false, handle_props},
     {"GET", "/server_info", false, false, handle_server_info},
@@ -38,16 +38,34 @@ static const route ROUTES[] = {
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 
-/* The path without its query string, compared exactly; a path longer than
- * "/" ending in '/' matches any one non-empty segment after it
- * (/v1/models/ID). */
+/* url is the request's path as libmicrohttpd hands it: the query string
+ * cut off, then %-escapes decoded (a '?' or '/' in it may be an id's own,
+ * sent as %3F or %2F). Compared exactly; a path longer than "/" ending in
+ * '/' matches any one non-empty segment after it (/v1/responses/ID), one
+ * ending in "/..." any non-empty rest (/v1/models/ID: ids like "org/name",
+ * which OpenAI's SDK sends as org%2Fname). */
+static const char ANY_REST[] = "/...";
+
+/* The length of path's fixed prefix when it ends in "/...", else 0. */
+static size_t rest_prefix(const char *path, size_t len) {
+  const size_t nr = sizeof ANY_REST - 1;
+  return len > nr && !memcmp(path + len - nr, ANY_REST, nr) ? len - nr + 1 : 0;
+}
+
 static bool path_is(const char *url, const char *path) {
-  size_t n = strcspn(url, "?");
+  size_t n = strlen(url);
   size_t len = strlen(path);
+  const size_t prefix = rest_prefix(path, len);
+  if (prefix) return n > prefix && !memcmp(url, path, prefix);
   if (len > 1 && path[len - 1] == '/')
     return n > len && !memcmp(url, path, len) &&
            !memchr(url + len, '/', n - len);
   return len == n && !memcmp(url, path, n);
+}
+
+bool route_takes_url(const route *r) {
+  const size_t len = strlen(r->path);
+  return rest_prefix(r->path, len) || (len > 1 && r->path[len - 1] == '/');
 }
 
 const route *route_find(const char *method, const char *url, api_error *e) {
@@ -63,7 +81,7 @@ const route *route_find(const char *method, const char *url, api_error *e) {
              same_path->path, same_path->method);
     e->allow = same_path->method;
   } else {
-    size_t n = strcspn(url, "?");
+    size_t n = strlen(url);
     if (n > 200) n = 200;
     api_fail(e, 404, NULL, "no route for %s %.*s", method, (int)n, url);
   }

@@ -17,8 +17,13 @@ typedef struct route {
   const char *path;
   bool is_public; /* served without the API key (/health, the page) */
   bool is_work;   /* refused with 503 while draining */
-  route_fn fn;    /* a path ending in '/' (.../{id}): body is the URL */
+  route_fn fn;    /* a path ending in "/" or "/..." (.../{id}): body is
+                     the URL */
 } route;
+
+/* True for a route of .../{id} (its path ends in "/" or "/..."): its
+ * handler gets the URL, not the body. */
+bool route_takes_url(const route *r);
 
 /* Finds the route for a request, or fills *e with 404 or 405. */
 const route *route_find(const char *method, const char *url, api_error *e);

@@ -205,8 +205,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     return reply_error(srv, conn, &e);
   }
   /* a route of .../{id} reads the id from the URL */
-  size_t plen = strlen(st->route->path);
-  if (plen > 1 && st->route->path[plen - 1] == '/')
+  if (route_takes_url(st->route))
     return st->route->fn(srv, conn, url, strlen(url));
   return st->route->fn(srv, conn, st->body ? st->body : "", st->len);
 }

@@ -57,14 +57,15 @@ static bool is_id(const char *id, size_t n, const char *want) {
   return want && strlen(want) == n && !memcmp(id, want, n);
 }
 
-/* GET /v1/models/{id} (url: the request's path): the main model or the
- * --embedding-model, by the id /v1/models lists (OpenAI's
- * client.models.retrieve); any other id is a 404 in OpenAI's shape. */
+/* GET /v1/models/{id} (url: the request's path, its %-escapes decoded and
+ * its query string cut off by libmicrohttpd, so that a '?' or '/' in it is
+ * the id's own): the main model or the --embedding-model, by the id
+ * /v1/models lists (OpenAI's client.models.retrieve, which escapes the id);
+ * any other id is a 404 in OpenAI's shape. */
 enum MHD_Result handle_model(server_ctx *srv, struct MHD_Connection *conn,
                              const char *url, size_t len) {
-  (void)len;
   const char *prefix = "/v1/models/";
-  const size_t end = strcspn(url, "?"), np = strlen(prefix);
+  const size_t end = len, np = strlen(prefix);
   const char *id = url + np;
   const size_t n = end > np ? end - np : 0;
   if (end > np && is_id(id, n, srv->model_id))
