@@ -11,6 +11,15 @@ request of each server is a warm-up, not timed. Also checks that the
 three agree (cosine of each text's vector, over the texts llama.cpp
 tokenizes as nucleus does: its WordPiece differs on some scripts).
 
+The flags each engine runs with (T: the --threads entry, C: --ctx):
+  nucleus serve -m MODEL -t T (its defaults: flash attention's tiled
+    order, batches of up to 2,048 tokens)
+  llama-server -m MODEL --embeddings -t T -tb T -c 8C -b 8C -ub C -np 8
+    (flash attention auto: on for this CPU)
+  llama-cpp-python Llama(MODEL, embedding=True, flash_attn=True,
+    n_ctx=8C, n_batch=8C, n_ubatch=8C, n_threads=T, n_threads_batch=T)
+    (flash attention on, as llama-server's; off it is ~10x slower)
+
 usage: bench/embed.py [--model GGUF] [--threads 1,2] [--per-request 64]
                       [--texts N]
 The model: an embedding GGUF (default the random-weight EmbeddingGemma
@@ -108,7 +117,8 @@ def peer_ids(model, texts):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=str(ROOT / "build/arch/gemmaemb.gguf"))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--per-request", type=int, default=64)
@@ -152,8 +162,9 @@ def main():
             stop(p)
         # (its embed packs texts into one batch: an encoder's must be one
         # micro-batch)
-        llm = llama_cpp.Llama(a.model, embedding=True, n_ctx=a.ctx * 8,
-                              n_batch=a.ctx * 8, n_ubatch=a.ctx * 8,
+        llm = llama_cpp.Llama(a.model, embedding=True, flash_attn=True,
+                              n_ctx=a.ctx * 8, n_batch=a.ctx * 8,
+                              n_ubatch=a.ctx * 8,
                               n_threads=t, n_threads_batch=t, verbose=False)
         llm.embed(texts[:8])  # warm-up
         t0 = time.perf_counter()
