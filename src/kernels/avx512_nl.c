@@ -6,7 +6,9 @@
  * reference's, in its order. Where an order adds blocks one after another
  * into one accumulator, the two halves of a 512-bit register carry two
  * independent dots instead (two activation rows, or the even and the odd
- * block of the paired vec_dot order). */
+ * block of the paired vec_dot order). The matmuls of IQ4_NL and MXFP4 are
+ * avx512_nl_gemm.c and avx512_iq4nl_gemm.c: register tiles in the same orders.
+ */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -64,9 +66,6 @@ static inline int32_t hsum_i256(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-/* MXFP4's gemm: activation rows per weight-row pass, and per panel. */
-enum { MXFP4_ROWS = 4, MXFP4_PANEL = 64 };
-
 /* ---------------------------------------------- IQ4_NL, MXFP4: vec_dot */
 
 typedef float (*scale_fn)(const uint8_t *block);
@@ -120,71 +119,6 @@ float nc_avx512_dot_mxfp4(int64_t n, const void *w, const void *a) {
                     nc_mxfp4_values, mxfp4_scale, a);
 }
 
-/* One MXFP4 weight row against R activation rows (a_stride apart), each
- * output exactly as nc_avx512_dot_mxfp4 computes it (nl32_pairs: the same
- * operations in the same order); a block pair's lookup and scales serve
- * the R rows. */
-static inline __attribute__((always_inline)) void
-mxfp4_row_times(int64_t n, const uint8_t *w, const uint8_t *act,
-                size_t a_stride, int R, float *out, size_t out_stride) {
-  const __m128i table = _mm_loadu_si128((const __m128i *)nc_mxfp4_values);
-  const size_t bs = sizeof(block_mxfp4), qo = offsetof(block_mxfp4, qs);
-  const int64_t nb = n / 32;
-  __m512 acc[MXFP4_ROWS];
-  for (int r = 0; r < R; r++)
-    acc[r] = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 1 < nb; i += 2) {
-    const uint8_t *b0 = w + (size_t)i * bs, *b1 = b0 + bs;
-    const __m512i wv = join(lookup32(table, b0 + qo), lookup32(table, b1 + qo));
-    const float s0 = mxfp4_scale(b0), s1 = mxfp4_scale(b1);
-    for (int r = 0; r < R; r++) {
-      const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)r * a_stride);
-      const __m512i av = join(_mm256_loadu_si256((const __m256i *)y[i].qs),
-                              _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-      const __m512 d = join_ps(H2F(y[i].d) * s0, H2F(y[i + 1].d) * s1);
-      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(dot_s8(wv, av)), acc[r]);
-    }
-  }
-  for (int r = 0; r < R; r++) {
-    const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)r * a_stride);
-    float sumf = nc_hsum8(_mm256_add_ps(_mm512_castps512_ps256(acc[r]),
-                                        _mm512_extractf32x8_ps(acc[r], 1)));
-    for (int64_t k = i; k < nb; k++) {
-      const uint8_t *b = w + (size_t)k * bs;
-      const __m256i l =
-          dot_s8_256(lookup32(table, b + qo),
-                     _mm256_loadu_si256((const __m256i *)y[k].qs));
-      sumf = fmaf(H2F(y[k].d) * mxfp4_scale(b), (float)hsum_i256(l), sumf);
-    }
-    out[(size_t)r * out_stride] = sumf;
-  }
-}
-
-/* The MXFP4 gemm, every output nc_avx512_dot_mxfp4's bits: panels of
- * MXFP4_PANEL activation rows (in L2), each against every weight row (in
- * L1) MXFP4_ROWS rows at a time. The loop of single dots it replaces read
- * every weight row again for each activation row, from L3 for a
- * gpt-oss-sized expert (2880 x 2880), and looked each block up again. */
-void nc_avx512_gemm_mxfp4(int64_t n, const void *w, size_t w_stride, int64_t nw,
-                          const void *act, size_t a_stride, int64_t na,
-                          float *out, size_t out_stride) {
-  const uint8_t *wp = w, *ap = act;
-  for (int64_t a0 = 0; a0 < na; a0 += MXFP4_PANEL) {
-    const int64_t a1 = na - a0 < MXFP4_PANEL ? na : a0 + MXFP4_PANEL;
-    for (int64_t r = 0; r < nw; r++) {
-      const uint8_t *wr = wp + (size_t)r * w_stride;
-      int64_t a = a0;
-      for (; a + MXFP4_ROWS <= a1; a += MXFP4_ROWS)
-        mxfp4_row_times(n, wr, ap + (size_t)a * a_stride, a_stride, MXFP4_ROWS,
-                        out + (size_t)a * out_stride + (size_t)r, out_stride);
-      for (; a < a1; a++)
-        mxfp4_row_times(n, wr, ap + (size_t)a * a_stride, a_stride, 1,
-                        out + (size_t)a * out_stride + (size_t)r, out_stride);
-    }
-  }
-}
-
 /* ------------------------------------------- IQ4_NL: llamafile's order */
 
 /* One weight row against activation rows a0 and a1 (a1 may be a0): one
@@ -210,25 +144,6 @@ float nc_avx512_dot_iq4_nl_tinyblas(int64_t n, const void *w, const void *a) {
   float r, unused;
   iq4nl_tinyblas2(n, w, a, a, &r, &unused);
   return r;
-}
-
-void nc_avx512_gemm_iq4_nl_tinyblas(int64_t n, const void *w, size_t w_stride,
-                                    int64_t nw, const void *act,
-                                    size_t a_stride, int64_t na, float *out,
-                                    size_t out_stride) {
-  const uint8_t *wp = w, *ap = act;
-  for (int64_t a = 0; a < na; a += 2) {
-    const int64_t a1 = a + 1 < na ? a + 1 : a;
-    const void *y0 = ap + (size_t)a * a_stride,
-               *y1 = ap + (size_t)a1 * a_stride;
-    for (int64_t r = 0; r < nw; r++) {
-      float o0, o1;
-      iq4nl_tinyblas2(n, (const void *)(wp + (size_t)r * w_stride), y0, y1, &o0,
-                      &o1);
-      out[(size_t)a * out_stride + (size_t)r] = o0;
-      if (a1 != a) out[(size_t)a1 * out_stride + (size_t)r] = o1;
-    }
-  }
 }
 
 /* ------------------------------------------------------------ IQ4_XS */
@@ -405,7 +320,6 @@ void nc_avx512_dot_iq4_nl_tinyblas_rows(int64_t n, const void *w, const void *a,
 }
 
 /* Matmuls from the single dots (gemm, gemm_few). */
-NC_DOT_GEMM(avx512, iq4_nl)
 NC_DOT_GEMM(avx512, iq4_xs)
 NC_DOT_GEMM(avx512, iq4_xs_tiled)
 NC_DOT_GEMM(avx512, tq1_0)

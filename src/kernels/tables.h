@@ -143,7 +143,8 @@ NC_AVX512_KQUANT_DOT(q6_k_tiled)
 
 /* avx512_nl.c: IQ4_NL, MXFP4, IQ4_XS, TQ1_0, TQ2_0 with VNNI, bit-identical
  * to ref_nl.c's orders (iq4_nl_tinyblas: llamafile's, iq4_xs_tiled: the
- * tiled matmul's, the others vec_dot's); gemm as in kernels.h. */
+ * tiled matmul's, the others vec_dot's); gemm as in kernels.h (IQ4_NL's
+ * and MXFP4's in avx512_nl_gemm.c and avx512_iq4nl_gemm.c). */
 #define NC_AVX512_NL(name)                                                     \
   float nc_avx512_dot_##name(int64_t n, const void *w, const void *a);         \
   void nc_avx512_dot_##name##_rows(int64_t n, const void *w, const void *a,    \

@@ -361,7 +361,7 @@ static void check_gemm_packed(const nc_kernels *k, nc_type t, int64_t n,
  * partial tiles of 8), odd block counts, padded strides. */
 static void check_gemm(const nc_kernels *k) {
   static const int64_t nws[] = {1, 2, 3, 4, 5, 7, 16, 33, 66};
-  static const int64_t nas[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33};
+  static const int64_t nas[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33, 70};
   uint64_t s = 2024;
   for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
     const nc_type t = k_weight_types[i];
@@ -376,7 +376,7 @@ static void check_gemm(const nc_kernels *k) {
       if (n % bs) continue;
       const size_t wrow = nc_row_size(t, n), wstride = wrow + 20;
       const size_t arow = nc_row_size(at, n), astride = arow + 36;
-      const int64_t NW = 66, NA = 33;
+      const int64_t NW = 66, NA = 70; /* 70: past a panel of 64 rows */
       uint8_t *w = calloc(NW, wstride), *qa = calloc(NA, astride);
       for (int64_t r = 0; r < NW; r++) {
         void *row = random_row(t, n, &s);
@@ -616,8 +616,14 @@ static void check_new_types_bits(const nc_kernels *k) {
     static const int blocks[] = {1, 2, 3, 7, 8, 9, 17, 18, 71};
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
       const int64_t n = bs * blocks[b];
-      enum { NA = 5 };
-      void *w = random_row(t, n, &s);
+      enum { NA = 5, NW = 7 }; /* gemm_few: tiles of 4 and 3 rows */
+      const size_t wrow = nc_row_size(t, n);
+      uint8_t *w = malloc(wrow * NW);
+      for (int r = 0; r < NW; r++) {
+        void *row = random_row(t, n, &s);
+        memcpy(w + (size_t)r * wrow, row, wrow);
+        free(row);
+      }
       const size_t arow = nc_row_size(at, n);
       uint8_t *qa = malloc(arow * NA);
       for (int a = 0; a < NA; a++) {
@@ -625,19 +631,22 @@ static void check_new_types_bits(const nc_kernels *k) {
         k->quantize_act[at](act, qa + (size_t)a * arow, n);
         free(act);
       }
-      float rows[NA], few[NA];
+      float rows[NA], few[NA * NW];
       k->vec_dot_rows[t](n, w, qa, arow, NA, rows, 1);
-      if (k->gemm_few[t]) k->gemm_few[t](n, w, arow, 1, qa, arow, NA, few, 1);
+      if (k->gemm_few[t]) k->gemm_few[t](n, w, wrow, NW, qa, arow, NA, few, NW);
       for (int a = 0; a < NA; a++) {
         const uint8_t *ap = qa + (size_t)a * arow;
         const float want = want_dot(n, w, ap), got = k->vec_dot[t](n, w, ap);
         if (bits(got) != bits(want) || bits(rows[a]) != bits(want))
           fail_msg("%s %s n=%lld: vec_dot %.9g, rows %.9g, ref %.9g", k->name,
                    nc_type_name(t), (long long)n, got, rows[a], want);
-        if (k->gemm_few[t] && bits(few[a]) != bits(ref->vec_dot[t](n, w, ap)))
-          fail_msg("%s %s n=%lld: gemm_few %.9g, ref vec_dot %.9g", k->name,
-                   nc_type_name(t), (long long)n, few[a],
-                   ref->vec_dot[t](n, w, ap));
+        for (int r = 0; k->gemm_few[t] && r < NW; r++) {
+          const float want_few = ref->vec_dot[t](n, w + (size_t)r * wrow, ap);
+          if (bits(few[a * NW + r]) != bits(want_few))
+            fail_msg("%s %s n=%lld: gemm_few [%d][%d] %.9g, ref vec_dot %.9g",
+                     k->name, nc_type_name(t), (long long)n, a, r,
+                     few[a * NW + r], want_few);
+        }
       }
       free(w);
       free(qa);
