@@ -14,6 +14,7 @@ CFLAGS_src/kernels/avx512_gemm := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_f32 := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_gemv := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_kquant := $(CFLAGS_src/kernels/avx512)
+CFLAGS_src/kernels/avx512_kq16 := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_nl := $(CFLAGS_src/kernels/avx512) -mavx512dq
 CFLAGS_src/kernels/avx512_nl_gemm := $(CFLAGS_src/kernels/avx512_nl)
 CFLAGS_src/kernels/avx512_iq4nl_gemm := $(CFLAGS_src/kernels/avx512_nl)

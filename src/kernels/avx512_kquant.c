@@ -1877,6 +1877,15 @@ KV_ENTRY(q2_k, kv_none)
 KV_ENTRY(q3_k, kv_none)
 #undef KV_ENTRY
 
+/* The weight rows of a tiled Q4_K/Q6_K gemm for avx512_kq16.c's 16-row
+ * tiles (the rest go in pairs): whole groups of 16, and a last group of 8
+ * or more (padded: half its work at worst); 0 for few activation rows. */
+static int64_t kq16_rows(int64_t nw, int64_t na) {
+  if (na < NC_KQ16_MIN_ROWS) return 0;
+  const int64_t tail = nw % 16;
+  return tail >= 8 ? nw : nw - tail;
+}
+
 /* The entry points (tables.h). The tiled-order dots: the single-row
  * kernels' integers, llama.cpp's tiled float step per super-block. Their
  * gemm: pairs from MIN_BATCH activation rows on, these dots below (the same
@@ -1897,7 +1906,15 @@ void nc_avx512_gemm_q4_k_tiled(int64_t n, const void *w, size_t w_stride,
     q4k_gemv_tiled(n, w, w_stride, nw, act, out);
     return;
   }
-  kq_gemm_q4_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+  const int64_t n16 = kq16_rows(nw, na);
+  if (n16 > 0 && nc_avx512_kq16_gemm_q4_k(n, w, w_stride, n16, act, a_stride,
+                                          na, out, out_stride)) {
+    w = (const uint8_t *)w + (size_t)n16 * w_stride;
+    out += n16;
+    nw -= n16;
+  }
+  if (nw > 0)
+    kq_gemm_q4_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
 }
 
 void nc_avx512_dot_q4_k_tiled_rows(int64_t n, const void *w, const void *a,
@@ -1922,7 +1939,15 @@ void nc_avx512_gemm_q6_k_tiled(int64_t n, const void *w, size_t w_stride,
     q6k_gemv_tiled(n, w, w_stride, nw, act, out);
     return;
   }
-  kq_gemm_q6_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+  const int64_t n16 = kq16_rows(nw, na);
+  if (n16 > 0 && nc_avx512_kq16_gemm_q6_k(n, w, w_stride, n16, act, a_stride,
+                                          na, out, out_stride)) {
+    w = (const uint8_t *)w + (size_t)n16 * w_stride;
+    out += n16;
+    nw -= n16;
+  }
+  if (nw > 0)
+    kq_gemm_q6_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
 }
 
 void nc_avx512_dot_q6_k_tiled_rows(int64_t n, const void *w, const void *a,

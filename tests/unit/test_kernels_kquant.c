@@ -548,7 +548,8 @@ static void test_avx512_table(void **state) {
 /* gemm: every (weight row, activation row) value equals vec_dot on that
  * pair, for odd and even panels, every register-block tail, padded
  * strides, and rows too long for the kernel's scratch (n = 64
- * blocks: super-block segments, more than 64 activation rows). */
+ * blocks: super-block segments, more than 64 activation rows); the tiled
+ * Q4_K and Q6_K gemm's 16-row tiles likewise. */
 static void test_avx512_gemm_batch_invariance(void **state) {
   (void)state;
   if (!have_avx512()) NC_SKIP_BECAUSE("this CPU lacks AVX-512");
@@ -567,6 +568,16 @@ static void test_avx512_gemm_batch_invariance(void **state) {
                 {16384, 3, 5},
                 {4096, 13, 4},
                 {16384, 3, 70},
+                /* avx512_kq16's 16-row tiles (tiled Q4_K, Q6_K; 8+ rows):
+                 * whole groups, a padded last group of 8+ rows, a tail of
+                 * pairs, every register-block tail, a panel of one group
+                 * (n = 12288) and rows too long for it (n = 16384) */
+                {512, 16, 8},
+                {768, 24, 13},
+                {1024, 37, 9},
+                {256, 45, 22},
+                {12288, 16, 8},
+                {16384, 16, 9},
                 /* one activation row (decode: Q4_K, Q6_K 4 rows at once) */
                 {256, 4, 1},
                 {1024, 9, 1},
