@@ -25,7 +25,7 @@ Usage: scripts/gen_greedy_golden.py [--defaults] [MODEL] [OUT]
 (default: models/gemma-3-270m-q4_k_m.gguf, tests/data/greedy/gemma3_270m.json;
 tests/e2e/test_arch_greedy.py's: build/arch/gemma4.gguf
 tests/data/greedy/arch_gemma4.json, and the same for gemma4moe, qwen2vl,
-qwen3vl and qwen3vlmoe)
+qwen3vl, qwen3vlmoe and qwen3next)
 """
 import json
 import os

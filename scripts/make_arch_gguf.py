@@ -208,6 +208,27 @@ ARCHS = {
                       n_expert=8, n_expert_used=2, n_ff_exp=128,
                       n_ff_shexp=256,
                       ssm=dict(d_conv=4, d_state=64, n_k=2, n_v=4)),
+    # Qwen3-Next (`qwen3next`, llama.cpp's qwen3next graph): qwen35moe's
+    # layers with the DeltaNet projections packed per key head, as its
+    # converter writes them: ssm_ba (per key head its value heads' beta,
+    # then their alpha) and, in qwen3next, the older files' one ssm_in (per
+    # key head q, k, then its value heads' v and z); value head h reads key
+    # head h / 2 (grouped, not qwen35's tiled h % 2); NEOX RoPE, no
+    # sections; every 4th layer attention. qwen3nextm: the newer
+    # converter's attn_qkv and attn_gate, the experts' gate and up merged
+    # into one ffn_gate_up_exps, and one MTP layer (blk.4, not run)
+    "qwen3next": dict(n_layer=4, head_dim=128, tied=True,
+                      rope_base=10000000.0, base="qwen35",
+                      gguf_arch="qwen3next", attn_interval=4, f32=True,
+                      n_expert=8, n_expert_used=2, n_ff_exp=128,
+                      n_ff_shexp=256, next=True, packed_qkvz=True,
+                      ssm=dict(d_conv=4, d_state=64, n_k=2, n_v=4)),
+    "qwen3nextm": dict(n_layer=4, head_dim=128, tied=True,
+                       rope_base=10000000.0, base="qwen35",
+                       gguf_arch="qwen3next", attn_interval=2, f32=True,
+                       n_expert=8, n_expert_used=2, n_ff_exp=128,
+                       n_ff_shexp=256, next=True, gate_up=True, mtp=1,
+                       ssm=dict(d_conv=4, d_state=64, n_k=2, n_v=4)),
     # BERT encoders (issue 44; goldens: scripts/gen_embed_goldens.py):
     # bert (BERT / MiniLM: absolute positions, token types, LayerNorm with
     # biases, GELU, non-causal, mean pooling) and bertrank (a cross-encoder:
@@ -546,7 +567,7 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER,
     if arch == "qwen35":
         ssm = cfg["ssm"]
         w.add_rope_dimension_count(hd // 4)
-        if "sections" not in cfg:  # (else written above)
+        if "sections" not in cfg and not cfg.get("next"):  # (else above)
             w.add_rope_dimension_sections([6, 5, 5, 0])
         w.add_ssm_conv_kernel(ssm["d_conv"])
         w.add_ssm_state_size(ssm["d_state"])
@@ -665,8 +686,11 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER,
             ssm = cfg["ssm"]
             S, nk, nv = ssm["d_state"], ssm["n_k"], ssm["n_v"]
             conv = 2 * nk * S + nv * S
-            mat(p + "attn_qkv.weight", (conv, n_embd), inv(n_embd))
-            mat(p + "attn_gate.weight", (nv * S, n_embd), inv(n_embd))
+            if cfg.get("packed_qkvz"):
+                mat(p + "ssm_in.weight", (conv + nv * S, n_embd), inv(n_embd))
+            else:
+                mat(p + "attn_qkv.weight", (conv, n_embd), inv(n_embd))
+                mat(p + "attn_gate.weight", (nv * S, n_embd), inv(n_embd))
             x = randn(seed, p + "ssm_conv1d.weight", conv * ssm["d_conv"])
             w.add_tensor(p + "ssm_conv1d.weight",
                          (x.reshape(conv, ssm["d_conv"]) * 0.5).astype(np.float32))
@@ -674,8 +698,11 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER,
             # -exp(A_log), A_log about 0: decays exp(a softplus(.)) near 1/2
             z = randn(seed, p + "ssm_a", nv)
             w.add_tensor(p + "ssm_a", (-np.exp(0.5 * z)).astype(np.float32))
-            mat(p + "ssm_beta.weight", (nv, n_embd), inv(n_embd))
-            mat(p + "ssm_alpha.weight", (nv, n_embd), inv(n_embd))
+            if cfg.get("next"):
+                mat(p + "ssm_ba.weight", (2 * nv, n_embd), inv(n_embd))
+            else:
+                mat(p + "ssm_beta.weight", (nv, n_embd), inv(n_embd))
+                mat(p + "ssm_alpha.weight", (nv, n_embd), inv(n_embd))
             vec(p + "ssm_norm.weight", S, "norm")
             mat(p + "ssm_out.weight", (n_embd, nv * S), inv(nv * S))
         else:
@@ -691,8 +718,12 @@ def build(arch, out, seed=0, f32=False, tokenizer=DEFAULT_TOKENIZER,
             x = randn(seed, p + "ffn_gate_inp.weight", E * n_embd).reshape(E, n_embd)
             w.add_tensor(p + "ffn_gate_inp.weight",
                          (x * 2.0 * inv(n_embd)).astype(np.float32))
-            mat(p + "ffn_gate_exps.weight", (E, F, n_embd), inv(n_embd))
-            mat(p + "ffn_up_exps.weight", (E, F, n_embd), inv(n_embd))
+            if cfg.get("gate_up"):  # per expert: F gate rows, F up rows
+                mat(p + "ffn_gate_up_exps.weight", (E, 2 * F, n_embd),
+                    inv(n_embd))
+            else:
+                mat(p + "ffn_gate_exps.weight", (E, F, n_embd), inv(n_embd))
+                mat(p + "ffn_up_exps.weight", (E, F, n_embd), inv(n_embd))
             mat(p + "ffn_down_exps.weight", (E, n_embd, F), inv(F))
             # the shared expert's gate: one logit per row, std ~1
             x = randn(seed, p + "ffn_gate_inp_shexp.weight", n_embd)

@@ -23,6 +23,9 @@ enum {
   NC_SCRATCH_SIDE = 1u << 1,
   /* ssm_*, qg: gated DeltaNet layers and gated-query attention (qwen35) */
   NC_SCRATCH_RECURRENT = 1u << 2,
+  /* ssm_packed: the DeltaNet projections as packed per key head, before
+   * they are sorted into ssm_* (qwen3next; with NC_SCRATCH_RECURRENT) */
+  NC_SCRATCH_SSM_PACKED = 1u << 3,
 };
 
 typedef struct nc_arch {
@@ -37,8 +40,8 @@ typedef struct nc_arch {
    * "llama" or "gemma". */
   const char *family;
   /* The built-in chat template (chat/chat_template_builtin.h: "gemma",
-   * "gemma4", "chatml", "llama3") for its files that carry none; NULL: chosen by the
-   * vocabulary's special tokens. */
+   * "gemma4", "chatml", "llama3") for its files that carry none; NULL: chosen
+   * by the vocabulary's special tokens. */
   const char *chat_template;
   unsigned scratch; /* NC_SCRATCH_* bits */
   /* feed_forward_length and attention.head_count_kv may be per-layer
@@ -97,6 +100,15 @@ nc_code nc_weight_load(const gguf_file *f, const char *name, int64_t ne0,
 nc_code nc_weight_load3(const gguf_file *f, const char *name, int64_t ne0,
                         int64_t ne1, int64_t ne2, bool required,
                         const nc_kernels *kern, nc_weight *out, nc_error *err);
+/* The experts' gate and up of layer l ({ne0 -> ff} each, n_expert of
+ * them): blk.l.ffn_gate_up_exps {ne0, 2 ff, n_expert} where the file has
+ * it (newer converters: per expert its ff gate rows, then its ff up rows;
+ * gate and up are views of its two halves, no copy), else
+ * blk.l.ffn_gate_exps and blk.l.ffn_up_exps. */
+nc_code nc_weight_load_gate_up_exps(const gguf_file *f, int32_t l, int64_t ne0,
+                                    int64_t ff, int64_t n_expert,
+                                    const nc_kernels *kern, nc_weight *gate,
+                                    nc_weight *up, nc_error *err);
 /* As nc_weight_load for a matrix that may have a single row (a rank head
  * of one output): of any type with a dot kernel, not only F32. */
 nc_code nc_weight_load_matrix(const gguf_file *f, const char *name, int64_t ne0,

@@ -151,9 +151,12 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   const size_t w_conv = (size_t)nc_hp_ssm_conv_dim(hp),
                w_inner = (size_t)hp->ssm_d_inner,
                w_bd = 2 * (size_t)hp->ssm_n_v_heads;
+  const size_t w_packed = nc_model_arch(m)->scratch & NC_SCRATCH_SSM_PACKED
+                              ? (size_t)nc_hp_ssm_packed_width(hp)
+                              : 0;
   if (rec)
-    c->rec_mem =
-        malloc(T * (w_conv + 2 * w_inner + w_bd + 2 * w_q) * sizeof(float));
+    c->rec_mem = malloc(T * (w_conv + 2 * w_inner + w_bd + 2 * w_q + w_packed) *
+                        sizeof(float));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
   if (nx) c->moe_ints = malloc(T * (2 * nk + 1) * sizeof(int32_t));
@@ -203,7 +206,8 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
     c->fwd.bufs.ssm_z = p, p += T * w_inner;
     c->fwd.bufs.ssm_o = p, p += T * w_inner;
     c->fwd.bufs.ssm_bd = p, p += T * w_bd;
-    c->fwd.bufs.qg = p;
+    c->fwd.bufs.qg = p, p += T * 2 * w_q;
+    if (w_packed) c->fwd.bufs.ssm_packed = p;
   }
   for (uint32_t h = 0; h < 65536; h++)
     c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);

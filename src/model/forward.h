@@ -44,8 +44,10 @@ typedef struct nc_fwd_bufs {
   /* gated DeltaNet layers (NULL unless NC_SCRATCH_RECURRENT): the input
    * projection [T, conv_dim] (convolved in place), the gate z and the
    * heads' output [T, inner_size], beta and the decay [T, 2 x v heads];
-   * attention with a gated query: q and its gate [T, 2 x n_head x head_dim] */
-  float *ssm_mix, *ssm_z, *ssm_o, *ssm_bd, *qg;
+   * attention with a gated query: q and its gate [T, 2 x n_head x head_dim];
+   * NC_SCRATCH_SSM_PACKED: the packed projections [T, conv_dim + inner_size
+   * + 2 x v heads] (nc_hp_ssm_packed_width) */
+  float *ssm_mix, *ssm_z, *ssm_o, *ssm_bd, *qg, *ssm_packed;
 } nc_fwd_bufs;
 
 /* What the primitives run over: the model, the kernels chosen once, the
@@ -331,16 +333,17 @@ void nc_fwd_rows_begin(nc_fwd *ctx, const nc_batch *b);
 void nc_fwd_keep_output_order(nc_fwd *ctx, const nc_batch *b, bool out);
 
 /* The gated DeltaNet block of recurrent layer L (llama.cpp's qwen35
- * build_layer_attn_linear with its fused gated delta net) for the batch's
- * rows, from the normed input xn [T, n_embd] to its output projection in
- * out [T, n_embd]: projections (q k v mixed, z, beta, alpha); per row, in
+ * build_layer_attn_linear with its fused gated delta net; qwen3next's) for
+ * the batch's rows, from the normed input xn [T, n_embd] to its output
+ * projection in out [T, n_embd]: projections (q k v mixed, z, beta, alpha;
+ * qwen3next's packed ones sorted into that order); per row, in
  * the order of its sequence's positions, the causal convolution over the
  * sequence's last conv_kernel inputs (kept in its state) and SiLU; q and k
  * L2-normed per head; beta = sigmoid, decay = exp(softplus(alpha + dt) a);
  * the delta rule on the sequence's state of each value head (reading key
- * head h % k heads); RMSNorm (ssm_norm) of each head's output times
- * silu(z); the output projection. The states advance in the sequences'
- * slots (nc_kv_seq_state). forward_delta.c. */
+ * head h % k heads, or h / (v / k heads): hp->ssm_k_grouped); RMSNorm
+ * (ssm_norm) of each head's output times silu(z); the output projection. The
+ * states advance in the sequences' slots (nc_kv_seq_state). forward_delta.c. */
 void nc_fwd_gated_delta_net(nc_fwd *ctx, const nc_layer_weights *L,
                             const nc_batch *b, const float *xn, float *out);
 

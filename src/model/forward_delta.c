@@ -90,6 +90,39 @@ static void prep_worker(void *p, int ith, int nth) {
   }
 }
 
+/* qwen3next's packed projections of rows [lo, hi) (ssm_packed) sorted into
+ * ssm_mix (q of every key head, k of every key head, v of every value
+ * head), ssm_z and ssm_bd (beta of every value head, then alpha); the
+ * value heads of key head g are g r .. g r + r - 1. Without ssm_qkvz the
+ * file's attn_qkv and attn_gate wrote ssm_mix and ssm_z directly. */
+static void unpack_worker(void *p, int ith, int nth) {
+  const delta_task *t = p;
+  const nc_fwd_bufs *s = &t->ctx->bufs;
+  const int64_t S = t->S, Hk = t->Hk, Hv = t->Hv, r = Hv / Hk, C = t->C;
+  const int64_t P = nc_hp_ssm_packed_width(t->ctx->hp), qkvz = C + Hv * S;
+  const size_t head = sizeof(float) * (size_t)S,
+               group = sizeof(float) * (size_t)(r * S);
+  int64_t lo, hi;
+  nc_split_range(t->b->n_tokens, ith, nth, &lo, &hi);
+  for (int64_t row = lo; row < hi; row++) {
+    const float *in = s->ssm_packed + row * P;
+    float *mix = s->ssm_mix + row * C, *z = s->ssm_z + row * Hv * S;
+    float *bd = s->ssm_bd + row * 2 * Hv;
+    for (int64_t g = 0; g < Hk && t->L->ssm_qkvz.data; g++) {
+      const float *x = in + g * (2 * S + 2 * r * S);
+      memcpy(mix + g * S, x, head);
+      memcpy(mix + (Hk + g) * S, x + S, head);
+      memcpy(mix + 2 * Hk * S + g * r * S, x + 2 * S, group);
+      memcpy(z + g * r * S, x + 2 * S + r * S, group);
+    }
+    for (int64_t g = 0; g < Hk; g++) {
+      const float *x = in + qkvz + g * 2 * r;
+      memcpy(bd + g * r, x, sizeof(float) * (size_t)r);
+      memcpy(bd + Hv + g * r, x + r, sizeof(float) * (size_t)r);
+    }
+  }
+}
+
 /* The delta rule of value heads [lo, hi) over the rows in batch order
  * (each sequence's rows come in the order of its positions). */
 static void rule_worker(void *p, int ith, int nth) {
@@ -106,7 +139,7 @@ static void rule_worker(void *p, int ith, int nth) {
     const float *bd = ctx->bufs.ssm_bd + (int64_t)r * 2 * Hv;
     float *o = ctx->bufs.ssm_o + (int64_t)r * Hv * S;
     for (int64_t h = lo; h < hi; h++) {
-      const int64_t hk = h % Hk;
+      const int64_t hk = ctx->hp->ssm_k_grouped ? h / (Hv / Hk) : h % Hk;
       ctx->ops->delta_rule(st + h * S * S, x + hk * S, x + (Hk + hk) * S,
                            x + 2 * Hk * S + h * S, bd[Hv + h], bd[h], scale,
                            o + h * S, S);
@@ -147,11 +180,23 @@ void nc_fwd_gated_delta_net(nc_fwd *ctx, const nc_layer_weights *L,
                   .K = hp->ssm_d_conv,
                   .state_at = (int64_t)L->rec * nc_hp_ssm_layer_floats(hp)};
   const int64_t E = hp->n_embd, Vd = hp->ssm_d_inner, Hv = t.Hv;
-  const nc_mm in[4] = {{&L->ssm_in, s->ssm_mix, t.C},
-                       {&L->ssm_z, s->ssm_z, Vd},
-                       {&L->ssm_beta, s->ssm_bd, 2 * Hv},
-                       {&L->ssm_alpha, s->ssm_bd + Hv, 2 * Hv}};
-  nc_fwd_matmul(ctx, xn, E, T, in, 4);
+  if (L->ssm_ba.data) { /* qwen3next: packed per key head */
+    const int64_t P = nc_hp_ssm_packed_width(hp);
+    float *ba = s->ssm_packed + t.C + Vd;
+    const nc_mm in[3] = {{&L->ssm_ba, ba, P},
+                         L->ssm_qkvz.data
+                             ? (nc_mm){&L->ssm_qkvz, s->ssm_packed, P}
+                             : (nc_mm){&L->ssm_in, s->ssm_mix, t.C},
+                         {&L->ssm_z, s->ssm_z, Vd}};
+    nc_fwd_matmul(ctx, xn, E, T, in, L->ssm_qkvz.data ? 2 : 3);
+    nc_fwd_parallel(ctx, unpack_worker, &t);
+  } else {
+    const nc_mm in[4] = {{&L->ssm_in, s->ssm_mix, t.C},
+                         {&L->ssm_z, s->ssm_z, Vd},
+                         {&L->ssm_beta, s->ssm_bd, 2 * Hv},
+                         {&L->ssm_alpha, s->ssm_bd + Hv, 2 * Hv}};
+    nc_fwd_matmul(ctx, xn, E, T, in, 4);
+  }
   nc_fwd_parallel(ctx, conv_worker, &t);
   nc_fwd_parallel(ctx, prep_worker, &t);
   nc_fwd_parallel(ctx, rule_worker, &t);

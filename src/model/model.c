@@ -644,10 +644,37 @@ nc_weight nc_weight_expert(const nc_weight *w, int64_t e) {
   v.ne2 = 1;
   v.expert = (int32_t)e;
   v.n_experts = (int32_t)w->ne2;
-  if (v.data)
-    v.data =
-        (const uint8_t *)w->data + (size_t)e * (size_t)w->ne1 * w->row_bytes;
+  const size_t stride =
+      w->expert_bytes ? w->expert_bytes : (size_t)w->ne1 * w->row_bytes;
+  if (v.data) v.data = (const uint8_t *)w->data + (size_t)e * stride;
+  v.expert_bytes = 0;
   return v;
+}
+
+nc_code nc_weight_load_gate_up_exps(const gguf_file *f, int32_t l, int64_t ne0,
+                                    int64_t ff, int64_t n_expert,
+                                    const nc_kernels *kern, nc_weight *gate,
+                                    nc_weight *up, nc_error *err) {
+  char name[GGUF_MAX_NAME];
+  snprintf(name, sizeof name, "blk.%d.ffn_gate_up_exps.weight", (int)l);
+  nc_weight both;
+  nc_code rc =
+      nc_weight_load3(f, name, ne0, 2 * ff, n_expert, false, kern, &both, err);
+  if (rc) return rc;
+  if (both.data) {
+    /* each expert: ff gate rows, then ff up rows */
+    both.ne1 = ff;
+    both.expert_bytes = 2 * (size_t)ff * both.row_bytes;
+    *gate = both;
+    *up = both;
+    up->data = (const uint8_t *)both.data + (size_t)ff * both.row_bytes;
+    return NC_OK;
+  }
+  snprintf(name, sizeof name, "blk.%d.ffn_gate_exps.weight", (int)l);
+  if ((rc = nc_weight_load3(f, name, ne0, ff, n_expert, true, kern, gate, err)))
+    return rc;
+  snprintf(name, sizeof name, "blk.%d.ffn_up_exps.weight", (int)l);
+  return nc_weight_load3(f, name, ne0, ff, n_expert, true, kern, up, err);
 }
 
 static bool has_dot(const nc_kernels *k, const nc_weight *w) {

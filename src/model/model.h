@@ -89,6 +89,9 @@ typedef struct nc_hparams {
    * past n_layer ({arch}.nextn_predict_layers; not run) */
   int32_t n_layer_rec, ssm_d_conv, ssm_d_state, ssm_n_k_heads, ssm_n_v_heads,
       ssm_d_inner, n_layer_nextn;
+  /* value head h reads key head h / (v / k heads) (qwen3next: the value
+   * heads grouped by key head), else h % k heads (qwen35: tiled) */
+  bool ssm_k_grouped;
   /* Embeddings (docs/ADDING_AN_ARCH.md "Embedding models"). non_causal: a
    * row attends to every position of its sequence in the batch, not only
    * those up to its own (the arch's non_causal, or {arch}.attention.causal
@@ -156,6 +159,11 @@ static inline int32_t nc_hp_n_layer_kv(const nc_hparams *hp) {
 static inline int64_t nc_hp_ssm_conv_dim(const nc_hparams *hp) {
   return 2 * (int64_t)hp->ssm_n_k_heads * hp->ssm_d_state + hp->ssm_d_inner;
 }
+/* qwen3next's packed DeltaNet projections of one row: q k v z and b a. */
+static inline int64_t nc_hp_ssm_packed_width(const nc_hparams *hp) {
+  return nc_hp_ssm_conv_dim(hp) + hp->ssm_d_inner +
+         2 * (int64_t)hp->ssm_n_v_heads;
+}
 static inline int64_t nc_hp_ssm_layer_floats(const nc_hparams *hp) {
   return (int64_t)(hp->ssm_d_conv - 1) * nc_hp_ssm_conv_dim(hp) +
          (int64_t)hp->ssm_n_v_heads * hp->ssm_d_state * hp->ssm_d_state;
@@ -196,6 +204,10 @@ typedef struct nc_weight {
   /* an expert's matrix (nc_weight_expert): its index among n_experts;
    * n_experts 0 for every other weight */
   int32_t expert, n_experts;
+  /* a 3-D weight: the bytes from one expert's matrix to the next; 0: its
+   * own ne1 rows (more when it is one half of a merged tensor:
+   * nc_weight_load_gate_up_exps) */
+  size_t expert_bytes;
 } nc_weight;
 
 typedef struct nc_layer_weights {
@@ -233,6 +245,13 @@ typedef struct nc_layer_weights {
   int32_t rec;
   nc_weight ssm_in, ssm_z, ssm_beta, ssm_alpha, ssm_conv, ssm_dt, ssm_a,
       ssm_norm, ssm_out;
+  /* qwen3next's packed projections (NULL when absent): ssm_ba [n_embd ->
+   * 2 x v heads], per key head g its r = v / k heads' beta then their
+   * alpha (in place of ssm_beta and ssm_alpha); ssm_qkvz (older files'
+   * ssm_in [n_embd -> conv_dim + inner_size]), per key head g its q (S),
+   * k (S), then v and z of its r value heads (r x S each), in place of
+   * ssm_in and ssm_z. Value head g r + j belongs to key head g. */
+  nc_weight ssm_ba, ssm_qkvz;
   /* qwen35moe: the shared expert's gate [n_embd -> 1] (its output times
    * the sigmoid of that logit) and its SwiGLU FFN {gate,up} [n_embd ->
    * n_ff_shexp], down [n_ff_shexp -> n_embd] */

@@ -1,7 +1,7 @@
 """Greedy text of the random-weight Gemma 4 files (scripts/make_arch_gguf.py
 gemma4 and gemma4moe, `make arch-models`) and of the vision-language Qwens'
-language models on text (qwen2vl, qwen3vl, qwen3vlmoe: M-RoPE) equal to
-llama.cpp's:
+language models on text (qwen2vl, qwen3vl, qwen3vlmoe: M-RoPE) and of
+Qwen3-Next (qwen3next: the delta rule token by token) equal to llama.cpp's:
 tests/data/greedy/arch_<file>.json (scripts/gen_greedy_golden.py FILE OUT:
 llama-cpp-python, flash attention off, no repack), 24 tokens after each of
 its 3 prompts (but one near tie), through `nucleus run` with the same
@@ -19,7 +19,7 @@ import pytest
 from conftest import NUCLEUS_BIN
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FILES = ["gemma4", "gemma4moe", "qwen2vl", "qwen3vl", "qwen3vlmoe"]
+FILES = ["gemma4", "gemma4moe", "qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen3next"]
 # gemma4moe after "def fibonacci(n):\n" starts at a near tie: ' Distance'
 # -5.7924 against ' mushrooms' -5.7930 in nucleus (llama.cpp picks the
 # other; the two engines' logits differ by up to 7e-3 on this file,

@@ -46,7 +46,7 @@ def test_info_real_model():
                                     "gpt-oss, gemma4, qwen35, "
                                     "gemma-embedding, qwen35moe, bert, "
                                     "nomic-bert, qwen2vl, qwen3vl, "
-                                    "qwen3vlmoe")
+                                    "qwen3vlmoe, qwen3next")
     # before it, the tensor types with a kernel, in ggml's id order
     assert out.splitlines()[-2] == (
         "supported tensor types: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "

@@ -40,6 +40,7 @@ EXPECTED = {
     "qwen2vl": ("qwen2vl", ["Qwen2VLForConditionalGeneration"]),
     "qwen3vl": ("qwen3vl", ["Qwen3VLForConditionalGeneration"]),
     "qwen3vlmoe": ("qwen3vlmoe", ["Qwen3VLMoeForConditionalGeneration"]),
+    "qwen3next": ("qwen3next", ["Qwen3NextForCausalLM"]),
 }
 EMBEDDING = {"gemmaemb", "qwen3emb", "bert", "nomicbert"}
 

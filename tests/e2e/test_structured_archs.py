@@ -20,7 +20,7 @@ import requests
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARCHS = ["qwen2", "qwen3", "phi3", "gemma2", "gemma3", "qwen3moe", "mixtral",
          "gptoss", "gemma4", "gemma4moe",
-         "qwen35", "qwen2vl", "qwen3vl", "qwen3vlmoe"]
+         "qwen35", "qwen2vl", "qwen3vl", "qwen3vlmoe", "qwen3next"]
 GEMMA = ROOT / "models/gemma-3-270m-q4_k_m.gguf"
 
 BOUNDED = {

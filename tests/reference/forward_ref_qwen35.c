@@ -9,7 +9,12 @@
  *       c_t[i] = silu(sum_{j<K} conv[i][j] m_{t-K+1+j}[i])   (m before 0: 0)
  *       q, k: each key head scaled to unit length: u / sqrt(|u|^2 + eps)
  *       beta_t = sigmoid(Wbeta h_t), g_t = softplus(Walpha h_t + dt) * a
- *       per value head j (key head j % Hk), state M (S x S) from zeros:
+ *       (qwen3next: m, z from one packed Wqkvz when the file has it, and
+ *       beta, alpha from one packed Wba: per key head g, q k v z, or the
+ *       beta then the alpha, of its r = Hv / Hk value heads g r .. g r +
+ *       r - 1)
+ *       per value head j (key head j % Hk; qwen3next: j / r), state M
+ *       (S x S) from zeros:
  *         M = e^g M;  M += k (beta (v - M^T k))^T;  o = M^T q / sqrt(S)
  *       y_t = Wout (rmsnorm(o per head) * ssm_norm * silu(z_t))
  *     or an attention layer:
@@ -156,6 +161,56 @@ done:
   return rc;
 }
 
+/* The DeltaNet layer's projections of T rows of h: m [T, C] (q | k | v),
+ * z [T, Vd], beta and alpha [T, Hv], from the file's separate matrices
+ * or from qwen3next's packed ones. */
+static nc_code project(const nc_layer_weights *L, const float *h, int32_t T,
+                       const nc_hparams *hp, float *m, float *z, float *be,
+                       float *al, nc_error *err) {
+  const int64_t E = hp->n_embd, S = hp->ssm_d_state, Hk = hp->ssm_n_k_heads,
+                Hv = hp->ssm_n_v_heads, r = Hv / Hk;
+  const int64_t C = 2 * Hk * S + Hv * S, Vd = Hv * S;
+  nc_code rc = NC_OK;
+  if (L->ssm_qkvz.data) {
+    const int64_t W = C + Vd, G = 2 * S + 2 * r * S; /* a key head's rows */
+    float *p = malloc(sizeof(float) * (size_t)(T * W));
+    if (!p) return nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+    rc = matmul(&L->ssm_qkvz, h, T, E, p, W, err);
+    for (int32_t t = 0; !rc && t < T; t++)
+      for (int64_t g = 0; g < Hk; g++)
+        for (int64_t i = 0; i < G; i++) {
+          const float x = p[t * W + g * G + i];
+          if (i < S)
+            m[t * C + g * S + i] = x;
+          else if (i < 2 * S)
+            m[t * C + Hk * S + g * S + (i - S)] = x;
+          else if (i < 2 * S + r * S)
+            m[t * C + 2 * Hk * S + g * r * S + (i - 2 * S)] = x;
+          else
+            z[t * Vd + g * r * S + (i - 2 * S - r * S)] = x;
+        }
+    free(p);
+  } else if (!(rc = matmul(&L->ssm_in, h, T, E, m, C, err))) {
+    rc = matmul(&L->ssm_z, h, T, E, z, Vd, err);
+  }
+  if (rc) return rc;
+  if (!L->ssm_ba.data) {
+    if ((rc = matmul(&L->ssm_beta, h, T, E, be, Hv, err))) return rc;
+    return matmul(&L->ssm_alpha, h, T, E, al, Hv, err);
+  }
+  float *p = malloc(sizeof(float) * (size_t)(T * 2 * Hv));
+  if (!p) return nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+  rc = matmul(&L->ssm_ba, h, T, E, p, 2 * Hv, err);
+  for (int32_t t = 0; !rc && t < T; t++)
+    for (int64_t j = 0; j < Hv; j++) { /* value head j: key head j / r */
+      const float *g = p + t * 2 * Hv + (j / r) * 2 * r;
+      be[t * Hv + j] = g[j % r];
+      al[t * Hv + j] = g[r + j % r];
+    }
+  free(p);
+  return rc;
+}
+
 /* The gated DeltaNet layer on T rows of h; y: [T, n_embd]. */
 static nc_code delta_layer(const nc_hparams *hp, const nc_layer_weights *L,
                            const float *h, int32_t T, float *y, nc_error *err) {
@@ -174,11 +229,7 @@ static nc_code delta_layer(const nc_hparams *hp, const nc_layer_weights *L,
     rc = nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
     goto done;
   }
-  if ((rc = matmul(&L->ssm_in, h, T, E, m, C, err)) ||
-      (rc = matmul(&L->ssm_z, h, T, E, z, Vd, err)) ||
-      (rc = matmul(&L->ssm_beta, h, T, E, be, Hv, err)) ||
-      (rc = matmul(&L->ssm_alpha, h, T, E, al, Hv, err)))
-    goto done;
+  if ((rc = project(L, h, T, hp, m, z, be, al, err))) goto done;
   const float *conv = L->ssm_conv.data, *dt = L->ssm_dt.data,
               *a = L->ssm_a.data;
   for (int32_t t = 0; t < T; t++) {
@@ -202,7 +253,7 @@ static nc_code delta_layer(const nc_hparams *hp, const nc_layer_weights *L,
   }
   for (int64_t j = 0; j < Hv; j++) {
     memset(M, 0, sizeof(double) * (size_t)(S * S));
-    const int64_t hk = j % Hk;
+    const int64_t hk = hp->ssm_k_grouped ? j / (Hv / Hk) : j % Hk;
     for (int32_t t = 0; t < T; t++) {
       const float *q = c + t * C + hk * S, *k = c + t * C + (Hk + hk) * S,
                   *v = c + t * C + 2 * Hk * S + j * S;

@@ -57,10 +57,13 @@ static void test_entries_complete(void **state) {
     assert_non_null(a->load_weights);
     assert_non_null(a->forward);
     assert_true(a->rope_type == NC_ROPE_NORMAL || a->rope_type == NC_ROPE_NEOX);
-    assert_int_equal(a->scratch &
-                         ~(unsigned)(NC_SCRATCH_SWA_ROPE | NC_SCRATCH_SIDE |
-                                     NC_SCRATCH_RECURRENT),
-                     0);
+    assert_int_equal(
+        a->scratch & ~(unsigned)(NC_SCRATCH_SWA_ROPE | NC_SCRATCH_SIDE |
+                                 NC_SCRATCH_RECURRENT | NC_SCRATCH_SSM_PACKED),
+        0);
+    /* the packed DeltaNet projections are sorted into the recurrent ones */
+    assert_true(!(a->scratch & NC_SCRATCH_SSM_PACKED) ||
+                (a->scratch & NC_SCRATCH_RECURRENT));
     /* its family has a test reference */
     assert_true(nonempty(a->family));
     const nc_ref_family *ref = nc_ref_family_find(a->family);

@@ -269,6 +269,8 @@ static void test_flash_prompt(void **state) {
                                          {"qwen35", "qwen35"},
                                          {"qwen35r", "qwen35"},
                                          {"qwen35moe", "qwen35moe"},
+                                         {"qwen3next", "qwen3next"},
+                                         {"qwen3nextm", "qwen3next"},
                                          {"qwen2vl", "qwen2vl"},
                                          {"qwen3vl", "qwen3vl"},
                                          {"qwen3vlmoe", "qwen3vlmoe"}};
@@ -285,6 +287,7 @@ static void test_flash_decode(void **state) {
   check_file_fa("gptoss", "gpt-oss", true);
   check_file_fa("qwen35", "qwen35", true); /* the delta rule token by token */
   check_file_fa("qwen35moe", "qwen35moe", true); /* and one-row experts */
+  check_file_fa("qwen3next", "qwen3next", true); /* packed, grouped heads */
 }
 
 /* Qwen3.5's hybrid: gated DeltaNet layers (value heads reading key head
@@ -299,6 +302,17 @@ static void test_qwen35(void **state) {
   /* qwen35moe: routed experts beside a sigmoid-gated shared expert, every
    * 2nd layer attention */
   check_arch("qwen35moe");
+}
+
+/* Qwen3-Next: qwen35moe's layers with the DeltaNet projections packed per
+ * key head (ssm_ba; the older files' ssm_in) and value head h reading key
+ * head h / 2; qwen3nextm: the newer converter's attn_qkv / attn_gate, the
+ * experts' gate and up one merged ffn_gate_up_exps (read in place), one
+ * MTP layer (loaded, not run) */
+static void test_qwen3next(void **state) {
+  (void)state;
+  check_arch("qwen3next");
+  check_file("qwen3nextm", "qwen3next");
 }
 
 static void test_qwen2(void **state) {
@@ -692,6 +706,22 @@ static void test_gptoss_bad_files(void **state) {
              "gpt-oss.expert_feed_forward_length");
 }
 
+/* qwen3next's own tensors: the packed beta / alpha, the packed input (its
+ * message names both forms), the merged gate / up (then the separate
+ * ones are looked for) */
+static void test_qwen3next_bad_files(void **state) {
+  (void)state;
+  expect_bad("qwen3next", "blk.0.ssm_ba.weight", BAD_RENAME, 0,
+             "blk.0.ssm_ba.weight");
+  expect_bad("qwen3next", "blk.1.ssm_in.weight", BAD_RENAME, 0,
+             "'blk.1.attn_qkv.weight' (expected shape {256, 512}) or, in "
+             "older files, 'blk.1.ssm_in.weight' {256, 768}");
+  expect_bad("qwen3nextm", "blk.0.ffn_gate_up_exps.weight", BAD_RENAME, 0,
+             "missing tensor 'blk.0.ffn_gate_exps.weight'");
+  expect_bad("qwen3nextm", "blk.1.ffn_gate_up_exps.weight", BAD_NE0, 255,
+             "tensor 'blk.1.ffn_gate_up_exps.weight' has shape {255, 256, 8");
+}
+
 static void test_gemma_bad_files(void **state) {
   (void)state;
   expect_bad("gemma3", "blk.0.attn_q_norm.weight", BAD_RENAME, 0,
@@ -856,6 +886,8 @@ int main(void) {
       cmocka_unit_test(test_gptoss),
       cmocka_unit_test(test_gptoss_bad_files),
       cmocka_unit_test(test_qwen35),
+      cmocka_unit_test(test_qwen3next),
+      cmocka_unit_test(test_qwen3next_bad_files),
       cmocka_unit_test(test_qwen_vl),
       cmocka_unit_test(test_qwen_vl_bad_files),
       cmocka_unit_test(test_gemma_bad_files),

@@ -61,10 +61,11 @@ static nc_code rec_pattern(const gguf_file *f, const char *a,
   return NC_OK;
 }
 
-nc_code nc_qwen35_check_hparams(const gguf_file *f, const char *a, bool moe,
+nc_code nc_qwen35_check_hparams(const gguf_file *f, const nc_qwen35_pieces *pc,
                                 nc_hparams *hp, nc_error *err) {
+  const char *a = pc->arch;
   nc_code rc;
-  if (!moe && hp->n_expert > 0)
+  if (!pc->moe && hp->n_expert > 0)
     return nc_fail(err, NC_ERR_FORMAT,
                    "%s: metadata '%s.expert_count' is %d: a file with experts "
                    "is qwen35moe, this architecture has none",
@@ -78,13 +79,15 @@ nc_code nc_qwen35_check_hparams(const gguf_file *f, const char *a, bool moe,
     return nc_fail(err, NC_ERR_FORMAT,
                    "%s: value length %d must equal the key length %d", a,
                    (int)hp->head_dim_v, (int)hp->head_dim);
-  /* IMRoPE sections: required by llama.cpp; for text they all take the
-   * token's position, so they only have to fit the rotated pairs */
+  hp->ssm_k_grouped = pc->next;
+  /* IMRoPE sections: required by llama.cpp (qwen3next: not read, its RoPE
+   * is NEOX); for text they all take the token's position, so they only
+   * have to fit the rotated pairs */
   char sk[128];
   snprintf(sk, sizeof sk, "%s.rope.dimension_sections", a);
   gguf_value_type et;
-  uint64_t count;
-  if (!gguf_get_arr(f, sk, &et, &count))
+  uint64_t count = 0;
+  if (!pc->next && !gguf_get_arr(f, sk, &et, &count))
     return nc_fail(err, NC_ERR_FORMAT, "missing metadata '%s'", sk);
   if (count > 4)
     return nc_fail(err, NC_ERR_FORMAT,
@@ -138,16 +141,41 @@ nc_code nc_qwen35_check_hparams(const gguf_file *f, const char *a, bool moe,
   return NC_OK;
 }
 
-static nc_code load_layer(const gguf_file *f, const nc_hparams *hp,
-                          const nc_kernels *kern, int32_t l,
-                          nc_layer_weights *L, nc_error *err) {
+/* qwen3next's DeltaNet input: attn_qkv and attn_gate, or an older file's
+ * one packed ssm_in (ssm_qkvz); whichever the file has. */
+static nc_code load_qkvz(const gguf_file *f, const nc_hparams *hp,
+                         const nc_kernels *kern, int32_t l, nc_layer_weights *L,
+                         nc_error *err) {
+  const int64_t E = hp->n_embd, C = nc_hp_ssm_conv_dim(hp),
+                Vd = hp->ssm_d_inner;
+  char name[GGUF_MAX_NAME];
+  snprintf(name, sizeof name, "blk.%d.ssm_in.weight", (int)l);
+  nc_code rc =
+      nc_weight_load3(f, name, E, C + Vd, 1, false, kern, &L->ssm_qkvz, err);
+  if (rc || L->ssm_qkvz.data) return rc;
+  snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", (int)l);
+  if (!gguf_find_tensor(f, name))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "missing tensor '%s' (expected shape {%lld, %lld}) or, "
+                   "in older files, 'blk.%d.ssm_in.weight' {%lld, %lld}",
+                   name, (long long)E, (long long)C, (int)l, (long long)E,
+                   (long long)(C + Vd));
+  if ((rc = nc_weight_load3(f, name, E, C, 1, true, kern, &L->ssm_in, err)))
+    return rc;
+  snprintf(name, sizeof name, "blk.%d.attn_gate.weight", (int)l);
+  return nc_weight_load3(f, name, E, Vd, 1, true, kern, &L->ssm_z, err);
+}
+
+static nc_code load_layer(const gguf_file *f, const nc_qwen35_pieces *pc,
+                          const nc_hparams *hp, const nc_kernels *kern,
+                          int32_t l, nc_layer_weights *L, nc_error *err) {
   const int64_t E = hp->n_embd, F = hp->n_ff, D = hp->head_dim;
   const int64_t Q = (int64_t)hp->n_head * D, K = nc_hp_n_embd_k(hp),
                 V = nc_hp_n_embd_v(hp);
   const int64_t C = nc_hp_ssm_conv_dim(hp), Vd = hp->ssm_d_inner,
                 Hv = hp->ssm_n_v_heads, S = hp->ssm_d_state;
   const int64_t NX = hp->n_expert, FX = hp->n_ff_exp, FS = hp->n_ff_shexp;
-  const bool rec = L->rec >= 0, moe = NX > 0;
+  const bool rec = L->rec >= 0, moe = NX > 0, next = pc->next;
   struct {
     const char *suffix;
     int64_t ne0, ne1, ne2;
@@ -160,8 +188,6 @@ static nc_code load_layer(const gguf_file *f, const nc_hparams *hp,
       {"ffn_up.weight", E, F, 1, !moe, &L->ffn_up},
       {"ffn_down.weight", F, E, 1, !moe, &L->ffn_down},
       {"ffn_gate_inp.weight", E, NX, 1, moe, &L->ffn_gate_inp},
-      {"ffn_gate_exps.weight", E, FX, NX, moe, &L->gate_exps},
-      {"ffn_up_exps.weight", E, FX, NX, moe, &L->up_exps},
       {"ffn_down_exps.weight", FX, E, NX, moe, &L->down_exps},
       {"ffn_gate_inp_shexp.weight", E, 1, 1, moe, &L->gate_inp_shexp},
       {"ffn_gate_shexp.weight", E, FS, 1, moe, &L->gate_shexp},
@@ -173,10 +199,11 @@ static nc_code load_layer(const gguf_file *f, const nc_hparams *hp,
       {"attn_output.weight", Q, E, 1, !rec, &L->wo},
       {"attn_q_norm.weight", D, 1, 1, !rec, &L->q_norm},
       {"attn_k_norm.weight", D, 1, 1, !rec, &L->k_norm},
-      {"attn_qkv.weight", E, C, 1, rec, &L->ssm_in},
-      {"attn_gate.weight", E, Vd, 1, rec, &L->ssm_z},
-      {"ssm_beta.weight", E, Hv, 1, rec, &L->ssm_beta},
-      {"ssm_alpha.weight", E, Hv, 1, rec, &L->ssm_alpha},
+      {"attn_qkv.weight", E, C, 1, rec && !next, &L->ssm_in},
+      {"attn_gate.weight", E, Vd, 1, rec && !next, &L->ssm_z},
+      {"ssm_beta.weight", E, Hv, 1, rec && !next, &L->ssm_beta},
+      {"ssm_alpha.weight", E, Hv, 1, rec && !next, &L->ssm_alpha},
+      {"ssm_ba.weight", E, 2 * Hv, 1, rec && next, &L->ssm_ba},
       {"ssm_dt.bias", Hv, 1, 1, rec, &L->ssm_dt},
       {"ssm_a", Hv, 1, 1, rec, &L->ssm_a},
       {"ssm_norm.weight", S, 1, 1, rec, &L->ssm_norm},
@@ -191,7 +218,11 @@ static nc_code load_layer(const gguf_file *f, const nc_hparams *hp,
                               t[i].out, err)))
       return rc;
   }
+  if (moe && (rc = nc_weight_load_gate_up_exps(
+                  f, l, E, FX, NX, kern, &L->gate_exps, &L->up_exps, err)))
+    return rc;
   if (!rec) return NC_OK;
+  if (next && (rc = load_qkvz(f, hp, kern, l, L, err))) return rc;
   /* the convolution is read element by element: F32, no dot kernel */
   snprintf(name, sizeof name, "blk.%d.ssm_conv1d.weight", (int)l);
   if ((rc = nc_weight_load(f, name, hp->ssm_d_conv, C, true, NULL, &L->ssm_conv,
@@ -203,9 +234,10 @@ static nc_code load_layer(const gguf_file *f, const nc_hparams *hp,
   return NC_OK;
 }
 
-nc_code nc_qwen35_family_load(const gguf_file *f, const char *a,
+nc_code nc_qwen35_family_load(const gguf_file *f, const nc_qwen35_pieces *pc,
                               const nc_hparams *hp, const nc_kernels *kern,
                               nc_model_weights *w, nc_error *err) {
+  const char *a = pc->arch;
   const int64_t E = hp->n_embd, V = hp->n_vocab;
   nc_code rc;
   if ((rc = nc_weight_load(f, "token_embd.weight", E, V, true, kern,
@@ -225,7 +257,7 @@ nc_code nc_qwen35_family_load(const gguf_file *f, const char *a,
   int32_t n_rec;
   if ((rc = rec_pattern(f, a, hp, w->layers, &n_rec, err))) return rc;
   for (int32_t l = 0; l < hp->n_layer; l++)
-    if ((rc = load_layer(f, hp, kern, l, &w->layers[l], err))) return rc;
+    if ((rc = load_layer(f, pc, hp, kern, l, &w->layers[l], err))) return rc;
   return NC_OK;
 }
 
@@ -324,15 +356,17 @@ nc_code nc_qwen35_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   return NC_OK;
 }
 
+static const nc_qwen35_pieces QWEN35 = {.arch = "qwen35"};
+
 static nc_code qwen35_hparams(const gguf_file *f, nc_hparams *hp,
                               nc_error *err) {
-  return nc_qwen35_check_hparams(f, "qwen35", false, hp, err);
+  return nc_qwen35_check_hparams(f, &QWEN35, hp, err);
 }
 
 static nc_code qwen35_load(const gguf_file *f, const nc_hparams *hp,
                            const nc_kernels *kern, nc_model_weights *w,
                            nc_error *err) {
-  return nc_qwen35_family_load(f, "qwen35", hp, kern, w, err);
+  return nc_qwen35_family_load(f, &QWEN35, hp, kern, w, err);
 }
 
 const nc_arch nc_arch_qwen35 = {

@@ -26,6 +26,7 @@
   X(nomic_bert)                                                                \
   X(qwen2vl)                                                                   \
   X(qwen3vl)                                                                   \
-  X(qwen3vlmoe)
+  X(qwen3vlmoe)                                                                \
+  X(qwen3next)
 
 #endif
