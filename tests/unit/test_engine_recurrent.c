@@ -6,7 +6,8 @@
  * - the forward pass gives every row the same logits bit for bit whether
  *   its sequence runs alone in one call, beside another sequence in shared
  *   batches, or in chunks of any size; a fork mid-sequence continues
- *   exactly as the original (the state is copied);
+ *   exactly as the original (the state is copied); also on the qwen3next
+ *   file (packed projections, grouped heads);
  * - the state slots: zeros for a new sequence, one per live sequence,
  *   truncating below the length cuts the sequence to 0;
  * - snapshots (kv_cache.h): a row with a snapshot target leaves there the
@@ -148,8 +149,9 @@ static void feed(fwd *f, int n_seq, const int32_t *seqs,
            f->logits + (int64_t)r * f->nv, sizeof(float) * (size_t)f->nv);
 }
 
-static void test_forward_invariance(void **state) {
-  const nucleus_model *m = need(state);
+/* The rows of model m (file name) alone, in shared batches of cycled chunk
+ * sizes and after a fork: the same logits bit for bit. */
+static void forward_invariance(const nucleus_model *m, const char *name) {
   const int32_t n = SANITIZED ? 40 : 120, nv = nc_model_hparams(m)->n_vocab;
   int32_t t0[128], t1[128];
   random_tokens(t0, n, nv, 0x5A5Aull);
@@ -213,13 +215,35 @@ static void test_forward_invariance(void **state) {
   const int64_t at = (int64_t)(n / 2 + 3) * nv;
   assert_memory_equal(r0, a0, sz);
   assert_memory_equal(r0 + at, a1 + at, sz - sizeof(float) * (size_t)at);
-  print_message("qwen35 (random): %d positions x 2 sequences: logits alone "
+  print_message("%s (random): %d positions x 2 sequences: logits alone "
                 "== shared batches in chunks == after a fork, bit for bit\n",
-                (int)n);
+                name, (int)n);
   free(r0);
   free(r1);
   free(a0);
   free(a1);
+}
+
+static void test_forward_invariance(void **state) {
+  forward_invariance(need(state), "qwen35");
+}
+
+/* qwen3next: its packed projections sorted per row, value heads reading
+ * their key head by group */
+static void test_forward_invariance_qwen3next(void **state) {
+  (void)state;
+  const char *root = getenv("NUCLEUS_ROOT");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/build/arch/qwen3next.gguf",
+           root && *root ? root : ".");
+  nucleus_model_params p = nucleus_model_default_params();
+  p.n_threads = 2;
+  nucleus_model *m = NULL;
+  nucleus_error err;
+  if (nucleus_model_load(path, &p, &m, &err) != NUCLEUS_OK)
+    NC_MODEL_UNAVAILABLE(err.message);
+  forward_invariance(m, "qwen3next");
+  nucleus_model_free(m);
 }
 
 /* The slots: a new sequence's state is zeros, one slot per live sequence
@@ -643,6 +667,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_state_slots),
       cmocka_unit_test(test_forward_invariance),
+      cmocka_unit_test(test_forward_invariance_qwen3next),
       cmocka_unit_test(test_engine_invariance),
       cmocka_unit_test(test_engine_forks),
       cmocka_unit_test(test_engine_multi_turn),
