@@ -8,7 +8,10 @@
  * Anthropic Messages API request (tools/server/anthropic/
  * messages_request.c) and as an OpenAI Responses API request
  * (tools/server/openai/responses_request.c, responses_input.c), each
- * translated and read as chat.
+ * translated and read as chat; and the same body as an embeddings and as
+ * a rerank request (tools/server/openai/embed_request.c: inputs as texts or
+ * token ids, encoding_format, dimensions, truncate; query, documents,
+ * top_n, return_documents).
  *
  * The input is the request body, as the HTTP handler gets it; both the
  * chat and the completions paths run on it. The model is not loaded: the
@@ -30,6 +33,7 @@
 #include "http/api_error.h"
 #include "model/model.h"
 #include "nucleus.h"
+#include "openai/embed_request.h"
 #include "openai/prompt.h"
 #include "openai/request_fields.h"
 #include "openai/request_parse.h"
@@ -46,7 +50,7 @@
     }                                                                          \
   } while (0)
 
-enum { FUZZ_N_VOCAB = 49152 };
+enum { FUZZ_N_VOCAB = 49152, FUZZ_N_EMBD = 384 };
 
 /* ------------------------------------------ stand-ins for the model's API */
 
@@ -198,6 +202,61 @@ nucleus_status nucleus_tokenize(const nucleus_model *model, const char *text,
   return NUCLEUS_OK;
 }
 
+/* The embedder's parameters: mean pooling, FUZZ_N_EMBD floats a vector
+ * (the check api_embed.c makes of dimensions). */
+nucleus_embed_params nucleus_embed_default_params(void) {
+  return (nucleus_embed_params){.pooling = NUCLEUS_POOLING_MODEL,
+                                .normalize = true};
+}
+
+nucleus_status nucleus_embed_params_validate(const nucleus_model *model,
+                                             const nucleus_embed_params *p,
+                                             nucleus_error *err) {
+  (void)model;
+  FUZZ_CHECK(p->pooling == NUCLEUS_POOLING_MODEL && p->normalize);
+  if (p->dimensions < 0 || p->dimensions > FUZZ_N_EMBD) {
+    snprintf(err->message, sizeof err->message,
+             "dimensions %d: must be in [1, %d] (the model's vector size), "
+             "or 0 for all",
+             (int)p->dimensions, FUZZ_N_EMBD);
+    return NUCLEUS_ERR_INVALID_ARGUMENT;
+  }
+  return NUCLEUS_OK;
+}
+
+/* The query's bytes then the document's, a token each (as tokenizing). */
+nucleus_status nucleus_rerank_tokens(const nucleus_model *model,
+                                     const char *query, size_t qlen,
+                                     const char *doc, size_t dlen,
+                                     int32_t **ids_out, size_t *n_out,
+                                     nucleus_error *err) {
+  (void)model;
+  (void)err;
+  int32_t *ids = malloc((qlen + dlen + 1) * sizeof *ids);
+  if (!ids) return NUCLEUS_ERR_NOMEM;
+  for (size_t i = 0; i < qlen; i++)
+    ids[i] = (unsigned char)query[i];
+  for (size_t i = 0; i < dlen; i++)
+    ids[qlen + i] = (unsigned char)doc[i];
+  *ids_out = ids;
+  *n_out = qlen + dlen;
+  return NUCLEUS_OK;
+}
+
+/* Which model a request names is read with the server's workers
+ * (embed_route.c), not here. */
+const nucleus_model *embed_service_model(const embed_service *s) {
+  (void)s;
+  FUZZ_CHECK(!"the harness picks no embedding worker");
+  return NULL;
+}
+
+int32_t nucleus_model_n_cls_out(const nucleus_model *model) {
+  (void)model;
+  FUZZ_CHECK(!"the harness picks no embedding worker");
+  return 0;
+}
+
 /* ------------------------------------------------------------ the checks */
 
 static void check_error(const api_error *e) {
@@ -238,6 +297,52 @@ static void check_request(const gen_request *r, const nucleus_model *model) {
   nucleus_error err = {0};
   if (nucleus_request_params_validate(model, p, &err) != NUCLEUS_OK)
     FUZZ_CHECK(err.message[0] != '\0');
+}
+
+/* What embeddings_request_parse or rerank_request_parse accepted: inputs
+ * within the bounds, their token counts summed. */
+static void check_inputs(const embed_inputs *x) {
+  FUZZ_CHECK(x->n >= 1 && x->n <= EMBED_MAX_INPUTS && x->in);
+  size_t tokens = 0;
+  for (size_t i = 0; i < x->n; i++) {
+    FUZZ_CHECK(x->in[i].tokens);
+    for (size_t j = 0; j < x->in[i].n_tokens; j++)
+      FUZZ_CHECK(x->in[i].tokens[j] >= 0);
+    tokens += x->in[i].n_tokens;
+  }
+  FUZZ_CHECK(tokens == x->tokens);
+}
+
+/* The body as POST /v1/embeddings and POST /v1/rerank read it. */
+static void embedding_bodies(const json_t *root, const nucleus_model *model) {
+  api_error fe = {0};
+  if (embeddings_check_fields(root, &fe)) check_error(&fe);
+  embeddings_request er;
+  api_error ee = {0};
+  if (embeddings_request_parse(root, model, &er, &ee) == 0) {
+    check_inputs(&er.x);
+    FUZZ_CHECK(er.p.dimensions >= 0 && er.p.dimensions <= FUZZ_N_EMBD);
+    embed_inputs_truncate(&er.x, 8);
+    for (size_t i = 0; i < er.x.n; i++)
+      FUZZ_CHECK(er.x.in[i].n_tokens <= 8);
+  } else {
+    check_error(&ee);
+  }
+  embed_inputs_free(&er.x);
+  api_error rf = {0};
+  if (rerank_check_fields(root, &rf)) check_error(&rf);
+  rerank_request rq;
+  api_error re = {0};
+  if (rerank_request_parse(root, model, &rq, &re) == 0) {
+    check_inputs(&rq.x);
+    FUZZ_CHECK(rq.x.n == json_array_size(rq.docs));
+    FUZZ_CHECK(rq.top_n >= 1 && rq.top_n <= rq.x.n);
+    for (size_t i = 0; i < rq.x.n; i++)
+      FUZZ_CHECK(rerank_doc_text(json_array_get(rq.docs, i)));
+  } else {
+    check_error(&re);
+  }
+  rerank_request_free(&rq);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -349,6 +454,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_error(&re);
   }
   responses_req_free(&rr);
+  embedding_bodies(root, model);
   json_decref(root);
   return 0;
 }

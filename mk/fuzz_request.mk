@@ -2,7 +2,8 @@
 # JSON body -> parameters (tools/server/openai/request_parse.c), the engine's
 # parameter check (src/engine/engine_params.c) and the prompt (tools/server/
 # prompt.c: messages, tools, token-id prompts; templates through the real
-# Jinja engine). make fuzz-request (clang-14), then e.g.
+# Jinja engine), and the embeddings and rerank bodies (tools/server/openai/
+# embed_request.c). make fuzz-request (clang-14), then e.g.
 #   build/fuzz/fuzz_request -dict=fuzz/request.dict -max_total_time=300 \
 #     fuzz/corpus-run/request fuzz/corpus/request
 # The committed corpus is replayed by test_request_fuzz (make unit).
@@ -11,7 +12,7 @@ REQUEST_FUZZ_SERVER := openai/request_parse openai/structured openai/prompt \
   openai/request_fields openai/harmony anthropic/messages_request \
   openai/reasoning_request openai/responses_request openai/responses_input \
   openai/responses_store openai/image_input openai/image_fetch \
-  http/base64
+  http/base64 openai/embed_request openai/embed_route
 # The src/ folders it stands on, and the single files of the folders above
 # them that parse and check parameters (clang builds the fuzzer from sources,
 # without the kernels' per-file SIMD flags).

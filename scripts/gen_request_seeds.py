@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of fuzz/fuzz_request.c, fuzz/corpus/request/: the
 request bodies the server's e2e tests send (tests/e2e/test_server_*.py,
-test_speculative.py, test_messages_api.py, test_responses_api.py and
-test_vision_requests.py run with NUCLEUS_RECORD_BODIES, see conftest.py),
+test_speculative.py, test_messages_api.py, test_responses_api.py,
+test_vision_requests.py and test_embeddings.py run with
+NUCLEUS_RECORD_BODIES, see conftest.py),
 those of at most 16 KiB, one
 file per distinct body named seed_<SHA-1 prefix>. Existing seeds are kept;
 files the fuzzer added (other names) are left alone.
@@ -21,7 +22,7 @@ OUT = ROOT / "fuzz/corpus/request"
 TESTS = ["test_server_http.py", "test_server_openai.py",
          "test_server_stream.py", "test_speculative.py",
          "test_messages_api.py", "test_responses_api.py",
-         "test_vision_requests.py"]
+         "test_vision_requests.py", "test_embeddings.py"]
 
 
 def main():

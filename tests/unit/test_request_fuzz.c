@@ -36,6 +36,12 @@ static void test_known_bodies(void **state) {
   one("{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
       "\"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]}]}");
   one("{\"prompt\": \"x\", \"logit_bias\": {\"49152\": 1}}");
+  one("{\"input\": [[1, 2], [3]], \"dimensions\": 8, \"truncate\": true, "
+      "\"encoding_format\": \"base64\"}");
+  one("{\"input\": \"a\", \"dimensions\": 385}");
+  one("{\"query\": \"q\", \"documents\": [\"a\", {\"text\": \"b\"}], "
+      "\"top_n\": 1, \"return_documents\": false}");
+  one("{\"query\": \"q\", \"documents\": [{\"txt\": \"b\"}]}");
   one("{\"messages\": []}");
   one("[1, 2]");
   one("{");
