@@ -156,6 +156,8 @@ static void unpack_raw(nc_type t, const void *row, int64_t i, iq_unpacked *u) {
   }
 }
 
+static float tiled_unit(nc_type t);
+
 /* A sign word as 32 bytes of -1 (bit set) or +1. */
 static __m256i expand_signs(uint32_t sw) {
   const __m256i pick = _mm256_set_epi64x(
@@ -182,6 +184,24 @@ static void unpack(nc_type t, const void *row, int64_t i, iq_unpacked *u) {
     u->aw[j] = _mm256_sign_epi8(u->w[j], u->w[j]);
     u->sc[j] = pair_scale(u, j);
   }
+}
+
+float nc_avx2_iq_unpack_i16(nc_type t, const void *row, int64_t i,
+                            int16_t *dst) {
+  iq_unpacked u;
+  unpack(t, row, i, &u);
+  for (int j = 0; j < 8; j++) {
+    const __m256i w = u.w[j];
+    _mm256_storeu_si256(
+        (__m256i *)(dst + 32 * j),
+        _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(w)),
+                           _mm256_set1_epi16(u.scale[2 * j])));
+    _mm256_storeu_si256(
+        (__m256i *)(dst + 32 * j + 16),
+        _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(w, 1)),
+                           _mm256_set1_epi16(u.scale[2 * j + 1])));
+  }
+  return _cvtsh_ss(nc_iq_half(t, row, i)) * tiled_unit(t);
 }
 
 /* The integer lanes of an unpacked superblock against 256 activations:

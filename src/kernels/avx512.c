@@ -64,7 +64,13 @@
       E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs_tiled),                          \
       E(NC_TYPE_TQ1_0, nc_avx512_gemm_tq1_0),                                  \
       E(NC_TYPE_TQ2_0, nc_avx512_gemm_tq2_0),                                  \
-      IQ_ENTRIES(nc_avx2_gemm_, _tiled)
+      E(NC_TYPE_IQ2_XXS, nc_avx512_gemm_iq2_xxs_tiled),                        \
+      E(NC_TYPE_IQ2_XS, nc_avx512_gemm_iq2_xs_tiled),                          \
+      E(NC_TYPE_IQ2_S, nc_avx512_gemm_iq2_s_tiled),                            \
+      E(NC_TYPE_IQ3_XXS, nc_avx512_gemm_iq3_xxs_tiled),                        \
+      E(NC_TYPE_IQ3_S, nc_avx512_gemm_iq3_s_tiled),                            \
+      E(NC_TYPE_IQ1_S, nc_avx2_gemm_iq1_s_tiled),                              \
+      E(NC_TYPE_IQ1_M, nc_avx2_gemm_iq1_m_tiled)
 #define SHARED_QUANTIZE_ACT                                                    \
   E(NC_TYPE_F32, nc_ref_quant_f32), E(NC_TYPE_F16, nc_avx2_quant_f16),         \
       E(NC_TYPE_BF16, nc_ref_quant_bf16), E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0), \

@@ -1,5 +1,7 @@
 /* avx512_iq4xs_gemm: IQ4_XS x Q8_K matmul in the order of llama.cpp's
- * tiled matmul (ref_nl.c, nc_ref_dot_iq4_xs_tiled): per output and
+ * tiled matmul (ref_nl.c, nc_ref_dot_iq4_xs_tiled), and the same for the
+ * IQ2/IQ3 lattice types (ref_iq.c's tiled order, t = (float)S * (d_w *
+ * unit)) from avx2_iq.c's unpacking: per output and
  * superblock the exact integer S = sum_j (ls_j - 32) x dot_j, then
  * t = (float)S * d_w, acc = fma(t, d_a, acc). S is an integer, so any
  * grouping of its products gives it exactly; only the two float steps are
@@ -10,7 +12,8 @@
  * 32), the panel's activation rows once into int16; a 4 x 4 register tile
  * then takes 8 vpdpwssd per (weight, activation) pair and superblock, and
  * one transpose-add tree turns the 16 pairs' int32 lanes into the 16 S of
- * one vector. Every S fits int32: 256 products of at most 127 x 32 x 127. */
+ * one vector. Every S fits int32: 256 products of at most 127 x 32 x 127
+ * (lattice: grid bytes <= 62 times scales <= 31, times 127). */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +30,13 @@ enum {
   XS_PANEL_ROWS = 64,
 };
 
-/* Superblock x's 256 weights times their sub-block scales (ls - 32). */
-static void unpack_superblock(const block_iq4_xs *x, __m128i table,
-                              int16_t *dst) {
+/* Superblock i's 256 weights times their sub-block scales (ls - 32);
+ * returns d_w. */
+static float iq4xs_unpack(nc_type type, const void *row, int64_t i,
+                          int16_t *dst) {
+  (void)type;
+  const block_iq4_xs *x = (const block_iq4_xs *)row + i;
+  const __m128i table = _mm_loadu_si128((const __m128i *)nc_iq4nl_values);
   const __m128i m4 = _mm_set1_epi8(0x0f);
   for (int j = 0; j < QK_K / 32; j++) {
     const int ls = (((x->scales_l[j / 2] >> 4 * (j % 2)) & 0x0f) |
@@ -43,6 +50,7 @@ static void unpack_superblock(const block_iq4_xs *x, __m128i table,
                        _mm512_mullo_epi16(_mm512_cvtepi8_epi16(v),
                                           _mm512_set1_epi16((short)ls)));
   }
+  return H2F(x->d);
 }
 
 /* 16 vectors' lane sums, v[k]'s in lane k (exact: int32 adds). */
@@ -121,14 +129,18 @@ static void pack_act(const uint8_t *ap, size_t a_stride, int64_t rows,
   }
 }
 
-void nc_avx512_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
-                                 int64_t nw, const void *act, size_t a_stride,
-                                 int64_t na, float *out, size_t out_stride) {
+/* The matmul for any type whose superblocks unpack_sb turns into int16
+ * weights times their scales and the step's factor d (S x d, then fma with
+ * d_a). Fewer than XT activation rows (decode), or no memory for the
+ * panels: few_rows, a matmul in the same order that unpacks as it goes
+ * (unpacking to int16 does not pay for one row). */
+static void i16_gemm(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                     const void *act, size_t a_stride, int64_t na, float *out,
+                     size_t out_stride, nc_i16_unpack_fn unpack_sb,
+                     nc_gemm_fn few_rows, nc_type type) {
   const int64_t nb = n / QK_K;
-  if (nb < 1) {
-    for (int64_t a = 0; a < na; a++)
-      for (int64_t r = 0; r < nw; r++)
-        out[(size_t)a * out_stride + (size_t)r] = 0.0f;
+  if (nb < 1 || na < XT) {
+    few_rows(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
     return;
   }
   const size_t row_bytes = sizeof(int16_t) * SB_I16 * (size_t)nb;
@@ -142,19 +154,14 @@ void nc_avx512_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
   const size_t total =
       aq_bytes + wq_bytes + (ad_bytes + wd_bytes + 63) / 64 * 64;
   uint8_t *mem = aligned_alloc(64, (total + 63) / 64 * 64);
-  if (!mem) { /* the single dots, same bits */
-    const uint8_t *wp = w, *ap = act;
-    for (int64_t a = 0; a < na; a++)
-      for (int64_t r = 0; r < nw; r++)
-        out[(size_t)a * out_stride + (size_t)r] = nc_avx512_dot_iq4_xs_tiled(
-            n, wp + (size_t)r * w_stride, ap + (size_t)a * a_stride);
+  if (!mem) {
+    few_rows(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
     return;
   }
   int16_t *aq = (int16_t *)mem;
   int16_t *wq = (int16_t *)(mem + aq_bytes);
   float *ad = (float *)(mem + aq_bytes + wq_bytes);
   float(*wd)[XT] = (float(*)[XT])(ad + (size_t)nb * (size_t)panel);
-  const __m128i table = _mm_loadu_si128((const __m128i *)nc_iq4nl_values);
   const uint8_t *wp = w, *ap = act;
   for (int64_t p0 = 0; p0 < na; p0 += panel) {
     const int64_t rows = na - p0 < panel ? na - p0 : panel;
@@ -164,13 +171,10 @@ void nc_avx512_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
       const int16_t *wrow[XT];
       for (int r = 0; r < XT; r++) {
         const int rr = r < rm ? r : 0; /* a short tile repeats row 0 */
-        const block_iq4_xs *x =
-            (const void *)(wp + (size_t)(r0 + rr) * w_stride);
+        const void *x = wp + (size_t)(r0 + rr) * w_stride;
         int16_t *dst = wq + (size_t)r * (size_t)nb * SB_I16;
-        for (int64_t i = 0; i < nb && r < rm; i++) {
-          unpack_superblock(&x[i], table, dst + (size_t)i * SB_I16);
-          wd[i][r] = H2F(x[i].d);
-        }
+        for (int64_t i = 0; i < nb && r < rm; i++)
+          wd[i][r] = unpack_sb(type, x, i, dst + (size_t)i * SB_I16);
         wrow[r] = wq + (size_t)rr * (size_t)nb * SB_I16;
         if (r >= rm)
           for (int64_t i = 0; i < nb; i++)
@@ -197,3 +201,36 @@ void nc_avx512_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
   }
   free(mem);
 }
+
+/* IQ4_XS's few rows: its single dots (each unpacks as it goes). */
+static void iq4xs_dots(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                       const void *act, size_t a_stride, int64_t na, float *out,
+                       size_t out_stride) {
+  const uint8_t *wp = w, *ap = act;
+  for (int64_t a = 0; a < na; a++)
+    for (int64_t r = 0; r < nw; r++)
+      out[(size_t)a * out_stride + (size_t)r] = nc_avx512_dot_iq4_xs_tiled(
+          n, wp + (size_t)r * w_stride, ap + (size_t)a * a_stride);
+}
+
+void nc_avx512_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
+                                 int64_t nw, const void *act, size_t a_stride,
+                                 int64_t na, float *out, size_t out_stride) {
+  i16_gemm(n, w, w_stride, nw, act, a_stride, na, out, out_stride, iq4xs_unpack,
+           iq4xs_dots, NC_TYPE_IQ4_XS);
+}
+
+/* The IQ2 and IQ3 lattice types (avx2_iq.c unpacks them, and its matmul
+ * takes the few rows; IQ1's offsets keep the avx2 matmul). */
+#define LATTICE_GEMM(name, type)                                               \
+  void nc_avx512_gemm_##name##_tiled(                                          \
+      int64_t n, const void *w, size_t w_stride, int64_t nw, const void *act,  \
+      size_t a_stride, int64_t na, float *out, size_t out_stride) {            \
+    i16_gemm(n, w, w_stride, nw, act, a_stride, na, out, out_stride,           \
+             nc_avx2_iq_unpack_i16, nc_avx2_gemm_##name##_tiled, type);        \
+  }
+LATTICE_GEMM(iq2_xxs, NC_TYPE_IQ2_XXS)
+LATTICE_GEMM(iq2_xs, NC_TYPE_IQ2_XS)
+LATTICE_GEMM(iq2_s, NC_TYPE_IQ2_S)
+LATTICE_GEMM(iq3_xxs, NC_TYPE_IQ3_XXS)
+LATTICE_GEMM(iq3_s, NC_TYPE_IQ3_S)

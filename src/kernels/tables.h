@@ -200,6 +200,30 @@ NC_AVX2_IQ(iq1_m)
 #undef NC_AVX2_DOT
 #undef NC_AVX2_IQ
 
+/* avx2_iq.c: superblock i of a row of type (IQ2_XXS, IQ2_XS, IQ2_S,
+ * IQ3_XXS, IQ3_S) as 256 int16, each signed grid value times its 16's
+ * scale (2s + 1); returns the tiled step's factor d_w * unit. The
+ * avx512 matmuls (avx512_iq4xs_gemm.c) take IQ4_XS's from there. */
+typedef float (*nc_i16_unpack_fn)(nc_type type, const void *row, int64_t i,
+                                  int16_t *dst);
+float nc_avx2_iq_unpack_i16(nc_type type, const void *row, int64_t i,
+                            int16_t *dst);
+void nc_avx512_gemm_iq2_xxs_tiled(int64_t n, const void *w, size_t w_stride,
+                                  int64_t nw, const void *act, size_t a_stride,
+                                  int64_t na, float *out, size_t out_stride);
+void nc_avx512_gemm_iq2_xs_tiled(int64_t n, const void *w, size_t w_stride,
+                                 int64_t nw, const void *act, size_t a_stride,
+                                 int64_t na, float *out, size_t out_stride);
+void nc_avx512_gemm_iq2_s_tiled(int64_t n, const void *w, size_t w_stride,
+                                int64_t nw, const void *act, size_t a_stride,
+                                int64_t na, float *out, size_t out_stride);
+void nc_avx512_gemm_iq3_xxs_tiled(int64_t n, const void *w, size_t w_stride,
+                                  int64_t nw, const void *act, size_t a_stride,
+                                  int64_t na, float *out, size_t out_stride);
+void nc_avx512_gemm_iq3_s_tiled(int64_t n, const void *w, size_t w_stride,
+                                int64_t nw, const void *act, size_t a_stride,
+                                int64_t na, float *out, size_t out_stride);
+
 /* The seven IQ1/IQ2/IQ3 lattice types' entries of a table, for functions
  * named pre##iq2_xxs##post etc. (E as the tables define it). */
 #define IQ_ENTRIES(pre, post)                                                  \
