@@ -18,7 +18,7 @@ CFLAGS_src/kernels/avx512_kq16 := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_nl := $(CFLAGS_src/kernels/avx512) -mavx512dq
 CFLAGS_src/kernels/avx512_nl_gemm := $(CFLAGS_src/kernels/avx512_nl)
 CFLAGS_src/kernels/avx512_iq4nl_gemm := $(CFLAGS_src/kernels/avx512_nl)
-CFLAGS_src/kernels/avx512_iq4xs_gemm := $(CFLAGS_src/kernels/avx512_nl)
+CFLAGS_src/kernels/avx512_i16_gemm := $(CFLAGS_src/kernels/avx512_nl)
 # The tile instructions are inline asm (see amx_gemm.c): no -mamx flags.
 CFLAGS_src/kernels/amx_gemm := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/amx_gemv := $(CFLAGS_src/kernels/avx512)

@@ -203,7 +203,7 @@ NC_AVX2_IQ(iq1_m)
 /* avx2_iq.c: superblock i of a row of type (IQ2_XXS, IQ2_XS, IQ2_S,
  * IQ3_XXS, IQ3_S) as 256 int16, each signed grid value times its 16's
  * scale (2s + 1); returns the tiled step's factor d_w * unit. The
- * avx512 matmuls (avx512_iq4xs_gemm.c) take IQ4_XS's from there. */
+ * avx512 matmuls (avx512_i16_gemm.c) take IQ4_XS's from there. */
 typedef float (*nc_i16_unpack_fn)(nc_type type, const void *row, int64_t i,
                                   int16_t *dst);
 float nc_avx2_iq_unpack_i16(nc_type type, const void *row, int64_t i,

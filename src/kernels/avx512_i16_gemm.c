@@ -1,4 +1,4 @@
-/* avx512_iq4xs_gemm: IQ4_XS x Q8_K matmul in the order of llama.cpp's
+/* avx512_i16_gemm: IQ4_XS x Q8_K matmul in the order of llama.cpp's
  * tiled matmul (ref_nl.c, nc_ref_dot_iq4_xs_tiled), and the same for the
  * IQ2/IQ3 lattice types (ref_iq.c's tiled order, t = (float)S * (d_w *
  * unit)) from avx2_iq.c's unpacking: per output and
