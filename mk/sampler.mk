@@ -7,7 +7,7 @@ CFLAGS_src/kernels/sampler_avx512 := -O3 -mavx512f -ffp-contract=off
 
 UNIT_TESTS += test_rng test_sampler test_sampler_pipeline test_sampler_props \
   test_beam test_sampler_parallel test_sampler_inspect test_spec_verify \
-  test_spec_ngram
+  test_spec_ngram test_spec_policy
 
 # make bench-sampler: microseconds per row (release build), next to
 # llama.cpp's sampler chain loaded at run time.

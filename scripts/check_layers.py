@@ -63,7 +63,7 @@ FACES = {
     "tokenizer": ["vocab.h", "detokenizer.h"],
     "jinja": ["jinja.h"],
     "sampling": ["sampler.h", "sampler_contract.h", "beam.h", "spec_verify.h",
-                 "spec_ngram.h"],
+                 "spec_ngram.h", "spec_policy.h"],
     "chat": ["chat_template.h", "chat_template_builtin.h", "tool_call.h",
              "reasoning.h"],
     "grammar": ["grammar.h", "json_schema.h"],

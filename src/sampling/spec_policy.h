@@ -1,0 +1,93 @@
+/* spec_policy: how many tokens a completion drafts (speculative decoding,
+ * docs/SPECULATIVE.md "How long a draft is").
+ *
+ * Drafts of k tokens, each kept with probability a (the first rejection
+ * ends the run), give E(k) = (1 - a^(k+1)) / (1 - a) tokens per verifying
+ * step: the kept run and the model's token after it. The step costs c(k)
+ * plain decode steps: k rows more, each a small part of a step where
+ * decode is memory-bound, a large one where it is compute-bound, and not
+ * always in proportion (a kernel may change at some row count). The policy
+ * drafts the k in [1, k_max] with the most tokens per cost, and nothing
+ * unless that beats a plain step (one token per step) by NC_SPEC_MARGIN.
+ *
+ * a is estimated per completion (nc_spec_accept): discounted, capped counts
+ * of the drafts kept and tried, the first rejection of a step being its
+ * last try.
+ * c is measured per engine (nc_spec_cost): the forward calls' times by
+ * their row count; a count not timed yet is estimated from the timed ones
+ * around it (nc_spec_cost_ms).
+ * Nothing here changes a sampled token: it only decides how many rows a
+ * step feeds. */
+#ifndef NC_SPEC_POLICY_H
+#define NC_SPEC_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* How much drafting must beat a plain step (tokens per cost) to draft. */
+#define NC_SPEC_MARGIN 0.05
+/* The discount of earlier observations at each new step (about the last
+ * three steps count), and the most tries the counts hold (older ones are
+ * scaled away): a long run of kept drafts must not outweigh the misses
+ * after it for long. */
+#define NC_SPEC_DECAY 0.7
+#define NC_SPEC_MAX_TRIES 8.0
+/* Before any draft: an acceptance of 0.8 worth two tries, and (until two
+ * row counts are timed) a row costing 0.2 of a decode step. */
+#define NC_SPEC_PRIOR_RATE 0.8
+#define NC_SPEC_PRIOR_TRIES 2.0
+#define NC_SPEC_PRIOR_BETA 0.2
+/* A row costs at most this many decode steps in the estimates. */
+#define NC_SPEC_MAX_BETA 4.0
+
+typedef struct nc_spec_accept {
+  double kept, tried; /* discounted counts */
+} nc_spec_accept;
+
+/* The prior. */
+void nc_spec_accept_init(nc_spec_accept *s);
+/* A verifying step kept `kept` of `drafted` drafts (kept < drafted: the
+ * next one was rejected, one more try). */
+void nc_spec_accept_observe(nc_spec_accept *s, int32_t kept, int32_t drafted);
+/* The estimated chance that a draft is kept, in [0, 1]. */
+double nc_spec_accept_rate(const nc_spec_accept *s);
+
+/* E(k) above for a in [0, 1]. */
+double nc_spec_expected_tokens(double a, int32_t k);
+/* E(k) / c_k against a plain step (1): above 1 + NC_SPEC_MARGIN pays. */
+bool nc_spec_pays(double a, double c_k, int32_t k);
+/* The draft length in [1, k_max] with the most tokens per cost, cost[k]
+ * being c(k) (cost[0] = 1; the shortest of equals), or 0 when none pays. */
+int32_t nc_spec_best_length(double a, const double *cost, int32_t k_max);
+/* cost[k] = 1 + beta k for k in [0, k_max]: a fixed row cost. */
+void nc_spec_linear_costs(double beta, int32_t k_max, double *cost);
+
+/* Row counts timed (steps with more rows are not recorded). */
+enum { NC_SPEC_COST_ROWS = 64 };
+
+typedef struct nc_spec_cost {
+  double ms[NC_SPEC_COST_ROWS + 1]; /* by rows: a smoothed time */
+  int32_t n[NC_SPEC_COST_ROWS + 1]; /* by rows: the steps seen */
+} nc_spec_cost;
+
+/* One forward call of `rows` decode rows took ms milliseconds. A sample
+ * far off the bucket's estimate (a step preempted by another process)
+ * moves it by a bounded amount. */
+void nc_spec_cost_observe(nc_spec_cost *c, int32_t rows, double ms);
+/* The estimated time of a step of `rows` rows (>= 1): its own smoothed
+ * time; else between the nearest timed counts lo and hi around it, the
+ * straight line from lo to hi or, where lower, the slope of the timed
+ * counts below lo carried on from lo (so that counts before a step up in
+ * the times get tried); else on the line fitted through every timed count
+ * (from the last timed one on, its slope at least 0); 0 until two row
+ * counts are timed. */
+double nc_spec_cost_ms(const nc_spec_cost *c, int32_t rows);
+/* cost[k] for k in [0, k_max] in a step that feeds base_rows rows before
+ * drafts (>= 1): 1 + (t(base + k) - t(base)) / (t(base) / base), the k
+ * rows against the cost per row of the rows already there (a big batch
+ * drafts little where rows cost alike); 1 + NC_SPEC_PRIOR_BETA k until two
+ * row counts are timed; per row at most NC_SPEC_MAX_BETA. */
+void nc_spec_measured_costs(const nc_spec_cost *c, int32_t base_rows,
+                            int32_t k_max, double *cost);
+
+#endif
