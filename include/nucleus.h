@@ -1200,6 +1200,11 @@ typedef struct nucleus_engine_params {
                            default they release what left the window */
   nucleus_row_orders row_orders; /* auto (reuse; the engine reports what it
                                     resolved to) */
+  /* Speculative decoding: what one verify row costs against a decode step,
+   * for the draft length's choice (docs/SPECULATIVE.md "How long a draft
+   * is"), in [0, 4]; 0 = measured by the engine from its decode steps'
+   * times (the default). Only the speed depends on it, never the output. */
+  float spec_row_cost;
   /* Speculative decoding's draft model (NUCLEUS_SPEC_DRAFT), NULL: none.
    * Its vocabulary must be the model's (nucleus_engine_create names the
    * first token that differs); it runs with its own paged KV cache of the
@@ -1221,7 +1226,7 @@ NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
  * `bench` and `serve` and their --help texts all read it. Flags: -c,
  * --ctx-size N (--ctx too), --kv-tokens N, --kv-block-tokens N,
  * --batch-tokens N, -np, --parallel N, --max-queue N, --no-prefix-cache,
- * --swa-full, --row-orders auto|reuse|llama. */
+ * --swa-full, --row-orders auto|reuse|llama, --spec-row-cost X. */
 NUCLEUS_API size_t nucleus_engine_options_count(void);
 NUCLEUS_API const nucleus_option_info *
 nucleus_engine_options_at(size_t i); /* NULL past the end */

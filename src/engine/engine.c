@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/rng.h"
 #include "engine_images.h"
@@ -60,6 +61,8 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
   c->index = index;
   c->kv_seq = -1;
   c->spec.draft_seq = -1;
+  c->spec.shadow = -1;
+  nc_spec_accept_init(&c->spec.accept);
   const nucleus_request_params *p = &r->params;
   if (p->beam_width > 1) { /* a beam: tokens and KV only */
     for (int32_t i = 0; i < r->n_prompt; i++)
@@ -642,10 +645,10 @@ static int32_t force_masks(nucleus_engine *e, int32_t n) {
 }
 
 /* Batch rows and KV blocks this step's plan leaves over, for drafts: the
- * batch's capacity less the planned tokens, the free blocks less what the
- * planned tokens need (without sharing: an upper bound). */
+ * batch's capacity less the planned tokens (*planned), the free blocks less
+ * what the planned tokens need (without sharing: an upper bound). */
 static void spare_room(nucleus_engine *e, const nc_sched_plan *plan,
-                       int32_t *rows, int64_t *blocks) {
+                       int32_t *rows, int64_t *blocks, int32_t *planned_out) {
   int32_t planned = 0;
   int64_t needed = 0;
   for (int32_t i = 0; i < plan->n_items; i++) {
@@ -661,6 +664,27 @@ static void spare_room(nucleus_engine *e, const nc_sched_plan *plan,
   }
   *rows = e->batch.capacity - planned;
   *blocks = nc_kv_blocks_free(e->kv) - needed;
+  *planned_out = planned;
+}
+
+/* The process's CPU time (every thread's): a step's cost, which other
+ * processes taking the cores do not inflate as they do its wall time. */
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* What k drafts cost against a decode step (cost[k], k up to
+ * NUCLEUS_MAX_DRAFT), in a step that feeds `planned` rows before drafts:
+ * the engine params' fixed row cost, or what its timed decode steps give
+ * (spec_policy.h). */
+static void draft_costs(const nucleus_engine *e, int32_t planned,
+                        double *cost) {
+  if (e->params.spec_row_cost > 0)
+    nc_spec_linear_costs(e->params.spec_row_cost, NUCLEUS_MAX_DRAFT, cost);
+  else
+    nc_spec_measured_costs(&e->spec_cost, planned, NUCLEUS_MAX_DRAFT, cost);
 }
 
 static bool grow(void **arr, int32_t *cap, int32_t need, size_t elem) {
@@ -987,8 +1011,12 @@ static bool step(nucleus_engine *e) {
   const bool snaps = prefix_cache_on(e) && nc_kv_state_floats(e->kv) > 0;
   const int32_t bt = nc_kv_block_tokens(e->kv);
   int32_t n_rows = 0, n_fed = 0, n_logit_rows = 0, spare_rows, n_drafting = 0;
+  int32_t planned;
   int64_t spare_blocks;
-  spare_room(e, &plan, &spare_rows, &spare_blocks);
+  bool prompt_rows = false; /* the batch holds more than decode rows */
+  spare_room(e, &plan, &spare_rows, &spare_blocks, &planned);
+  double cost[NUCLEUS_MAX_DRAFT + 1];
+  draft_costs(e, planned, cost);
   /* drafts first: the n-gram ones now, the draft model's for all at once */
   for (int32_t i = 0; i < plan.n_items; i++) {
     int32_t kv_len, n;
@@ -997,7 +1025,7 @@ static bool step(nucleus_engine *e) {
     group *g = c->owner;
     c->spec.n_draft = c->spec.draft_room = 0;
     if (n == 1 && g->req->params.speculative.type != NUCLEUS_SPEC_OFF)
-      nc_spec_propose(e, g, c, kv_len, &spare_rows, &spare_blocks);
+      nc_spec_propose(e, g, c, kv_len, cost, &spare_rows, &spare_blocks);
     if (c->spec.draft_room > 0) e->step.drafting[n_drafting++] = c;
   }
   if (n_drafting > 0) nc_spec_draft_batch(e, e->step.drafting, n_drafting);
@@ -1015,6 +1043,7 @@ static bool step(nucleus_engine *e) {
         continue; /* the pool is short this step: it waits */
     }
     e->step.fed[n_fed++] = c;
+    if (n > 1) prompt_rows = true;
     /* a state model: snapshots of the state for the prefix cache, at the
      * block end a re-sent prompt can reuse (the last one short of its last
      * token: kept) and at the last block end these rows reach (rolling:
@@ -1049,6 +1078,7 @@ static bool step(nucleus_engine *e) {
   if (e->batch.n_tokens == 0) return plan.n_items > 0;
 
   nc_error err = {0};
+  const double t_forward = cpu_ms();
   if (nc_context_forward(e->ctx, &e->batch, e->logits, &err) != NC_OK) {
     /* The model failed: end every request in the batch with the error. */
     for (int32_t i = 0; i < e->n_groups; i++)
@@ -1057,6 +1087,10 @@ static bool step(nucleus_engine *e) {
     return true;
   }
   e->stats.steps_total++;
+  /* decode steps time the cost of a row (the draft length's choice) */
+  if (!prompt_rows)
+    nc_spec_cost_observe(&e->spec_cost, e->batch.n_tokens,
+                         cpu_ms() - t_forward);
   /* The full blocks just written join the prefix cache's index. */
   for (int32_t i = 0; i < n_fed && prefix_cache_on(e); i++)
     nc_kv_seq_publish(e->kv, e->step.fed[i]->kv_seq, e->step.fed[i]->tokens,
@@ -1124,6 +1158,7 @@ static bool step(nucleus_engine *e) {
       finish_completion(e, g, c, &f);
       continue;
     }
+    nc_spec_shadow_check(g, c, e->step.results[s].token);
     nc_engine_handle_token(e, g, c, &e->step.results[s]);
   }
   e->stats.generated_tokens_total += n_sample;

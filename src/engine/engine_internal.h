@@ -17,6 +17,7 @@
 #include "request.h"
 #include "sampling/beam.h"
 #include "sampling/sampler.h"
+#include "sampling/spec_policy.h"
 #include "scheduler.h"
 #include "stop_matcher.h"
 #include "tokenizer/detokenizer.h"
@@ -28,9 +29,10 @@ typedef struct group group;
 typedef struct nc_spec_state {
   int32_t draft[NUCLEUS_MAX_DRAFT]; /* this step's drafts */
   int32_t n_draft;                  /* 0: a plain step */
-  int32_t k;                  /* the draft length the next step asks for */
-  int32_t misses;             /* steps in a row that accepted nothing */
-  int32_t cooldown;           /* steps left that draft nothing */
+  nc_spec_accept accept;      /* the estimated acceptance (spec_policy.h) */
+  int32_t idle;               /* steps without drafts since the last draft */
+  int32_t shadow;             /* a plain step's would-be first draft (n-gram and
+                                 prediction: the acceptance is learnt for free), -1 */
   int32_t pred_from, pred_at; /* predicted outputs: the source cursor */
   int32_t drafted, accepted;  /* totals (usage) */
   int32_t draft_seq;          /* the draft model's KV sequence, -1: none */
@@ -148,6 +150,7 @@ struct nucleus_engine {
   int32_t n_seqs_held; /* completions of the held groups */
   uint64_t admit_counter;
   engine_step step;
+  nc_spec_cost spec_cost; /* decode steps' forward times (spec_policy.h) */
 
   /* Shared with submitters: guarded by mu. */
   pthread_t thread;
@@ -205,20 +208,24 @@ void nc_engine_finish(nucleus_engine *e, group *g, completion *c,
 /* spec.c: speculative decoding */
 /* Fills c->spec with this step's drafts for a completion that feeds one
  * generated token at position kv_len (0 drafts: a plain step), within the
- * step's spare batch rows and KV blocks (both lowered by what it takes).
+ * step's spare batch rows and KV blocks (both lowered by what it takes),
+ * as many as pay at cost[k], what k drafts cost against a decode step.
  * The draft model's completions get 0 here and c->spec.draft_room set to
  * the drafts set aside for them: nc_spec_draft_batch drafts them all. */
 int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
-                        int32_t kv_len, int32_t *spare_rows,
+                        int32_t kv_len, const double *cost, int32_t *spare_rows,
                         int64_t *spare_blocks);
+/* After a plain step that looked its first draft up (spec.shadow): counts
+ * whether the model's token was that draft in the acceptance estimate. */
+void nc_spec_shadow_check(const group *g, completion *c, int32_t token);
 /* Counts a verification that kept `kept` of `drafted` drafts (engine
- * stats, the completion's totals, the prediction cursor) and adapts the
- * completion's next draft length. */
+ * stats, the completion's totals, the prediction cursor) and in the
+ * completion's acceptance estimate. */
 void nc_spec_account(nucleus_engine *e, const group *g, nc_spec_state *sp,
                      int32_t kept, int32_t drafted);
 /* Verifies this step's drafts against the logits of the fed token and its
  * drafts (1 + n_draft rows from logits), emits the kept tokens and the
- * target's token after them, updates the counters and the draft length,
+ * target's token after them, updates the counters and the acceptance,
  * and takes the rejected positions back from the KV cache. */
 void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
                          const float *logits);

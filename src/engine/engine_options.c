@@ -79,6 +79,14 @@ static const nc_opt_row ROWS[] = {
      NC_OPT_ENUM,
      NULL,
      NULL},
+    {{"spec_row_cost", "--spec-row-cost", NULL, NUCLEUS_OPTION_FLOAT, "X", 0, 4,
+      NULL,
+      "speculative decoding: a verify row's cost against a decode step, "
+      "for the draft length (0: measured from the decode steps' times)"},
+     E(spec_row_cost),
+     NC_OPT_FLOAT,
+     "measured",
+     NULL},
 };
 #define N_ROWS (sizeof ROWS / sizeof ROWS[0])
 

@@ -19,17 +19,22 @@
  * model drafts for every completion of the step at once: nc_spec_propose
  * sets aside its room, nc_spec_draft_batch drafts.
  *
- * The draft length adapts per completion: it grows by 2 after a step that
- * kept every draft, shrinks to one past what was kept otherwise, and a run
- * of steps that kept nothing backs off (1, 2, 4 ... up to 16 steps without
- * drafting). */
+ * The draft length is chosen per step for the most tokens per cost
+ * (spec_policy.h): from the completion's estimated acceptance and what k
+ * drafts cost against a decode step (the engine's timed forward calls, or
+ * engine params' spec_row_cost per row). When no length pays,
+ * the step is plain: the n-gram and prediction drafters still look their
+ * first draft up, and whether the model's token equals it updates the
+ * acceptance for free; the draft model and beams, whose drafts are not
+ * free to look at, try one draft every NC_SPEC_PROBE_EVERY plain steps. */
 #include <string.h>
 
 #include "engine_internal.h"
 #include "sampling/spec_ngram.h"
+#include "sampling/spec_policy.h"
 #include "sampling/spec_verify.h"
 
-enum { SPEC_GROW = 2, SPEC_MAX_COOLDOWN = 16 };
+enum { NC_SPEC_PROBE_EVERY = 8 };
 
 static int32_t min_i32(int32_t a, int32_t b) {
   return a < b ? a : b;
@@ -58,11 +63,12 @@ static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
 }
 
 int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
-                        int32_t kv_len, int32_t *spare_rows,
+                        int32_t kv_len, const double *cost, int32_t *spare_rows,
                         int64_t *spare_blocks) {
   nc_spec_state *sp = &c->spec;
   const nucleus_request_params *p = &g->req->params;
   sp->n_draft = 0;
+  sp->shadow = -1;
   /* a generated token (the prompt's rows take the prompt's orders), fed
    * alone, by a sampling completion or a beam (n-gram or prediction
    * drafts: engine_beam.c) */
@@ -70,12 +76,7 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
       (!c->sampler && !g->beam) ||
       (g->beam && p->speculative.type == NUCLEUS_SPEC_DRAFT))
     return 0;
-  if (sp->cooldown > 0) {
-    sp->cooldown--;
-    return 0;
-  }
-  if (sp->k == 0) sp->k = p->speculative.draft_max;
-  int32_t max = min_i32(sp->k, p->speculative.draft_max);
+  int32_t max = p->speculative.draft_max;
   /* the fed positions stay below n_ctx - 1, as without drafts; the
    * emitted tokens within max_tokens */
   max = min_i32(max, e->params.n_ctx - 2 - kv_len);
@@ -85,10 +86,24 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   max = nc_kv_rollback_room(e->kv, kv_len + 1, max);
   if (max <= 0) return 0;
   const bool model = p->speculative.type == NUCLEUS_SPEC_DRAFT;
+  /* drafts free to look at: a plain step learns from its first one */
+  const bool shadows = !model && !g->beam;
+  const double a = nc_spec_accept_rate(&sp->accept);
+  int32_t k = nc_spec_best_length(a, cost, max);
+  if (k == 0 && !shadows && ++sp->idle >= NC_SPEC_PROBE_EVERY) k = 1;
+  if (k == 0) {
+    if (shadows && draft_tokens(g, c, 1) == 1) sp->shadow = sp->draft[0];
+    return 0;
+  }
   /* the draft model drafts later, for every completion at once: room for
-   * max drafts is set aside now */
-  int32_t n = model ? max : draft_tokens(g, c, max);
-  if (n < p->speculative.draft_min || n <= 0) return 0;
+   * k drafts is set aside now */
+  int32_t n = model ? k : draft_tokens(g, c, k);
+  if (n <= 0) return 0;
+  /* fewer drafts than asked must pay on their own */
+  if (n < p->speculative.draft_min || (n < k && !nc_spec_pays(a, cost[n], n))) {
+    if (shadows) sp->shadow = sp->draft[0];
+    return 0;
+  }
   const int64_t base = nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1);
   while (n > 0 && nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1 + n) - base >
                       *spare_blocks)
@@ -96,6 +111,7 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   if (n <= 0 || n < p->speculative.draft_min) return 0;
   *spare_blocks -= nc_kv_blocks_needed(e->kv, c->kv_seq, kv_len + 1 + n) - base;
   *spare_rows -= n;
+  sp->idle = 0;
   if (model) {
     sp->draft_room = n;
     return 0;
@@ -104,23 +120,15 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   return n;
 }
 
-/* The next draft length from this step's outcome. */
-static void adapt(nc_spec_state *sp, int32_t kept, int32_t drafted,
-                  int32_t draft_max) {
-  if (kept == drafted) {
-    sp->k = min_i32(sp->k + SPEC_GROW, draft_max);
-    sp->misses = 0;
-    return;
-  }
-  sp->k = kept + 1;
-  if (kept > 0) {
-    sp->misses = 0;
-    return;
-  }
-  sp->misses++;
-  sp->cooldown = sp->misses < 2 ? 0
-                                : min_i32(1 << min_i32(sp->misses - 2, 4),
-                                          SPEC_MAX_COOLDOWN);
+void nc_spec_shadow_check(const group *g, completion *c, int32_t token) {
+  nc_spec_state *sp = &c->spec;
+  if (sp->shadow < 0) return;
+  const bool hit = token == sp->shadow;
+  sp->shadow = -1;
+  nc_spec_accept_observe(&sp->accept, hit ? 1 : 0, 1);
+  if (g->req->params.speculative.type == NUCLEUS_SPEC_PREDICTION &&
+      sp->pred_at >= 0)
+    sp->pred_from = sp->pred_at + (hit ? 1 : 0);
 }
 
 void nc_spec_account(nucleus_engine *e, const group *g, nc_spec_state *sp,
@@ -133,7 +141,7 @@ void nc_spec_account(nucleus_engine *e, const group *g, nc_spec_state *sp,
   sp->accepted += kept;
   if (p->type == NUCLEUS_SPEC_PREDICTION && sp->pred_at >= 0)
     sp->pred_from = sp->pred_at + kept;
-  adapt(sp, kept, drafted, p->draft_max);
+  nc_spec_accept_observe(&sp->accept, kept, drafted);
 }
 
 void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,

@@ -16,23 +16,30 @@ import pytest
 import requests
 from conftest import DEFAULT_MODEL, NUCLEUS_BIN, require_binary_and_model
 
+# A fixed verify row cost: the draft lengths, and so the drafted and kept
+# counts asserted here, do not follow the machine's timings (the default
+# measures the cost; the texts are the same either way).
+ROW_COST = ("--spec-row-cost", "0.01")
+
 REPETITIVE = ("Monday, Tuesday, Wednesday, Thursday, Friday. Monday, Tuesday, "
               "Wednesday, Thursday, Friday. Monday, Tuesday,")
 
 
 @pytest.fixture(scope="module")
 def server(start_server):
-    return start_server("-c", "1024")
+    return start_server("-c", "1024", *ROW_COST)
 
 
 @pytest.fixture(scope="module")
 def ngram_server(start_server):
-    return start_server("-c", "1024", "--spec", "ngram", "--draft-max", "6")
+    return start_server("-c", "1024", "--spec", "ngram", "--draft-max", "6",
+                        *ROW_COST)
 
 
 def run_cli(*args):
     require_binary_and_model()
-    return subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, *args],
+    return subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, *args,
+                           *ROW_COST],
                           capture_output=True, text=True, timeout=300)
 
 
@@ -55,6 +62,11 @@ def test_cli_spec_same_text_and_acceptance():
     assert bad.returncode != 0 and "not a drafter" in bad.stderr
     bad = run_cli("-p", "hi", "--spec", "draft")
     assert bad.returncode != 0 and "no draft model" in bad.stderr
+    bad = subprocess.run([NUCLEUS_BIN, "run", "-m", DEFAULT_MODEL, "-p", "hi",
+                          "--spec-row-cost", "5"],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0
+    assert "'spec_row_cost' must be a number in [0, 4], got '5'" in bad.stderr
 
 
 def test_cli_draft_model():
@@ -169,7 +181,7 @@ def test_prediction_chat_and_stream(server):
 
 def test_server_draft_model(start_server, server):
     drafting = start_server("-c", "1024", "--model-draft", DEFAULT_MODEL,
-                            "--draft-max", "4")
+                            "--draft-max", "4", *ROW_COST)
     plain = completion(server, max_tokens=16)
     spec = completion(drafting, max_tokens=16)
     same_choices(plain, spec)
@@ -205,7 +217,7 @@ def test_server_draft_model_batched(start_server):
     """Requests drafting at once share the draft model's forward calls, and
     each gets the text and logprobs it gets alone (seeded, T = 1)."""
     drafting = start_server("-c", "1024", "--model-draft", DEFAULT_MODEL,
-                            "--draft-max", "4")
+                            "--draft-max", "4", *ROW_COST)
     kws = [dict(temperature=1.0, seed=s, max_tokens=24) for s in (1, 2, 3)]
     kws.append(dict(max_tokens=24))
     alone = [completion(drafting, **kw) for kw in kws]

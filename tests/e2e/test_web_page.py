@@ -477,7 +477,8 @@ def test_failed_send_shows_the_error_and_retries(page, start_server):
 def test_inspector_marks_drafts(page, start_server):
     """A server that drafts by n-gram: the reply's tokens mark kept drafts
     (and rejected ones), and the inspector says what was drafted there."""
-    spec = start_server("-c", "1024", "-t", "2", "--spec", "ngram")
+    spec = start_server("-c", "1024", "-t", "2", "--spec", "ngram",
+                        "--spec-row-cost", "0.01")
     d = page
     d.get(spec.url + "/")  # another origin: its own empty localStorage
     WebDriverWait(d, 20).until(

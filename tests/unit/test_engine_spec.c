@@ -121,15 +121,27 @@ static void drain(nucleus_request *r, outcome *o) {
   }
 }
 
-static nucleus_engine *engine_of(int32_t budget, bool prefix_cache) {
+/* The tests' verify row cost: cheap rows, so that every drafter drafts
+ * at its acceptance whatever the machine's timings (with 0, the default,
+ * the draft lengths, and so the drafted and accepted counts, would follow
+ * the measured step times; the output would not). */
+#define TEST_ROW_COST 0.01f
+
+static nucleus_engine *engine_costed(int32_t budget, bool prefix_cache,
+                                     float row_cost) {
   nucleus_engine_params ep = nucleus_engine_default_params();
   ep.n_ctx = 512;
   ep.kv_cache_tokens = 8192;
   ep.max_batch_tokens = budget;
   ep.no_prefix_cache = !prefix_cache;
+  ep.spec_row_cost = row_cost;
   nucleus_engine *e = NULL;
   assert_int_equal(nc_engine_create_stepped(g_model, &ep, &e, NULL), NC_OK);
   return e;
+}
+
+static nucleus_engine *engine_of(int32_t budget, bool prefix_cache) {
+  return engine_costed(budget, prefix_cache, TEST_ROW_COST);
 }
 
 static void run_on(nucleus_engine *e, const req *rs, int n, outcome *outs) {
@@ -239,6 +251,33 @@ static void test_greedy_identity_every_draft_length(void **state) {
                      spec.usage.accepted_draft_tokens);
     /* fewer steps than tokens: several tokens per step */
     assert_true(st.steps_total < 64 + 1);
+  }
+}
+
+/* The draft length follows the row cost: rows dearer than any acceptance
+ * repays (4 decode steps each) draft nothing; the default, the engine's
+ * measured cost, drafts where it pays (timing-dependent counts); the
+ * output is the plain run's either way. */
+static void test_row_cost_decides(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req plain = make_req(k_repetitive, 32);
+  outcome base, spec;
+  run(&plain, 1, &base, 512, NULL);
+  req r = plain;
+  with_spec(&r, NUCLEUS_SPEC_NGRAM, 8);
+  const float costs[] = {4.0f, 0.0f};
+  for (int i = 0; i < 2; i++) {
+    nucleus_engine *e = engine_costed(512, true, costs[i]);
+    run_on(e, &r, 1, &spec);
+    nucleus_engine_stats st;
+    nucleus_engine_get_stats(e, &st);
+    nucleus_engine_free(e);
+    assert_same(&base, &spec, 1);
+    fprintf(stderr, "  row cost %.2f: %d drafted, %d accepted, %lld steps\n",
+            (double)costs[i], spec.usage.draft_tokens,
+            spec.usage.accepted_draft_tokens, (long long)st.steps_total);
+    if (costs[i] > 0) assert_int_equal(spec.usage.draft_tokens, 0);
   }
 }
 
@@ -512,6 +551,7 @@ static void test_draft_model(void **state) {
   ep.n_ctx = 512;
   ep.kv_cache_tokens = 4096;
   ep.draft_model = draft;
+  ep.spec_row_cost = TEST_ROW_COST;
   req plain =
       make_req("Write a short story about a robot who learns to paint.", 40);
   plain.params.ignore_eos = true;
@@ -603,6 +643,7 @@ static void test_draft_model_batched(void **state) {
   ep.n_ctx = 512;
   ep.kv_cache_tokens = 4096;
   ep.draft_model = draft;
+  ep.spec_row_cost = TEST_ROW_COST;
   enum { N = 5 };
   req rs[N];
   rs[0] =
@@ -825,6 +866,7 @@ static void test_bad_spec_params_refused(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_greedy_identity_every_draft_length),
+      cmocka_unit_test(test_row_cost_decides),
       cmocka_unit_test(test_sampled_identity),
       cmocka_unit_test(test_stops_and_grammar_inside_drafts),
       cmocka_unit_test(test_batch_mix_invariance),

@@ -273,6 +273,15 @@ static void engine_options_one_table(void **state) {
                  "'1.5'");
   engine_refused("--swa-full", "maybe",
                  "'swa_full' must be true or false, got 'maybe'");
+  /* the speculative verify row cost: 0 (measured) to 4 decode steps */
+  assert_int_equal(
+      nucleus_engine_params_set(&p, eopt("--spec-row-cost"), "0.25", &err),
+      NUCLEUS_OK);
+  assert_true(p.spec_row_cost == 0.25f);
+  engine_refused("--spec-row-cost", "5",
+                 "'spec_row_cost' must be a number in [0, 4], got '5'");
+  engine_refused("--spec-row-cost", "nan",
+                 "'spec_row_cost' must be a number in [0, 4], got 'nan'");
   /* validate: the same messages for a struct set by hand; 0 is the
    * default of the counts */
   p = nucleus_engine_default_params();
@@ -283,6 +292,12 @@ static void engine_options_one_table(void **state) {
                    NUCLEUS_ERR_INVALID_ARGUMENT);
   assert_string_equal(err.message, "'kv_block_tokens' must be an integer in "
                                    "[1, 1024], got 2000");
+  p = nucleus_engine_default_params();
+  p.spec_row_cost = -0.5f;
+  assert_int_equal(nucleus_engine_params_validate(NULL, &p, &err),
+                   NUCLEUS_ERR_INVALID_ARGUMENT);
+  assert_string_equal(err.message,
+                      "'spec_row_cost' must be a number in [0, 4], got -0.5");
   p = nucleus_engine_default_params();
   p.kv_cache_tokens = -5;
   assert_int_equal(nucleus_engine_params_validate(NULL, &p, &err),
