@@ -32,10 +32,23 @@ than the real ones (151k to 262k).
              full layers over 1 KV head, per-layer embeddings of 256, FFN
              6144 (12288 on the shared-KV layers), tied output
 
-qwen35, qwen35moe and gemma4 are written in F16 for llama-quantize
-(scripts/make_bench_models.sh makes their Q4_K_M files); gptoss is final.
+  gemma3vl   Gemma-3-4B-like language model for the vision bench: 4
+             layers, 2560 wide, 8 heads of 256 over 4 KV heads, FFN 10240;
+             --mmproj: its SigLIP tower at the real widths (image 896,
+             patches of 14: 4,096 patches, 1152 wide, 16 heads, FFN 4304,
+             the 4 x 4 pool to 256 rows) with 6 of its 27 layers, F16
+  qwen3vl    Qwen3-VL-2B-like language model: 4 layers, 2048 wide, 16 heads
+             of 128 over 8 KV heads, FFN 6144, M-RoPE sections 24/20/20,
+             3 DeepStack layers; --mmproj: its tower (patches of 16,
+             learned positions for 48 x 48, 1024 wide, 16 heads, FFN 4096)
+             with 6 of its 24 layers, DeepStack taps after layers 1, 3, 5,
+             F16 (bench/vision.py)
 
-usage: bench/make_arch_shaped.py SHAPE OUT.gguf
+qwen35, qwen35moe, gemma4, gemma3vl and qwen3vl are written in F16 for
+llama-quantize (scripts/make_bench_models.sh makes their Q4_K_M files;
+bench/vision.py its own); gptoss is final.
+
+usage: bench/make_arch_shaped.py SHAPE OUT.gguf [--mmproj MMPROJ.gguf]
        bench/make_arch_shaped.py --list
 """
 import pathlib
@@ -66,6 +79,23 @@ SHAPES = {
         head_dim=256, head_dim_full=512, n_head_kv_swa=1, n_head_kv_full=1,
         n_kv_shared=5, n_embd_per_layer=256, n_ff=6144, double_wide=True,
         window=512)),
+    "gemma3vl": ("gemma3", dict(
+        n_layer=4, n_embd=2560, n_head=8, n_head_kv=4, head_dim=256,
+        n_ff=10240)),
+    "qwen3vl": ("qwen3vl", dict(
+        n_layer=4, n_embd=2048, n_head=16, n_head_kv=8, head_dim=128,
+        n_ff=6144, sections=[24, 20, 20, 0], deepstack=3)),
+}
+
+# shape -> (scripts/make_mmproj_gguf.py kind, the entries replacing its
+# configuration): the vision towers of the VL shapes
+MMPROJ = {
+    "gemma3vl": ("gemma3", dict(
+        image_size=896, patch_size=14, n_embd=1152, n_head=16, n_ff=4304,
+        n_layer=6, n_merge=4, f16=True)),
+    "qwen3vl": ("qwen3vl", dict(
+        image_size=768, patch_size=16, n_embd=1024, n_head=16, n_ff=4096,
+        n_layer=6, deepstack=[False, True] * 3, f16=True)),
 }
 
 
@@ -73,13 +103,23 @@ def main(argv):
     if argv == ["--list"]:
         print(" ".join(SHAPES))
         return 0
-    if len(argv) != 2 or argv[0] not in SHAPES:
+    mmproj = None
+    if len(argv) == 4 and argv[2] == "--mmproj":
+        mmproj = argv[3]
+        argv = argv[:2]
+    if len(argv) != 2 or argv[0] not in SHAPES or (
+            mmproj and argv[0] not in MMPROJ):
         print(__doc__, file=sys.stderr)
         print(f"make_arch_shaped.py: SHAPE must be one of {' '.join(SHAPES)}",
               file=sys.stderr)
         return 2
     arch, overrides = SHAPES[argv[0]]
     make_arch_gguf.build(arch, argv[1], overrides=overrides)
+    if mmproj:
+        from make_mmproj_gguf import build_mmproj
+        kind, cfg = MMPROJ[argv[0]]
+        build_mmproj(kind, mmproj, 0, overrides["n_embd"],
+                     make_arch_gguf.randn, cfg)
     return 0
 
 

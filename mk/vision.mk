@@ -21,3 +21,10 @@ build/arch/qwen25vl-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_g
 	@mkdir -p $(dir $@)
 	python3 scripts/make_mmproj_gguf.py qwen25vl $@ --seed 17
 arch-models: build/arch/qwen2vl-mmproj.gguf build/arch/qwen25vl-mmproj.gguf
+# make bench-vision: nucleus_mmproj_encode's time on one image
+# (bench/vision_encode.c; bench/vision.py runs it).
+.PHONY: bench-vision
+bench-vision: $(BUILDDIR)/bench/vision_encode
+$(BUILDDIR)/bench/vision_encode: bench/vision_encode.c $(BUILDDIR)/libnucleus.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@

@@ -57,9 +57,9 @@ QWEN2VL = dict(patch_size=8, n_embd=64, n_head=4, n_ff=128, n_layer=2,
 QWEN25VL = dict(QWEN2VL, n_layer=4, n_ff=96, n_wa_pattern=2)
 
 
-def build_qwen2vl(kind, out, seed, n_embd_text, randn):
+def build_qwen2vl(kind, out, seed, n_embd_text, randn, cfg=None):
     v25 = kind == "qwen25vl"
-    c = QWEN25VL if v25 else QWEN2VL
+    c = {**(QWEN25VL if v25 else QWEN2VL), **(cfg or {})}
     E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
     M = E * 4
     w = gguf.GGUFWriter(out, "clip")
@@ -85,7 +85,8 @@ def build_qwen2vl(kind, out, seed, n_embd_text, randn):
 
     def mat(name, shape, std):  # numpy order: ggml ne reversed
         x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        w.add_tensor(name, x.astype(np.float32))
+        w.add_tensor(name, x.astype(np.float16 if c.get("f16") else
+                                    np.float32))
 
     def vec(name, n, kind):
         z = randn(seed, name, n)
@@ -124,8 +125,8 @@ def build_qwen2vl(kind, out, seed, n_embd_text, randn):
     w.close()
 
 
-def build_qwen3vl(out, seed, n_embd_text, randn):
-    c = QWEN3VL
+def build_qwen3vl(out, seed, n_embd_text, randn, cfg=None):
+    c = {**QWEN3VL, **(cfg or {})}
     E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
     M = E * c["n_merge"] ** 2
     side = c["image_size"] // P
@@ -151,7 +152,8 @@ def build_qwen3vl(out, seed, n_embd_text, randn):
 
     def mat(name, shape, std):  # numpy order: ggml ne reversed
         x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        w.add_tensor(name, x.astype(np.float32))
+        w.add_tensor(name, x.astype(np.float16 if c.get("f16") else
+                                    np.float32))
 
     def vec(name, n, kind):
         z = randn(seed, name, n)
@@ -198,15 +200,18 @@ def build_qwen3vl(out, seed, n_embd_text, randn):
     w.close()
 
 
-def build_mmproj(kind, out, seed, n_embd_text, randn):
+def build_mmproj(kind, out, seed, n_embd_text, randn, cfg=None):
+    """cfg: entries replacing the kind's configuration above (the bench's
+    real widths: bench/make_arch_shaped.py), and f16: True for matrices in
+    F16 as the real files ship them."""
     if kind == "qwen3vl":
-        return build_qwen3vl(out, seed, n_embd_text, randn)
+        return build_qwen3vl(out, seed, n_embd_text, randn, cfg)
     if kind in ("qwen2vl", "qwen25vl"):
-        return build_qwen2vl(kind, out, seed, n_embd_text, randn)
+        return build_qwen2vl(kind, out, seed, n_embd_text, randn, cfg)
     if kind != "gemma3":
         raise SystemExit(f"--mmproj: no projector for {kind!r} (gemma3, "
                          "qwen2vl, qwen25vl, qwen3vl)")
-    c = GEMMA3
+    c = {**GEMMA3, **(cfg or {})}
     E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
     side = c["image_size"] // P
     w = gguf.GGUFWriter(out, "clip")
@@ -231,7 +236,8 @@ def build_mmproj(kind, out, seed, n_embd_text, randn):
 
     def mat(name, shape, std):  # numpy order: ggml ne reversed
         x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        w.add_tensor(name, x.astype(np.float32))
+        w.add_tensor(name, x.astype(np.float16 if c.get("f16") else
+                                    np.float32))
 
     def vec(name, n, kind):
         z = randn(seed, name, n)
