@@ -23,7 +23,9 @@ nc_code nc_vit_init(nc_vit *v, const nc_kernels *kern, nc_threadpool *tp,
   memset(v, 0, sizeof *v);
   v->kern = kern;
   v->tp = tp;
-  v->gelu = malloc(65536 * sizeof *v->gelu);
+  v->ops = kern->ops ? kern->ops() : NULL;
+  /* one entry more, 0, as the row ops' GeGLU reads it */
+  v->gelu = malloc(NC_GELU_TABLE_ENTRIES * sizeof *v->gelu);
   v->gelu_quick = malloc(65536 * sizeof *v->gelu_quick);
   if (!v->gelu || !v->gelu_quick) {
     nc_vit_free(v);
@@ -34,6 +36,7 @@ nc_code nc_vit_init(nc_vit *v, const nc_kernels *kern, nc_threadpool *tp,
     v->gelu[h] = nc_fp32_to_fp16(gelu_tanh(x));
     v->gelu_quick[h] = nc_fp32_to_fp16(gelu_quick(x));
   }
+  v->gelu[65536] = 0;
   return NC_OK;
 }
 
@@ -191,6 +194,10 @@ void nc_vit_rmsnorm(const float *x, const float *w, float *y, int32_t rows,
 }
 
 void nc_vit_gelu(const nc_vit *v, float *y, int64_t n) {
+  if (v->ops) { /* the same values, vectorized */
+    v->ops->geglu(y, NULL, n, v->gelu);
+    return;
+  }
   for (int64_t i = 0; i < n; i++) {
     const float x = y[i];
     if (x <= -10.0f)
@@ -396,9 +403,14 @@ static nc_code flash_attention(nc_vit *v, const float *q, const float *k,
     if (!v->kv16_cap)
       return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
   }
-  for (int64_t i = 0; i < n; i++) {
-    v->k16[i] = nc_fp32_to_fp16(k[i]);
-    v->v16[i] = nc_fp32_to_fp16(vv[i]);
+  if (v->ops) {
+    v->ops->to_f16(k, v->k16, n);
+    v->ops->to_f16(vv, v->v16, n);
+  } else {
+    for (int64_t i = 0; i < n; i++) {
+      v->k16[i] = nc_fp32_to_fp16(k[i]);
+      v->v16[i] = nc_fp32_to_fp16(vv[i]);
+    }
   }
   /* per thread: a tile's kt, vt and scores, the state and pointers of 64
    * rows (the tiled path) or one row's (the one-row path) */

@@ -12,8 +12,10 @@
 
 typedef struct nc_vit {
   const nc_kernels *kern;
-  nc_threadpool *tp;   /* NULL: the caller's thread alone */
-  nc_fp16 *gelu;       /* [65536]: ggml's GELU table (half -> half) */
+  nc_threadpool *tp;         /* NULL: the caller's thread alone */
+  const nc_ops_kernels *ops; /* the table's row ops, or NULL */
+  /* [NC_GELU_TABLE_ENTRIES]: ggml's GELU table (half -> half) */
+  nc_fp16 *gelu;
   nc_fp16 *gelu_quick; /* [65536]: ggml's quick-GELU table */
   uint8_t *qact;       /* activation rows in a weight's vec_dot type */
   size_t qact_cap;
