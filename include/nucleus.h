@@ -1198,6 +1198,11 @@ typedef struct nucleus_engine_params {
   bool swa_full;        /* true: sliding-window layers keep every
                            position (as llama.cpp --swa-full); by
                            default they release what left the window */
+  /* hybrid models (recurrent layers): the state snapshots the prefix
+   * cache keeps (each one sequence's state at a block end, evicted LRU);
+   * 0 = one per sequence slot (2 x max_running + 8). No effect on a model
+   * without recurrent state. */
+  int32_t state_snapshots;
   nucleus_row_orders row_orders; /* auto (reuse; the engine reports what it
                                     resolved to) */
   /* Speculative decoding: what one verify row costs against a decode step,
@@ -1226,7 +1231,8 @@ NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
  * `bench` and `serve` and their --help texts all read it. Flags: -c,
  * --ctx-size N (--ctx too), --kv-tokens N, --kv-block-tokens N,
  * --batch-tokens N, -np, --parallel N, --max-queue N, --no-prefix-cache,
- * --swa-full, --row-orders auto|reuse|llama, --spec-row-cost X. */
+ * --swa-full, --state-snapshots N, --row-orders auto|reuse|llama,
+ * --spec-row-cost X. */
 NUCLEUS_API size_t nucleus_engine_options_count(void);
 NUCLEUS_API const nucleus_option_info *
 nucleus_engine_options_at(size_t i); /* NULL past the end */

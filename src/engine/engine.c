@@ -1319,6 +1319,8 @@ static nc_code create_kv(nucleus_engine *e, const nc_hparams *hp,
       e->params.kv_block_tokens, 2 * e->params.max_running + 8,
       e->params.max_batch_tokens, &e->kv, err);
   free(swa);
+  if (rc == NC_OK && e->params.state_snapshots > 0)
+    rc = nc_kv_snaps_set_max(e->kv, e->params.state_snapshots, err);
   return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "base/option_table.h"
+#include "kv/kv_cache.h"
 
 #define E(field) offsetof(nucleus_engine_params, field)
 #define STR_(x) #x
@@ -66,6 +67,14 @@ static const nc_opt_row ROWS[] = {
      E(swa_full),
      NC_OPT_BOOL,
      NULL,
+     NULL},
+    {{"state_snapshots", "--state-snapshots", NULL, NUCLEUS_OPTION_INT, "N", 0,
+      NC_KV_MAX_SNAPS, NULL,
+      "recurrent-state snapshots the prefix cache keeps (hybrid models: "
+      "each a sequence's state at a block end, evicted LRU)"},
+     E(state_snapshots),
+     NC_OPT_I32,
+     "derived: one per sequence slot (2 x --parallel + 8)",
      NULL},
     {{"row_orders", "--row-orders", NULL, NUCLEUS_OPTION_CHOICE, "WHICH", 0, 0,
       ROW_ORDERS,

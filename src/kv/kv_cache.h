@@ -214,8 +214,16 @@ size_t nc_kv_state_bytes(const nc_kv_cache *kv);
  * until evicted). Past the bound, the least recently used snapshot of a
  * named block makes room. NULL: no state, no such block, no room. */
 float *nc_kv_snap_take(nc_kv_cache *kv, int32_t seq, int32_t end, bool rolling);
-/* Snapshots attached now, their bound (max_seqs; 0 without state), and the
- * bytes of the snapshot buffers allocated. */
+/* The most snapshots a cache with state keeps (nc_kv_snaps_set_max): n in
+ * [1, NC_KV_MAX_SNAPS] (the default is max_seqs), set before the first
+ * snapshot is taken; a cache without state keeps none whatever n is.
+ * Fewer snapshots than running sequences is correct, only slower: a
+ * sequence that finds no slot takes none, and a later hit or a preempted
+ * sequence recomputes the state from the nearest one it has. */
+#define NC_KV_MAX_SNAPS 65536
+nc_code nc_kv_snaps_set_max(nc_kv_cache *kv, int32_t n, nc_error *err);
+/* Snapshots attached now, their bound (max_seqs unless set; 0 without
+ * state), and the bytes of the snapshot buffers allocated. */
 int32_t nc_kv_snaps_held(const nc_kv_cache *kv);
 int32_t nc_kv_snaps_max(const nc_kv_cache *kv);
 size_t nc_kv_snap_bytes(const nc_kv_cache *kv);

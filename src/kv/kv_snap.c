@@ -15,20 +15,53 @@
 
 #include "kv_cache_internal.h"
 
+/* The slot arrays for max_snaps snapshots, none taken. */
+static bool alloc_slots(nc_kv_cache *kv) {
+  kv->snap_buf = calloc((size_t)kv->max_snaps, sizeof *kv->snap_buf);
+  kv->snap_block = malloc(sizeof(int32_t) * (size_t)kv->max_snaps);
+  kv->snap_stamp = calloc((size_t)kv->max_snaps, sizeof *kv->snap_stamp);
+  if (!kv->snap_buf || !kv->snap_block || !kv->snap_stamp) return false;
+  for (int32_t i = 0; i < kv->max_snaps; i++)
+    kv->snap_block[i] = -1;
+  return true;
+}
+
 bool nc_kv_snap_alloc(nc_kv_cache *kv) {
   kv->max_snaps = kv->state_floats > 0 ? kv->max_seqs : 0;
   if (kv->max_snaps == 0) return true;
   kv->block_snap = malloc(sizeof(int32_t) * (size_t)kv->n_blocks);
-  kv->snap_buf = calloc((size_t)kv->max_snaps, sizeof *kv->snap_buf);
-  kv->snap_block = malloc(sizeof(int32_t) * (size_t)kv->max_snaps);
-  kv->snap_stamp = calloc((size_t)kv->max_snaps, sizeof *kv->snap_stamp);
-  if (!kv->block_snap || !kv->snap_buf || !kv->snap_block || !kv->snap_stamp)
-    return false;
+  if (!kv->block_snap) return false;
   for (int64_t b = 0; b < kv->n_blocks; b++)
     kv->block_snap[b] = -1;
+  return alloc_slots(kv);
+}
+
+nc_code nc_kv_snaps_set_max(nc_kv_cache *kv, int32_t n, nc_error *err) {
+  if (n < 1 || n > NC_KV_MAX_SNAPS)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "state snapshots: %d, must be in [1, %d]", (int)n,
+                   NC_KV_MAX_SNAPS);
+  if (kv->max_snaps == 0) return NC_OK; /* no state: nothing to keep */
   for (int32_t i = 0; i < kv->max_snaps; i++)
-    kv->snap_block[i] = -1;
-  return true;
+    if (kv->snap_buf[i])
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "state snapshots: the bound is set before the first "
+                     "snapshot is taken");
+  free(kv->snap_buf);
+  free(kv->snap_block);
+  free(kv->snap_stamp);
+  kv->max_snaps = n;
+  if (!alloc_slots(kv)) {
+    free(kv->snap_buf);
+    free(kv->snap_block);
+    free(kv->snap_stamp);
+    kv->snap_buf = NULL;
+    kv->snap_block = NULL;
+    kv->snap_stamp = NULL;
+    kv->max_snaps = 0;
+    return nc_fail(err, NC_ERR_NOMEM, "state snapshots: out of memory");
+  }
+  return NC_OK;
 }
 
 void nc_kv_snap_free_all(nc_kv_cache *kv) {

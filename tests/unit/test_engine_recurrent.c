@@ -302,6 +302,15 @@ static void test_state_snapshots(void **state) {
   fwd_open(&f, m, 80, 80);
   const size_t bytes = sizeof(float) * (size_t)nc_kv_state_floats(f.kv);
   assert_int_equal(nc_kv_snaps_max(f.kv), 4); /* the cache's max_seqs */
+  /* the bound: set before the first snapshot, in [1, NC_KV_MAX_SNAPS] */
+  nucleus_error serr;
+  assert_int_equal(nc_kv_snaps_set_max(f.kv, 0, &serr),
+                   NC_ERR_INVALID_ARGUMENT);
+  assert_string_equal(serr.message,
+                      "state snapshots: 0, must be in [1, 65536]");
+  assert_int_equal(nc_kv_snaps_set_max(f.kv, 3, &serr), NC_OK);
+  assert_int_equal(nc_kv_snaps_max(f.kv), 3);
+  assert_int_equal(nc_kv_snaps_set_max(f.kv, 4, &serr), NC_OK);
   int32_t tok[80];
   random_tokens(tok, 80, hp->n_vocab, 0x5EEDull);
   /* the state after exactly 16 tokens */
@@ -331,6 +340,9 @@ static void test_state_snapshots(void **state) {
   assert_int_equal(nc_context_forward(f.ctx, &f.b, f.logits, &err), NC_OK);
   assert_memory_equal(snap, want, bytes);
   assert_true(memcmp(nc_kv_seq_state(f.kv, b), want, bytes) != 0);
+  assert_int_equal(nc_kv_snaps_set_max(f.kv, 8, &serr),
+                   NC_ERR_INVALID_ARGUMENT); /* one was taken */
+  assert_int_equal(nc_kv_snaps_max(f.kv), 4);
   /* written: no second target for that block end */
   assert_null(nc_kv_snap_take(f.kv, b, 16, true));
   /* never named: it goes with the block */
@@ -577,6 +589,49 @@ static void test_engine_multi_turn(void **state) {
                 TURNS);
 }
 
+/* --state-snapshots: 0 keeps one per sequence slot (2 x max_running + 8);
+ * with a bound of 1 a chat still gives every turn the tokens and logprobs
+ * of a fresh engine, and holds at most one snapshot. */
+static void test_engine_snapshot_bound(void **state) {
+  nucleus_model *m = need(state);
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = 2048;
+  nucleus_engine *e = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nc_engine_create_stepped(m, &ep, &e, &err), NC_OK);
+  assert_int_equal(nc_kv_snaps_max(e->kv), 2 * ep.max_running + 8);
+  nucleus_engine_free(e);
+  ep.state_snapshots = 1;
+  assert_int_equal(nc_engine_create_stepped(m, &ep, &e, &err), NC_OK);
+  assert_int_equal(nc_kv_snaps_max(e->kv), 1);
+  enum { GEN = 12 };
+  const int32_t nv = nc_model_hparams(m)->n_vocab;
+  int32_t conv[48 + 2 * (GEN + 9)];
+  int32_t n = 48;
+  random_tokens(conv, n, nv, 0xB0B0ull);
+  for (int turn = 0; turn < 2; turn++) {
+    spec s = {conv, n, GEN, 0};
+    result warm, cold;
+    run_on(e, &s, 1, &warm);
+    nucleus_engine *fresh = engine(m, 4096, 512);
+    run_on(fresh, &s, 1, &cold);
+    nucleus_engine_free(fresh);
+    assert_same(&cold, &warm, "a chat turn with one snapshot kept");
+    assert_true(nc_kv_snaps_held(e->kv) <= 1);
+    memcpy(conv + n, warm.tokens, sizeof(int32_t) * GEN);
+    n += GEN;
+    random_tokens(conv + n, 9, nv, 0x9A9Aull + (uint64_t)turn);
+    n += 9;
+  }
+  nucleus_engine_stats st;
+  nucleus_engine_get_stats(e, &st);
+  assert_true(st.state_snapshots <= 1);
+  nucleus_engine_free(e);
+  print_message("qwen35 (random): --state-snapshots 0 keeps %d; 1 keeps "
+                "one, each chat turn as on a fresh engine\n",
+                2 * ep.max_running + 8);
+}
+
 /* One request of n completions (or beams) on an engine of this budget:
  * the completions' tokens (or the beams' text) into out. */
 typedef struct forked {
@@ -672,6 +727,7 @@ int main(void) {
       cmocka_unit_test(test_engine_forks),
       cmocka_unit_test(test_engine_multi_turn),
       cmocka_unit_test(test_state_snapshots),
+      cmocka_unit_test(test_engine_snapshot_bound),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

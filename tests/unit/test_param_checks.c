@@ -282,6 +282,13 @@ static void engine_options_one_table(void **state) {
                  "'spec_row_cost' must be a number in [0, 4], got '5'");
   engine_refused("--spec-row-cost", "nan",
                  "'spec_row_cost' must be a number in [0, 4], got 'nan'");
+  engine_refused("--state-snapshots", "-1",
+                 "'state_snapshots' must be an integer in [0, 65536], got "
+                 "'-1'");
+  assert_int_equal(
+      nucleus_engine_params_set(&p, eopt("--state-snapshots"), "3", &err),
+      NUCLEUS_OK);
+  assert_int_equal(p.state_snapshots, 3);
   /* validate: the same messages for a struct set by hand; 0 is the
    * default of the counts */
   p = nucleus_engine_default_params();
