@@ -1,4 +1,4 @@
-/* avx512_kq16: the avx512 table's Q4_K and Q6_K prompt matmul (8 or more
+/* avx512_kq16: the avx512 table's Q4_K, Q5_K and Q6_K prompt matmul (8 or more
  * activation rows) on 16 weight rows at a time, in llama.cpp's tiled
  * K-quant order (avx512_kquant.c "llama.cpp's tiled order",
  * tests/reference/ref_tiled.c): per (weight row, activation row) and
@@ -80,26 +80,59 @@ static inline void put_quants(uint8_t dst[8][2][4][64], int i,
       memcpy(&dst[j][h][s][8 * p], q + 32 * j + 8 * s, 8);
 }
 
+/* Row i's scales, mins and d, dmin (Q4_K and Q5_K share them). */
+static inline void k45_put_scales(q4k16 *u, int i, const uint8_t *scales,
+                                  nc_fp16 d, nc_fp16 dmin) {
+  uint8_t sc[8], mn[8];
+  for (int j = 0; j < 8; j++)
+    nc_k4_scale_min(j, scales, &sc[j], &mn[j]);
+  for (int j = 0; j < 8; j++) {
+    u->sc[j][i] = words(sc[j], sc[j]);
+    u->mn[j][i] = words(mn[j], mn[j]);
+  }
+  u->d[i] = nc_fp16_to_fp32(d);
+  u->dmin[i] = nc_fp16_to_fp32(dmin);
+}
+
 static void q4k16_unpack(const block_q4_K *const x[ROWS], q4k16 *u) {
   for (int i = 0; i < ROWS; i++) {
     _Alignas(32) uint8_t q[QK_K];
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int c = 0; c < 4; c++) {
-      const __m256i b = _mm256_loadu_si256((const __m256i *)(x[i]->qs + 32 * c));
+      const __m256i b =
+          _mm256_loadu_si256((const __m256i *)(x[i]->qs + 32 * c));
       _mm256_store_si256((__m256i *)(q + 64 * c), _mm256_and_si256(b, m4));
       _mm256_store_si256((__m256i *)(q + 64 * c + 32),
                          _mm256_and_si256(_mm256_srli_epi16(b, 4), m4));
     }
     put_quants(u->q, i, q);
-    uint8_t sc[8], mn[8];
-    for (int j = 0; j < 8; j++)
-      nc_k4_scale_min(j, x[i]->scales, &sc[j], &mn[j]);
-    for (int j = 0; j < 8; j++)
-      u->sc[j][i] = words(sc[j], sc[j]);
-    for (int j = 0; j < 8; j++)
-      u->mn[j][i] = words(mn[j], mn[j]);
-    u->d[i] = nc_fp16_to_fp32(x[i]->d);
-    u->dmin[i] = nc_fp16_to_fp32(x[i]->dmin);
+    k45_put_scales(u, i, x[i]->scales, x[i]->d, x[i]->dmin);
+  }
+}
+
+/* Q5_K: Q4_K's layout with quants 0..31 (the fifth bit from qh). */
+static void q5k16_unpack(const block_q5_K *const x[ROWS], q4k16 *u) {
+  for (int i = 0; i < ROWS; i++) {
+    _Alignas(32) uint8_t q[QK_K];
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)x[i]->qh);
+    for (int c = 0; c < 4; c++) {
+      const __m256i b =
+          _mm256_loadu_si256((const __m256i *)(x[i]->qs + 32 * c));
+      /* bit 2c (low nibbles) and 2c + 1 (high) of qh, as 16 */
+      const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
+      const __m256i h1 =
+          _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+      _mm256_store_si256(
+          (__m256i *)(q + 64 * c),
+          _mm256_or_si256(_mm256_and_si256(b, m4), _mm256_slli_epi16(h0, 4)));
+      _mm256_store_si256(
+          (__m256i *)(q + 64 * c + 32),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), m4),
+                          _mm256_slli_epi16(h1, 4)));
+    }
+    put_quants(u->q, i, q);
+    k45_put_scales(u, i, x[i]->scales, x[i]->d, x[i]->dmin);
   }
 }
 
@@ -120,7 +153,9 @@ static void q6k16_unpack(const block_q6_K *const x[ROWS], q6k16 *u) {
   }
 }
 
-static inline __m512i ld(const void *p) { return _mm512_load_si512(p); }
+static inline __m512i ld(const void *p) {
+  return _mm512_load_si512(p);
+}
 
 static inline __m512i bcast8(const int8_t *p) {
   int64_t v;
@@ -137,8 +172,8 @@ static inline __m512i bcast4(const int16_t *p) {
 /* nb superblocks of one group (u) against R activation rows; lane i of
  * out row r gets row i's result (the lanes in mask). */
 static inline __attribute__((always_inline)) void
-q4k16_tile(const q4k16 *u, int64_t nb, const uint8_t *act, size_t a_stride,
-           int R, float *out, size_t out_stride, __mmask16 mask) {
+k45_tile(const q4k16 *u, int64_t nb, const uint8_t *act, size_t a_stride, int R,
+         float *out, size_t out_stride, __mmask16 mask, int steps) {
   __m512 acc[KQ16_R];
   for (int r = 0; r < R; r++)
     acc[r] = _mm512_setzero_ps();
@@ -153,15 +188,18 @@ q4k16_tile(const q4k16 *u, int64_t nb, const uint8_t *act, size_t a_stride,
       for (int r = 0; r < R; r++) {
         const block_q8_K *y =
             (const block_q8_K *)(act + (size_t)r * a_stride) + i;
-        __m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512();
+#pragma GCC unroll 2
+        for (int s0 = 0; s0 < 4; s0 += steps) {
+          __m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512();
 #pragma GCC unroll 4
-        for (int s = 0; s < 4; s++) {
-          const __m512i x = bcast8(y->qs + 32 * j + 8 * s);
-          a = _mm512_dpbusd_epi32(a, ld(p->q[j][0][s]), x);
-          b = _mm512_dpbusd_epi32(b, ld(p->q[j][1][s]), x);
+          for (int s = s0; s < s0 + steps; s++) {
+            const __m512i x = bcast8(y->qs + 32 * j + 8 * s);
+            a = _mm512_dpbusd_epi32(a, ld(p->q[j][0][s]), x);
+            b = _mm512_dpbusd_epi32(b, ld(p->q[j][1][s]), x);
+          }
+          s1[r] = _mm512_dpwssd_epi32(s1[r], _mm512_packs_epi32(a, b),
+                                      ld(p->sc[j]));
         }
-        s1[r] = _mm512_dpwssd_epi32(s1[r], _mm512_packs_epi32(a, b),
-                                    ld(p->sc[j]));
       }
     }
 #pragma GCC unroll 8
@@ -180,6 +218,20 @@ q4k16_tile(const q4k16 *u, int64_t nb, const uint8_t *act, size_t a_stride,
   }
   for (int r = 0; r < R; r++)
     _mm512_mask_storeu_ps(out + (size_t)r * out_stride, mask, acc[r]);
+}
+
+/* Q4_K adds 4 vpdpbusd (16 products of 0..15) before packing, Q5_K 2
+ * (8 products of 0..31): |sum| <= 8 * 31 * 128 fits a word. */
+static inline __attribute__((always_inline)) void
+q4k16_tile(const q4k16 *u, int64_t nb, const uint8_t *act, size_t a_stride,
+           int R, float *out, size_t out_stride, __mmask16 mask) {
+  k45_tile(u, nb, act, a_stride, R, out, out_stride, mask, 4);
+}
+
+static inline __attribute__((always_inline)) void
+q5k16_tile(const q4k16 *u, int64_t nb, const uint8_t *act, size_t a_stride,
+           int R, float *out, size_t out_stride, __mmask16 mask) {
+  k45_tile(u, nb, act, a_stride, R, out, out_stride, mask, 2);
 }
 
 static inline __attribute__((always_inline)) void
@@ -251,10 +303,9 @@ q6k16_tile(const q6k16 *u, int64_t nb, const uint8_t *act, size_t a_stride,
     default: tile(u, nb, act, a_stride, 1, out, out_stride, mask); return;     \
     }                                                                          \
   }                                                                            \
-  bool nc_avx512_kq16_gemm_##name(int64_t n, const void *w, size_t w_stride,   \
-                                  int64_t nw, const void *act,                 \
-                                  size_t a_stride, int64_t na, float *out,     \
-                                  size_t out_stride) {                         \
+  bool nc_avx512_kq16_gemm_##name(                                             \
+      int64_t n, const void *w, size_t w_stride, int64_t nw, const void *act,  \
+      size_t a_stride, int64_t na, float *out, size_t out_stride) {            \
     enum { CAP = SCRATCH_BYTES / sizeof(GROUP) };                              \
     const int64_t nb = n / QK_K;                                               \
     if (nb < 1 || nb > CAP || nw < 1) return false;                            \
@@ -281,7 +332,7 @@ q6k16_tile(const q6k16 *u, int64_t nb, const uint8_t *act, size_t a_stride,
         const int R = left >= KQ16_R ? KQ16_R                                  \
                       : left >= 4    ? 4                                       \
                       : left >= 2    ? 2                                       \
-                                     : 1;                                      \
+                                     : 1;                                         \
         for (int64_t g = 0; g < gn; g++) {                                     \
           const int64_t row0 = (g0 + g) * ROWS;                                \
           const int64_t valid = nw - row0 < ROWS ? nw - row0 : ROWS;           \
@@ -295,5 +346,6 @@ q6k16_tile(const q6k16 *u, int64_t nb, const uint8_t *act, size_t a_stride,
     return true;                                                               \
   }
 KQ16_GEMM(q4_k, block_q4_K, q4k16, q4k16_unpack, q4k16_tile)
+KQ16_GEMM(q5_k, block_q5_K, q4k16, q5k16_unpack, q5k16_tile)
 KQ16_GEMM(q6_k, block_q6_K, q6k16, q6k16_unpack, q6k16_tile)
 #undef KQ16_GEMM

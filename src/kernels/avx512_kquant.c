@@ -1877,7 +1877,7 @@ KV_ENTRY(q2_k, kv_none)
 KV_ENTRY(q3_k, kv_none)
 #undef KV_ENTRY
 
-/* The weight rows of a tiled Q4_K/Q6_K gemm for avx512_kq16.c's 16-row
+/* The weight rows of a tiled Q4_K/Q5_K/Q6_K gemm for avx512_kq16.c's 16-row
  * tiles (the rest go in pairs): whole groups of 16, and a last group of 8
  * or more (padded: half its work at worst); 0 for few activation rows. */
 static int64_t kq16_rows(int64_t nw, int64_t na) {
@@ -1972,7 +1972,15 @@ void nc_avx512_gemm_q5_k_tiled(int64_t n, const void *w, size_t w_stride,
     q5k_gemv_tiled(n, w, w_stride, nw, act, out);
     return;
   }
-  kq_gemm_q5_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+  const int64_t n16 = kq16_rows(nw, na);
+  if (n16 > 0 && nc_avx512_kq16_gemm_q5_k(n, w, w_stride, n16, act, a_stride,
+                                          na, out, out_stride)) {
+    w = (const uint8_t *)w + (size_t)n16 * w_stride;
+    out += n16;
+    nw -= n16;
+  }
+  if (nw > 0)
+    kq_gemm_q5_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
 }
 
 void nc_avx512_dot_q5_k_tiled_rows(int64_t n, const void *w, const void *a,

@@ -140,12 +140,15 @@ NC_AVX512_KQUANT_DOT(q4_k_tiled)
 NC_AVX512_KQUANT_DOT(q5_k_tiled)
 NC_AVX512_KQUANT_DOT(q6_k_tiled)
 #undef NC_AVX512_KQUANT_DOT
-/* avx512_kq16.c: the tiled-order Q4_K and Q6_K gemm on 16 weight rows per
+/* avx512_kq16.c: the tiled-order Q4_K, Q5_K and Q6_K gemm on 16 weight rows per
  * VNNI tile, for NC_KQ16_MIN_ROWS or more activation rows (the same bits
  * as the gemm above). False, writing nothing, for rows too long for its
  * panel (n above ~12,000). */
 enum { NC_KQ16_MIN_ROWS = 8 };
 bool nc_avx512_kq16_gemm_q4_k(int64_t n, const void *w, size_t w_stride,
+                              int64_t nw, const void *act, size_t a_stride,
+                              int64_t na, float *out, size_t out_stride);
+bool nc_avx512_kq16_gemm_q5_k(int64_t n, const void *w, size_t w_stride,
                               int64_t nw, const void *act, size_t a_stride,
                               int64_t na, float *out, size_t out_stride);
 bool nc_avx512_kq16_gemm_q6_k(int64_t n, const void *w, size_t w_stride,
