@@ -150,8 +150,8 @@ void nc_iq1_s_row(const nc_iq_lattice *lat, const float *x, block_iq1_s *y,
       bool on = true;
       int index[BS / 8];
       for (int k = 0; k < BS / 8; k++)
-        index[k] = group_index(lat, xb + 8 * k, w + 8 * k, scale, xx,
-                               L + 8 * k, &on);
+        index[k] =
+            group_index(lat, xb + 8 * k, w + 8 * k, scale, xx, L + 8 * k, &on);
       if (!on) {
         float sumqx = 0, sumq2 = 0;
         for (int k = 0; k < BS / 8; k++) {

@@ -404,9 +404,9 @@ static void test_rerank_tokens(void **state) {
   assert_int_equal(nucleus_rerank_tokens(m, QUERY, strlen(QUERY), DOCS[0],
                                          strlen(DOCS[0]), &ids, &n, &err),
                    NUCLEUS_OK);
-  assert_int_equal(nucleus_tokenize(m, QUERY, strlen(QUERY), false, false,
-                                    &q, &nq, &err),
-                   NUCLEUS_OK);
+  assert_int_equal(
+      nucleus_tokenize(m, QUERY, strlen(QUERY), false, false, &q, &nq, &err),
+      NUCLEUS_OK);
   assert_int_equal(nucleus_tokenize(m, DOCS[0], strlen(DOCS[0]), false, false,
                                     &d, &nd, &err),
                    NUCLEUS_OK);
