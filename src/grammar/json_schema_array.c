@@ -151,6 +151,32 @@ static int unique_arrays(ctx *c, char **vals, int n, long long lo, long long hi,
   return 0;
 }
 
+/* The 400 for uniqueItems with minItems above 1 over items that are not a
+ * few values: it names the items' type, what is compared exactly and why
+ * the rest is not (a grammar is context-free: it cannot remember which
+ * strings or numbers an array already holds). */
+static int refuse_unique(ctx *c, const json_t *items, int depth, long long lo) {
+  nc_code code = c->code;
+  const json_t *f = items ? js_flatten(c, items, depth + 1) : NULL;
+  c->code = code; /* the items' shape only names them */
+  c->unsat = false;
+  const json_t *t = json_is_object(f) ? json_object_get(f, "type") : NULL;
+  char what[64] = "any value";
+  if (json_is_string(t))
+    snprintf(what, sizeof what, "type '%.40s'", json_string_value(t));
+  else if (f)
+    snprintf(what, sizeof what, "%s", "more than a few values");
+  return js_fail(c,
+                 "'uniqueItems' with minItems %lld is not supported over "
+                 "items of %s: the grammar keeps items apart only when "
+                 "they take at most %d values (an enum, a const, "
+                 "booleans, null), as a rule per set of values used; it "
+                 "cannot remember which strings, numbers, arrays or "
+                 "objects an array already holds (with minItems 0 or 1 it "
+                 "makes arrays of one item at most)",
+                 lo, what, UNIQUE_MAX_VALUES);
+}
+
 int js_gen_array(ctx *c, const json_t *s, sb *b, int depth) {
   const json_t *items = json_object_get(s, "items");
   const json_t *prefix = json_object_get(s, "prefixItems");
@@ -183,13 +209,7 @@ int js_gen_array(ctx *c, const json_t *s, sb *b, int depth) {
   if (json_is_true(uniq) && !(hi >= 0 && hi <= 1)) {
     /* The grammar cannot compare items: arrays of one item at most are
      * the unique ones it makes. */
-    if (lo > 1)
-      return js_fail(c,
-                     "'uniqueItems' with minItems %lld is not supported "
-                     "for these items (the grammar compares items only "
-                     "when they are at most %d values: an enum, a const, "
-                     "booleans)",
-                     lo, UNIQUE_MAX_VALUES);
+    if (lo > 1) return refuse_unique(c, items, depth, lo);
     js_note(c, "uniqueItems: arrays of at most one item");
     hi = 1;
   }

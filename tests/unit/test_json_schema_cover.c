@@ -424,11 +424,24 @@ static void test_objects(void **state) {
                     "\"minItems\":3,\"items\":{\"type\":\"boolean\"}}"),
              "minItems 3"));
   /* items the grammar cannot compare: still one item at most, and
-   * minItems 2 names the keyword */
+   * minItems 2 names the keyword, the items' type and why */
+  assert_string_equal(
+      refuse("{\"type\":\"array\",\"uniqueItems\":true,\"minItems\":2,"
+             "\"items\":{\"type\":\"string\"}}"),
+      "'uniqueItems' with minItems 2 is not supported over items of type "
+      "'string': the grammar keeps items apart only when they take at most "
+      "10 values (an enum, a const, booleans, null), as a rule per set of "
+      "values used; it cannot remember which strings, numbers, arrays or "
+      "objects an array already holds (with minItems 0 or 1 it makes arrays "
+      "of one item at most) (at #)");
   assert_non_null(strstr(refuse("{\"type\":\"array\",\"uniqueItems\":true,"
-                                "\"minItems\":2,\"items\":{\"type\":"
-                                "\"string\"}}"),
-                         "'uniqueItems'"));
+                                "\"minItems\":3,\"items\":{\"$ref\":"
+                                "\"#/$defs/n\"},\"$defs\":{\"n\":{"
+                                "\"type\":\"number\"}}}"),
+                         "over items of type 'number'"));
+  assert_non_null(strstr(refuse("{\"type\":\"array\",\"uniqueItems\":true,"
+                                "\"minItems\":2}"),
+                         "over items of any value"));
 }
 
 static void test_refs_and_notes(void **state) {
