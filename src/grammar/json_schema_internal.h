@@ -74,6 +74,9 @@ bool js_recover(ctx *c, js_mark m);
 /* The same after any failure of NC_ERR_INVALID_ARGUMENT (a shape not
  * taken one way, to be made another). */
 bool js_retry(ctx *c, js_mark m);
+/* Undoes what was written since m and any failure since (a question asked
+ * by writing rules, not a part of the grammar; c had not failed at m). */
+void js_undo(ctx *c, js_mark m);
 
 /* Appends /seg to c->ptr (escaped as RFC 6901 says); returns the length
  * to give js_ptr_pop. */
@@ -200,6 +203,13 @@ const json_t *js_oneof_branches(ctx *c, const json_t *list, int depth,
  * without the others' strings, into b (json_schema_oneof.c): 1 when the
  * branches are not such (nothing written), 0 written, -1 failed. */
 int js_oneof_strings(ctx *c, const json_t *list, int depth, sb *b);
+/* Whether no string validates under both a and b, each a string schema of
+ * patterns alone (one, or a merge's list) that json_schema_regex.c makes
+ * exactly as a validator reads them (literals, positive classes, groups, |,
+ * quantifiers, anchors: no '.', no \d \w \s or their negations, no [^...],
+ * no control characters), decided on the product of their automata
+ * (json_schema_oneof.c); false when not such. */
+bool js_patterns_disjoint(ctx *c, const json_t *a, const json_t *b);
 /* The types a schema without 'type' takes from its keywords (bits as
  * js_type_bits; 0: none named). */
 unsigned js_inferred_types(const json_t *s);

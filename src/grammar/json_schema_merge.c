@@ -440,6 +440,70 @@ static bool never_writes(const json_t *a, const char *name) {
   return !extras && !requires(a, name);
 }
 
+/* An array schema's count keyword (dflt when absent or not a count). */
+static long long count_of(const json_t *s, const char *k, long long dflt) {
+  const json_t *v = json_object_get(s, k);
+  return json_is_integer(v) && json_integer_value(v) >= 0
+             ? (long long)json_integer_value(v)
+             : dflt;
+}
+
+/* The schema an array's first item is made from and checked against, as
+ * json_schema_array.c reads it (prefixItems, or a draft-4 items list,
+ * first); NULL when none constrains it. */
+static const json_t *first_item(const json_t *s) {
+  const json_t *prefix = json_object_get(s, "prefixItems");
+  const json_t *items = json_object_get(s, "items");
+  if (!prefix && json_is_array(items)) {
+    prefix = items;
+    items = json_object_get(s, "additionalItems");
+  }
+  if (json_is_array(prefix) && json_array_size(prefix))
+    return json_array_get(prefix, 0);
+  return json_is_array(prefix) || json_is_array(items) ? NULL : items;
+}
+
+static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth);
+
+/* A union on either side: a an anyOf or oneOf alone (no keyword beside it
+ * that its branches' outputs could break, such as another property) whose
+ * every branch's outputs b refuses, or b one whose every branch refuses
+ * a's outputs (keywords beside it only narrow b). */
+static bool union_excludes(ctx *c, const json_t *a, const json_t *b,
+                           int depth) {
+  const char *ka = combinator(a), *kb = ka ? NULL : combinator(b);
+  if (!ka && !kb) return false;
+  if (ka) {
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)a, k, v) {
+      if (strcmp(k, ka) && js_constrains(k)) return false;
+    }
+  }
+  const json_t *list = json_object_get(ka ? a : b, ka ? ka : kb);
+  if (!json_is_array(list) || !json_array_size(list)) return false;
+  size_t i;
+  const json_t *x;
+  json_array_foreach(list, i, x) {
+    if (!(ka ? excludes(c, x, b, depth + 1) : excludes(c, a, x, depth + 1)))
+      return false;
+  }
+  return true;
+}
+
+/* Whether no array a makes validates under b: counts that cannot meet,
+ * or a first item (every output has one) that b's first item refuses. */
+static bool array_excludes(ctx *c, const json_t *a, const json_t *b,
+                           int depth) {
+  long long amin = count_of(a, "minItems", 0),
+            amax = count_of(a, "maxItems", -1);
+  long long bmin = count_of(b, "minItems", 0),
+            bmax = count_of(b, "maxItems", -1);
+  if ((amax >= 0 && amax < bmin) || (bmax >= 0 && amin > bmax)) return true;
+  const json_t *fa = first_item(a), *fb = first_item(b);
+  return amin >= 1 && fa && fb && excludes(c, fa, fb, depth + 1);
+}
+
 /* Whether no output of a validates under b (a's outputs: what
  * json_schema.c makes of it, a subset of what validates under a). */
 static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth) {
@@ -456,6 +520,7 @@ static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth) {
   if (!meet_types(out_types(a), js_type_bits(json_object_get(b, "type"))))
     return true;
   if (values_disjoint(a, b)) return true;
+  if (union_excludes(c, a, b, depth)) return true;
   if (!combinator(a) && (has(a, "const") || has(a, "enum"))) {
     /* a makes its values: each one b refuses */
     const json_t *cst = json_object_get(a, "const");
@@ -479,6 +544,10 @@ static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth) {
         break;
     if (n && i == n) return true;
   }
+  if (!combinator(a) && !combinator(b) && out_types(a) == T_ARR)
+    return array_excludes(c, a, b, depth);
+  if (!combinator(a) && !combinator(b) && out_types(a) == T_STR)
+    return js_patterns_disjoint(c, a, b);
   if (combinator(a) || combinator(b) || out_types(a) != T_OBJ) return false;
   /* objects: a property b requires that a never writes; one a always
    * writes that b forbids or whose values there b refuses */
@@ -536,6 +605,27 @@ static int gather(ctx *c, const json_t *x, int depth, int level, size_t from,
   return json_array_append(orig, (json_t *)f) ? js_fail_oom(c) : 0;
 }
 
+/* Two array branches (a, b as made; va, vb as written) whose first items
+ * cannot meet: only the empty array can match both, so each makes one
+ * item at least (the empty array, valid under both, is no valid value of
+ * the oneOf). 0, or -1 on a failure. */
+static int one_item_each(ctx *c, json_t *a, json_t *b, const json_t *va,
+                         const json_t *vb) {
+  const json_t *fa = first_item(a), *fb = first_item(b);
+  const json_t *ga = first_item(va), *gb = first_item(vb);
+  if (!fa || !fb || !ga || !gb || !excludes(c, fa, gb, 1) ||
+      !excludes(c, fb, ga, 1))
+    return 0;
+  json_t *sides[2] = {a, b};
+  for (int s = 0; s < 2; s++) {
+    long long max = count_of(sides[s], "maxItems", -1);
+    if (count_of(sides[s], "minItems", 0) >= 1 || max == 0) continue;
+    if (json_object_set_new(sides[s], "minItems", json_integer(1)))
+      return js_fail_oom(c);
+  }
+  return 0;
+}
+
 /* oneOf's branches made disjoint where they may not be: a property both
  * declare with values that cannot meet becomes required in both (a
  * discriminator); a property one declares and the other (allowing only
@@ -559,6 +649,24 @@ static const json_t *branches(ctx *c, const json_t *list, int depth, bool apart,
     json_t *cp = json_deep_copy(json_array_get(orig, i));
     if (!cp || json_array_append_new(out, cp)) return js_fail_oom(c), NULL;
   }
+  /* Two branches alike, of different branches of list: a value matching
+   * one matches both, so neither makes anything (the others must still
+   * exclude them, as below). */
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++) {
+      if (origin[i] == origin[j] ||
+          !json_equal(json_array_get(orig, i), json_array_get(orig, j)))
+        continue;
+      size_t ptr = js_ptr_push(c, "oneOf");
+      js_ptr_push_index(c, origin[j]);
+      js_note(c,
+              "oneOf: branch left out (the same as branch %zu: no value "
+              "matches only one of them)",
+              origin[i]);
+      js_ptr_pop(c, ptr);
+      json_array_set_new(out, i, json_false());
+      json_array_set_new(out, j, json_false());
+    }
   for (size_t i = 0; i < n; i++)
     for (size_t j = i + 1; j < n; j++) {
       json_t *a = json_array_get(out, i), *b = json_array_get(out, j);
@@ -569,8 +677,13 @@ static const json_t *branches(ctx *c, const json_t *list, int depth, bool apart,
         *bi = origin[i], *bj = origin[j];
         return NULL;
       }
-      if (!json_is_object(a) || !json_is_object(b) || combinator(a) ||
-          combinator(b) || out_types(a) != T_OBJ || out_types(b) != T_OBJ) {
+      bool plain = json_is_object(a) && json_is_object(b) && !combinator(a) &&
+                   !combinator(b);
+      if (plain && out_types(a) == T_ARR && out_types(b) == T_ARR) {
+        if (one_item_each(c, a, b, va, vb) != 0) return NULL;
+        goto settle;
+      }
+      if (!plain || out_types(a) != T_OBJ || out_types(b) != T_OBJ) {
         *bi = origin[i], *bj = origin[j];
         return NULL;
       }
@@ -639,6 +752,7 @@ static const json_t *branches(ctx *c, const json_t *list, int depth, bool apart,
           break;
         }
       }
+    settle:
       if (excludes(c, a, vb, 0) && excludes(c, b, va, 0)) continue;
       /* One side made disjoint from the other's values: the other is left
        * out (false: nothing made there; each branch kept excludes what it

@@ -119,6 +119,12 @@ js_mark js_mark_here(const ctx *c) {
                    .out_big = c->out.big};
 }
 
+void js_undo(ctx *c, js_mark m) {
+  if (c->out.oom || c->notes.oom) return; /* the compile fails on it */
+  c->code = NC_ERR_INVALID_ARGUMENT;      /* what js_retry undoes */
+  js_retry(c, m);
+}
+
 bool js_recover(ctx *c, js_mark m) {
   return c->unsat && js_retry(c, m);
 }

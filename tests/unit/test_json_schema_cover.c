@@ -558,6 +558,110 @@ static void test_not(void **state) {
   assert_false(accepts(e, "\"123\""));
 }
 
+/* oneOf branches made disjoint exactly (issue 38 item 2): arrays whose
+ * first items cannot meet make one item at least (the empty array matches
+ * both, so it is no valid value); string branches beside branches of other
+ * types; properties whose exact patterns share no string as
+ * discriminators. What still overlaps is a 400 naming 'oneOf'. */
+static void test_oneof_made_disjoint(void **state) {
+  (void)state;
+  const char *s = "{\"oneOf\":[{\"type\":\"array\",\"items\":{\"type\":"
+                  "\"number\"}},{\"type\":\"array\",\"items\":{\"type\":"
+                  "\"string\"}}]}";
+  assert_true(accepts(s, "[1,2.5]"));
+  assert_true(accepts(s, "[\"a\"]"));
+  assert_false(accepts(s, "[]")); /* valid under both */
+  assert_false(accepts(s, "[1,\"a\"]"));
+  /* counts that cannot meet */
+  s = "{\"oneOf\":[{\"type\":\"array\",\"maxItems\":0},{\"type\":\"array\","
+      "\"minItems\":1,\"items\":{\"type\":\"integer\"}}]}";
+  assert_true(accepts(s, "[]"));
+  assert_true(accepts(s, "[3,4]"));
+  /* items that are a union, each branch apart from the other's items */
+  s = "{\"$defs\":{\"n\":{\"oneOf\":[{\"type\":\"number\"},{\"type\":"
+      "\"null\"}]}},\"oneOf\":[{\"type\":\"array\",\"items\":{\"$ref\":"
+      "\"#/$defs/n\"}},{\"type\":\"array\",\"items\":{\"type\":\"array\","
+      "\"items\":{\"$ref\":\"#/$defs/n\"}}}]}";
+  assert_true(accepts(s, "[null,1]"));
+  assert_true(accepts(s, "[[1],[]]"));
+  assert_false(accepts(s, "[]"));
+  /* enum items with no value in common; first items of a tuple */
+  s = "{\"oneOf\":[{\"type\":\"array\",\"items\":{\"enum\":[\"top\","
+      "\"left\"]}},{\"type\":\"array\",\"prefixItems\":[{\"enum\":["
+      "\"vertical\"]}],\"items\":{\"type\":\"string\"}}]}";
+  assert_true(accepts(s, "[\"left\",\"top\"]"));
+  assert_true(accepts(s, "[\"vertical\",\"top\"]"));
+  assert_false(accepts(s, "[]"));
+  /* items that may meet: still refused */
+  assert_non_null(strstr(refuse("{\"oneOf\":[{\"type\":\"array\",\"items\":"
+                                "{\"type\":\"string\"}},{\"type\":\"array\","
+                                "\"items\":{\"type\":\"string\","
+                                "\"maxLength\":2}}]}"),
+                         "'oneOf' whose branches 0 and 1"));
+  /* string branches (made without each other's strings) beside a null */
+  s = "{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"^[a-f0-9]{4}$\"},"
+      "{\"type\":\"string\",\"enum\":[\"\"]},{\"type\":\"null\"}]}";
+  assert_true(accepts(s, "\"ab12\""));
+  assert_true(accepts(s, "\"\""));
+  assert_true(accepts(s, "null"));
+  assert_false(accepts(s, "\"xyz\""));
+  s = "{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"string\",\"maxLength\":"
+      "0},{\"type\":[\"boolean\",\"integer\"]}]}";
+  assert_true(accepts(s, "\"a\""));
+  assert_false(accepts(s, "\"\"")); /* valid under both strings */
+  assert_true(accepts(s, "true"));
+  assert_true(accepts(s, "12"));
+  /* a branch of another type whose rule was written before (a $ref used
+   * twice): made after the strings' intersection, whose grammar holds
+   * only the rules written since the string bodies began (it failed with
+   * "undefined rule") */
+  s = "{\"$defs\":{\"n\":{\"type\":\"integer\",\"minimum\":3}},\"type\":"
+      "\"object\",\"properties\":{\"a\":{\"$ref\":\"#/$defs/n\"},\"b\":{"
+      "\"oneOf\":[{\"$ref\":\"#/$defs/n\"},{\"type\":\"string\",\"pattern\":"
+      "\"^[0-9]+%$\"},{\"type\":\"string\",\"enum\":[\"off\",\"10%\"]}]}},"
+      "\"required\":[\"a\",\"b\"]}";
+  assert_true(accepts(s, "{\"a\":3,\"b\":4}"));
+  assert_true(accepts(s, "{\"a\":3,\"b\":\"50%\"}"));
+  assert_true(accepts(s, "{\"a\":3,\"b\":\"off\"}"));
+  assert_false(accepts(s, "{\"a\":3,\"b\":\"10%\"}")); /* two branches */
+  assert_false(accepts(s, "{\"a\":3,\"b\":2}"));
+  /* other types that meet (an integer is a number), or a string branch
+   * that takes what is no string (a pattern alone): refused */
+  assert_non_null(strstr(refuse("{\"oneOf\":[{\"type\":\"string\"},{\"type\":"
+                                "\"string\",\"maxLength\":1},{\"type\":"
+                                "\"integer\"},{\"type\":\"number\"}]}"),
+                         "'oneOf'"));
+  assert_non_null(strstr(refuse("{\"oneOf\":[{\"pattern\":\"^a\"},{\"type\":"
+                                "\"string\",\"maxLength\":1},{\"type\":"
+                                "\"null\"}]}"),
+                         "'oneOf'"));
+  /* a discriminator of exact patterns that share no string */
+  s = "{\"type\":\"object\",\"oneOf\":[{\"properties\":{\"status\":{"
+      "\"type\":\"string\",\"pattern\":\"^success$\"},\"data\":{}},"
+      "\"required\":[\"status\",\"data\"]},{\"properties\":{\"status\":{"
+      "\"type\":\"string\",\"pattern\":\"^(fail|error)$\"},\"data\":{}},"
+      "\"required\":[\"status\",\"data\"]}]}";
+  assert_true(accepts(s, "{\"status\":\"success\",\"data\":1}"));
+  assert_true(accepts(s, "{\"status\":\"error\",\"data\":1}"));
+  assert_false(accepts(s, "{\"status\":\"x\",\"data\":1}"));
+  /* patterns that share a string ("ab"), or one not made exactly (\d is
+   * more than 0-9 to a validator): refused */
+  const char *two = "{\"type\":\"object\",\"oneOf\":[{\"properties\":{\"k\":"
+                    "{\"type\":\"string\",\"pattern\":\"%s\"}},\"required\":"
+                    "[\"k\"],\"additionalProperties\":false},{\"properties\":"
+                    "{\"k\":{\"type\":\"string\",\"pattern\":\"%s\"}},"
+                    "\"required\":[\"k\"],\"additionalProperties\":false}]}";
+  char buf[512];
+  snprintf(buf, sizeof buf, two, "^a", "b$");
+  assert_non_null(strstr(refuse(buf), "'oneOf'"));
+  snprintf(buf, sizeof buf, two, "^\\\\d$", "^x$");
+  assert_non_null(strstr(refuse(buf), "'oneOf'"));
+  snprintf(buf, sizeof buf, two, "^[a-c]+$", "^[d-f]+$");
+  assert_true(accepts(buf, "{\"k\":\"abc\"}"));
+  assert_true(accepts(buf, "{\"k\":\"fed\"}"));
+  assert_false(accepts(buf, "{\"k\":\"ad\"}"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_integer_ranges),
@@ -568,6 +672,7 @@ int main(void) {
       cmocka_unit_test(test_refs_and_notes),
       cmocka_unit_test(test_unsatisfiable_parts),
       cmocka_unit_test(test_not),
+      cmocka_unit_test(test_oneof_made_disjoint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
