@@ -210,6 +210,8 @@ int js_oneof_strings(ctx *c, const json_t *list, int depth, sb *b);
  * no control characters), decided on the product of their automata
  * (json_schema_oneof.c); false when not such. */
 bool js_patterns_disjoint(ctx *c, const json_t *a, const json_t *b);
+/* Whether no string matches both regexes p and q, each exact as above. */
+bool js_regexes_disjoint(ctx *c, const char *p, const char *q);
 /* The types a schema without 'type' takes from its keywords (bits as
  * js_type_bits; 0: none named). */
 unsigned js_inferred_types(const json_t *s);

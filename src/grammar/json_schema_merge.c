@@ -504,6 +504,75 @@ static bool array_excludes(ctx *c, const json_t *a, const json_t *b,
   return amin >= 1 && fa && fb && excludes(c, fa, fb, depth + 1);
 }
 
+/* Key k as an exact regex of itself (^k$, metacharacters escaped) into
+ * buf; false when it does not fit or holds a control character. */
+static bool literal_regex(const char *k, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[n++] = '^';
+  for (; *k; k++) {
+    if ((unsigned char)*k < 0x20 || n + 4 > cap) return false;
+    if (strchr("\\^$.|?*+()[]{}-/", *k)) buf[n++] = '\\';
+    buf[n++] = *k;
+  }
+  buf[n++] = '$';
+  buf[n] = '\0';
+  return true;
+}
+
+/* Whether key k (a name, or with pat a pattern's keys) is none that closed
+ * object schema b takes (a name it declares, a key one of its patterns
+ * matches; those declared false are none), each question costing a unit
+ * of *budget (out: false). */
+static bool key_apart(ctx *c, const char *k, bool pat, const json_t *b,
+                      int *budget) {
+  char lit[160], lit2[160];
+  if (!pat && !literal_regex(k, lit, sizeof lit)) return false;
+  const char *name;
+  const json_t *v;
+  json_object_foreach(json_object_get(b, "properties"), name, v) {
+    if (json_is_false(v)) continue;
+    if (--*budget < 0) return false;
+    if (!pat && !strcmp(k, name)) return false;
+    if (pat && (!literal_regex(name, lit2, sizeof lit2) ||
+                !js_regexes_disjoint(c, k, lit2)))
+      return false;
+  }
+  json_object_foreach(json_object_get(b, "patternProperties"), name, v) {
+    if (json_is_false(v)) continue;
+    if (--*budget < 0 || !js_regexes_disjoint(c, pat ? k : lit, name))
+      return false;
+  }
+  return true;
+}
+
+/* Whether every key a's outputs write is one b refuses: both closed
+ * (additionalProperties false: a's keys are its names and its patterns'),
+ * and none of a's names or patterns meets b's. */
+static bool keys_apart(ctx *c, const json_t *a, const json_t *b) {
+  if (!json_is_false(json_object_get(a, "additionalProperties")) ||
+      !json_is_false(json_object_get(b, "additionalProperties")))
+    return false;
+  const json_t *pp = json_object_get(a, "patternProperties");
+  const json_t *bp = json_object_get(b, "patternProperties");
+  if ((pp && !json_is_object(pp)) || (bp && !json_is_object(bp))) return false;
+  int budget = 256; /* pattern intersections at most */
+  const char *k;
+  const json_t *v;
+  json_object_foreach(json_object_get(a, "properties"), k, v) {
+    if (!json_is_false(v) && !key_apart(c, k, false, b, &budget)) return false;
+  }
+  json_object_foreach((json_t *)pp, k, v) {
+    if (!json_is_false(v) && !key_apart(c, k, true, b, &budget)) return false;
+  }
+  return true;
+}
+
+/* Whether a's outputs always write a key (minProperties, required). */
+static bool writes_a_key(const json_t *a) {
+  return count_of(a, "minProperties", 0) >= 1 ||
+         json_array_size(json_object_get(a, "required")) > 0;
+}
+
 /* Whether no output of a validates under b (a's outputs: what
  * json_schema.c makes of it, a subset of what validates under a). */
 static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth) {
@@ -549,6 +618,7 @@ static bool excludes(ctx *c, const json_t *a, const json_t *b, int depth) {
   if (!combinator(a) && !combinator(b) && out_types(a) == T_STR)
     return js_patterns_disjoint(c, a, b);
   if (combinator(a) || combinator(b) || out_types(a) != T_OBJ) return false;
+  if (writes_a_key(a) && keys_apart(c, a, b)) return true;
   /* objects: a property b requires that a never writes; one a always
    * writes that b forbids or whose values there b refuses */
   size_t i;
@@ -686,6 +756,17 @@ static const json_t *branches(ctx *c, const json_t *list, int depth, bool apart,
       if (!plain || out_types(a) != T_OBJ || out_types(b) != T_OBJ) {
         *bi = origin[i], *bj = origin[j];
         return NULL;
+      }
+      if (keys_apart(c, a, vb) && keys_apart(c, b, va)) {
+        /* closed objects with no key in common: only {} matches both, so
+         * each writes one key at least */
+        json_t *sides[2] = {a, b};
+        for (int s = 0; s < 2; s++)
+          if (!writes_a_key(sides[s]) &&
+              count_of(sides[s], "maxProperties", -1) != 0 &&
+              json_object_set_new(sides[s], "minProperties", json_integer(1)))
+            return js_fail_oom(c), NULL;
+        goto settle;
       }
       /* a discriminator: a property both declare, values that cannot
        * meet; both always write it */

@@ -151,6 +151,46 @@ static int name_matches(ctx *c, const char *pattern, const char *name) {
   return r;
 }
 
+/* Whether no key matches two of patternProperties pat's patterns (at most
+ * 16 of them, each exact: json_schema_oneof.c decides). */
+static bool apart_patterns(ctx *c, const json_t *pat) {
+  size_t n = json_object_size(pat);
+  if (n > 16) return false;
+  const char *keys[16];
+  size_t k = 0;
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)pat, key, v) {
+    keys[k++] = key;
+  }
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++)
+      if (!js_regexes_disjoint(c, keys[i], keys[j])) return false;
+  return true;
+}
+
+/* Further entries of patterns no key matches two of: each pattern's keys
+ * with its own schema's values. */
+static int pattern_kv(ctx *c, const json_t *pat, int depth, sb *kv) {
+  js_sb_add(kv, "( ", 2);
+  bool alt = false;
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)pat, key, v) {
+    js_mark m = js_mark_here(c);
+    int vid = js_gen_at(c, v, depth + 1, "patternProperties", key);
+    if (vid < 0 && js_recover(c, m)) continue; /* no value: no such key */
+    if (vid < 0) return -1;
+    if (alt) js_sb_add(kv, " | ", 3);
+    if (js_pattern(c, key, -1, -1, kv)) return -1;
+    js_sb_printf(kv, " \":\" r%d", vid);
+    alt = true;
+  }
+  if (!alt) return 1; /* no pattern takes a value */
+  js_sb_add(kv, " )", 2);
+  return 0;
+}
+
 /* The further entries: key and value rules as "k ':' v" text. */
 static int extra_kv(ctx *c, const json_t *s, entry *ents, size_t n,
                     const char **gone, size_t ngone, int depth, sb *kv) {
@@ -161,11 +201,13 @@ static int extra_kv(ctx *c, const json_t *s, entry *ents, size_t n,
       return 1; /* a pattern's key could repeat a declared name */
     const char *key;
     const json_t *v, *first = NULL;
+    bool alike = true;
     json_object_foreach((json_t *)pat, key, v) {
-      if (first && !json_equal((json_t *)first, (json_t *)v))
-        return 1; /* keys matching two patterns would need both */
+      alike &= !first || json_equal((json_t *)first, (json_t *)v);
       first = v;
     }
+    if (!alike) /* keys matching two patterns would need both schemas */
+      return apart_patterns(c, pat) ? pattern_kv(c, pat, depth, kv) : 1;
     int vid = js_gen_at(c, first, depth + 1, "patternProperties",
                         json_object_iter_key(json_object_iter((json_t *)pat)));
     if (vid < 0) return -1;

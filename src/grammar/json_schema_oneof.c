@@ -163,12 +163,10 @@ static bool lone_patterns(const json_t *s, const char **pats, size_t *n) {
   return true;
 }
 
-bool js_patterns_disjoint(ctx *c, const json_t *a, const json_t *b) {
-  const char *pats[MAX_PATTERNS];
-  size_t n = 0;
-  if (c->syntax != JS_SYNTAX_JSON || c->code != NC_OK ||
-      !lone_patterns(a, pats, &n) || !lone_patterns(b, pats, &n))
-    return false;
+/* Whether no string matches all n exact patterns (their automata's
+ * product is empty); false when it cannot tell. */
+static bool meet_empty(ctx *c, const char *const *pats, size_t n) {
+  if (c->syntax != JS_SYNTAX_JSON || c->code != NC_OK) return false;
   js_mark m = js_mark_here(c);
   size_t since = c->out.n;
   sb body[MAX_PATTERNS] = {{0}}, one = {0};
@@ -187,6 +185,18 @@ bool js_patterns_disjoint(ctx *c, const json_t *a, const json_t *b) {
   free(one.s);
   js_undo(c, m);
   return apart;
+}
+
+bool js_patterns_disjoint(ctx *c, const json_t *a, const json_t *b) {
+  const char *pats[MAX_PATTERNS];
+  size_t n = 0;
+  return lone_patterns(a, pats, &n) && lone_patterns(b, pats, &n) &&
+         meet_empty(c, pats, n);
+}
+
+bool js_regexes_disjoint(ctx *c, const char *p, const char *q) {
+  const char *pats[2] = {p, q};
+  return exact_pattern(p) && exact_pattern(q) && meet_empty(c, pats, 2);
 }
 
 int js_oneof_strings(ctx *c, const json_t *list, int depth, sb *b) {

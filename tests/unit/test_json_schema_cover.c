@@ -660,6 +660,45 @@ static void test_oneof_made_disjoint(void **state) {
   assert_true(accepts(buf, "{\"k\":\"abc\"}"));
   assert_true(accepts(buf, "{\"k\":\"fed\"}"));
   assert_false(accepts(buf, "{\"k\":\"ad\"}"));
+  /* closed objects whose keys (names, patterns) share none: only {}
+   * matches both, so each writes one key at least (pyrseas-0.8.json) */
+  s = "{\"oneOf\":[{\"type\":\"object\",\"additionalProperties\":false,"
+      "\"patternProperties\":{\"^schema \":{\"type\":\"integer\"},\"^cast \":"
+      "{\"type\":\"string\"}}},{\"type\":\"object\",\"additionalProperties\":"
+      "false,\"properties\":{\"owner\":{\"type\":\"string\"}},"
+      "\"patternProperties\":{\"^table \":{\"type\":\"boolean\"}}}]}";
+  assert_true(accepts(s, "{\"schema a\":1,\"cast b\":\"x\"}"));
+  assert_true(accepts(s, "{\"owner\":\"me\"}"));
+  assert_false(accepts(s, "{}")); /* valid under both */
+  assert_false(accepts(s, "{\"schema a\":1,\"owner\":\"me\"}"));
+  assert_false(accepts(s, "{\"cast b\":1}"));
+  /* keys one pattern of each takes: refused */
+  assert_non_null(strstr(refuse("{\"oneOf\":[{\"type\":\"object\","
+                                "\"additionalProperties\":false,"
+                                "\"patternProperties\":{\"^s\":{}}},{\"type\":"
+                                "\"object\",\"additionalProperties\":false,"
+                                "\"patternProperties\":{\"^sc\":{}}}]}"),
+                         "'oneOf' whose branches 0 and 1"));
+}
+
+/* patternProperties of different schemas whose patterns no key matches
+ * two of: each pattern's keys with its own values (they made no keys:
+ * minProperties 1 was refused); patterns that meet still make none. */
+static void test_pattern_properties_apart(void **state) {
+  (void)state;
+  const char *s = "{\"type\":\"object\",\"additionalProperties\":false,"
+                  "\"minProperties\":1,\"patternProperties\":{\"^a_\":{"
+                  "\"type\":\"integer\"},\"^b_\":{\"type\":\"string\"}}}";
+  assert_true(accepts(s, "{\"a_x\":1,\"b_y\":\"s\"}"));
+  assert_true(accepts(s, "{\"b_\":\"\"}"));
+  assert_false(accepts(s, "{\"a_x\":\"s\"}"));
+  assert_false(accepts(s, "{\"c\":1}"));
+  assert_false(accepts(s, "{}"));
+  assert_non_null(strstr(refuse("{\"type\":\"object\",\"minProperties\":1,"
+                                "\"patternProperties\":{\"^a\":{\"type\":"
+                                "\"integer\"},\"^ab\":{\"type\":"
+                                "\"string\"}}}"),
+                         "minProperties 1"));
 }
 
 int main(void) {
@@ -673,6 +712,7 @@ int main(void) {
       cmocka_unit_test(test_unsatisfiable_parts),
       cmocka_unit_test(test_not),
       cmocka_unit_test(test_oneof_made_disjoint),
+      cmocka_unit_test(test_pattern_properties_apart),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
