@@ -140,6 +140,11 @@ typedef struct nucleus_model_params {
   float rope_scale, rope_freq_base;
   int32_t yarn_orig_ctx;
   nucleus_load_mode load_mode; /* default auto */
+  /* Load and run the file's MTP (next-token prediction) head, the drafter
+   * of NUCLEUS_SPEC_MTP (qwen35, qwen35moe, qwen3next files with
+   * nextn_predict_layers): every forward also writes its K/V (one
+   * attention layer more). Refused for a file without MTP layers. */
+  bool mtp;
 } nucleus_model_params;
 
 NUCLEUS_API nucleus_model_params nucleus_model_default_params(void);

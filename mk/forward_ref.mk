@@ -28,6 +28,10 @@ build/arch/%.gguf: scripts/make_arch_gguf.py
 .PHONY: arch-models
 arch-models: model $(ARCH_MODELS)
 
+# The MTP head of the qwen35mtp file above against its reference.
+UNIT_TESTS += test_forward_mtp
+test_forward_mtp_REF := 1
+
 # Gemma 4 (the gemma4 and gemma4moe files above) against llama.cpp, the
 # pieces each golden sees, and the reference.
 UNIT_TESTS += test_forward_gemma4

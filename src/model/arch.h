@@ -67,6 +67,12 @@ typedef struct nc_arch {
    * embedding mode their final normed hidden states. */
   nc_code (*forward)(nc_fwd *ctx, const nc_batch *b, float *logits,
                      nc_error *err);
+  /* The MTP head alone (NULL: the arch has none; nc_context_mtp): for each
+   * row its token and h_in's row (n_embd floats: the hidden state of the
+   * position before) through the head: its final normed hidden state into
+   * h_out and its logits into logits (every row; [rows, n_vocab]). */
+  nc_code (*forward_mtp)(nc_fwd *ctx, const nc_batch *b, const float *h_in,
+                         float *h_out, float *logits, nc_error *err);
 } nc_arch;
 
 /* nc_arch_<id> of every X(id) of archs/list.h */

@@ -19,6 +19,7 @@ struct nc_context {
   int32_t
       *moe_ints;  /* mixture of experts: the bufs' moe_sel, moe_at, moe_rows */
   float *rec_mem; /* NC_SCRATCH_RECURRENT: the bufs' ssm_* and qg */
+  float *mtp_mem; /* hparams.mtp: the bufs' mtp_* */
   uint8_t *few;   /* the fwd's few_rows, few_tmp and few_exp */
   int32_t att_max_pos;
   int32_t *next_pos; /* [max_seqs]: validation */
@@ -157,12 +158,14 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
   if (rec)
     c->rec_mem = malloc(T * (w_conv + 2 * w_inner + w_bd + 2 * w_q + w_packed) *
                         sizeof(float));
+  if (hp->mtp) c->mtp_mem = malloc(T * 3 * (size_t)hp->n_embd * sizeof(float));
   c->next_pos = malloc(sizeof(int32_t) * (size_t)nc_kv_max_seqs(kv));
   c->touched = calloc((size_t)nc_kv_max_seqs(kv), 1);
   if (nx) c->moe_ints = malloc(T * (2 * nk + 1) * sizeof(int32_t));
   c->few = malloc(T * (2 + (nk > 0 ? nk : 1)));
-  if ((nx && !c->moe_ints) || (rec && !c->rec_mem) || !c->few || !c->buf_mem ||
-      !c->fwd.qact || !c->fwd.f16tab || !c->fwd.gelu_f16 || !c->fwd.flash_mem ||
+  if ((nx && !c->moe_ints) || (rec && !c->rec_mem) ||
+      (hp->mtp && !c->mtp_mem) || !c->few || !c->buf_mem || !c->fwd.qact ||
+      !c->fwd.f16tab || !c->fwd.gelu_f16 || !c->fwd.flash_mem ||
       !c->fwd.kv_row || !c->fwd.att || !c->next_pos || !c->touched) {
     nc_context_free(c);
     return nc_fail(err, NC_ERR_NOMEM,
@@ -209,6 +212,10 @@ nc_code nc_context_create(const nucleus_model *m, nc_kv_cache *kv,
     c->fwd.bufs.qg = p, p += T * 2 * w_q;
     if (w_packed) c->fwd.bufs.ssm_packed = p;
   }
+  if (hp->mtp) {
+    c->fwd.bufs.mtp_cat = c->mtp_mem;
+    c->fwd.bufs.mtp_h = c->mtp_mem + T * 2 * (size_t)hp->n_embd;
+  }
   for (uint32_t h = 0; h < 65536; h++)
     c->fwd.f16tab[h] = nc_fp16_to_fp32((nc_fp16)h);
   nc_fwd_gelu_table(c->fwd.gelu_f16);
@@ -234,6 +241,7 @@ void nc_context_free(nc_context *c) {
   free(c->buf_mem);
   free(c->moe_ints);
   free(c->rec_mem);
+  free(c->mtp_mem);
   free(c->few);
   free(c->fwd.qact);
   free(c->fwd.qpack);
@@ -334,6 +342,49 @@ nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
 nc_code nc_context_embed(nc_context *ctx, const nc_batch *batch, float *hidden,
                          nc_error *err) {
   return run(ctx, batch, hidden, true, err);
+}
+
+nc_code nc_context_mtp(nc_context *ctx, const nc_batch *b, const float *h_in,
+                       float *h_out, float *logits, nc_error *err) {
+  const nc_arch *arch = nc_model_arch(ctx->fwd.m);
+  if (!arch->forward_mtp || !ctx->fwd.hp->mtp)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "MTP forward: the model runs no MTP head (a %s model "
+                   "loaded without mtp)",
+                   arch->name);
+  if (!b || b->n_tokens < 1 || b->n_tokens > ctx->max_tokens)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "MTP forward: batch of %d rows, must be in [1, %d]",
+                   b ? (int)b->n_tokens : 0, (int)ctx->max_tokens);
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    const int32_t tok = b->token[t], s = b->seq[t], pos = b->pos[t];
+    if (tok < 0 || tok >= ctx->fwd.hp->n_vocab)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "MTP forward: row %d: token %d out of range [0, %d)",
+                     (int)t, (int)tok, (int)ctx->fwd.hp->n_vocab);
+    if (!nc_kv_seq_is_live(ctx->fwd.kv, s))
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "MTP forward: row %d: sequence %d is not live", (int)t,
+                     (int)s);
+    /* past the positions written (those it would clobber), within the
+     * blocks reserved */
+    if (pos < nc_kv_seq_len(ctx->fwd.kv, s) ||
+        pos >= nc_kv_seq_capacity(ctx->fwd.kv, s) || pos >= ctx->att_max_pos)
+      return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                     "MTP forward: row %d: position %d of sequence %d is not "
+                     "in [%d, %d)",
+                     (int)t, (int)pos, (int)s,
+                     (int)nc_kv_seq_len(ctx->fwd.kv, s),
+                     (int)nc_kv_seq_capacity(ctx->fwd.kv, s));
+    for (int32_t u = 0; u < t; u++)
+      if (b->seq[u] == s && b->pos[u] >= pos)
+        return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                       "MTP forward: row %d: sequence %d's positions must "
+                       "increase (row %d has %d)",
+                       (int)t, (int)s, (int)u, (int)b->pos[u]);
+  }
+  nc_fwd_rows_begin(&ctx->fwd, b);
+  return arch->forward_mtp(&ctx->fwd, b, h_in, h_out, logits, err);
 }
 
 nc_fwd *nc_context_fwd(nc_context *ctx) {

@@ -48,6 +48,18 @@ nc_code nc_context_forward(nc_context *ctx, const nc_batch *batch,
  * position of their sequence. Sequences stay apart as always. */
 nc_code nc_context_embed(nc_context *ctx, const nc_batch *batch, float *hidden,
                          nc_error *err);
+/* The model's MTP head (a model loaded with nucleus_model_params.mtp;
+ * arch_qwen35_mtp.c) for the batch's rows: each row's token with h_in's
+ * row (n_embd floats: the final normed hidden state of the position
+ * before, the model's or the head's own) gives the head's hidden state
+ * (h_out, [rows, n_embd]; may be h_in) and logits ([rows, n_vocab]) of the
+ * token after. Writes only the head's K/V, at positions past each
+ * sequence's length (within its reserved blocks; increasing per
+ * sequence), and changes no length: the drafts of a speculative step,
+ * which the step's own forward writes over. */
+nc_code nc_context_mtp(nc_context *ctx, const nc_batch *b, const float *h_in,
+                       float *h_out, float *logits, nc_error *err);
+
 /* The state the graph primitives run over (the embedder's heads). */
 nc_fwd *nc_context_fwd(nc_context *ctx);
 

@@ -71,8 +71,9 @@ static void rows_worker(void *p, int ith, int nth) {
     case ROWS_ROPE: {
       const float *c = t->cos_c + r * half, *sn = t->sin_c + r * half;
       const bool neox = hp->rope_type == NC_ROPE_NEOX;
-      t->op->rope_apply(t->q + r * t->q_stride, hp->n_head, hp->head_dim,
-                        hp->n_rot, neox, c, sn);
+      if (t->q)
+        t->op->rope_apply(t->q + r * t->q_stride, hp->n_head, hp->head_dim,
+                          hp->n_rot, neox, c, sn);
       if (t->k)
         t->op->rope_apply(t->k + r * t->k_stride, hp->n_head_kv, hp->head_dim,
                           hp->n_rot, neox, c, sn);
@@ -971,20 +972,25 @@ void nc_fwd_attention_ext(nc_fwd *ctx, int32_t layer, const nc_batch *b,
   nc_fwd_attention_sinks(ctx, layer, b, q, k, v, out, window, softcap, NULL);
 }
 
-void nc_fwd_attention_sinks(nc_fwd *ctx, int32_t layer, const nc_batch *b,
-                            const float *q, const float *k, const float *v,
-                            float *out, int32_t window, float softcap,
-                            const float *sinks) {
+void nc_fwd_kv_store(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                     const float *k, const float *v) {
   const int32_t dk = nc_hp_n_embd_k(ctx->hp), dv = nc_hp_n_embd_v(ctx->hp);
   const nc_kv_types ty = nc_kv_cache_types(ctx->kv);
   const int32_t rot_k = nc_kv_rot_k(ctx->kv, layer),
                 rot_v = nc_kv_rot_v(ctx->kv, layer);
-  for (int32_t t = 0; k && t < b->n_tokens; t++) {
+  for (int32_t t = 0; t < b->n_tokens; t++) {
     void *kr = nc_kv_k_data(ctx->kv, layer, b->seq[t], b->pos[t]);
     void *vr = nc_kv_v_data(ctx->kv, layer, b->seq[t], b->pos[t]);
     store_row(ctx, ty.k, rot_k, k + (int64_t)t * dk, kr, dk);
     store_row(ctx, ty.v, rot_v, v + (int64_t)t * dv, vr, dv);
   }
+}
+
+void nc_fwd_attention_sinks(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                            const float *q, const float *k, const float *v,
+                            float *out, int32_t window, float softcap,
+                            const float *sinks) {
+  if (k) nc_fwd_kv_store(ctx, layer, b, k, v);
   if (ctx->flash) {
     nc_fwd_attention_flash(ctx, layer, b, q, out, window, softcap, sinks);
     return;

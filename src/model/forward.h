@@ -48,6 +48,10 @@ typedef struct nc_fwd_bufs {
    * NC_SCRATCH_SSM_PACKED: the packed projections [T, conv_dim + inner_size
    * + 2 x v heads] (nc_hp_ssm_packed_width) */
   float *ssm_mix, *ssm_z, *ssm_o, *ssm_bd, *qg, *ssm_packed;
+  /* the MTP head (hparams.mtp; NULL without): its input rows, the normed
+   * embedding and hidden state side by side [T, 2 n_embd], and a row of
+   * the residual's width [T, n_embd] (arch_qwen35_mtp.c) */
+  float *mtp_cat, *mtp_h;
 } nc_fwd_bufs;
 
 /* What the primitives run over: the model, the kernels chosen once, the
@@ -191,6 +195,12 @@ void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out);
 
+/* The K and V rows of the batch (rope already applied to k) into the KV
+ * cache's layer at each row's (seq, pos), as nc_fwd_attention writes
+ * them, without the attention (a layer whose output no row needs). */
+void nc_fwd_kv_store(nc_fwd *ctx, int32_t layer, const nc_batch *b,
+                     const float *k, const float *v);
+
 /* nc_fwd_attention with the options of sliding-window and soft-capped
  * layers (gemma): window > 0 limits the keys of a row at pos to positions
  * (pos - window, pos] (the others are masked, as llama.cpp's -inf mask:
@@ -249,7 +259,7 @@ void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
 void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
                    int64_t n);
 /* nc_fwd_rope with the given per-row tables (cos_c, sin_c: [rows, n_rot /
- * 2]) instead of the scratch's; k may be NULL (q alone). */
+ * 2]) instead of the scratch's; k may be NULL (q alone), or q (k alone). */
 void nc_fwd_rope_with(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
                       int64_t k_stride, int32_t rows, const float *cos_c,
                       const float *sin_c);

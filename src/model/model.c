@@ -507,6 +507,24 @@ static nc_file_load file_load_of(nucleus_load_mode m) {
   return NC_FILE_AUTO;
 }
 
+/* nucleus_model_params.mtp: the file's first MTP layer runs, its K/V in
+ * one more cache layer and its input row in each sequence's state. */
+static nc_code enable_mtp(nucleus_model *m, nc_error *err) {
+  if (!m->arch->forward_mtp)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mtp: a %s model has no MTP head (qwen35, qwen35moe and "
+                   "qwen3next files may carry one)",
+                   m->arch->name);
+  if (m->hp.n_layer_nextn < 1)
+    return nc_fail(err, NC_ERR_UNSUPPORTED,
+                   "mtp: the file carries no MTP layers (metadata "
+                   "'%s.nextn_predict_layers' is absent or 0)",
+                   m->arch_name);
+  m->hp.mtp = true;
+  m->hp.n_layer_kv = nc_hp_n_layer_kv(&m->hp) + 1;
+  return NC_OK;
+}
+
 nc_code nc_model_load(const char *path, const nucleus_model_params *params,
                       nucleus_model **out, nc_error *err) {
   *out = NULL;
@@ -583,6 +601,7 @@ nc_code nc_model_load(const char *path, const nucleus_model_params *params,
   if (m->arch->check_hparams &&
       (rc = m->arch->check_hparams(m->gguf, &m->hp, err)))
     goto fail;
+  if (params->mtp && (rc = enable_mtp(m, err))) goto fail;
   if ((rc = apply_rope_overrides(params, &m->hp, err))) goto fail;
   m->kernels = params->reference_kernels ? nc_kernels_ref()
                                          : nc_kernels_best(params->no_repack);

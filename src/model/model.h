@@ -86,9 +86,14 @@ typedef struct nc_hparams {
    * size (state_size), the key heads (group_count), the value heads
    * (time_step_rank) and their width (inner_size = v heads x state_size);
    * 0 for models without them. n_layer_nextn: MTP layers the file carries
-   * past n_layer ({arch}.nextn_predict_layers; not run) */
+   * past n_layer ({arch}.nextn_predict_layers). mtp: the first of them is
+   * loaded and run (nucleus_model_params.mtp): the cache's last layer
+   * (n_layer_kv counts it) holds its K/V and each sequence's state ends
+   * with n_embd floats, its last row's final hidden state (arch_qwen35_mtp.c)
+   */
   int32_t n_layer_rec, ssm_d_conv, ssm_d_state, ssm_n_k_heads, ssm_n_v_heads,
       ssm_d_inner, n_layer_nextn;
+  bool mtp;
   /* value head h reads key head h / (v / k heads) (qwen3next: the value
    * heads grouped by key head), else h % k heads (qwen35: tiled) */
   bool ssm_k_grouped;
@@ -178,9 +183,10 @@ static inline nc_kv_shape nc_hp_kv_shape(const nc_hparams *hp) {
                    .head_dim_v = hp->head_dim_v,
                    .n_swa = hp->n_swa,
                    .state_floats =
-                       hp->n_layer_rec > 0
-                           ? hp->n_layer_rec * nc_hp_ssm_layer_floats(hp)
-                           : 0};
+                       (hp->n_layer_rec > 0
+                            ? hp->n_layer_rec * nc_hp_ssm_layer_floats(hp)
+                            : 0) +
+                       (hp->mtp ? hp->n_embd : 0)};
   if (hp->head_dim_swa > 0) {
     s.layer_alt = hp->swa_layer;
     s.n_head_kv_alt = hp->n_head_kv_swa;
@@ -282,6 +288,17 @@ typedef struct nc_model_weights {
    * embeddings' LayerNorm (token_embd_norm) with its bias */
   nc_weight tok_types, pos_embd, tok_norm, tok_norm_b;
   nc_layer_weights *layers; /* [n_layer], owned by the model */
+  /* The MTP head (hp->mtp; DeepSeek-V3's and Qwen3-Next's next-token
+   * prediction block, llama.cpp's nextn tensors of layer n_layer): the
+   * norms of the token's embedding and of the hidden state, their
+   * projection eh_proj [2 n_embd -> n_embd] (the embedding's half first),
+   * one decoder layer (mtp_layer: an attention layer, kv_layer the cache's
+   * last), the head's norm (shared_head_norm, else output_norm) and the
+   * head (shared_head_head, else output); the embedding table
+   * (nextn.embed_tokens, else tok_embd). */
+  nc_weight mtp_enorm, mtp_hnorm, mtp_eh_proj, mtp_head_norm, mtp_head,
+      mtp_embd;
+  nc_layer_weights mtp_layer;
 } nc_model_weights;
 
 typedef struct nucleus_model nucleus_model;

@@ -87,4 +87,13 @@ nc_code nc_ref_moe_ffn(const nc_hparams *hp, const nc_layer_weights *L,
                        const float *h, int32_t T, float *x, float *gate,
                        float *up, float *y, nc_error *err);
 
+/* The MTP head of a qwen35-family model loaded with it (hp->mtp), from its
+ * math (forward_ref_qwen35.c): tokens[0..n) fed to the model, the head's
+ * logits for the token after tokens[n-1] (from tokens[n-1] and the model's
+ * hidden state at n - 2), then after each drafts[j] (from it and the
+ * head's own hidden state before): (1 + k) * n_vocab floats. */
+nc_code nc_ref_qwen35_mtp(const nucleus_model *m, const int32_t *tokens,
+                          int32_t n, const int32_t *drafts, int32_t k,
+                          float *logits, nc_error *err);
+
 #endif

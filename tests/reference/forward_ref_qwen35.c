@@ -29,6 +29,12 @@
  *       FFN of its own
  *   logits_t = Wout (rmsnorm(x_t) * output_norm)
  *
+ * The MTP head (nc_ref_qwen35_mtp): with h_t = rmsnorm(x_t) * output_norm
+ * (zeros before position 0), position p's row u_p = Weh [rmsnorm(E[tok_p])
+ * * enorm ; rmsnorm(h_{p-1}) * hnorm], one attention layer and FFN as
+ * above on the rows u (its own K/V), h'_p = rmsnorm(.) * shared_head_norm,
+ * logits Whead h'_p; a draft d after p: u_{p+1} from (d, h'_p).
+ *
  * f32 values, dot products and norms accumulated in double, the delta
  * rule's state in double: no code of the fast path but nc_dequantize_row
  * and the RoPE angles of nc_ref_rope_pair. */
@@ -321,11 +327,13 @@ static nc_code shared_moe(const nc_hparams *hp, const nc_layer_weights *L,
   return NC_OK;
 }
 
-static nc_code qwen35_ref_forward(const nucleus_model *m, const int32_t *tokens,
-                                  int32_t T, float *logits, nc_error *err) {
+/* The layers on T tokens: each position's final normed hidden state into
+ * hn ([T, n_embd]). */
+static nc_code trunk(const nucleus_model *m, const int32_t *tokens, int32_t T,
+                     float *hn, nc_error *err) {
   const nc_hparams *hp = nc_model_hparams(m);
   const nc_model_weights *w = nc_model_weights_of(m);
-  const int64_t E = hp->n_embd, V = hp->n_vocab;
+  const int64_t E = hp->n_embd;
   int64_t F = hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp;
   if (hp->n_ff_shexp > F) F = hp->n_ff_shexp;
   if (hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv)
@@ -369,14 +377,131 @@ static nc_code qwen35_ref_forward(const nucleus_model *m, const int32_t *tokens,
       x[i] += y[i];
   }
   for (int32_t t = 0; t < T; t++)
-    rmsnorm(x + t * E, w->output_norm.data, h + t * E, E, hp->rms_eps);
-  rc = matmul(&w->output, h, T, E, logits, V, err);
+    rmsnorm(x + t * E, w->output_norm.data, hn + t * E, E, hp->rms_eps);
 done:
   free(x);
   free(h);
   free(y);
   free(gate);
   free(up);
+  return rc;
+}
+
+static nc_code qwen35_ref_forward(const nucleus_model *m, const int32_t *tokens,
+                                  int32_t T, float *logits, nc_error *err) {
+  const nc_hparams *hp = nc_model_hparams(m);
+  const int64_t E = hp->n_embd;
+  float *hn = calloc((size_t)T * (size_t)E, sizeof(float));
+  if (!hn) return nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+  nc_code rc = trunk(m, tokens, T, hn, err);
+  if (!rc)
+    rc = matmul(&nc_model_weights_of(m)->output, hn, T, E, logits, hp->n_vocab,
+                err);
+  free(hn);
+  return rc;
+}
+
+/* The MTP block on rows 0..T-1 (positions 0..T-1) of u (eh_proj's
+ * outputs): each row's head-normed hidden state into hn. */
+static nc_code mtp_block(const nc_hparams *hp, const nc_model_weights *w,
+                         const float *u, int32_t T, float *hn, nc_error *err) {
+  const nc_layer_weights *L = &w->mtp_layer;
+  const int64_t E = hp->n_embd;
+  int64_t F = hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp;
+  if (hp->n_ff_shexp > F) F = hp->n_ff_shexp;
+  const size_t n = (size_t)T * (size_t)E;
+  float *x = malloc(n * sizeof(float)), *h = malloc(n * sizeof(float));
+  float *y = malloc(n * sizeof(float));
+  float *gate = malloc((size_t)T * (size_t)F * sizeof(float));
+  float *up = malloc((size_t)T * (size_t)F * sizeof(float));
+  nc_code rc = NC_OK;
+  if (!x || !h || !y || !gate || !up) {
+    rc = nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+    goto done;
+  }
+  memcpy(x, u, n * sizeof(float));
+  for (int32_t t = 0; t < T; t++)
+    rmsnorm(x + t * E, L->attn_norm.data, h + t * E, E, hp->rms_eps);
+  if ((rc = attention_layer(hp, L, h, T, y, err))) goto done;
+  for (size_t i = 0; i < n; i++)
+    x[i] += y[i];
+  for (int32_t t = 0; t < T; t++)
+    rmsnorm(x + t * E, L->ffn_norm.data, h + t * E, E, hp->rms_eps);
+  if (L->ffn_gate_inp.data) {
+    rc = shared_moe(hp, L, h, T, x, gate, up, y, err);
+  } else {
+    rc = nc_ref_swiglu_ffn(&L->ffn_gate, &L->ffn_up, &L->ffn_down, h, T, E,
+                           hp->n_ff, gate, up, y, err);
+    for (size_t i = 0; !rc && i < n; i++)
+      x[i] += y[i];
+  }
+  for (int32_t t = 0; !rc && t < T; t++)
+    rmsnorm(x + t * E, w->mtp_head_norm.data, hn + t * E, E, hp->rms_eps);
+done:
+  free(x);
+  free(h);
+  free(y);
+  free(gate);
+  free(up);
+  return rc;
+}
+
+/* Row t of the head's input: eh_proj [enorm(E[token]) ; hnorm(hprev)]. */
+static nc_code mtp_input(const nc_hparams *hp, const nc_model_weights *w,
+                         int32_t token, const float *hprev, float *u,
+                         nc_error *err) {
+  const int64_t E = hp->n_embd;
+  float *cat = malloc(sizeof(float) * 2 * (size_t)E);
+  if (!cat) return nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+  nc_dequantize_row(w->mtp_embd.type,
+                    (const uint8_t *)w->mtp_embd.data +
+                        (size_t)token * w->mtp_embd.row_bytes,
+                    cat, E);
+  rmsnorm(cat, w->mtp_enorm.data, cat, E, hp->rms_eps);
+  rmsnorm(hprev, w->mtp_hnorm.data, cat + E, E, hp->rms_eps);
+  nc_code rc = matmul(&w->mtp_eh_proj, cat, 1, 2 * E, u, E, err);
+  free(cat);
+  return rc;
+}
+
+nc_code nc_ref_qwen35_mtp(const nucleus_model *m, const int32_t *tokens,
+                          int32_t n, const int32_t *drafts, int32_t k,
+                          float *logits, nc_error *err) {
+  const nc_hparams *hp = nc_model_hparams(m);
+  const nc_model_weights *w = nc_model_weights_of(m);
+  const int64_t E = hp->n_embd, V = hp->n_vocab;
+  if (!hp->mtp)
+    return nc_fail(err, NC_ERR_UNSUPPORTED, "reference: no MTP head loaded");
+  const size_t rows = (size_t)(n + k);
+  float *ht = calloc((size_t)n * (size_t)E, sizeof(float));
+  float *u = calloc(rows * (size_t)E, sizeof(float));
+  float *hm = calloc(rows * (size_t)E, sizeof(float));
+  float *zero = calloc((size_t)E, sizeof(float));
+  nc_code rc = NC_OK;
+  if (!ht || !u || !hm || !zero) {
+    rc = nc_fail(err, NC_ERR_NOMEM, "reference: out of memory");
+    goto done;
+  }
+  if ((rc = trunk(m, tokens, n, ht, err))) goto done;
+  /* position p: its token with the model's state at p - 1 (zeros at 0) */
+  for (int32_t p = 0; p < n && !rc; p++)
+    rc = mtp_input(hp, w, tokens[p], p ? ht + (p - 1) * E : zero, u + p * E,
+                   err);
+  /* then each draft with the head's own state at the position before */
+  for (int32_t j = 0; j <= k && !rc; j++) {
+    const int32_t T = n + j;
+    if ((rc = mtp_block(hp, w, u, T, hm, err)) ||
+        (rc = matmul(&w->mtp_head, hm + (T - 1) * E, 1, E, logits + j * V, V,
+                     err)))
+      break;
+    if (j < k)
+      rc = mtp_input(hp, w, drafts[j], hm + (T - 1) * E, u + T * E, err);
+  }
+done:
+  free(ht);
+  free(u);
+  free(hm);
+  free(zero);
   return rc;
 }
 

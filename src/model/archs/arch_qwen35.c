@@ -10,7 +10,9 @@
  * (a bool per layer), else every layer but each full_attention_interval-th
  * (default 4). The file's IMRoPE (rope.dimension_sections) rotates a text
  * token by its position in every section: NEOX RoPE over n_rot. MTP layers
- * ({arch}.nextn_predict_layers, after the others) are not run. */
+ * ({arch}.nextn_predict_layers, after the others) run only when the model
+ * is loaded with its MTP head (arch_qwen35_mtp.c): every forward then also
+ * writes the head's K/V for its rows. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +236,44 @@ static nc_code load_layer(const gguf_file *f, const nc_qwen35_pieces *pc,
   return NC_OK;
 }
 
+/* The MTP head of layer n_layer (llama.cpp's load_block_mtp): an attention
+ * layer with the file's FFN kind, and its nextn tensors. */
+static nc_code load_mtp(const gguf_file *f, const nc_qwen35_pieces *pc,
+                        const nc_hparams *hp, const nc_kernels *kern,
+                        nc_model_weights *w, nc_error *err) {
+  const int64_t E = hp->n_embd, V = hp->n_vocab;
+  const int32_t l = hp->n_layer;
+  nc_layer_weights *L = &w->mtp_layer;
+  L->rec = -1;
+  L->kv_layer = nc_hp_n_layer_kv(hp) - 1;
+  nc_code rc = load_layer(f, pc, hp, kern, l, L, err);
+  if (rc) return rc;
+  struct {
+    const char *suffix;
+    int64_t ne0, ne1;
+    bool required;
+    nc_weight *out;
+  } t[] = {
+      {"nextn.eh_proj.weight", 2 * E, E, true, &w->mtp_eh_proj},
+      {"nextn.enorm.weight", E, 1, true, &w->mtp_enorm},
+      {"nextn.hnorm.weight", E, 1, true, &w->mtp_hnorm},
+      {"nextn.shared_head_norm.weight", E, 1, false, &w->mtp_head_norm},
+      {"nextn.shared_head_head.weight", E, V, false, &w->mtp_head},
+      {"nextn.embed_tokens.weight", E, V, false, &w->mtp_embd},
+  };
+  char name[GGUF_MAX_NAME];
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    snprintf(name, sizeof name, "blk.%d.%s", (int)l, t[i].suffix);
+    if ((rc = nc_weight_load(f, name, t[i].ne0, t[i].ne1, t[i].required, kern,
+                             t[i].out, err)))
+      return rc;
+  }
+  if (!w->mtp_head_norm.data) w->mtp_head_norm = w->output_norm;
+  if (!w->mtp_head.data) w->mtp_head = w->output;
+  if (!w->mtp_embd.data) w->mtp_embd = w->tok_embd;
+  return NC_OK;
+}
+
 nc_code nc_qwen35_family_load(const gguf_file *f, const nc_qwen35_pieces *pc,
                               const nc_hparams *hp, const nc_kernels *kern,
                               nc_model_weights *w, nc_error *err) {
@@ -258,7 +298,7 @@ nc_code nc_qwen35_family_load(const gguf_file *f, const nc_qwen35_pieces *pc,
   if ((rc = rec_pattern(f, a, hp, w->layers, &n_rec, err))) return rc;
   for (int32_t l = 0; l < hp->n_layer; l++)
     if ((rc = load_layer(f, pc, hp, kern, l, &w->layers[l], err))) return rc;
-  return NC_OK;
+  return hp->mtp ? load_mtp(f, pc, hp, kern, w, err) : NC_OK;
 }
 
 /* attn *= sigmoid(gate), the gate the second half of each head's 2 x D
@@ -283,10 +323,8 @@ static void gate_worker(void *p, int ith, int nth) {
   }
 }
 
-/* An attention layer (its K/V: the cache's layer L->kv_layer): from the
- * normed rows xn to attn_output in out. */
-static void attention_layer(nc_fwd *ctx, const nc_layer_weights *L,
-                            const nc_batch *b, const float *xn, float *out) {
+void nc_qwen35_attention(nc_fwd *ctx, const nc_layer_weights *L,
+                         const nc_batch *b, const float *xn, float *out) {
   const nc_hparams *hp = ctx->hp;
   const nc_fwd_bufs *s = nc_fwd_scratch(ctx);
   const int32_t T = b->n_tokens;
@@ -309,6 +347,21 @@ static void attention_layer(nc_fwd *ctx, const nc_layer_weights *L,
   nc_fwd_matmul(ctx, s->attn, Q, T, &wo, 1);
 }
 
+void nc_qwen35_ffn(nc_fwd *ctx, const nc_layer_weights *L, int32_t T) {
+  const nc_hparams *hp = ctx->hp;
+  const nc_fwd_bufs *s = nc_fwd_scratch(ctx);
+  const int64_t E = hp->n_embd, F = hp->n_ff;
+  if (L->ffn_gate_inp.data) {
+    nc_fwd_moe_shared(ctx, L, s->xn, T);
+    return;
+  }
+  const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
+  nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
+  nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
+  const nc_mm down = {&L->ffn_down, s->xn, E};
+  nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
+}
+
 nc_code nc_qwen35_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                                  nc_error *err) {
   (void)err;
@@ -318,7 +371,7 @@ nc_code nc_qwen35_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
   const nc_fwd_bufs *s = nc_fwd_scratch(ctx);
   const nc_ops_kernels *op = nc_fwd_ops(ctx);
   const int32_t T = b->n_tokens;
-  const int64_t E = hp->n_embd, F = hp->n_ff;
+  const int64_t E = hp->n_embd;
   const int32_t half = hp->n_rot / 2;
   const nc_rope_params rope = nc_hp_rope(hp, false);
 
@@ -332,20 +385,14 @@ nc_code nc_qwen35_family_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
     if (L->rec >= 0)
       nc_fwd_gated_delta_net(ctx, L, b, s->xn, s->xn);
     else
-      attention_layer(ctx, L, b, s->xn, s->xn);
+      nc_qwen35_attention(ctx, L, b, s->xn, s->xn);
     nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
     nc_fwd_rmsnorm(ctx, s->x, L->ffn_norm.data, s->xn, T, E);
-    if (L->ffn_gate_inp.data) {
-      nc_fwd_moe_shared(ctx, L, s->xn, T);
-    } else {
-      const nc_mm gu[2] = {{&L->ffn_gate, s->gate, F}, {&L->ffn_up, s->up, F}};
-      nc_fwd_matmul(ctx, s->xn, E, T, gu, 2);
-      nc_fwd_swiglu(ctx, s->gate, s->up, T, F);
-      const nc_mm down = {&L->ffn_down, s->xn, E};
-      nc_fwd_matmul(ctx, s->gate, F, T, &down, 1);
-    }
+    nc_qwen35_ffn(ctx, L, T);
     nc_fwd_residual(ctx, s->x, s->xn, NULL, T, E);
   }
+  /* the MTP head's K/V of these rows, from every row's final state */
+  if (hp->mtp) nc_qwen35_mtp_absorb(ctx, b);
   const int32_t rows = nc_fwd_keep_output_rows(b, s->x, E);
   if (rows == 0) return NC_OK;
   nc_fwd_keep_output_order(ctx, b, true);
@@ -379,4 +426,5 @@ const nc_arch nc_arch_qwen35 = {
     .check_hparams = qwen35_hparams,
     .load_weights = qwen35_load,
     .forward = nc_qwen35_family_forward,
+    .forward_mtp = nc_qwen35_mtp_forward,
 };

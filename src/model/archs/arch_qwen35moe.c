@@ -64,4 +64,5 @@ const nc_arch nc_arch_qwen35moe = {
     .check_hparams = qwen35moe_hparams,
     .load_weights = qwen35moe_load,
     .forward = nc_qwen35_family_forward,
+    .forward_mtp = nc_qwen35_mtp_forward,
 };

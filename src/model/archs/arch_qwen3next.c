@@ -11,8 +11,7 @@
  *  - plain NEOX RoPE over rope.dimension_count (no IMRoPE sections).
  * Experts are required (llama.cpp refuses a file without); their gate and
  * up may be one merged tensor. MTP layers ({arch}.nextn_predict_layers,
- * after the others) are loaded by llama.cpp only for its MTP drafter and
- * are not run here. */
+ * after the others) run as qwen35's (arch_qwen35_mtp.c), when asked for. */
 #include "arch_qwen35.h"
 
 static const nc_qwen35_pieces QWEN3NEXT = {
@@ -39,4 +38,5 @@ const nc_arch nc_arch_qwen3next = {
     .check_hparams = qwen3next_hparams,
     .load_weights = qwen3next_load,
     .forward = nc_qwen35_family_forward,
+    .forward_mtp = nc_qwen35_mtp_forward,
 };
