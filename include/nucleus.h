@@ -834,6 +834,8 @@ typedef enum nucleus_spec_type {
                               the caller's expected output (OpenAI's) */
   NUCLEUS_SPEC_DRAFT,      /* a draft model (nucleus_engine_params.
                               draft_model) samples the drafts */
+  NUCLEUS_SPEC_MTP,        /* the model's own MTP head samples them (a model
+                              loaded with nucleus_model_params.mtp) */
   NUCLEUS_SPEC_TYPE_COUNT,
 } nucleus_spec_type;
 
@@ -852,8 +854,8 @@ typedef struct nucleus_spec_params {
    * NUCLEUS_MAX_PREDICTION_TOKENS (kept by the caller until submit). */
   const int32_t *prediction;
   size_t n_prediction;
-  /* NUCLEUS_SPEC_DRAFT only: verify as llama.cpp's server does (draw from
-   * the model, keep an equal draft) instead of rejection sampling; both
+  /* NUCLEUS_SPEC_DRAFT and _MTP only: verify as llama.cpp's server does (draw
+   * from the model, keep an equal draft) instead of rejection sampling; both
    * are exact, strict accepts less (for comparison). */
   bool strict;
 } nucleus_spec_params;

@@ -9,5 +9,7 @@ UNIT_TESTS += test_engine_chat
 UNIT_TESTS += test_engine_swa
 # A hybrid model's recurrent state (qwen35): invariance, forks, preemption.
 UNIT_TESTS += test_engine_recurrent
+# Speculative decoding with the model's MTP head (qwen35mtp, build/arch).
+UNIT_TESTS += test_engine_mtp
 # The thinking block followed in the output (src/engine/reasoning_track.c).
 UNIT_TESTS += test_reasoning_track

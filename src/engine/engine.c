@@ -1010,7 +1010,8 @@ static bool step(nucleus_engine *e) {
   nc_batch_clear(&e->batch);
   const bool snaps = prefix_cache_on(e) && nc_kv_state_floats(e->kv) > 0;
   const int32_t bt = nc_kv_block_tokens(e->kv);
-  int32_t n_rows = 0, n_fed = 0, n_logit_rows = 0, spare_rows, n_drafting = 0;
+  int32_t n_rows = 0, n_fed = 0, n_logit_rows = 0, spare_rows, n_drafting = 0,
+          n_mtp = 0;
   int32_t planned;
   int64_t spare_blocks;
   bool prompt_rows = false; /* the batch holds more than decode rows */
@@ -1026,9 +1027,15 @@ static bool step(nucleus_engine *e) {
     c->spec.n_draft = c->spec.draft_room = 0;
     if (n == 1 && g->req->params.speculative.type != NUCLEUS_SPEC_OFF)
       nc_spec_propose(e, g, c, kv_len, cost, &spare_rows, &spare_blocks);
-    if (c->spec.draft_room > 0) e->step.drafting[n_drafting++] = c;
+    if (c->spec.draft_room > 0) {
+      if (g->req->params.speculative.type == NUCLEUS_SPEC_MTP)
+        e->step.mtp_drafting[n_mtp++] = c;
+      else
+        e->step.drafting[n_drafting++] = c;
+    }
   }
   if (n_drafting > 0) nc_spec_draft_batch(e, e->step.drafting, n_drafting);
+  if (n_mtp > 0) nc_spec_mtp_batch(e, e->step.mtp_drafting, n_mtp);
   for (int32_t i = 0; i < plan.n_items; i++) {
     int32_t kv_len, n;
     completion *c = fed_this_step(e, &plan, i, &kv_len, &n);
@@ -1042,6 +1049,10 @@ static bool step(nucleus_engine *e) {
       if (nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + n, NULL) != NC_OK)
         continue; /* the pool is short this step: it waits */
     }
+    /* a state model goes back to here when a draft is rejected */
+    if (n_draft > 0 && nc_kv_state_floats(e->kv) > 0 &&
+        !nc_kv_seq_checkpoint(e->kv, c->kv_seq))
+      c->spec.n_draft = n_draft = 0;
     e->step.fed[n_fed++] = c;
     if (n > 1) prompt_rows = true;
     /* a state model: snapshots of the state for the prefix cache, at the
@@ -1260,11 +1271,13 @@ static nc_code step_alloc(nucleus_engine *e, nc_error *err) {
   st->mask_err = malloc(ns * sizeof *st->mask_err);
   st->fed = malloc(ns * sizeof *st->fed);
   st->drafting = malloc(ns * sizeof *st->drafting);
+  st->mtp_drafting = malloc(ns * sizeof *st->mtp_drafting);
   st->seq_ids = malloc(ns * sizeof *st->seq_ids);
   if (!e->groups || !st->taken || !st->sg || !st->verdicts || !st->ss ||
       !st->seq_comp || !st->items || !st->rows || !st->results ||
       !st->row_comp || !st->row_at || !st->sample_comp || !st->mask_rc ||
-      !st->mask_err || !st->fed || !st->drafting || !st->seq_ids)
+      !st->mask_err || !st->fed || !st->drafting || !st->mtp_drafting ||
+      !st->seq_ids)
     return nc_fail(err, NC_ERR_NOMEM, "out of memory (engine step arrays)");
   return NC_OK;
 }
@@ -1287,6 +1300,7 @@ static void step_free(nucleus_engine *e) {
   free(st->mask_err);
   free(st->fed);
   free(st->drafting);
+  free(st->mtp_drafting);
   free(st->seq_ids);
 }
 
@@ -1301,6 +1315,7 @@ static void free_resources(nucleus_engine *e) {
   free(e->eog_ids);
   nc_grammar_vocab_free(e->grammar_vocab);
   nc_spec_draft_free(e->draft);
+  nc_spec_mtp_free(e->mtp);
 }
 
 /* The paged cache, rows in the model's cache types (-ctk/-ctv); a model
@@ -1351,6 +1366,7 @@ static nc_code engine_create(nucleus_model *model,
   if (rc == NC_OK) rc = nc_sample_workspace_create(e->n_vocab, &e->ws, err);
   if (rc == NC_OK)
     rc = nc_spec_draft_create(e, e->params.draft_model, &e->draft, err);
+  if (rc == NC_OK) rc = nc_spec_mtp_create(e, &e->mtp, err);
   if (rc == NC_OK) /* the sampler's row passes follow the kernel table */
     nc_sample_workspace_set_simd(e->ws, nc_model_kernels(model)->sampler_simd);
   if (rc == NC_OK) {
@@ -1457,6 +1473,10 @@ nucleus_status nucleus_engine_submit(nucleus_engine *e, const int32_t *prompt,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "speculative 'draft': this engine has no draft model "
                    "(--model-draft)");
+  if (params->speculative.type == NUCLEUS_SPEC_MTP && !e->mtp)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "speculative 'mtp': the model runs no MTP head (load a "
+                   "file with MTP layers with mtp on: --spec mtp at startup)");
   uint64_t seed =
       params->sampling.has_seed ? params->sampling.seed : nc_seed_from_os();
 

@@ -37,8 +37,9 @@ typedef struct nc_spec_state {
   int32_t drafted, accepted;  /* totals (usage) */
   int32_t draft_seq;          /* the draft model's KV sequence, -1: none */
   int32_t draft_room;         /* the draft model: drafts set aside this step */
-  float *q; /* the draft model's distributions of this step's drafts
-               ([draft_max, n_vocab], made on its first draft) */
+  float *q; /* the draft model's (or MTP head's) distributions of this
+               step's drafts ([draft_max, n_vocab], made on its first
+               draft) */
 } nc_spec_state;
 
 typedef struct completion {
@@ -126,6 +127,7 @@ typedef struct engine_step {
   nc_error *mask_err;         /* [max_seqs]: its failure */
   completion **fed;           /* [max_seqs]: completions in the batch */
   completion **drafting;      /* [max_seqs]: the draft model's this step */
+  completion **mtp_drafting;  /* [max_seqs]: the MTP head's this step */
   int32_t *seq_ids;           /* [max_seqs]: one group's KV sequences */
 } engine_step;
 
@@ -143,6 +145,7 @@ struct nucleus_engine {
   int32_t n_eog;
   nc_grammar_vocab *grammar_vocab; /* the vocab's trie, at the first grammar */
   struct nc_spec_draft *draft;     /* the draft model's state, or NULL */
+  struct nc_spec_mtp *mtp; /* the MTP drafter's (a model with its MTP head) */
 
   /* Engine-thread state. */
   group **groups; /* [step.max_groups], arrival order */
@@ -249,6 +252,16 @@ void nc_spec_draft_batch(nucleus_engine *e, completion *const *cs, int32_t n);
 void nc_spec_draft_truncate(nucleus_engine *e, completion *c, int32_t len);
 /* Frees c's draft sequence (when c leaves the KV cache). */
 void nc_spec_draft_release(nucleus_engine *e, completion *c);
+
+/* spec_mtp.c: the MTP head (a model loaded with it; else *out NULL) */
+typedef struct nc_spec_mtp nc_spec_mtp;
+nc_code nc_spec_mtp_create(nucleus_engine *e, nc_spec_mtp **out, nc_error *err);
+void nc_spec_mtp_free(nc_spec_mtp *m);
+/* Drafts for the n completions cs (each with spec.draft_room > 0, its
+ * last token not fed yet), one forward of the head per draft position for
+ * all: spec.draft and spec.q, spec.n_draft (0 below draft_min; fewer when
+ * the KV pool is short); clears spec.draft_room. */
+void nc_spec_mtp_batch(nucleus_engine *e, completion *const *cs, int32_t n);
 
 /* engine_beam.c */
 nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err);

@@ -39,7 +39,7 @@ nc_code nc_beam_check(int32_t n, int32_t beam_width, nc_error *err) {
 }
 
 static const char *const spec_names[NUCLEUS_SPEC_TYPE_COUNT] = {
-    "off", "ngram", "prediction", "draft"};
+    "off", "ngram", "prediction", "draft", "mtp"};
 
 const char *nc_spec_type_name(nucleus_spec_type t) {
   return (unsigned)t < NUCLEUS_SPEC_TYPE_COUNT ? spec_names[t] : NULL;
@@ -59,7 +59,7 @@ nc_code nc_spec_check(const nucleus_spec_params *s, int32_t beam_width,
   if ((unsigned)s->type >= NUCLEUS_SPEC_TYPE_COUNT)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "speculative.type: %d is not a drafter: allowed 0 (off), 1 "
-                   "(ngram), 2 (prediction), 3 (draft)",
+                   "(ngram), 2 (prediction), 3 (draft), 4 (mtp)",
                    (int)s->type);
   if (s->draft_max < 1 || s->draft_max > NUCLEUS_MAX_DRAFT)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
@@ -89,7 +89,8 @@ nc_code nc_spec_check(const nucleus_spec_params *s, int32_t beam_width,
                      "range [0, %d]",
                      i, s->prediction[i],
                      n_vocab > 0 ? n_vocab - 1 : INT32_MAX);
-  if (s->type == NUCLEUS_SPEC_DRAFT && beam_width > 1)
+  if ((s->type == NUCLEUS_SPEC_DRAFT || s->type == NUCLEUS_SPEC_MTP) &&
+      beam_width > 1)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "speculative '%s': not with beam search (beam_width %d): "
                    "beams draft by 'ngram' or 'prediction'",

@@ -14,10 +14,17 @@
  * prefix cache: the step publishes only the completion's own tokens).
  *
  * The drafters: lookup in the prompt and output (spec_ngram.h), lookup
- * in the request's prediction, or the draft model (spec_draft.c), whose
- * drafts come with their distributions q for the verifier. The draft
- * model drafts for every completion of the step at once: nc_spec_propose
- * sets aside its room, nc_spec_draft_batch drafts.
+ * in the request's prediction, the draft model (spec_draft.c) or the
+ * model's MTP head (spec_mtp.c), whose drafts come with their
+ * distributions q for the verifier. The last two draft for every
+ * completion of the step at once: nc_spec_propose sets aside their room,
+ * nc_spec_draft_batch and nc_spec_mtp_batch draft.
+ *
+ * A model with recurrent state (qwen35) cannot take a position back: the
+ * step checkpoints the sequence's state before it feeds drafts, and a
+ * rejection rewinds to it (kv_cache.h), the fed token with it: the next
+ * step feeds the token and the kept drafts again (their rows in the same
+ * orders: the same bits), then the token after them.
  *
  * The draft length is chosen per step for the most tokens per cost
  * (spec_policy.h): from the completion's estimated acceptance and what k
@@ -72,9 +79,12 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   /* a generated token (the prompt's rows take the prompt's orders), fed
    * alone, by a sampling completion or a beam (n-gram or prediction
    * drafts: engine_beam.c) */
+  /* (beams cut their drafts by truncation: not on a state model) */
   if (kv_len + 1 != c->n_tokens || kv_len < g->req->n_prompt ||
       (!c->sampler && !g->beam) ||
-      (g->beam && p->speculative.type == NUCLEUS_SPEC_DRAFT))
+      (g->beam && (p->speculative.type == NUCLEUS_SPEC_DRAFT ||
+                   p->speculative.type == NUCLEUS_SPEC_MTP ||
+                   nc_kv_state_floats(e->kv) > 0)))
     return 0;
   int32_t max = p->speculative.draft_max;
   /* the fed positions stay below n_ctx - 1, as without drafts; the
@@ -85,7 +95,8 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   max = min_i32(max, *spare_rows);
   max = nc_kv_rollback_room(e->kv, kv_len + 1, max);
   if (max <= 0) return 0;
-  const bool model = p->speculative.type == NUCLEUS_SPEC_DRAFT;
+  const bool model = p->speculative.type == NUCLEUS_SPEC_DRAFT ||
+                     p->speculative.type == NUCLEUS_SPEC_MTP;
   /* drafts free to look at: a plain step learns from its first one */
   const bool shadows = !model && !g->beam;
   const double a = nc_spec_accept_rate(&sp->accept);
@@ -95,8 +106,8 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
     if (shadows && draft_tokens(g, c, 1) == 1) sp->shadow = sp->draft[0];
     return 0;
   }
-  /* the draft model drafts later, for every completion at once: room for
-   * k drafts is set aside now */
+  /* the draft model and the MTP head draft later, for every completion at
+   * once: room for k drafts is set aside now */
   int32_t n = model ? k : draft_tokens(g, c, k);
   if (n <= 0) return 0;
   /* fewer drafts than asked must pay on their own */
@@ -151,7 +162,8 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
   const int32_t n_draft = sp->n_draft;
   const int32_t fed_len = c->n_tokens; /* positions [0, fed_len) written */
   int32_t kept = 0, emitted = 0;
-  const bool draft_model = p->speculative.type == NUCLEUS_SPEC_DRAFT;
+  const bool draft_model = p->speculative.type == NUCLEUS_SPEC_DRAFT ||
+                           p->speculative.type == NUCLEUS_SPEC_MTP;
   sp->n_draft = 0;
   for (int32_t j = 0; j <= n_draft && !c->finished; j++) {
     if (c->grammar && !nc_engine_grammar_mask(e, g, c)) break;
@@ -194,7 +206,14 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
   /* the fed token and the kept drafts stay; a finished completion has
    * released its sequence already */
   if (!c->finished && c->kv_seq >= 0) {
-    nc_kv_seq_truncate(e->kv, c->kv_seq, fed_len + kept);
+    if (kept == n_draft) {
+      /* every position written stays */
+    } else if (nc_kv_state_floats(e->kv) > 0) {
+      if (!nc_kv_seq_rewind(e->kv, c->kv_seq)) /* (recomputed from 0) */
+        nc_kv_seq_truncate(e->kv, c->kv_seq, fed_len + kept);
+    } else {
+      nc_kv_seq_truncate(e->kv, c->kv_seq, fed_len + kept);
+    }
     nc_spec_draft_truncate(e, c, fed_len + kept);
   }
 }

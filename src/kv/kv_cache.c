@@ -225,11 +225,15 @@ static nc_code cache_create(nc_kv_shape shape, nc_kv_types types,
       malloc((size_t)(kv->g_blocks[NC_KV_SWA] + 1) * sizeof(int32_t));
   kv->seqs = calloc((size_t)max_seqs, sizeof(kv_seq));
   kv->state_floats = shape.state_floats;
-  if (kv->state_floats > 0)
+  if (kv->state_floats > 0) {
     kv->state = calloc((size_t)max_seqs, sizeof *kv->state);
-  if ((kv->state_floats > 0 && !kv->state) || !kv->layers || !kv->k || !kv->v ||
-      !kv->refcount || !kv->free_list[0] || !kv->free_list[1] || !kv->seqs ||
-      !nc_kv_prefix_alloc(kv) || !nc_kv_snap_alloc(kv)) {
+    kv->ckpt = calloc((size_t)max_seqs, sizeof *kv->ckpt);
+    kv->ckpt_len = calloc((size_t)max_seqs, sizeof *kv->ckpt_len);
+  }
+  if ((kv->state_floats > 0 && (!kv->state || !kv->ckpt || !kv->ckpt_len)) ||
+      !kv->layers || !kv->k || !kv->v || !kv->refcount || !kv->free_list[0] ||
+      !kv->free_list[1] || !kv->seqs || !nc_kv_prefix_alloc(kv) ||
+      !nc_kv_snap_alloc(kv)) {
     const size_t bytes = bytes_k + bytes_v;
     nc_kv_cache_free(kv);
     return nc_fail(err, NC_ERR_NOMEM,
@@ -296,9 +300,7 @@ void nc_kv_cache_free(nc_kv_cache *kv) {
       for (int32_t g = 0; g < NC_KV_MAX_GROUPS; g++)
         free(kv->seqs[i].blocks[g]);
   free(kv->seqs);
-  for (int32_t i = 0; kv->state && i < kv->max_seqs; i++)
-    free(kv->state[i]);
-  free(kv->state);
+  nc_kv_state_free(kv);
   free(kv->layers);
   free(kv->k);
   free(kv->v);
@@ -554,6 +556,10 @@ void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens) {
     q->swa_first = 0;
     nc_kv_state_zero(kv, seq);
   }
+  nc_kv_seq_cut(kv, q, n_tokens);
+}
+
+void nc_kv_seq_cut(nc_kv_cache *kv, kv_seq *q, int32_t n_tokens) {
   if (n_tokens < q->len) q->len = n_tokens;
   const int32_t keep = (n_tokens + kv->block_tokens - 1) / kv->block_tokens;
   if (q->n_blocks > keep) release_tail(kv, q, keep);
@@ -564,7 +570,6 @@ void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens) {
 }
 
 int32_t nc_kv_rollback_room(const nc_kv_cache *kv, int32_t len, int32_t extra) {
-  if (kv->state_floats > 0) return 0; /* a state advanced cannot go back */
   if (kv->n_groups < 2) return extra;
   const int32_t keep = nc_kv_swa_keep_from(kv, len) / kv->block_tokens;
   while (extra > 0 &&

@@ -124,7 +124,8 @@ void nc_kv_seq_truncate(nc_kv_cache *kv, int32_t seq, int32_t n_tokens);
  * positions written past len, the most (at most extra) after which
  * nc_kv_seq_truncate back to len keeps the sequence (the sliding-window
  * K/V that len reads is not released by writing them). extra without
- * windows. */
+ * windows. A cache with recurrent state goes back only to a checkpoint
+ * (nc_kv_seq_rewind). */
 int32_t nc_kv_rollback_room(const nc_kv_cache *kv, int32_t len, int32_t extra);
 /* Positions written (0 for a seq that is not live). */
 int32_t nc_kv_seq_len(const nc_kv_cache *kv, int32_t seq);
@@ -190,6 +191,14 @@ size_t nc_kv_bytes_total(const nc_kv_cache *kv);
 /* The state slot of a live sequence (state_floats floats), NULL for a
  * cache without state or a sequence that is not live. */
 float *nc_kv_seq_state(nc_kv_cache *kv, int32_t seq);
+/* Checkpoints, for speculative steps: the state of live seq at its
+ * length now, copied aside (one per sequence; a later one replaces it);
+ * false for a cache without state or out of memory. Rewind: back to the
+ * checkpoint, its state restored and the positions past its length
+ * released (the checkpoint is spent); false, nothing changed, without one
+ * (a new or forked sequence has none) or when the sequence is shorter. */
+bool nc_kv_seq_checkpoint(nc_kv_cache *kv, int32_t seq);
+bool nc_kv_seq_rewind(nc_kv_cache *kv, int32_t seq);
 /* Floats of one sequence's state (0: none). */
 int64_t nc_kv_state_floats(const nc_kv_cache *kv);
 /* Bytes of the state slots allocated (the pool). */

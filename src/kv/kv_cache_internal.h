@@ -88,6 +88,10 @@ struct nc_kv_cache {
    * slot of sequence id i, NULL until that id first goes live. */
   int64_t state_floats;
   float **state; /* [max_seqs] */
+  /* Checkpoints (kv_state.c): a copy of sequence i's state and the length
+   * it was taken at (-1: none), NULL until first taken. */
+  float **ckpt;      /* [max_seqs] */
+  int32_t *ckpt_len; /* [max_seqs] */
   /* State snapshots (kv_snap.c): max_snaps slots, each a buffer of
    * state_floats (NULL until first used), the global block it is attached
    * to (-1: free) and its last use; block_snap[b]: b's slot or -1. */
@@ -111,8 +115,13 @@ bool nc_kv_seq_grow_table(const nc_kv_cache *kv, kv_seq *q, int32_t need);
 int32_t nc_kv_swa_keep_from(const nc_kv_cache *kv, int32_t len);
 
 /* kv_state.c: gives sequence id s its slot, zeroed, or a copy of src's
- * (src >= 0); false when out of memory. */
+ * (src >= 0), and no checkpoint; false when out of memory. */
 bool nc_kv_state_init(nc_kv_cache *kv, int32_t s, int32_t src);
+/* Frees the slots and checkpoints. */
+void nc_kv_state_free(nc_kv_cache *kv);
+/* kv_cache.c: cuts seq to n_tokens positions (releasing the blocks past
+ * them), its state left as it is. */
+void nc_kv_seq_cut(nc_kv_cache *kv, kv_seq *q, int32_t n_tokens);
 void nc_kv_state_zero(nc_kv_cache *kv, int32_t s);
 
 /* kv_snap.c: the slots (none without state); dropping block b's snapshot

@@ -9,7 +9,8 @@
  *   exactly as the original (the state is copied); also on the qwen3next
  *   file (packed projections, grouped heads);
  * - the state slots: zeros for a new sequence, one per live sequence,
- *   truncating below the length cuts the sequence to 0;
+ *   truncating below the length cuts the sequence to 0, a checkpoint
+ *   rewinds it (state and length) to where it was taken;
  * - snapshots (kv_cache.h): a row with a snapshot target leaves there the
  *   state a sequence fed exactly up to it has; a snapshot goes with its
  *   block's content;
@@ -274,10 +275,42 @@ static void test_state_slots(void **state) {
   for (int64_t i = 0; i < floats; i++)
     nonzero += st[i] != 0.0f;
   assert_true(nonzero > floats / 2);
-  assert_int_equal(nc_kv_rollback_room(f.kv, 20, 4), 0);
-  nc_kv_seq_truncate(f.kv, s, 20); /* at the length: nothing changes */
+  /* a checkpoint goes back (speculative steps): four positions on, then
+   * rewound to it, with the state and length of before (once); the same
+   * four again give the same bits */
+  assert_int_equal(nc_kv_rollback_room(f.kv, 20, 4), 4);
+  assert_false(nc_kv_seq_rewind(f.kv, s)); /* none taken */
+  const size_t st_bytes = (size_t)floats * sizeof(float);
+  const size_t row4 = 4 * (size_t)hp->n_vocab;
+  float *before = malloc(st_bytes), *l1 = malloc(sizeof(float) * 6 * row4),
+        *l2 = malloc(sizeof(float) * 6 * row4);
+  assert_non_null(before);
+  assert_non_null(l1);
+  assert_non_null(l2);
+  memcpy(before, st, st_bytes);
+  assert_true(nc_kv_seq_checkpoint(f.kv, s));
+  int32_t more[24], take4 = 4;
+  memcpy(more, tok, sizeof tok);
+  random_tokens(more + 20, 4, hp->n_vocab, 9);
+  const int32_t *mp[1] = {more};
+  float *o1[1] = {l1}, *o2[1] = {l2};
+  done = 20;
+  feed(&f, 1, &s, mp, &done, &take4, o1);
+  assert_int_equal(nc_kv_seq_len(f.kv, s), 24);
+  assert_true(memcmp(nc_kv_seq_state(f.kv, s), before, st_bytes) != 0);
+  assert_true(nc_kv_seq_rewind(f.kv, s));
   assert_int_equal(nc_kv_seq_len(f.kv, s), 20);
-  nc_kv_seq_truncate(f.kv, s, 19); /* below: the state is gone, so is all */
+  assert_memory_equal(nc_kv_seq_state(f.kv, s), before, st_bytes);
+  assert_false(nc_kv_seq_rewind(f.kv, s)); /* spent */
+  done = 20;
+  feed(&f, 1, &s, mp, &done, &take4, o2);
+  assert_memory_equal(l1 + 5 * row4, l2 + 5 * row4, sizeof(float) * row4);
+  free(before);
+  free(l1);
+  free(l2);
+  nc_kv_seq_truncate(f.kv, s, 24); /* at the length: nothing changes */
+  assert_int_equal(nc_kv_seq_len(f.kv, s), 24);
+  nc_kv_seq_truncate(f.kv, s, 23); /* below: the state is gone, so is all */
   assert_int_equal(nc_kv_seq_len(f.kv, s), 0);
   for (int64_t i = 0; i < floats; i++)
     assert_true(nc_kv_seq_state(f.kv, s)[i] == 0.0f);
