@@ -80,7 +80,9 @@ void cli_options_help(FILE *out, nucleus_surface surface) {
                "                          the prompt and output), prediction "
                "(drafts from\n"
                "                          --prediction), draft "
-               "(--model-draft); the output is\n"
+               "(--model-draft), mtp (the\n"
+               "                          model's MTP head: qwen35 files "
+               "that carry one); the output is\n"
                "                          the same (or, sampled with a draft "
                "model, from the\n"
                "                          same distribution), only faster\n");
@@ -234,8 +236,8 @@ int cli_options_parse(cli_options *o, int argc, char **argv, int *i) {
     NEED_VALUE();
     if (!nucleus_spec_type_from_name(v, &o->request.speculative.type)) {
       fprintf(stderr,
-              "error: --spec: '%s' is not a drafter: off, ngram, prediction "
-              "or draft\n",
+              "error: --spec: '%s' is not a drafter: off, ngram, prediction, "
+              "draft or mtp\n",
               v);
       return -1;
     }
@@ -354,6 +356,8 @@ nucleus_model *cli_load_model(const cli_options *o) {
                          : cli_default_model(model_buf, sizeof model_buf);
   if (!path) return NULL;
   nucleus_model_params mp = o->model;
+  /* --spec mtp: the model's MTP head drafts (loaded with it) */
+  mp.mtp = o->request.speculative.type == NUCLEUS_SPEC_MTP;
   char *tmpl = NULL;
   if (o->chat_template_file) {
     tmpl = cli_read_file(o->chat_template_file, NULL);
@@ -425,10 +429,12 @@ int cli_options_prepare(cli_options *o, const nucleus_model *model) {
     fprintf(stderr, "error: %s\n", err.message);
     return -1;
   }
-  if (sp->strict && sp->type != NUCLEUS_SPEC_DRAFT) {
+  if (sp->strict && sp->type != NUCLEUS_SPEC_DRAFT &&
+      sp->type != NUCLEUS_SPEC_MTP) {
     fprintf(stderr, "error: --draft-strict: only with a draft model "
-                    "(--model-draft): n-gram and prediction drafts are "
-                    "verified the same either way\n");
+                    "(--model-draft) or the MTP head (--spec mtp): n-gram "
+                    "and prediction drafts are verified the same either "
+                    "way\n");
     return -1;
   }
   return 0;

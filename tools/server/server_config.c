@@ -80,7 +80,9 @@ void server_config_usage(FILE *out) {
           "                          that the llm-d endpoint picker reads\n"
           "  --spec TYPE             speculative decoding for every request: "
           "off (default),\n"
-          "                          ngram or draft; a request's "
+          "                          ngram, draft or mtp (the model's MTP "
+          "head, loaded\n"
+          "                          with it); a request's "
           "'speculative' or 'prediction'\n"
           "                          overrides it (docs/SPECULATIVE.md)\n"
           "  --draft-max N           drafted tokens per step at most "
@@ -216,7 +218,8 @@ int server_config_parse(int argc, char **argv, server_config *cfg, char *msg,
           cfg->spec.type == NUCLEUS_SPEC_PREDICTION) {
         snprintf(msg, cap,
                  "--spec: '%s' is not a drafter for every request: off, "
-                 "ngram or draft (a request brings its own 'prediction')",
+                 "ngram, draft or mtp (a request brings its own "
+                 "'prediction')",
                  v ? v : "");
         rc = -1;
       }

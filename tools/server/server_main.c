@@ -95,6 +95,8 @@ static int serve(const server_config *cfg, const char *path,
   }
   nucleus_model_params mp = cfg->model;
   mp.chat_template = template_text;
+  /* --spec mtp: the model's MTP head drafts (loaded with it) */
+  mp.mtp = cfg->spec.type == NUCLEUS_SPEC_MTP;
   server_ctx srv = {.cfg = cfg};
   nucleus_error err = {0};
   http_server *hs = NULL;

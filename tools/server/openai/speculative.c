@@ -12,11 +12,11 @@ static const json_t *field(const json_t *root, const char *key) {
 }
 
 static int bad_speculative(api_error *e) {
-  return api_fail(
-      e, 400, "speculative",
-      "'speculative' must be false or an object {\"type\": "
-      "\"off\" | \"ngram\" | \"draft\", \"n_max\": N, \"n_min\": N, "
-      "\"strict\": B}");
+  return api_fail(e, 400, "speculative",
+                  "'speculative' must be false or an object {\"type\": "
+                  "\"off\" | \"ngram\" | \"draft\" | \"mtp\", \"n_max\": N, "
+                  "\"n_min\": N, "
+                  "\"strict\": B}");
 }
 
 static int get_count(const json_t *o, const char *key, int32_t *out,
@@ -50,8 +50,9 @@ static int parse_object(const json_t *v, nucleus_spec_params *sp,
         !nucleus_spec_type_from_name(json_string_value(t), &type) ||
         type == NUCLEUS_SPEC_PREDICTION)
       return api_fail(e, 400, "speculative",
-                      "'speculative.type' must be \"off\", \"ngram\" or "
-                      "\"draft\" (a prediction comes in 'prediction')");
+                      "'speculative.type' must be \"off\", \"ngram\", "
+                      "\"draft\" or \"mtp\" (a prediction comes in "
+                      "'prediction')");
     sp->type = type;
     *explicit_type = true;
   }
@@ -129,8 +130,9 @@ int speculative_parse(const json_t *root, gen_request *r, api_error *e) {
                       "'speculative.type' (or 'speculative': false)");
     if (parse_prediction(pred, r, e)) return -1;
     sp->type = NUCLEUS_SPEC_PREDICTION;
-  } else if (!explicit_type && r->beam && sp->type == NUCLEUS_SPEC_DRAFT) {
-    sp->type = NUCLEUS_SPEC_OFF; /* the draft model: not for beams */
+  } else if (!explicit_type && r->beam &&
+             (sp->type == NUCLEUS_SPEC_DRAFT || sp->type == NUCLEUS_SPEC_MTP)) {
+    sp->type = NUCLEUS_SPEC_OFF; /* the draft model, the head: not beams' */
   }
   return 0;
 }

@@ -1,8 +1,8 @@
 /* nucleus serve: speculative decoding's request fields
  * (docs/SPECULATIVE.md): "speculative": false or {"type": "off" | "ngram" |
- * "draft", "strict": B, "n_max": N, "n_min": N} over the server's --spec
- * default, and OpenAI's predicted outputs, "prediction": {"type": "content",
- * "content": TEXT or
+ * "draft" | "mtp", "strict": B, "n_max": N, "n_min": N} over the server's
+ * --spec default, and OpenAI's predicted outputs, "prediction": {"type":
+ * "content", "content": TEXT or
  * [{"type": "text", "text": TEXT}, ...]} (the prediction drafter). */
 #ifndef NUCLEUS_SERVER_SPECULATIVE_H
 #define NUCLEUS_SERVER_SPECULATIVE_H
