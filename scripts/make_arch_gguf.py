@@ -170,8 +170,9 @@ ARCHS = {
     # to v heads, tied output
     # qwen35 with one MTP (next-token prediction) layer after the 8:
     # nextn_predict_layers 1, block_count 9, blk.8 an attention layer with
-    # nextn.{eh_proj,enorm,hnorm,shared_head_norm}; not run (llama.cpp's
-    # main graph skips it too), so its logits are qwen35's
+    # nextn.{eh_proj,enorm,hnorm,shared_head_norm}; the model's graph does
+    # not run it (nor llama.cpp's main graph), so its logits are qwen35's;
+    # the MTP head runs when loaded with it (test_forward_mtp, --spec mtp)
     "qwen35mtp": dict(n_layer=8, head_dim=128, tied=False,
                       rope_base=10000000.0, base="qwen35", attn_interval=4,
                       f32=True, mtp=1,
@@ -216,7 +217,8 @@ ARCHS = {
     # head h / 2 (grouped, not qwen35's tiled h % 2); NEOX RoPE, no
     # sections; every 4th layer attention. qwen3nextm: the newer
     # converter's attn_qkv and attn_gate, the experts' gate and up merged
-    # into one ffn_gate_up_exps, and one MTP layer (blk.4, not run)
+    # into one ffn_gate_up_exps, and one MTP layer (blk.4: the MTP head,
+    # run only when loaded with it)
     "qwen3next": dict(n_layer=4, head_dim=128, tied=True,
                       rope_base=10000000.0, base="qwen35",
                       gguf_arch="qwen3next", attn_interval=4, f32=True,

@@ -14,9 +14,11 @@
  *   gets alone;
  * - sampled with a seed and strict verification: the same tokens with and
  *   without the head's drafts (the verification draws as the plain step
- *   draws);
+ *   draws); at T = 3 under the exact rule (flat p and q: drafts are kept)
+ *   the drafted tokens follow the plain runs' distribution (chi-square);
  * - the KV pool is whole after each run; a model without the head refuses
  *   the drafter. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -283,6 +285,94 @@ static void test_sampled_same(void **state) {
   }
 }
 
+#ifdef __SANITIZE_ADDRESS__
+#define CHI2_RUNS 160
+#else
+#define CHI2_RUNS 512
+#endif
+#define CHI2_CATS 16
+
+/* The second and third tokens (their ids mod 4: 16 categories; the first
+ * comes from the prompt's step, the second may be a draft, the third its
+ * bonus) of `runs` sampled requests with seeds from seed0, all on one
+ * engine. */
+static void sample_runs(nucleus_model *m, nucleus_spec_type type,
+                        uint64_t seed0, int32_t runs, int64_t *counts,
+                        int32_t *drafted, int32_t *kept) {
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = 64;
+  ep.kv_cache_tokens = 4096;
+  ep.max_batch_tokens = 256;
+  ep.max_running = 32;
+  ep.max_queued = runs + 8;
+  ep.spec_row_cost = 0.01f;
+  nucleus_engine *e = NULL;
+  assert_int_equal(nc_engine_create_stepped(m, &ep, &e, NULL), NC_OK);
+  nucleus_request **h = calloc((size_t)runs, sizeof *h);
+  outcome *o = calloc((size_t)runs, sizeof *o);
+  assert_non_null(h);
+  assert_non_null(o);
+  for (int32_t i = 0; i < runs; i++) {
+    req r = make_req(5, 6, 3);
+    r.params.sampling.temperature = 3.0f;
+    r.params.sampling.has_seed = true;
+    r.params.sampling.seed = seed0 + (uint64_t)i;
+    r.params.sampling.logprobs = false;
+    r.params.ignore_eos = true;
+    with_spec(&r, type, 2);
+    assert_int_equal(
+        nucleus_engine_submit(e, r.prompt, r.n_prompt, &r.params, &h[i], NULL),
+        NUCLEUS_OK);
+  }
+  for (int step = 0; step < 100000 && nc_engine_step(e); step++)
+    for (int32_t i = 0; i < runs; i++)
+      drain(h[i], &o[i]);
+  for (int32_t i = 0; i < runs; i++) {
+    drain(h[i], &o[i]);
+    assert_true(o[i].done);
+    assert_int_equal(o[i].n_tokens, 3);
+    counts[(o[i].tokens[1] % 4) * 4 + o[i].tokens[2] % 4]++;
+    *drafted += o[i].usage.draft_tokens;
+    *kept += o[i].usage.accepted_draft_tokens;
+    nucleus_request_free(h[i]);
+  }
+  free(h);
+  free(o);
+  nucleus_engine_free(e);
+}
+
+/* Sampled at T = 3 (flat p and q: the head's drafts are kept often) under
+ * the exact rule: the distribution of the tokens after the first is the
+ * plain runs' (runs with other seeds; two-sample chi-square at the 0.001
+ * level). */
+static void test_sampled_chi2(void **state) {
+  fixture *fx = *state;
+  NEED_FILES(fx);
+  int64_t a[CHI2_CATS] = {0}, b[CHI2_CATS] = {0};
+  int32_t d0 = 0, k0 = 0, d1 = 0, k1 = 0;
+  sample_runs(fx->mtp, NUCLEUS_SPEC_OFF, 1, CHI2_RUNS, a, &d0, &k0);
+  sample_runs(fx->mtp, NUCLEUS_SPEC_MTP, 1000001, CHI2_RUNS, b, &d1, &k1);
+  double chi2 = 0;
+  int dof = -1;
+  for (int c = 0; c < CHI2_CATS; c++) {
+    if (a[c] + b[c] == 0) continue;
+    chi2 +=
+        (double)(a[c] - b[c]) * (double)(a[c] - b[c]) / (double)(a[c] + b[c]);
+    dof++;
+  }
+  /* Wilson-Hilferty: the 0.999 quantile of chi-square with dof degrees */
+  const double k = 2.0 / (9.0 * dof),
+               crit = dof * pow(1.0 - k + 3.090 * sqrt(k), 3.0);
+  fprintf(stderr,
+          "  %d runs each: chi2 %.1f (%d dof, 0.001 level %.1f); mtp: %d of "
+          "%d drafts kept\n",
+          CHI2_RUNS, chi2, dof, crit, k1, d1);
+  assert_int_equal(d0, 0);
+  assert_true(dof >= 10);
+  assert_true(d1 > 0 && k1 > 0);
+  assert_true(chi2 < crit);
+}
+
 /* The drafter needs the head. */
 static void test_refused_without_head(void **state) {
   fixture *fx = *state;
@@ -311,6 +401,7 @@ int main(void) {
       cmocka_unit_test(test_greedy_identity),
       cmocka_unit_test(test_batch_mix),
       cmocka_unit_test(test_sampled_same),
+      cmocka_unit_test(test_sampled_chi2),
       cmocka_unit_test(test_refused_without_head),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -11,7 +11,8 @@
  * - the head's drafts (nc_context_mtp after a prompt: its first draft from
  *   the last token and the model's state, then two more from its own
  *   state) give the logits of the plain-C reference of the formula
- *   (tests/reference/forward_ref_qwen35.c's nc_ref_qwen35_mtp);
+ *   (tests/reference/forward_ref_qwen35.c's nc_ref_qwen35_mtp), on
+ *   the qwen3nextm file too (the head's FFN: experts and a shared expert);
  * - the state a batch leaves for the next (the hidden state of its last
  *   row) makes a prompt fed in chunks draft the same bits as one fed
  *   whole; the drafts change no sequence length. */
@@ -209,20 +210,17 @@ static void test_logits_unchanged(void **state) {
   free(b);
 }
 
-/* The drafts' logits against the reference of the formula. */
-static void test_against_reference(void **state) {
-  fixture *fx = *state;
-  NEED_FILES(fx);
-  const int64_t V = nc_model_hparams(fx->mtp)->n_vocab;
+/* The drafts' logits of model m against the reference of the formula. */
+static void against_reference(const nucleus_model *m) {
+  const int64_t V = nc_model_hparams(m)->n_vocab;
   const int32_t drafts[2] = {314, 4173};
   float *fast = malloc(sizeof(float) * 3 * (size_t)V);
   float *ref = malloc(sizeof(float) * 3 * (size_t)V);
   assert_non_null(fast);
   assert_non_null(ref);
-  draft_logits(fx->mtp, 64, drafts, 2, fast);
+  draft_logits(m, 64, drafts, 2, fast);
   assert_int_equal(
-      nc_ref_qwen35_mtp(fx->mtp, k_prompt, N_PROMPT, drafts, 2, ref, NULL),
-      NC_OK);
+      nc_ref_qwen35_mtp(m, k_prompt, N_PROMPT, drafts, 2, ref, NULL), NC_OK);
   for (int j = 0; j < 3; j++) {
     const float *f = fast + j * V, *r = ref + j * V;
     double max_ref = 0, max_diff = 0;
@@ -244,6 +242,23 @@ static void test_against_reference(void **state) {
   }
   free(fast);
   free(ref);
+}
+
+static void test_against_reference(void **state) {
+  fixture *fx = *state;
+  NEED_FILES(fx);
+  against_reference(fx->mtp);
+}
+
+/* qwen3next's head (qwen3nextm: merged gate_up experts, one MTP layer):
+ * experts beside a shared expert as its FFN. */
+static void test_against_reference_qwen3next(void **state) {
+  nucleus_error err = {0};
+  nucleus_model *m = load("qwen3nextm", true, &err);
+  if (!m) NC_MODEL_UNAVAILABLE(err.message);
+  assert_non_null(nc_model_weights_of(m)->mtp_layer.ffn_gate_inp.data);
+  against_reference(m);
+  nucleus_model_free(m);
 }
 
 /* A prompt fed in chunks (the head's input crossing batches through the
@@ -272,6 +287,7 @@ int main(void) {
       cmocka_unit_test(test_load),
       cmocka_unit_test(test_logits_unchanged),
       cmocka_unit_test(test_against_reference),
+      cmocka_unit_test(test_against_reference_qwen3next),
       cmocka_unit_test(test_chunks),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
