@@ -12,10 +12,13 @@
  *   the last token and the model's state, then two more from its own
  *   state) give the logits of the plain-C reference of the formula
  *   (tests/reference/forward_ref_qwen35.c's nc_ref_qwen35_mtp), on
- *   the qwen3nextm file too (the head's FFN: experts and a shared expert);
+ *   the qwen3nextm file too (the head's FFN: experts and a shared expert),
+ *   and without flash attention;
  * - the state a batch leaves for the next (the hidden state of its last
  *   row) makes a prompt fed in chunks draft the same bits as one fed
- *   whole; the drafts change no sequence length. */
+ *   whole, as does one that reuses another's first block by prefix (the
+ *   hidden state restored with its snapshot); the drafts change no
+ *   sequence length. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,15 +48,21 @@ static void file_path(char *path, size_t n, const char *kind) {
   snprintf(path, n, "%s/build/arch/%s.gguf", root && *root ? root : ".", kind);
 }
 
-static nucleus_model *load(const char *kind, bool mtp, nucleus_error *err) {
+static nucleus_model *load_fa(const char *kind, bool mtp, nucleus_flash_attn fa,
+                              nucleus_error *err) {
   char path[4096];
   file_path(path, sizeof path, kind);
   nucleus_model_params p = nucleus_model_default_params();
   p.n_threads = 2;
   p.mtp = mtp;
+  p.flash_attn = fa;
   nucleus_model *m = NULL;
   if (nucleus_model_load(path, &p, &m, err) != NUCLEUS_OK) return NULL;
   return m;
+}
+
+static nucleus_model *load(const char *kind, bool mtp, nucleus_error *err) {
+  return load_fa(kind, mtp, NUCLEUS_FLASH_ATTN_AUTO, err);
 }
 
 static int setup(void **state) {
@@ -261,6 +270,15 @@ static void test_against_reference_qwen3next(void **state) {
   nucleus_model_free(m);
 }
 
+/* The same without flash attention (the attention kernels' path). */
+static void test_against_reference_no_flash(void **state) {
+  nucleus_error err = {0};
+  nucleus_model *m = load_fa("qwen35mtp", true, NUCLEUS_FLASH_ATTN_OFF, &err);
+  if (!m) NC_MODEL_UNAVAILABLE(err.message);
+  against_reference(m);
+  nucleus_model_free(m);
+}
+
 /* A prompt fed in chunks (the head's input crossing batches through the
  * state) drafts what one batch does, bit for bit. */
 static void test_chunks(void **state) {
@@ -282,13 +300,74 @@ static void test_chunks(void **state) {
   free(b);
 }
 
+/* A prefix hit restores the head's input with the state: a sequence that
+ * reuses another's first block (its snapshot) drafts the bits of one fed
+ * from position 0. */
+static void test_prefix_hit(void **state) {
+  fixture *fx = *state;
+  NEED_FILES(fx);
+  const nucleus_model *m = fx->mtp;
+  const int64_t E = nc_model_hparams(m)->n_embd,
+                V = nc_model_hparams(m)->n_vocab;
+  int32_t tok[20];
+  for (int32_t i = 0; i < 20; i++)
+    tok[i] = 300 + 37 * i;
+  float *lg = malloc(sizeof(float) * (size_t)V);
+  float *a = malloc(sizeof(float) * (size_t)V),
+        *b = malloc(sizeof(float) * (size_t)V);
+  float *h = malloc(sizeof(float) * (size_t)E);
+  assert_non_null(lg);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(h);
+  runner r;
+  runner_open(&r, m);
+  /* the first: 20 tokens, a snapshot at the block end 16, published */
+  const uint64_t salt = nc_kv_salt_hash(NULL, 0);
+  assert_int_equal(nc_kv_seq_attach_prefix(r.kv, r.seq, salt, tok, 20), 0);
+  nc_batch_clear(&r.b);
+  for (int32_t p = 0; p < 20; p++)
+    nc_batch_add_reusable(&r.b, tok[p], p, r.seq, p == 19);
+  nc_batch_set_snapshot(&r.b, 15, nc_kv_snap_take(r.kv, r.seq, 16, false));
+  assert_int_equal(nc_context_forward(r.ctx, &r.b, lg, NULL), NC_OK);
+  nc_kv_seq_publish(r.kv, r.seq, tok, 20);
+  /* the drafts after tokens 0..18 fed whole and after a hit of 16 */
+  for (int pass = 0; pass < 2; pass++) {
+    const int32_t s2 = nc_kv_seq_new(r.kv);
+    assert_true(s2 >= 0);
+    const int32_t from =
+        pass ? nc_kv_seq_attach_prefix(r.kv, s2, salt, tok, 20) : 0;
+    assert_int_equal(from, pass ? 16 : 0);
+    assert_int_equal(nc_kv_seq_reserve(r.kv, s2, 24, NULL), NC_OK);
+    nc_batch_clear(&r.b);
+    for (int32_t p = from; p < 19; p++)
+      nc_batch_add_reusable(&r.b, tok[p], p, s2, p == 18);
+    assert_int_equal(nc_context_forward(r.ctx, &r.b, lg, NULL), NC_OK);
+    const float *st = nc_kv_seq_state(r.kv, s2);
+    memcpy(h, st + nc_kv_state_floats(r.kv) - E, sizeof(float) * (size_t)E);
+    nc_batch_clear(&r.b);
+    nc_batch_add_reusable(&r.b, tok[19], 19, s2, true);
+    assert_int_equal(nc_context_mtp(r.ctx, &r.b, h, h, pass ? b : a, NULL),
+                     NC_OK);
+    nc_kv_seq_free(r.kv, s2);
+  }
+  assert_memory_equal(a, b, sizeof(float) * (size_t)V);
+  runner_close(&r);
+  free(lg);
+  free(a);
+  free(b);
+  free(h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_load),
       cmocka_unit_test(test_logits_unchanged),
       cmocka_unit_test(test_against_reference),
       cmocka_unit_test(test_against_reference_qwen3next),
+      cmocka_unit_test(test_against_reference_no_flash),
       cmocka_unit_test(test_chunks),
+      cmocka_unit_test(test_prefix_hit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
