@@ -206,14 +206,11 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
   /* the fed token and the kept drafts stay; a finished completion has
    * released its sequence already */
   if (!c->finished && c->kv_seq >= 0) {
-    if (kept == n_draft) {
-      /* every position written stays */
-    } else if (nc_kv_state_floats(e->kv) > 0) {
-      if (!nc_kv_seq_rewind(e->kv, c->kv_seq)) /* (recomputed from 0) */
-        nc_kv_seq_truncate(e->kv, c->kv_seq, fed_len + kept);
-    } else {
+    /* (a state model's rejection: back to the step's checkpoint; without
+     * one, truncation recomputes the sequence from 0) */
+    if (kept == n_draft || nc_kv_state_floats(e->kv) == 0 ||
+        !nc_kv_seq_rewind(e->kv, c->kv_seq))
       nc_kv_seq_truncate(e->kv, c->kv_seq, fed_len + kept);
-    }
     nc_spec_draft_truncate(e, c, fed_len + kept);
   }
 }

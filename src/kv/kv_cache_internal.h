@@ -113,15 +113,15 @@ bool nc_kv_seq_grow_table(const nc_kv_cache *kv, kv_seq *q, int32_t need);
 /* The first position a sequence of length len still reads in its
  * sliding-window layers (0 without them). */
 int32_t nc_kv_swa_keep_from(const nc_kv_cache *kv, int32_t len);
+/* Cuts seq to n_tokens positions (releasing the blocks past them), its
+ * state left as it is. */
+void nc_kv_seq_cut(nc_kv_cache *kv, kv_seq *q, int32_t n_tokens);
 
 /* kv_state.c: gives sequence id s its slot, zeroed, or a copy of src's
  * (src >= 0), and no checkpoint; false when out of memory. */
 bool nc_kv_state_init(nc_kv_cache *kv, int32_t s, int32_t src);
 /* Frees the slots and checkpoints. */
 void nc_kv_state_free(nc_kv_cache *kv);
-/* kv_cache.c: cuts seq to n_tokens positions (releasing the blocks past
- * them), its state left as it is. */
-void nc_kv_seq_cut(nc_kv_cache *kv, kv_seq *q, int32_t n_tokens);
 void nc_kv_state_zero(nc_kv_cache *kv, int32_t s);
 
 /* kv_snap.c: the slots (none without state); dropping block b's snapshot
