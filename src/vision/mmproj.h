@@ -11,6 +11,8 @@
 #include "base/mapped_file.h"
 #include "base/status.h"
 #include "base/threadpool.h"
+#include "gguf/gguf.h"
+#include "kernels/kernels.h"
 #include "model/model.h"
 
 /* Loads path for model (checked: key by key, tensor by tensor). how: the
@@ -19,6 +21,22 @@ nc_code nc_mmproj_load(const char *path, const nucleus_model *model,
                        nc_file_load how, int n_threads, nucleus_mmproj **out,
                        nc_error *err);
 void nc_mmproj_free(nucleus_mmproj *mm);
+
+/* What a projector needs of the language model beside it: nc_mmproj_load
+ * takes it from the model; the fuzzer (fuzz/fuzz_mmproj.c) makes one up. */
+typedef struct nc_mmproj_lm {
+  const char *arch;       /* general.architecture (read during the load) */
+  int32_t n_embd;         /* the width of its input rows */
+  int32_t n_deepstack;    /* Qwen3-VL's n_deepstack_layers (else 0) */
+  const nc_kernels *kern; /* the table the encoder multiplies with */
+  int n_threads;          /* > 0 */
+  bool flash;             /* attention as llama.cpp's with flash attention */
+} nc_mmproj_lm;
+
+/* Loads an opened projector file for lm (the checks of nc_mmproj_load);
+ * takes file, closing it on failure. */
+nc_code nc_mmproj_load_gguf(gguf_file *file, const nc_mmproj_lm *lm,
+                            nucleus_mmproj **out, nc_error *err);
 
 const char *nc_mmproj_projector(const nucleus_mmproj *mm);
 /* The width of an image's rows: the LM's n_embd (Qwen3-VL: times 1 +

@@ -48,7 +48,7 @@ typedef struct nc_vit_layer {
 
 struct nucleus_mmproj {
   gguf_file *file;
-  const nucleus_model *lm;
+  nc_mmproj_lm lm; /* lm.arch: only during the load */
   const nc_kernels *kern;
   int n_threads;
   nc_projector projector;

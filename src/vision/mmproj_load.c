@@ -209,7 +209,7 @@ static nc_code load_deepstack_flags(nucleus_mmproj *mm, nc_error *err) {
       mm->n_deepstack += (int32_t)v;
     }
   }
-  const int32_t lm = nc_model_hparams(mm->lm)->n_deepstack;
+  const int32_t lm = mm->lm.n_deepstack;
   if (mm->n_deepstack != lm)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "mmproj: %d DeepStack layers (%s), but the language model "
@@ -370,7 +370,7 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    (int)side, (int)mm->image_size, (int)mm->patch_size,
                    (int)mm->n_merge);
   /* the language models whose forward takes this projector's rows */
-  const char *lm_arch = nc_model_arch_name(mm->lm);
+  const char *lm_arch = mm->lm.arch;
   if (mm->projector == NC_PROJECTOR_GEMMA3 && strcmp(lm_arch, "gemma3") != 0)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "mmproj: projector gemma3 pairs with a gemma3 language "
@@ -408,7 +408,7 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
     mm->min_pixels = 8 * area;
     mm->max_pixels = 4096 * area;
   }
-  const int32_t lm_embd = nc_model_hparams(mm->lm)->n_embd;
+  const int32_t lm_embd = mm->lm.n_embd;
   if (proj_dim != lm_embd)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "mmproj: clip.vision.projection_dim %d is not the language "
@@ -674,24 +674,27 @@ static nc_code load_tensors(nucleus_mmproj *mm, nc_error *err) {
   return rc;
 }
 
-nc_code nc_mmproj_load(const char *path, const nucleus_model *model,
-                       nc_file_load how, int n_threads, nucleus_mmproj **out,
-                       nc_error *err) {
+nc_code nc_mmproj_load_gguf(gguf_file *file, const nc_mmproj_lm *lm,
+                            nucleus_mmproj **out, nc_error *err) {
   *out = NULL;
-  if (!path)
-    return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "mmproj path is NULL");
-  if (!model)
+  if (!file || !lm || !lm->arch || !lm->kern || lm->n_threads < 1) {
+    gguf_close(file);
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
-                   "an mmproj needs its language model (NULL given)");
+                   "mmproj: no file or no language model given");
+  }
   nucleus_mmproj *mm = calloc(1, sizeof *mm);
-  if (!mm) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
-  mm->lm = model;
-  mm->kern = nc_model_kernels(model);
-  mm->n_threads = n_threads > 0 ? n_threads : nc_model_n_threads(model);
-  mm->flash = nc_model_flash_attn(model); /* llama.cpp: mtmd takes the LM's */
-  nc_code rc = gguf_open_load(path, how, &mm->file, err);
-  if (rc == NC_OK) rc = load_hparams(mm, err);
+  if (!mm) {
+    gguf_close(file);
+    return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
+  }
+  mm->file = file;
+  mm->lm = *lm;
+  mm->kern = lm->kern;
+  mm->n_threads = lm->n_threads;
+  mm->flash = lm->flash; /* llama.cpp: mtmd takes the LM's */
+  nc_code rc = load_hparams(mm, err);
   if (rc == NC_OK) rc = load_tensors(mm, err);
+  mm->lm.arch = NULL;
   if (rc != NC_OK) {
     if (err && strncmp(err->message, "mmproj", 6) != 0)
       nc_error_prefix(err, "mmproj");
