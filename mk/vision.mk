@@ -28,3 +28,28 @@ bench-vision: $(BUILDDIR)/bench/vision_encode
 $(BUILDDIR)/bench/vision_encode: bench/vision_encode.c $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
+# test_mmproj_fuzz links the projector fuzz harness (it replays
+# fuzz/corpus/mmproj, whose seeds scripts/gen_mmproj_seeds.py writes).
+UNIT_TESTS += test_mmproj_fuzz
+$(BUILDDIR)/tests/test_mmproj_fuzz: tests/unit/test_mmproj_fuzz.c \
+    fuzz/fuzz_mmproj.c $(BUILDDIR)/libnucleus.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< fuzz/fuzz_mmproj.c \
+	  $(BUILDDIR)/libnucleus.a $(LIBS) -lcmocka -o $@
+# libFuzzer target: make fuzz-mmproj (clang-14), then e.g.
+#   build/fuzz/fuzz_mmproj -max_total_time=600 -rss_limit_mb=1024 \
+#     -timeout=10 fuzz/corpus-run/mmproj fuzz/corpus/mmproj
+# It encodes with the plain-C kernel table: the kernels' C sources but
+# their SIMD files (which need their per-file flags; libFuzzer's build
+# compiles every source with one command line).
+FUZZ_MMPROJ_KERNELS := $(filter-out %dispatch.c %avx2.c %avx512.c %_avx2.c %_avx512.c \
+  $(wildcard src/kernels/avx*.c src/kernels/amx*.c),$(call src_of,kernels))
+FUZZ_MMPROJ_SRCS = fuzz/fuzz_mmproj.c $(call src_of,base gguf) \
+  $(FUZZ_MMPROJ_KERNELS) $(filter-out %mmproj_open.c,$(wildcard src/vision/*.c))
+.PHONY: fuzz-mmproj
+fuzz-mmproj: build/fuzz/fuzz_mmproj
+build/fuzz/fuzz_mmproj: $(FUZZ_MMPROJ_SRCS) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(FUZZ_MMPROJ_SRCS) $(IMAGE_LIBS) -lpthread -lm -o $@

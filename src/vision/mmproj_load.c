@@ -50,6 +50,11 @@ static nc_code get_u32(const gguf_file *f, const char *key, bool required,
                        int64_t lo, int64_t hi, int32_t *out, nc_error *err) {
   int64_t v;
   if (!gguf_get_i64(f, key, &v)) {
+    if (gguf_find_key(f, key) >= 0)
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "mmproj: key '%s' is not an integer (one in [%lld, "
+                     "%lld])",
+                     key, (long long)lo, (long long)hi);
     if (!required) return NC_OK;
     return nc_fail(err, NC_ERR_FORMAT,
                    "mmproj: key '%s' is missing (an integer in [%lld, %lld])",
