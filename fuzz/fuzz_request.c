@@ -403,10 +403,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* The Messages API's body: translated, then read as chat reads it. */
   for (int route = 0; route < 2; route++) {
     api_error me = {0};
+    image_list images = {0}; /* the translation's decoded images */
     json_t *chat = messages_translate(
-        root, route ? MESSAGES_COUNT_TOKENS : MESSAGES_CREATE, false, &me);
+        root, route ? MESSAGES_COUNT_TOKENS : MESSAGES_CREATE, &images, &me);
     if (!chat) {
       check_error(&me);
+      image_list_clear(&images);
       continue;
     }
     FUZZ_CHECK(json_array_size(json_object_get(chat, "messages")) > 0);
@@ -418,7 +420,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int32_t *ids = NULL;
       size_t n = 0;
       api_error pe = {0};
-      if (prompt_chat(&srv, chat, &r.chat_opts, NULL, NULL, &ids, &n, NULL,
+      if (prompt_chat(&srv, chat, &r.chat_opts, NULL, NULL, &ids, &n, &images,
                       &pe))
         check_error(&pe);
       free(ids);
@@ -426,6 +428,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
       check_error(&e);
     }
+    image_list_clear(&images);
     json_decref(chat);
   }
   /* The Responses API's body (no store: a previous_response_id is a 400),
@@ -442,8 +445,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int32_t *ids = NULL;
       size_t n = 0;
       api_error pe = {0};
-      if (prompt_chat(&srv, rr.chat, &r.chat_opts, NULL, NULL, &ids, &n, NULL,
-                      &pe))
+      if (prompt_chat(&srv, rr.chat, &r.chat_opts, NULL, NULL, &ids, &n,
+                      &rr.images, &pe))
         check_error(&pe);
       free(ids);
       gen_request_free(&r);

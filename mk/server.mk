@@ -7,6 +7,7 @@ $(TOOLS_LIB): $(filter-out $(BUILDDIR)/tools/cli/main.o,$(TOOL_OBJS))
 	ar rcs $@ $^
 
 SERVER_UNIT_TESTS := test_load_gauges test_server_parts test_http_head \
+  test_image_input \
   test_responses test_tool_grammar
 UNIT_TESTS += $(SERVER_UNIT_TESTS)
 $(SERVER_UNIT_TESTS:%=$(BUILDDIR)/tests/%): $(BUILDDIR)/tests/%: \

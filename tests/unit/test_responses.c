@@ -110,8 +110,9 @@ static void test_input_items_to_messages(void **state) {
       "\"output\": \"42\"}]");
   /* a replayed output part's annotations are output data: accepted */
   api_error e;
+  image_list no_images = {0}; /* the input has none */
   json_t *msgs = json_array();
-  assert_int_equal(responses_input_append(input, msgs, false, &e), 0);
+  assert_int_equal(responses_input_append(input, msgs, &no_images, &e), 0);
   json_t *want = parse(
       "[{\"role\": \"user\", \"content\": \"a\\nb\"},"
       " {\"role\": \"assistant\", \"content\": \"Let me look.\","
@@ -128,6 +129,7 @@ static void test_input_items_to_messages(void **state) {
 
 static void test_input_errors_name_the_item(void **state) {
   (void)state;
+  image_list no_images = {0}; /* the inputs decode none */
   const char *bad[] = {
       "[{\"type\": \"function_call_output\", \"call_id\": \"x\", \"output\": "
       "\"o\"}]",
@@ -147,7 +149,7 @@ static void test_input_errors_name_the_item(void **state) {
     json_t *input = parse(bad[i]);
     json_t *msgs = json_array();
     api_error e;
-    assert_int_equal(responses_input_append(input, msgs, false, &e), -1);
+    assert_int_equal(responses_input_append(input, msgs, &no_images, &e), -1);
     assert_int_equal(e.status, 400);
     assert_string_equal(e.param, param[i]);
     json_decref(msgs);
@@ -157,7 +159,7 @@ static void test_input_errors_name_the_item(void **state) {
   json_t *input = json_string("hi");
   json_t *msgs = json_array();
   api_error e;
-  assert_int_equal(responses_input_append(input, msgs, false, &e), 0);
+  assert_int_equal(responses_input_append(input, msgs, &no_images, &e), 0);
   json_t *want = parse("[{\"role\": \"user\", \"content\": \"hi\"}]");
   assert_true(json_equal(msgs, want));
   json_decref(want);

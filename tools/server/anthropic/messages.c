@@ -18,9 +18,10 @@ static enum MHD_Result reply_anthropic_error(server_ctx *srv,
   return reply_error(srv, conn, e);
 }
 
-/* The body as a chat request, or NULL with *e. */
+/* The body as a chat request for j (its images decoded into j's memo),
+ * or NULL with *e. */
 static json_t *load(server_ctx *srv, const char *body, size_t len,
-                    messages_route which, api_error *e) {
+                    messages_route which, job *j, api_error *e) {
   json_error_t jerr;
   json_t *root = json_loadb(body, len, 0, &jerr);
   if (!root) {
@@ -28,7 +29,8 @@ static json_t *load(server_ctx *srv, const char *body, size_t len,
              jerr.column, jerr.text);
     return NULL;
   }
-  json_t *chat = messages_translate(root, which, srv->cfg->allow_image_urls, e);
+  j->images.allow_urls = srv->cfg->allow_image_urls;
+  json_t *chat = messages_translate(root, which, &j->images, e);
   json_decref(root);
   return chat;
 }
@@ -36,12 +38,12 @@ static json_t *load(server_ctx *srv, const char *body, size_t len,
 enum MHD_Result handle_messages(server_ctx *srv, struct MHD_Connection *conn,
                                 const char *body, size_t len) {
   api_error e = {0};
-  json_t *chat = load(srv, body, len, MESSAGES_CREATE, &e);
-  if (!chat) return reply_anthropic_error(srv, conn, &e);
   job *j = calloc(1, sizeof *j);
-  if (!j) {
-    json_decref(chat);
-    return MHD_NO;
+  if (!j) return MHD_NO;
+  json_t *chat = load(srv, body, len, MESSAGES_CREATE, j, &e);
+  if (!chat) {
+    job_free(j);
+    return reply_anthropic_error(srv, conn, &e);
   }
   int rc = job_prepare_json(srv, chat, true, j, &e);
   json_decref(chat);
@@ -67,12 +69,12 @@ enum MHD_Result handle_count_tokens(server_ctx *srv,
                                     struct MHD_Connection *conn,
                                     const char *body, size_t len) {
   api_error e = {0};
-  json_t *chat = load(srv, body, len, MESSAGES_COUNT_TOKENS, &e);
-  if (!chat) return reply_anthropic_error(srv, conn, &e);
   job *j = calloc(1, sizeof *j);
-  if (!j) {
-    json_decref(chat);
-    return MHD_NO;
+  if (!j) return MHD_NO;
+  json_t *chat = load(srv, body, len, MESSAGES_COUNT_TOKENS, j, &e);
+  if (!chat) {
+    job_free(j);
+    return reply_anthropic_error(srv, conn, &e);
   }
   int rc = job_prepare_json(srv, chat, true, j, &e);
   size_t n = j->n_prompt;

@@ -101,8 +101,8 @@ static const json_t *text_block(const json_t *b, const char *path,
  * "media_type", "data"} or {"type": "url", "url"} (--allow-image-urls)}
  * -> a chat image part with the data as a data: URI (checked and decoded
  * here, so a bad image is a 400 naming the block). NULL with *e. */
-static json_t *image_block(const json_t *b, const char *path, bool allow_urls,
-                           api_error *e) {
+static json_t *image_block(const json_t *b, const char *path,
+                           image_list *images, api_error *e) {
   static const char *const keys[] = {"type", "source", "cache_control", NULL};
   static const char *const base64_keys[] = {"type", "media_type", "data", NULL};
   static const char *const media_types[] = {"image/jpeg", "image/png",
@@ -129,7 +129,7 @@ static json_t *image_block(const json_t *b, const char *path, bool allow_urls,
     }
     json_t *uri =
         image_input_inline(json_string_value(url), json_string_length(url),
-                           allow_urls, "messages", sub, e);
+                           images->allow_urls, "messages", sub, images, e);
     json_t *part = uri ? json_pack("{s:s,s:{s:o}}", "type", "image_url",
                                    "image_url", "url", uri)
                        : NULL;
@@ -158,7 +158,7 @@ static json_t *image_block(const json_t *b, const char *path, bool allow_urls,
     return NULL;
   }
   if (image_input_base64(json_string_value(data), json_string_length(data),
-                         "messages", sub, NULL, e))
+                         "messages", sub, images, e))
     return NULL;
   size_t n = strlen("data:;base64,") + json_string_length(mt) +
              json_string_length(data);
@@ -228,7 +228,7 @@ static json_t *joined_text(const json_t *v, const char *path, api_error *e) {
 typedef struct translation {
   json_t *msgs;
   json_t *last_call_ids; /* array of strings */
-  bool allow_image_urls; /* --allow-image-urls */
+  image_list *images;    /* the decoded images, --allow-image-urls */
 } translation;
 
 static int append(translation *t, json_t *m, api_error *e) {
@@ -313,7 +313,7 @@ static int user_blocks(translation *t, const json_t *content, size_t idx,
         break;
       }
     } else if (is_type(b, "image")) {
-      json_t *part = image_block(b, path, t->allow_image_urls, e);
+      json_t *part = image_block(b, path, t->images, e);
       if (!part || json_array_append_new(parts, part)) {
         rc = part ? api_fail(e, 500, NULL, "out of memory") : -1;
         break;
@@ -472,11 +472,11 @@ static int message(translation *t, const json_t *m, size_t i, api_error *e) {
 }
 
 static int translate_messages(const json_t *body, json_t *chat,
-                              bool allow_image_urls, api_error *e) {
+                              image_list *images, api_error *e) {
   const json_t *msgs = json_object_get(body, "messages");
   if (!json_is_array(msgs) || !json_array_size(msgs))
     return api_fail(e, 400, "messages", "'messages' must be a non-empty list");
-  translation t = {json_array(), json_array(), allow_image_urls};
+  translation t = {json_array(), json_array(), images};
   int rc =
       t.msgs && t.last_call_ids ? 0 : api_fail(e, 500, NULL, "out of memory");
   const json_t *system = field(body, "system");
@@ -771,7 +771,7 @@ static int copy_same(const json_t *body, json_t *chat, api_error *e) {
 }
 
 json_t *messages_translate(const json_t *body, messages_route route,
-                           bool allow_image_urls, api_error *e) {
+                           image_list *images, api_error *e) {
   if (!json_is_object(body)) {
     api_fail(e, 400, NULL, "the request body must be a JSON object");
     return NULL;
@@ -808,7 +808,7 @@ json_t *messages_translate(const json_t *body, messages_route route,
   if (check_metadata(body, e) || check_cache_control(body, "request", e) ||
       translate_thinking(body, chat, e) ||
       translate_output_config(body, chat, e) || copy_same(body, chat, e) ||
-      translate_messages(body, chat, allow_image_urls, e) ||
+      translate_messages(body, chat, images, e) ||
       translate_tools(body, chat, e) || translate_tool_choice(body, chat, e) ||
       translate_stop(body, chat, e)) {
     json_decref(chat);

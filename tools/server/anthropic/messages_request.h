@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "http/api_error.h"
+#include "openai/image_input.h"
 
 typedef enum messages_route {
   MESSAGES_CREATE,       /* /v1/messages: max_tokens required */
@@ -20,8 +21,10 @@ typedef enum messages_route {
 } messages_route;
 
 /* Checks body and returns the chat request (a new reference), or NULL
- * with *e (a 400 naming the field; 500 when out of memory). */
+ * with *e (a 400 naming the field; 500 when out of memory). Image blocks
+ * are decoded into images' memo (images->seen: the chat path takes them
+ * from there; images->allow_urls: --allow-image-urls). */
 json_t *messages_translate(const json_t *body, messages_route route,
-                           bool allow_image_urls, api_error *e);
+                           image_list *images, api_error *e);
 
 #endif

@@ -179,6 +179,15 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
   const json_t *raw = json_object_get(root, "messages");
   if (json_is_array(raw) && tool_messages_check(raw, e)) return -1;
   image_list images = {.allow_urls = srv->cfg->allow_image_urls};
+  /* the images a translation (Messages, Responses) decoded: taken, not
+   * decoded again */
+  if (images_out) {
+    images.seen = images_out->seen;
+    images.n_seen = images_out->n_seen;
+    images.seen_pixels = images_out->seen_pixels;
+    images.n_decoded = images_out->n_decoded;
+    *images_out = (image_list){.allow_urls = images_out->allow_urls};
+  }
   json_t *msgs = normalize_messages(
       raw, harmony_model(srv->model),
       strcmp(nucleus_model_reasoning_format(srv->model), "none") != 0, &images,
@@ -266,6 +275,7 @@ int prompt_chat(server_ctx *srv, const json_t *root, const chat_opts *opts,
   } else {
     nucleus_free(rendered);
   }
+  image_list_forget(&images);
   if (!rc && images_out)
     *images_out = images;
   else

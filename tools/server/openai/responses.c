@@ -92,6 +92,9 @@ enum MHD_Result handle_responses(server_ctx *srv, struct MHD_Connection *conn,
   j->ext_free = req_free;
   int rc = responses_request_parse(srv, root, r, &e);
   json_decref(root);
+  /* the images the input's parts decoded: the chat path takes them */
+  j->images = r->images;
+  r->images = (image_list){0};
   if (rc || job_prepare_json(srv, r->chat, true, j, &e))
     return fail(srv, conn, j, &e);
   /* the request's log line names the response */

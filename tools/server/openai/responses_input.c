@@ -95,7 +95,7 @@ static json_t *parts_text(const json_t *content, size_t i, const char *field,
  * "detail": "auto"} -> a chat image part (checked and decoded here, so a
  * bad image is a 400 naming input[i].content[k]). */
 static json_t *image_part(const json_t *part, size_t i, size_t k,
-                          bool allow_urls, api_error *e) {
+                          image_list *images, api_error *e) {
   static const char *const keys[] = {"type", "image_url", "detail", "file_id",
                                      NULL};
   char path[96], what[200];
@@ -142,7 +142,7 @@ static json_t *image_part(const json_t *part, size_t i, size_t k,
   snprintf(field, sizeof field, "input[%zu]", i);
   json_t *uri =
       image_input_inline(json_string_value(url), json_string_length(url),
-                         allow_urls, field, path, e);
+                         images->allow_urls, field, path, images, e);
   json_t *out = uri ? json_pack("{s:s,s:{s:o}}", "type", "image_url",
                                 "image_url", "url", uri)
                     : NULL;
@@ -163,7 +163,7 @@ static bool has_image(const json_t *content) {
 /* A message's content with input_image parts among its input_text ones:
  * chat parts ([{type: text, text} | {type: image_url, image_url}]). */
 static json_t *parts_with_images(const json_t *content, size_t i,
-                                 bool allow_urls, api_error *e) {
+                                 image_list *images, api_error *e) {
   json_t *out = json_array();
   if (!out) {
     api_fail(e, 500, NULL, "out of memory");
@@ -175,7 +175,7 @@ static json_t *parts_with_images(const json_t *content, size_t i,
     const char *type = json_string_value(json_object_get(part, "type"));
     json_t *chat = NULL;
     if (type && !strcmp(type, "input_image")) {
-      chat = image_part(part, i, k, allow_urls, e);
+      chat = image_part(part, i, k, images, e);
     } else {
       const json_t *text = json_object_get(part, "text");
       if (!type || strcmp(type, "input_text") || !json_is_string(text)) {
@@ -226,7 +226,7 @@ static json_t *new_assistant(json_t *msgs, json_t **reasoning) {
 }
 
 static int add_message(const json_t *item, size_t i, json_t *msgs,
-                       json_t **reasoning, bool allow_urls, api_error *e) {
+                       json_t **reasoning, image_list *images, api_error *e) {
   static const char *const keys[] = {"type", "role",   "content",
                                      "id",   "status", NULL};
   if (check_keys(item, i, keys, e)) return -1;
@@ -239,7 +239,7 @@ static int add_message(const json_t *item, size_t i, json_t *msgs,
   const json_t *content = json_object_get(item, "content");
   json_t *text =
       strcmp(role, "assistant") && json_is_array(content) && has_image(content)
-          ? parts_with_images(content, i, allow_urls, e)
+          ? parts_with_images(content, i, images, e)
           : parts_text(content, i, "content", e);
   if (!text) return -1;
   if (!strcmp(role, "assistant")) {
@@ -341,7 +341,7 @@ static int add_reasoning(const json_t *item, size_t i, json_t **reasoning,
 }
 
 int responses_input_append(const json_t *input, json_t *msgs,
-                           bool allow_image_urls, api_error *e) {
+                           image_list *images, api_error *e) {
   if (json_is_string(input)) {
     if (json_array_append_new(
             msgs, json_pack("{s:s,s:O}", "role", "user", "content", input)))
@@ -364,7 +364,7 @@ int responses_input_append(const json_t *input, json_t *msgs,
     if (!json_is_object(item) || (t && !type)) {
       rc = item_fail(e, i, " must be an object with a 'type'");
     } else if (!type || !strcmp(type, "message")) {
-      rc = add_message(item, i, msgs, &reasoning, allow_image_urls, e);
+      rc = add_message(item, i, msgs, &reasoning, images, e);
     } else if (!strcmp(type, "function_call")) {
       rc = add_call(item, i, msgs, &reasoning, e);
     } else if (!strcmp(type, "function_call_output")) {

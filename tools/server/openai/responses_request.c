@@ -298,8 +298,8 @@ static int conversation(server_ctx *srv, const json_t *root, responses_req *r,
   const json_t *input = field(root, "input");
   if (!input) return api_fail(e, 400, "input", "'input' is required");
   if (!r->conversation) return api_fail(e, 500, NULL, "out of memory");
-  return responses_input_append(input, r->conversation,
-                                srv->cfg->allow_image_urls, e);
+  r->images.allow_urls = srv->cfg->allow_image_urls;
+  return responses_input_append(input, r->conversation, &r->images, e);
 }
 
 static json_t *or_null(const json_t *v) {
@@ -421,6 +421,7 @@ void responses_req_free(responses_req *r) {
   free(r->st.text);
   json_decref(r->st.items);
   json_decref(r->st.call_ids);
+  image_list_clear(&r->images);
   memset(r, 0, sizeof *r);
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "http/api_error.h"
+#include "image_input.h"
 #include "responses_store.h"
 #include "server.h"
 
@@ -44,6 +45,8 @@ typedef struct responses_req {
   json_t *conversation; /* the chat messages before the reply, without the
                            instructions (what a follow-up continues) */
   responses_stream_state st;
+  /* the input's images, decoded once: the chat job takes them */
+  image_list images;
 } responses_req;
 
 /* Parses root (any JSON value) for srv: 0, or -1 with *e (400 naming the
@@ -62,9 +65,10 @@ void responses_error_param(api_error *e);
 /* Appends input (a string: one user message; or a list of items: message,
  * function_call, function_call_output, reasoning) to msgs as chat
  * messages; a function_call_output must answer a function_call of msgs.
- * 0, or -1 with *e naming input[i]. */
+ * input_image parts are decoded into images' memo (images->allow_urls:
+ * --allow-image-urls). 0, or -1 with *e naming input[i]. */
 int responses_input_append(const json_t *input, json_t *msgs,
-                           bool allow_image_urls, api_error *e);
+                           image_list *images, api_error *e);
 
 /* At most this many input items per request. */
 #define RESPONSES_MAX_INPUT_ITEMS 4096
