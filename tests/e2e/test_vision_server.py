@@ -120,6 +120,54 @@ def test_anthropic_and_responses_answers_are_the_cli_answer(server, pngs):
     assert r.json()["output"][-1]["content"][0]["text"] == want
 
 
+def test_one_image_twice_on_every_api(server, pngs):
+    """The same file twice in one turn (decoded once, copied: test_image_
+    input.c): both images' rows in the prompt, and the three APIs run the
+    same prompt: usage.prompt_tokens (chat), usage.input_tokens (Messages:
+    with its cache_read_input_tokens; its count_tokens; Responses) and the
+    greedy text agree."""
+    data = b64(pngs["wide"])
+    url = "data:image/png;base64," + data
+    turn = {"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}},
+        {"type": "image_url", "image_url": {"url": url}},
+        {"type": "text", "text": QUESTION}]}
+    ids = requests.post(server.url + "/tokenize", timeout=60, json={
+        "messages": [turn]}).json()["tokens"]
+    one = requests.post(server.url + "/tokenize", timeout=60, json={
+        "messages": [user_turn(pngs["wide"])]}).json()["tokens"]
+    assert ids.count(IMAGE_ROW) == 2 * one.count(IMAGE_ROW) > 0
+    c = chat(server, [turn])
+    assert c["usage"]["prompt_tokens"] == len(ids)
+    want = c["choices"][0]["message"]["content"]
+    block = {"type": "image", "source": {"type": "base64",
+                                         "media_type": "image/png",
+                                         "data": data}}
+    body = {"model": "m", "max_tokens": N, "temperature": 0,
+            "messages": [{"role": "user", "content": [
+                block, block, {"type": "text", "text": QUESTION}]}]}
+    m = requests.post(server.url + "/v1/messages", timeout=120, json=body)
+    assert m.status_code == 200, m.text
+    # Anthropic's input_tokens leave out the cached ones
+    usage = m.json()["usage"]
+    assert usage["input_tokens"] + usage["cache_read_input_tokens"] \
+        == len(ids)
+    assert m.json()["content"][0]["text"] == want
+    del body["max_tokens"], body["temperature"]
+    n = requests.post(server.url + "/v1/messages/count_tokens", timeout=60,
+                      json=body)
+    assert n.status_code == 200, n.text
+    assert n.json()["input_tokens"] == len(ids)
+    part = {"type": "input_image", "image_url": url}
+    r = requests.post(server.url + "/v1/responses", timeout=120, json={
+        "model": "m", "max_output_tokens": N, "temperature": 0,
+        "input": [{"role": "user", "content": [
+            part, part, {"type": "input_text", "text": QUESTION}]}]})
+    assert r.status_code == 200, r.text
+    assert r.json()["usage"]["input_tokens"] == len(ids)
+    assert r.json()["output"][-1]["content"][0]["text"] == want
+
+
 def test_prefix_cache_keys_on_the_image(server, pngs):
     first = chat(server, [user_turn(pngs["wide"])])
     answer = first["choices"][0]["message"]["content"]
