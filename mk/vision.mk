@@ -53,3 +53,8 @@ build/fuzz/fuzz_mmproj: $(FUZZ_MMPROJ_SRCS) $(wildcard src/*/*.h)
 	$(FUZZ_CC) $(CSTD) $(WARN) -Wno-unknown-warning-option -O1 -g $(INCLUDES) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(FUZZ_MMPROJ_SRCS) $(IMAGE_LIBS) -lpthread -lm -o $@
+# The same Gemma 3 projector with its matrices in Q8_0 (test_mmproj_encode).
+build/arch/gemma3-mmproj-q8.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
+	@mkdir -p $(dir $@)
+	python3 scripts/make_mmproj_gguf.py gemma3 $@ --seed 17 --q8
+arch-models: build/arch/gemma3-mmproj-q8.gguf

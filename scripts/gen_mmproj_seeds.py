@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the projector fuzzer's seeds (fuzz/corpus/mmproj/): small
 random-weight mmproj files from scripts/make_mmproj_gguf.py at tiny widths,
-one or two of each encoder kind (ok_*: they load), and variants whose keys
+one or two of each encoder kind, F32, F16 and Q8_0 (ok_*: they load), and variants whose keys
 or tensors a hostile file could get wrong (bad_*: each refused, with the
 message tests/unit/test_mmproj_fuzz.c expects). A variant is the kind's
 file written through a GGUFWriter that replaces, adds or leaves out keys
@@ -95,7 +95,8 @@ def mutating_writer(keys=None, drop_keys=(), add_keys=None, drop_tensors=(),
 
 def write(path, kind, cfg=None, **mutation):
     writer = mutating_writer(**mutation)
-    make_mmproj_gguf.gguf = types.SimpleNamespace(GGUFWriter=writer)
+    make_mmproj_gguf.gguf = types.SimpleNamespace(
+        **{**vars(gguf), "GGUFWriter": writer})
     try:
         make_mmproj_gguf.build_mmproj(kind, str(path), 17, TEXT,
                                       make_arch_gguf.randn,
@@ -112,6 +113,11 @@ SEEDS = {
     "ok_gemma3_f16": ("gemma3", {"f16": True}, {}),
     "ok_qwen3vl": ("qwen3vl", {}, {}),
     "ok_qwen3vl_f16": ("qwen3vl", {"f16": True}, {}),
+    # Q8_0 matrices where rows are whole blocks (Gemma 3's layers at width
+    # 32; Qwen3-VL's merger and DeepStack taps, 4 x 8 wide)
+    "ok_gemma3_q8": ("gemma3", {"q8": True, "n_embd": 32, "n_head": 4,
+                                "n_ff": 32}, {}),
+    "ok_qwen3vl_q8": ("qwen3vl", {"q8": True}, {}),
     "ok_qwen2vl": ("qwen2vl", {}, {}),
     "ok_qwen25vl": ("qwen25vl", {}, {}),
     "ok_qwen25vl_no_windows": ("qwen25vl", {}, {"keys": {V + "n_wa_pattern": 0}}),

@@ -4,8 +4,10 @@
 
 Usage: scripts/make_arch_gguf.py gemma3 LM.gguf --seed N --mmproj MMPROJ.gguf
        scripts/make_mmproj_gguf.py KIND MMPROJ.gguf --seed N [--n-embd-text 256]
+                                   [--q8]
        (the second: the projector alone, for make_arch_gguf's LM of that seed;
-       KIND gemma3, qwen3vl, or qwen2vl / qwen25vl for the qwen2vl LM)
+       KIND gemma3, qwen3vl, or qwen2vl / qwen25vl for the qwen2vl LM;
+       --q8: the matrices Q8_0 where llama.cpp's converter writes them so)
 
 gemma3: a SigLIP tower as llama.cpp's clip.cpp loads it for projector_type
 gemma3 (tools/mtmd/models/siglip.cpp): image_size 64, patch_size 8 (8 x 8
@@ -23,6 +25,7 @@ import sys
 import numpy as np
 
 import gguf
+from gguf import quants
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -57,6 +60,23 @@ QWEN2VL = dict(patch_size=8, n_embd=64, n_head=4, n_ff=128, n_layer=2,
 QWEN25VL = dict(QWEN2VL, n_layer=4, n_ff=96, n_wa_pattern=2)
 
 
+def add_matrix(w, name, x, c):
+    """A matrix in the file's type: F32, F16 (c["f16"]) or Q8_0 (c["q8"]:
+    as llama.cpp's converter writes a q8_0 mmproj, the patch embedding and
+    Gemma 3's input projection stay F16, and so do rows that are not whole
+    blocks of 32)."""
+    if not c.get("q8"):
+        w.add_tensor(name, x.astype(np.float16 if c.get("f16") else
+                                    np.float32))
+    elif "patch_embd" in name or "input_projection" in name or \
+            x.shape[-1] % 32:
+        w.add_tensor(name, x.astype(np.float16))
+    else:
+        q = quants.quantize(x.astype(np.float32),
+                            gguf.GGMLQuantizationType.Q8_0)
+        w.add_tensor(name, q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+
+
 def build_qwen2vl(kind, out, seed, n_embd_text, randn, cfg=None):
     v25 = kind == "qwen25vl"
     c = {**(QWEN25VL if v25 else QWEN2VL), **(cfg or {})}
@@ -85,8 +105,7 @@ def build_qwen2vl(kind, out, seed, n_embd_text, randn, cfg=None):
 
     def mat(name, shape, std):  # numpy order: ggml ne reversed
         x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        w.add_tensor(name, x.astype(np.float16 if c.get("f16") else
-                                    np.float32))
+        add_matrix(w, name, x, c)
 
     def vec(name, n, kind):
         z = randn(seed, name, n)
@@ -152,8 +171,7 @@ def build_qwen3vl(out, seed, n_embd_text, randn, cfg=None):
 
     def mat(name, shape, std):  # numpy order: ggml ne reversed
         x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        w.add_tensor(name, x.astype(np.float16 if c.get("f16") else
-                                    np.float32))
+        add_matrix(w, name, x, c)
 
     def vec(name, n, kind):
         z = randn(seed, name, n)
@@ -203,7 +221,7 @@ def build_qwen3vl(out, seed, n_embd_text, randn, cfg=None):
 def build_mmproj(kind, out, seed, n_embd_text, randn, cfg=None):
     """cfg: entries replacing the kind's configuration above (the bench's
     real widths: bench/make_arch_shaped.py), and f16: True for matrices in
-    F16 as the real files ship them."""
+    F16 as the real files ship them, q8: True for Q8_0 ones (add_matrix)."""
     if kind == "qwen3vl":
         return build_qwen3vl(out, seed, n_embd_text, randn, cfg)
     if kind in ("qwen2vl", "qwen25vl"):
@@ -236,8 +254,7 @@ def build_mmproj(kind, out, seed, n_embd_text, randn, cfg=None):
 
     def mat(name, shape, std):  # numpy order: ggml ne reversed
         x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        w.add_tensor(name, x.astype(np.float16 if c.get("f16") else
-                                    np.float32))
+        add_matrix(w, name, x, c)
 
     def vec(name, n, kind):
         z = randn(seed, name, n)
@@ -275,18 +292,20 @@ def build_mmproj(kind, out, seed, n_embd_text, randn, cfg=None):
 
 def main(argv):
     from make_arch_gguf import N_EMBD, randn
-    args, seed, n_text = [], 0, N_EMBD
+    args, seed, n_text, cfg = [], 0, N_EMBD, {}
     it = iter(argv)
     for a in it:
         if a == "--seed":
             seed = int(next(it))
+        elif a == "--q8":
+            cfg["q8"] = True
         elif a == "--n-embd-text":
             n_text = int(next(it))
         else:
             args.append(a)
     if len(args) != 2:
         raise SystemExit(__doc__)
-    build_mmproj(args[0], args[1], seed, n_text, randn)
+    build_mmproj(args[0], args[1], seed, n_text, randn, cfg)
 
 
 if __name__ == "__main__":

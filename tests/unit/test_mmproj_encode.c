@@ -22,6 +22,7 @@
 #include "test_require.h"
 
 #define REL_BOUND 1e-4
+#define Q8_BOUND 3e-2 /* Q8_0 weights against the F32 file's rows */
 
 static const char *root(void) {
   const char *r = getenv("NUCLEUS_ROOT");
@@ -64,10 +65,12 @@ typedef struct pair {
   nucleus_mmproj *mm;
 } pair;
 
-static pair load(bool reference, bool flash, int n_threads) {
+/* The random pair, the projector build/arch/NAME.gguf. */
+static pair load_named(const char *name, bool reference, bool flash,
+                       int n_threads) {
   char lm_path[4096], mm_path[4096];
   snprintf(lm_path, sizeof lm_path, "%s/build/arch/gemma3.gguf", root());
-  snprintf(mm_path, sizeof mm_path, "%s/build/arch/gemma3-mmproj.gguf", root());
+  snprintf(mm_path, sizeof mm_path, "%s/build/arch/%s.gguf", root(), name);
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = n_threads;
   mp.reference_kernels = reference;
@@ -77,11 +80,16 @@ static pair load(bool reference, bool flash, int n_threads) {
   if (nucleus_model_load(lm_path, &mp, &p.lm, &err) != NUCLEUS_OK ||
       nucleus_mmproj_load(mm_path, p.lm, &mp, &p.mm, &err) != NUCLEUS_OK) {
     char why[4200];
-    snprintf(why, sizeof why, "the random gemma3 pair (make arch-models): %s",
+    snprintf(why, sizeof why,
+             "the random gemma3 pair, %s (make arch-models): %s", name,
              err.message);
     NC_MODEL_UNAVAILABLE(why);
   }
   return p;
+}
+
+static pair load(bool reference, bool flash, int n_threads) {
+  return load_named("gemma3-mmproj", reference, flash, n_threads);
 }
 
 static void unload(pair *p) {
@@ -161,11 +169,57 @@ static void test_flash(void **state) {
   check_table(false, true);
 }
 
+/* The same projector with its matrices in Q8_0 (gemma3-mmproj-q8.gguf:
+ * make_mmproj_gguf.py --q8, as llama.cpp's converter writes a q8_0 mmproj:
+ * the patch embedding and the input projection F16): the encoder's
+ * matmuls take the Q8_0 weights (activations quantized to Q8_0, as
+ * ggml_mul_mat), on the plain-C and the best kernels (each in its own
+ * float order: the avx tables take llama.cpp's x86 one), the same bits at
+ * 1 and 3 threads, within Q8_0's rounding of the F32 file's llama.cpp rows
+ * and not equal to them. */
+static void check_q8_0(bool reference) {
+  pair p1 = load_named("gemma3-mmproj-q8", reference, false, 1);
+  pair p3 = load_named("gemma3-mmproj-q8", reference, false, 3);
+  for (size_t i = 0; i < sizeof IMAGES / sizeof IMAGES[0]; i++) {
+    int32_t n_tok, n_embd;
+    float *g = golden(IMAGES[i].name, false, &n_tok, &n_embd);
+    size_t n1, n3;
+    float *a = encode(&p1, IMAGES[i].w, IMAGES[i].h, &n1);
+    float *b = encode(&p3, IMAGES[i].w, IMAGES[i].h, &n3);
+    assert_int_equal(n1, (size_t)n_tok * n_embd);
+    assert_memory_equal(a, b, n1 * sizeof *a);
+    double scale = 0, worst = 0;
+    for (size_t k = 0; k < n1; k++) {
+      assert_true(isfinite(a[k]));
+      if (fabs(g[k]) > scale) scale = fabs(g[k]);
+      if (fabs(a[k] - g[k]) > worst) worst = fabs(a[k] - g[k]);
+    }
+    print_message("Q8_0, %s kernels, image %s: max |diff| %.3g from the F32 "
+                  "rows, of max |value| %.3g (%.3g relative)\n",
+                  reference ? "ref" : "best", IMAGES[i].name, worst, scale,
+                  worst / scale);
+    assert_true(worst > REL_BOUND * scale);
+    assert_true(worst <= Q8_BOUND * scale);
+    free(a);
+    free(b);
+    free(g);
+  }
+  unload(&p1);
+  unload(&p3);
+}
+
+static void test_q8_0_projector(void **state) {
+  (void)state;
+  check_q8_0(true);
+  check_q8_0(false);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_kernels),
       cmocka_unit_test(test_best_kernels),
       cmocka_unit_test(test_flash),
+      cmocka_unit_test(test_q8_0_projector),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* The projector fuzzer's corpus (fuzz/corpus/mmproj, written by
  * scripts/gen_mmproj_seeds.py) through its harness (fuzz/fuzz_mmproj.c):
  * - every seed replays without a crash, a leak or a sanitizer report;
- * - the ok_ seeds (each encoder kind at tiny widths, F32 and F16) load
+ * - the ok_ seeds (each encoder kind at tiny widths, F32, F16 and Q8_0) load
  *   beside the made-up language model and encode both of the harness's
  *   images;
  * - each bad_ seed (a key out of range, of the wrong type or missing, a
@@ -51,19 +51,15 @@ static void replay_one(const uint8_t *data, size_t len, void *ctx) {
 
 static void test_fuzz_corpus(void **state) {
   (void)state;
-  assert_true(fuzz_corpus_replay("mmproj", replay_one, NULL) >= 45);
+  assert_true(fuzz_corpus_replay("mmproj", replay_one, NULL) >= 47);
 }
 
 static void test_ok_seeds(void **state) {
   (void)state;
   static const char *const names[] = {
-      "ok_gemma3",
-      "ok_gemma3_f16",
-      "ok_qwen3vl",
-      "ok_qwen3vl_f16",
-      "ok_qwen2vl",
-      "ok_qwen25vl",
-      "ok_qwen25vl_no_windows",
+      "ok_gemma3",  "ok_gemma3_f16",  "ok_gemma3_q8",
+      "ok_qwen3vl", "ok_qwen3vl_f16", "ok_qwen3vl_q8",
+      "ok_qwen2vl", "ok_qwen25vl",    "ok_qwen25vl_no_windows",
   };
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     bytes b = read_seed(names[i]);
