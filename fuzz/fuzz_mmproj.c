@@ -1,11 +1,12 @@
 /* libFuzzer target for projector files (src/vision/mmproj_load.c): any
  * bytes that parse as GGUF either load as a projector whose grid, rows and
- * encoding of two small images hold together, or are refused with a
+ * encoding of small images hold together, or are refused with a
  * format, unsupported or argument error and a message; never a crash, UB,
  * a leak, a huge allocation or a hang. The language model beside it is
  * made up from the file (nc_mmproj_lm): the architecture its projector
  * type pairs with, its projection_dim as the width, the DeepStack layers
- * it marks, the plain-C kernels, flash attention on for odd sizes. An
+ * it marks, the plain-C kernels, flash attention on for odd sizes. Three
+ * images: 5 x 3, 2 x 19 and one of a size the input picks. An
  * encode whose work the file's own sizes put past a budget is skipped
  * (its cost is the file's, not a loop of the loader's).
  * Seeds: scripts/gen_mmproj_seeds.py (fuzz/corpus/mmproj). Build: make
@@ -20,8 +21,9 @@
 #include "vision/mmproj_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-/* One input: NC_OK when it loaded (*n_encoded: how many of the two images
- * the budget let it encode), else the refusal's code, message in err. */
+/* One input: NC_OK when it loaded (*n_encoded: how many of the two fixed
+ * images the budget let it encode), else the refusal's code, message in
+ * err. */
 nc_code fuzz_mmproj_one(const uint8_t *data, size_t size, nc_error *err,
                         int *n_encoded);
 
@@ -129,7 +131,12 @@ nc_code fuzz_mmproj_one(const uint8_t *data, size_t size, nc_error *err,
     rc = nc_mmproj_load_gguf(f, &lm, &mm, err);
     if (rc == NC_OK) {
       check(mm != NULL && err->message[0] == '\0');
+      /* a third image of a size the input picks (1 .. 64 a side: Qwen's
+       * grids past 64 patches, windows split across, odd aspect ratios) */
+      const uint8_t a = size ? data[size / 2] : 0,
+                    b = size ? data[size - 1] : 0;
       *n_encoded = use(mm, 5, 3) + use(mm, 2, 19);
+      (void)use(mm, 1 + a % 64, 1 + b % 64);
       nc_mmproj_free(mm);
     } else {
       check(mm == NULL && err->message[0] != '\0' &&
