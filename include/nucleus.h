@@ -1516,6 +1516,9 @@ typedef struct nucleus_engine_stats {
   int64_t state_bytes;
   int64_t state_snapshots;
   int64_t state_snapshot_bytes;
+  /* Images the encoder ran on (a picture repeated in one request is
+   * encoded once). */
+  int64_t images_encoded_total;
 } nucleus_engine_stats;
 
 NUCLEUS_API void nucleus_engine_get_stats(nucleus_engine *engine,

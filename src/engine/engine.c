@@ -25,6 +25,7 @@
 #include "engine_images.h"
 #include "engine_internal.h"
 #include "request_checks.h"
+#include "vision/image.h"
 #include "vision/mmproj.h"
 
 /* ------------------------------------------------------------ completions */
@@ -952,13 +953,27 @@ static bool image_chunk(nucleus_engine *e, group *g, int32_t kv_len,
   for (size_t i = 0; i < n_img; i++) {
     const int32_t s = r->image_at[i], end = s + r->image_rows[i];
     if (end <= kv_len || s >= kv_len + *n || g->image_embd[i]) continue;
-    float *rows = malloc((size_t)r->image_rows[i] * (size_t)E * sizeof *rows);
+    const size_t bytes = (size_t)r->image_rows[i] * (size_t)E * sizeof(float);
+    float *rows = malloc(bytes);
+    /* the same picture already encoded for this request: its rows (the
+     * encoder is deterministic), not a second encode */
+    const float *twin = NULL;
+    for (size_t j = 0; j < n_img && !twin; j++)
+      if (g->image_embd[j] &&
+          nc_image_same(r->params.images[j], r->params.images[i]))
+        twin = g->image_embd[j];
     nc_error err = {0};
-    nc_code rc =
-        rows ? nc_mmproj_encode(e->params.mmproj, r->params.images[i],
-                                nc_context_threadpool(e->ctx), rows, &err)
-             : nc_fail(&err, NC_ERR_NOMEM,
-                       "out of memory for images[%zu]'s rows", i);
+    nc_code rc = NC_OK;
+    if (!rows)
+      rc = nc_fail(&err, NC_ERR_NOMEM, "out of memory for images[%zu]'s rows",
+                   i);
+    else if (twin)
+      memcpy(rows, twin, bytes);
+    else {
+      rc = nc_mmproj_encode(e->params.mmproj, r->params.images[i],
+                            nc_context_threadpool(e->ctx), rows, &err);
+      e->stats.images_encoded_total++;
+    }
     if (rc != NC_OK) {
       free(rows);
       nc_error_prefix(&err, "images[%zu]", i);

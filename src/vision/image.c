@@ -65,6 +65,13 @@ void nc_image_free(struct nucleus_image *image) {
   free(image);
 }
 
+bool nc_image_same(const struct nucleus_image *a,
+                   const struct nucleus_image *b) {
+  return a->width == b->width && a->height == b->height &&
+         a->hash[0] == b->hash[0] && a->hash[1] == b->hash[1] &&
+         !memcmp(a->rgb, b->rgb, (size_t)a->width * (size_t)a->height * 3);
+}
+
 /* Two 64-bit lanes, each a multiply-rotate over the 8-byte words with its
  * own seed and multiplier, then a finaliser that spreads every bit. */
 static uint64_t rotl(uint64_t x, int r) {

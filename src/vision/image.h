@@ -5,6 +5,7 @@
 #ifndef NC_IMAGE_H
 #define NC_IMAGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -28,6 +29,11 @@ nc_code nc_image_alloc(int32_t width, int32_t height,
 void nc_image_rehash(struct nucleus_image *image);
 
 void nc_image_free(struct nucleus_image *image);
+
+/* Whether a and b are the same picture: size and every byte (not the hash
+ * alone, which can be made to collide). */
+bool nc_image_same(const struct nucleus_image *a,
+                   const struct nucleus_image *b);
 
 /* Checks a picture's size, read from a file's header, against limits
  * before anything is allocated: "format" names the file's kind in the

@@ -11,6 +11,7 @@ with the same text shares none of them. `nucleus chat --mmproj` with
 
 import base64
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -37,7 +38,7 @@ IMAGE_ROW = -2  # NUCLEUS_TOKEN_IMAGE
 def pngs(tmp_path_factory):
     d = tmp_path_factory.mktemp("images")
     out = {}
-    for name in ("wide", "tall"):
+    for name in ("wide", "tall", "square"):
         out[name] = d / f"{name}.png"
         Image.fromarray(pixels(*IMAGES[name])).save(out[name])
     return out
@@ -120,13 +121,21 @@ def test_anthropic_and_responses_answers_are_the_cli_answer(server, pngs):
     assert r.json()["output"][-1]["content"][0]["text"] == want
 
 
+def images_encoded(server):
+    text = requests.get(server.url + "/metrics", timeout=30).text
+    m = re.search(r"^nucleus_images_encoded_total (\d+)$", text, re.M)
+    assert m, text
+    return int(m.group(1))
+
+
 def test_one_image_twice_on_every_api(server, pngs):
     """The same file twice in one turn (decoded once, copied: test_image_
-    input.c): both images' rows in the prompt, and the three APIs run the
-    same prompt: usage.prompt_tokens (chat), usage.input_tokens (Messages:
-    with its cache_read_input_tokens; its count_tokens; Responses) and the
-    greedy text agree."""
-    data = b64(pngs["wide"])
+    input.c; encoded once: nucleus_images_encoded_total goes up by one for
+    a picture no request sent before): both images' rows in the prompt,
+    and the three APIs run the same prompt: usage.prompt_tokens (chat),
+    usage.input_tokens (Messages: with its cache_read_input_tokens; its
+    count_tokens; Responses) and the greedy text agree."""
+    data = b64(pngs["square"])
     url = "data:image/png;base64," + data
     turn = {"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": url}},
@@ -135,9 +144,11 @@ def test_one_image_twice_on_every_api(server, pngs):
     ids = requests.post(server.url + "/tokenize", timeout=60, json={
         "messages": [turn]}).json()["tokens"]
     one = requests.post(server.url + "/tokenize", timeout=60, json={
-        "messages": [user_turn(pngs["wide"])]}).json()["tokens"]
+        "messages": [user_turn(pngs["square"])]}).json()["tokens"]
     assert ids.count(IMAGE_ROW) == 2 * one.count(IMAGE_ROW) > 0
+    before = images_encoded(server)
     c = chat(server, [turn])
+    assert images_encoded(server) == before + 1
     assert c["usage"]["prompt_tokens"] == len(ids)
     want = c["choices"][0]["message"]["content"]
     block = {"type": "image", "source": {"type": "base64",

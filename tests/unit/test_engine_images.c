@@ -11,6 +11,10 @@
  *   beside another request with other images, and on a prefix-cache hit:
  *   the same images again hit past them, other images with the same text
  *   only before their first image;
+ * - a picture twice in one request is encoded once (a pixel-equal copy
+ *   too; images_encoded_total), whole or in chunks that reach the second
+ *   one steps later, with the same tokens and logprobs as the picture
+ *   given twice; two pictures are two encodes;
  * - submit's refusals: images without an mmproj, rows that do not match
  *   the images, an image wider than the batch, beams with images. */
 #include <setjmp.h>
@@ -332,6 +336,46 @@ static void test_invariance(void **state) {
   nucleus_free(prompt);
 }
 
+static int64_t encoded(nucleus_engine *e) {
+  nucleus_engine_stats st;
+  nucleus_engine_get_stats(e, &st);
+  return st.images_encoded_total;
+}
+
+static void test_same_picture_encoded_once(void **state) {
+  fixture *fx = need(state);
+  int32_t w, h;
+  nucleus_image_size(fx->wide, &w, &h);
+  nucleus_image *copy = test_image(nucleus_image_rgb(fx->wide), w, h);
+  size_t n = 0;
+  int32_t *prompt = prompt_of(fx, fx->wide, copy, &n);
+  job twice = {prompt, n, {fx->wide, fx->wide}, 0};
+  job twins = {prompt, n, {fx->wide, copy}, 0};
+  result ref, r;
+  nucleus_engine *e = engine(fx, 512);
+  run_on(e, &twice, 1, &ref);
+  assert_int_equal(encoded(e), 1);
+  nucleus_engine_free(e);
+  /* chunks of 20 rows: the second image is reached steps after the
+   * first; the copy is the same picture */
+  e = engine(fx, 20);
+  run_on(e, &twins, 1, &r);
+  assert_int_equal(encoded(e), 1);
+  nucleus_engine_free(e);
+  if (!same(&r, &ref)) fail_msg("a pixel-equal copy in chunks: other output");
+  /* two pictures, two encodes */
+  size_t n2 = 0;
+  int32_t *prompt2 = prompt_of(fx, fx->wide, fx->tall, &n2);
+  job two = {prompt2, n2, {fx->wide, fx->tall}, 0};
+  e = engine(fx, 512);
+  run_on(e, &two, 1, &r);
+  assert_int_equal(encoded(e), 2);
+  nucleus_engine_free(e);
+  nucleus_free(prompt2);
+  nucleus_free(prompt);
+  test_image_free(copy);
+}
+
 static void test_refusals(void **state) {
   fixture *fx = need(state);
   size_t n = 0;
@@ -401,6 +445,7 @@ int main(void) {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_llama_greedy),
       cmocka_unit_test(test_invariance),
+      cmocka_unit_test(test_same_picture_encoded_once),
   };
   return cmocka_run_group_tests(tests, setup, teardown) |
          cmocka_run_group_tests(tests, setup_flash, teardown);

@@ -231,6 +231,10 @@ char *metrics_render(metrics *m, const nucleus_engine_stats *stats,
     put_gauge(&t, "nucleus_state_snapshot_bytes", "gauge",
               "Bytes of the recurrent-state snapshots' buffers.",
               (long long)stats->state_snapshot_bytes);
+    put_gauge(&t, "nucleus_images_encoded_total", "counter",
+              "Images the vision encoder ran on (a picture repeated in a "
+              "request is encoded once).",
+              (long long)stats->images_encoded_total);
     put_spec(&t, stats);
   }
   if (t.failed) {
