@@ -37,8 +37,9 @@ $(BUILDDIR)/tests/test_mmproj_fuzz: tests/unit/test_mmproj_fuzz.c \
 	$(CC) $(CFLAGS) $(LDFLAGS) $< fuzz/fuzz_mmproj.c \
 	  $(BUILDDIR)/libnucleus.a $(LIBS) -lcmocka -o $@
 # libFuzzer target: make fuzz-mmproj (clang-14), then e.g.
-#   build/fuzz/fuzz_mmproj -max_total_time=600 -rss_limit_mb=1024 \
-#     -timeout=10 fuzz/corpus-run/mmproj fuzz/corpus/mmproj
+#   build/fuzz/fuzz_mmproj -max_total_time=600 -timeout=10 \
+#     -rss_limit_mb=2048 -malloc_limit_mb=512 -max_len=65536 \
+#     fuzz/corpus-run/mmproj fuzz/corpus/mmproj
 # It encodes with the plain-C kernel table: the kernels' C sources but
 # their SIMD files (which need their per-file flags; libFuzzer's build
 # compiles every source with one command line).
