@@ -1890,104 +1890,45 @@ static int64_t kq16_rows(int64_t nw, int64_t na) {
  * kernels' integers, llama.cpp's tiled float step per super-block. Their
  * gemm: pairs from MIN_BATCH activation rows on, these dots below (the same
  * operations); _rows is the gemm of one weight row. */
-float nc_avx512_dot_q4_k_tiled(int64_t n, const void *w, const void *a) {
-  const block_q4_K *x = w;
-  const block_q8_K *y = a;
-  float acc = 0;
-  for (int64_t i = 0; i < n / QK_K; i++)
-    q4k_sb(x + i, y + i, NULL, NULL, &acc);
-  return acc;
-}
-
-void nc_avx512_gemm_q4_k_tiled(int64_t n, const void *w, size_t w_stride,
-                               int64_t nw, const void *act, size_t a_stride,
-                               int64_t na, float *out, size_t out_stride) {
-  if (na == 1 && nw >= 4) {
-    q4k_gemv_tiled(n, w, w_stride, nw, act, out);
-    return;
+#define KQ_TILED_ENTRIES(name, block, sb, gemv)                                \
+  float nc_avx512_dot_##name##_tiled(int64_t n, const void *w,                 \
+                                     const void *a) {                          \
+    const block *x = w;                                                        \
+    const block_q8_K *y = a;                                                   \
+    float acc = 0;                                                             \
+    for (int64_t i = 0; i < n / QK_K; i++)                                     \
+      sb(x + i, y + i, NULL, NULL, &acc);                                      \
+    return acc;                                                                \
+  }                                                                            \
+  void nc_avx512_gemm_##name##_tiled(                                          \
+      int64_t n, const void *w, size_t w_stride, int64_t nw, const void *act,  \
+      size_t a_stride, int64_t na, float *out, size_t out_stride) {            \
+    if (na == 1 && nw >= 4) {                                                  \
+      gemv(n, w, w_stride, nw, act, out);                                      \
+      return;                                                                  \
+    }                                                                          \
+    const int64_t n16 = kq16_rows(nw, na);                                     \
+    if (n16 > 0 &&                                                             \
+        nc_avx512_kq16_gemm_##name(n, w, w_stride, n16, act, a_stride, na,     \
+                                   out, out_stride)) {                         \
+      w = (const uint8_t *)w + (size_t)n16 * w_stride;                         \
+      out += n16;                                                              \
+      nw -= n16;                                                               \
+    }                                                                          \
+    if (nw > 0)                                                                \
+      kq_gemm_##name##_tiled(n, w, w_stride, nw, act, a_stride, na, out,       \
+                             out_stride);                                      \
+  }                                                                            \
+  void nc_avx512_dot_##name##_tiled_rows(                                      \
+      int64_t n, const void *w, const void *a, size_t a_stride, int nrows,     \
+      float *out, size_t out_stride) {                                         \
+    nc_avx512_gemm_##name##_tiled(n, w, 0, 1, a, a_stride, nrows, out,         \
+                                  out_stride);                                 \
   }
-  const int64_t n16 = kq16_rows(nw, na);
-  if (n16 > 0 && nc_avx512_kq16_gemm_q4_k(n, w, w_stride, n16, act, a_stride,
-                                          na, out, out_stride)) {
-    w = (const uint8_t *)w + (size_t)n16 * w_stride;
-    out += n16;
-    nw -= n16;
-  }
-  if (nw > 0)
-    kq_gemm_q4_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
-}
-
-void nc_avx512_dot_q4_k_tiled_rows(int64_t n, const void *w, const void *a,
-                                   size_t a_stride, int nrows, float *out,
-                                   size_t out_stride) {
-  nc_avx512_gemm_q4_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
-}
-
-float nc_avx512_dot_q6_k_tiled(int64_t n, const void *w, const void *a) {
-  const block_q6_K *x = w;
-  const block_q8_K *y = a;
-  float acc = 0;
-  for (int64_t i = 0; i < n / QK_K; i++)
-    q6k_sb4(x + i, y + i, NULL, NULL, &acc);
-  return acc;
-}
-
-void nc_avx512_gemm_q6_k_tiled(int64_t n, const void *w, size_t w_stride,
-                               int64_t nw, const void *act, size_t a_stride,
-                               int64_t na, float *out, size_t out_stride) {
-  if (na == 1 && nw >= 4) {
-    q6k_gemv_tiled(n, w, w_stride, nw, act, out);
-    return;
-  }
-  const int64_t n16 = kq16_rows(nw, na);
-  if (n16 > 0 && nc_avx512_kq16_gemm_q6_k(n, w, w_stride, n16, act, a_stride,
-                                          na, out, out_stride)) {
-    w = (const uint8_t *)w + (size_t)n16 * w_stride;
-    out += n16;
-    nw -= n16;
-  }
-  if (nw > 0)
-    kq_gemm_q6_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
-}
-
-void nc_avx512_dot_q6_k_tiled_rows(int64_t n, const void *w, const void *a,
-                                   size_t a_stride, int nrows, float *out,
-                                   size_t out_stride) {
-  nc_avx512_gemm_q6_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
-}
-
-float nc_avx512_dot_q5_k_tiled(int64_t n, const void *w, const void *a) {
-  const block_q5_K *x = w;
-  const block_q8_K *y = a;
-  float acc = 0;
-  for (int64_t i = 0; i < n / QK_K; i++)
-    q5k_sb(x + i, y + i, NULL, NULL, &acc);
-  return acc;
-}
-
-void nc_avx512_gemm_q5_k_tiled(int64_t n, const void *w, size_t w_stride,
-                               int64_t nw, const void *act, size_t a_stride,
-                               int64_t na, float *out, size_t out_stride) {
-  if (na == 1 && nw >= 4) {
-    q5k_gemv_tiled(n, w, w_stride, nw, act, out);
-    return;
-  }
-  const int64_t n16 = kq16_rows(nw, na);
-  if (n16 > 0 && nc_avx512_kq16_gemm_q5_k(n, w, w_stride, n16, act, a_stride,
-                                          na, out, out_stride)) {
-    w = (const uint8_t *)w + (size_t)n16 * w_stride;
-    out += n16;
-    nw -= n16;
-  }
-  if (nw > 0)
-    kq_gemm_q5_k_tiled(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
-}
-
-void nc_avx512_dot_q5_k_tiled_rows(int64_t n, const void *w, const void *a,
-                                   size_t a_stride, int nrows, float *out,
-                                   size_t out_stride) {
-  nc_avx512_gemm_q5_k_tiled(n, w, 0, 1, a, a_stride, nrows, out, out_stride);
-}
+KQ_TILED_ENTRIES(q4_k, block_q4_K, q4k_sb, q4k_gemv_tiled)
+KQ_TILED_ENTRIES(q5_k, block_q5_K, q5k_sb, q5k_gemv_tiled)
+KQ_TILED_ENTRIES(q6_k, block_q6_K, q6k_sb4, q6k_gemv_tiled)
+#undef KQ_TILED_ENTRIES
 
 float nc_avx512_dot_q2_k_tiled(int64_t n, const void *w, const void *a) {
   const block_q2_K *x = w;
