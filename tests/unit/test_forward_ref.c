@@ -37,6 +37,10 @@
  * the same code on a shorter run. */
 #define N_POS (NC_SHORT ? 12 : 64)
 #define N_PROMPTS (NC_SHORT ? 1 : 4)
+/* the reference's top 2 closer than this (logits) is a near tie: the fast
+ * paths quantize activations to 8 bits, which moves logits by up to ~0.6
+ * here (an AMX machine's short run flipped one 0.19 apart) */
+#define TIE_GAP 0.25f
 
 typedef struct fixture {
   nucleus_model *m;
@@ -114,16 +118,17 @@ static int teardown(void **state) {
   } while (0)
 
 typedef struct agreement {
-  int64_t positions, top1;
+  int64_t positions, top1, ties;
   double kl_sum, kl_max, diff_max;
 } agreement;
 
 static void report(const char *what, const agreement *a) {
-  print_message("%s: %lld positions, top-1 %.2f%%, mean KL %.3g, max KL "
-                "%.3g, max |logit diff| %.4g\n",
+  print_message("%s: %lld positions, top-1 %.2f%% (%lld near ties the other "
+                "way), mean KL %.3g, max KL %.3g, max |logit diff| %.4g\n",
                 what, (long long)a->positions,
                 100.0 * (double)a->top1 / (double)a->positions,
-                a->kl_sum / (double)a->positions, a->kl_max, a->diff_max);
+                (long long)a->ties, a->kl_sum / (double)a->positions, a->kl_max,
+                a->diff_max);
 }
 
 /* The fast path of every kernel table this CPU has (the default first)
@@ -157,7 +162,12 @@ static void test_fast_path_matches_reference(void **state) {
         const float *r = fx->ref[pi] + (int64_t)t * nv;
         const float *f = fast + (int64_t)t * nv;
         a.positions++;
-        a.top1 += argmax(r, nv) == argmax(f, nv);
+        /* a near tie in the reference's top 2 may go either way: it counts
+         * as agreeing (and is reported) */
+        const int32_t want = argmax(r, nv), got = argmax(f, nv);
+        const bool tie = want != got && r[want] - r[got] < TIE_GAP;
+        a.top1 += want == got || tie;
+        a.ties += tie;
         const double kl = kl_full(r, f, nv);
         a.kl_sum += kl;
         if (kl > a.kl_max) a.kl_max = kl;
