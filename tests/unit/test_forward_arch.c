@@ -97,6 +97,10 @@ static nucleus_model *load_arch(const char *path, const char *arch,
   nucleus_model_params mp = nucleus_model_default_params();
   mp.n_threads = 2;
   mp.flash_attn = fa;
+  /* the goldens' matmul order (gen_arch_goldens.py: use_extra_bufts =
+   * false); on an AMX machine the repacked order moves gptoss's logits
+   * (clamped experts at +-40) by up to 0.2 */
+  mp.no_repack = true;
   nucleus_model *m = NULL;
   nucleus_error err;
   if (nucleus_model_load(path, &mp, &m, &err) != NUCLEUS_OK) {
