@@ -39,7 +39,7 @@ def test_greedy_equals_llama_cpp(arch):
             continue
         p = subprocess.run(
             [NUCLEUS_BIN, "run", "-m", str(path), "-p", case["prompt"], "-n",
-             str(n), "--temp", "0", "-fa", "off", "-t", "2"],
+             str(n), "--temp", "0", "-fa", "off", "-t", "2", "--no-repack"],
             capture_output=True, timeout=120)
         assert p.returncode == 0, p.stderr.decode()
         out = p.stdout.decode("utf-8", errors="replace")
