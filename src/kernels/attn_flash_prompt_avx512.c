@@ -74,6 +74,82 @@ NC_INLINE void scores(const nc_flash_rows *r, const int32_t *rows, int32_t n,
   store_scores(r, rows, n, (const __m512(*)[NV])acc, p);
 }
 
+/* The scores of n rows for key vectors [c0, c0 + nc) only, scaled (and
+ * soft-capped), into their p rows: the other vectors' lanes are keys no
+ * row of the group sees (softmax_row masks them without reading them). */
+static void store_part(const nc_flash_rows *r, const int32_t *rows, int32_t n,
+                       int32_t c0, int32_t nc, const __m512 acc[RB][NV],
+                       float *p) {
+  for (int32_t a = 0; a < n; a++) {
+    float *pr = p + (size_t)rows[a] * KT + 16 * c0;
+    if (r->softcap == 0.0f) {
+      const __m512 sc = _mm512_set1_ps(r->scale);
+      for (int32_t c = 0; c < nc; c++)
+        _mm512_storeu_ps(pr + 16 * c, _mm512_mul_ps(acc[a][c], sc));
+    } else {
+      for (int32_t c = 0; c < nc; c++)
+        _mm512_storeu_ps(pr + 16 * c, acc[a][c]);
+      for (int32_t j = 0; j < 16 * nc; j++)
+        pr[j] = nc_flash_score(pr[j], r->scale, r->softcap);
+    }
+  }
+}
+
+/* scores() over key vectors [c0, c0 + nc) (n and nc constant at the call):
+ * each lane the same fma chain over d. */
+NC_INLINE void scores_part(const nc_flash_rows *r, const int32_t *rows,
+                           int32_t n, const float *kt, float *p, int32_t c0,
+                           int32_t nc) {
+  __m512 acc[RB][NV];
+#pragma GCC unroll 4
+  for (int32_t a = 0; a < n; a++)
+#pragma GCC unroll 4
+    for (int32_t c = 0; c < nc; c++)
+      acc[a][c] = _mm512_setzero_ps();
+  const float *q[RB];
+#pragma GCC unroll 4
+  for (int32_t a = 0; a < n; a++)
+    q[a] = r->q[rows[a]];
+  kt += 16 * c0;
+  for (int32_t d = 0; d < r->hd; d++) {
+    __m512 k[NV];
+#pragma GCC unroll 4
+    for (int32_t c = 0; c < nc; c++)
+      k[c] = _mm512_loadu_ps(kt + (size_t)d * KT + 16 * c);
+#pragma GCC unroll 4
+    for (int32_t a = 0; a < n; a++) {
+      const __m512 b = _mm512_set1_ps(q[a][d]);
+#pragma GCC unroll 4
+      for (int32_t c = 0; c < nc; c++)
+        acc[a][c] = _mm512_fmadd_ps(k[c], b, acc[a][c]);
+    }
+  }
+  store_part(r, rows, n, c0, nc, (const __m512(*)[NV])acc, p);
+}
+
+/* scores_part() with n (1..RB) and nc (1..NV - 1) made constants. */
+static void scores_range(const nc_flash_rows *r, const int32_t *rows, int32_t n,
+                         const float *kt, float *p, int32_t c0, int32_t nc) {
+#define PART(N_, NC_)                                                          \
+  case (N_)*8 + (NC_): scores_part(r, rows, N_, kt, p, c0, NC_); break
+  switch (n * 8 + nc) {
+    PART(1, 1);
+    PART(1, 2);
+    PART(1, 3);
+    PART(2, 1);
+    PART(2, 2);
+    PART(2, 3);
+    PART(3, 1);
+    PART(3, 2);
+    PART(3, 3);
+    PART(4, 1);
+    PART(4, 2);
+    PART(4, 3);
+  default: break;
+  }
+#undef PART
+}
+
 /* scores() with n (1..RB - 1) made a constant. */
 static void scores_few(const nc_flash_rows *r, const int32_t *rows, int32_t n,
                        const float *kt, float *p) {
@@ -184,14 +260,15 @@ static void values4(const nc_flash_rows *r, const int32_t *rows, int32_t j0,
 
 /* The softmax steps of row i on its scores (p row), then p = weights. */
 static void softmax_row(const nc_flash_rows *r, int32_t i, float *pr,
-                        nc_flash_tstate *st) {
+                        nc_flash_tstate *st, int32_t c0, int32_t c1) {
   const __m512 ninf = _mm512_set1_ps(-INFINITY);
   __m512 s[NV];
   __mmask16 k[NV];
   __m512 mx = ninf;
-  for (int32_t c = 0; c < NV; c++) {
+  for (int32_t c = c0; c < c1; c++) {
     k[c] = seen_mask(r->lo[i], r->hi[i], c);
-    s[c] = _mm512_mask_blend_ps(k[c], ninf, _mm512_loadu_ps(pr + 16 * c));
+    s[c] = k[c] ? _mm512_mask_blend_ps(k[c], ninf, _mm512_loadu_ps(pr + 16 * c))
+                : ninf;
     mx = _mm512_max_ps(mx, s[c]);
   }
   const float tmax = _mm512_reduce_max_ps(mx);
@@ -208,7 +285,11 @@ static void softmax_row(const nc_flash_rows *r, int32_t i, float *pr,
   st->M[i] = Mn;
   const __m512 vm = _mm512_set1_ps(Mn);
   double sum = 0.0;
-  for (int32_t c = 0; c < NV; c++) {
+  for (int32_t c = c0; c < c1; c++) {
+    if (!k[c]) { /* no key seen: weights 0, nothing added to the sum */
+      _mm512_storeu_ps(pr + 16 * c, _mm512_setzero_ps());
+      continue;
+    }
     /* unseen lanes: exp(0) computed, then zeroed (the plain build's
      * exp(-INF) = 0) */
     const __m512 x = _mm512_mask_blend_ps(k[c], vm, s[c]);
@@ -259,7 +340,8 @@ NC_INLINE void values_part(const nc_flash_rows *r, const int32_t *rows,
       _mm512_storeu_ps(ar[a] + 16 * c, acc[a][c]);
 }
 
-/* values_part() with n (1..RB - 1) and nd (1..NV) made constants. */
+/* values_part() with n (1..RB - 1) and nd (1..NV), or n = RB and nd (1..NV
+ * - 1), made constants. */
 static void values_few(const nc_flash_rows *r, const int32_t *rows, int32_t n,
                        int32_t j0, int32_t j1, const float *v, const float *p,
                        nc_flash_tstate *st, int32_t d0, int32_t nd) {
@@ -280,6 +362,9 @@ static void values_few(const nc_flash_rows *r, const int32_t *rows, int32_t n,
     PART(3, 2);
     PART(3, 3);
     PART(3, 4);
+    PART(4, 1);
+    PART(4, 2);
+    PART(4, 3);
   default: break;
   }
 #undef PART
@@ -297,11 +382,8 @@ NC_INLINE void values(const nc_flash_rows *r, const int32_t *rows, int32_t n,
     else
       values_few(r, rows, n, j0, j1, v, p, st, d0, NV);
   if (d0 >= hdv) return;
-  if (n == RB) /* two passes of two rows */
-    for (int32_t a = 0; a < RB; a += 2)
-      values_few(r, rows + a, 2, j0, j1, v, p, st, d0, (hdv - d0) / 16);
-  else
-    values_few(r, rows, n, j0, j1, v, p, st, d0, (hdv - d0) / 16);
+  /* every row at once: up to 12 fma chains in flight */
+  values_few(r, rows, n, j0, j1, v, p, st, d0, (hdv - d0) / 16);
 }
 
 /* r[i] (lanes: 16 dims of key i) becomes r[d] (lanes: dim d of 16 keys):
@@ -399,16 +481,25 @@ void nc_flash_tile_prompt_avx512(const nc_flash_rows *r, const float *kt,
     for (; i0 < r->m && n < RB; i0++)
       if (r->lo[i0] < r->hi[i0]) rows[n++] = i0;
     if (n == 0) continue;
-    if (n == RB)
-      scores4(r, rows, kt, p);
-    else
-      scores_few(r, rows, n, kt, p);
+    /* the keys any of the rows sees, [j0, j1), in key vectors [c0, c1):
+     * the others (a short sequence's tile, a causal row's future) take no
+     * work */
     int32_t j0 = KT, j1 = 0;
     for (int32_t a = 0; a < n; a++) {
-      softmax_row(r, rows[a], p + (size_t)rows[a] * KT, st);
       j0 = r->lo[rows[a]] < j0 ? r->lo[rows[a]] : j0;
       j1 = r->hi[rows[a]] > j1 ? r->hi[rows[a]] : j1;
     }
+    const int32_t c0 = j0 / 16, c1 = (j1 + 15) / 16;
+    if (c0 == 0 && c1 == NV) {
+      if (n == RB)
+        scores4(r, rows, kt, p);
+      else
+        scores_few(r, rows, n, kt, p);
+    } else {
+      scores_range(r, rows, n, kt, p, c0, c1 - c0);
+    }
+    for (int32_t a = 0; a < n; a++)
+      softmax_row(r, rows[a], p + (size_t)rows[a] * KT, st, c0, c1);
     values(r, rows, n, j0, j1, v, p, st);
   }
 }
