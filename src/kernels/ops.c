@@ -310,3 +310,67 @@ void nc_layernorm_row(const float *x, const float *w, const float *b, float *y,
     y[i] = o;
   }
 }
+
+/* NC_LAYERNORM_ROWS rows of nc_layernorm_row, step by step together: each
+ * row's sums the same additions in the same order, the eight rows' chains
+ * in registers side by side. */
+#define LN_EACH(F) F(0) F(1) F(2) F(3) F(4) F(5) F(6) F(7)
+static void layernorm_block(const float *x, const float *w, const float *b,
+                            float *y, int64_t n, float eps) {
+  _Static_assert(NC_LAYERNORM_ROWS == 8, "LN_EACH names eight rows");
+#define LN_ROW(r)                                                              \
+  const float *x##r = x + (r)*n;                                               \
+  float *y##r = y + (r)*n;                                                     \
+  double s##r = 0.0, q##r = 0.0;
+  LN_EACH(LN_ROW)
+#undef LN_ROW
+  for (int64_t i = 0; i < n; i++) {
+#define LN_SUM(r) s##r += (double)x##r[i];
+    LN_EACH(LN_SUM)
+#undef LN_SUM
+  }
+#define LN_MEAN(r) const float m##r = (float)(s##r / (double)n);
+  LN_EACH(LN_MEAN)
+#undef LN_MEAN
+  for (int64_t i = 0; i < n; i++) {
+#define LN_VAR(r)                                                              \
+  {                                                                            \
+    const float v = x##r[i] - m##r;                                            \
+    y##r[i] = v;                                                               \
+    q##r += (double)(v * v);                                                   \
+  }
+    LN_EACH(LN_VAR)
+#undef LN_VAR
+  }
+  float *rows[NC_LAYERNORM_ROWS] = {y0, y1, y2, y3, y4, y5, y6, y7};
+  const double sums2[NC_LAYERNORM_ROWS] = {q0, q1, q2, q3, q4, q5, q6, q7};
+  for (int r = 0; r < NC_LAYERNORM_ROWS; r++) {
+    const float variance = (float)(sums2[r] / (double)n);
+    const float scale = 1.0f / sqrtf(variance + eps);
+    float *yr = rows[r];
+    /* o = y * scale, then * w, then + b: the row's order, the tests on w
+     * and b out of the loop */
+    if (w && b)
+      for (int64_t i = 0; i < n; i++)
+        yr[i] = yr[i] * scale * w[i] + b[i];
+    else if (w)
+      for (int64_t i = 0; i < n; i++)
+        yr[i] = yr[i] * scale * w[i];
+    else if (b)
+      for (int64_t i = 0; i < n; i++)
+        yr[i] = yr[i] * scale + b[i];
+    else
+      for (int64_t i = 0; i < n; i++)
+        yr[i] = yr[i] * scale;
+  }
+}
+#undef LN_EACH
+
+void nc_layernorm_rows(const float *x, const float *w, const float *b, float *y,
+                       int64_t rows, int64_t n, float eps) {
+  int64_t r = 0;
+  for (; r + NC_LAYERNORM_ROWS <= rows; r += NC_LAYERNORM_ROWS)
+    layernorm_block(x + r * n, w, b, y + r * n, n, eps);
+  for (; r < rows; r++)
+    nc_layernorm_row(x + r * n, w, b, y + r * n, n, eps);
+}

@@ -150,4 +150,12 @@ const nc_ops_kernels *nc_ops_avx512(void); /* NULL when not built */
 void nc_layernorm_row(const float *x, const float *w, const float *b, float *y,
                       int64_t n, float eps);
 
+/* nc_layernorm_row on rows consecutive rows of n (x and y n floats a row; y
+ * may be x), every row's result the same bits: up to NC_LAYERNORM_ROWS rows
+ * at a time, their in-order double sums interleaved (independent chains, not
+ * one latency-bound chain a row). */
+enum { NC_LAYERNORM_ROWS = 8 };
+void nc_layernorm_rows(const float *x, const float *w, const float *b, float *y,
+                       int64_t rows, int64_t n, float eps);
+
 #endif

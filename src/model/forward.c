@@ -36,7 +36,9 @@ typedef enum {
   ROWS_RESIDUAL,
   ROWS_SWIGLU,
   ROWS_BIAS,
-  ROWS_LAYERNORM
+  ROWS_LAYERNORM,
+  ROWS_RESIDUAL_LAYERNORM,
+  ROWS_BIAS_GELU
 } rows_kind;
 
 typedef struct rows_task {
@@ -53,15 +55,44 @@ typedef struct rows_task {
   int64_t q_stride, k_stride;
   const float *up; /* SWIGLU: y = silu(y) * up */
   const float *b;  /* LAYERNORM: y = norm(x) * w + b */
+  /* RESIDUAL_LAYERNORM: RESIDUAL's (w the bias), then acc = norm(acc) *
+   * norm_w + norm_b */
+  const float *norm_w, *norm_b;
+  const nc_fp16 *gelu; /* BIAS_GELU: y = gelu(y + w) */
 } rows_task;
 
 enum { ROWS_PARALLEL_MIN = 8 };
+
+/* The rows [lo, hi) of a RESIDUAL_LAYERNORM, NC_LAYERNORM_ROWS at a time:
+ * each block's residual, then its norm while the rows are in the cache. */
+static void residual_layernorm(const rows_task *t, int64_t lo, int64_t hi) {
+  for (int64_t r0 = lo; r0 < hi; r0 += NC_LAYERNORM_ROWS) {
+    const int64_t r1 =
+        hi - r0 < NC_LAYERNORM_ROWS ? hi : r0 + NC_LAYERNORM_ROWS;
+    for (int64_t r = r0; r < r1; r++) {
+      if (t->w) t->op->add(t->y + r * t->n, t->w, t->n);
+      t->op->add(t->acc + r * t->n, t->y + r * t->n, t->n);
+    }
+    nc_layernorm_rows(t->acc + r0 * t->n, t->norm_w, t->norm_b,
+                      t->acc + r0 * t->n, r1 - r0, t->n, t->hp->rms_eps);
+  }
+}
 
 static void rows_worker(void *p, int ith, int nth) {
   const rows_task *t = p;
   int64_t lo, hi;
   nc_split_range(t->rows, ith, nth, &lo, &hi);
   const nc_hparams *hp = t->hp;
+  if (t->kind == ROWS_LAYERNORM) { /* whole blocks of rows at once */
+    if (hi > lo)
+      nc_layernorm_rows(t->x + lo * t->n, t->w, t->b, t->y + lo * t->n, hi - lo,
+                        t->n, hp->rms_eps);
+    return;
+  }
+  if (t->kind == ROWS_RESIDUAL_LAYERNORM) {
+    residual_layernorm(t, lo, hi);
+    return;
+  }
   const int32_t half = hp->n_rot / 2;
   for (int64_t r = lo; r < hi; r++) {
     switch (t->kind) {
@@ -87,10 +118,12 @@ static void rows_worker(void *p, int ith, int nth) {
       t->op->swiglu(t->y + r * t->n, t->up + r * t->n, t->y + r * t->n, t->n);
       break;
     case ROWS_BIAS: t->op->add(t->y + r * t->n, t->w, t->n); break;
-    case ROWS_LAYERNORM:
-      nc_layernorm_row(t->x + r * t->n, t->w, t->b, t->y + r * t->n, t->n,
-                       hp->rms_eps);
+    case ROWS_BIAS_GELU: /* nc_fwd_add_bias, then nc_fwd_gelu's values */
+      t->op->add(t->y + r * t->n, t->w, t->n);
+      t->op->geglu(t->y + r * t->n, NULL, t->n, t->gelu);
       break;
+    case ROWS_LAYERNORM:
+    case ROWS_RESIDUAL_LAYERNORM: break; /* above */
     }
   }
 }
@@ -151,6 +184,35 @@ void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
                  .acc = x,
                  .w = bias,
                  .y = y};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_residual_layernorm(nc_fwd *ctx, float *x, float *y,
+                               const float *bias, const float *w,
+                               const float *b, int32_t rows, int64_t n) {
+  rows_task t = {.kind = ROWS_RESIDUAL_LAYERNORM,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .acc = x,
+                 .w = bias,
+                 .y = y,
+                 .norm_w = w,
+                 .norm_b = b};
+  run_rows(ctx, &t);
+}
+
+void nc_fwd_bias_gelu(nc_fwd *ctx, float *y, const float *bias, int32_t rows,
+                      int64_t n) {
+  rows_task t = {.kind = ROWS_BIAS_GELU,
+                 .op = ctx->ops,
+                 .hp = ctx->hp,
+                 .rows = rows,
+                 .n = n,
+                 .w = bias,
+                 .y = y,
+                 .gelu = ctx->gelu_f16};
   run_rows(ctx, &t);
 }
 

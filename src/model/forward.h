@@ -254,6 +254,12 @@ void nc_fwd_residual(nc_fwd *ctx, float *x, float *y, const float *bias,
  * x. */
 void nc_fwd_layernorm(nc_fwd *ctx, const float *x, const float *w,
                       const float *b, float *y, int32_t rows, int64_t n);
+/* nc_fwd_residual (x += y, bias first added to y when not NULL), then
+ * nc_fwd_layernorm of x in place, a few rows at a time (the same bits as
+ * the two calls). */
+void nc_fwd_residual_layernorm(nc_fwd *ctx, float *x, float *y,
+                               const float *bias, const float *w,
+                               const float *b, int32_t rows, int64_t n);
 void nc_fwd_rope(nc_fwd *ctx, float *q, int64_t q_stride, float *k,
                  int64_t k_stride, int32_t rows);
 void nc_fwd_swiglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
@@ -273,6 +279,9 @@ void nc_fwd_geglu(nc_fwd *ctx, float *gate, const float *up, int32_t rows,
 /* y = gelu_tanh(y) as ggml_gelu (the same F16 table and bounds as
  * nc_fwd_geglu's gate), element-wise. */
 void nc_fwd_gelu(nc_fwd *ctx, float *y, int32_t rows, int64_t n);
+/* nc_fwd_add_bias, then nc_fwd_gelu, row by row (the same bits). */
+void nc_fwd_bias_gelu(nc_fwd *ctx, float *y, const float *bias, int32_t rows,
+                      int64_t n);
 void nc_fwd_scale(nc_fwd *ctx, float *y, float s, int32_t rows, int64_t n);
 /* x[t] += slice `slice` (n values from slice * n) of the input embedding
  * of each row t that has one (Qwen3-VL's DeepStack: an image row carries

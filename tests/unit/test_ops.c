@@ -48,6 +48,70 @@ static void test_rmsnorm(void **state) {
   assert_true(fabs(ss2 / N - 1.0) < 1e-4);
 }
 
+/* nc_layernorm_rows (NC_LAYERNORM_ROWS rows' sums interleaved) gives
+ * nc_layernorm_row's bits on every row: block and tail rows, with and
+ * without weight and bias, in place, rows of values whose magnitudes span
+ * many binades (double sums that round, where any other order of the
+ * additions could give other bits); and nc_layernorm_row is a layer norm. */
+static void test_layernorm_rows(void **state) {
+  (void)state;
+  static const int64_t ns[] = {1, 5, 384, 1001};
+  static const int64_t counts[] = {1, 7, 8, 9, 19, 24};
+  uint64_t s = 0x9E3779B97F4A7C15ULL;
+  for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      const int64_t n = ns[a], rows = counts[c], len = n * rows;
+      float *x = malloc(sizeof(float) * (size_t)len),
+            *y = malloc(sizeof(float) * (size_t)len),
+            *want = malloc(sizeof(float) * (size_t)len),
+            *w = malloc(sizeof(float) * (size_t)n),
+            *b = malloc(sizeof(float) * (size_t)n);
+      assert_true(x && y && want && w && b);
+      for (int64_t i = 0; i < len; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        const double u = (double)(s >> 11) * 0x1p-53; /* [0, 1) */
+        /* magnitudes 2^-30 .. 2^10, both signs, a constant offset */
+        x[i] = (float)((u < 0.5 ? -1.0 : 1.0) *
+                           ldexp(1.0 + u, (int)(s % 41) - 30) +
+                       0.25);
+      }
+      for (int64_t r = 1; n >= 5 && r < rows; r += 3) {
+        /* +-2^55 at the ends: the in-order double sums round (their ulp is
+         * 8), another order rounds elsewhere */
+        x[r * n] = 0x1p55f;
+        x[r * n + n - 1] = -0x1p55f;
+      }
+      for (int64_t i = 0; i < n; i++) {
+        w[i] = 0.5f + 0.01f * (float)(i % 17);
+        b[i] = -0.1f * (float)(i % 5);
+      }
+      for (int wb = 0; wb < 4; wb++) {
+        const float *ww = wb & 1 ? w : NULL, *bb = wb & 2 ? b : NULL;
+        for (int64_t r = 0; r < rows; r++)
+          nc_layernorm_row(x + r * n, ww, bb, want + r * n, n, 1e-12f);
+        nc_layernorm_rows(x, ww, bb, y, rows, n, 1e-12f);
+        assert_memory_equal(y, want, sizeof(float) * (size_t)len);
+        memcpy(y, x, sizeof(float) * (size_t)len); /* in place */
+        nc_layernorm_rows(y, ww, bb, y, rows, n, 1e-12f);
+        assert_memory_equal(y, want, sizeof(float) * (size_t)len);
+      }
+      if (n > 100) { /* without w and b: mean 0, variance 1 */
+        nc_layernorm_rows(x, NULL, NULL, y, rows, n, 0.0f);
+        for (int64_t r = 0; r < rows; r++) {
+          if (r % 3 == 1) continue; /* (the rows of +-2^55) */
+          double m = 0, v = 0;
+          for (int64_t i = 0; i < n; i++)
+            m += y[r * n + i];
+          m /= (double)n;
+          for (int64_t i = 0; i < n; i++)
+            v += (y[r * n + i] - m) * (y[r * n + i] - m);
+          assert_true(fabs(m) < 1e-5 && fabs(v / (double)n - 1.0) < 1e-4);
+        }
+      }
+      free(x), free(y), free(want), free(w), free(b);
+    }
+}
+
 static nc_rope_params rope_params(int32_t n_rot, float base, float scale) {
   return (nc_rope_params){.n_rot = n_rot,
                           .freq_base = base,
@@ -514,6 +578,7 @@ static void test_split_range(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rmsnorm),
+      cmocka_unit_test(test_layernorm_rows),
       cmocka_unit_test(test_rope_normal_and_neox),
       cmocka_unit_test(test_rope_yarn),
       cmocka_unit_test(test_mrope),

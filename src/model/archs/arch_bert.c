@@ -230,9 +230,8 @@ static nc_code bert_forward(nc_fwd *ctx, const nc_batch *b, float *out,
     nc_fwd_matmul(ctx, s->attn, E, rows, &wo, 1);
     if (l == hp->n_layer - 1) nc_fwd_keep_output_order(ctx, b, true);
     /* x = LayerNorm(x + (o + bo)) */
-    nc_fwd_residual(ctx, s->x, s->xn, L->bo.data, rows, E);
-    nc_fwd_layernorm(ctx, s->x, L->attn_norm.data, L->attn_norm_b.data, s->x,
-                     rows, E);
+    nc_fwd_residual_layernorm(ctx, s->x, s->xn, L->bo.data, L->attn_norm.data,
+                              L->attn_norm_b.data, rows, E);
     /* x = LayerNorm(x + down(gelu(up x + b_up)) + b_down), or with
      * SwiGLU down(silu(gate x) * up x) */
     const float *h = s->up;
@@ -244,14 +243,15 @@ static nc_code bert_forward(nc_fwd *ctx, const nc_batch *b, float *out,
     } else {
       const nc_mm up = {&L->ffn_up, s->up, F};
       nc_fwd_matmul(ctx, s->x, E, rows, &up, 1);
-      nc_fwd_add_bias(ctx, s->up, L->ffn_up_b.data, rows, F);
-      nc_fwd_gelu(ctx, s->up, rows, F);
+      if (L->ffn_up_b.data)
+        nc_fwd_bias_gelu(ctx, s->up, L->ffn_up_b.data, rows, F);
+      else
+        nc_fwd_gelu(ctx, s->up, rows, F);
     }
     const nc_mm down = {&L->ffn_down, s->xn, E};
     nc_fwd_matmul(ctx, h, F, rows, &down, 1);
-    nc_fwd_residual(ctx, s->x, s->xn, L->ffn_down_b.data, rows, E);
-    nc_fwd_layernorm(ctx, s->x, L->ffn_norm.data, L->ffn_norm_b.data, s->x,
-                     rows, E);
+    nc_fwd_residual_layernorm(ctx, s->x, s->xn, L->ffn_down_b.data,
+                              L->ffn_norm.data, L->ffn_norm_b.data, rows, E);
   }
   nc_fwd_head(ctx, s->x, rows, &w->output, out);
   return NC_OK;
