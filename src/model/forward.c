@@ -1022,6 +1022,30 @@ static void store_row(const nc_fwd *ctx, nc_type type, int32_t rot,
   nc_quantize_row(type, src, dst, n);
 }
 
+/* The batch's K and V rows into F16 caches, rows split over the threads
+ * (store_row's F16 conversion, which needs no scratch). */
+typedef struct kv_store_task {
+  nc_fwd *ctx;
+  int32_t layer, dk, dv;
+  const nc_batch *b;
+  const float *k, *v;
+} kv_store_task;
+
+enum { KV_STORE_PARALLEL_MIN = 32 };
+
+static void kv_store_worker(void *p, int ith, int nth) {
+  const kv_store_task *s = p;
+  int64_t lo, hi;
+  nc_split_range(s->b->n_tokens, ith, nth, &lo, &hi);
+  for (int64_t t = lo; t < hi; t++) {
+    const int32_t seq = s->b->seq[t], pos = s->b->pos[t];
+    s->ctx->ops->to_f16(s->k + t * s->dk,
+                        nc_kv_k_data(s->ctx->kv, s->layer, seq, pos), s->dk);
+    s->ctx->ops->to_f16(s->v + t * s->dv,
+                        nc_kv_v_data(s->ctx->kv, s->layer, seq, pos), s->dv);
+  }
+}
+
 void nc_fwd_attention(nc_fwd *ctx, int32_t layer, const nc_batch *b,
                       const float *q, const float *k, const float *v,
                       float *out) {
@@ -1040,6 +1064,14 @@ void nc_fwd_kv_store(nc_fwd *ctx, int32_t layer, const nc_batch *b,
   const nc_kv_types ty = nc_kv_cache_types(ctx->kv);
   const int32_t rot_k = nc_kv_rot_k(ctx->kv, layer),
                 rot_v = nc_kv_rot_v(ctx->kv, layer);
+  const bool parallel = ty.k == NC_TYPE_F16 && ty.v == NC_TYPE_F16 &&
+                        b->n_tokens >= KV_STORE_PARALLEL_MIN;
+  if (parallel) {
+    kv_store_task st = {
+        .ctx = ctx, .layer = layer, .dk = dk, .dv = dv, .b = b, .k = k, .v = v};
+    nc_threadpool_run(ctx->tp, kv_store_worker, &st);
+    return;
+  }
   for (int32_t t = 0; t < b->n_tokens; t++) {
     void *kr = nc_kv_k_data(ctx->kv, layer, b->seq[t], b->pos[t]);
     void *vr = nc_kv_v_data(ctx->kv, layer, b->seq[t], b->pos[t]);
