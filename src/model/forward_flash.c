@@ -126,6 +126,10 @@ typedef struct flash_task {
   const nc_batch *b;
   const float *q;
   float *out;
+  /* NULL, or the prompt-order runs listed once: run k is entries
+   * [runs[2k], runs[2k + 1]), n_runs of them (prompt_runs' order) */
+  const int32_t *runs;
+  int32_t n_runs;
 } flash_task;
 
 /* The scratch of one (row, group) item, laid out as counted above. */
@@ -314,6 +318,38 @@ static int32_t prompt_runs(const nc_batch *b, int32_t want, int32_t *t0,
     t = e;
   }
   return k;
+}
+
+/* prompt_runs' runs, all in one pass: run k as runs[2k], runs[2k + 1];
+ * returns their number. */
+static int32_t prompt_runs_list(const nc_batch *b, int32_t *runs) {
+  int32_t k = 0;
+  for (int32_t t = 0; t < b->n_tokens;) {
+    if (!b->prompt_order[t]) {
+      t++;
+      continue;
+    }
+    int32_t e = t + 1;
+    while (e < b->n_tokens && e - t < PROMPT_ROWS && b->prompt_order[e] &&
+           run_continues(b, e))
+      e++;
+    runs[2 * k] = t;
+    runs[2 * k + 1] = e;
+    k++;
+    t = e;
+  }
+  return k;
+}
+
+/* Run k's entries [t0, t1): from the list when there is one, else found
+ * again (prompt_runs). */
+static void run_at(const flash_task *a, int32_t k, int32_t *t0, int32_t *t1) {
+  if (a->runs) {
+    *t0 = a->runs[2 * k];
+    *t1 = a->runs[2 * k + 1];
+  } else {
+    prompt_runs(a->b, k, t0, t1);
+  }
 }
 
 /* Keys [k0, k1) of the tile at j0 as F32: K transposed, V as rows (the
@@ -517,7 +553,8 @@ static void flash_worker(void *p, int ith, int nth) {
   const int32_t KVH = hp->n_head_kv, G = hp->n_head / KVH;
   if (a->n_prompt_rows > 0) {
     int32_t t0 = 0, t1 = 0;
-    const int64_t units = (int64_t)prompt_runs(b, -1, &t0, &t1) * KVH;
+    const int64_t units =
+        (int64_t)(a->runs ? a->n_runs : prompt_runs(b, -1, &t0, &t1)) * KVH;
     /* enough items for the threads, and an even share where few */
     int32_t parts = 1;
     while (parts < G && (units * parts < nth ||
@@ -529,7 +566,7 @@ static void flash_worker(void *p, int ith, int nth) {
       if (i >= items) i = k; /* the last, short round */
       const int32_t part = (int32_t)(i % parts);
       const int64_t u = i / parts;
-      prompt_runs(b, (int32_t)(u / KVH), &t0, &t1);
+      run_at(a, (int32_t)(u / KVH), &t0, &t1);
       prompt_run(a, t0, t1, (int32_t)(u % KVH), part * G / parts,
                  (part + 1) * G / parts, mem);
     }
@@ -626,7 +663,15 @@ void nc_fwd_attention_flash(nc_fwd *ctx, int32_t layer, const nc_batch *b,
   split_unit units[SPLIT_MAX_UNITS];
   plan_split(&a, units);
   if (a.n_split == 0) {
+    /* the runs listed once for every work item (without memory each item
+     * finds its own run again) */
+    int32_t *runs = a.n_prompt_rows > 0
+                        ? malloc(sizeof(int32_t) * 2 * (size_t)b->n_tokens)
+                        : NULL;
+    if (runs) a.n_runs = prompt_runs_list(b, runs);
+    a.runs = runs;
     nc_threadpool_run(ctx->tp, flash_worker, &a);
+    free(runs);
     return;
   }
   nc_threadpool_run(ctx->tp, split_worker, &a);
