@@ -30,7 +30,6 @@ import argparse
 import json
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,31 +37,10 @@ import time
 import numpy as np
 import requests
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_server import free_port, start  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(cmd, port):
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise SystemExit(f"{cmd[0]} exited: {' '.join(cmd)}")
-        try:
-            if requests.get(url + "/health", timeout=1).ok:
-                return p, url
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    p.kill()
-    raise SystemExit(f"{cmd[0]} did not start")
 
 
 def run_server(url, texts, per):

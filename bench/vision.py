@@ -41,7 +41,6 @@ import json
 import pathlib
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -50,32 +49,11 @@ import numpy as np
 import requests
 from PIL import Image
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_server import free_port, start  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 QUESTION = "Describe the image."
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(cmd, port):
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise SystemExit(f"{cmd[0]} exited: {' '.join(cmd)}")
-        try:
-            if requests.get(url + "/health", timeout=1).ok:
-                return p, url
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    p.kill()
-    raise SystemExit(f"{cmd[0]} did not start")
 
 
 def stop(p):
@@ -173,7 +151,8 @@ def serve_rows(cmd, sizes, tokens, reps, extra, salt):
     """{(w, h): (best TTFT in ms, best decode tok/s)} of the server cmd
     (its port given as --port PORT)."""
     port = free_port()
-    p, url = start([str(port) if c == "PORT" else c for c in cmd], port)
+    p, url = start([str(port) if c == "PORT" else c for c in cmd], port,
+                   timeout=600)
     try:
         chat(url, image(64, 64, 999), 4, extra)  # warm-up
         out = {}
