@@ -160,6 +160,31 @@ def require_binary_and_model(model=None):
     require_model(model)
 
 
+def llama_no_repack(path, **kw):
+    """llama_cpp.Llama(path, **kw) loaded as llama.cpp --no-repack
+    (use_extra_bufts false: weights kept in the file's layout), which the
+    high-level class does not expose. On a CPU with AMX llama.cpp repacks
+    Q4_0/Q4_1/Q8_0 and K-quant weights for its tile unit by default, and
+    llama-cpp-python 0.3.36's repacked path crashed (SIGSEGV in decode)
+    embedding a BERT Q8_0 file."""
+    import llama_cpp
+    import llama_cpp.llama as high
+
+    lib = high.llama_cpp
+    default = lib.llama_model_default_params
+
+    def no_repack():
+        mp = default()
+        mp.use_extra_bufts = False
+        return mp
+
+    lib.llama_model_default_params = no_repack
+    try:
+        return llama_cpp.Llama(str(path), **kw)
+    finally:
+        lib.llama_model_default_params = default
+
+
 @pytest.fixture(scope="module")
 def start_server():
     started = []

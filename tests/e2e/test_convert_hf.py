@@ -150,9 +150,8 @@ def test_q8_0_as_llama_cpp_quantizes(tmp_path):
     llama.cpp's converter writes), the position and token-type embeddings,
     vectors and norms F32; nucleus embeds the file as llama.cpp does."""
     import gguf
-    from llama_cpp import Llama
 
-    from conftest import NUCLEUS_BIN, require_binary_and_model
+    from conftest import NUCLEUS_BIN, llama_no_repack, require_binary_and_model
 
     require_binary_and_model(HF_DIR / "model.safetensors")
     out = tmp_path / "minilm.q8_0.gguf"
@@ -173,7 +172,8 @@ def test_q8_0_as_llama_cpp_quantizes(tmp_path):
         assert bytes(by_name[name].data) == want.tobytes(), name
     ours = json.loads(subprocess.run([NUCLEUS_BIN, "embed", "-m", str(out), "-t", "2", "--", *TEXTS],
                                      check=True, capture_output=True, text=True).stdout)["data"]
-    m = Llama(str(out), embedding=True, verbose=False, n_ctx=512, n_threads=2)
+    # (without repacking: on an AMX CPU llama.cpp's repacked Q8_0 crashed)
+    m = llama_no_repack(out, embedding=True, verbose=False, n_ctx=512, n_threads=2)
     for text, d in zip(TEXTS, ours):
         got = np.array(d["embedding"])
         want = np.array(m.embed(text, normalize=True))
