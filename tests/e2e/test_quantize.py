@@ -18,7 +18,8 @@ import pytest
 
 import llama_cpp  # requirements-test.txt: a missing oracle fails
 
-from conftest import DEFAULT_MODEL, ROOT, require_binary_and_model  # noqa
+from conftest import (DEFAULT_MODEL, ROOT, llama_no_repack,  # noqa
+                      require_binary_and_model)
 
 NUCLEUS_BIN = os.environ.get("NUCLEUS_BIN", str(ROOT / "build/release/nucleus"))
 GEMMA = str(ROOT / "models/gemma-3-270m-q4_k_m.gguf")
@@ -160,7 +161,8 @@ def test_q3_k_m_runs_in_nucleus_and_llama_cpp(tmp_path):
                         "--temp", "0", "--ignore-eos", "-p", prompt],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    llm = llama_cpp.Llama(model_path=str(out), n_ctx=128, verbose=False)
+    # (without repacking: on an AMX CPU llama.cpp's repacked path crashed)
+    llm = llama_no_repack(out, n_ctx=128, verbose=False)
     text = llm(prompt, max_tokens=8, temperature=0.0)["choices"][0]["text"]
     assert text and text in r.stdout
 
@@ -172,7 +174,8 @@ def test_output_runs_in_nucleus_and_llama_cpp(tmp_path):
                         "--temp", "0", "-p", "The capital of France is"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    llm = llama_cpp.Llama(model_path=str(out), n_ctx=128, verbose=False)
+    # (without repacking: on an AMX CPU llama.cpp's repacked path crashed)
+    llm = llama_no_repack(out, n_ctx=128, verbose=False)
     text = llm("The capital of France is", max_tokens=8,
                temperature=0.0)["choices"][0]["text"]
     assert text.strip()
