@@ -4,9 +4,11 @@
 # AMX feature macros that clang 14 spells differently from what ggml tests
 # (gcc 12's build dies with SIGILL in the AMX path; plain clang 14 leaves AMX
 # out). Produces llama-bench, llama-batched-bench, llama-server,
-# llama-perplexity, llama-quantize and the speculative decoding tools
-# llama-speculative and llama-lookup under $PEER_DIR/build/bin and prints
-# that directory as its last line of stdout (everything else goes to stderr).
+# llama-perplexity, llama-quantize, the speculative decoding tools
+# llama-speculative and llama-lookup, and the multimodal CLI llama-mtmd-cli
+# (bench/vision.py, scripts/gen_vision_goldens.py) under $PEER_DIR/build/bin
+# and prints that directory as its last line of stdout (everything else goes
+# to stderr).
 #
 # Idempotent: when the tools are there (and, on a CPU with AMX, were built
 # with the AMX path) it only prints the directory.
@@ -18,7 +20,7 @@ PEER_DIR="${1:-/opt/peer/llama.cpp}"
 VERSION="0.3.36"
 BIN="$PEER_DIR/build/bin"
 TOOLS="llama-bench llama-batched-bench llama-server llama-perplexity llama-quantize
-  llama-speculative llama-lookup"
+  llama-speculative llama-lookup llama-mtmd-cli"
 
 die() { echo "build_peer.sh: error: $*" >&2; exit 1; }
 
