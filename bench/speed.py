@@ -227,6 +227,27 @@ def nucleus_kv(nucleus, model):
     return m.group(1).strip()
 
 
+def nucleus_ctx(nucleus, model):
+    """The model's training context (`nucleus info`'s {arch}.context_length),
+    or None when the file names none."""
+    out = run([nucleus, "info", model], "nucleus info")
+    m = re.search(r"\.context_length\s+\S+\s+(\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+def check_depths(nucleus, models, depths, pp, tg):
+    """Refuses, before any run, a depth whose test does not fit a model's
+    context (nucleus holds n_ctx to it; llama.cpp would run past it)."""
+    for label, path in models:
+        ctx = nucleus_ctx(nucleus, path)
+        need = max(depths) + max(pp, tg) + 1
+        if ctx is not None and need > ctx:
+            raise BenchError(
+                f"{label}: depth {max(depths)} + {max(pp, tg)} tokens + 1 "
+                f"need {need} positions, the model's context is {ctx} (the "
+                f"deepest that fits: {ctx - max(pp, tg) - 1})")
+
+
 def check_tests(res, pp, tg, who, out):
     want = [k for k, n in (("pp", pp), ("tg", tg)) if n > 0]
     missing = [k for k in want if k not in res or not res[k] > 0]
@@ -488,6 +509,7 @@ def main():
         extra = (["--no-repack"] if a.no_repack else []) + \
             cache_args(a.cache_type) + \
             (["--row-orders", a.row_orders] if a.row_orders else [])
+        check_depths(a.nucleus, models, depths, a.pp, a.tg)
         kernels = nucleus_kernels(a.nucleus, models[0][1], extra)
         kv = {label: nucleus_kv(a.nucleus, path) for label, path in models}
 
