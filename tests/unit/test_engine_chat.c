@@ -5,8 +5,8 @@
  * logprobs are bit-identical to a cold engine's (no prefix cache), with
  * flash attention on and off, short turns (under llama.cpp's 64-row tiled
  * path) and long ones, whole or in prefill chunks; on Gemma 3 270M too
- * (K-quant matmuls, sliding-window layers). With llama.cpp's orders the
- * cache is off. Uses the stepped engine (no thread). */
+ * (K-quant matmuls, sliding-window layers); with the split orders too.
+ * With llama.cpp's orders the cache is off. Uses the stepped engine (no thread). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -103,10 +103,11 @@ static int32_t message_len(int t, uint64_t *x) {
  * and on a cold one: equal outputs, and each turn's hit is every full
  * block of the previous turn's computed positions (its prompt and its
  * reply but the last token, sampled and never fed) that prefixes it. */
-static void check_chat(nucleus_model *m, int32_t budget, uint64_t seed) {
+static void check_chat_in(nucleus_model *m, int32_t budget, uint64_t seed,
+                          nucleus_row_orders orders) {
   const int32_t n_vocab = nucleus_model_n_vocab(m);
-  nucleus_engine *warm = engine(m, true, budget, NUCLEUS_ROW_ORDERS_AUTO);
-  nucleus_engine *cold = engine(m, false, 512, NUCLEUS_ROW_ORDERS_AUTO);
+  nucleus_engine *warm = engine(m, true, budget, orders);
+  nucleus_engine *cold = engine(m, false, 512, orders);
   static int32_t chat[MAX_TOKENS];
   int32_t n = 0, prev_computed = 0;
   uint64_t x = seed;
@@ -139,6 +140,10 @@ static void check_chat(nucleus_model *m, int32_t budget, uint64_t seed) {
           budget, (long long)hits);
   nucleus_engine_free(warm);
   nucleus_engine_free(cold);
+}
+
+static void check_chat(nucleus_model *m, int32_t budget, uint64_t seed) {
+  check_chat_in(m, budget, seed, NUCLEUS_ROW_ORDERS_AUTO);
 }
 
 /* The model at path (NUCLEUS_ROOT-relative unless absolute) with flash
@@ -189,6 +194,20 @@ static void test_gemma3(void **state) {
   }
 }
 
+/* The split orders (flash attention's keys in chunks of 256 folded in
+ * position order; a decode row's chunks spread over the threads): a
+ * position's K/V still depend only on the tokens up to it, so a turn reuses
+ * the previous turns' blocks and gives a cold engine's bits, across the
+ * 256-key chunk boundaries (the chat grows past 512 tokens), whole and in
+ * prefill chunks of 7 tokens. */
+static void test_split_orders(void **state) {
+  (void)state;
+  nucleus_model *m = load(getenv("NUCLEUS_MODEL"), NUCLEUS_FLASH_ATTN_ON);
+  check_chat_in(m, 512, 0x5B17ull, NUCLEUS_ROW_ORDERS_SPLIT);
+  if (!SANITIZED) check_chat_in(m, 7, 0x5B18ull, NUCLEUS_ROW_ORDERS_SPLIT);
+  nucleus_model_free(m);
+}
+
 /* llama.cpp's orders: a position's K/V depend on its prompt's length, so
  * nothing is reused (the same prompt twice: no hit, no lookup counted);
  * auto resolves to reuse in the engine. */
@@ -227,6 +246,7 @@ int main(void) {
       cmocka_unit_test(test_default_model_flash_on),
       cmocka_unit_test(test_default_model_flash_off),
       cmocka_unit_test(test_gemma3),
+      cmocka_unit_test(test_split_orders),
       cmocka_unit_test(test_llama_orders_reuse_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
