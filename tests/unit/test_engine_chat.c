@@ -6,7 +6,8 @@
  * flash attention on and off, short turns (under llama.cpp's 64-row tiled
  * path) and long ones, whole or in prefill chunks; on Gemma 3 270M too
  * (K-quant matmuls, sliding-window layers); with the split orders too.
- * With llama.cpp's orders the cache is off. Uses the stepped engine (no thread). */
+ * With llama.cpp's orders the cache is off. Uses the stepped engine (no
+ * thread). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
