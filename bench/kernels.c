@@ -1,9 +1,10 @@
 /* bench/kernels: nanoseconds per dot product for every weight type and
- * kernel table, single-row (vec_dot, decode), multi-row (vec_dot_rows) and
- * gemm (64-row weight panels x all activation rows, as the matmul driver
- * calls it; prefill), next to llama.cpp's own CPU vec_dot measured in the
- * same run (dlopen of libggml-cpu.so; path from $GGML_CPU_LIB, else
- * llama-cpp-python's copy if found); ratio = llama.cpp / the faster of
+ * kernel table, single-row (vec_dot), multi-row (vec_dot_rows), gemm
+ * (64-row weight panels x all activation rows, as the matmul driver calls
+ * it; prefill) and gemm_few (the same panels through the decode rows'
+ * matmul: rows = 1 is one-token decode), next to llama.cpp's own CPU vec_dot
+ * measured in the same run (dlopen of libggml-cpu.so; path from $GGML_CPU_LIB,
+ * else llama-cpp-python's copy if found); ratio = llama.cpp / the faster of
  * vec_dot_rows and gemm. Not a test: `make bench`, then
  * build/release/bench/kernels [n] [rows] [type]. Times are thread CPU time.
  *
@@ -122,10 +123,13 @@ typedef struct bench_case {
 enum { PANEL = 64 }; /* weight rows per gemm call, as the matmul driver */
 
 /* ns per dot: the best of `reps` passes over the W_ROWS x a_rows matrix,
- * by vec_dot (mode 0), vec_dot_rows (1) or gemm in PANEL-row panels (2;
- * NAN when the table has no gemm for the type). */
+ * by vec_dot (mode 0), vec_dot_rows (1), gemm in PANEL-row panels (2) or
+ * gemm_few in the same panels (3: the decode rows' matmul; NAN when the
+ * table has no gemm or gemm_few for the type). */
 static double time_table(const bench_case *c, const nc_kernels *k, int mode) {
   if (mode == 2 && !k->gemm[c->t]) return NAN;
+  if (mode == 3 && !k->gemm_few[c->t]) return NAN;
+  const nc_gemm_fn panel_fn = mode == 2 ? k->gemm[c->t] : k->gemm_few[c->t];
   nc_type at = nc_type_traits_of(c->t)->vec_dot_type;
   size_t a_row = nc_row_size(at, c->n);
   uint8_t *qa = malloc(a_row * (size_t)c->a_rows);
@@ -134,10 +138,10 @@ static double time_table(const bench_case *c, const nc_kernels *k, int mode) {
   double best = 1e30;
   for (int rep = 0; rep < 15; rep++) {
     double t0 = now_ns();
-    for (int i = 0; i < W_ROWS && mode == 2; i += PANEL)
-      k->gemm[c->t](c->n, c->w + (size_t)i * c->w_row, c->w_row,
-                    W_ROWS - i < PANEL ? W_ROWS - i : PANEL, qa, a_row,
-                    c->a_rows, c->out + i, W_ROWS);
+    for (int i = 0; i < W_ROWS && mode >= 2; i += PANEL)
+      panel_fn(c->n, c->w + (size_t)i * c->w_row, c->w_row,
+               W_ROWS - i < PANEL ? W_ROWS - i : PANEL, qa, a_row, c->a_rows,
+               c->out + i, W_ROWS);
     for (int i = 0; i < W_ROWS && mode < 2; i++) {
       const uint8_t *wr = c->w + (size_t)i * c->w_row;
       if (mode == 1)
@@ -194,17 +198,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   static const nc_type types[] = {
-      NC_TYPE_F32,  NC_TYPE_F16,  NC_TYPE_BF16, NC_TYPE_Q4_0, NC_TYPE_Q4_1,
-      NC_TYPE_Q5_0, NC_TYPE_Q5_1, NC_TYPE_Q8_0, NC_TYPE_Q2_K, NC_TYPE_Q3_K,
-      NC_TYPE_Q4_K, NC_TYPE_Q5_K, NC_TYPE_Q6_K,
+      NC_TYPE_F32,     NC_TYPE_F16,     NC_TYPE_BF16,   NC_TYPE_Q4_0,
+      NC_TYPE_Q4_1,    NC_TYPE_Q5_0,    NC_TYPE_Q5_1,   NC_TYPE_Q8_0,
+      NC_TYPE_Q2_K,    NC_TYPE_Q3_K,    NC_TYPE_Q4_K,   NC_TYPE_Q5_K,
+      NC_TYPE_Q6_K,    NC_TYPE_IQ2_XXS, NC_TYPE_IQ2_XS, NC_TYPE_IQ2_S,
+      NC_TYPE_IQ3_XXS, NC_TYPE_IQ3_S,   NC_TYPE_IQ1_S,  NC_TYPE_IQ1_M,
   };
   const char *tables[] = {"ref", "avx2", "avx512", "amx"};
   get_traits_fn llama = load_llama();
   printf("n = %lld, %d weight rows x %d activation rows; ns per dot "
          "(GMAC/s); llama.cpp = its CPU vec_dot%s\n",
          (long long)n, W_ROWS, a_rows, llama ? "" : " (not found)");
-  printf("%-5s %-7s %16s %16s %16s %16s %7s\n", "type", "table", "vec_dot",
-         "vec_dot_rows", "gemm", "llama.cpp", "ratio");
+  printf("%-7s %-7s %16s %16s %16s %16s %16s %7s\n", "type", "table", "vec_dot",
+         "vec_dot_rows", "gemm", "gemm_few", "llama.cpp", "ratio");
   uint64_t seed = 0x1234567;
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
     if (only && strcmp(only, nc_type_name(types[ti])) != 0) continue;
@@ -224,11 +230,12 @@ int main(int argc, char **argv) {
       double single = time_table(&c, kt, 0);
       double multi = time_table(&c, kt, 1);
       double gemm = time_table(&c, kt, 2);
+      double few = time_table(&c, kt, 3);
       double best = gemm < multi ? gemm : multi; /* NAN compares false */
-      printf("%-5s %-7s %8.1f (%5.1f) %8.1f (%5.1f) %8.1f (%5.1f) %8.1f "
-             "(%5.1f) %7.2f\n",
+      printf("%-7s %-7s %8.1f (%5.1f) %8.1f (%5.1f) %8.1f (%5.1f) %8.1f "
+             "(%5.1f) %8.1f (%5.1f) %7.2f\n",
              nc_type_name(c.t), kt->name, single, n / single, multi, n / multi,
-             gemm, n / gemm, ll, n / ll, ll / best);
+             gemm, n / gemm, few, n / few, ll, n / ll, ll / best);
     }
     free(c.w);
     free(c.act);
