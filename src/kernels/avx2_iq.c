@@ -53,12 +53,26 @@ static void unpack(nc_type t, const void *row, int64_t i, iq_unpacked *u) {
   }
 }
 
+/* IQ1's 32 weights j with their offsets: 8q + the offset sign (|.| <= 9),
+ * ref_iq.c's tiled weight. */
+static __m256i iq1_offset_weights(nc_type t, const iq_unpacked *u, int j) {
+  const __m256i sign = t == NC_TYPE_IQ1_S
+                           ? _mm256_set1_epi8(u->dsign1[j])
+                           : _mm256_set_epi64x((long long)u->dsign[j][3],
+                                               (long long)u->dsign[j][2],
+                                               (long long)u->dsign[j][1],
+                                               (long long)u->dsign[j][0]);
+  const __m256i q2 = _mm256_add_epi8(u->w[j], u->w[j]);
+  const __m256i q4 = _mm256_add_epi8(q2, q2);
+  return _mm256_add_epi8(_mm256_add_epi8(q4, q4), sign);
+}
+
 float nc_avx2_iq_unpack_i16(nc_type t, const void *row, int64_t i,
                             int16_t *dst) {
   iq_unpacked u;
   unpack(t, row, i, &u);
   for (int j = 0; j < 8; j++) {
-    const __m256i w = u.w[j];
+    const __m256i w = nc_iq_is_iq1(t) ? iq1_offset_weights(t, &u, j) : u.w[j];
     _mm256_storeu_si256(
         (__m256i *)(dst + 32 * j),
         _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(w)),

@@ -69,8 +69,8 @@
       E(NC_TYPE_IQ2_S, nc_avx512_gemm_iq2_s_tiled),                            \
       E(NC_TYPE_IQ3_XXS, nc_avx512_gemm_iq3_xxs_tiled),                        \
       E(NC_TYPE_IQ3_S, nc_avx512_gemm_iq3_s_tiled),                            \
-      E(NC_TYPE_IQ1_S, nc_avx2_gemm_iq1_s_tiled),                              \
-      E(NC_TYPE_IQ1_M, nc_avx2_gemm_iq1_m_tiled)
+      E(NC_TYPE_IQ1_S, nc_avx512_gemm_iq1_s_tiled),                            \
+      E(NC_TYPE_IQ1_M, nc_avx512_gemm_iq1_m_tiled)
 #define SHARED_QUANTIZE_ACT                                                    \
   E(NC_TYPE_F32, nc_ref_quant_f32), E(NC_TYPE_F16, nc_avx2_quant_f16),         \
       E(NC_TYPE_BF16, nc_ref_quant_bf16), E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0), \

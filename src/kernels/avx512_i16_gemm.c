@@ -1,7 +1,8 @@
 /* avx512_i16_gemm: IQ4_XS x Q8_K matmul in the order of llama.cpp's
  * tiled matmul (ref_nl.c, nc_ref_dot_iq4_xs_tiled), and the same for the
- * IQ2/IQ3 lattice types (ref_iq.c's tiled order, t = (float)S * (d_w *
- * unit)) from avx2_iq.c's unpacking: per output and
+ * IQ1/IQ2/IQ3 lattice types (ref_iq.c's tiled order, t = (float)S * (d_w *
+ * unit), IQ1's with weights 8q + offset sign and unit 1/8) from
+ * avx2_iq.c's unpacking: per output and
  * superblock the exact integer S = sum_j (ls_j - 32) x dot_j, then
  * t = (float)S * d_w, acc = fma(t, d_a, acc). S is an integer, so any
  * grouping of its products gives it exactly; only the two float steps are
@@ -13,7 +14,8 @@
  * then takes 8 vpdpwssd per (weight, activation) pair and superblock, and
  * one transpose-add tree turns the 16 pairs' int32 lanes into the 16 S of
  * one vector. Every S fits int32: 256 products of at most 127 x 32 x 127
- * (lattice: grid bytes <= 62 times scales <= 31, times 127). */
+ * (lattice: grid bytes <= 62 times scales <= 31, times 127; IQ1: 9 x 15,
+ * times 127). */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,8 +222,9 @@ void nc_avx512_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
            iq4xs_dots, NC_TYPE_IQ4_XS);
 }
 
-/* The IQ2 and IQ3 lattice types (avx2_iq.c unpacks them, and its matmul
- * takes the few rows; IQ1's offsets keep the avx2 matmul). */
+/* The IQ1, IQ2 and IQ3 lattice types (avx2_iq.c unpacks them, IQ1's
+ * weights as 8q + offset sign with d_w / 8, and its matmul takes the few
+ * rows). */
 #define LATTICE_GEMM(name, type)                                               \
   void nc_avx512_gemm_##name##_tiled(                                          \
       int64_t n, const void *w, size_t w_stride, int64_t nw, const void *act,  \
@@ -234,3 +237,5 @@ LATTICE_GEMM(iq2_xs, NC_TYPE_IQ2_XS)
 LATTICE_GEMM(iq2_s, NC_TYPE_IQ2_S)
 LATTICE_GEMM(iq3_xxs, NC_TYPE_IQ3_XXS)
 LATTICE_GEMM(iq3_s, NC_TYPE_IQ3_S)
+LATTICE_GEMM(iq1_s, NC_TYPE_IQ1_S)
+LATTICE_GEMM(iq1_m, NC_TYPE_IQ1_M)

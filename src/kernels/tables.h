@@ -203,10 +203,11 @@ NC_AVX2_IQ(iq1_m)
 #undef NC_AVX2_DOT
 #undef NC_AVX2_IQ
 
-/* avx2_iq.c: superblock i of a row of type (IQ2_XXS, IQ2_XS, IQ2_S,
- * IQ3_XXS, IQ3_S) as 256 int16, each signed grid value times its 16's
- * scale (2s + 1); returns the tiled step's factor d_w * unit. The
- * avx512 matmuls (avx512_i16_gemm.c) take IQ4_XS's from there. */
+/* avx2_iq.c: superblock i of a row of any of the seven lattice types as
+ * 256 int16, each signed grid value (IQ1: 8 times it plus its offset
+ * sign) times its 16's scale (2s + 1); returns the tiled step's factor
+ * d_w * unit (IQ1: d_w / 8). The avx512 matmuls (avx512_i16_gemm.c) take
+ * IQ4_XS's from there. */
 typedef float (*nc_i16_unpack_fn)(nc_type type, const void *row, int64_t i,
                                   int16_t *dst);
 float nc_avx2_iq_unpack_i16(nc_type type, const void *row, int64_t i,
@@ -224,6 +225,12 @@ void nc_avx512_gemm_iq3_xxs_tiled(int64_t n, const void *w, size_t w_stride,
                                   int64_t nw, const void *act, size_t a_stride,
                                   int64_t na, float *out, size_t out_stride);
 void nc_avx512_gemm_iq3_s_tiled(int64_t n, const void *w, size_t w_stride,
+                                int64_t nw, const void *act, size_t a_stride,
+                                int64_t na, float *out, size_t out_stride);
+void nc_avx512_gemm_iq1_s_tiled(int64_t n, const void *w, size_t w_stride,
+                                int64_t nw, const void *act, size_t a_stride,
+                                int64_t na, float *out, size_t out_stride);
+void nc_avx512_gemm_iq1_m_tiled(int64_t n, const void *w, size_t w_stride,
                                 int64_t nw, const void *act, size_t a_stride,
                                 int64_t na, float *out, size_t out_stride);
 
