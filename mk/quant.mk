@@ -11,6 +11,7 @@ CFLAGS_src/kernels/avx2_iq := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx512 := -mavx2 -mfma -mf16c -mavx512f -mavx512bw \
   -mavx512vl -mavx512vnni -mbmi2
 CFLAGS_src/kernels/avx512_gemm := $(CFLAGS_src/kernels/avx512)
+CFLAGS_src/kernels/avx512_iq := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_f32 := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_gemv := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx512_kquant := $(CFLAGS_src/kernels/avx512)

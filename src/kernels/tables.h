@@ -234,6 +234,21 @@ void nc_avx512_gemm_iq1_m_tiled(int64_t n, const void *w, size_t w_stride,
                                 int64_t nw, const void *act, size_t a_stride,
                                 int64_t na, float *out, size_t out_stride);
 
+/* avx512_iq.c: the lattice types' decode-row matmuls (gemm_few) in
+ * ref_iq.c's vec_dot order, two weight rows per 512-bit accumulator. */
+#define NC_AVX512_IQ_FEW(name)                                                 \
+  void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
+                             int64_t nw, const void *act, size_t a_stride,     \
+                             int64_t na, float *out, size_t out_stride);
+NC_AVX512_IQ_FEW(iq2_xxs)
+NC_AVX512_IQ_FEW(iq2_xs)
+NC_AVX512_IQ_FEW(iq2_s)
+NC_AVX512_IQ_FEW(iq3_xxs)
+NC_AVX512_IQ_FEW(iq3_s)
+NC_AVX512_IQ_FEW(iq1_s)
+NC_AVX512_IQ_FEW(iq1_m)
+#undef NC_AVX512_IQ_FEW
+
 /* The seven IQ1/IQ2/IQ3 lattice types' entries of a table, for functions
  * named pre##iq2_xxs##post etc. (E as the tables define it). */
 #define IQ_ENTRIES(pre, post)                                                  \

@@ -616,7 +616,7 @@ static void check_new_types_bits(const nc_kernels *k) {
     static const int blocks[] = {1, 2, 3, 7, 8, 9, 17, 18, 71};
     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
       const int64_t n = bs * blocks[b];
-      enum { NA = 5, NW = 7 }; /* gemm_few: tiles of 4 and 3 rows */
+      enum { NA = 7, NW = 7 }; /* gemm_few: up to 7 rows of each */
       const size_t wrow = nc_row_size(t, n);
       uint8_t *w = malloc(wrow * NW);
       for (int r = 0; r < NW; r++) {
@@ -631,23 +631,38 @@ static void check_new_types_bits(const nc_kernels *k) {
         k->quantize_act[at](act, qa + (size_t)a * arow, n);
         free(act);
       }
-      float rows[NA], few[NA * NW];
+      float rows[NA], want_few[NA * NW];
       k->vec_dot_rows[t](n, w, qa, arow, NA, rows, 1);
-      if (k->gemm_few[t]) k->gemm_few[t](n, w, wrow, NW, qa, arow, NA, few, NW);
       for (int a = 0; a < NA; a++) {
         const uint8_t *ap = qa + (size_t)a * arow;
         const float want = want_dot(n, w, ap), got = k->vec_dot[t](n, w, ap);
         if (bits(got) != bits(want) || bits(rows[a]) != bits(want))
           fail_msg("%s %s n=%lld: vec_dot %.9g, rows %.9g, ref %.9g", k->name,
                    nc_type_name(t), (long long)n, got, rows[a], want);
-        for (int r = 0; k->gemm_few[t] && r < NW; r++) {
-          const float want_few = ref->vec_dot[t](n, w + (size_t)r * wrow, ap);
-          if (bits(few[a * NW + r]) != bits(want_few))
-            fail_msg("%s %s n=%lld: gemm_few [%d][%d] %.9g, ref vec_dot %.9g",
-                     k->name, nc_type_name(t), (long long)n, a, r,
-                     few[a * NW + r], want_few);
-        }
+        for (int r = 0; r < NW; r++)
+          want_few[a * NW + r] = ref->vec_dot[t](n, w + (size_t)r * wrow, ap);
       }
+      /* gemm_few: every decode row count 1..7 against 1..7 weight rows
+       * (odd counts: a pair of rows with a single one left) */
+      for (int na = 1; k->gemm_few[t] && na <= NA; na++)
+        for (int nw = 1; nw <= NW; nw += nw < 3 ? 1 : 4) {
+          float few[NA * (NW + 1)];
+          for (int j = 0; j < NA * (NW + 1); j++)
+            few[j] = -1234.5f;
+          k->gemm_few[t](n, w, wrow, nw, qa, arow, na, few, NW + 1);
+          for (int a = 0; a < na; a++) {
+            for (int r = 0; r < nw; r++)
+              if (bits(few[a * (NW + 1) + r]) != bits(want_few[a * NW + r]))
+                fail_msg("%s %s n=%lld nw=%d na=%d: gemm_few [%d][%d] %.9g, "
+                         "ref vec_dot %.9g",
+                         k->name, nc_type_name(t), (long long)n, nw, na, a, r,
+                         few[a * (NW + 1) + r], want_few[a * NW + r]);
+            for (int r = nw; r < NW + 1; r++)
+              if (few[a * (NW + 1) + r] != -1234.5f)
+                fail_msg("%s %s gemm_few wrote past its rows", k->name,
+                         nc_type_name(t));
+          }
+        }
       free(w);
       free(qa);
     }
