@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "avx2_util.h"
-#include "iq_raw.h" /* ksigns4 */
+#include "iq_unpack.h"
 #include "tables.h"
 
 #define AI inline __attribute__((always_inline))
@@ -87,7 +87,48 @@ static inline uint64_t u64_at(const uint8_t *p) {
   return v;
 }
 
-#define G8(g, i) ((long long)(g)[i])
+/* The sign bytes of 7-bit sign fields (one per dword or word lane): the
+ * field with its parity as bit 7 (the eighth sign makes the count of minus
+ * signs even: nc_ksigns_iq2xs's rule). */
+static AI __m512i parity_byte32(__m512i v) {
+  __m512i t = _mm512_xor_si512(v, _mm512_srli_epi32(v, 4));
+  t = _mm512_xor_si512(t, _mm512_srli_epi32(t, 2));
+  t = _mm512_xor_si512(t, _mm512_srli_epi32(t, 1));
+  return _mm512_or_si512(
+      v, _mm512_slli_epi32(_mm512_and_si512(t, _mm512_set1_epi32(1)), 7));
+}
+
+static AI __m512i parity_byte16(__m512i v) {
+  __m512i t = _mm512_xor_si512(v, _mm512_srli_epi16(v, 4));
+  t = _mm512_xor_si512(t, _mm512_srli_epi16(t, 2));
+  t = _mm512_xor_si512(t, _mm512_srli_epi16(t, 1));
+  return _mm512_or_si512(
+      v, _mm512_slli_epi16(_mm512_and_si512(t, _mm512_set1_epi16(1)), 7));
+}
+
+/* The 4 sign masks of a superblock whose 8 sign words (four 7-bit fields
+ * each, bits 0..27) are the dwords stride * ib + off of src. */
+static AI void sign_masks_aux(__m512i src, int stride, int off,
+                              __mmask64 neg[4]) {
+  const __m512i ib = _mm512_srli_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+      2);
+  const __m512i shift =
+      _mm512_set_epi32(21, 14, 7, 0, 21, 14, 7, 0, 21, 14, 7, 0, 21, 14, 7, 0);
+  const __m512i m7 = _mm512_set1_epi32(127);
+  const __m512i i_lo =
+      _mm512_add_epi32(_mm512_mullo_epi32(ib, _mm512_set1_epi32(stride)),
+                       _mm512_set1_epi32(off));
+  const __m512i i_hi = _mm512_add_epi32(i_lo, _mm512_set1_epi32(4 * stride));
+  const __m128i lo = _mm512_cvtepi32_epi8(parity_byte32(_mm512_and_si512(
+      _mm512_srlv_epi32(_mm512_permutexvar_epi32(i_lo, src), shift), m7)));
+  const __m128i hi = _mm512_cvtepi32_epi8(parity_byte32(_mm512_and_si512(
+      _mm512_srlv_epi32(_mm512_permutexvar_epi32(i_hi, src), shift), m7)));
+  neg[0] = _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(lo));
+  neg[1] = _cvtu64_mask64((uint64_t)_mm_extract_epi64(lo, 1));
+  neg[2] = _cvtu64_mask64((uint64_t)_mm_cvtsi128_si64(hi));
+  neg[3] = _cvtu64_mask64((uint64_t)_mm_extract_epi64(hi, 1));
+}
 
 static AI void load_iq2_xxs(const block_iq2_xxs *x, sb512 *b) {
   const uint8_t *q = (const uint8_t *)x->qs;
@@ -98,13 +139,13 @@ static AI void load_iq2_xxs(const block_iq2_xxs *x, sb512 *b) {
   const uint64_t *g = nc_iq2xxs_grid;
   for (int h = 0; h < 4; h++) {
     const uint8_t *p0 = q + 16 * h, *p1 = p0 + 8;
-    b->aw[h] = _mm512_set_epi64(G8(g, p1[3]), G8(g, p1[2]), G8(g, p1[1]),
-                                G8(g, p1[0]), G8(g, p0[3]), G8(g, p0[2]),
-                                G8(g, p0[1]), G8(g, p0[0]));
-    b->neg[h] = _cvtu64_mask64(ksigns4(nc_iq_u32(p0 + 4)) |
-                               (uint64_t)ksigns4(nc_iq_u32(p1 + 4)) << 32);
+    b->aw[h] = _mm512_i32gather_epi64(
+        _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(
+            (long long)(nc_iq_u32(p0) | (uint64_t)nc_iq_u32(p1) << 32))),
+        (const void *)g, 8);
     b->sc[h] = per32_scales(s, h, 4, 2); /* dword 2ib + 1's low half */
   }
+  sign_masks_aux(v, 2, 1, b->neg);
   b->dw = _cvtsh_ss(x->d);
 }
 
@@ -113,16 +154,19 @@ static AI void load_iq2_xs(const block_iq2_xs *x, sb512 *b) {
   const uint64_t *g = nc_iq2xs_grid;
   for (int h = 0; h < 4; h++) {
     const uint16_t *c = x->qs + 8 * h;
-    b->aw[h] = _mm512_set_epi64(G8(g, c[7] & 511), G8(g, c[6] & 511),
-                                G8(g, c[5] & 511), G8(g, c[4] & 511),
-                                G8(g, c[3] & 511), G8(g, c[2] & 511),
-                                G8(g, c[1] & 511), G8(g, c[0] & 511));
-    uint64_t m = 0;
-    for (int l = 0; l < 8; l++)
-      m |= (uint64_t)nc_ksigns_iq2xs[c[l] >> 9] << 8 * l;
-    b->neg[h] = _cvtu64_mask64(m);
+    b->aw[h] = _mm512_i32gather_epi64(
+        _mm256_and_si256(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)c)),
+            _mm256_set1_epi32(511)),
+        (const void *)g, 8);
     b->sc[h] = per16_scales(s, h);
   }
+  const __m256i sb = _mm512_cvtepi16_epi8(parity_byte16(
+      _mm512_srli_epi16(_mm512_loadu_si512((const void *)x->qs), 9)));
+  b->neg[0] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(sb, 0));
+  b->neg[1] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(sb, 1));
+  b->neg[2] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(sb, 2));
+  b->neg[3] = _cvtu64_mask64((uint64_t)_mm256_extract_epi64(sb, 3));
   b->dw = _cvtsh_ss(x->d);
 }
 
@@ -132,19 +176,21 @@ static AI void load_iq2_s(const block_iq2_s *x, sb512 *b) {
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 8 * h;
     const int h0 = x->qh[2 * h], h1 = x->qh[2 * h + 1];
-#define IQ2S(qb, hb, l) G8(g, (qb)[l] | (((hb) << (8 - 2 * (l))) & 0x300))
-    b->aw[h] =
-        _mm512_set_epi64(IQ2S(q + 4, h1, 3), IQ2S(q + 4, h1, 2),
-                         IQ2S(q + 4, h1, 1), IQ2S(q + 4, h1, 0), IQ2S(q, h0, 3),
-                         IQ2S(q, h0, 2), IQ2S(q, h0, 1), IQ2S(q, h0, 0));
-#undef IQ2S
+    const __m256i hi = _mm256_slli_epi32(
+        _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_set1_epi32(h0 | h1 << 8),
+                              _mm256_set_epi32(14, 12, 10, 8, 6, 4, 2, 0)),
+            _mm256_set1_epi32(3)),
+        8);
+    b->aw[h] = _mm512_i32gather_epi64(
+        _mm256_or_si256(
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q)), hi),
+        (const void *)g, 8);
     b->neg[h] = _cvtu64_mask64(u64_at(x->qs + QK_K / 8 + 8 * h));
     b->sc[h] = per16_scales(s, h);
   }
   b->dw = _cvtsh_ss(x->d);
 }
-
-#define G4(g, i) ((int)(g)[i])
 
 static AI void load_iq3_xxs(const block_iq3_xxs *x, sb512 *b) {
   const uint8_t *aux = x->qs + QK_K / 4;
@@ -155,16 +201,12 @@ static AI void load_iq3_xxs(const block_iq3_xxs *x, sb512 *b) {
   const uint32_t *g = nc_iq3xxs_grid;
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 16 * h;
-    b->aw[h] =
-        _mm512_set_epi32(G4(g, q[15]), G4(g, q[14]), G4(g, q[13]), G4(g, q[12]),
-                         G4(g, q[11]), G4(g, q[10]), G4(g, q[9]), G4(g, q[8]),
-                         G4(g, q[7]), G4(g, q[6]), G4(g, q[5]), G4(g, q[4]),
-                         G4(g, q[3]), G4(g, q[2]), G4(g, q[1]), G4(g, q[0]));
-    b->neg[h] =
-        _cvtu64_mask64(ksigns4(nc_iq_u32(aux + 8 * h)) |
-                       (uint64_t)ksigns4(nc_iq_u32(aux + 8 * h + 4)) << 32);
+    b->aw[h] = _mm512_i32gather_epi32(
+        _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)q)),
+        (const void *)g, 4);
     b->sc[h] = per32_scales(s, h, 2, 0); /* dword ib's low half */
   }
+  sign_masks_aux(_mm512_castsi256_si512(v), 1, 0, b->neg);
   b->dw = _cvtsh_ss(x->d);
 }
 
@@ -181,14 +223,12 @@ static AI void load_iq3_s(const block_iq3_s *x, sb512 *b) {
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 16 * h;
     const int h0 = x->qh[2 * h], h1 = x->qh[2 * h + 1];
-#define IQ3S(qb, hb, e) G4(g, (qb)[e] | (((hb) >> (e)) & 1) << 8)
-    b->aw[h] = _mm512_set_epi32(
-        IQ3S(q + 8, h1, 7), IQ3S(q + 8, h1, 6), IQ3S(q + 8, h1, 5),
-        IQ3S(q + 8, h1, 4), IQ3S(q + 8, h1, 3), IQ3S(q + 8, h1, 2),
-        IQ3S(q + 8, h1, 1), IQ3S(q + 8, h1, 0), IQ3S(q, h0, 7), IQ3S(q, h0, 6),
-        IQ3S(q, h0, 5), IQ3S(q, h0, 4), IQ3S(q, h0, 3), IQ3S(q, h0, 2),
-        IQ3S(q, h0, 1), IQ3S(q, h0, 0));
-#undef IQ3S
+    const __m512i ql =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)q));
+    b->aw[h] = _mm512_i32gather_epi32(
+        _mm512_mask_or_epi32(ql, _cvtu32_mask16((unsigned)(h0 | h1 << 8)), ql,
+                             _mm512_set1_epi32(256)),
+        (const void *)g, 4);
     b->neg[h] = _cvtu64_mask64(u64_at(x->signs + 8 * h));
     b->sc[h] = per32_scales(s, h, 1, 0);
   }
@@ -202,12 +242,16 @@ static AI void load_iq1_s(const block_iq1_s *x, sb512 *b) {
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 8 * h;
     const int h0 = x->qh[2 * h], h1 = x->qh[2 * h + 1];
-#define IQ1S(qb, hb, l) G8(g, (qb)[l] | (((hb) >> 3 * (l)) & 7) << 8)
-    const __m512i m =
-        _mm512_set_epi64(IQ1S(q + 4, h1, 3), IQ1S(q + 4, h1, 2),
-                         IQ1S(q + 4, h1, 1), IQ1S(q + 4, h1, 0), IQ1S(q, h0, 3),
-                         IQ1S(q, h0, 2), IQ1S(q, h0, 1), IQ1S(q, h0, 0));
-#undef IQ1S
+    const __m256i hi = _mm256_slli_epi32(
+        _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_set1_epi32(h0 | h1 << 16),
+                              _mm256_set_epi32(25, 22, 19, 16, 9, 6, 3, 0)),
+            _mm256_set1_epi32(7)),
+        8);
+    const __m512i m = _mm512_i32gather_epi64(
+        _mm256_or_si256(
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q)), hi),
+        (const void *)g, 8);
     b->aw[h] = _mm512_abs_epi8(m);
     b->neg[h] = _mm512_movepi8_mask(m);
   }
@@ -230,10 +274,16 @@ static AI void load_iq1_m(const block_iq1_m *x, sb512 *b) {
   const uint64_t *g = nc_iq1s_grid;
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 8 * h, *qh = x->qh + 4 * h;
-#define IQ1M(k) G8(g, q[k] | ((qh[(k) / 2] >> 4 * ((k) % 2)) & 7) << 8)
-    const __m512i m = _mm512_set_epi64(IQ1M(7), IQ1M(6), IQ1M(5), IQ1M(4),
-                                       IQ1M(3), IQ1M(2), IQ1M(1), IQ1M(0));
-#undef IQ1M
+    const __m256i hi = _mm256_slli_epi32(
+        _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_set1_epi32((int)nc_iq_u32(qh)),
+                              _mm256_set_epi32(28, 24, 20, 16, 12, 8, 4, 0)),
+            _mm256_set1_epi32(7)),
+        8);
+    const __m512i m = _mm512_i32gather_epi64(
+        _mm256_or_si256(
+            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q)), hi),
+        (const void *)g, 8);
     b->aw[h] = _mm512_abs_epi8(m);
     b->neg[h] = _mm512_movepi8_mask(m);
     const uint64_t bits = _pext_u32(nc_iq_u32(qh), 0x88888888u);
