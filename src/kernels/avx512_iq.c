@@ -137,6 +137,7 @@ static AI void load_iq2_xxs(const block_iq2_xxs *x, sb512 *b) {
   const __m512i s =
       _mm512_add_epi32(_mm512_add_epi32(s2, s2), _mm512_set1_epi32(1));
   const uint64_t *g = nc_iq2xxs_grid;
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const uint8_t *p0 = q + 16 * h, *p1 = p0 + 8;
     b->aw[h] = _mm512_i32gather_epi64(
@@ -152,6 +153,7 @@ static AI void load_iq2_xxs(const block_iq2_xxs *x, sb512 *b) {
 static AI void load_iq2_xs(const block_iq2_xs *x, sb512 *b) {
   const __m256i s = nibble_scales16(x->scales);
   const uint64_t *g = nc_iq2xs_grid;
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const uint16_t *c = x->qs + 8 * h;
     b->aw[h] = _mm512_i32gather_epi64(
@@ -173,6 +175,7 @@ static AI void load_iq2_xs(const block_iq2_xs *x, sb512 *b) {
 static AI void load_iq2_s(const block_iq2_s *x, sb512 *b) {
   const __m256i s = nibble_scales16(x->scales);
   const uint64_t *g = nc_iq2s_grid;
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 8 * h;
     const int h0 = x->qh[2 * h], h1 = x->qh[2 * h + 1];
@@ -199,6 +202,7 @@ static AI void load_iq3_xxs(const block_iq3_xxs *x, sb512 *b) {
   const __m512i s = _mm512_castsi256_si512(
       _mm256_add_epi32(_mm256_add_epi32(s2, s2), _mm256_set1_epi32(1)));
   const uint32_t *g = nc_iq3xxs_grid;
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 16 * h;
     b->aw[h] = _mm512_i32gather_epi32(
@@ -220,6 +224,7 @@ static AI void load_iq3_s(const block_iq3_s *x, sb512 *b) {
   const __m512i s = _mm512_castsi128_si512(
       _mm_add_epi16(_mm_add_epi16(s8, s8), _mm_set1_epi16(1)));
   const uint32_t *g = nc_iq3s_grid;
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 16 * h;
     const int h0 = x->qh[2 * h], h1 = x->qh[2 * h + 1];
@@ -239,6 +244,7 @@ static AI void load_iq3_s(const block_iq3_s *x, sb512 *b) {
  * (sign times scale of its 32) for the activation's 16-sums. */
 static AI void load_iq1_s(const block_iq1_s *x, sb512 *b) {
   const uint64_t *g = nc_iq1s_grid;
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 8 * h;
     const int h0 = x->qh[2 * h], h1 = x->qh[2 * h + 1];
@@ -258,6 +264,7 @@ static AI void load_iq1_s(const block_iq1_s *x, sb512 *b) {
   const __m128i qh = _mm_loadu_si128((const __m128i *)x->qh);
   const __m128i s3 = _mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7));
   const __m128i s = _mm_add_epi16(_mm_add_epi16(s3, s3), _mm_set1_epi16(1));
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++)
     b->sc[h] = per32_scales(_mm512_castsi128_si512(s), h, 1, 0);
   const __m128i neg = _mm_srai_epi16(qh, 15); /* -1 where the offset is */
@@ -272,6 +279,7 @@ static AI void load_iq1_s(const block_iq1_s *x, sb512 *b) {
  * 3(k % 4).. of scale word k / 4. */
 static AI void load_iq1_m(const block_iq1_m *x, sb512 *b) {
   const uint64_t *g = nc_iq1s_grid;
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 8 * h, *qh = x->qh + 4 * h;
     const __m256i hi = _mm256_slli_epi32(
@@ -301,6 +309,7 @@ static AI void load_iq1_m(const block_iq1_m *x, sb512 *b) {
       _mm256_and_si256(_mm256_srlv_epi16(words, shift), _mm256_set1_epi16(7));
   const __m256i s =
       _mm256_add_epi16(_mm256_add_epi16(s3, s3), _mm256_set1_epi16(1));
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++)
     b->sc[h] = per16_scales(s, h);
   b->dw = _cvtsh_ss(nc_iq1m_half_scale(x));
@@ -322,6 +331,7 @@ static AI void load_sb(nc_type t, const void *row, int64_t i, sb512 *b) {
  * and 8..15 sum to ref_iq.c's 8 lanes. */
 static AI __m512i lanes(const sb512 *b, const int8_t *a) {
   __m512i acc = _mm512_setzero_si512();
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const __m512i x = _mm512_loadu_si512((const void *)(a + 64 * h));
     const __m512i xs =
@@ -335,6 +345,7 @@ static AI __m512i lanes(const sb512 *b, const int8_t *a) {
 /* IQ1_M's offset lanes: the activation signed per group of 8. */
 static AI __m512i delta_lanes(const sb512 *b, const int8_t *a) {
   __m512i acc = _mm512_setzero_si512();
+#pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const __m512i x = _mm512_loadu_si512((const void *)(a + 64 * h));
     const __m512i xs =
