@@ -247,10 +247,10 @@ static AI void load_iq1_s(const block_iq1_s *x, sb512 *b) {
 #pragma GCC unroll 4
   for (int h = 0; h < 4; h++) {
     const uint8_t *q = x->qs + 8 * h;
-    const int h0 = x->qh[2 * h], h1 = x->qh[2 * h + 1];
+    const uint32_t h01 = x->qh[2 * h] | (uint32_t)x->qh[2 * h + 1] << 16;
     const __m256i hi = _mm256_slli_epi32(
         _mm256_and_si256(
-            _mm256_srlv_epi32(_mm256_set1_epi32(h0 | h1 << 16),
+            _mm256_srlv_epi32(_mm256_set1_epi32((int)h01),
                               _mm256_set_epi32(25, 22, 19, 16, 9, 6, 3, 0)),
             _mm256_set1_epi32(7)),
         8);
