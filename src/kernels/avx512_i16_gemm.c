@@ -222,20 +222,20 @@ void nc_avx512_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
            iq4xs_dots, NC_TYPE_IQ4_XS);
 }
 
-/* The IQ1, IQ2 and IQ3 lattice types (avx2_iq.c unpacks them, IQ1's
- * weights as 8q + offset sign with d_w / 8, and its matmul takes the few
- * rows). */
-#define LATTICE_GEMM(name, type)                                               \
+/* The IQ1, IQ2 and IQ3 lattice types (IQ2/IQ3 unpacked by avx512_iq.c,
+ * IQ1 by avx2_iq.c, its weights as 8q + offset sign with d_w / 8; the
+ * avx2 tiled matmul takes the few rows). */
+#define LATTICE_GEMM(name, type, unpack)                                       \
   void nc_avx512_gemm_##name##_tiled(                                          \
       int64_t n, const void *w, size_t w_stride, int64_t nw, const void *act,  \
       size_t a_stride, int64_t na, float *out, size_t out_stride) {            \
-    i16_gemm(n, w, w_stride, nw, act, a_stride, na, out, out_stride,           \
-             nc_avx2_iq_unpack_i16, nc_avx2_gemm_##name##_tiled, type);        \
+    i16_gemm(n, w, w_stride, nw, act, a_stride, na, out, out_stride, unpack,   \
+             nc_avx2_gemm_##name##_tiled, type);                               \
   }
-LATTICE_GEMM(iq2_xxs, NC_TYPE_IQ2_XXS)
-LATTICE_GEMM(iq2_xs, NC_TYPE_IQ2_XS)
-LATTICE_GEMM(iq2_s, NC_TYPE_IQ2_S)
-LATTICE_GEMM(iq3_xxs, NC_TYPE_IQ3_XXS)
-LATTICE_GEMM(iq3_s, NC_TYPE_IQ3_S)
-LATTICE_GEMM(iq1_s, NC_TYPE_IQ1_S)
-LATTICE_GEMM(iq1_m, NC_TYPE_IQ1_M)
+LATTICE_GEMM(iq2_xxs, NC_TYPE_IQ2_XXS, nc_avx512_iq_unpack_i16)
+LATTICE_GEMM(iq2_xs, NC_TYPE_IQ2_XS, nc_avx512_iq_unpack_i16)
+LATTICE_GEMM(iq2_s, NC_TYPE_IQ2_S, nc_avx512_iq_unpack_i16)
+LATTICE_GEMM(iq3_xxs, NC_TYPE_IQ3_XXS, nc_avx512_iq_unpack_i16)
+LATTICE_GEMM(iq3_s, NC_TYPE_IQ3_S, nc_avx512_iq_unpack_i16)
+LATTICE_GEMM(iq1_s, NC_TYPE_IQ1_S, nc_avx2_iq_unpack_i16)
+LATTICE_GEMM(iq1_m, NC_TYPE_IQ1_M, nc_avx2_iq_unpack_i16)

@@ -447,6 +447,43 @@ static AI void gemm_few(nc_type t, int64_t n, const void *w, size_t w_stride,
   }
 }
 
+/* The prompt matmul's unpacking (avx512_i16_gemm.c) of the IQ2 and IQ3
+ * types from the same registers: superblock i's 256 signed weights times
+ * their 16's scale as int16, and d_w * unit (the tiled step's factor). */
+static AI float unpack_i16(nc_type t, const void *row, int64_t i,
+                           int16_t *dst) {
+  sb512 b;
+  load_sb(t, row, i, &b);
+  const __m512i lo_idx = _mm512_slli_epi16(_mm512_srli_epi16(iota16(), 4), 3);
+  const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
+#pragma GCC unroll 4
+  for (int h = 0; h < 4; h++) {
+    const __m512i w = _mm512_mask_sub_epi8(b.aw[h], b.neg[h],
+                                           _mm512_setzero_si512(), b.aw[h]);
+    _mm512_storeu_si512(
+        (void *)(dst + 64 * h),
+        _mm512_mullo_epi16(_mm512_cvtepi8_epi16(_mm512_castsi512_si256(w)),
+                           _mm512_permutexvar_epi16(lo_idx, b.sc[h])));
+    _mm512_storeu_si512(
+        (void *)(dst + 64 * h + 32),
+        _mm512_mullo_epi16(
+            _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(w, 1)),
+            _mm512_permutexvar_epi16(hi_idx, b.sc[h])));
+  }
+  return b.dw * nc_iq_unit(t);
+}
+
+float nc_avx512_iq_unpack_i16(nc_type t, const void *row, int64_t i,
+                              int16_t *dst) {
+  switch (t) {
+  case NC_TYPE_IQ2_XXS: return unpack_i16(NC_TYPE_IQ2_XXS, row, i, dst);
+  case NC_TYPE_IQ2_XS: return unpack_i16(NC_TYPE_IQ2_XS, row, i, dst);
+  case NC_TYPE_IQ2_S: return unpack_i16(NC_TYPE_IQ2_S, row, i, dst);
+  case NC_TYPE_IQ3_XXS: return unpack_i16(NC_TYPE_IQ3_XXS, row, i, dst);
+  default: return unpack_i16(NC_TYPE_IQ3_S, row, i, dst);
+  }
+}
+
 #define IQ_GEMM_FEW(name, type)                                                \
   void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *act, size_t a_stride,     \

@@ -248,6 +248,10 @@ NC_AVX512_IQ_FEW(iq3_s)
 NC_AVX512_IQ_FEW(iq1_s)
 NC_AVX512_IQ_FEW(iq1_m)
 #undef NC_AVX512_IQ_FEW
+/* avx512_iq.c: nc_avx2_iq_unpack_i16's result for IQ2_XXS, IQ2_XS, IQ2_S,
+ * IQ3_XXS and IQ3_S, from the AVX-512 unpacking. */
+float nc_avx512_iq_unpack_i16(nc_type type, const void *row, int64_t i,
+                              int16_t *dst);
 
 /* The seven IQ1/IQ2/IQ3 lattice types' entries of a table, for functions
  * named pre##iq2_xxs##post etc. (E as the tables define it). */
