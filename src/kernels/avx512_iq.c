@@ -18,11 +18,14 @@
  * in the high 8), so the float steps are the AVX2 ones, two rows at a time.
  *
  * The superblocks are unpacked straight into registers (grid points by
- * scalar lookups, signs as mask words, scales by one permute per 64), once
- * per weight row for all the activation rows; at one activation row that
- * unpacking is the work. IQ1's grid bytes are signed (-1, 0, 1): their
- * magnitudes and sign mask come from the bytes; the offsets as in
- * avx2_iq.c: IQ1_S's from the activation's 16-sums (an integer per
+ * gathers on indices made vector-wide, signs as mask words: IQ2_XXS's,
+ * IQ2_XS's and IQ3_XXS's 7-bit codes plus their parity, 32 at a time,
+ * scales by one permute per 64), once per weight row for all the
+ * activation rows; at one activation row that unpacking is the work. The
+ * same loaders give the prompt matmul its int16 weights for IQ2/IQ3
+ * (nc_avx512_iq_unpack_i16, for avx512_i16_gemm.c). IQ1's grid bytes are signed
+ * (-1, 0, 1): their magnitudes and sign mask come from the bytes; the offsets
+ * as in avx2_iq.c: IQ1_S's from the activation's 16-sums (an integer per
  * superblock, a scalar float accumulator per row), IQ1_M's as a second set
  * of lanes (the activation signed per group of 8) and accumulator. */
 #include <immintrin.h>
