@@ -384,7 +384,7 @@ static inline __m256 high8(__m512 v) {
 }
 
 /* Activation rows per pass: their accumulators stay in registers. */
-enum { A_CHUNK = 4 };
+enum { A_CHUNK = 8 };
 
 static AI void gemm_few(nc_type t, int64_t n, const void *w, size_t w_stride,
                         int64_t nw, const void *act, size_t a_stride,

@@ -355,6 +355,34 @@ static void check_gemm_packed(const nc_kernels *k, nc_type t, int64_t n,
   free(packed);
 }
 
+/* The lattice types' gemm_few (vec_dot's order, ref_iq.c's) at any count
+ * of rows, past its register chunk of activation rows too: ref's vec_dot
+ * bit for bit, nothing written past the rows. */
+static void check_gemm_few_many(const nc_kernels *k, nc_type t, int64_t n,
+                                const uint8_t *w, size_t wstride, int64_t nw,
+                                const uint8_t *qa, size_t astride, int64_t na,
+                                float *out, size_t ostride) {
+  for (size_t j = 0; j < (size_t)na * ostride; j++)
+    out[j] = -1234.5f;
+  k->gemm_few[t](n, w, wstride, nw, qa, astride, na, out, ostride);
+  for (int64_t a = 0; a < na; a++) {
+    for (int64_t r = 0; r < nw; r++) {
+      const float want = nc_kernels_ref()->vec_dot[t](
+          n, w + (size_t)r * wstride, qa + (size_t)a * astride);
+      const float got = out[(size_t)a * ostride + (size_t)r];
+      if (bits(got) != bits(want))
+        fail_msg("%s %s gemm_few n=%lld nw=%lld na=%lld: [%lld][%lld] = "
+                 "%.9g, ref vec_dot %.9g",
+                 k->name, nc_type_name(t), (long long)n, (long long)nw,
+                 (long long)na, (long long)a, (long long)r, got, want);
+    }
+    for (size_t r = (size_t)nw; r < ostride; r++)
+      if (out[(size_t)a * ostride + r] != -1234.5f)
+        fail_msg("%s %s gemm_few wrote past its rows", k->name,
+                 nc_type_name(t));
+  }
+}
+
 /* A table's gemm gives, for every (weight row, activation row), the bits
  * of its vec_dot on that pair: any panel height (register tiles of 4 and 2
  * rows and a single-row tail), any number of activation rows (full and
@@ -414,6 +442,9 @@ static void check_gemm(const nc_kernels *k) {
           }
           check_gemm_packed(k, t, n, w, wstride, nw, qa, astride, na, out,
                             ostride);
+          if (iq_lattice(t) && k->gemm_few[t])
+            check_gemm_few_many(k, t, n, w, wstride, nw, qa, astride, na, out,
+                                ostride);
         }
       free(out);
       free(w);
