@@ -49,6 +49,8 @@ static nc_mmproj_lm made_up_lm(const gguf_file *f, size_t size) {
       lm.arch = "qwen2vl";
     else if (str_is(s, "qwen3vl_merger"))
       lm.arch = "qwen3vl";
+    else if (str_is(s, "gemma4v"))
+      lm.arch = "gemma4";
   }
   int64_t v;
   if (gguf_get_i64(f, "clip.vision.projection_dim", &v) && v >= 1 && v <= 65536)
@@ -69,8 +71,8 @@ static double encode_work(const nucleus_mmproj *mm, const nucleus_image *img,
                           int32_t tokens) {
   const double E = mm->n_embd, F = mm->n_ff, P = mm->patch_size;
   double patches, pixels;
-  if (nc_mmproj_is_qwen(mm)) {
-    patches = 4.0 * tokens;
+  if (nc_mmproj_dyn_size(mm)) {
+    patches = (double)mm->n_merge * mm->n_merge * tokens;
     pixels = patches * P * P;
   } else {
     const double side = (double)mm->image_size / mm->patch_size;
@@ -108,7 +110,10 @@ static int use(const nucleus_mmproj *mm, int32_t w, int32_t h) {
     check(out != NULL);
     nc_error err = {0};
     nc_code rc = nc_mmproj_encode(mm, img, NULL, out, &err);
-    check(rc == NC_OK || (rc == NC_ERR_NOMEM && err.message[0]));
+    /* gemma4v: a patch grid past the file's position tables is refused */
+    check(rc == NC_OK || (rc == NC_ERR_NOMEM && err.message[0]) ||
+          (rc == NC_ERR_INVALID_ARGUMENT &&
+           mm->projector == NC_PROJECTOR_GEMMA4V && err.message[0]));
     free(out);
     encoded = 1;
   }

@@ -2,6 +2,7 @@
 # src/api/api_image.c, api_vision.c; docs/VISION.md).
 UNIT_TESTS += test_mmproj test_mmproj_encode test_engine_images
 UNIT_TESTS += test_mmproj_qwen3vl test_engine_qwen_images test_mmproj_qwen2vl
+UNIT_TESTS += test_mmproj_gemma4v
 # The random projector paired with build/arch/gemma3.gguf (same seed).
 build/arch/gemma3-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)
@@ -59,3 +60,8 @@ build/arch/gemma3-mmproj-q8.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_
 	@mkdir -p $(dir $@)
 	python3 scripts/make_mmproj_gguf.py gemma3 $@ --seed 17 --q8
 arch-models: build/arch/gemma3-mmproj-q8.gguf
+# The random Gemma 4 projector paired with build/arch/gemma4.gguf.
+build/arch/gemma4v-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
+	@mkdir -p $(dir $@)
+	python3 scripts/make_mmproj_gguf.py gemma4v $@ --seed 17
+arch-models: build/arch/gemma4v-mmproj.gguf

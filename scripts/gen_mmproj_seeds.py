@@ -31,6 +31,11 @@ TINY = {
     "qwen2vl": dict(patch_size=4, n_embd=8, n_head=1, n_ff=16, n_layer=1),
     "qwen25vl": dict(patch_size=4, n_embd=8, n_head=1, n_ff=16, n_layer=2,
                      n_wa_pattern=2),
+    # patches of 2, 3 x 3 pooling: the harness's 5 x 3 and 2 x 19 images
+    # scaled up to the 70 rows' minimum (66 x 42, 18 x 156 pixels), within
+    # 96 positions a side
+    "gemma4v": dict(image_size=8, patch_size=2, n_embd=8, n_head=2, n_ff=16,
+                    n_layer=1, pos_size=96),
 }
 
 
@@ -121,6 +126,15 @@ SEEDS = {
     "ok_qwen2vl": ("qwen2vl", {}, {}),
     "ok_qwen25vl": ("qwen25vl", {}, {}),
     "ok_qwen25vl_no_windows": ("qwen25vl", {}, {"keys": {V + "n_wa_pattern": 0}}),
+    "ok_gemma4v": ("gemma4v", {}, {}),
+    "ok_gemma4v_f16": ("gemma4v", {"f16": True}, {}),
+    "ok_gemma4v_merge2": ("gemma4v", {}, {"add_keys": {V + "projector.scale_factor": 2}}),
+    "bad_gemma4v_head_size": ("gemma4v", {"n_embd": 12, "n_head": 2}, {}),
+    "bad_gemma4v_merge_zero": ("gemma4v", {}, {"add_keys": {V + "projector.scale_factor": 0}}),
+    "bad_gemma4v_positions": ("gemma4v", {}, {"drop_tensors": ["v.position_embd.weight"]}),
+    "bad_gemma4v_clamp_f16": ("gemma4v", {}, {"f16_tensors": ["v.blk.0.attn_q.input_min"]}),
+    "bad_gemma4v_std_half": ("gemma4v", {}, {"drop_tensors": ["v.std_scale"]}),
+    "bad_gemma4v_proj_missing": ("gemma4v", {}, {"drop_tensors": ["mm.input_projection.weight"]}),
     "bad_architecture": ("gemma3", {}, {"keys": {"general.architecture": "llama"}}),
     "bad_no_vision": ("gemma3", {}, {"keys": {"clip.has_vision_encoder": False}}),
     "bad_projector": ("gemma3", {}, {"keys": {"clip.projector_type": "llava"}}),

@@ -31,7 +31,14 @@ images (tests/data/vision/README.md):
   llama-mtmd-cli's greedy text through the Qwen2.5-VL pair for the images
   wide then tall.
 
-Usage: scripts/gen_vision_goldens.py [--llama-bin DIR] [--qwen3vl | --qwen2vl]
+- with --gemma4v: tests/data/vision/gemma4v_emb_<name>.bin, the rows of
+  the images of GEMMA4V_IMAGES through the random Gemma 4 pair
+  (build/arch/gemma4.gguf + gemma4v-mmproj.gguf, seed 17; _fa.bin: -fa
+  on), and tests/data/vision/gemma4v_greedy.txt, llama-mtmd-cli's greedy
+  text for the images wide then tall.
+
+Usage: scripts/gen_vision_goldens.py [--llama-bin DIR] [--qwen3vl | --qwen2vl
+                                      | --gemma4v]
 The images are a pure function of (width, height) (pixel() below; the unit
 test computes the same), written to PNG (lossless) for llama.cpp.
 """
@@ -137,6 +144,44 @@ def qwen2vl(cli, tmp):
     print(dst, out[1:-2])
 
 
+# Gemma 4 (patches of 4, 3 x 3 pooling: sides multiples of 12, 70 .. 1120
+# rows): its own size (108 x 108: 9 x 9 rows, no resize), wide (200 x 90
+# -> 204 x 96 by the bicubic fit, letterboxed: 17 x 8), tall (70 x 150 ->
+# 72 x 156: 6 x 13) and small (40 x 30, scaled up to the 70 rows' minimum:
+# 120 x 96, 10 x 8)
+GEMMA4V_IMAGES = {"square": (108, 108), "wide": (200, 90), "tall": (70, 150),
+                  "small": (40, 30)}
+
+
+def gemma4v(cli, tmp):
+    lm = os.path.join(ROOT, "build", "arch", "gemma4.gguf")
+    mm = os.path.join(ROOT, "build", "arch", "gemma4v-mmproj.gguf")
+    for f in (lm, mm):
+        if not os.path.exists(f):
+            raise SystemExit(f"{f} is missing: make arch-models")
+    for name, (w, h) in GEMMA4V_IMAGES.items():
+        png = os.path.join(tmp, "g4" + name + ".png")
+        Image.fromarray(pixels(w, h)).save(png)
+        for fa, suffix in (("off", ""), ("on", "_fa")):
+            dst = os.path.join(OUT, f"gemma4v_emb_{name}{suffix}.bin")
+            env = dict(os.environ, MTMD_DEBUG_EMBEDDINGS=dst)
+            subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", png,
+                            "-p", "x", "-n", "1", "--temp", "0", "-t", "1",
+                            "-fa", fa], env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            print(dst, os.path.getsize(dst))
+    pngs = [os.path.join(tmp, "g4" + n + ".png") for n in ("wide", "tall")]
+    out = subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", pngs[0],
+                          "--image", pngs[1], "-p", "Describe the two images.",
+                          "-n", "16", "--temp", "0", "-t", "1", "-fa", "off"],
+                         check=True, capture_output=True).stdout
+    assert out.startswith(b"\n") and out.endswith(b"\n\n"), out
+    dst = os.path.join(OUT, "gemma4v_greedy.txt")
+    with open(dst, "wb") as f:
+        f.write(out[1:-2])
+    print(dst, out[1:-2])
+
+
 def main(argv):
     bindir = "/opt/peer/llama.cpp/build/bin"
     if "--llama-bin" in argv:
@@ -146,6 +191,11 @@ def main(argv):
         os.makedirs(OUT, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
             qwen2vl(cli, tmp)
+        return
+    if "--gemma4v" in argv:
+        os.makedirs(OUT, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            gemma4v(cli, tmp)
         return
     if "--qwen3vl" in argv:
         os.makedirs(OUT, exist_ok=True)

@@ -5,8 +5,9 @@ Usage: scripts/make_arch_gguf.py ARCH OUT.gguf [--seed N] [--f32] [--tokenizer G
                                   [--mmproj MMPROJ.gguf]
        scripts/make_arch_gguf.py --list
 
---mmproj also writes a random projector for the model (gemma3:
-scripts/make_mmproj_gguf.py), with the same seed.
+--mmproj also writes a random projector for the model (gemma3, gemma4's
+gemma4v, qwen3vl, qwen2vl: scripts/make_mmproj_gguf.py), with the same
+seed.
 
 ARCH: qwen2 qwen3 gemma2 gemma3 phi3 qwen3moe mixtral (a `llama` file with
 experts: ffn_gate_inp and ffn_{gate,up,down}_exps of width n_ff, as Mixtral)

@@ -6,7 +6,8 @@ Usage: scripts/make_arch_gguf.py gemma3 LM.gguf --seed N --mmproj MMPROJ.gguf
        scripts/make_mmproj_gguf.py KIND MMPROJ.gguf --seed N [--n-embd-text 256]
                                    [--q8]
        (the second: the projector alone, for make_arch_gguf's LM of that seed;
-       KIND gemma3, qwen3vl, or qwen2vl / qwen25vl for the qwen2vl LM;
+       KIND gemma3, qwen3vl, qwen2vl / qwen25vl for the qwen2vl LM, or
+       gemma4v for the gemma4 LM;
        --q8: the matrices Q8_0 where llama.cpp's converter writes them so)
 
 gemma3: a SigLIP tower as llama.cpp's clip.cpp loads it for projector_type
@@ -58,6 +59,23 @@ QWEN2VL = dict(patch_size=8, n_embd=64, n_head=4, n_ff=128, n_layer=2,
 # (clip.vision.n_wa_pattern 2: layers 1 and 3 attend over the whole image,
 # 0 and 2 within windows of 112 / 8 / 2 = 7 x 7 blocks of 2 x 2 patches).
 QWEN25VL = dict(QWEN2VL, n_layer=4, n_ff=96, n_wa_pattern=2)
+
+
+# Gemma 4's tower (projector_type gemma4v, llama.cpp's models/gemma4v.cpp):
+# patches of 4 (no bias), 3 x 3 pooling (llama.cpp's default, no
+# scale_factor key), images at their own aspect ratio within 70 .. 1120
+# rows; learned positions as two tables (column, row) of 64 entries; 2
+# layers of width 64 (4 heads of 16: 2-D NEOX RoPE, base 100, the first
+# half of each head by the column, the second by the row), RMS norms
+# (ln1, per-head Q/K norms, V normed without weight, attn_post_norm, ln2,
+# ffn_post_norm), attention unscaled, a gated MLP (no clip.use_gelu: the
+# quick GELU, as the converter writes the real files), a scalar out_scale
+# per layer; every linear clamped (Gemma4ClippableLinear: scalar
+# .input_min/max, .output_min/max tensors); the pooled rows x sqrt(64),
+# (x - std_bias) x std_scale, RMS norm, mm.input_projection.
+GEMMA4V = dict(image_size=48, patch_size=4, n_embd=64, n_head=4, n_ff=128,
+               n_layer=2, pos_size=64, eps=1e-6,
+               mean=[0.0, 0.0, 0.0], std=[1.0, 1.0, 1.0])
 
 
 def add_matrix(w, name, x, c):
@@ -218,6 +236,78 @@ def build_qwen3vl(out, seed, n_embd_text, randn, cfg=None):
     w.close()
 
 
+def build_gemma4v(out, seed, n_embd_text, randn, cfg=None):
+    c = {**GEMMA4V, **(cfg or {})}
+    E, F, P, dh = c["n_embd"], c["n_ff"], c["patch_size"], \
+        c["n_embd"] // c["n_head"]
+    w = gguf.GGUFWriter(out, "clip")
+    w.add_name("nucleus random projector")
+    w.add_string("nucleus.gen", f"scripts/make_mmproj_gguf.py gemma4v --seed {seed}")
+    w.add_file_type(0)
+    w.add_bool("clip.has_vision_encoder", True)
+    w.add_string("clip.vision.projector_type", "gemma4v")
+    w.add_uint32("clip.vision.image_size", c["image_size"])
+    w.add_uint32("clip.vision.patch_size", P)
+    w.add_uint32("clip.vision.embedding_length", E)
+    w.add_uint32("clip.vision.feed_forward_length", F)
+    w.add_uint32("clip.vision.block_count", c["n_layer"])
+    w.add_uint32("clip.vision.projection_dim", n_embd_text)
+    w.add_uint32("clip.vision.attention.head_count", c["n_head"])
+    w.add_float32("clip.vision.attention.layer_norm_epsilon", c["eps"])
+    w.add_array("clip.vision.image_mean", c["mean"])
+    w.add_array("clip.vision.image_std", c["std"])
+
+    def mat(name, shape, std):  # numpy order: ggml ne reversed
+        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
+        add_matrix(w, name, x, c)
+        # Gemma4ClippableLinear's bounds: scalars (1-element tensors)
+        base = name[:-len(".weight")]
+        z = randn(seed, base + ".clamp", 4)
+        bounds = {"input_min": -1.5 - 0.5 * abs(z[0]),
+                  "input_max": 1.5 + 0.5 * abs(z[1]),
+                  "output_min": -1.5 - 0.5 * abs(z[2]),
+                  "output_max": 1.5 + 0.5 * abs(z[3])}
+        for k, v in bounds.items():
+            w.add_tensor(f"{base}.{k}", np.array([v], dtype=np.float32))
+
+    def vec(name, n, kind):
+        z = randn(seed, name, n)
+        x = {"norm": 1.0 + 0.1 * z, "bias": 0.1 * z}[kind]
+        w.add_tensor(name, x.astype(np.float32))
+
+    # the patch embedding takes 2 x - 1 of pixels in [0, 1]: std as SigLIP
+    w.add_tensor("v.patch_embd.weight",
+                 (randn(seed, "v.patch_embd.weight", E * 3 * P * P)
+                  .reshape(E, 3, P, P) / np.sqrt(3 * P * P)).astype(np.float32))
+    pos = randn(seed, "v.position_embd.weight", 2 * c["pos_size"] * E) * 0.2
+    w.add_tensor("v.position_embd.weight",
+                 pos.reshape(2, c["pos_size"], E).astype(np.float32))
+    for i in range(c["n_layer"]):
+        p = f"v.blk.{i}."
+        vec(p + "ln1.weight", E, "norm")
+        for t in ("attn_q", "attn_k", "attn_v"):
+            mat(p + t + ".weight", (E, E), 1.0 / np.sqrt(E))
+        vec(p + "attn_q_norm.weight", dh, "norm")
+        vec(p + "attn_k_norm.weight", dh, "norm")
+        mat(p + "attn_out.weight", (E, E), 1.0 / np.sqrt(E))
+        vec(p + "attn_post_norm.weight", E, "norm")
+        vec(p + "ln2.weight", E, "norm")
+        mat(p + "ffn_gate.weight", (F, E), 1.0 / np.sqrt(E))
+        mat(p + "ffn_up.weight", (F, E), 1.0 / np.sqrt(E))
+        mat(p + "ffn_down.weight", (E, F), 1.0 / np.sqrt(F))
+        vec(p + "ffn_post_norm.weight", E, "norm")
+        z = randn(seed, p + "out_scale.weight", 1)
+        w.add_tensor(p + "out_scale.weight",
+                     (0.8 + 0.1 * z).astype(np.float32))
+    vec("v.std_bias", E, "bias")
+    vec("v.std_scale", E, "norm")
+    mat("mm.input_projection.weight", (n_embd_text, E), 1.0 / np.sqrt(E))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def build_mmproj(kind, out, seed, n_embd_text, randn, cfg=None):
     """cfg: entries replacing the kind's configuration above (the bench's
     real widths: bench/make_arch_shaped.py), and f16: True for matrices in
@@ -226,9 +316,11 @@ def build_mmproj(kind, out, seed, n_embd_text, randn, cfg=None):
         return build_qwen3vl(out, seed, n_embd_text, randn, cfg)
     if kind in ("qwen2vl", "qwen25vl"):
         return build_qwen2vl(kind, out, seed, n_embd_text, randn, cfg)
+    if kind in ("gemma4v", "gemma4"):
+        return build_gemma4v(out, seed, n_embd_text, randn, cfg)
     if kind != "gemma3":
         raise SystemExit(f"--mmproj: no projector for {kind!r} (gemma3, "
-                         "qwen2vl, qwen25vl, qwen3vl)")
+                         "gemma4v, qwen2vl, qwen25vl, qwen3vl)")
     c = {**GEMMA3, **(cfg or {})}
     E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
     side = c["image_size"] // P

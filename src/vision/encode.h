@@ -15,4 +15,7 @@ nc_code nc_encode_qwen3vl(const nucleus_mmproj *mm, const nucleus_image *image,
 nc_code nc_encode_qwen2vl(const nucleus_mmproj *mm, const nucleus_image *image,
                           nc_vit *v, float *out, nc_error *err);
 
+nc_code nc_encode_gemma4v(const nucleus_mmproj *mm, const nucleus_image *image,
+                          nc_vit *v, float *out, nc_error *err);
+
 #endif

@@ -27,6 +27,9 @@ nc_code nc_mmproj_encode(const nucleus_mmproj *mm, const nucleus_image *image,
   case NC_PROJECTOR_QWEN25VL:
     rc = nc_encode_qwen2vl(mm, image, &v, out, err);
     break;
+  case NC_PROJECTOR_GEMMA4V:
+    rc = nc_encode_gemma4v(mm, image, &v, out, err);
+    break;
   }
   nc_vit_free(&v);
   nc_threadpool_free(own);

@@ -19,7 +19,18 @@ typedef enum nc_projector {
    * attention but on every n_wa_pattern-th layer (encode_qwen2vl.c) */
   NC_PROJECTOR_QWEN2VL = 3,
   NC_PROJECTOR_QWEN25VL = 4,
+  /* Gemma 4 (gemma4v): images at their own aspect ratio, learned column
+   * and row positions, 2-D NEOX RoPE, RMS norms, clamped linears, an
+   * n_merge x n_merge average pool, the embedder (encode_gemma4v.c) */
+  NC_PROJECTOR_GEMMA4V = 5,
 } nc_projector;
+
+/* Gemma4ClippableLinear's bounds of one matrix: its input clamped to [in_min,
+ * in_max] before the product, its output to [out_min, out_max] after
+ * (-FLT_MAX / FLT_MAX where the file has none, as llama.cpp). */
+typedef struct nc_vit_clamp {
+  float in_min, in_max, out_min, out_max;
+} nc_vit_clamp;
 
 typedef enum nc_vit_act {
   NC_VIT_GELU_QUICK = 0, /* llama.cpp's default (clip.use_gelu false) */
@@ -44,6 +55,16 @@ typedef struct nc_vit_layer {
   const float *ds_norm_w, *ds_norm_b;
   nc_weight ds_fc1, ds_fc2;
   const float *ds_fc1_b, *ds_fc2_b;
+  /* Gemma 4: Q and K RMS norm weights ([head_dim]: per head, or
+   * [n_embd]: per row; NULL: none), the norms after the attention and the
+   * MLP ([n_embd] or NULL), the layer's output scale ([out_scale_n]: 1 or
+   * n_embd; NULL: none), the clamps of its matrices */
+  const float *q_norm, *k_norm;
+  int32_t q_norm_n, k_norm_n;
+  const float *attn_post_norm, *ffn_post_norm;
+  const float *out_scale;
+  int32_t out_scale_n;
+  nc_vit_clamp cl_q, cl_k, cl_v, cl_o, cl_up, cl_gate, cl_down;
 } nc_vit_layer;
 
 struct nucleus_mmproj {
@@ -83,6 +104,14 @@ struct nucleus_mmproj {
    * whole image, the others within windows of attn_window merged rows a
    * side (llama.cpp: 112 pixels / patch / 2); 0: every layer full */
   int32_t n_wa_pattern, attn_window;
+  /* gemma4v: the position tables' length (v.position_embd.weight [n_embd,
+   * pos_size, 2]: columns, then rows; an image's patch grid is at most
+   * pos_size a side), the standardisation after the pool (both or NULL),
+   * the input projection's clamp (input_proj: [n_embd -> n_embd_text] as
+   * stored) */
+  int32_t pos_size;
+  const float *std_bias, *std_scale;
+  nc_vit_clamp cl_proj;
   /* the owned buffers behind the F32 vectors and the transposed matrix */
   void **owned;
   int32_t n_owned, cap_owned;
@@ -96,9 +125,16 @@ static inline bool nc_mmproj_is_qwen(const nucleus_mmproj *mm) {
          mm->projector == NC_PROJECTOR_QWEN3VL;
 }
 
+/* Whether images keep their aspect ratio (the smart resize of
+ * nc_qwen_image_size, the rows depending on the image's size). */
+static inline bool nc_mmproj_dyn_size(const nucleus_mmproj *mm) {
+  return nc_mmproj_is_qwen(mm) || mm->projector == NC_PROJECTOR_GEMMA4V;
+}
+
 /* Qwen's smart resize (llama.cpp's calc_size_preserved_ratio): the sides
  * rounded to multiples of patch_size x n_merge, then scaled into
- * [min_pixels, max_pixels] keeping the aspect ratio. */
+ * [min_pixels, max_pixels] keeping the aspect ratio (Gemma 4's too: the
+ * same dyn_size preprocessor in llama.cpp). */
 void nc_qwen_image_size(const nucleus_mmproj *mm, int32_t w, int32_t h,
                         int32_t *out_w, int32_t *out_h);
 

@@ -1,5 +1,6 @@
 /* mmproj_load: reads and checks a projector file (llama.cpp's clip.cpp
  * loader's keys and tensor names), for the language model beside it. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ enum {
   MAX_VIT_HEADS = 256,
   MAX_IMAGE_SIZE = 4096,
   MAX_MERGE = 64,
+  MAX_POS_TABLE = 65536, /* gemma4v's position tables */
 };
 
 static void *keep(nucleus_mmproj *mm, void *p) {
@@ -281,16 +283,20 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   } else if (s.len == 16 && memcmp(s.ptr, "qwen2.5vl_merger", 16) == 0) {
     mm->projector = NC_PROJECTOR_QWEN25VL;
     mm->projector_name = "qwen2.5vl_merger";
+  } else if (s.len == 7 && memcmp(s.ptr, "gemma4v", 7) == 0) {
+    mm->projector = NC_PROJECTOR_GEMMA4V;
+    mm->projector_name = "gemma4v";
   } else {
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "mmproj: clip.projector_type '%.*s' is not supported "
-                   "(supported: gemma3, qwen2vl_merger, qwen2.5vl_merger, "
-                   "qwen3vl_merger)",
+                   "(supported: gemma3, gemma4v, qwen2vl_merger, "
+                   "qwen2.5vl_merger, qwen3vl_merger)",
                    (int)(s.len > 64 ? 64 : s.len), s.ptr);
   }
   const bool qwen = nc_mmproj_is_qwen(mm);
   const bool qwen2 = mm->projector == NC_PROJECTOR_QWEN2VL ||
                      mm->projector == NC_PROJECTOR_QWEN25VL;
+  const bool g4 = mm->projector == NC_PROJECTOR_GEMMA4V;
   nc_code rc = NC_OK;
   int32_t proj_dim = 0;
   if (rc == NC_OK)
@@ -314,9 +320,10 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   if (rc == NC_OK)
     rc = get_u32(f, "clip.vision.patch_size", true, 1, mm->image_size,
                  &mm->patch_size, err);
-  /* llama.cpp's defaults: gemma3 4 (projector.scale_factor), qwen 2
-   * (spatial_merge_size; its graph merges 2 x 2 whatever the key says) */
-  mm->n_merge = qwen ? 2 : 4;
+  /* llama.cpp's defaults: gemma3 4 (projector.scale_factor), gemma4v 3
+   * (the same key: the pooling kernel), qwen 2 (spatial_merge_size; its
+   * graph merges 2 x 2 whatever the key says) */
+  mm->n_merge = qwen ? 2 : g4 ? 3 : 4;
   if (rc == NC_OK)
     rc = get_u32(f,
                  qwen ? "clip.vision.spatial_merge_size"
@@ -340,17 +347,17 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   if (gelu && silu)
     return nc_fail(err, NC_ERR_FORMAT,
                    "mmproj: clip.use_gelu and clip.use_silu are both set");
-  if (qwen2) {
+  if (qwen2 || g4) {
     /* llama.cpp's ffn_op: GELU, SiLU (gated in Qwen2.5-VL), else the quick
-     * GELU (Qwen2-VL) */
+     * GELU (Qwen2-VL; Gemma 4, whose converter writes neither key: gated) */
     mm->act = gelu ? NC_VIT_GELU : silu ? NC_VIT_SILU : NC_VIT_GELU_QUICK;
   } else if (silu)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "mmproj: clip.use_silu is set: a SiLU vision MLP is not "
                    "supported for projector %s",
                    mm->projector_name);
-  if (!qwen2) mm->act = gelu ? NC_VIT_GELU : NC_VIT_GELU_QUICK;
-  if (!qwen2 && mm->act != NC_VIT_GELU)
+  if (!qwen2 && !g4) mm->act = gelu ? NC_VIT_GELU : NC_VIT_GELU_QUICK;
+  if (!qwen2 && !g4 && mm->act != NC_VIT_GELU)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
                    "mmproj: clip.use_gelu is not set: projector %s runs a "
                    "GELU MLP (the quick GELU is not supported)",
@@ -367,7 +374,7 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "clip.vision.patch_size %d",
                    (int)mm->image_size, (int)mm->patch_size);
   const int32_t side = mm->image_size / mm->patch_size;
-  if (!qwen && side % mm->n_merge != 0)
+  if (mm->projector == NC_PROJECTOR_GEMMA3 && side % mm->n_merge != 0)
     return nc_fail(err, NC_ERR_FORMAT,
                    "mmproj: %d patches a side (image_size %d / patch_size %d) "
                    "is not a multiple of clip.vision.projector.scale_factor "
@@ -379,6 +386,11 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   if (mm->projector == NC_PROJECTOR_GEMMA3 && strcmp(lm_arch, "gemma3") != 0)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "mmproj: projector gemma3 pairs with a gemma3 language "
+                   "model, not %s",
+                   lm_arch);
+  if (g4 && strcmp(lm_arch, "gemma4") != 0)
+    return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
+                   "mmproj: projector gemma4v pairs with a gemma4 language "
                    "model, not %s",
                    lm_arch);
   if (qwen2 && strcmp(lm_arch, "qwen2vl") != 0)
@@ -399,6 +411,19 @@ static nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "RoPE turns a quarter of each head by the row, a quarter "
                    "by the column",
                    (int)(mm->n_embd / mm->n_head));
+  if (g4 && (mm->n_embd / mm->n_head) % 4 != 0)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: head size %d (clip.vision.embedding_length / "
+                   "attention.head_count) is not a multiple of 4: Gemma 4's "
+                   "2-D RoPE turns each half of a head in NEOX pairs",
+                   (int)(mm->n_embd / mm->n_head));
+  if (g4) {
+    /* llama.cpp's set_limit_image_tokens(70, 1120) */
+    const int64_t area =
+        (int64_t)mm->patch_size * mm->patch_size * mm->n_merge * mm->n_merge;
+    mm->min_pixels = 70 * area;
+    mm->max_pixels = 1120 * area;
+  }
   if (qwen2) {
     rc = load_windows(mm, err);
     if (rc != NC_OK) return rc;
@@ -465,7 +490,8 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
    * round (ffn_down reading n_embd); so do we */
   const gguf_tensor_info *down =
       gguf_find_tensor(mm->file, NAME("ffn_down.weight"));
-  const bool swapped = down && down->n_dims >= 1 && down->ne[0] == E && E != F;
+  const bool swapped = mm->projector != NC_PROJECTOR_GEMMA4V && down &&
+                       down->n_dims >= 1 && down->ne[0] == E && E != F;
   const char *up_name = swapped ? "ffn_down" : "ffn_up";
   const char *down_name = swapped ? "ffn_up" : "ffn_down";
   char part[32];
@@ -478,8 +504,12 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
   snprintf(part, sizeof part, "%s.bias", down_name);
   if (rc == NC_OK)
     rc = vector(mm, NAME(part), false, E, 1, &L->ffn_down_b, err);
-  /* the gate: Qwen2.5-VL's SiLU MLP, and only there */
-  const bool gated = mm->act == NC_VIT_SILU;
+  /* the gate: Qwen2.5-VL's SiLU MLP, and only there; Gemma 4's (GeGLU
+   * with the file's activation) when the file has one */
+  const bool gated =
+      mm->act == NC_VIT_SILU ||
+      (mm->projector == NC_PROJECTOR_GEMMA4V &&
+       gguf_find_tensor(mm->file, NAME("ffn_gate.weight")) != NULL);
   if (rc == NC_OK && gated)
     rc = matrix(mm, NAME("ffn_gate.weight"), E, F, &L->ffn_gate, err);
   if (rc == NC_OK && gated)
@@ -488,7 +518,7 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
       gguf_find_tensor(mm->file, NAME("ffn_gate.weight")))
     rc = nc_fail(err, NC_ERR_UNSUPPORTED,
                  "mmproj: tensor '%s': a gated MLP is supported with "
-                 "clip.use_silu only",
+                 "clip.use_silu (or projector gemma4v) only",
                  name);
 #undef NAME
   return rc;
@@ -594,6 +624,137 @@ static nc_code load_input_proj(nucleus_mmproj *mm, nc_error *err) {
   return NC_OK;
 }
 
+/* ---- Gemma 4 (gemma4v) */
+
+/* Gemma4ClippableLinear's bounds of the matrix w (named X.weight): the
+ * scalars X.input_min, .input_max, .output_min, .output_max, each an F32
+ * tensor of one element when present (llama.cpp's get_scalar), -FLT_MAX /
+ * FLT_MAX when absent. */
+static nc_code clamp_of(nucleus_mmproj *mm, const nc_weight *w, nc_vit_clamp *c,
+                        nc_error *err) {
+  static const char *const part[4] = {"input_min", "input_max", "output_min",
+                                      "output_max"};
+  float *dst[4] = {&c->in_min, &c->in_max, &c->out_min, &c->out_max};
+  c->in_min = c->out_min = -FLT_MAX;
+  c->in_max = c->out_max = FLT_MAX;
+  const size_t len = strlen(w->name);
+  if (len < 7 || strcmp(w->name + len - 7, ".weight") != 0) return NC_OK;
+  for (int i = 0; i < 4; i++) {
+    char name[GGUF_MAX_NAME + 16];
+    snprintf(name, sizeof name, "%.*s.%s", (int)(len - 7), w->name, part[i]);
+    const gguf_tensor_info *t;
+    nc_code rc = find(mm, name, false, 1, 1, 1, 1, &t, err);
+    if (rc != NC_OK) return rc;
+    if (!t) continue;
+    float v;
+    if (t->type != NC_TYPE_F32 || (memcpy(&v, t->data, sizeof v), isnan(v)))
+      return nc_fail(err, NC_ERR_FORMAT,
+                     "mmproj: tensor '%s' must be one F32 number (a clamp "
+                     "bound), is %s%s",
+                     name, nc_type_name((nc_type)t->type),
+                     t->type == NC_TYPE_F32 ? " NaN" : "");
+    *dst[i] = v;
+  }
+  return NC_OK;
+}
+
+/* A norm or scale vector of n0 elements where n0 is one of a or b (the
+ * tensor's own length decides), NULL when absent. */
+static nc_code vector_either(nucleus_mmproj *mm, const char *name, int64_t a,
+                             int64_t b, const float **out, int32_t *n,
+                             nc_error *err) {
+  const gguf_tensor_info *t = gguf_find_tensor(mm->file, name);
+  const int64_t want = t && t->n_dims >= 1 && t->ne[0] == b ? b : a;
+  *n = (int32_t)want;
+  return vector(mm, name, false, want, 1, out, err);
+}
+
+/* Gemma 4's parts of layer il beyond load_layer's: the Q/K norms (per
+ * head or per row), the post-attention and post-MLP norms, the output
+ * scale, every matrix's clamp. */
+static nc_code load_gemma4v_layer(nucleus_mmproj *mm, int32_t il,
+                                  nc_error *err) {
+  const int64_t E = mm->n_embd, dh = mm->n_embd / mm->n_head;
+  nc_vit_layer *L = &mm->layers[il];
+  char name[GGUF_MAX_NAME];
+#define NAME(part)                                                             \
+  (snprintf(name, sizeof name, "v.blk.%d.%s", (int)il, part), name)
+  nc_code rc = vector_either(mm, NAME("attn_q_norm.weight"), dh, E, &L->q_norm,
+                             &L->q_norm_n, err);
+  if (rc == NC_OK)
+    rc = vector_either(mm, NAME("attn_k_norm.weight"), dh, E, &L->k_norm,
+                       &L->k_norm_n, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("attn_post_norm.weight"), false, E, 1,
+                &L->attn_post_norm, err);
+  if (rc == NC_OK)
+    rc = vector(mm, NAME("ffn_post_norm.weight"), false, E, 1,
+                &L->ffn_post_norm, err);
+  if (rc == NC_OK)
+    rc = vector_either(mm, NAME("out_scale.weight"), 1, E, &L->out_scale,
+                       &L->out_scale_n, err);
+#undef NAME
+  const nc_weight *w[7] = {&L->wq,     &L->wk,       &L->wv,      &L->wo,
+                           &L->ffn_up, &L->ffn_gate, &L->ffn_down};
+  nc_vit_clamp *c[7] = {&L->cl_q,  &L->cl_k,    &L->cl_v,   &L->cl_o,
+                        &L->cl_up, &L->cl_gate, &L->cl_down};
+  for (int i = 0; i < 7 && rc == NC_OK; i++)
+    if (w[i]->data) rc = clamp_of(mm, w[i], c[i], err);
+  return rc;
+}
+
+/* Gemma 4's positions: v.position_embd.weight [n_embd, pos_size, 2] (the
+ * column table, then the row table; pos_size from the tensor). */
+static nc_code load_gemma4v_positions(nucleus_mmproj *mm, nc_error *err) {
+  const char *name = "v.position_embd.weight";
+  const gguf_tensor_info *t = gguf_find_tensor(mm->file, name);
+  const int64_t n = t && t->n_dims >= 2 ? t->ne[1] : 1;
+  if (t && (n < 1 || n > MAX_POS_TABLE))
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: tensor '%s' holds %lld positions, must be in "
+                   "[1, %d]",
+                   name, (long long)n, (int)MAX_POS_TABLE);
+  mm->pos_size = (int32_t)n;
+  const gguf_tensor_info *ti;
+  nc_code rc = find(mm, name, true, mm->n_embd, n, 2, 1, &ti, err);
+  if (rc != NC_OK) return rc;
+  const int64_t count = 2 * n * mm->n_embd;
+  if (ti->type == NC_TYPE_F32) {
+    mm->pos_embd = ti->data;
+    return NC_OK;
+  }
+  float *v = keep(mm, malloc((size_t)count * sizeof *v));
+  if (!v) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
+  nc_dequantize_row((nc_type)ti->type, ti->data, v, count);
+  mm->pos_embd = v;
+  return NC_OK;
+}
+
+/* Gemma 4's tensors past the layers: std_bias and std_scale (both or
+ * neither), mm.input_projection [n_embd -> n_embd_text] and its clamp.
+ * llama.cpp's graph has no patch bias. */
+static nc_code load_gemma4v(nucleus_mmproj *mm, nc_error *err) {
+  const int64_t E = mm->n_embd;
+  if (mm->patch_bias)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: tensor 'v.patch_embd.bias' in a gemma4v projector "
+                   "(its patch embedding has no bias)");
+  nc_code rc = vector(mm, "v.std_bias", false, E, 1, &mm->std_bias, err);
+  if (rc == NC_OK)
+    rc = vector(mm, "v.std_scale", false, E, 1, &mm->std_scale, err);
+  if (rc == NC_OK && !mm->std_bias != !mm->std_scale)
+    return nc_fail(err, NC_ERR_FORMAT,
+                   "mmproj: tensor '%s' without '%s' (gemma4v standardises "
+                   "with both or neither)",
+                   mm->std_bias ? "v.std_bias" : "v.std_scale",
+                   mm->std_bias ? "v.std_scale" : "v.std_bias");
+  if (rc == NC_OK)
+    rc = matrix(mm, "mm.input_projection.weight", E, mm->n_embd_text,
+                &mm->input_proj, err);
+  if (rc == NC_OK) rc = clamp_of(mm, &mm->input_proj, &mm->cl_proj, err);
+  return rc;
+}
+
 /* ggml_conv_2d's im2col holds the patches in F16 (in F32 for a BF16
  * kernel), and ggml_mul_mat converts the kernel to the patches' type: the
  * convolution multiplies F16 patches by an F16 kernel, or F32 by F32. The
@@ -657,6 +818,8 @@ static nc_code load_tensors(nucleus_mmproj *mm, nc_error *err) {
   if (rc == NC_OK && positions)
     rc = vector(mm, "v.position_embd.weight", true, E, side * side,
                 &mm->pos_embd, err);
+  if (rc == NC_OK && mm->projector == NC_PROJECTOR_GEMMA4V)
+    rc = load_gemma4v_positions(mm, err);
   if (rc == NC_OK)
     rc = vector(mm, "v.pre_ln.weight", false, E, 1, &mm->pre_ln_w, err);
   if (rc == NC_OK)
@@ -668,9 +831,13 @@ static nc_code load_tensors(nucleus_mmproj *mm, nc_error *err) {
   if (rc != NC_OK) return rc;
   mm->layers = calloc((size_t)mm->n_layer, sizeof *mm->layers);
   if (!mm->layers) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
-  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++)
+  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++) {
     rc = load_layer(mm, il, err);
+    if (rc == NC_OK && mm->projector == NC_PROJECTOR_GEMMA4V)
+      rc = load_gemma4v_layer(mm, il, err);
+  }
   if (rc != NC_OK) return rc;
+  if (mm->projector == NC_PROJECTOR_GEMMA4V) return load_gemma4v(mm, err);
   if (mm->projector == NC_PROJECTOR_QWEN3VL) return load_qwen3vl(mm, err);
   if (qwen) return load_qwen2vl(mm, err);
   rc = vector(mm, "mm.soft_emb_norm.weight", true, E, 1, &mm->soft_emb_norm,
@@ -720,11 +887,11 @@ int32_t nc_mmproj_n_embd(const nucleus_mmproj *mm) {
 
 void nc_mmproj_image_grid(const nucleus_mmproj *mm, const nucleus_image *image,
                           int32_t *nx, int32_t *ny) {
-  if (nc_mmproj_is_qwen(mm)) {
+  if (nc_mmproj_dyn_size(mm)) {
     int32_t w, h;
     nc_qwen_image_size(mm, image->width, image->height, &w, &h);
-    *nx = w / mm->patch_size / 2;
-    *ny = h / mm->patch_size / 2;
+    *nx = w / mm->patch_size / mm->n_merge;
+    *ny = h / mm->patch_size / mm->n_merge;
     return;
   }
   /* gemma3: every image is resized to image_size */
@@ -739,17 +906,23 @@ int32_t nc_mmproj_image_tokens(const nucleus_mmproj *mm,
 }
 
 const char *nc_mmproj_image_begin(const nucleus_mmproj *mm) {
-  return mm->projector == NC_PROJECTOR_GEMMA3 ? "<start_of_image>"
-         : nc_mmproj_is_qwen(mm)              ? "<|vision_start|>"
-                                              : "";
+  return mm->projector == NC_PROJECTOR_GEMMA3    ? "<start_of_image>"
+         : mm->projector == NC_PROJECTOR_GEMMA4V ? "<|image>"
+         : nc_mmproj_is_qwen(mm)                 ? "<|vision_start|>"
+                                                 : "";
 }
 
 const char *nc_mmproj_image_end(const nucleus_mmproj *mm) {
-  return mm->projector == NC_PROJECTOR_GEMMA3 ? "<end_of_image>"
-         : nc_mmproj_is_qwen(mm)              ? "<|vision_end|>"
-                                              : "";
+  return mm->projector == NC_PROJECTOR_GEMMA3    ? "<end_of_image>"
+         : mm->projector == NC_PROJECTOR_GEMMA4V ? "<image|>"
+         : nc_mmproj_is_qwen(mm)                 ? "<|vision_end|>"
+                                                 : "";
 }
 
 bool nc_mmproj_bidirectional(const nucleus_mmproj *mm) {
+  /* llama.cpp's mtmd_decode_use_non_causal: Gemma 4's images causal for
+   * the E2B and E4B widths (1536, 2560) only */
+  if (mm->projector == NC_PROJECTOR_GEMMA4V)
+    return mm->n_embd_text != 1536 && mm->n_embd_text != 2560;
   return mm->projector == NC_PROJECTOR_GEMMA3;
 }

@@ -1,7 +1,8 @@
 /* The projector fuzzer's corpus (fuzz/corpus/mmproj, written by
  * scripts/gen_mmproj_seeds.py) through its harness (fuzz/fuzz_mmproj.c):
  * - every seed replays without a crash, a leak or a sanitizer report;
- * - the ok_ seeds (each encoder kind at tiny widths, F32, F16 and Q8_0) load
+ * - the ok_ seeds (each encoder kind at tiny widths, F32, F16 and Q8_0;
+ *   gemma4v also with a 2 x 2 pool) load
  *   beside the made-up language model and encode both of the harness's
  *   images;
  * - each bad_ seed (a key out of range, of the wrong type or missing, a
@@ -51,7 +52,7 @@ static void replay_one(const uint8_t *data, size_t len, void *ctx) {
 
 static void test_fuzz_corpus(void **state) {
   (void)state;
-  assert_true(fuzz_corpus_replay("mmproj", replay_one, NULL) >= 47);
+  assert_true(fuzz_corpus_replay("mmproj", replay_one, NULL) >= 56);
 }
 
 static void test_ok_seeds(void **state) {
@@ -60,6 +61,7 @@ static void test_ok_seeds(void **state) {
       "ok_gemma3",  "ok_gemma3_f16",  "ok_gemma3_q8",
       "ok_qwen3vl", "ok_qwen3vl_f16", "ok_qwen3vl_q8",
       "ok_qwen2vl", "ok_qwen25vl",    "ok_qwen25vl_no_windows",
+      "ok_gemma4v", "ok_gemma4v_f16", "ok_gemma4v_merge2",
   };
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     bytes b = read_seed(names[i]);
@@ -103,6 +105,18 @@ static const refusal refusals[] = {
      "clip.use_gelu is not set: projector gemma3 runs a"},
     {"bad_gemma3_silu", NC_ERR_UNSUPPORTED,
      "clip.use_silu is set: a SiLU vision MLP is not"},
+    {"bad_gemma4v_clamp_f16", NC_ERR_FORMAT,
+     "tensor 'v.blk.0.attn_q.input_min' must be one F32"},
+    {"bad_gemma4v_head_size", NC_ERR_FORMAT,
+     "is not a multiple of 4: Gemma 4's 2-D RoPE"},
+    {"bad_gemma4v_merge_zero", NC_ERR_FORMAT,
+     "key 'clip.vision.projector.scale_factor' is 0, must"},
+    {"bad_gemma4v_positions", NC_ERR_FORMAT,
+     "tensor 'v.position_embd.weight' is missing"},
+    {"bad_gemma4v_proj_missing", NC_ERR_FORMAT,
+     "tensor 'mm.input_projection.weight' is missing"},
+    {"bad_gemma4v_std_half", NC_ERR_FORMAT,
+     "tensor 'v.std_bias' without 'v.std_scale'"},
     {"bad_heads", NC_ERR_FORMAT,
      "clip.vision.embedding_length 8 is not a multiple of"},
     {"bad_image_size_huge", NC_ERR_FORMAT,
