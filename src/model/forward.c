@@ -255,8 +255,11 @@ void nc_fwd_keys(const nc_fwd *ctx, const nc_batch *b, int32_t t,
     *lo = after;
     *hi = p + 1;
     /* an image's row: every row of its image (llama.cpp decodes an image
-     * with causal attention off; its window still ends behind it) */
-    if (b->key_end && b->key_end[t] > *hi) *hi = b->key_end[t];
+     * with causal attention off; its window still ends behind it), on
+     * Gemma 4's sliding layers only (its full layers stay causal) */
+    if (b->key_end && b->key_end[t] > *hi &&
+        (window > 0 || !ctx->hp->image_bidir_swa_only))
+      *hi = b->key_end[t];
     return;
   }
   const int32_t end = ctx->seq_end[b->seq[t]];

@@ -108,6 +108,10 @@ typedef struct nc_hparams {
    * without a head). n_embd_out: the width of a pooled vector after the
    * dense projections (dense_2, dense_3), n_embd without them. */
   bool non_causal, swa_symmetric;
+  /* images (docs/VISION.md): an image's rows attend to every row of the
+   * image on sliding-window layers only, causally on the full ones
+   * (gemma4: llama.cpp's LLAMA_NON_CAUSAL_TYPE_SWA_ONLY) */
+  bool image_bidir_swa_only;
   int32_t pooling, n_cls_out, n_embd_out;
   /* a shared expert beside the routed ones (qwen35moe): its FFN width
    * ({arch}.expert_shared_feed_forward_length, else n_ff); 0: none */

@@ -1,6 +1,7 @@
 /* arch_gemma4: Gemma 4 (`gemma4`), as llama.cpp's graph
- * (src/models/gemma4.cpp): embeddings x sqrt(n_embd); with per-layer
- * embeddings (the E models) each token's row of per_layer_token_embd x
+ * (src/models/gemma4.cpp): embeddings x sqrt(n_embd) (not an image's
+ * rows); with per-layer embeddings (the E models) each token's row (an
+ * image row: token 0's) of per_layer_token_embd x
  * sqrt(n_embd_per_layer) plus the RMS-normed projection of the embedding
  * (x 1/sqrt(n_embd)), both x 1/sqrt(2): one input per layer. Per layer:
  * RMSNorm, Q (per-head RMSNorm, NEOX RoPE), and on a layer that owns K/V
@@ -24,6 +25,19 @@
 #include "kernels/ops.h"
 #include "model/forward.h"
 
+/* Each row's per_layer_token_embd row into x (PL floats a row): the
+ * token's, and for an image's row (an input embedding) token 0's, as
+ * llama.cpp's embeddings batches take the padding token's row. */
+static void ple_embed(const nc_weight *table, const nc_batch *b, float *x,
+                      int64_t PL) {
+  for (int32_t t = 0; t < b->n_tokens; t++) {
+    const int32_t id = b->embd && b->embd[t] ? 0 : b->token[t];
+    const uint8_t *row =
+        (const uint8_t *)table->data + (size_t)id * table->row_bytes;
+    nc_dequantize_row(table->type, row, x + (int64_t)t * PL, PL);
+  }
+}
+
 /* The per-layer inputs of the batch's T tokens: ple[(l * T + t) * P ...]
  * (layer-major, as llama.cpp's permuted tensor), built in gate first. */
 static void per_layer_inputs(nc_fwd *ctx, const nc_batch *b) {
@@ -33,7 +47,7 @@ static void per_layer_inputs(nc_fwd *ctx, const nc_batch *b) {
   const int32_t T = b->n_tokens, L = hp->n_layer;
   const int64_t P = hp->n_embd_per_layer, PL = P * L, E = hp->n_embd;
   /* the token's rows (only the batch's tokens are read) into up */
-  nc_fwd_embed(&w->ple_tok_embd, b, s->up, PL);
+  ple_embed(&w->ple_tok_embd, b, s->up, PL);
   nc_fwd_scale(ctx, s->up, sqrtf((float)P), T, PL);
   /* the embedding's projection, x 1/sqrt(n_embd), normed per layer */
   const nc_mm proj = {&w->ple_model_proj, s->gate, PL};
@@ -163,7 +177,8 @@ static nc_code gemma4_forward(nc_fwd *ctx, const nc_batch *b, float *logits,
                    half);
   nc_fwd_rope_rows(b, &rope_swa, NULL, s->rope_cos_swa, s->rope_sin_swa,
                    half_swa);
-  nc_fwd_scale(ctx, s->x, sqrtf((float)E), T, E);
+  /* token rows x sqrt(n_embd); an image's rows as they come */
+  nc_fwd_scale_tokens(ctx, b, s->x, sqrtf((float)E), E);
   if (P > 0) per_layer_inputs(ctx, b);
   for (int32_t l = 0; l < hp->n_layer; l++) {
     const nc_layer_weights *L = &w->layers[l];

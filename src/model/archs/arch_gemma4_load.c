@@ -165,6 +165,7 @@ nc_code nc_gemma4_hparams(const gguf_file *f, nc_hparams *hp, nc_error *err) {
       (rc = nc_meta_int(f, a, "embedding_length_per_layer_input", true, 0,
                         65536, &hp->n_embd_per_layer, NULL, err)))
     return rc;
+  hp->image_bidir_swa_only = true;
   hp->final_softcap = 0.0f;
   if ((rc = nc_meta_float(f, a, "final_logit_softcapping", false,
                           &hp->final_softcap, NULL, err)))
