@@ -151,7 +151,7 @@ static nc_code layer(const nucleus_mmproj *mm, nc_vit *v, const nc_vit_layer *L,
       nc_vit_gelu_quick(v, act, nf);
     else
       for (int64_t i = 0; i < nf; i++) /* ggml_silu without a gate */
-        act[i] = act[i] / (1.0f + expf(-act[i]));
+        act[i] = act[i] / (1.0f + nc_expf_ggml(-act[i]));
     if (L->ffn_gate.data)
       for (int64_t i = 0; i < nf; i++)
         act[i] *= b->f[i];

@@ -507,9 +507,9 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
   /* the gate: Qwen2.5-VL's SiLU MLP, and only there; Gemma 4's (GeGLU
    * with the file's activation) when the file has one */
   const bool gated =
-      mm->act == NC_VIT_SILU ||
-      (mm->projector == NC_PROJECTOR_GEMMA4V &&
-       gguf_find_tensor(mm->file, NAME("ffn_gate.weight")) != NULL);
+      mm->projector == NC_PROJECTOR_GEMMA4V
+          ? gguf_find_tensor(mm->file, NAME("ffn_gate.weight")) != NULL
+          : mm->act == NC_VIT_SILU;
   if (rc == NC_OK && gated)
     rc = matrix(mm, NAME("ffn_gate.weight"), E, F, &L->ffn_gate, err);
   if (rc == NC_OK && gated)
