@@ -35,7 +35,9 @@ images (tests/data/vision/README.md):
   the images of GEMMA4V_IMAGES through the random Gemma 4 pair
   (build/arch/gemma4.gguf + gemma4v-mmproj.gguf, seed 17; _fa.bin: -fa
   on), and tests/data/vision/gemma4v_greedy.txt, llama-mtmd-cli's greedy
-  text for the images wide then tall.
+  text for the images wide then tall (its default rendering: the legacy
+  chatml template, no system message), gemma4v_greedy_jinja.txt the same
+  with --jinja (the file's template, as `nucleus run` renders it).
 
 Usage: scripts/gen_vision_goldens.py [--llama-bin DIR] [--qwen3vl | --qwen2vl
                                       | --gemma4v]
@@ -171,15 +173,17 @@ def gemma4v(cli, tmp):
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             print(dst, os.path.getsize(dst))
     pngs = [os.path.join(tmp, "g4" + n + ".png") for n in ("wide", "tall")]
-    out = subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image", pngs[0],
-                          "--image", pngs[1], "-p", "Describe the two images.",
-                          "-n", "16", "--temp", "0", "-t", "1", "-fa", "off"],
-                         check=True, capture_output=True).stdout
-    assert out.startswith(b"\n") and out.endswith(b"\n\n"), out
-    dst = os.path.join(OUT, "gemma4v_greedy.txt")
-    with open(dst, "wb") as f:
-        f.write(out[1:-2])
-    print(dst, out[1:-2])
+    for extra, suffix in (([], ""), (["--jinja"], "_jinja")):
+        out = subprocess.run([cli, "-m", lm, "--mmproj", mm, "--image",
+                              pngs[0], "--image", pngs[1], "-p",
+                              "Describe the two images.", "-n", "16", "--temp",
+                              "0", "-t", "1", "-fa", "off", *extra],
+                             check=True, capture_output=True).stdout
+        assert out.startswith(b"\n") and out.endswith(b"\n\n"), out
+        dst = os.path.join(OUT, f"gemma4v_greedy{suffix}.txt")
+        with open(dst, "wb") as f:
+            f.write(out[1:-2])
+        print(dst, out[1:-2])
 
 
 def main(argv):
