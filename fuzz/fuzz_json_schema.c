@@ -6,7 +6,10 @@
  * are fed to a matcher of that grammar one at a time (a refused byte is
  * skipped); what it accepts as a sentence must parse as JSON. The schema
  * in Gemma 4's call syntax (NUCLEUS_VALUE_SYNTAX_GEMMA4) must compile or
- * be refused alike. */
+ * be refused alike. The JSON compile is the whole-output one (the server's
+ * response_format): a root array with a "#@unique-items []" directive
+ * accepted as a sentence holds no two equal items (json_equal: a subset of
+ * the repeats the check refuses). */
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *gbnf = NULL;
   nucleus_error err = {0};
   nucleus_status st =
-      nucleus_json_schema_to_gbnf((const char *)data, slen, &gbnf, &err);
+      nucleus_json_schema_to_gbnf_doc((const char *)data, slen, &gbnf, &err);
   if (st != NUCLEUS_OK) {
     if (gbnf || !err.message[0]) abort(); /* every refusal says why */
     return 0;
@@ -62,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(gbnf);                        /* nucleus_free, without api_model */
     return 0;
   }
+  bool unique_root = strstr(gbnf, "#@unique-items []\n") != NULL;
   free(gbnf); /* nucleus_free, without api_model */
   nc_grammar_matcher *m = NULL;
   if (nc_grammar_matcher_create(g, &m, &gerr) == NC_OK) {
@@ -84,6 +88,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       json_t *v = json_loadb(text, t, JSON_DECODE_ANY, &jerr);
       /* jansson refuses numbers beyond a double (1e999): still JSON. */
       if (!v && !strstr(jerr.text, "overflow")) abort();
+      for (size_t i = 0;
+           unique_root && json_is_array(v) && i < json_array_size(v); i++)
+        for (size_t j = 0; j < i; j++)
+          if (json_equal(json_array_get(v, i), json_array_get(v, j))) abort();
       json_decref(v);
     }
     nc_grammar_matcher_free(m);

@@ -814,7 +814,15 @@ typedef enum nucleus_value_syntax {
 NUCLEUS_API nucleus_status nucleus_json_schema_to_gbnf_in(
     const char *schema_json, size_t len, nucleus_value_syntax syntax,
     char **gbnf_out, nucleus_error *err);
-/* The same, compiled: nucleus_grammar_create of that text. */
+/* nucleus_json_schema_to_gbnf for a grammar that is the whole output (not
+ * a part of a larger grammar): arrays with uniqueItems over strings or
+ * numbers, reached from the root through properties and items alone, are
+ * then checked exactly ("#@unique-items" directive lines, which the
+ * matcher reads: no item repeats, by value). */
+NUCLEUS_API nucleus_status nucleus_json_schema_to_gbnf_doc(
+    const char *schema_json, size_t len, char **gbnf_out, nucleus_error *err);
+/* The same, compiled (the whole output: nucleus_json_schema_to_gbnf_doc),
+ * nucleus_grammar_create of that text. */
 NUCLEUS_API nucleus_status
 nucleus_grammar_from_json_schema(const char *schema_json, size_t len,
                                  nucleus_grammar **out, nucleus_error *err);

@@ -34,6 +34,10 @@ UNIT_TESTS += test_json_schema_gemma4
 # objects, refs, notes.
 UNIT_TESTS += test_json_schema_cover
 
+# uniqueItems checked by the matcher (grammar_unique.c): repeats by value,
+# exhaustive walks of small vocabularies, rollback and clones.
+UNIT_TESTS += test_grammar_unique
+
 # Strings of several patterns (allOf, lookaheads, a format with a
 # pattern), against PCRE2 on every short string of small alphabets.
 UNIT_TESTS += test_json_schema_meet

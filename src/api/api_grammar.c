@@ -25,11 +25,9 @@ nucleus_status nucleus_json_schema_to_gbnf(const char *schema_json, size_t len,
       schema_json, len, NUCLEUS_VALUE_SYNTAX_JSON, gbnf_out, err);
 }
 
-nucleus_status nucleus_json_schema_to_gbnf_in(const char *schema_json,
-                                              size_t len,
-                                              nucleus_value_syntax syntax,
-                                              char **gbnf_out,
-                                              nucleus_error *err) {
+static nucleus_status to_gbnf(const char *schema_json, size_t len,
+                              nucleus_value_syntax syntax, unsigned flags,
+                              char **gbnf_out, nucleus_error *err) {
   if (!gbnf_out)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "json schema: out is NULL");
   *gbnf_out = NULL;
@@ -58,13 +56,28 @@ nucleus_status nucleus_json_schema_to_gbnf_in(const char *schema_json,
     rc = nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                  "a JSON Schema must be an object or a boolean");
   else
-    rc = json_schema_to_gbnf(schema,
-                             syntax == NUCLEUS_VALUE_SYNTAX_GEMMA4
-                                 ? JS_SYNTAX_GEMMA4
-                                 : JS_SYNTAX_JSON,
-                             gbnf_out, err);
+    rc = json_schema_to_gbnf_opts(schema,
+                                  syntax == NUCLEUS_VALUE_SYNTAX_GEMMA4
+                                      ? JS_SYNTAX_GEMMA4
+                                      : JS_SYNTAX_JSON,
+                                  flags, gbnf_out, err);
   json_decref(schema);
   return rc;
+}
+
+nucleus_status nucleus_json_schema_to_gbnf_in(const char *schema_json,
+                                              size_t len,
+                                              nucleus_value_syntax syntax,
+                                              char **gbnf_out,
+                                              nucleus_error *err) {
+  return to_gbnf(schema_json, len, syntax, 0, gbnf_out, err);
+}
+
+nucleus_status nucleus_json_schema_to_gbnf_doc(const char *schema_json,
+                                               size_t len, char **gbnf_out,
+                                               nucleus_error *err) {
+  return to_gbnf(schema_json, len, NUCLEUS_VALUE_SYNTAX_JSON, JS_DOC, gbnf_out,
+                 err);
 }
 
 nucleus_status nucleus_grammar_from_json_schema(const char *schema_json,
@@ -75,7 +88,7 @@ nucleus_status nucleus_grammar_from_json_schema(const char *schema_json,
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT, "grammar: out is NULL");
   *out = NULL;
   char *gbnf = NULL;
-  nc_code rc = nucleus_json_schema_to_gbnf(schema_json, len, &gbnf, err);
+  nc_code rc = nucleus_json_schema_to_gbnf_doc(schema_json, len, &gbnf, err);
   if (rc != NC_OK) return rc;
   rc = nc_grammar_handle_create(gbnf, strlen(gbnf), NULL, out, err);
   free(gbnf);

@@ -19,7 +19,10 @@
  * "literals" and [classes] (ranges a-z, negation [^...]) with escapes
  * \n \r \t \\ \" \[ \] \- \xHH \uHHHH \UHHHHHHHH; `.` any character; rule
  * names [A-Za-z0-9_-]+; `#` comments. Rule `root` (or the name given) is
- * the start.
+ * the start. A line `#@unique-items PATH` (nucleus's, written by the JSON
+ * Schema compile for a whole output) says the output is one JSON value
+ * whose array at PATH holds no two equal items; the matcher checks it
+ * beside the automaton (grammar_unique.h).
  *
  * Errors (NC_ERR_INVALID_ARGUMENT, message "line L column C: ..."): syntax,
  * undefined rule, a rule defined twice, left recursion (direct, indirect or

@@ -51,6 +51,8 @@ struct nc_grammar {
    * per count so far. NULL when no chain has two steps. */
   uint32_t *dom_key;
   uint32_t *dom_level;
+  /* uniqueItems directives (grammar_unique.h); NULL: none. */
+  struct nc_guniq_spec *uniq;
 };
 
 #define NC_GRAMMAR_CANON_DEPTH 16u

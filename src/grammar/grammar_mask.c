@@ -9,6 +9,7 @@
 
 #include "grammar_memo.h"
 #include "grammar_trie.h"
+#include "grammar_unique.h"
 
 #define PBIT 0x80000000u /* the memo walk: a level inside a character */
 
@@ -76,7 +77,9 @@ nc_code nc_grammar_mask_reference(nc_grammar_matcher *m,
                                   const nc_grammar_vocab *gv, uint64_t *mask,
                                   nc_error *err) {
   nc_gwork_begin(&m->work, UINT64_MAX); /* tests' yardstick: unbounded */
-  return reference_walk(m, gv, mask, err);
+  nc_code rc = reference_walk(m, gv, mask, err);
+  if (rc == NC_OK && m->uniq) rc = nc_guniq_mask(m, gv, mask, err);
+  return rc;
 }
 
 nc_code nc_grammar_matcher_accept_token(nc_grammar_matcher *m,
@@ -296,10 +299,11 @@ nc_code nc_grammar_matcher_mask(nc_grammar_matcher *m,
   bool fallback;
   rc = mask_memo(m, gv, mask, &fallback, err);
   if (fallback) m->memo->fallbacks++;
-  if (rc != NC_OK || fallback)
-    return rc != NC_OK ? rc : reference_walk(m, gv, mask, err);
-  if (nc_gstate_accepting(&m->cur))
+  if (rc == NC_OK && fallback)
+    rc = reference_walk(m, gv, mask, err);
+  else if (rc == NC_OK && nc_gstate_accepting(&m->cur))
     for (int32_t i = 0; i < gv->n_ends; i++)
       mask[gv->ends[i] / 64] |= 1ull << (gv->ends[i] % 64);
-  return NC_OK;
+  if (rc == NC_OK && m->uniq) rc = nc_guniq_mask(m, gv, mask, err);
+  return rc;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "grammar_memo.h"
+#include "grammar_unique.h"
 
 nc_code nc_grammar_matcher_create(const nc_grammar *g, nc_grammar_matcher **out,
                                   nc_error *err) {
@@ -14,6 +15,8 @@ nc_code nc_grammar_matcher_create(const nc_grammar *g, nc_grammar_matcher **out,
   m->g = g;
   nc_gwork_begin(&m->work, nc_grammar_matcher_budget(m));
   nc_code rc = nc_gstate_init(g, &m->cur, &m->work, err);
+  if (rc == NC_OK && g->uniq && nc_guniq_create(g->uniq, &m->uniq) != NC_OK)
+    rc = nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   if (rc != NC_OK) {
     nc_grammar_matcher_free(m);
     return rc;
@@ -36,6 +39,7 @@ void nc_grammar_matcher_free(nc_grammar_matcher *m) {
   free(m->lid);
   if (m->memo) nc_gmemo_free(m->memo);
   free(m->memo);
+  nc_guniq_free(m->uniq);
   free(m);
 }
 
@@ -48,7 +52,8 @@ nc_code nc_grammar_matcher_clone(const nc_grammar_matcher *m,
   c->work.limit = m->work.limit;
   c->work.cancel = m->work.cancel;
   nc_gwork_begin(&c->work, nc_grammar_matcher_budget(c));
-  if (nc_gstate_copy(&c->cur, &m->cur) != NC_OK) {
+  if (nc_gstate_copy(&c->cur, &m->cur) != NC_OK ||
+      (m->uniq && nc_guniq_clone(m->uniq, &c->uniq) != NC_OK)) {
     nc_grammar_matcher_free(c);
     return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   }
@@ -75,6 +80,13 @@ nc_code nc_grammar_matcher_accept(nc_grammar_matcher *m, const char *bytes,
   *ok = true;
   if (len == 0) return NC_OK;
   nc_gwork_begin(&m->work, nc_grammar_matcher_budget(m));
+  /* uniqueItems: a repeated item is refused before the automaton moves */
+  if (m->uniq && nc_guniq_dry(m->uniq, (const uint8_t *)bytes, len) != NC_OK)
+    return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
+  if (m->uniq && m->uniq->dloc.dup) {
+    *ok = false;
+    return NC_OK;
+  }
   if (len > 1 && nc_gstate_copy(&m->saved, &m->cur) != NC_OK)
     return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   for (size_t i = 0; i < len; i++) {
@@ -94,6 +106,8 @@ nc_code nc_grammar_matcher_accept(nc_grammar_matcher *m, const char *bytes,
     m->cur = m->spare;
     m->spare = t;
   }
+  if (m->uniq && nc_guniq_feed(m->uniq, (const uint8_t *)bytes, len) != NC_OK)
+    return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   return NC_OK;
 }
 

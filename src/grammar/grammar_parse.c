@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "grammar_parse.h"
+#include "grammar_unique.h"
 
 nc_code nc_gparse_fail_at(parser *p, size_t pos, nc_code code, const char *msg,
                           const char *arg, size_t arg_len) {
@@ -574,6 +575,7 @@ nc_code nc_grammar_parse(const char *text, size_t len, const char *root,
     free(lens);
   }
   parser_free(&p);
+  if (rc == NC_OK) rc = nc_guniq_spec_parse(text, len, &g->uniq, err);
   if (rc != NC_OK) {
     nc_grammar_free(g);
     return rc;
@@ -591,6 +593,7 @@ void nc_grammar_free(nc_grammar *g) {
   free(g->canon);
   free(g->dom_key);
   free(g->dom_level);
+  nc_guniq_spec_free(g->uniq);
   free(g);
 }
 

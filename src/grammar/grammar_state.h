@@ -62,6 +62,9 @@ struct nc_grammar_matcher {
   uint32_t *lid;
   struct nc_gmemo *memo;
   nc_gstate canon;
+  /* The uniqueItems check (grammar_unique.h); NULL: the grammar has no
+   * directives. */
+  struct nc_guniq *uniq;
 };
 
 void nc_gstacks_free(nc_gstacks *s);

@@ -84,8 +84,11 @@ static int gen_ref(ctx *c, const char *ref, sb *b, int depth) {
   c->ptr_len = strlen(c->ptr);
   const json_t *old_base = c->base;
   c->base = base;
+  bool ivalid = c->ivalid; /* a target may be reached from anywhere */
+  c->ivalid = false;
   sb body = {0};
   int rc = gen_body(c, target, &body, depth + 1);
+  c->ivalid = ivalid;
   c->base = old_base;
   memcpy(c->ptr, saved, saved_len + 1);
   c->ptr_len = saved_len;
@@ -304,9 +307,18 @@ static int gen_body(ctx *c, const json_t *s, sb *b, int depth) {
 }
 
 int js_gen(ctx *c, const json_t *s, int depth) {
-  if (depth > MAX_DEPTH) return js_fail_limit(c, "schema nested too deeply");
-  int id = js_new_rule(c);
-  if (id < 0) return -1;
+  /* The instance path: one step further, or lost (a branch, a $ref, ...) */
+  json_t *step = c->istep;
+  c->istep = NULL;
+  int id = depth > MAX_DEPTH ? js_fail_limit(c, "schema nested too deeply")
+                             : js_new_rule(c);
+  if (id < 0) {
+    json_decref(step);
+    return -1;
+  }
+  bool ivalid = c->ivalid;
+  if (depth > 0 && !step) c->ivalid = false;
+  if (step && c->ivalid && json_array_append(c->ipath, step)) c->ivalid = false;
   /* A schema with an '$id' is a resource: '#' refs inside resolve in it. */
   const json_t *old_base = c->base;
   const json_t *sid = json_object_get(s, "$id");
@@ -314,6 +326,10 @@ int js_gen(ctx *c, const json_t *s, int depth) {
   sb body = {0};
   int rc = gen_body(c, s, &body, depth);
   c->base = old_base;
+  if (step && c->ivalid)
+    json_array_remove(c->ipath, json_array_size(c->ipath) - 1);
+  c->ivalid = ivalid;
+  json_decref(step);
   if (rc) {
     free(body.s);
     return -1;
@@ -324,6 +340,8 @@ int js_gen(ctx *c, const json_t *s, int depth) {
 
 int js_gen_at(ctx *c, const json_t *s, int depth, const char *seg,
               const char *seg2) {
+  if (c->doc && !c->istep && seg2 && !strcmp(seg, "properties"))
+    c->istep = json_string(seg2); /* NULL (not UTF-8): the path is lost */
   size_t at = js_ptr_push(c, seg);
   if (seg2) js_ptr_push(c, seg2);
   int id = js_gen(c, s, depth);
@@ -333,6 +351,9 @@ int js_gen_at(ctx *c, const json_t *s, int depth, const char *seg,
 
 int js_gen_at_index(ctx *c, const json_t *s, int depth, const char *seg,
                     size_t i) {
+  if (c->doc && !c->istep &&
+      (!strcmp(seg, "prefixItems") || !strcmp(seg, "items")))
+    c->istep = json_integer((json_int_t)i);
   size_t at = js_ptr_push(c, seg);
   js_ptr_push_index(c, i);
   int id = js_gen(c, s, depth);
@@ -342,14 +363,26 @@ int js_gen_at_index(ctx *c, const json_t *s, int depth, const char *seg,
 
 nc_code json_schema_to_gbnf(const json_t *schema, js_syntax syntax, char **gbnf,
                             nc_error *err) {
+  return json_schema_to_gbnf_opts(schema, syntax, 0, gbnf, err);
+}
+
+nc_code json_schema_to_gbnf_opts(const json_t *schema, js_syntax syntax,
+                                 unsigned flags, char **gbnf, nc_error *err) {
   *gbnf = NULL;
   ctx c = {.syntax = syntax,
            .root = schema,
            .base = schema,
            .err = err,
-           .code = NC_OK};
+           .code = NC_OK,
+           .doc = (flags & JS_DOC) && syntax == JS_SYNTAX_JSON,
+           .ivalid = true};
   c.owned = json_array();
-  if (!c.owned) return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  c.ipath = json_array();
+  if (!c.owned || !c.ipath) {
+    json_decref(c.owned);
+    json_decref(c.ipath);
+    return nc_fail(err, NC_ERR_NOMEM, "out of memory");
+  }
   const char *values = js_syntax_values(syntax);
   js_sb_add(&c.out, values, strlen(values));
   js_sb_add(&c.out, k_prims, strlen(k_prims));
@@ -360,6 +393,16 @@ nc_code json_schema_to_gbnf(const json_t *schema, js_syntax syntax, char **gbnf,
     js_sb_printf(&c.notes, "# json-schema: and %d more ignored\n",
                  c.n_notes - MAX_NOTES);
   json_decref(c.owned);
+  json_decref(c.ipath);
+  json_decref(c.istep);
+  if (c.code == NC_OK && c.uniq.n) { /* the directives before the rules */
+    js_sb_add(&c.uniq, c.out.s ? c.out.s : "", c.out.n);
+    if (c.uniq.oom || c.uniq.big) c.out.oom = true;
+    free(c.out.s);
+    c.out = c.uniq;
+    c.uniq = (sb){0};
+  }
+  free(c.uniq.s);
   if (c.code == NC_OK && c.notes.n) { /* the notes first */
     js_sb_add(&c.notes, c.out.s ? c.out.s : "", c.out.n);
     if (c.notes.oom || c.notes.big) c.out.oom = true;

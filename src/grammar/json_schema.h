@@ -10,7 +10,9 @@
  *   objects: properties (in order), required, additionalProperties,
  *   patternProperties, min/maxProperties, dependentRequired, propertyNames
  *   (on the names written); arrays: items, prefixItems, additionalItems,
- *   min/maxItems, uniqueItems (arrays of at most one item); strings:
+ *   min/maxItems, uniqueItems (exact over a few values; over strings and
+ *   numbers checked by the matcher with JS_DOC; else arrays of at most one
+ *   item); strings:
  *   min/maxLength, pattern (a regex subset), format (date, time,
  *   date-time, uuid, email, ipv4, ipv6, hostname, uri) and their
  *   intersections; integers and numbers: minimum, maximum, exclusive
@@ -50,5 +52,12 @@ typedef enum js_syntax {
  * whose grammar would be too large, NC_ERR_NOMEM. */
 nc_code json_schema_to_gbnf(const json_t *schema, js_syntax syntax, char **gbnf,
                             nc_error *err);
+/* The grammar is the whole output (not part of a larger grammar): arrays
+ * with uniqueItems over strings or numbers, at a path from the root
+ * through properties and items alone, are checked exactly by the matcher
+ * ("#@unique-items" directives, grammar_unique.h). */
+#define JS_DOC 1u
+nc_code json_schema_to_gbnf_opts(const json_t *schema, js_syntax syntax,
+                                 unsigned flags, char **gbnf, nc_error *err);
 
 #endif

@@ -3,7 +3,9 @@
  * items of a few values (an enum or const of at most UNIQUE_MAX_VALUES,
  * booleans, null) make exactly the arrays without a repeated value, of
  * any length minItems and maxItems allow (a rule per set of values used);
- * for other items the grammar cannot compare them, so it makes arrays of
+ * items of type string, integer or number in a whole-output grammar are
+ * checked by the matcher (json_schema_unique.c); for other items the
+ * grammar cannot compare them, so it makes arrays of
  * at most one item (unique by themselves; a note says so), and refuses
  * minItems above 1 naming uniqueItems. contains: refused unless trivially
  * true. */
@@ -206,7 +208,14 @@ int js_gen_array(ctx *c, const json_t *s, sb *b, int depth) {
       return rc;
     }
   }
-  if (json_is_true(uniq) && !(hi >= 0 && hi <= 1)) {
+  bool exact = false;
+  if (json_is_true(uniq) && !(hi >= 0 && hi <= 1) && !prefix_given && items &&
+      !json_object_get(s, "contains")) {
+    int rc = js_unique_exact(c, s, items, depth, lo, &hi);
+    if (rc < 0) return -1;
+    exact = rc == 0;
+  }
+  if (json_is_true(uniq) && !(hi >= 0 && hi <= 1) && !exact) {
     /* The grammar cannot compare items: arrays of one item at most are
      * the unique ones it makes. */
     if (lo > 1) return refuse_unique(c, items, depth, lo);
@@ -247,6 +256,7 @@ int js_gen_array(ctx *c, const json_t *s, sb *b, int depth) {
   char x[32] = "value";
   if (more && items && !json_is_true(items)) {
     js_mark m = js_mark_here(c);
+    if (c->doc && !c->istep) c->istep = json_pack("[I]", (json_int_t)k);
     int id = js_gen_at(c, items, depth + 1,
                        prefix_kw[0] == 'i' ? "additionalItems" : "items", NULL);
     if (id < 0 && js_recover(c, m))
@@ -256,6 +266,10 @@ int js_gen_array(ctx *c, const json_t *s, sb *b, int depth) {
       return -1;
     }
     snprintf(x, sizeof x, "r%d", id);
+    if (id >= 0 && exact && js_unique_count(c, id, lo)) {
+      if (pid != ids) free(pid);
+      return -1;
+    }
   }
   /* Fewer than k items are valid too (prefixItems does not require
    * them): write all k, or stop early only where minItems allows. */

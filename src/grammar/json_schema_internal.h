@@ -59,6 +59,17 @@ typedef struct ctx {
   nc_error *err;
   nc_code code; /* of the first failure; NC_OK until then */
   bool unsat;   /* the first failure says no value matches */
+  /* uniqueItems checked exactly (the grammar is the whole output, JS_DOC):
+   * the instance path of the value being compiled (a JSON list of steps,
+   * grammar_unique.h), valid while every step from the root was a
+   * property, an item or a prefix item (no $ref, no branch); the step the
+   * next js_gen takes (NULL: the call is not one of those); the
+   * "#@unique-items" lines. */
+  bool doc;
+  json_t *ipath;
+  bool ivalid;
+  json_t *istep;
+  sb uniq;
 } ctx;
 
 /* Where the output stands, to undo a part no value satisfies. */
@@ -234,6 +245,15 @@ int js_gen(ctx *c, const json_t *s, int depth);
 int js_gen_string(ctx *c, const json_t *s, sb *b);
 int js_gen_integer(ctx *c, const json_t *s, sb *b, bool number);
 int js_gen_array(ctx *c, const json_t *s, sb *b, int depth);
+/* Arrays of items that are strings or numbers, unique by the matcher's
+ * check (json_schema_unique.c): 1 when s is not such an array here
+ * (nothing written), 0 the directive written (the caller makes the array
+ * with hi items at most, *hi capped), -1 failed. */
+int js_unique_exact(ctx *c, const json_t *s, const json_t *items, int depth,
+                    long long lo, long long *hi);
+/* With minItems lo of 2 or more: whether the items (rule id) take lo
+ * distinct values; fewer is a failure saying no array matches. */
+int js_unique_count(ctx *c, int id, long long lo);
 int js_gen_object(ctx *c, const json_t *s, sb *b, int depth);
 
 #endif

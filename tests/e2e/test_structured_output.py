@@ -60,6 +60,36 @@ def test_unique_items_of_an_enum(server, seed):
     assert set(tags) <= set(TAGS)
 
 
+@pytest.mark.parametrize("items", [
+    {"type": "string", "maxLength": 2},
+    {"type": "integer", "minimum": 0, "maximum": 3},
+])
+def test_unique_items_of_strings_and_numbers(client, items):
+    """uniqueItems over strings and numbers (issue 38): the matcher records
+    the array's items and refuses to close a repeat (strings decoded,
+    numbers by value), so n=4 samples at temperature 1 through the openai
+    client all validate under jsonschema (it was a 400 with minItems 2).
+    The integers take 4 values: the fifth item is never begun."""
+    import jsonschema
+    schema = {"type": "object", "properties": {"xs": {
+        "type": "array", "items": items, "uniqueItems": True,
+        "minItems": 3, "maxItems": 6}}, "required": ["xs"],
+        "additionalProperties": False}
+    r = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content":
+                              "List a few short codes as JSON."}],
+        response_format={"type": "json_schema", "json_schema": {
+            "name": "codes", "schema": schema}},
+        n=4, temperature=1, seed=11, max_tokens=120)
+    assert len(r.choices) == 4
+    for choice in r.choices:
+        assert choice.finish_reason == "stop", choice
+        value = json.loads(choice.message.content)
+        jsonschema.validate(value, schema)
+        xs = value["xs"]
+        assert len({json.dumps(x) for x in xs}) == len(xs)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_gbnf_grammar_output_matches_and_stops(server, seed):
     r = chat(server, {"grammar": PERSON, "max_tokens": 40, "temperature": 1,

@@ -119,7 +119,8 @@ static int schema_grammar(const json_t *v, const char *param,
   }
   nucleus_error err = {0};
   char *gbnf = NULL;
-  nucleus_status st = nucleus_json_schema_to_gbnf(text, len, &gbnf, &err);
+  /* the whole output: uniqueItems checked exactly where it can be */
+  nucleus_status st = nucleus_json_schema_to_gbnf_doc(text, len, &gbnf, &err);
   free(dumped);
   if (st == NUCLEUS_OK) {
     structured_log_schema_notes(gbnf, param);
