@@ -816,7 +816,7 @@ NUCLEUS_API nucleus_status nucleus_json_schema_to_gbnf_in(
     char **gbnf_out, nucleus_error *err);
 /* nucleus_json_schema_to_gbnf for a grammar that is the whole output (not
  * a part of a larger grammar): arrays with uniqueItems over strings or
- * numbers, reached from the root through properties and items alone, are
+ * numbers, reached from the root through properties, items and $refs, are
  * then checked exactly ("#@unique-items" directive lines, which the
  * matcher reads: no item repeats, by value). */
 NUCLEUS_API nucleus_status nucleus_json_schema_to_gbnf_doc(

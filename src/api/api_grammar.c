@@ -91,6 +91,14 @@ nucleus_status nucleus_grammar_from_json_schema(const char *schema_json,
   nc_code rc = nucleus_json_schema_to_gbnf_doc(schema_json, len, &gbnf, err);
   if (rc != NC_OK) return rc;
   rc = nc_grammar_handle_create(gbnf, strlen(gbnf), NULL, out, err);
+  if (rc == NC_ERR_LIMIT && strstr(gbnf, "#@unique-items")) {
+    /* too large with the $ref copies the checks took: without them */
+    free(gbnf);
+    gbnf = NULL;
+    rc = nucleus_json_schema_to_gbnf(schema_json, len, &gbnf, err);
+    if (rc == NC_OK)
+      rc = nc_grammar_handle_create(gbnf, strlen(gbnf), NULL, out, err);
+  }
   free(gbnf);
   return rc;
 }

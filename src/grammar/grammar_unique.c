@@ -527,6 +527,8 @@ static nc_code lex_byte(sink *k, nc_guniq_lex *L, nc_guniq_item *it,
   case ',':
     if (top && top->obj) top->want_key = 1;
     if (top && !top->obj) top->index++;
+    if (in_item(L) && top->index >= NC_GUNIQ_MAX_ITEMS && k->loc)
+      k->loc->dup = true; /* the record is full: no further item */
     L->slot = in_item(L);
     return NC_OK;
   case ':':

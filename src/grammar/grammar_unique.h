@@ -16,7 +16,8 @@
  * numbers, so an array holds strings or numbers alone.
  * Bounds: NC_GUNIQ_MAX_PATHS directives of NC_GUNIQ_MAX_STEPS steps, keys
  * of NC_GUNIQ_MAX_KEY bytes; an array records at most NC_GUNIQ_MAX_ITEMS
- * items (json_schema caps maxItems there). */
+ * items (the ',' after the last is refused; json_schema's maxItems is at
+ * most that anyway). */
 #ifndef NC_GRAMMAR_UNIQUE_H
 #define NC_GRAMMAR_UNIQUE_H
 

@@ -62,20 +62,9 @@ static const char *other_constraint(const json_t *s, const char *a,
 
 static int gen_body(ctx *c, const json_t *s, sb *b, int depth);
 
-static int gen_ref(ctx *c, const char *ref, sb *b, int depth) {
-  const json_t *target, *base;
-  if (js_resolve_ref(c, ref, &target, &base)) return -1;
-  for (int i = 0; i < c->n_refs; i++)
-    if (c->ref_targets[i] == target) {
-      js_sb_printf(b, "r%d", c->ref_ids[i]);
-      return 0;
-    }
-  if (c->n_refs >= MAX_REFS) return js_fail_limit(c, "too many $refs");
-  int id = js_new_rule(c);
-  if (id < 0) return -1;
-  c->ref_targets[c->n_refs] = target;
-  c->ref_ids[c->n_refs++] = id;
-  /* Messages inside say where the target is. */
+/* Target's body as rule id (memo entry k), messages saying where it is. */
+static int ref_body(ctx *c, const char *ref, const json_t *target,
+                    const json_t *base, int id, int depth) {
   char saved[MAX_POINTER];
   size_t saved_len = c->ptr_len;
   memcpy(saved, c->ptr, saved_len + 1);
@@ -84,11 +73,8 @@ static int gen_ref(ctx *c, const char *ref, sb *b, int depth) {
   c->ptr_len = strlen(c->ptr);
   const json_t *old_base = c->base;
   c->base = base;
-  bool ivalid = c->ivalid; /* a target may be reached from anywhere */
-  c->ivalid = false;
   sb body = {0};
   int rc = gen_body(c, target, &body, depth + 1);
-  c->ivalid = ivalid;
   c->base = old_base;
   memcpy(c->ptr, saved, saved_len + 1);
   c->ptr_len = saved_len;
@@ -97,8 +83,73 @@ static int gen_ref(ctx *c, const char *ref, sb *b, int depth) {
     return -1;
   }
   js_emit(c, id, &body);
-  js_sb_printf(b, "r%d", id);
   return 0;
+}
+
+/* Rules a target may take again for another reference's uniqueItems paths
+ * (each copy, and all copies together). */
+#define REF_COPY_RULES 64
+#define REF_COPIES_RULES 1024
+
+/* A $ref: its target converted once and shared, except where the
+ * conversion wrote uniqueItems directives (json_schema_unique.c): those
+ * name this reference's instance path, so another reference converts the
+ * target again for its own path while that stays small (REF_COPY_RULES,
+ * REF_COPIES_RULES), else once more without directives (the copy then
+ * shared); a target used again within its own conversion (a recursion: one
+ * rule at many paths) is converted again without them. */
+static int gen_ref(ctx *c, const char *ref, sb *b, int depth) {
+  const json_t *target, *base;
+  if (js_resolve_ref(c, ref, &target, &base)) return -1;
+  bool pathed = false;
+  int size = 0;
+  for (int i = 0; i < c->n_refs; i++) {
+    if (c->ref_targets[i] != target) continue;
+    if (c->ref_busy[i]) c->ref_again[i] = true;
+    if (c->ref_busy[i] || !c->ref_pathed[i]) {
+      js_sb_printf(b, "r%d", c->ref_ids[i]);
+      return 0;
+    }
+    pathed = true;
+    size = c->ref_size[i];
+  }
+  if (c->n_refs >= MAX_REFS) return js_fail_limit(c, "too many $refs");
+  bool ivalid = c->ivalid;
+  if (pathed &&
+      (size > REF_COPY_RULES || c->ref_copied + size > REF_COPIES_RULES ||
+       c->n_refs >= MAX_REFS / 2))
+    c->ivalid = false; /* a shared copy without directives */
+  for (int pass = 0; pass < 2; pass++) {
+    js_mark m = js_mark_here(c);
+    int id = js_new_rule(c);
+    if (id < 0) {
+      c->ivalid = ivalid;
+      return -1;
+    }
+    int k = c->n_refs++;
+    c->ref_targets[k] = target;
+    c->ref_ids[k] = id;
+    c->ref_busy[k] = true;
+    c->ref_again[k] = false;
+    c->ref_pathed[k] = false;
+    int rc = ref_body(c, ref, target, base, id, depth);
+    c->ref_busy[k] = false;
+    bool wrote = c->uniq.n > m.uniq_n;
+    if (!rc && wrote && c->ref_again[k] && pass == 0) {
+      js_undo(c, m); /* again, with the path lost */
+      c->ivalid = false;
+      continue;
+    }
+    c->ivalid = ivalid;
+    if (rc) return -1;
+    c->ref_pathed[k] = wrote;
+    c->ref_size[k] = c->n_rules - m.n_rules;
+    if (pathed && wrote) c->ref_copied += c->ref_size[k];
+    js_sb_printf(b, "r%d", id);
+    return 0;
+  }
+  c->ivalid = ivalid;
+  return js_fail(c, "'$ref' %.64s: converted twice", ref);
 }
 
 /* anyOf, or oneOf with branches no value can match twice. */
@@ -366,8 +417,21 @@ nc_code json_schema_to_gbnf(const json_t *schema, js_syntax syntax, char **gbnf,
   return json_schema_to_gbnf_opts(schema, syntax, 0, gbnf, err);
 }
 
+static nc_code to_gbnf(const json_t *schema, js_syntax syntax, unsigned flags,
+                       char **gbnf, nc_error *err);
+
 nc_code json_schema_to_gbnf_opts(const json_t *schema, js_syntax syntax,
                                  unsigned flags, char **gbnf, nc_error *err) {
+  nc_code rc = to_gbnf(schema, syntax, flags, gbnf, err);
+  /* The checked uniqueItems' copies of $ref targets past a bound: the
+   * schema as a part of a larger grammar (no directives) instead. */
+  if (rc == NC_ERR_LIMIT && (flags & JS_DOC))
+    rc = to_gbnf(schema, syntax, flags & ~JS_DOC, gbnf, err);
+  return rc;
+}
+
+static nc_code to_gbnf(const json_t *schema, js_syntax syntax, unsigned flags,
+                       char **gbnf, nc_error *err) {
   *gbnf = NULL;
   ctx c = {.syntax = syntax,
            .root = schema,

@@ -54,8 +54,8 @@ nc_code json_schema_to_gbnf(const json_t *schema, js_syntax syntax, char **gbnf,
                             nc_error *err);
 /* The grammar is the whole output (not part of a larger grammar): arrays
  * with uniqueItems over strings or numbers, at a path from the root
- * through properties and items alone, are checked exactly by the matcher
- * ("#@unique-items" directives, grammar_unique.h). */
+ * through properties, items and $refs alone, are checked exactly by the
+ * matcher ("#@unique-items" directives, grammar_unique.h). */
 #define JS_DOC 1u
 nc_code json_schema_to_gbnf_opts(const json_t *schema, js_syntax syntax,
                                  unsigned flags, char **gbnf, nc_error *err);

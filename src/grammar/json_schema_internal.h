@@ -48,6 +48,13 @@ typedef struct ctx {
   int n_rules;
   const json_t *ref_targets[MAX_REFS]; /* $ref targets, converted once */
   int ref_ids[MAX_REFS];
+  /* A target being converted, one used again while it was (a recursion:
+   * its rule serves other instance paths), one whose rule holds uniqueItems
+   * directives' arrays (not shared: its paths are one reference's); the
+   * rules each took, and those converted again for another path. */
+  bool ref_busy[MAX_REFS], ref_again[MAX_REFS], ref_pathed[MAX_REFS];
+  int ref_size[MAX_REFS];
+  int ref_copied;
   int n_refs;
   const json_t *shaped[MAX_REFS]; /* documents js_check_shapes passed */
   int n_shaped;
@@ -62,7 +69,7 @@ typedef struct ctx {
   /* uniqueItems checked exactly (the grammar is the whole output, JS_DOC):
    * the instance path of the value being compiled (a JSON list of steps,
    * grammar_unique.h), valid while every step from the root was a
-   * property, an item or a prefix item (no $ref, no branch); the step the
+   * property, an item, a prefix item or a $ref (no branch); the step the
    * next js_gen takes (NULL: the call is not one of those); the
    * "#@unique-items" lines. */
   bool doc;
@@ -74,7 +81,7 @@ typedef struct ctx {
 
 /* Where the output stands, to undo a part no value satisfies. */
 typedef struct {
-  size_t out_n, notes_n;
+  size_t out_n, notes_n, uniq_n;
   int n_rules, n_refs, n_notes;
   bool out_big;
 } js_mark;

@@ -113,6 +113,7 @@ int js_fail_unsat(ctx *c, const char *fmt, ...) {
 js_mark js_mark_here(const ctx *c) {
   return (js_mark){.out_n = c->out.n,
                    .notes_n = c->notes.n,
+                   .uniq_n = c->uniq.n,
                    .n_rules = c->n_rules,
                    .n_refs = c->n_refs,
                    .n_notes = c->n_notes,
@@ -137,6 +138,8 @@ bool js_retry(ctx *c, js_mark m) {
   c->out.big = m.out_big;
   c->notes.n = m.notes_n;
   if (c->notes.s) c->notes.s[m.notes_n] = '\0';
+  c->uniq.n = m.uniq_n;
+  if (c->uniq.s) c->uniq.s[m.uniq_n] = '\0';
   c->n_rules = m.n_rules;
   c->n_refs = m.n_refs;
   c->n_notes = m.n_notes;

@@ -1,15 +1,16 @@
 /* json_schema: uniqueItems over strings and numbers, checked exactly by
  * the matcher (grammar_unique.h). Where the grammar is the whole output
  * (JS_DOC) and the array's instance path from the root goes through
- * properties, items and prefix items alone (no $ref, no anyOf/oneOf
- * branch, no additionalProperties or patternProperties: the path alone
- * then says which schema a value has), an array whose items are of type
- * string, integer or number gets a "#@unique-items PATH" directive and is
- * made as any array of at most maxItems (NC_GUNIQ_MAX_ITEMS when absent)
- * items; with minItems of 2 or more the items' language must hold that
- * many distinct values (counted by the matcher's search on the items'
- * grammar alone; fewer: no array matches). Elsewhere uniqueItems keeps
- * json_schema_array.c's handling. */
+ * properties, items, prefix items and $refs alone (json_schema.c's gen_ref
+ * copies a target per path; no recursion, no anyOf/oneOf branch, no
+ * additionalProperties or patternProperties: the path alone then says
+ * which schema a value has), an array whose items are of type string,
+ * integer or number gets a "#@unique-items PATH" directive and is made as
+ * any array of at most maxItems items (the matcher refuses the ',' after
+ * NC_GUNIQ_MAX_ITEMS: it records no more); with minItems of 2 or more the
+ * items' language must hold that many distinct values (counted by the
+ * matcher's search on the items' grammar alone; fewer: no array matches).
+ * Elsewhere uniqueItems keeps json_schema_array.c's handling. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,14 +49,9 @@ int js_unique_exact(ctx *c, const json_t *s, const json_t *items, int depth,
   if (!path) return js_fail_oom(c);
   js_sb_printf(&c->uniq, "#@unique-items %s\n", path);
   free(path);
-  if (*hi < 0 || *hi > (long long)NC_GUNIQ_MAX_ITEMS) {
-    if (*hi < 0)
-      js_note(c,
-              "uniqueItems: arrays of at most %u items (the items "
-              "recorded to compare)",
-              NC_GUNIQ_MAX_ITEMS);
-    *hi = NC_GUNIQ_MAX_ITEMS;
-  }
+  /* past NC_GUNIQ_MAX_ITEMS the matcher refuses the ',' (a counted
+   * repetition in the grammar would cost a rule per item) */
+  (void)hi;
   return 0;
 }
 

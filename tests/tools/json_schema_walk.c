@@ -9,7 +9,9 @@
  * (an end token when allowed, half the time; else, a third of the time, a
  * token holding one of "}],: that closes things; else any), a walk ending
  * when the grammar completes or an end token is drawn (a finished output)
- * or after 400 tokens (unfinished, not printed). */
+ * or after 400 tokens (unfinished, not printed). Schemas compile as the
+ * server's response_format does (nucleus_json_schema_to_gbnf_doc: the
+ * whole output, uniqueItems over strings and numbers checked). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +97,7 @@ int main(int argc, char **argv) {
     char *gbnf = NULL;
     nucleus_error jerr = {0};
     nc_grammar *g = NULL;
-    if (nucleus_json_schema_to_gbnf(line, ll, &gbnf, &jerr) != NUCLEUS_OK) {
+    if (nucleus_json_schema_to_gbnf_doc(line, ll, &gbnf, &jerr) != NUCLEUS_OK) {
       fail_line(jerr.message);
       continue;
     }

@@ -93,6 +93,26 @@ static void test_repeats_refused(void **state) {
   assert_true(accepts(i, "[3,1,2]"));
   assert_false(accepts(i, "[3,1,3]"));
   assert_false(accepts(i, "[3,1]"));
+  /* 1,024 items recorded at most: the ',' after the last is refused */
+  char *big = malloc(8 * 1100);
+  assert_non_null(big);
+  size_t n = 0;
+  for (int v = 0; v < 1024; v++)
+    n += (size_t)sprintf(big + n, "%c%d", v ? ',' : '[', v);
+  nucleus_grammar *h = compile(k_num);
+  nc_grammar_matcher *m = NULL;
+  assert_int_equal(
+      nc_grammar_matcher_create(nc_grammar_handle_get(h), &m, NULL), NC_OK);
+  bool ok = false;
+  assert_int_equal(nc_grammar_matcher_accept(m, big, n, &ok, NULL), NC_OK);
+  assert_true(ok);
+  assert_int_equal(nc_grammar_matcher_accept(m, ",", 1, &ok, NULL), NC_OK);
+  assert_false(ok);
+  assert_int_equal(nc_grammar_matcher_accept(m, "]", 1, &ok, NULL), NC_OK);
+  assert_true(ok && nc_grammar_matcher_accepting(m));
+  nc_grammar_matcher_free(m);
+  nucleus_grammar_free(h);
+  free(big);
 }
 
 static void test_paths(void **state) {
@@ -116,13 +136,38 @@ static void test_paths(void **state) {
                   "true}}}";
   assert_true(accepts(b, "{\"a\":[\"q\",\"q\"],\"u\":[\"q\",\"r\"]}"));
   assert_false(accepts(b, "{\"a\":[\"q\"],\"u\":[\"q\",\"q\"]}"));
-  /* outside the subset: through a $ref or a branch, the earlier handling
-   * (one item at most; minItems 2 a 400) */
-  const char *r = "{\"$defs\":{\"U\":{\"type\":\"array\",\"items\":{\"type\":"
-                  "\"string\"},\"uniqueItems\":true}},\"type\":\"object\","
-                  "\"properties\":{\"u\":{\"$ref\":\"#/$defs/U\"}}}";
-  assert_true(accepts(r, "{\"u\":[\"a\"]}"));
-  assert_false(accepts(r, "{\"u\":[\"a\",\"b\"]}"));
+  /* through a $ref (pydantic's nested models): each reference its own
+   * array, checked */
+  const char *r =
+      "{\"$defs\":{\"U\":{\"type\":\"array\",\"items\":{\"type\":"
+      "\"string\"},\"uniqueItems\":true},\"M\":{\"type\":"
+      "\"object\",\"properties\":{\"u\":{\"$ref\":\"#/$defs/U\"}}}},"
+      "\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":"
+      "\"#/$defs/M\"},\"b\":{\"$ref\":\"#/$defs/M\"}}}";
+  assert_true(accepts(r, "{\"a\":{\"u\":[\"x\",\"y\"]},\"b\":{\"u\":[\"x\","
+                         "\"y\"]}}"));
+  assert_false(accepts(r, "{\"a\":{\"u\":[\"x\",\"y\"]},\"b\":{\"u\":[\"y\","
+                          "\"y\"]}}"));
+  assert_false(accepts(r, "{\"a\":{\"u\":[\"x\",\"x\"]}}"));
+  /* a recursion: the root's own array is checked; the nested ones, one
+   * rule at every depth, keep the earlier handling (one item at most) */
+  const char *t = "{\"type\":\"object\",\"properties\":{\"tags\":{\"type\":"
+                  "\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":"
+                  "true},\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":"
+                  "\"#\"}}}}";
+  assert_true(accepts(t, "{\"tags\":[\"a\",\"b\"],\"kids\":[{\"tags\":"
+                         "[\"a\"]}]}"));
+  assert_false(accepts(t, "{\"tags\":[\"a\",\"a\"]}"));
+  assert_false(accepts(t, "{\"kids\":[{\"tags\":[\"a\",\"b\"]}]}"));
+  const char *d = "{\"$defs\":{\"T\":{\"type\":\"object\",\"properties\":{"
+                  "\"tags\":{\"type\":\"array\",\"items\":{\"type\":"
+                  "\"integer\"},\"uniqueItems\":true},\"kids\":{\"type\":"
+                  "\"array\",\"items\":{\"$ref\":\"#/$defs/T\"}}}}},\"$ref\":"
+                  "\"#/$defs/T\"}";
+  assert_true(accepts(d, "{\"tags\":[1],\"kids\":[{\"tags\":[2]}]}"));
+  assert_false(accepts(d, "{\"tags\":[1,2]}"));
+  /* outside the subset: a branch, the earlier handling (a 400 with
+   * minItems 2) */
   assert_non_null(strstr(
       refuse_doc("{\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":"
                  "\"string\"},\"uniqueItems\":true,\"minItems\":2},{\"type\":"

@@ -121,12 +121,21 @@ static int schema_grammar(const json_t *v, const char *param,
   char *gbnf = NULL;
   /* the whole output: uniqueItems checked exactly where it can be */
   nucleus_status st = nucleus_json_schema_to_gbnf_doc(text, len, &gbnf, &err);
-  free(dumped);
   if (st == NUCLEUS_OK) {
     structured_log_schema_notes(gbnf, param);
     st = nucleus_grammar_create(gbnf, strlen(gbnf), NULL, out, &err);
+    if (st == NUCLEUS_ERR_LIMIT && strstr(gbnf, "#@unique-items")) {
+      /* too large with the $ref copies the checks took: without them */
+      nucleus_free(gbnf);
+      gbnf = NULL;
+      err = (nucleus_error){0};
+      st = nucleus_json_schema_to_gbnf(text, len, &gbnf, &err);
+      if (st == NUCLEUS_OK)
+        st = nucleus_grammar_create(gbnf, strlen(gbnf), NULL, out, &err);
+    }
     nucleus_free(gbnf);
   }
+  free(dumped);
   if (st != NUCLEUS_OK)
     return api_fail(e, st == NUCLEUS_ERR_NOMEM ? 500 : 400, param, "'%s': %s",
                     param, err.message);
