@@ -106,6 +106,8 @@ static int gen_ref(ctx *c, const char *ref, sb *b, int depth) {
   for (int i = 0; i < c->n_refs; i++) {
     if (c->ref_targets[i] != target) continue;
     if (c->ref_busy[i]) c->ref_again[i] = true;
+    /* a copy converted without a path may lack this path's directives */
+    if (!c->ref_busy[i] && c->ref_lost[i] && c->ivalid && c->doc) continue;
     if (c->ref_busy[i] || !c->ref_pathed[i]) {
       js_sb_printf(b, "r%d", c->ref_ids[i]);
       return 0;
@@ -132,6 +134,9 @@ static int gen_ref(ctx *c, const char *ref, sb *b, int depth) {
     c->ref_busy[k] = true;
     c->ref_again[k] = false;
     c->ref_pathed[k] = false;
+    /* lost: the reference's own path was (a copy made without directives
+     * on purpose, a recursion's or past the copies' bound, is shared) */
+    c->ref_lost[k] = !ivalid;
     int rc = ref_body(c, ref, target, base, id, depth);
     c->ref_busy[k] = false;
     bool wrote = c->uniq.n > m.uniq_n;

@@ -53,6 +53,7 @@ typedef struct ctx {
    * directives' arrays (not shared: its paths are one reference's); the
    * rules each took, and those converted again for another path. */
   bool ref_busy[MAX_REFS], ref_again[MAX_REFS], ref_pathed[MAX_REFS];
+  bool ref_lost[MAX_REFS]; /* converted where the path was lost */
   int ref_size[MAX_REFS];
   int ref_copied;
   int n_refs;

@@ -166,6 +166,18 @@ static void test_paths(void **state) {
                   "\"#/$defs/T\"}";
   assert_true(accepts(d, "{\"tags\":[1],\"kids\":[{\"tags\":[2]}]}"));
   assert_false(accepts(d, "{\"tags\":[1,2]}"));
+  /* a target first met in a recursion (converted without directives
+   * there) and then by a plain reference: checked there */
+  const char *w =
+      "{\"$defs\":{\"U\":{\"type\":\"array\",\"items\":{\"type\":"
+      "\"string\"},\"uniqueItems\":true},\"M\":{\"type\":\"object\","
+      "\"properties\":{\"u\":{\"$ref\":\"#/$defs/U\"},\"kids\":{"
+      "\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/M\"}}}}},"
+      "\"type\":\"object\",\"properties\":{\"m\":{\"$ref\":"
+      "\"#/$defs/M\"},\"w\":{\"$ref\":\"#/$defs/U\"}}}";
+  assert_true(accepts(w, "{\"m\":{\"u\":[\"a\"]},\"w\":[\"a\",\"b\"]}"));
+  assert_false(accepts(w, "{\"w\":[\"a\",\"a\"]}"));
+  assert_false(accepts(w, "{\"m\":{\"u\":[\"a\",\"b\"]}}"));
   /* outside the subset: a branch, the earlier handling (a 400 with
    * minItems 2) */
   assert_non_null(strstr(
