@@ -87,6 +87,14 @@ nc_code nc_grammar_matcher_accept(nc_grammar_matcher *m, const char *bytes,
     *ok = false;
     return NC_OK;
   }
+  if (m->uniq) { /* nor one whose item can then only repeat (the mask's) */
+    bool keeps = true;
+    nc_code rc = nc_guniq_keeps(m, (const uint8_t *)bytes, len, &keeps, err);
+    if (rc != NC_OK || !keeps) {
+      *ok = false;
+      return rc;
+    }
+  }
   if (len > 1 && nc_gstate_copy(&m->saved, &m->cur) != NC_OK)
     return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   for (size_t i = 0; i < len; i++) {

@@ -176,6 +176,11 @@ nc_guniq_set nc_guniq_dry_set(const nc_guniq *u);
  * the recorded ones. m->uniq must be set. */
 nc_code nc_guniq_mask(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
                       uint64_t *mask, nc_error *err);
+/* After a dry run of bytes b[0..n) from m's position (nc_guniq_dry, no
+ * repeat): *ok false when the open item (or the one a ',' asks for) is
+ * left with no completion outside the recorded items. */
+nc_code nc_guniq_keeps(nc_grammar_matcher *m, const uint8_t *b, size_t n,
+                       bool *ok, nc_error *err);
 /* Whether the language of g (one item: a JSON string or number) holds at
  * least need distinct values: *count (at most need). NC_ERR_LIMIT when
  * the search passes budget units. */

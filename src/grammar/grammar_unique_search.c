@@ -279,8 +279,8 @@ static nc_code bitmaps(nc_guniq *u, const nc_grammar_vocab *gv) {
 
 /* After a dry run of bytes b[0..n) from cur: whether the open item (or the
  * one a ',' asks for) keeps a completion outside the recorded items. */
-static nc_code keeps(nc_grammar_matcher *m, const uint8_t *b, size_t n,
-                     bool *ok, nc_error *err) {
+nc_code nc_guniq_keeps(nc_grammar_matcher *m, const uint8_t *b, size_t n,
+                       bool *ok, nc_error *err) {
   nc_guniq *u = m->uniq;
   const nc_guniq_lex *L = &u->dlex;
   *ok = true;
@@ -356,7 +356,7 @@ nc_code nc_guniq_mask(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
       if (rc == NC_OK && nc_guniq_dry(u, p, n) != NC_OK)
         rc = nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
       bool ok = !u->dloc.dup;
-      if (rc == NC_OK && ok) rc = keeps(m, p, n, &ok, err);
+      if (rc == NC_OK && ok) rc = nc_guniq_keeps(m, p, n, &ok, err);
       if (rc != NC_OK) return rc;
       if (!ok) mask[t / 64] &= ~(1ull << (t % 64));
     }

@@ -464,6 +464,11 @@ static void test_mask_dead_ends(void **state) {
   assert_false(mask >> 5 & 1); /* 'ab' */
   assert_true(mask >> 1 & 1);  /* 'b' */
   assert_true(mask >> 6 & 1);  /* 'b"' */
+  /* accept refuses what the mask leaves out, and is undone */
+  assert_int_equal(nc_grammar_matcher_accept(m, "a", 1, &ok, NULL), NC_OK);
+  assert_false(ok);
+  assert_int_equal(nc_grammar_matcher_accept(m, "b\"]", 3, &ok, NULL), NC_OK);
+  assert_true(ok && nc_grammar_matcher_accepting(m));
   nc_grammar_matcher_free(m);
   nucleus_grammar_free(h);
   nc_grammar_vocab_free(gv);
