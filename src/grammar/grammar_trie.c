@@ -193,7 +193,18 @@ nc_code nc_grammar_vocab_create(int32_t n, const char *const *pieces,
   for (int32_t i = 0; i < n; i++)
     if (gv->kinds[i] == NC_GRAMMAR_TOKEN_END) gv->ends[gv->n_ends++] = i;
   gv->longs = malloc(((size_t)n + 1) * sizeof *gv->longs);
-  if (!gv->longs) goto nomem;
+  size_t words = ((size_t)n + 63) / 64;
+  gv->has_lb = calloc(words + 1, sizeof *gv->has_lb);
+  gv->has_q = calloc(words + 1, sizeof *gv->has_q);
+  if (!gv->longs || !gv->has_lb || !gv->has_q) goto nomem;
+  for (int32_t i = 0; i < n; i++) {
+    const char *p = gv->bytes + gv->off[i];
+    size_t len = gv->off[i + 1] - gv->off[i];
+    if (gv->kinds[i] != NC_GRAMMAR_TOKEN_TEXT) continue;
+    if (memchr(p, '[', len)) gv->has_lb[i / 64] |= 1ull << (i % 64);
+    if (memchr(p, '"', len) || memchr(p, '\\', len))
+      gv->has_q[i / 64] |= 1ull << (i % 64);
+  }
   for (int32_t i = 0; i < n; i++)
     if (gv->kinds[i] == NC_GRAMMAR_TOKEN_TEXT &&
         gv->off[i + 1] - gv->off[i] > NC_GRAMMAR_CANON_DEPTH)
@@ -218,6 +229,8 @@ void nc_grammar_vocab_free(nc_grammar_vocab *gv) {
   free(gv->longs);
   free(gv->fplain);
   free(gv->plain_le);
+  free(gv->has_lb);
+  free(gv->has_q);
   free(gv);
 }
 

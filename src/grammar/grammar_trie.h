@@ -53,6 +53,9 @@ struct nc_grammar_vocab {
   uint8_t *fplain;
   uint64_t *plain_le;
   uint32_t n_plain;
+  /* The text tokens whose piece holds '[' (has_lb), and '"' or '\\'
+   * (has_q): the ones uniqueItems' filter looks at (grammar_unique.h). */
+  uint64_t *has_lb, *has_q;
 };
 
 #define NC_GRAMMAR_PLAIN_MAX 64u

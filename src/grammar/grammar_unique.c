@@ -588,8 +588,6 @@ void nc_guniq_free(nc_guniq *u) {
   free(u->item.loc);
   free(u->ditem.loc);
   free(u->dloc.buf);
-  free(u->has_lb);
-  free(u->has_q);
   for (uint32_t i = 0; i < u->n_lv; i++)
     nc_gstacks_free(&u->lv[i].st);
   free(u->lv);

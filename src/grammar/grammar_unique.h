@@ -143,13 +143,10 @@ typedef struct nc_guniq {
   nc_guniq_lex lex;
   nc_guniq_rec rec;
   nc_guniq_item item; /* base NULL */
-  /* The mask's scratch: a dry run's lexer, item and closed items; token
-   * bitmaps of the vocabulary seen last ('[' and '"' in the piece). */
+  /* The mask's scratch: a dry run's lexer, item and closed items. */
   nc_guniq_lex dlex;
   nc_guniq_item ditem;
   nc_guniq_local dloc;
-  const void *vocab;
-  uint64_t *has_lb, *has_q;
   /* The state after a token (the mask's), two in turn. */
   nc_gstate ta, tb;
   /* The searches' states, one per depth, and their text. */

@@ -257,26 +257,6 @@ nc_code nc_guniq_count(const nc_grammar *g, uint32_t need, uint64_t budget,
 }
 
 /* ------------------------------------------------------------------ mask */
-static nc_code bitmaps(nc_guniq *u, const nc_grammar_vocab *gv) {
-  if (u->vocab == gv) return NC_OK;
-  size_t words = ((size_t)gv->n + 63) / 64;
-  free(u->has_lb);
-  free(u->has_q);
-  u->has_lb = calloc(words, sizeof *u->has_lb);
-  u->has_q = calloc(words, sizeof *u->has_q);
-  u->vocab = NULL;
-  if (!u->has_lb || !u->has_q) return NC_ERR_NOMEM;
-  for (int32_t t = 0; t < gv->n; t++) {
-    const char *p = gv->bytes + gv->off[t];
-    size_t n = gv->off[t + 1] - gv->off[t];
-    if (memchr(p, '[', n)) u->has_lb[t / 64] |= 1ull << (t % 64);
-    if (memchr(p, '"', n) || memchr(p, '\\', n))
-      u->has_q[t / 64] |= 1ull << (t % 64);
-  }
-  u->vocab = gv;
-  return NC_OK;
-}
-
 /* After a dry run of bytes b[0..n) from cur: whether the open item (or the
  * one a ',' asks for) keeps a completion outside the recorded items. */
 nc_code nc_guniq_keeps(nc_grammar_matcher *m, const uint8_t *b, size_t n,
@@ -332,16 +312,14 @@ nc_code nc_guniq_keeps(nc_grammar_matcher *m, const uint8_t *b, size_t n,
 nc_code nc_guniq_mask(nc_grammar_matcher *m, const nc_grammar_vocab *gv,
                       uint64_t *mask, nc_error *err) {
   nc_guniq *u = m->uniq;
-  if (bitmaps(u, gv) != NC_OK)
-    return nc_fail(err, NC_ERR_NOMEM, "grammar: out of memory");
   const nc_guniq_lex *L = &u->lex;
-  const uint64_t *only = u->has_lb; /* outside: only '[' may enter one */
+  const uint64_t *only = gv->has_lb; /* outside: only '[' may enter one */
   if (L->uniq >= 0) {
     nc_guniq_set s = {&u->rec, NULL};
     bool within = L->mode == NC_GU_STR && L->is_item && L->dec.esc == 0 &&
                   L->dec.hi == 0 &&
                   !nc_guniq_set_prefix(&s, u->item.loc, u->item.n, NULL, 0);
-    only = within ? u->has_q : NULL; /* a new prefix: only '"' can close */
+    only = within ? gv->has_q : NULL; /* a new prefix: only '"' can close */
   }
   size_t words = ((size_t)gv->n + 63) / 64;
   for (size_t w = 0; w < words; w++) {
