@@ -5,7 +5,8 @@
  * fused multiply-add chain over d), the values with 64 of hdv in four
  * registers per row (each lane one d's chain over the keys). Every lane
  * computes the plain build's operations in its order, so the bits are the
- * plain build's. A value head not a multiple of 16 takes the plain build. */
+ * plain build's. A value head not a multiple of 16 (SigLIP's 72) takes its
+ * last dims as scalar fma chains over the keys, in the same order. */
 #if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) &&           \
     defined(__F16C__)
 #include <immintrin.h>
@@ -278,8 +279,11 @@ static void softmax_row(const nc_flash_rows *r, int32_t i, float *pr,
   if (Mn > M) {
     const float ms = expf(M - Mn);
     const __m512 vms = _mm512_set1_ps(ms);
-    for (int32_t d = 0; d < hdv; d += 16)
+    int32_t d = 0;
+    for (; d + 16 <= hdv; d += 16)
       _mm512_storeu_ps(acc + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), vms));
+    for (; d < hdv; d++) /* a head size not a multiple of 16: its tail */
+      acc[d] *= ms;
     st->S[i] *= ms;
   }
   st->M[i] = Mn;
@@ -383,7 +387,22 @@ NC_INLINE void values(const nc_flash_rows *r, const int32_t *rows, int32_t n,
       values_few(r, rows, n, j0, j1, v, p, st, d0, NV);
   if (d0 >= hdv) return;
   /* every row at once: up to 12 fma chains in flight */
-  values_few(r, rows, n, j0, j1, v, p, st, d0, (hdv - d0) / 16);
+  const int32_t nd = (hdv - d0) / 16;
+  if (nd > 0) values_few(r, rows, n, j0, j1, v, p, st, d0, nd);
+  d0 += 16 * nd;
+  /* a head size not a multiple of 16 (SigLIP's 72): its last dims one fma
+   * chain over the keys each, as the plain build's (fmaf is one instruction
+   * in this file's build, a libm call in the plain one) */
+  for (int32_t a = 0; a < n; a++) {
+    float *acc = st->acc + (size_t)rows[a] * (size_t)hdv;
+    const float *pr = p + (size_t)rows[a] * KT;
+    for (int32_t d = d0; d < hdv; d++) {
+      float x = acc[d];
+      for (int32_t j = j0; j < j1; j++)
+        x = fmaf(v[(size_t)j * (size_t)hdv + (size_t)d], pr[j], x);
+      acc[d] = x;
+    }
+  }
 }
 
 /* r[i] (lanes: 16 dims of key i) becomes r[d] (lanes: dim d of 16 keys):
@@ -472,10 +491,6 @@ void nc_flash_tile_widen_avx512(const nc_fp16 *k, size_t k_stride,
 void nc_flash_tile_prompt_avx512(const nc_flash_rows *r, const float *kt,
                                  const float *v, float *p,
                                  nc_flash_tstate *st) {
-  if (r->hdv % 16 != 0) {
-    nc_flash_tile_prompt_plain(r, kt, v, p, st);
-    return;
-  }
   for (int32_t i0 = 0; i0 < r->m;) {
     int32_t rows[RB], n = 0;
     for (; i0 < r->m && n < RB; i0++)
