@@ -670,7 +670,7 @@ static void spare_room(nucleus_engine *e, const nc_sched_plan *plan,
 
 /* The process's CPU time (every thread's): a step's cost, which other
  * processes taking the cores do not inflate as they do its wall time. */
-static double cpu_ms(void) {
+double nc_engine_cpu_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
@@ -679,13 +679,22 @@ static double cpu_ms(void) {
 /* What k drafts cost against a decode step (cost[k], k up to
  * NUCLEUS_MAX_DRAFT), in a step that feeds `planned` rows before drafts:
  * the engine params' fixed row cost, or what its timed decode steps give
- * (spec_policy.h). */
-static void draft_costs(const nucleus_engine *e, int32_t planned,
-                        double *cost) {
+ * (spec_policy.h); model_cost / mtp_cost: the same plus the draft model's /
+ * MTP head's own time per draft, measured (none with a fixed row cost, so
+ * that tests' draft counts do not follow the machine's timings). */
+static void draft_costs(const nucleus_engine *e, int32_t planned, double *cost,
+                        double *model_cost, double *mtp_cost) {
   if (e->params.spec_row_cost > 0)
     nc_spec_linear_costs(e->params.spec_row_cost, NUCLEUS_MAX_DRAFT, cost);
   else
     nc_spec_measured_costs(&e->spec_cost, planned, NUCLEUS_MAX_DRAFT, cost);
+  memcpy(model_cost, cost, sizeof *cost * (NUCLEUS_MAX_DRAFT + 1));
+  memcpy(mtp_cost, cost, sizeof *cost * (NUCLEUS_MAX_DRAFT + 1));
+  const double row = nc_spec_row_ms(&e->spec_cost, planned);
+  if (e->params.spec_row_cost > 0 || !(row > 0)) return;
+  nc_spec_add_drafter_costs(e->draft_cost.ms / row, NUCLEUS_MAX_DRAFT,
+                            model_cost);
+  nc_spec_add_drafter_costs(e->mtp_cost.ms / row, NUCLEUS_MAX_DRAFT, mtp_cost);
 }
 
 static bool grow(void **arr, int32_t *cap, int32_t need, size_t elem) {
@@ -1031,8 +1040,9 @@ static bool step(nucleus_engine *e) {
   int64_t spare_blocks;
   bool prompt_rows = false; /* the batch holds more than decode rows */
   spare_room(e, &plan, &spare_rows, &spare_blocks, &planned);
-  double cost[NUCLEUS_MAX_DRAFT + 1];
-  draft_costs(e, planned, cost);
+  double cost[NUCLEUS_MAX_DRAFT + 1], model_cost[NUCLEUS_MAX_DRAFT + 1],
+      mtp_cost[NUCLEUS_MAX_DRAFT + 1];
+  draft_costs(e, planned, cost, model_cost, mtp_cost);
   /* drafts first: the n-gram ones now, the draft model's for all at once */
   for (int32_t i = 0; i < plan.n_items; i++) {
     int32_t kv_len, n;
@@ -1040,8 +1050,13 @@ static bool step(nucleus_engine *e) {
     if (!c) continue;
     group *g = c->owner;
     c->spec.n_draft = c->spec.draft_room = 0;
-    if (n == 1 && g->req->params.speculative.type != NUCLEUS_SPEC_OFF)
-      nc_spec_propose(e, g, c, kv_len, cost, &spare_rows, &spare_blocks);
+    const nucleus_spec_type st = g->req->params.speculative.type;
+    if (n == 1 && st != NUCLEUS_SPEC_OFF)
+      nc_spec_propose(e, g, c, kv_len,
+                      st == NUCLEUS_SPEC_DRAFT ? model_cost
+                      : st == NUCLEUS_SPEC_MTP ? mtp_cost
+                                               : cost,
+                      &spare_rows, &spare_blocks);
     if (c->spec.draft_room > 0) {
       if (g->req->params.speculative.type == NUCLEUS_SPEC_MTP)
         e->step.mtp_drafting[n_mtp++] = c;
@@ -1104,7 +1119,7 @@ static bool step(nucleus_engine *e) {
   if (e->batch.n_tokens == 0) return plan.n_items > 0;
 
   nc_error err = {0};
-  const double t_forward = cpu_ms();
+  const double t_forward = nc_engine_cpu_ms();
   if (nc_context_forward(e->ctx, &e->batch, e->logits, &err) != NC_OK) {
     /* The model failed: end every request in the batch with the error. */
     for (int32_t i = 0; i < e->n_groups; i++)
@@ -1116,7 +1131,7 @@ static bool step(nucleus_engine *e) {
   /* decode steps time the cost of a row (the draft length's choice) */
   if (!prompt_rows)
     nc_spec_cost_observe(&e->spec_cost, e->batch.n_tokens,
-                         cpu_ms() - t_forward);
+                         nc_engine_cpu_ms() - t_forward);
   /* The full blocks just written join the prefix cache's index. */
   for (int32_t i = 0; i < n_fed && prefix_cache_on(e); i++)
     nc_kv_seq_publish(e->kv, e->step.fed[i]->kv_seq, e->step.fed[i]->tokens,

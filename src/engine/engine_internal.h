@@ -154,6 +154,8 @@ struct nucleus_engine {
   uint64_t admit_counter;
   engine_step step;
   nc_spec_cost spec_cost; /* decode steps' forward times (spec_policy.h) */
+  /* the draft model's and the MTP head's own time per draft */
+  nc_spec_drafter_cost draft_cost, mtp_cost;
 
   /* Shared with submitters: guarded by mu. */
   pthread_t thread;
@@ -186,6 +188,9 @@ static inline nc_finish nc_finish_of(nucleus_finish_reason reason,
 }
 
 /* engine.c */
+/* The process's CPU time in ms (every thread's): what the draft length's
+ * choice times steps and drafters by. */
+double nc_engine_cpu_ms(void);
 void nc_engine_release_kv(nucleus_engine *e, completion *c);
 bool nc_engine_push_token(completion *c, int32_t tok);
 /* Emits the FINISH event of completion index (n_generated tokens). */

@@ -265,6 +265,7 @@ static void catch_up(nucleus_engine *e, nc_spec_draft *d, int32_t n_jobs,
 void nc_spec_draft_batch(nucleus_engine *e, completion *const *cs, int32_t n) {
   nc_spec_draft *d = e->draft;
   const int32_t V = e->n_vocab;
+  const double t0 = nc_engine_cpu_ms();
   int32_t n_jobs = 0;
   for (int32_t i = 0; i < n && d; i++) {
     completion *c = cs[i];
@@ -302,14 +303,18 @@ void nc_spec_draft_batch(nucleus_engine *e, completion *const *cs, int32_t n) {
     if (d->batch.n_tokens == 0) break;
     ok = flush(e, d, n_jobs);
   }
+  int32_t drafted = 0;
   for (int32_t i = 0; i < n_jobs; i++) {
     draft_job *j = &d->jobs[i];
     nc_spec_state *sp = &j->c->spec;
     sp->n_draft =
         j->k >= j->c->owner->req->params.speculative.draft_min ? j->k : 0;
     sp->draft_room = 0;
+    drafted += j->k;
     nc_sampler_free(j->s);
   }
+  /* the catch-up rows count too: what this drafter costs per draft */
+  nc_spec_drafter_observe(&e->draft_cost, nc_engine_cpu_ms() - t0, drafted);
   for (int32_t i = 0; i < n; i++)
     cs[i]->spec.draft_room = 0;
 }

@@ -167,10 +167,15 @@ static void draft_some(nucleus_engine *e, nc_spec_mtp *m, completion *const *cs,
 
 void nc_spec_mtp_batch(nucleus_engine *e, completion *const *cs, int32_t n) {
   nc_spec_mtp *m = e->mtp;
+  const double t0 = nc_engine_cpu_ms();
   for (int32_t i = 0; i < n; i++)
     cs[i]->spec.n_draft = 0;
   for (int32_t at = 0; m && at < n; at += m->max_rows)
     draft_some(e, m, cs + at, n - at < m->max_rows ? n - at : m->max_rows);
-  for (int32_t i = 0; i < n; i++)
+  int32_t drafted = 0;
+  for (int32_t i = 0; i < n; i++) {
     cs[i]->spec.draft_room = 0;
+    drafted += cs[i]->spec.n_draft;
+  }
+  nc_spec_drafter_observe(&e->mtp_cost, nc_engine_cpu_ms() - t0, drafted);
 }

@@ -129,6 +129,34 @@ double nc_spec_cost_ms(const nc_spec_cost *c, int32_t rows) {
   return v > 0 ? v : c->ms[hi] * rows / hi;
 }
 
+double nc_spec_row_ms(const nc_spec_cost *c, int32_t base_rows) {
+  if (base_rows < 1) base_rows = 1;
+  const double tb = nc_spec_cost_ms(c, base_rows);
+  return tb > 0 ? tb / base_rows : 0;
+}
+
+void nc_spec_drafter_observe(nc_spec_drafter_cost *d, double ms,
+                             int32_t drafts) {
+  if (drafts <= 0 || !(ms >= 0) || !isfinite(ms)) return;
+  double per = ms / drafts;
+  if (d->n == 0) {
+    d->ms = per;
+  } else {
+    if (d->n >= COST_SETTLED && d->ms > 0) {
+      if (per > d->ms * COST_SPREAD) per = d->ms * COST_SPREAD;
+      if (per < d->ms / COST_SPREAD) per = d->ms / COST_SPREAD;
+    }
+    d->ms += COST_WEIGHT * (per - d->ms);
+  }
+  if (d->n < INT32_MAX) d->n++;
+}
+
+void nc_spec_add_drafter_costs(double per_draft, int32_t k_max, double *cost) {
+  if (!(per_draft > 0) || !isfinite(per_draft)) return;
+  for (int32_t k = 1; k <= k_max; k++)
+    cost[k] += per_draft * k;
+}
+
 void nc_spec_measured_costs(const nc_spec_cost *c, int32_t base_rows,
                             int32_t k_max, double *cost) {
   if (base_rows < 1) base_rows = 1;

@@ -15,7 +15,9 @@
  * last try.
  * c is measured per engine (nc_spec_cost): the forward calls' times by
  * their row count; a count not timed yet is estimated from the timed ones
- * around it (nc_spec_cost_ms).
+ * around it (nc_spec_cost_ms). A drafter that runs a model (a draft model,
+ * an MTP head) adds its own time per draft (nc_spec_drafter_cost): k
+ * drafts cost k of those more.
  * Nothing here changes a sampled token: it only decides how many rows a
  * step feeds. */
 #ifndef NC_SPEC_POLICY_H
@@ -89,5 +91,23 @@ double nc_spec_cost_ms(const nc_spec_cost *c, int32_t rows);
  * row counts are timed; per row at most NC_SPEC_MAX_BETA. */
 void nc_spec_measured_costs(const nc_spec_cost *c, int32_t base_rows,
                             int32_t k_max, double *cost);
+/* What one row of a step that feeds base_rows decode rows costs (ms), as
+ * nc_spec_measured_costs counts it; 0 until two row counts are timed. */
+double nc_spec_row_ms(const nc_spec_cost *c, int32_t base_rows);
+
+/* A drafter's own time per draft (a draft model's or MTP head's forward
+ * calls, its sampling): a smoothed estimate, as nc_spec_cost's. */
+typedef struct nc_spec_drafter_cost {
+  double ms; /* per draft */
+  int32_t n; /* observations */
+} nc_spec_drafter_cost;
+
+/* Drafting `drafts` tokens took ms (drafts <= 0: nothing learnt). */
+void nc_spec_drafter_observe(nc_spec_drafter_cost *d, double ms,
+                             int32_t drafts);
+/* cost[k] += k * per_draft (a drafter's time per draft, in rows of the
+ * step: nc_spec_drafter_cost's ms over nc_spec_row_ms), k in [1, k_max];
+ * nothing for per_draft <= 0. */
+void nc_spec_add_drafter_costs(double per_draft, int32_t k_max, double *cost);
 
 #endif

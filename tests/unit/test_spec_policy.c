@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -213,6 +214,56 @@ static void policy_follows_the_curve(void **state) {
   assert_int_equal(nc_spec_best_length(0.95, cost, 8), 8);
 }
 
+/* A drafter that runs a model pays its own time per draft: a draft model
+ * half as dear as the target's step (the 135M default model at F16 drafted
+ * by its Q4_0) makes drafting lose where the rows alone would pay, and the
+ * policy drafts nothing then; a cheap one (a twentieth of a step) changes
+ * little. */
+static void drafter_costs(void **state) {
+  (void)state;
+  nc_spec_drafter_cost d = {0};
+  nc_spec_drafter_observe(&d, 12.0, 4); /* 3 ms a draft */
+  assert_true(fabs(d.ms - 3.0) < 1e-12);
+  nc_spec_drafter_observe(&d, 8.0, 2); /* 4: moves by COST_WEIGHT */
+  assert_true(fabs(d.ms - 3.2) < 1e-12);
+  /* ignored: nothing drafted, no time */
+  nc_spec_drafter_observe(&d, 5.0, 0);
+  nc_spec_drafter_observe(&d, NAN, 3);
+  nc_spec_drafter_observe(&d, -1.0, 3);
+  assert_int_equal(d.n, 2);
+  /* settled: a preempted batch (100x) moves it by the bound only */
+  nc_spec_drafter_observe(&d, 3.2, 1);
+  nc_spec_drafter_observe(&d, 320.0, 1);
+  assert_true(d.ms < 3.2 * 1.2 + 1e-9);
+
+  /* target: 10 ms a step, rows nearly free (memory-bound) */
+  nc_spec_cost c = {0};
+  for (int32_t rep = 0; rep < 4; rep++)
+    for (int32_t r = 1; r <= 9; r++)
+      nc_spec_cost_observe(&c, r, 10 + 0.2 * (r - 1));
+  assert_true(fabs(nc_spec_row_ms(&c, 1) - 10.0) < 1e-9);
+  assert_true(fabs(nc_spec_row_ms(&c, 4) - 10.6 / 4) < 1e-9);
+  double cost[9], with[9];
+  nc_spec_measured_costs(&c, 1, 8, cost);
+  assert_true(nc_spec_best_length(0.5, cost, 8) > 0);
+  memcpy(with, cost, sizeof cost);
+  nc_spec_add_drafter_costs(5.0 / nc_spec_row_ms(&c, 1), 8, with);
+  for (int32_t k = 1; k <= 8; k++)
+    assert_true(fabs(with[k] - cost[k] - 0.5 * k) < 1e-9);
+  assert_true(with[0] == 1);
+  assert_int_equal(nc_spec_best_length(0.5, with, 8), 0);
+  memcpy(with, cost, sizeof cost);
+  nc_spec_add_drafter_costs(0.5 / nc_spec_row_ms(&c, 1), 8, with);
+  assert_true(nc_spec_best_length(0.5, with, 8) > 0);
+  /* nothing timed: no row cost, nothing added */
+  nc_spec_cost none = {0};
+  assert_true(nc_spec_row_ms(&none, 1) == 0);
+  memcpy(with, cost, sizeof cost);
+  nc_spec_add_drafter_costs(0, 8, with);
+  nc_spec_add_drafter_costs(NAN, 8, with);
+  assert_memory_equal(with, cost, sizeof cost);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(expected_tokens),
@@ -221,6 +272,7 @@ int main(void) {
       cmocka_unit_test(acceptance_converges),
       cmocka_unit_test(cost_fit),
       cmocka_unit_test(policy_follows_the_curve),
+      cmocka_unit_test(drafter_costs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
