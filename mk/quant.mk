@@ -28,6 +28,8 @@ CFLAGS_src/kernels/avx2_f16 := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx512_f16 := $(CFLAGS_src/kernels/avx512)
 
 UNIT_TESTS += test_quant test_kernels test_kernels_kquant
+# (the plain-C models of the F16 orders are in tests/reference/)
+test_kernels_REF := 1
 # (the plain-C model of the tiled K-quant order is in tests/reference/)
 test_kernels_kquant_REF := 1
 # The K-quant matmuls against llama.cpp's own library (llama-cpp-python's,

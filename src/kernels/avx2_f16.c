@@ -59,6 +59,7 @@ static void tile_avx2(int64_t n32, const float *w, size_t ws, int nw,
 }
 
 static const nc_f16_tiles TILES = {.rows_w = 1,
+                                   .step = 32,
                                    .rows_a = RA,
                                    .widen = widen_avx2,
                                    .tile = tile_avx2,

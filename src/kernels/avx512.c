@@ -1,19 +1,19 @@
 /* avx512: the AVX-512 (F, BW, VL) + VNNI table. Its dots are the avx2
  * table's (llama.cpp's float order, standard activation layouts) except
- * F32 (avx512_f32.c: llamafile's tinyBLAS order, which llama.cpp's AVX-512
- * build uses for F32 matrices), the K-quants Q2_K..Q6_K and IQ4_XS
- * (avx512_kquant.c, avx512_nl.c: the order of llama.cpp's tiled matmul, which
- * llama.cpp uses for prompts, i.e. 8+ rows at once) and IQ4_NL (its llamafile
- * GEMM's order, which it uses for 2+ rows); gemm_few has them in its vec_dot
- * order, for decode rows. MXFP4, TQ1_0 and TQ2_0 have llama.cpp's one x86 order
- * (its AVX-512 builds run the AVX2 kernels for them; ours are VNNI,
- * avx512_nl.c, in the same float order); NVFP4, Q1_0 and Q2_0 the avx2 table's
- * (avx2_lowbit.c, llama.cpp's one x86 order, no kernel of their own here). The
- * amx table shares all of them (llama.cpp's AMX build has a tile kernel for
- * IQ4_XS, not followed), and its matmuls (gemm) are VNNI kernels bit-identical
- * to those dots (avx512_gemm.c, avx512_kquant.c): so this table gives
- * llama.cpp's logits, only faster. The amx table (below) is the same but for
- * Q4_0, Q4_1 and Q8_0. */
+ * F32 and F16 (avx512_f32.c, avx512_f16.c: llamafile's tinyBLAS order, which
+ * llama.cpp's AVX-512 build uses for F32 and F16 matrices), the K-quants
+ * Q2_K..Q6_K and IQ4_XS (avx512_kquant.c, avx512_nl.c: the order of llama.cpp's
+ * tiled matmul, which llama.cpp uses for prompts, i.e. 8+ rows at once) and
+ * IQ4_NL (its llamafile GEMM's order, which it uses for 2+ rows); gemm_few has
+ * them in its vec_dot order, for decode rows. MXFP4, TQ1_0 and TQ2_0 have
+ * llama.cpp's one x86 order (its AVX-512 builds run the AVX2 kernels for them;
+ * ours are VNNI, avx512_nl.c, in the same float order); NVFP4, Q1_0 and Q2_0
+ * the avx2 table's (avx2_lowbit.c, llama.cpp's one x86 order, no kernel of
+ * their own here). The amx table shares all of them (llama.cpp's AMX build has
+ * a tile kernel for IQ4_XS, not followed), and its matmuls (gemm) are VNNI
+ * kernels bit-identical to those dots (avx512_gemm.c, avx512_kquant.c): so this
+ * table gives llama.cpp's logits, only faster. The amx table (below) is the
+ * same but for Q4_0, Q4_1 and Q8_0. */
 #include "tables.h"
 
 #include "gemm_f16.h"
@@ -25,7 +25,7 @@
 /* The entries both tables share: all but Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and
  * Q6_K. */
 #define SHARED_VEC_DOT                                                         \
-  E(NC_TYPE_F32, nc_avx512_dot_f32), E(NC_TYPE_F16, nc_avx2_dot_f16),          \
+  E(NC_TYPE_F32, nc_avx512_dot_f32), E(NC_TYPE_F16, nc_avx512_dot_f16),        \
       E(NC_TYPE_BF16, nc_avx2_dot_bf16), E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0),    \
       E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1),                                       \
       E(NC_TYPE_Q2_K, nc_avx512_dot_q2_k_tiled),                               \
@@ -39,7 +39,7 @@
       E(NC_TYPE_Q2_0, nc_avx2_dot_q2_0), IQ_ENTRIES(nc_avx2_dot_, _tiled)
 #define SHARED_VEC_DOT_ROWS                                                    \
   E(NC_TYPE_F32, nc_avx512_dot_f32_rows),                                      \
-      E(NC_TYPE_F16, nc_avx2_dot_f16_rows),                                    \
+      E(NC_TYPE_F16, nc_avx512_dot_f16_rows),                                  \
       E(NC_TYPE_BF16, nc_avx2_dot_bf16_rows),                                  \
       E(NC_TYPE_Q5_0, nc_avx2_dot_q5_0_rows),                                  \
       E(NC_TYPE_Q5_1, nc_avx2_dot_q5_1_rows),                                  \
@@ -98,6 +98,7 @@ static const nc_kernels k_avx512 = {
              E(NC_TYPE_Q5_K, nc_avx512_gemm_q5_k_tiled),
              E(NC_TYPE_Q6_K, nc_avx512_gemm_q6_k_tiled)},
     .gemm_few = {E(NC_TYPE_F32, nc_avx512_gemm_f32_vec),
+                 E(NC_TYPE_F16, nc_avx512_gemm_f16_vec),
                  E(NC_TYPE_Q2_K, nc_avx512_gemm_q2_k),
                  E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k),
                  E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k),
@@ -133,6 +134,7 @@ static const nc_kernels k_amx = {
                      E(NC_TYPE_Q5_K, nc_ref_dot_blk_q5_k_rows),
                      E(NC_TYPE_Q6_K, nc_ref_dot_blk_q6_k_rows)},
     .gemm_few = {E(NC_TYPE_F32, nc_avx512_gemm_f32_vec),
+                 E(NC_TYPE_F16, nc_avx512_gemm_f16_vec),
                  E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl),
                  E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs),
                  IQ_ENTRIES(nc_avx512_gemm_, )},

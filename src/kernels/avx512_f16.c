@@ -1,173 +1,249 @@
-/* avx512_f16: the F16 matmul's AVX-512 tiles (gemm_f16.h): 4 weight rows x
- * 3 activation rows, each pair's four 8-lane accumulators of
- * nc_avx2_dot_f16 held as two zmm (elements i..i+15 and i+16..i+31 of each
- * 32): 24 accumulators, 4 weight vectors and one activation vector in the
- * 32 registers, 12 multiply-adds per 7 loads. The weight vectors are held
- * in registers on purpose (GCC would otherwise read them again from memory
- * for every multiply-add: 24 loads where 8 do), and a whole tile's twelve
- * sums are finished together, two to four pairs a vector, in the same
- * additions as nc_hsum8's. */
+/* avx512_f16: the F16 products of the avx512 and amx tables in the orders
+ * of llama.cpp's AVX-512 build (the reference: tests/reference/
+ * ref_f16_order.c). Its F16 activation rows times F16 weights go, for two
+ * or more rows and n % 16 == 0, through llamafile's tinyBLAS<16>: one
+ * 16-lane accumulator per output, a fused multiply-add per 16 elements in
+ * order (the halves widened to F32, exactly), then the 16 lanes summed as
+ * _mm512_reduce_add_ps does (the halving tree, nc_v16_sum_tree): this
+ * file's vec_dot, vec_dot_rows and gemm. One row (a decode step), or other
+ * n, go through ggml_vec_dot_f16 instead: four 16-lane accumulators over
+ * steps of 64, summed 0 + 2, 1 + 3, then the two, then the tree, the
+ * products past the last whole step added in double: gemm_few (batch.h's
+ * NC_MM_FEW rows), and every product when n % 16 != 0. The same
+ * arrangement as the F32 entries (avx512_f32.c).
+ *
+ * The gemm's AVX-512 tiles (gemm_f16.h's driver, widened F32 panels):
+ * 4 weight rows x 6 activation rows, 24 accumulators, 4 weight vectors and
+ * one activation vector in the 32 registers, 24 multiply-adds per 10
+ * loads (llamafile's 4 x 6 block); the 24 sums finished together in
+ * registers (the tree's additions, 2 to 16 sums an instruction). */
 #include <immintrin.h>
 
-#include "avx2_util.h"
 #include "gemm_f16.h"
+#include "ops_simd.h"
 #include "tables.h"
 
-enum { RW = 4, RA = 3 };
+enum { RW = 4, RA = 6 };
 
-static void widen_avx512(const nc_fp16 *src, float *dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                  (const __m256i *)(src + i))));
-  for (; i < n; i++)
-    dst[i] = nc_fp16_to_fp32(src[i]);
+static inline __m512 load_h16(const nc_fp16 *p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
 static inline __m256 high_half(__m512 x) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
 }
 
-/* lo = [acc0 | acc1], hi = [acc2 | acc3]: nc_avx2_dot_f16's final sum. */
-static inline float finish(__m512 lo, __m512 hi) {
-  const __m256 a01 = _mm256_add_ps(_mm512_castps512_ps256(lo), high_half(lo));
-  const __m256 a23 = _mm256_add_ps(_mm512_castps512_ps256(hi), high_half(hi));
-  return nc_hsum8(_mm256_add_ps(a01, a23));
+static inline float sum_tree(__m512 x) {
+  return nc_v16_sum_tree(_mm512_castps512_ps256(x), high_half(x));
+}
+
+float nc_avx512_dot_f16_vec(int64_t n, const void *vw, const void *va) {
+  const nc_fp16 *w = vw, *a = va;
+  __m512 s[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                 _mm512_setzero_ps()};
+  const int64_t np = n & ~(int64_t)63;
+  for (int64_t i = 0; i < np; i += 64)
+    for (int j = 0; j < 4; j++)
+      s[j] = _mm512_fmadd_ps(load_h16(w + i + 16 * j), load_h16(a + i + 16 * j),
+                             s[j]);
+  s[0] = _mm512_add_ps(s[0], s[2]);
+  s[1] = _mm512_add_ps(s[1], s[3]);
+  double sum = sum_tree(_mm512_add_ps(s[0], s[1]));
+  for (int64_t i = np; i < n; i++)
+    sum += (double)(nc_fp16_to_fp32(w[i]) * nc_fp16_to_fp32(a[i]));
+  return (float)sum;
+}
+
+float nc_avx512_dot_f16(int64_t n, const void *vw, const void *va) {
+  if (n % 16 != 0) return nc_avx512_dot_f16_vec(n, vw, va);
+  const nc_fp16 *w = vw, *a = va;
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16)
+    acc = _mm512_fmadd_ps(load_h16(w + i), load_h16(a + i), acc);
+  return sum_tree(acc);
+}
+
+void nc_avx512_dot_f16_rows(int64_t n, const void *w, const void *a,
+                            size_t a_stride, int nrows, float *out,
+                            size_t out_stride) {
+  const char *ap = a;
+  for (int r = 0; r < nrows; r++)
+    out[(size_t)r * out_stride] =
+        nc_avx512_dot_f16(n, w, ap + (size_t)r * a_stride);
+}
+
+static void dots(nc_vec_dot_fn dot, int64_t n, const void *w, size_t w_stride,
+                 int64_t nw, const void *act, size_t a_stride, int64_t na,
+                 float *out, size_t out_stride) {
+  const char *wp = w, *ap = act;
+  for (int64_t k = 0; k < na; k++)
+    for (int64_t r = 0; r < nw; r++)
+      out[(size_t)k * out_stride + (size_t)r] =
+          dot(n, wp + (size_t)r * w_stride, ap + (size_t)k * a_stride);
+}
+
+void nc_avx512_gemm_f16_vec(int64_t n, const void *w, size_t w_stride,
+                            int64_t nw, const void *act, size_t a_stride,
+                            int64_t na, float *out, size_t out_stride) {
+  dots(nc_avx512_dot_f16_vec, n, w, w_stride, nw, act, a_stride, na, out,
+       out_stride);
+}
+
+static void widen_avx512(const nc_fp16 *src, float *dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, load_h16(src + i));
+  for (; i < n; i++)
+    dst[i] = nc_fp16_to_fp32(src[i]);
 }
 
 /* Keeps v in a register: the compiler may not fold its load into each
  * multiply-add that reads it. */
 #define NC_HOLD(v) __asm__("" : "+v"(v))
 
-/* [a0 | a1] + [a2 | a3] over 256-bit halves, for two pairs at once: given
- * x = [P0 | P1] and y = [Q0 | Q1], [P0 + P1 | Q0 + Q1]. */
-static inline __m512 add_halves(__m512 x, __m512 y) {
-  const __m512 straight = _mm512_mask_blend_ps(0xFF00, x, y); /* [P0 | Q1] */
-  const __m512 crossed = _mm512_shuffle_f32x4(x, y, 0x4E);    /* [P1 | Q0] */
-  return _mm512_add_ps(straight, crossed);
+/* The tiles' sums, several accumulators at once, in registers: each sum
+ * takes the tree's additions (lane i + lane i + 8, then + 4, + 2, + 1),
+ * only the additions of 2 to 16 accumulators share an instruction.
+ * halves: [x's 8 sums i + 8 | y's]; quarters: of two such, [4 lanes of
+ * each of the four]; pairs: of two such (128-bit lane k: accumulators k
+ * of each), [2 | 2 | 2 | 2] per 128-bit lane, the first two of a's, the
+ * last two of b's; ones: of two such, 1 sum each, lane k's in order
+ * [a's first, a's second, b's first, b's second]. */
+static inline __m512 halves(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44),
+                       _mm512_shuffle_f32x4(x, y, 0xEE));
 }
 
-/* Pairs P and Q's 8-lane sums (acc0 + acc1) + (acc2 + acc3), as
- * [P | Q]. */
-static inline __m512 sum8_two(__m512 lo_p, __m512 hi_p, __m512 lo_q,
-                              __m512 hi_q) {
-  return _mm512_add_ps(add_halves(lo_p, lo_q), add_halves(hi_p, hi_q));
+static inline __m512 quarters(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88),
+                       _mm512_shuffle_f32x4(x, y, 0xDD));
 }
 
-/* The full tile's twelve outputs: nc_hsum8 of each pair's 8-lane sum, its
- * additions (k + k+4, then 0+2 and 1+3, then the two) done four pairs a
- * vector; out[c * os + r] for r < 4, c < 3. */
-static inline void finish_tile(__m512 lo[RW][RA], __m512 hi[RW][RA], float *out,
-                               size_t os) {
-  /* v[r] = [(r,0) | (r,1)] for every r; u[k] = [(2k,2) | (2k+1,2)] */
-  __m512 v[RW], u[2];
-#pragma GCC unroll 4
-  for (int r = 0; r < RW; r++)
-    v[r] = sum8_two(lo[r][0], hi[r][0], lo[r][1], hi[r][1]);
-  u[0] = sum8_two(lo[0][2], hi[0][2], lo[1][2], hi[1][2]);
-  u[1] = sum8_two(lo[2][2], hi[2][2], lo[3][2], hi[3][2]);
-  /* w[r]: 128-bit lane c holds pair (r,c)'s k + k+4 (lane 3 a copy) */
-  __m512 w[RW];
-#pragma GCC unroll 4
-  for (int r = 0; r < RW; r++) {
-    const __m512 x = v[r], y = u[r / 2];
-    const __m512 low = r % 2 ? _mm512_shuffle_f32x4(x, y, 0xA8)
-                             : _mm512_shuffle_f32x4(x, y, 0x08);
-    const __m512 high = r % 2 ? _mm512_shuffle_f32x4(x, y, 0xFD)
-                              : _mm512_shuffle_f32x4(x, y, 0x5D);
-    w[r] = _mm512_add_ps(low, high);
-  }
-  /* lane c: [(0,c) 0+2, (0,c) 1+3, (1,c) 0+2, (1,c) 1+3], then rows 2, 3 */
-  const __m512 z01 = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x44),
-                                   _mm512_shuffle_ps(w[0], w[1], 0xEE));
-  const __m512 z23 = _mm512_add_ps(_mm512_shuffle_ps(w[2], w[3], 0x44),
-                                   _mm512_shuffle_ps(w[2], w[3], 0xEE));
-  /* lane c: out (0,c), (1,c), (2,c), (3,c) */
-  const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(z01, z23, 0x88),
-                                 _mm512_shuffle_ps(z01, z23, 0xDD));
-  _mm_storeu_ps(out, _mm512_castps512_ps128(f));
-  _mm_storeu_ps(out + os, _mm512_extractf32x4_ps(f, 1));
-  _mm_storeu_ps(out + 2 * os, _mm512_extractf32x4_ps(f, 2));
+static inline __m512 pairs(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x44),
+                       _mm512_shuffle_ps(x, y, 0xEE));
+}
+
+static inline __m512 ones(__m512 x, __m512 y) {
+  return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88),
+                       _mm512_shuffle_ps(x, y, 0xDD));
+}
+
+/* Eight accumulators x[0..7] to pairs' form: 128-bit lane k holds the
+ * pairs of x[k] and x[4 + k]. */
+static inline __m512 eight_to_pairs(const __m512 x[8]) {
+  return pairs(quarters(halves(x[0], x[1]), halves(x[2], x[3])),
+               quarters(halves(x[4], x[5]), halves(x[6], x[7])));
+}
+
+/* Columns c0..c0 + 3 of a 4-row tile: with x[c + 4r] = acc[r][c0 + c],
+ * ones() puts x[k + 4m] in lane 4k + m, i.e. column c0 + k's rows 0..3 in
+ * 128-bit lane k. */
+static inline void finish_4x4(__m512 acc[RW][RA], int c0, float *out,
+                              size_t os) {
+  __m512 x[16];
+  for (int i = 0; i < 16; i++)
+    x[i] = acc[i / 4][c0 + i % 4];
+  const __m512 v = ones(eight_to_pairs(x), eight_to_pairs(x + 8));
+  _mm_storeu_ps(out + (size_t)c0 * os, _mm512_castps512_ps128(v));
+  _mm_storeu_ps(out + (size_t)(c0 + 1) * os, _mm512_extractf32x4_ps(v, 1));
+  _mm_storeu_ps(out + (size_t)(c0 + 2) * os, _mm512_extractf32x4_ps(v, 2));
+  _mm_storeu_ps(out + (size_t)(c0 + 3) * os, _mm512_extractf32x4_ps(v, 3));
+}
+
+/* Columns c0, c0 + 1: with x[k] = acc[k][c0], x[4 + k] = acc[k][c0 + 1],
+ * lane 4k holds row k of column c0, lane 4k + 1 of column c0 + 1. */
+static inline void finish_4x2(__m512 acc[RW][RA], int c0, float *out,
+                              size_t os) {
+  __m512 x[8];
+  for (int i = 0; i < 8; i++)
+    x[i] = acc[i % 4][c0 + i / 4];
+  const __m512 p = eight_to_pairs(x);
+  const __m512 v = _mm512_permutexvar_ps(
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0),
+      ones(p, p));
+  _mm_storeu_ps(out + (size_t)c0 * os, _mm512_castps512_ps128(v));
+  _mm_storeu_ps(out + (size_t)(c0 + 1) * os, _mm512_extractf32x4_ps(v, 1));
 }
 
 static inline __attribute__((always_inline)) void
-tile_rc(const int R, const int C, int64_t n32, const float *w, size_t ws,
+tile_rc(const int R, const int C, int64_t nk, const float *w, size_t ws,
         const float *a, size_t as, float *out, size_t os) {
-  __m512 lo[RW][RA], hi[RW][RA], wv[RW];
+  __m512 acc[RW][RA], wv[RW];
 #pragma GCC unroll 4
   for (int r = 0; r < R; r++)
-#pragma GCC unroll 3
+#pragma GCC unroll 6
     for (int c = 0; c < C; c++)
-      lo[r][c] = hi[r][c] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n32; i += 32) {
+      acc[r][c] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nk; i += 16) {
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
       wv[r] = _mm512_loadu_ps(w + (size_t)r * ws + i);
       NC_HOLD(wv[r]);
     }
-#pragma GCC unroll 3
+#pragma GCC unroll 6
     for (int c = 0; c < C; c++) {
       const __m512 x = _mm512_loadu_ps(a + (size_t)c * as + i);
 #pragma GCC unroll 4
       for (int r = 0; r < R; r++)
-        lo[r][c] = _mm512_fmadd_ps(wv[r], x, lo[r][c]);
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-      wv[r] = _mm512_loadu_ps(w + (size_t)r * ws + i + 16);
-      NC_HOLD(wv[r]);
-    }
-#pragma GCC unroll 3
-    for (int c = 0; c < C; c++) {
-      const __m512 x = _mm512_loadu_ps(a + (size_t)c * as + i + 16);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; r++)
-        hi[r][c] = _mm512_fmadd_ps(wv[r], x, hi[r][c]);
+        acc[r][c] = _mm512_fmadd_ps(wv[r], x, acc[r][c]);
     }
   }
-  if (R == RW && C == RA) {
-    finish_tile(lo, hi, out, os);
-    return;
+  int c = 0;
+  if (R == RW && C >= 4) {
+    finish_4x4(acc, 0, out, os);
+    c = 4;
   }
+  if (R == RW && C - c >= 2) {
+    finish_4x2(acc, c, out, os);
+    c += 2;
+  }
+  for (; c < C; c++)
 #pragma GCC unroll 4
-  for (int r = 0; r < R; r++)
-#pragma GCC unroll 3
-    for (int c = 0; c < C; c++)
-      out[(size_t)c * os + (size_t)r] = finish(lo[r][c], hi[r][c]);
+    for (int r = 0; r < R; r++)
+      out[(size_t)c * os + (size_t)r] = sum_tree(acc[r][c]);
 }
 
-static void tile_avx512(int64_t n32, const float *w, size_t ws, int nw,
+/* tile_rc for R weight rows and na (1..RA) activation rows. */
+#define TILE_R(R, nk, w, ws, a, as, na, out, os)                               \
+  switch (na) {                                                                \
+  case 6: tile_rc(R, 6, nk, w, ws, a, as, out, os); break;                     \
+  case 5: tile_rc(R, 5, nk, w, ws, a, as, out, os); break;                     \
+  case 4: tile_rc(R, 4, nk, w, ws, a, as, out, os); break;                     \
+  case 3: tile_rc(R, 3, nk, w, ws, a, as, out, os); break;                     \
+  case 2: tile_rc(R, 2, nk, w, ws, a, as, out, os); break;                     \
+  default: tile_rc(R, 1, nk, w, ws, a, as, out, os); break;                    \
+  }
+
+static void tile_avx512(int64_t nk, const float *w, size_t ws, int nw,
                         const float *a, size_t as, int na, float *out,
                         size_t os) {
   if (nw == RW) {
-    if (na == 3)
-      tile_rc(RW, 3, n32, w, ws, a, as, out, os);
-    else if (na == 2)
-      tile_rc(RW, 2, n32, w, ws, a, as, out, os);
-    else
-      tile_rc(RW, 1, n32, w, ws, a, as, out, os);
+    TILE_R(RW, nk, w, ws, a, as, na, out, os)
     return;
   }
   for (int r = 0; r < nw; r++) {
     const float *wr = w + (size_t)r * ws;
-    if (na == 3)
-      tile_rc(1, 3, n32, wr, ws, a, as, out + r, os);
-    else if (na == 2)
-      tile_rc(1, 2, n32, wr, ws, a, as, out + r, os);
-    else
-      tile_rc(1, 1, n32, wr, ws, a, as, out + r, os);
+    TILE_R(1, nk, wr, ws, a, as, na, out + r, os)
   }
 }
+#undef TILE_R
 
 static const nc_f16_tiles TILES = {.rows_w = RW,
                                    .rows_a = RA,
+                                   .step = 16,
                                    .widen = widen_avx512,
                                    .tile = tile_avx512,
-                                   .dot = nc_avx2_dot_f16};
+                                   .dot = nc_avx512_dot_f16};
 
 void nc_avx512_gemm_f16(int64_t n, const void *w, size_t w_stride, int64_t nw,
                         const void *act, size_t a_stride, int64_t na,
                         float *out, size_t out_stride) {
+  if (n % 16 != 0) {
+    dots(nc_avx512_dot_f16_vec, n, w, w_stride, nw, act, a_stride, na, out,
+         out_stride);
+    return;
+  }
   nc_gemm_f16_tiled(&TILES, n, w, w_stride, nw, act, a_stride, na, out,
                     out_stride);
 }

@@ -1,19 +1,23 @@
 /* gemm_f16: F16 weights times F16 activation rows (kernels.h's nc_gemm_fn)
- * in the float order of the avx2 table's F16 dot, nc_avx2_dot_f16, which
- * the avx2 and avx512 tables both use as vec_dot:
- *   per 32 elements i..i+31, lane l of accumulator k (k = 0..3, l = 0..7)
- *   takes fma(w[i + 8k + l], a[i + 8k + l], acc) (the halves widened to
- *   F32, exactly); then nc_hsum8((acc0 + acc1) + (acc2 + acc3)); then the
- *   last n % 32 elements one by one, sum = fmaf(w, a, sum).
- * So every output is bit-identical to that dot on its pair alone, whatever
- * the number of rows (batch invariance).
+ * through an ISA's register tiles, in the float order of that table's F16
+ * vec_dot, so that every output is bit-identical to that dot on its pair
+ * alone, whatever the number of rows (batch invariance):
+ * - avx2 (avx2_f16.c): nc_avx2_dot_f16's, per 32 elements i..i+31, lane l
+ *   of accumulator k (k = 0..3, l = 0..7) takes fma(w[i + 8k + l],
+ *   a[i + 8k + l], acc) (the halves widened to F32, exactly); then
+ *   nc_hsum8((acc0 + acc1) + (acc2 + acc3)); then the last n % 32 elements
+ *   one by one, sum = fmaf(w, a, sum) (step 32);
+ * - avx512 and amx (avx512_f16.c): llamafile's tinyBLAS<16>, one 16-lane
+ *   accumulator per pair over steps of 16, then the halving tree (step 16;
+ *   called only when n % 16 == 0).
  *
  * The driver (gemm_f16.c, plain C) widens a chunk of activation rows (it
  * fits L2) and the weights to F32 once (all of them up to 16 MiB widened,
  * else a panel that fits L2 at a time), then runs an ISA's
  * register tiles of rows_w weight rows x rows_a activation rows over them:
  * every loaded vector feeds several multiply-adds and nothing is converted
- * in the inner loop. Internal to src/kernels/. */
+ * in the inner loop; the elements past the last whole step are added one
+ * by one, sum = fmaf(w, a, sum). Internal to src/kernels/. */
 #ifndef NC_KERNELS_GEMM_F16_H
 #define NC_KERNELS_GEMM_F16_H
 
@@ -25,13 +29,14 @@
 
 typedef struct nc_f16_tiles {
   int rows_w, rows_a; /* the largest register tile */
+  int step;           /* elements per step of the tiles' order: 16 or 32 */
   /* dst[i] = src[i] as F32, i < n (exact) */
   void (*widen)(const nc_fp16 *src, float *dst, int64_t n);
-  /* out[a * out_stride + r] = the 4 x 8-lane sum above over the first n32
-   * elements (a multiple of 32) of F32 weight row r (w + r * w_stride) and
-   * activation row a (act + a * a_stride), r < nw <= rows_w, a < na <=
-   * rows_a; rows 32-float aligned need not be */
-  void (*tile)(int64_t n32, const float *w, size_t w_stride, int nw,
+  /* out[a * out_stride + r] = the ISA's sum above over the first nk
+   * elements (a multiple of step) of F32 weight row r (w + r * w_stride)
+   * and activation row a (act + a * a_stride), r < nw <= rows_w, a < na <=
+   * rows_a; rows step-float aligned need not be */
+  void (*tile)(int64_t nk, const float *w, size_t w_stride, int nw,
                const float *act, size_t a_stride, int na, float *out,
                size_t out_stride);
   nc_vec_dot_fn dot; /* the F16 dot these tiles match: without memory */

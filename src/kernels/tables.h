@@ -275,4 +275,16 @@ void nc_avx512_gemm_f32_vec(int64_t n, const void *w, size_t w_stride,
                             int64_t nw, const void *act, size_t a_stride,
                             int64_t na, float *out, size_t out_stride);
 
+/* avx512_f16.c: F16 in the orders of llama.cpp's AVX-512 build: its
+ * tinyBLAS<16> (dot, rows; gemm_f16.h's gemm) and, for one row or n % 16
+ * != 0, ggml_vec_dot_f16 (dot_f16_vec; gemm_f16_vec for gemm_few). */
+float nc_avx512_dot_f16(int64_t n, const void *w, const void *a);
+void nc_avx512_dot_f16_rows(int64_t n, const void *w, const void *a,
+                            size_t a_stride, int nrows, float *out,
+                            size_t out_stride);
+float nc_avx512_dot_f16_vec(int64_t n, const void *w, const void *a);
+void nc_avx512_gemm_f16_vec(int64_t n, const void *w, size_t w_stride,
+                            int64_t nw, const void *act, size_t a_stride,
+                            int64_t na, float *out, size_t out_stride);
+
 #endif

@@ -26,3 +26,40 @@ float nc_ref_dot_f16_lanes(int64_t n, const nc_fp16 *w, const nc_fp16 *a) {
     sum = fmaf(nc_fp16_to_fp32(w[i]), nc_fp16_to_fp32(a[i]), sum);
   return sum;
 }
+
+/* _mm512_reduce_add_ps: lane i + lane i + 8, then + 4, + 2, + 1. */
+static float tree16(const float v[16]) {
+  float x[16];
+  for (int i = 0; i < 16; i++)
+    x[i] = v[i];
+  for (int half = 8; half >= 1; half /= 2)
+    for (int i = 0; i < half; i++)
+      x[i] = x[i] + x[i + half];
+  return x[0];
+}
+
+float nc_ref_dot_f16_tinyblas(int64_t n, const nc_fp16 *w, const nc_fp16 *a) {
+  if (n % 16 != 0) return nc_ref_dot_f16_vec16(n, w, a);
+  float lane[16] = {0};
+  for (int64_t i = 0; i < n; i += 16)
+    for (int j = 0; j < 16; j++)
+      lane[j] =
+          fmaf(nc_fp16_to_fp32(w[i + j]), nc_fp16_to_fp32(a[i + j]), lane[j]);
+  return tree16(lane);
+}
+
+float nc_ref_dot_f16_vec16(int64_t n, const nc_fp16 *w, const nc_fp16 *a) {
+  float lane[64] = {0};
+  const int64_t n64 = n / 64 * 64;
+  for (int64_t i = 0; i < n64; i += 64)
+    for (int j = 0; j < 64; j++)
+      lane[j] =
+          fmaf(nc_fp16_to_fp32(w[i + j]), nc_fp16_to_fp32(a[i + j]), lane[j]);
+  float v[16];
+  for (int l = 0; l < 16; l++)
+    v[l] = (lane[l] + lane[32 + l]) + (lane[16 + l] + lane[48 + l]);
+  double sum = tree16(v);
+  for (int64_t i = n64; i < n; i++)
+    sum += (double)(nc_fp16_to_fp32(w[i]) * nc_fp16_to_fp32(a[i]));
+  return (float)sum;
+}

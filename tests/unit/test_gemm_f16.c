@@ -1,10 +1,12 @@
-/* The F16 matmuls (gemm_f16.h: the avx2 and avx512 tables' gemm for F16
- * weights) against the plain-C model of their order
- * (tests/reference/ref_f16_order.c): first the model against the tables'
- * F16 vec_dot (the order it claims), then every output of each gemm bit for
- * bit against the model, for activation and weight counts that cut the
+/* The F16 products of the SIMD tables against the plain-C models of their
+ * orders (tests/reference/ref_f16_order.c): the avx2 table's vec_dot,
+ * vec_dot_rows and gemm in nc_avx2_dot_f16's order (ref_f16_lanes); the
+ * avx512 and amx tables' in llama.cpp's AVX-512 tinyBLAS<16> order
+ * (ref_f16_tinyblas, which is ggml_vec_dot_f16's for n % 16 != 0) and
+ * their gemm_few in its ggml_vec_dot_f16 (ref_f16_vec16). Every output bit
+ * for bit against the model, for activation and weight counts that cut the
  * register tiles, the widened panels and the few-rows path, row lengths
- * with and without a tail past the last 32, padded strides. */
+ * with and without a tail past the last 16, 32 or 64, padded strides. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,26 +45,80 @@ static nc_fp16 *random_rows(int64_t rows, int64_t stride, uint64_t *s) {
 
 static const char *const k_tables[] = {"avx2", "avx512", "amx"};
 
+typedef float (*f16_model)(int64_t n, const nc_fp16 *w, const nc_fp16 *a);
+
+/* The order of a table's vec_dot, vec_dot_rows and gemm. */
+static f16_model model_of(const nc_kernels *k) {
+  return strcmp(k->name, "avx2") == 0 ? nc_ref_dot_f16_lanes
+                                      : nc_ref_dot_f16_tinyblas;
+}
+
 static void test_model_is_the_dot(void **state) {
   (void)state;
-  static const int64_t ns[] = {1, 7, 31, 32, 33, 96, 384, 1541};
+  static const int64_t ns[] = {1,  7,  15, 16,  31,  32,   33,  48,
+                               64, 80, 96, 100, 384, 1536, 1541};
   uint64_t s = 51;
   int tables = 0;
   for (size_t t = 0; t < sizeof k_tables / sizeof k_tables[0]; t++) {
     const nc_kernels *k = nc_kernels_by_name(k_tables[t]);
     if (!k) continue;
     tables++;
+    const f16_model model = model_of(k);
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
       for (int rep = 0; rep < 4; rep++) {
-        nc_fp16 *w = random_rows(1, ns[i], &s), *a = random_rows(1, ns[i], &s);
-        const float got = k->vec_dot[NC_TYPE_F16](ns[i], w, a);
-        const float want = nc_ref_dot_f16_lanes(ns[i], w, a);
-        if (bits(got) != bits(want))
-          fail_msg("%s vec_dot F16 n=%lld: %.9g, model %.9g", k->name,
-                   (long long)ns[i], got, want);
+        enum { NA = 3 };
+        nc_fp16 *w = random_rows(1, ns[i], &s), *a = random_rows(NA, ns[i], &s);
+        float rows[NA];
+        k->vec_dot_rows[NC_TYPE_F16](ns[i], w, a, sizeof(nc_fp16) * ns[i], NA,
+                                     rows, 1);
+        for (int j = 0; j < NA; j++) {
+          const nc_fp16 *aj = a + j * ns[i];
+          const float got = k->vec_dot[NC_TYPE_F16](ns[i], w, aj);
+          const float want = model(ns[i], w, aj);
+          if (bits(got) != bits(want) || bits(rows[j]) != bits(want))
+            fail_msg("%s vec_dot F16 n=%lld: %.9g, rows %.9g, model %.9g",
+                     k->name, (long long)ns[i], got, rows[j], want);
+        }
         free(w);
         free(a);
       }
+  }
+  if (tables == 0) skip();
+}
+
+/* The avx512 and amx tables' gemm_few (decode rows): ggml_vec_dot_f16's
+ * order for every n, 1..7 activation rows. */
+static void test_gemm_few_is_vec_dot(void **state) {
+  (void)state;
+  static const int64_t ns[] = {1, 16, 63, 64, 65, 100, 384, 1541, 4096};
+  enum { NW = 9, NA = 7 };
+  uint64_t s = 52;
+  int tables = 0;
+  for (size_t t = 1; t < sizeof k_tables / sizeof k_tables[0]; t++) {
+    const nc_kernels *k = nc_kernels_by_name(k_tables[t]);
+    if (!k) continue;
+    assert_non_null(k->gemm_few[NC_TYPE_F16]);
+    tables++;
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+      const int64_t n = ns[i], ws = n + 3, as = n + 1;
+      nc_fp16 *w = random_rows(NW, ws, &s), *a = random_rows(NA, as, &s);
+      float out[NA * NW];
+      for (int64_t na = 1; na <= NA; na += 3) {
+        k->gemm_few[NC_TYPE_F16](n, w, sizeof(nc_fp16) * (size_t)ws, NW, a,
+                                 sizeof(nc_fp16) * (size_t)as, na, out, NW);
+        for (int64_t j = 0; j < na; j++)
+          for (int64_t r = 0; r < NW; r++) {
+            const float want = nc_ref_dot_f16_vec16(n, w + r * ws, a + j * as);
+            if (bits(out[j * NW + r]) != bits(want))
+              fail_msg("%s gemm_few F16 n=%lld na=%lld: [%lld][%lld] = %.9g, "
+                       "model %.9g",
+                       k->name, (long long)n, (long long)na, (long long)j,
+                       (long long)r, out[j * NW + r], want);
+          }
+      }
+      free(w);
+      free(a);
+    }
   }
   if (tables == 0) skip();
 }
@@ -80,7 +136,7 @@ static void check_gemm(const nc_kernels *k, int64_t n, uint64_t *s) {
   assert_non_null(out);
   for (int64_t j = 0; j < NA; j++)
     for (int64_t r = 0; r < NW; r++)
-      want[j * NW + r] = nc_ref_dot_f16_lanes(n, w + r * ws, a + j * as);
+      want[j * NW + r] = model_of(k)(n, w + r * ws, a + j * as);
   for (size_t x = 0; x < sizeof nws / sizeof nws[0]; x++)
     for (size_t y = 0; y < sizeof nas / sizeof nas[0]; y++) {
       const int64_t nw = nws[x], na = nas[y];
@@ -109,12 +165,12 @@ static void check_gemm(const nc_kernels *k, int64_t n, uint64_t *s) {
   free(a);
 }
 
-/* n = 1541: 1552 floats a widened row, 42 rows a 256 KiB chunk, so 100
- * activation rows take several chunks (the 48 weight rows are widened
- * whole). */
+/* n = 1541 and 1552: 1552 floats a widened row, 42 rows a 256 KiB chunk,
+ * so 100 activation rows take several chunks (the 48 weight rows are
+ * widened whole); the avx512 tables take n % 16 != 0 pair by pair. */
 static void test_gemm_matches_model(void **state) {
   (void)state;
-  static const int64_t ns[] = {8, 33, 384, 1541};
+  static const int64_t ns[] = {8, 16, 33, 48, 384, 1541, 1552};
   uint64_t s = 44;
   int tables = 0;
   for (size_t t = 0; t < sizeof k_tables / sizeof k_tables[0]; t++) {
@@ -146,7 +202,7 @@ static void test_gemm_weight_panels(void **state) {
                          NA, out, NW);
     for (int64_t j = 0; j < NA; j++)
       for (int64_t r = 0; r < NW; r++) {
-        const float want = nc_ref_dot_f16_lanes(N, w + r * N, a + j * N);
+        const float want = model_of(k)(N, w + r * N, a + j * N);
         if (bits(out[j * NW + r]) != bits(want))
           fail_msg("%s gemm F16 n=%d nw=%d na=%d: [%lld][%lld] = %.9g, "
                    "model %.9g",
@@ -163,6 +219,7 @@ static void test_gemm_weight_panels(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model_is_the_dot),
+      cmocka_unit_test(test_gemm_few_is_vec_dot),
       cmocka_unit_test(test_gemm_matches_model),
       cmocka_unit_test(test_gemm_weight_panels),
   };

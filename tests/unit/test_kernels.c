@@ -15,6 +15,8 @@
 
 #include "test_require.h"
 
+#include "../reference/ref_f16_order.h"
+
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
 #include "kernels/sampler_simd.h"
@@ -730,6 +732,60 @@ static void test_type_list(void **state) {
     assert_true(seen[k]);
 }
 
+/* A table's F16 entries bit for bit against the plain-C models of their
+ * orders (ref_f16_order.c): the avx2 table nc_avx2_dot_f16's everywhere;
+ * the avx512 and amx tables llama.cpp's AVX-512 tinyBLAS<16> (vec_dot,
+ * vec_dot_rows, gemm) and ggml_vec_dot_f16 (gemm_few). test_gemm_f16 cuts
+ * the matmuls' tiles and panels further. */
+static void check_f16_orders(const nc_kernels *k) {
+  enum { NW = 5, NA = 7 };
+  static const int64_t ns[] = {16, 100, 384, 1541};
+  const bool avx2 = strcmp(k->name, "avx2") == 0;
+  const nc_kernels *ref = nc_kernels_ref();
+  uint64_t s = 1616;
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+    const int64_t n = ns[i];
+    const size_t row = nc_row_size(NC_TYPE_F16, n);
+    uint8_t *w = malloc(row * NW), *a = malloc(row * NA);
+    for (int r = 0; r < NW; r++) {
+      void *x = random_row(NC_TYPE_F16, n, &s);
+      memcpy(w + (size_t)r * row, x, row);
+      free(x);
+    }
+    for (int j = 0; j < NA; j++) {
+      float *act = random_act(n, &s);
+      ref->quantize_act[NC_TYPE_F16](act, a + (size_t)j * row, n);
+      free(act);
+    }
+    float rows[NA], mm[NA * NW], few[NA * NW];
+    k->gemm[NC_TYPE_F16](n, w, row, NW, a, row, NA, mm, NW);
+    if (k->gemm_few[NC_TYPE_F16])
+      k->gemm_few[NC_TYPE_F16](n, w, row, NW, a, row, NA, few, NW);
+    for (int r = 0; r < NW; r++) {
+      const nc_fp16 *wr = (const nc_fp16 *)(w + (size_t)r * row);
+      k->vec_dot_rows[NC_TYPE_F16](n, wr, a, row, NA, rows, 1);
+      for (int j = 0; j < NA; j++) {
+        const nc_fp16 *aj = (const nc_fp16 *)(a + (size_t)j * row);
+        const float want = avx2 ? nc_ref_dot_f16_lanes(n, wr, aj)
+                                : nc_ref_dot_f16_tinyblas(n, wr, aj);
+        const float got = k->vec_dot[NC_TYPE_F16](n, wr, aj);
+        if (bits(got) != bits(want) || bits(rows[j]) != bits(want) ||
+            bits(mm[j * NW + r]) != bits(want))
+          fail_msg("%s F16 n=%lld: vec_dot %.9g, rows %.9g, gemm %.9g, "
+                   "model %.9g",
+                   k->name, (long long)n, got, rows[j], mm[j * NW + r], want);
+        if (k->gemm_few[NC_TYPE_F16] &&
+            bits(few[j * NW + r]) != bits(nc_ref_dot_f16_vec16(n, wr, aj)))
+          fail_msg("%s F16 n=%lld: gemm_few %.9g, model %.9g", k->name,
+                   (long long)n, few[j * NW + r],
+                   nc_ref_dot_f16_vec16(n, wr, aj));
+      }
+    }
+    free(w);
+    free(a);
+  }
+}
+
 static void test_table(const char *name) {
   const nc_kernels *k = nc_kernels_by_name(name);
   if (!k) NC_SKIP_BECAUSE("this CPU lacks the %s kernel table", name);
@@ -738,6 +794,7 @@ static void test_table(const char *name) {
   check_odd_lengths(k);
   check_quantizers(k);
   check_new_types_bits(k);
+  check_f16_orders(k);
 }
 
 static void test_ref_odd_lengths(void **state) {

@@ -4,7 +4,11 @@
  * same for IQ4_XS (vec_dot / tiled, like the K-quants), IQ4_NL (vec_dot
  * for one row, its llamafile GEMM from 2 rows), MXFP4, TQ1_0, TQ2_0, NVFP4,
  * Q1_0 and Q2_0 (vec_dot at every batch size), against ref_nl.c,
- * ref_lowbit.c and the tables.
+ * ref_lowbit.c and the tables; and F16 weights (F16 activation rows: ggml
+ * rounds the F32 rows to F16 first): llamafile's tinyBLAS<16> for 2+ rows
+ * when n % 16 == 0, ggml_vec_dot_f16 for one row or other n, against
+ * ref_f16_order.c and the avx512 table (vec_dot, gemm; gemm_few for one
+ * row).
  *
  * The library is llama-cpp-python's (libggml-base.so, libggml-cpu.so; the
  * reference llama.cpp of our goldens), loaded at run time from
@@ -37,6 +41,7 @@
 
 #include <cmocka.h>
 
+#include "../reference/ref_f16_order.h"
 #include "../reference/ref_tiled.h"
 #include "kernels/kernels.h"
 #include "kernels/ref.h"
@@ -427,10 +432,88 @@ static void test_batches_are_tiled(void **state) {
   run_cases(state, rows, NC_SHORT ? 2 : 4);
 }
 
+/* F16 weights: W_ROWS random rows of n halves by na random F32 rows. */
+static void check_f16_case(const ggml_lib *g, const nc_kernels *k, int64_t n,
+                           int na, uint64_t *s) {
+  const ggml_init_params ip = {(size_t)16 << 20, NULL, false};
+  void *ctx = g->init(ip);
+  assert_non_null(ctx);
+  void *wt = g->new_tensor_2d(ctx, (int)NC_TYPE_F16, n, W_ROWS);
+  void *xt = g->new_tensor_2d(ctx, (int)NC_TYPE_F32, n, na);
+  assert_non_null(wt);
+  assert_non_null(xt);
+  nc_fp16 *w = g->get_data(wt);
+  float *x = g->get_data(xt);
+  for (int64_t i = 0; i < n * W_ROWS; i++)
+    w[i] = nc_fp32_to_fp16(next_unit(s));
+  for (int64_t i = 0; i < n * na; i++)
+    x[i] = next_unit(s) * 4.0f;
+  void *yt = g->mul_mat(ctx, wt, xt);
+  void *graph = g->new_graph(ctx);
+  g->build_forward_expand(graph, yt);
+  assert_int_equal(g->graph_compute_with_ctx(ctx, graph, 2), 0);
+  const float *y = g->get_data(yt);
+  const size_t row = sizeof(nc_fp16) * (size_t)n;
+  nc_fp16 *a = malloc(row * (size_t)na);
+  float *out = malloc(sizeof(float) * W_ROWS * (size_t)na);
+  assert_non_null(a);
+  assert_non_null(out);
+  k->quantize_act[NC_TYPE_F16](x, a, n * na);
+  /* llama.cpp's order for this batch */
+  const bool tinyblas = na >= 2 && n % 16 == 0;
+  int64_t bad_ref = 0, bad_dot = 0, bad_mm = 0;
+  for (int j = 0; j < na; j++)
+    for (int r = 0; r < W_ROWS; r++) {
+      const nc_fp16 *wr = w + (size_t)r * (size_t)n, *aj = a + (size_t)j * n;
+      const float want = y[(size_t)j * W_ROWS + r];
+      bad_ref += bits(tinyblas ? nc_ref_dot_f16_tinyblas(n, wr, aj)
+                               : nc_ref_dot_f16_vec16(n, wr, aj)) != bits(want);
+      if (na >= 2)
+        bad_dot += bits(k->vec_dot[NC_TYPE_F16](n, wr, aj)) != bits(want);
+    }
+  const nc_gemm_fn mm =
+      na >= 2 ? k->gemm[NC_TYPE_F16] : k->gemm_few[NC_TYPE_F16];
+  mm(n, w, row, W_ROWS, a, row, na, out, W_ROWS);
+  for (int i = 0; i < W_ROWS * na; i++)
+    bad_mm += bits(out[i]) != bits(y[i]);
+  if (bad_ref || bad_dot || bad_mm)
+    fail_msg("F16, %lld columns, %d activation rows (%s): %lld (ref), %lld "
+             "(%s vec_dot), %lld (%s %s) of %d values differ from ggml",
+             (long long)n, na, tinyblas ? "tinyBLAS" : "vec_dot",
+             (long long)bad_ref, (long long)bad_dot, k->name, (long long)bad_mm,
+             k->name, na >= 2 ? "gemm" : "gemm_few", W_ROWS * na);
+  free(a);
+  free(out);
+  g->free(ctx);
+}
+
+/* F16 at 1..70 activation rows, n with and without a tail past the last
+ * 16 and 64 (the avx512 table's orders are those of llama.cpp's AVX-512
+ * build: the library here must be one, else the test skips). */
+static void test_f16(void **state) {
+  const ggml_lib *g = *state;
+  if (!g->cpu) NC_SKIP_BECAUSE("%s", g->why);
+  const nc_kernels *k = nc_kernels_by_name("avx512");
+  if (!k) NC_SKIP_BECAUSE("this CPU lacks AVX-512: no avx512 table");
+  static const int64_t cols[] = {16, 100, 384, 400, 1536, 1541};
+  static const int rows[] = {1, 2, 3, 7, 16, MAX_A};
+  uint64_t s = 0xf16ull;
+  int cases = 0;
+  for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++)
+    for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+      check_f16_case(g, k, cols[ci], rows[ri], &s);
+      cases++;
+    }
+  print_message("%d F16 ggml mul_mats bit-identical (%d rows x 1..%d "
+                "activation rows each)\n",
+                cases, W_ROWS, MAX_A);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_few_rows_are_vec_dot),
       cmocka_unit_test(test_batches_are_tiled),
+      cmocka_unit_test(test_f16),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
