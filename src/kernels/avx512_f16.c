@@ -139,9 +139,10 @@ static inline __m512 eight_to_pairs(const __m512 x[8]) {
 /* Columns c0..c0 + 3 of a 4-row tile: with x[c + 4r] = acc[r][c0 + c],
  * ones() puts x[k + 4m] in lane 4k + m, i.e. column c0 + k's rows 0..3 in
  * 128-bit lane k. */
-static inline void finish_4x4(__m512 acc[RW][RA], int c0, float *out,
-                              size_t os) {
+static inline __attribute__((always_inline)) void
+finish_4x4(__m512 acc[RW][RA], int c0, float *out, size_t os) {
   __m512 x[16];
+#pragma GCC unroll 16
   for (int i = 0; i < 16; i++)
     x[i] = acc[i / 4][c0 + i % 4];
   const __m512 v = ones(eight_to_pairs(x), eight_to_pairs(x + 8));
@@ -153,9 +154,10 @@ static inline void finish_4x4(__m512 acc[RW][RA], int c0, float *out,
 
 /* Columns c0, c0 + 1: with x[k] = acc[k][c0], x[4 + k] = acc[k][c0 + 1],
  * lane 4k holds row k of column c0, lane 4k + 1 of column c0 + 1. */
-static inline void finish_4x2(__m512 acc[RW][RA], int c0, float *out,
-                              size_t os) {
+static inline __attribute__((always_inline)) void
+finish_4x2(__m512 acc[RW][RA], int c0, float *out, size_t os) {
   __m512 x[8];
+#pragma GCC unroll 8
   for (int i = 0; i < 8; i++)
     x[i] = acc[i % 4][c0 + i / 4];
   const __m512 p = eight_to_pairs(x);

@@ -11,8 +11,7 @@ enum {
   /* weights up to this many F32 bytes are widened whole, once a call (a
    * BERT FFN's 1536 x 384: 2.25 MiB), not once per activation chunk */
   WHOLE_WEIGHT_BYTES = 16 * 1024 * 1024,
-  FEW_ROWS = 3,               /* fewer activation rows: the dot per pair */
-  L1_BLOCK_BYTES = 24 * 1024, /* weight rows run against each act tile */
+  FEW_ROWS = 3, /* fewer activation rows: the dot per pair */
 };
 
 /* Rows of n floats (ld apart) per panel: a multiple of unit, at least one
@@ -39,28 +38,18 @@ static void widen_rows(const nc_f16_tiles *t, const uint8_t *src, size_t stride,
 }
 
 /* Weight panel wp (pw rows) x activation chunk ap (pa rows), both ld
- * floats a row: the tiles, then each pair's tail. The weight rows go in
- * blocks of about L1_BLOCK_BYTES (whole tiles), each block against every
- * activation tile in turn, so that an activation tile is read from L2 once
- * for the block's tiles and the block stays in L1. */
+ * floats a row: the tiles, then each pair's tail. */
 static void panel_times_chunk(const nc_f16_tiles *t, int64_t n, int64_t ld,
                               const float *wp, int64_t pw, const float *ap,
                               int64_t pa, float *out, size_t out_stride) {
   const int64_t nk = n / t->step * t->step;
   const size_t lds = (size_t)ld;
-  const int64_t tile_bytes = (int64_t)sizeof(float) * ld * t->rows_w;
-  const int64_t block = L1_BLOCK_BYTES / tile_bytes < 1
-                            ? t->rows_w
-                            : L1_BLOCK_BYTES / tile_bytes * t->rows_w;
-  for (int64_t r0 = 0; r0 < pw; r0 += block) {
-    const int64_t r1 = pw - r0 < block ? pw : r0 + block;
+  for (int64_t r = 0; r < pw; r += t->rows_w) {
+    const int nr = pw - r < t->rows_w ? (int)(pw - r) : t->rows_w;
     for (int64_t a = 0; a < pa; a += t->rows_a) {
       const int nc = pa - a < t->rows_a ? (int)(pa - a) : t->rows_a;
-      for (int64_t r = r0; r < r1; r += t->rows_w) {
-        const int nr = r1 - r < t->rows_w ? (int)(r1 - r) : t->rows_w;
-        t->tile(nk, wp + r * ld, lds, nr, ap + a * ld, lds, nc,
-                out + (size_t)a * out_stride + (size_t)r, out_stride);
-      }
+      t->tile(nk, wp + r * ld, lds, nr, ap + a * ld, lds, nc,
+              out + (size_t)a * out_stride + (size_t)r, out_stride);
     }
   }
   if (nk == n) return;
