@@ -22,6 +22,7 @@
  *   as amx_gemm.c does).
  * Rows past the last whole 16 use the plain-C reference. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "amx_tiles.h"
 #include "avx2_util.h"
@@ -216,60 +217,206 @@ static inline void k4_scales16(__m512i s0, __m512i s1, __m512i s2,
     mp[p] = _mm512_or_si512(m[2 * p], _mm512_slli_epi32(m[2 * p + 1], 16));
 }
 
-/* One group's B row kk (4 quants of each of the 16 rows, unsigned) against
- * A activation rows: dot[k] += 4 products per lane. */
-#define GROUP_ROW(dot, brow, g_dword)                                          \
-  do {                                                                         \
-    for (int k_ = 0; k_ < A; k_++)                                             \
-      dot[k_] = _mm512_dpbusd_epi32(dot[k_], brow,                             \
-                                    _mm512_set1_epi32(aq[k_][g_dword]));       \
-  } while (0)
+/* The decode's integer S of one weight row, lanes = its quants: per 64
+ * quants vpdpbusd sums 4 products per lane (|sum| <= 4 * 63 * 128, an
+ * int16), vpackssdw packs two such vectors into words (no saturation) and
+ * vpdpwssd applies each word's group scale; the 16 lanes of the result add
+ * up to S (exact, whatever the grouping). k_sc_*: the group of each word. */
+static const _Alignas(64) int16_t k_sc_k45[2][2][32] = {
+    /* packed words of 128-bit lane l: chunk 4h + (l >= 2 ? 2 : 0) (low
+     * nibbles) x4, then the next chunk (high nibbles) x4; the scales are
+     * words 0..7 of the first row of a pair (k45_scales4), 16..23 of the
+     * second */
+    {{0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1,
+      2, 2, 2, 2, 3, 3, 3, 3, 2, 2, 2, 2, 3, 3, 3, 3},
+     {4, 4, 4, 4, 5, 5, 5, 5, 4, 4, 4, 4, 5, 5, 5, 5,
+      6, 6, 6, 6, 7, 7, 7, 7, 6, 6, 6, 6, 7, 7, 7, 7}},
+    {{16, 16, 16, 16, 17, 17, 17, 17, 16, 16, 16, 16, 17, 17, 17, 17,
+      18, 18, 18, 18, 19, 19, 19, 19, 18, 18, 18, 18, 19, 19, 19, 19},
+     {20, 20, 20, 20, 21, 21, 21, 21, 20, 20, 20, 20, 21, 21, 21, 21,
+      22, 22, 22, 22, 23, 23, 23, 23, 22, 22, 22, 22, 23, 23, 23, 23}},
+};
+static const _Alignas(64) int16_t k_sc_q6[2][32] = {
+    /* 128-bit lane l: group 8h + l x4, then 8h + 4 + l x4 */
+    {0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5,
+     2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7},
+    {8,  8,  8,  8,  12, 12, 12, 12, 9,  9,  9,  9,  13, 13, 13, 13,
+     10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
+};
 
-/* in[r] = 16 dwords of row r -> out[k] = dword k of rows 0..15. Two
- * unpack rounds make, per 128-bit lane l, u[4m + k] = dword 4l + k of rows
- * 4m .. 4m + 3; two rounds of 128-bit lane shuffles then gather lane l of
- * u[k], u[4 + k], u[8 + k], u[12 + k] into out[4l + k]. */
-static inline void transpose_16x16(const __m512i in[16], __m512i out[16]) {
-  __m512i t[16], u[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; i++) {
-    t[2 * i] = _mm512_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
-  }
-#pragma GCC unroll 4
-  for (int m = 0; m < 4; m++) {
-    u[4 * m] = _mm512_unpacklo_epi64(t[4 * m], t[4 * m + 2]);
-    u[4 * m + 1] = _mm512_unpackhi_epi64(t[4 * m], t[4 * m + 2]);
-    u[4 * m + 2] = _mm512_unpacklo_epi64(t[4 * m + 1], t[4 * m + 3]);
-    u[4 * m + 3] = _mm512_unpackhi_epi64(t[4 * m + 1], t[4 * m + 3]);
-  }
-#pragma GCC unroll 4
-  for (int k = 0; k < 4; k++) {
-    const __m512i x0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x44);
-    const __m512i x1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xee);
-    const __m512i x2 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x44);
-    const __m512i x3 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xee);
-    out[k] = _mm512_shuffle_i32x4(x0, x2, 0x88);
-    out[4 + k] = _mm512_shuffle_i32x4(x0, x2, 0xdd);
-    out[8 + k] = _mm512_shuffle_i32x4(x1, x3, 0x88);
-    out[12 + k] = _mm512_shuffle_i32x4(x1, x3, 0xdd);
-  }
+/* Per-word shift counts (low 256 bits, high 256 bits) that bring a qh bit
+ * of each byte to bit 4 (Q5_K: bit c of chunk c, h = 0 left, 1 right) or
+ * its 2-bit pair to bits 4..5 (Q6_K). */
+static inline __m512i shift_pair(int lo, int hi) {
+  return _mm512_inserti64x4(_mm512_set1_epi16((short)lo),
+                            _mm256_set1_epi16((short)hi), 1);
 }
 
-/* The 64 bytes at off of the 16 rows' superblock, transposed: out[k] =
- * dword k of each row (what 16 gathers would give, from 16 row loads). */
-static inline void rows_dwords(const uint8_t *sb, size_t w_stride, size_t off,
-                               __m512i out[16]) {
-  __m512i in[16];
+/* The activation rows' quants in the layouts the weights' loads give:
+ * Q4_K/Q5_K lo[h] = chunks 4h, 4h + 2 (the low nibbles of qs[64h ..]),
+ * hi[h] = chunks 4h + 1, 4h + 3; Q6_K q[j] = quants 64j .. 64j + 63, and
+ * the negated 16-sums as words (the -32 offset). */
+typedef struct act_regs {
+  __m512i lo[NC_AMX_GEMV_MAX_A][2], hi[NC_AMX_GEMV_MAX_A][2];
+  __m512i q[NC_AMX_GEMV_MAX_A][4];
+  __m512i nbs[NC_AMX_GEMV_MAX_A];
+} act_regs;
+
+/* Q4_K/Q5_K: the scales and mins of 4 rows (superblocks at x, x +
+ * w_stride, ...) as bytes, row q in 128-bit lane q: sc0..7, m0..7. From
+ * each block's first 16 bytes, dwords [d dmin, w0, w1, w2]: sc0..3 = w0 &
+ * 3f, sc4..7 = w2 & 0f | (w0 >> 2) & 30, m0..3 = w1 & 3f, m4..7 = (w2 >> 4)
+ * & 0f | (w1 >> 2) & 30 (per byte; see k4_scales16). */
+static inline __m512i k45_scales4(const uint8_t *x, size_t w_stride) {
+  __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)x));
+  v = _mm512_inserti32x4(
+      v, _mm_loadu_si128((const __m128i *)(const void *)(x + w_stride)), 1);
+  v = _mm512_inserti32x4(
+      v, _mm_loadu_si128((const __m128i *)(const void *)(x + 2 * w_stride)), 2);
+  v = _mm512_inserti32x4(
+      v, _mm_loadu_si128((const __m128i *)(const void *)(x + 3 * w_stride)), 3);
+  const __m512i a =
+      _mm512_srlv_epi32(_mm512_shuffle_epi32(v, _MM_SHUFFLE(3, 2, 3, 1)),
+                        _mm512_set4_epi32(4, 0, 0, 0));
+  const __m512i b =
+      _mm512_srli_epi32(_mm512_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 1)), 2);
+  return _mm512_ternarylogic_epi32(
+      _mm512_and_si512(
+          a, _mm512_set4_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f)),
+      b, _mm512_set4_epi32(0x30303030, 0, 0x30303030, 0), 0xf8);
+}
+
+/* S of one Q4_K/Q5_K row (its superblock at x) against A activation rows:
+ * sum[k]'s lanes add up to S. scw: its pair's scales and mins as words
+ * (k45_scales4), the row q of the pair. */
+static inline __attribute__((always_inline)) void
+k45_row(kq_type t, const uint8_t *x, __m512i scw, int q, const act_regs *ar,
+        const int A, __m512i sum[]) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const uint8_t *qs = x + (t == KQ4 ? 16 : 48);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++) {
+    const __m512i v = _mm512_loadu_si512((const void *)(qs + 64 * h));
+    __m512i ql = _mm512_and_si512(v, m4);
+    __m512i qu = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    if (t == KQ5) { /* bit c of qh[e]: element e of chunk c */
+      const __m512i hb = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256((const __m256i *)(const void *)(x + 16)));
+      const __m512i c10 = _mm512_set1_epi8(0x10);
+      const __m512i bl = h ? _mm512_srlv_epi16(hb, shift_pair(0, 2))
+                           : _mm512_sllv_epi16(hb, shift_pair(4, 2));
+      const __m512i bu = h ? _mm512_srlv_epi16(hb, shift_pair(1, 3))
+                           : _mm512_sllv_epi16(hb, shift_pair(3, 1));
+      ql = _mm512_ternarylogic_epi32(ql, bl, c10, 0xf8); /* ql | bl & c10 */
+      qu = _mm512_ternarylogic_epi32(qu, bu, c10, 0xf8);
+    }
+    const __m512i sc =
+        _mm512_permutexvar_epi16(_mm512_load_si512(k_sc_k45[q][h]), scw);
 #pragma GCC unroll 16
-  for (int r = 0; r < TILE; r++)
-    in[r] = _mm512_loadu_si512((const void *)(sb + (size_t)r * w_stride + off));
-  transpose_16x16(in, out);
+    for (int k = 0; k < A; k++) {
+      const __m512i pl =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), ql, ar->lo[k][h]);
+      const __m512i ph =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), qu, ar->hi[k][h]);
+      sum[k] = _mm512_dpwssd_epi32(sum[k], _mm512_packs_epi32(pl, ph), sc);
+    }
+  }
 }
 
-/* 16 weight rows straight from their blocks (the quants loaded a row at a
- * time and transposed, the scales and d gathered; rows in the lanes) x A
- * activation rows. */
+/* S of one Q6_K row, its -32 offset included (- 32 sc_g * 16-sum_g). */
+static inline __attribute__((always_inline)) void
+q6_row(const uint8_t *x, const act_regs *ar, const int A, __m512i sum[]) {
+  const block_q6_K *b = (const void *)x;
+  const __m256i sc16 =
+      _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+  const __m512i scw = _mm512_castsi256_si512(sc16);
+  const __m512i m4 = _mm512_set1_epi8(0x0f), c30 = _mm512_set1_epi8(0x30);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; h++) {
+    const __m512i l = _mm512_loadu_si512((const void *)(b->ql + 64 * h));
+    const __m512i hb = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256((const __m256i *)(const void *)(b->qh + 32 * h)));
+    /* quants 128h + 0..63: low nibbles, qh bits 0..1 (then 2..3);
+     * 128h + 64..127: high nibbles, bits 4..5 (then 6..7) */
+    const __m512i q01 = _mm512_ternarylogic_epi32(
+        m4, l, _mm512_and_si512(_mm512_sllv_epi16(hb, shift_pair(4, 2)), c30),
+        0xca);
+    const __m512i q23 = _mm512_ternarylogic_epi32(
+        m4, _mm512_srli_epi16(l, 4),
+        _mm512_and_si512(_mm512_srlv_epi16(hb, shift_pair(0, 2)), c30), 0xca);
+    const __m512i sc =
+        _mm512_permutexvar_epi16(_mm512_load_si512(k_sc_q6[h]), scw);
+#pragma GCC unroll 16
+    for (int k = 0; k < A; k++) {
+      const __m512i p01 =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, ar->q[k][2 * h]);
+      const __m512i p23 =
+          _mm512_dpbusd_epi32(_mm512_setzero_si512(), q23, ar->q[k][2 * h + 1]);
+      sum[k] = _mm512_dpwssd_epi32(sum[k], _mm512_packs_epi32(p01, p23), sc);
+    }
+  }
+  /* 32 sc_g (|.| <= 4096) against the negated 16-sums (|.| <= 2048) */
+  const __m512i sc32 = _mm512_castsi256_si512(_mm256_slli_epi16(sc16, 5));
+#pragma GCC unroll 16
+  for (int k = 0; k < A; k++)
+    sum[k] = _mm512_dpwssd_epi32(sum[k], ar->nbs[k], sc32);
+}
+
+/* Two rows' lane vectors a, b -> per 128-bit lane [a0 + a2, b0 + b2,
+ * a1 + a3, b1 + b3]; two such (rows 0, 1 and 2, 3) -> per 128-bit lane
+ * the 4 rows' partial sums in order. */
+static inline __m512i sum_rows2(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b),
+                          _mm512_unpackhi_epi32(a, b));
+}
+static inline __m512i sum_rows4(__m512i ab, __m512i cd) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd),
+                          _mm512_unpackhi_epi64(ab, cd));
+}
+/* u[m] (rows 4m .. 4m + 3 per 128-bit lane) -> lane r = row r's sum. */
+static inline __m512i sum_rows16(const __m512i u[4]) {
+  const __m512i x = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], 0x88),
+                                     _mm512_shuffle_i32x4(u[0], u[1], 0xdd));
+  const __m512i y = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], 0x88),
+                                     _mm512_shuffle_i32x4(u[2], u[3], 0xdd));
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(x, y, 0x88),
+                          _mm512_shuffle_i32x4(x, y, 0xdd));
+}
+
+/* S of weight row r (superblock at sb + r * w_stride) into sum[]; scw
+ * as k45_row's (Q4_K/Q5_K: rows r & ~1, r | 1). */
+static inline __attribute__((always_inline)) void
+row_sums(kq_type t, const uint8_t *sb, size_t w_stride, int r, __m512i scw,
+         const act_regs *ar, const int A, __m512i sum[]) {
+#pragma GCC unroll 16
+  for (int k = 0; k < A; k++)
+    sum[k] = _mm512_setzero_si512();
+  if (t == KQ6)
+    q6_row(sb + (size_t)r * w_stride, ar, A, sum);
+  else
+    k45_row(t, sb + (size_t)r * w_stride, scw, r & 1, ar, A, sum);
+}
+
+/* Q4_K/Q5_K: M's 4 partial sums of rows 4m .. 4m + 3 (row q in 128-bit
+ * lane q) from their pairs' scales and mins as words (k45_scales4) and the
+ * activation's 32-sums bw (words 8..15 and 24..31; 0 against the scales). */
+static const _Alignas(64) int32_t k_mins4[16] = {
+    4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+static inline __m512i mins4(__m512i sw01, __m512i sw23, __m512i bw) {
+  return _mm512_permutex2var_epi32(_mm512_madd_epi16(sw01, bw),
+                                   _mm512_load_si512(k_mins4),
+                                   _mm512_madd_epi16(sw23, bw));
+}
+
+/* The sums of sum_rows4(sum_rows2(z0, z1), sum_rows2(z2, z3)) hold row 4m +
+ * q (z_m's 128-bit lane q) at 4q + m: to lane 4m + q. */
+static const _Alignas(64) int32_t k_rows_order[16] = {
+    0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+/* 16 weight rows straight from their blocks x A activation rows: each
+ * row's S with its quants in the lanes (row_sums), the 16 rows' lane sums
+ * reduced into one vector (row r in lane r), where the float steps run
+ * with d and dmin gathered (rows in the lanes). */
 static inline __attribute__((always_inline)) void
 gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
           size_t bsize, const uint8_t *a, size_t a_stride, const int A,
@@ -277,7 +424,6 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
   const __m512i rows = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32((int)w_stride));
-  const __m512i nib = _mm512_set1_epi32(0x0f0f0f0f);
   __m512 acc[NC_AMX_GEMV_MAX_A];
 #pragma GCC unroll 16
   for (int k = 0; k < A; k++)
@@ -288,133 +434,82 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
   for (int64_t i = 0; i < nsb; i++) {
     const uint8_t *sb = w + (size_t)i * bsize;
     nc_prefetch_lines(pf + (size_t)i * pf_step, pf_step);
-    const int32_t *aq[NC_AMX_GEMV_MAX_A];
-#pragma GCC unroll 16
-    for (int k = 0; k < A; k++)
-      aq[k] =
-          (const int32_t *)(const void *)((const block_q8_K
-                                               *)(const void *)(a +
-                                                                (size_t)k *
-                                                                    a_stride) +
-                                          i)
-              ->qs;
     const act_vals *v = av + i;
-    __m512i s[NC_AMX_GEMV_MAX_A];
+    act_regs ar;
+    __m512i bw[NC_AMX_GEMV_MAX_A];
 #pragma GCC unroll 16
-    for (int k = 0; k < A; k++)
-      s[k] = _mm512_setzero_si512();
-    __m512 d, dmin = _mm512_setzero_ps();
-    __m512i mp[4];
-    if (t == KQ6) {
-      /* ql at 0, qh at 128, scales at 192, d at 208 (read as the high half
-       * of the dword at 206: the block is 210 bytes) */
-      d = _mm512_cvtph_ps(
-          _mm512_cvtepi32_epi16(_mm512_srli_epi32(GATHER(206), 16)));
-      __m512i sc[16], sc16[16];
-#pragma GCC unroll 16
-      for (int q = 0; q < 4; q++) {
-        const __m512i x = GATHER(192 + 4 * q);
-#pragma GCC unroll 16
-        for (int b = 0; b < 4; b++) {
-          sc[4 * q + b] =
-              _mm512_srai_epi32(_mm512_slli_epi32(x, 24 - 8 * b), 24);
-          sc16[4 * q + b] =
-              _mm512_and_si512(sc[4 * q + b], _mm512_set1_epi32(0xffff));
+    for (int k = 0; k < A; k++) {
+      const block_q8_K *y =
+          (const block_q8_K *)(const void *)(a + (size_t)k * a_stride) + i;
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; j++)
+        ar.q[k][j] = _mm512_loadu_si512((const void *)(y->qs + 64 * j));
+      if (t == KQ6) {
+        ar.nbs[k] = _mm512_castsi256_si512(_mm256_sub_epi16(
+            _mm256_setzero_si256(),
+            _mm256_loadu_si256((const __m256i *)(const void *)y->bsums)));
+      } else {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+          ar.lo[k][h] =
+              _mm512_shuffle_i64x2(ar.q[k][2 * h], ar.q[k][2 * h + 1], 0x44);
+          ar.hi[k][h] =
+              _mm512_shuffle_i64x2(ar.q[k][2 * h], ar.q[k][2 * h + 1], 0xee);
         }
+        /* the 32-sums b0..7 (int16: |b| <= 32 * 128; the words of bp) in
+         * the mins' words 8..15 and 24..31 */
+        const __m128i b8 = _mm_loadu_si128((const __m128i *)v->bp[k]);
+        bw[k] = _mm512_maskz_broadcast_i32x4(0xf0f0, b8);
       }
-      __m512i qhs[16];
-      rows_dwords(sb, w_stride, 128, qhs); /* qh: dword 8h + kk */
+    }
+    __m512i u[NC_AMX_GEMV_MAX_A][4], z[NC_AMX_GEMV_MAX_A][4];
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {
+      __m512i sw01 = _mm512_setzero_si512(), sw23 = sw01;
+      if (t != KQ6) {
+        const __m512i sm =
+            k45_scales4(sb + (size_t)(4 * m) * w_stride, w_stride);
+        sw01 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(sm));
+        sw23 = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(sm, 1));
 #pragma GCC unroll 16
-      for (int h = 0; h < 2; h++) {
-        __m512i qls[16]; /* ql: dword 8 (j & 1) + kk */
-        rows_dwords(sb, w_stride, 64 * (size_t)h, qls);
-#pragma GCC unroll 16
-        for (int kk = 0; kk < 8; kk++) {
-          const __m512i qh = qhs[8 * h + kk];
-          const __m512i ql0 = qls[kk];     /* j = 0, 2 */
-          const __m512i ql1 = qls[8 + kk]; /* j = 1, 3 */
-#pragma GCC unroll 16
-          for (int j = 0; j < 4; j++) {
-            const __m512i ql = j & 1 ? ql1 : ql0;
-            const __m512i lo =
-                _mm512_and_si512(j >> 1 ? _mm512_srli_epi32(ql, 4) : ql, nib);
-            const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(qh, 2 * j),
-                                                _mm512_set1_epi32(0x03030303));
-            const __m512i brow = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
-            /* chunk c = 4h + j, dword kk: group 2c + kk / 4, its row kk % 4 */
-            const int g = 2 * (4 * h + j) + kk / 4;
-            __m512i dot[NC_AMX_GEMV_MAX_A];
-#pragma GCC unroll 16
-            for (int k = 0; k < A; k++)
-              dot[k] = _mm512_setzero_si512();
-            GROUP_ROW(dot, brow, 4 * g + kk % 4);
-#pragma GCC unroll 16
-            for (int k = 0; k < A; k++)
-              s[k] = _mm512_add_epi32(s[k], _mm512_madd_epi16(dot[k], sc16[g]));
-          }
-        }
+        for (int k = 0; k < A; k++)
+          z[k][m] = mins4(sw01, sw23, bw[k]);
       }
-/* the - 32 of every quant: - 32 * 16-sum * sc per group */
+      __m512i s0[NC_AMX_GEMV_MAX_A], s1[NC_AMX_GEMV_MAX_A],
+          p01[NC_AMX_GEMV_MAX_A];
+      row_sums(t, sb, w_stride, 4 * m, sw01, &ar, A, s0);
+      row_sums(t, sb, w_stride, 4 * m + 1, sw01, &ar, A, s1);
 #pragma GCC unroll 16
       for (int k = 0; k < A; k++)
+        p01[k] = sum_rows2(s0[k], s1[k]);
+      row_sums(t, sb, w_stride, 4 * m + 2, sw23, &ar, A, s0);
+      row_sums(t, sb, w_stride, 4 * m + 3, sw23, &ar, A, s1);
 #pragma GCC unroll 16
-        for (int g = 0; g < 16; g++)
-          s[k] = _mm512_sub_epi32(
-              s[k], _mm512_mullo_epi32(_mm512_set1_epi32(v->c32[k][g]), sc[g]));
+      for (int k = 0; k < A; k++)
+        u[k][m] = sum_rows4(p01[k], sum_rows2(s0[k], s1[k]));
+    }
+    __m512 d, dmin = _mm512_setzero_ps();
+    if (t == KQ6) {
+      /* d at 208 (read as the high half of the dword at 206: the block is
+       * 210 bytes) */
+      d = _mm512_cvtph_ps(
+          _mm512_cvtepi32_epi16(_mm512_srli_epi32(GATHER(206), 16)));
     } else {
       const __m512i dd = GATHER(0);
       d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
       dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
-      __m512i sc[8];
-      k4_scales16(GATHER(4), GATHER(8), GATHER(12), sc, mp);
-      const size_t qs_off = t == KQ4 ? 16 : 48;
-      __m512i qhs[16]; /* Q5_K: dword kk of qh (16 more bytes of qs after) */
-      if (t == KQ5) rows_dwords(sb, w_stride, 16, qhs);
-      __m512i qss[16];
-#pragma GCC unroll 16
-      for (int c = 0; c < 4; c++) {
-        if (c % 2 == 0) rows_dwords(sb, w_stride, qs_off + 32 * (size_t)c, qss);
-        __m512i dlo[NC_AMX_GEMV_MAX_A], dhi[NC_AMX_GEMV_MAX_A];
-#pragma GCC unroll 16
-        for (int k = 0; k < A; k++)
-          dlo[k] = dhi[k] = _mm512_setzero_si512();
-#pragma GCC unroll 16
-        for (int kk = 0; kk < 8; kk++) {
-          const __m512i x = qss[8 * (c % 2) + kk];
-          __m512i lo = _mm512_and_si512(x, nib);
-          __m512i hi = _mm512_and_si512(_mm512_srli_epi32(x, 4), nib);
-          if (t == KQ5) {
-            const __m512i h = qhs[kk];
-            const __m512i one = _mm512_set1_epi32(0x01010101);
-            lo = _mm512_or_si512(
-                lo, _mm512_slli_epi32(
-                        _mm512_and_si512(_mm512_srli_epi32(h, 2 * c), one), 4));
-            hi = _mm512_or_si512(
-                hi,
-                _mm512_slli_epi32(
-                    _mm512_and_si512(_mm512_srli_epi32(h, 2 * c + 1), one), 4));
-          }
-          GROUP_ROW(dlo, lo, 8 * (2 * c) + kk);
-          GROUP_ROW(dhi, hi, 8 * (2 * c + 1) + kk);
-        }
-#pragma GCC unroll 16
-        for (int k = 0; k < A; k++)
-          s[k] = _mm512_add_epi32(
-              s[k],
-              _mm512_add_epi32(_mm512_mullo_epi32(dlo[k], sc[2 * c]),
-                               _mm512_mullo_epi32(dhi[k], sc[2 * c + 1])));
-      }
     }
 #pragma GCC unroll 16
     for (int k = 0; k < A; k++) {
+      const __m512i s = sum_rows16(u[k]);
       acc[k] =
-          _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[k]),
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
                           _mm512_mul_ps(_mm512_set1_ps(v->d[k]), d), acc[k]);
       if (t != KQ6) {
-        __m512i m = _mm512_setzero_si512();
-#pragma GCC unroll 16
-        for (int p = 0; p < 4; p++)
-          m = _mm512_dpwssd_epi32(m, _mm512_set1_epi32(v->bp[k][p]), mp[p]);
+        const __m512i m =
+            _mm512_permutexvar_epi32(_mm512_load_si512(k_rows_order),
+                                     sum_rows4(sum_rows2(z[k][0], z[k][1]),
+                                               sum_rows2(z[k][2], z[k][3])));
         acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m),
                                  _mm512_mul_ps(_mm512_set1_ps(-v->d[k]), dmin),
                                  acc[k]);
@@ -426,7 +521,6 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
   for (int k = 0; k < A; k++)
     _mm512_storeu_ps(out + (size_t)k * out_stride, acc[k]);
 }
-#undef GROUP_ROW
 
 /* ---------------------------------------------------------------- gemm */
 
