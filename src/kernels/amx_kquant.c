@@ -266,15 +266,18 @@ typedef struct act_regs {
  * w_stride, ...) as bytes, row q in 128-bit lane q: sc0..7, m0..7. From
  * each block's first 16 bytes, dwords [d dmin, w0, w1, w2]: sc0..3 = w0 &
  * 3f, sc4..7 = w2 & 0f | (w0 >> 2) & 30, m0..3 = w1 & 3f, m4..7 = (w2 >> 4)
- * & 0f | (w1 >> 2) & 30 (per byte; see k4_scales16). */
-static inline __m512i k45_scales4(const uint8_t *x, size_t w_stride) {
+ * & 0f | (w1 >> 2) & 30 (per byte; see k4_scales16). k45_heads4: the 4
+ * rows' first 16 bytes. */
+static inline __m512i k45_heads4(const uint8_t *x, size_t w_stride) {
   __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)x));
   v = _mm512_inserti32x4(
       v, _mm_loadu_si128((const __m128i *)(const void *)(x + w_stride)), 1);
   v = _mm512_inserti32x4(
       v, _mm_loadu_si128((const __m128i *)(const void *)(x + 2 * w_stride)), 2);
-  v = _mm512_inserti32x4(
+  return _mm512_inserti32x4(
       v, _mm_loadu_si128((const __m128i *)(const void *)(x + 3 * w_stride)), 3);
+}
+static inline __m512i k45_scales4(__m512i v) {
   const __m512i a =
       _mm512_srlv_epi32(_mm512_shuffle_epi32(v, _MM_SHUFFLE(3, 2, 3, 1)),
                         _mm512_set4_epi32(4, 0, 0, 0));
@@ -408,6 +411,10 @@ static inline __m512i mins4(__m512i sw01, __m512i sw23, __m512i bw) {
                                    _mm512_madd_epi16(sw23, bw));
 }
 
+/* Dword 0 of each 128-bit lane of two vectors. */
+static const _Alignas(64) int32_t k_firsts[16] = {0, 4, 8, 12, 16, 20, 24, 28,
+                                                  0, 0, 0, 0,  0,  0,  0,  0};
+
 /* The sums of sum_rows4(sum_rows2(z0, z1), sum_rows2(z2, z3)) hold row 4m +
  * q (z_m's 128-bit lane q) at 4q + m: to lane 4m + q. */
 static const _Alignas(64) int32_t k_rows_order[16] = {
@@ -462,13 +469,13 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
         bw[k] = _mm512_maskz_broadcast_i32x4(0xf0f0, b8);
       }
     }
-    __m512i u[NC_AMX_GEMV_MAX_A][4], z[NC_AMX_GEMV_MAX_A][4];
+    __m512i u[NC_AMX_GEMV_MAX_A][4], z[NC_AMX_GEMV_MAX_A][4], heads[4];
 #pragma GCC unroll 4
     for (int m = 0; m < 4; m++) {
       __m512i sw01 = _mm512_setzero_si512(), sw23 = sw01;
       if (t != KQ6) {
-        const __m512i sm =
-            k45_scales4(sb + (size_t)(4 * m) * w_stride, w_stride);
+        heads[m] = k45_heads4(sb + (size_t)(4 * m) * w_stride, w_stride);
+        const __m512i sm = k45_scales4(heads[m]);
         sw01 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(sm));
         sw23 = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(sm, 1));
 #pragma GCC unroll 16
@@ -495,7 +502,13 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
       d = _mm512_cvtph_ps(
           _mm512_cvtepi32_epi16(_mm512_srli_epi32(GATHER(206), 16)));
     } else {
-      const __m512i dd = GATHER(0);
+      /* d, dmin: dword 0 of each row's head */
+      const __m512i first = _mm512_load_si512(k_firsts);
+      const __m512i dd = _mm512_inserti64x4(
+          _mm512_permutex2var_epi32(heads[0], first, heads[1]),
+          _mm512_castsi512_si256(
+              _mm512_permutex2var_epi32(heads[2], first, heads[3])),
+          1);
       d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
       dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
     }
