@@ -255,11 +255,12 @@ static inline __m512i shift_pair(int lo, int hi) {
 /* The activation rows' quants in the layouts the weights' loads give:
  * Q4_K/Q5_K lo[h] = chunks 4h, 4h + 2 (the low nibbles of qs[64h ..]),
  * hi[h] = chunks 4h + 1, 4h + 3; Q6_K q[j] = quants 64j .. 64j + 63, and
- * the negated 16-sums as words (the -32 offset). */
+ * off[j] = -32 * the sum of each lane's 4 quants (the -32 of every weight
+ * quant, where vpdpbusd starts). */
 typedef struct act_regs {
   __m512i lo[NC_AMX_GEMV_MAX_A][2], hi[NC_AMX_GEMV_MAX_A][2];
   __m512i q[NC_AMX_GEMV_MAX_A][4];
-  __m512i nbs[NC_AMX_GEMV_MAX_A];
+  __m512i off[NC_AMX_GEMV_MAX_A][4];
 } act_regs;
 
 /* Q4_K/Q5_K: the scales and mins of 4 rows (superblocks at x, x +
@@ -326,7 +327,9 @@ k45_row(kq_type t, const uint8_t *x, __m512i scw, int q, const act_regs *ar,
   }
 }
 
-/* S of one Q6_K row, its -32 offset included (- 32 sc_g * 16-sum_g). */
+/* S of one Q6_K row, its -32 offset included: each lane of vpdpbusd
+ * starts at -32 * its 4 activations (then sums 4 (q - 32) a: |.| <= 4 * 32
+ * * 128, an int16). */
 static inline __attribute__((always_inline)) void
 q6_row(const uint8_t *x, const act_regs *ar, const int A, __m512i sum[]) {
   const block_q6_K *b = (const void *)x;
@@ -352,17 +355,12 @@ q6_row(const uint8_t *x, const act_regs *ar, const int A, __m512i sum[]) {
 #pragma GCC unroll 16
     for (int k = 0; k < A; k++) {
       const __m512i p01 =
-          _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, ar->q[k][2 * h]);
+          _mm512_dpbusd_epi32(ar->off[k][2 * h], q01, ar->q[k][2 * h]);
       const __m512i p23 =
-          _mm512_dpbusd_epi32(_mm512_setzero_si512(), q23, ar->q[k][2 * h + 1]);
+          _mm512_dpbusd_epi32(ar->off[k][2 * h + 1], q23, ar->q[k][2 * h + 1]);
       sum[k] = _mm512_dpwssd_epi32(sum[k], _mm512_packs_epi32(p01, p23), sc);
     }
   }
-  /* 32 sc_g (|.| <= 4096) against the negated 16-sums (|.| <= 2048) */
-  const __m512i sc32 = _mm512_castsi256_si512(_mm256_slli_epi16(sc16, 5));
-#pragma GCC unroll 16
-  for (int k = 0; k < A; k++)
-    sum[k] = _mm512_dpwssd_epi32(sum[k], ar->nbs[k], sc32);
 }
 
 /* Two rows' lane vectors a, b -> per 128-bit lane [a0 + a2, b0 + b2,
@@ -452,9 +450,12 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
       for (int j = 0; j < 4; j++)
         ar.q[k][j] = _mm512_loadu_si512((const void *)(y->qs + 64 * j));
       if (t == KQ6) {
-        ar.nbs[k] = _mm512_castsi256_si512(_mm256_sub_epi16(
-            _mm256_setzero_si256(),
-            _mm256_loadu_si256((const __m256i *)(const void *)y->bsums)));
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+          ar.off[k][j] = _mm512_sub_epi32(
+              _mm512_setzero_si512(),
+              _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(32),
+                                  ar.q[k][j]));
       } else {
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
