@@ -551,6 +551,7 @@ typedef struct mm_task {
   const uint8_t *few;    /* NULL, or per row of a: NC_MM_FEW (gemm_few) */
   int32_t rows;
   bool each;       /* matmul i of row i of a only (nc_fwd_matmul_each) */
+  bool experts;    /* a mixture's experts (nc_fwd's mm_experts) */
   int64_t n_vocab; /* a matmul of this many rows is the output head */
 } mm_task;
 
@@ -567,6 +568,12 @@ static void mm_rows_of(const mm_task *t, const nc_mm *mm, int64_t r0,
 static void mm_rows(const mm_task *t, const nc_mm *mm, int64_t r0, int64_t r1) {
   const nc_weight *w = mm->w;
   const nc_gemm_fn few = t->kern->gemm_few[w->type];
+  /* F16/F32 experts: every row in the one-row order (nc_fwd's mm_experts) */
+  if (t->experts && few && !t->packed &&
+      (w->type == NC_TYPE_F16 || w->type == NC_TYPE_F32)) {
+    mm_rows_of(t, mm, r0, r1, few);
+    return;
+  }
   if (!t->few || !few || t->packed) {
     mm_rows_of(t, mm, r0, r1, t->kern->gemm[w->type]);
     return;
@@ -717,7 +724,8 @@ void nc_fwd_matmul_rows(nc_fwd *ctx, const float *x, int64_t x_stride,
     mm_task t = {.kern = ctx->kern,
                  .rows = rows,
                  .n_vocab = ctx->hp->n_vocab,
-                 .few = few};
+                 .few = few,
+                 .experts = ctx->mm_experts};
     for (int j = i; j < n_mm; j++) {
       if (done[j] || mm[j].w->ne0 != n ||
           nc_type_traits_of(mm[j].w->type)->vec_dot_type != vdt)
@@ -773,8 +781,11 @@ void nc_fwd_matmul_each(nc_fwd *ctx, const float *x, int64_t x_stride,
     for (int i = 0; i < n_mm; i++)
       ctx->observer->matmul(ctx->observer->arg, mm[i].w,
                             x + (int64_t)i * x_stride, x_stride, NULL, 1);
-  mm_task t = {
-      .kern = ctx->kern, .rows = n_mm, .each = true, .few = ctx->mm_few};
+  mm_task t = {.kern = ctx->kern,
+               .rows = n_mm,
+               .each = true,
+               .few = ctx->mm_few,
+               .experts = ctx->mm_experts};
   for (int i = 0; i < n_mm; i++) {
     t.mm[t.n_mm++] = &mm[i];
     t.total += mm[i].w->ne1;

@@ -98,6 +98,11 @@ typedef struct nc_fwd {
    * n_expert_used (forward-internal). */
   const uint8_t *mm_few;
   uint8_t *few_rows, *few_tmp, *few_exp;
+  /* The matmuls are a mixture's experts (forward_moe.c sets it around
+   * them): llama.cpp multiplies those a row at a time (mul_mat_id's
+   * vec_dot, never llamafile's tinyBLAS), so an F16 or F32 expert takes
+   * the kernels' gemm_few (its one-row order) for every row. */
+  bool mm_experts;
   /* Embedding mode (nc_context_embed): nc_fwd_head writes the rows' final
    * normed hidden states (n_embd floats each) instead of their logits. */
   bool embed_out;

@@ -181,6 +181,7 @@ void nc_fwd_moe_ext(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
   /* expert by expert, its rows in batch order: gate and up of its rows,
    * silu(gate) * up, down into the next rows of moe_out */
   int32_t off = 0;
+  ctx->mm_experts = true; /* llama.cpp's mul_mat_id: row by row */
   if (rows == 1) moe_one_row(ctx, L, x);
   for (int32_t e = 0; rows > 1 && e < NX; e++) {
     int32_t n = 0;
@@ -212,6 +213,7 @@ void nc_fwd_moe_ext(nc_fwd *ctx, const nc_layer_weights *L, const float *x,
     expert_bias(ctx, &L->down_exps_b, e, s->moe_out + (int64_t)off * E, n, E);
     off += n;
   }
+  ctx->mm_experts = false;
   /* each expert's output times its scale first where there is one
    * (llama.cpp's down_exps_s: a multiply of its own) */
   for (int32_t t = 0; o->exp_scale && t < rows; t++)
