@@ -114,7 +114,8 @@ def chat(url, messages, max_tokens, salt=None, extra=None):
     ttft, parts, usage = None, [], None
     with requests.post(url + "/v1/chat/completions", json=body, stream=True,
                        timeout=900) as r:
-        r.raise_for_status()
+        if r.status_code >= 400:
+            sys.exit(f"chat request: HTTP {r.status_code}: {r.text[:500]}")
         for line in r.iter_lines():
             if not line.startswith(b"data: ") or line == b"data: [DONE]":
                 continue
