@@ -80,9 +80,11 @@ void nc_spec_cost_observe(nc_spec_cost *c, int32_t rows, double ms);
  * time; else between the nearest timed counts lo and hi around it, the
  * straight line from lo to hi or, where lower, the slope of the timed
  * counts below lo carried on from lo (so that counts before a step up in
- * the times get tried); else on the line fitted through every timed count
- * (from the last timed one on, its slope at least 0); 0 until two row
- * counts are timed. */
+ * the times get tried); past the last timed count on the line fitted
+ * through every timed count (its slope at least 0); below the first, in
+ * proportion to the rows (never more: a line from the counts above would
+ * make the rows past a count below look free); 0 until two row counts are
+ * timed. */
 double nc_spec_cost_ms(const nc_spec_cost *c, int32_t rows);
 /* cost[k] for k in [0, k_max] in a step that feeds base_rows rows before
  * drafts (>= 1): 1 + (t(base + k) - t(base)) / (t(base) / base), the k

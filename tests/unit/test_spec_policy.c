@@ -174,7 +174,9 @@ static void cost_fit(void **state) {
 
 /* A kernel that changes at 5 rows (the measured shape of the default
  * model at one thread: 4 rows 2.3 steps, 5 rows 3.75): the policy drafts 3
- * even at 95% kept, where a line through the times would say more. */
+ * even at 95% kept, where a line through the times would say more; with
+ * only counts past the change timed, it drafts nothing until one row is
+ * timed. */
 static void policy_follows_the_curve(void **state) {
   (void)state;
   const double ms[] = {0, 4.8, 7.0, 9.1, 10.9, 18.0, 19.6, 21.2, 24.0, 27.0};
@@ -205,6 +207,23 @@ static void policy_follows_the_curve(void **state) {
   }
   assert_int_equal(k, 3);
   assert_true(tries <= 4);
+  /* timed at 5 and 9 rows only (the first steps drafted 4, then 8): a
+   * row count below them costs in proportion (one row 3.6 ms, not the
+   * 9 ms a line through 18 and 27 ms gives, which made 8 drafts look
+   * like 3 steps, 1.44 tokens per cost at 80% kept, where they cost 5.6
+   * and give 0.77): nothing pays, and the plain step times one row; then
+   * the curve as above */
+  nc_spec_cost g = {0};
+  nc_spec_cost_observe(&g, 5, ms[5]);
+  nc_spec_cost_observe(&g, 9, ms[9]);
+  assert_true(fabs(nc_spec_cost_ms(&g, 1) - 3.6) < 1e-9);
+  assert_true(fabs(nc_spec_cost_ms(&g, 2) - 7.2) < 1e-9);
+  nc_spec_measured_costs(&g, 1, 8, cost);
+  assert_int_equal(nc_spec_best_length(0.8, cost, 8), 0);
+  nc_spec_cost_observe(&g, 1, ms[1]);
+  nc_spec_measured_costs(&g, 1, 8, cost);
+  assert_true(nc_spec_best_length(0.95, cost, 8) > 0);
+  assert_true(fabs(cost[8] - (1 + (27.0 - 4.8) / 4.8)) < 1e-9);
   /* memory-bound: every row 2% of a step: the longest */
   nc_spec_cost m = {0};
   for (int32_t rep = 0; rep < 4; rep++)
