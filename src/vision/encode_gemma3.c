@@ -28,11 +28,17 @@ static void patches_of(const float *img, int32_t S, int32_t P, float *out) {
     }
 }
 
-typedef struct bufs {
+/* An encode's state: the patches' rows and the layers' scratch. */
+typedef struct enc {
+  const nucleus_mmproj *mm;
+  float *out;
+  int32_t N; /* patches */
   float *x, *h, *q, *k, *v, *a, *f, *in;
-} bufs;
+} enc;
 
-static void free_bufs(bufs *b) {
+static void free_state(void *st) {
+  enc *b = st;
+  if (!b) return;
   free(b->x);
   free(b->h);
   free(b->q);
@@ -41,10 +47,14 @@ static void free_bufs(bufs *b) {
   free(b->a);
   free(b->f);
   free(b->in);
+  free(b);
 }
 
-static nc_code layer(const nucleus_mmproj *mm, nc_vit *v, const nc_vit_layer *L,
-                     bufs *b, int32_t N, nc_error *err) {
+static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
+  enc *b = st;
+  const nucleus_mmproj *mm = b->mm;
+  const nc_vit_layer *L = &mm->layers[il];
+  const int32_t N = b->N;
   const int64_t E = mm->n_embd, F = mm->n_ff;
   const int32_t dh = mm->n_embd / mm->n_head;
   nc_vit_layernorm(b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
@@ -70,25 +80,30 @@ static nc_code layer(const nucleus_mmproj *mm, nc_vit *v, const nc_vit_layer *L,
   return NC_OK;
 }
 
-nc_code nc_encode_gemma3(const nucleus_mmproj *mm, const nucleus_image *image,
-                         nc_vit *v, float *out, nc_error *err) {
+static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
+                     nc_vit *v, float *out, void **st, nc_error *err) {
   const int32_t S = mm->image_size, P = mm->patch_size, side = S / P;
-  const int32_t N = side * side, K = mm->n_merge, ps = side / K;
+  const int32_t N = side * side;
   const int64_t E = mm->n_embd, F = mm->n_ff, CPP = 3 * (int64_t)P * P;
-  bufs b = {0};
+  enc *b = calloc(1, sizeof *b);
+  *st = b;
+  if (!b) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  b->mm = mm;
+  b->out = out;
+  b->N = N;
   uint8_t *fit = malloc((size_t)3 * S * S);
   float *img = malloc((size_t)3 * S * S * sizeof *img);
-  b.in = malloc((size_t)N * CPP * sizeof *b.in);
-  b.x = malloc((size_t)N * E * sizeof *b.x);
-  b.h = malloc((size_t)N * E * sizeof *b.h);
-  b.q = malloc((size_t)N * E * sizeof *b.q);
-  b.k = malloc((size_t)N * E * sizeof *b.k);
-  b.v = malloc((size_t)N * E * sizeof *b.v);
-  b.a = malloc((size_t)N * E * sizeof *b.a);
-  b.f = malloc((size_t)N * F * sizeof *b.f);
+  b->in = malloc((size_t)N * CPP * sizeof *b->in);
+  b->x = malloc((size_t)N * E * sizeof *b->x);
+  b->h = malloc((size_t)N * E * sizeof *b->h);
+  b->q = malloc((size_t)N * E * sizeof *b->q);
+  b->k = malloc((size_t)N * E * sizeof *b->k);
+  b->v = malloc((size_t)N * E * sizeof *b->v);
+  b->a = malloc((size_t)N * E * sizeof *b->a);
+  b->f = malloc((size_t)N * F * sizeof *b->f);
   nc_code rc = NC_OK;
-  if (!fit || !img || !b.in || !b.x || !b.h || !b.q || !b.k || !b.v || !b.a ||
-      !b.f)
+  if (!fit || !img || !b->in || !b->x || !b->h || !b->q || !b->k || !b->v ||
+      !b->a || !b->f)
     rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
                  (int)N);
   if (rc == NC_OK)
@@ -96,40 +111,45 @@ nc_code nc_encode_gemma3(const nucleus_mmproj *mm, const nucleus_image *image,
                              NC_RESIZE_BILINEAR, err);
   if (rc == NC_OK) {
     nc_image_normalize(fit, (int64_t)S * S, mm->mean, mm->std, img);
-    patches_of(img, S, P, b.in);
-    rc = nc_vit_matmul(v, b.in, CPP, N, &mm->patch_embd, mm->patch_bias, b.x, E,
-                       err);
+    patches_of(img, S, P, b->in);
+    rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd, mm->patch_bias, b->x,
+                       E, err);
   }
   if (rc == NC_OK) {
-    nc_vit_add(b.x, mm->pos_embd, (int64_t)N * E);
+    nc_vit_add(b->x, mm->pos_embd, (int64_t)N * E);
     if (mm->pre_ln_w)
-      nc_vit_layernorm(b.x, mm->pre_ln_w, mm->pre_ln_b, b.x, N, E, mm->eps);
-  }
-  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++)
-    rc = layer(mm, v, &mm->layers[il], &b, N, err);
-  if (rc == NC_OK) {
-    if (mm->post_ln_w)
-      nc_vit_layernorm(b.x, mm->post_ln_w, mm->post_ln_b, b.x, N, E, mm->eps);
-    /* average pool: token (ty, tx) = the mean of its K x K patches, summed
-     * row by row as ggml_pool_2d */
-    const float inv = 1.0f / (float)(K * K);
-    for (int32_t ty = 0; ty < ps; ty++)
-      for (int32_t tx = 0; tx < ps; tx++) {
-        float *o = b.h + ((int64_t)ty * ps + tx) * E;
-        for (int64_t e = 0; e < E; e++) {
-          float s = 0.0f;
-          for (int32_t ky = 0; ky < K; ky++)
-            for (int32_t kx = 0; kx < K; kx++)
-              s += b.x[((int64_t)(ty * K + ky) * side + tx * K + kx) * E + e];
-          o[e] = s * inv;
-        }
-      }
-    nc_vit_rmsnorm(b.h, mm->soft_emb_norm, b.h, ps * ps, E, mm->eps);
-    rc = nc_vit_matmul(v, b.h, E, ps * ps, &mm->input_proj, NULL, out,
-                       mm->n_embd_text, err);
+      nc_vit_layernorm(b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N, E, mm->eps);
   }
   free(fit);
   free(img);
-  free_bufs(&b);
   return rc;
 }
+
+static nc_code finish(void *st, nc_vit *v, nc_error *err) {
+  enc *b = st;
+  const nucleus_mmproj *mm = b->mm;
+  const int32_t side = mm->image_size / mm->patch_size, N = b->N;
+  const int32_t K = mm->n_merge, ps = side / K;
+  const int64_t E = mm->n_embd;
+  if (mm->post_ln_w)
+    nc_vit_layernorm(b->x, mm->post_ln_w, mm->post_ln_b, b->x, N, E, mm->eps);
+  /* average pool: token (ty, tx) = the mean of its K x K patches, summed
+   * row by row as ggml_pool_2d */
+  const float inv = 1.0f / (float)(K * K);
+  for (int32_t ty = 0; ty < ps; ty++)
+    for (int32_t tx = 0; tx < ps; tx++) {
+      float *o = b->h + ((int64_t)ty * ps + tx) * E;
+      for (int64_t e = 0; e < E; e++) {
+        float s = 0.0f;
+        for (int32_t ky = 0; ky < K; ky++)
+          for (int32_t kx = 0; kx < K; kx++)
+            s += b->x[((int64_t)(ty * K + ky) * side + tx * K + kx) * E + e];
+        o[e] = s * inv;
+      }
+    }
+  nc_vit_rmsnorm(b->h, mm->soft_emb_norm, b->h, ps * ps, E, mm->eps);
+  return nc_vit_matmul(v, b->h, E, ps * ps, &mm->input_proj, NULL, b->out,
+                       mm->n_embd_text, err);
+}
+
+const nc_encoder nc_encoder_gemma3 = {begin, layer, finish, free_state};

@@ -27,15 +27,23 @@
 #include "kernels/ops.h"
 #include "vit.h"
 
+/* An encode's state: the patches' rows, the layers' scratch, the RoPE
+ * tables. */
 typedef struct bufs {
+  const nucleus_mmproj *mm;
+  float *out;
+  int32_t N, pw, ph; /* patches: pw x ph */
   float *x, *h, *q, *k, *v, *a, *f, *g, *in, *c, *pos;
 } bufs;
 
-static void free_bufs(bufs *b) {
+static void free_state(void *st) {
+  bufs *b = st;
+  if (!b) return;
   float *all[] = {b->x, b->h, b->q,  b->k, b->v,  b->a,
                   b->f, b->g, b->in, b->c, b->pos};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     free(all[i]);
+  free(b);
 }
 
 static float clampf(float x, float lo, float hi) {
@@ -96,8 +104,11 @@ static void rope_2d(float *x, int32_t n_head, int32_t dh, const float *col,
   nc_rope_apply(x + dh / 2, n_head, dh, dh / 2, NC_ROPE_NEOX, row, row + q);
 }
 
-static nc_code layer(const nucleus_mmproj *mm, nc_vit *v, const nc_vit_layer *L,
-                     bufs *b, int32_t N, nc_error *err) {
+static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
+  bufs *b = st;
+  const nucleus_mmproj *mm = b->mm;
+  const nc_vit_layer *L = &mm->layers[il];
+  const int32_t N = b->N;
   const int64_t E = mm->n_embd, F = mm->n_ff;
   const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
   rms(b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
@@ -227,14 +238,14 @@ static void pool(const nucleus_mmproj *mm, const float *x, int32_t pw,
     }
 }
 
-nc_code nc_encode_gemma4v(const nucleus_mmproj *mm, const nucleus_image *image,
-                          nc_vit *v, float *out, nc_error *err) {
-  const int32_t P = mm->patch_size, K = mm->n_merge;
+static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
+                     nc_vit *v, float *out, void **st, nc_error *err) {
+  *st = NULL;
+  const int32_t P = mm->patch_size;
   const int32_t dh = mm->n_embd / mm->n_head;
   int32_t W, Hh;
   nc_qwen_image_size(mm, image->width, image->height, &W, &Hh);
   const int32_t pw = W / P, ph = Hh / P, N = pw * ph;
-  const int32_t rows = (pw / K) * (ph / K);
   if (pw > mm->pos_size || ph > mm->pos_size)
     return nc_fail(err, NC_ERR_INVALID_ARGUMENT,
                    "vision: the image's %d x %d patches exceed the projector's "
@@ -245,23 +256,30 @@ nc_code nc_encode_gemma4v(const nucleus_mmproj *mm, const nucleus_image *image,
                    (int)dh);
   const int64_t E = mm->n_embd, F = mm->n_ff, CPP = 3 * (int64_t)P * P;
   const int64_t wide = F > E ? F : E;
-  bufs b = {0};
+  bufs *b = calloc(1, sizeof *b);
+  *st = b;
+  if (!b) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  b->mm = mm;
+  b->out = out;
+  b->N = N;
+  b->pw = pw;
+  b->ph = ph;
   uint8_t *fit = malloc((size_t)3 * W * Hh);
   float *img = malloc((size_t)3 * W * Hh * sizeof *img);
-  b.in = malloc((size_t)N * CPP * sizeof *b.in);
-  b.x = malloc((size_t)N * E * sizeof *b.x);
-  b.h = malloc((size_t)N * E * sizeof *b.h);
-  b.q = malloc((size_t)N * E * sizeof *b.q);
-  b.k = malloc((size_t)N * E * sizeof *b.k);
-  b.v = malloc((size_t)N * E * sizeof *b.v);
-  b.a = malloc((size_t)N * E * sizeof *b.a);
-  b.f = malloc((size_t)N * F * sizeof *b.f);
-  b.g = malloc((size_t)N * F * sizeof *b.g);
-  b.c = malloc((size_t)N * wide * sizeof *b.c);
-  b.pos = malloc((size_t)2 * N * (dh / 2) * sizeof *b.pos);
+  b->in = malloc((size_t)N * CPP * sizeof *b->in);
+  b->x = malloc((size_t)N * E * sizeof *b->x);
+  b->h = malloc((size_t)N * E * sizeof *b->h);
+  b->q = malloc((size_t)N * E * sizeof *b->q);
+  b->k = malloc((size_t)N * E * sizeof *b->k);
+  b->v = malloc((size_t)N * E * sizeof *b->v);
+  b->a = malloc((size_t)N * E * sizeof *b->a);
+  b->f = malloc((size_t)N * F * sizeof *b->f);
+  b->g = malloc((size_t)N * F * sizeof *b->g);
+  b->c = malloc((size_t)N * wide * sizeof *b->c);
+  b->pos = malloc((size_t)2 * N * (dh / 2) * sizeof *b->pos);
   nc_code rc = NC_OK;
-  if (!fit || !img || !b.in || !b.x || !b.h || !b.q || !b.k || !b.v || !b.a ||
-      !b.f || !b.g || !b.c || !b.pos)
+  if (!fit || !img || !b->in || !b->x || !b->h || !b->q || !b->k || !b->v ||
+      !b->a || !b->f || !b->g || !b->c || !b->pos)
     rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
                  (int)N);
   if (rc == NC_OK)
@@ -272,30 +290,35 @@ nc_code nc_encode_gemma4v(const nucleus_mmproj *mm, const nucleus_image *image,
     nc_image_normalize(fit, (int64_t)W * Hh, mm->mean, mm->std, img);
     for (int64_t i = 0; i < n; i++) /* ggml_scale_bias(x, 2, -1) */
       img[i] = img[i] * 2.0f + -1.0f;
-    patches_of(img, W, P, pw, ph, b.in);
-    rc = nc_vit_matmul(v, b.in, CPP, N, &mm->patch_embd, NULL, b.x, E, err);
+    patches_of(img, W, P, pw, ph, b->in);
+    rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd, NULL, b->x, E, err);
   }
   if (rc == NC_OK) {
     const float *tx = mm->pos_embd, *ty = mm->pos_embd + mm->pos_size * E;
     for (int32_t t = 0; t < N; t++)
-      nc_vit_add(b.x + (int64_t)t * E, tx + (int64_t)(t % pw) * E, E);
+      nc_vit_add(b->x + (int64_t)t * E, tx + (int64_t)(t % pw) * E, E);
     for (int32_t t = 0; t < N; t++)
-      nc_vit_add(b.x + (int64_t)t * E, ty + (int64_t)(t / pw) * E, E);
-    rope_tables(dh, pw, N, b.pos);
-    if (mm->pre_ln_w) rms(b.x, mm->pre_ln_w, mm->pre_ln_b, b.x, N, E, mm->eps);
-  }
-  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++)
-    rc = layer(mm, v, &mm->layers[il], &b, N, err);
-  if (rc == NC_OK) {
-    if (mm->post_ln_w)
-      rms(b.x, mm->post_ln_w, mm->post_ln_b, b.x, N, E, mm->eps);
-    pool(mm, b.x, pw, ph, b.h);
-    nc_vit_rmsnorm(b.h, NULL, b.h, rows, E, mm->eps);
-    rc = clamped_matmul(v, b.h, E, rows, &mm->input_proj, &mm->cl_proj, b.c,
-                        out, mm->n_embd_text, err);
+      nc_vit_add(b->x + (int64_t)t * E, ty + (int64_t)(t / pw) * E, E);
+    rope_tables(dh, pw, N, b->pos);
+    if (mm->pre_ln_w)
+      rms(b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N, E, mm->eps);
   }
   free(fit);
   free(img);
-  free_bufs(&b);
   return rc;
 }
+
+static nc_code finish(void *st, nc_vit *v, nc_error *err) {
+  bufs *b = st;
+  const nucleus_mmproj *mm = b->mm;
+  const int32_t K = mm->n_merge, rows = (b->pw / K) * (b->ph / K);
+  const int64_t E = mm->n_embd;
+  if (mm->post_ln_w)
+    rms(b->x, mm->post_ln_w, mm->post_ln_b, b->x, b->N, E, mm->eps);
+  pool(mm, b->x, b->pw, b->ph, b->h);
+  nc_vit_rmsnorm(b->h, NULL, b->h, rows, E, mm->eps);
+  return clamped_matmul(v, b->h, E, rows, &mm->input_proj, &mm->cl_proj, b->c,
+                        b->out, mm->n_embd_text, err);
+}
+
+const nc_encoder nc_encoder_gemma4v = {begin, layer, finish, free_state};

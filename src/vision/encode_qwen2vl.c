@@ -29,13 +29,20 @@
 #include "qwen_patches.h"
 #include "vit.h"
 
+/* An encode's state: the patches' rows, the layers' scratch, the working
+ * order of the blocks. */
 typedef struct bufs {
+  const nucleus_mmproj *mm;
+  float *out;
+  int32_t N; /* patches */
   float *x, *h, *q, *k, *v, *a, *f, *g, *in, *m, *cs, *sn;
   int32_t *order;     /* [N / 4]: the block each working block is */
   int32_t *klo, *khi; /* [N]: each row's window of keys */
 } bufs;
 
-static void free_bufs(bufs *b) {
+static void free_state(void *st) {
+  bufs *b = st;
+  if (!b) return;
   float *all[] = {b->x, b->h, b->q,  b->k, b->v,  b->a,
                   b->f, b->g, b->in, b->m, b->cs, b->sn};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -43,6 +50,7 @@ static void free_bufs(bufs *b) {
   free(b->order);
   free(b->klo);
   free(b->khi);
+  free(b);
 }
 
 /* The working order of the mx x my blocks and each row's key range: with
@@ -106,8 +114,10 @@ static nc_code mlp(const nucleus_mmproj *mm, nc_vit *v, const nc_vit_layer *L,
                        err);
 }
 
-static nc_code layer(const nucleus_mmproj *mm, nc_vit *v, int32_t il, bufs *b,
-                     int32_t N, nc_error *err) {
+static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
+  bufs *b = st;
+  const nucleus_mmproj *mm = b->mm;
+  const int32_t N = b->N;
   const nc_vit_layer *L = &mm->layers[il];
   const int64_t E = mm->n_embd;
   const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
@@ -192,17 +202,22 @@ static void patches(const nucleus_mmproj *mm, const float *img, int32_t W,
   }
 }
 
-nc_code nc_encode_qwen2vl(const nucleus_mmproj *mm, const nucleus_image *image,
-                          nc_vit *v, float *out, nc_error *err) {
+static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
+                     nc_vit *v, float *out, void **st, nc_error *err) {
   int32_t W, Hh;
   nc_qwen_image_size(mm, image->width, image->height, &W, &Hh);
   const int32_t P = mm->patch_size, pw = W / P, ph = Hh / P, N = pw * ph;
-  const int64_t E = mm->n_embd, T = mm->n_embd_text, M = 4 * E;
+  const int64_t E = mm->n_embd;
   const int64_t CPP = 3 * (int64_t)P * P;
-  bufs b = {0};
+  bufs *b = calloc(1, sizeof *b);
+  *st = b;
+  if (!b) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  b->mm = mm;
+  b->out = out;
+  b->N = N;
   uint8_t *rgb = malloc((size_t)3 * W * Hh);
   float *img = malloc((size_t)3 * W * Hh * sizeof *img);
-  nc_code rc = alloc_bufs(mm, N, &b, err);
+  nc_code rc = alloc_bufs(mm, N, b, err);
   if (rc == NC_OK && (!rgb || !img))
     rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for a %d x %d image",
                  (int)W, (int)Hh);
@@ -211,32 +226,38 @@ nc_code nc_encode_qwen2vl(const nucleus_mmproj *mm, const nucleus_image *image,
                       NC_RESIZE_BICUBIC, err);
   if (rc == NC_OK) {
     nc_image_normalize(rgb, (int64_t)W * Hh, mm->mean, mm->std, img);
-    windows(pw / 2, ph / 2, mm->n_wa_pattern > 0 ? mm->attn_window : 0, &b);
-    patches(mm, img, W, pw, N, &b);
-    rc = nc_vit_matmul(v, b.in, CPP, N, &mm->patch_embd, NULL, b.x, E, err);
+    windows(pw / 2, ph / 2, mm->n_wa_pattern > 0 ? mm->attn_window : 0, b);
+    patches(mm, img, W, pw, N, b);
+    rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd, NULL, b->x, E, err);
   }
   if (rc == NC_OK)
-    rc = nc_vit_matmul(v, b.in, CPP, N, &mm->patch_embd_1, NULL, b.h, E, err);
+    rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd_1, NULL, b->h, E, err);
   if (rc == NC_OK) {
-    nc_vit_add(b.x, b.h, (int64_t)N * E);
-    if (mm->pre_ln_w) norm(mm, b.x, mm->pre_ln_w, mm->pre_ln_b, b.x, N);
+    nc_vit_add(b->x, b->h, (int64_t)N * E);
+    if (mm->pre_ln_w) norm(mm, b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N);
   }
-  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++)
-    rc = layer(mm, v, il, &b, N, err);
+  free(rgb);
+  free(img);
+  return rc;
+}
+
+static nc_code finish(void *st, nc_vit *v, nc_error *err) {
+  bufs *b = st;
+  const nucleus_mmproj *mm = b->mm;
+  const int32_t N = b->N;
+  const int64_t E = mm->n_embd, T = mm->n_embd_text, M = 4 * E;
+  if (mm->post_ln_w) norm(mm, b->x, mm->post_ln_w, mm->post_ln_b, b->x, N);
+  nc_code rc =
+      nc_vit_matmul(v, b->x, M, N / 4, &mm->mm0, mm->mm0_b, b->f, M, err);
   if (rc == NC_OK) {
-    if (mm->post_ln_w) norm(mm, b.x, mm->post_ln_w, mm->post_ln_b, b.x, N);
-    rc = nc_vit_matmul(v, b.x, M, N / 4, &mm->mm0, mm->mm0_b, b.f, M, err);
-  }
-  if (rc == NC_OK) {
-    nc_vit_gelu(v, b.f, (int64_t)(N / 4) * M);
-    rc = nc_vit_matmul(v, b.f, M, N / 4, &mm->mm2, mm->mm2_b, b.m, T, err);
+    nc_vit_gelu(v, b->f, (int64_t)(N / 4) * M);
+    rc = nc_vit_matmul(v, b->f, M, N / 4, &mm->mm2, mm->mm2_b, b->m, T, err);
   }
   if (rc == NC_OK)
     for (int32_t r = 0; r < N / 4; r++)
-      memcpy(out + (int64_t)b.order[r] * T, b.m + (int64_t)r * T,
+      memcpy(b->out + (int64_t)b->order[r] * T, b->m + (int64_t)r * T,
              sizeof(float) * T);
-  free(rgb);
-  free(img);
-  free_bufs(&b);
   return rc;
 }
+
+const nc_encoder nc_encoder_qwen2vl = {begin, layer, finish, free_state};

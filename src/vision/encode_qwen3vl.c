@@ -66,19 +66,29 @@ static void position_at(const float *pos, int32_t side, int64_t E, int32_t pw,
   }
 }
 
+/* An encode's state: the patches' rows, the layers' scratch, the
+ * DeepStack taps written so far. */
 typedef struct bufs {
+  const nucleus_mmproj *mm;
+  float *out;
+  int32_t N;   /* patches */
+  int32_t tap; /* DeepStack taps done */
   float *x, *h, *qkv, *q, *k, *v, *a, *f, *in, *m, *cs, *sn;
 } bufs;
 
-static void free_bufs(bufs *b) {
+static void free_state(void *st) {
+  bufs *b = st;
+  if (!b) return;
   float *all[] = {b->x, b->h, b->qkv, b->q, b->k,  b->v,
                   b->a, b->f, b->in,  b->m, b->cs, b->sn};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     free(all[i]);
+  free(b);
 }
 
-static nc_code layer(const nucleus_mmproj *mm, nc_vit *v, const nc_vit_layer *L,
-                     bufs *b, int32_t N, nc_error *err) {
+static nc_code vit_layer(const nucleus_mmproj *mm, nc_vit *v,
+                         const nc_vit_layer *L, bufs *b, int32_t N,
+                         nc_error *err) {
   const int64_t E = mm->n_embd, F = mm->n_ff;
   const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
   nc_vit_layernorm(b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
@@ -132,33 +142,37 @@ static nc_code merger(const nucleus_mmproj *mm, nc_vit *v, const float *x,
   return nc_vit_matmul(v, tmp, M, rows, fc2, b2, out, out_stride, err);
 }
 
-nc_code nc_encode_qwen3vl(const nucleus_mmproj *mm, const nucleus_image *image,
-                          nc_vit *v, float *out, nc_error *err) {
+static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
+                     nc_vit *v, float *out, void **st, nc_error *err) {
   int32_t W, Hh;
   nc_qwen_image_size(mm, image->width, image->height, &W, &Hh);
   const int32_t P = mm->patch_size, pw = W / P, ph = Hh / P, N = pw * ph;
   const int32_t side = mm->image_size / P, dh = mm->n_embd / mm->n_head;
   const int64_t E = mm->n_embd, F = mm->n_ff, CPP = 3 * (int64_t)P * P;
   const int64_t T = mm->n_embd_text;
-  const int64_t stride = T * (1 + mm->n_deepstack);
-  bufs b = {0};
+  bufs *b = calloc(1, sizeof *b);
+  *st = b;
+  if (!b) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  b->mm = mm;
+  b->out = out;
+  b->N = N;
   uint8_t *rgb = malloc((size_t)3 * W * Hh);
   float *img = malloc((size_t)3 * W * Hh * sizeof *img);
-  b.in = malloc((size_t)N * CPP * sizeof *b.in);
-  b.x = malloc((size_t)N * E * sizeof *b.x);
-  b.h = malloc((size_t)N * (E > T ? E : T) * sizeof *b.h);
-  b.qkv = malloc((size_t)N * 3 * E * sizeof *b.qkv);
-  b.q = malloc((size_t)N * E * sizeof *b.q);
-  b.k = malloc((size_t)N * E * sizeof *b.k);
-  b.v = malloc((size_t)N * E * sizeof *b.v);
-  b.a = malloc((size_t)N * E * sizeof *b.a);
-  b.f = malloc((size_t)N * (F > E ? F : E) * sizeof *b.f);
-  b.m = malloc((size_t)N * E * sizeof *b.m);
-  b.cs = malloc((size_t)N * (dh / 2) * sizeof *b.cs);
-  b.sn = malloc((size_t)N * (dh / 2) * sizeof *b.sn);
+  b->in = malloc((size_t)N * CPP * sizeof *b->in);
+  b->x = malloc((size_t)N * E * sizeof *b->x);
+  b->h = malloc((size_t)N * (E > T ? E : T) * sizeof *b->h);
+  b->qkv = malloc((size_t)N * 3 * E * sizeof *b->qkv);
+  b->q = malloc((size_t)N * E * sizeof *b->q);
+  b->k = malloc((size_t)N * E * sizeof *b->k);
+  b->v = malloc((size_t)N * E * sizeof *b->v);
+  b->a = malloc((size_t)N * E * sizeof *b->a);
+  b->f = malloc((size_t)N * (F > E ? F : E) * sizeof *b->f);
+  b->m = malloc((size_t)N * E * sizeof *b->m);
+  b->cs = malloc((size_t)N * (dh / 2) * sizeof *b->cs);
+  b->sn = malloc((size_t)N * (dh / 2) * sizeof *b->sn);
   nc_code rc = NC_OK;
-  if (!rgb || !img || !b.in || !b.x || !b.h || !b.qkv || !b.q || !b.k || !b.v ||
-      !b.a || !b.f || !b.m || !b.cs || !b.sn)
+  if (!rgb || !img || !b->in || !b->x || !b->h || !b->qkv || !b->q || !b->k ||
+      !b->v || !b->a || !b->f || !b->m || !b->cs || !b->sn)
     rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
                  (int)N);
   if (rc == NC_OK && dh / 2 > 512)
@@ -174,50 +188,61 @@ nc_code nc_encode_qwen3vl(const nucleus_mmproj *mm, const nucleus_image *image,
     for (int32_t r = 0; r < N; r++) {
       int32_t py, px;
       nc_qwen_merge_order(r, pw, &py, &px);
-      float *row = b.in + (int64_t)r * CPP;
+      float *row = b->in + (int64_t)r * CPP;
       for (int c = 0; c < 3; c++)
         for (int32_t ky = 0; ky < P; ky++)
           for (int32_t kx = 0; kx < P; kx++)
             row[((int64_t)c * P + ky) * P + kx] =
                 img[(((int64_t)py * P + ky) * W + px * P + kx) * 3 + c];
-      nc_qwen_vision_rope(dh, py, px, b.cs + (int64_t)r * (dh / 2),
-                          b.sn + (int64_t)r * (dh / 2));
+      nc_qwen_vision_rope(dh, py, px, b->cs + (int64_t)r * (dh / 2),
+                          b->sn + (int64_t)r * (dh / 2));
     }
-    rc = nc_vit_matmul(v, b.in, CPP, N, &mm->patch_embd, NULL, b.x, E, err);
+    rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd, NULL, b->x, E, err);
   }
   if (rc == NC_OK)
-    rc = nc_vit_matmul(v, b.in, CPP, N, &mm->patch_embd_1, NULL, b.h, E, err);
+    rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd_1, NULL, b->h, E, err);
   if (rc == NC_OK) {
-    nc_vit_add(b.x, b.h, (int64_t)N * E);
+    nc_vit_add(b->x, b->h, (int64_t)N * E);
     for (int32_t r = 0; r < N; r++) {
       int32_t py, px;
       nc_qwen_merge_order(r, pw, &py, &px);
-      float *xr = b.x + (int64_t)r * E;
+      float *xr = b->x + (int64_t)r * E;
       nc_vit_add(xr, mm->patch_bias, E);
-      position_at(mm->pos_embd, side, E, pw, ph, py, px, b.h);
-      nc_vit_add(xr, b.h, E);
+      position_at(mm->pos_embd, side, E, pw, ph, py, px, b->h);
+      nc_vit_add(xr, b->h, E);
     }
     if (mm->pre_ln_w)
-      nc_vit_layernorm(b.x, mm->pre_ln_w, mm->pre_ln_b, b.x, N, E, mm->eps);
-  }
-  int32_t tap = 0;
-  for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++) {
-    const nc_vit_layer *L = &mm->layers[il];
-    rc = layer(mm, v, L, &b, N, err);
-    if (rc == NC_OK && L->ds_fc1.data) {
-      tap++;
-      rc = merger(mm, v, b.x, N / 4, L->ds_norm_w, L->ds_norm_b, &L->ds_fc1,
-                  L->ds_fc1_b, &L->ds_fc2, L->ds_fc2_b, b.f, b.m, out + T * tap,
-                  stride, err);
-    }
-  }
-  if (rc == NC_OK) {
-    nc_vit_layernorm(b.x, mm->post_ln_w, mm->post_ln_b, b.x, N, E, mm->eps);
-    rc = merger(mm, v, b.x, N / 4, NULL, NULL, &mm->mm0, mm->mm0_b, &mm->mm2,
-                mm->mm2_b, b.f, b.m, out, stride, err);
+      nc_vit_layernorm(b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N, E, mm->eps);
   }
   free(rgb);
   free(img);
-  free_bufs(&b);
   return rc;
 }
+
+/* Layer il, then its DeepStack tap (the tap's rows into out). */
+static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
+  bufs *b = st;
+  const nucleus_mmproj *mm = b->mm;
+  const nc_vit_layer *L = &mm->layers[il];
+  const int64_t T = mm->n_embd_text, stride = T * (1 + mm->n_deepstack);
+  nc_code rc = vit_layer(mm, v, L, b, b->N, err);
+  if (rc == NC_OK && L->ds_fc1.data) {
+    b->tap++;
+    rc = merger(mm, v, b->x, b->N / 4, L->ds_norm_w, L->ds_norm_b, &L->ds_fc1,
+                L->ds_fc1_b, &L->ds_fc2, L->ds_fc2_b, b->f, b->m,
+                b->out + T * b->tap, stride, err);
+  }
+  return rc;
+}
+
+static nc_code finish(void *st, nc_vit *v, nc_error *err) {
+  bufs *b = st;
+  const nucleus_mmproj *mm = b->mm;
+  const int64_t E = mm->n_embd, T = mm->n_embd_text;
+  const int64_t stride = T * (1 + mm->n_deepstack);
+  nc_vit_layernorm(b->x, mm->post_ln_w, mm->post_ln_b, b->x, b->N, E, mm->eps);
+  return merger(mm, v, b->x, b->N / 4, NULL, NULL, &mm->mm0, mm->mm0_b,
+                &mm->mm2, mm->mm2_b, b->f, b->m, b->out, stride, err);
+}
+
+const nc_encoder nc_encoder_qwen3vl = {begin, layer, finish, free_state};

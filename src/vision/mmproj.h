@@ -5,6 +5,7 @@
 #ifndef NC_MMPROJ_H
 #define NC_MMPROJ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,5 +64,44 @@ bool nc_mmproj_bidirectional(const nucleus_mmproj *mm);
  * the call). */
 nc_code nc_mmproj_encode(const nucleus_mmproj *mm, const nucleus_image *image,
                          nc_threadpool *tp, float *out, nc_error *err);
+
+/* An encode as a job run a part at a time (mmproj_job.c; encode.h: begin,
+ * each vision layer, finish), so an engine can slice it over its steps;
+ * nc_mmproj_encode runs one to its end. The parts and their order are the
+ * same however the job is sliced: the rows are the same bits. */
+typedef struct nc_mmproj_job nc_mmproj_job;
+
+/* A job encoding image (kept by the caller while the job lives) with mm;
+ * out: where its rows go (nc_mmproj_image_tokens x nc_mmproj_n_embd
+ * floats), NULL: a buffer of the job's (nc_mmproj_job_take). Nothing runs
+ * yet: the image's preprocessing is the first part. */
+nc_code nc_mmproj_job_begin(const nucleus_mmproj *mm,
+                            const nucleus_image *image, float *out,
+                            nc_mmproj_job **job, nc_error *err);
+
+/* The estimated FLOPs of the job's next part (2 per multiply-add of its
+ * matrix products and attention); 0 once done. */
+double nc_mmproj_job_cost(const nc_mmproj_job *job);
+
+/* The estimated FLOPs of one vision layer of mm on image (its first): a
+ * yardstick for budgets (docs/VISION.md "Encoding in the steps"). */
+double nc_mmproj_layer_flops(const nucleus_mmproj *mm,
+                             const nucleus_image *image);
+
+/* Runs the job's parts on tp (NULL: the caller's thread) while their
+ * estimated FLOPs stay within budget, at least one part; *done: the rows
+ * are ready. After a failure the job runs no more (free it). */
+nc_code nc_mmproj_job_run(nc_mmproj_job *job, nc_threadpool *tp, double budget,
+                          bool *done, nc_error *err);
+
+bool nc_mmproj_job_done(const nc_mmproj_job *job);
+/* The parts run so far (n_layer + 2 once done). */
+int32_t nc_mmproj_job_parts(const nc_mmproj_job *job);
+
+/* The rows of a done job that made its own buffer: the caller's to free
+ * (free()); NULL otherwise. */
+float *nc_mmproj_job_take(nc_mmproj_job *job);
+
+void nc_mmproj_job_free(nc_mmproj_job *job);
 
 #endif

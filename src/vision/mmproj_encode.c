@@ -1,6 +1,9 @@
-/* mmproj_encode: an image through its projector's encoder (mmproj.h). */
-#include "encode.h"
-#include "image.h"
+/* mmproj_encode: an image through its projector's encoder (mmproj.h): a
+ * job (mmproj.h, mmproj_job.c) run to its end in one call. */
+#include <math.h>
+
+#include "mmproj.h"
+#include "mmproj_internal.h"
 
 nc_code nc_mmproj_encode(const nucleus_mmproj *mm, const nucleus_image *image,
                          nc_threadpool *tp, float *out, nc_error *err) {
@@ -10,28 +13,11 @@ nc_code nc_mmproj_encode(const nucleus_mmproj *mm, const nucleus_image *image,
     if (prc != NC_OK) return prc;
     tp = own;
   }
-  nc_vit v;
-  nc_code rc = nc_vit_init(&v, mm->kern, tp, err);
-  if (rc != NC_OK) {
-    nc_threadpool_free(own);
-    return rc;
-  }
-  switch (mm->projector) {
-  case NC_PROJECTOR_GEMMA3:
-    rc = nc_encode_gemma3(mm, image, &v, out, err);
-    break;
-  case NC_PROJECTOR_QWEN3VL:
-    rc = nc_encode_qwen3vl(mm, image, &v, out, err);
-    break;
-  case NC_PROJECTOR_QWEN2VL:
-  case NC_PROJECTOR_QWEN25VL:
-    rc = nc_encode_qwen2vl(mm, image, &v, out, err);
-    break;
-  case NC_PROJECTOR_GEMMA4V:
-    rc = nc_encode_gemma4v(mm, image, &v, out, err);
-    break;
-  }
-  nc_vit_free(&v);
+  nc_mmproj_job *job = NULL;
+  nc_code rc = nc_mmproj_job_begin(mm, image, out, &job, err);
+  bool done = false;
+  if (rc == NC_OK) rc = nc_mmproj_job_run(job, tp, INFINITY, &done, err);
+  nc_mmproj_job_free(job);
   nc_threadpool_free(own);
   return rc;
 }

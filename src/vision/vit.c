@@ -475,3 +475,13 @@ nc_code nc_vit_attention_ranges(nc_vit *v, const float *q, const float *k,
   run(v, attn_worker, &t);
   return NC_OK;
 }
+
+void nc_vit_set_pool(nc_vit *v, nc_threadpool *tp) {
+  const int now = tp ? nc_threadpool_size(tp) : 1;
+  if (now != n_threads(v)) { /* the per-thread scratch: sized again */
+    free(v->scores);
+    v->scores = NULL;
+    v->scores_cap = 0;
+  }
+  v->tp = tp;
+}

@@ -32,6 +32,10 @@ typedef struct nc_vit {
 nc_code nc_vit_init(nc_vit *v, const nc_kernels *kern, nc_threadpool *tp,
                     nc_error *err);
 void nc_vit_free(nc_vit *v);
+/* The pool the next calls run on (NULL: the caller's thread): a scratch
+ * kept across calls on another pool (an encode sliced over steps) gets its
+ * per-thread parts sized again. */
+void nc_vit_set_pool(nc_vit *v, nc_threadpool *tp);
 
 /* y[r] = x[r] W^T (+ b) for rows r of x (ne0 floats each, x_stride apart),
  * y rows ne1 floats (y_stride apart): the activation rows quantized to the
