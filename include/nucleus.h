@@ -1234,6 +1234,14 @@ typedef struct nucleus_engine_params {
    * over this engine's model), NULL: prompts with images are refused. The
    * caller keeps it loaded while the engine lives. */
   const nucleus_mmproj *mmproj;
+  /* The image encoding a step runs beside its batch (docs/VISION.md
+   * "Encoding in the steps"): at most the estimated FLOPs of this many
+   * tokens through the language model (2 per weight of its layers, an
+   * expert's weights counted as often as the tokens that use them), each
+   * step at least one vision layer of one image while any waits; 0 =
+   * max_batch_tokens (a prompt chunk's work). Only the speed depends on
+   * it, never the output. */
+  int32_t image_step_tokens;
 } nucleus_engine_params;
 
 NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
@@ -1247,7 +1255,7 @@ NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
  * --ctx-size N (--ctx too), --kv-tokens N, --kv-block-tokens N,
  * --batch-tokens N, -np, --parallel N, --max-queue N, --no-prefix-cache,
  * --swa-full, --state-snapshots N, --row-orders auto|reuse|llama,
- * --spec-row-cost X. */
+ * --spec-row-cost X, --image-step-tokens N. */
 NUCLEUS_API size_t nucleus_engine_options_count(void);
 NUCLEUS_API const nucleus_option_info *
 nucleus_engine_options_at(size_t i); /* NULL past the end */

@@ -228,6 +228,7 @@ static void group_free(group *g) {
   for (int32_t i = 0; i < g->n_comps; i++)
     completion_clear(&g->comps[i]);
   nc_beam_group_free(g);
+  nc_image_jobs_drop(g);
   for (size_t i = 0; g->image_embd && i < g->req->params.n_images; i++)
     free(g->image_embd[i]);
   free(g->image_embd);
@@ -864,6 +865,9 @@ static int32_t build_sched_state(nucleus_engine *e) {
       }
       /* (a beam waiting for its siblings holds its drafts' positions) */
       int32_t todo = c->n_tokens > kv_len ? c->n_tokens - kv_len : 0;
+      /* a running prompt waits before an image still encoding */
+      if (g->running && g->req->params.n_images)
+        todo = nc_image_jobs_todo(g, kv_len, todo);
       e->step.ss[n_seqs] = (nc_sched_seq){i, kv_len, todo, cow, (int32_t)pin};
       e->step.seq_comp[n_seqs] = c;
       n_seqs++;
@@ -942,54 +946,19 @@ static completion *fed_this_step(nucleus_engine *e, const nc_sched_plan *plan,
 
 /* A chunk of a prompt with images, [kv_len, kv_len + *n): cut before an
  * image it would end inside (an image's rows attend to each other: one
- * forward takes them whole), and each image it reaches encoded (once per
- * request, on the engine's threads). False: nothing to feed this step
- * (the chunk starts inside an image it cannot hold whole; or the encoder
- * failed, and the request ended with its error). */
-static bool image_chunk(nucleus_engine *e, group *g, int32_t kv_len,
-                        int32_t *n) {
+ * forward takes them whole) and before an image whose rows are not ready
+ * (its encode runs in the steps: engine_image_jobs.c). False: nothing to
+ * feed this step (the chunk starts at such an image). */
+static bool image_chunk(const group *g, int32_t kv_len, int32_t *n) {
   const nucleus_request *r = g->req;
-  const size_t n_img = r->params.n_images;
-  for (size_t i = 0; i < n_img; i++) {
+  for (size_t i = 0; i < r->params.n_images; i++) {
     const int32_t s = r->image_at[i], end = s + r->image_rows[i];
     const int32_t stop = kv_len + *n;
-    if (stop > s && stop < end) {
+    if (end <= kv_len || s >= stop) continue;
+    if (stop < end || !g->image_embd[i]) {
       if (s <= kv_len) return false;
       *n = s - kv_len;
     }
-  }
-  const int64_t E = nc_mmproj_n_embd(e->params.mmproj);
-  for (size_t i = 0; i < n_img; i++) {
-    const int32_t s = r->image_at[i], end = s + r->image_rows[i];
-    if (end <= kv_len || s >= kv_len + *n || g->image_embd[i]) continue;
-    const size_t bytes = (size_t)r->image_rows[i] * (size_t)E * sizeof(float);
-    float *rows = malloc(bytes);
-    /* the same picture already encoded for this request: its rows (the
-     * encoder is deterministic), not a second encode */
-    const float *twin = NULL;
-    for (size_t j = 0; j < n_img && !twin; j++)
-      if (g->image_embd[j] &&
-          nc_image_same(r->params.images[j], r->params.images[i]))
-        twin = g->image_embd[j];
-    nc_error err = {0};
-    nc_code rc = NC_OK;
-    if (!rows)
-      rc = nc_fail(&err, NC_ERR_NOMEM, "out of memory for images[%zu]'s rows",
-                   i);
-    else if (twin)
-      memcpy(rows, twin, bytes);
-    else {
-      rc = nc_mmproj_encode(e->params.mmproj, r->params.images[i],
-                            nc_context_threadpool(e->ctx), rows, &err);
-      e->stats.images_encoded_total++;
-    }
-    if (rc != NC_OK) {
-      free(rows);
-      nc_error_prefix(&err, "images[%zu]", i);
-      nc_engine_finish_group(e, g, NUCLEUS_FINISH_ERROR, &err);
-      return false;
-    }
-    g->image_embd[i] = rows;
   }
   return true;
 }
@@ -1019,6 +988,7 @@ static void add_prompt_row(nucleus_engine *e, group *g, const completion *c,
 
 /* Runs one step; false when there was nothing to do. */
 static bool step(nucleus_engine *e) {
+  nc_image_jobs_step(e);
   int32_t n_seqs = build_sched_state(e);
   nc_sched_capacity cap = {
       .free_blocks = nc_kv_blocks_free(e->kv),
@@ -1071,7 +1041,7 @@ static bool step(nucleus_engine *e) {
     completion *c = fed_this_step(e, &plan, i, &kv_len, &n);
     if (!c) continue;
     group *g = c->owner;
-    if (g->req->params.n_images && !image_chunk(e, g, kv_len, &n)) continue;
+    if (g->req->params.n_images && !image_chunk(g, kv_len, &n)) continue;
     int32_t n_draft = c->spec.n_draft;
     if (nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + n + n_draft, NULL) !=
         NC_OK) {
@@ -1397,6 +1367,8 @@ static nc_code engine_create(nucleus_model *model,
   if (rc == NC_OK)
     rc = nc_spec_draft_create(e, e->params.draft_model, &e->draft, err);
   if (rc == NC_OK) rc = nc_spec_mtp_create(e, &e->mtp, err);
+  if (rc == NC_OK)
+    e->image_budget = nc_image_jobs_budget(model, e->params.image_step_tokens);
   if (rc == NC_OK) /* the sampler's row passes follow the kernel table */
     nc_sample_workspace_set_simd(e->ws, nc_model_kernels(model)->sampler_simd);
   if (rc == NC_OK) {

@@ -1,6 +1,6 @@
 /* engine_images: a request's images in the engine (docs/VISION.md): the
- * checks of submit, each image's rows encoded once per request when its
- * first chunk is fed, and the batch rows that carry them. */
+ * checks of submit, the copies a request keeps, the rows' keys and M-RoPE
+ * positions (their encodes, sliced over the steps: engine_image_jobs.c). */
 #ifndef NC_ENGINE_IMAGES_H
 #define NC_ENGINE_IMAGES_H
 

@@ -101,9 +101,13 @@ struct group {
    * drafted and kept totals (the beams come and go). */
   int32_t beam_row_stride; /* rows per beam: 1 + draft_max, or 1 */
   int32_t beam_drafted, beam_accepted;
-  /* The request's images (docs/VISION.md): each one's rows, encoded when
-   * its first chunk is fed ([params.n_images], NULL entries until then). */
+  /* The request's images (docs/VISION.md): each one's rows, encoded in
+   * the steps before its chunk is fed ([params.n_images], NULL entries
+   * until then); the one encoding (engine_image_jobs.c), NULL: none, and
+   * its index. */
   float **image_embd;
+  struct nc_mmproj_job *image_job;
+  int32_t image_job_at;
 };
 
 /* One step's scratch, sized at create for the most groups and sequences the
@@ -156,6 +160,10 @@ struct nucleus_engine {
   nc_spec_cost spec_cost; /* decode steps' forward times (spec_policy.h) */
   /* the draft model's and the MTP head's own time per draft */
   nc_spec_drafter_cost draft_cost, mtp_cost;
+  /* Image encoding in the steps (engine_image_jobs.c): a step's FLOPs,
+   * the group after the one whose job ran last (round robin). */
+  double image_budget;
+  int32_t image_next;
 
   /* Shared with submitters: guarded by mu. */
   pthread_t thread;
@@ -267,6 +275,24 @@ void nc_spec_mtp_free(nc_spec_mtp *m);
  * all: spec.draft and spec.q, spec.n_draft (0 below draft_min; fewer when
  * the KV pool is short); clears spec.draft_room. */
 void nc_spec_mtp_batch(nucleus_engine *e, completion *const *cs, int32_t n);
+
+/* engine_image_jobs.c: the images' encodes, sliced over the steps */
+/* The step's encoding budget (e->image_budget): image_step_tokens tokens'
+ * estimated FLOPs through the model. */
+double nc_image_jobs_budget(const nucleus_model *model, int32_t tokens);
+/* Before a step's plan: starts each running request's next image to
+ * encode (the first whose rows are not ready past its prompt's fed rows;
+ * a picture it encoded already is copied, not encoded), then advances the
+ * pending jobs a part at a time, round robin over the requests, within
+ * e->image_budget (at least one part while any waits); a finished job's
+ * rows go to g->image_embd. A failure ends only its request. */
+void nc_image_jobs_step(nucleus_engine *e);
+/* The prompt rows of a running request the step may feed from kv_len
+ * (todo of them wait): those before its first image whose rows are not
+ * ready. */
+int32_t nc_image_jobs_todo(const group *g, int32_t kv_len, int32_t todo);
+/* Frees g's pending job (a request ending, cancelled or failed). */
+void nc_image_jobs_drop(group *g);
 
 /* engine_beam.c */
 nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err);

@@ -96,6 +96,14 @@ static const nc_opt_row ROWS[] = {
      NC_OPT_FLOAT,
      "measured",
      NULL},
+    {{"image_step_tokens", "--image-step-tokens", NULL, NUCLEUS_OPTION_INT, "N",
+      0, 65536, NULL,
+      "image encoding per step beside the batch: at most the work of N "
+      "tokens through the language model (one vision layer at least)"},
+     E(image_step_tokens),
+     NC_OPT_I32,
+     "--batch-tokens",
+     NULL},
 };
 #define N_ROWS (sizeof ROWS / sizeof ROWS[0])
 

@@ -133,6 +133,8 @@ nc_code nc_engine_resolve_params(const nc_hparams *hp,
   if (out->max_batch_tokens == 0) out->max_batch_tokens = d.max_batch_tokens;
   if (out->max_running == 0) out->max_running = d.max_running;
   if (out->max_queued == 0) out->max_queued = d.max_queued;
+  if (out->image_step_tokens == 0)
+    out->image_step_tokens = out->max_batch_tokens;
   if (out->row_orders == NUCLEUS_ROW_ORDERS_AUTO)
     out->row_orders = NUCLEUS_ROW_ORDERS_REUSE;
   if (out->kv_cache_tokens == 0)

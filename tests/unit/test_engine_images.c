@@ -16,7 +16,15 @@
  *   one steps later, with the same tokens and logprobs as the picture
  *   given twice; two pictures are two encodes;
  * - submit's refusals: images without an mmproj, rows that do not match
- *   the images, an image wider than the batch, beams with images. */
+ *   the images, an image wider than the batch, beams with images;
+ * - the encode sliced over steps (image_step_tokens 1: one part of an
+ *   encode a step, docs/VISION.md "Encoding in the steps"): a decoding
+ *   request gets a token every step while another request's images encode
+ *   over several steps; the image request's tokens and logprobs, and the
+ *   decoding one's, are the same as with the encode in one step, alone or
+ *   side by side, and with two image requests encoding in the same steps;
+ *   a request cancelled mid-encode, and an engine freed mid-encode, leak
+ *   nothing (ASan). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,6 +144,21 @@ typedef struct job {
   const nucleus_image *images[2];
   int arrival;
 } job;
+
+/* image_step_tokens: the encode's share of a step (0: the default) */
+static nucleus_engine *engine_sliced(fixture *fx, int32_t budget,
+                                     int32_t image_step_tokens) {
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = 512;
+  ep.max_batch_tokens = budget;
+  ep.mmproj = fx->mm;
+  ep.image_step_tokens = image_step_tokens;
+  nucleus_engine *e = NULL;
+  nucleus_error err = {0};
+  if (nc_engine_create_stepped(fx->lm, &ep, &e, &err) != NUCLEUS_OK)
+    fail_msg("engine: %s", err.message);
+  return e;
+}
 
 static nucleus_engine *engine(fixture *fx, int32_t budget) {
   nucleus_engine_params ep = nucleus_engine_default_params();
@@ -263,6 +286,12 @@ static void test_llama_greedy(void **state) {
   nucleus_engine_free(e);
 }
 
+static int64_t encoded(nucleus_engine *e) {
+  nucleus_engine_stats st;
+  nucleus_engine_get_stats(e, &st);
+  return st.images_encoded_total;
+}
+
 static void test_invariance(void **state) {
   fixture *fx = need(state);
   size_t n = 0;
@@ -298,8 +327,11 @@ static void test_invariance(void **state) {
    * of the last prompt token); the other request's images shared only the
    * text before the first image */
   result again;
+  const int64_t before = encoded(e);
   run_on(e, &alone, 1, &again);
   if (!same(&again, &ref)) fail_msg("prefix hit: other output");
+  /* the hit is past both images: neither is encoded again */
+  assert_int_equal(encoded(e), before);
   const int32_t bt = 16; /* the engine's default kv_block_tokens */
   assert_int_equal(again.cached, ((int32_t)n - 1) / bt * bt);
   int32_t first_image = 0;
@@ -336,12 +368,6 @@ static void test_invariance(void **state) {
   nucleus_free(prompt);
 }
 
-static int64_t encoded(nucleus_engine *e) {
-  nucleus_engine_stats st;
-  nucleus_engine_get_stats(e, &st);
-  return st.images_encoded_total;
-}
-
 static void test_same_picture_encoded_once(void **state) {
   fixture *fx = need(state);
   int32_t w, h;
@@ -374,6 +400,186 @@ static void test_same_picture_encoded_once(void **state) {
   nucleus_free(prompt2);
   nucleus_free(prompt);
   test_image_free(copy);
+}
+
+static nucleus_request *submit(nucleus_engine *e, const int32_t *prompt,
+                               size_t n, const nucleus_image *const *imgs,
+                               size_t n_imgs, int32_t max_tokens) {
+  nucleus_request_params p = nucleus_request_default_params();
+  p.sampling.temperature = 0;
+  p.sampling.logprobs = true;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  p.images = imgs;
+  p.n_images = n_imgs;
+  nucleus_request *r = NULL;
+  nucleus_error err = {0};
+  if (nucleus_engine_submit(e, prompt, n, &p, &r, &err) != NUCLEUS_OK)
+    fail_msg("submit: %s", err.message);
+  return r;
+}
+
+/* Reads r's events into out; the tokens this call read. */
+static int drain(nucleus_request *r, result *out, bool *done) {
+  int got = 0;
+  nucleus_event ev;
+  while (!*done && nucleus_request_next_event(r, &ev, 0) == NUCLEUS_OK) {
+    if (ev.kind == NUCLEUS_EVENT_TOKEN) {
+      if (out->n < MAX_GEN) {
+        out->tokens[out->n] = ev.token;
+        out->logprobs[out->n] = ev.logprob;
+      }
+      out->n++;
+      got++;
+    } else if (ev.kind == NUCLEUS_EVENT_FINISH &&
+               ev.finish_reason == NUCLEUS_FINISH_ERROR) {
+      fail_msg("request: %s", ev.error.message);
+    } else if (ev.kind == NUCLEUS_EVENT_DONE) {
+      *done = true;
+    }
+  }
+  return got;
+}
+
+enum { N_DECODE = 48 };
+
+/* A text request decoding (its first token out), then the two-image one
+ * submitted: until the image request's first token, the text one gets a
+ * token every step. Returns those steps; both results in out. */
+static int beside_decode(fixture *fx, int32_t image_step_tokens,
+                         const int32_t *prompt, size_t n, result out[2]) {
+  nucleus_engine *e = engine_sliced(fx, 64, image_step_tokens);
+  static const char *text = "<|im_start|>user\nCount to one hundred."
+                            "<|im_end|>\n<|im_start|>assistant\n";
+  int32_t *ids = NULL;
+  size_t n_ids = 0;
+  nucleus_error err = {0};
+  assert_int_equal(nucleus_tokenize(fx->lm, text, strlen(text), true, true,
+                                    &ids, &n_ids, &err),
+                   NUCLEUS_OK);
+  memset(out, 0, 2 * sizeof *out);
+  bool done[2] = {false, false};
+  nucleus_request *d = submit(e, ids, n_ids, NULL, 0, N_DECODE);
+  for (int i = 0; i < 100 && out[0].n == 0; i++) {
+    nc_engine_step(e);
+    drain(d, &out[0], &done[0]);
+  }
+  assert_int_equal(out[0].n, 1);
+  const nucleus_image *imgs[2] = {fx->wide, fx->tall};
+  nucleus_request *a = submit(e, prompt, n, imgs, 2, N_GEN);
+  int steps = 0;
+  while (out[1].n == 0) {
+    nc_engine_step(e);
+    steps++;
+    /* the decode goes on beside the encode: one token a step */
+    assert_int_equal(drain(d, &out[0], &done[0]), 1);
+    drain(a, &out[1], &done[1]);
+    assert_true(steps < N_DECODE - 2);
+  }
+  for (int i = 0; i < 1000 && !(done[0] && done[1]); i++) {
+    nc_engine_step(e);
+    drain(d, &out[0], &done[0]);
+    drain(a, &out[1], &done[1]);
+  }
+  assert_true(done[0] && done[1]);
+  assert_int_equal(out[0].n, N_DECODE);
+  assert_int_equal(out[1].n, N_GEN);
+  nucleus_request_free(d);
+  nucleus_request_free(a);
+  nucleus_free(ids);
+  nucleus_engine_free(e);
+  return steps;
+}
+
+static void test_sliced_encode(void **state) {
+  fixture *fx = need(state);
+  size_t n = 0;
+  int32_t *prompt = prompt_of(fx, fx->wide, fx->tall, &n);
+  job alone = {prompt, n, {fx->wide, fx->tall}, 0};
+  result ref, r;
+  nucleus_engine *e = engine(fx, 64);
+  run_on(e, &alone, 1, &ref);
+  nucleus_engine_free(e);
+  /* sliced, alone */
+  e = engine_sliced(fx, 64, 1);
+  run_on(e, &alone, 1, &r);
+  assert_int_equal(encoded(e), 2);
+  nucleus_engine_free(e);
+  if (!same(&r, &ref)) fail_msg("sliced encode alone: other output");
+  /* two image requests encoding in the same steps (the second one's
+   * images other ones) */
+  job pair[2] = {{prompt, n, {fx->wide, fx->tall}, 0},
+                 {prompt, n, {fx->square, fx->wide}, 0}};
+  result whole[2], rs[2];
+  e = engine(fx, 64);
+  run_on(e, pair, 2, whole);
+  nucleus_engine_free(e);
+  e = engine_sliced(fx, 64, 1);
+  run_on(e, pair, 2, rs);
+  assert_int_equal(encoded(e), 4);
+  nucleus_engine_free(e);
+  if (!same(&rs[0], &ref) || !same(&rs[1], &whole[1]))
+    fail_msg("two sliced encodes side by side: other output");
+  /* beside a decoding request: a token for it every step; the same
+   * outputs as with the encode in one step, which takes fewer steps */
+  result one[2], sliced[2];
+  const int steps_whole = beside_decode(fx, 0, prompt, n, one);
+  const int steps_sliced = beside_decode(fx, 1, prompt, n, sliced);
+  print_message("steps to the image request's first token: %d whole, %d "
+                "sliced\n",
+                steps_whole, steps_sliced);
+  if (steps_sliced < steps_whole + 4)
+    fail_msg("the encode did not spread over steps (%d, whole %d)",
+             steps_sliced, steps_whole);
+  if (!same(&one[1], &ref) || !same(&sliced[1], &ref))
+    fail_msg("beside a decode: the image request's output differs");
+  if (!same(&one[0], &sliced[0]))
+    fail_msg("the decoding request's output differs");
+  nucleus_free(prompt);
+}
+
+/* A request cancelled while its encode is pending, and an engine freed
+ * with one pending: the request ends aborted, nothing leaks (ASan). */
+static void test_cancel_mid_encode(void **state) {
+  fixture *fx = need(state);
+  size_t n = 0;
+  int32_t *prompt = prompt_of(fx, fx->wide, fx->tall, &n);
+  const nucleus_image *imgs[2] = {fx->wide, fx->tall};
+  nucleus_engine *e = engine_sliced(fx, 64, 1);
+  nucleus_request *a = submit(e, prompt, n, imgs, 2, N_GEN);
+  for (int i = 0; i < 3; i++)
+    nc_engine_step(e);
+  assert_int_equal(encoded(e), 1);
+  nucleus_request_cancel(a);
+  bool more = true;
+  for (int i = 0; i < 10 && more; i++)
+    more = nc_engine_step(e);
+  assert_false(more);
+  nucleus_event ev;
+  bool aborted = false, done = false;
+  while (nucleus_request_next_event(a, &ev, 0) == NUCLEUS_OK) {
+    assert_int_not_equal(ev.kind, NUCLEUS_EVENT_TOKEN);
+    if (ev.kind == NUCLEUS_EVENT_FINISH)
+      aborted = ev.finish_reason == NUCLEUS_FINISH_ABORT;
+    if (ev.kind == NUCLEUS_EVENT_DONE) done = true;
+  }
+  assert_true(aborted && done);
+  nucleus_request_free(a);
+  /* the engine still serves (the same request again, whole) */
+  result r;
+  job alone = {prompt, n, {fx->wide, fx->tall}, 0};
+  run_on(e, &alone, 1, &r);
+  assert_int_equal(r.n, N_GEN);
+  /* freed with an encode pending (other images: the prefix cache holds
+   * only the text before them) */
+  const nucleus_image *other[2] = {fx->square, fx->tall};
+  nucleus_request *b = submit(e, prompt, n, other, 2, N_GEN);
+  nc_engine_step(e);
+  nc_engine_step(e);
+  assert_int_equal(encoded(e), 4);
+  nucleus_engine_free(e);
+  nucleus_request_free(b);
+  nucleus_free(prompt);
 }
 
 static void test_refusals(void **state) {
@@ -446,6 +652,8 @@ int main(void) {
       cmocka_unit_test(test_llama_greedy),
       cmocka_unit_test(test_invariance),
       cmocka_unit_test(test_same_picture_encoded_once),
+      cmocka_unit_test(test_sliced_encode),
+      cmocka_unit_test(test_cancel_mid_encode),
   };
   return cmocka_run_group_tests(tests, setup, teardown) |
          cmocka_run_group_tests(tests, setup_flash, teardown);
