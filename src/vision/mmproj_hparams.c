@@ -4,7 +4,7 @@
 
 #include "mmproj_load_internal.h"
 
-nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
+nc_code nc_mmproj_load_hparams(nucleus_mmproj *mm, nc_error *err) {
   const gguf_file *f = mm->file;
   gguf_str s;
   if (!gguf_get_str(f, "general.architecture", &s) || s.len != 4 ||
@@ -52,35 +52,36 @@ nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
   nc_code rc = NC_OK;
   int32_t proj_dim = 0;
   if (rc == NC_OK)
-    rc = get_u32(f, "clip.vision.embedding_length", true, 1, MAX_VIT_EMBD,
-                 &mm->n_embd, err);
+    rc = nc_mmproj_get_u32(f, "clip.vision.embedding_length", true, 1,
+                           MAX_VIT_EMBD, &mm->n_embd, err);
   if (rc == NC_OK)
-    rc = get_u32(f, "clip.vision.attention.head_count", true, 1, MAX_VIT_HEADS,
-                 &mm->n_head, err);
+    rc = nc_mmproj_get_u32(f, "clip.vision.attention.head_count", true, 1,
+                           MAX_VIT_HEADS, &mm->n_head, err);
   if (rc == NC_OK)
-    rc = get_u32(f, "clip.vision.feed_forward_length", true, 1, MAX_VIT_FF,
-                 &mm->n_ff, err);
+    rc = nc_mmproj_get_u32(f, "clip.vision.feed_forward_length", true, 1,
+                           MAX_VIT_FF, &mm->n_ff, err);
   if (rc == NC_OK)
-    rc = get_u32(f, "clip.vision.block_count", true, 1, MAX_VIT_LAYERS,
-                 &mm->n_layer, err);
+    rc = nc_mmproj_get_u32(f, "clip.vision.block_count", true, 1,
+                           MAX_VIT_LAYERS, &mm->n_layer, err);
   if (rc == NC_OK)
-    rc = get_u32(f, "clip.vision.projection_dim", true, 1, INT32_MAX, &proj_dim,
-                 err);
+    rc = nc_mmproj_get_u32(f, "clip.vision.projection_dim", true, 1, INT32_MAX,
+                           &proj_dim, err);
   if (rc == NC_OK)
-    rc = get_u32(f, "clip.vision.image_size", true, 1, MAX_IMAGE_SIZE,
-                 &mm->image_size, err);
+    rc = nc_mmproj_get_u32(f, "clip.vision.image_size", true, 1, MAX_IMAGE_SIZE,
+                           &mm->image_size, err);
   if (rc == NC_OK)
-    rc = get_u32(f, "clip.vision.patch_size", true, 1, mm->image_size,
-                 &mm->patch_size, err);
+    rc = nc_mmproj_get_u32(f, "clip.vision.patch_size", true, 1, mm->image_size,
+                           &mm->patch_size, err);
   /* llama.cpp's defaults: gemma3 4 (projector.scale_factor), gemma4v 3
    * (the same key: the pooling kernel), qwen 2 (spatial_merge_size; its
    * graph merges 2 x 2 whatever the key says) */
   mm->n_merge = qwen ? 2 : g4 ? 3 : 4;
   if (rc == NC_OK)
-    rc = get_u32(f,
-                 qwen ? "clip.vision.spatial_merge_size"
-                      : "clip.vision.projector.scale_factor",
-                 false, qwen ? 2 : 1, qwen ? 2 : MAX_MERGE, &mm->n_merge, err);
+    rc = nc_mmproj_get_u32(f,
+                           qwen ? "clip.vision.spatial_merge_size"
+                                : "clip.vision.projector.scale_factor",
+                           false, qwen ? 2 : 1, qwen ? 2 : MAX_MERGE,
+                           &mm->n_merge, err);
   if (rc != NC_OK) return rc;
   double eps;
   if (!gguf_get_f64(f, "clip.vision.attention.layer_norm_epsilon", &eps) ||
@@ -89,9 +90,9 @@ nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
                    "mmproj: key 'clip.vision.attention.layer_norm_epsilon' "
                    "must be a number in (0, 1)");
   mm->eps = (float)eps;
-  rc = get_floats3(f, "clip.vision.image_mean", mm->mean, false, err);
+  rc = nc_mmproj_get_floats3(f, "clip.vision.image_mean", mm->mean, false, err);
   if (rc == NC_OK)
-    rc = get_floats3(f, "clip.vision.image_std", mm->std, true, err);
+    rc = nc_mmproj_get_floats3(f, "clip.vision.image_std", mm->std, true, err);
   if (rc != NC_OK) return rc;
   bool gelu = false, silu = false;
   gguf_get_bool(f, "clip.use_gelu", &gelu);
@@ -177,11 +178,11 @@ nc_code load_hparams(nucleus_mmproj *mm, nc_error *err) {
     mm->max_pixels = 1120 * area;
   }
   if (qwen2) {
-    rc = load_windows(mm, err);
+    rc = nc_mmproj_load_windows(mm, err);
     if (rc != NC_OK) return rc;
   }
   if (qwen) {
-    rc = load_deepstack_flags(mm, err);
+    rc = nc_mmproj_load_deepstack_flags(mm, err);
     if (rc != NC_OK) return rc;
     /* llama.cpp's set_limit_image_tokens(8, 4096): the smart resize's
      * pixel budget in merged rows */

@@ -28,32 +28,38 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
 #define NAME(part)                                                             \
   (snprintf(name, sizeof name, "v.blk.%d.%s", (int)il, part), name)
   if (rc == NC_OK)
-    rc = vector(mm, NAME("ln1.weight"), true, E, 1, &L->ln1_w, err);
+    rc = nc_mmproj_vector(mm, NAME("ln1.weight"), true, E, 1, &L->ln1_w, err);
   if (rc == NC_OK)
-    rc = vector(mm, NAME("ln1.bias"), false, E, 1, &L->ln1_b, err);
+    rc = nc_mmproj_vector(mm, NAME("ln1.bias"), false, E, 1, &L->ln1_b, err);
   if (rc == NC_OK)
-    rc = vector(mm, NAME("ln2.weight"), true, E, 1, &L->ln2_w, err);
+    rc = nc_mmproj_vector(mm, NAME("ln2.weight"), true, E, 1, &L->ln2_w, err);
   if (rc == NC_OK)
-    rc = vector(mm, NAME("ln2.bias"), false, E, 1, &L->ln2_b, err);
+    rc = nc_mmproj_vector(mm, NAME("ln2.bias"), false, E, 1, &L->ln2_b, err);
   if (mm->projector == NC_PROJECTOR_QWEN3VL) { /* fused, biased */
     if (rc == NC_OK)
-      rc = matrix(mm, NAME("attn_qkv.weight"), E, 3 * E, &L->wqkv, err);
+      rc = nc_mmproj_matrix(mm, NAME("attn_qkv.weight"), E, 3 * E, &L->wqkv,
+                            err);
     if (rc == NC_OK)
-      rc = vector(mm, NAME("attn_qkv.bias"), true, 3 * E, 1, &L->bqkv, err);
+      rc = nc_mmproj_vector(mm, NAME("attn_qkv.bias"), true, 3 * E, 1, &L->bqkv,
+                            err);
   } else {
-    if (rc == NC_OK) rc = matrix(mm, NAME("attn_q.weight"), E, E, &L->wq, err);
-    if (rc == NC_OK) rc = matrix(mm, NAME("attn_k.weight"), E, E, &L->wk, err);
-    if (rc == NC_OK) rc = matrix(mm, NAME("attn_v.weight"), E, E, &L->wv, err);
     if (rc == NC_OK)
-      rc = vector(mm, NAME("attn_q.bias"), false, E, 1, &L->bq, err);
+      rc = nc_mmproj_matrix(mm, NAME("attn_q.weight"), E, E, &L->wq, err);
     if (rc == NC_OK)
-      rc = vector(mm, NAME("attn_k.bias"), false, E, 1, &L->bk, err);
+      rc = nc_mmproj_matrix(mm, NAME("attn_k.weight"), E, E, &L->wk, err);
     if (rc == NC_OK)
-      rc = vector(mm, NAME("attn_v.bias"), false, E, 1, &L->bv, err);
+      rc = nc_mmproj_matrix(mm, NAME("attn_v.weight"), E, E, &L->wv, err);
+    if (rc == NC_OK)
+      rc = nc_mmproj_vector(mm, NAME("attn_q.bias"), false, E, 1, &L->bq, err);
+    if (rc == NC_OK)
+      rc = nc_mmproj_vector(mm, NAME("attn_k.bias"), false, E, 1, &L->bk, err);
+    if (rc == NC_OK)
+      rc = nc_mmproj_vector(mm, NAME("attn_v.bias"), false, E, 1, &L->bv, err);
   }
-  if (rc == NC_OK) rc = matrix(mm, NAME("attn_out.weight"), E, E, &L->wo, err);
   if (rc == NC_OK)
-    rc = vector(mm, NAME("attn_out.bias"), false, E, 1, &L->bo, err);
+    rc = nc_mmproj_matrix(mm, NAME("attn_out.weight"), E, E, &L->wo, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_vector(mm, NAME("attn_out.bias"), false, E, 1, &L->bo, err);
   if (rc != NC_OK) return rc;
   /* llama.cpp swaps up and down of files that named them the other way
    * round (ffn_down reading n_embd); so do we */
@@ -65,14 +71,16 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
   const char *down_name = swapped ? "ffn_up" : "ffn_down";
   char part[32];
   snprintf(part, sizeof part, "%s.weight", up_name);
-  rc = matrix(mm, NAME(part), E, F, &L->ffn_up, err);
+  rc = nc_mmproj_matrix(mm, NAME(part), E, F, &L->ffn_up, err);
   snprintf(part, sizeof part, "%s.bias", up_name);
-  if (rc == NC_OK) rc = vector(mm, NAME(part), false, F, 1, &L->ffn_up_b, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_vector(mm, NAME(part), false, F, 1, &L->ffn_up_b, err);
   snprintf(part, sizeof part, "%s.weight", down_name);
-  if (rc == NC_OK) rc = matrix(mm, NAME(part), F, E, &L->ffn_down, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_matrix(mm, NAME(part), F, E, &L->ffn_down, err);
   snprintf(part, sizeof part, "%s.bias", down_name);
   if (rc == NC_OK)
-    rc = vector(mm, NAME(part), false, E, 1, &L->ffn_down_b, err);
+    rc = nc_mmproj_vector(mm, NAME(part), false, E, 1, &L->ffn_down_b, err);
   /* the gate: Qwen2.5-VL's SiLU MLP, and only there; Gemma 4's (GeGLU
    * with the file's activation) when the file has one */
   const bool gated =
@@ -80,9 +88,10 @@ static nc_code load_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
           ? gguf_find_tensor(mm->file, NAME("ffn_gate.weight")) != NULL
           : mm->act == NC_VIT_SILU;
   if (rc == NC_OK && gated)
-    rc = matrix(mm, NAME("ffn_gate.weight"), E, F, &L->ffn_gate, err);
+    rc = nc_mmproj_matrix(mm, NAME("ffn_gate.weight"), E, F, &L->ffn_gate, err);
   if (rc == NC_OK && gated)
-    rc = vector(mm, NAME("ffn_gate.bias"), false, F, 1, &L->ffn_gate_b, err);
+    rc = nc_mmproj_vector(mm, NAME("ffn_gate.bias"), false, F, 1,
+                          &L->ffn_gate_b, err);
   if (rc == NC_OK && !gated &&
       gguf_find_tensor(mm->file, NAME("ffn_gate.weight")))
     rc = nc_fail(err, NC_ERR_UNSUPPORTED,
@@ -109,7 +118,7 @@ static nc_code patch_embd_type(nucleus_mmproj *mm, const gguf_tensor_info *t,
   const nc_type to = t->type == NC_TYPE_F32 ? NC_TYPE_F16 : NC_TYPE_F32;
   const int64_t n = pw->ne0, rows = pw->ne1;
   const size_t rb = nc_row_size(to, n);
-  uint8_t *w = keep(mm, malloc(rb * (size_t)rows));
+  uint8_t *w = nc_mmproj_keep(mm, malloc(rb * (size_t)rows));
   float *row = malloc((size_t)n * sizeof *row);
   if (!w || !row) {
     free(row);
@@ -125,7 +134,7 @@ static nc_code patch_embd_type(nucleus_mmproj *mm, const gguf_tensor_info *t,
   pw->data = w;
   pw->type = to;
   pw->row_bytes = rb;
-  return check_matmul_type(mm, t->name, to, n, err);
+  return nc_mmproj_check_matmul_type(mm, t->name, to, n, err);
 }
 
 /* A patch embedding kernel name [P, P, 3, n_embd] (ggml order) into pw, as
@@ -134,11 +143,12 @@ static nc_code patch_kernel(nucleus_mmproj *mm, const char *name, nc_weight *pw,
                             nc_error *err) {
   const int64_t E = mm->n_embd, P = mm->patch_size;
   const gguf_tensor_info *t;
-  nc_code rc = find(mm, name, true, P, P, 3, E, &t, err);
+  nc_code rc = nc_mmproj_find(mm, name, true, P, P, 3, E, &t, err);
   if (rc == NC_OK)
-    rc = check_matmul_type(mm, name, (nc_type)t->type, 3 * P * P, err);
+    rc =
+        nc_mmproj_check_matmul_type(mm, name, (nc_type)t->type, 3 * P * P, err);
   if (rc != NC_OK) return rc;
-  *pw = weight_of(t, 3 * P * P, E);
+  *pw = nc_mmproj_weight_of(t, 3 * P * P, E);
   return patch_embd_type(mm, t, pw, err);
 }
 
@@ -152,35 +162,41 @@ static nc_code load_tensors(nucleus_mmproj *mm, nc_error *err) {
   if (rc == NC_OK && qwen)
     rc = patch_kernel(mm, "v.patch_embd.weight.1", &mm->patch_embd_1, err);
   if (rc != NC_OK) return rc;
-  rc = vector(mm, "v.patch_embd.bias", false, E, 1, &mm->patch_bias, err);
+  rc = nc_mmproj_vector(mm, "v.patch_embd.bias", false, E, 1, &mm->patch_bias,
+                        err);
   if (rc == NC_OK && positions)
-    rc = vector(mm, "v.position_embd.weight", true, E, side * side,
-                &mm->pos_embd, err);
+    rc = nc_mmproj_vector(mm, "v.position_embd.weight", true, E, side * side,
+                          &mm->pos_embd, err);
   if (rc == NC_OK && mm->projector == NC_PROJECTOR_GEMMA4V)
-    rc = load_gemma4v_positions(mm, err);
+    rc = nc_mmproj_load_gemma4v_positions(mm, err);
   if (rc == NC_OK)
-    rc = vector(mm, "v.pre_ln.weight", false, E, 1, &mm->pre_ln_w, err);
+    rc = nc_mmproj_vector(mm, "v.pre_ln.weight", false, E, 1, &mm->pre_ln_w,
+                          err);
   if (rc == NC_OK)
-    rc = vector(mm, "v.pre_ln.bias", false, E, 1, &mm->pre_ln_b, err);
+    rc = nc_mmproj_vector(mm, "v.pre_ln.bias", false, E, 1, &mm->pre_ln_b, err);
   if (rc == NC_OK)
-    rc = vector(mm, "v.post_ln.weight", false, E, 1, &mm->post_ln_w, err);
+    rc = nc_mmproj_vector(mm, "v.post_ln.weight", false, E, 1, &mm->post_ln_w,
+                          err);
   if (rc == NC_OK)
-    rc = vector(mm, "v.post_ln.bias", false, E, 1, &mm->post_ln_b, err);
+    rc = nc_mmproj_vector(mm, "v.post_ln.bias", false, E, 1, &mm->post_ln_b,
+                          err);
   if (rc != NC_OK) return rc;
   mm->layers = calloc((size_t)mm->n_layer, sizeof *mm->layers);
   if (!mm->layers) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
   for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++) {
     rc = load_layer(mm, il, err);
     if (rc == NC_OK && mm->projector == NC_PROJECTOR_GEMMA4V)
-      rc = load_gemma4v_layer(mm, il, err);
+      rc = nc_mmproj_load_gemma4v_layer(mm, il, err);
   }
   if (rc != NC_OK) return rc;
-  if (mm->projector == NC_PROJECTOR_GEMMA4V) return load_gemma4v(mm, err);
-  if (mm->projector == NC_PROJECTOR_QWEN3VL) return load_qwen3vl(mm, err);
-  if (qwen) return load_qwen2vl(mm, err);
-  rc = vector(mm, "mm.soft_emb_norm.weight", true, E, 1, &mm->soft_emb_norm,
-              err);
-  if (rc == NC_OK) rc = load_input_proj(mm, err);
+  if (mm->projector == NC_PROJECTOR_GEMMA4V)
+    return nc_mmproj_load_gemma4v(mm, err);
+  if (mm->projector == NC_PROJECTOR_QWEN3VL)
+    return nc_mmproj_load_qwen3vl(mm, err);
+  if (qwen) return nc_mmproj_load_qwen2vl(mm, err);
+  rc = nc_mmproj_vector(mm, "mm.soft_emb_norm.weight", true, E, 1,
+                        &mm->soft_emb_norm, err);
+  if (rc == NC_OK) rc = nc_mmproj_load_input_proj(mm, err);
   return rc;
 }
 
@@ -202,7 +218,7 @@ nc_code nc_mmproj_load_gguf(gguf_file *file, const nc_mmproj_lm *lm,
   mm->kern = lm->kern;
   mm->n_threads = lm->n_threads;
   mm->flash = lm->flash; /* llama.cpp: mtmd takes the LM's */
-  nc_code rc = load_hparams(mm, err);
+  nc_code rc = nc_mmproj_load_hparams(mm, err);
   if (rc == NC_OK) rc = load_tensors(mm, err);
   mm->lm.arch = NULL;
   if (rc != NC_OK) {

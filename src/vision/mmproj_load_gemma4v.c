@@ -27,7 +27,7 @@ static nc_code clamp_of(nucleus_mmproj *mm, const nc_weight *w, nc_vit_clamp *c,
     char name[GGUF_MAX_NAME + 16];
     snprintf(name, sizeof name, "%.*s.%s", (int)(len - 7), w->name, part[i]);
     const gguf_tensor_info *t;
-    nc_code rc = find(mm, name, false, 1, 1, 1, 1, &t, err);
+    nc_code rc = nc_mmproj_find(mm, name, false, 1, 1, 1, 1, &t, err);
     if (rc != NC_OK) return rc;
     if (!t) continue;
     float v;
@@ -50,13 +50,14 @@ static nc_code vector_either(nucleus_mmproj *mm, const char *name, int64_t a,
   const gguf_tensor_info *t = gguf_find_tensor(mm->file, name);
   const int64_t want = t && t->n_dims >= 1 && t->ne[0] == b ? b : a;
   *n = (int32_t)want;
-  return vector(mm, name, false, want, 1, out, err);
+  return nc_mmproj_vector(mm, name, false, want, 1, out, err);
 }
 
 /* Gemma 4's parts of layer il beyond load_layer's: the Q/K norms (per
  * head or per row), the post-attention and post-MLP norms, the output
  * scale, every matrix's clamp. */
-nc_code load_gemma4v_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
+nc_code nc_mmproj_load_gemma4v_layer(nucleus_mmproj *mm, int32_t il,
+                                     nc_error *err) {
   const int64_t E = mm->n_embd, dh = mm->n_embd / mm->n_head;
   nc_vit_layer *L = &mm->layers[il];
   char name[GGUF_MAX_NAME];
@@ -68,11 +69,11 @@ nc_code load_gemma4v_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
     rc = vector_either(mm, NAME("attn_k_norm.weight"), dh, E, &L->k_norm,
                        &L->k_norm_n, err);
   if (rc == NC_OK)
-    rc = vector(mm, NAME("attn_post_norm.weight"), false, E, 1,
-                &L->attn_post_norm, err);
+    rc = nc_mmproj_vector(mm, NAME("attn_post_norm.weight"), false, E, 1,
+                          &L->attn_post_norm, err);
   if (rc == NC_OK)
-    rc = vector(mm, NAME("ffn_post_norm.weight"), false, E, 1,
-                &L->ffn_post_norm, err);
+    rc = nc_mmproj_vector(mm, NAME("ffn_post_norm.weight"), false, E, 1,
+                          &L->ffn_post_norm, err);
   if (rc == NC_OK)
     rc = vector_either(mm, NAME("out_scale.weight"), 1, E, &L->out_scale,
                        &L->out_scale_n, err);
@@ -88,7 +89,7 @@ nc_code load_gemma4v_layer(nucleus_mmproj *mm, int32_t il, nc_error *err) {
 
 /* Gemma 4's positions: v.position_embd.weight [n_embd, pos_size, 2] (the
  * column table, then the row table; pos_size from the tensor). */
-nc_code load_gemma4v_positions(nucleus_mmproj *mm, nc_error *err) {
+nc_code nc_mmproj_load_gemma4v_positions(nucleus_mmproj *mm, nc_error *err) {
   const char *name = "v.position_embd.weight";
   const gguf_tensor_info *t = gguf_find_tensor(mm->file, name);
   const int64_t n = t && t->n_dims >= 2 ? t->ne[1] : 1;
@@ -99,14 +100,14 @@ nc_code load_gemma4v_positions(nucleus_mmproj *mm, nc_error *err) {
                    name, (long long)n, (int)MAX_POS_TABLE);
   mm->pos_size = (int32_t)n;
   const gguf_tensor_info *ti;
-  nc_code rc = find(mm, name, true, mm->n_embd, n, 2, 1, &ti, err);
+  nc_code rc = nc_mmproj_find(mm, name, true, mm->n_embd, n, 2, 1, &ti, err);
   if (rc != NC_OK) return rc;
   const int64_t count = 2 * n * mm->n_embd;
   if (ti->type == NC_TYPE_F32) {
     mm->pos_embd = ti->data;
     return NC_OK;
   }
-  float *v = keep(mm, malloc((size_t)count * sizeof *v));
+  float *v = nc_mmproj_keep(mm, malloc((size_t)count * sizeof *v));
   if (!v) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
   nc_dequantize_row((nc_type)ti->type, ti->data, v, count);
   mm->pos_embd = v;
@@ -116,15 +117,16 @@ nc_code load_gemma4v_positions(nucleus_mmproj *mm, nc_error *err) {
 /* Gemma 4's tensors past the layers: std_bias and std_scale (both or
  * neither), mm.input_projection [n_embd -> n_embd_text] and its clamp.
  * llama.cpp's graph has no patch bias. */
-nc_code load_gemma4v(nucleus_mmproj *mm, nc_error *err) {
+nc_code nc_mmproj_load_gemma4v(nucleus_mmproj *mm, nc_error *err) {
   const int64_t E = mm->n_embd;
   if (mm->patch_bias)
     return nc_fail(err, NC_ERR_FORMAT,
                    "mmproj: tensor 'v.patch_embd.bias' in a gemma4v projector "
                    "(its patch embedding has no bias)");
-  nc_code rc = vector(mm, "v.std_bias", false, E, 1, &mm->std_bias, err);
+  nc_code rc =
+      nc_mmproj_vector(mm, "v.std_bias", false, E, 1, &mm->std_bias, err);
   if (rc == NC_OK)
-    rc = vector(mm, "v.std_scale", false, E, 1, &mm->std_scale, err);
+    rc = nc_mmproj_vector(mm, "v.std_scale", false, E, 1, &mm->std_scale, err);
   if (rc == NC_OK && !mm->std_bias != !mm->std_scale)
     return nc_fail(err, NC_ERR_FORMAT,
                    "mmproj: tensor '%s' without '%s' (gemma4v standardises "
@@ -132,8 +134,8 @@ nc_code load_gemma4v(nucleus_mmproj *mm, nc_error *err) {
                    mm->std_bias ? "v.std_bias" : "v.std_scale",
                    mm->std_bias ? "v.std_scale" : "v.std_bias");
   if (rc == NC_OK)
-    rc = matrix(mm, "mm.input_projection.weight", E, mm->n_embd_text,
-                &mm->input_proj, err);
+    rc = nc_mmproj_matrix(mm, "mm.input_projection.weight", E, mm->n_embd_text,
+                          &mm->input_proj, err);
   if (rc == NC_OK) rc = clamp_of(mm, &mm->input_proj, &mm->cl_proj, err);
   return rc;
 }

@@ -8,7 +8,7 @@
 /* Qwen3-VL's clip.vision.is_deepstack_layers (a bool per layer; absent:
  * none): their count must be the language model's n_deepstack_layers (its
  * input rows are n_embd x (1 + that) wide, llama.cpp's n_embd_inp). */
-nc_code load_deepstack_flags(nucleus_mmproj *mm, nc_error *err) {
+nc_code nc_mmproj_load_deepstack_flags(nucleus_mmproj *mm, nc_error *err) {
   const char *key = "clip.vision.is_deepstack_layers";
   gguf_value_type t;
   uint64_t n = 0;
@@ -42,12 +42,12 @@ nc_code load_deepstack_flags(nucleus_mmproj *mm, nc_error *err) {
  * (llama.cpp's default attn_window_size, the key not read for this
  * projector). Qwen2-VL has none: llama.cpp reads the key for it but
  * never fills the window inputs, so a nonzero one is refused here. */
-nc_code load_windows(nucleus_mmproj *mm, nc_error *err) {
+nc_code nc_mmproj_load_windows(nucleus_mmproj *mm, nc_error *err) {
   const char *key = "clip.vision.n_wa_pattern";
   const bool v25 = mm->projector == NC_PROJECTOR_QWEN25VL;
   mm->n_wa_pattern = 0;
-  nc_code rc =
-      get_u32(mm->file, key, v25, 0, MAX_VIT_LAYERS, &mm->n_wa_pattern, err);
+  nc_code rc = nc_mmproj_get_u32(mm->file, key, v25, 0, MAX_VIT_LAYERS,
+                                 &mm->n_wa_pattern, err);
   if (rc != NC_OK) return rc;
   if (!v25 && mm->n_wa_pattern != 0)
     return nc_fail(err, NC_ERR_UNSUPPORTED,
@@ -81,22 +81,26 @@ static nc_code load_deepstack(nucleus_mmproj *mm, int32_t il, bool tap,
                      name);
     return NC_OK;
   }
-  nc_code rc = vector(mm, NAME("norm.weight"), true, M, 1, &L->ds_norm_w, err);
+  nc_code rc =
+      nc_mmproj_vector(mm, NAME("norm.weight"), true, M, 1, &L->ds_norm_w, err);
   if (rc == NC_OK)
-    rc = vector(mm, NAME("norm.bias"), true, M, 1, &L->ds_norm_b, err);
-  if (rc == NC_OK) rc = matrix(mm, NAME("fc1.weight"), M, M, &L->ds_fc1, err);
+    rc =
+        nc_mmproj_vector(mm, NAME("norm.bias"), true, M, 1, &L->ds_norm_b, err);
   if (rc == NC_OK)
-    rc = vector(mm, NAME("fc1.bias"), true, M, 1, &L->ds_fc1_b, err);
-  if (rc == NC_OK) rc = matrix(mm, NAME("fc2.weight"), M, T, &L->ds_fc2, err);
+    rc = nc_mmproj_matrix(mm, NAME("fc1.weight"), M, M, &L->ds_fc1, err);
   if (rc == NC_OK)
-    rc = vector(mm, NAME("fc2.bias"), true, T, 1, &L->ds_fc2_b, err);
+    rc = nc_mmproj_vector(mm, NAME("fc1.bias"), true, M, 1, &L->ds_fc1_b, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_matrix(mm, NAME("fc2.weight"), M, T, &L->ds_fc2, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_vector(mm, NAME("fc2.bias"), true, T, 1, &L->ds_fc2_b, err);
 #undef NAME
   return rc;
 }
 
 /* Qwen3-VL's tensors past the layers: the second temporal kernel, the
  * DeepStack taps, the merger (post_ln, mm.0, mm.2). */
-nc_code load_qwen3vl(nucleus_mmproj *mm, nc_error *err) {
+nc_code nc_mmproj_load_qwen3vl(nucleus_mmproj *mm, nc_error *err) {
   const int64_t M = (int64_t)mm->n_embd * mm->n_merge * mm->n_merge;
   const int64_t T = mm->n_embd_text;
   nc_code rc = NC_OK;
@@ -110,16 +114,20 @@ nc_code load_qwen3vl(nucleus_mmproj *mm, nc_error *err) {
     return nc_fail(err, NC_ERR_FORMAT,
                    "mmproj: tensor '%s' is missing (projector qwen3vl_merger)",
                    mm->patch_bias ? "v.post_ln.weight" : "v.patch_embd.bias");
-  if (rc == NC_OK) rc = matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
-  if (rc == NC_OK) rc = vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
-  if (rc == NC_OK) rc = matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
-  if (rc == NC_OK) rc = vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
   return rc;
 }
 
 /* Qwen2-VL / Qwen2.5-VL's tensors past the layers: the merger (mm.0,
  * mm.2). llama.cpp's graph has no patch bias (it asserts none). */
-nc_code load_qwen2vl(nucleus_mmproj *mm, nc_error *err) {
+nc_code nc_mmproj_load_qwen2vl(nucleus_mmproj *mm, nc_error *err) {
   const int64_t M = (int64_t)mm->n_embd * mm->n_merge * mm->n_merge;
   const int64_t T = mm->n_embd_text;
   if (mm->patch_bias)
@@ -127,9 +135,12 @@ nc_code load_qwen2vl(nucleus_mmproj *mm, nc_error *err) {
                    "mmproj: tensor 'v.patch_embd.bias' in a %s projector "
                    "(its patch embedding has no bias)",
                    mm->projector_name);
-  nc_code rc = matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
-  if (rc == NC_OK) rc = vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
-  if (rc == NC_OK) rc = matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
-  if (rc == NC_OK) rc = vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
+  nc_code rc = nc_mmproj_matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
   return rc;
 }

@@ -8,7 +8,7 @@
 #include "gguf/quant.h"
 #include "mmproj_load_internal.h"
 
-void *keep(nucleus_mmproj *mm, void *p) {
+void *nc_mmproj_keep(nucleus_mmproj *mm, void *p) {
   if (!p) return NULL;
   if (mm->n_owned == mm->cap_owned) {
     int32_t cap = mm->cap_owned ? 2 * mm->cap_owned : 64;
@@ -26,8 +26,8 @@ void *keep(nucleus_mmproj *mm, void *p) {
 
 /* ---- keys */
 
-nc_code get_u32(const gguf_file *f, const char *key, bool required, int64_t lo,
-                int64_t hi, int32_t *out, nc_error *err) {
+nc_code nc_mmproj_get_u32(const gguf_file *f, const char *key, bool required,
+                          int64_t lo, int64_t hi, int32_t *out, nc_error *err) {
   int64_t v;
   if (!gguf_get_i64(f, key, &v)) {
     if (gguf_find_key(f, key) >= 0)
@@ -48,8 +48,8 @@ nc_code get_u32(const gguf_file *f, const char *key, bool required, int64_t lo,
   return NC_OK;
 }
 
-nc_code get_floats3(const gguf_file *f, const char *key, float *out,
-                    bool nonzero, nc_error *err) {
+nc_code nc_mmproj_get_floats3(const gguf_file *f, const char *key, float *out,
+                              bool nonzero, nc_error *err) {
   gguf_value_type t;
   uint64_t n;
   if (!gguf_get_arr(f, key, &t, &n) || n < 3)
@@ -80,9 +80,10 @@ static void shape_text(const gguf_tensor_info *t, char *buf, size_t cap) {
 
 /* The tensor called name with ne = {n0, n1, n2, n3} (1 for unused
  * dimensions); NULL in *out when absent and not required. */
-nc_code find(const nucleus_mmproj *mm, const char *name, bool required,
-             int64_t n0, int64_t n1, int64_t n2, int64_t n3,
-             const gguf_tensor_info **out, nc_error *err) {
+nc_code nc_mmproj_find(const nucleus_mmproj *mm, const char *name,
+                       bool required, int64_t n0, int64_t n1, int64_t n2,
+                       int64_t n3, const gguf_tensor_info **out,
+                       nc_error *err) {
   *out = NULL;
   const gguf_tensor_info *t = gguf_find_tensor(mm->file, name);
   if (!t) {
@@ -109,25 +110,26 @@ nc_code find(const nucleus_mmproj *mm, const char *name, bool required,
 /* A vector (norm, bias, positions) of n0 x n1 elements as F32: the file's
  * data when F32, else a dequantized copy (any type the file reader takes:
  * Q8_0 files quantize the positions too). */
-nc_code vector(nucleus_mmproj *mm, const char *name, bool required, int64_t n0,
-               int64_t n1, const float **out, nc_error *err) {
+nc_code nc_mmproj_vector(nucleus_mmproj *mm, const char *name, bool required,
+                         int64_t n0, int64_t n1, const float **out,
+                         nc_error *err) {
   *out = NULL;
   const gguf_tensor_info *t;
-  nc_code rc = find(mm, name, required, n0, n1, 1, 1, &t, err);
+  nc_code rc = nc_mmproj_find(mm, name, required, n0, n1, 1, 1, &t, err);
   if (rc != NC_OK || !t) return rc;
   if (t->type == NC_TYPE_F32) {
     *out = t->data;
     return NC_OK;
   }
-  float *v = keep(mm, malloc((size_t)(n0 * n1) * sizeof *v));
+  float *v = nc_mmproj_keep(mm, malloc((size_t)(n0 * n1) * sizeof *v));
   if (!v) return nc_fail(err, NC_ERR_NOMEM, "mmproj: out of memory");
   nc_dequantize_row((nc_type)t->type, t->data, v, n0 * n1);
   *out = v;
   return NC_OK;
 }
 
-nc_code check_matmul_type(const nucleus_mmproj *mm, const char *name,
-                          nc_type type, int64_t ne0, nc_error *err) {
+nc_code nc_mmproj_check_matmul_type(const nucleus_mmproj *mm, const char *name,
+                                    nc_type type, int64_t ne0, nc_error *err) {
   const nc_type_traits *tr = nc_type_traits_of(type);
   if (!tr || !mm->kern->vec_dot[type] ||
       !mm->kern->quantize_act[tr->vec_dot_type])
@@ -145,7 +147,8 @@ nc_code check_matmul_type(const nucleus_mmproj *mm, const char *name,
   return NC_OK;
 }
 
-nc_weight weight_of(const gguf_tensor_info *t, int64_t ne0, int64_t ne1) {
+nc_weight nc_mmproj_weight_of(const gguf_tensor_info *t, int64_t ne0,
+                              int64_t ne1) {
   nc_weight w = {.data = t->data,
                  .type = (nc_type)t->type,
                  .ne0 = ne0,
@@ -157,13 +160,13 @@ nc_weight weight_of(const gguf_tensor_info *t, int64_t ne0, int64_t ne1) {
 }
 
 /* A matrix [n_in -> n_out] (ggml ne {n_in, n_out}). */
-nc_code matrix(nucleus_mmproj *mm, const char *name, int64_t n_in,
-               int64_t n_out, nc_weight *out, nc_error *err) {
+nc_code nc_mmproj_matrix(nucleus_mmproj *mm, const char *name, int64_t n_in,
+                         int64_t n_out, nc_weight *out, nc_error *err) {
   const gguf_tensor_info *t;
-  nc_code rc = find(mm, name, true, n_in, n_out, 1, 1, &t, err);
+  nc_code rc = nc_mmproj_find(mm, name, true, n_in, n_out, 1, 1, &t, err);
   if (rc == NC_OK)
-    rc = check_matmul_type(mm, name, (nc_type)t->type, n_in, err);
+    rc = nc_mmproj_check_matmul_type(mm, name, (nc_type)t->type, n_in, err);
   if (rc != NC_OK) return rc;
-  *out = weight_of(t, n_in, n_out);
+  *out = nc_mmproj_weight_of(t, n_in, n_out);
   return NC_OK;
 }
