@@ -1225,6 +1225,13 @@ typedef struct nucleus_engine_params {
    * is"), in [0, 4]; 0 = measured by the engine from its decode steps'
    * times (the default). Only the speed depends on it, never the output. */
   float spec_row_cost;
+  /* While sequences decode, a step that also carries prompt chunks costs
+   * at most this many times a step of the decoding rows alone (estimated
+   * from the engine's measured decode steps), so that no stream waits long
+   * for others' prompts: fewer prompt tokens per step while others decode.
+   * In [0, 1000]; 0 = the default, 3; 1000 leaves only max_batch_tokens.
+   * Only the timing depends on it, never the output. */
+  float decode_stall;
   /* Speculative decoding's draft model (NUCLEUS_SPEC_DRAFT), NULL: none.
    * Its vocabulary must be the model's (nucleus_engine_create names the
    * first token that differs); it runs with its own paged KV cache of the
@@ -1255,7 +1262,7 @@ NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
  * --ctx-size N (--ctx too), --kv-tokens N, --kv-block-tokens N,
  * --batch-tokens N, -np, --parallel N, --max-queue N, --no-prefix-cache,
  * --swa-full, --state-snapshots N, --row-orders auto|reuse|llama,
- * --spec-row-cost X, --image-step-tokens N. */
+ * --spec-row-cost X, --image-step-tokens N, --decode-stall X. */
 NUCLEUS_API size_t nucleus_engine_options_count(void);
 NUCLEUS_API const nucleus_option_info *
 nucleus_engine_options_at(size_t i); /* NULL past the end */

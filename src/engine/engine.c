@@ -986,6 +986,48 @@ static void add_prompt_row(nucleus_engine *e, group *g, const completion *c,
   }
 }
 
+/* The prompt tokens a step may carry beside decoding sequences
+ * (scheduler.h's prefill_budget): the most P for which a step of
+ * n_decoding + P rows costs at most decode_stall times a step of the
+ * n_decoding rows alone, on the decode steps' measured times (the same
+ * estimates as the draft length's, spec_policy.h); at least one KV block,
+ * and never less than an image a running prompt still has to feed (its
+ * rows go in one step). 0 (no bound) until two row counts are timed, and
+ * with nothing decoding. */
+static int32_t prefill_budget(const nucleus_engine *e, int32_t n_decoding) {
+  const int32_t budget = e->params.max_batch_tokens;
+  if (n_decoding <= 0 || e->params.decode_stall <= 0) return 0;
+  const double alone = nc_spec_cost_ms(&e->spec_cost, n_decoding);
+  if (!(alone > 0)) return 0;
+  const double limit = alone * e->params.decode_stall;
+  int32_t lo = 0, hi = budget; /* the most P in [0, budget] within limit */
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo + 1) / 2;
+    if (nc_spec_cost_ms(&e->spec_cost, n_decoding + mid) <= limit)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  int32_t floor = nc_kv_block_tokens(e->kv);
+  for (int32_t i = 0; i < e->n_groups; i++) {
+    const nucleus_request *r = e->groups[i]->req;
+    if (!e->groups[i]->running) continue;
+    for (size_t k = 0; k < r->params.n_images; k++)
+      if (r->image_rows[k] > floor) floor = r->image_rows[k];
+  }
+  if (lo < floor) lo = floor;
+  return lo < budget ? lo : 0;
+}
+
+/* Running sequences with one token to feed (decoding). */
+static int32_t decoding_seqs(const nucleus_engine *e, int32_t n_seqs) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < n_seqs; i++)
+    if (e->step.ss[i].todo == 1 && e->step.sg[e->step.ss[i].group].running)
+      n++;
+  return n;
+}
+
 /* Runs one step; false when there was nothing to do. */
 static bool step(nucleus_engine *e) {
   nc_image_jobs_step(e);
@@ -996,6 +1038,7 @@ static bool step(nucleus_engine *e) {
       .block_tokens = nc_kv_block_tokens(e->kv),
       .token_budget = e->params.max_batch_tokens,
       .max_running = e->params.max_running,
+      .prefill_budget = prefill_budget(e, decoding_seqs(e, n_seqs)),
   };
   nc_sched_plan plan = {e->step.items, 0, e->step.verdicts};
   nc_schedule(e->step.sg, e->n_groups, e->step.ss, n_seqs, &cap, &plan);

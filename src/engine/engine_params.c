@@ -137,6 +137,7 @@ nc_code nc_engine_resolve_params(const nc_hparams *hp,
     out->image_step_tokens = out->max_batch_tokens;
   if (out->row_orders == NUCLEUS_ROW_ORDERS_AUTO)
     out->row_orders = NUCLEUS_ROW_ORDERS_REUSE;
+  if (out->decode_stall == 0) out->decode_stall = NC_ENGINE_DECODE_STALL;
   if (out->kv_cache_tokens == 0)
     out->kv_cache_tokens =
         out->n_ctx > NC_ENGINE_KV_TOKENS ? out->n_ctx : NC_ENGINE_KV_TOKENS;

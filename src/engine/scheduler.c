@@ -1,6 +1,7 @@
 #include "scheduler.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 static int64_t div_up(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -23,6 +24,7 @@ typedef struct sched_state {
   nc_sched_plan *plan;
   int64_t free_blocks;
   int32_t budget;
+  int32_t prefill_left; /* prompt tokens the step may still carry */
 } sched_state;
 
 static bool is_running(const sched_state *st, int32_t g) {
@@ -49,6 +51,7 @@ static void drop_items(sched_state *st, int32_t g) {
     nc_sched_item it = st->plan->items[i];
     if (st->seqs[it.seq].group == g) {
       st->budget += it.n_tokens;
+      if (st->seqs[it.seq].todo > 1) st->prefill_left += it.n_tokens;
       st->free_blocks += nc_sched_blocks_for(&st->seqs[it.seq], it.n_tokens,
                                              st->cap->block_tokens);
       continue;
@@ -71,15 +74,19 @@ static bool others_running(const sched_state *st, int32_t g) {
   return false;
 }
 
-/* Schedules the running group g's sequences; may preempt newer groups. */
-static void schedule_running(sched_state *st, int32_t g) {
+/* Schedules the running group g's decoding sequences (one token to feed)
+ * or its prompt chunks; may preempt newer groups. */
+static void schedule_running(sched_state *st, int32_t g, bool decoding) {
   const nc_sched_group *grp = &st->groups[g];
   int32_t bt = st->cap->block_tokens;
   for (int32_t k = 0; k < grp->n_seqs; k++) {
     int32_t si = grp->first_seq + k;
     const nc_sched_seq *s = &st->seqs[si];
+    if ((s->todo == 1) != decoding) continue;
     if (s->todo <= 0 || st->budget <= 0) continue;
     int32_t n = s->todo < st->budget ? s->todo : st->budget;
+    if (n > 1 && n > st->prefill_left) n = st->prefill_left;
+    if (n <= 0) continue;
     /* Shrink a prefill chunk to the blocks at hand before preempting. */
     while (n > 1 && nc_sched_blocks_for(s, n, bt) > st->free_blocks)
       n--;
@@ -96,6 +103,7 @@ static void schedule_running(sched_state *st, int32_t g) {
     }
     st->free_blocks -= nc_sched_blocks_for(s, n, bt);
     st->budget -= n;
+    if (s->todo > 1) st->prefill_left -= n;
     st->plan->items[st->plan->n_items++] = (nc_sched_item){si, n};
   }
 }
@@ -119,31 +127,49 @@ static int32_t running_seqs(const sched_state *st) {
   return n;
 }
 
+/* Whether a running sequence decodes (has one token to feed). */
+static bool any_decoding(const nc_sched_group *groups, int32_t n_groups,
+                         const nc_sched_seq *seqs) {
+  for (int32_t g = 0; g < n_groups; g++) {
+    if (!groups[g].running) continue;
+    for (int32_t k = 0; k < groups[g].n_seqs; k++)
+      if (seqs[groups[g].first_seq + k].todo == 1) return true;
+  }
+  return false;
+}
+
 void nc_schedule(const nc_sched_group *groups, int32_t n_groups,
                  const nc_sched_seq *seqs, int32_t n_seqs,
                  const nc_sched_capacity *cap, nc_sched_plan *plan) {
   (void)n_seqs;
   sched_state st = {groups,           n_groups,         seqs, cap, plan,
-                    cap->free_blocks, cap->token_budget};
+                    cap->free_blocks, cap->token_budget, INT32_MAX};
+  if (cap->prefill_budget > 0 && any_decoding(groups, n_groups, seqs))
+    st.prefill_left = cap->prefill_budget;
   plan->n_items = 0;
   for (int32_t g = 0; g < n_groups; g++)
     plan->verdicts[g] = NC_SCHED_KEEP;
 
-  /* Running groups, oldest admission first (admission orders are unique). */
-  bool started = false;
-  uint64_t last = 0;
-  for (;;) {
-    int32_t next = -1;
-    for (int32_t g = 0; g < n_groups; g++) {
-      if (!groups[g].running || (started && groups[g].admit_order <= last))
-        continue;
-      if (next < 0 || groups[g].admit_order < groups[next].admit_order)
-        next = g;
+  /* Running groups, oldest admission first (admission orders are unique):
+   * every decoding sequence's token, then the prompt chunks, so that an
+   * older group's prompt never takes a newer one's decode row. */
+  for (int pass = 0; pass < 2; pass++) {
+    bool started = false;
+    uint64_t last = 0;
+    for (;;) {
+      int32_t next = -1;
+      for (int32_t g = 0; g < n_groups; g++) {
+        if (!groups[g].running || (started && groups[g].admit_order <= last))
+          continue;
+        if (next < 0 || groups[g].admit_order < groups[next].admit_order)
+          next = g;
+      }
+      if (next < 0) break;
+      started = true;
+      last = groups[next].admit_order;
+      if (plan->verdicts[next] == NC_SCHED_KEEP)
+        schedule_running(&st, next, pass == 0);
     }
-    if (next < 0) break;
-    started = true;
-    last = groups[next].admit_order;
-    if (plan->verdicts[next] == NC_SCHED_KEEP) schedule_running(&st, next);
   }
 
   /* Waiting groups in arrival order: no overtaking. */
@@ -154,7 +180,7 @@ void nc_schedule(const nc_sched_group *groups, int32_t n_groups,
       plan->verdicts[g] = NC_SCHED_FAIL;
       continue;
     }
-    if (st.budget <= 0 || need > st.free_blocks ||
+    if (st.budget <= 0 || st.prefill_left <= 0 || need > st.free_blocks ||
         running_seqs(&st) + groups[g].n_seqs > cap->max_running)
       break;
     plan->verdicts[g] = NC_SCHED_ADMIT;
@@ -162,8 +188,10 @@ void nc_schedule(const nc_sched_group *groups, int32_t n_groups,
     for (int32_t k = 0; k < groups[g].n_seqs && st.budget > 0; k++) {
       int32_t si = groups[g].first_seq + k;
       int32_t n = seqs[si].todo < st.budget ? seqs[si].todo : st.budget;
+      if (n > 1 && n > st.prefill_left) n = st.prefill_left;
       if (n <= 0) continue;
       st.budget -= n;
+      if (seqs[si].todo > 1) st.prefill_left -= n;
       plan->items[plan->n_items++] = (nc_sched_item){si, n};
     }
   }

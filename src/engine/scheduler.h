@@ -8,9 +8,14 @@
  * It touches no model, no cache and no clock, so it is tested on its own.
  *
  * Policy:
- * - Running sequences go first, oldest admission first: decoding sequences
- *   feed one token; a prompt still being prefilled feeds a chunk of what the
- *   budget leaves (chunked prefill: a long prompt never stalls decoding).
+ * - Running sequences go first, oldest admission first: every decoding
+ *   sequence feeds its one token, then each prompt still being prefilled
+ *   feeds a chunk of what the budget leaves (chunked prefill: a long prompt
+ *   never stalls decoding, an older one no newer stream's either).
+ *   While any sequence decodes, the prompt chunks of the step (running and
+ *   newly admitted) share prefill_budget tokens, so that a step with
+ *   prompt work costs a bounded multiple of a decode step (the engine
+ *   derives the bound from its measured step times: --decode-stall).
  * - When the pool is short for a running sequence, the most recently
  *   admitted running request is preempted (its blocks return; it goes back
  *   to the queue and is recomputed later). A request that cannot fit even
@@ -51,6 +56,11 @@ typedef struct nc_sched_capacity {
   int32_t block_tokens;
   int32_t token_budget; /* tokens one forward call may carry */
   int32_t max_running;  /* sequences running at once */
+  /* Prompt tokens (chunks of more than one token) a step may carry when it
+   * also feeds sequences that decode (one token to feed), so that a
+   * decoding stream waits no more than a bounded step; 0: no bound but the
+   * token budget. A step with nothing decoding is not bounded by it. */
+  int32_t prefill_budget;
 } nc_sched_capacity;
 
 typedef struct nc_sched_item {

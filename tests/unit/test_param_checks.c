@@ -282,6 +282,15 @@ static void engine_options_one_table(void **state) {
                  "'spec_row_cost' must be a number in [0, 4], got '5'");
   engine_refused("--spec-row-cost", "nan",
                  "'spec_row_cost' must be a number in [0, 4], got 'nan'");
+  /* the decode stall bound: 0 (the default, 3) to 1000 decode steps */
+  assert_int_equal(
+      nucleus_engine_params_set(&p, eopt("--decode-stall"), "2.5", &err),
+      NUCLEUS_OK);
+  assert_true(p.decode_stall == 2.5f);
+  engine_refused("--decode-stall", "-1",
+                 "'decode_stall' must be a number in [0, 1000], got '-1'");
+  engine_refused("--decode-stall", "inf",
+                 "'decode_stall' must be a number in [0, 1000], got 'inf'");
   engine_refused("--state-snapshots", "-1",
                  "'state_snapshots' must be an integer in [0, 65536], got "
                  "'-1'");

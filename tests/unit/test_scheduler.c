@@ -27,11 +27,18 @@ static void add_group(fixture *f, bool running, uint64_t order, int64_t held,
   f->seqs[f->n_seqs++] = (nc_sched_seq){g, kv_len, todo, false, 0};
 }
 
-static void run(fixture *f, int64_t free_blocks, int64_t total, int32_t budget,
-                int32_t max_running) {
-  nc_sched_capacity cap = {free_blocks, total, 16, budget, max_running};
+static void run_capped(fixture *f, int64_t free_blocks, int64_t total,
+                       int32_t budget, int32_t max_running,
+                       int32_t prefill_budget) {
+  nc_sched_capacity cap = {free_blocks, total,       16,
+                           budget,      max_running, prefill_budget};
   f->plan = (nc_sched_plan){f->items, 0, f->verdicts};
   nc_schedule(f->groups, f->n_groups, f->seqs, f->n_seqs, &cap, &f->plan);
+}
+
+static void run(fixture *f, int64_t free_blocks, int64_t total, int32_t budget,
+                int32_t max_running) {
+  run_capped(f, free_blocks, total, budget, max_running, 0);
 }
 
 static int32_t tokens_of(const fixture *f, int32_t seq) {
@@ -65,6 +72,44 @@ static void test_decode_before_prefill_chunks(void **state) {
   assert_int_equal(tokens_of(&f, 1), 31); /* the chunk the budget leaves */
   assert_int_equal(tokens_of(&f, 2), 0);  /* budget spent: keeps waiting */
   assert_int_equal(f.verdicts[2], NC_SCHED_KEEP);
+}
+
+/* While a sequence decodes, the step's prompt chunks (running and newly
+ * admitted) share prefill_budget; decode rows never count against it. */
+static void test_prefill_budget_beside_decoding(void **state) {
+  (void)state;
+  fixture f = {0};
+  add_group(&f, true, 1, 0, 0, 100); /* prefilling, oldest */
+  add_group(&f, true, 2, 2, 20, 1);  /* decoding */
+  add_group(&f, true, 3, 2, 30, 1);  /* decoding */
+  add_group(&f, false, 0, 0, 0, 50); /* waiting */
+  run_capped(&f, 100, 100, 512, 8, 40);
+  assert_int_equal(tokens_of(&f, 0), 40); /* the cap, not the budget */
+  assert_int_equal(tokens_of(&f, 1), 1);
+  assert_int_equal(tokens_of(&f, 2), 1);
+  assert_int_equal(f.verdicts[3], NC_SCHED_KEEP); /* no prompt tokens left */
+
+  /* a smaller first chunk leaves the rest to an admission */
+  f.seqs[0].todo = 25;
+  run_capped(&f, 100, 100, 512, 8, 40);
+  assert_int_equal(tokens_of(&f, 0), 25);
+  assert_int_equal(f.verdicts[3], NC_SCHED_ADMIT);
+  assert_int_equal(tokens_of(&f, 3), 15);
+
+  /* nothing decoding: the token budget alone */
+  f.seqs[0].todo = 100;
+  f.seqs[1].todo = 0;
+  f.seqs[2].todo = 0;
+  run_capped(&f, 100, 100, 512, 8, 40);
+  assert_int_equal(tokens_of(&f, 0), 100);
+  assert_int_equal(f.verdicts[3], NC_SCHED_ADMIT);
+  assert_int_equal(tokens_of(&f, 3), 50);
+
+  /* without a bound (0): the decode rows first, the chunk what is left */
+  f.seqs[1].todo = 1;
+  run_capped(&f, 100, 100, 64, 8, 0);
+  assert_int_equal(tokens_of(&f, 0), 63);
+  assert_int_equal(tokens_of(&f, 1), 1);
 }
 
 static void test_admission_in_order(void **state) {
@@ -167,6 +212,7 @@ int main(void) {
       cmocka_unit_test(test_blocks_for),
       cmocka_unit_test(test_cached_prefix_admission),
       cmocka_unit_test(test_decode_before_prefill_chunks),
+      cmocka_unit_test(test_prefill_budget_beside_decoding),
       cmocka_unit_test(test_admission_in_order),
       cmocka_unit_test(test_max_running),
       cmocka_unit_test(test_preempts_newest),
