@@ -1,5 +1,5 @@
-/* amx_gemv: the amx table's matrix x vector (many weight rows, one to four
- * activation rows: decode) for Q4_0, Q4_1 and Q8_0 in block order (see
+/* amx_gemv: the amx table's matrix x vector (many weight rows, one to eight
+ * activation rows: decode, a few drafts or streams) for Q4_0, Q4_1 and Q8_0 in block order (see
  * ref_block.c), with AVX-512 VNNI: the tile matmul units would waste 15 of
  * every 16 rows here, and decode is bound by memory anyway. The weights
  * are streamed once, straight from their rows, 16 rows at a time.
@@ -96,7 +96,7 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
   const __m512i hdr =
       _mm512_mullo_epi32(row_of_lane(), _mm512_set1_epi32((int)w_stride));
   __m512 acc[MAX_A];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int a = 0; a < A; a++)
     acc[a] = _mm512_setzero_ps();
   const uint8_t *pf = nc_prefetch_base(w, TILE_ROWS * w_stride);
@@ -111,7 +111,7 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
     for (int p = 0; p < 8; p++)
       q[p] = pair(bi + (size_t)(2 * p) * w_stride,
                   bi + (size_t)(2 * p + 1) * w_stride);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int a = 0; a < A; a++) {
       const __m512i y = _mm512_load_si512(&ar->y[i][a]);
       const __m512i *c0 = has_offset ? &ar->c[i][a] : NULL;
@@ -128,7 +128,7 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
     }
   }
   const __m512i back = lane_of_row();
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int a = 0; a < A; a++)
     _mm512_storeu_ps(out + (size_t)a * out_stride,
                      _mm512_permutexvar_ps(back, acc[a]));
@@ -153,7 +153,11 @@ gemv(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
     case 1: T(1); break;
     case 2: T(2); break;
     case 3: T(3); break;
-    default: T(4); break;
+    case 4: T(4); break;
+    case 5: T(5); break;
+    case 6: T(6); break;
+    case 7: T(7); break;
+    default: T(8); break;
     }
 #undef T
     free(ar.mem);

@@ -9,7 +9,7 @@
  * The weight rows go 16 at a time, their quants unsigned (Q6_K's stay
  * 0..63; its I_g subtracts 32 * the activations' 16-sum) and in the
  * "VNNI" layout: row k of a B tile = dword k of the 16 weight rows.
- * - 1 to NC_AMX_GEMV_MAX_A activation rows (decode): AVX-512 VNNI. The 16
+ * - 1 to NC_AMX_KGEMV_MAX_A activation rows (decode): AVX-512 VNNI. The 16
  *   rows' quants are loaded a row at a time and transposed in registers
  *   (16 x 16 dwords); vpdpbusd of a transposed row with one broadcast
  *   activation dword adds 4 products for each of the 16 rows, so a group's
@@ -184,9 +184,9 @@ static inline __m512i mins_dot(const uint8_t *pb, const int32_t bp[4]) {
 
 /* The activation rows' per-superblock values, once per call. */
 typedef struct act_vals {
-  float d[NC_AMX_GEMV_MAX_A];
-  int32_t bp[NC_AMX_GEMV_MAX_A][4];
-  int32_t c32[NC_AMX_GEMV_MAX_A][16];
+  float d[NC_AMX_KGEMV_MAX_A];
+  int32_t bp[NC_AMX_KGEMV_MAX_A][4];
+  int32_t c32[NC_AMX_KGEMV_MAX_A][16];
 } act_vals;
 
 /* Byte b (0..3) of each dword. */
@@ -258,9 +258,9 @@ static inline __m512i shift_pair(int lo, int hi) {
  * off[j] = -32 * the sum of each lane's 4 quants (the -32 of every weight
  * quant, where vpdpbusd starts). */
 typedef struct act_regs {
-  __m512i lo[NC_AMX_GEMV_MAX_A][2], hi[NC_AMX_GEMV_MAX_A][2];
-  __m512i q[NC_AMX_GEMV_MAX_A][4];
-  __m512i off[NC_AMX_GEMV_MAX_A][4];
+  __m512i lo[NC_AMX_KGEMV_MAX_A][2], hi[NC_AMX_KGEMV_MAX_A][2];
+  __m512i q[NC_AMX_KGEMV_MAX_A][4];
+  __m512i off[NC_AMX_KGEMV_MAX_A][4];
 } act_regs;
 
 /* Q4_K/Q5_K: the scales and mins of 4 rows (superblocks at x, x +
@@ -429,7 +429,7 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
   const __m512i rows = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32((int)w_stride));
-  __m512 acc[NC_AMX_GEMV_MAX_A];
+  __m512 acc[NC_AMX_KGEMV_MAX_A];
 #pragma GCC unroll 16
   for (int k = 0; k < A; k++)
     acc[k] = _mm512_setzero_ps();
@@ -441,7 +441,7 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
     nc_prefetch_lines(pf + (size_t)i * pf_step, pf_step);
     const act_vals *v = av + i;
     act_regs ar;
-    __m512i bw[NC_AMX_GEMV_MAX_A];
+    __m512i bw[NC_AMX_KGEMV_MAX_A];
 #pragma GCC unroll 16
     for (int k = 0; k < A; k++) {
       const block_q8_K *y =
@@ -470,7 +470,7 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
         bw[k] = _mm512_maskz_broadcast_i32x4(0xf0f0, b8);
       }
     }
-    __m512i u[NC_AMX_GEMV_MAX_A][4], z[NC_AMX_GEMV_MAX_A][4], heads[4];
+    __m512i u[NC_AMX_KGEMV_MAX_A][4], z[NC_AMX_KGEMV_MAX_A][4], heads[4];
 #pragma GCC unroll 4
     for (int m = 0; m < 4; m++) {
       __m512i sw01 = _mm512_setzero_si512(), sw23 = sw01;
@@ -483,8 +483,8 @@ gemv_tile(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride,
         for (int k = 0; k < A; k++)
           z[k][m] = mins4(sw01, sw23, bw[k]);
       }
-      __m512i s0[NC_AMX_GEMV_MAX_A], s1[NC_AMX_GEMV_MAX_A],
-          p01[NC_AMX_GEMV_MAX_A];
+      __m512i s0[NC_AMX_KGEMV_MAX_A], s1[NC_AMX_KGEMV_MAX_A],
+          p01[NC_AMX_KGEMV_MAX_A];
       row_sums(t, sb, w_stride, 4 * m, sw01, &ar, A, s0);
       row_sums(t, sb, w_stride, 4 * m + 1, sw01, &ar, A, s1);
 #pragma GCC unroll 16
@@ -649,7 +649,7 @@ kgemm(kq_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
   const uint8_t *w = wv, *a = av;
   int64_t r = 0;
   if (nsb > 0 && nsb <= MAX_SUPER && nw >= TILE && na >= 1) {
-    if (na <= NC_AMX_GEMV_MAX_A) {
+    if (na <= NC_AMX_KGEMV_MAX_A) {
       act_vals *vals = malloc(sizeof(act_vals) * (size_t)nsb);
       if (vals) {
         for (int64_t i = 0; i < nsb; i++)

@@ -75,8 +75,13 @@ NC_AVX512_MATMUL(q8_0)
 
 /* The amx table's Q4_0, Q4_1 and Q8_0 matmuls, in block order (ref_block.c):
  * amx_gemm.c on the tile unit, and amx_gemv.c (AVX-512 VNNI) for
- * 1..NC_AMX_GEMV_MAX_A activation rows, which amx_gemm hands to it. */
-enum { NC_AMX_GEMV_MAX_A = 4 };
+ * 1..NC_AMX_GEMV_MAX_A activation rows, which amx_gemm hands to it (the
+ * tile path converts the weights into tiles on every call: only worth it
+ * for more rows; a draft's 5 to 9 rows over Gemma 3's 262,144-row output
+ * matrix took twice the one-row time there). The K-quants' VNNI rows
+ * (amx_kquant.c) hold more registers per activation row: up to
+ * NC_AMX_KGEMV_MAX_A. */
+enum { NC_AMX_GEMV_MAX_A = 8, NC_AMX_KGEMV_MAX_A = 4 };
 #define NC_AMX_MATMUL(name)                                                    \
   void nc_amx_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
                           int64_t nw, const void *a, size_t a_stride,          \
@@ -89,7 +94,7 @@ NC_AMX_MATMUL(q4_1)
 NC_AMX_MATMUL(q8_0)
 #undef NC_AMX_MATMUL
 /* amx_kquant.c: Q4_K, Q5_K and Q6_K in llama.cpp's AMX order (ref_block.c):
- * VNNI for up to NC_AMX_GEMV_MAX_A activation rows, the tile unit above. */
+ * VNNI for up to NC_AMX_KGEMV_MAX_A activation rows, the tile unit above. */
 #define NC_AMX_KGEMM(name)                                                     \
   void nc_amx_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
                           int64_t nw, const void *a, size_t a_stride,          \
