@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include <math.h>
+#include <string.h>
 
 #include "attn_flash.h"
 #include "ops.h"
@@ -439,32 +440,45 @@ NC_INLINE void transpose16(__m512 r[16]) {
   }
 }
 
+/* Dims [d0, d0 + nd) of a half row (nd <= 16) widened; the lanes past nd
+ * zero. */
+NC_INLINE __m512 widen16(const nc_fp16 *row, int32_t d0, int32_t nd) {
+  if (nd == 16)
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256((const __m256i *)(const void *)(row + d0)));
+  /* (a masked load of halves needs AVX512BW; this build is AVX512F) */
+  nc_fp16 part[16] = {0};
+  memcpy(part, row + d0, sizeof(nc_fp16) * (size_t)nd);
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(void *)part));
+}
+
 void nc_flash_tile_widen_avx512(const nc_fp16 *k, size_t k_stride,
                                 const nc_fp16 *v, size_t v_stride, int32_t n,
                                 int32_t hd, int32_t hdv, const float *tab,
                                 float *kt, float *vt) {
-  if (hd % 16 != 0 || hdv % 16 != 0) {
-    nc_flash_tile_widen_plain(k, k_stride, v, v_stride, n, hd, hdv, tab, kt,
-                              vt);
-    return;
-  }
+  (void)tab; /* vcvtph2ps gives the table's floats (attn_flash.h) */
   for (int32_t j = 0; j < n; j++) {
     const nc_fp16 *vr = v + (size_t)j * v_stride;
     float *o = vt + (size_t)j * (size_t)hdv;
-    for (int32_t d = 0; d < hdv; d += 16)
-      _mm512_storeu_ps(o + d, _mm512_cvtph_ps(_mm256_loadu_si256(
-                                  (const __m256i *)(const void *)(vr + d))));
+    for (int32_t d = 0; d < hdv; d += 16) {
+      const int32_t nd = hdv - d < 16 ? hdv - d : 16;
+      _mm512_mask_storeu_ps(o + d, (__mmask16)(((uint32_t)1 << nd) - 1),
+                            widen16(vr, d, nd));
+    }
   }
   /* keys 16 at a time: 16 dims of each widened, transposed, stored as 16
-   * columns (a last group of fewer keys with zero rows and masked stores) */
+   * columns (a last group of fewer keys with zero rows and masked stores;
+   * a head size not a multiple of 16 ends with a group of fewer dims,
+   * zero lanes past it, whose rows are not stored) */
   for (int32_t j0 = 0; j0 < n; j0 += 16) {
     const int32_t nk = n - j0 < 16 ? n - j0 : 16;
     const __mmask16 keep = (__mmask16)(((uint32_t)1 << nk) - 1);
     const nc_fp16 *kb = k + (size_t)j0 * k_stride;
     for (int32_t d0 = 0; d0 < hd; d0 += 16) {
+      const int32_t nd = hd - d0 < 16 ? hd - d0 : 16;
       /* unrolled, so that the 16 rows stay in registers */
       __m512 r[16];
-      if (nk == 16) {
+      if (nk == 16 && nd == 16) {
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++)
           r[j] = _mm512_cvtph_ps(_mm256_loadu_si256(
@@ -472,18 +486,19 @@ void nc_flash_tile_widen_avx512(const nc_fp16 *k, size_t k_stride,
       } else {
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++)
-          r[j] = j < nk
-                     ? _mm512_cvtph_ps(_mm256_loadu_si256((
-                           const __m256i *)(const void *)(kb +
-                                                          (size_t)j * k_stride +
-                                                          d0)))
-                     : _mm512_setzero_ps();
+          r[j] = j < nk ? widen16(kb + (size_t)j * k_stride, d0, nd)
+                        : _mm512_setzero_ps();
       }
       transpose16(r);
       float *o = kt + (size_t)d0 * KT + (size_t)j0;
+      if (nd == 16) {
 #pragma GCC unroll 16
-      for (int d = 0; d < 16; d++)
-        _mm512_mask_storeu_ps(o + (size_t)d * KT, keep, r[d]);
+        for (int d = 0; d < 16; d++)
+          _mm512_mask_storeu_ps(o + (size_t)d * KT, keep, r[d]);
+      } else {
+        for (int d = 0; d < nd; d++)
+          _mm512_mask_storeu_ps(o + (size_t)d * KT, keep, r[d]);
+      }
     }
   }
 }
