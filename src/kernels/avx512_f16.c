@@ -231,11 +231,31 @@ static void tile_avx512(int64_t nk, const float *w, size_t ws, int nw,
 }
 #undef TILE_R
 
+/* gemm_f16.h's block: each tile of RA activation rows against the nw
+ * weight rows, the whole tiles inlined here. */
+static void block_avx512(int64_t nk, const float *w, size_t ws, int nw,
+                         const float *a, size_t as, int na, float *out,
+                         size_t os) {
+  for (int c = 0; c < na; c += RA) {
+    const int nc = na - c < RA ? na - c : RA;
+    const float *ac = a + (size_t)c * as;
+    float *oc = out + (size_t)c * os;
+    int r = 0;
+    if (nc == RA)
+      for (; r + RW <= nw; r += RW)
+        tile_rc(RW, RA, nk, w + (size_t)r * ws, ws, ac, as, oc + r, os);
+    for (; r < nw; r += RW)
+      tile_avx512(nk, w + (size_t)r * ws, ws, nw - r < RW ? nw - r : RW, ac, as,
+                  nc, oc + r, os);
+  }
+}
+
 static const nc_f16_tiles TILES = {.rows_w = RW,
                                    .rows_a = RA,
                                    .step = 16,
                                    .widen = widen_avx512,
                                    .tile = tile_avx512,
+                                   .block = block_avx512,
                                    .dot = nc_avx512_dot_f16};
 
 void nc_avx512_gemm_f16(int64_t n, const void *w, size_t w_stride, int64_t nw,

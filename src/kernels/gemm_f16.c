@@ -12,6 +12,11 @@ enum {
    * BERT FFN's 1536 x 384: 2.25 MiB), not once per activation chunk */
   WHOLE_WEIGHT_BYTES = 16 * 1024 * 1024,
   FEW_ROWS = 3, /* fewer activation rows: the dot per pair */
+  /* a register tile's activation rows up to this many bytes stay in L1
+   * while weight tiles of a sub-panel stream past them from L2 (the
+   * tiles' fewer weight rows are the ones read from L2 each step) */
+  ACT_TILE_BYTES = 16 * 1024,
+  W_SUB_BYTES = 512 * 1024, /* such a sub-panel of weights, kept in L2 */
 };
 
 /* Rows of n floats (ld apart) per panel: a multiple of unit, at least one
@@ -38,18 +43,43 @@ static void widen_rows(const nc_f16_tiles *t, const uint8_t *src, size_t stride,
 }
 
 /* Weight panel wp (pw rows) x activation chunk ap (pa rows), both ld
- * floats a row: the tiles, then each pair's tail. */
+ * floats a row: the tiles, then each pair's tail. Short rows (a tile's
+ * activation rows fit ACT_TILE_BYTES): for each sub-panel of weights, each
+ * activation tile against all its weight tiles (the activations stay in
+ * L1, rows_w weight rows read from L2 a step); long rows: each weight tile
+ * against all activation tiles (its rows stay in L1, rows_a activation
+ * rows from L2 a step). Every output's sum is the same either way. */
 static void panel_times_chunk(const nc_f16_tiles *t, int64_t n, int64_t ld,
                               const float *wp, int64_t pw, const float *ap,
                               int64_t pa, float *out, size_t out_stride) {
   const int64_t nk = n / t->step * t->step;
   const size_t lds = (size_t)ld;
-  for (int64_t r = 0; r < pw; r += t->rows_w) {
-    const int nr = pw - r < t->rows_w ? (int)(pw - r) : t->rows_w;
-    for (int64_t a = 0; a < pa; a += t->rows_a) {
-      const int nc = pa - a < t->rows_a ? (int)(pa - a) : t->rows_a;
-      t->tile(nk, wp + r * ld, lds, nr, ap + a * ld, lds, nc,
-              out + (size_t)a * out_stride + (size_t)r, out_stride);
+  if ((int64_t)sizeof(float) * ld * t->rows_a <= ACT_TILE_BYTES) {
+    const int64_t sub = panel_rows(ld, t->rows_w) * (W_SUB_BYTES / PANEL_BYTES);
+    for (int64_t r0 = 0; r0 < pw; r0 += sub) {
+      const int64_t r1 = pw - r0 < sub ? pw : r0 + sub;
+      if (t->block) {
+        t->block(nk, wp + r0 * ld, lds, (int)(r1 - r0), ap, lds, (int)pa,
+                 out + (size_t)r0, out_stride);
+        continue;
+      }
+      for (int64_t a = 0; a < pa; a += t->rows_a) {
+        const int nc = pa - a < t->rows_a ? (int)(pa - a) : t->rows_a;
+        for (int64_t r = r0; r < r1; r += t->rows_w) {
+          const int nr = r1 - r < t->rows_w ? (int)(r1 - r) : t->rows_w;
+          t->tile(nk, wp + r * ld, lds, nr, ap + a * ld, lds, nc,
+                  out + (size_t)a * out_stride + (size_t)r, out_stride);
+        }
+      }
+    }
+  } else {
+    for (int64_t r = 0; r < pw; r += t->rows_w) {
+      const int nr = pw - r < t->rows_w ? (int)(pw - r) : t->rows_w;
+      for (int64_t a = 0; a < pa; a += t->rows_a) {
+        const int nc = pa - a < t->rows_a ? (int)(pa - a) : t->rows_a;
+        t->tile(nk, wp + r * ld, lds, nr, ap + a * ld, lds, nc,
+                out + (size_t)a * out_stride + (size_t)r, out_stride);
+      }
     }
   }
   if (nk == n) return;

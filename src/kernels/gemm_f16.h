@@ -39,6 +39,12 @@ typedef struct nc_f16_tiles {
   void (*tile)(int64_t nk, const float *w, size_t w_stride, int nw,
                const float *act, size_t a_stride, int na, float *out,
                size_t out_stride);
+  /* NULL, or tile over nw x na rows (any counts, int-sized), each
+   * activation tile against all nw weight rows in turn (the short rows'
+   * order of the driver) */
+  void (*block)(int64_t nk, const float *w, size_t w_stride, int nw,
+                const float *act, size_t a_stride, int na, float *out,
+                size_t out_stride);
   nc_vec_dot_fn dot; /* the F16 dot these tiles match: without memory */
 } nc_f16_tiles;
 

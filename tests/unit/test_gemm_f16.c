@@ -216,12 +216,47 @@ static void test_gemm_weight_panels(void **state) {
   if (tables == 0) skip();
 }
 
+/* Short rows (n = 384: a register tile's activation rows in L1, the
+ * weights in sub-panels kept in L2, 336 rows for avx512's tiles of 4
+ * weight rows, 340 for avx2's of 1): 700 weight rows cut the sub-panels,
+ * 13 activation rows the register tiles. */
+static void test_gemm_weight_sub_panels(void **state) {
+  (void)state;
+  enum { N = 384, NW = 700, NA = 13 };
+  uint64_t s = 46;
+  nc_fp16 *w = random_rows(NW, N, &s), *a = random_rows(NA, N, &s);
+  float *out = malloc(sizeof(float) * NW * NA);
+  assert_non_null(out);
+  int tables = 0;
+  for (size_t t = 0; t < sizeof k_tables / sizeof k_tables[0]; t++) {
+    const nc_kernels *k = nc_kernels_by_name(k_tables[t]);
+    if (!k) continue;
+    tables++;
+    k->gemm[NC_TYPE_F16](N, w, sizeof(nc_fp16) * N, NW, a, sizeof(nc_fp16) * N,
+                         NA, out, NW);
+    for (int64_t j = 0; j < NA; j++)
+      for (int64_t r = 0; r < NW; r++) {
+        const float want = model_of(k)(N, w + r * N, a + j * N);
+        if (bits(out[j * NW + r]) != bits(want))
+          fail_msg("%s gemm F16 n=%d nw=%d na=%d: [%lld][%lld] = %.9g, "
+                   "model %.9g",
+                   k->name, N, NW, NA, (long long)j, (long long)r,
+                   out[j * NW + r], want);
+      }
+  }
+  free(out);
+  free(w);
+  free(a);
+  if (tables == 0) skip();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model_is_the_dot),
       cmocka_unit_test(test_gemm_few_is_vec_dot),
       cmocka_unit_test(test_gemm_matches_model),
       cmocka_unit_test(test_gemm_weight_panels),
+      cmocka_unit_test(test_gemm_weight_sub_panels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
