@@ -76,6 +76,18 @@
       E(NC_TYPE_BF16, nc_ref_quant_bf16), E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0), \
       E(NC_TYPE_Q8_1, nc_avx2_quant_q8_1), E(NC_TYPE_Q8_K, nc_avx2_quant_q8_k)
 
+/* The shared activation layouts' sizes (kernels.h's nc_pack_bytes_fn):
+ * F16 rows widened to F32 for the F16 gemm (gemm_f16.h; n % 16 == 0, else
+ * its pairs take the dot), and the amx table's tiles of Q8_0 / Q8_1. */
+static size_t avx512_pack_bytes(nc_type vdt, int64_t n, int64_t na) {
+  return vdt == NC_TYPE_F16 && n % 16 == 0 ? nc_f16_packed_bytes(n, na) : 0;
+}
+
+static size_t amx_pack_bytes(nc_type vdt, int64_t n, int64_t na) {
+  return vdt == NC_TYPE_F16 ? avx512_pack_bytes(vdt, n, na)
+                            : nc_amx_act_tiles_bytes(n, na);
+}
+
 static const nc_kernels k_avx512 = {
     .name = "avx512",
     .vec_dot = {SHARED_VEC_DOT, E(NC_TYPE_Q4_0, nc_avx2_dot_q4_0),
@@ -108,6 +120,10 @@ static const nc_kernels k_avx512 = {
                  E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs),
                  IQ_ENTRIES(nc_avx512_gemm_, )},
     .quantize_act = {SHARED_QUANTIZE_ACT},
+    .pack_act = {E(NC_TYPE_F16, nc_avx512_pack_f16)},
+    .pack_bytes = avx512_pack_bytes,
+    .pack_rows = 1,
+    .gemm_packed = {E(NC_TYPE_F16, nc_avx512_gemm_packed_f16)},
     .attn = nc_attn_kernels_avx512,
     .attn_flash = nc_attn_flash_avx512,
     .ops = nc_ops_avx512,
@@ -145,11 +161,13 @@ static const nc_kernels k_amx = {
              E(NC_TYPE_Q5_K, nc_amx_gemm_q5_k),
              E(NC_TYPE_Q6_K, nc_amx_gemm_q6_k)},
     .quantize_act = {SHARED_QUANTIZE_ACT},
-    .pack_act = {E(NC_TYPE_Q8_0, nc_amx_pack_q8_0),
+    .pack_act = {E(NC_TYPE_F16, nc_avx512_pack_f16),
+                 E(NC_TYPE_Q8_0, nc_amx_pack_q8_0),
                  E(NC_TYPE_Q8_1, nc_amx_pack_q8_1)},
-    .pack_bytes = nc_amx_act_tiles_bytes,
+    .pack_bytes = amx_pack_bytes,
     .pack_rows = NC_AMX_PACK_ROWS,
-    .gemm_packed = {E(NC_TYPE_Q4_0, nc_amx_gemm_packed_q4_0),
+    .gemm_packed = {E(NC_TYPE_F16, nc_avx512_gemm_packed_f16),
+                    E(NC_TYPE_Q4_0, nc_amx_gemm_packed_q4_0),
                     E(NC_TYPE_Q4_1, nc_amx_gemm_packed_q4_1),
                     E(NC_TYPE_Q8_0, nc_amx_gemm_packed_q8_0)},
     .attn = nc_attn_kernels_avx512,

@@ -269,3 +269,21 @@ void nc_avx512_gemm_f16(int64_t n, const void *w, size_t w_stride, int64_t nw,
   nc_gemm_f16_tiled(&TILES, n, w, w_stride, nw, act, a_stride, na, out,
                     out_stride);
 }
+
+void nc_avx512_pack_f16(int64_t n, const void *act, size_t a_stride, int64_t na,
+                        int64_t r0, int64_t r1, void *packed) {
+  (void)na;
+  if (n % 16 == 0) nc_f16_pack_rows(&TILES, n, act, a_stride, r0, r1, packed);
+}
+
+void nc_avx512_gemm_packed_f16(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               const void *packed, int64_t na, float *out,
+                               size_t out_stride) {
+  if (n % 16 != 0) {
+    nc_avx512_gemm_f16(n, w, w_stride, nw, act, a_stride, na, out, out_stride);
+    return;
+  }
+  nc_gemm_f16_packed(&TILES, n, w, w_stride, nw, act, a_stride, packed, na, out,
+                     out_stride);
+}

@@ -11,7 +11,6 @@ enum {
   /* weights up to this many F32 bytes are widened whole, once a call (a
    * BERT FFN's 1536 x 384: 2.25 MiB), not once per activation chunk */
   WHOLE_WEIGHT_BYTES = 16 * 1024 * 1024,
-  FEW_ROWS = 3, /* fewer activation rows: the dot per pair */
   /* a register tile's activation rows up to this many bytes stay in L1
    * while weight tiles of a sub-panel stream past them from L2 (the
    * tiles' fewer weight rows are the ones read from L2 each step) */
@@ -34,6 +33,10 @@ static void dots_per_pair(const nc_f16_tiles *t, int64_t n, const uint8_t *w,
     for (int64_t r = 0; r < nw; r++)
       out[(size_t)a * out_stride + (size_t)r] =
           t->dot(n, w + (size_t)r * w_stride, act + (size_t)a * a_stride);
+}
+
+int64_t nc_f16_packed_ld(int64_t n) {
+  return (n + 15) / 16 * 16; /* rows 64-byte aligned */
 }
 
 static void widen_rows(const nc_f16_tiles *t, const uint8_t *src, size_t stride,
@@ -93,21 +96,24 @@ static void panel_times_chunk(const nc_f16_tiles *t, int64_t n, int64_t ld,
     }
 }
 
-void nc_gemm_f16_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
+/* nc_gemm_f16_tiled, and with packed (not NULL) the activation rows
+ * already widened there, ld floats apart (nc_gemm_f16_packed). */
+static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
                        size_t w_stride, int64_t nw, const void *act,
-                       size_t a_stride, int64_t na, float *out,
-                       size_t out_stride) {
+                       size_t a_stride, const float *packed, int64_t na,
+                       float *out, size_t out_stride) {
   if (nw <= 0 || na <= 0) return;
-  if (n <= 0 || na < FEW_ROWS) {
+  if (n <= 0 || na < NC_F16_FEW_ROWS) {
     dots_per_pair(t, n, w, w_stride, nw, act, a_stride, na, out, out_stride);
     return;
   }
-  const int64_t ld = (n + 15) / 16 * 16; /* rows 64-byte aligned */
+  const int64_t ld = nc_f16_packed_ld(n);
   const int64_t whole = WHOLE_WEIGHT_BYTES / ((int64_t)sizeof(float) * ld);
   const int64_t pw = nw <= whole ? nw : panel_rows(ld, t->rows_w);
   const int64_t pa = panel_rows(ld, t->rows_a);
   const int64_t cw = nw < pw ? nw : pw, ca = na < pa ? na : pa;
-  float *mem = aligned_alloc(64, sizeof(float) * (size_t)(ld * (cw + ca)));
+  const int64_t own_a = packed ? 0 : ca; /* rows widened here */
+  float *mem = aligned_alloc(64, sizeof(float) * (size_t)(ld * (cw + own_a)));
   if (!mem) {
     dots_per_pair(t, n, w, w_stride, nw, act, a_stride, na, out, out_stride);
     return;
@@ -118,14 +124,44 @@ void nc_gemm_f16_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
   if (one_panel) widen_rows(t, wb, w_stride, nw, n, wp, ld);
   for (int64_t a0 = 0; a0 < na; a0 += ca) {
     const int64_t a1 = na - a0 < ca ? na : a0 + ca;
-    widen_rows(t, ab + (size_t)a0 * a_stride, a_stride, a1 - a0, n, ap, ld);
+    const float *chunk = packed ? packed + a0 * ld : ap;
+    if (!packed)
+      widen_rows(t, ab + (size_t)a0 * a_stride, a_stride, a1 - a0, n, ap, ld);
     for (int64_t r0 = 0; r0 < nw; r0 += cw) {
       const int64_t r1 = nw - r0 < cw ? nw : r0 + cw;
       if (!one_panel)
         widen_rows(t, wb + (size_t)r0 * w_stride, w_stride, r1 - r0, n, wp, ld);
-      panel_times_chunk(t, n, ld, wp, r1 - r0, ap, a1 - a0,
+      panel_times_chunk(t, n, ld, wp, r1 - r0, chunk, a1 - a0,
                         out + (size_t)a0 * out_stride + (size_t)r0, out_stride);
     }
   }
   free(mem);
+}
+
+void nc_gemm_f16_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
+                       size_t w_stride, int64_t nw, const void *act,
+                       size_t a_stride, int64_t na, float *out,
+                       size_t out_stride) {
+  gemm_tiled(t, n, w, w_stride, nw, act, a_stride, NULL, na, out, out_stride);
+}
+
+size_t nc_f16_packed_bytes(int64_t n, int64_t na) {
+  if (n <= 0 || na < NC_F16_FEW_ROWS) return 0;
+  return sizeof(float) * (size_t)nc_f16_packed_ld(n) * (size_t)na;
+}
+
+void nc_f16_pack_rows(const nc_f16_tiles *t, int64_t n, const void *act,
+                      size_t a_stride, int64_t r0, int64_t r1, float *packed) {
+  const int64_t ld = nc_f16_packed_ld(n);
+  for (int64_t r = r0; r < r1; r++)
+    t->widen((const nc_fp16 *)((const uint8_t *)act + (size_t)r * a_stride),
+             packed + r * ld, n);
+}
+
+void nc_gemm_f16_packed(const nc_f16_tiles *t, int64_t n, const void *w,
+                        size_t w_stride, int64_t nw, const void *act,
+                        size_t a_stride, const float *packed, int64_t na,
+                        float *out, size_t out_stride) {
+  gemm_tiled(t, n, w, w_stride, nw, act, a_stride,
+             nc_f16_packed_bytes(n, na) ? packed : NULL, na, out, out_stride);
 }

@@ -55,12 +55,37 @@ void nc_gemm_f16_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
                        size_t a_stride, int64_t na, float *out,
                        size_t out_stride);
 
-/* The two builds (avx2_f16.c, avx512_f16.c). */
+/* Fewer activation rows than this: the dot per pair, nothing widened. */
+enum { NC_F16_FEW_ROWS = 3 };
+
+/* The shared widened activation rows (kernels.h's nc_pack_act_fn): row r
+ * at packed + r * nc_f16_packed_ld(n), n floats; nc_f16_packed_bytes(n,
+ * na) their size, 0 where the gemm would not read them (fewer than
+ * NC_F16_FEW_ROWS rows). nc_f16_pack_rows widens rows [r0, r1) of act
+ * there; nc_gemm_f16_packed is nc_gemm_f16_tiled reading them (act for
+ * the few-rows path), the same bits. */
+int64_t nc_f16_packed_ld(int64_t n);
+size_t nc_f16_packed_bytes(int64_t n, int64_t na);
+void nc_f16_pack_rows(const nc_f16_tiles *t, int64_t n, const void *act,
+                      size_t a_stride, int64_t r0, int64_t r1, float *packed);
+void nc_gemm_f16_packed(const nc_f16_tiles *t, int64_t n, const void *w,
+                        size_t w_stride, int64_t nw, const void *act,
+                        size_t a_stride, const float *packed, int64_t na,
+                        float *out, size_t out_stride);
+
+/* The two builds (avx2_f16.c, avx512_f16.c); avx512's shared layout
+ * (kernels.h's pack_act, pack_bytes and gemm_packed for F16). */
 void nc_avx2_gemm_f16(int64_t n, const void *w, size_t w_stride, int64_t nw,
                       const void *act, size_t a_stride, int64_t na, float *out,
                       size_t out_stride);
 void nc_avx512_gemm_f16(int64_t n, const void *w, size_t w_stride, int64_t nw,
                         const void *act, size_t a_stride, int64_t na,
                         float *out, size_t out_stride);
+void nc_avx512_pack_f16(int64_t n, const void *act, size_t a_stride, int64_t na,
+                        int64_t r0, int64_t r1, void *packed);
+void nc_avx512_gemm_packed_f16(int64_t n, const void *w, size_t w_stride,
+                               int64_t nw, const void *act, size_t a_stride,
+                               const void *packed, int64_t na, float *out,
+                               size_t out_stride);
 
 #endif

@@ -71,14 +71,15 @@ typedef void (*nc_gemm_fn)(int64_t n, const void *w, size_t w_stride,
  * own (the amx tiles): the layout is built once per matmul by all threads
  * (pack), then every thread's gemm_packed reads it. pack writes the part of
  * rows [r0, r1) of the na quantized rows at a (r0 a multiple of pack_rows);
- * pack_bytes(n, na) is the layout's size, 0 where gemm_packed would not use
- * one (few activation rows: the gemm's single-row path). gemm_packed is
+ * pack_bytes(vdt, n, na) is the layout's size for rows of type vdt, 0 where
+ * gemm_packed would not use one (few activation rows: the gemm's
+ * single-row path). gemm_packed is
  * gemm with the layout beside the rows (the rows serve edge cases), giving
  * the same bits. */
 typedef void (*nc_pack_act_fn)(int64_t n, const void *act, size_t a_stride,
                                int64_t na, int64_t r0, int64_t r1,
                                void *packed);
-typedef size_t (*nc_pack_bytes_fn)(int64_t n, int64_t na);
+typedef size_t (*nc_pack_bytes_fn)(nc_type vdt, int64_t n, int64_t na);
 typedef void (*nc_gemm_packed_fn)(int64_t n, const void *w, size_t w_stride,
                                   int64_t nw, const void *act, size_t a_stride,
                                   const void *packed, int64_t na, float *out,

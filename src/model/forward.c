@@ -671,16 +671,31 @@ static void mm_worker(void *p, int ith, int nth) {
   }
 }
 
+/* True when some row of the task takes a weight type's gemm_few (the rows
+ * the batch marks, or a mixture's F16/F32 experts, mm_rows): those keep
+ * the unpacked path. */
+static bool takes_few(const nc_kernels *k, const mm_task *t) {
+  bool any = false;
+  for (int i = 0; i < t->n_mm; i++)
+    any = any || k->gemm_few[t->mm[i]->w->type] != NULL;
+  if (!any) return false;
+  if (t->experts) return true;
+  for (int32_t a = 0; t->few && a < t->rows; a++)
+    if (t->few[a] & NC_MM_FEW) return true;
+  return false;
+}
+
 /* True when the kernels build a shared activation layout for this matmul
  * group (every weight has a gemm_packed, the kernels want one for this many
- * rows) and ctx->qpack holds it. */
+ * rows, no row takes gemm_few) and ctx->qpack holds it. */
 static bool shared_layout(nc_fwd *ctx, const mm_task *t, nc_type vdt, int64_t n,
                           int32_t rows) {
   const nc_kernels *k = ctx->kern;
   if (!k->pack_act[vdt] || !k->pack_bytes || k->pack_rows < 1) return false;
   for (int i = 0; i < t->n_mm; i++)
     if (!k->gemm_packed[t->mm[i]->w->type]) return false;
-  const size_t need = k->pack_bytes(n, rows);
+  if (takes_few(k, t)) return false;
+  const size_t need = k->pack_bytes(vdt, n, rows);
   if (!need) return false;
   if (need > ctx->qpack_cap) {
     free(ctx->qpack);

@@ -123,6 +123,40 @@ static void test_gemm_few_is_vec_dot(void **state) {
   if (tables == 0) skip();
 }
 
+/* Where the table shares widened activation rows across threads
+ * (kernels.h's pack_act / gemm_packed for F16): the layout packed in two
+ * parts (as two threads would), gemm_packed gives want's bits. */
+static void check_gemm_packed(const nc_kernels *k, int64_t n, const nc_fp16 *w,
+                              int64_t ws, int64_t nw, const nc_fp16 *a,
+                              int64_t as, int64_t na, const float *want,
+                              int64_t want_stride) {
+  if (!k->gemm_packed[NC_TYPE_F16]) return;
+  assert_non_null(k->pack_act[NC_TYPE_F16]);
+  const size_t bytes = k->pack_bytes(NC_TYPE_F16, n, na);
+  if (!bytes) return;
+  uint8_t *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  float *got = malloc(sizeof(float) * (size_t)(na * nw));
+  assert_non_null(packed);
+  assert_non_null(got);
+  const int64_t unit = k->pack_rows;
+  const int64_t split = (na + unit - 1) / unit / 2 * unit;
+  const size_t abytes = sizeof(nc_fp16) * (size_t)as;
+  k->pack_act[NC_TYPE_F16](n, a, abytes, na, split, na, packed);
+  if (split > 0) k->pack_act[NC_TYPE_F16](n, a, abytes, na, 0, split, packed);
+  k->gemm_packed[NC_TYPE_F16](n, w, sizeof(nc_fp16) * (size_t)ws, nw, a, abytes,
+                              packed, na, got, (size_t)nw);
+  for (int64_t j = 0; j < na; j++)
+    for (int64_t r = 0; r < nw; r++)
+      if (bits(got[j * nw + r]) != bits(want[j * want_stride + r]))
+        fail_msg("%s gemm_packed F16 n=%lld nw=%lld na=%lld: [%lld][%lld] = "
+                 "%.9g, model %.9g",
+                 k->name, (long long)n, (long long)nw, (long long)na,
+                 (long long)j, (long long)r, got[j * nw + r],
+                 want[j * want_stride + r]);
+  free(got);
+  free(packed);
+}
+
 /* n elements a row; NW weight rows, NA activation rows, all pairs. */
 static void check_gemm(const nc_kernels *k, int64_t n, uint64_t *s) {
   enum { NW = 48, NA = 100, PAD = 3 };
@@ -158,6 +192,7 @@ static void check_gemm(const nc_kernels *k, int64_t n, uint64_t *s) {
           if (out[(size_t)j * os + r] != -1234.5f)
             fail_msg("%s gemm F16 wrote past its rows", k->name);
       }
+      check_gemm_packed(k, n, w, ws, nw, a, as, na, want, NW);
     }
   free(want);
   free(out);
@@ -243,6 +278,7 @@ static void test_gemm_weight_sub_panels(void **state) {
                    k->name, N, NW, NA, (long long)j, (long long)r,
                    out[j * NW + r], want);
       }
+    check_gemm_packed(k, N, w, N, NW, a, N, NA, out, NW);
   }
   free(out);
   free(w);

@@ -333,7 +333,7 @@ static void check_gemm_packed(const nc_kernels *k, nc_type t, int64_t n,
   const nc_type at = nc_type_traits_of(t)->vec_dot_type;
   if (!k->gemm_packed[t]) return;
   assert_non_null(k->pack_act[at]);
-  const size_t bytes = k->pack_bytes(n, na);
+  const size_t bytes = k->pack_bytes(at, n, na);
   if (!bytes) return;
   uint8_t *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
   const int64_t unit = k->pack_rows;
