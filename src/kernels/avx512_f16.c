@@ -18,6 +18,7 @@
  * loads (llamafile's 4 x 6 block); the 24 sums finished together in
  * registers (the tree's additions, 2 to 16 sums an instruction). */
 #include <immintrin.h>
+#include <stdbool.h>
 
 #include "gemm_f16.h"
 #include "ops_simd.h"
@@ -231,11 +232,97 @@ static void tile_avx512(int64_t nk, const float *w, size_t ws, int nw,
 }
 #undef TILE_R
 
+/* Long rows (nk > KC_WHOLE) go in blocks of KC elements: an activation
+ * tile's block (6 rows, 9 KiB) stays in L1 against the tiles of up to GW
+ * weight rows, whose partial sums (their 24 accumulators each, 12 KiB for
+ * GW rows) wait in L1 between blocks: every sum's multiply-adds in the same
+ * order, the tree once after the last block. */
+enum { KC = 384, KC_WHOLE = 512, GW = 32 };
+
+/* The RW x RA tile over elements [k0, k1): its accumulators from keep
+ * (zero where first), then to keep, or finished into out where last. */
+static inline __attribute__((always_inline)) void
+tile_part(int64_t k0, int64_t k1, const float *w, size_t ws, const float *a,
+          size_t as, __m512 *keep, bool first, bool last, float *out,
+          size_t os) {
+  __m512 acc[RW][RA], wv[RW];
+  if (first) {
+#pragma GCC unroll 4
+    for (int r = 0; r < RW; r++)
+#pragma GCC unroll 6
+      for (int c = 0; c < RA; c++)
+        acc[r][c] = _mm512_setzero_ps();
+  } else {
+#pragma GCC unroll 4
+    for (int r = 0; r < RW; r++)
+#pragma GCC unroll 6
+      for (int c = 0; c < RA; c++)
+        acc[r][c] = keep[r * RA + c];
+  }
+  for (int64_t i = k0; i < k1; i += 16) {
+#pragma GCC unroll 4
+    for (int r = 0; r < RW; r++) {
+      wv[r] = _mm512_loadu_ps(w + (size_t)r * ws + i);
+      NC_HOLD(wv[r]);
+    }
+#pragma GCC unroll 6
+    for (int c = 0; c < RA; c++) {
+      const __m512 x = _mm512_loadu_ps(a + (size_t)c * as + i);
+#pragma GCC unroll 4
+      for (int r = 0; r < RW; r++)
+        acc[r][c] = _mm512_fmadd_ps(wv[r], x, acc[r][c]);
+    }
+  }
+  if (last) {
+    finish_4x4(acc, 0, out, os);
+    finish_4x2(acc, 4, out, os);
+    return;
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < RW; r++)
+#pragma GCC unroll 6
+    for (int c = 0; c < RA; c++)
+      keep[r * RA + c] = acc[r][c];
+}
+
+/* block_avx512 for long rows: per group of GW weight rows, each whole
+ * activation tile in K blocks; the partial tiles over the whole row. */
+static void block_long(int64_t nk, const float *w, size_t ws, int nw,
+                       const float *a, size_t as, int na, float *out,
+                       size_t os) {
+  __m512 keep[GW / RW][RW * RA];
+  for (int g = 0; g < nw; g += GW) {
+    const int gn = nw - g < GW ? nw - g : GW, full = gn / RW * RW;
+    for (int c = 0; c < na; c += RA) {
+      const int nc = na - c < RA ? na - c : RA;
+      const float *ac = a + (size_t)c * as;
+      float *oc = out + (size_t)c * os;
+      int r = 0;
+      if (nc == RA) {
+        for (int64_t k0 = 0; k0 < nk; k0 += KC) {
+          const int64_t k1 = nk - k0 < KC ? nk : k0 + KC;
+          for (int q = 0; q < full; q += RW)
+            tile_part(k0, k1, w + (size_t)(g + q) * ws, ws, ac, as,
+                      keep[q / RW], k0 == 0, k1 == nk, oc + g + q, os);
+        }
+        r = full;
+      }
+      for (; r < gn; r += RW)
+        tile_avx512(nk, w + (size_t)(g + r) * ws, ws, gn - r < RW ? gn - r : RW,
+                    ac, as, nc, oc + g + r, os);
+    }
+  }
+}
+
 /* gemm_f16.h's block: each tile of RA activation rows against the nw
- * weight rows, the whole tiles inlined here. */
+ * weight rows, the whole tiles inlined here; long rows in K blocks. */
 static void block_avx512(int64_t nk, const float *w, size_t ws, int nw,
                          const float *a, size_t as, int na, float *out,
                          size_t os) {
+  if (nk > KC_WHOLE) {
+    block_long(nk, w, ws, nw, a, as, na, out, os);
+    return;
+  }
   for (int c = 0; c < na; c += RA) {
     const int nc = na - c < RA ? na - c : RA;
     const float *ac = a + (size_t)c * as;

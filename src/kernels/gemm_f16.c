@@ -47,7 +47,8 @@ static void widen_rows(const nc_f16_tiles *t, const uint8_t *src, size_t stride,
 
 /* Weight panel wp (pw rows) x activation chunk ap (pa rows), both ld
  * floats a row: the tiles, then each pair's tail. Short rows (a tile's
- * activation rows fit ACT_TILE_BYTES): for each sub-panel of weights, each
+ * activation rows fit ACT_TILE_BYTES), or tiles with a block (which keeps
+ * long rows' activations in L1 itself): for each sub-panel of weights, each
  * activation tile against all its weight tiles (the activations stay in
  * L1, rows_w weight rows read from L2 a step); long rows: each weight tile
  * against all activation tiles (its rows stay in L1, rows_a activation
@@ -57,7 +58,7 @@ static void panel_times_chunk(const nc_f16_tiles *t, int64_t n, int64_t ld,
                               int64_t pa, float *out, size_t out_stride) {
   const int64_t nk = n / t->step * t->step;
   const size_t lds = (size_t)ld;
-  if ((int64_t)sizeof(float) * ld * t->rows_a <= ACT_TILE_BYTES) {
+  if ((int64_t)sizeof(float) * ld * t->rows_a <= ACT_TILE_BYTES || t->block) {
     const int64_t sub = panel_rows(ld, t->rows_w) * (W_SUB_BYTES / PANEL_BYTES);
     for (int64_t r0 = 0; r0 < pw; r0 += sub) {
       const int64_t r1 = pw - r0 < sub ? pw : r0 + sub;

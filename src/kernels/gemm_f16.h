@@ -41,7 +41,8 @@ typedef struct nc_f16_tiles {
                size_t out_stride);
   /* NULL, or tile over nw x na rows (any counts, int-sized), each
    * activation tile against all nw weight rows in turn (the short rows'
-   * order of the driver) */
+   * order of the driver, taken for every row length: long rows are the
+   * block's to keep in L1) */
   void (*block)(int64_t nk, const float *w, size_t w_stride, int nw,
                 const float *act, size_t a_stride, int na, float *out,
                 size_t out_stride);
