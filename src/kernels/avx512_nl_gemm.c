@@ -4,9 +4,13 @@
  * so to avx512_nl.c's dots: per output a zmm whose low half takes the even
  * blocks and the high half the odd ones, acc = fma(d_a * d_w, (float)lane,
  * acc); hsum8(lo + hi); a last odd block as sum = fma(d_a * d_w, (float)S,
- * sum). Register tiles of 4 weight rows x 2 activation rows: a block
- * pair's lookup (avx512_nl_lookup.h) serves the tile's activation rows, an
- * activation pair (and its lane sums) the tile's weight rows. */
+ * sum). Below 3 activation rows, register tiles of 4 weight rows x 2
+ * activation rows straight from the rows: a block pair's lookup
+ * (avx512_nl_lookup.h) serves the tile's activation rows, an activation
+ * pair (and its lane sums) the tile's weight rows. From 3 rows (MXFP4's
+ * prompts and a mixture's experts, IQ4_NL's short prompt tails) the same
+ * order from panels made once: 4 x 4 tiles that only load, multiply and
+ * add. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
@@ -142,9 +146,184 @@ paired_gemm(const nl_kind *k, const int8_t vals[16], int64_t n, const void *w,
   }
 }
 
+/* The same order from prepared panels (3+ activation rows: MXFP4's
+ * prompts, a mixture's experts). Per activation row and block pair: the two
+ * blocks' 64 quants, their lane starts (offset_start) and the two d_a
+ * (join_ps), made once per panel and read by every weight tile; a tile's 4
+ * weight rows looked up once per panel (64 bytes + 128 and the two d_w per
+ * block pair). The tile loop then only loads, and per output and block pair
+ * runs vpdpbusd, mul, cvt and fma; an odd last block as paired_tile. */
+typedef struct pp_act {
+  __m512i a, start;
+  __m512 dy;
+} pp_act;
+
+typedef struct pp_w {
+  __m512i q;
+  __m512 d;
+} pp_w;
+
+enum {
+  PP_PANEL_BYTES = 512 * 1024, /* a panel's activation pairs (in L2) */
+  PP_PANEL_ROWS = 64,
+  PP_TILE_A = 4,   /* activation rows per register tile */
+  PP_MIN_ROWS = 3, /* fewer: paired_gemm straight from the rows */
+};
+
+static void pp_pack_act(const uint8_t *ap, size_t a_stride, int64_t a0,
+                        int64_t a1, int64_t nbp, pp_act *pa) {
+  for (int64_t a = a0; a < a1; a++) {
+    const block_q8_0 *y = (const void *)(ap + (size_t)a * a_stride);
+    pp_act *p = pa + (size_t)(a - a0) * (size_t)nbp;
+    for (int64_t k = 0; k < nbp; k++) {
+      const __m512i av = join(y[2 * k].qs, y[2 * k + 1].qs);
+      _mm512_store_si512(&p[k].a, av);
+      _mm512_store_si512(&p[k].start, offset_start(av));
+      _mm512_store_ps(&p[k].dy, join_ps(H2F(y[2 * k].d), H2F(y[2 * k + 1].d)));
+    }
+  }
+}
+
+static void pp_unpack_rows(const nl_kind *k, const int8_t vals[16],
+                           const uint8_t *w, size_t w_stride, int rm,
+                           int64_t nbp, pp_w (*pw)[RM]) {
+  const __m512i table = unsigned_table(vals), shifts = nibble_shifts();
+  const size_t bs = k->bsize, qo = k->qs_off;
+  for (int r = 0; r < rm; r++)
+    for (int64_t i = 0; i < nbp; i++) {
+      const uint8_t *b0 = w + (size_t)r * w_stride + (size_t)(2 * i) * bs;
+      _mm512_store_si512(&pw[i][r].q,
+                         lookup_pair(table, shifts, b0 + qo, b0 + bs + qo));
+      _mm512_store_ps(&pw[i][r].d,
+                      join_ps(block_scale(k, b0), block_scale(k, b0 + bs)));
+    }
+}
+
+/* Weight rows [0, rm) of the unpacked tile against activation rows
+ * [0, ra) of the panel (y: their rows, for an odd last block). */
+static inline __attribute__((always_inline)) void
+pp_tile(const nl_kind *k, const int8_t vals[16], int64_t nb,
+        const pp_w (*pw)[RM], const uint8_t *w, size_t w_stride, const int rm,
+        const pp_act *pa, const uint8_t *act, size_t a_stride, const int ra,
+        float *out, size_t out_stride) {
+  const int64_t nbp = nb / 2;
+  __m512 acc[RM][PP_TILE_A];
+#pragma GCC unroll 4
+  for (int r = 0; r < rm; r++)
+#pragma GCC unroll 4
+    for (int a = 0; a < ra; a++)
+      acc[r][a] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nbp; i++) {
+    __m512i wv[RM];
+    __m512 dw[RM];
+#pragma GCC unroll 4
+    for (int r = 0; r < rm; r++) {
+      wv[r] = _mm512_load_si512(&pw[i][r].q);
+      dw[r] = _mm512_load_ps(&pw[i][r].d);
+    }
+#pragma GCC unroll 4
+    for (int a = 0; a < ra; a++) {
+      const pp_act *p = pa + (size_t)a * (size_t)nbp + (size_t)i;
+      const __m512 dy = _mm512_load_ps(&p->dy);
+#pragma GCC unroll 4
+      for (int r = 0; r < rm; r++) {
+        const __m512i l = _mm512_dpbusd_epi32(_mm512_load_si512(&p->start),
+                                              wv[r], _mm512_load_si512(&p->a));
+        acc[r][a] = _mm512_fmadd_ps(_mm512_mul_ps(dy, dw[r]),
+                                    _mm512_cvtepi32_ps(l), acc[r][a]);
+      }
+    }
+  }
+  const __m512i table = unsigned_table(vals), shifts = nibble_shifts();
+  const size_t bs = k->bsize, qo = k->qs_off;
+#pragma GCC unroll 4
+  for (int a = 0; a < ra; a++) {
+    const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)a * a_stride);
+#pragma GCC unroll 4
+    for (int r = 0; r < rm; r++) {
+      float sumf =
+          nc_hsum8(_mm256_add_ps(_mm512_castps512_ps256(acc[r][a]),
+                                 _mm512_extractf32x8_ps(acc[r][a], 1)));
+      if (nb % 2) { /* the last, odd block */
+        const int64_t i = nb - 1;
+        const uint8_t *b = w + (size_t)r * w_stride + (size_t)i * bs;
+        const __m512i av = join(y[i].qs, y[i].qs);
+        const __m512i l = _mm512_dpbusd_epi32(
+            offset_start(av), lookup_twice(table, shifts, b + qo), av);
+        const int32_t s = hsum_i256(_mm512_castsi512_si256(l));
+        sumf = fmaf(H2F(y[i].d) * block_scale(k, b), (float)s, sumf);
+      }
+      out[(size_t)a * out_stride + (size_t)r] = sumf;
+    }
+  }
+}
+
+/* paired_gemm's order through panels; false when there is no memory for
+ * them (the caller then runs paired_gemm). */
+static inline __attribute__((always_inline)) bool
+paired_panel_gemm(const nl_kind *k, const int8_t vals[16], int64_t n,
+                  const void *w, size_t w_stride, int64_t nw, const void *act,
+                  size_t a_stride, int64_t na, float *out, size_t out_stride) {
+  const int64_t nb = n / 32, nbp = nb / 2;
+  if (nbp < 1) return false;
+  int64_t panel = PP_PANEL_BYTES / ((int64_t)sizeof(pp_act) * nbp);
+  panel = panel < 1 ? 1 : panel > PP_PANEL_ROWS ? PP_PANEL_ROWS : panel;
+  if (na < panel) panel = na;
+  const size_t act_bytes = sizeof(pp_act) * (size_t)nbp * (size_t)panel;
+  const size_t w_bytes = sizeof(pp_w) * RM * (size_t)nbp;
+  void *mem = aligned_alloc(64, act_bytes + w_bytes);
+  if (!mem) return false;
+  pp_act *pa = mem;
+  pp_w(*pw)[RM] = (void *)((uint8_t *)mem + act_bytes);
+  const uint8_t *wp = w, *ap = act;
+  for (int64_t p0 = 0; p0 < na; p0 += panel) {
+    const int64_t p1 = na - p0 < panel ? na : p0 + panel;
+    pp_pack_act(ap, a_stride, p0, p1, nbp, pa);
+    for (int64_t r = 0; r < nw; r += RM) {
+      const int rm = nw - r < RM ? (int)(nw - r) : RM;
+      const uint8_t *wr = wp + (size_t)r * w_stride;
+      pp_unpack_rows(k, vals, wr, w_stride, rm, nbp, pw);
+      for (int64_t a = p0; a < p1; a += PP_TILE_A) {
+        const int ra = p1 - a < PP_TILE_A ? (int)(p1 - a) : PP_TILE_A;
+        const pp_act *pt = pa + (size_t)(a - p0) * (size_t)nbp;
+        const uint8_t *y = ap + (size_t)a * a_stride;
+        float *o = out + (size_t)a * out_stride + (size_t)r;
+#define PT(M, A)                                                               \
+  pp_tile(k, vals, nb, (const pp_w(*)[RM])pw, wr, w_stride, M, pt, y,          \
+          a_stride, A, o, out_stride)
+        switch (rm * 4 + (ra - 1)) {
+        case 16 + 3: PT(4, 4); break;
+        case 16 + 2: PT(4, 3); break;
+        case 16 + 1: PT(4, 2); break;
+        case 16: PT(4, 1); break;
+        case 12 + 3: PT(3, 4); break;
+        case 12 + 2: PT(3, 3); break;
+        case 12 + 1: PT(3, 2); break;
+        case 12: PT(3, 1); break;
+        case 8 + 3: PT(2, 4); break;
+        case 8 + 2: PT(2, 3); break;
+        case 8 + 1: PT(2, 2); break;
+        case 8: PT(2, 1); break;
+        case 4 + 3: PT(1, 4); break;
+        case 4 + 2: PT(1, 3); break;
+        case 4 + 1: PT(1, 2); break;
+        default: PT(1, 1); break;
+        }
+#undef PT
+      }
+    }
+  }
+  free(mem);
+  return true;
+}
+
 void nc_avx512_gemm_iq4_nl(int64_t n, const void *w, size_t w_stride,
                            int64_t nw, const void *act, size_t a_stride,
                            int64_t na, float *out, size_t out_stride) {
+  if (na >= PP_MIN_ROWS &&
+      paired_panel_gemm(&k_iq4nl, nc_iq4nl_values, n, w, w_stride, nw, act,
+                        a_stride, na, out, out_stride))
+    return;
   paired_gemm(&k_iq4nl, nc_iq4nl_values, n, w, w_stride, nw, act, a_stride, na,
               out, out_stride);
 }
@@ -152,6 +331,10 @@ void nc_avx512_gemm_iq4_nl(int64_t n, const void *w, size_t w_stride,
 void nc_avx512_gemm_mxfp4(int64_t n, const void *w, size_t w_stride, int64_t nw,
                           const void *act, size_t a_stride, int64_t na,
                           float *out, size_t out_stride) {
+  if (na >= PP_MIN_ROWS &&
+      paired_panel_gemm(&k_mxfp4, nc_mxfp4_values, n, w, w_stride, nw, act,
+                        a_stride, na, out, out_stride))
+    return;
   paired_gemm(&k_mxfp4, nc_mxfp4_values, n, w, w_stride, nw, act, a_stride, na,
               out, out_stride);
 }

@@ -357,9 +357,10 @@ static void check_gemm_packed(const nc_kernels *k, nc_type t, int64_t n,
   free(packed);
 }
 
-/* The lattice types' gemm_few (vec_dot's order, ref_iq.c's) at any count
- * of rows, past its register chunk of activation rows too: ref's vec_dot
- * bit for bit, nothing written past the rows. */
+/* The lattice types' gemm_few (vec_dot's order, ref_iq.c's) and IQ4_NL's and
+ * IQ4_XS's (ref_nl.c's vec_dot orders) at any count of rows, past the
+ * register chunk of activation rows and the panels too: ref's vec_dot bit
+ * for bit, nothing written past the rows. */
 static void check_gemm_few_many(const nc_kernels *k, nc_type t, int64_t n,
                                 const uint8_t *w, size_t wstride, int64_t nw,
                                 const uint8_t *qa, size_t astride, int64_t na,
@@ -444,7 +445,8 @@ static void check_gemm(const nc_kernels *k) {
           }
           check_gemm_packed(k, t, n, w, wstride, nw, qa, astride, na, out,
                             ostride);
-          if (iq_lattice(t) && k->gemm_few[t])
+          if ((iq_lattice(t) || t == NC_TYPE_IQ4_NL || t == NC_TYPE_IQ4_XS) &&
+              k->gemm_few[t])
             check_gemm_few_many(k, t, n, w, wstride, nw, qa, astride, na, out,
                                 ostride);
         }
