@@ -318,6 +318,48 @@ static AI void load_iq1_m(const block_iq1_m *x, sb512 *b) {
   b->dw = _cvtsh_ss(nc_iq1m_half_scale(x));
 }
 
+/* IQ4_XS (not a lattice type, but its vec_dot order is the same: lanes of
+ * 32-blocks times their scale, fma(d_w * d_a, lane), hsum8): per 64 the
+ * two 32-blocks' codebook values (vpshufb on the nibbles: low nibbles are
+ * elements 0..15, high ones 16..31), their magnitudes and signs; the
+ * scales ls - 32 one per 32. */
+static AI void load_iq4_xs(const block_iq4_xs *x, sb512 *b) {
+  const __m512i table =
+      _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)nc_iq4nl_values));
+  /* per 16-bit lane: shift 0 in 128-bit lanes 0 and 2, 4 in 1 and 3 */
+  const __m512i shifts =
+      _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0,
+                       0x0004000400040004, 0x0004000400040004, 0, 0);
+#pragma GCC unroll 4
+  for (int h = 0; h < 4; h++) {
+    const __m512i q = _mm512_castsi256_si512(
+        _mm256_loadu_si256((const __m256i *)(x->qs + 32 * h)));
+    const __m512i idx = _mm512_and_si512(
+        _mm512_srlv_epi16(_mm512_shuffle_i64x2(q, q, _MM_SHUFFLE(1, 1, 0, 0)),
+                          shifts),
+        _mm512_set1_epi8(0x0f));
+    const __m512i v = _mm512_shuffle_epi8(table, idx);
+    b->aw[h] = _mm512_abs_epi8(v);
+    b->neg[h] = _mm512_movepi8_mask(v);
+  }
+  uint32_t sl;
+  memcpy(&sl, x->scales_l, sizeof sl);
+  const __m256i j = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i lo = _mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_set1_epi32((int)sl), _mm256_slli_epi32(j, 2)),
+      _mm256_set1_epi32(0x0f));
+  const __m256i hi = _mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_set1_epi32(x->scales_h), _mm256_add_epi32(j, j)),
+      _mm256_set1_epi32(3));
+  const __m256i ls = _mm256_sub_epi32(
+      _mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+  const __m512i s = _mm512_castsi128_si512(_mm256_cvtepi32_epi16(ls));
+#pragma GCC unroll 4
+  for (int h = 0; h < 4; h++)
+    b->sc[h] = per32_scales(s, h, 1, 0);
+  b->dw = _cvtsh_ss(x->d);
+}
+
 static AI void load_sb(nc_type t, const void *row, int64_t i, sb512 *b) {
   switch (t) {
   case NC_TYPE_IQ2_XXS: load_iq2_xxs((const block_iq2_xxs *)row + i, b); return;
@@ -326,6 +368,7 @@ static AI void load_sb(nc_type t, const void *row, int64_t i, sb512 *b) {
   case NC_TYPE_IQ3_XXS: load_iq3_xxs((const block_iq3_xxs *)row + i, b); return;
   case NC_TYPE_IQ3_S: load_iq3_s((const block_iq3_s *)row + i, b); return;
   case NC_TYPE_IQ1_S: load_iq1_s((const block_iq1_s *)row + i, b); return;
+  case NC_TYPE_IQ4_XS: load_iq4_xs((const block_iq4_xs *)row + i, b); return;
   default: load_iq1_m((const block_iq1_m *)row + i, b); return;
   }
 }
@@ -501,3 +544,4 @@ IQ_GEMM_FEW(iq3_xxs, NC_TYPE_IQ3_XXS)
 IQ_GEMM_FEW(iq3_s, NC_TYPE_IQ3_S)
 IQ_GEMM_FEW(iq1_s, NC_TYPE_IQ1_S)
 IQ_GEMM_FEW(iq1_m, NC_TYPE_IQ1_M)
+IQ_GEMM_FEW(iq4_xs, NC_TYPE_IQ4_XS)

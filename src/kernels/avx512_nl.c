@@ -320,6 +320,5 @@ void nc_avx512_dot_iq4_nl_tinyblas_rows(int64_t n, const void *w, const void *a,
 }
 
 /* Matmuls from the single dots (gemm, gemm_few). */
-NC_DOT_GEMM(avx512, iq4_xs)
 NC_DOT_GEMM(avx512, tq1_0)
 NC_DOT_GEMM(avx512, tq2_0)
