@@ -20,7 +20,16 @@
  *   activation rows x 16 weight rows, with the integer scaling and the
  *   float steps on AVX-512 (each C scaled RING - 1 steps after its store,
  *   as amx_gemm.c does).
- * Rows past the last whole 16 use the plain-C reference. */
+ * Rows past the last whole 16 use the plain-C reference.
+ *
+ * The same tiles serve the prompts (more than NC_AMX_GEMV_MAX_A rows) of
+ * IQ4_XS and the IQ2/IQ3 lattice types in their tiled order (the avx512
+ * table's, ref_nl.c / ref_iq.c: per superblock the exact S over the groups'
+ * scales, then t = (float)S * d_w (lattice: d_w * unit), acc = fma(t, d_a,
+ * acc)): their weights are signed bytes (IQ4_XS's codebook values, 32-groups
+ * scaled by ls - 32; the lattice points with their signs from avx512_iq.c's
+ * unpacking, 16-groups), so one tdpbssd per group gives I_g. Fewer rows, and
+ * the rows past the last whole 16, take avx512_i16_gemm.c's kernels. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,10 +56,35 @@ enum {
   ACT_SUPER = AB_C32 + 16 * TILE * 4,
 };
 
-typedef enum { KQ4, KQ5, KQ6 } kq_type;
+/* KIQ4 (IQ4_XS) and the IQ2/IQ3 lattice types on the same tiles (prompts,
+ * in their tiled order: see nc_amx_gemm_iq4_xs_tiled) */
+typedef enum {
+  KQ4,
+  KQ5,
+  KQ6,
+  KIQ4,
+  KIQ2XXS,
+  KIQ2XS,
+  KIQ2S,
+  KIQ3XXS,
+  KIQ3S
+} kq_type;
 
+/* The lattice type of t, or NC_TYPE_COUNT. */
+static inline nc_type lattice_of(kq_type t) {
+  switch (t) {
+  case KIQ2XXS: return NC_TYPE_IQ2_XXS;
+  case KIQ2XS: return NC_TYPE_IQ2_XS;
+  case KIQ2S: return NC_TYPE_IQ2_S;
+  case KIQ3XXS: return NC_TYPE_IQ3_XXS;
+  case KIQ3S: return NC_TYPE_IQ3_S;
+  default: return NC_TYPE_COUNT;
+  }
+}
+
+/* Groups (of 32 or 16 quants) per superblock: one scale each. */
 static inline int groups_of(kq_type t) {
-  return t == KQ6 ? 16 : 8;
+  return t == KQ6 || lattice_of(t) != NC_TYPE_COUNT ? 16 : 8;
 }
 
 /* ------------------------------------------------------------- panels */
@@ -59,6 +93,15 @@ static inline int groups_of(kq_type t) {
  * as unsigned bytes. */
 static inline __m256i chunk_quants(kq_type t, const uint8_t *sb, int c) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
+  if (t == KIQ4) { /* signed codebook values: low nibbles 0..15, high 16..31 */
+    const block_iq4_xs *x = (const void *)sb;
+    const __m128i table = _mm_loadu_si128((const __m128i *)nc_iq4nl_values);
+    const __m128i b = _mm_loadu_si128((const __m128i *)(x->qs + 16 * c));
+    const __m128i m = _mm256_castsi256_si128(m4);
+    return _mm256_set_m128i(
+        _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(b, 4), m)),
+        _mm_shuffle_epi8(table, _mm_and_si128(b, m)));
+  }
   if (t == KQ6) {
     const block_q6_K *x = (const void *)sb;
     const int h = c / 4, j = c % 4;
@@ -94,6 +137,34 @@ pack_panel_super(kq_type t, const uint8_t *w, size_t w_stride, size_t bsize,
   const __m512i idx =
       _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const uint8_t *sb = w + (size_t)i * bsize;
+  const nc_type lt = lattice_of(t);
+  if (lt != NC_TYPE_COUNT) { /* the 16 rows unpacked first */
+    _Alignas(64) int8_t q[TILE][QK_K];
+    int32_t s16[TILE][16];
+    float *d = (float *)(void *)(pb + PB_D);
+    int32_t *sc = (int32_t *)(void *)(pb + PB_SC);
+    for (int r = 0; r < TILE; r++) {
+      d[r] =
+          nc_avx512_iq_unpack_i8(lt, w + (size_t)r * w_stride, i, q[r], s16[r]);
+      d[TILE + r] = 0.0f;
+      for (int g = 0; g < 16; g++)
+        sc[g * TILE + r] = s16[r][g];
+    }
+    for (int c = 0; c < CHUNKS; c++) {
+      __m512i v[8], o[8];
+      for (int p = 0; p < 8; p++)
+        v[p] = _mm512_permutex2var_epi32(
+            _mm512_castsi256_si512(
+                _mm256_load_si256((const __m256i *)(q[2 * p] + 32 * c))),
+            idx,
+            _mm512_castsi256_si512(
+                _mm256_load_si256((const __m256i *)(q[2 * p + 1] + 32 * c))));
+      transpose_qwords(v, o);
+      for (int k = 0; k < 8; k++)
+        _mm512_store_si512(pb + (size_t)c * 512 + 64 * k, o[k]);
+    }
+    return;
+  }
   for (int c = 0; c < CHUNKS; c++) {
     __m512i v[8], o[8];
     for (int p = 0; p < 8; p++)
@@ -112,6 +183,16 @@ pack_panel_super(kq_type t, const uint8_t *w, size_t w_stride, size_t bsize,
   float *d = (float *)(void *)(pb + PB_D), *dmin = d + TILE;
   for (int r = 0; r < TILE; r++) {
     const uint8_t *x = sb + (size_t)r * w_stride;
+    if (t == KIQ4) {
+      const block_iq4_xs *q = (const void *)x;
+      for (int j = 0; j < 8; j++)
+        sc[j * TILE + r] = (((q->scales_l[j / 2] >> 4 * (j % 2)) & 0x0f) |
+                            (((q->scales_h >> 2 * j) & 3) << 4)) -
+                           32;
+      d[r] = nc_fp16_to_fp32(q->d);
+      dmin[r] = 0.0f;
+      continue;
+    }
     if (t == KQ6) {
       const block_q6_K *q6 = (const void *)x;
       for (int g = 0; g < 16; g++)
@@ -160,6 +241,11 @@ static inline __attribute__((always_inline)) __m512
 super_steps(kq_type t, __m512 acc, __m512i s, __m512i m, float da,
             const uint8_t *pb) {
   const float *d = (const float *)(const void *)(pb + PB_D);
+  if (t != KQ4 && t != KQ5 && t != KQ6) /* t = (float)S * d_w (lattice: d_w *
+                                           unit), acc = fma(t, d_a, acc) */
+    return _mm512_fmadd_ps(
+        _mm512_mul_ps(_mm512_cvtepi32_ps(s), _mm512_load_ps(d)),
+        _mm512_set1_ps(da), acc);
   acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
                         _mm512_mul_ps(_mm512_set1_ps(da), _mm512_load_ps(d)),
                         acc);
@@ -579,8 +665,8 @@ gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
    * and B tile (k / 4 rows of 64 bytes), k = 32 or 16 */
 #define A_AT(s)                                                                \
   (at + (size_t)((s) / G) * ACT_SUPER +                                        \
-   (t == KQ6 ? (size_t)((s) % G / 2) * TILE * 32 + 16 * ((s) % G % 2)          \
-             : (size_t)((s) % G) * TILE * 32))
+   (G == 16 ? (size_t)((s) % G / 2) * TILE * 32 + 16 * ((s) % G % 2)           \
+            : (size_t)((s) % G) * TILE * 32))
 #define B_AT(s)                                                                \
   (panel + (size_t)((s) / G) * PANEL_SUPER +                                   \
    (size_t)((s) % G) * (512 / (G / 8)))
@@ -625,7 +711,8 @@ gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
       _Pragma("GCC unroll 16") for (int r = 0; r < TILE; r++) {                \
         const int32_t b4_[4] = {bp_[r], bp_[TILE + r], bp_[2 * TILE + r],      \
                                 bp_[3 * TILE + r]};                            \
-        const __m512i m_ = t == KQ6 ? s_acc[r] : mins_dot(pb_, b4_);           \
+        const __m512i m_ =                                                     \
+            t == KQ4 || t == KQ5 ? mins_dot(pb_, b4_) : s_acc[r];              \
         _mm512_store_ps(acc[r], super_steps(t, _mm512_load_ps(acc[r]),         \
                                             s_acc[r], m_, da_[r], pb_));       \
         s_acc[r] = _mm512_setzero_si512();                                     \
@@ -639,6 +726,41 @@ gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
 #undef B_AT
   for (int r = 0; r < rows; r++)
     _mm512_storeu_ps(out + (size_t)r * out_stride, _mm512_load_ps(acc[r]));
+}
+
+/* Weight rows [0, nw / 16 * 16) against na activation rows on the tile
+ * unit; returns the rows done (0 without memory for the panels). */
+static inline __attribute__((always_inline)) int64_t
+tile_gemm(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride, int64_t nw,
+          const uint8_t *a, size_t a_stride, int64_t na, float *out,
+          size_t out_stride, size_t bsize) {
+  const int64_t n_tiles = (na + TILE - 1) / TILE;
+  const size_t panel_bytes = PANEL_SUPER * (size_t)nsb;
+  const size_t tile_bytes = ACT_SUPER * (size_t)nsb;
+  const size_t c_bytes = RING * sizeof(int32_t) * TILE * TILE;
+  uint8_t *mem =
+      aligned_alloc(64, panel_bytes + tile_bytes * (size_t)n_tiles + c_bytes);
+  if (!mem) return 0;
+  uint8_t *panel = mem, *tiles = mem + panel_bytes;
+  int32_t(*cbuf)[TILE * TILE] = (void *)(tiles + tile_bytes * (size_t)n_tiles);
+  for (int64_t j = 0; j < n_tiles; j++)
+    for (int64_t i = 0; i < nsb; i++)
+      pack_act_super(a, a_stride, j * TILE, na, i,
+                     tiles + tile_bytes * (size_t)j + ACT_SUPER * (size_t)i);
+  tiles_configure(groups_of(t) == 16 ? 16 : 32);
+  int64_t r = 0;
+  for (; r + TILE <= nw; r += TILE) {
+    for (int64_t i = 0; i < nsb; i++)
+      pack_panel_super(t, w + (size_t)r * w_stride, w_stride, bsize, i,
+                       panel + PANEL_SUPER * (size_t)i);
+    for (int64_t j = 0; j < n_tiles; j++)
+      gemm_tile(t, nsb, tiles + tile_bytes * (size_t)j, panel, cbuf,
+                out + (size_t)(j * TILE) * out_stride + (size_t)r, out_stride,
+                tile_live_rows(na, j));
+  }
+  tiles_release();
+  free(mem);
+  return r;
 }
 
 static inline __attribute__((always_inline)) void
@@ -675,34 +797,8 @@ kgemm(kq_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
         free(vals);
       }
     } else {
-      const int64_t n_tiles = (na + TILE - 1) / TILE;
-      const size_t panel_bytes = PANEL_SUPER * (size_t)nsb;
-      const size_t tile_bytes = ACT_SUPER * (size_t)nsb;
-      const size_t c_bytes = RING * sizeof(int32_t) * TILE * TILE;
-      uint8_t *mem = aligned_alloc(
-          64, panel_bytes + tile_bytes * (size_t)n_tiles + c_bytes);
-      if (mem) {
-        uint8_t *panel = mem, *tiles = mem + panel_bytes;
-        int32_t(*cbuf)[TILE * TILE] =
-            (void *)(tiles + tile_bytes * (size_t)n_tiles);
-        for (int64_t j = 0; j < n_tiles; j++)
-          for (int64_t i = 0; i < nsb; i++)
-            pack_act_super(a, a_stride, j * TILE, na, i,
-                           tiles + tile_bytes * (size_t)j +
-                               ACT_SUPER * (size_t)i);
-        tiles_configure(t == KQ6 ? 16 : 32);
-        for (; r + TILE <= nw; r += TILE) {
-          for (int64_t i = 0; i < nsb; i++)
-            pack_panel_super(t, w + (size_t)r * w_stride, w_stride, bsize, i,
-                             panel + PANEL_SUPER * (size_t)i);
-          for (int64_t j = 0; j < n_tiles; j++)
-            gemm_tile(t, nsb, tiles + tile_bytes * (size_t)j, panel, cbuf,
-                      out + (size_t)(j * TILE) * out_stride + (size_t)r,
-                      out_stride, tile_live_rows(na, j));
-        }
-        tiles_release();
-        free(mem);
-      }
+      r = tile_gemm(t, nsb, w, w_stride, nw, a, a_stride, na, out, out_stride,
+                    bsize);
     }
   }
   for (; r < nw; r++)
@@ -730,3 +826,49 @@ void nc_amx_gemm_q6_k(int64_t n, const void *w, size_t w_stride, int64_t nw,
   kgemm(KQ6, n, w, w_stride, nw, a, a_stride, na, out, out_stride,
         sizeof(block_q6_K), nc_ref_dot_blk_q6_k_rows);
 }
+
+/* IQ4_XS in the avx512 table's tiled order (ref_nl.c's iq4_xs_tiled: per
+ * superblock the exact S = sum_j (ls_j - 32) x dot_j, t = (float)S * d_w,
+ * acc = fma(t, d_a, acc); llama.cpp's AMX build has an order of its own
+ * for IQ4_XS, fma((float)S, d_a * d_w, acc), not followed): S on the tile
+ * unit as the K-quants' (codebook values as signed bytes, one tdpbssd per
+ * 32 and the scale as an int32 multiply) for more than
+ * NC_AMX_GEMV_MAX_A activation rows; fewer, and the rows past the last
+ * whole 16, avx512_i16_gemm.c's kernel. */
+void nc_amx_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
+                              int64_t nw, const void *a, size_t a_stride,
+                              int64_t na, float *out, size_t out_stride) {
+  const int64_t nsb = n / QK_K;
+  int64_t r = 0;
+  if (nsb > 0 && nsb <= MAX_SUPER && nw >= TILE && na > NC_AMX_GEMV_MAX_A)
+    r = tile_gemm(KIQ4, nsb, w, w_stride, nw, a, a_stride, na, out, out_stride,
+                  sizeof(block_iq4_xs));
+  if (r < nw)
+    nc_avx512_gemm_iq4_xs_tiled(n, (const uint8_t *)w + (size_t)r * w_stride,
+                                w_stride, nw - r, a, a_stride, na, out + r,
+                                out_stride);
+}
+
+/* The IQ2/IQ3 lattice types likewise, in their tiled order (ref_iq.c: S
+ * over the 16s' scales, t = (float)S * (d_w * unit), acc = fma(t, d_a,
+ * acc)), weights from avx512_iq.c's unpacking, one tdpbssd per 16. */
+#define LATTICE_AMX(name, kt)                                                  \
+  void nc_amx_gemm_##name##_tiled(int64_t n, const void *w, size_t w_stride,   \
+                                  int64_t nw, const void *a, size_t a_stride,  \
+                                  int64_t na, float *out, size_t out_stride) { \
+    const int64_t nsb = n / QK_K;                                              \
+    int64_t r = 0;                                                             \
+    if (nsb > 0 && nsb <= MAX_SUPER && nw >= TILE && na > NC_AMX_GEMV_MAX_A)   \
+      r = tile_gemm(kt, nsb, w, w_stride, nw, a, a_stride, na, out,            \
+                    out_stride, sizeof(block_##name));                         \
+    if (r < nw)                                                                \
+      nc_avx512_gemm_##name##_tiled(                                           \
+          n, (const uint8_t *)w + (size_t)r * w_stride, w_stride, nw - r, a,   \
+          a_stride, na, out + r, out_stride);                                  \
+  }
+LATTICE_AMX(iq2_xxs, KIQ2XXS)
+LATTICE_AMX(iq2_xs, KIQ2XS)
+LATTICE_AMX(iq2_s, KIQ2S)
+LATTICE_AMX(iq3_xxs, KIQ3XXS)
+LATTICE_AMX(iq3_s, KIQ3S)
+#undef LATTICE_AMX

@@ -10,10 +10,10 @@
  * ours are VNNI, avx512_nl.c, in the same float order); NVFP4, Q1_0 and Q2_0
  * the avx2 table's (avx2_lowbit.c, llama.cpp's one x86 order, no kernel of
  * their own here). The amx table shares all of them (llama.cpp's AMX build has
- * a tile kernel for IQ4_XS, not followed), and its matmuls (gemm) are VNNI
- * kernels bit-identical to those dots (avx512_gemm.c, avx512_kquant.c): so this
- * table gives llama.cpp's logits, only faster. The amx table (below) is the
- * same but for Q4_0, Q4_1 and Q8_0. */
+ * an order of its own for IQ4_XS, not followed), and its matmuls (gemm) are
+ * VNNI kernels bit-identical to those dots (avx512_gemm.c, avx512_kquant.c): so
+ * this table gives llama.cpp's logits, only faster. The amx table (below) is
+ * the same but for Q4_0, Q4_1 and Q8_0. */
 #include "tables.h"
 
 #include "gemm_f16.h"
@@ -61,16 +61,17 @@
       E(NC_TYPE_Q3_K, nc_avx512_gemm_q3_k_tiled),                              \
       E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl_tinyblas),                       \
       E(NC_TYPE_MXFP4, nc_avx512_gemm_mxfp4),                                  \
-      E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs_tiled),                          \
       E(NC_TYPE_TQ1_0, nc_avx512_gemm_tq1_0),                                  \
       E(NC_TYPE_TQ2_0, nc_avx512_gemm_tq2_0),                                  \
-      E(NC_TYPE_IQ2_XXS, nc_avx512_gemm_iq2_xxs_tiled),                        \
-      E(NC_TYPE_IQ2_XS, nc_avx512_gemm_iq2_xs_tiled),                          \
-      E(NC_TYPE_IQ2_S, nc_avx512_gemm_iq2_s_tiled),                            \
-      E(NC_TYPE_IQ3_XXS, nc_avx512_gemm_iq3_xxs_tiled),                        \
-      E(NC_TYPE_IQ3_S, nc_avx512_gemm_iq3_s_tiled),                            \
       E(NC_TYPE_IQ1_S, nc_avx512_gemm_iq1_s_tiled),                            \
       E(NC_TYPE_IQ1_M, nc_avx512_gemm_iq1_m_tiled)
+/* The IQ2/IQ3 lattice types' entries (their prompt matmuls differ). */
+#define IQ23_ENTRIES(pre, post)                                                \
+  E(NC_TYPE_IQ2_XXS, pre##iq2_xxs##post),                                      \
+      E(NC_TYPE_IQ2_XS, pre##iq2_xs##post),                                    \
+      E(NC_TYPE_IQ2_S, pre##iq2_s##post),                                      \
+      E(NC_TYPE_IQ3_XXS, pre##iq3_xxs##post),                                  \
+      E(NC_TYPE_IQ3_S, pre##iq3_s##post)
 #define SHARED_QUANTIZE_ACT                                                    \
   E(NC_TYPE_F32, nc_ref_quant_f32), E(NC_TYPE_F16, nc_avx2_quant_f16),         \
       E(NC_TYPE_BF16, nc_ref_quant_bf16), E(NC_TYPE_Q8_0, nc_avx2_quant_q8_0), \
@@ -103,7 +104,9 @@ static const nc_kernels k_avx512 = {
                      E(NC_TYPE_Q4_K, nc_avx512_dot_q4_k_tiled_rows),
                      E(NC_TYPE_Q5_K, nc_avx512_dot_q5_k_tiled_rows),
                      E(NC_TYPE_Q6_K, nc_avx512_dot_q6_k_tiled_rows)},
-    .gemm = {SHARED_GEMM, E(NC_TYPE_Q4_0, nc_avx512_gemm_q4_0),
+    .gemm = {SHARED_GEMM, E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs_tiled),
+             IQ23_ENTRIES(nc_avx512_gemm_, _tiled),
+             E(NC_TYPE_Q4_0, nc_avx512_gemm_q4_0),
              E(NC_TYPE_Q4_1, nc_avx512_gemm_q4_1),
              E(NC_TYPE_Q8_0, nc_avx512_gemm_q8_0),
              E(NC_TYPE_Q4_K, nc_avx512_gemm_q4_k_tiled),
@@ -133,7 +136,9 @@ static const nc_kernels k_avx512 = {
 /* The amx table: Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K in the order of
  * llama.cpp's AMX build (ref_block.c), with matmuls on the tile unit
  * (amx_gemm.c, amx_gemv.c, amx_kquant.c). Their single dots are the plain-C
- * reference: the model only calls the matmuls. */
+ * reference: the model only calls the matmuls. IQ4_XS and the IQ2/IQ3
+ * lattice types keep the avx512 table's orders, their prompt matmuls on the
+ * tile unit too (amx_kquant.c, the same bits). */
 static const nc_kernels k_amx = {
     .name = "amx",
     .vec_dot = {SHARED_VEC_DOT, E(NC_TYPE_Q4_0, nc_ref_dot_blk_q4_0),
@@ -154,7 +159,9 @@ static const nc_kernels k_amx = {
                  E(NC_TYPE_IQ4_NL, nc_avx512_gemm_iq4_nl),
                  E(NC_TYPE_IQ4_XS, nc_avx512_gemm_iq4_xs),
                  IQ_ENTRIES(nc_avx512_gemm_, )},
-    .gemm = {SHARED_GEMM, E(NC_TYPE_Q4_0, nc_amx_gemm_q4_0),
+    .gemm = {SHARED_GEMM, E(NC_TYPE_IQ4_XS, nc_amx_gemm_iq4_xs_tiled),
+             IQ23_ENTRIES(nc_amx_gemm_, _tiled),
+             E(NC_TYPE_Q4_0, nc_amx_gemm_q4_0),
              E(NC_TYPE_Q4_1, nc_amx_gemm_q4_1),
              E(NC_TYPE_Q8_0, nc_amx_gemm_q8_0),
              E(NC_TYPE_Q4_K, nc_amx_gemm_q4_k),
@@ -179,6 +186,7 @@ static const nc_kernels k_amx = {
 #undef SHARED_VEC_DOT_ROWS
 #undef SHARED_GEMM
 #undef SHARED_QUANTIZE_ACT
+#undef IQ23_ENTRIES
 #undef E
 
 const nc_kernels *nc_kernels_avx512_table(void) {

@@ -27,7 +27,13 @@
  * (-1, 0, 1): their magnitudes and sign mask come from the bytes; the offsets
  * as in avx2_iq.c: IQ1_S's from the activation's 16-sums (an integer per
  * superblock, a scalar float accumulator per row), IQ1_M's as a second set
- * of lanes (the activation signed per group of 8) and accumulator. */
+ * of lanes (the activation signed per group of 8) and accumulator.
+ *
+ * IQ4_XS's decode rows take the same gemm_few (its vec_dot order is the
+ * lattice one with unit 1: lanes of 32-blocks times ls - 32): its loader
+ * looks the codebook values up with vpshufb, 64 at a time. The amx table's
+ * prompt tiles take the IQ2/IQ3 weights as signed bytes from the same
+ * loaders (nc_avx512_iq_unpack_i8). */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -527,6 +533,38 @@ float nc_avx512_iq_unpack_i16(nc_type t, const void *row, int64_t i,
   case NC_TYPE_IQ2_S: return unpack_i16(NC_TYPE_IQ2_S, row, i, dst);
   case NC_TYPE_IQ3_XXS: return unpack_i16(NC_TYPE_IQ3_XXS, row, i, dst);
   default: return unpack_i16(NC_TYPE_IQ3_S, row, i, dst);
+  }
+}
+
+/* The tile unit's unpacking (amx_kquant.c) of the IQ2 and IQ3 types:
+ * superblock i's 256 signed weights as bytes in element order, the scale
+ * of each 16 as int32 (scale[k] for elements 16k .. 16k + 15), and d_w *
+ * unit (the tiled step's factor). */
+static AI float unpack_i8(nc_type t, const void *row, int64_t i, int8_t *q,
+                          int32_t *scale) {
+  sb512 b;
+  load_sb(t, row, i, &b);
+  _Alignas(64) int16_t s[4][32];
+#pragma GCC unroll 4
+  for (int h = 0; h < 4; h++) {
+    _mm512_storeu_si512((void *)(q + 64 * h),
+                        _mm512_mask_sub_epi8(b.aw[h], b.neg[h],
+                                             _mm512_setzero_si512(), b.aw[h]));
+    _mm512_store_si512((void *)s[h], b.sc[h]);
+  }
+  for (int k = 0; k < 16; k++)
+    scale[k] = s[k / 4][8 * (k % 4)];
+  return b.dw * nc_iq_unit(t);
+}
+
+float nc_avx512_iq_unpack_i8(nc_type t, const void *row, int64_t i, int8_t *q,
+                             int32_t *scale) {
+  switch (t) {
+  case NC_TYPE_IQ2_XXS: return unpack_i8(NC_TYPE_IQ2_XXS, row, i, q, scale);
+  case NC_TYPE_IQ2_XS: return unpack_i8(NC_TYPE_IQ2_XS, row, i, q, scale);
+  case NC_TYPE_IQ2_S: return unpack_i8(NC_TYPE_IQ2_S, row, i, q, scale);
+  case NC_TYPE_IQ3_XXS: return unpack_i8(NC_TYPE_IQ3_XXS, row, i, q, scale);
+  default: return unpack_i8(NC_TYPE_IQ3_S, row, i, q, scale);
   }
 }
 

@@ -102,6 +102,14 @@ NC_AMX_MATMUL(q8_0)
 NC_AMX_KGEMM(q4_k)
 NC_AMX_KGEMM(q5_k)
 NC_AMX_KGEMM(q6_k)
+/* IQ4_XS and the IQ2/IQ3 lattice types: prompts on the tiles in the
+ * tiled order, fewer rows avx512_i16_gemm.c */
+NC_AMX_KGEMM(iq4_xs_tiled)
+NC_AMX_KGEMM(iq2_xxs_tiled)
+NC_AMX_KGEMM(iq2_xs_tiled)
+NC_AMX_KGEMM(iq2_s_tiled)
+NC_AMX_KGEMM(iq3_xxs_tiled)
+NC_AMX_KGEMM(iq3_s_tiled)
 #undef NC_AMX_KGEMM
 /* amx_gemm.c's activation tiles, built once per matmul (kernels.h's
  * nc_pack_act_fn): 16 rows per tile. */
@@ -257,6 +265,10 @@ NC_AVX512_IQ_FEW(iq1_m)
  * IQ3_XXS and IQ3_S, from the AVX-512 unpacking. */
 float nc_avx512_iq_unpack_i16(nc_type type, const void *row, int64_t i,
                               int16_t *dst);
+/* avx512_iq.c: the same as signed bytes (element order) and one int32 scale
+ * per 16, for the tile unit (amx_kquant.c); returns d_w * unit. */
+float nc_avx512_iq_unpack_i8(nc_type type, const void *row, int64_t i,
+                             int8_t *q, int32_t *scale);
 
 /* The seven IQ1/IQ2/IQ3 lattice types' entries of a table, for functions
  * named pre##iq2_xxs##post etc. (E as the tables define it). */
