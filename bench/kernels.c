@@ -58,6 +58,8 @@ static void fill_weights(nc_type t, uint8_t *w, size_t bytes, uint64_t *s) {
     w[i] = (uint8_t)rng_next(s);
   size_t ts = nc_type_traits_of(t)->type_size;
   for (size_t b = 0; b < bytes / ts; b++) {
+    if (t == NC_TYPE_MXFP4) /* E8M0: 2^-9 .. 2^-2, no denormal products */
+      w[b * ts] = (uint8_t)(118 + rng_next(s) % 8);
     /* every 2-byte field that could be a scale: set all even offsets of
      * the block's fp16 slots to small finite values */
     static const int q_offs[NC_TYPE_COUNT][2] = {
@@ -66,6 +68,8 @@ static void fill_weights(nc_type t, uint8_t *w, size_t bytes, uint64_t *s) {
         [NC_TYPE_Q8_0] = {0, -1},   [NC_TYPE_Q2_K] = {80, 82},
         [NC_TYPE_Q3_K] = {108, -1}, [NC_TYPE_Q4_K] = {0, 2},
         [NC_TYPE_Q5_K] = {0, 2},    [NC_TYPE_Q6_K] = {208, -1},
+        [NC_TYPE_IQ4_NL] = {0, -1}, [NC_TYPE_IQ4_XS] = {0, -1},
+        [NC_TYPE_MXFP4] = {-1, -1},
     };
     for (int k = 0; k < 2; k++) {
       int off = q_offs[t][k];
@@ -203,6 +207,7 @@ int main(int argc, char **argv) {
       NC_TYPE_Q2_K,    NC_TYPE_Q3_K,    NC_TYPE_Q4_K,   NC_TYPE_Q5_K,
       NC_TYPE_Q6_K,    NC_TYPE_IQ2_XXS, NC_TYPE_IQ2_XS, NC_TYPE_IQ2_S,
       NC_TYPE_IQ3_XXS, NC_TYPE_IQ3_S,   NC_TYPE_IQ1_S,  NC_TYPE_IQ1_M,
+      NC_TYPE_IQ4_NL,  NC_TYPE_IQ4_XS,  NC_TYPE_MXFP4,
   };
   const char *tables[] = {"ref", "avx2", "avx512", "amx"};
   get_traits_fn llama = load_llama();
