@@ -204,38 +204,34 @@ static void i16_gemm(int64_t n, const void *w, size_t w_stride, int64_t nw,
   free(mem);
 }
 
-/* IQ4_XS's few rows: its single dots (each unpacks as it goes). */
-static void iq4xs_dots(int64_t n, const void *w, size_t w_stride, int64_t nw,
-                       const void *act, size_t a_stride, int64_t na, float *out,
-                       size_t out_stride) {
-  const uint8_t *wp = w, *ap = act;
-  for (int64_t a = 0; a < na; a++)
-    for (int64_t r = 0; r < nw; r++)
-      out[(size_t)a * out_stride + (size_t)r] = nc_avx512_dot_iq4_xs_tiled(
-          n, wp + (size_t)r * w_stride, ap + (size_t)a * a_stride);
-}
-
 void nc_avx512_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
                                  int64_t nw, const void *act, size_t a_stride,
                                  int64_t na, float *out, size_t out_stride) {
   i16_gemm(n, w, w_stride, nw, act, a_stride, na, out, out_stride, iq4xs_unpack,
-           iq4xs_dots, NC_TYPE_IQ4_XS);
+           nc_avx512_gemm_iq4_xs_tiled_few, NC_TYPE_IQ4_XS);
 }
 
 /* The IQ1, IQ2 and IQ3 lattice types (IQ2/IQ3 unpacked by avx512_iq.c,
- * IQ1 by avx2_iq.c, its weights as 8q + offset sign with d_w / 8; the
- * avx2 tiled matmul takes the few rows). */
-#define LATTICE_GEMM(name, type, unpack)                                       \
+ * IQ1 by avx2_iq.c, its weights as 8q + offset sign with d_w / 8; the few
+ * rows avx512_iq.c's tiled_few, IQ1's the avx2 tiled matmul). */
+#define LATTICE_GEMM(name, type, unpack, few)                                  \
   void nc_avx512_gemm_##name##_tiled(                                          \
       int64_t n, const void *w, size_t w_stride, int64_t nw, const void *act,  \
       size_t a_stride, int64_t na, float *out, size_t out_stride) {            \
     i16_gemm(n, w, w_stride, nw, act, a_stride, na, out, out_stride, unpack,   \
-             nc_avx2_gemm_##name##_tiled, type);                               \
+             few, type);                                                       \
   }
-LATTICE_GEMM(iq2_xxs, NC_TYPE_IQ2_XXS, nc_avx512_iq_unpack_i16)
-LATTICE_GEMM(iq2_xs, NC_TYPE_IQ2_XS, nc_avx512_iq_unpack_i16)
-LATTICE_GEMM(iq2_s, NC_TYPE_IQ2_S, nc_avx512_iq_unpack_i16)
-LATTICE_GEMM(iq3_xxs, NC_TYPE_IQ3_XXS, nc_avx512_iq_unpack_i16)
-LATTICE_GEMM(iq3_s, NC_TYPE_IQ3_S, nc_avx512_iq_unpack_i16)
-LATTICE_GEMM(iq1_s, NC_TYPE_IQ1_S, nc_avx2_iq_unpack_i16)
-LATTICE_GEMM(iq1_m, NC_TYPE_IQ1_M, nc_avx2_iq_unpack_i16)
+LATTICE_GEMM(iq2_xxs, NC_TYPE_IQ2_XXS, nc_avx512_iq_unpack_i16,
+             nc_avx512_gemm_iq2_xxs_tiled_few)
+LATTICE_GEMM(iq2_xs, NC_TYPE_IQ2_XS, nc_avx512_iq_unpack_i16,
+             nc_avx512_gemm_iq2_xs_tiled_few)
+LATTICE_GEMM(iq2_s, NC_TYPE_IQ2_S, nc_avx512_iq_unpack_i16,
+             nc_avx512_gemm_iq2_s_tiled_few)
+LATTICE_GEMM(iq3_xxs, NC_TYPE_IQ3_XXS, nc_avx512_iq_unpack_i16,
+             nc_avx512_gemm_iq3_xxs_tiled_few)
+LATTICE_GEMM(iq3_s, NC_TYPE_IQ3_S, nc_avx512_iq_unpack_i16,
+             nc_avx512_gemm_iq3_s_tiled_few)
+LATTICE_GEMM(iq1_s, NC_TYPE_IQ1_S, nc_avx2_iq_unpack_i16,
+             nc_avx2_gemm_iq1_s_tiled)
+LATTICE_GEMM(iq1_m, NC_TYPE_IQ1_M, nc_avx2_iq_unpack_i16,
+             nc_avx2_gemm_iq1_m_tiled)

@@ -568,6 +568,64 @@ float nc_avx512_iq_unpack_i8(nc_type t, const void *row, int64_t i, int8_t *q,
   }
 }
 
+/* The tiled order's few rows (avx512_i16_gemm.c hands it 1..3 activation
+ * rows; IQ4_XS and the IQ2/IQ3 types, ref_nl.c's and ref_iq.c's tiled
+ * order): per superblock the exact S (the same lanes, summed), t =
+ * (float)S * (d_w * unit), acc = fma(t, d_a, acc), each superblock of two
+ * weight rows unpacked once for up to 8 activation rows. */
+static AI void tiled_few(nc_type t, int64_t n, const void *w, size_t w_stride,
+                         int64_t nw, const void *act, size_t a_stride,
+                         int64_t na, float *out, size_t out_stride) {
+  const int64_t nb = n / QK_K;
+  const float unit = nc_iq_unit(t);
+  const uint8_t *wp = w, *ap = act;
+  sb512 b0, b1;
+  for (int64_t a0 = 0; a0 < na; a0 += A_CHUNK) {
+    const int m = (int)(na - a0 < A_CHUNK ? na - a0 : A_CHUNK);
+    for (int64_t r = 0; r < nw; r += 2) {
+      const uint8_t *w0 = wp + (size_t)r * w_stride;
+      const uint8_t *w1 = r + 1 < nw ? w0 + w_stride : w0;
+      if (a0 == 0)
+        nc_prefetch_lines(nc_prefetch_base(w0, 2 * w_stride), 2 * w_stride);
+      float acc0[A_CHUNK], acc1[A_CHUNK];
+      for (int a = 0; a < A_CHUNK; a++)
+        acc0[a] = acc1[a] = 0.0f;
+      for (int64_t i = 0; i < nb; i++) {
+        load_sb(t, w0, i, &b0);
+        load_sb(t, w1, i, &b1);
+        const float f0 = b0.dw * unit, f1 = b1.dw * unit;
+        for (int a = 0; a < m; a++) {
+          const block_q8_K *y =
+              (const block_q8_K *)(ap + (size_t)(a0 + a) * a_stride) + i;
+          const int32_t s0 = _mm512_reduce_add_epi32(lanes(&b0, y->qs));
+          const int32_t s1 = _mm512_reduce_add_epi32(lanes(&b1, y->qs));
+          acc0[a] = fmaf((float)s0 * f0, y->d, acc0[a]);
+          acc1[a] = fmaf((float)s1 * f1, y->d, acc1[a]);
+        }
+      }
+      for (int a = 0; a < m; a++) {
+        float *o = out + (size_t)(a0 + a) * out_stride + (size_t)r;
+        o[0] = acc0[a];
+        if (r + 1 < nw) o[1] = acc1[a];
+      }
+    }
+  }
+}
+
+#define TILED_FEW(name, type)                                                  \
+  void nc_avx512_gemm_##name##_tiled_few(                                      \
+      int64_t n, const void *w, size_t w_stride, int64_t nw, const void *act,  \
+      size_t a_stride, int64_t na, float *out, size_t out_stride) {            \
+    tiled_few(type, n, w, w_stride, nw, act, a_stride, na, out, out_stride);   \
+  }
+TILED_FEW(iq4_xs, NC_TYPE_IQ4_XS)
+TILED_FEW(iq2_xxs, NC_TYPE_IQ2_XXS)
+TILED_FEW(iq2_xs, NC_TYPE_IQ2_XS)
+TILED_FEW(iq2_s, NC_TYPE_IQ2_S)
+TILED_FEW(iq3_xxs, NC_TYPE_IQ3_XXS)
+TILED_FEW(iq3_s, NC_TYPE_IQ3_S)
+#undef TILED_FEW
+
 #define IQ_GEMM_FEW(name, type)                                                \
   void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *act, size_t a_stride,     \

@@ -269,6 +269,20 @@ float nc_avx512_iq_unpack_i16(nc_type type, const void *row, int64_t i,
  * per 16, for the tile unit (amx_kquant.c); returns d_w * unit. */
 float nc_avx512_iq_unpack_i8(nc_type type, const void *row, int64_t i,
                              int8_t *q, int32_t *scale);
+/* avx512_iq.c: the tiled order's matmul for 1..3 activation rows (the
+ * prompt matmuls of avx512_i16_gemm.c hand them over) of IQ4_XS and the
+ * IQ2/IQ3 types. */
+#define NC_AVX512_TILED_FEW(name)                                              \
+  void nc_avx512_gemm_##name##_tiled_few(                                      \
+      int64_t n, const void *w, size_t w_stride, int64_t nw, const void *act,  \
+      size_t a_stride, int64_t na, float *out, size_t out_stride);
+NC_AVX512_TILED_FEW(iq4_xs)
+NC_AVX512_TILED_FEW(iq2_xxs)
+NC_AVX512_TILED_FEW(iq2_xs)
+NC_AVX512_TILED_FEW(iq2_s)
+NC_AVX512_TILED_FEW(iq3_xxs)
+NC_AVX512_TILED_FEW(iq3_s)
+#undef NC_AVX512_TILED_FEW
 
 /* The seven IQ1/IQ2/IQ3 lattice types' entries of a table, for functions
  * named pre##iq2_xxs##post etc. (E as the tables define it). */
