@@ -1023,8 +1023,7 @@ static int32_t prefill_budget(const nucleus_engine *e, int32_t n_decoding) {
 static int32_t decoding_seqs(const nucleus_engine *e, int32_t n_seqs) {
   int32_t n = 0;
   for (int32_t i = 0; i < n_seqs; i++)
-    if (e->step.ss[i].todo == 1 && e->step.sg[e->step.ss[i].group].running)
-      n++;
+    if (e->step.ss[i].todo == 1 && e->step.sg[e->step.ss[i].group].running) n++;
   return n;
 }
 

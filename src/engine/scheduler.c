@@ -142,7 +142,7 @@ void nc_schedule(const nc_sched_group *groups, int32_t n_groups,
                  const nc_sched_seq *seqs, int32_t n_seqs,
                  const nc_sched_capacity *cap, nc_sched_plan *plan) {
   (void)n_seqs;
-  sched_state st = {groups,           n_groups,         seqs, cap, plan,
+  sched_state st = {groups,           n_groups,          seqs,     cap, plan,
                     cap->free_blocks, cap->token_budget, INT32_MAX};
   if (cap->prefill_budget > 0 && any_decoding(groups, n_groups, seqs))
     st.prefill_left = cap->prefill_budget;

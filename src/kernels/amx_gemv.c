@@ -1,8 +1,8 @@
 /* amx_gemv: the amx table's matrix x vector (many weight rows, one to eight
- * activation rows: decode, a few drafts or streams) for Q4_0, Q4_1 and Q8_0 in block order (see
- * ref_block.c), with AVX-512 VNNI: the tile matmul units would waste 15 of
- * every 16 rows here, and decode is bound by memory anyway. The weights
- * are streamed once, straight from their rows, 16 rows at a time.
+ * activation rows: decode, a few drafts or streams) for Q4_0, Q4_1 and Q8_0 in
+ * block order (see ref_block.c), with AVX-512 VNNI: the tile matmul units would
+ * waste 15 of every 16 rows here, and decode is bound by memory anyway. The
+ * weights are streamed once, straight from their rows, 16 rows at a time.
  *
  * Per block and activation row, the 8 pairs of rows (avx512_pairs.h
  * layout) give 8 vpdpbusd results of 2 rows x 8 partial sums; a tree of

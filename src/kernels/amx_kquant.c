@@ -22,7 +22,7 @@
  *   as amx_gemm.c does).
  * Rows past the last whole 16 use the plain-C reference.
  *
- * The same tiles serve the prompts (more than NC_AMX_GEMV_MAX_A rows) of
+ * The same tiles serve the prompts (more than NC_AMX_KGEMV_MAX_A rows) of
  * IQ4_XS and the IQ2/IQ3 lattice types in their tiled order (the avx512
  * table's, ref_nl.c / ref_iq.c: per superblock the exact S over the groups'
  * scales, then t = (float)S * d_w (lattice: d_w * unit), acc = fma(t, d_a,
@@ -833,14 +833,14 @@ void nc_amx_gemm_q6_k(int64_t n, const void *w, size_t w_stride, int64_t nw,
  * for IQ4_XS, fma((float)S, d_a * d_w, acc), not followed): S on the tile
  * unit as the K-quants' (codebook values as signed bytes, one tdpbssd per
  * 32 and the scale as an int32 multiply) for more than
- * NC_AMX_GEMV_MAX_A activation rows; fewer, and the rows past the last
+ * NC_AMX_KGEMV_MAX_A activation rows; fewer, and the rows past the last
  * whole 16, avx512_i16_gemm.c's kernel. */
 void nc_amx_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
                               int64_t nw, const void *a, size_t a_stride,
                               int64_t na, float *out, size_t out_stride) {
   const int64_t nsb = n / QK_K;
   int64_t r = 0;
-  if (nsb > 0 && nsb <= MAX_SUPER && nw >= TILE && na > NC_AMX_GEMV_MAX_A)
+  if (nsb > 0 && nsb <= MAX_SUPER && nw >= TILE && na > NC_AMX_KGEMV_MAX_A)
     r = tile_gemm(KIQ4, nsb, w, w_stride, nw, a, a_stride, na, out, out_stride,
                   sizeof(block_iq4_xs));
   if (r < nw)
@@ -858,7 +858,7 @@ void nc_amx_gemm_iq4_xs_tiled(int64_t n, const void *w, size_t w_stride,
                                   int64_t na, float *out, size_t out_stride) { \
     const int64_t nsb = n / QK_K;                                              \
     int64_t r = 0;                                                             \
-    if (nsb > 0 && nsb <= MAX_SUPER && nw >= TILE && na > NC_AMX_GEMV_MAX_A)   \
+    if (nsb > 0 && nsb <= MAX_SUPER && nw >= TILE && na > NC_AMX_KGEMV_MAX_A)  \
       r = tile_gemm(kt, nsb, w, w_stride, nw, a, a_stride, na, out,            \
                     out_stride, sizeof(block_##name));                         \
     if (r < nw)                                                                \

@@ -656,9 +656,16 @@ static void test_tile_widen(void **state) {
   (void)state;
   enum { KT = NC_FLASH_KTILE };
   static const int32_t DIMS[][2] = {
-      {64, 64}, {128, 128}, {256, 256}, {48, 80}, {80, 48},
+      {64, 64},
+      {128, 128},
+      {256, 256},
+      {48, 80},
+      {80, 48},
       /* head sizes not a multiple of 16: SigLIP's 72, and tails of 8 */
-      {72, 72}, {40, 24}, {8, 8}, {100, 36}};
+      {72, 72},
+      {40, 24},
+      {8, 8},
+      {100, 36}};
   static const int32_t SPANS[][2] = {{0, 64}, {0, 1},   {5, 11},  {16, 16},
                                      {3, 61}, {48, 16}, {33, 31}, {63, 1}};
   const nc_attn_flash_kernels *tabs[] = {nc_attn_flash_plain(),
