@@ -35,309 +35,67 @@
 
 #include <cmocka.h>
 
-#include "engine/engine.h"
+#include "image_engine_harness.h"
 #include "nucleus.h"
-#include "test_image_util.h"
-#include "test_require.h"
 
-enum { MAX_GEN = 64, N_GEN = 16 };
-
-typedef struct fixture {
-  nucleus_model *lm;
-  nucleus_mmproj *mm;
-  nucleus_image *wide, *tall, *square;
-} fixture;
-
-static const char *root(void) {
-  const char *r = getenv("NUCLEUS_ROOT");
-  return r && *r ? r : ".";
-}
-
-/* scripts/gen_vision_goldens.py's pixels() */
-static nucleus_image *synthetic(int32_t w, int32_t h) {
-  uint8_t *p = malloc((size_t)3 * w * h);
-  for (int32_t y = 0; y < h; y++)
-    for (int32_t x = 0; x < w; x++)
-      for (int c = 0; c < 3; c++) {
-        const int64_t v =
-            (x * 37 + y * 91 + c * 53 + (x * y) % 17) * 7 + (x + 2 * y) * 3;
-        p[((size_t)y * w + x) * 3 + c] = (uint8_t)(v & 255);
-      }
-  nucleus_image *img = test_image(p, w, h);
-  free(p);
-  return img;
-}
-
-static int setup_with(void **state, bool flash) {
-  fixture *fx = calloc(1, sizeof *fx);
-  *state = fx;
-  char lm[4096], mm[4096];
-  snprintf(lm, sizeof lm, "%s/build/arch/gemma3.gguf", root());
-  snprintf(mm, sizeof mm, "%s/build/arch/gemma3-mmproj.gguf", root());
-  nucleus_model_params mp = nucleus_model_default_params();
-  mp.n_threads = 2;
-  mp.flash_attn = flash ? NUCLEUS_FLASH_ATTN_ON : NUCLEUS_FLASH_ATTN_OFF;
-  nucleus_error err;
-  if (nucleus_model_load(lm, &mp, &fx->lm, &err) != NUCLEUS_OK ||
-      nucleus_mmproj_load(mm, fx->lm, &mp, &fx->mm, &err) != NUCLEUS_OK) {
-    nucleus_model_free(fx->lm);
-    fx->lm = NULL;
-  }
-  fx->wide = synthetic(80, 60);
-  fx->tall = synthetic(45, 100);
-  fx->square = synthetic(64, 64);
-  return 0;
-}
+/* the pair's test images (16 rows each) */
+enum { WIDE, TALL, SQUARE };
+static const int32_t k_sizes[][2] = {{80, 60}, {45, 100}, {64, 64}};
 
 /* flash attention off, as the golden; and on (the default), whose text on
  * this pair is the same for the golden's 16 tokens */
 static int setup(void **state) {
-  return setup_with(state, false);
+  return ie_setup(state, "gemma3", "gemma3-mmproj", false, k_sizes, 3);
 }
 static int setup_flash(void **state) {
-  return setup_with(state, true);
+  return ie_setup(state, "gemma3", "gemma3-mmproj", true, k_sizes, 3);
 }
 
-static int teardown(void **state) {
-  fixture *fx = *state;
-  nucleus_mmproj_free(fx->mm);
-  nucleus_model_free(fx->lm);
-  test_image_free(fx->wide);
-  test_image_free(fx->tall);
-  test_image_free(fx->square);
-  free(fx);
-  return 0;
-}
-
-static fixture *need(void **state) {
-  fixture *fx = *state;
-  if (!fx->lm)
-    NC_MODEL_UNAVAILABLE("the random gemma3 pair (make arch-models)");
-  return fx;
-}
-
-static const char *k_chat =
-    "<|im_start|>user\n<__media__><__media__>Describe "
-    "the two images.<|im_end|>\n<|im_start|>assistant\n";
-
-static int32_t *prompt_of(fixture *fx, const nucleus_image *a,
-                          const nucleus_image *b, size_t *n) {
-  const nucleus_image *imgs[2] = {a, b};
-  int32_t *ids = NULL;
-  nucleus_error err = {0};
-  assert_int_equal(nucleus_tokenize_with_images(fx->lm, fx->mm, k_chat,
-                                                strlen(k_chat), imgs, 2, &ids,
-                                                n, &err),
-                   NUCLEUS_OK);
-  return ids;
-}
-
-typedef struct result {
-  int32_t tokens[MAX_GEN];
-  float logprobs[MAX_GEN];
-  int32_t n, cached;
-} result;
-
-typedef struct job {
-  const int32_t *prompt;
-  size_t n_prompt;
-  const nucleus_image *images[2];
-  int arrival;
-} job;
-
-/* image_step_tokens: the encode's share of a step (0: the default) */
-static nucleus_engine *engine_sliced(fixture *fx, int32_t budget,
+/* A stepped engine with p's projector (512 positions, budget rows a step)
+ * whose encodes take image_step_tokens' share of a step (0: the
+ * default). */
+static nucleus_engine *engine_sliced(const vt_pair *p, int32_t budget,
                                      int32_t image_step_tokens) {
   nucleus_engine_params ep = nucleus_engine_default_params();
   ep.n_ctx = 512;
   ep.max_batch_tokens = budget;
-  ep.mmproj = fx->mm;
+  ep.mmproj = p->mm;
   ep.image_step_tokens = image_step_tokens;
   nucleus_engine *e = NULL;
   nucleus_error err = {0};
-  if (nc_engine_create_stepped(fx->lm, &ep, &e, &err) != NUCLEUS_OK)
+  if (nc_engine_create_stepped(p->lm, &ep, &e, &err) != NUCLEUS_OK)
     fail_msg("engine: %s", err.message);
   return e;
 }
 
-static nucleus_engine *engine(fixture *fx, int32_t budget) {
-  nucleus_engine_params ep = nucleus_engine_default_params();
-  ep.n_ctx = 512;
-  ep.max_batch_tokens = budget;
-  ep.mmproj = fx->mm;
-  nucleus_engine *e = NULL;
-  nucleus_error err = {0};
-  if (nc_engine_create_stepped(fx->lm, &ep, &e, &err) != NUCLEUS_OK)
-    fail_msg("engine: %s", err.message);
-  return e;
-}
-
-static nucleus_engine *engine_swa_full(fixture *fx, int32_t budget) {
-  nucleus_engine_params ep = nucleus_engine_default_params();
-  ep.n_ctx = 512;
-  ep.max_batch_tokens = budget;
-  ep.mmproj = fx->mm;
-  ep.swa_full = true;
-  nucleus_engine *e = NULL;
-  nucleus_error err = {0};
-  if (nc_engine_create_stepped(fx->lm, &ep, &e, &err) != NUCLEUS_OK)
-    fail_msg("engine: %s", err.message);
-  return e;
-}
-
-static void run_on(nucleus_engine *e, const job *jobs, int n, result *out) {
-  nucleus_request *reqs[4] = {0};
-  bool done[4] = {false};
-  memset(out, 0, sizeof *out * (size_t)n);
-  int finished = 0;
-  for (int step = 0; step < 10000 && finished < n; step++) {
-    for (int i = 0; i < n; i++) {
-      if (jobs[i].arrival != step) continue;
-      nucleus_request_params p = nucleus_request_default_params();
-      p.sampling.temperature = 0;
-      p.sampling.logprobs = true;
-      p.max_tokens = N_GEN;
-      p.ignore_eos = true;
-      p.images = jobs[i].images;
-      p.n_images = 2;
-      nucleus_error err = {0};
-      if (nucleus_engine_submit(e, jobs[i].prompt, jobs[i].n_prompt, &p,
-                                &reqs[i], &err) != NUCLEUS_OK)
-        fail_msg("submit: %s", err.message);
-    }
-    nc_engine_step(e);
-    for (int i = 0; i < n; i++) {
-      nucleus_event ev;
-      while (reqs[i] && !done[i] &&
-             nucleus_request_next_event(reqs[i], &ev, 0) == NUCLEUS_OK) {
-        if (ev.kind == NUCLEUS_EVENT_TOKEN) {
-          out[i].tokens[out[i].n] = ev.token;
-          out[i].logprobs[out[i].n++] = ev.logprob;
-        } else if (ev.kind == NUCLEUS_EVENT_FINISH &&
-                   ev.finish_reason == NUCLEUS_FINISH_ERROR) {
-          fail_msg("request %d: %s", i, ev.error.message);
-        } else if (ev.kind == NUCLEUS_EVENT_DONE) {
-          out[i].cached = ev.usage.cached_tokens;
-          done[i] = true;
-          finished++;
-        }
-      }
-    }
-  }
-  assert_int_equal(finished, n);
-  for (int i = 0; i < n; i++)
-    nucleus_request_free(reqs[i]);
-}
-
-static bool same(const result *a, const result *b) {
-  return a->n == b->n &&
-         !memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)a->n) &&
-         !memcmp(a->logprobs, b->logprobs, sizeof(float) * (size_t)a->n);
-}
-
-static char *text_of(fixture *fx, const result *r) {
-  char *text = NULL;
-  size_t len = 0;
-  nucleus_error err;
-  assert_int_equal(nucleus_detokenize(fx->lm, r->tokens, (size_t)r->n, true,
-                                      &text, &len, &err),
-                   NUCLEUS_OK);
-  return text;
-}
-
-/* The golden's first line: llama-mtmd-cli's text for (wide, tall). */
-static char *golden_text(void) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/tests/data/vision/gemma3_greedy.txt", root());
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("%s is missing (scripts/gen_vision_goldens.py)", path);
-  char *buf = calloc(1, 4096);
-  size_t n = fread(buf, 1, 4095, f);
-  fclose(f);
-  buf[n] = '\0';
-  return buf;
-}
-
+/* The golden's first line: llama-mtmd-cli's text for (wide, tall); other
+ * images, other text. */
 static void test_llama_greedy(void **state) {
-  fixture *fx = need(state);
-  size_t n = 0;
-  int32_t *prompt = prompt_of(fx, fx->wide, fx->tall, &n);
-  nucleus_engine *e = engine(fx, 512);
-  job j = {prompt, n, {fx->wide, fx->tall}, 0};
-  result r;
-  run_on(e, &j, 1, &r);
-  char *got = text_of(fx, &r), *want = golden_text();
-  /* the golden holds llama.cpp's first N_GEN tokens' text exactly */
-  if (strcmp(got, want) != 0)
-    fail_msg("greedy text differs from llama.cpp's:\n got '%s'\nwant '%s'", got,
-             want);
-  /* other images, other text */
-  job j2 = {prompt, n, {fx->tall, fx->wide}, 0};
-  result r2;
-  nucleus_engine_free(e);
-  e = engine(fx, 512);
-  run_on(e, &j2, 1, &r2);
-  char *other = text_of(fx, &r2);
-  assert_string_not_equal(other, got);
-  nucleus_free(other);
-  nucleus_free(got);
-  free(want);
-  nucleus_free(prompt);
-  nucleus_engine_free(e);
-}
-
-static int64_t encoded(nucleus_engine *e) {
-  nucleus_engine_stats st;
-  nucleus_engine_get_stats(e, &st);
-  return st.images_encoded_total;
+  ie_fixture *fx = ie_need(state);
+  check_greedy(&fx->p, "gemma3_greedy.txt", fx->img[WIDE], fx->img[TALL],
+               fx->img[TALL], fx->img[WIDE]);
 }
 
 static void test_invariance(void **state) {
-  fixture *fx = need(state);
-  size_t n = 0;
-  int32_t *prompt = prompt_of(fx, fx->wide, fx->tall, &n);
-  job alone = {prompt, n, {fx->wide, fx->tall}, 0};
-  result ref;
-  nucleus_engine *e = engine(fx, 512);
-  run_on(e, &alone, 1, &ref);
-  nucleus_engine_free(e);
-  assert_int_equal(ref.n, N_GEN);
-
+  ie_fixture *fx = ie_need(state);
   /* chunks of 20 and 23 rows: an image (16 rows) never fits behind a
-   * chunk's start text, so chunks stop before it */
+   * chunk's start text, so chunks stop before it; beside a request with
+   * other images (the same text), arriving later; a prefix-cache hit */
   const int32_t budgets[] = {20, 23, 17};
-  for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++) {
-    result r;
-    e = engine(fx, budgets[b]);
-    run_on(e, &alone, 1, &r);
-    nucleus_engine_free(e);
-    if (!same(&r, &ref)) fail_msg("chunks of %d: other output", budgets[b]);
-  }
-
-  /* beside a request with other images (the same text), arriving later */
-  job pair[2] = {{prompt, n, {fx->wide, fx->tall}, 0},
-                 {prompt, n, {fx->square, fx->wide}, 1}};
-  result rs[2];
-  e = engine(fx, 64);
-  run_on(e, pair, 2, rs);
-  if (!same(&rs[0], &ref)) fail_msg("beside another request: other output");
-  assert_false(same(&rs[1], &ref));
-
-  /* the prefix cache: the same images hit past them (block-aligned, short
-   * of the last prompt token); the other request's images shared only the
-   * text before the first image */
-  result again;
-  const int64_t before = encoded(e);
-  run_on(e, &alone, 1, &again);
-  if (!same(&again, &ref)) fail_msg("prefix hit: other output");
-  /* the hit is past both images: neither is encoded again */
-  assert_int_equal(encoded(e), before);
+  nucleus_engine *e = NULL;
+  check_invariance(&fx->p, fx->img[WIDE], fx->img[TALL], fx->img[SQUARE],
+                   fx->img[WIDE], budgets, 3, 64, &e);
+  size_t n = 0;
+  int32_t *prompt = prompt_of(&fx->p, fx->img[WIDE], fx->img[TALL], &n);
+  job alone = {prompt, n, {fx->img[WIDE], fx->img[TALL]}, 0};
   const int32_t bt = 16; /* the engine's default kv_block_tokens */
-  assert_int_equal(again.cached, ((int32_t)n - 1) / bt * bt);
+
+  /* the prefix cache: the other request's images shared only the text
+   * before the first image */
   int32_t first_image = 0;
   while (prompt[first_image] != NUCLEUS_TOKEN_IMAGE)
     first_image++;
-  job other = {prompt, n, {fx->tall, fx->wide}, 0};
+  job other = {prompt, n, {fx->img[TALL], fx->img[WIDE]}, 0};
   result ro;
   run_on(e, &other, 1, &ro);
   assert_int_equal(ro.cached, first_image / bt * bt);
@@ -347,10 +105,10 @@ static void test_invariance(void **state) {
    * otherwise give the blocks that left the window back, and such a hit
    * stops at 0) */
   nucleus_engine_free(e);
-  e = engine_swa_full(fx, 512);
+  e = engine_with(&fx->p, 512, true);
   result warm;
   run_on(e, &alone, 1, &warm);
-  job half = {prompt, n, {fx->wide, fx->square}, 0};
+  job half = {prompt, n, {fx->img[WIDE], fx->img[SQUARE]}, 0};
   result hot, cold;
   run_on(e, &half, 1, &hot);
   nucleus_engine_free(e);
@@ -359,7 +117,7 @@ static void test_invariance(void **state) {
     second_image++;
   assert_int_equal(hot.cached, second_image / bt * bt);
   assert_true(hot.cached > first_image);
-  e = engine_swa_full(fx, 512);
+  e = engine_with(&fx->p, 512, true);
   run_on(e, &half, 1, &cold);
   nucleus_engine_free(e);
   assert_int_equal(cold.cached, 0);
@@ -369,31 +127,31 @@ static void test_invariance(void **state) {
 }
 
 static void test_same_picture_encoded_once(void **state) {
-  fixture *fx = need(state);
+  ie_fixture *fx = ie_need(state);
   int32_t w, h;
-  nucleus_image_size(fx->wide, &w, &h);
-  nucleus_image *copy = test_image(nucleus_image_rgb(fx->wide), w, h);
+  nucleus_image_size(fx->img[WIDE], &w, &h);
+  nucleus_image *copy = test_image(nucleus_image_rgb(fx->img[WIDE]), w, h);
   size_t n = 0;
-  int32_t *prompt = prompt_of(fx, fx->wide, copy, &n);
-  job twice = {prompt, n, {fx->wide, fx->wide}, 0};
-  job twins = {prompt, n, {fx->wide, copy}, 0};
+  int32_t *prompt = prompt_of(&fx->p, fx->img[WIDE], copy, &n);
+  job twice = {prompt, n, {fx->img[WIDE], fx->img[WIDE]}, 0};
+  job twins = {prompt, n, {fx->img[WIDE], copy}, 0};
   result ref, r;
-  nucleus_engine *e = engine(fx, 512);
+  nucleus_engine *e = engine(&fx->p, 512);
   run_on(e, &twice, 1, &ref);
   assert_int_equal(encoded(e), 1);
   nucleus_engine_free(e);
   /* chunks of 20 rows: the second image is reached steps after the
    * first; the copy is the same picture */
-  e = engine(fx, 20);
+  e = engine(&fx->p, 20);
   run_on(e, &twins, 1, &r);
   assert_int_equal(encoded(e), 1);
   nucleus_engine_free(e);
   if (!same(&r, &ref)) fail_msg("a pixel-equal copy in chunks: other output");
   /* two pictures, two encodes */
   size_t n2 = 0;
-  int32_t *prompt2 = prompt_of(fx, fx->wide, fx->tall, &n2);
-  job two = {prompt2, n2, {fx->wide, fx->tall}, 0};
-  e = engine(fx, 512);
+  int32_t *prompt2 = prompt_of(&fx->p, fx->img[WIDE], fx->img[TALL], &n2);
+  job two = {prompt2, n2, {fx->img[WIDE], fx->img[TALL]}, 0};
+  e = engine(&fx->p, 512);
   run_on(e, &two, 1, &r);
   assert_int_equal(encoded(e), 2);
   nucleus_engine_free(e);
@@ -443,19 +201,21 @@ static int drain(nucleus_request *r, result *out, bool *done) {
 
 enum { N_DECODE = 48 };
 
-/* A text request decoding (its first token out), then the two-image one
- * submitted: until the image request's first token, the text one gets a
- * token every step. Returns those steps; both results in out. */
-static int beside_decode(fixture *fx, int32_t image_step_tokens,
+/* A text request decoding (its first token out), then the one with the
+ * images a_img, b_img submitted: until the image request's first token,
+ * the text one gets a token every step. Returns those steps; both results
+ * in out. */
+static int beside_decode(const vt_pair *p, const nucleus_image *a_img,
+                         const nucleus_image *b_img, int32_t image_step_tokens,
                          const int32_t *prompt, size_t n, result out[2]) {
-  nucleus_engine *e = engine_sliced(fx, 64, image_step_tokens);
+  nucleus_engine *e = engine_sliced(p, 64, image_step_tokens);
   static const char *text = "<|im_start|>user\nCount to one hundred."
                             "<|im_end|>\n<|im_start|>assistant\n";
   int32_t *ids = NULL;
   size_t n_ids = 0;
   nucleus_error err = {0};
-  assert_int_equal(nucleus_tokenize(fx->lm, text, strlen(text), true, true,
-                                    &ids, &n_ids, &err),
+  assert_int_equal(nucleus_tokenize(p->lm, text, strlen(text), true, true, &ids,
+                                    &n_ids, &err),
                    NUCLEUS_OK);
   memset(out, 0, 2 * sizeof *out);
   bool done[2] = {false, false};
@@ -465,7 +225,7 @@ static int beside_decode(fixture *fx, int32_t image_step_tokens,
     drain(d, &out[0], &done[0]);
   }
   assert_int_equal(out[0].n, 1);
-  const nucleus_image *imgs[2] = {fx->wide, fx->tall};
+  const nucleus_image *imgs[2] = {a_img, b_img};
   nucleus_request *a = submit(e, prompt, n, imgs, 2, N_GEN);
   int steps = 0;
   while (out[1].n == 0) {
@@ -492,29 +252,29 @@ static int beside_decode(fixture *fx, int32_t image_step_tokens,
 }
 
 static void test_sliced_encode(void **state) {
-  fixture *fx = need(state);
+  ie_fixture *fx = ie_need(state);
   size_t n = 0;
-  int32_t *prompt = prompt_of(fx, fx->wide, fx->tall, &n);
-  job alone = {prompt, n, {fx->wide, fx->tall}, 0};
+  int32_t *prompt = prompt_of(&fx->p, fx->img[WIDE], fx->img[TALL], &n);
+  job alone = {prompt, n, {fx->img[WIDE], fx->img[TALL]}, 0};
   result ref, r;
-  nucleus_engine *e = engine(fx, 64);
+  nucleus_engine *e = engine(&fx->p, 64);
   run_on(e, &alone, 1, &ref);
   nucleus_engine_free(e);
   /* sliced, alone */
-  e = engine_sliced(fx, 64, 1);
+  e = engine_sliced(&fx->p, 64, 1);
   run_on(e, &alone, 1, &r);
   assert_int_equal(encoded(e), 2);
   nucleus_engine_free(e);
   if (!same(&r, &ref)) fail_msg("sliced encode alone: other output");
   /* two image requests encoding in the same steps (the second one's
    * images other ones) */
-  job pair[2] = {{prompt, n, {fx->wide, fx->tall}, 0},
-                 {prompt, n, {fx->square, fx->wide}, 0}};
+  job pair[2] = {{prompt, n, {fx->img[WIDE], fx->img[TALL]}, 0},
+                 {prompt, n, {fx->img[SQUARE], fx->img[WIDE]}, 0}};
   result whole[2], rs[2];
-  e = engine(fx, 64);
+  e = engine(&fx->p, 64);
   run_on(e, pair, 2, whole);
   nucleus_engine_free(e);
-  e = engine_sliced(fx, 64, 1);
+  e = engine_sliced(&fx->p, 64, 1);
   run_on(e, pair, 2, rs);
   assert_int_equal(encoded(e), 4);
   nucleus_engine_free(e);
@@ -523,8 +283,10 @@ static void test_sliced_encode(void **state) {
   /* beside a decoding request: a token for it every step; the same
    * outputs as with the encode in one step, which takes fewer steps */
   result one[2], sliced[2];
-  const int steps_whole = beside_decode(fx, 0, prompt, n, one);
-  const int steps_sliced = beside_decode(fx, 1, prompt, n, sliced);
+  const int steps_whole =
+      beside_decode(&fx->p, fx->img[WIDE], fx->img[TALL], 0, prompt, n, one);
+  const int steps_sliced =
+      beside_decode(&fx->p, fx->img[WIDE], fx->img[TALL], 1, prompt, n, sliced);
   print_message("steps to the image request's first token: %d whole, %d "
                 "sliced\n",
                 steps_whole, steps_sliced);
@@ -541,11 +303,11 @@ static void test_sliced_encode(void **state) {
 /* A request cancelled while its encode is pending, and an engine freed
  * with one pending: the request ends aborted, nothing leaks (ASan). */
 static void test_cancel_mid_encode(void **state) {
-  fixture *fx = need(state);
+  ie_fixture *fx = ie_need(state);
   size_t n = 0;
-  int32_t *prompt = prompt_of(fx, fx->wide, fx->tall, &n);
-  const nucleus_image *imgs[2] = {fx->wide, fx->tall};
-  nucleus_engine *e = engine_sliced(fx, 64, 1);
+  int32_t *prompt = prompt_of(&fx->p, fx->img[WIDE], fx->img[TALL], &n);
+  const nucleus_image *imgs[2] = {fx->img[WIDE], fx->img[TALL]};
+  nucleus_engine *e = engine_sliced(&fx->p, 64, 1);
   nucleus_request *a = submit(e, prompt, n, imgs, 2, N_GEN);
   for (int i = 0; i < 3; i++)
     nc_engine_step(e);
@@ -567,12 +329,12 @@ static void test_cancel_mid_encode(void **state) {
   nucleus_request_free(a);
   /* the engine still serves (the same request again, whole) */
   result r;
-  job alone = {prompt, n, {fx->wide, fx->tall}, 0};
+  job alone = {prompt, n, {fx->img[WIDE], fx->img[TALL]}, 0};
   run_on(e, &alone, 1, &r);
   assert_int_equal(r.n, N_GEN);
   /* freed with an encode pending (other images: the prefix cache holds
    * only the text before them) */
-  const nucleus_image *other[2] = {fx->square, fx->tall};
+  const nucleus_image *other[2] = {fx->img[SQUARE], fx->img[TALL]};
   nucleus_request *b = submit(e, prompt, n, other, 2, N_GEN);
   nc_engine_step(e);
   nc_engine_step(e);
@@ -583,10 +345,10 @@ static void test_cancel_mid_encode(void **state) {
 }
 
 static void test_refusals(void **state) {
-  fixture *fx = need(state);
+  ie_fixture *fx = ie_need(state);
   size_t n = 0;
-  int32_t *prompt = prompt_of(fx, fx->wide, fx->tall, &n);
-  const nucleus_image *imgs[2] = {fx->wide, fx->tall};
+  int32_t *prompt = prompt_of(&fx->p, fx->img[WIDE], fx->img[TALL], &n);
+  const nucleus_image *imgs[2] = {fx->img[WIDE], fx->img[TALL]};
   nucleus_request_params p = nucleus_request_default_params();
   p.images = imgs;
   p.n_images = 2;
@@ -597,14 +359,14 @@ static void test_refusals(void **state) {
   nucleus_engine_params ep = nucleus_engine_default_params();
   ep.n_ctx = 512;
   nucleus_engine *e = NULL;
-  assert_int_equal(nc_engine_create_stepped(fx->lm, &ep, &e, &err), NC_OK);
+  assert_int_equal(nc_engine_create_stepped(fx->p.lm, &ep, &e, &err), NC_OK);
   assert_int_equal(nucleus_engine_submit(e, prompt, n, &p, &r, &err),
                    NUCLEUS_ERR_INVALID_ARGUMENT);
   assert_string_equal(err.message,
                       "images: 2 given; this engine has no mmproj (--mmproj)");
   nucleus_engine_free(e);
 
-  e = engine(fx, 512);
+  e = engine(&fx->p, 512);
   p.n_images = 1; /* rows for two */
   assert_int_equal(nucleus_engine_submit(e, prompt, n, &p, &r, &err),
                    NUCLEUS_ERR_INVALID_ARGUMENT);
@@ -638,7 +400,7 @@ static void test_refusals(void **state) {
   nucleus_engine_free(e);
 
   /* an image wider than the batch */
-  e = engine(fx, 8);
+  e = engine(&fx->p, 8);
   assert_int_equal(nucleus_engine_submit(e, prompt, n, &p, &r, &err),
                    NUCLEUS_ERR_LIMIT);
   assert_non_null(strstr(err.message, "images[0]: 16 rows, more than"));
@@ -655,6 +417,6 @@ int main(void) {
       cmocka_unit_test(test_sliced_encode),
       cmocka_unit_test(test_cancel_mid_encode),
   };
-  return cmocka_run_group_tests(tests, setup, teardown) |
-         cmocka_run_group_tests(tests, setup_flash, teardown);
+  return cmocka_run_group_tests(tests, setup, ie_teardown) |
+         cmocka_run_group_tests(tests, setup_flash, ie_teardown);
 }

@@ -30,320 +30,40 @@
 
 #include <cmocka.h>
 
-#include "engine/engine.h"
+#include "image_engine_harness.h"
 #include "nucleus.h"
-#include "test_image_util.h"
-#include "test_require.h"
 
-enum { MAX_GEN = 64, N_GEN = 16 };
-
-typedef struct fixture {
-  nucleus_model *lm;
-  nucleus_mmproj *mm;
-  nucleus_image *wide, *odd, *square;
-} fixture;
-
-static const char *root(void) {
-  const char *r = getenv("NUCLEUS_ROOT");
-  return r && *r ? r : ".";
-}
-
-/* scripts/gen_vision_goldens.py's pixels() */
-static nucleus_image *synthetic(int32_t w, int32_t h) {
-  uint8_t *p = malloc((size_t)3 * w * h);
-  for (int32_t y = 0; y < h; y++)
-    for (int32_t x = 0; x < w; x++)
-      for (int c = 0; c < 3; c++) {
-        const int64_t v =
-            (x * 37 + y * 91 + c * 53 + (x * y) % 17) * 7 + (x + 2 * y) * 3;
-        p[((size_t)y * w + x) * 3 + c] = (uint8_t)(v & 255);
-      }
-  nucleus_image *img = test_image(p, w, h);
-  free(p);
-  return img;
-}
+/* the pair's test images: 64 x 64 -> 16 rows, 80 x 48 -> 15, 100 x 70 -> 24 */
+enum { WIDE, ODD, SQUARE };
+static const int32_t k_sizes[][2] = {{80, 48}, {100, 70}, {64, 64}};
 
 static int setup(void **state) {
-  fixture *fx = calloc(1, sizeof *fx);
-  *state = fx;
-  char lm[4096], mm[4096];
-  snprintf(lm, sizeof lm, "%s/build/arch/qwen3vl.gguf", root());
-  snprintf(mm, sizeof mm, "%s/build/arch/qwen3vl-mmproj.gguf", root());
-  nucleus_model_params mp = nucleus_model_default_params();
-  mp.n_threads = 2;
-  mp.flash_attn = NUCLEUS_FLASH_ATTN_OFF; /* as the golden */
-  nucleus_error err;
-  if (nucleus_model_load(lm, &mp, &fx->lm, &err) != NUCLEUS_OK ||
-      nucleus_mmproj_load(mm, fx->lm, &mp, &fx->mm, &err) != NUCLEUS_OK) {
-    nucleus_model_free(fx->lm);
-    fx->lm = NULL;
-  }
-  fx->wide = synthetic(80, 48);
-  fx->odd = synthetic(100, 70);
-  fx->square = synthetic(64, 64);
-  return 0;
+  return ie_setup(state, "qwen3vl", "qwen3vl-mmproj", false, k_sizes, 3);
 }
 
-static int teardown(void **state) {
-  fixture *fx = *state;
-  nucleus_mmproj_free(fx->mm);
-  nucleus_model_free(fx->lm);
-  test_image_free(fx->wide);
-  test_image_free(fx->odd);
-  test_image_free(fx->square);
-  free(fx);
-  return 0;
-}
-
-static fixture *need(void **state) {
-  fixture *fx = *state;
-  if (!fx->lm)
-    NC_MODEL_UNAVAILABLE("the random qwen3vl pair (make arch-models)");
-  return fx;
-}
-
-static const char *k_chat =
-    "<|im_start|>user\n<__media__><__media__>Describe "
-    "the two images.<|im_end|>\n<|im_start|>assistant\n";
-
-static int32_t *prompt_of(fixture *fx, const nucleus_image *a,
-                          const nucleus_image *b, size_t *n) {
-  const nucleus_image *imgs[2] = {a, b};
-  int32_t *ids = NULL;
-  nucleus_error err = {0};
-  assert_int_equal(nucleus_tokenize_with_images(fx->lm, fx->mm, k_chat,
-                                                strlen(k_chat), imgs, 2, &ids,
-                                                n, &err),
-                   NUCLEUS_OK);
-  return ids;
-}
-
-typedef struct result {
-  int32_t tokens[MAX_GEN];
-  float logprobs[MAX_GEN];
-  int32_t n, cached;
-} result;
-
-typedef struct job {
-  const int32_t *prompt;
-  size_t n_prompt;
-  const nucleus_image *images[2];
-  int arrival;
-} job;
-
-static nucleus_engine *engine(fixture *fx, int32_t budget) {
-  nucleus_engine_params ep = nucleus_engine_default_params();
-  ep.n_ctx = 512;
-  ep.max_batch_tokens = budget;
-  ep.mmproj = fx->mm;
-  nucleus_engine *e = NULL;
-  nucleus_error err = {0};
-  if (nc_engine_create_stepped(fx->lm, &ep, &e, &err) != NUCLEUS_OK)
-    fail_msg("engine: %s", err.message);
-  return e;
-}
-
-static void run_on(nucleus_engine *e, const job *jobs, int n, result *out) {
-  nucleus_request *reqs[4] = {0};
-  bool done[4] = {false};
-  memset(out, 0, sizeof *out * (size_t)n);
-  int finished = 0;
-  for (int step = 0; step < 10000 && finished < n; step++) {
-    for (int i = 0; i < n; i++) {
-      if (jobs[i].arrival != step) continue;
-      nucleus_request_params p = nucleus_request_default_params();
-      p.sampling.temperature = 0;
-      p.sampling.logprobs = true;
-      p.max_tokens = N_GEN;
-      p.ignore_eos = true;
-      p.images = jobs[i].images;
-      p.n_images = 2;
-      nucleus_error err = {0};
-      if (nucleus_engine_submit(e, jobs[i].prompt, jobs[i].n_prompt, &p,
-                                &reqs[i], &err) != NUCLEUS_OK)
-        fail_msg("submit: %s", err.message);
-    }
-    nc_engine_step(e);
-    for (int i = 0; i < n; i++) {
-      nucleus_event ev;
-      while (reqs[i] && !done[i] &&
-             nucleus_request_next_event(reqs[i], &ev, 0) == NUCLEUS_OK) {
-        if (ev.kind == NUCLEUS_EVENT_TOKEN) {
-          out[i].tokens[out[i].n] = ev.token;
-          out[i].logprobs[out[i].n++] = ev.logprob;
-        } else if (ev.kind == NUCLEUS_EVENT_FINISH &&
-                   ev.finish_reason == NUCLEUS_FINISH_ERROR) {
-          fail_msg("request %d: %s", i, ev.error.message);
-        } else if (ev.kind == NUCLEUS_EVENT_DONE) {
-          out[i].cached = ev.usage.cached_tokens;
-          done[i] = true;
-          finished++;
-        }
-      }
-    }
-  }
-  assert_int_equal(finished, n);
-  for (int i = 0; i < n; i++)
-    nucleus_request_free(reqs[i]);
-}
-
-static bool same(const result *a, const result *b) {
-  return a->n == b->n &&
-         !memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)a->n) &&
-         !memcmp(a->logprobs, b->logprobs, sizeof(float) * (size_t)a->n);
-}
-
-static char *text_of(fixture *fx, const result *r) {
-  char *text = NULL;
-  size_t len = 0;
-  nucleus_error err;
-  assert_int_equal(nucleus_detokenize(fx->lm, r->tokens, (size_t)r->n, true,
-                                      &text, &len, &err),
-                   NUCLEUS_OK);
-  return text;
-}
-
-/* llama-mtmd-cli's text for (square, wide). */
-static char *golden_text(void) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/tests/data/vision/qwen3vl_greedy.txt",
-           root());
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("%s is missing (scripts/gen_vision_goldens.py)", path);
-  char *buf = calloc(1, 4096);
-  size_t n = fread(buf, 1, 4095, f);
-  fclose(f);
-  buf[n] = '\0';
-  return buf;
-}
-
+/* llama-mtmd-cli's text for (square, wide); other images, other text */
 static void test_llama_greedy(void **state) {
-  fixture *fx = need(state);
-  size_t n = 0;
-  int32_t *prompt = prompt_of(fx, fx->square, fx->wide, &n);
-  nucleus_engine *e = engine(fx, 512);
-  job j = {prompt, n, {fx->square, fx->wide}, 0};
-  result r;
-  run_on(e, &j, 1, &r);
-  char *got = text_of(fx, &r), *want = golden_text();
-  /* the golden holds llama.cpp's first N_GEN tokens' text exactly */
-  if (strcmp(got, want) != 0)
-    fail_msg("greedy text differs from llama.cpp's:\n got '%s'\nwant '%s'", got,
-             want);
-  /* other images, other text */
-  size_t n2 = 0;
-  int32_t *prompt2 = prompt_of(fx, fx->odd, fx->wide, &n2);
-  job j2 = {prompt2, n2, {fx->odd, fx->wide}, 0};
-  result r2;
-  nucleus_engine_free(e);
-  e = engine(fx, 512);
-  run_on(e, &j2, 1, &r2);
-  char *other = text_of(fx, &r2);
-  assert_string_not_equal(other, got);
-  nucleus_free(other);
-  nucleus_free(got);
-  free(want);
-  nucleus_free(prompt);
-  nucleus_free(prompt2);
-  nucleus_engine_free(e);
+  ie_fixture *fx = ie_need(state);
+  check_greedy(&fx->p, "qwen3vl_greedy.txt", fx->img[SQUARE], fx->img[WIDE],
+               fx->img[ODD], fx->img[WIDE]);
 }
 
 static void test_invariance(void **state) {
-  fixture *fx = need(state);
-  size_t n = 0;
-  int32_t *prompt = prompt_of(fx, fx->square, fx->wide, &n);
-  job alone = {prompt, n, {fx->square, fx->wide}, 0};
-  result ref;
-  nucleus_engine *e = engine(fx, 512);
-  run_on(e, &alone, 1, &ref);
-  nucleus_engine_free(e);
-  assert_int_equal(ref.n, N_GEN);
-
+  ie_fixture *fx = ie_need(state);
   /* chunks that must stop before an image (16 and 15 rows) */
   const int32_t budgets[] = {20, 23, 17};
-  for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++) {
-    result r;
-    e = engine(fx, budgets[b]);
-    run_on(e, &alone, 1, &r);
-    nucleus_engine_free(e);
-    if (!same(&r, &ref)) fail_msg("chunks of %d: other output", budgets[b]);
-  }
-
-  /* beside a request with other images, arriving later */
-  size_t n2 = 0;
-  int32_t *prompt2 = prompt_of(fx, fx->odd, fx->wide, &n2);
-  job pair[2] = {{prompt, n, {fx->square, fx->wide}, 0},
-                 {prompt2, n2, {fx->odd, fx->wide}, 1}};
-  result rs[2];
-  e = engine(fx, 64);
-  run_on(e, pair, 2, rs);
-  if (!same(&rs[0], &ref)) fail_msg("beside another request: other output");
-  assert_false(same(&rs[1], &ref));
-
-  /* a prefix-cache hit past both images */
-  result again;
-  run_on(e, &alone, 1, &again);
-  if (!same(&again, &ref)) fail_msg("prefix hit: other output");
-  const int32_t bt = 16;
-  assert_int_equal(again.cached, ((int32_t)n - 1) / bt * bt);
-  nucleus_engine_free(e);
-  nucleus_free(prompt);
-  nucleus_free(prompt2);
-}
-
-/* The greedy text of the Qwen2.5-VL pair on the prompt with images a, b. */
-static char *qwen25vl_text(nucleus_model *lm, nucleus_mmproj *mm,
-                           const nucleus_image *a, const nucleus_image *b) {
-  fixture fx = {.lm = lm, .mm = mm};
-  size_t n = 0;
-  int32_t *prompt = prompt_of(&fx, a, b, &n);
-  nucleus_engine *e = engine(&fx, 512);
-  job j = {prompt, n, {a, b}, 0};
-  result r;
-  run_on(e, &j, 1, &r);
-  nucleus_engine_free(e);
-  nucleus_free(prompt);
-  return text_of(&fx, &r);
+  check_invariance(&fx->p, fx->img[SQUARE], fx->img[WIDE], fx->img[ODD],
+                   fx->img[WIDE], budgets, 3, 64, NULL);
 }
 
 static void test_qwen25vl_greedy(void **state) {
   (void)state;
-  char lm_path[4096], mm_path[4096], golden[4096];
-  snprintf(lm_path, sizeof lm_path, "%s/build/arch/qwen2vl.gguf", root());
-  snprintf(mm_path, sizeof mm_path, "%s/build/arch/qwen25vl-mmproj.gguf",
-           root());
-  snprintf(golden, sizeof golden, "%s/tests/data/vision/qwen25vl_greedy.txt",
-           root());
-  nucleus_model_params mp = nucleus_model_default_params();
-  mp.n_threads = 2;
-  mp.flash_attn = NUCLEUS_FLASH_ATTN_OFF; /* as the golden */
-  nucleus_model *lm = NULL;
-  nucleus_mmproj *mm = NULL;
-  nucleus_error err;
-  if (nucleus_model_load(lm_path, &mp, &lm, &err) != NUCLEUS_OK)
-    NC_MODEL_UNAVAILABLE("the random qwen2vl model (make arch-models)");
-  if (nucleus_mmproj_load(mm_path, lm, &mp, &mm, &err) != NUCLEUS_OK) {
-    nucleus_model_free(lm);
-    NC_MODEL_UNAVAILABLE("the random qwen25vl projector (make arch-models)");
-  }
-  nucleus_image *wide = synthetic(144, 96), *tall = synthetic(100, 130);
-  FILE *f = fopen(golden, "rb");
-  if (!f) fail_msg("%s is missing (scripts/gen_vision_goldens.py)", golden);
-  char want[4096] = {0};
-  want[fread(want, 1, sizeof want - 1, f)] = '\0';
-  fclose(f);
-  char *got = qwen25vl_text(lm, mm, wide, tall);
-  if (strcmp(got, want) != 0)
-    fail_msg("greedy text differs from llama.cpp's:\n got '%s'\nwant '%s'", got,
-             want);
-  char *other = qwen25vl_text(lm, mm, tall, wide);
-  assert_string_not_equal(other, got);
-  nucleus_free(other);
-  nucleus_free(got);
+  vt_pair p = vt_load("qwen2vl", "qwen25vl-mmproj", false, false, 2);
+  nucleus_image *wide = vt_image(144, 96), *tall = vt_image(100, 130);
+  check_greedy(&p, "qwen25vl_greedy.txt", wide, tall, tall, wide);
   test_image_free(wide);
   test_image_free(tall);
-  nucleus_mmproj_free(mm);
-  nucleus_model_free(lm);
+  vt_unload(&p);
 }
 
 int main(void) {
@@ -352,5 +72,5 @@ int main(void) {
       cmocka_unit_test(test_invariance),
       cmocka_unit_test(test_qwen25vl_greedy),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, ie_teardown);
 }
