@@ -28,33 +28,28 @@ static void patches_of(const float *img, int32_t S, int32_t P, float *out) {
     }
 }
 
-/* An encode's state: the patches' rows and the layers' scratch. */
+/* An encode's state: the patches' rows and the layers' scratch (the
+ * fitted image and its normalised values only during begin). */
 typedef struct enc {
   const nucleus_mmproj *mm;
   float *out;
   int32_t N; /* patches */
-  float *x, *h, *q, *k, *v, *a, *f, *in;
+  nc_vit_bufs b;
 } enc;
 
 static void free_state(void *st) {
-  enc *b = st;
-  if (!b) return;
-  free(b->x);
-  free(b->h);
-  free(b->q);
-  free(b->k);
-  free(b->v);
-  free(b->a);
-  free(b->f);
-  free(b->in);
-  free(b);
+  enc *es = st;
+  if (!es) return;
+  nc_vit_bufs_free(&es->b);
+  free(es);
 }
 
 static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
-  enc *b = st;
-  const nucleus_mmproj *mm = b->mm;
+  enc *es = st;
+  nc_vit_bufs *b = &es->b;
+  const nucleus_mmproj *mm = es->mm;
   const nc_vit_layer *L = &mm->layers[il];
-  const int32_t N = b->N;
+  const int32_t N = es->N;
   const int64_t E = mm->n_embd, F = mm->n_ff;
   const int32_t dh = mm->n_embd / mm->n_head;
   nc_vit_layernorm(b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
@@ -85,33 +80,20 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
   const int32_t S = mm->image_size, P = mm->patch_size, side = S / P;
   const int32_t N = side * side;
   const int64_t E = mm->n_embd, F = mm->n_ff, CPP = 3 * (int64_t)P * P;
-  enc *b = calloc(1, sizeof *b);
-  *st = b;
-  if (!b) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
-  b->mm = mm;
-  b->out = out;
-  b->N = N;
-  uint8_t *fit = malloc((size_t)3 * S * S);
-  float *img = malloc((size_t)3 * S * S * sizeof *img);
-  b->in = malloc((size_t)N * CPP * sizeof *b->in);
-  b->x = malloc((size_t)N * E * sizeof *b->x);
-  b->h = malloc((size_t)N * E * sizeof *b->h);
-  b->q = malloc((size_t)N * E * sizeof *b->q);
-  b->k = malloc((size_t)N * E * sizeof *b->k);
-  b->v = malloc((size_t)N * E * sizeof *b->v);
-  b->a = malloc((size_t)N * E * sizeof *b->a);
-  b->f = malloc((size_t)N * F * sizeof *b->f);
-  nc_code rc = NC_OK;
-  if (!fit || !img || !b->in || !b->x || !b->h || !b->q || !b->k || !b->v ||
-      !b->a || !b->f)
-    rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
-                 (int)N);
+  enc *es = calloc(1, sizeof *es);
+  *st = es;
+  if (!es) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  es->mm = mm;
+  es->out = out;
+  es->N = N;
+  nc_vit_bufs *b = &es->b;
+  nc_code rc = nc_vit_bufs_alloc(b, S, S, P, E, F, err);
   if (rc == NC_OK)
-    rc = nc_image_fit_square(image->rgb, image->width, image->height, fit, S,
+    rc = nc_image_fit_square(image->rgb, image->width, image->height, b->rgb, S,
                              NC_RESIZE_BILINEAR, err);
   if (rc == NC_OK) {
-    nc_image_normalize(fit, (int64_t)S * S, mm->mean, mm->std, img);
-    patches_of(img, S, P, b->in);
+    nc_image_normalize(b->rgb, (int64_t)S * S, mm->mean, mm->std, b->img);
+    patches_of(b->img, S, P, b->in);
     rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd, mm->patch_bias, b->x,
                        E, err);
   }
@@ -120,15 +102,15 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
     if (mm->pre_ln_w)
       nc_vit_layernorm(b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N, E, mm->eps);
   }
-  free(fit);
-  free(img);
+  nc_vit_bufs_drop_image(b);
   return rc;
 }
 
 static nc_code finish(void *st, nc_vit *v, nc_error *err) {
-  enc *b = st;
-  const nucleus_mmproj *mm = b->mm;
-  const int32_t side = mm->image_size / mm->patch_size, N = b->N;
+  enc *es = st;
+  nc_vit_bufs *b = &es->b;
+  const nucleus_mmproj *mm = es->mm;
+  const int32_t side = mm->image_size / mm->patch_size, N = es->N;
   const int32_t K = mm->n_merge, ps = side / K;
   const int64_t E = mm->n_embd;
   if (mm->post_ln_w)
@@ -148,7 +130,7 @@ static nc_code finish(void *st, nc_vit *v, nc_error *err) {
       }
     }
   nc_vit_rmsnorm(b->h, mm->soft_emb_norm, b->h, ps * ps, E, mm->eps);
-  return nc_vit_matmul(v, b->h, E, ps * ps, &mm->input_proj, NULL, b->out,
+  return nc_vit_matmul(v, b->h, E, ps * ps, &mm->input_proj, NULL, es->out,
                        mm->n_embd_text, err);
 }
 

@@ -27,22 +27,26 @@
 #include "kernels/ops.h"
 #include "vit.h"
 
-/* An encode's state: the patches' rows, the layers' scratch, the RoPE
- * tables. */
+/* An encode's state: the patches' rows and the layers' scratch (vb, the
+ * ViT's: nc_vit_bufs, the image's bytes and values only during begin), and
+ * Gemma 4's beside them: the gate's rows (g: [N, n_ff]), the clamped
+ * inputs of a product (c: [N, max(n_embd, n_ff)]), the RoPE tables (pos:
+ * [2 N, head_dim / 2]). */
 typedef struct bufs {
   const nucleus_mmproj *mm;
   float *out;
   int32_t N, pw, ph; /* patches: pw x ph */
-  float *x, *h, *q, *k, *v, *a, *f, *g, *in, *c, *pos;
+  nc_vit_bufs vb;
+  float *g, *c, *pos;
 } bufs;
 
 static void free_state(void *st) {
   bufs *b = st;
   if (!b) return;
-  float *all[] = {b->x, b->h, b->q,  b->k, b->v,  b->a,
-                  b->f, b->g, b->in, b->c, b->pos};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    free(all[i]);
+  nc_vit_bufs_free(&b->vb);
+  free(b->g);
+  free(b->c);
+  free(b->pos);
   free(b);
 }
 
@@ -111,50 +115,54 @@ static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
   const int32_t N = b->N;
   const int64_t E = mm->n_embd, F = mm->n_ff;
   const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
-  rms(b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
+  rms(b->vb.x, L->ln1_w, L->ln1_b, b->vb.h, N, E, mm->eps);
   nc_code rc =
-      clamped_matmul(v, b->h, E, N, &L->wq, &L->cl_q, b->c, b->q, E, err);
+      clamped_matmul(v, b->vb.h, E, N, &L->wq, &L->cl_q, b->c, b->vb.q, E, err);
   if (rc == NC_OK)
-    rc = clamped_matmul(v, b->h, E, N, &L->wk, &L->cl_k, b->c, b->k, E, err);
+    rc = clamped_matmul(v, b->vb.h, E, N, &L->wk, &L->cl_k, b->c, b->vb.k, E,
+                        err);
   if (rc == NC_OK)
-    rc = clamped_matmul(v, b->h, E, N, &L->wv, &L->cl_v, b->c, b->v, E, err);
+    rc = clamped_matmul(v, b->vb.h, E, N, &L->wv, &L->cl_v, b->c, b->vb.v, E,
+                        err);
   if (rc != NC_OK) return rc;
-  add_bias(b->q, L->bq, N, E);
-  add_bias(b->k, L->bk, N, E);
-  add_bias(b->v, L->bv, N, E);
-  head_norm(b->q, L->q_norm, L->q_norm_n, N, H, dh, mm->eps);
-  head_norm(b->k, L->k_norm, L->k_norm_n, N, H, dh, mm->eps);
+  add_bias(b->vb.q, L->bq, N, E);
+  add_bias(b->vb.k, L->bk, N, E);
+  add_bias(b->vb.v, L->bv, N, E);
+  head_norm(b->vb.q, L->q_norm, L->q_norm_n, N, H, dh, mm->eps);
+  head_norm(b->vb.k, L->k_norm, L->k_norm_n, N, H, dh, mm->eps);
   const int64_t rs = (int64_t)dh / 2; /* cos/sin entries per patch */
   for (int32_t t = 0; t < N; t++) {
-    rope_2d(b->q + (int64_t)t * E, H, dh, b->pos + t * rs,
+    rope_2d(b->vb.q + (int64_t)t * E, H, dh, b->pos + t * rs,
             b->pos + ((int64_t)N + t) * rs);
-    rope_2d(b->k + (int64_t)t * E, H, dh, b->pos + t * rs,
+    rope_2d(b->vb.k + (int64_t)t * E, H, dh, b->pos + t * rs,
             b->pos + ((int64_t)N + t) * rs);
   }
-  nc_vit_rmsnorm(b->v, NULL, b->v, N * H, dh, mm->eps);
-  rc = nc_vit_attention(v, b->q, b->k, b->v, b->a, N, H, dh, 1.0f, mm->flash,
-                        err);
+  nc_vit_rmsnorm(b->vb.v, NULL, b->vb.v, N * H, dh, mm->eps);
+  rc = nc_vit_attention(v, b->vb.q, b->vb.k, b->vb.v, b->vb.a, N, H, dh, 1.0f,
+                        mm->flash, err);
   if (rc == NC_OK)
-    rc = clamped_matmul(v, b->a, E, N, &L->wo, &L->cl_o, b->c, b->h, E, err);
-  if (rc != NC_OK) return rc;
-  add_bias(b->h, L->bo, N, E);
-  if (L->attn_post_norm)
-    rms(b->h, L->attn_post_norm, NULL, b->h, N, E, mm->eps);
-  nc_vit_add(b->x, b->h, (int64_t)N * E);
-  rms(b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
-  rc = clamped_matmul(v, b->h, E, N, &L->ffn_up, &L->cl_up, b->c, b->f, F, err);
-  if (rc != NC_OK) return rc;
-  add_bias(b->f, L->ffn_up_b, N, F);
-  if (L->ffn_gate.data) {
-    rc = clamped_matmul(v, b->h, E, N, &L->ffn_gate, &L->cl_gate, b->c, b->g, F,
+    rc = clamped_matmul(v, b->vb.a, E, N, &L->wo, &L->cl_o, b->c, b->vb.h, E,
                         err);
+  if (rc != NC_OK) return rc;
+  add_bias(b->vb.h, L->bo, N, E);
+  if (L->attn_post_norm)
+    rms(b->vb.h, L->attn_post_norm, NULL, b->vb.h, N, E, mm->eps);
+  nc_vit_add(b->vb.x, b->vb.h, (int64_t)N * E);
+  rms(b->vb.x, L->ln2_w, L->ln2_b, b->vb.h, N, E, mm->eps);
+  rc = clamped_matmul(v, b->vb.h, E, N, &L->ffn_up, &L->cl_up, b->c, b->vb.f, F,
+                      err);
+  if (rc != NC_OK) return rc;
+  add_bias(b->vb.f, L->ffn_up_b, N, F);
+  if (L->ffn_gate.data) {
+    rc = clamped_matmul(v, b->vb.h, E, N, &L->ffn_gate, &L->cl_gate, b->c, b->g,
+                        F, err);
     if (rc != NC_OK) return rc;
     add_bias(b->g, L->ffn_gate_b, N, F);
   }
-  float *act = L->ffn_gate.data ? b->g : b->f;
+  float *act = L->ffn_gate.data ? b->g : b->vb.f;
   const int64_t nf = (int64_t)N * F;
   if (mm->act == NC_VIT_SILU && L->ffn_gate.data)
-    nc_vit_swiglu(b->g, b->f, N, F);
+    nc_vit_swiglu(b->g, b->vb.f, N, F);
   else {
     if (mm->act == NC_VIT_GELU)
       nc_vit_gelu(v, act, nf);
@@ -165,18 +173,19 @@ static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
         act[i] = act[i] / (1.0f + nc_expf_ggml(-act[i]));
     if (L->ffn_gate.data)
       for (int64_t i = 0; i < nf; i++)
-        act[i] *= b->f[i];
+        act[i] *= b->vb.f[i];
   }
-  rc = clamped_matmul(v, act, F, N, &L->ffn_down, &L->cl_down, b->c, b->h, E,
+  rc = clamped_matmul(v, act, F, N, &L->ffn_down, &L->cl_down, b->c, b->vb.h, E,
                       err);
   if (rc != NC_OK) return rc;
-  add_bias(b->h, L->ffn_down_b, N, E);
-  if (L->ffn_post_norm) rms(b->h, L->ffn_post_norm, NULL, b->h, N, E, mm->eps);
-  nc_vit_add(b->x, b->h, (int64_t)N * E);
+  add_bias(b->vb.h, L->ffn_down_b, N, E);
+  if (L->ffn_post_norm)
+    rms(b->vb.h, L->ffn_post_norm, NULL, b->vb.h, N, E, mm->eps);
+  nc_vit_add(b->vb.x, b->vb.h, (int64_t)N * E);
   if (L->out_scale)
     for (int32_t t = 0; t < N; t++)
       for (int64_t e = 0; e < E; e++)
-        b->x[t * E + e] *= L->out_scale[L->out_scale_n == 1 ? 0 : e];
+        b->vb.x[t * E + e] *= L->out_scale[L->out_scale_n == 1 ? 0 : e];
   return NC_OK;
 }
 
@@ -264,24 +273,17 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
   b->N = N;
   b->pw = pw;
   b->ph = ph;
-  uint8_t *fit = malloc((size_t)3 * W * Hh);
-  float *img = malloc((size_t)3 * W * Hh * sizeof *img);
-  b->in = malloc((size_t)N * CPP * sizeof *b->in);
-  b->x = malloc((size_t)N * E * sizeof *b->x);
-  b->h = malloc((size_t)N * E * sizeof *b->h);
-  b->q = malloc((size_t)N * E * sizeof *b->q);
-  b->k = malloc((size_t)N * E * sizeof *b->k);
-  b->v = malloc((size_t)N * E * sizeof *b->v);
-  b->a = malloc((size_t)N * E * sizeof *b->a);
-  b->f = malloc((size_t)N * F * sizeof *b->f);
-  b->g = malloc((size_t)N * F * sizeof *b->g);
-  b->c = malloc((size_t)N * wide * sizeof *b->c);
-  b->pos = malloc((size_t)2 * N * (dh / 2) * sizeof *b->pos);
-  nc_code rc = NC_OK;
-  if (!fit || !img || !b->in || !b->x || !b->h || !b->q || !b->k || !b->v ||
-      !b->a || !b->f || !b->g || !b->c || !b->pos)
-    rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
-                 (int)N);
+  nc_code rc = nc_vit_bufs_alloc(&b->vb, W, Hh, P, E, F, err);
+  if (rc == NC_OK) {
+    b->g = malloc((size_t)N * F * sizeof *b->g);
+    b->c = malloc((size_t)N * wide * sizeof *b->c);
+    b->pos = malloc((size_t)2 * N * (dh / 2) * sizeof *b->pos);
+    if (!b->g || !b->c || !b->pos)
+      rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
+                   (int)N);
+  }
+  uint8_t *fit = b->vb.rgb;
+  float *img = b->vb.img;
   if (rc == NC_OK)
     rc = nc_image_fit(image->rgb, image->width, image->height, fit, W, Hh,
                       NC_RESIZE_BICUBIC, err);
@@ -290,21 +292,21 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
     nc_image_normalize(fit, (int64_t)W * Hh, mm->mean, mm->std, img);
     for (int64_t i = 0; i < n; i++) /* ggml_scale_bias(x, 2, -1) */
       img[i] = img[i] * 2.0f + -1.0f;
-    patches_of(img, W, P, pw, ph, b->in);
-    rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd, NULL, b->x, E, err);
+    patches_of(img, W, P, pw, ph, b->vb.in);
+    rc = nc_vit_matmul(v, b->vb.in, CPP, N, &mm->patch_embd, NULL, b->vb.x, E,
+                       err);
   }
   if (rc == NC_OK) {
     const float *tx = mm->pos_embd, *ty = mm->pos_embd + mm->pos_size * E;
     for (int32_t t = 0; t < N; t++)
-      nc_vit_add(b->x + (int64_t)t * E, tx + (int64_t)(t % pw) * E, E);
+      nc_vit_add(b->vb.x + (int64_t)t * E, tx + (int64_t)(t % pw) * E, E);
     for (int32_t t = 0; t < N; t++)
-      nc_vit_add(b->x + (int64_t)t * E, ty + (int64_t)(t / pw) * E, E);
+      nc_vit_add(b->vb.x + (int64_t)t * E, ty + (int64_t)(t / pw) * E, E);
     rope_tables(dh, pw, N, b->pos);
     if (mm->pre_ln_w)
-      rms(b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N, E, mm->eps);
+      rms(b->vb.x, mm->pre_ln_w, mm->pre_ln_b, b->vb.x, N, E, mm->eps);
   }
-  free(fit);
-  free(img);
+  nc_vit_bufs_drop_image(&b->vb);
   return rc;
 }
 
@@ -314,11 +316,11 @@ static nc_code finish(void *st, nc_vit *v, nc_error *err) {
   const int32_t K = mm->n_merge, rows = (b->pw / K) * (b->ph / K);
   const int64_t E = mm->n_embd;
   if (mm->post_ln_w)
-    rms(b->x, mm->post_ln_w, mm->post_ln_b, b->x, b->N, E, mm->eps);
-  pool(mm, b->x, b->pw, b->ph, b->h);
-  nc_vit_rmsnorm(b->h, NULL, b->h, rows, E, mm->eps);
-  return clamped_matmul(v, b->h, E, rows, &mm->input_proj, &mm->cl_proj, b->c,
-                        b->out, mm->n_embd_text, err);
+    rms(b->vb.x, mm->post_ln_w, mm->post_ln_b, b->vb.x, b->N, E, mm->eps);
+  pool(mm, b->vb.x, b->pw, b->ph, b->vb.h);
+  nc_vit_rmsnorm(b->vb.h, NULL, b->vb.h, rows, E, mm->eps);
+  return clamped_matmul(v, b->vb.h, E, rows, &mm->input_proj, &mm->cl_proj,
+                        b->c, b->out, mm->n_embd_text, err);
 }
 
 const nc_encoder nc_encoder_gemma4v = {begin, layer, finish, free_state};

@@ -51,6 +51,44 @@ void nc_vit_free(nc_vit *v) {
   memset(v, 0, sizeof *v);
 }
 
+nc_code nc_vit_bufs_alloc(nc_vit_bufs *b, int32_t w, int32_t h, int32_t patch,
+                          int64_t n_embd, int64_t n_ff, nc_error *err) {
+  const int32_t n = (w / patch) * (h / patch);
+  const int64_t E = n_embd, F = n_ff, CPP = 3 * (int64_t)patch * patch;
+  b->rgb = malloc((size_t)3 * w * h);
+  b->img = malloc((size_t)3 * w * h * sizeof *b->img);
+  b->in = malloc((size_t)n * CPP * sizeof *b->in);
+  b->x = malloc((size_t)n * E * sizeof *b->x);
+  b->h = malloc((size_t)n * E * sizeof *b->h);
+  b->q = malloc((size_t)n * E * sizeof *b->q);
+  b->k = malloc((size_t)n * E * sizeof *b->k);
+  b->v = malloc((size_t)n * E * sizeof *b->v);
+  b->a = malloc((size_t)n * E * sizeof *b->a);
+  b->f = malloc((size_t)n * F * sizeof *b->f);
+  if (!b->rgb || !b->img || !b->in || !b->x || !b->h || !b->q || !b->k ||
+      !b->v || !b->a || !b->f) {
+    nc_vit_bufs_free(b);
+    return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
+                   (int)n);
+  }
+  return NC_OK;
+}
+
+void nc_vit_bufs_free(nc_vit_bufs *b) {
+  free(b->rgb);
+  float *all[] = {b->img, b->in, b->x, b->h, b->q, b->k, b->v, b->a, b->f};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    free(all[i]);
+  memset(b, 0, sizeof *b);
+}
+
+void nc_vit_bufs_drop_image(nc_vit_bufs *b) {
+  free(b->rgb);
+  free(b->img);
+  b->rgb = NULL;
+  b->img = NULL;
+}
+
 static void run(nc_vit *v, nc_task_fn fn, void *arg) {
   if (v->tp)
     nc_threadpool_run(v->tp, fn, arg);

@@ -37,6 +37,23 @@ void nc_vit_free(nc_vit *v);
  * per-thread parts sized again. */
 void nc_vit_set_pool(nc_vit *v, nc_threadpool *tp);
 
+/* The rows of one encode over the n = (w / patch) x (h / patch) patches
+ * of an image fitted to w x h: the image's bytes (rgb: 3 w h) and its
+ * normalised values (img: 3 w h floats), the patch vectors (in: [n, 3 patch
+ * patch]), the residual stream and the attention's rows (x, h, q, k, v, a:
+ * [n, n_embd]), the MLP's (f: [n, n_ff]). */
+typedef struct nc_vit_bufs {
+  uint8_t *rgb;
+  float *img, *in, *x, *h, *q, *k, *v, *a, *f;
+} nc_vit_bufs;
+
+/* All of them, or none and an out-of-memory error naming the patches. */
+nc_code nc_vit_bufs_alloc(nc_vit_bufs *b, int32_t w, int32_t h, int32_t patch,
+                          int64_t n_embd, int64_t n_ff, nc_error *err);
+void nc_vit_bufs_free(nc_vit_bufs *b);
+/* rgb and img freed (NULL): an encode's later parts need only the rows. */
+void nc_vit_bufs_drop_image(nc_vit_bufs *b);
+
 /* y[r] = x[r] W^T (+ b) for rows r of x (ne0 floats each, x_stride apart),
  * y rows ne1 floats (y_stride apart): the activation rows quantized to the
  * weight's vec_dot type (as ggml_mul_mat), threads splitting W's rows. */
