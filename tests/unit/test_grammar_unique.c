@@ -17,35 +17,7 @@
 
 #include "grammar/grammar.h"
 #include "grammar/grammar_state.h"
-
-static nucleus_grammar *compile(const char *schema) {
-  nucleus_grammar *h = NULL;
-  nucleus_error err = {0};
-  nucleus_status st =
-      nucleus_grammar_from_json_schema(schema, strlen(schema), &h, &err);
-  if (st != NUCLEUS_OK) fprintf(stderr, "schema error: %s\n", err.message);
-  assert_int_equal(st, NUCLEUS_OK);
-  return h;
-}
-
-static bool takes(nucleus_grammar *h, const char *text) {
-  nc_grammar_matcher *m = NULL;
-  assert_int_equal(
-      nc_grammar_matcher_create(nc_grammar_handle_get(h), &m, NULL), NC_OK);
-  bool ok = false;
-  assert_int_equal(nc_grammar_matcher_accept(m, text, strlen(text), &ok, NULL),
-                   NC_OK);
-  bool sentence = ok && nc_grammar_matcher_accepting(m);
-  nc_grammar_matcher_free(m);
-  return sentence;
-}
-
-static bool accepts(const char *schema, const char *text) {
-  nucleus_grammar *h = compile(schema);
-  bool r = takes(h, text);
-  nucleus_grammar_free(h);
-  return r;
-}
+#include "schema_test_util.h"
 
 /* The schema's error through the whole-output compile. */
 static const char *refuse_doc(const char *schema) {
@@ -293,16 +265,7 @@ static int has(const walk *w, const char *s) {
 static void run_walk(const char *schema, const char *const *pieces, int n,
                      walk *w) {
   memset(w, 0, sizeof *w);
-  size_t lens[128];
-  uint8_t kinds[128];
-  const char *p[128];
-  for (int i = 0; i < n; i++) {
-    p[i] = pieces[i] ? pieces[i] : "";
-    lens[i] = strlen(p[i]);
-    kinds[i] = pieces[i] ? NC_GRAMMAR_TOKEN_TEXT : NC_GRAMMAR_TOKEN_END;
-  }
-  assert_int_equal(nc_grammar_vocab_create(n, p, lens, kinds, &w->gv, NULL),
-                   NC_OK);
+  w->gv = test_vocab(pieces, n);
   w->pieces = pieces;
   w->n = n;
   nucleus_grammar *h = compile(schema);
@@ -434,15 +397,7 @@ static void test_mask_dead_ends(void **state) {
                        "\"pattern\":\"^(ab|b)$\"}}";
   const char *const pieces[] = {"a",  "b",   "\"",  ",",     "]",
                                 "ab", "b\"", "\"a", "\",\"", "\",\"ab"};
-  size_t lens[10];
-  uint8_t kinds[10];
-  for (int i = 0; i < 10; i++) {
-    lens[i] = strlen(pieces[i]);
-    kinds[i] = NC_GRAMMAR_TOKEN_TEXT;
-  }
-  nc_grammar_vocab *gv = NULL;
-  assert_int_equal(nc_grammar_vocab_create(10, pieces, lens, kinds, &gv, NULL),
-                   NC_OK);
+  nc_grammar_vocab *gv = test_vocab(pieces, 10);
   nucleus_grammar *h = compile(schema);
   nc_grammar_matcher *m = NULL;
   assert_int_equal(
@@ -480,15 +435,7 @@ static void test_mask_dead_ends(void **state) {
 static void test_mask_numbers_near_2_53(void **state) {
   (void)state;
   const char *const pieces[] = {"0", "1", ".", ",", "]", "6"};
-  size_t lens[6];
-  uint8_t kinds[6];
-  for (int i = 0; i < 6; i++) {
-    lens[i] = strlen(pieces[i]);
-    kinds[i] = NC_GRAMMAR_TOKEN_TEXT;
-  }
-  nc_grammar_vocab *gv = NULL;
-  assert_int_equal(nc_grammar_vocab_create(6, pieces, lens, kinds, &gv, NULL),
-                   NC_OK);
+  nc_grammar_vocab *gv = test_vocab(pieces, 6);
   nucleus_grammar *h = compile(k_num);
   nc_grammar_matcher *m = NULL;
   assert_int_equal(

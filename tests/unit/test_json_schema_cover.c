@@ -15,35 +15,7 @@
 #include <cmocka.h>
 
 #include "grammar/grammar.h"
-
-static nucleus_grammar *compile(const char *schema) {
-  nucleus_grammar *h = NULL;
-  nucleus_error err = {0};
-  nucleus_status st =
-      nucleus_grammar_from_json_schema(schema, strlen(schema), &h, &err);
-  if (st != NUCLEUS_OK) fprintf(stderr, "schema error: %s\n", err.message);
-  assert_int_equal(st, NUCLEUS_OK);
-  return h;
-}
-
-static bool takes(nucleus_grammar *h, const char *text) {
-  nc_grammar_matcher *m = NULL;
-  assert_int_equal(
-      nc_grammar_matcher_create(nc_grammar_handle_get(h), &m, NULL), NC_OK);
-  bool ok = false;
-  assert_int_equal(nc_grammar_matcher_accept(m, text, strlen(text), &ok, NULL),
-                   NC_OK);
-  bool sentence = ok && nc_grammar_matcher_accepting(m);
-  nc_grammar_matcher_free(m);
-  return sentence;
-}
-
-static bool accepts(const char *schema, const char *text) {
-  nucleus_grammar *h = compile(schema);
-  bool r = takes(h, text);
-  nucleus_grammar_free(h);
-  return r;
-}
+#include "schema_test_util.h"
 
 static const char *refuse(const char *schema) {
   static nucleus_error err;

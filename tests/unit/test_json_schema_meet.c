@@ -16,30 +16,13 @@
 #include <pcre2.h>
 
 #include "grammar/grammar.h"
-
-static nucleus_grammar *compile(const char *schema) {
-  nucleus_grammar *h = NULL;
-  nucleus_error err = {0};
-  nucleus_status st =
-      nucleus_grammar_from_json_schema(schema, strlen(schema), &h, &err);
-  if (st != NUCLEUS_OK) fprintf(stderr, "schema error: %s\n", err.message);
-  assert_int_equal(st, NUCLEUS_OK);
-  return h;
-}
+#include "schema_test_util.h"
 
 /* Whether h takes the JSON string "s" whole. */
-static bool takes(nucleus_grammar *h, const char *s) {
+static bool takes_string(nucleus_grammar *h, const char *s) {
   char text[64];
   snprintf(text, sizeof text, "\"%s\"", s);
-  nc_grammar_matcher *m = NULL;
-  assert_int_equal(
-      nc_grammar_matcher_create(nc_grammar_handle_get(h), &m, NULL), NC_OK);
-  bool ok = false;
-  assert_int_equal(nc_grammar_matcher_accept(m, text, strlen(text), &ok, NULL),
-                   NC_OK);
-  bool sentence = ok && nc_grammar_matcher_accepting(m);
-  nc_grammar_matcher_free(m);
-  return sentence;
+  return takes(h, text);
 }
 
 static bool pcre_search(const char *pattern, const char *s) {
@@ -77,7 +60,7 @@ static void check_all(const char *schema, const char *const *patterns, int n,
       for (int p = 0; p < n; p++)
         matched += pcre_search(patterns[p], s);
       bool want = len <= len_bound && (one_of ? matched == 1 : matched == n);
-      bool got = takes(h, s);
+      bool got = takes_string(h, s);
       if (got != want)
         fprintf(stderr, "%s: \"%s\" taken %d, PCRE2 %d\n", schema, s, got,
                 want);
@@ -165,7 +148,7 @@ static void test_lookaheads(void **state) {
            (const char *const[]){"a", "ab", "ba", "cbc", "abc", "cb", NULL};
        *w; w++) {
     bool want = pcre_search("^[abc]{1,3}$", *w) && !pcre_search("b.", *w);
-    assert_int_equal(takes(h, *w), want);
+    assert_int_equal(takes_string(h, *w), want);
     taken += want;
   }
   assert_int_equal(taken, 3); /* a, ab, cb */
@@ -183,15 +166,15 @@ static void test_format_and_pattern(void **state) {
   (void)state;
   nucleus_grammar *h = compile("{\"type\":\"string\",\"format\":\"date\","
                                "\"pattern\":\"-0[1-3]-\"}");
-  assert_true(takes(h, "2024-02-10"));
-  assert_false(takes(h, "2024-05-10")); /* the pattern's */
-  assert_false(takes(h, "2024-02-30")); /* the format's */
+  assert_true(takes_string(h, "2024-02-10"));
+  assert_false(takes_string(h, "2024-05-10")); /* the pattern's */
+  assert_false(takes_string(h, "2024-02-30")); /* the format's */
   nucleus_grammar_free(h);
   h = compile("{\"type\":\"string\",\"format\":\"uri\",\"pattern\":"
               "\"^(https|file)://\"}");
-  assert_true(takes(h, "https://a.com/x"));
-  assert_false(takes(h, "http://a.com/x"));
-  assert_false(takes(h, "https://"));
+  assert_true(takes_string(h, "https://a.com/x"));
+  assert_false(takes_string(h, "http://a.com/x"));
+  assert_false(takes_string(h, "https://"));
   nucleus_grammar_free(h);
   /* more states than the bound: an error naming the intersection */
   assert_non_null(
@@ -215,15 +198,15 @@ static void test_one_of_strings(void **state) {
   nucleus_grammar *h =
       compile("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"},"
               "{\"enum\":[\"abc\",\"x1\"]}]}");
-  assert_false(takes(h, "abc")); /* both */
-  assert_true(takes(h, "x1"));
-  assert_true(takes(h, "ab"));
+  assert_false(takes_string(h, "abc")); /* both */
+  assert_true(takes_string(h, "x1"));
+  assert_true(takes_string(h, "ab"));
   nucleus_grammar_free(h);
   /* a branch inside another has no string of its own: left out */
   h = compile("{\"oneOf\":[{\"type\":\"string\",\"pattern\":\"^a+$\"},"
               "{\"type\":\"string\",\"pattern\":\"a\"}]}");
-  assert_false(takes(h, "aa"));
-  assert_true(takes(h, "ab"));
+  assert_false(takes_string(h, "aa"));
+  assert_true(takes_string(h, "ab"));
   nucleus_grammar_free(h);
 }
 
