@@ -95,40 +95,70 @@ def add_matrix(w, name, x, c):
         w.add_tensor(name, q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
 
 
-def build_qwen2vl(kind, out, seed, n_embd_text, randn, cfg=None):
-    v25 = kind == "qwen25vl"
-    c = {**(QWEN25VL if v25 else QWEN2VL), **(cfg or {})}
-    E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
-    M = E * 4
+def start(out, kind, seed):
+    """The writer of a projector file with the keys every kind begins with."""
     w = gguf.GGUFWriter(out, "clip")
     w.add_name("nucleus random projector")
     w.add_string("nucleus.gen", f"scripts/make_mmproj_gguf.py {kind} --seed {seed}")
     w.add_file_type(0)
     w.add_bool("clip.has_vision_encoder", True)
-    w.add_string("clip.projector_type",
-                 "qwen2.5vl_merger" if v25 else "qwen2vl_merger")
-    if v25:
-        w.add_bool("clip.use_silu", True)
-        w.add_uint32("clip.vision.n_wa_pattern", c["n_wa_pattern"])
-    w.add_uint32("clip.vision.image_size", 64)
-    w.add_uint32("clip.vision.patch_size", P)
-    w.add_uint32("clip.vision.embedding_length", E)
-    w.add_uint32("clip.vision.feed_forward_length", F)
+    return w
+
+
+def add_tower_keys(w, c, image_size, n_embd_text):
+    """The vision tower's shape (c: the kind's configuration)."""
+    w.add_uint32("clip.vision.image_size", image_size)
+    w.add_uint32("clip.vision.patch_size", c["patch_size"])
+    w.add_uint32("clip.vision.embedding_length", c["n_embd"])
+    w.add_uint32("clip.vision.feed_forward_length", c["n_ff"])
     w.add_uint32("clip.vision.block_count", c["n_layer"])
     w.add_uint32("clip.vision.projection_dim", n_embd_text)
     w.add_uint32("clip.vision.attention.head_count", c["n_head"])
     w.add_float32("clip.vision.attention.layer_norm_epsilon", c["eps"])
+
+
+def add_image_norm_keys(w, c):
     w.add_array("clip.vision.image_mean", c["mean"])
     w.add_array("clip.vision.image_std", c["std"])
 
-    def mat(name, shape, std):  # numpy order: ggml ne reversed
+
+def tensor_makers(w, seed, c, randn):
+    """mat(name, shape, std): a random matrix (numpy order: ggml ne
+    reversed) in the file's type (add_matrix); vec(name, n, kind): a vector
+    of n, a norm 1 + 0.1 z, a bias 0.1 z or positions 0.2 z, F32."""
+    def mat(name, shape, std):
         x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
         add_matrix(w, name, x, c)
 
     def vec(name, n, kind):
         z = randn(seed, name, n)
-        x = {"norm": 1.0 + 0.1 * z, "bias": 0.1 * z}[kind]
+        x = {"norm": 1.0 + 0.1 * z, "bias": 0.1 * z, "pos": 0.2 * z}[kind]
         w.add_tensor(name, x.astype(np.float32))
+
+    return mat, vec
+
+
+def finish(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def build_qwen2vl(kind, out, seed, n_embd_text, randn, cfg=None):
+    v25 = kind == "qwen25vl"
+    c = {**(QWEN25VL if v25 else QWEN2VL), **(cfg or {})}
+    E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
+    M = E * 4
+    w = start(out, kind, seed)
+    w.add_string("clip.projector_type",
+                 "qwen2.5vl_merger" if v25 else "qwen2vl_merger")
+    if v25:
+        w.add_bool("clip.use_silu", True)
+        w.add_uint32("clip.vision.n_wa_pattern", c["n_wa_pattern"])
+    add_tower_keys(w, c, 64, n_embd_text)
+    add_image_norm_keys(w, c)
+    mat, vec = tensor_makers(w, seed, c, randn)
 
     def norm(name):
         vec(name + ".weight", E, "norm")
@@ -156,10 +186,7 @@ def build_qwen2vl(kind, out, seed, n_embd_text, randn, cfg=None):
     vec("mm.0.bias", M, "bias")
     mat("mm.2.weight", (n_embd_text, M), 1.0 / np.sqrt(M))
     vec("mm.2.bias", n_embd_text, "bias")
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
 
 
 def build_qwen3vl(out, seed, n_embd_text, randn, cfg=None):
@@ -167,35 +194,14 @@ def build_qwen3vl(out, seed, n_embd_text, randn, cfg=None):
     E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
     M = E * c["n_merge"] ** 2
     side = c["image_size"] // P
-    w = gguf.GGUFWriter(out, "clip")
-    w.add_name("nucleus random projector")
-    w.add_string("nucleus.gen", f"scripts/make_mmproj_gguf.py qwen3vl --seed {seed}")
-    w.add_file_type(0)
-    w.add_bool("clip.has_vision_encoder", True)
+    w = start(out, "qwen3vl", seed)
     w.add_string("clip.projector_type", "qwen3vl_merger")
     w.add_bool("clip.use_gelu", True)
-    w.add_uint32("clip.vision.image_size", c["image_size"])
-    w.add_uint32("clip.vision.patch_size", P)
-    w.add_uint32("clip.vision.embedding_length", E)
-    w.add_uint32("clip.vision.feed_forward_length", F)
-    w.add_uint32("clip.vision.block_count", c["n_layer"])
-    w.add_uint32("clip.vision.projection_dim", n_embd_text)
-    w.add_uint32("clip.vision.attention.head_count", c["n_head"])
-    w.add_float32("clip.vision.attention.layer_norm_epsilon", c["eps"])
+    add_tower_keys(w, c, c["image_size"], n_embd_text)
     w.add_uint32("clip.vision.spatial_merge_size", c["n_merge"])
     w.add_array("clip.vision.is_deepstack_layers", c["deepstack"])
-    w.add_array("clip.vision.image_mean", c["mean"])
-    w.add_array("clip.vision.image_std", c["std"])
-
-    def mat(name, shape, std):  # numpy order: ggml ne reversed
-        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        add_matrix(w, name, x, c)
-
-    def vec(name, n, kind):
-        z = randn(seed, name, n)
-        x = {"norm": 1.0 + 0.1 * z, "bias": 0.1 * z}[kind]
-        w.add_tensor(name, x.astype(np.float32))
-
+    add_image_norm_keys(w, c)
+    mat, vec = tensor_makers(w, seed, c, randn)
     mat("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(6 * P * P))
     mat("v.patch_embd.weight.1", (E, 3, P, P), 1.0 / np.sqrt(6 * P * P))
     vec("v.patch_embd.bias", E, "bias")
@@ -230,36 +236,21 @@ def build_qwen3vl(out, seed, n_embd_text, randn, cfg=None):
     vec("mm.0.bias", M, "bias")
     mat("mm.2.weight", (n_embd_text, M), 1.0 / np.sqrt(M))
     vec("mm.2.bias", n_embd_text, "bias")
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
 
 
 def build_gemma4v(out, seed, n_embd_text, randn, cfg=None):
     c = {**GEMMA4V, **(cfg or {})}
     E, F, P, dh = c["n_embd"], c["n_ff"], c["patch_size"], \
         c["n_embd"] // c["n_head"]
-    w = gguf.GGUFWriter(out, "clip")
-    w.add_name("nucleus random projector")
-    w.add_string("nucleus.gen", f"scripts/make_mmproj_gguf.py gemma4v --seed {seed}")
-    w.add_file_type(0)
-    w.add_bool("clip.has_vision_encoder", True)
+    w = start(out, "gemma4v", seed)
     w.add_string("clip.vision.projector_type", "gemma4v")
-    w.add_uint32("clip.vision.image_size", c["image_size"])
-    w.add_uint32("clip.vision.patch_size", P)
-    w.add_uint32("clip.vision.embedding_length", E)
-    w.add_uint32("clip.vision.feed_forward_length", F)
-    w.add_uint32("clip.vision.block_count", c["n_layer"])
-    w.add_uint32("clip.vision.projection_dim", n_embd_text)
-    w.add_uint32("clip.vision.attention.head_count", c["n_head"])
-    w.add_float32("clip.vision.attention.layer_norm_epsilon", c["eps"])
-    w.add_array("clip.vision.image_mean", c["mean"])
-    w.add_array("clip.vision.image_std", c["std"])
+    add_tower_keys(w, c, c["image_size"], n_embd_text)
+    add_image_norm_keys(w, c)
+    plain_mat, vec = tensor_makers(w, seed, c, randn)
 
-    def mat(name, shape, std):  # numpy order: ggml ne reversed
-        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        add_matrix(w, name, x, c)
+    def mat(name, shape, std):
+        plain_mat(name, shape, std)
         # Gemma4ClippableLinear's bounds: scalars (1-element tensors)
         base = name[:-len(".weight")]
         z = randn(seed, base + ".clamp", 4)
@@ -269,11 +260,6 @@ def build_gemma4v(out, seed, n_embd_text, randn, cfg=None):
                   "output_max": 1.5 + 0.5 * abs(z[3])}
         for k, v in bounds.items():
             w.add_tensor(f"{base}.{k}", np.array([v], dtype=np.float32))
-
-    def vec(name, n, kind):
-        z = randn(seed, name, n)
-        x = {"norm": 1.0 + 0.1 * z, "bias": 0.1 * z}[kind]
-        w.add_tensor(name, x.astype(np.float32))
 
     # the patch embedding takes 2 x - 1 of pixels in [0, 1]: std as SigLIP
     w.add_tensor("v.patch_embd.weight",
@@ -302,10 +288,7 @@ def build_gemma4v(out, seed, n_embd_text, randn, cfg=None):
     vec("v.std_bias", E, "bias")
     vec("v.std_scale", E, "norm")
     mat("mm.input_projection.weight", (n_embd_text, E), 1.0 / np.sqrt(E))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
 
 
 def build_mmproj(kind, out, seed, n_embd_text, randn, cfg=None):
@@ -324,35 +307,14 @@ def build_mmproj(kind, out, seed, n_embd_text, randn, cfg=None):
     c = {**GEMMA3, **(cfg or {})}
     E, F, P = c["n_embd"], c["n_ff"], c["patch_size"]
     side = c["image_size"] // P
-    w = gguf.GGUFWriter(out, "clip")
-    w.add_name("nucleus random projector")
-    w.add_string("nucleus.gen", f"scripts/make_mmproj_gguf.py {kind} --seed {seed}")
-    w.add_file_type(0)
-    w.add_bool("clip.has_vision_encoder", True)
+    w = start(out, kind, seed)
     w.add_bool("clip.has_text_encoder", False)
     w.add_string("clip.projector_type", "gemma3")
     w.add_bool("clip.use_gelu", True)
-    w.add_uint32("clip.vision.image_size", c["image_size"])
-    w.add_uint32("clip.vision.patch_size", P)
-    w.add_uint32("clip.vision.embedding_length", E)
-    w.add_uint32("clip.vision.feed_forward_length", F)
-    w.add_uint32("clip.vision.block_count", c["n_layer"])
-    w.add_uint32("clip.vision.projection_dim", n_embd_text)
-    w.add_uint32("clip.vision.attention.head_count", c["n_head"])
-    w.add_float32("clip.vision.attention.layer_norm_epsilon", c["eps"])
+    add_tower_keys(w, c, c["image_size"], n_embd_text)
     w.add_uint32("clip.vision.projector.scale_factor", c["n_merge"])
-    w.add_array("clip.vision.image_mean", c["mean"])
-    w.add_array("clip.vision.image_std", c["std"])
-
-    def mat(name, shape, std):  # numpy order: ggml ne reversed
-        x = randn(seed, name, int(np.prod(shape))).reshape(shape) * std
-        add_matrix(w, name, x, c)
-
-    def vec(name, n, kind):
-        z = randn(seed, name, n)
-        x = {"norm": 1.0 + 0.1 * z, "bias": 0.1 * z, "pos": 0.2 * z}[kind]
-        w.add_tensor(name, x.astype(np.float32))
-
+    add_image_norm_keys(w, c)
+    mat, vec = tensor_makers(w, seed, c, randn)
     mat("v.patch_embd.weight", (E, 3, P, P), 1.0 / np.sqrt(3 * P * P))
     vec("v.patch_embd.bias", E, "bias")
     pos = randn(seed, "v.position_embd.weight", side * side * E) * 0.2
@@ -376,10 +338,7 @@ def build_mmproj(kind, out, seed, n_embd_text, randn, cfg=None):
     vec("mm.soft_emb_norm.weight", E, "norm")
     # ggml ne [n_embd_text, E]: llama.cpp multiplies its transpose
     mat("mm.input_projection.weight", (E, n_embd_text), 1.0 / np.sqrt(E))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
 
 
 def main(argv):
