@@ -98,11 +98,24 @@ static nc_code load_deepstack(nucleus_mmproj *mm, int32_t il, bool tap,
   return rc;
 }
 
+/* The merger: mm.0 [4 n_embd -> 4 n_embd] and mm.2 [4 n_embd -> n_embd_text],
+ * both biased (Qwen2-VL's, Qwen2.5-VL's and Qwen3-VL's alike). */
+static nc_code load_merger(nucleus_mmproj *mm, nc_error *err) {
+  const int64_t M = (int64_t)mm->n_embd * mm->n_merge * mm->n_merge;
+  const int64_t T = mm->n_embd_text;
+  nc_code rc = nc_mmproj_matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
+  if (rc == NC_OK)
+    rc = nc_mmproj_vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
+  return rc;
+}
+
 /* Qwen3-VL's tensors past the layers: the second temporal kernel, the
  * DeepStack taps, the merger (post_ln, mm.0, mm.2). */
 nc_code nc_mmproj_load_qwen3vl(nucleus_mmproj *mm, nc_error *err) {
-  const int64_t M = (int64_t)mm->n_embd * mm->n_merge * mm->n_merge;
-  const int64_t T = mm->n_embd_text;
   nc_code rc = NC_OK;
   for (int32_t il = 0; il < mm->n_layer && rc == NC_OK; il++) {
     int64_t tap = 0;
@@ -114,33 +127,17 @@ nc_code nc_mmproj_load_qwen3vl(nucleus_mmproj *mm, nc_error *err) {
     return nc_fail(err, NC_ERR_FORMAT,
                    "mmproj: tensor '%s' is missing (projector qwen3vl_merger)",
                    mm->patch_bias ? "v.post_ln.weight" : "v.patch_embd.bias");
-  if (rc == NC_OK)
-    rc = nc_mmproj_matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
-  if (rc == NC_OK)
-    rc = nc_mmproj_vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
-  if (rc == NC_OK)
-    rc = nc_mmproj_matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
-  if (rc == NC_OK)
-    rc = nc_mmproj_vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
+  if (rc == NC_OK) rc = load_merger(mm, err);
   return rc;
 }
 
 /* Qwen2-VL / Qwen2.5-VL's tensors past the layers: the merger (mm.0,
  * mm.2). llama.cpp's graph has no patch bias (it asserts none). */
 nc_code nc_mmproj_load_qwen2vl(nucleus_mmproj *mm, nc_error *err) {
-  const int64_t M = (int64_t)mm->n_embd * mm->n_merge * mm->n_merge;
-  const int64_t T = mm->n_embd_text;
   if (mm->patch_bias)
     return nc_fail(err, NC_ERR_FORMAT,
                    "mmproj: tensor 'v.patch_embd.bias' in a %s projector "
                    "(its patch embedding has no bias)",
                    mm->projector_name);
-  nc_code rc = nc_mmproj_matrix(mm, "mm.0.weight", M, M, &mm->mm0, err);
-  if (rc == NC_OK)
-    rc = nc_mmproj_vector(mm, "mm.0.bias", true, M, 1, &mm->mm0_b, err);
-  if (rc == NC_OK)
-    rc = nc_mmproj_matrix(mm, "mm.2.weight", M, T, &mm->mm2, err);
-  if (rc == NC_OK)
-    rc = nc_mmproj_vector(mm, "mm.2.bias", true, T, 1, &mm->mm2_b, err);
-  return rc;
+  return load_merger(mm, err);
 }
