@@ -13,21 +13,6 @@
 #include "image_resize.h"
 #include "vit.h"
 
-/* The patch vectors: row p = (py, px) holds its 3 x P x P values in
- * (channel, y, x) order, as ggml's im2col lays out a conv's inputs. */
-static void patches_of(const float *img, int32_t S, int32_t P, float *out) {
-  const int32_t side = S / P;
-  for (int32_t py = 0; py < side; py++)
-    for (int32_t px = 0; px < side; px++) {
-      float *row = out + ((int64_t)py * side + px) * 3 * P * P;
-      for (int c = 0; c < 3; c++)
-        for (int32_t ky = 0; ky < P; ky++)
-          for (int32_t kx = 0; kx < P; kx++)
-            row[((int64_t)c * P + ky) * P + kx] =
-                img[(((int64_t)py * P + ky) * S + px * P + kx) * 3 + c];
-    }
-}
-
 /* An encode's state: the patches' rows and the layers' scratch (the
  * fitted image and its normalised values only during begin). */
 typedef struct enc {
@@ -93,7 +78,7 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
                              NC_RESIZE_BILINEAR, err);
   if (rc == NC_OK) {
     nc_image_normalize(b->rgb, (int64_t)S * S, mm->mean, mm->std, b->img);
-    patches_of(b->img, S, P, b->in);
+    nc_vit_patches(b->img, S, P, side, side, b->in);
     rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd, mm->patch_bias, b->x,
                        E, err);
   }

@@ -189,21 +189,6 @@ static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
   return NC_OK;
 }
 
-/* The patch vectors of a pw x ph grid of an image W pixels wide: row
- * (py, px) holds 3 x P x P values in (channel, y, x) order (im2col). */
-static void patches_of(const float *img, int32_t W, int32_t P, int32_t pw,
-                       int32_t ph, float *out) {
-  for (int32_t py = 0; py < ph; py++)
-    for (int32_t px = 0; px < pw; px++) {
-      float *row = out + ((int64_t)py * pw + px) * 3 * P * P;
-      for (int c = 0; c < 3; c++)
-        for (int32_t ky = 0; ky < P; ky++)
-          for (int32_t kx = 0; kx < P; kx++)
-            row[((int64_t)c * P + ky) * P + kx] =
-                img[(((int64_t)py * P + ky) * W + px * P + kx) * 3 + c];
-    }
-}
-
 /* The RoPE tables: pos[t] the column's dh/2 (cos, sin: dh/4 each) of
  * patch t, pos[N + t] its row's. */
 static void rope_tables(int32_t dh, int32_t pw, int32_t N, float *pos) {
@@ -292,7 +277,7 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
     nc_image_normalize(fit, (int64_t)W * Hh, mm->mean, mm->std, img);
     for (int64_t i = 0; i < n; i++) /* ggml_scale_bias(x, 2, -1) */
       img[i] = img[i] * 2.0f + -1.0f;
-    patches_of(img, W, P, pw, ph, b->vb.in);
+    nc_vit_patches(img, W, P, pw, ph, b->vb.in);
     rc = nc_vit_matmul(v, b->vb.in, CPP, N, &mm->patch_embd, NULL, b->vb.x, E,
                        err);
   }

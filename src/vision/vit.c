@@ -89,6 +89,19 @@ void nc_vit_bufs_drop_image(nc_vit_bufs *b) {
   b->img = NULL;
 }
 
+void nc_vit_patches(const float *img, int32_t W, int32_t P, int32_t pw,
+                    int32_t ph, float *out) {
+  for (int32_t py = 0; py < ph; py++)
+    for (int32_t px = 0; px < pw; px++) {
+      float *row = out + ((int64_t)py * pw + px) * 3 * P * P;
+      for (int c = 0; c < 3; c++)
+        for (int32_t ky = 0; ky < P; ky++)
+          for (int32_t kx = 0; kx < P; kx++)
+            row[((int64_t)c * P + ky) * P + kx] =
+                img[(((int64_t)py * P + ky) * W + px * P + kx) * 3 + c];
+    }
+}
+
 static void run(nc_vit *v, nc_task_fn fn, void *arg) {
   if (v->tp)
     nc_threadpool_run(v->tp, fn, arg);

@@ -54,6 +54,12 @@ void nc_vit_bufs_free(nc_vit_bufs *b);
 /* rgb and img freed (NULL): an encode's later parts need only the rows. */
 void nc_vit_bufs_drop_image(nc_vit_bufs *b);
 
+/* The patch vectors of a pw x ph grid of patches of P x P over an image W
+ * pixels wide (3 floats a pixel): row (py, px) holds its 3 x P x P values in
+ * (channel, y, x) order, as ggml's im2col lays out a conv's inputs. */
+void nc_vit_patches(const float *img, int32_t W, int32_t P, int32_t pw,
+                    int32_t ph, float *out);
+
 /* y[r] = x[r] W^T (+ b) for rows r of x (ne0 floats each, x_stride apart),
  * y rows ne1 floats (y_stride apart): the activation rows quantized to the
  * weight's vec_dot type (as ggml_mul_mat), threads splitting W's rows. */
