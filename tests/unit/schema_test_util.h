@@ -1,8 +1,8 @@
 /* schema_test_util: what the JSON Schema tests share (test_json_schema_cover,
  * test_json_schema_meet, test_grammar_unique): a schema compiled into a
- * grammar (a failure fails the test), whether its matcher takes a text
- * whole, a token vocabulary of small pieces. Header-only; include after
- * cmocka.h. */
+ * grammar (a failure fails the test), whether it takes a text whole
+ * (grammar_test_util.h), a token vocabulary of small pieces. Header-only;
+ * include after cmocka.h. */
 #ifndef NC_TEST_SCHEMA_TEST_UTIL_H
 #define NC_TEST_SCHEMA_TEST_UTIL_H
 
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "grammar/grammar.h"
+#include "grammar_test_util.h"
 
 static inline nucleus_grammar *compile(const char *schema) {
   nucleus_grammar *h = NULL;
@@ -21,19 +22,6 @@ static inline nucleus_grammar *compile(const char *schema) {
   if (st != NUCLEUS_OK) fprintf(stderr, "schema error: %s\n", err.message);
   assert_int_equal(st, NUCLEUS_OK);
   return h;
-}
-
-/* Whether h's matcher takes text whole (a sentence of the grammar). */
-static inline bool takes(nucleus_grammar *h, const char *text) {
-  nc_grammar_matcher *m = NULL;
-  assert_int_equal(
-      nc_grammar_matcher_create(nc_grammar_handle_get(h), &m, NULL), NC_OK);
-  bool ok = false;
-  assert_int_equal(nc_grammar_matcher_accept(m, text, strlen(text), &ok, NULL),
-                   NC_OK);
-  bool sentence = ok && nc_grammar_matcher_accepting(m);
-  nc_grammar_matcher_free(m);
-  return sentence;
 }
 
 static inline bool accepts(const char *schema, const char *text) {

@@ -14,6 +14,7 @@
 
 #include "fuzz_corpus.h"
 #include "grammar/grammar.h"
+#include "grammar_test_util.h"
 
 static nucleus_grammar *from_schema(const char *schema) {
   nucleus_grammar *h = NULL;
@@ -29,14 +30,7 @@ static nucleus_grammar *from_schema(const char *schema) {
 /* Whether the grammar of schema takes text as a whole sentence. */
 static bool accepts(const char *schema, const char *text) {
   nucleus_grammar *h = from_schema(schema);
-  nc_grammar_matcher *m = NULL;
-  assert_int_equal(
-      nc_grammar_matcher_create(nc_grammar_handle_get(h), &m, NULL), NC_OK);
-  bool ok = false;
-  assert_int_equal(nc_grammar_matcher_accept(m, text, strlen(text), &ok, NULL),
-                   NC_OK);
-  bool sentence = ok && nc_grammar_matcher_accepting(m);
-  nc_grammar_matcher_free(m);
+  bool sentence = takes(h, text);
   nucleus_grammar_free(h);
   return sentence;
 }

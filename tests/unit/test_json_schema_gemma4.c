@@ -17,6 +17,7 @@
 
 #include "chat/tool_call.h"
 #include "grammar/grammar.h"
+#include "grammar_test_util.h"
 
 static nucleus_grammar *compile(const char *schema, nucleus_value_syntax s) {
   char *gbnf = NULL;
@@ -32,18 +33,6 @@ static nucleus_grammar *compile(const char *schema, nucleus_value_syntax s) {
   assert_int_equal(st, NUCLEUS_OK);
   nucleus_free(gbnf);
   return h;
-}
-
-static bool sentence(const nucleus_grammar *h, const char *text) {
-  nc_grammar_matcher *m = NULL;
-  assert_int_equal(
-      nc_grammar_matcher_create(nc_grammar_handle_get(h), &m, NULL), NC_OK);
-  bool ok = false;
-  assert_int_equal(nc_grammar_matcher_accept(m, text, strlen(text), &ok, NULL),
-                   NC_OK);
-  bool whole = ok && nc_grammar_matcher_accepting(m);
-  nc_grammar_matcher_free(m);
-  return whole;
 }
 
 /* A vocabulary of single bytes (printable ASCII, tab, newline), a
@@ -180,7 +169,7 @@ static void test_walks_read_back_valid(void **state) {
       if (!text) continue;
       finished++;
       char *json = nc_gemma4_args_json(text, strlen(text));
-      if (!json || !sentence(j, json))
+      if (!json || !takes(j, json))
         fail_msg("schema %zu: the walk '%s' reads back as '%s'", s, text,
                  json ? json : "(not arguments)");
       free(json);
@@ -198,22 +187,22 @@ static void test_template_text_accepted_json_not(void **state) {
   (void)state;
   nucleus_grammar *g = compile(k_schemas[0], NUCLEUS_VALUE_SYNTAX_GEMMA4);
   /* as the template's format_argument writes arguments */
-  assert_true(sentence(g, "{city:<|\"|>Paris<|\"|>}"));
-  assert_true(sentence(g, "{city:<|\"|>Saint \"Malo\"<|\"|>,days:3,unit:<|\"|>"
-                          "c<|\"|>,tags:[<|\"|>a\\b<|\"|>],exact:false,at:{"
-                          "lat:48.6,lon:-2.0}}"));
-  assert_false(sentence(g, "{\"city\":\"Paris\"}"));
-  assert_false(sentence(g, "{city:\"Paris\"}"));
-  assert_false(sentence(g, "{days:3}"));                        /* required */
-  assert_false(sentence(g, "{city:<|\"|><|\"|>}"));             /* minLength */
-  assert_false(sentence(g, "{city:<|\"|>a<b<|\"|>}"));          /* no '<' */
-  assert_false(sentence(g, "{city:<|\"|>Paris<|\"|>,days:8}")); /* maximum */
+  assert_true(takes(g, "{city:<|\"|>Paris<|\"|>}"));
+  assert_true(takes(g, "{city:<|\"|>Saint \"Malo\"<|\"|>,days:3,unit:<|\"|>"
+                       "c<|\"|>,tags:[<|\"|>a\\b<|\"|>],exact:false,at:{"
+                       "lat:48.6,lon:-2.0}}"));
+  assert_false(takes(g, "{\"city\":\"Paris\"}"));
+  assert_false(takes(g, "{city:\"Paris\"}"));
+  assert_false(takes(g, "{days:3}"));                        /* required */
+  assert_false(takes(g, "{city:<|\"|><|\"|>}"));             /* minLength */
+  assert_false(takes(g, "{city:<|\"|>a<b<|\"|>}"));          /* no '<' */
+  assert_false(takes(g, "{city:<|\"|>Paris<|\"|>,days:8}")); /* maximum */
   nucleus_grammar_free(g);
   g = compile(k_schemas[3], NUCLEUS_VALUE_SYNTAX_GEMMA4);
-  assert_true(sentence(g, "{when:<|\"|>2026-12-06<|\"|>,any:[{k:null}],"
-                          "pick:{a:[1,<|\"|>x y<|\"|>],b:null}}"));
-  assert_false(sentence(g, "{when:<|\"|>2026-12-06<|\"|>,any:1,"
-                           "pick:{\"a\":[1,\"x y\"],\"b\":null}}"));
+  assert_true(takes(g, "{when:<|\"|>2026-12-06<|\"|>,any:[{k:null}],"
+                       "pick:{a:[1,<|\"|>x y<|\"|>],b:null}}"));
+  assert_false(takes(g, "{when:<|\"|>2026-12-06<|\"|>,any:1,"
+                        "pick:{\"a\":[1,\"x y\"],\"b\":null}}"));
   nucleus_grammar_free(g);
 }
 

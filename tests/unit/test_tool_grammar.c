@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "grammar/grammar.h"
+#include "grammar_test_util.h"
 #include "openai/tool_grammar.h"
 
 static json_t *tools(void) {
@@ -27,18 +28,6 @@ static json_t *tools(void) {
       0, &err);
   assert_non_null(t);
   return t;
-}
-
-static bool takes(const nucleus_grammar *g, const char *text) {
-  nc_grammar_matcher *m = NULL;
-  assert_int_equal(
-      nc_grammar_matcher_create(nc_grammar_handle_get(g), &m, NULL), NC_OK);
-  bool ok = false;
-  assert_int_equal(nc_grammar_matcher_accept(m, text, strlen(text), &ok, NULL),
-                   NC_OK);
-  bool whole = ok && nc_grammar_matcher_accepting(m);
-  nc_grammar_matcher_free(m);
-  return whole;
 }
 
 #define PARIS "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>"
