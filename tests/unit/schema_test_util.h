@@ -1,7 +1,7 @@
-/* schema_test_util: what the JSON Schema tests share (test_json_schema_cover,
- * test_json_schema_meet, test_grammar_unique): a schema compiled into a
- * grammar (a failure fails the test), whether it takes a text whole
- * (grammar_test_util.h), a token vocabulary of small pieces. Header-only;
+/* schema_test_util: what the JSON Schema tests share (test_json_schema,
+ * test_json_schema_cover, test_json_schema_meet, test_grammar_unique): a schema
+ * compiled into a grammar (a failure fails the test), whether it takes a text
+ * whole (grammar_test_util.h), a token vocabulary of small pieces. Header-only;
  * include after cmocka.h. */
 #ifndef NC_TEST_SCHEMA_TEST_UTIL_H
 #define NC_TEST_SCHEMA_TEST_UTIL_H
@@ -21,6 +21,7 @@ static inline nucleus_grammar *compile(const char *schema) {
       nucleus_grammar_from_json_schema(schema, strlen(schema), &h, &err);
   if (st != NUCLEUS_OK) fprintf(stderr, "schema error: %s\n", err.message);
   assert_int_equal(st, NUCLEUS_OK);
+  assert_non_null(h);
   return h;
 }
 

@@ -14,26 +14,7 @@
 
 #include "fuzz_corpus.h"
 #include "grammar/grammar.h"
-#include "grammar_test_util.h"
-
-static nucleus_grammar *from_schema(const char *schema) {
-  nucleus_grammar *h = NULL;
-  nucleus_error err = {0};
-  nucleus_status st =
-      nucleus_grammar_from_json_schema(schema, strlen(schema), &h, &err);
-  if (st != NUCLEUS_OK) fprintf(stderr, "schema error: %s\n", err.message);
-  assert_int_equal(st, NUCLEUS_OK);
-  assert_non_null(h);
-  return h;
-}
-
-/* Whether the grammar of schema takes text as a whole sentence. */
-static bool accepts(const char *schema, const char *text) {
-  nucleus_grammar *h = from_schema(schema);
-  bool sentence = takes(h, text);
-  nucleus_grammar_free(h);
-  return sentence;
-}
+#include "schema_test_util.h"
 
 /* The message of a schema that must be refused with code want (by both
  * calls, with the same message). */
