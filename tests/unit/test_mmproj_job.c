@@ -23,30 +23,9 @@
 
 #include "base/threadpool.h"
 #include "nucleus.h"
-#include "test_image_util.h"
-#include "test_require.h"
 #include "vision/mmproj.h"
 #include "vision/mmproj_internal.h"
-
-static const char *root(void) {
-  const char *r = getenv("NUCLEUS_ROOT");
-  return r && *r ? r : ".";
-}
-
-/* scripts/gen_vision_goldens.py's pixels() */
-static nucleus_image *synthetic(int32_t w, int32_t h) {
-  uint8_t *p = malloc((size_t)3 * w * h);
-  for (int32_t y = 0; y < h; y++)
-    for (int32_t x = 0; x < w; x++)
-      for (int c = 0; c < 3; c++) {
-        const int64_t v =
-            (x * 37 + y * 91 + c * 53 + (x * y) % 17) * 7 + (x + 2 * y) * 3;
-        p[((size_t)y * w + x) * 3 + c] = (uint8_t)(v & 255);
-      }
-  nucleus_image *img = test_image(p, w, h);
-  free(p);
-  return img;
-}
+#include "vision_test_util.h"
 
 typedef struct family {
   const char *lm, *mm;
@@ -57,33 +36,6 @@ static const family FAMILIES[] = {
     {"qwen2vl", "qwen2vl-mmproj"}, {"qwen2vl", "qwen25vl-mmproj"},
     {"gemma4", "gemma4v-mmproj"},
 };
-
-typedef struct pair {
-  nucleus_model *lm;
-  nucleus_mmproj *mm;
-} pair;
-
-static pair load(const family *f, bool flash, int n_threads) {
-  char lm[4096], mm[4096];
-  snprintf(lm, sizeof lm, "%s/build/arch/%s.gguf", root(), f->lm);
-  snprintf(mm, sizeof mm, "%s/build/arch/%s.gguf", root(), f->mm);
-  nucleus_model_params mp = nucleus_model_default_params();
-  mp.n_threads = n_threads;
-  mp.flash_attn = flash ? NUCLEUS_FLASH_ATTN_ON : NUCLEUS_FLASH_ATTN_OFF;
-  pair p = {0};
-  nucleus_error err;
-  if (nucleus_model_load(lm, &mp, &p.lm, &err) != NUCLEUS_OK) return p;
-  if (nucleus_mmproj_load(mm, p.lm, &mp, &p.mm, &err) != NUCLEUS_OK) {
-    nucleus_model_free(p.lm);
-    p.lm = NULL;
-  }
-  return p;
-}
-
-static void unload(pair *p) {
-  nucleus_mmproj_free(p->mm);
-  nucleus_model_free(p->lm);
-}
 
 static size_t n_floats(const nucleus_mmproj *mm, const nucleus_image *img) {
   int32_t n = 0;
@@ -120,8 +72,7 @@ static float *sliced(const nucleus_mmproj *mm, const nucleus_image *img,
 
 static void check_family(const family *f, bool flash, int n_threads,
                          const nucleus_image *const *imgs, int n_imgs) {
-  pair p = load(f, flash, n_threads);
-  if (!p.lm) NC_MODEL_UNAVAILABLE("the random vision pairs (make arch-models)");
+  vt_pair p = vt_load(f->lm, f->mm, false, flash, n_threads);
   nc_threadpool *tp = NULL, *tp3 = NULL;
   nc_error err = {0};
   if (n_threads > 1)
@@ -152,12 +103,12 @@ static void check_family(const family *f, bool flash, int n_threads,
   }
   nc_threadpool_free(tp);
   nc_threadpool_free(tp3);
-  unload(&p);
+  vt_unload(&p);
 }
 
 static void test_sliced_is_whole(void **state) {
   (void)state;
-  nucleus_image *imgs[2] = {synthetic(80, 60), synthetic(45, 100)};
+  nucleus_image *imgs[2] = {vt_image(80, 60), vt_image(45, 100)};
   for (size_t f = 0; f < sizeof FAMILIES / sizeof FAMILIES[0]; f++)
     for (int flash = 0; flash < 2; flash++) {
       check_family(&FAMILIES[f], flash, 1, (const nucleus_image *const *)imgs,
@@ -172,9 +123,8 @@ static void test_sliced_is_whole(void **state) {
 /* What a budget runs (qwen3vl: its layers outnumber the three calls). */
 static void test_budget(void **state) {
   (void)state;
-  pair p = load(&FAMILIES[1], false, 1);
-  if (!p.lm) NC_MODEL_UNAVAILABLE("the random vision pairs (make arch-models)");
-  nucleus_image *img = synthetic(80, 60);
+  vt_pair p = vt_load(FAMILIES[1].lm, FAMILIES[1].mm, false, false, 1);
+  nucleus_image *img = vt_image(80, 60);
   nc_mmproj_job *job = NULL;
   nc_error err = {0};
   assert_int_equal(nc_mmproj_job_begin(p.mm, img, NULL, &job, &err), NC_OK);
@@ -208,17 +158,15 @@ static void test_budget(void **state) {
   free(ref);
   free(rows);
   test_image_free(img);
-  unload(&p);
+  vt_unload(&p);
 }
 
 /* Jobs freed at every stage: nothing leaks (ASan). */
 static void test_free_anywhere(void **state) {
   (void)state;
-  nucleus_image *img = synthetic(64, 64);
+  nucleus_image *img = vt_image(64, 64);
   for (size_t f = 0; f < sizeof FAMILIES / sizeof FAMILIES[0]; f++) {
-    pair p = load(&FAMILIES[f], true, 2);
-    if (!p.lm)
-      NC_MODEL_UNAVAILABLE("the random vision pairs (make arch-models)");
+    vt_pair p = vt_load(FAMILIES[f].lm, FAMILIES[f].mm, false, true, 2);
     const int32_t total = p.mm->n_layer + 2;
     const int32_t stops[] = {0, 1, 2, total - 1, total};
     for (size_t s = 0; s < sizeof stops / sizeof stops[0]; s++) {
@@ -231,7 +179,7 @@ static void test_free_anywhere(void **state) {
       assert_true(done == (stops[s] == total));
       nc_mmproj_job_free(job); /* the rows with it when not taken */
     }
-    unload(&p);
+    vt_unload(&p);
   }
   test_image_free(img);
 }

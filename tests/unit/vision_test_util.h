@@ -1,10 +1,10 @@
 /* vision_test_util: what the projector tests share (test_mmproj_encode,
- * _qwen3vl, _qwen2vl, _gemma4v, test_mmproj and the engine's image tests):
- * a random language model + projector pair of `make arch-models`
- * (build/arch/), scripts/gen_vision_goldens.py's pixels and golden rows, an
- * image's rows through nucleus_mmproj_encode and their distance to
- * llama.cpp's, a pairing the loader refuses. Header-only; include after
- * cmocka.h. */
+ * _qwen3vl, _qwen2vl, _gemma4v, test_mmproj, test_mmproj_job and the
+ * engine's image tests): a random language model + projector pair of
+ * `make arch-models` (build/arch/), scripts/gen_vision_goldens.py's pixels
+ * and golden rows, an image's rows through nucleus_mmproj_encode and their
+ * distance to llama.cpp's, a pairing the loader refuses. Header-only;
+ * include after cmocka.h. */
 #ifndef NC_TEST_VISION_TEST_UTIL_H
 #define NC_TEST_VISION_TEST_UTIL_H
 
