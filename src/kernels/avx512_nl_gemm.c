@@ -49,6 +49,26 @@ static inline float block_scale(const nl_kind *k, const uint8_t *b) {
 /* The 16 values + 128 as unsigned bytes, in every 128-bit lane. */
 /* Weight rows w[0..rm) against activation rows y[0..ra), out[a][r] at
  * out + a * out_stride + r. */
+/* One output of the paired order: the accumulator's lanes summed (both
+ * halves' blocks), then the last, odd block (block nb - 1) when there is
+ * one, as one more scaled product. */
+static inline __attribute__((always_inline)) float
+pair_sum(const nl_kind *k, __m512i table, __m512i shifts, __m512 acc,
+         const uint8_t *w_row, const block_q8_0 *y, int64_t nb, bool odd) {
+  float sumf = nc_hsum8(_mm256_add_ps(_mm512_castps512_ps256(acc),
+                                      _mm512_extractf32x8_ps(acc, 1)));
+  if (odd) {
+    const int64_t i = nb - 1;
+    const uint8_t *b = w_row + (size_t)i * k->bsize;
+    const __m512i av = join(y[i].qs, y[i].qs);
+    const __m512i l = _mm512_dpbusd_epi32(
+        offset_start(av), lookup_twice(table, shifts, b + k->qs_off), av);
+    const int32_t s = hsum_i256(_mm512_castsi512_si256(l));
+    sumf = fmaf(H2F(y[i].d) * block_scale(k, b), (float)s, sumf);
+  }
+  return sumf;
+}
+
 static inline __attribute__((always_inline)) void
 paired_tile(const nl_kind *k, const int8_t vals[16], int64_t nb,
             const uint8_t *w, size_t w_stride, const int rm, const uint8_t *act,
@@ -95,18 +115,8 @@ paired_tile(const nl_kind *k, const int8_t vals[16], int64_t nb,
     const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)a * a_stride);
 #pragma GCC unroll 4
     for (int r = 0; r < rm; r++) {
-      float sumf =
-          nc_hsum8(_mm256_add_ps(_mm512_castps512_ps256(acc[r][a]),
-                                 _mm512_extractf32x8_ps(acc[r][a], 1)));
-      if (i < nb) { /* the last, odd block */
-        const uint8_t *b = w + (size_t)r * w_stride + (size_t)i * bs;
-        const __m512i av = join(y[i].qs, y[i].qs);
-        const __m512i l = _mm512_dpbusd_epi32(
-            offset_start(av), lookup_twice(table, shifts, b + qo), av);
-        const int32_t s = hsum_i256(_mm512_castsi512_si256(l));
-        sumf = fmaf(H2F(y[i].d) * block_scale(k, b), (float)s, sumf);
-      }
-      out[(size_t)a * out_stride + (size_t)r] = sumf;
+      out[(size_t)a * out_stride + (size_t)r] = pair_sum(
+          k, table, shifts, acc[r][a], w + (size_t)r * w_stride, y, nb, i < nb);
     }
   }
 }
@@ -235,25 +245,14 @@ pp_tile(const nl_kind *k, const int8_t vals[16], int64_t nb,
     }
   }
   const __m512i table = unsigned_table(vals), shifts = nibble_shifts();
-  const size_t bs = k->bsize, qo = k->qs_off;
 #pragma GCC unroll 4
   for (int a = 0; a < ra; a++) {
     const block_q8_0 *y = (const block_q8_0 *)(act + (size_t)a * a_stride);
 #pragma GCC unroll 4
     for (int r = 0; r < rm; r++) {
-      float sumf =
-          nc_hsum8(_mm256_add_ps(_mm512_castps512_ps256(acc[r][a]),
-                                 _mm512_extractf32x8_ps(acc[r][a], 1)));
-      if (nb % 2) { /* the last, odd block */
-        const int64_t i = nb - 1;
-        const uint8_t *b = w + (size_t)r * w_stride + (size_t)i * bs;
-        const __m512i av = join(y[i].qs, y[i].qs);
-        const __m512i l = _mm512_dpbusd_epi32(
-            offset_start(av), lookup_twice(table, shifts, b + qo), av);
-        const int32_t s = hsum_i256(_mm512_castsi512_si256(l));
-        sumf = fmaf(H2F(y[i].d) * block_scale(k, b), (float)s, sumf);
-      }
-      out[(size_t)a * out_stride + (size_t)r] = sumf;
+      out[(size_t)a * out_stride + (size_t)r] =
+          pair_sum(k, table, shifts, acc[r][a], w + (size_t)r * w_stride, y, nb,
+                   nb % 2 != 0);
     }
   }
 }
