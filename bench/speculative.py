@@ -32,7 +32,15 @@ Gemma 3 270M at T = 1 kept from 42% to 80% of its drafts by seed).
 --peer DIR adds llama.cpp on the same files, prompts, temperatures, draft
 length and seeds: llama-lookup (prompt lookup: n-gram) for the default and
 gemma setups, llama-speculative (-md DRAFT) for the pair; its "decoded ...
-t/s" against nucleus's --spec off.
+t/s" against nucleus's --spec off. With it, llama-server from DIR runs
+each setup's server-side speculation too, one server a configuration
+(--peer-server, default on with --peer): `--spec-type ngram-simple` and
+`ngram-map-k` with 3-token lookups and the draft length, `ngram-simple`
+and `ngram-mod` at their defaults (12- and 24-token lookups), and
+`--model-draft DRAFT` for the pair; a /completion request a round (the
+same prompt, temperature, seed and token count, ignore_eos, no prompt
+cache), its `timings.predicted_per_second` and draft counts. The table's
+llama.cpp rows are each tool's median; "best llama.cpp" is the fastest.
 
 --out FILE.md writes the table and the plot of the ratio to --spec off
 against temperature: FILE.png with matplotlib, else a text plot in
@@ -52,8 +60,12 @@ import pathlib
 import platform
 import re
 import statistics
+import socket
 import subprocess
 import sys
+import time
+
+import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NUCLEUS = os.environ.get("NUCLEUS_BIN", str(ROOT / "build/release/nucleus"))
@@ -161,6 +173,80 @@ def run_peer(args, setup, prompt, temp, seed):
                                int(d.group(1)) if d else 0)
 
 
+def free_port():
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def server_configs(setup, draft_max):
+    """(label, extra llama-server arguments) of a setup's configurations."""
+    n = str(draft_max)
+    if setup.draft:
+        return [("server draft", ["--model-draft", setup.draft,
+                                  "--spec-draft-n-max", n])]
+    return [
+        ("server ngram-simple n3",
+         ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "3",
+          "--spec-ngram-simple-size-m", n, "--spec-draft-n-max", n]),
+        ("server ngram-map-k n3",
+         ["--spec-type", "ngram-map-k", "--spec-ngram-map-k-size-n", "3",
+          "--spec-ngram-map-k-size-m", n, "--spec-draft-n-max", n]),
+        ("server ngram-simple", ["--spec-type", "ngram-simple"]),
+        ("server ngram-mod", ["--spec-type", "ngram-mod"]),
+    ]
+
+
+class PeerServer:
+    """One llama-server with one speculative configuration."""
+
+    def __init__(self, args, setup, label, extra):
+        self.label = label
+        self.port = free_port()
+        model = setup.model or str(
+            ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+        cmd = [str(pathlib.Path(args.peer) / "llama-server"), "-m", model,
+               "-t", str(args.threads), "-tb", str(args.threads), "-c",
+               "2048", "-np", "1", "--port", str(self.port)] + extra
+        self.log = open(os.devnull, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{self.port}/health"
+        for _ in range(1200):
+            if self.proc.poll() is not None:
+                sys.exit(f"llama-server {label}: exited ({' '.join(cmd)})")
+            try:
+                if requests.get(url, timeout=1).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        sys.exit(f"llama-server {label}: not ready in 120 s")
+
+    def generate(self, args, prompt, temp, seed):
+        """(tok/s, (kept, drafted)) of one /completion."""
+        body = {"prompt": prompt, "n_predict": args.tokens,
+                "ignore_eos": True, "temperature": temp, "seed": seed,
+                "cache_prompt": False, "stream": False}
+        r = requests.post(f"http://127.0.0.1:{self.port}/completion",
+                          json=body, timeout=900)
+        if r.status_code != 200:
+            sys.exit(f"llama-server {self.label}: {r.status_code} "
+                     f"{r.text[:500]}")
+        t = r.json().get("timings", {})
+        return (float(t["predicted_per_second"]),
+                (int(t.get("draft_n_accepted", 0)), int(t.get("draft_n", 0))))
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
 def keeps_plain_draw(mode, temp):
     """The run's text must equal --spec off's (same seed)."""
     return temp == 0 or mode in ("ngram", "prediction", "draft-strict")
@@ -176,12 +262,13 @@ def cpu_name():
     return platform.processor() or "unknown CPU"
 
 
-def measure(args, setup, task, temp, rows):
+def measure(args, setup, task, temp, rows, servers=()):
     prompt = prompt_of(task, setup.template)
     prediction = ASKS[task][2]
     modes = setup.modes(task)
     peer = bool(args.peer)
-    speed = {m: [] for m in modes + (["llama.cpp"] if peer else [])}
+    speed = {m: [] for m in modes + (["llama.cpp"] if peer else []) +
+             [sv.label for sv in servers]}
     kept = {m: [0, 0] for m in speed}
     text = None
     for r in range(args.rounds):
@@ -205,6 +292,11 @@ def measure(args, setup, task, temp, rows):
             speed["llama.cpp"].append(tps)
             kept["llama.cpp"][0] += acc
             kept["llama.cpp"][1] += drafted
+        for sv in servers:
+            tps, (acc, drafted) = sv.generate(args, prompt, temp, seed)
+            speed[sv.label].append(tps)
+            kept[sv.label][0] += acc
+            kept[sv.label][1] += drafted
     base = statistics.median(speed["off"])
     for m in speed:
         med = statistics.median(speed[m])
@@ -227,6 +319,36 @@ def table(rows):
         out.append(f"| {setup} | {task} | {m} | {temp:g} | {med:.1f} | "
                    f"{ratio:.2f}x | {a} |")
     return "\n".join(out)
+
+
+def is_peer(drafter):
+    return drafter.startswith("llama-") or drafter.startswith("server ")
+
+
+def best_table(rows):
+    """Per setup, task and T: nucleus's fastest drafter against llama.cpp's
+    fastest configuration (the issue's goal: >= 1.25x)."""
+    best = {}
+    for setup, task, m, temp, med, _, acc in rows:
+        if m == "off":
+            continue
+        key = (setup, task, temp)
+        side = 1 if is_peer(m) else 0
+        b = best.setdefault(key, [None, None])
+        if b[side] is None or med > b[side][1]:
+            b[side] = (m, med, acc)
+    out = ["| setup | task | T | nucleus best (drafter, kept) | "
+           "llama.cpp best (tool, kept) | nucleus / llama.cpp |",
+           "|---|---|---:|---|---|---:|"]
+    for (setup, task, temp), (n, l) in best.items():
+        if n is None or l is None:
+            continue
+        def cell(x):
+            a = "" if x[2] is None else f", {100 * x[2]:.0f}%"
+            return f"{x[1]:.1f} ({x[0]}{a})"
+        out.append(f"| {setup} | {task} | {temp:g} | {cell(n)} | {cell(l)} "
+                   f"| {n[1] / l[1]:.2f} |")
+    return "\n".join(out) if len(out) > 2 else ""
 
 
 def series(rows):
@@ -292,6 +414,8 @@ def main():
                     help="leave the default model's rows out")
     ap.add_argument("--peer", default=None, metavar="DIR",
                     help="llama.cpp's build/bin (bench/build_peer.sh)")
+    ap.add_argument("--no-peer-server", action="store_true",
+                    help="with --peer, leave llama-server's rows out")
     ap.add_argument("--out", default=None, metavar="FILE.md")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
@@ -312,26 +436,39 @@ def main():
     if args.peer:
         for setup in setups:
             tool = "llama-speculative" if setup.draft else "llama-lookup"
-            if not (pathlib.Path(args.peer) / tool).is_file():
-                sys.exit(f"--peer: no {tool} in {args.peer} "
-                         "(bench/build_peer.sh builds it)")
+            for t in [tool] + ([] if args.no_peer_server else
+                               ["llama-server"]):
+                if not (pathlib.Path(args.peer) / t).is_file():
+                    sys.exit(f"--peer: no {t} in {args.peer} "
+                             "(bench/build_peer.sh builds it)")
     rows = []
     for setup in setups:
-        for task in tasks:
-            for temp in temps:
-                measure(args, setup, task, temp, rows)
+        servers = []
+        try:
+            if args.peer and not args.no_peer_server:
+                for label, extra in server_configs(setup, args.draft_max):
+                    servers.append(PeerServer(args, setup, label, extra))
+            for task in tasks:
+                for temp in temps:
+                    measure(args, setup, task, temp, rows, servers)
+        finally:
+            for sv in servers:
+                sv.stop()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short",
                              "HEAD"], capture_output=True, text=True).stdout
     head = (f"`bench/speculative.py {' '.join(sys.argv[1:])}` on {cpu_name()}"
             f" ({os.cpu_count()} CPUs), commit {commit.strip()}, "
             f"{datetime.date.today()}: median generation tok/s of "
             f"{args.rounds} interleaved runs of {args.tokens} tokens")
-    print(f"\n{head}\n\n{table(rows)}\n\n{text_plot(rows)}")
+    summary = best_table(rows)
+    if summary:
+        summary = f"\n\n{summary}"
+    print(f"\n{head}\n\n{table(rows)}{summary}\n\n{text_plot(rows)}")
     if args.out:
         out = pathlib.Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         png = out.with_suffix(".png")
-        body = f"{head}\n\n{table(rows)}\n\n"
+        body = f"{head}\n\n{table(rows)}{summary}\n\n"
         if plot_png(rows, png):
             body += f"![ratio to --spec off by temperature]({png.name})\n"
         else:
