@@ -6,7 +6,8 @@
  * registers per row (each lane one d's chain over the keys). Every lane
  * computes the plain build's operations in its order, so the bits are the
  * plain build's. A value head not a multiple of 16 (SigLIP's 72) takes its
- * last dims as scalar fma chains over the keys, in the same order. */
+ * last dims in a masked vector beside the others, each lane the same fma
+ * chain over the keys. */
 #if defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__) &&           \
     defined(__F16C__)
 #include <immintrin.h>
@@ -307,103 +308,109 @@ static void softmax_row(const nc_flash_rows *r, int32_t i, float *pr,
 }
 
 /* acc[d0, d0 + 16 nd) += p . V for n rows over the keys [j0, j1) (n and nd
- * constant at the call: the accumulators in registers). */
+ * constant at the call: the accumulators in registers); the last of the nd
+ * vectors only its lanes in last (a head size not a multiple of 16: SigLIP's
+ * 72), the other lanes neither read nor written. Each lane is one dim's fma
+ * chain over the keys, the plain build's. */
 NC_INLINE void values_part(const nc_flash_rows *r, const int32_t *rows,
                            int32_t n, int32_t j0, int32_t j1, const float *v,
                            const float *p, nc_flash_tstate *st, int32_t d0,
-                           int32_t nd) {
+                           int32_t nd, __mmask16 last) {
   const int32_t hdv = r->hdv;
-  __m512 acc[RB][NV];
+  __m512 acc[RB][NV + 1];
+  __mmask16 keep[NV + 1];
   float *ar[RB];
   const float *pr[RB];
+#pragma GCC unroll 5
+  for (int32_t c = 0; c < nd; c++)
+    keep[c] = c == nd - 1 ? last : (__mmask16)0xffff;
 #pragma GCC unroll 4
   for (int32_t a = 0; a < n; a++) {
     ar[a] = st->acc + (size_t)rows[a] * (size_t)hdv + d0;
     pr[a] = p + (size_t)rows[a] * KT;
-#pragma GCC unroll 4
+#pragma GCC unroll 5
     for (int32_t c = 0; c < nd; c++)
-      acc[a][c] = _mm512_loadu_ps(ar[a] + 16 * c);
+      acc[a][c] = _mm512_maskz_loadu_ps(keep[c], ar[a] + 16 * c);
   }
   for (int32_t j = j0; j < j1; j++) {
     const float *vr = v + (size_t)j * (size_t)hdv + d0;
-    __m512 vv[NV];
-#pragma GCC unroll 4
+    __m512 vv[NV + 1];
+#pragma GCC unroll 5
     for (int32_t c = 0; c < nd; c++)
-      vv[c] = _mm512_loadu_ps(vr + 16 * c);
+      vv[c] = _mm512_maskz_loadu_ps(keep[c], vr + 16 * c);
 #pragma GCC unroll 4
     for (int32_t a = 0; a < n; a++) {
       const __m512 w = _mm512_set1_ps(pr[a][j]);
-#pragma GCC unroll 4
+#pragma GCC unroll 5
       for (int32_t c = 0; c < nd; c++)
         acc[a][c] = _mm512_fmadd_ps(vv[c], w, acc[a][c]);
     }
   }
 #pragma GCC unroll 4
   for (int32_t a = 0; a < n; a++)
-#pragma GCC unroll 4
+#pragma GCC unroll 5
     for (int32_t c = 0; c < nd; c++)
-      _mm512_storeu_ps(ar[a] + 16 * c, acc[a][c]);
+      _mm512_mask_storeu_ps(ar[a] + 16 * c, keep[c], acc[a][c]);
 }
 
-/* values_part() with n (1..RB - 1) and nd (1..NV), or n = RB and nd (1..NV
- * - 1), made constants. */
+/* values_part() with n (1..RB) and nd (1..NV + 1) made constants (n = RB
+ * with nd = NV and every lane: values4). */
 static void values_few(const nc_flash_rows *r, const int32_t *rows, int32_t n,
                        int32_t j0, int32_t j1, const float *v, const float *p,
-                       nc_flash_tstate *st, int32_t d0, int32_t nd) {
+                       nc_flash_tstate *st, int32_t d0, int32_t nd,
+                       __mmask16 last) {
 #define PART(N_, ND_)                                                          \
   case (N_)*8 + (ND_):                                                         \
-    values_part(r, rows, N_, j0, j1, v, p, st, d0, ND_);                       \
+    values_part(r, rows, N_, j0, j1, v, p, st, d0, ND_, last);                 \
     break
   switch (n * 8 + nd) {
     PART(1, 1);
     PART(1, 2);
     PART(1, 3);
     PART(1, 4);
+    PART(1, 5);
     PART(2, 1);
     PART(2, 2);
     PART(2, 3);
     PART(2, 4);
+    PART(2, 5);
     PART(3, 1);
     PART(3, 2);
     PART(3, 3);
     PART(3, 4);
+    PART(3, 5);
     PART(4, 1);
     PART(4, 2);
     PART(4, 3);
+    PART(4, 4);
+    PART(4, 5);
   default: break;
   }
 #undef PART
 }
 
-/* acc += p . V, 64 of hdv at a time. */
+/* acc += p . V, 64 of hdv at a time while more than 80 are left, then the
+ * rest in one pass of up to 5 vectors (the last one masked where hdv is not
+ * a multiple of 16): every row's chains in flight together. */
 NC_INLINE void values(const nc_flash_rows *r, const int32_t *rows, int32_t n,
                       int32_t j0, int32_t j1, const float *v, const float *p,
                       nc_flash_tstate *st) {
   const int32_t hdv = r->hdv;
   int32_t d0 = 0;
-  for (; d0 + 16 * NV <= hdv; d0 += 16 * NV)
+  for (; hdv - d0 > 16 * (NV + 1); d0 += 16 * NV)
     if (n == RB)
       values4(r, rows, j0, j1, v, p, st, d0);
     else
-      values_few(r, rows, n, j0, j1, v, p, st, d0, NV);
-  if (d0 >= hdv) return;
-  /* every row at once: up to 12 fma chains in flight */
-  const int32_t nd = (hdv - d0) / 16;
-  if (nd > 0) values_few(r, rows, n, j0, j1, v, p, st, d0, nd);
-  d0 += 16 * nd;
-  /* a head size not a multiple of 16 (SigLIP's 72): its last dims one fma
-   * chain over the keys each, as the plain build's (fmaf is one instruction
-   * in this file's build, a libm call in the plain one) */
-  for (int32_t a = 0; a < n; a++) {
-    float *acc = st->acc + (size_t)rows[a] * (size_t)hdv;
-    const float *pr = p + (size_t)rows[a] * KT;
-    for (int32_t d = d0; d < hdv; d++) {
-      float x = acc[d];
-      for (int32_t j = j0; j < j1; j++)
-        x = fmaf(v[(size_t)j * (size_t)hdv + (size_t)d], pr[j], x);
-      acc[d] = x;
-    }
+      values_few(r, rows, n, j0, j1, v, p, st, d0, NV, (__mmask16)0xffff);
+  const int32_t rest = hdv - d0, nd = (rest + 15) / 16;
+  if (rest <= 0) return;
+  if (n == RB && rest == 16 * NV) {
+    values4(r, rows, j0, j1, v, p, st, d0);
+    return;
   }
+  const __mmask16 last =
+      rest % 16 ? (__mmask16)(((uint32_t)1 << (rest % 16)) - 1) : 0xffff;
+  values_few(r, rows, n, j0, j1, v, p, st, d0, nd, last);
 }
 
 /* r[i] (lanes: 16 dims of key i) becomes r[d] (lanes: dim d of 16 keys):

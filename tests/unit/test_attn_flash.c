@@ -270,9 +270,13 @@ static void check_prompt_order(bool split) {
       {6, 32, 32, 45, 25.0f},
       {16, 16, 16, 90, 0.0f},
       /* head sizes not a multiple of 16 (SigLIP's 72, Gemma 3's vision
-       * tower): the last dims scalar chains in the AVX-512 build */
+       * tower): the last dims a masked vector in the AVX-512 build, with
+       * the others in one pass (80 and fewer) or after passes of 64 */
       {7, 72, 72, 150, 0.0f},
       {5, 72, 72, 300, 20.0f},
+      {6, 72, 136, 150, 0.0f},
+      {4, 80, 80, 100, 0.0f},
+      {3, 56, 56, 70, 0.0f},
       {4, 40, 24, 90, 0.0f},
       {3, 8, 8, 70, 0.0f},
       {6, 100, 36, 200, 0.0f},
