@@ -336,15 +336,45 @@ typedef struct flash_job {
 
 enum { FLASH_Q_TILE = 64 }; /* ggml's GGML_FA_TILE_Q */
 
+static int32_t key_tiles(int32_t rows) {
+  return (rows + NC_FLASH_KTILE - 1) / NC_FLASH_KTILE;
+}
+
+/* A thread's scratch for the tiled path (floats from mem): every key tile
+ * of one head widened (tile t's keys transposed at kt + t * hd * KTILE, its
+ * values at vt + t * KTILE * hd), which tiles hold the head's (wide), then
+ * one query tile's scores, state and pointers. */
+typedef struct flash_mem {
+  float *kt, *vt;
+  int32_t *wide;
+  int32_t head; /* the head kt and vt hold, -1: none yet */
+  float *rest;
+} flash_mem;
+
+static flash_mem flash_mem_of(const flash_job *t, float *mem) {
+  const size_t tiles = (size_t)key_tiles(t->rows);
+  const size_t per = (size_t)t->head_dim * NC_FLASH_KTILE;
+  flash_mem fm = {.kt = mem, .vt = mem + tiles * per, .head = -1};
+  fm.wide = (int32_t *)(fm.vt + tiles * per);
+  fm.rest = (float *)(fm.wide + (tiles + 15) / 16 * 16);
+  return fm;
+}
+
+/* The keys and values of head h widened once per thread and head (not per
+ * query tile): the same floats in the tiles. */
 static void flash_tiled(const flash_job *t, int32_t h, int32_t r0, int32_t r1,
-                        float *mem) {
+                        flash_mem *fm) {
   const int32_t hd = t->head_dim, m = r1 - r0, W = t->n_head * hd;
-  float *kt = mem, *vt = kt + (size_t)hd * NC_FLASH_KTILE;
-  float *p = vt + (size_t)hd * NC_FLASH_KTILE;
+  const size_t per = (size_t)hd * NC_FLASH_KTILE;
+  float *p = fm->rest;
   float *M = p + (size_t)m * NC_FLASH_KTILE, *S = M + m, *acc = S + m;
   const float **q = (const float **)(acc + (size_t)m * hd);
   float **out = (float **)(q + m);
   int32_t *lo = (int32_t *)(out + m), *hi = lo + m;
+  if (fm->head != h) {
+    memset(fm->wide, 0, sizeof(int32_t) * (size_t)key_tiles(t->rows));
+    fm->head = h;
+  }
   for (int32_t i = 0; i < m; i++) {
     q[i] = t->q + (int64_t)(r0 + i) * W + (int64_t)h * hd;
     out[i] = t->out + (int64_t)(r0 + i) * W + (int64_t)h * hd;
@@ -373,12 +403,19 @@ static void flash_tiled(const flash_job *t, int32_t h, int32_t r0, int32_t r1,
       any |= lo[i] < hi[i];
     }
     if (!any) continue;
-    memset(kt, 0, sizeof(float) * (size_t)hd * NC_FLASH_KTILE);
-    memset(vt, 0, sizeof(float) * (size_t)hd * NC_FLASH_KTILE);
-    t->v->flash->tile_widen(t->v->k16 + (int64_t)j0 * W + (int64_t)h * hd,
-                            (size_t)W,
-                            t->v->v16 + (int64_t)j0 * W + (int64_t)h * hd,
-                            (size_t)W, n, hd, hd, t->v->f16tab, kt, vt);
+    const int32_t tile = j0 / NC_FLASH_KTILE;
+    float *kt = fm->kt + (size_t)tile * per, *vt = fm->vt + (size_t)tile * per;
+    if (!fm->wide[tile]) {
+      if (n < NC_FLASH_KTILE) { /* the keys past the last: zero */
+        memset(kt, 0, sizeof(float) * per);
+        memset(vt, 0, sizeof(float) * per);
+      }
+      t->v->flash->tile_widen(t->v->k16 + (int64_t)j0 * W + (int64_t)h * hd,
+                              (size_t)W,
+                              t->v->v16 + (int64_t)j0 * W + (int64_t)h * hd,
+                              (size_t)W, n, hd, hd, t->v->f16tab, kt, vt);
+      fm->wide[tile] = 1;
+    }
     t->v->flash->tile_prompt(&rr, kt, vt, p, &st);
   }
   nc_flash_tfinish(&st, m, hd, NULL, out);
@@ -415,10 +452,11 @@ static void flash_worker(void *p, int ith, int nth) {
     const int32_t tiles = (t->rows + FLASH_Q_TILE - 1) / FLASH_Q_TILE;
     int64_t lo, hi;
     nc_split_range((int64_t)t->n_head * tiles, ith, nth, &lo, &hi);
-    for (int64_t j = lo; j < hi; j++) {
+    flash_mem fm = flash_mem_of(t, mem);
+    for (int64_t j = lo; j < hi; j++) { /* a head's query tiles in a row */
       const int32_t h = (int32_t)(j / tiles), r0 = (int32_t)(j % tiles) * 64;
       const int32_t r1 = r0 + 64 < t->rows ? r0 + 64 : t->rows;
-      flash_tiled(t, h, r0, r1, mem);
+      flash_tiled(t, h, r0, r1, &fm);
     }
     return;
   }
@@ -463,12 +501,14 @@ static nc_code flash_attention(nc_vit *v, const float *q, const float *k,
       v->v16[i] = nc_fp32_to_fp16(vv[i]);
     }
   }
-  /* per thread: a tile's kt, vt and scores, the state and pointers of 64
-   * rows (the tiled path) or one row's (the one-row path) */
-  const int64_t hd = head_dim, mrows = FLASH_Q_TILE;
-  const int64_t need = (2 * hd * NC_FLASH_KTILE + mrows * NC_FLASH_KTILE +
-                        mrows * (2 + hd) + mrows * 6 + hd + 64 + 15) /
-                       16 * 16; /* 64-byte steps: aligned pointers per thread */
+  /* per thread: a head's widened key tiles (kt, vt) and their flags, a
+   * query tile's scores, the state and pointers of 64 rows (the tiled
+   * path); or one row's (the one-row path) */
+  const int64_t hd = head_dim, mrows = FLASH_Q_TILE, tiles = key_tiles(rows);
+  const int64_t need =
+      (2 * hd * NC_FLASH_KTILE * tiles + (tiles + 15) / 16 * 16 +
+       mrows * NC_FLASH_KTILE + mrows * (2 + hd) + mrows * 6 + hd + 64 + 15) /
+      16 * 16; /* 64-byte steps: aligned pointers per thread */
   if (need > v->scores_cap) {
     free(v->scores);
     v->scores = malloc((size_t)need * (size_t)nt * sizeof *v->scores);
