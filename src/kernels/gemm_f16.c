@@ -7,10 +7,15 @@
 #include <stdlib.h>
 
 enum {
-  PANEL_BYTES = 256 * 1024, /* F32 activation chunk, and weight panel */
+  PANEL_BYTES = 256 * 1024, /* F32 weight panel */
+  /* F32 activation chunk: every weight is read (and, in panels, widened)
+   * once per chunk; chunks of 256 KiB were 12 rows of SigLIP's FFN down
+   * projection (K = 4304), its weights streamed from L3 every 12 rows */
+  CHUNK_BYTES = 1024 * 1024,
   /* weights up to this many F32 bytes are widened whole, once a call (a
-   * BERT FFN's 1536 x 384: 2.25 MiB), not once per activation chunk */
-  WHOLE_WEIGHT_BYTES = 16 * 1024 * 1024,
+   * BERT FFN's 1536 x 384: 2.25 MiB; SigLIP's FFN 4304 x 1152: 19 MiB),
+   * not once per activation chunk */
+  WHOLE_WEIGHT_BYTES = 32 * 1024 * 1024,
   /* a register tile's activation rows up to this many bytes stay in L1
    * while weight tiles of a sub-panel stream past them from L2 (the
    * tiles' fewer weight rows are the ones read from L2 each step) */
@@ -18,11 +23,16 @@ enum {
   W_SUB_BYTES = 512 * 1024, /* such a sub-panel of weights, kept in L2 */
 };
 
-/* Rows of n floats (ld apart) per panel: a multiple of unit, at least one
- * unit, at most PANEL_BYTES where a unit fits. */
-static int64_t panel_rows(int64_t ld, int unit) {
-  const int64_t fit = PANEL_BYTES / ((int64_t)sizeof(float) * ld);
+/* Rows of n floats (ld apart) per block of bytes: a multiple of unit, at
+ * least one unit, at most bytes where a unit fits. */
+static int64_t rows_in(int64_t bytes, int64_t ld, int unit) {
+  const int64_t fit = bytes / ((int64_t)sizeof(float) * ld);
   return fit < unit ? unit : fit / unit * unit;
+}
+
+/* Rows per weight panel. */
+static int64_t panel_rows(int64_t ld, int unit) {
+  return rows_in(PANEL_BYTES, ld, unit);
 }
 
 static void dots_per_pair(const nc_f16_tiles *t, int64_t n, const uint8_t *w,
@@ -111,7 +121,7 @@ static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
   const int64_t ld = nc_f16_packed_ld(n);
   const int64_t whole = WHOLE_WEIGHT_BYTES / ((int64_t)sizeof(float) * ld);
   const int64_t pw = nw <= whole ? nw : panel_rows(ld, t->rows_w);
-  const int64_t pa = panel_rows(ld, t->rows_a);
+  const int64_t pa = rows_in(CHUNK_BYTES, ld, t->rows_a);
   const int64_t cw = nw < pw ? nw : pw, ca = na < pa ? na : pa;
   const int64_t own_a = packed ? 0 : ca; /* rows widened here */
   float *mem = aligned_alloc(64, sizeof(float) * (size_t)(ld * (cw + own_a)));

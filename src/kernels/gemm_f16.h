@@ -11,9 +11,9 @@
  *   accumulator per pair over steps of 16, then the halving tree (step 16;
  *   called only when n % 16 == 0).
  *
- * The driver (gemm_f16.c, plain C) widens a chunk of activation rows (it
- * fits L2) and the weights to F32 once (all of them up to 16 MiB widened,
- * else a panel that fits L2 at a time), then runs an ISA's
+ * The driver (gemm_f16.c, plain C) widens a chunk of activation rows (1
+ * MiB, in L2) and the weights to F32 once (all of them up to 32 MiB
+ * widened, else a panel that fits L2 at a time), then runs an ISA's
  * register tiles of rows_w weight rows x rows_a activation rows over them:
  * every loaded vector feeds several multiply-adds and nothing is converted
  * in the inner loop; the elements past the last whole step are added one

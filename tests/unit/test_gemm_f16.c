@@ -200,12 +200,12 @@ static void check_gemm(const nc_kernels *k, int64_t n, uint64_t *s) {
   free(a);
 }
 
-/* n = 1541 and 1552: 1552 floats a widened row, 42 rows a 256 KiB chunk,
- * so 100 activation rows take several chunks (the 48 weight rows are
- * widened whole); the avx512 tables take n % 16 != 0 pair by pair. */
+/* n = 6160: 42 rows a 1 MiB activation chunk, so 100 activation rows take
+ * several chunks (the 48 weight rows are widened whole); the avx512 tables
+ * take n % 16 != 0 (1541) pair by pair. */
 static void test_gemm_matches_model(void **state) {
   (void)state;
-  static const int64_t ns[] = {8, 16, 33, 48, 384, 1541, 1552};
+  static const int64_t ns[] = {8, 16, 33, 48, 384, 1541, 1552, 6160};
   uint64_t s = 44;
   int tables = 0;
   for (size_t t = 0; t < sizeof k_tables / sizeof k_tables[0]; t++) {
@@ -219,11 +219,11 @@ static void test_gemm_matches_model(void **state) {
   if (tables == 0) skip();
 }
 
-/* Weights past the 16 MiB widened whole (1040 rows of 4,096 floats): the
+/* Weights past the 32 MiB widened whole (2080 rows of 4,096 floats): the
  * weight panels of 256 KiB, each widened once per activation chunk. */
 static void test_gemm_weight_panels(void **state) {
   (void)state;
-  enum { N = 4096, NW = 1040, NA = 4 };
+  enum { N = 4096, NW = 2080, NA = 4 };
   uint64_t s = 45;
   nc_fp16 *w = random_rows(NW, N, &s), *a = random_rows(NA, N, &s);
   float *out = malloc(sizeof(float) * NW * NA);
