@@ -16,7 +16,9 @@
  * 4 weight rows x 6 activation rows, 24 accumulators, 4 weight vectors and
  * one activation vector in the 32 registers, 24 multiply-adds per 10
  * loads (llamafile's 4 x 6 block); the 24 sums finished together in
- * registers (the tree's additions, 2 to 16 sums an instruction). */
+ * registers (the tree's additions, 2 to 16 sums an instruction). For n %
+ * 16 != 0 the gemm runs ggml_vec_dot_f16's order on the same panels: 2
+ * weight rows x 3 activation rows, four accumulators a pair. */
 #include <immintrin.h>
 #include <stdbool.h>
 
@@ -337,6 +339,74 @@ static void block_avx512(int64_t nk, const float *w, size_t ws, int nw,
   }
 }
 
+/* ggml_vec_dot_f16's order (n % 16 != 0: Gemma 3's patch embedding, K =
+ * 588) on the widened panels: R (1..VW) weight rows x C (1..VA) activation
+ * rows, four accumulators per pair over steps of 64 (24 in registers), each
+ * pair's finished as nc_avx512_dot_f16_vec's before its tail: s0 + s2, s1 +
+ * s3, their sum, the tree; the driver adds the tail in double. */
+enum { VW = 2, VA = 3 };
+
+static inline __attribute__((always_inline)) void
+vtile_rc(const int R, const int C, int64_t nk, const float *w, size_t ws,
+         const float *a, size_t as, float *out, size_t os) {
+  __m512 acc[VW][VA][4], wv[VW];
+#pragma GCC unroll 2
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+    for (int c = 0; c < C; c++)
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; j++)
+        acc[r][c][j] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < nk; i += 64)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+#pragma GCC unroll 2
+      for (int r = 0; r < R; r++)
+        wv[r] = _mm512_loadu_ps(w + (size_t)r * ws + i + 16 * j);
+#pragma GCC unroll 3
+      for (int c = 0; c < C; c++) {
+        const __m512 x = _mm512_loadu_ps(a + (size_t)c * as + i + 16 * j);
+#pragma GCC unroll 2
+        for (int r = 0; r < R; r++)
+          acc[r][c][j] = _mm512_fmadd_ps(wv[r], x, acc[r][c][j]);
+      }
+    }
+#pragma GCC unroll 2
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+    for (int c = 0; c < C; c++) {
+      const __m512 s0 = _mm512_add_ps(acc[r][c][0], acc[r][c][2]);
+      const __m512 s1 = _mm512_add_ps(acc[r][c][1], acc[r][c][3]);
+      out[(size_t)c * os + (size_t)r] = sum_tree(_mm512_add_ps(s0, s1));
+    }
+}
+
+static void vtile_avx512(int64_t nk, const float *w, size_t ws, int nw,
+                         const float *a, size_t as, int na, float *out,
+                         size_t os) {
+#define VT(R_, C_)                                                             \
+  case (R_)*4 + (C_): vtile_rc(R_, C_, nk, w, ws, a, as, out, os); break
+  switch (nw * 4 + na) {
+    VT(1, 1);
+    VT(1, 2);
+    VT(1, 3);
+    VT(2, 1);
+    VT(2, 2);
+    VT(2, 3);
+  default: break;
+  }
+#undef VT
+}
+
+static const nc_f16_tiles VEC_TILES = {.rows_w = VW,
+                                       .rows_a = VA,
+                                       .step = 64,
+                                       .widen = widen_avx512,
+                                       .tile = vtile_avx512,
+                                       .block = NULL,
+                                       .dot = nc_avx512_dot_f16_vec,
+                                       .tail_double = true};
+
 static const nc_f16_tiles TILES = {.rows_w = RW,
                                    .rows_a = RA,
                                    .step = 16,
@@ -348,13 +418,8 @@ static const nc_f16_tiles TILES = {.rows_w = RW,
 void nc_avx512_gemm_f16(int64_t n, const void *w, size_t w_stride, int64_t nw,
                         const void *act, size_t a_stride, int64_t na,
                         float *out, size_t out_stride) {
-  if (n % 16 != 0) {
-    dots(nc_avx512_dot_f16_vec, n, w, w_stride, nw, act, a_stride, na, out,
-         out_stride);
-    return;
-  }
-  nc_gemm_f16_tiled(&TILES, n, w, w_stride, nw, act, a_stride, na, out,
-                    out_stride);
+  nc_gemm_f16_tiled(n % 16 != 0 ? &VEC_TILES : &TILES, n, w, w_stride, nw, act,
+                    a_stride, na, out, out_stride);
 }
 
 void nc_avx512_pack_f16(int64_t n, const void *act, size_t a_stride, int64_t na,

@@ -100,6 +100,13 @@ static void panel_times_chunk(const nc_f16_tiles *t, int64_t n, int64_t ld,
   for (int64_t a = 0; a < pa; a++)
     for (int64_t r = 0; r < pw; r++) {
       float *o = out + (size_t)a * out_stride + (size_t)r;
+      if (t->tail_double) {
+        double sum = *o;
+        for (int64_t i = nk; i < n; i++)
+          sum += (double)(wp[r * ld + i] * ap[a * ld + i]);
+        *o = (float)sum;
+        continue;
+      }
       float sum = *o;
       for (int64_t i = nk; i < n; i++)
         sum = fmaf(wp[r * ld + i], ap[a * ld + i], sum);

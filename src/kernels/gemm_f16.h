@@ -9,7 +9,9 @@
  *   one by one, sum = fmaf(w, a, sum) (step 32);
  * - avx512 and amx (avx512_f16.c): llamafile's tinyBLAS<16>, one 16-lane
  *   accumulator per pair over steps of 16, then the halving tree (step 16;
- *   called only when n % 16 == 0).
+ *   n % 16 == 0); for other n ggml_vec_dot_f16's: four 16-lane
+ *   accumulators per pair over steps of 64, summed 0 + 2, 1 + 3, then the
+ *   two, then the tree, the rest added in double (step 64, tail_double).
  *
  * The driver (gemm_f16.c, plain C) widens a chunk of activation rows (1
  * MiB, in L2) and the weights to F32 once (all of them up to 32 MiB
@@ -21,6 +23,7 @@
 #ifndef NC_KERNELS_GEMM_F16_H
 #define NC_KERNELS_GEMM_F16_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +50,10 @@ typedef struct nc_f16_tiles {
                 const float *act, size_t a_stride, int na, float *out,
                 size_t out_stride);
   nc_vec_dot_fn dot; /* the F16 dot these tiles match: without memory */
+  /* false: the elements past the last whole step added to the tile's sum
+   * one by one, sum = fmaf(w, a, sum); true: as ggml_vec_dot_f16 adds
+   * them, sum = (double)sum + (double)(w * a) each, then rounded once */
+  bool tail_double;
 } nc_f16_tiles;
 
 /* kernels.h's nc_gemm_fn for F16 weights (activation rows F16) through an
