@@ -29,8 +29,13 @@ static inline const uint8_t *nc_prefetch_base(const uint8_t *w,
  * rows x 640); whole decode steps ran 1.2-1.6x faster. __builtin_prefetch,
  * not _mm_prefetch: GCC 12 dropped every _mm_prefetch of this loop once
  * inlined into the AVX-512 kernels (no prefetch instruction left in the
- * object; decode ran ~1.7x slower). */
-static inline void nc_prefetch_lines(const void *p, size_t n) {
+ * object; decode ran ~1.7x slower). Always inlined: left out of line (a
+ * caller grown past GCC's inlining limits, as avx512_nl_gemm.c's matmuls
+ * did with their panel path in 7cd6b1c) its calls have no effect that GCC
+ * sees, and it deletes them: that object had no prefetch left, and a
+ * mixture's MXFP4 experts streamed at ~60% of their rate at decode. */
+static inline __attribute__((always_inline)) void
+nc_prefetch_lines(const void *p, size_t n) {
   for (size_t o = 0; o < n; o += 64)
     __builtin_prefetch((const char *)p + o, 0, 2);
 }
