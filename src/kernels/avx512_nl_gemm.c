@@ -4,13 +4,16 @@
  * so to avx512_nl.c's dots: per output a zmm whose low half takes the even
  * blocks and the high half the odd ones, acc = fma(d_a * d_w, (float)lane,
  * acc); hsum8(lo + hi); a last odd block as sum = fma(d_a * d_w, (float)S,
- * sum). Below 3 activation rows, register tiles of 4 weight rows x 2
- * activation rows straight from the rows: a block pair's lookup
- * (avx512_nl_lookup.h) serves the tile's activation rows, an activation
- * pair (and its lane sums) the tile's weight rows. From 3 rows (MXFP4's
- * prompts and a mixture's experts, IQ4_NL's short prompt tails) the same
- * order from panels made once: 4 x 4 tiles that only load, multiply and
- * add. */
+ * sum). One activation row (decode: a mixture's experts at one token):
+ * the row's block pairs and d_a made once, d_w x d_a per 16 blocks of a
+ * weight row from one gather, each block pair's codes looked up from two
+ * broadcast loads (row1_gemm). Two activation rows: register tiles of 4
+ * weight rows x 2 activation rows straight from the rows: a block pair's
+ * lookup (avx512_nl_lookup.h) serves the tile's activation rows, an
+ * activation pair (and its lane sums) the tile's weight rows. From 3 rows
+ * (MXFP4's prompts and a mixture's experts, IQ4_NL's short prompt tails)
+ * the same order from panels made once: 4 x 4 tiles that only load,
+ * multiply and add. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
@@ -316,9 +319,148 @@ paired_panel_gemm(const nl_kind *k, const int8_t vals[16], int64_t n,
   return true;
 }
 
+/* The same order for one activation row (decode: paired_tile at one row
+ * spent most of its steps on what one row cannot share: per weight row
+ * and block pair two scalar scale conversions joined into a vector, the
+ * d_a x d_w multiply, and the lookup's inserts and shuffles). Made once
+ * per call: the row's block pairs (64 quants and their lane starts) and
+ * its d_a. Per weight row and 16 blocks: the 16 scales from one gather,
+ * d = d_a x d_w in one vector (MXFP4's E8M0 e: d_a x 2^(e - 128) by
+ * vscalefps, the exact product rounded once as the multiply by
+ * nc_e8m0_to_fp32_half(e) = 2^(e - 128) rounds it; IQ4_NL's half by
+ * vcvtph2ps and the multiply), kept for the block pairs. Per weight row
+ * and block pair: the two blocks' 16 code bytes by a broadcast load and a
+ * masked one, shift, mask, lookup; d as a broadcast and a masked one;
+ * vpdpbusd from the pair's start, cvt, fma. Then pair_sum as the tiles. */
+enum {
+  R1_RM = 4,     /* weight rows per tile */
+  R1_CHUNK = 16, /* blocks per gather of scales */
+};
+
+typedef struct r1_act {
+  __m512i a, start;
+} r1_act;
+
+/* d_a x d_w for blocks [0, m) from blk (m <= R1_CHUNK) in lanes 0..m-1
+ * (the others 0 x the scale of no block: unused). */
+static inline __attribute__((always_inline)) __m512
+r1_scales(const nl_kind *k, const uint8_t *blk, int m, __m512 dy) {
+  const __m512i idx = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32((int)k->bsize));
+  const __mmask16 mk =
+      m >= R1_CHUNK ? (__mmask16)0xffff : (__mmask16)((1u << m) - 1);
+  const __m512i x =
+      _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mk, idx, blk, 1);
+  if (k->e8m0) {
+    /* (x & 0xff) | 0x4b000000 is 2^23 + e; less 2^23 + 128: e - 128 */
+    const __m512 big = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+        x, _mm512_set1_epi32(0xff), _mm512_set1_epi32(0x4b000000), 0xea));
+    return _mm512_scalef_ps(dy, _mm512_sub_ps(big, _mm512_set1_ps(8388736.0f)));
+  }
+  return _mm512_mul_ps(dy, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(x)));
+}
+
+/* Weight rows [0, rm) against the prepared activation row. */
+static inline __attribute__((always_inline)) void
+r1_tile(const nl_kind *k, __m512i table, __m512i shifts, int64_t nb,
+        const uint8_t *w, size_t w_stride, const int rm, const r1_act *pa,
+        const float *dyf, const block_q8_0 *y, float *out) {
+  const int64_t nbp = nb / 2;
+  const size_t bs = k->bsize, qo = k->qs_off;
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  _Alignas(64) float d[R1_RM][R1_CHUNK];
+  __m512 acc[R1_RM];
+#pragma GCC unroll 4
+  for (int r = 0; r < rm; r++)
+    acc[r] = _mm512_setzero_ps();
+  const uint8_t *pf = nc_prefetch_base(w, (size_t)rm * w_stride);
+  for (int64_t c = 0; c < nbp; c += R1_CHUNK / 2) {
+    const int64_t b0 = 2 * c;
+    const int m = 2 * nbp - b0 < R1_CHUNK ? (int)(2 * nbp - b0) : R1_CHUNK;
+    const __m512 dy = _mm512_load_ps(dyf + b0);
+#pragma GCC unroll 4
+    for (int r = 0; r < rm; r++)
+      _mm512_store_ps(
+          d[r],
+          r1_scales(k, w + (size_t)r * w_stride + (size_t)b0 * bs, m, dy));
+    for (int j = 0; j < m; j += 2) {
+      const int64_t i = b0 + j; /* the pair's first block */
+#pragma GCC unroll 4
+      for (int r = 0; r < rm; r++)
+        nc_prefetch_lines(pf + (size_t)r * w_stride + (size_t)i * bs, 2 * bs);
+      const r1_act *p = pa + i / 2;
+#pragma GCC unroll 4
+      for (int r = 0; r < rm; r++) {
+        const uint8_t *q = w + (size_t)r * w_stride + (size_t)i * bs + qo;
+        __m512i b = _mm512_broadcast_i32x4(_mm_loadu_si128((const void *)q));
+        b = _mm512_mask_broadcast_i32x4(
+            b, 0xff00, _mm_loadu_si128((const void *)(q + bs)));
+        const __m512i wv = _mm512_shuffle_epi8(
+            table, _mm512_and_si512(_mm512_srlv_epi16(b, shifts), m4));
+        __m512 dd = _mm512_set1_ps(d[r][j]);
+        dd = _mm512_mask_broadcastss_ps(dd, 0xff00, _mm_load_ss(&d[r][j + 1]));
+        /* the start loaded for each row (no register copies) */
+        __m512i l;
+        __asm__("vmovdqa64 %1, %0\n\tvpdpbusd %3, %2, %0"
+                : "=&v"(l)
+                : "m"(p->start), "v"(wv), "m"(p->a));
+        acc[r] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(l), acc[r]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < rm; r++)
+    out[r] = pair_sum(k, table, shifts, acc[r], w + (size_t)r * w_stride, y, nb,
+                      nb % 2 != 0);
+}
+
+/* Every weight row against one activation row; false when there is no
+ * memory for the prepared row (the caller then runs paired_gemm). */
+static inline __attribute__((always_inline)) bool
+row1_gemm(const nl_kind *k, const int8_t vals[16], int64_t n, const void *w,
+          size_t w_stride, int64_t nw, const void *act, float *out) {
+  const int64_t nb = n / 32, nbp = nb / 2;
+  if (nbp < 1) return false;
+  const int64_t nd = (2 * nbp + R1_CHUNK - 1) / R1_CHUNK * R1_CHUNK;
+  const size_t act_bytes = sizeof(r1_act) * (size_t)nbp;
+  void *mem = aligned_alloc(64, act_bytes + sizeof(float) * (size_t)nd);
+  if (!mem) return false;
+  r1_act *pa = mem;
+  float *dyf = (float *)((uint8_t *)mem + act_bytes);
+  const block_q8_0 *y = act;
+  for (int64_t i = 0; i < nbp; i++) {
+    const __m512i av = join(y[2 * i].qs, y[2 * i + 1].qs);
+    _mm512_store_si512(&pa[i].a, av);
+    _mm512_store_si512(&pa[i].start, offset_start(av));
+  }
+  for (int64_t b = 0; b < nd; b++)
+    dyf[b] = b < 2 * nbp ? H2F(y[b].d) : 0.0f;
+  const __m512i table = unsigned_table(vals), shifts = nibble_shifts();
+  const uint8_t *wp = w;
+  for (int64_t r = 0; r < nw; r += R1_RM) {
+    const uint8_t *wr = wp + (size_t)r * w_stride;
+    const int rm = nw - r < R1_RM ? (int)(nw - r) : R1_RM;
+#define RT(M)                                                                  \
+  r1_tile(k, table, shifts, nb, wr, w_stride, M, pa, dyf, y, out + r)
+    switch (rm) {
+    case 4: RT(4); break;
+    case 3: RT(3); break;
+    case 2: RT(2); break;
+    default: RT(1); break;
+    }
+#undef RT
+  }
+  free(mem);
+  return true;
+}
+
 void nc_avx512_gemm_iq4_nl(int64_t n, const void *w, size_t w_stride,
                            int64_t nw, const void *act, size_t a_stride,
                            int64_t na, float *out, size_t out_stride) {
+  if (na == 1 &&
+      row1_gemm(&k_iq4nl, nc_iq4nl_values, n, w, w_stride, nw, act, out))
+    return;
   if (na >= PP_MIN_ROWS &&
       paired_panel_gemm(&k_iq4nl, nc_iq4nl_values, n, w, w_stride, nw, act,
                         a_stride, na, out, out_stride))
@@ -330,6 +472,9 @@ void nc_avx512_gemm_iq4_nl(int64_t n, const void *w, size_t w_stride,
 void nc_avx512_gemm_mxfp4(int64_t n, const void *w, size_t w_stride, int64_t nw,
                           const void *act, size_t a_stride, int64_t na,
                           float *out, size_t out_stride) {
+  if (na == 1 &&
+      row1_gemm(&k_mxfp4, nc_mxfp4_values, n, w, w_stride, nw, act, out))
+    return;
   if (na >= PP_MIN_ROWS &&
       paired_panel_gemm(&k_mxfp4, nc_mxfp4_values, n, w, w_stride, nw, act,
                         a_stride, na, out, out_stride))

@@ -788,6 +788,52 @@ static void check_f16_orders(const nc_kernels *k) {
   }
 }
 
+/* MXFP4's matmul at 1..3 activation rows against ref's vec_dot on rows
+ * whose E8M0 bytes take every value 0..200 (random_row's are 2^-9 ..
+ * 2^-5): d_a x 2^(e - 128) from subnormal (e = 0, 1, ...) to 2^72, where
+ * a kernel that forms it otherwise than as the multiply (the one-row
+ * matmul's vscalefps) would show a different rounding. */
+static void check_mxfp4_exponents(const nc_kernels *k) {
+  if (!k->gemm[NC_TYPE_MXFP4]) return;
+  static const int64_t ns[] = {64, 576, 1056, 1120};
+  enum { NW = 9, NA = 3 };
+  const nc_kernels *ref = nc_kernels_ref();
+  uint64_t s = 4242;
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+    const int64_t n = ns[i], nb = n / 32;
+    const size_t wrow = nc_row_size(NC_TYPE_MXFP4, n);
+    const size_t arow = nc_row_size(NC_TYPE_Q8_0, n);
+    uint8_t *w = malloc(wrow * NW), *qa = malloc(arow * NA);
+    for (int r = 0; r < NW; r++) {
+      uint8_t *row = random_row(NC_TYPE_MXFP4, n, &s);
+      for (int64_t b = 0; b < nb; b++)
+        row[(size_t)b * sizeof(block_mxfp4)] = (uint8_t)((r * nb + b) % 201);
+      memcpy(w + (size_t)r * wrow, row, wrow);
+      free(row);
+    }
+    for (int a = 0; a < NA; a++) {
+      float *act = random_act(n, &s);
+      k->quantize_act[NC_TYPE_Q8_0](act, qa + (size_t)a * arow, n);
+      free(act);
+    }
+    for (int na = 1; na <= NA; na++) {
+      float out[NA * NW];
+      k->gemm[NC_TYPE_MXFP4](n, w, wrow, NW, qa, arow, na, out, NW);
+      for (int a = 0; a < na; a++)
+        for (int r = 0; r < NW; r++) {
+          const float want = ref->vec_dot[NC_TYPE_MXFP4](
+              n, w + (size_t)r * wrow, qa + (size_t)a * arow);
+          if (bits(out[a * NW + r]) != bits(want))
+            fail_msg("%s MXFP4 E8M0 0..200 n=%lld na=%d [%d][%d]: gemm "
+                     "%.9g, ref vec_dot %.9g",
+                     k->name, (long long)n, na, a, r, out[a * NW + r], want);
+        }
+    }
+    free(w);
+    free(qa);
+  }
+}
+
 static void test_table(const char *name) {
   const nc_kernels *k = nc_kernels_by_name(name);
   if (!k) NC_SKIP_BECAUSE("this CPU lacks the %s kernel table", name);
@@ -797,6 +843,7 @@ static void test_table(const char *name) {
   check_quantizers(k);
   check_new_types_bits(k);
   check_f16_orders(k);
+  check_mxfp4_exponents(k);
 }
 
 static void test_ref_odd_lengths(void **state) {
