@@ -22,6 +22,13 @@ bench-split: $(BUILDDIR)/bench/flash_split
 $(BUILDDIR)/bench/flash_split: bench/flash_split.c $(BUILDDIR)/libnucleus.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
+# make bench-rows: a forward call of k decode rows against one, k = 1 .. 9
+# (bench/forward_rows.c; the verify step of speculative decoding).
+.PHONY: bench-rows
+bench-rows: $(BUILDDIR)/bench/forward_rows
+$(BUILDDIR)/bench/forward_rows: bench/forward_rows.c $(BUILDDIR)/libnucleus.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
 # make bench-stream: the machine's streaming read bandwidth (bench/stream.c),
 # bench/roofline.py's denominator.
 .PHONY: bench-stream
