@@ -23,6 +23,7 @@ CFLAGS_src/kernels/avx512_i16_gemm := $(CFLAGS_src/kernels/avx512_nl)
 # The tile instructions are inline asm (see amx_gemm.c): no -mamx flags.
 CFLAGS_src/kernels/amx_gemm := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/amx_gemv := $(CFLAGS_src/kernels/avx512)
+CFLAGS_src/kernels/amx_few := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/amx_kquant := $(CFLAGS_src/kernels/avx512)
 CFLAGS_src/kernels/avx2_f16 := -mavx2 -mfma -mf16c
 CFLAGS_src/kernels/avx512_f16 := $(CFLAGS_src/kernels/avx512)

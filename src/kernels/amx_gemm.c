@@ -1,8 +1,8 @@
 /* amx_gemm: the amx table's matmuls (many weight rows x many activation
  * rows: prefill and batches) for Q4_0, Q4_1 and Q8_0 on the CPU's tile
  * matrix unit (AMX-INT8), in block order (ref_block.c), the order of
- * llama.cpp's AMX build. Up to NC_AMX_GEMV_MAX_A activation rows go to
- * amx_gemv.c, which gives the same bits.
+ * llama.cpp's AMX build. Fewer than NC_AMX_FEW_MIN_A activation rows go to
+ * amx_gemv.c, up to NC_AMX_FEW_MAX_A to amx_few.c, which give the same bits.
  *
  * One tdpbssd multiplies a tile of 16 activation rows x one 32-block (A:
  * 16 rows x 32 signed bytes, contiguous in the activation tiles) by 16
@@ -155,7 +155,7 @@ static void pack_act_tile(const uint8_t *a, size_t a_stride, int64_t a0,
 
 size_t nc_amx_act_tiles_bytes(int64_t n, int64_t na) {
   const int64_t nb = n / 32;
-  if (na <= NC_AMX_GEMV_MAX_A || n % 32 || nb < 1 || nb > MAX_BLOCKS) return 0;
+  if (na <= NC_AMX_FEW_MAX_A || n % 32 || nb < 1 || nb > MAX_BLOCKS) return 0;
   return (size_t)ACT_BLOCK * (size_t)nb * (size_t)((na + TILE - 1) / TILE);
 }
 
@@ -236,8 +236,12 @@ gemm(int64_t n, const void *w, size_t w_stride, int64_t nw, const void *a,
 void nc_amx_gemm_q4_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
                       const void *a, size_t a_stride, int64_t na, float *out,
                       size_t out_stride) {
-  if (na <= (NC_AMX_GEMV_MAX_A)) {
+  if (na < NC_AMX_FEW_MIN_A && na <= NC_AMX_GEMV_MAX_A) {
     nc_amx_gemv_q4_0(n, w, w_stride, nw, a, a_stride, (int)na, out, out_stride);
+    return;
+  }
+  if (na <= NC_AMX_FEW_MAX_A) {
+    nc_amx_few_q4_0(n, w, w_stride, nw, a, a_stride, (int)na, out, out_stride);
     return;
   }
   gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_0),
@@ -248,7 +252,7 @@ void nc_amx_gemm_packed_q4_0(int64_t n, const void *w, size_t w_stride,
                              int64_t nw, const void *a, size_t a_stride,
                              const void *tiles, int64_t na, float *out,
                              size_t out_stride) {
-  if (!tiles || na <= NC_AMX_GEMV_MAX_A) {
+  if (!tiles || na <= NC_AMX_FEW_MAX_A) {
     nc_amx_gemm_q4_0(n, w, w_stride, nw, a, a_stride, na, out, out_stride);
     return;
   }
@@ -260,8 +264,12 @@ void nc_amx_gemm_packed_q4_0(int64_t n, const void *w, size_t w_stride,
 void nc_amx_gemm_q8_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
                       const void *a, size_t a_stride, int64_t na, float *out,
                       size_t out_stride) {
-  if (na <= (NC_AMX_GEMV_MAX_A)) {
+  if (na < 2 && na <= NC_AMX_GEMV_MAX_A) {
     nc_amx_gemv_q8_0(n, w, w_stride, nw, a, a_stride, (int)na, out, out_stride);
+    return;
+  }
+  if (na <= NC_AMX_FEW_MAX_A) {
+    nc_amx_few_q8_0(n, w, w_stride, nw, a, a_stride, (int)na, out, out_stride);
     return;
   }
   gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q8_0),
@@ -272,7 +280,7 @@ void nc_amx_gemm_packed_q8_0(int64_t n, const void *w, size_t w_stride,
                              int64_t nw, const void *a, size_t a_stride,
                              const void *tiles, int64_t na, float *out,
                              size_t out_stride) {
-  if (!tiles || na <= NC_AMX_GEMV_MAX_A) {
+  if (!tiles || na <= NC_AMX_FEW_MAX_A) {
     nc_amx_gemm_q8_0(n, w, w_stride, nw, a, a_stride, na, out, out_stride);
     return;
   }
@@ -284,8 +292,12 @@ void nc_amx_gemm_packed_q8_0(int64_t n, const void *w, size_t w_stride,
 void nc_amx_gemm_q4_1(int64_t n, const void *w, size_t w_stride, int64_t nw,
                       const void *a, size_t a_stride, int64_t na, float *out,
                       size_t out_stride) {
-  if (na <= (NC_AMX_GEMV_MAX_A)) {
+  if (na < NC_AMX_FEW_MIN_A && na <= NC_AMX_GEMV_MAX_A) {
     nc_amx_gemv_q4_1(n, w, w_stride, nw, a, a_stride, (int)na, out, out_stride);
+    return;
+  }
+  if (na <= NC_AMX_FEW_MAX_A) {
+    nc_amx_few_q4_1(n, w, w_stride, nw, a, a_stride, (int)na, out, out_stride);
     return;
   }
   gemm(n, w, w_stride, nw, a, a_stride, na, out, out_stride, sizeof(block_q4_1),
@@ -296,7 +308,7 @@ void nc_amx_gemm_packed_q4_1(int64_t n, const void *w, size_t w_stride,
                              int64_t nw, const void *a, size_t a_stride,
                              const void *tiles, int64_t na, float *out,
                              size_t out_stride) {
-  if (!tiles || na <= NC_AMX_GEMV_MAX_A) {
+  if (!tiles || na <= NC_AMX_FEW_MAX_A) {
     nc_amx_gemm_q4_1(n, w, w_stride, nw, a, a_stride, na, out, out_stride);
     return;
   }

@@ -41,6 +41,9 @@
 enum {
   RING = 4,
   MAX_SUPER = 256, /* n <= 65536: longer rows use the reference */
+  FEW_ROWS = 8,    /* a tile of up to this many activation rows: its steps
+                     only for them (gemm_tile) */
+  GEMV_GROUPS = 3, /* up to 3 x NC_AMX_KGEMV_MAX_A rows on the VNNI rows */
   CHUNKS = 8,      /* 32-quant chunks per superblock */
   /* panel block: quants, sc[16][16], m pairs[4][16] (int32), d, dmin */
   PB_QUANTS = CHUNKS * 8 * 64,
@@ -654,11 +657,13 @@ static void pack_act_super(const uint8_t *a, size_t a_stride, int64_t a0,
 }
 
 /* One activation tile (all superblocks) x the panel (all superblocks):
- * out[t * out_stride + r], t < rows. */
+ * out[t * out_stride + r], t < rows <= R; the integer and float steps run
+ * for the first R activation rows only (R a constant, 8 or 16: a tile of
+ * few rows, a speculative step's, costs its own rows' steps). */
 static inline __attribute__((always_inline)) void
 gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
-          int32_t (*cbuf)[TILE * TILE], float *out, size_t out_stride,
-          int rows) {
+          int32_t (*cbuf)[TILE * TILE], float *out, size_t out_stride, int rows,
+          const int R) {
   const int G = groups_of(t);
   const int64_t steps = nsb * G;
   /* group g of superblock i: its A tile (16 rows of k bytes, stride 32)
@@ -675,7 +680,7 @@ gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
   __m512i s_acc[TILE];
   _Alignas(64) float acc[TILE][TILE];
 #pragma GCC unroll 16
-  for (int r = 0; r < TILE; r++) {
+  for (int r = 0; r < R; r++) {
     s_acc[r] = _mm512_setzero_si512();
     _mm512_store_ps(acc[r], _mm512_setzero_ps());
   }
@@ -698,7 +703,7 @@ gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
         _mm512_load_si512((const __m512i *)(const void *)(pb_ + PB_SC) + g_);  \
     const int32_t *c_ = cbuf[(s) % RING];                                      \
     const int32_t *c32_ = (const int32_t *)(const void *)(ab_ + AB_C32);       \
-    _Pragma("GCC unroll 16") for (int r = 0; r < TILE; r++) {                  \
+    _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                     \
       __m512i v_ =                                                             \
           _mm512_load_si512((const __m512i *)(const void *)(c_ + TILE * r));   \
       if (t == KQ6)                                                            \
@@ -708,7 +713,7 @@ gemm_tile(kq_type t, int64_t nsb, const uint8_t *at, const uint8_t *panel,
     if (g_ == G - 1) {                                                         \
       const float *da_ = (const float *)(const void *)(ab_ + AB_D);            \
       const int32_t *bp_ = (const int32_t *)(const void *)(ab_ + AB_BP);       \
-      _Pragma("GCC unroll 16") for (int r = 0; r < TILE; r++) {                \
+      _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                   \
         const int32_t b4_[4] = {bp_[r], bp_[TILE + r], bp_[2 * TILE + r],      \
                                 bp_[3 * TILE + r]};                            \
         const __m512i m_ =                                                     \
@@ -747,16 +752,28 @@ tile_gemm(kq_type t, int64_t nsb, const uint8_t *w, size_t w_stride, int64_t nw,
     for (int64_t i = 0; i < nsb; i++)
       pack_act_super(a, a_stride, j * TILE, na, i,
                      tiles + tile_bytes * (size_t)j + ACT_SUPER * (size_t)i);
-  tiles_configure(groups_of(t) == 16 ? 16 : 32);
+  /* one tile of up to 8 rows: its C and A tiles 8 rows high */
+  const bool few = n_tiles == 1 && na <= FEW_ROWS;
+  tiles_configure_rows(groups_of(t) == 16 ? 16 : 32, few ? FEW_ROWS : TILE);
   int64_t r = 0;
   for (; r + TILE <= nw; r += TILE) {
-    for (int64_t i = 0; i < nsb; i++)
+    /* the next panels' lines ahead, as gemv_tile's */
+    const uint8_t *pf =
+        nc_prefetch_base(w + (size_t)r * w_stride, TILE * w_stride);
+    for (int64_t i = 0; i < nsb; i++) {
+      nc_prefetch_lines(pf + (size_t)i * TILE * bsize, TILE * bsize);
       pack_panel_super(t, w + (size_t)r * w_stride, w_stride, bsize, i,
                        panel + PANEL_SUPER * (size_t)i);
-    for (int64_t j = 0; j < n_tiles; j++)
-      gemm_tile(t, nsb, tiles + tile_bytes * (size_t)j, panel, cbuf,
-                out + (size_t)(j * TILE) * out_stride + (size_t)r, out_stride,
-                tile_live_rows(na, j));
+    }
+    for (int64_t j = 0; j < n_tiles; j++) {
+      const int live = tile_live_rows(na, j);
+      const uint8_t *tj = tiles + tile_bytes * (size_t)j;
+      float *o = out + (size_t)(j * TILE) * out_stride + (size_t)r;
+      if (live <= FEW_ROWS)
+        gemm_tile(t, nsb, tj, panel, cbuf, o, out_stride, live, FEW_ROWS);
+      else
+        gemm_tile(t, nsb, tj, panel, cbuf, o, out_stride, live, TILE);
+    }
   }
   tiles_release();
   free(mem);
@@ -771,29 +788,41 @@ kgemm(kq_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
   const uint8_t *w = wv, *a = av;
   int64_t r = 0;
   if (nsb > 0 && nsb <= MAX_SUPER && nw >= TILE && na >= 1) {
-    if (na <= NC_AMX_KGEMV_MAX_A) {
-      act_vals *vals = malloc(sizeof(act_vals) * (size_t)nsb);
+    if (na <= GEMV_GROUPS * NC_AMX_KGEMV_MAX_A) {
+      /* groups of up to NC_AMX_KGEMV_MAX_A activation rows, each over
+       * every 16 weight rows in turn (in L1 for the next group) */
+      const int ng = (int)((na + NC_AMX_KGEMV_MAX_A - 1) / NC_AMX_KGEMV_MAX_A);
+      act_vals *vals = malloc(sizeof(act_vals) * (size_t)nsb * (size_t)ng);
       if (vals) {
-        for (int64_t i = 0; i < nsb; i++)
-          for (int k = 0; k < na; k++) {
+        for (int64_t k = 0; k < na; k++)
+          for (int64_t i = 0; i < nsb; i++) {
             const block_q8_K *y =
                 (const block_q8_K *)(const void *)(a + (size_t)k * a_stride) +
                 i;
-            vals[i].d[k] = y->d;
-            act_sums(y, vals[i].bp[k], vals[i].c32[k]);
+            act_vals *v = vals +
+                          (size_t)(k / NC_AMX_KGEMV_MAX_A) * (size_t)nsb +
+                          (size_t)i;
+            const int64_t kk = k % NC_AMX_KGEMV_MAX_A;
+            v->d[kk] = y->d;
+            act_sums(y, v->bp[kk], v->c32[kk]);
           }
-        for (; r + TILE <= nw; r += TILE) {
+        for (; r + TILE <= nw; r += TILE)
+          for (int g = 0; g < ng; g++) {
+            const int64_t rows = na - g * NC_AMX_KGEMV_MAX_A;
+            const uint8_t *ag = a + (size_t)(g * NC_AMX_KGEMV_MAX_A) * a_stride;
+            const act_vals *vg = vals + (size_t)g * (size_t)nsb;
+            float *og = out + (size_t)(g * NC_AMX_KGEMV_MAX_A) * out_stride + r;
 #define V(AA)                                                                  \
-  gemv_tile(t, nsb, w + (size_t)r * w_stride, w_stride, bsize, a, a_stride,    \
-            AA, vals, out + r, out_stride)
-          switch (na) {
-          case 1: V(1); break;
-          case 2: V(2); break;
-          case 3: V(3); break;
-          default: V(4); break;
-          }
+  gemv_tile(t, nsb, w + (size_t)r * w_stride, w_stride, bsize, ag, a_stride,   \
+            AA, vg, og, out_stride)
+            switch (rows) {
+            case 1: V(1); break;
+            case 2: V(2); break;
+            case 3: V(3); break;
+            default: V(4); break;
+            }
 #undef V
-        }
+          }
         free(vals);
       }
     } else {

@@ -1,6 +1,6 @@
 /* amx_tiles.h: the tile matrix unit (AMX-INT8) for the amx kernels
- * (amx_gemm.c, amx_kquant.c): its instructions, its configuration, and the
- * qword transpose that builds B tiles in the "VNNI" layout.
+ * (amx_gemm.c, amx_few.c, amx_kquant.c): its instructions, its configuration,
+ * and the qword transpose that builds B tiles in the "VNNI" layout.
  *
  * Tile instructions are written as inline asm (see TILE_LOAD): GCC 12's
  * intrinsics tell the compiler neither that tileloadd reads memory nor
@@ -29,10 +29,11 @@ static inline int tile_live_rows(int64_t na, int64_t j) {
   __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t                             \
                    :                                                           \
                    : "r"(base), "r"((long)(stride)))
-#define TILE_STORE(t, c)                                                       \
+#define TILE_STORE_STRIDE(t, c, stride)                                        \
   __asm__ volatile("tilestored %%tmm" #t ", (%1,%2,1)"                         \
                    : "=m"(*(int32_t(*)[TILE * TILE])(c))                       \
-                   : "r"(c), "r"(64L))
+                   : "r"(c), "r"((long)(stride)))
+#define TILE_STORE(t, c) TILE_STORE_STRIDE(t, c, 64)
 #define TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
 #define TILE_DPBSSD(c, a, b)                                                   \
   __asm__ volatile("tdpbssd %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::)
@@ -59,27 +60,59 @@ static inline int tile_live_rows(int64_t na, int64_t j) {
     for (int64_t s_ = n_ > lag_ ? n_ - lag_ : 0; s_ < n_; s_++)                \
       SCALE(s_);                                                               \
   } while (0)
+/* The same with C stored at another row stride (bytes; amx_few.c: C rows
+ * of 4R bytes, packed) and two products in flight: step s + 1's tdpbssd is
+ * issued before step s's C is stored (the store waits for its product;
+ * meanwhile the tile unit runs the next), and step s + 2 reuses step s's
+ * tiles after the store. Where the float steps are few (few activation
+ * rows) the tile unit bounds the loop, and the order above, which stores
+ * each product right after issuing it, would wait out every product's
+ * latency. */
+#define NC_TILE_PIPELINE_STRIDE(n, ring, cbuf, stride, STEP, SCALE)            \
+  do {                                                                         \
+    const int64_t n_ = (n), lag_ = (ring)-1;                                   \
+    STEP(0, 4, 6, 0);                                                          \
+    if (n_ > 1) STEP(1, 5, 7, 1);                                              \
+    for (int64_t s_ = 0; s_ < n_; s_ += 2) {                                   \
+      TILE_STORE_STRIDE(0, (cbuf)[s_ % (ring)], stride);                       \
+      if (s_ + 2 < n_) STEP(0, 4, 6, s_ + 2);                                  \
+      if (s_ >= lag_) SCALE(s_ - lag_);                                        \
+      if (s_ + 1 >= n_) break;                                                 \
+      TILE_STORE_STRIDE(1, (cbuf)[(s_ + 1) % (ring)], stride);                 \
+      if (s_ + 3 < n_) STEP(1, 5, 7, s_ + 3);                                  \
+      if (s_ + 1 >= lag_) SCALE(s_ + 1 - lag_);                                \
+    }                                                                          \
+    for (int64_t s_ = n_ > lag_ ? n_ - lag_ : 0; s_ < n_; s_++)                \
+      SCALE(s_);                                                               \
+  } while (0)
 
-/* Palette 1: tmm0, tmm1 = C (16 x 16 int32), tmm4, tmm5 = A (16 x k
- * bytes), tmm6, tmm7 = B (k / 4 x 64 bytes): two of each, for even and odd
- * steps; k = 32 (a 32-block) or 16 (Q6_K's 16-groups). */
+/* Palette 1: tmm0, tmm1 = C (m x 16 int32), tmm4, tmm5 = A (m x k bytes),
+ * tmm6, tmm7 = B (k / 4 x 64 bytes): two of each, for even and odd steps;
+ * k = 32 (a 32-block) or 16 (Q6_K's 16-groups), m = 16 activation rows
+ * (tiles_configure) or fewer (tiles_configure_rows: a matmul of fewer
+ * rows, whose C stores and tile products then cover only those). */
 typedef struct tile_config {
   uint8_t palette, start_row, reserved[14];
   uint16_t colsb[16];
   uint8_t rows[16];
 } tile_config;
 
-static inline void tiles_configure(int k) {
+static inline void tiles_configure_rows(int k, int m) {
   tile_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
   /* tmm0..7: C, C, unused, unused, A, A, B, B */
   const uint8_t rows[8] = {
-      TILE, TILE, 0, 0, TILE, TILE, (uint8_t)(k / 4), (uint8_t)(k / 4)};
+      (uint8_t)m,       (uint8_t)m,      0, 0, (uint8_t)m, (uint8_t)m,
+      (uint8_t)(k / 4), (uint8_t)(k / 4)};
   const uint16_t colsb[8] = {64, 64, 0, 0, (uint16_t)k, (uint16_t)k, 64, 64};
   memcpy(cfg.rows, rows, sizeof rows);
   memcpy(cfg.colsb, colsb, sizeof colsb);
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+
+static inline void tiles_configure(int k) {
+  tiles_configure_rows(k, TILE);
 }
 
 static inline void tiles_release(void) {

@@ -1,9 +1,11 @@
-/* avx512_gemv: AVX-512 VNNI matrix x vector (many weight rows, one to four
- * activation rows: decode, alone or a few sequences at once) for the
+/* avx512_gemv: AVX-512 VNNI matrix x vector (many weight rows, one to
+ * eight activation rows: decode, alone or a few sequences at once, or a
+ * speculative step's drafts; four at a time) for the
  * 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, bit-identical to
  * the avx2 dots (llama.cpp's float order, see avx512_gemm.c). The weights
  * are streamed once, straight from their rows (no panel: each byte is used
- * by at most 4 activation rows, and decode is bound by memory).
+ * by at most 8 activation rows, the second four while it is in L1, and
+ * decode is bound by memory).
  *
  * Layout: avx512_pairs.h, two weight rows' lanes interleaved in a zmm. The
  * activation block is stored once per call with each dword doubled, so a
@@ -27,7 +29,8 @@
 
 enum {
   MAX_BLOCKS = 1024, /* n <= 32768, as the gemm */
-  MAX_A = NC_AVX512_GEMV_MAX_A,
+  MAX_A = 4,         /* activation rows per register tile */
+  GROUPS = NC_AVX512_GEMV_MAX_A / MAX_A,
 };
 
 /* The activation rows, prepared once per call: per block and row, the 8
@@ -200,33 +203,54 @@ tiles(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
 #undef T
 }
 
+/* Up to NC_AVX512_GEMV_MAX_A activation rows in groups of MAX_A (a
+ * speculative step's drafts): each group runs the tiles of every 4 weight
+ * rows in turn, while those rows are in L1, so the weights stream from
+ * memory once; each (weight row, activation row) takes the same
+ * operations whatever its group. */
 static inline __attribute__((always_inline)) void
 gemv(int64_t n, const void *wv, size_t w_stride, int64_t nw, const void *av,
      size_t a_stride, int na, float *out, size_t out_stride, size_t bsize,
      nc_il_pair_fn pair, bool has_min, int offset_c,
      nc_vec_dot_rows_fn fallback) {
   const int64_t nb = n / 32;
-  const uint8_t *w = wv;
-  act_rows ar;
-  if (na < 1 || na > MAX_A || nb > MAX_BLOCKS || nb <= 0 ||
-      !act_rows_new(&ar, av, a_stride, na, nb, has_min, offset_c)) {
+  const uint8_t *w = wv, *a = av;
+  act_rows ar[GROUPS];
+  int ng = 0;
+  if (na >= 1 && na <= GROUPS * MAX_A && nb <= MAX_BLOCKS && nb > 0)
+    for (; ng * MAX_A < na; ng++) {
+      const int rows = na - ng * MAX_A < MAX_A ? na - ng * MAX_A : MAX_A;
+      if (!act_rows_new(&ar[ng], a + (size_t)(ng * MAX_A) * a_stride, a_stride,
+                        rows, nb, has_min, offset_c))
+        break;
+    }
+  if (ng * MAX_A < na) { /* rows out of range, or no memory */
+    for (int g = 0; g < ng; g++)
+      free(ar[g].mem);
     nc_il_rows_fallback(fallback, n, w, w_stride, nw, av, a_stride, na, out,
                         out_stride);
     return;
   }
   int64_t r = 0;
   for (; r + 4 <= nw; r += 4)
-    tiles(nb, w + (size_t)r * w_stride, w_stride, bsize, pair, has_min,
-          offset_c != 0, &ar, 2, na, out + r, out_stride);
+    for (int g = 0; g < ng; g++)
+      tiles(nb, w + (size_t)r * w_stride, w_stride, bsize, pair, has_min,
+            offset_c != 0, &ar[g], 2,
+            na - g * MAX_A < MAX_A ? na - g * MAX_A : MAX_A,
+            out + (size_t)(g * MAX_A) * out_stride + r, out_stride);
   if (r + 2 <= nw) {
-    tiles(nb, w + (size_t)r * w_stride, w_stride, bsize, pair, has_min,
-          offset_c != 0, &ar, 1, na, out + r, out_stride);
+    for (int g = 0; g < ng; g++)
+      tiles(nb, w + (size_t)r * w_stride, w_stride, bsize, pair, has_min,
+            offset_c != 0, &ar[g], 1,
+            na - g * MAX_A < MAX_A ? na - g * MAX_A : MAX_A,
+            out + (size_t)(g * MAX_A) * out_stride + r, out_stride);
     r += 2;
   }
   if (r < nw)
     fallback(n, w + (size_t)r * w_stride, av, a_stride, na, out + r,
              out_stride);
-  free(ar.mem);
+  for (int g = 0; g < ng; g++)
+    free(ar[g].mem);
 }
 
 void nc_avx512_gemv_q4_0(int64_t n, const void *w, size_t w_stride, int64_t nw,

@@ -58,7 +58,7 @@ void nc_avx2_quant_f16(const float *src, void *dst, int64_t n);
 /* avx512_gemm.c: VNNI matmuls, bit-identical to the avx2 dots; and
  * avx512_gemv.c, the same products for 1..NC_AVX512_GEMV_MAX_A activation
  * rows (decode): out[a * out_stride + r] = row r of w . activation row a. */
-enum { NC_AVX512_GEMV_MAX_A = 4 };
+enum { NC_AVX512_GEMV_MAX_A = 12 };
 #define NC_AVX512_MATMUL(name)                                                 \
   void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *a, size_t a_stride,       \
@@ -82,6 +82,20 @@ NC_AVX512_MATMUL(q8_0)
  * (amx_kquant.c) hold more registers per activation row: up to
  * NC_AMX_KGEMV_MAX_A. */
 enum { NC_AMX_GEMV_MAX_A = 8, NC_AMX_KGEMV_MAX_A = 4 };
+/* amx_few.c: the same products for NC_AMX_FEW_MIN_A .. NC_AMX_FEW_MAX_A
+ * activation rows on the tile unit, the weights as A tiles (no transpose,
+ * the float steps for those rows only); amx_gemm hands them over, fewer
+ * rows to amx_gemv.c. */
+enum { NC_AMX_FEW_MIN_A = NC_AMX_GEMV_MAX_A + 1, NC_AMX_FEW_MAX_A = 16 };
+void nc_amx_few_q4_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                     const void *a, size_t a_stride, int na, float *out,
+                     size_t out_stride);
+void nc_amx_few_q4_1(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                     const void *a, size_t a_stride, int na, float *out,
+                     size_t out_stride);
+void nc_amx_few_q8_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
+                     const void *a, size_t a_stride, int na, float *out,
+                     size_t out_stride);
 #define NC_AMX_MATMUL(name)                                                    \
   void nc_amx_gemm_##name(int64_t n, const void *w, size_t w_stride,           \
                           int64_t nw, const void *a, size_t a_stride,          \
