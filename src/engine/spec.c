@@ -47,26 +47,50 @@ static int32_t min_i32(int32_t a, int32_t b) {
   return a < b ? a : b;
 }
 
-/* Drafts of at most max tokens from the completion's drafter. */
+/* Drafts of at most max tokens from the completion's drafter. Predicted
+ * outputs: the prediction where the output's last 4..2 tokens occur in it;
+ * where the output has left it (a different line, a name not renamed),
+ * the prompt and output as the n-gram drafter looks them up (the text the
+ * output copies may be the prompt's, as a code edit's unchanged lines);
+ * else a one-token key in the prediction, or on from its cursor. */
 static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
   const nucleus_spec_params *sp = &g->req->params.speculative;
   nc_ngram_query q = {.hist = c->tokens,
                       .n_hist = c->n_tokens,
+                      .source = c->tokens,
+                      .n_source = c->n_tokens,
                       .n_min = NC_NGRAM_MIN_DEFAULT,
                       .n_max = NC_NGRAM_MAX_DEFAULT,
                       .max_draft = max};
-  if (sp->type == NUCLEUS_SPEC_PREDICTION) {
-    q.source = sp->prediction;
-    q.n_source = (int32_t)sp->n_prediction;
-    q.n_min = 1;
-    q.predicted = true;
-    q.n_output = c->n_generated;
-    q.from = c->spec.pred_from;
-  } else {
-    q.source = c->tokens;
-    q.n_source = c->n_tokens;
+  if (sp->type != NUCLEUS_SPEC_PREDICTION)
+    return nc_ngram_draft(&q, c->spec.draft, &c->spec.pred_at);
+  nc_ngram_query p = q;
+  p.source = sp->prediction;
+  p.n_source = (int32_t)sp->n_prediction;
+  p.predicted = true;
+  p.keys_only = true;
+  p.n_output = c->n_generated;
+  p.from = c->spec.pred_from;
+  int32_t n = nc_ngram_draft(&p, c->spec.draft, &c->spec.pred_at);
+  if (n > 0) return n;
+  /* the output's last token is the prediction's at the cursor: on after it */
+  const int32_t f = c->spec.pred_from;
+  if (f >= 0 && f + 1 < p.n_source && c->n_tokens > 0 &&
+      c->tokens[c->n_tokens - 1] == p.source[f]) {
+    n = min_i32(max, p.n_source - f - 1);
+    memcpy(c->spec.draft, p.source + f + 1, (size_t)n * sizeof(int32_t));
+    c->spec.pred_at = f + 1;
+    return n;
   }
-  return nc_ngram_draft(&q, c->spec.draft, &c->spec.pred_at);
+  int32_t at;
+  n = nc_ngram_draft(&q, c->spec.draft, &at);
+  if (n > 0) {
+    c->spec.pred_at = -1; /* the prediction's cursor stays */
+    return n;
+  }
+  p.n_min = p.n_max = 1;
+  p.keys_only = false;
+  return nc_ngram_draft(&p, c->spec.draft, &c->spec.pred_at);
 }
 
 int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,

@@ -41,7 +41,8 @@ int32_t nc_ngram_draft(const nc_ngram_query *q, int32_t *out,
       if (i >= 0) at = i + n;
     }
   }
-  if (at < 0 && q->predicted && q->from >= 0 && q->from < q->n_source)
+  if (at < 0 && q->predicted && !q->keys_only && q->from >= 0 &&
+      q->from < q->n_source)
     at = q->from; /* no match: go on where the last draft left off */
   if (at < 0) return 0;
   int32_t k = q->n_source - at < q->max_draft ? q->n_source - at : q->max_draft;

@@ -11,8 +11,8 @@
  *   - predicted outputs: the source is the caller's expected output; the
  *     first occurrence at or after `from` (where the last draft left off)
  *     wins, else the first one anywhere; with no match, the draft goes
- *     on from `from`. With no output yet (n_output 0, the key is then not
- *     looked up) the draft is the source's beginning.
+ *     on from `from` (unless keys_only). With no output yet (n_output 0, the
+ * key is then not looked up) the draft is the source's beginning.
  *
  * Work is bounded by n_source * n_max comparisons. */
 #ifndef NC_SPEC_NGRAM_H
@@ -34,6 +34,8 @@ typedef struct nc_ngram_query {
   bool predicted;       /* predicted outputs' rules (above) */
   int32_t n_output;     /* predicted: output tokens so far (0: the start) */
   int32_t from;         /* predicted: where the last draft left off */
+  bool keys_only;       /* predicted: no draft on from the cursor without a
+                           key match (0 instead) */
   int32_t max_draft;
 } nc_ngram_query;
 

@@ -2,7 +2,7 @@
  * longest key that matches and its latest earlier occurrence, never the
  * tail itself, and drafts what followed, up to the limit and the source's
  * end; predicted outputs start at the prediction's beginning, follow the
- * cursor and rejoin after a detour. */
+ * cursor and rejoin after a detour (keys_only: no cursor fallback). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -113,6 +113,14 @@ static void predicted_follows_the_prediction(void **state) {
   assert_int_equal(nc_ngram_draft(&q, out, &at), 3);
   assert_int_equal(at, 5);
   assert_int_equal(out[0], 11);
+  /* keys only: no match, no draft (the engine looks elsewhere) */
+  q.keys_only = true;
+  assert_int_equal(nc_ngram_draft(&q, out, &at), 0);
+  assert_int_equal(at, -1);
+  q.hist = hist2, q.n_hist = 6, q.n_output = 3, q.from = 1;
+  assert_int_equal(nc_ngram_draft(&q, out, &at), 4); /* a key still drafts */
+  assert_int_equal(at, 4);
+  q.hist = hist3, q.n_hist = 5, q.n_output = 2, q.keys_only = false;
   q.from = 8; /* past the end: nothing */
   assert_int_equal(nc_ngram_draft(&q, out, &at), 0);
 }
