@@ -13,6 +13,7 @@ ratio to --spec off's (above 1: drafting is cheaper than plain decoding).
 usage: bench/spec_cpu.py [--bin build/release/nucleus]... [--rounds 3]
                          [--temps 0,0.7,1.5,2] [--tokens 128]
                          [--tasks quote,code] [--draft-max 8]
+                         [--template chatml|gemma]
                          [--extra "--spec-row-cost 0.2"]
 """
 import argparse
@@ -66,13 +67,16 @@ def main():
     ap.add_argument("--draft-max", type=int, default=8)
     ap.add_argument("--model", default=str(
         ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--template", default="chatml",
+                    choices=sorted(spec.TEMPLATES),
+                    help="the prompts' chat template (gemma for Gemma 3)")
     ap.add_argument("--extra", default="")
     args = ap.parse_args()
     bins = args.bin or [str(ROOT / "build/release/nucleus")]
     print(f"{'binary':<28} {'task':<6} {'mode':<11} {'T':>4} "
           f"{'gen CPU s':>9} {'x off':>6} {'kept':>9}")
     for task in args.tasks.split(","):
-        prompt = spec.prompt_of(task, "chatml")
+        prompt = spec.prompt_of(task, args.template)
         modes = ["off", "ngram"] + (["prediction"] if spec.ASKS[task][2]
                                     else [])
         for temp in [float(t) for t in args.temps.split(",")]:

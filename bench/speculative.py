@@ -42,6 +42,10 @@ same prompt, temperature, seed and token count, ignore_eos, no prompt
 cache), its `timings.predicted_per_second` and draft counts. The table's
 llama.cpp rows are each tool's median; "best llama.cpp" is the fastest.
 
+--before BIN runs every nucleus mode with BIN too (an older build), each
+round's runs of both builds interleaved: rows MODE@before, their ratio to
+BIN's --spec off, so that a change is compared on the same load.
+
 --out FILE.md writes the table and the plot of the ratio to --spec off
 against temperature: FILE.png with matplotlib, else a text plot in
 FILE.md.
@@ -50,7 +54,8 @@ usage: bench/speculative.py [--rounds 3] [--temps 0,0.3,0.7,1.0,1.5]
                             [--tokens 128] [--model FILE] [--threads 2]
                             [--draft-max 8] [--seed 7] [--tasks quote,code]
                             [--gemma FILE] [--draft-pair TARGET,DRAFT]
-                            [--no-default] [--peer DIR] [--out FILE.md]
+                            [--no-default] [--peer DIR] [--before BIN]
+                            [--out FILE.md]
                             [--markdown]
 """
 import argparse
@@ -127,9 +132,16 @@ class Setup:
         return ["off", "ngram"] + (["prediction"] if ASKS[task][2] else [])
 
 
+BEFORE = "@before"
+
+
 def run(args, setup, prompt, temp, mode, prediction, seed):
-    """One nucleus run: (text, tok/s, (kept, drafted))."""
-    cmd = [NUCLEUS, "run", "-p", prompt, "-n", str(args.tokens),
+    """One nucleus run: (text, tok/s, (kept, drafted)); a mode ending in
+    @before runs --before's binary."""
+    binary = NUCLEUS
+    if mode.endswith(BEFORE):
+        binary, mode = args.before, mode[:-len(BEFORE)]
+    cmd = [binary, "run", "-p", prompt, "-n", str(args.tokens),
            "--ignore-eos", "-t", str(args.threads), "--seed", str(seed),
            "--draft-max", str(args.draft_max)]
     if setup.model:
@@ -266,6 +278,8 @@ def measure(args, setup, task, temp, rows, servers=()):
     prompt = prompt_of(task, setup.template)
     prediction = ASKS[task][2]
     modes = setup.modes(task)
+    if args.before:
+        modes += [m + BEFORE for m in modes]
     peer = bool(args.peer)
     speed = {m: [] for m in modes + (["llama.cpp"] if peer else []) +
              [sv.label for sv in servers]}
@@ -281,7 +295,8 @@ def measure(args, setup, task, temp, rows, servers=()):
                                            prediction, seed)
             if m == "off":
                 text = out
-            elif keeps_plain_draw(m, temp) and out != text:
+            elif keeps_plain_draw(m.removesuffix(BEFORE), temp) and \
+                    out != text:
                 sys.exit(f"{setup.name} {task} T={temp} {m}: the text "
                          "differs from --spec off's")
             speed[m].append(tps)
@@ -297,8 +312,10 @@ def measure(args, setup, task, temp, rows, servers=()):
             speed[sv.label].append(tps)
             kept[sv.label][0] += acc
             kept[sv.label][1] += drafted
-    base = statistics.median(speed["off"])
     for m in speed:
+        # a --before mode against the before binary's --spec off
+        base = statistics.median(
+            speed["off" + BEFORE if m.endswith(BEFORE) else "off"])
         med = statistics.median(speed[m])
         acc, drafted = kept[m]
         label = m
@@ -330,7 +347,7 @@ def best_table(rows):
     fastest configuration (the issue's goal: >= 1.25x)."""
     best = {}
     for setup, task, m, temp, med, _, acc in rows:
-        if m == "off":
+        if m == "off" or m.endswith(BEFORE):  # this build against llama.cpp
             continue
         key = (setup, task, temp)
         side = 1 if is_peer(m) else 0
@@ -416,6 +433,9 @@ def main():
                     help="llama.cpp's build/bin (bench/build_peer.sh)")
     ap.add_argument("--no-peer-server", action="store_true",
                     help="with --peer, leave llama-server's rows out")
+    ap.add_argument("--before", default=None, metavar="BIN",
+                    help="also every nucleus mode with BIN (another build),"
+                         " interleaved with this build's: rows MODE@before")
     ap.add_argument("--out", default=None, metavar="FILE.md")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
