@@ -37,7 +37,7 @@ static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
   const int32_t N = es->N;
   const int64_t E = mm->n_embd, F = mm->n_ff;
   const int32_t dh = mm->n_embd / mm->n_head;
-  nc_vit_layernorm(b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
+  nc_vit_layernorm(v, b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
   nc_code rc = nc_vit_matmul(v, b->h, E, N, &L->wq, L->bq, b->q, E, err);
   if (rc == NC_OK)
     rc = nc_vit_matmul(v, b->h, E, N, &L->wk, L->bk, b->k, E, err);
@@ -50,7 +50,7 @@ static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
     rc = nc_vit_matmul(v, b->a, E, N, &L->wo, L->bo, b->h, E, err);
   if (rc != NC_OK) return rc;
   nc_vit_add(b->x, b->h, (int64_t)N * E);
-  nc_vit_layernorm(b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
+  nc_vit_layernorm(v, b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
   rc = nc_vit_matmul(v, b->h, E, N, &L->ffn_up, L->ffn_up_b, b->f, F, err);
   if (rc != NC_OK) return rc;
   nc_vit_gelu(v, b->f, (int64_t)N * F);
@@ -85,7 +85,8 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
   if (rc == NC_OK) {
     nc_vit_add(b->x, mm->pos_embd, (int64_t)N * E);
     if (mm->pre_ln_w)
-      nc_vit_layernorm(b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N, E, mm->eps);
+      nc_vit_layernorm(v, b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N, E,
+                       mm->eps);
   }
   nc_vit_bufs_drop_image(b);
   return rc;
@@ -99,7 +100,8 @@ static nc_code finish(void *st, nc_vit *v, nc_error *err) {
   const int32_t K = mm->n_merge, ps = side / K;
   const int64_t E = mm->n_embd;
   if (mm->post_ln_w)
-    nc_vit_layernorm(b->x, mm->post_ln_w, mm->post_ln_b, b->x, N, E, mm->eps);
+    nc_vit_layernorm(v, b->x, mm->post_ln_w, mm->post_ln_b, b->x, N, E,
+                     mm->eps);
   /* average pool: token (ty, tx) = the mean of its K x K patches, summed
    * row by row as ggml_pool_2d */
   const float inv = 1.0f / (float)(K * K);

@@ -79,8 +79,8 @@ static void windows(int32_t mx, int32_t my, int32_t w, bufs *b) {
     }
 }
 
-static void norm(const nucleus_mmproj *mm, const float *x, const float *w,
-                 const float *bias, float *y, int32_t N) {
+static void norm(const nucleus_mmproj *mm, const nc_vit *v, const float *x,
+                 const float *w, const float *bias, float *y, int32_t N) {
   const int64_t E = mm->n_embd;
   if (mm->projector == NC_PROJECTOR_QWEN25VL) {
     nc_vit_rmsnorm(x, w, y, N, E, mm->eps);
@@ -88,7 +88,7 @@ static void norm(const nucleus_mmproj *mm, const float *x, const float *w,
       for (int32_t r = 0; r < N; r++)
         nc_vit_add(y + (int64_t)r * E, bias, E);
   } else {
-    nc_vit_layernorm(x, w, bias, y, N, E, mm->eps);
+    nc_vit_layernorm(v, x, w, bias, y, N, E, mm->eps);
   }
 }
 
@@ -122,7 +122,7 @@ static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
   const int64_t E = mm->n_embd;
   const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
   const bool full = mm->n_wa_pattern == 0 || (il + 1) % mm->n_wa_pattern == 0;
-  norm(mm, b->x, L->ln1_w, L->ln1_b, b->h, N);
+  norm(mm, v, b->x, L->ln1_w, L->ln1_b, b->h, N);
   nc_code rc = nc_vit_matmul(v, b->h, E, N, &L->wq, L->bq, b->q, E, err);
   if (rc == NC_OK)
     rc = nc_vit_matmul(v, b->h, E, N, &L->wk, L->bk, b->k, E, err);
@@ -143,7 +143,7 @@ static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
     rc = nc_vit_matmul(v, b->a, E, N, &L->wo, L->bo, b->h, E, err);
   if (rc != NC_OK) return rc;
   nc_vit_add(b->x, b->h, (int64_t)N * E);
-  norm(mm, b->x, L->ln2_w, L->ln2_b, b->h, N);
+  norm(mm, v, b->x, L->ln2_w, L->ln2_b, b->h, N);
   rc = mlp(mm, v, L, b, N, err);
   if (rc != NC_OK) return rc;
   nc_vit_add(b->x, b->h, (int64_t)N * E);
@@ -234,7 +234,7 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
     rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd_1, NULL, b->h, E, err);
   if (rc == NC_OK) {
     nc_vit_add(b->x, b->h, (int64_t)N * E);
-    if (mm->pre_ln_w) norm(mm, b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N);
+    if (mm->pre_ln_w) norm(mm, v, b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N);
   }
   free(rgb);
   free(img);
@@ -246,7 +246,7 @@ static nc_code finish(void *st, nc_vit *v, nc_error *err) {
   const nucleus_mmproj *mm = b->mm;
   const int32_t N = b->N;
   const int64_t E = mm->n_embd, T = mm->n_embd_text, M = 4 * E;
-  if (mm->post_ln_w) norm(mm, b->x, mm->post_ln_w, mm->post_ln_b, b->x, N);
+  if (mm->post_ln_w) norm(mm, v, b->x, mm->post_ln_w, mm->post_ln_b, b->x, N);
   nc_code rc =
       nc_vit_matmul(v, b->x, M, N / 4, &mm->mm0, mm->mm0_b, b->f, M, err);
   if (rc == NC_OK) {

@@ -91,7 +91,7 @@ static nc_code vit_layer(const nucleus_mmproj *mm, nc_vit *v,
                          nc_error *err) {
   const int64_t E = mm->n_embd, F = mm->n_ff;
   const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
-  nc_vit_layernorm(b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
+  nc_vit_layernorm(v, b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
   nc_code rc =
       nc_vit_matmul(v, b->h, E, N, &L->wqkv, L->bqkv, b->qkv, 3 * E, err);
   if (rc != NC_OK) return rc;
@@ -112,7 +112,7 @@ static nc_code vit_layer(const nucleus_mmproj *mm, nc_vit *v,
     rc = nc_vit_matmul(v, b->a, E, N, &L->wo, L->bo, b->h, E, err);
   if (rc != NC_OK) return rc;
   nc_vit_add(b->x, b->h, (int64_t)N * E);
-  nc_vit_layernorm(b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
+  nc_vit_layernorm(v, b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
   rc = nc_vit_matmul(v, b->h, E, N, &L->ffn_up, L->ffn_up_b, b->f, F, err);
   if (rc != NC_OK) return rc;
   nc_vit_gelu(v, b->f, (int64_t)N * F);
@@ -133,7 +133,7 @@ static nc_code merger(const nucleus_mmproj *mm, nc_vit *v, const float *x,
   const int64_t M = 4 * (int64_t)mm->n_embd;
   const float *in = x;
   if (norm_w) {
-    nc_vit_layernorm(x, norm_w, norm_b, tmp2, rows, M, mm->eps);
+    nc_vit_layernorm(v, x, norm_w, norm_b, tmp2, rows, M, mm->eps);
     in = tmp2;
   }
   nc_code rc = nc_vit_matmul(v, in, M, rows, fc1, b1, tmp, M, err);
@@ -212,7 +212,8 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
       nc_vit_add(xr, b->h, E);
     }
     if (mm->pre_ln_w)
-      nc_vit_layernorm(b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N, E, mm->eps);
+      nc_vit_layernorm(v, b->x, mm->pre_ln_w, mm->pre_ln_b, b->x, N, E,
+                       mm->eps);
   }
   free(rgb);
   free(img);
@@ -240,7 +241,8 @@ static nc_code finish(void *st, nc_vit *v, nc_error *err) {
   const nucleus_mmproj *mm = b->mm;
   const int64_t E = mm->n_embd, T = mm->n_embd_text;
   const int64_t stride = T * (1 + mm->n_deepstack);
-  nc_vit_layernorm(b->x, mm->post_ln_w, mm->post_ln_b, b->x, b->N, E, mm->eps);
+  nc_vit_layernorm(v, b->x, mm->post_ln_w, mm->post_ln_b, b->x, b->N, E,
+                   mm->eps);
   return merger(mm, v, b->x, b->N / 4, NULL, NULL, &mm->mm0, mm->mm0_b,
                 &mm->mm2, mm->mm2_b, b->f, b->m, b->out, stride, err);
 }

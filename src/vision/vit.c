@@ -102,7 +102,7 @@ void nc_vit_patches(const float *img, int32_t W, int32_t P, int32_t pw,
     }
 }
 
-static void run(nc_vit *v, nc_task_fn fn, void *arg) {
+static void run(const nc_vit *v, nc_task_fn fn, void *arg) {
   if (v->tp)
     nc_threadpool_run(v->tp, fn, arg);
   else
@@ -223,10 +223,29 @@ nc_code nc_vit_matmul(nc_vit *v, const float *x, int64_t x_stride, int32_t rows,
 
 /* ---- row operations */
 
-void nc_vit_layernorm(const float *x, const float *w, const float *b, float *y,
-                      int32_t rows, int64_t n, float eps) {
-  for (int32_t r = 0; r < rows; r++)
-    nc_layernorm_row(x + (int64_t)r * n, w, b, y + (int64_t)r * n, n, eps);
+typedef struct norm_job {
+  const float *x, *w, *b;
+  float *y;
+  int32_t rows;
+  int64_t n;
+  float eps;
+} norm_job;
+
+static void norm_worker(void *p, int ith, int nth) {
+  const norm_job *t = p;
+  int64_t lo, hi;
+  nc_split_range(t->rows, ith, nth, &lo, &hi);
+  for (int64_t r = lo; r < hi; r++)
+    nc_layernorm_row(t->x + r * t->n, t->w, t->b, t->y + r * t->n, t->n,
+                     t->eps);
+}
+
+void nc_vit_layernorm(const nc_vit *v, const float *x, const float *w,
+                      const float *b, float *y, int32_t rows, int64_t n,
+                      float eps) {
+  norm_job t = {
+      .x = x, .w = w, .b = b, .y = y, .rows = rows, .n = n, .eps = eps};
+  run(v, norm_worker, &t);
 }
 
 void nc_vit_rmsnorm(const float *x, const float *w, float *y, int32_t rows,
@@ -244,7 +263,13 @@ void nc_vit_rmsnorm(const float *x, const float *w, float *y, int32_t rows,
   }
 }
 
-void nc_vit_gelu(const nc_vit *v, float *y, int64_t n) {
+typedef struct gelu_job {
+  const nc_vit *v;
+  float *y;
+  int64_t n;
+} gelu_job;
+
+static void gelu_range(const nc_vit *v, float *y, int64_t n) {
   if (v->ops) { /* the same values, vectorized */
     v->ops->geglu(y, NULL, n, v->gelu);
     return;
@@ -256,6 +281,21 @@ void nc_vit_gelu(const nc_vit *v, float *y, int64_t n) {
     else if (x < 10.0f)
       y[i] = nc_fp16_to_fp32(v->gelu[nc_fp32_to_fp16(x)]);
   }
+}
+
+/* each value its own: split in runs of 64 */
+static void gelu_worker(void *p, int ith, int nth) {
+  const gelu_job *t = p;
+  int64_t lo, hi;
+  nc_split_range((t->n + 63) / 64, ith, nth, &lo, &hi);
+  lo *= 64;
+  hi = hi * 64 < t->n ? hi * 64 : t->n;
+  if (lo < hi) gelu_range(t->v, t->y + lo, hi - lo);
+}
+
+void nc_vit_gelu(const nc_vit *v, float *y, int64_t n) {
+  gelu_job t = {.v = v, .y = y, .n = n};
+  run(v, gelu_worker, &t);
 }
 
 void nc_vit_gelu_quick(const nc_vit *v, float *y, int64_t n) {

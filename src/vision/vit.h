@@ -68,14 +68,17 @@ nc_code nc_vit_matmul(nc_vit *v, const float *x, int64_t x_stride, int32_t rows,
                       int64_t y_stride, nc_error *err);
 
 /* ggml_norm (+ weight, + bias) per row of n: mean and variance summed in
- * double, scale 1/sqrtf(var + eps). w, b may be NULL. y may alias x. */
-void nc_vit_layernorm(const float *x, const float *w, const float *b, float *y,
-                      int32_t rows, int64_t n, float eps);
+ * double, scale 1/sqrtf(var + eps). w, b may be NULL. y may alias x. The
+ * rows split over v's threads. */
+void nc_vit_layernorm(const nc_vit *v, const float *x, const float *w,
+                      const float *b, float *y, int32_t rows, int64_t n,
+                      float eps);
 /* ggml_rms_norm (x w) per row of n. */
 void nc_vit_rmsnorm(const float *x, const float *w, float *y, int32_t rows,
                     int64_t n, float eps);
 /* y = gelu(y) as ggml_gelu on the CPU: 0 at or below -10, y at or above 10,
- * else the table's half of gelu-tanh at the half of y. */
+ * else the table's half of gelu-tanh at the half of y (split over v's
+ * threads). */
 void nc_vit_gelu(const nc_vit *v, float *y, int64_t n);
 /* y = gelu_quick(y) as ggml_gelu_quick on the CPU: the table's half of
  * x sigmoid(1.702 x) at the half of y. */
