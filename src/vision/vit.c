@@ -141,6 +141,7 @@ static void quant_worker(void *p, int ith, int nth) {
 
 typedef struct mm_job {
   const nc_kernels *kern;
+  const nc_ops_kernels *ops; /* the bias's add, or NULL */
   const nc_weight *w;
   const uint8_t *a;
   size_t a_stride;
@@ -180,9 +181,14 @@ static void mm_worker(void *p, int ith, int nth) {
     }
   }
   if (t->b)
-    for (int32_t k = 0; k < t->rows; k++)
-      for (int64_t r = lo; r < hi; r++)
-        t->y[(int64_t)k * t->y_stride + r] += t->b[r];
+    for (int32_t k = 0; k < t->rows; k++) {
+      float *yr = t->y + (int64_t)k * t->y_stride;
+      if (t->ops) /* the same sums, vectorized */
+        t->ops->add(yr + lo, t->b + lo, hi - lo);
+      else
+        for (int64_t r = lo; r < hi; r++)
+          yr[r] += t->b[r];
+    }
 }
 
 nc_code nc_vit_matmul(nc_vit *v, const float *x, int64_t x_stride, int32_t rows,
@@ -210,6 +216,7 @@ nc_code nc_vit_matmul(nc_vit *v, const float *x, int64_t x_stride, int32_t rows,
                  .fn = v->kern->quantize_act[vdt]};
   run(v, quant_worker, &q);
   mm_job t = {.kern = v->kern,
+              .ops = v->ops,
               .w = w,
               .a = v->qact,
               .a_stride = rs,
