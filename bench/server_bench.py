@@ -149,7 +149,7 @@ def one_stream(url, prompt, max_tokens, cache, out):
                 "itl": [b - a for a, b in zip(stamps, stamps[1:])],
                 "tokens": tokens,
                 "prompt_tokens": usage.get("prompt_tokens") if usage else None,
-                "start": t0, "end": t1})
+                "start": t0, "end": t1, "stamps": stamps})
 
 
 def pct(xs, p):
@@ -161,7 +161,19 @@ def pct(xs, p):
     return xs[k]
 
 
-def run_level(url, jobs, cache):
+def stream_record(r, t0):
+    """One stream for --dump: its times from the level's start (s), its
+    largest gap, where it fell and its median gap."""
+    itl = r["itl"]
+    worst = max(range(len(itl)), key=itl.__getitem__) if itl else None
+    return {"prompt_tokens": r["prompt_tokens"], "tokens": r["tokens"],
+            "start": r["start"] - t0, "end": r["end"] - t0,
+            "stamps": [round(x - t0, 4) for x in r["stamps"]],
+            "max_gap": itl[worst] if itl else None, "max_gap_at": worst,
+            "median_gap": statistics.median(itl) if itl else None}
+
+
+def run_level(url, jobs, cache, dump=False):
     results = []
     threads = [threading.Thread(target=one_stream,
                                 args=(url, prompt, n, cache, results))
@@ -180,6 +192,8 @@ def run_level(url, jobs, cache):
                for r in results if len(r["itl"]) >= 2
                and statistics.median(r["itl"]) > 0), default=float("nan"))
     prompts = [r["prompt_tokens"] for r in results if r["prompt_tokens"]]
+    streams = ({"t0": t0, "streams": [stream_record(r, t0) for r in results]}
+               if dump else None)
     return {"ttft_p50_ms": pct(ttfts, 50) * 1e3,
             "ttft_p99_ms": pct(ttfts, 99) * 1e3,
             "itl_p50_ms": pct(itls, 50) * 1e3,
@@ -188,14 +202,14 @@ def run_level(url, jobs, cache):
             "tok_s": tokens / wall if wall > 0 else 0.0,
             "tokens": tokens, "wall_s": wall,
             "prompt_tokens": [min(prompts), max(prompts)] if prompts else None,
-            "ok": len(results)}
+            "ok": len(results), "streams": streams}
 
 
 def bench(server, levels, args):
     run_level(server.url, workload("short", 1, 4, args.seed), False)  # warm-up
     return {c: run_level(server.url,
                          workload(args.workload, c, args.max_tokens, args.seed),
-                         not args.no_prompt_cache)
+                         not args.no_prompt_cache, bool(args.dump))
             for c in levels}
 
 
@@ -219,6 +233,13 @@ def main():
                     help="cache_prompt false, nucleus --no-prefix-cache")
     ap.add_argument("--json", default=None,
                     help="append the run (settings and results) to this file")
+    ap.add_argument("--dump", default=None,
+                    help="write every stream's token times (s from the "
+                         "level's start), largest and median gap to this "
+                         "file (JSON, by server and level)")
+    ap.add_argument("--server-arg", action="append", default=[],
+                    help="one more argument for nucleus serve (repeat it: "
+                         "--server-arg=--decode-stall --server-arg=2)")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     slots = max(levels)
@@ -230,6 +251,7 @@ def main():
             "--parallel", str(slots), "--kv-tokens", str(args.ctx * slots)]
     if args.no_prompt_cache:
         argv.append("--no-prefix-cache")
+    argv += args.server_arg
     nucleus = Server("nucleus", argv, port)
     try:
         runs["nucleus"] = bench(nucleus, levels, args)
@@ -270,6 +292,13 @@ def main():
             print(f"| {c} | ratio n/l | " +
                   " | ".join(f"{a[k] / b[k]:.2f}" if b[k] else "-"
                              for k in keys) + " |")
+    if args.dump:
+        pathlib.Path(args.dump).write_text(json.dumps(
+            {n: {str(c): r["streams"] for c, r in res.items()}
+             for n, res in runs.items()}) + "\n")
+    for res in runs.values():
+        for r in res.values():
+            del r["streams"]
     if args.json:
         rec = {"date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
                "argv": sys.argv[1:], "load": os.getloadavg()[0],

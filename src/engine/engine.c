@@ -1027,10 +1027,38 @@ static int32_t decoding_seqs(const nucleus_engine *e, int32_t n_seqs) {
   return n;
 }
 
+/* Learns from a step's forward time (CPU ms): a step of decode rows alone
+ * times a decode step of its row count (the draft length's choice, the
+ * prefill budget's estimates); the trace's line. */
+static void observe_step(nucleus_engine *e, int32_t n_prompt,
+                         double prompt_keys, double ms, double t_step,
+                         int32_t budget) {
+  if (e->trace) {
+    const int32_t decode_rows = e->batch.n_tokens - n_prompt;
+    nc_step_record r = {
+        .t0_ms = t_step,
+        .wall_ms = nc_step_trace_now(e->trace) - t_step,
+        .cpu_ms = ms,
+        .rows = e->batch.n_tokens,
+        .decode_rows = decode_rows,
+        .prompt_rows = n_prompt,
+        .prompt_keys = prompt_keys,
+        .budget = budget,
+        .decode_est_ms = nc_spec_cost_ms(&e->spec_cost, decode_rows),
+        .step_est_ms = nc_spec_cost_ms(&e->spec_cost, e->batch.n_tokens),
+    };
+    for (int32_t i = 0; i < e->n_groups; i++)
+      *(e->groups[i]->running ? &r.running : &r.waiting) += 1;
+    nc_step_trace_write(e->trace, &r);
+  }
+  if (n_prompt == 0) nc_spec_cost_observe(&e->spec_cost, e->batch.n_tokens, ms);
+}
+
 /* Runs one step; false when there was nothing to do. */
 static bool step(nucleus_engine *e) {
   nc_image_jobs_step(e);
   int32_t n_seqs = build_sched_state(e);
+  const double t_step = nc_step_trace_now(e->trace);
   nc_sched_capacity cap = {
       .free_blocks = nc_kv_blocks_free(e->kv),
       .total_blocks = nc_kv_blocks_total(e->kv),
@@ -1050,7 +1078,8 @@ static bool step(nucleus_engine *e) {
           n_mtp = 0;
   int32_t planned;
   int64_t spare_blocks;
-  bool prompt_rows = false; /* the batch holds more than decode rows */
+  int32_t n_prompt = 0;   /* prompt rows (chunks of more than one token) */
+  double prompt_keys = 0; /* the keys they attend */
   spare_room(e, &plan, &spare_rows, &spare_blocks, &planned);
   double cost[NUCLEUS_MAX_DRAFT + 1], model_cost[NUCLEUS_MAX_DRAFT + 1],
       mtp_cost[NUCLEUS_MAX_DRAFT + 1];
@@ -1096,7 +1125,10 @@ static bool step(nucleus_engine *e) {
         !nc_kv_seq_checkpoint(e->kv, c->kv_seq))
       c->spec.n_draft = n_draft = 0;
     e->step.fed[n_fed++] = c;
-    if (n > 1) prompt_rows = true;
+    if (n > 1) {
+      n_prompt += n;
+      prompt_keys += (double)n * kv_len + (double)n * (n + 1) / 2;
+    }
     /* a state model: snapshots of the state for the prefix cache, at the
      * block end a re-sent prompt can reuse (the last one short of its last
      * token: kept) and at the last block end these rows reach (rolling:
@@ -1140,10 +1172,8 @@ static bool step(nucleus_engine *e) {
     return true;
   }
   e->stats.steps_total++;
-  /* decode steps time the cost of a row (the draft length's choice) */
-  if (!prompt_rows)
-    nc_spec_cost_observe(&e->spec_cost, e->batch.n_tokens,
-                         nc_engine_cpu_ms() - t_forward);
+  observe_step(e, n_prompt, prompt_keys, nc_engine_cpu_ms() - t_forward, t_step,
+               cap.prefill_budget);
   /* The full blocks just written join the prefix cache's index. */
   for (int32_t i = 0; i < n_fed && prefix_cache_on(e); i++)
     nc_kv_seq_publish(e->kv, e->step.fed[i]->kv_seq, e->step.fed[i]->tokens,
@@ -1358,6 +1388,7 @@ static void free_resources(nucleus_engine *e) {
   nc_grammar_vocab_free(e->grammar_vocab);
   nc_spec_draft_free(e->draft);
   nc_spec_mtp_free(e->mtp);
+  nc_step_trace_close(e->trace);
 }
 
 /* The paged cache, rows in the model's cache types (-ctk/-ctv); a model
@@ -1411,6 +1442,7 @@ static nc_code engine_create(nucleus_model *model,
   if (rc == NC_OK) rc = nc_spec_mtp_create(e, &e->mtp, err);
   if (rc == NC_OK)
     e->image_budget = nc_image_jobs_budget(model, e->params.image_step_tokens);
+  if (rc == NC_OK) e->trace = nc_step_trace_from_env();
   if (rc == NC_OK) /* the sampler's row passes follow the kernel table */
     nc_sample_workspace_set_simd(e->ws, nc_model_kernels(model)->sampler_simd);
   if (rc == NC_OK) {

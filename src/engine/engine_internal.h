@@ -19,6 +19,7 @@
 #include "sampling/sampler.h"
 #include "sampling/spec_policy.h"
 #include "scheduler.h"
+#include "step_trace.h"
 #include "stop_matcher.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/vocab.h"
@@ -158,6 +159,7 @@ struct nucleus_engine {
   uint64_t admit_counter;
   engine_step step;
   nc_spec_cost spec_cost; /* decode steps' forward times (spec_policy.h) */
+  nc_step_trace *trace;   /* NUCLEUS_STEP_TRACE's file, or NULL */
   /* the draft model's and the MTP head's own time per draft */
   nc_spec_drafter_cost draft_cost, mtp_cost;
   /* Image encoding in the steps (engine_image_jobs.c): a step's FLOPs,
