@@ -1226,10 +1226,12 @@ typedef struct nucleus_engine_params {
    * times (the default). Only the speed depends on it, never the output. */
   float spec_row_cost;
   /* While sequences decode, a step that also carries prompt chunks costs
-   * at most this many times a step of the decoding rows alone (estimated
-   * from the engine's measured decode steps), so that no stream waits long
-   * for others' prompts: fewer prompt tokens per step while others decode.
-   * In [0, 1000]; 0 = the default, 3; 1000 leaves only max_batch_tokens.
+   * at most this many times a decode step of the sequences running and
+   * waiting (estimated from the engine's measured steps: decode steps by
+   * row count, prompt rows per token and attended key), so that no stream
+   * waits long for others' prompts: fewer prompt tokens per step while
+   * others decode.
+   * In [0, 1000]; 0 = the default, 2; 1000 leaves only max_batch_tokens.
    * Only the timing depends on it, never the output. */
   float decode_stall;
   /* Speculative decoding's draft model (NUCLEUS_SPEC_DRAFT), NULL: none.

@@ -1,6 +1,6 @@
 # The engine: request lifecycle, stop strings, scheduler, the batch.
 UNIT_TESTS += test_batch test_stop_matcher test_scheduler test_engine \
-  test_engine_spec test_spec_chi2
+  test_engine_spec test_spec_chi2 test_prefill_budget
 # Multi-turn chats through the prefix cache (the default model and Gemma 3
 # 270M from `make model`).
 UNIT_TESTS += test_engine_chat

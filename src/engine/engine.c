@@ -987,27 +987,15 @@ static void add_prompt_row(nucleus_engine *e, group *g, const completion *c,
 }
 
 /* The prompt tokens a step may carry beside decoding sequences
- * (scheduler.h's prefill_budget): the most P for which a step of
- * n_decoding + P rows costs at most decode_stall times a step of the
- * n_decoding rows alone, on the decode steps' measured times (the same
- * estimates as the draft length's, spec_policy.h); at least one KV block,
+ * (scheduler.h's prefill_budget; prefill_budget.h): a step of n_decoding
+ * decode rows and the prompt chunk costs at most decode_stall times a
+ * decode step of the sequences running and waiting (n_seqs, at most
+ * max_running), on the engine's measured step times, the chunk costed
+ * from the deepest prompt position it may start at; at least one KV block,
  * and never less than an image a running prompt still has to feed (its
- * rows go in one step). 0 (no bound) until two row counts are timed, and
- * with nothing decoding. */
-static int32_t prefill_budget(const nucleus_engine *e, int32_t n_decoding) {
-  const int32_t budget = e->params.max_batch_tokens;
-  if (n_decoding <= 0 || e->params.decode_stall <= 0) return 0;
-  const double alone = nc_spec_cost_ms(&e->spec_cost, n_decoding);
-  if (!(alone > 0)) return 0;
-  const double limit = alone * e->params.decode_stall;
-  int32_t lo = 0, hi = budget; /* the most P in [0, budget] within limit */
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (nc_spec_cost_ms(&e->spec_cost, n_decoding + mid) <= limit)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
+ * rows go in one step). */
+static int32_t prefill_budget(const nucleus_engine *e, int32_t n_decoding,
+                              int32_t n_seqs) {
   int32_t floor = nc_kv_block_tokens(e->kv);
   for (int32_t i = 0; i < e->n_groups; i++) {
     const nucleus_request *r = e->groups[i]->req;
@@ -1015,8 +1003,25 @@ static int32_t prefill_budget(const nucleus_engine *e, int32_t n_decoding) {
     for (size_t k = 0; k < r->params.n_images; k++)
       if (r->image_rows[k] > floor) floor = r->image_rows[k];
   }
-  if (lo < floor) lo = floor;
-  return lo < budget ? lo : 0;
+  int32_t depth = 0;
+  int64_t pending = 0;
+  for (int32_t i = 0; i < n_seqs; i++) {
+    if (e->step.ss[i].todo <= 1) continue;
+    pending += e->step.ss[i].todo;
+    if (e->step.ss[i].kv_len > depth) depth = e->step.ss[i].kv_len;
+  }
+  const int32_t coming =
+      n_seqs < e->params.max_running ? n_seqs : e->params.max_running;
+  const nc_prefill_query q = {n_decoding,
+                              coming,
+                              depth,
+                              pending,
+                              e->params.max_batch_tokens,
+                              floor,
+                              e->params.decode_stall,
+                              e->decode_timed_at,
+                              e->stats.steps_total + 1};
+  return nc_prefill_budget(&e->spec_cost, &e->prompt_cost, &q);
 }
 
 /* Running sequences with one token to feed (decoding). */
@@ -1029,12 +1034,14 @@ static int32_t decoding_seqs(const nucleus_engine *e, int32_t n_seqs) {
 
 /* Learns from a step's forward time (CPU ms): a step of decode rows alone
  * times a decode step of its row count (the draft length's choice, the
- * prefill budget's estimates); the trace's line. */
+ * prefill budget's base), one with prompt rows what its prompt rows cost
+ * beyond its decode rows' estimate; the trace's line. */
 static void observe_step(nucleus_engine *e, int32_t n_prompt,
                          double prompt_keys, double ms, double t_step,
                          int32_t budget) {
+  const int32_t decode_rows = e->batch.n_tokens - n_prompt;
+  const double base = nc_decode_step_ms(&e->spec_cost, decode_rows);
   if (e->trace) {
-    const int32_t decode_rows = e->batch.n_tokens - n_prompt;
     nc_step_record r = {
         .t0_ms = t_step,
         .wall_ms = nc_step_trace_now(e->trace) - t_step,
@@ -1044,14 +1051,20 @@ static void observe_step(nucleus_engine *e, int32_t n_prompt,
         .prompt_rows = n_prompt,
         .prompt_keys = prompt_keys,
         .budget = budget,
-        .decode_est_ms = nc_spec_cost_ms(&e->spec_cost, decode_rows),
-        .step_est_ms = nc_spec_cost_ms(&e->spec_cost, e->batch.n_tokens),
+        .decode_est_ms = base,
+        .step_est_ms =
+            base + nc_prompt_cost_ms(&e->prompt_cost, n_prompt, prompt_keys),
     };
     for (int32_t i = 0; i < e->n_groups; i++)
       *(e->groups[i]->running ? &r.running : &r.waiting) += 1;
     nc_step_trace_write(e->trace, &r);
   }
-  if (n_prompt == 0) nc_spec_cost_observe(&e->spec_cost, e->batch.n_tokens, ms);
+  if (n_prompt == 0) {
+    nc_spec_cost_observe(&e->spec_cost, e->batch.n_tokens, ms);
+    if (e->batch.n_tokens <= NC_SPEC_COST_ROWS)
+      e->decode_timed_at[e->batch.n_tokens] = e->stats.steps_total;
+  } else if (decode_rows == 0 || base > 0)
+    nc_prompt_cost_observe(&e->prompt_cost, n_prompt, prompt_keys, ms - base);
 }
 
 /* Runs one step; false when there was nothing to do. */
@@ -1065,7 +1078,7 @@ static bool step(nucleus_engine *e) {
       .block_tokens = nc_kv_block_tokens(e->kv),
       .token_budget = e->params.max_batch_tokens,
       .max_running = e->params.max_running,
-      .prefill_budget = prefill_budget(e, decoding_seqs(e, n_seqs)),
+      .prefill_budget = prefill_budget(e, decoding_seqs(e, n_seqs), n_seqs),
   };
   nc_sched_plan plan = {e->step.items, 0, e->step.verdicts};
   nc_schedule(e->step.sg, e->n_groups, e->step.ss, n_seqs, &cap, &plan);
@@ -1127,7 +1140,7 @@ static bool step(nucleus_engine *e) {
     e->step.fed[n_fed++] = c;
     if (n > 1) {
       n_prompt += n;
-      prompt_keys += (double)n * kv_len + (double)n * (n + 1) / 2;
+      prompt_keys += nc_prompt_keys(kv_len, n);
     }
     /* a state model: snapshots of the state for the prefix cache, at the
      * block end a re-sent prompt can reuse (the last one short of its last

@@ -13,6 +13,7 @@
 #include "model/batch.h"
 #include "model/context.h"
 #include "model/model.h"
+#include "prefill_budget.h"
 #include "reasoning_track.h"
 #include "request.h"
 #include "sampling/beam.h"
@@ -159,7 +160,11 @@ struct nucleus_engine {
   uint64_t admit_counter;
   engine_step step;
   nc_spec_cost spec_cost; /* decode steps' forward times (spec_policy.h) */
-  nc_step_trace *trace;   /* NUCLEUS_STEP_TRACE's file, or NULL */
+  /* the step each decode row count was last timed at (prefill_budget.h) */
+  int64_t decode_timed_at[NC_SPEC_COST_ROWS + 1];
+  /* prompt rows' forward times beside them (prefill_budget.h) */
+  nc_prompt_cost prompt_cost;
+  nc_step_trace *trace; /* NUCLEUS_STEP_TRACE's file, or NULL */
   /* the draft model's and the MTP head's own time per draft */
   nc_spec_drafter_cost draft_cost, mtp_cost;
   /* Image encoding in the steps (engine_image_jobs.c): a step's FLOPs,

@@ -107,11 +107,11 @@ static const nc_opt_row ROWS[] = {
     {{"decode_stall", "--decode-stall", NULL, NUCLEUS_OPTION_FLOAT, "X", 0,
       1000, NULL,
       "while sequences decode, a step with prompt chunks costs at most X "
-      "decode steps (fewer prompt tokens per step; 1000: only "
-      "--batch-tokens)"},
+      "decode steps of the sequences running and waiting (fewer prompt "
+      "tokens per step; 1000: only --batch-tokens)"},
      E(decode_stall),
      NC_OPT_FLOAT,
-     "3",
+     "2",
      NULL},
 };
 #define N_ROWS (sizeof ROWS / sizeof ROWS[0])

@@ -20,8 +20,9 @@
 /* kv_cache_tokens 0: this many tokens, or one context when larger. */
 #define NC_ENGINE_KV_TOKENS 16384
 /* decode_stall's default: a step with prompt chunks beside decoding
- * sequences costs at most 3 decode steps. */
-#define NC_ENGINE_DECODE_STALL 3.0f
+ * sequences costs at most 2 decode steps (of the sequences running and
+ * waiting: prefill_budget.h). */
+#define NC_ENGINE_DECODE_STALL 2.0f
 
 size_t nc_engine_options_count(void);
 const nucleus_option_info *nc_engine_options_at(size_t i);

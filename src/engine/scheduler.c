@@ -144,8 +144,8 @@ void nc_schedule(const nc_sched_group *groups, int32_t n_groups,
   (void)n_seqs;
   sched_state st = {groups,           n_groups,          seqs,     cap, plan,
                     cap->free_blocks, cap->token_budget, INT32_MAX};
-  if (cap->prefill_budget > 0 && any_decoding(groups, n_groups, seqs))
-    st.prefill_left = cap->prefill_budget;
+  if (cap->prefill_budget != 0 && any_decoding(groups, n_groups, seqs))
+    st.prefill_left = cap->prefill_budget > 0 ? cap->prefill_budget : 0;
   plan->n_items = 0;
   for (int32_t g = 0; g < n_groups; g++)
     plan->verdicts[g] = NC_SCHED_KEEP;

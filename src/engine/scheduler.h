@@ -59,7 +59,8 @@ typedef struct nc_sched_capacity {
   /* Prompt tokens (chunks of more than one token) a step may carry when it
    * also feeds sequences that decode (one token to feed), so that a
    * decoding stream waits no more than a bounded step; 0: no bound but the
-   * token budget. A step with nothing decoding is not bounded by it. */
+   * token budget; below 0: none (the decode rows alone: the engine times
+   * such a step). A step with nothing decoding is not bounded by it. */
   int32_t prefill_budget;
 } nc_sched_capacity;
 

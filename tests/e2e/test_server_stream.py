@@ -1,5 +1,6 @@
 """nucleus serve: SSE framing seen by curl, 32 concurrent streams with
-disconnects (KV blocks come back), and graceful shutdown."""
+disconnects (KV blocks come back), graceful shutdown, and a stream's pace
+beside another client's long prompt (--decode-stall)."""
 
 import json
 import re
@@ -247,3 +248,71 @@ def test_second_signal_cancels_at_once(start_server):
     assert srv.proc.wait(timeout=10) == 0
     assert time.monotonic() - t0 < 5
     assert lines[-1] == b"data: [DONE]"
+
+
+def has_content(line):
+    """Whether an SSE data line carries generated text."""
+    chunk = json.loads(line[6:])
+    return any((c.get("delta") or {}).get("content")
+               for c in chunk.get("choices") or [])
+
+
+def tokens_while_prefilling(server):
+    """A stream decodes; another client sends a prompt of ~1,500 tokens.
+    Returns the stream's content chunks that arrived between that request
+    and its end (its one token)."""
+    a_stamps, b_done = [], []
+    body_a = {"messages": [{"role": "user", "content": "Count to a thousand."}],
+              "max_tokens": 300, "stream": True, "temperature": 0,
+              "ignore_eos": True}
+
+    def stream_a():
+        with requests.post(server.url + "/v1/chat/completions", json=body_a,
+                           stream=True, timeout=600) as r:
+            assert r.status_code == 200, r.text
+            for line in r.iter_lines():
+                if line == b"data: [DONE]":
+                    return
+                if line.startswith(b"data: ") and has_content(line):
+                    a_stamps.append(time.monotonic())
+
+    ta = threading.Thread(target=stream_a)
+    ta.start()
+    while len(a_stamps) < 8 and ta.is_alive():
+        time.sleep(0.01)
+    words = " ".join(f"item {i} is a plain word list entry," for i in range(140))
+    body_b = {"messages": [{"role": "user", "content": words}],
+              "max_tokens": 1, "stream": True, "temperature": 0,
+              "stream_options": {"include_usage": True}}
+    prompt_tokens = None
+    t_sent = time.monotonic()
+    with requests.post(server.url + "/v1/chat/completions", json=body_b,
+                       stream=True, timeout=600) as r:
+        assert r.status_code == 200, r.text
+        for line in r.iter_lines():
+            if line == b"data: [DONE]":
+                b_done.append(time.monotonic())
+            if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                continue
+            usage = json.loads(line[6:]).get("usage")
+            if usage:
+                prompt_tokens = usage["prompt_tokens"]
+    ta.join(timeout=600)
+    assert b_done and prompt_tokens and prompt_tokens > 1200, prompt_tokens
+    return sum(1 for t in a_stamps if t_sent < t < b_done[0])
+
+
+def test_stream_keeps_its_pace_beside_a_long_prompt(start_server):
+    """issue 45's starvation bound, counted rather than timed: while a
+    stream decodes, another client's long prompt comes in chunks that keep
+    each step within --decode-stall decode steps (default 2), so the stream
+    gets a token at every one of those many steps (about 1,500 / 20 at one
+    thread); with --decode-stall 1000 the prompt goes in 512-token steps,
+    three or four of them (and the steps while the request is read)."""
+    bounded = tokens_while_prefilling(start_server("-c", "2048"))
+    whole = tokens_while_prefilling(
+        start_server("-c", "2048", "--decode-stall", "1000"))
+    print(f"\nstream tokens during the long prompt: {bounded} bounded, "
+          f"{whole} with --decode-stall 1000")
+    assert bounded >= 30
+    assert 3 * whole < bounded

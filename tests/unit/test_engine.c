@@ -905,6 +905,79 @@ static void test_request_larger_than_pool_refused_at_submit(void **state) {
   nucleus_engine_free(e);
 }
 
+/* One run of test_prompt_chunks_beside_decoding: a stream decodes, then a
+ * 480-token prompt arrives; the steps until that prompt is in (*b_steps),
+ * the stream's tokens (a). Every step gives the stream its token. */
+static void prompt_beside_decoding(float decode_stall, int *b_steps,
+                                   outcome *a) {
+  req_spec sa = greedy_spec("Tell me a long story about", 60);
+  sa.params.ignore_eos = true;
+  static int32_t b_prompt[480];
+  for (int i = 0; i < 480; i++)
+    b_prompt[i] = sa.prompt[1 + i % (sa.n_prompt - 1)];
+  nucleus_request_params bp = nucleus_request_default_params();
+  bp.sampling.temperature = 0;
+  bp.max_tokens = 1;
+  nucleus_engine_params ep = nucleus_engine_default_params();
+  ep.n_ctx = 512;
+  ep.kv_cache_tokens = 4096;
+  ep.no_prefix_cache = true;
+  ep.decode_stall = decode_stall;
+  nucleus_engine *e = NULL;
+  nucleus_error err = {0};
+  assert_int_equal(nc_engine_create_stepped(g_model, &ep, &e, &err), NC_OK);
+  nucleus_request *ra = NULL, *rb = NULL;
+  assert_int_equal(
+      nucleus_engine_submit(e, sa.prompt, sa.n_prompt, &sa.params, &ra, NULL),
+      NUCLEUS_OK);
+  memset(a, 0, sizeof *a);
+  for (int i = 0; i < 6; i++) { /* its prompt, then decode steps (timed) */
+    nc_engine_step(e);
+    drain(ra, a);
+  }
+  assert_int_equal(a->n_tokens[0], 6);
+  assert_int_equal(nucleus_engine_submit(e, b_prompt, 480, &bp, &rb, NULL),
+                   NUCLEUS_OK);
+  outcome b = {0};
+  *b_steps = 0;
+  while (!b.done) {
+    const int32_t before = a->n_tokens[0];
+    nc_engine_step(e);
+    ++*b_steps;
+    drain(ra, a);
+    drain(rb, &b);
+    assert_int_equal(a->n_tokens[0], before + 1);
+    assert_true(*b_steps < 50);
+  }
+  assert_int_equal(b.n_tokens[0], 1);
+  while (nc_engine_step(e))
+    drain(ra, a);
+  drain(ra, a);
+  assert_true(a->done);
+  assert_int_equal(a->n_tokens[0], 60);
+  nucleus_request_free(ra);
+  nucleus_request_free(rb);
+  nucleus_engine_free(e);
+}
+
+/* decode_stall (prefill_budget.h): while a stream decodes, a long prompt
+ * comes in chunks that keep each step within 3 of its decode steps (a
+ * prompt token costs far more than a 480th of a decode step, so more than
+ * two steps, counted, not timed), the stream getting its token every
+ * step; with 1000 (no bound) the prompt goes in at once. The stream's
+ * tokens are the same. */
+static void test_prompt_chunks_beside_decoding(void **state) {
+  (void)state;
+  NEED_MODEL();
+  static outcome bounded, whole;
+  int steps_bounded = 0, steps_whole = 0;
+  prompt_beside_decoding(3, &steps_bounded, &bounded);
+  prompt_beside_decoding(1000, &steps_whole, &whole);
+  assert_int_equal(steps_whole, 1);
+  assert_true(steps_bounded >= 3);
+  assert_memory_equal(bounded.tokens[0], whole.tokens[0], 60 * sizeof(int32_t));
+}
+
 static void test_bad_requests_rejected(void **state) {
   (void)state;
   NEED_MODEL();
@@ -950,6 +1023,7 @@ int main(void) {
       cmocka_unit_test(test_prefix_cache_n_and_salt),
       cmocka_unit_test(test_request_larger_than_pool_refused_at_submit),
       cmocka_unit_test(test_bad_requests_rejected),
+      cmocka_unit_test(test_prompt_chunks_beside_decoding),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

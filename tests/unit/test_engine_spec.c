@@ -644,6 +644,10 @@ static void test_draft_model_batched(void **state) {
   ep.kv_cache_tokens = 4096;
   ep.draft_model = draft;
   ep.spec_row_cost = TEST_ROW_COST;
+  /* requests arriving a step apart draft in the same forwards: without the
+   * prefill budget, whose steps of decode rows alone (timing a new row
+   * count) and prompt chunks (measured times) would stagger them */
+  ep.decode_stall = 1000;
   enum { N = 5 };
   req rs[N];
   rs[0] =

@@ -282,7 +282,7 @@ static void engine_options_one_table(void **state) {
                  "'spec_row_cost' must be a number in [0, 4], got '5'");
   engine_refused("--spec-row-cost", "nan",
                  "'spec_row_cost' must be a number in [0, 4], got 'nan'");
-  /* the decode stall bound: 0 (the default, 3) to 1000 decode steps */
+  /* the decode stall bound: 0 (the default, 2) to 1000 decode steps */
   assert_int_equal(
       nucleus_engine_params_set(&p, eopt("--decode-stall"), "2.5", &err),
       NUCLEUS_OK);

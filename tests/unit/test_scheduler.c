@@ -112,6 +112,27 @@ static void test_prefill_budget_beside_decoding(void **state) {
   assert_int_equal(tokens_of(&f, 1), 1);
 }
 
+/* A budget below 0: the decode rows alone, no chunk and no admission (the
+ * engine times such a step); with nothing decoding it bounds nothing. */
+static void test_no_prefill_beside_decoding(void **state) {
+  (void)state;
+  fixture f = {0};
+  add_group(&f, true, 1, 0, 0, 100); /* prefilling */
+  add_group(&f, true, 2, 2, 20, 1);  /* decoding */
+  add_group(&f, false, 0, 0, 0, 50); /* waiting */
+  run_capped(&f, 100, 100, 512, 8, -1);
+  assert_int_equal(f.plan.n_items, 1);
+  assert_int_equal(tokens_of(&f, 1), 1);
+  assert_int_equal(f.verdicts[0], NC_SCHED_KEEP);
+  assert_int_equal(f.verdicts[2], NC_SCHED_KEEP);
+
+  f.seqs[1].todo = 0; /* nothing decoding */
+  run_capped(&f, 100, 100, 512, 8, -1);
+  assert_int_equal(tokens_of(&f, 0), 100);
+  assert_int_equal(f.verdicts[2], NC_SCHED_ADMIT);
+  assert_int_equal(tokens_of(&f, 2), 50);
+}
+
 static void test_admission_in_order(void **state) {
   (void)state;
   fixture f = {0};
@@ -213,6 +234,7 @@ int main(void) {
       cmocka_unit_test(test_cached_prefix_admission),
       cmocka_unit_test(test_decode_before_prefill_chunks),
       cmocka_unit_test(test_prefill_budget_beside_decoding),
+      cmocka_unit_test(test_no_prefill_beside_decoding),
       cmocka_unit_test(test_admission_in_order),
       cmocka_unit_test(test_max_running),
       cmocka_unit_test(test_preempts_newest),
