@@ -130,7 +130,13 @@ static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
   const int64_t pw = nw <= whole ? nw : panel_rows(ld, t->rows_w);
   const int64_t pa = rows_in(CHUNK_BYTES, ld, t->rows_a);
   const int64_t cw = nw < pw ? nw : pw, ca = na < pa ? na : pa;
-  const int64_t own_a = packed ? 0 : ca; /* rows widened here */
+  const bool one_panel = nw <= cw; /* widened once for every chunk */
+  /* weights widened per chunk: a last chunk of a quarter chunk or less
+   * joins the one before (Qwen3-VL's merger at one thread: 196 rows in
+   * chunks of 64, 64, 68, its 4096 x 4096 weights widened 3 times, not 4) */
+  const int64_t tail = na > ca ? na % ca : 0;
+  const int64_t fold = !one_panel && tail <= ca / 4 ? tail : 0;
+  const int64_t own_a = packed ? 0 : ca + fold; /* rows widened here */
   float *mem = aligned_alloc(64, sizeof(float) * (size_t)(ld * (cw + own_a)));
   if (!mem) {
     dots_per_pair(t, n, w, w_stride, nw, act, a_stride, na, out, out_stride);
@@ -138,10 +144,10 @@ static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
   }
   float *wp = mem, *ap = mem + ld * cw;
   const uint8_t *wb = w, *ab = act;
-  const bool one_panel = nw <= cw; /* widened once for every chunk */
   if (one_panel) widen_rows(t, wb, w_stride, nw, n, wp, ld);
-  for (int64_t a0 = 0; a0 < na; a0 += ca) {
-    const int64_t a1 = na - a0 < ca ? na : a0 + ca;
+  for (int64_t a0 = 0; a0 < na;) {
+    int64_t a1 = na - a0 < ca ? na : a0 + ca;
+    if (na - a1 <= fold) a1 = na;
     const float *chunk = packed ? packed + a0 * ld : ap;
     if (!packed)
       widen_rows(t, ab + (size_t)a0 * a_stride, a_stride, a1 - a0, n, ap, ld);
@@ -152,6 +158,7 @@ static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
       panel_times_chunk(t, n, ld, wp, r1 - r0, chunk, a1 - a0,
                         out + (size_t)a0 * out_stride + (size_t)r0, out_stride);
     }
+    a0 = a1;
   }
   free(mem);
 }
