@@ -163,6 +163,10 @@ static nucleus_engine *stepped_engine_cache(int64_t kv_tokens, int32_t budget,
   ep.kv_cache_tokens = kv_tokens;
   ep.max_batch_tokens = budget;
   ep.no_prefix_cache = !prefix_cache;
+  /* no prefill bound (prefill_budget.h): it follows the steps' measured
+   * times, so the schedule, and whether a tight pool preempts, would
+   * depend on the machine's speed; these runs fix the schedule */
+  ep.decode_stall = 1000;
   nucleus_engine *e = NULL;
   nucleus_error err = {0};
   assert_int_equal(nc_engine_create_stepped(g_model, &ep, &e, &err), NC_OK);

@@ -443,6 +443,10 @@ static nucleus_engine *engine_of(nucleus_model *m, int64_t kv_tokens,
   ep.n_ctx = 2048;
   ep.kv_cache_tokens = kv_tokens;
   ep.max_batch_tokens = budget;
+  /* no prefill bound (prefill_budget.h): it follows the steps' measured
+   * times, so the schedule, and whether a tight pool preempts, would
+   * depend on the machine's speed; these runs fix the schedule */
+  ep.decode_stall = 1000;
   nucleus_engine *e = NULL;
   nucleus_error err = {0};
   assert_int_equal(nc_engine_create_stepped(m, &ep, &e, &err), NC_OK);
