@@ -85,10 +85,11 @@ SERVER_DEPENDS = {
     "anthropic": ["http", "openai"],  # the Messages API over openai's job
 }
 
-# Micro-benchmarks that time one internal module against llama.cpp's (make
+# Micro-benchmarks that time one internal module (against llama.cpp's, or
+# the forward by row count: bench/forward_rows.c) (make
 # bench-*): like unit tests, they link src/ objects and include src/ headers.
 MODULE_BENCHES = {"bench/kernels.c", "bench/sampler.c", "bench/tokenizer.c",
-                  "bench/flash_split.c"}
+                  "bench/flash_split.c", "bench/forward_rows.c"}
 
 
 def closure():
