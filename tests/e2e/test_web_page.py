@@ -536,6 +536,39 @@ def test_thinking_streams_in_a_collapsible_block(page, start_server):
     set_field(d, "set-max_tokens", 24)
     set_field(d, "set-temperature", 0)
     set_field(d, "set-min_tokens", 14)  # an answer after the thinking
+    # The page redraws at most once per 40 ms, so a fast server's six
+    # thinking tokens and the answer can land in one redraw: deliver the
+    # stream one SSE event per 150 ms, as a slow model would, so the block
+    # is drawn while only the reasoning has come.
+    d.execute_script("""
+      const realFetch = window.fetch;
+      window.fetch = async (url, opts) => {
+        const r = await realFetch(url, opts);
+        if (!String(url).includes('/chat/completions')) return r;
+        const reader = r.body.getReader();
+        const dec = new TextDecoder(), enc = new TextEncoder();
+        let buf = '';
+        const body = new ReadableStream({
+          async pull(ctl) {
+            for (;;) {
+              const cut = buf.indexOf('\\n\\n');
+              if (cut >= 0) {
+                await new Promise((ok) => setTimeout(ok, 150));
+                ctl.enqueue(enc.encode(buf.slice(0, cut + 2)));
+                buf = buf.slice(cut + 2);
+                return;
+              }
+              const { value, done } = await reader.read();
+              if (done) {
+                if (buf) ctl.enqueue(enc.encode(buf));
+                ctl.close();
+                return;
+              }
+              buf += dec.decode(value, { stream: true });
+            }
+          }});
+        return new Response(body, { status: r.status, headers: r.headers });
+      };""")
     # note every state the block goes through while the reply streams
     d.execute_script("""
       window.__thinking = [];
