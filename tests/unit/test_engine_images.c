@@ -61,6 +61,10 @@ static nucleus_engine *engine_sliced(const vt_pair *p, int32_t budget,
   ep.max_batch_tokens = budget;
   ep.mmproj = p->mm;
   ep.image_step_tokens = image_step_tokens;
+  /* the prompt rows beside a decode unbounded: the prefill budget
+   * (prefill_budget.h) is timed, so under it the steps counted below
+   * would depend on the machine's load, not on the image budget alone */
+  ep.decode_stall = 1000;
   nucleus_engine *e = NULL;
   nucleus_error err = {0};
   if (nc_engine_create_stepped(p->lm, &ep, &e, &err) != NUCLEUS_OK)
