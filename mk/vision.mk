@@ -3,7 +3,7 @@
 UNIT_TESTS += test_mmproj test_mmproj_encode test_engine_images
 UNIT_TESTS += test_mmproj_qwen3vl test_engine_qwen_images test_mmproj_qwen2vl
 UNIT_TESTS += test_mmproj_gemma4v test_engine_gemma4v_images test_mmproj_job
-UNIT_TESTS += test_vit_attention
+UNIT_TESTS += test_vit_attention test_mmproj_batch
 # The random projector paired with build/arch/gemma3.gguf (same seed).
 build/arch/gemma3-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)
@@ -66,3 +66,9 @@ build/arch/gemma4v-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gg
 	@mkdir -p $(dir $@)
 	python3 scripts/make_mmproj_gguf.py gemma4v $@ --seed 17
 arch-models: build/arch/gemma4v-mmproj.gguf
+# The same Qwen3-VL projector with its matrices in F16, as the real files
+# ship them (test_mmproj_batch: the F16 products over several images).
+build/arch/qwen3vl-mmproj-f16.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
+	@mkdir -p $(dir $@)
+	python3 scripts/make_mmproj_gguf.py qwen3vl $@ --seed 17 --f16
+arch-models: build/arch/qwen3vl-mmproj-f16.gguf

@@ -4,11 +4,12 @@
 
 Usage: scripts/make_arch_gguf.py gemma3 LM.gguf --seed N --mmproj MMPROJ.gguf
        scripts/make_mmproj_gguf.py KIND MMPROJ.gguf --seed N [--n-embd-text 256]
-                                   [--q8]
+                                   [--q8] [--f16]
        (the second: the projector alone, for make_arch_gguf's LM of that seed;
        KIND gemma3, qwen3vl, qwen2vl / qwen25vl for the qwen2vl LM, or
        gemma4v for the gemma4 LM;
-       --q8: the matrices Q8_0 where llama.cpp's converter writes them so)
+       --q8: the matrices Q8_0 where llama.cpp's converter writes them so;
+       --f16: the matrices F16, as the real files ship them)
 
 gemma3: a SigLIP tower as llama.cpp's clip.cpp loads it for projector_type
 gemma3 (tools/mtmd/models/siglip.cpp): image_size 64, patch_size 8 (8 x 8
@@ -350,6 +351,8 @@ def main(argv):
             seed = int(next(it))
         elif a == "--q8":
             cfg["q8"] = True
+        elif a == "--f16":
+            cfg["f16"] = True
         elif a == "--n-embd-text":
             n_text = int(next(it))
         else:

@@ -12,6 +12,17 @@
 #include "mmproj_internal.h"
 #include "vit.h"
 
+/* What a vision layer of an encode reads and writes beyond its scratch
+ * (the state's, between its layers): a layer run over several encodes at
+ * once (encode_batch.c) works on these. */
+typedef struct nc_enc_rows {
+  float *x;             /* [N, n_embd]: the residual stream */
+  int32_t N;            /* the image's patches */
+  const float *cs, *sn; /* Qwen3-VL: each patch's RoPE ([N, head_dim / 2]) */
+  float *out;           /* Qwen3-VL: the image's rows (the taps' slices) */
+  int32_t *tap;         /* Qwen3-VL: the DeepStack taps written so far */
+} nc_enc_rows;
+
 typedef struct nc_encoder {
   /* *st: the state (freed by free_state, on failure too); out:
    * nc_mmproj_image_tokens x nc_mmproj_n_embd floats, kept by the caller
@@ -22,7 +33,29 @@ typedef struct nc_encoder {
   nc_code (*layer)(void *st, nc_vit *v, int32_t il, nc_error *err);
   nc_code (*finish)(void *st, nc_vit *v, nc_error *err);
   void (*free_state)(void *st); /* NULL: nothing */
+  /* A state's rows (after begin); NULL with layer_batch. */
+  void (*rows)(void *st, nc_enc_rows *r);
+  /* Vision layer il of n encodes (their rows, each encode at layer il) as
+   * one: each weight product once over all their rows in b's scratch, the
+   * attention and RoPE per image; each encode's rows end as layer() leaves
+   * them, bit for bit (encode_batch.c). NULL: the family's layers run one
+   * encode at a time. */
+  nc_code (*layer_batch)(nc_mmproj_batch *b, const nucleus_mmproj *mm,
+                         const nc_enc_rows *rows, int32_t n, int32_t il,
+                         nc_error *err);
 } nc_encoder;
+
+/* The pool a batch's next calls run on (NULL: the caller's thread). */
+void nc_mmproj_batch_set_pool(nc_mmproj_batch *b, nc_threadpool *tp);
+
+/* The batched layers (encode_batch.c): Gemma 3's SigLIP layer and
+ * Qwen3-VL's (its DeepStack taps included). */
+nc_code nc_enc_layer_batch_siglip(nc_mmproj_batch *b, const nucleus_mmproj *mm,
+                                  const nc_enc_rows *rows, int32_t n,
+                                  int32_t il, nc_error *err);
+nc_code nc_enc_layer_batch_qwen3vl(nc_mmproj_batch *b, const nucleus_mmproj *mm,
+                                   const nc_enc_rows *rows, int32_t n,
+                                   int32_t il, nc_error *err);
 
 extern const nc_encoder nc_encoder_gemma3;
 extern const nc_encoder nc_encoder_qwen3vl;

@@ -121,4 +121,11 @@ static nc_code finish(void *st, nc_vit *v, nc_error *err) {
                        mm->n_embd_text, err);
 }
 
-const nc_encoder nc_encoder_gemma3 = {begin, layer, finish, free_state};
+/* The rows a batched layer works on (encode_batch.c). */
+static void rows(void *st, nc_enc_rows *r) {
+  enc *es = st;
+  *r = (nc_enc_rows){.x = es->b.x, .N = es->N};
+}
+
+const nc_encoder nc_encoder_gemma3 = {
+    begin, layer, finish, free_state, rows, nc_enc_layer_batch_siglip};

@@ -308,4 +308,5 @@ static nc_code finish(void *st, nc_vit *v, nc_error *err) {
                         b->c, b->out, mm->n_embd_text, err);
 }
 
-const nc_encoder nc_encoder_gemma4v = {begin, layer, finish, free_state};
+const nc_encoder nc_encoder_gemma4v = {begin,      layer, finish,
+                                       free_state, NULL,  NULL};

@@ -260,4 +260,5 @@ static nc_code finish(void *st, nc_vit *v, nc_error *err) {
   return rc;
 }
 
-const nc_encoder nc_encoder_qwen2vl = {begin, layer, finish, free_state};
+const nc_encoder nc_encoder_qwen2vl = {begin,      layer, finish,
+                                       free_state, NULL,  NULL};

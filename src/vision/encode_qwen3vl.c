@@ -247,4 +247,16 @@ static nc_code finish(void *st, nc_vit *v, nc_error *err) {
                 &mm->mm2, mm->mm2_b, b->f, b->m, b->out, stride, err);
 }
 
-const nc_encoder nc_encoder_qwen3vl = {begin, layer, finish, free_state};
+/* The rows a batched layer works on (encode_batch.c). */
+static void rows(void *st, nc_enc_rows *r) {
+  bufs *b = st;
+  *r = (nc_enc_rows){.x = b->x,
+                     .N = b->N,
+                     .cs = b->cs,
+                     .sn = b->sn,
+                     .out = b->out,
+                     .tap = &b->tap};
+}
+
+const nc_encoder nc_encoder_qwen3vl = {
+    begin, layer, finish, free_state, rows, nc_enc_layer_batch_qwen3vl};

@@ -104,4 +104,40 @@ float *nc_mmproj_job_take(nc_mmproj_job *job);
 
 void nc_mmproj_job_free(nc_mmproj_job *job);
 
+/* Jobs run together (docs/VISION.md "Encoding in the steps"): jobs of the
+ * same projector standing at the same vision layer run it as one, each of
+ * its weight products once over all their images' patches (the attention
+ * and RoPE per image); each job's rows stay the bits of its encode alone.
+ * A batch holds the shared scratch (encode_batch.c), kept across calls. */
+typedef struct nc_mmproj_batch nc_mmproj_batch;
+
+nc_code nc_mmproj_batch_new(const nucleus_mmproj *mm, nc_mmproj_batch **out,
+                            nc_error *err);
+void nc_mmproj_batch_free(nc_mmproj_batch *b);
+
+/* Whether b's next part can run with a's as one: the same projector (a
+ * family whose layers batch: Gemma 3, Qwen3-VL), both at the same vision
+ * layer (not the begin or the finish). */
+bool nc_mmproj_job_batches_with(const nc_mmproj_job *a, const nc_mmproj_job *b);
+
+/* The estimated FLOPs of b's parts up to and with a's next one, when b,
+ * behind a, can then run that one with a as one batch (the same projector,
+ * a at a vision layer); 0 otherwise. */
+double nc_mmproj_job_catch_up(const nc_mmproj_job *a, const nc_mmproj_job *b);
+
+/* The most jobs in one nc_mmproj_jobs_run. */
+enum { NC_MMPROJ_BATCH_MAX = 64 };
+
+/* The next part of jobs[0 .. n) on tp: n 1, that job's part alone (as
+ * nc_mmproj_job_run with a budget of 0); more, their layer as one in
+ * batch's scratch (at most NC_MMPROJ_BATCH_MAX, every job batching with
+ * jobs[0], batch made for their projector). After a failure none of them runs
+ * again (free them). */
+nc_code nc_mmproj_jobs_run(nc_mmproj_job *const *jobs, int32_t n,
+                           nc_mmproj_batch *batch, nc_threadpool *tp,
+                           nc_error *err);
+
+/* The patches of the job's image: the rows its layers' products run on. */
+int32_t nc_mmproj_job_patches(const nc_mmproj_job *job);
+
 #endif

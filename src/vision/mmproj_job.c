@@ -179,3 +179,54 @@ void nc_mmproj_job_free(nc_mmproj_job *job) {
   free(job->own);
   free(job);
 }
+
+bool nc_mmproj_job_batches_with(const nc_mmproj_job *a,
+                                const nc_mmproj_job *b) {
+  const bool layer = a->part >= 1 && a->part <= a->mm->n_layer;
+  return a->mm == b->mm && a->enc && a->enc->layer_batch && layer &&
+         a->part == b->part && !a->done && !b->done && !a->failed && !b->failed;
+}
+
+nc_code nc_mmproj_jobs_run(nc_mmproj_job *const *jobs, int32_t n,
+                           nc_mmproj_batch *batch, nc_threadpool *tp,
+                           nc_error *err) {
+  if (n == 1) {
+    bool done = false;
+    return nc_mmproj_job_run(jobs[0], tp, 0.0, &done, err);
+  }
+  if (n < 1 || n > NC_MMPROJ_BATCH_MAX || !batch)
+    return nc_fail(err, NC_ERR_INTERNAL, "vision: a batch of %d jobs", (int)n);
+  for (int32_t i = 0; i < n; i++)
+    if (!nc_mmproj_job_batches_with(jobs[0], jobs[i]))
+      return nc_fail(err, NC_ERR_INTERNAL,
+                     "vision: jobs at other parts in one batch");
+  nc_enc_rows rows[NC_MMPROJ_BATCH_MAX];
+  const nc_encoder *enc = jobs[0]->enc;
+  for (int32_t i = 0; i < n; i++)
+    enc->rows(jobs[i]->st, &rows[i]);
+  nc_mmproj_batch_set_pool(batch, tp);
+  nc_code rc =
+      enc->layer_batch(batch, jobs[0]->mm, rows, n, jobs[0]->part - 1, err);
+  for (int32_t i = 0; i < n; i++) {
+    if (rc != NC_OK)
+      jobs[i]->failed = true;
+    else
+      jobs[i]->part++; /* a layer: never the last part */
+  }
+  return rc;
+}
+
+int32_t nc_mmproj_job_patches(const nc_mmproj_job *job) {
+  return job->N;
+}
+
+double nc_mmproj_job_catch_up(const nc_mmproj_job *a, const nc_mmproj_job *b) {
+  const bool layer = a->part >= 1 && a->part <= a->mm->n_layer;
+  if (a->mm != b->mm || !a->enc || !a->enc->layer_batch || !layer ||
+      b->part >= a->part || a->done || b->done || a->failed || b->failed)
+    return 0.0;
+  double f = 0.0;
+  for (int32_t p = b->part; p <= a->part; p++)
+    f += part_flops(b, p);
+  return f;
+}

@@ -1,0 +1,249 @@
+/* encode_batch: a vision layer of several encodes at once (encode.h's
+ * layer_batch; mmproj_job.c's nc_mmproj_jobs_run drives it). The patches'
+ * rows of all the images go through each weight product in one
+ * nc_vit_matmul: the kernels give each value the bits of that row alone,
+ * whatever the rows beside it (kernels.h, "Batch invariance": gemm,
+ * vec_dot_rows and vec_dot agree). What mixes an image's rows, the
+ * attention, runs per image; what goes row by row (the norms, RoPE, the
+ * residual adds) on each image's own rows, the GELU over all of them. The
+ * steps and their order are the encoder's layer (encode_gemma3.c,
+ * encode_qwen3vl.c), so each image's rows are the bits of its encode
+ * alone (tests/unit/test_mmproj_batch.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "encode.h"
+#include "kernels/ops.h"
+#include "vit.h"
+
+struct nc_mmproj_batch {
+  const nucleus_mmproj *mm;
+  nc_vit vit;  /* the products' scratch (the activation rows quantized) */
+  int64_t cap; /* the patches' rows the buffers below hold */
+  /* [cap, n_embd] each: the normed rows and the products' outputs, Q, K,
+   * V, the attention's output; f: [cap, max(n_ff, n_embd)] (the MLP's
+   * rows, the DeepStack taps' fc1); Qwen3-VL's fused QKV [cap, 3 n_embd],
+   * the taps' normed input [cap, n_embd] and output [cap / 4, n_embd_text]
+   * (NULL for the others) */
+  float *h, *q, *k, *vv, *a, *f, *qkv, *m, *t;
+};
+
+static bool fused(const nucleus_mmproj *mm) {
+  return mm->projector == NC_PROJECTOR_QWEN3VL;
+}
+
+static void free_bufs(nc_mmproj_batch *b) {
+  float *all[] = {b->h, b->q, b->k, b->vv, b->a, b->f, b->qkv, b->m, b->t};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    free(all[i]);
+  b->h = b->q = b->k = b->vv = b->a = b->f = b->qkv = b->m = b->t = NULL;
+  b->cap = 0;
+}
+
+nc_code nc_mmproj_batch_new(const nucleus_mmproj *mm, nc_mmproj_batch **out,
+                            nc_error *err) {
+  *out = NULL;
+  nc_mmproj_batch *b = calloc(1, sizeof *b);
+  if (!b) return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
+  b->mm = mm;
+  nc_code rc = nc_vit_init(&b->vit, mm->kern, NULL, err);
+  if (rc != NC_OK) {
+    free(b);
+    return rc;
+  }
+  *out = b;
+  return NC_OK;
+}
+
+void nc_mmproj_batch_free(nc_mmproj_batch *b) {
+  if (!b) return;
+  nc_vit_free(&b->vit);
+  free_bufs(b);
+  free(b);
+}
+
+void nc_mmproj_batch_set_pool(nc_mmproj_batch *b, nc_threadpool *tp) {
+  nc_vit_set_pool(&b->vit, tp);
+}
+
+/* Buffers for R rows. */
+static nc_code reserve(nc_mmproj_batch *b, int64_t R, nc_error *err) {
+  if (R <= b->cap) return NC_OK;
+  free_bufs(b);
+  const nucleus_mmproj *mm = b->mm;
+  const size_t r = (size_t)R, E = (size_t)mm->n_embd, F = (size_t)mm->n_ff;
+  const size_t T = (size_t)mm->n_embd_text, fl = sizeof(float);
+  bool ok = (b->h = malloc(r * E * fl)) && (b->q = malloc(r * E * fl)) &&
+            (b->k = malloc(r * E * fl)) && (b->vv = malloc(r * E * fl)) &&
+            (b->a = malloc(r * E * fl)) &&
+            (b->f = malloc(r * (F > E ? F : E) * fl));
+  if (ok && fused(mm))
+    ok = (b->qkv = malloc(r * 3 * E * fl)) && (b->m = malloc(r * E * fl)) &&
+         (b->t = malloc((r / 4 + 1) * T * fl));
+  if (!ok) {
+    free_bufs(b);
+    return nc_fail(err, NC_ERR_NOMEM,
+                   "vision: out of memory for a batch of %lld patches",
+                   (long long)R);
+  }
+  b->cap = R;
+  return NC_OK;
+}
+
+/* The rows of the n images together (each below INT32_MAX / n). */
+static int32_t total_rows(const nc_enc_rows *rows, int32_t n) {
+  int32_t R = 0;
+  for (int32_t i = 0; i < n; i++)
+    R += rows[i].N;
+  return R;
+}
+
+/* out (the batch's rows) = norm(x) of each image's rows. */
+static void norm_each(nc_mmproj_batch *b, const nc_enc_rows *rows, int32_t n,
+                      const float *w, const float *bias, float *out) {
+  const int64_t E = b->mm->n_embd;
+  int64_t off = 0;
+  for (int32_t i = 0; i < n; i++) {
+    nc_vit_layernorm(&b->vit, rows[i].x, w, bias, out + off * E, rows[i].N, E,
+                     b->mm->eps);
+    off += rows[i].N;
+  }
+}
+
+/* Each image's x += its rows of h. */
+static void residual_each(const nc_mmproj_batch *b, const nc_enc_rows *rows,
+                          int32_t n, const float *h) {
+  const int64_t E = b->mm->n_embd;
+  int64_t off = 0;
+  for (int32_t i = 0; i < n; i++) {
+    nc_vit_add(rows[i].x, h + off * E, (int64_t)rows[i].N * E);
+    off += rows[i].N;
+  }
+}
+
+/* The attention of each image over its own rows (q, k, vv -> a). */
+static nc_code attention_each(nc_mmproj_batch *b, const nc_enc_rows *rows,
+                              int32_t n, nc_error *err) {
+  const nucleus_mmproj *mm = b->mm;
+  const int64_t E = mm->n_embd;
+  const int32_t dh = mm->n_embd / mm->n_head;
+  int64_t off = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const int64_t o = off * E;
+    nc_code rc = nc_vit_attention(&b->vit, b->q + o, b->k + o, b->vv + o,
+                                  b->a + o, rows[i].N, mm->n_head, dh,
+                                  1.0f / sqrtf((float)dh), mm->flash, err);
+    if (rc != NC_OK) return rc;
+    off += rows[i].N;
+  }
+  return NC_OK;
+}
+
+/* The attention's out product, the residual, the MLP (LayerNorm, up, GELU,
+ * down) and its residual: the second half of both layers. */
+static nc_code out_and_mlp(nc_mmproj_batch *b, const nc_vit_layer *L,
+                           const nc_enc_rows *rows, int32_t n, int32_t R,
+                           nc_error *err) {
+  const int64_t E = b->mm->n_embd, F = b->mm->n_ff;
+  nc_vit *v = &b->vit;
+  nc_code rc = nc_vit_matmul(v, b->a, E, R, &L->wo, L->bo, b->h, E, err);
+  if (rc != NC_OK) return rc;
+  residual_each(b, rows, n, b->h);
+  norm_each(b, rows, n, L->ln2_w, L->ln2_b, b->h);
+  rc = nc_vit_matmul(v, b->h, E, R, &L->ffn_up, L->ffn_up_b, b->f, F, err);
+  if (rc != NC_OK) return rc;
+  nc_vit_gelu(v, b->f, (int64_t)R * F);
+  rc = nc_vit_matmul(v, b->f, F, R, &L->ffn_down, L->ffn_down_b, b->h, E, err);
+  if (rc != NC_OK) return rc;
+  residual_each(b, rows, n, b->h);
+  return NC_OK;
+}
+
+nc_code nc_enc_layer_batch_siglip(nc_mmproj_batch *b, const nucleus_mmproj *mm,
+                                  const nc_enc_rows *rows, int32_t n,
+                                  int32_t il, nc_error *err) {
+  const nc_vit_layer *L = &mm->layers[il];
+  const int64_t E = mm->n_embd;
+  const int32_t R = total_rows(rows, n);
+  nc_vit *v = &b->vit;
+  nc_code rc = reserve(b, R, err);
+  if (rc != NC_OK) return rc;
+  norm_each(b, rows, n, L->ln1_w, L->ln1_b, b->h);
+  rc = nc_vit_matmul(v, b->h, E, R, &L->wq, L->bq, b->q, E, err);
+  if (rc == NC_OK)
+    rc = nc_vit_matmul(v, b->h, E, R, &L->wk, L->bk, b->k, E, err);
+  if (rc == NC_OK)
+    rc = nc_vit_matmul(v, b->h, E, R, &L->wv, L->bv, b->vv, E, err);
+  if (rc == NC_OK) rc = attention_each(b, rows, n, err);
+  if (rc == NC_OK) rc = out_and_mlp(b, L, rows, n, R, err);
+  return rc;
+}
+
+/* Qwen3-VL's DeepStack tap after layer L: each image's blocks of 4 patches
+ * as rows of 4 n_embd, LayerNorm, fc1, GELU, fc2, into the image's next
+ * tap slice (encode_qwen3vl.c's merger). */
+static nc_code tap(nc_mmproj_batch *b, const nc_vit_layer *L,
+                   const nc_enc_rows *rows, int32_t n, int32_t R,
+                   nc_error *err) {
+  const nucleus_mmproj *mm = b->mm;
+  const int64_t E = mm->n_embd, M = 4 * E, T = mm->n_embd_text;
+  const int64_t stride = T * (1 + mm->n_deepstack);
+  nc_vit *v = &b->vit;
+  int64_t off = 0;
+  for (int32_t i = 0; i < n; i++) { /* the blocks: each image's N / 4 */
+    if (L->ds_norm_w)
+      nc_vit_layernorm(v, rows[i].x, L->ds_norm_w, L->ds_norm_b, b->m + off * E,
+                       rows[i].N / 4, M, mm->eps);
+    else
+      memcpy(b->m + off * E, rows[i].x,
+             sizeof(float) * (size_t)rows[i].N * (size_t)E);
+    off += rows[i].N;
+  }
+  nc_code rc =
+      nc_vit_matmul(v, b->m, M, R / 4, &L->ds_fc1, L->ds_fc1_b, b->f, M, err);
+  if (rc != NC_OK) return rc;
+  nc_vit_gelu(v, b->f, (int64_t)(R / 4) * M);
+  rc = nc_vit_matmul(v, b->f, M, R / 4, &L->ds_fc2, L->ds_fc2_b, b->t, T, err);
+  if (rc != NC_OK) return rc;
+  int64_t blk = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const int32_t tp = ++*rows[i].tap;
+    for (int32_t j = 0; j < rows[i].N / 4; j++)
+      memcpy(rows[i].out + T * tp + j * stride, b->t + (blk + j) * T,
+             sizeof(float) * (size_t)T);
+    blk += rows[i].N / 4;
+  }
+  return NC_OK;
+}
+
+nc_code nc_enc_layer_batch_qwen3vl(nc_mmproj_batch *b, const nucleus_mmproj *mm,
+                                   const nc_enc_rows *rows, int32_t n,
+                                   int32_t il, nc_error *err) {
+  const nc_vit_layer *L = &mm->layers[il];
+  const int64_t E = mm->n_embd;
+  const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
+  const int32_t R = total_rows(rows, n);
+  nc_code rc = reserve(b, R, err);
+  if (rc != NC_OK) return rc;
+  norm_each(b, rows, n, L->ln1_w, L->ln1_b, b->h);
+  rc =
+      nc_vit_matmul(&b->vit, b->h, E, R, &L->wqkv, L->bqkv, b->qkv, 3 * E, err);
+  if (rc != NC_OK) return rc;
+  int64_t g = 0; /* the batch's row */
+  for (int32_t i = 0; i < n; i++)
+    for (int32_t t = 0; t < rows[i].N; t++, g++) {
+      const float *r = b->qkv + g * 3 * E;
+      float *q = b->q + g * E, *k = b->k + g * E;
+      memcpy(q, r, sizeof(float) * E);
+      memcpy(k, r + E, sizeof(float) * E);
+      memcpy(b->vv + g * E, r + 2 * E, sizeof(float) * E);
+      const int64_t o = (int64_t)t * (dh / 2);
+      nc_rope_apply(q, H, dh, dh, NC_ROPE_NEOX, rows[i].cs + o, rows[i].sn + o);
+      nc_rope_apply(k, H, dh, dh, NC_ROPE_NEOX, rows[i].cs + o, rows[i].sn + o);
+    }
+  rc = attention_each(b, rows, n, err);
+  if (rc == NC_OK) rc = out_and_mlp(b, L, rows, n, R, err);
+  if (rc == NC_OK && L->ds_fc1.data) rc = tap(b, L, rows, n, R, err);
+  return rc;
+}
