@@ -1251,6 +1251,12 @@ typedef struct nucleus_engine_params {
    * max_batch_tokens (a prompt chunk's work). Only the speed depends on
    * it, never the output. */
   int32_t image_step_tokens;
+  /* false (the default): images of requests encoding in the same step
+   * that stand at the same vision layer run it as one, each weight product
+   * once over all their patches (docs/VISION.md "Encoding in the steps");
+   * true: each image's layers on their own. Only the speed depends on it,
+   * never the output. */
+  bool no_image_batch;
 } nucleus_engine_params;
 
 NUCLEUS_API nucleus_engine_params nucleus_engine_default_params(void);
@@ -1544,6 +1550,10 @@ typedef struct nucleus_engine_stats {
   /* Images the encoder ran on (a picture repeated in one request is
    * encoded once). */
   int64_t images_encoded_total;
+  /* Patch rows that went through a vision layer together with another
+   * image's (one weight product over both): each batched layer adds the
+   * patches of all its images. */
+  int64_t image_rows_batched;
 } nucleus_engine_stats;
 
 NUCLEUS_API void nucleus_engine_get_stats(nucleus_engine *engine,

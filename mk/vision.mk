@@ -3,7 +3,7 @@
 UNIT_TESTS += test_mmproj test_mmproj_encode test_engine_images
 UNIT_TESTS += test_mmproj_qwen3vl test_engine_qwen_images test_mmproj_qwen2vl
 UNIT_TESTS += test_mmproj_gemma4v test_engine_gemma4v_images test_mmproj_job
-UNIT_TESTS += test_vit_attention test_mmproj_batch
+UNIT_TESTS += test_vit_attention test_mmproj_batch test_engine_image_batch
 # The random projector paired with build/arch/gemma3.gguf (same seed).
 build/arch/gemma3-mmproj.gguf: scripts/make_mmproj_gguf.py scripts/make_arch_gguf.py
 	@mkdir -p $(dir $@)

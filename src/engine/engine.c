@@ -1392,6 +1392,7 @@ static void step_free(nucleus_engine *e) {
 /* What engine_create builds before the thread starts (NULL-safe). */
 static void free_resources(nucleus_engine *e) {
   step_free(e);
+  nc_image_jobs_free(e);
   nc_sample_workspace_free(e->ws);
   free(e->logits);
   nc_batch_free(&e->batch);
@@ -1455,6 +1456,7 @@ static nc_code engine_create(nucleus_model *model,
   if (rc == NC_OK) rc = nc_spec_mtp_create(e, &e->mtp, err);
   if (rc == NC_OK)
     e->image_budget = nc_image_jobs_budget(model, e->params.image_step_tokens);
+  if (rc == NC_OK) rc = nc_image_jobs_init(e, err);
   if (rc == NC_OK) e->trace = nc_step_trace_from_env();
   if (rc == NC_OK) /* the sampler's row passes follow the kernel table */
     nc_sample_workspace_set_simd(e->ws, nc_model_kernels(model)->sampler_simd);

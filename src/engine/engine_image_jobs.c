@@ -7,7 +7,14 @@
  * an image of seconds' work never holds the other requests' decoding for
  * longer than a step's share. A prompt's chunk stops before an image
  * whose rows are not ready. The parts are the same however the encode is
- * sliced, so the rows are nc_mmproj_encode's bits. */
+ * sliced, so the rows are nc_mmproj_encode's bits. Jobs standing at the
+ * same vision layer in a pass run it as one batch (each weight product
+ * once over all their patches: nc_mmproj_jobs_run), the first job in the
+ * round robin's order and those after it whose parts the budget still
+ * holds (their FLOPs summed). A job waits in a pass for one behind it on
+ * the same projector when that one reaches its part within what the
+ * step's budget has left (then they run as one): never longer than the
+ * budget's share. The rows are the same bits batched or not. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +41,28 @@ double nc_image_jobs_budget(const nucleus_model *model, int32_t tokens) {
     weights += n;
   }
   return 2.0 * weights * (double)tokens;
+}
+
+nc_code nc_image_jobs_init(nucleus_engine *e, nc_error *err) {
+  if (!e->params.mmproj || e->params.no_image_batch) return NC_OK;
+  const size_t n = (size_t)e->step.max_groups;
+  e->image_batch_jobs = malloc(n * sizeof *e->image_batch_jobs);
+  e->image_batch_groups = malloc(n * sizeof *e->image_batch_groups);
+  e->image_ran = malloc(n * sizeof *e->image_ran);
+  if (!e->image_batch_jobs || !e->image_batch_groups || !e->image_ran)
+    return nc_fail(err, NC_ERR_NOMEM, "out of memory (image batches)");
+  return nc_mmproj_batch_new(e->params.mmproj, &e->image_batch, err);
+}
+
+void nc_image_jobs_free(nucleus_engine *e) {
+  nc_mmproj_batch_free(e->image_batch);
+  free(e->image_batch_jobs);
+  free(e->image_batch_groups);
+  free(e->image_ran);
+  e->image_batch = NULL;
+  e->image_batch_jobs = NULL;
+  e->image_batch_groups = NULL;
+  e->image_ran = NULL;
 }
 
 void nc_image_jobs_drop(group *g) {
@@ -97,22 +126,61 @@ static bool start_next(nucleus_engine *e, group *g) {
   return true;
 }
 
-/* Runs one part of g's job; a finished job's rows go to the request and
- * its next image starts. */
-static void run_part(nucleus_engine *e, group *g) {
-  nc_error err = {0};
-  bool done = false;
-  const size_t i = (size_t)g->image_job_at;
-  if (nc_mmproj_job_run(g->image_job, nc_context_threadpool(e->ctx),
-                        nc_mmproj_job_cost(g->image_job), &done,
-                        &err) != NC_OK) {
-    fail(e, g, i, &err);
-    return;
-  }
-  if (!done) return;
-  g->image_embd[i] = nc_mmproj_job_take(g->image_job);
+/* After a part of g's job: a finished job's rows go to the request and its
+ * next image starts. */
+static void after_part(nucleus_engine *e, group *g) {
+  if (!nc_mmproj_job_done(g->image_job)) return;
+  g->image_embd[g->image_job_at] = nc_mmproj_job_take(g->image_job);
   nc_image_jobs_drop(g);
   start_next(e, g);
+}
+
+/* The next part of the n groups' jobs (gs[0]'s alone, or a vision layer of
+ * all as one batch: nc_mmproj_jobs_run). A failure ends each request. */
+static void run_parts(nucleus_engine *e, group *const *gs, int32_t n) {
+  nc_mmproj_job *one[1];
+  nc_mmproj_job **jobs = n > 1 ? e->image_batch_jobs : one;
+  for (int32_t i = 0; i < n; i++)
+    jobs[i] = gs[i]->image_job;
+  nc_error err = {0};
+  if (nc_mmproj_jobs_run(jobs, n, e->image_batch, nc_context_threadpool(e->ctx),
+                         &err) != NC_OK) {
+    for (int32_t i = 0; i < n; i++) {
+      nc_error each = err;
+      fail(e, gs[i], (size_t)gs[i]->image_job_at, &each);
+    }
+    return;
+  }
+  if (n > 1)
+    for (int32_t i = 0; i < n; i++)
+      e->stats.image_rows_batched += nc_mmproj_job_patches(jobs[i]);
+  for (int32_t i = 0; i < n; i++)
+    after_part(e, gs[i]);
+}
+
+static bool waiting_job(const nucleus_engine *e, const group *g) {
+  return g->image_job && prefill_at(e, g) >= 0;
+}
+
+/* Whether the job of groups[gi] waits in this pass for another job on the
+ * same projector, to run its part with it as one batch within what the
+ * step's budget has left: one behind that can catch up with it first, or
+ * one that ran in this pass and stands at its part now (the two as one in
+ * the next pass). A wait of a pass or a few; of a step at most, should
+ * other jobs take that budget first. */
+static bool waits(const nucleus_engine *e, int32_t gi, double spent) {
+  const nc_mmproj_job *a = e->groups[gi]->image_job;
+  const double own = nc_mmproj_job_cost(a);
+  for (int32_t k = 0; k < e->n_groups; k++) {
+    const group *o = e->groups[k];
+    if (k == gi || !waiting_job(e, o)) continue;
+    const double c = nc_mmproj_job_catch_up(a, o->image_job);
+    if (c > 0.0 && spent + c + own <= e->image_budget) return true;
+    if (e->image_ran[k] && nc_mmproj_job_batches_with(a, o->image_job) &&
+        spent + own + nc_mmproj_job_cost(o->image_job) <= e->image_budget)
+      return true;
+  }
+  return false;
 }
 
 void nc_image_jobs_step(nucleus_engine *e) {
@@ -122,18 +190,41 @@ void nc_image_jobs_step(nucleus_engine *e) {
     if (g->req->params.n_images) start_next(e, g);
   }
   const int32_t n = e->n_groups;
+  group **batch = e->image_batch ? e->image_batch_groups : NULL;
   double spent = 0.0;
   bool ran = false, any = true;
   int32_t at = e->image_next % n;
   while (any) { /* passes: one part of each job that fits */
     any = false;
+    if (batch) memset(e->image_ran, 0, (size_t)n * sizeof *e->image_ran);
     for (int32_t k = 0; k < n; k++) {
       const int32_t gi = (at + k) % n;
       group *g = e->groups[gi];
-      if (!g->image_job || prefill_at(e, g) < 0) continue;
-      const double cost = nc_mmproj_job_cost(g->image_job);
+      if (!waiting_job(e, g) || (batch && e->image_ran[gi])) continue;
+      if (batch && waits(e, gi, spent)) continue;
+      double cost = nc_mmproj_job_cost(g->image_job);
       if (ran && spent + cost > e->image_budget) continue;
-      run_part(e, g);
+      /* the other jobs at the same vision layer that have not run in this
+       * pass join its batch while the budget holds their parts too (the
+       * sum of theirs) */
+      group *alone[1] = {g};
+      group **members = batch ? batch : alone;
+      int32_t m = 0;
+      members[m++] = g;
+      if (batch) e->image_ran[gi] = true;
+      for (int32_t j = 1; batch && j < n && m < NC_MMPROJ_BATCH_MAX; j++) {
+        const int32_t oi = (gi + j) % n;
+        group *o = e->groups[oi];
+        if (!waiting_job(e, o) || e->image_ran[oi] ||
+            !nc_mmproj_job_batches_with(g->image_job, o->image_job))
+          continue;
+        const double c = nc_mmproj_job_cost(o->image_job);
+        if (spent + cost + c > e->image_budget) continue;
+        cost += c;
+        members[m++] = o;
+        e->image_ran[oi] = true;
+      }
+      run_parts(e, members, m);
       spent += cost;
       ran = any = true;
       e->image_next = gi + 1;

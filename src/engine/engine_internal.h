@@ -171,6 +171,12 @@ struct nucleus_engine {
    * the group after the one whose job ran last (round robin). */
   double image_budget;
   int32_t image_next;
+  /* the shared products' scratch (NULL: each job alone, or no
+   * projector) and the jobs of one batch ([step.max_groups]) */
+  struct nc_mmproj_batch *image_batch;
+  struct nc_mmproj_job **image_batch_jobs;
+  group **image_batch_groups;
+  bool *image_ran; /* [step.max_groups]: ran in this pass (by index) */
 
   /* Shared with submitters: guarded by mu. */
   pthread_t thread;
@@ -287,12 +293,18 @@ void nc_spec_mtp_batch(nucleus_engine *e, completion *const *cs, int32_t n);
 /* The step's encoding budget (e->image_budget): image_step_tokens tokens'
  * estimated FLOPs through the model. */
 double nc_image_jobs_budget(const nucleus_model *model, int32_t tokens);
+/* The batches' scratch (engine create, once the step arrays are made:
+ * with a projector and no_image_batch off); freed by
+ * nc_image_jobs_free (NULL-safe). */
+nc_code nc_image_jobs_init(nucleus_engine *e, nc_error *err);
+void nc_image_jobs_free(nucleus_engine *e);
 /* Before a step's plan: starts each running request's next image to
  * encode (the first whose rows are not ready past its prompt's fed rows;
  * a picture it encoded already is copied, not encoded), then advances the
  * pending jobs a part at a time, round robin over the requests, within
- * e->image_budget (at least one part while any waits); a finished job's
- * rows go to g->image_embd. A failure ends only its request. */
+ * e->image_budget (at least one part while any waits), the jobs at the
+ * same vision layer as one batch; a finished job's rows go to
+ * g->image_embd. A failure ends only its request. */
 void nc_image_jobs_step(nucleus_engine *e);
 /* The prompt rows of a running request the step may feed from kv_len
  * (todo of them wait): those before its first image whose rows are not

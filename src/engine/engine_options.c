@@ -104,6 +104,14 @@ static const nc_opt_row ROWS[] = {
      NC_OPT_I32,
      "--batch-tokens",
      NULL},
+    {{"no_image_batch", "--no-image-batch", NULL, NUCLEUS_OPTION_FLAG, NULL, 0,
+      1, NULL,
+      "each image's vision layers on their own (default: images at the same "
+      "layer in a step share its weight products)"},
+     E(no_image_batch),
+     NC_OPT_BOOL,
+     NULL,
+     NULL},
     {{"decode_stall", "--decode-stall", NULL, NUCLEUS_OPTION_FLOAT, "X", 0,
       1000, NULL,
       "while sequences decode, a step with prompt chunks costs at most X "

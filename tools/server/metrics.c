@@ -235,6 +235,10 @@ char *metrics_render(metrics *m, const nucleus_engine_stats *stats,
               "Images the vision encoder ran on (a picture repeated in a "
               "request is encoded once).",
               (long long)stats->images_encoded_total);
+    put_gauge(&t, "nucleus_image_rows_batched_total", "counter",
+              "Patch rows that went through a vision layer's weight "
+              "products together with another image's.",
+              (long long)stats->image_rows_batched);
     put_spec(&t, stats);
   }
   if (t.failed) {
