@@ -22,6 +22,7 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
+#include "avx2_util.h"
 #include "gemm_f16.h"
 #include "ops_simd.h"
 #include "tables.h"
@@ -83,13 +84,6 @@ static void dots(nc_vec_dot_fn dot, int64_t n, const void *w, size_t w_stride,
     for (int64_t r = 0; r < nw; r++)
       out[(size_t)k * out_stride + (size_t)r] =
           dot(n, wp + (size_t)r * w_stride, ap + (size_t)k * a_stride);
-}
-
-void nc_avx512_gemm_f16_vec(int64_t n, const void *w, size_t w_stride,
-                            int64_t nw, const void *act, size_t a_stride,
-                            int64_t na, float *out, size_t out_stride) {
-  dots(nc_avx512_dot_f16_vec, n, w, w_stride, nw, act, a_stride, na, out,
-       out_stride);
 }
 
 static void widen_avx512(const nc_fp16 *src, float *dst, int64_t n) {
@@ -171,9 +165,12 @@ finish_4x2(__m512 acc[RW][RA], int c0, float *out, size_t os) {
   _mm_storeu_ps(out + (size_t)(c0 + 1) * os, _mm512_extractf32x4_ps(v, 1));
 }
 
+/* The R x C tile's sums over the first nk elements; the weights F32 (w:
+ * floats) or, half, F16 (w: halves, converted as loaded: the same values,
+ * so the same sums), ws elements apart. */
 static inline __attribute__((always_inline)) void
-tile_rc(const int R, const int C, int64_t nk, const float *w, size_t ws,
-        const float *a, size_t as, float *out, size_t os) {
+tile_rc(const int R, const int C, const bool half, int64_t nk, const void *w,
+        size_t ws, const float *a, size_t as, float *out, size_t os) {
   __m512 acc[RW][RA], wv[RW];
 #pragma GCC unroll 4
   for (int r = 0; r < R; r++)
@@ -183,7 +180,8 @@ tile_rc(const int R, const int C, int64_t nk, const float *w, size_t ws,
   for (int64_t i = 0; i < nk; i += 16) {
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-      wv[r] = _mm512_loadu_ps(w + (size_t)r * ws + i);
+      wv[r] = half ? load_h16((const nc_fp16 *)w + (size_t)r * ws + i)
+                   : _mm512_loadu_ps((const float *)w + (size_t)r * ws + i);
       NC_HOLD(wv[r]);
     }
 #pragma GCC unroll 6
@@ -210,27 +208,53 @@ tile_rc(const int R, const int C, int64_t nk, const float *w, size_t ws,
 }
 
 /* tile_rc for R weight rows and na (1..RA) activation rows. */
-#define TILE_R(R, nk, w, ws, a, as, na, out, os)                               \
+#define TILE_R(R, H, nk, w, ws, a, as, na, out, os)                            \
   switch (na) {                                                                \
-  case 6: tile_rc(R, 6, nk, w, ws, a, as, out, os); break;                     \
-  case 5: tile_rc(R, 5, nk, w, ws, a, as, out, os); break;                     \
-  case 4: tile_rc(R, 4, nk, w, ws, a, as, out, os); break;                     \
-  case 3: tile_rc(R, 3, nk, w, ws, a, as, out, os); break;                     \
-  case 2: tile_rc(R, 2, nk, w, ws, a, as, out, os); break;                     \
-  default: tile_rc(R, 1, nk, w, ws, a, as, out, os); break;                    \
+  case 6: tile_rc(R, 6, H, nk, w, ws, a, as, out, os); break;                  \
+  case 5: tile_rc(R, 5, H, nk, w, ws, a, as, out, os); break;                  \
+  case 4: tile_rc(R, 4, H, nk, w, ws, a, as, out, os); break;                  \
+  case 3: tile_rc(R, 3, H, nk, w, ws, a, as, out, os); break;                  \
+  case 2: tile_rc(R, 2, H, nk, w, ws, a, as, out, os); break;                  \
+  default: tile_rc(R, 1, H, nk, w, ws, a, as, out, os); break;                 \
   }
 
 static void tile_avx512(int64_t nk, const float *w, size_t ws, int nw,
                         const float *a, size_t as, int na, float *out,
                         size_t os) {
   if (nw == RW) {
-    TILE_R(RW, nk, w, ws, a, as, na, out, os)
+    TILE_R(RW, false, nk, w, ws, a, as, na, out, os)
     return;
   }
   for (int r = 0; r < nw; r++) {
     const float *wr = w + (size_t)r * ws;
-    TILE_R(1, nk, wr, ws, a, as, na, out + r, os)
+    TILE_R(1, false, nk, wr, ws, a, as, na, out + r, os)
   }
+}
+
+/* gemm_f16.h's direct: each group of RW weight rows, read as F16 from
+ * memory once, against every tile of RA widened activation rows (the
+ * group's rows, 4 x n halves, stay in L1 for the tiles after the first). */
+static void direct_avx512(int64_t nk, const nc_fp16 *w, size_t ws, int nw,
+                          const float *a, size_t as, int na, float *out,
+                          size_t os) {
+  int r = 0;
+  for (; r + RW <= nw; r += RW)
+    for (int c = 0; c < na; c += RA) {
+      if (c == 0) /* the group about NC_PREFETCH_AHEAD on */
+        nc_prefetch_lines(
+            nc_prefetch_base((const uint8_t *)(w + (size_t)r * ws),
+                             RW * ws * sizeof *w),
+            RW * ws * sizeof *w);
+      const int nc = na - c < RA ? na - c : RA;
+      TILE_R(RW, true, nk, w + (size_t)r * ws, ws, a + (size_t)c * as, as, nc,
+             out + (size_t)c * os + (size_t)r, os)
+    }
+  for (; r < nw; r++)
+    for (int c = 0; c < na; c += RA) {
+      const int nc = na - c < RA ? na - c : RA;
+      TILE_R(1, true, nk, w + (size_t)r * ws, ws, a + (size_t)c * as, as, nc,
+             out + (size_t)c * os + (size_t)r, os)
+    }
 }
 #undef TILE_R
 
@@ -332,7 +356,7 @@ static void block_avx512(int64_t nk, const float *w, size_t ws, int nw,
     int r = 0;
     if (nc == RA)
       for (; r + RW <= nw; r += RW)
-        tile_rc(RW, RA, nk, w + (size_t)r * ws, ws, ac, as, oc + r, os);
+        tile_rc(RW, RA, false, nk, w + (size_t)r * ws, ws, ac, as, oc + r, os);
     for (; r < nw; r += RW)
       tile_avx512(nk, w + (size_t)r * ws, ws, nw - r < RW ? nw - r : RW, ac, as,
                   nc, oc + r, os);
@@ -347,8 +371,8 @@ static void block_avx512(int64_t nk, const float *w, size_t ws, int nw,
 enum { VW = 2, VA = 3 };
 
 static inline __attribute__((always_inline)) void
-vtile_rc(const int R, const int C, int64_t nk, const float *w, size_t ws,
-         const float *a, size_t as, float *out, size_t os) {
+vtile_rc(const int R, const int C, const bool half, int64_t nk, const void *w,
+         size_t ws, const float *a, size_t as, float *out, size_t os) {
   __m512 acc[VW][VA][4], wv[VW];
 #pragma GCC unroll 2
   for (int r = 0; r < R; r++)
@@ -362,7 +386,10 @@ vtile_rc(const int R, const int C, int64_t nk, const float *w, size_t ws,
     for (int j = 0; j < 4; j++) {
 #pragma GCC unroll 2
       for (int r = 0; r < R; r++)
-        wv[r] = _mm512_loadu_ps(w + (size_t)r * ws + i + 16 * j);
+        wv[r] = half
+                    ? load_h16((const nc_fp16 *)w + (size_t)r * ws + i + 16 * j)
+                    : _mm512_loadu_ps((const float *)w + (size_t)r * ws + i +
+                                      16 * j);
 #pragma GCC unroll 3
       for (int c = 0; c < C; c++) {
         const __m512 x = _mm512_loadu_ps(a + (size_t)c * as + i + 16 * j);
@@ -385,7 +412,7 @@ static void vtile_avx512(int64_t nk, const float *w, size_t ws, int nw,
                          const float *a, size_t as, int na, float *out,
                          size_t os) {
 #define VT(R_, C_)                                                             \
-  case (R_)*4 + (C_): vtile_rc(R_, C_, nk, w, ws, a, as, out, os); break
+  case (R_)*4 + (C_): vtile_rc(R_, C_, false, nk, w, ws, a, as, out, os); break
   switch (nw * 4 + na) {
     VT(1, 1);
     VT(1, 2);
@@ -396,6 +423,80 @@ static void vtile_avx512(int64_t nk, const float *w, size_t ws, int nw,
   default: break;
   }
 #undef VT
+}
+
+/* vtile_avx512 with the weights read as F16 (w: halves, ws apart). */
+static void vtile_h16(int64_t nk, const nc_fp16 *w, size_t ws, int nw,
+                      const float *a, size_t as, int na, float *out,
+                      size_t os) {
+#define VT(R_, C_)                                                             \
+  case (R_)*4 + (C_): vtile_rc(R_, C_, true, nk, w, ws, a, as, out, os); break
+  switch (nw * 4 + na) {
+    VT(1, 1);
+    VT(1, 2);
+    VT(1, 3);
+    VT(2, 1);
+    VT(2, 2);
+    VT(2, 3);
+  default: break;
+  }
+#undef VT
+}
+
+/* gemm_few (decode rows in ggml_vec_dot_f16's order): up to VEC_CHUNK
+ * activation rows widened at a time, each pair of weight rows read as F16
+ * from memory once against every tile of VA of them (the pair's rows stay
+ * in L1 meanwhile), the products past the last whole 64 added in double as
+ * nc_avx512_dot_f16_vec adds them: its bits, with the weights read once
+ * per chunk instead of once per row (the output head of a speculative
+ * step's verify rows). */
+enum { VEC_CHUNK = 16 };
+
+void nc_avx512_gemm_f16_vec(int64_t n, const void *w, size_t w_stride,
+                            int64_t nw, const void *act, size_t a_stride,
+                            int64_t na, float *out, size_t out_stride) {
+  const int64_t ld = (n + 15) / 16 * 16, ca = na < VEC_CHUNK ? na : VEC_CHUNK;
+  float *aw = n > 0 && na > 0 && w_stride % sizeof(nc_fp16) == 0
+                  ? aligned_alloc(64, sizeof(float) * (size_t)(ld * ca))
+                  : NULL;
+  if (!aw) {
+    dots(nc_avx512_dot_f16_vec, n, w, w_stride, nw, act, a_stride, na, out,
+         out_stride);
+    return;
+  }
+  const nc_fp16 *wh = w;
+  const size_t ws = w_stride / sizeof(nc_fp16), os = out_stride;
+  const int64_t nk = n & ~(int64_t)63;
+  for (int64_t a0 = 0; a0 < na; a0 += ca) {
+    const int pa = (int)(na - a0 < ca ? na - a0 : ca);
+    for (int j = 0; j < pa; j++)
+      widen_avx512(
+          (const nc_fp16 *)((const uint8_t *)act + (size_t)(a0 + j) * a_stride),
+          aw + (size_t)j * (size_t)ld, n);
+    float *o = out + (size_t)a0 * os;
+    for (int64_t r = 0; r < nw; r += VW) {
+      const int nr = nw - r < VW ? (int)(nw - r) : VW;
+      const nc_fp16 *wr = wh + (size_t)r * ws;
+      nc_prefetch_lines(
+          nc_prefetch_base((const uint8_t *)wr, VW * ws * sizeof *wr),
+          VW * ws * sizeof *wr);
+      for (int c = 0; c < pa; c += VA)
+        vtile_h16(nk, wr, ws, nr, aw + (size_t)c * (size_t)ld, (size_t)ld,
+                  pa - c < VA ? pa - c : VA, o + (size_t)c * os + (size_t)r,
+                  os);
+      for (int c = 0; c < pa && nk < n; c++)
+        for (int k = 0; k < nr; k++) {
+          float *y = o + (size_t)c * os + (size_t)(r + k);
+          const float *x = aw + (size_t)c * (size_t)ld;
+          double sum = *y;
+          for (int64_t i = nk; i < n; i++)
+            sum += (double)(nc_fp16_to_fp32(wr[(size_t)k * ws + (size_t)i]) *
+                            x[i]);
+          *y = (float)sum;
+        }
+    }
+  }
+  free(aw);
 }
 
 static const nc_f16_tiles VEC_TILES = {.rows_w = VW,
@@ -413,6 +514,7 @@ static const nc_f16_tiles TILES = {.rows_w = RW,
                                    .widen = widen_avx512,
                                    .tile = tile_avx512,
                                    .block = block_avx512,
+                                   .direct = direct_avx512,
                                    .dot = nc_avx512_dot_f16};
 
 void nc_avx512_gemm_f16(int64_t n, const void *w, size_t w_stride, int64_t nw,

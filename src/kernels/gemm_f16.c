@@ -114,6 +114,27 @@ static void panel_times_chunk(const nc_f16_tiles *t, int64_t n, int64_t ld,
     }
 }
 
+/* A few activation rows (the packed ones, else widened here) against the
+ * weights as they are, through the tiles' direct: each weight read from
+ * memory once, as a one-row product reads it (widening the weights costs
+ * more than the product of so few rows). False where no memory was had. */
+static bool few_direct(const nc_f16_tiles *t, int64_t n, const void *w,
+                       size_t w_stride, int64_t nw, const void *act,
+                       size_t a_stride, const float *packed, int64_t na,
+                       float *out, size_t out_stride) {
+  const int64_t ld = nc_f16_packed_ld(n);
+  float *own = NULL;
+  if (!packed) {
+    own = aligned_alloc(64, sizeof(float) * (size_t)(ld * na));
+    if (!own) return false;
+    widen_rows(t, act, a_stride, na, n, own, ld);
+  }
+  t->direct(n, w, w_stride / sizeof(nc_fp16), (int)nw, packed ? packed : own,
+            (size_t)ld, (int)na, out, out_stride);
+  free(own);
+  return true;
+}
+
 /* nc_gemm_f16_tiled, and with packed (not NULL) the activation rows
  * already widened there, ld floats apart (nc_gemm_f16_packed). */
 static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
@@ -121,6 +142,11 @@ static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
                        size_t a_stride, const float *packed, int64_t na,
                        float *out, size_t out_stride) {
   if (nw <= 0 || na <= 0) return;
+  if (n > 0 && t->direct && na <= NC_F16_DIRECT_ROWS && n % t->step == 0 &&
+      nw <= INT32_MAX && w_stride % sizeof(nc_fp16) == 0 &&
+      few_direct(t, n, w, w_stride, nw, act, a_stride, packed, na, out,
+                 out_stride))
+    return;
   if (n <= 0 || na < NC_F16_FEW_ROWS) {
     dots_per_pair(t, n, w, w_stride, nw, act, a_stride, na, out, out_stride);
     return;

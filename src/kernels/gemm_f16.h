@@ -19,7 +19,11 @@
  * register tiles of rows_w weight rows x rows_a activation rows over them:
  * every loaded vector feeds several multiply-adds and nothing is converted
  * in the inner loop; the elements past the last whole step are added one
- * by one, sum = fmaf(w, a, sum). Internal to src/kernels/. */
+ * by one, sum = fmaf(w, a, sum). Up to NC_F16_DIRECT_ROWS activation rows
+ * (tiles with a direct) widen only the activations: the weights are read
+ * as F16 once, each group of rows_w rows against every activation tile
+ * while it is in L1 (widening them would cost more than so few rows'
+ * products). Internal to src/kernels/. */
 #ifndef NC_KERNELS_GEMM_F16_H
 #define NC_KERNELS_GEMM_F16_H
 
@@ -49,6 +53,14 @@ typedef struct nc_f16_tiles {
   void (*block)(int64_t nk, const float *w, size_t w_stride, int nw,
                 const float *act, size_t a_stride, int na, float *out,
                 size_t out_stride);
+  /* NULL, or tile with the weights read as F16 (w: rows of halves,
+   * w_stride halves apart, converted as loaded: the same sums) against
+   * widened activation rows, nw x na rows (any counts, int-sized): the
+   * driver's few-rows path (up to NC_F16_DIRECT_ROWS activation rows),
+   * which reads each weight once from memory and widens no weight */
+  void (*direct)(int64_t nk, const nc_fp16 *w, size_t w_stride, int nw,
+                 const float *act, size_t a_stride, int na, float *out,
+                 size_t out_stride);
   nc_vec_dot_fn dot; /* the F16 dot these tiles match: without memory */
   /* false: the elements past the last whole step added to the tile's sum
    * one by one, sum = fmaf(w, a, sum); true: as ggml_vec_dot_f16 adds
@@ -63,8 +75,12 @@ void nc_gemm_f16_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
                        size_t a_stride, int64_t na, float *out,
                        size_t out_stride);
 
-/* Fewer activation rows than this: the dot per pair, nothing widened. */
-enum { NC_F16_FEW_ROWS = 3 };
+/* Fewer activation rows than this: the dot per pair, nothing widened
+ * (tiles without a direct); up to NC_F16_DIRECT_ROWS rows (tiles with
+ * one, n a multiple of step): the activation rows widened, the weights
+ * read as F16 by direct (a decode step, a speculative step's verify rows:
+ * the weights read from memory once, as for one row). */
+enum { NC_F16_FEW_ROWS = 3, NC_F16_DIRECT_ROWS = 16 };
 
 /* The shared widened activation rows (kernels.h's nc_pack_act_fn): row r
  * at packed + r * nc_f16_packed_ld(n), n floats; nc_f16_packed_bytes(n,

@@ -87,11 +87,13 @@ static void test_model_is_the_dot(void **state) {
 }
 
 /* The avx512 and amx tables' gemm_few (decode rows): ggml_vec_dot_f16's
- * order for every n, 1..7 activation rows. */
+ * order for every n, 1..20 activation rows (its chunks of 16 widened rows,
+ * tiles of 2 weight x 3 activation rows cut), odd strides. */
 static void test_gemm_few_is_vec_dot(void **state) {
   (void)state;
   static const int64_t ns[] = {1, 16, 63, 64, 65, 100, 384, 1541, 4096};
-  enum { NW = 9, NA = 7 };
+  enum { NW = 9, NA = 20 };
+  static const int64_t nas[] = {1, 2, 3, 4, 7, 16, 17, 20};
   uint64_t s = 52;
   int tables = 0;
   for (size_t t = 1; t < sizeof k_tables / sizeof k_tables[0]; t++) {
@@ -103,7 +105,8 @@ static void test_gemm_few_is_vec_dot(void **state) {
       const int64_t n = ns[i], ws = n + 3, as = n + 1;
       nc_fp16 *w = random_rows(NW, ws, &s), *a = random_rows(NA, as, &s);
       float out[NA * NW];
-      for (int64_t na = 1; na <= NA; na += 3) {
+      for (size_t y = 0; y < sizeof nas / sizeof nas[0]; y++) {
+        const int64_t na = nas[y];
         k->gemm_few[NC_TYPE_F16](n, w, sizeof(nc_fp16) * (size_t)ws, NW, a,
                                  sizeof(nc_fp16) * (size_t)as, na, out, NW);
         for (int64_t j = 0; j < na; j++)
@@ -161,7 +164,7 @@ static void check_gemm_packed(const nc_kernels *k, int64_t n, const nc_fp16 *w,
 static void check_gemm(const nc_kernels *k, int64_t n, uint64_t *s) {
   enum { NW = 48, NA = 100, PAD = 3 };
   static const int64_t nws[] = {1, 3, 4, 5, 17, NW};
-  static const int64_t nas[] = {1, 2, 3, 4, 7, 43, NA};
+  static const int64_t nas[] = {1, 2, 3, 4, 7, 16, 17, 43, NA};
   const int64_t ws = n + 5, as = n + 11; /* strides, in halves */
   nc_fp16 *w = random_rows(NW, ws, s), *a = random_rows(NA, as, s);
   float *want = malloc(sizeof(float) * NW * NA);
