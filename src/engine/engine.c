@@ -64,6 +64,9 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
   c->spec.draft_seq = -1;
   c->spec.shadow = -1;
   nc_spec_accept_init(&c->spec.accept);
+  for (int32_t i = 0; i < NC_NGRAM_CLASSES; i++)
+    nc_spec_accept_clear(&c->spec.by_match[i]);
+  c->spec.match_class = -1;
   const nucleus_request_params *p = &r->params;
   if (p->beam_width > 1) { /* a beam: tokens and KV only */
     for (int32_t i = 0; i < r->n_prompt; i++)

@@ -18,6 +18,7 @@
 #include "request.h"
 #include "sampling/beam.h"
 #include "sampling/sampler.h"
+#include "sampling/spec_ngram.h"
 #include "sampling/spec_policy.h"
 #include "scheduler.h"
 #include "step_trace.h"
@@ -31,7 +32,12 @@ typedef struct group group;
 typedef struct nc_spec_state {
   int32_t draft[NUCLEUS_MAX_DRAFT]; /* this step's drafts */
   int32_t n_draft;                  /* 0: a plain step */
-  nc_spec_accept accept;      /* the estimated acceptance (spec_policy.h) */
+  nc_spec_accept accept; /* the estimated acceptance (spec_policy.h) */
+  /* n-gram drafts: counts per class of the match that drafts
+   * (spec_ngram.h), read through accept (spec_policy.h's parts), and this
+   * step's class (of its drafts or its shadow; -1: none) */
+  nc_spec_accept by_match[NC_NGRAM_CLASSES];
+  int32_t match_class;
   int32_t idle;               /* steps without drafts since the last draft */
   int32_t shadow;             /* a plain step's would-be first draft (n-gram and
                                  prediction: the acceptance is learnt for free), -1 */

@@ -61,9 +61,16 @@ static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
                       .n_source = c->n_tokens,
                       .n_min = NC_NGRAM_MIN_DEFAULT,
                       .n_max = NC_NGRAM_MAX_DEFAULT,
+                      .match_cap = NC_NGRAM_MATCH_CAP,
                       .max_draft = max};
-  if (sp->type != NUCLEUS_SPEC_PREDICTION)
-    return nc_ngram_draft(&q, c->spec.draft, &c->spec.pred_at);
+  c->spec.match_class = -1;
+  if (sp->type != NUCLEUS_SPEC_PREDICTION) {
+    int32_t match;
+    const int32_t n =
+        nc_ngram_draft(&q, c->spec.draft, &c->spec.pred_at, &match);
+    if (n > 0) c->spec.match_class = nc_ngram_match_class(match);
+    return n;
+  }
   nc_ngram_query p = q;
   p.source = sp->prediction;
   p.n_source = (int32_t)sp->n_prediction;
@@ -71,7 +78,7 @@ static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
   p.keys_only = true;
   p.n_output = c->n_generated;
   p.from = c->spec.pred_from;
-  int32_t n = nc_ngram_draft(&p, c->spec.draft, &c->spec.pred_at);
+  int32_t n = nc_ngram_draft(&p, c->spec.draft, &c->spec.pred_at, NULL);
   if (n > 0) return n;
   /* the output's last token is the prediction's at the cursor: on after it */
   const int32_t f = c->spec.pred_from;
@@ -83,14 +90,38 @@ static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
     return n;
   }
   int32_t at;
-  n = nc_ngram_draft(&q, c->spec.draft, &at);
+  n = nc_ngram_draft(&q, c->spec.draft, &at, NULL);
   if (n > 0) {
     c->spec.pred_at = -1; /* the prediction's cursor stays */
     return n;
   }
   p.n_min = p.n_max = 1;
   p.keys_only = false;
-  return nc_ngram_draft(&p, c->spec.draft, &c->spec.pred_at);
+  return nc_ngram_draft(&p, c->spec.draft, &c->spec.pred_at, NULL);
+}
+
+/* The n-gram drafter's match class of this step's drafts (or shadow), or
+ * NULL: its estimate (spec_policy.h's parts) refines the completion's. */
+static nc_spec_accept *match_part(const group *g, nc_spec_state *sp) {
+  if (g->req->params.speculative.type == NUCLEUS_SPEC_NGRAM &&
+      sp->match_class >= 0 && sp->match_class < NC_NGRAM_CLASSES)
+    return &sp->by_match[sp->match_class];
+  return NULL;
+}
+
+/* The step's acceptance estimate: its match class's where it has one (a
+ * long match is copied text, kept more often than a two-token one). */
+static double spec_rate(const group *g, nc_spec_state *sp) {
+  const nc_spec_accept *part = match_part(g, sp);
+  return part ? nc_spec_accept_rate_in(part, &sp->accept)
+              : nc_spec_accept_rate(&sp->accept);
+}
+
+static void spec_observe(const group *g, nc_spec_state *sp, int32_t kept,
+                         int32_t drafted) {
+  nc_spec_accept *part = match_part(g, sp);
+  if (part) nc_spec_accept_observe(part, kept, drafted);
+  nc_spec_accept_observe(&sp->accept, kept, drafted);
 }
 
 int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
@@ -123,19 +154,17 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
                      p->speculative.type == NUCLEUS_SPEC_MTP;
   /* drafts free to look at: a plain step learns from its first one */
   const bool shadows = !model && !g->beam;
-  const double a = nc_spec_accept_rate(&sp->accept);
-  int32_t k = nc_spec_best_length(a, cost, max);
+  /* lookups first (free): the length is chosen among what they found,
+   * with the estimate of their match's class */
+  const int32_t found = model ? max : draft_tokens(g, c, max);
+  if (found <= 0) return 0;
+  const double a = spec_rate(g, sp);
+  int32_t k = nc_spec_best_length(a, cost, found);
   if (k == 0 && !shadows && ++sp->idle >= NC_SPEC_PROBE_EVERY) k = 1;
-  if (k == 0) {
-    if (shadows && draft_tokens(g, c, 1) == 1) sp->shadow = sp->draft[0];
-    return 0;
-  }
   /* the draft model and the MTP head draft later, for every completion at
    * once: room for k drafts is set aside now */
-  int32_t n = model ? k : draft_tokens(g, c, k);
-  if (n <= 0) return 0;
-  /* fewer drafts than asked must pay on their own */
-  if (n < p->speculative.draft_min || (n < k && !nc_spec_pays(a, cost[n], n))) {
+  int32_t n = k;
+  if (n == 0 || n < p->speculative.draft_min) {
     if (shadows) sp->shadow = sp->draft[0];
     return 0;
   }
@@ -160,7 +189,7 @@ void nc_spec_shadow_check(const group *g, completion *c, int32_t token) {
   if (sp->shadow < 0) return;
   const bool hit = token == sp->shadow;
   sp->shadow = -1;
-  nc_spec_accept_observe(&sp->accept, hit ? 1 : 0, 1);
+  spec_observe(g, sp, hit ? 1 : 0, 1);
   if (g->req->params.speculative.type == NUCLEUS_SPEC_PREDICTION &&
       sp->pred_at >= 0)
     sp->pred_from = sp->pred_at + (hit ? 1 : 0);
@@ -176,7 +205,7 @@ void nc_spec_account(nucleus_engine *e, const group *g, nc_spec_state *sp,
   sp->accepted += kept;
   if (p->type == NUCLEUS_SPEC_PREDICTION && sp->pred_at >= 0)
     sp->pred_from = sp->pred_at + kept;
-  nc_spec_accept_observe(&sp->accept, kept, drafted);
+  spec_observe(g, sp, kept, drafted);
 }
 
 void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,

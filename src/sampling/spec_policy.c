@@ -33,6 +33,20 @@ double nc_spec_accept_rate(const nc_spec_accept *s) {
   return a < 0 ? 0 : a > 1 ? 1 : a;
 }
 
+void nc_spec_accept_clear(nc_spec_accept *s) {
+  s->kept = s->tried = 0;
+}
+
+double nc_spec_accept_rate_in(const nc_spec_accept *part,
+                              const nc_spec_accept *whole) {
+  const double a = nc_spec_accept_rate(whole);
+  const double tried = part->tried > 0 ? part->tried : 0;
+  const double kept = part->kept > 0 ? part->kept : 0;
+  const double v =
+      (kept + NC_SPEC_PRIOR_TRIES * a) / (tried + NC_SPEC_PRIOR_TRIES);
+  return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
 double nc_spec_expected_tokens(double a, int32_t k) {
   if (k <= 0) return 1;
   if (a >= 1) return k + 1;

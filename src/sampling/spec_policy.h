@@ -54,6 +54,17 @@ void nc_spec_accept_observe(nc_spec_accept *s, int32_t kept, int32_t drafted);
 /* The estimated chance that a draft is kept, in [0, 1]. */
 double nc_spec_accept_rate(const nc_spec_accept *s);
 
+/* A part of a completion's drafts (the n-gram drafter's match classes,
+ * spec_ngram.h) keeps its own discounted counts, starting from none, and
+ * is read through the completion's whole estimate: (kept + W a) /
+ * (tried + W), with a the whole's rate and W = NC_SPEC_PRIOR_TRIES, so
+ * that a part seen seldom follows the rest of the completion (a new class
+ * after a run of kept drafts drafts long at once) and one seen often its
+ * own record. */
+void nc_spec_accept_clear(nc_spec_accept *s);
+double nc_spec_accept_rate_in(const nc_spec_accept *part,
+                              const nc_spec_accept *whole);
+
 /* E(k) above for a in [0, 1]. */
 double nc_spec_expected_tokens(double a, int32_t k);
 /* E(k) / c_k against a plain step (1): above 1 + NC_SPEC_MARGIN pays. */

@@ -124,6 +124,45 @@ static void acceptance_converges(void **state) {
   }
 }
 
+/* A part's estimate (a match class) follows the whole until it has a
+ * record of its own, then its record: two classes drawn at 0.95 and 0.1
+ * in turn end near their own rates, where one shared estimate sits
+ * between them. */
+static void parts_follow_their_record(void **state) {
+  (void)state;
+  nc_spec_accept whole, hi, lo;
+  nc_spec_accept_init(&whole);
+  nc_spec_accept_clear(&hi);
+  nc_spec_accept_clear(&lo);
+  /* unseen: the whole's rate (the prior) */
+  assert_true(fabs(nc_spec_accept_rate_in(&hi, &whole) - 0.8) < 1e-12);
+  nc_spec_accept_observe(&whole, 4, 4);
+  nc_spec_accept_observe(&hi, 4, 4);
+  /* one kept run: above the whole's rate, and an unseen part follows the
+   * whole up */
+  assert_true(nc_spec_accept_rate_in(&hi, &whole) >
+              nc_spec_accept_rate(&whole));
+  assert_true(nc_spec_accept_rate_in(&lo, &whole) > 0.8);
+  uint64_t x = 777;
+  for (int32_t step = 0; step < 400; step++) {
+    nc_spec_accept *part = step % 2 ? &lo : &hi;
+    const double p = step % 2 ? 0.1 : 0.95;
+    int32_t kept = 0;
+    for (; kept < 4; kept++) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      if ((double)(x >> 11) / 9007199254740992.0 >= p) break;
+    }
+    nc_spec_accept_observe(part, kept, 4);
+    nc_spec_accept_observe(&whole, kept, 4);
+  }
+  const double a_hi = nc_spec_accept_rate_in(&hi, &whole);
+  const double a_lo = nc_spec_accept_rate_in(&lo, &whole);
+  assert_true(a_hi > 0.75);
+  assert_true(a_lo < 0.35);
+  assert_true(a_lo < nc_spec_accept_rate(&whole));
+  assert_true(a_hi > nc_spec_accept_rate(&whole));
+}
+
 /* cost[k] of a step feeding `base` rows, from c. */
 static double cost_of(const nc_spec_cost *c, int32_t base, int32_t k) {
   double cost[33];
@@ -289,6 +328,7 @@ int main(void) {
       cmocka_unit_test(best_length),
       cmocka_unit_test(acceptance_follows),
       cmocka_unit_test(acceptance_converges),
+      cmocka_unit_test(parts_follow_their_record),
       cmocka_unit_test(cost_fit),
       cmocka_unit_test(policy_follows_the_curve),
       cmocka_unit_test(drafter_costs),
