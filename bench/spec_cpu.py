@@ -11,7 +11,7 @@ ratio to --spec off's (above 1: drafting is cheaper than plain decoding).
 --bin may be given twice (before/after builds): each gets its own rows.
 
 usage: bench/spec_cpu.py [--bin build/release/nucleus]... [--rounds 3]
-                         [--temps 0,0.7,1.5,2] [--tokens 128]
+                         [--seeds 7] [--temps 0,0.7,1.5,2] [--tokens 128]
                          [--tasks quote,code] [--draft-max 8]
                          [--template chatml|gemma]
                          [--extra "--spec-row-cost 0.2"]
@@ -43,9 +43,9 @@ def cpu_of(cmd):
     return used, p.stdout, (int(d.group(1)), int(d.group(2))) if d else (0, 0)
 
 
-def command(args, binary, prompt, temp, mode, n):
+def command(args, binary, prompt, temp, mode, n, seed=7):
     cmd = [binary, "run", "-p", prompt, "-n", str(n), "--ignore-eos", "-t",
-           "1", "--seed", "7", "--draft-max", str(args.draft_max)]
+           "1", "--seed", str(seed), "--draft-max", str(args.draft_max)]
     if args.model:
         cmd += ["-m", args.model]
     if temp > 0:
@@ -71,8 +71,12 @@ def main():
                     choices=sorted(spec.TEMPLATES),
                     help="the prompts' chat template (gemma for Gemma 3)")
     ap.add_argument("--extra", default="")
+    ap.add_argument("--seeds", default="7",
+                    help="round r runs seed number r mod their count (at "
+                         "T > 0 each seed samples another text)")
     args = ap.parse_args()
     bins = args.bin or [str(ROOT / "build/release/nucleus")]
+    seeds = [int(x) for x in args.seeds.split(",")]
     print(f"{'binary':<28} {'task':<6} {'mode':<11} {'T':>4} "
           f"{'gen CPU s':>9} {'x off':>6} {'kept':>9}")
     for task in args.tasks.split(","):
@@ -87,10 +91,12 @@ def main():
                 cpu = {m: [] for m in modes}
                 kept = {m: [0, 0] for m in modes}
                 text = None
-                for _ in range(args.rounds):
+                for r in range(args.rounds):
+                    seed = seeds[r % len(seeds)]
                     for m in modes:
                         used, out, (acc, dr) = cpu_of(
-                            command(args, b, prompt, temp, m, args.tokens))
+                            command(args, b, prompt, temp, m, args.tokens,
+                                    seed))
                         if m == "off":
                             text = out
                         elif out != text:
