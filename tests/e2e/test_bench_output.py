@@ -344,3 +344,26 @@ def test_recorded_speed_runs_render():
         for key in ("date", "commit", "cpu", "command", "pp", "tg", "rows"):
             assert key in run, (key, run.get("date"))
         assert speed.markdown(run).count("\n| ") == len(run["rows"]) + 1
+
+
+def test_spec_ceiling_replays_the_copyable_runs():
+    """bench/spec_ceiling.py: a reply that copies the prompt after its
+    second token drafts it in runs of draft_max, each at c(draft_max); a
+    reply that copies nothing is plain decoding."""
+    spec = importlib.util.spec_from_file_location(
+        "spec_ceiling", ROOT / "bench/spec_ceiling.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    prompt = list(range(10, 30))
+    # (29, 10) occurs nowhere: one plain step; then (10, 11) continues the
+    # prompt: two steps of 8 drafts, all kept
+    copyable, ceiling = mod.replay(prompt, list(range(10, 30)), [1.5] * 8,
+                                   8)
+    assert copyable == 18
+    assert abs(ceiling - 19 / (1 + 1.5 + 1.5)) < 1e-9
+    # at draft_max 4: three runs of 4 and a last of 2 (its token after is
+    # the reply's last), each at c(k) = 1.2
+    _, ceiling4 = mod.replay(prompt, list(range(10, 30)), [1.2] * 8, 4)
+    assert abs(ceiling4 - 19 / (1 + 4 * 1.2)) < 1e-9
+    assert mod.replay(prompt, list(range(100, 120)), [1.5] * 8, 8) == (0,
+                                                                     1.0)
