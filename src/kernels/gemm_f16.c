@@ -7,20 +7,21 @@
 #include <stdlib.h>
 
 enum {
-  PANEL_BYTES = 256 * 1024, /* F32 weight panel */
-  /* F32 activation chunk: every weight is read (and, in panels, widened)
-   * once per chunk; chunks of 256 KiB were 12 rows of SigLIP's FFN down
-   * projection (K = 4304), its weights streamed from L3 every 12 rows */
+  /* F32 weight panel, widened once per set of activation rows and kept in
+   * L2 while the set's chunks pass */
+  PANEL_BYTES = 512 * 1024,
+  /* F32 activation chunk, kept in L2 while a panel's tiles pass: chunks of
+   * 256 KiB were 12 rows of SigLIP's FFN down projection (K = 4304) */
   CHUNK_BYTES = 1024 * 1024,
-  /* weights up to this many F32 bytes are widened whole, once a call (a
-   * BERT FFN's 1536 x 384: 2.25 MiB; SigLIP's FFN 4304 x 1152: 19 MiB),
-   * not once per activation chunk */
-  WHOLE_WEIGHT_BYTES = 32 * 1024 * 1024,
+  /* activation rows widened at once (a set): every weight panel is widened
+   * once per set. The weights were widened whole up to 32 MiB, then read
+   * from L3 for each chunk: 140 MiB of fresh pages an encode of Qwen3-VL's
+   * 784 patches, written and faulted in on every call */
+  ACTS_BYTES = 16 * 1024 * 1024,
   /* a register tile's activation rows up to this many bytes stay in L1
-   * while weight tiles of a sub-panel stream past them from L2 (the
-   * tiles' fewer weight rows are the ones read from L2 each step) */
+   * while weight tiles of a panel stream past them from L2 (the tiles'
+   * fewer weight rows are the ones read from L2 each step) */
   ACT_TILE_BYTES = 16 * 1024,
-  W_SUB_BYTES = 512 * 1024, /* such a sub-panel of weights, kept in L2 */
 };
 
 /* Rows of n floats (ld apart) per block of bytes: a multiple of unit, at
@@ -45,8 +46,12 @@ static void dots_per_pair(const nc_f16_tiles *t, int64_t n, const uint8_t *w,
           t->dot(n, w + (size_t)r * w_stride, act + (size_t)a * a_stride);
 }
 
+/* Rows 64-byte aligned; a row of a multiple of 1 KiB one line longer: rows
+ * 4 KiB apart (Qwen3-VL's 1,024 and 4,096) put a tile's 4 weight and 6
+ * activation rows in the same L1 sets at every step. */
 int64_t nc_f16_packed_ld(int64_t n) {
-  return (n + 15) / 16 * 16; /* rows 64-byte aligned */
+  const int64_t ld = (n + 15) / 16 * 16;
+  return ld % 256 == 0 ? ld + 16 : ld;
 }
 
 static void widen_rows(const nc_f16_tiles *t, const uint8_t *src, size_t stride,
@@ -58,8 +63,8 @@ static void widen_rows(const nc_f16_tiles *t, const uint8_t *src, size_t stride,
 /* Weight panel wp (pw rows) x activation chunk ap (pa rows), both ld
  * floats a row: the tiles, then each pair's tail. Short rows (a tile's
  * activation rows fit ACT_TILE_BYTES), or tiles with a block (which keeps
- * long rows' activations in L1 itself): for each sub-panel of weights, each
- * activation tile against all its weight tiles (the activations stay in
+ * long rows' activations in L1 itself): each activation tile against all
+ * the panel's weight tiles (the activations stay in
  * L1, rows_w weight rows read from L2 a step); long rows: each weight tile
  * against all activation tiles (its rows stay in L1, rows_a activation
  * rows from L2 a step). Every output's sum is the same either way. */
@@ -69,23 +74,17 @@ static void panel_times_chunk(const nc_f16_tiles *t, int64_t n, int64_t ld,
   const int64_t nk = n / t->step * t->step;
   const size_t lds = (size_t)ld;
   if ((int64_t)sizeof(float) * ld * t->rows_a <= ACT_TILE_BYTES || t->block) {
-    const int64_t sub = panel_rows(ld, t->rows_w) * (W_SUB_BYTES / PANEL_BYTES);
-    for (int64_t r0 = 0; r0 < pw; r0 += sub) {
-      const int64_t r1 = pw - r0 < sub ? pw : r0 + sub;
-      if (t->block) {
-        t->block(nk, wp + r0 * ld, lds, (int)(r1 - r0), ap, lds, (int)pa,
-                 out + (size_t)r0, out_stride);
-        continue;
-      }
+    if (t->block)
+      t->block(nk, wp, lds, (int)pw, ap, lds, (int)pa, out, out_stride);
+    else
       for (int64_t a = 0; a < pa; a += t->rows_a) {
         const int nc = pa - a < t->rows_a ? (int)(pa - a) : t->rows_a;
-        for (int64_t r = r0; r < r1; r += t->rows_w) {
-          const int nr = r1 - r < t->rows_w ? (int)(r1 - r) : t->rows_w;
+        for (int64_t r = 0; r < pw; r += t->rows_w) {
+          const int nr = pw - r < t->rows_w ? (int)(pw - r) : t->rows_w;
           t->tile(nk, wp + r * ld, lds, nr, ap + a * ld, lds, nc,
                   out + (size_t)a * out_stride + (size_t)r, out_stride);
         }
       }
-    }
   } else {
     for (int64_t r = 0; r < pw; r += t->rows_w) {
       const int nr = pw - r < t->rows_w ? (int)(pw - r) : t->rows_w;
@@ -136,7 +135,12 @@ static bool few_direct(const nc_f16_tiles *t, int64_t n, const void *w,
 }
 
 /* nc_gemm_f16_tiled, and with packed (not NULL) the activation rows
- * already widened there, ld floats apart (nc_gemm_f16_packed). */
+ * already widened there, ld floats apart (nc_gemm_f16_packed). The
+ * activation rows are widened up to ACTS_BYTES at a time (all of them
+ * for an encoder's 784 or 3,072 rows); for each such set, each weight
+ * panel is widened once (into memory that stays in L2) and multiplied by
+ * the set's chunks in turn. Nothing larger than the activations' set and
+ * one panel is written. */
 static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
                        size_t w_stride, int64_t nw, const void *act,
                        size_t a_stride, const float *packed, int64_t na,
@@ -152,17 +156,11 @@ static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
     return;
   }
   const int64_t ld = nc_f16_packed_ld(n);
-  const int64_t whole = WHOLE_WEIGHT_BYTES / ((int64_t)sizeof(float) * ld);
-  const int64_t pw = nw <= whole ? nw : panel_rows(ld, t->rows_w);
+  const int64_t pw = panel_rows(ld, t->rows_w);
+  const int64_t cw = nw < pw ? nw : pw; /* rows of the widened panel */
   const int64_t pa = rows_in(CHUNK_BYTES, ld, t->rows_a);
-  const int64_t cw = nw < pw ? nw : pw, ca = na < pa ? na : pa;
-  const bool one_panel = nw <= cw; /* widened once for every chunk */
-  /* weights widened per chunk: a last chunk of a quarter chunk or less
-   * joins the one before (Qwen3-VL's merger at one thread: 196 rows in
-   * chunks of 64, 64, 68, its 4096 x 4096 weights widened 3 times, not 4) */
-  const int64_t tail = na > ca ? na % ca : 0;
-  const int64_t fold = !one_panel && tail <= ca / 4 ? tail : 0;
-  const int64_t own_a = packed ? 0 : ca + fold; /* rows widened here */
+  const int64_t sa = packed ? na : rows_in(ACTS_BYTES, ld, pa);
+  const int64_t own_a = packed ? 0 : na < sa ? na : sa; /* rows widened */
   float *mem = aligned_alloc(64, sizeof(float) * (size_t)(ld * (cw + own_a)));
   if (!mem) {
     dots_per_pair(t, n, w, w_stride, nw, act, a_stride, na, out, out_stride);
@@ -170,21 +168,26 @@ static void gemm_tiled(const nc_f16_tiles *t, int64_t n, const void *w,
   }
   float *wp = mem, *ap = mem + ld * cw;
   const uint8_t *wb = w, *ab = act;
-  if (one_panel) widen_rows(t, wb, w_stride, nw, n, wp, ld);
-  for (int64_t a0 = 0; a0 < na;) {
-    int64_t a1 = na - a0 < ca ? na : a0 + ca;
-    if (na - a1 <= fold) a1 = na;
-    const float *chunk = packed ? packed + a0 * ld : ap;
+  for (int64_t s0 = 0; s0 < na; s0 += sa) {
+    const int64_t s1 = na - s0 < sa ? na : s0 + sa;
+    const float *set = packed ? packed + s0 * ld : ap;
     if (!packed)
-      widen_rows(t, ab + (size_t)a0 * a_stride, a_stride, a1 - a0, n, ap, ld);
+      widen_rows(t, ab + (size_t)s0 * a_stride, a_stride, s1 - s0, n, ap, ld);
     for (int64_t r0 = 0; r0 < nw; r0 += cw) {
       const int64_t r1 = nw - r0 < cw ? nw : r0 + cw;
-      if (!one_panel)
+      if (s0 == 0 || nw > cw) /* one panel: widened once */
         widen_rows(t, wb + (size_t)r0 * w_stride, w_stride, r1 - r0, n, wp, ld);
-      panel_times_chunk(t, n, ld, wp, r1 - r0, chunk, a1 - a0,
-                        out + (size_t)a0 * out_stride + (size_t)r0, out_stride);
+      /* chunks of pa rows, a last of a quarter chunk or less joined to
+       * the one before (the same sums) */
+      for (int64_t a0 = s0; a0 < s1;) {
+        int64_t a1 = s1 - a0 < pa ? s1 : a0 + pa;
+        if (s1 - a1 <= pa / 4) a1 = s1;
+        panel_times_chunk(t, n, ld, wp, r1 - r0, set + (a0 - s0) * ld, a1 - a0,
+                          out + (size_t)a0 * out_stride + (size_t)r0,
+                          out_stride);
+        a0 = a1;
+      }
     }
-    a0 = a1;
   }
   free(mem);
 }

@@ -13,9 +13,9 @@
  *   accumulators per pair over steps of 64, summed 0 + 2, 1 + 3, then the
  *   two, then the tree, the rest added in double (step 64, tail_double).
  *
- * The driver (gemm_f16.c, plain C) widens a chunk of activation rows (1
- * MiB, in L2) and the weights to F32 once (all of them up to 32 MiB
- * widened, else a panel that fits L2 at a time), then runs an ISA's
+ * The driver (gemm_f16.c, plain C) widens the activation rows to F32 once
+ * (up to 16 MiB of them at a time, or the caller's packed rows), then each
+ * weight panel (512 KiB of F32, kept in L2) once, and runs an ISA's
  * register tiles of rows_w weight rows x rows_a activation rows over them:
  * every loaded vector feeds several multiply-adds and nothing is converted
  * in the inner loop; the elements past the last whole step are added one

@@ -204,7 +204,7 @@ static void check_gemm(const nc_kernels *k, int64_t n, uint64_t *s) {
 }
 
 /* n = 6160: 42 rows a 1 MiB activation chunk, so 100 activation rows take
- * several chunks (the 48 weight rows are widened whole); the avx512 tables
+ * several chunks (the 48 weight rows panels of 20); the avx512 tables
  * take n % 16 != 0 (8, 33, 588: Gemma 3's patch embedding, 1541) in
  * ggml_vec_dot_f16's order, on tiles of their own past 2 rows. */
 static void test_gemm_matches_model(void **state) {
@@ -223,11 +223,11 @@ static void test_gemm_matches_model(void **state) {
   if (tables == 0) skip();
 }
 
-/* Weights past the 32 MiB widened whole (2080 rows of 4,096 floats): the
- * weight panels of 256 KiB, each widened once per activation chunk (64
- * rows of 4,096 floats, 63 for avx2's tiles of 3 activation rows): 4 rows
- * in one chunk, 66 in one chunk and a last of 2 or 3 rows joined to it, 100
- * in two chunks. Every activation row, every 13th weight row and the last. */
+/* 2080 weight rows of 4,096 floats (rows of 4,112 widened): panels of 28
+ * rows (512 KiB), each widened once and run over every activation chunk
+ * (60 rows, 63 for avx2's tiles of 3 activation rows): 4 rows in one
+ * chunk, 66 in one chunk and a last of 6 or 3 rows joined to it, 100 in
+ * two chunks. Every activation row, every 13th weight row and the last. */
 static void test_gemm_weight_panels(void **state) {
   (void)state;
   enum { N = 4096, NW = 2080, NA_MAX = 100 };
@@ -264,8 +264,8 @@ static void test_gemm_weight_panels(void **state) {
 }
 
 /* Short rows (n = 384: a register tile's activation rows in L1, the
- * weights in sub-panels kept in L2, 336 rows for avx512's tiles of 4
- * weight rows, 340 for avx2's of 1): 700 weight rows cut the sub-panels,
+ * weights in panels kept in L2, 340 rows for avx512's tiles of 4 weight
+ * rows, 341 for avx2's of 1): 700 weight rows cut the panels,
  * 13 activation rows the register tiles. */
 static void test_gemm_weight_sub_panels(void **state) {
   (void)state;
@@ -298,6 +298,47 @@ static void test_gemm_weight_sub_panels(void **state) {
   if (tables == 0) skip();
 }
 
+/* Long rows (n = 16,384, rows of 16,400 floats): panels of 4 weight rows,
+ * chunks of 12 activation rows (a last of 3 or less joined to the one
+ * before), sets of 252 rows each widened once with every panel widened
+ * again for the next set (avx512's tiles; avx2's: 7, 15, 255): 260
+ * activation rows take two sets (252 + 8), the 8 weight rows two panels.
+ * Every pair; the packed path (one set of all the rows) too. */
+static void test_gemm_activation_sets(void **state) {
+  (void)state;
+  enum { N = 16384, NW = 8, NA = 260 };
+  uint64_t s = 47;
+  nc_fp16 *w = random_rows(NW, N, &s), *a = random_rows(NA, N, &s);
+  float *out = malloc(sizeof(float) * NW * NA);
+  float *want = malloc(sizeof(float) * NW * NA);
+  assert_non_null(out);
+  assert_non_null(want);
+  int tables = 0;
+  for (size_t t = 0; t < sizeof k_tables / sizeof k_tables[0]; t++) {
+    const nc_kernels *k = nc_kernels_by_name(k_tables[t]);
+    if (!k) continue;
+    tables++;
+    for (int64_t j = 0; j < NA; j++)
+      for (int64_t r = 0; r < NW; r++)
+        want[j * NW + r] = model_of(k)(N, w + r * N, a + j * N);
+    k->gemm[NC_TYPE_F16](N, w, sizeof(nc_fp16) * N, NW, a, sizeof(nc_fp16) * N,
+                         NA, out, NW);
+    for (int64_t j = 0; j < NA; j++)
+      for (int64_t r = 0; r < NW; r++)
+        if (bits(out[j * NW + r]) != bits(want[j * NW + r]))
+          fail_msg("%s gemm F16 n=%d nw=%d na=%d: [%lld][%lld] = %.9g, "
+                   "model %.9g",
+                   k->name, N, NW, NA, (long long)j, (long long)r,
+                   out[j * NW + r], want[j * NW + r]);
+    check_gemm_packed(k, N, w, N, NW, a, N, NA, want, NW);
+  }
+  free(want);
+  free(out);
+  free(w);
+  free(a);
+  if (tables == 0) skip();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_model_is_the_dot),
@@ -305,6 +346,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_matches_model),
       cmocka_unit_test(test_gemm_weight_panels),
       cmocka_unit_test(test_gemm_weight_sub_panels),
+      cmocka_unit_test(test_gemm_activation_sets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
