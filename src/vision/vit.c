@@ -47,6 +47,7 @@ void nc_vit_free(nc_vit *v) {
   free(v->k16);
   free(v->v16);
   free(v->qact);
+  free(v->packed);
   free(v->scores);
   memset(v, 0, sizeof *v);
 }
@@ -123,12 +124,20 @@ typedef struct quant_job {
   size_t dst_stride;
   nc_type vdt;
   nc_quantize_fn fn;
+  nc_pack_act_fn pack; /* NULL, or the rows are packed into packed too */
+  int pack_rows;
+  uint8_t *packed;
 } quant_job;
 
+/* Each thread quantizes a range of rows; with a pack function, whole units
+ * of pack_rows rows, which it then packs (no other thread's rows needed). */
 static void quant_worker(void *p, int ith, int nth) {
   const quant_job *q = p;
+  const int64_t unit = q->pack ? q->pack_rows : 1;
   int64_t lo, hi;
-  nc_split_range(q->rows, ith, nth, &lo, &hi);
+  nc_split_range((q->rows + unit - 1) / unit, ith, nth, &lo, &hi);
+  lo *= unit;
+  hi = hi * unit < q->rows ? hi * unit : q->rows;
   for (int64_t r = lo; r < hi; r++) {
     const float *src = q->x + r * q->x_stride;
     void *dst = q->dst + (size_t)r * q->dst_stride;
@@ -137,6 +146,8 @@ static void quant_worker(void *p, int ith, int nth) {
     else
       nc_quantize_row(q->vdt, src, dst, q->n);
   }
+  if (q->pack && lo < hi)
+    q->pack(q->n, q->dst, q->dst_stride, q->rows, lo, hi, q->packed);
 }
 
 typedef struct mm_job {
@@ -145,6 +156,7 @@ typedef struct mm_job {
   const nc_weight *w;
   const uint8_t *a;
   size_t a_stride;
+  const uint8_t *packed; /* NULL, or a's shared layout for gemm_packed */
   int32_t rows;
   const float *b;
   float *y;
@@ -163,7 +175,11 @@ static void mm_worker(void *p, int ith, int nth) {
   if (lo >= hi) return;
   const uint8_t *base = w->data;
   const nc_gemm_fn gemm = t->kern->gemm[w->type];
-  if (gemm) {
+  if (t->packed) {
+    t->kern->gemm_packed[w->type](
+        w->ne0, base + (size_t)lo * w->row_bytes, w->row_bytes, hi - lo, t->a,
+        t->a_stride, t->packed, t->rows, t->y + lo, (size_t)t->y_stride);
+  } else if (gemm) {
     gemm(w->ne0, base + (size_t)lo * w->row_bytes, w->row_bytes, hi - lo, t->a,
          t->a_stride, t->rows, t->y + lo, (size_t)t->y_stride);
   } else {
@@ -191,6 +207,26 @@ static void mm_worker(void *p, int ith, int nth) {
     }
 }
 
+/* The table's shared layout of rows activation rows of type vdt for w's
+ * gemm_packed (v->packed, grown as needed and kept for the next matmuls),
+ * or NULL: no such layout for these rows, or no memory for it (the plain
+ * gemm then, the same bits). */
+static uint8_t *shared_layout(nc_vit *v, const nc_weight *w, nc_type vdt,
+                              int32_t rows) {
+  const nc_kernels *k = v->kern;
+  if (!k->pack_act[vdt] || !k->pack_bytes || k->pack_rows < 1 ||
+      !k->gemm_packed[w->type])
+    return NULL;
+  const size_t need = k->pack_bytes(vdt, w->ne0, rows);
+  if (!need) return NULL;
+  if (need > v->packed_cap) {
+    free(v->packed);
+    v->packed = aligned_alloc(64, (need + 63) / 64 * 64);
+    v->packed_cap = v->packed ? need : 0;
+  }
+  return v->packed;
+}
+
 nc_code nc_vit_matmul(nc_vit *v, const float *x, int64_t x_stride, int32_t rows,
                       const nc_weight *w, const float *b, float *y,
                       int64_t y_stride, nc_error *err) {
@@ -214,12 +250,19 @@ nc_code nc_vit_matmul(nc_vit *v, const float *x, int64_t x_stride, int32_t rows,
                  .dst_stride = rs,
                  .vdt = vdt,
                  .fn = v->kern->quantize_act[vdt]};
+  uint8_t *packed = shared_layout(v, w, vdt, rows);
+  if (packed) {
+    q.pack = v->kern->pack_act[vdt];
+    q.pack_rows = v->kern->pack_rows;
+    q.packed = packed;
+  }
   run(v, quant_worker, &q);
   mm_job t = {.kern = v->kern,
               .ops = v->ops,
               .w = w,
               .a = v->qact,
               .a_stride = rs,
+              .packed = packed,
               .rows = rows,
               .b = b,
               .y = y,

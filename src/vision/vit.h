@@ -19,6 +19,11 @@ typedef struct nc_vit {
   nc_fp16 *gelu_quick; /* [65536]: ggml's quick-GELU table */
   uint8_t *qact;       /* activation rows in a weight's vec_dot type */
   size_t qact_cap;
+  /* the table's shared layout of qact's rows (kernels.h's pack_act), kept
+   * across the matmuls of an encode: the F16 gemm's widened rows, once a
+   * matmul, not once per thread and call */
+  uint8_t *packed;
+  size_t packed_cap;
   float *scores;      /* per thread: one row of attention scores */
   int64_t scores_cap; /* floats per thread */
   /* flash attention (nc_vit_attention with flash): the kernels, half ->
