@@ -86,6 +86,30 @@ static void free_state(void *st) {
   free(b);
 }
 
+/* Rows [lo, hi) of the Q K V product split into q, k, v, the 2-D RoPE on
+ * q's and k's heads (each row its own: any split of the rows). */
+typedef struct split_job {
+  bufs *b;
+  int64_t E;
+  int32_t H, dh;
+} split_job;
+
+static void split_rope_rows(void *p, int64_t lo, int64_t hi) {
+  const split_job *j = p;
+  const bufs *b = j->b;
+  const int64_t E = j->E;
+  const int32_t H = j->H, dh = j->dh;
+  for (int64_t t = lo; t < hi; t++) {
+    const float *r = b->qkv + t * 3 * E;
+    memcpy(b->q + t * E, r, sizeof(float) * E);
+    memcpy(b->k + t * E, r + E, sizeof(float) * E);
+    memcpy(b->v + t * E, r + 2 * E, sizeof(float) * E);
+    const int64_t o = t * (dh / 2);
+    nc_rope_apply(b->q + t * E, H, dh, dh, NC_ROPE_NEOX, b->cs + o, b->sn + o);
+    nc_rope_apply(b->k + t * E, H, dh, dh, NC_ROPE_NEOX, b->cs + o, b->sn + o);
+  }
+}
+
 static nc_code vit_layer(const nucleus_mmproj *mm, nc_vit *v,
                          const nc_vit_layer *L, bufs *b, int32_t N,
                          nc_error *err) {
@@ -95,30 +119,21 @@ static nc_code vit_layer(const nucleus_mmproj *mm, nc_vit *v,
   nc_code rc =
       nc_vit_matmul(v, b->h, E, N, &L->wqkv, L->bqkv, b->qkv, 3 * E, err);
   if (rc != NC_OK) return rc;
-  for (int32_t t = 0; t < N; t++) {
-    const float *r = b->qkv + (int64_t)t * 3 * E;
-    memcpy(b->q + (int64_t)t * E, r, sizeof(float) * E);
-    memcpy(b->k + (int64_t)t * E, r + E, sizeof(float) * E);
-    memcpy(b->v + (int64_t)t * E, r + 2 * E, sizeof(float) * E);
-    const int64_t o = (int64_t)t * (dh / 2);
-    nc_rope_apply(b->q + (int64_t)t * E, H, dh, dh, NC_ROPE_NEOX, b->cs + o,
-                  b->sn + o);
-    nc_rope_apply(b->k + (int64_t)t * E, H, dh, dh, NC_ROPE_NEOX, b->cs + o,
-                  b->sn + o);
-  }
+  split_job sj = {.b = b, .E = E, .H = H, .dh = dh};
+  nc_vit_parallel(v, N, 4, split_rope_rows, &sj);
   rc = nc_vit_attention(v, b->q, b->k, b->v, b->a, N, H, dh,
                         1.0f / sqrtf((float)dh), mm->flash, err);
   if (rc == NC_OK)
     rc = nc_vit_matmul(v, b->a, E, N, &L->wo, L->bo, b->h, E, err);
   if (rc != NC_OK) return rc;
-  nc_vit_add(b->x, b->h, (int64_t)N * E);
+  nc_vit_add_par(v, b->x, b->h, (int64_t)N * E);
   nc_vit_layernorm(v, b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
   rc = nc_vit_matmul(v, b->h, E, N, &L->ffn_up, L->ffn_up_b, b->f, F, err);
   if (rc != NC_OK) return rc;
   nc_vit_gelu(v, b->f, (int64_t)N * F);
   rc = nc_vit_matmul(v, b->f, F, N, &L->ffn_down, L->ffn_down_b, b->h, E, err);
   if (rc != NC_OK) return rc;
-  nc_vit_add(b->x, b->h, (int64_t)N * E);
+  nc_vit_add_par(v, b->x, b->h, (int64_t)N * E);
   return NC_OK;
 }
 
@@ -202,7 +217,7 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
   if (rc == NC_OK)
     rc = nc_vit_matmul(v, b->in, CPP, N, &mm->patch_embd_1, NULL, b->h, E, err);
   if (rc == NC_OK) {
-    nc_vit_add(b->x, b->h, (int64_t)N * E);
+    nc_vit_add_par(v, b->x, b->h, (int64_t)N * E);
     for (int32_t r = 0; r < N; r++) {
       int32_t py, px;
       nc_qwen_merge_order(r, pw, &py, &px);

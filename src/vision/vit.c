@@ -364,6 +364,47 @@ void nc_vit_add(float *y, const float *x, int64_t n) {
     y[i] += x[i];
 }
 
+typedef struct range_job {
+  int64_t n, unit;
+  nc_vit_range_fn fn;
+  void *arg;
+} range_job;
+
+static void range_worker(void *p, int ith, int nth) {
+  const range_job *t = p;
+  int64_t lo, hi;
+  nc_split_range((t->n + t->unit - 1) / t->unit, ith, nth, &lo, &hi);
+  lo *= t->unit;
+  hi = hi * t->unit < t->n ? hi * t->unit : t->n;
+  if (lo < hi) t->fn(t->arg, lo, hi);
+}
+
+void nc_vit_parallel(const nc_vit *v, int64_t n, int64_t unit,
+                     nc_vit_range_fn fn, void *arg) {
+  if (n <= 0) return;
+  range_job t = {.n = n, .unit = unit < 1 ? 1 : unit, .fn = fn, .arg = arg};
+  run(v, range_worker, &t);
+}
+
+typedef struct add_job {
+  const nc_ops_kernels *ops;
+  float *y;
+  const float *x;
+} add_job;
+
+static void add_range(void *p, int64_t lo, int64_t hi) {
+  const add_job *t = p;
+  if (t->ops) /* the same sums, vectorized */
+    t->ops->add(t->y + lo, t->x + lo, hi - lo);
+  else
+    nc_vit_add(t->y + lo, t->x + lo, hi - lo);
+}
+
+void nc_vit_add_par(const nc_vit *v, float *y, const float *x, int64_t n) {
+  add_job t = {.ops = v->ops, .y = y, .x = x};
+  nc_vit_parallel(v, n, 1024, add_range, &t);
+}
+
 /* ---- attention */
 
 typedef struct attn_job {
@@ -556,6 +597,26 @@ static void flash_worker(void *p, int ith, int nth) {
     flash_row(t, (int32_t)(j / t->rows), (int32_t)(j % t->rows), mem);
 }
 
+/* K and V to halves over [lo, hi) (each value its own: any split). */
+typedef struct kv16_job {
+  const nc_ops_kernels *ops;
+  const float *k, *v;
+  nc_fp16 *k16, *v16;
+} kv16_job;
+
+static void kv16_range(void *p, int64_t lo, int64_t hi) {
+  const kv16_job *t = p;
+  if (t->ops) {
+    t->ops->to_f16(t->k + lo, t->k16 + lo, hi - lo);
+    t->ops->to_f16(t->v + lo, t->v16 + lo, hi - lo);
+    return;
+  }
+  for (int64_t i = lo; i < hi; i++) {
+    t->k16[i] = nc_fp32_to_fp16(t->k[i]);
+    t->v16[i] = nc_fp32_to_fp16(t->v[i]);
+  }
+}
+
 static nc_code flash_attention(nc_vit *v, const float *q, const float *k,
                                const float *vv, float *out, int32_t rows,
                                int32_t n_head, int32_t head_dim, float scale,
@@ -582,15 +643,8 @@ static nc_code flash_attention(nc_vit *v, const float *q, const float *k,
     if (!v->kv16_cap)
       return nc_fail(err, NC_ERR_NOMEM, "vision: out of memory");
   }
-  if (v->ops) {
-    v->ops->to_f16(k, v->k16, n);
-    v->ops->to_f16(vv, v->v16, n);
-  } else {
-    for (int64_t i = 0; i < n; i++) {
-      v->k16[i] = nc_fp32_to_fp16(k[i]);
-      v->v16[i] = nc_fp32_to_fp16(vv[i]);
-    }
-  }
+  kv16_job kj = {.ops = v->ops, .k = k, .v = vv, .k16 = v->k16, .v16 = v->v16};
+  nc_vit_parallel(v, n, 1024, kv16_range, &kj);
   /* per thread: a head's widened key tiles (kt, vt) and their flags, a
    * query tile's scores, the state and pointers of 64 rows (the tiled
    * path); or one row's (the one-row path) */

@@ -92,6 +92,14 @@ void nc_vit_gelu_quick(const nc_vit *v, float *y, int64_t n);
 void nc_vit_swiglu(float *gate, const float *up, int32_t rows, int64_t n);
 /* y += x */
 void nc_vit_add(float *y, const float *x, int64_t n);
+/* nc_vit_add split over v's threads (each value its own: the same sums). */
+void nc_vit_add_par(const nc_vit *v, float *y, const float *x, int64_t n);
+/* fn(arg, lo, hi) over [0, n) cut in parts of whole runs of unit (the last
+ * run short), one part per thread of v (the caller alone without a pool):
+ * for row loops whose rows are each their own. */
+typedef void (*nc_vit_range_fn)(void *arg, int64_t lo, int64_t hi);
+void nc_vit_parallel(const nc_vit *v, int64_t n, int64_t unit,
+                     nc_vit_range_fn fn, void *arg);
 
 /* Attention of every row over every row (no mask), per head: softmax(q k^T
  * * scale) v. q, k, vv, out: [rows, n_head * head_dim]. Without flash as
