@@ -14,7 +14,7 @@
  *   two, then the tree, the rest added in double (step 64, tail_double).
  *
  * The driver (gemm_f16.c, plain C) widens the activation rows to F32 once
- * (up to 16 MiB of them at a time, or the caller's packed rows), then each
+ * (or takes the caller's packed rows), 16 MiB of them at a time, then each
  * weight panel (512 KiB of F32, kept in L2) once, and runs an ISA's
  * register tiles of rows_w weight rows x rows_a activation rows over them:
  * every loaded vector feeds several multiply-adds and nothing is converted

@@ -301,12 +301,15 @@ static void test_gemm_weight_sub_panels(void **state) {
 /* Long rows (n = 16,384, rows of 16,400 floats): panels of 4 weight rows,
  * chunks of 12 activation rows (a last of 3 or less joined to the one
  * before), sets of 252 rows each widened once with every panel widened
- * again for the next set (avx512's tiles; avx2's: 7, 15, 255): 260
- * activation rows take two sets (252 + 8), the 8 weight rows two panels.
- * Every pair; the packed path (one set of all the rows) too. */
+ * again for the next set, a last of a quarter set or less joined to the one
+ * before (avx512's tiles; avx2's: 7, 15, 255): 260 activation rows take
+ * one set (252 + 8 joined), 322 two (252 + 70, avx2's 255 + 67); the 8
+ * weight rows two panels.
+ * Every pair; the packed path (the same sets of the packed rows) too. */
 static void test_gemm_activation_sets(void **state) {
   (void)state;
-  enum { N = 16384, NW = 8, NA = 260 };
+  enum { N = 16384, NW = 8, NA = 322 };
+  static const int64_t nas[] = {260, NA};
   uint64_t s = 47;
   nc_fp16 *w = random_rows(NW, N, &s), *a = random_rows(NA, N, &s);
   float *out = malloc(sizeof(float) * NW * NA);
@@ -321,16 +324,19 @@ static void test_gemm_activation_sets(void **state) {
     for (int64_t j = 0; j < NA; j++)
       for (int64_t r = 0; r < NW; r++)
         want[j * NW + r] = model_of(k)(N, w + r * N, a + j * N);
-    k->gemm[NC_TYPE_F16](N, w, sizeof(nc_fp16) * N, NW, a, sizeof(nc_fp16) * N,
-                         NA, out, NW);
-    for (int64_t j = 0; j < NA; j++)
-      for (int64_t r = 0; r < NW; r++)
-        if (bits(out[j * NW + r]) != bits(want[j * NW + r]))
-          fail_msg("%s gemm F16 n=%d nw=%d na=%d: [%lld][%lld] = %.9g, "
-                   "model %.9g",
-                   k->name, N, NW, NA, (long long)j, (long long)r,
-                   out[j * NW + r], want[j * NW + r]);
-    check_gemm_packed(k, N, w, N, NW, a, N, NA, want, NW);
+    for (size_t i = 0; i < sizeof nas / sizeof nas[0]; i++) {
+      const int64_t na = nas[i];
+      k->gemm[NC_TYPE_F16](N, w, sizeof(nc_fp16) * N, NW, a,
+                           sizeof(nc_fp16) * N, na, out, NW);
+      for (int64_t j = 0; j < na; j++)
+        for (int64_t r = 0; r < NW; r++)
+          if (bits(out[j * NW + r]) != bits(want[j * NW + r]))
+            fail_msg("%s gemm F16 n=%d nw=%d na=%lld: [%lld][%lld] = %.9g, "
+                     "model %.9g",
+                     k->name, N, NW, (long long)na, (long long)j, (long long)r,
+                     out[j * NW + r], want[j * NW + r]);
+      check_gemm_packed(k, N, w, N, NW, a, N, na, want, NW);
+    }
   }
   free(want);
   free(out);
