@@ -117,7 +117,7 @@ static void residual_each(const nc_mmproj_batch *b, const nc_enc_rows *rows,
   const int64_t E = b->mm->n_embd;
   int64_t off = 0;
   for (int32_t i = 0; i < n; i++) {
-    nc_vit_add(rows[i].x, h + off * E, (int64_t)rows[i].N * E);
+    nc_vit_add_par(&b->vit, rows[i].x, h + off * E, (int64_t)rows[i].N * E);
     off += rows[i].N;
   }
 }
@@ -231,17 +231,12 @@ nc_code nc_enc_layer_batch_qwen3vl(nc_mmproj_batch *b, const nucleus_mmproj *mm,
       nc_vit_matmul(&b->vit, b->h, E, R, &L->wqkv, L->bqkv, b->qkv, 3 * E, err);
   if (rc != NC_OK) return rc;
   int64_t g = 0; /* the batch's row */
-  for (int32_t i = 0; i < n; i++)
-    for (int32_t t = 0; t < rows[i].N; t++, g++) {
-      const float *r = b->qkv + g * 3 * E;
-      float *q = b->q + g * E, *k = b->k + g * E;
-      memcpy(q, r, sizeof(float) * E);
-      memcpy(k, r + E, sizeof(float) * E);
-      memcpy(b->vv + g * E, r + 2 * E, sizeof(float) * E);
-      const int64_t o = (int64_t)t * (dh / 2);
-      nc_rope_apply(q, H, dh, dh, NC_ROPE_NEOX, rows[i].cs + o, rows[i].sn + o);
-      nc_rope_apply(k, H, dh, dh, NC_ROPE_NEOX, rows[i].cs + o, rows[i].sn + o);
-    }
+  for (int32_t i = 0; i < n; i++) {
+    nc_vit_split_qkv_rope(&b->vit, b->qkv + g * 3 * E, b->q + g * E,
+                          b->k + g * E, b->vv + g * E, rows[i].N, E, H, dh,
+                          rows[i].cs, rows[i].sn);
+    g += rows[i].N;
+  }
   rc = attention_each(b, rows, n, err);
   if (rc == NC_OK) rc = out_and_mlp(b, L, rows, n, R, err);
   if (rc == NC_OK && L->ds_fc1.data) rc = tap(b, L, rows, n, R, err);

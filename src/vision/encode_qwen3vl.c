@@ -86,30 +86,6 @@ static void free_state(void *st) {
   free(b);
 }
 
-/* Rows [lo, hi) of the Q K V product split into q, k, v, the 2-D RoPE on
- * q's and k's heads (each row its own: any split of the rows). */
-typedef struct split_job {
-  bufs *b;
-  int64_t E;
-  int32_t H, dh;
-} split_job;
-
-static void split_rope_rows(void *p, int64_t lo, int64_t hi) {
-  const split_job *j = p;
-  const bufs *b = j->b;
-  const int64_t E = j->E;
-  const int32_t H = j->H, dh = j->dh;
-  for (int64_t t = lo; t < hi; t++) {
-    const float *r = b->qkv + t * 3 * E;
-    memcpy(b->q + t * E, r, sizeof(float) * E);
-    memcpy(b->k + t * E, r + E, sizeof(float) * E);
-    memcpy(b->v + t * E, r + 2 * E, sizeof(float) * E);
-    const int64_t o = t * (dh / 2);
-    nc_rope_apply(b->q + t * E, H, dh, dh, NC_ROPE_NEOX, b->cs + o, b->sn + o);
-    nc_rope_apply(b->k + t * E, H, dh, dh, NC_ROPE_NEOX, b->cs + o, b->sn + o);
-  }
-}
-
 static nc_code vit_layer(const nucleus_mmproj *mm, nc_vit *v,
                          const nc_vit_layer *L, bufs *b, int32_t N,
                          nc_error *err) {
@@ -119,8 +95,7 @@ static nc_code vit_layer(const nucleus_mmproj *mm, nc_vit *v,
   nc_code rc =
       nc_vit_matmul(v, b->h, E, N, &L->wqkv, L->bqkv, b->qkv, 3 * E, err);
   if (rc != NC_OK) return rc;
-  split_job sj = {.b = b, .E = E, .H = H, .dh = dh};
-  nc_vit_parallel(v, N, 4, split_rope_rows, &sj);
+  nc_vit_split_qkv_rope(v, b->qkv, b->q, b->k, b->v, N, E, H, dh, b->cs, b->sn);
   rc = nc_vit_attention(v, b->q, b->k, b->v, b->a, N, H, dh,
                         1.0f / sqrtf((float)dh), mm->flash, err);
   if (rc == NC_OK)

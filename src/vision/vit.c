@@ -405,6 +405,45 @@ void nc_vit_add_par(const nc_vit *v, float *y, const float *x, int64_t n) {
   nc_vit_parallel(v, n, 1024, add_range, &t);
 }
 
+typedef struct split_job {
+  const float *qkv, *cs, *sn;
+  float *q, *k, *v;
+  int64_t E;
+  int32_t H, dh;
+} split_job;
+
+static void split_rope_rows(void *p, int64_t lo, int64_t hi) {
+  const split_job *j = p;
+  const int64_t E = j->E;
+  const int32_t H = j->H, dh = j->dh;
+  for (int64_t t = lo; t < hi; t++) {
+    const float *r = j->qkv + t * 3 * E;
+    float *q = j->q + t * E, *k = j->k + t * E;
+    memcpy(q, r, sizeof(float) * E);
+    memcpy(k, r + E, sizeof(float) * E);
+    memcpy(j->v + t * E, r + 2 * E, sizeof(float) * E);
+    const int64_t o = t * (dh / 2);
+    nc_rope_apply(q, H, dh, dh, NC_ROPE_NEOX, j->cs + o, j->sn + o);
+    nc_rope_apply(k, H, dh, dh, NC_ROPE_NEOX, j->cs + o, j->sn + o);
+  }
+}
+
+void nc_vit_split_qkv_rope(const nc_vit *v, const float *qkv, float *q,
+                           float *k, float *vv, int32_t rows, int64_t E,
+                           int32_t H, int32_t dh, const float *cs,
+                           const float *sn) {
+  split_job j = {.qkv = qkv,
+                 .cs = cs,
+                 .sn = sn,
+                 .q = q,
+                 .k = k,
+                 .v = vv,
+                 .E = E,
+                 .H = H,
+                 .dh = dh};
+  nc_vit_parallel(v, rows, 4, split_rope_rows, &j);
+}
+
 /* ---- attention */
 
 typedef struct attn_job {

@@ -94,6 +94,14 @@ void nc_vit_swiglu(float *gate, const float *up, int32_t rows, int64_t n);
 void nc_vit_add(float *y, const float *x, int64_t n);
 /* nc_vit_add split over v's threads (each value its own: the same sums). */
 void nc_vit_add_par(const nc_vit *v, float *y, const float *x, int64_t n);
+/* Rows of a fused Q K V product (3 E floats each) into q, k and vv (E
+ * each), q's and k's H heads of dh rotated by the 2-D RoPE (NEOX pairs,
+ * row t's cos and sin at cs, sn + t dh / 2), over v's threads (each row
+ * its own: the same bits at any count). */
+void nc_vit_split_qkv_rope(const nc_vit *v, const float *qkv, float *q,
+                           float *k, float *vv, int32_t rows, int64_t E,
+                           int32_t H, int32_t dh, const float *cs,
+                           const float *sn);
 /* fn(arg, lo, hi) over [0, n) cut in parts of whole runs of unit (the last
  * run short), one part per thread of v (the caller alone without a pool):
  * for row loops whose rows are each their own. */
