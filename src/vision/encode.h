@@ -23,6 +23,16 @@ typedef struct nc_enc_rows {
   int32_t *tap;         /* Qwen3-VL: the DeepStack taps written so far */
 } nc_enc_rows;
 
+/* The scratch a vision layer works in, for all the rows it runs (R):
+ * [R, n_embd] each: the normed rows and the products' outputs (h), Q, K,
+ * V (vv), the attention's output (a); f: [R, max(n_ff, n_embd)] (the
+ * MLP's rows, the DeepStack taps' fc1); Qwen3-VL's fused QKV [R, 3 n_embd],
+ * the taps' normed input m [R, n_embd] and output t [R / 4 + 1,
+ * n_embd_text] (unused by the others). */
+typedef struct nc_enc_scratch {
+  float *h, *q, *k, *vv, *a, *f, *qkv, *m, *t;
+} nc_enc_scratch;
+
 typedef struct nc_encoder {
   /* *st: the state (freed by free_state, on failure too); out:
    * nc_mmproj_image_tokens x nc_mmproj_n_embd floats, kept by the caller
@@ -48,8 +58,18 @@ typedef struct nc_encoder {
 /* The pool a batch's next calls run on (NULL: the caller's thread). */
 void nc_mmproj_batch_set_pool(nc_mmproj_batch *b, nc_threadpool *tp);
 
-/* The batched layers (encode_batch.c): Gemma 3's SigLIP layer and
- * Qwen3-VL's (its DeepStack taps included). */
+/* Gemma 3's SigLIP layer and Qwen3-VL's (its DeepStack taps included)
+ * over the rows of n encodes in s (encode_batch.c): an encode alone runs
+ * them with n = 1 in its own scratch, several run them in the batch's, so
+ * both are one code path (the same bits). */
+nc_code nc_enc_layer_siglip(nc_vit *v, const nc_enc_scratch *s,
+                            const nucleus_mmproj *mm, const nc_enc_rows *rows,
+                            int32_t n, int32_t il, nc_error *err);
+nc_code nc_enc_layer_qwen3vl(nc_vit *v, const nc_enc_scratch *s,
+                             const nucleus_mmproj *mm, const nc_enc_rows *rows,
+                             int32_t n, int32_t il, nc_error *err);
+
+/* The same layers in b's scratch (grown to the rows' sum) on b's pool. */
 nc_code nc_enc_layer_batch_siglip(nc_mmproj_batch *b, const nucleus_mmproj *mm,
                                   const nc_enc_rows *rows, int32_t n,
                                   int32_t il, nc_error *err);

@@ -19,14 +19,9 @@
 
 struct nc_mmproj_batch {
   const nucleus_mmproj *mm;
-  nc_vit vit;  /* the products' scratch (the activation rows quantized) */
-  int64_t cap; /* the patches' rows the buffers below hold */
-  /* [cap, n_embd] each: the normed rows and the products' outputs, Q, K,
-   * V, the attention's output; f: [cap, max(n_ff, n_embd)] (the MLP's
-   * rows, the DeepStack taps' fc1); Qwen3-VL's fused QKV [cap, 3 n_embd],
-   * the taps' normed input [cap, n_embd] and output [cap / 4, n_embd_text]
-   * (NULL for the others) */
-  float *h, *q, *k, *vv, *a, *f, *qkv, *m, *t;
+  nc_vit vit;       /* the products' scratch (the activation rows quantized) */
+  int64_t cap;      /* the patches' rows s holds */
+  nc_enc_scratch s; /* for cap rows (encode.h) */
 };
 
 static bool fused(const nucleus_mmproj *mm) {
@@ -34,10 +29,11 @@ static bool fused(const nucleus_mmproj *mm) {
 }
 
 static void free_bufs(nc_mmproj_batch *b) {
-  float *all[] = {b->h, b->q, b->k, b->vv, b->a, b->f, b->qkv, b->m, b->t};
+  nc_enc_scratch *s = &b->s;
+  float *all[] = {s->h, s->q, s->k, s->vv, s->a, s->f, s->qkv, s->m, s->t};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     free(all[i]);
-  b->h = b->q = b->k = b->vv = b->a = b->f = b->qkv = b->m = b->t = NULL;
+  *s = (nc_enc_scratch){0};
   b->cap = 0;
 }
 
@@ -74,13 +70,14 @@ static nc_code reserve(nc_mmproj_batch *b, int64_t R, nc_error *err) {
   const nucleus_mmproj *mm = b->mm;
   const size_t r = (size_t)R, E = (size_t)mm->n_embd, F = (size_t)mm->n_ff;
   const size_t T = (size_t)mm->n_embd_text, fl = sizeof(float);
-  bool ok = (b->h = malloc(r * E * fl)) && (b->q = malloc(r * E * fl)) &&
-            (b->k = malloc(r * E * fl)) && (b->vv = malloc(r * E * fl)) &&
-            (b->a = malloc(r * E * fl)) &&
-            (b->f = malloc(r * (F > E ? F : E) * fl));
+  nc_enc_scratch *s = &b->s;
+  bool ok = (s->h = malloc(r * E * fl)) && (s->q = malloc(r * E * fl)) &&
+            (s->k = malloc(r * E * fl)) && (s->vv = malloc(r * E * fl)) &&
+            (s->a = malloc(r * E * fl)) &&
+            (s->f = malloc(r * (F > E ? F : E) * fl));
   if (ok && fused(mm))
-    ok = (b->qkv = malloc(r * 3 * E * fl)) && (b->m = malloc(r * E * fl)) &&
-         (b->t = malloc((r / 4 + 1) * T * fl));
+    ok = (s->qkv = malloc(r * 3 * E * fl)) && (s->m = malloc(r * E * fl)) &&
+         (s->t = malloc((r / 4 + 1) * T * fl));
   if (!ok) {
     free_bufs(b);
     return nc_fail(err, NC_ERR_NOMEM,
@@ -99,40 +96,41 @@ static int32_t total_rows(const nc_enc_rows *rows, int32_t n) {
   return R;
 }
 
-/* out (the batch's rows) = norm(x) of each image's rows. */
-static void norm_each(nc_mmproj_batch *b, const nc_enc_rows *rows, int32_t n,
-                      const float *w, const float *bias, float *out) {
-  const int64_t E = b->mm->n_embd;
+/* out (the rows together) = norm(x) of each image's rows. */
+static void norm_each(nc_vit *v, const nucleus_mmproj *mm,
+                      const nc_enc_rows *rows, int32_t n, const float *w,
+                      const float *bias, float *out) {
+  const int64_t E = mm->n_embd;
   int64_t off = 0;
   for (int32_t i = 0; i < n; i++) {
-    nc_vit_layernorm(&b->vit, rows[i].x, w, bias, out + off * E, rows[i].N, E,
-                     b->mm->eps);
+    nc_vit_layernorm(v, rows[i].x, w, bias, out + off * E, rows[i].N, E,
+                     mm->eps);
     off += rows[i].N;
   }
 }
 
 /* Each image's x += its rows of h. */
-static void residual_each(const nc_mmproj_batch *b, const nc_enc_rows *rows,
-                          int32_t n, const float *h) {
-  const int64_t E = b->mm->n_embd;
+static void residual_each(nc_vit *v, const nucleus_mmproj *mm,
+                          const nc_enc_rows *rows, int32_t n, const float *h) {
+  const int64_t E = mm->n_embd;
   int64_t off = 0;
   for (int32_t i = 0; i < n; i++) {
-    nc_vit_add_par(&b->vit, rows[i].x, h + off * E, (int64_t)rows[i].N * E);
+    nc_vit_add_par(v, rows[i].x, h + off * E, (int64_t)rows[i].N * E);
     off += rows[i].N;
   }
 }
 
 /* The attention of each image over its own rows (q, k, vv -> a). */
-static nc_code attention_each(nc_mmproj_batch *b, const nc_enc_rows *rows,
+static nc_code attention_each(nc_vit *v, const nc_enc_scratch *s,
+                              const nucleus_mmproj *mm, const nc_enc_rows *rows,
                               int32_t n, nc_error *err) {
-  const nucleus_mmproj *mm = b->mm;
   const int64_t E = mm->n_embd;
   const int32_t dh = mm->n_embd / mm->n_head;
   int64_t off = 0;
   for (int32_t i = 0; i < n; i++) {
     const int64_t o = off * E;
-    nc_code rc = nc_vit_attention(&b->vit, b->q + o, b->k + o, b->vv + o,
-                                  b->a + o, rows[i].N, mm->n_head, dh,
+    nc_code rc = nc_vit_attention(v, s->q + o, s->k + o, s->vv + o, s->a + o,
+                                  rows[i].N, mm->n_head, dh,
                                   1.0f / sqrtf((float)dh), mm->flash, err);
     if (rc != NC_OK) return rc;
     off += rows[i].N;
@@ -142,103 +140,112 @@ static nc_code attention_each(nc_mmproj_batch *b, const nc_enc_rows *rows,
 
 /* The attention's out product, the residual, the MLP (LayerNorm, up, GELU,
  * down) and its residual: the second half of both layers. */
-static nc_code out_and_mlp(nc_mmproj_batch *b, const nc_vit_layer *L,
+static nc_code out_and_mlp(nc_vit *v, const nc_enc_scratch *s,
+                           const nucleus_mmproj *mm, const nc_vit_layer *L,
                            const nc_enc_rows *rows, int32_t n, int32_t R,
                            nc_error *err) {
-  const int64_t E = b->mm->n_embd, F = b->mm->n_ff;
-  nc_vit *v = &b->vit;
-  nc_code rc = nc_vit_matmul(v, b->a, E, R, &L->wo, L->bo, b->h, E, err);
+  const int64_t E = mm->n_embd, F = mm->n_ff;
+  nc_code rc = nc_vit_matmul(v, s->a, E, R, &L->wo, L->bo, s->h, E, err);
   if (rc != NC_OK) return rc;
-  residual_each(b, rows, n, b->h);
-  norm_each(b, rows, n, L->ln2_w, L->ln2_b, b->h);
-  rc = nc_vit_matmul(v, b->h, E, R, &L->ffn_up, L->ffn_up_b, b->f, F, err);
+  residual_each(v, mm, rows, n, s->h);
+  norm_each(v, mm, rows, n, L->ln2_w, L->ln2_b, s->h);
+  rc = nc_vit_matmul(v, s->h, E, R, &L->ffn_up, L->ffn_up_b, s->f, F, err);
   if (rc != NC_OK) return rc;
-  nc_vit_gelu(v, b->f, (int64_t)R * F);
-  rc = nc_vit_matmul(v, b->f, F, R, &L->ffn_down, L->ffn_down_b, b->h, E, err);
+  nc_vit_gelu(v, s->f, (int64_t)R * F);
+  rc = nc_vit_matmul(v, s->f, F, R, &L->ffn_down, L->ffn_down_b, s->h, E, err);
   if (rc != NC_OK) return rc;
-  residual_each(b, rows, n, b->h);
+  residual_each(v, mm, rows, n, s->h);
   return NC_OK;
+}
+
+nc_code nc_enc_layer_siglip(nc_vit *v, const nc_enc_scratch *s,
+                            const nucleus_mmproj *mm, const nc_enc_rows *rows,
+                            int32_t n, int32_t il, nc_error *err) {
+  const nc_vit_layer *L = &mm->layers[il];
+  const int64_t E = mm->n_embd;
+  const int32_t R = total_rows(rows, n);
+  norm_each(v, mm, rows, n, L->ln1_w, L->ln1_b, s->h);
+  nc_code rc = nc_vit_matmul(v, s->h, E, R, &L->wq, L->bq, s->q, E, err);
+  if (rc == NC_OK)
+    rc = nc_vit_matmul(v, s->h, E, R, &L->wk, L->bk, s->k, E, err);
+  if (rc == NC_OK)
+    rc = nc_vit_matmul(v, s->h, E, R, &L->wv, L->bv, s->vv, E, err);
+  if (rc == NC_OK) rc = attention_each(v, s, mm, rows, n, err);
+  if (rc == NC_OK) rc = out_and_mlp(v, s, mm, L, rows, n, R, err);
+  return rc;
 }
 
 nc_code nc_enc_layer_batch_siglip(nc_mmproj_batch *b, const nucleus_mmproj *mm,
                                   const nc_enc_rows *rows, int32_t n,
                                   int32_t il, nc_error *err) {
-  const nc_vit_layer *L = &mm->layers[il];
-  const int64_t E = mm->n_embd;
-  const int32_t R = total_rows(rows, n);
-  nc_vit *v = &b->vit;
-  nc_code rc = reserve(b, R, err);
+  nc_code rc = reserve(b, total_rows(rows, n), err);
   if (rc != NC_OK) return rc;
-  norm_each(b, rows, n, L->ln1_w, L->ln1_b, b->h);
-  rc = nc_vit_matmul(v, b->h, E, R, &L->wq, L->bq, b->q, E, err);
-  if (rc == NC_OK)
-    rc = nc_vit_matmul(v, b->h, E, R, &L->wk, L->bk, b->k, E, err);
-  if (rc == NC_OK)
-    rc = nc_vit_matmul(v, b->h, E, R, &L->wv, L->bv, b->vv, E, err);
-  if (rc == NC_OK) rc = attention_each(b, rows, n, err);
-  if (rc == NC_OK) rc = out_and_mlp(b, L, rows, n, R, err);
-  return rc;
+  return nc_enc_layer_siglip(&b->vit, &b->s, mm, rows, n, il, err);
 }
 
 /* Qwen3-VL's DeepStack tap after layer L: each image's blocks of 4 patches
  * as rows of 4 n_embd, LayerNorm, fc1, GELU, fc2, into the image's next
  * tap slice (encode_qwen3vl.c's merger). */
-static nc_code tap(nc_mmproj_batch *b, const nc_vit_layer *L,
-                   const nc_enc_rows *rows, int32_t n, int32_t R,
-                   nc_error *err) {
-  const nucleus_mmproj *mm = b->mm;
+static nc_code tap(nc_vit *v, const nc_enc_scratch *s, const nucleus_mmproj *mm,
+                   const nc_vit_layer *L, const nc_enc_rows *rows, int32_t n,
+                   int32_t R, nc_error *err) {
   const int64_t E = mm->n_embd, M = 4 * E, T = mm->n_embd_text;
   const int64_t stride = T * (1 + mm->n_deepstack);
-  nc_vit *v = &b->vit;
   int64_t off = 0;
   for (int32_t i = 0; i < n; i++) { /* the blocks: each image's N / 4 */
     if (L->ds_norm_w)
-      nc_vit_layernorm(v, rows[i].x, L->ds_norm_w, L->ds_norm_b, b->m + off * E,
+      nc_vit_layernorm(v, rows[i].x, L->ds_norm_w, L->ds_norm_b, s->m + off * E,
                        rows[i].N / 4, M, mm->eps);
     else
-      memcpy(b->m + off * E, rows[i].x,
+      memcpy(s->m + off * E, rows[i].x,
              sizeof(float) * (size_t)rows[i].N * (size_t)E);
     off += rows[i].N;
   }
   nc_code rc =
-      nc_vit_matmul(v, b->m, M, R / 4, &L->ds_fc1, L->ds_fc1_b, b->f, M, err);
+      nc_vit_matmul(v, s->m, M, R / 4, &L->ds_fc1, L->ds_fc1_b, s->f, M, err);
   if (rc != NC_OK) return rc;
-  nc_vit_gelu(v, b->f, (int64_t)(R / 4) * M);
-  rc = nc_vit_matmul(v, b->f, M, R / 4, &L->ds_fc2, L->ds_fc2_b, b->t, T, err);
+  nc_vit_gelu(v, s->f, (int64_t)(R / 4) * M);
+  rc = nc_vit_matmul(v, s->f, M, R / 4, &L->ds_fc2, L->ds_fc2_b, s->t, T, err);
   if (rc != NC_OK) return rc;
   int64_t blk = 0;
   for (int32_t i = 0; i < n; i++) {
     const int32_t tp = ++*rows[i].tap;
     for (int32_t j = 0; j < rows[i].N / 4; j++)
-      memcpy(rows[i].out + T * tp + j * stride, b->t + (blk + j) * T,
+      memcpy(rows[i].out + T * tp + j * stride, s->t + (blk + j) * T,
              sizeof(float) * (size_t)T);
     blk += rows[i].N / 4;
   }
   return NC_OK;
 }
 
-nc_code nc_enc_layer_batch_qwen3vl(nc_mmproj_batch *b, const nucleus_mmproj *mm,
-                                   const nc_enc_rows *rows, int32_t n,
-                                   int32_t il, nc_error *err) {
+nc_code nc_enc_layer_qwen3vl(nc_vit *v, const nc_enc_scratch *s,
+                             const nucleus_mmproj *mm, const nc_enc_rows *rows,
+                             int32_t n, int32_t il, nc_error *err) {
   const nc_vit_layer *L = &mm->layers[il];
   const int64_t E = mm->n_embd;
   const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
   const int32_t R = total_rows(rows, n);
-  nc_code rc = reserve(b, R, err);
+  norm_each(v, mm, rows, n, L->ln1_w, L->ln1_b, s->h);
+  nc_code rc =
+      nc_vit_matmul(v, s->h, E, R, &L->wqkv, L->bqkv, s->qkv, 3 * E, err);
   if (rc != NC_OK) return rc;
-  norm_each(b, rows, n, L->ln1_w, L->ln1_b, b->h);
-  rc =
-      nc_vit_matmul(&b->vit, b->h, E, R, &L->wqkv, L->bqkv, b->qkv, 3 * E, err);
-  if (rc != NC_OK) return rc;
-  int64_t g = 0; /* the batch's row */
+  int64_t g = 0; /* the rows' first, of image i */
   for (int32_t i = 0; i < n; i++) {
-    nc_vit_split_qkv_rope(&b->vit, b->qkv + g * 3 * E, b->q + g * E,
-                          b->k + g * E, b->vv + g * E, rows[i].N, E, H, dh,
-                          rows[i].cs, rows[i].sn);
+    nc_vit_split_qkv_rope(v, s->qkv + g * 3 * E, s->q + g * E, s->k + g * E,
+                          s->vv + g * E, rows[i].N, E, H, dh, rows[i].cs,
+                          rows[i].sn);
     g += rows[i].N;
   }
-  rc = attention_each(b, rows, n, err);
-  if (rc == NC_OK) rc = out_and_mlp(b, L, rows, n, R, err);
-  if (rc == NC_OK && L->ds_fc1.data) rc = tap(b, L, rows, n, R, err);
+  rc = attention_each(v, s, mm, rows, n, err);
+  if (rc == NC_OK) rc = out_and_mlp(v, s, mm, L, rows, n, R, err);
+  if (rc == NC_OK && L->ds_fc1.data) rc = tap(v, s, mm, L, rows, n, R, err);
   return rc;
+}
+
+nc_code nc_enc_layer_batch_qwen3vl(nc_mmproj_batch *b, const nucleus_mmproj *mm,
+                                   const nc_enc_rows *rows, int32_t n,
+                                   int32_t il, nc_error *err) {
+  nc_code rc = reserve(b, total_rows(rows, n), err);
+  if (rc != NC_OK) return rc;
+  return nc_enc_layer_qwen3vl(&b->vit, &b->s, mm, rows, n, il, err);
 }

@@ -29,35 +29,14 @@ static void free_state(void *st) {
   free(es);
 }
 
+/* Vision layer il: the batched layer over this encode's rows alone. */
 static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
   enc *es = st;
   nc_vit_bufs *b = &es->b;
-  const nucleus_mmproj *mm = es->mm;
-  const nc_vit_layer *L = &mm->layers[il];
-  const int32_t N = es->N;
-  const int64_t E = mm->n_embd, F = mm->n_ff;
-  const int32_t dh = mm->n_embd / mm->n_head;
-  nc_vit_layernorm(v, b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
-  nc_code rc = nc_vit_matmul(v, b->h, E, N, &L->wq, L->bq, b->q, E, err);
-  if (rc == NC_OK)
-    rc = nc_vit_matmul(v, b->h, E, N, &L->wk, L->bk, b->k, E, err);
-  if (rc == NC_OK)
-    rc = nc_vit_matmul(v, b->h, E, N, &L->wv, L->bv, b->v, E, err);
-  if (rc == NC_OK)
-    rc = nc_vit_attention(v, b->q, b->k, b->v, b->a, N, mm->n_head, dh,
-                          1.0f / sqrtf((float)dh), mm->flash, err);
-  if (rc == NC_OK)
-    rc = nc_vit_matmul(v, b->a, E, N, &L->wo, L->bo, b->h, E, err);
-  if (rc != NC_OK) return rc;
-  nc_vit_add(b->x, b->h, (int64_t)N * E);
-  nc_vit_layernorm(v, b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
-  rc = nc_vit_matmul(v, b->h, E, N, &L->ffn_up, L->ffn_up_b, b->f, F, err);
-  if (rc != NC_OK) return rc;
-  nc_vit_gelu(v, b->f, (int64_t)N * F);
-  rc = nc_vit_matmul(v, b->f, F, N, &L->ffn_down, L->ffn_down_b, b->h, E, err);
-  if (rc != NC_OK) return rc;
-  nc_vit_add(b->x, b->h, (int64_t)N * E);
-  return NC_OK;
+  const nc_enc_rows r = {.x = b->x, .N = es->N};
+  const nc_enc_scratch s = {
+      .h = b->h, .q = b->q, .k = b->k, .vv = b->v, .a = b->a, .f = b->f};
+  return nc_enc_layer_siglip(v, &s, es->mm, &r, 1, il, err);
 }
 
 static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,

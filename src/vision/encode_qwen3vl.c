@@ -73,43 +73,17 @@ typedef struct bufs {
   float *out;
   int32_t N;   /* patches */
   int32_t tap; /* DeepStack taps done */
-  float *x, *h, *qkv, *q, *k, *v, *a, *f, *in, *m, *cs, *sn;
+  float *x, *h, *qkv, *q, *k, *v, *a, *f, *in, *m, *t, *cs, *sn;
 } bufs;
 
 static void free_state(void *st) {
   bufs *b = st;
   if (!b) return;
-  float *all[] = {b->x, b->h, b->qkv, b->q, b->k,  b->v,
-                  b->a, b->f, b->in,  b->m, b->cs, b->sn};
+  float *all[] = {b->x, b->h,  b->qkv, b->q, b->k,  b->v, b->a,
+                  b->f, b->in, b->m,   b->t, b->cs, b->sn};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     free(all[i]);
   free(b);
-}
-
-static nc_code vit_layer(const nucleus_mmproj *mm, nc_vit *v,
-                         const nc_vit_layer *L, bufs *b, int32_t N,
-                         nc_error *err) {
-  const int64_t E = mm->n_embd, F = mm->n_ff;
-  const int32_t H = mm->n_head, dh = mm->n_embd / mm->n_head;
-  nc_vit_layernorm(v, b->x, L->ln1_w, L->ln1_b, b->h, N, E, mm->eps);
-  nc_code rc =
-      nc_vit_matmul(v, b->h, E, N, &L->wqkv, L->bqkv, b->qkv, 3 * E, err);
-  if (rc != NC_OK) return rc;
-  nc_vit_split_qkv_rope(v, b->qkv, b->q, b->k, b->v, N, E, H, dh, b->cs, b->sn);
-  rc = nc_vit_attention(v, b->q, b->k, b->v, b->a, N, H, dh,
-                        1.0f / sqrtf((float)dh), mm->flash, err);
-  if (rc == NC_OK)
-    rc = nc_vit_matmul(v, b->a, E, N, &L->wo, L->bo, b->h, E, err);
-  if (rc != NC_OK) return rc;
-  nc_vit_add_par(v, b->x, b->h, (int64_t)N * E);
-  nc_vit_layernorm(v, b->x, L->ln2_w, L->ln2_b, b->h, N, E, mm->eps);
-  rc = nc_vit_matmul(v, b->h, E, N, &L->ffn_up, L->ffn_up_b, b->f, F, err);
-  if (rc != NC_OK) return rc;
-  nc_vit_gelu(v, b->f, (int64_t)N * F);
-  rc = nc_vit_matmul(v, b->f, F, N, &L->ffn_down, L->ffn_down_b, b->h, E, err);
-  if (rc != NC_OK) return rc;
-  nc_vit_add_par(v, b->x, b->h, (int64_t)N * E);
-  return NC_OK;
 }
 
 /* rows (N / 4 of M = 4 n_embd, from x) through norm (when w), fc1, GELU,
@@ -158,11 +132,12 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
   b->a = malloc((size_t)N * E * sizeof *b->a);
   b->f = malloc((size_t)N * (F > E ? F : E) * sizeof *b->f);
   b->m = malloc((size_t)N * E * sizeof *b->m);
+  b->t = malloc((size_t)(N / 4 + 1) * T * sizeof *b->t);
   b->cs = malloc((size_t)N * (dh / 2) * sizeof *b->cs);
   b->sn = malloc((size_t)N * (dh / 2) * sizeof *b->sn);
   nc_code rc = NC_OK;
   if (!rgb || !img || !b->in || !b->x || !b->h || !b->qkv || !b->q || !b->k ||
-      !b->v || !b->a || !b->f || !b->m || !b->cs || !b->sn)
+      !b->v || !b->a || !b->f || !b->m || !b->t || !b->cs || !b->sn)
     rc = nc_fail(err, NC_ERR_NOMEM, "vision: out of memory for %d patches",
                  (int)N);
   if (rc == NC_OK && dh / 2 > 512)
@@ -210,20 +185,24 @@ static nc_code begin(const nucleus_mmproj *mm, const nucleus_image *image,
   return rc;
 }
 
-/* Layer il, then its DeepStack tap (the tap's rows into out). */
+static void rows(void *st, nc_enc_rows *r);
+
+/* Layer il, then its DeepStack tap (the tap's rows into out): the batched
+ * layer over this encode's rows alone. */
 static nc_code layer(void *st, nc_vit *v, int32_t il, nc_error *err) {
   bufs *b = st;
-  const nucleus_mmproj *mm = b->mm;
-  const nc_vit_layer *L = &mm->layers[il];
-  const int64_t T = mm->n_embd_text, stride = T * (1 + mm->n_deepstack);
-  nc_code rc = vit_layer(mm, v, L, b, b->N, err);
-  if (rc == NC_OK && L->ds_fc1.data) {
-    b->tap++;
-    rc = merger(mm, v, b->x, b->N / 4, L->ds_norm_w, L->ds_norm_b, &L->ds_fc1,
-                L->ds_fc1_b, &L->ds_fc2, L->ds_fc2_b, b->f, b->m,
-                b->out + T * b->tap, stride, err);
-  }
-  return rc;
+  nc_enc_rows r;
+  rows(st, &r);
+  const nc_enc_scratch s = {.h = b->h,
+                            .q = b->q,
+                            .k = b->k,
+                            .vv = b->v,
+                            .a = b->a,
+                            .f = b->f,
+                            .qkv = b->qkv,
+                            .m = b->m,
+                            .t = b->t};
+  return nc_enc_layer_qwen3vl(v, &s, b->mm, &r, 1, il, err);
 }
 
 static nc_code finish(void *st, nc_vit *v, nc_error *err) {
