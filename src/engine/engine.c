@@ -696,8 +696,8 @@ static void draft_costs(const nucleus_engine *e, int32_t planned, double *cost,
   memcpy(mtp_cost, cost, sizeof *cost * (NUCLEUS_MAX_DRAFT + 1));
   const double row = nc_spec_row_ms(&e->spec_cost, planned);
   if (e->params.spec_row_cost > 0 || !(row > 0)) return;
-  nc_spec_add_drafter_costs(e->draft_cost.ms / row, NUCLEUS_MAX_DRAFT,
-                            model_cost);
+  nc_spec_add_drafter_costs(nc_spec_draft_ms(e, planned) / row,
+                            NUCLEUS_MAX_DRAFT, model_cost);
   nc_spec_add_drafter_costs(e->mtp_cost.ms / row, NUCLEUS_MAX_DRAFT, mtp_cost);
 }
 

@@ -48,6 +48,8 @@ typedef struct nc_spec_state {
   float *q; /* the draft model's (or MTP head's) distributions of this
                step's drafts ([draft_max, n_vocab], made on its first
                draft) */
+  /* the tries in a row after which no draft length paid (spec.c) */
+  int32_t probes;
 } nc_spec_state;
 
 typedef struct completion {
@@ -171,8 +173,8 @@ struct nucleus_engine {
   /* prompt rows' forward times beside them (prefill_budget.h) */
   nc_prompt_cost prompt_cost;
   nc_step_trace *trace; /* NUCLEUS_STEP_TRACE's file, or NULL */
-  /* the draft model's and the MTP head's own time per draft */
-  nc_spec_drafter_cost draft_cost, mtp_cost;
+  /* the MTP head's own time per draft (the draft model's: spec_draft.c) */
+  nc_spec_drafter_cost mtp_cost;
   /* Image encoding in the steps (engine_image_jobs.c): a step's FLOPs,
    * the group after the one whose job ran last (round robin). */
   double image_budget;
@@ -280,6 +282,15 @@ void nc_spec_draft_free(nc_spec_draft *d);
  * position for all. Sets each spec.n_draft (0 below draft_min; fewer when
  * the draft's KV pool is short) and clears spec.draft_room. */
 void nc_spec_draft_batch(nucleus_engine *e, completion *const *cs, int32_t n);
+/* What one draft costs (CPU ms) where `rows` completions draft together:
+ * the draft model's forward call of that many rows, its drafts' sampling
+ * included, over the rows (its timed calls by row count, spec_policy.h's
+ * nc_spec_row_ms); 0 until two row counts are timed. The catch-up of a
+ * draft sequence over the tokens since its last draft (its prompt, on the
+ * first) is timed by its row count too, so it is not charged to the
+ * drafts: rows past a step's one or two are a one-time cost, not a
+ * draft's. */
+double nc_spec_draft_ms(const nucleus_engine *e, int32_t rows);
 /* Keeps the draft sequence's first len positions (the kept tokens). */
 void nc_spec_draft_truncate(nucleus_engine *e, completion *c, int32_t len);
 /* Frees c's draft sequence (when c leaves the KV cache). */

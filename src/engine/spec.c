@@ -33,15 +33,15 @@
  * the step is plain: the n-gram and prediction drafters still look their
  * first draft up, and whether the model's token equals it updates the
  * acceptance for free; the draft model and beams, whose drafts are not
- * free to look at, try one draft every NC_SPEC_PROBE_EVERY plain steps. */
+ * free to look at, try one draft now and then: every NC_SPEC_PROBE_EVERY
+ * plain steps, less often while tries bring no drafting back
+ * (nc_spec_probe_interval). */
 #include <string.h>
 
 #include "engine_internal.h"
 #include "sampling/spec_ngram.h"
 #include "sampling/spec_policy.h"
 #include "sampling/spec_verify.h"
-
-enum { NC_SPEC_PROBE_EVERY = 8 };
 
 static int32_t min_i32(int32_t a, int32_t b) {
   return a < b ? a : b;
@@ -160,7 +160,12 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   if (found <= 0) return 0;
   const double a = spec_rate(g, sp);
   int32_t k = nc_spec_best_length(a, cost, found);
-  if (k == 0 && !shadows && ++sp->idle >= NC_SPEC_PROBE_EVERY) k = 1;
+  if (k > 0) {
+    sp->probes = 0;
+  } else if (!shadows && ++sp->idle >= nc_spec_probe_interval(sp->probes)) {
+    k = 1; /* a try: fewer while tries do not bring drafting back */
+    if (sp->probes < NC_SPEC_PROBE_MAX) sp->probes++;
+  }
   /* the draft model and the MTP head draft later, for every completion at
    * once: room for k drafts is set aside now */
   int32_t n = k;

@@ -17,7 +17,12 @@
  * (spec_verify.h), which keeps the model's distribution whatever q is.
  * After verification the draft sequence keeps the kept tokens only. The
  * completions of one request (n > 1) share the draft's prompt K/V (a fork
- * of the first one's, once its prompt is in). */
+ * of the first one's, once its prompt is in). Each forward call is timed
+ * (CPU time, its drafts' sampling included) by its row count: a draft
+ * costs the policy a call's time per row at the step's row count
+ * (nc_spec_draft_ms), and the catch-up of the steps that drafted nothing
+ * (the prompt, on the first draft) stays a one-time cost, timed at its own
+ * count. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +52,9 @@ struct nc_spec_draft {
   nc_sample_workspace *ws;
   int32_t *ids;
   double *probs;
+  /* the forward calls' CPU time, their drafts' sampling included, by row
+   * count: what a draft costs (nc_spec_draft_ms) */
+  nc_spec_cost fwd;
 };
 
 /* The draft's vocabulary is the model's, token by token. */
@@ -176,11 +184,14 @@ static void sample_next(nucleus_engine *e, nc_spec_draft *d, draft_job *j,
  * false when the forward failed (every job stops drafting). */
 static bool flush(nucleus_engine *e, nc_spec_draft *d, int32_t n_jobs) {
   if (d->batch.n_tokens == 0) return true;
+  const double t0 = nc_engine_cpu_ms();
   bool ok = nc_context_forward(d->ctx, &d->batch, d->logits, NULL) == NC_OK;
   e->stats.spec_draft_forwards_total++;
   for (int32_t r = 0; r < d->n_row_jobs && ok; r++)
     sample_next(e, d, &d->jobs[d->row_job[r]],
                 d->logits + (size_t)r * (size_t)e->n_vocab);
+  if (ok)
+    nc_spec_cost_observe(&d->fwd, d->batch.n_tokens, nc_engine_cpu_ms() - t0);
   for (int32_t i = 0; i < n_jobs && !ok; i++)
     d->jobs[i].live = false;
   nc_batch_clear(&d->batch);
@@ -265,7 +276,6 @@ static void catch_up(nucleus_engine *e, nc_spec_draft *d, int32_t n_jobs,
 void nc_spec_draft_batch(nucleus_engine *e, completion *const *cs, int32_t n) {
   nc_spec_draft *d = e->draft;
   const int32_t V = e->n_vocab;
-  const double t0 = nc_engine_cpu_ms();
   int32_t n_jobs = 0;
   for (int32_t i = 0; i < n && d; i++) {
     completion *c = cs[i];
@@ -303,18 +313,18 @@ void nc_spec_draft_batch(nucleus_engine *e, completion *const *cs, int32_t n) {
     if (d->batch.n_tokens == 0) break;
     ok = flush(e, d, n_jobs);
   }
-  int32_t drafted = 0;
   for (int32_t i = 0; i < n_jobs; i++) {
     draft_job *j = &d->jobs[i];
     nc_spec_state *sp = &j->c->spec;
     sp->n_draft =
         j->k >= j->c->owner->req->params.speculative.draft_min ? j->k : 0;
     sp->draft_room = 0;
-    drafted += j->k;
     nc_sampler_free(j->s);
   }
-  /* the catch-up rows count too: what this drafter costs per draft */
-  nc_spec_drafter_observe(&e->draft_cost, nc_engine_cpu_ms() - t0, drafted);
   for (int32_t i = 0; i < n; i++)
     cs[i]->spec.draft_room = 0;
+}
+
+double nc_spec_draft_ms(const nucleus_engine *e, int32_t rows) {
+  return e->draft ? nc_spec_row_ms(&e->draft->fwd, rows) : 0;
 }

@@ -47,6 +47,13 @@ double nc_spec_accept_rate_in(const nc_spec_accept *part,
   return v < 0 ? 0 : v > 1 ? 1 : v;
 }
 
+int32_t nc_spec_probe_interval(int32_t probes) {
+  int32_t n = NC_SPEC_PROBE_EVERY;
+  for (int32_t i = 0; i < probes && n < NC_SPEC_PROBE_MAX; i++)
+    n *= 2;
+  return n < NC_SPEC_PROBE_MAX ? n : NC_SPEC_PROBE_MAX;
+}
+
 double nc_spec_expected_tokens(double a, int32_t k) {
   if (k <= 0) return 1;
   if (a >= 1) return k + 1;

@@ -15,9 +15,13 @@
  * last try.
  * c is measured per engine (nc_spec_cost): the forward calls' times by
  * their row count; a count not timed yet is estimated from the timed ones
- * around it (nc_spec_cost_ms). A drafter that runs a model (a draft model,
- * an MTP head) adds its own time per draft (nc_spec_drafter_cost): k
- * drafts cost k of those more.
+ * around it (nc_spec_cost_ms). A drafter that runs a model adds its own
+ * time per draft: k drafts cost k of those more. An MTP head's is its
+ * smoothed time per draft (nc_spec_drafter_cost); a draft model's its
+ * forward call's time per row, the calls timed by row count as c is (an
+ * nc_spec_cost: spec_draft.c), so that a draft sequence's catch-up (its
+ * prompt, the tokens of the steps that drafted nothing) is not charged to
+ * the next drafts.
  * Nothing here changes a sampled token: it only decides how many rows a
  * step feeds. */
 #ifndef NC_SPEC_POLICY_H
@@ -41,6 +45,9 @@
 #define NC_SPEC_PRIOR_BETA 0.2
 /* A row costs at most this many decode steps in the estimates. */
 #define NC_SPEC_MAX_BETA 4.0
+/* Plain steps between a model drafter's tries (nc_spec_probe_interval). */
+#define NC_SPEC_PROBE_EVERY 8
+#define NC_SPEC_PROBE_MAX 64
 
 typedef struct nc_spec_accept {
   double kept, tried; /* discounted counts */
@@ -53,6 +60,15 @@ void nc_spec_accept_init(nc_spec_accept *s);
 void nc_spec_accept_observe(nc_spec_accept *s, int32_t kept, int32_t drafted);
 /* The estimated chance that a draft is kept, in [0, 1]. */
 double nc_spec_accept_rate(const nc_spec_accept *s);
+/* A drafter whose drafts are not free to look at (a draft model, an MTP
+ * head; a beam's), when no draft length pays, still tries one draft now
+ * and then to learn its acceptance again: after this many plain steps,
+ * NC_SPEC_PROBE_EVERY doubled for each of the last `probes` tries in a row
+ * after which no length paid still, up to NC_SPEC_PROBE_MAX (a draft
+ * model's try costs its catch-up over the steps since the last: where
+ * drafts seldom pay, as at a high temperature, tries must be rare to cost
+ * next to nothing). */
+int32_t nc_spec_probe_interval(int32_t probes);
 
 /* A part of a completion's drafts (the n-gram drafter's match classes,
  * spec_ngram.h) keeps its own discounted counts, starting from none, and

@@ -322,6 +322,59 @@ static void drafter_costs(void **state) {
   assert_memory_equal(with, cost, sizeof cost);
 }
 
+/* The draft model's cost per draft is its forward call's time per row at
+ * the step's row count (spec_draft.c times its calls by row count, as the
+ * target's): its prompt's catch-up (40 rows) and a try's (8 rows after 8
+ * plain steps) are timed at their own counts and leave the one-row time
+ * alone, so the pair at T = 0 (95% kept, a draft at 0.4 of a target step)
+ * drafts long; charged to its one draft, as stop 56's accounting did,
+ * the same catch-up would make drafting never pay. */
+static void draft_model_costs(void **state) {
+  (void)state;
+  nc_spec_cost target = {0}, draft = {0};
+  for (int32_t rep = 0; rep < 4; rep++)
+    for (int32_t r = 1; r <= 9; r++)
+      nc_spec_cost_observe(&target, r, 10 + 0.2 * (r - 1));
+  nc_spec_cost_observe(&draft, 40, 30.0); /* the prompt */
+  for (int32_t rep = 0; rep < 6; rep++) {
+    nc_spec_cost_observe(&draft, 2, 4.3); /* catch-up and first draft */
+    nc_spec_cost_observe(&draft, 1, 4.0); /* the drafts after it */
+  }
+  nc_spec_cost_observe(&draft, 8, 6.0); /* a try's catch-up */
+  assert_true(fabs(nc_spec_row_ms(&draft, 1) - 4.0) < 1e-9);
+  double cost[9], with[9];
+  nc_spec_measured_costs(&target, 1, 8, cost);
+  memcpy(with, cost, sizeof cost);
+  nc_spec_add_drafter_costs(
+      nc_spec_row_ms(&draft, 1) / nc_spec_row_ms(&target, 1), 8, with);
+  const int32_t k = nc_spec_best_length(0.95, with, 8);
+  assert_true(k >= 4);
+  assert_true(nc_spec_expected_tokens(0.95, k) / with[k] > 1.5);
+  /* a draft charged with the prompt's catch-up: nothing pays */
+  memcpy(with, cost, sizeof cost);
+  nc_spec_add_drafter_costs(34.0 / nc_spec_row_ms(&target, 1), 8, with);
+  assert_int_equal(nc_spec_best_length(0.95, with, 8), 0);
+  /* at a high temperature (30% kept) the cheap draft does not pay either */
+  memcpy(with, cost, sizeof cost);
+  nc_spec_add_drafter_costs(0.4, 8, with);
+  assert_int_equal(nc_spec_best_length(0.3, with, 8), 0);
+}
+
+/* Tries of a drafter whose drafts are not free to look at: every 8 plain
+ * steps, then twice as far apart for each try after which no length paid
+ * still, at most 64 (a try after 64 plain steps costs the draft model a
+ * catch-up of 64 rows: about 2% of those steps for the pair). */
+static void probe_interval(void **state) {
+  (void)state;
+  assert_int_equal(nc_spec_probe_interval(0), NC_SPEC_PROBE_EVERY);
+  assert_int_equal(nc_spec_probe_interval(1), 2 * NC_SPEC_PROBE_EVERY);
+  assert_int_equal(nc_spec_probe_interval(2), 4 * NC_SPEC_PROBE_EVERY);
+  assert_int_equal(nc_spec_probe_interval(3), NC_SPEC_PROBE_MAX);
+  assert_int_equal(nc_spec_probe_interval(4), NC_SPEC_PROBE_MAX);
+  assert_int_equal(nc_spec_probe_interval(1 << 30), NC_SPEC_PROBE_MAX);
+  assert_int_equal(nc_spec_probe_interval(-1), NC_SPEC_PROBE_EVERY);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(expected_tokens),
@@ -332,6 +385,8 @@ int main(void) {
       cmocka_unit_test(cost_fit),
       cmocka_unit_test(policy_follows_the_curve),
       cmocka_unit_test(drafter_costs),
+      cmocka_unit_test(draft_model_costs),
+      cmocka_unit_test(probe_interval),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
