@@ -7,7 +7,8 @@ For each task of bench/speculative.py (quote, code) and temperature, this
 runs --spec off, ngram and (code) prediction (with --draft FILE: --spec
 off and the draft model, --model-draft FILE), interleaved, --rounds times,
 and prints each mode's median generation CPU time (the run's user+sys time
-less that of the same prompt with -n 1, the load and prefill) and its
+less that of the same prompt with -n 1, the load and prefill: with the
+draft model's load for its rows) and its
 ratio to --spec off's (above 1: drafting is cheaper than plain decoding).
 --bin may be given twice (before/after builds): each gets its own rows.
 
@@ -94,9 +95,11 @@ def main():
             modes = ["off", "draft"]
         for temp in [float(t) for t in args.temps.split(",")]:
             for b in bins:
-                base = statistics.median(
-                    cpu_of(command(args, b, prompt, temp, "off", 1))[0]
+                # the load and prefill: a draft model's run loads it too
+                base = {m: statistics.median(
+                    cpu_of(command(args, b, prompt, temp, m, 1))[0]
                     for _ in range(args.rounds))
+                    for m in (["off", "draft"] if args.draft else ["off"])}
                 cpu = {m: [] for m in modes}
                 kept = {m: [0, 0] for m in modes}
                 text = None
@@ -111,7 +114,7 @@ def main():
                         elif out != text and (m != "draft" or temp == 0):
                             sys.exit(f"{task} T={temp} {m}: the text differs "
                                      "from --spec off's")
-                        cpu[m].append(used - base)
+                        cpu[m].append(used - base.get(m, base["off"]))
                         kept[m][0] += acc
                         kept[m][1] += dr
                 off = statistics.median(cpu["off"])

@@ -685,7 +685,10 @@ double nc_engine_cpu_ms(void) {
  * the engine params' fixed row cost, or what its timed decode steps give
  * (spec_policy.h); model_cost / mtp_cost: the same plus the draft model's /
  * MTP head's own time per draft, measured (none with a fixed row cost, so
- * that tests' draft counts do not follow the machine's timings). */
+ * that tests' draft counts do not follow the machine's timings); the draft
+ * model's with its verification's sampling per row too (rejection sampling
+ * against q: at T > 0 a draft's row costs that much more than the forward's
+ * share, which decided drafts that did not pay at T = 1.5 and 2). */
 static void draft_costs(const nucleus_engine *e, int32_t planned, double *cost,
                         double *model_cost, double *mtp_cost) {
   if (e->params.spec_row_cost > 0)
@@ -696,7 +699,8 @@ static void draft_costs(const nucleus_engine *e, int32_t planned, double *cost,
   memcpy(mtp_cost, cost, sizeof *cost * (NUCLEUS_MAX_DRAFT + 1));
   const double row = nc_spec_row_ms(&e->spec_cost, planned);
   if (e->params.spec_row_cost > 0 || !(row > 0)) return;
-  nc_spec_add_drafter_costs(nc_spec_draft_ms(e, planned) / row,
+  nc_spec_add_drafter_costs((nc_spec_draft_ms(e, planned) + e->verify_cost.ms) /
+                                row,
                             NUCLEUS_MAX_DRAFT, model_cost);
   nc_spec_add_drafter_costs(e->mtp_cost.ms / row, NUCLEUS_MAX_DRAFT, mtp_cost);
 }
@@ -1221,7 +1225,12 @@ static bool step(nucleus_engine *e) {
       const float *logits =
           e->logits + (size_t)e->step.row_at[r] * (size_t)e->n_vocab;
       if (ck->spec.n_draft > 0) { /* the drafts, then the token after them */
+        const double tv = nc_engine_cpu_ms();
+        const int32_t rows = ck->spec.n_draft + 1;
         nc_spec_verify_step(e, g, ck, logits);
+        if (g->req->params.speculative.type == NUCLEUS_SPEC_DRAFT)
+          nc_spec_drafter_observe(&e->verify_cost, nc_engine_cpu_ms() - tv,
+                                  rows);
         continue;
       }
       /* before min_tokens, and while an answer grammar waits for the end

@@ -173,8 +173,9 @@ struct nucleus_engine {
   /* prompt rows' forward times beside them (prefill_budget.h) */
   nc_prompt_cost prompt_cost;
   nc_step_trace *trace; /* NUCLEUS_STEP_TRACE's file, or NULL */
-  /* the MTP head's own time per draft (the draft model's: spec_draft.c) */
-  nc_spec_drafter_cost mtp_cost;
+  /* the MTP head's own time per draft (the draft model's: spec_draft.c);
+   * the draft model's verify steps' sampling per row */
+  nc_spec_drafter_cost mtp_cost, verify_cost;
   /* Image encoding in the steps (engine_image_jobs.c): a step's FLOPs,
    * the group after the one whose job ran last (round robin). */
   double image_budget;
