@@ -408,11 +408,14 @@ vtile_rc(const int R, const int C, const bool half, int64_t nk, const void *w,
     }
 }
 
-static void vtile_avx512(int64_t nk, const float *w, size_t ws, int nw,
-                         const float *a, size_t as, int na, float *out,
-                         size_t os) {
+/* The tile of nw weight rows (1-2) by na activation rows (1-3); the
+ * weights F32 or, when half, F16 (halves, ws apart). Always inlined, so
+ * each caller's half is a constant and vtile_rc specialises on it. */
+static inline __attribute__((always_inline)) void
+vtile_of(bool half, int64_t nk, const void *w, size_t ws, int nw,
+         const float *a, size_t as, int na, float *out, size_t os) {
 #define VT(R_, C_)                                                             \
-  case (R_)*4 + (C_): vtile_rc(R_, C_, false, nk, w, ws, a, as, out, os); break
+  case (R_)*4 + (C_): vtile_rc(R_, C_, half, nk, w, ws, a, as, out, os); break
   switch (nw * 4 + na) {
     VT(1, 1);
     VT(1, 2);
@@ -425,22 +428,16 @@ static void vtile_avx512(int64_t nk, const float *w, size_t ws, int nw,
 #undef VT
 }
 
-/* vtile_avx512 with the weights read as F16 (w: halves, ws apart). */
+static void vtile_avx512(int64_t nk, const float *w, size_t ws, int nw,
+                         const float *a, size_t as, int na, float *out,
+                         size_t os) {
+  vtile_of(false, nk, w, ws, nw, a, as, na, out, os);
+}
+
 static void vtile_h16(int64_t nk, const nc_fp16 *w, size_t ws, int nw,
                       const float *a, size_t as, int na, float *out,
                       size_t os) {
-#define VT(R_, C_)                                                             \
-  case (R_)*4 + (C_): vtile_rc(R_, C_, true, nk, w, ws, a, as, out, os); break
-  switch (nw * 4 + na) {
-    VT(1, 1);
-    VT(1, 2);
-    VT(1, 3);
-    VT(2, 1);
-    VT(2, 2);
-    VT(2, 3);
-  default: break;
-  }
-#undef VT
+  vtile_of(true, nk, w, ws, nw, a, as, na, out, os);
 }
 
 /* gemm_few (decode rows in ggml_vec_dot_f16's order): up to VEC_CHUNK
