@@ -5,10 +5,11 @@
  * whatever the rows beside it (kernels.h, "Batch invariance": gemm,
  * vec_dot_rows and vec_dot agree). What mixes an image's rows, the
  * attention, runs per image; what goes row by row (the norms, RoPE, the
- * residual adds) on each image's own rows, the GELU over all of them. The
- * steps and their order are the encoder's layer (encode_gemma3.c,
- * encode_qwen3vl.c), so each image's rows are the bits of its encode
- * alone (tests/unit/test_mmproj_batch.c). */
+ * residual adds) on each image's own rows, the GELU over all of them.
+ * These are the encoders' layers themselves (an encode alone runs them
+ * with n = 1 in its own scratch: encode_gemma3.c, encode_qwen3vl.c), so
+ * each image's rows are the bits of its encode alone
+ * (tests/unit/test_mmproj_batch.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
