@@ -176,12 +176,24 @@ nc_code nc_enc_layer_siglip(nc_vit *v, const nc_enc_scratch *s,
   return rc;
 }
 
+typedef nc_code (*enc_layer_fn)(nc_vit *v, const nc_enc_scratch *s,
+                                const nucleus_mmproj *mm,
+                                const nc_enc_rows *rows, int32_t n, int32_t il,
+                                nc_error *err);
+
+/* layer over the n encodes' rows in b's scratch, grown to their sum. */
+static nc_code in_batch(enc_layer_fn layer, nc_mmproj_batch *b,
+                        const nucleus_mmproj *mm, const nc_enc_rows *rows,
+                        int32_t n, int32_t il, nc_error *err) {
+  nc_code rc = reserve(b, total_rows(rows, n), err);
+  if (rc != NC_OK) return rc;
+  return layer(&b->vit, &b->s, mm, rows, n, il, err);
+}
+
 nc_code nc_enc_layer_batch_siglip(nc_mmproj_batch *b, const nucleus_mmproj *mm,
                                   const nc_enc_rows *rows, int32_t n,
                                   int32_t il, nc_error *err) {
-  nc_code rc = reserve(b, total_rows(rows, n), err);
-  if (rc != NC_OK) return rc;
-  return nc_enc_layer_siglip(&b->vit, &b->s, mm, rows, n, il, err);
+  return in_batch(nc_enc_layer_siglip, b, mm, rows, n, il, err);
 }
 
 /* Qwen3-VL's DeepStack tap after layer L: each image's blocks of 4 patches
@@ -246,7 +258,5 @@ nc_code nc_enc_layer_qwen3vl(nc_vit *v, const nc_enc_scratch *s,
 nc_code nc_enc_layer_batch_qwen3vl(nc_mmproj_batch *b, const nucleus_mmproj *mm,
                                    const nc_enc_rows *rows, int32_t n,
                                    int32_t il, nc_error *err) {
-  nc_code rc = reserve(b, total_rows(rows, n), err);
-  if (rc != NC_OK) return rc;
-  return nc_enc_layer_qwen3vl(&b->vit, &b->s, mm, rows, n, il, err);
+  return in_batch(nc_enc_layer_qwen3vl, b, mm, rows, n, il, err);
 }
