@@ -3,8 +3,8 @@
 
 On a shared machine wall-clock tok/s means little; the user CPU time of a
 `nucleus run` at one thread does not count the time other processes take.
-For each task of bench/speculative.py (quote, code) and temperature, this
-runs --spec off, ngram and (code) prediction (with --draft FILE: --spec
+For each task of bench/speculative.py (quote, code, file) and temperature, this
+runs --spec off, ngram and (code, file) prediction (with --draft FILE: --spec
 off and the draft model, --model-draft FILE), interleaved, --rounds times,
 and prints each mode's median generation CPU time (the run's user+sys time
 less that of the same prompt with -n 1, the load and prefill: with the
@@ -46,7 +46,8 @@ def cpu_of(cmd):
     return used, p.stdout, (int(d.group(1)), int(d.group(2))) if d else (0, 0)
 
 
-def command(args, binary, prompt, temp, mode, n, seed=7):
+def command(args, binary, task, temp, mode, n, seed=7):
+    prompt = spec.prompt_of(task, args.template)
     cmd = [binary, "run", "-p", prompt, "-n", str(n), "--ignore-eos", "-t",
            "1", "--seed", str(seed), "--draft-max", str(args.draft_max)]
     if args.model:
@@ -54,7 +55,7 @@ def command(args, binary, prompt, temp, mode, n, seed=7):
     if temp > 0:
         cmd += ["--temp", str(temp)]
     if mode == "prediction":
-        cmd += ["--prediction", spec.ASKS["code"][2]]
+        cmd += ["--prediction", spec.ASKS[task][2]]
     elif mode == "draft":
         cmd += ["--model-draft", args.draft]
     else:
@@ -88,7 +89,6 @@ def main():
     print(f"{'binary':<28} {'task':<6} {'mode':<11} {'T':>4} "
           f"{'gen CPU s':>9} {'x off':>6} {'kept':>9}")
     for task in args.tasks.split(","):
-        prompt = spec.prompt_of(task, args.template)
         modes = ["off", "ngram"] + (["prediction"] if spec.ASKS[task][2]
                                     else [])
         if args.draft:
@@ -97,7 +97,7 @@ def main():
             for b in bins:
                 # the load and prefill: a draft model's run loads it too
                 base = {m: statistics.median(
-                    cpu_of(command(args, b, prompt, temp, m, 1))[0]
+                    cpu_of(command(args, b, task, temp, m, 1))[0]
                     for _ in range(args.rounds))
                     for m in (["off", "draft"] if args.draft else ["off"])}
                 cpu = {m: [] for m in modes}
@@ -107,7 +107,7 @@ def main():
                     seed = seeds[r % len(seeds)]
                     for m in modes:
                         used, out, (acc, dr) = cpu_of(
-                            command(args, b, prompt, temp, m, args.tokens,
+                            command(args, b, task, temp, m, args.tokens,
                                     seed))
                         if m == "off":
                             text = out

@@ -12,10 +12,14 @@ without drafts (same seed): the script checks it. Tasks:
 
   quote  a passage, then "Quote its first two sentences exactly."
   code   a Python function, then "Rewrite it with total renamed to acc."
+  file   a coding assistant's system turn, a Python module (the function
+         of code, imports, a loader and main), the same ask: a code edit as
+         coding tools send it, the reply the whole file (prediction: the
+         module renamed)
 
 Setups (rows of the table):
-  default  the default model (or --model): off, ngram, prediction (code)
-  gemma    --gemma FILE (Gemma 3 270M): off, ngram, prediction (code)
+  default  the default model (or --model): off, ngram, prediction (code, file)
+  gemma    --gemma FILE (Gemma 3 270M): off, ngram, prediction (code, file)
   pair     --draft-pair TARGET,DRAFT (scripts/make_spec_pair.sh: the
            default model at F16 and its Q4_0): the target off, and with the
            draft model verified by rejection sampling (draft) and strictly
@@ -52,7 +56,7 @@ FILE.md.
 
 usage: bench/speculative.py [--rounds 3] [--temps 0,0.3,0.7,1.0,1.5]
                             [--tokens 128] [--model FILE] [--threads 2]
-                            [--draft-max 8] [--seed 7] [--tasks quote,code]
+                            [--draft-max 8] [--seed 7] [--tasks quote,code,file]
                             [--gemma FILE] [--draft-pair TARGET,DRAFT]
                             [--no-default] [--peer DIR] [--before BIN]
                             [--out FILE.md]
@@ -96,21 +100,60 @@ CODE = '''def summarize(values):
     print("total:", total, "count:", count, "mean:", mean)
     return mean
 '''
+MODULE = ('''import json
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+''' + CODE + '''
+
+def main():
+    data = load(sys.argv[1])
+    summarize(data["values"])
+
+
+if __name__ == "__main__":
+    main()
+''')
+# what coding tools send before a code edit (a system turn of their own)
+CODER = ("You are a coding assistant. When asked to change code, reply with "
+         "the complete updated code in one code block, changing only what "
+         "was asked.")
+# task: (the user's ask, the start of the reply, the prediction (Predicted
+# Outputs: the expected reply), the system turn or None)
 ASKS = {
     "quote": (PASSAGE + "\n\nQuote its first two sentences exactly.", "",
-              None),
+              None, None),
     "code": ("```python\n" + CODE + "```\n\nRewrite it with total renamed "
-             "to acc.", "```python\n", CODE.replace("total", "acc")),
+             "to acc.", "```python\n", CODE.replace("total", "acc"), None),
+    "file": ("```python\n" + MODULE + "```\n\nRewrite it with total "
+             "renamed to acc.", "```python\n", MODULE.replace("total", "acc"),
+             CODER),
 }
 TEMPLATES = {  # the user turn, then the start of the reply
     "chatml": ("<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n"),
     "gemma": ("<start_of_turn>user\n{}<end_of_turn>\n<start_of_turn>model\n"),
 }
+# a system turn, as the models' own templates write it: its own ChatML
+# turn; Gemma's has none and puts it before the first user turn's text
+SYSTEMS = {
+    "chatml": ("<|im_start|>system\n{}<|im_end|>\n", "{}"),
+    "gemma": ("", "{}\n\n{}"),
+}
 
 
 def prompt_of(task, template):
-    ask, reply_start, _ = ASKS[task]
-    return TEMPLATES[template].format(ask) + reply_start
+    ask, reply_start, _, system = ASKS[task]
+    if system is None:
+        return TEMPLATES[template].format(ask) + reply_start
+    turn, user = SYSTEMS[template]
+    text = user.format(system, ask) if template == "gemma" else ask
+    return (turn.format(system) + TEMPLATES[template].format(text) +
+            reply_start)
 
 
 GEN = re.compile(r"generation: (\d+) tokens, ([\d.]+) tok/s")

@@ -64,6 +64,7 @@ static nc_code completion_init(nucleus_engine *e, group *g, completion *c,
   c->spec.draft_seq = -1;
   c->spec.shadow = -1;
   nc_spec_accept_init(&c->spec.accept);
+  nc_spec_accept_clear(&c->spec.top);
   for (int32_t i = 0; i < NC_NGRAM_CLASSES; i++)
     nc_spec_accept_clear(&c->spec.by_match[i]);
   c->spec.match_class = -1;
@@ -462,6 +463,7 @@ void nc_engine_handle_token(nucleus_engine *e, group *g, completion *c,
   if (g->t_first_token_ms == 0) g->t_first_token_ms = now;
   c->n_generated++;
   g->completion_tokens++;
+  nc_spec_top_observe(&c->spec.top, res->p_top);
   nc_sampler_accept(c->sampler, tok);
   if (!nc_engine_push_token(c, tok)) {
     nc_error err;

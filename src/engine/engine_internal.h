@@ -20,6 +20,7 @@
 #include "sampling/sampler.h"
 #include "sampling/spec_ngram.h"
 #include "sampling/spec_policy.h"
+#include "sampling/spec_verify.h"
 #include "scheduler.h"
 #include "step_trace.h"
 #include "stop_matcher.h"
@@ -33,6 +34,7 @@ typedef struct nc_spec_state {
   int32_t draft[NUCLEUS_MAX_DRAFT]; /* this step's drafts */
   int32_t n_draft;                  /* 0: a plain step */
   nc_spec_accept accept; /* the estimated acceptance (spec_policy.h) */
+  nc_spec_accept top;    /* the model's top probability (its bound) */
   /* n-gram drafts: counts per class of the match that drafts
    * (spec_ngram.h), read through accept (spec_policy.h's parts), and this
    * step's class (of its drafts or its shadow; -1: none) */
@@ -253,6 +255,9 @@ void nc_engine_finish(nucleus_engine *e, group *g, completion *c,
 int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
                         int32_t kv_len, const double *cost, int32_t *spare_rows,
                         int64_t *spare_blocks);
+/* The rule a group's drafts with q are verified by (and proposed for:
+ * nc_spec_draft_token): strict when its request asks for it. */
+nc_spec_rule nc_spec_rule_of(const group *g);
 /* After a plain step that looked its first draft up (spec.shadow): counts
  * whether the model's token was that draft in the acceptance estimate. */
 void nc_spec_shadow_check(const group *g, completion *c, int32_t token);

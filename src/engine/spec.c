@@ -158,11 +158,21 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
    * with the estimate of their match's class */
   const int32_t found = model ? max : draft_tokens(g, c, max);
   if (found <= 0) return 0;
-  const double a = spec_rate(g, sp);
+  double a = spec_rate(g, sp);
+  /* strictly verified, a model's draft is kept with p(x) <= max p: where
+   * not even the model's top token would pay, its forward calls (and a
+   * try's catch-up) are spent for nothing */
+  bool may_pay = true;
+  if (model && nc_spec_rule_of(g) == NC_SPEC_STRICT) {
+    const double top = nc_spec_top_bound(&sp->top);
+    if (top < a) a = top;
+    may_pay = nc_spec_best_length(top, cost, found) > 0;
+  }
   int32_t k = nc_spec_best_length(a, cost, found);
   if (k > 0) {
     sp->probes = 0;
-  } else if (!shadows && ++sp->idle >= nc_spec_probe_interval(sp->probes)) {
+  } else if (!shadows && ++sp->idle >= nc_spec_probe_interval(sp->probes) &&
+             may_pay) {
     k = 1; /* a try: fewer while tries do not bring drafting back */
     if (sp->probes < NC_SPEC_PROBE_MAX) sp->probes++;
   }
@@ -187,6 +197,10 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   }
   sp->n_draft = n;
   return n;
+}
+
+nc_spec_rule nc_spec_rule_of(const group *g) {
+  return g->req->params.speculative.strict ? NC_SPEC_STRICT : NC_SPEC_EXACT;
 }
 
 void nc_spec_shadow_check(const group *g, completion *c, int32_t token) {
@@ -237,14 +251,12 @@ void nc_spec_verify_step(nucleus_engine *e, group *g, completion *c,
     nc_sample_result res;
     bool accepted = false;
     nc_error serr = {0};
-    nc_code rc =
-        j < n_draft /* a draft; after the last one, the plain draw */
-            ? nc_spec_verify(
-                  e->ws, &row, sp->draft[j],
-                  draft_model ? sp->q + (size_t)j * e->n_vocab : NULL,
-                  p->speculative.strict ? NC_SPEC_STRICT : NC_SPEC_EXACT, &res,
-                  &accepted, &serr)
-            : nc_sample_batch(e->ws, &row, 1, &res, &serr);
+    nc_code rc = j < n_draft /* a draft; after the last one, the plain draw */
+                     ? nc_spec_verify(
+                           e->ws, &row, sp->draft[j],
+                           draft_model ? sp->q + (size_t)j * e->n_vocab : NULL,
+                           nc_spec_rule_of(g), &res, &accepted, &serr)
+                     : nc_sample_batch(e->ws, &row, 1, &res, &serr);
     if (rc != NC_OK || res.token < 0) {
       nc_fail(&serr, rc ? rc : NC_ERR_INTERNAL,
               "sampling failed (the logits hold NaN or every token is "

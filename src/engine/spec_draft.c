@@ -160,23 +160,18 @@ void nc_spec_draft_truncate(nucleus_engine *e, completion *c, int32_t len) {
     nc_kv_seq_truncate(e->draft->kv, c->spec.draft_seq, len);
 }
 
-/* Samples job j's next draft from its q (a logits row of the draft). */
+/* Job j's next draft from its q (a logits row of the draft): a draw from
+ * q, or under the strict rule its mode (nc_spec_draft_token). */
 static void sample_next(nucleus_engine *e, nc_spec_draft *d, draft_job *j,
                         const float *logits) {
-  const int32_t V = e->n_vocab;
-  nc_sample_row row = {.sampler = j->s, .logits = logits};
-  nc_sample_result res;
-  int32_t n = 0;
+  const nc_sample_row row = {.sampler = j->s, .logits = logits};
+  const int32_t tok = nc_spec_draft_token(
+      d->ws, &row, nc_spec_rule_of(j->c->owner), d->ids, d->probs,
+      j->c->spec.q + (size_t)j->k * (size_t)e->n_vocab);
   j->live = false;
-  if (nc_sample_distribution(d->ws, &row, d->ids, d->probs, &n, NULL) ||
-      nc_sample_batch(d->ws, &row, 1, &res, NULL))
-    return;
-  float *q = j->c->spec.q + (size_t)j->k * (size_t)V;
-  memset(q, 0, (size_t)V * sizeof *q);
-  for (int32_t i = 0; i < n; i++)
-    q[d->ids[i]] = (float)d->probs[i];
-  j->c->spec.draft[j->k++] = res.token;
-  nc_sampler_accept(j->s, res.token);
+  if (tok < 0) return;
+  j->c->spec.draft[j->k++] = tok;
+  nc_sampler_accept(j->s, tok);
   j->live = j->k < j->max;
 }
 

@@ -82,23 +82,18 @@ void nc_spec_mtp_free(nc_spec_mtp *m) {
   free(m);
 }
 
-/* Samples job i's next draft from its q (a logits row of the head). */
+/* Job i's next draft from its q (a logits row of the head): a draw from
+ * q, or under the strict rule its mode (nc_spec_draft_token). */
 static void sample_next(nucleus_engine *e, nc_spec_mtp *m, completion *c,
                         int32_t i, const float *logits) {
-  const int32_t V = e->n_vocab;
-  nc_sample_row row = {.sampler = m->smp[i], .logits = logits};
-  nc_sample_result res;
-  int32_t n = 0;
+  const nc_sample_row row = {.sampler = m->smp[i], .logits = logits};
+  const int32_t tok = nc_spec_draft_token(
+      e->ws, &row, nc_spec_rule_of(c->owner), m->ids, m->probs,
+      c->spec.q + (size_t)m->k[i] * (size_t)e->n_vocab);
   m->live[i] = false;
-  if (nc_sample_distribution(e->ws, &row, m->ids, m->probs, &n, NULL) ||
-      nc_sample_batch(e->ws, &row, 1, &res, NULL) || res.token < 0)
-    return;
-  float *q = c->spec.q + (size_t)m->k[i] * (size_t)V;
-  memset(q, 0, (size_t)V * sizeof *q);
-  for (int32_t j = 0; j < n; j++)
-    q[m->ids[j]] = (float)m->probs[j];
-  c->spec.draft[m->k[i]++] = res.token;
-  nc_sampler_accept(m->smp[i], res.token);
+  if (tok < 0) return;
+  c->spec.draft[m->k[i]++] = tok;
+  nc_sampler_accept(m->smp[i], tok);
   m->live[i] = m->k[i] < c->spec.draft_room;
 }
 

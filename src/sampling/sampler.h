@@ -176,6 +176,9 @@ typedef struct nc_sample_result {
   nucleus_token_logprob top[NUCLEUS_MAX_TOP_LOGPROBS]; /* descending */
   nc_code status;                                      /* this row's outcome */
   int32_t n_kept; /* candidates left after truncation (1 for greedy) */
+  /* the final distribution's largest probability (1 for greedy): what a
+   * point-mass draft, or a strictly verified one, is kept with at most */
+  float p_top;
 } nc_sample_result;
 
 /* Samples every row; does not advance the samplers (call nc_sampler_accept

@@ -410,10 +410,24 @@ nc_code nc_sample_batch(nc_sample_workspace *ws, const nc_sample_row *rows,
                       st.full ? ws->w : NULL, ws->block, BLOCK);
     }
     res->n_kept = st.full ? st.V : (int32_t)st.n;
+    res->p_top = nc_row_top_prob(ws, &st);
     res->status = NC_OK;
     nc_sample_logprobs(ws, &st, res);
   }
   return first;
+}
+
+float nc_row_top_prob(const nc_sample_workspace *ws, const nc_row_state *st) {
+  if (st->greedy || !(st->mass > 0.0)) return 1.0f;
+  /* every token kept: the argmax's weight is exp(0) = 1 */
+  double top = 1.0;
+  if (!st->full) { /* typical-p may drop the argmax */
+    top = 0.0;
+    for (size_t i = 0; i < st->n; i++)
+      if (ws->cand[i].w > top) top = ws->cand[i].w;
+  }
+  const double v = top / st->mass;
+  return v < 1.0 ? (float)v : 1.0f;
 }
 
 static int cmp_prob_desc(const void *pa, const void *pb) {

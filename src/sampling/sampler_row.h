@@ -48,6 +48,9 @@ typedef struct nc_row_state {
 nc_code nc_sample_process_row(nc_sample_workspace *ws, const nc_sample_row *row,
                               nc_row_state *st, nc_error *err);
 
+/* The final distribution's largest probability (1 for greedy). */
+float nc_row_top_prob(const nc_sample_workspace *ws, const nc_row_state *st);
+
 /* Fills res->logprob and res->top as the sampler asks (res->token set). */
 void nc_sample_logprobs(nc_sample_workspace *ws, const nc_row_state *st,
                         nc_sample_result *res);

@@ -12,6 +12,14 @@
 /* A row count's weight in the fit grows with its samples up to this. */
 #define FIT_WEIGHT_MAX 8
 
+/* Older counts scaled away past NC_SPEC_MAX_TRIES tries. */
+static void cap_tries(nc_spec_accept *s) {
+  if (s->tried > NC_SPEC_MAX_TRIES) {
+    s->kept *= NC_SPEC_MAX_TRIES / s->tried;
+    s->tried = NC_SPEC_MAX_TRIES;
+  }
+}
+
 void nc_spec_accept_init(nc_spec_accept *s) {
   s->tried = NC_SPEC_PRIOR_TRIES;
   s->kept = NC_SPEC_PRIOR_RATE * NC_SPEC_PRIOR_TRIES;
@@ -21,10 +29,7 @@ void nc_spec_accept_observe(nc_spec_accept *s, int32_t kept, int32_t drafted) {
   if (drafted <= 0 || kept < 0 || kept > drafted) return;
   s->kept = NC_SPEC_DECAY * s->kept + kept;
   s->tried = NC_SPEC_DECAY * s->tried + kept + (kept < drafted ? 1 : 0);
-  if (s->tried > NC_SPEC_MAX_TRIES) {
-    s->kept *= NC_SPEC_MAX_TRIES / s->tried;
-    s->tried = NC_SPEC_MAX_TRIES;
-  }
+  cap_tries(s);
 }
 
 double nc_spec_accept_rate(const nc_spec_accept *s) {
@@ -45,6 +50,16 @@ double nc_spec_accept_rate_in(const nc_spec_accept *part,
   const double v =
       (kept + NC_SPEC_PRIOR_TRIES * a) / (tried + NC_SPEC_PRIOR_TRIES);
   return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
+void nc_spec_top_observe(nc_spec_accept *s, double p_top) {
+  if (!(p_top > 0)) return;
+  s->kept = NC_SPEC_TOP_DECAY * s->kept + (p_top < 1 ? p_top : 1);
+  s->tried = NC_SPEC_TOP_DECAY * s->tried + 1;
+}
+
+double nc_spec_top_bound(const nc_spec_accept *s) {
+  return s->tried > 0 ? nc_spec_accept_rate(s) : 1;
 }
 
 int32_t nc_spec_probe_interval(int32_t probes) {

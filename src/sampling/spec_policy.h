@@ -38,6 +38,9 @@
  * after it for long. */
 #define NC_SPEC_DECAY 0.7
 #define NC_SPEC_MAX_TRIES 8.0
+/* The discount of the model's top probabilities (nc_spec_top_observe):
+ * about the last ten tokens count, one token's draw being a noisy hint. */
+#define NC_SPEC_TOP_DECAY 0.9
 /* Before any draft: an acceptance of 0.8 worth two tries, and (until two
  * row counts are timed) a row costing 0.2 of a decode step. */
 #define NC_SPEC_PRIOR_RATE 0.8
@@ -80,6 +83,17 @@ int32_t nc_spec_probe_interval(int32_t probes);
 void nc_spec_accept_clear(nc_spec_accept *s);
 double nc_spec_accept_rate_in(const nc_spec_accept *part,
                               const nc_spec_accept *whole);
+
+/* The model's top probability at each emitted token, discounted by
+ * NC_SPEC_TOP_DECAY at each (kept: the probabilities, tried: the tokens;
+ * cleared to start): a draft verified as a point mass or strictly (the model's own
+ * draw, kept when equal) is kept with probability p(x) <= max p, so their
+ * recent mean bounds any drafter's acceptance there. A flat distribution
+ * (a high temperature) keeps a drafter that costs a model's forward calls
+ * from trying at all. p_top <= 0: not known, nothing learnt. */
+void nc_spec_top_observe(nc_spec_accept *s, double p_top);
+/* That bound, in [0, 1]; 1 before any token. */
+double nc_spec_top_bound(const nc_spec_accept *s);
 
 /* E(k) above for a in [0, 1]. */
 double nc_spec_expected_tokens(double a, int32_t k);

@@ -94,6 +94,7 @@ static nc_code verify_q(nc_sample_workspace *ws, const nc_sample_row *row,
   if (st.ins)
     nc_inspect_finish(st.ins, u, res->token, st.mass, st.full ? ws->w : NULL);
   res->n_kept = st.full ? st.V : (int32_t)st.n;
+  res->p_top = nc_row_top_prob(ws, &st);
   res->status = NC_OK;
   nc_sample_logprobs(ws, &st, res);
   return NC_OK;
@@ -126,4 +127,20 @@ nc_code nc_spec_verify(nc_sample_workspace *ws, const nc_sample_row *row,
   if (rc) return rc;
   *accepted = res->token == draft;
   return NC_OK;
+}
+
+int32_t nc_spec_draft_token(nc_sample_workspace *ws, const nc_sample_row *row,
+                            nc_spec_rule rule, int32_t *ids, double *probs,
+                            float *q) {
+  int32_t n = 0;
+  if (nc_sample_distribution(ws, row, ids, probs, &n, NULL) != NC_OK || n < 1)
+    return -1;
+  if (rule == NC_SPEC_STRICT) return ids[0];
+  nc_sample_result res;
+  if (nc_sample_batch(ws, row, 1, &res, NULL) != NC_OK || res.token < 0)
+    return -1;
+  memset(q, 0, (size_t)row->sampler->n_vocab * sizeof *q);
+  for (int32_t i = 0; i < n; i++)
+    q[ids[i]] = (float)probs[i];
+  return res.token;
 }

@@ -15,8 +15,10 @@
  *     token drawn from the normalised residual max(0, p - q). The emitted
  *     token is distributed as p exactly.
  *   - NC_SPEC_STRICT (llama.cpp's server): draw y from p; the draft is kept
- *     when y == x, and y is emitted either way. Exact too, but it accepts
- *     with probability sum_x p(x) q(x) instead of sum_x min(p(x), q(x)).
+ *     when y == x, and y is emitted either way. Exact too, whatever chose
+ *     x, but it keeps x with probability p(x): sum_x p(x) q(x) for a draw
+ *     from q (against sum_x min(p(x), q(x))), p of q's mode for the mode,
+ *     which is what a drafter proposes under it (nc_spec_draft_token).
  *
  * q is the drafter's distribution at that position: a draft model's final
  * distribution (n_vocab probabilities), or NULL for a point mass on x (the
@@ -58,5 +60,19 @@ enum { NC_SPEC_DRAW_ACCEPT = 1, NC_SPEC_DRAW_RESIDUAL = 2 };
 nc_code nc_spec_verify(nc_sample_workspace *ws, const nc_sample_row *row,
                        int32_t draft, const float *q, nc_spec_rule rule,
                        nc_sample_result *res, bool *accepted, nc_error *err);
+
+/* What a drafter with a distribution (a draft model, an MTP head) proposes
+ * at a row of its logits, its sampler standing for the completion's
+ * pipeline and history. Under NC_SPEC_EXACT a draw from its final
+ * distribution q, written to q[0..n_vocab) for the verifier; under
+ * NC_SPEC_STRICT the mode of q (ties to the lower id), q not written: the
+ * strict rule keeps a draft x with probability p(x) whatever chose it, and
+ * the mode of q is the draft p most likely keeps where q is near p (a draw
+ * from q is kept with probability sum_x q(x) p(x), less where q is flat).
+ * ids and probs: workspace of n_vocab each. The token, or -1 when the row
+ * fails (NaN logits, everything masked). */
+int32_t nc_spec_draft_token(nc_sample_workspace *ws, const nc_sample_row *row,
+                            nc_spec_rule rule, int32_t *ids, double *probs,
+                            float *q);
 
 #endif

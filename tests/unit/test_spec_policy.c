@@ -375,6 +375,37 @@ static void probe_interval(void **state) {
   assert_int_equal(nc_spec_probe_interval(-1), NC_SPEC_PROBE_EVERY);
 }
 
+/* The top-probability bound: 1 before any token, then the discounted mean
+ * of the tokens' top probabilities (recent ones weigh more); unknown (<= 0)
+ * ones teach nothing; a long flat stretch brings it down to where no
+ * draft length pays with a draft model's costs, a confident one back up. */
+static void top_bound(void **state) {
+  (void)state;
+  nc_spec_accept t;
+  nc_spec_accept_clear(&t);
+  assert_float_equal(nc_spec_top_bound(&t), 1.0, 0);
+  nc_spec_top_observe(&t, 0.0);
+  nc_spec_top_observe(&t, -1.0);
+  assert_float_equal(nc_spec_top_bound(&t), 1.0, 0);
+  nc_spec_top_observe(&t, 0.5);
+  assert_float_equal(nc_spec_top_bound(&t), 0.5, 1e-12);
+  nc_spec_top_observe(&t, 1.0);
+  /* (0.9 * 0.5 + 1) / (0.9 + 1) */
+  assert_float_equal(nc_spec_top_bound(&t), 1.45 / 1.9, 1e-12);
+  nc_spec_top_observe(&t, 7.0); /* counted as 1 */
+  assert_true(nc_spec_top_bound(&t) <= 1.0);
+  double cost[9];
+  nc_spec_linear_costs(0.45, 8, cost); /* a row plus a draft's forward */
+  for (int i = 0; i < 40; i++)
+    nc_spec_top_observe(&t, 0.3);
+  assert_float_equal(nc_spec_top_bound(&t), 0.3, 0.01);
+  assert_int_equal(nc_spec_best_length(nc_spec_top_bound(&t), cost, 8), 0);
+  for (int i = 0; i < 40; i++)
+    nc_spec_top_observe(&t, 0.95);
+  assert_float_equal(nc_spec_top_bound(&t), 0.95, 0.01);
+  assert_true(nc_spec_best_length(nc_spec_top_bound(&t), cost, 8) > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(expected_tokens),
@@ -387,6 +418,7 @@ int main(void) {
       cmocka_unit_test(drafter_costs),
       cmocka_unit_test(draft_model_costs),
       cmocka_unit_test(probe_interval),
+      cmocka_unit_test(top_bound),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,10 @@
  * equals it (so the emitted token is that draw, at every temperature); with
  * a draft distribution q the exact rule emits tokens distributed as p
  * (chi-square) and accepts at sum min(p, q), the strict rule also emits p
- * and accepts at sum p q; bad drafts fail with a message. */
+ * and accepts at sum p q; bad drafts fail with a message. What a drafter
+ * with q proposes: a draw from q (written out) for the exact rule, q's mode
+ * for the strict one; every row's p_top is its distribution's largest
+ * probability. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -240,6 +243,111 @@ static void logprobs_are_the_targets(void **state) {
   nc_sample_workspace_free(ws);
 }
 
+/* nc_spec_draft_token: under the exact rule the sampler's own draw, q the
+ * row's final distribution; under the strict rule q's mode (here token 0,
+ * then token 3 once a bias lifts it above the rest), q untouched. */
+static void proposal_is_a_draw_or_the_mode(void **state) {
+  (void)state;
+  float x[V];
+  test_logits(x);
+  nucleus_sampling_params p = nucleus_sampling_default_params();
+  p.temperature = 1.2f;
+  p.top_p = 0.95f;
+  nc_sampler *s = make_sampler(&p, V, 9);
+  nc_sample_workspace *ws = make_ws(V);
+  int32_t ids[V];
+  double probs[V];
+  float q[V];
+  test_dist d;
+  dist_of(&p, x, V, NULL, 0, &d);
+  int seen[V] = {0};
+  for (int i = 0; i < 400; i++) {
+    nc_sample_row row = {.sampler = s, .logits = x};
+    nc_sample_result want = sample_one(ws, s, x);
+    const int32_t tok =
+        nc_spec_draft_token(ws, &row, NC_SPEC_EXACT, ids, probs, q);
+    assert_int_equal(tok, want.token);
+    seen[tok]++;
+    double sum = 0;
+    for (int32_t v = 0; v < V; v++) {
+      assert_float_equal(q[v], dist_prob(&d, v), 1e-6);
+      sum += q[v];
+    }
+    assert_float_equal(sum, 1.0, 1e-5);
+    for (int32_t v = 0; v < V; v++)
+      q[v] = -1.0f;
+    assert_int_equal(
+        nc_spec_draft_token(ws, &row, NC_SPEC_STRICT, ids, probs, q), 0);
+    for (int32_t v = 0; v < V; v++)
+      assert_true(q[v] == -1.0f);
+    nc_sampler_accept(s, tok);
+  }
+  int distinct = 0;
+  for (int32_t v = 0; v < V; v++)
+    distinct += seen[v] > 0;
+  assert_true(distinct >= 4); /* draws, not the mode */
+  x[3] += 2.0f;
+  nc_sample_row row = {.sampler = s, .logits = x};
+  assert_int_equal(nc_spec_draft_token(ws, &row, NC_SPEC_STRICT, ids, probs, q),
+                   3);
+  nc_sampler_free(s);
+  nc_sample_workspace_free(ws);
+}
+
+/* p_top: the final distribution's largest probability, from the plain
+ * draw and from the exact rule's verification alike; 1 for greedy; with
+ * typical-p dropping the argmax, the largest of what is left. */
+static void p_top_is_the_largest_probability(void **state) {
+  (void)state;
+  float x[V];
+  test_logits(x);
+  const float temps[] = {0.0f, 0.7f, 1.0f, 1.5f};
+  for (size_t t = 0; t < sizeof temps / sizeof *temps; t++) {
+    nucleus_sampling_params p = nucleus_sampling_default_params();
+    p.temperature = temps[t];
+    p.min_p = 0.02f;
+    nc_sampler *s = make_sampler(&p, V, 3);
+    nc_sample_workspace *ws = make_ws(V);
+    test_dist d;
+    dist_of(&p, x, V, NULL, 0, &d);
+    double top = 0;
+    for (int32_t i = 0; i < d.n; i++)
+      if (d.probs[i] > top) top = d.probs[i];
+    nc_sample_result res = sample_one(ws, s, x);
+    assert_float_equal(res.p_top, temps[t] == 0.0f ? 1.0 : top, 1e-5);
+    float q[V];
+    for (int32_t v = 0; v < V; v++)
+      q[v] = 1.0f / V;
+    nc_sample_row row = {.sampler = s, .logits = x};
+    bool accepted;
+    assert_int_equal(
+        nc_spec_verify(ws, &row, 2, q, NC_SPEC_EXACT, &res, &accepted, NULL),
+        NC_OK);
+    assert_float_equal(res.p_top, temps[t] == 0.0f ? 1.0 : top, 1e-5);
+    nc_sampler_free(s);
+    nc_sample_workspace_free(ws);
+  }
+  /* one dominant token and many alike: typical-p keeps the alike ones */
+  float y[V];
+  for (int32_t v = 0; v < V; v++)
+    y[v] = 0.0f;
+  y[0] = 6.0f;
+  nucleus_sampling_params p = nucleus_sampling_default_params();
+  p.temperature = 1.0f;
+  p.typical_p = 0.2f;
+  nc_sampler *s = make_sampler(&p, V, 3);
+  nc_sample_workspace *ws = make_ws(V);
+  test_dist d;
+  dist_of(&p, y, V, NULL, 0, &d);
+  double top = 0;
+  for (int32_t i = 0; i < d.n; i++)
+    if (d.probs[i] > top) top = d.probs[i];
+  nc_sample_result res = sample_one(ws, s, y);
+  assert_float_equal(res.p_top, top, 1e-5);
+  nc_sampler_free(s);
+  nc_sample_workspace_free(ws);
+}
+
 static void bad_draft_is_refused(void **state) {
   (void)state;
   float x[V];
@@ -269,6 +377,8 @@ int main(void) {
       cmocka_unit_test(greedy_keeps_the_argmax),
       cmocka_unit_test(logprobs_are_the_targets),
       cmocka_unit_test(bad_draft_is_refused),
+      cmocka_unit_test(proposal_is_a_draw_or_the_mode),
+      cmocka_unit_test(p_top_is_the_largest_probability),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
