@@ -55,7 +55,7 @@ def tokens(args, text):
 def reply(args, prompt, temp, seed):
     cmd = [spec.NUCLEUS, "run", "-m", args.model, "-p", prompt, "-n",
            str(args.tokens), "--ignore-eos", "-t", "1", "--seed", str(seed),
-           "--spec", "off"]
+           "--spec", "off", "--row-orders", args.row_orders]
     if temp > 0:
         cmd += ["--temp", str(temp)]
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -105,6 +105,9 @@ def main():
     ap.add_argument("--template", default="chatml",
                     choices=sorted(spec.TEMPLATES))
     ap.add_argument("--tasks", default="quote,code")
+    ap.add_argument("--row-orders", default="reuse",
+                    choices=["reuse", "llama"],
+                    help="as bench/speculative.py's (the text may differ)")
     ap.add_argument("--temps", default="0,0.3,0.7")
     ap.add_argument("--seeds", default="7,8,9")
     ap.add_argument("--tokens", type=int, default=128)

@@ -49,7 +49,8 @@ def cpu_of(cmd):
 def command(args, binary, task, temp, mode, n, seed=7):
     prompt = spec.prompt_of(task, args.template)
     cmd = [binary, "run", "-p", prompt, "-n", str(n), "--ignore-eos", "-t",
-           "1", "--seed", str(seed), "--draft-max", str(args.draft_max)]
+           "1", "--seed", str(seed), "--draft-max", str(args.draft_max),
+           "--row-orders", args.row_orders]
     if args.model:
         cmd += ["-m", args.model]
     if temp > 0:
@@ -70,6 +71,9 @@ def main():
     ap.add_argument("--temps", default="0,0.7,1.5,2")
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--tasks", default="quote,code")
+    ap.add_argument("--row-orders", default="reuse",
+                    choices=["reuse", "llama"],
+                    help="as bench/speculative.py's")
     ap.add_argument("--draft-max", type=int, default=8)
     ap.add_argument("--model", default=str(
         ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))

@@ -46,6 +46,12 @@ same prompt, temperature, seed and token count, ignore_eos, no prompt
 cache), its `timings.predicted_per_second` and draft counts. The table's
 llama.cpp rows are each tool's median; "best llama.cpp" is the fastest.
 
+--row-orders reuse|llama: the float orders of every nucleus run (default
+reuse, the server's: `nucleus serve` computes every request in them;
+`nucleus run` alone defaults to llama, llama.cpp's logits bit for bit,
+whose products of 2 to 8 rows go row by row as llama.cpp's do, so a draft
+row costs about half again as much there).
+
 --before BIN runs every nucleus mode with BIN too (an older build), each
 round's runs of both builds interleaved: rows MODE@before, their ratio to
 BIN's --spec off, so that a change is compared on the same load.
@@ -59,6 +65,7 @@ usage: bench/speculative.py [--rounds 3] [--temps 0,0.3,0.7,1.0,1.5]
                             [--draft-max 8] [--seed 7] [--tasks quote,code,file]
                             [--gemma FILE] [--draft-pair TARGET,DRAFT]
                             [--no-default] [--peer DIR] [--before BIN]
+                            [--row-orders reuse|llama]
                             [--out FILE.md]
                             [--markdown]
 """
@@ -186,7 +193,8 @@ def run(args, setup, prompt, temp, mode, prediction, seed):
         binary, mode = args.before, mode[:-len(BEFORE)]
     cmd = [binary, "run", "-p", prompt, "-n", str(args.tokens),
            "--ignore-eos", "-t", str(args.threads), "--seed", str(seed),
-           "--draft-max", str(args.draft_max)]
+           "--draft-max", str(args.draft_max), "--row-orders",
+           args.row_orders]
     if setup.model:
         cmd += ["-m", setup.model]
     if temp > 0:
@@ -468,6 +476,12 @@ def main():
     ap.add_argument("--seed", type=int, default=7,
                     help="round r runs seed + r (both engines)")
     ap.add_argument("--tasks", default="quote,code")
+    ap.add_argument("--row-orders", default="reuse",
+                    choices=["reuse", "llama"],
+                    help="nucleus's float orders in every mode: reuse (the "
+                    "server's default) or llama (`nucleus run`'s own "
+                    "default: llama.cpp's logits bit for bit, its few-row "
+                    "products row by row, so drafts' rows cost more)")
     ap.add_argument("--gemma", default=None, metavar="FILE")
     ap.add_argument("--draft-pair", default=None, metavar="TARGET,DRAFT")
     ap.add_argument("--no-default", action="store_true",

@@ -47,8 +47,20 @@ static int32_t min_i32(int32_t a, int32_t b) {
   return a < b ? a : b;
 }
 
+/* How many tokens before source[at] equal the tail of hist (up to cap). */
+static int32_t match_before(const int32_t *source, int32_t at,
+                            const int32_t *hist, int32_t n_hist, int32_t cap) {
+  int32_t m = 0;
+  while (m < cap && m < at && m < n_hist &&
+         source[at - 1 - m] == hist[n_hist - 1 - m])
+    m++;
+  return m;
+}
+
 /* Drafts of at most max tokens from the completion's drafter. Predicted
- * outputs: the prediction where the output's last 4..2 tokens occur in it;
+ * outputs: the prediction where the output's last 4..2 tokens occur in it
+ * (unless the prompt and output's lookup matches more of the output's
+ * tail than the prediction does there);
  * where the output has left it (a different line, a name not renamed),
  * the prompt and output as the n-gram drafter looks them up (the text the
  * output copies may be the prompt's, as a code edit's unchanged lines);
@@ -79,7 +91,20 @@ static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
   p.n_output = c->n_generated;
   p.from = c->spec.pred_from;
   int32_t n = nc_ngram_draft(&p, c->spec.draft, &c->spec.pred_at, NULL);
-  if (n > 0) return n;
+  if (n > 0) {
+    /* the prompt and output's own lookup where it matches longer: the
+     * output has left the prediction for text of its own (a loop, a line
+     * the prediction lacks) whose key the prediction happens to hold too */
+    int32_t own[NUCLEUS_MAX_DRAFT], at, match;
+    const int32_t m = nc_ngram_draft(&q, own, &at, &match);
+    if (m > 0 && match > match_before(p.source, c->spec.pred_at, c->tokens,
+                                      c->n_tokens, q.match_cap)) {
+      memcpy(c->spec.draft, own, (size_t)m * sizeof(int32_t));
+      c->spec.pred_at = -1; /* the prediction's cursor stays */
+      return m;
+    }
+    return n;
+  }
   /* the output's last token is the prediction's at the cursor: on after it */
   const int32_t f = c->spec.pred_from;
   if (f >= 0 && f + 1 < p.n_source && c->n_tokens > 0 &&

@@ -443,6 +443,44 @@ static void test_prediction(void **state) {
   assert_true(spec.usage.accepted_draft_tokens < spec.usage.draft_tokens);
 }
 
+/* Predicted outputs where the output has left the prediction for text of
+ * its own (a list it repeats) while the prediction holds each two-token
+ * key of that text with another token after it: the prompt and output's
+ * lookup, which matches more of the output's tail, drafts there, and keeps
+ * at least half of what the n-gram drafter keeps. */
+static void test_prediction_yields_to_a_longer_match(void **state) {
+  (void)state;
+  NEED_MODEL();
+  req plain = make_req(k_repetitive, 60);
+  plain.params.ignore_eos = true;
+  outcome base, ngram, spec;
+  run(&plain, 1, &base, 512, NULL);
+  req r = plain;
+  with_spec(&r, NUCLEUS_SPEC_NGRAM, 8);
+  run(&r, 1, &ngram, 512, NULL);
+  const int n = base.n_tokens[0];
+  int32_t *bad = malloc((size_t)3 * (size_t)n * sizeof *bad);
+  assert_non_null(bad);
+  int nb = 0;
+  for (int i = 0; i + 1 < n; i++) {
+    bad[nb++] = base.tokens[0][i];
+    bad[nb++] = base.tokens[0][i + 1];
+    bad[nb++] = (base.tokens[0][i + 1] + 5) % g_vocab;
+  }
+  with_spec(&r, NUCLEUS_SPEC_PREDICTION, 8);
+  r.params.speculative.prediction = bad;
+  r.params.speculative.n_prediction = (size_t)nb;
+  run(&r, 1, &spec, 512, NULL);
+  assert_same(&base, &spec, 1);
+  fprintf(stderr, "  n-gram %d of %d kept, prediction %d of %d\n",
+          ngram.usage.accepted_draft_tokens, ngram.usage.draft_tokens,
+          spec.usage.accepted_draft_tokens, spec.usage.draft_tokens);
+  assert_true(ngram.usage.accepted_draft_tokens >= 10);
+  assert_true(2 * spec.usage.accepted_draft_tokens >=
+              ngram.usage.accepted_draft_tokens);
+  free(bad);
+}
+
 /* The prefix cache names only a completion's own tokens: a speculative
  * run leaves no more named blocks than a run without drafts (at most the
  * last step's kept drafts fewer: they were never fed again), and a warm
@@ -875,6 +913,7 @@ int main(void) {
       cmocka_unit_test(test_stops_and_grammar_inside_drafts),
       cmocka_unit_test(test_batch_mix_invariance),
       cmocka_unit_test(test_prediction),
+      cmocka_unit_test(test_prediction_yields_to_a_longer_match),
       cmocka_unit_test(test_prefix_cache_holds_no_rejected_drafts),
       cmocka_unit_test(test_gemma_greedy_identity),
       cmocka_unit_test(test_draft_model),
