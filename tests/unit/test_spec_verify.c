@@ -294,6 +294,13 @@ static void proposal_is_a_draw_or_the_mode(void **state) {
   nc_sample_workspace_free(ws);
 }
 
+static double dist_top(const test_dist *d) {
+  double top = 0;
+  for (int32_t i = 0; i < d->n; i++)
+    if (d->probs[i] > top) top = d->probs[i];
+  return top;
+}
+
 /* p_top: the final distribution's largest probability, from the plain
  * draw and from the exact rule's verification alike; 1 for greedy; with
  * typical-p dropping the argmax, the largest of what is left. */
@@ -310,9 +317,7 @@ static void p_top_is_the_largest_probability(void **state) {
     nc_sample_workspace *ws = make_ws(V);
     test_dist d;
     dist_of(&p, x, V, NULL, 0, &d);
-    double top = 0;
-    for (int32_t i = 0; i < d.n; i++)
-      if (d.probs[i] > top) top = d.probs[i];
+    const double top = dist_top(&d);
     nc_sample_result res = sample_one(ws, s, x);
     assert_float_equal(res.p_top, temps[t] == 0.0f ? 1.0 : top, 1e-5);
     float q[V];
@@ -339,9 +344,7 @@ static void p_top_is_the_largest_probability(void **state) {
   nc_sample_workspace *ws = make_ws(V);
   test_dist d;
   dist_of(&p, y, V, NULL, 0, &d);
-  double top = 0;
-  for (int32_t i = 0; i < d.n; i++)
-    if (d.probs[i] > top) top = d.probs[i];
+  const double top = dist_top(&d);
   nc_sample_result res = sample_one(ws, s, y);
   assert_float_equal(res.p_top, top, 1e-5);
   nc_sampler_free(s);
