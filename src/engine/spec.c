@@ -47,16 +47,6 @@ static int32_t min_i32(int32_t a, int32_t b) {
   return a < b ? a : b;
 }
 
-/* How many tokens before source[at] equal the tail of hist (up to cap). */
-static int32_t match_before(const int32_t *source, int32_t at,
-                            const int32_t *hist, int32_t n_hist, int32_t cap) {
-  int32_t m = 0;
-  while (m < cap && m < at && m < n_hist &&
-         source[at - 1 - m] == hist[n_hist - 1 - m])
-    m++;
-  return m;
-}
-
 /* Drafts of at most max tokens from the completion's drafter. Predicted
  * outputs: the prediction where the output's last 4..2 tokens occur in it
  * (unless the prompt and output's lookup matches more of the output's
@@ -97,7 +87,8 @@ static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
      * the prediction lacks) whose key the prediction happens to hold too */
     int32_t own[NUCLEUS_MAX_DRAFT], at, match;
     const int32_t m = nc_ngram_draft(&q, own, &at, &match);
-    if (m > 0 && match > match_before(p.source, c->spec.pred_at, c->tokens,
+    if (m > 0 &&
+        match > nc_ngram_match_before(p.source, c->spec.pred_at, c->tokens,
                                       c->n_tokens, q.match_cap)) {
       memcpy(c->spec.draft, own, (size_t)m * sizeof(int32_t));
       c->spec.pred_at = -1; /* the prediction's cursor stays */

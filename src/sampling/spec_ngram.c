@@ -31,14 +31,28 @@ static int32_t find(const nc_ngram_query *q, int32_t n) {
   return first;
 }
 
-/* How many tokens before source position e equal the tail of hist, up to
- * cap. */
-static int32_t match_at(const nc_ngram_query *q, int32_t e, int32_t cap) {
+int32_t nc_ngram_match_before(const int32_t *source, int32_t at,
+                              const int32_t *hist, int32_t n_hist,
+                              int32_t cap) {
   int32_t m = 0;
-  if (cap > e) cap = e;
-  while (m < cap && q->source[e - 1 - m] == q->hist[q->n_hist - 1 - m])
+  if (cap > at) cap = at;
+  if (cap > n_hist) cap = n_hist;
+  while (m < cap && source[at - 1 - m] == hist[n_hist - 1 - m])
     m++;
   return m;
+}
+
+static int32_t match_at(const nc_ngram_query *q, int32_t e, int32_t cap) {
+  return nc_ngram_match_before(q->source, e, q->hist, q->n_hist, cap);
+}
+
+/* The continuation's token at source position pos; past the source's end,
+ * where the source is the tokens so far, the draft's own (out[0..k), pos -
+ * n_source < k): a continuation that reaches the present goes on as the
+ * text it copied, a loop or a repeated line its period on. */
+static int32_t cont_at(const nc_ngram_query *q, const int32_t *out,
+                       int32_t pos) {
+  return pos < q->n_source ? q->source[pos] : out[pos - q->n_source];
 }
 
 /* Prompt lookup (spec_ngram.h): the longest match's positions vote. */
@@ -59,16 +73,17 @@ static int32_t lookup(const nc_ngram_query *q, int32_t *out, int32_t *source_at,
     if (n_voters < NC_NGRAM_MAX_VOTERS) voters[n_voters++] = e;
   }
   if (best == 0) return 0;
+  const bool cyclic = q->source == q->hist && q->n_source == q->n_hist;
   int32_t k = 0, first = -1;
   while (k < q->max_draft && n_voters > 0) {
     /* the token most voters continue with (the latest of equals: voters
      * are latest first) */
     int32_t top = 0, top_n = 0;
     for (int32_t v = 0; v < n_voters; v++) {
-      const int32_t t = q->source[voters[v] + k];
+      const int32_t t = cont_at(q, out, voters[v] + k);
       int32_t same = 0;
       for (int32_t u = 0; u < n_voters; u++)
-        same += q->source[voters[u] + k] == t;
+        same += cont_at(q, out, voters[u] + k) == t;
       if (same > top_n) {
         top_n = same;
         top = v;
@@ -76,13 +91,15 @@ static int32_t lookup(const nc_ngram_query *q, int32_t *out, int32_t *source_at,
     }
     const int32_t others = n_voters - top_n;
     if (others > 0 && top_n < NC_NGRAM_VOTE * others) break;
-    const int32_t t = q->source[voters[top] + k];
+    const int32_t t = cont_at(q, out, voters[top] + k);
     if (k == 0) first = voters[top];
     out[k++] = t;
-    /* the voters that go on with it and have a token after it */
+    /* the voters that go on with it and have a token after it (any, past
+     * the end, where the draft itself goes on) */
     int32_t stay = 0;
     for (int32_t v = 0; v < n_voters; v++)
-      if (q->source[voters[v] + k - 1] == t && voters[v] + k < q->n_source)
+      if (cont_at(q, out, voters[v] + k - 1) == t &&
+          (cyclic || voters[v] + k < q->n_source))
         voters[stay++] = voters[v];
     n_voters = stay;
   }

@@ -12,7 +12,10 @@
  *     where it has less than NC_NGRAM_VOTE times the support of the
  *     others (the continuation is ambiguous there), each position that
  *     went another way dropping out. With one position, its continuation
- *     is the draft;
+ *     is the draft. A continuation that reaches the end of the tokens so
+ *     far goes on with the draft's own tokens, as the text it copied went
+ *     on: a loop or a repeated line drafts its period on (A B C A B drafts
+ *     C A B C ...);
  *   - predicted outputs: the key is the tail of the tokens so far (the
  *     last n of them, n from n_max down to n_min, the longest that matches
  *     first); the source is the caller's expected output: the first
@@ -63,6 +66,11 @@ typedef struct nc_ngram_query {
                            key match (0 instead) */
   int32_t max_draft;
 } nc_ngram_query;
+
+/* How many tokens before source[at] equal the tail of hist[0..n_hist), up
+ * to cap. */
+int32_t nc_ngram_match_before(const int32_t *source, int32_t at,
+                              const int32_t *hist, int32_t n_hist, int32_t cap);
 
 /* Writes up to q->max_draft tokens to out and returns how many (0: no
  * match); *source_at is the position in the source of the first drafted

@@ -2,7 +2,8 @@
  * longest match of the tail (past the 4-token keys, up to match_cap),
  * never the tail itself; positions with equal matches vote token by token
  * and the draft stops where they disagree (the top continuation under
- * twice the others); it drafts up to the limit and the source's end;
+ * twice the others); it drafts up to the limit and the source's end, a
+ * continuation into the tokens so far going on with its own period;
  * match lengths fall in their classes; predicted outputs start at the
  * prediction's beginning, follow the cursor and rejoin after a detour
  * (keys_only: no cursor fallback). */
@@ -107,13 +108,38 @@ static void match_classes(void **state) {
 static void prompt_lookup_limits(void **state) {
   (void)state;
   int32_t out[8] = {0}, at;
-  /* the draft stops at the source's end (it may run into the tail) */
+  /* a continuation that runs into the tail goes on with the draft's own
+   * tokens: the period (7 5 6) repeats up to the limit */
   const int32_t h[] = {5, 6, 7, 5, 6};
   int32_t k = lookup(h, 5, 8, out, &at, NULL);
-  assert_int_equal(k, 3);
+  assert_int_equal(k, 8);
+  const int32_t period[8] = {7, 5, 6, 7, 5, 6, 7, 5};
+  for (int32_t i = 0; i < 8; i++)
+    assert_int_equal(out[i], period[i]);
+  /* a loop of period 4 drafts its period on from the match (1 2 at 4 and
+   * at 0: the longer, at 6, wins) */
+  const int32_t loop[] = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2};
+  k = lookup(loop, 10, 6, out, &at, NULL);
+  assert_int_equal(k, 6);
+  assert_int_equal(at, 6);
+  const int32_t want[6] = {3, 4, 1, 2, 3, 4};
+  for (int32_t i = 0; i < 6; i++)
+    assert_int_equal(out[i], want[i]);
+  /* a source that is not the tokens so far (another text) ends where it
+   * ends */
+  const int32_t other[] = {9, 5, 6, 7, 5};
+  const nc_ngram_query q = {.hist = h,
+                            .n_hist = 5,
+                            .source = other,
+                            .n_source = 5,
+                            .n_min = 2,
+                            .n_max = 4,
+                            .match_cap = 16,
+                            .max_draft = 8};
+  k = nc_ngram_draft(&q, out, &at, NULL);
+  assert_int_equal(k, 2);
   assert_int_equal(out[0], 7);
   assert_int_equal(out[1], 5);
-  assert_int_equal(out[2], 6);
   /* no earlier occurrence: nothing; the tail alone never matches */
   const int32_t none[] = {1, 2, 3, 4, 5};
   assert_int_equal(lookup(none, 5, 8, out, &at, NULL), 0);
