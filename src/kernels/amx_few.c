@@ -37,7 +37,7 @@
 
 enum {
   RING = 4,
-  MAX_R = NC_AMX_FEW_MAX_A,
+  MAX_R = TILE,        /* activation rows in one B tile */
   MAX_BLOCKS = 1024,   /* n <= 32768: longer rows use the reference */
   B_BYTES = 8 * 64,    /* a B tile: 8 rows (k) of up to 64 bytes */
   A_BYTES = TILE * 32, /* an A tile: 16 weight rows x 32 quants */
@@ -267,17 +267,35 @@ static inline int few_rows(int na) {
   return na <= 9 ? na : MAX_R;
 }
 
+/* More than 16 activation rows go in groups of 16 (the last one the
+ * rest), each group against every 16 weight rows in turn: the weight rows
+ * (their A tiles, Q4's unpacked panel) stream from memory once, the
+ * groups after the first reading them from the cache. */
+enum { MAX_GROUPS = (NC_AMX_FEW_MAX_A + MAX_R - 1) / MAX_R };
+
 static inline __attribute__((always_inline)) void
 few(few_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
     const void *av, size_t a_stride, int na, float *out, size_t out_stride,
     size_t bsize, nc_vec_dot_rows_fn fallback) {
   const int64_t nb = n / 32;
   const uint8_t *w = wv;
+  const uint8_t *a = av;
   int64_t r = 0;
   const int R = few_rows(na);
-  few_act fa;
-  if (na >= 1 && na <= MAX_R && nb > 0 && nb <= MAX_BLOCKS && nw >= TILE &&
-      few_act_new(&fa, av, a_stride, na, R, nb, t == FEW_Q4_1)) {
+  const int groups = (na + MAX_R - 1) / MAX_R;
+  few_act fa[MAX_GROUPS];
+  int made = 0;
+  if (na >= 1 && na <= NC_AMX_FEW_MAX_A && nb > 0 && nb <= MAX_BLOCKS &&
+      nw >= TILE) {
+    for (; made < groups; made++) {
+      const int g0 = made * MAX_R;
+      const int ng = na - g0 < MAX_R ? na - g0 : MAX_R;
+      if (!few_act_new(&fa[made], a + (size_t)g0 * a_stride, a_stride, ng, R,
+                       nb, t == FEW_Q4_1))
+        break;
+    }
+  }
+  if (made == groups && groups > 0) {
     uint8_t *panel = t == FEW_Q8_0
                          ? NULL
                          : aligned_alloc(64, (size_t)PANEL_BLOCK * (size_t)nb);
@@ -290,28 +308,34 @@ few(few_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
         if (t != FEW_Q8_0)
           pack_nibbles(wr, w_stride, nb, bsize, t == FEW_Q4_1 ? 4 : 2,
                        t == FEW_Q4_0, t == FEW_Q4_1, panel);
+        for (int g = 0; g < groups; g++) {
+          const int g0 = g * MAX_R;
+          const int ng = na - g0 < MAX_R ? na - g0 : MAX_R;
+          float *og = out + (size_t)g0 * out_stride + r;
 #define T(RR)                                                                  \
-  few_tile(t, nb, wr, w_stride, panel, &fa, na, RR, cbuf, out + r, out_stride)
-        switch (R) {
-        case 1: T(1); break;
-        case 2: T(2); break;
-        case 3: T(3); break;
-        case 4: T(4); break;
-        case 5: T(5); break;
-        case 6: T(6); break;
-        case 7: T(7); break;
-        case 8: T(8); break;
-        case 9: T(9); break;
-        default: T(MAX_R); break;
-        }
+  few_tile(t, nb, wr, w_stride, panel, &fa[g], ng, RR, cbuf, og, out_stride)
+          switch (R) {
+          case 1: T(1); break;
+          case 2: T(2); break;
+          case 3: T(3); break;
+          case 4: T(4); break;
+          case 5: T(5); break;
+          case 6: T(6); break;
+          case 7: T(7); break;
+          case 8: T(8); break;
+          case 9: T(9); break;
+          default: T(MAX_R); break;
+          }
 #undef T
+        }
       }
       tiles_release();
     }
     free(cbuf);
     free(panel);
-    free(fa.mem);
   }
+  for (int g = 0; g < made; g++)
+    free(fa[g].mem);
   nc_il_rows_fallback(fallback, n, w + (size_t)r * w_stride, w_stride, nw - r,
                       av, a_stride, na, out + r, out_stride);
 }

@@ -84,9 +84,15 @@ NC_AVX512_MATMUL(q8_0)
 enum { NC_AMX_GEMV_MAX_A = 8, NC_AMX_KGEMV_MAX_A = 4 };
 /* amx_few.c: the same products for NC_AMX_FEW_MIN_A .. NC_AMX_FEW_MAX_A
  * activation rows on the tile unit, the weights as A tiles (no transpose,
- * the float steps for those rows only); amx_gemm hands them over, fewer
- * rows to amx_gemv.c. */
-enum { NC_AMX_FEW_MIN_A = NC_AMX_GEMV_MAX_A + 1, NC_AMX_FEW_MAX_A = 16 };
+ * the float steps for those rows only), 16 activation rows a B tile; amx_gemm
+ * hands them over, fewer rows to amx_gemv.c. Up to 64: below that the
+ * tiled gemm's weight panels (a transpose per weight block, once per call)
+ * cost more than more B tiles against the same A tiles, read from the
+ * cache (bench/forward_rows, one thread: the default model's forward of
+ * 33 / 48 / 63 rows 61 / 69 / 85 ms on the gemm, 51 / 56 / 71 here;
+ * Gemma 3, whose 262,144-row Q8_0 head took 83 ms at 17 rows where 16
+ * took 49, 125 / 145 / 175 against 101 / 121 / 154). */
+enum { NC_AMX_FEW_MIN_A = NC_AMX_GEMV_MAX_A + 1, NC_AMX_FEW_MAX_A = 64 };
 void nc_amx_few_q4_0(int64_t n, const void *w, size_t w_stride, int64_t nw,
                      const void *a, size_t a_stride, int na, float *out,
                      size_t out_stride);

@@ -392,7 +392,8 @@ static void check_gemm_few_many(const nc_kernels *k, nc_type t, int64_t n,
  * partial tiles of 8), odd block counts, padded strides. */
 static void check_gemm(const nc_kernels *k) {
   static const int64_t nws[] = {1, 2, 3, 4, 5, 7, 16, 33, 66};
-  static const int64_t nas[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 33, 70};
+  static const int64_t nas[] = {1,  2,  3,  4,  5,  7,  8,  9,  12,
+                                16, 17, 25, 32, 33, 48, 64, 65, 70};
   uint64_t s = 2024;
   for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
     const nc_type t = k_weight_types[i];
