@@ -367,3 +367,34 @@ def test_spec_ceiling_replays_the_copyable_runs():
     assert abs(ceiling4 - 19 / (1 + 4 * 1.2)) < 1e-9
     assert mod.replay(prompt, list(range(100, 120)), [1.5] * 8, 8) == (0,
                                                                      1.0)
+
+
+def test_spec_bench_prompts_are_the_templates_own():
+    """bench/speculative.py's prompts with a system turn (the `file` task)
+    are what the chat templates render for that conversation: the default
+    model's own (ChatML) and Gemma 3's (its system text before the first
+    user turn's), then the reply's start."""
+    require_binary_and_model()
+    spec = importlib.util.spec_from_file_location(
+        "speculative", ROOT / "bench/speculative.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ask, start, prediction, system = mod.ASKS["file"]
+    assert system and mod.MODULE in ask and "total" not in prediction
+    assert prediction == mod.MODULE.replace("total", "acc")
+    convo = json.dumps([{"role": "system", "content": system},
+                        {"role": "user", "content": ask}])
+    for template, extra in (("chatml", []),
+                            ("gemma", ["--chat-template",
+                                       str(ROOT / "tests/data/templates/"
+                                           "gemma3.jinja")])):
+        p = subprocess.run([NUCLEUS_BIN, "template", "-m", DEFAULT_MODEL,
+                            *extra, "-"], input=convo, capture_output=True,
+                           text=True, timeout=60, check=True)
+        want = p.stdout
+        if template == "gemma":  # the template's bos_token first (the
+            # tokenizer adds it to a prompt)
+            bos = want[:want.index("<start_of_turn>")]
+            assert bos and "\n" not in bos and len(bos) < 16, bos
+            want = want[len(bos):]
+        assert mod.prompt_of("file", template) == want + start, template
