@@ -81,10 +81,11 @@ static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
   p.n_output = c->n_generated;
   p.from = c->spec.pred_from;
   int32_t n = nc_ngram_draft(&p, c->spec.draft, &c->spec.pred_at, NULL);
-  if (n > 0) {
+  if (n > 0 && c->n_generated > 0) {
     /* the prompt and output's own lookup where it matches longer: the
      * output has left the prediction for text of its own (a loop, a line
-     * the prediction lacks) whose key the prediction happens to hold too */
+     * the prediction lacks) whose key the prediction happens to hold too
+     * (before any output the prediction's start stands) */
     int32_t own[NUCLEUS_MAX_DRAFT], at, match;
     const int32_t m = nc_ngram_draft(&q, own, &at, &match);
     if (m > 0 &&
@@ -94,8 +95,8 @@ static int32_t draft_tokens(const group *g, completion *c, int32_t max) {
       c->spec.pred_at = -1; /* the prediction's cursor stays */
       return m;
     }
-    return n;
   }
+  if (n > 0) return n;
   /* the output's last token is the prediction's at the cursor: on after it */
   const int32_t f = c->spec.pred_from;
   if (f >= 0 && f + 1 < p.n_source && c->n_tokens > 0 &&
