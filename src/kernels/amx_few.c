@@ -273,6 +273,11 @@ static inline int few_rows(int na) {
  * groups after the first reading them from the cache. */
 enum { MAX_GROUPS = (NC_AMX_FEW_MAX_A + MAX_R - 1) / MAX_R };
 
+/* The activation rows of group g of na. */
+static inline int group_rows(int na, int g) {
+  return na - g * MAX_R < MAX_R ? na - g * MAX_R : MAX_R;
+}
+
 static inline __attribute__((always_inline)) void
 few(few_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
     const void *av, size_t a_stride, int na, float *out, size_t out_stride,
@@ -289,9 +294,8 @@ few(few_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
       nw >= TILE) {
     for (; made < groups; made++) {
       const int g0 = made * MAX_R;
-      const int ng = na - g0 < MAX_R ? na - g0 : MAX_R;
-      if (!few_act_new(&fa[made], a + (size_t)g0 * a_stride, a_stride, ng, R,
-                       nb, t == FEW_Q4_1))
+      if (!few_act_new(&fa[made], a + (size_t)g0 * a_stride, a_stride,
+                       group_rows(na, made), R, nb, t == FEW_Q4_1))
         break;
     }
   }
@@ -309,9 +313,8 @@ few(few_type t, int64_t n, const void *wv, size_t w_stride, int64_t nw,
           pack_nibbles(wr, w_stride, nb, bsize, t == FEW_Q4_1 ? 4 : 2,
                        t == FEW_Q4_0, t == FEW_Q4_1, panel);
         for (int g = 0; g < groups; g++) {
-          const int g0 = g * MAX_R;
-          const int ng = na - g0 < MAX_R ? na - g0 : MAX_R;
-          float *og = out + (size_t)g0 * out_stride + r;
+          const int ng = group_rows(na, g);
+          float *og = out + (size_t)g * MAX_R * out_stride + r;
 #define T(RR)                                                                  \
   few_tile(t, nb, wr, w_stride, panel, &fa[g], ng, RR, cbuf, og, out_stride)
           switch (R) {
