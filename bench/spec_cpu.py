@@ -14,7 +14,7 @@ ratio to --spec off's (above 1: drafting is cheaper than plain decoding).
 
 usage: bench/spec_cpu.py [--bin build/release/nucleus]... [--rounds 3]
                          [--seeds 7] [--temps 0,0.7,1.5,2] [--tokens 128]
-                         [--tasks quote,code] [--draft-max 8]
+                         [--tasks quote,code] [--draft-max 16]
                          [--template chatml|gemma]
                          [--extra "--spec-row-cost 0.2"]
                          [--draft FILE]
@@ -74,7 +74,7 @@ def main():
     ap.add_argument("--row-orders", default="reuse",
                     choices=["reuse", "llama"],
                     help="as bench/speculative.py's")
-    ap.add_argument("--draft-max", type=int, default=8)
+    ap.add_argument("--draft-max", type=int, default=16)
     ap.add_argument("--model", default=str(
         ROOT / "models/SmolLM2-135M-Instruct.Q4_1.gguf"))
     ap.add_argument("--template", default="chatml",

@@ -62,7 +62,7 @@ FILE.md.
 
 usage: bench/speculative.py [--rounds 3] [--temps 0,0.3,0.7,1.0,1.5]
                             [--tokens 128] [--model FILE] [--threads 2]
-                            [--draft-max 8] [--seed 7] [--tasks quote,code,file]
+                            [--draft-max 16] [--seed 7] [--tasks quote,code,file]
                             [--gemma FILE] [--draft-pair TARGET,DRAFT]
                             [--no-default] [--peer DIR] [--before BIN]
                             [--row-orders reuse|llama]
@@ -472,7 +472,7 @@ def main():
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--model", default=None)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--draft-max", type=int, default=8)
+    ap.add_argument("--draft-max", type=int, default=16)
     ap.add_argument("--seed", type=int, default=7,
                     help="round r runs seed + r (both engines)")
     ap.add_argument("--tasks", default="quote,code")

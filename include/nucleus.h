@@ -847,9 +847,9 @@ typedef enum nucleus_spec_type {
   NUCLEUS_SPEC_TYPE_COUNT,
 } nucleus_spec_type;
 
-#define NUCLEUS_MAX_DRAFT 32 /* draft_max at most */
+#define NUCLEUS_MAX_DRAFT 64 /* draft_max at most */
 #define NUCLEUS_MAX_PREDICTION_TOKENS 32768
-#define NUCLEUS_DEFAULT_DRAFT_MAX 8
+#define NUCLEUS_DEFAULT_DRAFT_MAX 16
 
 typedef struct nucleus_spec_params {
   nucleus_spec_type type;

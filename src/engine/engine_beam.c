@@ -37,7 +37,7 @@ nc_code nc_beam_group_init(nucleus_engine *e, group *g, nc_error *err) {
   free(eog);
   if (rc != NC_OK) return rc;
   g->beam_row_stride = p->speculative.type != NUCLEUS_SPEC_OFF
-                           ? 1 + p->speculative.draft_max
+                           ? 1 + nc_spec_beam_draft_max(p)
                            : 1;
   g->beam_rows = malloc((size_t)width * (size_t)g->beam_row_stride *
                         (size_t)e->n_vocab * sizeof(float));
@@ -130,6 +130,7 @@ static void replace_beams(nucleus_engine *e, group *g, const int32_t *slot,
     f->spec.n_draft = 0;
     f->spec.draft_seq = -1;
     f->spec.q = NULL;
+    f->spec.q_rows = 0;
     int32_t keep = parent->n_tokens + v;
     f->kv_seq =
         parent->kv_seq >= 0 ? nc_kv_seq_fork(e->kv, parent->kv_seq) : -1;

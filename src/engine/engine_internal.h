@@ -45,11 +45,13 @@ typedef struct nc_spec_state {
                                  prediction: the acceptance is learnt for free), -1 */
   int32_t pred_from, pred_at; /* predicted outputs: the source cursor */
   int32_t drafted, accepted;  /* totals (usage) */
+  int32_t last_kept;          /* the last verifying step's kept drafts */
   int32_t draft_seq;          /* the draft model's KV sequence, -1: none */
   int32_t draft_room;         /* the draft model: drafts set aside this step */
   float *q; /* the draft model's (or MTP head's) distributions of this
-               step's drafts ([draft_max, n_vocab], made on its first
-               draft) */
+               step's drafts ([q_rows, n_vocab], grown to the step's
+               draft_room by nc_spec_q_reserve) */
+  int32_t q_rows;
   /* the tries in a row after which no draft length paid (spec.c) */
   int32_t probes;
 } nc_spec_state;
@@ -255,6 +257,15 @@ void nc_engine_finish(nucleus_engine *e, group *g, completion *c,
 int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
                         int32_t kv_len, const double *cost, int32_t *spare_rows,
                         int64_t *spare_blocks);
+/* A beam's drafts at most: draft_max, at most NC_SPEC_BEAM_DRAFT_MAX (a
+ * beam group keeps [width][1 + drafts][n_vocab] rows, and beams of width
+ * 3 or more seldom keep long drafts). */
+#define NC_SPEC_BEAM_DRAFT_MAX 8
+int32_t nc_spec_beam_draft_max(const nucleus_request_params *p);
+/* Room for `rows` draft distributions in c->spec.q (grown, never shrunk:
+ * the draft length adapts, and a long draft is paid for only once it is
+ * drafted); false when out of memory. */
+bool nc_spec_q_reserve(nucleus_engine *e, completion *c, int32_t rows);
 /* The rule a group's drafts with q are verified by (and proposed for:
  * nc_spec_draft_token): strict when its request asks for it. */
 nc_spec_rule nc_spec_rule_of(const group *g);

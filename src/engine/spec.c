@@ -36,6 +36,7 @@
  * free to look at, try one draft now and then: every NC_SPEC_PROBE_EVERY
  * plain steps, less often while tries bring no drafting back
  * (nc_spec_probe_interval). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_internal.h"
@@ -158,7 +159,7 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
                    p->speculative.type == NUCLEUS_SPEC_MTP ||
                    nc_kv_state_floats(e->kv) > 0)))
     return 0;
-  int32_t max = p->speculative.draft_max;
+  int32_t max = g->beam ? nc_spec_beam_draft_max(p) : p->speculative.draft_max;
   /* the fed positions stay below n_ctx - 1, as without drafts; the
    * emitted tokens within max_tokens */
   max = min_i32(max, e->params.n_ctx - 2 - kv_len);
@@ -166,6 +167,7 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
     max = min_i32(max, p->max_tokens - c->n_generated - 1);
   max = min_i32(max, *spare_rows);
   max = nc_kv_rollback_room(e->kv, kv_len + 1, max);
+  max = min_i32(max, nc_spec_length_cap(sp->last_kept));
   if (max <= 0) return 0;
   const bool model = p->speculative.type == NUCLEUS_SPEC_DRAFT ||
                      p->speculative.type == NUCLEUS_SPEC_MTP;
@@ -216,6 +218,20 @@ int32_t nc_spec_propose(nucleus_engine *e, group *g, completion *c,
   return n;
 }
 
+int32_t nc_spec_beam_draft_max(const nucleus_request_params *p) {
+  return min_i32(p->speculative.draft_max, NC_SPEC_BEAM_DRAFT_MAX);
+}
+
+bool nc_spec_q_reserve(nucleus_engine *e, completion *c, int32_t rows) {
+  nc_spec_state *sp = &c->spec;
+  if (sp->q && sp->q_rows >= rows) return true;
+  float *q = realloc(sp->q, (size_t)rows * (size_t)e->n_vocab * sizeof *q);
+  if (!q) return false;
+  sp->q = q;
+  sp->q_rows = rows;
+  return true;
+}
+
 nc_spec_rule nc_spec_rule_of(const group *g) {
   return g->req->params.speculative.strict ? NC_SPEC_STRICT : NC_SPEC_EXACT;
 }
@@ -239,6 +255,7 @@ void nc_spec_account(nucleus_engine *e, const group *g, nc_spec_state *sp,
   e->stats.spec_accepted_hist[kept]++;
   sp->drafted += drafted;
   sp->accepted += kept;
+  sp->last_kept = kept;
   if (p->type == NUCLEUS_SPEC_PREDICTION && sp->pred_at >= 0)
     sp->pred_from = sp->pred_at + kept;
   spec_observe(g, sp, kept, drafted);

@@ -270,18 +270,14 @@ static void catch_up(nucleus_engine *e, nc_spec_draft *d, int32_t n_jobs,
 
 void nc_spec_draft_batch(nucleus_engine *e, completion *const *cs, int32_t n) {
   nc_spec_draft *d = e->draft;
-  const int32_t V = e->n_vocab;
   int32_t n_jobs = 0;
   for (int32_t i = 0; i < n && d; i++) {
     completion *c = cs[i];
     c->spec.n_draft = 0;
     if (n_jobs == d->max_jobs) continue;
-    if (!c->spec.q)
-      c->spec.q = malloc((size_t)c->owner->req->params.speculative.draft_max *
-                         (size_t)V * sizeof *c->spec.q);
     /* another stream than every completion's: independent draws */
     nc_sampler *s = NULL;
-    if (!c->spec.q ||
+    if (!nc_spec_q_reserve(e, c, c->spec.draft_room) ||
         nc_sampler_clone(c->sampler, nc_sampler_stream(c->sampler) | 1ull << 32,
                          &s, NULL) != NC_OK)
       continue;

@@ -105,11 +105,9 @@ static bool start_job(nucleus_engine *e, nc_spec_mtp *m, completion *c,
   const int32_t kv_len = c->n_tokens - 1;
   m->k[i] = 0;
   m->smp[i] = NULL;
-  if (!c->spec.q)
-    c->spec.q = malloc((size_t)c->owner->req->params.speculative.draft_max *
-                       (size_t)e->n_vocab * sizeof *c->spec.q);
   const float *st = nc_kv_seq_state(e->kv, c->kv_seq);
-  if (!c->spec.q || !st || nc_kv_seq_len(e->kv, c->kv_seq) != kv_len ||
+  if (!nc_spec_q_reserve(e, c, c->spec.draft_room) || !st ||
+      nc_kv_seq_len(e->kv, c->kv_seq) != kv_len ||
       nc_kv_seq_reserve(e->kv, c->kv_seq, kv_len + c->spec.draft_room, NULL) !=
           NC_OK ||
       nc_sampler_clone(c->sampler, nc_sampler_stream(c->sampler) | 1ull << 32,

@@ -69,6 +69,11 @@ int32_t nc_spec_probe_interval(int32_t probes) {
   return n < NC_SPEC_PROBE_MAX ? n : NC_SPEC_PROBE_MAX;
 }
 
+int32_t nc_spec_length_cap(int32_t last_kept) {
+  const int32_t grown = last_kept > INT32_MAX / 2 ? INT32_MAX : 2 * last_kept;
+  return grown > NC_SPEC_GROW_FROM ? grown : NC_SPEC_GROW_FROM;
+}
+
 double nc_spec_expected_tokens(double a, int32_t k) {
   if (k <= 0) return 1;
   if (a >= 1) return k + 1;

@@ -48,6 +48,9 @@
 #define NC_SPEC_PRIOR_BETA 0.2
 /* A row costs at most this many decode steps in the estimates. */
 #define NC_SPEC_MAX_BETA 4.0
+/* A draft is at most this long, or twice the run the last verifying step
+ * kept (nc_spec_length_cap). */
+#define NC_SPEC_GROW_FROM 8
 /* Plain steps between a model drafter's tries (nc_spec_probe_interval). */
 #define NC_SPEC_PROBE_EVERY 8
 #define NC_SPEC_PROBE_MAX 64
@@ -86,14 +89,25 @@ double nc_spec_accept_rate_in(const nc_spec_accept *part,
 
 /* The model's top probability at each emitted token, discounted by
  * NC_SPEC_TOP_DECAY at each (kept: the probabilities, tried: the tokens;
- * cleared to start): a draft verified as a point mass or strictly (the model's own
- * draw, kept when equal) is kept with probability p(x) <= max p, so their
+ * cleared to start): a draft verified as a point mass or strictly (the model's
+ * own draw, kept when equal) is kept with probability p(x) <= max p, so their
  * recent mean bounds any drafter's acceptance there. A flat distribution
  * (a high temperature) keeps a drafter that costs a model's forward calls
  * from trying at all. p_top <= 0: not known, nothing learnt. */
 void nc_spec_top_observe(nc_spec_accept *s, double p_top);
 /* That bound, in [0, 1]; 1 before any token. */
 double nc_spec_top_bound(const nc_spec_accept *s);
+
+/* The longest draft worth weighing after a verifying step that kept
+ * `last_kept` drafts (before any: 0): max(NC_SPEC_GROW_FROM, 2 last_kept).
+ * The estimate a is per token, as if each draft were kept independently,
+ * but drafts are kept in runs (a quote, a copied line, a loop) that end
+ * all at once: a few steps of kept drafts put a near 1, and at the run's
+ * end the longest drafts are the ones wasted. Drafts longer than the
+ * default therefore grow with the runs seen, doubling while every draft
+ * is kept (8, 16, 32, 64 in a loop), so a run's end wastes at most about
+ * as many rows as the run before it kept. */
+int32_t nc_spec_length_cap(int32_t last_kept);
 
 /* E(k) above for a in [0, 1]. */
 double nc_spec_expected_tokens(double a, int32_t k);

@@ -57,7 +57,7 @@ def test_cli_spec_same_text_and_acceptance():
     assert re.search(r"drafts: \d+ of \d+ accepted", pred.stderr)
     bad = run_cli("-p", "hi", "--spec", "ngram", "--draft-max", "0")
     assert bad.returncode != 0
-    assert "speculative.draft_max: 0 must be in [1, 32]" in bad.stderr
+    assert "speculative.draft_max: 0 must be in [1, 64]" in bad.stderr
     bad = run_cli("-p", "hi", "--spec", "eagle")
     assert bad.returncode != 0 and "not a drafter" in bad.stderr
     bad = run_cli("-p", "hi", "--spec", "draft")
@@ -254,7 +254,7 @@ def test_metrics_count_drafts(server):
     ({"speculative": {"type": "eagle"}}, "speculative",
      "'speculative.type' must be"),
     ({"speculative": {"n_max": 99}}, "speculative",
-     "speculative.draft_max: 99 must be in [1, 32]"),
+     "speculative.draft_max: 99 must be in [1, 64]"),
     ({"speculative": {"depth": 2}}, "speculative",
      "'speculative.depth' is not a field"),
     ({"prediction": "text"}, "prediction", "'prediction' must be"),

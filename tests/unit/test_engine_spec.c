@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "engine/engine.h"
+#include "sampling/spec_policy.h"
 #include "nucleus.h"
 #include "test_require.h"
 
@@ -225,7 +226,7 @@ static void assert_same(const outcome *a, const outcome *b, int n) {
   assert_int_equal(a->usage.completion_tokens, b->usage.completion_tokens);
 }
 
-/* Greedy: identical at draft lengths 1..32; drafts are made and kept. */
+/* Greedy: identical at draft lengths 1..64; drafts are made and kept. */
 static void test_greedy_identity_every_draft_length(void **state) {
   (void)state;
   NEED_MODEL();
@@ -233,7 +234,7 @@ static void test_greedy_identity_every_draft_length(void **state) {
   outcome base, spec;
   run(&plain, 1, &base, 512, NULL);
   assert_int_equal(base.usage.draft_tokens, 0);
-  const int32_t lengths[] = {1, 2, 3, 5, 8, 16, 32};
+  const int32_t lengths[] = {1, 2, 3, 5, 8, 16, 32, 64};
   for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
     req r = plain;
     with_spec(&r, NUCLEUS_SPEC_NGRAM, lengths[i]);
@@ -251,6 +252,15 @@ static void test_greedy_identity_every_draft_length(void **state) {
                      spec.usage.accepted_draft_tokens);
     /* fewer steps than tokens: several tokens per step */
     assert_true(st.steps_total < 64 + 1);
+    /* drafts past 8 grow with the runs kept (nc_spec_length_cap): 8, 16,
+     * 32 kept first, no 64-draft run within 64 tokens */
+    for (int32_t k = 33; k <= NUCLEUS_MAX_DRAFT; k++)
+      assert_int_equal(st.spec_accepted_hist[k], 0);
+    if (lengths[i] <= NC_SPEC_GROW_FROM) continue;
+    int64_t past = 0;
+    for (int32_t k = NC_SPEC_GROW_FROM + 1; k <= NUCLEUS_MAX_DRAFT; k++)
+      past += st.spec_accepted_hist[k];
+    assert_true(past > 0); /* the runs did grow */
   }
 }
 
@@ -787,7 +797,7 @@ static void test_beam_with_drafts(void **state) {
       {k_repetitive, 2, 1, 24, 0, false},
       {"Count from one to twenty: one, two, three,", 4, 3, 32, 0, false},
   };
-  const int32_t lengths[] = {1, 4, 8};
+  const int32_t lengths[] = {1, 4, 8, 32}; /* 32: beams draft 8 at most */
   for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
     req plain = make_req(cases[ci].prompt, cases[ci].max_tokens);
     plain.params.beam_width = cases[ci].width;
@@ -859,10 +869,10 @@ static void test_bad_spec_params_refused(void **state) {
       {{.type = 7, .draft_max = 4}, 0, "speculative.type: 7 is not a drafter"},
       {{.type = NUCLEUS_SPEC_NGRAM, .draft_max = 0},
        0,
-       "speculative.draft_max: 0 must be in [1, 32]"},
-      {{.type = NUCLEUS_SPEC_NGRAM, .draft_max = 33},
+       "speculative.draft_max: 0 must be in [1, 64]"},
+      {{.type = NUCLEUS_SPEC_NGRAM, .draft_max = 65},
        0,
-       "speculative.draft_max: 33 must be in [1, 32]"},
+       "speculative.draft_max: 65 must be in [1, 64]"},
       {{.type = NUCLEUS_SPEC_NGRAM, .draft_max = 4, .draft_min = 5},
        0,
        "speculative.draft_min: 5 must be in [0, draft_max = 4]"},

@@ -406,6 +406,23 @@ static void top_bound(void **state) {
   assert_true(nc_spec_best_length(nc_spec_top_bound(&t), cost, 8) > 0);
 }
 
+/* Drafts past the default grow with the runs kept: a loop doubles its
+ * draft while every draft is kept, a run's end falls back. */
+static void length_cap_grows_with_runs(void **state) {
+  (void)state;
+  assert_int_equal(nc_spec_length_cap(0), NC_SPEC_GROW_FROM);
+  assert_int_equal(nc_spec_length_cap(3), NC_SPEC_GROW_FROM);
+  assert_int_equal(nc_spec_length_cap(NC_SPEC_GROW_FROM), 16);
+  int32_t k = nc_spec_length_cap(0), steps = 0;
+  while (k < 64) { /* every draft kept */
+    k = nc_spec_length_cap(k);
+    steps++;
+  }
+  assert_int_equal(steps, 3); /* 8, 16, 32, 64 */
+  assert_int_equal(nc_spec_length_cap(5), 10); /* a run that ended */
+  assert_int_equal(nc_spec_length_cap(INT32_MAX), INT32_MAX);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(expected_tokens),
@@ -419,6 +436,7 @@ int main(void) {
       cmocka_unit_test(draft_model_costs),
       cmocka_unit_test(probe_interval),
       cmocka_unit_test(top_bound),
+      cmocka_unit_test(length_cap_grows_with_runs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,7 +149,7 @@ static void put_spec(text *t, const nucleus_engine_stats *s) {
   for (int i = 0; i <= NUCLEUS_MAX_DRAFT; i++) {
     cum += s->spec_accepted_hist[i];
     sum += (long long)i * s->spec_accepted_hist[i];
-    if (i <= 8 || i == 16 || i == NUCLEUS_MAX_DRAFT)
+    if (i <= 8 || i == 16 || i == 32 || i == NUCLEUS_MAX_DRAFT)
       put(t, "nucleus_spec_accepted_per_step_bucket{le=\"%d\"} %lld\n", i, cum);
   }
   put(t, "nucleus_spec_accepted_per_step_bucket{le=\"+Inf\"} %lld\n", cum);

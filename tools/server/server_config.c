@@ -86,7 +86,7 @@ void server_config_usage(FILE *out) {
           "'speculative' or 'prediction'\n"
           "                          overrides it (docs/SPECULATIVE.md)\n"
           "  --draft-max N           drafted tokens per step at most "
-          "(default 8, up to 32)\n"
+          "(default %d, up to %d)\n"
           "  --draft-min N           draft nothing when fewer are proposed "
           "(default 0)\n"
           "  --model-draft FILE      a draft model with the model's "
@@ -102,7 +102,8 @@ void server_config_usage(FILE *out) {
           "on it unless\n"
           "                          'model' names the main model "
           "(docs/SERVER.md)\n"
-          "engine options (a 503 past --max-queue waiting requests):\n");
+          "engine options (a 503 past --max-queue waiting requests):\n",
+          NUCLEUS_DEFAULT_DRAFT_MAX, NUCLEUS_MAX_DRAFT);
   engine_flags_help(out);
   fprintf(out, "model options:\n");
   model_flags_help(out);
