@@ -48,8 +48,8 @@
 #define NC_SPEC_PRIOR_BETA 0.2
 /* A row costs at most this many decode steps in the estimates. */
 #define NC_SPEC_MAX_BETA 4.0
-/* A draft is at most this long, or twice the run the last verifying step
- * kept (nc_spec_length_cap). */
+/* Drafts of up to this many tokens at any step; longer ones only up to
+ * twice what the last verifying step kept (nc_spec_length_cap). */
 #define NC_SPEC_GROW_FROM 8
 /* Plain steps between a model drafter's tries (nc_spec_probe_interval). */
 #define NC_SPEC_PROBE_EVERY 8
