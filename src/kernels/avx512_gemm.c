@@ -102,47 +102,6 @@ typedef struct panel {
   const float (*h)[4];
 } panel;
 
-/* Activation rows a and (if two) a + 1 of a tile: each (row, activation)'s
- * 8 lanes summed in nc_hsum8's order, ((0+4)+(2+6))+((1+5)+(3+7)), four
- * accumulators at a time, plus the min types' summs; out[a * out_stride +
- * r] for the tile's 2P rows. */
-static inline __attribute__((always_inline)) void
-store_sums(__m512 acc[2][TILE_A], const __m512 sm[2], bool has_min, int a,
-           bool two, int P, float *out, size_t out_stride) {
-  const int b = two ? a + 1 : a;
-  /* lanes k + (k + 4): [pair 0 | pair 1] per activation row */
-  const __m512 ta = _mm512_add_ps(
-      _mm512_shuffle_f32x4(acc[0][a], acc[1][a], _MM_SHUFFLE(1, 0, 1, 0)),
-      _mm512_shuffle_f32x4(acc[0][a], acc[1][a], _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 tb = _mm512_add_ps(
-      _mm512_shuffle_f32x4(acc[0][b], acc[1][b], _MM_SHUFFLE(1, 0, 1, 0)),
-      _mm512_shuffle_f32x4(acc[0][b], acc[1][b], _MM_SHUFFLE(3, 2, 3, 2)));
-  /* + (k + 2): quarters [a pair 0, a pair 1, b pair 0, b pair 1], each
-   * (k0 row r, k0 row r + 1, k1 row r, k1 row r + 1) */
-  const __m512 u =
-      _mm512_add_ps(_mm512_shuffle_f32x4(ta, tb, _MM_SHUFFLE(2, 0, 2, 0)),
-                    _mm512_shuffle_f32x4(ta, tb, _MM_SHUFFLE(3, 1, 3, 1)));
-  /* k0 + k1, in dwords 0 and 1 of each quarter */
-  const __m512 v =
-      _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(1, 0, 3, 2)));
-  __m512 o = _mm512_permutexvar_ps(
-      _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0), v);
-  if (has_min)
-    o = _mm512_add_ps(
-        o, _mm512_permutex2var_ps(
-               sm[0],
-               _mm512_setr_epi32(2 * a, 2 * a + 1, 16 + 2 * a, 17 + 2 * a,
-                                 2 * b, 2 * b + 1, 16 + 2 * b, 17 + 2 * b, 0, 0,
-                                 0, 0, 0, 0, 0, 0),
-               sm[1]));
-  const __mmask8 rows = P == 2 ? 0x0f : 0x03;
-  _mm_mask_storeu_ps(out + (size_t)a * out_stride, rows,
-                     _mm512_castps512_ps128(o));
-  if (two)
-    _mm_mask_storeu_ps(out + (size_t)b * out_stride, rows,
-                       _mm512_extractf32x4_ps(o, 1));
-}
-
 /* d_w * d_a of every (row, activation) of a tile's P pairs, 16 per
  * multiply, into dd. The tiles use them a tile later (gemm computes the
  * next tile's before running this one): read right after they are stored,
@@ -201,7 +160,7 @@ tile(int64_t nb, panel pn, const __m512 *ddv, bool has_min, bool has_offset,
   }
 #pragma GCC unroll 4
   for (int a = 0; a < A; a += 2)
-    store_sums(acc, sm, has_min, a, a + 1 < A, P, out, out_stride);
+    nc_il_store_sums(acc, sm, has_min, a, a + 1 < A, P, out, out_stride);
 }
 
 /* Instances per (P, A) with A the activation rows of this chunk. */

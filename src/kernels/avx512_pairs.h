@@ -173,4 +173,48 @@ static inline __m256 nc_il_lanes(__m512 v, int odd) {
   return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, v));
 }
 
+/* Activation rows per register tile of the matmuls' sums (below). */
+enum { NC_IL_TILE_A = 8 };
+
+/* Activation rows a and (if two) a + 1 of a tile: each (row, activation)'s
+ * 8 lanes summed in nc_hsum8's order, ((0+4)+(2+6))+((1+5)+(3+7)), four
+ * accumulators at a time, plus the min types' summs; out[a * out_stride +
+ * r] for the tile's 2P rows. */
+static inline __attribute__((always_inline)) void
+nc_il_store_sums(__m512 acc[2][NC_IL_TILE_A], const __m512 sm[2], bool has_min,
+                 int a, bool two, int P, float *out, size_t out_stride) {
+  const int b = two ? a + 1 : a;
+  /* lanes k + (k + 4): [pair 0 | pair 1] per activation row */
+  const __m512 ta = _mm512_add_ps(
+      _mm512_shuffle_f32x4(acc[0][a], acc[1][a], _MM_SHUFFLE(1, 0, 1, 0)),
+      _mm512_shuffle_f32x4(acc[0][a], acc[1][a], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 tb = _mm512_add_ps(
+      _mm512_shuffle_f32x4(acc[0][b], acc[1][b], _MM_SHUFFLE(1, 0, 1, 0)),
+      _mm512_shuffle_f32x4(acc[0][b], acc[1][b], _MM_SHUFFLE(3, 2, 3, 2)));
+  /* + (k + 2): quarters [a pair 0, a pair 1, b pair 0, b pair 1], each
+   * (k0 row r, k0 row r + 1, k1 row r, k1 row r + 1) */
+  const __m512 u =
+      _mm512_add_ps(_mm512_shuffle_f32x4(ta, tb, _MM_SHUFFLE(2, 0, 2, 0)),
+                    _mm512_shuffle_f32x4(ta, tb, _MM_SHUFFLE(3, 1, 3, 1)));
+  /* k0 + k1, in dwords 0 and 1 of each quarter */
+  const __m512 v =
+      _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(1, 0, 3, 2)));
+  __m512 o = _mm512_permutexvar_ps(
+      _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0), v);
+  if (has_min)
+    o = _mm512_add_ps(
+        o, _mm512_permutex2var_ps(
+               sm[0],
+               _mm512_setr_epi32(2 * a, 2 * a + 1, 16 + 2 * a, 17 + 2 * a,
+                                 2 * b, 2 * b + 1, 16 + 2 * b, 17 + 2 * b, 0, 0,
+                                 0, 0, 0, 0, 0, 0),
+               sm[1]));
+  const __mmask8 rows = P == 2 ? 0x0f : 0x03;
+  _mm_mask_storeu_ps(out + (size_t)a * out_stride, rows,
+                     _mm512_castps512_ps128(o));
+  if (two)
+    _mm_mask_storeu_ps(out + (size_t)b * out_stride, rows,
+                       _mm512_extractf32x4_ps(o, 1));
+}
+
 #endif
