@@ -31,8 +31,8 @@
 #include "tables.h"
 
 enum {
-  TILE_A = 8,        /* activation rows per register tile */
-  MAX_BLOCKS = 1024, /* n <= 32768: larger rows fall back to vec_dot_rows */
+  TILE_A = NC_IL_TILE_A, /* activation rows per register tile */
+  MAX_BLOCKS = 1024,     /* n <= 32768: larger rows fall back to vec_dot_rows */
   PACK_BUDGET = 256 * 1024,
 };
 
@@ -159,8 +159,20 @@ tile(int64_t nb, panel pn, const __m512 *ddv, bool has_min, bool has_offset,
       acc[1][a] = acc[1][0];
   }
 #pragma GCC unroll 4
-  for (int a = 0; a < A; a += 2)
-    nc_il_store_sums(acc, sm, has_min, a, a + 1 < A, P, out, out_stride);
+  for (int a = 0; a < A; a += 2) {
+    /* the summs of (a, b)'s rows: [a pair 0, a pair 1, b pair 0, b pair 1] */
+    const int b = a + 1 < A ? a + 1 : a;
+    const __m512 mins =
+        has_min
+            ? _mm512_permutex2var_ps(
+                  sm[0],
+                  _mm512_setr_epi32(2 * a, 2 * a + 1, 16 + 2 * a, 17 + 2 * a,
+                                    2 * b, 2 * b + 1, 16 + 2 * b, 17 + 2 * b, 0,
+                                    0, 0, 0, 0, 0, 0, 0),
+                  sm[1])
+            : _mm512_setzero_ps();
+    nc_il_store_sums(acc, has_min, mins, a, a + 1 < A, P, out, out_stride);
+  }
 }
 
 /* Instances per (P, A) with A the activation rows of this chunk. */

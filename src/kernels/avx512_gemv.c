@@ -1,11 +1,14 @@
 /* avx512_gemv: AVX-512 VNNI matrix x vector (many weight rows, one to
- * eight activation rows: decode, alone or a few sequences at once, or a
- * speculative step's drafts; four at a time) for the
- * 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, bit-identical to
- * the avx2 dots (llama.cpp's float order, see avx512_gemm.c). The weights
- * are streamed once, straight from their rows (no panel: each byte is used
- * by at most 8 activation rows, the second four while it is in L1, and
- * decode is bound by memory).
+ * NC_AVX512_GEMV_MAX_A = 24 activation rows: decode, alone or a few
+ * sequences at once, or a speculative step's fed token and drafts; eight
+ * at a time) for the 32-element block types Q4_0, Q4_1, Q5_0, Q5_1 and
+ * Q8_0, bit-identical to the avx2 dots (llama.cpp's float order, see
+ * avx512_gemm.c). The weights are streamed once, straight from their rows
+ * (no panel: each 4 weight rows' tile serves every group of 8 activation
+ * rows while it is in L1, and one-row decode is bound by memory). Up to 24
+ * rows this beats avx512_gemm.c's panels on the default model (a forward
+ * call of 17 rows 40 ms against 45, bench/forward_rows), which pay for
+ * unpacking each panel where the rows are too few to share it.
  *
  * Layout: avx512_pairs.h, two weight rows' lanes interleaved in a zmm. The
  * activation block is stored once per call with each dword doubled, so a
@@ -28,24 +31,26 @@
 #include "tables.h"
 
 enum {
-  MAX_BLOCKS = 1024, /* n <= 32768, as the gemm */
-  MAX_A = 4,         /* activation rows per register tile */
-  GROUPS = NC_AVX512_GEMV_MAX_A / MAX_A,
+  MAX_BLOCKS = 1024,  /* n <= 32768, as the gemm */
+  MAX_A = 8,          /* activation rows per register tile */
+  HALVES = MAX_A / 4, /* vectors of 4 activations x 4 tile rows */
+  GROUPS = (NC_AVX512_GEMV_MAX_A + MAX_A - 1) / MAX_A,
 };
 
 /* The activation rows, prepared once per call: per block and row, the 8
  * quant dwords each doubled (y) and for the signed types the lanes'
- * starting sums (c); d_a and s_a by [activation][tile row] (d, s: 16
- * floats per block, each value 4 times), and for one row d_a 4 times per
- * block (d1: 4 blocks x 4 rows per vector, as the header gather). */
+ * starting sums (c); d_a and s_a by [activation][tile row] (d, s: per
+ * block HALVES vectors of 4 activations, each value 4 times), and for one
+ * row d_a 4 times per block (d1: 4 blocks x 4 rows per vector, as the
+ * header gather). */
 typedef struct act_rows {
   __m512i (*y)[MAX_A];
   __m512i (*c)[MAX_A];
-  __m512 *d, *s;
+  __m512 (*d)[HALVES], (*s)[HALVES];
   float (*d1)[4];
-  /* a tile's headers (tile_headers): dd, (nb + 4) * 16 floats; mm, (nb +
-   * 4) x 4. On the heap, not the stack: a frame of 80 KB would hide the
-   * callers from a profiler's stack copy (bench/profile.py). */
+  /* a tile's headers (tile_headers): dd, (nb + 4) * 16 * HALVES floats;
+   * mm, (nb + 4) x 4. On the heap, not the stack: a frame of 80 KB would
+   * hide the callers from a profiler's stack copy (bench/profile.py). */
   float *dd;
   float (*mm)[4];
   void *mem;
@@ -54,17 +59,17 @@ typedef struct act_rows {
 static bool act_rows_new(act_rows *ar, const uint8_t *a, size_t a_stride, int A,
                          int64_t nb, bool has_min, int offset_c) {
   const size_t v = sizeof(__m512i) * (size_t)nb;
-  const size_t dd_bytes = 16 * sizeof(float) * (size_t)(nb + 4);
+  const size_t dd_bytes = 16 * HALVES * sizeof(float) * (size_t)(nb + 4);
   const size_t mm_bytes = 4 * sizeof(float) * (size_t)(nb + 4);
-  const size_t bytes = 2 * v * MAX_A + 2 * v + dd_bytes + mm_bytes +
+  const size_t bytes = 2 * v * MAX_A + 2 * v * HALVES + dd_bytes + mm_bytes +
                        4 * sizeof(float) * (size_t)nb;
   ar->mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!ar->mem) return false;
   uint8_t *p = ar->mem;
   ar->y = (void *)p, p += v * MAX_A;
   ar->c = (void *)p, p += v * MAX_A;
-  ar->d = (void *)p, p += v;
-  ar->s = (void *)p, p += v;
+  ar->d = (void *)p, p += v * HALVES;
+  ar->s = (void *)p, p += v * HALVES;
   ar->dd = (void *)p, p += dd_bytes;
   ar->mm = (void *)p, p += mm_bytes;
   ar->d1 = (void *)p;
@@ -76,17 +81,22 @@ static bool act_rows_new(act_rows *ar, const uint8_t *a, size_t a_stride, int A,
   for (int64_t i = 0; i < nb; i++) {
     const uint8_t *bi = a + (size_t)i * abytes;
     nc_il_act_rows(bi, a_stride, A, aq, offset_c, ar->y[i], ar->c[i]);
-    /* [d0 s0 d1 s1 ...] -> each d (s) 4 times, by activation row */
+    /* [d0 s0 d1 s1 ...] -> each d (s) 4 times, by activation row, rows
+     * 4h .. 4h + 3 in half h */
     const __m512 ds = nc_il_act_scales(bi, a_stride, A);
-    ar->d[i] = _mm512_permutexvar_ps(d_idx, ds);
-    ar->s[i] = _mm512_permutexvar_ps(s_idx, ds);
-    _mm_storeu_ps(ar->d1[i], _mm512_castps512_ps128(ar->d[i]));
+    for (int h = 0; h < HALVES; h++) {
+      const __m512i at = _mm512_set1_epi32(8 * h);
+      ar->d[i][h] = _mm512_permutexvar_ps(_mm512_add_epi32(d_idx, at), ds);
+      ar->s[i][h] = _mm512_permutexvar_ps(_mm512_add_epi32(s_idx, at), ds);
+    }
+    _mm_storeu_ps(ar->d1[i], _mm512_castps512_ps128(ar->d[i][0]));
   }
   return true;
 }
 
 /* Rows 0..3 of the tile: per block, d_w * d_a by [activation][row] (dd:
- * 4 floats per block for one activation row, else 16) and m_w by row (mm).
+ * 4 floats per block for one activation row, 16 for 2 to 4, else 32) and
+ * m_w by row (mm).
  * The fp16 d (and m) lead every block's first dword. */
 static inline __attribute__((always_inline)) void
 tile_headers(const uint8_t *w, size_t w_stride, size_t bsize, int64_t nb,
@@ -119,7 +129,9 @@ tile_headers(const uint8_t *w, size_t w_stride, size_t bsize, int64_t nb,
                              _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2,
                                                3, 0, 1, 2, 3)),
             dw);
-        _mm512_storeu_ps(dd + 16 * (i + b), _mm512_mul_ps(rows4, ar->d[i + b]));
+        for (int half = 0; half < (A > 4 ? 2 : 1); half++)
+          _mm512_storeu_ps(dd + (A > 4 ? 32 : 16) * (i + b) + 16 * half,
+                           _mm512_mul_ps(rows4, ar->d[i + b][half]));
       }
     }
     if (has_min)
@@ -133,18 +145,22 @@ static inline __attribute__((always_inline)) void
 tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
      nc_il_pair_fn pair, bool has_min, bool has_offset, const act_rows *ar,
      const int P, const int A, float *out, size_t out_stride) {
-  const int DD = A == 1 ? 4 : 16; /* dd floats per block */
+  const int DD = A == 1 ? 4 : A <= 4 ? 16 : 32; /* dd floats per block */
   float *dd = ar->dd;
   float(*mm)[4] = ar->mm;
   tile_headers(w, w_stride, bsize, nb, 2 * P, has_min, ar, A, dd, mm);
   __m512 acc[2][MAX_A];
+  _Static_assert((int)MAX_A == (int)NC_IL_TILE_A, "nc_il_store_sums' tile");
 #pragma GCC unroll 2
   for (int p = 0; p < P; p++)
 #pragma GCC unroll 4
     for (int a = 0; a < A; a++)
       acc[p][a] = _mm512_setzero_ps();
-  __m128 sm1 = _mm_setzero_ps();   /* one row: by tile row */
-  __m512 sm = _mm512_setzero_ps(); /* else by [activation][tile row] */
+  __m128 sm1 = _mm_setzero_ps(); /* one row: by tile row */
+  __m512 sm[HALVES];             /* else by [activation][tile row] */
+#pragma GCC unroll 2
+  for (int h = 0; h < HALVES; h++)
+    sm[h] = _mm512_setzero_ps();
   /* the rows ahead (see nc_prefetch_base), 2P blocks' bytes per block */
   const uint8_t *pf = nc_prefetch_base(w, (size_t)(2 * P) * w_stride);
   const size_t pf_step = (size_t)(2 * P) * bsize;
@@ -156,7 +172,7 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
       const uint8_t *b0 = w + (size_t)(2 * p) * w_stride + (size_t)i * bsize;
       q[p] = pair(b0, b0 + w_stride);
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int a = 0; a < A; a++) {
       const __m512i y = _mm512_load_si512(&ar->y[i][a]);
       const __m512i *c0 = has_offset ? &ar->c[i][a] : NULL;
@@ -167,24 +183,33 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
             _mm512_cvtepi32_ps(nc_il_dot(c0, q[p], y)), acc[p][a]);
     }
     if (has_min && A == 1)
-      sm1 = _mm_fmadd_ps(_mm_loadu_ps(mm[i]), _mm512_castps512_ps128(ar->s[i]),
-                         sm1);
-    else if (has_min)
-      sm = _mm512_fmadd_ps(_mm512_broadcast_f32x4(_mm_loadu_ps(mm[i])),
-                           ar->s[i], sm);
+      sm1 = _mm_fmadd_ps(_mm_loadu_ps(mm[i]),
+                         _mm512_castps512_ps128(ar->s[i][0]), sm1);
+    else if (has_min) {
+      const __m512 m = _mm512_broadcast_f32x4(_mm_loadu_ps(mm[i]));
+      for (int h = 0; h < (A > 4 ? 2 : 1); h++)
+        sm[h] = _mm512_fmadd_ps(m, ar->s[i][h], sm[h]);
+    }
   }
-  _Alignas(64) float s[16];
-  _mm512_store_ps(s, A == 1 ? _mm512_castps128_ps512(sm1) : sm);
+  if (P == 1) { /* nc_il_store_sums reads acc[1] */
+#pragma GCC unroll 8
+    for (int a = 0; a < A; a++)
+      acc[1][a] = _mm512_setzero_ps();
+  }
+  /* the summs by [activation][tile row] */
+  _Alignas(64) float s[16 * HALVES];
+  _mm512_store_ps(s, A == 1 ? _mm512_castps128_ps512(sm1) : sm[0]);
+  if (A > 4) _mm512_store_ps(s + 16, sm[1]);
 #pragma GCC unroll 4
-  for (int a = 0; a < A; a++)
-#pragma GCC unroll 2
-    for (int p = 0; p < P; p++)
-#pragma GCC unroll 2
-      for (int odd = 0; odd < 2; odd++) {
-        const float v = nc_hsum8(nc_il_lanes(acc[p][a], odd));
-        out[(size_t)a * out_stride + (size_t)(2 * p + odd)] =
-            has_min ? v + s[4 * a + 2 * p + odd] : v;
-      }
+  for (int a = 0; a < A; a += 2) {
+    const int b = a + 1 < A ? a + 1 : a;
+    const __m512 mins =
+        has_min
+            ? _mm512_insertf32x4(_mm512_castps128_ps512(_mm_load_ps(s + 4 * a)),
+                                 _mm_load_ps(s + 4 * b), 1)
+            : _mm512_setzero_ps();
+    nc_il_store_sums(acc, has_min, mins, a, a + 1 < A, P, out, out_stride);
+  }
 }
 
 static inline __attribute__((always_inline)) void
@@ -198,13 +223,17 @@ tiles(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
   case 1: T(1); break;
   case 2: T(2); break;
   case 3: T(3); break;
-  default: T(4); break;
+  case 4: T(4); break;
+  case 5: T(5); break;
+  case 6: T(6); break;
+  case 7: T(7); break;
+  default: T(8); break;
   }
 #undef T
 }
 
 /* Up to NC_AVX512_GEMV_MAX_A activation rows in groups of MAX_A (a
- * speculative step's drafts): each group runs the tiles of every 4 weight
+ * speculative step's rows): each group runs the tiles of every 4 weight
  * rows in turn, while those rows are in L1, so the weights stream from
  * memory once; each (weight row, activation row) takes the same
  * operations whatever its group. */

@@ -178,11 +178,13 @@ enum { NC_IL_TILE_A = 8 };
 
 /* Activation rows a and (if two) a + 1 of a tile: each (row, activation)'s
  * 8 lanes summed in nc_hsum8's order, ((0+4)+(2+6))+((1+5)+(3+7)), four
- * accumulators at a time, plus the min types' summs; out[a * out_stride +
- * r] for the tile's 2P rows. */
+ * accumulators at a time, then (has_min) plus the min types' summs, mins:
+ * a's 2P rows' in floats 0..3, b's in 4..7; out[a * out_stride + r] for
+ * the tile's 2P rows. For P == 1, acc[1][a] and acc[1][b] must be set (to
+ * anything: their sums are not stored). */
 static inline __attribute__((always_inline)) void
-nc_il_store_sums(__m512 acc[2][NC_IL_TILE_A], const __m512 sm[2], bool has_min,
-                 int a, bool two, int P, float *out, size_t out_stride) {
+nc_il_store_sums(__m512 acc[2][NC_IL_TILE_A], bool has_min, __m512 mins, int a,
+                 bool two, int P, float *out, size_t out_stride) {
   const int b = two ? a + 1 : a;
   /* lanes k + (k + 4): [pair 0 | pair 1] per activation row */
   const __m512 ta = _mm512_add_ps(
@@ -201,14 +203,7 @@ nc_il_store_sums(__m512 acc[2][NC_IL_TILE_A], const __m512 sm[2], bool has_min,
       _mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(1, 0, 3, 2)));
   __m512 o = _mm512_permutexvar_ps(
       _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 0, 0, 0, 0, 0, 0, 0, 0), v);
-  if (has_min)
-    o = _mm512_add_ps(
-        o, _mm512_permutex2var_ps(
-               sm[0],
-               _mm512_setr_epi32(2 * a, 2 * a + 1, 16 + 2 * a, 17 + 2 * a,
-                                 2 * b, 2 * b + 1, 16 + 2 * b, 17 + 2 * b, 0, 0,
-                                 0, 0, 0, 0, 0, 0),
-               sm[1]));
+  if (has_min) o = _mm512_add_ps(o, mins);
   const __mmask8 rows = P == 2 ? 0x0f : 0x03;
   _mm_mask_storeu_ps(out + (size_t)a * out_stride, rows,
                      _mm512_castps512_ps128(o));

@@ -57,8 +57,9 @@ void nc_avx2_quant_f16(const float *src, void *dst, int64_t n);
 
 /* avx512_gemm.c: VNNI matmuls, bit-identical to the avx2 dots; and
  * avx512_gemv.c, the same products for 1..NC_AVX512_GEMV_MAX_A activation
- * rows (decode): out[a * out_stride + r] = row r of w . activation row a. */
-enum { NC_AVX512_GEMV_MAX_A = 12 };
+ * rows (decode, a speculative step's rows): out[a * out_stride + r] = row r
+ * of w . activation row a. */
+enum { NC_AVX512_GEMV_MAX_A = 24 };
 #define NC_AVX512_MATMUL(name)                                                 \
   void nc_avx512_gemm_##name(int64_t n, const void *w, size_t w_stride,        \
                              int64_t nw, const void *a, size_t a_stride,       \

@@ -389,11 +389,13 @@ static void check_gemm_few_many(const nc_kernels *k, nc_type t, int64_t n,
 /* A table's gemm gives, for every (weight row, activation row), the bits
  * of its vec_dot on that pair: any panel height (register tiles of 4 and 2
  * rows and a single-row tail), any number of activation rows (full and
- * partial tiles of 8), odd block counts, padded strides. */
+ * partial tiles of 8, the decode rows' groups of 8 up to 24),
+ * odd block counts, padded strides. */
 static void check_gemm(const nc_kernels *k) {
   static const int64_t nws[] = {1, 2, 3, 4, 5, 7, 16, 33, 66};
-  static const int64_t nas[] = {1,  2,  3,  4,  5,  7,  8,  9,  12,
-                                16, 17, 25, 32, 33, 48, 64, 65, 70};
+  static const int64_t nas[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,
+                                10, 11, 12, 13, 16, 17, 20, 23, 24,
+                                25, 32, 33, 48, 64, 65, 70};
   uint64_t s = 2024;
   for (size_t i = 0; i < N_WEIGHT_TYPES; i++) {
     const nc_type t = k_weight_types[i];
