@@ -146,15 +146,24 @@ model:
 layers: $(LIB_OBJS) $(TOOL_OBJS)
 	python3 scripts/check_layers.py $(BUILDDIR)
 
+# The test binaries, the CLI and the generated model files of this variant
+# (built in parallel by test and check before their tests run).
+.PHONY: unit-bins
+unit-bins: $(UNIT_BINS) $(NUCLEUS) arch-models
+
+# Builds take every core (JOBS); the tests then run as before.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: model
-	$(MAKE) BUILD=release layers
+	$(MAKE) BUILD=release -j$(JOBS) layers
+	$(MAKE) BUILD=release -j$(JOBS) unit-bins quant-models
 	$(MAKE) BUILD=release unit
+	$(MAKE) BUILD=asan -j$(JOBS) unit-bins
 	$(MAKE) BUILD=asan unit
 	$(MAKE) BUILD=release e2e
 
 check: model
-	$(MAKE) BUILD=release layers
-	$(MAKE) BUILD=release $(UNIT_BINS) $(NUCLEUS) arch-models
+	$(MAKE) BUILD=release -j$(JOBS) layers
+	$(MAKE) BUILD=release -j$(JOBS) unit-bins
 	NUCLEUS_TEST_SHORT=1 $(MAKE) BUILD=release -j2 --output-sync=target \
 	  unit e2e-check
 
