@@ -8,6 +8,7 @@
 #                   corpus: @pytest.mark.slow), each output whole when done;
 #                   the long golden checks on fewer positions
 #                   (NUCLEUS_TEST_SHORT=1, tests/unit/test_require.h)
+#                   (test and check build with JOBS jobs, default every core)
 #   make unit       unit tests of this variant only
 #   make e2e        pytest end-to-end tests against the real binary and model
 #                   (a bounded 60 s server soak included; skips listed)
