@@ -94,6 +94,12 @@ static bool act_rows_new(act_rows *ar, const uint8_t *a, size_t a_stride, int A,
   return true;
 }
 
+/* The vectors of 4 activations x 4 tile rows that A activation rows take
+ * (d, s, a block's dd, the summs). */
+static inline int halves(int A) {
+  return A > 4 ? 2 : 1;
+}
+
 /* Rows 0..3 of the tile: per block, d_w * d_a by [activation][row] (dd:
  * 4 floats per block for one activation row, 16 for 2 to 4, else 32) and
  * m_w by row (mm).
@@ -129,8 +135,8 @@ tile_headers(const uint8_t *w, size_t w_stride, size_t bsize, int64_t nb,
                              _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2,
                                                3, 0, 1, 2, 3)),
             dw);
-        for (int half = 0; half < (A > 4 ? 2 : 1); half++)
-          _mm512_storeu_ps(dd + (A > 4 ? 32 : 16) * (i + b) + 16 * half,
+        for (int half = 0; half < halves(A); half++)
+          _mm512_storeu_ps(dd + 16 * halves(A) * (i + b) + 16 * half,
                            _mm512_mul_ps(rows4, ar->d[i + b][half]));
       }
     }
@@ -145,7 +151,7 @@ static inline __attribute__((always_inline)) void
 tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
      nc_il_pair_fn pair, bool has_min, bool has_offset, const act_rows *ar,
      const int P, const int A, float *out, size_t out_stride) {
-  const int DD = A == 1 ? 4 : A <= 4 ? 16 : 32; /* dd floats per block */
+  const int DD = A == 1 ? 4 : 16 * halves(A); /* dd floats per block */
   float *dd = ar->dd;
   float(*mm)[4] = ar->mm;
   tile_headers(w, w_stride, bsize, nb, 2 * P, has_min, ar, A, dd, mm);
@@ -187,7 +193,7 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
                          _mm512_castps512_ps128(ar->s[i][0]), sm1);
     else if (has_min) {
       const __m512 m = _mm512_broadcast_f32x4(_mm_loadu_ps(mm[i]));
-      for (int h = 0; h < (A > 4 ? 2 : 1); h++)
+      for (int h = 0; h < halves(A); h++)
         sm[h] = _mm512_fmadd_ps(m, ar->s[i][h], sm[h]);
     }
   }
@@ -199,7 +205,7 @@ tile(int64_t nb, const uint8_t *w, size_t w_stride, size_t bsize,
   /* the summs by [activation][tile row] */
   _Alignas(64) float s[16 * HALVES];
   _mm512_store_ps(s, A == 1 ? _mm512_castps128_ps512(sm1) : sm[0]);
-  if (A > 4) _mm512_store_ps(s + 16, sm[1]);
+  if (halves(A) > 1) _mm512_store_ps(s + 16, sm[1]);
 #pragma GCC unroll 4
   for (int a = 0; a < A; a += 2) {
     const int b = a + 1 < A ? a + 1 : a;

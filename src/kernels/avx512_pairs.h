@@ -164,15 +164,6 @@ static inline void nc_il_rows_fallback(nc_vec_dot_rows_fn rows, int64_t n,
     rows(n, w + (size_t)r * w_stride, a, a_stride, na, out + r, out_stride);
 }
 
-/* Row r's 8 lanes (even) or row r + 1's (odd), in lane order. */
-static inline __m256 nc_il_lanes(__m512 v, int odd) {
-  const __m512i idx =
-      odd ? _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)
-          : _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0,
-                              0);
-  return _mm512_castps512_ps256(_mm512_permutexvar_ps(idx, v));
-}
-
 /* Activation rows per register tile of the matmuls' sums (below). */
 enum { NC_IL_TILE_A = 8 };
 
