@@ -23,7 +23,14 @@ PIP_FLAGS="--quiet --disable-pip-version-check"
 if python3 -m pip install --help 2>/dev/null | grep -q -- --break-system-packages; then
   PIP_FLAGS="$PIP_FLAGS --break-system-packages"
 fi
-python3 -m pip install $PIP_FLAGS -r requirements-test.txt
+# llama-cpp-python builds llama.cpp here with -march=native, and GCC 12 then
+# also tunes for this CPU: on an AMD EPYC (it takes Zen 5 for znver3) its
+# avoid-FMA-chains tuning leaves a loop's sum += d * x as a multiply and an
+# add where other tunings fuse them, so the oracle's floats (ggml's vec_dot
+# tails, its quantizers) would differ in the last bit from one CPU to
+# another. -mtune=generic gives every machine the same llama.cpp.
+CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_C_FLAGS=-mtune=generic -DCMAKE_CXX_FLAGS=-mtune=generic" \
+  python3 -m pip install $PIP_FLAGS -r requirements-test.txt
 # instructor 1.17 caps jiter below 0.15 while the openai client of the
 # same month needs 0.16+; it runs with both (tests/e2e/test_pydantic_clients.py),
 # so it goes in without its pins rather than pulling openai back.
