@@ -392,7 +392,7 @@ static void check_gemm_few_many(const nc_kernels *k, nc_type t, int64_t n,
  * partial tiles of 8, the decode rows' groups of 8 up to 24),
  * odd block counts, padded strides. */
 static void check_gemm(const nc_kernels *k) {
-  static const int64_t nws[] = {1, 2, 3, 4, 5, 7, 16, 33, 66};
+  static const int64_t nws[] = {1, 2, 3, 4, 5, 7, 12, 16, 33, 66};
   static const int64_t nas[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,
                                 10, 11, 12, 13, 16, 17, 20, 23, 24,
                                 25, 32, 33, 48, 64, 65, 70};
